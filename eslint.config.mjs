@@ -1,0 +1,14 @@
+import { configWithoutCloudSupport } from '@n8n/node-cli/eslint';
+
+// Without cloud support: this package has a runtime dependency (pg), which n8n Cloud does not allow.
+export default [
+	...configWithoutCloudSupport,
+	{ ignores: ['dist/**', 'coverage/**', 'test/**', 'bench/**', 'scripts/**', 'gulpfile.js', 'jest*.config.js'] },
+	{
+		// The core stays n8n-free so it can be tested and reused without n8n.
+		files: ['lib/**/*.ts'],
+		rules: {
+			'no-restricted-imports': ['error', { patterns: ['n8n-workflow', 'n8n-core', 'n8n-workflow/*'] }],
+		},
+	},
+];
