@@ -2,6 +2,7 @@
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json' }];
 
 module.exports = {
+	testTimeout: 60000,
 	projects: [
 		{
 			displayName: 'unit',
@@ -16,7 +17,6 @@ module.exports = {
 			testEnvironment: 'node',
 			globalSetup: '<rootDir>/test/support/globalSetup.ts',
 			globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
-			testTimeout: 60000,
 		},
 	],
 };

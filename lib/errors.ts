@@ -1,0 +1,37 @@
+/**
+ * One flat family of errors, matched with `instanceof`. Outcomes (new, duplicate, in progress,
+ * stale owner) are values, not errors: these are thrown only when something is misconfigured or broken.
+ */
+export class IdempotencyError extends Error {
+	constructor(message: string, options?: { cause?: unknown }) {
+		super(message, options);
+		this.name = new.target.name;
+	}
+}
+
+/** A node option or credential field has a value the package cannot use (e.g. an invalid table name). */
+export class InvalidConfigurationError extends IdempotencyError {}
+
+/** The configured key source may never be a key (signature and timestamp headers change on every retry). */
+export class ForbiddenKeySourceError extends IdempotencyError {}
+
+/** No key could be derived and falling back to the body hash is switched off. */
+export class MissingKeyError extends IdempotencyError {}
+
+/** The same key arrived with a different payload while the payload fingerprint option says "error". */
+export class PayloadMismatchError extends IdempotencyError {}
+
+/** The idempotency table does not exist; the message names the SQL file to run. */
+export class TableMissingError extends IdempotencyError {}
+
+/** The table exists but lacks columns (e.g. the seed's two-column table); the message names the migration. */
+export class SchemaOutdatedError extends IdempotencyError {}
+
+/** Postgres cannot be reached (down, unknown host, refused, timed out). Nothing was reserved. */
+export class DatabaseUnavailableError extends IdempotencyError {}
+
+/** Postgres refused the credential (wrong user or password, or no access to the database). */
+export class DatabaseAuthenticationError extends IdempotencyError {}
+
+/** Postgres answered with an error the package has no specific meaning for. */
+export class DatabaseError extends IdempotencyError {}

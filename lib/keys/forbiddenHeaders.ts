@@ -1,0 +1,30 @@
+import { ForbiddenKeySourceError } from '../errors';
+
+// Signatures and timestamps change on every retry (Stripe signs each attempt with a new timestamp),
+// so as keys they would make every retry look new and let duplicates through.
+const KNOWN_FORBIDDEN = new Set([
+	'stripe-signature',
+	'x-hub-signature',
+	'x-hub-signature-256',
+	'x-shopify-hmac-sha256',
+	'x-shopify-triggered-at',
+	'x-slack-signature',
+	'x-slack-request-timestamp',
+	'webhook-signature',
+	'webhook-timestamp',
+	'svix-signature',
+	'svix-timestamp',
+	'date',
+	'authorization',
+]);
+const FORBIDDEN_PATTERN = /signature|hmac|timestamp/i;
+
+/** Throws ForbiddenKeySourceError when a header can never identify an event across retries. */
+export function assertUsableKeyHeader(headerName: string): void {
+	const name = headerName.trim().toLowerCase();
+	if (KNOWN_FORBIDDEN.has(name) || FORBIDDEN_PATTERN.test(name)) {
+		throw new ForbiddenKeySourceError(
+			`The header "${name}" cannot be an idempotency key: signature, authorization and timestamp headers change on every retry, so each retry would look like a new event and the duplicate would run again. Verify the signature with the Webhook Signature Verify node, and key on the provider's event id instead (for example the Stripe preset, or a delivery-id header such as x-github-delivery).`,
+		);
+	}
+}

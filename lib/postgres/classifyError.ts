@@ -1,0 +1,83 @@
+import {
+	DatabaseAuthenticationError,
+	DatabaseError,
+	DatabaseUnavailableError,
+	IdempotencyError,
+	InvalidConfigurationError,
+	SchemaOutdatedError,
+	TableMissingError,
+} from '../errors';
+
+/** What a failed query was doing, so the error can name the table and the fix. */
+export interface ErrorContext {
+	table?: string;
+}
+
+// Postgres SQLSTATE codes this package gives a meaning to (https://www.postgresql.org/docs/current/errcodes-appendix.html).
+const SQLSTATE = {
+	undefinedTable: '42P01',
+	undefinedColumn: '42703',
+	invalidSchemaName: '3F000',
+	invalidCatalogName: '3D000',
+	invalidPassword: '28P01',
+	invalidAuthorization: '28000',
+	insufficientPrivilege: '42501',
+	tooManyConnections: '53300',
+	cannotConnectNow: '57P03',
+	adminShutdown: '57P01',
+	crashShutdown: '57P02',
+} as const;
+
+// Node's socket error codes for a server that is not there.
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+function codeOf(error: unknown): string | undefined {
+	const code = (error as { code?: unknown } | null)?.code;
+	return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * Turns a `pg` error into the package's error family. Messages name the fix and never
+ * contain connection secrets or payloads.
+ */
+export function classifyPostgresError(error: unknown, context: ErrorContext = {}): IdempotencyError {
+	if (error instanceof IdempotencyError) return error;
+	const code = codeOf(error);
+	const table = context.table ?? 'processed_events';
+	const serverMessage = error instanceof Error ? error.message : String(error);
+
+	switch (code) {
+		case SQLSTATE.undefinedTable:
+		case SQLSTATE.invalidSchemaName:
+			return new TableMissingError(
+				`The idempotency table ${table} does not exist. Run sql/001_create_table.sql from the n8n-nodes-idempotency package (with your schema and table name), or turn on the node option "Create Table If Missing".`,
+				{ cause: error },
+			);
+		case SQLSTATE.undefinedColumn:
+			return new SchemaOutdatedError(
+				`The idempotency table ${table} is missing columns (the hand-built recipe's two-column table?). Run sql/002_migrate_from_seed.sql once; existing keys are kept.`,
+				{ cause: error },
+			);
+		case SQLSTATE.invalidPassword:
+		case SQLSTATE.invalidAuthorization:
+			return new DatabaseAuthenticationError(`Postgres rejected the credential: ${serverMessage}`, { cause: error });
+		case SQLSTATE.invalidCatalogName:
+			return new InvalidConfigurationError(`The database in the credential does not exist: ${serverMessage}`, { cause: error });
+		case SQLSTATE.insufficientPrivilege:
+			return new DatabaseAuthenticationError(
+				`The Postgres user lacks a privilege on ${table} (needs SELECT, INSERT, UPDATE, DELETE): ${serverMessage}`,
+				{ cause: error },
+			);
+		case SQLSTATE.tooManyConnections:
+		case SQLSTATE.cannotConnectNow:
+		case SQLSTATE.adminShutdown:
+		case SQLSTATE.crashShutdown:
+			return new DatabaseUnavailableError(`Postgres is not accepting connections: ${serverMessage}`, { cause: error });
+	}
+	if ((code && UNREACHABLE_CODES.has(code)) || /timeout|terminated unexpectedly|Connection terminated/i.test(serverMessage)) {
+		return new DatabaseUnavailableError(`Postgres could not be reached (${code ?? serverMessage}). Nothing was reserved.`, {
+			cause: error,
+		});
+	}
+	return new DatabaseError(`Postgres error${code ? ` ${code}` : ''}: ${serverMessage}`, { cause: error });
+}

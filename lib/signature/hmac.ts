@@ -1,0 +1,34 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+import type { HmacAlgorithm } from './types';
+
+/** HMAC of `content` under `key`; a string key is used as its UTF-8 bytes, as every provider does. */
+export function computeHmac(algorithm: HmacAlgorithm, key: string | Buffer, content: Buffer): Buffer {
+	return createHmac(algorithm, key).update(content).digest();
+}
+
+/**
+ * Compares a computed digest with a received signature in time independent of where they differ.
+ * `timingSafeEqual` throws on unequal lengths, so a wrong length is compared against itself and
+ * reported as a mismatch: the time spent depends only on the digest length, which is public.
+ */
+export function signaturesEqual(expected: Buffer, received: Buffer): boolean {
+	if (expected.length !== received.length) {
+		timingSafeEqual(expected, expected);
+		return false;
+	}
+	return timingSafeEqual(expected, received);
+}
+
+const HEX = /^(?:[0-9a-fA-F]{2})+$/;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** Strict hex decoding: `Buffer.from(text, 'hex')` silently stops at the first bad character. */
+export function decodeHex(text: string): Buffer | undefined {
+	return HEX.test(text) ? Buffer.from(text, 'hex') : undefined;
+}
+
+/** Strict, padded, standard-alphabet base64 decoding: `Buffer.from(text, 'base64')` skips bad characters. */
+export function decodeBase64(text: string): Buffer | undefined {
+	return text !== '' && BASE64.test(text) ? Buffer.from(text, 'base64') : undefined;
+}

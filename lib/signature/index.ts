@@ -1,0 +1,15 @@
+export { verifySignature } from './verify';
+export { parseSecrets, decodeStandardWebhooksSecret } from './secrets';
+export { SignatureError, SignatureConfigError } from './errors';
+export {
+	DEFAULT_TOLERANCE_SECONDS,
+	SIGNATURE_SCHEMES,
+	type GenericHmacOptions,
+	type HeaderBag,
+	type HmacAlgorithm,
+	type SignatureEncoding,
+	type SignatureFailureReason,
+	type SignatureScheme,
+	type VerifySignatureInput,
+	type VerifySignatureResult,
+} from './types';

@@ -1,0 +1,96 @@
+/** How a reservation becomes final. */
+export type ReservationMode =
+	/** The seed recipe's behaviour: final at once; a failed run must release the key. */
+	| 'permanent'
+	/** Final only when completed; a run that crashes loses the key when its lease ends. */
+	| 'lease';
+
+export type RecordStatus = 'processing' | 'completed' | 'failed';
+
+/** A row of the idempotency table, as the package reports it. Times are ISO strings from the database clock. */
+export interface IdempotencyRecord {
+	key: string;
+	status: RecordStatus;
+	attempts: number;
+	duplicateCount: number;
+	firstSeen: string;
+	lastSeen: string;
+	lockedUntil: string | null;
+	expiresAt: string | null;
+	executionId: string | null;
+	workflowId: string | null;
+	keySource: string | null;
+	payloadHash: string | null;
+	response: unknown;
+	completedAt: string | null;
+	lastError: string | null;
+	/** Whether a lease was still running when the record was read. */
+	leaseActive: boolean;
+}
+
+export type ReservationOutcome = 'new' | 'duplicate' | 'in_progress';
+
+export interface ReservationRequest {
+	key: string;
+	keySource: string;
+	/** Payload fingerprint; null when fingerprinting is off. */
+	payloadHash: string | null;
+}
+
+export interface ReservationResult {
+	outcome: ReservationOutcome;
+	key: string;
+	/** Only for `new`: the fencing token Complete, Release and Mark Failed must present. */
+	ownerToken: string | null;
+	/** True when the key was reclaimed (failed earlier, or a crashed run's lease ended): attempts > 1. */
+	reclaimed: boolean;
+	/** True for a repeat of a key that appeared earlier in the same batch. */
+	repeatInBatch: boolean;
+	/** Same key, different payload fingerprint (null when either side has none). */
+	payloadMismatch: boolean | null;
+	record: IdempotencyRecord;
+}
+
+export interface ReserveOptions {
+	mode: ReservationMode;
+	/** Lease length in lease mode. */
+	leaseSeconds: number;
+	/** How long the key protects against duplicates; after that it counts as absent. */
+	retentionSeconds: number;
+	executionId?: string;
+	workflowId?: string;
+}
+
+/** One settle request (Complete, Release, Mark Failed). */
+export interface OwnedKey {
+	key: string;
+	ownerToken: string;
+}
+
+/** Why a settle request changed nothing. */
+export type StaleReason =
+	/** The key is gone: released, cleaned up, or never reserved. */
+	| 'not_found'
+	/** Another run holds the key now: this run's lease ended and it was reclaimed. */
+	| 'not_owner'
+	/** Complete on a key that was marked failed. */
+	| 'failed';
+
+export type SettleResult = { key: string; applied: true } | { key: string; applied: false; reason: StaleReason };
+
+export interface CleanupOptions {
+	/** Rows first seen longer ago than this are deleted (and rows whose own retention ended). */
+	retentionSeconds: number;
+	/** Rows per DELETE; small batches keep locks short. */
+	batchSize: number;
+	/** Stop starting new batches after this long. */
+	timeBudgetSeconds: number;
+}
+
+export interface CleanupResult {
+	deleted: number;
+	batches: number;
+	durationMs: number;
+	/** False when the time budget ended before the last batch came back short. */
+	finished: boolean;
+}
