@@ -12,3 +12,4 @@ export * from './postgres/classifyError';
 export * from './postgres/connectionSettings';
 export * from './postgres/pool';
 export * from './sql/statements';
+export * from './postgres/checkConnection';

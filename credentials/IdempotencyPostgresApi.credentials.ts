@@ -1,0 +1,65 @@
+import type { ICredentialType, INodeProperties, Icon } from 'n8n-workflow';
+
+/**
+ * The package's own Postgres credential, so the idempotency table can live in a different
+ * database (or with a different user) than the workflow's business data.
+ */
+export class IdempotencyPostgresApi implements ICredentialType {
+	name = 'idempotencyPostgresApi';
+
+	displayName = 'Idempotency Postgres';
+
+	icon: Icon = { light: 'file:idempotencyPostgres.svg', dark: 'file:idempotencyPostgres.dark.svg' };
+
+	documentationUrl = 'https://www.npmjs.com/package/n8n-nodes-idempotency#credential';
+
+	properties: INodeProperties[] = [
+		{ displayName: 'Host', name: 'host', type: 'string', default: 'localhost', required: true },
+		{ displayName: 'Port', name: 'port', type: 'number', default: 5432, required: true },
+		{ displayName: 'Database', name: 'database', type: 'string', default: 'postgres', required: true },
+		{ displayName: 'User', name: 'user', type: 'string', default: 'postgres', required: true },
+		{
+			displayName: 'Password',
+			name: 'password',
+			type: 'string',
+			typeOptions: { password: true },
+			default: '',
+		},
+		{
+			displayName: 'SSL',
+			name: 'ssl',
+			type: 'options',
+			options: [
+				{ name: 'Disable', value: 'disable', description: 'Plain connection (local or private network)' },
+				{ name: 'Require', value: 'require', description: 'Encrypted, server certificate not checked' },
+				{ name: 'Verify', value: 'verify', description: 'Encrypted, server certificate checked against the CA' },
+			],
+			default: 'disable',
+		},
+		{
+			displayName: 'CA Certificate',
+			name: 'ca',
+			type: 'string',
+			typeOptions: { password: true, rows: 4 },
+			default: '',
+			description: 'PEM certificate of the authority that signed the server certificate (leave empty for the system CAs)',
+			displayOptions: { show: { ssl: ['verify'] } },
+		},
+		{
+			displayName: 'Ignore SSL Issues (Insecure)',
+			name: 'allowUnauthorizedCerts',
+			type: 'boolean',
+			default: false,
+			description: 'Whether to connect even if the server certificate cannot be verified (self-signed)',
+			displayOptions: { show: { ssl: ['verify'] } },
+		},
+		{
+			displayName: 'Max Connections',
+			name: 'maxConnections',
+			type: 'number',
+			typeOptions: { minValue: 1, maxValue: 1000 },
+			default: 10,
+			description: 'Size of the connection pool this credential shares across executions',
+		},
+	];
+}

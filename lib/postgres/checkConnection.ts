@@ -1,0 +1,44 @@
+import { Client } from 'pg';
+
+import { DatabaseAuthenticationError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../errors';
+import { classifyPostgresError } from './classifyError';
+import { toPoolConfig, type ConnectionSettings } from './connectionSettings';
+
+export type ConnectionCheck = { ok: true; message: string } | { ok: false; message: string };
+
+/**
+ * Opens one connection with the credential's settings and says in plain words what went wrong:
+ * wrong password, unknown host, refused connection, missing database. Never echoes the password.
+ */
+export async function checkConnection(settings: ConnectionSettings): Promise<ConnectionCheck> {
+	let client: Client | undefined;
+	try {
+		const { max: _max, idleTimeoutMillis: _idle, allowExitOnIdle: _exit, ...config } = toPoolConfig(settings);
+		client = new Client(config);
+		client.on('error', () => {});
+		await client.connect();
+		const { rows } = await client.query('select current_database() as database, current_setting($1) as version', ['server_version']);
+		return { ok: true, message: `Connected to database "${rows[0].database}" (Postgres ${rows[0].version}).` };
+	} catch (error) {
+		return { ok: false, message: describeConnectionError(error, settings) };
+	} finally {
+		await client?.end().catch(() => {});
+	}
+}
+
+function describeConnectionError(error: unknown, settings: ConnectionSettings): string {
+	const code = (error as { code?: string } | null)?.code;
+	if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `Unknown host "${settings.host}": the name does not resolve.`;
+	if (code === 'ECONNREFUSED') return `Connection refused at ${settings.host}:${settings.port}: is Postgres running and listening there?`;
+	if (code === '28P01') return `Wrong password for user "${settings.user}" (Postgres: password authentication failed).`;
+	if (code === '3D000') return `Database "${settings.database}" does not exist on ${settings.host}:${settings.port}.`;
+	const classified: IdempotencyError = error instanceof IdempotencyError ? error : classifyPostgresError(error);
+	if (
+		classified instanceof DatabaseAuthenticationError ||
+		classified instanceof DatabaseUnavailableError ||
+		classified instanceof InvalidConfigurationError
+	) {
+		return classified.message;
+	}
+	return `Could not connect: ${classified.message}`;
+}

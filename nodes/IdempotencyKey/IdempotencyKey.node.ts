@@ -1,0 +1,145 @@
+import {
+	NodeConnectionTypes,
+	type IDataObject,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+
+import type { IdempotencyStore } from '../../lib/store';
+import type { OwnedKey, SettleResult } from '../../lib/types';
+import { CONNECTION_TEST, credentialDescription, testConnection } from '../shared/credential';
+import { toNodeError } from '../shared/nodeError';
+import { storeFor, type TableChoice } from '../shared/store';
+import { keyProperties } from './description';
+import { readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
+
+type Operation = 'complete' | 'release' | 'fail' | 'cleanup';
+
+const DONE = 0;
+const STALE = 1;
+
+// Cleanup has one output (its summary); the others tell settled items from stale ones.
+const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ $parameter.operation === "cleanup" ? [{ "type": "main", "displayName": "Summary" }] : [{ "type": "main", "displayName": "Done" }, { "type": "main", "displayName": "Stale" }] }}`;
+
+export class IdempotencyKey implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Idempotency Key',
+		name: 'idempotencyKey',
+		icon: { light: 'file:idempotencyKey.svg', dark: 'file:idempotencyKey.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		subtitle: '={{ $parameter.operation }}',
+		description: 'Complete, release on error, mark failed, or clean up idempotency keys reserved by Idempotency Reserve',
+		defaults: { name: 'Idempotency Key' },
+		usableAsTool: true,
+		inputs: [NodeConnectionTypes.Main],
+		outputs: OUTPUTS_BY_OPERATION,
+		credentials: [credentialDescription],
+		properties: keyProperties,
+	};
+
+	methods = { credentialTest: { [CONNECTION_TEST]: testConnection } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const operation = this.getNodeParameter('operation', 0) as Operation;
+		const table = this.getNodeParameter('options', 0, {}) as TableChoice;
+		try {
+			const store = await storeFor(this, table);
+			if (operation === 'cleanup') return [[await cleanup(this, store)]];
+			const source = this.getNodeParameter('source', 0) as KeyFrom;
+			if (source === 'execution') {
+				if (operation !== 'release') throw new Error('"Failed Execution" works with the Release operation only.');
+				return await releaseExecutions(this, store);
+			}
+			return await settle(this, store, operation, source);
+		} catch (error) {
+			if (!this.continueOnFail()) throw toNodeError(this.getNode(), error);
+			const items = this.getInputData();
+			const failed = items.map((_item, itemIndex) => ({
+				json: { error: toNodeError(this.getNode(), error, itemIndex).message },
+				pairedItem: { item: itemIndex },
+			}));
+			return operation === 'cleanup' ? [failed] : [failed, []];
+		}
+	}
+}
+
+async function cleanup(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData> {
+	const result = await store.cleanup({
+		retentionSeconds: Math.round((context.getNodeParameter('retentionDays', 0) as number) * 86_400),
+		batchSize: context.getNodeParameter('batchSize', 0) as number,
+		timeBudgetSeconds: context.getNodeParameter('timeBudgetSeconds', 0) as number,
+	});
+	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
+	return { json: { ...result }, pairedItem };
+}
+
+async function releaseExecutions(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData[][]> {
+	const items = context.getInputData();
+	const outputs: INodeExecutionData[][] = [[], []];
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		const executionId = String(context.getNodeParameter('executionId', itemIndex) ?? '');
+		const releasedKeys = await store.releaseExecution(executionId);
+		outputs[DONE].push({
+			json: { ...items[itemIndex].json, idempotency: { operation: 'release', executionId, releasedKeys } },
+			pairedItem: { item: itemIndex },
+		});
+	}
+	return outputs;
+}
+
+/** Complete, Release and Mark Failed: one statement for every item, then each item to Done or Stale. */
+async function settle(
+	context: IExecuteFunctions,
+	store: IdempotencyStore,
+	operation: Exclude<Operation, 'cleanup'>,
+	source: Exclude<KeyFrom, 'execution'>,
+): Promise<INodeExecutionData[][]> {
+	const items = context.getInputData();
+	const outputs: INodeExecutionData[][] = [[], []];
+	const requests: Array<{ itemIndex: number; owned: OwnedKey; response?: unknown; error?: string }> = [];
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		try {
+			const owned = readOwnedKey(context, items[itemIndex], itemIndex, source);
+			requests.push({
+				itemIndex,
+				owned,
+				response: operation === 'complete' ? readResponse(context, itemIndex) : undefined,
+				error: operation === 'fail' ? String(context.getNodeParameter('errorMessage', itemIndex, '') ?? '') : undefined,
+			});
+		} catch (error) {
+			if (!context.continueOnFail()) throw toNodeError(context.getNode(), error, itemIndex);
+			outputs[DONE].push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
+		}
+	}
+
+	let results: SettleResult[];
+	if (operation === 'complete') {
+		results = await store.complete(requests.map((request) => ({ ...request.owned, response: request.response })));
+	} else if (operation === 'fail') {
+		results = await store.fail(requests.map((request) => ({ ...request.owned, error: request.error ?? '' })));
+	} else {
+		results = await store.release(requests.map((request) => request.owned));
+	}
+
+	for (const [position, result] of results.entries()) {
+		const { itemIndex } = requests[position];
+		const item = items[itemIndex];
+		const previous = (item.json.idempotency as IDataObject | undefined) ?? {};
+		const idempotency: IDataObject = {
+			...previous,
+			key: result.key,
+			operation,
+			applied: result.applied,
+			staleReason: result.applied ? null : result.reason,
+		};
+		outputs[result.applied ? DONE : STALE].push({
+			json: { ...item.json, idempotency },
+			binary: item.binary,
+			pairedItem: { item: itemIndex },
+		});
+	}
+	return outputs;
+}

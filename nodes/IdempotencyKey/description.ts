@@ -1,0 +1,139 @@
+import type { INodeProperties } from 'n8n-workflow';
+
+import { schemaNameOption, tableNameOption } from '../shared/tableOptions';
+
+const settleOperations = ['complete', 'release', 'fail'];
+
+export const keyProperties: INodeProperties[] = [
+	{
+		displayName: 'Operation',
+		name: 'operation',
+		type: 'options',
+		noDataExpression: true,
+		options: [
+			{
+				name: 'Complete',
+				value: 'complete',
+				action: 'Complete a reservation',
+				description: 'Make a lease-mode reservation final, optionally storing the response for duplicates to replay',
+			},
+			{
+				name: 'Delete Expired Keys',
+				value: 'cleanup',
+				action: 'Delete expired keys',
+				description: 'Delete keys past retention in batches (for a scheduled cleanup workflow)',
+			},
+			{
+				name: 'Mark Failed',
+				value: 'fail',
+				action: 'Mark a reservation failed',
+				description: 'Keep the key with the error message; the next delivery is processed again',
+			},
+			{
+				name: 'Release',
+				value: 'release',
+				action: 'Release a reservation',
+				description: "Delete the key after a failed business step, so the provider's retry is processed",
+			},
+		],
+		default: 'release',
+	},
+	{
+		displayName: 'Key From',
+		name: 'source',
+		type: 'options',
+		noDataExpression: true,
+		displayOptions: { show: { operation: settleOperations } },
+		options: [
+			{
+				name: 'Item',
+				value: 'item',
+				description: "The incoming item's idempotency object (from Idempotency Reserve, also on a business step's error output)",
+			},
+			{ name: 'Custom', value: 'custom', description: 'Key and owner token from expressions' },
+			{
+				name: 'Failed Execution',
+				value: 'execution',
+				description: 'Every live reservation of one execution (Error Trigger workflows)',
+			},
+		],
+		default: 'item',
+	},
+	{
+		displayName: 'Key',
+		name: 'key',
+		type: 'string',
+		displayOptions: { show: { operation: settleOperations, source: ['custom'] } },
+		default: "={{ $('Idempotency Reserve').item.json.idempotency.key }}",
+		required: true,
+	},
+	{
+		displayName: 'Owner Token',
+		name: 'ownerToken',
+		type: 'string',
+		displayOptions: { show: { operation: settleOperations, source: ['custom'] } },
+		default: "={{ $('Idempotency Reserve').item.json.idempotency.ownerToken }}",
+		required: true,
+		description: 'The token Idempotency Reserve gave the run that owns the key; a run whose lease was taken over cannot settle it',
+	},
+	{
+		displayName: 'Execution ID',
+		name: 'executionId',
+		type: 'string',
+		displayOptions: { show: { operation: ['release'], source: ['execution'] } },
+		default: '={{ $json.execution.id }}',
+		required: true,
+		description: 'Execution whose live (lease-mode) reservations are released; the Error Trigger gives it as execution.ID',
+	},
+	{
+		displayName: 'Response to Store',
+		name: 'responseJson',
+		type: 'json',
+		displayOptions: { show: { operation: ['complete'] } },
+		default: '',
+		description: 'Optional JSON that later duplicates carry as idempotency.response, for Respond to Webhook to replay',
+	},
+	{
+		displayName: 'Error Message',
+		name: 'errorMessage',
+		type: 'string',
+		displayOptions: { show: { operation: ['fail'] } },
+		default: '={{ typeof $json.error === "object" ? $json.error.message : $json.error }}',
+	},
+	{
+		displayName: 'Retention (Days)',
+		name: 'retentionDays',
+		type: 'number',
+		typeOptions: { minValue: 0.0001 },
+		displayOptions: { show: { operation: ['cleanup'] } },
+		default: 30,
+		description:
+			'Keys first seen longer ago are deleted, as are keys whose own retention ended; keys under a running lease never are',
+	},
+	{
+		displayName: 'Batch Size',
+		name: 'batchSize',
+		type: 'number',
+		typeOptions: { minValue: 1 },
+		displayOptions: { show: { operation: ['cleanup'] } },
+		default: 10000,
+		description: 'Rows per DELETE; small batches keep locks short',
+	},
+	{
+		displayName: 'Time Budget (Seconds)',
+		name: 'timeBudgetSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1 },
+		displayOptions: { show: { operation: ['cleanup'] } },
+		default: 60,
+		description: 'Stop starting new batches after this long; the next run continues',
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add Option',
+		default: {},
+		options: [schemaNameOption, tableNameOption],
+	},
+];

@@ -1,0 +1,40 @@
+import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+
+import { InvalidConfigurationError } from '../../lib/errors';
+import type { OwnedKey } from '../../lib/types';
+
+export type KeyFrom = 'item' | 'custom' | 'execution';
+
+/** The key and owner token one item settles: from its idempotency object, or from expressions. */
+export function readOwnedKey(context: IExecuteFunctions, item: INodeExecutionData, itemIndex: number, source: KeyFrom): OwnedKey {
+	if (source === 'custom') {
+		return {
+			key: String(context.getNodeParameter('key', itemIndex) ?? ''),
+			ownerToken: String(context.getNodeParameter('ownerToken', itemIndex) ?? ''),
+		};
+	}
+	const idempotency = item.json.idempotency as IDataObject | undefined;
+	if (!idempotency || typeof idempotency.key !== 'string') {
+		throw new InvalidConfigurationError(
+			'The item has no idempotency object (json.idempotency.key). Connect this node after Idempotency Reserve or to a business step\'s error output, or set "Key From" to Custom and point the expressions at the Reserve node.',
+		);
+	}
+	if (!idempotency.ownerToken) {
+		throw new InvalidConfigurationError(
+			`The item's reservation has no owner token: it was a duplicate (outcome "${String(idempotency.outcome)}"), and only the run that reserved a key can settle it.`,
+		);
+	}
+	return { key: idempotency.key, ownerToken: String(idempotency.ownerToken) };
+}
+
+/** Complete's optional stored response: JSON text or an object from an expression. */
+export function readResponse(context: IExecuteFunctions, itemIndex: number): unknown {
+	const value = context.getNodeParameter('responseJson', itemIndex, '') as unknown;
+	if (value === '' || value === undefined || value === null) return undefined;
+	if (typeof value !== 'string') return value;
+	try {
+		return JSON.parse(value);
+	} catch {
+		throw new InvalidConfigurationError('"Response to Store" is not valid JSON.');
+	}
+}

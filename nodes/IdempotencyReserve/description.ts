@@ -1,0 +1,158 @@
+import type { INodeProperties } from 'n8n-workflow';
+
+import { schemaNameOption, tableNameOption } from '../shared/tableOptions';
+
+export const reserveProperties: INodeProperties[] = [
+	{
+		displayName:
+			'Verify the webhook signature before this node (Webhook Signature Verify), so a forged request can never reserve a real event ID',
+		name: 'signatureNotice',
+		type: 'notice',
+		default: '',
+	},
+	{
+		displayName: 'Key Source',
+		name: 'keySource',
+		type: 'options',
+		noDataExpression: true,
+		options: [
+			{
+				name: 'Event ID, Else Body Hash',
+				value: 'auto',
+				description: 'Evt:&lt;body.id&gt; when the body has an ID, else sha256: of the raw body (the hand-built recipe\'s rule)',
+			},
+			{ name: 'Provider Preset', value: 'preset', description: "The provider's retry-stable ID (Stripe, GitHub, Shopify, …)" },
+			{ name: 'Header', value: 'header', description: 'A request header such as Idempotency-Key or X-GitHub-Delivery' },
+			{ name: 'Custom Value', value: 'custom', description: 'An expression, e.g. a business key like subscription_id:billing_period' },
+			{ name: 'Body Hash', value: 'bodyHash', description: 'Always sha256: of the raw body' },
+		],
+		default: 'auto',
+	},
+	{
+		displayName: 'Provider',
+		name: 'preset',
+		type: 'options',
+		noDataExpression: true,
+		displayOptions: { show: { keySource: ['preset'] } },
+		options: [
+			{ name: 'Generic (Idempotency-Key Header)', value: 'generic' },
+			{ name: 'GitHub (X-GitHub-Delivery)', value: 'github' },
+			{ name: 'Shopify (X-Shopify-Webhook-ID)', value: 'shopify' },
+			{ name: 'Slack (Body event_id)', value: 'slack' },
+			{ name: 'Standard Webhooks / Svix (Webhook-ID)', value: 'standardWebhooks' },
+			{ name: 'Stripe (Body ID)', value: 'stripe' },
+		],
+		default: 'stripe',
+	},
+	{
+		displayName: 'Header Name',
+		name: 'headerName',
+		type: 'string',
+		displayOptions: { show: { keySource: ['header'] } },
+		default: 'idempotency-key',
+		placeholder: 'idempotency-key',
+		description: 'Signature and timestamp headers are refused: they change on every retry',
+	},
+	{
+		displayName: 'Key',
+		name: 'customKey',
+		type: 'string',
+		displayOptions: { show: { keySource: ['custom'] } },
+		default: '',
+		placeholder: "={{ $json.body.subscription_id + ':' + $json.body.billing_period }}",
+		description: 'The value that identifies one business effect',
+	},
+	{
+		displayName: 'Mode',
+		name: 'mode',
+		type: 'options',
+		noDataExpression: true,
+		options: [
+			{
+				name: 'Permanent',
+				value: 'permanent',
+				description: 'Final at once (the hand-built recipe). Release the key if the business step fails.',
+			},
+			{
+				name: 'Lease',
+				value: 'lease',
+				description:
+					'Final only when an Idempotency Key node completes it; a crashed run loses the key when the lease ends. Adds an In Progress output.',
+			},
+		],
+		default: 'permanent',
+	},
+	{
+		displayName: 'Lease (Seconds)',
+		name: 'leaseSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1 },
+		displayOptions: { show: { mode: ['lease'] } },
+		default: 300,
+		description: 'How long a run may take before another delivery can take the key over. Longer than your slowest business step.',
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add Option',
+		default: {},
+		options: [
+			{
+				displayName: 'Create Table If Missing',
+				name: 'createTable',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to run sql/001_create_table.sql on first use (the user needs CREATE rights)',
+			},
+			{
+				displayName: 'On Missing Key',
+				name: 'onMissingKey',
+				type: 'options',
+				options: [
+					{ name: 'Fall Back to Body Hash', value: 'bodyHash' },
+					{ name: 'Fail', value: 'error' },
+				],
+				default: 'bodyHash',
+				description: 'What to do when the chosen key source has no value for an item',
+			},
+			{
+				displayName: 'Payload Fingerprint',
+				name: 'payloadFingerprint',
+				type: 'options',
+				options: [
+					{ name: 'Off', value: 'off' },
+					{ name: 'Flag Mismatch', value: 'flag', description: 'Duplicates with a different payload get idempotency.payloadMismatch = true' },
+					{ name: 'Error on Mismatch', value: 'error', description: 'A duplicate key with a different payload fails the item' },
+				],
+				default: 'off',
+				description: 'Whether to store a hash of the payload and compare it when the key comes again',
+			},
+			{
+				displayName: 'Raw Body Property',
+				name: 'rawBodyProperty',
+				type: 'string',
+				default: 'data',
+				description: 'Binary property with the request bytes (Webhook node option "Raw Body")',
+			},
+			{
+				displayName: 'Retention (Days)',
+				name: 'retentionDays',
+				type: 'number',
+				typeOptions: { minValue: 0.0001 },
+				default: 30,
+				description: 'How long a key blocks duplicates; longer than the provider can resend (Stripe CLI: 30 days)',
+			},
+			schemaNameOption,
+			{
+				displayName: 'Scope',
+				name: 'scope',
+				type: 'string',
+				default: '',
+				placeholder: 'stripe',
+				description: 'Prefix (scope:key) so one table can serve several flows or tenants',
+			},
+			tableNameOption,
+		],
+	},
+];

@@ -1,0 +1,37 @@
+import type { IDataObject } from 'n8n-workflow';
+
+import type { DerivedKey } from '../../lib/keys/deriveKey';
+import type { ReservationMode, ReservationResult } from '../../lib/types';
+
+/**
+ * The `idempotency` object every output item gains, so later nodes (Complete, Release, Respond to
+ * Webhook) can use the key without reaching into other nodes. The owner token is only given to
+ * the run that owns the key: a duplicate must never be able to release the owner's reservation.
+ */
+export function idempotencyOutput(result: ReservationResult, derived: DerivedKey, mode: ReservationMode): IDataObject {
+	const { record } = result;
+	return {
+		key: result.key,
+		keySource: derived.keySource,
+		keyHashed: derived.hashed,
+		isNew: result.outcome === 'new',
+		outcome: result.outcome,
+		mode,
+		status: record.status,
+		ownerToken: result.ownerToken,
+		firstSeen: record.firstSeen,
+		lastSeen: record.lastSeen,
+		attempts: record.attempts,
+		duplicateCount: record.duplicateCount,
+		reclaimed: result.reclaimed,
+		repeatInBatch: result.repeatInBatch,
+		lockedUntil: record.lockedUntil,
+		expiresAt: record.expiresAt,
+		executionId: record.executionId,
+		workflowId: record.workflowId,
+		completedAt: record.completedAt,
+		lastError: record.lastError,
+		response: (record.response ?? null) as IDataObject | null,
+		payloadMismatch: result.payloadMismatch,
+	};
+}

@@ -1,0 +1,49 @@
+import type {
+	ICredentialDataDecryptedObject,
+	ICredentialsDecrypted,
+	ICredentialTestFunctions,
+	INodeCredentialDescription,
+	INodeCredentialTestResult,
+} from 'n8n-workflow';
+
+import { checkConnection } from '../../lib/postgres/checkConnection';
+import type { ConnectionSettings, SslMode } from '../../lib/postgres/connectionSettings';
+
+export const CREDENTIAL_TYPE = 'idempotencyPostgresApi';
+export const CONNECTION_TEST = 'idempotencyPostgresConnectionTest';
+
+export const credentialDescription: INodeCredentialDescription = {
+	name: CREDENTIAL_TYPE,
+	required: true,
+	testedBy: CONNECTION_TEST,
+};
+
+/** The credential's stored fields as core connection settings. */
+export function connectionSettings(data: ICredentialDataDecryptedObject): ConnectionSettings {
+	return {
+		host: String(data.host ?? ''),
+		port: Number(data.port ?? 5432),
+		database: String(data.database ?? ''),
+		user: String(data.user ?? ''),
+		password: String(data.password ?? ''),
+		ssl: (data.ssl as SslMode | undefined) ?? 'disable',
+		ca: data.ca ? String(data.ca) : undefined,
+		allowUnauthorizedCerts: Boolean(data.allowUnauthorizedCerts),
+		maxConnections: Number(data.maxConnections ?? 10),
+	};
+}
+
+/** The credential's "Test" button: one real connection, and a message that says what is wrong. */
+export async function testConnection(
+	this: ICredentialTestFunctions,
+	credential: ICredentialsDecrypted,
+): Promise<INodeCredentialTestResult> {
+	let settings: ConnectionSettings;
+	try {
+		settings = connectionSettings(credential.data ?? {});
+	} catch (error) {
+		return { status: 'Error', message: (error as Error).message };
+	}
+	const result = await checkConnection(settings);
+	return { status: result.ok ? 'OK' : 'Error', message: result.message };
+}
