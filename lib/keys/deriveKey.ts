@@ -37,12 +37,12 @@ export type KeySourceLabel =
 	| 'event-id'
 	| 'header'
 	| 'custom'
-	| 'raw-body-sha256'
-	| 'canonical-json-sha256';
+	| 'raw-body-hash'
+	| 'canonical-json-hash';
 
 export interface DerivedKey {
 	key: string;
-	/** Where the key came from; `canonical-json-sha256` says the raw body was not available. */
+	/** Where the key came from; `canonical-json-hash` says the raw body was not available. */
 	keySource: KeySourceLabel;
 	/** True when the key was too long for a btree index and was replaced by its SHA-256. */
 	hashed: boolean;
@@ -89,8 +89,8 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 
 /** `sha256:` of the raw body when there is one, else of the canonical JSON of the parsed body. */
 export function bodyHashKey(input: Pick<KeyInput, 'body' | 'rawBody'>): { key: string; keySource: KeySourceLabel } {
-	if (input.rawBody) return { key: `sha256:${sha256Hex(input.rawBody)}`, keySource: 'raw-body-sha256' };
-	return { key: `sha256:${sha256Hex(canonicalJson(input.body))}`, keySource: 'canonical-json-sha256' };
+	if (input.rawBody) return { key: `sha256:${sha256Hex(input.rawBody)}`, keySource: 'raw-body-hash' };
+	return { key: `sha256:${sha256Hex(canonicalJson(input.body))}`, keySource: 'canonical-json-hash' };
 }
 
 /** The payload fingerprint stored beside a key: the same bytes as the body-hash key, without prefix. */

@@ -13,8 +13,17 @@ export type ConnectionCheck = { ok: true; message: string } | { ok: false; messa
 export async function checkConnection(settings: ConnectionSettings): Promise<ConnectionCheck> {
 	let client: Client | undefined;
 	try {
-		const { max: _max, idleTimeoutMillis: _idle, allowExitOnIdle: _exit, ...config } = toPoolConfig(settings);
-		client = new Client(config);
+		const config = toPoolConfig(settings);
+		client = new Client({
+			host: config.host,
+			port: config.port,
+			database: config.database,
+			user: config.user,
+			password: config.password,
+			ssl: config.ssl,
+			connectionTimeoutMillis: config.connectionTimeoutMillis,
+			application_name: config.application_name,
+		});
 		client.on('error', () => {});
 		await client.connect();
 		const { rows } = await client.query('select current_database() as database, current_setting($1) as version', ['server_version']);

@@ -1,5 +1,6 @@
 import {
 	NodeConnectionTypes,
+	NodeOperationError,
 	type IDataObject,
 	type IExecuteFunctions,
 	type INodeExecutionData,
@@ -9,7 +10,7 @@ import {
 
 import type { IdempotencyStore } from '../../lib/store';
 import type { OwnedKey, SettleResult } from '../../lib/types';
-import { CONNECTION_TEST, credentialDescription, testConnection } from '../shared/credential';
+import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { storeFor, type TableChoice } from '../shared/store';
 import { keyProperties } from './description';
@@ -36,7 +37,7 @@ export class IdempotencyKey implements INodeType {
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
 		outputs: OUTPUTS_BY_OPERATION,
-		credentials: [credentialDescription],
+		credentials: [{ name: 'idempotencyPostgresApi', required: true, testedBy: 'idempotencyPostgresConnectionTest' }],
 		properties: keyProperties,
 	};
 
@@ -50,7 +51,9 @@ export class IdempotencyKey implements INodeType {
 			if (operation === 'cleanup') return [[await cleanup(this, store)]];
 			const source = this.getNodeParameter('source', 0) as KeyFrom;
 			if (source === 'execution') {
-				if (operation !== 'release') throw new Error('"Failed Execution" works with the Release operation only.');
+				if (operation !== 'release') {
+					throw new NodeOperationError(this.getNode(), '"Failed Execution" works with the Release operation only.');
+				}
 				return await releaseExecutions(this, store);
 			}
 			return await settle(this, store, operation, source);

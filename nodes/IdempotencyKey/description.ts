@@ -72,6 +72,7 @@ export const keyProperties: INodeProperties[] = [
 		name: 'ownerToken',
 		type: 'string',
 		displayOptions: { show: { operation: settleOperations, source: ['custom'] } },
+		typeOptions: { password: true },
 		default: "={{ $('Idempotency Reserve').item.json.idempotency.ownerToken }}",
 		required: true,
 		description: 'The token Idempotency Reserve gave the run that owns the key; a run whose lease was taken over cannot settle it',

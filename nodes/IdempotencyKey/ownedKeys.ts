@@ -1,6 +1,5 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 
-import { InvalidConfigurationError } from '../../lib/errors';
 import type { OwnedKey } from '../../lib/types';
 
 export type KeyFrom = 'item' | 'custom' | 'execution';
@@ -15,12 +14,14 @@ export function readOwnedKey(context: IExecuteFunctions, item: INodeExecutionDat
 	}
 	const idempotency = item.json.idempotency as IDataObject | undefined;
 	if (!idempotency || typeof idempotency.key !== 'string') {
-		throw new InvalidConfigurationError(
+		throw new NodeOperationError(
+			context.getNode(),
 			'The item has no idempotency object (json.idempotency.key). Connect this node after Idempotency Reserve or to a business step\'s error output, or set "Key From" to Custom and point the expressions at the Reserve node.',
 		);
 	}
 	if (!idempotency.ownerToken) {
-		throw new InvalidConfigurationError(
+		throw new NodeOperationError(
+			context.getNode(),
 			`The item's reservation has no owner token: it was a duplicate (outcome "${String(idempotency.outcome)}"), and only the run that reserved a key can settle it.`,
 		);
 	}
@@ -35,6 +36,6 @@ export function readResponse(context: IExecuteFunctions, itemIndex: number): unk
 	try {
 		return JSON.parse(value);
 	} catch {
-		throw new InvalidConfigurationError('"Response to Store" is not valid JSON.');
+		throw new NodeOperationError(context.getNode(), '"Response to Store" is not valid JSON.', { itemIndex });
 	}
 }

@@ -9,7 +9,7 @@ import {
 import { PayloadMismatchError } from '../../lib/errors';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
 import type { ReservationRequest } from '../../lib/types';
-import { CONNECTION_TEST, credentialDescription, testConnection } from '../shared/credential';
+import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { storeFor } from '../shared/store';
 import { reserveProperties } from './description';
@@ -37,7 +37,7 @@ export class IdempotencyReserve implements INodeType {
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
 		outputs: OUTPUTS_BY_MODE,
-		credentials: [credentialDescription],
+		credentials: [{ name: 'idempotencyPostgresApi', required: true, testedBy: 'idempotencyPostgresConnectionTest' }],
 		properties: reserveProperties,
 	};
 
