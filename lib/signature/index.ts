@@ -1,4 +1,5 @@
 export { verifySignature } from './verify';
+export { FAILURE_DESCRIPTIONS } from './reasons';
 export { parseSecrets, decodeStandardWebhooksSecret } from './secrets';
 export { SignatureError, SignatureConfigError } from './errors';
 export {

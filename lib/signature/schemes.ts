@@ -68,6 +68,8 @@ const stripe: SchemeParser = (headers, rawBody) => {
 		if (key === 't') timestamps.push(value);
 		else if (key === 'v1') signatures.push(value);
 	}
+	// Nothing Stripe-shaped at all: a garbled header rather than one that lacks its timestamp.
+	if (timestamps.length === 0 && signatures.length === 0) return fail('malformed_header');
 	if (timestamps.length === 0) return fail('missing_timestamp');
 	// Two timestamps would let the sender choose which one the window sees.
 	if (timestamps.length > 1) return fail('malformed_header');

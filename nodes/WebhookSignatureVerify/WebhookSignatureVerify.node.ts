@@ -1,0 +1,52 @@
+import {
+	NodeConnectionTypes,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+
+import { webhookSignatureSecretTest } from './credentialTest';
+import { properties } from './description';
+import { verifyItems } from './execute';
+
+/**
+ * Verifies a webhook request's HMAC signature (Stripe, GitHub, Shopify, Slack, Standard Webhooks /
+ * Svix, or a generic HMAC) over the raw body, and routes the item to Valid or Invalid. Belongs
+ * right after the Webhook node and before Idempotency Reserve.
+ */
+export class WebhookSignatureVerify implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Webhook Signature Verify',
+		name: 'webhookSignatureVerify',
+		icon: { light: 'file:webhookSignatureVerify.svg', dark: 'file:webhookSignatureVerify.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		subtitle:
+			'={{ {"stripe": "Stripe", "github": "GitHub", "shopify": "Shopify", "slack": "Slack", "standardWebhooks": "Standard Webhooks", "generic": "Generic HMAC"}[$parameter["scheme"]] }}',
+		description: 'Verify the HMAC signature of an incoming webhook before acting on it',
+		defaults: {
+			name: 'Webhook Signature Verify',
+		},
+		usableAsTool: true,
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main, NodeConnectionTypes.Main],
+		outputNames: ['Valid', 'Invalid'],
+		credentials: [
+			{
+				name: 'webhookSignatureApi',
+				required: true,
+				testedBy: 'webhookSignatureSecretTest',
+			},
+		],
+		properties,
+	};
+
+	methods = {
+		credentialTest: { webhookSignatureSecretTest },
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		return await verifyItems.call(this);
+	}
+}

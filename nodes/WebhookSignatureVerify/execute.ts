@@ -1,0 +1,164 @@
+import {
+	NodeOperationError,
+	type IDataObject,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+} from 'n8n-workflow';
+
+import {
+	FAILURE_DESCRIPTIONS,
+	parseSecrets,
+	verifySignature,
+	type HeaderBag,
+	type SignatureScheme,
+	type VerifySignatureResult,
+} from '../../lib/signature';
+import { readParameters, type VerifyParameters } from './parameters';
+
+/** Output indices, in the order of `outputNames`. */
+export const VALID_OUTPUT = 0;
+export const INVALID_OUTPUT = 1;
+
+/**
+ * What the node adds to each item as `json.signature`. `reason` is one of the core's failure
+ * reasons, or `error` when the item could not be checked at all (only with "Continue On Fail").
+ */
+export interface SignatureField extends IDataObject {
+	valid: boolean;
+	scheme?: SignatureScheme;
+	reason?: string;
+	timestamp?: number;
+}
+
+/** Verifies every item and routes it to the Valid or the Invalid output. */
+export async function verifyItems(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+	const items = this.getInputData();
+	const routed: INodeExecutionData[][] = [[], []];
+	const credentials = await this.getCredentials<{ secrets?: unknown }>('webhookSignatureApi');
+	const secrets = parseSecrets(typeof credentials.secrets === 'string' ? credentials.secrets : '');
+	// One clock reading for the whole batch: items of one execution are judged against the same now.
+	const nowSeconds = Math.floor(Date.now() / 1000);
+
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		const item = items[itemIndex] as INodeExecutionData;
+		let scheme: SignatureScheme | undefined;
+		try {
+			const parameters = readParameters(this, itemIndex);
+			scheme = parameters.scheme;
+			const result = await verifyItem(this, item, itemIndex, parameters, secrets, nowSeconds);
+			const output = withSignature(item, itemIndex, toField(result));
+			if (result.valid) {
+				routed[VALID_OUTPUT]?.push(output);
+				continue;
+			}
+			if (parameters.onInvalid === 'throw') {
+				const error = new NodeOperationError(this.getNode(), `Webhook signature rejected: ${result.reason}`, {
+					itemIndex,
+					description: FAILURE_DESCRIPTIONS[result.reason],
+				});
+				if (!this.continueOnFail()) throw error;
+				output.json.error = error.message;
+			}
+			routed[INVALID_OUTPUT]?.push(output);
+		} catch (error) {
+			if (!this.continueOnFail()) throw asNodeError(this, error, itemIndex);
+			// With "Continue On Fail" an item that could not be checked still must not pass: it goes to Invalid.
+			const signature: SignatureField = { valid: false, reason: 'error' };
+			if (scheme !== undefined) signature.scheme = scheme;
+			const output = withSignature(item, itemIndex, signature);
+			output.json.error = error instanceof Error ? error.message : String(error);
+			routed[INVALID_OUTPUT]?.push(output);
+		}
+	}
+	return routed;
+}
+
+async function verifyItem(
+	ctx: IExecuteFunctions,
+	item: INodeExecutionData,
+	itemIndex: number,
+	parameters: VerifyParameters,
+	secrets: string[],
+	nowSeconds: number,
+): Promise<VerifySignatureResult> {
+	const headers = readHeaders(ctx, item, parameters.headersField, itemIndex);
+	const rawBody = await readRawBody(ctx, item, parameters.rawBodyProperty, itemIndex);
+	try {
+		return verifySignature({
+			scheme: parameters.scheme,
+			headers,
+			rawBody,
+			secrets,
+			toleranceSeconds: parameters.toleranceSeconds,
+			nowSeconds,
+			generic: parameters.generic,
+		});
+	} catch (error) {
+		// Only configuration errors (SignatureConfigError) come out of the core; their messages
+		// never contain a secret.
+		throw asNodeError(ctx, error, itemIndex);
+	}
+}
+
+/** The Webhook node's headers object, reduced to string values. */
+function readHeaders(
+	ctx: IExecuteFunctions,
+	item: INodeExecutionData,
+	field: string,
+	itemIndex: number,
+): HeaderBag {
+	const raw = item.json[field];
+	if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+		throw new NodeOperationError(ctx.getNode(), `No request headers in the item field "${field}"`, {
+			itemIndex,
+			description:
+				'Connect this node directly after the Webhook node, which puts the request headers in "headers", or set Options → Headers Field.',
+		});
+	}
+	const headers: Record<string, string | string[]> = {};
+	for (const [name, value] of Object.entries(raw)) {
+		if (typeof value === 'string') headers[name] = value;
+		else if (typeof value === 'number') headers[name] = String(value);
+		else if (Array.isArray(value)) headers[name] = value.filter((entry): entry is string => typeof entry === 'string');
+	}
+	return headers;
+}
+
+/** The exact request bytes, from memory or from n8n's binary data store. */
+async function readRawBody(
+	ctx: IExecuteFunctions,
+	item: INodeExecutionData,
+	property: string,
+	itemIndex: number,
+): Promise<Buffer> {
+	if (item.binary?.[property] === undefined) {
+		throw new NodeOperationError(ctx.getNode(), `No raw request body in the binary field "${property}"`, {
+			itemIndex,
+			description:
+				'Turn on the Webhook node\'s "Raw Body" option (Add Option → Raw Body) and connect this node directly after it. Signatures are computed over the exact bytes received; the parsed JSON body cannot reproduce them.',
+		});
+	}
+	return await ctx.helpers.getBinaryDataBuffer(itemIndex, property);
+}
+
+/** Keeps a NodeOperationError as it is; wraps anything else with the item index. */
+function asNodeError(ctx: IExecuteFunctions, error: unknown, itemIndex: number): NodeOperationError {
+	if (error instanceof NodeOperationError) return error;
+	return new NodeOperationError(ctx.getNode(), error instanceof Error ? error.message : String(error), {
+		itemIndex,
+	});
+}
+
+function toField(result: VerifySignatureResult): SignatureField {
+	const field: SignatureField = { valid: result.valid, scheme: result.scheme };
+	if (!result.valid) field.reason = result.reason;
+	if (result.timestamp !== undefined) field.timestamp = result.timestamp;
+	return field;
+}
+
+/** The input item, unchanged but for `json.signature`, linked to its input for `$('…').item`. */
+function withSignature(item: INodeExecutionData, itemIndex: number, signature: SignatureField): INodeExecutionData {
+	const output: INodeExecutionData = { json: { ...item.json, signature }, pairedItem: { item: itemIndex } };
+	if (item.binary !== undefined) output.binary = item.binary;
+	return output;
+}

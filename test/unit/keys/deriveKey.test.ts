@@ -1,0 +1,156 @@
+import { ForbiddenKeySourceError, InvalidConfigurationError, MissingKeyError } from '../../../lib/errors';
+import { canonicalJson } from '../../../lib/keys/canonicalJson';
+import { MAX_KEY_BYTES, deriveKey, validateKeyConfig, type KeyConfig } from '../../../lib/keys/deriveKey';
+
+// Expected digests come from coreutils, not from the code under test:
+//   printf '%s' '{"type":"checkout.completed","amount":42}' | sha256sum
+const RAW_BODY = '{"type":"checkout.completed","amount":42}';
+const RAW_BODY_SHA256 = '6a424a400e33db2be3ecb900facff5189f52a1ff4c823b04364794dcfcf86562';
+//   printf '%s' '{"amount":42,"type":"checkout.completed"}' | sha256sum   (the same body, keys sorted)
+const CANONICAL_SHA256 = 'c550f387ab63bba33aae2202ebf39957085a097656caffd2dc197196a89e65fc';
+//   printf '%s' 'not json at all' | sha256sum
+const TEXT_SHA256 = '92628a747890d02d1459c6eb45fd13cfa63bbb6d346412cff190297cf9c33d39';
+
+const auto: KeyConfig = { strategy: 'auto', onMissingKey: 'bodyHash' };
+
+describe('deriveKey', () => {
+	describe('auto (the seed recipe rule)', () => {
+		it('uses evt: + body.id', () => {
+			expect(deriveKey({ body: { id: 'evt_1A', type: 'x' } }, auto)).toEqual({ key: 'evt:evt_1A', keySource: 'event-id', hashed: false });
+		});
+
+		it('accepts numeric ids', () => {
+			expect(deriveKey({ body: { id: 12345 } }, auto).key).toBe('evt:12345');
+		});
+
+		it('ignores the signature header: a retry with a new stripe-signature gets the same key', () => {
+			const first = deriveKey({ body: { id: 'evt_A' }, headers: { 'stripe-signature': 't=1,v1=aa' } }, auto);
+			const retry = deriveKey({ body: { id: 'evt_A' }, headers: { 'stripe-signature': 't=2,v1=bb' } }, auto);
+			expect(retry.key).toBe(first.key);
+		});
+
+		it('hashes the raw body bytes when there is no id', () => {
+			const body = JSON.parse(RAW_BODY);
+			expect(deriveKey({ body, rawBody: Buffer.from(RAW_BODY) }, auto)).toEqual({
+				key: `sha256:${RAW_BODY_SHA256}`,
+				keySource: 'raw-body-hash',
+				hashed: false,
+			});
+		});
+
+		it('hashes canonical JSON (sorted keys) without a raw body, and says so', () => {
+			const derived = deriveKey({ body: { type: 'checkout.completed', amount: 42 } }, auto);
+			expect(derived).toEqual({ key: `sha256:${CANONICAL_SHA256}`, keySource: 'canonical-json-hash', hashed: false });
+			expect(deriveKey({ body: { amount: 42, type: 'checkout.completed' } }, auto).key).toBe(derived.key);
+		});
+
+		it('hashes a non-JSON raw body', () => {
+			expect(deriveKey({ body: 'not json at all', rawBody: Buffer.from('not json at all') }, auto).key).toBe(`sha256:${TEXT_SHA256}`);
+		});
+
+		it.each([[''], ['   '], [null], [{ nested: 1 }], [true]])('treats id %p as missing', (id) => {
+			expect(deriveKey({ body: { id }, rawBody: Buffer.from('abc') }, auto).keySource).toBe('raw-body-hash');
+		});
+
+		it('fails clearly when the id is missing and fallback is off', () => {
+			expect(() => deriveKey({ body: { type: 'x' } }, { ...auto, onMissingKey: 'error' })).toThrow(MissingKeyError);
+			expect(() => deriveKey({ body: { type: 'x' } }, { ...auto, onMissingKey: 'error' })).toThrow(/body field "id"/);
+		});
+	});
+
+	describe('presets', () => {
+		it.each([
+			['stripe', { body: { id: 'evt_9' } }, 'evt:evt_9'],
+			['slack', { body: { event_id: 'Ev123' } }, 'evt:Ev123'],
+			['github', { body: {}, headers: { 'X-GitHub-Delivery': 'd-1' } }, 'x-github-delivery:d-1'],
+			['shopify', { body: {}, headers: { 'x-shopify-webhook-id': 'w-1', 'x-shopify-event-id': 'e-1' } }, 'x-shopify-webhook-id:w-1'],
+			['standardWebhooks', { body: {}, headers: { 'webhook-id': 'msg_1' } }, 'webhook-id:msg_1'],
+			['standardWebhooks', { body: {}, headers: { 'svix-id': 'msg_2' } }, 'svix-id:msg_2'],
+			['generic', { body: {}, headers: { 'Idempotency-Key': 'k-1' } }, 'idempotency-key:k-1'],
+		] as const)('%s reads its retry-stable id', (preset, input, expected) => {
+			expect(deriveKey(input, { strategy: 'preset', preset, onMissingKey: 'error' }).key).toBe(expected);
+		});
+
+		it('names what is missing', () => {
+			expect(() => deriveKey({ body: {}, headers: {} }, { strategy: 'preset', preset: 'github', onMissingKey: 'error' })).toThrow(
+				/x-github-delivery/,
+			);
+		});
+	});
+
+	describe('header and custom keys', () => {
+		it('reads a header case-insensitively', () => {
+			expect(deriveKey({ body: {}, headers: { 'X-Request-Key': 'abc' } }, { strategy: 'header', headerName: 'x-request-key', onMissingKey: 'error' }).key).toBe(
+				'x-request-key:abc',
+			);
+		});
+
+		it('uses a business key from an expression as it is', () => {
+			expect(deriveKey({ body: {}, customValue: 'sub_1:2026-11' }, { strategy: 'custom', onMissingKey: 'error' })).toEqual({
+				key: 'sub_1:2026-11',
+				keySource: 'custom',
+				hashed: false,
+			});
+		});
+
+		it('prefixes a scope', () => {
+			expect(deriveKey({ body: { id: 'evt_1' } }, { ...auto, scope: 'stripe' }).key).toBe('stripe:evt:evt_1');
+			expect(deriveKey({ body: { id: 'evt_1' } }, { ...auto, scope: 'tenant-7:' }).key).toBe('tenant-7:evt:evt_1');
+		});
+
+		it('body hash ignores any id', () => {
+			expect(deriveKey({ body: { id: 'x' }, rawBody: Buffer.from('abc') }, { strategy: 'bodyHash', onMissingKey: 'error' }).key).toBe(
+				// printf '%s' abc | sha256sum
+				'sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+			);
+		});
+	});
+
+	describe('oversized keys', () => {
+		it('hashes a 5 KB key instead of cutting it, and keeps two long keys with one prefix apart', () => {
+			const long = 'k'.repeat(5 * 1024);
+			const a = deriveKey({ body: {}, customValue: `${long}a` }, { strategy: 'custom', onMissingKey: 'error', scope: 'shop' });
+			const b = deriveKey({ body: {}, customValue: `${long}b` }, { strategy: 'custom', onMissingKey: 'error', scope: 'shop' });
+			expect(a.hashed).toBe(true);
+			expect(a.key).toMatch(/^shop:long-key-sha256:[0-9a-f]{64}$/);
+			expect(a.key).not.toBe(b.key);
+		});
+
+		it('keeps a key of exactly the limit as it is', () => {
+			const key = 'x'.repeat(MAX_KEY_BYTES);
+			expect(deriveKey({ body: {}, customValue: key }, { strategy: 'custom', onMissingKey: 'error' })).toEqual({ key, keySource: 'custom', hashed: false });
+		});
+	});
+});
+
+describe('validateKeyConfig', () => {
+	it.each(['stripe-signature', 'X-Hub-Signature-256', 'x-shopify-hmac-sha256', 'x-slack-signature', 'webhook-signature', 'svix-timestamp', 'x-slack-request-timestamp', 'my-custom-signature'])(
+		'refuses %s as a key header, explaining why',
+		(headerName) => {
+			expect(() => validateKeyConfig({ strategy: 'header', headerName, onMissingKey: 'error' })).toThrow(ForbiddenKeySourceError);
+			expect(() => validateKeyConfig({ strategy: 'header', headerName, onMissingKey: 'error' })).toThrow(/change on every retry/);
+		},
+	);
+
+	it.each([
+		[{ strategy: 'preset', preset: 'paypal', onMissingKey: 'error' }],
+		[{ strategy: 'header', headerName: ' ', onMissingKey: 'error' }],
+		[{ strategy: 'bogus', onMissingKey: 'error' }],
+		[{ strategy: 'auto', onMissingKey: 'maybe' }],
+		[{ strategy: 'auto', onMissingKey: 'error', scope: 's'.repeat(101) }],
+	])('rejects %p', (config) => {
+		expect(() => validateKeyConfig(config as unknown as KeyConfig)).toThrow(InvalidConfigurationError);
+	});
+});
+
+describe('canonicalJson', () => {
+	it('sorts keys at every depth and keeps array order', () => {
+		// printf '{"a":[1,{"b":2,"c":null}],"z":"x"}' is what this must produce
+		expect(canonicalJson({ z: 'x', a: [1, { c: null, b: 2 }] })).toBe('{"a":[1,{"b":2,"c":null}],"z":"x"}');
+	});
+
+	it('drops undefined members and never throws on undefined', () => {
+		expect(canonicalJson({ a: undefined, b: 1 })).toBe('{"b":1}');
+		expect(canonicalJson(undefined)).toBe('null');
+	});
+});
