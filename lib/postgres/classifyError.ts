@@ -28,8 +28,17 @@ const SQLSTATE = {
 	crashShutdown: '57P02',
 } as const;
 
-// Node's socket error codes for a server that is not there.
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH']);
+// Node's socket error codes for a server that is not there, in words (n8n rewrites messages that
+// contain the raw codes into generic ones).
+const UNREACHABLE_CODES: Record<string, string> = {
+	ECONNREFUSED: 'connection refused',
+	ENOTFOUND: 'unknown host',
+	EAI_AGAIN: 'host name lookup failed',
+	ETIMEDOUT: 'timed out',
+	ECONNRESET: 'connection reset',
+	EHOSTUNREACH: 'host unreachable',
+	ENETUNREACH: 'network unreachable',
+};
 
 function codeOf(error: unknown): string | undefined {
 	const code = (error as { code?: unknown } | null)?.code;
@@ -74,8 +83,9 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 		case SQLSTATE.crashShutdown:
 			return new DatabaseUnavailableError(`Postgres is not accepting connections: ${serverMessage}`, { cause: error });
 	}
-	if ((code && UNREACHABLE_CODES.has(code)) || /timeout|terminated unexpectedly|Connection terminated/i.test(serverMessage)) {
-		return new DatabaseUnavailableError(`Postgres could not be reached (${code ?? serverMessage}). Nothing was reserved.`, {
+	const unreachable = code ? UNREACHABLE_CODES[code] : undefined;
+	if (unreachable || /timeout|terminated unexpectedly|Connection terminated/i.test(serverMessage)) {
+		return new DatabaseUnavailableError(`Postgres could not be reached (${unreachable ?? 'connection lost or timed out'}). Nothing was reserved.`, {
 			cause: error,
 		});
 	}

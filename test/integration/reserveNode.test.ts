@@ -1,0 +1,189 @@
+import type { Pool } from 'pg';
+
+import { closeAllPools } from '../../lib/postgres/pool';
+import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { idempotencyOf, runReserve } from '../support/nodes';
+
+let pool: Pool;
+let schema: string;
+const options = () => ({ schemaName: schema, tableName: 'processed_events', createTable: true });
+const rowCount = async (table = 'processed_events') =>
+	Number((await pool.query(`select count(*) from ${schema}.${table}`)).rows[0].count);
+
+beforeAll(async () => {
+	pool = adminPool();
+	schema = await freshSchema(pool, 'reserve');
+});
+
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
+
+describe('Idempotency Reserve: the seed experiment', () => {
+	it('A → New, A again with another stripe-signature → Duplicate, B → New; a body without id twice → sha256:, then Duplicate', async () => {
+		const deliver = (body: unknown, signature: string) =>
+			runReserve({ options: options() }, { items: [webhookItem(body, { 'stripe-signature': signature })] });
+
+		const [newA, dupA] = await deliver({ id: 'evt_A', type: 'checkout.session.completed' }, 't=1,v1=aaa');
+		expect(newA).toHaveLength(1);
+		expect(dupA).toHaveLength(0);
+		expect(idempotencyOf(newA[0])).toMatchObject({ key: 'evt:evt_A', keySource: 'event-id', isNew: true, outcome: 'new' });
+
+		const [newA2, dupA2] = await deliver({ id: 'evt_A', type: 'checkout.session.completed' }, 't=2,v1=bbb');
+		expect(newA2).toHaveLength(0);
+		expect(dupA2).toHaveLength(1);
+		expect(idempotencyOf(dupA2[0])).toMatchObject({ key: 'evt:evt_A', isNew: false, outcome: 'duplicate', ownerToken: null });
+
+		const [newB] = await deliver({ id: 'evt_B', type: 'invoice.paid' }, 't=3,v1=ccc');
+		expect(idempotencyOf(newB[0])).toMatchObject({ key: 'evt:evt_B', isNew: true });
+
+		const noId = { type: 'ping', at: '2026-11-30T00:00:00Z' };
+		const [newHash, dupHash0] = await deliver(noId, 't=4,v1=ddd');
+		expect(dupHash0).toHaveLength(0);
+		expect(idempotencyOf(newHash[0]).key).toMatch(/^sha256:[0-9a-f]{64}$/);
+		expect(idempotencyOf(newHash[0]).keySource).toBe('raw-body-hash');
+		const [newHash2, dupHash] = await deliver(noId, 't=5,v1=eee');
+		expect(newHash2).toHaveLength(0);
+		expect(idempotencyOf(dupHash[0]).key).toBe(idempotencyOf(newHash[0]).key);
+
+		expect(await rowCount()).toBe(3);
+	});
+});
+
+describe('Idempotency Reserve: outputs', () => {
+	it('keeps json and binary, sets pairedItem and reports first seen', async () => {
+		const items = [webhookItem({ id: 'keep-1', n: 1 }), webhookItem({ id: 'keep-2', n: 2 })];
+		const [fresh] = await runReserve({ options: options() }, { items, executionId: 'exec-77', workflowId: 'wf-9' });
+		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		expect(fresh[0].json.body).toEqual({ id: 'keep-1', n: 1 });
+		expect(fresh[0].binary?.data.data).toBe(items[0].binary?.data.data);
+		expect(idempotencyOf(fresh[0])).toMatchObject({ executionId: 'exec-77', workflowId: 'wf-9', attempts: 1, status: 'completed' });
+		expect(Date.parse(String(idempotencyOf(fresh[0]).firstSeen))).not.toBeNaN();
+	});
+
+	it('gives duplicates inside one batch exactly one New, and the repeat no owner token', async () => {
+		const items = [webhookItem({ id: 'batch-1' }), webhookItem({ id: 'batch-2' }), webhookItem({ id: 'batch-1' })];
+		const [fresh, duplicate] = await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items });
+		expect(fresh.map((item) => idempotencyOf(item).key)).toEqual(['evt:batch-1', 'evt:batch-2']);
+		expect(duplicate).toHaveLength(1);
+		expect(duplicate[0].pairedItem).toEqual({ item: 2 });
+		expect(idempotencyOf(duplicate[0])).toMatchObject({ repeatInBatch: true, ownerToken: null });
+	});
+
+	it('treats non-webhook items as their own body (batch use)', async () => {
+		const [fresh] = await runReserve({ options: options() }, { items: [{ json: { id: 'row-1', total: 5 } }] });
+		expect(idempotencyOf(fresh[0]).key).toBe('evt:row-1');
+	});
+
+	it('uses a custom business key per item', async () => {
+		const items = [webhookItem({ subscription_id: 'sub_1', billing_period: '2026-11' }), webhookItem({ subscription_id: 'sub_1', billing_period: '2026-11', id: 'evt_other' })];
+		const [fresh, duplicate] = await runReserve(
+			{
+				keySource: 'custom',
+				customKey: (i: number) => {
+					const body = items[i].json.body as Record<string, string>;
+					return `${body.subscription_id}:${body.billing_period}`;
+				},
+				options: options(),
+			},
+			{ items },
+		);
+		expect(fresh).toHaveLength(1);
+		expect(duplicate).toHaveLength(1);
+		expect(idempotencyOf(fresh[0]).key).toBe('sub_1:2026-11');
+	});
+
+	it('uses a table in another schema and name', async () => {
+		const [fresh] = await runReserve(
+			{ options: { schemaName: schema, tableName: 'stripe_keys', createTable: true, scope: 'stripe' } },
+			{ items: [webhookItem({ id: 'evt_scoped' })] },
+		);
+		expect(idempotencyOf(fresh[0]).key).toBe('stripe:evt:evt_scoped');
+		expect(await rowCount('stripe_keys')).toBe(1);
+	});
+});
+
+describe('Idempotency Reserve: bad input', () => {
+	it.each(['events; drop table users', 'x"; drop table y; --', '1abc', ''])('refuses table name %p and writes nothing', async (tableName) => {
+		const before = await rowCount();
+		await expect(
+			runReserve({ options: { ...options(), tableName: tableName || ' ' } }, { items: [webhookItem({ id: 'inj' })] }),
+		).rejects.toThrow(/Invalid table name/);
+		expect(await rowCount()).toBe(before);
+	});
+
+	it('refuses a schema name with an injection attempt', async () => {
+		await expect(
+			runReserve({ options: { ...options(), schemaName: 'public; drop schema x' } }, { items: [webhookItem({ id: 'inj' })] }),
+		).rejects.toThrow(/Invalid schema name/);
+	});
+
+	it('refuses a signature header as the key source, explaining why', async () => {
+		await expect(
+			runReserve({ keySource: 'header', headerName: 'Stripe-Signature', options: options() }, { items: [webhookItem({ id: 'x' })] }),
+		).rejects.toThrow(/change on every retry/);
+	});
+
+	it('fails clearly when the id is missing and fallback is off, reserving nothing', async () => {
+		const before = await rowCount();
+		await expect(
+			runReserve({ options: { ...options(), onMissingKey: 'error' } }, { items: [webhookItem({ type: 'no id' })] }),
+		).rejects.toThrow(/No idempotency key/);
+		expect(await rowCount()).toBe(before);
+	});
+
+	it('routes a missing key to the error path with Continue On Fail, and still reserves the other items', async () => {
+		const [first] = await runReserve(
+			{ options: { ...options(), onMissingKey: 'error' } },
+			{ items: [webhookItem({ type: 'no id' }), webhookItem({ id: 'cof-ok' })], continueOnFail: true },
+		);
+		expect(first[0].json).toEqual({ error: expect.stringMatching(/No idempotency key/) });
+		expect(first[0].pairedItem).toEqual({ item: 0 });
+		expect(idempotencyOf(first[1]).key).toBe('evt:cof-ok');
+	});
+
+	it('hashes a 10 MB raw body and reserves it once', async () => {
+		const big = JSON.stringify({ blob: 'x'.repeat(10 * 1024 * 1024) });
+		const item = () => webhookItem(JSON.parse(big), {}, big);
+		const [fresh] = await runReserve({ options: options() }, { items: [item()] });
+		expect(idempotencyOf(fresh[0]).key).toMatch(/^sha256:[0-9a-f]{64}$/);
+		const [, duplicate] = await runReserve({ options: options() }, { items: [item()] });
+		expect(duplicate).toHaveLength(1);
+	});
+
+	it('stores a 5 KB key as its hash', async () => {
+		const [fresh] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'k'.repeat(5 * 1024) })] });
+		expect(idempotencyOf(fresh[0])).toMatchObject({ keyHashed: true, key: expect.stringMatching(/^long-key-sha256:[0-9a-f]{64}$/) });
+	});
+
+	it('hashes a non-JSON body', async () => {
+		const [fresh] = await runReserve({ options: options() }, { items: [webhookItem('plain text body', { 'content-type': 'text/plain' })] });
+		// printf '%s' 'plain text body' | sha256sum
+		expect(idempotencyOf(fresh[0]).key).toBe('sha256:9fc5d90c995fdacb82e2cb454025e169a5b94d0cd31051d23e82d51338311da8');
+	});
+
+	it('says the table is missing and names the SQL file to run', async () => {
+		await expect(
+			runReserve({ options: { schemaName: schema, tableName: 'never_created' } }, { items: [webhookItem({ id: 'x' })] }),
+		).rejects.toThrow(/sql\/001_create_table\.sql/);
+	});
+
+	it('fails with a clear error when the database is down, and routes nothing', async () => {
+		const down = { ...connectionSettings(), port: 1 };
+		await expect(runReserve({ options: options() }, { items: [webhookItem({ id: 'x' })], credential: down })).rejects.toThrow(
+			/could not be reached/,
+		);
+		const outputs = await runReserve({ options: options() }, { items: [webhookItem({ id: 'x' })], credential: down, continueOnFail: true });
+		expect(outputs[0][0].json.error).toMatch(/could not be reached/);
+		expect(outputs[1]).toHaveLength(0);
+	});
+
+	it('fails with a clear error for a wrong password', async () => {
+		const wrong = { ...connectionSettings(), password: 'definitely-wrong' };
+		const attempt = runReserve({ options: options() }, { items: [webhookItem({ id: 'x' })], credential: wrong });
+		await expect(attempt).rejects.toThrow(/rejected the credential/);
+		await expect(attempt).rejects.not.toThrow(/definitely-wrong/);
+	});
+});
