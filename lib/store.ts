@@ -259,26 +259,24 @@ function validateReserveOptions(options: ReserveOptions): void {
 	}
 }
 
-function iso(value: unknown): string | null {
-	return value instanceof Date ? value.toISOString() : value == null ? null : String(value);
-}
-
+// pg has already parsed integers and timestamps; batches of 10,000 rows pass through here, so
+// nothing is converted twice (formatting belongs to whoever displays the record).
 function toRecord(row: QueryResultRow): IdempotencyRecord {
 	return {
 		key: row.key,
 		status: row.status as RecordStatus,
-		attempts: Number(row.attempts),
-		duplicateCount: Number(row.duplicate_count),
-		firstSeen: iso(row.first_seen) as string,
-		lastSeen: iso(row.last_seen) as string,
-		lockedUntil: iso(row.locked_until),
-		expiresAt: iso(row.expires_at),
+		attempts: row.attempts,
+		duplicateCount: row.duplicate_count,
+		firstSeen: row.first_seen,
+		lastSeen: row.last_seen,
+		lockedUntil: row.locked_until,
+		expiresAt: row.expires_at,
 		executionId: row.execution_id ?? null,
 		workflowId: row.workflow_id ?? null,
 		keySource: row.key_source ?? null,
 		payloadHash: row.payload_hash ?? null,
 		response: row.response ?? null,
-		completedAt: iso(row.completed_at),
+		completedAt: row.completed_at,
 		lastError: row.last_error ?? null,
 		leaseActive: Boolean(row.lease_active),
 	};

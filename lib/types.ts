@@ -7,22 +7,22 @@ export type ReservationMode =
 
 export type RecordStatus = 'processing' | 'completed' | 'failed';
 
-/** A row of the idempotency table, as the package reports it. Times are ISO strings from the database clock. */
+/** A row of the idempotency table. Times come from the database clock. */
 export interface IdempotencyRecord {
 	key: string;
 	status: RecordStatus;
 	attempts: number;
 	duplicateCount: number;
-	firstSeen: string;
-	lastSeen: string;
-	lockedUntil: string | null;
-	expiresAt: string | null;
+	firstSeen: Date;
+	lastSeen: Date;
+	lockedUntil: Date | null;
+	expiresAt: Date | null;
 	executionId: string | null;
 	workflowId: string | null;
 	keySource: string | null;
 	payloadHash: string | null;
 	response: unknown;
-	completedAt: string | null;
+	completedAt: Date | null;
 	lastError: string | null;
 	/** Whether a lease was still running when the record was read. */
 	leaseActive: boolean;

@@ -19,19 +19,23 @@ export function idempotencyOutput(result: ReservationResult, derived: DerivedKey
 		mode,
 		status: record.status,
 		ownerToken: result.ownerToken,
-		firstSeen: record.firstSeen,
-		lastSeen: record.lastSeen,
+		firstSeen: isoTime(record.firstSeen),
+		lastSeen: isoTime(record.lastSeen),
 		attempts: record.attempts,
 		duplicateCount: record.duplicateCount,
 		reclaimed: result.reclaimed,
 		repeatInBatch: result.repeatInBatch,
-		lockedUntil: record.lockedUntil,
-		expiresAt: record.expiresAt,
+		lockedUntil: isoTime(record.lockedUntil),
+		expiresAt: isoTime(record.expiresAt),
 		executionId: record.executionId,
 		workflowId: record.workflowId,
-		completedAt: record.completedAt,
+		completedAt: isoTime(record.completedAt),
 		lastError: record.lastError,
 		response: (record.response ?? null) as IDataObject | null,
 		payloadMismatch: result.payloadMismatch,
 	};
+}
+
+function isoTime(time: Date | null): string | null {
+	return time ? time.toISOString() : null;
 }
