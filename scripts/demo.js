@@ -1,0 +1,177 @@
+#!/usr/bin/env node
+// `npm run demo`: a real n8n with this package installed as a community package, the templates
+// imported, and the seed recipe's experiment replayed against templates/idempotent-webhook.json.
+// Prints what happened, then leaves n8n running until Ctrl-C (`--once` exits after the table).
+//
+//   npm run demo                 # keep n8n running afterwards (http://127.0.0.1:5678)
+//   npm run demo -- --once       # exit after the table
+//   npm run demo -- --port 5679  # another port
+//
+// State lives in .demo/ (gitignored): an embedded Postgres data dir (n8n's database and the demo
+// database), n8n's user folder with the installed package. Delete .demo/ to start from scratch.
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+const stack = require('./lib/n8n-stack');
+const { freePort } = require('./lib/postgres-server');
+
+const args = process.argv.slice(2);
+const once = args.includes('--once');
+const portArg = args.includes('--port') ? Number(args[args.indexOf('--port') + 1]) : undefined;
+const DEMO_DIR = path.join(stack.REPO_ROOT, '.demo');
+const OWNER = { email: 'demo@example.com', password: 'DemoOwner123', firstName: 'Demo', lastName: 'Owner' };
+const WEBHOOK_PATH = 'idempotent-webhook';
+const IDS = { webhook: 'IdemWebhookTpl01', cleanup: 'IdemCleanupTpl01', error: 'IdemErrorTpl0001' };
+
+const started = Date.now();
+const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+const log = (line) => process.stdout.write(`  [${elapsed()}] ${line}\n`);
+
+function portIsFree(port) {
+	return new Promise((resolve) => {
+		const server = net.createServer();
+		server.once('error', () => resolve(false));
+		server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+	});
+}
+
+function pad(text, width) {
+	const s = String(text);
+	return s.length > width ? `${s.slice(0, width - 1)}…` : s.padEnd(width);
+}
+
+function printTable(headers, rows) {
+	const widths = headers.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map((r) => String(r[i]).length))));
+	const line = (cells) => `  ${cells.map((c, i) => pad(c, widths[i])).join('  │  ')}`;
+	console.log(line(headers));
+	console.log(`  ${widths.map((w) => '─'.repeat(w)).join('──┼──')}`);
+	for (const row of rows) console.log(line(row));
+}
+
+/** The webhook template, with the error-workflow template set as its Error Workflow. */
+function webhookWorkflow() {
+	const wf = JSON.parse(fs.readFileSync(stack.TEMPLATES.webhook, 'utf8'));
+	return { ...wf, settings: { ...wf.settings, errorWorkflow: IDS.error } };
+}
+
+const BRANCH = ['New → business step → Mark Complete → 200', 'Duplicate → replay stored answer', 'In Progress → 409'];
+
+async function main() {
+	console.log('\nn8n-nodes-idempotency demo: a real n8n 2.x, this package installed as a community package, real Postgres.');
+	console.log(fs.existsSync(path.join(DEMO_DIR, 'pg', 'PG_VERSION')) ? '  (reusing .demo/)' : '  First run: installs n8n (cached, ~5 min and 2.8 GB the first time on this machine) and sets up .demo/.');
+	fs.mkdirSync(DEMO_DIR, { recursive: true });
+	const port = portArg ?? ((await portIsFree(5678)) ? 5678 : await freePort());
+
+	let running = null;
+	let stopping = false;
+	const shutdown = async (code) => {
+		if (stopping) return;
+		stopping = true;
+		console.log('\n  stopping n8n and Postgres…');
+		if (running) await running.stop();
+		else stack.killEverythingNow(); // interrupted while starting
+		process.exit(code);
+	};
+	process.on('SIGINT', () => void shutdown(0));
+	process.on('SIGTERM', () => void shutdown(0));
+
+	running = await stack.startStack({
+		workDir: DEMO_DIR,
+		pgDir: path.join(DEMO_DIR, 'pg'),
+		persistentPg: true,
+		dbNames: { n8n: 'n8n_demo', app: 'idempotency_demo' },
+		encryptionKey: 'n8n-nodes-idempotency-demo-key',
+		port,
+		handleSignals: false, // Ctrl-C is handled below: a graceful stop of n8n, then Postgres
+		setupSql: async (client, ctx) => {
+			const ddl = await stack.prepareTemplateTables(client, ctx, { reset: true });
+			log(`tables ready (${path.relative(stack.REPO_ROOT, ddl)} + business_log), emptied for a clean replay`);
+		},
+		credentials: stack.templateCredentials,
+		workflows: [
+			{ json: webhookWorkflow(), publish: true },
+			{ file: stack.TEMPLATES.error, publish: true },
+			{ file: stack.TEMPLATES.cleanup, publish: true },
+		],
+		readyWebhooks: [WEBHOOK_PATH],
+		log,
+	});
+
+	try {
+		const url = running.webhookUrl(WEBHOOK_PATH);
+		const mark = await stack.maxExecutionId(running.n8nDbUrl);
+		const deliveries = [
+			{ label: 'event A', body: { id: 'evt_demo_A', type: 'payment_intent.succeeded' }, headers: { 'stripe-signature': 't=1700000000,v1=5257a869e7ec' } },
+			{ label: 'event A again, new stripe-signature', body: { id: 'evt_demo_A', type: 'payment_intent.succeeded' }, headers: { 'stripe-signature': 't=1700000360,v1=9a1f0c3b7d20' } },
+			{ label: 'event B', body: { id: 'evt_demo_B', type: 'invoice.paid' }, headers: { 'stripe-signature': 't=1700000420,v1=0b6d4e1c2a99' } },
+			{ label: 'body without id', body: '{"type":"ping","note":"no id here"}' },
+			{ label: 'same body without id again', body: '{"type":"ping","note":"no id here"}' },
+		];
+		console.log(`\n  Replaying the seed experiment: POST ${url}\n`);
+		const answers = [];
+		for (const delivery of deliveries) answers.push(await stack.deliver(url, delivery.body, delivery.headers));
+		const executions = await stack.waitForExecutions(
+			{ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId: IDS.webhook, sinceId: mark },
+			deliveries.length,
+		);
+		const rows = deliveries.map((delivery, i) => {
+			const execution = executions[i];
+			const reserve = execution?.runData['Idempotency Reserve']?.[0]?.data?.main ?? [];
+			const output = reserve.findIndex((items) => items?.length);
+			const key = reserve[output]?.[0]?.json?.idempotency?.key ?? '';
+			return [
+				`${i + 1}. ${delivery.label}`,
+				`${answers[i].status} ${answers[i].outcome ?? ''}`.trim(),
+				BRANCH[output] ?? execution?.status ?? '?',
+				execution ? `#${execution.id}` : '-',
+				key.length > 24 ? `${key.slice(0, 23)}…` : key,
+			];
+		});
+		printTable(['delivery', 'HTTP answer', 'branch taken', 'execution', 'key'], rows);
+
+		const business = await stack.withClient(running.appUrl, (client) =>
+			client.query('SELECT id, event_key, event_type, created_at FROM business_log ORDER BY id'),
+		);
+		console.log(`\n  business_log: ${business.rowCount} row(s) from ${deliveries.length} deliveries\n`);
+		printTable(
+			['id', 'event_key', 'event_type', 'created_at'],
+			business.rows.map((r) => [r.id, r.event_key.length > 40 ? `${r.event_key.slice(0, 39)}…` : r.event_key, r.event_type ?? '', r.created_at.toISOString()]),
+		);
+		const keys = await stack.withClient(running.appUrl, (client) =>
+			client.query('SELECT key, status, attempts, duplicate_count FROM processed_events ORDER BY first_seen'),
+		);
+		console.log('\n  processed_events:\n');
+		printTable(
+			['key', 'status', 'attempts', 'duplicates'],
+			keys.rows.map((r) => [r.key.length > 40 ? `${r.key.slice(0, 39)}…` : r.key, r.status, r.attempts, r.duplicate_count]),
+		);
+
+		if (once) {
+			await shutdown(0);
+			return;
+		}
+		const rest = stack.restClient(running.baseUrl);
+		await rest.ownerLogin(OWNER);
+		console.log(`
+  n8n is running with the templates loaded (Idempotent webhook, error workflow, daily cleanup):
+
+    URL       ${running.baseUrl}
+    login     ${OWNER.email}
+    password  ${OWNER.password}      (a local demo account)
+
+  Send your own delivery:
+    curl -i -X POST ${url} -H 'content-type: application/json' -d '{"id":"evt_mine","type":"test"}'
+
+  n8n log: ${path.relative(process.cwd(), running.logFile)}   ·   Ctrl-C stops n8n and Postgres.
+`);
+	} catch (error) {
+		console.error(`\n  demo failed: ${error.message}`);
+		await shutdown(1);
+	}
+}
+
+main().catch((error) => {
+	console.error(`\n  demo failed: ${error.stack ?? error.message}`);
+	stack.killEverythingNow();
+	process.exit(1);
+});

@@ -1,0 +1,54 @@
+// The cleanup template (a Manual Trigger copy, run with `n8n execute --id`) deletes keys past the
+// 30-day retention and keeps recent ones.
+const { harness, eventId } = require('./support/harness');
+
+describe('templates/scheduled-cleanup.json', () => {
+	const h = harness();
+
+	test('removes keys past retention (backdated with SQL) and keeps recent ones', async () => {
+		const prefix = `e2e-cleanup:${eventId('c')}:`;
+		const old = [`${prefix}old-1`, `${prefix}old-2`, `${prefix}old-3`];
+		const expired = `${prefix}expired`; // recent, but its own retention ended
+		const recent = [`${prefix}recent-1`, `${prefix}recent-2`];
+		const leased = `${prefix}old-but-leased`; // old, yet under a running lease: never deleted
+		await h.appQuery(
+			`INSERT INTO processed_events (key, first_seen, last_seen, status, expires_at)
+			 SELECT k, now() - interval '40 days', now() - interval '40 days', 'completed', now() - interval '10 days' FROM unnest($1::text[]) k`,
+			[old],
+		);
+		await h.appQuery(`INSERT INTO processed_events (key, status, expires_at) VALUES ($1, 'completed', now() - interval '1 minute')`, [expired]);
+		await h.appQuery(`INSERT INTO processed_events (key, status, expires_at) SELECT k, 'completed', now() + interval '30 days' FROM unnest($1::text[]) k`, [
+			recent,
+		]);
+		await h.appQuery(
+			`INSERT INTO processed_events (key, first_seen, status, locked_until, owner_token)
+			 VALUES ($1, now() - interval '40 days', 'processing', now() + interval '5 minutes', gen_random_uuid())`,
+			[leased],
+		);
+		const before = await h.appQuery('SELECT count(*)::int AS n FROM processed_events');
+
+		const mark = await h.executionMark();
+		const run = await h.cli(['execute', `--id=${h.IDS.cleanupManual}`]);
+		if (!run.stdout.includes('Execution was successful')) {
+			throw new Error(`n8n execute failed (exit ${run.code}):\n${(run.stdout + run.stderr).slice(-3000)}`);
+		}
+
+		const left = await h.appQuery('SELECT key FROM processed_events WHERE key LIKE $1 ORDER BY key', [`${prefix}%`]);
+		expect(left.rows.map((r) => r.key).sort()).toEqual([leased, ...recent].sort());
+		const after = await h.appQuery('SELECT count(*)::int AS n FROM processed_events');
+		// Only this test's expired rows went (other tests' recent keys stay).
+		expect(before.rows[0].n - after.rows[0].n).toBe(old.length + 1);
+
+		// The summary item, from the CLI's output and from n8n's stored execution.
+		const [execution] = await h.waitForExecutions(h.IDS.cleanupManual, mark, 1);
+		expect(execution.status).toBe('success');
+		const summary = execution.runData.Summary[0].data.main[0][0].json;
+		expect(summary).toMatchObject({ deleted: old.length + 1, finished: true });
+		expect(summary.summary).toMatch(/^Deleted 4 expired idempotency key\(s\)/);
+		const cleanup = execution.runData['Delete Expired Keys'][0].data.main[0][0].json;
+		expect(cleanup).toMatchObject({ deleted: 4, finished: true });
+		expect(typeof cleanup.batches).toBe('number');
+		expect(typeof cleanup.durationMs).toBe('number');
+		expect(run.stdout).toContain('"deleted": 4');
+	});
+});

@@ -1,0 +1,52 @@
+// The credential test through n8n's REST API (POST /rest/credentials/test, as the editor's "Test"
+// button does), with an owner set up (POST /rest/owner/setup) and logged in (POST /rest/login).
+const stack = require('../../scripts/lib/n8n-stack');
+const { harness } = require('./support/harness');
+
+const OWNER = { email: 'e2e-owner@example.com', password: 'E2eOwnerPassw0rd', firstName: 'E2E', lastName: 'Owner' };
+
+describe('credential tests through the n8n REST API', () => {
+	const h = harness();
+	const rest = h.rest();
+	const cred = stack.TEMPLATE_CREDENTIALS.idempotency;
+
+	beforeAll(async () => {
+		const setup = await rest.call('POST', '/owner/setup', OWNER);
+		expect(setup.status).toBe(200);
+		const login = await rest.call('POST', '/login', { emailOrLdapLoginId: OWNER.email, password: OWNER.password });
+		expect(login.status).toBe(200);
+	});
+
+	test('the community package credential type is loaded and the imported credential is listed', async () => {
+		const list = await rest.call('GET', '/credentials');
+		expect(list.status).toBe(200);
+		const types = list.json.data.map((c) => `${c.id}:${c.type}`);
+		expect(types).toEqual(expect.arrayContaining([`${cred.id}:idempotencyPostgresApi`, 'businessPg01:postgres']));
+	});
+
+	test('Idempotency Postgres: a good credential passes', async () => {
+		const res = await rest.testCredential({ ...cred, data: stack.idempotencyCredentialData(h.state.app) });
+		expect(res.status).toBe(200);
+		expect(res.json.data.status).toBe('OK');
+	});
+
+	test('Idempotency Postgres: a wrong password fails with a clear message', async () => {
+		const res = await rest.testCredential({ ...cred, data: { ...stack.idempotencyCredentialData(h.state.app), password: 'definitely-wrong' } });
+		expect(res.status).toBe(200);
+		expect(res.json.data.status).toBe('Error');
+		expect(res.json.data.message).toMatch(/password|authentication/i);
+		expect(res.json.data.message).not.toContain('definitely-wrong');
+	});
+
+	test('Idempotency Postgres: an unreachable server fails with a clear message', async () => {
+		const data = { ...stack.idempotencyCredentialData(h.state.app), port: 1 };
+		const res = await rest.testCredential({ ...cred, data });
+		expect(res.json.data.status).toBe('Error');
+		expect(res.json.data.message).toMatch(/connect|refused|reach/i);
+	});
+
+	test('the stock Postgres credential of the business step passes too', async () => {
+		const res = await rest.testCredential({ ...stack.TEMPLATE_CREDENTIALS.business, data: stack.businessCredentialData(h.state.app) });
+		expect(res.json.data).toEqual({ status: 'OK', message: 'Connection successful!' });
+	});
+});

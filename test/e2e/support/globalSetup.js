@@ -1,0 +1,44 @@
+// Starts the whole stack once for the end-to-end suite: n8n 2.x (Node 24, cached install), an
+// embedded Postgres (n8n's own database and the app database), this package packed and installed as
+// a community package, the templates imported and published. State for the tests goes to a file;
+// the stop function stays in this (parent) process for globalTeardown.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const stack = require('../../../scripts/lib/n8n-stack');
+const { allWorkflows, WEBHOOK_PATH, CRASH_PATH } = require('./workflows');
+const { STATE_FILE, E2E_ROOT } = require('./paths');
+
+module.exports = async function globalSetup() {
+	const started = Date.now();
+	const log = (line) => process.stderr.write(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`);
+	fs.mkdirSync(E2E_ROOT, { recursive: true });
+	const workDir = fs.mkdtempSync(path.join(E2E_ROOT, 'run-'));
+	log(`work dir ${workDir} (${os.cpus().length} cores)`);
+	const running = await stack.startStack({
+		workDir,
+		recreateDbs: true,
+		dbNames: { n8n: 'n8n_e2e', app: 'idempotency_e2e' },
+		build: process.env.E2E_BUILD === 'always' ? true : 'auto',
+		setupSql: (client, ctx) => stack.prepareTemplateTables(client, ctx),
+		credentials: stack.templateCredentials,
+		workflows: allWorkflows(),
+		readyWebhooks: [WEBHOOK_PATH, CRASH_PATH],
+		log,
+	});
+	globalThis.__IDEMPOTENCY_E2E_STACK__ = running;
+	const state = {
+		baseUrl: running.baseUrl,
+		appUrl: running.appUrl,
+		n8nDbUrl: running.n8nDbUrl,
+		n8nDir: running.n8nDir,
+		workDir,
+		logFile: running.logFile,
+		packageDir: running.packageDir,
+		cliSpec: running.cliSpec,
+		app: running.app,
+		setupSeconds: (Date.now() - started) / 1000,
+	};
+	fs.writeFileSync(STATE_FILE, JSON.stringify(state, null, 2), { mode: 0o600 });
+	log(`stack ready in ${state.setupSeconds.toFixed(1)} s`);
+};

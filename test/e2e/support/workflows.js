@@ -1,0 +1,78 @@
+// Test-only workflows derived from the shipped templates, so the suite exercises the templates
+// themselves rather than hand-copied look-alikes.
+const fs = require('node:fs');
+const { TEMPLATES, TEMPLATE_CREDENTIALS } = require('../../../scripts/lib/n8n-stack');
+
+const IDS = {
+	webhook: 'IdemWebhookTpl01',
+	cleanup: 'IdemCleanupTpl01',
+	error: 'IdemErrorTpl0001',
+	cleanupManual: 'E2eCleanupManual',
+	crash: 'E2eCrashLease0001',
+};
+const WEBHOOK_PATH = 'idempotent-webhook';
+const CRASH_PATH = 'e2e-crash';
+
+function readTemplate(name) {
+	return JSON.parse(fs.readFileSync(TEMPLATES[name], 'utf8'));
+}
+
+/** The cleanup template with its Schedule Trigger swapped for a Manual Trigger (`n8n execute --id`). */
+function cleanupManual() {
+	const wf = readTemplate('cleanup');
+	const schedule = wf.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger');
+	const manual = { ...schedule, name: 'Run now', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, parameters: {} };
+	wf.nodes = wf.nodes.map((node) => (node === schedule ? manual : node));
+	const { [schedule.name]: fromSchedule, ...otherConnections } = wf.connections;
+	wf.connections = { ...otherConnections, [manual.name]: fromSchedule };
+	return { ...wf, id: IDS.cleanupManual, name: 'E2E cleanup (manual trigger copy of the template)' };
+}
+
+/** A lease-mode reservation followed by a crash, with the error-workflow template as Error Workflow. */
+function crashAfterReserve() {
+	const webhook = readTemplate('webhook');
+	const reserve = webhook.nodes.find((node) => node.type === 'n8n-nodes-idempotency.idempotencyReserve');
+	return {
+		id: IDS.crash,
+		name: 'E2E crash after reserve (error workflow releases)',
+		nodes: [
+			{
+				id: 'e2ec0000-0000-4000-8000-000000000001',
+				name: 'Webhook',
+				type: 'n8n-nodes-base.webhook',
+				typeVersion: 2.1,
+				position: [0, 0],
+				webhookId: 'e2ec0000-0000-4000-8000-00000000a001',
+				parameters: { httpMethod: 'POST', path: CRASH_PATH, responseMode: 'lastNode', options: { rawBody: true } },
+			},
+			{ ...reserve, id: 'e2ec0000-0000-4000-8000-000000000002', position: [220, 0] },
+			{
+				id: 'e2ec0000-0000-4000-8000-000000000003',
+				name: 'Crash',
+				type: 'n8n-nodes-base.stopAndError',
+				typeVersion: 1,
+				position: [440, 0],
+				parameters: { errorMessage: 'simulated crash after the reservation' },
+			},
+		],
+		connections: {
+			Webhook: { main: [[{ node: reserve.name, type: 'main', index: 0 }]] },
+			[reserve.name]: { main: [[{ node: 'Crash', type: 'main', index: 0 }], [], []] },
+		},
+		settings: { executionOrder: 'v1', errorWorkflow: IDS.error },
+		pinData: {},
+		active: false,
+	};
+}
+
+function allWorkflows() {
+	return [
+		{ file: TEMPLATES.webhook, publish: true },
+		{ file: TEMPLATES.cleanup, publish: true }, // proves the Schedule Trigger activates
+		{ file: TEMPLATES.error, publish: true }, // n8n 2.x runs only published error workflows
+		{ json: cleanupManual(), publish: false },
+		{ json: crashAfterReserve(), publish: true },
+	];
+}
+
+module.exports = { IDS, WEBHOOK_PATH, CRASH_PATH, TEMPLATE_CREDENTIALS, allWorkflows, readTemplate };

@@ -1,0 +1,198 @@
+import type { Pool } from 'pg';
+
+import { IdempotencyStore } from '../../lib/store';
+import type { ReservationRequest, ReserveOptions } from '../../lib/types';
+import { adminPool, freshSchema } from '../support/database';
+import { raceFromProcesses } from '../support/processes';
+
+let pool: Pool;
+let schema: string;
+let store: IdempotencyStore;
+
+const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-1' };
+const permanent: ReserveOptions = { ...lease, mode: 'permanent' };
+const request = (key: string, payloadHash: string | null = null): ReservationRequest => ({ key, keySource: 'custom', payloadHash });
+const reserveOne = async (key: string, options = lease, payloadHash: string | null = null) =>
+	(await store.reserve([request(key, payloadHash)], options))[0];
+const row = async (key: string) => (await pool.query(`select * from ${schema}.processed_events where key = $1`, [key])).rows[0];
+/** Moves a row's clock fields into the past, as time passing would (tests never fake the clock). */
+const backdate = (key: string, set: string) => pool.query(`update ${schema}.processed_events set ${set} where key = $1`, [key]);
+
+beforeAll(async () => {
+	pool = adminPool(12);
+	schema = await freshSchema(pool, 'life');
+	store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true });
+});
+
+afterAll(() => pool.end());
+
+describe('lease mode transitions', () => {
+	it('absent → processing (new), with a lease from the database clock', async () => {
+		const result = await reserveOne('l-new');
+		expect(result).toMatchObject({ outcome: 'new', reclaimed: false });
+		expect(result.ownerToken).toMatch(/^[0-9a-f-]{36}$/);
+		expect(result.record).toMatchObject({ status: 'processing', attempts: 1, leaseActive: true });
+		const stored = await row('l-new');
+		const { rows } = await pool.query('select now() as now');
+		expect(stored.locked_until.getTime() - rows[0].now.getTime()).toBeGreaterThan(55_000);
+	});
+
+	it('processing with a valid lease → in progress, counted, owner token withheld', async () => {
+		await reserveOne('l-busy');
+		const again = await reserveOne('l-busy');
+		expect(again).toMatchObject({ outcome: 'in_progress', ownerToken: null });
+		expect(again.record.duplicateCount).toBe(1);
+	});
+
+	it('processing → completed; a later delivery is a duplicate carrying the stored response', async () => {
+		const first = await reserveOne('l-done');
+		expect(await store.complete([{ key: 'l-done', ownerToken: first.ownerToken!, response: { status: 200, body: { ok: true } } }])).toEqual([
+			{ key: 'l-done', applied: true },
+		]);
+		const replay = await reserveOne('l-done');
+		expect(replay).toMatchObject({ outcome: 'duplicate', ownerToken: null });
+		expect(replay.record).toMatchObject({ status: 'completed', response: { status: 200, body: { ok: true } }, executionId: 'exec-1' });
+		expect(replay.record.completedAt).toBeInstanceOf(Date);
+	});
+
+	it('an expired lease (crashed run) is reclaimed: attempts + 1, new owner, the old owner is fenced off', async () => {
+		const crashed = await reserveOne('l-crash');
+		await backdate('l-crash', "locked_until = now() - interval '1 second'");
+		const retry = await reserveOne('l-crash', { ...lease, executionId: 'exec-2' });
+		expect(retry).toMatchObject({ outcome: 'new', reclaimed: true });
+		expect(retry.record).toMatchObject({ attempts: 2, executionId: 'exec-2', leaseActive: true });
+		expect(retry.ownerToken).not.toBe(crashed.ownerToken);
+
+		const stale = { key: 'l-crash', ownerToken: crashed.ownerToken! };
+		expect(await store.complete([stale])).toEqual([{ key: 'l-crash', applied: false, reason: 'not_owner' }]);
+		expect(await store.release([stale])).toEqual([{ key: 'l-crash', applied: false, reason: 'not_owner' }]);
+		expect(await store.fail([{ ...stale, error: 'late' }])).toEqual([{ key: 'l-crash', applied: false, reason: 'not_owner' }]);
+		expect(await row('l-crash')).toMatchObject({ status: 'processing', owner_token: retry.ownerToken });
+	});
+
+	it('processing → released (absent): the next delivery is new again', async () => {
+		const first = await reserveOne('l-release');
+		expect(await store.release([{ key: 'l-release', ownerToken: first.ownerToken! }])).toEqual([{ key: 'l-release', applied: true }]);
+		expect(await row('l-release')).toBeUndefined();
+		expect(await reserveOne('l-release')).toMatchObject({ outcome: 'new', record: { attempts: 1 } });
+		expect(await store.complete([{ key: 'l-release', ownerToken: first.ownerToken! }])).toEqual([
+			{ key: 'l-release', applied: false, reason: 'not_owner' },
+		]);
+	});
+
+	it('processing → failed (kept with the error); the next delivery reserves again with attempts + 1', async () => {
+		const first = await reserveOne('l-fail');
+		expect(await store.fail([{ key: 'l-fail', ownerToken: first.ownerToken!, error: 'CRM returned 500' }])).toEqual([
+			{ key: 'l-fail', applied: true },
+		]);
+		expect(await row('l-fail')).toMatchObject({ status: 'failed', last_error: 'CRM returned 500', locked_until: null });
+		expect(await store.complete([{ key: 'l-fail', ownerToken: first.ownerToken! }])).toEqual([
+			{ key: 'l-fail', applied: false, reason: 'failed' },
+		]);
+		const retry = await reserveOne('l-fail');
+		expect(retry).toMatchObject({ outcome: 'new', reclaimed: true, record: { attempts: 2, status: 'processing', lastError: 'CRM returned 500' } });
+	});
+
+	it('a key past its retention counts as absent before cleanup runs: reset to attempts 1', async () => {
+		const first = await reserveOne('l-expired');
+		await store.complete([{ key: 'l-expired', ownerToken: first.ownerToken!, response: { old: true } }]);
+		await backdate('l-expired', "expires_at = now() - interval '1 second', first_seen = now() - interval '40 days'");
+		const again = await reserveOne('l-expired');
+		expect(again).toMatchObject({ outcome: 'new', reclaimed: false, record: { attempts: 1, duplicateCount: 0, response: null } });
+		expect(Date.now() - again.record.firstSeen.getTime()).toBeLessThan(60_000);
+	});
+
+	it('settling a key that does not exist says not_found; a bad token is an error, not a silent success', async () => {
+		expect(await store.release([{ key: 'never-reserved', ownerToken: '00000000-0000-4000-8000-000000000000' }])).toEqual([
+			{ key: 'never-reserved', applied: false, reason: 'not_found' },
+		]);
+		await expect(store.complete([{ key: 'x', ownerToken: 'not-a-uuid' }])).rejects.toThrow(/not a UUID/);
+	});
+});
+
+describe('permanent mode', () => {
+	it('is final at once, needs no Complete, and can still be released by its owner', async () => {
+		const first = await reserveOne('p-1', permanent);
+		expect(first.record).toMatchObject({ status: 'completed', leaseActive: false });
+		expect(await reserveOne('p-1', permanent)).toMatchObject({ outcome: 'duplicate' });
+		await backdate('p-1', "last_seen = now() - interval '1 hour'");
+		expect(await reserveOne('p-1', permanent)).toMatchObject({ outcome: 'duplicate' });
+		await store.release([{ key: 'p-1', ownerToken: first.ownerToken! }]);
+		expect(await reserveOne('p-1', permanent)).toMatchObject({ outcome: 'new' });
+	});
+});
+
+describe('release by failed execution (Error Trigger)', () => {
+	it('releases only the live reservations of that execution', async () => {
+		const options = { ...lease, executionId: 'exec-err' };
+		await store.reserve([request('e-1'), request('e-2')], options);
+		const done = await reserveOne('e-3', options);
+		await store.complete([{ key: 'e-3', ownerToken: done.ownerToken! }]);
+		await reserveOne('e-other', { ...lease, executionId: 'exec-fine' });
+		expect((await store.releaseExecution('exec-err')).sort()).toEqual(['e-1', 'e-2']);
+		expect(await row('e-3')).toBeDefined();
+		expect(await row('e-other')).toBeDefined();
+	});
+});
+
+describe('payload fingerprint', () => {
+	it('flags the same key with a different payload, not the same payload', async () => {
+		await reserveOne('f-1', permanent, 'hash-a');
+		expect((await reserveOne('f-1', permanent, 'hash-a')).payloadMismatch).toBe(false);
+		expect((await reserveOne('f-1', permanent, 'hash-b')).payloadMismatch).toBe(true);
+		expect((await reserveOne('f-1', permanent, null)).payloadMismatch).toBeNull();
+	});
+});
+
+describe('races', () => {
+	it('two deliveries reclaiming one expired lease at the same time: exactly one wins', async () => {
+		for (let round = 0; round < 3; round++) {
+			const key = `race-reclaim-${round}`;
+			await reserveOne(key);
+			await backdate(key, "locked_until = now() - interval '1 second'");
+			const results = await raceFromProcesses({ schema, key, processes: 2, connectionsPerProcess: 1, callsPerProcess: 1, mode: 'lease' });
+			expect(results.map((result) => result.outcome).sort()).toEqual(['in_progress', 'new']);
+			expect(await row(key)).toMatchObject({ attempts: 2 });
+		}
+	});
+
+	it('cleanup running while 8 clients reserve continuously: no reservation error, no live row deleted', async () => {
+		const table = `${schema}.processed_events`;
+		// Rows cleanup must delete, and old rows under a running lease it must keep.
+		await pool.query(
+			`insert into ${table} (key, first_seen, status, expires_at) select 'old-' || i, now() - interval '40 days', 'completed', now() - interval '10 days' from generate_series(1, 3000) i`,
+		);
+		await pool.query(
+			`insert into ${table} (key, first_seen, status, locked_until, expires_at, owner_token) select 'old-live-' || i, now() - interval '40 days', 'processing', now() + interval '10 minutes', now() - interval '1 day', gen_random_uuid() from generate_series(1, 50) i`,
+		);
+		const reservedLive: string[] = [];
+		const errors: unknown[] = [];
+		const deadline = Date.now() + 3_000;
+		const client = async (clientIndex: number) => {
+			for (let i = 0; Date.now() < deadline; i++) {
+				try {
+					const keys = [`live-${clientIndex}-${i}`, `old-${(clientIndex * 997 + i) % 3000}`];
+					const results = await store.reserve(keys.map((key) => request(key)), lease);
+					for (const result of results) if (result.outcome === 'new') reservedLive.push(result.key);
+				} catch (error) {
+					errors.push(error);
+				}
+			}
+		};
+		const cleanups: Array<{ deleted: number }> = [];
+		const cleaner = async () => {
+			while (Date.now() < deadline) {
+				cleanups.push(await store.cleanup({ retentionSeconds: 30 * 86_400, batchSize: 100, timeBudgetSeconds: 1 }));
+			}
+		};
+		await Promise.all([...Array.from({ length: 8 }, (_, i) => client(i)), cleaner()]);
+
+		expect(errors).toEqual([]);
+		expect(reservedLive.length).toBeGreaterThan(100);
+		const { rows } = await pool.query(`select key from ${table} where key = any($1::text[])`, [reservedLive]);
+		expect(rows).toHaveLength(new Set(reservedLive).size);
+		const liveOld = await pool.query(`select count(*)::int as n from ${table} where key like 'old-live-%'`);
+		expect(liveOld.rows[0].n).toBe(50);
+		expect(cleanups.reduce((sum, run) => sum + run.deleted, 0)).toBeGreaterThan(0);
+	});
+});
