@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// The whole check, as CI runs it: lint, types, build, unit + integration tests (real Postgres), and
+// the end-to-end suite (real n8n). Every step runs even when an earlier one fails, so one run shows
+// everything that is wrong; the exit code is non-zero if anything failed. Jest's results are kept
+// in .test-results/ and summed into one closing line "N passed, N failed".
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..');
+const resultsDir = path.join(root, '.test-results');
+fs.rmSync(resultsDir, { recursive: true, force: true });
+fs.mkdirSync(resultsDir, { recursive: true });
+
+const skipE2e = process.argv.includes('--skip-e2e');
+const steps = [
+	{ name: 'lint', command: ['npx', 'n8n-node', 'lint'] },
+	{ name: 'types', command: ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
+	{ name: 'build', command: ['npm', 'run', 'build'] },
+	{ name: 'unit + integration', command: ['npx', 'jest', '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`], results: 'fast.json' },
+	...(skipE2e
+		? []
+		: [
+				{
+					name: 'end to end',
+					command: ['npx', 'jest', '--config', 'jest.e2e.config.js', '--json', `--outputFile=${path.join(resultsDir, 'e2e.json')}`],
+					results: 'e2e.json',
+				},
+			]),
+];
+
+const report = [];
+for (const step of steps) {
+	const started = Date.now();
+	process.stdout.write(`\n=== ${step.name}: ${step.command.join(' ')}\n`);
+	const run = spawnSync(step.command[0], step.command.slice(1), { cwd: root, stdio: 'inherit' });
+	const seconds = ((Date.now() - started) / 1000).toFixed(0);
+	report.push({ ...step, ok: run.status === 0, seconds });
+}
+
+let passed = 0;
+let failed = 0;
+process.stdout.write('\n=== summary\n');
+for (const step of report) {
+	let counts = '';
+	if (step.results) {
+		const file = path.join(resultsDir, step.results);
+		if (fs.existsSync(file)) {
+			const result = JSON.parse(fs.readFileSync(file, 'utf8'));
+			passed += result.numPassedTests;
+			// A suite that could not run (e.g. a setup error) has no test results: count it as a failure.
+			failed += result.numFailedTests + result.numRuntimeErrorTestSuites;
+			counts = ` (${result.numPassedTests} passed, ${result.numFailedTests} failed, ${result.numRuntimeErrorTestSuites} suites errored)`;
+		} else if (!step.ok) {
+			failed += 1;
+			counts = ' (no results: the runner did not finish)';
+		}
+	}
+	process.stdout.write(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${step.seconds}s${counts}\n`);
+}
+const allOk = report.every((step) => step.ok);
+fs.writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ passed, failed, ok: allOk }));
+process.stdout.write(`${passed} passed, ${failed} failed\n`);
+process.exit(allOk && failed === 0 ? 0 : 1);

@@ -1,0 +1,198 @@
+import type { INodeExecutionData } from 'n8n-workflow';
+import type { Pool } from 'pg';
+
+import { closeAllPools } from '../../lib/postgres/pool';
+import { adminPool, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
+
+let pool: Pool;
+let schema: string;
+const tableOptions = () => ({ schemaName: schema, tableName: 'processed_events' });
+const leaseReserve = (items: INodeExecutionData[], executionId = 'exec-1') =>
+	runReserve({ mode: 'lease', leaseSeconds: 60, options: { ...tableOptions(), createTable: true } }, { items, executionId });
+const row = async (key: string) => (await pool.query(`select * from ${schema}.processed_events where key = $1`, [key])).rows[0];
+
+beforeAll(async () => {
+	pool = adminPool();
+	schema = await freshSchema(pool, 'keynode');
+});
+
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
+
+describe('Idempotency Key: Complete', () => {
+	it('completes from the item and stores a response that a later duplicate replays', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_complete' })]);
+		const [done, stale] = await runKeyNode(
+			{ operation: 'complete', source: 'item', responseJson: '{"received": true, "order": 17}', options: tableOptions() },
+			{ items: fresh },
+		);
+		expect(stale).toHaveLength(0);
+		expect(idempotencyOf(done[0])).toMatchObject({ key: 'evt:evt_complete', operation: 'complete', applied: true, staleReason: null });
+		expect(done[0].pairedItem).toEqual({ item: 0 });
+
+		const [newAgain, duplicate, inProgress] = await leaseReserve([webhookItem({ id: 'evt_complete' })]);
+		expect([newAgain.length, inProgress.length]).toEqual([0, 0]);
+		expect(idempotencyOf(duplicate[0])).toMatchObject({ status: 'completed', response: { received: true, order: 17 } });
+	});
+
+	it('completes with Key From: Custom, as after a business step that replaced the item', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_custom' })]);
+		const reserved = idempotencyOf(fresh[0]);
+		const [done] = await runKeyNode(
+			{ operation: 'complete', source: 'custom', key: reserved.key, ownerToken: reserved.ownerToken, responseJson: '', options: tableOptions() },
+			{ items: [{ json: { id: 1, event_key: 'evt:evt_custom' } }] },
+		);
+		expect(idempotencyOf(done[0]).applied).toBe(true);
+		expect(await row('evt:evt_custom')).toMatchObject({ status: 'completed', response: null });
+	});
+
+	it('rejects invalid response JSON with the item index', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_badjson' })]);
+		await expect(
+			runKeyNode({ operation: 'complete', source: 'item', responseJson: '{not json', options: tableOptions() }, { items: fresh }),
+		).rejects.toThrow(/not valid JSON/);
+		expect(await row('evt:evt_badjson')).toMatchObject({ status: 'processing' });
+	});
+});
+
+describe('Idempotency Key: Release on error', () => {
+	it("releases from a business step's error output item, so the redelivery is processed", async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_fails' })]);
+		// What n8n puts on an error output: the input item's json merged with the error.
+		const errorItem = { json: { ...fresh[0].json, error: 'insert failed' }, pairedItem: { item: 0 } };
+		const [done] = await runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: [errorItem] });
+		expect(idempotencyOf(done[0])).toMatchObject({ operation: 'release', applied: true });
+		expect(await row('evt:evt_fails')).toBeUndefined();
+		const [redelivered] = await leaseReserve([webhookItem({ id: 'evt_fails' })]);
+		expect(redelivered).toHaveLength(1);
+	});
+
+	it('routes a stale owner (lease taken over) to Stale, leaving the new owner alone', async () => {
+		const [first] = await leaseReserve([webhookItem({ id: 'evt_stale' })]);
+		await pool.query(`update ${schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_stale']);
+		const [second] = await leaseReserve([webhookItem({ id: 'evt_stale' })], 'exec-2');
+		expect(idempotencyOf(second[0]).reclaimed).toBe(true);
+
+		const [done, stale] = await runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: first });
+		expect(done).toHaveLength(0);
+		expect(idempotencyOf(stale[0])).toMatchObject({ applied: false, staleReason: 'not_owner' });
+		expect(await row('evt:evt_stale')).toMatchObject({ status: 'processing', execution_id: 'exec-2' });
+	});
+
+	it('refuses to settle from a duplicate item (no owner token), with a clear message', async () => {
+		await leaseReserve([webhookItem({ id: 'evt_dup_settle' })]);
+		const [, , inProgress] = await leaseReserve([webhookItem({ id: 'evt_dup_settle' })]);
+		await expect(runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: inProgress })).rejects.toThrow(
+			/only the run that reserved a key can settle it/,
+		);
+	});
+
+	it('says what to do when the item has no idempotency object', async () => {
+		await expect(
+			runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: [{ json: { id: 5 } }] }),
+		).rejects.toThrow(/no idempotency object/);
+	});
+
+	it('releases every live reservation of a failed execution (Error Trigger data)', async () => {
+		await leaseReserve([webhookItem({ id: 'evt_exec_a' }), webhookItem({ id: 'evt_exec_b' })], 'exec-crashed');
+		const errorTriggerItem = { json: { execution: { id: 'exec-crashed', error: { message: 'boom' } }, workflow: { id: 'wf-1' } } };
+		const [done] = await runKeyNode(
+			{ operation: 'release', source: 'execution', executionId: 'exec-crashed', options: tableOptions() },
+			{ items: [errorTriggerItem] },
+		);
+		expect((idempotencyOf(done[0]).releasedKeys as string[]).sort()).toEqual(['evt:evt_exec_a', 'evt:evt_exec_b']);
+		expect(await row('evt:evt_exec_a')).toBeUndefined();
+	});
+});
+
+describe('Idempotency Key: Mark Failed', () => {
+	it('keeps the row with the error, and the next delivery reserves again', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_markfail' })]);
+		const [done] = await runKeyNode(
+			{ operation: 'fail', source: 'item', errorMessage: 'CRM timeout', options: tableOptions() },
+			{ items: fresh },
+		);
+		expect(idempotencyOf(done[0]).applied).toBe(true);
+		expect(await row('evt:evt_markfail')).toMatchObject({ status: 'failed', last_error: 'CRM timeout' });
+		const [again] = await leaseReserve([webhookItem({ id: 'evt_markfail' })]);
+		expect(idempotencyOf(again[0])).toMatchObject({ isNew: true, attempts: 2 });
+	});
+});
+
+describe('Idempotency Key: Delete Expired Keys', () => {
+	it('returns one summary item', async () => {
+		await pool.query(
+			`insert into ${schema}.processed_events (key, first_seen) select 'gone-' || i, now() - interval '31 days' from generate_series(1, 7) i`,
+		);
+		const [[summary]] = await runKeyNode(
+			{ operation: 'cleanup', retentionDays: 30, batchSize: 5, timeBudgetSeconds: 10, options: tableOptions() },
+			{ items: [{ json: {} }] },
+		);
+		expect(summary.json).toMatchObject({ deleted: 7, batches: 2, finished: true });
+		expect(summary.pairedItem).toEqual([{ item: 0 }]);
+	});
+});
+
+describe('seed 002 test list, at the node level (lease mode)', () => {
+	it('the same event twice in quick succession: one New, one In Progress', async () => {
+		const [a, b] = await Promise.all([leaseReserve([webhookItem({ id: 'evt_quick' })]), leaseReserve([webhookItem({ id: 'evt_quick' })])]);
+		const news = a[0].length + b[0].length;
+		const inProgress = a[2].length + b[2].length;
+		expect([news, inProgress]).toEqual([1, 1]);
+	});
+
+	it('the same event after a crash between reservation and side effect is processed exactly once more', async () => {
+		await leaseReserve([webhookItem({ id: 'evt_crash' })]);
+		// The worker crashed: no Complete, no Release. Its lease runs out.
+		await pool.query(`update ${schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_crash']);
+		const [retry] = await leaseReserve([webhookItem({ id: 'evt_crash' })], 'exec-retry');
+		expect(idempotencyOf(retry[0])).toMatchObject({ isNew: true, reclaimed: true, attempts: 2 });
+		await runKeyNode({ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() }, { items: retry });
+		const [again, duplicate] = await leaseReserve([webhookItem({ id: 'evt_crash' })]);
+		expect(again).toHaveLength(0);
+		expect(duplicate).toHaveLength(1);
+	});
+
+	it('two events that map to the same business key: the second is a duplicate', async () => {
+		const business = (id: string) => webhookItem({ id, subscription_id: 'sub_9', billing_period: '2026-12' });
+		const reserveBusiness = (items: INodeExecutionData[]) =>
+			runReserve(
+				{
+					keySource: 'custom',
+					customKey: (i: number) => {
+						const body = items[i].json.body as Record<string, string>;
+						return `invoice:${body.subscription_id}:${body.billing_period}`;
+					},
+					options: { ...tableOptions(), createTable: true },
+				},
+				{ items },
+			);
+		const [first] = await reserveBusiness([business('evt_1')]);
+		const [second, duplicate] = await reserveBusiness([business('evt_2')]);
+		expect(first).toHaveLength(1);
+		expect(second).toHaveLength(0);
+		expect(idempotencyOf(duplicate[0]).key).toBe('invoice:sub_9:2026-12');
+	});
+
+	it('a valid replay after the original was handled: Duplicate with the stored response', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_replay' })]);
+		await runKeyNode({ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() }, { items: fresh });
+		const [, duplicate] = await leaseReserve([webhookItem({ id: 'evt_replay' })]);
+		expect(idempotencyOf(duplicate[0])).toMatchObject({ outcome: 'duplicate', response: { ok: true }, executionId: 'exec-1' });
+	});
+
+	it('the same key with a different payload is flagged, or fails by option', async () => {
+		const reserveFingerprinted = (body: object, payloadFingerprint: string) =>
+			runReserve({ options: { ...tableOptions(), createTable: true, payloadFingerprint } }, { items: [webhookItem(body)] });
+		await reserveFingerprinted({ id: 'evt_fp', amount: 10 }, 'flag');
+		const [, same] = await reserveFingerprinted({ id: 'evt_fp', amount: 10 }, 'flag');
+		expect(idempotencyOf(same[0]).payloadMismatch).toBe(false);
+		const [, changed] = await reserveFingerprinted({ id: 'evt_fp', amount: 99 }, 'flag');
+		expect(idempotencyOf(changed[0]).payloadMismatch).toBe(true);
+		await expect(reserveFingerprinted({ id: 'evt_fp', amount: 99 }, 'error')).rejects.toThrow(/different payload/);
+	});
+});
