@@ -1,0 +1,45 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+// What `npm pack` would publish, read from npm itself. Needs a build (npm test runs one first).
+const root = path.join(__dirname, '..', '..', '..');
+const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+
+function packedFiles(): string[] {
+	if (!existsSync(path.join(root, 'dist'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does).');
+	const output = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' });
+	return (JSON.parse(output)[0].files as Array<{ path: string }>).map((file) => file.path);
+}
+
+describe('the published package', () => {
+	const files = packedFiles();
+
+	it('contains every node and credential named in package.json', () => {
+		const declared = [...packageJson.n8n.nodes, ...packageJson.n8n.credentials] as string[];
+		expect(declared.length).toBeGreaterThanOrEqual(5);
+		for (const entry of declared) expect(files).toContain(entry);
+	});
+
+	it('ships the icons, codex files, templates and SQL the nodes need at run time', () => {
+		for (const node of ['IdempotencyReserve', 'IdempotencyKey', 'WebhookSignatureVerify']) {
+			expect(files).toContain(`dist/nodes/${node}/${node}.node.json`);
+			const icons = files.filter((file) => file.startsWith(`dist/nodes/${node}/`) && file.endsWith('.svg'));
+			expect(icons).toHaveLength(2);
+		}
+		expect(files.filter((file) => /^dist\/sql\/\d{3}_.+\.sql$/.test(file))).toHaveLength(8);
+		expect(files.filter((file) => /^dist\/templates\/.+\.json$/.test(file)).length).toBeGreaterThanOrEqual(3);
+	});
+
+	it('holds nothing a user does not need: no sources, tests, benchmarks or CI files', () => {
+		const allowed = /^(dist\/.+|package\.json|README\.md|LICENSE(\.md)?)$/;
+		expect(files.filter((file) => !allowed.test(file))).toEqual([]);
+		expect(files.filter((file) => /\.ts$/.test(file) && !file.endsWith('.d.ts'))).toEqual([]);
+		expect(files.filter((file) => /(^|\/)test\//.test(file))).toEqual([]);
+	});
+
+	it('has no install scripts (n8n installs community packages with --ignore-scripts)', () => {
+		const scripts = Object.keys(packageJson.scripts ?? {});
+		expect(scripts.filter((name) => ['preinstall', 'install', 'postinstall', 'prepare'].includes(name))).toEqual([]);
+	});
+});

@@ -1,0 +1,67 @@
+import { IDLE_TIMEOUT_MS, toPoolConfig, type ConnectionSettings } from '../../../lib/postgres/connectionSettings';
+import { closeAllPools, openPoolCount, poolFor } from '../../../lib/postgres/pool';
+import { InvalidConfigurationError } from '../../../lib/errors';
+
+const settings: ConnectionSettings = {
+	host: '127.0.0.1',
+	port: 5432,
+	database: 'app',
+	user: 'n8n',
+	password: 'secret-1',
+	ssl: 'disable',
+	maxConnections: 7,
+};
+
+afterEach(() => closeAllPools());
+
+describe('poolFor', () => {
+	it('reuses one pool per credential across executions', () => {
+		expect(poolFor({ ...settings })).toBe(poolFor({ ...settings }));
+		expect(openPoolCount()).toBe(1);
+	});
+
+	it('keeps credentials apart, including ones that differ only in password', () => {
+		expect(poolFor(settings)).not.toBe(poolFor({ ...settings, password: 'secret-2' }));
+		expect(poolFor(settings)).not.toBe(poolFor({ ...settings, database: 'other' }));
+		expect(openPoolCount()).toBe(3);
+	});
+
+	it('sizes the pool from the credential and closes idle connections without keeping the process alive', () => {
+		const pool = poolFor(settings) as unknown as { options: Record<string, unknown> };
+		expect(pool.options).toMatchObject({ max: 7, idleTimeoutMillis: IDLE_TIMEOUT_MS, allowExitOnIdle: true });
+	});
+
+	it('closeAllPools forgets every pool', async () => {
+		poolFor(settings);
+		await closeAllPools();
+		expect(openPoolCount()).toBe(0);
+	});
+});
+
+describe('toPoolConfig', () => {
+	it.each([
+		['disable', undefined, false],
+		['require', undefined, { rejectUnauthorized: false }],
+		['verify', undefined, { rejectUnauthorized: true }],
+		['verify', true, { rejectUnauthorized: false }],
+	] as const)('ssl %s (ignore issues: %p)', (ssl, allowUnauthorizedCerts, expected) => {
+		expect(toPoolConfig({ ...settings, ssl, allowUnauthorizedCerts }).ssl).toEqual(expected);
+	});
+
+	it('passes a CA certificate for verify', () => {
+		expect(toPoolConfig({ ...settings, ssl: 'verify', ca: 'PEM' }).ssl).toEqual({ rejectUnauthorized: true, ca: 'PEM' });
+	});
+
+	it.each([
+		[{ host: '' }, /no host/],
+		[{ database: '' }, /no database/],
+		[{ user: '' }, /no user/],
+		[{ port: 0 }, /port/],
+		[{ port: 70000 }, /port/],
+		[{ maxConnections: 0 }, /max connections/],
+		[{ ssl: 'sometimes' }, /Unknown SSL mode/],
+	])('rejects %p', (override, message) => {
+		expect(() => toPoolConfig({ ...settings, ...(override as Partial<ConnectionSettings>) })).toThrow(InvalidConfigurationError);
+		expect(() => toPoolConfig({ ...settings, ...(override as Partial<ConnectionSettings>) })).toThrow(message);
+	});
+});
