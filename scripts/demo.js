@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `npm run demo`: a real n8n with this package installed as a community package, the templates
 // imported, and the seed recipe's experiment replayed against templates/idempotent-webhook.json.
+// The demo acts as Stripe: it signs every delivery with the demo credential's test secret
+// (stack.TEST_WEBHOOK_SECRET), and sends one forged delivery that the template answers 401.
 // Prints what happened, then leaves n8n running until Ctrl-C (`--once` exits after the table).
 //
 //   npm run demo                 # keep n8n running afterwards (http://127.0.0.1:5678)
@@ -55,6 +57,7 @@ function webhookWorkflow() {
 }
 
 const BRANCH = ['New → business step → Mark Complete → 200', 'Duplicate → replay stored answer', 'In Progress → 409'];
+const INVALID_BRANCH = 'Invalid signature → 401, nothing reserved';
 
 async function main() {
 	console.log('\nn8n-nodes-idempotency demo: a real n8n 2.x, this package installed as a community package, real Postgres.');
@@ -100,34 +103,50 @@ async function main() {
 	try {
 		const url = running.webhookUrl(WEBHOOK_PATH);
 		const mark = await stack.maxExecutionId(running.n8nDbUrl);
+		// Signed like Stripe (Stripe-Signature: t=…,v1=HMAC-SHA256) with the demo credential's secret;
+		// the retry of A gets a new timestamp, hence a different but valid signature.
+		const now = Math.floor(Date.now() / 1000);
 		const deliveries = [
-			{ label: 'event A', body: { id: 'evt_demo_A', type: 'payment_intent.succeeded' }, headers: { 'stripe-signature': 't=1700000000,v1=5257a869e7ec' } },
-			{ label: 'event A again, new stripe-signature', body: { id: 'evt_demo_A', type: 'payment_intent.succeeded' }, headers: { 'stripe-signature': 't=1700000360,v1=9a1f0c3b7d20' } },
-			{ label: 'event B', body: { id: 'evt_demo_B', type: 'invoice.paid' }, headers: { 'stripe-signature': 't=1700000420,v1=0b6d4e1c2a99' } },
-			{ label: 'body without id', body: '{"type":"ping","note":"no id here"}' },
-			{ label: 'same body without id again', body: '{"type":"ping","note":"no id here"}' },
+			{ label: 'event A', body: { id: 'evt_demo_A', type: 'payment_intent.succeeded' }, sign: { timestamp: now - 60 }, expect: '200 new' },
+			{ label: 'event A again, new stripe-signature', body: { id: 'evt_demo_A', type: 'payment_intent.succeeded' }, sign: { timestamp: now }, expect: '200 duplicate' },
+			{ label: 'event B', body: { id: 'evt_demo_B', type: 'invoice.paid' }, expect: '200 new' },
+			{ label: 'event C, forged (wrong secret)', body: { id: 'evt_demo_C', type: 'charge.refunded' }, sign: { secret: 'whsec_not_the_endpoint_secret' }, expect: '401 invalid_signature' },
+			{ label: 'event C, genuine', body: { id: 'evt_demo_C', type: 'charge.refunded' }, expect: '200 new' },
+			{ label: 'body without id', body: '{"type":"ping","note":"no id here"}', expect: '200 new' },
+			{ label: 'same body without id again', body: '{"type":"ping","note":"no id here"}', expect: '200 duplicate' },
 		];
-		console.log(`\n  Replaying the seed experiment: POST ${url}\n`);
+		console.log(`\n  Replaying the seed experiment, signed like Stripe, plus one forgery: POST ${url}\n`);
 		const answers = [];
-		for (const delivery of deliveries) answers.push(await stack.deliver(url, delivery.body, delivery.headers));
+		for (const delivery of deliveries) answers.push(await stack.deliver(url, delivery.body, {}, delivery.sign ?? {}));
 		const executions = await stack.waitForExecutions(
 			{ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId: IDS.webhook, sinceId: mark },
 			deliveries.length,
 		);
 		const rows = deliveries.map((delivery, i) => {
 			const execution = executions[i];
+			const verify = execution?.runData['Webhook Signature Verify']?.[0]?.data?.main ?? [];
+			const invalid = (verify[1]?.length ?? 0) > 0;
 			const reserve = execution?.runData['Idempotency Reserve']?.[0]?.data?.main ?? [];
 			const output = reserve.findIndex((items) => items?.length);
 			const key = reserve[output]?.[0]?.json?.idempotency?.key ?? '';
+			const answer = answers[i];
+			const reason = answer.status === 401 && answer.json?.reason ? ` (${answer.json.reason})` : '';
+			const signature = answer.signature?.match(/^t=(\d+),v1=([0-9a-f]{8})/);
 			return [
 				`${i + 1}. ${delivery.label}`,
-				`${answers[i].status} ${answers[i].outcome ?? ''}`.trim(),
-				BRANCH[output] ?? execution?.status ?? '?',
+				signature ? `t=${signature[1]} v1=${signature[2]}…` : '-',
+				`${answer.status} ${answer.outcome ?? ''}${reason}`.trim(),
+				invalid ? INVALID_BRANCH : (BRANCH[output] ?? execution?.status ?? '?'),
 				execution ? `#${execution.id}` : '-',
 				key.length > 24 ? `${key.slice(0, 23)}…` : key,
 			];
 		});
-		printTable(['delivery', 'HTTP answer', 'branch taken', 'execution', 'key'], rows);
+		printTable(['delivery', 'stripe-signature', 'HTTP answer', 'branch taken', 'execution', 'key'], rows);
+		const unexpected = deliveries.filter((delivery, i) => `${answers[i].status} ${answers[i].outcome}` !== delivery.expect);
+		if (unexpected.length) {
+			throw new Error(`unexpected answers for: ${unexpected.map((d) => `${d.label} (expected ${d.expect})`).join('; ')}`);
+		}
+		console.log('\n  Every answer as expected: the forged delivery was refused before the reservation, so the genuine event C still counted as new.');
 
 		const business = await stack.withClient(running.appUrl, (client) =>
 			client.query('SELECT id, event_key, event_type, created_at FROM business_log ORDER BY id'),
@@ -159,8 +178,11 @@ async function main() {
     login     ${OWNER.email}
     password  ${OWNER.password}      (a local demo account)
 
-  Send your own delivery:
-    curl -i -X POST ${url} -H 'content-type: application/json' -d '{"id":"evt_mine","type":"test"}'
+  Send your own delivery, signed like Stripe with the demo credential's test secret (unsigned → 401):
+    secret=$(node -p "require('./scripts/lib/n8n-stack').TEST_WEBHOOK_SECRET")
+    body='{"id":"evt_mine","type":"test"}'; t=$(date +%s)
+    v1=$(printf '%s' "$t.$body" | openssl dgst -sha256 -hmac "$secret" | sed 's/^.* //')
+    curl -i -X POST ${url} -H 'content-type: application/json' -H "stripe-signature: t=$t,v1=$v1" -d "$body"
 
   n8n log: ${path.relative(process.cwd(), running.logFile)}   ·   Ctrl-C stops n8n and Postgres.
 `);

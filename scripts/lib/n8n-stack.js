@@ -291,6 +291,9 @@ async function startStack(options) {
 			EXECUTIONS_DATA_SAVE_ON_ERROR: 'all',
 			// Published workflows are activated by n8n 2.x's publication outbox after start; poll it often.
 			N8N_WORKFLOW_PUBLICATION_OUTBOX_POLL_INTERVAL_MS: '1000',
+			// …and repairs a published version that diverged from the active one on this interval (default 10 s);
+			// see waitForPublishedVersions.
+			N8N_WORKFLOW_PUBLICATION_RECONCILE_INTERVAL_SECONDS: '2',
 			N8N_UNVERIFIED_PACKAGES_ENABLED: 'true',
 			N8N_LOG_LEVEL: options.logLevel ?? 'info',
 			N8N_LOG_OUTPUT: 'console',
@@ -413,6 +416,10 @@ async function startStack(options) {
 				await sleep(250);
 			}
 		}
+		const published = workflows.filter((entry) => entry.publish).map((entry) => entry.json.id);
+		if (published.length) {
+			await waitForPublishedVersions(n8nDbUrl, published, { deadline, isExited: () => exited, log });
+		}
 		log(`n8n is ready at ${baseUrl}`);
 
 		return {
@@ -529,6 +536,40 @@ async function webhookRegistered(n8nDbUrl, webhookPath) {
 	}).catch(() => false);
 }
 
+/**
+ * Waits until n8n really runs the version of each workflow that `publish:workflow` made active.
+ * Re-importing a published workflow (the demo's persistent database) makes `import:workflow`
+ * unpublish it through n8n's publication outbox with the OLD version id; at the next start n8n
+ * applies that outbox row and serves the old graph (workflow_published_version and the trigger
+ * status rows name the old version, while workflow_entity.activeVersionId names the new one) until
+ * its reconciler notices the skew. Executions in that window run the old nodes — with an older
+ * template, e.g. without the signature check.
+ */
+async function waitForPublishedVersions(n8nDbUrl, workflowIds, { deadline, isExited = () => null, log = defaultLog }) {
+	const query = `SELECT w.id, w."activeVersionId" AS active, pv."publishedVersionId" AS published,
+	        (SELECT count(*)::int FROM workflow_publication_outbox o
+	          WHERE o."workflowId" = w.id AND o.status IN ('pending', 'in_progress')) AS pending,
+	        (SELECT count(*)::int FROM workflow_publication_trigger_status ts
+	          WHERE ts."workflowId" = w.id AND ts."versionId" IS DISTINCT FROM w."activeVersionId") AS stale_triggers
+	   FROM workflow_entity w LEFT JOIN workflow_published_version pv ON pv."workflowId" = w.id
+	  WHERE w.id = ANY($1)`;
+	let logged = false;
+	for (;;) {
+		const { rows } = await withClient(n8nDbUrl, (client) => client.query(query, [workflowIds]));
+		const behind = rows.filter((r) => !r.active || r.published !== r.active || r.pending > 0 || r.stale_triggers > 0);
+		if (rows.length === workflowIds.length && behind.length === 0) return;
+		if (!logged) {
+			logged = true;
+			log(`waiting for n8n to serve the published version of ${behind.map((r) => r.id).join(', ') || 'the workflows'}…`);
+		}
+		if (isExited()) throw new Error('n8n exited while activating the published workflows');
+		if (Date.now() > deadline) {
+			throw new Error(`n8n never served the published versions: ${JSON.stringify(behind)}`);
+		}
+		await sleep(250);
+	}
+}
+
 async function maxExecutionId(n8nDbUrl) {
 	return withClient(n8nDbUrl, async (client) => {
 		const { rows } = await client.query('SELECT coalesce(max(id), 0)::int AS id FROM execution_entity');
@@ -549,7 +590,14 @@ const TEMPLATES = {
 const TEMPLATE_CREDENTIALS = {
 	idempotency: { id: 'idempotencyPg01', name: 'Idempotency Postgres', type: 'idempotencyPostgresApi' },
 	business: { id: 'businessPg01', name: 'Business Postgres', type: 'postgres' },
+	signature: { id: 'webhookSig01', name: 'Webhook Signature Secret', type: 'webhookSignatureApi' },
 };
+
+/**
+ * The Stripe endpoint signing secret of the test/demo credential "Webhook Signature Secret". A fixed
+ * test value, not a real secret: the e2e suite and the demo act as Stripe and sign with it.
+ */
+const TEST_WEBHOOK_SECRET = 'whsec_test_secret_for_e2e';
 
 function idempotencyCredentialData(app) {
 	return { host: app.host, port: app.port, database: app.database, user: app.user, password: app.password, ssl: 'disable', maxConnections: 10 };
@@ -558,11 +606,12 @@ function businessCredentialData(app) {
 	return { host: app.host, port: app.port, database: app.database, user: app.user, password: app.password, ssl: 'disable' };
 }
 
-/** Both credentials the webhook template uses, pointing at the app database. */
+/** The credentials the webhook template uses: both Postgres ones (the app database) and the signing secret. */
 function templateCredentials(ctx) {
 	return [
 		{ ...TEMPLATE_CREDENTIALS.idempotency, data: idempotencyCredentialData(ctx.app) },
 		{ ...TEMPLATE_CREDENTIALS.business, data: businessCredentialData(ctx.app) },
+		{ ...TEMPLATE_CREDENTIALS.signature, data: { secrets: TEST_WEBHOOK_SECRET } },
 	];
 }
 
@@ -583,11 +632,30 @@ async function prepareTemplateTables(client, ctx, { reset = false } = {}) {
 	return ddlFile;
 }
 
-/** One HTTP delivery; returns status, the template's x-idempotency-outcome header and the body. */
-async function deliver(url, body, headers = {}) {
+/**
+ * A `Stripe-Signature` header value, computed the way Stripe does:
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body bytes>")>`. The secret is used as
+ * text, `whsec_` prefix included. For the test client acting as Stripe.
+ */
+function stripeSignature(raw, { secret = TEST_WEBHOOK_SECRET, timestamp = Math.floor(Date.now() / 1000) } = {}) {
+	const bytes = Buffer.isBuffer(raw) ? raw : Buffer.from(raw, 'utf8');
+	const signed = Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), bytes]);
+	const v1 = crypto.createHmac('sha256', secret).update(signed).digest('hex');
+	return `t=${timestamp},v1=${v1}`;
+}
+
+/**
+ * One HTTP delivery; returns status, the template's x-idempotency-outcome header, the body and the
+ * Stripe-Signature header sent. Signed like Stripe with the test secret unless `sign: false`;
+ * `secret` and `timestamp` change the signature; a `stripe-signature` in `headers` replaces it.
+ */
+async function deliver(url, body, headers = {}, { sign = true, secret, timestamp } = {}) {
 	const raw = typeof body === 'string' ? body : JSON.stringify(body);
+	const sent = new Headers({ 'content-type': 'application/json' });
+	if (sign) sent.set('stripe-signature', stripeSignature(raw, { secret, timestamp }));
+	for (const [name, value] of Object.entries(headers)) sent.set(name, value);
 	const started = Date.now();
-	const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: raw });
+	const res = await fetch(url, { method: 'POST', headers: sent, body: raw });
 	const text = await res.text();
 	let json;
 	try {
@@ -595,17 +663,27 @@ async function deliver(url, body, headers = {}) {
 	} catch {
 		json = undefined;
 	}
-	return { status: res.status, outcome: res.headers.get('x-idempotency-outcome'), json, text, ms: Date.now() - started, raw };
+	return {
+		status: res.status,
+		outcome: res.headers.get('x-idempotency-outcome'),
+		json,
+		text,
+		ms: Date.now() - started,
+		raw,
+		signature: sent.get('stripe-signature'),
+	};
 }
 
 module.exports = {
 	TEMPLATES,
 	TEMPLATE_CREDENTIALS,
+	TEST_WEBHOOK_SECRET,
 	templateCredentials,
 	idempotencyCredentialData,
 	businessCredentialData,
 	prepareTemplateTables,
 	deliver,
+	stripeSignature,
 	REPO_ROOT,
 	PACKAGE_NAME,
 	ensureN8n,
@@ -618,6 +696,7 @@ module.exports = {
 	waitForExecutions,
 	maxExecutionId,
 	webhookRegistered,
+	waitForPublishedVersions,
 	withClient,
 	ensureDatabase,
 	parseUrl,

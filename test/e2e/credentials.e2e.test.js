@@ -21,7 +21,9 @@ describe('credential tests through the n8n REST API', () => {
 		const list = await rest.call('GET', '/credentials');
 		expect(list.status).toBe(200);
 		const types = list.json.data.map((c) => `${c.id}:${c.type}`);
-		expect(types).toEqual(expect.arrayContaining([`${cred.id}:idempotencyPostgresApi`, 'businessPg01:postgres']));
+		expect(types).toEqual(
+			expect.arrayContaining([`${cred.id}:idempotencyPostgresApi`, 'businessPg01:postgres', `${stack.TEMPLATE_CREDENTIALS.signature.id}:webhookSignatureApi`]),
+		);
 	});
 
 	test('Idempotency Postgres: a good credential passes', async () => {
@@ -43,6 +45,17 @@ describe('credential tests through the n8n REST API', () => {
 		const res = await rest.testCredential({ ...cred, data });
 		expect(res.json.data.status).toBe('Error');
 		expect(res.json.data.message).toMatch(/connect|refused|reach/i);
+	});
+
+	test('Webhook Signature Secret: a secret passes, two are a rotation, none fails; no message echoes a secret', async () => {
+		const signature = stack.TEMPLATE_CREDENTIALS.signature;
+		const one = await rest.testCredential({ ...signature, data: { secrets: h.secret } });
+		expect(one.json.data).toEqual({ status: 'OK', message: 'One secret configured' });
+		const two = await rest.testCredential({ ...signature, data: { secrets: `${h.secret} whsec_e2e_old_secret` } });
+		expect(two.json.data).toEqual({ status: 'OK', message: '2 secrets configured (rotation)' });
+		const none = await rest.testCredential({ ...signature, data: { secrets: '  ' } });
+		expect(none.json.data.status).toBe('Error');
+		for (const res of [one, two, none]) expect(res.text).not.toMatch(/whsec_/);
 	});
 
 	test('the stock Postgres credential of the business step passes too', async () => {

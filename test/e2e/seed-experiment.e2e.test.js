@@ -1,6 +1,7 @@
 // The seed recipe's experiment, replayed against the webhook template on a real n8n:
-// event A, A again with a different stripe-signature, B → 3 executions, 2 business rows, the repeat
-// answered 200 without running the business step; a body without id twice → sha256: key, duplicate.
+// event A, A again with a different (fresh, valid) stripe-signature, B → 3 executions, 2 business
+// rows, the repeat answered 200 without running the business step; a body without id twice →
+// sha256: key, duplicate. Every delivery is signed like Stripe (the template verifies first).
 const crypto = require('node:crypto');
 const { harness, outputTaken, eventId, NODE } = require('./support/harness');
 
@@ -12,9 +13,12 @@ describe('seed experiment through templates/idempotent-webhook.json', () => {
 		const a = { id: eventId('A'), type: 'payment_intent.succeeded', data: { amount: 1200 } };
 		const b = { id: eventId('B'), type: 'invoice.paid' };
 
-		const first = await h.deliver(h.webhookUrl, a, { 'stripe-signature': 't=1700000000,v1=aaaa' });
-		const repeat = await h.deliver(h.webhookUrl, a, { 'stripe-signature': 't=1700000099,v1=bbbb' });
-		const other = await h.deliver(h.webhookUrl, b, { 'stripe-signature': 't=1700000100,v1=cccc' });
+		const now = Math.floor(Date.now() / 1000);
+		const first = await h.deliver(h.webhookUrl, a, {}, { timestamp: now - 60 });
+		// Stripe's retry: same event, a new timestamp, so a different (valid) Stripe-Signature header.
+		const repeat = await h.deliver(h.webhookUrl, a, {}, { timestamp: now });
+		const other = await h.deliver(h.webhookUrl, b);
+		expect(repeat.signature).not.toBe(first.signature);
 
 		expect([first.status, first.outcome]).toEqual([200, 'new']);
 		expect([repeat.status, repeat.outcome]).toEqual([200, 'duplicate']);
@@ -26,6 +30,7 @@ describe('seed experiment through templates/idempotent-webhook.json', () => {
 		const executions = await h.waitForExecutions(h.IDS.webhook, mark, 3);
 		expect(executions).toHaveLength(3);
 		expect(executions.map((e) => e.status)).toEqual(['success', 'success', 'success']);
+		expect(executions.map((e) => outputTaken(e, NODE.verify))).toEqual([0, 0, 0]); // all Valid
 		expect(executions.map((e) => outputTaken(e, NODE.reserve))).toEqual([0, 1, 0]);
 		expect(executions[1].nodesRun).not.toContain(NODE.business);
 		expect(executions[1].nodesRun).toContain(NODE.respondDuplicate);

@@ -33,7 +33,11 @@ describe('templates and the installed community package', () => {
 			expect(rows[0].name).toBe(template.name);
 			expect(rows[0].nodes.map((n) => n.type).sort()).toEqual(template.nodes.map((n) => n.type).sort());
 		}
-		expect([...packageTypes].sort()).toEqual([`${stack.PACKAGE_NAME}.idempotencyKey`, `${stack.PACKAGE_NAME}.idempotencyReserve`]);
+		expect([...packageTypes].sort()).toEqual([
+			`${stack.PACKAGE_NAME}.idempotencyKey`,
+			`${stack.PACKAGE_NAME}.idempotencyReserve`,
+			`${stack.PACKAGE_NAME}.webhookSignatureVerify`,
+		]);
 	});
 
 	test('published templates are activated by n8n (webhook, error workflow, daily schedule)', async () => {

@@ -25,7 +25,11 @@ function harness() {
 		IDS,
 		webhookUrl: `${state.baseUrl}/webhook/${WEBHOOK_PATH}`,
 		crashUrl: `${state.baseUrl}/webhook/${CRASH_PATH}`,
+		/** A delivery signed like Stripe with the test secret (see stack.deliver for the options). */
 		deliver: stack.deliver,
+		/** A Stripe-Signature header value for raw bytes: (raw, { secret, timestamp }). */
+		stripeSignature: stack.stripeSignature,
+		secret: stack.TEST_WEBHOOK_SECRET,
 		/** Runs a query on the app database (business_log, processed_events). */
 		appQuery: (sql, params) => stack.withClient(state.appUrl, (client) => client.query(sql, params)),
 		/** The highest execution id so far: executions after it belong to the current test. */
@@ -85,6 +89,8 @@ function eventId(label) {
 }
 
 module.exports = { harness, outputTaken, outputItem, eventId, NODE: {
+	verify: 'Webhook Signature Verify',
+	respond401: 'Respond 401 (invalid signature)',
 	reserve: 'Idempotency Reserve',
 	business: 'Business Step (insert business_log)',
 	complete: 'Mark Complete',

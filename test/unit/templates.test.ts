@@ -1,0 +1,113 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { INodeProperties, INodeType } from 'n8n-workflow';
+
+import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
+import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyReserve.node';
+import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
+
+// Static checks of the shipped templates against the nodes' own descriptions: the end-to-end
+// suite imports and runs them in a real n8n; these catch a renamed parameter in a second.
+const TEMPLATE_DIR = path.join(__dirname, '..', '..', 'templates');
+const PACKAGE = 'n8n-nodes-idempotency';
+const ourNodes = new Map<string, INodeType>(
+	[new IdempotencyReserve(), new IdempotencyKey(), new WebhookSignatureVerify()].map((node) => [`${PACKAGE}.${node.description.name}`, node]),
+);
+
+interface TemplateNode {
+	name: string;
+	type: string;
+	parameters: Record<string, unknown>;
+	credentials?: Record<string, unknown>;
+	webhookId?: string;
+}
+interface Template {
+	id: string;
+	name: string;
+	nodes: TemplateNode[];
+	connections: Record<string, { main: Array<Array<{ node: string }>> }>;
+}
+
+const templates = readdirSync(TEMPLATE_DIR)
+	.filter((file) => file.endsWith('.json'))
+	.map((file) => [file, JSON.parse(readFileSync(path.join(TEMPLATE_DIR, file), 'utf8')) as Template] as const);
+
+/** How many main outputs our node has with these parameters (mirrors the description's expression). */
+function outputCount(node: TemplateNode): number {
+	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 3 : 2;
+	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : 2;
+	return 2;
+}
+
+function checkParameters(properties: INodeProperties[], parameters: Record<string, unknown>, where: string): void {
+	for (const [name, value] of Object.entries(parameters)) {
+		const property = properties.find((candidate) => candidate.name === name);
+		expect({ where, name, known: Boolean(property) }).toEqual({ where, name, known: true });
+		if (!property) continue;
+		if (property.type === 'options' && typeof value === 'string' && !value.startsWith('=')) {
+			const allowed = (property.options as Array<{ value: unknown }>).map((option) => option.value);
+			expect({ where, name, value, allowed: allowed.includes(value) }).toEqual({ where, name, value, allowed: true });
+		}
+		if (property.type === 'collection' && value && typeof value === 'object') {
+			checkParameters(property.options as INodeProperties[], value as Record<string, unknown>, `${where}.${name}`);
+		}
+	}
+}
+
+describe.each(templates)('template %s', (_file, template) => {
+	it('has an id n8n accepts and a name', () => {
+		expect(template.id).toMatch(/^[A-Za-z0-9]{1,21}$/);
+		expect(template.name).toBeTruthy();
+	});
+
+	it("uses the installed package's node type names and only real parameters", () => {
+		for (const node of template.nodes) {
+			if (node.type.startsWith(`${PACKAGE}.`)) {
+				const nodeType = ourNodes.get(node.type);
+				expect({ type: node.type, known: Boolean(nodeType) }).toEqual({ type: node.type, known: true });
+				checkParameters(nodeType!.description.properties, node.parameters, node.name);
+				const credentialTypes = (nodeType!.description.credentials ?? []).map((credential) => credential.name);
+				for (const credentialType of Object.keys(node.credentials ?? {})) expect(credentialTypes).toContain(credentialType);
+			} else {
+				expect(node.type).toMatch(/^n8n-nodes-base\./);
+			}
+		}
+	});
+
+	it('connects only existing nodes, on outputs that exist', () => {
+		const byName = new Map(template.nodes.map((node) => [node.name, node]));
+		for (const [from, connection] of Object.entries(template.connections)) {
+			const source = byName.get(from);
+			expect(source).toBeDefined();
+			const allowed = source!.type.startsWith(`${PACKAGE}.`) ? outputCount(source!) : Infinity;
+			expect(connection.main.length).toBeLessThanOrEqual(allowed === Infinity ? connection.main.length : allowed);
+			for (const targets of connection.main) for (const target of targets) expect(byName.has(target.node)).toBe(true);
+		}
+	});
+});
+
+describe('the webhook template', () => {
+	const [, template] = templates.find(([file]) => file === 'idempotent-webhook.json')!;
+	const node = (type: string) => template.nodes.find((candidate) => candidate.type === type)!;
+	const targetsOf = (name: string) => template.connections[name].main.map((targets) => targets.map((target) => target.node));
+
+	it('receives the raw body and answers from Respond nodes', () => {
+		const webhook = node('n8n-nodes-base.webhook');
+		expect(webhook.parameters).toMatchObject({ httpMethod: 'POST', responseMode: 'responseNode', options: { rawBody: true } });
+		expect(webhook.webhookId).toBeTruthy();
+	});
+
+	it('verifies the signature before anything is reserved', () => {
+		const webhook = node('n8n-nodes-base.webhook');
+		const verify = node(`${PACKAGE}.webhookSignatureVerify`);
+		const reserve = node(`${PACKAGE}.idempotencyReserve`);
+		expect(targetsOf(webhook.name)).toEqual([[verify.name]]);
+		expect(targetsOf(verify.name)[0]).toEqual([reserve.name]);
+	});
+
+	it('reserves in lease mode and wires New, Duplicate and In Progress', () => {
+		const reserve = node(`${PACKAGE}.idempotencyReserve`);
+		expect(reserve.parameters.mode).toBe('lease');
+		expect(targetsOf(reserve.name)).toHaveLength(3);
+	});
+});
