@@ -460,8 +460,9 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A tiny cookie-keeping REST client for n8n's internal API (/rest). */
 function restClient(baseUrl) {
 	let cookie = '';
-	const call = async (method, route, body) => {
-		const res = await fetch(`${baseUrl}/rest${route}`, {
+	const call = async (method, route, body) => request(method, `/rest${route}`, body);
+	const request = async (method, pathname, body) => {
+		const res = await fetch(`${baseUrl}${pathname}`, {
 			method,
 			headers: { 'content-type': 'application/json', 'browser-id': 'n8n-nodes-idempotency', ...(cookie ? { cookie } : {}) },
 			body: body === undefined ? undefined : JSON.stringify(body),
@@ -480,6 +481,8 @@ function restClient(baseUrl) {
 	};
 	return {
 		call,
+		/** Any path of the server, with the login cookie (e.g. the editor's /types/nodes.json). */
+		request,
 		/** Creates the owner on a fresh instance, else logs in with the same account. */
 		async ownerLogin({ email, password, firstName = 'Demo', lastName = 'Owner' }) {
 			const setup = await call('POST', '/owner/setup', { email, password, firstName, lastName });

@@ -1,9 +1,8 @@
 // The credential test through n8n's REST API (POST /rest/credentials/test, as the editor's "Test"
 // button does), with an owner set up (POST /rest/owner/setup) and logged in (POST /rest/login).
 const stack = require('../../scripts/lib/n8n-stack');
-const { harness } = require('./support/harness');
+const { harness, OWNER } = require('./support/harness');
 
-const OWNER = { email: 'e2e-owner@example.com', password: 'E2eOwnerPassw0rd', firstName: 'E2E', lastName: 'Owner' };
 
 describe('credential tests through the n8n REST API', () => {
 	const h = harness();
@@ -11,10 +10,7 @@ describe('credential tests through the n8n REST API', () => {
 	const cred = stack.TEMPLATE_CREDENTIALS.idempotency;
 
 	beforeAll(async () => {
-		const setup = await rest.call('POST', '/owner/setup', OWNER);
-		expect(setup.status).toBe(200);
-		const login = await rest.call('POST', '/login', { emailOrLdapLoginId: OWNER.email, password: OWNER.password });
-		expect(login.status).toBe(200);
+		await rest.ownerLogin(OWNER);
 	});
 
 	test('the community package credential type is loaded and the imported credential is listed', async () => {

@@ -3,7 +3,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const stack = require('../../scripts/lib/n8n-stack');
-const { harness } = require('./support/harness');
+const { harness, OWNER } = require('./support/harness');
 const { readTemplate } = require('./support/workflows');
 
 describe('templates and the installed community package', () => {
@@ -38,6 +38,25 @@ describe('templates and the installed community package', () => {
 			`${stack.PACKAGE_NAME}.idempotencyReserve`,
 			`${stack.PACKAGE_NAME}.webhookSignatureVerify`,
 		]);
+	});
+
+	test('every template imports the way the editor does it (POST /rest/workflows), with every node type known to the editor', async () => {
+		const rest = h.rest();
+		await rest.ownerLogin(OWNER);
+		// The editor draws nodes from this list; an unknown type would show as "Install this node".
+		const types = await rest.request('GET', '/types/nodes.json');
+		expect(types.status).toBe(200);
+		const known = new Set(types.json.map((type) => type.name));
+		for (const name of ['webhook', 'cleanup', 'error']) {
+			const template = readTemplate(name);
+			for (const node of template.nodes) expect({ type: node.type, known: known.has(node.type) }).toEqual({ type: node.type, known: true });
+			// What the editor saves after "Import from File": the file's workflow as a new, inactive one.
+			const { name: templateName, nodes, connections, settings, pinData, meta } = template;
+			const saved = await rest.call('POST', '/workflows', { name: `${templateName} (UI import)`, nodes, connections, settings, pinData, meta, active: false });
+			expect(saved.status).toBe(200);
+			expect(saved.json.data.nodes.map((node) => node.type).sort()).toEqual(nodes.map((node) => node.type).sort());
+			expect(Object.keys(saved.json.data.connections).sort()).toEqual(Object.keys(connections).sort());
+		}
 	});
 
 	test('published templates are activated by n8n (webhook, error workflow, daily schedule)', async () => {

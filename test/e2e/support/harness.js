@@ -88,7 +88,10 @@ function eventId(label) {
 	return `evt_e2e_${label}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
 }
 
-module.exports = { harness, outputTaken, outputItem, eventId, NODE: {
+/** The n8n owner account the suite creates (first caller) or logs in with (every later caller). */
+const OWNER = { email: 'e2e-owner@example.com', password: 'E2eOwnerPassw0rd', firstName: 'E2E', lastName: 'Owner' };
+
+module.exports = { harness, outputTaken, outputItem, eventId, OWNER, NODE: {
 	verify: 'Webhook Signature Verify',
 	respond401: 'Respond 401 (invalid signature)',
 	reserve: 'Idempotency Reserve',
