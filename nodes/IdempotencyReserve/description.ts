@@ -1,5 +1,6 @@
 import type { INodeProperties } from 'n8n-workflow';
 
+import { rawBodyPropertyOption } from '../shared/rawBody';
 import { schemaNameOption, tableNameOption } from '../shared/tableOptions';
 
 export const reserveProperties: INodeProperties[] = [
@@ -128,13 +129,7 @@ export const reserveProperties: INodeProperties[] = [
 				default: 'off',
 				description: 'Whether to store a hash of the payload and compare it when the key comes again',
 			},
-			{
-				displayName: 'Raw Body Property',
-				name: 'rawBodyProperty',
-				type: 'string',
-				default: 'data',
-				description: 'Binary property with the request bytes (Webhook node option "Raw Body")',
-			},
+			rawBodyPropertyOption,
 			{
 				displayName: 'Retention (Days)',
 				name: 'retentionDays',

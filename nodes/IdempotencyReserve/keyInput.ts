@@ -1,6 +1,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 import type { KeyInput } from '../../lib/keys/deriveKey';
+import { readRawBody } from '../shared/rawBody';
 import type { ReserveParameters } from './parameters';
 
 /**
@@ -15,9 +16,7 @@ export async function readKeyInput(
 ): Promise<KeyInput> {
 	const json = item.json;
 	const isWebhookItem = 'body' in json && typeof json.headers === 'object' && json.headers !== null;
-	const rawBody = item.binary?.[parameters.rawBodyProperty]
-		? await context.helpers.getBinaryDataBuffer(itemIndex, parameters.rawBodyProperty)
-		: undefined;
+	const rawBody = await readRawBody(context, item, itemIndex, parameters.rawBodyProperty);
 	return {
 		body: isWebhookItem ? json.body : json,
 		headers: isWebhookItem ? (json.headers as IDataObject) : undefined,

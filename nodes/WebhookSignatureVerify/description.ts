@@ -1,6 +1,7 @@
 import type { INodeProperties } from 'n8n-workflow';
 
 import { DEFAULT_TOLERANCE_SECONDS } from '../../lib/signature';
+import { rawBodyPropertyOption } from '../shared/rawBody';
 
 /** Schemes that sign a timestamp, for which the replay window applies. */
 const TIMESTAMPED_SCHEMES = ['stripe', 'slack', 'standardWebhooks', 'generic'];
@@ -168,14 +169,7 @@ export const properties: INodeProperties[] = [
 				default: 'headers',
 				description: 'Field of the input item that holds the request headers; the Webhook node puts them in "headers"',
 			},
-			{
-				displayName: 'Raw Body Binary Field',
-				name: 'rawBodyProperty',
-				type: 'string',
-				default: 'data',
-				description:
-					'Binary field that holds the exact request body; the Webhook node puts it in "data" when its "Raw Body" option is on',
-			},
+			rawBodyPropertyOption,
 		],
 	},
 ];

@@ -13,6 +13,8 @@ import {
 	type SignatureScheme,
 	type VerifySignatureResult,
 } from '../../lib/signature';
+import { toNodeError } from '../shared/nodeError';
+import { readRawBody } from '../shared/rawBody';
 import { readParameters, type VerifyParameters } from './parameters';
 
 /** Output indices, in the order of `outputNames`. */
@@ -61,7 +63,7 @@ export async function verifyItems(this: IExecuteFunctions): Promise<INodeExecuti
 			}
 			routed[INVALID_OUTPUT]?.push(output);
 		} catch (error) {
-			if (!this.continueOnFail()) throw asNodeError(this, error, itemIndex);
+			if (!this.continueOnFail()) throw toNodeError(this.getNode(), error, itemIndex);
 			// With "Continue On Fail" an item that could not be checked still must not pass: it goes to Invalid.
 			const signature: SignatureField = { valid: false, reason: 'error' };
 			if (scheme !== undefined) signature.scheme = scheme;
@@ -82,7 +84,7 @@ async function verifyItem(
 	nowSeconds: number,
 ): Promise<VerifySignatureResult> {
 	const headers = readHeaders(ctx, item, parameters.headersField, itemIndex);
-	const rawBody = await readRawBody(ctx, item, parameters.rawBodyProperty, itemIndex);
+	const rawBody = await requireRawBody(ctx, item, parameters.rawBodyProperty, itemIndex);
 	try {
 		return verifySignature({
 			scheme: parameters.scheme,
@@ -96,7 +98,7 @@ async function verifyItem(
 	} catch (error) {
 		// Only configuration errors (SignatureConfigError) come out of the core; their messages
 		// never contain a secret.
-		throw asNodeError(ctx, error, itemIndex);
+		throw toNodeError(ctx.getNode(), error, itemIndex);
 	}
 }
 
@@ -124,29 +126,22 @@ function readHeaders(
 	return headers;
 }
 
-/** The exact request bytes, from memory or from n8n's binary data store. */
-async function readRawBody(
+/** The exact request bytes; without them no signature can be checked, which is a setup error. */
+async function requireRawBody(
 	ctx: IExecuteFunctions,
 	item: INodeExecutionData,
 	property: string,
 	itemIndex: number,
 ): Promise<Buffer> {
-	if (item.binary?.[property] === undefined) {
+	const rawBody = await readRawBody(ctx, item, itemIndex, property);
+	if (rawBody === undefined) {
 		throw new NodeOperationError(ctx.getNode(), `No raw request body in the binary field "${property}"`, {
 			itemIndex,
 			description:
 				'Turn on the Webhook node\'s "Raw Body" option (Add Option → Raw Body) and connect this node directly after it. Signatures are computed over the exact bytes received; the parsed JSON body cannot reproduce them.',
 		});
 	}
-	return await ctx.helpers.getBinaryDataBuffer(itemIndex, property);
-}
-
-/** Keeps a NodeOperationError as it is; wraps anything else with the item index. */
-function asNodeError(ctx: IExecuteFunctions, error: unknown, itemIndex: number): NodeOperationError {
-	if (error instanceof NodeOperationError) return error;
-	return new NodeOperationError(ctx.getNode(), error instanceof Error ? error.message : String(error), {
-		itemIndex,
-	});
+	return rawBody;
 }
 
 function toField(result: VerifySignatureResult): SignatureField {
