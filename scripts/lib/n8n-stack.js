@@ -458,6 +458,15 @@ async function startStack(options) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A tiny cookie-keeping REST client for n8n's internal API (/rest). */
+/** n8n answers JSON on its REST API and Respond nodes may not: both callers keep the raw text too. */
+function parseJsonOrUndefined(text) {
+	try {
+		return JSON.parse(text);
+	} catch {
+		return undefined;
+	}
+}
+
 function restClient(baseUrl) {
 	let cookie = '';
 	const call = async (method, route, body) => request(method, `/rest${route}`, body);
@@ -471,13 +480,7 @@ function restClient(baseUrl) {
 		const auth = setCookie.map((c) => c.split(';')[0]).find((c) => c.startsWith('n8n-auth='));
 		if (auth) cookie = auth;
 		const text = await res.text();
-		let json;
-		try {
-			json = JSON.parse(text);
-		} catch {
-			json = undefined;
-		}
-		return { status: res.status, json, text };
+		return { status: res.status, json: parseJsonOrUndefined(text), text };
 	};
 	return {
 		call,
@@ -660,12 +663,7 @@ async function deliver(url, body, headers = {}, { sign = true, secret, timestamp
 	const started = Date.now();
 	const res = await fetch(url, { method: 'POST', headers: sent, body: raw });
 	const text = await res.text();
-	let json;
-	try {
-		json = JSON.parse(text);
-	} catch {
-		json = undefined;
-	}
+	const json = parseJsonOrUndefined(text);
 	return {
 		status: res.status,
 		outcome: res.headers.get('x-idempotency-outcome'),
