@@ -24,8 +24,11 @@ export class PayloadMismatchError extends IdempotencyError {}
 /** The idempotency table does not exist; the message names the SQL file to run. */
 export class TableMissingError extends IdempotencyError {}
 
-/** The table exists but lacks columns (e.g. the seed's two-column table); the message names the migration. */
+/** The table exists but is at an older schema version (e.g. the seed's two-column table); the message names the migrations. */
 export class SchemaOutdatedError extends IdempotencyError {}
+
+/** The table's schema version is newer than this package knows: refused, nothing is changed. */
+export class SchemaNewerThanPackageError extends IdempotencyError {}
 
 /** Postgres cannot be reached (down, unknown host, refused, timed out). Nothing was reserved. */
 export class DatabaseUnavailableError extends IdempotencyError {}

@@ -12,4 +12,5 @@ export * from './postgres/classifyError';
 export * from './postgres/connectionSettings';
 export * from './postgres/pool';
 export * from './sql/statements';
+export * from './sql/migrations';
 export * from './postgres/checkConnection';

@@ -4,6 +4,7 @@ import type { Pool, QueryResultRow } from 'pg';
 import { InvalidConfigurationError } from './errors';
 import { tableRef, type TableRef } from './identifiers';
 import { classifyPostgresError } from './postgres/classifyError';
+import { KEYS_MIGRATIONS, ensureSchema } from './sql/migrations';
 import { renderStatement, type StatementName } from './sql/statements';
 import type {
 	CleanupOptions,
@@ -20,7 +21,10 @@ import type {
 export interface StoreOptions {
 	schema: string;
 	table: string;
-	/** Create the table (001_create_table.sql) before first use when it is missing. */
+	/**
+	 * Create the table or run its pending migrations on first use (needs CREATE on the schema, or
+	 * ownership of the table). Off, the schema version is only checked and an error names the files.
+	 */
 	createTable: boolean;
 }
 
@@ -31,7 +35,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_LEASE_SECONDS = 7 * 24 * 3600;
 const MAX_RETENTION_SECONDS = 10 * 366 * 24 * 3600;
 
-// Table creation is shared by concurrent first callers of one pool and table.
+// The schema check (and migration) is shared by concurrent first callers of one pool and table.
 const tablesReady = new WeakMap<Pool, Map<string, Promise<void>>>();
 
 /**
@@ -148,25 +152,16 @@ export class IdempotencyStore {
 		return { deleted, batches, durationMs: Date.now() - started, finished };
 	}
 
-	/** Runs 001_create_table.sql (safe when the table exists). */
+	/**
+	 * Creates the table or runs its pending migrations (`sql/migrations/keys/`), whatever the
+	 * createTable option says; refuses a table newer than the package. Safe when up to date.
+	 */
 	async createTable(): Promise<void> {
-		const client = await this.connect();
-		try {
-			await client.query('begin');
-			// Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog; serialise them.
-			await client.query('select pg_advisory_xact_lock(hashtext($1))', [this.table.qualified]);
-			await client.query(renderStatement('createTable', this.table));
-			await client.query('commit');
-		} catch (error) {
-			await client.query('rollback').catch(() => {});
-			throw classifyPostgresError(error, { table: this.table.qualified });
-		} finally {
-			client.release();
-		}
+		await ensureSchema(this.pool, this.table, KEYS_MIGRATIONS, true);
 	}
 
+	/** Once per pool and table: the schema is checked (and migrated when allowed) before first use. */
 	private async ensureReady(): Promise<void> {
-		if (!this.options.createTable) return;
 		let perPool = tablesReady.get(this.pool);
 		if (!perPool) {
 			perPool = new Map();
@@ -174,7 +169,7 @@ export class IdempotencyStore {
 		}
 		let ready = perPool.get(this.table.qualified);
 		if (!ready) {
-			ready = this.createTable();
+			ready = ensureSchema(this.pool, this.table, KEYS_MIGRATIONS, this.options.createTable);
 			perPool.set(this.table.qualified, ready);
 			ready.catch(() => perPool.delete(this.table.qualified));
 		}
@@ -233,14 +228,6 @@ export class IdempotencyStore {
 	private async queryText(text: string, values: unknown[]): Promise<QueryResultRow[]> {
 		try {
 			return (await this.pool.query(text, values)).rows;
-		} catch (error) {
-			throw classifyPostgresError(error, { table: this.table.qualified });
-		}
-	}
-
-	private async connect() {
-		try {
-			return await this.pool.connect();
 		} catch (error) {
 			throw classifyPostgresError(error, { table: this.table.qualified });
 		}

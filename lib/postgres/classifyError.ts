@@ -59,12 +59,12 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 		case SQLSTATE.undefinedTable:
 		case SQLSTATE.invalidSchemaName:
 			return new TableMissingError(
-				`The idempotency table ${table} does not exist. Run sql/001_create_table.sql from the n8n-nodes-idempotency package (with your schema and table name), or turn on the node option "Create Table If Missing".`,
+				`The idempotency table ${table} does not exist. Turn on the node option "Create or Upgrade Table" (the default), or run the files in sql/migrations/keys/ of the n8n-nodes-idempotency package in order (with your schema and table name).`,
 				{ cause: error },
 			);
 		case SQLSTATE.undefinedColumn:
 			return new SchemaOutdatedError(
-				`The idempotency table ${table} is missing columns (the hand-built recipe's two-column table?). Run sql/002_migrate_from_seed.sql once; existing keys are kept.`,
+				`The idempotency table ${table} is missing columns (the hand-built recipe's two-column table?). Turn on the node option "Create or Upgrade Table" (the default), or run sql/migrations/keys/002_migrate_from_seed.sql once; existing keys are kept.`,
 				{ cause: error },
 			);
 		case SQLSTATE.invalidPassword:

@@ -8,44 +8,51 @@ import type { TableRef } from '../identifiers';
  * From `lib/sql/` (tests) and from `dist/lib/sql/` (the built package, where gulp copies `sql/`
  * to `dist/sql/`), the folder is two levels up.
  */
-const SQL_DIR = path.join(__dirname, '..', '..', 'sql');
+export const SQL_DIR = path.join(__dirname, '..', '..', 'sql');
 
-export const STATEMENT_FILES = {
-	createTable: '001_create_table.sql',
-	migrateFromSeed: '002_migrate_from_seed.sql',
-	reserve: '003_reserve.sql',
-	complete: '004_complete.sql',
-	release: '005_release.sql',
-	releaseExecution: '006_release_execution.sql',
-	fail: '007_fail.sql',
-	cleanup: '008_cleanup.sql',
+/** The statements the store sends on every call (schema changes live in `sql/migrations/`). */
+export const QUERY_FILES = {
+	reserve: 'queries/reserve.sql',
+	complete: 'queries/complete.sql',
+	release: 'queries/release.sql',
+	releaseExecution: 'queries/release_execution.sql',
+	fail: 'queries/fail.sql',
+	cleanup: 'queries/cleanup.sql',
 } as const;
 
-export type StatementName = keyof typeof STATEMENT_FILES;
+export type StatementName = keyof typeof QUERY_FILES;
+
+/** A file under `sql/`, relative to it, e.g. `queries/reserve.sql`. */
+export type SqlFile = string;
 
 // The files name the default table; index names are derived from it (processed_events_<x>_idx).
 const DEFAULT_TABLE_TOKEN = /\bprocessed_events(?:_([a-z_]+_idx))?\b/g;
 
-const fileCache = new Map<StatementName, string>();
+const fileCache = new Map<SqlFile, string>();
 
-function readStatement(name: StatementName): string {
-	let text = fileCache.get(name);
+function readSqlFile(file: SqlFile): string {
+	let text = fileCache.get(file);
 	if (text === undefined) {
-		const raw = readFileSync(path.join(SQL_DIR, STATEMENT_FILES[name]), 'utf8');
+		const raw = readFileSync(path.join(SQL_DIR, file), 'utf8');
 		// Comments are for the DBA; dropping them keeps the statement text small on the wire.
 		text = raw
 			.split('\n')
 			.filter((line) => !line.trimStart().startsWith('--'))
 			.join('\n')
 			.trim();
-		fileCache.set(name, text);
+		fileCache.set(file, text);
 	}
 	return text;
 }
 
-/** The statement from `sql/`, with the default table name replaced by the validated, quoted one. */
-export function renderStatement(name: StatementName, table: TableRef): string {
-	return readStatement(name).replace(DEFAULT_TABLE_TOKEN, (_match, indexSuffix: string | undefined) =>
+/** A file from `sql/`, with the default table name replaced by the validated, quoted one. */
+export function renderSqlFile(file: SqlFile, table: TableRef): string {
+	return readSqlFile(file).replace(DEFAULT_TABLE_TOKEN, (_match, indexSuffix: string | undefined) =>
 		indexSuffix ? table.indexName(indexSuffix) : table.qualified,
 	);
+}
+
+/** The statement from `sql/queries/`, for the configured table. */
+export function renderStatement(name: StatementName, table: TableRef): string {
+	return renderSqlFile(QUERY_FILES[name], table);
 }

@@ -1,7 +1,7 @@
 import type { INodeProperties } from 'n8n-workflow';
 
 import { rawBodyPropertyOption } from '../shared/rawBody';
-import { schemaNameOption, tableNameOption } from '../shared/tableOptions';
+import { createTableOption, schemaNameOption, tableNameOption } from '../shared/tableOptions';
 
 export const reserveProperties: INodeProperties[] = [
 	{
@@ -99,13 +99,7 @@ export const reserveProperties: INodeProperties[] = [
 		placeholder: 'Add Option',
 		default: {},
 		options: [
-			{
-				displayName: 'Create Table If Missing',
-				name: 'createTable',
-				type: 'boolean',
-				default: false,
-				description: 'Whether to run sql/001_create_table.sql on first use (the user needs CREATE rights)',
-			},
+			createTableOption,
 			{
 				displayName: 'On Missing Key',
 				name: 'onMissingKey',

@@ -16,6 +16,7 @@ export async function storeFor(context: IExecuteFunctions, table: TableChoice): 
 	return new IdempotencyStore(poolFor(connectionSettings(credential)), {
 		table: table.tableName || DEFAULT_TABLE,
 		schema: table.schemaName || DEFAULT_SCHEMA,
-		createTable: Boolean(table.createTable),
+		// n8n leaves an option the user never added out of the collection: absent means the default, on.
+		createTable: table.createTable !== false,
 	});
 }

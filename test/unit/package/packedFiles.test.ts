@@ -2,6 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
+import { MIGRATION_SETS } from '../../../lib/sql/migrations';
+import { QUERY_FILES } from '../../../lib/sql/statements';
+
 // What `npm pack` would publish, read from npm itself. Needs a build (npm test runs one first).
 const root = path.join(__dirname, '..', '..', '..');
 const packageJson = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -27,7 +30,13 @@ describe('the published package', () => {
 			const icons = files.filter((file) => file.startsWith(`dist/nodes/${node}/`) && file.endsWith('.svg'));
 			expect(icons).toHaveLength(2);
 		}
-		expect(files.filter((file) => /^dist\/sql\/\d{3}_.+\.sql$/.test(file))).toHaveLength(8);
+		// Every file the code reads at run time, at the path it reads it from (dist/lib/sql/ → dist/sql/).
+		for (const file of [...Object.values(QUERY_FILES), ...MIGRATION_SETS.flatMap((set) => set.files)]) {
+			expect(files).toContain(`dist/sql/${file}`);
+		}
+		expect(files.filter((file) => file.startsWith('dist/sql/') && file.endsWith('.sql'))).toHaveLength(
+			Object.keys(QUERY_FILES).length + MIGRATION_SETS.flatMap((set) => set.files).length,
+		);
 		expect(files.filter((file) => /^dist\/templates\/.+\.json$/.test(file)).length).toBeGreaterThanOrEqual(3);
 	});
 

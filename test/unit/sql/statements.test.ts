@@ -2,39 +2,63 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { tableRef } from '../../../lib/identifiers';
-import { STATEMENT_FILES, renderStatement, type StatementName } from '../../../lib/sql/statements';
+import { MIGRATION_SETS } from '../../../lib/sql/migrations';
+import { QUERY_FILES, SQL_DIR, renderSqlFile, type SqlFile } from '../../../lib/sql/statements';
 
-const SQL_DIR = path.join(__dirname, '..', '..', '..', 'sql');
-const names = Object.keys(STATEMENT_FILES) as StatementName[];
+/** Every .sql file under sql/, relative to it. */
+function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
+	return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+		entry.isDirectory()
+			? sqlFilesOnDisk(path.join(dir, entry.name), `${prefix}${entry.name}/`)
+			: entry.name.endsWith('.sql')
+				? [`${prefix}${entry.name}`]
+				: [],
+	);
+}
 
-describe('renderStatement', () => {
-	it('knows every file in sql/ and every name maps to a file there', () => {
-		expect(Object.values(STATEMENT_FILES).sort()).toEqual(readdirSync(SQL_DIR).filter((f) => f.endsWith('.sql')).sort());
+const migrationFiles = MIGRATION_SETS.flatMap((set) => set.files);
+const allFiles: SqlFile[] = [...Object.values(QUERY_FILES), ...migrationFiles];
+
+describe('the sql/ folder', () => {
+	it('holds exactly the queries and migrations the code runs, with nothing else at its top level', () => {
+		expect(allFiles.slice().sort()).toEqual(sqlFilesOnDisk().sort());
+		expect(Object.values(QUERY_FILES).every((file) => file.startsWith('queries/'))).toBe(true);
+		expect(migrationFiles.every((file) => file.startsWith('migrations/'))).toBe(true);
 	});
 
-	it.each(names)('%s is the sql/ file without comments, for the default table', (name) => {
-		const file = readFileSync(path.join(SQL_DIR, STATEMENT_FILES[name]), 'utf8');
-		const withoutComments = file
+	it('numbers each family\'s migrations 001, 002, … in the order they run', () => {
+		for (const set of MIGRATION_SETS) {
+			expect(set.files.map((file) => path.basename(file).slice(0, 3))).toEqual(
+				set.files.map((_file, index) => String(index + 1).padStart(3, '0')),
+			);
+			expect(set.files.every((file) => file.startsWith(`migrations/${set.family}/`))).toBe(true);
+		}
+	});
+});
+
+describe('renderSqlFile', () => {
+	it.each(allFiles)('%s is the file without comments, for the default table', (file) => {
+		const text = readFileSync(path.join(SQL_DIR, file), 'utf8');
+		const withoutComments = text
 			.split('\n')
 			.filter((line) => !line.trimStart().startsWith('--'))
 			.join('\n')
 			.trim();
-		const rendered = renderStatement(name, tableRef('public', 'processed_events'));
-		expect(rendered).toBe(
+		expect(renderSqlFile(file, tableRef('public', 'processed_events'))).toBe(
 			withoutComments
 				.replace(/\bprocessed_events_([a-z_]+_idx)\b/g, '"processed_events_$1"')
 				.replace(/\bprocessed_events\b(?!_)/g, '"public"."processed_events"'),
 		);
 	});
 
-	it.each(names)('%s names only the configured table', (name) => {
-		const rendered = renderStatement(name, tableRef('billing', 'stripe_keys'));
+	it.each(allFiles)('%s names only the configured table', (file) => {
+		const rendered = renderSqlFile(file, tableRef('billing', 'stripe_keys'));
 		expect(rendered).not.toMatch(/processed_events/);
 		expect(rendered).toContain('"billing"."stripe_keys"');
 	});
 
 	it('uses bind parameters for every value', () => {
-		const reserve = renderStatement('reserve', tableRef('public', 'processed_events'));
+		const reserve = renderSqlFile(QUERY_FILES.reserve, tableRef('public', 'processed_events'));
 		expect(reserve).toMatch(/unnest\(\$1::text\[\], \$2::text\[\], \$3::text\[\], \$4::uuid\[\]\)/);
 	});
 });

@@ -1,0 +1,136 @@
+import type { Pool, PoolClient } from 'pg';
+
+import { SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
+import type { TableRef } from '../identifiers';
+import { classifyPostgresError } from '../postgres/classifyError';
+import { renderSqlFile, type SqlFile } from './statements';
+
+/**
+ * The ordered schema changes of one table family. File n (1-based) brings a table to version n and
+ * ends by stamping it: `comment on table … is '<package> <family> schema version n'`.
+ *
+ * The version lives in the table's own comment, not in a metadata table: it travels with the table
+ * (renames, pg_dump, several tables with custom names in one database need nothing shared), any
+ * user who can see the table can read it (no extra grant for a DML-only user), and whoever can
+ * migrate the table (its owner) can write it. A table with no stamp was made before versions
+ * existed, by the first file or by hand (the seed recipe's table): it counts as version 1, which
+ * the second file is written to upgrade from either. Every migration is idempotent
+ * (`if not exists`), so a stamp that is too low only costs a replay; a stamp higher than the
+ * package knows is refused.
+ */
+export interface MigrationSet {
+	/** Names the family in stamps and messages, e.g. `keys`. */
+	family: string;
+	files: readonly SqlFile[];
+}
+
+export const KEYS_MIGRATIONS: MigrationSet = {
+	family: 'keys',
+	files: ['migrations/keys/001_create_table.sql', 'migrations/keys/002_migrate_from_seed.sql'],
+};
+
+/** Every table family the package manages; a new family (its own table) adds its set here. */
+export const MIGRATION_SETS: readonly MigrationSet[] = [KEYS_MIGRATIONS];
+
+const STAMP_PREFIX = 'n8n-nodes-idempotency';
+const STAMP = /^n8n-nodes-idempotency (\w+) schema version (\d+)$/;
+
+/** The comment text migration `version` of `family` stamps on its table. */
+export function versionStamp(family: string, version: number): string {
+	return `${STAMP_PREFIX} ${family} schema version ${version}`;
+}
+
+export interface SchemaState {
+	exists: boolean;
+	/** 0 when the table is missing; 1 when it carries no stamp (made before versions existed). */
+	version: number;
+}
+
+const UNSTAMPED_VERSION = 1;
+
+type Queryable = Pick<Pool | PoolClient, 'query'>;
+
+export async function readSchemaState(db: Queryable, table: TableRef, set: MigrationSet): Promise<SchemaState> {
+	// to_regclass is null for a missing table or schema; obj_description needs no privilege on the table.
+	const { rows } = await db.query(
+		`select t.oid is not null as exists, obj_description(t.oid, 'pg_class') as stamp from (select to_regclass($1) as oid) t`,
+		[table.qualified],
+	);
+	const match = STAMP.exec(rows[0]?.stamp ?? '');
+	if (match && match[1] !== set.family) {
+		throw new SchemaOutdatedError(
+			`The table ${table.qualified} belongs to another part of n8n-nodes-idempotency (${match[1]}), not the ${set.family} table: choose another table name.`,
+		);
+	}
+	const exists = Boolean(rows[0]?.exists);
+	return { exists, version: match ? Number(match[2]) : exists ? UNSTAMPED_VERSION : 0 };
+}
+
+/** The files still to run, in order, for a table at `version`. */
+export function pendingMigrations(set: MigrationSet, version: number): SqlFile[] {
+	return set.files.slice(version);
+}
+
+function refuseNewer(state: SchemaState, table: TableRef, set: MigrationSet): void {
+	if (state.version > set.files.length) {
+		throw new SchemaNewerThanPackageError(
+			`The idempotency table ${table.qualified} is at schema version ${state.version}, newer than this n8n-nodes-idempotency knows (${set.files.length}): a newer version of the package changed it. Update the package on every n8n instance that uses this table; nothing was changed.`,
+		);
+	}
+}
+
+/** What to tell a user who must have a database owner run the files. */
+function filesToRun(table: TableRef, files: SqlFile[]): string {
+	const custom = table.qualified === '"public"."processed_events"' ? '' : ` (they name public.processed_events: use ${table.qualified})`;
+	return `Ask a database owner to run, in order, ${files.map((file) => `sql/${file}`).join(', ')} from the n8n-nodes-idempotency package${custom}; existing keys are kept.`;
+}
+
+function notReady(state: SchemaState, table: TableRef, set: MigrationSet, reason: string, cause?: unknown) {
+	const files = pendingMigrations(set, state.version);
+	return state.exists
+		? new SchemaOutdatedError(
+				`The idempotency table ${table.qualified} is at schema version ${state.version}, this package needs ${set.files.length}; ${reason}. ${filesToRun(table, files)}`,
+				{ cause },
+			)
+		: new TableMissingError(`The idempotency table ${table.qualified} does not exist; ${reason}. ${filesToRun(table, files)}`, {
+				cause,
+			});
+}
+
+const INSUFFICIENT_PRIVILEGE = '42501';
+
+/**
+ * Brings the table to the package's schema version. `migrate` false only checks (and says which
+ * files to run). Concurrent callers, in this process or others, serialise on an advisory lock
+ * keyed by the table name, and each re-reads the version under it, so every migration runs once.
+ */
+export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSet, migrate: boolean): Promise<void> {
+	const before = await readSchemaState(pool, table, set).catch((error) => {
+		throw classifyPostgresError(error, { table: table.qualified });
+	});
+	refuseNewer(before, table, set);
+	if (before.version === set.files.length) return;
+	if (!migrate) throw notReady(before, table, set, 'the node option "Create or Upgrade Table" is off');
+
+	const client = await pool.connect().catch((error) => {
+		throw classifyPostgresError(error, { table: table.qualified });
+	});
+	let state = before;
+	try {
+		await client.query('begin');
+		// Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog; serialise them.
+		await client.query('select pg_advisory_xact_lock(hashtext($1))', [table.qualified]);
+		state = await readSchemaState(client, table, set);
+		refuseNewer(state, table, set);
+		for (const file of pendingMigrations(set, state.version)) await client.query(renderSqlFile(file, table));
+		await client.query('commit');
+	} catch (error) {
+		await client.query('rollback').catch(() => {});
+		if ((error as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE) {
+			throw notReady(state, table, set, 'the database user lacks the right to create or change it', error);
+		}
+		throw classifyPostgresError(error, { table: table.qualified });
+	} finally {
+		client.release();
+	}
+}
