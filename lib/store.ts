@@ -131,7 +131,10 @@ export class IdempotencyStore {
 		return rows.map((row) => row.key as string);
 	}
 
-	/** Deletes keys past retention in batches until done or out of time; live leases are never touched. */
+	/**
+	 * Deletes keys whose retention ended, by the same rule the reserve statement uses to treat them
+	 * as absent (`sql/queries/cleanup.sql`), in batches until done or out of time; live leases are never touched.
+	 */
 	async cleanup(options: CleanupOptions): Promise<CleanupResult> {
 		if (!(options.retentionSeconds > 0)) throw new InvalidConfigurationError('Cleanup retention must be more than 0.');
 		if (!Number.isInteger(options.batchSize) || options.batchSize < 1) {

@@ -79,7 +79,10 @@ export type StaleReason =
 export type SettleResult = { key: string; applied: true } | { key: string; applied: false; reason: StaleReason };
 
 export interface CleanupOptions {
-	/** Rows first seen longer ago than this are deleted (and rows whose own retention ended). */
+	/**
+	 * Rows are deleted when their retention ends (`expires_at`, set by every reservation), never
+	 * under a running lease; rows without `expires_at` end this long after `first_seen`.
+	 */
 	retentionSeconds: number;
 	/** Rows per DELETE; small batches keep locks short. */
 	batchSize: number;

@@ -109,7 +109,7 @@ export const keyProperties: INodeProperties[] = [
 		displayOptions: { show: { operation: ['cleanup'] } },
 		default: 30,
 		description:
-			'Keys first seen longer ago are deleted, as are keys whose own retention ended; keys under a running lease never are',
+			"Keys are deleted when their retention ends, the one Idempotency Reserve gave them when it last reserved them (a retry or reclaim extends it), and never under a running lease. This value applies only to keys without one (e.g. the hand-built recipe's rows), counted from first seen: use the Reserve node's Retention.",
 	},
 	{
 		displayName: 'Batch Size',

@@ -1,13 +1,23 @@
--- Deletes keys past retention, one batch per run of the statement; repeat until it deletes
--- fewer rows than the batch size. Rows under a valid lease are never deleted, and rows another
--- session holds locked (a reservation in flight) are skipped, so reservations never wait on it.
--- $1 retention in seconds (rows first seen longer ago go, as do rows whose expires_at passed), $2 batch size.
--- For cron without n8n, the same rule in one statement (30 days; run it again until it deletes 0 rows):
---   psql "$DATABASE_URL" -c "delete from processed_events where key in (select key from processed_events where (expires_at <= now() or first_seen < now() - interval '30 days') and not coalesce(status = 'processing' and locked_until > now(), false) limit 10000 for update skip locked)"
+-- Deletes keys whose retention ended, one batch per run of the statement; repeat until it deletes
+-- fewer rows than the batch size. Rows another session holds locked (a reservation in flight) are
+-- skipped, so reservations never wait on it.
+-- $1 retention in seconds for rows without a retention end of their own, $2 batch size.
+--
+-- Retention, the same rule as reserve.sql (which treats these keys as absent): a key is kept until
+-- the later of its retention end and its lease end, so a running lease is never deleted. The
+-- retention end is expires_at, which every reservation (new, retry, reclaim) sets to now + the
+-- Reserve node's Retention; only a row without one (the hand-built recipe's, or inserted by hand)
+-- ends $1 after first_seen. A reclaimed or retried key whose first_seen is old is kept.
+--
+-- For cron without n8n, the same rule in one statement (30 days for rows without expires_at; run it
+-- again until it deletes 0 rows):
+--   psql "$DATABASE_URL" -c "delete from processed_events where key in (select key from processed_events as e where (e.expires_at <= now() or (e.expires_at is null and e.first_seen <= now() - interval '30 days')) and greatest(coalesce(e.expires_at, e.first_seen + interval '30 days'), e.locked_until) <= now() limit 10000 for update skip locked)"
 with doomed as (
-  select key from processed_events
-  where (expires_at <= now() or first_seen < now() - make_interval(secs => $1::double precision))
-    and not coalesce(status = 'processing' and locked_until > now(), false)
+  select key from processed_events as e
+  -- The first condition follows from the rule and lets the expires_at and first_seen indexes find the rows.
+  where (e.expires_at <= now() or (e.expires_at is null and e.first_seen <= now() - make_interval(secs => $1::double precision)))
+    -- The retention rule, as in reserve.sql.
+    and greatest(coalesce(e.expires_at, e.first_seen + make_interval(secs => $1::double precision)), e.locked_until) <= now()
   limit $2
   for update skip locked
 )

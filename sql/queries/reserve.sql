@@ -4,11 +4,16 @@
 --
 -- For each key, against the row as it is when this statement gets its lock:
 --   no row                                   -> insert: reserved (new)
---   retention ended (expires_at <= now())    -> counts as absent: reset, reserved again (new, attempts 1)
+--   retention ended (the rule below)         -> counts as absent: reset, reserved again (new, attempts 1)
 --   status 'failed'                          -> reserved again (new, attempts + 1)
 --   lease ran out (locked_until <= now())    -> reclaimed from a crashed run (new, attempts + 1)
 --   lease still valid                        -> in progress (duplicate_count + 1)
 --   completed                                -> duplicate (duplicate_count + 1)
+-- Retention, the same rule as cleanup.sql: a key is kept until the later of its retention end and
+-- its lease end. The retention end is expires_at, which every reservation (new, retry, reclaim)
+-- sets to now + $7; a row without one (the hand-built recipe's, or inserted by hand) ends $7 after
+-- first_seen. Counters saturate at 2147483647 (the integer maximum) instead of failing every later
+-- delivery of the key.
 -- The caller knows a key is its own when the returned owner_token is the one it proposed.
 -- Duplicates are updated too (not DO NOTHING) so that the returned row is always the latest one,
 -- even when a concurrent transaction inserted it after this statement's snapshot.
@@ -30,27 +35,32 @@ select
 from batch
 order by key
 on conflict (key) do update set
-  first_seen = case when e.expires_at <= now() then now() else e.first_seen end,
-  attempts = case
-    when e.expires_at <= now() then 1
-    when e.status = 'failed' or e.locked_until <= now() then e.attempts + 1
-    else e.attempts end,
-  duplicate_count = case
-    when e.expires_at <= now() then 0
-    when e.status = 'failed' or e.locked_until <= now() then e.duplicate_count
-    else e.duplicate_count + 1 end,
-  last_seen = now(),
-  status = case when e.expires_at <= now() or e.status = 'failed' or e.locked_until <= now() then excluded.status else e.status end,
-  locked_until = case when e.expires_at <= now() or e.status = 'failed' or e.locked_until <= now() then excluded.locked_until else e.locked_until end,
-  expires_at = case when e.expires_at <= now() or e.status = 'failed' or e.locked_until <= now() then excluded.expires_at else e.expires_at end,
-  owner_token = case when e.expires_at <= now() or e.status = 'failed' or e.locked_until <= now() then excluded.owner_token else e.owner_token end,
-  execution_id = case when e.expires_at <= now() or e.status = 'failed' or e.locked_until <= now() then excluded.execution_id else e.execution_id end,
-  workflow_id = case when e.expires_at <= now() or e.status = 'failed' or e.locked_until <= now() then excluded.workflow_id else e.workflow_id end,
-  key_source = case when e.expires_at <= now() then excluded.key_source else coalesce(e.key_source, excluded.key_source) end,
-  payload_hash = case when e.expires_at <= now() then excluded.payload_hash else coalesce(e.payload_hash, excluded.payload_hash) end,
-  response = case when e.expires_at <= now() or e.status = 'failed' or e.locked_until <= now() then null else e.response end,
-  completed_at = case when e.expires_at <= now() or e.status = 'failed' or e.locked_until <= now() then excluded.completed_at else e.completed_at end,
-  last_error = case when e.expires_at <= now() then null else e.last_error end
+  (first_seen, attempts, duplicate_count, last_seen, status, locked_until, expires_at, owner_token,
+   execution_id, workflow_id, key_source, payload_hash, response, completed_at, last_error) = (
+    select
+      case when r.ended then now() else e.first_seen end,
+      case when r.ended then 1 when r.taken_over then least(e.attempts, 2147483646) + 1 else e.attempts end,
+      case when r.ended then 0 when r.taken_over then e.duplicate_count else least(e.duplicate_count, 2147483646) + 1 end,
+      now(),
+      case when r.taken_over then excluded.status else e.status end,
+      case when r.taken_over then excluded.locked_until else e.locked_until end,
+      case when r.taken_over then excluded.expires_at else e.expires_at end,
+      case when r.taken_over then excluded.owner_token else e.owner_token end,
+      case when r.taken_over then excluded.execution_id else e.execution_id end,
+      case when r.taken_over then excluded.workflow_id else e.workflow_id end,
+      case when r.ended then excluded.key_source else coalesce(e.key_source, excluded.key_source) end,
+      case when r.ended then excluded.payload_hash else coalesce(e.payload_hash, excluded.payload_hash) end,
+      case when r.taken_over then null else e.response end,
+      case when r.taken_over then excluded.completed_at else e.completed_at end,
+      case when r.ended then null else e.last_error end
+    from (
+      select retention.ended, retention.ended or e.status = 'failed' or e.locked_until <= now() as taken_over
+      from (
+        -- The retention rule, as in cleanup.sql.
+        select greatest(coalesce(e.expires_at, e.first_seen + make_interval(secs => $7::double precision)), e.locked_until) <= now() as ended
+      ) as retention
+    ) as r
+  )
 returning
   e.key, e.status, e.attempts, e.duplicate_count, e.first_seen, e.last_seen, e.locked_until, e.expires_at,
   e.owner_token, e.execution_id, e.workflow_id, e.key_source, e.payload_hash, e.response, e.completed_at,

@@ -62,3 +62,23 @@ describe('renderSqlFile', () => {
 		expect(reserve).toMatch(/unnest\(\$1::text\[\], \$2::text\[\], \$3::text\[\], \$4::uuid\[\]\)/);
 	});
 });
+
+describe('the retention rule', () => {
+	// The expression that decides a key's retention ended, with its retention parameter's number masked.
+	const rule = (file: string) =>
+		renderSqlFile(file, tableRef('public', 'processed_events'))
+			.match(/greatest\(coalesce\(e\.expires_at, .*?\), e\.locked_until\) <= now\(\)/g)
+			?.map((text) => text.replace(/\$\d+/g, '$retention'));
+
+	it('is one expression, the same in the reserve statement and in cleanup', () => {
+		const reserve = rule(QUERY_FILES.reserve);
+		const cleanup = rule(QUERY_FILES.cleanup);
+		expect(reserve).toHaveLength(1);
+		expect(cleanup).toHaveLength(1);
+		expect(cleanup).toEqual(reserve);
+		// The cron one-liner in cleanup.sql's comment states the same rule.
+		expect(readFileSync(path.join(SQL_DIR, QUERY_FILES.cleanup), 'utf8')).toContain(
+			"greatest(coalesce(e.expires_at, e.first_seen + interval '30 days'), e.locked_until) <= now()",
+		);
+	});
+});
