@@ -1,11 +1,31 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Pool } from 'pg';
+import { Pool } from 'pg';
 
+import { SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../lib/errors';
+import { tableRef } from '../../lib/identifiers';
+import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/store';
-import { adminPool, freshSchema } from '../support/database';
+import { KEYS_MIGRATIONS, readSchemaState, versionStamp } from '../../lib/sql/migrations';
+import { SQL_DIR } from '../../lib/sql/statements';
+import type { ReserveOptions } from '../../lib/types';
+import { adminPool, connectionSettings, databaseUrl, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { idempotencyOf, runReserve } from '../support/nodes';
 
-const sqlFile = (name: string) => readFileSync(path.join(__dirname, '..', '..', 'sql', name), 'utf8');
+const CURRENT = KEYS_MIGRATIONS.files.length;
+const [CREATE_FILE, SEED_UPGRADE_FILE] = KEYS_MIGRATIONS.files;
+const sqlFile = (file: string) => readFileSync(path.join(SQL_DIR, file), 'utf8');
+/** A migration file as it shipped before schema versions existed: the same statements, no stamp. */
+const unstampedFile = (file: string) =>
+	sqlFile(file)
+		.split('\n')
+		.filter((line) => !line.startsWith('comment on table'))
+		.join('\n');
+
+const permanent: ReserveOptions = { mode: 'permanent', leaseSeconds: 60, retentionSeconds: 86_400 };
+const request = (key: string) => ({ key, keySource: 'custom', payloadHash: null });
 
 let pool: Pool;
 
@@ -13,66 +33,240 @@ beforeAll(() => {
 	pool = adminPool();
 });
 
-afterAll(() => pool.end());
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
 
-/** Runs a sql/ file as a DBA would with psql, in the given schema. */
-async function runAsDba(schema: string, file: string): Promise<void> {
+/** Runs SQL text as a DBA would with psql (one multi-statement string), in the given schema. */
+async function runAsDba(schema: string, text: string): Promise<void> {
 	const client = await pool.connect();
 	try {
 		await client.query(`set search_path to ${schema}`);
-		await client.query(sqlFile(file));
+		await client.query(text);
 	} finally {
 		await client.query('reset search_path');
 		client.release();
 	}
 }
 
-describe('sql/002_migrate_from_seed.sql', () => {
-	it('upgrades the seed recipe table in place, twice without harm; seed keys stay duplicates', async () => {
-		const schema = await freshSchema(pool, 'seed');
-		// The hand-built recipe's table and a few of its keys.
-		await pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
-		await pool.query(`insert into ${schema}.processed_events (key) values ('evt:evt_old'), ('sha256:abc')`);
+const stampOf = async (schema: string, table = 'processed_events') =>
+	(await pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [`${schema}.${table}`])).rows[0].stamp;
+const keysOf = async (schema: string, table = 'processed_events') =>
+	(await pool.query(`select key from ${schema}.${table} order by key`)).rows.map((row) => row.key as string);
+/** Columns (name and type) and index definitions, to compare an upgraded table with a fresh one. */
+async function shapeOf(schema: string, table = 'processed_events') {
+	const columns = await pool.query(
+		`select column_name, data_type, is_nullable, column_default from information_schema.columns
+		 where table_schema = $1 and table_name = $2 order by column_name`,
+		[schema, table],
+	);
+	const indexes = await pool.query(`select replace(indexdef, $1, 'S') as def from pg_indexes where schemaname = $1 and tablename = $2 order by indexname`, [
+		schema,
+		table,
+	]);
+	return { columns: columns.rows, indexes: indexes.rows.map((row) => row.def as string) };
+}
 
-		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
-		const options = { mode: 'permanent' as const, leaseSeconds: 60, retentionSeconds: 86_400 };
-		await expect(store.reserve([{ key: 'evt:evt_new', keySource: 'event-id', payloadHash: null }], options)).rejects.toThrow(
-			/sql\/002_migrate_from_seed\.sql/,
-		);
+describe('upgrading a table made by each earlier version', () => {
+	const OLD_KEYS = ['evt:evt_old', 'sha256:abc'];
+	const earlierVersions: Array<[string, (schema: string) => Promise<void>]> = [
+		[
+			"the hand-built recipe's two-column table",
+			(schema) => pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`).then(() => {}),
+		],
+		['the table 001_create_table.sql made before schema versions', (schema) => runAsDba(schema, unstampedFile(CREATE_FILE))],
+		[
+			'the recipe table after 002_migrate_from_seed.sql, before schema versions',
+			async (schema) => {
+				await pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
+				await runAsDba(schema, unstampedFile(SEED_UPGRADE_FILE));
+			},
+		],
+		['a table at schema version 1 (a DBA ran only 001_create_table.sql)', (schema) => runAsDba(schema, sqlFile(CREATE_FILE))],
+	];
 
-		await runAsDba(schema, '002_migrate_from_seed.sql');
-		await runAsDba(schema, '002_migrate_from_seed.sql');
+	it.each(earlierVersions)('%s: first use brings it to the current version and keeps every key', async (_name, makeTable) => {
+		const schema = await freshSchema(pool, 'up');
+		await makeTable(schema);
+		await pool.query(`insert into ${schema}.processed_events (key) select unnest($1::text[])`, [OLD_KEYS]);
 
-		const results = await store.reserve(
-			[
-				{ key: 'evt:evt_old', keySource: 'event-id', payloadHash: null },
-				{ key: 'evt:evt_new', keySource: 'event-id', payloadHash: null },
-			],
-			options,
-		);
-		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'new']);
+		// The node's default: create or upgrade on first use.
+		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true });
+		const results = await store.reserve([...OLD_KEYS, 'evt:evt_new'].map(request), permanent);
+
+		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'duplicate', 'new']);
 		expect(results[0].record).toMatchObject({ status: 'completed', attempts: 1 });
-		// The seed's own insert still works against the migrated table.
-		await pool.query(`insert into ${schema}.processed_events (key) values ('evt:from_seed_flow') on conflict (key) do nothing returning key`);
+		expect(await keysOf(schema)).toEqual([...OLD_KEYS, 'evt:evt_new'].sort());
+		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
+
+		// The upgraded table is the table a fresh database gets.
+		const fresh = await freshSchema(pool, 'fresh');
+		await new IdempotencyStore(pool, { schema: fresh, table: 'processed_events', createTable: true }).createTable();
+		const [upgraded, made] = [await shapeOf(schema), await shapeOf(fresh)];
+		expect(upgraded.columns).toEqual(made.columns);
+		expect(upgraded.indexes.map((def) => def.replace(schema, 'S'))).toEqual(made.indexes.map((def) => def.replace(fresh, 'S')));
+		// The recipe's own insert still works against the upgraded table.
+		await pool.query(`insert into ${schema}.processed_events (key) values ('evt:from_recipe') on conflict (key) do nothing`);
 	});
 
-	it('is a no-op on a table created by 001_create_table.sql, and 001 is safe to run twice', async () => {
-		const schema = await freshSchema(pool, 'fresh');
-		await runAsDba(schema, '001_create_table.sql');
-		await runAsDba(schema, '001_create_table.sql');
-		await runAsDba(schema, '002_migrate_from_seed.sql');
-		const { rows } = await pool.query(
-			`select count(*)::int as n from information_schema.columns where table_schema = $1 and table_name = 'processed_events'`,
-			[schema],
+	it('a fresh database: first use creates the table at the current version', async () => {
+		const schema = await freshSchema(pool, 'new');
+		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true });
+		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
+		expect(await readSchemaState(pool, tableRef(schema, 'processed_events'), KEYS_MIGRATIONS)).toEqual({ exists: true, version: CURRENT });
+	});
+
+	it('every migration file runs as-is in psql, twice without harm, and stamps the current version', async () => {
+		const schema = await freshSchema(pool, 'dba');
+		for (let round = 0; round < 2; round++) for (const file of KEYS_MIGRATIONS.files) await runAsDba(schema, sqlFile(file));
+		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
+		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
+	});
+
+	it('several tables with custom names in one schema each carry their own version', async () => {
+		const schema = await freshSchema(pool, 'many');
+		await pool.query(`create table ${schema}.github_keys (key text primary key, first_seen timestamptz not null default now())`);
+		const stripe = new IdempotencyStore(pool, { schema, table: 'stripe_keys', createTable: true });
+		await stripe.reserve([request('evt_1')], permanent);
+
+		expect(await stampOf(schema, 'stripe_keys')).toBe(versionStamp('keys', CURRENT));
+		expect(await stampOf(schema, 'github_keys')).toBeNull();
+		const github = new IdempotencyStore(pool, { schema, table: 'github_keys', createTable: true });
+		expect((await github.reserve([request('delivery-1')], permanent))[0].outcome).toBe('new');
+		expect(await stampOf(schema, 'github_keys')).toBe(versionStamp('keys', CURRENT));
+	});
+
+	it('many n8n instances starting together on an old table all succeed: one New, the table migrated', async () => {
+		const schema = await freshSchema(pool, 'race');
+		await pool.query(`create table ${schema}.auto_keys (key text primary key, first_seen timestamptz not null default now())`);
+		// Separate pools: separate n8n instances, so only the advisory lock serialises them.
+		const pools = Array.from({ length: 6 }, () => adminPool(2));
+		try {
+			const stores = pools.map((own) => new IdempotencyStore(own, { schema, table: 'auto_keys', createTable: true }));
+			const results = await Promise.all(stores.map((store) => store.reserve([request('k')], permanent)));
+			expect(results.flat().filter((result) => result.outcome === 'new')).toHaveLength(1);
+			expect(await stampOf(schema, 'auto_keys')).toBe(versionStamp('keys', CURRENT));
+		} finally {
+			await Promise.all(pools.map((own) => own.end()));
+		}
+	});
+});
+
+describe('a table the package cannot use as it is', () => {
+	it('a table newer than the package is refused, with or without the create option, and left untouched', async () => {
+		const schema = await freshSchema(pool, 'newer');
+		await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true }).createTable();
+		await pool.query(`insert into ${schema}.processed_events (key) values ('kept')`);
+		const future = versionStamp('keys', CURRENT + 1);
+		await pool.query(`comment on table ${schema}.processed_events is '${future}'`);
+
+		for (const createTable of [true, false]) {
+			const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable });
+			const attempt = store.reserve([request('new-key')], permanent);
+			await expect(attempt).rejects.toThrow(SchemaNewerThanPackageError);
+			await expect(attempt).rejects.toThrow(`schema version ${CURRENT + 1}, newer than this n8n-nodes-idempotency knows (${CURRENT})`);
+			await expect(store.createTable()).rejects.toThrow(SchemaNewerThanPackageError);
+		}
+		expect(await keysOf(schema)).toEqual(['kept']);
+		expect(await stampOf(schema)).toBe(future);
+	});
+
+	it('with the create option off, an old table is reported with exactly the files to run, and nothing changes', async () => {
+		const schema = await freshSchema(pool, 'off');
+		await pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
+		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+		const attempt = store.reserve([request('k')], permanent);
+		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
+		await expect(attempt).rejects.toThrow(
+			`is at schema version 1, this package needs ${CURRENT}; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${SEED_UPGRADE_FILE} from`,
 		);
-		expect(rows[0].n).toBe(16);
+		expect(await stampOf(schema)).toBeNull();
+
+		const missing = new IdempotencyStore(pool, { schema, table: 'other_keys', createTable: false });
+		await expect(missing.reserve([request('k')], permanent)).rejects.toThrow(
+			new TableMissingError(
+				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys"); existing keys are kept.`,
+			),
+		);
+	});
+});
+
+describe('a database user without the right to create or change tables', () => {
+	const role = `idem_dml_${randomBytes(4).toString('hex')}`;
+	const password = randomBytes(12).toString('hex');
+	let schema: string;
+	let dmlPool: Pool;
+
+	beforeAll(async () => {
+		schema = await freshSchema(pool, 'dml');
+		await pool.query(`create role ${role} login password '${password}'`);
+		await pool.query(`grant usage on schema ${schema} to ${role}`);
+		const url = new URL(databaseUrl());
+		url.username = role;
+		url.password = password;
+		dmlPool = new Pool({ connectionString: url.toString(), max: 2 });
+		dmlPool.on('error', () => {});
 	});
 
-	it('the create-table option makes the table once even when many executions start together', async () => {
-		const schema = await freshSchema(pool, 'auto');
-		const stores = Array.from({ length: 6 }, () => new IdempotencyStore(pool, { schema, table: 'auto_keys', createTable: true }));
-		const options = { mode: 'permanent' as const, leaseSeconds: 60, retentionSeconds: 86_400 };
-		const results = await Promise.all(stores.map((store) => store.reserve([{ key: 'k', keySource: 'custom', payloadHash: null }], options)));
-		expect(results.flat().filter((result) => result.outcome === 'new')).toHaveLength(1);
+	afterAll(async () => {
+		await dmlPool?.end();
+		await pool.query(`drop owned by ${role}`);
+		await pool.query(`drop role ${role}`);
+	});
+
+	it('the role really lacks CREATE on the schema', async () => {
+		await expect(dmlPool.query(`create table ${schema}.probe (id int)`)).rejects.toMatchObject({ code: '42501' });
+	});
+
+	it('a missing table: the error names every file, in order; nothing is created', async () => {
+		const store = new IdempotencyStore(dmlPool, { schema, table: 'processed_events', createTable: true });
+		const attempt = store.reserve([request('k')], permanent);
+		await expect(attempt).rejects.toThrow(TableMissingError);
+		await expect(attempt).rejects.toThrow(
+			`does not exist; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE} from`,
+		);
+		expect((await pool.query(`select to_regclass($1) as oid`, [`${schema}.processed_events`])).rows[0].oid).toBeNull();
+	});
+
+	it('an old table it may write to: the error names only the file still to run; after the DBA runs it, keys are kept and reserving works', async () => {
+		await pool.query(`create table ${schema}.recipe_keys (key text primary key, first_seen timestamptz not null default now())`);
+		await pool.query(`insert into ${schema}.recipe_keys (key) values ('evt:old')`);
+		await pool.query(`grant select, insert, update, delete on ${schema}.recipe_keys to ${role}`);
+		const store = new IdempotencyStore(dmlPool, { schema, table: 'recipe_keys', createTable: true });
+		const attempt = store.reserve([request('evt:new')], permanent);
+		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
+		await expect(attempt).rejects.toThrow(
+			`is at schema version 1, this package needs ${CURRENT}; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${SEED_UPGRADE_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."recipe_keys")`,
+		);
+
+		await runAsDba(schema, sqlFile(SEED_UPGRADE_FILE).replace(/processed_events/g, 'recipe_keys'));
+		const results = await store.reserve([request('evt:old'), request('evt:new')], permanent);
+		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'new']);
+	});
+
+	it('a current table: it reserves without attempting any change', async () => {
+		await new IdempotencyStore(pool, { schema, table: 'current_keys', createTable: true }).createTable();
+		await pool.query(`grant select, insert, update, delete on ${schema}.current_keys to ${role}`);
+		const store = new IdempotencyStore(dmlPool, { schema, table: 'current_keys', createTable: true });
+		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
+	});
+
+	it('through the Reserve node: the item fails with the files to run', async () => {
+		const run = runReserve(
+			{ options: { schemaName: schema, tableName: 'node_keys' } },
+			{ items: [webhookItem({ id: 'evt_1' })], credential: connectionSettings({ user: role, password }) },
+		);
+		await expect(run).rejects.toThrow(`Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}`);
+	});
+});
+
+describe('the Reserve node on first run', () => {
+	it('with default options, creates the table and reserves (the option is on unless the user turns it off)', async () => {
+		const schema = await freshSchema(pool, 'first');
+		const [fresh] = await runReserve({ options: { schemaName: schema } }, { items: [webhookItem({ id: 'evt_first' })] });
+		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_first', isNew: true });
+		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
 	});
 });

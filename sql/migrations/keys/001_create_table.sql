@@ -21,7 +21,7 @@ create table if not exists processed_events (
   completed_at timestamptz,
   last_error text
 );
--- Cleanup deletes by age and by retention end; these keep it from scanning the table.
+-- Cleanup finds keys whose retention ended through these instead of scanning the table.
 create index if not exists processed_events_first_seen_idx on processed_events (first_seen);
 create index if not exists processed_events_expires_at_idx on processed_events (expires_at);
 -- Release by failed execution (Error Trigger workflows) looks up live reservations by execution.
