@@ -164,10 +164,10 @@ describe('Idempotency Reserve: bad input', () => {
 		expect(idempotencyOf(fresh[0]).key).toBe('sha256:9fc5d90c995fdacb82e2cb454025e169a5b94d0cd31051d23e82d51338311da8');
 	});
 
-	it('says the table is missing and names the SQL file to run', async () => {
+	it('with Create or Upgrade Table off, says the table is missing and names the SQL files to run', async () => {
 		await expect(
-			runReserve({ options: { schemaName: schema, tableName: 'never_created' } }, { items: [webhookItem({ id: 'x' })] }),
-		).rejects.toThrow(/sql\/001_create_table\.sql/);
+			runReserve({ options: { schemaName: schema, tableName: 'never_created', createTable: false } }, { items: [webhookItem({ id: 'x' })] }),
+		).rejects.toThrow(/sql\/migrations\/keys\/001_create_table\.sql, sql\/migrations\/keys\/002_migrate_from_seed\.sql/);
 	});
 
 	it('fails with a clear error when the database is down, and routes nothing', async () => {
