@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 
-import { SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
+import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
 import type { TableRef } from '../identifiers';
 import { classifyPostgresError } from '../postgres/classifyError';
 import { renderSqlFile, type SqlFile } from './statements';
@@ -58,7 +58,7 @@ export async function readSchemaState(db: Queryable, table: TableRef, set: Migra
 	);
 	const match = STAMP.exec(rows[0]?.stamp ?? '');
 	if (match && match[1] !== set.family) {
-		throw new SchemaOutdatedError(
+		throw new InvalidConfigurationError(
 			`The table ${table.qualified} belongs to another part of n8n-nodes-idempotency (${match[1]}), not the ${set.family} table: choose another table name.`,
 		);
 	}
@@ -82,14 +82,14 @@ function refuseNewer(state: SchemaState, table: TableRef, set: MigrationSet): vo
 /** What to tell a user who must have a database owner run the files. */
 function filesToRun(table: TableRef, files: SqlFile[]): string {
 	const custom = table.qualified === '"public"."processed_events"' ? '' : ` (they name public.processed_events: use ${table.qualified})`;
-	return `Ask a database owner to run, in order, ${files.map((file) => `sql/${file}`).join(', ')} from the n8n-nodes-idempotency package${custom}; existing keys are kept.`;
+	return `Ask a database owner to run, in order, ${files.map((file) => `sql/${file}`).join(', ')} from the n8n-nodes-idempotency package${custom}.`;
 }
 
 function notReady(state: SchemaState, table: TableRef, set: MigrationSet, reason: string, cause?: unknown) {
 	const files = pendingMigrations(set, state.version);
 	return state.exists
 		? new SchemaOutdatedError(
-				`The idempotency table ${table.qualified} is at schema version ${state.version}, this package needs ${set.files.length}; ${reason}. ${filesToRun(table, files)}`,
+				`The idempotency table ${table.qualified} is at schema version ${state.version}, this package needs ${set.files.length}; ${reason}. ${filesToRun(table, files)} Existing keys are kept.`,
 				{ cause },
 			)
 		: new TableMissingError(`The idempotency table ${table.qualified} does not exist; ${reason}. ${filesToRun(table, files)}`, {
@@ -98,6 +98,7 @@ function notReady(state: SchemaState, table: TableRef, set: MigrationSet, reason
 }
 
 const INSUFFICIENT_PRIVILEGE = '42501';
+const INVALID_SCHEMA_NAME = '3F000';
 
 /**
  * Brings the table to the package's schema version. `migrate` false only checks (and says which
@@ -126,8 +127,15 @@ export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSe
 		await client.query('commit');
 	} catch (error) {
 		await client.query('rollback').catch(() => {});
-		if ((error as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE) {
+		const code = (error as { code?: unknown }).code;
+		if (code === INSUFFICIENT_PRIVILEGE) {
 			throw notReady(state, table, set, 'the database user lacks the right to create or change it', error);
+		}
+		if (code === INVALID_SCHEMA_NAME) {
+			throw new InvalidConfigurationError(
+				`The schema "${table.schema}" does not exist, so the idempotency table cannot be created: create the schema (create schema ${table.schema}) or choose another one in the node's options.`,
+				{ cause: error },
+			);
 		}
 		throw classifyPostgresError(error, { table: table.qualified });
 	} finally {

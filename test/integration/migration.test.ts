@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'pg';
 
-import { SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../lib/errors';
+import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
 import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/store';
@@ -173,6 +173,15 @@ describe('a table the package cannot use as it is', () => {
 		expect(await stampOf(schema)).toBe(future);
 	});
 
+	it('a schema that does not exist is named as such, not as a missing table', async () => {
+		const store = new IdempotencyStore(pool, { schema: 'no_such_schema_x', table: 'processed_events', createTable: true });
+		const attempt = store.reserve([request('k')], permanent);
+		await expect(attempt).rejects.toThrow(InvalidConfigurationError);
+		await expect(attempt).rejects.toThrow(
+			'The schema "no_such_schema_x" does not exist, so the idempotency table cannot be created: create the schema (create schema no_such_schema_x) or choose another one in the node\'s options.',
+		);
+	});
+
 	it('with the create option off, an old table is reported with exactly the files to run, and nothing changes', async () => {
 		const schema = await freshSchema(pool, 'off');
 		await pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
@@ -187,7 +196,7 @@ describe('a table the package cannot use as it is', () => {
 		const missing = new IdempotencyStore(pool, { schema, table: 'other_keys', createTable: false });
 		await expect(missing.reserve([request('k')], permanent)).rejects.toThrow(
 			new TableMissingError(
-				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys"); existing keys are kept.`,
+				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
 			),
 		);
 	});
