@@ -97,6 +97,13 @@ function notReady(state: SchemaState, table: TableRef, set: MigrationSet, reason
 			});
 }
 
+function schemaMissing(table: TableRef, cause: unknown) {
+	return new InvalidConfigurationError(
+		`The schema "${table.schema}" does not exist, so the idempotency table cannot be created: create the schema (create schema ${table.schema}) or choose another one in the node's options.`,
+		{ cause },
+	);
+}
+
 const INSUFFICIENT_PRIVILEGE = '42501';
 const INVALID_SCHEMA_NAME = '3F000';
 
@@ -131,12 +138,7 @@ export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSe
 		if (code === INSUFFICIENT_PRIVILEGE) {
 			throw notReady(state, table, set, 'the database user lacks the right to create or change it', error);
 		}
-		if (code === INVALID_SCHEMA_NAME) {
-			throw new InvalidConfigurationError(
-				`The schema "${table.schema}" does not exist, so the idempotency table cannot be created: create the schema (create schema ${table.schema}) or choose another one in the node's options.`,
-				{ cause: error },
-			);
-		}
+		if (code === INVALID_SCHEMA_NAME) throw schemaMissing(table, error);
 		throw classifyPostgresError(error, { table: table.qualified });
 	} finally {
 		client.release();
