@@ -19,12 +19,31 @@ export const STATEMENT_FILES = {
 	releaseExecution: '006_release_execution.sql',
 	fail: '007_fail.sql',
 	cleanup: '008_cleanup.sql',
+	createOrderTable: 'order_guard_table.sql',
+	advanceOrder: 'order_guard_advance.sql',
 } as const;
 
 export type StatementName = keyof typeof STATEMENT_FILES;
 
-// The files name the default table; index names are derived from it (processed_events_<x>_idx).
-const DEFAULT_TABLE_TOKEN = /\bprocessed_events(?:_([a-z_]+_idx))?\b/g;
+/**
+ * The table each file is written for, so a DBA can run it with psql as it is. The keys table's
+ * statements name processed_events; the Order Guard's name object_versions.
+ */
+export function defaultTableOf(name: StatementName): string {
+	return name === 'createOrderTable' || name === 'advanceOrder' ? 'object_versions' : 'processed_events';
+}
+
+// The files name the default table; index names are derived from it (<table>_<x>_idx).
+const tableTokens = new Map<string, RegExp>();
+function defaultTableToken(name: StatementName): RegExp {
+	const table = defaultTableOf(name);
+	let token = tableTokens.get(table);
+	if (!token) {
+		token = new RegExp(`\\b${table}(?:_([a-z_]+_idx))?\\b`, 'g');
+		tableTokens.set(table, token);
+	}
+	return token;
+}
 
 const fileCache = new Map<StatementName, string>();
 
@@ -45,7 +64,7 @@ function readStatement(name: StatementName): string {
 
 /** The statement from `sql/`, with the default table name replaced by the validated, quoted one. */
 export function renderStatement(name: StatementName, table: TableRef): string {
-	return readStatement(name).replace(DEFAULT_TABLE_TOKEN, (_match, indexSuffix: string | undefined) =>
+	return readStatement(name).replace(defaultTableToken(name), (_match, indexSuffix: string | undefined) =>
 		indexSuffix ? table.indexName(indexSuffix) : table.qualified,
 	);
 }
