@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { tableRef } from '../../../lib/identifiers';
-import { STATEMENT_FILES, renderStatement, type StatementName } from '../../../lib/sql/statements';
+import { STATEMENT_FILES, defaultTableOf, renderStatement, type StatementName } from '../../../lib/sql/statements';
 
 const SQL_DIR = path.join(__dirname, '..', '..', '..', 'sql');
 const names = Object.keys(STATEMENT_FILES) as StatementName[];
@@ -19,17 +19,18 @@ describe('renderStatement', () => {
 			.filter((line) => !line.trimStart().startsWith('--'))
 			.join('\n')
 			.trim();
-		const rendered = renderStatement(name, tableRef('public', 'processed_events'));
+		const table = defaultTableOf(name);
+		const rendered = renderStatement(name, tableRef('public', table));
 		expect(rendered).toBe(
 			withoutComments
-				.replace(/\bprocessed_events_([a-z_]+_idx)\b/g, '"processed_events_$1"')
-				.replace(/\bprocessed_events\b(?!_)/g, '"public"."processed_events"'),
+				.replace(new RegExp(`\\b${table}_([a-z_]+_idx)\\b`, 'g'), `"${table}_$1"`)
+				.replace(new RegExp(`\\b${table}\\b(?!_)`, 'g'), `"public"."${table}"`),
 		);
 	});
 
 	it.each(names)('%s names only the configured table', (name) => {
 		const rendered = renderStatement(name, tableRef('billing', 'stripe_keys'));
-		expect(rendered).not.toMatch(/processed_events/);
+		expect(rendered).not.toMatch(/processed_events|object_versions/);
 		expect(rendered).toContain('"billing"."stripe_keys"');
 	});
 
