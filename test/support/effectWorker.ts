@@ -18,18 +18,19 @@ interface WorkerArgs {
 	pauseBefore?: 'effect' | 'commit';
 }
 
-const EFFECT_SQL = 'insert into effects (event_key, pid) values ($1, $2) returning id';
+const effectSql = (schema: string) => `insert into ${schema}.effects (event_key, pid) values ($1, $2) returning id`;
 
 async function main(): Promise<void> {
 	const args = JSON.parse(process.argv[2]) as WorkerArgs;
 	const pool = new Pool({ connectionString: args.url, max: args.connections ?? 1 });
-	const effect = new OneTransactionEffect(args.mode === 'pause' ? pausing(pool, args.pauseBefore ?? 'commit') : pool, {
+	const sql = effectSql(args.schema);
+	const effect = new OneTransactionEffect(args.mode === 'pause' ? pausing(pool, args.pauseBefore ?? 'commit', sql) : pool, {
 		schema: args.schema,
 		table: 'processed_events',
 		createTable: false,
 	});
 	const deliver = () =>
-		effect.run({ key: args.key, keySource: 'custom', payloadHash: null }, { text: EFFECT_SQL, values: [args.key, process.pid] }, { retentionSeconds: 3600 });
+		effect.run({ key: args.key, keySource: 'custom', payloadHash: null }, { text: sql, values: [args.key, process.pid] }, { retentionSeconds: 3600 });
 
 	if (args.mode === 'pause') {
 		await deliver();
@@ -46,14 +47,14 @@ async function main(): Promise<void> {
 }
 
 /** The same pool, whose connections stop forever right before the chosen statement. */
-function pausing(pool: Pool, pauseBefore: 'effect' | 'commit'): Pool {
+function pausing(pool: Pool, pauseBefore: 'effect' | 'commit', sql: string): Pool {
 	const connect = pool.connect.bind(pool) as () => Promise<PoolClient>;
 	(pool as unknown as { connect: () => Promise<PoolClient> }).connect = async () => {
 		const client = await connect();
 		const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
 		(client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
 			const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
-			if ((pauseBefore === 'commit' && text === 'commit') || (pauseBefore === 'effect' && text === EFFECT_SQL)) {
+			if ((pauseBefore === 'commit' && text === 'commit') || (pauseBefore === 'effect' && text === sql)) {
 				const { rows } = (await query('select pg_backend_pid() as pid')) as { rows: Array<{ pid: number }> };
 				process.stdout.write(`paused ${rows[0].pid}\n`);
 				await new Promise(() => {});
