@@ -9,10 +9,9 @@ import {
 import { OneTransactionEffect, validateEffectQuery } from '../../lib/effect/oneTransaction';
 import { PayloadMismatchError } from '../../lib/errors';
 import { deriveKey, payloadFingerprint, validateKeyConfig } from '../../lib/keys/deriveKey';
-import { poolFor } from '../../lib/postgres/pool';
-import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store';
-import { CONNECTION_TEST, CREDENTIAL_TYPE, connectionSettings, testConnection } from '../shared/credential';
+import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
+import { credentialPool, tableOptions } from '../shared/store';
 import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
 import { readKeyInput } from '../IdempotencyReserve/keyInput';
 import { readReserveParameters } from '../IdempotencyReserve/parameters';
@@ -57,12 +56,7 @@ export class IdempotencyExecuteQuery implements INodeType {
 		const outputs: INodeExecutionData[][] = [[], []];
 		let effect: OneTransactionEffect;
 		try {
-			const credential = await this.getCredentials(CREDENTIAL_TYPE);
-			effect = new OneTransactionEffect(poolFor(connectionSettings(credential)), {
-				table: parameters.table.tableName || DEFAULT_TABLE,
-				schema: parameters.table.schemaName || DEFAULT_SCHEMA,
-				createTable: Boolean(parameters.table.createTable),
-			});
+			effect = new OneTransactionEffect(await credentialPool(this), tableOptions(parameters.table));
 		} catch (error) {
 			throw toNodeError(this.getNode(), error);
 		}

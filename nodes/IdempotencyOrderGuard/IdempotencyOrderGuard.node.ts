@@ -9,11 +9,9 @@ import {
 import { eventKeyOf, objectKeyOf } from '../../lib/order/objectKey';
 import { DEFAULT_ORDER_TABLE, OrderGuard, type EqualVersion, type OrderDecision, type VersionedItem } from '../../lib/order/orderGuard';
 import { parseVersion } from '../../lib/order/version';
-import { poolFor } from '../../lib/postgres/pool';
-import { DEFAULT_SCHEMA } from '../../lib/store';
-import { CONNECTION_TEST, CREDENTIAL_TYPE, connectionSettings, testConnection } from '../shared/credential';
+import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
-import type { TableChoice } from '../shared/store';
+import { credentialPool, tableOptions, type TableChoice } from '../shared/store';
 import { orderGuardProperties } from './description';
 
 const NEWER = 0;
@@ -71,12 +69,7 @@ export class IdempotencyOrderGuard implements INodeType {
 
 		let decisions: OrderDecision[];
 		try {
-			const credential = await this.getCredentials(CREDENTIAL_TYPE);
-			const guard = new OrderGuard(poolFor(connectionSettings(credential)), {
-				table: table.tableName || DEFAULT_ORDER_TABLE,
-				schema: table.schemaName || DEFAULT_SCHEMA,
-				createTable: Boolean(table.createTable),
-			});
+			const guard = new OrderGuard(await credentialPool(this), tableOptions(table, DEFAULT_ORDER_TABLE));
 			decisions = await guard.advance(
 				pending.map((entry) => entry.versioned),
 				{ equalVersion, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
