@@ -5,6 +5,7 @@ const { harness, outputTaken, eventId } = require('./support/harness');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow, runShippedSql } = require('./support/restWorkflows');
 
 const GUARD = 'Idempotency Order Guard';
+const CONSTRAINT = 'customers_e2e_rejects_poison';
 const BUSINESS = 'Business Step (upsert customer)';
 
 describe('update before create (ordered-webhook template)', () => {
@@ -18,6 +19,10 @@ describe('update before create (ordered-webhook template)', () => {
 		const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('ordered-webhook.json'), 'ordered');
 		workflowId = await publishWorkflow(h, workflow, webhookPath);
 		url = `${h.state.baseUrl}/webhook/${webhookPath}`;
+	});
+
+	afterAll(async () => {
+		await h.appQuery(`ALTER TABLE customers DROP CONSTRAINT IF EXISTS ${CONSTRAINT}`);
 	});
 
 	test('an update that arrives before its create converges to the update; the late create is Stale; a repeat is Duplicate', async () => {
@@ -44,9 +49,35 @@ describe('update before create (ordered-webhook template)', () => {
 
 		const { rows } = await h.appQuery('SELECT email, version::text AS version FROM customers WHERE id = $1', [customer]);
 		expect(rows).toEqual([{ email: 'new@example.com', version: String(created + 60) }]);
-		const marks = await h.appQuery('SELECT version::text AS version, stale_count FROM object_versions WHERE object_key = $1', [`stripe:customer:${customer}`]);
-		expect(marks.rows).toEqual([{ version: String(created + 60), stale_count: 1 }]);
+		// event_key comes from the node's default Event Key expression: Reserve's key of the update.
+		const marks = await h.appQuery('SELECT version::text AS version, stale_count, event_key FROM object_versions WHERE object_key = $1', [
+			`stripe:customer:${customer}`,
+		]);
+		expect(marks.rows).toEqual([{ version: String(created + 60), stale_count: 1, event_key: `evt:${update.id}` }]);
 		const keys = await h.appQuery('SELECT key, status FROM processed_events WHERE key = ANY($1) ORDER BY key', [[`evt:${update.id}`, `evt:${create.id}`]]);
 		expect(keys.rows.map((row) => row.status)).toEqual(['completed', 'completed']);
+	});
+
+	test('the event that set a version, retried after its business step failed, passes the guard again (nothing is lost)', async () => {
+		const customer = `cus_${eventId('retry').slice(8)}`;
+		const at = Math.floor(Date.now() / 1000);
+		const update = { id: eventId('poisoned'), type: 'customer.updated', created: at, data: { object: { id: customer, object: 'customer', email: 'e2e-poison@example.com' } } };
+		await h.appQuery(`ALTER TABLE customers ADD CONSTRAINT ${CONSTRAINT} CHECK (email IS DISTINCT FROM 'e2e-poison@example.com')`);
+
+		const mark = await h.executionMark();
+		const failed = await h.deliver(url, update);
+		expect([failed.status, failed.outcome]).toEqual([500, 'released']);
+		// The guard recorded the version before the business step failed.
+		const recorded = await h.appQuery('SELECT version::text AS version FROM object_versions WHERE object_key = $1', [`stripe:customer:${customer}`]);
+		expect(recorded.rows).toEqual([{ version: String(at) }]);
+
+		await h.appQuery(`ALTER TABLE customers DROP CONSTRAINT ${CONSTRAINT}`);
+		const retried = await h.deliver(url, update);
+		expect([retried.status, retried.outcome]).toEqual([200, 'new']);
+
+		const runs = await h.waitForExecutions(workflowId, mark, 2);
+		expect(runs.map((run) => outputTaken(run, GUARD))).toEqual([0, 0]); // Newer both times
+		const { rows } = await h.appQuery('SELECT email FROM customers WHERE id = $1', [customer]);
+		expect(rows).toEqual([{ email: 'e2e-poison@example.com' }]);
 	});
 });
