@@ -3,7 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
 import type { TableRef } from '../identifiers';
 import { classifyPostgresError } from '../postgres/classifyError';
-import { renderSqlFile, type SqlFile } from './statements';
+import { defaultTableOf, renderSqlFile, type SqlFile } from './statements';
 
 /**
  * The ordered schema changes of one table family. File n (1-based) brings a table to version n and
@@ -24,13 +24,19 @@ export interface MigrationSet {
 	files: readonly SqlFile[];
 }
 
+/** The Idempotency Order Guard's table (default object_versions): per object, the highest version applied. */
+export const ORDER_MIGRATIONS: MigrationSet = {
+	family: 'order',
+	files: ['migrations/order/001_create_table.sql'],
+};
+
 export const KEYS_MIGRATIONS: MigrationSet = {
 	family: 'keys',
 	files: ['migrations/keys/001_create_table.sql', 'migrations/keys/002_migrate_from_seed.sql'],
 };
 
 /** Every table family the package manages; a new family (its own table) adds its set here. */
-export const MIGRATION_SETS: readonly MigrationSet[] = [KEYS_MIGRATIONS];
+export const MIGRATION_SETS: readonly MigrationSet[] = [KEYS_MIGRATIONS, ORDER_MIGRATIONS];
 
 const STAMP_PREFIX = 'n8n-nodes-idempotency';
 const STAMP = /^n8n-nodes-idempotency (\w+) schema version (\d+)$/;
@@ -81,7 +87,8 @@ function refuseNewer(state: SchemaState, table: TableRef, set: MigrationSet): vo
 
 /** What to tell a user who must have a database owner run the files. */
 function filesToRun(table: TableRef, files: SqlFile[]): string {
-	const custom = table.qualified === '"public"."processed_events"' ? '' : ` (they name public.processed_events: use ${table.qualified})`;
+	const defaultTable = defaultTableOf(files[0] ?? '');
+	const custom = table.qualified === `"public"."${defaultTable}"` ? '' : ` (they name public.${defaultTable}: use ${table.qualified})`;
 	return `Ask a database owner to run, in order, ${files.map((file) => `sql/${file}`).join(', ')} from the n8n-nodes-idempotency package${custom}.`;
 }
 

@@ -18,6 +18,7 @@ export const QUERY_FILES = {
 	releaseExecution: 'queries/release_execution.sql',
 	fail: 'queries/fail.sql',
 	cleanup: 'queries/cleanup.sql',
+	advanceOrder: 'queries/order_advance.sql',
 } as const;
 
 export type StatementName = keyof typeof QUERY_FILES;
@@ -25,8 +26,19 @@ export type StatementName = keyof typeof QUERY_FILES;
 /** A file under `sql/`, relative to it, e.g. `queries/reserve.sql`. */
 export type SqlFile = string;
 
-// The files name the default table; index names are derived from it (processed_events_<x>_idx).
-const DEFAULT_TABLE_TOKEN = /\bprocessed_events(?:_([a-z_]+_idx))?\b/g;
+/**
+ * The table a file is written for, so a DBA can run it with psql as it is: the Order Guard's files
+ * (`migrations/order/`, `queries/order_*`) name object_versions, the others processed_events.
+ */
+export function defaultTableOf(file: SqlFile): string {
+	return file.startsWith('migrations/order/') || file.startsWith('queries/order_') ? 'object_versions' : 'processed_events';
+}
+
+// The files name their default table; index names are derived from it (<table>_<x>_idx).
+const TABLE_TOKENS: Record<string, RegExp> = {
+	processed_events: /\bprocessed_events(?:_([a-z_]+_idx))?\b/g,
+	object_versions: /\bobject_versions(?:_([a-z_]+_idx))?\b/g,
+};
 
 const fileCache = new Map<SqlFile, string>();
 
@@ -47,7 +59,7 @@ function readSqlFile(file: SqlFile): string {
 
 /** A file from `sql/`, with the default table name replaced by the validated, quoted one. */
 export function renderSqlFile(file: SqlFile, table: TableRef): string {
-	return readSqlFile(file).replace(DEFAULT_TABLE_TOKEN, (_match, indexSuffix: string | undefined) =>
+	return readSqlFile(file).replace(TABLE_TOKENS[defaultTableOf(file)], (_match, indexSuffix: string | undefined) =>
 		indexSuffix ? table.indexName(indexSuffix) : table.qualified,
 	);
 }

@@ -1,7 +1,8 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
+import type { Pool } from 'pg';
 
 import { poolFor } from '../../lib/postgres/pool';
-import { DEFAULT_SCHEMA, DEFAULT_TABLE, IdempotencyStore } from '../../lib/store';
+import { DEFAULT_SCHEMA, DEFAULT_TABLE, IdempotencyStore, type StoreOptions } from '../../lib/store';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';
 
 export interface TableChoice {
@@ -10,13 +11,22 @@ export interface TableChoice {
 	createTable?: boolean;
 }
 
-/** The store for this node's credential and table options; the pool is shared across executions. */
-export async function storeFor(context: IExecuteFunctions, table: TableChoice): Promise<IdempotencyStore> {
-	const credential = await context.getCredentials(CREDENTIAL_TYPE);
-	return new IdempotencyStore(poolFor(connectionSettings(credential)), {
-		table: table.tableName || DEFAULT_TABLE,
+/** The pool for this node's credential, shared across executions. */
+export async function credentialPool(context: IExecuteFunctions): Promise<Pool> {
+	return poolFor(connectionSettings(await context.getCredentials(CREDENTIAL_TYPE)));
+}
+
+/** The node's table options with the package's defaults filled in. */
+export function tableOptions(table: TableChoice, defaultTable = DEFAULT_TABLE): StoreOptions {
+	return {
+		table: table.tableName || defaultTable,
 		schema: table.schemaName || DEFAULT_SCHEMA,
 		// n8n leaves an option the user never added out of the collection: absent means the default, on.
 		createTable: table.createTable !== false,
-	});
+	};
+}
+
+/** The store for this node's credential and table options; the pool is shared across executions. */
+export async function storeFor(context: IExecuteFunctions, table: TableChoice): Promise<IdempotencyStore> {
+	return new IdempotencyStore(await credentialPool(context), tableOptions(table));
 }

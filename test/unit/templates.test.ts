@@ -2,7 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { INodeProperties, INodeType } from 'n8n-workflow';
 
+import { IdempotencyExecuteQuery } from '../../nodes/IdempotencyExecuteQuery/IdempotencyExecuteQuery.node';
 import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
+import { IdempotencyOrderGuard } from '../../nodes/IdempotencyOrderGuard/IdempotencyOrderGuard.node';
 import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyReserve.node';
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 
@@ -11,13 +13,14 @@ import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/Webho
 const TEMPLATE_DIR = path.join(__dirname, '..', '..', 'templates');
 const PACKAGE = 'n8n-nodes-idempotency';
 const ourNodes = new Map<string, INodeType>(
-	[new IdempotencyReserve(), new IdempotencyKey(), new WebhookSignatureVerify()].map((node) => [`${PACKAGE}.${node.description.name}`, node]),
+	[new IdempotencyReserve(), new IdempotencyKey(), new WebhookSignatureVerify(), new IdempotencyOrderGuard(), new IdempotencyExecuteQuery()].map((node) => [`${PACKAGE}.${node.description.name}`, node]),
 );
 
 interface TemplateNode {
 	name: string;
 	type: string;
 	parameters: Record<string, unknown>;
+	onError?: string;
 	credentials?: Record<string, unknown>;
 	webhookId?: string;
 }
@@ -34,6 +37,10 @@ const templates = readdirSync(TEMPLATE_DIR)
 
 /** How many main outputs our node has with these parameters (mirrors the description's expression). */
 function outputCount(node: TemplateNode): number {
+	// "On Error: Continue (using error output)" adds n8n's error output after the node's own.
+	return ownOutputCount(node) + (node.onError === 'continueErrorOutput' ? 1 : 0);
+}
+function ownOutputCount(node: TemplateNode): number {
 	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 3 : 2;
 	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : 2;
 	return 2;
@@ -108,5 +115,61 @@ describe('the webhook template', () => {
 		const reserve = node(`${PACKAGE}.idempotencyReserve`);
 		expect(reserve.parameters.mode).toBe('lease');
 		expect(targetsOf(reserve.name)).toHaveLength(3);
+	});
+});
+
+describe('the one-transaction webhook template', () => {
+	const [, template] = templates.find(([file]) => file === 'idempotent-webhook-one-transaction.json')!;
+	const node = (type: string) => template.nodes.find((candidate) => candidate.type === type)!;
+	const targetsOf = (name: string) => template.connections[name].main.map((targets) => targets.map((target) => target.node));
+
+	it('verifies the signature, then reserves and writes in one node (no Complete, no Release)', () => {
+		const verify = node(`${PACKAGE}.webhookSignatureVerify`);
+		const executeQuery = node(`${PACKAGE}.idempotencyExecuteQuery`);
+		expect(node('n8n-nodes-base.webhook').parameters).toMatchObject({ options: { rawBody: true }, responseMode: 'responseNode' });
+		expect(targetsOf(verify.name)[0]).toEqual([executeQuery.name]);
+		expect(template.nodes.some((candidate) => candidate.type === `${PACKAGE}.idempotencyReserve`)).toBe(false);
+		expect(template.nodes.some((candidate) => candidate.type === `${PACKAGE}.idempotencyKey`)).toBe(false);
+	});
+
+	it('sends a failed query to a 5xx answer through the error output, and binds every value', () => {
+		const executeQuery = node(`${PACKAGE}.idempotencyExecuteQuery`);
+		expect(executeQuery.onError).toBe('continueErrorOutput');
+		const [fresh, duplicate, failed] = targetsOf(executeQuery.name);
+		const codeOf = (name: string) =>
+			(template.nodes.find((candidate) => candidate.name === name)!.parameters.options as { responseCode: number }).responseCode;
+		expect([codeOf(fresh[0]), codeOf(duplicate[0]), codeOf(failed[0])]).toEqual([200, 200, 500]);
+		expect(executeQuery.parameters.query).toMatch(/\$1.*\$2/);
+		expect(executeQuery.parameters.query).not.toMatch(/\{\{/);
+	});
+});
+
+describe('the ordered webhook template', () => {
+	const [, template] = templates.find(([file]) => file === 'ordered-webhook.json')!;
+	const node = (type: string) => template.nodes.find((candidate) => candidate.type === type)!;
+	const targetsOf = (name: string) => template.connections[name].main.map((targets) => targets.map((target) => target.node));
+
+	it('runs Reserve → Order Guard → business: only Newer reaches the business step', () => {
+		const reserve = node(`${PACKAGE}.idempotencyReserve`);
+		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
+		const business = node('n8n-nodes-base.postgres');
+		expect(targetsOf(node(`${PACKAGE}.webhookSignatureVerify`).name)[0]).toEqual([reserve.name]);
+		expect(targetsOf(reserve.name)[0]).toEqual([guard.name]);
+		expect(targetsOf(guard.name)[0]).toEqual([business.name]);
+	});
+
+	it('completes the key of a stale event too (it is handled: nothing to apply)', () => {
+		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
+		const [staleTarget] = targetsOf(guard.name)[1];
+		const markStale = template.nodes.find((candidate) => candidate.name === staleTarget)!;
+		expect(markStale.type).toBe(`${PACKAGE}.idempotencyKey`);
+		expect(markStale.parameters.operation).toBe('complete');
+	});
+
+	it('keys the object and its version from the event, leaving Event Key at its default (Reserve\'s key)', () => {
+		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
+		expect(guard.parameters.objectKey).toBe('=stripe:customer:{{ $json.body.data.object.id }}');
+		expect(guard.parameters.version).toBe('={{ $json.body.created }}');
+		expect(guard.parameters.eventKey).toBeUndefined();
 	});
 });

@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { tableRef } from '../../../lib/identifiers';
 import { MIGRATION_SETS } from '../../../lib/sql/migrations';
-import { QUERY_FILES, SQL_DIR, renderSqlFile, type SqlFile } from '../../../lib/sql/statements';
+import { QUERY_FILES, SQL_DIR, defaultTableOf, renderSqlFile, type SqlFile } from '../../../lib/sql/statements';
 
 /** Every .sql file under sql/, relative to it. */
 function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
@@ -44,16 +44,17 @@ describe('renderSqlFile', () => {
 			.filter((line) => !line.trimStart().startsWith('--'))
 			.join('\n')
 			.trim();
-		expect(renderSqlFile(file, tableRef('public', 'processed_events'))).toBe(
+		const table = defaultTableOf(file);
+		expect(renderSqlFile(file, tableRef('public', table))).toBe(
 			withoutComments
-				.replace(/\bprocessed_events_([a-z_]+_idx)\b/g, '"processed_events_$1"')
-				.replace(/\bprocessed_events\b(?!_)/g, '"public"."processed_events"'),
+				.replace(new RegExp(`\\b${table}_([a-z_]+_idx)\\b`, 'g'), `"${table}_$1"`)
+				.replace(new RegExp(`\\b${table}\\b(?!_)`, 'g'), `"public"."${table}"`),
 		);
 	});
 
 	it.each(allFiles)('%s names only the configured table', (file) => {
 		const rendered = renderSqlFile(file, tableRef('billing', 'stripe_keys'));
-		expect(rendered).not.toMatch(/processed_events/);
+		expect(rendered).not.toMatch(/processed_events|object_versions/);
 		expect(rendered).toContain('"billing"."stripe_keys"');
 	});
 

@@ -1,0 +1,102 @@
+import {
+	NodeConnectionTypes,
+	type IExecuteFunctions,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+
+import { OneTransactionEffect, validateEffectQuery } from '../../lib/effect/oneTransaction';
+import { PayloadMismatchError } from '../../lib/errors';
+import { deriveKey, payloadFingerprint, validateKeyConfig } from '../../lib/keys/deriveKey';
+import { CONNECTION_TEST, testConnection } from '../shared/credential';
+import { toNodeError } from '../shared/nodeError';
+import { credentialPool, tableOptions } from '../shared/store';
+import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
+import { readKeyInput } from '../IdempotencyReserve/keyInput';
+import { readReserveParameters } from '../IdempotencyReserve/parameters';
+import { executeQueryProperties } from './description';
+import { readQueryParameters } from './parameters';
+
+const NEW = 0;
+const DUPLICATE = 1;
+
+export class IdempotencyExecuteQuery implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Idempotency Execute Query',
+		name: 'idempotencyExecuteQuery',
+		icon: { light: 'file:idempotencyExecuteQuery.svg', dark: 'file:idempotencyExecuteQuery.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		subtitle: '=once per key, in one transaction: {{ $parameter.keySource }}',
+		description: 'Reserve an idempotency key and run your SQL in one Postgres transaction: both happen once, or neither',
+		defaults: { name: 'Idempotency Execute Query' },
+		usableAsTool: true,
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [
+			{ type: NodeConnectionTypes.Main, displayName: 'New' },
+			{ type: NodeConnectionTypes.Main, displayName: 'Duplicate' },
+		],
+		credentials: [{ name: 'idempotencyPostgresApi', required: true, testedBy: 'idempotencyPostgresConnectionTest' }],
+		properties: executeQueryProperties,
+	};
+
+	methods = { credentialTest: { [CONNECTION_TEST]: testConnection } };
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const items = this.getInputData();
+		const parameters = readReserveParameters(this);
+		const query = this.getNodeParameter('query', 0) as string;
+		try {
+			validateKeyConfig(parameters.key);
+			validateEffectQuery(query);
+		} catch (error) {
+			throw toNodeError(this.getNode(), error);
+		}
+		const outputs: INodeExecutionData[][] = [[], []];
+		let effect: OneTransactionEffect;
+		try {
+			effect = new OneTransactionEffect(await credentialPool(this), tableOptions(parameters.table));
+		} catch (error) {
+			throw toNodeError(this.getNode(), error);
+		}
+
+		// One transaction per item: a failing query rolls back its own key only. Without "continue on
+		// fail" the run stops at that item; the items before it are committed (their retries are
+		// Duplicate), the ones after it were never touched (their retries are New).
+		const failItem = (error: unknown, itemIndex: number) => {
+			if (!this.continueOnFail()) throw toNodeError(this.getNode(), error, itemIndex);
+			outputs[NEW].push({ json: { error: toNodeError(this.getNode(), error, itemIndex).message }, pairedItem: { item: itemIndex } });
+		};
+		for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+			const item = items[itemIndex];
+			try {
+				const input = await readKeyInput(this, item, itemIndex, parameters);
+				const derived = deriveKey(input, parameters.key);
+				const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
+				const result = await effect.run(
+					{ key: derived.key, keySource: derived.keySource, payloadHash },
+					{ text: query, values: readQueryParameters(this, itemIndex) },
+					{ retentionSeconds: parameters.retentionSeconds, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
+				);
+				const { reservation } = result;
+				if (result.outcome === 'duplicate' && reservation.payloadMismatch && parameters.payloadFingerprint === 'error') {
+					failItem(new PayloadMismatchError(`The key ${JSON.stringify(reservation.key.slice(0, 80))} was seen before with a different payload.`), itemIndex);
+					continue;
+				}
+				const idempotency = idempotencyOutput(reservation, derived, 'permanent');
+				outputs[result.outcome === 'new' ? NEW : DUPLICATE].push({
+					json:
+						result.outcome === 'new'
+							? { ...item.json, idempotency, sqlResult: { command: result.command, rowCount: result.rowCount, rows: result.rows } }
+							: { ...item.json, idempotency },
+					binary: item.binary,
+					pairedItem: { item: itemIndex },
+				});
+			} catch (error) {
+				failItem(error, itemIndex);
+			}
+		}
+		return outputs;
+	}
+}

@@ -1,0 +1,47 @@
+import type { INodeProperties } from 'n8n-workflow';
+
+import { reserveProperties } from '../IdempotencyReserve/description';
+
+// The key settings are Idempotency Reserve's own (same names, same rules, same table options).
+const RESERVE_KEY_PARAMETERS = ['signatureNotice', 'keySource', 'preset', 'headerName', 'customKey'];
+const reserveKeyProperties = reserveProperties.filter((property) => RESERVE_KEY_PARAMETERS.includes(property.name));
+const reserveOptions = reserveProperties.filter((property) => property.name === 'options');
+
+export const executeQueryProperties: INodeProperties[] = [
+	...reserveKeyProperties,
+	{
+		// The reservation is final when the transaction commits: there is no lease to complete.
+		displayName: 'Mode',
+		name: 'mode',
+		type: 'hidden',
+		default: 'permanent',
+	},
+	{
+		displayName:
+			'The key and your query commit together or not at all. Use one statement with $1, $2, … placeholders and Query Parameters; it runs with the credential\'s rights.',
+		name: 'queryNotice',
+		type: 'notice',
+		default: '',
+	},
+	{
+		displayName: 'Query',
+		name: 'query',
+		type: 'string',
+		typeOptions: { editor: 'sqlEditor', sqlDialect: 'PostgreSQL' },
+		noDataExpression: true,
+		required: true,
+		default: '',
+		placeholder: 'insert into payments (stripe_event, amount) values ($1, $2) returning *',
+		description: 'One SQL statement, run only for a new key, in the same transaction as the reservation',
+	},
+	{
+		displayName: 'Query Parameters',
+		name: 'queryParameters',
+		type: 'string',
+		default: '',
+		placeholder: '={{ [$json.idempotency.key, $json.body.data.object.amount] }}',
+		description:
+			'The values for $1, $2, … as a list (an expression giving an array, or a JSON array). A single value is $1. Never write values into the query text.',
+	},
+	...reserveOptions,
+];

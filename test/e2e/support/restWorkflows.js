@@ -1,0 +1,49 @@
+// Test-only copies of the shipped templates, created and published in the running n8n through its
+// REST API (as the editor does: save, then publish), each with a webhook path of its own per run.
+const { randomUUID } = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const stack = require('../../../scripts/lib/n8n-stack');
+const { OWNER } = require('./harness');
+
+/** A shipped template from the repository's templates/ folder. */
+function readShippedTemplate(file) {
+	return JSON.parse(fs.readFileSync(path.join(stack.REPO_ROOT, 'templates', file), 'utf8'));
+}
+
+/** The template with a fresh webhook path and id, so reruns and other copies never collide. */
+function withOwnWebhook(template, label) {
+	const webhookPath = `e2e-${label}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+	const nodes = template.nodes.map((node) =>
+		node.type === 'n8n-nodes-base.webhook'
+			? { ...node, webhookId: randomUUID(), parameters: { ...node.parameters, path: webhookPath } }
+			: node,
+	);
+	return { workflow: { ...template, nodes }, webhookPath };
+}
+
+/** Saves and publishes a workflow as the owner; resolves once n8n serves its webhook. Returns its id. */
+async function publishWorkflow(h, workflow, webhookPath) {
+	const rest = h.rest();
+	await rest.ownerLogin(OWNER);
+	const { name, nodes, connections, settings, pinData, meta } = workflow;
+	const saved = await rest.call('POST', '/workflows', { name: `${name} (e2e ${webhookPath})`, nodes, connections, settings, pinData, meta, active: false });
+	if (saved.status !== 200) throw new Error(`saving the workflow failed (${saved.status}): ${saved.text.slice(0, 300)}`);
+	const { id, versionId } = saved.json.data;
+	const published = await rest.call('POST', `/workflows/${id}/activate`, { versionId });
+	if (published.status !== 200) throw new Error(`publishing the workflow failed (${published.status}): ${published.text.slice(0, 300)}`);
+	const deadline = Date.now() + 60000;
+	while (!(await stack.webhookRegistered(h.state.n8nDbUrl, webhookPath))) {
+		if (Date.now() > deadline) throw new Error(`n8n never registered the webhook ${webhookPath}`);
+		await stack.sleep(250);
+	}
+	return id;
+}
+
+/** Runs one of the package's shipped SQL files (from the installed package) on the app database. */
+async function runShippedSql(h, file) {
+	const shipped = path.join(h.state.packageDir, 'dist', 'sql', file);
+	await h.appQuery(fs.readFileSync(fs.existsSync(shipped) ? shipped : path.join(stack.REPO_ROOT, 'sql', file), 'utf8'));
+}
+
+module.exports = { readShippedTemplate, withOwnWebhook, publishWorkflow, runShippedSql };

@@ -1,0 +1,201 @@
+import type { INodeExecutionData } from 'n8n-workflow';
+import type { Pool } from 'pg';
+
+import { closeAllPools } from '../../lib/postgres/pool';
+import { IdempotencyStore } from '../../lib/store';
+import { adminPool, databaseUrl, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { idempotencyOf, runExecuteQuery } from '../support/nodes';
+import { raceWorkers, startWorker } from '../support/workerProcesses';
+
+let pool: Pool;
+let schema: string;
+const options = () => ({ schemaName: schema, tableName: 'processed_events', createTable: true });
+const count = async (sql: string, values: unknown[] = []) => Number((await pool.query(sql, values)).rows[0].count);
+const keyRows = (key: string) => count(`select count(*) from ${schema}.processed_events where key = $1`, [key]);
+const effectRows = (key: string) => count(`select count(*) from ${schema}.effects where event_key = $1`, [key]);
+
+// The business write: one row per payment, no unique constraint, so a second run would show.
+const insertPayment = () => ({
+	query: `insert into ${schema}.effects (event_key, amount) values ($1, $2) returning id, event_key, amount`,
+	queryParameters: (index: number, items: INodeExecutionData[]) => {
+		const body = items[index].json.body as { id: string; amount: number };
+		return [`evt:${body.id}`, body.amount];
+	},
+});
+function run(items: INodeExecutionData[], extra: Record<string, unknown> = {}, continueOnFail = false) {
+	const payment = insertPayment();
+	return runExecuteQuery(
+		{ query: payment.query, queryParameters: (index: number) => payment.queryParameters(index, items), options: options(), ...extra },
+		{ items, continueOnFail },
+	);
+}
+
+beforeAll(async () => {
+	pool = adminPool();
+	schema = await freshSchema(pool, 'onetx');
+	await pool.query(
+		`create table ${schema}.effects (id serial primary key, event_key text not null, amount integer check (amount > 0), pid integer)`,
+	);
+	await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false }).createTable();
+});
+
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
+
+describe('Idempotency Execute Query: new and duplicate', () => {
+	it('New runs the query and returns its rows; the same event again is Duplicate and the query does not run', async () => {
+		const delivery = webhookItem({ id: 'evt_pay_1', amount: 500 }, { 'stripe-signature': 't=1,v1=a' });
+		const [fresh, duplicate] = await run([delivery]);
+		expect(duplicate).toHaveLength(0);
+		expect(fresh).toHaveLength(1);
+		expect(fresh[0].pairedItem).toEqual({ item: 0 });
+		expect(fresh[0].json.body).toEqual({ id: 'evt_pay_1', amount: 500 });
+		expect(fresh[0].json.sqlResult).toMatchObject({ command: 'INSERT', rowCount: 1, rows: [{ event_key: 'evt:evt_pay_1', amount: 500 }] });
+		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_pay_1', outcome: 'new', mode: 'permanent', status: 'completed' });
+
+		const [again, dupAgain] = await run([webhookItem({ id: 'evt_pay_1', amount: 500 }, { 'stripe-signature': 't=2,v1=b' })]);
+		expect(again).toHaveLength(0);
+		expect(dupAgain).toHaveLength(1);
+		expect(dupAgain[0].json.sqlResult).toBeUndefined();
+		expect(idempotencyOf(dupAgain[0])).toMatchObject({ outcome: 'duplicate', duplicateCount: 1, ownerToken: null });
+		expect(await effectRows('evt:evt_pay_1')).toBe(1);
+	});
+
+	it('the same key twice in one batch runs the query once', async () => {
+		const items = [webhookItem({ id: 'evt_pay_twice', amount: 1 }), webhookItem({ id: 'evt_pay_twice', amount: 1 })];
+		const [fresh, duplicate] = await run(items);
+		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 0 }]);
+		expect(duplicate.map((item) => item.pairedItem)).toEqual([{ item: 1 }]);
+		expect(await effectRows('evt:evt_pay_twice')).toBe(1);
+	});
+});
+
+describe('Idempotency Execute Query: a failing query reserves nothing', () => {
+	it('the query fails → no key is stored; the retry runs it', async () => {
+		// amount 0 breaks the table's check constraint: the insert fails inside the transaction.
+		const attempt = run([webhookItem({ id: 'evt_pay_fail', amount: 0 })]);
+		await expect(attempt).rejects.toMatchObject({
+			message: expect.stringMatching(/Your query failed \(SQLSTATE 23514\).*Nothing was reserved/),
+			context: { itemIndex: 0 },
+		});
+		expect(await keyRows('evt:evt_pay_fail')).toBe(0);
+		expect(await effectRows('evt:evt_pay_fail')).toBe(0);
+
+		// The provider retries the same event; this time the write succeeds (the data was fixed upstream).
+		const [fresh] = await run([webhookItem({ id: 'evt_pay_fail', amount: 5 })]);
+		expect(idempotencyOf(fresh[0]).outcome).toBe('new');
+		expect(await keyRows('evt:evt_pay_fail')).toBe(1);
+		expect(await effectRows('evt:evt_pay_fail')).toBe(1);
+	});
+
+	it('one transaction per item: with continue on fail the failing item is an error and the others commit', async () => {
+		const items = [webhookItem({ id: 'evt_mix_1', amount: 1 }), webhookItem({ id: 'evt_mix_2', amount: -1 }), webhookItem({ id: 'evt_mix_3', amount: 3 })];
+		const [fresh, duplicate] = await run(items, {}, true);
+		expect(duplicate).toHaveLength(0);
+		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
+		expect(fresh[1].json.error).toMatch(/Your query failed/);
+		expect([await keyRows('evt:evt_mix_1'), await keyRows('evt:evt_mix_2'), await keyRows('evt:evt_mix_3')]).toEqual([1, 0, 1]);
+		expect([await effectRows('evt:evt_mix_1'), await effectRows('evt:evt_mix_2'), await effectRows('evt:evt_mix_3')]).toEqual([1, 0, 1]);
+	});
+
+	it('without continue on fail the run stops at the failing item: the items before are committed, the ones after untouched', async () => {
+		const items = [webhookItem({ id: 'evt_stop_1', amount: 1 }), webhookItem({ id: 'evt_stop_2', amount: 0 }), webhookItem({ id: 'evt_stop_3', amount: 3 })];
+		await expect(run(items)).rejects.toMatchObject({ context: { itemIndex: 1 } });
+		expect([await keyRows('evt:evt_stop_1'), await keyRows('evt:evt_stop_2'), await keyRows('evt:evt_stop_3')]).toEqual([1, 0, 0]);
+		// The provider redelivers the whole batch after the fix: 1 is Duplicate, 2 and 3 run once.
+		const fixed = [webhookItem({ id: 'evt_stop_1', amount: 1 }), webhookItem({ id: 'evt_stop_2', amount: 2 }), webhookItem({ id: 'evt_stop_3', amount: 3 })];
+		const [fresh, duplicate] = await run(fixed);
+		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 1 }, { item: 2 }]);
+		expect(duplicate.map((item) => item.pairedItem)).toEqual([{ item: 0 }]);
+		expect([await effectRows('evt:evt_stop_1'), await effectRows('evt:evt_stop_2'), await effectRows('evt:evt_stop_3')]).toEqual([1, 1, 1]);
+	});
+});
+
+describe('Idempotency Execute Query: the query is one statement inside the node\'s transaction', () => {
+	it('refuses transaction control before anything runs', async () => {
+		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* done */ COMMIT' })).rejects.toThrow(/transaction control is not allowed/);
+		expect(await keyRows('evt:evt_ctl')).toBe(0);
+	});
+
+	it('a multi-statement string fails its item and reserves nothing', async () => {
+		const query = `insert into ${schema}.effects (event_key, amount) values ($1, $2); delete from ${schema}.effects`;
+		await expect(run([webhookItem({ id: 'evt_multi', amount: 1 })], { query })).rejects.toThrow(/cannot insert multiple commands/);
+		expect(await keyRows('evt:evt_multi')).toBe(0);
+		expect(await count(`select count(*) from ${schema}.effects`)).toBeGreaterThan(0);
+	});
+
+	it('values travel as bind parameters, never as SQL', async () => {
+		const hostile = "x'); drop table effects; --";
+		const [fresh] = await runExecuteQuery(
+			{ keySource: 'custom', customKey: 'bind:1', query: 'select $1::text as echoed, $2::int as n', queryParameters: JSON.stringify([hostile, 7]), options: options() },
+			{ items: [{ json: {} }] },
+		);
+		expect((fresh[0].json.sqlResult as { rows: unknown[] }).rows).toEqual([{ echoed: hostile, n: 7 }]);
+		expect(await count(`select count(*) from ${schema}.effects`)).toBeGreaterThan(0);
+	});
+});
+
+describe('Idempotency Execute Query: a crash between the statements', () => {
+	it.each(['effect', 'commit'] as const)(
+		'kill -9 of the process before the %s (after the reservation) leaves nothing; the retry is New and runs once',
+		async (pauseBefore) => {
+			const key = `crash:${pauseBefore}`;
+			const worker = startWorker('effectWorker.ts', { url: databaseUrl(), schema, key, mode: 'pause', pauseBefore });
+			const paused = await worker.waitForLine((line) => line.startsWith('paused ') || line === 'not paused');
+			expect(paused).toMatch(/^paused \d+$/);
+			const backendPid = Number(paused.split(' ')[1]);
+			// The worker's transaction is open on the server, holding the key's row lock.
+			const { rows: backend } = await pool.query('select state from pg_stat_activity where pid = $1', [backendPid]);
+			expect(backend).toEqual([{ state: 'idle in transaction' }]);
+			// Before the commit, the insert has run in that transaction (it holds the write lock on effects).
+			const writeLocks = await count(
+				`select count(*) from pg_locks l join pg_class c on c.oid = l.relation join pg_namespace n on n.oid = c.relnamespace
+				 where l.pid = $1 and n.nspname = $2 and c.relname = 'effects' and l.mode = 'RowExclusiveLock'`,
+				[backendPid, schema],
+			);
+			expect(writeLocks).toBe(pauseBefore === 'commit' ? 1 : 0);
+
+			process.kill(worker.pid, 'SIGKILL');
+			const end = await worker.exited;
+			expect(end.signal).toBe('SIGKILL');
+			expect(() => process.kill(worker.pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
+			// Postgres sees the connection drop and rolls the transaction back.
+			for (let attempt = 0; attempt < 100 && (await count('select count(*) from pg_stat_activity where pid = $1', [backendPid])) > 0; attempt++) {
+				await new Promise((resolve) => setTimeout(resolve, 50));
+			}
+			expect(await count('select count(*) from pg_stat_activity where pid = $1', [backendPid])).toBe(0);
+			expect(await keyRows(key)).toBe(0);
+			expect(await effectRows(key)).toBe(0);
+
+			const [fresh] = await runExecuteQuery(
+				{ keySource: 'custom', customKey: key, query: `insert into ${schema}.effects (event_key) values ($1)`, queryParameters: key, options: options() },
+				{ items: [{ json: {} }] },
+			);
+			expect(idempotencyOf(fresh[0]).outcome).toBe('new');
+			expect(await keyRows(key)).toBe(1);
+			expect(await effectRows(key)).toBe(1);
+		},
+	);
+});
+
+describe('Idempotency Execute Query: many deliveries at once', () => {
+	it('200 concurrent deliveries of one event over 20 connections from 4 OS processes: the effect happens exactly once', async () => {
+		const key = 'race:effect';
+		const reports = await raceWorkers<{ pid: number; outcomes: string[] }>(
+			'effectWorker.ts',
+			() => ({ url: databaseUrl(), schema, key, mode: 'race', calls: 50, connections: 5 }),
+			4,
+		);
+		const outcomes = reports.flatMap((report) => report.outcomes);
+		expect(outcomes).toHaveLength(200);
+		expect(new Set(reports.map((report) => report.pid)).size).toBe(4);
+		expect(outcomes.filter((outcome) => outcome === 'new')).toHaveLength(1);
+		expect(outcomes.filter((outcome) => outcome === 'duplicate')).toHaveLength(199);
+		expect(await effectRows(key)).toBe(1);
+		const { rows } = await pool.query(`select duplicate_count from ${schema}.processed_events where key = $1`, [key]);
+		expect(rows).toEqual([{ duplicate_count: 199 }]);
+	});
+});

@@ -1,0 +1,211 @@
+import type { INodeExecutionData } from 'n8n-workflow';
+import type { Pool } from 'pg';
+
+import { OrderGuard } from '../../lib/order/orderGuard';
+import { closeAllPools } from '../../lib/postgres/pool';
+import { adminPool, databaseUrl, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { runOrderGuard } from '../support/nodes';
+import { raceWorkers } from '../support/workerProcesses';
+
+let pool: Pool;
+let schema: string;
+const options = () => ({ schemaName: schema, createTable: true });
+const guardOf = (item: INodeExecutionData) => item.json.orderGuard as Record<string, unknown>;
+const markOf = async (objectKey: string) =>
+	(await pool.query(`select version::text as version, stale_count from ${schema}.object_versions where object_key = $1`, [objectKey])).rows[0];
+
+// Stripe-like customer events: the key and version come from the body, as the template's expressions do.
+const customerEvent = (id: string, type: string, created: number, email: string) =>
+	webhookItem({ id, type, created, data: { object: { id: 'cus_1', email } } });
+const byCustomerAndCreated = {
+	objectKey: (index: number, items: INodeExecutionData[]) => `stripe:customer:${(items[index].json.body as { data: { object: { id: string } } }).data.object.id}`,
+	version: (index: number, items: INodeExecutionData[]) => (items[index].json.body as { created: number }).created,
+};
+function parametersFor(items: INodeExecutionData[], extra: Record<string, unknown> = {}) {
+	return {
+		objectKey: (index: number) => byCustomerAndCreated.objectKey(index, items),
+		version: (index: number) => byCustomerAndCreated.version(index, items),
+		eventKey: '',
+		options: options(),
+		...extra,
+	};
+}
+
+beforeAll(async () => {
+	pool = adminPool();
+	schema = await freshSchema(pool, 'order');
+	await pool.query(`create table ${schema}.customers (id text primary key, email text not null, version bigint not null)`);
+});
+
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
+
+/** The business step the template runs on Newer: upsert the customer's state from the event. */
+async function applyCustomer(item: INodeExecutionData): Promise<void> {
+	const body = item.json.body as { created: number; data: { object: { id: string; email: string } } };
+	await pool.query(
+		`insert into ${schema}.customers (id, email, version) values ($1, $2, $3) on conflict (id) do update set email = excluded.email, version = excluded.version`,
+		[body.data.object.id, body.data.object.email, body.created],
+	);
+}
+
+describe('Idempotency Order Guard: update before create', () => {
+	it('an update that arrives before its create converges to the update\'s state', async () => {
+		const update = customerEvent('evt_2', 'customer.updated', 1_796_033_760, 'new@example.com');
+		const create = customerEvent('evt_1', 'customer.created', 1_796_033_700, 'old@example.com');
+
+		for (const delivery of [update, create]) {
+			const [newer, stale] = await runOrderGuard(parametersFor([delivery]), { items: [delivery] });
+			for (const item of newer) await applyCustomer(item);
+			if (delivery === create) {
+				expect(newer).toHaveLength(0);
+				expect(stale).toHaveLength(1);
+				expect(guardOf(stale[0])).toMatchObject({ outcome: 'stale', version: '1796033700', currentVersion: '1796033760' });
+			} else {
+				expect(newer).toHaveLength(1);
+			}
+		}
+
+		const { rows } = await pool.query(`select email, version from ${schema}.customers where id = 'cus_1'`);
+		expect(rows).toEqual([{ email: 'new@example.com', version: '1796033760' }]);
+		expect(await markOf('stripe:customer:cus_1')).toEqual({ version: '1796033760', stale_count: 1 });
+	});
+});
+
+describe('Idempotency Order Guard: batches', () => {
+	it('several versions of one object in one batch: only the highest passes, once; other objects are independent', async () => {
+		const items = [
+			{ key: 'obj:a', version: 1 },
+			{ key: 'obj:a', version: 3 },
+			{ key: 'obj:b', version: 7 },
+			{ key: 'obj:a', version: 2 },
+			{ key: 'obj:a', version: 3 },
+		].map((entry) => ({ json: entry }));
+		const [newer, stale] = await runOrderGuard(
+			{ objectKey: (i: number) => items[i].json.key, version: (i: number) => items[i].json.version, eventKey: '', options: options() },
+			{ items },
+		);
+		expect(newer.map((item) => item.pairedItem)).toEqual([{ item: 1 }, { item: 2 }]);
+		expect(stale.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 3 }, { item: 4 }]);
+		expect(stale.map((item) => guardOf(item).supersededInBatch)).toEqual([true, true, false]);
+		expect(newer.map((item) => guardOf(item).currentVersion)).toEqual(['3', '7']);
+		expect(await markOf('obj:a')).toEqual({ version: '3', stale_count: 0 });
+
+		const next = [{ json: { key: 'obj:a', version: 2 } }, { json: { key: 'obj:a', version: 4 } }, { json: { key: 'obj:b', version: 7 } }];
+		const [newer2, stale2] = await runOrderGuard(
+			{ objectKey: (i: number) => next[i].json.key, version: (i: number) => next[i].json.version, eventKey: '', options: options() },
+			{ items: next },
+		);
+		expect(newer2.map((item) => item.pairedItem)).toEqual([{ item: 1 }]);
+		expect(stale2.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
+		expect(await markOf('obj:a')).toEqual({ version: '4', stale_count: 0 });
+		expect(await markOf('obj:b')).toEqual({ version: '7', stale_count: 1 });
+	});
+
+	it('keeps json and binary and routes in the user\'s words', async () => {
+		const item = webhookItem({ id: 'evt_keep', created: 5 });
+		const [newer] = await runOrderGuard({ objectKey: 'keep:1', version: 5, eventKey: '', options: options() }, { items: [item] });
+		expect(newer[0].json.body).toEqual({ id: 'evt_keep', created: 5 });
+		expect(newer[0].binary).toBe(item.binary);
+		expect(guardOf(newer[0])).toMatchObject({ objectKey: 'keep:1', version: '5', isNewer: true, supersededInBatch: false });
+	});
+});
+
+describe('Idempotency Order Guard: equal versions', () => {
+	const deliver = (version: unknown, eventKey: string, extra: Record<string, unknown> = {}) =>
+		runOrderGuard({ objectKey: 'tie:1', version, eventKey, options: options(), ...extra }, { items: [{ json: {} }] });
+
+	it('equal is Stale by default; the event that set the version passes again when retried; "newer" lets equal pass', async () => {
+		expect((await deliver(10, 'evt:first'))[0]).toHaveLength(1);
+		expect((await deliver(10, 'evt:other'))[1]).toHaveLength(1);
+		expect((await deliver(10, ''))[1]).toHaveLength(1);
+		// The run that set version 10 failed after the guard; the provider retries the same event.
+		expect((await deliver(10, 'evt:first'))[0]).toHaveLength(1);
+		expect((await deliver(10, 'evt:other', { equalVersion: 'newer' }))[0]).toHaveLength(1);
+		expect((await deliver(9, 'evt:first', { equalVersion: 'newer' }))[1]).toHaveLength(1);
+		expect(await markOf('tie:1')).toEqual({ version: '10', stale_count: 3 });
+	});
+});
+
+describe('Idempotency Order Guard: exact versions', () => {
+	it('integers beyond 2^53 given as text are never rounded', async () => {
+		const deliver = (version: string) => runOrderGuard({ objectKey: 'big:1', version, eventKey: '', options: options() }, { items: [{ json: {} }] });
+		expect((await deliver('9007199254740993'))[0]).toHaveLength(1);
+		// As a double, 9007199254740992 and ...993 are the same number; as numeric they are not.
+		expect((await deliver('9007199254740992'))[1]).toHaveLength(1);
+		expect((await deliver('9007199254740994'))[0]).toHaveLength(1);
+		expect(await markOf('big:1')).toEqual({ version: '9007199254740994', stale_count: 1 });
+	});
+
+	it('ISO date-times compare with Unix seconds on one scale', async () => {
+		const deliver = (version: unknown) => runOrderGuard({ objectKey: 'time:1', version, eventKey: '', options: options() }, { items: [{ json: {} }] });
+		expect((await deliver(1_796_033_700))[0]).toHaveLength(1);
+		expect((await deliver('2026-11-30T10:14:59.999Z'))[1]).toHaveLength(1);
+		expect((await deliver('2026-11-30T11:15:00.000001+01:00'))[0]).toHaveLength(1);
+		expect(await markOf('time:1')).toEqual({ version: '1796033700.000001', stale_count: 1 });
+	});
+});
+
+describe('Idempotency Order Guard: bad input', () => {
+	it('a bad version fails its item with its index, and nothing of the batch is written', async () => {
+		const items = [{ json: { v: 1 } }, { json: { v: Number.NaN } }];
+		const attempt = runOrderGuard({ objectKey: 'bad:1', version: (i: number) => items[i].json.v, eventKey: '', options: options() }, { items });
+		await expect(attempt).rejects.toMatchObject({ message: expect.stringMatching(/NaN/), context: { itemIndex: 1 } });
+		expect(await markOf('bad:1')).toBeUndefined();
+	});
+
+	it('with continue on fail, bad items become error items and the others are decided', async () => {
+		const versions: unknown[] = [undefined, 'soon', 4, true];
+		const keys: unknown[] = ['bad:2', 'bad:2', 'bad:2', 'bad:\u0000'];
+		const items = versions.map(() => ({ json: {} }));
+		const [newer, stale] = await runOrderGuard(
+			{ objectKey: (i: number) => keys[i], version: (i: number) => versions[i], eventKey: '', options: options() },
+			{ items, continueOnFail: true },
+		);
+		expect(stale).toHaveLength(0);
+		expect(newer.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 3 }, { item: 2 }]);
+		expect(newer.slice(0, 3).map((item) => item.json.error)).toEqual([
+			expect.stringMatching(/missing/),
+			expect.stringMatching(/neither a number nor an ISO 8601/),
+			expect.stringMatching(/NUL/),
+		]);
+		expect(guardOf(newer[3])).toMatchObject({ outcome: 'newer', version: '4' });
+	});
+
+	it('a missing table names the SQL file to run', async () => {
+		const attempt = runOrderGuard({ objectKey: 'x', version: 1, eventKey: '', options: { schemaName: schema, tableName: 'no_such_versions', createTable: false } }, { items: [{ json: {} }] });
+		await expect(attempt).rejects.toThrow(/sql\/migrations\/order\/001_create_table\.sql/);
+	});
+});
+
+describe('Idempotency Order Guard: one object from many processes at once', () => {
+	it('200 concurrent versions of one object from 4 OS processes: the highest wins, at most one Newer per version, the mark is the max', async () => {
+		await new OrderGuard(pool, { schema, table: 'object_versions', createTable: true }).createTable();
+		// Versions 1..100, each sent twice, dealt round-robin from a shuffled deck to 4 processes.
+		const deck = Array.from({ length: 200 }, (_unused, index) => String((index % 100) + 1)).sort(() => Math.random() - 0.5);
+		const reports = await raceWorkers<{ pid: number; decisions: Array<{ version: string; outcome: string }> }>(
+			'orderWorker.ts',
+			(worker) => ({
+				url: databaseUrl(),
+				schema,
+				objectKey: 'race:customer',
+				versions: deck.filter((_version, index) => index % 4 === worker),
+				connections: 5,
+			}),
+			4,
+		);
+		const decisions = reports.flatMap((report) => report.decisions);
+		expect(decisions).toHaveLength(200);
+		expect(new Set(reports.map((report) => report.pid)).size).toBe(4);
+		const newerByVersion = new Map<string, number>();
+		for (const decision of decisions) {
+			if (decision.outcome === 'newer') newerByVersion.set(decision.version, (newerByVersion.get(decision.version) ?? 0) + 1);
+		}
+		expect(Math.max(...newerByVersion.values())).toBe(1);
+		expect(newerByVersion.get('100')).toBe(1);
+		expect(await markOf('race:customer')).toEqual({ version: '100', stale_count: 200 - newerByVersion.size });
+	});
+});

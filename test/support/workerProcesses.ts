@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+const REGISTER = path.join(__dirname, 'register-ts.js');
+
+/** A real OS process running one of test/support's TypeScript workers. */
+export interface WorkerProcess {
+	child: ChildProcess;
+	pid: number;
+	/** Resolves with the first stdout line that satisfies `test` (e.g. "ready", "paused"). */
+	waitForLine: (test: (line: string) => boolean) => Promise<string>;
+	/** Resolves with the exit code and signal (a SIGKILLed worker has signal 'SIGKILL'). */
+	exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+}
+
+/** Starts `worker` (a file in test/support) with its arguments as one JSON string. */
+export function startWorker(worker: string, args: unknown): WorkerProcess {
+	const child = spawn(process.execPath, ['-r', REGISTER, path.join(__dirname, worker), JSON.stringify(args)], {
+		stdio: ['pipe', 'pipe', 'pipe'],
+	});
+	let stdout = '';
+	let stderr = '';
+	const waiters: Array<{ test: (line: string) => boolean; resolve: (line: string) => void }> = [];
+	child.stdout!.on('data', (chunk: Buffer) => {
+		stdout += chunk.toString();
+		for (const line of stdout.split('\n').slice(0, -1)) {
+			for (const waiter of [...waiters]) {
+				if (waiter.test(line)) {
+					waiters.splice(waiters.indexOf(waiter), 1);
+					waiter.resolve(line);
+				}
+			}
+		}
+	});
+	child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
+		child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
+	);
+	return {
+		child,
+		pid: child.pid!,
+		waitForLine: (test) => {
+			const already = stdout.split('\n').slice(0, -1).find(test);
+			if (already !== undefined) return Promise.resolve(already);
+			return Promise.race([
+				new Promise<string>((resolve) => waiters.push({ test, resolve })),
+				exited.then(({ code, signal }) => {
+					throw new Error(`worker ${worker} exited (${code ?? signal}) before the expected line: ${stderr}`);
+				}),
+			]);
+		},
+		exited,
+	};
+}
+
+/**
+ * Runs `count` workers that each open their connections, print "ready", wait for "go" on stdin so
+ * all start at once, and print one JSON result line. Returns the parsed results.
+ */
+export async function raceWorkers<T>(worker: string, argsFor: (index: number) => unknown, count: number): Promise<T[]> {
+	const workers = Array.from({ length: count }, (_unused, index) => startWorker(worker, argsFor(index)));
+	try {
+		await Promise.all(workers.map((entry) => entry.waitForLine((line) => line === 'ready')));
+		for (const entry of workers) entry.child.stdin!.end('go\n');
+		const ends = await Promise.all(workers.map((entry) => entry.exited));
+		return ends.map(({ code, stdout, stderr }) => {
+			if (code !== 0) throw new Error(`worker ${worker} failed (${code}): ${stderr}`);
+			return JSON.parse(stdout.split('\n')[1]) as T;
+		});
+	} finally {
+		for (const entry of workers) if (entry.child.exitCode === null && entry.child.signalCode === null) entry.child.kill();
+	}
+}
+
+/** Waits for "go" on stdin (the race's start signal). */
+export function startSignal(): Promise<void> {
+	return new Promise<void>((resolve) =>
+		process.stdin.once('data', () => {
+			process.stdin.destroy();
+			resolve();
+		}),
+	);
+}
