@@ -45,6 +45,19 @@ function activatesThroughPublication(version) {
 	return majorOf(version) >= 2;
 }
 
+/**
+ * SQL ($1 = workflow id) for the node list n8n actually runs for a live workflow (internal tables:
+ * no API tells). 2.x: the published version from workflow_history; 1.x: the active workflow's own row.
+ */
+function servedWorkflowNodesSql(version) {
+	return majorOf(version) >= 2
+		? `SELECT h.nodes FROM workflow_entity w
+		     JOIN workflow_published_version pv ON pv."workflowId" = w.id AND pv."publishedVersionId" = w."activeVersionId"
+		     JOIN workflow_history h ON h."versionId" = pv."publishedVersionId"
+		    WHERE w.id = $1`
+		: 'SELECT nodes FROM workflow_entity WHERE id = $1 AND active';
+}
+
 module.exports = {
 	DEFAULT_N8N_VERSION,
 	PROVEN_N8N_VERSIONS,
@@ -52,4 +65,5 @@ module.exports = {
 	activateWorkflowArgs,
 	readyLogLines,
 	activatesThroughPublication,
+	servedWorkflowNodesSql,
 };
