@@ -13,6 +13,8 @@ fs.rmSync(resultsDir, { recursive: true, force: true });
 fs.mkdirSync(resultsDir, { recursive: true });
 
 const skipE2e = process.argv.includes('--skip-e2e');
+// `--n8n-version=1.123.81` (or N8N_VERSION) picks the n8n the end-to-end suite runs; jest takes no unknown flags.
+const n8nVersion = require('./lib/n8n-version').selectedN8nVersion();
 const steps = [
 	{ name: 'lint', command: ['npx', 'n8n-node', 'lint'] },
 	{ name: 'types', command: ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
@@ -22,7 +24,8 @@ const steps = [
 		? []
 		: [
 				{
-					name: 'end to end',
+					name: `end to end (n8n ${n8nVersion})`,
+					env: { N8N_VERSION: n8nVersion },
 					command: ['npx', 'jest', '--config', 'jest.e2e.config.js', '--json', `--outputFile=${path.join(resultsDir, 'e2e.json')}`],
 					results: 'e2e.json',
 				},
@@ -33,7 +36,7 @@ const report = [];
 for (const step of steps) {
 	const started = Date.now();
 	process.stdout.write(`\n=== ${step.name}: ${step.command.join(' ')}\n`);
-	const run = spawnSync(step.command[0], step.command.slice(1), { cwd: root, stdio: 'inherit' });
+	const run = spawnSync(step.command[0], step.command.slice(1), { cwd: root, stdio: 'inherit', env: { ...process.env, ...step.env } });
 	const seconds = ((Date.now() - started) / 1000).toFixed(0);
 	report.push({ ...step, ok: run.status === 0, seconds });
 }

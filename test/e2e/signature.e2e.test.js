@@ -4,6 +4,7 @@
 // then processed as new — a forged request never reserved the real event id. The test client
 // acts as Stripe and signs with the test credential's secret (h.secret).
 const stack = require('../../scripts/lib/n8n-stack');
+const { servedWorkflowNodesSql } = require('../../scripts/lib/n8n-version');
 const { harness, outputTaken, outputItem, eventId, NODE } = require('./support/harness');
 
 describe('signature verification in templates/idempotent-webhook.json', () => {
@@ -61,13 +62,7 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 
 		// …and that is the graph n8n serves: its published version (not an older one) has the check.
 		const served = await stack.withClient(h.state.n8nDbUrl, (client) =>
-			client.query(
-				`SELECT h.nodes FROM workflow_entity w
-				   JOIN workflow_published_version pv ON pv."workflowId" = w.id AND pv."publishedVersionId" = w."activeVersionId"
-				   JOIN workflow_history h ON h."versionId" = pv."publishedVersionId"
-				  WHERE w.id = $1`,
-				[h.IDS.webhook],
-			),
+			client.query(servedWorkflowNodesSql(h.state.n8nVersion), [h.IDS.webhook]),
 		);
 		expect(served.rows).toHaveLength(1);
 		expect(served.rows[0].nodes.map((n) => n.name)).toContain(NODE.verify);

@@ -5,6 +5,7 @@ const path = require('node:path');
 const stack = require('../../scripts/lib/n8n-stack');
 const { harness, OWNER } = require('./support/harness');
 const { readTemplate } = require('./support/workflows');
+const { activatesThroughPublication, activateWorkflowArgs } = require('../../scripts/lib/n8n-version');
 
 describe('templates and the installed community package', () => {
 	const h = harness();
@@ -61,6 +62,17 @@ describe('templates and the installed community package', () => {
 
 	test('published templates are activated by n8n (webhook, error workflow, daily schedule)', async () => {
 		const ids = ['webhook', 'cleanup', 'error'].map((name) => readTemplate(name).id);
+		if (!activatesThroughPublication(h.state.n8nVersion)) {
+			// n8n 1.x: active in its row and "Activated workflow … (ID: …)" in its log at start; the error
+			// workflow stays inactive (1.x runs error workflows without, release-on-error proves it runs).
+			const activated = ['webhook', 'cleanup', 'error'].map(readTemplate).filter((t) => activateWorkflowArgs(h.state.n8nVersion, t));
+			expect(activated.map((t) => t.id).sort()).toEqual([readTemplate('webhook').id, readTemplate('cleanup').id].sort());
+			const log = fs.readFileSync(h.state.logFile, 'utf8');
+			for (const t of activated) expect(log).toContain(`Activated workflow "${t.name}" (ID: ${t.id})`);
+			const { rows } = await n8nQuery('SELECT id FROM workflow_entity WHERE id = ANY($1) AND active', [ids]);
+			expect(rows.map((r) => r.id).sort()).toEqual(activated.map((t) => t.id).sort());
+			return;
+		}
 		let statuses = [];
 		const deadline = Date.now() + 30000;
 		while (Date.now() < deadline) {

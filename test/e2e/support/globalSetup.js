@@ -32,6 +32,7 @@ module.exports = async function globalSetup() {
 		appUrl: running.appUrl,
 		n8nDbUrl: running.n8nDbUrl,
 		n8nDir: running.n8nDir,
+		n8nVersion: running.n8nVersion,
 		workDir,
 		logFile: running.logFile,
 		packageDir: running.packageDir,

@@ -1,0 +1,69 @@
+// Which n8n the harness runs, and everything that differs between the n8n lines the package is
+// proven on (2.x on Node 24, the maintained 1.x line on Node 22), in one place. The Node major for
+// each line is chosen by scripts/ensure-n8n.sh, which installs it.
+// Select with `--n8n-version=1.123.81` on a script's command line or N8N_VERSION=1.123.81 in the
+// environment (jest takes no unknown flags: use the variable there). Plain CommonJS, Node 20.
+
+const DEFAULT_N8N_VERSION = '2.40.7';
+/** The versions the README's Compatibility table names: what CI proves. */
+const PROVEN_N8N_VERSIONS = ['2.40.7', '1.123.81'];
+
+function selectedN8nVersion({ argv = process.argv, env = process.env } = {}) {
+	let version = env.N8N_VERSION || DEFAULT_N8N_VERSION;
+	argv.forEach((arg, i) => {
+		if (arg.startsWith('--n8n-version=')) version = arg.slice('--n8n-version='.length);
+		else if (arg === '--n8n-version' && argv[i + 1]) version = argv[i + 1];
+	});
+	// It becomes a path and an npm spec: an exact version only.
+	if (!/^\d+\.\d+\.\d+$/.test(version)) throw new Error(`n8n version must be exact, like 1.123.81 (got "${version}")`);
+	return version;
+}
+
+const majorOf = (version) => Number(version.split('.')[0]);
+
+/**
+ * The CLI arguments that make a workflow live, or null when this line must not activate it.
+ * n8n 2.x publishes a version (`publish:workflow`, applied by its publication outbox after start)
+ * and runs only published error workflows; 1.x sets the workflow active (`update:workflow
+ * --active=true`, applied at start), runs error workflows without that, and refuses to activate a
+ * workflow whose only trigger is the Error Trigger ("has no node to start the workflow").
+ */
+function activateWorkflowArgs(version, workflow) {
+	if (majorOf(version) >= 2) return ['publish:workflow', `--id=${workflow.id}`];
+	const starts = workflow.nodes.filter((node) => /Trigger$/.test(node.type) || node.type === 'n8n-nodes-base.webhook');
+	if (starts.length > 0 && starts.every((node) => node.type === 'n8n-nodes-base.errorTrigger')) return null;
+	return ['update:workflow', `--id=${workflow.id}`, '--active=true'];
+}
+
+/** Log lines n8n prints once it serves requests (2.x also builds its workflow index; 1.x leaves indexing off). */
+function readyLogLines(version) {
+	return majorOf(version) >= 2 ? ['Editor is now accessible', 'Finished building workflow dependency index'] : ['Editor is now accessible'];
+}
+
+/** True when n8n activates through the publication outbox (2.x): callers wait for its tables. */
+function activatesThroughPublication(version) {
+	return majorOf(version) >= 2;
+}
+
+/**
+ * SQL ($1 = workflow id) for the node list n8n actually runs for a live workflow (internal tables:
+ * no API tells). 2.x: the published version from workflow_history; 1.x: the active workflow's own row.
+ */
+function servedWorkflowNodesSql(version) {
+	return majorOf(version) >= 2
+		? `SELECT h.nodes FROM workflow_entity w
+		     JOIN workflow_published_version pv ON pv."workflowId" = w.id AND pv."publishedVersionId" = w."activeVersionId"
+		     JOIN workflow_history h ON h."versionId" = pv."publishedVersionId"
+		    WHERE w.id = $1`
+		: 'SELECT nodes FROM workflow_entity WHERE id = $1 AND active';
+}
+
+module.exports = {
+	DEFAULT_N8N_VERSION,
+	PROVEN_N8N_VERSIONS,
+	selectedN8nVersion,
+	activateWorkflowArgs,
+	readyLogLines,
+	activatesThroughPublication,
+	servedWorkflowNodesSql,
+};
