@@ -118,6 +118,22 @@ export const reserveProperties: INodeProperties[] = [
 				description: 'What to do when the chosen key source has no value for an item',
 			},
 			{
+				displayName: 'On Store Unavailable',
+				name: 'onStoreUnavailable',
+				type: 'options',
+				options: [
+					{ name: 'Fail', value: 'fail', description: 'Nothing goes on: the items fail (or leave through Not Reserved), so the provider retries' },
+					{
+						name: 'Let Through (Unverified)',
+						value: 'letThrough',
+						description:
+							'When Postgres cannot be reached, items leave through New with idempotency.unverified = true: duplicates during the outage are NOT caught',
+					},
+				],
+				default: 'fail',
+				description: 'What to do when Postgres cannot be reached (only then: bad keys, a missing table or a refused password always fail)',
+			},
+			{
 				displayName: 'Payload Fingerprint',
 				name: 'payloadFingerprint',
 				type: 'options',
