@@ -1,4 +1,4 @@
-import { UnusableKeyError } from '../errors';
+import { InvalidConfigurationError, UnusableKeyError } from '../errors';
 
 // node-postgres encodes text as UTF-8: a lone surrogate becomes U+FFFD (two different ids would
 // share one row) and Postgres refuses NUL in text outright (22021, failing the whole batch).
@@ -17,4 +17,15 @@ export function inexactTextReason(text: string): string | undefined {
 export function assertExactText(text: string, what: string): void {
 	const reason = inexactTextReason(text);
 	if (reason) throw new UnusableKeyError(`The ${what} ${reason}. The item was not reserved.`);
+}
+
+/**
+ * The execution and workflow ids go into the same statement as every key of the batch: one
+ * inexact text among them would fail the whole statement, so the run is refused before it.
+ */
+export function assertExactRunText(fields: Record<string, string>): void {
+	for (const [what, text] of Object.entries(fields)) {
+		const reason = inexactTextReason(text);
+		if (reason) throw new InvalidConfigurationError(`The n8n ${what} ${reason}; nothing was reserved.`);
+	}
 }

@@ -23,9 +23,9 @@ export function topLevelMember(raw: Buffer | string, name: string): RawJsonToken
 	if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
 	try {
 		return new Reader(text).lastMember(name);
-	} catch (error) {
-		if (error instanceof MalformedJson) return undefined;
-		throw error;
+	} catch {
+		// Not one well-formed JSON object: the exact id cannot be known, so the caller refuses the item.
+		return undefined;
 	}
 }
 

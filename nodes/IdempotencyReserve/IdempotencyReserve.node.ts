@@ -6,8 +6,8 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { DatabaseUnavailableError, InvalidConfigurationError, PayloadMismatchError } from '../../lib/errors';
-import { inexactTextReason } from '../../lib/keys/exactText';
+import { DatabaseUnavailableError, PayloadMismatchError } from '../../lib/errors';
+import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
 import type { IdempotencyStore } from '../../lib/store';
 import type { ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
@@ -86,7 +86,7 @@ export class IdempotencyReserve implements INodeType {
 		let batch;
 		try {
 			batch = readBatchParameters(this, items.length);
-			assertRunTextExact(this.getExecutionId(), String(this.getWorkflow().id ?? ''));
+			assertExactRunText({ 'execution id': this.getExecutionId(), 'workflow id': String(this.getWorkflow().id ?? '') });
 		} catch (error) {
 			return failAll(error, allIndexes);
 		}
@@ -172,17 +172,6 @@ function outputMode(context: IExecuteFunctions): ReservationMode {
 		return context.getNodeParameter('mode', 0) === 'lease' ? 'lease' : 'permanent';
 	} catch {
 		return context.getNode().parameters.mode === 'lease' ? 'lease' : 'permanent';
-	}
-}
-
-/** The execution and workflow ids go into the same statement as the keys: one bad text would fail them all. */
-function assertRunTextExact(executionId: string, workflowId: string): void {
-	for (const [what, text] of [
-		['execution id', executionId],
-		['workflow id', workflowId],
-	]) {
-		const reason = inexactTextReason(text);
-		if (reason) throw new InvalidConfigurationError(`The n8n ${what} ${reason}; nothing was reserved.`);
 	}
 }
 
