@@ -175,7 +175,16 @@ function templateWorkflow(): IWorkflowBase {
 
 /** One webhook execution as n8n runs it: the request item starts at the Webhook node. */
 async function runWebhookExecution(executionId: string, item: INodeExecutionData): Promise<IRun> {
-	const workflowData = templateWorkflow();
+	return await runWorkflowExecution(templateWorkflow(), executionId, [item], additionalBase);
+}
+
+/** Runs a workflow with n8n-core's WorkflowExecute; the request items start at its Webhook node. */
+async function runWorkflowExecution(
+	workflowData: IWorkflowBase,
+	executionId: string,
+	items: INodeExecutionData[],
+	base: Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>,
+): Promise<IRun> {
 	const workflow = new Workflow({
 		id: workflowData.id,
 		name: workflowData.name,
@@ -186,10 +195,10 @@ async function runWebhookExecution(executionId: string, item: INodeExecutionData
 		settings: workflowData.settings,
 	});
 	const hooks = new ExecutionLifecycleHooks('webhook', executionId, workflowData);
-	const additionalData = { ...additionalBase, executionId, hooks } as IWorkflowExecuteAdditionalData;
+	const additionalData = { ...base, executionId, hooks } as IWorkflowExecuteAdditionalData;
 	const webhookNode = workflow.getNode('Webhook')!;
 	const runExecutionData = createRunExecutionData({
-		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [[item]] }, source: null }] },
+		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
 	});
 	return await new WorkflowExecute(additionalData, 'webhook', runExecutionData).processRunExecutionData(workflow);
 }
@@ -293,47 +302,31 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
  * node that ran answers, else 200 with no body (an acknowledged, lost event).
  */
 
-/** Stands in for the business step: records which items reached it. */
-class TestBusinessStep implements INodeType {
+/**
+ * Stands in for the business step (status 0) and for Respond to Webhook (its output says which
+ * status it would answer): records which items reached it.
+ */
+class TestStep implements INodeType {
 	description: INodeType['description'] = {
-		displayName: 'Test Business Step',
-		name: 'testBusinessStep',
+		displayName: 'Test Step',
+		name: 'testStep',
 		group: ['transform'],
 		version: 1,
-		description: 'Records the items that reached the business step',
-		defaults: { name: 'Business Step' },
+		description: 'Records the items that reached it',
+		defaults: { name: 'Step' },
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
-		properties: [],
-	};
-
-	async execute(this: import('n8n-workflow').IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		return [this.getInputData().map((item, index) => ({ json: { ...item.json, businessStepRan: true }, pairedItem: { item: index } }))];
-	}
-}
-
-/** Stands in for Respond to Webhook: its output says which status it would answer. */
-class TestRespond implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Respond',
-		name: 'testRespond',
-		group: ['transform'],
-		version: 1,
-		description: 'Answers the webhook with a fixed status',
-		defaults: { name: 'Respond' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [{ displayName: 'Status', name: 'status', type: 'number', default: 200 }],
+		properties: [{ displayName: 'Status', name: 'status', type: 'number', default: 0 }],
 	};
 
 	async execute(this: import('n8n-workflow').IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const status = this.getNodeParameter('status', 0) as number;
-		return [this.getInputData().map((item, index) => ({ json: { ...item.json, respondedWith: status }, pairedItem: { item: index } }))];
+		const mark = status ? { respondedWith: status } : { businessStepRan: true };
+		return [this.getInputData().map((item, index) => ({ json: { ...item.json, ...mark }, pairedItem: { item: index } }))];
 	}
 }
 
-nodeTypeByName[`${PACKAGE}.testBusinessStep`] = new TestBusinessStep();
-nodeTypeByName[`${PACKAGE}.testRespond`] = new TestRespond();
+nodeTypeByName[`${PACKAGE}.testStep`] = new TestStep();
 
 type OnErrorSetting = 'stopWorkflow' | 'continueRegularOutput' | 'continueErrorOutput';
 
@@ -380,11 +373,11 @@ function routingWorkflow(onError: OnErrorSetting, reserveParameters: INodeParame
 		nodes: [
 			node('Webhook', 'testWebhook'),
 			reserve,
-			node('Business Step', 'testBusinessStep'),
-			node('Respond 200', 'testRespond', { status: 200 }),
-			node('Respond 409', 'testRespond', { status: 409 }),
-			node('Respond 503', 'testRespond', { status: 503 }),
-			node('Respond 503 (error output)', 'testRespond', { status: 503 }),
+			node('Business Step', 'testStep'),
+			node('Respond 200', 'testStep', { status: 200 }),
+			node('Respond 409', 'testStep', { status: 409 }),
+			node('Respond 503', 'testStep', { status: 503 }),
+			node('Respond 503 (error output)', 'testStep', { status: 503 }),
 		],
 		connections: {
 			Webhook: { main: [to('Idempotency Reserve')] },
@@ -397,21 +390,7 @@ function routingWorkflow(onError: OnErrorSetting, reserveParameters: INodeParame
 let routingAdditional: Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>;
 
 async function runRouting(workflowData: IWorkflowBase, executionId: string, items: INodeExecutionData[]): Promise<IRun> {
-	const workflow = new Workflow({
-		id: workflowData.id,
-		name: workflowData.name,
-		nodes: workflowData.nodes,
-		connections: workflowData.connections,
-		active: false,
-		nodeTypes,
-		settings: workflowData.settings,
-	});
-	const hooks = new ExecutionLifecycleHooks('webhook', executionId, workflowData);
-	const additionalData = { ...routingAdditional, executionId, hooks } as IWorkflowExecuteAdditionalData;
-	const runExecutionData = createRunExecutionData({
-		executionData: { nodeExecutionStack: [{ node: workflow.getNode('Webhook')!, data: { main: [items] }, source: null }] },
-	});
-	return await new WorkflowExecute(additionalData, 'webhook', runExecutionData).processRunExecutionData(workflow);
+	return await runWorkflowExecution(workflowData, executionId, items, routingAdditional);
 }
 
 /** The items one node received over its (only) run, or none when it did not run. */
