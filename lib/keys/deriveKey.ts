@@ -22,6 +22,8 @@ export interface KeyConfig {
 	headerName?: string;
 	/** Prepended as `<scope>:` so one table can serve many flows or tenants. */
 	scope?: string;
+	/** An editor (manual) run: the key goes under MANUAL_TEST_PREFIX, apart from every real key. */
+	manualTest?: boolean;
 	onMissingKey: OnMissingKey;
 }
 
@@ -48,6 +50,8 @@ export interface DerivedKey {
 	keySource: KeySourceLabel;
 	/** True when the key was too long for a btree index and was replaced by its SHA-256. */
 	hashed: boolean;
+	/** True when the key was put under MANUAL_TEST_PREFIX (a manual run in the editor). */
+	manualTest?: boolean;
 }
 
 /**
@@ -64,6 +68,9 @@ export const MAX_SCOPE_LENGTH = 100;
  * (an id, a header, a custom value) that ends the same way could equal one of them, so it is
  * refused; every other user text is kept exactly.
  */
+/** Where keys reserved by manual (editor) runs live; no real key may start with it. */
+export const MANUAL_TEST_PREFIX = 'n8n-manual-test:';
+
 const DERIVED_FORM = /(?:^|:)(?:long-key-)?sha256:[0-9a-f]{64}$/;
 
 /** Checks the configuration once per node run, before any item is read. */
@@ -104,7 +111,7 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	const found = findStableId(input, config);
 	if (found) {
 		assertExactText(found.key, `key from ${describeExpectedKey(config)}`);
-		const derived = finish(found.key, found.keySource, config.scope);
+		const derived = finish(found.key, found.keySource, config);
 		if (!derived.hashed && DERIVED_FORM.test(derived.key)) {
 			throw new UnusableKeyError(
 				`The key from ${describeExpectedKey(config)} ends like a key this node derives itself ("sha256:<hex>" or "long-key-sha256:<hex>"), so it could match another event's body-hash key. Use another prefix (for example "content-sha256:"). The item was not reserved.`,
@@ -116,7 +123,7 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 		throw new MissingKeyError(`No idempotency key: ${describeExpectedKey(config)} is missing or empty, and falling back to the body hash is off.`);
 	}
 	const { key, keySource } = bodyHashKey(input);
-	return finish(key, keySource, config.scope);
+	return finish(key, keySource, config);
 }
 
 /** `sha256:` of the raw body when there is one, else of the canonical JSON of the parsed body. */
@@ -201,12 +208,22 @@ function exactNumberText(rawBody: Buffer | undefined, field: string, parsed: num
 	return token.text;
 }
 
-function finish(key: string, keySource: KeySourceLabel, scope: string | undefined): DerivedKey {
-	const prefix = scopePrefix(scope);
-	if (Buffer.byteLength(prefix + key, 'utf8') <= MAX_KEY_BYTES) {
-		return { key: prefix + key, keySource, hashed: false };
+function finish(key: string, keySource: KeySourceLabel, config: KeyConfig): DerivedKey {
+	const scoped = scopePrefix(config.scope);
+	if ((scoped + key).startsWith(MANUAL_TEST_PREFIX)) {
+		throw new UnusableKeyError(
+			`The key starts with "${MANUAL_TEST_PREFIX}", which is kept for keys reserved by manual runs in the editor. Use another scope or prefix. The item was not reserved.`,
+		);
 	}
-	return { key: `${prefix}long-key-sha256:${sha256Hex(key)}`, keySource, hashed: true };
+	const prefix = (config.manualTest ? MANUAL_TEST_PREFIX : '') + scoped;
+	if (Buffer.byteLength(prefix + key, 'utf8') <= MAX_KEY_BYTES) {
+		return { key: prefix + key, keySource, hashed: false, ...manualFlag(config) };
+	}
+	return { key: `${prefix}long-key-sha256:${sha256Hex(key)}`, keySource, hashed: true, ...manualFlag(config) };
+}
+
+function manualFlag(config: KeyConfig): Pick<DerivedKey, 'manualTest'> {
+	return config.manualTest ? { manualTest: true } : {};
 }
 
 function scopePrefix(scope: string | undefined): string {

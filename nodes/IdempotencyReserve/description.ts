@@ -107,6 +107,21 @@ export const reserveProperties: INodeProperties[] = [
 				description: 'Whether to run sql/001_create_table.sql on first use (the user needs CREATE rights)',
 			},
 			{
+				displayName: 'Manual Runs',
+				name: 'manualRuns',
+				type: 'options',
+				options: [
+					{
+						name: 'Use a Test Scope',
+						value: 'testScope',
+						description: 'Runs started in the editor reserve keys under n8n-manual-test:, so they never turn a real delivery into a duplicate',
+					},
+					{ name: 'Reserve for Real', value: 'real', description: 'Runs started in the editor reserve the real keys' },
+				],
+				default: 'testScope',
+				description: 'Whether a run started in the editor (for example with pinned data) reserves the real key',
+			},
+			{
 				displayName: 'On Missing Key',
 				name: 'onMissingKey',
 				type: 'options',

@@ -27,8 +27,12 @@ export function idempotencyOutput(result: ReservationResult, derived: DerivedKey
 		repeatInBatch: result.repeatInBatch,
 		lockedUntil: isoTime(record.lockedUntil),
 		expiresAt: isoTime(record.expiresAt),
+		// The execution that reserved the row: on a Duplicate, the first run, not this one.
+		reservedByExecutionId: record.executionId,
+		reservedByWorkflowId: record.workflowId,
 		executionId: record.executionId,
 		workflowId: record.workflowId,
+		manualTest: Boolean(derived.manualTest),
 		completedAt: isoTime(record.completedAt),
 		lastError: record.lastError,
 		response: (record.response ?? null) as IDataObject | null,
@@ -57,5 +61,6 @@ export function unverifiedOutput(derived: DerivedKey, mode: ReservationMode, rea
 		mode,
 		status: null,
 		ownerToken: null,
+		manualTest: Boolean(derived.manualTest),
 	};
 }

@@ -8,6 +8,7 @@ import type { TableChoice } from '../shared/store';
 
 export type PayloadFingerprintChoice = 'off' | 'flag' | 'error';
 export type OnStoreUnavailable = 'fail' | 'letThrough';
+export type ManualRuns = 'testScope' | 'real';
 
 /** What one reserve statement takes once for all its items: these must be the same for every item. */
 export interface StatementSettings {
@@ -34,6 +35,7 @@ interface ReserveOptionValues extends TableChoice {
 	retentionDays?: number;
 	payloadFingerprint?: PayloadFingerprintChoice;
 	onStoreUnavailable?: OnStoreUnavailable;
+	manualRuns?: ManualRuns;
 }
 
 /** Every parameter as it applies to one item, typed in one place. */
@@ -48,6 +50,7 @@ export function readReserveParameters(context: IExecuteFunctions, itemIndex: num
 			headerName: strategy === 'header' ? (context.getNodeParameter('headerName', itemIndex) as string) : undefined,
 			scope: options.scope,
 			onMissingKey: options.onMissingKey ?? 'bodyHash',
+			manualTest: isManualRun(context) && options.manualRuns !== 'real',
 		},
 		mode,
 		leaseSeconds: mode === 'lease' ? (context.getNodeParameter('leaseSeconds', itemIndex, 300) as number) : 300,
@@ -122,4 +125,10 @@ function hasExpression(value: unknown): boolean {
 	if (Array.isArray(value)) return value.some(hasExpression);
 	if (value !== null && typeof value === 'object') return Object.values(value).some(hasExpression);
 	return false;
+}
+
+/** n8n says "manual" for a run started in the editor (pinned or test data). */
+function isManualRun(context: IExecuteFunctions): boolean {
+	// A context without getMode (a hand-made test context) is not an editor run.
+	return typeof context.getMode === 'function' && context.getMode() === 'manual';
 }

@@ -15,6 +15,7 @@ import {
 	type IRun,
 	type IWorkflowBase,
 	type IWorkflowExecuteAdditionalData,
+	type WorkflowExecuteMode,
 } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
@@ -184,6 +185,7 @@ async function runWorkflowExecution(
 	executionId: string,
 	items: INodeExecutionData[],
 	base: Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>,
+	mode: WorkflowExecuteMode = 'webhook',
 ): Promise<IRun> {
 	const workflow = new Workflow({
 		id: workflowData.id,
@@ -194,13 +196,13 @@ async function runWorkflowExecution(
 		nodeTypes,
 		settings: workflowData.settings,
 	});
-	const hooks = new ExecutionLifecycleHooks('webhook', executionId, workflowData);
+	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
 	const additionalData = { ...base, executionId, hooks } as IWorkflowExecuteAdditionalData;
 	const webhookNode = workflow.getNode('Webhook')!;
 	const runExecutionData = createRunExecutionData({
 		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
 	});
-	return await new WorkflowExecute(additionalData, 'webhook', runExecutionData).processRunExecutionData(workflow);
+	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
 }
 
 /** The items on one output of one node's (only) run. */
@@ -389,8 +391,13 @@ function routingWorkflow(onError: OnErrorSetting, reserveParameters: INodeParame
 
 let routingAdditional: Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>;
 
-async function runRouting(workflowData: IWorkflowBase, executionId: string, items: INodeExecutionData[]): Promise<IRun> {
-	return await runWorkflowExecution(workflowData, executionId, items, routingAdditional);
+async function runRouting(
+	workflowData: IWorkflowBase,
+	executionId: string,
+	items: INodeExecutionData[],
+	mode: WorkflowExecuteMode = 'webhook',
+): Promise<IRun> {
+	return await runWorkflowExecution(workflowData, executionId, items, routingAdditional, mode);
 }
 
 /** The items one node received over its (only) run, or none when it did not run. */
@@ -497,5 +504,39 @@ describe('items that were not reserved, routed by n8n-core for every On Error se
 		expect(errors).toHaveLength(2);
 		expect(errors[0].json.error).toMatch(/Lease \(Seconds\) must be the same for every item.*item 0 has 60, item 1 has 90/);
 		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
+	});
+});
+
+describe('manual runs in the editor (n8n execution mode "manual")', () => {
+	it('reserve under a test scope by default, say so, and leave the real delivery New', async () => {
+		const event = () => [webhookItem({ id: 'evt_pinned_test' })];
+		const manual = await runRouting(routingWorkflow('stopWorkflow', {}), 'manual-1', event(), 'manual');
+		const [tested] = itemsAt(manual, 'Business Step');
+		expect(idempotency(tested)).toMatchObject({ key: 'n8n-manual-test:evt:evt_pinned_test', manualTest: true, outcome: 'new' });
+
+		const real = await runRouting(routingWorkflow('stopWorkflow', {}), 'webhook-after-manual', event());
+		const [delivered] = itemsAt(real, 'Business Step');
+		expect(idempotency(delivered)).toMatchObject({ key: 'evt:evt_pinned_test', manualTest: false, outcome: 'new' });
+	});
+
+	it('reserve the real key with "Reserve for Real"; the delivery is then a Duplicate naming the execution that reserved it', async () => {
+		const event = () => [webhookItem({ id: 'evt_pinned_real' })];
+		const manual = await runRouting(
+			routingWorkflow('stopWorkflow', { mode: 'permanent', options: { manualRuns: 'real' } }),
+			'manual-real',
+			event(),
+			'manual',
+		);
+		expect(idempotency(itemsAt(manual, 'Business Step')[0])).toMatchObject({ key: 'evt:evt_pinned_real', manualTest: false });
+
+		const real = await runRouting(routingWorkflow('stopWorkflow', { mode: 'permanent' }), 'webhook-after-real', event());
+		expect(itemsAt(real, 'Business Step')).toHaveLength(0);
+		const [duplicate] = itemsAt(real, 'Respond 200');
+		expect(idempotency(duplicate)).toMatchObject({
+			key: 'evt:evt_pinned_real',
+			outcome: 'duplicate',
+			reservedByExecutionId: 'manual-real',
+			reservedByWorkflowId: 'wf-routing',
+		});
 	});
 });

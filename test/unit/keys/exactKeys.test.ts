@@ -174,3 +174,21 @@ describe('signature-bearing headers are never keys', () => {
 		expect(() => validateKeyConfig({ ...auto, scope: 's'.repeat(101) })).toThrow(InvalidConfigurationError);
 	});
 });
+
+describe('manual (editor) runs', () => {
+	it('put the key under n8n-manual-test:, outside any scope, and say so', () => {
+		expect(deriveKey({ body: { id: 'evt_1' } }, { ...auto, scope: 'stripe', manualTest: true })).toEqual({
+			key: 'n8n-manual-test:stripe:evt:evt_1',
+			keySource: 'event-id',
+			hashed: false,
+			manualTest: true,
+		});
+		const long = deriveKey({ body: {}, customValue: 'k'.repeat(600) }, { ...custom, manualTest: true });
+		expect(long.key).toMatch(/^n8n-manual-test:long-key-sha256:[0-9a-f]{64}$/);
+	});
+
+	it('refuse a real key that starts like a test key, so a test run can never block a real delivery', () => {
+		expect(() => deriveKey({ body: {}, customValue: 'n8n-manual-test:evt:1' }, custom)).toThrow(/kept for keys reserved by manual runs/);
+		expect(() => deriveKey({ body: { id: '1' } }, { ...auto, scope: 'n8n-manual-test' })).toThrow(UnusableKeyError);
+	});
+});
