@@ -74,7 +74,8 @@ export interface BatchParameters {
  * or when no item's parameters can be read.
  */
 export function readBatchParameters(context: IExecuteFunctions, itemCount: number): BatchParameters {
-	const perItem = hasExpression(context.getNode().parameters);
+	// The custom key is always read per item (keyInput.ts); only the other parameters matter here.
+	const perItem = Object.entries(context.getNode().parameters).some(([name, value]) => name !== 'customKey' && hasExpression(value));
 	const shared = perItem ? undefined : readSafely(context, 0);
 	const items = Array.from({ length: itemCount }, (_, itemIndex) => shared ?? readSafely(context, itemIndex));
 	const firstIndex = items.findIndex((item) => !('error' in item));

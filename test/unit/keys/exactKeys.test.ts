@@ -1,5 +1,6 @@
 import { ForbiddenKeySourceError, InvalidConfigurationError, UnusableKeyError } from '../../../lib/errors';
 import { deriveKey, validateKeyConfig, type KeyConfig } from '../../../lib/keys/deriveKey';
+import { assertExactRunText } from '../../../lib/keys/exactText';
 import { sha256Hex } from '../../../lib/keys/sha256';
 
 const auto: KeyConfig = { strategy: 'auto', onMissingKey: 'bodyHash' };
@@ -190,5 +191,13 @@ describe('manual (editor) runs', () => {
 	it('refuse a real key that starts like a test key, so a test run can never block a real delivery', () => {
 		expect(() => deriveKey({ body: {}, customValue: 'n8n-manual-test:evt:1' }, custom)).toThrow(/kept for keys reserved by manual runs/);
 		expect(() => deriveKey({ body: { id: '1' } }, { ...auto, scope: 'n8n-manual-test' })).toThrow(UnusableKeyError);
+	});
+});
+
+describe('the other text of the statement', () => {
+	it('refuses an execution or workflow id that Postgres would not store exactly, naming it', () => {
+		expect(() => assertExactRunText({ 'execution id': '42', 'workflow id': 'wf\u0000' })).toThrow(/workflow id contains a NUL/);
+		expect(() => assertExactRunText({ 'execution id': '4\uDC002', 'workflow id': 'wf' })).toThrow(InvalidConfigurationError);
+		expect(() => assertExactRunText({ 'execution id': '42', 'workflow id': 'wf-😀' })).not.toThrow();
 	});
 });
