@@ -287,7 +287,7 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 		).rejects.toThrow(/rejected the credential/);
 		await expect(
 			runReserve(
-				{ options: { schemaName: schema, tableName: 'never_created', onStoreUnavailable: 'letThrough' } },
+				{ options: { schemaName: schema, tableName: 'never_created', createTable: false, onStoreUnavailable: 'letThrough' } },
 				{ items: [webhookItem({ id: 'lt-table' })] },
 			),
 		).rejects.toThrow(/does not exist/);
