@@ -38,3 +38,10 @@ export class DatabaseAuthenticationError extends IdempotencyError {}
 
 /** Postgres answered with an error the package has no specific meaning for. */
 export class DatabaseError extends IdempotencyError {}
+
+/**
+ * One item's key cannot be stored as the exact text it came from (a lone UTF-16 surrogate, a NUL,
+ * a number beyond 2^53, or text that would look like a key the package derives itself): refused
+ * rather than collapsed into another item's key.
+ */
+export class UnusableKeyError extends IdempotencyError {}

@@ -1,7 +1,9 @@
-import { InvalidConfigurationError, MissingKeyError } from '../errors';
+import { InvalidConfigurationError, MissingKeyError, UnusableKeyError } from '../errors';
 import { canonicalJson } from './canonicalJson';
+import { assertExactText } from './exactText';
 import { assertUsableKeyHeader } from './forbiddenHeaders';
 import { PROVIDER_PRESETS, isProviderPreset, type ProviderPreset, type PresetSource } from './presets';
+import { topLevelMember } from './rawJsonMember';
 import { sha256Hex } from './sha256';
 
 /**
@@ -20,6 +22,8 @@ export interface KeyConfig {
 	headerName?: string;
 	/** Prepended as `<scope>:` so one table can serve many flows or tenants. */
 	scope?: string;
+	/** An editor (manual) run: the key goes under MANUAL_TEST_PREFIX, apart from every real key. */
+	manualTest?: boolean;
 	onMissingKey: OnMissingKey;
 }
 
@@ -46,6 +50,8 @@ export interface DerivedKey {
 	keySource: KeySourceLabel;
 	/** True when the key was too long for a btree index and was replaced by its SHA-256. */
 	hashed: boolean;
+	/** True when the key was put under MANUAL_TEST_PREFIX (a manual run in the editor). */
+	manualTest?: boolean;
 }
 
 /**
@@ -56,6 +62,17 @@ export interface DerivedKey {
 export const MAX_KEY_BYTES = 512;
 export const MAX_SCOPE_LENGTH = 100;
 
+/**
+ * The keys the package derives itself end in `sha256:<hex>` (body hash) or
+ * `long-key-sha256:<hex>` (long key), after an optional `<scope>:`. A key built from user text
+ * (an id, a header, a custom value) that ends the same way could equal one of them, so it is
+ * refused; every other user text is kept exactly.
+ */
+/** Where keys reserved by manual (editor) runs live; no real key may start with it. */
+export const MANUAL_TEST_PREFIX = 'n8n-manual-test:';
+
+const DERIVED_FORM = /(?:^|:)(?:long-key-)?sha256:[0-9a-f]{64}$/;
+
 /** Checks the configuration once per node run, before any item is read. */
 export function validateKeyConfig(config: KeyConfig): void {
 	if (config.strategy === 'preset' && !isProviderPreset(config.preset)) {
@@ -64,10 +81,9 @@ export function validateKeyConfig(config: KeyConfig): void {
 	if (config.strategy === 'header') {
 		if (!config.headerName?.trim()) throw new InvalidConfigurationError('Key source "Header" needs a header name.');
 		assertUsableKeyHeader(config.headerName);
+		assertExactText(config.headerName, 'header name');
 	}
-	if (config.scope !== undefined && config.scope.length > MAX_SCOPE_LENGTH) {
-		throw new InvalidConfigurationError(`The key scope is longer than ${MAX_SCOPE_LENGTH} characters.`);
-	}
+	validateScope(config.scope);
 	if (!['auto', 'preset', 'header', 'custom', 'bodyHash'].includes(config.strategy)) {
 		throw new InvalidConfigurationError(`Unknown key source ${JSON.stringify(config.strategy)}.`);
 	}
@@ -76,15 +92,38 @@ export function validateKeyConfig(config: KeyConfig): void {
 	}
 }
 
-/** Derives one item's key. Throws MissingKeyError when there is none and fallback is off. */
+/** Refuses a scope (which may come from a per-item expression) that is too long or not exact text. */
+export function validateScope(scope: string | undefined): void {
+	if (scope === undefined) return;
+	if (typeof scope !== 'string') throw new InvalidConfigurationError('The key scope must be text.');
+	if (scope.length > MAX_SCOPE_LENGTH) {
+		throw new InvalidConfigurationError(`The key scope is longer than ${MAX_SCOPE_LENGTH} characters.`);
+	}
+	assertExactText(scope, 'key scope');
+}
+
+/**
+ * Derives one item's key. Throws MissingKeyError when there is none and fallback is off, and
+ * UnusableKeyError when the value cannot be kept exactly (it is never rounded or replaced).
+ */
 export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
+	validateScope(config.scope);
 	const found = findStableId(input, config);
-	if (found) return finish(found.key, found.keySource, config.scope);
+	if (found) {
+		assertExactText(found.key, `key from ${describeExpectedKey(config)}`);
+		const derived = finish(found.key, found.keySource, config);
+		if (!derived.hashed && DERIVED_FORM.test(derived.key)) {
+			throw new UnusableKeyError(
+				`The key from ${describeExpectedKey(config)} ends like a key this node derives itself ("sha256:<hex>" or "long-key-sha256:<hex>"), so it could match another event's body-hash key. Use another prefix (for example "content-sha256:"). The item was not reserved.`,
+			);
+		}
+		return derived;
+	}
 	if (config.strategy !== 'bodyHash' && config.onMissingKey === 'error') {
 		throw new MissingKeyError(`No idempotency key: ${describeExpectedKey(config)} is missing or empty, and falling back to the body hash is off.`);
 	}
 	const { key, keySource } = bodyHashKey(input);
-	return finish(key, keySource, config.scope);
+	return finish(key, keySource, config);
 }
 
 /** `sha256:` of the raw body when there is one, else of the canonical JSON of the parsed body. */
@@ -107,7 +146,7 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 		case 'header':
 			return fromPreset(input, { from: 'header', names: [config.headerName as string] });
 		case 'custom': {
-			const value = scalarText(input.customValue);
+			const value = scalarText(input.customValue, () => undefined, 'the custom key value');
 			return value === undefined ? undefined : { key: value, keySource: 'custom' };
 		}
 		case 'bodyHash':
@@ -118,13 +157,14 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySource: KeySourceLabel } | undefined {
 	if (source.from === 'body') {
 		const body = input.body;
+		const exactNumber = (parsed: number) => exactNumberText(input.rawBody, source.field, parsed);
 		const value = body !== null && typeof body === 'object' && !Array.isArray(body)
-			? scalarText((body as Record<string, unknown>)[source.field])
+			? scalarText((body as Record<string, unknown>)[source.field], exactNumber, `the body field "${source.field}"`)
 			: undefined;
 		return value === undefined ? undefined : { key: `evt:${value}`, keySource: 'event-id' };
 	}
 	for (const name of source.names) {
-		const value = scalarText(headerValue(input.headers, name));
+		const value = scalarText(headerValue(input.headers, name), () => undefined, `the header "${name}"`);
 		if (value !== undefined) return { key: `${name.trim().toLowerCase()}:${value}`, keySource: 'header' };
 	}
 	return undefined;
@@ -140,20 +180,50 @@ function headerValue(headers: Record<string, unknown> | undefined, name: string)
 	return undefined;
 }
 
-/** Strings and finite numbers can be keys; empty strings, objects, booleans and null cannot. */
-function scalarText(value: unknown): string | undefined {
-	if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+/**
+ * Strings and numbers can be keys; empty strings, objects, booleans and null cannot. A number is
+ * used as its digits when it is a whole number within ±2^53 (1, 1.0 and 1e0 are all "1"); any
+ * other number (beyond 2^53, a fraction, an exponent that leaves the safe range) may already have
+ * been rounded, so only its exact text from the raw body is used, and without it the item is refused.
+ */
+function scalarText(value: unknown, exactNumber: (parsed: number) => string | undefined, what: string): string | undefined {
+	if (typeof value === 'number') {
+		if (Number.isSafeInteger(value)) return String(value);
+		const exact = exactNumber(value);
+		if (exact !== undefined) return exact;
+		throw new UnusableKeyError(
+			`The key from ${what} is a number that cannot be read exactly (${String(value)}: beyond 2^53, a fraction or an exponent), and rounding it could merge two events. Turn on the Webhook node's Raw Body option so the exact digits are used, or send the id as a string. The item was not reserved.`,
+		);
+	}
 	if (typeof value === 'bigint') return value.toString();
 	if (typeof value === 'string' && value.trim() !== '') return value.trim();
 	return undefined;
 }
 
-function finish(key: string, keySource: KeySourceLabel, scope: string | undefined): DerivedKey {
-	const prefix = scopePrefix(scope);
-	if (Buffer.byteLength(prefix + key, 'utf8') <= MAX_KEY_BYTES) {
-		return { key: prefix + key, keySource, hashed: false };
+/** The number token exactly as the raw body spells it, when it is the number the parsed body holds. */
+function exactNumberText(rawBody: Buffer | undefined, field: string, parsed: number): string | undefined {
+	if (!rawBody) return undefined;
+	const token = topLevelMember(rawBody, field);
+	if (token?.kind !== 'number' || !Object.is(Number(token.text), parsed)) return undefined;
+	return token.text;
+}
+
+function finish(key: string, keySource: KeySourceLabel, config: KeyConfig): DerivedKey {
+	const scoped = scopePrefix(config.scope);
+	if ((scoped + key).startsWith(MANUAL_TEST_PREFIX)) {
+		throw new UnusableKeyError(
+			`The key starts with "${MANUAL_TEST_PREFIX}", which is kept for keys reserved by manual runs in the editor. Use another scope or prefix. The item was not reserved.`,
+		);
 	}
-	return { key: `${prefix}long-key-sha256:${sha256Hex(key)}`, keySource, hashed: true };
+	const prefix = (config.manualTest ? MANUAL_TEST_PREFIX : '') + scoped;
+	if (Buffer.byteLength(prefix + key, 'utf8') <= MAX_KEY_BYTES) {
+		return { key: prefix + key, keySource, hashed: false, ...manualFlag(config) };
+	}
+	return { key: `${prefix}long-key-sha256:${sha256Hex(key)}`, keySource, hashed: true, ...manualFlag(config) };
+}
+
+function manualFlag(config: KeyConfig): Pick<DerivedKey, 'manualTest'> {
+	return config.manualTest ? { manualTest: true } : {};
 }
 
 function scopePrefix(scope: string | undefined): string {

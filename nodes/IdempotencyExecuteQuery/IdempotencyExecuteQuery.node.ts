@@ -45,7 +45,10 @@ export class IdempotencyExecuteQuery implements INodeType {
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		const parameters = readReserveParameters(this);
+		const parameters = readReserveParameters(this, 0);
+		// The query's effect is real even in an editor run, so its key is the real one too: a test
+		// scope would let the production delivery run the effect a second time.
+		parameters.key.manualTest = false;
 		const query = this.getNodeParameter('query', 0) as string;
 		try {
 			validateKeyConfig(parameters.key);

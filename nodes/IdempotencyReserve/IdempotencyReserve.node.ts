@@ -6,23 +6,34 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { PayloadMismatchError } from '../../lib/errors';
+import { DatabaseUnavailableError, PayloadMismatchError } from '../../lib/errors';
+import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
-import type { ReservationRequest } from '../../lib/types';
+import type { IdempotencyStore } from '../../lib/store';
+import type { ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { storeFor } from '../shared/store';
 import { reserveProperties } from './description';
-import { idempotencyOutput } from './idempotencyOutput';
+import { idempotencyOutput, unverifiedOutput } from './idempotencyOutput';
 import { readKeyInput } from './keyInput';
-import { readReserveParameters } from './parameters';
+import { readBatchParameters, type ReserveParameters } from './parameters';
 
 const NEW = 0;
 const DUPLICATE = 1;
 const IN_PROGRESS = 2;
 
 // Lease mode adds the In Progress output; computed from the parameters like n8n's Switch node.
-const OUTPUTS_BY_MODE: `={{${string}}}` = `={{ $parameter.mode === "lease" ? [{ "type": "main", "displayName": "New" }, { "type": "main", "displayName": "Duplicate" }, { "type": "main", "displayName": "In Progress" }] : [{ "type": "main", "displayName": "New" }, { "type": "main", "displayName": "Duplicate" }] }}`;
+// Not Reserved is always last: with "On Error: Continue" the items that were not reserved leave
+// there, never through an output that runs the business step or acknowledges the event.
+const OUTPUTS_BY_MODE: `={{${string}}}` = `={{ $parameter.mode === "lease" ? [{ "type": "main", "displayName": "New" }, { "type": "main", "displayName": "Duplicate" }, { "type": "main", "displayName": "In Progress" }, { "type": "main", "displayName": "Not Reserved" }] : [{ "type": "main", "displayName": "New" }, { "type": "main", "displayName": "Duplicate" }, { "type": "main", "displayName": "Not Reserved" }] }}`;
+
+interface PendingItem {
+	itemIndex: number;
+	derived: DerivedKey;
+	settings: ReserveParameters;
+	request: ReservationRequest;
+}
 
 export class IdempotencyReserve implements INodeType {
 	description: INodeTypeDescription = {
@@ -43,72 +54,139 @@ export class IdempotencyReserve implements INodeType {
 
 	methods = { credentialTest: { [CONNECTION_TEST]: testConnection } };
 
+	/*
+	 * Routing of items that were not reserved, for every "On Error" setting:
+	 * - Stop Workflow: the node throws, so the execution fails and the webhook answers 500. When it
+	 *   throws after the statement, it first releases the keys this run reserved, so no event is
+	 *   left reserved by a run that never processed it.
+	 * - Continue (regular output): error items leave through Not Reserved.
+	 * - Continue (using error output): the same items; n8n moves `{ error }` items from every main
+	 *   output to its Error output.
+	 * The node never throws while continuing: n8n would then pass the input items out of New.
+	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		const parameters = readReserveParameters(this);
-		try {
-			validateKeyConfig(parameters.key);
-		} catch (error) {
-			throw toNodeError(this.getNode(), error);
-		}
-		const outputs: INodeExecutionData[][] = parameters.mode === 'lease' ? [[], [], []] : [[], []];
-		const errorItem = (error: unknown, itemIndex: number): INodeExecutionData => ({
-			json: { error: toNodeError(this.getNode(), error, itemIndex).message },
-			pairedItem: { item: itemIndex },
-		});
+		const node = this.getNode();
+		const continueOnFail = this.continueOnFail();
+		const mode = outputMode(this);
+		const outputs: INodeExecutionData[][] = Array.from({ length: mode === 'lease' ? 4 : 3 }, () => []);
+		const notReserved = outputs[outputs.length - 1];
+		const failItem = (error: unknown, itemIndex: number): void => {
+			if (!continueOnFail) throw toNodeError(node, error, itemIndex);
+			notReserved.push({ json: { error: toNodeError(node, error, itemIndex).message }, pairedItem: { item: itemIndex } });
+		};
+		const failAll = (error: unknown, indexes: number[]): INodeExecutionData[][] => {
+			if (!continueOnFail) throw toNodeError(node, error);
+			for (const itemIndex of indexes) failItem(error, itemIndex);
+			return outputs;
+		};
+		if (items.length === 0) return outputs;
+		const allIndexes = items.map((_, itemIndex) => itemIndex);
 
-		const pending: Array<{ itemIndex: number; derived: DerivedKey; request: ReservationRequest }> = [];
-		for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		let batch;
+		try {
+			batch = readBatchParameters(this, items.length);
+			assertExactRunText({ 'execution id': this.getExecutionId(), 'workflow id': String(this.getWorkflow().id ?? '') });
+		} catch (error) {
+			return failAll(error, allIndexes);
+		}
+		const { statement } = batch;
+
+		// Every key is derived and checked before the statement: a refused item is never sent.
+		const pending: PendingItem[] = [];
+		for (const [itemIndex, settings] of batch.items.entries()) {
 			try {
-				const input = await readKeyInput(this, items[itemIndex], itemIndex, parameters);
-				const derived = deriveKey(input, parameters.key);
-				const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
-				pending.push({ itemIndex, derived, request: { key: derived.key, keySource: derived.keySource, payloadHash } });
+				if ('error' in settings) throw settings.error;
+				validateKeyConfig(settings.key);
+				const input = await readKeyInput(this, items[itemIndex], itemIndex, settings);
+				const derived = deriveKey(input, settings.key);
+				const payloadHash = settings.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
+				pending.push({ itemIndex, derived, settings, request: { key: derived.key, keySource: derived.keySource, payloadHash } });
 			} catch (error) {
-				if (!this.continueOnFail()) throw toNodeError(this.getNode(), error, itemIndex);
-				outputs[NEW].push(errorItem(error, itemIndex));
+				failItem(error, itemIndex);
 			}
 		}
+		if (pending.length === 0) return outputs;
 
-		let results;
+		let store: IdempotencyStore;
+		let results: ReservationResult[];
 		try {
-			const store = await storeFor(this, parameters.table);
+			store = await storeFor(this, statement.table);
 			results = await store.reserve(
 				pending.map((entry) => entry.request),
 				{
-					mode: parameters.mode,
-					leaseSeconds: parameters.leaseSeconds,
-					retentionSeconds: parameters.retentionSeconds,
+					mode: statement.mode,
+					leaseSeconds: statement.leaseSeconds,
+					retentionSeconds: statement.retentionSeconds,
 					executionId: this.getExecutionId(),
 					workflowId: String(this.getWorkflow().id ?? ''),
 				},
 			);
 		} catch (error) {
-			// Nothing was reserved: every item fails, so no event is routed as handled.
-			if (!this.continueOnFail()) throw toNodeError(this.getNode(), error);
-			outputs[NEW].push(...pending.map((entry) => errorItem(error, entry.itemIndex)));
-			return outputs;
+			if (statement.onStoreUnavailable === 'letThrough' && error instanceof DatabaseUnavailableError) {
+				for (const { itemIndex, derived } of pending) {
+					const item = items[itemIndex];
+					outputs[NEW].push({
+						json: { ...item.json, idempotency: unverifiedOutput(derived, statement.mode, error.message) },
+						binary: item.binary,
+						pairedItem: { item: itemIndex },
+					});
+				}
+				return outputs;
+			}
+			// Nothing was reserved: no item may go on as if it were.
+			return failAll(error, pending.map((entry) => entry.itemIndex));
 		}
 
+		const routed: Array<{ output: number; entry: INodeExecutionData }> = [];
 		for (const [position, result] of results.entries()) {
-			const { itemIndex, derived } = pending[position];
-			if (result.payloadMismatch && parameters.payloadFingerprint === 'error' && result.outcome !== 'new') {
+			const { itemIndex, derived, settings } = pending[position];
+			if (result.payloadMismatch && settings.payloadFingerprint === 'error' && result.outcome !== 'new') {
 				const error = new PayloadMismatchError(
 					`The key ${JSON.stringify(result.key.slice(0, 80))} was seen before with a different payload.`,
 				);
-				if (!this.continueOnFail()) throw toNodeError(this.getNode(), error, itemIndex);
-				outputs[NEW].push(errorItem(error, itemIndex));
+				if (!continueOnFail) throw await releasedBeforeFailing(store, results, toNodeError(node, error, itemIndex));
+				failItem(error, itemIndex);
 				continue;
 			}
 			const item = items[itemIndex];
 			const output =
-				result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && parameters.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
-			outputs[output].push({
-				json: { ...item.json, idempotency: idempotencyOutput(result, derived, parameters.mode) },
-				binary: item.binary,
-				pairedItem: { item: itemIndex },
+				result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && statement.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
+			routed.push({
+				output,
+				entry: {
+					json: { ...item.json, idempotency: idempotencyOutput(result, derived, statement.mode) },
+					binary: item.binary,
+					pairedItem: { item: itemIndex },
+				},
 			});
 		}
+		for (const { output, entry } of routed) outputs[output].push(entry);
 		return outputs;
 	}
+}
+
+/** The mode that decides the output layout; the outputs expression reads the same parameter. */
+function outputMode(context: IExecuteFunctions): ReservationMode {
+	try {
+		return context.getNodeParameter('mode', 0) === 'lease' ? 'lease' : 'permanent';
+	} catch {
+		return context.getNode().parameters.mode === 'lease' ? 'lease' : 'permanent';
+	}
+}
+
+/**
+ * The node is about to fail after its statement committed: release every key it reserved in
+ * this run first, so the provider's retry is processed rather than found as a Duplicate.
+ */
+async function releasedBeforeFailing<E extends Error>(store: IdempotencyStore, results: ReservationResult[], error: E): Promise<E> {
+	const owned = results.flatMap((result) => (result.ownerToken ? [{ key: result.key, ownerToken: result.ownerToken }] : []));
+	if (owned.length === 0) return error;
+	try {
+		await store.release(owned);
+		error.message += ` The ${owned.length} key(s) this run had reserved were released.`;
+	} catch (releaseError) {
+		error.message += ` Releasing the ${owned.length} key(s) this run had reserved also failed (${(releaseError as Error).message}): release them with Idempotency Key → Release Execution.`;
+	}
+	return error;
 }

@@ -101,6 +101,21 @@ export const reserveProperties: INodeProperties[] = [
 		options: [
 			createTableOption,
 			{
+				displayName: 'Manual Runs',
+				name: 'manualRuns',
+				type: 'options',
+				options: [
+					{
+						name: 'Use a Test Scope',
+						value: 'testScope',
+						description: 'Runs started in the editor reserve keys under n8n-manual-test:, so they never turn a real delivery into a duplicate',
+					},
+					{ name: 'Reserve for Real', value: 'real', description: 'Runs started in the editor reserve the real keys' },
+				],
+				default: 'testScope',
+				description: 'Whether a run started in the editor (for example with pinned data) reserves the real key',
+			},
+			{
 				displayName: 'On Missing Key',
 				name: 'onMissingKey',
 				type: 'options',
@@ -110,6 +125,22 @@ export const reserveProperties: INodeProperties[] = [
 				],
 				default: 'bodyHash',
 				description: 'What to do when the chosen key source has no value for an item',
+			},
+			{
+				displayName: 'On Store Unavailable',
+				name: 'onStoreUnavailable',
+				type: 'options',
+				options: [
+					{ name: 'Fail', value: 'fail', description: 'Nothing goes on: the items fail (or leave through Not Reserved), so the provider retries' },
+					{
+						name: 'Let Through (Unverified)',
+						value: 'letThrough',
+						description:
+							'When Postgres cannot be reached, items leave through New with idempotency.unverified = true: duplicates during the outage are NOT caught',
+					},
+				],
+				default: 'fail',
+				description: 'What to do when Postgres cannot be reached (only then: bad keys, a missing table or a refused password always fail)',
 			},
 			{
 				displayName: 'Payload Fingerprint',

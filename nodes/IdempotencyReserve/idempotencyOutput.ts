@@ -27,8 +27,12 @@ export function idempotencyOutput(result: ReservationResult, derived: DerivedKey
 		repeatInBatch: result.repeatInBatch,
 		lockedUntil: isoTime(record.lockedUntil),
 		expiresAt: isoTime(record.expiresAt),
+		// The execution that reserved the row: on a Duplicate, the first run, not this one.
+		reservedByExecutionId: record.executionId,
+		reservedByWorkflowId: record.workflowId,
 		executionId: record.executionId,
 		workflowId: record.workflowId,
+		manualTest: Boolean(derived.manualTest),
 		completedAt: isoTime(record.completedAt),
 		lastError: record.lastError,
 		response: (record.response ?? null) as IDataObject | null,
@@ -38,4 +42,25 @@ export function idempotencyOutput(result: ReservationResult, derived: DerivedKey
 
 function isoTime(time: Date | null): string | null {
 	return time ? time.toISOString() : null;
+}
+
+/**
+ * The `idempotency` object of an item let through while Postgres could not be reached (option
+ * "On Store Unavailable: Let Through"): nothing was reserved, so there is no owner token, and a
+ * duplicate of this event is not caught.
+ */
+export function unverifiedOutput(derived: DerivedKey, mode: ReservationMode, reason: string): IDataObject {
+	return {
+		key: derived.key,
+		keySource: derived.keySource,
+		keyHashed: derived.hashed,
+		isNew: false,
+		outcome: 'unverified',
+		unverified: true,
+		unverifiedReason: reason,
+		mode,
+		status: null,
+		ownerToken: null,
+		manualTest: Boolean(derived.manualTest),
+	};
 }

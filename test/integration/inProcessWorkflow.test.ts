@@ -15,11 +15,13 @@ import {
 	type IRun,
 	type IWorkflowBase,
 	type IWorkflowExecuteAdditionalData,
+	type WorkflowExecuteMode,
 } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { IdempotencyPostgresApi } from '../../credentials/IdempotencyPostgresApi.credentials';
 import { closeAllPools } from '../../lib/postgres/pool';
+import { IdempotencyStore } from '../../lib/store';
 import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
 import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyReserve.node';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
@@ -174,7 +176,17 @@ function templateWorkflow(): IWorkflowBase {
 
 /** One webhook execution as n8n runs it: the request item starts at the Webhook node. */
 async function runWebhookExecution(executionId: string, item: INodeExecutionData): Promise<IRun> {
-	const workflowData = templateWorkflow();
+	return await runWorkflowExecution(templateWorkflow(), executionId, [item], additionalBase);
+}
+
+/** Runs a workflow with n8n-core's WorkflowExecute; the request items start at its Webhook node. */
+async function runWorkflowExecution(
+	workflowData: IWorkflowBase,
+	executionId: string,
+	items: INodeExecutionData[],
+	base: Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>,
+	mode: WorkflowExecuteMode = 'webhook',
+): Promise<IRun> {
 	const workflow = new Workflow({
 		id: workflowData.id,
 		name: workflowData.name,
@@ -184,13 +196,13 @@ async function runWebhookExecution(executionId: string, item: INodeExecutionData
 		nodeTypes,
 		settings: workflowData.settings,
 	});
-	const hooks = new ExecutionLifecycleHooks('webhook', executionId, workflowData);
-	const additionalData = { ...additionalBase, executionId, hooks } as IWorkflowExecuteAdditionalData;
+	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
+	const additionalData = { ...base, executionId, hooks } as IWorkflowExecuteAdditionalData;
 	const webhookNode = workflow.getNode('Webhook')!;
 	const runExecutionData = createRunExecutionData({
-		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [[item]] }, source: null }] },
+		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
 	});
-	return await new WorkflowExecute(additionalData, 'webhook', runExecutionData).processRunExecutionData(workflow);
+	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
 }
 
 /** The items on one output of one node's (only) run. */
@@ -282,5 +294,249 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
 		expect(lookups).toEqual(Array(3).fill(`idempotencyPostgresApi:${CREDENTIAL_ID}`));
 		const rows = await pool.query(`select key, status, response from ${schema}.processed_events`);
 		expect(rows.rows).toEqual([{ key: 'order:ord_4711', status: 'completed', response: { received: true, order: 'ord_4711', by: 'shop' } }]);
+	});
+});
+
+/*
+ * Routing of items that were not reserved, for each "On Error" setting, through n8n's own engine.
+ * The webhook's answer is read the way n8n's webhook helper (n8n 2.40.7, webhook-helpers.js)
+ * decides it with responseMode "responseNode": an execution error answers 500, else the Respond
+ * node that ran answers, else 200 with no body (an acknowledged, lost event).
+ */
+
+/**
+ * Stands in for the business step (status 0) and for Respond to Webhook (its output says which
+ * status it would answer): records which items reached it.
+ */
+class TestStep implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Step',
+		name: 'testStep',
+		group: ['transform'],
+		version: 1,
+		description: 'Records the items that reached it',
+		defaults: { name: 'Step' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [{ displayName: 'Status', name: 'status', type: 'number', default: 0 }],
+	};
+
+	async execute(this: import('n8n-workflow').IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const status = this.getNodeParameter('status', 0) as number;
+		const mark = status ? { respondedWith: status } : { businessStepRan: true };
+		return [this.getInputData().map((item, index) => ({ json: { ...item.json, ...mark }, pairedItem: { item: index } }))];
+	}
+}
+
+nodeTypeByName[`${PACKAGE}.testStep`] = new TestStep();
+
+type OnErrorSetting = 'stopWorkflow' | 'continueRegularOutput' | 'continueErrorOutput';
+
+const CREDENTIAL_DOWN = 'cred-idempotency-down';
+
+/**
+ * The webhook template's shape: Reserve → New → Business Step; Duplicate → 200; In Progress → 409;
+ * Not Reserved → 503; with Continue (using error output), n8n's Error output (after Not Reserved) → 503.
+ */
+function routingWorkflow(onError: OnErrorSetting, reserveParameters: INodeParameters, credentialId = CREDENTIAL_ID): IWorkflowBase {
+	const node = (name: string, type: string, parameters: INodeParameters = {}): INode => ({
+		id: name,
+		name,
+		type: `${PACKAGE}.${type}`,
+		typeVersion: 1,
+		position: [0, 0],
+		parameters,
+	});
+	const reserve: INode = {
+		...node('Idempotency Reserve', 'idempotencyReserve', {
+			keySource: 'auto',
+			mode: 'lease',
+			leaseSeconds: 120,
+			...reserveParameters,
+			options: { schemaName: schema, tableName: 'routing_events', createTable: true, ...(reserveParameters.options as object) },
+		}),
+		credentials: { idempotencyPostgresApi: { id: credentialId, name: 'Idempotency Postgres' } },
+		onError,
+	};
+	const to = (name: string) => [{ node: name, type: NodeConnectionTypes.Main, index: 0 }];
+	const lease = (reserve.parameters.mode ?? 'lease') === 'lease';
+	const reserveOutputs = lease
+		? [to('Business Step'), to('Respond 200'), to('Respond 409'), to('Respond 503')]
+		: [to('Business Step'), to('Respond 200'), to('Respond 503')];
+	if (onError === 'continueErrorOutput') reserveOutputs.push(to('Respond 503 (error output)'));
+	return {
+		id: 'wf-routing',
+		name: 'Routing of items that were not reserved',
+		active: false,
+		activeVersionId: null,
+		isArchived: false,
+		createdAt: new Date(),
+		updatedAt: new Date(),
+		nodes: [
+			node('Webhook', 'testWebhook'),
+			reserve,
+			node('Business Step', 'testStep'),
+			node('Respond 200', 'testStep', { status: 200 }),
+			node('Respond 409', 'testStep', { status: 409 }),
+			node('Respond 503', 'testStep', { status: 503 }),
+			node('Respond 503 (error output)', 'testStep', { status: 503 }),
+		],
+		connections: {
+			Webhook: { main: [to('Idempotency Reserve')] },
+			'Idempotency Reserve': { main: reserveOutputs },
+		},
+		settings: { executionOrder: 'v1' },
+	};
+}
+
+let routingAdditional: Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>;
+
+async function runRouting(
+	workflowData: IWorkflowBase,
+	executionId: string,
+	items: INodeExecutionData[],
+	mode: WorkflowExecuteMode = 'webhook',
+): Promise<IRun> {
+	return await runWorkflowExecution(workflowData, executionId, items, routingAdditional, mode);
+}
+
+/** The items one node received over its (only) run, or none when it did not run. */
+function itemsAt(run: IRun, nodeName: string): INodeExecutionData[] {
+	return run.data.resultData.runData[nodeName]?.[0]?.data?.main[0] ?? [];
+}
+
+/** What the webhook answers, decided as n8n's webhook helper does for responseMode "responseNode". */
+function webhookAnswer(run: IRun): number | 'acknowledged without a response' {
+	if (run.data.resultData.error) return 500;
+	for (const name of ['Respond 200', 'Respond 409', 'Respond 503', 'Respond 503 (error output)']) {
+		if (itemsAt(run, name).length > 0) return itemsAt(run, name)[0].json.respondedWith as number;
+	}
+	return 'acknowledged without a response';
+}
+
+describe('items that were not reserved, routed by n8n-core for every On Error setting', () => {
+	beforeAll(async () => {
+		await new IdempotencyStore(pool, { schema, table: 'routing_events', createTable: true }).createTable();
+		const { host, port, database, user, password } = connectionSettings();
+		routingAdditional = {
+			...additionalBase,
+			credentialsHelper: credentialsHelper({
+				[CREDENTIAL_ID]: { host, port, database, user, password },
+				// Nothing listens on port 1: "Postgres could not be reached, nothing was reserved".
+				[CREDENTIAL_DOWN]: { host, port: 1, database, user, password },
+			}),
+		};
+	});
+
+	const settings: OnErrorSetting[] = ['stopWorkflow', 'continueRegularOutput', 'continueErrorOutput'];
+
+	it.each(settings)('database down, %s: the business step never runs and the webhook answers 5xx', async (onError) => {
+		const run = await runRouting(routingWorkflow(onError, {}, CREDENTIAL_DOWN), `down-${onError}`, [webhookItem({ id: `evt_down_${onError}` })]);
+		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
+		expect(webhookAnswer(run)).toBe(onError === 'stopWorkflow' ? 500 : 503);
+		if (onError === 'continueErrorOutput') {
+			// n8n moved the item to its Error output, merged with the request item.
+			const [errorItem] = itemsAt(run, 'Respond 503 (error output)');
+			expect(errorItem.json).toMatchObject({ error: expect.stringMatching(/could not be reached/), body: { id: 'evt_down_continueErrorOutput' } });
+			expect(itemsAt(run, 'Respond 503')).toHaveLength(0);
+		}
+		if (onError === 'continueRegularOutput') {
+			expect(itemsAt(run, 'Respond 503')[0].json.error).toMatch(/could not be reached/);
+		}
+	});
+
+	it.each(settings)('a refused key source (configuration), %s: the input never passes out of New', async (onError) => {
+		const run = await runRouting(
+			routingWorkflow(onError, { keySource: 'header', headerName: 'paypal-transmission-sig' }),
+			`config-${onError}`,
+			[webhookItem({ id: `evt_config_${onError}` }, { 'paypal-transmission-sig': 'abc' })],
+		);
+		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
+		expect(webhookAnswer(run)).toBe(onError === 'stopWorkflow' ? 500 : 503);
+	});
+
+	it.each(settings)('a batch with a NUL id, %s: the bad item answers 5xx, the good one is reserved only if the run goes on', async (onError) => {
+		const good = `evt_batch_${onError}`;
+		const run = await runRouting(routingWorkflow(onError, {}), `nul-${onError}`, [webhookItem({ id: good }), webhookItem({ id: 'evt_\u0000' })]);
+		const rows = await pool.query(`select key from ${schema}.routing_events where key = $1`, [`evt:${good}`]);
+		if (onError === 'stopWorkflow') {
+			expect(run.data.resultData.error?.message).toMatch(/NUL character/);
+			expect(itemsAt(run, 'Business Step')).toHaveLength(0);
+			expect(rows.rowCount).toBe(0);
+		} else {
+			expect(itemsAt(run, 'Business Step').map((item) => item.json.body)).toEqual([{ id: good }]);
+			expect(rows.rowCount).toBe(1);
+			const respondedBy = onError === 'continueErrorOutput' ? 'Respond 503 (error output)' : 'Respond 503';
+			expect(itemsAt(run, respondedBy)).toHaveLength(1);
+			expect(itemsAt(run, respondedBy)[0].json.error).toMatch(/NUL character/);
+		}
+	});
+
+	it('Let Through: with the database down, the item reaches the business step flagged unverified', async () => {
+		const run = await runRouting(
+			routingWorkflow('stopWorkflow', { options: { onStoreUnavailable: 'letThrough' } }, CREDENTIAL_DOWN),
+			'let-through',
+			[webhookItem({ id: 'evt_let_through' })],
+		);
+		expect(run.data.resultData.error).toBeUndefined();
+		const [reached] = itemsAt(run, 'Business Step');
+		expect(idempotency(reached)).toMatchObject({ key: 'evt:evt_let_through', unverified: true, ownerToken: null });
+	});
+
+	it('evaluates an expression scope per item: two tenants with the same event id are two events', async () => {
+		const run = await runRouting(
+			routingWorkflow('stopWorkflow', { options: { scope: '={{ $json.body.tenant }}' } }),
+			'per-item-scope',
+			[webhookItem({ id: 'evt_same', tenant: 'acme' }), webhookItem({ id: 'evt_same', tenant: 'globex' })],
+		);
+		expect(run.data.resultData.error).toBeUndefined();
+		expect(itemsAt(run, 'Business Step').map((item) => idempotency(item).key)).toEqual(['acme:evt:evt_same', 'globex:evt:evt_same']);
+		expect(itemsAt(run, 'Respond 200')).toHaveLength(0);
+	});
+
+	it('refuses a lease that differs between items (one statement takes one lease), naming both values', async () => {
+		const run = await runRouting(
+			routingWorkflow('continueErrorOutput', { leaseSeconds: '={{ $json.body.lease }}' }),
+			'per-item-lease',
+			[webhookItem({ id: 'evt_lease_1', lease: 60 }), webhookItem({ id: 'evt_lease_2', lease: 90 })],
+		);
+		const errors = itemsAt(run, 'Respond 503 (error output)');
+		expect(errors).toHaveLength(2);
+		expect(errors[0].json.error).toMatch(/Lease \(Seconds\) must be the same for every item.*item 0 has 60, item 1 has 90/);
+		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
+	});
+});
+
+describe('manual runs in the editor (n8n execution mode "manual")', () => {
+	it('reserve under a test scope by default, say so, and leave the real delivery New', async () => {
+		const event = () => [webhookItem({ id: 'evt_pinned_test' })];
+		const manual = await runRouting(routingWorkflow('stopWorkflow', {}), 'manual-1', event(), 'manual');
+		const [tested] = itemsAt(manual, 'Business Step');
+		expect(idempotency(tested)).toMatchObject({ key: 'n8n-manual-test:evt:evt_pinned_test', manualTest: true, outcome: 'new' });
+
+		const real = await runRouting(routingWorkflow('stopWorkflow', {}), 'webhook-after-manual', event());
+		const [delivered] = itemsAt(real, 'Business Step');
+		expect(idempotency(delivered)).toMatchObject({ key: 'evt:evt_pinned_test', manualTest: false, outcome: 'new' });
+	});
+
+	it('reserve the real key with "Reserve for Real"; the delivery is then a Duplicate naming the execution that reserved it', async () => {
+		const event = () => [webhookItem({ id: 'evt_pinned_real' })];
+		const manual = await runRouting(
+			routingWorkflow('stopWorkflow', { mode: 'permanent', options: { manualRuns: 'real' } }),
+			'manual-real',
+			event(),
+			'manual',
+		);
+		expect(idempotency(itemsAt(manual, 'Business Step')[0])).toMatchObject({ key: 'evt:evt_pinned_real', manualTest: false });
+
+		const real = await runRouting(routingWorkflow('stopWorkflow', { mode: 'permanent' }), 'webhook-after-real', event());
+		expect(itemsAt(real, 'Business Step')).toHaveLength(0);
+		const [duplicate] = itemsAt(real, 'Respond 200');
+		expect(idempotency(duplicate)).toMatchObject({
+			key: 'evt:evt_pinned_real',
+			outcome: 'duplicate',
+			reservedByExecutionId: 'manual-real',
+			reservedByWorkflowId: 'wf-routing',
+		});
 	});
 });

@@ -134,14 +134,15 @@ describe('Idempotency Reserve: bad input', () => {
 		expect(await rowCount()).toBe(before);
 	});
 
-	it('routes a missing key to the error path with Continue On Fail, and still reserves the other items', async () => {
-		const [first] = await runReserve(
+	it('routes a missing key to Not Reserved with Continue On Fail (never New), and still reserves the other items', async () => {
+		const [fresh, duplicate, notReserved] = await runReserve(
 			{ options: { ...options(), onMissingKey: 'error' } },
 			{ items: [webhookItem({ type: 'no id' }), webhookItem({ id: 'cof-ok' })], continueOnFail: true },
 		);
-		expect(first[0].json).toEqual({ error: expect.stringMatching(/No idempotency key/) });
-		expect(first[0].pairedItem).toEqual({ item: 0 });
-		expect(idempotencyOf(first[1]).key).toBe('evt:cof-ok');
+		expect(notReserved).toEqual([{ json: { error: expect.stringMatching(/No idempotency key/) }, pairedItem: { item: 0 } }]);
+		expect(fresh).toHaveLength(1);
+		expect(idempotencyOf(fresh[0]).key).toBe('evt:cof-ok');
+		expect(duplicate).toHaveLength(0);
 	});
 
 	it('hashes a 10 MB raw body and reserves it once', async () => {
@@ -175,9 +176,14 @@ describe('Idempotency Reserve: bad input', () => {
 		await expect(runReserve({ options: options() }, { items: [webhookItem({ id: 'x' })], credential: down })).rejects.toThrow(
 			/could not be reached/,
 		);
-		const outputs = await runReserve({ options: options() }, { items: [webhookItem({ id: 'x' })], credential: down, continueOnFail: true });
-		expect(outputs[0][0].json.error).toMatch(/could not be reached/);
-		expect(outputs[1]).toHaveLength(0);
+		const [fresh, duplicate, notReserved] = await runReserve(
+			{ options: options() },
+			{ items: [webhookItem({ id: 'x' })], credential: down, continueOnFail: true },
+		);
+		// "Nothing reserved" must never leave through New (the business step) or Duplicate (answered 200).
+		expect(fresh).toHaveLength(0);
+		expect(duplicate).toHaveLength(0);
+		expect(notReserved).toEqual([{ json: { error: expect.stringMatching(/could not be reached/) }, pairedItem: { item: 0 } }]);
 	});
 
 	it('fails with a clear error for a wrong password', async () => {
@@ -185,5 +191,112 @@ describe('Idempotency Reserve: bad input', () => {
 		const attempt = runReserve({ options: options() }, { items: [webhookItem({ id: 'x' })], credential: wrong });
 		await expect(attempt).rejects.toThrow(/rejected the credential/);
 		await expect(attempt).rejects.not.toThrow(/definitely-wrong/);
+	});
+});
+
+describe('Idempotency Reserve: keys are exact text or refused', () => {
+	it('refuses a NUL and lone surrogates per item before the statement; the other items of the batch are reserved', async () => {
+		const items = [
+			webhookItem({ id: 'exact-nul\u0000' }, {}, '{"id":"exact-nul\\u0000"}'),
+			webhookItem({ id: 'exact-a\uD800' }, {}, '{"id":"exact-a\\ud800"}'),
+			webhookItem({ id: 'exact-a\uDBFF' }, {}, '{"id":"exact-a\\udbff"}'),
+			webhookItem({ id: 'exact-ok' }),
+		];
+		const [fresh, duplicate, notReserved] = await runReserve({ options: options() }, { items, continueOnFail: true });
+		expect(fresh.map((item) => idempotencyOf(item).key)).toEqual(['evt:exact-ok']);
+		expect(duplicate).toHaveLength(0);
+		expect(notReserved.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
+		expect(notReserved[0].json.error).toMatch(/NUL character/);
+		expect(notReserved[1].json.error).toMatch(/lone UTF-16 surrogate/);
+		const rows = await pool.query(`select key from ${schema}.processed_events where key like 'evt:exact-%' order by key`);
+		// Not one row for the two surrogate ids (which node-postgres would both have sent as U+FFFD).
+		expect(rows.rows).toEqual([{ key: 'evt:exact-ok' }]);
+	});
+
+	it('fails the node on such an item without Continue, before anything is reserved', async () => {
+		const before = await rowCount();
+		await expect(
+			runReserve({ options: options() }, { items: [webhookItem({ id: 'stop-ok' }), webhookItem({ id: 'stop\u0000' })] }),
+		).rejects.toThrow(/NUL character/);
+		expect(await rowCount()).toBe(before);
+	});
+
+	it('reserves two ids beyond 2^53 that JSON.parse rounds alike as two events, with the exact digits', async () => {
+		const raw = (id: string) => `{"id": ${id}, "type": "invoice.paid"}`;
+		const item = (id: string) => webhookItem(JSON.parse(raw(id)), {}, raw(id));
+		const [fresh] = await runReserve({ options: options() }, { items: [item('12345678901234567890'), item('12345678901234567891')] });
+		expect(fresh.map((entry) => idempotencyOf(entry).key)).toEqual(['evt:12345678901234567890', 'evt:12345678901234567891']);
+	});
+
+	it('refuses a rounded id when there is no raw body, naming the fix', async () => {
+		const item = { json: { headers: {}, body: JSON.parse('{"id": 12345678901234567890}') } };
+		const [fresh, , notReserved] = await runReserve({ options: options() }, { items: [item], continueOnFail: true });
+		expect(fresh).toHaveLength(0);
+		expect(notReserved[0].json.error).toMatch(/Raw Body/);
+	});
+});
+
+describe('Idempotency Reserve: items that were not reserved never take the business path', () => {
+	it('turns a configuration error into Not Reserved items under Continue, rather than throwing (n8n would pass the input out of New)', async () => {
+		const [fresh, duplicate, notReserved] = await runReserve(
+			{ keySource: 'header', headerName: 'PayPal-Transmission-Sig', options: options() },
+			{ items: [webhookItem({ id: 'cfg-1' }), webhookItem({ id: 'cfg-2' })], continueOnFail: true },
+		);
+		expect([fresh.length, duplicate.length]).toEqual([0, 0]);
+		expect(notReserved.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		expect(notReserved[0].json.error).toMatch(/change on every retry/);
+	});
+
+	it('releases what it reserved before failing on a payload mismatch without Continue, so the retry is processed', async () => {
+		await runReserve({ options: { ...options(), payloadFingerprint: 'error' } }, { items: [webhookItem({ id: 'pm-seen', v: 1 })] });
+		const attempt = runReserve(
+			{ options: { ...options(), payloadFingerprint: 'error' } },
+			{ items: [webhookItem({ id: 'pm-fresh' }), webhookItem({ id: 'pm-seen', v: 2 })] },
+		);
+		await expect(attempt).rejects.toThrow(/different payload.*1 key\(s\) this run had reserved were released/);
+		const rows = await pool.query(`select key from ${schema}.processed_events where key like 'evt:pm-%' order by key`);
+		expect(rows.rows).toEqual([{ key: 'evt:pm-seen' }]);
+		const [retry] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'pm-fresh' })] });
+		expect(idempotencyOf(retry[0]).outcome).toBe('new');
+	});
+
+	it('lets items through New flagged unverified when Postgres is down and the option says Let Through', async () => {
+		const down = { ...connectionSettings(), port: 1 };
+		const [fresh, duplicate, notReserved] = await runReserve(
+			{ options: { ...options(), onStoreUnavailable: 'letThrough', onMissingKey: 'error' } },
+			{ items: [webhookItem({ id: 'lt-1' }), webhookItem({ type: 'no id' })], credential: down, continueOnFail: true },
+		);
+		expect(fresh).toHaveLength(1);
+		expect(fresh[0].pairedItem).toEqual({ item: 0 });
+		expect(idempotencyOf(fresh[0])).toMatchObject({
+			key: 'evt:lt-1',
+			unverified: true,
+			outcome: 'unverified',
+			ownerToken: null,
+			unverifiedReason: expect.stringMatching(/could not be reached/),
+		});
+		expect(duplicate).toHaveLength(0);
+		// A bad key is not an outage: it is never let through.
+		expect(notReserved.map((item) => item.pairedItem)).toEqual([{ item: 1 }]);
+	});
+
+	it('never lets through a refused password or a missing table', async () => {
+		const wrong = { ...connectionSettings(), password: 'definitely-wrong' };
+		await expect(
+			runReserve({ options: { ...options(), onStoreUnavailable: 'letThrough' } }, { items: [webhookItem({ id: 'lt-auth' })], credential: wrong }),
+		).rejects.toThrow(/rejected the credential/);
+		await expect(
+			runReserve(
+				{ options: { schemaName: schema, tableName: 'never_created', createTable: false, onStoreUnavailable: 'letThrough' } },
+				{ items: [webhookItem({ id: 'lt-table' })] },
+			),
+		).rejects.toThrow(/does not exist/);
+	});
+
+	it('fails when Postgres is down and the option is the default (Fail)', async () => {
+		const down = { ...connectionSettings(), port: 1 };
+		await expect(runReserve({ options: options() }, { items: [webhookItem({ id: 'lt-default' })], credential: down })).rejects.toThrow(
+			/could not be reached/,
+		);
 	});
 });

@@ -1,0 +1,173 @@
+/**
+ * The exact text of a top-level member of a JSON object, read from the request's raw bytes.
+ * JSON.parse rounds numbers beyond 2^53 (12345678901234567890 becomes 12345678901234567000), so
+ * a numeric event id is only exact in the raw body. Like JSON.parse, the last of duplicate
+ * members wins, and member names are compared after decoding their escapes ("\u0069d" is "id").
+ * Nested objects and strings are skipped without recursion, so no body can exhaust the stack.
+ */
+export interface RawJsonToken {
+	kind: 'number' | 'string' | 'literal' | 'object' | 'array';
+	/** The token exactly as it appears in the body. */
+	text: string;
+}
+
+class MalformedJson extends Error {}
+
+const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+const LITERAL = /true|false|null/y;
+const HEX4 = /^[0-9a-fA-F]{4}$/;
+
+/** The last top-level member `name` of the JSON object in `raw`; undefined when absent or when `raw` is not one JSON object. */
+export function topLevelMember(raw: Buffer | string, name: string): RawJsonToken | undefined {
+	let text = typeof raw === 'string' ? raw : raw.toString('utf8');
+	if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+	try {
+		return new Reader(text).lastMember(name);
+	} catch {
+		// Not one well-formed JSON object: the exact id cannot be known, so the caller refuses the item.
+		return undefined;
+	}
+}
+
+class Reader {
+	private position = 0;
+
+	constructor(private readonly text: string) {}
+
+	lastMember(name: string): RawJsonToken | undefined {
+		let found: RawJsonToken | undefined;
+		this.skipSpace();
+		this.expect('{');
+		this.skipSpace();
+		if (this.peek() === '}') {
+			this.position++;
+		} else {
+			for (;;) {
+				this.skipSpace();
+				const memberName = JSON.parse(this.readString()) as string;
+				this.skipSpace();
+				this.expect(':');
+				this.skipSpace();
+				const start = this.position;
+				const kind = this.skipValue();
+				if (memberName === name) found = { kind, text: this.text.slice(start, this.position) };
+				this.skipSpace();
+				const next = this.take();
+				if (next === '}') break;
+				if (next !== ',') throw new MalformedJson();
+			}
+		}
+		this.skipSpace();
+		if (this.position !== this.text.length) throw new MalformedJson();
+		return found;
+	}
+
+	/** Skips one value of any depth; returns what kind of value it was. */
+	private skipValue(): RawJsonToken['kind'] {
+		const first = this.peek();
+		const kind: RawJsonToken['kind'] =
+			first === '{' ? 'object' : first === '[' ? 'array' : first === '"' ? 'string' : first === '-' || isDigit(first) ? 'number' : 'literal';
+		const open: string[] = [];
+		for (;;) {
+			this.skipSpace();
+			const char = this.peek();
+			if (char === '{' || char === '[') {
+				this.position++;
+				this.skipSpace();
+				const close = char === '{' ? '}' : ']';
+				if (this.peek() === close) {
+					this.position++;
+				} else {
+					open.push(close);
+					if (close === '}') this.memberName();
+					continue;
+				}
+			} else {
+				this.skipScalar();
+			}
+			// A value ended: close finished containers, or go on to the next element.
+			for (;;) {
+				if (open.length === 0) return kind;
+				this.skipSpace();
+				const next = this.take();
+				const close = open[open.length - 1];
+				if (next === close) {
+					open.pop();
+					continue;
+				}
+				if (next !== ',') throw new MalformedJson();
+				if (close === '}') this.memberName();
+				break;
+			}
+		}
+	}
+
+	private memberName(): void {
+		this.skipSpace();
+		this.readString();
+		this.skipSpace();
+		this.expect(':');
+	}
+
+	private skipScalar(): void {
+		if (this.peek() === '"') {
+			this.readString();
+			return;
+		}
+		for (const pattern of [NUMBER, LITERAL]) {
+			pattern.lastIndex = this.position;
+			const match = pattern.exec(this.text);
+			if (match) {
+				this.position += match[0].length;
+				return;
+			}
+		}
+		throw new MalformedJson();
+	}
+
+	/** Returns the string token with its quotes, validated so JSON.parse can decode it. */
+	private readString(): string {
+		const start = this.position;
+		this.expect('"');
+		for (;;) {
+			const char = this.take();
+			if (char === '"') return this.text.slice(start, this.position);
+			if (char === '\\') {
+				const escaped = this.take();
+				if (escaped === 'u') {
+					if (!HEX4.test(this.text.slice(this.position, this.position + 4))) throw new MalformedJson();
+					this.position += 4;
+				} else if (!'"\\/bfnrt'.includes(escaped)) {
+					throw new MalformedJson();
+				}
+			} else if (char < ' ') {
+				throw new MalformedJson();
+			}
+		}
+	}
+
+	private skipSpace(): void {
+		while (this.position < this.text.length) {
+			const char = this.text[this.position];
+			if (char !== ' ' && char !== '\t' && char !== '\n' && char !== '\r') return;
+			this.position++;
+		}
+	}
+
+	private peek(): string {
+		return this.text[this.position] ?? '';
+	}
+
+	private take(): string {
+		if (this.position >= this.text.length) throw new MalformedJson();
+		return this.text[this.position++];
+	}
+
+	private expect(char: string): void {
+		if (this.take() !== char) throw new MalformedJson();
+	}
+}
+
+function isDigit(char: string): boolean {
+	return char >= '0' && char <= '9';
+}
