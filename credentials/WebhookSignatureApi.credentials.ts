@@ -38,10 +38,10 @@ export class WebhookSignatureApi implements ICredentialType {
 				'Only while rotating: the secret being replaced, exactly as before. A request signed with either secret is accepted. Clear it once the provider signs only with the new secret.',
 		},
 		{
-			// Version 0.1's space-separated list. Kept declared so n8n still hands it to the node
+			// Version 0.1.0's space-separated list. Kept declared so n8n still hands it to the node
 			// (undeclared fields are dropped) and redacts it like a password in the editor.
 			// Read only when Secret is empty, and only if it holds one secret without spaces.
-			displayName: 'Secrets (Version 0.1)',
+			displayName: 'Secrets (Version 0.1.0)',
 			name: 'secrets',
 			type: 'hidden',
 			typeOptions: { password: true },

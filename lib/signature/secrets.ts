@@ -11,16 +11,16 @@ export interface ConfiguredSecrets {
 	/** During a rotation, the secret being replaced; empty when there is none. */
 	previousSecret?: string;
 	/**
-	 * The single "Secrets" field of version 0.1, a space- or line-separated list. Read only when
+	 * The single "Secrets" field of version 0.1.0, a space- or line-separated list. Read only when
 	 * `secret` is empty, and only when it holds one whitespace-free secret: a list with whitespace
 	 * inside cannot be told apart from one secret containing spaces, so it is refused.
 	 */
 	legacySecrets?: string;
 }
 
-/** What the user must do with a version 0.1 list; worded without any secret material. */
+/** What the user must do with a version 0.1.0 list; worded without any secret material. */
 export const LEGACY_LIST_MESSAGE =
-	'The credential still holds a list of secrets in the "Secrets" field of version 0.1, which no longer splits secrets at spaces: open the credential and enter the current secret in "Secret" and, during a rotation, the old one in "Previous Secret"';
+	'The credential still holds the "Secrets" field of version 0.1.0, with whitespace inside. Secrets are no longer split at spaces: open the credential and enter the current secret in "Secret" and, during a rotation, the old one in "Previous Secret"';
 
 const isBlank = (text: string): boolean => text.trim() === '';
 
@@ -28,7 +28,7 @@ const isBlank = (text: string): boolean => text.trim() === '';
  * The secrets to try, newest first, each exactly as configured.
  *
  * @throws SignatureConfigError when no secret is configured, a secret is only whitespace, or a
- *   version 0.1 list would have to be split.
+ *   version 0.1.0 list would have to be split.
  */
 export function resolveSecrets(configured: ConfiguredSecrets): string[] {
 	const secret = configured.secret ?? '';
@@ -48,7 +48,7 @@ export function resolveSecrets(configured: ConfiguredSecrets): string[] {
 }
 
 /**
- * The one secret a version 0.1 "Secrets" field holds, trimmed as 0.1 did; `undefined` when empty.
+ * The one secret a version 0.1.0 "Secrets" field holds, trimmed as 0.1.0 did; `undefined` when empty.
  *
  * @throws SignatureConfigError when the field holds whitespace between characters.
  */

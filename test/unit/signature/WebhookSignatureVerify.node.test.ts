@@ -360,7 +360,7 @@ describe('WebhookSignatureVerify node', () => {
 			['no secret', {}, 'No signing secret configured'],
 			['a secret that is only whitespace', { secret: ' \t ' }, '"Secret" is only whitespace'],
 			['a previous secret that is only whitespace', { secret: SECRET, previousSecret: ' ' }, '"Previous Secret" is only whitespace'],
-			['a version 0.1 list of secrets', { secrets: `${SECRET} ${PREVIOUS_SECRET}` }, 'no longer splits secrets at spaces'],
+			['a version 0.1 list of secrets', { secrets: `${SECRET} ${PREVIOUS_SECRET}` }, 'no longer split at spaces'],
 		])('stops with a clear configuration error for %s, naming the item', async (_case, credential, message) => {
 			const error = await runError({ items: [webhookItem(`t=${NOW},v1=${SIG_NOW}`)], credential });
 
