@@ -124,6 +124,7 @@ describe('resolveSecrets', () => {
 	it.each([
 		['nothing', {}, 'No signing secret configured'],
 		['empty fields', { secret: '', previousSecret: '', legacySecrets: '' }, 'No signing secret configured'],
+		['only a previous secret', { secret: '', previousSecret: 'old' }, 'No signing secret configured'],
 		['a secret that is only whitespace', { secret: ' \t ' }, '"Secret" is only whitespace'],
 		['a previous secret that is only whitespace', { secret: 's', previousSecret: '  ' }, '"Previous Secret" is only whitespace'],
 		['a version 0.1 field that is only whitespace', { legacySecrets: ' \n ' }, 'No signing secret configured'],
