@@ -4,9 +4,18 @@ import type { HeaderBag } from './types';
 export type HeaderValue = { status: 'missing' } | { status: 'ambiguous' } | { status: 'present'; value: string };
 
 /**
+ * How a header sent more than once arrives joined into one value: Node's HTTP parser (and so n8n's
+ * Webhook node) joins repeats with ", ", as HTTP allows. None of the signature, timestamp or id
+ * formats read here contains a comma followed by whitespace, so such a value is split back into
+ * the values that were sent.
+ */
+const JOINED_REPEATS = /,[ \t]+/;
+
+/**
  * Reads one header by name, case-insensitively, trimmed. An empty value counts as missing.
- * Two different values (a repeated header, or two spellings of the name in a plain object) are
- * `ambiguous`: picking one would let a sender choose which value is checked.
+ * Two different values (a repeated header given as an array, joined with ", ", or two spellings
+ * of the name in a plain object) are `ambiguous`: picking one would let a sender choose which
+ * value is checked. The same value repeated counts once.
  */
 export function readHeader(headers: HeaderBag, name: string): HeaderValue {
 	const wanted = name.toLowerCase();
@@ -14,8 +23,10 @@ export function readHeader(headers: HeaderBag, name: string): HeaderValue {
 	for (const [key, raw] of Object.entries(headers)) {
 		if (key.toLowerCase() !== wanted || raw === undefined) continue;
 		for (const value of typeof raw === 'string' ? [raw] : raw) {
-			const trimmed = value.trim();
-			if (trimmed !== '' && !values.includes(trimmed)) values.push(trimmed);
+			for (const part of value.split(JOINED_REPEATS)) {
+				const trimmed = part.trim();
+				if (trimmed !== '' && !values.includes(trimmed)) values.push(trimmed);
+			}
 		}
 	}
 	if (values.length === 0) return { status: 'missing' };

@@ -65,7 +65,10 @@ export interface VerifySignatureInput {
 	headers: HeaderBag;
 	/** The request body exactly as received: any re-serialisation breaks the signature. */
 	rawBody: Buffer;
-	/** Current secrets, newest first; several are accepted so a secret can be rotated without downtime. */
+	/**
+	 * Current secrets, newest first, each one exact string (spaces are part of it); several are
+	 * accepted so a secret can be rotated without downtime. See `resolveSecrets`.
+	 */
 	secrets: readonly string[];
 	/**
 	 * How far a signed timestamp may lie from `nowSeconds`, in seconds, in either direction.

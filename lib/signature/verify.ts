@@ -10,7 +10,8 @@ import {
 } from './types';
 
 /**
- * Verifies a webhook request's HMAC signature against one or more secrets.
+ * Verifies a webhook request's HMAC signature against one or more secrets. Each secret is used
+ * exactly as given, as one string: never split, never trimmed.
  *
  * Order of checks: headers are parsed (a missing or unparsable header fails before any secret is
  * used), then every configured secret is tried against every signature in the request in constant
@@ -20,7 +21,7 @@ import {
  *
  * @returns `{ valid: true, scheme, timestamp? }` or `{ valid: false, scheme, reason }`; a bad
  *   request never throws.
- * @throws SignatureConfigError when the configuration is broken: no secrets, an unknown scheme, a
+ * @throws SignatureConfigError when the configuration is broken: no secrets, a blank secret, an unknown scheme, a
  *   negative tolerance, missing or invalid `generic` settings, a secret the scheme cannot use.
  */
 export function verifySignature(input: VerifySignatureInput): VerifySignatureResult {
@@ -29,8 +30,12 @@ export function verifySignature(input: VerifySignatureInput): VerifySignatureRes
 	if (!SIGNATURE_SCHEMES.includes(scheme)) {
 		throw new SignatureConfigError(`Unknown signature scheme "${String(scheme)}"`);
 	}
-	if (secrets.length === 0 || secrets.some((secret) => secret === '')) {
+	if (secrets.length === 0) {
 		throw new SignatureConfigError('No signing secret configured: add at least one secret to the credential');
+	}
+	// A blank secret is never what a provider signs with, and would make a trivially forgeable key.
+	if (secrets.some((secret) => secret.trim() === '')) {
+		throw new SignatureConfigError('A signing secret is empty or only whitespace: enter the secret exactly as the provider shows it');
 	}
 	if (!Number.isFinite(toleranceSeconds) || toleranceSeconds < 0) {
 		throw new SignatureConfigError('The timestamp tolerance must be a number of seconds, zero or more');

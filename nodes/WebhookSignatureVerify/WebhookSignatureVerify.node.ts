@@ -6,7 +6,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { webhookSignatureSecretTest } from './credentialTest';
+import { webhookSignatureSecretTest } from './credential';
 import { properties } from './description';
 import { verifyItems } from './execute';
 

@@ -7,7 +7,7 @@ import {
 
 import {
 	FAILURE_DESCRIPTIONS,
-	parseSecrets,
+	resolveSecrets,
 	verifySignature,
 	type HeaderBag,
 	type SignatureScheme,
@@ -15,6 +15,7 @@ import {
 } from '../../lib/signature';
 import { toNodeError } from '../shared/nodeError';
 import { readRawBody } from '../shared/rawBody';
+import { configuredSecrets, CREDENTIAL_TYPE } from './credential';
 import { readParameters, type VerifyParameters } from './parameters';
 
 /** Output indices, in the order of `outputNames`. */
@@ -36,8 +37,7 @@ export interface SignatureField extends IDataObject {
 export async function verifyItems(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
 	const routed: INodeExecutionData[][] = [[], []];
-	const credentials = await this.getCredentials<{ secrets?: unknown }>('webhookSignatureApi');
-	const secrets = parseSecrets(typeof credentials.secrets === 'string' ? credentials.secrets : '');
+	const secrets = await readSecrets(this);
 	// One clock reading for the whole batch: items of one execution are judged against the same now.
 	const nowSeconds = Math.floor(Date.now() / 1000);
 
@@ -75,14 +75,29 @@ export async function verifyItems(this: IExecuteFunctions): Promise<INodeExecuti
 	return routed;
 }
 
+/**
+ * The credential's secrets, newest first, or the configuration error that every item then reports
+ * (as any other per-item error: it stops the execution, or with "Continue On Fail" sends the item
+ * to Invalid).
+ */
+async function readSecrets(ctx: IExecuteFunctions): Promise<readonly string[] | Error> {
+	const credentials = await ctx.getCredentials(CREDENTIAL_TYPE);
+	try {
+		return resolveSecrets(configuredSecrets(credentials));
+	} catch (error) {
+		return error as Error;
+	}
+}
+
 async function verifyItem(
 	ctx: IExecuteFunctions,
 	item: INodeExecutionData,
 	itemIndex: number,
 	parameters: VerifyParameters,
-	secrets: string[],
+	secrets: readonly string[] | Error,
 	nowSeconds: number,
 ): Promise<VerifySignatureResult> {
+	if (secrets instanceof Error) throw toNodeError(ctx.getNode(), secrets, itemIndex);
 	const headers = readHeaders(ctx, item, parameters.headersField, itemIndex);
 	const rawBody = await requireRawBody(ctx, item, parameters.rawBodyProperty, itemIndex);
 	try {

@@ -43,15 +43,19 @@ describe('credential tests through the n8n REST API', () => {
 		expect(res.json.data.message).toMatch(/connect|refused|reach/i);
 	});
 
-	test('Webhook Signature Secret: a secret passes, two are a rotation, none fails; no message echoes a secret', async () => {
+	test('Webhook Signature Secret: a secret passes, a previous secret is a rotation, blank and 0.1.0 lists fail; no message echoes a secret', async () => {
 		const signature = stack.TEMPLATE_CREDENTIALS.signature;
-		const one = await rest.testCredential({ ...signature, data: { secrets: h.secret } });
+		const one = await rest.testCredential({ ...signature, data: { secret: h.secret } });
 		expect(one.json.data).toEqual({ status: 'OK', message: 'One secret configured' });
-		const two = await rest.testCredential({ ...signature, data: { secrets: `${h.secret} whsec_e2e_old_secret` } });
-		expect(two.json.data).toEqual({ status: 'OK', message: '2 secrets configured (rotation)' });
-		const none = await rest.testCredential({ ...signature, data: { secrets: '  ' } });
-		expect(none.json.data.status).toBe('Error');
-		for (const res of [one, two, none]) expect(res.text).not.toMatch(/whsec_/);
+		const two = await rest.testCredential({ ...signature, data: { secret: h.secret, previousSecret: 'whsec_e2e_old_secret' } });
+		expect(two.json.data).toEqual({ status: 'OK', message: 'Secret and previous secret configured (rotation)' });
+		const blank = await rest.testCredential({ ...signature, data: { secret: '  ' } });
+		expect(blank.json.data.status).toBe('Error');
+		// A 0.1.0 credential's space-separated list is refused, never split.
+		const legacyList = await rest.testCredential({ ...signature, data: { secrets: `${h.secret} whsec_e2e_old_secret` } });
+		expect(legacyList.json.data.status).toBe('Error');
+		expect(legacyList.json.data.message).toContain('"Previous Secret"');
+		for (const res of [one, two, blank, legacyList]) expect(res.text).not.toMatch(/whsec_/);
 	});
 
 	test('the stock Postgres credential of the business step passes too', async () => {

@@ -5,7 +5,7 @@
 // acts as Stripe and signs with the test credential's secret (h.secret).
 const stack = require('../../scripts/lib/n8n-stack');
 const { servedWorkflowNodesSql } = require('../../scripts/lib/n8n-version');
-const { harness, outputTaken, outputItem, eventId, NODE } = require('./support/harness');
+const { harness, outputTaken, outputItem, eventId, NODE, OWNER } = require('./support/harness');
 
 describe('signature verification in templates/idempotent-webhook.json', () => {
 	const h = harness();
@@ -118,6 +118,36 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 		expect(stored.rows).toEqual([{ status: 'completed', attempts: 1, duplicate_count: 1 }]);
 		const after = await counts();
 		expect([after.keys - before.keys, after.business - before.business]).toEqual([1, 1]);
+	});
+
+	test('the credential as a user edits it: a secret with spaces verifies, a forgery signed with one of its words does not, Previous Secret rotates', async () => {
+		// The stack imports the credential in its version 0.1.0 form ({ secrets }), which the tests
+		// above run on; here it is edited through the REST API as the editor does, then restored.
+		const rest = h.rest();
+		await rest.ownerLogin(OWNER);
+		const credential = stack.TEMPLATE_CREDENTIALS.signature;
+		const setData = async (data) => {
+			const res = await rest.call('PATCH', `/credentials/${credential.id}`, { name: credential.name, type: credential.type, data });
+			expect(res.status).toBe(200);
+		};
+		const spaced = "It's a Secret to Everybody (e2e)";
+		const [first, second] = [eventId('spaced-1'), eventId('spaced-2')].map((id) => ({ id, type: 'charge.succeeded' }));
+		try {
+			await setData({ secret: spaced, previousSecret: '' });
+			const genuine = await h.deliver(h.webhookUrl, first, {}, { secret: spaced });
+			expect([genuine.status, genuine.outcome]).toEqual([200, 'new']);
+			for (const word of ['Secret', "It's", 'Everybody', "It's a Secret"]) {
+				expectRejected(await h.deliver(h.webhookUrl, second, {}, { secret: word }), 'signature_mismatch');
+			}
+			expectRejected(await h.deliver(h.webhookUrl, second, {}, { secret: h.secret }), 'signature_mismatch');
+			expect(await traces(`evt:${second.id}`)).toEqual({ keys: 0, business: 0 });
+
+			await setData({ secret: spaced, previousSecret: h.secret });
+			const rotated = await h.deliver(h.webhookUrl, second, {}, { secret: h.secret });
+			expect([rotated.status, rotated.outcome]).toEqual([200, 'new']);
+		} finally {
+			await setData({ secrets: h.secret });
+		}
 	});
 
 	test('a genuine signature with an old timestamp (> 300 s) → 401 timestamp_too_old; one too far ahead → 401 timestamp_in_future; nothing reserved', async () => {

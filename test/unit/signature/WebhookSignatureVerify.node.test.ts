@@ -1,3 +1,5 @@
+import { createHmac } from 'node:crypto';
+
 import {
 	NodeOperationError,
 	type ICredentialsDecrypted,
@@ -10,6 +12,7 @@ import {
 
 import { WebhookSignatureVerify } from '../../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { WebhookSignatureApi } from '../../../credentials/WebhookSignatureApi.credentials';
+import { LEGACY_LIST_MESSAGE } from '../../../lib/signature';
 import { BODY, NOW, TAMPERED_BODY } from './fixtures';
 
 const SECRET = 'whsec_stripe_current';
@@ -18,6 +21,10 @@ const PREVIOUS_SECRET = 'whsec_stripe_previous';
 const SIG_NOW = '8a9d24dedd0d68aaff9e4bb65b447709950652ad85357c9c62291358406e7029';
 // printf '%s' '1700000000.{"id":"evt_1","name":"Zoë"}' | openssl dgst -sha256 -hmac 'whsec_stripe_previous'
 const SIG_PREVIOUS = 'f71fa71c073b36c222b8af1e95b5c150ee383ec55d6d0d0d0fb80c7c0d1f43ef';
+
+const GITHUB_DOCS_SECRET = "It's a Secret to Everybody";
+const GITHUB_DOCS_PAYLOAD = 'Hello, World!';
+const GITHUB_DOCS_SIGNATURE = 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
 
 const NODE: INode = {
 	id: 'verify-1',
@@ -41,12 +48,16 @@ function webhookItem(signature: string | undefined, body = BODY): INodeExecution
 interface FakeOptions {
 	items: INodeExecutionData[];
 	parameters?: IDataObject;
-	secrets?: string;
+	/** The credential's fields as n8n hands them over (declared fields, defaults filled in). */
+	credential?: IDataObject;
 	continueOnFail?: boolean;
 }
 
+/** The credential as n8n returns it: every declared field present, '' when not filled in. */
+const credentialData = (fields: IDataObject): IDataObject => ({ secret: '', previousSecret: '', secrets: '', ...fields });
+
 /** The part of IExecuteFunctions the node uses; binary data in memory, as n8n's default mode. */
-function fakeContext({ items, parameters = {}, secrets = SECRET, continueOnFail = false }: FakeOptions) {
+function fakeContext({ items, parameters = {}, credential = { secret: SECRET }, continueOnFail = false }: FakeOptions) {
 	const all: IDataObject = { scheme: 'stripe', onInvalid: 'route', toleranceSeconds: 300, options: {}, ...parameters };
 	const getBinaryDataBuffer = jest.fn(async (itemIndex: number, property: string) => {
 		const binary = items[itemIndex]?.binary?.[property];
@@ -62,7 +73,7 @@ function fakeContext({ items, parameters = {}, secrets = SECRET, continueOnFail 
 		},
 		getCredentials: async (type: string) => {
 			expect(type).toBe('webhookSignatureApi');
-			return { secrets };
+			return credentialData(credential);
 		},
 		getNode: () => NODE,
 		continueOnFail: () => continueOnFail,
@@ -116,6 +127,17 @@ describe('WebhookSignatureVerify node', () => {
 			]);
 		});
 
+		it('keeps one exact secret per credential field, and the version 0.1 field redacted and out of sight', () => {
+			const fields = new WebhookSignatureApi().properties;
+			expect(fields.map((field) => [field.name, field.type, field.typeOptions?.password])).toEqual([
+				['secret', 'string', true],
+				['previousSecret', 'string', true],
+				// Declared so that n8n still hands it to the node, and blanks it like a password when
+				// it sends credential data to the editor (undeclared fields are sent as they are).
+				['secrets', 'hidden', true],
+			]);
+		});
+
 		it('tests its credential with a method it defines', () => {
 			const [credential] = description.credentials ?? [];
 			expect(credential).toMatchObject({ name: new WebhookSignatureApi().name, required: true });
@@ -132,7 +154,7 @@ describe('WebhookSignatureVerify node', () => {
 				webhookItem(`t=${NOW},v1=${SIG_PREVIOUS}`),
 			];
 
-			const [valid, invalid] = await run({ items, secrets: `${SECRET}\n${PREVIOUS_SECRET}` });
+			const [valid, invalid] = await run({ items, credential: { secret: SECRET, previousSecret: PREVIOUS_SECRET } });
 
 			expect(valid).toEqual([
 				{
@@ -215,9 +237,69 @@ describe('WebhookSignatureVerify node', () => {
 				signedContent: 'body',
 			};
 
-			const [valid] = await run({ items: [item], parameters, secrets: 'generic-current' });
+			const [valid] = await run({ items: [item], parameters, credential: { secret: 'generic-current' } });
 
 			expect(valid?.[0]?.json.signature).toEqual({ valid: true, scheme: 'generic' });
+		});
+	});
+
+	describe('secrets are exact strings', () => {
+		// GitHub's documented test vector:
+		// https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
+		const githubItem = (signature: string): INodeExecutionData => ({
+			json: { headers: { 'x-hub-signature-256': signature }, body: {} },
+			binary: { data: { data: Buffer.from(GITHUB_DOCS_PAYLOAD, 'utf8').toString('base64'), mimeType: 'text/plain' } },
+		});
+		const signedWith = (key: string) =>
+			`sha256=${createHmac('sha256', key).update(GITHUB_DOCS_PAYLOAD).digest('hex')}`;
+		const github = { scheme: 'github' };
+
+		it("routes GitHub's documented example to Valid", async () => {
+			const [valid, invalid] = await run({
+				items: [githubItem(GITHUB_DOCS_SIGNATURE)],
+				parameters: github,
+				credential: { secret: GITHUB_DOCS_SECRET },
+			});
+
+			expect(valid?.map((item) => item.json.signature)).toEqual([{ valid: true, scheme: 'github' }]);
+			expect(invalid).toEqual([]);
+		});
+
+		it('routes forgeries signed with a word or a prefix of the secret to Invalid', async () => {
+			const keys = ["It's", 'a', 'Secret', 'to', 'Everybody', "It's a Secret", "It's a Secret to Everybod", ' '];
+			const items = keys.map((key) => githubItem(signedWith(key)));
+
+			const [valid, invalid] = await run({ items, parameters: github, credential: { secret: GITHUB_DOCS_SECRET } });
+
+			expect(valid).toEqual([]);
+			expect(invalid).toHaveLength(keys.length);
+		});
+
+		it('rotation: accepts deliveries signed with the secret or the previous secret, both with spaces', async () => {
+			const items = [githubItem(GITHUB_DOCS_SIGNATURE), githubItem(signedWith('old secret phrase')), githubItem(signedWith('old'))];
+
+			const [valid, invalid] = await run({
+				items,
+				parameters: github,
+				credential: { secret: GITHUB_DOCS_SECRET, previousSecret: 'old secret phrase' },
+			});
+
+			expect(valid?.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+			expect(invalid?.map((item) => item.pairedItem)).toEqual([{ item: 2 }]);
+		});
+
+		it('upgrade from 0.1: a credential holding one secret in the old "Secrets" field still verifies', async () => {
+			const [valid] = await run({ items: [webhookItem(`t=${NOW},v1=${SIG_NOW}`)], credential: { secrets: ` ${SECRET}\n` } });
+
+			expect(valid).toHaveLength(1);
+		});
+
+		it('upgrade from 0.1: a spaced value in the old field is refused, never split', async () => {
+			const forgedWithAWord = githubItem(signedWith('Secret'));
+
+			const error = await runError({ items: [forgedWithAWord], parameters: github, credential: { secrets: GITHUB_DOCS_SECRET } });
+
+			expect(error.message).toBe(LEGACY_LIST_MESSAGE);
 		});
 	});
 
@@ -274,15 +356,35 @@ describe('WebhookSignatureVerify node', () => {
 			]);
 		});
 
-		it('rejects an empty secret list', async () => {
-			const error = await runError({ items: [webhookItem(`t=${NOW},v1=${SIG_NOW}`)], secrets: ' \n ' });
+		it.each([
+			['no secret', {}, 'No signing secret configured'],
+			['a secret that is only whitespace', { secret: ' \t ' }, '"Secret" is only whitespace'],
+			['a previous secret that is only whitespace', { secret: SECRET, previousSecret: ' ' }, '"Previous Secret" is only whitespace'],
+			['a version 0.1 list of secrets', { secrets: `${SECRET} ${PREVIOUS_SECRET}` }, 'no longer split at spaces'],
+		])('stops with a clear configuration error for %s, naming the item', async (_case, credential, message) => {
+			const error = await runError({ items: [webhookItem(`t=${NOW},v1=${SIG_NOW}`)], credential });
 
-			expect(error.message).toContain('No signing secret configured');
+			expect(error.message).toContain(message);
+			expect(error.description).toBe('SignatureConfigError');
+			expect(error.context.itemIndex).toBe(0);
+		});
+
+		it('with Continue On Fail, sends every item to Invalid when the credential cannot be used', async () => {
+			const items = [webhookItem(`t=${NOW},v1=${SIG_NOW}`), webhookItem(`t=${NOW},v1=${SIG_PREVIOUS}`)];
+
+			const [valid, invalid] = await run({ items, credential: { secrets: `${SECRET} ${PREVIOUS_SECRET}` }, continueOnFail: true });
+
+			expect(valid).toEqual([]);
+			expect(invalid?.map((item) => [item.json.signature, item.pairedItem])).toEqual([
+				[{ valid: false, scheme: 'stripe', reason: 'error' }, { item: 0 }],
+				[{ valid: false, scheme: 'stripe', reason: 'error' }, { item: 1 }],
+			]);
 		});
 	});
 
 	describe('secrecy', () => {
 		const svixSecret = 'whsec_not*base64*but_still_secret';
+		const secretOf = (options: FakeOptions): string => String(options.credential?.secret ?? SECRET);
 
 		it.each([
 			['routed items', { items: [webhookItem(`t=${NOW},v1=${SIG_NOW}`), webhookItem('garbage')] }],
@@ -290,16 +392,16 @@ describe('WebhookSignatureVerify node', () => {
 			['a Standard Webhooks secret that cannot be decoded', {
 				items: [webhookItem(undefined)],
 				parameters: { scheme: 'standardWebhooks' },
-				secrets: svixSecret,
+				credential: { secret: svixSecret },
 			}],
 			['Continue On Fail output', {
 				items: [webhookItem(undefined)],
 				parameters: { scheme: 'standardWebhooks' },
-				secrets: svixSecret,
+				credential: { secret: svixSecret },
 				continueOnFail: true,
 			}],
 		] as Array<[string, FakeOptions]>)('never shows the secret in %s', async (_case, options) => {
-			const secret = options.secrets ?? SECRET;
+			const secret = secretOf(options);
 			let text: string;
 			try {
 				text = JSON.stringify(await run(options));
@@ -317,20 +419,28 @@ describe('WebhookSignatureVerify node', () => {
 
 describe('webhookSignatureSecretTest', () => {
 	const test = new WebhookSignatureVerify().methods.credentialTest.webhookSignatureSecretTest;
-	const credential = (secrets: unknown): ICredentialsDecrypted => ({
+	const credential = (fields: IDataObject | undefined): ICredentialsDecrypted => ({
 		id: 'c1',
 		name: 'Stripe signing secret',
 		type: 'webhookSignatureApi',
-		data: { secrets } as ICredentialsDecrypted['data'],
+		data: fields === undefined ? undefined : (credentialData(fields) as ICredentialsDecrypted['data']),
 	});
+	const OUTER_WHITESPACE = 'A secret starts or ends with a space (or other whitespace), which is used as part of the secret. Remove it unless the provider\'s secret really has it.';
 
 	it.each([
-		['one secret', SECRET, 'OK', 'One secret configured'],
-		['two secrets for rotation', `${SECRET}\n${PREVIOUS_SECRET}`, 'OK', '2 secrets configured (rotation)'],
-		['an empty field', '', 'Error', 'Enter at least one signing secret'],
-		['only whitespace', ' \n ', 'Error', 'Enter at least one signing secret'],
-		['no field', undefined, 'Error', 'Enter at least one signing secret'],
-	])('checks %s', async (_case, secrets, status, message) => {
-		await expect(test.call({} as ICredentialTestFunctions, credential(secrets))).resolves.toEqual({ status, message });
+		['one secret', { secret: SECRET }, 'OK', 'One secret configured'],
+		['a secret with spaces inside', { secret: GITHUB_DOCS_SECRET }, 'OK', 'One secret configured'],
+		['a secret and a previous secret', { secret: SECRET, previousSecret: PREVIOUS_SECRET }, 'OK', 'Secret and previous secret configured (rotation)'],
+		['a version 0.1 field holding one secret', { secrets: SECRET }, 'OK', 'One secret configured'],
+		['a secret with a trailing space', { secret: `${SECRET} ` }, 'Error', OUTER_WHITESPACE],
+		['a previous secret with a leading tab', { secret: SECRET, previousSecret: `\t${PREVIOUS_SECRET}` }, 'Error', OUTER_WHITESPACE],
+		['an empty field', { secret: '' }, 'Error', 'No signing secret configured: enter the signing secret in the credential\'s "Secret" field'],
+		['no data', undefined, 'Error', 'No signing secret configured: enter the signing secret in the credential\'s "Secret" field'],
+		['only whitespace', { secret: ' \n ' }, 'Error', 'The credential\'s "Secret" is only whitespace: enter the signing secret exactly as the provider shows it'],
+		['a version 0.1 list of two secrets', { secrets: `${SECRET} ${PREVIOUS_SECRET}` }, 'Error', LEGACY_LIST_MESSAGE],
+	])('checks %s', async (_case, fields, status, message) => {
+		const result = await test.call({} as ICredentialTestFunctions, credential(fields));
+		expect(result).toEqual({ status, message });
+		expect(result.message).not.toContain(SECRET);
 	});
 });

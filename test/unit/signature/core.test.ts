@@ -1,9 +1,14 @@
+import nodeCrypto = require('node:crypto');
+
 import { readHeader, readFirstHeader } from '../../../lib/signature/headers';
 import { decodeBase64, decodeHex, signaturesEqual } from '../../../lib/signature/hmac';
-import { parseSecrets } from '../../../lib/signature/secrets';
 import { checkTimestamp, parseUnixSeconds } from '../../../lib/signature/timestamp';
 import { FAILURE_DESCRIPTIONS, SIGNATURE_SCHEMES, type SignatureScheme } from '../../../lib/signature';
 import { NOW, verify } from './fixtures';
+
+afterEach(() => {
+	jest.restoreAllMocks();
+});
 
 describe('readHeader', () => {
 	it.each([
@@ -16,6 +21,11 @@ describe('readHeader', () => {
 		['the same value twice', { 'x-sig': 'a', 'X-Sig': 'a' }, 'x-sig', { status: 'present', value: 'a' }],
 		['two values in an array', { 'x-sig': ['a', 'b'] }, 'x-sig', { status: 'ambiguous' }],
 		['two spellings with different values', { 'x-sig': 'a', 'X-Sig': 'b' }, 'x-sig', { status: 'ambiguous' }],
+		['two values joined with ", " (a repeated header as n8n hands it over)', { 'x-sig': 'a, b' }, 'x-sig', { status: 'ambiguous' }],
+		['two values joined with ",\t"', { 'x-sig': 'a,\tb' }, 'x-sig', { status: 'ambiguous' }],
+		['the same value twice, joined', { 'x-sig': 'a, a' }, 'x-sig', { status: 'present', value: 'a' }],
+		['commas without whitespace (Stripe\'s own format)', { 'x-sig': 't=1,v1=a' }, 'x-sig', { status: 'present', value: 't=1,v1=a' }],
+		['spaces without commas (a Standard Webhooks list)', { 'x-sig': 'v1,a v1,b' }, 'x-sig', { status: 'present', value: 'v1,a v1,b' }],
 	])('reads a header given as %s', (_case, headers, name, expected) => {
 		expect(readHeader(headers, name)).toEqual(expected);
 	});
@@ -40,6 +50,47 @@ describe('signaturesEqual', () => {
 		['empty', Buffer.alloc(0), false],
 	])('compares %s', (_case, received, expected) => {
 		expect(signaturesEqual(digest, received)).toBe(expected);
+	});
+
+	// timingSafeEqual throws on unequal lengths; skipping it then would make a wrong-length
+	// signature answer faster than a wrong-content one. Pinned: one constant-time comparison of
+	// digest-length buffers per call, whatever was received.
+	it.each([
+		['equal bytes', Buffer.from('00112233', 'hex')],
+		['one byte differs', Buffer.from('00112234', 'hex')],
+		['shorter', Buffer.from('001122', 'hex')],
+		['longer', Buffer.from('0011223344', 'hex')],
+		['empty', Buffer.alloc(0)],
+	])('runs exactly one timingSafeEqual over digest-length buffers for %s', (_case, received) => {
+		const timingSafeEqual = jest.spyOn(nodeCrypto, 'timingSafeEqual');
+
+		signaturesEqual(digest, received);
+
+		expect(timingSafeEqual).toHaveBeenCalledTimes(1);
+		const [left, right] = timingSafeEqual.mock.calls[0] as [Buffer, Buffer];
+		expect([left.length, right.length]).toEqual([digest.length, digest.length]);
+	});
+});
+
+describe('verifySignature compares in constant time', () => {
+	// Stripe, two secrets, three v1 signatures: the genuine one, one of the wrong length, one wrong.
+	// printf '%s' '1700000000.{"id":"evt_1","name":"Zoë"}' | openssl dgst -sha256 -hmac 'whsec_stripe_current'
+	const genuine = '8a9d24dedd0d68aaff9e4bb65b447709950652ad85357c9c62291358406e7029';
+	const header = (...signatures: string[]) => ({
+		'stripe-signature': [`t=${NOW}`, ...signatures.map((signature) => `v1=${signature}`)].join(','),
+	});
+
+	it.each([
+		['the first secret matches the first signature', header(genuine, 'abcd', 'ff'.repeat(32)), ['whsec_stripe_current', 'whsec_other'], true],
+		['the last secret matches the last signature', header('abcd', 'ff'.repeat(32), genuine), ['whsec_other', 'whsec_stripe_current'], true],
+		['nothing matches', header('abcd', 'ff'.repeat(32), 'ee'.repeat(32)), ['whsec_stripe_current', 'whsec_other'], false],
+	])('tries every secret against every signature through timingSafeEqual when %s', (_case, headers, secrets, valid) => {
+		const timingSafeEqual = jest.spyOn(nodeCrypto, 'timingSafeEqual');
+
+		expect(verify({ scheme: 'stripe', headers, secrets }).valid).toBe(valid);
+
+		// No early exit and no other comparison: 2 secrets × 3 signatures.
+		expect(timingSafeEqual).toHaveBeenCalledTimes(6);
 	});
 });
 
@@ -93,22 +144,12 @@ describe('timestamps', () => {
 	});
 });
 
-describe('parseSecrets', () => {
-	it.each([
-		['one secret', 'a', ['a']],
-		['one per line', 'a\nb\r\nc', ['a', 'b', 'c']],
-		['space separated', 'a b', ['a', 'b']],
-		['blank lines and padding', '\n  a  \n\n b \n', ['a', 'b']],
-		['nothing', '  \n ', []],
-	])('splits %s', (_case, text, secrets) => {
-		expect(parseSecrets(text)).toEqual(secrets);
-	});
-});
-
 describe('verifySignature configuration', () => {
 	it.each([
 		['no secrets', { secrets: [] }, 'No signing secret configured'],
-		['an empty secret', { secrets: [''] }, 'No signing secret configured'],
+		['an empty secret', { secrets: [''] }, 'empty or only whitespace'],
+		['a secret that is only whitespace', { secrets: [' \t '] }, 'empty or only whitespace'],
+		['a blank previous secret', { secrets: ['s', ' '] }, 'empty or only whitespace'],
 		['a negative tolerance', { toleranceSeconds: -1 }, 'tolerance'],
 		['a tolerance that is not a number', { toleranceSeconds: Number.NaN }, 'tolerance'],
 		['an unknown scheme', { scheme: 'paypal' as SignatureScheme }, 'Unknown signature scheme'],
