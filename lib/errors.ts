@@ -27,7 +27,7 @@ export class TableMissingError extends IdempotencyError {}
 /** The table exists but lacks columns (e.g. the seed's two-column table); the message names the migration. */
 export class SchemaOutdatedError extends IdempotencyError {}
 
-/** Postgres cannot be reached (down, unknown host, refused, timed out). Nothing was reserved. */
+/** Postgres cannot be reached (down, unknown host, refused, timed out); subclasses say whether anything changed. */
 export class DatabaseUnavailableError extends IdempotencyError {}
 
 /** Postgres refused the credential (wrong user or password, or no access to the database). */
@@ -35,3 +35,18 @@ export class DatabaseAuthenticationError extends IdempotencyError {}
 
 /** Postgres answered with an error the package has no specific meaning for. */
 export class DatabaseError extends IdempotencyError {}
+
+/** Postgres cancelled the statement (Statement Timeout, 57014): it was rolled back, nothing changed. */
+export class StatementTimeoutError extends DatabaseUnavailableError {}
+
+/** Postgres gave up waiting for a row lock another session holds (Lock Timeout, 55P03): nothing changed. */
+export class LockTimeoutError extends DatabaseUnavailableError {}
+
+/**
+ * The statement was sent but its answer never arrived (connection lost, or no answer within the
+ * Query Timeout) and re-sending could not settle it: it may or may not have been applied.
+ */
+export class OutcomeUnknownError extends DatabaseUnavailableError {}
+
+/** Postgres answered, but not as the statement promises (e.g. no row back for a reserved key). */
+export class UnexpectedResultError extends DatabaseError {}
