@@ -28,6 +28,15 @@ export interface StoreOptions {
 	settleRetryMs?: number;
 	/** How long a reserve whose answer was lost keeps re-sending the same statement (default 10 s). */
 	reserveRecoveryMs?: number;
+	/** Called before each retry (for logs and tests): what failed, and whether its outcome is unknown. */
+	onRetry?: (event: RetryEvent) => void;
+}
+
+export interface RetryEvent {
+	operation: Operation;
+	/** The failed attempt's statement had been sent: it may have been applied. */
+	outcomeUnknown: boolean;
+	reason: string;
 }
 
 /** A settle request; the lease end, when known, bounds how long a lost connection is retried. */
@@ -307,7 +316,8 @@ export class IdempotencyStore {
 				return { rows: await this.attempt(text, values), uncertain };
 			} catch (failure) {
 				if (!(failure instanceof AttemptFailure)) throw failure;
-				const lost = connectionFailureReason(failure.error) !== undefined;
+				const reason = connectionFailureReason(failure.error);
+				const lost = reason !== undefined;
 				if (lost && failure.sent && !uncertain) {
 					uncertain = true;
 					if (retry.recoverUntilMs) recoverUntil = Date.now() + retry.recoverUntilMs;
@@ -316,6 +326,7 @@ export class IdempotencyStore {
 				if (!lost || Date.now() + delay >= deadline) {
 					throw classifyPostgresError(failure.error, { table: this.table.qualified, operation, outcomeUnknown: uncertain });
 				}
+				this.options.onRetry?.({ operation, outcomeUnknown: lost && failure.sent, reason });
 				await sleep(delay);
 				delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
 			}
@@ -330,12 +341,19 @@ export class IdempotencyStore {
 		} catch (error) {
 			throw new AttemptFailure(error, false);
 		}
+		// A dying connection also emits 'error' on the client; the query's rejection reports it, and
+		// without a listener Node would crash the process (pool.query guards it the same way).
+		const ignore = () => {};
+		client.on('error', ignore);
 		try {
 			const result = await client.query(text, values);
+			client.removeListener('error', ignore);
 			client.release();
 			return result.rows;
 		} catch (error) {
-			client.release(connectionFailureReason(error) !== undefined ? (error as Error) : undefined);
+			const broken = connectionFailureReason(error) !== undefined;
+			if (!broken) client.removeListener('error', ignore);
+			client.release(broken ? (error as Error) : undefined);
 			throw new AttemptFailure(error, true);
 		}
 	}

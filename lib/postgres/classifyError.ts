@@ -114,10 +114,11 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 	const nothingChanged = context.operation ? ` ${NOTHING_CHANGED[context.operation]}` : '';
 
 	const lost = connectionFailureReason(error);
-	if (lost && context.outcomeUnknown) {
+	// Once a sent statement's answer was lost, no later failure can prove that nothing changed.
+	if (context.outcomeUnknown) {
 		const operation = context.operation ?? 'reserve';
 		return new OutcomeUnknownError(
-			`The answer from Postgres was lost (${lost}) after the ${operation} statement was sent, and re-sending it did not get an answer either. ${MAYBE_CHANGED[operation]}`,
+			`The answer from Postgres was lost after the ${operation} statement was sent, and re-sending it did not get an answer either (${lost ?? `Postgres error ${code ?? 'without a code'}`}). ${MAYBE_CHANGED[operation]}`,
 			{ cause: error },
 		);
 	}
