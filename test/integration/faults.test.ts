@@ -235,6 +235,27 @@ describe('nothing hangs', () => {
 	}, 40_000);
 });
 
+describe('settle retries are bounded', () => {
+	it('Postgres unreachable during a Complete: retried until shortly before the lease ends, then an error that says the key was not completed', async () => {
+		const { store: direct } = storeWith();
+		const [reserved] = await direct.reserve([request('complete-unreachable')], lease);
+		const { proxy, store, retries } = await proxied({ settleRetryMs: 30_000 });
+		proxy.refuseNewConnections();
+		const started = Date.now();
+		const leaseEndsAt = new Date(Date.now() + 4_000); // as the item's lockedUntil would say
+		const error = await store
+			.complete([{ key: 'complete-unreachable', ownerToken: reserved.ownerToken!, leaseEndsAt }])
+			.catch((caught: unknown) => caught);
+		const elapsed = Date.now() - started;
+		expect(retries.length).toBeGreaterThanOrEqual(3);
+		expect(retries.every((event) => event.operation === 'complete' && !event.outcomeUnknown && /refused/.test(event.reason))).toBe(true);
+		expect((error as Error).message).toMatch(/could not be reached \(connection refused\)\. The key was not completed/);
+		expect(elapsed).toBeGreaterThanOrEqual(1_000); // it did retry (backoff 0.2, 0.4, 0.8 s)…
+		expect(elapsed).toBeLessThan(3_000); // …but stopped 2 s before the lease end, not after 30 s
+		expect(await row('complete-unreachable')).toMatchObject({ status: 'processing' });
+	}, 30_000);
+});
+
 describe('Postgres restarts', () => {
 	it('mid-batch, back within the recovery window: the batch is re-sent and every key is reported reserved, once', async () => {
 		const keys = Array.from({ length: 1000 }, (_, i) => `batch-a-${String(i).padStart(4, '0')}`);

@@ -123,6 +123,36 @@ describe('Idempotency Key: Mark Failed', () => {
 	});
 });
 
+describe('Idempotency Key: content never stops a settle', () => {
+	it('Complete with a NUL and a lone surrogate in the response: Done, with the warning on the item', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_nul_response' })]);
+		const [done, stale] = await runKeyNode(
+			// What an expression can hand over: text from the provider with a NUL and half an emoji.
+			{ operation: 'complete', source: 'item', responseJson: { text: 'a\u0000b\uD83D' }, options: tableOptions() },
+			{ items: fresh },
+		);
+		expect(stale).toHaveLength(0);
+		expect(idempotencyOf(done[0])).toMatchObject({
+			applied: true,
+			warnings: [expect.stringMatching(/NUL characters or broken Unicode .* replaced with U\+FFFD/)],
+		});
+		expect(await row('evt:evt_nul_response')).toMatchObject({ status: 'completed', response: { text: 'a\uFFFDb\uFFFD' } });
+	});
+
+	it('Mark Failed with a NUL in the message: Done, with the warning on the item', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_nul_message' })]);
+		const [done] = await runKeyNode({ operation: 'fail', source: 'item', errorMessage: 'bad\u0000byte', options: tableOptions() }, { items: fresh });
+		expect(idempotencyOf(done[0])).toMatchObject({ applied: true, warnings: [expect.stringMatching(/error message had NUL/)] });
+		expect(await row('evt:evt_nul_message')).toMatchObject({ status: 'failed', last_error: 'bad\uFFFDbyte' });
+	});
+
+	it('items without anything to repair carry no warnings field', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_clean' })]);
+		const [done] = await runKeyNode({ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() }, { items: fresh });
+		expect(idempotencyOf(done[0])).not.toHaveProperty('warnings');
+	});
+});
+
 describe('Idempotency Key: Delete Expired Keys', () => {
 	it('returns one summary item', async () => {
 		await pool.query(
