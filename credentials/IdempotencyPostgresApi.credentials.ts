@@ -65,17 +65,19 @@ export class IdempotencyPostgresApi implements ICredentialType {
 			displayName: 'Statement Timeout (Seconds)',
 			name: 'statementTimeoutSeconds',
 			type: 'number',
-			typeOptions: { minValue: 1, maxValue: 3600 },
+			typeOptions: { minValue: 0, maxValue: 3600 },
 			default: 15,
-			description: 'Postgres cancels a statement that runs longer; nothing it was doing is kept',
+			description:
+				'Postgres cancels a statement that runs longer; nothing it was doing is kept. 0: not sent (behind PgBouncer, set it on the database role instead).',
 		},
 		{
 			displayName: 'Lock Timeout (Seconds)',
 			name: 'lockTimeoutSeconds',
 			type: 'number',
-			typeOptions: { minValue: 1, maxValue: 3600 },
+			typeOptions: { minValue: 0, maxValue: 3600 },
 			default: 5,
-			description: 'Postgres stops waiting for a key another session holds locked (e.g. a long transaction)',
+			description:
+				'Postgres stops waiting for a key another session holds locked (e.g. a long transaction). 0: not sent (behind PgBouncer, set it on the database role instead).',
 		},
 		{
 			displayName: 'Query Timeout (Seconds)',

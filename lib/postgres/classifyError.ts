@@ -80,6 +80,13 @@ const UNREACHABLE_CODES: Record<string, string> = {
 
 const LOST_CONNECTION = /terminated unexpectedly|Connection terminated|connection timeout|timeout exceeded when trying to connect/i;
 const QUERY_READ_TIMEOUT = /Query read timeout/i;
+// PgBouncer's answer to a startup parameter it does not know (statement_timeout, lock_timeout).
+const UNSUPPORTED_STARTUP_PARAMETER = /unsupported startup parameter:\s*([a-z_]+)/i;
+
+function refusedStartupParameter(error: unknown): string | undefined {
+	const message = error instanceof Error ? error.message : String(error);
+	return UNSUPPORTED_STARTUP_PARAMETER.exec(message)?.[1];
+}
 
 function codeOf(error: unknown): string | undefined {
 	const code = (error as { code?: unknown } | null)?.code;
@@ -91,6 +98,7 @@ function codeOf(error: unknown): string | undefined {
  * statement Postgres answered with an error, which was rolled back and is never worth retrying).
  */
 export function connectionFailureReason(error: unknown): string | undefined {
+	if (refusedStartupParameter(error)) return undefined;
 	const code = codeOf(error);
 	if (code && CONNECTION_SQLSTATES.has(code)) return 'Postgres is restarting or not accepting connections';
 	if (code && code.startsWith('08')) return 'connection failure';
@@ -112,6 +120,14 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 	const table = context.table ?? 'processed_events';
 	const serverMessage = error instanceof Error ? error.message : String(error);
 	const nothingChanged = context.operation ? ` ${NOTHING_CHANGED[context.operation]}` : '';
+
+	const parameter = refusedStartupParameter(error);
+	if (parameter) {
+		return new InvalidConfigurationError(
+			`The server refused the connection setting "${parameter}" (a connection pooler such as PgBouncer?). Set the credential's Statement Timeout and Lock Timeout to 0 and set them on the database role instead (ALTER ROLE … SET ${parameter} = …), or add them to the pooler's ignore_startup_parameters.${nothingChanged}`,
+			{ cause: error },
+		);
+	}
 
 	const lost = connectionFailureReason(error);
 	// Once a sent statement's answer was lost, no later failure can prove that nothing changed.

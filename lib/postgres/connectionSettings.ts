@@ -54,9 +54,11 @@ export function toPoolConfig(settings: ConnectionSettings): PoolConfig {
 	if (!Number.isInteger(max) || max < 1 || max > 1000) {
 		throw new InvalidConfigurationError(`The credential's max connections must be a whole number from 1 to 1000.`);
 	}
-	const statementTimeout = timeoutSeconds(settings.statementTimeoutSeconds, DEFAULT_TIMEOUTS.statementTimeoutSeconds, 'Statement Timeout');
-	const lockTimeout = timeoutSeconds(settings.lockTimeoutSeconds, DEFAULT_TIMEOUTS.lockTimeoutSeconds, 'Lock Timeout');
-	const queryTimeout = timeoutSeconds(settings.queryTimeoutSeconds, DEFAULT_TIMEOUTS.queryTimeoutSeconds, 'Query Timeout');
+	// 0 leaves the server-side timeouts unsent: PgBouncer refuses unknown startup parameters, and
+	// there they belong on the database role instead. The client-side query timeout always applies.
+	const statementTimeout = timeoutSeconds(settings.statementTimeoutSeconds, DEFAULT_TIMEOUTS.statementTimeoutSeconds, 'Statement Timeout', true);
+	const lockTimeout = timeoutSeconds(settings.lockTimeoutSeconds, DEFAULT_TIMEOUTS.lockTimeoutSeconds, 'Lock Timeout', true);
+	const queryTimeout = timeoutSeconds(settings.queryTimeoutSeconds, DEFAULT_TIMEOUTS.queryTimeoutSeconds, 'Query Timeout', false);
 	return {
 		host: settings.host,
 		port,
@@ -67,8 +69,8 @@ export function toPoolConfig(settings: ConnectionSettings): PoolConfig {
 		max,
 		connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
 		idleTimeoutMillis: IDLE_TIMEOUT_MS,
-		statement_timeout: Math.round(statementTimeout * 1000),
-		lock_timeout: Math.round(lockTimeout * 1000),
+		...(statementTimeout > 0 ? { statement_timeout: Math.round(statementTimeout * 1000) } : {}),
+		...(lockTimeout > 0 ? { lock_timeout: Math.round(lockTimeout * 1000) } : {}),
 		query_timeout: Math.round(queryTimeout * 1000),
 		keepAlive: settings.keepAlive ?? true,
 		keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
@@ -92,13 +94,15 @@ function sslConfig(settings: ConnectionSettings): PoolConfig['ssl'] {
 	}
 }
 
-// Missing (credentials saved before these fields existed) means the default; 0 is not "off":
-// a timeout that never fires is the hang these settings exist to prevent.
-function timeoutSeconds(value: number | undefined, fallback: number, field: string): number {
+// Missing (credentials saved before these fields existed) means the default. A client-side timeout
+// of 0 is refused: a wait that never ends is the hang these settings exist to prevent.
+function timeoutSeconds(value: number | undefined, fallback: number, field: string, zeroMeansUnsent: boolean): number {
 	if (value === undefined || value === null || (value as unknown) === '') return fallback;
 	const seconds = Number(value);
+	if (zeroMeansUnsent && seconds === 0) return 0;
 	if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_TIMEOUT_SECONDS) {
-		throw new InvalidConfigurationError(`The credential's ${field} must be more than 0 and at most ${MAX_TIMEOUT_SECONDS} seconds.`);
+		const range = zeroMeansUnsent ? `0 (not sent) or more than 0 and at most ${MAX_TIMEOUT_SECONDS}` : `more than 0 and at most ${MAX_TIMEOUT_SECONDS}`;
+		throw new InvalidConfigurationError(`The credential's ${field} must be ${range} seconds.`);
 	}
 	return seconds;
 }

@@ -74,4 +74,11 @@ describe('classifyPostgresError', () => {
 		expect(connectionFailureReason(new Error('timeout exceeded when trying to connect'))).toBeDefined();
 		for (const code of ['22P05', '23505', '42P01', '57014', '55P03', '28P01']) expect(connectionFailureReason(pgError(code))).toBeUndefined();
 	});
+
+	it('a pooler refusing the timeout startup parameters is a configuration error naming the fix, not "unreachable"', () => {
+		const error = classifyPostgresError(pgError('08P01', 'unsupported startup parameter: statement_timeout'), { operation: 'reserve' });
+		expect(error).toBeInstanceOf(InvalidConfigurationError);
+		expect(error.message).toMatch(/"statement_timeout".*Statement Timeout and Lock Timeout to 0.*Nothing was reserved/);
+		expect(connectionFailureReason(pgError('08P01', 'unsupported startup parameter: lock_timeout'))).toBeUndefined();
+	});
 });

@@ -89,5 +89,13 @@ describe('timeouts and keepalive (nothing hangs)', () => {
 		for (const bad of [0, -1, 3601, Number.NaN]) {
 			expect(() => toPoolConfig({ ...settings, queryTimeoutSeconds: bad })).toThrow(InvalidConfigurationError);
 		}
+		expect(() => toPoolConfig({ ...settings, statementTimeoutSeconds: -1 })).toThrow(InvalidConfigurationError);
+	});
+
+	it('0 leaves the server-side timeouts unsent (PgBouncer refuses them); the client-side one stays', () => {
+		const config = toPoolConfig({ ...settings, statementTimeoutSeconds: 0, lockTimeoutSeconds: 0 });
+		expect(config).not.toHaveProperty('statement_timeout');
+		expect(config).not.toHaveProperty('lock_timeout');
+		expect(config.query_timeout).toBe(DEFAULT_TIMEOUTS.queryTimeoutSeconds * 1000);
 	});
 });
