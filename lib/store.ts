@@ -54,13 +54,8 @@ const LEASE_SAFETY_MARGIN_MS = 2_000;
 const FIRST_RETRY_DELAY_MS = 200;
 const MAX_RETRY_DELAY_MS = 2_000;
 
-/** One attempt's failure, and whether the statement had been sent (its outcome is then unknown). */
-class AttemptFailure {
-	constructor(
-		readonly error: unknown,
-		readonly sent: boolean,
-	) {}
-}
+/** One attempt's outcome; a failure says whether the statement had been sent (its outcome is then unknown). */
+type Attempt = { ok: true; rows: QueryResultRow[] } | { ok: false; error: unknown; sent: boolean };
 
 export const DEFAULT_TABLE = 'processed_events';
 export const DEFAULT_SCHEMA = 'public';
@@ -312,34 +307,30 @@ export class IdempotencyStore {
 		let recoverUntil: number | null = null;
 		let delay = FIRST_RETRY_DELAY_MS;
 		for (;;) {
-			try {
-				return { rows: await this.attempt(text, values), uncertain };
-			} catch (failure) {
-				if (!(failure instanceof AttemptFailure)) throw failure;
-				const reason = connectionFailureReason(failure.error);
-				const lost = reason !== undefined;
-				if (lost && failure.sent && !uncertain) {
-					uncertain = true;
-					if (retry.recoverUntilMs) recoverUntil = Date.now() + retry.recoverUntilMs;
-				}
-				const deadline = Math.max(retry.retryUntil ?? 0, recoverUntil ?? 0);
-				if (!lost || Date.now() + delay >= deadline) {
-					throw classifyPostgresError(failure.error, { table: this.table.qualified, operation, outcomeUnknown: uncertain });
-				}
-				this.options.onRetry?.({ operation, outcomeUnknown: lost && failure.sent, reason });
-				await sleep(delay);
-				delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+			const attempt = await this.attempt(text, values);
+			if (attempt.ok) return { rows: attempt.rows, uncertain };
+			const reason = connectionFailureReason(attempt.error);
+			if (reason !== undefined && attempt.sent && !uncertain) {
+				uncertain = true;
+				if (retry.recoverUntilMs) recoverUntil = Date.now() + retry.recoverUntilMs;
 			}
+			const deadline = Math.max(retry.retryUntil ?? 0, recoverUntil ?? 0);
+			if (reason === undefined || Date.now() + delay >= deadline) {
+				throw classifyPostgresError(attempt.error, { table: this.table.qualified, operation, outcomeUnknown: uncertain });
+			}
+			this.options.onRetry?.({ operation, outcomeUnknown: attempt.sent, reason });
+			await sleep(delay);
+			delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
 		}
 	}
 
 	/** One try on one pooled connection; a connection that failed mid-statement is discarded. */
-	private async attempt(text: string, values: unknown[]): Promise<QueryResultRow[]> {
+	private async attempt(text: string, values: unknown[]): Promise<Attempt> {
 		let client: PoolClient;
 		try {
 			client = await this.pool.connect();
 		} catch (error) {
-			throw new AttemptFailure(error, false);
+			return { ok: false, error, sent: false };
 		}
 		// A dying connection also emits 'error' on the client; the query's rejection reports it, and
 		// without a listener Node would crash the process (pool.query guards it the same way).
@@ -349,12 +340,12 @@ export class IdempotencyStore {
 			const result = await client.query(text, values);
 			client.removeListener('error', ignore);
 			client.release();
-			return result.rows;
+			return { ok: true, rows: result.rows };
 		} catch (error) {
 			const broken = connectionFailureReason(error) !== undefined;
 			if (!broken) client.removeListener('error', ignore);
 			client.release(broken ? (error as Error) : undefined);
-			throw new AttemptFailure(error, true);
+			return { ok: false, error, sent: true };
 		}
 	}
 

@@ -13,12 +13,12 @@ export const MAX_RESPONSE_BYTES = 1024 * 1024;
 export const MAX_ERROR_MESSAGE_LENGTH = 2000;
 
 const REPLACEMENT = '\uFFFD';
-const NUL = /\u0000/g;
+const NUL = '\u0000';
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 /** Text with NULs and lone surrogates replaced by U+FFFD; `changed` says whether any were. */
 export function storableText(text: string): { text: string; changed: boolean } {
-	const repaired = text.replace(NUL, REPLACEMENT).replace(LONE_SURROGATE, REPLACEMENT);
+	const repaired = text.replaceAll(NUL, REPLACEMENT).replace(LONE_SURROGATE, REPLACEMENT);
 	return { text: repaired, changed: repaired !== text };
 }
 
