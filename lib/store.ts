@@ -164,7 +164,11 @@ export class IdempotencyStore {
 	/** Releases every live reservation of one n8n execution; returns the released keys. */
 	async releaseExecution(executionId: string): Promise<string[]> {
 		if (!executionId) throw new InvalidConfigurationError('Release by execution needs an execution id.');
-		const rows = await this.query('releaseExecution', [executionId]);
+		await this.ensureReady();
+		// Retried like Release; after a lost answer the re-send lists only the keys still left to release.
+		const { rows } = await this.runText('release', renderStatement('releaseExecution', this.table), [executionId], {
+			retryUntil: Date.now() + (this.options.settleRetryMs ?? SETTLE_RETRY_MS),
+		});
 		return rows.map((row) => row.key as string);
 	}
 
@@ -349,23 +353,10 @@ export class IdempotencyStore {
 		}
 	}
 
-	private async query(statement: StatementName, values: unknown[]): Promise<QueryResultRow[]> {
-		await this.ensureReady();
-		return this.queryText(renderStatement(statement, this.table), values);
-	}
-
 	private async execute(statement: StatementName, values: unknown[]): Promise<number> {
 		try {
 			const result = await this.pool.query(renderStatement(statement, this.table), values);
 			return result.rowCount ?? 0;
-		} catch (error) {
-			throw classifyPostgresError(error, { table: this.table.qualified });
-		}
-	}
-
-	private async queryText(text: string, values: unknown[]): Promise<QueryResultRow[]> {
-		try {
-			return (await this.pool.query(text, values)).rows;
 		} catch (error) {
 			throw classifyPostgresError(error, { table: this.table.qualified });
 		}
