@@ -246,6 +246,7 @@ export class IdempotencyStore {
 			}
 		}
 		if (items.length === 0) return [];
+		await this.ensureReady();
 		// A key with a NUL cannot be stored, so it was never reserved; sending it would fail the batch.
 		const sent = items.map((item, index) => ({ item, index })).filter(({ item }) => !item.key.includes('\u0000'));
 		const retryUntil = this.settleDeadline(items);
