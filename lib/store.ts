@@ -246,10 +246,10 @@ export class IdempotencyStore {
 			}
 		}
 		if (items.length === 0) return [];
-		await this.ensureReady();
+		const retryUntil = this.settleDeadline(items);
+		await this.readyWithin(operation, retryUntil);
 		// A key with a NUL cannot be stored, so it was never reserved; sending it would fail the batch.
 		const sent = items.map((item, index) => ({ item, index })).filter(({ item }) => !item.key.includes('\u0000'));
-		const retryUntil = this.settleDeadline(items);
 		// pg sends a lone surrogate as U+FFFD, so rows come back under the repaired key.
 		const rowKey = (key: string) => storableText(key).text;
 		const { rows, uncertain } = await this.run(
@@ -279,6 +279,25 @@ export class IdempotencyStore {
 			if (row.owner_token !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
 			return report({ key: item.key, applied: false, reason: 'failed' });
 		});
+	}
+
+	/** The table check before a settle, retried like the settle itself when the connection fails. */
+	private async readyWithin(operation: Operation, retryUntil: number): Promise<void> {
+		let delay = FIRST_RETRY_DELAY_MS;
+		for (;;) {
+			try {
+				return await this.ensureReady();
+			} catch (error) {
+				// ensureReady's errors are already classified; the pg error is their cause.
+				const cause = (error as { cause?: unknown }).cause ?? error;
+				const reason = connectionFailureReason(cause);
+				if (reason === undefined) throw classifyPostgresError(error, { table: this.table.qualified, operation });
+				if (Date.now() + delay >= retryUntil) throw classifyPostgresError(cause, { table: this.table.qualified, operation });
+				this.options.onRetry?.({ operation, outcomeUnknown: false, reason });
+				await sleep(delay);
+				delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+			}
+		}
 	}
 
 	/** Retrying a settle ends at the retry budget, and before the earliest known lease end. */
