@@ -99,7 +99,7 @@ export class IdempotencyStore {
 		const firsts = [...firstIndexByKey.values()].map((index) => requests[index]);
 		// A lost answer is not "nothing reserved": the same statement with the same tokens is sent
 		// again, and a row carrying our token is ours whichever attempt wrote it.
-		await this.ensureReady();
+		await this.readyWithin('reserve', 0); // not retried: nothing is reserved yet, and the provider retries
 		const { rows } = await this.run('reserve', [
 			firsts.map((request) => request.key),
 			firsts.map((request) => request.keySource),
@@ -281,7 +281,7 @@ export class IdempotencyStore {
 		});
 	}
 
-	/** The table check before a settle, retried like the settle itself when the connection fails. */
+	/** The table check before a statement; a lost connection is retried until `retryUntil` and named per operation. */
 	private async readyWithin(operation: Operation, retryUntil: number): Promise<void> {
 		let delay = FIRST_RETRY_DELAY_MS;
 		for (;;) {

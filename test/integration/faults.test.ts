@@ -182,6 +182,18 @@ describe('a reply lost after the commit', () => {
 	});
 });
 
+describe('nothing sent, nothing reserved', () => {
+	it('a refused connection before the statement is sent: "Nothing was reserved", and not retried', async () => {
+		const { proxy, store, retries } = await proxied();
+		proxy.refuseNewConnections();
+		const error = await store.reserve([request('never-sent')], lease).catch((caught: unknown) => caught);
+		expect(error).not.toBeInstanceOf(OutcomeUnknownError);
+		expect((error as Error).message).toBe('Postgres could not be reached (connection refused). Nothing was reserved.');
+		expect(retries).toEqual([]);
+		expect(await row('never-sent')).toBeUndefined();
+	});
+});
+
 describe('nothing hangs', () => {
 	it('a row lock held forever by another session: a lock-timeout error within the timeout, nothing changed', async () => {
 		const { store } = storeWith({ lockTimeoutSeconds: 1 });
