@@ -61,5 +61,38 @@ export class IdempotencyPostgresApi implements ICredentialType {
 			default: 10,
 			description: 'Size of the connection pool this credential shares across executions',
 		},
+		{
+			displayName: 'Statement Timeout (Seconds)',
+			name: 'statementTimeoutSeconds',
+			type: 'number',
+			typeOptions: { minValue: 0, maxValue: 3600 },
+			default: 15,
+			description:
+				'Postgres cancels a statement that runs longer; nothing it was doing is kept. 0: not sent (behind PgBouncer, set it on the database role instead).',
+		},
+		{
+			displayName: 'Lock Timeout (Seconds)',
+			name: 'lockTimeoutSeconds',
+			type: 'number',
+			typeOptions: { minValue: 0, maxValue: 3600 },
+			default: 5,
+			description:
+				'Postgres stops waiting for a key another session holds locked (e.g. a long transaction). 0: not sent (behind PgBouncer, set it on the database role instead).',
+		},
+		{
+			displayName: 'Query Timeout (Seconds)',
+			name: 'queryTimeoutSeconds',
+			type: 'number',
+			typeOptions: { minValue: 1, maxValue: 3600 },
+			default: 20,
+			description: 'The node stops waiting for an answer after this long (a dead network path); keep it above the statement timeout',
+		},
+		{
+			displayName: 'TCP Keepalive',
+			name: 'keepAlive',
+			type: 'boolean',
+			default: true,
+			description: 'Whether to send keepalive probes on idle connections, so a dead network path is noticed',
+		},
 	];
 }

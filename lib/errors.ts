@@ -30,7 +30,7 @@ export class SchemaOutdatedError extends IdempotencyError {}
 /** The table's schema version is newer than this package knows: refused, nothing is changed. */
 export class SchemaNewerThanPackageError extends IdempotencyError {}
 
-/** Postgres cannot be reached (down, unknown host, refused, timed out). Nothing was reserved. */
+/** Postgres cannot be reached (down, unknown host, refused, timed out); subclasses say whether anything changed. */
 export class DatabaseUnavailableError extends IdempotencyError {}
 
 /** Postgres refused the credential (wrong user or password, or no access to the database). */
@@ -45,3 +45,18 @@ export class DatabaseError extends IdempotencyError {}
  * rather than collapsed into another item's key.
  */
 export class UnusableKeyError extends IdempotencyError {}
+
+/** Postgres cancelled the statement (Statement Timeout, 57014): it was rolled back, nothing changed. */
+export class StatementTimeoutError extends DatabaseUnavailableError {}
+
+/** Postgres gave up waiting for a row lock another session holds (Lock Timeout, 55P03): nothing changed. */
+export class LockTimeoutError extends DatabaseUnavailableError {}
+
+/**
+ * The statement was sent but its answer never arrived (connection lost, or no answer within the
+ * Query Timeout) and re-sending could not settle it: it may or may not have been applied.
+ */
+export class OutcomeUnknownError extends DatabaseUnavailableError {}
+
+/** Postgres answered, but not as the statement promises (e.g. no row back for a reserved key). */
+export class UnexpectedResultError extends DatabaseError {}

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool, QueryResultRow } from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Pool, PoolClient, QueryResultRow } from 'pg';
 
-import { InvalidConfigurationError } from './errors';
+import { InvalidConfigurationError, UnexpectedResultError } from './errors';
 import { tableRef, type TableRef } from './identifiers';
-import { classifyPostgresError } from './postgres/classifyError';
+import { classifyPostgresError, connectionFailureReason, type Operation } from './postgres/classifyError';
+import { storableErrorMessage, storableResponse, storableText } from './postgres/storableValues';
 import { KEYS_MIGRATIONS, ensureSchema } from './sql/migrations';
 import { renderStatement, type StatementName } from './sql/statements';
 import type {
@@ -26,7 +28,38 @@ export interface StoreOptions {
 	 * ownership of the table). Off, the schema version is only checked and an error names the files.
 	 */
 	createTable: boolean;
+	/** How long Complete, Release and Mark Failed keep retrying a lost connection (default 30 s; never past the lease). */
+	settleRetryMs?: number;
+	/** How long a reserve whose answer was lost keeps re-sending the same statement (default 10 s). */
+	reserveRecoveryMs?: number;
+	/** Called before each retry (for logs and tests): what failed, and whether its outcome is unknown. */
+	onRetry?: (event: RetryEvent) => void;
 }
+
+export interface RetryEvent {
+	operation: Operation;
+	/** The failed attempt's statement had been sent: it may have been applied. */
+	outcomeUnknown: boolean;
+	reason: string;
+}
+
+/** A settle request; the lease end, when known, bounds how long a lost connection is retried. */
+export interface SettleRequest extends OwnedKey {
+	leaseEndsAt?: Date | null;
+}
+
+/** A settle result, with what had to be repaired or dropped to store the item's values. */
+export type SettleReport = SettleResult & { warnings?: string[] };
+
+export const SETTLE_RETRY_MS = 30_000;
+export const RESERVE_RECOVERY_MS = 10_000;
+// Retrying stops this long before the lease ends: a settle racing a reclaim gains nothing.
+const LEASE_SAFETY_MARGIN_MS = 2_000;
+const FIRST_RETRY_DELAY_MS = 200;
+const MAX_RETRY_DELAY_MS = 2_000;
+
+/** One attempt's outcome; a failure says whether the statement had been sent (its outcome is then unknown). */
+type Attempt = { ok: true; rows: QueryResultRow[] } | { ok: false; error: unknown; sent: boolean };
 
 export const DEFAULT_TABLE = 'processed_events';
 export const DEFAULT_SCHEMA = 'public';
@@ -68,7 +101,10 @@ export class IdempotencyStore {
 			}
 		}
 		const firsts = [...firstIndexByKey.values()].map((index) => requests[index]);
-		const rows = await this.query('reserve', [
+		// A lost answer is not "nothing reserved": the same statement with the same tokens is sent
+		// again, and a row carrying our token is ours whichever attempt wrote it.
+		await this.readyWithin('reserve', 0); // not retried: nothing is reserved yet, and the provider retries
+		const { rows } = await this.run('reserve', [
 			firsts.map((request) => request.key),
 			firsts.map((request) => request.keySource),
 			firsts.map((request) => request.payloadHash),
@@ -78,12 +114,16 @@ export class IdempotencyStore {
 			options.retentionSeconds,
 			options.executionId ?? null,
 			options.workflowId ?? null,
-		]);
+		], { retryUntil: null, recoverUntilMs: this.options.reserveRecoveryMs ?? RESERVE_RECOVERY_MS });
 		const rowByKey = new Map(rows.map((row) => [row.key as string, row]));
 
 		return requests.map((request, index) => {
 			const row = rowByKey.get(request.key);
-			if (!row) throw new InvalidConfigurationError(`Postgres returned no row for a reserved key.`);
+			if (!row) {
+				throw new UnexpectedResultError(
+					`Postgres returned no row for reserved key ${JSON.stringify(request.key.slice(0, 80))} (a trigger or rule on ${this.table.qualified}?). The other keys of the batch may have been reserved.`,
+				);
+			}
 			const record = toRecord(row);
 			const repeatInBatch = firstIndexByKey.get(request.key) !== index;
 			const ours = !repeatInBatch && row.owner_token === proposedTokens.get(request.key);
@@ -101,33 +141,38 @@ export class IdempotencyStore {
 		});
 	}
 
-	/** Marks owned reservations completed, storing `response` (any JSON) for duplicates to replay. */
-	async complete(items: Array<OwnedKey & { response?: unknown }>): Promise<SettleResult[]> {
-		return this.settle('complete', items, (valid) => [
-			valid.map((item) => item.key),
-			valid.map((item) => item.ownerToken),
-			valid.map((item) => (item.response === undefined ? null : JSON.stringify(item.response))),
+	/**
+	 * Marks owned reservations completed, storing `response` (any JSON) for duplicates to replay.
+	 * A response Postgres would refuse is repaired or dropped (see storableValues), never fatal.
+	 */
+	async complete(items: Array<SettleRequest & { response?: unknown }>): Promise<SettleReport[]> {
+		const responses = items.map((item) => storableResponse(item.response));
+		return this.settle('complete', items, responses.map((response) => response.warnings), (sent) => [
+			sent.map(({ index }) => responses[index].json),
 		]);
 	}
 
 	/** Deletes owned reservations so the provider's next delivery is processed. */
-	async release(items: OwnedKey[]): Promise<SettleResult[]> {
-		return this.settle('release', items, (valid) => [valid.map((item) => item.key), valid.map((item) => item.ownerToken)]);
+	async release(items: SettleRequest[]): Promise<SettleReport[]> {
+		return this.settle('release', items, items.map(() => []), () => []);
 	}
 
 	/** Marks owned reservations failed (kept with the message); the next delivery reserves again. */
-	async fail(items: Array<OwnedKey & { error: string }>): Promise<SettleResult[]> {
-		return this.settle('fail', items, (valid) => [
-			valid.map((item) => item.key),
-			valid.map((item) => item.ownerToken),
-			valid.map((item) => item.error.slice(0, 2000)),
+	async fail(items: Array<SettleRequest & { error: string }>): Promise<SettleReport[]> {
+		const messages = items.map((item) => storableErrorMessage(item.error));
+		return this.settle('fail', items, messages.map((message) => message.warnings), (sent) => [
+			sent.map(({ index }) => messages[index].text),
 		]);
 	}
 
 	/** Releases every live reservation of one n8n execution; returns the released keys. */
 	async releaseExecution(executionId: string): Promise<string[]> {
 		if (!executionId) throw new InvalidConfigurationError('Release by execution needs an execution id.');
-		const rows = await this.query('releaseExecution', [executionId]);
+		await this.ensureReady();
+		// Retried like Release; after a lost answer the re-send lists only the keys still left to release.
+		const { rows } = await this.runText('release', renderStatement('releaseExecution', this.table), [executionId], {
+			retryUntil: Date.now() + (this.options.settleRetryMs ?? SETTLE_RETRY_MS),
+		});
 		return rows.map((row) => row.key as string);
 	}
 
@@ -179,11 +224,17 @@ export class IdempotencyStore {
 		await ready;
 	}
 
-	private async settle<T extends OwnedKey>(
-		statement: StatementName,
+	/**
+	 * One statement for all items, guarded by each owner token. Settling is idempotent for its
+	 * owner (Complete and Mark Failed apply again; a Release whose row is gone after a lost answer
+	 * was ours), so a lost connection is retried within the lease and a lost answer re-sent.
+	 */
+	private async settle<T extends SettleRequest>(
+		operation: Exclude<Operation, 'reserve'>,
 		items: T[],
-		parameters: (valid: T[]) => unknown[],
-	): Promise<SettleResult[]> {
+		warnings: string[][],
+		extraParameters: (sent: Array<{ item: T; index: number }>) => unknown[],
+	): Promise<SettleReport[]> {
 		for (const item of items) {
 			if (!item.key) throw new InvalidConfigurationError('No idempotency key to settle: the item has no key.');
 			if (!UUID.test(item.ownerToken ?? '')) {
@@ -193,30 +244,131 @@ export class IdempotencyStore {
 			}
 		}
 		if (items.length === 0) return [];
-		const rows = await this.query(statement, parameters(items));
+		const retryUntil = this.settleDeadline(items);
+		await this.readyWithin(operation, retryUntil);
+		// A key with a NUL cannot be stored, so it was never reserved; sending it would fail the batch.
+		const sent = items.map((item, index) => ({ item, index })).filter(({ item }) => !item.key.includes('\u0000'));
+		// pg sends a lone surrogate as U+FFFD, so rows come back under the repaired key.
+		const rowKey = (key: string) => storableText(key).text;
+		const { rows, uncertain } = await this.run(
+			operation,
+			[sent.map(({ item }) => item.key), sent.map(({ item }) => item.ownerToken), ...extraParameters(sent)],
+			{ retryUntil },
+		);
 		const applied = new Set(rows.map((row) => row.key as string));
-		const missing = items.filter((item) => !applied.has(item.key));
-		const current = missing.length
-			? new Map(
-					(
-						await this.queryText(`select key, owner_token, status from ${this.table.qualified} where key = any($1::text[])`, [
-							missing.map((item) => item.key),
-						])
-					).map((row) => [row.key as string, row]),
-				)
-			: new Map<string, QueryResultRow>();
-		return items.map((item): SettleResult => {
-			if (applied.has(item.key)) return { key: item.key, applied: true };
-			const row = current.get(item.key);
-			if (!row) return { key: item.key, applied: false, reason: 'not_found' };
-			if (row.owner_token !== item.ownerToken) return { key: item.key, applied: false, reason: 'not_owner' };
-			return { key: item.key, applied: false, reason: 'failed' };
+		const missing = sent.filter(({ item }) => !applied.has(rowKey(item.key)));
+		const current = new Map<string, QueryResultRow>();
+		if (missing.length > 0) {
+			const found = await this.runText(
+				operation,
+				`select key, owner_token, status from ${this.table.qualified} where key = any($1::text[])`,
+				[missing.map(({ item }) => item.key)],
+				{ retryUntil },
+			);
+			for (const row of found.rows) current.set(row.key as string, row);
+		}
+		return items.map((item, index): SettleReport => {
+			const report = (result: SettleResult): SettleReport => (warnings[index].length > 0 ? { ...result, warnings: warnings[index] } : result);
+			if (applied.has(rowKey(item.key))) return report({ key: item.key, applied: true });
+			const row = current.get(rowKey(item.key));
+			// Our own release, applied by an attempt whose answer was lost: the row is gone as asked.
+			if (!row && operation === 'release' && uncertain) return report({ key: item.key, applied: true });
+			if (!row) return report({ key: item.key, applied: false, reason: 'not_found' });
+			if (row.owner_token !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
+			return report({ key: item.key, applied: false, reason: 'failed' });
 		});
 	}
 
-	private async query(statement: StatementName, values: unknown[]): Promise<QueryResultRow[]> {
-		await this.ensureReady();
-		return this.queryText(renderStatement(statement, this.table), values);
+	/** The table check before a statement; a lost connection is retried until `retryUntil` and named per operation. */
+	private async readyWithin(operation: Operation, retryUntil: number): Promise<void> {
+		let delay = FIRST_RETRY_DELAY_MS;
+		for (;;) {
+			try {
+				return await this.ensureReady();
+			} catch (error) {
+				// ensureReady's errors are already classified; the pg error is their cause.
+				const cause = (error as { cause?: unknown }).cause ?? error;
+				const reason = connectionFailureReason(cause);
+				if (reason === undefined) throw classifyPostgresError(error, { table: this.table.qualified, operation });
+				if (Date.now() + delay >= retryUntil) throw classifyPostgresError(cause, { table: this.table.qualified, operation });
+				this.options.onRetry?.({ operation, outcomeUnknown: false, reason });
+				await sleep(delay);
+				delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+			}
+		}
+	}
+
+	/** Retrying a settle ends at the retry budget, and before the earliest known lease end. */
+	private settleDeadline(items: SettleRequest[]): number {
+		let deadline = Date.now() + (this.options.settleRetryMs ?? SETTLE_RETRY_MS);
+		for (const item of items) {
+			const leaseEnd = item.leaseEndsAt?.getTime();
+			if (leaseEnd !== undefined && !Number.isNaN(leaseEnd)) deadline = Math.min(deadline, leaseEnd - LEASE_SAFETY_MARGIN_MS);
+		}
+		return deadline;
+	}
+
+	/** Runs a statement from `sql/`; see runText. */
+	private run(operation: Operation, values: unknown[], retry: RetryPolicy): Promise<{ rows: QueryResultRow[]; uncertain: boolean }> {
+		return this.runText(operation, renderStatement(operation, this.table), values, retry);
+	}
+
+	/**
+	 * Runs an idempotent statement. Connection-class failures are retried with backoff: before
+	 * `retryUntil` always, and after a lost answer (the statement was sent) for `recoverUntilMs` more.
+	 * Postgres's own errors are never retried. When the last failure leaves a sent statement's
+	 * outcome unknown, the error says so (OutcomeUnknownError) instead of "nothing changed".
+	 */
+	private async runText(
+		operation: Operation,
+		text: string,
+		values: unknown[],
+		retry: RetryPolicy,
+	): Promise<{ rows: QueryResultRow[]; uncertain: boolean }> {
+		let uncertain = false;
+		let recoverUntil: number | null = null;
+		let delay = FIRST_RETRY_DELAY_MS;
+		for (;;) {
+			const attempt = await this.attempt(text, values);
+			if (attempt.ok) return { rows: attempt.rows, uncertain };
+			const reason = connectionFailureReason(attempt.error);
+			if (reason !== undefined && attempt.sent && !uncertain) {
+				uncertain = true;
+				if (retry.recoverUntilMs) recoverUntil = Date.now() + retry.recoverUntilMs;
+			}
+			const deadline = Math.max(retry.retryUntil ?? 0, recoverUntil ?? 0);
+			if (reason === undefined || Date.now() + delay >= deadline) {
+				throw classifyPostgresError(attempt.error, { table: this.table.qualified, operation, outcomeUnknown: uncertain });
+			}
+			this.options.onRetry?.({ operation, outcomeUnknown: attempt.sent, reason });
+			await sleep(delay);
+			delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+		}
+	}
+
+	/** One try on one pooled connection; a connection that failed mid-statement is discarded. */
+	private async attempt(text: string, values: unknown[]): Promise<Attempt> {
+		let client: PoolClient;
+		try {
+			client = await this.pool.connect();
+		} catch (error) {
+			return { ok: false, error, sent: false };
+		}
+		// A dying connection also emits 'error' on the client; the query's rejection reports it, and
+		// without a listener Node would crash the process (pool.query guards it the same way).
+		const ignore = () => {};
+		client.on('error', ignore);
+		try {
+			const result = await client.query(text, values);
+			client.removeListener('error', ignore);
+			client.release();
+			return { ok: true, rows: result.rows };
+		} catch (error) {
+			const broken = connectionFailureReason(error) !== undefined;
+			if (!broken) client.removeListener('error', ignore);
+			client.release(broken ? (error as Error) : undefined);
+			return { ok: false, error, sent: true };
+		}
 	}
 
 	private async execute(statement: StatementName, values: unknown[]): Promise<number> {
@@ -227,14 +379,13 @@ export class IdempotencyStore {
 			throw classifyPostgresError(error, { table: this.table.qualified });
 		}
 	}
+}
 
-	private async queryText(text: string, values: unknown[]): Promise<QueryResultRow[]> {
-		try {
-			return (await this.pool.query(text, values)).rows;
-		} catch (error) {
-			throw classifyPostgresError(error, { table: this.table.qualified });
-		}
-	}
+interface RetryPolicy {
+	/** Retry connection-class failures until this time (ms since epoch); null: only to recover a lost answer. */
+	retryUntil: number | null;
+	/** After a lost answer, keep re-sending for this long. */
+	recoverUntilMs?: number;
 }
 
 function validateReserveOptions(options: ReserveOptions): void {

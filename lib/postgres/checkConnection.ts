@@ -22,6 +22,8 @@ export async function checkConnection(settings: ConnectionSettings): Promise<Con
 			password: config.password,
 			ssl: config.ssl,
 			connectionTimeoutMillis: config.connectionTimeoutMillis,
+			statement_timeout: config.statement_timeout,
+			query_timeout: config.query_timeout,
 			application_name: config.application_name,
 		});
 		client.on('error', () => {});

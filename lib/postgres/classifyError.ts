@@ -4,14 +4,41 @@ import {
 	DatabaseUnavailableError,
 	IdempotencyError,
 	InvalidConfigurationError,
+	LockTimeoutError,
+	OutcomeUnknownError,
 	SchemaOutdatedError,
+	StatementTimeoutError,
 	TableMissingError,
 } from '../errors';
+
+/** The statement a failure interrupted, so the message can say what did (or may have) changed. */
+export type Operation = 'reserve' | 'complete' | 'release' | 'fail';
 
 /** What a failed query was doing, so the error can name the table and the fix. */
 export interface ErrorContext {
 	table?: string;
+	operation?: Operation;
+	/** The statement was sent and its answer was lost: it may have been applied. */
+	outcomeUnknown?: boolean;
 }
+
+// The state after a failure that certainly changed nothing, in the words of each operation.
+const NOTHING_CHANGED: Record<Operation, string> = {
+	reserve: 'Nothing was reserved.',
+	complete: 'The key was not completed: it stays reserved until its lease ends, and a delivery after that runs the business step again.',
+	release: 'Nothing was released: a redelivery reads In Progress until the lease ends.',
+	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
+};
+
+// The state after a failure whose outcome is unknown: never claim nothing happened.
+const MAYBE_CHANGED: Record<Operation, string> = {
+	reserve:
+		'The keys may have been reserved. If so, a redelivery reads In Progress until the lease ends (Lease mode) or Duplicate (Permanent mode: delete those keys by hand, or the event is never processed).',
+	complete:
+		'The key may or may not have been completed; if not, it stays reserved until its lease ends, and a delivery after that runs the business step again.',
+	release: 'The key may or may not have been released; if not, a redelivery reads In Progress until the lease ends.',
+	fail: 'The key may or may not have been marked failed; if not, a redelivery reads In Progress until the lease ends.',
+};
 
 // Postgres SQLSTATE codes this package gives a meaning to (https://www.postgresql.org/docs/current/errcodes-appendix.html).
 const SQLSTATE = {
@@ -26,7 +53,17 @@ const SQLSTATE = {
 	cannotConnectNow: '57P03',
 	adminShutdown: '57P01',
 	crashShutdown: '57P02',
+	queryCanceled: '57014',
+	lockNotAvailable: '55P03',
 } as const;
+
+// Server codes that mean the session (not the statement) is gone or cannot start.
+const CONNECTION_SQLSTATES = new Set<string>([
+	SQLSTATE.tooManyConnections,
+	SQLSTATE.cannotConnectNow,
+	SQLSTATE.adminShutdown,
+	SQLSTATE.crashShutdown,
+]);
 
 // Node's socket error codes for a server that is not there, in words (n8n rewrites messages that
 // contain the raw codes into generic ones).
@@ -38,11 +75,39 @@ const UNREACHABLE_CODES: Record<string, string> = {
 	ECONNRESET: 'connection reset',
 	EHOSTUNREACH: 'host unreachable',
 	ENETUNREACH: 'network unreachable',
+	EPIPE: 'connection closed',
 };
+
+const LOST_CONNECTION = /terminated unexpectedly|Connection terminated|connection timeout|timeout exceeded when trying to connect/i;
+const QUERY_READ_TIMEOUT = /Query read timeout/i;
+// PgBouncer's answer to a startup parameter it does not know (statement_timeout, lock_timeout).
+const UNSUPPORTED_STARTUP_PARAMETER = /unsupported startup parameter:\s*([a-z_]+)/i;
+
+function refusedStartupParameter(error: unknown): string | undefined {
+	const message = error instanceof Error ? error.message : String(error);
+	return UNSUPPORTED_STARTUP_PARAMETER.exec(message)?.[1];
+}
 
 function codeOf(error: unknown): string | undefined {
 	const code = (error as { code?: unknown } | null)?.code;
 	return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * Why a connection-class failure happened, in words; undefined when the error is not one (a
+ * statement Postgres answered with an error, which was rolled back and is never worth retrying).
+ */
+export function connectionFailureReason(error: unknown): string | undefined {
+	if (refusedStartupParameter(error)) return undefined;
+	const code = codeOf(error);
+	if (code && CONNECTION_SQLSTATES.has(code)) return 'Postgres is restarting or not accepting connections';
+	if (code && code.startsWith('08')) return 'connection failure';
+	const unreachable = code ? UNREACHABLE_CODES[code] : undefined;
+	if (unreachable) return unreachable;
+	const message = error instanceof Error ? error.message : String(error);
+	if (QUERY_READ_TIMEOUT.test(message)) return "no answer within the credential's Query Timeout";
+	if (LOST_CONNECTION.test(message)) return 'connection lost or timed out';
+	return undefined;
 }
 
 /**
@@ -54,6 +119,25 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 	const code = codeOf(error);
 	const table = context.table ?? 'processed_events';
 	const serverMessage = error instanceof Error ? error.message : String(error);
+	const nothingChanged = context.operation ? ` ${NOTHING_CHANGED[context.operation]}` : '';
+
+	const parameter = refusedStartupParameter(error);
+	if (parameter) {
+		return new InvalidConfigurationError(
+			`The server refused the connection setting "${parameter}" (a connection pooler such as PgBouncer?). Set the credential's Statement Timeout and Lock Timeout to 0 and set them on the database role instead (ALTER ROLE … SET ${parameter} = …), or add them to the pooler's ignore_startup_parameters.${nothingChanged}`,
+			{ cause: error },
+		);
+	}
+
+	const lost = connectionFailureReason(error);
+	// Once a sent statement's answer was lost, no later failure can prove that nothing changed.
+	if (context.outcomeUnknown) {
+		const operation = context.operation ?? 'reserve';
+		return new OutcomeUnknownError(
+			`The answer from Postgres was lost after the ${operation} statement was sent, and re-sending it did not get an answer either (${lost ?? `Postgres error ${code ?? 'without a code'}`}). ${MAYBE_CHANGED[operation]}`,
+			{ cause: error },
+		);
+	}
 
 	switch (code) {
 		case SQLSTATE.undefinedTable:
@@ -81,13 +165,18 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 		case SQLSTATE.cannotConnectNow:
 		case SQLSTATE.adminShutdown:
 		case SQLSTATE.crashShutdown:
-			return new DatabaseUnavailableError(`Postgres is not accepting connections: ${serverMessage}`, { cause: error });
+			return new DatabaseUnavailableError(`Postgres is not accepting connections: ${serverMessage}.${nothingChanged}`, { cause: error });
+		case SQLSTATE.queryCanceled:
+			return new StatementTimeoutError(
+				`Postgres cancelled the statement on ${table}: it ran longer than the credential's Statement Timeout (or an administrator cancelled it).${nothingChanged}`,
+				{ cause: error },
+			);
+		case SQLSTATE.lockNotAvailable:
+			return new LockTimeoutError(
+				`Postgres gave up waiting for a row lock on ${table} after the credential's Lock Timeout: another session holds the row, e.g. a long-running transaction or an unfinished manual edit.${nothingChanged}`,
+				{ cause: error },
+			);
 	}
-	const unreachable = code ? UNREACHABLE_CODES[code] : undefined;
-	if (unreachable || /timeout|terminated unexpectedly|Connection terminated/i.test(serverMessage)) {
-		return new DatabaseUnavailableError(`Postgres could not be reached (${unreachable ?? 'connection lost or timed out'}). Nothing was reserved.`, {
-			cause: error,
-		});
-	}
+	if (lost) return new DatabaseUnavailableError(`Postgres could not be reached (${lost}).${nothingChanged}`, { cause: error });
 	return new DatabaseError(`Postgres error${code ? ` ${code}` : ''}: ${serverMessage}`, { cause: error });
 }

@@ -19,10 +19,27 @@ export interface ConnectionSettings {
 	allowUnauthorizedCerts?: boolean;
 	/** Pool size per credential. */
 	maxConnections: number;
+	/** Postgres cancels a statement that runs longer (server side, 57014). Default 15. */
+	statementTimeoutSeconds?: number;
+	/** Postgres gives up waiting for a row lock after this long (server side, 55P03). Default 5. */
+	lockTimeoutSeconds?: number;
+	/** The client stops waiting for an answer after this long (a dead network path). Default 20. */
+	queryTimeoutSeconds?: number;
+	/** TCP keepalive probes on idle connections, so a dead peer is noticed. Default on. */
+	keepAlive?: boolean;
 }
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 export const IDLE_TIMEOUT_MS = 30_000;
+export const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
+
+/**
+ * Safe defaults: a lock wait gives up before the statement timeout, and the server's statement
+ * timeout fires before the client stops waiting, so a slow statement is reported by Postgres
+ * (certainly rolled back) and only a silent network reaches the client-side timeout.
+ */
+export const DEFAULT_TIMEOUTS = { statementTimeoutSeconds: 15, lockTimeoutSeconds: 5, queryTimeoutSeconds: 20 } as const;
+const MAX_TIMEOUT_SECONDS = 3600;
 
 /** Validates the settings and turns them into a `pg` pool configuration. */
 export function toPoolConfig(settings: ConnectionSettings): PoolConfig {
@@ -37,6 +54,11 @@ export function toPoolConfig(settings: ConnectionSettings): PoolConfig {
 	if (!Number.isInteger(max) || max < 1 || max > 1000) {
 		throw new InvalidConfigurationError(`The credential's max connections must be a whole number from 1 to 1000.`);
 	}
+	// 0 leaves the server-side timeouts unsent: PgBouncer refuses unknown startup parameters, and
+	// there they belong on the database role instead. The client-side query timeout always applies.
+	const statementTimeout = timeoutSeconds(settings.statementTimeoutSeconds, DEFAULT_TIMEOUTS.statementTimeoutSeconds, 'Statement Timeout', true);
+	const lockTimeout = timeoutSeconds(settings.lockTimeoutSeconds, DEFAULT_TIMEOUTS.lockTimeoutSeconds, 'Lock Timeout', true);
+	const queryTimeout = timeoutSeconds(settings.queryTimeoutSeconds, DEFAULT_TIMEOUTS.queryTimeoutSeconds, 'Query Timeout', false);
 	return {
 		host: settings.host,
 		port,
@@ -47,6 +69,11 @@ export function toPoolConfig(settings: ConnectionSettings): PoolConfig {
 		max,
 		connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
 		idleTimeoutMillis: IDLE_TIMEOUT_MS,
+		...(statementTimeout > 0 ? { statement_timeout: Math.round(statementTimeout * 1000) } : {}),
+		...(lockTimeout > 0 ? { lock_timeout: Math.round(lockTimeout * 1000) } : {}),
+		query_timeout: Math.round(queryTimeout * 1000),
+		keepAlive: settings.keepAlive ?? true,
+		keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
 		// Idle pools must not keep n8n (or a test run) alive.
 		allowExitOnIdle: true,
 		application_name: 'n8n-nodes-idempotency',
@@ -65,4 +92,17 @@ function sslConfig(settings: ConnectionSettings): PoolConfig['ssl'] {
 		default:
 			throw new InvalidConfigurationError(`Unknown SSL mode ${JSON.stringify(settings.ssl)}: use disable, require or verify.`);
 	}
+}
+
+// Missing (credentials saved before these fields existed) means the default. A client-side timeout
+// of 0 is refused: a wait that never ends is the hang these settings exist to prevent.
+function timeoutSeconds(value: number | undefined, fallback: number, field: string, zeroMeansUnsent: boolean): number {
+	if (value === undefined || value === null || (value as unknown) === '') return fallback;
+	const seconds = Number(value);
+	if (zeroMeansUnsent && seconds === 0) return 0;
+	if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_TIMEOUT_SECONDS) {
+		const range = zeroMeansUnsent ? `0 (not sent) or more than 0 and at most ${MAX_TIMEOUT_SECONDS}` : `more than 0 and at most ${MAX_TIMEOUT_SECONDS}`;
+		throw new InvalidConfigurationError(`The credential's ${field} must be ${range} seconds.`);
+	}
+	return seconds;
 }

@@ -8,8 +8,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import type { IdempotencyStore } from '../../lib/store';
-import type { OwnedKey, SettleResult } from '../../lib/types';
+import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/store';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { storeFor, type TableChoice } from '../shared/store';
@@ -102,7 +101,7 @@ async function settle(
 ): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	const outputs: INodeExecutionData[][] = [[], []];
-	const requests: Array<{ itemIndex: number; owned: OwnedKey; response?: unknown; error?: string }> = [];
+	const requests: Array<{ itemIndex: number; owned: SettleRequest; response?: unknown; error?: string }> = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
 			const owned = readOwnedKey(context, items[itemIndex], itemIndex, source);
@@ -118,7 +117,7 @@ async function settle(
 		}
 	}
 
-	let results: SettleResult[];
+	let results: SettleReport[];
 	if (operation === 'complete') {
 		results = await store.complete(requests.map((request) => ({ ...request.owned, response: request.response })));
 	} else if (operation === 'fail') {
@@ -138,6 +137,8 @@ async function settle(
 			applied: result.applied,
 			staleReason: result.applied ? null : result.reason,
 		};
+		// What had to be repaired or dropped so that the key could be settled (the key always is).
+		if (result.warnings) idempotency.warnings = result.warnings;
 		outputs[result.applied ? DONE : STALE].push({
 			json: { ...item.json, idempotency },
 			binary: item.binary,

@@ -1,11 +1,11 @@
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 
-import type { OwnedKey } from '../../lib/types';
+import type { SettleRequest } from '../../lib/store';
 
 export type KeyFrom = 'item' | 'custom' | 'execution';
 
 /** The key and owner token one item settles: from its idempotency object, or from expressions. */
-export function readOwnedKey(context: IExecuteFunctions, item: INodeExecutionData, itemIndex: number, source: KeyFrom): OwnedKey {
+export function readOwnedKey(context: IExecuteFunctions, item: INodeExecutionData, itemIndex: number, source: KeyFrom): SettleRequest {
 	if (source === 'custom') {
 		return {
 			key: String(context.getNodeParameter('key', itemIndex) ?? ''),
@@ -25,7 +25,9 @@ export function readOwnedKey(context: IExecuteFunctions, item: INodeExecutionDat
 			`The item's reservation has no owner token: it was a duplicate (outcome "${String(idempotency.outcome)}"), and only the run that reserved a key can settle it.`,
 		);
 	}
-	return { key: idempotency.key, ownerToken: String(idempotency.ownerToken) };
+	// The lease end (database clock) bounds how long a lost connection is retried.
+	const leaseEndsAt = typeof idempotency.lockedUntil === 'string' ? new Date(idempotency.lockedUntil) : null;
+	return { key: idempotency.key, ownerToken: String(idempotency.ownerToken), leaseEndsAt };
 }
 
 /** Complete's optional stored response: JSON text or an object from an expression. */

@@ -6,7 +6,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { DatabaseUnavailableError, PayloadMismatchError } from '../../lib/errors';
+import { DatabaseUnavailableError, LockTimeoutError, PayloadMismatchError } from '../../lib/errors';
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
 import type { IdempotencyStore } from '../../lib/store';
@@ -123,7 +123,7 @@ export class IdempotencyReserve implements INodeType {
 				},
 			);
 		} catch (error) {
-			if (statement.onStoreUnavailable === 'letThrough' && error instanceof DatabaseUnavailableError) {
+			if (statement.onStoreUnavailable === 'letThrough' && isStoreDown(error)) {
 				for (const { itemIndex, derived } of pending) {
 					const item = items[itemIndex];
 					outputs[NEW].push({
@@ -134,7 +134,7 @@ export class IdempotencyReserve implements INodeType {
 				}
 				return outputs;
 			}
-			// Nothing was reserved: no item may go on as if it were.
+			// Not reserved (or not known to be): no item may go on as if it were.
 			return failAll(error, pending.map((entry) => entry.itemIndex));
 		}
 
@@ -189,4 +189,13 @@ async function releasedBeforeFailing<E extends Error>(store: IdempotencyStore, r
 		error.message += ` Releasing the ${owned.length} key(s) this run had reserved also failed (${(releaseError as Error).message}): release them with Idempotency Key → Release Execution.`;
 	}
 	return error;
+}
+
+/**
+ * Whether Let Through may apply: the store is down or did not answer. Not a lock timeout: a row
+ * lock on a key means another delivery of that event is being reserved right now, so letting this
+ * one through would run the business step twice.
+ */
+function isStoreDown(error: unknown): error is DatabaseUnavailableError {
+	return error instanceof DatabaseUnavailableError && !(error instanceof LockTimeoutError);
 }

@@ -24,7 +24,16 @@ export function connectionSettings(data: ICredentialDataDecryptedObject): Connec
 		ca: data.ca ? String(data.ca) : undefined,
 		allowUnauthorizedCerts: Boolean(data.ignoreSslIssues),
 		maxConnections: Number(data.maxConnections ?? 10),
+		// Credentials saved before these fields existed get the defaults (toPoolConfig).
+		statementTimeoutSeconds: optionalNumber(data.statementTimeoutSeconds),
+		lockTimeoutSeconds: optionalNumber(data.lockTimeoutSeconds),
+		queryTimeoutSeconds: optionalNumber(data.queryTimeoutSeconds),
+		keepAlive: data.keepAlive === undefined ? undefined : Boolean(data.keepAlive),
 	};
+}
+
+function optionalNumber(value: unknown): number | undefined {
+	return value === undefined || value === null || value === '' ? undefined : Number(value);
 }
 
 /** The credential's "Test" button: one real connection, and a message that says what is wrong. */

@@ -1,4 +1,4 @@
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/store';
@@ -31,8 +31,8 @@ describe('a batch of 10,000 items', () => {
 		// The node's pool checks the table's schema version once, on its first use; not part of the batch.
 		await runReserve({ options: { schemaName: schema } }, { items: [{ json: { id: 'warm-up' } }] });
 		await pool.query(`truncate ${schema}.processed_events`);
-		// Counts the statements any pg pool sends (the real pool's query, observed, not replaced).
-		const querySpy = jest.spyOn(Pool.prototype, 'query');
+				// Counts the statements any pg client sends (the real client's query, observed, not replaced).
+		const querySpy = jest.spyOn(Client.prototype, 'query');
 		const [fresh, duplicate] = await runReserve({ options: { schemaName: schema } }, { items });
 		expect(querySpy).toHaveBeenCalledTimes(1);
 		querySpy.mockRestore();

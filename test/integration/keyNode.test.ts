@@ -1,8 +1,9 @@
+import net from 'node:net';
 import type { INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, freshSchema } from '../support/database';
+import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
 
@@ -120,6 +121,60 @@ describe('Idempotency Key: Mark Failed', () => {
 		expect(await row('evt:evt_markfail')).toMatchObject({ status: 'failed', last_error: 'CRM timeout' });
 		const [again] = await leaseReserve([webhookItem({ id: 'evt_markfail' })]);
 		expect(idempotencyOf(again[0])).toMatchObject({ isNew: true, attempts: 2 });
+	});
+});
+
+describe('Idempotency Key: content never stops a settle', () => {
+	it('Complete with a NUL and a lone surrogate in the response: Done, with the warning on the item', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_nul_response' })]);
+		const [done, stale] = await runKeyNode(
+			// What an expression can hand over: text from the provider with a NUL and half an emoji.
+			{ operation: 'complete', source: 'item', responseJson: { text: 'a\u0000b\uD83D' }, options: tableOptions() },
+			{ items: fresh },
+		);
+		expect(stale).toHaveLength(0);
+		expect(idempotencyOf(done[0])).toMatchObject({
+			applied: true,
+			warnings: [expect.stringMatching(/NUL characters or broken Unicode .* replaced with U\+FFFD/)],
+		});
+		expect(await row('evt:evt_nul_response')).toMatchObject({ status: 'completed', response: { text: 'a\uFFFDb\uFFFD' } });
+	});
+
+	it('Mark Failed with a NUL in the message: Done, with the warning on the item', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_nul_message' })]);
+		const [done] = await runKeyNode({ operation: 'fail', source: 'item', errorMessage: 'bad\u0000byte', options: tableOptions() }, { items: fresh });
+		expect(idempotencyOf(done[0])).toMatchObject({ applied: true, warnings: [expect.stringMatching(/error message had NUL/)] });
+		expect(await row('evt:evt_nul_message')).toMatchObject({ status: 'failed', last_error: 'bad\uFFFDbyte' });
+	});
+
+	it('items without anything to repair carry no warnings field', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_clean' })]);
+		const [done] = await runKeyNode({ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() }, { items: fresh });
+		expect(idempotencyOf(done[0])).not.toHaveProperty('warnings');
+	});
+});
+
+describe('Idempotency Key: a database blip after the business step', () => {
+	it("Complete retries a refused connection, but only until shortly before the item's lease ends, then says the key was not completed", async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_blip' })]);
+		const closedPort = await new Promise<number>((resolve) => {
+			const probe = net.createServer().listen(0, '127.0.0.1', () => {
+				const { port } = probe.address() as net.AddressInfo;
+				probe.close(() => resolve(port));
+			});
+		});
+		// The lease as Reserve reported it, 3 s from now: retrying stops 2 s before it ends.
+		const item = { ...fresh[0], json: { ...fresh[0].json, idempotency: { ...idempotencyOf(fresh[0]), lockedUntil: new Date(Date.now() + 3_000).toISOString() } } };
+		const started = Date.now();
+		const error = await runKeyNode(
+			{ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() },
+			{ items: [item], credential: connectionSettings({ port: closedPort }) },
+		).catch((caught: unknown) => caught);
+		const elapsed = Date.now() - started;
+		expect((error as Error).message).toMatch(/could not be reached \(connection refused\)\. The key was not completed: it stays reserved until its lease ends/);
+		expect(elapsed).toBeGreaterThanOrEqual(500); // retried (0.2 s, 0.4 s, …)
+		expect(elapsed).toBeLessThan(2_500); // not the 30 s budget: the lease bounds it
+		expect(await row('evt:evt_blip')).toMatchObject({ status: 'processing' });
 	});
 });
 

@@ -1,5 +1,7 @@
 import type { Pool } from 'pg';
 
+import { UnexpectedResultError } from '../../lib/errors';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../../lib/postgres/storableValues';
 import { IdempotencyStore } from '../../lib/store';
 import type { ReservationRequest, ReserveOptions } from '../../lib/types';
 import { adminPool, freshSchema } from '../support/database';
@@ -107,6 +109,127 @@ describe('lease mode transitions', () => {
 			{ key: 'never-reserved', applied: false, reason: 'not_found' },
 		]);
 		await expect(store.complete([{ key: 'x', ownerToken: 'not-a-uuid' }])).rejects.toThrow(/not a UUID/);
+	});
+});
+
+describe('settling never fails on content', () => {
+	// Each of these made Postgres reject the whole statement (22P05, 22P02, 22021) or the client
+	// throw before it: the key stayed processing and the business step ran again after the lease.
+	const completeWith = async (key: string, response: unknown) => {
+		const reserved = await reserveOne(key);
+		const [result] = await store.complete([{ key, ownerToken: reserved.ownerToken!, response }]);
+		return { result, stored: await row(key) };
+	};
+
+	it('a NUL in a string of the response: completed, stored with U+FFFD, and a warning', async () => {
+		const { result, stored } = await completeWith('c-nul', { note: 'a\u0000b', ok: true });
+		expect(result).toMatchObject({ applied: true, warnings: [expect.stringMatching(/NUL characters.*replaced/)] });
+		expect(stored).toMatchObject({ status: 'completed', response: { note: 'a\uFFFDb', ok: true } });
+	});
+
+	it('a NUL in a key of the response: completed, the key repaired, and a warning', async () => {
+		const { result, stored } = await completeWith('c-nul-key', { 'bad\u0000key': 1, nested: [{ 'x\u0000': 'y' }] });
+		expect(result).toMatchObject({ applied: true, warnings: [expect.stringMatching(/NUL characters/)] });
+		expect(stored.response).toEqual({ 'bad\uFFFDkey': 1, nested: [{ 'x\uFFFD': 'y' }] });
+	});
+
+	it('a lone surrogate in the response: completed, repaired, and a warning; a valid pair is kept', async () => {
+		const { result, stored } = await completeWith('c-surrogate', { lone: 'x\uD800y', tail: '\uDC00', emoji: '\uD83D\uDE00' });
+		expect(result).toMatchObject({ applied: true, warnings: [expect.stringMatching(/lone surrogates/)] });
+		expect(stored.response).toEqual({ lone: 'x\uFFFDy', tail: '\uFFFD', emoji: '\uD83D\uDE00' });
+	});
+
+	it('BigInt numbers: completed, stored as exact digits, and a warning', async () => {
+		const { result, stored } = await completeWith('c-bigint', { amount: 12345678901234567890n });
+		expect(result).toMatchObject({ applied: true, warnings: [expect.stringMatching(/BigInt/)] });
+		expect(stored.response).toEqual({ amount: '12345678901234567890' });
+	});
+
+	it('a circular response: completed without the response, and a warning', async () => {
+		const circular: Record<string, unknown> = { a: 1 };
+		circular.self = circular;
+		const { result, stored } = await completeWith('c-circular', circular);
+		expect(result).toMatchObject({ applied: true, warnings: [expect.stringMatching(/not stored: it refers to itself/)] });
+		expect(stored).toMatchObject({ status: 'completed', response: null });
+	});
+
+	it('a 10 MB response: completed without it (the limit is 1 MB), and a warning', async () => {
+		const { result, stored } = await completeWith('c-huge', { blob: 'x'.repeat(10 * 1024 * 1024) });
+		expect(result).toMatchObject({ applied: true, warnings: [expect.stringMatching(/10\.0 MB of JSON, over the 1 MB limit/)] });
+		expect(stored).toMatchObject({ status: 'completed', response: null });
+		// Just under the limit is stored as given.
+		const { result: fits, stored: kept } = await completeWith('c-fits', { blob: 'x'.repeat(1024 * 1024 - 20) });
+		expect(fits).toEqual({ key: 'c-fits', applied: true });
+		expect(kept.response.blob).toHaveLength(1024 * 1024 - 20);
+	});
+
+	it('Mark Failed with NULs and lone surrogates in the message: marked failed, repaired, and a warning', async () => {
+		const reserved = await reserveOne('f-nul');
+		const [result] = await store.fail([{ key: 'f-nul', ownerToken: reserved.ownerToken!, error: 'boom\u0000 at \uD800 and \uDFFF' }]);
+		expect(result).toMatchObject({ applied: true, warnings: [expect.stringMatching(/NUL characters or broken Unicode/)] });
+		expect(await row('f-nul')).toMatchObject({ status: 'failed', last_error: 'boom\uFFFD at \uFFFD and \uFFFD' });
+	});
+
+	it('a long message is cut at 2,000 characters without splitting an emoji into a lone surrogate', async () => {
+		const reserved = await reserveOne('f-long');
+		const error = `${'a'.repeat(MAX_ERROR_MESSAGE_LENGTH - 1)}\uD83D\uDE00 and more`;
+		expect(await store.fail([{ key: 'f-long', ownerToken: reserved.ownerToken!, error }])).toEqual([{ key: 'f-long', applied: true }]);
+		expect((await row('f-long')).last_error).toBe('a'.repeat(MAX_ERROR_MESSAGE_LENGTH - 1));
+	});
+
+	it('one bad item does not stop the others of the batch', async () => {
+		const [a, b] = await store.reserve([request('c-batch-a'), request('c-batch-b')], lease);
+		const results = await store.complete([
+			{ key: 'c-batch-a', ownerToken: a.ownerToken!, response: { bad: '\u0000' } },
+			{ key: 'c-batch-b', ownerToken: b.ownerToken!, response: { good: true } },
+		]);
+		expect(results.map((result) => result.applied)).toEqual([true, true]);
+		expect(await row('c-batch-b')).toMatchObject({ status: 'completed', response: { good: true } });
+	});
+
+	it('a key with a NUL (never storable, so never reserved) is not_found without failing the batch', async () => {
+		const reserved = await reserveOne('c-with-nul-neighbour');
+		const results = await store.release([
+			{ key: 'nul\u0000key', ownerToken: reserved.ownerToken! },
+			{ key: 'c-with-nul-neighbour', ownerToken: reserved.ownerToken! },
+		]);
+		expect(results).toEqual([
+			{ key: 'nul\u0000key', applied: false, reason: 'not_found' },
+			{ key: 'c-with-nul-neighbour', applied: true },
+		]);
+	});
+});
+
+describe('settling is idempotent for its owner (a re-send after a lost answer)', () => {
+	it('Complete sent again by the same owner reports applied and keeps the stored response', async () => {
+		const reserved = await reserveOne('i-complete');
+		const owned = { key: 'i-complete', ownerToken: reserved.ownerToken!, response: { n: 1 } };
+		expect(await store.complete([owned])).toEqual([{ key: 'i-complete', applied: true }]);
+		expect(await store.complete([owned])).toEqual([{ key: 'i-complete', applied: true }]);
+		expect(await store.complete([{ key: 'i-complete', ownerToken: reserved.ownerToken! }])).toEqual([{ key: 'i-complete', applied: true }]);
+		expect(await row('i-complete')).toMatchObject({ status: 'completed', response: { n: 1 } });
+	});
+
+	it('Mark Failed sent again by the same owner reports applied', async () => {
+		const reserved = await reserveOne('i-fail');
+		const owned = { key: 'i-fail', ownerToken: reserved.ownerToken!, error: 'x' };
+		expect(await store.fail([owned])).toEqual([{ key: 'i-fail', applied: true }]);
+		expect(await store.fail([owned])).toEqual([{ key: 'i-fail', applied: true }]);
+	});
+});
+
+describe('an answer the statement cannot give', () => {
+	it('no row back for a reserved key is an unexpected result, not a configuration error', async () => {
+		const table = `${schema}.processed_events`;
+		await pool.query(`create function ${schema}.skip_insert() returns trigger language plpgsql as $$ begin return null; end $$`);
+		await pool.query(`create trigger skip_insert before insert on ${table} for each row when (new.key = 'no-row') execute function ${schema}.skip_insert()`);
+		try {
+			const error = await reserveOne('no-row').catch((caught: unknown) => caught);
+			expect(error).toBeInstanceOf(UnexpectedResultError);
+			expect((error as Error).message).toMatch(/returned no row for reserved key "no-row"/);
+		} finally {
+			await pool.query(`drop trigger skip_insert on ${table}`);
+		}
 	});
 });
 

@@ -3,10 +3,13 @@ import {
 	DatabaseError,
 	DatabaseUnavailableError,
 	InvalidConfigurationError,
+	LockTimeoutError,
+	OutcomeUnknownError,
 	SchemaOutdatedError,
+	StatementTimeoutError,
 	TableMissingError,
 } from '../../../lib/errors';
-import { classifyPostgresError } from '../../../lib/postgres/classifyError';
+import { classifyPostgresError, connectionFailureReason } from '../../../lib/postgres/classifyError';
 
 const pgError = (code: string, message = 'server said no') => Object.assign(new Error(message), { code });
 
@@ -35,5 +38,47 @@ describe('classifyPostgresError', () => {
 
 	it('treats a dropped connection as unavailable', () => {
 		expect(classifyPostgresError(new Error('Connection terminated unexpectedly'))).toBeInstanceOf(DatabaseUnavailableError);
+	});
+
+	it('a statement timeout and a lock timeout have their own messages, not "could not be reached"', () => {
+		const statement = classifyPostgresError(pgError('57014', 'canceling statement due to statement timeout'), { operation: 'reserve' });
+		expect(statement).toBeInstanceOf(StatementTimeoutError);
+		expect(statement.message).toMatch(/cancelled the statement.*Statement Timeout.*Nothing was reserved\./);
+		const lock = classifyPostgresError(pgError('55P03', 'canceling statement due to lock timeout'), { operation: 'complete' });
+		expect(lock).toBeInstanceOf(LockTimeoutError);
+		expect(lock.message).toMatch(/row lock.*Lock Timeout.*The key was not completed/);
+		for (const error of [statement, lock]) expect(error.message).not.toMatch(/could not be reached/);
+	});
+
+	it('says what each operation left unchanged when nothing was sent', () => {
+		expect(classifyPostgresError(pgError('ECONNREFUSED'), { operation: 'reserve' }).message).toMatch(/Nothing was reserved\.$/);
+		expect(classifyPostgresError(pgError('ECONNREFUSED'), { operation: 'release' }).message).toMatch(/Nothing was released/);
+		expect(classifyPostgresError(pgError('ECONNREFUSED'), { operation: 'fail' }).message).toMatch(/Nothing was marked failed/);
+	});
+
+	it('after a lost answer never claims that nothing changed, whatever the last error was', () => {
+		for (const last of [new Error('Query read timeout'), pgError('57P01', 'terminating connection'), pgError('55P03'), pgError('ECONNREFUSED')]) {
+			const error = classifyPostgresError(last, { operation: 'reserve', outcomeUnknown: true });
+			expect(error).toBeInstanceOf(OutcomeUnknownError);
+			expect(error).toBeInstanceOf(DatabaseUnavailableError); // routed like "store unavailable" by the nodes
+			expect(error.message).toMatch(/may have been reserved/);
+			expect(error.message).not.toMatch(/Nothing was/);
+		}
+		expect(classifyPostgresError(pgError('08006'), { operation: 'complete', outcomeUnknown: true }).message).toMatch(/may or may not have been completed/);
+	});
+
+	it('tells connection-class failures (worth retrying) from errors Postgres answered (never retried)', () => {
+		for (const code of ['ECONNREFUSED', 'ECONNRESET', '57P01', '57P03', '53300', '08006']) expect(connectionFailureReason(pgError(code))).toBeDefined();
+		expect(connectionFailureReason(new Error('Query read timeout'))).toMatch(/Query Timeout/);
+		expect(connectionFailureReason(new Error('Connection terminated unexpectedly'))).toBeDefined();
+		expect(connectionFailureReason(new Error('timeout exceeded when trying to connect'))).toBeDefined();
+		for (const code of ['22P05', '23505', '42P01', '57014', '55P03', '28P01']) expect(connectionFailureReason(pgError(code))).toBeUndefined();
+	});
+
+	it('a pooler refusing the timeout startup parameters is a configuration error naming the fix, not "unreachable"', () => {
+		const error = classifyPostgresError(pgError('08P01', 'unsupported startup parameter: statement_timeout'), { operation: 'reserve' });
+		expect(error).toBeInstanceOf(InvalidConfigurationError);
+		expect(error.message).toMatch(/"statement_timeout".*Statement Timeout and Lock Timeout to 0.*Nothing was reserved/);
+		expect(connectionFailureReason(pgError('08P01', 'unsupported startup parameter: lock_timeout'))).toBeUndefined();
 	});
 });

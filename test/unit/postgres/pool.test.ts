@@ -1,4 +1,4 @@
-import { IDLE_TIMEOUT_MS, toPoolConfig, type ConnectionSettings } from '../../../lib/postgres/connectionSettings';
+import { DEFAULT_TIMEOUTS, IDLE_TIMEOUT_MS, toPoolConfig, type ConnectionSettings } from '../../../lib/postgres/connectionSettings';
 import { closeAllPools, openPoolCount, poolFor } from '../../../lib/postgres/pool';
 import { InvalidConfigurationError } from '../../../lib/errors';
 
@@ -63,5 +63,39 @@ describe('toPoolConfig', () => {
 	])('rejects %p', (override, message) => {
 		expect(() => toPoolConfig({ ...settings, ...(override as Partial<ConnectionSettings>) })).toThrow(InvalidConfigurationError);
 		expect(() => toPoolConfig({ ...settings, ...(override as Partial<ConnectionSettings>) })).toThrow(message);
+	});
+});
+
+describe('timeouts and keepalive (nothing hangs)', () => {
+	it('a credential saved before these fields existed gets statement, lock and query timeouts and keepalive', () => {
+		expect(toPoolConfig(settings)).toMatchObject({
+			statement_timeout: DEFAULT_TIMEOUTS.statementTimeoutSeconds * 1000,
+			lock_timeout: DEFAULT_TIMEOUTS.lockTimeoutSeconds * 1000,
+			query_timeout: DEFAULT_TIMEOUTS.queryTimeoutSeconds * 1000,
+			keepAlive: true,
+		});
+		// The server reports a slow statement (certainly rolled back) before the client gives up waiting.
+		expect(DEFAULT_TIMEOUTS.lockTimeoutSeconds).toBeLessThan(DEFAULT_TIMEOUTS.statementTimeoutSeconds);
+		expect(DEFAULT_TIMEOUTS.statementTimeoutSeconds).toBeLessThan(DEFAULT_TIMEOUTS.queryTimeoutSeconds);
+	});
+
+	it('takes the credential values, and refuses 0, negatives and more than an hour', () => {
+		expect(toPoolConfig({ ...settings, statementTimeoutSeconds: 2.5, lockTimeoutSeconds: 1, queryTimeoutSeconds: 60, keepAlive: false })).toMatchObject({
+			statement_timeout: 2500,
+			lock_timeout: 1000,
+			query_timeout: 60_000,
+			keepAlive: false,
+		});
+		for (const bad of [0, -1, 3601, Number.NaN]) {
+			expect(() => toPoolConfig({ ...settings, queryTimeoutSeconds: bad })).toThrow(InvalidConfigurationError);
+		}
+		expect(() => toPoolConfig({ ...settings, statementTimeoutSeconds: -1 })).toThrow(InvalidConfigurationError);
+	});
+
+	it('0 leaves the server-side timeouts unsent (PgBouncer refuses them); the client-side one stays', () => {
+		const config = toPoolConfig({ ...settings, statementTimeoutSeconds: 0, lockTimeoutSeconds: 0 });
+		expect(config).not.toHaveProperty('statement_timeout');
+		expect(config).not.toHaveProperty('lock_timeout');
+		expect(config.query_timeout).toBe(DEFAULT_TIMEOUTS.queryTimeoutSeconds * 1000);
 	});
 });
