@@ -17,6 +17,10 @@ const ourNodes = new Map<string, INodeType>(
 interface TemplateNode {
 	name: string;
 	type: string;
+	onError?: string;
+	retryOnFail?: boolean;
+	maxTries?: number;
+	waitBetweenTries?: number;
 	parameters: Record<string, unknown>;
 	credentials?: Record<string, unknown>;
 	webhookId?: string;
@@ -34,9 +38,10 @@ const templates = readdirSync(TEMPLATE_DIR)
 
 /** How many main outputs our node has with these parameters (mirrors the description's expression). */
 function outputCount(node: TemplateNode): number {
-	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 3 : 2;
-	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : 2;
-	return 2;
+	const errorOutput = node.onError === 'continueErrorOutput' ? 1 : 0; // n8n adds one "error" output
+	if (node.type === `${PACKAGE}.idempotencyReserve`) return (node.parameters.mode === 'lease' ? 3 : 2) + errorOutput;
+	if (node.type === `${PACKAGE}.idempotencyKey`) return (node.parameters.operation === 'cleanup' ? 1 : 2) + errorOutput;
+	return 2 + errorOutput;
 }
 
 function checkParameters(properties: INodeProperties[], parameters: Record<string, unknown>, where: string): void {
@@ -108,5 +113,59 @@ describe('the webhook template', () => {
 		const reserve = node(`${PACKAGE}.idempotencyReserve`);
 		expect(reserve.parameters.mode).toBe('lease');
 		expect(targetsOf(reserve.name)).toHaveLength(3);
+	});
+});
+
+/** The message prefix by which the error workflow recognises "the business step succeeded, Complete failed". */
+const COMPLETION_FAILED_PREFIX = 'idempotency: business step succeeded, Mark Complete failed ';
+
+describe('after the business step succeeded (webhook and error-workflow templates)', () => {
+	const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
+	const errorWorkflow = templates.find(([file]) => file === 'error-workflow.json')![1];
+	const byName = (template: Template, name: string) => template.nodes.find((candidate) => candidate.name === name)!;
+	const targets = (template: Template, name: string) =>
+		template.connections[name].main.map((outputTargets) => outputTargets.map((target) => target.node));
+	const complete = byName(webhook, 'Mark Complete');
+
+	it('Mark Complete and Release Key retry with the longest waits n8n allows (a database restart must not fail them)', () => {
+		for (const node of [complete, byName(webhook, 'Release Key')]) {
+			expect(node).toMatchObject({ retryOnFail: true, maxTries: 5, waitBetweenTries: 5000 });
+		}
+	});
+
+	it('when Mark Complete still fails, the provider gets 200 and the execution then fails with the key in its error', () => {
+		expect(complete.onError).toBe('continueErrorOutput');
+		const [done, stale, failed] = targets(webhook, complete.name);
+		expect(done).toEqual(['Respond 200']);
+		expect(stale).toEqual(['Respond 200']);
+		expect(failed).toHaveLength(1);
+		const respond = byName(webhook, failed[0]);
+		expect(respond.type).toBe('n8n-nodes-base.respondToWebhook');
+		expect(respond.parameters.options).toMatchObject({ responseCode: 200 });
+		const [[stop]] = targets(webhook, respond.name);
+		const stopNode = byName(webhook, stop);
+		expect(stopNode.type).toBe('n8n-nodes-base.stopAndError');
+		const message = String(stopNode.parameters.errorMessage);
+		expect(message).toContain(`'${COMPLETION_FAILED_PREFIX}'`);
+		expect(message).toMatch(/JSON\.stringify\(\{ key: .*idempotency\.key, ownerToken: .*idempotency\.ownerToken \}\)/);
+	});
+
+	it('the error workflow completes that key instead of releasing it, and releases only other failures', () => {
+		const [[check]] = targets(errorWorkflow, 'Error Trigger');
+		const ifNode = byName(errorWorkflow, check);
+		expect(ifNode.type).toBe('n8n-nodes-base.if');
+		const conditions = (ifNode.parameters.conditions as { conditions: Array<{ rightValue: string; operator: { operation: string } }> }).conditions;
+		expect(conditions).toEqual([expect.objectContaining({ rightValue: COMPLETION_FAILED_PREFIX, operator: expect.objectContaining({ operation: 'startsWith' }) })]);
+		const [[whenDone], [otherwise]] = targets(errorWorkflow, ifNode.name);
+		expect(byName(errorWorkflow, whenDone).parameters).toMatchObject({ operation: 'complete', source: 'custom' });
+		expect(byName(errorWorkflow, otherwise).parameters).toMatchObject({ operation: 'release', source: 'execution' });
+		// The expressions read back exactly what the webhook template's error message carries.
+		const completeNode = byName(errorWorkflow, whenDone);
+		const message = `${COMPLETION_FAILED_PREFIX}${JSON.stringify({ key: 'evt:a b{c}', ownerToken: '0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10' })}`;
+		const evaluate = (expression: string) =>
+			// eslint-disable-next-line @typescript-eslint/no-implied-eval
+			new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)({ execution: { error: { message } } });
+		expect(evaluate(String(completeNode.parameters.key))).toBe('evt:a b{c}');
+		expect(evaluate(String(completeNode.parameters.ownerToken))).toBe('0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10');
 	});
 });
