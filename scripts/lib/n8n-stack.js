@@ -133,7 +133,13 @@ async function startStack(options) {
 		let tarball = null;
 		if (options.installPackage !== false) {
 			tarball = buildAndPack({ outDir: path.join(workDir, 'pack'), build: options.build ?? 'auto', log });
-			for (const folder of [userFolder, ...workerFolders]) installPackage({ userFolder: folder, tarball, log });
+			installPackage({ userFolder, tarball, log });
+			// Each worker gets the same nodes folder: a copy of what `npm install <tgz>` produced for main
+			// (identical to running that install again in every folder, minus 10-20 s each).
+			for (const folder of workerFolders) {
+				fs.rmSync(path.join(folder, '.n8n', 'nodes'), { recursive: true, force: true });
+				fs.cpSync(path.join(userFolder, '.n8n', 'nodes'), path.join(folder, '.n8n', 'nodes'), { recursive: true, verbatimSymlinks: true });
+			}
 		}
 
 		log('starting Postgres…');
@@ -183,29 +189,34 @@ async function startStack(options) {
 		fs.rmSync(importDir, { recursive: true, force: true });
 		fs.mkdirSync(path.join(importDir, 'workflows'), { recursive: true });
 		const credentials = options.credentials ? options.credentials(ctx) : [];
-		if (credentials.length) {
+		const importCredentials = async () => {
+			if (!credentials.length) return;
 			const file = path.join(importDir, 'credentials.json');
 			fs.writeFileSync(file, JSON.stringify(credentials), { mode: 0o600 });
 			log(`importing ${credentials.length} credential(s)…`);
-			await cli(['import:credentials', `--input=${file}`]);
-			fs.rmSync(file); // plain-text secrets do not stay on disk
-		}
+			try {
+				await cli(['import:credentials', `--input=${file}`]);
+			} finally {
+				fs.rmSync(file, { force: true }); // plain-text secrets do not stay on disk
+			}
+		};
 		const workflows = (options.workflows ?? []).map((entry) => {
 			const json = entry.json ?? JSON.parse(fs.readFileSync(entry.file, 'utf8'));
 			return { ...entry, json };
 		});
-		if (workflows.length) {
+		const importWorkflows = async () => {
+			if (!workflows.length) return;
 			for (const { json } of workflows) {
 				fs.writeFileSync(path.join(importDir, 'workflows', `${json.id}.json`), JSON.stringify(json, null, '\t'));
 			}
 			log(`importing ${workflows.length} workflow(s)…`);
 			await cli(['import:workflow', '--separate', `--input=${path.join(importDir, 'workflows')}`]);
-			for (const { json, publish } of workflows) {
-				if (!publish) continue;
-				log(`publishing workflow ${json.id}…`);
-				await cli(['publish:workflow', `--id=${json.id}`]);
-			}
-		}
+			// Each CLI run boots n8n (several seconds): the publications run side by side.
+			const toPublish = workflows.filter((entry) => entry.publish).map((entry) => entry.json.id);
+			log(`publishing ${toPublish.join(', ')}…`);
+			await Promise.all(toPublish.map((id) => cli(['publish:workflow', `--id=${id}`])));
+		};
+		await Promise.all([importCredentials(), importWorkflows()]);
 
 		const baseUrl = `http://127.0.0.1:${port}`;
 		const startTimeoutMs = options.startTimeoutMs ?? 180000;

@@ -127,9 +127,16 @@ describe('after the business step succeeded (webhook and error-workflow template
 		template.connections[name].main.map((outputTargets) => outputTargets.map((target) => target.node));
 	const complete = byName(webhook, 'Mark Complete');
 
-	it('Mark Complete and Release Key retry with the longest waits n8n allows (a database restart must not fail them)', () => {
-		for (const node of [complete, byName(webhook, 'Release Key')]) {
-			expect(node).toMatchObject({ retryOnFail: true, maxTries: 5, waitBetweenTries: 5000 });
+	it('Mark Complete retries with the longest waits n8n allows (a database restart must not fail it)', () => {
+		expect(complete).toMatchObject({ retryOnFail: true, maxTries: 5, waitBetweenTries: 5000 });
+	});
+
+	it('nodes fed by an error output do not retry: n8n would take the `error` field of their items for a failure and run them again', () => {
+		for (const [from, connection] of Object.entries(webhook.connections)) {
+			const source = byName(webhook, from);
+			if (source.onError !== 'continueErrorOutput') continue;
+			const errorTargets = connection.main[connection.main.length - 1] ?? [];
+			for (const target of errorTargets) expect({ node: target.node, retryOnFail: byName(webhook, target.node).retryOnFail ?? false }).toEqual({ node: target.node, retryOnFail: false });
 		}
 	});
 
