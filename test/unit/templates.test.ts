@@ -143,18 +143,46 @@ describe('after the business step succeeded (webhook and error-workflow template
 	it('when Mark Complete still fails, the provider gets 200 and the execution then fails with the key in its error', () => {
 		expect(complete.onError).toBe('continueErrorOutput');
 		const [done, stale, failed] = targets(webhook, complete.name);
-		expect(done).toEqual(['Respond 200']);
-		expect(stale).toEqual(['Respond 200']);
+		expect(done).toEqual(['Key Completed?']);
+		expect(stale).toEqual(['Key Completed?']);
 		expect(failed).toHaveLength(1);
 		const respond = byName(webhook, failed[0]);
 		expect(respond.type).toBe('n8n-nodes-base.respondToWebhook');
 		expect(respond.parameters.options).toMatchObject({ responseCode: 200 });
+		expect(targets(webhook, 'Key Completed?')).toEqual([['Respond 200'], [respond.name]]);
 		const [[stop]] = targets(webhook, respond.name);
 		const stopNode = byName(webhook, stop);
 		expect(stopNode.type).toBe('n8n-nodes-base.stopAndError');
 		const message = String(stopNode.parameters.errorMessage);
 		expect(message).toContain(`'${COMPLETION_FAILED_PREFIX}'`);
 		expect(message).toMatch(/JSON\.stringify\(\{ key: .*idempotency\.key, ownerToken: .*idempotency\.ownerToken \}\)/);
+	});
+
+	// n8n passes a node's INPUT items on its first output when the node fails before it runs and its
+	// On Error setting continues (measured: the business step's credential could not be read while
+	// n8n's database restarted; Mark Complete then completed a key whose effect never happened).
+	const leftValue = (node: TemplateNode) =>
+		(node.parameters.conditions as { conditions: Array<{ leftValue: string; operator: { operation: string } }> }).conditions[0];
+	const evaluate = (expression: string, json: unknown) =>
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
+	const passedThrough = { body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1', ownerToken: 'x', outcome: 'new' } };
+
+	it('only a real result of the business step reaches Mark Complete; a passed-through input is released', () => {
+		const [success, failure] = targets(webhook, 'Business Step (insert business_log)');
+		expect(success).toEqual(['Business Step Succeeded?']);
+		expect(failure).toEqual(['Release Key']);
+		expect(targets(webhook, 'Business Step Succeeded?')).toEqual([['Mark Complete'], ['Release Key']]);
+		const condition = leftValue(byName(webhook, 'Business Step Succeeded?'));
+		expect(condition.operator.operation).toBe('exists');
+		expect(evaluate(condition.leftValue, { id: 7 })).toBe(7);
+		expect(evaluate(condition.leftValue, passedThrough)).toBeUndefined();
+	});
+
+	it('only a real result of Mark Complete answers a plain 200; a passed-through input goes to Completion Failed', () => {
+		const condition = leftValue(byName(webhook, 'Key Completed?'));
+		expect(evaluate(condition.leftValue, { ...passedThrough, idempotency: { ...passedThrough.idempotency, operation: 'complete', applied: true } })).toBe('complete');
+		expect(evaluate(condition.leftValue, passedThrough)).toBeUndefined();
 	});
 
 	it('the error workflow completes that key instead of releasing it, and releases only other failures', () => {
