@@ -12,16 +12,9 @@ const { startPostgres, freePort, postmasterPid } = require('./postgres-server');
 const { startRedis } = require('./redis-server');
 const { spawnService, installExitHook, livePostgresDirs, killEverythingNow, pidAlive, sleep } = require('./processes');
 const { REPO_ROOT, PACKAGE_NAME, defaultLog, ensureN8n, buildAndPack, distIsStale, installPackage } = require('./n8n-install');
-const {
-	parseUrl,
-	withClient,
-	ensureDatabase,
-	listExecutions,
-	waitForExecutions,
-	webhookRegistered,
-	waitForPublishedVersions,
-	maxExecutionId,
-} = require('./n8n-db');
+const n8nDb = require('./n8n-db');
+
+const { parseUrl, withClient, ensureDatabase, webhookRegistered, waitForPublishedVersions } = n8nDb;
 
 // ---------------------------------------------------------------------------------------------
 // the stack
@@ -318,9 +311,9 @@ async function startStack(options) {
 				old.kill(signal);
 				await old.exitPromise;
 				old.kill('SIGKILL'); // its task runner
-				await startMain();
-				await waitUntilServing();
-				return { oldPid: old.pid, oldExit: old.exited, newPid: main.pid };
+				const started = Date.now();
+				await startMain(); // ready: its HTTP server answers and its database and Redis are up
+				return { oldPid: old.pid, oldExit: old.exited, newPid: main.pid, startMs: Date.now() - started };
 			},
 			/** Starts worker `index` again (after a test killed it). */
 			startWorker: async (index) => {
@@ -509,14 +502,7 @@ module.exports = {
 	installPackage,
 	startStack,
 	restClient,
-	listExecutions,
-	waitForExecutions,
-	maxExecutionId,
-	webhookRegistered,
-	waitForPublishedVersions,
-	withClient,
-	ensureDatabase,
-	parseUrl,
+	...n8nDb, // listExecutions, waitForExecutions, maxExecutionId, withClient, …
 	killEverythingNow,
 	sleep,
 };

@@ -23,7 +23,7 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 		await h.appQuery('SELECT pg_reload_conf()');
 		await h.appQuery(`CREATE OR REPLACE FUNCTION e2e_slow_business_step() RETURNS trigger LANGUAGE plpgsql AS $$
 			BEGIN
-				IF NEW.event_type = '${SLOW_TYPE}' THEN PERFORM pg_sleep(8); END IF;
+				IF NEW.event_type = '${SLOW_TYPE}' THEN PERFORM pg_sleep(5); END IF;
 				RETURN NEW;
 			END $$`);
 		await h.appQuery('DROP TRIGGER IF EXISTS e2e_slow_business_step ON business_log');
