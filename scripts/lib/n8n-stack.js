@@ -118,7 +118,7 @@ async function startStack(options) {
 
 	try {
 		const { nodeBin, n8nBin, dir: n8nDir } = ensureN8n({ log });
-		// One user folder per n8n process, as on separate hosts: each gets the package installed.
+		// One user folder per n8n process, as on separate hosts; the package is installed once (below).
 		const userFolder = path.join(workDir, 'n8n-user');
 		const workerFolders = Array.from({ length: workerCount }, (_, i) => path.join(workDir, `n8n-worker-${i + 1}`));
 		for (const folder of [userFolder, ...workerFolders]) fs.mkdirSync(folder, { recursive: true });
@@ -127,11 +127,13 @@ async function startStack(options) {
 		if (options.installPackage !== false) {
 			tarball = buildAndPack({ outDir: path.join(workDir, 'pack'), build: options.build ?? 'auto', log });
 			installPackage({ userFolder, tarball, log });
-			// Each worker gets the same nodes folder: a copy of what `npm install <tgz>` produced for main
-			// (identical to running that install again in every folder, minus 10-20 s each).
+			// Each worker sees main's nodes folder through a symlink, as containers share one mounted
+			// nodes volume: the same installed files, without a second install (and its removal) per worker.
 			for (const folder of workerFolders) {
-				fs.rmSync(path.join(folder, '.n8n', 'nodes'), { recursive: true, force: true });
-				fs.cpSync(path.join(userFolder, '.n8n', 'nodes'), path.join(folder, '.n8n', 'nodes'), { recursive: true, verbatimSymlinks: true });
+				const nodesDir = path.join(folder, '.n8n', 'nodes');
+				fs.mkdirSync(path.dirname(nodesDir), { recursive: true });
+				fs.rmSync(nodesDir, { recursive: true, force: true });
+				fs.symlinkSync(path.join(userFolder, '.n8n', 'nodes'), nodesDir, 'dir');
 			}
 		}
 

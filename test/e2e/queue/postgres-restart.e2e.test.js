@@ -19,6 +19,7 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 			...size,
 			faultAfter: Math.floor(size.deliveries / 3),
 			fault: () => h.control('POST /restart-postgres'),
+			stuckWaitMs: 5000, // reported, not asserted (see below)
 		});
 		const pgStartedAfter = (await h.appQuery('SELECT pg_postmaster_start_time() AS t')).rows[0].t;
 		const after = await h.control('GET /processes');

@@ -22,7 +22,7 @@ async function keysNotCompleted(h, eventIds) {
 	return keys.filter((key) => !done.has(key));
 }
 
-/** Executions of a workflow after `mark` still 'new' or 'running' once `settleMs` passed without change. */
+/** Executions of a workflow after `mark` still 'new' or 'running' after waiting up to timeoutMs for them to finish. */
 async function stuckExecutions(h, workflowId, mark, { timeoutMs = 60000 } = {}) {
 	const deadline = Date.now() + timeoutMs;
 	let open = [];

@@ -15,9 +15,10 @@ function soakSize({ events, deliveries }) {
 
 /**
  * Runs the plan; `fault` (optional) is started once `faultAfter` attempts were answered and must
- * return what proves it happened. Returns { thePlan, run, figures, faultResult, faultAt, outcome }.
+ * return what proves it happened. stuckWaitMs: how long executions still 'running' may take to
+ * finish before they count as stuck. Returns { thePlan, run, figures, faultResult, faultAt, outcome }.
  */
-async function soak(h, { label, events, deliveries, concurrency = 16, forged = 0, fault, faultAfter = 0, retry }) {
+async function soak(h, { label, events, deliveries, concurrency = 16, forged = 0, fault, faultAfter = 0, retry, stuckWaitMs = 60000 }) {
 	const thePlan = plan({ label, events, deliveries, forged, seed: Number(process.env.E2E_SEED ?? Date.now()) });
 	const mark = await h.executionMark();
 	let faultPromise = null;
@@ -41,7 +42,7 @@ async function soak(h, { label, events, deliveries, concurrency = 16, forged = 0
 	const stats = figures(run);
 	const rows = await businessRows(h, thePlan.eventIds);
 	const notCompleted = await keysNotCompleted(h, thePlan.eventIds);
-	const stuck = await stuckExecutions(h, h.IDS.webhook, mark);
+	const stuck = await stuckExecutions(h, h.IDS.webhook, mark, { timeoutMs: stuckWaitMs });
 	const outcome = {
 		events: thePlan.eventIds.length,
 		rows: rows.rows,
