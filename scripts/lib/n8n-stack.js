@@ -83,6 +83,7 @@ function sharedEnv({ nodeBin, n8nDb, redis, options }) {
  *  recreateDbs    drop and recreate both databases first (e2e)
  *  build          'auto' | true | false — see buildAndPack
  *  installPackage false to skip packing/installing this package (stock-node harness)
+ *  nodesCacheDir  install the package once per tarball there and link it (e2e reruns)
  *  setupSql       async (appClient, ctx) => void, run on the app database before n8n starts
  *  credentials    (ctx) => array of credential objects for `n8n import:credentials`
  *  workflows      array of { file | json, publish: boolean }
@@ -126,7 +127,21 @@ async function startStack(options) {
 		let tarball = null;
 		if (options.installPackage !== false) {
 			tarball = buildAndPack({ outDir: path.join(workDir, 'pack'), build: options.build ?? 'auto', log });
-			installPackage({ userFolder, tarball, log });
+			if (options.nodesCacheDir) {
+				// The nodes folder is installed once per tarball in the cache and linked from this run's user
+				// folder: a rerun (or the other topology) with the same package skips the npm install.
+				const digest = crypto.createHash('sha256').update(fs.readFileSync(tarball)).digest('hex').slice(0, 16);
+				fs.mkdirSync(options.nodesCacheDir, { recursive: true });
+				for (const stale of fs.readdirSync(options.nodesCacheDir).filter((name) => name !== digest)) {
+					fs.rmSync(path.join(options.nodesCacheDir, stale), { recursive: true, force: true });
+				}
+				const cached = path.join(options.nodesCacheDir, digest);
+				installPackage({ userFolder: cached, tarball, log });
+				fs.mkdirSync(path.join(userFolder, '.n8n'), { recursive: true });
+				fs.symlinkSync(path.join(cached, '.n8n', 'nodes'), path.join(userFolder, '.n8n', 'nodes'), 'dir');
+			} else {
+				installPackage({ userFolder, tarball, log });
+			}
 			// Each worker sees main's nodes folder through a symlink, as containers share one mounted
 			// nodes volume: the same installed files, without a second install (and its removal) per worker.
 			for (const folder of workerFolders) {

@@ -25,6 +25,7 @@ module.exports = async function globalSetup() {
 		recreateDbs: true,
 		dbNames: { n8n: 'n8n_e2e', app: 'idempotency_e2e' },
 		build: process.env.E2E_BUILD === 'always' ? true : 'auto',
+		nodesCacheDir: path.join(E2E_ROOT, 'nodes-cache'),
 		setupSql: (client, ctx) => stack.prepareTemplateTables(client, ctx),
 		credentials: stack.templateCredentials,
 		workflows: allWorkflows(TOPOLOGY),
