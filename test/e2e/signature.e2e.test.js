@@ -121,8 +121,8 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 	});
 
 	test('the credential as a user edits it: a secret with spaces verifies, a forgery signed with one of its words does not, Previous Secret rotates', async () => {
-		// The stack imports the credential in its version 0.1.0 form ({ secrets }), which the tests
-		// above run on; here it is edited through the REST API as the editor does, then restored.
+		// The stack imports the credential with the test secret; here it is edited through the REST
+		// API as the editor does, then restored.
 		const rest = h.rest();
 		await rest.ownerLogin(OWNER);
 		const credential = stack.TEMPLATE_CREDENTIALS.signature;
@@ -146,7 +146,7 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 			const rotated = await h.deliver(h.webhookUrl, second, {}, { secret: h.secret });
 			expect([rotated.status, rotated.outcome]).toEqual([200, 'new']);
 		} finally {
-			await setData({ secrets: h.secret });
+			await setData({ secret: h.secret, previousSecret: '' });
 		}
 	});
 

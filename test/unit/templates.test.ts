@@ -19,8 +19,11 @@ const ourNodes = new Map<string, INodeType>(
 interface TemplateNode {
 	name: string;
 	type: string;
-	parameters: Record<string, unknown>;
 	onError?: string;
+	retryOnFail?: boolean;
+	maxTries?: number;
+	waitBetweenTries?: number;
+	parameters: Record<string, unknown>;
 	credentials?: Record<string, unknown>;
 	webhookId?: string;
 }
@@ -41,7 +44,7 @@ function outputCount(node: TemplateNode): number {
 	return ownOutputCount(node) + (node.onError === 'continueErrorOutput' ? 1 : 0);
 }
 function ownOutputCount(node: TemplateNode): number {
-	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 3 : 2;
+	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 4 : 3; // New, Duplicate, (In Progress,) Not Reserved
 	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : 2;
 	return 2;
 }
@@ -111,10 +114,14 @@ describe('the webhook template', () => {
 		expect(targetsOf(verify.name)[0]).toEqual([reserve.name]);
 	});
 
-	it('reserves in lease mode and wires New, Duplicate and In Progress', () => {
+	it('reserves in lease mode and wires New, Duplicate, In Progress and Not Reserved (a 5xx: the provider retries)', () => {
 		const reserve = node(`${PACKAGE}.idempotencyReserve`);
 		expect(reserve.parameters.mode).toBe('lease');
-		expect(targetsOf(reserve.name)).toHaveLength(3);
+		expect(targetsOf(reserve.name)).toHaveLength(4);
+		const [notReserved] = targetsOf(reserve.name)[3];
+		const respond = template.nodes.find((candidate) => candidate.name === notReserved)!;
+		expect(respond.type).toBe('n8n-nodes-base.respondToWebhook');
+		expect((respond.parameters.options as { responseCode: number }).responseCode).toBeGreaterThanOrEqual(500);
 	});
 });
 
@@ -171,5 +178,94 @@ describe('the ordered webhook template', () => {
 		expect(guard.parameters.objectKey).toBe('=stripe:customer:{{ $json.body.data.object.id }}');
 		expect(guard.parameters.version).toBe('={{ $json.body.created }}');
 		expect(guard.parameters.eventKey).toBeUndefined();
+	});
+});
+
+/** The message prefix by which the error workflow recognises "the business step succeeded, Complete failed". */
+const COMPLETION_FAILED_PREFIX = 'idempotency: business step succeeded, Mark Complete failed ';
+
+describe('after the business step succeeded (webhook and error-workflow templates)', () => {
+	const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
+	const errorWorkflow = templates.find(([file]) => file === 'error-workflow.json')![1];
+	const byName = (template: Template, name: string) => template.nodes.find((candidate) => candidate.name === name)!;
+	const targets = (template: Template, name: string) =>
+		template.connections[name].main.map((outputTargets) => outputTargets.map((target) => target.node));
+	const complete = byName(webhook, 'Mark Complete');
+
+	it('Mark Complete retries with the longest waits n8n allows (a database restart must not fail it)', () => {
+		expect(complete).toMatchObject({ retryOnFail: true, maxTries: 5, waitBetweenTries: 5000 });
+	});
+
+	it('nodes fed by an error output do not retry: n8n would take the `error` field of their items for a failure and run them again', () => {
+		for (const [from, connection] of Object.entries(webhook.connections)) {
+			const source = byName(webhook, from);
+			if (source.onError !== 'continueErrorOutput') continue;
+			const errorTargets = connection.main[connection.main.length - 1] ?? [];
+			for (const target of errorTargets) expect({ node: target.node, retryOnFail: byName(webhook, target.node).retryOnFail ?? false }).toEqual({ node: target.node, retryOnFail: false });
+		}
+	});
+
+	it('when Mark Complete still fails, the provider gets 200 and the execution then fails with the key in its error', () => {
+		expect(complete.onError).toBe('continueErrorOutput');
+		const [done, stale, failed] = targets(webhook, complete.name);
+		expect(done).toEqual(['Key Completed?']);
+		expect(stale).toEqual(['Key Completed?']);
+		expect(failed).toHaveLength(1);
+		const respond = byName(webhook, failed[0]);
+		expect(respond.type).toBe('n8n-nodes-base.respondToWebhook');
+		expect(respond.parameters.options).toMatchObject({ responseCode: 200 });
+		expect(targets(webhook, 'Key Completed?')).toEqual([['Respond 200'], [respond.name]]);
+		const [[stop]] = targets(webhook, respond.name);
+		const stopNode = byName(webhook, stop);
+		expect(stopNode.type).toBe('n8n-nodes-base.stopAndError');
+		const message = String(stopNode.parameters.errorMessage);
+		expect(message).toContain(`'${COMPLETION_FAILED_PREFIX}'`);
+		expect(message).toMatch(/JSON\.stringify\(\{ key: .*idempotency\.key, ownerToken: .*idempotency\.ownerToken \}\)/);
+	});
+
+	// n8n passes a node's INPUT items on its first output when the node fails before it runs and its
+	// On Error setting continues (measured: the business step's credential could not be read while
+	// n8n's database restarted; Mark Complete then completed a key whose effect never happened).
+	const leftValue = (node: TemplateNode) =>
+		(node.parameters.conditions as { conditions: Array<{ leftValue: string; operator: { operation: string } }> }).conditions[0];
+	const evaluate = (expression: string, json: unknown) =>
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
+	const passedThrough = { body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1', ownerToken: 'x', outcome: 'new' } };
+
+	it('only a real result of the business step reaches Mark Complete; a passed-through input is released', () => {
+		const [success, failure] = targets(webhook, 'Business Step (insert business_log)');
+		expect(success).toEqual(['Business Step Succeeded?']);
+		expect(failure).toEqual(['Release Key']);
+		expect(targets(webhook, 'Business Step Succeeded?')).toEqual([['Mark Complete'], ['Release Key']]);
+		const condition = leftValue(byName(webhook, 'Business Step Succeeded?'));
+		expect(condition.operator.operation).toBe('exists');
+		expect(evaluate(condition.leftValue, { id: 7 })).toBe(7);
+		expect(evaluate(condition.leftValue, passedThrough)).toBeUndefined();
+	});
+
+	it('only a real result of Mark Complete answers a plain 200; a passed-through input goes to Completion Failed', () => {
+		const condition = leftValue(byName(webhook, 'Key Completed?'));
+		expect(evaluate(condition.leftValue, { ...passedThrough, idempotency: { ...passedThrough.idempotency, operation: 'complete', applied: true } })).toBe('complete');
+		expect(evaluate(condition.leftValue, passedThrough)).toBeUndefined();
+	});
+
+	it('the error workflow completes that key instead of releasing it, and releases only other failures', () => {
+		const [[check]] = targets(errorWorkflow, 'Error Trigger');
+		const ifNode = byName(errorWorkflow, check);
+		expect(ifNode.type).toBe('n8n-nodes-base.if');
+		const conditions = (ifNode.parameters.conditions as { conditions: Array<{ rightValue: string; operator: { operation: string } }> }).conditions;
+		expect(conditions).toEqual([expect.objectContaining({ rightValue: COMPLETION_FAILED_PREFIX, operator: expect.objectContaining({ operation: 'startsWith' }) })]);
+		const [[whenDone], [otherwise]] = targets(errorWorkflow, ifNode.name);
+		expect(byName(errorWorkflow, whenDone).parameters).toMatchObject({ operation: 'complete', source: 'custom' });
+		expect(byName(errorWorkflow, otherwise).parameters).toMatchObject({ operation: 'release', source: 'execution' });
+		// The expressions read back exactly what the webhook template's error message carries.
+		const completeNode = byName(errorWorkflow, whenDone);
+		const message = `${COMPLETION_FAILED_PREFIX}${JSON.stringify({ key: 'evt:a b{c}', ownerToken: '0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10' })}`;
+		const evaluate = (expression: string) =>
+			// eslint-disable-next-line @typescript-eslint/no-implied-eval
+			new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)({ execution: { error: { message } } });
+		expect(evaluate(String(completeNode.parameters.key))).toBe('evt:a b{c}');
+		expect(evaluate(String(completeNode.parameters.ownerToken))).toBe('0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10');
 	});
 });

@@ -8,26 +8,37 @@ const path = require('node:path');
 const stack = require('../../../scripts/lib/n8n-stack');
 const { allWorkflows, WEBHOOK_PATH, CRASH_PATH } = require('./workflows');
 const { STATE_FILE, E2E_ROOT } = require('./paths');
+const { TOPOLOGY, QUEUE } = require('./topology');
+const { serveControl } = require('./control');
 
 module.exports = async function globalSetup() {
 	const started = Date.now();
 	const log = (line) => process.stderr.write(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`);
 	fs.mkdirSync(E2E_ROOT, { recursive: true });
 	const workDir = fs.mkdtempSync(path.join(E2E_ROOT, 'run-'));
-	log(`work dir ${workDir} (${os.cpus().length} cores)`);
+	log(`work dir ${workDir} (${os.cpus().length} cores, topology ${TOPOLOGY})`);
+	const queue = TOPOLOGY === 'queue';
 	const running = await stack.startStack({
 		workDir,
+		topology: TOPOLOGY,
+		...(queue ? { workers: QUEUE.workers, workerConcurrency: QUEUE.workerConcurrency, env: QUEUE.env } : {}),
 		recreateDbs: true,
 		dbNames: { n8n: 'n8n_e2e', app: 'idempotency_e2e' },
 		build: process.env.E2E_BUILD === 'always' ? true : 'auto',
+		nodesCacheDir: path.join(E2E_ROOT, 'nodes-cache'),
 		setupSql: (client, ctx) => stack.prepareTemplateTables(client, ctx),
 		credentials: stack.templateCredentials,
-		workflows: allWorkflows(),
+		workflows: allWorkflows(TOPOLOGY),
 		readyWebhooks: [WEBHOOK_PATH, CRASH_PATH],
 		log,
 	});
 	globalThis.__IDEMPOTENCY_E2E_STACK__ = running;
+	const control = await serveControl(running);
+	globalThis.__IDEMPOTENCY_E2E_CONTROL__ = control;
 	const state = {
+		topology: TOPOLOGY,
+		controlUrl: control.url,
+		redis: running.redis,
 		baseUrl: running.baseUrl,
 		appUrl: running.appUrl,
 		n8nDbUrl: running.n8nDbUrl,

@@ -5,6 +5,7 @@ const stack = require('../../../scripts/lib/n8n-stack');
 const { freePort } = require('../../../scripts/lib/postgres-server');
 const { STATE_FILE } = require('./paths');
 const { IDS, WEBHOOK_PATH, CRASH_PATH } = require('./workflows');
+const { controlClient } = require('./control');
 
 function withoutJest(env) {
 	delete env.JEST_WORKER_ID;
@@ -22,6 +23,9 @@ function harness() {
 	const executionArgs = (workflowId, sinceId) => ({ n8nDbUrl: state.n8nDbUrl, n8nDir: state.n8nDir, workflowId, sinceId });
 	return {
 		state,
+		topology: state.topology,
+		/** Fault injection in the stack's owner process (see control.js): control('POST /kill-worker', { index }). */
+		control: controlClient(state.controlUrl),
 		IDS,
 		webhookUrl: `${state.baseUrl}/webhook/${WEBHOOK_PATH}`,
 		crashUrl: `${state.baseUrl}/webhook/${CRASH_PATH}`,
@@ -32,6 +36,8 @@ function harness() {
 		secret: stack.TEST_WEBHOOK_SECRET,
 		/** Runs a query on the app database (business_log, processed_events). */
 		appQuery: (sql, params) => stack.withClient(state.appUrl, (client) => client.query(sql, params)),
+		/** Runs a query on n8n's own database (execution_entity); see scripts/lib/n8n-db.js for what is read where. */
+		n8nQuery: (sql, params) => stack.withClient(state.n8nDbUrl, (client) => client.query(sql, params)),
 		/** The highest execution id so far: executions after it belong to the current test. */
 		executionMark: () => stack.maxExecutionId(state.n8nDbUrl),
 		executions: (workflowId, sinceId) => stack.listExecutions(executionArgs(workflowId, sinceId)),

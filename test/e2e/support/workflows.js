@@ -2,6 +2,7 @@
 // themselves rather than hand-copied look-alikes.
 const fs = require('node:fs');
 const { TEMPLATES, TEMPLATE_CREDENTIALS } = require('../../../scripts/lib/n8n-stack');
+const { QUEUE } = require('./topology');
 
 const IDS = {
 	webhook: 'IdemWebhookTpl01',
@@ -9,6 +10,7 @@ const IDS = {
 	error: 'IdemErrorTpl0001',
 	cleanupManual: 'E2eCleanupManual',
 	crash: 'E2eCrashLease0001',
+	cleanupFrequent: 'E2eCleanupEvery3s',
 };
 const WEBHOOK_PATH = 'idempotent-webhook';
 const CRASH_PATH = 'e2e-crash';
@@ -65,7 +67,36 @@ function crashAfterReserve() {
 	};
 }
 
-function allWorkflows() {
+/**
+ * Queue mode runs the webhook template as shipped except for two settings a user makes: a short
+ * lease (tests of recovery after the lease must fit in minutes) and the error-workflow template as
+ * its Error Workflow (Settings → Error Workflow).
+ */
+function webhookForQueueMode() {
+	const wf = readTemplate('webhook');
+	const reserve = wf.nodes.find((node) => node.type === 'n8n-nodes-idempotency.idempotencyReserve');
+	reserve.parameters = { ...reserve.parameters, leaseSeconds: QUEUE.leaseSeconds };
+	return { ...wf, settings: { ...wf.settings, errorWorkflow: IDS.error } };
+}
+
+/** The cleanup template on a schedule of every few seconds (test 7: cleanup running during a soak). */
+function cleanupFrequent() {
+	const wf = readTemplate('cleanup');
+	const schedule = wf.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger');
+	schedule.parameters = { rule: { interval: [{ field: 'seconds', secondsInterval: QUEUE.cleanupEverySeconds }] } };
+	return { ...wf, id: IDS.cleanupFrequent, name: `E2E cleanup every ${QUEUE.cleanupEverySeconds} s (copy of the template)` };
+}
+
+function allWorkflows(topology = 'single') {
+	if (topology === 'queue') {
+		return [
+			{ json: webhookForQueueMode(), publish: true },
+			{ file: TEMPLATES.error, publish: true },
+			{ json: cleanupManual(), publish: false },
+			{ json: cleanupFrequent(), publish: true },
+			{ json: crashAfterReserve(), publish: true },
+		];
+	}
 	return [
 		{ file: TEMPLATES.webhook, publish: true },
 		{ file: TEMPLATES.cleanup, publish: true }, // proves the Schedule Trigger activates

@@ -1,0 +1,102 @@
+// Test 4 (queue mode): the business step takes a few seconds (a trigger on business_log sleeps for
+// this event type); the worker executing it is killed with SIGKILL mid-step. The provider's
+// deliveries get 409 while the lease runs; after the lease (or once the error workflow released
+// the key of the crashed execution, where n8n reports it) the event is processed exactly once.
+//
+// Postgres runs a statement to its end (and commits it) even when its client died, unless
+// client_connection_check_interval is set: without it, the killed worker's INSERT still commits after
+// its sleep and the retry inserts a second row (measured: 2 rows). docs/scaling-out.md recommends
+// the setting for the business database; this test turns it on for the server (ALTER SYSTEM + reload
+// reaches the pooled sessions too) and off again afterwards.
+const fs = require('node:fs');
+const { harness, eventId } = require('../support/harness');
+const { deliverAll, figures, recoveryMs, report } = require('../support/provider');
+const { sleep, pidAlive } = require('../../../scripts/lib/processes');
+
+const SLOW_TYPE = 'e2e.slow';
+
+describe('queue mode: a worker killed in the middle of the business step', () => {
+	const h = harness();
+
+	beforeAll(async () => {
+		await h.appQuery("ALTER SYSTEM SET client_connection_check_interval = '1s'");
+		await h.appQuery('SELECT pg_reload_conf()');
+		await h.appQuery(`CREATE OR REPLACE FUNCTION e2e_slow_business_step() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF NEW.event_type = '${SLOW_TYPE}' THEN PERFORM pg_sleep(5); END IF;
+				RETURN NEW;
+			END $$`);
+		await h.appQuery('DROP TRIGGER IF EXISTS e2e_slow_business_step ON business_log');
+		await h.appQuery('CREATE TRIGGER e2e_slow_business_step BEFORE INSERT ON business_log FOR EACH ROW EXECUTE FUNCTION e2e_slow_business_step()');
+	});
+	afterAll(async () => {
+		await h.appQuery('DROP TRIGGER IF EXISTS e2e_slow_business_step ON business_log');
+		await h.appQuery('ALTER SYSTEM RESET client_connection_check_interval');
+		await h.appQuery('SELECT pg_reload_conf()');
+		// Leave two workers for the next test file.
+		const { workers } = await h.control('GET /processes');
+		for (const worker of workers) if (!worker.alive) await h.control('POST /start-worker', { index: worker.index });
+	});
+
+	test('kill -9 of the worker running the business step → 409 while the lease runs, then exactly 1 business row', async () => {
+		const id = eventId('crash');
+		const key = `evt:${id}`;
+		const mark = await h.executionMark();
+		const body = { id, type: SLOW_TYPE };
+		// The provider: the event delivered 3 times, each delivery retried until a 2xx.
+		const thePlan = { eventIds: [id], deliveries: [0, 1, 2].map(() => ({ eventId: id, forged: false, body })) };
+
+		// Find the worker whose execution sleeps inside the business step, then kill it.
+		const killer = (async () => {
+			const deadline = Date.now() + 60000;
+			for (;;) {
+				if (Date.now() > deadline) throw new Error('the slow business step never started');
+				const sleeping = await h.appQuery("SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query ILIKE '%business_log%'");
+				if (sleeping.rowCount > 0) break;
+				await sleep(200);
+			}
+			const { rows } = await h.n8nQuery(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status = 'running' ORDER BY id`, [
+				h.IDS.webhook,
+				mark,
+			]);
+			const { workers } = await h.control('GET /processes');
+			const running = rows.map((row) => String(row.id));
+			const victim = workers.find((w) => running.some((executionId) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${executionId} `)));
+			if (!victim) throw new Error(`no worker log names executions ${running.join(', ')}`);
+			const killedAt = Date.now();
+			const killed = await h.control('POST /kill-worker', { index: victim.index });
+			return { ...killed, index: victim.index, killedAt, executions: running };
+		})();
+
+		const run = await deliverAll({ url: h.webhookUrl, plan: thePlan, concurrency: 3, retry: { firstDelayMs: 500, maxDelayMs: 3000 } });
+		const kill = await killer;
+		const stats = figures(run);
+		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key]);
+		const stored = await h.appQuery('SELECT status, attempts FROM processed_events WHERE key = $1', [key]);
+		const errorRuns = await h.n8nQuery(`SELECT id, status FROM execution_entity WHERE "workflowId" = $1 AND id > $2`, [h.IDS.error, mark]);
+		const crashed = await h.n8nQuery(`SELECT id, status FROM execution_entity WHERE id = ANY($1::int[])`, [kill.executions.map(Number)]);
+		const during = run.attempts.filter((a) => a.at >= kill.killedAt);
+		report('test 4 worker crash', {
+			...stats,
+			rows: rows[0].n,
+			killedWorkerPid: kill.pid,
+			killedBy: kill.exited.signal,
+			crashedExecutions: crashed.rows,
+			errorWorkflowRuns: errorRuns.rows,
+			answersAfterKill: during.map((a) => a.status || a.error).join(','),
+			recoveryMsAfterKill: recoveryMs(run, kill.killedAt),
+			key: stored.rows[0],
+		});
+
+		// The fault happened: the worker's process died of SIGKILL.
+		expect(kill.exited.signal).toBe('SIGKILL');
+		expect(pidAlive(kill.pid)).toBe(false);
+		// Exactly once, nothing lost.
+		expect(stats.gaveUp).toBe(0);
+		expect(rows[0].n).toBe(1);
+		expect(stored.rows[0].status).toBe('completed');
+		// While the crashed run held the key, other deliveries were told 409 (in progress), not 200.
+		expect(during.some((a) => a.status === 409)).toBe(true);
+		expect(run.attempts.filter((a) => a.status === 200 && a.outcome === 'new')).toHaveLength(1);
+	});
+});

@@ -1,0 +1,41 @@
+// What "exactly once" means after a run with retries: every event has exactly one business row, no
+// key is left 'processing', and no execution of the webhook workflow is left running in n8n.
+const { sleep } = require('../../../scripts/lib/processes');
+
+/** Business rows per event key: { rows, doubled: [...keys], missing: [...keys] }. */
+async function businessRows(h, eventIds) {
+	const keys = eventIds.map((id) => `evt:${id}`);
+	const { rows } = await h.appQuery('SELECT event_key, count(*)::int AS n FROM business_log WHERE event_key = ANY($1) GROUP BY event_key', [keys]);
+	const counts = new Map(rows.map((row) => [row.event_key, row.n]));
+	return {
+		rows: rows.reduce((sum, row) => sum + row.n, 0),
+		doubled: keys.filter((key) => (counts.get(key) ?? 0) > 1),
+		missing: keys.filter((key) => !counts.has(key)),
+	};
+}
+
+/** Keys of these events not completed (status other than 'completed', or no row). */
+async function keysNotCompleted(h, eventIds) {
+	const keys = eventIds.map((id) => `evt:${id}`);
+	const { rows } = await h.appQuery("SELECT key, status FROM processed_events WHERE key = ANY($1) AND status = 'completed'", [keys]);
+	const done = new Set(rows.map((row) => row.key));
+	return keys.filter((key) => !done.has(key));
+}
+
+/** Executions of a workflow after `mark` still 'new' or 'running' after waiting up to timeoutMs for them to finish. */
+async function stuckExecutions(h, workflowId, mark, { timeoutMs = 60000 } = {}) {
+	const deadline = Date.now() + timeoutMs;
+	let open = [];
+	while (Date.now() < deadline) {
+		const { rows } = await h.n8nQuery(
+			`SELECT id, status FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status IN ('new', 'running')`,
+			[workflowId, mark],
+		);
+		open = rows;
+		if (open.length === 0) return [];
+		await sleep(1000);
+	}
+	return open;
+}
+
+module.exports = { businessRows, keysNotCompleted, stuckExecutions };

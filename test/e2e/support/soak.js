@@ -1,0 +1,68 @@
+// A soak through the webhook template: the retrying provider delivers a plan of events (each 3–7
+// times, shuffled, some forged) while an optional fault is injected mid-run; then the outcome is
+// checked the way a user would judge it (exactly one business row per event, nothing stuck).
+const { plan, deliverAll, figures, recoveryMs, report } = require('./provider');
+const { businessRows, keysNotCompleted, stuckExecutions } = require('./outcome');
+
+/** Soak sizes: small enough for CI on a shared 2-core machine; E2E_SOAK_* env vars give the issue's full size. */
+function soakSize({ events, deliveries }) {
+	return {
+		events: Number(process.env.E2E_SOAK_EVENTS ?? events),
+		deliveries: Number(process.env.E2E_SOAK_DELIVERIES ?? deliveries),
+		concurrency: Number(process.env.E2E_SOAK_CONCURRENCY ?? 16),
+	};
+}
+
+/**
+ * Runs the plan; `fault` (optional) is started once `faultAfter` attempts were answered and must
+ * return what proves it happened. stuckWaitMs: how long executions still 'running' may take to
+ * finish before they count as stuck. Returns { thePlan, run, figures, faultResult, faultAt, outcome }.
+ */
+async function soak(h, { label, events, deliveries, concurrency = 16, forged = 0, fault, faultAfter = 0, retry, stuckWaitMs = 60000 }) {
+	const thePlan = plan({ label, events, deliveries, forged, seed: Number(process.env.E2E_SEED ?? Date.now()) });
+	const mark = await h.executionMark();
+	let faultPromise = null;
+	let faultAt = null;
+	let answered = 0;
+	const run = await deliverAll({
+		url: h.webhookUrl,
+		plan: thePlan,
+		concurrency,
+		retry,
+		onAttempt: () => {
+			answered += 1;
+			if (fault && !faultPromise && answered >= faultAfter) {
+				faultAt = Date.now();
+				faultPromise = fault();
+				faultPromise.catch(() => {}); // awaited below
+			}
+		},
+	});
+	const faultResult = faultPromise ? await faultPromise : null;
+	const stats = figures(run);
+	const rows = await businessRows(h, thePlan.eventIds);
+	const notCompleted = await keysNotCompleted(h, thePlan.eventIds);
+	const stuck = await stuckExecutions(h, h.IDS.webhook, mark, { timeoutMs: stuckWaitMs });
+	const outcome = {
+		events: thePlan.eventIds.length,
+		rows: rows.rows,
+		doubled: rows.doubled.length,
+		missing: rows.missing.length,
+		keysNotCompleted: notCompleted.length,
+		stuckExecutions: stuck.length,
+	};
+	const recovery = faultAt ? { recoveryMsAfterFault: recoveryMs(run, faultAt) } : {};
+	report(label, { seed: thePlan.seed, ...stats, ...outcome, ...recovery });
+	return { thePlan, run, stats, faultResult, faultAt, outcome, rows, notCompleted, stuck, mark };
+}
+
+/** The answers a soak may get: 200/409 for genuine deliveries (5xx/errors only during a fault), 401 for forged. */
+function unexpectedAnswers(run, { allowFailures = false } = {}) {
+	return run.attempts.filter((a) => {
+		if (a.forged) return a.status !== 401;
+		if ([200, 409].includes(a.status)) return false;
+		return !allowFailures;
+	});
+}
+
+module.exports = { soak, soakSize, unexpectedAnswers };

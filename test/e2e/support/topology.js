@@ -1,0 +1,24 @@
+// Which n8n topology this e2e run uses: 'single' (one n8n process) or 'queue' (n8n's queue mode:
+// Redis, a main instance receiving webhooks, two `n8n worker` processes). E2E_TOPOLOGY picks it;
+// scripts/test-e2e.js runs the suite once per topology.
+const TOPOLOGY = process.env.E2E_TOPOLOGY ?? 'single';
+if (!['single', 'queue'].includes(TOPOLOGY)) throw new Error(`E2E_TOPOLOGY must be single or queue, not ${TOPOLOGY}`);
+
+/**
+ * Queue mode's test settings. The lease is short so that recovery after a crash fits in a test (the
+ * template's default is 300 s); Bull's lock is short so that a killed worker's job is declared
+ * stalled (and failed, n8n sets maxStalledCount 0) in ~20 s instead of ~90 s.
+ */
+const QUEUE = {
+	workers: 2,
+	workerConcurrency: 5,
+	leaseSeconds: Number(process.env.E2E_LEASE_SECONDS ?? 20),
+	cleanupEverySeconds: 3,
+	env: {
+		QUEUE_WORKER_LOCK_DURATION: '15000',
+		QUEUE_WORKER_LOCK_RENEW_TIME: '3000',
+		QUEUE_WORKER_STALLED_INTERVAL: '5000',
+	},
+};
+
+module.exports = { TOPOLOGY, QUEUE };
