@@ -78,12 +78,25 @@ const tablesReady = new WeakMap<Pool, Map<string, Promise<void>>>();
  */
 export class IdempotencyStore {
 	private readonly table: TableRef;
+	/** Set by inTransaction: statements run on this client, inside its caller's transaction. */
+	private transaction?: PoolClient;
 
 	constructor(
 		private readonly pool: Pool,
 		private readonly options: StoreOptions,
 	) {
 		this.table = tableRef(options.schema, options.table);
+	}
+
+	/**
+	 * A store whose statements join the transaction open on `client` (the one-transaction effect).
+	 * They are never retried there: a failed statement has aborted the transaction, and the
+	 * caller's rollback makes the outcome known (nothing stored). The schema check uses the pool.
+	 */
+	static inTransaction(pool: Pool, client: PoolClient, options: StoreOptions): IdempotencyStore {
+		const store = new IdempotencyStore(pool, options);
+		store.transaction = client;
+		return store;
 	}
 
 	/** Reserves each request's key. Results come back in request order; repeats in the batch are duplicates. */
@@ -103,7 +116,9 @@ export class IdempotencyStore {
 		const firsts = [...firstIndexByKey.values()].map((index) => requests[index]);
 		// A lost answer is not "nothing reserved": the same statement with the same tokens is sent
 		// again, and a row carrying our token is ours whichever attempt wrote it.
-		await this.readyWithin('reserve', 0); // not retried: nothing is reserved yet, and the provider retries
+		// Not retried: nothing is reserved yet, and the provider retries. In a transaction the caller
+		// checked the table before taking its connection (a check needs a second one from the pool).
+		if (!this.transaction) await this.readyWithin('reserve', 0);
 		const { rows } = await this.run('reserve', [
 			firsts.map((request) => request.key),
 			firsts.map((request) => request.keySource),
@@ -209,6 +224,11 @@ export class IdempotencyStore {
 	}
 
 	/** Once per pool and table: the schema is checked (and migrated when allowed) before first use. */
+	/** Checks the table's schema version once per pool and table (and migrates it when createTable is on). */
+	async ready(): Promise<void> {
+		await this.readyWithin('reserve', 0);
+	}
+
 	private async ensureReady(): Promise<void> {
 		let perPool = tablesReady.get(this.pool);
 		if (!perPool) {
@@ -331,6 +351,7 @@ export class IdempotencyStore {
 		for (;;) {
 			const attempt = await this.attempt(text, values);
 			if (attempt.ok) return { rows: attempt.rows, uncertain };
+			if (this.transaction) throw classifyPostgresError(attempt.error, { table: this.table.qualified, operation });
 			const reason = connectionFailureReason(attempt.error);
 			if (reason !== undefined && attempt.sent && !uncertain) {
 				uncertain = true;
@@ -348,6 +369,13 @@ export class IdempotencyStore {
 
 	/** One try on one pooled connection; a connection that failed mid-statement is discarded. */
 	private async attempt(text: string, values: unknown[]): Promise<Attempt> {
+		if (this.transaction) {
+			try {
+				return { ok: true, rows: (await this.transaction.query(text, values)).rows };
+			} catch (error) {
+				return { ok: false, error, sent: true };
+			}
+		}
 		let client: PoolClient;
 		try {
 			client = await this.pool.connect();

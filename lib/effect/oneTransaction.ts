@@ -1,9 +1,7 @@
 import type { Pool, PoolClient, QueryResult } from 'pg';
 
 import { DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../errors';
-import { tableRef } from '../identifiers';
 import { classifyPostgresError } from '../postgres/classifyError';
-import { onceReady } from '../postgres/onceReady';
 import { IdempotencyStore, type StoreOptions } from '../store';
 import type { ReservationRequest, ReservationResult } from '../types';
 import { QueryFailedError } from './errors';
@@ -59,19 +57,19 @@ export function validateEffectQuery(text: string): void {
  * One transaction per item, so one item's failing query never undoes another item's effect.
  */
 export class OneTransactionEffect {
-	private readonly tableSetup: { store: IdempotencyStore; qualifiedTable: string };
+	/** The keys store on the pool: checks (and creates or upgrades) the table once per pool. */
+	private readonly poolStore: IdempotencyStore;
 
 	constructor(
 		private readonly pool: Pool,
 		private readonly options: StoreOptions,
 	) {
-		this.tableSetup = { store: new IdempotencyStore(pool, options), qualifiedTable: tableRef(options.schema, options.table).qualified };
+		this.poolStore = new IdempotencyStore(pool, options);
 	}
 
 	async run(request: ReservationRequest, query: EffectQuery, options: OneTransactionOptions): Promise<OneTransactionResult> {
-		if (this.options.createTable) {
-			await onceReady(this.pool, this.tableSetup.qualifiedTable, () => this.tableSetup.store.createTable());
-		}
+		// Before taking the transaction's connection: the check may need one of its own.
+		await this.poolStore.ready();
 		const client = await this.pool.connect().catch((error: unknown) => {
 			throw classifyPostgresError(error);
 		});
@@ -79,7 +77,7 @@ export class OneTransactionEffect {
 		try {
 			await client.query('begin');
 			inTransaction = true;
-			const [reservation] = await storeOn(client, this.options).reserve([request], {
+			const [reservation] = await IdempotencyStore.inTransaction(this.pool, client, { ...this.options, createTable: false }).reserve([request], {
 				mode: 'permanent',
 				leaseSeconds: 300,
 				retentionSeconds: options.retentionSeconds,
@@ -140,14 +138,4 @@ function commitOutcomeUnknown(error: unknown): IdempotencyError {
 		`The commit's outcome is unknown (${(error as Error).message}). The key and the effect were stored together or not at all; the next delivery tells which.`,
 		{ cause: error },
 	);
-}
-
-/**
- * The keys store on one connection, so the reservation joins the caller's transaction. The store
- * only runs `query` on what it is given (and `connect` for table creation, which is done before,
- * on the pool). A store constructor taking `Pick<Pool, 'query'>` would make this cast unnecessary.
- */
-function storeOn(client: PoolClient, options: StoreOptions): IdempotencyStore {
-	const queryOnly = { query: client.query.bind(client) } as unknown as Pool;
-	return new IdempotencyStore(queryOnly, { ...options, createTable: false });
 }

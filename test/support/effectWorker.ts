@@ -48,8 +48,11 @@ async function main(): Promise<void> {
 
 /** The same pool, whose connections stop forever right before the chosen statement. */
 function pausing(pool: Pool, pauseBefore: 'effect' | 'commit', sql: string): Pool {
-	const connect = pool.connect.bind(pool) as () => Promise<PoolClient>;
-	(pool as unknown as { connect: () => Promise<PoolClient> }).connect = async () => {
+	const connect = pool.connect.bind(pool) as (callback?: unknown) => Promise<PoolClient>;
+	(pool as unknown as { connect: (callback?: unknown) => Promise<PoolClient> | void }).connect = (callback?: unknown) =>
+		// pool.query (the table check before the transaction) connects with a callback: not paused.
+		callback ? connect(callback) : pausedClient();
+	const pausedClient = async () => {
 		const client = await connect();
 		const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
 		(client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
