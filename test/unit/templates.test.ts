@@ -41,11 +41,10 @@ function outputCount(node: TemplateNode): number {
 	return ownOutputCount(node) + (node.onError === 'continueErrorOutput' ? 1 : 0);
 }
 function ownOutputCount(node: TemplateNode): number {
-	// Reserve, Execute Query and Order Guard end with their "not processed" output.
-	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 4 : 3;
+	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 4 : 3; // New, Duplicate, (In Progress,) Not Reserved
 	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : 2;
-	if (node.type === `${PACKAGE}.webhookSignatureVerify`) return 2;
-	return 3;
+	// Execute Query (New, Duplicate, Not Run) and Order Guard (Newer, Stale, Not Checked) end with their "not processed" output.
+	return node.type === `${PACKAGE}.webhookSignatureVerify` ? 2 : 3;
 }
 
 /** Package nodes whose last own output carries the items they could not process. */
