@@ -10,7 +10,7 @@ import { OneTransactionEffect, validateEffectQuery } from '../../lib/effect/oneT
 import { PayloadMismatchError } from '../../lib/errors';
 import { deriveKey, payloadFingerprint, validateKeyConfig } from '../../lib/keys/deriveKey';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
-import { toNodeError } from '../shared/nodeError';
+import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { credentialPool, tableOptions } from '../shared/store';
 import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
 import { readKeyInput } from '../IdempotencyReserve/keyInput';
@@ -33,73 +33,59 @@ export class IdempotencyExecuteQuery implements INodeType {
 		defaults: { name: 'Idempotency Execute Query' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
-		outputs: [
-			{ type: NodeConnectionTypes.Main, displayName: 'New' },
-			{ type: NodeConnectionTypes.Main, displayName: 'Duplicate' },
-		],
+		outputs: outputsWithNotProcessed(['New', 'Duplicate'], 'Not Run'),
 		credentials: [{ name: 'idempotencyPostgresApi', required: true, testedBy: 'idempotencyPostgresConnectionTest' }],
 		properties: executeQueryProperties,
 	};
 
 	methods = { credentialTest: { [CONNECTION_TEST]: testConnection } };
 
+	// Items whose key and query were not committed leave through Not Run under Continue, never
+	// through New (see nodes/shared/notProcessed.ts). One transaction per item: a failing query rolls
+	// back its own key only. Under Stop Workflow the run stops at that item; the items before it are
+	// committed (their retries are Duplicate), the ones after it were never touched (their retries are New).
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		const parameters = readReserveParameters(this, 0);
-		// The query's effect is real even in an editor run, so its key is the real one too: a test
-		// scope would let the production delivery run the effect a second time.
-		parameters.key.manualTest = false;
-		const query = this.getNodeParameter('query', 0) as string;
-		try {
+		const routing = itemRouting(this, 2);
+		const { outputs, failItem } = routing;
+		return await routing.run(items.length, async () => {
+			const parameters = readReserveParameters(this, 0);
+			// The query's effect is real even in an editor run, so its key is the real one too: a test
+			// scope would let the production delivery run the effect a second time.
+			parameters.key.manualTest = false;
+			const query = this.getNodeParameter('query', 0) as string;
 			validateKeyConfig(parameters.key);
 			validateEffectQuery(query);
-		} catch (error) {
-			throw toNodeError(this.getNode(), error);
-		}
-		const outputs: INodeExecutionData[][] = [[], []];
-		let effect: OneTransactionEffect;
-		try {
-			effect = new OneTransactionEffect(await credentialPool(this), tableOptions(parameters.table));
-		} catch (error) {
-			throw toNodeError(this.getNode(), error);
-		}
-
-		// One transaction per item: a failing query rolls back its own key only. Without "continue on
-		// fail" the run stops at that item; the items before it are committed (their retries are
-		// Duplicate), the ones after it were never touched (their retries are New).
-		const failItem = (error: unknown, itemIndex: number) => {
-			if (!this.continueOnFail()) throw toNodeError(this.getNode(), error, itemIndex);
-			outputs[NEW].push({ json: { error: toNodeError(this.getNode(), error, itemIndex).message }, pairedItem: { item: itemIndex } });
-		};
-		for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-			const item = items[itemIndex];
-			try {
-				const input = await readKeyInput(this, item, itemIndex, parameters);
-				const derived = deriveKey(input, parameters.key);
-				const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
-				const result = await effect.run(
-					{ key: derived.key, keySource: derived.keySource, payloadHash },
-					{ text: query, values: readQueryParameters(this, itemIndex) },
-					{ retentionSeconds: parameters.retentionSeconds, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
-				);
-				const { reservation } = result;
-				if (result.outcome === 'duplicate' && reservation.payloadMismatch && parameters.payloadFingerprint === 'error') {
-					failItem(new PayloadMismatchError(`The key ${JSON.stringify(reservation.key.slice(0, 80))} was seen before with a different payload.`), itemIndex);
-					continue;
+			const effect = new OneTransactionEffect(await credentialPool(this), tableOptions(parameters.table));
+			for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+				const item = items[itemIndex];
+				try {
+					const input = await readKeyInput(this, item, itemIndex, parameters);
+					const derived = deriveKey(input, parameters.key);
+					const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
+					const result = await effect.run(
+						{ key: derived.key, keySource: derived.keySource, payloadHash },
+						{ text: query, values: readQueryParameters(this, itemIndex) },
+						{ retentionSeconds: parameters.retentionSeconds, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
+					);
+					const { reservation } = result;
+					if (result.outcome === 'duplicate' && reservation.payloadMismatch && parameters.payloadFingerprint === 'error') {
+						failItem(new PayloadMismatchError(`The key ${JSON.stringify(reservation.key.slice(0, 80))} was seen before with a different payload.`), itemIndex);
+						continue;
+					}
+					const idempotency = idempotencyOutput(reservation, derived, 'permanent');
+					outputs[result.outcome === 'new' ? NEW : DUPLICATE].push({
+						json:
+							result.outcome === 'new'
+								? { ...item.json, idempotency, sqlResult: { command: result.command, rowCount: result.rowCount, rows: result.rows } }
+								: { ...item.json, idempotency },
+						binary: item.binary,
+						pairedItem: { item: itemIndex },
+					});
+				} catch (error) {
+					failItem(error, itemIndex);
 				}
-				const idempotency = idempotencyOutput(reservation, derived, 'permanent');
-				outputs[result.outcome === 'new' ? NEW : DUPLICATE].push({
-					json:
-						result.outcome === 'new'
-							? { ...item.json, idempotency, sqlResult: { command: result.command, rowCount: result.rowCount, rows: result.rows } }
-							: { ...item.json, idempotency },
-					binary: item.binary,
-					pairedItem: { item: itemIndex },
-				});
-			} catch (error) {
-				failItem(error, itemIndex);
 			}
-		}
-		return outputs;
+		});
 	}
 }

@@ -10,7 +10,7 @@ import { eventKeyOf, objectKeyOf } from '../../lib/order/objectKey';
 import { DEFAULT_ORDER_TABLE, OrderGuard, type EqualVersion, type OrderDecision, type VersionedItem } from '../../lib/order/orderGuard';
 import { parseVersion } from '../../lib/order/version';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
-import { toNodeError } from '../shared/nodeError';
+import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { credentialPool, tableOptions, type TableChoice } from '../shared/store';
 import { orderGuardProperties } from './description';
 
@@ -29,80 +29,76 @@ export class IdempotencyOrderGuard implements INodeType {
 		defaults: { name: 'Idempotency Order Guard' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
-		outputs: [
-			{ type: NodeConnectionTypes.Main, displayName: 'Newer' },
-			{ type: NodeConnectionTypes.Main, displayName: 'Stale' },
-		],
+		outputs: outputsWithNotProcessed(['Newer', 'Stale'], 'Not Checked'),
 		credentials: [{ name: 'idempotencyPostgresApi', required: true, testedBy: 'idempotencyPostgresConnectionTest' }],
 		properties: orderGuardProperties,
 	};
 
 	methods = { credentialTest: { [CONNECTION_TEST]: testConnection } };
 
+	// Items whose version was not checked leave through Not Checked under Continue, never through
+	// Newer (the business step) or Stale (acknowledged as handled): see nodes/shared/notProcessed.ts.
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		const equalVersion = this.getNodeParameter('equalVersion', 0, 'stale') as EqualVersion;
-		const table = this.getNodeParameter('options', 0, {}) as TableChoice;
-		const outputs: INodeExecutionData[][] = [[], []];
-		const errorItem = (error: unknown, itemIndex: number): INodeExecutionData => ({
-			json: { error: toNodeError(this.getNode(), error, itemIndex).message },
-			pairedItem: { item: itemIndex },
-		});
+		const routing = itemRouting(this, 2);
+		const { outputs, failItem, failAll } = routing;
+		return await routing.run(items.length, async () => {
+			const equalVersion = this.getNodeParameter('equalVersion', 0, 'stale') as EqualVersion;
+			const table = this.getNodeParameter('options', 0, {}) as TableChoice;
 
-		// Every item is read and checked before anything is written: a bad item never half-applies a batch.
-		const pending: Array<{ itemIndex: number; versioned: VersionedItem }> = [];
-		for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-			try {
-				pending.push({
-					itemIndex,
-					versioned: {
-						objectKey: objectKeyOf(this.getNodeParameter('objectKey', itemIndex)),
-						version: parseVersion(this.getNodeParameter('version', itemIndex)),
-						eventKey: eventKeyOf(this.getNodeParameter('eventKey', itemIndex, '')),
-					},
-				});
-			} catch (error) {
-				if (!this.continueOnFail()) throw toNodeError(this.getNode(), error, itemIndex);
-				outputs[NEWER].push(errorItem(error, itemIndex));
+			// Every item is read and checked before anything is written: a bad item never half-applies a batch.
+			const pending: Array<{ itemIndex: number; versioned: VersionedItem }> = [];
+			for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+				try {
+					pending.push({
+						itemIndex,
+						versioned: {
+							objectKey: objectKeyOf(this.getNodeParameter('objectKey', itemIndex)),
+							version: parseVersion(this.getNodeParameter('version', itemIndex)),
+							eventKey: eventKeyOf(this.getNodeParameter('eventKey', itemIndex, '')),
+						},
+					});
+				} catch (error) {
+					failItem(error, itemIndex);
+				}
 			}
-		}
+			if (pending.length === 0) return;
 
-		let decisions: OrderDecision[];
-		try {
-			const guard = new OrderGuard(await credentialPool(this), tableOptions(table, DEFAULT_ORDER_TABLE));
-			decisions = await guard.advance(
-				pending.map((entry) => entry.versioned),
-				{ equalVersion, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
-			);
-		} catch (error) {
-			// Nothing was recorded: every item fails, so none is applied as if it were the newest.
-			if (!this.continueOnFail()) throw toNodeError(this.getNode(), error);
-			outputs[NEWER].push(...pending.map((entry) => errorItem(error, entry.itemIndex)));
-			return outputs;
-		}
+			let decisions: OrderDecision[];
+			try {
+				const guard = new OrderGuard(await credentialPool(this), tableOptions(table, DEFAULT_ORDER_TABLE));
+				decisions = await guard.advance(
+					pending.map((entry) => entry.versioned),
+					{ equalVersion, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
+				);
+			} catch (error) {
+				// Nothing was recorded: every item fails, so none is applied as if it were the newest.
+				failAll(error, pending.map((entry) => entry.itemIndex));
+				return;
+			}
 
-		for (const [position, decision] of decisions.entries()) {
-			const { itemIndex } = pending[position];
-			const item = items[itemIndex];
-			outputs[decision.outcome === 'newer' ? NEWER : STALE].push({
-				json: {
-					...item.json,
-					orderGuard: {
-						objectKey: decision.objectKey,
-						version: decision.version,
-						outcome: decision.outcome,
-						isNewer: decision.outcome === 'newer',
-						currentVersion: decision.currentVersion,
-						supersededInBatch: decision.supersededInBatch,
-						staleCount: decision.staleCount,
-						firstSeen: decision.firstSeen.toISOString(),
-						updatedAt: decision.updatedAt.toISOString(),
+			for (const [position, decision] of decisions.entries()) {
+				const { itemIndex } = pending[position];
+				const item = items[itemIndex];
+				outputs[decision.outcome === 'newer' ? NEWER : STALE].push({
+					json: {
+						...item.json,
+						orderGuard: {
+							objectKey: decision.objectKey,
+							version: decision.version,
+							outcome: decision.outcome,
+							isNewer: decision.outcome === 'newer',
+							currentVersion: decision.currentVersion,
+							supersededInBatch: decision.supersededInBatch,
+							staleCount: decision.staleCount,
+							firstSeen: decision.firstSeen.toISOString(),
+							updatedAt: decision.updatedAt.toISOString(),
+						},
 					},
-				},
-				binary: item.binary,
-				pairedItem: { item: itemIndex },
-			});
-		}
-		return outputs;
+					binary: item.binary,
+					pairedItem: { item: itemIndex },
+				});
+			}
+		});
 	}
 }

@@ -13,6 +13,7 @@ import type { IdempotencyStore } from '../../lib/store';
 import type { ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
+import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { storeFor } from '../shared/store';
 import { reserveProperties } from './description';
 import { idempotencyOutput, unverifiedOutput } from './idempotencyOutput';
@@ -24,9 +25,11 @@ const DUPLICATE = 1;
 const IN_PROGRESS = 2;
 
 // Lease mode adds the In Progress output; computed from the parameters like n8n's Switch node.
-// Not Reserved is always last: with "On Error: Continue" the items that were not reserved leave
-// there, never through an output that runs the business step or acknowledges the event.
-const OUTPUTS_BY_MODE: `={{${string}}}` = `={{ $parameter.mode === "lease" ? [{ "type": "main", "displayName": "New" }, { "type": "main", "displayName": "Duplicate" }, { "type": "main", "displayName": "In Progress" }, { "type": "main", "displayName": "Not Reserved" }] : [{ "type": "main", "displayName": "New" }, { "type": "main", "displayName": "Duplicate" }, { "type": "main", "displayName": "Not Reserved" }] }}`;
+// Not Reserved is always last (see nodes/shared/notProcessed.ts).
+const NOT_RESERVED = 'Not Reserved';
+const OUTPUTS_BY_MODE: `={{${string}}}` = `={{ $parameter.mode === "lease" ? ${JSON.stringify(
+	outputsWithNotProcessed(['New', 'Duplicate', 'In Progress'], NOT_RESERVED),
+)} : ${JSON.stringify(outputsWithNotProcessed(['New', 'Duplicate'], NOT_RESERVED))} }}`;
 
 interface PendingItem {
 	itemIndex: number;
@@ -54,32 +57,15 @@ export class IdempotencyReserve implements INodeType {
 
 	methods = { credentialTest: { [CONNECTION_TEST]: testConnection } };
 
-	/*
-	 * Routing of items that were not reserved, for every "On Error" setting:
-	 * - Stop Workflow: the node throws, so the execution fails and the webhook answers 500. When it
-	 *   throws after the statement, it first releases the keys this run reserved, so no event is
-	 *   left reserved by a run that never processed it.
-	 * - Continue (regular output): error items leave through Not Reserved.
-	 * - Continue (using error output): the same items; n8n moves `{ error }` items from every main
-	 *   output to its Error output.
-	 * The node never throws while continuing: n8n would then pass the input items out of New.
-	 */
+	// Items that were not reserved leave through Not Reserved under Continue; under Stop Workflow the
+	// node throws, and when it throws after its statement it first releases the keys this run
+	// reserved, so no event is left reserved by a run that never processed it.
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		const node = this.getNode();
 		const continueOnFail = this.continueOnFail();
+		const node = this.getNode();
 		const mode = outputMode(this);
-		const outputs: INodeExecutionData[][] = Array.from({ length: mode === 'lease' ? 4 : 3 }, () => []);
-		const notReserved = outputs[outputs.length - 1];
-		const failItem = (error: unknown, itemIndex: number): void => {
-			if (!continueOnFail) throw toNodeError(node, error, itemIndex);
-			notReserved.push({ json: { error: toNodeError(node, error, itemIndex).message }, pairedItem: { item: itemIndex } });
-		};
-		const failAll = (error: unknown, indexes: number[]): INodeExecutionData[][] => {
-			if (!continueOnFail) throw toNodeError(node, error);
-			for (const itemIndex of indexes) failItem(error, itemIndex);
-			return outputs;
-		};
+		const { outputs, failItem, failAll } = itemRouting(this, mode === 'lease' ? 3 : 2);
 		if (items.length === 0) return outputs;
 		const allIndexes = items.map((_, itemIndex) => itemIndex);
 

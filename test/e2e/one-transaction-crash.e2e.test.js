@@ -68,7 +68,7 @@ describe('one-transaction crash (idempotent-webhook-one-transaction template)', 
 		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
 
 		const runs = await h.waitForExecutions(workflowId, mark, 3);
-		expect(runs.map((run) => outputTaken(run, EXECUTE_QUERY))).toEqual([2, 0, 1]); // error output, New, Duplicate
+		expect(runs.map((run) => outputTaken(run, EXECUTE_QUERY))).toEqual([3, 0, 1]); // error output (after Not Run), New, Duplicate
 		expect((await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key])).rows).toEqual([{ n: 1 }]);
 		expect((await h.appQuery('SELECT status FROM processed_events WHERE key = $1', [key])).rows).toEqual([{ status: 'completed' }]);
 	});

@@ -80,4 +80,25 @@ describe('update before create (ordered-webhook template)', () => {
 		const { rows } = await h.appQuery('SELECT email FROM customers WHERE id = $1', [customer]);
 		expect(rows).toEqual([{ email: 'e2e-poison@example.com' }]);
 	});
+
+	test('an event whose version cannot be checked leaves through Not Checked: key released, 500, never the upsert; the fixed retry is New', async () => {
+		const customer = `cus_${eventId('unchecked').slice(8)}`;
+		const id = eventId('unchecked');
+		const event = (created) => ({ id, type: 'customer.updated', created, data: { object: { id: customer, object: 'customer', email: 'checked@example.com' } } });
+
+		const mark = await h.executionMark();
+		const refused = await h.deliver(url, event('soon'));
+		expect([refused.status, refused.outcome]).toEqual([500, 'released']);
+		// Release Key found Reserve's key through the error item's pairedItem: nothing is left held.
+		expect((await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [`evt:${id}`])).rowCount).toBe(0);
+		expect((await h.appQuery('SELECT 1 FROM customers WHERE id = $1', [customer])).rowCount).toBe(0);
+
+		const retried = await h.deliver(url, event(Math.floor(Date.now() / 1000)));
+		expect([retried.status, retried.outcome]).toEqual([200, 'new']);
+
+		const runs = await h.waitForExecutions(workflowId, mark, 2);
+		expect(runs.map((run) => outputTaken(run, GUARD))).toEqual([2, 0]); // Not Checked, then Newer
+		expect(runs[0].nodesRun).not.toContain(BUSINESS);
+		expect((await h.appQuery('SELECT email FROM customers WHERE id = $1', [customer])).rows).toEqual([{ email: 'checked@example.com' }]);
+	});
 });

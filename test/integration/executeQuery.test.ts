@@ -93,10 +93,12 @@ describe('Idempotency Execute Query: a failing query reserves nothing', () => {
 
 	it('one transaction per item: with continue on fail the failing item is an error and the others commit', async () => {
 		const items = [webhookItem({ id: 'evt_mix_1', amount: 1 }), webhookItem({ id: 'evt_mix_2', amount: -1 }), webhookItem({ id: 'evt_mix_3', amount: 3 })];
-		const [fresh, duplicate] = await run(items, {}, true);
+		const [fresh, duplicate, notRun] = await run(items, {}, true);
 		expect(duplicate).toHaveLength(0);
-		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
-		expect(fresh[1].json.error).toMatch(/Your query failed/);
+		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
+		// The failed item never leaves through New: it goes out of Not Run.
+		expect(notRun.map((item) => item.pairedItem)).toEqual([{ item: 1 }]);
+		expect(notRun[0].json.error).toMatch(/Your query failed/);
 		expect([await keyRows('evt:evt_mix_1'), await keyRows('evt:evt_mix_2'), await keyRows('evt:evt_mix_3')]).toEqual([1, 0, 1]);
 		expect([await effectRows('evt:evt_mix_1'), await effectRows('evt:evt_mix_2'), await effectRows('evt:evt_mix_3')]).toEqual([1, 0, 1]);
 	});

@@ -1,17 +1,8 @@
-import { ExecutionLifecycleHooks, ExternalSecretsProxy, WorkflowExecute } from 'n8n-core';
 import {
-	createRunExecutionData,
 	NodeConnectionTypes,
-	NodeHelpers,
-	Workflow,
-	type ICredentialDataDecryptedObject,
-	type ICredentialsHelper,
 	type INode,
-	type INodeCredentialsDetails,
 	type INodeExecutionData,
 	type INodeParameters,
-	type INodeType,
-	type INodeTypes,
 	type IRun,
 	type IWorkflowBase,
 	type IWorkflowExecuteAdditionalData,
@@ -19,103 +10,13 @@ import {
 } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
-import { IdempotencyPostgresApi } from '../../credentials/IdempotencyPostgresApi.credentials';
 import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/store';
-import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
-import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyReserve.node';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-
-/*
- * The package's nodes run by n8n's own engine (n8n-core's WorkflowExecute), in-process: real
- * parameter and expression resolution, real credential lookup through ICredentialsHelper, real
- * output routing over the workflow's connections. What the fake IExecuteFunctions cannot prove.
- */
-
-const PACKAGE = 'n8n-nodes-idempotency';
-
-/**
- * Stands in for n8n-nodes-base's Webhook node (not installed here). A node type with a `webhook`
- * method and no `execute` is one WorkflowExecute passes its input through, which is how n8n runs a
- * webhook execution: the request's items start on the execution stack at the webhook node.
- */
-class TestWebhook implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Webhook',
-		name: 'testWebhook',
-		group: ['trigger'],
-		version: 1,
-		description: 'Webhook stand-in for the in-process workflow test',
-		defaults: { name: 'Webhook' },
-		inputs: [],
-		outputs: [NodeConnectionTypes.Main],
-		webhooks: [{ name: 'default', httpMethod: 'POST', path: 'test', responseMode: 'onReceived' }],
-		properties: [],
-	};
-
-	async webhook(): Promise<never> {
-		throw new Error('Not called: the test puts the request items on the execution stack');
-	}
-}
-
-const nodeTypeByName: Record<string, INodeType> = {
-	[`${PACKAGE}.testWebhook`]: new TestWebhook(),
-	[`${PACKAGE}.idempotencyReserve`]: new IdempotencyReserve(),
-	[`${PACKAGE}.idempotencyKey`]: new IdempotencyKey(),
-};
-
-const nodeTypes: INodeTypes = {
-	getByName: (type) => known(type),
-	getByNameAndVersion: (type) => known(type),
-	getKnownTypes: () => ({}),
-};
-
-function known(type: string): INodeType {
-	const nodeType = nodeTypeByName[type];
-	if (!nodeType) throw new Error(`Unknown node type ${type}`);
-	return nodeType;
-}
+import { credentialsHelper, engineBase, itemsAt, PACKAGE, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';
 
 const CREDENTIAL_ID = 'cred-idempotency-pg';
-const credentialType = new IdempotencyPostgresApi();
-
-/**
- * n8n's credentials helper, reduced to what a node without HTTP needs: the stored credential by ID,
- * with the credential type's defaults applied the way n8n applies them (NodeHelpers.getNodeParameters).
- * The stored data has no ssl or maxConnections, as a credential saved with defaults may not.
- */
-function credentialsHelper(stored: Record<string, ICredentialDataDecryptedObject>): ICredentialsHelper {
-	const lookups: string[] = [];
-	const helper = {
-		lookups,
-		getParentTypes: () => [],
-		isCredentialUsableByNode: () => true,
-		getCredentialsProperties: (type: string) => {
-			if (type !== credentialType.name) throw new Error(`Unknown credential type ${type}`);
-			return credentialType.properties;
-		},
-		async getDecrypted(_additionalData: unknown, details: INodeCredentialsDetails, type: string) {
-			lookups.push(`${type}:${details.id}`);
-			const data = details.id ? stored[details.id] : undefined;
-			if (!data || type !== credentialType.name) throw new Error(`No credential ${details.id} of type ${type}`);
-			return NodeHelpers.getNodeParameters(credentialType.properties, data as INodeParameters, true, false, null, null) as ICredentialDataDecryptedObject;
-		},
-		getCredentials: notAvailable('getCredentials'),
-		authenticate: notAvailable('authenticate'),
-		preAuthentication: notAvailable('preAuthentication'),
-		runPreAuthentication: notAvailable('runPreAuthentication'),
-		updateCredentials: notAvailable('updateCredentials'),
-		updateCredentialsOauthTokenData: notAvailable('updateCredentialsOauthTokenData'),
-	};
-	return helper as unknown as ICredentialsHelper;
-}
-
-function notAvailable(name: string) {
-	return async (): Promise<never> => {
-		throw new Error(`${name} is not available in the in-process test`);
-	};
-}
 
 let pool: Pool;
 let schema: string;
@@ -179,31 +80,6 @@ async function runWebhookExecution(executionId: string, item: INodeExecutionData
 	return await runWorkflowExecution(templateWorkflow(), executionId, [item], additionalBase);
 }
 
-/** Runs a workflow with n8n-core's WorkflowExecute; the request items start at its Webhook node. */
-async function runWorkflowExecution(
-	workflowData: IWorkflowBase,
-	executionId: string,
-	items: INodeExecutionData[],
-	base: Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>,
-	mode: WorkflowExecuteMode = 'webhook',
-): Promise<IRun> {
-	const workflow = new Workflow({
-		id: workflowData.id,
-		name: workflowData.name,
-		nodes: workflowData.nodes,
-		connections: workflowData.connections,
-		active: false,
-		nodeTypes,
-		settings: workflowData.settings,
-	});
-	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
-	const additionalData = { ...base, executionId, hooks } as IWorkflowExecuteAdditionalData;
-	const webhookNode = workflow.getNode('Webhook')!;
-	const runExecutionData = createRunExecutionData({
-		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
-	});
-	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
-}
 
 /** The items on one output of one node's (only) run. */
 function output(run: IRun, nodeName: string, outputIndex: number): INodeExecutionData[] {
@@ -222,27 +98,7 @@ beforeAll(async () => {
 	const { host, port, database, user, password } = connectionSettings();
 	const helper = credentialsHelper({ [CREDENTIAL_ID]: { host, port, database, user, password } });
 	lookups = (helper as unknown as { lookups: string[] }).lookups;
-	additionalBase = {
-		credentialsHelper: helper,
-		externalSecretsProxy: new ExternalSecretsProxy(),
-		executeWorkflow: notAvailable('executeWorkflow'),
-		getRunExecutionData: notAvailable('getRunExecutionData'),
-		getRuntimeCredential: notAvailable('getRuntimeCredential'),
-		startRunnerTask: notAvailable('startRunnerTask'),
-		logAiEvent: () => {},
-		currentNodeExecutionIndex: 0,
-		variables: {},
-		restApiUrl: 'http://localhost:5678/rest',
-		instanceBaseUrl: 'http://localhost:5678',
-		formBaseUrl: 'http://localhost:5678/form',
-		formWaitingBaseUrl: 'http://localhost:5678/form-waiting',
-		formTestBaseUrl: 'http://localhost:5678/form-test',
-		webhookBaseUrl: 'http://localhost:5678/webhook',
-		webhookWaitingBaseUrl: 'http://localhost:5678/webhook-waiting',
-		webhookTestBaseUrl: 'http://localhost:5678/webhook-test',
-		mcpBaseUrl: 'http://localhost:5678/mcp',
-		mcpTestBaseUrl: 'http://localhost:5678/mcp-test',
-	} as Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>;
+	additionalBase = engineBase(helper);
 });
 
 afterAll(async () => {
@@ -304,33 +160,7 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
  * node that ran answers, else 200 with no body (an acknowledged, lost event).
  */
 
-/**
- * Stands in for the business step (status 0) and for Respond to Webhook (its output says which
- * status it would answer): records which items reached it.
- */
-class TestStep implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Step',
-		name: 'testStep',
-		group: ['transform'],
-		version: 1,
-		description: 'Records the items that reached it',
-		defaults: { name: 'Step' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [{ displayName: 'Status', name: 'status', type: 'number', default: 0 }],
-	};
 
-	async execute(this: import('n8n-workflow').IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const status = this.getNodeParameter('status', 0) as number;
-		const mark = status ? { respondedWith: status } : { businessStepRan: true };
-		return [this.getInputData().map((item, index) => ({ json: { ...item.json, ...mark }, pairedItem: { item: index } }))];
-	}
-}
-
-nodeTypeByName[`${PACKAGE}.testStep`] = new TestStep();
-
-type OnErrorSetting = 'stopWorkflow' | 'continueRegularOutput' | 'continueErrorOutput';
 
 const CREDENTIAL_DOWN = 'cred-idempotency-down';
 
@@ -400,10 +230,6 @@ async function runRouting(
 	return await runWorkflowExecution(workflowData, executionId, items, routingAdditional, mode);
 }
 
-/** The items one node received over its (only) run, or none when it did not run. */
-function itemsAt(run: IRun, nodeName: string): INodeExecutionData[] {
-	return run.data.resultData.runData[nodeName]?.[0]?.data?.main[0] ?? [];
-}
 
 /** What the webhook answers, decided as n8n's webhook helper does for responseMode "responseNode". */
 function webhookAnswer(run: IRun): number | 'acknowledged without a response' {

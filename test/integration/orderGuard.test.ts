@@ -161,18 +161,20 @@ describe('Idempotency Order Guard: bad input', () => {
 		const versions: unknown[] = [undefined, 'soon', 4, true];
 		const keys: unknown[] = ['bad:2', 'bad:2', 'bad:2', 'bad:\u0000'];
 		const items = versions.map(() => ({ json: {} }));
-		const [newer, stale] = await runOrderGuard(
+		const [newer, stale, notChecked] = await runOrderGuard(
 			{ objectKey: (i: number) => keys[i], version: (i: number) => versions[i], eventKey: '', options: options() },
 			{ items, continueOnFail: true },
 		);
 		expect(stale).toHaveLength(0);
-		expect(newer.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 3 }, { item: 2 }]);
-		expect(newer.slice(0, 3).map((item) => item.json.error)).toEqual([
+		// Bad items never leave through Newer (the business step): they go out of Not Checked.
+		expect(notChecked.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 3 }]);
+		expect(notChecked.map((item) => item.json.error)).toEqual([
 			expect.stringMatching(/missing/),
 			expect.stringMatching(/neither a number nor an ISO 8601/),
 			expect.stringMatching(/NUL/),
 		]);
-		expect(guardOf(newer[3])).toMatchObject({ outcome: 'newer', version: '4' });
+		expect(newer.map((item) => item.pairedItem)).toEqual([{ item: 2 }]);
+		expect(guardOf(newer[0])).toMatchObject({ outcome: 'newer', version: '4' });
 	});
 
 	it('a missing table names the SQL file to run', async () => {

@@ -46,7 +46,37 @@ function outputCount(node: TemplateNode): number {
 function ownOutputCount(node: TemplateNode): number {
 	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 4 : 3; // New, Duplicate, (In Progress,) Not Reserved
 	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : 2;
-	return 2;
+	// Execute Query (New, Duplicate, Not Run) and Order Guard (Newer, Stale, Not Checked) end with their "not processed" output.
+	return node.type === `${PACKAGE}.webhookSignatureVerify` ? 2 : 3;
+}
+
+/** Package nodes whose last own output carries the items they could not process. */
+const WITH_NOT_PROCESSED_OUTPUT = ['idempotencyReserve', 'idempotencyExecuteQuery', 'idempotencyOrderGuard'].map((name) => `${PACKAGE}.${name}`);
+
+/**
+ * The HTTP answers an item leaving one output can reach, following every connected path; a path
+ * that ends in a node without connections is answered by n8n with 200 and no body.
+ */
+function answersFrom(template: Template, from: string, outputIndex: number): Array<number | 'acknowledged without a response'> {
+	const byName = new Map(template.nodes.map((node) => [node.name, node]));
+	const answers = new Set<number | 'acknowledged without a response'>();
+	const seen = new Set<string>();
+	const visit = (name: string): void => {
+		if (seen.has(name)) return;
+		seen.add(name);
+		const node = byName.get(name)!;
+		if (node.type === 'n8n-nodes-base.respondToWebhook') {
+			answers.add((node.parameters.options as { responseCode?: number } | undefined)?.responseCode ?? 200);
+			return;
+		}
+		const targets = (template.connections[name]?.main ?? []).flat();
+		if (targets.length === 0) answers.add('acknowledged without a response');
+		for (const target of targets) visit(target.node);
+	};
+	const targets = template.connections[from]?.main[outputIndex] ?? [];
+	if (targets.length === 0) answers.add('acknowledged without a response');
+	for (const target of targets) visit(target.node);
+	return [...answers];
 }
 
 function checkParameters(properties: INodeProperties[], parameters: Record<string, unknown>, where: string): void {
@@ -91,6 +121,24 @@ describe.each(templates)('template %s', (_file, template) => {
 			expect(source).toBeDefined();
 			if (source!.type.startsWith(`${PACKAGE}.`)) expect(connection.main.length).toBeLessThanOrEqual(outputCount(source!));
 			for (const targets of connection.main) for (const target of targets) expect(byName.has(target.node)).toBe(true);
+		}
+	});
+
+	// Issue 8 §5: an item a node could not process must make the provider retry.
+	it("answers 5xx, never 2xx, for every item a package node could not process (its last output, n8n's error output)", () => {
+		const answersWebhook = template.nodes.some((node) => node.type === 'n8n-nodes-base.webhook' && node.parameters.responseMode === 'responseNode');
+		for (const node of template.nodes.filter((candidate) => WITH_NOT_PROCESSED_OUTPUT.includes(candidate.type))) {
+			const continues = node.onError === 'continueRegularOutput' || node.onError === 'continueErrorOutput';
+			const notProcessedOutputs = [ownOutputCount(node) - 1, ...(node.onError === 'continueErrorOutput' ? [ownOutputCount(node)] : [])];
+			for (const outputIndex of notProcessedOutputs) {
+				const answers = answersFrom(template, node.name, outputIndex);
+				const where = { node: node.name, outputIndex };
+				// Under Stop Workflow the output stays empty (the execution fails: 500); it may be left unconnected.
+				if (!continues && (template.connections[node.name]?.main[outputIndex] ?? []).length === 0) continue;
+				expect({ ...where, answersWebhook }).toEqual({ ...where, answersWebhook: true });
+				expect({ ...where, answers }).toEqual({ ...where, answers: expect.arrayContaining([expect.any(Number)]) });
+				for (const answer of answers) expect({ ...where, answer, is5xx: typeof answer === 'number' && answer >= 500 }).toEqual({ ...where, answer, is5xx: true });
+			}
 		}
 	});
 });
@@ -139,13 +187,13 @@ describe('the one-transaction webhook template', () => {
 		expect(template.nodes.some((candidate) => candidate.type === `${PACKAGE}.idempotencyKey`)).toBe(false);
 	});
 
-	it('sends a failed query to a 5xx answer through the error output, and binds every value', () => {
+	it('sends a failed query to a 5xx answer through Not Run and the error output, and binds every value', () => {
 		const executeQuery = node(`${PACKAGE}.idempotencyExecuteQuery`);
 		expect(executeQuery.onError).toBe('continueErrorOutput');
-		const [fresh, duplicate, failed] = targetsOf(executeQuery.name);
+		const [fresh, duplicate, notRun, errorOutput] = targetsOf(executeQuery.name);
 		const codeOf = (name: string) =>
 			(template.nodes.find((candidate) => candidate.name === name)!.parameters.options as { responseCode: number }).responseCode;
-		expect([codeOf(fresh[0]), codeOf(duplicate[0]), codeOf(failed[0])]).toEqual([200, 200, 500]);
+		expect([codeOf(fresh[0]), codeOf(duplicate[0]), codeOf(notRun[0]), codeOf(errorOutput[0])]).toEqual([200, 200, 500, 500]);
 		expect(executeQuery.parameters.query).toMatch(/\$1.*\$2/);
 		expect(executeQuery.parameters.query).not.toMatch(/\{\{/);
 	});
@@ -171,6 +219,15 @@ describe('the ordered webhook template', () => {
 		const markStale = template.nodes.find((candidate) => candidate.name === staleTarget)!;
 		expect(markStale.type).toBe(`${PACKAGE}.idempotencyKey`);
 		expect(markStale.parameters.operation).toBe('complete');
+	});
+
+	it('releases the key of an event whose version was not checked and answers 500 (the provider retries)', () => {
+		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
+		expect(guard.onError).toBe('continueRegularOutput');
+		const [notCheckedTarget] = targetsOf(guard.name)[2];
+		const release = template.nodes.find((candidate) => candidate.name === notCheckedTarget)!;
+		expect([release.type, release.parameters.operation]).toEqual([`${PACKAGE}.idempotencyKey`, 'release']);
+		expect(answersFrom(template, guard.name, 2)).toEqual([500]);
 	});
 
 	it('keys the object and its version from the event, leaving Event Key at its default (Reserve\'s key)', () => {

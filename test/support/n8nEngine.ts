@@ -1,0 +1,200 @@
+import { ExecutionLifecycleHooks, ExternalSecretsProxy, WorkflowExecute } from 'n8n-core';
+import {
+	createRunExecutionData,
+	NodeConnectionTypes,
+	NodeHelpers,
+	Workflow,
+	type ICredentialDataDecryptedObject,
+	type ICredentialsHelper,
+	type IExecuteFunctions,
+	type INodeCredentialsDetails,
+	type INodeExecutionData,
+	type INodeParameters,
+	type INodeType,
+	type INodeTypes,
+	type IRun,
+	type IWorkflowBase,
+	type IWorkflowExecuteAdditionalData,
+	type WorkflowExecuteMode,
+} from 'n8n-workflow';
+
+import { IdempotencyPostgresApi } from '../../credentials/IdempotencyPostgresApi.credentials';
+import { IdempotencyExecuteQuery } from '../../nodes/IdempotencyExecuteQuery/IdempotencyExecuteQuery.node';
+import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
+import { IdempotencyOrderGuard } from '../../nodes/IdempotencyOrderGuard/IdempotencyOrderGuard.node';
+import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyReserve.node';
+
+/*
+ * The package's nodes run by n8n's own engine (n8n-core's WorkflowExecute), in-process: real
+ * parameter and expression resolution, real credential lookup through ICredentialsHelper, real
+ * output routing over the workflow's connections. What the fake IExecuteFunctions cannot prove.
+ */
+
+export const PACKAGE = 'n8n-nodes-idempotency';
+
+export type OnErrorSetting = 'stopWorkflow' | 'continueRegularOutput' | 'continueErrorOutput';
+export const ON_ERROR_SETTINGS: OnErrorSetting[] = ['stopWorkflow', 'continueRegularOutput', 'continueErrorOutput'];
+
+export type EngineBase = Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>;
+
+/**
+ * Stands in for n8n-nodes-base's Webhook node (not installed here). A node type with a `webhook`
+ * method and no `execute` is one WorkflowExecute passes its input through, which is how n8n runs a
+ * webhook execution: the request's items start on the execution stack at the webhook node.
+ */
+export class TestWebhook implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Webhook',
+		name: 'testWebhook',
+		group: ['trigger'],
+		version: 1,
+		description: 'Webhook stand-in for the in-process workflow test',
+		defaults: { name: 'Webhook' },
+		inputs: [],
+		outputs: [NodeConnectionTypes.Main],
+		webhooks: [{ name: 'default', httpMethod: 'POST', path: 'test', responseMode: 'onReceived' }],
+		properties: [],
+	};
+
+	async webhook(): Promise<never> {
+		throw new Error('Not called: the test puts the request items on the execution stack');
+	}
+}
+
+/**
+ * Stands in for the business step (status 0) and for Respond to Webhook (its output says which
+ * status it would answer): records which items reached it.
+ */
+export class TestStep implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Step',
+		name: 'testStep',
+		group: ['transform'],
+		version: 1,
+		description: 'Records the items that reached it',
+		defaults: { name: 'Step' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [{ displayName: 'Status', name: 'status', type: 'number', default: 0 }],
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const status = this.getNodeParameter('status', 0) as number;
+		const mark = status ? { respondedWith: status } : { businessStepRan: true };
+		return [this.getInputData().map((item, index) => ({ json: { ...item.json, ...mark }, pairedItem: { item: index } }))];
+	}
+}
+
+const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
+	[new TestWebhook(), new TestStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
+		(nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType],
+	),
+);
+
+const nodeTypes: INodeTypes = {
+	getByName: (type) => known(type),
+	getByNameAndVersion: (type) => known(type),
+	getKnownTypes: () => ({}),
+};
+
+function known(type: string): INodeType {
+	const nodeType = nodeTypeByName[type];
+	if (!nodeType) throw new Error(`Unknown node type ${type}`);
+	return nodeType;
+}
+
+const credentialType = new IdempotencyPostgresApi();
+
+
+/**
+ * n8n's credentials helper, reduced to what a node without HTTP needs: the stored credential by ID,
+ * with the credential type's defaults applied the way n8n applies them (NodeHelpers.getNodeParameters).
+ * The stored data has no ssl or maxConnections, as a credential saved with defaults may not.
+ */
+export function credentialsHelper(stored: Record<string, ICredentialDataDecryptedObject>): ICredentialsHelper {
+	const lookups: string[] = [];
+	const helper = {
+		lookups,
+		getParentTypes: () => [],
+		isCredentialUsableByNode: () => true,
+		getCredentialsProperties: (type: string) => {
+			if (type !== credentialType.name) throw new Error(`Unknown credential type ${type}`);
+			return credentialType.properties;
+		},
+		async getDecrypted(_additionalData: unknown, details: INodeCredentialsDetails, type: string) {
+			lookups.push(`${type}:${details.id}`);
+			const data = details.id ? stored[details.id] : undefined;
+			if (!data || type !== credentialType.name) throw new Error(`No credential ${details.id} of type ${type}`);
+			return NodeHelpers.getNodeParameters(credentialType.properties, data as INodeParameters, true, false, null, null) as ICredentialDataDecryptedObject;
+		},
+		getCredentials: notAvailable('getCredentials'),
+		authenticate: notAvailable('authenticate'),
+		preAuthentication: notAvailable('preAuthentication'),
+		runPreAuthentication: notAvailable('runPreAuthentication'),
+		updateCredentials: notAvailable('updateCredentials'),
+		updateCredentialsOauthTokenData: notAvailable('updateCredentialsOauthTokenData'),
+	};
+	return helper as unknown as ICredentialsHelper;
+}
+
+export function notAvailable(name: string) {
+	return async (): Promise<never> => {
+		throw new Error(`${name} is not available in the in-process test`);
+	};
+}
+
+/** The additional data n8n gives an execution, reduced to what the package's nodes use. */
+export function engineBase(helper: ICredentialsHelper): EngineBase {
+	return {
+		credentialsHelper: helper,
+		externalSecretsProxy: new ExternalSecretsProxy(),
+		executeWorkflow: notAvailable('executeWorkflow'),
+		getRunExecutionData: notAvailable('getRunExecutionData'),
+		getRuntimeCredential: notAvailable('getRuntimeCredential'),
+		startRunnerTask: notAvailable('startRunnerTask'),
+		logAiEvent: () => {},
+		currentNodeExecutionIndex: 0,
+		variables: {},
+		restApiUrl: 'http://localhost:5678/rest',
+		instanceBaseUrl: 'http://localhost:5678',
+		formBaseUrl: 'http://localhost:5678/form',
+		formWaitingBaseUrl: 'http://localhost:5678/form-waiting',
+		formTestBaseUrl: 'http://localhost:5678/form-test',
+		webhookBaseUrl: 'http://localhost:5678/webhook',
+		webhookWaitingBaseUrl: 'http://localhost:5678/webhook-waiting',
+		webhookTestBaseUrl: 'http://localhost:5678/webhook-test',
+		mcpBaseUrl: 'http://localhost:5678/mcp',
+		mcpTestBaseUrl: 'http://localhost:5678/mcp-test',
+	} as EngineBase;
+}
+
+/** Runs a workflow with n8n-core's WorkflowExecute; the request items start at its Webhook node. */
+export async function runWorkflowExecution(
+	workflowData: IWorkflowBase,
+	executionId: string,
+	items: INodeExecutionData[],
+	base: EngineBase,
+	mode: WorkflowExecuteMode = 'webhook',
+): Promise<IRun> {
+	const workflow = new Workflow({
+		id: workflowData.id,
+		name: workflowData.name,
+		nodes: workflowData.nodes,
+		connections: workflowData.connections,
+		active: false,
+		nodeTypes,
+		settings: workflowData.settings,
+	});
+	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
+	const additionalData = { ...base, executionId, hooks } as IWorkflowExecuteAdditionalData;
+	const webhookNode = workflow.getNode('Webhook')!;
+	const runExecutionData = createRunExecutionData({
+		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
+	});
+	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
+}
+
+/** The items one node received over its (only) run, or none when it did not run. */
+export function itemsAt(run: IRun, nodeName: string): INodeExecutionData[] {
+	return run.data.resultData.runData[nodeName]?.[0]?.data?.main[0] ?? [];
+}
