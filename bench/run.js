@@ -2,13 +2,18 @@
 // SQL sent through plain `pg`, in the same run against the same server. Absolute keys/s depend on the
 // machine and its disk; the ratio core / plain pg is what this benchmark is for.
 //
-//   npm run bench                       full run (about 2–3 minutes)
-//   node bench/run.js --quick           smoke run (under 30 s)
+// The other groups (bench/scale.js) compare the reserve statement with the recipe's minimal insert,
+// and measure table growth to 10 M rows, cleanup under load, bloat from duplicates and output size.
+//
+//   npm run bench                       everything (about 15–25 minutes on 2 busy cores)
+//   node bench/run.js --only core       the core-vs-pg scenarios alone (about 2–3 minutes)
+//   node bench/run.js --quick           smoke run of every group (tiny sizes, about a minute)
 //   node bench/run.js --rounds 8 --seconds 30 --assert
 //
-// Flags (or env): --quick, --rounds N (BENCH_ROUNDS), --seconds S per scenario (BENCH_SECONDS),
-// --assert (exit 1 when any scenario is below the target ratio). DATABASE_URL uses that server
-// instead of an embedded one.
+// Flags (or env): --quick, --only core,statement,growth,cleanup,bloat,output, --rounds N
+// (BENCH_ROUNDS), --seconds S per core scenario (BENCH_SECONDS), --assert (exit 1 when any core
+// scenario is below the target ratio). DATABASE_URL uses that server instead of an embedded one;
+// the scale groups then work in a temporary database that is dropped at the end.
 'use strict';
 
 const { spawnSync } = require('node:child_process');
@@ -17,8 +22,13 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
+const { median, fmt, fmtRatio, printTable, loadAverage } = require('./stats');
+const { GROUPS, context: scaleContext } = require('./scale');
+
 const ROOT = path.join(__dirname, '..');
 const TARGET_RATIO = 0.8;
+const ALL_GROUPS = ['core', ...Object.keys(GROUPS)];
+const SCALE_DATABASE = 'idem_bench_scale';
 
 function parseArgs(argv) {
 	const args = {
@@ -26,6 +36,7 @@ function parseArgs(argv) {
 		assert: false,
 		rounds: process.env.BENCH_ROUNDS ? Number(process.env.BENCH_ROUNDS) : undefined,
 		seconds: process.env.BENCH_SECONDS ? Number(process.env.BENCH_SECONDS) : undefined,
+		only: ALL_GROUPS,
 	};
 	for (let i = 0; i < argv.length; i++) {
 		const arg = argv[i];
@@ -33,8 +44,9 @@ function parseArgs(argv) {
 		else if (arg === '--assert') args.assert = true;
 		else if (arg === '--rounds') args.rounds = Number(argv[++i]);
 		else if (arg === '--seconds') args.seconds = Number(argv[++i]);
+		else if (arg === '--only') args.only = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log('usage: node bench/run.js [--quick] [--rounds N] [--seconds S] [--assert]');
+			console.log(`usage: node bench/run.js [--quick] [--only ${ALL_GROUPS.join(',')}] [--rounds N] [--seconds S] [--assert]`);
 			process.exit(0);
 		} else {
 			console.error(`unknown argument ${arg} (try --help)`);
@@ -45,6 +57,7 @@ function parseArgs(argv) {
 	// Seconds of timed work per scenario, both sides together; six scenarios plus setup fit ~3 min.
 	args.seconds ??= args.quick ? 2 : 20;
 	args.warmSeconds = args.quick ? 0.25 : 1.5;
+	for (const group of args.only) if (!ALL_GROUPS.includes(group)) throw new Error(`--only takes ${ALL_GROUPS.join(', ')}`);
 	if (!(Number.isInteger(args.rounds) && args.rounds >= 1)) throw new Error('--rounds must be a whole number >= 1');
 	if (!(args.seconds > 0)) throw new Error('--seconds must be more than 0');
 	return args;
@@ -182,12 +195,6 @@ async function warmUp(side, scenario, seconds) {
 	return elapsed / calls;
 }
 
-function median(values) {
-	const sorted = [...values].sort((a, b) => a - b);
-	const mid = Math.floor(sorted.length / 2);
-	return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
 async function runScenario(sides, scenario, args, log) {
 	const { keysPerCall, callers, existing } = scenario;
 	const secondsPerCall = ((await warmUp(sides.core, scenario, args.warmSeconds)) + (await warmUp(sides.plain, scenario, args.warmSeconds))) / 2;
@@ -228,17 +235,7 @@ async function runScenario(sides, scenario, args, log) {
 	};
 }
 
-function fmt(n) {
-	return Math.round(n).toLocaleString('en-US');
-}
-
-// Rounded down, so a ratio just under the target never prints as the target.
-function fmtRatio(x, digits = 3) {
-	const scale = 10 ** digits;
-	return (Math.floor(x * scale) / scale).toFixed(digits);
-}
-
-function printTable(results) {
+function printCoreTable(results) {
 	const header = ['scenario', 'calls/round', 'core keys/s', 'plain pg keys/s', 'ratio core/pg', 'ratio min–max', 'client CPU µs/key core / pg'];
 	const rows = results.map((r) => [
 		r.scenario.name,
@@ -249,11 +246,7 @@ function printTable(results) {
 		`${fmtRatio(r.minRatio, 2)}–${fmtRatio(r.maxRatio, 2)}`,
 		`${r.coreCpuUs.toFixed(1)} / ${r.plainCpuUs.toFixed(1)}`,
 	]);
-	const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-	const line = (cells) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
-	console.log(line(header));
-	console.log(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 1) + '-' : '-'.repeat(w + 1) + ':')).join('|')}|`);
-	for (const row of rows) console.log(line(row));
+	printTable(header, rows);
 }
 
 async function main() {
@@ -271,6 +264,7 @@ async function main() {
 	let sides;
 	const schemas = { core: 'idem_bench_core', plain: 'idem_bench_plain' };
 	let stopping;
+	let scaleDatabaseCreated = false;
 	// Memoised: a signal and main's finally may both ask for it, and the second must wait for the first.
 	const stop = () => (stopping ??= (async () => {
 		if (sides) {
@@ -278,6 +272,7 @@ async function main() {
 			if (server?.external) {
 				for (const schema of Object.values(schemas)) await sides.plain.pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {});
 			}
+			if (scaleDatabaseCreated) await sides.plain.pool.query(`drop database if exists "${SCALE_DATABASE}" with (force)`).catch(() => {});
 			await Promise.all([sides.core.pool.end(), sides.plain.pool.end()]).catch(() => {});
 		}
 		if (server && !server.external) {
@@ -313,30 +308,55 @@ async function main() {
 		console.log(`settings: ${settings.map((s) => `${s.name}=${s.setting}`).join(', ')}`);
 		console.log(`rounds: ${args.rounds}, ~${args.seconds}s timed per scenario${args.quick ? ' (quick)' : ''}, target: core >= ${TARGET_RATIO} × plain pg`);
 
-		for (const side of [sides.core, sides.plain]) {
-			await admin.query(`drop schema if exists "${side.table.schema}" cascade`);
-			await admin.query(`create schema "${side.table.schema}"`);
-			await admin.query(renderStatement('createTable', side.table));
+		console.log(`groups: ${args.only.join(', ')}; load average at start ${loadAverage()}`);
+
+		if (args.only.includes('core')) {
+			for (const side of [sides.core, sides.plain]) {
+				await admin.query(`drop schema if exists "${side.table.schema}" cascade`);
+				await admin.query(`create schema "${side.table.schema}"`);
+				await admin.query(renderStatement('createTable', side.table));
+			}
+			const results = [];
+			for (const scenario of SCENARIOS) {
+				log(`\n${scenario.name}${scenario.existing ? ' (all keys already reserved)' : ' (fresh keys: every reservation inserts)'}`);
+				results.push(await runScenario(sides, scenario, args, log));
+			}
+
+			console.log('');
+			printCoreTable(results);
+			console.log('\nkeys/s: median of rounds; ratio: median of per-round core/pg throughput (1.0 = no overhead).');
+			console.log('client CPU: CPU time of this Node process per key (median of rounds); the core\'s own work shows here.');
+			const below = results.filter((r) => r.ratio < TARGET_RATIO);
+			console.log(
+				below.length === 0
+					? `TARGET HOLDS: core reaches at least ${TARGET_RATIO} of plain pg in every scenario (lowest ${fmtRatio(Math.min(...results.map((r) => r.ratio)))}).`
+					: `TARGET MISSED: core is below ${TARGET_RATIO} of plain pg in: ${below.map((r) => `${r.scenario.name} (${fmtRatio(r.ratio)})`).join(', ')}.`,
+			);
+			if (below.length > 0 && args.assert) exitCode = 1;
 		}
 
-		const results = [];
-		for (const scenario of SCENARIOS) {
-			log(`\n${scenario.name}${scenario.existing ? ' (all keys already reserved)' : ' (fresh keys: every reservation inserts)'}`);
-			results.push(await runScenario(sides, scenario, args, log));
+		const scaleGroups = args.only.filter((group) => group !== 'core');
+		if (scaleGroups.length) {
+			// One temporary database for the big tables: dropped at the end, also on an external server.
+			await admin.query(`drop database if exists "${SCALE_DATABASE}" with (force)`);
+			await admin.query(`create database "${SCALE_DATABASE}"`);
+			scaleDatabaseCreated = true;
+			const scaleUrl = new URL(server.url);
+			scaleUrl.pathname = `/${SCALE_DATABASE}`;
+			const ctx = scaleContext({ Pool, url: scaleUrl.toString(), log, quick: args.quick });
+			try {
+				for (const group of scaleGroups) {
+					const groupStarted = Date.now();
+					log(`\n# ${group} (load ${loadAverage()})`);
+					await GROUPS[group](ctx, { rounds: args.rounds });
+					log(`# ${group} took ${((Date.now() - groupStarted) / 1000).toFixed(0)} s (load ${loadAverage()})`);
+				}
+			} finally {
+				await ctx.pool.end().catch(() => {});
+			}
 		}
-
-		console.log('');
-		printTable(results);
-		console.log('\nkeys/s: median of rounds; ratio: median of per-round core/pg throughput (1.0 = no overhead).');
-		console.log('client CPU: CPU time of this Node process per key (median of rounds); the core\'s own work shows here.');
-		const below = results.filter((r) => r.ratio < TARGET_RATIO);
-		console.log(
-			below.length === 0
-				? `TARGET HOLDS: core reaches at least ${TARGET_RATIO} of plain pg in every scenario (lowest ${fmtRatio(Math.min(...results.map((r) => r.ratio)))}).`
-				: `TARGET MISSED: core is below ${TARGET_RATIO} of plain pg in: ${below.map((r) => `${r.scenario.name} (${fmtRatio(r.ratio)})`).join(', ')}.`,
-		);
+		console.log(`\nload average at end ${loadAverage()}`);
 		console.log(`total ${((Date.now() - started) / 1000).toFixed(1)}s`);
-		if (below.length > 0 && args.assert) exitCode = 1;
 	} catch (error) {
 		exitCode = 1;
 		// The message only: errors from pg can carry connection details in their properties.
