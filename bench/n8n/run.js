@@ -13,7 +13,9 @@
 //   node bench/n8n/run.js --rounds 8 --requests 100 --only overhead
 //
 // Flags: --quick, --rounds N, --requests N (per flow, round and concurrency), --batch-items N,
-// --big-items N, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log).
+// --big-items N, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
+// --profile (instead of measuring: a CPU profile of n8n's main process per workload, summarised by
+// where the time goes; the .cpuprofile file is kept for Chrome DevTools).
 'use strict';
 
 const crypto = require('node:crypto');
@@ -24,6 +26,7 @@ const path = require('node:path');
 const stack = require('../../scripts/lib/n8n-stack');
 const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('../stats');
 const { findN8nPid, cpuSeconds, memoryMb, sampleRss } = require('./proc');
+const { profilingEnv, summarise, nowMicros } = require('./profile');
 const { OVERHEAD_FLOWS, BATCH_FLOWS, RECIPE_TABLE_DDL, overheadWorkflows, batchWorkflows } = require('./workflows');
 
 const TARGET = { throughputCost: 0.05, p50AddedMs: 3, batchKeysPerSecond: 50000, batchVsRecipe: 25 };
@@ -36,6 +39,7 @@ function parseArgs(argv) {
 		const next = () => Number(argv[++i]);
 		if (arg === '--quick') args.quick = true;
 		else if (arg === '--keep') args.keep = true;
+		else if (arg === '--profile') args.profile = true;
 		else if (arg === '--rounds') args.rounds = next();
 		else if (arg === '--requests') args.requests = next();
 		else if (arg === '--batch-items') args.batchItems = next();
@@ -173,7 +177,7 @@ async function overhead(ctx, args) {
 async function batch(ctx, args) {
 	const { running, log, appQuery, lastExecution } = ctx;
 	const items = args.batchItems;
-	const perFlow = new Map(BATCH_FLOWS.map((flow) => [flow.id, { ms: [], savedBytes: [], nodeMs: [] }]));
+	const perFlow = new Map(BATCH_FLOWS.map((flow) => [flow.kind, { ms: [], savedBytes: [], nodeMs: [] }]));
 	// One warm-up execution per flow: code paths, the pools, the tables' first pages.
 	for (const flow of BATCH_FLOWS) await post(running.webhookUrl(flow.path), batchBody(Math.min(items, 500), `warm_${flow.kind}`).body);
 	for (let round = 0; round < args.batchRounds; round++) {
@@ -181,9 +185,9 @@ async function batch(ctx, args) {
 			const prefix = `b${round}_${flow.kind}_${crypto.randomUUID().slice(0, 8)}`;
 			const { body, distinct } = batchBody(items, prefix);
 			const ms = await post(running.webhookUrl(flow.path), body);
-			const entry = perFlow.get(flow.id);
+			const entry = perFlow.get(flow.kind);
 			entry.ms.push(ms);
-			const execution = await lastExecution(flow.id);
+			const execution = await lastExecution(flow);
 			entry.savedBytes.push(execution.bytes);
 			entry.nodeMs.push(execution.nodeMs);
 			if (flow.kind === 'reserve' || flow.kind === 'reserveAuto') {
@@ -197,13 +201,13 @@ async function batch(ctx, args) {
 		}
 		log(`batch round ${round + 1}/${args.batchRounds} done (load ${loadAverage()})`);
 	}
-	const noop = perFlow.get(BATCH_FLOWS[0].id);
-	const recipe = perFlow.get(BATCH_FLOWS.find((f) => f.kind === 'postgres').id);
+	const noop = perFlow.get('noop');
+	const recipe = perFlow.get('postgres');
 	// Net per round: the flow's wall time minus the no-op flow's in the same round.
 	const netMs = (entry) => entry.ms.map((ms, i) => ms - noop.ms[i]);
 	const recipeNet = median(netMs(recipe));
 	const rows = BATCH_FLOWS.map((flow) => {
-		const entry = perFlow.get(flow.id);
+		const entry = perFlow.get(flow.kind);
 		const isNoop = flow.kind === 'noop';
 		const net = median(netMs(entry));
 		return [
@@ -222,7 +226,7 @@ async function batch(ctx, args) {
 	console.log('\nwall: the webhook call (Webhook → Split Out → node; n8n answers when the execution ends); net: minus the no-op flow of the same round.');
 	console.log("node ms: the node's own executionTime from n8n's run data; saved execution: size of the execution_data row n8n stored.");
 	for (const flow of BATCH_FLOWS.filter((f) => f.kind === 'reserve' || f.kind === 'reserveAuto')) {
-		const net = median(netMs(perFlow.get(flow.id)));
+		const net = median(netMs(perFlow.get(flow.kind)));
 		const keysPerSecond = (items / net) * 1000;
 		const vsRecipe = recipeNet / net;
 		const ok = keysPerSecond >= TARGET.batchKeysPerSecond && vsRecipe >= TARGET.batchVsRecipe;
@@ -246,7 +250,7 @@ async function big(ctx, args) {
 		const stopSampling = sampleRss(pid);
 		const ms = await post(running.webhookUrl(f.path), body);
 		const maxRss = stopSampling();
-		const execution = await lastExecution(f.id);
+		const execution = await lastExecution(f);
 		results[f.kind] = { ms, before, maxRss, after: memoryMb(pid), execution, bodyMb: body.length / 1024 / 1024 };
 		if (f.kind === 'reserve') {
 			const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
@@ -275,6 +279,47 @@ async function big(ctx, args) {
 	);
 }
 
+// CPU profile: each workload in its own window of n8n's profile (written when n8n stops).
+async function profileWorkloads(ctx, args) {
+	const { running, log } = ctx;
+	const windows = [];
+	const window = async (name, executions, fn) => {
+		const start = nowMicros();
+		await fn();
+		windows.push({ name, start, end: nowMicros(), executions });
+		log(`profiled: ${name}`);
+	};
+	for (const flow of OVERHEAD_FLOWS) await drive(running.webhookUrl(flow.path), { count: 20, concurrency: 1, tag: 'warm' });
+	const count = args.requests * 2;
+	for (const flow of OVERHEAD_FLOWS) {
+		await window(`${flow.label}, c=8`, count, () => drive(running.webhookUrl(flow.path), { count, concurrency: 8, tag: 'profile' }));
+	}
+	for (const kind of ['noop', 'reserve', 'reserveAuto']) {
+		const flow = BATCH_FLOWS.find((f) => f.kind === kind);
+		await post(running.webhookUrl(flow.path), batchBody(500, `warm_${kind}`).body);
+		const { body } = batchBody(args.batchItems, `profile_${kind}_${crypto.randomUUID().slice(0, 8)}`);
+		await window(`batch of ${fmt(args.batchItems)}: ${flow.label}`, 1, () => post(running.webhookUrl(flow.path), body));
+	}
+	return windows;
+}
+
+function printProfile(summaries) {
+	console.log('\n## CPU profile of the n8n main process (self time, ms per execution; idle excluded)\n');
+	const categories = [...new Set(summaries.flatMap((s) => s.categories.map((c) => c.name)))];
+	const cell = (s, name) => fmtMs(s.categories.find((c) => c.name === name)?.msPerExecution ?? 0, 2);
+	printTable(
+		['category', ...summaries.map((s) => s.name)],
+		[...categories.map((name) => [name, ...summaries.map((s) => cell(s, name))]), ['total', ...summaries.map((s) => fmtMs(s.cpuMsPerExecution, 2))]],
+	);
+	for (const s of summaries) {
+		console.log(`\n### Top functions: ${s.name}\n`);
+		printTable(
+			['function (self time)', 'ms/exec', 'share'],
+			s.functions.map((f) => [f.name, fmtMs(f.msPerExecution, 2), `${(f.share * 100).toFixed(1)} %`]),
+		);
+	}
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
@@ -284,7 +329,9 @@ async function main() {
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-bench-n8n-'));
 	let running;
 	let exitCode = 0;
+	let profiling;
 	try {
+		if (args.profile) profiling = profilingEnv({ nodeBin: stack.ensureN8n({ log }).nodeBin, workDir });
 		console.log(`# n8n benchmark ${new Date().toISOString()}${args.quick ? ' (quick)' : ''}`);
 		console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${fmt(os.totalmem() / 1024 / 1024)} MB; load at start ${loadAverage()}`);
 		running = await stack.startStack({
@@ -298,6 +345,7 @@ async function main() {
 			credentials: stack.templateCredentials,
 			workflows: [...overheadWorkflows(), ...batchWorkflows()].map((json) => ({ json, publish: true })),
 			readyWebhooks: [...OVERHEAD_FLOWS, ...BATCH_FLOWS].map((flow) => flow.path),
+			env: profiling?.env,
 			log,
 		});
 		const pid = findN8nPid(running.workDir);
@@ -311,8 +359,8 @@ async function main() {
 			pid,
 			log,
 			appQuery: (sql, params) => stack.withClient(running.appUrl, (client) => client.query(sql, params)),
-			/** The newest execution of a workflow: stored size and the node under test's own time. */
-			lastExecution: (workflowId) =>
+			/** The newest execution of a flow's workflow: stored size and the node under test's own time. */
+			lastExecution: ({ id: workflowId, nodeName }) =>
 				stack.withClient(running.n8nDbUrl, async (client) => {
 					const { rows } = await client.query(
 						`SELECT e.id, e.status, d.data FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id
@@ -322,12 +370,25 @@ async function main() {
 					if (!rows[0]) throw new Error(`no execution of ${workflowId} stored`);
 					if (rows[0].status !== 'success') throw new Error(`execution ${rows[0].id} of ${workflowId} ended ${rows[0].status}`);
 					const runData = parse(rows[0].data).resultData?.runData ?? {};
-					return { bytes: Buffer.byteLength(rows[0].data), nodeMs: runData['Under test']?.[0]?.executionTime ?? NaN };
+					if (!runData[nodeName]) throw new Error(`the newest execution of ${workflowId} did not run ${nodeName}`);
+					return { bytes: Buffer.byteLength(rows[0].data), nodeMs: runData[nodeName][0].executionTime };
 				}),
 		};
-		if (args.only.includes('overhead')) await overhead(ctx, args);
-		if (args.only.includes('batch')) await batch(ctx, args);
-		if (args.only.includes('big')) await big(ctx, args);
+		if (profiling) {
+			const windows = await profileWorkloads(ctx, args);
+			await running.stop(); // n8n writes the profile as it exits
+			running = null;
+			const file = fs.readdirSync(profiling.dir).find((name) => name.endsWith('.cpuprofile'));
+			if (!file) throw new Error(`n8n wrote no CPU profile into ${profiling.dir}`);
+			const kept = path.join(os.tmpdir(), `n8n-bench-${Date.now()}.cpuprofile`);
+			fs.copyFileSync(path.join(profiling.dir, file), kept);
+			printProfile(summarise(kept, windows));
+			console.log(`\nprofile kept for Chrome DevTools: ${kept}`);
+		} else {
+			if (args.only.includes('overhead')) await overhead(ctx, args);
+			if (args.only.includes('batch')) await batch(ctx, args);
+			if (args.only.includes('big')) await big(ctx, args);
+		}
 		console.log(`\nload at end ${loadAverage()}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 	} catch (error) {
 		exitCode = 1;
