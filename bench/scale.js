@@ -246,7 +246,7 @@ async function growth(ctx, { rounds }) {
 		if (t.rows > 0) ctx.log(`  growth: loaded ${fmt(t.rows)} rows in ${((Date.now() - started) / 1000).toFixed(0)} s (load ${loadAverage()})`);
 	}
 	const singles = ctx.quick ? 40 : 400;
-	const batches = ctx.quick ? 2 : 6;
+	const batches = ctx.quick ? 2 : 16;
 	// Round 0 warms every table up and is not counted.
 	for (let round = 0; round <= rounds; round++) {
 		for (const t of rotate(tables, round)) {

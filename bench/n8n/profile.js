@@ -35,7 +35,9 @@ function category(frame) {
 	if (name === '(garbage collector)') return 'garbage collector';
 	if (name === '(idle)') return 'idle';
 	if (name === '(program)' || name === '(root)') return 'V8/native (program)';
-	if (url.includes('n8n-nodes-idempotency')) return 'this package';
+	// The package as n8n loaded it (the n8n cache folder is also named n8n-nodes-idempotency).
+	if (url.includes('/node_modules/n8n-nodes-idempotency/')) return 'this package';
+	if (url.includes('@n8n/expression-runtime') || url.includes('isolated-vm') || url.includes('/luxon/')) return 'n8n expression runtime (isolated-vm, luxon)';
 	if (/node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-promise|postgres-[a-z]+)\//.test(url)) return 'pg driver (both Postgres nodes and ours)';
 	if (url.includes('n8n-workflow')) return 'n8n-workflow (expressions, data proxy)';
 	if (url.includes('n8n-core')) return 'n8n-core (execution engine)';
@@ -47,19 +49,27 @@ function category(frame) {
 }
 
 /**
- * Self time per category and per function inside each window, in ms per execution.
+ * Self time per category and per function inside the windows, in ms per execution; windows with
+ * the same name (interleaved rounds of one workload) are added up.
  * windows: [{ name, start, end, executions }] in process.hrtime microseconds.
  */
 function summarise(profileFile, windows, { top = 12 } = {}) {
 	const profile = JSON.parse(fs.readFileSync(profileFile, 'utf8'));
 	const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-	const result = windows.map((w) => ({ ...w, categories: new Map(), functions: new Map(), samplesMs: 0 }));
+	const byName = new Map();
+	for (const w of windows) {
+		const entry = byName.get(w.name) ?? { name: w.name, executions: 0, categories: new Map(), functions: new Map(), samplesMs: 0 };
+		entry.executions += w.executions;
+		byName.set(w.name, entry);
+	}
+	const result = [...byName.values()];
 	let t = profile.startTime;
 	for (let i = 0; i < profile.samples.length; i++) {
 		t += profile.timeDeltas[i];
 		const weightMs = (profile.timeDeltas[i + 1] ?? 0) / 1000;
-		const w = result.find((x) => t >= x.start && t < x.end);
-		if (!w) continue;
+		const inWindow = windows.find((x) => t >= x.start && t < x.end);
+		if (!inWindow) continue;
+		const w = byName.get(inWindow.name);
 		const frame = byId.get(profile.samples[i]).callFrame;
 		const cat = category(frame);
 		if (cat === 'idle') continue;

@@ -290,9 +290,12 @@ async function profileWorkloads(ctx, args) {
 		log(`profiled: ${name}`);
 	};
 	for (const flow of OVERHEAD_FLOWS) await drive(running.webhookUrl(flow.path), { count: 20, concurrency: 1, tag: 'warm' });
-	const count = args.requests * 2;
-	for (const flow of OVERHEAD_FLOWS) {
-		await window(`${flow.label}, c=8`, count, () => drive(running.webhookUrl(flow.path), { count, concurrency: 8, tag: 'profile' }));
+	// Interleaved rounds, so background work (n8n's pollers, JIT, GC) spreads over every flow alike.
+	const count = args.requests;
+	for (let round = 0; round < args.rounds; round++) {
+		for (const flow of rotate(OVERHEAD_FLOWS, round)) {
+			await window(`${flow.label}, c=8`, count, () => drive(running.webhookUrl(flow.path), { count, concurrency: 8, tag: 'profile' }));
+		}
 	}
 	for (const kind of ['noop', 'reserve', 'reserveAuto']) {
 		const flow = BATCH_FLOWS.find((f) => f.kind === kind);
@@ -382,6 +385,7 @@ async function main() {
 			if (!file) throw new Error(`n8n wrote no CPU profile into ${profiling.dir}`);
 			const kept = path.join(os.tmpdir(), `n8n-bench-${Date.now()}.cpuprofile`);
 			fs.copyFileSync(path.join(profiling.dir, file), kept);
+			fs.writeFileSync(kept.replace(/\.cpuprofile$/, '.windows.json'), JSON.stringify(windows));
 			printProfile(summarise(kept, windows));
 			console.log(`\nprofile kept for Chrome DevTools: ${kept}`);
 		} else {
