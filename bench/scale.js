@@ -302,8 +302,9 @@ async function cleanupUnderLoad(ctx) {
 	const expired = ctx.quick ? 20000 : 1000000;
 	const live = ctx.quick ? 5000 : 200000;
 	await createTable(ref);
-	await bulkLoad(ctx, ref, live); // kept: first seen within the last 30 days
+	// Oldest first, as a real table fills: the expired rows sit before the live ones in the heap.
 	await bulkLoad(ctx, ref, expired, { ageDays: 31 }); // past retention
+	await bulkLoad(ctx, ref, live); // kept: first seen within the last 30 days
 	await q(`vacuum analyze ${ref.qualified}`);
 	const keyStore = store(schema, 'keys');
 	const phases = { before: [], during: [], after: [] };
@@ -333,8 +334,8 @@ async function cleanupUnderLoad(ctx) {
 	printTable(
 		['phase', 'reserves', 'p50 ms', 'p99 ms', 'max ms'],
 		[
-			['without cleanup (before + after)', fmt(without.length), fmtMs(percentile(without, 50), 2), fmtMs(percentile(without, 99), 2), fmtMs(Math.max(...without))],
-			['during cleanup', fmt(phases.during.length), fmtMs(percentile(phases.during, 50), 2), fmtMs(percentile(phases.during, 99), 2), fmtMs(Math.max(...phases.during))],
+			['without cleanup (before + after)', fmt(without.length), fmtMs(percentile(without, 50), 2), fmtMs(percentile(without, 99), 2), fmtMs(percentile(without, 100))],
+			['during cleanup', fmt(phases.during.length), fmtMs(percentile(phases.during, 50), 2), fmtMs(percentile(phases.during, 99), 2), fmtMs(percentile(phases.during, 100))],
 		],
 	);
 	const ratio = percentile(phases.during, 99) / percentile(without, 99);
