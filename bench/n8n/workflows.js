@@ -186,7 +186,8 @@ function nodeUnderTest(kind) {
 					operation: 'removeItemsSeenInPreviousExecutions',
 					logic: 'removeItemsWithAlreadySeenKeyValues',
 					dedupeValue: '={{ $json.id }}',
-					options: {},
+					// The default history (10,000) makes a 10,000-item execution fail ("exceeds the maximum history size").
+					options: { historySize: 1000000 },
 				},
 			};
 		default:
