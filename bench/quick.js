@@ -20,6 +20,7 @@ const RUNS = [
 			"## The reserve statement vs the recipe's minimal insert",
 			'## Table growth',
 			'## Cleanup under load',
+			'## Cleanup statement',
 			'## Bloat after',
 			'## Output size',
 		],

@@ -346,6 +346,53 @@ async function cleanupUnderLoad(ctx) {
 	if (result.deleted < expired) throw new Error(`cleanup deleted ${result.deleted} of ${expired} expired rows`);
 }
 
+/**
+ * The cleanup statement against a prototype with the same rule whose DELETE finds the doomed rows
+ * by primary key (`key = any(array(…))`) instead of a hash join over the whole table, on a table
+ * of 1 M live + 200,000 expired rows, no other load. Per-batch times show how each scales.
+ */
+async function cleanupPlan(ctx) {
+	const { table, createTable, q, renderStatement } = ctx;
+	const schema = 'idem_bench_cleanup_plan';
+	const live = ctx.quick ? 20000 : 1000000;
+	const expired = ctx.quick ? 20000 : 200000;
+	const sides = [
+		{ name: 'sql/008_cleanup.sql (today)', ref: table(schema, 'today') },
+		{ name: 'prototype: DELETE … WHERE key = any(array(SELECT … LIMIT … FOR UPDATE SKIP LOCKED))', ref: table(schema, 'proto') },
+	];
+	for (const side of sides) {
+		await createTable(side.ref);
+		await bulkLoad(ctx, side.ref, expired, { ageDays: 31 });
+		await bulkLoad(ctx, side.ref, live);
+		await q(`vacuum analyze ${side.ref.qualified}`);
+	}
+	sides[0].sql = renderStatement('cleanup', sides[0].ref);
+	sides[1].sql = keyArrayCleanup(renderStatement('cleanup', sides[1].ref));
+	const rows = [];
+	for (const side of sides) {
+		const batches = [];
+		let deleted = 0;
+		for (;;) {
+			const started = performance.now();
+			const count = (await q(side.sql, [30 * DAY, 10000])).rowCount;
+			batches.push(performance.now() - started);
+			deleted += count;
+			if (count < 10000) break;
+		}
+		const ms = batches.reduce((a, b) => a + b, 0);
+		rows.push([side.name, fmt(deleted), fmt(ms), fmt((deleted / ms) * 1000), fmtMs(median(batches), 0), fmtMs(percentile(batches, 100), 0)]);
+	}
+	console.log(`\n## Cleanup statement: ${fmt(expired)} expired rows in a table of ${fmt(expired + live)}, batches of 10,000, no other load\n`);
+	printTable(['statement', 'deleted', 'ms', 'rows/s', 'median batch ms', 'slowest batch ms'], rows);
+}
+
+/** 008_cleanup.sql rewritten so the DELETE looks the doomed keys up by primary key. */
+function keyArrayCleanup(cleanupSql) {
+	const match = /^with doomed as \(([\s\S]*?)\)\s*delete from (\S+) as e/.exec(cleanupSql);
+	if (!match) throw new Error('008_cleanup.sql no longer has the shape this prototype rewrites');
+	return `delete from ${match[2]} where key = any(array(${match[1]}))`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. bloat from duplicate-heavy traffic
 
@@ -459,6 +506,6 @@ async function outputSize(ctx) {
 	console.log(`compact = ${JSON.stringify(Object.keys(compactOutput(results[0])))} (payloadMismatch only when fingerprinting is on).`);
 }
 
-const GROUPS = { statement, growth, cleanup: cleanupUnderLoad, bloat, output: outputSize };
+const GROUPS = { statement, growth, cleanup: cleanupUnderLoad, cleanupplan: cleanupPlan, bloat, output: outputSize };
 
 module.exports = { GROUPS, context };
