@@ -13,7 +13,7 @@
 //   node bench/n8n/run.js --rounds 8 --requests 100 --only overhead
 //
 // Flags: --quick, --rounds N, --requests N (per flow, round and concurrency), --batch-items N,
-// --big-items N, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
+// --big-items N, --big-key event|custom, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
 // --profile (instead of measuring: a CPU profile of n8n's main process per workload, summarised by
 // where the time goes; the .cpuprofile file is kept for Chrome DevTools).
 'use strict';
@@ -49,6 +49,7 @@ function parseArgs(argv) {
 		else if (arg === '--requests') args.requests = next();
 		else if (arg === '--batch-items') args.batchItems = next();
 		else if (arg === '--big-items') args.bigItems = next();
+		else if (arg === '--big-key') args.bigKey = argv[++i];
 		else if (arg === '--only') args.only = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
 			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--only overhead,batch,big] [--keep]');
@@ -61,6 +62,9 @@ function parseArgs(argv) {
 	args.batchItems ??= args.quick ? 200 : 10000;
 	args.batchRounds = args.quick ? 1 : Math.max(3, Math.ceil(args.rounds / 2));
 	args.bigItems ??= args.quick ? 2000 : 100000;
+	// The big execution's key source: event id (read from the item) or custom ({{ $json.id }}, an expression per item).
+	args.bigKey ??= 'event';
+	if (!['event', 'custom'].includes(args.bigKey)) throw new Error('--big-key takes event or custom');
 	for (const name of ['rounds', 'requests', 'batchItems', 'bigItems']) {
 		if (!(Number.isInteger(args[name]) && args[name] >= 1)) throw new Error(`--${name} must be a whole number >= 1`);
 	}
@@ -279,7 +283,7 @@ async function batch(ctx, args) {
 async function big(ctx, args) {
 	const { running, pid, log, appQuery, lastExecution } = ctx;
 	const items = args.bigItems;
-	const flow = BATCH_FLOWS.find((f) => f.kind === 'reserve');
+	const flow = BATCH_FLOWS.find((f) => f.kind === (args.bigKey === 'custom' ? 'reserve' : 'reserveAuto'));
 	const noopFlow = BATCH_FLOWS[0];
 	const results = {};
 	for (const f of [noopFlow, flow]) {
@@ -299,14 +303,14 @@ async function big(ctx, args) {
 			execution,
 			bodyMb: body.length / 1024 / 1024,
 		};
-		if (f.kind === 'reserve') {
+		if (f === flow) {
 			const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
 			if (rows[0].n !== distinct) throw new Error(`${items}-item execution: expected ${distinct} reserved keys, found ${rows[0].n}`);
 			results[f.kind].distinct = distinct;
 		}
 		log(`${fmt(items)}-item execution through ${f.kind}: ${fmt(ms)} ms`);
 	}
-	const r = results.reserve;
+	const r = results[flow.kind];
 	const n = results.noop;
 	console.log(`\n## One ${fmt(items)}-item execution (${fmt(items / 10)} repeats), body ${r.bodyMb.toFixed(1)} MB\n`);
 	printTable(
