@@ -349,7 +349,7 @@ async function main() {
 			for (const side of [sides.core, sides.plain]) {
 				await admin.query(`drop schema if exists "${side.table.schema}" cascade`);
 				await admin.query(`create schema "${side.table.schema}"`);
-				await admin.query(renderStatement('createTable', side.table));
+				await new IdempotencyStore(admin, { schema: side.table.schema, table: side.table.table, createTable: true }).createTable();
 			}
 			const results = [];
 			for (const scenario of SCENARIOS) {
