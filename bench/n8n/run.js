@@ -1,0 +1,483 @@
+#!/usr/bin/env node
+// What the package costs inside a real n8n (2.40.7, Node 24, the packed package installed as a
+// community package, Postgres for n8n and for the keys), measured side by side in one run:
+//
+//  1. per-execution overhead: Webhook → Postgres insert → Respond vs the same with Reserve in front
+//     (permanent; lease + Mark Complete), at 1 and 8 concurrent clients, interleaved rounds;
+//  2. batch: 10,000 items with 1,000 repeats through Reserve vs the stock Postgres node per item vs
+//     Remove Duplicates, each minus a no-op flow, interleaved rounds;
+//  3. one 100,000-item execution through Reserve, with n8n's resident memory.
+//
+//   npm run bench:n8n                 full run (about 10 minutes on 2 busy cores)
+//   node bench/n8n/run.js --quick     smoke run: tiny sizes, one round (n8n's start dominates)
+//   node bench/n8n/run.js --rounds 8 --requests 100 --only overhead
+//
+// Flags: --quick, --rounds N, --requests N (per flow, round and concurrency), --batch-items N,
+// --big-items N, --big-key event|custom, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
+// --profile (instead of measuring: a CPU profile of n8n's main process per workload, summarised by
+// where the time goes; the .cpuprofile file is kept for Chrome DevTools).
+'use strict';
+
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const stack = require('../../scripts/lib/n8n-stack');
+const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('../stats');
+const { findN8nPid, cpuSeconds, memoryMb, sampleRss } = require('./proc');
+const { profilingEnv, summarise, nowMicros } = require('./profile');
+const { OVERHEAD_FLOWS, BATCH_FLOWS, RECIPE_TABLE_DDL, overheadWorkflows, batchWorkflows } = require('./workflows');
+
+const TARGET = {
+	throughputCost: 0.05,
+	p50AddedMs: 3,
+	batchKeysPerSecond: 50000,
+	batchVsRecipe: 25,
+};
+const PARTS = ['overhead', 'batch', 'big'];
+
+function parseArgs(argv) {
+	const args = { quick: false, keep: false, only: PARTS };
+	for (let i = 0; i < argv.length; i++) {
+		const arg = argv[i];
+		const next = () => Number(argv[++i]);
+		if (arg === '--quick') args.quick = true;
+		else if (arg === '--keep') args.keep = true;
+		else if (arg === '--profile') args.profile = true;
+		else if (arg === '--rounds') args.rounds = next();
+		else if (arg === '--requests') args.requests = next();
+		else if (arg === '--batch-items') args.batchItems = next();
+		else if (arg === '--big-items') args.bigItems = next();
+		else if (arg === '--big-key') args.bigKey = argv[++i];
+		else if (arg === '--only') args.only = argv[++i].split(',');
+		else if (arg === '--help' || arg === '-h') {
+			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--only overhead,batch,big] [--keep]');
+			process.exit(0);
+		} else throw new Error(`unknown argument ${arg} (try --help)`);
+	}
+	for (const part of args.only) if (!PARTS.includes(part)) throw new Error(`--only takes ${PARTS.join(', ')}`);
+	args.rounds ??= args.quick ? 1 : 6;
+	args.requests ??= args.quick ? 6 : 100;
+	args.batchItems ??= args.quick ? 200 : 10000;
+	args.batchRounds = args.quick ? 1 : Math.max(3, Math.ceil(args.rounds / 2));
+	args.bigItems ??= args.quick ? 2000 : 100000;
+	// The big execution's key source: event id (read from the item) or custom ({{ $json.id }}, an expression per item).
+	args.bigKey ??= 'event';
+	if (!['event', 'custom'].includes(args.bigKey)) throw new Error('--big-key takes event or custom');
+	for (const name of ['rounds', 'requests', 'batchItems', 'bigItems']) {
+		if (!(Number.isInteger(args[name]) && args[name] >= 1)) throw new Error(`--${name} must be a whole number >= 1`);
+	}
+	return args;
+}
+
+// ---------------------------------------------------------------------------------------------
+// load
+
+/** `count` POSTs with a fresh Idempotency-Key each, `concurrency` at a time; latencies in ms. */
+async function drive(url, { count, concurrency, tag }) {
+	const latencies = [];
+	let next = 0;
+	let failures = 0;
+	const worker = async () => {
+		while (next < count) {
+			const i = next++;
+			const key = `${tag}-${i}-${crypto.randomUUID()}`;
+			const body = JSON.stringify({
+				id: key,
+				type: 'invoice.paid',
+				data: { amount: 1200 },
+			});
+			const started = performance.now();
+			const res = await fetch(url, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json', 'idempotency-key': key },
+				body,
+			});
+			await res.arrayBuffer();
+			latencies.push(performance.now() - started);
+			if (res.status !== 200) failures += 1;
+		}
+	};
+	const started = performance.now();
+	await Promise.all(Array.from({ length: concurrency }, worker));
+	const seconds = (performance.now() - started) / 1000;
+	if (failures) throw new Error(`${failures}/${count} requests to ${url} did not answer 200 (see n8n.log)`);
+	return { latencies, seconds, perSecond: count / seconds };
+}
+
+/** The batch body: `items` events, the last tenth repeating ids from the start of the batch. */
+function batchBody(items, prefix) {
+	const repeats = Math.floor(items / 10);
+	const events = new Array(items);
+	for (let i = 0; i < items; i++) {
+		const n = i < items - repeats ? i : i - (items - repeats);
+		events[i] = {
+			id: `${prefix}_${n.toString(36).padStart(6, '0')}`,
+			type: 'invoice.paid',
+			amount: 1200 + (n % 97),
+		};
+	}
+	return { body: JSON.stringify({ events }), distinct: items - repeats };
+}
+
+async function post(url, body) {
+	const started = performance.now();
+	const res = await fetch(url, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json' },
+		body,
+	});
+	const text = await res.text();
+	const ms = performance.now() - started;
+	if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
+	return ms;
+}
+
+// ---------------------------------------------------------------------------------------------
+// parts
+
+async function overhead(ctx, args) {
+	const { running, pid, log } = ctx;
+	const results = new Map(); // `${flow.id}@${c}` -> { latencies, perSecond[], cpuMsPerExec[] }
+	const warm = args.quick ? 3 : 15;
+	for (const flow of OVERHEAD_FLOWS)
+		await drive(running.webhookUrl(flow.path), {
+			count: warm,
+			concurrency: 1,
+			tag: 'warm',
+		});
+	for (let round = 0; round < args.rounds; round++) {
+		for (const concurrency of [1, 8]) {
+			for (const flow of rotate(OVERHEAD_FLOWS, round + concurrency)) {
+				const cpuBefore = cpuSeconds(pid);
+				const result = await drive(running.webhookUrl(flow.path), {
+					count: args.requests,
+					concurrency,
+					tag: `r${round}`,
+				});
+				const cpuMs = ((cpuSeconds(pid) - cpuBefore) * 1000) / args.requests;
+				const key = `${flow.id}@${concurrency}`;
+				const entry = results.get(key) ?? {
+					latencies: [],
+					perSecond: [],
+					p50: [],
+					cpuMsPerExec: [],
+				};
+				entry.latencies.push(...result.latencies);
+				entry.perSecond.push(result.perSecond);
+				entry.p50.push(percentile(result.latencies, 50));
+				entry.cpuMsPerExec.push(cpuMs);
+				results.set(key, entry);
+			}
+		}
+		log(`overhead round ${round + 1}/${args.rounds} done (load ${loadAverage()})`);
+	}
+
+	const rows = [];
+	const verdicts = [];
+	for (const concurrency of [1, 8]) {
+		const base = results.get(`${OVERHEAD_FLOWS[0].id}@${concurrency}`);
+		for (const flow of OVERHEAD_FLOWS) {
+			const r = results.get(`${flow.id}@${concurrency}`);
+			const isBase = flow === OVERHEAD_FLOWS[0];
+			// Each round pairs the flows within seconds of each other: per-round ratios, then the median.
+			const ratios = r.perSecond.map((x, i) => x / base.perSecond[i]);
+			const p50Deltas = r.p50.map((x, i) => x - base.p50[i]);
+			const ratio = median(ratios);
+			const addedP50 = median(p50Deltas);
+			rows.push([
+				flow.label,
+				`c=${concurrency}`,
+				median(r.perSecond).toFixed(1),
+				isBase ? '1' : fmtRatio(ratio),
+				isBase ? '–' : `${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}`,
+				fmtMs(percentile(r.latencies, 50)),
+				isBase ? '–' : `${addedP50 >= 0 ? '+' : ''}${fmtMs(addedP50)}`,
+				fmtMs(percentile(r.latencies, 99)),
+				fmtMs(median(r.cpuMsPerExec)),
+			]);
+			if (!isBase) {
+				const cost = 1 - ratio;
+				const ok = cost <= TARGET.throughputCost && addedP50 <= TARGET.p50AddedMs;
+				verdicts.push(
+					`${ok ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${flow.label}, c=${concurrency}: costs ${(cost * 100).toFixed(1)} % throughput (target ≤ ${TARGET.throughputCost * 100} %), ${addedP50 >= 0 ? '+' : ''}${addedP50.toFixed(1)} ms p50 (target ≤ +${TARGET.p50AddedMs} ms)`,
+				);
+			}
+		}
+	}
+	console.log(`\n## Per-execution overhead (${args.rounds} interleaved rounds × ${args.requests} requests per flow and concurrency)\n`);
+	printTable(['flow', 'clients', 'req/s (median)', 'ratio to baseline', 'ratio min–max', 'p50 ms', 'added p50 ms', 'p99 ms', 'n8n CPU ms/exec'], rows);
+	console.log('\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.');
+	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
+	for (const line of verdicts) console.log(line);
+}
+
+async function batch(ctx, args) {
+	const { running, log, appQuery, lastExecution } = ctx;
+	const items = args.batchItems;
+	const perFlow = new Map(BATCH_FLOWS.map((flow) => [flow.kind, { ms: [], savedBytes: [], nodeMs: [] }]));
+	// One warm-up execution per flow: code paths, the pools, the tables' first pages.
+	for (const flow of BATCH_FLOWS) await post(running.webhookUrl(flow.path), batchBody(Math.min(items, 500), `warm_${flow.kind}`).body);
+	for (let round = 0; round < args.batchRounds; round++) {
+		for (const flow of rotate(BATCH_FLOWS, round)) {
+			const prefix = `b${round}_${flow.kind}_${crypto.randomUUID().slice(0, 8)}`;
+			const { body, distinct } = batchBody(items, prefix);
+			const ms = await post(running.webhookUrl(flow.path), body);
+			const entry = perFlow.get(flow.kind);
+			entry.ms.push(ms);
+			const execution = await lastExecution(flow);
+			entry.savedBytes.push(execution.bytes);
+			entry.nodeMs.push(execution.nodeMs);
+			if (flow.kind === 'reserve' || flow.kind === 'reserveAuto') {
+				const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
+				if (rows[0].n !== distinct) throw new Error(`${flow.label}: expected ${distinct} reserved keys, found ${rows[0].n}`);
+			}
+			if (flow.kind === 'postgres') {
+				const { rows } = await appQuery('SELECT count(*)::int AS n FROM bench_recipe_events WHERE key LIKE $1', [`${prefix}_%`]);
+				if (rows[0].n !== distinct) throw new Error(`${flow.label}: expected ${distinct} rows, found ${rows[0].n}`);
+			}
+		}
+		log(`batch round ${round + 1}/${args.batchRounds} done (load ${loadAverage()})`);
+	}
+	const noop = perFlow.get('noop');
+	const recipe = perFlow.get('postgres');
+	// Net per round: the flow's wall time minus the no-op flow's in the same round.
+	const netMs = (entry) => entry.ms.map((ms, i) => ms - noop.ms[i]);
+	const recipeNet = median(netMs(recipe));
+	const rows = BATCH_FLOWS.map((flow) => {
+		const entry = perFlow.get(flow.kind);
+		const isNoop = flow.kind === 'noop';
+		const net = median(netMs(entry));
+		return [
+			flow.label,
+			fmt(median(entry.ms)),
+			isNoop ? '–' : fmt(net),
+			isNoop ? '–' : `${fmt(Math.min(...netMs(entry)))}–${fmt(Math.max(...netMs(entry)))}`,
+			// A net time at or below zero is the no-op flow's noise (tiny quick-mode batches).
+			isNoop ? '–' : net > 0 ? fmt((items / net) * 1000) : 'below noise',
+			isNoop ? '–' : net > 0 ? `${(recipeNet / net).toFixed(1)}×` : 'below noise',
+			fmt(median(entry.nodeMs)),
+			(median(entry.savedBytes) / 1024 / 1024).toFixed(2),
+		];
+	});
+	console.log(`\n## Batch: ${fmt(items)} items (${fmt(items / 10)} of them repeats) in one execution, ${args.batchRounds} interleaved rounds\n`);
+	printTable(['node under test', 'wall ms', 'net ms', 'net min–max', 'keys/s net', 'vs per-item recipe', 'node ms (n8n)', 'saved execution MB'], rows);
+	console.log('\nwall: the webhook call (Webhook → Split Out → node; n8n answers when the execution ends); net: minus the no-op flow of the same round.');
+	console.log("node ms: the node's own executionTime from n8n's run data; saved execution: size of the execution_data row n8n stored.");
+	for (const flow of BATCH_FLOWS.filter((f) => f.kind === 'reserve' || f.kind === 'reserveAuto')) {
+		const net = median(netMs(perFlow.get(flow.kind)));
+		if (!(net > 0)) {
+			console.log(`NO VERDICT: ${flow.label}: its net time is within the no-op flow's noise at ${fmt(items)} items`);
+			continue;
+		}
+		const keysPerSecond = (items / net) * 1000;
+		const vsRecipe = recipeNet / net;
+		const ok = keysPerSecond >= TARGET.batchKeysPerSecond && vsRecipe >= TARGET.batchVsRecipe;
+		console.log(
+			`${ok ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${flow.label}: ${fmt(keysPerSecond)} keys/s net (target ≥ ${fmt(TARGET.batchKeysPerSecond)}), ${vsRecipe.toFixed(1)}× the per-item recipe (target ≥ ${TARGET.batchVsRecipe}×)`,
+		);
+	}
+}
+
+async function big(ctx, args) {
+	const { running, pid, log, appQuery, lastExecution } = ctx;
+	const items = args.bigItems;
+	const flow = BATCH_FLOWS.find((f) => f.kind === (args.bigKey === 'custom' ? 'reserve' : 'reserveAuto'));
+	const noopFlow = BATCH_FLOWS[0];
+	const results = {};
+	for (const f of [noopFlow, flow]) {
+		const prefix = `big_${f.kind}_${crypto.randomUUID().slice(0, 8)}`;
+		const { body, distinct } = batchBody(items, prefix);
+		if (global.gc) global.gc();
+		const before = memoryMb(pid);
+		const stopSampling = sampleRss(pid);
+		const ms = await post(running.webhookUrl(f.path), body);
+		const maxRss = stopSampling();
+		const execution = await lastExecution(f);
+		results[f.kind] = {
+			ms,
+			before,
+			maxRss,
+			after: memoryMb(pid),
+			execution,
+			bodyMb: body.length / 1024 / 1024,
+		};
+		if (f === flow) {
+			const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
+			if (rows[0].n !== distinct) throw new Error(`${items}-item execution: expected ${distinct} reserved keys, found ${rows[0].n}`);
+			results[f.kind].distinct = distinct;
+		}
+		log(`${fmt(items)}-item execution through ${f.kind}: ${fmt(ms)} ms`);
+	}
+	const r = results[flow.kind];
+	const n = results.noop;
+	console.log(`\n## One ${fmt(items)}-item execution (${fmt(items / 10)} repeats), body ${r.bodyMb.toFixed(1)} MB\n`);
+	printTable(
+		['flow', 'wall ms', 'node ms (n8n)', 'n8n RSS before MB', 'n8n RSS max during MB', 'added RSS MB', 'saved execution MB'],
+		[n, r].map((x, i) => [
+			i === 0 ? 'no-op (baseline)' : flow.label,
+			fmt(x.ms),
+			fmt(x.execution.nodeMs),
+			fmt(x.before.rss),
+			fmt(x.maxRss),
+			fmt(x.maxRss - x.before.rss),
+			(x.execution.bytes / 1024 / 1024).toFixed(1),
+		]),
+	);
+	console.log(
+		`\n${fmt(r.distinct)} keys reserved in one execution, ${fmt((items / (r.ms - n.ms)) * 1000)} keys/s net; n8n main process peak RSS since start ${fmt(r.after.peak)} MB (machine RAM ${fmt(os.totalmem() / 1024 / 1024)} MB).`,
+	);
+}
+
+// CPU profile: each workload in its own window of n8n's profile (written when n8n stops).
+async function profileWorkloads(ctx, args) {
+	const { running, log } = ctx;
+	const windows = [];
+	const window = async (name, executions, fn) => {
+		const start = nowMicros();
+		await fn();
+		windows.push({ name, start, end: nowMicros(), executions });
+		log(`profiled: ${name}`);
+	};
+	for (const flow of OVERHEAD_FLOWS)
+		await drive(running.webhookUrl(flow.path), {
+			count: 20,
+			concurrency: 1,
+			tag: 'warm',
+		});
+	// Interleaved rounds, so background work (n8n's pollers, JIT, GC) spreads over every flow alike.
+	const count = args.requests;
+	for (let round = 0; round < args.rounds; round++) {
+		for (const flow of rotate(OVERHEAD_FLOWS, round)) {
+			await window(`${flow.label}, c=8`, count, () =>
+				drive(running.webhookUrl(flow.path), {
+					count,
+					concurrency: 8,
+					tag: 'profile',
+				}),
+			);
+		}
+	}
+	for (const kind of ['noop', 'reserve', 'reserveAuto']) {
+		const flow = BATCH_FLOWS.find((f) => f.kind === kind);
+		await post(running.webhookUrl(flow.path), batchBody(500, `warm_${kind}`).body);
+		const { body } = batchBody(args.batchItems, `profile_${kind}_${crypto.randomUUID().slice(0, 8)}`);
+		await window(`batch of ${fmt(args.batchItems)}: ${flow.label}`, 1, () => post(running.webhookUrl(flow.path), body));
+	}
+	return windows;
+}
+
+function printProfile(summaries) {
+	console.log('\n## CPU profile of the n8n main process (self time, ms per execution; idle excluded)\n');
+	const categories = [...new Set(summaries.flatMap((s) => s.categories.map((c) => c.name)))];
+	const cell = (s, name) => fmtMs(s.categories.find((c) => c.name === name)?.msPerExecution ?? 0, 2);
+	printTable(
+		['category', ...summaries.map((s) => s.name)],
+		[...categories.map((name) => [name, ...summaries.map((s) => cell(s, name))]), ['total', ...summaries.map((s) => fmtMs(s.cpuMsPerExecution, 2))]],
+	);
+	for (const s of summaries) {
+		console.log(`\n### Top functions: ${s.name}\n`);
+		printTable(
+			['function (self time)', 'ms/exec', 'share'],
+			s.functions.map((f) => [f.name, fmtMs(f.msPerExecution, 2), `${(f.share * 100).toFixed(1)} %`]),
+		);
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+	const args = parseArgs(process.argv.slice(2));
+	const started = Date.now();
+	const log = (line) => process.stderr.write(`[bench:n8n ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
+	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-bench-n8n-'));
+	let running;
+	let exitCode = 0;
+	let profiling;
+	try {
+		if (args.profile)
+			profiling = profilingEnv({
+				nodeBin: stack.ensureN8n({ log }).nodeBin,
+				workDir,
+			});
+		console.log(`# n8n benchmark ${new Date().toISOString()}${args.quick ? ' (quick)' : ''}`);
+		console.log(
+			`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${fmt(os.totalmem() / 1024 / 1024)} MB; load at start ${loadAverage()}`,
+		);
+		running = await stack.startStack({
+			workDir,
+			recreateDbs: true,
+			dbNames: { n8n: 'n8n_bench', app: 'idempotency_bench' },
+			setupSql: async (client, ctx) => {
+				await stack.prepareTemplateTables(client, ctx);
+				await client.query(RECIPE_TABLE_DDL);
+			},
+			credentials: stack.templateCredentials,
+			workflows: [...overheadWorkflows(), ...batchWorkflows()].map((json) => ({
+				json,
+				publish: true,
+			})),
+			readyWebhooks: [...OVERHEAD_FLOWS, ...BATCH_FLOWS].map((flow) => flow.path),
+			env: profiling?.env,
+			log,
+		});
+		const pid = findN8nPid(running.workDir);
+		if (!pid) throw new Error('could not find the n8n process of the stack');
+		const n8nVersion = JSON.parse(fs.readFileSync(path.join(running.n8nDir, 'node_modules', 'n8n', 'package.json'), 'utf8')).version;
+		const pgVersion = await stack.withClient(running.appUrl, async (c) => (await c.query('show server_version')).rows[0].server_version);
+		console.log(`n8n ${n8nVersion} (pid ${pid}), Postgres ${pgVersion} (embedded, shared by n8n and the keys), package ${path.basename(running.tarball)}`);
+		const { parse } = require(path.join(running.n8nDir, 'node_modules', 'flatted'));
+		const ctx = {
+			running,
+			pid,
+			log,
+			appQuery: (sql, params) => stack.withClient(running.appUrl, (client) => client.query(sql, params)),
+			/** The newest execution of a flow's workflow: stored size and the node under test's own time. */
+			lastExecution: ({ id: workflowId, nodeName }) =>
+				stack.withClient(running.n8nDbUrl, async (client) => {
+					const { rows } = await client.query(
+						`SELECT e.id, e.status, d.data FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id
+						  WHERE e."workflowId" = $1 ORDER BY e.id DESC LIMIT 1`,
+						[workflowId],
+					);
+					if (!rows[0]) throw new Error(`no execution of ${workflowId} stored`);
+					if (rows[0].status !== 'success') throw new Error(`execution ${rows[0].id} of ${workflowId} ended ${rows[0].status}`);
+					const runData = parse(rows[0].data).resultData?.runData ?? {};
+					if (!runData[nodeName]) throw new Error(`the newest execution of ${workflowId} did not run ${nodeName}`);
+					return {
+						bytes: Buffer.byteLength(rows[0].data),
+						nodeMs: runData[nodeName][0].executionTime,
+					};
+				}),
+		};
+		if (profiling) {
+			const windows = await profileWorkloads(ctx, args);
+			await running.stop(); // n8n writes the profile as it exits
+			running = null;
+			const file = fs.readdirSync(profiling.dir).find((name) => name.endsWith('.cpuprofile'));
+			if (!file) throw new Error(`n8n wrote no CPU profile into ${profiling.dir}`);
+			const kept = path.join(os.tmpdir(), `n8n-bench-${Date.now()}.cpuprofile`);
+			fs.copyFileSync(path.join(profiling.dir, file), kept);
+			fs.writeFileSync(kept.replace(/\.cpuprofile$/, '.windows.json'), JSON.stringify(windows));
+			printProfile(summarise(kept, windows));
+			console.log(`\nprofile kept for Chrome DevTools: ${kept}`);
+		} else {
+			if (args.only.includes('overhead')) await overhead(ctx, args);
+			if (args.only.includes('batch')) await batch(ctx, args);
+			if (args.only.includes('big')) await big(ctx, args);
+		}
+		console.log(`\nload at end ${loadAverage()}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
+	} catch (error) {
+		exitCode = 1;
+		console.error(`bench:n8n failed: ${error instanceof Error ? error.message : String(error)}`);
+		if (running) console.error(`n8n log: ${running.logFile}`);
+	} finally {
+		if (running) await running.stop();
+		if (args.keep || exitCode !== 0) console.error(`work folder kept: ${workDir}`);
+		else fs.rmSync(workDir, { recursive: true, force: true });
+	}
+	return exitCode;
+}
+
+main().then((code) => process.exit(code));

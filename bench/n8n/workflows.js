@@ -1,0 +1,316 @@
+// The workflows `npm run bench:n8n` imports into a real n8n. Every flow of one comparison differs
+// only in the node under test, so a difference in time is that node's cost.
+const { TEMPLATE_CREDENTIALS } = require('../../scripts/lib/n8n-stack');
+
+const PKG = 'n8n-nodes-idempotency';
+const IDEMPOTENCY_CREDENTIAL = {
+	idempotencyPostgresApi: {
+		id: TEMPLATE_CREDENTIALS.idempotency.id,
+		name: TEMPLATE_CREDENTIALS.idempotency.name,
+	},
+};
+const BUSINESS_CREDENTIAL = {
+	postgres: {
+		id: TEMPLATE_CREDENTIALS.business.id,
+		name: TEMPLATE_CREDENTIALS.business.name,
+	},
+};
+
+/** The table of the per-item recipe (the hand-built seed: key + first_seen, ON CONFLICT DO NOTHING). */
+const RECIPE_TABLE_DDL = `CREATE TABLE IF NOT EXISTS bench_recipe_events (
+	key text PRIMARY KEY,
+	first_seen timestamptz NOT NULL DEFAULT now()
+)`;
+
+let counter = 0;
+// Stable, valid UUIDs per build, so node ids and webhook ids never collide between flows.
+function uuid(prefix) {
+	counter += 1;
+	return `${prefix}-0000-4000-8000-${counter.toString(16).padStart(12, '0')}`;
+}
+
+/** One workflow node; every node of these flows is built here. */
+function node({ name, type, typeVersion = 1, x = 0, parameters, credentials }) {
+	return {
+		id: uuid('b0000001'),
+		name,
+		type,
+		typeVersion,
+		position: [x, 0],
+		parameters,
+		...(credentials ? { credentials } : {}),
+	};
+}
+
+function webhook(pathName, { responseMode, responseData }) {
+	return {
+		id: uuid('b0000001'),
+		name: 'Webhook',
+		type: 'n8n-nodes-base.webhook',
+		typeVersion: 2.1,
+		position: [0, 0],
+		webhookId: uuid('b000a001'),
+		parameters: {
+			httpMethod: 'POST',
+			path: pathName,
+			responseMode,
+			...(responseData ? { responseData } : {}),
+			options: {},
+		},
+	};
+}
+
+function reserveNode({ mode, keySource = 'header', customKey }) {
+	return node({
+		name: 'Idempotency Reserve',
+		type: `${PKG}.idempotencyReserve`,
+		x: 220,
+		parameters: {
+			keySource,
+			...(keySource === 'header' ? { headerName: 'idempotency-key' } : {}),
+			...(keySource === 'custom' ? { customKey } : {}),
+			mode,
+			...(mode === 'lease' ? { leaseSeconds: 300 } : {}),
+			options: {},
+		},
+		credentials: IDEMPOTENCY_CREDENTIAL,
+	});
+}
+
+// The template's business step: one INSERT per delivery into business_log.
+function businessInsert() {
+	return postgresQuery(
+		'Postgres insert',
+		440,
+		'INSERT INTO business_log (event_key, event_type) VALUES ($1, $2) RETURNING id',
+		"={{ [$('Webhook').item.json.headers['idempotency-key'], 'bench'] }}",
+	);
+}
+
+// The stock Postgres node running one query per item.
+function postgresQuery(name, x, query, queryReplacement) {
+	return node({
+		name,
+		type: 'n8n-nodes-base.postgres',
+		typeVersion: 2.6,
+		x,
+		parameters: {
+			operation: 'executeQuery',
+			query,
+			options: { queryReplacement, queryBatching: 'independently' },
+		},
+		credentials: BUSINESS_CREDENTIAL,
+	});
+}
+
+function complete() {
+	return node({
+		name: 'Mark Complete',
+		type: `${PKG}.idempotencyKey`,
+		x: 660,
+		parameters: {
+			operation: 'complete',
+			source: 'custom',
+			key: "={{ $('Idempotency Reserve').item.json.idempotency.key }}",
+			ownerToken: "={{ $('Idempotency Reserve').item.json.idempotency.ownerToken }}",
+			options: {},
+		},
+		credentials: IDEMPOTENCY_CREDENTIAL,
+	});
+}
+
+function respond() {
+	return node({
+		name: 'Respond',
+		type: 'n8n-nodes-base.respondToWebhook',
+		typeVersion: 1.5,
+		x: 880,
+		parameters: {
+			respondWith: 'json',
+			responseBody: '{"ok":true}',
+			options: { responseCode: 200 },
+		},
+	});
+}
+
+const link = (node, index = 0) => ({ node, type: 'main', index });
+
+function workflow(id, name, nodes, connections) {
+	return {
+		id,
+		name,
+		nodes,
+		connections,
+		settings: { executionOrder: 'v1' },
+		pinData: {},
+		active: false,
+	};
+}
+
+/**
+ * Per-execution overhead: Webhook → Postgres insert → Respond, and the same with Reserve in front
+ * (permanent; lease + Mark Complete). Every delivery carries a fresh Idempotency-Key header.
+ */
+const OVERHEAD_FLOWS = [
+	{
+		id: 'BenchFlowBase001',
+		path: 'bench-base',
+		label: 'Webhook → Postgres insert → Respond (baseline)',
+	},
+	{
+		id: 'BenchFlowPerm001',
+		path: 'bench-permanent',
+		label: '+ Reserve (permanent) in front',
+	},
+	{
+		id: 'BenchFlowLease01',
+		path: 'bench-lease',
+		label: '+ Reserve (lease) and Mark Complete',
+	},
+];
+
+function overheadWorkflows() {
+	const [base, permanent, lease] = OVERHEAD_FLOWS;
+	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
+	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
+	const leaseNodes = [webhook(lease.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'lease' }), businessInsert(), complete(), respond()];
+	return [
+		workflow(base.id, 'bench: baseline', baseNodes, {
+			Webhook: { main: [[link('Postgres insert')]] },
+			'Postgres insert': { main: [[link('Respond')]] },
+		}),
+		workflow(permanent.id, 'bench: Reserve (permanent)', permNodes, {
+			Webhook: { main: [[link('Idempotency Reserve')]] },
+			// Duplicates are answered too (no delivery repeats a key, but no request may hang).
+			'Idempotency Reserve': {
+				main: [[link('Postgres insert')], [link('Respond')]],
+			},
+			'Postgres insert': { main: [[link('Respond')]] },
+		}),
+		workflow(lease.id, 'bench: Reserve (lease) + Mark Complete', leaseNodes, {
+			Webhook: { main: [[link('Idempotency Reserve')]] },
+			'Idempotency Reserve': {
+				main: [[link('Postgres insert')], [link('Respond')], [link('Respond')]],
+			},
+			'Postgres insert': { main: [[link('Mark Complete')]] },
+			'Mark Complete': { main: [[link('Respond')]] },
+		}),
+	];
+}
+
+/**
+ * Batch: the body's `events` array becomes one item per event (Split Out, in n8n's main process),
+ * then the node under test sees them all in one execution. The no-op flow is the baseline. All
+ * batch flows live in one workflow (one webhook each; a call runs only its own branch), which
+ * saves n8n a publish per flow at start.
+ */
+const BATCH_WORKFLOW_ID = 'BenchBatchFlows1';
+const BATCH_FLOWS = [
+	{ path: 'bench-batch-noop', label: 'no-op (baseline)', kind: 'noop' },
+	{
+		path: 'bench-batch-reserve',
+		label: 'Idempotency Reserve (custom key {{ $json.id }})',
+		kind: 'reserve',
+	},
+	{
+		path: 'bench-batch-reserve-auto',
+		label: 'Idempotency Reserve (key source: event id)',
+		kind: 'reserveAuto',
+	},
+	{
+		path: 'bench-batch-postgres',
+		label: 'stock Postgres node, INSERT … ON CONFLICT DO NOTHING per item',
+		kind: 'postgres',
+	},
+	{
+		path: 'bench-batch-remove-dups',
+		label: 'Remove Duplicates (seen in previous executions)',
+		kind: 'removeDuplicates',
+	},
+].map((flow) => ({
+	...flow,
+	id: BATCH_WORKFLOW_ID,
+	nodeName: `Under test (${flow.kind})`,
+}));
+
+function nodeUnderTest(kind) {
+	switch (kind) {
+		case 'noop':
+			return node({
+				name: 'Under test',
+				type: 'n8n-nodes-base.noOp',
+				parameters: {},
+			});
+		case 'reserve':
+			return reserveNode({
+				mode: 'permanent',
+				keySource: 'custom',
+				customKey: '={{ $json.id }}',
+			});
+		case 'reserveAuto':
+			return reserveNode({ mode: 'permanent', keySource: 'auto' });
+		case 'postgres':
+			return postgresQuery(
+				'Under test',
+				440,
+				'INSERT INTO bench_recipe_events (key) VALUES ($1) ON CONFLICT (key) DO NOTHING RETURNING key',
+				'={{ [$json.id] }}',
+			);
+		case 'removeDuplicates':
+			return node({
+				name: 'Under test',
+				type: 'n8n-nodes-base.removeDuplicates',
+				typeVersion: 2,
+				parameters: {
+					operation: 'removeItemsSeenInPreviousExecutions',
+					logic: 'removeItemsWithAlreadySeenKeyValues',
+					dedupeValue: '={{ $json.id }}',
+					// The default history (10,000) makes a 10,000-item execution fail ("exceeds the maximum history size").
+					options: { historySize: 1000000 },
+				},
+			});
+		default:
+			throw new Error(`unknown batch flow ${kind}`);
+	}
+}
+
+function batchWorkflows() {
+	const nodes = [];
+	const connections = {};
+	BATCH_FLOWS.forEach((flow, row) => {
+		const y = row * 200;
+		const trigger = {
+			...webhook(flow.path, {
+				responseMode: 'lastNode',
+				responseData: 'noData',
+			}),
+			name: `Webhook (${flow.kind})`,
+			position: [0, y],
+		};
+		const split = {
+			id: uuid('b0000009'),
+			name: `Split Out (${flow.kind})`,
+			type: 'n8n-nodes-base.splitOut',
+			typeVersion: 1,
+			position: [220, y],
+			parameters: { fieldToSplitOut: 'body.events', options: {} },
+		};
+		const underTest = {
+			...nodeUnderTest(flow.kind),
+			name: flow.nodeName,
+			position: [440, y],
+		};
+		nodes.push(trigger, split, underTest);
+		connections[trigger.name] = { main: [[link(split.name)]] };
+		connections[split.name] = { main: [[link(underTest.name)]] };
+	});
+	return [workflow(BATCH_WORKFLOW_ID, 'bench: batch flows', nodes, connections)];
+}
+
+module.exports = {
+	OVERHEAD_FLOWS,
+	BATCH_FLOWS,
+	RECIPE_TABLE_DDL,
+	overheadWorkflows,
+	batchWorkflows,
+};

@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// Smoke run of every benchmark at tiny sizes, so they cannot rot: `npm run bench:quick`.
+// Not a timed test: a missed performance target does not fail it; a crash, a wrong count (the
+// benchmarks check what they reserved) or a missing section of the report does. Exit code 0 when
+// everything ran, 1 otherwise. --skip-n8n leaves out the n8n benchmark (it needs the cached n8n
+// install from scripts/ensure-n8n.sh and takes a few minutes, mostly n8n's own start).
+'use strict';
+
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+
+const ROOT = path.join(__dirname, '..');
+
+const RUNS = [
+	{
+		name: 'bench/run.js --quick',
+		args: [path.join(__dirname, 'run.js'), '--quick'],
+		sections: [
+			'TARGET', // the core-vs-pg verdict line
+			"## The reserve statement vs the recipe's minimal insert",
+			'## Table growth',
+			'## Cleanup under load',
+			'## Cleanup statement',
+			'## Bloat after',
+			'## Output size',
+		],
+	},
+	{
+		name: 'bench/n8n/run.js --quick',
+		n8n: true,
+		args: [path.join(__dirname, 'n8n', 'run.js'), '--quick'],
+		sections: ['## Per-execution overhead', '## Batch:', '## One 2,000-item execution'],
+	},
+];
+
+function runOne(run) {
+	return new Promise((resolve) => {
+		const started = Date.now();
+		const child = spawn(process.execPath, run.args, {
+			cwd: ROOT,
+			stdio: ['ignore', 'pipe', 'inherit'],
+		});
+		let stdout = '';
+		child.stdout.on('data', (chunk) => {
+			stdout += chunk;
+			process.stdout.write(chunk);
+		});
+		child.on('close', (code, signal) => {
+			const missing = run.sections.filter((section) => !stdout.includes(section));
+			const seconds = ((Date.now() - started) / 1000).toFixed(0);
+			resolve({
+				name: run.name,
+				ok: code === 0 && missing.length === 0,
+				code,
+				signal,
+				missing,
+				seconds,
+			});
+		});
+	});
+}
+
+async function main() {
+	const skipN8n = process.argv.includes('--skip-n8n');
+	const results = [];
+	for (const run of RUNS) {
+		if (run.n8n && skipN8n) continue;
+		process.stdout.write(`\n=== ${run.name}\n`);
+		results.push(await runOne(run));
+	}
+	process.stdout.write('\n=== bench:quick summary\n');
+	for (const r of results) {
+		const why = r.ok ? '' : ` (exit ${r.code ?? r.signal}${r.missing.length ? `; missing: ${r.missing.join(' | ')}` : ''})`;
+		process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name} ${r.seconds}s${why}\n`);
+	}
+	return results.every((r) => r.ok) ? 0 : 1;
+}
+
+main().then((code) => process.exit(code));

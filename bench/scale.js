@@ -1,0 +1,673 @@
+// The scenarios of `bench/run.js` beyond core-vs-pg overhead: the statement against the recipe's
+// minimal insert, table growth to 10 M rows, cleanup under load, bloat from duplicates and the size
+// of the node's output. Each compares sides within one run (interleaved rounds where the sides can
+// run alternately), so ratios hold on a busy machine. Everything lives in one temporary database
+// that the caller drops at the end.
+'use strict';
+
+const { randomUUID } = require('node:crypto');
+const path = require('node:path');
+
+const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('./stats');
+
+const ROOT = path.join(__dirname, '..');
+const DAY = 86400;
+const PERMANENT = {
+	mode: 'permanent',
+	leaseSeconds: 300,
+	retentionSeconds: 30 * DAY,
+	executionId: 'bench-execution',
+	workflowId: 'bench-workflow',
+};
+const TARGETS = { statementRatio: 0.7, growthP99: 1.5, cleanupP99: 2 };
+
+let keyCounter = 0;
+// Stripe-like event keys as the Reserve node stores them (evt: + the event id).
+function freshKeys(count) {
+	const keys = new Array(count);
+	for (let i = 0; i < count; i++) keys[i] = `evt:evt_${(keyCounter++).toString(36).padStart(8, '0')}${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+	return keys;
+}
+const requestsFor = (keys) => keys.map((key) => ({ key, keySource: 'header', payloadHash: null }));
+
+// The same shape for keys made inside Postgres by generate_series (md5 spreads them like real ids).
+const SQL_KEY = `'evt:evt_' || substr(md5(g::text || $1::text), 1, 24)`;
+
+/** Times `fn` once per element of `inputs` with `callers` workers; returns latencies (ms) and seconds. */
+async function timed(inputs, callers, fn) {
+	const latencies = [];
+	let next = 0;
+	const worker = async () => {
+		while (next < inputs.length) {
+			const input = inputs[next++];
+			const started = performance.now();
+			await fn(input);
+			latencies.push(performance.now() - started);
+		}
+	};
+	const started = performance.now();
+	await Promise.all(Array.from({ length: Math.min(callers, inputs.length) }, worker));
+	return { latencies, seconds: (performance.now() - started) / 1000 };
+}
+
+function chunk(list, size) {
+	const out = [];
+	for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
+	return out;
+}
+
+/** Libraries from the built package and helpers bound to one database. */
+function context({ Pool, url, log, quick }) {
+	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'store'));
+	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'sql', 'statements'));
+	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
+	const pool = new Pool({ connectionString: url, max: 10 });
+	pool.on('error', () => {});
+	const q = (text, values) => pool.query(text, values);
+	const table = (schema, name) => tableRef(schema, name);
+	const store = (schema, name) => new IdempotencyStore(pool, { schema, table: name, createTable: false });
+	const plainReserve = (ref, via = pool, sql = renderStatement('reserve', ref)) => {
+		const o = PERMANENT;
+		return async (keys) =>
+			(
+				await via.query(sql, [
+					keys,
+					keys.map(() => 'header'),
+					keys.map(() => null),
+					keys.map(() => randomUUID()),
+					o.mode,
+					o.leaseSeconds,
+					o.retentionSeconds,
+					o.executionId,
+					o.workflowId,
+				])
+			).rows;
+	};
+	// The store creates the table the way the nodes do (whatever DDL or migrations the package has).
+	const createTable = async (ref, { fillfactor } = {}) => {
+		await q(`create schema if not exists "${ref.schema}"`);
+		await q(`drop table if exists ${ref.qualified}`);
+		await new IdempotencyStore(pool, { schema: ref.schema, table: ref.table, createTable: true }).createTable();
+		if (fillfactor) await q(`alter table ${ref.qualified} set (fillfactor = ${Number(fillfactor)})`);
+	};
+	/** The table's indexes other than its primary key, as `create index` statements. */
+	const secondaryIndexes = async (ref) =>
+		(
+			await q(
+				`select i.indexrelid::regclass::text as name, pg_get_indexdef(i.indexrelid) as ddl
+				   from pg_index i where i.indrelid = $1::regclass and not i.indisprimary`,
+				[ref.qualified],
+			)
+		).rows;
+	const sizes = async (ref) =>
+		(
+			await q(
+				`select pg_table_size(c.oid)::bigint as heap, pg_indexes_size(c.oid)::bigint as indexes, (select count(*) from ${ref.qualified})::bigint as rows
+				   from pg_class c where c.oid = $1::regclass`,
+				[ref.qualified],
+			)
+		).rows[0];
+	return {
+		Pool,
+		url,
+		pool,
+		q,
+		table,
+		store,
+		plainReserve,
+		createTable,
+		secondaryIndexes,
+		sizes,
+		renderStatement,
+		log,
+		quick,
+	};
+}
+
+/**
+ * Bulk-loads `count` completed rows with realistic keys and spread timestamps. `ageDays` shifts
+ * first_seen into the past (expired rows for cleanup); indexes stay in place unless `rebuild`
+ * (dropping them first and building them after is ~5× faster for 10 M rows, and packs them tighter).
+ */
+async function bulkLoad(ctx, ref, count, { ageDays = 0, salt = randomUUID(), rebuild = false } = {}) {
+	const { q } = ctx;
+	const indexes = rebuild ? await ctx.secondaryIndexes(ref) : [];
+	if (rebuild) {
+		await q(`alter table ${ref.qualified} drop constraint if exists "${ref.table}_pkey"`);
+		for (const index of indexes) await q(`drop index if exists ${index.name}`);
+	}
+	const step = 1000000;
+	for (let from = 1; from <= count; from += step) {
+		const to = Math.min(count, from + step - 1);
+		await q(
+			`insert into ${ref.qualified} (key, first_seen, status, attempts, duplicate_count, last_seen, expires_at, owner_token, execution_id, workflow_id, key_source, completed_at)
+			 select k, t, 'completed', 1, 0, t, t + interval '30 days', md5(k)::uuid, (g % 100000)::text, 'bench-workflow', 'header', t
+			   from (select g, ${SQL_KEY} as k, now() - make_interval(days => $2::int) - (g % 2592000) * interval '1 second' as t
+			           from generate_series($3::bigint, $4::bigint) g) s
+			 ${rebuild ? '' : 'on conflict (key) do nothing'}`,
+			[salt, ageDays, from, to],
+		);
+	}
+	if (rebuild) {
+		await q(`alter table ${ref.qualified} add constraint "${ref.table}_pkey" primary key (key)`);
+		for (const index of indexes) await q(index.ddl);
+	}
+	await q(`analyze ${ref.qualified}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. the reserve statement vs the recipe's minimal insert
+
+const RETURNED = `key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at, owner_token, execution_id,
+  workflow_id, key_source, payload_hash, response, completed_at, last_error, coalesce(locked_until > now(), false) as lease_active`;
+
+/**
+ * A prototype: the reserve statement returning only what the outcome and a compact output need
+ * (no timestamps: pg parses each into a Date, four per row).
+ */
+function leanReturning(reserveSql) {
+	const at = reserveSql.lastIndexOf('returning');
+	if (at < 0) throw new Error('the reserve statement has no RETURNING clause');
+	return `${reserveSql.slice(0, at)}returning e.key, e.status, e.attempts, e.owner_token, e.payload_hash, e.response, coalesce(e.locked_until > now(), false) as lease_active`;
+}
+
+/**
+ * A prototype, for measurement only: the same insert with DO NOTHING, and the rows that already
+ * existed read back in the same statement. It writes nothing for a duplicate (no duplicate_count,
+ * no last_seen, no reclaim of expired, failed or abandoned rows, which would need a second UPDATE
+ * for just those rows), and a key inserted by a concurrent transaction after this statement's
+ * snapshot comes back without a row (the caller would retry those keys).
+ */
+function doNothingPrototype(qualified) {
+	return `with batch as (
+  select distinct on (key) key, key_source, payload_hash, owner_token
+  from unnest($1::text[], $2::text[], $3::text[], $4::uuid[]) with ordinality as b(key, key_source, payload_hash, owner_token, position)
+  order by key, position
+), inserted as (
+  insert into ${qualified} (key, first_seen, status, attempts, duplicate_count, last_seen, locked_until, expires_at,
+    owner_token, execution_id, workflow_id, key_source, payload_hash, completed_at)
+  select key, now(), case when $5 = 'lease' then 'processing' else 'completed' end, 1, 0, now(),
+    case when $5 = 'lease' then now() + make_interval(secs => $6::double precision) end,
+    now() + make_interval(secs => $7::double precision), owner_token, $8::text, $9::text, key_source, payload_hash,
+    case when $5 = 'lease' then null else now() end
+  from batch order by key
+  on conflict (key) do nothing
+  returning ${RETURNED}
+)
+select * from inserted
+union all
+select ${RETURNED.replace(/\b(key|status|attempts|duplicate_count|first_seen|last_seen|locked_until|expires_at|owner_token|execution_id|workflow_id|key_source|payload_hash|response|completed_at|last_error)\b/g, 'e.$1')}
+from ${qualified} e join batch b on b.key = e.key
+where not exists (select 1 from inserted i where i.key = b.key)`;
+}
+
+async function statement(ctx, { rounds }) {
+	const { q, table, store, plainReserve, createTable } = ctx;
+	const schema = 'idem_bench_statement';
+	const refs = {
+		core: table(schema, 'reserve_core'),
+		plain: table(schema, 'reserve_plain'),
+		pkOnly: table(schema, 'reserve_pk_only'),
+		doNothing: table(schema, 'reserve_do_nothing'),
+		lean: table(schema, 'reserve_lean_returning'),
+		minimal: table(schema, 'recipe_minimal'),
+	};
+	for (const key of ['core', 'plain', 'pkOnly', 'doNothing', 'lean']) await createTable(refs[key]);
+	for (const index of await ctx.secondaryIndexes(refs.pkOnly)) await q(`drop index ${index.name}`);
+	await q(`create table ${refs.minimal.qualified} (key text primary key, first_seen timestamptz not null default now())`);
+	const minimalSql = `insert into ${refs.minimal.qualified} (key) select unnest($1::text[]) on conflict (key) do nothing returning key`;
+	const coreStore = store(schema, 'reserve_core');
+	const sides = [
+		{
+			name: 'recipe: INSERT … ON CONFLICT DO NOTHING RETURNING key (2 columns)',
+			run: async (keys) => (await q(minimalSql, [keys])).rows,
+			baseline: true,
+		},
+		{
+			name: 'reserve via the core (IdempotencyStore.reserve)',
+			run: (keys) => coreStore.reserve(requestsFor(keys), PERMANENT),
+		},
+		{ name: 'reserve statement via plain pg', run: plainReserve(refs.plain) },
+		{
+			name: 'reserve statement, table without the 3 secondary indexes (prototype)',
+			run: plainReserve(refs.pkOnly),
+		},
+		{
+			name: 'DO NOTHING + read existing rows, full table (prototype)',
+			run: plainReserve(refs.doNothing, ctx.pool, doNothingPrototype(refs.doNothing.qualified)),
+		},
+		{
+			name: 'reserve statement returning 7 columns, not 17 (prototype)',
+			run: plainReserve(refs.lean, ctx.pool, leanReturning(ctx.renderStatement('reserve', refs.lean))),
+		},
+	];
+	const scenarios = ctx.quick
+		? [
+				{ name: '1,000 keys/call', size: 1000, calls: 2, duplicates: false },
+				{
+					name: 'duplicates, 1,000 keys/call',
+					size: 1000,
+					calls: 2,
+					duplicates: true,
+				},
+			]
+		: [
+				{ name: '1,000 keys/call', size: 1000, calls: 10, duplicates: false },
+				{ name: '10,000 keys/call', size: 10000, calls: 2, duplicates: false },
+				{
+					name: 'duplicates, 1,000 keys/call',
+					size: 1000,
+					calls: 10,
+					duplicates: true,
+				},
+				{
+					name: 'duplicates, 10,000 keys/call',
+					size: 10000,
+					calls: 2,
+					duplicates: true,
+				},
+			];
+	const rows = [];
+	const verdicts = [];
+	for (const scenario of scenarios) {
+		const perSide = sides.map(() => ({ keysPerSecond: [], ratio: [] }));
+		// Warm-up: plans and connections on every side.
+		for (const side of sides) await side.run(freshKeys(scenario.size));
+		for (let round = 0; round < rounds; round++) {
+			const calls = Array.from({ length: scenario.calls }, () => freshKeys(scenario.size));
+			if (scenario.duplicates) for (const side of sides) for (const keys of calls) await side.run(keys);
+			await q('checkpoint').catch(() => {});
+			const seconds = new Map();
+			for (const side of rotate(sides, round)) seconds.set(side, (await timed(calls, 1, side.run)).seconds);
+			const base = seconds.get(sides[0]);
+			sides.forEach((side, i) => {
+				perSide[i].keysPerSecond.push((scenario.size * scenario.calls) / seconds.get(side));
+				perSide[i].ratio.push(base / seconds.get(side));
+			});
+		}
+		sides.forEach((side, i) => {
+			const ratio = median(perSide[i].ratio);
+			rows.push([
+				scenario.name,
+				side.name,
+				fmt(median(perSide[i].keysPerSecond)),
+				side.baseline ? '1' : fmtRatio(ratio),
+				side.baseline ? '–' : `${fmtRatio(Math.min(...perSide[i].ratio), 2)}–${fmtRatio(Math.max(...perSide[i].ratio), 2)}`,
+			]);
+			if (i === 1 || i === 2) {
+				verdicts.push(
+					`${ratio >= TARGETS.statementRatio ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${scenario.name}, ${side.name}: ${fmtRatio(ratio)} × the recipe (target ≥ ${TARGETS.statementRatio})`,
+				);
+			}
+		});
+		ctx.log(`  statement: ${scenario.name} done (load ${loadAverage()})`);
+	}
+	console.log(`\n## The reserve statement vs the recipe's minimal insert (${rounds} interleaved rounds)\n`);
+	printTable(['scenario', 'side', 'keys/s (median)', 'ratio to recipe', 'ratio min–max'], rows, { textColumns: 2 });
+	for (const line of verdicts) console.log(line);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. table growth
+
+async function growth(ctx, { rounds }) {
+	const { table, store, createTable, sizes } = ctx;
+	const schema = 'idem_bench_growth';
+	const steps = ctx.quick ? [0, 2000, 20000] : [0, 1000000, 10000000];
+	const tables = steps.map((rows) => ({
+		rows,
+		ref: table(schema, `keys_${rows}`),
+		store: store(schema, `keys_${rows}`),
+		single: [],
+		batch: [],
+	}));
+	for (const t of tables) {
+		await createTable(t.ref);
+		const started = Date.now();
+		if (t.rows > 0) await bulkLoad(ctx, t.ref, t.rows, { rebuild: t === tables.at(-1) });
+		if (t.rows > 0) ctx.log(`  growth: loaded ${fmt(t.rows)} rows in ${((Date.now() - started) / 1000).toFixed(0)} s (load ${loadAverage()})`);
+	}
+	const singles = ctx.quick ? 40 : 400;
+	const batches = ctx.quick ? 2 : 16;
+	// Round 0 warms every table up and is not counted.
+	for (let round = 0; round <= rounds; round++) {
+		for (const t of rotate(tables, round)) {
+			const single = await timed(
+				freshKeys(singles).map((k) => [k]),
+				8,
+				(keys) => t.store.reserve(requestsFor(keys), PERMANENT),
+			);
+			const batch = await timed(
+				Array.from({ length: batches }, () => freshKeys(1000)),
+				1,
+				(keys) => t.store.reserve(requestsFor(keys), PERMANENT),
+			);
+			if (round > 0) {
+				t.single.push(...single.latencies);
+				t.batch.push(...batch.latencies);
+			}
+		}
+	}
+	const [empty] = tables;
+	const rows = [];
+	for (const t of tables) {
+		const size = await sizes(t.ref);
+		const perMillion = (bytes) => (Number(bytes) / 1024 / 1024 / (Number(size.rows) / 1e6)).toFixed(0);
+		rows.push([
+			fmt(t.rows),
+			fmtMs(percentile(t.single, 50), 2),
+			fmtMs(percentile(t.single, 99), 2),
+			`${(percentile(t.single, 99) / percentile(empty.single, 99)).toFixed(2)}×`,
+			fmtMs(percentile(t.batch, 50)),
+			fmtMs(percentile(t.batch, 99)),
+			`${(percentile(t.batch, 99) / percentile(empty.batch, 99)).toFixed(2)}×`,
+			t.rows >= 1000 ? `${perMillion(size.heap)} + ${perMillion(size.indexes)}` : '–',
+		]);
+	}
+	console.log(
+		`\n## Table growth (${rounds} interleaved rounds after a warm-up round; each: ${singles} single-key reserves by 8 callers, ${batches} batches of 1,000)\n`,
+	);
+	printTable(
+		[
+			'rows in table',
+			'single p50 ms',
+			'single p99 ms',
+			'p99 vs empty',
+			'1,000-key p50 ms',
+			'1,000-key p99 ms',
+			'p99 vs empty',
+			'MB per million keys (table + indexes)',
+		],
+		rows,
+	);
+	console.log(
+		'The largest table is loaded without indexes and indexed afterwards (packed B-trees); the others are loaded with the indexes in place (random key order, like real traffic).',
+	);
+	const last = tables.at(-1);
+	for (const [label, kind] of [
+		['single key, 8 callers', 'single'],
+		['1,000-key batches', 'batch'],
+	]) {
+		const ratio = percentile(last[kind], 99) / percentile(empty[kind], 99);
+		console.log(
+			`${ratio <= TARGETS.growthP99 ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${label}: p99 at ${fmt(last.rows)} rows is ${ratio.toFixed(2)}× p99 on an empty table (target ≤ ${TARGETS.growthP99}×)`,
+		);
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. cleanup under load
+
+async function cleanupUnderLoad(ctx) {
+	const { table, store, createTable, q } = ctx;
+	const schema = 'idem_bench_cleanup';
+	const ref = table(schema, 'keys');
+	const expired = ctx.quick ? 20000 : 1000000;
+	const live = ctx.quick ? 5000 : 200000;
+	await createTable(ref);
+	// Oldest first, as a real table fills: the expired rows sit before the live ones in the heap.
+	await bulkLoad(ctx, ref, expired, { ageDays: 31 }); // past retention
+	await bulkLoad(ctx, ref, live); // kept: first seen within the last 30 days
+	await q(`vacuum analyze ${ref.qualified}`);
+	const keyStore = store(schema, 'keys');
+	const phases = { before: [], during: [], after: [] };
+	let phase = 'before';
+	let stop = false;
+	const reserver = async () => {
+		while (!stop) {
+			const keys = requestsFor(freshKeys(1));
+			const started = performance.now();
+			await keyStore.reserve(keys, PERMANENT);
+			phases[phase].push(performance.now() - started);
+		}
+	};
+	const workers = Array.from({ length: 8 }, reserver);
+	const quiet = ctx.quick ? 1000 : 8000;
+	await new Promise((resolve) => setTimeout(resolve, quiet));
+	phase = 'during';
+	// The node's defaults: 30 days, batches of 10,000, and here no time limit.
+	const result = await keyStore.cleanup({
+		retentionSeconds: 30 * DAY,
+		batchSize: 10000,
+		timeBudgetSeconds: 3600,
+	});
+	phase = 'after';
+	await new Promise((resolve) => setTimeout(resolve, quiet));
+	stop = true;
+	await Promise.all(workers);
+	const without = [...phases.before, ...phases.after];
+	const rowsPerSecond = (result.deleted / result.durationMs) * 1000;
+	console.log(
+		`\n## Cleanup under load: ${fmt(expired)} expired rows (of ${fmt(expired + live)}) deleted by IdempotencyStore.cleanup while 8 clients reserve single keys\n`,
+	);
+	printTable(
+		['phase', 'reserves', 'p50 ms', 'p99 ms', 'max ms'],
+		[
+			[
+				'without cleanup (before + after)',
+				fmt(without.length),
+				fmtMs(percentile(without, 50), 2),
+				fmtMs(percentile(without, 99), 2),
+				fmtMs(percentile(without, 100)),
+			],
+			[
+				'during cleanup',
+				fmt(phases.during.length),
+				fmtMs(percentile(phases.during, 50), 2),
+				fmtMs(percentile(phases.during, 99), 2),
+				fmtMs(percentile(phases.during, 100)),
+			],
+		],
+	);
+	const ratio = percentile(phases.during, 99) / percentile(without, 99);
+	console.log(
+		`\ncleanup: ${fmt(result.deleted)} rows in ${fmt(result.durationMs)} ms, ${result.batches} batches of 10,000, ${fmt(rowsPerSecond)} rows/s under load; a daily run at 1 M expired rows/day takes ~${(1e6 / rowsPerSecond).toFixed(0)} s.`,
+	);
+	console.log(
+		`${ratio <= TARGETS.cleanupP99 ? 'TARGET HOLDS' : 'TARGET MISSED'}: reserve p99 during cleanup is ${ratio.toFixed(2)}× p99 without it (target ≤ ${TARGETS.cleanupP99}×)`,
+	);
+	if (result.deleted < expired) throw new Error(`cleanup deleted ${result.deleted} of ${expired} expired rows`);
+}
+
+/**
+ * The cleanup statement against a prototype with the same rule whose DELETE finds the doomed rows
+ * by primary key (`key = any(array(…))`) instead of a hash join over the whole table, on a table
+ * of 1 M live + 200,000 expired rows, no other load. Per-batch times show how each scales.
+ */
+async function cleanupPlan(ctx) {
+	const { table, createTable, q, renderStatement } = ctx;
+	const schema = 'idem_bench_cleanup_plan';
+	const live = ctx.quick ? 20000 : 1000000;
+	const expired = ctx.quick ? 20000 : 200000;
+	const sides = [
+		{ name: 'sql/008_cleanup.sql (today)', ref: table(schema, 'today') },
+		{
+			name: 'prototype: DELETE … WHERE key = any(array(SELECT … LIMIT … FOR UPDATE SKIP LOCKED))',
+			ref: table(schema, 'proto'),
+		},
+	];
+	for (const side of sides) {
+		await createTable(side.ref);
+		await bulkLoad(ctx, side.ref, expired, { ageDays: 31 });
+		await bulkLoad(ctx, side.ref, live);
+		await q(`vacuum analyze ${side.ref.qualified}`);
+	}
+	sides[0].sql = renderStatement('cleanup', sides[0].ref);
+	sides[1].sql = keyArrayCleanup(renderStatement('cleanup', sides[1].ref));
+	const rows = [];
+	for (const side of sides) {
+		const batches = [];
+		let deleted = 0;
+		for (;;) {
+			const started = performance.now();
+			const count = (await q(side.sql, [30 * DAY, 10000])).rowCount;
+			batches.push(performance.now() - started);
+			deleted += count;
+			if (count < 10000) break;
+		}
+		const ms = batches.reduce((a, b) => a + b, 0);
+		rows.push([side.name, fmt(deleted), fmt(ms), fmt((deleted / ms) * 1000), fmtMs(median(batches), 0), fmtMs(percentile(batches, 100), 0)]);
+	}
+	console.log(`\n## Cleanup statement: ${fmt(expired)} expired rows in a table of ${fmt(expired + live)}, batches of 10,000, no other load\n`);
+	printTable(['statement', 'deleted', 'ms', 'rows/s', 'median batch ms', 'slowest batch ms'], rows);
+}
+
+/** 008_cleanup.sql rewritten so the DELETE looks the doomed keys up by primary key. */
+function keyArrayCleanup(cleanupSql) {
+	const match = /^with doomed as \(([\s\S]*?)\)\s*delete from (\S+) as e/.exec(cleanupSql);
+	if (!match) throw new Error('008_cleanup.sql no longer has the shape this prototype rewrites');
+	return `delete from ${match[2]} where key = any(array(${match[1]}))`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. bloat from duplicate-heavy traffic
+
+async function bloat(ctx) {
+	const { table, plainReserve, createTable, sizes, q } = ctx;
+	const schema = 'idem_bench_bloat';
+	const count = ctx.quick ? 10000 : 1000000;
+	const variants = [
+		{ name: 'default table (fillfactor 100)', ref: table(schema, 'ff100') },
+		{
+			name: 'fillfactor 90 (prototype)',
+			ref: table(schema, 'ff90'),
+			fillfactor: 90,
+		},
+	];
+	const salt = randomUUID();
+	// Its own connections, closed before the statistics are read: a backend reports its row counts
+	// to pg_stat_user_tables when it goes idle for a while or exits.
+	const trafficPool = new ctx.Pool({ connectionString: ctx.url, max: 2 });
+	trafficPool.on('error', () => {});
+	for (const v of variants) {
+		await createTable(v.ref, { fillfactor: v.fillfactor });
+		await bulkLoad(ctx, v.ref, count, { salt });
+		await q(`vacuum analyze ${v.ref.qualified}`);
+		v.reserve = plainReserve(v.ref, trafficPool);
+		v.before = await sizes(v.ref);
+	}
+	// 1 M duplicate deliveries of keys that exist, in random order, 1,000 per call, the variants alternating.
+	const { rows } = await q(`select ${SQL_KEY} as k from generate_series(1, $2::bigint) g order by random()`, [salt, count]);
+	const batches = chunk(
+		rows.map((r) => r.k),
+		1000,
+	);
+	const started = Date.now();
+	for (const [i, keys] of batches.entries()) for (const v of rotate(variants, i)) await v.reserve(keys);
+	const seconds = (Date.now() - started) / 1000;
+	await trafficPool.end();
+	const statsSql = `select n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd, autovacuum_count from pg_stat_user_tables where relid = $1::regclass`;
+	await new Promise((resolve) => setTimeout(resolve, 1500));
+	const out = [];
+	for (const v of variants) {
+		const stat = (await q(statsSql, [v.ref.qualified])).rows[0];
+		const after = await sizes(v.ref);
+		await q(`vacuum ${v.ref.qualified}`);
+		const vacuumed = await sizes(v.ref);
+		const mb = (x) => (Number(x) / 1024 / 1024).toFixed(0);
+		out.push([
+			v.name,
+			`${mb(v.before.heap)} + ${mb(v.before.indexes)}`,
+			`${mb(after.heap)} + ${mb(after.indexes)}`,
+			`${((Number(after.heap) + Number(after.indexes)) / (Number(v.before.heap) + Number(v.before.indexes))).toFixed(2)}×`,
+			fmt(Number(stat.n_tup_upd)),
+			`${((Number(stat.n_tup_hot_upd) / Math.max(1, Number(stat.n_tup_upd))) * 100).toFixed(0)} %`,
+			fmt(Number(stat.n_dead_tup)),
+			String(stat.autovacuum_count),
+			`${mb(vacuumed.heap)} + ${mb(vacuumed.indexes)}`,
+		]);
+	}
+	const settings = (
+		await q(
+			`select name, setting from pg_settings where name in ('autovacuum', 'autovacuum_vacuum_scale_factor', 'autovacuum_vacuum_threshold', 'autovacuum_naptime') order by name`,
+		)
+	).rows;
+	console.log(
+		`\n## Bloat after ${fmt(count)} duplicate reservations of ${fmt(count)} existing keys (${fmt((count * variants.length) / seconds)} duplicates/s over both tables)\n`,
+	);
+	printTable(
+		['table', 'MB before (heap + indexes)', 'MB after', 'growth', 'row updates', 'HOT updates', 'dead rows left', 'autovacuum runs', 'MB after VACUUM'],
+		out,
+	);
+	console.log(`autovacuum settings: ${settings.map((s) => `${s.name}=${s.setting}`).join(', ')}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. output size of the node's `idempotency` object
+
+/** The prototype of a compact output: what a workflow needs to route and to settle the key. */
+function compactOutput(result) {
+	return {
+		key: result.key,
+		outcome: result.outcome,
+		isNew: result.outcome === 'new',
+		ownerToken: result.ownerToken,
+		response: result.record.response ?? null,
+		...(result.payloadMismatch === null ? {} : { payloadMismatch: result.payloadMismatch }),
+	};
+}
+
+async function outputSize(ctx) {
+	const { table, store, createTable } = ctx;
+	const { idempotencyOutput } = require(path.join(ROOT, 'dist', 'nodes', 'IdempotencyReserve', 'idempotencyOutput'));
+	const schema = 'idem_bench_output';
+	await createTable(table(schema, 'keys'));
+	const items = ctx.quick ? 1000 : 10000;
+	const distinct = freshKeys(items - items / 10);
+	const keys = [...distinct, ...distinct.slice(0, items / 10)];
+	const inputs = keys.map((key) => ({
+		id: key.slice(4),
+		type: 'invoice.paid',
+		amount: 1200,
+	}));
+	const results = await store(schema, 'keys').reserve(requestsFor(keys), PERMANENT);
+	const derived = { key: '', keySource: 'custom', hashed: false };
+	const shapes = [
+		{
+			name: 'full (today)',
+			make: (r) => idempotencyOutput(r, { ...derived, key: r.key }, 'permanent'),
+		},
+		{ name: 'compact (prototype)', make: compactOutput },
+	];
+	const measured = shapes.map((shape) => {
+		const samples = [];
+		let bytes = 0;
+		let objectBytes = 0;
+		for (let i = 0; i < 5; i++) {
+			const started = performance.now();
+			const out = results.map((r, index) => ({
+				json: { ...inputs[index], idempotency: shape.make(r) },
+				pairedItem: { item: index },
+			}));
+			const text = JSON.stringify(out);
+			samples.push(performance.now() - started);
+			bytes = Buffer.byteLength(text);
+			objectBytes = out.reduce((sum, item) => sum + Buffer.byteLength(JSON.stringify(item.json.idempotency)), 0);
+		}
+		return { ...shape, bytes, objectBytes, ms: median(samples) };
+	});
+	const full = measured[0];
+	console.log(`\n## Output size: ${fmt(items)} items (${fmt(items / 10)} repeats), items as the node outputs them, serialised as JSON\n`);
+	printTable(
+		['idempotency object', 'bytes per item (object)', 'all items MB', 'vs full', 'build + JSON ms'],
+		measured.map((m) => [
+			m.name,
+			fmt(m.objectBytes / items),
+			(m.bytes / 1024 / 1024).toFixed(2),
+			`${((m.bytes / full.bytes) * 100).toFixed(0)} %`,
+			fmtMs(m.ms),
+		]),
+	);
+	console.log(`compact = ${JSON.stringify(Object.keys(compactOutput(results[0])))} (payloadMismatch only when fingerprinting is on).`);
+}
+
+const GROUPS = {
+	statement,
+	growth,
+	cleanup: cleanupUnderLoad,
+	cleanupplan: cleanupPlan,
+	bloat,
+	output: outputSize,
+};
+
+module.exports = { GROUPS, context };
