@@ -14,12 +14,17 @@ fs.mkdirSync(resultsDir, { recursive: true });
 
 const skipE2e = process.argv.includes('--skip-e2e');
 // `--n8n-version=1.123.81` (or N8N_VERSION) picks the n8n the end-to-end suite runs; jest takes no unknown flags.
-const n8nVersion = require('./lib/n8n-version').selectedN8nVersion();
+const { selectedN8nVersion, PROVEN_N8N_VERSIONS } = require('./lib/n8n-version');
+const n8nVersion = selectedN8nVersion();
+// The other proven n8n line (1.x when 2.x is selected) runs the one-process suite too; --skip-other-n8n skips it.
+const otherVersions = process.argv.includes('--skip-other-n8n') ? [] : PROVEN_N8N_VERSIONS.filter((version) => version !== n8nVersion);
 const steps = [
 	{ name: 'lint', command: ['npx', 'n8n-node', 'lint'] },
 	{ name: 'types', command: ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
 	{ name: 'build', command: ['npm', 'run', 'build'] },
 	{ name: 'unit + integration', command: ['npx', 'jest', '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`], results: 'fast.json' },
+	// Benchmarks are not timed tests: this smoke run only proves they still run and count right (uses dist/).
+	{ name: 'benchmarks (smoke)', command: ['node', 'bench/quick.js', ...(skipE2e ? ['--skip-n8n'] : [])] },
 	...(skipE2e
 		? []
 		: [
@@ -30,6 +35,12 @@ const steps = [
 					command: ['node', 'scripts/test-e2e.js', '--results-dir', resultsDir],
 					results: (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => `e2e-${t.trim()}.json`),
 				},
+				...otherVersions.map((version) => ({
+					name: `end to end (n8n ${version}, one process)`,
+					env: { N8N_VERSION: version, E2E_TOPOLOGIES: 'single' },
+					command: ['node', 'scripts/test-e2e.js', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
+					results: [`n8n-${version}/e2e-single.json`],
+				})),
 			]),
 ];
 

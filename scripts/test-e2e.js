@@ -11,6 +11,7 @@ const root = path.join(__dirname, '..');
 const args = process.argv.slice(2);
 const resultsAt = args.indexOf('--results-dir');
 const resultsDir = resultsAt >= 0 ? path.resolve(args[resultsAt + 1]) : null;
+if (resultsDir) fs.mkdirSync(resultsDir, { recursive: true });
 const jestArgs = resultsAt >= 0 ? args.filter((_, i) => i !== resultsAt && i !== resultsAt + 1) : args;
 const topologies = (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => t.trim()).filter(Boolean);
 
