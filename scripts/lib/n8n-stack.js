@@ -460,14 +460,15 @@ const BUSINESS_LOG_DDL = `CREATE TABLE IF NOT EXISTS business_log (
 	created_at timestamptz NOT NULL DEFAULT now()
 )`;
 
-/** Creates the package's table with the DDL the installed package ships, and the example business table. */
+/** Creates the package's table with the migrations the installed package ships (in file order), and the example business table. */
 async function prepareTemplateTables(client, ctx, { reset = false } = {}) {
-	const shipped = ctx.packageDir && path.join(ctx.packageDir, 'dist', 'sql', '001_create_table.sql');
-	const ddlFile = shipped && fs.existsSync(shipped) ? shipped : path.join(REPO_ROOT, 'sql', '001_create_table.sql');
-	await client.query(fs.readFileSync(ddlFile, 'utf8'));
+	const shipped = ctx.packageDir && path.join(ctx.packageDir, 'dist', 'sql', 'migrations', 'keys');
+	const ddlDir = shipped && fs.existsSync(shipped) ? shipped : path.join(REPO_ROOT, 'sql', 'migrations', 'keys');
+	const ddlFiles = fs.readdirSync(ddlDir).filter((name) => name.endsWith('.sql')).sort();
+	for (const name of ddlFiles) await client.query(fs.readFileSync(path.join(ddlDir, name), 'utf8'));
 	await client.query(BUSINESS_LOG_DDL);
 	if (reset) await client.query('TRUNCATE business_log, processed_events RESTART IDENTITY');
-	return ddlFile;
+	return ddlDir;
 }
 
 /**
