@@ -7,6 +7,7 @@ export * from './keys/canonicalJson';
 export * from './keys/deriveKey';
 export * from './keys/forbiddenHeaders';
 export * from './keys/presets';
+export * from './providers';
 export * from './keys/sha256';
 export * from './postgres/classifyError';
 export * from './postgres/connectionSettings';

@@ -1,14 +1,9 @@
-/** Signature schemes the verifier understands; the values are stable (stored in workflows). */
-export const SIGNATURE_SCHEMES = [
-	'stripe',
-	'github',
-	'shopify',
-	'slack',
-	'standardWebhooks',
-	'generic',
-] as const;
+import { DEFAULT_TOLERANCE_SECONDS, signingProviderIds, type SigningProviderId } from '../providers';
 
-export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+/** Signature schemes the verifier understands, from the provider registry; the values are stable (stored in workflows). */
+export const SIGNATURE_SCHEMES: readonly SignatureScheme[] = signingProviderIds();
+
+export type SignatureScheme = SigningProviderId;
 
 /** HMAC digests the generic scheme can be configured with. */
 export type HmacAlgorithm = 'sha1' | 'sha256' | 'sha512';
@@ -98,4 +93,4 @@ export type VerifySignatureResult =
 	  };
 
 /** Replay window when none is configured: the Stripe, Slack and Standard Webhooks SDK default. */
-export const DEFAULT_TOLERANCE_SECONDS = 300;
+export { DEFAULT_TOLERANCE_SECONDS };

@@ -1,5 +1,6 @@
 import type { INodeProperties } from 'n8n-workflow';
 
+import { presetOptions } from '../shared/providerOptions';
 import { rawBodyPropertyOption } from '../shared/rawBody';
 import { createTableOption, schemaNameOption, tableNameOption } from '../shared/tableOptions';
 
@@ -35,14 +36,7 @@ export const reserveProperties: INodeProperties[] = [
 		type: 'options',
 		noDataExpression: true,
 		displayOptions: { show: { keySource: ['preset'] } },
-		options: [
-			{ name: 'Generic (Idempotency-Key Header)', value: 'generic' },
-			{ name: 'GitHub (X-GitHub-Delivery)', value: 'github' },
-			{ name: 'Shopify (X-Shopify-Webhook-ID)', value: 'shopify' },
-			{ name: 'Slack (Body Event ID)', value: 'slack' },
-			{ name: 'Standard Webhooks / Svix (Webhook-ID)', value: 'standardWebhooks' },
-			{ name: 'Stripe (Body ID)', value: 'stripe' },
-		],
+		options: presetOptions(),
 		default: 'stripe',
 	},
 	{

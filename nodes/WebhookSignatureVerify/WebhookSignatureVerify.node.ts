@@ -6,6 +6,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
+import { schemeSubtitle } from '../shared/providerOptions';
 import { webhookSignatureSecretTest } from './credential';
 import { properties } from './description';
 import { verifyItems } from './execute';
@@ -22,8 +23,7 @@ export class WebhookSignatureVerify implements INodeType {
 		icon: { light: 'file:webhookSignatureVerify.svg', dark: 'file:webhookSignatureVerify.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle:
-			'={{ {"stripe": "Stripe", "github": "GitHub", "shopify": "Shopify", "slack": "Slack", "standardWebhooks": "Standard Webhooks", "generic": "Generic HMAC"}[$parameter["scheme"]] }}',
+		subtitle: schemeSubtitle(),
 		description: 'Verify the HMAC signature of an incoming webhook before acting on it',
 		defaults: {
 			name: 'Webhook Signature Verify',

@@ -1,10 +1,9 @@
 import type { INodeProperties } from 'n8n-workflow';
 
 import { DEFAULT_TOLERANCE_SECONDS } from '../../lib/signature';
+import { schemeOptions, TIMESTAMPED_SCHEMES } from '../shared/providerOptions';
 import { rawBodyPropertyOption } from '../shared/rawBody';
 
-/** Schemes that sign a timestamp, for which the replay window applies. */
-const TIMESTAMPED_SCHEMES = ['stripe', 'slack', 'standardWebhooks', 'generic'];
 
 const showForGeneric = { show: { scheme: ['generic'] } };
 
@@ -24,38 +23,7 @@ export const properties: INodeProperties[] = [
 		noDataExpression: true,
 		default: 'stripe',
 		description: 'How the sender signs its requests',
-		options: [
-			{
-				name: 'Generic HMAC',
-				value: 'generic',
-				description: 'An HMAC of the raw body (optionally prefixed by a timestamp) in a header you name',
-			},
-			{
-				name: 'GitHub',
-				value: 'github',
-				description: 'X-Hub-Signature-256: sha256=hex HMAC-SHA256 of the raw body',
-			},
-			{
-				name: 'Shopify',
-				value: 'shopify',
-				description: 'X-Shopify-Hmac-Sha256: base64 HMAC-SHA256 of the raw body',
-			},
-			{
-				name: 'Slack',
-				value: 'slack',
-				description: 'X-Slack-Signature: v0=hex HMAC-SHA256 of "v0:timestamp:body", with X-Slack-Request-Timestamp',
-			},
-			{
-				name: 'Standard Webhooks / Svix',
-				value: 'standardWebhooks',
-				description: 'Webhook-ID, webhook-timestamp and webhook-signature (or the svix- equivalents), whsec_ base64 secret',
-			},
-			{
-				name: 'Stripe',
-				value: 'stripe',
-				description: 'Stripe-Signature: t=timestamp,v1=hex HMAC-SHA256 of "timestamp.body"',
-			},
-		],
+		options: schemeOptions(),
 	},
 	{
 		displayName: 'Algorithm',
@@ -129,7 +97,7 @@ export const properties: INodeProperties[] = [
 		displayName: 'Tolerance (Seconds)',
 		name: 'toleranceSeconds',
 		type: 'number',
-		displayOptions: { show: { scheme: TIMESTAMPED_SCHEMES } },
+		displayOptions: { show: { scheme: [...TIMESTAMPED_SCHEMES] } },
 		default: DEFAULT_TOLERANCE_SECONDS,
 		typeOptions: { minValue: 0 },
 		description:

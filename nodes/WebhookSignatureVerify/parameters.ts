@@ -7,6 +7,7 @@ import {
 	type SignatureEncoding,
 	type SignatureScheme,
 } from '../../lib/signature';
+import { TIMESTAMPED_SCHEMES } from '../shared/providerOptions';
 
 /** What to do with a request whose signature does not verify. */
 export type InvalidAction = 'route' | 'throw';
@@ -21,7 +22,6 @@ export interface VerifyParameters {
 	rawBodyProperty: string;
 }
 
-const TIMESTAMPED: readonly SignatureScheme[] = ['stripe', 'slack', 'standardWebhooks', 'generic'];
 
 /** Reads the parameters of one item; hidden parameters are only read for the scheme that shows them. */
 export function readParameters(ctx: IExecuteFunctions, itemIndex: number): VerifyParameters {
@@ -29,7 +29,7 @@ export function readParameters(ctx: IExecuteFunctions, itemIndex: number): Verif
 	const options = ctx.getNodeParameter('options', itemIndex, {}) as IDataObject;
 	return {
 		scheme,
-		toleranceSeconds: TIMESTAMPED.includes(scheme)
+		toleranceSeconds: TIMESTAMPED_SCHEMES.includes(scheme)
 			? (ctx.getNodeParameter('toleranceSeconds', itemIndex, DEFAULT_TOLERANCE_SECONDS) as number)
 			: DEFAULT_TOLERANCE_SECONDS,
 		generic: scheme === 'generic' ? readGeneric(ctx, itemIndex) : undefined,

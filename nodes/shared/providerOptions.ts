@@ -1,0 +1,40 @@
+import type { INodePropertyOptions } from 'n8n-workflow';
+
+import {
+	PROVIDER_IDS,
+	providerDefinition,
+	schemeDisplayName,
+	signingProviderIds,
+	timestampedSchemeIds,
+} from '../../lib/providers';
+
+/** n8n lists options alphabetically by name. */
+const byName = (a: INodePropertyOptions, b: INodePropertyOptions): number => a.name.localeCompare(b.name, 'en');
+
+/** Idempotency Reserve → Provider: every provider, named with where its event id lives. */
+export function presetOptions(): INodePropertyOptions[] {
+	return PROVIDER_IDS.map((id) => {
+		const provider = providerDefinition(id);
+		return { name: `${provider.displayName} (${provider.eventIdLabel})`, value: id };
+	}).sort(byName);
+}
+
+/** Webhook Signature Verify → Scheme: every provider that signs, with what it signs. */
+export function schemeOptions(): INodePropertyOptions[] {
+	return signingProviderIds()
+		.map((id) => ({
+			name: schemeDisplayName(id),
+			value: id,
+			description: providerDefinition(id).signature?.summary,
+		}))
+		.sort(byName);
+}
+
+/** Schemes that sign a timestamp, for which the Tolerance parameter is shown and read. */
+export const TIMESTAMPED_SCHEMES: readonly string[] = timestampedSchemeIds();
+
+/** The Verify node's subtitle: the chosen scheme's name. */
+export function schemeSubtitle(): string {
+	const names = Object.fromEntries(signingProviderIds().map((id) => [id, schemeDisplayName(id)]));
+	return `={{ ${JSON.stringify(names)}[$parameter["scheme"]] }}`;
+}
