@@ -1,3 +1,4 @@
+import type { INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
@@ -278,6 +279,34 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 		expect(duplicate).toHaveLength(0);
 		// A bad key is not an outage: it is never let through.
 		expect(notReserved.map((item) => item.pairedItem)).toEqual([{ item: 1 }]);
+	});
+
+	it('never lets through a delivery that timed out on a row lock (another delivery of the event holds it)', async () => {
+		await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lt-locked' })] });
+		const holder = await pool.connect();
+		holder.on('error', () => {});
+		try {
+			await holder.query('begin');
+			const held = await holder.query(`select 1 from ${schema}.processed_events where key = 'evt:lt-locked' for update`);
+			expect(held.rowCount).toBe(1); // the fault: the row is locked by another session
+			const shortLock = { ...connectionSettings(), lockTimeoutSeconds: 1 };
+			const outcome = await runReserve(
+				{ options: { ...options(), onStoreUnavailable: 'letThrough' }, mode: 'lease', leaseSeconds: 60 },
+				{ items: [webhookItem({ id: 'lt-locked' })], credential: shortLock, continueOnFail: true },
+			).catch((error: unknown) => error);
+			// Not New, not flagged unverified: the item leaves through Not Reserved (the last output).
+			expect(Array.isArray(outcome)).toBe(true);
+			const outputs = outcome as INodeExecutionData[][];
+			expect(outputs[0]).toHaveLength(0);
+			const failed = outputs.flat();
+			expect(failed).toHaveLength(1);
+			expect(outputs[outputs.length - 1]).toEqual(failed);
+			expect(failed[0].pairedItem).toEqual({ item: 0 });
+			expect(String(failed[0].json.error)).toMatch(/row lock/);
+		} finally {
+			await holder.query('rollback');
+			holder.release();
+		}
 	});
 
 	it('never lets through a refused password or a missing table', async () => {
