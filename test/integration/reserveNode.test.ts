@@ -195,6 +195,37 @@ describe('Idempotency Reserve: bad input', () => {
 	});
 });
 
+describe('Idempotency Reserve: a lease shorter than the workflow timeout', () => {
+	const leaseRun = (id: string, executionTimeout?: number) =>
+		runReserve(
+			{ options: options(), mode: 'lease', leaseSeconds: 60 },
+			{ items: [webhookItem({ id }), webhookItem({ id: `${id}-dup` })], workflowSettings: executionTimeout === undefined ? {} : { executionTimeout } },
+		);
+
+	it('warns on the New items, in the user\'s words, and still reserves them', async () => {
+		await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lw-seen-dup' })] });
+		const [fresh, duplicate, inProgress] = await leaseRun('lw-seen', 300);
+		expect(fresh).toHaveLength(1);
+		expect(idempotencyOf(fresh[0])).toMatchObject({ outcome: 'new', ownerToken: expect.any(String) });
+		expect(idempotencyOf(fresh[0]).warnings).toEqual([
+			expect.stringMatching(/^The lease \(60 s\) is shorter than this workflow's timeout \(300 s\).*run the business step again.*Timeout Workflow/),
+		]);
+		// Items that do not go on to the business step carry no warning.
+		expect([...duplicate, ...inProgress]).toHaveLength(1);
+		expect(idempotencyOf([...duplicate, ...inProgress][0]).warnings).toBeUndefined();
+	});
+
+	it('no warning when the lease covers the timeout, when there is no timeout (-1 or unset), or in permanent mode', async () => {
+		for (const [id, timeout] of [['lw-equal', 60], ['lw-none', -1], ['lw-unset', undefined]] as const) {
+			const [fresh] = await leaseRun(id, timeout);
+			expect(fresh.length).toBeGreaterThan(0);
+			for (const item of fresh) expect(idempotencyOf(item).warnings).toBeUndefined();
+		}
+		const [fresh] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'lw-permanent' })], workflowSettings: { executionTimeout: 3600 } });
+		expect(idempotencyOf(fresh[0]).warnings).toBeUndefined();
+	});
+});
+
 describe('Idempotency Reserve: keys are exact text or refused', () => {
 	it('refuses a NUL and lone surrogates per item before the statement; the other items of the batch are reserved', async () => {
 		const items = [
