@@ -470,9 +470,10 @@ async function cleanupUnderLoad(ctx) {
 }
 
 /**
- * The cleanup statement against a prototype with the same rule whose DELETE finds the doomed rows
- * by primary key (`key = any(array(…))`) instead of a hash join over the whole table, on a table
- * of 1 M live + 200,000 expired rows, no other load. Per-batch times show how each scales.
+ * The cleanup statement (its DELETE finds the doomed rows by primary key, `key = any(array(…))`)
+ * against the previous one with the same rule (a DELETE … USING a CTE, which hash-joined over the
+ * whole table), on a table of 1 M live + 200,000 expired rows, no other load. Per-batch times show
+ * how each scales.
  */
 async function cleanupPlan(ctx) {
 	const { table, createTable, q, renderStatement } = ctx;
@@ -480,10 +481,10 @@ async function cleanupPlan(ctx) {
 	const live = ctx.quick ? 20000 : 1000000;
 	const expired = ctx.quick ? 20000 : 200000;
 	const sides = [
-		{ name: 'sql/008_cleanup.sql (today)', ref: table(schema, 'today') },
+		{ name: 'previous: WITH doomed AS (SELECT … FOR UPDATE SKIP LOCKED) DELETE … USING doomed', ref: table(schema, 'previous') },
 		{
-			name: 'prototype: DELETE … WHERE key = any(array(SELECT … LIMIT … FOR UPDATE SKIP LOCKED))',
-			ref: table(schema, 'proto'),
+			name: 'sql/queries/cleanup.sql: DELETE … WHERE key = any(array(SELECT … LIMIT … FOR UPDATE SKIP LOCKED))',
+			ref: table(schema, 'current'),
 		},
 	];
 	for (const side of sides) {
@@ -492,8 +493,8 @@ async function cleanupPlan(ctx) {
 		await bulkLoad(ctx, side.ref, live);
 		await q(`vacuum analyze ${side.ref.qualified}`);
 	}
-	sides[0].sql = renderStatement('cleanup', sides[0].ref);
-	sides[1].sql = keyArrayCleanup(renderStatement('cleanup', sides[1].ref));
+	sides[0].sql = hashJoinCleanup(renderStatement('cleanup', sides[0].ref));
+	sides[1].sql = renderStatement('cleanup', sides[1].ref);
 	const rows = [];
 	for (const side of sides) {
 		const batches = [];
@@ -512,11 +513,11 @@ async function cleanupPlan(ctx) {
 	printTable(['statement', 'deleted', 'ms', 'rows/s', 'median batch ms', 'slowest batch ms'], rows);
 }
 
-/** 008_cleanup.sql rewritten so the DELETE looks the doomed keys up by primary key. */
-function keyArrayCleanup(cleanupSql) {
-	const match = /^with doomed as \(([\s\S]*?)\)\s*delete from (\S+) as e/.exec(cleanupSql);
-	if (!match) throw new Error('008_cleanup.sql no longer has the shape this prototype rewrites');
-	return `delete from ${match[2]} where key = any(array(${match[1]}))`;
+/** cleanup.sql rewritten back to the previous shape: the DELETE joins the doomed keys' CTE. */
+function hashJoinCleanup(cleanupSql) {
+	const match = /^delete from (\S+)\s+where key = any\(array\(([\s\S]*?)\)\);?\s*$/.exec(cleanupSql);
+	if (!match) throw new Error('cleanup.sql no longer has the shape this comparison rewrites');
+	return `with doomed as (${match[2]}) delete from ${match[1]} as e using doomed where e.key = doomed.key`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 
 import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
 import type { TableRef } from '../identifiers';
-import { classifyPostgresError } from '../postgres/classifyError';
+import { classifyPostgresError, connectionFailureReason } from '../postgres/classifyError';
 import { defaultTableOf, renderSqlFile, type SqlFile } from './statements';
 
 /**
@@ -130,6 +130,11 @@ export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSe
 	const client = await pool.connect().catch((error) => {
 		throw classifyPostgresError(error, { table: table.qualified });
 	});
+	// A connection lost mid-migration (a server restart) also emits 'error' on the checked-out
+	// client; the query's rejection reports it, and without a listener Node would crash n8n.
+	const ignore = () => {};
+	client.on('error', ignore);
+	let broken: Error | undefined;
 	let state = before;
 	try {
 		await client.query('begin');
@@ -140,7 +145,8 @@ export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSe
 		for (const file of pendingMigrations(set, state.version)) await client.query(renderSqlFile(file, table));
 		await client.query('commit');
 	} catch (error) {
-		await client.query('rollback').catch(() => {});
+		if (connectionFailureReason(error) !== undefined) broken = error as Error;
+		else await client.query('rollback').catch(() => {});
 		const code = (error as { code?: unknown }).code;
 		if (code === INSUFFICIENT_PRIVILEGE) {
 			throw notReady(state, table, set, 'the database user lacks the right to create or change it', error);
@@ -148,6 +154,8 @@ export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSe
 		if (code === INVALID_SCHEMA_NAME) throw schemaMissing(table, error);
 		throw classifyPostgresError(error, { table: table.qualified });
 	} finally {
-		client.release();
+		// A broken connection is destroyed, not returned to the pool; its listener stays for late events.
+		if (!broken) client.removeListener('error', ignore);
+		client.release(broken);
 	}
 }

@@ -124,6 +124,7 @@ export class IdempotencyReserve implements INodeType {
 			return failAll(error, pending.map((entry) => entry.itemIndex));
 		}
 
+		const leaseWarning = statement.mode === 'lease' ? leaseOutlivedWarning(this, statement.leaseSeconds) : undefined;
 		const routed: Array<{ output: number; entry: INodeExecutionData }> = [];
 		for (const [position, result] of results.entries()) {
 			const { itemIndex, derived, settings } = pending[position];
@@ -138,10 +139,12 @@ export class IdempotencyReserve implements INodeType {
 			const item = items[itemIndex];
 			const output =
 				result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && statement.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
+			const idempotency = idempotencyOutput(result, derived, statement.mode);
+			if (leaseWarning && output === NEW) idempotency.warnings = [leaseWarning];
 			routed.push({
 				output,
 				entry: {
-					json: { ...item.json, idempotency: idempotencyOutput(result, derived, statement.mode) },
+					json: { ...item.json, idempotency },
 					binary: item.binary,
 					pairedItem: { item: itemIndex },
 				},
@@ -150,6 +153,28 @@ export class IdempotencyReserve implements INodeType {
 		for (const { output, entry } of routed) outputs[output].push(entry);
 		return outputs;
 	}
+}
+
+/**
+ * A warning for the items that go on to the business step when the workflow may run longer than
+ * the lease: a run still working when its lease ends can have the key taken over by another
+ * delivery, which runs the business step again. A warning, not a refusal: the timeout is an upper
+ * bound most runs stay far below, and refusing would fail every delivery of a workflow that works
+ * today. No timeout set (-1 or none) is not warned about: it says nothing about how long runs take.
+ */
+function leaseOutlivedWarning(context: IExecuteFunctions, leaseSeconds: number): string | undefined {
+	let timeoutSeconds: unknown;
+	try {
+		timeoutSeconds = context.getWorkflowSettings().executionTimeout;
+	} catch {
+		return undefined; // an n8n without workflow settings in this context
+	}
+	if (typeof timeoutSeconds !== 'number' || !(timeoutSeconds > leaseSeconds)) return undefined;
+	return (
+		`The lease (${leaseSeconds} s) is shorter than this workflow's timeout (${timeoutSeconds} s): if a run is still working ` +
+		'when its lease ends, another delivery of the same event can take the key over and run the business step again. ' +
+		"Set the lease longer than the workflow's timeout (Workflow Settings → Timeout Workflow)."
+	);
 }
 
 /** The mode that decides the output layout; the outputs expression reads the same parameter. */

@@ -40,7 +40,8 @@ on conflict (key) do update set
     select
       case when r.ended then now() else e.first_seen end,
       case when r.ended then 1 when r.taken_over then least(e.attempts, 2147483646) + 1 else e.attempts end,
-      case when r.ended then 0 when r.taken_over then e.duplicate_count else least(e.duplicate_count, 2147483646) + 1 end,
+      -- A re-send of this statement after a lost answer carries the same owner token: not a duplicate.
+      case when r.ended then 0 when r.taken_over or e.owner_token = excluded.owner_token then e.duplicate_count else least(e.duplicate_count, 2147483646) + 1 end,
       now(),
       case when r.taken_over then excluded.status else e.status end,
       case when r.taken_over then excluded.locked_until else e.locked_until end,

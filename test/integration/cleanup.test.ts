@@ -57,6 +57,28 @@ describe('cleanup', () => {
 		expect(result).toMatchObject({ deleted: 25, batches: 3, finished: true });
 	});
 
+	it('skips a row another session holds locked instead of waiting for it; a later run deletes it', async () => {
+		await seed([
+			{ key: 'gone-1', firstSeenDaysAgo: 60 },
+			{ key: 'held', firstSeenDaysAgo: 60 },
+			{ key: 'gone-2', firstSeenDaysAgo: 60 },
+		]);
+		const holder = await pool.connect();
+		try {
+			await holder.query('begin');
+			expect((await holder.query(`select 1 from ${schema}.processed_events where key = 'held' for update`)).rowCount).toBe(1);
+			const waited = new Promise((resolve) => setTimeout(() => resolve('waited on the lock'), 5_000));
+			const result = await Promise.race([store.cleanup({ retentionSeconds: 30 * 86_400, batchSize: 10, timeBudgetSeconds: 60 }), waited]);
+			expect(result).toMatchObject({ deleted: 2, finished: true });
+			expect(await keys()).toEqual(['held']);
+		} finally {
+			await holder.query('rollback');
+			holder.release();
+		}
+		expect(await store.cleanup({ retentionSeconds: 30 * 86_400, batchSize: 10, timeBudgetSeconds: 60 })).toMatchObject({ deleted: 1 });
+		expect(await keys()).toEqual([]);
+	});
+
 	it('stops at its time budget and says it is not finished', async () => {
 		await pool.query(
 			`insert into ${schema}.processed_events (key, first_seen) select 'k' || i, now() - interval '60 days' from generate_series(1, 50) i`,

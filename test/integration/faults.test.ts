@@ -137,9 +137,11 @@ describe('a reply lost after the commit', () => {
 		expect(proxy.cuts[0].withheldMessageTypes).toMatch(/C.*Z$/); // CommandComplete … ReadyForQuery: it committed
 		expect(retries[0]).toMatchObject({ operation: 'reserve', outcomeUnknown: true });
 		expect(results.map((result) => result.outcome)).toEqual(['new', 'new', 'new']);
-		for (const result of results) expect((await row(result.key)).owner_token).toBe(result.ownerToken);
-		// The provider's redelivery is not a second New.
+		// The re-send is not counted as a duplicate of itself.
+		for (const result of results) expect(await row(result.key)).toMatchObject({ owner_token: result.ownerToken, duplicate_count: 0 });
+		// The provider's redelivery is not a second New, and it is counted.
 		expect((await store.reserve([request('lost-1')], lease))[0].outcome).toBe('in_progress');
+		expect((await row('lost-1')).duplicate_count).toBe(1);
 	});
 
 	it('reserve in permanent mode: the event is New, not lost as a Duplicate of itself', async () => {
@@ -148,7 +150,7 @@ describe('a reply lost after the commit', () => {
 		const [result] = await store.reserve([request('lost-permanent')], permanent);
 		expect(proxy.cuts).toHaveLength(1);
 		expect(result).toMatchObject({ outcome: 'new' });
-		expect(await row('lost-permanent')).toMatchObject({ status: 'completed', owner_token: result.ownerToken, attempts: 1 });
+		expect(await row('lost-permanent')).toMatchObject({ status: 'completed', owner_token: result.ownerToken, attempts: 1, duplicate_count: 0 });
 	});
 
 	it('reserve: when the re-send cannot reach Postgres either, the error says the keys may have been reserved', async () => {

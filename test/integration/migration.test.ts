@@ -7,7 +7,7 @@ import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedE
 import { tableRef } from '../../lib/identifiers';
 import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/store';
-import { KEYS_MIGRATIONS, readSchemaState, versionStamp } from '../../lib/sql/migrations';
+import { KEYS_MIGRATIONS, ensureSchema, readSchemaState, versionStamp } from '../../lib/sql/migrations';
 import { SQL_DIR } from '../../lib/sql/statements';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, connectionSettings, databaseUrl, freshSchema } from '../support/database';
@@ -277,5 +277,51 @@ describe('the Reserve node on first run', () => {
 		const [fresh] = await runReserve({ options: { schemaName: schema } }, { items: [webhookItem({ id: 'evt_first' })] });
 		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_first', isNew: true });
 		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
+	});
+});
+
+describe('a connection lost during a migration', () => {
+	it('rejects with a clear error, and the lost connection never crashes the process with an unhandled client error', async () => {
+		const schema = await freshSchema(pool, 'mig_cut');
+		const table = tableRef(schema, 'processed_events');
+		const migrating = new Pool({ connectionString: databaseUrl(), max: 2 });
+		migrating.on('error', () => {});
+		const uncaught: unknown[] = [];
+		const onUncaught = (error: unknown) => uncaught.push(error);
+		process.on('uncaughtException', onUncaught);
+		// Another migrator holds the table's advisory lock, so ours waits inside its transaction.
+		const other = await pool.connect();
+		try {
+			await other.query('begin');
+			await other.query('select pg_advisory_xact_lock(hashtext($1))', [table.qualified]);
+			const attempt = ensureSchema(migrating, table, KEYS_MIGRATIONS, true).catch((error: unknown) => error);
+			let pid: number | undefined;
+			for (let i = 0; i < 200 && pid === undefined; i++) {
+				const { rows } = await pool.query(
+					`select pid from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and query like 'select pg_advisory_xact_lock%' and pid <> $1`,
+					[(await other.query('select pg_backend_pid() as pid')).rows[0].pid],
+				);
+				pid = rows[0]?.pid;
+				if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
+			}
+			expect(pid).toBeDefined();
+			// The fault: the migration's backend is terminated (as a server restart would).
+			expect((await pool.query('select pg_terminate_backend($1) as done', [pid])).rows[0].done).toBe(true);
+			const error = await attempt;
+			expect(error).toBeInstanceOf(Error);
+			expect((error as Error).message).toMatch(/connection|terminat/i);
+			// Give the dead socket's 'end'/'error' events time to arrive.
+			await new Promise((resolve) => setTimeout(resolve, 300));
+			expect((await pool.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n).toBe(0);
+			expect(uncaught).toEqual([]);
+		} finally {
+			process.removeListener('uncaughtException', onUncaught);
+			await other.query('rollback');
+			other.release();
+			await migrating.end();
+		}
+		// Nothing half-made: the next attempt migrates the table.
+		await ensureSchema(pool, table, KEYS_MIGRATIONS, true);
+		expect((await readSchemaState(pool, table, KEYS_MIGRATIONS)).version).toBe(CURRENT);
 	});
 });

@@ -1,3 +1,4 @@
+import type { INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
@@ -194,6 +195,37 @@ describe('Idempotency Reserve: bad input', () => {
 	});
 });
 
+describe('Idempotency Reserve: a lease shorter than the workflow timeout', () => {
+	const leaseRun = (id: string, executionTimeout?: number) =>
+		runReserve(
+			{ options: options(), mode: 'lease', leaseSeconds: 60 },
+			{ items: [webhookItem({ id }), webhookItem({ id: `${id}-dup` })], workflowSettings: executionTimeout === undefined ? {} : { executionTimeout } },
+		);
+
+	it('warns on the New items, in the user\'s words, and still reserves them', async () => {
+		await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lw-seen-dup' })] });
+		const [fresh, duplicate, inProgress] = await leaseRun('lw-seen', 300);
+		expect(fresh).toHaveLength(1);
+		expect(idempotencyOf(fresh[0])).toMatchObject({ outcome: 'new', ownerToken: expect.any(String) });
+		expect(idempotencyOf(fresh[0]).warnings).toEqual([
+			expect.stringMatching(/^The lease \(60 s\) is shorter than this workflow's timeout \(300 s\).*run the business step again.*Timeout Workflow/),
+		]);
+		// Items that do not go on to the business step carry no warning.
+		expect([...duplicate, ...inProgress]).toHaveLength(1);
+		expect(idempotencyOf([...duplicate, ...inProgress][0]).warnings).toBeUndefined();
+	});
+
+	it('no warning when the lease covers the timeout, when there is no timeout (-1 or unset), or in permanent mode', async () => {
+		for (const [id, timeout] of [['lw-equal', 60], ['lw-none', -1], ['lw-unset', undefined]] as const) {
+			const [fresh] = await leaseRun(id, timeout);
+			expect(fresh.length).toBeGreaterThan(0);
+			for (const item of fresh) expect(idempotencyOf(item).warnings).toBeUndefined();
+		}
+		const [fresh] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'lw-permanent' })], workflowSettings: { executionTimeout: 3600 } });
+		expect(idempotencyOf(fresh[0]).warnings).toBeUndefined();
+	});
+});
+
 describe('Idempotency Reserve: keys are exact text or refused', () => {
 	it('refuses a NUL and lone surrogates per item before the statement; the other items of the batch are reserved', async () => {
 		const items = [
@@ -278,6 +310,34 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 		expect(duplicate).toHaveLength(0);
 		// A bad key is not an outage: it is never let through.
 		expect(notReserved.map((item) => item.pairedItem)).toEqual([{ item: 1 }]);
+	});
+
+	it('never lets through a delivery that timed out on a row lock (another delivery of the event holds it)', async () => {
+		await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lt-locked' })] });
+		const holder = await pool.connect();
+		holder.on('error', () => {});
+		try {
+			await holder.query('begin');
+			const held = await holder.query(`select 1 from ${schema}.processed_events where key = 'evt:lt-locked' for update`);
+			expect(held.rowCount).toBe(1); // the fault: the row is locked by another session
+			const shortLock = { ...connectionSettings(), lockTimeoutSeconds: 1 };
+			const outcome = await runReserve(
+				{ options: { ...options(), onStoreUnavailable: 'letThrough' }, mode: 'lease', leaseSeconds: 60 },
+				{ items: [webhookItem({ id: 'lt-locked' })], credential: shortLock, continueOnFail: true },
+			).catch((error: unknown) => error);
+			// Not New, not flagged unverified: the item leaves through Not Reserved (the last output).
+			expect(Array.isArray(outcome)).toBe(true);
+			const outputs = outcome as INodeExecutionData[][];
+			expect(outputs[0]).toHaveLength(0);
+			const failed = outputs.flat();
+			expect(failed).toHaveLength(1);
+			expect(outputs[outputs.length - 1]).toEqual(failed);
+			expect(failed[0].pairedItem).toEqual({ item: 0 });
+			expect(String(failed[0].json.error)).toMatch(/row lock/);
+		} finally {
+			await holder.query('rollback');
+			holder.release();
+		}
 	});
 
 	it('never lets through a refused password or a missing table', async () => {

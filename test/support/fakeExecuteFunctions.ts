@@ -1,4 +1,4 @@
-import type { IExecuteFunctions, INode, INodeExecutionData } from 'n8n-workflow';
+import type { IExecuteFunctions, INode, INodeExecutionData, IWorkflowSettings } from 'n8n-workflow';
 
 import type { ConnectionSettings } from '../../lib/postgres/connectionSettings';
 
@@ -12,6 +12,8 @@ export interface FakeContextOptions {
 	continueOnFail?: boolean;
 	executionId?: string;
 	workflowId?: string;
+	/** What `getWorkflowSettings()` returns (n8n gives {} when nothing is set). */
+	workflowSettings?: IWorkflowSettings;
 }
 
 /**
@@ -46,6 +48,7 @@ export function fakeExecuteFunctions(options: FakeContextOptions): IExecuteFunct
 		continueOnFail: () => options.continueOnFail ?? false,
 		getExecutionId: () => options.executionId ?? 'exec-1',
 		getWorkflow: () => ({ id: options.workflowId ?? 'wf-1', name: 'Test workflow', active: true }),
+		getWorkflowSettings: () => options.workflowSettings ?? {},
 		helpers: {
 			getBinaryDataBuffer: async (itemIndex: number, property: string) => {
 				const binary = options.items[itemIndex].binary?.[property];
