@@ -12,6 +12,7 @@ import type {
 	CleanupOptions,
 	CleanupResult,
 	IdempotencyRecord,
+	KeyStats,
 	ListKeysOptions,
 	OwnedKey,
 	RecordStatus,
@@ -242,6 +243,27 @@ export class IdempotencyStore {
 			options.limit,
 		]);
 		return rows.map(toStoredKey);
+	}
+
+	/** Counts by status and over a window (Stats); one aggregate statement over the table. */
+	async stats(windowHours: number): Promise<KeyStats> {
+		if (!(windowHours > 0 && windowHours <= MAX_STATS_WINDOW_HOURS)) {
+			throw new InvalidConfigurationError(`The stats window must be more than 0 and at most ${MAX_STATS_WINDOW_HOURS} hours (1 year).`);
+		}
+		await this.ensureReady();
+		const [row] = await this.select('stats', [windowHours * 3600]);
+		return {
+			windowHours,
+			total: Number(row.total),
+			processing: Number(row.processing),
+			stuckLeases: Number(row.stuck_leases),
+			completed: Number(row.completed),
+			failed: Number(row.failed),
+			newInWindow: Number(row.new_in_window),
+			duplicatesInWindow: Number(row.duplicates_in_window),
+			reclaimsInWindow: Number(row.reclaims_in_window),
+			failedInWindow: Number(row.failed_in_window),
+		};
 	}
 
 	/**
@@ -491,6 +513,7 @@ function toRecord(row: QueryResultRow): IdempotencyRecord {
 
 /** The most keys one List Keys page returns: a page is one statement's rows, held in memory. */
 export const MAX_LIST_PAGE_SIZE = 1000;
+export const MAX_STATS_WINDOW_HOURS = 24 * 366;
 const STATUSES: readonly RecordStatus[] = ['processing', 'completed', 'failed'];
 
 function validateListOptions(options: ListKeysOptions): void {

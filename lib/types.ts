@@ -117,3 +117,17 @@ export interface ListKeysOptions {
 	/** Page size, 1 to MAX_LIST_PAGE_SIZE. */
 	limit: number;
 }
+
+/** Stats: counts by status now, and for keys seen within the window (see sql/queries/stats.sql). */
+export interface KeyStats {
+	windowHours: number;
+	total: number;
+	processing: number;
+	stuckLeases: number;
+	completed: number;
+	failed: number;
+	newInWindow: number;
+	duplicatesInWindow: number;
+	reclaimsInWindow: number;
+	failedInWindow: number;
+}

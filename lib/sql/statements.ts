@@ -21,6 +21,7 @@ export const QUERY_FILES = {
 	advanceOrder: 'queries/order_advance.sql',
 	lookupRecords: 'queries/get_keys.sql',
 	listRecords: 'queries/list_keys.sql',
+	stats: 'queries/stats.sql',
 } as const;
 
 export type StatementName = keyof typeof QUERY_FILES;

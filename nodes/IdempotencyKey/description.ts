@@ -30,6 +30,12 @@ export const keyProperties: INodeProperties[] = [
 				description: 'Read the stored record of one key: status, attempts, last error, stored response (or found: false)',
 			},
 			{
+				name: 'Get Stats',
+				value: 'stats',
+				action: 'Get key stats',
+				description: 'Counts by status, stuck leases, and new keys, duplicates, reclaims and failures within a window (for a daily report)',
+			},
+			{
 				name: 'List Keys',
 				value: 'listKeys',
 				action: 'List stored keys',
@@ -150,6 +156,15 @@ export const keyProperties: INodeProperties[] = [
 		required: true,
 		placeholder: 'e.g. stripe:evt_1NXqb2',
 		description: 'The stored key, including any scope prefix, as Idempotency Reserve output it in idempotency.key',
+	},
+	{
+		displayName: 'Window (Hours)',
+		name: 'windowHours',
+		type: 'number',
+		typeOptions: { minValue: 0.01, maxValue: 8784 },
+		displayOptions: { show: { operation: ['stats'] } },
+		default: 24,
+		description: 'The window counts cover keys first seen (new) or last seen (duplicates, reclaims, failures) within this many hours',
 	},
 	{
 		displayName: 'Limit',

@@ -74,3 +74,10 @@ export async function listKeys(context: IExecuteFunctions, store: IdempotencySto
 	// Every item says where the next page starts, so "After Key" can be {{ $json.nextPageAfterKey }} of the last item.
 	return [page.map((stored) => ({ json: { ...keyRecordJson(stored), nextPageAfterKey: last }, pairedItem }))];
 }
+
+/** Get Stats: one item with the counts (read with the first item's window). */
+export async function keyStats(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData[][]> {
+	const stats = await store.stats(context.getNodeParameter('windowHours', 0, 24) as number);
+	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
+	return [[{ json: { ...stats }, pairedItem }]];
+}

@@ -167,3 +167,40 @@ describe('Idempotency Key node: Get Key and List Keys', () => {
 		).rejects.toThrow(/page size must be a whole number from 1 to 1000/);
 	});
 });
+
+describe('Get Stats', () => {
+	it('counts by status now, and new keys, duplicates, reclaims and failures of keys seen within the window', async () => {
+		const statsStore = new IdempotencyStore(pool, { schema, table: 'stats_table', createTable: true });
+		await statsStore.createTable();
+		await pool.query(
+			`insert into ${schema}.stats_table (key, status, locked_until, first_seen, last_seen, duplicate_count, attempts) values
+			 ('live', 'processing', now() + interval '5 minutes', now(), now(), 0, 1),
+			 ('stuck', 'processing', now() - interval '5 minutes', now() - interval '1 hour', now() - interval '1 hour', 1, 1),
+			 ('done', 'completed', null, now() - interval '30 hours', now() - interval '2 hours', 3, 2),
+			 ('failed', 'failed', null, now() - interval '3 hours', now() - interval '3 hours', 0, 1),
+			 ('old', 'completed', null, now() - interval '48 hours', now() - interval '47 hours', 5, 4),
+			 ('old-failed', 'failed', null, now() - interval '48 hours', now() - interval '48 hours', 0, 2)`,
+		);
+		expect(await statsStore.stats(24)).toEqual({
+			windowHours: 24,
+			total: 6,
+			processing: 1,
+			stuckLeases: 1,
+			completed: 2,
+			failed: 2,
+			newInWindow: 3,
+			duplicatesInWindow: 4,
+			reclaimsInWindow: 1,
+			failedInWindow: 1,
+		});
+		// Through the node: one item, paired with every input item.
+		const [out] = await runKeyNode({ operation: 'stats', windowHours: 72, options: { schemaName: schema, tableName: 'stats_table' } }, { items: [{ json: {} }, { json: {} }] });
+		expect(out).toHaveLength(1);
+		expect(out[0].json).toMatchObject({ windowHours: 72, total: 6, newInWindow: 6, duplicatesInWindow: 9, reclaimsInWindow: 5, failedInWindow: 2 });
+		expect(out[0].pairedItem).toEqual([{ item: 0 }, { item: 1 }]);
+	});
+
+	it.each([0, -1, 9000, Number.NaN])('refuses the window %p hours with a clear error', async (hours) => {
+		await expect(store.stats(hours)).rejects.toThrow(/stats window must be more than 0 and at most 8784 hours/);
+	});
+});
