@@ -2,8 +2,8 @@
 -- $1 after key text ('' for the first page), $2 status text or null, $3 stuck leases only boolean
 -- (processing with an expired lease), $4 first seen at least this many seconds ago or null,
 -- $5 key prefix text or null, $6 page size (the node caps it).
--- Read through the primary key index in key order and stopped by the limit: a page never reads
--- the whole table unless the filters match fewer rows than the page holds.
+-- Key order and a limit let Postgres read the primary key index and stop when the page is full;
+-- a filter that matches almost nothing may still read most of the index (see docs/replay-and-visibility.md).
 select key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
        execution_id, workflow_id, key_source, response, completed_at, last_error,
        status = 'processing' and locked_until > now() as lease_active,
