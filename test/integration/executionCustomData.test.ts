@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import { closeAllPools } from '../../lib/postgres/pool';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { credentialsHelper, engineBase, itemsAt, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
+import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
 
 /*
  * Issue 10 §4 through n8n-core's own engine: every Reserve run writes its outcome into the
@@ -13,9 +13,6 @@ import { credentialsHelper, engineBase, itemsAt, PACKAGE, runWorkflowExecution, 
  * for a refused key.
  */
 
-const CREDENTIAL_UP = 'cred-up';
-const CREDENTIAL_DOWN = 'cred-down';
-
 let pool: Pool;
 let schema: string;
 let base: EngineBase;
@@ -23,14 +20,7 @@ let base: EngineBase;
 beforeAll(async () => {
 	pool = adminPool();
 	schema = await freshSchema(pool, 'customdata');
-	const { host, port, database, user, password } = connectionSettings();
-	base = engineBase(
-		credentialsHelper({
-			[CREDENTIAL_UP]: { host, port, database, user, password },
-			// Nothing listens on port 1: Postgres cannot be reached.
-			[CREDENTIAL_DOWN]: { host, port: 1, database, user, password },
-		}),
-	);
+	base = engineWithUpAndDownCredentials(connectionSettings());
 });
 
 afterAll(async () => {
