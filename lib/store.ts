@@ -12,12 +12,15 @@ import type {
 	CleanupOptions,
 	CleanupResult,
 	IdempotencyRecord,
+	KeyStats,
+	ListKeysOptions,
 	OwnedKey,
 	RecordStatus,
 	ReservationRequest,
 	ReservationResult,
 	ReserveOptions,
 	SettleResult,
+	StoredKey,
 } from './types';
 
 export interface StoreOptions {
@@ -215,6 +218,54 @@ export class IdempotencyStore {
 		return { deleted, batches, durationMs: Date.now() - started, finished };
 	}
 
+	/** The stored records of these keys (Get Key); keys not stored are absent from the answer. */
+	async getKeys(keys: string[]): Promise<Map<string, StoredKey>> {
+		const found = new Map<string, StoredKey>();
+		if (keys.length === 0) return found;
+		await this.ensureReady();
+		// A key with NUL cannot be stored (Postgres text refuses it): it is simply not found.
+		const storable = keys.filter((key) => !key.includes('\u0000'));
+		if (storable.length === 0) return found;
+		for (const row of await this.select('lookupRecords', [storable])) found.set(row.key, toStoredKey(row));
+		return found;
+	}
+
+	/** One page of stored keys in key order (List Keys); bounded by MAX_LIST_PAGE_SIZE. */
+	async listKeys(options: ListKeysOptions): Promise<StoredKey[]> {
+		validateListOptions(options);
+		await this.ensureReady();
+		const rows = await this.select('listRecords', [
+			options.afterKey ?? '',
+			options.status ?? null,
+			Boolean(options.stuckLeasesOnly),
+			options.olderThanSeconds ?? null,
+			options.keyPrefix || null,
+			options.limit,
+		]);
+		return rows.map(toStoredKey);
+	}
+
+	/** Counts by status and over a window (Stats); one aggregate statement over the table. */
+	async stats(windowHours: number): Promise<KeyStats> {
+		if (!(windowHours > 0 && windowHours <= MAX_STATS_WINDOW_HOURS)) {
+			throw new InvalidConfigurationError(`The stats window must be more than 0 and at most ${MAX_STATS_WINDOW_HOURS} hours (1 year).`);
+		}
+		await this.ensureReady();
+		const [row] = await this.select('stats', [windowHours * 3600]);
+		return {
+			windowHours,
+			total: Number(row.total),
+			processing: Number(row.processing),
+			stuckLeases: Number(row.stuck_leases),
+			completed: Number(row.completed),
+			failed: Number(row.failed),
+			newInWindow: Number(row.new_in_window),
+			duplicatesInWindow: Number(row.duplicates_in_window),
+			reclaimsInWindow: Number(row.reclaims_in_window),
+			failedInWindow: Number(row.failed_in_window),
+		};
+	}
+
 	/**
 	 * Creates the table or runs its pending migrations (`sql/migrations/keys/`), whatever the
 	 * createTable option says; refuses a table newer than the package. Safe when up to date.
@@ -407,6 +458,15 @@ export class IdempotencyStore {
 			throw classifyPostgresError(error, { table: this.table.qualified });
 		}
 	}
+
+	/** A read-only statement; its rows. */
+	private async select(statement: StatementName, values: unknown[]): Promise<QueryResultRow[]> {
+		try {
+			return (await this.pool.query(renderStatement(statement, this.table), values)).rows;
+		} catch (error) {
+			throw classifyPostgresError(error, { table: this.table.qualified });
+		}
+	}
 }
 
 interface RetryPolicy {
@@ -449,4 +509,29 @@ function toRecord(row: QueryResultRow): IdempotencyRecord {
 		lastError: row.last_error ?? null,
 		leaseActive: Boolean(row.lease_active),
 	};
+}
+
+/** The most keys one List Keys page returns: a page is one statement's rows, held in memory. */
+export const MAX_LIST_PAGE_SIZE = 1000;
+export const MAX_STATS_WINDOW_HOURS = 24 * 366;
+const STATUSES: readonly RecordStatus[] = ['processing', 'completed', 'failed'];
+
+function validateListOptions(options: ListKeysOptions): void {
+	if (!Number.isInteger(options.limit) || options.limit < 1 || options.limit > MAX_LIST_PAGE_SIZE) {
+		throw new InvalidConfigurationError(`The page size must be a whole number from 1 to ${MAX_LIST_PAGE_SIZE}.`);
+	}
+	if (options.status !== undefined && !STATUSES.includes(options.status)) {
+		throw new InvalidConfigurationError(`Unknown status ${JSON.stringify(options.status)}: use ${STATUSES.join(', ')}.`);
+	}
+	if (options.olderThanSeconds !== undefined && !(options.olderThanSeconds >= 0 && Number.isFinite(options.olderThanSeconds))) {
+		throw new InvalidConfigurationError('"Older Than" must be 0 or more hours.');
+	}
+	for (const [name, text] of [['cursor', options.afterKey], ['key prefix', options.keyPrefix]] as const) {
+		// Postgres text cannot hold NUL; say so instead of failing in the driver.
+		if (text?.includes('\u0000')) throw new InvalidConfigurationError(`The ${name} contains a NUL character, which no stored key can contain.`);
+	}
+}
+
+function toStoredKey(row: QueryResultRow): StoredKey {
+	return { ...toRecord(row), retentionEnded: Boolean(row.retention_ended) };
 }

@@ -97,3 +97,37 @@ export interface CleanupResult {
 	/** False when the time budget ended before the last batch came back short. */
 	finished: boolean;
 }
+
+/** A stored key as Get Key and List Keys read it. */
+export interface StoredKey extends IdempotencyRecord {
+	/** Its retention ended: the next delivery of the key is processed as new, and cleanup deletes it. */
+	retentionEnded: boolean;
+}
+
+/** List Keys: filters and one page after a cursor. */
+export interface ListKeysOptions {
+	/** Only keys after this one (the last key of the previous page); '' or absent for the first page. */
+	afterKey?: string;
+	status?: RecordStatus;
+	/** Only reservations whose lease ran out while processing (the run died or hung). */
+	stuckLeasesOnly?: boolean;
+	/** Only keys first seen at least this many seconds ago. */
+	olderThanSeconds?: number;
+	keyPrefix?: string;
+	/** Page size, 1 to MAX_LIST_PAGE_SIZE. */
+	limit: number;
+}
+
+/** Stats: counts by status now, and for keys seen within the window (see sql/queries/stats.sql). */
+export interface KeyStats {
+	windowHours: number;
+	total: number;
+	processing: number;
+	stuckLeases: number;
+	completed: number;
+	failed: number;
+	newInWindow: number;
+	duplicatesInWindow: number;
+	reclaimsInWindow: number;
+	failedInWindow: number;
+}

@@ -19,6 +19,9 @@ export const QUERY_FILES = {
 	fail: 'queries/fail.sql',
 	cleanup: 'queries/cleanup.sql',
 	advanceOrder: 'queries/order_advance.sql',
+	lookupRecords: 'queries/get_keys.sql',
+	listRecords: 'queries/list_keys.sql',
+	stats: 'queries/stats.sql',
 } as const;
 
 export type StatementName = keyof typeof QUERY_FILES;

@@ -13,15 +13,18 @@ import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { storeFor, type TableChoice } from '../shared/store';
 import { keyProperties } from './description';
+import { getKeys, keyStats, listKeys } from './keyRecords';
 import { readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
 
-type Operation = 'complete' | 'release' | 'fail' | 'cleanup';
+type Operation = 'complete' | 'release' | 'fail' | 'cleanup' | 'getKey' | 'listKeys' | 'stats';
 
 const DONE = 0;
 const STALE = 1;
 
 // Cleanup has one output (its summary); the others tell settled items from stale ones.
-const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ $parameter.operation === "cleanup" ? [{ "type": "main", "displayName": "Summary" }] : [{ "type": "main", "displayName": "Done" }, { "type": "main", "displayName": "Stale" }] }}`;
+const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ $parameter.operation === "cleanup" ? [{ "type": "main", "displayName": "Summary" }] : $parameter.operation === "stats" ? [{ "type": "main", "displayName": "Stats" }] : ["getKey", "listKeys"].includes($parameter.operation) ? [{ "type": "main", "displayName": "Keys" }] : [{ "type": "main", "displayName": "Done" }, { "type": "main", "displayName": "Stale" }] }}`;
+// Get Key, List Keys and Get Stats only read, with one output (see keyRecords.ts).
+const READ_OPERATIONS: Operation[] = ['getKey', 'listKeys', 'stats'];
 
 export class IdempotencyKey implements INodeType {
 	description: INodeTypeDescription = {
@@ -48,6 +51,9 @@ export class IdempotencyKey implements INodeType {
 		try {
 			const store = await storeFor(this, table);
 			if (operation === 'cleanup') return [[await cleanup(this, store)]];
+			if (operation === 'getKey') return await getKeys(this, store);
+			if (operation === 'listKeys') return await listKeys(this, store);
+			if (operation === 'stats') return await keyStats(this, store);
 			const source = this.getNodeParameter('source', 0) as KeyFrom;
 			if (source === 'execution') {
 				if (operation !== 'release') {
@@ -63,7 +69,7 @@ export class IdempotencyKey implements INodeType {
 				json: { error: toNodeError(this.getNode(), error, itemIndex).message },
 				pairedItem: { item: itemIndex },
 			}));
-			return operation === 'cleanup' ? [failed] : [failed, []];
+			return operation === 'cleanup' || READ_OPERATIONS.includes(operation) ? [failed] : [failed, []];
 		}
 	}
 }

@@ -16,6 +16,7 @@ import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { storeFor } from '../shared/store';
 import { reserveProperties } from './description';
+import { withOutcomeCustomData } from './executionCustomData';
 import { idempotencyOutput, unverifiedOutput } from './idempotencyOutput';
 import { readKeyInput } from './keyInput';
 import { readBatchParameters, type ReserveParameters } from './parameters';
@@ -60,7 +61,8 @@ export class IdempotencyReserve implements INodeType {
 	// Items that were not reserved leave through Not Reserved under Continue; under Stop Workflow the
 	// node throws, and when it throws after its statement it first releases the keys this run
 	// reserved, so no event is left reserved by a run that never processed it.
-	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+	// Wrapped so every run also writes its outcome into the execution's custom data (issue 10 §4).
+	execute = withOutcomeCustomData(async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
 		const continueOnFail = this.continueOnFail();
 		const node = this.getNode();
@@ -152,7 +154,7 @@ export class IdempotencyReserve implements INodeType {
 		}
 		for (const { output, entry } of routed) outputs[output].push(entry);
 		return outputs;
-	}
+	});
 }
 
 /**

@@ -231,7 +231,10 @@ async function startStack(options) {
 			log(`activating ${activations.length} workflow(s)…`);
 			await Promise.all(activations.map((args) => cli(args)));
 		};
-		await Promise.all([importCredentials(), importWorkflows()]);
+		// One after the other: the first CLI run migrates n8n's fresh database, and two at once race on
+		// it (n8n 1.x fails with "column … already exists"); later runs find it migrated.
+		await importCredentials();
+		await importWorkflows();
 
 		const baseUrl = `http://127.0.0.1:${port}`;
 		const startTimeoutMs = options.startTimeoutMs ?? 180000;

@@ -50,5 +50,11 @@ describe('templates/scheduled-cleanup.json', () => {
 		expect(typeof cleanup.batches).toBe('number');
 		expect(typeof cleanup.durationMs).toBe('number');
 		expect(run.stdout).toContain('"deleted": 4');
+
+		// Then the daily report (Get Stats over the last 24 h), after the cleanup's own summary.
+		const report = execution.runData['Daily Report'][0].data.main[0][0].json;
+		expect(report.report).toMatch(/^Last 24 h: \d+ new key\(s\), \d+ duplicate\(s\), \d+ reclaim\(s\), \d+ failure\(s\)\. Now: \d+ key\(s\), \d+ failed, \d+ stuck lease\(s\)\. Deleted 4 expired/);
+		const stats = execution.runData['Key Stats (Last 24 h)'][0].data.main[0][0].json;
+		expect(stats.total).toBe(after.rows[0].n);
 	});
 });

@@ -39,6 +39,21 @@ describe('release on error', () => {
 		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
 		const runs = await h.waitForExecutions(h.IDS.webhook, mark, 2);
 		expect(runs.map((e) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
+		// Issue 10 §4: n8n stored each run's outcome as custom data, in the table its executions list filters on.
+		const customData = await h.n8nQuery(
+			`SELECT "executionId", key, value FROM execution_metadata WHERE "executionId" = ANY($1::int[]) AND key LIKE 'idempotency_%' ORDER BY "executionId", key`,
+			[runs.map((e) => e.id)],
+		);
+		expect(customData.rows.map((r) => [Number(r.executionId), r.key, r.value])).toEqual([
+			[runs[0].id, 'idempotency_attempt', '1'],
+			[runs[0].id, 'idempotency_counts', 'new=1'],
+			[runs[0].id, 'idempotency_key', key],
+			[runs[0].id, 'idempotency_outcome', 'new'],
+			[runs[1].id, 'idempotency_attempt', '1'],
+			[runs[1].id, 'idempotency_counts', 'duplicate=1'],
+			[runs[1].id, 'idempotency_key', key],
+			[runs[1].id, 'idempotency_outcome', 'duplicate'],
+		]);
 
 		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key]);
 		expect(rows[0].n).toBe(1);

@@ -6,8 +6,9 @@ import { IdempotencyStore } from '../../lib/store';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {
-	credentialsHelper,
-	engineBase,
+	CREDENTIAL_DOWN,
+	CREDENTIAL_UP,
+	engineWithUpAndDownCredentials,
 	itemsAt,
 	ON_ERROR_SETTINGS,
 	PACKAGE,
@@ -24,9 +25,6 @@ import {
  * else the Respond node that ran answers, else 200 with no body (an acknowledged, lost event).
  */
 
-const CREDENTIAL_UP = 'cred-up';
-const CREDENTIAL_DOWN = 'cred-down';
-
 let pool: Pool;
 let schema: string;
 let base: EngineBase;
@@ -36,14 +34,7 @@ beforeAll(async () => {
 	schema = await freshSchema(pool, 'notprocessed');
 	await pool.query(`create table ${schema}.payments (id serial primary key, event_key text not null, amount integer check (amount > 0))`);
 	await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true }).createTable();
-	const { host, port, database, user, password } = connectionSettings();
-	base = engineBase(
-		credentialsHelper({
-			[CREDENTIAL_UP]: { host, port, database, user, password },
-			// Nothing listens on port 1: Postgres cannot be reached, nothing is stored.
-			[CREDENTIAL_DOWN]: { host, port: 1, database, user, password },
-		}),
-	);
+	base = engineWithUpAndDownCredentials(connectionSettings());
 });
 
 afterAll(async () => {

@@ -143,6 +143,20 @@ export function notAvailable(name: string) {
 	};
 }
 
+export const CREDENTIAL_UP = 'cred-up';
+export const CREDENTIAL_DOWN = 'cred-down';
+
+/** An engine with two credentials: CREDENTIAL_UP (the test database) and CREDENTIAL_DOWN (port 1: nothing listens, nothing is stored). */
+export function engineWithUpAndDownCredentials(database: { host: string; port: number; database: string; user: string; password: string }): EngineBase {
+	const { host, port, database: name, user, password } = database;
+	return engineBase(
+		credentialsHelper({
+			[CREDENTIAL_UP]: { host, port, database: name, user, password },
+			[CREDENTIAL_DOWN]: { host, port: 1, database: name, user, password },
+		}),
+	);
+}
+
 /** The additional data n8n gives an execution, reduced to what the package's nodes use. */
 export function engineBase(helper: ICredentialsHelper): EngineBase {
 	return {

@@ -1,0 +1,9 @@
+-- Get Key: the stored records of these keys (read only). $1 keys text[]. By hand, for one key:
+--   select * from processed_events where key = '<key>';
+-- The owner token is never read: whoever looks a key up must not be able to settle it.
+select key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
+       execution_id, workflow_id, key_source, response, completed_at, last_error,
+       status = 'processing' and locked_until > now() as lease_active,
+       expires_at is not null and expires_at <= now() as retention_ended
+from processed_events
+where key = any($1::text[]);

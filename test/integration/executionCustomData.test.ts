@@ -1,0 +1,140 @@
+import { NodeConnectionTypes, type INode, type INodeParameters, type IRun, type IWorkflowBase, type WorkflowExecuteMode } from 'n8n-workflow';
+import type { Pool } from 'pg';
+
+import { closeAllPools } from '../../lib/postgres/pool';
+import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
+
+/*
+ * Issue 10 §4 through n8n-core's own engine: every Reserve run writes its outcome into the
+ * execution's custom data (resultData.metadata, what n8n stores and the executions list filters
+ * on), with keys n8n accepts (letters, digits, underscores) even in a manual run, where n8n throws
+ * for a refused key.
+ */
+
+let pool: Pool;
+let schema: string;
+let base: EngineBase;
+
+beforeAll(async () => {
+	pool = adminPool();
+	schema = await freshSchema(pool, 'customdata');
+	base = engineWithUpAndDownCredentials(connectionSettings());
+});
+
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
+
+interface Setup {
+	parameters?: INodeParameters;
+	onError?: OnErrorSetting;
+	credentialId?: string;
+}
+
+/** Webhook → Reserve (custom key from body.id, lease mode) → one step per output. */
+function workflow({ parameters = {}, onError = 'continueRegularOutput', credentialId = CREDENTIAL_UP }: Setup = {}): IWorkflowBase {
+	const node = (name: string, type: string, nodeParameters: INodeParameters = {}): INode => ({
+		id: name,
+		name,
+		type: `${PACKAGE}.${type}`,
+		typeVersion: 1,
+		position: [0, 0],
+		parameters: nodeParameters,
+	});
+	const reserve: INode = {
+		...node('Idempotency Reserve', 'idempotencyReserve', {
+			keySource: 'custom',
+			customKey: "={{ 'evt:' + $json.body.id }}",
+			mode: 'lease',
+			leaseSeconds: 120,
+			...parameters,
+			options: { schemaName: schema, tableName: 'custom_data_events', createTable: true, ...(parameters.options as object) },
+		}),
+		credentials: { idempotencyPostgresApi: { id: credentialId, name: 'Idempotency Postgres' } },
+		onError,
+	};
+	const steps = ['New', 'Duplicate', 'In Progress', 'Not Reserved'];
+	return {
+		id: 'wf-custom-data',
+		name: 'Custom data of Reserve',
+		active: false,
+		activeVersionId: null,
+		isArchived: false,
+		createdAt: new Date(),
+		updatedAt: new Date(),
+		nodes: [node('Webhook', 'testWebhook'), reserve, ...steps.map((name) => node(name, 'testStep'))],
+		connections: {
+			Webhook: { main: [[{ node: 'Idempotency Reserve', type: NodeConnectionTypes.Main, index: 0 }]] },
+			'Idempotency Reserve': { main: steps.map((name) => [{ node: name, type: NodeConnectionTypes.Main, index: 0 }]) },
+		},
+		settings: { executionOrder: 'v1' },
+	};
+}
+
+async function run(executionId: string, ids: string[], setup: Setup = {}, mode: WorkflowExecuteMode = 'webhook'): Promise<IRun> {
+	return await runWorkflowExecution(workflow(setup), executionId, ids.map((id) => webhookItem({ id })), base, mode);
+}
+
+const customData = (result: IRun) => result.data.resultData.metadata;
+
+describe('Idempotency Reserve records its outcome in the execution custom data', () => {
+	it('a new event, then its redelivery: new, then duplicate, with the key and attempt', async () => {
+		const first = await run('cd-new', ['a1']);
+		expect(itemsAt(first, 'New')).toHaveLength(1);
+		expect(customData(first)).toEqual({
+			idempotency_outcome: 'new',
+			idempotency_counts: 'new=1',
+			idempotency_key: 'evt:a1',
+			idempotency_attempt: '1',
+		});
+
+		const again = await run('cd-again', ['a1']);
+		expect(itemsAt(again, 'In Progress')).toHaveLength(1);
+		expect(customData(again)).toMatchObject({ idempotency_outcome: 'in_progress', idempotency_key: 'evt:a1' });
+	});
+
+	it('a completed event redelivered: duplicate', async () => {
+		await run('cd-perm-1', ['p1'], { parameters: { mode: 'permanent' } });
+		const again = await run('cd-perm-2', ['p1'], { parameters: { mode: 'permanent' } });
+		expect(itemsAt(again, 'Duplicate')).toHaveLength(1);
+		expect(customData(again)).toMatchObject({ idempotency_outcome: 'duplicate', idempotency_counts: 'duplicate=1', idempotency_key: 'evt:p1' });
+	});
+
+	it('a batch with a repeat: mixed, with counts per outcome and the first key', async () => {
+		const result = await run('cd-batch', ['b1', 'b2', 'b1'], { parameters: { mode: 'permanent' } });
+		expect(customData(result)).toMatchObject({ idempotency_outcome: 'mixed', idempotency_counts: 'new=2 duplicate=1', idempotency_key: 'evt:b1' });
+	});
+
+	it('in a manual (editor) run, where n8n throws for a refused key name, the run succeeds and records', async () => {
+		const result = await run('cd-manual', ['m1'], {}, 'manual');
+		expect(result.data.resultData.error).toBeUndefined();
+		expect(customData(result)).toMatchObject({ idempotency_outcome: 'new', idempotency_key: 'n8n-manual-test:evt:m1' });
+	});
+
+	it('Postgres unreachable, Continue: not_reserved', async () => {
+		const result = await run('cd-down-continue', ['d1', 'd2'], { credentialId: CREDENTIAL_DOWN });
+		expect(itemsAt(result, 'Not Reserved')).toHaveLength(2);
+		expect(customData(result)).toEqual({ idempotency_outcome: 'not_reserved', idempotency_counts: 'not_reserved=2' });
+	});
+
+	it('Postgres unreachable, Stop Workflow: the execution fails and still says not_reserved', async () => {
+		const result = await run('cd-down-stop', ['d3'], { credentialId: CREDENTIAL_DOWN, onError: 'stopWorkflow' });
+		expect(result.data.resultData.error).toBeDefined();
+		expect(customData(result)).toEqual({ idempotency_outcome: 'not_reserved', idempotency_counts: 'not_reserved=1' });
+	});
+
+	it('Postgres unreachable with Let Through: unverified', async () => {
+		const result = await run('cd-unverified', ['u1'], { credentialId: CREDENTIAL_DOWN, parameters: { options: { onStoreUnavailable: 'letThrough' } } });
+		expect(itemsAt(result, 'New')).toHaveLength(1);
+		expect(customData(result)).toMatchObject({ idempotency_outcome: 'unverified', idempotency_key: 'evt:u1' });
+	});
+
+	it('a long key is cut to 255 characters (n8n logs an error above that)', async () => {
+		const id = 'x'.repeat(400);
+		const result = await run('cd-long', [id]);
+		expect(customData(result)?.idempotency_key).toBe(`evt:${id}`.slice(0, 255));
+	});
+});

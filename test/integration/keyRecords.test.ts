@@ -1,0 +1,206 @@
+import type { Pool } from 'pg';
+
+import { InvalidConfigurationError } from '../../lib/errors';
+import { tableRef } from '../../lib/identifiers';
+import { closeAllPools } from '../../lib/postgres/pool';
+import { renderStatement } from '../../lib/sql/statements';
+import { IdempotencyStore, MAX_LIST_PAGE_SIZE } from '../../lib/store';
+import type { StoredKey } from '../../lib/types';
+import { adminPool, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
+
+/*
+ * Issue 10 §3: Get Key and List Keys on real Postgres: filters, cursor pagination and its bounds,
+ * stuck leases, NUL in inputs, an index-driven plan, and through the Idempotency Key node.
+ */
+
+let pool: Pool;
+let schema: string;
+let store: IdempotencyStore;
+const TABLE = 'records';
+
+beforeAll(async () => {
+	pool = adminPool();
+	schema = await freshSchema(pool, 'keyrecords');
+	store = new IdempotencyStore(pool, { schema, table: TABLE, createTable: true });
+	await store.createTable();
+	// A known table: live lease, stuck lease, failed, completed (old and new), another prefix.
+	await pool.query(
+		`insert into ${schema}.${TABLE} (key, status, locked_until, first_seen, last_error, owner_token, execution_id) values
+		 ('stripe:live', 'processing', now() + interval '5 minutes', now(), null, gen_random_uuid(), 'e-live'),
+		 ('stripe:stuck', 'processing', now() - interval '5 minutes', now() - interval '2 hours', null, gen_random_uuid(), 'e-stuck'),
+		 ('stripe:failed', 'failed', null, now() - interval '3 hours', 'card declined', null, 'e-failed'),
+		 ('stripe:old', 'completed', null, now() - interval '48 hours', null, null, 'e-old'),
+		 ('shopify:new', 'completed', null, now(), null, null, 'e-new')`,
+	);
+});
+
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
+
+const keysOf = (page: StoredKey[]) => page.map((stored) => stored.key);
+const options = () => ({ schemaName: schema, tableName: TABLE });
+
+describe('Get Key (store)', () => {
+	it('returns the whole record of stored keys and leaves unknown ones out; a NUL key is simply not found', async () => {
+		const found = await store.getKeys(['stripe:failed', 'stripe:nope', 'nul\u0000key']);
+		expect([...found.keys()]).toEqual(['stripe:failed']);
+		expect(found.get('stripe:failed')).toMatchObject({ status: 'failed', lastError: 'card declined', executionId: 'e-failed', retentionEnded: false });
+	});
+});
+
+describe('List Keys (store)', () => {
+	it.each([
+		['status failed', { status: 'failed' as const }, ['stripe:failed']],
+		['stuck leases: processing with an expired lease, not the live one', { stuckLeasesOnly: true }, ['stripe:stuck']],
+		['first seen more than 1 hour ago', { olderThanSeconds: 3600 }, ['stripe:failed', 'stripe:old', 'stripe:stuck']],
+		['key prefix', { keyPrefix: 'shop' }, ['shopify:new']],
+		['prefix and status together', { keyPrefix: 'stripe:', status: 'completed' as const }, ['stripe:old']],
+		['no filter: all, in key order', {}, ['shopify:new', 'stripe:failed', 'stripe:live', 'stripe:old', 'stripe:stuck']],
+	])('%s', async (_what, filter, expected) => {
+		expect(keysOf(await store.listKeys({ limit: 100, ...filter }))).toEqual(expected);
+	});
+
+	it('a prefix with LIKE wildcards matches them literally', async () => {
+		expect(await store.listKeys({ limit: 100, keyPrefix: 'stripe%' })).toEqual([]);
+		expect(await store.listKeys({ limit: 100, keyPrefix: 'stri_e:' })).toEqual([]);
+	});
+
+	it('pages through 25 keys in pages of 10 after a cursor: every key once, in order', async () => {
+		const keys = Array.from({ length: 25 }, (_, index) => `page:${String(index).padStart(2, '0')}`);
+		await pool.query(`insert into ${schema}.${TABLE} (key) select unnest($1::text[])`, [keys]);
+		const seen: string[] = [];
+		const sizes: number[] = [];
+		let afterKey = '';
+		for (let pageNumber = 0; pageNumber < 10; pageNumber++) {
+			const page = await store.listKeys({ limit: 10, afterKey, keyPrefix: 'page:' });
+			sizes.push(page.length);
+			seen.push(...keysOf(page));
+			if (page.length < 10) break;
+			afterKey = page[page.length - 1].key;
+		}
+		expect(sizes).toEqual([10, 10, 5]);
+		expect(seen).toEqual(keys);
+	});
+
+	it.each([0, -1, 1.5, MAX_LIST_PAGE_SIZE + 1, Number.NaN])('refuses the page size %p with a clear error', async (limit) => {
+		await expect(store.listKeys({ limit })).rejects.toThrow(InvalidConfigurationError);
+		await expect(store.listKeys({ limit })).rejects.toThrow(/page size must be a whole number from 1 to 1000/);
+	});
+
+	it('refuses a NUL in the prefix or cursor with a clear error, an unknown status, and a negative age', async () => {
+		await expect(store.listKeys({ limit: 1, keyPrefix: 'a\u0000' })).rejects.toThrow(/key prefix contains a NUL/);
+		await expect(store.listKeys({ limit: 1, afterKey: 'a\u0000' })).rejects.toThrow(/cursor contains a NUL/);
+		await expect(store.listKeys({ limit: 1, status: 'done' as never })).rejects.toThrow(/Unknown status "done"/);
+		await expect(store.listKeys({ limit: 1, olderThanSeconds: -5 })).rejects.toThrow(/Older Than/);
+	});
+
+	it('reads a page through the primary key index, stopped by the limit, never a sequential scan of a big table', async () => {
+		const big = 'records_big';
+		const bigStore = new IdempotencyStore(pool, { schema, table: big, createTable: true });
+		await bigStore.createTable();
+		await pool.query(
+			`insert into ${schema}.${big} (key, status) select 'k:' || lpad(i::text, 6, '0'), case when i % 100 = 0 then 'failed' else 'completed' end from generate_series(1, 50000) i`,
+		);
+		await pool.query(`analyze ${schema}.${big}`);
+		const text = renderStatement('listRecords', tableRef(schema, big));
+		const client = await pool.connect();
+		try {
+			// The node's statements are unnamed, so planned with their parameter values: the same here.
+			const plan = (await client.query(`explain ${text.replace(/;\s*$/, '')}`.replace(/\$(\d)/g, (_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100'][Number(n)])))
+				.rows.map((row) => row['QUERY PLAN'] as string)
+				.join('\n');
+			expect(plan).toMatch(/^Limit/);
+			expect(plan).toMatch(/Index Scan using records_big_pkey/);
+			expect(plan).not.toMatch(/Seq Scan/);
+		} finally {
+			client.release();
+		}
+		const page = await bigStore.listKeys({ limit: 100, status: 'failed' });
+		expect(page).toHaveLength(100);
+		expect(page[0].key).toBe('k:000100');
+	});
+});
+
+describe('Idempotency Key node: Get Key and List Keys', () => {
+	it('Get Key: the record in Reserve’s words for a reserved key, found: false for an unknown one; never the owner token', async () => {
+		const [fresh] = await runReserve({ mode: 'lease', leaseSeconds: 60, options: { ...options(), createTable: true } }, { items: [webhookItem({ id: 'evt_get' })] });
+		const reserved = idempotencyOf(fresh[0]);
+		const [out] = await runKeyNode(
+			{ operation: 'getKey', lookupKey: (itemIndex: number) => (itemIndex === 0 ? reserved.key : 'evt:unknown'), options: options() },
+			{ items: [{ json: {} }, { json: {} }] },
+		);
+		expect(out).toHaveLength(2);
+		expect(out[0].json).toMatchObject({ found: true, key: 'evt:evt_get', status: 'processing', stuckLease: false, attempts: 1 });
+		expect(JSON.stringify(out[0].json)).not.toContain(String(reserved.ownerToken));
+		expect(out[1].json).toEqual({ found: false, key: 'evt:unknown' });
+		expect(out.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+	});
+
+	it('List Keys: failed keys older than 1 hour, one page with where the next starts', async () => {
+		const [out] = await runKeyNode(
+			{ operation: 'listKeys', limit: 1, afterKey: '', listFilters: { status: 'failed', olderThanHours: 1 }, options: options() },
+			{ items: [{ json: {} }] },
+		);
+		expect(out).toHaveLength(1);
+		expect(out[0].json).toMatchObject({ found: true, key: 'stripe:failed', status: 'failed', lastError: 'card declined', nextPageAfterKey: 'stripe:failed' });
+		expect(out[0].pairedItem).toEqual([{ item: 0 }]);
+
+		const [next] = await runKeyNode(
+			{ operation: 'listKeys', limit: 1, afterKey: 'stripe:failed', listFilters: { status: 'failed', olderThanHours: 1 }, options: options() },
+			{ items: [{ json: {} }] },
+		);
+		expect(next).toEqual([]);
+	});
+
+	it('List Keys: stuck leases are marked as such', async () => {
+		const [out] = await runKeyNode({ operation: 'listKeys', limit: 50, afterKey: '', listFilters: { stuckLeasesOnly: true }, options: options() }, { items: [{ json: {} }] });
+		expect(out.map((item) => [item.json.key, item.json.stuckLease, item.json.nextPageAfterKey])).toEqual([['stripe:stuck', true, null]]);
+	});
+
+	it('List Keys: a page size above the cap fails with a clear error', async () => {
+		await expect(
+			runKeyNode({ operation: 'listKeys', limit: 5000, afterKey: '', listFilters: {}, options: options() }, { items: [{ json: {} }] }),
+		).rejects.toThrow(/page size must be a whole number from 1 to 1000/);
+	});
+});
+
+describe('Get Stats', () => {
+	it('counts by status now, and new keys, duplicates, reclaims and failures of keys seen within the window', async () => {
+		const statsStore = new IdempotencyStore(pool, { schema, table: 'stats_table', createTable: true });
+		await statsStore.createTable();
+		await pool.query(
+			`insert into ${schema}.stats_table (key, status, locked_until, first_seen, last_seen, duplicate_count, attempts) values
+			 ('live', 'processing', now() + interval '5 minutes', now(), now(), 0, 1),
+			 ('stuck', 'processing', now() - interval '5 minutes', now() - interval '1 hour', now() - interval '1 hour', 1, 1),
+			 ('done', 'completed', null, now() - interval '30 hours', now() - interval '2 hours', 3, 2),
+			 ('failed', 'failed', null, now() - interval '3 hours', now() - interval '3 hours', 0, 1),
+			 ('old', 'completed', null, now() - interval '48 hours', now() - interval '47 hours', 5, 4),
+			 ('old-failed', 'failed', null, now() - interval '48 hours', now() - interval '48 hours', 0, 2)`,
+		);
+		expect(await statsStore.stats(24)).toEqual({
+			windowHours: 24,
+			total: 6,
+			processing: 1,
+			stuckLeases: 1,
+			completed: 2,
+			failed: 2,
+			newInWindow: 3,
+			duplicatesInWindow: 4,
+			reclaimsInWindow: 1,
+			failedInWindow: 1,
+		});
+		// Through the node: one item, paired with every input item.
+		const [out] = await runKeyNode({ operation: 'stats', windowHours: 72, options: { schemaName: schema, tableName: 'stats_table' } }, { items: [{ json: {} }, { json: {} }] });
+		expect(out).toHaveLength(1);
+		expect(out[0].json).toMatchObject({ windowHours: 72, total: 6, newInWindow: 6, duplicatesInWindow: 9, reclaimsInWindow: 5, failedInWindow: 2 });
+		expect(out[0].pairedItem).toEqual([{ item: 0 }, { item: 1 }]);
+	});
+
+	it.each([0, -1, 9000, Number.NaN])('refuses the window %p hours with a clear error', async (hours) => {
+		await expect(store.stats(hours)).rejects.toThrow(/stats window must be more than 0 and at most 8784 hours/);
+	});
+});
