@@ -30,7 +30,9 @@ export class IdempotencyKey implements INodeType {
 		icon: { light: 'file:idempotencyKey.svg', dark: 'file:idempotencyKey.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle: '={{ $parameter.operation }}',
+		// The operation's label, as the Operation list shows it (never its internal value).
+		subtitle:
+			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release Keys of Failed Execution" : "Release", "fail": "Mark Failed", "cleanup": "Delete Expired Keys"}[$parameter.operation] || $parameter.operation }}',
 		description: 'Complete, release on error, mark failed, or clean up idempotency keys reserved by Idempotency Reserve',
 		defaults: { name: 'Idempotency Key' },
 		usableAsTool: true,
