@@ -5,6 +5,8 @@
 //
 //   node scripts/screenshots.js                 # PNGs in /tmp/editor-shots/
 //   node scripts/screenshots.js --out DIR
+//   node scripts/screenshots.js --keep          # stay up; `touch /tmp/editor-shots/.again` re-imports
+//                                               # the templates and shoots again (Ctrl-C stops)
 //
 // Needs playwright-core (PLAYWRIGHT_CORE, default /work/tools/node_modules/playwright-core) and a
 // Chromium (CHROMIUM, default /usr/bin/chromium). Never downloads a browser.
@@ -17,10 +19,11 @@ const args = process.argv.slice(2);
 const OUT = path.resolve(args.includes('--out') ? args[args.indexOf('--out') + 1] : '/tmp/editor-shots');
 const { chromium } = require(process.env.PLAYWRIGHT_CORE ?? '/work/tools/node_modules/playwright-core');
 const OWNER = { email: 'shots@example.com', password: 'ShotsOwner123', firstName: 'Shots', lastName: 'Owner' };
+const keep = args.includes('--keep');
 const log = (line) => process.stdout.write(`  ${line}\n`);
 
 const TEMPLATE_DIR = path.join(stack.REPO_ROOT, 'templates');
-const templates = fs
+const readTemplates = () => fs
 	.readdirSync(TEMPLATE_DIR)
 	.filter((f) => f.endsWith('.json'))
 	.map((f) => ({ file: f.replace(/\.json$/, ''), json: JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, f), 'utf8')) }));
@@ -35,7 +38,7 @@ async function main() {
 		dbNames: { n8n: 'n8n_shots', app: 'idempotency_shots' },
 		encryptionKey: 'n8n-nodes-idempotency-shots-key',
 		credentials: stack.templateCredentials,
-		workflows: templates.map(({ json }) => ({ json, publish: false })),
+		workflows: readTemplates().map(({ json }) => ({ json, publish: false })),
 		log,
 	});
 	const browser = await chromium.launch({
@@ -45,10 +48,43 @@ async function main() {
 	try {
 		await stack.restClient(running.baseUrl).ownerLogin(OWNER); // creates the owner
 		const context = await browser.newContext({ viewport: { width: 1920, height: 1080 }, baseURL: running.baseUrl });
-		const login = await context.request.post('/rest/login', { data: { emailOrLdapLoginId: OWNER.email, password: OWNER.password }, headers: { 'browser-id': 'shots' } });
-		if (!login.ok()) throw new Error(`login failed: ${login.status()}`);
 		const page = await context.newPage();
-		for (const { file, json } of templates) {
+		// Signed in through the form: n8n binds its session cookie to the browser's own browser-id.
+		await page.goto('/signin');
+		await page.locator('input[type="email"], input[name="emailOrLdapLoginId"]').first().fill(OWNER.email);
+		await page.locator('input[type="password"]').first().fill(OWNER.password);
+		await page.getByRole('button', { name: /sign in/i }).click();
+		await page.waitForURL((url) => !url.pathname.startsWith('/signin'), { timeout: 60_000 });
+		try {
+			await shootAll(page);
+		} catch (error) {
+			await page.screenshot({ path: path.join(OUT, 'failure.png') });
+			throw error;
+		}
+		while (keep) {
+			const again = path.join(OUT, '.again');
+			if (!fs.existsSync(again)) {
+				await stack.sleep(1000);
+				continue;
+			}
+			fs.rmSync(again);
+			const importDir = path.join(workDir, 'again');
+			fs.rmSync(importDir, { recursive: true, force: true });
+			fs.mkdirSync(importDir);
+			for (const { json } of readTemplates()) fs.writeFileSync(path.join(importDir, `${json.id}.json`), JSON.stringify(json));
+			await running.cli(['import:workflow', '--separate', `--input=${importDir}`]);
+			await shootAll(page);
+		}
+	} finally {
+		await browser.close();
+		await running.stop();
+		fs.rmSync(workDir, { recursive: true, force: true });
+	}
+}
+
+async function shootAll(page) {
+	{
+		for (const { file, json } of readTemplates()) {
 			await page.goto(`/workflow/${json.id}`);
 			await page.waitForSelector('[data-test-id="canvas-node"]', { timeout: 60_000 });
 			await page.waitForTimeout(1500);
@@ -68,11 +104,8 @@ async function main() {
 				log(panel);
 			}
 		}
-	} finally {
-		await browser.close();
-		await running.stop();
-		fs.rmSync(workDir, { recursive: true, force: true });
 	}
+	log('done');
 }
 
 main().catch((error) => {

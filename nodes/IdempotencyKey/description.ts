@@ -95,7 +95,7 @@ export const keyProperties: INodeProperties[] = [
 		displayOptions: { show: { operation: ['release'], source: ['execution'] } },
 		default: '={{ $json.execution.id }}',
 		required: true,
-		description: 'Execution whose live (lease-mode) reservations are released; the Error Trigger gives it as `execution.id`',
+		description: 'Execution whose live (lease-mode) reservations are released; the default reads it from the Error Trigger\'s output',
 	},
 	{
 		displayName: 'Response to Store',
