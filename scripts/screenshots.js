@@ -91,6 +91,14 @@ async function shootAll(page) {
 			// Fit the whole workflow (n8n's "zoom to fit" shortcut is "1").
 			await page.keyboard.press('1');
 			await page.waitForTimeout(800);
+			// Clipped code in sticky notes, measured by the browser itself (layout width, not zoomed).
+			const codeBlocks = await page.$$eval('[data-test-id="canvas-sticky-note-node"] pre, .sticky-textarea pre, pre', (pres) =>
+				pres.map((pre) => ({ line: pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), ''), client: pre.clientWidth, scroll: pre.scrollWidth })),
+			);
+			for (const block of codeBlocks) {
+				const chars = block.line.length;
+				log(`${file}: code block ${block.scroll > block.client ? 'CLIPPED' : 'fits'}: ${chars} chars need ${block.scroll}px, shown ${block.client}px (≈${(block.scroll / Math.max(chars, 1)).toFixed(2)} px/char incl. padding)`);
+			}
 			const shot = path.join(OUT, `template-${file}.png`);
 			await page.screenshot({ path: shot });
 			log(shot);
