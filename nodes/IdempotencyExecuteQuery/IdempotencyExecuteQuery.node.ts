@@ -29,7 +29,7 @@ export class IdempotencyExecuteQuery implements INodeType {
 		icon: { light: 'file:idempotencyExecuteQuery.svg', dark: 'file:idempotencyExecuteQuery.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle: `=Once per key, one transaction · ${KEY_SOURCE_SUBTITLE}`,
+		subtitle: `=Key: ${KEY_SOURCE_SUBTITLE}`,
 		description: 'Reserve an idempotency key and run your SQL in one Postgres transaction: both happen once, or neither',
 		defaults: { name: 'Idempotency Execute Query' },
 		usableAsTool: true,

@@ -330,12 +330,13 @@ describe('after the business step succeeded (webhook and error-workflow template
 // What a user sees on the canvas: a sticky note drawn under a node hides the note's text and the
 // node's output labels; a code line wider than its note is clipped. Sizes as n8n draws them: a node
 // is about 100×100 at its position (its name is written below it, about 40 px); a sticky note is
-// parameters.width × parameters.height; the note's code font is about 7.5 px per character, with
-// about 40 px of padding (calibrated on screenshots of the editor, scripts/screenshots.js).
+// parameters.width × parameters.height. A note's code is drawn at about 9.6 canvas px per character,
+// inset about 28 px on each side: calibrated on a screenshot of the editor (scripts/screenshots.js),
+// where a 47-character SQL line spans 452 px and was cut off in a 400 px note.
 const NODE_SIZE = 100;
 const NODE_LABEL_HEIGHT = 40;
-const CODE_CHAR_WIDTH = 7.5;
-const NOTE_PADDING = 40;
+const CODE_CHAR_WIDTH = 9.6;
+const NOTE_PADDING = 56;
 
 interface Rect {
 	left: number;
@@ -383,7 +384,7 @@ describe.each(templates)('layout of %s', (_file, template) => {
 });
 
 describe('the layout checks themselves', () => {
-	const note = { name: 'n', type: 'n8n-nodes-base.stickyNote', position: [0, 0], parameters: { width: 300, height: 200, content: '```\n' + 'x'.repeat(40) + '\n```' } } as unknown as TemplateNode;
+	const note = { name: 'n', type: 'n8n-nodes-base.stickyNote', position: [0, 0], parameters: { width: 300, height: 200, content: '```\n' + 'x'.repeat(30) + '\n```' } } as unknown as TemplateNode;
 	it('see a node under a note, and a code line wider than the note', () => {
 		expect(overlaps(noteRect(note), nodeRect({ name: 'a', type: 't', position: [250, 150], parameters: {} } as unknown as TemplateNode))).toBe(true);
 		expect(overlaps(noteRect(note), nodeRect({ name: 'b', type: 't', position: [320, 0], parameters: {} } as unknown as TemplateNode))).toBe(false);

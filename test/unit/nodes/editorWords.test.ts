@@ -36,7 +36,7 @@ describe('subtitles', () => {
 	});
 
 	it('Reserve names its mode as the Mode list does', () => {
-		expect(subtitle(reserve, { mode: 'lease', keySource: 'auto' })).toMatch(/^Lease · event ID, else body hash$/);
+		expect(subtitle(reserve, { mode: 'lease', keySource: 'auto' })).toBe("Lease · event ID or hash");
 		expect(subtitle(reserve, { mode: 'permanent', keySource: 'auto' })).toMatch(/^Permanent · /);
 	});
 
