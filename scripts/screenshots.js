@@ -91,13 +91,20 @@ async function shootAll(page) {
 			// Fit the whole workflow (n8n's "zoom to fit" shortcut is "1").
 			await page.keyboard.press('1');
 			await page.waitForTimeout(800);
-			// Clipped code in sticky notes, measured by the browser itself (layout width, not zoomed).
-			const codeBlocks = await page.$$eval('[data-test-id="canvas-sticky-note-node"] pre, .sticky-textarea pre, pre', (pres) =>
-				pres.map((pre) => ({ line: pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), ''), client: pre.clientWidth, scroll: pre.scrollWidth })),
+			// Code in sticky notes, measured by the browser itself (layout px = canvas px): the text's
+			// width in the code font against the width the code block gives it.
+			const codeBlocks = await page.$$eval('pre', (pres) =>
+				pres.map((pre) => {
+					const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+					const style = getComputedStyle(pre);
+					const context = document.createElement('canvas').getContext('2d');
+					context.font = style.font;
+					const inner = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+					return { chars: line.length, text: context.measureText(line).width, inner, charWidth: context.measureText('x'.repeat(100)).width / 100 };
+				}),
 			);
-			for (const block of codeBlocks) {
-				const chars = block.line.length;
-				log(`${file}: code block ${block.scroll > block.client ? 'CLIPPED' : 'fits'}: ${chars} chars need ${block.scroll}px, shown ${block.client}px (≈${(block.scroll / Math.max(chars, 1)).toFixed(2)} px/char incl. padding)`);
+			for (const b of codeBlocks) {
+				log(`${file}: code ${b.text > b.inner ? 'CLIPPED' : 'fits'}: ${b.chars} chars = ${b.text.toFixed(0)} px in ${b.inner.toFixed(0)} px (${b.charWidth.toFixed(2)} px/char)`);
 			}
 			const shot = path.join(OUT, `template-${file}.png`);
 			await page.screenshot({ path: shot });
