@@ -21,7 +21,7 @@ export const reserveProperties: INodeProperties[] = [
 		type: 'options',
 		noDataExpression: true,
 		options: [
-			{ name: 'Body Hash', value: 'bodyHash', description: 'Always a hash of the raw body (sha256:…)' },
+			{ name: 'Body Hash', value: 'bodyHash', description: 'Always a hash of the raw body (key `sha256:…`)' },
 			{ name: 'Custom Value', value: 'custom', description: 'An expression, e.g. a business key like subscription_id:billing_period' },
 			{
 				name: 'Event ID, Else Body Hash',
