@@ -330,13 +330,13 @@ describe('after the business step succeeded (webhook and error-workflow template
 // What a user sees on the canvas: a sticky note drawn under a node hides the note's text and the
 // node's output labels; a code line wider than its note is clipped. Sizes as n8n draws them: a node
 // is about 100×100 at its position (its name is written below it, about 40 px); a sticky note is
-// parameters.width × parameters.height. A note's code is drawn at about 9.6 canvas px per character,
-// inset about 28 px on each side: calibrated on a screenshot of the editor (scripts/screenshots.js),
-// where a 47-character SQL line spans 452 px and was cut off in a 400 px note.
+// parameters.width × parameters.height. A note's code font measures 9.63 px per character in the
+// editor, and the code block is 26 px narrower than its note (measured in Chromium by
+// scripts/screenshots.js: a 47-character SQL line is 453 px; it was cut off in a 400 px note).
 const NODE_SIZE = 100;
 const NODE_LABEL_HEIGHT = 40;
-const CODE_CHAR_WIDTH = 9.6;
-const NOTE_PADDING = 56;
+const CODE_CHAR_WIDTH = 9.7;
+const NOTE_PADDING = 30;
 
 interface Rect {
 	left: number;
