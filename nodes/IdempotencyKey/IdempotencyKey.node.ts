@@ -32,7 +32,7 @@ export class IdempotencyKey implements INodeType {
 		version: 1,
 		// The operation's label, as the Operation list shows it (never its internal value).
 		subtitle:
-			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release Keys of Failed Execution" : "Release", "fail": "Mark Failed", "cleanup": "Delete Expired Keys"}[$parameter.operation] || $parameter.operation }}',
+			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": "Mark Failed", "cleanup": "Delete Expired Keys"}[$parameter.operation] || $parameter.operation }}',
 		description: 'Complete, release on error, mark failed, or clean up idempotency keys reserved by Idempotency Reserve',
 		defaults: { name: 'Idempotency Key' },
 		usableAsTool: true,

@@ -46,7 +46,7 @@ describe('subtitles', () => {
 		for (const option of optionsOf(operation)) {
 			expect(subtitle(key, { operation: option.value, source: 'item' })).toBe(option.name);
 		}
-		expect(subtitle(key, { operation: 'release', source: 'execution' })).toBe('Release Keys of Failed Execution');
+		expect(subtitle(key, { operation: 'release', source: 'execution' })).toBe('Release (failed execution)');
 	});
 });
 
