@@ -11,7 +11,7 @@ export class IdempotencyPostgresApi implements ICredentialType {
 
 	icon: Icon = { light: 'file:idempotencyPostgres.svg', dark: 'file:idempotencyPostgres.dark.svg' };
 
-	documentationUrl = 'https://www.npmjs.com/package/n8n-nodes-idempotency#credential';
+	documentationUrl = 'https://www.npmjs.com/package/n8n-nodes-idempotency';
 
 	properties: INodeProperties[] = [
 		{ displayName: 'Host', name: 'host', type: 'string', default: 'localhost', required: true },

@@ -16,6 +16,7 @@ import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
 import { readKeyInput } from '../IdempotencyReserve/keyInput';
 import { readReserveParameters } from '../IdempotencyReserve/parameters';
 import { executeQueryProperties } from './description';
+import { KEY_SOURCE_SUBTITLE } from '../IdempotencyReserve/description';
 import { readQueryParameters } from './parameters';
 
 const NEW = 0;
@@ -28,7 +29,7 @@ export class IdempotencyExecuteQuery implements INodeType {
 		icon: { light: 'file:idempotencyExecuteQuery.svg', dark: 'file:idempotencyExecuteQuery.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle: '=once per key, in one transaction: {{ $parameter.keySource }}',
+		subtitle: `=Key: ${KEY_SOURCE_SUBTITLE}`,
 		description: 'Reserve an idempotency key and run your SQL in one Postgres transaction: both happen once, or neither',
 		defaults: { name: 'Idempotency Execute Query' },
 		usableAsTool: true,

@@ -33,8 +33,10 @@ export class IdempotencyKey implements INodeType {
 		icon: { light: 'file:idempotencyKey.svg', dark: 'file:idempotencyKey.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle: '={{ $parameter.operation }}',
-		description: 'Complete, release on error, mark failed, or clean up idempotency keys reserved by Idempotency Reserve',
+		// The operation's label, as the Operation list shows it (never its internal value).
+		subtitle:
+			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": "Mark Failed", "cleanup": "Delete Expired Keys", "getKey": "Get Key", "listKeys": "List Keys", "stats": "Get Stats"}[$parameter.operation] || $parameter.operation }}',
+		description: 'Complete, release on error, mark failed, clean up, read or count idempotency keys reserved by Idempotency Reserve',
 		defaults: { name: 'Idempotency Key' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],

@@ -1,8 +1,20 @@
-import type { INodeProperties } from 'n8n-workflow';
+import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 
 import { schemaNameOption, tableNameOption } from '../shared/tableOptions';
 
 const settleOperations = ['complete', 'release', 'fail'];
+
+const ITEM_SOURCE: INodePropertyOptions = {
+	name: 'Item',
+	value: 'item',
+	description: "The incoming item's idempotency object (from Idempotency Reserve, also on a business step's error output)",
+};
+const CUSTOM_SOURCE: INodePropertyOptions = { name: 'Custom', value: 'custom', description: 'Key and owner token from expressions' };
+const EXECUTION_SOURCE: INodePropertyOptions = {
+	name: 'Failed Execution',
+	value: 'execution',
+	description: 'Every live reservation of one execution (Error Trigger workflows)',
+};
 
 export const keyProperties: INodeProperties[] = [
 	{
@@ -56,25 +68,24 @@ export const keyProperties: INodeProperties[] = [
 		],
 		default: 'release',
 	},
+	// "Failed Execution" only exists for Release: releasing every live reservation of a failed run is
+	// safe, completing or failing them all blind is not. One parameter per operation group, same name.
 	{
 		displayName: 'Key From',
 		name: 'source',
 		type: 'options',
 		noDataExpression: true,
-		displayOptions: { show: { operation: settleOperations } },
-		options: [
-			{
-				name: 'Item',
-				value: 'item',
-				description: "The incoming item's idempotency object (from Idempotency Reserve, also on a business step's error output)",
-			},
-			{ name: 'Custom', value: 'custom', description: 'Key and owner token from expressions' },
-			{
-				name: 'Failed Execution',
-				value: 'execution',
-				description: 'Every live reservation of one execution (Error Trigger workflows)',
-			},
-		],
+		displayOptions: { show: { operation: ['release'] } },
+		options: [ITEM_SOURCE, CUSTOM_SOURCE, EXECUTION_SOURCE],
+		default: 'item',
+	},
+	{
+		displayName: 'Key From',
+		name: 'source',
+		type: 'options',
+		noDataExpression: true,
+		displayOptions: { show: { operation: ['complete', 'fail'] } },
+		options: [ITEM_SOURCE, CUSTOM_SOURCE],
 		default: 'item',
 	},
 	{
@@ -102,7 +113,7 @@ export const keyProperties: INodeProperties[] = [
 		displayOptions: { show: { operation: ['release'], source: ['execution'] } },
 		default: '={{ $json.execution.id }}',
 		required: true,
-		description: 'Execution whose live (lease-mode) reservations are released; the Error Trigger gives it as execution.ID',
+		description: 'Execution whose live (lease-mode) reservations are released; the default reads it from the Error Trigger\'s output',
 	},
 	{
 		displayName: 'Response to Store',

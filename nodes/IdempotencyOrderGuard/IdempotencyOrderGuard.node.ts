@@ -24,7 +24,7 @@ export class IdempotencyOrderGuard implements INodeType {
 		icon: { light: 'file:idempotencyOrderGuard.svg', dark: 'file:idempotencyOrderGuard.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle: '={{ $parameter.equalVersion === "newer" ? "newer or equal version passes" : "only a newer version passes" }}',
+		subtitle: '={{ $parameter.equalVersion === "newer" ? "Newer or equal version passes" : "Only a newer version passes" }}',
 		description: 'Let only the newest version of each business object through, so events that arrive out of order converge',
 		defaults: { name: 'Idempotency Order Guard' },
 		usableAsTool: true,

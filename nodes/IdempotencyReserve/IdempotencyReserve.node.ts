@@ -15,7 +15,7 @@ import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { storeFor } from '../shared/store';
-import { reserveProperties } from './description';
+import { KEY_SOURCE_SUBTITLE, reserveProperties } from './description';
 import { withOutcomeCustomData } from './executionCustomData';
 import { idempotencyOutput, unverifiedOutput } from './idempotencyOutput';
 import { readKeyInput } from './keyInput';
@@ -46,7 +46,7 @@ export class IdempotencyReserve implements INodeType {
 		icon: { light: 'file:idempotencyReserve.svg', dark: 'file:idempotencyReserve.dark.svg' },
 		group: ['transform'],
 		version: 1,
-		subtitle: '={{ $parameter.mode === "lease" ? "lease" : "permanent" }}: {{ $parameter.keySource }}',
+		subtitle: `={{ $parameter.mode === "lease" ? "Lease" : "Permanent" }} · ${KEY_SOURCE_SUBTITLE}`,
 		description: 'Reserve an idempotency key atomically in Postgres and route new and duplicate deliveries apart',
 		defaults: { name: 'Idempotency Reserve' },
 		usableAsTool: true,

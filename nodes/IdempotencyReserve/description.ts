@@ -4,6 +4,10 @@ import { presetOptions } from '../shared/providerOptions';
 import { rawBodyPropertyOption } from '../shared/rawBody';
 import { createTableOption, schemaNameOption, tableNameOption } from '../shared/tableOptions';
 
+/** The subtitle's words for each Key Source, as the option list names them (shared with Execute Query). */
+export const KEY_SOURCE_SUBTITLE =
+	'{{ {"auto": "event ID or hash", "bodyHash": "body hash", "custom": "custom key", "header": "header " + $parameter.headerName, "preset": "provider preset"}[$parameter.keySource] }}';
+
 export const reserveProperties: INodeProperties[] = [
 	{
 		displayName:
@@ -18,12 +22,12 @@ export const reserveProperties: INodeProperties[] = [
 		type: 'options',
 		noDataExpression: true,
 		options: [
-			{ name: 'Body Hash', value: 'bodyHash', description: 'Always sha256: of the raw body' },
+			{ name: 'Body Hash', value: 'bodyHash', description: 'Always a hash of the raw body (key `sha256:…`)' },
 			{ name: 'Custom Value', value: 'custom', description: 'An expression, e.g. a business key like subscription_id:billing_period' },
 			{
 				name: 'Event ID, Else Body Hash',
 				value: 'auto',
-				description: "Evt: plus the body's ID when it has one, else sha256: of the raw body (the hand-built recipe's rule)",
+				description: "The body's event ID when it has one (key `evt:…`), else a hash of the raw body (key `sha256:…`): the hand-built recipe's rule",
 			},
 			{ name: 'Header', value: 'header', description: 'A request header such as Idempotency-Key or X-GitHub-Delivery' },
 			{ name: 'Provider Preset', value: 'preset', description: "The provider's retry-stable ID (Stripe, GitHub, Shopify, …)" },

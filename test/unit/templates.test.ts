@@ -326,3 +326,68 @@ describe('after the business step succeeded (webhook and error-workflow template
 		expect(evaluate(String(completeNode.parameters.ownerToken))).toBe('0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10');
 	});
 });
+
+// What a user sees on the canvas: a sticky note drawn under a node hides the note's text and the
+// node's output labels; a code line wider than its note is clipped. Sizes as n8n draws them: a node
+// is about 100×100 at its position (its name is written below it, about 40 px); a sticky note is
+// parameters.width × parameters.height. A note's code font measures 9.63 px per character in the
+// editor, and the code block is 26 px narrower than its note (measured in Chromium by
+// scripts/screenshots.js: a 47-character SQL line is 453 px; it was cut off in a 400 px note).
+const NODE_SIZE = 100;
+const NODE_LABEL_HEIGHT = 40;
+const CODE_CHAR_WIDTH = 9.7;
+const NOTE_PADDING = 30;
+
+interface Rect {
+	left: number;
+	top: number;
+	right: number;
+	bottom: number;
+}
+const overlaps = (a: Rect, b: Rect) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+const position = (node: TemplateNode) => (node as TemplateNode & { position: [number, number] }).position;
+const isSticky = (node: TemplateNode) => node.type === 'n8n-nodes-base.stickyNote';
+function noteRect(note: TemplateNode): Rect {
+	const [left, top] = position(note);
+	return { left, top, right: left + Number(note.parameters.width), bottom: top + Number(note.parameters.height) };
+}
+function nodeRect(node: TemplateNode): Rect {
+	const [left, top] = position(node);
+	return { left, top, right: left + NODE_SIZE, bottom: top + NODE_SIZE + NODE_LABEL_HEIGHT };
+}
+/** The longest line inside the note's fenced code blocks, in characters (0 without code). */
+function longestCodeLine(content: string): number {
+	let inCode = false;
+	let longest = 0;
+	for (const line of content.split('\n')) {
+		if (line.trim().startsWith('```')) inCode = !inCode;
+		else if (inCode) longest = Math.max(longest, line.length);
+	}
+	return longest;
+}
+
+describe.each(templates)('layout of %s', (_file, template) => {
+	const notes = template.nodes.filter(isSticky);
+	const nodes = template.nodes.filter((node) => !isSticky(node));
+
+	it('no sticky note lies under a node', () => {
+		const underNotes = notes.flatMap((note) => nodes.filter((node) => overlaps(noteRect(note), nodeRect(node))).map((node) => `${note.name} ↔ ${node.name}`));
+		expect(underNotes).toEqual([]);
+	});
+
+	it("every note's code fits its width", () => {
+		const clipped = notes
+			.filter((note) => longestCodeLine(String(note.parameters.content)) * CODE_CHAR_WIDTH + NOTE_PADDING > Number(note.parameters.width))
+			.map((note) => note.name);
+		expect(clipped).toEqual([]);
+	});
+});
+
+describe('the layout checks themselves', () => {
+	const note = { name: 'n', type: 'n8n-nodes-base.stickyNote', position: [0, 0], parameters: { width: 300, height: 200, content: '```\n' + 'x'.repeat(30) + '\n```' } } as unknown as TemplateNode;
+	it('see a node under a note, and a code line wider than the note', () => {
+		expect(overlaps(noteRect(note), nodeRect({ name: 'a', type: 't', position: [250, 150], parameters: {} } as unknown as TemplateNode))).toBe(true);
+		expect(overlaps(noteRect(note), nodeRect({ name: 'b', type: 't', position: [320, 0], parameters: {} } as unknown as TemplateNode))).toBe(false);
+		expect(longestCodeLine(String(note.parameters.content)) * CODE_CHAR_WIDTH + NOTE_PADDING).toBeGreaterThan(300);
+	});
+});

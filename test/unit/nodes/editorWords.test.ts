@@ -1,0 +1,77 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import type { INodeProperties, INodePropertyOptions, INodeType } from 'n8n-workflow';
+
+import { IdempotencyPostgresApi } from '../../../credentials/IdempotencyPostgresApi.credentials';
+import { WebhookSignatureApi } from '../../../credentials/WebhookSignatureApi.credentials';
+import { IdempotencyExecuteQuery } from '../../../nodes/IdempotencyExecuteQuery/IdempotencyExecuteQuery.node';
+import { IdempotencyKey } from '../../../nodes/IdempotencyKey/IdempotencyKey.node';
+import { IdempotencyReserve } from '../../../nodes/IdempotencyReserve/IdempotencyReserve.node';
+
+// What the editor shows: subtitles in the words of the option lists, choices offered only where
+// they work, documentation links that survive n8n's appended query parameters.
+
+/** Evaluates a subtitle the way the editor does: each {{ … }} with $parameter bound. */
+function subtitle(node: INodeType, parameters: Record<string, unknown>): string {
+	const template = String(node.description.subtitle).replace(/^=/, '');
+	return template.replace(/\{\{([\s\S]*?)\}\}/g, (_all, expression: string) =>
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		String(new Function('$parameter', `return (${expression});`)(parameters)),
+	);
+}
+const optionsOf = (property: INodeProperties) => (property.options ?? []) as INodePropertyOptions[];
+const labelOf = (property: INodeProperties, value: string) => optionsOf(property).find((option) => option.value === value)?.name;
+
+describe('subtitles', () => {
+	const reserve = new IdempotencyReserve();
+	const keySource = reserve.description.properties.find((property) => property.name === 'keySource')!;
+
+	it.each(optionsOf(keySource).map((option) => String(option.value)))('Reserve and Execute Query name the Key Source %s as its label does', (value) => {
+		const label = labelOf(keySource, value)!.toLowerCase();
+		for (const node of [reserve, new IdempotencyExecuteQuery()]) {
+			const text = subtitle(node, { mode: 'lease', keySource: value, headerName: 'idempotency-key' });
+			expect(text).not.toMatch(/undefined|\bauto\b|bodyHash/);
+			expect(text.toLowerCase()).toContain(label.split(' ')[0]);
+		}
+	});
+
+	it('Reserve names its mode as the Mode list does', () => {
+		expect(subtitle(reserve, { mode: 'lease', keySource: 'auto' })).toBe("Lease · event ID or hash");
+		expect(subtitle(reserve, { mode: 'permanent', keySource: 'auto' })).toMatch(/^Permanent · /);
+	});
+
+	it("Idempotency Key shows the operation's label, never its value", () => {
+		const key = new IdempotencyKey();
+		const operation = key.description.properties.find((property) => property.name === 'operation')!;
+		for (const option of optionsOf(operation)) {
+			expect(subtitle(key, { operation: option.value, source: 'item' })).toBe(option.name);
+		}
+		expect(subtitle(key, { operation: 'release', source: 'execution' })).toBe('Release (failed execution)');
+	});
+});
+
+describe('Key From: Failed Execution', () => {
+	const sources = new IdempotencyKey().description.properties.filter((property) => property.name === 'source');
+	const offeredFor = (operation: string) =>
+		sources.filter((property) => (property.displayOptions?.show?.operation as string[]).includes(operation)).flatMap((property) => optionsOf(property).map((option) => option.value));
+
+	it('is offered for Release, where it works', () => {
+		expect(offeredFor('release')).toEqual(['item', 'custom', 'execution']);
+	});
+	it.each(['complete', 'fail'])('is not offered for %s, where it could only fail at run time', (operation) => {
+		expect(offeredFor(operation)).toEqual(['item', 'custom']);
+	});
+});
+
+describe('documentation links', () => {
+	const nodesDir = path.join(__dirname, '..', '..', '..', 'nodes');
+	const codexUrls = readdirSync(nodesDir)
+		.flatMap((dir) => readdirSync(path.join(nodesDir, dir)).filter((file) => file.endsWith('.node.json')).map((file) => path.join(nodesDir, dir, file)))
+		.flatMap((file) => (JSON.parse(readFileSync(file, 'utf8')) as { resources: { primaryDocumentation: Array<{ url: string }> } }).resources.primaryDocumentation.map((doc) => doc.url));
+	const urls = [...codexUrls, new IdempotencyPostgresApi().documentationUrl, new WebhookSignatureApi().documentationUrl];
+
+	it('carry no anchor: n8n appends ?utm_… after it, which breaks the anchor', () => {
+		expect(codexUrls.length).toBeGreaterThanOrEqual(5);
+		for (const url of urls) expect(url).not.toContain('#');
+	});
+});
