@@ -1,4 +1,5 @@
-// The n8n-free core of n8n-nodes-idempotency: keys, the Postgres store, pools and errors.
+// The n8n-free core of n8n-nodes-idempotency, whole: keys, providers, signatures, the Postgres store,
+// pools, SQL, errors, the Order Guard and the one-transaction effect.
 export * from './errors';
 export * from './identifiers';
 export * from './types';
@@ -9,9 +10,13 @@ export * from './keys/forbiddenHeaders';
 export * from './keys/presets';
 export * from './providers';
 export * from './keys/sha256';
+export * from './keys/exactText';
+export * from './keys/rawJsonMember';
+export * from './signature';
 export * from './postgres/classifyError';
 export * from './postgres/connectionSettings';
 export * from './postgres/pool';
+export * from './postgres/storableValues';
 export * from './sql/statements';
 export * from './sql/migrations';
 export * from './postgres/checkConnection';
