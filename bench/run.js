@@ -65,18 +65,18 @@ function parseArgs(argv) {
 
 // The benchmark measures what users run: the compiled package, not ts-jest.
 function ensureBuilt() {
-	const built = path.join(ROOT, 'dist', 'lib', 'store.js');
+	const built = path.join(ROOT, 'dist', 'lib', 'postgres', 'store.js');
 	if (!fs.existsSync(built)) {
-		console.log('dist/lib/store.js is missing: running npm run build first');
+		console.log('dist/lib/postgres/store.js is missing: running npm run build first');
 		const result = spawnSync('npm', ['run', 'build'], {
 			cwd: ROOT,
 			stdio: 'inherit',
 			shell: process.platform === 'win32',
 		});
 		if (result.status !== 0) throw new Error('npm run build failed');
-	} else if (fs.statSync(path.join(ROOT, 'lib', 'store.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
+	} else if (fs.statSync(path.join(ROOT, 'lib', 'postgres', 'store.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
 		// Not rebuilt automatically: rimraf dist would pull the rug from anything else using it.
-		console.log('note: lib/store.ts is newer than dist/lib/store.js; run npm run build to bench the latest code');
+		console.log('note: lib/postgres/store.ts is newer than dist/lib/postgres/store.js; run npm run build to bench the latest code');
 	}
 }
 
@@ -281,7 +281,7 @@ function printCoreTable(results) {
 async function main() {
 	const args = parseArgs(process.argv.slice(2));
 	ensureBuilt();
-	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'store'));
+	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'store'));
 	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'sql', 'statements'));
 	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
 	const { Pool } = require('pg');

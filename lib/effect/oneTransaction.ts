@@ -2,7 +2,7 @@ import type { Pool, PoolClient, QueryResult } from 'pg';
 
 import { DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../errors';
 import { classifyPostgresError } from '../postgres/classifyError';
-import { IdempotencyStore, type StoreOptions } from '../store';
+import { IdempotencyStore, type StoreOptions } from '../postgres/store';
 import type { ReservationRequest, ReservationResult } from '../types';
 import { QueryFailedError } from './errors';
 

@@ -8,7 +8,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/store';
+import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/postgres/store';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { storeFor, type TableChoice } from '../shared/store';

@@ -1,6 +1,6 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import type { IdempotencyStore } from '../../lib/store';
+import type { IdempotencyStore } from '../../lib/postgres/store';
 import type { ListKeysOptions, RecordStatus, StoredKey } from '../../lib/types';
 
 /*

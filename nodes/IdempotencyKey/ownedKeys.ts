@@ -1,6 +1,6 @@
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 
-import type { SettleRequest } from '../../lib/store';
+import type { SettleRequest } from '../../lib/postgres/store';
 
 export type KeyFrom = 'item' | 'custom' | 'execution';
 

@@ -9,7 +9,7 @@ import {
 import { DatabaseUnavailableError, LockTimeoutError, PayloadMismatchError } from '../../lib/errors';
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
-import type { IdempotencyStore } from '../../lib/store';
+import type { IdempotencyStore } from '../../lib/postgres/store';
 import type { ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';

@@ -2,7 +2,7 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { poolFor } from '../../lib/postgres/pool';
-import { DEFAULT_SCHEMA, DEFAULT_TABLE, IdempotencyStore, type StoreOptions } from '../../lib/store';
+import { DEFAULT_SCHEMA, DEFAULT_TABLE, IdempotencyStore, type StoreOptions } from '../../lib/postgres/store';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';
 
 export interface TableChoice {

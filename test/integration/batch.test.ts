@@ -1,7 +1,7 @@
 import { Client, Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/store';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import { adminPool, freshSchema } from '../support/database';
 import { idempotencyOf, runReserve } from '../support/nodes';
 

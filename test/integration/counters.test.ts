@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 
-import { IdempotencyStore } from '../../lib/store';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, freshSchema } from '../support/database';
 

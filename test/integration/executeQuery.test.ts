@@ -2,7 +2,7 @@ import type { INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/store';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import { adminPool, databaseUrl, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runExecuteQuery } from '../support/nodes';

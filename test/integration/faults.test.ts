@@ -5,7 +5,7 @@ import { Pool, type PoolClient } from 'pg';
 
 import { LockTimeoutError, OutcomeUnknownError, StatementTimeoutError } from '../../lib/errors';
 import { toPoolConfig, type ConnectionSettings } from '../../lib/postgres/connectionSettings';
-import { IdempotencyStore, type RetryEvent, type StoreOptions } from '../../lib/store';
+import { IdempotencyStore, type RetryEvent, type StoreOptions } from '../../lib/postgres/store';
 import type { ReservationRequest, ReserveOptions } from '../../lib/types';
 import { startOwnPostgres, type OwnPostgres } from '../support/postgresProcess';
 import { TcpProxy } from '../support/tcpProxy';

@@ -11,7 +11,7 @@ import {
 import type { Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/store';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { credentialsHelper, engineBase, itemsAt, PACKAGE, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';

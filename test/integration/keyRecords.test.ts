@@ -4,7 +4,7 @@ import { InvalidConfigurationError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
 import { closeAllPools } from '../../lib/postgres/pool';
 import { renderStatement } from '../../lib/sql/statements';
-import { IdempotencyStore, MAX_LIST_PAGE_SIZE } from '../../lib/store';
+import { IdempotencyStore, MAX_LIST_PAGE_SIZE } from '../../lib/postgres/store';
 import type { StoredKey } from '../../lib/types';
 import { adminPool, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';

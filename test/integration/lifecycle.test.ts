@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 
 import { UnexpectedResultError } from '../../lib/errors';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../../lib/postgres/storableValues';
-import { IdempotencyStore } from '../../lib/store';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import type { ReservationRequest, ReserveOptions } from '../../lib/types';
 import { adminPool, freshSchema } from '../support/database';
 import { raceFromProcesses } from '../support/processes';

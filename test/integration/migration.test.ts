@@ -6,7 +6,7 @@ import { Pool } from 'pg';
 import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
 import { closeAllPools } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/store';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import { KEYS_MIGRATIONS, ensureSchema, readSchemaState, versionStamp } from '../../lib/sql/migrations';
 import { SQL_DIR } from '../../lib/sql/statements';
 import type { ReserveOptions } from '../../lib/types';

@@ -2,7 +2,7 @@ import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodePar
 import type { Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/store';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {

@@ -3,7 +3,7 @@
 // and prints the outcomes as JSON.
 import { Pool } from 'pg';
 
-import { IdempotencyStore } from '../../lib/store';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import type { ReservationMode } from '../../lib/types';
 
 interface WorkerArgs {

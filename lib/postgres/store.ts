@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 
-import { InvalidConfigurationError, UnexpectedResultError } from './errors';
-import { tableRef, type TableRef } from './identifiers';
-import { classifyPostgresError, connectionFailureReason, type Operation } from './postgres/classifyError';
-import { storableErrorMessage, storableResponse, storableText } from './postgres/storableValues';
-import { KEYS_MIGRATIONS, ensureSchema } from './sql/migrations';
-import { renderStatement, type StatementName } from './sql/statements';
+import { InvalidConfigurationError, UnexpectedResultError } from '../errors';
+import { tableRef, type TableRef } from '../identifiers';
+import { classifyPostgresError, connectionFailureReason, type Operation } from './classifyError';
+import { storableErrorMessage, storableResponse, storableText } from './storableValues';
+import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
+import { renderStatement, type StatementName } from '../sql/statements';
 import type {
 	CleanupOptions,
 	CleanupResult,
@@ -21,7 +21,7 @@ import type {
 	ReserveOptions,
 	SettleResult,
 	StoredKey,
-} from './types';
+} from '../types';
 
 export interface StoreOptions {
 	schema: string;
