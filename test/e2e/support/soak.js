@@ -4,7 +4,7 @@
 const { plan, deliverAll, figures, recoveryMs, report } = require('./provider');
 const { businessRows, keysNotCompleted, stuckExecutions } = require('./outcome');
 
-/** Soak sizes: small enough for CI on a shared 2-core machine; E2E_SOAK_* env vars give the full size. */
+/** Soak sizes: each test names its own; E2E_SOAK_* env vars override them (smaller on a busy machine). */
 function soakSize({ events, deliveries }) {
 	return {
 		events: Number(process.env.E2E_SOAK_EVENTS ?? events),
