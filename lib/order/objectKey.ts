@@ -1,11 +1,7 @@
 import { MissingKeyError } from '../errors';
 import { deriveKey } from '../keys/deriveKey';
+import { inexactTextReason } from '../keys/exactText';
 import { InvalidObjectKeyError } from './errors';
-
-// Postgres text cannot hold NUL, and pg would turn a lone surrogate half into U+FFFD, so two
-// different keys could silently become one. Both are refused per item, never replaced.
-const NUL = '\u0000';
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * The business object's key (e.g. `stripe:customer:cus_123`), by the same rules as a Reserve
@@ -34,10 +30,8 @@ export function eventKeyOf(value: unknown): string | null {
 	return objectKeyOf(value);
 }
 
+/** NUL and lone surrogates are refused per item, never replaced (the rule Reserve's keys follow). */
 function assertExactText(value: unknown, what: string): void {
-	if (typeof value !== 'string') return;
-	if (value.includes(NUL)) throw new InvalidObjectKeyError(`The ${what} contains a NUL character, which Postgres text cannot store.`);
-	if (LONE_SURROGATE.test(value)) {
-		throw new InvalidObjectKeyError(`The ${what} contains a lone UTF-16 surrogate (ill-formed Unicode), which cannot be stored exactly.`);
-	}
+	const reason = typeof value === 'string' ? inexactTextReason(value) : undefined;
+	if (reason) throw new InvalidObjectKeyError(`The ${what} ${reason}.`);
 }

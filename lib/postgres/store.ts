@@ -5,6 +5,7 @@ import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { InvalidConfigurationError, UnexpectedResultError } from '../errors';
 import { tableRef, type TableRef } from '../identifiers';
 import { classifyPostgresError, connectionFailureReason, type Operation } from './classifyError';
+import { onceReady } from './onceReady';
 import { storableErrorMessage, storableResponse, storableText } from './storableValues';
 import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
 import { renderStatement, type StatementName } from '../sql/statements';
@@ -70,9 +71,6 @@ export const DEFAULT_SCHEMA = 'public';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_LEASE_SECONDS = 7 * 24 * 3600;
 const MAX_RETENTION_SECONDS = 10 * 366 * 24 * 3600;
-
-// The schema check (and migration) is shared by concurrent first callers of one pool and table.
-const tablesReady = new WeakMap<Pool, Map<string, Promise<void>>>();
 
 /**
  * The Postgres idempotency store. Every method is one statement from `sql/` (one round trip for a
@@ -280,19 +278,9 @@ export class IdempotencyStore {
 		await this.readyWithin('reserve', 0);
 	}
 
+	// The schema check (and migration) is shared by concurrent first callers of one pool and table.
 	private async ensureReady(): Promise<void> {
-		let perPool = tablesReady.get(this.pool);
-		if (!perPool) {
-			perPool = new Map();
-			tablesReady.set(this.pool, perPool);
-		}
-		let ready = perPool.get(this.table.qualified);
-		if (!ready) {
-			ready = ensureSchema(this.pool, this.table, KEYS_MIGRATIONS, this.options.createTable);
-			perPool.set(this.table.qualified, ready);
-			ready.catch(() => perPool.delete(this.table.qualified));
-		}
-		await ready;
+		await onceReady(this.pool, this.table.qualified, () => ensureSchema(this.pool, this.table, KEYS_MIGRATIONS, this.options.createTable));
 	}
 
 	/**
