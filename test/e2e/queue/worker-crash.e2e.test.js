@@ -55,12 +55,11 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 				if (sleeping.rowCount > 0) break;
 				await sleep(200);
 			}
-			const { rows } = await h.n8nQuery(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status = 'running' ORDER BY id`, [
-				h.IDS.webhook,
-				mark,
-			]);
+			// The execution in the business step is the one holding the key's lease (Reserve stores its
+			// id); other deliveries of the event may be running too, on the other worker.
+			const { rows } = await h.appQuery('SELECT execution_id FROM processed_events WHERE key = $1', [key]);
 			const { workers } = await h.control('GET /processes');
-			const running = rows.map((row) => String(row.id));
+			const running = rows.map((row) => String(row.execution_id));
 			const victim = workers.find((w) => running.some((executionId) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${executionId} `)));
 			if (!victim) throw new Error(`no worker log names executions ${running.join(', ')}`);
 			const killedAt = Date.now();
