@@ -5,6 +5,16 @@ const { harness, outputTaken, eventId, NODE } = require('./support/harness');
 
 const CONSTRAINT = 'business_log_e2e_rejects_poison';
 
+/** Re-runs `read` until `done(result)` or 15 s have passed; returns the last result either way. */
+async function eventually(read, done, timeoutMs = 15000) {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const result = await read();
+		if (done(result) || Date.now() > deadline) return result;
+		await new Promise((resolve) => setTimeout(resolve, 250));
+	}
+}
+
 describe('release on error', () => {
 	const h = harness();
 
@@ -40,9 +50,14 @@ describe('release on error', () => {
 		const runs = await h.waitForExecutions(h.IDS.webhook, mark, 2);
 		expect(runs.map((e) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
 		// Issue 10 §4: n8n stored each run's outcome as custom data, in the table its executions list filters on.
-		const customData = await h.n8nQuery(
-			`SELECT "executionId", key, value FROM execution_metadata WHERE "executionId" = ANY($1::int[]) AND key LIKE 'idempotency_%' ORDER BY "executionId", key`,
-			[runs.map((e) => e.id)],
+		// In queue mode the worker saves an execution's status before its custom data: wait for the rows.
+		const customData = await eventually(
+			() =>
+				h.n8nQuery(
+					`SELECT "executionId", key, value FROM execution_metadata WHERE "executionId" = ANY($1::int[]) AND key LIKE 'idempotency_%' ORDER BY "executionId", key`,
+					[runs.map((e) => e.id)],
+				),
+			(result) => result.rowCount >= 8,
 		);
 		expect(customData.rows.map((r) => [Number(r.executionId), r.key, r.value])).toEqual([
 			[runs[0].id, 'idempotency_attempt', '1'],
