@@ -14,7 +14,7 @@ import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { credentialPool, tableOptions } from '../shared/store';
 import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
 import { readKeyInput } from '../IdempotencyReserve/keyInput';
-import { readReserveParameters } from '../IdempotencyReserve/parameters';
+import { readBatchParameters } from '../IdempotencyReserve/parameters';
 import { executeQueryProperties } from './description';
 import { KEY_SOURCE_SUBTITLE } from '../IdempotencyReserve/description';
 import { readQueryParameters } from './parameters';
@@ -50,17 +50,21 @@ export class IdempotencyExecuteQuery implements INodeType {
 		const routing = itemRouting(this, 2);
 		const { outputs, failItem } = routing;
 		return await routing.run(items.length, async () => {
-			const parameters = readReserveParameters(this, 0);
-			// The query's effect is real even in an editor run, so its key is the real one too: a test
-			// scope would let the production delivery run the effect a second time.
-			parameters.key.manualTest = false;
+			// Options such as Scope may be expressions, so each item's settings are its own; the
+			// table (one credential, one table per run) is the same for every item, as in Reserve.
+			const { statement, items: settingsPerItem } = readBatchParameters(this, items.length);
 			const query = this.getNodeParameter('query', 0) as string;
-			validateKeyConfig(parameters.key);
 			validateEffectQuery(query);
-			const effect = new OneTransactionEffect(await credentialPool(this), tableOptions(parameters.table));
+			const effect = new OneTransactionEffect(await credentialPool(this), tableOptions(statement.table));
 			for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 				const item = items[itemIndex];
 				try {
+					const settings = settingsPerItem[itemIndex];
+					if ('error' in settings) throw settings.error;
+					// The query's effect is real even in an editor run, so its key is the real one too: a test
+					// scope would let the production delivery run the effect a second time.
+					const parameters = { ...settings, key: { ...settings.key, manualTest: false } };
+					validateKeyConfig(parameters.key);
 					const input = await readKeyInput(this, item, itemIndex, parameters);
 					const derived = deriveKey(input, parameters.key);
 					const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);

@@ -149,7 +149,7 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		if (onError !== 'stopWorkflow') expect(errorsOf(down, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(/could not be reached/)]);
 	});
 
-	// Configuration errors are found before any item: n8n would pass the raw input out of New if the node threw.
+	// Configuration errors fail every item they apply to, never pass it out of New.
 	const configurationErrors: Array<[string, INodeParameters, RegExp]> = [
 		['a refused key source', { keySource: 'header', headerName: 'paypal-transmission-sig' }, /cannot be an idempotency key/],
 		['transaction control in the query', { query: `commit; insert into ${schema}.payments (event_key, amount) values ($1, $2)` }, /./],
@@ -167,6 +167,26 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 			if (onError !== 'stopWorkflow') expect(errorsOf(result, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(message), expect.stringMatching(message)]);
 			for (const id of ids) expect(await stored(id)).toEqual({ keys: 0, payments: 0 });
 		});
+	});
+
+	it('reads its options per item: a Scope expression makes one event id of two tenants two keys and two effects', async () => {
+		const scoped = insertPayment({
+			queryParameters: '={{ [$json.body.tenant + ":evt:" + $json.body.id, $json.body.amount] }}',
+			options: { schemaName: schema, tableName: 'processed_events', scope: '={{ $json.body.tenant }}' },
+		});
+		const items = () => [webhookItem({ id: 'evt_tenants', tenant: 'acme', amount: 5 }), webhookItem({ id: 'evt_tenants', tenant: 'globex', amount: 7 })];
+		const first = await run(workflow('idempotencyExecuteQuery', scoped, 'stopWorkflow', wiring), 'eq-per-item-scope', items());
+		expect(itemsAt(first, 'Respond 200 (new)').map((item) => (item.json.idempotency as { key: string }).key)).toEqual([
+			'acme:evt:evt_tenants',
+			'globex:evt:evt_tenants',
+		]);
+		const again = await run(workflow('idempotencyExecuteQuery', scoped, 'stopWorkflow', wiring), 'eq-per-item-scope-again', items());
+		expect(itemsAt(again, 'Respond 200 (duplicate)')).toHaveLength(2);
+		const { rows } = await pool.query(`select event_key, amount from ${schema}.payments where event_key like '%:evt:evt_tenants' order by event_key`);
+		expect(rows).toEqual([
+			{ event_key: 'acme:evt:evt_tenants', amount: 5 },
+			{ event_key: 'globex:evt:evt_tenants', amount: 7 },
+		]);
 	});
 
 	it('in an editor (manual) run reserves the real key: the production delivery is then Duplicate and the effect ran once', async () => {
