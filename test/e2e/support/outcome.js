@@ -22,6 +22,20 @@ async function keysNotCompleted(h, eventIds) {
 	return keys.filter((key) => !done.has(key));
 }
 
+/**
+ * keysNotCompleted, read again (bounded) until it is empty: a delivery answered 200 "completion
+ * pending" has its key completed afterwards by the error workflow, so right after the provider's
+ * last 2xx a key may still be settling. Returns the keys still not completed at the deadline.
+ */
+async function keysNotCompletedAfterSettling(h, eventIds, { timeoutMs = 60000 } = {}) {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const open = await keysNotCompleted(h, eventIds);
+		if (open.length === 0 || Date.now() > deadline) return open;
+		await sleep(500);
+	}
+}
+
 /** Executions of a workflow after `mark` still 'new' or 'running' after waiting up to timeoutMs for them to finish. */
 async function stuckExecutions(h, workflowId, mark, { timeoutMs = 60000 } = {}) {
 	const deadline = Date.now() + timeoutMs;
@@ -38,4 +52,4 @@ async function stuckExecutions(h, workflowId, mark, { timeoutMs = 60000 } = {}) 
 	return open;
 }
 
-module.exports = { businessRows, keysNotCompleted, stuckExecutions };
+module.exports = { businessRows, keysNotCompleted, keysNotCompletedAfterSettling, stuckExecutions };
