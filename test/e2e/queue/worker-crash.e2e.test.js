@@ -12,6 +12,7 @@ const fs = require('node:fs');
 const { harness, eventId } = require('../support/harness');
 const { deliverAll, figures, recoveryMs, report } = require('../support/provider');
 const { sleep, pidAlive } = require('../../../scripts/lib/processes');
+const { eventually } = require('../support/eventually');
 
 const SLOW_TYPE = 'e2e.slow';
 
@@ -74,11 +75,11 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 		const stats = figures(run);
 		// Count the rows once the killed worker's INSERT is over: its server session must end (the
 		// connection check aborts it) before "exactly 1 row" means anything; a commit after it would be the double.
-		let orphaned;
-		for (const until = Date.now() + 30000; ; await sleep(250)) {
-			orphaned = (await h.appQuery('SELECT pid FROM pg_stat_activity WHERE pid = ANY($1)', [kill.backends])).rows;
-			if (orphaned.length === 0 || Date.now() > until) break;
-		}
+		const orphaned = await eventually(
+			async () => (await h.appQuery('SELECT pid FROM pg_stat_activity WHERE pid = ANY($1)', [kill.backends])).rows,
+			(rows) => rows.length === 0,
+			{ timeoutMs: 30000 },
+		);
 		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key]);
 		const stored = await h.appQuery('SELECT status, attempts FROM processed_events WHERE key = $1', [key]);
 		const errorRuns = await h.n8nQuery(`SELECT id, status FROM execution_entity WHERE "workflowId" = $1 AND id > $2`, [h.IDS.error, mark]);
