@@ -134,7 +134,7 @@ describe('production checklist (seed 002)', () => {
 		const { url, workflowId } = businessKeyed;
 		const order = `ord_${eventId('order').slice(8)}`;
 		const businessKey = `order-paid:${order}`;
-		const paid = (type) => ({ id: eventId(type.replace('.', '_')), type, data: { object: { metadata: { order_id: order } } } });
+		const paid = (type) => ({ id: eventId(type.replaceAll('.', '_')), type, data: { object: { metadata: { order_id: order } } } });
 		const events = [paid('checkout.session.completed'), paid('payment_intent.succeeded')];
 		const eventKeys = events.map((e) => `evt:${e.id}`);
 

@@ -13,6 +13,7 @@ const { harness, eventId } = require('../support/harness');
 const { deliverAll, figures, recoveryMs, report } = require('../support/provider');
 const { sleep, pidAlive } = require('../../../scripts/lib/processes');
 const { eventually } = require('../support/eventually');
+const { errorRunsFor } = require('../support/outcome');
 
 const SLOW_TYPE = 'e2e.slow';
 
@@ -82,6 +83,9 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 		);
 		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key]);
 		const stored = await h.appQuery('SELECT status, attempts FROM processed_events WHERE key = $1', [key]);
+		// Let n8n finish with the crash before the next test file (reported, not asserted: it fails the
+		// killed job only once it stalls, and its error run may come after the provider's last 2xx).
+		for (const executionId of kill.executions) await errorRunsFor(h, executionId, mark, { timeoutMs: 60000 });
 		const errorRuns = await h.n8nQuery(`SELECT id, status FROM execution_entity WHERE "workflowId" = $1 AND id > $2`, [h.IDS.error, mark]);
 		const crashed = await h.n8nQuery(`SELECT id, status FROM execution_entity WHERE id = ANY($1::int[])`, [kill.executions.map(Number)]);
 		const during = run.attempts.filter((a) => a.at >= kill.killedAt);
