@@ -1,14 +1,15 @@
 // End-to-end suite: a real n8n 2.x with this package installed as a community package, real
 // Postgres, real HTTP deliveries. One stack for all test files (globalSetup), files run one by one.
 // E2E_TOPOLOGY=single (default): one n8n process, every file in test/e2e/.
-// E2E_TOPOLOGY=queue: n8n's queue mode (Redis, main + 2 workers): the seed experiment, the signature
-// cases and the error workflow again, then test/e2e/queue/ (bursts, soaks, crashes, restarts).
+// E2E_TOPOLOGY=queue: n8n's queue mode (Redis, main + 2 workers): the production checklist, the seed
+// experiment, the signature cases and the error workflow again, then test/e2e/queue/ (bursts, soaks,
+// crashes, restarts).
 // scripts/test-e2e.js (npm run test:e2e) runs both, one after the other.
 const { TOPOLOGY } = require('./test/e2e/support/topology');
 
 const testMatch =
 	TOPOLOGY === 'queue'
-		? ['seed-experiment', 'signature', 'release-on-error'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
+		? ['checklist', 'seed-experiment', 'signature', 'release-on-error'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
 		: ['<rootDir>/test/e2e/*.e2e.test.{js,ts}'];
 
 module.exports = {

@@ -2,18 +2,10 @@
 // provider's redelivery (after the cause is fixed) is processed, and exactly one business row results.
 // A crash without an error output: the error-workflow template releases the execution's keys.
 const { harness, outputTaken, eventId, NODE } = require('./support/harness');
+const { eventually } = require('./support/eventually');
+const { errorRunsFor } = require('./support/outcome');
 
 const CONSTRAINT = 'business_log_e2e_rejects_poison';
-
-/** Re-runs `read` until `done(result)` or 15 s have passed; returns the last result either way. */
-async function eventually(read, done, timeoutMs = 15000) {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const result = await read();
-		if (done(result) || Date.now() > deadline) return result;
-		await new Promise((resolve) => setTimeout(resolve, 250));
-	}
-}
 
 describe('release on error', () => {
 	const h = harness();
@@ -87,7 +79,7 @@ describe('release on error', () => {
 		expect(crashed.status).toBe('error');
 		expect(crashed.nodesRun).toEqual(expect.arrayContaining([NODE.reserve, 'Crash']));
 		expect(outputTaken(crashed, NODE.reserve)).toBe(0); // it reserved the key, then crashed
-		const errorRuns = await h.waitForExecutions(h.IDS.error, mark, 1, { timeoutMs: 60000 });
+		const errorRuns = await errorRunsFor(h, crashed.id, mark);
 		expect(errorRuns).toHaveLength(1);
 		expect(errorRuns[0].status).toBe('success');
 		expect(errorRuns[0].nodesRun).toContain('Release Keys of Failed Execution');
@@ -98,6 +90,6 @@ describe('release on error', () => {
 		await h.deliver(h.crashUrl, event);
 		const [redelivered] = await h.waitForExecutions(h.IDS.crash, mark2, 1);
 		expect(outputTaken(redelivered, NODE.reserve)).toBe(0);
-		await h.waitForExecutions(h.IDS.error, mark2, 1, { timeoutMs: 60000 });
+		expect(await errorRunsFor(h, redelivered.id, mark2)).toHaveLength(1); // and released it again
 	});
 });

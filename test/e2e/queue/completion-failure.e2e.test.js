@@ -5,7 +5,7 @@
 // redelivery is a duplicate and the business step ran exactly once.
 const { harness, eventId } = require('../support/harness');
 const { report } = require('../support/provider');
-const { sleep } = require('../../../scripts/lib/processes');
+const { errorRunsFor } = require('../support/outcome');
 
 const COMPLETE_IN_ERROR_WORKFLOW = 'Complete Key (effect already happened)';
 
@@ -45,13 +45,7 @@ describe('queue mode: Mark Complete fails after the business step succeeded', ()
 		expect(webhookRun.runData['Mark Complete'][0].data.main.slice(0, 2).flat()).toEqual([]); // neither Done nor Stale
 
 		// The error workflow completes the key (it retries until the completion goes through).
-		let errorRuns = [];
-		const deadline = Date.now() + 120000;
-		while (Date.now() < deadline) {
-			errorRuns = (await h.executions(h.IDS.error, mark)).filter((e) => e.status !== 'running' && e.status !== 'new');
-			if (errorRuns.length) break;
-			await sleep(500);
-		}
+		const errorRuns = await errorRunsFor(h, webhookRun.id, mark, { timeoutMs: 120000 });
 		expect(errorRuns).toHaveLength(1);
 		expect(errorRuns[0].status).toBe('success');
 		expect(errorRuns[0].nodesRun).toContain(COMPLETE_IN_ERROR_WORKFLOW);

@@ -12,6 +12,8 @@ const fs = require('node:fs');
 const { harness, eventId } = require('../support/harness');
 const { deliverAll, figures, recoveryMs, report } = require('../support/provider');
 const { sleep, pidAlive } = require('../../../scripts/lib/processes');
+const { eventually } = require('../support/eventually');
+const { errorRunsFor } = require('../support/outcome');
 
 const SLOW_TYPE = 'e2e.slow';
 
@@ -49,10 +51,12 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 		// Find the worker whose execution sleeps inside the business step, then kill it.
 		const killer = (async () => {
 			const deadline = Date.now() + 60000;
+			let backends;
 			for (;;) {
 				if (Date.now() > deadline) throw new Error('the slow business step never started');
 				const sleeping = await h.appQuery("SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query ILIKE '%business_log%'");
-				if (sleeping.rowCount > 0) break;
+				backends = sleeping.rows.map((row) => row.pid);
+				if (backends.length > 0) break;
 				await sleep(200);
 			}
 			// The execution in the business step is the one holding the key's lease (Reserve stores its
@@ -64,14 +68,24 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 			if (!victim) throw new Error(`no worker log names executions ${running.join(', ')}`);
 			const killedAt = Date.now();
 			const killed = await h.control('POST /kill-worker', { index: victim.index });
-			return { ...killed, index: victim.index, killedAt, executions: running };
+			return { ...killed, index: victim.index, killedAt, executions: running, backends };
 		})();
 
 		const run = await deliverAll({ url: h.webhookUrl, plan: thePlan, concurrency: 3, retry: { firstDelayMs: 500, maxDelayMs: 3000 } });
 		const kill = await killer;
 		const stats = figures(run);
+		// Count the rows once the killed worker's INSERT is over: its server session must end (the
+		// connection check aborts it) before "exactly 1 row" means anything; a commit after it would be the double.
+		const orphaned = await eventually(
+			async () => (await h.appQuery('SELECT pid FROM pg_stat_activity WHERE pid = ANY($1)', [kill.backends])).rows,
+			(rows) => rows.length === 0,
+			{ timeoutMs: 30000 },
+		);
 		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key]);
 		const stored = await h.appQuery('SELECT status, attempts FROM processed_events WHERE key = $1', [key]);
+		// Let n8n finish with the crash before the next test file (reported, not asserted: it fails the
+		// killed job only once it stalls, and its error run may come after the provider's last 2xx).
+		for (const executionId of kill.executions) await errorRunsFor(h, executionId, mark, { timeoutMs: 60000 });
 		const errorRuns = await h.n8nQuery(`SELECT id, status FROM execution_entity WHERE "workflowId" = $1 AND id > $2`, [h.IDS.error, mark]);
 		const crashed = await h.n8nQuery(`SELECT id, status FROM execution_entity WHERE id = ANY($1::int[])`, [kill.executions.map(Number)]);
 		const during = run.attempts.filter((a) => a.at >= kill.killedAt);
@@ -90,6 +104,7 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 		// The fault happened: the worker's process died of SIGKILL.
 		expect(kill.exited.signal).toBe('SIGKILL');
 		expect(pidAlive(kill.pid)).toBe(false);
+		expect(orphaned).toEqual([]); // its database session ended too
 		// Exactly once, nothing lost.
 		expect(stats.gaveUp).toBe(0);
 		expect(rows[0].n).toBe(1);

@@ -1,6 +1,7 @@
 // What "exactly once" means after a run with retries: every event has exactly one business row, no
 // key is left 'processing', and no execution of the webhook workflow is left running in n8n.
-const { sleep } = require('../../../scripts/lib/processes');
+const { eventually } = require('./eventually');
+const { outputItem } = require('./harness');
 
 /** Business rows per event key: { rows, doubled: [...keys], missing: [...keys] }. */
 async function businessRows(h, eventIds) {
@@ -22,20 +23,39 @@ async function keysNotCompleted(h, eventIds) {
 	return keys.filter((key) => !done.has(key));
 }
 
-/** Executions of a workflow after `mark` still 'new' or 'running' after waiting up to timeoutMs for them to finish. */
-async function stuckExecutions(h, workflowId, mark, { timeoutMs = 60000 } = {}) {
-	const deadline = Date.now() + timeoutMs;
-	let open = [];
-	while (Date.now() < deadline) {
-		const { rows } = await h.n8nQuery(
-			`SELECT id, status FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status IN ('new', 'running')`,
-			[workflowId, mark],
-		);
-		open = rows;
-		if (open.length === 0) return [];
-		await sleep(1000);
-	}
-	return open;
+/**
+ * keysNotCompleted, read again (bounded) until it is empty: a delivery answered 200 "completion
+ * pending" has its key completed afterwards by the error workflow, so right after the provider's
+ * last 2xx a key may still be settling. Returns the keys still not completed at the deadline.
+ */
+async function keysNotCompletedAfterSettling(h, eventIds, { timeoutMs = 60000 } = {}) {
+	return eventually(() => keysNotCompleted(h, eventIds), (open) => open.length === 0, { timeoutMs, everyMs: 500 });
 }
 
-module.exports = { businessRows, keysNotCompleted, stuckExecutions };
+/** Executions of a workflow after `mark` still 'new' or 'running' after waiting up to timeoutMs for them to finish. */
+async function stuckExecutions(h, workflowId, mark, { timeoutMs = 60000 } = {}) {
+	const open = async () =>
+		(
+			await h.n8nQuery(`SELECT id, status FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status IN ('new', 'running')`, [
+				workflowId,
+				mark,
+			])
+		).rows;
+	return eventually(open, (rows) => rows.length === 0, { timeoutMs, everyMs: 1000 });
+}
+
+/**
+ * The finished runs of the error-workflow template that handled one failed execution (its Error
+ * Trigger names it), waiting up to timeoutMs for at least one. Not "every error run after a mark":
+ * in queue mode a crash from an earlier test (a killed worker's job, failed once it stalls) can
+ * start an error run at any time.
+ */
+async function errorRunsFor(h, failedExecutionId, mark, { timeoutMs = 60000 } = {}) {
+	const handled = async () =>
+		(await h.executions(h.IDS.error, mark)).filter(
+			(run) => !['new', 'running', 'waiting'].includes(run.status) && String(outputItem(run, 'Error Trigger')?.execution?.id) === String(failedExecutionId),
+		);
+	return eventually(handled, (runs) => runs.length > 0, { timeoutMs, everyMs: 500 });
+}
+
+module.exports = { businessRows, keysNotCompleted, keysNotCompletedAfterSettling, stuckExecutions, errorRunsFor };

@@ -46,4 +46,17 @@ async function runShippedSql(h, file) {
 	await h.appQuery(fs.readFileSync(fs.existsSync(shipped) ? shipped : path.join(stack.REPO_ROOT, 'sql', file), 'utf8'));
 }
 
-module.exports = { readShippedTemplate, withOwnWebhook, publishWorkflow, runShippedSql };
+/**
+ * The shipped ordered-webhook template (Reserve → Order Guard → upsert a customer) published with a
+ * webhook of its own, after the tables it needs: the Order Guard's (from the installed package's SQL)
+ * and the business table `customers`. Returns { url, workflowId }.
+ */
+async function publishOrderedWebhook(h, label) {
+	await runShippedSql(h, 'migrations/order/001_create_table.sql');
+	await h.appQuery('CREATE TABLE IF NOT EXISTS customers (id text PRIMARY KEY, email text, version bigint NOT NULL)');
+	const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('ordered-webhook.json'), label);
+	const workflowId = await publishWorkflow(h, workflow, webhookPath);
+	return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
+}
+
+module.exports = { readShippedTemplate, withOwnWebhook, publishWorkflow, runShippedSql, publishOrderedWebhook };

@@ -2,7 +2,7 @@
 // times, shuffled, some forged) while an optional fault is injected mid-run; then the outcome is
 // checked the way a user would judge it (exactly one business row per event, nothing stuck).
 const { plan, deliverAll, figures, recoveryMs, report } = require('./provider');
-const { businessRows, keysNotCompleted, stuckExecutions } = require('./outcome');
+const { businessRows, keysNotCompletedAfterSettling, stuckExecutions } = require('./outcome');
 
 /** Soak sizes: each test names its own; E2E_SOAK_* env vars override them (smaller on a busy machine). */
 function soakSize({ events, deliveries }) {
@@ -40,9 +40,11 @@ async function soak(h, { label, events, deliveries, concurrency = 16, forged = 0
 	});
 	const faultResult = faultPromise ? await faultPromise : null;
 	const stats = figures(run);
-	const rows = await businessRows(h, thePlan.eventIds);
-	const notCompleted = await keysNotCompleted(h, thePlan.eventIds);
+	// The provider's last 2xx is not the system's last write: executions may still be finishing and
+	// the error workflow may still be completing keys. Read the outcome once they settled (bounded).
 	const stuck = await stuckExecutions(h, h.IDS.webhook, mark, { timeoutMs: stuckWaitMs });
+	const notCompleted = await keysNotCompletedAfterSettling(h, thePlan.eventIds);
+	const rows = await businessRows(h, thePlan.eventIds);
 	const outcome = {
 		events: thePlan.eventIds.length,
 		rows: rows.rows,
