@@ -35,6 +35,23 @@ export interface ReservationRequest {
 	keySource: string;
 	/** Payload fingerprint; null when fingerprinting is off. */
 	payloadHash: string | null;
+	/** Replay and tracing evidence to store with a new reservation; absent: none. */
+	evidence?: ReplayEvidence;
+}
+
+/**
+ * What Reserve stores per key for replay and tracing (schema version 3), already storable: see
+ * storablePayload and storableText. A duplicate never changes it (sql/queries/reserve.sql).
+ */
+export interface ReplayEvidence {
+	/** The payload as JSON text for the jsonb column; null when not stored (off, over the cap, no JSON form). */
+	payloadJson: string | null;
+	/** The payload's JSON size in UTF-8 bytes, also when it was over the cap; null when there was none. */
+	payloadBytes: number | null;
+	/** Who sent the event (a provider or scope such as stripe). */
+	source: string | null;
+	/** A trace id from a request header, or the n8n execution id. */
+	correlationId: string | null;
 }
 
 export interface ReservationResult {
@@ -102,6 +119,13 @@ export interface CleanupResult {
 export interface StoredKey extends IdempotencyRecord {
 	/** Its retention ended: the next delivery of the key is processed as new, and cleanup deletes it. */
 	retentionEnded: boolean;
+	/** The stored payload (JSON), null when none was stored; see ReplayEvidence. */
+	payload: unknown;
+	/** A payload is stored (it may be JSON null: a body that was null). */
+	payloadStored: boolean;
+	payloadBytes: number | null;
+	source: string | null;
+	correlationId: string | null;
 }
 
 /** List Keys: filters and one page after a cursor. */
@@ -114,6 +138,8 @@ export interface ListKeysOptions {
 	/** Only keys first seen at least this many seconds ago. */
 	olderThanSeconds?: number;
 	keyPrefix?: string;
+	/** Only keys a replay may take over: failed, or processing with a lease that ran out. */
+	replayableOnly?: boolean;
 	/** Page size, 1 to MAX_LIST_PAGE_SIZE. */
 	limit: number;
 }

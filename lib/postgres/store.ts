@@ -133,6 +133,11 @@ export class IdempotencyStore {
 			options.retentionSeconds,
 			options.executionId ?? null,
 			options.workflowId ?? null,
+			// Replay evidence, stored with a new reservation only (see sql/queries/reserve.sql).
+			firsts.map((request) => request.evidence?.payloadJson ?? null),
+			firsts.map((request) => request.evidence?.payloadBytes ?? null),
+			firsts.map((request) => request.evidence?.source ?? null),
+			firsts.map((request) => request.evidence?.correlationId ?? null),
 		], { retryUntil: null, recoverUntilMs: this.options.reserveRecoveryMs ?? RESERVE_RECOVERY_MS });
 		const rowByKey = new Map(rows.map((row) => [row.key as string, row]));
 
@@ -294,6 +299,7 @@ export class IdempotencyStore {
 			options.olderThanSeconds ?? null,
 			options.keyPrefix || null,
 			options.limit,
+			Boolean(options.replayableOnly),
 		]);
 		return rows.map(toStoredKey);
 	}
@@ -581,5 +587,13 @@ function validateListOptions(options: ListKeysOptions): void {
 }
 
 function toStoredKey(row: QueryResultRow): StoredKey {
-	return { ...toRecord(row), retentionEnded: Boolean(row.retention_ended) };
+	return {
+		...toRecord(row),
+		retentionEnded: Boolean(row.retention_ended),
+		payload: row.payload ?? null,
+		payloadStored: Boolean(row.payload_stored),
+		payloadBytes: row.payload_bytes ?? null,
+		source: row.source ?? null,
+		correlationId: row.correlation_id ?? null,
+	};
 }

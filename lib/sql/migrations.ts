@@ -32,7 +32,11 @@ export const ORDER_MIGRATIONS: MigrationSet = {
 
 export const KEYS_MIGRATIONS: MigrationSet = {
 	family: 'keys',
-	files: ['migrations/keys/001_create_table.sql', 'migrations/keys/002_migrate_from_seed.sql'],
+	files: [
+		'migrations/keys/001_create_table.sql',
+		'migrations/keys/002_migrate_from_seed.sql',
+		'migrations/keys/003_replay_evidence.sql',
+	],
 };
 
 /** Every table family the package manages; a new family (its own table) adds its set here. */

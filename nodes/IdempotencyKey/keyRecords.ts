@@ -30,6 +30,12 @@ export function keyRecordJson(stored: StoredKey): IDataObject {
 		reservedByWorkflowId: stored.workflowId,
 		keySource: stored.keySource,
 		response: (stored.response ?? null) as IDataObject | null,
+		// Replay evidence (Reserve's "Store Payload", "Source", "Correlation ID"): null when not stored.
+		payload: (stored.payload ?? null) as IDataObject | null,
+		payloadStored: stored.payloadStored,
+		payloadBytes: stored.payloadBytes,
+		source: stored.source,
+		correlationId: stored.correlationId,
 	};
 }
 

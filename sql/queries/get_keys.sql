@@ -3,6 +3,7 @@
 -- The owner token is never read: whoever looks a key up must not be able to settle it.
 select key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
        execution_id, workflow_id, key_source, response, completed_at, last_error,
+       payload, payload is not null as payload_stored, payload_bytes, source, correlation_id,
        status = 'processing' and locked_until > now() as lease_active,
        expires_at is not null and expires_at <= now() as retention_ended
 from processed_events

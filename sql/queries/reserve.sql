@@ -1,6 +1,8 @@
 -- Reserves a batch of keys in one statement (what the Idempotency Reserve node sends).
 -- $1 keys text[], $2 key sources text[], $3 payload hashes text[], $4 owner tokens uuid[] (one per key),
--- $5 mode ('lease' | 'permanent'), $6 lease seconds, $7 retention seconds, $8 n8n execution id, $9 workflow id.
+-- $5 mode ('lease' | 'permanent'), $6 lease seconds, $7 retention seconds, $8 n8n execution id, $9 workflow id,
+-- replay evidence, one per key, null when not stored: $10 payloads (JSON text) text[], $11 payload sizes
+-- (UTF-8 bytes, also when over the cap and not stored) integer[], $12 sources text[], $13 correlation ids text[].
 --
 -- For each key, against the row as it is when this statement gets its lock:
 --   no row                                   -> insert: reserved (new)
@@ -15,28 +17,37 @@
 -- first_seen. Counters saturate at 2147483647 (the integer maximum) instead of failing every later
 -- delivery of the key.
 -- The caller knows a key is its own when the returned owner_token is the one it proposed.
+-- Evidence (payload, payload_bytes, source, correlation_id): a duplicate never changes it, so the
+-- first delivery's evidence is kept. A retention end resets it like the rest of the row (the key
+-- counts as absent). A take-over (failed, lease ran out) keeps the old value of each unless the new
+-- delivery gives one: a retry of the same event usually carries the same body, and a replay must
+-- never lose the only copy of it; the correlation id then names the run that owns the key now.
 -- Duplicates are updated too (not DO NOTHING) so that the returned row is always the latest one,
 -- even when a concurrent transaction inserted it after this statement's snapshot.
 with batch as (
-  select distinct on (key) key, key_source, payload_hash, owner_token
-  from unnest($1::text[], $2::text[], $3::text[], $4::uuid[]) with ordinality as b(key, key_source, payload_hash, owner_token, position)
+  select distinct on (key) key, key_source, payload_hash, owner_token, payload::jsonb as payload, payload_bytes, source, correlation_id
+  from unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $10::text[], $11::integer[], $12::text[], $13::text[])
+    with ordinality as b(key, key_source, payload_hash, owner_token, payload, payload_bytes, source, correlation_id, position)
   order by key, position
 )
 insert into processed_events as e (
   key, first_seen, status, attempts, duplicate_count, last_seen, locked_until, expires_at,
-  owner_token, execution_id, workflow_id, key_source, payload_hash, completed_at
+  owner_token, execution_id, workflow_id, key_source, payload_hash, completed_at,
+  payload, payload_bytes, source, correlation_id
 )
 select
   key, now(), case when $5 = 'lease' then 'processing' else 'completed' end, 1, 0, now(),
   case when $5 = 'lease' then now() + make_interval(secs => $6::double precision) end,
   now() + make_interval(secs => $7::double precision),
   owner_token, $8::text, $9::text, key_source, payload_hash,
-  case when $5 = 'lease' then null else now() end
+  case when $5 = 'lease' then null else now() end,
+  payload, payload_bytes, source, correlation_id
 from batch
 order by key
 on conflict (key) do update set
   (first_seen, attempts, duplicate_count, last_seen, status, locked_until, expires_at, owner_token,
-   execution_id, workflow_id, key_source, payload_hash, response, completed_at, last_error) = (
+   execution_id, workflow_id, key_source, payload_hash, response, completed_at, last_error,
+   payload, payload_bytes, source, correlation_id) = (
     select
       case when r.ended then now() else e.first_seen end,
       case when r.ended then 1 when r.taken_over then least(e.attempts, 2147483646) + 1 else e.attempts end,
@@ -53,7 +64,14 @@ on conflict (key) do update set
       case when r.ended then excluded.payload_hash else coalesce(e.payload_hash, excluded.payload_hash) end,
       case when r.taken_over then null else e.response end,
       case when r.taken_over then excluded.completed_at else e.completed_at end,
-      case when r.ended then null else e.last_error end
+      case when r.ended then null else e.last_error end,
+      case when r.ended then excluded.payload when r.taken_over then coalesce(excluded.payload, e.payload) else e.payload end,
+      -- The size goes with the payload kept; with none kept, the new delivery's size says why.
+      case when r.ended then excluded.payload_bytes
+        when r.taken_over and (excluded.payload is not null or e.payload is null) then coalesce(excluded.payload_bytes, e.payload_bytes)
+        else e.payload_bytes end,
+      case when r.ended then excluded.source when r.taken_over then coalesce(excluded.source, e.source) else e.source end,
+      case when r.ended then excluded.correlation_id when r.taken_over then coalesce(excluded.correlation_id, e.correlation_id) else e.correlation_id end
     from (
       select retention.ended, retention.ended or e.status = 'failed' or e.locked_until <= now() as taken_over
       from (

@@ -110,7 +110,7 @@ describe('List Keys (store)', () => {
 		const client = await pool.connect();
 		try {
 			// The node's statements are unnamed, so planned with their parameter values: the same here.
-			const plan = (await client.query(`explain ${text.replace(/;\s*$/, '')}`.replace(/\$(\d)/g, (_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100'][Number(n)])))
+			const plan = (await client.query(`explain ${text.replace(/;\s*$/, '')}`.replace(/\$(\d)/g, (_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100', 'false'][Number(n)])))
 				.rows.map((row) => row['QUERY PLAN'] as string)
 				.join('\n');
 			expect(plan).toMatch(/^Limit/);
