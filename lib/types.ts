@@ -188,6 +188,8 @@ export type ReplayClaim =
 			record: IdempotencyRecord;
 			/** The stored evidence (null when none was stored): what the replay runs again. */
 			payload: unknown;
+			/** A payload is stored (it may be JSON null: a body that was null). */
+			payloadStored: boolean;
 			source: string | null;
 			correlationId: string | null;
 	  }

@@ -209,6 +209,7 @@ export class IdempotencyStore {
 					ownerToken: row.owner_token as string,
 					record,
 					payload: row.payload ?? null,
+					payloadStored: Boolean(row.payload_stored),
 					source: row.source ?? null,
 					correlationId: row.correlation_id ?? null,
 				};

@@ -56,12 +56,12 @@ claimed as (
 -- others from the locked versions. Another run's owner token is never returned.
 select key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
        execution_id, workflow_id, key_source, response, completed_at, last_error,
-       payload, source, correlation_id, owner_token, true as claimed, true as lease_active
+       payload, payload is not null as payload_stored, source, correlation_id, owner_token, true as claimed, true as lease_active
 from claimed
 union all
 select key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
        execution_id, workflow_id, key_source, response, completed_at, last_error,
-       payload, source, correlation_id,
+       payload, payload is not null, source, correlation_id,
        case when ours then b.owner_token end, coalesce(ours, false), coalesce(locked_until > now(), false)
 from current as k
 join batch as b using (key)
