@@ -28,9 +28,16 @@ export interface StorableResponse {
 	warnings: string[];
 }
 
-/** Complete's response as JSON text Postgres accepts, repaired or dropped with a warning. */
-export function storableResponse(response: unknown): StorableResponse {
-	if (response === undefined) return { json: null, warnings: [] };
+/** A value as JSON text Postgres jsonb accepts, or why it has none. */
+type StorableJson =
+	| { json: string; bytes: number; repairedText: boolean; bigIntToText: boolean }
+	| { json: null; reason: string };
+
+/**
+ * The one rule for JSON the package stores (Complete's response, Reserve's payload): every string
+ * and object key repaired with storableText, BigInts as digit strings; none for what JSON cannot hold.
+ */
+function storableJson(value: unknown): StorableJson {
 	let repairedText = false;
 	let bigIntToText = false;
 	const repair = (text: string): string => {
@@ -41,48 +48,86 @@ export function storableResponse(response: unknown): StorableResponse {
 	let json: string | undefined;
 	try {
 		// The replacer sees every value after toJSON (dates, …), so nothing reaches the text unrepaired.
-		json = JSON.stringify(response, (_key, value: unknown) => {
-			if (typeof value === 'string') return repair(value);
-			if (typeof value === 'bigint') {
+		json = JSON.stringify(value, (_key, member: unknown) => {
+			if (typeof member === 'string') return repair(member);
+			if (typeof member === 'bigint') {
 				bigIntToText = true;
-				return value.toString();
+				return member.toString();
 			}
-			if (value !== null && typeof value === 'object' && !Array.isArray(value)) return withRepairedKeys(value as Record<string, unknown>, repair);
-			return value;
+			if (member !== null && typeof member === 'object' && !Array.isArray(member)) return withRepairedKeys(member as Record<string, unknown>, repair);
+			return member;
 		});
 	} catch (error) {
-		const reason = /circular/i.test((error as Error).message) ? 'it refers to itself (a circular structure)' : 'it cannot be written as JSON';
-		return { json: null, warnings: [`The response was not stored: ${reason}. The key was settled without it.`] };
+		return { json: null, reason: /circular/i.test((error as Error).message) ? 'it refers to itself (a circular structure)' : 'it cannot be written as JSON' };
 	}
-	if (json === undefined) {
-		return { json: null, warnings: ['The response was not stored: it has no JSON form (a function or symbol). The key was settled without it.'] };
-	}
-	const bytes = Buffer.byteLength(json, 'utf8');
-	if (bytes > MAX_RESPONSE_BYTES) {
+	if (json === undefined) return { json: null, reason: 'it has no JSON form (absent, a function or a symbol)' };
+	return { json, bytes: Buffer.byteLength(json, 'utf8'), repairedText, bigIntToText };
+}
+
+/** Complete's response as JSON text Postgres accepts, repaired or dropped with a warning. */
+export function storableResponse(response: unknown): StorableResponse {
+	if (response === undefined) return { json: null, warnings: [] };
+	const stored = storableJson(response);
+	if (stored.json === null) return { json: null, warnings: [`The response was not stored: ${stored.reason}. The key was settled without it.`] };
+	if (stored.bytes > MAX_RESPONSE_BYTES) {
 		return {
 			json: null,
 			warnings: [
-				`The response was not stored: it is ${(bytes / 1024 / 1024).toFixed(1)} MB of JSON, over the ${MAX_RESPONSE_BYTES / 1024 / 1024} MB limit. The key was settled without it.`,
+				`The response was not stored: it is ${(stored.bytes / 1024 / 1024).toFixed(1)} MB of JSON, over the ${MAX_RESPONSE_BYTES / 1024 / 1024} MB limit. The key was settled without it.`,
 			],
 		};
 	}
-	const warnings: string[] = [];
-	if (repairedText) {
-		warnings.push('The stored response had NUL characters or broken Unicode (lone surrogates) in its text; they were replaced with U+FFFD (�).');
+	return { json: stored.json, warnings: repairWarnings('stored response', stored) };
+}
+
+export interface StorablePayload {
+	/** JSON text for the jsonb column; null when not stored. */
+	json: string | null;
+	/** Its size in UTF-8 bytes, also when over the cap; null when it has no JSON form. */
+	bytes: number | null;
+	/** Why it was not stored (over the cap, no JSON form); absent when stored. */
+	notStoredReason?: string;
+	warnings: string[];
+}
+
+/**
+ * Reserve's payload (replay evidence) as JSON text Postgres accepts, or not stored — never a
+ * reason to leave a key unreserved: over `maxBytes` or without a JSON form it is dropped and the
+ * reason given; repaired text is stored with a warning.
+ */
+export function storablePayload(payload: unknown, maxBytes: number): StorablePayload {
+	const stored = storableJson(payload);
+	if (stored.json === null) return { json: null, bytes: null, notStoredReason: `The payload was not stored: ${stored.reason}.`, warnings: [] };
+	if (stored.bytes > maxBytes) {
+		return {
+			json: null,
+			bytes: stored.bytes,
+			notStoredReason: `The payload was not stored: it is ${stored.bytes} bytes of JSON, over the ${maxBytes}-byte limit (Max Payload Size). The key was reserved without it.`,
+			warnings: [],
+		};
 	}
-	if (bigIntToText) warnings.push('The stored response had BigInt numbers; they were stored as strings of digits.');
-	return { json, warnings };
+	return { json: stored.json, bytes: stored.bytes, warnings: repairWarnings('stored payload', stored) };
+}
+
+function repairWarnings(what: string, stored: { repairedText: boolean; bigIntToText: boolean }): string[] {
+	const warnings: string[] = [];
+	if (stored.repairedText) {
+		warnings.push(`The ${what} had NUL characters or broken Unicode (lone surrogates) in its text; they were replaced with U+FFFD (�).`);
+	}
+	if (stored.bigIntToText) warnings.push(`The ${what} had BigInt numbers; they were stored as strings of digits.`);
+	return warnings;
+}
+
+/** The first `maxLength` UTF-16 units of `text`, never ending in half a surrogate pair. */
+export function cutText(text: string, maxLength: number): string {
+	return text.length > maxLength ? text.slice(0, maxLength).replace(/[\uD800-\uDBFF]$/, '') : text;
 }
 
 /** Mark Failed's message: repaired, then cut at a character boundary (never half a surrogate pair). */
 export function storableErrorMessage(message: string): { text: string; warnings: string[] } {
 	const repaired = storableText(message);
-	let text = repaired.text;
-	if (text.length > MAX_ERROR_MESSAGE_LENGTH) {
-		text = text.slice(0, MAX_ERROR_MESSAGE_LENGTH).replace(/[\uD800-\uDBFF]$/, '');
-	}
 	return {
-		text,
+		text: cutText(repaired.text, MAX_ERROR_MESSAGE_LENGTH),
 		warnings: repaired.changed
 			? ['The error message had NUL characters or broken Unicode (lone surrogates); they were replaced with U+FFFD (�).']
 			: [],

@@ -1,11 +1,13 @@
 import type { INodeProperties } from 'n8n-workflow';
 
-import { reserveProperties } from '../IdempotencyReserve/description';
+import { EVIDENCE_OPTION_NAMES, reserveProperties } from '../IdempotencyReserve/description';
 
 // The key settings are Idempotency Reserve's own (same names, same rules, same table options).
 const RESERVE_KEY_PARAMETERS = ['signatureNotice', 'keySource', 'preset', 'headerName', 'customKey'];
 const reserveKeyProperties = reserveProperties.filter((property) => RESERVE_KEY_PARAMETERS.includes(property.name));
-const reserveOptions = reserveProperties.filter((property) => property.name === 'options');
+const reserveOptions = reserveProperties
+	.filter((property) => property.name === 'options')
+	.map((property) => ({ ...property, options: property.options?.filter((option) => !EVIDENCE_OPTION_NAMES.includes(option.name)) }));
 
 export const executeQueryProperties: INodeProperties[] = [
 	...reserveKeyProperties,

@@ -46,7 +46,7 @@ export const keyProperties: INodeProperties[] = [
 				name: 'Get Key',
 				value: 'getKey',
 				action: 'Get a stored key',
-				description: 'Read the stored record of one key: status, attempts, last error, stored response (or found: false)',
+				description: 'Read the stored record of one key: status, attempts, last error, stored response and payload (or found: false)',
 			},
 			{
 				name: 'Get Stats',
@@ -58,7 +58,7 @@ export const keyProperties: INodeProperties[] = [
 				name: 'List Keys',
 				value: 'listKeys',
 				action: 'List stored keys',
-				description: 'One page of stored keys, filtered by status, stuck lease, age or key prefix (a dead-letter view)',
+				description: 'One page of stored keys with their stored payload, filtered by status (or replayable), stuck lease, age or key prefix (a dead-letter view)',
 			},
 			{
 				name: 'Mark Failed',
@@ -260,6 +260,11 @@ export const keyProperties: INodeProperties[] = [
 					{ name: 'Completed', value: 'completed' },
 					{ name: 'Failed', value: 'failed', description: 'Marked failed: the next delivery is processed again' },
 					{ name: 'Processing', value: 'processing' },
+					{
+						name: 'Replayable (Failed or Lease Expired)',
+						value: 'replayable',
+						description: 'Failed, or still processing after the lease ran out: the keys a replay can take over',
+					},
 				],
 				default: 'any',
 			},

@@ -57,7 +57,7 @@ export async function getKeys(context: IExecuteFunctions, store: IdempotencyStor
 }
 
 interface ListFilters {
-	status?: RecordStatus | 'any';
+	status?: RecordStatus | 'any' | 'replayable';
 	stuckLeasesOnly?: boolean;
 	olderThanHours?: number;
 	keyPrefix?: string;
@@ -69,7 +69,8 @@ export async function listKeys(context: IExecuteFunctions, store: IdempotencySto
 	const options: ListKeysOptions = {
 		limit: context.getNodeParameter('limit', 0, 100) as number,
 		afterKey: String(context.getNodeParameter('afterKey', 0, '') ?? ''),
-		status: filters.status && filters.status !== 'any' ? filters.status : undefined,
+		status: filters.status && filters.status !== 'any' && filters.status !== 'replayable' ? filters.status : undefined,
+		replayableOnly: filters.status === 'replayable',
 		stuckLeasesOnly: filters.stuckLeasesOnly,
 		olderThanSeconds: filters.olderThanHours === undefined ? undefined : filters.olderThanHours * 3600,
 		keyPrefix: filters.keyPrefix || undefined,

@@ -1,5 +1,6 @@
 import {
 	NodeConnectionTypes,
+	type IDataObject,
 	type IExecuteFunctions,
 	type INodeExecutionData,
 	type INodeType,
@@ -7,6 +8,7 @@ import {
 } from 'n8n-workflow';
 
 import { DatabaseUnavailableError, LockTimeoutError, PayloadMismatchError } from '../../lib/errors';
+import { defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceReport } from '../../lib/evidence/replayEvidence';
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
 import type { IdempotencyStore } from '../../lib/postgres/store';
@@ -37,6 +39,7 @@ interface PendingItem {
 	derived: DerivedKey;
 	settings: ReserveParameters;
 	request: ReservationRequest;
+	evidence: EvidenceReport;
 }
 
 export class IdempotencyReserve implements INodeType {
@@ -86,10 +89,24 @@ export class IdempotencyReserve implements INodeType {
 			try {
 				if ('error' in settings) throw settings.error;
 				validateKeyConfig(settings.key);
+				validateEvidenceConfig(settings.evidence);
 				const input = await readKeyInput(this, items[itemIndex], itemIndex, settings);
 				const derived = deriveKey(input, settings.key);
 				const payloadHash = settings.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
-				pending.push({ itemIndex, derived, settings, request: { key: derived.key, keySource: derived.keySource, payloadHash } });
+				// The payload stored is what the key was derived from: the webhook body, or the whole item.
+				const { evidence, report } = replayEvidence(settings.evidence, {
+					payload: input.body,
+					headers: input.headers,
+					executionId: this.getExecutionId(),
+					derivedSource: defaultSource(settings.key),
+				});
+				pending.push({
+					itemIndex,
+					derived,
+					settings,
+					request: { key: derived.key, keySource: derived.keySource, payloadHash, evidence },
+					evidence: report,
+				});
 			} catch (error) {
 				failItem(error, itemIndex);
 			}
@@ -129,7 +146,7 @@ export class IdempotencyReserve implements INodeType {
 		const leaseWarning = statement.mode === 'lease' ? leaseOutlivedWarning(this, statement.leaseSeconds) : undefined;
 		const routed: Array<{ output: number; entry: INodeExecutionData }> = [];
 		for (const [position, result] of results.entries()) {
-			const { itemIndex, derived, settings } = pending[position];
+			const { itemIndex, derived, settings, evidence } = pending[position];
 			if (result.payloadMismatch && settings.payloadFingerprint === 'error' && result.outcome !== 'new') {
 				const error = new PayloadMismatchError(
 					`The key ${JSON.stringify(result.key.slice(0, 80))} was seen before with a different payload.`,
@@ -141,8 +158,10 @@ export class IdempotencyReserve implements INodeType {
 			const item = items[itemIndex];
 			const output =
 				result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && statement.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
-			const idempotency = idempotencyOutput(result, derived, statement.mode);
-			if (leaseWarning && output === NEW) idempotency.warnings = [leaseWarning];
+			const idempotency = { ...idempotencyOutput(result, derived, statement.mode), ...evidenceOutput(evidence, result) };
+			// Evidence is stored only with the reservation that made the key this run's (New).
+			const warnings = output === NEW ? [...(leaseWarning ? [leaseWarning] : []), ...evidence.warnings] : [];
+			if (warnings.length > 0) idempotency.warnings = warnings;
 			routed.push({
 				output,
 				entry: {
@@ -155,6 +174,24 @@ export class IdempotencyReserve implements INodeType {
 		for (const { output, entry } of routed) outputs[output].push(entry);
 		return outputs;
 	});
+}
+
+/**
+ * What the item is told about its replay evidence. The payload fields describe this delivery's
+ * payload on the item that reserved the key; a duplicate stored nothing (the first delivery's
+ * evidence is kept: Get Key shows it).
+ */
+function evidenceOutput(report: EvidenceReport, result: ReservationResult): IDataObject {
+	const output: IDataObject = {};
+	if (report.payloadStored !== undefined) {
+		const reserved = result.outcome === 'new';
+		output.payloadStored = reserved && report.payloadStored;
+		output.payloadBytes = report.payloadBytes ?? null;
+		if (!reserved) output.payloadNotStoredReason = "A duplicate: the first delivery's evidence is kept.";
+		else if (report.payloadNotStoredReason) output.payloadNotStoredReason = report.payloadNotStoredReason;
+	}
+	if (report.correlationId !== undefined) output.correlationId = report.correlationId;
+	return output;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { INodeProperties } from 'n8n-workflow';
 
+import { DEFAULT_CORRELATION_HEADER, DEFAULT_MAX_PAYLOAD_KB, MAX_PAYLOAD_KB_LIMIT } from '../../lib/evidence/replayEvidence';
 import { presetOptions } from '../shared/providerOptions';
 import { rawBodyPropertyOption } from '../shared/rawBody';
 import { createTableOption, schemaNameOption, tableNameOption } from '../shared/tableOptions';
@@ -7,6 +8,9 @@ import { createTableOption, schemaNameOption, tableNameOption } from '../shared/
 /** The subtitle's words for each Key Source, as the option list names them (shared with Execute Query). */
 export const KEY_SOURCE_SUBTITLE =
 	'{{ {"auto": "event ID or hash", "bodyHash": "body hash", "custom": "custom key", "header": "header " + $parameter.headerName, "preset": "provider preset"}[$parameter.keySource] }}';
+
+/** Reserve's replay evidence options; the one-transaction Execute Query node does not offer them. */
+export const EVIDENCE_OPTION_NAMES: readonly string[] = ['correlationHeader', 'correlationId', 'maxPayloadKb', 'source', 'storePayload'];
 
 export const reserveProperties: INodeProperties[] = [
 	{
@@ -97,6 +101,32 @@ export const reserveProperties: INodeProperties[] = [
 		placeholder: 'Add Option',
 		default: {},
 		options: [
+			{
+				displayName: 'Correlation Header',
+				name: 'correlationHeader',
+				type: 'string',
+				default: DEFAULT_CORRELATION_HEADER,
+				placeholder: 'x-request-id',
+				description:
+					'With Correlation ID "Request Header": the request header to read, e.g. traceparent or x-request-id. Sent twice with different values, it is not used (the execution ID is, with a warning).',
+			},
+			{
+				displayName: 'Correlation ID',
+				name: 'correlationId',
+				type: 'options',
+				options: [
+					{ name: 'Off', value: 'off' },
+					{
+						name: 'Request Header, Else Execution ID',
+						value: 'header',
+						description: 'The Correlation Header of the request (to trace a delivery from the sender); the n8n execution ID when it is absent',
+					},
+					{ name: 'Execution ID', value: 'executionId', description: 'The n8n execution ID of this run' },
+				],
+				default: 'off',
+				description:
+					'Stores an ID with the key to trace a delivery from the sender to its side effect (Get Key and List Keys show it; at most 255 characters)',
+			},
 			createTableOption,
 			{
 				displayName: 'Manual Runs',
@@ -112,6 +142,14 @@ export const reserveProperties: INodeProperties[] = [
 				],
 				default: 'testScope',
 				description: 'Whether a run started in the editor (for example with pinned data) reserves the real key',
+			},
+			{
+				displayName: 'Max Payload Size (KB)',
+				name: 'maxPayloadKb',
+				type: 'number',
+				typeOptions: { minValue: 1, maxValue: MAX_PAYLOAD_KB_LIMIT, numberPrecision: 0 },
+				default: DEFAULT_MAX_PAYLOAD_KB,
+				description: `With Store Payload on: a larger payload is not stored, but the key is still reserved and the item says so (idempotency.payloadStored = false). At most ${MAX_PAYLOAD_KB_LIMIT}.`,
 			},
 			{
 				displayName: 'On Missing Key',
@@ -169,6 +207,23 @@ export const reserveProperties: INodeProperties[] = [
 				default: '',
 				placeholder: 'stripe',
 				description: 'Prefix (scope:key) so one table can serve several flows or tenants',
+			},
+			{
+				displayName: 'Source',
+				name: 'source',
+				type: 'string',
+				default: '',
+				placeholder: 'stripe',
+				description:
+					'Who sent the event, stored with the key (at most 255 characters). Empty: the Provider when Key Source is Provider Preset, else the Scope, else nothing.',
+			},
+			{
+				displayName: 'Store Payload',
+				name: 'storePayload',
+				type: 'boolean',
+				default: false,
+				description:
+					"Whether to store the item's body with the key, so a failed event can be replayed from it (Get Key, List Keys). Off by default: payloads can hold personal data, and they take space; see Max Payload Size.",
 			},
 			tableNameOption,
 		],

@@ -6,7 +6,8 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-wor
  * "Succeeded", new or duplicate alike). n8n's rules (n8n-core execution-metadata.ts): keys
  * hold only letters, digits and underscores (a dot is refused, and in manual runs it throws),
  * at most 10 keys per execution (later keys are dropped silently), values cut at 512
- * characters with an error logged above 255. So: four keys and values of 255 characters or fewer.
+ * characters with an error logged above 255. So: five keys and values of 255 characters or fewer
+ * (the correlation id only with Reserve's Correlation ID option; it is stored cut to 255 already).
  */
 
 export const CUSTOM_DATA_KEYS = {
@@ -14,6 +15,7 @@ export const CUSTOM_DATA_KEYS = {
 	key: 'idempotency_key',
 	attempt: 'idempotency_attempt',
 	counts: 'idempotency_counts',
+	correlationId: 'idempotency_correlation_id',
 } as const;
 
 const MAX_VALUE_LENGTH = 255;
@@ -71,6 +73,7 @@ function summary(counts: Map<Outcome, number>, first: IDataObject | undefined): 
 	if (first) {
 		data[CUSTOM_DATA_KEYS.key] = String(first.key).slice(0, MAX_VALUE_LENGTH);
 		if (typeof first.attempts === 'number') data[CUSTOM_DATA_KEYS.attempt] = String(first.attempts);
+		if (typeof first.correlationId === 'string') data[CUSTOM_DATA_KEYS.correlationId] = first.correlationId.slice(0, MAX_VALUE_LENGTH);
 	}
 	return data;
 }

@@ -1,6 +1,12 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { InvalidConfigurationError } from '../../lib/errors';
+import {
+	DEFAULT_CORRELATION_HEADER,
+	DEFAULT_MAX_PAYLOAD_KB,
+	type CorrelationSource,
+	type EvidenceConfig,
+} from '../../lib/evidence/replayEvidence';
 import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/deriveKey';
 import type { ProviderPreset } from '../../lib/keys/presets';
 import type { ReservationMode } from '../../lib/types';
@@ -24,6 +30,8 @@ export interface ItemSettings {
 	key: KeyConfig;
 	rawBodyProperty: string;
 	payloadFingerprint: PayloadFingerprintChoice;
+	/** Replay evidence stored with the key (validated per item by validateEvidenceConfig). */
+	evidence: EvidenceConfig;
 }
 
 export type ReserveParameters = StatementSettings & ItemSettings;
@@ -36,6 +44,11 @@ interface ReserveOptionValues extends TableChoice {
 	payloadFingerprint?: PayloadFingerprintChoice;
 	onStoreUnavailable?: OnStoreUnavailable;
 	manualRuns?: ManualRuns;
+	storePayload?: boolean;
+	maxPayloadKb?: number;
+	source?: string;
+	correlationId?: CorrelationSource;
+	correlationHeader?: string;
 }
 
 /** Every parameter as it applies to one item, typed in one place. */
@@ -57,6 +70,13 @@ export function readReserveParameters(context: IExecuteFunctions, itemIndex: num
 		retentionSeconds: Math.round((options.retentionDays ?? 30) * 86_400),
 		rawBodyProperty: options.rawBodyProperty || 'data',
 		payloadFingerprint: options.payloadFingerprint ?? 'off',
+		evidence: {
+			storePayload: options.storePayload === true,
+			maxPayloadKb: options.maxPayloadKb ?? DEFAULT_MAX_PAYLOAD_KB,
+			source: options.source === undefined ? undefined : String(options.source),
+			correlation: options.correlationId ?? 'off',
+			correlationHeader: String(options.correlationHeader ?? DEFAULT_CORRELATION_HEADER),
+		},
 		table: { tableName: options.tableName, schemaName: options.schemaName, createTable: options.createTable },
 		onStoreUnavailable: options.onStoreUnavailable ?? 'fail',
 	};

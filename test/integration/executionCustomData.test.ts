@@ -132,9 +132,46 @@ describe('Idempotency Reserve records its outcome in the execution custom data',
 		expect(customData(result)).toMatchObject({ idempotency_outcome: 'unverified', idempotency_key: 'evt:u1' });
 	});
 
+	it('with Correlation ID on, the correlation id too (here from x-request-id), so a delivery can be found by its trace id', async () => {
+		const setup = { parameters: { options: { correlationId: 'header', correlationHeader: 'x-request-id' } } };
+		const result = await runWorkflowExecution(workflow(setup), 'cd-correlation', [webhookItem({ id: 'c1' }, { 'x-request-id': 'req-trace-1' })], base);
+		expect(customData(result)).toEqual({
+			idempotency_outcome: 'new',
+			idempotency_counts: 'new=1',
+			idempotency_key: 'evt:c1',
+			idempotency_attempt: '1',
+			idempotency_correlation_id: 'req-trace-1',
+		});
+	});
+
 	it('a long key is cut to 255 characters (n8n logs an error above that)', async () => {
 		const id = 'x'.repeat(400);
 		const result = await run('cd-long', [id]);
 		expect(customData(result)?.idempotency_key).toBe(`evt:${id}`.slice(0, 255));
+	});
+});
+
+describe('Reserve evidence options that differ per item (expressions), through the engine', () => {
+	const perItemCap = { options: { storePayload: true, maxPayloadKb: "={{ $json.body.id === 'x2' ? 0 : 64 }}" } };
+
+	it('Continue: the item with a bad Max Payload Size leaves through Not Reserved naming the option; the other is reserved', async () => {
+		const result = await run('cd-per-item-continue', ['x1', 'x2'], { parameters: perItemCap });
+		expect(itemsAt(result, 'New').map((item) => (item.json.idempotency as { key: string }).key)).toEqual(['evt:x1']);
+		const notReserved = itemsAt(result, 'Not Reserved');
+		expect(notReserved).toHaveLength(1);
+		expect(notReserved[0].json.error).toMatch(/Max Payload Size \(KB\) must be a whole number from 1 to 1024; it is 0\./);
+		// Reserve's own Not Reserved output (lease mode: New, Duplicate, In Progress, Not Reserved) pairs it with input item 1.
+		const reserveOutputs = result.data.resultData.runData['Idempotency Reserve'][0].data?.main ?? [];
+		expect(reserveOutputs[3]?.map((item) => item.pairedItem)).toEqual([{ item: 1 }]);
+	});
+
+	it('Stop Workflow: the execution fails with a NodeOperationError for item 1, before anything is reserved', async () => {
+		const result = await run('cd-per-item-stop', ['y1', 'x2'], { parameters: perItemCap, onError: 'stopWorkflow' });
+		expect(result.data.resultData.error).toMatchObject({
+			name: 'NodeOperationError',
+			message: expect.stringMatching(/Max Payload Size \(KB\) must be a whole number/),
+			context: { itemIndex: 1 },
+		});
+		expect((await pool.query(`select key from ${schema}.custom_data_events where key = 'evt:y1'`)).rows).toEqual([]);
 	});
 });

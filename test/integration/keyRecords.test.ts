@@ -56,6 +56,7 @@ describe('List Keys (store)', () => {
 	it.each([
 		['status failed', { status: 'failed' as const }, ['stripe:failed']],
 		['stuck leases: processing with an expired lease, not the live one', { stuckLeasesOnly: true }, ['stripe:stuck']],
+		['replayable: failed, or processing with an expired lease (not live, not completed)', { replayableOnly: true }, ['stripe:failed', 'stripe:stuck']],
 		['first seen more than 1 hour ago', { olderThanSeconds: 3600 }, ['stripe:failed', 'stripe:old', 'stripe:stuck']],
 		['key prefix', { keyPrefix: 'shop' }, ['shopify:new']],
 		['prefix and status together', { keyPrefix: 'stripe:', status: 'completed' as const }, ['stripe:old']],
@@ -159,6 +160,19 @@ describe('Idempotency Key node: Get Key and List Keys', () => {
 	it('List Keys: stuck leases are marked as such', async () => {
 		const [out] = await runKeyNode({ operation: 'listKeys', limit: 50, afterKey: '', listFilters: { stuckLeasesOnly: true }, options: options() }, { items: [{ json: {} }] });
 		expect(out.map((item) => [item.json.key, item.json.stuckLease, item.json.nextPageAfterKey])).toEqual([['stripe:stuck', true, null]]);
+	});
+
+	it('List Keys: status "Replayable" lists failed keys and expired leases, with their evidence fields', async () => {
+		const [out] = await runKeyNode(
+			{ operation: 'listKeys', limit: 50, afterKey: '', listFilters: { status: 'replayable', keyPrefix: 'stripe:' }, options: options() },
+			{ items: [{ json: {} }] },
+		);
+		expect(out.map((item) => [item.json.key, item.json.status])).toEqual([
+			['stripe:failed', 'failed'],
+			['stripe:stuck', 'processing'],
+		]);
+		// Rows stored without evidence say so, with the field names a replay reads.
+		expect(out[0].json).toMatchObject({ payload: null, payloadStored: false, payloadBytes: null, source: null, correlationId: null });
 	});
 
 	it('List Keys: a page size above the cap fails with a clear error', async () => {

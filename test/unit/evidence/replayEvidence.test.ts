@@ -1,0 +1,99 @@
+import { InvalidConfigurationError } from '../../../lib/errors';
+import { defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceConfig } from '../../../lib/evidence/replayEvidence';
+import { storablePayload } from '../../../lib/postgres/storableValues';
+
+const config = (overrides: Partial<EvidenceConfig> = {}): EvidenceConfig => ({
+	storePayload: true,
+	maxPayloadKb: 64,
+	correlation: 'off',
+	correlationHeader: 'traceparent',
+	...overrides,
+});
+
+describe('storablePayload: what JSON cannot hold is not stored, never thrown', () => {
+	it.each([
+		['absent (undefined)', undefined, /no JSON form/],
+		['a function', () => 1, /no JSON form/],
+		['a circular structure', (() => {
+			const circular: Record<string, unknown> = {};
+			circular.self = circular;
+			return circular;
+		})(), /refers to itself/],
+	])('%s', (_what, payload, reason) => {
+		const stored = storablePayload(payload, 1024);
+		expect(stored).toMatchObject({ json: null, bytes: null, warnings: [] });
+		expect(stored.notStoredReason).toMatch(reason);
+	});
+
+	it('BigInt numbers are stored as digit strings, with a warning', () => {
+		expect(storablePayload({ amount: 12345678901234567890n }, 1024)).toEqual({
+			json: '{"amount":"12345678901234567890"}',
+			bytes: 33,
+			warnings: ['The stored payload had BigInt numbers; they were stored as strings of digits.'],
+		});
+	});
+
+	it('JSON null (a body that was null) is a payload like any other', () => {
+		expect(storablePayload(null, 1024)).toEqual({ json: 'null', bytes: 4, warnings: [] });
+	});
+
+	it('the cap counts UTF-8 bytes, not characters', () => {
+		const stored = storablePayload('é'.repeat(600), 1024);
+		expect(stored).toMatchObject({ json: null, bytes: 1202 });
+	});
+});
+
+describe('replayEvidence', () => {
+	it('stores nothing with every option off', () => {
+		expect(replayEvidence(config({ storePayload: false }), { payload: { a: 1 }, executionId: 'e1' })).toEqual({
+			evidence: { payloadJson: null, payloadBytes: null, source: null, correlationId: null },
+			report: { warnings: [] },
+		});
+	});
+
+	it('never cuts a correlation id inside a surrogate pair', () => {
+		const value = `${'a'.repeat(254)}😀tail`;
+		const { evidence } = replayEvidence(config({ correlation: 'header', correlationHeader: 'x-request-id' }), {
+			payload: {},
+			headers: { 'x-request-id': value },
+			executionId: 'e1',
+		});
+		expect(evidence.correlationId).toBe('a'.repeat(254));
+	});
+
+	it('ignores header values that are not text (n8n never sends them) and falls back to the execution id', () => {
+		const { evidence, report } = replayEvidence(config({ correlation: 'header', correlationHeader: 'x-request-id' }), {
+			payload: {},
+			headers: { 'x-request-id': 42 },
+			executionId: 'e9',
+		});
+		expect(evidence.correlationId).toBe('e9');
+		expect(report.warnings).toEqual([]);
+	});
+});
+
+describe('defaultSource', () => {
+	it('is the preset for a Provider Preset key, else the scope, else none', () => {
+		expect(defaultSource({ strategy: 'preset', preset: 'github', scope: 'ci', onMissingKey: 'bodyHash' })).toBe('github');
+		expect(defaultSource({ strategy: 'auto', scope: ' billing ', onMissingKey: 'bodyHash' })).toBe('billing');
+		expect(defaultSource({ strategy: 'auto', scope: '  ', onMissingKey: 'bodyHash' })).toBeUndefined();
+	});
+});
+
+describe('validateEvidenceConfig', () => {
+	it.each([1, 64, 1024])('accepts Max Payload Size %p', (maxPayloadKb) => {
+		expect(() => validateEvidenceConfig(config({ maxPayloadKb }))).not.toThrow();
+	});
+
+	it.each([0, -1, 1025, 1.5, Number.NaN, Number.POSITIVE_INFINITY])('refuses Max Payload Size %p', (maxPayloadKb) => {
+		expect(() => validateEvidenceConfig(config({ maxPayloadKb }))).toThrow(InvalidConfigurationError);
+	});
+
+	it.each(['traceparent', 'X-Request-Id', 'cf-ray'])('accepts the header name %p', (correlationHeader) => {
+		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).not.toThrow();
+	});
+
+	it.each(['', 'x request', 'x:y', 'naïve'])('refuses the header name %p', (correlationHeader) => {
+		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).toThrow(/Correlation Header must be a header name/);
+	});
+});
