@@ -2,7 +2,9 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-wor
 
 import { assertExactRunText, assertStoredKeyText } from '../../lib/keys/exactText';
 import type { IdempotencyStore } from '../../lib/postgres/store';
+import type { KeySourceLabel } from '../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../lib/types';
+import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
 import { toNodeError } from '../shared/nodeError';
 import { isoTime } from './keyRecords';
 
@@ -58,35 +60,17 @@ export async function claimForReplay(context: IExecuteFunctions, store: Idempote
 	return outputs;
 }
 
-/** Idempotency Reserve's fields for a new reservation, for the run that now owns the key. */
+/** Idempotency Reserve's fields for a reservation that took a key over, for the run that now owns it. */
 function claimedOutput(result: Extract<ReplayClaim, { claimed: true }>): IDataObject {
 	const { record } = result;
+	const reservation = { outcome: 'new', key: result.key, ownerToken: result.ownerToken, reclaimed: true, repeatInBatch: false, payloadMismatch: null, record } as const;
+	const fields = idempotencyOutput(reservation, { key: result.key, keySource: record.keySource as KeySourceLabel, hashed: false }, 'lease');
+	// Whether Reserve hashed the key is not stored: say nothing rather than guess.
+	delete fields.keyHashed;
 	return {
-		key: result.key,
-		keySource: record.keySource,
-		isNew: true,
+		...fields,
 		outcome: 'replay',
 		claimed: true,
-		mode: 'lease',
-		status: record.status,
-		ownerToken: result.ownerToken,
-		firstSeen: isoTime(record.firstSeen),
-		lastSeen: isoTime(record.lastSeen),
-		attempts: record.attempts,
-		duplicateCount: record.duplicateCount,
-		reclaimed: true,
-		repeatInBatch: false,
-		lockedUntil: isoTime(record.lockedUntil),
-		expiresAt: isoTime(record.expiresAt),
-		reservedByExecutionId: record.executionId,
-		reservedByWorkflowId: record.workflowId,
-		executionId: record.executionId,
-		workflowId: record.workflowId,
-		manualTest: false,
-		completedAt: null,
-		// Why the previous attempt failed (kept until the key is settled again).
-		lastError: record.lastError,
-		response: null,
 		payloadStored: result.payloadStored,
 		source: result.source,
 		correlationId: result.correlationId,
