@@ -9,6 +9,8 @@ const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow } = r
 const POISON = 'business_log_e2e_replay_poison';
 const STILL_BROKEN = 'business_log_e2e_replay_still_broken';
 
+const MARK_FAILED_MESSAGE = "={{ (typeof $json.error === 'object' ? $json.error?.message : $json.error) || $json.message }}";
+
 /** The webhook template as a user sets it up for replay: Store Payload on (1 KB cap), failures marked failed. */
 function webhookKeepingFailures() {
 	const template = readShippedTemplate('idempotent-webhook.json');
@@ -16,7 +18,8 @@ function webhookKeepingFailures() {
 		if (node.type === 'n8n-nodes-idempotency.idempotencyReserve') {
 			return { ...node, parameters: { ...node.parameters, options: { ...node.parameters.options, storePayload: true, maxPayloadKb: 1 } } };
 		}
-		if (node.name === 'Release Key') return { ...node, parameters: { ...node.parameters, operation: 'fail' } };
+		// The Postgres node's error items carry the text in `message` (their `error` object has none).
+		if (node.name === 'Release Key') return { ...node, parameters: { ...node.parameters, operation: 'fail', errorMessage: MARK_FAILED_MESSAGE } };
 		return node;
 	});
 	return { ...template, nodes };
