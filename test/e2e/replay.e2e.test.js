@@ -3,11 +3,13 @@
 // the shipped replay template lists them in a dry run (nothing changes), replays them from the
 // stored payload once the cause is fixed (exactly one business row each), never replays a completed
 // key, and sends a key without a stored payload to its "Needs Manual Handling" branch.
+const stack = require('../../scripts/lib/n8n-stack');
 const { harness, eventId } = require('./support/harness');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow } = require('./support/restWorkflows');
 
 const POISON = 'business_log_e2e_replay_poison';
 const STILL_BROKEN = 'business_log_e2e_replay_still_broken';
+const RACE = 'business_log_e2e_replay_race';
 
 const MARK_FAILED_MESSAGE = "={{ (typeof $json.error === 'object' ? $json.error?.message : $json.error) || $json.message }}";
 
@@ -85,6 +87,7 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 	afterAll(async () => {
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${POISON}`);
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${STILL_BROKEN}`);
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${RACE}`);
 	});
 
 	test('deliveries whose business step fails are left failed with their payload (the one over the cap without)', async () => {
@@ -167,5 +170,42 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		const duplicate = await h.deliver(url, failing);
 		expect([duplicate.status, duplicate.outcome]).toEqual([200, 'duplicate']);
 		expect(await businessRows(failing)).toBe(1);
+	});
+
+	test('the provider redelivers while a replay holds the key: 409 (in progress), then duplicate; exactly one business row', async () => {
+		const raced = event('e_redelivered_during_replay', 'e2e.replay_race');
+		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${RACE} CHECK (event_type IS DISTINCT FROM 'e2e.replay_race')`);
+		expect((await h.deliver(url, raced)).status).toBe(500);
+		expect(await stored(raced)).toMatchObject({ status: 'failed', attempts: 1 });
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${RACE}`);
+
+		// A lock on business_log holds the replay inside its business step, after its claim.
+		let replay;
+		await stack.withClient(h.state.appUrl, async (locker) => {
+			await locker.query('BEGIN');
+			await locker.query('LOCK TABLE business_log IN SHARE ROW EXCLUSIVE MODE');
+			try {
+				replay = run(replayId);
+				replay.catch(() => {}); // awaited below
+				const deadline = Date.now() + 120000;
+				let claimed = await stored(raced);
+				while (!(claimed.status === 'processing' && claimed.attempts === 2)) {
+					if (Date.now() > deadline) throw new Error(`the replay never claimed ${keyOf(raced)}: ${JSON.stringify(claimed)}`);
+					await stack.sleep(200);
+					claimed = await stored(raced);
+				}
+				const during = await h.deliver(url, raced);
+				expect([during.status, during.outcome]).toEqual([409, 'in_progress']);
+			} finally {
+				await locker.query('COMMIT');
+			}
+		});
+		const execution = await replay;
+
+		expect(itemsOut(execution, 'Mark Complete').map((item) => item.idempotency.applied)).toEqual([true]);
+		expect(await stored(raced)).toMatchObject({ status: 'completed', attempts: 2 });
+		const after = await h.deliver(url, raced);
+		expect([after.status, after.outcome]).toEqual([200, 'duplicate']);
+		expect(await businessRows(raced)).toBe(1);
 	});
 });
