@@ -150,7 +150,7 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 			);
 		case SQLSTATE.undefinedColumn:
 			return new SchemaOutdatedError(
-				`The idempotency table ${table} is missing columns (the hand-built recipe's two-column table?). Turn on the node option "Create or Upgrade Table" (the default), or run sql/migrations/keys/002_migrate_from_seed.sql once; existing keys are kept.`,
+				`The idempotency table ${table} is missing columns (the hand-built recipe's two-column table?). Turn on the node option "Create or Upgrade Table" (the default), or run sql/migrations/keys/002_migrate_from_seed.sql and the files after it, in order; existing keys are kept.`,
 				{ cause: error },
 			);
 		case SQLSTATE.invalidPassword:

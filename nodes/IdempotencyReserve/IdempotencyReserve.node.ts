@@ -187,7 +187,7 @@ function evidenceOutput(report: EvidenceReport, result: ReservationResult): IDat
 		const reserved = result.outcome === 'new';
 		output.payloadStored = reserved && report.payloadStored;
 		output.payloadBytes = report.payloadBytes ?? null;
-		if (!reserved) output.payloadNotStoredReason = "A duplicate: the first delivery's evidence is kept.";
+		if (!reserved) output.payloadNotStoredReason = "The key was already reserved (a duplicate or in progress): the first delivery's evidence is kept.";
 		else if (report.payloadNotStoredReason) output.payloadNotStoredReason = report.payloadNotStoredReason;
 	}
 	if (report.correlationId !== undefined) output.correlationId = report.correlationId;

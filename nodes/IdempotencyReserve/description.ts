@@ -106,9 +106,9 @@ export const reserveProperties: INodeProperties[] = [
 				name: 'correlationHeader',
 				type: 'string',
 				default: DEFAULT_CORRELATION_HEADER,
-				placeholder: 'x-request-id',
+				placeholder: 'X-Request-ID',
 				description:
-					'With Correlation ID "Request Header": the request header to read, e.g. traceparent or x-request-id. Sent twice with different values, it is not used (the execution ID is, with a warning).',
+					'With Correlation ID "Request Header": the request header to read, e.g. traceparent or X-Request-ID. Sent twice with different values, it is not used (the execution ID is, with a warning).',
 			},
 			{
 				displayName: 'Correlation ID',

@@ -209,7 +209,7 @@ describe('a redelivery', () => {
 		expect(idempotencyOf(duplicate[0])).toMatchObject({
 			outcome: 'duplicate',
 			payloadStored: false,
-			payloadNotStoredReason: "A duplicate: the first delivery's evidence is kept.",
+			payloadNotStoredReason: "The key was already reserved (a duplicate or in progress): the first delivery's evidence is kept.",
 			correlationId: 'req-second',
 		});
 		expect(await storedEvidence('evt:evt_dup')).toEqual({

@@ -75,3 +75,22 @@ describe('documentation links', () => {
 		for (const url of urls) expect(url).not.toContain('#');
 	});
 });
+
+describe('replay evidence options', () => {
+	const optionNames = (node: INodeType) =>
+		((node.description.properties.find((property) => property.name === 'options')?.options ?? []) as INodeProperties[]).map((option) => option.name);
+	const evidenceOptions = ['correlationHeader', 'correlationId', 'maxPayloadKb', 'source', 'storePayload'];
+
+	it('Reserve offers them; Execute Query, whose reservation does not store evidence, does not', () => {
+		expect(optionNames(new IdempotencyReserve())).toEqual(expect.arrayContaining(evidenceOptions));
+		const executeQueryOptions = optionNames(new IdempotencyExecuteQuery());
+		expect(executeQueryOptions).toContain('retentionDays');
+		expect(executeQueryOptions.filter((name) => evidenceOptions.includes(name))).toEqual([]);
+	});
+
+	it('List Keys offers the Replayable status', () => {
+		const filters = new IdempotencyKey().description.properties.find((property) => property.name === 'listFilters')!;
+		const status = (filters.options as INodeProperties[]).find((option) => option.name === 'status')!;
+		expect(labelOf(status, 'replayable')).toBe('Replayable (Failed or Lease Expired)');
+	});
+});
