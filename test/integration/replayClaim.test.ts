@@ -290,6 +290,14 @@ describe('Idempotency Key node: Claim for Replay', () => {
 		expect(String(notClaimable[0].json.error)).toMatch(/NUL/);
 	});
 
+	it('when the whole claim fails (a missing table) with Continue On Fail, every item goes to Not Claimable, never to Claimed', async () => {
+		const items = [{ json: { key: 'a' } }, { json: { key: 'b' } }];
+		const [claimed, notClaimable] = await claimNode(items, { options: { schemaName: schema, tableName: 'no_such_table', createTable: false } }, true);
+		expect(claimed).toEqual([]);
+		expect(notClaimable.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		expect(String(notClaimable[0].json.error)).toMatch(/no_such_table/);
+	});
+
 	it('a key that is not text (a List Keys item was not the input) is a clear error with its item index', async () => {
 		const items = [{ json: { key: 'x' } }, { json: { nokey: true } }];
 		await expect(claimNode(items)).rejects.toMatchObject({ context: { itemIndex: 1 }, message: expect.stringMatching(/key to replay is not text/) });
