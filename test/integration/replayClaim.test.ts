@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 
 import { UnusableKeyError, InvalidConfigurationError } from '../../lib/errors';
+import { tableRef } from '../../lib/identifiers';
 import { closeAllPools } from '../../lib/postgres/pool';
+import { renderStatement } from '../../lib/sql/statements';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import type { ReplayClaim } from '../../lib/types';
 import { adminPool, databaseUrl, freshSchema } from '../support/database';
@@ -150,6 +153,21 @@ describe('IdempotencyStore.claimForReplay', () => {
 	])('refuses a bad lease or retention (%s)', async (_what, options, message) => {
 		await expect(store.claimForReplay(['x'], options)).rejects.toThrow(InvalidConfigurationError);
 		await expect(store.claimForReplay(['x'], options)).rejects.toThrow(message);
+	});
+
+	it('the same statement sent again with the same tokens (its answer was lost) finds the key its own, not in progress', async () => {
+		await seed('resend', 'failed');
+		const statement = renderStatement('claim', tableRef(schema, TABLE));
+		const token = randomUUID();
+		const parameters = [['resend'], [token], 60, 86_400, 'exec-resend', 'wf'];
+		const first = await pool.query(statement, parameters);
+		const again = await pool.query(statement, parameters);
+		expect(first.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[true, token]]);
+		expect(again.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[true, token]]);
+		expect((await row('resend')).attempts).toBe(3);
+		// Another claimer's tokens: not claimed, and the owner's token is not returned.
+		const other = await pool.query(statement, [['resend'], [randomUUID()], 60, 86_400, 'exec-other', 'wf']);
+		expect(other.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[false, null]]);
 	});
 
 	it('accepts stored keys verbatim, hashed ones included (sha256:…)', async () => {
