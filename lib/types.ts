@@ -157,3 +157,46 @@ export interface KeyStats {
 	reclaimsInWindow: number;
 	failedInWindow: number;
 }
+
+/** Claim for Replay: the lease and retention a claimed key gets, and the run that claims it. */
+export interface ReplayClaimOptions {
+	/** The replay's lease: how long it owns the key before another run may take it over. */
+	leaseSeconds: number;
+	/** How long the key protects against duplicates after the claim, as for a reservation. */
+	retentionSeconds: number;
+	executionId?: string;
+	workflowId?: string;
+}
+
+/** Why a key was not claimed for replay. */
+export type NotClaimableReason =
+	/** Completed (a redelivery or another replay finished it): replaying would double the effect. */
+	| 'completed'
+	/** A run holds a live lease on it: a redelivery or another replay is processing it now. */
+	| 'in_progress'
+	/** The key is not stored (released, cleaned up, never reserved). */
+	| 'not_found'
+	/** The same key came earlier in this batch (which claimed it, or not). */
+	| 'repeat_in_batch';
+
+export type ReplayClaim =
+	| {
+			claimed: true;
+			key: string;
+			/** The fencing token Complete, Release and Mark Failed must present. */
+			ownerToken: string;
+			record: IdempotencyRecord;
+			/** The stored evidence (null when none was stored): what the replay runs again. */
+			payload: unknown;
+			/** A payload is stored (it may be JSON null: a body that was null). */
+			payloadStored: boolean;
+			source: string | null;
+			correlationId: string | null;
+	  }
+	| {
+			claimed: false;
+			key: string;
+			reason: NotClaimableReason;
+			/** The stored record as it is now; null when not found. */
+			record: IdempotencyRecord | null;
+	  };

@@ -29,3 +29,15 @@ export function assertExactRunText(fields: Record<string, string>): void {
 		if (reason) throw new InvalidConfigurationError(`The n8n ${what} ${reason}; nothing was reserved.`);
 	}
 }
+
+/**
+ * A stored key handed back to the store as it was read (Claim for Replay takes List Keys' keys
+ * verbatim, hashed `sha256:` ones included): it must be non-empty and reach Postgres unchanged.
+ */
+export function assertStoredKeyText(key: unknown, what: string): asserts key is string {
+	if (typeof key !== 'string' || key === '') {
+		throw new UnusableKeyError(`The ${what} is ${key === '' ? 'empty' : `not text (${typeof key})`}: pass a stored key, such as List Keys' key. Nothing was claimed.`);
+	}
+	const reason = inexactTextReason(key);
+	if (reason) throw new UnusableKeyError(`The ${what} ${reason}, so no stored key can match it. Nothing was claimed.`);
+}

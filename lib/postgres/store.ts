@@ -6,6 +6,7 @@ import { InvalidConfigurationError, UnexpectedResultError } from '../errors';
 import { tableRef, type TableRef } from '../identifiers';
 import { classifyPostgresError, connectionFailureReason, type Operation } from './classifyError';
 import { onceReady } from './onceReady';
+import { assertStoredKeyText } from '../keys/exactText';
 import { storableErrorMessage, storableResponse, storableText } from './storableValues';
 import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
 import { renderStatement, type StatementName } from '../sql/statements';
@@ -17,6 +18,8 @@ import type {
 	ListKeysOptions,
 	OwnedKey,
 	RecordStatus,
+	ReplayClaim,
+	ReplayClaimOptions,
 	ReservationRequest,
 	ReservationResult,
 	ReserveOptions,
@@ -159,6 +162,59 @@ export class IdempotencyStore {
 				payloadMismatch,
 				record,
 			};
+		});
+	}
+
+	/**
+	 * Claim for Replay: takes over each stored key that is replayable (failed, or processing after
+	 * its lease ran out) with a new owner token and lease, in one statement
+	 * (`sql/queries/claim_for_replay.sql`). Results come back in key order of the request; a key
+	 * completed or under a live lease (a redelivery or another replay is on it) is not claimed,
+	 * so two replays, or a replay and a redelivery, never both own a key.
+	 * Throws UnusableKeyError for a key that cannot be a stored key (empty, NUL, lone surrogate).
+	 */
+	async claimForReplay(keys: string[], options: ReplayClaimOptions): Promise<ReplayClaim[]> {
+		validateDurations(options.leaseSeconds, options.retentionSeconds);
+		for (const key of keys) assertStoredKeyText(key, 'key to replay');
+		if (keys.length === 0) return [];
+		const firstIndexByKey = new Map<string, number>();
+		const proposedTokens = new Map<string, string>();
+		for (const [index, key] of keys.entries()) {
+			if (!firstIndexByKey.has(key)) {
+				firstIndexByKey.set(key, index);
+				proposedTokens.set(key, randomUUID());
+			}
+		}
+		await this.readyWithin('claim', 0);
+		// Like reserve: a lost answer is re-sent with the same tokens, and a row holding ours is ours.
+		const { rows } = await this.run('claim', [
+			[...proposedTokens.keys()],
+			[...proposedTokens.values()],
+			options.leaseSeconds,
+			options.retentionSeconds,
+			options.executionId ?? null,
+			options.workflowId ?? null,
+		], { retryUntil: null, recoverUntilMs: this.options.reserveRecoveryMs ?? RESERVE_RECOVERY_MS });
+		const rowByKey = new Map(rows.map((row) => [row.key as string, row]));
+
+		return keys.map((key, index): ReplayClaim => {
+			const row = rowByKey.get(key);
+			const record = row ? toRecord(row) : null;
+			if (firstIndexByKey.get(key) !== index) return { claimed: false, key, reason: 'repeat_in_batch', record };
+			if (!row || !record) return { claimed: false, key, reason: 'not_found', record: null };
+			if (row.claimed) {
+				return {
+					claimed: true,
+					key,
+					ownerToken: row.owner_token as string,
+					record,
+					payload: row.payload ?? null,
+					payloadStored: Boolean(row.payload_stored),
+					source: row.source ?? null,
+					correlationId: row.correlation_id ?? null,
+				};
+			}
+			return { claimed: false, key, reason: record.status === 'completed' ? 'completed' : 'in_progress', record };
 		});
 	}
 
@@ -474,10 +530,15 @@ function validateReserveOptions(options: ReserveOptions): void {
 	if (options.mode !== 'lease' && options.mode !== 'permanent') {
 		throw new InvalidConfigurationError(`Unknown reservation mode ${JSON.stringify(options.mode)}: use lease or permanent.`);
 	}
-	if (!(options.leaseSeconds > 0 && options.leaseSeconds <= MAX_LEASE_SECONDS)) {
+	validateDurations(options.leaseSeconds, options.retentionSeconds);
+}
+
+/** The bounds of a reservation's (or a replay claim's) lease and retention. */
+function validateDurations(leaseSeconds: number, retentionSeconds: number): void {
+	if (!(leaseSeconds > 0 && leaseSeconds <= MAX_LEASE_SECONDS)) {
 		throw new InvalidConfigurationError(`Lease seconds must be more than 0 and at most ${MAX_LEASE_SECONDS} (7 days).`);
 	}
-	if (!(options.retentionSeconds > 0 && options.retentionSeconds <= MAX_RETENTION_SECONDS)) {
+	if (!(retentionSeconds > 0 && retentionSeconds <= MAX_RETENTION_SECONDS)) {
 		throw new InvalidConfigurationError('Retention must be more than 0 and at most 10 years.');
 	}
 }

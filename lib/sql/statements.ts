@@ -22,6 +22,7 @@ export const QUERY_FILES = {
 	lookupRecords: 'queries/get_keys.sql',
 	listRecords: 'queries/list_keys.sql',
 	stats: 'queries/stats.sql',
+	claim: 'queries/claim_for_replay.sql',
 } as const;
 
 export type StatementName = keyof typeof QUERY_FILES;

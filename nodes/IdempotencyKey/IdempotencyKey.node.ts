@@ -14,15 +14,16 @@ import { toNodeError } from '../shared/nodeError';
 import { storeFor, type TableChoice } from '../shared/store';
 import { keyProperties } from './description';
 import { getKeys, keyStats, listKeys } from './keyRecords';
+import { claimForReplay } from './replayClaim';
 import { readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
 
-type Operation = 'complete' | 'release' | 'fail' | 'cleanup' | 'getKey' | 'listKeys' | 'stats';
+type Operation = 'complete' | 'release' | 'fail' | 'cleanup' | 'getKey' | 'listKeys' | 'stats' | 'claimForReplay';
 
 const DONE = 0;
 const STALE = 1;
 
 // Cleanup has one output (its summary); the others tell settled items from stale ones.
-const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ $parameter.operation === "cleanup" ? [{ "type": "main", "displayName": "Summary" }] : $parameter.operation === "stats" ? [{ "type": "main", "displayName": "Stats" }] : ["getKey", "listKeys"].includes($parameter.operation) ? [{ "type": "main", "displayName": "Keys" }] : [{ "type": "main", "displayName": "Done" }, { "type": "main", "displayName": "Stale" }] }}`;
+const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ $parameter.operation === "cleanup" ? [{ "type": "main", "displayName": "Summary" }] : $parameter.operation === "stats" ? [{ "type": "main", "displayName": "Stats" }] : ["getKey", "listKeys"].includes($parameter.operation) ? [{ "type": "main", "displayName": "Keys" }] : $parameter.operation === "claimForReplay" ? [{ "type": "main", "displayName": "Claimed" }, { "type": "main", "displayName": "Not Claimable" }] : [{ "type": "main", "displayName": "Done" }, { "type": "main", "displayName": "Stale" }] }}`;
 // Get Key, List Keys and Get Stats only read, with one output (see keyRecords.ts).
 const READ_OPERATIONS: Operation[] = ['getKey', 'listKeys', 'stats'];
 
@@ -35,8 +36,8 @@ export class IdempotencyKey implements INodeType {
 		version: 1,
 		// The operation's label, as the Operation list shows it (never its internal value).
 		subtitle:
-			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": "Mark Failed", "cleanup": "Delete Expired Keys", "getKey": "Get Key", "listKeys": "List Keys", "stats": "Get Stats"}[$parameter.operation] || $parameter.operation }}',
-		description: 'Complete, release on error, mark failed, clean up, read or count idempotency keys reserved by Idempotency Reserve',
+			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": "Mark Failed", "cleanup": "Delete Expired Keys", "getKey": "Get Key", "listKeys": "List Keys", "stats": "Get Stats", "claimForReplay": "Claim for Replay"}[$parameter.operation] || $parameter.operation }}',
+		description: 'Complete, release on error, mark failed, clean up, read, count or claim for replay idempotency keys reserved by Idempotency Reserve',
 		defaults: { name: 'Idempotency Key' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
@@ -56,6 +57,7 @@ export class IdempotencyKey implements INodeType {
 			if (operation === 'getKey') return await getKeys(this, store);
 			if (operation === 'listKeys') return await listKeys(this, store);
 			if (operation === 'stats') return await keyStats(this, store);
+			if (operation === 'claimForReplay') return await claimForReplay(this, store);
 			const source = this.getNodeParameter('source', 0) as KeyFrom;
 			if (source === 'execution') {
 				if (operation !== 'release') {
@@ -71,7 +73,9 @@ export class IdempotencyKey implements INodeType {
 				json: { error: toNodeError(this.getNode(), error, itemIndex).message },
 				pairedItem: { item: itemIndex },
 			}));
-			return operation === 'cleanup' || READ_OPERATIONS.includes(operation) ? [failed] : [failed, []];
+			if (operation === 'cleanup' || READ_OPERATIONS.includes(operation)) return [failed];
+			// Nothing was claimed: never on Claimed, which leads to the business step.
+			return operation === 'claimForReplay' ? [[], failed] : [failed, []];
 		}
 	}
 }

@@ -24,6 +24,13 @@ export const keyProperties: INodeProperties[] = [
 		noDataExpression: true,
 		options: [
 			{
+				name: 'Claim for Replay',
+				value: 'claimForReplay',
+				action: 'Claim a stored key for replay',
+				description:
+					'Take over a failed key, or one whose lease ran out, so its stored payload can be processed again; completed keys and keys a run holds are not claimed',
+			},
+			{
 				name: 'Complete',
 				value: 'complete',
 				action: 'Complete a reservation',
@@ -167,6 +174,34 @@ export const keyProperties: INodeProperties[] = [
 		required: true,
 		placeholder: 'e.g. stripe:evt_1NXqb2',
 		description: 'The stored key, including any scope prefix, as Idempotency Reserve output it in idempotency.key',
+	},
+	{
+		displayName: 'Key',
+		name: 'replayKey',
+		type: 'string',
+		displayOptions: { show: { operation: ['claimForReplay'] } },
+		default: '={{ $json.key }}',
+		required: true,
+		description: 'The stored key, exactly as List Keys or Get Key output it (hashed keys such as sha256:… included)',
+	},
+	{
+		displayName: 'Lease (Seconds)',
+		name: 'leaseSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 604800 },
+		displayOptions: { show: { operation: ['claimForReplay'] } },
+		default: 300,
+		description:
+			'How long the replay owns the key: longer than the business step takes. Until then a redelivery of the event answers In Progress; after it, another run may take the key over.',
+	},
+	{
+		displayName: 'Retention (Days)',
+		name: 'retentionDays',
+		type: 'number',
+		typeOptions: { minValue: 0.0001 },
+		displayOptions: { show: { operation: ['claimForReplay'] } },
+		default: 30,
+		description: "How long the key keeps catching duplicates, counted from the claim (as Idempotency Reserve's Retention)",
 	},
 	{
 		displayName: 'Window (Hours)',

@@ -39,7 +39,7 @@ export function keyRecordJson(stored: StoredKey): IDataObject {
 	};
 }
 
-function isoTime(time: Date | null): string | null {
+export function isoTime(time: Date | null): string | null {
 	return time ? time.toISOString() : null;
 }
 

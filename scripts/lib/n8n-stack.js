@@ -426,6 +426,7 @@ const TEMPLATES = {
 	webhook: path.join(TEMPLATE_DIR, 'idempotent-webhook.json'),
 	cleanup: path.join(TEMPLATE_DIR, 'scheduled-cleanup.json'),
 	error: path.join(TEMPLATE_DIR, 'error-workflow.json'),
+	replay: path.join(TEMPLATE_DIR, 'replay-failed-events.json'),
 };
 /** The credential ids and names the templates reference. */
 const TEMPLATE_CREDENTIALS = {

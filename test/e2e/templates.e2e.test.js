@@ -26,7 +26,7 @@ describe('templates and the installed community package', () => {
 
 	test('every template uses the package node type names and imports cleanly', async () => {
 		const packageTypes = new Set();
-		for (const name of ['webhook', 'cleanup', 'error']) {
+		for (const name of ['webhook', 'cleanup', 'error', 'replay']) {
 			const template = readTemplate(name);
 			for (const node of template.nodes) if (node.type.startsWith(`${stack.PACKAGE_NAME}.`)) packageTypes.add(node.type);
 			const { rows } = await n8nQuery('SELECT name, nodes FROM workflow_entity WHERE id = $1', [template.id]);
@@ -48,7 +48,7 @@ describe('templates and the installed community package', () => {
 		const types = await rest.request('GET', '/types/nodes.json');
 		expect(types.status).toBe(200);
 		const known = new Set(types.json.map((type) => type.name));
-		for (const name of ['webhook', 'cleanup', 'error']) {
+		for (const name of ['webhook', 'cleanup', 'error', 'replay']) {
 			const template = readTemplate(name);
 			for (const node of template.nodes) expect({ type: node.type, known: known.has(node.type) }).toEqual({ type: node.type, known: true });
 			// What the editor saves after "Import from File": the file's workflow as a new, inactive one.

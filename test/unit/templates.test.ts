@@ -404,3 +404,72 @@ describe('stock Postgres nodes in the templates', () => {
 		},
 	);
 });
+
+describe('the replay template', () => {
+	const [, template] = templates.find(([file]) => file === 'replay-failed-events.json')!;
+	const byName = (name: string) => template.nodes.find((candidate) => candidate.name === name)!;
+	const targetsOf = (name: string) => template.connections[name].main.map((targets) => targets.map((target) => target.node));
+	/** Every node an item leaving `from` on `outputIndex` can reach. */
+	const reachable = (from: string, outputIndex: number): Set<string> => {
+		const seen = new Set<string>();
+		const visit = (name: string): void => {
+			if (seen.has(name)) return;
+			seen.add(name);
+			for (const target of (template.connections[name]?.main ?? []).flat()) visit(target.node);
+		};
+		for (const target of template.connections[from]?.main[outputIndex] ?? []) visit(target.node);
+		return seen;
+	};
+	const settings = () =>
+		Object.fromEntries(
+			(byName('Replay Settings').parameters.assignments as { assignments: Array<{ name: string; value: unknown }> }).assignments.map((a) => [a.name, a.value]),
+		);
+
+	it('is a dry run unless the user switches it off, and lists one bounded page of replayable keys', () => {
+		expect(settings()).toEqual({ dryRun: true, keyPrefix: '', pageSize: 50 });
+		const list = byName('List Replayable Keys');
+		expect(list.parameters).toMatchObject({ operation: 'listKeys', listFilters: { status: 'replayable' }, limit: '={{ $json.pageSize }}' });
+		expect(targetsOf('Replay Settings')).toEqual([[list.name]]);
+		expect(targetsOf(list.name)).toEqual([['Dry Run?']]);
+	});
+
+	it('in a dry run reaches no node that writes: no Idempotency Key operation, no business step', () => {
+		const [dryRun, replay] = targetsOf('Dry Run?');
+		expect(dryRun).toEqual(['Dry Run: Report Only']);
+		expect(replay).toEqual(['Payload Stored?']);
+		for (const name of reachable('Dry Run?', 0)) expect(byName(name).type).toBe('n8n-nodes-base.set');
+	});
+
+	it('sends keys without a stored payload to Needs Manual Handling before anything is claimed', () => {
+		expect(targetsOf('Payload Stored?')).toEqual([['Replay One by One'], ['Needs Manual Handling']]);
+		expect([...reachable('Payload Stored?', 1)]).toEqual(['Needs Manual Handling']);
+	});
+
+	it('claims each key, runs the webhook template\'s business step on it, then completes it, or marks it failed on error', () => {
+		const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
+		const webhookStep = webhook.nodes.find((node) => node.type === 'n8n-nodes-base.postgres')!;
+		expect(targetsOf('Replay One by One')).toEqual([['Replay Finished'], ['Claim for Replay']]);
+		expect(byName('Claim for Replay').parameters).toMatchObject({ operation: 'claimForReplay', replayKey: '={{ $json.key }}' });
+		const [claimed, notClaimable] = targetsOf('Claim for Replay');
+		const step = byName(claimed[0]);
+		expect(step.parameters).toEqual(webhookStep.parameters);
+		expect(step.onError).toBe('continueErrorOutput');
+		expect(notClaimable).toEqual(['Skipped (Not Claimable)']);
+		expect(targetsOf(step.name)).toEqual([['Business Step Succeeded?'], ['Mark Failed']]);
+		expect(targetsOf('Business Step Succeeded?')).toEqual([['Mark Complete'], ['Mark Failed']]);
+		expect(byName('Mark Complete').parameters).toMatchObject({ operation: 'complete' });
+		expect(byName('Mark Failed').parameters).toMatchObject({ operation: 'fail' });
+		expect(byName('Mark Failed').retryOnFail ?? false).toBe(false);
+		// Every path of a key ends back in the loop, so the next key is replayed.
+		for (const end of ['Skipped (Not Claimable)', 'Mark Failed', 'Key Completed?']) expect(reachable(end, 0).has('Replay One by One')).toBe(true);
+	});
+
+	it("Mark Failed stores the Postgres node's error message (its error items carry it in `message`)", () => {
+		const expression = String(byName('Mark Failed').parameters.errorMessage);
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		const evaluate = (json: unknown) => new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
+		expect(evaluate({ message: 'new row violates check constraint "x"', error: { code: '23514' } })).toBe('new row violates check constraint "x"');
+		expect(evaluate({ error: { message: 'from an error object' } })).toBe('from an error object');
+		expect(evaluate({ id: 1 })).toBe('replay: the business step returned no result');
+	});
+});

@@ -22,14 +22,19 @@ function withOwnWebhook(template, label) {
 	return { workflow: { ...template, nodes }, webhookPath };
 }
 
-/** Saves and publishes a workflow as the owner; resolves once n8n serves its webhook. Returns its id. */
-async function publishWorkflow(h, workflow, webhookPath) {
+/** Saves a workflow as the owner, as the editor's "Import from File" does (new, inactive). Returns its id and versionId. */
+async function saveWorkflow(h, workflow, label) {
 	const rest = h.rest();
 	await rest.ownerLogin(OWNER);
 	const { name, nodes, connections, settings, pinData, meta } = workflow;
-	const saved = await rest.call('POST', '/workflows', { name: `${name} (e2e ${webhookPath})`, nodes, connections, settings, pinData, meta, active: false });
+	const saved = await rest.call('POST', '/workflows', { name: `${name} (e2e ${label})`, nodes, connections, settings, pinData, meta, active: false });
 	if (saved.status !== 200) throw new Error(`saving the workflow failed (${saved.status}): ${saved.text.slice(0, 300)}`);
-	const { id, versionId } = saved.json.data;
+	return { id: saved.json.data.id, versionId: saved.json.data.versionId, rest };
+}
+
+/** Saves and publishes a workflow as the owner; resolves once n8n serves its webhook. Returns its id. */
+async function publishWorkflow(h, workflow, webhookPath) {
+	const { id, versionId, rest } = await saveWorkflow(h, workflow, webhookPath);
 	const published = await rest.call('POST', `/workflows/${id}/activate`, { versionId });
 	if (published.status !== 200) throw new Error(`publishing the workflow failed (${published.status}): ${published.text.slice(0, 300)}`);
 	const deadline = Date.now() + 60000;
@@ -59,4 +64,4 @@ async function publishOrderedWebhook(h, label) {
 	return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
 }
 
-module.exports = { readShippedTemplate, withOwnWebhook, publishWorkflow, runShippedSql, publishOrderedWebhook };
+module.exports = { readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };

@@ -8,6 +8,7 @@ const IDS = {
 	webhook: 'IdemWebhookTpl01',
 	cleanup: 'IdemCleanupTpl01',
 	error: 'IdemErrorTpl0001',
+	replay: 'IdemReplayTpl001',
 	cleanupManual: 'E2eCleanupManual',
 	crash: 'E2eCrashLease0001',
 	cleanupFrequent: 'E2eCleanupEvery3s',
@@ -101,6 +102,7 @@ function allWorkflows(topology = 'single') {
 		{ file: TEMPLATES.webhook, publish: true },
 		{ file: TEMPLATES.cleanup, publish: true }, // proves the Schedule Trigger activates
 		{ file: TEMPLATES.error, publish: true }, // n8n 2.x runs only published error workflows
+		{ file: TEMPLATES.replay, publish: false }, // run by hand (dry run first), never published as shipped
 		{ json: cleanupManual(), publish: false },
 		{ json: crashAfterReserve(), publish: true },
 	];

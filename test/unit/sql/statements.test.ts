@@ -85,3 +85,24 @@ describe('the retention rule', () => {
 		);
 	});
 });
+
+describe('the replayable rule (failed, or processing after the lease ran out)', () => {
+	// List Keys' "replayable" filter must show exactly the keys Claim for Replay takes over.
+	const RULE = /\b(?:e\.)?status = 'failed' or \((?:e\.)?status = 'processing' and (?:e\.)?locked_until <= now\(\)\)/g;
+	const occurrences = (file: string) =>
+		(renderSqlFile(file, tableRef('public', 'processed_events')).match(RULE) ?? []).map((text) => text.replace(/\be\./g, ''));
+
+	it('is the same expression in list_keys.sql and claim_for_replay.sql (where the claim checks it twice: locked row, updated row)', () => {
+		const listed = occurrences(QUERY_FILES.listRecords);
+		const claimed = occurrences(QUERY_FILES.claim);
+		expect(listed).toHaveLength(1);
+		expect(claimed).toHaveLength(2);
+		expect(new Set([...listed, ...claimed]).size).toBe(1);
+	});
+
+	it('claims with bind parameters only', () => {
+		const claim = renderSqlFile(QUERY_FILES.claim, tableRef('public', 'processed_events'));
+		expect(claim).toMatch(/unnest\(\$1::text\[\], \$2::uuid\[\]\)/);
+		expect(claim.match(/\$\d+/g)?.sort()).toEqual(['$1', '$2', '$3', '$4', '$5', '$6']);
+	});
+});

@@ -1,0 +1,211 @@
+// Issue 10 §3, "Replay failed events" through a real n8n: deliveries whose business step fails are
+// left failed by the webhook template (Store Payload on, Release Key switched to Mark Failed), then
+// the shipped replay template lists them in a dry run (nothing changes), replays them from the
+// stored payload once the cause is fixed (exactly one business row each), never replays a completed
+// key, and sends a key without a stored payload to its "Needs Manual Handling" branch.
+const stack = require('../../scripts/lib/n8n-stack');
+const { harness, eventId } = require('./support/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow } = require('./support/restWorkflows');
+
+const POISON = 'business_log_e2e_replay_poison';
+const STILL_BROKEN = 'business_log_e2e_replay_still_broken';
+const RACE = 'business_log_e2e_replay_race';
+
+const MARK_FAILED_MESSAGE = "={{ (typeof $json.error === 'object' ? $json.error?.message : $json.error) || $json.message }}";
+
+/** The webhook template as a user sets it up for replay: Store Payload on (1 KB cap), failures marked failed. */
+function webhookKeepingFailures() {
+	const template = readShippedTemplate('idempotent-webhook.json');
+	const nodes = template.nodes.map((node) => {
+		if (node.type === 'n8n-nodes-idempotency.idempotencyReserve') {
+			return { ...node, parameters: { ...node.parameters, options: { ...node.parameters.options, storePayload: true, maxPayloadKb: 1 } } };
+		}
+		// The Postgres node's error items carry the text in `message` (their `error` object has none).
+		if (node.name === 'Release Key') return { ...node, parameters: { ...node.parameters, operation: 'fail', errorMessage: MARK_FAILED_MESSAGE } };
+		return node;
+	});
+	return { ...template, nodes };
+}
+
+/** The replay template with the values a user types into its Replay Settings node. */
+function replayWorkflow(settings) {
+	const template = readShippedTemplate('replay-failed-events.json');
+	const nodes = template.nodes.map((node) => {
+		if (node.name !== 'Replay Settings') return node;
+		const assignments = node.parameters.assignments.assignments.map((assignment) =>
+			assignment.name in settings ? { ...assignment, value: settings[assignment.name] } : assignment,
+		);
+		return { ...node, parameters: { ...node.parameters, assignments: { assignments } } };
+	});
+	return { ...template, nodes };
+}
+
+/** Every item a node emitted on one output, over all its runs (the replay loops one key per run). */
+function itemsOut(execution, nodeName, outputIndex = 0) {
+	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item) => item.json);
+}
+
+describe('replay failed events (templates/replay-failed-events.json)', () => {
+	const h = harness();
+	const tag = eventId('replay').replace(/^evt_e2e_replay_/, '');
+	const prefix = `evt:evt_e2e_replay_${tag}_`;
+	const event = (name, type, extra = {}) => ({ id: `evt_e2e_replay_${tag}_${name}`, object: 'event', type, ...extra });
+	const keyOf = (e) => `evt:${e.id}`;
+	const failing = event('a_fails_then_fixed', 'e2e.replay_poison', { data: { object: { amount: 4200 } } });
+	const stillBroken = event('b_still_broken', 'e2e.replay_still_broken');
+	const noPayload = event('c_too_big_to_store', 'e2e.replay_poison', { padding: 'x'.repeat(3000) });
+	const completed = event('d_completed', 'e2e.replay_ok');
+	let url;
+	let dryRunId;
+	let replayId;
+
+	const businessRows = async (e) => (await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [keyOf(e)])).rows[0].n;
+	const stored = async (e) =>
+		(await h.appQuery('SELECT status, attempts, last_error, payload, payload_bytes, owner_token::text, locked_until, execution_id FROM processed_events WHERE key = $1', [keyOf(e)])).rows[0];
+
+	async function run(workflowId) {
+		const mark = await h.executionMark();
+		const result = await h.cli(['execute', `--id=${workflowId}`]);
+		if (!result.stdout.includes('Execution was successful')) {
+			throw new Error(`n8n execute failed (exit ${result.code}):\n${(result.stdout + result.stderr).slice(-3000)}`);
+		}
+		const [execution] = await h.waitForExecutions(workflowId, mark, 1);
+		expect(execution.status).toBe('success');
+		return execution;
+	}
+
+	beforeAll(async () => {
+		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${POISON} CHECK (event_type IS DISTINCT FROM 'e2e.replay_poison')`);
+		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${STILL_BROKEN} CHECK (event_type IS DISTINCT FROM 'e2e.replay_still_broken')`);
+		const { workflow, webhookPath } = withOwnWebhook(webhookKeepingFailures(), 'replay');
+		await publishWorkflow(h, workflow, webhookPath);
+		url = `${h.state.baseUrl}/webhook/${webhookPath}`;
+		dryRunId = (await saveWorkflow(h, replayWorkflow({ keyPrefix: prefix }), `replay dry run ${tag}`)).id;
+		replayId = (await saveWorkflow(h, replayWorkflow({ keyPrefix: prefix, dryRun: false }), `replay ${tag}`)).id;
+	});
+
+	afterAll(async () => {
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${POISON}`);
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${STILL_BROKEN}`);
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${RACE}`);
+	});
+
+	test('deliveries whose business step fails are left failed with their payload (the one over the cap without)', async () => {
+		for (const e of [failing, stillBroken, noPayload]) {
+			const answer = await h.deliver(url, e);
+			expect([e.id, answer.status]).toEqual([e.id, 500]);
+		}
+		const ok = await h.deliver(url, completed);
+		expect([ok.status, ok.outcome]).toEqual([200, 'new']);
+
+		expect(await stored(failing)).toMatchObject({ status: 'failed', attempts: 1, payload: failing });
+		expect((await stored(failing)).last_error).toMatch(/e2e_replay_poison/);
+		expect(await stored(stillBroken)).toMatchObject({ status: 'failed', attempts: 1, payload: stillBroken });
+		const tooBig = await stored(noPayload);
+		expect(tooBig).toMatchObject({ status: 'failed', payload: null });
+		expect(tooBig.payload_bytes).toBeGreaterThan(1024);
+		expect(await stored(completed)).toMatchObject({ status: 'completed' });
+		expect([await businessRows(failing), await businessRows(stillBroken), await businessRows(noPayload), await businessRows(completed)]).toEqual([0, 0, 0, 1]);
+	});
+
+	test('dry run (the default): lists the replayable keys and what would happen, changes nothing', async () => {
+		const before = await Promise.all([failing, stillBroken, noPayload, completed].map(stored));
+
+		const execution = await run(dryRunId);
+
+		const report = itemsOut(execution, 'Dry Run: Report Only');
+		expect(report.map((item) => [item.key, item.action])).toEqual([
+			[keyOf(failing), 'would replay from the stored payload'],
+			[keyOf(stillBroken), 'would replay from the stored payload'],
+			[keyOf(noPayload), 'needs manual handling: no stored payload'],
+		]);
+		expect(report[0]).toMatchObject({ status: 'failed', attempts: 1 });
+		expect(execution.nodesRun).not.toContain('Claim for Replay');
+		expect(execution.nodesRun).not.toContain('Business Step (insert business_log)');
+		expect(await Promise.all([failing, stillBroken, noPayload, completed].map(stored))).toEqual(before);
+		expect([await businessRows(failing), await businessRows(stillBroken), await businessRows(noPayload), await businessRows(completed)]).toEqual([0, 0, 0, 1]);
+	});
+
+	test('replay after the fix: exactly one business row for the fixed event, which is completed; a step that still fails is marked failed again; no payload → Needs Manual Handling; the completed key is not touched', async () => {
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${POISON}`);
+		const completedBefore = await stored(completed);
+
+		const execution = await run(replayId);
+
+		expect(await businessRows(failing)).toBe(1);
+		const replayed = await stored(failing);
+		expect(replayed).toMatchObject({ status: 'completed', attempts: 2, locked_until: null });
+		expect(replayed.execution_id).toBe(String(execution.id));
+		// The business row came from the stored payload: event_type is the stored body's type.
+		const row = await h.appQuery('SELECT event_type FROM business_log WHERE event_key = $1', [keyOf(failing)]);
+		expect(row.rows).toEqual([{ event_type: 'e2e.replay_poison' }]);
+
+		expect(await businessRows(stillBroken)).toBe(0);
+		const again = await stored(stillBroken);
+		expect(again).toMatchObject({ status: 'failed', attempts: 2, payload: stillBroken });
+		expect(again.last_error).toMatch(/e2e_replay_still_broken/);
+
+		const manual = itemsOut(execution, 'Needs Manual Handling');
+		expect(manual.map((item) => item.key)).toEqual([keyOf(noPayload)]);
+		expect(manual[0].reason).toMatch(/no stored payload/);
+		expect(await stored(noPayload)).toMatchObject({ status: 'failed', attempts: 1 });
+		expect(await businessRows(noPayload)).toBe(0);
+
+		expect(itemsOut(execution, 'Claim for Replay', 0).map((item) => item.idempotency.key)).toEqual([keyOf(failing), keyOf(stillBroken)]);
+		expect(itemsOut(execution, 'Mark Complete').map((item) => item.idempotency.applied)).toEqual([true]);
+		expect(await stored(completed)).toEqual(completedBefore);
+		expect(await businessRows(completed)).toBe(1);
+	});
+
+	test('a second replay run never replays a completed key (0 extra rows) and replays the one fixed since', async () => {
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${STILL_BROKEN}`);
+
+		const execution = await run(replayId);
+
+		expect(itemsOut(execution, 'Claim for Replay', 0).map((item) => item.idempotency.key)).toEqual([keyOf(stillBroken)]);
+		expect([await businessRows(failing), await businessRows(stillBroken), await businessRows(noPayload), await businessRows(completed)]).toEqual([1, 1, 0, 1]);
+		expect(await stored(stillBroken)).toMatchObject({ status: 'completed', attempts: 3 });
+
+		// And a redelivery of the replayed event by the provider is now a duplicate: still one row.
+		const duplicate = await h.deliver(url, failing);
+		expect([duplicate.status, duplicate.outcome]).toEqual([200, 'duplicate']);
+		expect(await businessRows(failing)).toBe(1);
+	});
+
+	test('the provider redelivers while a replay holds the key: 409 (in progress), then duplicate; exactly one business row', async () => {
+		const raced = event('e_redelivered_during_replay', 'e2e.replay_race');
+		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${RACE} CHECK (event_type IS DISTINCT FROM 'e2e.replay_race')`);
+		expect((await h.deliver(url, raced)).status).toBe(500);
+		expect(await stored(raced)).toMatchObject({ status: 'failed', attempts: 1 });
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${RACE}`);
+
+		// A lock on business_log holds the replay inside its business step, after its claim.
+		let replay;
+		await stack.withClient(h.state.appUrl, async (locker) => {
+			await locker.query('BEGIN');
+			await locker.query('LOCK TABLE business_log IN SHARE ROW EXCLUSIVE MODE');
+			try {
+				replay = run(replayId);
+				replay.catch(() => {}); // awaited below
+				const deadline = Date.now() + 120000;
+				let claimed = await stored(raced);
+				while (!(claimed.status === 'processing' && claimed.attempts === 2)) {
+					if (Date.now() > deadline) throw new Error(`the replay never claimed ${keyOf(raced)}: ${JSON.stringify(claimed)}`);
+					await stack.sleep(200);
+					claimed = await stored(raced);
+				}
+				const during = await h.deliver(url, raced);
+				expect([during.status, during.outcome]).toEqual([409, 'in_progress']);
+			} finally {
+				await locker.query('COMMIT');
+			}
+		});
+		const execution = await replay;
+
+		expect(itemsOut(execution, 'Mark Complete').map((item) => item.idempotency.applied)).toEqual([true]);
+		expect(await stored(raced)).toMatchObject({ status: 'completed', attempts: 2 });
+		const after = await h.deliver(url, raced);
+		expect([after.status, after.outcome]).toEqual([200, 'duplicate']);
+		expect(await businessRows(raced)).toBe(1);
+	});
+});

@@ -1,0 +1,323 @@
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
+
+import { UnusableKeyError, InvalidConfigurationError } from '../../lib/errors';
+import { tableRef } from '../../lib/identifiers';
+import { closeAllPools } from '../../lib/postgres/pool';
+import { renderStatement } from '../../lib/sql/statements';
+import { IdempotencyStore } from '../../lib/postgres/store';
+import type { ReplayClaim } from '../../lib/types';
+import { adminPool, databaseUrl, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { idempotencyOf, runKeyNode } from '../support/nodes';
+
+/*
+ * Issue 10 §3, Claim for Replay on real Postgres: which stored states are claimed (failed, lease
+ * ran out) and which are not (completed, live lease, gone), what a claim changes, races of
+ * parallel claimers (one winner), a claim racing a redelivery, and bad keys per item.
+ */
+
+let pool: Pool;
+let schema: string;
+let store: IdempotencyStore;
+const TABLE = 'replay_keys';
+const CLAIM = { leaseSeconds: 120, retentionSeconds: 86_400, executionId: 'exec-replay', workflowId: 'wf-replay' };
+
+beforeAll(async () => {
+	pool = adminPool(25);
+	schema = await freshSchema(pool, 'replay');
+	store = new IdempotencyStore(pool, { schema, table: TABLE, createTable: true });
+	await store.createTable();
+});
+
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
+
+const table = () => `${schema}.${TABLE}`;
+
+const NO_PAYLOAD = Symbol('no payload stored');
+
+/** Inserts one key in a given state, with the evidence Reserve stores. */
+async function seed(key: string, state: 'failed' | 'stuck' | 'live' | 'completed' | 'leaseless', payload: unknown = { id: key, type: 'test.event' }) {
+	const columns = {
+		failed: `'failed', null, 'boom'`,
+		stuck: `'processing', now() - interval '1 second', null`,
+		live: `'processing', now() + interval '5 minutes', null`,
+		completed: `'completed', null, null`,
+		leaseless: `'processing', null, null`,
+	}[state];
+	await pool.query(
+		`insert into ${table()} (key, status, locked_until, last_error, attempts, owner_token, execution_id, payload, source, correlation_id, expires_at)
+		 values ($1, ${columns}, 2, gen_random_uuid(), 'exec-first', $2::jsonb, 'stripe', 'corr-1', now() + interval '1 hour')`,
+		[key, payload === NO_PAYLOAD ? null : JSON.stringify(payload)],
+	);
+}
+
+async function row(key: string) {
+	const { rows } = await pool.query(
+		`select status, attempts, owner_token::text, execution_id, workflow_id, locked_until > now() + interval '100 seconds' as lease_set,
+		        expires_at > now() + interval '23 hours' as retention_set, payload, source, correlation_id, last_error
+		 from ${table()} where key = $1`,
+		[key],
+	);
+	return rows[0];
+}
+
+describe('IdempotencyStore.claimForReplay', () => {
+	it.each([
+		['failed', 'failed' as const],
+		['processing whose lease ran out (the run died)', 'stuck' as const],
+	])('claims a key that is %s: new owner token and lease, attempts + 1, this execution, the payload kept', async (_what, state) => {
+		const key = `claim:${state}`;
+		await seed(key, state, { id: 'evt_1', type: 'invoice.paid', amount: 42 });
+		const before = await row(key);
+
+		const [result] = await store.claimForReplay([key], CLAIM);
+
+		expect(result).toMatchObject({ claimed: true, key, payload: { id: 'evt_1', type: 'invoice.paid', amount: 42 }, payloadStored: true, source: 'stripe', correlationId: 'corr-1' });
+		const claimed = result as Extract<ReplayClaim, { claimed: true }>;
+		const after = await row(key);
+		expect(after).toMatchObject({ status: 'processing', attempts: 3, execution_id: 'exec-replay', workflow_id: 'wf-replay', lease_set: true, retention_set: true });
+		expect(after.owner_token).toBe(claimed.ownerToken);
+		expect(after.owner_token).not.toBe(before.owner_token);
+		expect(after).toMatchObject({ payload: before.payload, source: 'stripe', correlation_id: 'corr-1', last_error: before.last_error });
+		expect(claimed.record).toMatchObject({ status: 'processing', attempts: 3, leaseActive: true, executionId: 'exec-replay' });
+
+		// The claim is a reservation: Complete with its token applies, a second claim does not take it.
+		expect(await store.complete([{ key, ownerToken: claimed.ownerToken }])).toEqual([{ key, applied: true }]);
+		expect(await store.claimForReplay([key], CLAIM)).toMatchObject([{ claimed: false, reason: 'completed' }]);
+	});
+
+	it.each([
+		['completed', 'completed' as const, 'completed'],
+		['under a live lease (a redelivery or another replay runs it)', 'live' as const, 'in_progress'],
+		['processing without a lease (a hand-made row)', 'leaseless' as const, 'in_progress'],
+	])('does not claim a key that is %s, and changes nothing', async (_what, state, reason) => {
+		const key = `noclaim:${state}`;
+		await seed(key, state);
+		const before = await pool.query(`select * from ${table()} where key = $1`, [key]);
+
+		const [result] = await store.claimForReplay([key], CLAIM);
+
+		expect(result).toMatchObject({ claimed: false, key, reason });
+		expect(result).not.toHaveProperty('ownerToken');
+		expect((await pool.query(`select * from ${table()} where key = $1`, [key])).rows).toEqual(before.rows);
+	});
+
+	it('a key that is not stored is not found; a repeat in the batch is not claimed twice', async () => {
+		await seed('batch:failed', 'failed');
+		const results = await store.claimForReplay(['batch:gone', 'batch:failed', 'batch:failed'], CLAIM);
+		expect(results.map((result) => [result.key, result.claimed, result.claimed ? null : result.reason])).toEqual([
+			['batch:gone', false, 'not_found'],
+			['batch:failed', true, null],
+			['batch:failed', false, 'repeat_in_batch'],
+		]);
+		expect((await row('batch:failed')).attempts).toBe(3);
+	});
+
+	it('claims a whole batch in one statement, each key by its own state, results in request order', async () => {
+		await seed('mix:c', 'failed');
+		await seed('mix:a', 'completed');
+		await seed('mix:b', 'stuck');
+		await seed('mix:d', 'live');
+		const results = await store.claimForReplay(['mix:d', 'mix:c', 'mix:b', 'mix:a'], CLAIM);
+		expect(results.map((result) => (result.claimed ? 'claimed' : result.reason))).toEqual(['in_progress', 'claimed', 'claimed', 'completed']);
+	});
+
+	it('a key without a stored payload is claimed with payload null (payloadStored false); JSON null is a stored payload', async () => {
+		await seed('nopayload', 'failed', NO_PAYLOAD);
+		await seed('jsonnull', 'failed', null);
+		const [none, jsonNull] = await store.claimForReplay(['nopayload', 'jsonnull'], CLAIM);
+		expect(none).toMatchObject({ claimed: true, payload: null, payloadStored: false });
+		expect(jsonNull).toMatchObject({ claimed: true, payload: null, payloadStored: true });
+	});
+
+	it.each([
+		['an empty key', '', /empty/],
+		['a NUL', 'evt\u0000x', /NUL/],
+		['a lone surrogate', 'evt\uD800x', /surrogate/],
+	])('refuses %s before anything is sent (UnusableKeyError)', async (_what, key, message) => {
+		await seed(`bad-neighbour:${message.source}`, 'failed');
+		const claim = store.claimForReplay([`bad-neighbour:${message.source}`, key], CLAIM);
+		await expect(claim).rejects.toThrow(UnusableKeyError);
+		await expect(claim).rejects.toThrow(message);
+		expect((await row(`bad-neighbour:${message.source}`)).status).toBe('failed');
+	});
+
+	it.each([
+		['lease 0', { ...CLAIM, leaseSeconds: 0 }, /Lease seconds/],
+		['lease NaN', { ...CLAIM, leaseSeconds: Number.NaN }, /Lease seconds/],
+		['retention -1', { ...CLAIM, retentionSeconds: -1 }, /Retention/],
+	])('refuses a bad lease or retention (%s)', async (_what, options, message) => {
+		await expect(store.claimForReplay(['x'], options)).rejects.toThrow(InvalidConfigurationError);
+		await expect(store.claimForReplay(['x'], options)).rejects.toThrow(message);
+	});
+
+	it('the same statement sent again with the same tokens (its answer was lost) finds the key its own, not in progress', async () => {
+		await seed('resend', 'failed');
+		const statement = renderStatement('claim', tableRef(schema, TABLE));
+		const token = randomUUID();
+		const parameters = [['resend'], [token], 60, 86_400, 'exec-resend', 'wf'];
+		const first = await pool.query(statement, parameters);
+		const again = await pool.query(statement, parameters);
+		expect(first.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[true, token]]);
+		expect(again.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[true, token]]);
+		expect((await row('resend')).attempts).toBe(3);
+		// Another claimer's tokens: not claimed, and the owner's token is not returned.
+		const other = await pool.query(statement, [['resend'], [randomUUID()], 60, 86_400, 'exec-other', 'wf']);
+		expect(other.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[false, null]]);
+	});
+
+	it('accepts stored keys verbatim, hashed ones included (sha256:…)', async () => {
+		const key = `sha256:${'ab'.repeat(32)}`;
+		await seed(key, 'failed');
+		expect(await store.claimForReplay([key], CLAIM)).toMatchObject([{ claimed: true, key }]);
+	});
+});
+
+describe('parallel claimers', () => {
+	/**
+	 * Runs `calls` at once, each on a connection of its own, all released together: a lock held on
+	 * the row makes every statement wait inside Postgres until the row becomes free.
+	 */
+	async function atOnce<T>(key: string, calls: Array<(store: IdempotencyStore) => Promise<T>>): Promise<T[]> {
+		const clients = calls.map(() => {
+			const own = new Pool({ connectionString: databaseUrl(), max: 1 });
+			own.on('error', () => {});
+			return { own, store: new IdempotencyStore(own, { schema, table: TABLE, createTable: false }) };
+		});
+		const blocker = await pool.connect();
+		try {
+			await Promise.all(clients.map((client) => client.store.ready()));
+			await blocker.query('begin');
+			await blocker.query(`select 1 from ${table()} where key = $1 for update`, [key]);
+			const running = clients.map((client, index) => calls[index](client.store));
+			await waitForLockWaiters(calls.length);
+			await blocker.query('commit');
+			return await Promise.all(running);
+		} finally {
+			blocker.release();
+			await Promise.all(clients.map((client) => client.own.end()));
+		}
+	}
+
+	async function waitForLockWaiters(count: number): Promise<void> {
+		const deadline = Date.now() + 10_000;
+		for (;;) {
+			const { rows } = await pool.query(
+				`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and position($1 in query) > 0`,
+				[`"${schema}"."${TABLE}"`],
+			);
+			if (rows[0].n >= count) return;
+			if (Date.now() > deadline) throw new Error(`only ${rows[0].n} of ${count} statements reached the lock`);
+			await new Promise((resolve) => setTimeout(resolve, 20));
+		}
+	}
+
+	const claimers = (key: string, count: number) =>
+		Array.from({ length: count }, () => async (client: IdempotencyStore) => (await client.claimForReplay([key], CLAIM))[0]);
+
+	it.each([2, 5, 20])('%i replays of one failed key at once: exactly one is claimed, the others see it in progress', async (count) => {
+		const key = `race:${count}`;
+		await seed(key, 'failed');
+		const results = await atOnce(key, claimers(key, count));
+		const winners = results.filter((result) => result.claimed);
+		expect(winners).toHaveLength(1);
+		expect(results.filter((result) => !result.claimed && result.reason === 'in_progress')).toHaveLength(count - 1);
+		const stored = await row(key);
+		expect(stored).toMatchObject({ status: 'processing', attempts: 3 });
+		expect(stored.owner_token).toBe((winners[0] as Extract<ReplayClaim, { claimed: true }>).ownerToken);
+	});
+
+	it('20 replays of a key whose lease ran out: exactly one is claimed', async () => {
+		await seed('race:stuck', 'stuck');
+		const results = await atOnce('race:stuck', claimers('race:stuck', 20));
+		expect(results.filter((result) => result.claimed)).toHaveLength(1);
+		expect((await row('race:stuck')).attempts).toBe(3);
+	});
+
+	it('replays racing real redeliveries (Idempotency Reserve) of a failed key: exactly one of them owns it', async () => {
+		const key = 'race:redelivery';
+		await seed(key, 'failed');
+		const redeliveries = Array.from({ length: 5 }, () => async (client: IdempotencyStore) => {
+			const [result] = await client.reserve([{ key, keySource: 'test', payloadHash: null }], { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 });
+			return result.outcome === 'new';
+		});
+		const replays = claimers(key, 5).map((claim) => async (client: IdempotencyStore) => (await claim(client)).claimed);
+		const owners = await atOnce(key, [...replays, ...redeliveries]);
+		expect(owners.filter(Boolean)).toHaveLength(1);
+		expect((await row(key)).attempts).toBe(3);
+	});
+});
+
+describe('Idempotency Key node: Claim for Replay', () => {
+	const options = () => ({ schemaName: schema, tableName: TABLE });
+	const claimNode = (items: ReturnType<typeof webhookItem>[], parameters: Record<string, unknown> = {}, continueOnFail = false) =>
+		runKeyNode(
+			{ operation: 'claimForReplay', replayKey: (index: number) => items[index].json.key, leaseSeconds: 300, retentionDays: 30, options: options(), ...parameters },
+			{ items, continueOnFail },
+		);
+
+	it('routes claimed keys to Claimed with the stored payload as body and a Reserve-shaped idempotency object; the others to Not Claimable with the reason', async () => {
+		await seed('node:failed', 'failed', { id: 'evt_node', type: 'charge.failed' });
+		await seed('node:done', 'completed');
+		const items = ['node:failed', 'node:done', 'node:gone'].map((key) => ({ json: { key, status: 'failed' } }));
+
+		const [claimed, notClaimable] = await claimNode(items);
+
+		expect(claimed).toHaveLength(1);
+		expect(claimed[0].pairedItem).toEqual({ item: 0 });
+		expect(claimed[0].json).toMatchObject({ key: 'node:failed', body: { id: 'evt_node', type: 'charge.failed' }, payload: { id: 'evt_node', type: 'charge.failed' } });
+		expect(idempotencyOf(claimed[0])).toMatchObject({
+			key: 'node:failed',
+			outcome: 'replay',
+			isNew: true,
+			claimed: true,
+			mode: 'lease',
+			status: 'processing',
+			attempts: 3,
+			reclaimed: true,
+			source: 'stripe',
+			correlationId: 'corr-1',
+		});
+		expect(idempotencyOf(claimed[0]).ownerToken).toMatch(/^[0-9a-f-]{36}$/);
+		expect(notClaimable.map((item) => [item.pairedItem, idempotencyOf(item).key, idempotencyOf(item).reason])).toEqual([
+			[{ item: 1 }, 'node:done', 'completed'],
+			[{ item: 2 }, 'node:gone', 'not_found'],
+		]);
+		expect(idempotencyOf(notClaimable[0])).not.toHaveProperty('ownerToken');
+
+		// Mark Complete with "Key From: Item" settles the claimed item unchanged.
+		const [done, stale] = await runKeyNode({ operation: 'complete', source: 'item', responseJson: '', options: options() }, { items: claimed });
+		expect([done.length, stale.length]).toEqual([1, 0]);
+		expect((await row('node:failed')).status).toBe('completed');
+	});
+
+	it('a bad key fails the node with its item index; with Continue On Fail it goes to Not Claimable with the error and the others are claimed', async () => {
+		await seed('node:ok', 'failed');
+		const items = [{ json: { key: 'node:ok' } }, { json: { key: 'bad\u0000key' } }];
+		await expect(claimNode(items)).rejects.toMatchObject({ context: { itemIndex: 1 }, message: expect.stringMatching(/NUL/) });
+		expect((await row('node:ok')).status).toBe('failed');
+
+		const [claimed, notClaimable] = await claimNode(items, {}, true);
+		expect(claimed.map((item) => item.json.key)).toEqual(['node:ok']);
+		expect(notClaimable).toHaveLength(1);
+		expect(notClaimable[0].pairedItem).toEqual({ item: 1 });
+		expect(String(notClaimable[0].json.error)).toMatch(/NUL/);
+	});
+
+	it('when the whole claim fails (a missing table) with Continue On Fail, every item goes to Not Claimable, never to Claimed', async () => {
+		const items = [{ json: { key: 'a' } }, { json: { key: 'b' } }];
+		const [claimed, notClaimable] = await claimNode(items, { options: { schemaName: schema, tableName: 'no_such_table', createTable: false } }, true);
+		expect(claimed).toEqual([]);
+		expect(notClaimable.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
+		expect(String(notClaimable[0].json.error)).toMatch(/no_such_table/);
+	});
+
+	it('a key that is not text (a List Keys item was not the input) is a clear error with its item index', async () => {
+		const items = [{ json: { key: 'x' } }, { json: { nokey: true } }];
+		await expect(claimNode(items)).rejects.toMatchObject({ context: { itemIndex: 1 }, message: expect.stringMatching(/key to replay is not text/) });
+	});
+});
