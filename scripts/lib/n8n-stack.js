@@ -7,6 +7,7 @@
 // and killed on process exit as a last resort (processes.js).
 const crypto = require('node:crypto');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const { startPostgres, freePort, postmasterPid } = require('./postgres-server');
 const { startRedis } = require('./redis-server');
@@ -404,12 +405,24 @@ function restClient(baseUrl) {
 		call,
 		/** Any path of the server, with the login cookie (e.g. the editor's /types/nodes.json). */
 		request,
-		/** Creates the owner on a fresh instance, else logs in with the same account. */
+		/**
+		 * Creates the owner on a fresh instance, else logs in with the same account. n8n allows 5
+		 * logins per account per minute, and every e2e file needs a session: the session cookie is
+		 * kept in a file per instance and reused while n8n still accepts it.
+		 */
 		async ownerLogin({ email, password, firstName = 'Demo', lastName = 'Owner' }) {
+			const sessionFile = path.join(os.tmpdir(), `n8n-idempotency-session-${crypto.createHash('sha256').update(`${baseUrl} ${email}`).digest('hex').slice(0, 16)}`);
+			const saved = fs.existsSync(sessionFile) ? fs.readFileSync(sessionFile, 'utf8') : '';
+			if (saved) {
+				cookie = saved;
+				const current = await call('GET', '/login');
+				if (current.status === 200 && current.json?.data?.email === email) return current.json;
+				cookie = '';
+			}
 			const setup = await call('POST', '/owner/setup', { email, password, firstName, lastName });
-			if (setup.status === 200) return setup.json;
-			const login = await call('POST', '/login', { emailOrLdapLoginId: email, password });
+			const login = setup.status === 200 ? setup : await call('POST', '/login', { emailOrLdapLoginId: email, password });
 			if (login.status !== 200) throw new Error(`n8n owner setup (${setup.status}) and login (${login.status}) failed: ${login.text.slice(0, 300)}`);
+			if (cookie) fs.writeFileSync(sessionFile, cookie, { mode: 0o600 });
 			return login.json;
 		},
 		async testCredential(credential) {
