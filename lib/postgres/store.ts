@@ -12,6 +12,7 @@ import { renderStatement, type StatementName } from '../sql/statements';
 import type {
 	CleanupOptions,
 	CleanupResult,
+	CompactRecord,
 	IdempotencyRecord,
 	KeyStats,
 	ListKeysOptions,
@@ -20,6 +21,7 @@ import type {
 	ReservationRequest,
 	ReservationResult,
 	ReserveOptions,
+	ReserveOptionsWithDetail,
 	SettleResult,
 	StoredKey,
 } from '../types';
@@ -100,8 +102,14 @@ export class IdempotencyStore {
 		return store;
 	}
 
-	/** Reserves each request's key. Results come back in request order; repeats in the batch are duplicates. */
-	async reserve(requests: ReservationRequest[], options: ReserveOptions): Promise<ReservationResult[]> {
+	/**
+	 * Reserves each request's key. Results come back in request order; repeats in the batch are
+	 * duplicates. `detail: 'compact'` returns only the CompactRecord part of each row (default: full).
+	 */
+	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail: 'compact' }): Promise<Array<ReservationResult<CompactRecord>>>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail?: 'full' }): Promise<ReservationResult[]>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>> {
 		validateReserveOptions(options);
 		if (requests.length === 0) return [];
 
@@ -120,7 +128,9 @@ export class IdempotencyStore {
 		// Not retried: nothing is reserved yet, and the provider retries. In a transaction the caller
 		// checked the table before taking its connection (a check needs a second one from the pool).
 		if (!this.transaction) await this.readyWithin('reserve', 0);
-		const { rows } = await this.run('reserve', [
+		const compact = options.detail === 'compact';
+		const statement = renderStatement('reserve', this.table, compact ? 'full-record' : undefined);
+		const { rows } = await this.runText('reserve', statement, [
 			firsts.map((request) => request.key),
 			firsts.map((request) => request.keySource),
 			firsts.map((request) => request.payloadHash),
@@ -140,7 +150,7 @@ export class IdempotencyStore {
 					`Postgres returned no row for reserved key ${JSON.stringify(request.key.slice(0, 80))} (a trigger or rule on ${this.table.qualified}?). The other keys of the batch may have been reserved.`,
 				);
 			}
-			const record = toRecord(row);
+			const record = compact ? toCompactRecord(row) : toRecord(row);
 			const repeatInBatch = firstIndexByKey.get(request.key) !== index;
 			const ours = !repeatInBatch && row.owner_token === proposedTokens.get(request.key);
 			const payloadMismatch =
@@ -478,6 +488,18 @@ function validateReserveOptions(options: ReserveOptions): void {
 
 // pg has already parsed integers and timestamps; batches of 10,000 rows pass through here, so
 // nothing is converted twice (formatting belongs to whoever displays the record).
+function toCompactRecord(row: QueryResultRow): CompactRecord {
+	return {
+		key: row.key,
+		status: row.status as RecordStatus,
+		attempts: row.attempts,
+		lockedUntil: row.locked_until,
+		payloadHash: row.payload_hash ?? null,
+		response: row.response ?? null,
+		leaseActive: Boolean(row.lease_active),
+	};
+}
+
 function toRecord(row: QueryResultRow): IdempotencyRecord {
 	return {
 		key: row.key,

@@ -10,7 +10,7 @@ import { DatabaseUnavailableError, LockTimeoutError, PayloadMismatchError } from
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
 import type { IdempotencyStore } from '../../lib/postgres/store';
-import type { ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
+import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
@@ -97,7 +97,7 @@ export class IdempotencyReserve implements INodeType {
 		if (pending.length === 0) return outputs;
 
 		let store: IdempotencyStore;
-		let results: ReservationResult[];
+		let results: Array<ReservationResult<CompactRecord>>;
 		try {
 			store = await storeFor(this, statement.table);
 			results = await store.reserve(
@@ -108,6 +108,7 @@ export class IdempotencyReserve implements INodeType {
 					retentionSeconds: statement.retentionSeconds,
 					executionId: this.getExecutionId(),
 					workflowId: String(this.getWorkflow().id ?? ''),
+					detail: statement.output,
 				},
 			);
 		} catch (error) {
@@ -115,7 +116,7 @@ export class IdempotencyReserve implements INodeType {
 				for (const { itemIndex, derived } of pending) {
 					const item = items[itemIndex];
 					outputs[NEW].push({
-						json: { ...item.json, idempotency: unverifiedOutput(derived, statement.mode, error.message) },
+						json: { ...item.json, idempotency: unverifiedOutput(derived, statement.output, statement.mode, error.message) },
 						binary: item.binary,
 						pairedItem: { item: itemIndex },
 					});
@@ -141,7 +142,11 @@ export class IdempotencyReserve implements INodeType {
 			const item = items[itemIndex];
 			const output =
 				result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && statement.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
-			const idempotency = idempotencyOutput(result, derived, statement.mode);
+			const idempotency = idempotencyOutput(result, derived, {
+				mode: statement.mode,
+				detail: statement.output,
+				fingerprinting: settings.payloadFingerprint !== 'off',
+			});
 			if (leaseWarning && output === NEW) idempotency.warnings = [leaseWarning];
 			routed.push({
 				output,
@@ -192,7 +197,7 @@ function outputMode(context: IExecuteFunctions): ReservationMode {
  * The node is about to fail after its statement committed: release every key it reserved in
  * this run first, so the provider's retry is processed rather than found as a Duplicate.
  */
-async function releasedBeforeFailing<E extends Error>(store: IdempotencyStore, results: ReservationResult[], error: E): Promise<E> {
+async function releasedBeforeFailing<E extends Error>(store: IdempotencyStore, results: Array<ReservationResult<CompactRecord>>, error: E): Promise<E> {
 	const owned = results.flatMap((result) => (result.ownerToken ? [{ key: result.key, ownerToken: result.ownerToken }] : []));
 	if (owned.length === 0) return error;
 	try {

@@ -3,7 +3,7 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 import { InvalidConfigurationError } from '../../lib/errors';
 import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/deriveKey';
 import type { ProviderPreset } from '../../lib/keys/presets';
-import type { ReservationMode } from '../../lib/types';
+import type { ReservationDetail, ReservationMode } from '../../lib/types';
 import type { TableChoice } from '../shared/store';
 
 export type PayloadFingerprintChoice = 'off' | 'flag' | 'error';
@@ -17,6 +17,8 @@ export interface StatementSettings {
 	retentionSeconds: number;
 	table: TableChoice;
 	onStoreUnavailable: OnStoreUnavailable;
+	/** Output: Compact or Full; it also picks the statement's RETURNING list. */
+	output: ReservationDetail;
 }
 
 /** What may differ per item (an expression such as a per-tenant scope is evaluated for each item). */
@@ -36,6 +38,7 @@ interface ReserveOptionValues extends TableChoice {
 	payloadFingerprint?: PayloadFingerprintChoice;
 	onStoreUnavailable?: OnStoreUnavailable;
 	manualRuns?: ManualRuns;
+	output?: ReservationDetail;
 }
 
 /** Every parameter as it applies to one item, typed in one place. */
@@ -59,6 +62,7 @@ export function readReserveParameters(context: IExecuteFunctions, itemIndex: num
 		payloadFingerprint: options.payloadFingerprint ?? 'off',
 		table: { tableName: options.tableName, schemaName: options.schemaName, createTable: options.createTable },
 		onStoreUnavailable: options.onStoreUnavailable ?? 'fail',
+		output: options.output === 'full' ? 'full' : 'compact',
 	};
 }
 
@@ -102,8 +106,8 @@ function readSafely(context: IExecuteFunctions, itemIndex: number): ReserveParam
 }
 
 function statementSettings(parameters: ReserveParameters): StatementSettings {
-	const { mode, leaseSeconds, retentionSeconds, table, onStoreUnavailable } = parameters;
-	return { mode, leaseSeconds, retentionSeconds, table, onStoreUnavailable };
+	const { mode, leaseSeconds, retentionSeconds, table, onStoreUnavailable, output } = parameters;
+	return { mode, leaseSeconds, retentionSeconds, table, onStoreUnavailable, output };
 }
 
 function firstDifference(first: StatementSettings, other: StatementSettings): { name: string; first: string; other: string } | undefined {
@@ -115,6 +119,7 @@ function firstDifference(first: StatementSettings, other: StatementSettings): { 
 		['Schema', first.table.schemaName ?? '', other.table.schemaName ?? ''],
 		['Create or Upgrade Table', first.table.createTable !== false, other.table.createTable !== false],
 		['On Store Unavailable', first.onStoreUnavailable, other.onStoreUnavailable],
+		['Output', first.output, other.output],
 	];
 	const found = compared.find(([, a, b]) => a !== b);
 	return found && { name: found[0], first: JSON.stringify(found[1]), other: JSON.stringify(found[2]) };
