@@ -229,7 +229,7 @@ async function batch(ctx, args) {
 			const execution = await lastExecution(flow);
 			entry.savedBytes.push(execution.bytes);
 			entry.nodeMs.push(execution.nodeMs);
-			if (flow.kind === 'reserve' || flow.kind === 'reserveAuto') {
+			if (flow.kind.startsWith('reserve')) {
 				const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
 				if (rows[0].n !== distinct) throw new Error(`${flow.label}: expected ${distinct} reserved keys, found ${rows[0].n}`);
 			}
@@ -265,7 +265,7 @@ async function batch(ctx, args) {
 	printTable(['node under test', 'wall ms', 'net ms', 'net min–max', 'keys/s net', 'vs per-item recipe', 'node ms (n8n)', 'saved execution MB'], rows);
 	console.log('\nwall: the webhook call (Webhook → Split Out → node; n8n answers when the execution ends); net: minus the no-op flow of the same round.');
 	console.log("node ms: the node's own executionTime from n8n's run data; saved execution: size of the execution_data row n8n stored.");
-	for (const flow of BATCH_FLOWS.filter((f) => f.kind === 'reserve' || f.kind === 'reserveAuto')) {
+	for (const flow of BATCH_FLOWS.filter((f) => f.kind.startsWith('reserve'))) {
 		const net = median(netMs(perFlow.get(flow.kind)));
 		if (!(net > 0)) {
 			console.log(`NO VERDICT: ${flow.label}: its net time is within the no-op flow's noise at ${fmt(items)} items`);

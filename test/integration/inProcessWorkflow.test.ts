@@ -330,6 +330,18 @@ describe('items that were not reserved, routed by n8n-core for every On Error se
 		expect(errors[0].json.error).toMatch(/Lease \(Seconds\) must be the same for every item.*item 0 has 60, item 1 has 90/);
 		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
 	});
+
+	it('refuses an Output that differs between items (it picks the statement\'s RETURNING list)', async () => {
+		const run = await runRouting(
+			routingWorkflow('continueErrorOutput', { options: { output: '={{ $json.body.output }}' } }),
+			'per-item-output',
+			[webhookItem({ id: 'evt_output_1', output: 'compact' }), webhookItem({ id: 'evt_output_2', output: 'full' })],
+		);
+		const errors = itemsAt(run, 'Respond 503 (error output)');
+		expect(errors).toHaveLength(2);
+		expect(errors[0].json.error).toMatch(/Output must be the same for every item.*item 0 has "compact", item 1 has "full"/);
+		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
+	});
 });
 
 describe('manual runs in the editor (n8n execution mode "manual")', () => {
