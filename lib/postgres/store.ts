@@ -500,24 +500,19 @@ function toCompactRecord(row: QueryResultRow): CompactRecord {
 	};
 }
 
+/** The full row: the compact part plus the columns only Output: Full (and Get Key, List Keys) show. */
 function toRecord(row: QueryResultRow): IdempotencyRecord {
 	return {
-		key: row.key,
-		status: row.status as RecordStatus,
-		attempts: row.attempts,
+		...toCompactRecord(row),
 		duplicateCount: row.duplicate_count,
 		firstSeen: row.first_seen,
 		lastSeen: row.last_seen,
-		lockedUntil: row.locked_until,
 		expiresAt: row.expires_at,
 		executionId: row.execution_id ?? null,
 		workflowId: row.workflow_id ?? null,
 		keySource: row.key_source ?? null,
-		payloadHash: row.payload_hash ?? null,
-		response: row.response ?? null,
 		completedAt: row.completed_at,
 		lastError: row.last_error ?? null,
-		leaseActive: Boolean(row.lease_active),
 	};
 }
 
