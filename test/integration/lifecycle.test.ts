@@ -295,6 +295,7 @@ describe('the compact statement (Output: Compact) decides every outcome as the f
 		await backdate('c-crash', "locked_until = now() - interval '1 second'");
 		const retry = await reserveCompact('c-crash', { ...compactLease, executionId: 'exec-2' });
 		expect(retry).toMatchObject({ outcome: 'new', reclaimed: true, record: { attempts: 2, status: 'processing', leaseActive: true } });
+		expect(Object.keys(retry.record).sort()).toEqual(COMPACT_FIELDS); // the lean statement made the take-over
 		expect(retry.ownerToken).not.toBe(crashed.ownerToken);
 		expect(await row('c-crash')).toMatchObject({ owner_token: retry.ownerToken, execution_id: 'exec-2' });
 		expect(await store.complete([{ key: 'c-crash', ownerToken: crashed.ownerToken! }])).toEqual([{ key: 'c-crash', applied: false, reason: 'not_owner' }]);
@@ -303,19 +304,24 @@ describe('the compact statement (Output: Compact) decides every outcome as the f
 	it('take-over of a failed key, and a key past its retention reset to attempts 1', async () => {
 		const first = await reserveCompact('c-fail');
 		await store.fail([{ key: 'c-fail', ownerToken: first.ownerToken!, error: 'CRM returned 500' }]);
-		expect(await reserveCompact('c-fail')).toMatchObject({ outcome: 'new', reclaimed: true, record: { attempts: 2, status: 'processing' } });
+		const retried = await reserveCompact('c-fail');
+		expect(retried).toMatchObject({ outcome: 'new', reclaimed: true, record: { attempts: 2, status: 'processing' } });
+		expect(Object.keys(retried.record).sort()).toEqual(COMPACT_FIELDS);
 
 		const old = await reserveCompact('c-expired', compactPermanent);
 		await backdate('c-expired', "expires_at = now() - interval '1 second', first_seen = now() - interval '40 days'");
 		const again = await reserveCompact('c-expired', compactPermanent);
 		expect(again).toMatchObject({ outcome: 'new', reclaimed: false, record: { attempts: 1, status: 'completed', lockedUntil: null } });
 		expect(again.ownerToken).not.toBe(old.ownerToken);
+		expect(Object.keys(again.record).sort()).toEqual(COMPACT_FIELDS);
 	});
 
 	it('payload fingerprint and repeats in one batch', async () => {
 		await reserveCompact('c-hash', compactPermanent, 'hash-a');
 		expect((await reserveCompact('c-hash', compactPermanent, 'hash-b')).payloadMismatch).toBe(true);
-		expect((await reserveCompact('c-hash', compactPermanent, 'hash-a')).payloadMismatch).toBe(false);
+		const same = await reserveCompact('c-hash', compactPermanent, 'hash-a');
+		expect(same.payloadMismatch).toBe(false);
+		expect(Object.keys(same.record).sort()).toEqual(COMPACT_FIELDS);
 		const batch = await store.reserve([request('c-rep'), request('c-rep')], compactLease);
 		expect(batch.map((result) => [result.outcome, result.repeatInBatch, result.ownerToken === null])).toEqual([
 			['new', false, false],
