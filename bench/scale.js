@@ -162,16 +162,6 @@ const RETURNED = `key, status, attempts, duplicate_count, first_seen, last_seen,
   workflow_id, key_source, payload_hash, response, completed_at, last_error, coalesce(locked_until > now(), false) as lease_active`;
 
 /**
- * A prototype: the reserve statement returning only what the outcome and a compact output need
- * (no timestamps: pg parses each into a Date, four per row).
- */
-function leanReturning(reserveSql) {
-	const at = reserveSql.lastIndexOf('returning');
-	if (at < 0) throw new Error('the reserve statement has no RETURNING clause');
-	return `${reserveSql.slice(0, at)}returning e.key, e.status, e.attempts, e.owner_token, e.payload_hash, e.response, coalesce(e.locked_until > now(), false) as lease_active`;
-}
-
-/**
  * A prototype, for measurement only: the same insert with DO NOTHING, and the rows that already
  * existed read back in the same statement. It writes nothing for a duplicate (no duplicate_count,
  * no last_seen, no reclaim of expired, failed or abandoned rows, which would need a second UPDATE
@@ -206,17 +196,21 @@ async function statement(ctx, { rounds }) {
 	const schema = 'idem_bench_statement';
 	const refs = {
 		core: table(schema, 'reserve_core'),
+		coreCompact: table(schema, 'reserve_core_compact'),
 		plain: table(schema, 'reserve_plain'),
+		plainCompact: table(schema, 'reserve_plain_compact'),
 		pkOnly: table(schema, 'reserve_pk_only'),
 		doNothing: table(schema, 'reserve_do_nothing'),
-		lean: table(schema, 'reserve_lean_returning'),
 		minimal: table(schema, 'recipe_minimal'),
 	};
-	for (const key of ['core', 'plain', 'pkOnly', 'doNothing', 'lean']) await createTable(refs[key]);
+	for (const key of ['core', 'coreCompact', 'plain', 'plainCompact', 'pkOnly', 'doNothing']) await createTable(refs[key]);
 	for (const index of await ctx.secondaryIndexes(refs.pkOnly)) await q(`drop index ${index.name}`);
 	await q(`create table ${refs.minimal.qualified} (key text primary key, first_seen timestamptz not null default now())`);
 	const minimalSql = `insert into ${refs.minimal.qualified} (key) select unnest($1::text[]) on conflict (key) do nothing returning key`;
 	const coreStore = store(schema, 'reserve_core');
+	const coreCompactStore = store(schema, 'reserve_core_compact');
+	// Output: Compact's statement (sql/queries/reserve.sql without its full-record section).
+	const compactSql = (ref) => ctx.renderStatement('reserve', ref, 'full-record');
 	const sides = [
 		{
 			name: 'recipe: INSERT … ON CONFLICT DO NOTHING RETURNING key (2 columns)',
@@ -224,10 +218,17 @@ async function statement(ctx, { rounds }) {
 			baseline: true,
 		},
 		{
-			name: 'reserve via the core (IdempotencyStore.reserve)',
+			name: 'reserve via the core, Output: Full (17 columns back, as before)',
 			run: (keys) => coreStore.reserve(requestsFor(keys), PERMANENT),
+			target: true,
 		},
-		{ name: 'reserve statement via plain pg', run: plainReserve(refs.plain) },
+		{
+			name: 'reserve via the core, Output: Compact (8 columns back, the default)',
+			run: (keys) => coreCompactStore.reserve(requestsFor(keys), { ...PERMANENT, detail: 'compact' }),
+			target: true,
+		},
+		{ name: 'reserve statement via plain pg, Full', run: plainReserve(refs.plain), target: true },
+		{ name: 'reserve statement via plain pg, Compact', run: plainReserve(refs.plainCompact, ctx.pool, compactSql(refs.plainCompact)), target: true },
 		{
 			name: 'reserve statement, table without the 3 secondary indexes (prototype)',
 			run: plainReserve(refs.pkOnly),
@@ -235,10 +236,6 @@ async function statement(ctx, { rounds }) {
 		{
 			name: 'DO NOTHING + read existing rows, full table (prototype)',
 			run: plainReserve(refs.doNothing, ctx.pool, doNothingPrototype(refs.doNothing.qualified)),
-		},
-		{
-			name: 'reserve statement returning 7 columns, not 17 (prototype)',
-			run: plainReserve(refs.lean, ctx.pool, leanReturning(ctx.renderStatement('reserve', refs.lean))),
 		},
 	];
 	const scenarios = ctx.quick
@@ -294,7 +291,7 @@ async function statement(ctx, { rounds }) {
 				side.baseline ? '1' : fmtRatio(ratio),
 				side.baseline ? '–' : `${fmtRatio(Math.min(...perSide[i].ratio), 2)}–${fmtRatio(Math.max(...perSide[i].ratio), 2)}`,
 			]);
-			if (i === 1 || i === 2) {
+			if (side.target) {
 				verdicts.push(
 					`${ratio >= TARGETS.statementRatio ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${scenario.name}, ${side.name}: ${fmtRatio(ratio)} × the recipe (target ≥ ${TARGETS.statementRatio})`,
 				);
@@ -596,18 +593,6 @@ async function bloat(ctx) {
 // ---------------------------------------------------------------------------------------------
 // 5. output size of the node's `idempotency` object
 
-/** The prototype of a compact output: what a workflow needs to route and to settle the key. */
-function compactOutput(result) {
-	return {
-		key: result.key,
-		outcome: result.outcome,
-		isNew: result.outcome === 'new',
-		ownerToken: result.ownerToken,
-		response: result.record.response ?? null,
-		...(result.payloadMismatch === null ? {} : { payloadMismatch: result.payloadMismatch }),
-	};
-}
-
 async function outputSize(ctx) {
 	const { table, store, createTable } = ctx;
 	const { idempotencyOutput } = require(path.join(ROOT, 'dist', 'nodes', 'IdempotencyReserve', 'idempotencyOutput'));
@@ -621,14 +606,15 @@ async function outputSize(ctx) {
 		type: 'invoice.paid',
 		amount: 1200,
 	}));
-	const results = await store(schema, 'keys').reserve(requestsFor(keys), PERMANENT);
+	// Each output is built from what its statement returns: Full from the 17-column rows, Compact from the 8-column ones.
+	const fullResults = await store(schema, 'keys').reserve(requestsFor(keys), PERMANENT);
+	await ctx.q(`truncate ${table(schema, 'keys').qualified}`);
+	const compactResults = await store(schema, 'keys').reserve(requestsFor(keys), { ...PERMANENT, detail: 'compact' });
 	const derived = { key: '', keySource: 'custom', hashed: false };
+	const output = (detail) => (r) => idempotencyOutput(r, { ...derived, key: r.key }, { mode: 'permanent', detail, fingerprinting: false });
 	const shapes = [
-		{
-			name: 'full (today)',
-			make: (r) => idempotencyOutput(r, { ...derived, key: r.key }, 'permanent'),
-		},
-		{ name: 'compact (prototype)', make: compactOutput },
+		{ name: 'Output: Full (as before)', results: fullResults, make: output('full') },
+		{ name: 'Output: Compact (the default)', results: compactResults, make: output('compact') },
 	];
 	const measured = shapes.map((shape) => {
 		const samples = [];
@@ -636,7 +622,7 @@ async function outputSize(ctx) {
 		let objectBytes = 0;
 		for (let i = 0; i < 5; i++) {
 			const started = performance.now();
-			const out = results.map((r, index) => ({
+			const out = shape.results.map((r, index) => ({
 				json: { ...inputs[index], idempotency: shape.make(r) },
 				pairedItem: { item: index },
 			}));
@@ -659,7 +645,9 @@ async function outputSize(ctx) {
 			fmtMs(m.ms),
 		]),
 	);
-	console.log(`compact = ${JSON.stringify(Object.keys(compactOutput(results[0])))} (payloadMismatch only when fingerprinting is on).`);
+	console.log(
+		`compact = ${JSON.stringify(Object.keys(measured[1].make(compactResults[0])))} on New items in Permanent mode (response on duplicates, lockedUntil in Lease mode, payloadMismatch when fingerprinting, manualTest when true).`,
+	);
 }
 
 const GROUPS = {

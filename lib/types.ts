@@ -54,7 +54,17 @@ export interface ReplayEvidence {
 	correlationId: string | null;
 }
 
-export interface ReservationResult {
+/**
+ * How much of each reserved row the reserve statement returns: `full`, every column; `compact`,
+ * only what deciding the outcome, routing and settling need (see CompactRecord), which Postgres
+ * sends and pg parses faster (no first/last seen, expiry or completion times per row).
+ */
+export type ReservationDetail = 'compact' | 'full';
+
+/** The part of the row the compact reserve statement returns (its RETURNING list minus `sql/queries/reserve.sql`'s full-record section). */
+export type CompactRecord = Pick<IdempotencyRecord, 'key' | 'status' | 'attempts' | 'lockedUntil' | 'payloadHash' | 'response' | 'leaseActive'>;
+
+export interface ReservationResult<R extends CompactRecord = IdempotencyRecord> {
 	outcome: ReservationOutcome;
 	key: string;
 	/** Only for `new`: the fencing token Complete, Release and Mark Failed must present. */
@@ -65,7 +75,7 @@ export interface ReservationResult {
 	repeatInBatch: boolean;
 	/** Same key, different payload fingerprint (null when either side has none). */
 	payloadMismatch: boolean | null;
-	record: IdempotencyRecord;
+	record: R;
 }
 
 export interface ReserveOptions {
@@ -77,6 +87,9 @@ export interface ReserveOptions {
 	executionId?: string;
 	workflowId?: string;
 }
+
+/** Reserve's options with the choice of how much of each row comes back (default `full`). */
+export type ReserveOptionsWithDetail = ReserveOptions & { detail?: ReservationDetail };
 
 /** One settle request (Complete, Release, Mark Failed). */
 export interface OwnedKey {

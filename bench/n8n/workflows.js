@@ -60,7 +60,7 @@ function webhook(pathName, { responseMode, responseData }) {
 	};
 }
 
-function reserveNode({ mode, keySource = 'header', customKey }) {
+function reserveNode({ mode, keySource = 'header', customKey, output }) {
 	return node({
 		name: 'Idempotency Reserve',
 		type: `${PKG}.idempotencyReserve`,
@@ -71,7 +71,8 @@ function reserveNode({ mode, keySource = 'header', customKey }) {
 			...(keySource === 'custom' ? { customKey } : {}),
 			mode,
 			...(mode === 'lease' ? { leaseSeconds: 300 } : {}),
-			options: {},
+			// No output option: Compact, the default; 'full' is the object as before Compact.
+			options: output ? { output } : {},
 		},
 		credentials: IDEMPOTENCY_CREDENTIAL,
 	});
@@ -218,6 +219,11 @@ const BATCH_FLOWS = [
 		kind: 'reserveAuto',
 	},
 	{
+		path: 'bench-batch-reserve-auto-full',
+		label: 'Idempotency Reserve (key source: event id, Output: Full)',
+		kind: 'reserveAutoFull',
+	},
+	{
 		path: 'bench-batch-postgres',
 		label: 'stock Postgres node, INSERT … ON CONFLICT DO NOTHING per item',
 		kind: 'postgres',
@@ -249,6 +255,8 @@ function nodeUnderTest(kind) {
 			});
 		case 'reserveAuto':
 			return reserveNode({ mode: 'permanent', keySource: 'auto' });
+		case 'reserveAutoFull':
+			return reserveNode({ mode: 'permanent', keySource: 'auto', output: 'full' });
 		case 'postgres':
 			return postgresQuery(
 				'Under test',

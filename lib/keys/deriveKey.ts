@@ -44,6 +44,23 @@ export type KeySourceLabel =
 	| 'raw-body-hash'
 	| 'canonical-json-hash';
 
+/**
+ * Where a key came from, in the words of the Key Source options (what outputs show). The stored
+ * `key_source` column keeps the identifiers above: existing rows, and SQL that filters on them,
+ * stay valid. A value the package did not write (a row inserted by hand) is shown as it is.
+ */
+export const KEY_SOURCE_WORDS: Record<KeySourceLabel, string> = {
+	'event-id': 'Event ID',
+	header: 'Header',
+	custom: 'Custom Value',
+	'raw-body-hash': 'Body Hash',
+	'canonical-json-hash': 'Body Hash (Parsed JSON, No Raw Body)',
+};
+
+export function keySourceInWords(stored: string | null): string | null {
+	return stored !== null && Object.hasOwn(KEY_SOURCE_WORDS, stored) ? KEY_SOURCE_WORDS[stored as KeySourceLabel] : stored;
+}
+
 export interface DerivedKey {
 	key: string;
 	/** Where the key came from; `canonical-json-hash` says the raw body was not available. */

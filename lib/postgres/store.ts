@@ -13,6 +13,7 @@ import { renderStatement, type StatementName } from '../sql/statements';
 import type {
 	CleanupOptions,
 	CleanupResult,
+	CompactRecord,
 	IdempotencyRecord,
 	KeyStats,
 	ListKeysOptions,
@@ -23,6 +24,7 @@ import type {
 	ReservationRequest,
 	ReservationResult,
 	ReserveOptions,
+	ReserveOptionsWithDetail,
 	SettleResult,
 	StoredKey,
 } from '../types';
@@ -103,8 +105,14 @@ export class IdempotencyStore {
 		return store;
 	}
 
-	/** Reserves each request's key. Results come back in request order; repeats in the batch are duplicates. */
-	async reserve(requests: ReservationRequest[], options: ReserveOptions): Promise<ReservationResult[]> {
+	/**
+	 * Reserves each request's key. Results come back in request order; repeats in the batch are
+	 * duplicates. `detail: 'compact'` returns only the CompactRecord part of each row (default: full).
+	 */
+	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail: 'compact' }): Promise<Array<ReservationResult<CompactRecord>>>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail?: 'full' }): Promise<ReservationResult[]>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>> {
 		validateReserveOptions(options);
 		if (requests.length === 0) return [];
 
@@ -123,7 +131,9 @@ export class IdempotencyStore {
 		// Not retried: nothing is reserved yet, and the provider retries. In a transaction the caller
 		// checked the table before taking its connection (a check needs a second one from the pool).
 		if (!this.transaction) await this.readyWithin('reserve', 0);
-		const { rows } = await this.run('reserve', [
+		const compact = options.detail === 'compact';
+		const statement = renderStatement('reserve', this.table, compact ? 'full-record' : undefined);
+		const { rows } = await this.runText('reserve', statement, [
 			firsts.map((request) => request.key),
 			firsts.map((request) => request.keySource),
 			firsts.map((request) => request.payloadHash),
@@ -148,7 +158,7 @@ export class IdempotencyStore {
 					`Postgres returned no row for reserved key ${JSON.stringify(request.key.slice(0, 80))} (a trigger or rule on ${this.table.qualified}?). The other keys of the batch may have been reserved.`,
 				);
 			}
-			const record = toRecord(row);
+			const record = compact ? toCompactRecord(row) : toRecord(row);
 			const repeatInBatch = firstIndexByKey.get(request.key) !== index;
 			const ours = !repeatInBatch && row.owner_token === proposedTokens.get(request.key);
 			const payloadMismatch =
@@ -545,24 +555,31 @@ function validateDurations(leaseSeconds: number, retentionSeconds: number): void
 
 // pg has already parsed integers and timestamps; batches of 10,000 rows pass through here, so
 // nothing is converted twice (formatting belongs to whoever displays the record).
-function toRecord(row: QueryResultRow): IdempotencyRecord {
+function toCompactRecord(row: QueryResultRow): CompactRecord {
 	return {
 		key: row.key,
 		status: row.status as RecordStatus,
 		attempts: row.attempts,
+		lockedUntil: row.locked_until,
+		payloadHash: row.payload_hash ?? null,
+		response: row.response ?? null,
+		leaseActive: Boolean(row.lease_active),
+	};
+}
+
+/** The full row: the compact part plus the columns only Output: Full (and Get Key, List Keys) show. */
+function toRecord(row: QueryResultRow): IdempotencyRecord {
+	return {
+		...toCompactRecord(row),
 		duplicateCount: row.duplicate_count,
 		firstSeen: row.first_seen,
 		lastSeen: row.last_seen,
-		lockedUntil: row.locked_until,
 		expiresAt: row.expires_at,
 		executionId: row.execution_id ?? null,
 		workflowId: row.workflow_id ?? null,
 		keySource: row.key_source ?? null,
-		payloadHash: row.payload_hash ?? null,
-		response: row.response ?? null,
 		completedAt: row.completed_at,
 		lastError: row.last_error ?? null,
-		leaseActive: Boolean(row.lease_active),
 	};
 }
 

@@ -44,31 +44,50 @@ const TABLE_TOKENS: Record<string, RegExp> = {
 	object_versions: /\bobject_versions(?:_([a-z_]+_idx))?\b/g,
 };
 
-const fileCache = new Map<SqlFile, string>();
+/**
+ * A part of a file between `-- <name>` and `-- </name>` comment lines that one variant of the
+ * statement leaves out (e.g. the reserve statement's `full-record` columns for the Compact output).
+ * The markers are comments, so the file run as it is stays the complete statement.
+ */
+export type SqlSection = 'full-record';
 
-function readSqlFile(file: SqlFile): string {
-	let text = fileCache.get(file);
+const fileCache = new Map<string, string>();
+
+function readSqlFile(file: SqlFile, omit?: SqlSection): string {
+	const cacheKey = omit ? `${file}#${omit}` : file;
+	let text = fileCache.get(cacheKey);
 	if (text === undefined) {
-		const raw = readFileSync(path.join(SQL_DIR, file), 'utf8');
+		let lines = readFileSync(path.join(SQL_DIR, file), 'utf8').split('\n');
+		if (omit) lines = withoutSection(lines, omit, file);
 		// Comments are for the DBA; dropping them keeps the statement text small on the wire.
-		text = raw
-			.split('\n')
+		text = lines
 			.filter((line) => !line.trimStart().startsWith('--'))
 			.join('\n')
 			.trim();
-		fileCache.set(file, text);
+		fileCache.set(cacheKey, text);
 	}
 	return text;
 }
 
+function withoutSection(lines: string[], section: SqlSection, file: SqlFile): string[] {
+	const marker = (closing: boolean) => (line: string) => line.trim() === `-- <${closing ? '/' : ''}${section}>`;
+	const start = lines.findIndex(marker(false));
+	const end = lines.findIndex(marker(true));
+	// A programming error (a marker renamed or lost), never user input: fail loudly, not with the wrong columns.
+	if (start < 0 || end < start || lines.filter(marker(false)).length !== 1) {
+		throw new Error(`sql/${file} has no single "-- <${section}>" … "-- </${section}>" section to leave out.`);
+	}
+	return [...lines.slice(0, start), ...lines.slice(end + 1)];
+}
+
 /** A file from `sql/`, with the default table name replaced by the validated, quoted one. */
-export function renderSqlFile(file: SqlFile, table: TableRef): string {
-	return readSqlFile(file).replace(TABLE_TOKENS[defaultTableOf(file)], (_match, indexSuffix: string | undefined) =>
+export function renderSqlFile(file: SqlFile, table: TableRef, omit?: SqlSection): string {
+	return readSqlFile(file, omit).replace(TABLE_TOKENS[defaultTableOf(file)], (_match, indexSuffix: string | undefined) =>
 		indexSuffix ? table.indexName(indexSuffix) : table.qualified,
 	);
 }
 
-/** The statement from `sql/queries/`, for the configured table. */
-export function renderStatement(name: StatementName, table: TableRef): string {
-	return renderSqlFile(QUERY_FILES[name], table);
+/** The statement from `sql/queries/`, for the configured table; `omit` leaves one marked section out. */
+export function renderStatement(name: StatementName, table: TableRef, omit?: SqlSection): string {
+	return renderSqlFile(QUERY_FILES[name], table, omit);
 }

@@ -78,7 +78,11 @@ export class IdempotencyExecuteQuery implements INodeType {
 						failItem(new PayloadMismatchError(`The key ${JSON.stringify(reservation.key.slice(0, 80))} was seen before with a different payload.`), itemIndex);
 						continue;
 					}
-					const idempotency = idempotencyOutput(reservation, derived, 'permanent');
+					const idempotency = idempotencyOutput(reservation, derived, {
+						mode: 'permanent',
+						detail: parameters.output,
+						fingerprinting: parameters.payloadFingerprint !== 'off',
+					});
 					outputs[result.outcome === 'new' ? NEW : DUPLICATE].push({
 						json:
 							result.outcome === 'new'

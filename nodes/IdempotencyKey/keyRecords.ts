@@ -1,5 +1,6 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
+import { keySourceInWords } from '../../lib/keys/deriveKey';
 import type { IdempotencyStore } from '../../lib/postgres/store';
 import type { ListKeysOptions, RecordStatus, StoredKey } from '../../lib/types';
 
@@ -28,7 +29,7 @@ export function keyRecordJson(stored: StoredKey): IDataObject {
 		lastError: stored.lastError,
 		reservedByExecutionId: stored.executionId,
 		reservedByWorkflowId: stored.workflowId,
-		keySource: stored.keySource,
+		keySource: keySourceInWords(stored.keySource),
 		response: (stored.response ?? null) as IDataObject | null,
 		// Replay evidence (Reserve's "Store Payload", "Source", "Correlation ID"): null when not stored.
 		payload: (stored.payload ?? null) as IDataObject | null,

@@ -64,7 +64,7 @@ export async function claimForReplay(context: IExecuteFunctions, store: Idempote
 function claimedOutput(result: Extract<ReplayClaim, { claimed: true }>): IDataObject {
 	const { record } = result;
 	const reservation = { outcome: 'new', key: result.key, ownerToken: result.ownerToken, reclaimed: true, repeatInBatch: false, payloadMismatch: null, record } as const;
-	const fields = idempotencyOutput(reservation, { key: result.key, keySource: record.keySource as KeySourceLabel, hashed: false }, 'lease');
+	const fields = idempotencyOutput(reservation, { key: result.key, keySource: record.keySource as KeySourceLabel, hashed: false }, { mode: 'lease', detail: 'full', fingerprinting: false });
 	// Whether Reserve hashed the key is not stored: say nothing rather than guess.
 	delete fields.keyHashed;
 	return {

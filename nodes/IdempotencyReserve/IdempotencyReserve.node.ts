@@ -12,7 +12,7 @@ import { defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceRep
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
 import type { IdempotencyStore } from '../../lib/postgres/store';
-import type { ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
+import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
@@ -114,7 +114,7 @@ export class IdempotencyReserve implements INodeType {
 		if (pending.length === 0) return outputs;
 
 		let store: IdempotencyStore;
-		let results: ReservationResult[];
+		let results: Array<ReservationResult<CompactRecord>>;
 		try {
 			store = await storeFor(this, statement.table);
 			results = await store.reserve(
@@ -125,6 +125,7 @@ export class IdempotencyReserve implements INodeType {
 					retentionSeconds: statement.retentionSeconds,
 					executionId: this.getExecutionId(),
 					workflowId: String(this.getWorkflow().id ?? ''),
+					detail: statement.output,
 				},
 			);
 		} catch (error) {
@@ -132,7 +133,7 @@ export class IdempotencyReserve implements INodeType {
 				for (const { itemIndex, derived } of pending) {
 					const item = items[itemIndex];
 					outputs[NEW].push({
-						json: { ...item.json, idempotency: unverifiedOutput(derived, statement.mode, error.message) },
+						json: { ...item.json, idempotency: unverifiedOutput(derived, statement.output, statement.mode, error.message) },
 						binary: item.binary,
 						pairedItem: { item: itemIndex },
 					});
@@ -158,7 +159,14 @@ export class IdempotencyReserve implements INodeType {
 			const item = items[itemIndex];
 			const output =
 				result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && statement.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
-			const idempotency = { ...idempotencyOutput(result, derived, statement.mode), ...evidenceOutput(evidence, result) };
+			const idempotency = {
+				...idempotencyOutput(result, derived, {
+					mode: statement.mode,
+					detail: statement.output,
+					fingerprinting: settings.payloadFingerprint !== 'off',
+				}),
+				...evidenceOutput(evidence, result),
+			};
 			// Evidence is stored only with the reservation that made the key this run's (New).
 			const warnings = output === NEW ? [...(leaseWarning ? [leaseWarning] : []), ...evidence.warnings] : [];
 			if (warnings.length > 0) idempotency.warnings = warnings;
@@ -181,7 +189,7 @@ export class IdempotencyReserve implements INodeType {
  * payload on the item that reserved the key; a duplicate stored nothing (the first delivery's
  * evidence is kept: Get Key shows it).
  */
-function evidenceOutput(report: EvidenceReport, result: ReservationResult): IDataObject {
+function evidenceOutput(report: EvidenceReport, result: ReservationResult<CompactRecord>): IDataObject {
 	const output: IDataObject = {};
 	if (report.payloadStored !== undefined) {
 		const reserved = result.outcome === 'new';
@@ -229,7 +237,7 @@ function outputMode(context: IExecuteFunctions): ReservationMode {
  * The node is about to fail after its statement committed: release every key it reserved in
  * this run first, so the provider's retry is processed rather than found as a Duplicate.
  */
-async function releasedBeforeFailing<E extends Error>(store: IdempotencyStore, results: ReservationResult[], error: E): Promise<E> {
+async function releasedBeforeFailing<E extends Error>(store: IdempotencyStore, results: Array<ReservationResult<CompactRecord>>, error: E): Promise<E> {
 	const owned = results.flatMap((result) => (result.ownerToken ? [{ key: result.key, ownerToken: result.ownerToken }] : []));
 	if (owned.length === 0) return error;
 	try {

@@ -179,6 +179,25 @@ export const reserveProperties: INodeProperties[] = [
 				description: 'What to do when Postgres cannot be reached (only then: bad keys, a missing table or a refused password always fail)',
 			},
 			{
+				displayName: 'Output',
+				name: 'output',
+				type: 'options',
+				options: [
+					{
+						name: 'Compact',
+						value: 'compact',
+						description: 'Key, outcome, isNew, owner token, attempts; lease end in Lease mode; stored response on duplicates',
+					},
+					{
+						name: 'Full',
+						value: 'full',
+						description: 'Every column of the stored row as well (first and last seen, counts, expiry, reserving execution, …)',
+					},
+				],
+				default: 'compact',
+				description: 'How much of the reservation each item carries in idempotency. Compact is smaller and faster in big batches.',
+			},
+			{
 				displayName: 'Payload Fingerprint',
 				name: 'payloadFingerprint',
 				type: 'options',

@@ -1,18 +1,64 @@
 import type { IDataObject } from 'n8n-workflow';
 
-import type { DerivedKey } from '../../lib/keys/deriveKey';
-import type { ReservationMode, ReservationResult } from '../../lib/types';
+import { UnexpectedResultError } from '../../lib/errors';
+import { keySourceInWords, type DerivedKey } from '../../lib/keys/deriveKey';
+import type { CompactRecord, IdempotencyRecord, ReservationDetail, ReservationMode, ReservationResult } from '../../lib/types';
+
+/** What shapes an item's `idempotency` object besides its reservation. */
+export interface OutputSettings {
+	mode: ReservationMode;
+	/** The node's Output option: Compact (default) or Full. */
+	detail: ReservationDetail;
+	/** Payload Fingerprint is on for this item: payloadMismatch is meaningful. */
+	fingerprinting: boolean;
+}
 
 /**
  * The `idempotency` object every output item gains, so later nodes (Complete, Release, Respond to
  * Webhook) can use the key without reaching into other nodes. The owner token is only given to
  * the run that owns the key: a duplicate must never be able to release the owner's reservation.
  */
-export function idempotencyOutput(result: ReservationResult, derived: DerivedKey, mode: ReservationMode): IDataObject {
+export function idempotencyOutput(
+	result: ReservationResult<CompactRecord> | ReservationResult,
+	derived: DerivedKey,
+	settings: OutputSettings,
+): IDataObject {
+	if (settings.detail === 'full') {
+		// Unreachable by design (the node asks the store for the full row when Output is Full).
+		if (!hasFullRecord(result)) throw new UnexpectedResultError('Output: Full needs the full reserved row, but the reserve statement returned the compact one.');
+		return fullOutput(result, derived, settings.mode);
+	}
+	return compactOutput(result, derived, settings);
+}
+
+/**
+ * The default: what routing and settling read, and nothing that is null on every item. Each field
+ * has a reader: key and ownerToken settle (Idempotency Key, Key From: Item), outcome and attempts
+ * label the execution (executionCustomData.ts), lockedUntil bounds the Key node's retries in Lease
+ * mode, response replays the first answer on a duplicate (the templates' Respond to Webhook).
+ */
+function compactOutput(result: ReservationResult<CompactRecord>, derived: DerivedKey, settings: OutputSettings): IDataObject {
+	const isNew = result.outcome === 'new';
+	const output: IDataObject = {
+		key: result.key,
+		isNew,
+		outcome: result.outcome,
+		ownerToken: result.ownerToken,
+		attempts: result.record.attempts,
+	};
+	if (settings.mode === 'lease') output.lockedUntil = isoTime(result.record.lockedUntil);
+	if (!isNew) output.response = (result.record.response ?? null) as IDataObject | null;
+	if (settings.fingerprinting) output.payloadMismatch = result.payloadMismatch;
+	if (derived.manualTest) output.manualTest = true;
+	return output;
+}
+
+/** Output: Full — every column of the row, as the node gave it before Compact became the default. */
+function fullOutput(result: ReservationResult, derived: DerivedKey, mode: ReservationMode): IDataObject {
 	const { record } = result;
 	return {
 		key: result.key,
-		keySource: derived.keySource,
+		keySource: keySourceInWords(derived.keySource),
 		keyHashed: derived.hashed,
 		isNew: result.outcome === 'new',
 		outcome: result.outcome,
@@ -40,6 +86,10 @@ export function idempotencyOutput(result: ReservationResult, derived: DerivedKey
 	};
 }
 
+function hasFullRecord(result: ReservationResult<CompactRecord>): result is ReservationResult<IdempotencyRecord> {
+	return 'firstSeen' in result.record;
+}
+
 function isoTime(time: Date | null): string | null {
 	return time ? time.toISOString() : null;
 }
@@ -47,12 +97,21 @@ function isoTime(time: Date | null): string | null {
 /**
  * The `idempotency` object of an item let through while Postgres could not be reached (option
  * "On Store Unavailable: Let Through"): nothing was reserved, so there is no owner token, and a
- * duplicate of this event is not caught.
+ * duplicate of this event is not caught. Compact and Full differ as for reserved items.
  */
-export function unverifiedOutput(derived: DerivedKey, mode: ReservationMode, reason: string): IDataObject {
+export function unverifiedOutput(derived: DerivedKey, detail: ReservationDetail, mode: ReservationMode, reason: string): IDataObject {
+	const compact: IDataObject = {
+		key: derived.key,
+		isNew: false,
+		outcome: 'unverified',
+		ownerToken: null,
+		unverified: true,
+		unverifiedReason: reason,
+	};
+	if (detail === 'compact') return derived.manualTest ? { ...compact, manualTest: true } : compact;
 	return {
 		key: derived.key,
-		keySource: derived.keySource,
+		keySource: keySourceInWords(derived.keySource),
 		keyHashed: derived.hashed,
 		isNew: false,
 		outcome: 'unverified',

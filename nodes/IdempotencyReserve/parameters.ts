@@ -9,7 +9,7 @@ import {
 } from '../../lib/evidence/replayEvidence';
 import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/deriveKey';
 import type { ProviderPreset } from '../../lib/keys/presets';
-import type { ReservationMode } from '../../lib/types';
+import type { ReservationDetail, ReservationMode } from '../../lib/types';
 import type { TableChoice } from '../shared/store';
 
 export type PayloadFingerprintChoice = 'off' | 'flag' | 'error';
@@ -23,6 +23,8 @@ export interface StatementSettings {
 	retentionSeconds: number;
 	table: TableChoice;
 	onStoreUnavailable: OnStoreUnavailable;
+	/** Output: Compact or Full; it also picks the statement's RETURNING list. */
+	output: ReservationDetail;
 }
 
 /** What may differ per item (an expression such as a per-tenant scope is evaluated for each item). */
@@ -49,6 +51,7 @@ interface ReserveOptionValues extends TableChoice {
 	source?: string;
 	correlationId?: CorrelationSource;
 	correlationHeader?: string;
+	output?: ReservationDetail;
 }
 
 /** Every parameter as it applies to one item, typed in one place. */
@@ -79,6 +82,7 @@ export function readReserveParameters(context: IExecuteFunctions, itemIndex: num
 		},
 		table: { tableName: options.tableName, schemaName: options.schemaName, createTable: options.createTable },
 		onStoreUnavailable: options.onStoreUnavailable ?? 'fail',
+		output: options.output === 'full' ? 'full' : 'compact',
 	};
 }
 
@@ -122,8 +126,8 @@ function readSafely(context: IExecuteFunctions, itemIndex: number): ReserveParam
 }
 
 function statementSettings(parameters: ReserveParameters): StatementSettings {
-	const { mode, leaseSeconds, retentionSeconds, table, onStoreUnavailable } = parameters;
-	return { mode, leaseSeconds, retentionSeconds, table, onStoreUnavailable };
+	const { mode, leaseSeconds, retentionSeconds, table, onStoreUnavailable, output } = parameters;
+	return { mode, leaseSeconds, retentionSeconds, table, onStoreUnavailable, output };
 }
 
 function firstDifference(first: StatementSettings, other: StatementSettings): { name: string; first: string; other: string } | undefined {
@@ -135,6 +139,7 @@ function firstDifference(first: StatementSettings, other: StatementSettings): { 
 		['Schema', first.table.schemaName ?? '', other.table.schemaName ?? ''],
 		['Create or Upgrade Table', first.table.createTable !== false, other.table.createTable !== false],
 		['On Store Unavailable', first.onStoreUnavailable, other.onStoreUnavailable],
+		['Output', first.output, other.output],
 	];
 	const found = compared.find(([, a, b]) => a !== b);
 	return found && { name: found[0], first: JSON.stringify(found[1]), other: JSON.stringify(found[2]) };

@@ -80,7 +80,13 @@ on conflict (key) do update set
       ) as retention
     ) as r
   )
+-- The node's Output option picks the columns: Full returns every one; Compact (the default) leaves
+-- out the lines between the two <full-record> markers, so Postgres sends and pg parses only what
+-- routing and settling need (lib/sql/statements.ts cuts them; run as it is, this is the full one).
 returning
-  e.key, e.status, e.attempts, e.duplicate_count, e.first_seen, e.last_seen, e.locked_until, e.expires_at,
-  e.owner_token, e.execution_id, e.workflow_id, e.key_source, e.payload_hash, e.response, e.completed_at,
-  e.last_error, coalesce(e.locked_until > now(), false) as lease_active;
+  -- <full-record>
+  e.duplicate_count, e.first_seen, e.last_seen, e.expires_at, e.execution_id, e.workflow_id, e.key_source,
+  e.completed_at, e.last_error,
+  -- </full-record>
+  e.key, e.status, e.attempts, e.owner_token, e.payload_hash, e.response, e.locked_until,
+  coalesce(e.locked_until > now(), false) as lease_active;

@@ -40,7 +40,11 @@ describe('a batch of 10,000 items', () => {
 		expect(fresh).toHaveLength(9_000);
 		expect(duplicate).toHaveLength(1_000);
 		expect(new Set(fresh.map((item) => idempotencyOf(item).key)).size).toBe(9_000);
-		expect(duplicate.every((item) => idempotencyOf(item).repeatInBatch === true)).toBe(true);
+		// The table was empty: every Duplicate repeats a key of this batch, and carries the compact object.
+		const freshKeys = new Set(fresh.map((item) => idempotencyOf(item).key));
+		expect(duplicate.every((item) => freshKeys.has(idempotencyOf(item).key))).toBe(true);
+		expect(idempotencyOf(duplicate[0])).toEqual({ key: expect.stringMatching(/^evt:order-\d+$/), isNew: false, outcome: 'duplicate', ownerToken: null, attempts: 1, response: null });
+		expect(Object.keys(idempotencyOf(fresh[0]))).toEqual(['key', 'isNew', 'outcome', 'ownerToken', 'attempts']);
 		// Every item comes out once, paired with its input.
 		const paired = [...fresh, ...duplicate].map((item) => (item.pairedItem as { item: number }).item).sort((a, b) => a - b);
 		expect(paired).toEqual(Array.from({ length: 10_000 }, (_, i) => i));

@@ -54,9 +54,12 @@ describe('Idempotency Execute Query: new and duplicate', () => {
 		expect(fresh[0].pairedItem).toEqual({ item: 0 });
 		expect(fresh[0].json.body).toEqual({ id: 'evt_pay_1', amount: 500 });
 		expect(fresh[0].json.sqlResult).toMatchObject({ command: 'INSERT', rowCount: 1, rows: [{ event_key: 'evt:evt_pay_1', amount: 500 }] });
-		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_pay_1', outcome: 'new', mode: 'permanent', status: 'completed' });
+		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_pay_1', outcome: 'new', isNew: true });
 
-		const [again, dupAgain] = await run([webhookItem({ id: 'evt_pay_1', amount: 500 }, { 'stripe-signature': 't=2,v1=b' })]);
+		// Output: Full, which Execute Query shares with Reserve, adds the row's counters.
+		const [again, dupAgain] = await run([webhookItem({ id: 'evt_pay_1', amount: 500 }, { 'stripe-signature': 't=2,v1=b' })], {
+			options: { ...options(), output: 'full' },
+		});
 		expect(again).toHaveLength(0);
 		expect(dupAgain).toHaveLength(1);
 		expect(dupAgain[0].json.sqlResult).toBeUndefined();

@@ -153,6 +153,20 @@ describe('a reply lost after the commit', () => {
 		expect(await row('lost-permanent')).toMatchObject({ status: 'completed', owner_token: result.ownerToken, attempts: 1, duplicate_count: 0 });
 	});
 
+	it('reserve with the compact statement: the re-send recognises the keys by the returned owner token', async () => {
+		const { proxy, store, retries } = await proxied();
+		proxy.cutReplyAfter('with batch as');
+		const results = await store.reserve(['lost-compact-1', 'lost-compact-2'].map(request), { ...lease, detail: 'compact' });
+
+		expect(proxy.cuts).toHaveLength(1);
+		expect(proxy.cuts[0].withheldMessageTypes).toMatch(/C.*Z$/); // it committed before the reply was cut
+		expect(retries[0]).toMatchObject({ operation: 'reserve', outcomeUnknown: true });
+		expect(results.map((result) => result.outcome)).toEqual(['new', 'new']);
+		expect(Object.keys(results[0].record)).not.toContain('duplicateCount'); // the compact statement was the one re-sent
+		for (const result of results) expect(await row(result.key)).toMatchObject({ owner_token: result.ownerToken, duplicate_count: 0, attempts: 1 });
+		expect((await store.reserve([request('lost-compact-1')], { ...lease, detail: 'compact' }))[0].outcome).toBe('in_progress');
+	});
+
 	it('reserve: when the re-send cannot reach Postgres either, the error says the keys may have been reserved', async () => {
 		const { proxy, store } = await proxied({ reserveRecoveryMs: 1_000 });
 		await store.reserve([request('lost-unknown-warm')], lease); // one live connection through the proxy

@@ -116,15 +116,16 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
 		const [fresh, duplicate, inProgress] = [0, 1, 2].map((index) => output(first, 'Idempotency Reserve', index));
 		expect([fresh.length, duplicate.length, inProgress.length]).toEqual([1, 0, 0]);
 		// The custom key is the expression's value: n8n's expression engine ran in-process.
-		expect(idempotency(fresh[0])).toMatchObject({
+		// Output: Compact (the default): what routing and settling read, and the lease end in Lease mode.
+		expect(idempotency(fresh[0])).toEqual({
 			key: 'order:ord_4711',
-			keySource: 'custom',
+			isNew: true,
 			outcome: 'new',
-			mode: 'lease',
-			status: 'processing',
-			executionId: 'exec-first',
-			workflowId: 'wf-in-process',
+			ownerToken: expect.stringMatching(/^[0-9a-f-]{36}$/),
+			attempts: 1,
+			lockedUntil: expect.any(String),
 		});
+		expect(Date.parse(String(idempotency(fresh[0]).lockedUntil))).toBeGreaterThan(Date.now());
 		const [done, stale] = [0, 1].map((index) => output(first, 'Complete', index));
 		expect(stale).toHaveLength(0);
 		expect(done).toHaveLength(1);
@@ -138,9 +139,7 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
 		expect(idempotency(duplicateAgain[0])).toMatchObject({
 			key: 'order:ord_4711',
 			outcome: 'duplicate',
-			status: 'completed',
 			ownerToken: null,
-			executionId: 'exec-first',
 			response: { received: true, order: 'ord_4711', by: 'shop' },
 		});
 		// Nothing is connected to Duplicate: Complete did not run the second time.
@@ -331,6 +330,18 @@ describe('items that were not reserved, routed by n8n-core for every On Error se
 		expect(errors[0].json.error).toMatch(/Lease \(Seconds\) must be the same for every item.*item 0 has 60, item 1 has 90/);
 		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
 	});
+
+	it('refuses an Output that differs between items (it picks the statement\'s RETURNING list)', async () => {
+		const run = await runRouting(
+			routingWorkflow('continueErrorOutput', { options: { output: '={{ $json.body.output }}' } }),
+			'per-item-output',
+			[webhookItem({ id: 'evt_output_1', output: 'compact' }), webhookItem({ id: 'evt_output_2', output: 'full' })],
+		);
+		const errors = itemsAt(run, 'Respond 503 (error output)');
+		expect(errors).toHaveLength(2);
+		expect(errors[0].json.error).toMatch(/Output must be the same for every item.*item 0 has "compact", item 1 has "full"/);
+		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
+	});
 });
 
 describe('manual runs in the editor (n8n execution mode "manual")', () => {
@@ -342,7 +353,8 @@ describe('manual runs in the editor (n8n execution mode "manual")', () => {
 
 		const real = await runRouting(routingWorkflow('stopWorkflow', {}), 'webhook-after-manual', event());
 		const [delivered] = itemsAt(real, 'Business Step');
-		expect(idempotency(delivered)).toMatchObject({ key: 'evt:evt_pinned_test', manualTest: false, outcome: 'new' });
+		expect(idempotency(delivered)).toMatchObject({ key: 'evt:evt_pinned_test', outcome: 'new' });
+		expect(idempotency(delivered).manualTest).toBeUndefined(); // Compact: only set when true
 	});
 
 	it('reserve the real key with "Reserve for Real"; the delivery is then a Duplicate naming the execution that reserved it', async () => {
@@ -353,9 +365,10 @@ describe('manual runs in the editor (n8n execution mode "manual")', () => {
 			event(),
 			'manual',
 		);
-		expect(idempotency(itemsAt(manual, 'Business Step')[0])).toMatchObject({ key: 'evt:evt_pinned_real', manualTest: false });
+		expect(idempotency(itemsAt(manual, 'Business Step')[0])).toMatchObject({ key: 'evt:evt_pinned_real' });
+		expect(idempotency(itemsAt(manual, 'Business Step')[0]).manualTest).toBeUndefined();
 
-		const real = await runRouting(routingWorkflow('stopWorkflow', { mode: 'permanent' }), 'webhook-after-real', event());
+		const real = await runRouting(routingWorkflow('stopWorkflow', { mode: 'permanent', options: { output: 'full' } }), 'webhook-after-real', event());
 		expect(itemsAt(real, 'Business Step')).toHaveLength(0);
 		const [duplicate] = itemsAt(real, 'Respond 200');
 		expect(idempotency(duplicate)).toMatchObject({

@@ -37,7 +37,7 @@ describe('Idempotency Key: Complete', () => {
 
 		const [newAgain, duplicate, inProgress] = await leaseReserve([webhookItem({ id: 'evt_complete' })]);
 		expect([newAgain.length, inProgress.length]).toEqual([0, 0]);
-		expect(idempotencyOf(duplicate[0])).toMatchObject({ status: 'completed', response: { received: true, order: 17 } });
+		expect(idempotencyOf(duplicate[0])).toMatchObject({ outcome: 'duplicate', response: { received: true, order: 17 } });
 	});
 
 	it('completes with Key From: Custom, as after a business step that replaced the item', async () => {
@@ -76,7 +76,7 @@ describe('Idempotency Key: Release on error', () => {
 		const [first] = await leaseReserve([webhookItem({ id: 'evt_stale' })]);
 		await pool.query(`update ${schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_stale']);
 		const [second] = await leaseReserve([webhookItem({ id: 'evt_stale' })], 'exec-2');
-		expect(idempotencyOf(second[0]).reclaimed).toBe(true);
+		expect(idempotencyOf(second[0])).toMatchObject({ isNew: true, attempts: 2 });
 
 		const [done, stale] = await runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: first });
 		expect(done).toHaveLength(0);
@@ -205,7 +205,7 @@ describe('seed 002 test list, at the node level (lease mode)', () => {
 		// The worker crashed: no Complete, no Release. Its lease runs out.
 		await pool.query(`update ${schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_crash']);
 		const [retry] = await leaseReserve([webhookItem({ id: 'evt_crash' })], 'exec-retry');
-		expect(idempotencyOf(retry[0])).toMatchObject({ isNew: true, reclaimed: true, attempts: 2 });
+		expect(idempotencyOf(retry[0])).toMatchObject({ isNew: true, attempts: 2 });
 		await runKeyNode({ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() }, { items: retry });
 		const [again, duplicate] = await leaseReserve([webhookItem({ id: 'evt_crash' })]);
 		expect(again).toHaveLength(0);
@@ -237,7 +237,13 @@ describe('seed 002 test list, at the node level (lease mode)', () => {
 		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_replay' })]);
 		await runKeyNode({ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() }, { items: fresh });
 		const [, duplicate] = await leaseReserve([webhookItem({ id: 'evt_replay' })]);
-		expect(idempotencyOf(duplicate[0])).toMatchObject({ outcome: 'duplicate', response: { ok: true }, executionId: 'exec-1' });
+		expect(idempotencyOf(duplicate[0])).toMatchObject({ outcome: 'duplicate', response: { ok: true } });
+		// Output: Full also names the run that handled it.
+		const [, again] = await runReserve(
+			{ mode: 'lease', leaseSeconds: 60, options: { ...tableOptions(), output: 'full' } },
+			{ items: [webhookItem({ id: 'evt_replay' })], executionId: 'exec-3' },
+		);
+		expect(idempotencyOf(again[0])).toMatchObject({ outcome: 'duplicate', response: { ok: true }, reservedByExecutionId: 'exec-1' });
 	});
 
 	it('the same key with a different payload is flagged, or fails by option', async () => {

@@ -135,7 +135,8 @@ describe('Idempotency Key node: Get Key and List Keys', () => {
 			{ items: [{ json: {} }, { json: {} }] },
 		);
 		expect(out).toHaveLength(2);
-		expect(out[0].json).toMatchObject({ found: true, key: 'evt:evt_get', status: 'processing', stuckLease: false, attempts: 1 });
+		// keySource in the Key Source options' words, as Reserve's Output: Full gives it; the column keeps its identifier.
+		expect(out[0].json).toMatchObject({ found: true, key: 'evt:evt_get', status: 'processing', stuckLease: false, attempts: 1, keySource: 'Event ID' });
 		expect(JSON.stringify(out[0].json)).not.toContain(String(reserved.ownerToken));
 		expect(out[1].json).toEqual({ found: false, key: 'evt:unknown' });
 		expect(out.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);

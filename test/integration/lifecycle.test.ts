@@ -267,6 +267,69 @@ describe('payload fingerprint', () => {
 	});
 });
 
+describe('the compact statement (Output: Compact) decides every outcome as the full one does', () => {
+	const compactLease = { ...lease, detail: 'compact' as const };
+	const compactPermanent = { ...permanent, detail: 'compact' as const };
+	const reserveCompact = async (key: string, options = compactLease, payloadHash: string | null = null) =>
+		(await store.reserve([request(key, payloadHash)], options))[0];
+	const COMPACT_FIELDS = ['attempts', 'key', 'leaseActive', 'lockedUntil', 'payloadHash', 'response', 'status'];
+
+	it('new, in progress, completed with its response: only the compact columns come back', async () => {
+		const first = await reserveCompact('c-life');
+		expect(Object.keys(first.record).sort()).toEqual(COMPACT_FIELDS);
+		expect(first).toMatchObject({ outcome: 'new', reclaimed: false, record: { status: 'processing', attempts: 1, leaseActive: true } });
+		expect(first.record.lockedUntil).toBeInstanceOf(Date);
+		expect(await row('c-life')).toMatchObject({ owner_token: first.ownerToken, execution_id: 'exec-1', key_source: 'custom' });
+
+		expect(await reserveCompact('c-life')).toMatchObject({ outcome: 'in_progress', ownerToken: null });
+		// A permanent-mode workflow on the same table sees the live lease as in progress too (it routes it to Duplicate).
+		expect(await reserveCompact('c-life', compactPermanent)).toMatchObject({ outcome: 'in_progress', ownerToken: null });
+		await store.complete([{ key: 'c-life', ownerToken: first.ownerToken!, response: { ok: 7 } }]);
+		const replay = await reserveCompact('c-life');
+		expect(replay).toMatchObject({ outcome: 'duplicate', ownerToken: null, record: { status: 'completed', response: { ok: 7 } } });
+		expect(await row('c-life')).toMatchObject({ duplicate_count: 3 });
+	});
+
+	it('take-over of an expired lease: attempts + 1, our token, the crashed owner fenced off', async () => {
+		const crashed = await reserveCompact('c-crash');
+		await backdate('c-crash', "locked_until = now() - interval '1 second'");
+		const retry = await reserveCompact('c-crash', { ...compactLease, executionId: 'exec-2' });
+		expect(retry).toMatchObject({ outcome: 'new', reclaimed: true, record: { attempts: 2, status: 'processing', leaseActive: true } });
+		expect(Object.keys(retry.record).sort()).toEqual(COMPACT_FIELDS); // the lean statement made the take-over
+		expect(retry.ownerToken).not.toBe(crashed.ownerToken);
+		expect(await row('c-crash')).toMatchObject({ owner_token: retry.ownerToken, execution_id: 'exec-2' });
+		expect(await store.complete([{ key: 'c-crash', ownerToken: crashed.ownerToken! }])).toEqual([{ key: 'c-crash', applied: false, reason: 'not_owner' }]);
+	});
+
+	it('take-over of a failed key, and a key past its retention reset to attempts 1', async () => {
+		const first = await reserveCompact('c-fail');
+		await store.fail([{ key: 'c-fail', ownerToken: first.ownerToken!, error: 'CRM returned 500' }]);
+		const retried = await reserveCompact('c-fail');
+		expect(retried).toMatchObject({ outcome: 'new', reclaimed: true, record: { attempts: 2, status: 'processing' } });
+		expect(Object.keys(retried.record).sort()).toEqual(COMPACT_FIELDS);
+
+		const old = await reserveCompact('c-expired', compactPermanent);
+		await backdate('c-expired', "expires_at = now() - interval '1 second', first_seen = now() - interval '40 days'");
+		const again = await reserveCompact('c-expired', compactPermanent);
+		expect(again).toMatchObject({ outcome: 'new', reclaimed: false, record: { attempts: 1, status: 'completed', lockedUntil: null } });
+		expect(again.ownerToken).not.toBe(old.ownerToken);
+		expect(Object.keys(again.record).sort()).toEqual(COMPACT_FIELDS);
+	});
+
+	it('payload fingerprint and repeats in one batch', async () => {
+		await reserveCompact('c-hash', compactPermanent, 'hash-a');
+		expect((await reserveCompact('c-hash', compactPermanent, 'hash-b')).payloadMismatch).toBe(true);
+		const same = await reserveCompact('c-hash', compactPermanent, 'hash-a');
+		expect(same.payloadMismatch).toBe(false);
+		expect(Object.keys(same.record).sort()).toEqual(COMPACT_FIELDS);
+		const batch = await store.reserve([request('c-rep'), request('c-rep')], compactLease);
+		expect(batch.map((result) => [result.outcome, result.repeatInBatch, result.ownerToken === null])).toEqual([
+			['new', false, false],
+			['duplicate', true, true],
+		]);
+	});
+});
+
 describe('races', () => {
 	it('two deliveries reclaiming one expired lease at the same time: exactly one wins', async () => {
 		for (let round = 0; round < 3; round++) {

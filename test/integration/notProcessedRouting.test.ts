@@ -193,9 +193,11 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		const eventId = 'evt_manual_real';
 		const manual = await run(workflow('idempotencyExecuteQuery', insertPayment(), 'stopWorkflow', wiring), 'eq-manual', [webhookItem({ id: eventId, amount: 5 })], 'manual');
 		const [fresh] = itemsAt(manual, 'Respond 200 (new)');
-		expect(fresh.json.idempotency).toMatchObject({ key: `evt:${eventId}`, manualTest: false, outcome: 'new' });
+		expect(fresh.json.idempotency).toMatchObject({ key: `evt:${eventId}`, outcome: 'new' });
+		expect((fresh.json.idempotency as { manualTest?: boolean }).manualTest).toBeUndefined(); // the real key: no test scope
 
-		const delivery = await run(workflow('idempotencyExecuteQuery', insertPayment(), 'stopWorkflow', wiring), 'eq-after-manual', [
+		const fullOutput = { options: { schemaName: schema, tableName: 'processed_events', output: 'full' } };
+		const delivery = await run(workflow('idempotencyExecuteQuery', insertPayment(fullOutput), 'stopWorkflow', wiring), 'eq-after-manual', [
 			webhookItem({ id: eventId, amount: 5 }),
 		]);
 		expect(itemsAt(delivery, 'Respond 200 (new)')).toHaveLength(0);

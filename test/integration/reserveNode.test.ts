@@ -25,12 +25,13 @@ afterAll(async () => {
 describe('Idempotency Reserve: the seed experiment', () => {
 	it('A → New, A again with another stripe-signature → Duplicate, B → New; a body without id twice → sha256:, then Duplicate', async () => {
 		const deliver = (body: unknown, signature: string) =>
-			runReserve({ options: options() }, { items: [webhookItem(body, { 'stripe-signature': signature })] });
+			runReserve({ options: { ...options(), output: 'full' } }, { items: [webhookItem(body, { 'stripe-signature': signature })] });
 
 		const [newA, dupA] = await deliver({ id: 'evt_A', type: 'checkout.session.completed' }, 't=1,v1=aaa');
 		expect(newA).toHaveLength(1);
 		expect(dupA).toHaveLength(0);
-		expect(idempotencyOf(newA[0])).toMatchObject({ key: 'evt:evt_A', keySource: 'event-id', isNew: true, outcome: 'new' });
+		// keySource in the Key Source options' words; the stored key_source keeps its identifier.
+		expect(idempotencyOf(newA[0])).toMatchObject({ key: 'evt:evt_A', keySource: 'Event ID', isNew: true, outcome: 'new' });
 
 		const [newA2, dupA2] = await deliver({ id: 'evt_A', type: 'checkout.session.completed' }, 't=2,v1=bbb');
 		expect(newA2).toHaveLength(0);
@@ -44,19 +45,24 @@ describe('Idempotency Reserve: the seed experiment', () => {
 		const [newHash, dupHash0] = await deliver(noId, 't=4,v1=ddd');
 		expect(dupHash0).toHaveLength(0);
 		expect(idempotencyOf(newHash[0]).key).toMatch(/^sha256:[0-9a-f]{64}$/);
-		expect(idempotencyOf(newHash[0]).keySource).toBe('raw-body-hash');
+		expect(idempotencyOf(newHash[0]).keySource).toBe('Body Hash');
 		const [newHash2, dupHash] = await deliver(noId, 't=5,v1=eee');
 		expect(newHash2).toHaveLength(0);
 		expect(idempotencyOf(dupHash[0]).key).toBe(idempotencyOf(newHash[0]).key);
 
 		expect(await rowCount()).toBe(3);
+		const stored = await pool.query(`select key, key_source from ${schema}.processed_events where key in ($1, $2)`, ['evt:evt_A', idempotencyOf(newHash[0]).key]);
+		expect(Object.fromEntries(stored.rows.map((row) => [row.key, row.key_source]))).toEqual({
+			'evt:evt_A': 'event-id',
+			[String(idempotencyOf(newHash[0]).key)]: 'raw-body-hash',
+		});
 	});
 });
 
 describe('Idempotency Reserve: outputs', () => {
 	it('keeps json and binary, sets pairedItem and reports first seen', async () => {
 		const items = [webhookItem({ id: 'keep-1', n: 1 }), webhookItem({ id: 'keep-2', n: 2 })];
-		const [fresh] = await runReserve({ options: options() }, { items, executionId: 'exec-77', workflowId: 'wf-9' });
+		const [fresh] = await runReserve({ options: { ...options(), output: 'full' } }, { items, executionId: 'exec-77', workflowId: 'wf-9' });
 		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
 		expect(fresh[0].json.body).toEqual({ id: 'keep-1', n: 1 });
 		expect(fresh[0].binary?.data.data).toBe(items[0].binary?.data.data);
@@ -66,7 +72,7 @@ describe('Idempotency Reserve: outputs', () => {
 
 	it('gives duplicates inside one batch exactly one New, and the repeat no owner token', async () => {
 		const items = [webhookItem({ id: 'batch-1' }), webhookItem({ id: 'batch-2' }), webhookItem({ id: 'batch-1' })];
-		const [fresh, duplicate] = await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items });
+		const [fresh, duplicate] = await runReserve({ options: { ...options(), output: 'full' }, mode: 'lease', leaseSeconds: 60 }, { items });
 		expect(fresh.map((item) => idempotencyOf(item).key)).toEqual(['evt:batch-1', 'evt:batch-2']);
 		expect(duplicate).toHaveLength(1);
 		expect(duplicate[0].pairedItem).toEqual({ item: 2 });
@@ -156,7 +162,7 @@ describe('Idempotency Reserve: bad input', () => {
 	});
 
 	it('stores a 5 KB key as its hash', async () => {
-		const [fresh] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'k'.repeat(5 * 1024) })] });
+		const [fresh] = await runReserve({ options: { ...options(), output: 'full' } }, { items: [webhookItem({ id: 'k'.repeat(5 * 1024) })] });
 		expect(idempotencyOf(fresh[0])).toMatchObject({ keyHashed: true, key: expect.stringMatching(/^long-key-sha256:[0-9a-f]{64}$/) });
 	});
 

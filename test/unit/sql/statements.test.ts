@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { tableRef } from '../../../lib/identifiers';
 import { MIGRATION_SETS } from '../../../lib/sql/migrations';
-import { QUERY_FILES, SQL_DIR, defaultTableOf, renderSqlFile, type SqlFile } from '../../../lib/sql/statements';
+import { QUERY_FILES, SQL_DIR, defaultTableOf, renderSqlFile, renderStatement, type SqlFile } from '../../../lib/sql/statements';
 
 /** Every .sql file under sql/, relative to it. */
 function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
@@ -63,6 +63,30 @@ describe('renderSqlFile', () => {
 		expect(reserve).toMatch(
 			/unnest\(\$1::text\[\], \$2::text\[\], \$3::text\[\], \$4::uuid\[\], \$10::text\[\], \$11::integer\[\], \$12::text\[\], \$13::text\[\]\)/,
 		);
+	});
+});
+
+describe('the reserve statement for Output: Compact', () => {
+	const table = tableRef('public', 'processed_events');
+	const returned = (text: string) =>
+		text
+			.slice(text.lastIndexOf('returning') + 'returning'.length)
+			.replace(/;\s*$/, '')
+			.split(/,\s*(?![^(]*\))/)
+			.map((column) => column.trim().replace(/^e\./, '').replace(/^.* as /, ''));
+
+	it('is the same file without its full-record section: only the RETURNING list differs', () => {
+		const full = renderStatement('reserve', table);
+		const compact = renderStatement('reserve', table, 'full-record');
+		expect(full.slice(0, full.lastIndexOf('returning'))).toBe(compact.slice(0, compact.lastIndexOf('returning')));
+		expect(returned(compact)).toEqual(['key', 'status', 'attempts', 'owner_token', 'payload_hash', 'response', 'locked_until', 'lease_active']);
+		expect(returned(full).sort()).toEqual(
+			[...returned(compact), 'duplicate_count', 'first_seen', 'last_seen', 'expires_at', 'execution_id', 'workflow_id', 'key_source', 'completed_at', 'last_error'].sort(),
+		);
+	});
+
+	it('refuses to leave out a section a file does not have', () => {
+		expect(() => renderStatement('complete', table, 'full-record')).toThrow(/no single "-- <full-record>"/);
 	});
 });
 
