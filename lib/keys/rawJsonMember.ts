@@ -19,10 +19,25 @@ const HEX4 = /^[0-9a-fA-F]{4}$/;
 
 /** The last top-level member `name` of the JSON object in `raw`; undefined when absent or when `raw` is not one JSON object. */
 export function topLevelMember(raw: Buffer | string, name: string): RawJsonToken | undefined {
+	return memberAtPath(raw, [name]);
+}
+
+/**
+ * The value at `path` in the JSON object in `raw`: member names (the last of duplicates, as
+ * JSON.parse) and array positions, one level at a time. Undefined when anything on the way is
+ * absent, of another kind, or when `raw` is not one well-formed JSON object.
+ */
+export function memberAtPath(raw: Buffer | string, path: ReadonlyArray<string | number>): RawJsonToken | undefined {
 	let text = typeof raw === 'string' ? raw : raw.toString('utf8');
 	if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+	let token: RawJsonToken | undefined = { kind: 'object', text };
 	try {
-		return new Reader(text).lastMember(name);
+		for (const step of path) {
+			if (typeof step === 'number') token = token.kind === 'array' ? new Reader(token.text).element(step) : undefined;
+			else token = token.kind === 'object' ? new Reader(token.text).lastMember(step) : undefined;
+			if (token === undefined) return undefined;
+		}
+		return token;
 	} catch {
 		// Not one well-formed JSON object: the exact id cannot be known, so the caller refuses the item.
 		return undefined;
@@ -54,6 +69,31 @@ class Reader {
 				this.skipSpace();
 				const next = this.take();
 				if (next === '}') break;
+				if (next !== ',') throw new MalformedJson();
+			}
+		}
+		this.skipSpace();
+		if (this.position !== this.text.length) throw new MalformedJson();
+		return found;
+	}
+
+	/** The element at `index` of the JSON array that is the whole text. */
+	element(index: number): RawJsonToken | undefined {
+		let found: RawJsonToken | undefined;
+		this.skipSpace();
+		this.expect('[');
+		this.skipSpace();
+		if (this.peek() === ']') {
+			this.position++;
+		} else {
+			for (let position = 0; ; position++) {
+				this.skipSpace();
+				const start = this.position;
+				const kind = this.skipValue();
+				if (position === index) found = { kind, text: this.text.slice(start, this.position) };
+				this.skipSpace();
+				const next = this.take();
+				if (next === ']') break;
 				if (next !== ',') throw new MalformedJson();
 			}
 		}
