@@ -1,5 +1,5 @@
 /**
- * The exact text of a top-level member of a JSON object, read from the request's raw bytes.
+ * The exact text of a member of a JSON object (top-level, or at a path), read from the request's raw bytes.
  * JSON.parse rounds numbers beyond 2^53 (12345678901234567890 becomes 12345678901234567000), so
  * a numeric event id is only exact in the raw body. Like JSON.parse, the last of duplicate
  * members wins, and member names are compared after decoding their escapes ("\u0069d" is "id").

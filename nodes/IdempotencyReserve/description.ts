@@ -6,7 +6,7 @@ import { createTableOption, schemaNameOption, tableNameOption } from '../shared/
 
 /** The subtitle's words for each Key Source, as the option list names them (shared with Execute Query). */
 export const KEY_SOURCE_SUBTITLE =
-	'{{ {"auto": "event ID or hash", "bodyHash": "body hash", "custom": "custom key", "field": "field " + $parameter.keyField, "header": "header " + $parameter.headerName, "preset": "provider preset"}[$parameter.keySource] }}';
+	'{{ {"auto": "event ID or hash", "bodyHash": "body hash", "custom": "custom key", "field": "field " + ($parameter.keyField || ""), "header": "header " + $parameter.headerName, "preset": "provider preset"}[$parameter.keySource] }}';
 
 export const reserveProperties: INodeProperties[] = [
 	{
