@@ -138,6 +138,17 @@ describe('Key From: Idempotency Reserve (Paired Item), in n8n-core', () => {
 		expect([await status('lost:l1'), await status('lost:l2')]).toEqual(['processing', 'processing']);
 	});
 
+	it('keeps Key From = Item the default: a node saved without "source" (n8n stores no default values) in a sub-workflow without Reserve still settles', async () => {
+		// The parent workflow reserves; a sub-workflow gets its items, idempotency objects included.
+		const parent = workflow([reserve('Idempotency Reserve', 'body.id', 'sub:')], { Webhook: { main: [to('Idempotency Reserve')] } });
+		const reserved = outputOf(await runWorkflowExecution(parent, 'exec-parent', [webhookItem({ id: 's1' })], base), 'Idempotency Reserve');
+		const savedWithDefaults = node('Mark Complete', 'idempotencyKey', { operation: 'complete', options: table() }, true);
+		const child = workflow([savedWithDefaults], { Webhook: { main: [to('Mark Complete')] } });
+		const run = await runWorkflowExecution(child, 'exec-child', reserved, base);
+		expect(run.data.resultData.error).toBeUndefined();
+		expect(await status('sub:s1')).toBe('completed');
+	});
+
 	it('says so when no Reserve node is upstream', async () => {
 		const wf = workflow([node('Business Step', 'testStep', {}), settle({})], { Webhook: { main: [to('Business Step')] }, 'Business Step': { main: [to('Mark Complete')] } });
 		const run = await runWorkflowExecution(wf, 'exec-no-reserve', [webhookItem({ id: 'none' })], base);
