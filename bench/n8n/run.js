@@ -211,6 +211,37 @@ async function overhead(ctx, args) {
 	console.log('\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.');
 	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
 	for (const line of verdicts) console.log(line);
+	await packageNodeTimes(ctx);
+}
+
+/**
+ * The package's nodes' own time per execution, from n8n's run data (executionTime: the node's
+ * execute() including the expressions n8n evaluates for its parameters), over every execution of
+ * the overhead flows: what Key From Custom's two expressions cost beside the paired-item read.
+ */
+async function packageNodeTimes(ctx) {
+	const { running } = ctx;
+	const { parse } = require(path.join(running.n8nDir, 'node_modules', 'flatted'));
+	const rows = [];
+	for (const flow of OVERHEAD_FLOWS.slice(1)) {
+		const times = new Map();
+		await stack.withClient(running.n8nDbUrl, async (client) => {
+			const { rows: executions } = await client.query(
+				`SELECT d.data FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id WHERE e."workflowId" = $1 AND e.status = 'success'`,
+				[flow.id],
+			);
+			for (const { data } of executions) {
+				const runData = parse(data).resultData?.runData ?? {};
+				for (const name of ['Idempotency Reserve', 'Mark Complete']) {
+					const time = runData[name]?.[0]?.executionTime;
+					if (time !== undefined) times.set(name, [...(times.get(name) ?? []), time]);
+				}
+			}
+		});
+		for (const [name, list] of times) rows.push([flow.label, name, fmt(list.length), fmtMs(median(list)), fmtMs(percentile(list, 90))]);
+	}
+	console.log("\n### The package's nodes' own time (n8n run data executionTime, every execution of the runs above, both concurrencies)\n");
+	printTable(['flow', 'node', 'executions', 'median ms', 'p90 ms'], rows);
 }
 
 async function batch(ctx, args) {

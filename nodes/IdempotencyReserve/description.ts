@@ -32,7 +32,7 @@ export const reserveProperties: INodeProperties[] = [
 			{
 				name: 'Field',
 				value: 'field',
-				description: "A field of the item read without an expression, e.g. body.data.object.id (faster than Custom Value on big batches)",
+				description: 'A field of the item read without an expression, e.g. body.event_id (faster than Custom Value on big batches)',
 			},
 			{ name: 'Header', value: 'header', description: 'A request header such as Idempotency-Key or X-GitHub-Delivery' },
 			{ name: 'Provider Preset', value: 'preset', description: "The provider's retry-stable ID (Stripe, GitHub, Shopify, …)" },
@@ -64,9 +64,9 @@ export const reserveProperties: INodeProperties[] = [
 		noDataExpression: true,
 		displayOptions: { show: { keySource: ['field'] } },
 		default: 'body.id',
-		placeholder: 'e.g. body.data.object.id',
+		placeholder: 'e.g. body.event_id',
 		description:
-			'Path of the key in the item, as after $json.: member names with dots, [n] for array positions (body.items[0].id). Numbers beyond 2^53 are read exactly from the raw body.',
+			'Path of the key in the item (on a webhook item body.… or headers.…): member names with dots, [n] for array positions, e.g. body.items[0].event_id. Numbers beyond 2^53 are read exactly from the raw body.',
 	},
 	{
 		displayName: 'Key Prefix',
