@@ -12,7 +12,17 @@ const INDEX = /\[(\d+)\]/g;
  * Parses a field path such as `body.data.object.id` or `body.items[0].id` (dots between member
  * names, `[n]` for array positions). Throws InvalidConfigurationError for anything else.
  */
-export function parseFieldPath(path: string): PathStep[] {
+export function parseFieldPath(path: string): readonly PathStep[] {
+	// A batch reads the same path for every item: parse it once.
+	if (path === lastParsed?.path) return lastParsed.steps;
+	const steps = parse(path);
+	lastParsed = { path, steps };
+	return steps;
+}
+
+let lastParsed: { path: string; steps: readonly PathStep[] } | undefined;
+
+function parse(path: string): PathStep[] {
 	if (typeof path !== 'string' || path.trim() === '') throw new InvalidConfigurationError('Key source "Field" needs a field path, e.g. body.data.object.id.');
 	const steps: PathStep[] = [];
 	for (const part of path.trim().split('.')) {
