@@ -51,55 +51,50 @@ class Reader {
 
 	lastMember(name: string): RawJsonToken | undefined {
 		let found: RawJsonToken | undefined;
-		this.skipSpace();
-		this.expect('{');
-		this.skipSpace();
-		if (this.peek() === '}') {
-			this.position++;
-		} else {
-			for (;;) {
-				this.skipSpace();
-				const memberName = JSON.parse(this.readString()) as string;
-				this.skipSpace();
-				this.expect(':');
-				this.skipSpace();
-				const start = this.position;
-				const kind = this.skipValue();
-				if (memberName === name) found = { kind, text: this.text.slice(start, this.position) };
-				this.skipSpace();
-				const next = this.take();
-				if (next === '}') break;
-				if (next !== ',') throw new MalformedJson();
-			}
-		}
-		this.skipSpace();
-		if (this.position !== this.text.length) throw new MalformedJson();
+		this.entries('{', '}', (token, memberName) => {
+			if (memberName === name) found = token;
+		});
 		return found;
 	}
 
 	/** The element at `index` of the JSON array that is the whole text. */
 	element(index: number): RawJsonToken | undefined {
 		let found: RawJsonToken | undefined;
+		let position = 0;
+		this.entries('[', ']', (token) => {
+			if (position++ === index) found = token;
+		});
+		return found;
+	}
+
+	/** Reads the object or array that is the whole text, handing each member or element to `visit`. */
+	private entries(open: '{' | '[', close: '}' | ']', visit: (token: RawJsonToken, memberName?: string) => void): void {
 		this.skipSpace();
-		this.expect('[');
+		this.expect(open);
 		this.skipSpace();
-		if (this.peek() === ']') {
+		if (this.peek() === close) {
 			this.position++;
 		} else {
-			for (let position = 0; ; position++) {
+			for (;;) {
 				this.skipSpace();
+				let memberName: string | undefined;
+				if (open === '{') {
+					memberName = JSON.parse(this.readString()) as string;
+					this.skipSpace();
+					this.expect(':');
+					this.skipSpace();
+				}
 				const start = this.position;
 				const kind = this.skipValue();
-				if (position === index) found = { kind, text: this.text.slice(start, this.position) };
+				visit({ kind, text: this.text.slice(start, this.position) }, memberName);
 				this.skipSpace();
 				const next = this.take();
-				if (next === ']') break;
+				if (next === close) break;
 				if (next !== ',') throw new MalformedJson();
 			}
 		}
 		this.skipSpace();
 		if (this.position !== this.text.length) throw new MalformedJson();
-		return found;
 	}
 
 	/** Skips one value of any depth; returns what kind of value it was. */
