@@ -105,8 +105,10 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 		expect(outputItem(run, 'Keep?')).toEqual({ keep: true });
 		const done = run.runData['Mark Complete'][0].data.main[0].map((item) => item.json.idempotency);
 		expect(done).toHaveLength(1);
-		expect(done[0]).toMatchObject({ key: `e2e-paired:${second}`, keySource: 'field', operation: 'complete', applied: true });
+		expect(done[0]).toMatchObject({ key: `e2e-paired:${second}`, operation: 'complete', applied: true });
 		expect(await status(`e2e-paired:${second}`)).toBe('completed');
+		const { rows } = await h.appQuery('SELECT key_source FROM processed_events WHERE key = $1', [`e2e-paired:${second}`]);
+		expect(rows).toEqual([{ key_source: 'field' }]);
 		expect(await status(`e2e-paired:${first}`)).toBe('processing');
 	});
 

@@ -78,7 +78,8 @@ describe('Key From: Idempotency Reserve (Paired Item), in n8n-core', () => {
 		// The business step replaced the items: Mark Complete saw no idempotency object on its input.
 		expect(run.data.resultData.runData['Business Step'][0].data?.main[0]?.[0].json).toEqual({ businessStepRan: true, inputPosition: 1 });
 		const [done] = outputOf(run, 'Mark Complete').map((item) => item.json.idempotency as Record<string, unknown>);
-		expect(done).toMatchObject({ key: 'ev:pair_second', operation: 'complete', applied: true, keySource: 'field', outcome: 'new' });
+		// The settled item carries the reservation it was read from (outcome, owner token), plus the settlement.
+		expect(done).toMatchObject({ key: 'ev:pair_second', operation: 'complete', applied: true, outcome: 'new' });
 		expect(outputOf(run, 'Mark Complete', 1)).toHaveLength(0);
 		expect(await status('ev:pair_second')).toBe('completed');
 		// The first item's reservation was not the paired one: it is still running, untouched.
