@@ -13,7 +13,7 @@
 //   node bench/n8n/run.js --rounds 8 --requests 100 --only overhead
 //
 // Flags: --quick, --rounds N, --requests N (per flow, round and concurrency), --batch-items N,
-// --big-items N, --big-key event|custom, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
+// --big-items N, --big-key event|custom|field, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
 // --batch-flows reserveAuto,reserveAutoFull,… (measure only these batch flows, beside the no-op one; kinds in workflows.js),
 // --profile (instead of measuring: a CPU profile of n8n's main process per workload, summarised by
 // where the time goes; the .cpuprofile file is kept for Chrome DevTools).
@@ -28,7 +28,7 @@ const stack = require('../../scripts/lib/n8n-stack');
 const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('../stats');
 const { findN8nPid, cpuSeconds, memoryMb, sampleRss } = require('./proc');
 const { profilingEnv, summarise, nowMicros } = require('./profile');
-const { OVERHEAD_FLOWS, BATCH_FLOWS, RECIPE_TABLE_DDL, overheadWorkflows, batchWorkflows } = require('./workflows');
+const { OVERHEAD_FLOWS, BATCH_FLOWS, RESERVE_KINDS, RECIPE_TABLE_DDL, overheadWorkflows, batchWorkflows } = require('./workflows');
 
 const TARGET = {
 	throughputCost: 0.05,
@@ -64,9 +64,9 @@ function parseArgs(argv) {
 	args.batchItems ??= args.quick ? 200 : 10000;
 	args.batchRounds = args.quick ? 1 : Math.max(3, Math.ceil(args.rounds / 2));
 	args.bigItems ??= args.quick ? 2000 : 100000;
-	// The big execution's key source: event id (read from the item) or custom ({{ $json.id }}, an expression per item).
+	// The big execution's key source: event id or field `id` (read from the item) or custom ({{ $json.id }}, an expression per item).
 	args.bigKey ??= 'event';
-	if (!['event', 'custom'].includes(args.bigKey)) throw new Error('--big-key takes event or custom');
+	if (!['event', 'custom', 'field'].includes(args.bigKey)) throw new Error('--big-key takes event, custom or field');
 	for (const kind of args.batchFlows ?? []) {
 		if (!BATCH_FLOWS.some((flow) => flow.kind === kind)) throw new Error(`--batch-flows takes ${BATCH_FLOWS.map((flow) => flow.kind).join(', ')}`);
 	}
@@ -216,6 +216,37 @@ async function overhead(ctx, args) {
 	console.log('\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.');
 	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
 	for (const line of verdicts) console.log(line);
+	await packageNodeTimes(ctx);
+}
+
+/**
+ * The package's nodes' own time per execution, from n8n's run data (executionTime: the node's
+ * execute() including the expressions n8n evaluates for its parameters), over every execution of
+ * the overhead flows: what Key From Custom's two expressions cost beside the paired-item read.
+ */
+async function packageNodeTimes(ctx) {
+	const { running } = ctx;
+	const { parse } = require(path.join(running.n8nDir, 'node_modules', 'flatted'));
+	const rows = [];
+	for (const flow of OVERHEAD_FLOWS.slice(1)) {
+		const times = new Map();
+		await stack.withClient(running.n8nDbUrl, async (client) => {
+			const { rows: executions } = await client.query(
+				`SELECT d.data FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id WHERE e."workflowId" = $1 AND e.status = 'success'`,
+				[flow.id],
+			);
+			for (const { data } of executions) {
+				const runData = parse(data).resultData?.runData ?? {};
+				for (const name of ['Idempotency Reserve', 'Mark Complete']) {
+					const time = runData[name]?.[0]?.executionTime;
+					if (time !== undefined) times.set(name, [...(times.get(name) ?? []), time]);
+				}
+			}
+		});
+		for (const [name, list] of times) rows.push([flow.label, name, fmt(list.length), fmtMs(median(list)), fmtMs(percentile(list, 90))]);
+	}
+	console.log("\n### The package's nodes' own time (n8n run data executionTime, every execution of the runs above, both concurrencies)\n");
+	printTable(['flow', 'node', 'executions', 'median ms', 'p90 ms'], rows);
 }
 
 async function batch(ctx, args) {
@@ -235,7 +266,7 @@ async function batch(ctx, args) {
 			const execution = await lastExecution(flow);
 			entry.savedBytes.push(execution.bytes);
 			entry.nodeMs.push(execution.nodeMs);
-			if (flow.kind.startsWith('reserve')) {
+			if (RESERVE_KINDS.includes(flow.kind)) {
 				const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
 				if (rows[0].n !== distinct) throw new Error(`${flow.label}: expected ${distinct} reserved keys, found ${rows[0].n}`);
 			}
@@ -272,7 +303,7 @@ async function batch(ctx, args) {
 	printTable(['node under test', 'wall ms', 'net ms', 'net min–max', 'keys/s net', 'vs per-item recipe', 'node ms (n8n)', 'saved execution MB'], rows);
 	console.log('\nwall: the webhook call (Webhook → Split Out → node; n8n answers when the execution ends); net: minus the no-op flow of the same round.');
 	console.log("node ms: the node's own executionTime from n8n's run data; saved execution: size of the execution_data row n8n stored.");
-	for (const flow of flows.filter((f) => f.kind.startsWith('reserve'))) {
+	for (const flow of flows.filter((f) => RESERVE_KINDS.includes(f.kind))) {
 		const net = median(netMs(perFlow.get(flow.kind)));
 		if (!(net > 0)) {
 			console.log(`NO VERDICT: ${flow.label}: its net time is within the no-op flow's noise at ${fmt(items)} items`);
@@ -291,7 +322,7 @@ async function batch(ctx, args) {
 async function big(ctx, args) {
 	const { running, pid, log, appQuery, lastExecution } = ctx;
 	const items = args.bigItems;
-	const flow = BATCH_FLOWS.find((f) => f.kind === (args.bigKey === 'custom' ? 'reserve' : 'reserveAuto'));
+	const flow = BATCH_FLOWS.find((f) => f.kind === { custom: 'reserve', event: 'reserveAuto', field: 'reserveField' }[args.bigKey]);
 	const noopFlow = BATCH_FLOWS[0];
 	const results = {};
 	for (const f of [noopFlow, flow]) {
@@ -367,7 +398,7 @@ async function profileWorkloads(ctx, args) {
 			);
 		}
 	}
-	for (const kind of ['noop', 'reserve', 'reserveAuto']) {
+	for (const kind of ['noop', 'reserve', 'reserveAuto', 'reserveField']) {
 		const flow = BATCH_FLOWS.find((f) => f.kind === kind);
 		await post(running.webhookUrl(flow.path), batchBody(500, `warm_${kind}`).body);
 		const { body } = batchBody(args.batchItems, `profile_${kind}_${crypto.randomUUID().slice(0, 8)}`);

@@ -60,7 +60,7 @@ function webhook(pathName, { responseMode, responseData }) {
 	};
 }
 
-function reserveNode({ mode, keySource = 'header', customKey, output }) {
+function reserveNode({ mode, keySource = 'header', customKey, keyField, output }) {
 	return node({
 		name: 'Idempotency Reserve',
 		type: `${PKG}.idempotencyReserve`,
@@ -69,6 +69,7 @@ function reserveNode({ mode, keySource = 'header', customKey, output }) {
 			keySource,
 			...(keySource === 'header' ? { headerName: 'idempotency-key' } : {}),
 			...(keySource === 'custom' ? { customKey } : {}),
+			...(keySource === 'field' ? { keyField } : {}),
 			mode,
 			...(mode === 'lease' ? { leaseSeconds: 300 } : {}),
 			// No output option: Compact, the default; 'full' is the object as before Compact.
@@ -104,18 +105,21 @@ function postgresQuery(name, x, query, queryReplacement) {
 	});
 }
 
-function complete() {
+// Key From Custom: the two expressions the templates used before 'Idempotency Reserve (Paired Item)'.
+function complete({ pairedItem = false } = {}) {
 	return node({
 		name: 'Mark Complete',
 		type: `${PKG}.idempotencyKey`,
 		x: 660,
-		parameters: {
-			operation: 'complete',
-			source: 'custom',
-			key: "={{ $('Idempotency Reserve').item.json.idempotency.key }}",
-			ownerToken: "={{ $('Idempotency Reserve').item.json.idempotency.ownerToken }}",
-			options: {},
-		},
+		parameters: pairedItem
+			? { operation: 'complete', source: 'reserveNode', options: {} }
+			: {
+					operation: 'complete',
+					source: 'custom',
+					key: "={{ $('Idempotency Reserve').item.json.idempotency.key }}",
+					ownerToken: "={{ $('Idempotency Reserve').item.json.idempotency.ownerToken }}",
+					options: {},
+				},
 		credentials: IDEMPOTENCY_CREDENTIAL,
 	});
 }
@@ -166,15 +170,35 @@ const OVERHEAD_FLOWS = [
 	{
 		id: 'BenchFlowLease01',
 		path: 'bench-lease',
-		label: '+ Reserve (lease) and Mark Complete',
+		label: '+ Reserve (lease) and Mark Complete (Key From: Custom expressions)',
+	},
+	{
+		id: 'BenchFlowLeaseP1',
+		path: 'bench-lease-paired',
+		label: '+ Reserve (lease) and Mark Complete (Key From: paired item)',
 	},
 ];
 
 function overheadWorkflows() {
-	const [base, permanent, lease] = OVERHEAD_FLOWS;
+	const [base, permanent, lease, leasePaired] = OVERHEAD_FLOWS;
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
 	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
 	const leaseNodes = [webhook(lease.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'lease' }), businessInsert(), complete(), respond()];
+	const leasePairedNodes = [
+		webhook(leasePaired.path, { responseMode: 'responseNode' }),
+		reserveNode({ mode: 'lease' }),
+		businessInsert(),
+		complete({ pairedItem: true }),
+		respond(),
+	];
+	const leaseConnections = {
+		Webhook: { main: [[link('Idempotency Reserve')]] },
+		'Idempotency Reserve': {
+			main: [[link('Postgres insert')], [link('Respond')], [link('Respond')]],
+		},
+		'Postgres insert': { main: [[link('Mark Complete')]] },
+		'Mark Complete': { main: [[link('Respond')]] },
+	};
 	return [
 		workflow(base.id, 'bench: baseline', baseNodes, {
 			Webhook: { main: [[link('Postgres insert')]] },
@@ -188,14 +212,8 @@ function overheadWorkflows() {
 			},
 			'Postgres insert': { main: [[link('Respond')]] },
 		}),
-		workflow(lease.id, 'bench: Reserve (lease) + Mark Complete', leaseNodes, {
-			Webhook: { main: [[link('Idempotency Reserve')]] },
-			'Idempotency Reserve': {
-				main: [[link('Postgres insert')], [link('Respond')], [link('Respond')]],
-			},
-			'Postgres insert': { main: [[link('Mark Complete')]] },
-			'Mark Complete': { main: [[link('Respond')]] },
-		}),
+		workflow(lease.id, 'bench: Reserve (lease) + Mark Complete (Custom)', leaseNodes, leaseConnections),
+		workflow(leasePaired.id, 'bench: Reserve (lease) + Mark Complete (paired item)', leasePairedNodes, leaseConnections),
 	];
 }
 
@@ -222,6 +240,11 @@ const BATCH_FLOWS = [
 		path: 'bench-batch-reserve-auto-full',
 		label: 'Idempotency Reserve (key source: event id, Output: Full)',
 		kind: 'reserveAutoFull',
+	},
+	{
+		path: 'bench-batch-reserve-field',
+		label: 'Idempotency Reserve (key source: field id)',
+		kind: 'reserveField',
 	},
 	{
 		path: 'bench-batch-postgres',
@@ -257,6 +280,8 @@ function nodeUnderTest(kind) {
 			return reserveNode({ mode: 'permanent', keySource: 'auto' });
 		case 'reserveAutoFull':
 			return reserveNode({ mode: 'permanent', keySource: 'auto', output: 'full' });
+		case 'reserveField':
+			return reserveNode({ mode: 'permanent', keySource: 'field', keyField: 'id' });
 		case 'postgres':
 			return postgresQuery(
 				'Under test',
@@ -315,7 +340,11 @@ function batchWorkflows() {
 	return [workflow(BATCH_WORKFLOW_ID, 'bench: batch flows', nodes, connections)];
 }
 
+/** The batch flows that reserve keys (their reserved keys are counted after each run). */
+const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'reserveField'];
+
 module.exports = {
+	RESERVE_KINDS,
 	OVERHEAD_FLOWS,
 	BATCH_FLOWS,
 	RECIPE_TABLE_DDL,

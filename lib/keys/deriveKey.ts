@@ -1,9 +1,10 @@
 import { InvalidConfigurationError, MissingKeyError, UnusableKeyError } from '../errors';
 import { canonicalJson } from './canonicalJson';
 import { assertExactText } from './exactText';
+import { parseFieldPath, valueAtPath, type PathStep } from './fieldPath';
 import { assertUsableKeyHeader } from './forbiddenHeaders';
 import { PROVIDER_PRESETS, isProviderPreset, type ProviderPreset, type PresetSource } from './presets';
-import { topLevelMember } from './rawJsonMember';
+import { memberAtPath } from './rawJsonMember';
 import { sha256Hex } from './sha256';
 
 /**
@@ -11,15 +12,21 @@ import { sha256Hex } from './sha256';
  * - `preset`: the provider's stable id (see PROVIDER_PRESETS).
  * - `header`: a named request header, as `<header>:<value>`.
  * - `custom`: a value computed by the caller (an n8n expression such as a business key).
+ * - `field`: the value at a field path of the item (e.g. `body.data.object.id`), after an optional prefix.
  * - `bodyHash`: always `sha256:` of the raw body (or of the canonical JSON when there is no raw body).
  */
-export type KeyStrategy = 'auto' | 'preset' | 'header' | 'custom' | 'bodyHash';
+export type KeyStrategy = 'auto' | 'preset' | 'header' | 'custom' | 'field' | 'bodyHash';
+const KEY_STRATEGIES: KeyStrategy[] = ['auto', 'preset', 'header', 'custom', 'field', 'bodyHash'];
 export type OnMissingKey = 'bodyHash' | 'error';
 
 export interface KeyConfig {
 	strategy: KeyStrategy;
 	preset?: ProviderPreset;
 	headerName?: string;
+	/** For `field`: where the key is in the item, e.g. `body.data.object.id` (see parseFieldPath). */
+	fieldPath?: string;
+	/** For `field`: text put before the value, e.g. `stripe:`. */
+	fieldPrefix?: string;
 	/** Prepended as `<scope>:` so one table can serve many flows or tenants. */
 	scope?: string;
 	/** An editor (manual) run: the key goes under MANUAL_TEST_PREFIX, apart from every real key. */
@@ -35,12 +42,18 @@ export interface KeyInput {
 	rawBody?: Buffer;
 	/** For the `custom` strategy. */
 	customValue?: unknown;
+	/**
+	 * For the `field` strategy: the whole item the path starts from. For a webhook item `body` is
+	 * its `body` member (the raw body's bytes are that member); for any other item, the item itself.
+	 */
+	item?: unknown;
 }
 
 export type KeySourceLabel =
 	| 'event-id'
 	| 'header'
 	| 'custom'
+	| 'field'
 	| 'raw-body-hash'
 	| 'canonical-json-hash';
 
@@ -53,6 +66,7 @@ export const KEY_SOURCE_WORDS: Record<KeySourceLabel, string> = {
 	'event-id': 'Event ID',
 	header: 'Header',
 	custom: 'Custom Value',
+	field: 'Field',
 	'raw-body-hash': 'Body Hash',
 	'canonical-json-hash': 'Body Hash (Parsed JSON, No Raw Body)',
 };
@@ -100,8 +114,12 @@ export function validateKeyConfig(config: KeyConfig): void {
 		assertUsableKeyHeader(config.headerName);
 		assertExactText(config.headerName, 'header name');
 	}
+	if (config.strategy === 'field') {
+		parseFieldPath(config.fieldPath as string);
+		validatePrefix(config.fieldPrefix, 'field key prefix');
+	}
 	validateScope(config.scope);
-	if (!['auto', 'preset', 'header', 'custom', 'bodyHash'].includes(config.strategy)) {
+	if (!KEY_STRATEGIES.includes(config.strategy)) {
 		throw new InvalidConfigurationError(`Unknown key source ${JSON.stringify(config.strategy)}.`);
 	}
 	if (!['bodyHash', 'error'].includes(config.onMissingKey)) {
@@ -111,12 +129,16 @@ export function validateKeyConfig(config: KeyConfig): void {
 
 /** Refuses a scope (which may come from a per-item expression) that is too long or not exact text. */
 export function validateScope(scope: string | undefined): void {
-	if (scope === undefined) return;
-	if (typeof scope !== 'string') throw new InvalidConfigurationError('The key scope must be text.');
-	if (scope.length > MAX_SCOPE_LENGTH) {
-		throw new InvalidConfigurationError(`The key scope is longer than ${MAX_SCOPE_LENGTH} characters.`);
+	validatePrefix(scope, 'key scope');
+}
+
+function validatePrefix(prefix: string | undefined, what: string): void {
+	if (prefix === undefined) return;
+	if (typeof prefix !== 'string') throw new InvalidConfigurationError(`The ${what} must be text.`);
+	if (prefix.length > MAX_SCOPE_LENGTH) {
+		throw new InvalidConfigurationError(`The ${what} is longer than ${MAX_SCOPE_LENGTH} characters.`);
 	}
-	assertExactText(scope, 'key scope');
+	assertExactText(prefix, what);
 }
 
 /**
@@ -166,6 +188,8 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 			const value = scalarText(input.customValue, () => undefined, 'the custom key value');
 			return value === undefined ? undefined : { key: value, keySource: 'custom' };
 		}
+		case 'field':
+			return fromField(input, config);
 		case 'bodyHash':
 			return undefined;
 	}
@@ -174,7 +198,7 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySource: KeySourceLabel } | undefined {
 	if (source.from === 'body') {
 		const body = input.body;
-		const exactNumber = (parsed: number) => exactNumberText(input.rawBody, source.field, parsed);
+		const exactNumber = (parsed: number) => exactNumberText(input.rawBody, [source.field], parsed);
 		const value = body !== null && typeof body === 'object' && !Array.isArray(body)
 			? scalarText((body as Record<string, unknown>)[source.field], exactNumber, `the body field "${source.field}"`)
 			: undefined;
@@ -185,6 +209,17 @@ function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySo
 		if (value !== undefined) return { key: `${name.trim().toLowerCase()}:${value}`, keySource: 'header' };
 	}
 	return undefined;
+}
+
+function fromField(input: KeyInput, config: KeyConfig): { key: string; keySource: KeySourceLabel } | undefined {
+	const path = config.fieldPath as string;
+	const steps = parseFieldPath(path);
+	const item = input.item ?? input.body;
+	// The raw bytes are the webhook item's `body` (or the whole item when it is its own body).
+	const rawSteps = item === input.body ? steps : steps[0] === 'body' ? steps.slice(1) : undefined;
+	const exactNumber = (parsed: number) => (rawSteps ? exactNumberText(input.rawBody, rawSteps, parsed) : undefined);
+	const value = scalarText(valueAtPath(item, steps), exactNumber, `the field "${path}"`);
+	return value === undefined ? undefined : { key: (config.fieldPrefix ?? '') + value, keySource: 'field' };
 }
 
 /** Header lookup is case-insensitive; a repeated header (array) uses its first value. */
@@ -218,9 +253,9 @@ function scalarText(value: unknown, exactNumber: (parsed: number) => string | un
 }
 
 /** The number token exactly as the raw body spells it, when it is the number the parsed body holds. */
-function exactNumberText(rawBody: Buffer | undefined, field: string, parsed: number): string | undefined {
-	if (!rawBody) return undefined;
-	const token = topLevelMember(rawBody, field);
+function exactNumberText(rawBody: Buffer | undefined, path: readonly PathStep[], parsed: number): string | undefined {
+	if (!rawBody || path.length === 0) return undefined;
+	const token = memberAtPath(rawBody, path);
 	if (token?.kind !== 'number' || !Object.is(Number(token.text), parsed)) return undefined;
 	return token.text;
 }
@@ -259,6 +294,8 @@ function describeExpectedKey(config: KeyConfig): string {
 		}
 		case 'header':
 			return `the header "${config.headerName}"`;
+		case 'field':
+			return `the field "${config.fieldPath}"`;
 		default:
 			return 'the custom key value';
 	}

@@ -1,5 +1,5 @@
 /**
- * The exact text of a top-level member of a JSON object, read from the request's raw bytes.
+ * The exact text of a member of a JSON object (top-level, or at a path), read from the request's raw bytes.
  * JSON.parse rounds numbers beyond 2^53 (12345678901234567890 becomes 12345678901234567000), so
  * a numeric event id is only exact in the raw body. Like JSON.parse, the last of duplicate
  * members wins, and member names are compared after decoding their escapes ("\u0069d" is "id").
@@ -19,10 +19,25 @@ const HEX4 = /^[0-9a-fA-F]{4}$/;
 
 /** The last top-level member `name` of the JSON object in `raw`; undefined when absent or when `raw` is not one JSON object. */
 export function topLevelMember(raw: Buffer | string, name: string): RawJsonToken | undefined {
+	return memberAtPath(raw, [name]);
+}
+
+/**
+ * The value at `path` in the JSON object in `raw`: member names (the last of duplicates, as
+ * JSON.parse) and array positions, one level at a time. Undefined when anything on the way is
+ * absent, of another kind, or when `raw` is not one well-formed JSON object.
+ */
+export function memberAtPath(raw: Buffer | string, path: ReadonlyArray<string | number>): RawJsonToken | undefined {
 	let text = typeof raw === 'string' ? raw : raw.toString('utf8');
 	if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+	let token: RawJsonToken | undefined = { kind: 'object', text };
 	try {
-		return new Reader(text).lastMember(name);
+		for (const step of path) {
+			if (typeof step === 'number') token = token.kind === 'array' ? new Reader(token.text).element(step) : undefined;
+			else token = token.kind === 'object' ? new Reader(token.text).lastMember(step) : undefined;
+			if (token === undefined) return undefined;
+		}
+		return token;
 	} catch {
 		// Not one well-formed JSON object: the exact id cannot be known, so the caller refuses the item.
 		return undefined;
@@ -36,30 +51,50 @@ class Reader {
 
 	lastMember(name: string): RawJsonToken | undefined {
 		let found: RawJsonToken | undefined;
+		this.entries('{', '}', (token, memberName) => {
+			if (memberName === name) found = token;
+		});
+		return found;
+	}
+
+	/** The element at `index` of the JSON array that is the whole text. */
+	element(index: number): RawJsonToken | undefined {
+		let found: RawJsonToken | undefined;
+		let position = 0;
+		this.entries('[', ']', (token) => {
+			if (position++ === index) found = token;
+		});
+		return found;
+	}
+
+	/** Reads the object or array that is the whole text, handing each member or element to `visit`. */
+	private entries(open: '{' | '[', close: '}' | ']', visit: (token: RawJsonToken, memberName?: string) => void): void {
 		this.skipSpace();
-		this.expect('{');
+		this.expect(open);
 		this.skipSpace();
-		if (this.peek() === '}') {
+		if (this.peek() === close) {
 			this.position++;
 		} else {
 			for (;;) {
 				this.skipSpace();
-				const memberName = JSON.parse(this.readString()) as string;
-				this.skipSpace();
-				this.expect(':');
-				this.skipSpace();
+				let memberName: string | undefined;
+				if (open === '{') {
+					memberName = JSON.parse(this.readString()) as string;
+					this.skipSpace();
+					this.expect(':');
+					this.skipSpace();
+				}
 				const start = this.position;
 				const kind = this.skipValue();
-				if (memberName === name) found = { kind, text: this.text.slice(start, this.position) };
+				visit({ kind, text: this.text.slice(start, this.position) }, memberName);
 				this.skipSpace();
 				const next = this.take();
-				if (next === '}') break;
+				if (next === close) break;
 				if (next !== ',') throw new MalformedJson();
 			}
 		}
 		this.skipSpace();
 		if (this.position !== this.text.length) throw new MalformedJson();
-		return found;
 	}
 
 	/** Skips one value of any depth; returns what kind of value it was. */

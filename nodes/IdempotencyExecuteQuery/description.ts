@@ -3,7 +3,7 @@ import type { INodeProperties } from 'n8n-workflow';
 import { EVIDENCE_OPTION_NAMES, reserveProperties } from '../IdempotencyReserve/description';
 
 // The key settings are Idempotency Reserve's own (same names, same rules, same table options).
-const RESERVE_KEY_PARAMETERS = ['signatureNotice', 'keySource', 'preset', 'headerName', 'customKey'];
+const RESERVE_KEY_PARAMETERS = ['signatureNotice', 'keySource', 'preset', 'headerName', 'customKey', 'keyField', 'keyPrefix'];
 const reserveKeyProperties = reserveProperties.filter((property) => RESERVE_KEY_PARAMETERS.includes(property.name));
 const reserveOptions = reserveProperties
 	.filter((property) => property.name === 'options')

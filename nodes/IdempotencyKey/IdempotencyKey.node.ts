@@ -15,7 +15,7 @@ import { storeFor, type TableChoice } from '../shared/store';
 import { keyProperties } from './description';
 import { getKeys, keyStats, listKeys } from './keyRecords';
 import { claimForReplay } from './replayClaim';
-import { readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
+import { findReserveNode, readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
 
 type Operation = 'complete' | 'release' | 'fail' | 'cleanup' | 'getKey' | 'listKeys' | 'stats' | 'claimForReplay';
 
@@ -113,13 +113,16 @@ async function settle(
 ): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	const outputs: INodeExecutionData[][] = [[], []];
-	const requests: Array<{ itemIndex: number; owned: SettleRequest; response?: unknown; error?: string }> = [];
+	const requests: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; response?: unknown; error?: string }> = [];
+	// Found once per run: every item settles a reservation of the same Reserve node.
+	const reserveNodeName = source === 'reserveNode' ? findReserveNode(context) : undefined;
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
-			const owned = readOwnedKey(context, items[itemIndex], itemIndex, source);
+			const { owned, reservation } = readOwnedKey(context, items[itemIndex], itemIndex, source, reserveNodeName);
 			requests.push({
 				itemIndex,
 				owned,
+				reservation,
 				response: operation === 'complete' ? readResponse(context, itemIndex) : undefined,
 				error: operation === 'fail' ? String(context.getNodeParameter('errorMessage', itemIndex, '') ?? '') : undefined,
 			});
@@ -139,9 +142,10 @@ async function settle(
 	}
 
 	for (const [position, result] of results.entries()) {
-		const { itemIndex } = requests[position];
+		const { itemIndex, reservation } = requests[position];
 		const item = items[itemIndex];
-		const previous = (item.json.idempotency as IDataObject | undefined) ?? {};
+		// With Key From: Idempotency Reserve, the item gets the reservation back, so a later node can read $json.idempotency.
+		const previous = reservation ?? (item.json.idempotency as IDataObject | undefined) ?? {};
 		const idempotency: IDataObject = {
 			...previous,
 			key: result.key,

@@ -9,6 +9,12 @@ const ITEM_SOURCE: INodePropertyOptions = {
 	value: 'item',
 	description: "The incoming item's idempotency object (from Idempotency Reserve, also on a business step's error output)",
 };
+const RESERVE_SOURCE: INodePropertyOptions = {
+	name: 'Idempotency Reserve (Paired Item)',
+	value: 'reserveNode',
+	description:
+		"The reservation of the Idempotency Reserve item this item came from, as $('Idempotency Reserve').item gives it, without an expression (faster)",
+};
 const CUSTOM_SOURCE: INodePropertyOptions = { name: 'Custom', value: 'custom', description: 'Key and owner token from expressions' };
 const EXECUTION_SOURCE: INodePropertyOptions = {
 	name: 'Failed Execution',
@@ -83,7 +89,7 @@ export const keyProperties: INodeProperties[] = [
 		type: 'options',
 		noDataExpression: true,
 		displayOptions: { show: { operation: ['release'] } },
-		options: [ITEM_SOURCE, CUSTOM_SOURCE, EXECUTION_SOURCE],
+		options: [ITEM_SOURCE, RESERVE_SOURCE, CUSTOM_SOURCE, EXECUTION_SOURCE],
 		default: 'item',
 	},
 	{
@@ -92,8 +98,19 @@ export const keyProperties: INodeProperties[] = [
 		type: 'options',
 		noDataExpression: true,
 		displayOptions: { show: { operation: ['complete', 'fail'] } },
-		options: [ITEM_SOURCE, CUSTOM_SOURCE],
+		options: [ITEM_SOURCE, RESERVE_SOURCE, CUSTOM_SOURCE],
 		default: 'item',
+	},
+	{
+		displayName: 'Reserve Node',
+		name: 'reserveNodeName',
+		type: 'string',
+		noDataExpression: true,
+		displayOptions: { show: { operation: settleOperations, source: ['reserveNode'] } },
+		default: '',
+		placeholder: 'e.g. Idempotency Reserve',
+		description:
+			'Name of the Idempotency Reserve node whose key this node settles. Leave empty when there is only one before this node; name it when there are several.',
 	},
 	{
 		displayName: 'Key',

@@ -2,27 +2,110 @@ import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INod
 
 import type { SettleRequest } from '../../lib/postgres/store';
 
-export type KeyFrom = 'item' | 'custom' | 'execution';
+export type KeyFrom = 'item' | 'reserveNode' | 'custom' | 'execution';
 
-/** The key and owner token one item settles: from its idempotency object, or from expressions. */
-export function readOwnedKey(context: IExecuteFunctions, item: INodeExecutionData, itemIndex: number, source: KeyFrom): SettleRequest {
+const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
+
+export interface OwnedKey {
+	owned: SettleRequest;
+	/** The reservation the key was read from (its idempotency object), when it was read from one. */
+	reservation?: IDataObject;
+}
+
+/** The key and owner token one item settles: from its idempotency object, the paired Reserve item, or expressions. */
+export function readOwnedKey(
+	context: IExecuteFunctions,
+	item: INodeExecutionData,
+	itemIndex: number,
+	source: Exclude<KeyFrom, 'execution'>,
+	reserveNodeName?: string,
+): OwnedKey {
 	if (source === 'custom') {
 		return {
-			key: String(context.getNodeParameter('key', itemIndex) ?? ''),
-			ownerToken: String(context.getNodeParameter('ownerToken', itemIndex) ?? ''),
+			owned: {
+				key: String(context.getNodeParameter('key', itemIndex) ?? ''),
+				ownerToken: String(context.getNodeParameter('ownerToken', itemIndex) ?? ''),
+			},
 		};
 	}
-	const idempotency = item.json.idempotency as IDataObject | undefined;
+	const reservation =
+		source === 'reserveNode'
+			? pairedReservation(context, itemIndex, reserveNodeName as string)
+			: (item.json.idempotency as IDataObject | undefined);
+	return { owned: ownedKeyOf(context, reservation, itemIndex, source === 'reserveNode' ? reserveNodeName : undefined), reservation };
+}
+
+/**
+ * The Idempotency Reserve node whose reservations this node settles: the one named in "Reserve
+ * Node", else the only Reserve node upstream. Two upstream Reserve nodes are never guessed between:
+ * settling the other node's key would end the wrong reservation.
+ */
+export function findReserveNode(context: IExecuteFunctions): string {
+	const named = String(context.getNodeParameter('reserveNodeName', 0, '') ?? '').trim();
+	const self = context.getNode().name;
+	const upstream = context.getParentNodes(self).filter((node) => node.type.endsWith(RESERVE_TYPE_SUFFIX) && !node.disabled);
+	if (named !== '') {
+		if (!upstream.some((node) => node.name === named)) {
+			throw new NodeOperationError(
+				context.getNode(),
+				`"Reserve Node" is "${named}", but no enabled Idempotency Reserve node of that name is connected before this node${namesOf(upstream)}.`,
+			);
+		}
+		return named;
+	}
+	if (upstream.length === 1) return upstream[0].name;
+	if (upstream.length === 0) {
+		throw new NodeOperationError(
+			context.getNode(),
+			'"Key From" is Idempotency Reserve (Paired Item), but no Idempotency Reserve node is connected before this node. Connect this node after Idempotency Reserve, or set "Key From" to Item or Custom.',
+		);
+	}
+	throw new NodeOperationError(
+		context.getNode(),
+		`Several Idempotency Reserve nodes are connected before this node${namesOf(upstream)}: set "Reserve Node" to the one whose key this node settles.`,
+	);
+}
+
+function namesOf(nodes: Array<{ name: string }>): string {
+	return nodes.length === 0 ? '' : ` (${nodes.map((node) => JSON.stringify(node.name)).join(', ')})`;
+}
+
+/**
+ * The idempotency object of the Reserve output item this item descends from, resolved by n8n's own
+ * paired-item rules in this process: what `$('Idempotency Reserve').item.json.idempotency` gives,
+ * without evaluating an expression (in n8n 2.x every expression runs in an isolated VM, which cost
+ * most of a lease-mode execution's extra time; BENCHMARKS.md).
+ */
+function pairedReservation(context: IExecuteFunctions, itemIndex: number, reserveNodeName: string): IDataObject | undefined {
+	let reserved: INodeExecutionData | undefined;
+	try {
+		reserved = context.getWorkflowDataProxy(itemIndex).$(reserveNodeName).item as INodeExecutionData | undefined;
+	} catch (error) {
+		const reason = error instanceof Error ? error.message : String(error);
+		throw new NodeOperationError(
+			context.getNode(),
+			`Item ${itemIndex} cannot be traced back to its item from "${reserveNodeName}" (${reason}). Every node between them must keep the items' pairing (a Code node: set pairedItem), or set "Key From" to Custom.`,
+			{ itemIndex },
+		);
+	}
+	return reserved?.json?.idempotency as IDataObject | undefined;
+}
+
+function ownedKeyOf(context: IExecuteFunctions, idempotency: IDataObject | undefined, itemIndex: number, reserveNodeName?: string): SettleRequest {
 	if (!idempotency || typeof idempotency.key !== 'string') {
 		throw new NodeOperationError(
 			context.getNode(),
-			'The item has no idempotency object (json.idempotency.key). Connect this node after Idempotency Reserve or to a business step\'s error output, or set "Key From" to Custom and point the expressions at the Reserve node.',
+			reserveNodeName === undefined
+				? 'The item has no idempotency object (json.idempotency.key). Connect this node after Idempotency Reserve or to a business step\'s error output, or set "Key From" to Idempotency Reserve (Paired Item).'
+				: `The item from "${reserveNodeName}" that item ${itemIndex} descends from has no idempotency object (json.idempotency.key): it did not come out of that node's reservation.`,
+			{ itemIndex },
 		);
 	}
 	if (!idempotency.ownerToken) {
 		throw new NodeOperationError(
 			context.getNode(),
 			`The item's reservation has no owner token: it was a duplicate (outcome "${String(idempotency.outcome)}"), and only the run that reserved a key can settle it.`,
+			{ itemIndex },
 		);
 	}
 	// The lease end (database clock) bounds how long a lost connection is retried.

@@ -22,5 +22,7 @@ export async function readKeyInput(
 		headers: isWebhookItem ? (json.headers as IDataObject) : undefined,
 		rawBody,
 		customValue: parameters.key.strategy === 'custom' ? context.getNodeParameter('customKey', itemIndex) : undefined,
+		// A field path starts at the item (body.…, headers.…), read here without an n8n expression.
+		item: parameters.key.strategy === 'field' ? json : undefined,
 	};
 }

@@ -64,6 +64,8 @@ export function readReserveParameters(context: IExecuteFunctions, itemIndex: num
 			strategy,
 			preset: strategy === 'preset' ? (context.getNodeParameter('preset', itemIndex) as ProviderPreset) : undefined,
 			headerName: strategy === 'header' ? (context.getNodeParameter('headerName', itemIndex) as string) : undefined,
+			fieldPath: strategy === 'field' ? (context.getNodeParameter('keyField', itemIndex) as string) : undefined,
+			fieldPrefix: strategy === 'field' ? (context.getNodeParameter('keyPrefix', itemIndex, '') as string) : undefined,
 			scope: options.scope,
 			onMissingKey: options.onMissingKey ?? 'bodyHash',
 			manualTest: isManualRun(context) && options.manualRuns !== 'real',

@@ -366,3 +366,36 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 		);
 	});
 });
+
+describe('Idempotency Reserve: Key Source "Field"', () => {
+	const field = (keyField: string, extra: Record<string, unknown> = {}) => ({ keySource: 'field', keyField, keyPrefix: 'stripe:', options: options(), ...extra });
+
+	it('reserves two nested ids beyond 2^53 from the raw body as two events; a missing field and a NUL are refused per item', async () => {
+		const raw = (id: string) => `{"type":"payment_intent.succeeded","data":{"object":{"id":${id}}}}`;
+		const item = (id: string) => webhookItem(JSON.parse(raw(id)), {}, raw(id));
+		const items = [item('12345678901234567890'), item('12345678901234567891'), webhookItem({ data: {} }), webhookItem({ data: { object: { id: 'pi\u0000' } } })];
+		const [fresh, , notReserved] = await runReserve(field('body.data.object.id', { options: { ...options(), onMissingKey: 'error' } }), { items, continueOnFail: true });
+		expect(fresh.map((entry) => idempotencyOf(entry).key)).toEqual(['stripe:12345678901234567890', 'stripe:12345678901234567891']);
+		expect(notReserved.map((entry) => entry.pairedItem)).toEqual([{ item: 2 }, { item: 3 }]);
+		expect(notReserved[0].json.error).toMatch(/the field "body.data.object.id" is missing or empty/);
+		expect(notReserved[1].json.error).toMatch(/NUL character/);
+		const rows = await pool.query(`select key, key_source from ${schema}.processed_events where key like 'stripe:1234%' order by key`);
+		expect(rows.rows).toEqual([
+			{ key: 'stripe:12345678901234567890', key_source: 'field' },
+			{ key: 'stripe:12345678901234567891', key_source: 'field' },
+		]);
+	});
+
+	it('reads a batch item that is its own body (Split Out), with the repeat a Duplicate', async () => {
+		const items = [{ json: { id: 'fb_1' } }, { json: { id: 'fb_2' } }, { json: { id: 'fb_1' } }];
+		const [fresh, duplicate] = await runReserve(field('id', { keyPrefix: '' }), { items });
+		expect(fresh.map((entry) => idempotencyOf(entry).key)).toEqual(['fb_1', 'fb_2']);
+		expect(duplicate.map((entry) => idempotencyOf(entry).key)).toEqual(['fb_1']);
+	});
+
+	it('refuses a path through __proto__ as configuration, reserving nothing', async () => {
+		const before = await rowCount();
+		await expect(runReserve(field('__proto__.id'), { items: [webhookItem({ id: 'x' })] })).rejects.toThrow(/"__proto__", which is not data/);
+		expect(await rowCount()).toBe(before);
+	});
+});

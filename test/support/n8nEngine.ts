@@ -75,13 +75,28 @@ export class TestStep implements INodeType {
 		defaults: { name: 'Step' },
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
-		properties: [{ displayName: 'Status', name: 'status', type: 'number', default: 0 }],
+		properties: [
+			{ displayName: 'Status', name: 'status', type: 'number', default: 0 },
+			// A business step that replaces the items (as a database node does) and keeps only some of them.
+			{ displayName: 'Replace Items', name: 'replaceItems', type: 'boolean', default: false },
+			{ displayName: 'Keep Only Item', name: 'keepOnlyItem', type: 'number', default: -1 },
+			// A Code node that splits each item in two and forgets pairedItem: n8n cannot infer the pairing.
+			{ displayName: 'Split Without Pairing', name: 'splitWithoutPairing', type: 'boolean', default: false },
+		],
 	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const status = this.getNodeParameter('status', 0) as number;
+		const replaceItems = this.getNodeParameter('replaceItems', 0, false) as boolean;
+		const keepOnlyItem = this.getNodeParameter('keepOnlyItem', 0, -1) as number;
+		const splitWithoutPairing = this.getNodeParameter('splitWithoutPairing', 0, false) as boolean;
 		const mark = status ? { respondedWith: status } : { businessStepRan: true };
-		return [this.getInputData().map((item, index) => ({ json: { ...item.json, ...mark }, pairedItem: { item: index } }))];
+		const output = this.getInputData().map((item, index) => ({
+			json: replaceItems ? { ...mark, inputPosition: index } : { ...item.json, ...mark },
+			pairedItem: { item: index },
+		}));
+		if (splitWithoutPairing) return [output.flatMap(({ json }) => [{ json }, { json }])];
+		return [keepOnlyItem >= 0 ? output.filter((_item, index) => index === keepOnlyItem) : output];
 	}
 }
 

@@ -56,10 +56,10 @@ describe('Key From: Failed Execution', () => {
 		sources.filter((property) => (property.displayOptions?.show?.operation as string[]).includes(operation)).flatMap((property) => optionsOf(property).map((option) => option.value));
 
 	it('is offered for Release, where it works', () => {
-		expect(offeredFor('release')).toEqual(['item', 'custom', 'execution']);
+		expect(offeredFor('release')).toEqual(['item', 'reserveNode', 'custom', 'execution']);
 	});
 	it.each(['complete', 'fail'])('is not offered for %s, where it could only fail at run time', (operation) => {
-		expect(offeredFor(operation)).toEqual(['item', 'custom']);
+		expect(offeredFor(operation)).toEqual(['item', 'reserveNode', 'custom']);
 	});
 });
 
