@@ -132,6 +132,7 @@ describe('keySource in the user\'s words', () => {
 			'event-id': 'Event ID',
 			header: 'Header',
 			custom: 'Custom Value',
+			field: 'Field',
 			'raw-body-hash': 'Body Hash',
 			'canonical-json-hash': 'Body Hash (Parsed JSON, No Raw Body)',
 		});
