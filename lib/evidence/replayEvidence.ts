@@ -1,5 +1,6 @@
 import { InvalidConfigurationError } from '../errors';
 import type { KeyConfig } from '../keys/deriveKey';
+import { assertStorableEvidenceHeader } from '../keys/forbiddenHeaders';
 import { cutText, storablePayload, storableText } from '../postgres/storableValues';
 import { readHeader } from '../signature/headers';
 import type { HeaderBag } from '../signature/types';
@@ -53,6 +54,7 @@ export function validateEvidenceConfig(config: EvidenceConfig): void {
 			`Correlation Header must be a header name such as traceparent or x-request-id; it is ${JSON.stringify(config.correlationHeader.slice(0, 80))}.`,
 		);
 	}
+	if (config.correlation === 'header') assertStorableEvidenceHeader(config.correlationHeader, 'Correlation Header');
 }
 
 /** The source stored when the Source option is empty: the Provider Preset's id, else the Scope, else none. */

@@ -295,6 +295,8 @@ describe('bad evidence options', () => {
 		['a Correlation Header that is no header name', { correlationId: 'header', correlationHeader: 'x request id' }, /Correlation Header must be a header name/],
 		['an empty Correlation Header', { correlationId: 'header', correlationHeader: '' }, /Correlation Header must be a header name/],
 		['an unknown Correlation ID choice', { correlationId: 'sometimes' }, /Unknown Correlation ID choice "sometimes"/],
+		['Authorization as the Correlation Header (a credential)', { correlationId: 'header', correlationHeader: 'Authorization' }, /Correlation Header "authorization" may carry a signature or a credential/],
+		['a signature header as the Correlation Header', { correlationId: 'header', correlationHeader: 'Stripe-Signature' }, /Correlation Header "stripe-signature" may carry a signature/],
 	])('%s: a NodeOperationError for the item, and nothing reserved', async (_what, options, message) => {
 		const id = `bad_${Math.random().toString(36).slice(2)}`;
 		const attempt = reserve([webhookItem({ id })], options);
