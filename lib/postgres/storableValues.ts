@@ -137,7 +137,9 @@ export function storableErrorMessage(message: string): { text: string; warnings:
 function withRepairedKeys(value: Record<string, unknown>, repair: (text: string) => string): Record<string, unknown> {
 	const keys = Object.keys(value);
 	if (!keys.some((key) => storableText(key).changed)) return value;
-	const copy: Record<string, unknown> = {};
+	// No prototype: a member named "__proto__" (JSON.parse makes it an own member) stays a member
+	// instead of setting the copy's prototype and vanishing from the stored JSON.
+	const copy: Record<string, unknown> = Object.create(null);
 	for (const key of keys) copy[repair(key)] = value[key];
 	return copy;
 }

@@ -33,6 +33,14 @@ describe('storablePayload: what JSON cannot hold is not stored, never thrown', (
 		});
 	});
 
+	it('a member named __proto__ is kept when another member name is repaired (JSON.parse makes it an own member)', () => {
+		const payload = JSON.parse('{"id":"evt_proto","__proto__":{"polluted":true},"bad\\u0000":"x"}');
+		const stored = storablePayload(payload, 1024);
+		expect(JSON.parse(stored.json as string)).toEqual(JSON.parse('{"id":"evt_proto","__proto__":{"polluted":true},"bad\\ufffd":"x"}'));
+		expect(stored.json).toContain('"__proto__":{"polluted":true}');
+		expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+	});
+
 	it('JSON null (a body that was null) is a payload like any other', () => {
 		expect(storablePayload(null, 1024)).toEqual({ json: 'null', bytes: 4, warnings: [] });
 	});
@@ -96,4 +104,36 @@ describe('validateEvidenceConfig', () => {
 	it.each(['', 'x request', 'x:y', 'naïve'])('refuses the header name %p', (correlationHeader) => {
 		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).toThrow(/Correlation Header must be a header name/);
 	});
+
+	// A signature or a credential read as the correlation id would be stored with the key, returned by
+	// Get Key and List Keys and written to the execution's custom data (the forbidden-header rule).
+	it.each([
+		'Authorization',
+		'proxy-authorization',
+		'stripe-signature',
+		'X-Hub-Signature-256',
+		'x-shopify-hmac-sha256',
+		'x-slack-signature',
+		'webhook-signature',
+		'svix-signature',
+		'paypal-transmission-sig',
+		'cookie',
+		'x-api-key',
+		'apikey',
+		'x-auth-token',
+		'x-access-token',
+		'x-webhook-secret',
+		' Stripe-Signature ',
+	])('refuses the header %p, which may carry a signature or a credential', (correlationHeader) => {
+		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).toThrow(
+			/may carry a signature or a credential, which would be stored with the key/,
+		);
+	});
+
+	it.each(['traceparent', 'tracestate', 'x-request-id', 'x-correlation-id', 'x-amzn-trace-id', 'x-github-delivery', 'webhook-id', 'i-twilio-idempotency-token'])(
+		'accepts the trace header %p',
+		(correlationHeader) => {
+			expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).not.toThrow();
+		},
+	);
 });
