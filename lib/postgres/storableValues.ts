@@ -58,7 +58,11 @@ function storableJson(value: unknown): StorableJson {
 			return member;
 		});
 	} catch (error) {
-		return { json: null, reason: /circular/i.test((error as Error).message) ? 'it refers to itself (a circular structure)' : 'it cannot be written as JSON' };
+		const message = (error as Error).message;
+		if (/circular/i.test(message)) return { json: null, reason: 'it refers to itself (a circular structure)' };
+		// V8 gives up before Postgres does (jsonb takes about 10,000 levels); say which limit it was.
+		if (error instanceof RangeError) return { json: null, reason: 'it is nested too deeply (thousands of levels) to be written as JSON' };
+		return { json: null, reason: 'it cannot be written as JSON' };
 	}
 	if (json === undefined) return { json: null, reason: 'it has no JSON form (absent, a function or a symbol)' };
 	return { json, bytes: Buffer.byteLength(json, 'utf8'), repairedText, bigIntToText };

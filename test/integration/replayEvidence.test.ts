@@ -101,6 +101,16 @@ describe('Store Payload', () => {
 		expect((await storedEvidence('evt:evt_nul'))?.payload).toEqual({ id: 'evt_nul', note: 'a\uFFFDb', broken: 'x\uFFFDy', 'key\uFFFD': 'low\uFFFD' });
 	});
 
+	it('a body nested 100,000 levels deep: the key is reserved, the payload is not stored, and the reason says why', async () => {
+		let deep: unknown = 'leaf';
+		for (let level = 0; level < 100_000; level++) deep = [deep];
+		const [fresh, , notReserved] = await reserve([webhookItem({ id: 'evt_deep', deep }, {}, '{"id":"evt_deep"}')], { storePayload: true });
+		expect(notReserved).toEqual([]);
+		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_deep', isNew: true, payloadStored: false, payloadBytes: null });
+		expect(idempotencyOf(fresh[0]).payloadNotStoredReason).toMatch(/nested too deeply/);
+		expect(await storedEvidence('evt:evt_deep')).toMatchObject({ payload: null, payload_bytes: null });
+	});
+
 	it('an item with no webhook body (not from a Webhook node): the whole item is stored, as the key is derived from it', async () => {
 		const item = { json: { id: 'evt_plain', amount: 5, customer: { id: 'cus_1' } } };
 		const [fresh] = await reserve([item], { storePayload: true });

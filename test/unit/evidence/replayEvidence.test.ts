@@ -19,6 +19,11 @@ describe('storablePayload: what JSON cannot hold is not stored, never thrown', (
 			circular.self = circular;
 			return circular;
 		})(), /refers to itself/],
+		['nested 100,000 levels deep (V8 runs out of stack)', (() => {
+			let deep: unknown = 'leaf';
+			for (let level = 0; level < 100_000; level++) deep = [deep];
+			return deep;
+		})(), /nested too deeply/],
 	])('%s', (_what, payload, reason) => {
 		const stored = storablePayload(payload, 1024);
 		expect(stored).toMatchObject({ json: null, bytes: null, warnings: [] });
