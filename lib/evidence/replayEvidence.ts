@@ -137,9 +137,16 @@ function headerBag(headers: Record<string, unknown> | undefined): HeaderBag {
 function storableEvidenceText(text: string, what: string, warnings: string[]): string {
 	const repaired = storableText(text);
 	if (repaired.changed) warnings.push(`The ${what} had NUL characters or broken Unicode (lone surrogates); they were replaced with U+FFFD (�).`);
-	const cut = cutText(repaired.text, MAX_EVIDENCE_TEXT_LENGTH);
-	if (cut.length < repaired.text.length) {
-		warnings.push(`The ${what} was ${repaired.text.length} characters long; only its first ${MAX_EVIDENCE_TEXT_LENGTH} were stored.`);
+	// A source or trace id is one line: a newline or an escape sequence from a sender (or an item
+	// not from a Webhook node, whose headers no HTTP parser checked) must not reach whoever shows it.
+	const oneLine = repaired.text.replace(CONTROL_CHARACTERS, '\uFFFD');
+	if (oneLine !== repaired.text) warnings.push(`The ${what} had control characters (a newline, a tab, an escape); they were replaced with U+FFFD (�).`);
+	const cut = cutText(oneLine, MAX_EVIDENCE_TEXT_LENGTH);
+	if (cut.length < oneLine.length) {
+		warnings.push(`The ${what} was ${oneLine.length} characters long; only its first ${MAX_EVIDENCE_TEXT_LENGTH} were stored.`);
 	}
 	return cut;
 }
+
+// C0 (NUL is storableText's), DEL and C1 control characters.
+const CONTROL_CHARACTERS = /[\u0001-\u001F\u007F-\u009F]/g;

@@ -196,6 +196,17 @@ describe('Correlation ID', () => {
 		expect((await storedEvidence('evt:cor_same'))?.correlation_id).toBe('req-same');
 	});
 
+	it('control characters (a newline, an escape) in the header are replaced, with a warning: the correlation id stays one line', async () => {
+		// An item not from a Webhook node: no HTTP parser refused the newline.
+		const item = { json: { headers: { 'x-request-id': 'req-1\r\nX-Forged: yes\u001b[31m\u0085' }, body: { id: 'cor_ctl' } } };
+		const [fresh] = await reserve([item], fromHeader());
+		expect(idempotencyOf(fresh[0]).isNew).toBe(true);
+		const expected = 'req-1\uFFFD\uFFFDX-Forged: yes\uFFFD[31m\uFFFD';
+		expect((await storedEvidence('evt:cor_ctl'))?.correlation_id).toBe(expected);
+		expect(idempotencyOf(fresh[0]).correlationId).toBe(expected);
+		expect(idempotencyOf(fresh[0]).warnings).toEqual(['The correlation id had control characters (a newline, a tab, an escape); they were replaced with U+FFFD (�).']);
+	});
+
 	it('a huge header value (100,000 characters) is cut to 255, with a warning; the key is reserved', async () => {
 		const [fresh] = await reserve([webhookItem({ id: 'cor_huge' }, { 'x-request-id': 'r'.repeat(100_000) })], fromHeader());
 		expect(idempotencyOf(fresh[0]).isNew).toBe(true);
