@@ -46,6 +46,25 @@ describe('storablePayload: what JSON cannot hold is not stored, never thrown', (
 		expect(({} as Record<string, unknown>).polluted).toBeUndefined();
 	});
 
+	it('member names that repair to a taken name are all kept (U+FFFD and their position); a name that needed no repair keeps it', () => {
+		const stored = storablePayload({ 'a\u0000': 1, 'a\ud800': 2, 'a\ufffd': 3 }, 1024);
+		expect(JSON.parse(stored.json as string)).toEqual({ 'a\ufffd': 3, 'a\ufffd\ufffd0': 1, 'a\ufffd\ufffd1': 2 });
+	});
+
+	it('20,000 member names that all repair to one name: all kept, in linear time', () => {
+		// Every name of NULs and lone surrogates of length 15 becomes 15 U+FFFD: a crafted body.
+		const payload: Record<string, number> = {};
+		for (let index = 0; index < 20_000; index++) {
+			payload[index.toString(2).padStart(15, '0').replaceAll('0', '\u0000').replaceAll('1', '\ud800')] = index;
+		}
+		const started = performance.now();
+		const stored = storablePayload(payload, 10 * 1024 * 1024);
+		expect(performance.now() - started).toBeLessThan(5000);
+		const parsed = JSON.parse(stored.json as string) as Record<string, number>;
+		expect(Object.keys(parsed)).toHaveLength(20_000);
+		expect(new Set(Object.values(parsed)).size).toBe(20_000);
+	});
+
 	it('JSON null (a body that was null) is a payload like any other', () => {
 		expect(storablePayload(null, 1024)).toEqual({ json: 'null', bytes: 4, warnings: [] });
 	});
