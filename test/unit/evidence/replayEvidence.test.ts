@@ -73,6 +73,16 @@ describe('storablePayload: what JSON cannot hold is not stored, never thrown', (
 		const stored = storablePayload('é'.repeat(600), 1024);
 		expect(stored).toMatchObject({ json: null, bytes: 1202 });
 	});
+
+	it('at the cap exactly (4-byte emoji and 2-byte letters) it is stored; one byte over, not', () => {
+		const atCap = `${'😀'.repeat(255)}é`; // 1020 + 2 bytes, plus the two quotes: 1024
+		expect(storablePayload(atCap, 1024)).toMatchObject({ json: JSON.stringify(atCap), bytes: 1024 });
+		expect(storablePayload(`${atCap}a`, 1024)).toMatchObject({ json: null, bytes: 1025 });
+	});
+
+	it('the size is that of the text stored: a lone surrogate counts as the 3 bytes of U+FFFD that replace it', () => {
+		expect(storablePayload('x\ud800', 1024)).toMatchObject({ json: '"x\uFFFD"', bytes: 6 });
+	});
 });
 
 describe('replayEvidence', () => {
