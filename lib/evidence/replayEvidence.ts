@@ -35,6 +35,12 @@ export const MAX_PAYLOAD_KB_LIMIT = 1024;
 /** Longest source and correlation id stored (characters); also the limit of an n8n custom data value. */
 export const MAX_EVIDENCE_TEXT_LENGTH = 255;
 export const DEFAULT_CORRELATION_HEADER = 'traceparent';
+/**
+ * Most bytes of payloads one Reserve statement carries. A batch is one statement: 1000 items of
+ * 1 MB would be one 1 GB parameter, past what the Postgres client can build (a JavaScript string
+ * of ~512 MB) and what Postgres takes (1 GB per value), and then no key of the batch is reserved.
+ */
+export const MAX_BATCH_PAYLOAD_BYTES = 32 * 1024 * 1024;
 
 // RFC 9110 token characters: what a header name may hold.
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -106,6 +112,24 @@ export function replayEvidence(config: EvidenceConfig, input: EvidenceInput): { 
 		report.correlationId = evidence.correlationId;
 	}
 	return { evidence, report };
+}
+
+/**
+ * Keeps the payloads of one statement within `maxBytes`, items in order: a payload that would pass
+ * it is left out (its key is still reserved) and its report says why. Changes the entries given.
+ */
+export function capBatchPayloads(entries: Array<{ evidence: ReplayEvidence; report: EvidenceReport }>, maxBytes = MAX_BATCH_PAYLOAD_BYTES): void {
+	let total = 0;
+	for (const { evidence, report } of entries) {
+		if (evidence.payloadJson === null || evidence.payloadBytes === null) continue;
+		if (total + evidence.payloadBytes <= maxBytes) {
+			total += evidence.payloadBytes;
+			continue;
+		}
+		evidence.payloadJson = null;
+		report.payloadStored = false;
+		report.payloadNotStoredReason = `The payload was not stored: the payloads of this run's items passed ${maxBytes / 1024 / 1024} MB, the most one reservation statement carries. The key was reserved without it; run fewer items at a time (for example with Loop Over Items) to store every payload.`;
+	}
 }
 
 /**

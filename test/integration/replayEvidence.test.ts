@@ -5,6 +5,7 @@ import path from 'node:path';
 
 import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
+import { MAX_BATCH_PAYLOAD_BYTES } from '../../lib/evidence/replayEvidence';
 import { KEYS_MIGRATIONS, versionStamp } from '../../lib/sql/migrations';
 import { SQL_DIR } from '../../lib/sql/statements';
 import type { ReplayEvidence, ReservationRequest, ReserveOptions } from '../../lib/types';
@@ -109,6 +110,25 @@ describe('Store Payload', () => {
 		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_deep', isNew: true, payloadStored: false, payloadBytes: null });
 		expect(idempotencyOf(fresh[0]).payloadNotStoredReason).toMatch(/nested too deeply/);
 		expect(await storedEvidence('evt:evt_deep')).toMatchObject({ payload: null, payload_bytes: null });
+	});
+
+	it('a batch whose payloads pass MAX_BATCH_PAYLOAD_BYTES: every key is reserved, the payloads past it are not stored, and those items say why', async () => {
+		// 40 items of 1 MB (Max Payload Size 1024 KB each) would be one 40 MB statement; 1000 would not be sent at all.
+		const blob = 'b'.repeat(1_000_000);
+		const items = Array.from({ length: 40 }, (_, index) => ({ json: { id: `evt_batch_${String(index).padStart(2, '0')}`, blob } }));
+		const [fresh, duplicate, notReserved] = await reserve(items, { storePayload: true, maxPayloadKb: 1024 });
+		expect([duplicate, notReserved]).toEqual([[], []]);
+		expect(fresh).toHaveLength(40);
+		const stored = fresh.filter((item) => idempotencyOf(item).payloadStored === true);
+		const left = fresh.filter((item) => idempotencyOf(item).payloadStored === false);
+		const bytesEach = Number(idempotencyOf(fresh[0]).payloadBytes);
+		expect(stored).toHaveLength(Math.floor(MAX_BATCH_PAYLOAD_BYTES / bytesEach));
+		expect(left.length).toBeGreaterThan(0);
+		expect(idempotencyOf(left[0]).payloadNotStoredReason).toMatch(/the payloads of this run's items passed 32 MB/);
+		const { rows } = await pool.query(
+			`select count(*)::int as keys, count(payload)::int as payloads, sum(payload_bytes)::bigint as bytes from ${schema}.${TABLE} where key like 'evt:evt_batch_%'`,
+		);
+		expect(rows[0]).toEqual({ keys: 40, payloads: stored.length, bytes: String(40 * bytesEach) });
 	});
 
 	it('an item with no webhook body (not from a Webhook node): the whole item is stored, as the key is derived from it', async () => {
