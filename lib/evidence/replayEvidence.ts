@@ -172,5 +172,5 @@ function storableEvidenceText(text: string, what: string, warnings: string[]): s
 	return cut;
 }
 
-// C0 (NUL is storableText's), DEL and C1 control characters.
-const CONTROL_CHARACTERS = /[\u0001-\u001F\u007F-\u009F]/g;
+// Unicode's control characters (Cc): C0, DEL and C1 (NUL is already storableText's U+FFFD).
+const CONTROL_CHARACTERS = /\p{Cc}/gu;
