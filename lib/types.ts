@@ -141,6 +141,13 @@ export interface StoredKey extends IdempotencyRecord {
 	correlationId: string | null;
 }
 
+/** One page of List Keys. */
+export interface KeysPage {
+	keys: StoredKey[];
+	/** The After Key of the next page; null when this page is the last. */
+	nextAfterKey: string | null;
+}
+
 /** List Keys: filters and one page after a cursor. */
 export interface ListKeysOptions {
 	/** Only keys after this one (the last key of the previous page); '' or absent for the first page. */

@@ -1,5 +1,6 @@
 import { InvalidConfigurationError } from '../errors';
 import type { KeyConfig } from '../keys/deriveKey';
+import { assertStorableEvidenceHeader } from '../keys/forbiddenHeaders';
 import { cutText, storablePayload, storableText } from '../postgres/storableValues';
 import { readHeader } from '../signature/headers';
 import type { HeaderBag } from '../signature/types';
@@ -34,6 +35,12 @@ export const MAX_PAYLOAD_KB_LIMIT = 1024;
 /** Longest source and correlation id stored (characters); also the limit of an n8n custom data value. */
 export const MAX_EVIDENCE_TEXT_LENGTH = 255;
 export const DEFAULT_CORRELATION_HEADER = 'traceparent';
+/**
+ * Most bytes of payloads one Reserve statement carries. A batch is one statement: 1000 items of
+ * 1 MB would be one 1 GB parameter, past what the Postgres client can build (a JavaScript string
+ * of ~512 MB) and what Postgres takes (1 GB per value), and then no key of the batch is reserved.
+ */
+export const MAX_BATCH_PAYLOAD_BYTES = 32 * 1024 * 1024;
 
 // RFC 9110 token characters: what a header name may hold.
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -53,6 +60,7 @@ export function validateEvidenceConfig(config: EvidenceConfig): void {
 			`Correlation Header must be a header name such as traceparent or x-request-id; it is ${JSON.stringify(config.correlationHeader.slice(0, 80))}.`,
 		);
 	}
+	if (config.correlation === 'header') assertStorableEvidenceHeader(config.correlationHeader, 'Correlation Header');
 }
 
 /** The source stored when the Source option is empty: the Provider Preset's id, else the Scope, else none. */
@@ -107,6 +115,24 @@ export function replayEvidence(config: EvidenceConfig, input: EvidenceInput): { 
 }
 
 /**
+ * Keeps the payloads of one statement within `maxBytes`, items in order: a payload that would pass
+ * it is left out (its key is still reserved) and its report says why. Changes the entries given.
+ */
+export function capBatchPayloads(entries: Array<{ evidence: ReplayEvidence; report: EvidenceReport }>, maxBytes = MAX_BATCH_PAYLOAD_BYTES): void {
+	let total = 0;
+	for (const { evidence, report } of entries) {
+		if (evidence.payloadJson === null || evidence.payloadBytes === null) continue;
+		if (total + evidence.payloadBytes <= maxBytes) {
+			total += evidence.payloadBytes;
+			continue;
+		}
+		evidence.payloadJson = null;
+		report.payloadStored = false;
+		report.payloadNotStoredReason = `The payload was not stored: the payloads of this run's items passed ${maxBytes / 1024 / 1024} MB, the most one reservation statement carries. The key was reserved without it; run fewer items at a time (for example with Loop Over Items) to store every payload.`;
+	}
+}
+
+/**
  * The header's value, else the execution id. A header sent more than once with different values
  * is not guessed at (readHeader's rule, as for signatures): the execution id is used, with a warning.
  */
@@ -135,9 +161,16 @@ function headerBag(headers: Record<string, unknown> | undefined): HeaderBag {
 function storableEvidenceText(text: string, what: string, warnings: string[]): string {
 	const repaired = storableText(text);
 	if (repaired.changed) warnings.push(`The ${what} had NUL characters or broken Unicode (lone surrogates); they were replaced with U+FFFD (�).`);
-	const cut = cutText(repaired.text, MAX_EVIDENCE_TEXT_LENGTH);
-	if (cut.length < repaired.text.length) {
-		warnings.push(`The ${what} was ${repaired.text.length} characters long; only its first ${MAX_EVIDENCE_TEXT_LENGTH} were stored.`);
+	// A source or trace id is one line: a newline or an escape sequence from a sender (or an item
+	// not from a Webhook node, whose headers no HTTP parser checked) must not reach whoever shows it.
+	const oneLine = repaired.text.replace(CONTROL_CHARACTERS, '\uFFFD');
+	if (oneLine !== repaired.text) warnings.push(`The ${what} had control characters (a newline, a tab, an escape); they were replaced with U+FFFD (�).`);
+	const cut = cutText(oneLine, MAX_EVIDENCE_TEXT_LENGTH);
+	if (cut.length < oneLine.length) {
+		warnings.push(`The ${what} was ${oneLine.length} characters long; only its first ${MAX_EVIDENCE_TEXT_LENGTH} were stored.`);
 	}
 	return cut;
 }
+
+// Unicode's control characters (Cc): C0, DEL and C1 (NUL is already storableText's U+FFFD).
+const CONTROL_CHARACTERS = /\p{Cc}/gu;

@@ -58,7 +58,11 @@ function storableJson(value: unknown): StorableJson {
 			return member;
 		});
 	} catch (error) {
-		return { json: null, reason: /circular/i.test((error as Error).message) ? 'it refers to itself (a circular structure)' : 'it cannot be written as JSON' };
+		const message = (error as Error).message;
+		if (/circular/i.test(message)) return { json: null, reason: 'it refers to itself (a circular structure)' };
+		// V8 gives up before Postgres does (jsonb takes about 10,000 levels); say which limit it was.
+		if (error instanceof RangeError) return { json: null, reason: 'it is nested too deeply (thousands of levels) to be written as JSON' };
+		return { json: null, reason: 'it cannot be written as JSON' };
 	}
 	if (json === undefined) return { json: null, reason: 'it has no JSON form (absent, a function or a symbol)' };
 	return { json, bytes: Buffer.byteLength(json, 'utf8'), repairedText, bigIntToText };
@@ -136,8 +140,22 @@ export function storableErrorMessage(message: string): { text: string; warnings:
 
 function withRepairedKeys(value: Record<string, unknown>, repair: (text: string) => string): Record<string, unknown> {
 	const keys = Object.keys(value);
-	if (!keys.some((key) => storableText(key).changed)) return value;
-	const copy: Record<string, unknown> = {};
-	for (const key of keys) copy[repair(key)] = value[key];
+	const repaired = new Set(keys.filter((key) => storableText(key).changed));
+	if (repaired.size === 0) return value;
+	// No prototype: a member named "__proto__" (JSON.parse makes it an own member) stays a member
+	// instead of setting the copy's prototype and vanishing from the stored JSON.
+	const copy: Record<string, unknown> = Object.create(null);
+	// Names that need no repair keep theirs. A repaired name already taken ("a\0" and "a\uD800" both
+	// become "a\uFFFD") gets U+FFFD and its member's position, so no member is overwritten; each
+	// attempt is a new name, so a crafted body costs one attempt per member it adds. jsonb orders
+	// members itself: the order here does not matter.
+	for (const key of keys) if (!repaired.has(key)) copy[key] = value[key];
+	for (const [position, key] of keys.entries()) {
+		if (!repaired.has(key)) continue;
+		const base = repair(key);
+		let name = base;
+		for (let attempt = 1; Object.hasOwn(copy, name); attempt++) name = `${base}${REPLACEMENT}${position}${attempt > 1 ? `.${attempt}` : ''}`;
+		copy[name] = value[key];
+	}
 	return copy;
 }

@@ -15,6 +15,7 @@ import type {
 	CleanupResult,
 	CompactRecord,
 	IdempotencyRecord,
+	KeysPage,
 	KeyStats,
 	ListKeysOptions,
 	OwnedKey,
@@ -299,8 +300,12 @@ export class IdempotencyStore {
 		return found;
 	}
 
-	/** One page of stored keys in key order (List Keys); bounded by MAX_LIST_PAGE_SIZE. */
-	async listKeys(options: ListKeysOptions): Promise<StoredKey[]> {
+	/**
+	 * One page of stored keys in key order (List Keys); bounded by MAX_LIST_PAGE_SIZE keys and by
+	 * MAX_LIST_PAGE_BYTES of stored payloads and responses (the page then ends early, and
+	 * nextAfterKey says where the next one starts).
+	 */
+	async listKeys(options: ListKeysOptions): Promise<KeysPage> {
 		validateListOptions(options);
 		await this.ensureReady();
 		const rows = await this.select('listRecords', [
@@ -311,8 +316,13 @@ export class IdempotencyStore {
 			options.keyPrefix || null,
 			options.limit,
 			Boolean(options.replayableOnly),
+			MAX_LIST_PAGE_BYTES,
 		]);
-		return rows.map(toStoredKey);
+		const keys = rows.map(toStoredKey);
+		// More may follow when the limit was reached or the byte bound left keys of this page out.
+		const pageRows = Number(rows[0]?.page_rows ?? 0);
+		const more = pageRows === options.limit || keys.length < pageRows;
+		return { keys, nextAfterKey: more ? keys[keys.length - 1].key : null };
 	}
 
 	/** Counts by status and over a window (Stats); one aggregate statement over the table. */
@@ -585,6 +595,8 @@ function toRecord(row: QueryResultRow): IdempotencyRecord {
 
 /** The most keys one List Keys page returns: a page is one statement's rows, held in memory. */
 export const MAX_LIST_PAGE_SIZE = 1000;
+/** Most bytes of stored payloads and responses (JSON text) on one List Keys page: what one n8n run holds comfortably. */
+export const MAX_LIST_PAGE_BYTES = 16 * 1024 * 1024;
 export const MAX_STATS_WINDOW_HOURS = 24 * 366;
 const STATUSES: readonly RecordStatus[] = ['processing', 'completed', 'failed'];
 

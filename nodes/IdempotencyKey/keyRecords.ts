@@ -76,11 +76,10 @@ export async function listKeys(context: IExecuteFunctions, store: IdempotencySto
 		olderThanSeconds: filters.olderThanHours === undefined ? undefined : filters.olderThanHours * 3600,
 		keyPrefix: filters.keyPrefix || undefined,
 	};
-	const page = await store.listKeys(options);
+	const { keys, nextAfterKey } = await store.listKeys(options);
 	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
-	const last = page.length === options.limit ? page[page.length - 1].key : null;
 	// Every item says where the next page starts, so "After Key" can be {{ $json.nextPageAfterKey }} of the last item.
-	return [page.map((stored) => ({ json: { ...keyRecordJson(stored), nextPageAfterKey: last }, pairedItem }))];
+	return [keys.map((stored) => ({ json: { ...keyRecordJson(stored), nextPageAfterKey: nextAfterKey }, pairedItem }))];
 }
 
 /** Get Stats: one item with the counts (read with the first item's window). */

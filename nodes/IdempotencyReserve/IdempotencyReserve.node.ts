@@ -8,7 +8,7 @@ import {
 } from 'n8n-workflow';
 
 import { DatabaseUnavailableError, LockTimeoutError, PayloadMismatchError } from '../../lib/errors';
-import { defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceReport } from '../../lib/evidence/replayEvidence';
+import { capBatchPayloads, defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceReport } from '../../lib/evidence/replayEvidence';
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
 import type { IdempotencyStore } from '../../lib/postgres/store';
@@ -112,6 +112,15 @@ export class IdempotencyReserve implements INodeType {
 			}
 		}
 		if (pending.length === 0) return outputs;
+		// Only the first item of each key sends its evidence (a repeat in the batch is a duplicate).
+		const sent = new Set<string>();
+		capBatchPayloads(
+			pending.flatMap(({ request, evidence }) => {
+				if (sent.has(request.key) || !request.evidence) return [];
+				sent.add(request.key);
+				return [{ evidence: request.evidence, report: evidence }];
+			}),
+		);
 
 		let store: IdempotencyStore;
 		let results: Array<ReservationResult<CompactRecord>>;

@@ -4,7 +4,7 @@ import { InvalidConfigurationError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
 import { closeAllPools } from '../../lib/postgres/pool';
 import { renderStatement } from '../../lib/sql/statements';
-import { IdempotencyStore, MAX_LIST_PAGE_SIZE } from '../../lib/postgres/store';
+import { IdempotencyStore, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE } from '../../lib/postgres/store';
 import type { StoredKey } from '../../lib/types';
 import { adminPool, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -62,12 +62,12 @@ describe('List Keys (store)', () => {
 		['prefix and status together', { keyPrefix: 'stripe:', status: 'completed' as const }, ['stripe:old']],
 		['no filter: all, in key order', {}, ['shopify:new', 'stripe:failed', 'stripe:live', 'stripe:old', 'stripe:stuck']],
 	])('%s', async (_what, filter, expected) => {
-		expect(keysOf(await store.listKeys({ limit: 100, ...filter }))).toEqual(expected);
+		expect(keysOf((await store.listKeys({ limit: 100, ...filter })).keys)).toEqual(expected);
 	});
 
 	it('a prefix with LIKE wildcards matches them literally', async () => {
-		expect(await store.listKeys({ limit: 100, keyPrefix: 'stripe%' })).toEqual([]);
-		expect(await store.listKeys({ limit: 100, keyPrefix: 'stri_e:' })).toEqual([]);
+		expect((await store.listKeys({ limit: 100, keyPrefix: 'stripe%' })).keys).toEqual([]);
+		expect((await store.listKeys({ limit: 100, keyPrefix: 'stri_e:' })).keys).toEqual([]);
 	});
 
 	it('pages through 25 keys in pages of 10 after a cursor: every key once, in order', async () => {
@@ -77,7 +77,7 @@ describe('List Keys (store)', () => {
 		const sizes: number[] = [];
 		let afterKey = '';
 		for (let pageNumber = 0; pageNumber < 10; pageNumber++) {
-			const page = await store.listKeys({ limit: 10, afterKey, keyPrefix: 'page:' });
+			const { keys: page } = await store.listKeys({ limit: 10, afterKey, keyPrefix: 'page:' });
 			sizes.push(page.length);
 			seen.push(...keysOf(page));
 			if (page.length < 10) break;
@@ -111,16 +111,17 @@ describe('List Keys (store)', () => {
 		const client = await pool.connect();
 		try {
 			// The node's statements are unnamed, so planned with their parameter values: the same here.
-			const plan = (await client.query(`explain ${text.replace(/;\s*$/, '')}`.replace(/\$(\d)/g, (_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100', 'false'][Number(n)])))
+			const plan = (await client.query(`explain ${text.replace(/;\s*$/, '')}`.replace(/\$(\d)/g, (_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100', 'false', '16777216'][Number(n)])))
 				.rows.map((row) => row['QUERY PLAN'] as string)
 				.join('\n');
-			expect(plan).toMatch(/^Limit/);
+			// The byte bound is applied above the limit (a window over at most one page of keys).
+			expect(plan).toMatch(/->  Limit/);
 			expect(plan).toMatch(/Index Scan using records_big_pkey/);
 			expect(plan).not.toMatch(/Seq Scan/);
 		} finally {
 			client.release();
 		}
-		const page = await bigStore.listKeys({ limit: 100, status: 'failed' });
+		const { keys: page } = await bigStore.listKeys({ limit: 100, status: 'failed' });
 		expect(page).toHaveLength(100);
 		expect(page[0].key).toBe('k:000100');
 	});
@@ -217,5 +218,41 @@ describe('Get Stats', () => {
 
 	it.each([0, -1, 9000, Number.NaN])('refuses the window %p hours with a clear error', async (hours) => {
 		await expect(store.stats(hours)).rejects.toThrow(/stats window must be more than 0 and at most 8784 hours/);
+	});
+});
+
+describe('List Keys: a page is bounded in bytes, not only in keys', () => {
+	it('1000 keys of large payloads and responses: each page stays under MAX_LIST_PAGE_BYTES, the cursor goes on, and every key comes once', async () => {
+		const big = 'records_heavy';
+		await new IdempotencyStore(pool, { schema, table: big, createTable: true }).createTable();
+		// 40 failed keys: 30 with a 1 MB payload, every third of them with a 1 MB response too, 10 light ones.
+		await pool.query(
+			`insert into ${schema}.${big} (key, status, payload, response)
+			 select 'heavy:' || lpad(i::text, 2, '0'), 'failed',
+			        case when i <= 30 then jsonb_build_object('blob', repeat('p', 1000000)) end,
+			        case when i % 3 = 0 then jsonb_build_object('blob', repeat('r', 1000000)) end
+			 from generate_series(1, 40) i`,
+		);
+		await pool.query(`update ${schema}.${big} set payload_bytes = octet_length(payload::text) where payload is not null`);
+		const heavyOptions = { schemaName: schema, tableName: big };
+
+		const seen: string[] = [];
+		const pageSizes: number[] = [];
+		let afterKey = '';
+		for (let pageNumber = 0; pageNumber < 20 && afterKey !== null; pageNumber++) {
+			const [out] = await runKeyNode(
+				{ operation: 'listKeys', limit: MAX_LIST_PAGE_SIZE, afterKey, listFilters: { status: 'replayable' }, options: heavyOptions },
+				{ items: [{ json: {} }] },
+			);
+			const bytes = out.reduce((sum, item) => sum + JSON.stringify(item.json.payload).length + JSON.stringify(item.json.response).length, 0);
+			expect(bytes).toBeLessThanOrEqual(MAX_LIST_PAGE_BYTES);
+			pageSizes.push(out.length);
+			seen.push(...out.map((item) => String(item.json.key)));
+			afterKey = out.length === 0 ? (null as never) : (out[out.length - 1].json.nextPageAfterKey as string);
+		}
+		expect(seen).toEqual(Array.from({ length: 40 }, (_, index) => `heavy:${String(index + 1).padStart(2, '0')}`));
+		// 30 MB of payloads and 13 MB of responses cannot fit one 16 MB page.
+		expect(pageSizes.length).toBeGreaterThanOrEqual(3);
+		expect(pageSizes.every((size) => size > 0)).toBe(true);
 	});
 });

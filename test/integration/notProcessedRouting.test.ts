@@ -189,6 +189,29 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		]);
 	});
 
+	it('a Scope expression that fails for one item fails that item only; a Table Name that differs per item is a clear error for the run', async () => {
+		const scoped = insertPayment({
+			queryParameters: '={{ [$json.body.tenant.name + ":evt:" + $json.body.id, $json.body.amount] }}',
+			options: { schemaName: schema, tableName: 'processed_events', scope: '={{ $json.body.tenant.name }}' },
+		});
+		const items = [webhookItem({ id: 'evt_s_ok', tenant: { name: 'acme' }, amount: 5 }), webhookItem({ id: 'evt_s_bad', amount: 5 })];
+		const result = await run(workflow('idempotencyExecuteQuery', scoped, 'continueRegularOutput', wiring), 'eq-scope-fails', items);
+		expect(itemsAt(result, 'Respond 200 (new)').map((item) => (item.json.idempotency as { key: string }).key)).toEqual(['acme:evt:evt_s_ok']);
+		expect(itemsAt(result, 'Respond 503 (not run)')).toHaveLength(1);
+
+		const tables = insertPayment({ options: { schemaName: schema, tableName: '={{ $json.body.table }}' } });
+		const split = await run(workflow('idempotencyExecuteQuery', tables, 'continueRegularOutput', wiring), 'eq-table-differs', [
+			webhookItem({ id: 'evt_t_1', table: 'processed_events', amount: 5 }),
+			webhookItem({ id: 'evt_t_2', table: 'other_events', amount: 5 }),
+		]);
+		expect(itemsAt(split, 'Respond 200 (new)')).toHaveLength(0);
+		expect(errorsOf(split, 'continueRegularOutput', 'Respond 503 (not run)')).toEqual([
+			expect.stringMatching(/Table Name must be the same for every item of one run .* item 0 has "processed_events", item 1 has "other_events"/),
+			expect.stringMatching(/Table Name must be the same for every item/),
+		]);
+		expect(await stored('evt_t_1')).toEqual({ keys: 0, payments: 0 });
+	});
+
 	it('in an editor (manual) run reserves the real key: the production delivery is then Duplicate and the effect ran once', async () => {
 		const eventId = 'evt_manual_real';
 		const manual = await run(workflow('idempotencyExecuteQuery', insertPayment(), 'stopWorkflow', wiring), 'eq-manual', [webhookItem({ id: eventId, amount: 5 })], 'manual');

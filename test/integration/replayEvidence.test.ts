@@ -5,6 +5,7 @@ import path from 'node:path';
 
 import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
+import { MAX_BATCH_PAYLOAD_BYTES } from '../../lib/evidence/replayEvidence';
 import { KEYS_MIGRATIONS, versionStamp } from '../../lib/sql/migrations';
 import { SQL_DIR } from '../../lib/sql/statements';
 import type { ReplayEvidence, ReservationRequest, ReserveOptions } from '../../lib/types';
@@ -101,6 +102,35 @@ describe('Store Payload', () => {
 		expect((await storedEvidence('evt:evt_nul'))?.payload).toEqual({ id: 'evt_nul', note: 'a\uFFFDb', broken: 'x\uFFFDy', 'key\uFFFD': 'low\uFFFD' });
 	});
 
+	it('a body nested 100,000 levels deep: the key is reserved, the payload is not stored, and the reason says why', async () => {
+		let deep: unknown = 'leaf';
+		for (let level = 0; level < 100_000; level++) deep = [deep];
+		const [fresh, , notReserved] = await reserve([webhookItem({ id: 'evt_deep', deep }, {}, '{"id":"evt_deep"}')], { storePayload: true });
+		expect(notReserved).toEqual([]);
+		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_deep', isNew: true, payloadStored: false, payloadBytes: null });
+		expect(idempotencyOf(fresh[0]).payloadNotStoredReason).toMatch(/nested too deeply/);
+		expect(await storedEvidence('evt:evt_deep')).toMatchObject({ payload: null, payload_bytes: null });
+	});
+
+	it('a batch whose payloads pass MAX_BATCH_PAYLOAD_BYTES: every key is reserved, the payloads past it are not stored, and those items say why', async () => {
+		// 40 items of 1 MB (Max Payload Size 1024 KB each) would be one 40 MB statement; 1000 would not be sent at all.
+		const blob = 'b'.repeat(1_000_000);
+		const items = Array.from({ length: 40 }, (_, index) => ({ json: { id: `evt_batch_${String(index).padStart(2, '0')}`, blob } }));
+		const [fresh, duplicate, notReserved] = await reserve(items, { storePayload: true, maxPayloadKb: 1024 });
+		expect([duplicate, notReserved]).toEqual([[], []]);
+		expect(fresh).toHaveLength(40);
+		const stored = fresh.filter((item) => idempotencyOf(item).payloadStored === true);
+		const left = fresh.filter((item) => idempotencyOf(item).payloadStored === false);
+		const bytesEach = Number(idempotencyOf(fresh[0]).payloadBytes);
+		expect(stored).toHaveLength(Math.floor(MAX_BATCH_PAYLOAD_BYTES / bytesEach));
+		expect(left.length).toBeGreaterThan(0);
+		expect(idempotencyOf(left[0]).payloadNotStoredReason).toMatch(/the payloads of this run's items passed 32 MB/);
+		const { rows } = await pool.query(
+			`select count(*)::int as keys, count(payload)::int as payloads, sum(payload_bytes)::bigint as bytes from ${schema}.${TABLE} where key like 'evt:evt_batch_%'`,
+		);
+		expect(rows[0]).toEqual({ keys: 40, payloads: stored.length, bytes: String(40 * bytesEach) });
+	});
+
 	it('an item with no webhook body (not from a Webhook node): the whole item is stored, as the key is derived from it', async () => {
 		const item = { json: { id: 'evt_plain', amount: 5, customer: { id: 'cus_1' } } };
 		const [fresh] = await reserve([item], { storePayload: true });
@@ -184,6 +214,17 @@ describe('Correlation ID', () => {
 		(item.json.headers as Record<string, unknown>)['x-request-id'] = ['req-same', 'req-same'];
 		await reserve([item], fromHeader());
 		expect((await storedEvidence('evt:cor_same'))?.correlation_id).toBe('req-same');
+	});
+
+	it('control characters (a newline, an escape) in the header are replaced, with a warning: the correlation id stays one line', async () => {
+		// An item not from a Webhook node: no HTTP parser refused the newline.
+		const item = { json: { headers: { 'x-request-id': 'req-1\r\nX-Forged: yes\u001b[31m\u0085' }, body: { id: 'cor_ctl' } } };
+		const [fresh] = await reserve([item], fromHeader());
+		expect(idempotencyOf(fresh[0]).isNew).toBe(true);
+		const expected = 'req-1\uFFFD\uFFFDX-Forged: yes\uFFFD[31m\uFFFD';
+		expect((await storedEvidence('evt:cor_ctl'))?.correlation_id).toBe(expected);
+		expect(idempotencyOf(fresh[0]).correlationId).toBe(expected);
+		expect(idempotencyOf(fresh[0]).warnings).toEqual(['The correlation id had control characters (a newline, a tab, an escape); they were replaced with U+FFFD (�).']);
 	});
 
 	it('a huge header value (100,000 characters) is cut to 255, with a warning; the key is reserved', async () => {
@@ -295,6 +336,8 @@ describe('bad evidence options', () => {
 		['a Correlation Header that is no header name', { correlationId: 'header', correlationHeader: 'x request id' }, /Correlation Header must be a header name/],
 		['an empty Correlation Header', { correlationId: 'header', correlationHeader: '' }, /Correlation Header must be a header name/],
 		['an unknown Correlation ID choice', { correlationId: 'sometimes' }, /Unknown Correlation ID choice "sometimes"/],
+		['Authorization as the Correlation Header (a credential)', { correlationId: 'header', correlationHeader: 'Authorization' }, /Correlation Header "authorization" may carry a signature or a credential/],
+		['a signature header as the Correlation Header', { correlationId: 'header', correlationHeader: 'Stripe-Signature' }, /Correlation Header "stripe-signature" may carry a signature/],
 	])('%s: a NodeOperationError for the item, and nothing reserved', async (_what, options, message) => {
 		const id = `bad_${Math.random().toString(36).slice(2)}`;
 		const attempt = reserve([webhookItem({ id })], options);

@@ -19,6 +19,11 @@ describe('storablePayload: what JSON cannot hold is not stored, never thrown', (
 			circular.self = circular;
 			return circular;
 		})(), /refers to itself/],
+		['nested 100,000 levels deep (V8 runs out of stack)', (() => {
+			let deep: unknown = 'leaf';
+			for (let level = 0; level < 100_000; level++) deep = [deep];
+			return deep;
+		})(), /nested too deeply/],
 	])('%s', (_what, payload, reason) => {
 		const stored = storablePayload(payload, 1024);
 		expect(stored).toMatchObject({ json: null, bytes: null, warnings: [] });
@@ -33,6 +38,33 @@ describe('storablePayload: what JSON cannot hold is not stored, never thrown', (
 		});
 	});
 
+	it('a member named __proto__ is kept when another member name is repaired (JSON.parse makes it an own member)', () => {
+		const payload = JSON.parse('{"id":"evt_proto","__proto__":{"polluted":true},"bad\\u0000":"x"}');
+		const stored = storablePayload(payload, 1024);
+		expect(JSON.parse(stored.json as string)).toEqual(JSON.parse('{"id":"evt_proto","__proto__":{"polluted":true},"bad\\ufffd":"x"}'));
+		expect(stored.json).toContain('"__proto__":{"polluted":true}');
+		expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+	});
+
+	it('member names that repair to a taken name are all kept (U+FFFD and their position); a name that needed no repair keeps it', () => {
+		const stored = storablePayload({ 'a\u0000': 1, 'a\ud800': 2, 'a\ufffd': 3 }, 1024);
+		expect(JSON.parse(stored.json as string)).toEqual({ 'a\ufffd': 3, 'a\ufffd\ufffd0': 1, 'a\ufffd\ufffd1': 2 });
+	});
+
+	it('20,000 member names that all repair to one name: all kept, in linear time', () => {
+		// Every name of NULs and lone surrogates of length 15 becomes 15 U+FFFD: a crafted body.
+		const payload: Record<string, number> = {};
+		for (let index = 0; index < 20_000; index++) {
+			payload[index.toString(2).padStart(15, '0').replaceAll('0', '\u0000').replaceAll('1', '\ud800')] = index;
+		}
+		const started = performance.now();
+		const stored = storablePayload(payload, 10 * 1024 * 1024);
+		expect(performance.now() - started).toBeLessThan(5000);
+		const parsed = JSON.parse(stored.json as string) as Record<string, number>;
+		expect(Object.keys(parsed)).toHaveLength(20_000);
+		expect(new Set(Object.values(parsed)).size).toBe(20_000);
+	});
+
 	it('JSON null (a body that was null) is a payload like any other', () => {
 		expect(storablePayload(null, 1024)).toEqual({ json: 'null', bytes: 4, warnings: [] });
 	});
@@ -40,6 +72,16 @@ describe('storablePayload: what JSON cannot hold is not stored, never thrown', (
 	it('the cap counts UTF-8 bytes, not characters', () => {
 		const stored = storablePayload('é'.repeat(600), 1024);
 		expect(stored).toMatchObject({ json: null, bytes: 1202 });
+	});
+
+	it('at the cap exactly (4-byte emoji and 2-byte letters) it is stored; one byte over, not', () => {
+		const atCap = `${'😀'.repeat(255)}é`; // 1020 + 2 bytes, plus the two quotes: 1024
+		expect(storablePayload(atCap, 1024)).toMatchObject({ json: JSON.stringify(atCap), bytes: 1024 });
+		expect(storablePayload(`${atCap}a`, 1024)).toMatchObject({ json: null, bytes: 1025 });
+	});
+
+	it('the size is that of the text stored: a lone surrogate counts as the 3 bytes of U+FFFD that replace it', () => {
+		expect(storablePayload('x\ud800', 1024)).toMatchObject({ json: '"x\uFFFD"', bytes: 6 });
 	});
 });
 
@@ -96,4 +138,36 @@ describe('validateEvidenceConfig', () => {
 	it.each(['', 'x request', 'x:y', 'naïve'])('refuses the header name %p', (correlationHeader) => {
 		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).toThrow(/Correlation Header must be a header name/);
 	});
+
+	// A signature or a credential read as the correlation id would be stored with the key, returned by
+	// Get Key and List Keys and written to the execution's custom data (the forbidden-header rule).
+	it.each([
+		'Authorization',
+		'proxy-authorization',
+		'stripe-signature',
+		'X-Hub-Signature-256',
+		'x-shopify-hmac-sha256',
+		'x-slack-signature',
+		'webhook-signature',
+		'svix-signature',
+		'paypal-transmission-sig',
+		'cookie',
+		'x-api-key',
+		'apikey',
+		'x-auth-token',
+		'x-access-token',
+		'x-webhook-secret',
+		' Stripe-Signature ',
+	])('refuses the header %p, which may carry a signature or a credential', (correlationHeader) => {
+		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).toThrow(
+			/may carry a signature or a credential, which would be stored with the key/,
+		);
+	});
+
+	it.each(['traceparent', 'tracestate', 'x-request-id', 'x-correlation-id', 'x-amzn-trace-id', 'x-github-delivery', 'webhook-id', 'i-twilio-idempotency-token'])(
+		'accepts the trace header %p',
+		(correlationHeader) => {
+			expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).not.toThrow();
+		},
+	);
 });
