@@ -3,6 +3,7 @@ import {
 	createRunExecutionData,
 	NodeConnectionTypes,
 	NodeHelpers,
+	NodeOperationError,
 	Workflow,
 	type ICredentialDataDecryptedObject,
 	type ICredentialsHelper,
@@ -85,8 +86,48 @@ export class TestStep implements INodeType {
 	}
 }
 
+/**
+ * A business step that fails, returning under Continue On Fail the error items n8n-nodes-base's
+ * nodes return (2.40.7): the Postgres node's `{ message, error: { ...NodeOperationError } }` (the
+ * error object's own fields, where `message` is not one: it is not enumerable) and the Code node's
+ * `{ error: message }` with its pairedItem. Throws with Stop Workflow.
+ */
+export class TestFailingStep implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Failing Step',
+		name: 'testFailingStep',
+		group: ['transform'],
+		version: 1,
+		description: 'Fails like a stock node',
+		defaults: { name: 'Failing Step' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [
+			{
+				displayName: 'Shape',
+				name: 'shape',
+				type: 'options',
+				options: [
+					{ name: 'Postgres', value: 'postgres' },
+					{ name: 'Code', value: 'code' },
+				],
+				default: 'postgres',
+			},
+			{ displayName: 'Message', name: 'message', type: 'string', default: 'boom' },
+		],
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const shape = this.getNodeParameter('shape', 0) as string;
+		const error = new NodeOperationError(this.getNode(), new Error(this.getNodeParameter('message', 0) as string), { description: 'Failed query' });
+		if (!this.continueOnFail()) throw error;
+		if (shape === 'postgres') return [[{ json: { message: error.message, error: { ...error } } }]];
+		return [this.getInputData().map((_item, index) => ({ json: { error: error.message }, pairedItem: { item: index } }))];
+	}
+}
+
 const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
-	[new TestWebhook(), new TestStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
+	[new TestWebhook(), new TestStep(), new TestFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
 		(nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType],
 	),
 );
