@@ -62,12 +62,13 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 				),
 			(result) => result.rowCount >= 8,
 		);
+		// Attempt 3: the key was kept through both failures (a released key would start over at 1).
 		expect(customData.rows.map((r) => [Number(r.executionId), r.key, r.value])).toEqual([
-			[runs[0].id, 'idempotency_attempt', '1'],
+			[runs[0].id, 'idempotency_attempt', '3'],
 			[runs[0].id, 'idempotency_counts', 'new=1'],
 			[runs[0].id, 'idempotency_key', key],
 			[runs[0].id, 'idempotency_outcome', 'new'],
-			[runs[1].id, 'idempotency_attempt', '1'],
+			[runs[1].id, 'idempotency_attempt', '3'],
 			[runs[1].id, 'idempotency_counts', 'duplicate=1'],
 			[runs[1].id, 'idempotency_key', key],
 			[runs[1].id, 'idempotency_outcome', 'duplicate'],
