@@ -1,10 +1,19 @@
-import { NodeConnectionTypes, type INode, type INodeParameters, type IWorkflowBase } from 'n8n-workflow';
+import { NodeConnectionTypes, type INodeParameters, type IWorkflowBase } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
+import {
+	CREDENTIAL_UP,
+	engineWithUpAndDownCredentials,
+	inProcessWorkflow,
+	itemsAt,
+	packageNode,
+	runWorkflowExecution,
+	type EngineBase,
+	type OnErrorSetting,
+} from '../support/n8nEngine';
 
 /*
  * Mark Failed's default Error Message, resolved by n8n-core's own engine on the items n8n's error
@@ -33,28 +42,9 @@ afterAll(async () => {
 });
 
 const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
-const node = (name: string, type: string, parameters: INodeParameters, extra: Partial<INode> = {}): INode => ({
-	id: name,
-	name,
-	type: `${PACKAGE}.${type}`,
-	typeVersion: 1,
-	position: [0, 0],
-	parameters,
-	...extra,
-});
+const node = packageNode;
+const workflowOf = inProcessWorkflow;
 const to = (name: string) => [{ node: name, type: NodeConnectionTypes.Main, index: 0 }];
-const workflowOf = (id: string, nodes: INode[], connections: IWorkflowBase['connections']): IWorkflowBase => ({
-	id,
-	name: id,
-	active: false,
-	activeVersionId: null,
-	isArchived: false,
-	createdAt: new Date(),
-	updatedAt: new Date(),
-	nodes,
-	connections,
-	settings: { executionOrder: 'v1' },
-});
 
 /** The webhook template's failure path: Reserve → business step (error output) → Mark Failed with its default Key and Error Message. */
 function failingWebhook(shape: 'postgres' | 'code', onError: OnErrorSetting, markFailed: INodeParameters = {}): IWorkflowBase {

@@ -9,6 +9,7 @@ import {
 	type ICredentialsHelper,
 	type IExecuteFunctions,
 	type INodeCredentialsDetails,
+	type INode,
 	type INodeExecutionData,
 	type INodeParameters,
 	type INodeType,
@@ -247,6 +248,17 @@ export async function runWorkflowExecution(
 		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
 	});
 	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
+}
+
+/** A node of this package (or a test stand-in) for an in-process workflow. */
+export function packageNode(name: string, type: string, parameters: INodeParameters = {}, extra: Partial<INode> = {}): INode {
+	return { id: name, name, type: `${PACKAGE}.${type}`, typeVersion: 1, position: [0, 0], parameters, ...extra };
+}
+
+/** A saved workflow as WorkflowExecute needs it (inactive, execution order v1). */
+export function inProcessWorkflow(id: string, nodes: INode[], connections: IWorkflowBase['connections']): IWorkflowBase {
+	const now = new Date();
+	return { id, name: id, active: false, activeVersionId: null, isArchived: false, createdAt: now, updatedAt: now, nodes, connections, settings: { executionOrder: 'v1' } };
 }
 
 /** The items one node received over its (only) run, or none when it did not run. */
