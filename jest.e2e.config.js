@@ -9,7 +9,7 @@ const { TOPOLOGY } = require('./test/e2e/support/topology');
 
 const testMatch =
 	TOPOLOGY === 'queue'
-		? ['checklist', 'seed-experiment', 'signature', 'release-on-error'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
+		? ['checklist', 'seed-experiment', 'signature', 'mark-failed-on-error'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
 		: ['<rootDir>/test/e2e/*.e2e.test.{js,ts}'];
 
 module.exports = {

@@ -256,9 +256,21 @@ export class IdempotencyStore {
 	/** Releases every live reservation of one n8n execution; returns the released keys. */
 	async releaseExecution(executionId: string): Promise<string[]> {
 		if (!executionId) throw new InvalidConfigurationError('Release by execution needs an execution id.');
+		return this.settleExecution('release', 'releaseExecution', [executionId]);
+	}
+
+	/** Marks failed every live reservation of one n8n execution, kept with the message; returns their keys. */
+	async failExecution(executionId: string, error: string): Promise<{ keys: string[]; warnings: string[] }> {
+		if (!executionId) throw new InvalidConfigurationError('Mark Failed by execution needs an execution id.');
+		const message = storableErrorMessage(error);
+		const keys = await this.settleExecution('fail', 'failExecution', [executionId, message.text]);
+		return { keys, warnings: message.warnings };
+	}
+
+	private async settleExecution(operation: 'release' | 'fail', statement: StatementName, values: unknown[]): Promise<string[]> {
 		await this.ensureReady();
-		// Retried like Release; after a lost answer the re-send lists only the keys still left to release.
-		const { rows } = await this.runText('release', renderStatement('releaseExecution', this.table), [executionId], {
+		// Retried like Release; after a lost answer the re-send lists only the keys still left to settle.
+		const { rows } = await this.runText(operation, renderStatement(statement, this.table), values, {
 			retryUntil: Date.now() + (this.options.settleRetryMs ?? SETTLE_RETRY_MS),
 		});
 		return rows.map((row) => row.key as string);

@@ -17,6 +17,7 @@ export const QUERY_FILES = {
 	release: 'queries/release.sql',
 	releaseExecution: 'queries/release_execution.sql',
 	fail: 'queries/fail.sql',
+	failExecution: 'queries/fail_execution.sql',
 	cleanup: 'queries/cleanup.sql',
 	advanceOrder: 'queries/order_advance.sql',
 	lookupRecords: 'queries/get_keys.sql',

@@ -36,7 +36,7 @@ export class IdempotencyKey implements INodeType {
 		version: 1,
 		// The operation's label, as the Operation list shows it (never its internal value).
 		subtitle:
-			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": "Mark Failed", "cleanup": "Delete Expired Keys", "getKey": "Get Key", "listKeys": "List Keys", "stats": "Get Stats", "claimForReplay": "Claim for Replay"}[$parameter.operation] || $parameter.operation }}',
+			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": $parameter.source === "execution" ? "Mark Failed (failed execution)" : "Mark Failed", "cleanup": "Delete Expired Keys", "getKey": "Get Key", "listKeys": "List Keys", "stats": "Get Stats", "claimForReplay": "Claim for Replay"}[$parameter.operation] || $parameter.operation }}',
 		description: 'Complete, release on error, mark failed, clean up, read, count or claim for replay idempotency keys reserved by Idempotency Reserve',
 		defaults: { name: 'Idempotency Key' },
 		usableAsTool: true,
@@ -60,10 +60,10 @@ export class IdempotencyKey implements INodeType {
 			if (operation === 'claimForReplay') return await claimForReplay(this, store);
 			const source = this.getNodeParameter('source', 0) as KeyFrom;
 			if (source === 'execution') {
-				if (operation !== 'release') {
-					throw new NodeOperationError(this.getNode(), '"Failed Execution" works with the Release operation only.');
+				if (operation !== 'release' && operation !== 'fail') {
+					throw new NodeOperationError(this.getNode(), '"Failed Execution" works with the Release and Mark Failed operations only.');
 				}
-				return await releaseExecutions(this, store);
+				return await settleExecutions(this, store, operation);
 			}
 			return await settle(this, store, operation, source);
 		} catch (error) {
@@ -90,16 +90,22 @@ async function cleanup(context: IExecuteFunctions, store: IdempotencyStore): Pro
 	return { json: { ...result }, pairedItem };
 }
 
-async function releaseExecutions(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData[][]> {
+/** Key From = Failed Execution: every live reservation of each item's execution, released or marked failed. */
+async function settleExecutions(context: IExecuteFunctions, store: IdempotencyStore, operation: 'release' | 'fail'): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	const outputs: INodeExecutionData[][] = [[], []];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		const executionId = String(context.getNodeParameter('executionId', itemIndex) ?? '');
-		const releasedKeys = await store.releaseExecution(executionId);
-		outputs[DONE].push({
-			json: { ...items[itemIndex].json, idempotency: { operation: 'release', executionId, releasedKeys } },
-			pairedItem: { item: itemIndex },
-		});
+		let idempotency: IDataObject;
+		if (operation === 'release') {
+			idempotency = { operation, executionId, releasedKeys: await store.releaseExecution(executionId) };
+		} else {
+			const error = String(context.getNodeParameter('errorMessage', itemIndex, '') ?? '');
+			const failed = await store.failExecution(executionId, error);
+			idempotency = { operation, executionId, failedKeys: failed.keys };
+			if (failed.warnings.length > 0) idempotency.warnings = failed.warnings;
+		}
+		outputs[DONE].push({ json: { ...items[itemIndex].json, idempotency }, pairedItem: { item: itemIndex } });
 	}
 	return outputs;
 }

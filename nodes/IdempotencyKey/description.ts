@@ -22,6 +22,16 @@ const EXECUTION_SOURCE: INodePropertyOptions = {
 	description: 'Every live reservation of one execution (Error Trigger workflows)',
 };
 
+/**
+ * Mark Failed's default error message. A failed node's items on its error output carry the text as
+ * `error` (a string: Code node, most nodes) or as `message` beside an `error` object without one
+ * (the Postgres node); an Error Trigger item carries it in `execution.error.message`. A superset of
+ * the first default (`error` only): n8n does not save a parameter left at its default, so workflows
+ * saved with that one get this one, and read the same text wherever the first found one.
+ */
+export const FAIL_ERROR_MESSAGE_DEFAULT =
+	"={{ (typeof $json.error === 'object' ? $json.error?.message : $json.error) || $json.message || $json.execution?.error?.message }}";
+
 export const keyProperties: INodeProperties[] = [
 	{
 		displayName: 'Operation',
@@ -81,14 +91,15 @@ export const keyProperties: INodeProperties[] = [
 		],
 		default: 'release',
 	},
-	// "Failed Execution" only exists for Release: releasing every live reservation of a failed run is
-	// safe, completing or failing them all blind is not. One parameter per operation group, same name.
+	// "Failed Execution" exists for Release and Mark Failed: both let the next delivery run the business
+	// step again, which is what a failed run needs; completing its keys blind could lose an event whose
+	// effect never happened. One parameter per operation group, same name.
 	{
 		displayName: 'Key From',
 		name: 'source',
 		type: 'options',
 		noDataExpression: true,
-		displayOptions: { show: { operation: ['release'] } },
+		displayOptions: { show: { operation: ['release', 'fail'] } },
 		options: [ITEM_SOURCE, RESERVE_SOURCE, CUSTOM_SOURCE, EXECUTION_SOURCE],
 		default: 'item',
 	},
@@ -97,7 +108,7 @@ export const keyProperties: INodeProperties[] = [
 		name: 'source',
 		type: 'options',
 		noDataExpression: true,
-		displayOptions: { show: { operation: ['complete', 'fail'] } },
+		displayOptions: { show: { operation: ['complete'] } },
 		options: [ITEM_SOURCE, RESERVE_SOURCE, CUSTOM_SOURCE],
 		default: 'item',
 	},
@@ -134,10 +145,10 @@ export const keyProperties: INodeProperties[] = [
 		displayName: 'Execution ID',
 		name: 'executionId',
 		type: 'string',
-		displayOptions: { show: { operation: ['release'], source: ['execution'] } },
+		displayOptions: { show: { operation: ['release', 'fail'], source: ['execution'] } },
 		default: '={{ $json.execution.id }}',
 		required: true,
-		description: 'Execution whose live (lease-mode) reservations are released; the default reads it from the Error Trigger\'s output',
+		description: 'Execution whose live (lease-mode) reservations are released or marked failed; the default reads it from the Error Trigger\'s output',
 	},
 	{
 		displayName: 'Response to Store',
@@ -152,7 +163,8 @@ export const keyProperties: INodeProperties[] = [
 		name: 'errorMessage',
 		type: 'string',
 		displayOptions: { show: { operation: ['fail'] } },
-		default: '={{ typeof $json.error === "object" ? $json.error.message : $json.error }}',
+		default: FAIL_ERROR_MESSAGE_DEFAULT,
+		description: "Stored as the key's lastError. The default reads a Code node's error, a Postgres node's message and an Error Trigger's error.",
 	},
 	{
 		displayName: 'Retention (Days)',

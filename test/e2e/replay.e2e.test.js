@@ -1,5 +1,5 @@
 // Issue 10 §3, "Replay failed events" through a real n8n: deliveries whose business step fails are
-// left failed by the webhook template (Store Payload on, Release Key switched to Mark Failed), then
+// left failed by the webhook template as shipped (Store Payload on, Mark Failed on error), then
 // the shipped replay template lists them in a dry run (nothing changes), replays them from the
 // stored payload once the cause is fixed (exactly one business row each), never replays a completed
 // key, and sends a key without a stored payload to its "Needs Manual Handling" branch.
@@ -11,21 +11,8 @@ const POISON = 'business_log_e2e_replay_poison';
 const STILL_BROKEN = 'business_log_e2e_replay_still_broken';
 const RACE = 'business_log_e2e_replay_race';
 
-const MARK_FAILED_MESSAGE = "={{ (typeof $json.error === 'object' ? $json.error?.message : $json.error) || $json.message }}";
-
-/** The webhook template as a user sets it up for replay: Store Payload on (1 KB cap), failures marked failed. */
-function webhookKeepingFailures() {
-	const template = readShippedTemplate('idempotent-webhook.json');
-	const nodes = template.nodes.map((node) => {
-		if (node.type === 'n8n-nodes-idempotency.idempotencyReserve') {
-			return { ...node, parameters: { ...node.parameters, options: { ...node.parameters.options, storePayload: true, maxPayloadKb: 1 } } };
-		}
-		// The Postgres node's error items carry the text in `message` (their `error` object has none).
-		if (node.name === 'Release Key') return { ...node, parameters: { ...node.parameters, operation: 'fail', errorMessage: MARK_FAILED_MESSAGE } };
-		return node;
-	});
-	return { ...template, nodes };
-}
+// Over Reserve's default Max Payload Size (64 KB): the key is kept without its payload.
+const OVER_THE_CAP = 'x'.repeat(70 * 1024);
 
 /** The replay template with the values a user types into its Replay Settings node. */
 function replayWorkflow(settings) {
@@ -53,7 +40,7 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 	const keyOf = (e) => `evt:${e.id}`;
 	const failing = event('a_fails_then_fixed', 'e2e.replay_poison', { data: { object: { amount: 4200 } } });
 	const stillBroken = event('b_still_broken', 'e2e.replay_still_broken');
-	const noPayload = event('c_too_big_to_store', 'e2e.replay_poison', { padding: 'x'.repeat(3000) });
+	const noPayload = event('c_too_big_to_store', 'e2e.replay_poison', { padding: OVER_THE_CAP });
 	const completed = event('d_completed', 'e2e.replay_ok');
 	let url;
 	let dryRunId;
@@ -77,7 +64,8 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 	beforeAll(async () => {
 		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${POISON} CHECK (event_type IS DISTINCT FROM 'e2e.replay_poison')`);
 		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${STILL_BROKEN} CHECK (event_type IS DISTINCT FROM 'e2e.replay_still_broken')`);
-		const { workflow, webhookPath } = withOwnWebhook(webhookKeepingFailures(), 'replay');
+		// The shipped webhook template, unchanged but for its webhook path.
+		const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('idempotent-webhook.json'), 'replay');
 		await publishWorkflow(h, workflow, webhookPath);
 		url = `${h.state.baseUrl}/webhook/${webhookPath}`;
 		dryRunId = (await saveWorkflow(h, replayWorkflow({ keyPrefix: prefix }), `replay dry run ${tag}`)).id;
@@ -93,7 +81,7 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 	test('deliveries whose business step fails are left failed with their payload (the one over the cap without)', async () => {
 		for (const e of [failing, stillBroken, noPayload]) {
 			const answer = await h.deliver(url, e);
-			expect([e.id, answer.status]).toEqual([e.id, 500]);
+			expect([e.id, answer.status, answer.outcome]).toEqual([e.id, 500, 'failed']);
 		}
 		const ok = await h.deliver(url, completed);
 		expect([ok.status, ok.outcome]).toEqual([200, 'new']);
@@ -103,7 +91,7 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		expect(await stored(stillBroken)).toMatchObject({ status: 'failed', attempts: 1, payload: stillBroken });
 		const tooBig = await stored(noPayload);
 		expect(tooBig).toMatchObject({ status: 'failed', payload: null });
-		expect(tooBig.payload_bytes).toBeGreaterThan(1024);
+		expect(tooBig.payload_bytes).toBeGreaterThan(64 * 1024);
 		expect(await stored(completed)).toMatchObject({ status: 'completed' });
 		expect([await businessRows(failing), await businessRows(stillBroken), await businessRows(noPayload), await businessRows(completed)]).toEqual([0, 0, 0, 1]);
 	});

@@ -64,7 +64,7 @@ describe('templates and the installed community package', () => {
 		const ids = ['webhook', 'cleanup', 'error'].map((name) => readTemplate(name).id);
 		if (!activatesThroughPublication(h.state.n8nVersion)) {
 			// n8n 1.x: active in its row and "Activated workflow … (ID: …)" in its log at start; the error
-			// workflow stays inactive (1.x runs error workflows without, release-on-error proves it runs).
+			// workflow stays inactive (1.x runs error workflows without, mark-failed-on-error proves it runs).
 			const activated = ['webhook', 'cleanup', 'error'].map(readTemplate).filter((t) => activateWorkflowArgs(h.state.n8nVersion, t));
 			expect(activated.map((t) => t.id).sort()).toEqual([readTemplate('webhook').id, readTemplate('cleanup').id].sort());
 			const log = fs.readFileSync(h.state.logFile, 'utf8');

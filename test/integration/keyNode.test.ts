@@ -122,6 +122,46 @@ describe('Idempotency Key: Mark Failed', () => {
 		const [again] = await leaseReserve([webhookItem({ id: 'evt_markfail' })]);
 		expect(idempotencyOf(again[0])).toMatchObject({ isNew: true, attempts: 2 });
 	});
+
+	it('marks failed every live reservation of a failed execution (Error Trigger data), keeping rows and payloads; completed keys and other executions stay', async () => {
+		const evidence = { ...tableOptions(), createTable: true, storePayload: true };
+		const reserveIn = (executionId: string, ids: string[]) =>
+			runReserve({ mode: 'lease', leaseSeconds: 60, options: evidence }, { items: ids.map((id) => webhookItem({ id, amount: 7 })), executionId });
+		const [fresh] = await reserveIn('exec-failed', ['evt_fexec_a', 'evt_fexec_b', 'evt_fexec_done']);
+		await reserveIn('exec-other', ['evt_fexec_other']);
+		await runKeyNode({ operation: 'complete', source: 'item', options: tableOptions() }, { items: [fresh[2]] });
+		const errorTriggerItem = { json: { execution: { id: 'exec-failed', error: { message: 'boom\u0000' }, lastNodeExecuted: 'Crash' }, workflow: { id: 'wf-1' } } };
+
+		const [done, stale] = await runKeyNode(
+			{ operation: 'fail', source: 'execution', executionId: 'exec-failed', errorMessage: 'Crash: boom\u0000', options: tableOptions() },
+			{ items: [errorTriggerItem] },
+		);
+
+		expect(stale).toHaveLength(0);
+		expect(done[0].pairedItem).toEqual({ item: 0 });
+		expect(done[0].json.execution).toEqual(errorTriggerItem.json.execution);
+		const settled = idempotencyOf(done[0]);
+		expect({ ...settled, failedKeys: (settled.failedKeys as string[]).sort() }).toEqual({
+			operation: 'fail',
+			executionId: 'exec-failed',
+			failedKeys: ['evt:evt_fexec_a', 'evt:evt_fexec_b'],
+			warnings: [expect.stringMatching(/error message had NUL/)],
+		});
+		for (const id of ['evt_fexec_a', 'evt_fexec_b']) {
+			expect(await row(`evt:${id}`)).toMatchObject({ status: 'failed', locked_until: null, last_error: 'Crash: boom\uFFFD', payload: { id, amount: 7 } });
+		}
+		expect(await row('evt:evt_fexec_done')).toMatchObject({ status: 'completed' });
+		expect(await row('evt:evt_fexec_other')).toMatchObject({ status: 'processing' });
+		// The next delivery takes the failed key over as New, as after a release.
+		const [again] = await reserveIn('exec-retry', ['evt_fexec_a']);
+		expect(idempotencyOf(again[0])).toMatchObject({ isNew: true, attempts: 2 });
+	});
+
+	it('Failed Execution without an execution id: a clear error, nothing changed', async () => {
+		await expect(
+			runKeyNode({ operation: 'fail', source: 'execution', executionId: '', errorMessage: 'x', options: tableOptions() }, { items: [{ json: {} }] }),
+		).rejects.toThrow(/needs an execution id/);
+	});
 });
 
 describe('Idempotency Key: content never stops a settle', () => {

@@ -3,11 +3,13 @@ import {
 	createRunExecutionData,
 	NodeConnectionTypes,
 	NodeHelpers,
+	NodeOperationError,
 	Workflow,
 	type ICredentialDataDecryptedObject,
 	type ICredentialsHelper,
 	type IExecuteFunctions,
 	type INodeCredentialsDetails,
+	type INode,
 	type INodeExecutionData,
 	type INodeParameters,
 	type INodeType,
@@ -100,8 +102,48 @@ export class TestStep implements INodeType {
 	}
 }
 
+/**
+ * A business step that fails, returning under Continue On Fail the error items n8n-nodes-base's
+ * nodes return (2.40.7): the Postgres node's `{ message, error: { ...NodeOperationError } }` (the
+ * error object's own fields, where `message` is not one: it is not enumerable) and the Code node's
+ * `{ error: message }` with its pairedItem. Throws with Stop Workflow.
+ */
+export class TestFailingStep implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Failing Step',
+		name: 'testFailingStep',
+		group: ['transform'],
+		version: 1,
+		description: 'Fails like a stock node',
+		defaults: { name: 'Failing Step' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [
+			{
+				displayName: 'Shape',
+				name: 'shape',
+				type: 'options',
+				options: [
+					{ name: 'Postgres', value: 'postgres' },
+					{ name: 'Code', value: 'code' },
+				],
+				default: 'postgres',
+			},
+			{ displayName: 'Message', name: 'message', type: 'string', default: 'boom' },
+		],
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const shape = this.getNodeParameter('shape', 0) as string;
+		const error = new NodeOperationError(this.getNode(), new Error(this.getNodeParameter('message', 0) as string), { description: 'Failed query' });
+		if (!this.continueOnFail()) throw error;
+		if (shape === 'postgres') return [[{ json: { message: error.message, error: { ...error } } }]];
+		return [this.getInputData().map((_item, index) => ({ json: { error: error.message }, pairedItem: { item: index } }))];
+	}
+}
+
 const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
-	[new TestWebhook(), new TestStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
+	[new TestWebhook(), new TestStep(), new TestFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
 		(nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType],
 	),
 );
@@ -221,6 +263,17 @@ export async function runWorkflowExecution(
 		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
 	});
 	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
+}
+
+/** A node of this package (or a test stand-in) for an in-process workflow. */
+export function packageNode(name: string, type: string, parameters: INodeParameters = {}, extra: Partial<INode> = {}): INode {
+	return { id: name, name, type: `${PACKAGE}.${type}`, typeVersion: 1, position: [0, 0], parameters, ...extra };
+}
+
+/** A saved workflow as WorkflowExecute needs it (inactive, execution order v1). */
+export function inProcessWorkflow(id: string, nodes: INode[], connections: IWorkflowBase['connections']): IWorkflowBase {
+	const now = new Date();
+	return { id, name: id, active: false, activeVersionId: null, isArchived: false, createdAt: now, updatedAt: now, nodes, connections, settings: { executionOrder: 'v1' } };
 }
 
 /** The items one node received over its (only) run, or none when it did not run. */

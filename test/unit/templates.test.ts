@@ -290,11 +290,11 @@ describe('after the business step succeeded (webhook and error-workflow template
 		new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
 	const passedThrough = { body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1', ownerToken: 'x', outcome: 'new' } };
 
-	it('only a real result of the business step reaches Mark Complete; a passed-through input is released', () => {
+	it('only a real result of the business step reaches Mark Complete; a passed-through input is marked failed', () => {
 		const [success, failure] = targets(webhook, 'Business Step (insert business_log)');
 		expect(success).toEqual(['Business Step Succeeded?']);
-		expect(failure).toEqual(['Release Key']);
-		expect(targets(webhook, 'Business Step Succeeded?')).toEqual([['Mark Complete'], ['Release Key']]);
+		expect(failure).toEqual(['Mark Failed']);
+		expect(targets(webhook, 'Business Step Succeeded?')).toEqual([['Mark Complete'], ['Mark Failed']]);
 		const condition = leftValue(byName(webhook, 'Business Step Succeeded?'));
 		expect(condition.operator.operation).toBe('exists');
 		expect(evaluate(condition.leftValue, { id: 7 })).toBe(7);
@@ -307,7 +307,7 @@ describe('after the business step succeeded (webhook and error-workflow template
 		expect(evaluate(condition.leftValue, passedThrough)).toBeUndefined();
 	});
 
-	it('the error workflow completes that key instead of releasing it, and releases only other failures', () => {
+	it('the error workflow completes that key instead of marking it failed, and marks failed only the keys of other failures', () => {
 		const [[check]] = targets(errorWorkflow, 'Error Trigger');
 		const ifNode = byName(errorWorkflow, check);
 		expect(ifNode.type).toBe('n8n-nodes-base.if');
@@ -315,7 +315,7 @@ describe('after the business step succeeded (webhook and error-workflow template
 		expect(conditions).toEqual([expect.objectContaining({ rightValue: COMPLETION_FAILED_PREFIX, operator: expect.objectContaining({ operation: 'startsWith' }) })]);
 		const [[whenDone], [otherwise]] = targets(errorWorkflow, ifNode.name);
 		expect(byName(errorWorkflow, whenDone).parameters).toMatchObject({ operation: 'complete', source: 'custom' });
-		expect(byName(errorWorkflow, otherwise).parameters).toMatchObject({ operation: 'release', source: 'execution' });
+		expect(byName(errorWorkflow, otherwise).parameters).toMatchObject({ operation: 'fail', source: 'execution', executionId: '={{ $json.execution.id }}' });
 		// The expressions read back exactly what the webhook template's error message carries.
 		const completeNode = byName(errorWorkflow, whenDone);
 		const message = `${COMPLETION_FAILED_PREFIX}${JSON.stringify({ key: 'evt:a b{c}', ownerToken: '0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10' })}`;
@@ -324,6 +324,58 @@ describe('after the business step succeeded (webhook and error-workflow template
 			new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)({ execution: { error: { message } } });
 		expect(evaluate(String(completeNode.parameters.key))).toBe('evt:a b{c}');
 		expect(evaluate(String(completeNode.parameters.ownerToken))).toBe('0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10');
+	});
+
+	it("the error workflow's Mark Failed stores which execution failed, in which node, and why", () => {
+		const [, [otherwise]] = targets(errorWorkflow, 'Business Step Already Done?');
+		const expression = String(byName(errorWorkflow, otherwise).parameters.errorMessage);
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		const evaluate = (json: unknown) => new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
+		expect(evaluate({ execution: { id: '42', lastNodeExecuted: 'Crash', error: { message: 'worker died' } } })).toBe('execution 42 failed in Crash: worker died');
+		expect(evaluate({ execution: { id: '43', error: {} } })).toBe('execution 43 failed: no error message');
+	});
+});
+
+describe('the webhook template keeps failed events (replay evidence, dead-letter view)', () => {
+	const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
+	const byName = (name: string) => webhook.nodes.find((candidate) => candidate.name === name)!;
+	const reserve = webhook.nodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`)!;
+	const markFailed = byName('Mark Failed');
+
+	it('stores the payload with each key, and a note says why and when to turn it off', () => {
+		expect(reserve.parameters.options).toMatchObject({ storePayload: true });
+		const notes = webhook.nodes.filter((node) => node.type === 'n8n-nodes-base.stickyNote').map((note) => String(note.parameters.content));
+		const why = notes.find((content) => content.includes('**Store Payload**'));
+		expect(why).toMatch(/replay-failed-events\.json/);
+		expect(why).toMatch(/personal data/);
+		expect(why).toMatch(/Retention/);
+	});
+
+	it('marks the key failed (never releases it) after a failed business step, with the error text, and answers 500', () => {
+		expect(webhook.nodes.some((node) => node.type === `${PACKAGE}.idempotencyKey` && node.parameters.operation === 'release')).toBe(false);
+		expect(markFailed).toMatchObject({ type: `${PACKAGE}.idempotencyKey`, parameters: { operation: 'fail', source: 'custom' } });
+		expect(markFailed.parameters.key).toBe("={{ $('Idempotency Reserve').item.json.idempotency.key }}");
+		expect(markFailed.parameters.ownerToken).toBe("={{ $('Idempotency Reserve').item.json.idempotency.ownerToken }}");
+		const expression = String(markFailed.parameters.errorMessage);
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		const evaluate = (json: unknown) => new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
+		// What n8n 2.40.7's error output carries: a Postgres node's items, a Code node's items, a passed-through input.
+		expect(evaluate({ message: 'new row violates check constraint "x"', error: { level: 'warning', description: 'Failed query' } })).toBe('new row violates check constraint "x"');
+		expect(evaluate({ error: 'Cannot read properties of undefined' })).toBe('Cannot read properties of undefined');
+		expect(evaluate({ body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1' } })).toBe('the business step returned no result');
+		const respond = webhook.connections['Mark Failed'].main.map((outputTargets) => outputTargets.map((target) => byName(target.node)));
+		for (const [target] of respond) {
+			expect(target.parameters.options).toMatchObject({ responseCode: 500, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'failed' }] } });
+		}
+	});
+
+	it('answers every path with the same status codes as before: 200 new, 200 duplicate, 409, 503, 401, 500 after a failed step', () => {
+		expect([0, 1, 2, 3].map((output) => answersFrom(webhook, reserve.name, output).sort())).toEqual([[200, 500], [200], [409], [503]]);
+		expect(answersFrom(webhook, 'Webhook Signature Verify', 1)).toEqual([401]);
+		expect(answersFrom(webhook, 'Business Step (insert business_log)', 1)).toEqual([500]);
+		expect(answersFrom(webhook, 'Business Step Succeeded?', 1)).toEqual([500]);
+		expect(answersFrom(webhook, 'Business Step Succeeded?', 0)).toEqual([200]);
+		expect(answersFrom(webhook, 'Mark Complete', 2)).toEqual([200]);
 	});
 });
 

@@ -1,7 +1,7 @@
 // Test 5's defence, made deterministic: the business step succeeds, then Mark Complete fails on every
 // try (a trigger rejects the completion of this one key, as a database that is down would). The
 // template must answer the provider 200 (the effect happened) and fail the execution in Completion
-// Failed; the error-workflow template must then COMPLETE the key (not release it), so the
+// Failed; the error-workflow template must then COMPLETE the key (not mark it failed), so the
 // redelivery is a duplicate and the business step ran exactly once.
 const { harness, eventId } = require('../support/harness');
 const { report } = require('../support/provider');
@@ -49,7 +49,7 @@ describe('queue mode: Mark Complete fails after the business step succeeded', ()
 		expect(errorRuns).toHaveLength(1);
 		expect(errorRuns[0].status).toBe('success');
 		expect(errorRuns[0].nodesRun).toContain(COMPLETE_IN_ERROR_WORKFLOW);
-		expect(errorRuns[0].nodesRun).not.toContain('Release Keys of Failed Execution');
+		expect(errorRuns[0].nodesRun).not.toContain('Mark Keys of Failed Execution as Failed');
 		const stored = await h.appQuery('SELECT status FROM processed_events WHERE key = $1', [key]);
 		expect(stored.rows).toEqual([{ status: 'completed' }]);
 

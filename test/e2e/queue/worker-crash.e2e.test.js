@@ -1,6 +1,6 @@
 // Test 4 (queue mode): the business step takes a few seconds (a trigger on business_log sleeps for
 // this event type); the worker executing it is killed with SIGKILL mid-step. The provider's
-// deliveries get 409 while the lease runs; after the lease (or once the error workflow released
+// deliveries get 409 while the lease runs; after the lease (or once the error workflow marked failed
 // the key of the crashed execution, where n8n reports it) the event is processed exactly once.
 //
 // Postgres runs a statement to its end (and commits it) even when its client died, unless

@@ -103,7 +103,7 @@ module.exports = { harness, outputTaken, outputItem, eventId, OWNER, NODE: {
 	reserve: 'Idempotency Reserve',
 	business: 'Business Step (insert business_log)',
 	complete: 'Mark Complete',
-	release: 'Release Key',
+	markFailed: 'Mark Failed',
 	respond200: 'Respond 200',
 	respondDuplicate: 'Respond 200 (duplicate, replay)',
 	respond409: 'Respond 409 (in progress)',

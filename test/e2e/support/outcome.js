@@ -1,5 +1,5 @@
 // What "exactly once" means after a run with retries: every event has exactly one business row, no
-// key is left 'processing', and no execution of the webhook workflow is left running in n8n.
+// key is left 'processing' or 'failed', and no execution of the webhook workflow is left running in n8n.
 const { eventually } = require('./eventually');
 const { outputItem } = require('./harness');
 

@@ -37,7 +37,7 @@ function crashAfterReserve() {
 	const reserve = webhook.nodes.find((node) => node.type === 'n8n-nodes-idempotency.idempotencyReserve');
 	return {
 		id: IDS.crash,
-		name: 'E2E crash after reserve (error workflow releases)',
+		name: 'E2E crash after reserve (error workflow marks failed)',
 		nodes: [
 			{
 				id: 'e2ec0000-0000-4000-8000-000000000001',

@@ -47,6 +47,7 @@ describe('subtitles', () => {
 			expect(subtitle(key, { operation: option.value, source: 'item' })).toBe(option.name);
 		}
 		expect(subtitle(key, { operation: 'release', source: 'execution' })).toBe('Release (failed execution)');
+		expect(subtitle(key, { operation: 'fail', source: 'execution' })).toBe('Mark Failed (failed execution)');
 	});
 });
 
@@ -55,11 +56,11 @@ describe('Key From: Failed Execution', () => {
 	const offeredFor = (operation: string) =>
 		sources.filter((property) => (property.displayOptions?.show?.operation as string[]).includes(operation)).flatMap((property) => optionsOf(property).map((option) => option.value));
 
-	it('is offered for Release, where it works', () => {
-		expect(offeredFor('release')).toEqual(['item', 'reserveNode', 'custom', 'execution']);
+	it.each(['release', 'fail'])('is offered for %s, where it works', (operation) => {
+		expect(offeredFor(operation)).toEqual(['item', 'reserveNode', 'custom', 'execution']);
 	});
-	it.each(['complete', 'fail'])('is not offered for %s, where it could only fail at run time', (operation) => {
-		expect(offeredFor(operation)).toEqual(['item', 'reserveNode', 'custom']);
+	it('is not offered for complete, where it could only fail at run time', () => {
+		expect(offeredFor('complete')).toEqual(['item', 'reserveNode', 'custom']);
 	});
 });
 
