@@ -353,9 +353,8 @@ describe('the webhook template keeps failed events (replay evidence, dead-letter
 
 	it('marks the key failed (never releases it) after a failed business step, with the error text, and answers 500', () => {
 		expect(webhook.nodes.some((node) => node.type === `${PACKAGE}.idempotencyKey` && node.parameters.operation === 'release')).toBe(false);
-		expect(markFailed).toMatchObject({ type: `${PACKAGE}.idempotencyKey`, parameters: { operation: 'fail', source: 'custom' } });
-		expect(markFailed.parameters.key).toBe("={{ $('Idempotency Reserve').item.json.idempotency.key }}");
-		expect(markFailed.parameters.ownerToken).toBe("={{ $('Idempotency Reserve').item.json.idempotency.ownerToken }}");
+		// The key and owner token of the Reserve item the failed item descends from, without an expression.
+		expect(markFailed).toMatchObject({ type: `${PACKAGE}.idempotencyKey`, parameters: { operation: 'fail', source: 'reserveNode' } });
 		const expression = String(markFailed.parameters.errorMessage);
 		// eslint-disable-next-line @typescript-eslint/no-implied-eval
 		const evaluate = (json: unknown) => new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
