@@ -160,6 +160,11 @@ function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, sch
 				o.retentionSeconds,
 				o.executionId,
 				o.workflowId,
+				// No replay evidence (Store Payload, Source, Correlation ID are off by default).
+				requests.map(() => null),
+				requests.map(() => null),
+				requests.map(() => null),
+				requests.map(() => null),
 			])
 		).rows;
 	return {

@@ -66,7 +66,8 @@ function context({ Pool, url, log, quick }) {
 	const q = (text, values) => pool.query(text, values);
 	const table = (schema, name) => tableRef(schema, name);
 	const store = (schema, name) => new IdempotencyStore(pool, { schema, table: name, createTable: false });
-	const plainReserve = (ref, via = pool, sql = renderStatement('reserve', ref)) => {
+	// `evidence: false` for a prototype statement written before the replay-evidence parameters ($10–$13).
+	const plainReserve = (ref, via = pool, sql = renderStatement('reserve', ref), { evidence = true } = {}) => {
 		const o = PERMANENT;
 		return async (keys) =>
 			(
@@ -80,6 +81,8 @@ function context({ Pool, url, log, quick }) {
 					o.retentionSeconds,
 					o.executionId,
 					o.workflowId,
+					// No replay evidence (Store Payload, Source, Correlation ID are off by default).
+					...(evidence ? [keys.map(() => null), keys.map(() => null), keys.map(() => null), keys.map(() => null)] : []),
 				])
 			).rows;
 	};
@@ -235,7 +238,7 @@ async function statement(ctx, { rounds }) {
 		},
 		{
 			name: 'DO NOTHING + read existing rows, full table (prototype)',
-			run: plainReserve(refs.doNothing, ctx.pool, doNothingPrototype(refs.doNothing.qualified)),
+			run: plainReserve(refs.doNothing, ctx.pool, doNothingPrototype(refs.doNothing.qualified), { evidence: false }),
 		},
 	];
 	const scenarios = ctx.quick
