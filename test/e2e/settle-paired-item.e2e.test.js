@@ -114,7 +114,7 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 
 	test('the webhook template settles through the paired item: Mark Complete completes the reserved key, no key expression', async () => {
 		const template = readTemplate('webhook');
-		for (const name of ['Mark Complete', 'Release Key']) {
+		for (const name of ['Mark Complete', 'Mark Failed']) {
 			const node = template.nodes.find((n) => n.name === name);
 			expect({ name, source: node.parameters.source, key: node.parameters.key, ownerToken: node.parameters.ownerToken }).toEqual({
 				name,
