@@ -6,7 +6,7 @@
 //
 // The replay runs as a user runs it: a manual execution started from the editor (POST
 // /rest/workflows/:id/run, "Execute workflow"). n8n 2.40.7 runs a manual execution in the process
-// that received it: with one process there; in queue mode on main, unless
+// that received the request (the only one, or main in queue mode), unless, in queue mode,
 // OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true sends it to a worker (n8n 3 always will). The stack
 // passes that variable through, so `OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true E2E_TOPOLOGIES=queue`
 // runs this file with the replay on a worker; each run checks where it ran. (`n8n execute` would
