@@ -3,8 +3,18 @@
 // the shipped replay template lists them in a dry run (nothing changes), replays them from the
 // stored payload once the cause is fixed (exactly one business row each), never replays a completed
 // key, and sends a key without a stored payload to its "Needs Manual Handling" branch.
+//
+// The replay runs as a user runs it: a manual execution started from the editor (POST
+// /rest/workflows/:id/run, "Execute workflow"). n8n 2.40.7 runs a manual execution in the process
+// that received the request (the only one, or main in queue mode), unless, in queue mode,
+// OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true sends it to a worker (n8n 3 always will). The stack
+// passes that variable through, so `OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true E2E_TOPOLOGIES=queue`
+// runs this file with the replay on a worker; each run checks where it ran. (`n8n execute` would
+// not do: it runs the workflow in its own process, queue mode or not.)
+const fs = require('node:fs');
 const stack = require('../../scripts/lib/n8n-stack');
-const { harness, eventId } = require('./support/harness');
+const { harness, eventId, OWNER } = require('./support/harness');
+const { eventually } = require('./support/eventually');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow } = require('./support/restWorkflows');
 
 const POISON = 'business_log_e2e_replay_poison';
@@ -50,14 +60,29 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 	const stored = async (e) =>
 		(await h.appQuery('SELECT status, attempts, last_error, payload, payload_bytes, owner_token::text, locked_until, execution_id FROM processed_events WHERE key = $1', [keyOf(e)])).rows[0];
 
+	const offloaded = h.topology === 'queue' && process.env.OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS === 'true';
+	/** Whether a worker's log says it ran this execution (n8n logs "Worker started execution <id> (job …)"). */
+	async function ranOnWorker(executionId) {
+		const { workers } = await h.control('GET /processes');
+		const line = `Worker started execution ${executionId} (`;
+		return workers.some((worker) => fs.existsSync(worker.logFile) && fs.readFileSync(worker.logFile, 'utf8').includes(line));
+	}
+
+	/** Runs the workflow from its Manual Trigger as the editor does; resolves with the finished execution. */
 	async function run(workflowId) {
 		const mark = await h.executionMark();
-		const result = await h.cli(['execute', `--id=${workflowId}`]);
-		if (!result.stdout.includes('Execution was successful')) {
-			throw new Error(`n8n execute failed (exit ${result.code}):\n${(result.stdout + result.stderr).slice(-3000)}`);
+		const rest = h.rest();
+		await rest.ownerLogin(OWNER);
+		const started = await rest.call('POST', `/workflows/${workflowId}/run`, { triggerToStartFrom: { name: 'Run Replay' } });
+		expect([started.status, typeof started.json?.data?.executionId]).toEqual([200, 'string']);
+		const executionId = Number(started.json.data.executionId);
+		const [execution] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+		expect([execution.id, execution.mode, execution.status]).toEqual([executionId, 'manual', 'success']);
+		if (h.topology === 'queue') {
+			// The worker's log line is written when it starts the execution; its file may lag a little.
+			const onWorker = offloaded ? await eventually(() => ranOnWorker(executionId), Boolean, { timeoutMs: 5000 }) : await ranOnWorker(executionId);
+			expect({ executionId, onWorker }).toEqual({ executionId, onWorker: offloaded });
 		}
-		const [execution] = await h.waitForExecutions(workflowId, mark, 1);
-		expect(execution.status).toBe('success');
 		return execution;
 	}
 

@@ -221,13 +221,24 @@ describe('the ordered webhook template', () => {
 		expect(markStale.parameters.operation).toBe('complete');
 	});
 
-	it('releases the key of an event whose version was not checked and answers 500 (the provider retries)', () => {
+	it('marks the key of an event whose version was not checked failed and answers 500 (the provider retries; the event stays replayable)', () => {
 		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
 		expect(guard.onError).toBe('continueRegularOutput');
 		const [notCheckedTarget] = targetsOf(guard.name)[2];
-		const release = template.nodes.find((candidate) => candidate.name === notCheckedTarget)!;
-		expect([release.type, release.parameters.operation]).toEqual([`${PACKAGE}.idempotencyKey`, 'release']);
+		const markFailed = template.nodes.find((candidate) => candidate.name === notCheckedTarget)!;
+		expect([markFailed.type, markFailed.parameters.operation]).toEqual([`${PACKAGE}.idempotencyKey`, 'fail']);
 		expect(answersFrom(template, guard.name, 2)).toEqual([500]);
+		// The guard's Not Checked item is `{ error: text }`: that text is the key's lastError.
+		expect(evaluateExpression(String(markFailed.parameters.errorMessage), { error: 'Version: "soon" is not a number' })).toBe('Version: "soon" is not a number');
+	});
+
+	it('answers every path with the same status codes as before: 200 new, stale or duplicate, 409, 401, 500 after a failed step or an unchecked version', () => {
+		const reserve = node(`${PACKAGE}.idempotencyReserve`);
+		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
+		expect([0, 1, 2].map((output) => answersFrom(template, reserve.name, output).sort())).toEqual([[200, 500], [200], [409]]);
+		expect([0, 1, 2].map((output) => answersFrom(template, guard.name, output).sort())).toEqual([[200, 500], [200], [500]]);
+		expect(answersFrom(template, 'Business Step (upsert customer)', 1)).toEqual([500]);
+		expect(answersFrom(template, 'Webhook Signature Verify', 1)).toEqual([401]);
 	});
 
 	it('keys the object and its version from the event, leaving Event Key at its default (Reserve\'s key)', () => {
@@ -336,39 +347,62 @@ describe('after the business step succeeded (webhook and error-workflow template
 	});
 });
 
-describe('the webhook template keeps failed events (replay evidence, dead-letter view)', () => {
-	const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
-	const byName = (name: string) => webhook.nodes.find((candidate) => candidate.name === name)!;
-	const reserve = webhook.nodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`)!;
+/** Evaluates a template's `={{ … }}` expression with this `$json` (what n8n gives the node). */
+function evaluateExpression(expression: string, json: unknown): unknown {
+	// eslint-disable-next-line @typescript-eslint/no-implied-eval
+	return new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
+}
+
+// Both webhook templates keep a failed event (Mark Failed, never Release) with its payload, so the
+// provider's retry is processed again and the replay template can process it if the provider gives up.
+describe.each([
+	['idempotent-webhook.json', ['Business Step (insert business_log)']],
+	['ordered-webhook.json', ['Business Step (upsert customer)', 'Idempotency Order Guard']],
+])('%s keeps failed events (replay evidence, dead-letter view)', (file, failingSteps) => {
+	const template = templates.find(([name]) => name === file)![1];
+	const byName = (name: string) => template.nodes.find((candidate) => candidate.name === name)!;
+	const reserve = template.nodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`)!;
 	const markFailed = byName('Mark Failed');
 
 	it('stores the payload with each key, and a note says why and when to turn it off', () => {
 		expect(reserve.parameters.options).toMatchObject({ storePayload: true });
-		const notes = webhook.nodes.filter((node) => node.type === 'n8n-nodes-base.stickyNote').map((note) => String(note.parameters.content));
+		const notes = template.nodes.filter((node) => node.type === 'n8n-nodes-base.stickyNote').map((note) => String(note.parameters.content));
 		const why = notes.find((content) => content.includes('**Store Payload**'));
 		expect(why).toMatch(/replay-failed-events\.json/);
 		expect(why).toMatch(/personal data/);
 		expect(why).toMatch(/Retention/);
 	});
 
-	it('marks the key failed (never releases it) after a failed business step, with the error text, and answers 500', () => {
-		expect(webhook.nodes.some((node) => node.type === `${PACKAGE}.idempotencyKey` && node.parameters.operation === 'release')).toBe(false);
+	it('marks the key failed (never releases it), from the paired Reserve item, with the error text, and answers 500', () => {
+		expect(template.nodes.some((node) => node.type === `${PACKAGE}.idempotencyKey` && node.parameters.operation === 'release')).toBe(false);
 		// The key and owner token of the Reserve item the failed item descends from, without an expression.
 		expect(markFailed).toMatchObject({ type: `${PACKAGE}.idempotencyKey`, parameters: { operation: 'fail', source: 'reserveNode' } });
-		const expression = String(markFailed.parameters.errorMessage);
-		// eslint-disable-next-line @typescript-eslint/no-implied-eval
-		const evaluate = (json: unknown) => new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
-		// What n8n 2.40.7's error output carries: a Postgres node's items, a Code node's items, a passed-through input.
-		expect(evaluate({ message: 'new row violates check constraint "x"', error: { level: 'warning', description: 'Failed query' } })).toBe('new row violates check constraint "x"');
-		expect(evaluate({ error: 'Cannot read properties of undefined' })).toBe('Cannot read properties of undefined');
-		expect(evaluate({ body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1' } })).toBe('the business step returned no result');
-		const respond = webhook.connections['Mark Failed'].main.map((outputTargets) => outputTargets.map((target) => byName(target.node)));
-		for (const [target] of respond) {
-			expect(target.parameters.options).toMatchObject({ responseCode: 500, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'failed' }] } });
+		expect(markFailed.retryOnFail ?? false).toBe(false);
+		const message = (json: unknown) => evaluateExpression(String(markFailed.parameters.errorMessage), json);
+		// What n8n 2.40.7's error output carries: a Postgres node's items, a Code node's items; the
+		// "not processed" items of our nodes are `{ error: text }`.
+		expect(message({ message: 'new row violates check constraint "x"', error: { level: 'warning', description: 'Failed query' } })).toBe('new row violates check constraint "x"');
+		expect(message({ error: 'Cannot read properties of undefined' })).toBe('Cannot read properties of undefined');
+		expect(message({ body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1' } })).toMatch(/\S/);
+		for (const outputTargets of template.connections['Mark Failed'].main) {
+			for (const { node } of outputTargets) {
+				expect(byName(node).parameters.options).toMatchObject({ responseCode: 500, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'failed' }] } });
+			}
+		}
+		// Every failure path leads there: the business step's error output (and the guard's Not Checked).
+		for (const step of failingSteps) {
+			const connection = template.connections[step].main;
+			expect({ step, last: connection[connection.length - 1].map((target) => target.node) }).toEqual({ step, last: ['Mark Failed'] });
 		}
 	});
+});
+
+describe('the webhook template answers', () => {
+	const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
+	const reserve = webhook.nodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`)!;
 
 	it('answers every path with the same status codes as before: 200 new, 200 duplicate, 409, 503, 401, 500 after a failed step', () => {
+		expect(webhook.nodes.find((node) => node.name === 'Mark Failed')!.parameters.errorMessage).toMatch(/'the business step returned no result'/);
 		expect([0, 1, 2, 3].map((output) => answersFrom(webhook, reserve.name, output).sort())).toEqual([[200, 500], [200], [409], [503]]);
 		expect(answersFrom(webhook, 'Webhook Signature Verify', 1)).toEqual([401]);
 		expect(answersFrom(webhook, 'Business Step (insert business_log)', 1)).toEqual([500]);
