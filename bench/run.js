@@ -23,7 +23,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const { median, fmt, fmtRatio, printTable, loadAverage } = require('./stats');
-const { GROUPS, context: scaleContext, noEvidence } = require('./scale');
+const { GROUPS, context: scaleContext } = require('./scale');
 
 const ROOT = path.join(__dirname, '..');
 const TARGET_RATIO = 0.8;
@@ -160,8 +160,6 @@ function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, sch
 				o.retentionSeconds,
 				o.executionId,
 				o.workflowId,
-				// No replay evidence ($10–$13), as the node sends with its evidence options off.
-				...noEvidence(requests.length),
 			])
 		).rows;
 	return {

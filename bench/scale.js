@@ -66,8 +66,6 @@ function context({ Pool, url, log, quick }) {
 	const q = (text, values) => pool.query(text, values);
 	const table = (schema, name) => tableRef(schema, name);
 	const store = (schema, name) => new IdempotencyStore(pool, { schema, table: name, createTable: false });
-	// The statement's $10–$13 (replay evidence: payload, its size, source, correlation id), one per
-	// key: null, as the node sends them with its evidence options off (the default).
 	const plainReserve = (ref, via = pool, sql = renderStatement('reserve', ref)) => {
 		const o = PERMANENT;
 		return async (keys) =>
@@ -82,7 +80,6 @@ function context({ Pool, url, log, quick }) {
 					o.retentionSeconds,
 					o.executionId,
 					o.workflowId,
-					...noEvidence(keys.length),
 				])
 			).rows;
 	};
@@ -173,17 +170,16 @@ const RETURNED = `key, status, attempts, duplicate_count, first_seen, last_seen,
  */
 function doNothingPrototype(qualified) {
 	return `with batch as (
-  select distinct on (key) key, key_source, payload_hash, owner_token, payload::jsonb as payload, payload_bytes, source, correlation_id
-  from unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $10::text[], $11::integer[], $12::text[], $13::text[])
-    with ordinality as b(key, key_source, payload_hash, owner_token, payload, payload_bytes, source, correlation_id, position)
+  select distinct on (key) key, key_source, payload_hash, owner_token
+  from unnest($1::text[], $2::text[], $3::text[], $4::uuid[]) with ordinality as b(key, key_source, payload_hash, owner_token, position)
   order by key, position
 ), inserted as (
   insert into ${qualified} (key, first_seen, status, attempts, duplicate_count, last_seen, locked_until, expires_at,
-    owner_token, execution_id, workflow_id, key_source, payload_hash, completed_at, payload, payload_bytes, source, correlation_id)
+    owner_token, execution_id, workflow_id, key_source, payload_hash, completed_at)
   select key, now(), case when $5 = 'lease' then 'processing' else 'completed' end, 1, 0, now(),
     case when $5 = 'lease' then now() + make_interval(secs => $6::double precision) end,
     now() + make_interval(secs => $7::double precision), owner_token, $8::text, $9::text, key_source, payload_hash,
-    case when $5 = 'lease' then null else now() end, payload, payload_bytes, source, correlation_id
+    case when $5 = 'lease' then null else now() end
   from batch order by key
   on conflict (key) do nothing
   returning ${RETURNED}
@@ -663,10 +659,4 @@ const GROUPS = {
 	output: outputSize,
 };
 
-/** The reserve statement's four evidence arrays ($10–$13) for `count` keys that store none. */
-function noEvidence(count) {
-	const none = new Array(count).fill(null);
-	return [none, none, none, none];
-}
-
-module.exports = { GROUPS, context, noEvidence };
+module.exports = { GROUPS, context };
