@@ -29,7 +29,7 @@ const RUNS = [
 		name: 'bench/n8n/run.js --quick',
 		n8n: true,
 		args: [path.join(__dirname, 'n8n', 'run.js'), '--quick'],
-		sections: ['## Per-execution overhead', '## Batch:', '## One 2,000-item execution'],
+		sections: ['## Per-execution overhead', 'Store Payload on vs off', '## Batch:', '## One 2,000-item execution'],
 	},
 ];
 

@@ -58,9 +58,38 @@ function category(frame) {
  * the same name (interleaved rounds of one workload) are added up.
  * windows: [{ name, start, end, executions }] in process.hrtime microseconds.
  */
+/**
+ * Call paths whose total time (the frame and everything it calls, while on the stack) is counted
+ * per window: what a node's calls into n8n cost, not only the self time of its own lines. Time
+ * after an await counts under the function that resumed, so these are lower bounds.
+ */
+const INCLUSIVE = [
+	['this package, with what it calls (n8n, pg)', (f) => (f.url || '').includes('/node_modules/n8n-nodes-idempotency/')],
+	['getCredentials (n8n: credential lookup and decryption)', (f) => f.functionName === 'getCredentials' || f.functionName === '_getCredentials'],
+	['getNodeParameter (n8n)', (f) => f.functionName === 'getNodeParameter' || f.functionName === '_getNodeParameter'],
+	['custom data setAll (n8n)', (f) => f.functionName === 'setAll'],
+	['pg Pool connect (checkout)', (f) => f.functionName === 'connect' && /pg-pool/.test(f.url || '')],
+];
+
 function summarise(profileFile, windows, { top = 12 } = {}) {
 	const profile = JSON.parse(fs.readFileSync(profileFile, 'utf8'));
 	const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+	const parent = new Map();
+	for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+	// Per profile node: the INCLUSIVE labels found on its stack (computed once per node id).
+	const pathsOf = new Map();
+	const inclusivePaths = (id) => {
+		let found = pathsOf.get(id);
+		if (found) return found;
+		const labels = new Set();
+		for (let at = id; at !== undefined; at = parent.get(at)) {
+			const frame = byId.get(at).callFrame;
+			for (const [label, test] of INCLUSIVE) if (test(frame)) labels.add(label);
+		}
+		found = [...labels];
+		pathsOf.set(id, found);
+		return found;
+	};
 	const byName = new Map();
 	for (const w of windows) {
 		const entry = byName.get(w.name) ?? {
@@ -68,6 +97,7 @@ function summarise(profileFile, windows, { top = 12 } = {}) {
 			executions: 0,
 			categories: new Map(),
 			functions: new Map(),
+			inclusive: new Map(),
 			samplesMs: 0,
 		};
 		entry.executions += w.executions;
@@ -89,12 +119,14 @@ function summarise(profileFile, windows, { top = 12 } = {}) {
 		const where = frame.url ? `${frame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\//, '')}:${frame.lineNumber + 1}` : '';
 		const fn = `${frame.functionName || '(anonymous)'} ${where}`.trim();
 		w.functions.set(fn, (w.functions.get(fn) ?? 0) + weightMs);
+		for (const label of inclusivePaths(profile.samples[i])) w.inclusive.set(label, (w.inclusive.get(label) ?? 0) + weightMs);
 	}
 	return result.map((w) => ({
 		name: w.name,
 		executions: w.executions,
 		cpuMsPerExecution: w.samplesMs / w.executions,
 		categories: [...w.categories.entries()].sort((a, b) => b[1] - a[1]).map(([name, ms]) => ({ name, msPerExecution: ms / w.executions })),
+		inclusive: INCLUSIVE.map(([name]) => ({ name, msPerExecution: (w.inclusive.get(name) ?? 0) / w.executions })),
 		functions: [...w.functions.entries()]
 			.sort((a, b) => b[1] - a[1])
 			.slice(0, top)

@@ -46,6 +46,7 @@ function parseArgs(argv) {
 		if (arg === '--quick') args.quick = true;
 		else if (arg === '--keep') args.keep = true;
 		else if (arg === '--profile') args.profile = true;
+		else if (arg === '--profile-concurrency') args.profileConcurrency = next();
 		else if (arg === '--rounds') args.rounds = next();
 		else if (arg === '--requests') args.requests = next();
 		else if (arg === '--batch-items') args.batchItems = next();
@@ -60,6 +61,7 @@ function parseArgs(argv) {
 	}
 	for (const part of args.only) if (!PARTS.includes(part)) throw new Error(`--only takes ${PARTS.join(', ')}`);
 	args.rounds ??= args.quick ? 1 : 6;
+	args.profileConcurrency ??= 8;
 	args.requests ??= args.quick ? 6 : 100;
 	args.batchItems ??= args.quick ? 200 : 10000;
 	args.batchRounds = args.quick ? 1 : Math.max(3, Math.ceil(args.rounds / 2));
@@ -70,7 +72,7 @@ function parseArgs(argv) {
 	for (const kind of args.batchFlows ?? []) {
 		if (!BATCH_FLOWS.some((flow) => flow.kind === kind)) throw new Error(`--batch-flows takes ${BATCH_FLOWS.map((flow) => flow.kind).join(', ')}`);
 	}
-	for (const name of ['rounds', 'requests', 'batchItems', 'bigItems']) {
+	for (const name of ['rounds', 'requests', 'batchItems', 'bigItems', 'profileConcurrency']) {
 		if (!(Number.isInteger(args[name]) && args[name] >= 1)) throw new Error(`--${name} must be a whole number >= 1`);
 	}
 	return args;
@@ -79,8 +81,50 @@ function parseArgs(argv) {
 // ---------------------------------------------------------------------------------------------
 // load
 
+/**
+ * A Stripe-like `invoice.paid` event of ~1.9 KB (the size of a typical provider event), for the
+ * flows that store the payload: what Store Payload writes per delivery.
+ */
+function stripeEvent(id) {
+	const line = (n) => ({
+		id: `il_${n}${id.slice(-12)}`,
+		object: 'line_item',
+		amount: 1200 + n,
+		currency: 'eur',
+		description: `1 × Pro plan, seat ${n} (at €12.00 / month)`,
+		period: { start: 1764460800, end: 1767139200 },
+		price: { id: 'price_1QabcDEFghiJKLmn', product: 'prod_RabcDEFghiJKL', unit_amount: 1200, recurring: { interval: 'month' } },
+		quantity: 1,
+	});
+	return {
+		id,
+		object: 'event',
+		api_version: '2024-06-20',
+		created: 1764460800,
+		type: 'invoice.paid',
+		livemode: false,
+		pending_webhooks: 1,
+		request: { id: null, idempotency_key: null },
+		data: {
+			object: {
+				id: `in_${id.slice(-20)}`,
+				object: 'invoice',
+				amount_due: 3600,
+				amount_paid: 3600,
+				currency: 'eur',
+				customer: 'cus_RabcDEFghiJKL',
+				customer_email: 'billing@example.com',
+				hosted_invoice_url: 'https://invoice.stripe.com/i/acct_1QabcDEF/test_YWNjdF8xUWFiY0RFRg',
+				status: 'paid',
+				subscription: 'sub_1QabcDEFghiJKLmn',
+				lines: { object: 'list', data: [line(1), line(2), line(3)], has_more: false },
+			},
+		},
+	};
+}
+
 /** `count` POSTs with a fresh Idempotency-Key each, `concurrency` at a time; latencies in ms. */
-async function drive(url, { count, concurrency, tag }) {
+async function drive(url, { count, concurrency, tag, body: bodyKind }) {
 	const latencies = [];
 	let next = 0;
 	let failures = 0;
@@ -88,11 +132,15 @@ async function drive(url, { count, concurrency, tag }) {
 		while (next < count) {
 			const i = next++;
 			const key = `${tag}-${i}-${crypto.randomUUID()}`;
-			const body = JSON.stringify({
-				id: key,
-				type: 'invoice.paid',
-				data: { amount: 1200 },
-			});
+			const body = JSON.stringify(
+				bodyKind === 'stripe'
+					? stripeEvent(key)
+					: {
+							id: key,
+							type: 'invoice.paid',
+							data: { amount: 1200 },
+						},
+			);
 			const started = performance.now();
 			const res = await fetch(url, {
 				method: 'POST',
@@ -151,6 +199,7 @@ async function overhead(ctx, args) {
 			count: warm,
 			concurrency: 1,
 			tag: 'warm',
+			body: flow.body,
 		});
 	for (let round = 0; round < args.rounds; round++) {
 		for (const concurrency of [1, 8]) {
@@ -160,6 +209,7 @@ async function overhead(ctx, args) {
 					count: args.requests,
 					concurrency,
 					tag: `r${round}`,
+					body: flow.body,
 				});
 				const cpuMs = ((cpuSeconds(pid) - cpuBefore) * 1000) / args.requests;
 				const key = `${flow.id}@${concurrency}`;
@@ -216,7 +266,27 @@ async function overhead(ctx, args) {
 	console.log('\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.');
 	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
 	for (const line of verdicts) console.log(line);
+	storePayloadCost(results);
 	await packageNodeTimes(ctx);
+}
+
+/** Store Payload on vs off, the same template-like flow and body, paired round by round. */
+function storePayloadCost(results) {
+	const off = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowTmplOff');
+	const on = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowTmplOn1');
+	if (!off || !on) return;
+	const bytes = Buffer.byteLength(JSON.stringify(stripeEvent(`r0-0-${crypto.randomUUID()}`)));
+	console.log(`\nStore Payload on vs off (the template-like flow, a ${fmt(bytes)}-byte body stored per delivery):`);
+	for (const concurrency of [1, 8]) {
+		const a = results.get(`${off.id}@${concurrency}`);
+		const b = results.get(`${on.id}@${concurrency}`);
+		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
+		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
+		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
+		console.log(
+			`  c=${concurrency}: throughput ratio on/off ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
+		);
+	}
 }
 
 /**
@@ -228,7 +298,7 @@ async function packageNodeTimes(ctx) {
 	const { running } = ctx;
 	const { parse } = require(path.join(running.n8nDir, 'node_modules', 'flatted'));
 	const rows = [];
-	for (const flow of OVERHEAD_FLOWS.slice(1)) {
+	for (const flow of OVERHEAD_FLOWS) {
 		const times = new Map();
 		await stack.withClient(running.n8nDbUrl, async (client) => {
 			const { rows: executions } = await client.query(
@@ -237,7 +307,8 @@ async function packageNodeTimes(ctx) {
 			);
 			for (const { data } of executions) {
 				const runData = parse(data).resultData?.runData ?? {};
-				for (const name of ['Idempotency Reserve', 'Mark Complete']) {
+				// The stock Postgres node beside ours: both look up a credential and run one statement.
+				for (const name of ['Recipe reserve', 'Postgres insert', 'Idempotency Reserve', 'Mark Complete']) {
 					const time = runData[name]?.[0]?.executionTime;
 					if (time !== undefined) times.set(name, [...(times.get(name) ?? []), time]);
 				}
@@ -245,7 +316,7 @@ async function packageNodeTimes(ctx) {
 		});
 		for (const [name, list] of times) rows.push([flow.label, name, fmt(list.length), fmtMs(median(list)), fmtMs(percentile(list, 90))]);
 	}
-	console.log("\n### The package's nodes' own time (n8n run data executionTime, every execution of the runs above, both concurrencies)\n");
+	console.log("\n### The nodes' own time (n8n run data executionTime, every execution of the runs above; the stock Postgres node beside the package's)\n");
 	printTable(['flow', 'node', 'executions', 'median ms', 'p90 ms'], rows);
 }
 
@@ -384,16 +455,18 @@ async function profileWorkloads(ctx, args) {
 			count: 20,
 			concurrency: 1,
 			tag: 'warm',
+			body: flow.body,
 		});
 	// Interleaved rounds, so background work (n8n's pollers, JIT, GC) spreads over every flow alike.
 	const count = args.requests;
 	for (let round = 0; round < args.rounds; round++) {
 		for (const flow of rotate(OVERHEAD_FLOWS, round)) {
-			await window(`${flow.label}, c=8`, count, () =>
+			await window(`${flow.label}, c=${args.profileConcurrency}`, count, () =>
 				drive(running.webhookUrl(flow.path), {
 					count,
-					concurrency: 8,
+					concurrency: args.profileConcurrency,
 					tag: 'profile',
+					body: flow.body,
 				}),
 			);
 		}
@@ -414,6 +487,12 @@ function printProfile(summaries) {
 	printTable(
 		['category', ...summaries.map((s) => s.name)],
 		[...categories.map((name) => [name, ...summaries.map((s) => cell(s, name))]), ['total', ...summaries.map((s) => fmtMs(s.cpuMsPerExecution, 2))]],
+	);
+	console.log('\n### Total time of call paths (the frame and what it calls; ms per execution)\n');
+	const inclusiveNames = summaries[0]?.inclusive.map((entry) => entry.name) ?? [];
+	printTable(
+		['call path', ...summaries.map((s) => s.name)],
+		inclusiveNames.map((name) => [name, ...summaries.map((s) => fmtMs(s.inclusive.find((entry) => entry.name === name).msPerExecution, 2))]),
 	);
 	for (const s of summaries) {
 		console.log(`\n### Top functions: ${s.name}\n`);
@@ -492,6 +571,7 @@ async function main() {
 		};
 		if (profiling) {
 			const windows = await profileWorkloads(ctx, args);
+			await packageNodeTimes(ctx);
 			await running.stop(); // n8n writes the profile as it exits
 			running = null;
 			const file = fs.readdirSync(profiling.dir).find((name) => name.endsWith('.cpuprofile'));

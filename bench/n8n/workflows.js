@@ -60,7 +60,7 @@ function webhook(pathName, { responseMode, responseData }) {
 	};
 }
 
-function reserveNode({ mode, keySource = 'header', customKey, keyField, output }) {
+function reserveNode({ mode, keySource = 'header', customKey, keyField, output, storePayload }) {
 	return node({
 		name: 'Idempotency Reserve',
 		type: `${PKG}.idempotencyReserve`,
@@ -73,7 +73,7 @@ function reserveNode({ mode, keySource = 'header', customKey, keyField, output }
 			mode,
 			...(mode === 'lease' ? { leaseSeconds: 300 } : {}),
 			// No output option: Compact, the default; 'full' is the object as before Compact.
-			options: output ? { output } : {},
+			options: { ...(output ? { output } : {}), ...(storePayload ? { storePayload: true } : {}) },
 		},
 		credentials: IDEMPOTENCY_CREDENTIAL,
 	});
@@ -177,16 +177,44 @@ const OVERHEAD_FLOWS = [
 		path: 'bench-lease-paired',
 		label: '+ Reserve (lease) and Mark Complete (Key From: paired item)',
 	},
+	// The webhook template's settings (lease, paired item, Store Payload on) with a Stripe-sized
+	// body, beside the same flow with Store Payload off: what storing the payload costs.
+	{
+		id: 'BenchFlowTmplOff',
+		path: 'bench-template-nopayload',
+		label: 'template-like (lease, paired item), Stripe-sized body, Store Payload off',
+		body: 'stripe',
+	},
+	{
+		id: 'BenchFlowTmplOn1',
+		path: 'bench-template-payload',
+		label: 'template-like (lease, paired item), Stripe-sized body, Store Payload on',
+		body: 'stripe',
+	},
+	// What any one more database node costs: the hand-built recipe's reserve step (the stock
+	// Postgres node, INSERT … ON CONFLICT DO NOTHING, its key from an expression) in front instead.
+	{
+		id: 'BenchFlowRecipe1',
+		path: 'bench-recipe-insert',
+		label: "reference: + the recipe's reserve step (stock Postgres node, ON CONFLICT DO NOTHING) in front",
+	},
 ];
 
 function overheadWorkflows() {
-	const [base, permanent, lease, leasePaired] = OVERHEAD_FLOWS;
+	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe] = OVERHEAD_FLOWS;
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
 	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
 	const leaseNodes = [webhook(lease.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'lease' }), businessInsert(), complete(), respond()];
 	const leasePairedNodes = [
 		webhook(leasePaired.path, { responseMode: 'responseNode' }),
 		reserveNode({ mode: 'lease' }),
+		businessInsert(),
+		complete({ pairedItem: true }),
+		respond(),
+	];
+	const templateNodes = (flow, storePayload) => [
+		webhook(flow.path, { responseMode: 'responseNode' }),
+		reserveNode({ mode: 'lease', storePayload }),
 		businessInsert(),
 		complete({ pairedItem: true }),
 		respond(),
@@ -214,6 +242,28 @@ function overheadWorkflows() {
 		}),
 		workflow(lease.id, 'bench: Reserve (lease) + Mark Complete (Custom)', leaseNodes, leaseConnections),
 		workflow(leasePaired.id, 'bench: Reserve (lease) + Mark Complete (paired item)', leasePairedNodes, leaseConnections),
+		workflow(templateOff.id, 'bench: template-like, Store Payload off', templateNodes(templateOff, false), leaseConnections),
+		workflow(templateOn.id, 'bench: template-like, Store Payload on', templateNodes(templateOn, true), leaseConnections),
+		workflow(
+			recipe.id,
+			"bench: the recipe's reserve step in front",
+			[
+				webhook(recipe.path, { responseMode: 'responseNode' }),
+				postgresQuery(
+					'Recipe reserve',
+					220,
+					'INSERT INTO bench_recipe_events (key) VALUES ($1) ON CONFLICT (key) DO NOTHING RETURNING key',
+					"={{ [$('Webhook').item.json.headers['idempotency-key']] }}",
+				),
+				businessInsert(),
+				respond(),
+			],
+			{
+				Webhook: { main: [[link('Recipe reserve')]] },
+				'Recipe reserve': { main: [[link('Postgres insert')]] },
+				'Postgres insert': { main: [[link('Respond')]] },
+			},
+		),
 	];
 }
 
