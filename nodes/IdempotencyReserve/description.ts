@@ -197,7 +197,7 @@ export const reserveProperties: INodeProperties[] = [
 						name: 'Let Through (Unverified)',
 						value: 'letThrough',
 						description:
-							'When Postgres cannot be reached, items leave through New with idempotency.unverified = true: duplicates during the outage are NOT caught',
+							'While Postgres cannot be reached, items leave through New with idempotency.unverified = true: duplicates are NOT caught',
 					},
 				],
 				default: 'fail',
