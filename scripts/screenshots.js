@@ -52,7 +52,7 @@ const SHOWCASE_PANELS = [
 			leaseSeconds: 300,
 			options: { output: 'full', storePayload: true, maxPayloadKb: 256, source: 'stripe', correlationId: 'header', correlationHeader: 'X-Request-ID', scope: 'billing', payloadFingerprint: 'flag', manualRuns: 'testScope', onStoreUnavailable: 'fail', onMissingKey: 'error', retentionDays: 30 },
 		},
-		['keySource', 'correlationId', 'output'],
+		['keySource', 'correlationId', 'output', 'onStoreUnavailable'],
 	],
 	['Reserve, Provider Preset', 'idempotencyReserve', { keySource: 'preset', preset: 'github', mode: 'permanent', options: {} }, ['preset', 'mode']],
 	['Key, Claim for Replay', 'idempotencyKey', { operation: 'claimForReplay', replayKey: '={{ $json.key }}', options: {} }, ['operation']],
@@ -111,6 +111,8 @@ async function main() {
 		// Device scale 2: the sticky-note crops stay readable at the canvas' zoom-to-fit; full shots are taken at scale 'css'.
 		const context = await browser.newContext({ viewport: CANVAS_VIEWPORT, deviceScaleFactor: 2, baseURL: running.baseUrl });
 		const page = await context.newPage();
+		// The editor loads slowly on a busy machine.
+		page.setDefaultTimeout(120_000);
 		// Signed in through the form: n8n binds its session cookie to the browser's own browser-id.
 		await page.goto('/signin');
 		await page.locator('input[type="email"], input[name="emailOrLdapLoginId"]').first().fill(OWNER.email);
