@@ -44,7 +44,7 @@ export const keyProperties: INodeProperties[] = [
 				value: 'claimForReplay',
 				action: 'Claim a stored key for replay',
 				description:
-					'Take over a failed key, or one whose lease ran out, to process its stored payload again; never a completed key or one a run holds',
+					'Take over a failed key, or one whose lease ran out, to process its stored payload again; never a completed or held key',
 			},
 			{
 				name: 'Complete',

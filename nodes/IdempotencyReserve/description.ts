@@ -105,7 +105,7 @@ export const reserveProperties: INodeProperties[] = [
 				name: 'Lease',
 				value: 'lease',
 				description:
-					'Final only when an Idempotency Key node completes it; a crashed run loses the key when the lease ends. Adds an In Progress output.',
+					'Final when an Idempotency Key node completes it; a crashed run frees the key when the lease ends. Adds In Progress.',
 			},
 		],
 		default: 'permanent',
@@ -144,7 +144,7 @@ export const reserveProperties: INodeProperties[] = [
 					{
 						name: 'Request Header, Else Execution ID',
 						value: 'header',
-						description: 'The request header named in Correlation Header (to trace a delivery from the sender); the n8n execution ID when it is absent',
+						description: 'The request header named in Correlation Header (traces a delivery from the sender), else the execution ID',
 					},
 					{ name: 'Execution ID', value: 'executionId', description: 'The n8n execution ID of this run' },
 				],

@@ -98,9 +98,9 @@ describe('replay evidence options', () => {
 
 describe('option descriptions in the dropdowns', () => {
 	// The editor shows an option's description under its name, as plain text (markdown backticks stay
-	// visible), cut after two lines: in n8n 2.40.7 at 1920 px, 141 and 150 characters were cut, 124 and
-	// 130 were not (scripts/screenshots.js opens these dropdowns).
-	const MAX_SHOWN = 130;
+	// visible), cut after two lines: in n8n 2.40.7 at 1920 px, descriptions of 124 to 150 characters
+	// were cut, 118 and 121 were not (scripts/screenshots.js opens these dropdowns).
+	const MAX_SHOWN = 121;
 	const nodes: INodeType[] = [new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery()];
 	const optionDescriptions = (properties: INodeProperties[], node: string): Array<[string, string]> =>
 		properties.flatMap((property) => [
