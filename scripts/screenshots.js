@@ -7,6 +7,14 @@
 //   node scripts/screenshots.js --out DIR
 //   node scripts/screenshots.js --keep          # stay up; `touch /tmp/editor-shots/.again` re-imports
 //                                               # the templates and shoots again (Ctrl-C stops)
+//   node scripts/screenshots.js --only replay   # only the templates (and showcase panels) whose file
+//                                               # or node name contains the text
+//
+// Besides every template (canvas, one crop per sticky note, each package node's panel), a generated
+// "showcase" workflow holds the package's nodes set to what the templates do not use (Key Source
+// Field with every option set, Claim for Replay, Mark Failed by execution, …): its canvas shows their
+// subtitles, and each panel is shot with some of its dropdowns open (option descriptions).
+// The log says per sticky note whether its text overflows the note, and per code block whether it fits.
 //
 // Needs playwright-core (PLAYWRIGHT_CORE, default /work/tools/node_modules/playwright-core) and a
 // Chromium (CHROMIUM, default /usr/bin/chromium). Never downloads a browser.
@@ -28,6 +36,59 @@ const readTemplates = () => fs
 	.filter((f) => f.endsWith('.json'))
 	.map((f) => ({ file: f.replace(/\.json$/, ''), json: JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, f), 'utf8')) }));
 const OURS = /^(CUSTOM\.|n8n-nodes-idempotency\.)/;
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1].toLowerCase() : undefined;
+const wanted = (...names) => !only || names.some((name) => name.toLowerCase().includes(only));
+
+// Panels the templates do not show: [node name, node type, parameters, parameters whose dropdown is shot open].
+const SHOWCASE_PANELS = [
+	[
+		'Reserve, Key Source Field, every option',
+		'idempotencyReserve',
+		{
+			keySource: 'field',
+			keyField: 'body.data.object.id',
+			keyPrefix: 'stripe:',
+			mode: 'lease',
+			leaseSeconds: 300,
+			options: { output: 'full', storePayload: true, maxPayloadKb: 256, source: 'stripe', correlationId: 'header', correlationHeader: 'X-Request-ID', scope: 'billing', payloadFingerprint: 'flag', manualRuns: 'testScope', onStoreUnavailable: 'fail', onMissingKey: 'error', retentionDays: 30 },
+		},
+		['keySource', 'correlationId', 'output', 'onStoreUnavailable'],
+	],
+	['Reserve, Provider Preset', 'idempotencyReserve', { keySource: 'preset', preset: 'github', mode: 'permanent', options: {} }, ['preset', 'mode']],
+	['Key, Claim for Replay', 'idempotencyKey', { operation: 'claimForReplay', replayKey: '={{ $json.key }}', options: {} }, ['operation']],
+	['Key, Mark Failed, Failed Execution', 'idempotencyKey', { operation: 'fail', source: 'execution', options: {} }, ['source']],
+	['Key, Mark Failed, Reserve (Paired Item)', 'idempotencyKey', { operation: 'fail', source: 'reserveNode', options: {} }, []],
+	['Key, Release, Failed Execution', 'idempotencyKey', { operation: 'release', source: 'execution', options: {} }, []],
+	['Key, Complete, Reserve (Paired Item)', 'idempotencyKey', { operation: 'complete', source: 'reserveNode', options: {} }, ['source']],
+	['Key, List Keys, Replayable', 'idempotencyKey', { operation: 'listKeys', listFilters: { status: 'replayable', stuckLeasesOnly: false, olderThanHours: 1 }, options: {} }, ['status']],
+	['Key, Get Key', 'idempotencyKey', { operation: 'getKey', lookupKey: 'stripe:evt_1', options: {} }, []],
+	[
+		'Execute Query, Key Source Field, options',
+		'idempotencyExecuteQuery',
+		{ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:', query: 'insert into payments (event_key) values ($1)', queryParameters: '={{ [$json.idempotency.key] }}', options: { scope: 'billing', retentionDays: 30, onMissingKey: 'error' } },
+		[],
+	],
+];
+const CREDENTIAL = { idempotencyPostgresApi: { id: 'idempotencyPg01', name: 'Idempotency Postgres' } };
+const SHOWCASE = {
+	file: 'showcase',
+	json: {
+		id: 'IdemShowcase0001',
+		name: 'Showcase: panels the templates do not show (screenshots.js)',
+		settings: { executionOrder: 'v1' },
+		connections: {},
+		nodes: SHOWCASE_PANELS.map(([name, type, parameters], index) => ({
+			id: `5c0e0000-0000-4000-8000-${String(index).padStart(12, '0')}`,
+			name,
+			type: `n8n-nodes-idempotency.${type}`,
+			typeVersion: 1,
+			position: [(index % 5) * 320, Math.floor(index / 5) * 300],
+			parameters,
+			credentials: CREDENTIAL,
+		})),
+	},
+	open: Object.fromEntries(SHOWCASE_PANELS.map(([name, , , open]) => [name, open])),
+};
 
 async function main() {
 	fs.mkdirSync(OUT, { recursive: true });
@@ -38,7 +99,7 @@ async function main() {
 		dbNames: { n8n: 'n8n_shots', app: 'idempotency_shots' },
 		encryptionKey: 'n8n-nodes-idempotency-shots-key',
 		credentials: stack.templateCredentials,
-		workflows: readTemplates().map(({ json }) => ({ json, publish: false })),
+		workflows: [...readTemplates(), SHOWCASE].map(({ json }) => ({ json, publish: false })),
 		log,
 	});
 	const browser = await chromium.launch({
@@ -47,8 +108,11 @@ async function main() {
 	});
 	try {
 		await stack.restClient(running.baseUrl).ownerLogin(OWNER); // creates the owner
-		const context = await browser.newContext({ viewport: { width: 1920, height: 1080 }, baseURL: running.baseUrl });
+		// Device scale 2: the sticky-note crops stay readable at the canvas' zoom-to-fit; full shots are taken at scale 'css'.
+		const context = await browser.newContext({ viewport: CANVAS_VIEWPORT, deviceScaleFactor: 2, baseURL: running.baseUrl });
 		const page = await context.newPage();
+		// The editor loads slowly on a busy machine.
+		page.setDefaultTimeout(120_000);
 		// Signed in through the form: n8n binds its session cookie to the browser's own browser-id.
 		await page.goto('/signin');
 		await page.locator('input[type="email"], input[name="emailOrLdapLoginId"]').first().fill(OWNER.email);
@@ -71,7 +135,7 @@ async function main() {
 			const importDir = path.join(workDir, 'again');
 			fs.rmSync(importDir, { recursive: true, force: true });
 			fs.mkdirSync(importDir);
-			for (const { json } of readTemplates()) fs.writeFileSync(path.join(importDir, `${json.id}.json`), JSON.stringify(json));
+			for (const { json } of [...readTemplates(), SHOWCASE]) fs.writeFileSync(path.join(importDir, `${json.id}.json`), JSON.stringify(json));
 			await running.cli(['import:workflow', '--separate', `--input=${importDir}`]);
 			await shootAll(page);
 		}
@@ -82,45 +146,91 @@ async function main() {
 	}
 }
 
+const CANVAS_VIEWPORT = { width: 1920, height: 1080 };
+// Tall enough for the longest parameter list without scrolling the panel.
+const PANEL_VIEWPORT = { width: 1920, height: 2000 };
+
 async function shootAll(page) {
-	{
-		for (const { file, json } of readTemplates()) {
-			await page.goto(`/workflow/${json.id}`);
-			await page.waitForSelector('[data-test-id="canvas-node"]', { timeout: 60_000 });
-			await page.waitForTimeout(1500);
-			// Fit the whole workflow (n8n's "zoom to fit" shortcut is "1").
-			await page.keyboard.press('1');
-			await page.waitForTimeout(800);
-			// Code in sticky notes, measured by the browser itself (layout px = canvas px): the text's
-			// width in the code font against the width the code block gives it.
-			const codeBlocks = await page.$$eval('pre', (pres) =>
-				pres.map((pre) => {
-					const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
-					const style = getComputedStyle(pre);
-					const context = document.createElement('canvas').getContext('2d');
-					context.font = style.font;
-					const inner = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-					return { chars: line.length, text: context.measureText(line).width, inner, charWidth: context.measureText('x'.repeat(100)).width / 100 };
-				}),
-			);
-			for (const b of codeBlocks) {
-				log(`${file}: code ${b.text > b.inner ? 'CLIPPED' : 'fits'}: ${b.chars} chars = ${b.text.toFixed(0)} px in ${b.inner.toFixed(0)} px (${b.charWidth.toFixed(2)} px/char)`);
-			}
-			const shot = path.join(OUT, `template-${file}.png`);
-			await page.screenshot({ path: shot });
-			log(shot);
-			for (const node of json.nodes.filter((n) => OURS.test(n.type))) {
-				await page.goto(`/workflow/${json.id}/${node.id}`);
-				await page.waitForSelector('[data-test-id="ndv"]', { timeout: 60_000 }).catch(() => undefined);
-				await page.waitForTimeout(1200);
-				const safe = node.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '');
-				const panel = path.join(OUT, `node-${file}--${safe}.png`);
-				await page.screenshot({ path: panel, fullPage: true });
-				log(panel);
+	for (const { file, json, open } of [...readTemplates(), SHOWCASE]) {
+		const panels = json.nodes.filter((n) => OURS.test(n.type) && wanted(file, n.name));
+		if (!wanted(file) && panels.length === 0) continue;
+		await page.setViewportSize(CANVAS_VIEWPORT);
+		await page.goto(`/workflow/${json.id}`);
+		await page.waitForSelector('[data-test-id="canvas-node"]', { timeout: 60_000 });
+		await page.waitForTimeout(1500);
+		// Fit the whole workflow (n8n's "zoom to fit" shortcut is "1").
+		await page.keyboard.press('1');
+		await page.waitForTimeout(800);
+		await measureNotes(page, file);
+		const shot = path.join(OUT, `template-${file}.png`);
+		await page.screenshot({ path: shot, scale: 'css' });
+		log(shot);
+		const stickies = page.locator('[data-test-id="sticky"]');
+		for (let i = 0; i < (await stickies.count()); i++) {
+			const crop = path.join(OUT, `note-${file}--${i + 1}.png`);
+			await stickies.nth(i).screenshot({ path: crop });
+			log(crop);
+		}
+		await page.setViewportSize(PANEL_VIEWPORT);
+		for (const node of panels) {
+			await page.goto(`/workflow/${json.id}/${node.id}`);
+			await page.waitForSelector('[data-test-id="ndv"]', { timeout: 60_000 }).catch(() => undefined);
+			await page.waitForTimeout(1200);
+			const safe = node.name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '');
+			const panel = path.join(OUT, `node-${file}--${safe}.png`);
+			await page.screenshot({ path: panel, scale: 'css' });
+			log(panel);
+			for (const parameter of open?.[node.name] ?? []) {
+				// A dropdown's options with their descriptions, as a user reads them before choosing.
+				const select = page.locator(`[data-test-id="parameter-input-${parameter}"]`).first();
+				await select.click();
+				await page.waitForTimeout(600);
+				const dropdown = path.join(OUT, `node-${file}--${safe}--${parameter}-open.png`);
+				// Cropped to the parameter column and the open list, at device scale: readable when viewed.
+				const column = await page.locator('[data-test-id="node-parameters"]').first().boundingBox();
+				const list = await page.locator('.el-select-dropdown:visible, .el-popper:visible').last().boundingBox().catch(() => null);
+				const bottom = Math.max(column ? column.y + 200 : 0, list ? list.y + list.height + 20 : 0);
+				const clip = column ? { x: Math.max(0, column.x - 10), y: 0, width: Math.max(column.width, list ? list.x + list.width - column.x : 0) + 20, height: Math.min(PANEL_VIEWPORT.height, bottom) } : undefined;
+				await page.screenshot({ path: dropdown, clip });
+				log(dropdown);
+				await page.keyboard.press('Escape');
+				await page.waitForTimeout(300);
 			}
 		}
 	}
 	log('done');
+}
+
+/** Per sticky note: does its text fit the note (n8n hides what overflows), and does each code line fit its block? */
+async function measureNotes(page, file) {
+	const notes = await page.$$eval('[data-test-id="sticky"]', (stickies) =>
+		stickies.map((sticky) => {
+			// Layout px are canvas px: the canvas zooms with a CSS transform (scale: screen px per canvas px).
+			const box = sticky.getBoundingClientRect();
+			const scale = box.height / sticky.clientHeight;
+			// The rendered markdown's blocks: where the last one ends, whether or not the note shows it.
+			const blocks = [...(sticky.querySelector('p, h1, h2, h3, ul, pre')?.parentElement?.children ?? [])];
+			const bottom = Math.max(0, ...blocks.map((block) => block.getBoundingClientRect().bottom));
+			const used = Math.round((bottom - box.top) / scale);
+			const heading = sticky.querySelector('h1, h2, h3')?.textContent ?? sticky.textContent.slice(0, 40);
+			const code = [...sticky.querySelectorAll('pre')].map((pre) => {
+				const line = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+				const style = getComputedStyle(pre);
+				const context = document.createElement('canvas').getContext('2d');
+				context.font = style.font;
+				const inner = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+				return { chars: line.length, text: context.measureText(line).width, inner, charWidth: context.measureText('x'.repeat(100)).width / 100 };
+			});
+			return { heading, box: sticky.clientHeight, used, code };
+		}),
+	);
+	for (const note of notes) {
+		const room = note.box - note.used;
+		log(`${file}: note "${note.heading.trim()}": text ${room < 0 ? `OVERFLOWS by ${-room}` : `fits, ${room}`} px (text ${note.used} px in ${note.box} px)`);
+		for (const b of note.code) {
+			log(`${file}:   code ${b.text > b.inner ? 'CLIPPED' : 'fits'}: ${b.chars} chars = ${b.text.toFixed(0)} px in ${b.inner.toFixed(0)} px (${b.charWidth.toFixed(2)} px/char)`);
+		}
+	}
 }
 
 main().catch((error) => {

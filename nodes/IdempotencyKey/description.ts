@@ -13,7 +13,7 @@ const RESERVE_SOURCE: INodePropertyOptions = {
 	name: 'Idempotency Reserve (Paired Item)',
 	value: 'reserveNode',
 	description:
-		"The reservation of the Idempotency Reserve item this item came from, as $('Idempotency Reserve').item gives it, without an expression (faster)",
+		'The reservation of the Idempotency Reserve item this item came from (its paired item), without an expression',
 };
 const CUSTOM_SOURCE: INodePropertyOptions = { name: 'Custom', value: 'custom', description: 'Key and owner token from expressions' };
 const EXECUTION_SOURCE: INodePropertyOptions = {
@@ -44,7 +44,7 @@ export const keyProperties: INodeProperties[] = [
 				value: 'claimForReplay',
 				action: 'Claim a stored key for replay',
 				description:
-					'Take over a failed key, or one whose lease ran out, so its stored payload can be processed again; completed keys and keys a run holds are not claimed',
+					'Take over a failed key, or one whose lease ran out, to process its stored payload again; never a completed or held key',
 			},
 			{
 				name: 'Complete',
@@ -74,7 +74,7 @@ export const keyProperties: INodeProperties[] = [
 				name: 'List Keys',
 				value: 'listKeys',
 				action: 'List stored keys',
-				description: 'One page of stored keys with their stored payload, filtered by status (or replayable), stuck lease, age or key prefix (a dead-letter view)',
+				description: 'One page of stored keys and their payloads, filtered by status, stuck lease, age or key prefix (a dead-letter view)',
 			},
 			{
 				name: 'Mark Failed',
@@ -120,6 +120,8 @@ export const keyProperties: INodeProperties[] = [
 		displayOptions: { show: { operation: settleOperations, source: ['reserveNode'] } },
 		default: '',
 		placeholder: 'e.g. Idempotency Reserve',
+		// Shown under the field: an empty field reads as "still to fill in" without it.
+		hint: 'Leave empty when only one Idempotency Reserve comes before this node',
 		description:
 			'Name of the Idempotency Reserve node whose key this node settles. Leave empty when there is only one before this node; name it when there are several.',
 	},

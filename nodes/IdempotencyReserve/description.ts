@@ -26,12 +26,12 @@ export const reserveProperties: INodeProperties[] = [
 		type: 'options',
 		noDataExpression: true,
 		options: [
-			{ name: 'Body Hash', value: 'bodyHash', description: 'Always a hash of the raw body (key `sha256:…`)' },
+			{ name: 'Body Hash', value: 'bodyHash', description: 'Always a hash of the raw body (key sha256:…)' },
 			{ name: 'Custom Value', value: 'custom', description: 'An expression, e.g. a business key like subscription_id:billing_period' },
 			{
 				name: 'Event ID, Else Body Hash',
 				value: 'auto',
-				description: "The body's event ID when it has one (key `evt:…`), else a hash of the raw body (key `sha256:…`): the hand-built recipe's rule",
+				description: "The body's event ID when it has one (key evt:…), else a hash of the raw body (key sha256:…): the hand-built recipe's rule",
 			},
 			{
 				name: 'Field',
@@ -105,7 +105,7 @@ export const reserveProperties: INodeProperties[] = [
 				name: 'Lease',
 				value: 'lease',
 				description:
-					'Final only when an Idempotency Key node completes it; a crashed run loses the key when the lease ends. Adds an In Progress output.',
+					'Final when an Idempotency Key node completes it; a crashed run frees the key when the lease ends. Adds In Progress.',
 			},
 		],
 		default: 'permanent',
@@ -133,7 +133,7 @@ export const reserveProperties: INodeProperties[] = [
 				default: DEFAULT_CORRELATION_HEADER,
 				placeholder: 'X-Request-ID',
 				description:
-					'With Correlation ID "Request Header": the request header to read, e.g. traceparent or X-Request-ID. Sent twice with different values, it is not used (the execution ID is, with a warning).',
+					'With Correlation ID "Request Header, Else Execution ID": the request header to read, e.g. traceparent or X-Request-ID. Sent twice with different values, it is not used (the execution ID is, with a warning).',
 			},
 			{
 				displayName: 'Correlation ID',
@@ -144,7 +144,7 @@ export const reserveProperties: INodeProperties[] = [
 					{
 						name: 'Request Header, Else Execution ID',
 						value: 'header',
-						description: 'The Correlation Header of the request (to trace a delivery from the sender); the n8n execution ID when it is absent',
+						description: 'The request header named in Correlation Header (traces a delivery from the sender), else the execution ID',
 					},
 					{ name: 'Execution ID', value: 'executionId', description: 'The n8n execution ID of this run' },
 				],
@@ -197,7 +197,7 @@ export const reserveProperties: INodeProperties[] = [
 						name: 'Let Through (Unverified)',
 						value: 'letThrough',
 						description:
-							'When Postgres cannot be reached, items leave through New with idempotency.unverified = true: duplicates during the outage are NOT caught',
+							'While Postgres cannot be reached, items leave through New with idempotency.unverified = true: duplicates are NOT caught',
 					},
 				],
 				default: 'fail',

@@ -460,6 +460,11 @@ describe.each(templates)('layout of %s', (_file, template) => {
 		expect(underNotes).toEqual([]);
 	});
 
+	it('no two sticky notes overlap (one would hide the other)', () => {
+		const stacked = notes.flatMap((note, index) => notes.slice(index + 1).filter((other) => overlaps(noteRect(note), noteRect(other))).map((other) => `${note.name} ↔ ${other.name}`));
+		expect(stacked).toEqual([]);
+	});
+
 	it("every note's code fits its width", () => {
 		const clipped = notes
 			.filter((note) => longestCodeLine(String(note.parameters.content)) * CODE_CHAR_WIDTH + NOTE_PADDING > Number(note.parameters.width))
@@ -547,6 +552,20 @@ describe('the replay template', () => {
 		expect(byName('Mark Failed').retryOnFail ?? false).toBe(false);
 		// Every path of a key ends back in the loop, so the next key is replayed.
 		for (const end of ['Skipped (Not Claimable)', 'Mark Failed', 'Key Completed?']) expect(reachable(end, 0).has('Replay One by One')).toBe(true);
+	});
+
+	it('shows the dry run switch in a small note right under Replay Settings, not only in the Read me', () => {
+		// A callout a user sees next to the node they must open, before they find it in the long Read me.
+		const settingsRect = nodeRect(byName('Replay Settings'));
+		const gap = (note: TemplateNode) => {
+			const rect = noteRect(note);
+			return Math.max(rect.left - settingsRect.right, settingsRect.left - rect.right, rect.top - settingsRect.bottom, settingsRect.top - rect.bottom, 0);
+		};
+		const callouts = template.nodes
+			.filter(isSticky)
+			.filter((note) => Number(note.parameters.width) <= 500 && Number(note.parameters.height) <= 300 && gap(note) <= 40)
+			.map((note) => String(note.parameters.content));
+		expect(callouts).toEqual([expect.stringMatching(/Replay Settings[\s\S]*`dryRun`[\s\S]*\*\*false\*\*/)]);
 	});
 
 	it("Mark Failed stores the Postgres node's error message (its error items carry it in `message`)", () => {

@@ -95,3 +95,22 @@ describe('replay evidence options', () => {
 		expect(labelOf(status, 'replayable')).toBe('Replayable (Failed or Lease Expired)');
 	});
 });
+
+describe('option descriptions in the dropdowns', () => {
+	// The editor shows an option's description under its name, as plain text (markdown backticks stay
+	// visible), cut after two lines: in n8n 2.40.7 at 1920 px, descriptions of 124 to 150 characters
+	// were cut, 118 and 121 were not (scripts/screenshots.js opens these dropdowns).
+	const MAX_SHOWN = 121;
+	const nodes: INodeType[] = [new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery()];
+	const optionDescriptions = (properties: INodeProperties[], node: string): Array<[string, string]> =>
+		properties.flatMap((property) => [
+			...(property.type === 'options' ? optionsOf(property).filter((option) => option.description).map((option): [string, string] => [`${node} ${property.displayName}: ${option.name}`, String(option.description)]) : []),
+			...(property.type === 'collection' ? optionDescriptions(property.options as INodeProperties[], node) : []),
+		]);
+	const all = nodes.flatMap((node) => optionDescriptions(node.description.properties, node.description.displayName));
+
+	it('are plain text, short enough to be read whole', () => {
+		expect(all.length).toBeGreaterThan(20);
+		expect(all.filter(([, text]) => text.includes('`') || text.length > MAX_SHOWN).map(([where, text]) => `${where} (${text.length})`)).toEqual([]);
+	});
+});
