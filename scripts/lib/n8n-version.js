@@ -58,8 +58,19 @@ function servedWorkflowNodesSql(version) {
 		: 'SELECT nodes FROM workflow_entity WHERE id = $1 AND active';
 }
 
+/**
+ * The body of `POST /rest/workflows/:id/run` that starts a saved workflow from one trigger, as the
+ * editor's "Execute workflow" does. 2.x reads the saved workflow itself; 1.x runs the workflow the
+ * editor sends (`workflowData`, with its id) and refuses a body without it.
+ */
+function manualRunBody(version, { triggerName, workflow }) {
+	const body = { triggerToStartFrom: { name: triggerName } };
+	return majorOf(version) >= 2 ? body : { ...body, workflowData: workflow };
+}
+
 module.exports = {
 	DEFAULT_N8N_VERSION,
+	manualRunBody,
 	PROVEN_N8N_VERSIONS,
 	selectedN8nVersion,
 	activateWorkflowArgs,

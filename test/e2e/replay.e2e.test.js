@@ -13,6 +13,7 @@
 // not do: it runs the workflow in its own process, queue mode or not.)
 const fs = require('node:fs');
 const stack = require('../../scripts/lib/n8n-stack');
+const { manualRunBody } = require('../../scripts/lib/n8n-version');
 const { harness, eventId, OWNER } = require('./support/harness');
 const { eventually } = require('./support/eventually');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow } = require('./support/restWorkflows');
@@ -73,7 +74,9 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		const mark = await h.executionMark();
 		const rest = h.rest();
 		await rest.ownerLogin(OWNER);
-		const started = await rest.call('POST', `/workflows/${workflowId}/run`, { triggerToStartFrom: { name: 'Run Replay' } });
+		const saved = await rest.call('GET', `/workflows/${workflowId}`);
+		const body = manualRunBody(h.state.n8nVersion, { triggerName: 'Run Replay', workflow: saved.json?.data });
+		const started = await rest.call('POST', `/workflows/${workflowId}/run`, body);
 		expect([started.status, typeof started.json?.data?.executionId]).toEqual([200, 'string']);
 		const executionId = Number(started.json.data.executionId);
 		const [execution] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
