@@ -267,6 +267,7 @@ async function overhead(ctx, args) {
 	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
 	for (const line of verdicts) console.log(line);
 	storePayloadCost(results);
+	costAboveNodeFloor(results);
 	await packageNodeTimes(ctx);
 }
 
@@ -290,6 +291,28 @@ function storePayloadCost(results) {
 }
 
 /**
+ * Reserve beside a No Operation node in the same place, paired round by round: the part of
+ * Reserve's cost that is its own work (one statement, its credential, its output), not the cost
+ * n8n charges any node for being there.
+ */
+function costAboveNodeFloor(results) {
+	const noOp = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowNoOp001');
+	const permanent = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowPerm001');
+	if (!noOp || !permanent) return;
+	console.log('\nReserve (permanent) vs a No Operation node in the same place (what Reserve costs above any node):');
+	for (const concurrency of [1, 8]) {
+		const a = results.get(`${noOp.id}@${concurrency}`);
+		const b = results.get(`${permanent.id}@${concurrency}`);
+		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
+		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
+		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
+		console.log(
+			`  c=${concurrency}: throughput ratio ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
+		);
+	}
+}
+
+/**
  * The package's nodes' own time per execution, from n8n's run data (executionTime: the node's
  * execute() including the expressions n8n evaluates for its parameters), over every execution of
  * the overhead flows: what Key From Custom's two expressions cost beside the paired-item read.
@@ -308,7 +331,7 @@ async function packageNodeTimes(ctx) {
 			for (const { data } of executions) {
 				const runData = parse(data).resultData?.runData ?? {};
 				// The stock Postgres node beside ours: both look up a credential and run one statement.
-				for (const name of ['Recipe reserve', 'Postgres insert', 'Idempotency Reserve', 'Mark Complete']) {
+				for (const name of ['No Operation', 'Recipe reserve', 'Postgres insert', 'Idempotency Reserve', 'Mark Complete']) {
 					const time = runData[name]?.[0]?.executionTime;
 					if (time !== undefined) times.set(name, [...(times.get(name) ?? []), time]);
 				}

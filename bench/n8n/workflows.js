@@ -198,10 +198,17 @@ const OVERHEAD_FLOWS = [
 		path: 'bench-recipe-insert',
 		label: "reference: + the recipe's reserve step (stock Postgres node, ON CONFLICT DO NOTHING) in front",
 	},
+	// What one more node costs when it does nothing: n8n's own per-node floor (run data, saving,
+	// scheduling), the part of any node's cost no node can remove.
+	{
+		id: 'BenchFlowNoOp001',
+		path: 'bench-noop-node',
+		label: 'reference: + a No Operation node in front (n8n\'s per-node floor)',
+	},
 ];
 
 function overheadWorkflows() {
-	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe] = OVERHEAD_FLOWS;
+	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe, noOp] = OVERHEAD_FLOWS;
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
 	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
 	const leaseNodes = [webhook(lease.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'lease' }), businessInsert(), complete(), respond()];
@@ -261,6 +268,21 @@ function overheadWorkflows() {
 			{
 				Webhook: { main: [[link('Recipe reserve')]] },
 				'Recipe reserve': { main: [[link('Postgres insert')]] },
+				'Postgres insert': { main: [[link('Respond')]] },
+			},
+		),
+		workflow(
+			noOp.id,
+			'bench: a No Operation node in front',
+			[
+				webhook(noOp.path, { responseMode: 'responseNode' }),
+				node({ name: 'No Operation', type: 'n8n-nodes-base.noOp', x: 220, parameters: {} }),
+				businessInsert(),
+				respond(),
+			],
+			{
+				Webhook: { main: [[link('No Operation')]] },
+				'No Operation': { main: [[link('Postgres insert')]] },
 				'Postgres insert': { main: [[link('Respond')]] },
 			},
 		),
