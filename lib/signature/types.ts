@@ -1,3 +1,4 @@
+import type { HeaderBag } from '../headers';
 import { DEFAULT_TOLERANCE_SECONDS, signingProviderIds, type SigningProviderId } from '../providers';
 
 /** Signature schemes the verifier understands, from the provider registry; the values are stable (stored in workflows). */
@@ -31,8 +32,8 @@ export type SignatureFailureReason =
 	| 'timestamp_too_old'
 	| 'timestamp_in_future';
 
-/** Request headers as Node's `IncomingHttpHeaders` or n8n's Webhook node hand them over; names in any case. */
-export type HeaderBag = Readonly<Record<string, string | readonly string[] | undefined>>;
+/** Request headers; read by the package's one header rule (`lib/headers.ts`). */
+export type { HeaderBag };
 
 /** Settings of the `generic` scheme: an HMAC of the raw body, optionally prefixed by a timestamp. */
 export interface GenericHmacOptions {
