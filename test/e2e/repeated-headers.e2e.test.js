@@ -9,58 +9,29 @@ const http = require('node:http');
 const { createHmac, randomUUID } = require('node:crypto');
 const stack = require('../../scripts/lib/n8n-stack');
 const { harness, outputItem, eventId } = require('./support/harness');
-const { publishWorkflow } = require('./support/restWorkflows');
+const { freshWebhookPath, publishWorkflow, webhookNode } = require('./support/restWorkflows');
 
 const PKG = stack.PACKAGE_NAME;
 const RESERVE = 'Idempotency Reserve';
 const VERIFY = 'Webhook Signature Verify';
 const SCOPE = 'e2e-headers';
 
+/** One of the package's nodes, as the editor saves it, with its credential (one of the stack's). */
+function packageNode(name, type, x, parameters, credential) {
+	const { id, name: credentialName, type: credentialType } = stack.TEMPLATE_CREDENTIALS[credential];
+	return { id: randomUUID(), name, type: `${PKG}.${type}`, typeVersion: 1, position: [x, 0], parameters, credentials: { [credentialType]: { id, name: credentialName } } };
+}
+
 /** Webhook (Raw Body) → Verify (generic HMAC-SHA256 in X-Signature) → Valid → Reserve (Key Source Header X-Delivery-Id, correlation X-Request-Id). */
 function workflow(webhookPath) {
-	const uid = () => randomUUID();
+	const verify = { scheme: 'generic', algorithm: 'sha256', encoding: 'hex', signatureHeader: 'X-Signature', signaturePrefix: 'sha256=', signedContent: 'body', onInvalid: 'route' };
+	const reserve = { keySource: 'header', headerName: 'X-Delivery-Id', options: { scope: SCOPE, correlationId: 'header', correlationHeader: 'X-Request-Id' } };
 	return {
 		name: 'E2E repeated headers',
 		nodes: [
-			{
-				id: uid(),
-				name: 'Webhook',
-				type: 'n8n-nodes-base.webhook',
-				typeVersion: 2.1,
-				position: [0, 0],
-				webhookId: uid(),
-				parameters: { httpMethod: 'POST', path: webhookPath, options: { rawBody: true } },
-			},
-			{
-				id: uid(),
-				name: VERIFY,
-				type: `${PKG}.webhookSignatureVerify`,
-				typeVersion: 1,
-				position: [220, 0],
-				parameters: {
-					scheme: 'generic',
-					algorithm: 'sha256',
-					encoding: 'hex',
-					signatureHeader: 'X-Signature',
-					signaturePrefix: 'sha256=',
-					signedContent: 'body',
-					onInvalid: 'route',
-				},
-				credentials: { webhookSignatureApi: { id: stack.TEMPLATE_CREDENTIALS.signature.id, name: stack.TEMPLATE_CREDENTIALS.signature.name } },
-			},
-			{
-				id: uid(),
-				name: RESERVE,
-				type: `${PKG}.idempotencyReserve`,
-				typeVersion: 1,
-				position: [440, 0],
-				parameters: {
-					keySource: 'header',
-					headerName: 'X-Delivery-Id',
-					options: { scope: SCOPE, correlationId: 'header', correlationHeader: 'X-Request-Id' },
-				},
-				credentials: { idempotencyPostgresApi: { id: stack.TEMPLATE_CREDENTIALS.idempotency.id, name: stack.TEMPLATE_CREDENTIALS.idempotency.name } },
-			},
+			webhookNode(webhookPath, { options: { rawBody: true } }),
+			packageNode(VERIFY, 'webhookSignatureVerify', 220, verify, 'signature'),
+			packageNode(RESERVE, 'idempotencyReserve', 440, reserve, 'idempotency'),
 		],
 		connections: {
 			Webhook: { main: [[{ node: VERIFY, type: 'main', index: 0 }]] },
@@ -100,7 +71,7 @@ describe('a header sent twice, through a real n8n Webhook', () => {
 	const stored = async (key) => (await h.appQuery('SELECT key, correlation_id FROM processed_events WHERE key = $1', [key])).rows;
 
 	beforeAll(async () => {
-		const webhookPath = `e2e-headers-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+		const webhookPath = freshWebhookPath('headers');
 		workflowId = await publishWorkflow(h, workflow(webhookPath), webhookPath);
 		url = `${h.state.baseUrl}/webhook/${webhookPath}`;
 	});
