@@ -11,6 +11,7 @@ export * from './keys/presets';
 export * from './providers';
 export * from './keys/sha256';
 export * from './keys/exactText';
+export * from './headers';
 export * from './keys/rawJsonMember';
 export * from './signature';
 export * from './postgres/classifyError';

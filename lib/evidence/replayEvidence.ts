@@ -2,8 +2,7 @@ import { InvalidConfigurationError } from '../errors';
 import type { KeyConfig } from '../keys/deriveKey';
 import { assertStorableEvidenceHeader } from '../keys/forbiddenHeaders';
 import { cutText, storablePayload, storableText } from '../postgres/storableValues';
-import { readHeader } from '../signature/headers';
-import type { HeaderBag } from '../signature/types';
+import { readHeader } from '../headers';
 import type { ReplayEvidence } from '../types';
 
 /*
@@ -133,28 +132,22 @@ export function capBatchPayloads(entries: Array<{ evidence: ReplayEvidence; repo
 }
 
 /**
- * The header's value, else the execution id. A header sent more than once with different values
- * is not guessed at (readHeader's rule, as for signatures): the execution id is used, with a warning.
+ * The header's value, else the execution id. A header sent more than once with different values,
+ * or with a value that is not text, is not guessed at (the package's one header rule, as for
+ * signatures and keys): the execution id is used, with a warning.
  */
 function correlationIdOf(config: EvidenceConfig, input: EvidenceInput, warnings: string[]): string {
 	if (config.correlation === 'executionId') return input.executionId;
 	const name = config.correlationHeader.trim();
-	const header = readHeader(headerBag(input.headers), name);
+	const header = readHeader(input.headers, name);
 	if (header.status === 'present') return header.value;
 	if (header.status === 'ambiguous') {
 		warnings.push(`The header "${name}" was sent more than once with different values; the correlation id is the n8n execution id instead.`);
 	}
-	return input.executionId;
-}
-
-/** The item's headers as strings; values of other types (never sent by n8n's Webhook node) are ignored. */
-function headerBag(headers: Record<string, unknown> | undefined): HeaderBag {
-	const bag: Record<string, string | string[]> = {};
-	for (const [name, value] of Object.entries(headers ?? {})) {
-		if (typeof value === 'string') bag[name] = value;
-		else if (Array.isArray(value)) bag[name] = value.filter((part): part is string => typeof part === 'string');
+	if (header.status === 'notText') {
+		warnings.push(`The header "${name}" is not text (${header.type}); the correlation id is the n8n execution id instead.`);
 	}
-	return bag;
+	return input.executionId;
 }
 
 /** Repaired (NUL, lone surrogates) and cut to MAX_EVIDENCE_TEXT_LENGTH, with a warning for each. */

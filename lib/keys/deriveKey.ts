@@ -1,4 +1,5 @@
 import { InvalidConfigurationError, MissingKeyError, UnusableKeyError } from '../errors';
+import { readHeader } from '../headers';
 import { canonicalJson } from './canonicalJson';
 import { assertExactText } from './exactText';
 import { parseFieldPath, valueAtPath, type PathStep } from './fieldPath';
@@ -205,7 +206,7 @@ function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySo
 		return value === undefined ? undefined : { key: `evt:${value}`, keySource: 'event-id' };
 	}
 	for (const name of source.names) {
-		const value = scalarText(headerValue(input.headers, name), () => undefined, `the header "${name}"`);
+		const value = keyHeaderValue(input.headers, name);
 		if (value !== undefined) return { key: `${name.trim().toLowerCase()}:${value}`, keySource: 'header' };
 	}
 	return undefined;
@@ -218,18 +219,41 @@ function fromField(input: KeyInput, config: KeyConfig): { key: string; keySource
 	// The raw bytes are the webhook item's `body` (or the whole item when it is its own body).
 	const rawSteps = item === input.body ? steps : steps[0] === 'body' ? steps.slice(1) : undefined;
 	const exactNumber = (parsed: number) => (rawSteps ? exactNumberText(input.rawBody, rawSteps, parsed) : undefined);
-	const value = scalarText(valueAtPath(item, steps), exactNumber, `the field "${path}"`);
+	const found = valueAtPath(item, steps);
+	// A webhook item's `headers.<name>` is a header: a joined (repeated) value is refused as by Key Source Header.
+	const header = item !== input.body && steps.length === 2 && steps[0] === 'headers' && typeof found === 'string' ? String(steps[1]) : undefined;
+	const value = header === undefined ? scalarText(found, exactNumber, `the field "${path}"`) : keyHeaderValue({ [header]: found }, header);
 	return value === undefined ? undefined : { key: (config.fieldPrefix ?? '') + value, keySource: 'field' };
 }
 
-/** Header lookup is case-insensitive; a repeated header (array) uses its first value. */
-function headerValue(headers: Record<string, unknown> | undefined, name: string): unknown {
-	if (!headers) return undefined;
-	const wanted = name.trim().toLowerCase();
-	for (const [headerName, value] of Object.entries(headers)) {
-		if (headerName.toLowerCase() === wanted) return Array.isArray(value) ? value[0] : value;
+/**
+ * The header's value by the package's one header rule (lib/headers.ts), or undefined when it is
+ * missing. A key header must say which event this is: sent more than once with different values,
+ * or not text, it is refused, never one value picked. A value joined with ", " is refused even when
+ * its parts are the same: it is how n8n hands over a header sent twice, earlier versions keyed on
+ * the whole joined text, and a key must never change silently for the same delivery.
+ */
+function keyHeaderValue(headers: Record<string, unknown> | undefined, name: string): string | undefined {
+	const header = readHeader(headers, name);
+	const what = `The header "${name.trim().toLowerCase()}"`;
+	const fix = 'Have the sender send it once, or choose the key with Key Source → Custom Value. The item was not reserved.';
+	switch (header.status) {
+		case 'missing':
+			return undefined;
+		case 'ambiguous':
+			throw new UnusableKeyError(
+				`${what} was sent more than once with different values, so it does not say which event this is (two deliveries of one event could get different keys). ${fix}`,
+			);
+		case 'notText':
+			throw new UnusableKeyError(`${what} is not text (${header.type}), so it cannot be a key as it is. ${fix}`);
+		case 'present':
+			if (header.joined) {
+				throw new UnusableKeyError(
+					`${what} arrived as several values joined with ", " (how n8n hands over a header sent more than once), so it is not one id. ${fix}`,
+				);
+			}
+			return header.value;
 	}
-	return undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { SignatureConfigError } from './errors';
-import { readFirstHeader, readHeader, type HeaderValue } from './headers';
+import { readFirstHeader, readHeader, type HeaderValue } from '../headers';
 import { decodeBase64, decodeHex } from './hmac';
 import { decodeStandardWebhooksSecret } from './secrets';
 import { parseUnixSeconds } from './timestamp';
@@ -47,7 +47,7 @@ type TimestampResult = { ok: true; seconds: number; text: string } | { ok: false
 function readTimestamp(header: HeaderValue): TimestampResult {
 	if (header.status === 'missing') return { ok: false, reason: 'missing_timestamp' };
 	// A repeated timestamp header would let the sender choose which value the window sees.
-	if (header.status === 'ambiguous') return { ok: false, reason: 'malformed_timestamp' };
+	if (header.status !== 'present') return { ok: false, reason: 'malformed_timestamp' };
 	const seconds = parseUnixSeconds(header.value);
 	return seconds === undefined
 		? { ok: false, reason: 'malformed_timestamp' }

@@ -1,3 +1,4 @@
+import type { HeaderBag } from '../headers';
 import { DEFAULT_TOLERANCE_SECONDS, signingProviderIds, type SigningProviderId } from '../providers';
 
 /** Signature schemes the verifier understands, from the provider registry; the values are stable (stored in workflows). */
@@ -15,9 +16,11 @@ export type SignatureEncoding = 'hex' | 'base64';
  * Why a request was rejected. Machine-readable and stable: workflows may branch on it.
  *
  * - `missing_header`: the signature header (or another required header, e.g. `webhook-id`) is absent or empty.
- * - `malformed_header`: the signature header cannot be parsed (wrong prefix, no supported version, bad hex/base64).
+ * - `malformed_header`: the signature header cannot be parsed (wrong prefix, no supported version, bad hex/base64),
+ *   or it (or the Standard Webhooks id) was sent more than once with different values, or is not text.
  * - `missing_timestamp`: the scheme signs a timestamp and the request carries none.
- * - `malformed_timestamp`: the timestamp is not a whole number of seconds since the Unix epoch.
+ * - `malformed_timestamp`: the timestamp is not a whole number of seconds since the Unix epoch, was sent more
+ *   than once with different values, or is not text.
  * - `signature_mismatch`: no signature in the request matches any configured secret.
  * - `timestamp_too_old`: the signature is genuine but older than the tolerance (a replay, or a very late retry).
  * - `timestamp_in_future`: the signature is genuine but dated further ahead than the tolerance (clock skew or forgery).
@@ -31,8 +34,8 @@ export type SignatureFailureReason =
 	| 'timestamp_too_old'
 	| 'timestamp_in_future';
 
-/** Request headers as Node's `IncomingHttpHeaders` or n8n's Webhook node hand them over; names in any case. */
-export type HeaderBag = Readonly<Record<string, string | readonly string[] | undefined>>;
+/** Request headers; read by the package's one header rule (`lib/headers.ts`). */
+export type { HeaderBag };
 
 /** Settings of the `generic` scheme: an HMAC of the raw body, optionally prefixed by a timestamp. */
 export interface GenericHmacOptions {

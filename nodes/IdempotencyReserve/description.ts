@@ -59,7 +59,7 @@ export const reserveProperties: INodeProperties[] = [
 		displayOptions: { show: { keySource: ['header'] } },
 		default: 'idempotency-key',
 		placeholder: 'idempotency-key',
-		description: 'Signature and timestamp headers are refused: they change on every retry',
+		description: 'Signature and timestamp headers are refused: they change on every retry. A header sent twice fails the item.',
 	},
 	{
 		displayName: 'Field',

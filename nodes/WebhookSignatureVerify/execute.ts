@@ -5,6 +5,7 @@ import {
 	type INodeExecutionData,
 } from 'n8n-workflow';
 
+import { isHeaderBag } from '../../lib/headers';
 import {
 	FAILURE_DESCRIPTIONS,
 	resolveSecrets,
@@ -117,7 +118,7 @@ async function verifyItem(
 	}
 }
 
-/** The Webhook node's headers object, reduced to string values. */
+/** The Webhook node's headers object, as it is: the core reads each header by the package's one rule. */
 function readHeaders(
 	ctx: IExecuteFunctions,
 	item: INodeExecutionData,
@@ -125,20 +126,14 @@ function readHeaders(
 	itemIndex: number,
 ): HeaderBag {
 	const raw = item.json[field];
-	if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+	if (!isHeaderBag(raw)) {
 		throw new NodeOperationError(ctx.getNode(), `No request headers in the item field "${field}"`, {
 			itemIndex,
 			description:
 				'Connect this node directly after the Webhook node, which puts the request headers in "headers", or set Options → Headers Field.',
 		});
 	}
-	const headers: Record<string, string | string[]> = {};
-	for (const [name, value] of Object.entries(raw)) {
-		if (typeof value === 'string') headers[name] = value;
-		else if (typeof value === 'number') headers[name] = String(value);
-		else if (Array.isArray(value)) headers[name] = value.filter((entry): entry is string => typeof entry === 'string');
-	}
-	return headers;
+	return raw;
 }
 
 /** The exact request bytes; without them no signature can be checked, which is a setup error. */

@@ -5,7 +5,7 @@
 const { randomUUID } = require('node:crypto');
 const { harness, outputItem, eventId } = require('./support/harness');
 const { readTemplate } = require('./support/workflows');
-const { publishWorkflow } = require('./support/restWorkflows');
+const { freshWebhookPath, publishWorkflow, webhookNode } = require('./support/restWorkflows');
 
 const PKG = 'n8n-nodes-idempotency';
 const CREDENTIAL = { idempotencyPostgresApi: { id: 'idempotencyPg01', name: 'Idempotency Postgres' } };
@@ -20,15 +20,7 @@ function twoItemWorkflow(webhookPath) {
 	return {
 		name: 'E2E paired-item settle, two items',
 		nodes: [
-			{
-				id: uid(),
-				name: 'Webhook',
-				type: 'n8n-nodes-base.webhook',
-				typeVersion: 2.1,
-				position: [0, 0],
-				webhookId: uid(),
-				parameters: { httpMethod: 'POST', path: webhookPath, responseMode: 'lastNode', options: {} },
-			},
+			webhookNode(webhookPath, { responseMode: 'lastNode' }),
 			{ id: uid(), name: 'Split Out', type: 'n8n-nodes-base.splitOut', typeVersion: 1, position: [220, 0], parameters: { fieldToSplitOut: 'body.events', options: {} } },
 			{
 				id: uid(),
@@ -89,7 +81,7 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 	const status = async (key) => (await h.appQuery('SELECT status FROM processed_events WHERE key = $1', [key])).rows[0]?.status;
 
 	test('two items in one execution: the business step replaced both and kept the second; only its key is completed', async () => {
-		const webhookPath = `e2e-paired-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+		const webhookPath = freshWebhookPath('paired');
 		const workflowId = await publishWorkflow(h, twoItemWorkflow(webhookPath), webhookPath);
 		const [first, second] = [eventId('paired_a'), eventId('paired_b')];
 		const mark = await h.executionMark();

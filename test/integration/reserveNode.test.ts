@@ -1,4 +1,4 @@
-import type { INodeExecutionData } from 'n8n-workflow';
+import { NodeOperationError, type INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { closeAllPools } from '../../lib/postgres/pool';
@@ -150,6 +150,27 @@ describe('Idempotency Reserve: bad input', () => {
 		expect(fresh).toHaveLength(1);
 		expect(idempotencyOf(fresh[0]).key).toBe('evt:cof-ok');
 		expect(duplicate).toHaveLength(0);
+	});
+
+	it('a key header sent twice with different values fails that item with a clear error (itemIndex), and reserves nothing of the run', async () => {
+		const before = await rowCount();
+		const parameters = { keySource: 'header', headerName: 'X-Delivery-Id', options: options() };
+		const items = [webhookItem({ a: 1 }, { 'x-delivery-id': 'hdr-ok' }), webhookItem({ a: 2 }, { 'x-delivery-id': 'hdr-1, hdr-2' })];
+		const error = await runReserve(parameters, { items }).then(
+			() => undefined,
+			(thrown: unknown) => thrown,
+		);
+		expect(error).toBeInstanceOf(NodeOperationError);
+		expect((error as NodeOperationError).message).toMatch(/^The header "x-delivery-id" was sent more than once with different values/);
+		expect((error as NodeOperationError).context.itemIndex).toBe(1);
+		expect(await rowCount()).toBe(before);
+
+		// With Continue On Fail the item goes to Not Reserved (never New), the other item is reserved.
+		const [fresh, duplicate, notReserved] = await runReserve(parameters, { items, continueOnFail: true });
+		expect(fresh.map((item) => idempotencyOf(item).key)).toEqual(['x-delivery-id:hdr-ok']);
+		expect(duplicate).toHaveLength(0);
+		expect(notReserved).toEqual([{ json: { error: expect.stringMatching(/sent more than once with different values/) }, pairedItem: { item: 1 } }]);
+		expect(await rowCount()).toBe(before + 1);
 	});
 
 	it('hashes a 10 MB raw body and reserves it once', async () => {

@@ -1,4 +1,4 @@
-import type { IExecuteFunctions, INode, INodeExecutionData, IWorkflowSettings } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INode, INodeExecutionData, IWorkflowSettings } from 'n8n-workflow';
 
 import type { ConnectionSettings } from '../../lib/postgres/connectionSettings';
 
@@ -61,7 +61,7 @@ export function fakeExecuteFunctions(options: FakeContextOptions): IExecuteFunct
 }
 
 /** An item as n8n's Webhook node emits it (Raw Body on: the bytes in binary property `data`). */
-export function webhookItem(body: unknown, headers: Record<string, string> = {}, rawBody?: string | Buffer): INodeExecutionData {
+export function webhookItem(body: unknown, headers: IDataObject = {}, rawBody?: string | Buffer): INodeExecutionData {
 	const raw = rawBody ?? (typeof body === 'string' ? body : JSON.stringify(body));
 	return {
 		json: { headers: { 'content-type': 'application/json', ...headers }, params: {}, query: {}, body: body as never },

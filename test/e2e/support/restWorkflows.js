@@ -11,9 +11,27 @@ function readShippedTemplate(file) {
 	return JSON.parse(fs.readFileSync(path.join(stack.REPO_ROOT, 'templates', file), 'utf8'));
 }
 
+/** A webhook path of its own per run, so reruns and other copies never collide. */
+function freshWebhookPath(label) {
+	return `e2e-${label}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+}
+
+/** n8n's Webhook node taking POSTs at `webhookPath`, as the editor saves it; `parameters` adds to or overrides its parameters. */
+function webhookNode(webhookPath, parameters = {}) {
+	return {
+		id: randomUUID(),
+		name: 'Webhook',
+		type: 'n8n-nodes-base.webhook',
+		typeVersion: 2.1,
+		position: [0, 0],
+		webhookId: randomUUID(),
+		parameters: { httpMethod: 'POST', path: webhookPath, options: {}, ...parameters },
+	};
+}
+
 /** The template with a fresh webhook path and id, so reruns and other copies never collide. */
 function withOwnWebhook(template, label) {
-	const webhookPath = `e2e-${label}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+	const webhookPath = freshWebhookPath(label);
 	const nodes = template.nodes.map((node) =>
 		node.type === 'n8n-nodes-base.webhook'
 			? { ...node, webhookId: randomUUID(), parameters: { ...node.parameters, path: webhookPath } }
@@ -64,4 +82,4 @@ async function publishOrderedWebhook(h, label) {
 	return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
 }
 
-module.exports = { readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };
+module.exports = { freshWebhookPath, webhookNode, readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };

@@ -103,14 +103,37 @@ describe('replayEvidence', () => {
 		expect(evidence.correlationId).toBe('a'.repeat(254));
 	});
 
-	it('ignores header values that are not text (n8n never sends them) and falls back to the execution id', () => {
-		const { evidence, report } = replayEvidence(config({ correlation: 'header', correlationHeader: 'x-request-id' }), {
-			payload: {},
-			headers: { 'x-request-id': 42 },
-			executionId: 'e9',
+	describe('the correlation header, read by the one header rule', () => {
+		const correlationOf = (headers: Record<string, unknown>) =>
+			replayEvidence(config({ storePayload: false, correlation: 'header', correlationHeader: 'X-Request-Id' }), { payload: {}, headers, executionId: 'e9' });
+		const DIFFERENT = 'The header "X-Request-Id" was sent more than once with different values; the correlation id is the n8n execution id instead.';
+
+		it.each<[string, Record<string, unknown>, string, string[]]>([
+			['one value, any case', { 'x-request-id': ' r-1 ' }, 'r-1', []],
+			['a whole number (a Code node): its digits', { 'x-request-id': 42 }, '42', []],
+			['the same value twice, joined with ", "', { 'x-request-id': 'r-1, r-1' }, 'r-1', []],
+			['the same value in an array', { 'x-request-id': ['r-1', 'r-1'] }, 'r-1', []],
+			['two values joined with ", " (n8n, header sent twice)', { 'x-request-id': 'r-1, r-2' }, 'e9', [DIFFERENT]],
+			['two values in an array', { 'x-request-id': ['r-1', 'r-2'] }, 'e9', [DIFFERENT]],
+			['a text and a number in an array: not the text alone', { 'x-request-id': ['r-1', 7] }, 'e9', [DIFFERENT]],
+			['two spellings with different values', { 'x-request-id': 'r-1', 'X-REQUEST-ID': 'r-2' }, 'e9', [DIFFERENT]],
+			['a boolean', { 'x-request-id': true }, 'e9', ['The header "X-Request-Id" is not text (a boolean); the correlation id is the n8n execution id instead.']],
+			['absent', {}, 'e9', []],
+			['empty', { 'x-request-id': '' }, 'e9', []],
+		])('%s', (_case, headers, correlationId, warnings) => {
+			const { evidence, report } = correlationOf(headers);
+			expect(evidence.correlationId).toBe(correlationId);
+			expect(report).toEqual({ correlationId, warnings });
 		});
-		expect(evidence.correlationId).toBe('e9');
-		expect(report.warnings).toEqual([]);
+
+		it('NUL is repaired and an absurdly long value cut, each with a warning', () => {
+			const { evidence, report } = correlationOf({ 'x-request-id': `r\u0000${'x'.repeat(1024 * 1024)}` });
+			expect(evidence.correlationId).toBe(`r\uFFFD${'x'.repeat(253)}`);
+			expect(report.warnings).toEqual([
+				'The correlation id had NUL characters or broken Unicode (lone surrogates); they were replaced with U+FFFD (�).',
+				`The correlation id was ${1024 * 1024 + 2} characters long; only its first 255 were stored.`,
+			]);
+		});
 	});
 });
 

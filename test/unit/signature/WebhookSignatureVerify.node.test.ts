@@ -243,6 +243,48 @@ describe('WebhookSignatureVerify node', () => {
 		});
 	});
 
+	describe('headers, read by the one header rule (lib/headers.ts)', () => {
+		const GOOD = `t=${NOW},v1=${SIG_NOW}`;
+		const withHeaders = (headers: IDataObject): INodeExecutionData => ({ ...webhookItem(undefined), json: { ...webhookItem(undefined).json, headers } });
+		const signatureOf = async (headers: IDataObject) => {
+			const [valid, invalid] = await run({ items: [withHeaders(headers)] });
+			return { valid: valid?.length, invalid: invalid?.length, signature: (valid?.[0] ?? invalid?.[0])?.json.signature };
+		};
+
+		it.each<[string, IDataObject]>([
+			['a number next to the genuine signature (a Code node)', { 'stripe-signature': [12345, GOOD] }],
+			['a boolean next to the genuine signature', { 'stripe-signature': [true, GOOD] }],
+			['an empty value next to the genuine signature', { 'stripe-signature': ['', GOOD] }],
+			['a forged value next to the genuine signature, joined with ", " (n8n, header sent twice)', { 'stripe-signature': `t=${NOW},v1=${'0'.repeat(64)}, ${GOOD}` }],
+			['the genuine signature under another spelling next to a number', { 'Stripe-Signature': 7, 'stripe-signature': GOOD }],
+		])('%s is never Valid: malformed_header', async (_case, headers) => {
+			expect(await signatureOf(headers)).toEqual({ valid: 0, invalid: 1, signature: { valid: false, scheme: 'stripe', reason: 'malformed_header' } });
+		});
+
+		it('the genuine signature sent twice (joined or in an array) is one value: Valid', async () => {
+			for (const headers of [{ 'stripe-signature': `${GOOD}, ${GOOD}` }, { 'stripe-signature': [GOOD, GOOD] }, { 'STRIPE-SIGNATURE': GOOD }]) {
+				expect(await signatureOf(headers)).toMatchObject({ valid: 1, invalid: 0 });
+			}
+		});
+
+		it('a signature that is not text is malformed, a timestamp that is not text malformed_timestamp', async () => {
+			expect((await signatureOf({ 'stripe-signature': { t: NOW } })).signature).toMatchObject({ reason: 'malformed_header' });
+			const generic = { scheme: 'generic', algorithm: 'sha256', encoding: 'hex', signatureHeader: 'X-Sig', signedContent: 'timestampDotBody', timestampHeader: 'X-Ts' };
+			const [, invalid] = await run({ items: [withHeaders({ 'x-sig': 'ab', 'x-ts': 1.5 })], parameters: generic });
+			expect(invalid?.[0]?.json.signature).toEqual({ valid: false, scheme: 'generic', reason: 'malformed_timestamp' });
+		});
+
+		it.each<[string, unknown]>([
+			['an array', [['stripe-signature', 'x']]],
+			['text', 'stripe-signature: x'],
+			['null', null],
+		])('headers given as %s are no headers: a clear per-item error', async (_case, headers) => {
+			const error = await runError({ items: [withHeaders({}), { ...webhookItem(undefined), json: { body: {}, headers: headers as IDataObject } }] });
+			expect(error.message).toBe('No request headers in the item field "headers"');
+			expect(error.context.itemIndex).toBe(1);
+		});
+	});
+
 	describe('secrets are exact strings', () => {
 		// GitHub's documented test vector:
 		// https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation

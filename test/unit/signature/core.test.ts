@@ -1,6 +1,5 @@
 import nodeCrypto = require('node:crypto');
 
-import { readHeader, readFirstHeader } from '../../../lib/signature/headers';
 import { decodeBase64, decodeHex, signaturesEqual } from '../../../lib/signature/hmac';
 import { checkTimestamp, parseUnixSeconds } from '../../../lib/signature/timestamp';
 import { FAILURE_DESCRIPTIONS, SIGNATURE_SCHEMES, type SignatureScheme } from '../../../lib/signature';
@@ -8,35 +7,6 @@ import { NOW, verify } from './fixtures';
 
 afterEach(() => {
 	jest.restoreAllMocks();
-});
-
-describe('readHeader', () => {
-	it.each([
-		['lower-case name', { 'x-sig': 'a' }, 'X-Sig', { status: 'present', value: 'a' }],
-		['mixed-case name', { 'X-SIG': ' a ' }, 'x-sig', { status: 'present', value: 'a' }],
-		['absent', { other: 'a' }, 'x-sig', { status: 'missing' }],
-		['empty', { 'x-sig': '  ' }, 'x-sig', { status: 'missing' }],
-		['undefined', { 'x-sig': undefined }, 'x-sig', { status: 'missing' }],
-		['an array with one value', { 'x-sig': ['a'] }, 'x-sig', { status: 'present', value: 'a' }],
-		['the same value twice', { 'x-sig': 'a', 'X-Sig': 'a' }, 'x-sig', { status: 'present', value: 'a' }],
-		['two values in an array', { 'x-sig': ['a', 'b'] }, 'x-sig', { status: 'ambiguous' }],
-		['two spellings with different values', { 'x-sig': 'a', 'X-Sig': 'b' }, 'x-sig', { status: 'ambiguous' }],
-		['two values joined with ", " (a repeated header as n8n hands it over)', { 'x-sig': 'a, b' }, 'x-sig', { status: 'ambiguous' }],
-		['two values joined with ",\t"', { 'x-sig': 'a,\tb' }, 'x-sig', { status: 'ambiguous' }],
-		['the same value twice, joined', { 'x-sig': 'a, a' }, 'x-sig', { status: 'present', value: 'a' }],
-		['commas without whitespace (Stripe\'s own format)', { 'x-sig': 't=1,v1=a' }, 'x-sig', { status: 'present', value: 't=1,v1=a' }],
-		['spaces without commas (a Standard Webhooks list)', { 'x-sig': 'v1,a v1,b' }, 'x-sig', { status: 'present', value: 'v1,a v1,b' }],
-	])('reads a header given as %s', (_case, headers, name, expected) => {
-		expect(readHeader(headers, name)).toEqual(expected);
-	});
-
-	it('falls back to the next name only when the first is missing', () => {
-		expect(readFirstHeader({ 'svix-id': 'b' }, ['webhook-id', 'svix-id'])).toEqual({ status: 'present', value: 'b' });
-		expect(readFirstHeader({ 'webhook-id': 'a', 'svix-id': 'b' }, ['webhook-id', 'svix-id'])).toEqual({
-			status: 'present',
-			value: 'a',
-		});
-	});
 });
 
 describe('signaturesEqual', () => {

@@ -1,0 +1,94 @@
+import { UnusableKeyError } from '../../../lib/errors';
+import { deriveKey, type KeyConfig } from '../../../lib/keys/deriveKey';
+import { sha256Hex } from '../../../lib/keys/sha256';
+
+/*
+ * Key Source Header and the header presets read the key by the package's one header rule
+ * (lib/headers.ts): a header sent more than once with different values, or not text, never gives
+ * a key (one value picked would give two deliveries of one event different keys, or two events the
+ * same one); it is refused per item, whatever "on missing key" says, since it is not missing.
+ */
+const header = (onMissingKey: KeyConfig['onMissingKey'] = 'bodyHash'): KeyConfig => ({ strategy: 'header', headerName: 'X-Delivery-Id', onMissingKey });
+const keyOf = (headers: Record<string, unknown>, config = header()) => deriveKey({ body: { a: 1 }, headers }, config).key;
+
+describe('a key header read by the one header rule', () => {
+	it.each<[string, Record<string, unknown>]>([
+		['two values in an array (a Code node)', { 'x-delivery-id': ['d-1', 'd-2'] }],
+		['two spellings with different values', { 'X-Delivery-Id': 'd-1', 'x-delivery-id': 'd-2' }],
+		['two values joined with ", " (n8n\'s Webhook node, header sent twice)', { 'x-delivery-id': 'd-1, d-2' }],
+		['an empty value and a value', { 'x-delivery-id': ['', 'd-1'] }],
+	])('%s: refused, never one picked', (_case, headers) => {
+		for (const onMissingKey of ['bodyHash', 'error'] as const) {
+			expect(() => keyOf(headers, header(onMissingKey))).toThrow(UnusableKeyError);
+			expect(() => keyOf(headers, header(onMissingKey))).toThrow(
+				/^The header "x-delivery-id" was sent more than once with different values, .*Key Source → Custom Value\. The item was not reserved\.$/,
+			);
+		}
+	});
+
+	it('the same value in an array or under two spellings is one value: the key earlier versions gave', () => {
+		expect(keyOf({ 'x-delivery-id': ['d-1', 'd-1'] })).toBe('x-delivery-id:d-1');
+		expect(keyOf({ 'X-Delivery-Id': 'd-1', 'x-delivery-id': ' d-1 ' })).toBe('x-delivery-id:d-1');
+	});
+
+	it('the same value joined with ", " is refused: earlier versions keyed on the joined text, and a key never changes silently', () => {
+		expect(() => keyOf({ 'x-delivery-id': 'd-1, d-1' })).toThrow(
+			/^The header "x-delivery-id" arrived as several values joined with ", " \(how n8n hands over a header sent more than once\), so it is not one id\./,
+		);
+	});
+
+	it.each<[string, unknown, RegExp]>([
+		['a boolean', true, /is not text \(a boolean\)/],
+		['an object', { id: 'd-1' }, /is not text \(an object\)/],
+		['a number beyond 2^53', 2 ** 53 + 2, /is not text \(a number that is not a whole number within ±2\^53\)/],
+	])('%s is refused, never the body hash', (_case, value, message) => {
+		expect(() => keyOf({ 'x-delivery-id': value })).toThrow(UnusableKeyError);
+		expect(() => keyOf({ 'x-delivery-id': value })).toThrow(message);
+	});
+
+	it('a whole number is its digits, as before', () => {
+		expect(keyOf({ 'x-delivery-id': 42 })).toBe('x-delivery-id:42');
+	});
+
+	it('absent, null or empty is missing: the body hash, or the missing-key error', () => {
+		for (const value of [undefined, null, '', '  ', []]) {
+			expect(keyOf({ 'x-delivery-id': value })).toMatch(/^sha256:[0-9a-f]{64}$/);
+			expect(() => keyOf({ 'x-delivery-id': value }, header('error'))).toThrow(/No idempotency key: the header "X-Delivery-Id" is missing/);
+		}
+	});
+
+	it('NUL and lone surrogates are refused; an absurdly long value becomes its hash', () => {
+		expect(() => keyOf({ 'x-delivery-id': 'd\u00001' })).toThrow(/NUL/);
+		expect(() => keyOf({ 'x-delivery-id': 'd\ud8001' })).toThrow(/lone UTF-16 surrogate/);
+		const long = 'd'.repeat(1024 * 1024);
+		expect(keyOf({ 'x-delivery-id': long })).toBe(`long-key-sha256:${sha256Hex(`x-delivery-id:${long}`)}`);
+	});
+
+	it('the Standard Webhooks preset: a repeated webhook-id is refused, never svix-id or one of the two', () => {
+		const preset: KeyConfig = { strategy: 'preset', preset: 'standardWebhooks', onMissingKey: 'bodyHash' };
+		expect(() => deriveKey({ body: {}, headers: { 'webhook-id': 'msg_1, msg_2', 'svix-id': 'msg_1' } }, preset)).toThrow(
+			/The header "webhook-id" was sent more than once with different values/,
+		);
+		expect(deriveKey({ body: {}, headers: { 'webhook-id': '', 'svix-id': 'msg_1' } }, preset).key).toBe('svix-id:msg_1');
+	});
+
+	it('the GitHub preset: a delivery id sent twice with different values is refused', () => {
+		const preset: KeyConfig = { strategy: 'preset', preset: 'github', onMissingKey: 'bodyHash' };
+		expect(() => deriveKey({ body: {}, headers: { 'x-github-delivery': ['d-1', 'd-2'] } }, preset)).toThrow(UnusableKeyError);
+	});
+
+	it('Key Source Field on a webhook item\'s headers.<name>: a joined value is refused as well; one value, an array or a number as before', () => {
+		const field: KeyConfig = { strategy: 'field', fieldPath: 'headers.x-delivery-id', onMissingKey: 'bodyHash' };
+		const fieldKey = (value: unknown) => {
+			const item = { headers: { 'x-delivery-id': value }, body: { a: 1 } };
+			return deriveKey({ body: item.body, headers: item.headers, item }, field).key;
+		};
+		expect(() => fieldKey('d-1, d-2')).toThrow(/The header "x-delivery-id" was sent more than once with different values/);
+		expect(() => fieldKey('d-1, d-1')).toThrow(/arrived as several values joined/);
+		expect(fieldKey(' d-1 ')).toBe('d-1');
+		expect(fieldKey(42)).toBe('42');
+		expect(fieldKey(['d-1', 'd-2'])).toMatch(/^sha256:/);
+		// Not a webhook item (its own body): a member named "headers" is plain data.
+		expect(deriveKey({ body: { headers: { 'x-delivery-id': 'd-1, d-2' } }, item: undefined }, field).key).toBe('d-1, d-2');
+	});
+});
