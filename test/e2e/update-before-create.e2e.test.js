@@ -114,9 +114,10 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		const first = await h.deliver(url, update);
 		await h.appQuery(`DELETE FROM ${BLOCKED} WHERE key = $1`, [eventKey]); // the database is back
 		expect([first.status, first.outcome]).toEqual([200, 'completion_pending']);
-		// The fault happened: every one of Mark Complete's 5 tries reached the database and was refused.
+		// The fault happened: each of Mark Complete's 5 tries (Retry On Fail) reached the database and
+		// was refused (at least 5: the error workflow's own try, were it ever faster than our DELETE).
 		const attemptsAfter = Number((await h.appQuery(`SELECT last_value FROM ${BLOCKED}_attempts`)).rows[0].last_value);
-		expect(attemptsAfter - attemptsBefore).toBe(5);
+		expect(attemptsAfter - attemptsBefore).toBeGreaterThanOrEqual(5);
 		// The effect happened: the customer was written, and the guard recorded this event's version.
 		expect((await h.appQuery('SELECT email, version::text AS version FROM customers WHERE id = $1', [customer])).rows).toEqual([{ email: 'pending@example.com', version: String(at) }]);
 		expect((await h.appQuery('SELECT version::text AS version, event_key FROM object_versions WHERE object_key = $1', [`stripe:customer:${customer}`])).rows).toEqual([
