@@ -2,7 +2,8 @@
 // left failed by the webhook template as shipped (Store Payload on, Mark Failed on error), then
 // the shipped replay template lists them in a dry run (nothing changes), replays them from the
 // stored payload once the cause is fixed (exactly one business row each), never replays a completed
-// key, and sends a key without a stored payload to its "Needs Manual Handling" branch.
+// key, and sends a key without a stored payload to its "Needs Manual Handling" branch. One run
+// follows List Keys' pages, so keys that stay replayable on the first page never hide the later ones.
 //
 // The replay runs as a user runs it: a manual execution started from the editor (POST
 // /rest/workflows/:id/run, "Execute workflow"). n8n 2.40.7 runs a manual execution in the process
@@ -21,6 +22,8 @@ const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow } = r
 const POISON = 'business_log_e2e_replay_poison';
 const STILL_BROKEN = 'business_log_e2e_replay_still_broken';
 const RACE = 'business_log_e2e_replay_race';
+const PAGES_BROKEN = 'business_log_e2e_replay_pages_broken';
+const PAGES_FIXED = 'business_log_e2e_replay_pages_fixed';
 
 // Over Reserve's default Max Payload Size (64 KB): the key is kept without its payload.
 const OVER_THE_CAP = 'x'.repeat(70 * 1024);
@@ -104,6 +107,8 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${POISON}`);
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${STILL_BROKEN}`);
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${RACE}`);
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${PAGES_BROKEN}`);
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${PAGES_FIXED}`);
 	});
 
 	test('deliveries whose business step fails are left failed with their payload (the one over the cap without)', async () => {
@@ -223,5 +228,41 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		const after = await h.deliver(url, raced);
 		expect([after.status, after.outcome]).toEqual([200, 'duplicate']);
 		expect(await businessRows(raced)).toBe(1);
+	});
+
+	test('one run follows the pages: the first page stays replayable (its step fails again), the keys after it are still replayed; maxPages bounds a run', async () => {
+		// Keys sort by name: the two "a" keys fill the first page of 2 and keep failing; the "b" keys come after.
+		const pagesTag = `evt_e2e_replay_pages_${tag}_`;
+		const pageEvent = (name, type) => ({ id: `${pagesTag}${name}`, object: 'event', type });
+		const broken = ['a1', 'a2'].map((name) => pageEvent(name, 'e2e.replay_pages_broken'));
+		const fixable = ['b1', 'b2', 'b3'].map((name) => pageEvent(name, 'e2e.replay_pages_fixed'));
+		const all = [...broken, ...fixable];
+		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${PAGES_BROKEN} CHECK (event_type IS DISTINCT FROM 'e2e.replay_pages_broken')`);
+		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${PAGES_FIXED} CHECK (event_type IS DISTINCT FROM 'e2e.replay_pages_fixed')`);
+		for (const e of all) expect([e.id, (await h.deliver(url, e)).status]).toEqual([e.id, 500]);
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${PAGES_FIXED}`); // the "b" events can now succeed
+		const pageSettings = { keyPrefix: `evt:${pagesTag}`, pageSize: 2 };
+
+		// A dry run stopped by maxPages: 2 pages of 2 keys, and it says where it stopped.
+		const bounded = await run((await saveWorkflow(h, replayWorkflow({ ...pageSettings, maxPages: 2 }), `replay pages bounded ${tag}`)).id);
+		expect(itemsOut(bounded, 'Dry Run: Report Only').map((item) => item.key)).toEqual(all.slice(0, 4).map(keyOf));
+		expect(bounded.runData['List Replayable Keys']).toHaveLength(2);
+		expect(itemsOut(bounded, 'Replay Finished')).toEqual([expect.objectContaining({ moreKeysAfter: keyOf(all[3]) })]);
+		expect(await Promise.all(all.map(stored))).toEqual(all.map(() => expect.objectContaining({ status: 'failed', attempts: 1 })));
+
+		const execution = await run((await saveWorkflow(h, replayWorkflow({ ...pageSettings, dryRun: false }), `replay pages ${tag}`)).id);
+
+		// Three pages ([a1, a2], [b1, b2], [b3]) in one run, every key claimed once, in key order.
+		expect(execution.runData['List Replayable Keys']).toHaveLength(3);
+		expect(itemsOut(execution, 'Claim for Replay', 0).map((item) => item.idempotency.key)).toEqual(all.map(keyOf));
+		expect(itemsOut(execution, 'Replay Finished')).toEqual([expect.objectContaining({ moreKeysAfter: '', summary: 'every replayable key was listed' })]);
+		for (const e of broken) {
+			expect(await stored(e)).toMatchObject({ status: 'failed', attempts: 2 });
+			expect(await businessRows(e)).toBe(0);
+		}
+		for (const e of fixable) {
+			expect(await stored(e)).toMatchObject({ status: 'completed', attempts: 2, locked_until: null });
+			expect(await businessRows(e)).toBe(1);
+		}
 	});
 });

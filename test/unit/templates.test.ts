@@ -221,6 +221,15 @@ describe('the ordered webhook template', () => {
 		expect(markStale.parameters.operation).toBe('complete');
 	});
 
+	it('completes a stale event with retries, and lets a completion that still fails fail the execution (nothing was written: the retry is Stale again)', () => {
+		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
+		const [staleTarget] = targetsOf(guard.name)[1];
+		const markStale = template.nodes.find((candidate) => candidate.name === staleTarget)!;
+		expect(markStale).toMatchObject({ retryOnFail: true, maxTries: 5, waitBetweenTries: 5000, parameters: { operation: 'complete', source: 'reserveNode' } });
+		expect(markStale.onError).toBeUndefined();
+		expect(answersFrom(template, markStale.name, 0)).toEqual([200]);
+	});
+
 	it('marks the key of an event whose version was not checked failed and answers 500 (the provider retries; the event stays replayable)', () => {
 		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
 		expect(guard.onError).toBe('continueRegularOutput');
@@ -252,9 +261,14 @@ describe('the ordered webhook template', () => {
 /** The message prefix by which the error workflow recognises "the business step succeeded, Complete failed". */
 const COMPLETION_FAILED_PREFIX = 'idempotency: business step succeeded, Mark Complete failed ';
 
-describe('after the business step succeeded (webhook and error-workflow templates)', () => {
-	const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
-	const errorWorkflow = templates.find(([file]) => file === 'error-workflow.json')![1];
+// Issue 9: once the business step succeeded, the provider is answered 200 even if the completion
+// cannot be stored (a 5xx would invite a second effect). Both webhook templates with a separate
+// business step do it the same way.
+describe.each([
+	['idempotent-webhook.json', 'Business Step (insert business_log)', { id: 7 }],
+	['ordered-webhook.json', 'Business Step (upsert customer)', { id: 'cus_1' }],
+])('after the business step of %s succeeded', (file, businessStep, businessResult) => {
+	const webhook = templates.find(([name]) => name === file)![1];
 	const byName = (template: Template, name: string) => template.nodes.find((candidate) => candidate.name === name)!;
 	const targets = (template: Template, name: string) =>
 		template.connections[name].main.map((outputTargets) => outputTargets.map((target) => target.node));
@@ -275,14 +289,16 @@ describe('after the business step succeeded (webhook and error-workflow template
 
 	it('when Mark Complete still fails, the provider gets 200 and the execution then fails with the key in its error', () => {
 		expect(complete.onError).toBe('continueErrorOutput');
+		expect(complete.parameters).toMatchObject({ operation: 'complete', source: 'reserveNode' });
 		const [done, stale, failed] = targets(webhook, complete.name);
 		expect(done).toEqual(['Key Completed?']);
 		expect(stale).toEqual(['Key Completed?']);
 		expect(failed).toHaveLength(1);
 		const respond = byName(webhook, failed[0]);
 		expect(respond.type).toBe('n8n-nodes-base.respondToWebhook');
-		expect(respond.parameters.options).toMatchObject({ responseCode: 200 });
+		expect(respond.parameters.options).toMatchObject({ responseCode: 200, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'completion_pending' }] } });
 		expect(targets(webhook, 'Key Completed?')).toEqual([['Respond 200'], [respond.name]]);
+		expect(answersFrom(webhook, complete.name, 2)).toEqual([200]);
 		const [[stop]] = targets(webhook, respond.name);
 		const stopNode = byName(webhook, stop);
 		expect(stopNode.type).toBe('n8n-nodes-base.stopAndError');
@@ -296,26 +312,46 @@ describe('after the business step succeeded (webhook and error-workflow template
 	// n8n's database restarted; Mark Complete then completed a key whose effect never happened).
 	const leftValue = (node: TemplateNode) =>
 		(node.parameters.conditions as { conditions: Array<{ leftValue: string; operator: { operation: string } }> }).conditions[0];
-	const evaluate = (expression: string, json: unknown) =>
-		// eslint-disable-next-line @typescript-eslint/no-implied-eval
-		new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
-	const passedThrough = { body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1', ownerToken: 'x', outcome: 'new' } };
+	const passedThrough = { body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1', ownerToken: 'x', outcome: 'new' }, orderGuard: { outcome: 'newer' } };
 
 	it('only a real result of the business step reaches Mark Complete; a passed-through input is marked failed', () => {
-		const [success, failure] = targets(webhook, 'Business Step (insert business_log)');
+		const [success, failure] = targets(webhook, businessStep);
 		expect(success).toEqual(['Business Step Succeeded?']);
 		expect(failure).toEqual(['Mark Failed']);
 		expect(targets(webhook, 'Business Step Succeeded?')).toEqual([['Mark Complete'], ['Mark Failed']]);
+		expect(answersFrom(webhook, 'Business Step Succeeded?', 0)).toEqual([200]);
+		expect(answersFrom(webhook, 'Business Step Succeeded?', 1)).toEqual([500]);
 		const condition = leftValue(byName(webhook, 'Business Step Succeeded?'));
 		expect(condition.operator.operation).toBe('exists');
-		expect(evaluate(condition.leftValue, { id: 7 })).toBe(7);
-		expect(evaluate(condition.leftValue, passedThrough)).toBeUndefined();
+		expect(evaluateExpression(condition.leftValue, businessResult)).toBe(businessResult.id);
+		expect(evaluateExpression(condition.leftValue, passedThrough)).toBeUndefined();
+		// The example step returns what the check looks for.
+		expect(String(byName(webhook, businessStep).parameters.query)).toMatch(/RETURNING id$/);
 	});
 
 	it('only a real result of Mark Complete answers a plain 200; a passed-through input goes to Completion Failed', () => {
 		const condition = leftValue(byName(webhook, 'Key Completed?'));
-		expect(evaluate(condition.leftValue, { ...passedThrough, idempotency: { ...passedThrough.idempotency, operation: 'complete', applied: true } })).toBe('complete');
-		expect(evaluate(condition.leftValue, passedThrough)).toBeUndefined();
+		expect(evaluateExpression(condition.leftValue, { ...passedThrough, idempotency: { ...passedThrough.idempotency, operation: 'complete', applied: true } })).toBe('complete');
+		expect(evaluateExpression(condition.leftValue, passedThrough)).toBeUndefined();
+	});
+
+	it('a sticky note says why the answer is 200 and that the error workflow completes the key', () => {
+		const notes = webhook.nodes.filter((node) => node.type === 'n8n-nodes-base.stickyNote').map((note) => String(note.parameters.content));
+		expect(notes).toEqual(expect.arrayContaining([expect.stringMatching(/always answer 200[\s\S]*Retry On Fail[\s\S]*Completion Failed[\s\S]*\*\*completes\*\*/)]));
+	});
+});
+
+describe('the error-workflow template, after a completion failed', () => {
+	const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
+	const errorWorkflow = templates.find(([file]) => file === 'error-workflow.json')![1];
+	const byName = (template: Template, name: string) => template.nodes.find((candidate) => candidate.name === name)!;
+	const targets = (template: Template, name: string) =>
+		template.connections[name].main.map((outputTargets) => outputTargets.map((target) => target.node));
+
+	it('both webhook templates name their completion failure alike, so the error workflow recognises both', () => {
+		const ordered = templates.find(([file]) => file === 'ordered-webhook.json')![1];
+		const stopOf = (template: Template) => template.nodes.find((node) => node.type === 'n8n-nodes-base.stopAndError')!;
+		expect(stopOf(ordered).parameters).toEqual(stopOf(webhook).parameters);
 	});
 
 	it('the error workflow completes that key instead of marking it failed, and marks failed only the keys of other failures', () => {
@@ -499,12 +535,13 @@ describe('the replay template', () => {
 	const [, template] = templates.find(([file]) => file === 'replay-failed-events.json')!;
 	const byName = (name: string) => template.nodes.find((candidate) => candidate.name === name)!;
 	const targetsOf = (name: string) => template.connections[name].main.map((targets) => targets.map((target) => target.node));
-	/** Every node an item leaving `from` on `outputIndex` can reach. */
-	const reachable = (from: string, outputIndex: number): Set<string> => {
+	/** Every node an item leaving `from` on `outputIndex` can reach (not past `stopAt`). */
+	const reachable = (from: string, outputIndex: number, stopAt?: string): Set<string> => {
 		const seen = new Set<string>();
 		const visit = (name: string): void => {
 			if (seen.has(name)) return;
 			seen.add(name);
+			if (name === stopAt) return;
 			for (const target of (template.connections[name]?.main ?? []).flat()) visit(target.node);
 		};
 		for (const target of template.connections[from]?.main[outputIndex] ?? []) visit(target.node);
@@ -515,30 +552,36 @@ describe('the replay template', () => {
 			(byName('Replay Settings').parameters.assignments as { assignments: Array<{ name: string; value: unknown }> }).assignments.map((a) => [a.name, a.value]),
 		);
 
-	it('is a dry run unless the user switches it off, and lists one bounded page of replayable keys', () => {
-		expect(settings()).toEqual({ dryRun: true, keyPrefix: '', pageSize: 50 });
+	it('is a dry run unless the user switches it off, and lists bounded pages of replayable keys', () => {
+		expect(settings()).toEqual({ dryRun: true, keyPrefix: '', pageSize: 50, maxPages: 20 });
 		const list = byName('List Replayable Keys');
-		expect(list.parameters).toMatchObject({ operation: 'listKeys', listFilters: { status: 'replayable' }, limit: '={{ $json.pageSize }}' });
+		expect(list.parameters).toMatchObject({
+			operation: 'listKeys',
+			listFilters: { status: 'replayable', keyPrefix: "={{ $('Replay Settings').first().json.keyPrefix }}" },
+			limit: "={{ $('Replay Settings').first().json.pageSize }}",
+		});
 		expect(targetsOf('Replay Settings')).toEqual([[list.name]]);
 		expect(targetsOf(list.name)).toEqual([['Dry Run?']]);
 	});
 
-	it('in a dry run reaches no node that writes: no Idempotency Key operation, no business step', () => {
+	it('in a dry run reaches no node that writes before the next page is listed: no Idempotency Key operation, no business step', () => {
 		const [dryRun, replay] = targetsOf('Dry Run?');
 		expect(dryRun).toEqual(['Dry Run: Report Only']);
-		expect(replay).toEqual(['Payload Stored?']);
-		for (const name of reachable('Dry Run?', 0)) expect(byName(name).type).toBe('n8n-nodes-base.set');
+		expect(replay).toEqual(['Replay One by One']);
+		const reached = reachable('Dry Run?', 0, 'List Replayable Keys');
+		expect([...reached].sort()).toEqual(['Dry Run: Report Only', 'List Replayable Keys', 'Next Page', 'Next Page?', 'Replay Finished']);
+		for (const name of reached) if (name !== 'List Replayable Keys') expect([name, byName(name).type]).toEqual([name, expect.stringMatching(/^n8n-nodes-base\.(set|if)$/)]);
 	});
 
-	it('sends keys without a stored payload to Needs Manual Handling before anything is claimed', () => {
-		expect(targetsOf('Payload Stored?')).toEqual([['Replay One by One'], ['Needs Manual Handling']]);
-		expect([...reachable('Payload Stored?', 1)]).toEqual(['Needs Manual Handling']);
+	it('sends keys without a stored payload to Needs Manual Handling before anything is claimed, then on to the next key', () => {
+		expect(targetsOf('Payload Stored?')).toEqual([['Claim for Replay'], ['Needs Manual Handling']]);
+		expect([...reachable('Payload Stored?', 1, 'Replay One by One')].sort()).toEqual(['Needs Manual Handling', 'Replay One by One']);
 	});
 
 	it('claims each key, runs the webhook template\'s business step on it, then completes it, or marks it failed on error', () => {
 		const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
 		const webhookStep = webhook.nodes.find((node) => node.type === 'n8n-nodes-base.postgres')!;
-		expect(targetsOf('Replay One by One')).toEqual([['Replay Finished'], ['Claim for Replay']]);
+		expect(targetsOf('Replay One by One')).toEqual([['Next Page?'], ['Payload Stored?']]);
 		expect(byName('Claim for Replay').parameters).toMatchObject({ operation: 'claimForReplay', replayKey: '={{ $json.key }}' });
 		const [claimed, notClaimable] = targetsOf('Claim for Replay');
 		const step = byName(claimed[0]);
@@ -551,7 +594,83 @@ describe('the replay template', () => {
 		expect(byName('Mark Failed').parameters).toMatchObject({ operation: 'fail' });
 		expect(byName('Mark Failed').retryOnFail ?? false).toBe(false);
 		// Every path of a key ends back in the loop, so the next key is replayed.
-		for (const end of ['Skipped (Not Claimable)', 'Mark Failed', 'Key Completed?']) expect(reachable(end, 0).has('Replay One by One')).toBe(true);
+		for (const end of ['Skipped (Not Claimable)', 'Mark Failed', 'Key Completed?', 'Needs Manual Handling']) expect(reachable(end, 0, 'Replay One by One').has('Replay One by One')).toBe(true);
+	});
+
+	// One run reaches every replayable key: keys that stay replayable (failing again, no payload) come
+	// first in key order on every run, so one page per run would never reach the keys after them.
+	describe('pages', () => {
+		/** Evaluates an expression as n8n would in Next Page? (the latest List page, Replay Settings, its own run index). */
+		const evaluate = (expression: string, { nextPageAfterKey, runIndex, maxPages = 20, prevNode = '' }: { nextPageAfterKey?: string | null; runIndex?: number; maxPages?: number; prevNode?: string }) => {
+			const nodeData: Record<string, { json: Record<string, unknown> }> = {
+				'List Replayable Keys': { json: { key: 'evt:a', nextPageAfterKey } },
+				'Replay Settings': { json: { ...settings(), maxPages } },
+			};
+			const $ = (name: string) => ({ first: () => nodeData[name], last: () => nodeData[name] });
+			// eslint-disable-next-line @typescript-eslint/no-implied-eval
+			return new Function('$', '$runIndex', '$prevNode', '$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)($, runIndex, { name: prevNode }, { nextPageAfterKey });
+		};
+		const conditions = () =>
+			(byName('Next Page?').parameters.conditions as { combinator: string; conditions: Array<{ leftValue: string; rightValue: string; operator: { type: string; operation: string } }> });
+		/** Next Page?'s decision: every condition (and), with the operators it uses. */
+		const nextPage = (state: { nextPageAfterKey: string | null; runIndex: number; maxPages?: number }) =>
+			conditions().conditions.every(({ leftValue, rightValue, operator }) => {
+				const left = evaluate(leftValue, state);
+				if (operator.operation === 'notEmpty') return typeof left === 'string' && left !== '';
+				if (operator.operation === 'lt') return Number(left) < Number(evaluate(rightValue, state));
+				throw new Error(`unexpected operator ${operator.operation}`);
+			});
+
+		it('after each page (the report, or the loop done), lists the next one after the page\'s last key', () => {
+			expect(targetsOf('Dry Run: Report Only')).toEqual([['Next Page?']]);
+			expect(targetsOf('Replay One by One')[0]).toEqual(['Next Page?']);
+			expect(byName('Next Page?')).toMatchObject({ type: 'n8n-nodes-base.if', executeOnce: true });
+			expect(targetsOf('Next Page?')).toEqual([['Next Page'], ['Replay Finished']]);
+			expect(targetsOf('Next Page')).toEqual([['List Replayable Keys']]);
+			const cursor = (byName('Next Page').parameters.assignments as { assignments: Array<{ name: string; value: string }> }).assignments;
+			expect(cursor.map((a) => a.name)).toEqual(['nextPageAfterKey']);
+			expect(evaluate(cursor[0].value, { nextPageAfterKey: 'evt:m' })).toBe('evt:m');
+			// List Keys reads the cursor from its input: none on the first page (Replay Settings' item).
+			const afterKey = String(byName('List Replayable Keys').parameters.afterKey);
+			expect(evaluate(afterKey, { nextPageAfterKey: 'evt:m' })).toBe('evt:m');
+			expect(evaluate(afterKey, {})).toBe('');
+		});
+
+		it('stops on the last page, or after maxPages pages (bounded), and says where it stopped', () => {
+			expect(conditions().combinator).toBe('and');
+			expect(nextPage({ nextPageAfterKey: 'evt:m', runIndex: 0 })).toBe(true);
+			expect(nextPage({ nextPageAfterKey: 'evt:m', runIndex: 18 })).toBe(true); // page 19 of 20 read
+			expect(nextPage({ nextPageAfterKey: 'evt:m', runIndex: 19 })).toBe(false); // page 20 of 20 read
+			expect(nextPage({ nextPageAfterKey: null, runIndex: 0 })).toBe(false);
+			expect(nextPage({ nextPageAfterKey: 'evt:m', runIndex: 0, maxPages: 1 })).toBe(false);
+			const finished = Object.fromEntries(
+				(byName('Replay Finished').parameters.assignments as { assignments: Array<{ name: string; value: string }> }).assignments.map((a) => [a.name, a.value]),
+			);
+			expect(evaluate(finished.moreKeysAfter, { nextPageAfterKey: 'evt:m' })).toBe('evt:m');
+			expect(evaluate(finished.moreKeysAfter, { nextPageAfterKey: null })).toBe('');
+			expect(evaluate(finished.summary, { nextPageAfterKey: null })).toBe('every replayable key was listed');
+			expect(evaluate(finished.summary, { nextPageAfterKey: 'evt:m' })).toMatch(/maxPages/);
+		});
+
+		it('starts the key loop afresh for each page, and only then (Loop Over Items keeps its items after Done otherwise)', () => {
+			const reset = String((byName('Replay One by One').parameters.options as { reset?: string }).reset);
+			// Every input of the loop other than Dry Run? (a new page) is its own loop coming back.
+			const inputs = Object.entries(template.connections)
+				.filter(([, connection]) => connection.main.some((targets) => targets.some((target) => target.node === 'Replay One by One')))
+				.map(([from]) => from);
+			for (const from of inputs) {
+				const comesBack = reachable('Replay One by One', 1, 'Replay One by One').has(from);
+				expect({ from, reset: evaluate(reset, { prevNode: from }) }).toEqual({ from, reset: !comesBack });
+			}
+			expect(inputs).toContain('Dry Run?');
+		});
+
+		it('notes state the bound and how to reach keys past it', () => {
+			const notes = template.nodes.filter(isSticky).map((note) => String(note.parameters.content)).join('\n');
+			expect(notes).toMatch(/`maxPages`/);
+			expect(notes).toMatch(/1,000 keys/);
+			expect(notes).not.toMatch(/raise `pageSize`/);
+		});
 	});
 
 	it('shows the dry run switch in a small note right under Replay Settings, not only in the Read me', () => {

@@ -58,4 +58,18 @@ async function errorRunsFor(h, failedExecutionId, mark, { timeoutMs = 60000 } = 
 	return eventually(handled, (runs) => runs.length > 0, { timeoutMs, everyMs: 500 });
 }
 
-module.exports = { businessRows, keysNotCompleted, keysNotCompletedAfterSettling, stuckExecutions, errorRunsFor };
+/**
+ * The error-workflow template's run for an execution that failed in Completion Failed (the effect
+ * happened, Mark Complete did not): exactly one, successful, and it COMPLETED the key, never marked
+ * it failed (a redelivery or a replay would then run the effect again). Returns that run.
+ */
+async function expectErrorWorkflowCompletedKey(h, failedExecutionId, mark) {
+	const errorRuns = await errorRunsFor(h, failedExecutionId, mark, { timeoutMs: 120000 });
+	expect(errorRuns).toHaveLength(1);
+	expect(errorRuns[0].status).toBe('success');
+	expect(errorRuns[0].nodesRun).toContain('Complete Key (effect already happened)');
+	expect(errorRuns[0].nodesRun).not.toContain('Mark Keys of Failed Execution as Failed');
+	return errorRuns[0];
+}
+
+module.exports = { businessRows, keysNotCompleted, keysNotCompletedAfterSettling, stuckExecutions, errorRunsFor, expectErrorWorkflowCompletedKey };

@@ -72,12 +72,14 @@ async function runShippedSql(h, file) {
 /**
  * The shipped ordered-webhook template (Reserve → Order Guard → upsert a customer) published with a
  * webhook of its own, after the tables it needs: the Order Guard's (from the installed package's SQL)
- * and the business table `customers`. Returns { url, workflowId }.
+ * and the business table `customers`, optionally with an Error Workflow. Returns { url, workflowId }.
  */
-async function publishOrderedWebhook(h, label) {
+async function publishOrderedWebhook(h, label, { errorWorkflow } = {}) {
 	await runShippedSql(h, 'migrations/order/001_create_table.sql');
 	await h.appQuery('CREATE TABLE IF NOT EXISTS customers (id text PRIMARY KEY, email text, version bigint NOT NULL)');
 	const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('ordered-webhook.json'), label);
+	// Settings → Error Workflow, as the template's Read me asks.
+	if (errorWorkflow) workflow.settings = { ...workflow.settings, errorWorkflow };
 	const workflowId = await publishWorkflow(h, workflow, webhookPath);
 	return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
 }
