@@ -5,17 +5,22 @@
 // experiment, the signature cases, the error workflow, the replay template, Key From: Paired Item and
 // the ordered template's failures again, then test/e2e/queue/ (bursts, soaks, crashes, restarts).
 // scripts/test-e2e.js (npm run test:e2e) runs both, one after the other.
+// On n8n 1.x, queue mode leaves out what n8n 1.x itself fails (scripts/lib/n8n-version.js, queueFilesNotRun).
 const { TOPOLOGY } = require('./test/e2e/support/topology');
+const { selectedN8nVersion, queueFilesNotRun } = require('./scripts/lib/n8n-version');
 
 const testMatch =
 	TOPOLOGY === 'queue'
 		? ['checklist', 'seed-experiment', 'signature', 'mark-failed-on-error', 'replay', 'settle-paired-item', 'update-before-create'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
 		: ['<rootDir>/test/e2e/*.e2e.test.{js,ts}'];
 
+const n8nVersion = selectedN8nVersion({ argv: [] });
+
 module.exports = {
-	displayName: `e2e ${TOPOLOGY}`,
+	displayName: `e2e ${TOPOLOGY} (n8n ${n8nVersion})`,
 	rootDir: __dirname,
 	testMatch,
+	testPathIgnorePatterns: ['/node_modules/', ...(TOPOLOGY === 'queue' ? queueFilesNotRun(n8nVersion) : [])],
 	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }] },
 	testEnvironment: 'node',
 	// The stack's work dirs (n8n user folders with installed packages) are not part of the suite.

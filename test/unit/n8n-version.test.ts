@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 // The harness's one place for what differs between n8n 1.x and 2.x (scripts/lib/n8n-version.js).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -34,5 +34,18 @@ describe('n8n version selection and differences', () => {
 	it('waits for the workflow index only where n8n builds one (2.x)', () => {
 		expect(versions.readyLogLines('2.40.7')).toContain('Finished building workflow dependency index');
 		expect(versions.readyLogLines('1.123.81')).toEqual(['Editor is now accessible']);
+	});
+
+	it('runs every queue-mode file on 2.x; on 1.x all but the 200-delivery burst, and restarts 1.x workers after a database restart', () => {
+		const queueDir = path.join(__dirname, '..', 'e2e', 'queue');
+		const files = readdirSync(queueDir).map((name) => path.join(queueDir, name));
+		const skipped = (version: string) => {
+			const patterns = versions.queueFilesNotRun(version).map((pattern: string) => new RegExp(pattern));
+			return files.filter((file) => patterns.some((pattern: RegExp) => pattern.test(file))).map((file) => path.basename(file));
+		};
+		expect(skipped('2.40.7')).toEqual([]);
+		expect(skipped('1.123.81')).toEqual(['burst.e2e.test.js']);
+		expect(versions.recoversFromDatabaseRestart('2.40.7')).toBe(true);
+		expect(versions.recoversFromDatabaseRestart('1.123.81')).toBe(false);
 	});
 });

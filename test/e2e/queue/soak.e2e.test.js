@@ -5,6 +5,7 @@
 const { harness } = require('../support/harness');
 const { soak, soakSize, unexpectedAnswers } = require('../support/soak');
 const { report } = require('../support/provider');
+const { QUEUE } = require('../support/topology');
 
 describe('queue mode: soak with the cleanup template running every few seconds', () => {
 	const h = harness();
@@ -19,8 +20,9 @@ describe('queue mode: soak with the cleanup template running every few seconds',
 			[expired],
 		);
 		// The full size: 5,000 deliveries of 1,000 events at 16 concurrent (about 4 minutes on an
-		// idle 2-core machine, 21.5 deliveries/s; E2E_SOAK_* make it smaller on a busy one).
-		const size = soakSize({ events: 1000, deliveries: 5000 });
+		// idle 2-core machine, 21.5 deliveries/s); E2E_SHORT_SOAK=1 runs a fifth (QUEUE.longSoak), and
+		// E2E_SOAK_* set any size.
+		const size = soakSize(QUEUE.longSoak);
 		const started = Date.now();
 		const result = await soak(h, { label: 'test 3+7 soak (queue mode, cleanup every 3 s)', ...size, forged: 10 });
 

@@ -14,6 +14,9 @@ const QUEUE = {
 	workerConcurrency: 5,
 	leaseSeconds: Number(process.env.E2E_LEASE_SECONDS ?? 20),
 	cleanupEverySeconds: 3,
+	// The long soak (test 3): the full size, or with E2E_SHORT_SOAK=1 a fifth of it, same
+	// assertions (CI runs the other n8n line so, to keep its time sane; docs/testing.md).
+	longSoak: process.env.E2E_SHORT_SOAK === '1' ? { events: 200, deliveries: 1000 } : { events: 1000, deliveries: 5000 },
 	env: {
 		QUEUE_WORKER_LOCK_DURATION: '15000',
 		QUEUE_WORKER_LOCK_RENEW_TIME: '3000',
