@@ -75,6 +75,15 @@ describe('a key header read by the one header rule', () => {
 		expect(deriveKey({ body: {}, headers: { 'webhook-id': '', 'svix-id': 'msg_1' } }, preset).key).toBe('webhook-id:msg_1');
 	});
 
+	it('the two keys docs/upgrading.md says changed since 0.1.0, both only in bags a Code node built', () => {
+		// 0.1.0 read the first spelling (null or [] there: missing, the body hash); the rule skips it.
+		expect(keyOf({ 'X-Delivery-Id': null, 'x-delivery-id': 'd-1' })).toBe('x-delivery-id:d-1');
+		expect(keyOf({ 'X-Delivery-Id': [], 'x-delivery-id': 'd-1' })).toBe('x-delivery-id:d-1');
+		// 0.1.0 lower-cased with Unicode rules, so the Kelvin sign matched a k; HTTP names are ASCII.
+		const kelvin: KeyConfig = { strategy: 'header', headerName: 'X-Key', onMissingKey: 'bodyHash' };
+		expect(deriveKey({ body: { a: 1 }, headers: { 'x-\u212Aey': 'k-1' } }, kelvin).key).toMatch(/^sha256:/);
+	});
+
 	it('the GitHub preset: a delivery id sent twice with different values is refused', () => {
 		const preset: KeyConfig = { strategy: 'preset', preset: 'github', onMissingKey: 'bodyHash' };
 		expect(() => deriveKey({ body: {}, headers: { 'x-github-delivery': ['d-1', 'd-2'] } }, preset)).toThrow(UnusableKeyError);
