@@ -205,9 +205,12 @@ function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySo
 			: undefined;
 		return value === undefined ? undefined : { key: `evt:${value}`, keySource: 'event-id' };
 	}
+	// Alternative names carry one id (webhook-id, svix-id: the signed value, not the name): the key
+	// is under the first name, or a delivery re-sent with the id renamed would be New, still genuine.
+	const keyName = (source.names[0] ?? '').trim().toLowerCase();
 	for (const name of source.names) {
 		const value = keyHeaderValue(input.headers, name);
-		if (value !== undefined) return { key: `${name.trim().toLowerCase()}:${value}`, keySource: 'header' };
+		if (value !== undefined) return { key: `${keyName}:${value}`, keySource: 'header' };
 	}
 	return undefined;
 }

@@ -24,6 +24,7 @@ const STILL_BROKEN = 'business_log_e2e_replay_still_broken';
 const RACE = 'business_log_e2e_replay_race';
 const PAGES_BROKEN = 'business_log_e2e_replay_pages_broken';
 const PAGES_FIXED = 'business_log_e2e_replay_pages_fixed';
+const TWO_RUNS = 'business_log_e2e_replay_two_runs';
 
 // Over Reserve's default Max Payload Size (64 KB): the key is kept without its payload.
 const OVER_THE_CAP = 'x'.repeat(70 * 1024);
@@ -109,6 +110,7 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${RACE}`);
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${PAGES_BROKEN}`);
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${PAGES_FIXED}`);
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${TWO_RUNS}`);
 	});
 
 	test('deliveries whose business step fails are left failed with their payload (the one over the cap without)', async () => {
@@ -264,5 +266,59 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 			expect(await stored(e)).toMatchObject({ status: 'completed', attempts: 2, locked_until: null });
 			expect(await businessRows(e)).toBe(1);
 		}
+	});
+
+	test('two replay runs at once, page after page: each key is claimed by exactly one of them and written once (and maxPages 0 reads one page; an empty page ends a run)', async () => {
+		const twoRunsTag = `evt_e2e_replay_two_runs_${tag}_`;
+		const keys = ['k1', 'k2', 'k3', 'k4', 'k5'].map((name) => ({ id: `${twoRunsTag}${name}`, object: 'event', type: 'e2e.replay_two_runs' }));
+		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${TWO_RUNS} CHECK (event_type IS DISTINCT FROM 'e2e.replay_two_runs')`);
+		for (const e of keys) expect([e.id, (await h.deliver(url, e)).status]).toEqual([e.id, 500]);
+		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${TWO_RUNS}`);
+		const settings = { keyPrefix: `evt:${twoRunsTag}`, pageSize: 2, dryRun: false };
+
+		// As docs/replay-and-visibility.md says: maxPages 0 (or less) still reads the first page, and says where it stopped.
+		const none = await run((await saveWorkflow(h, replayWorkflow({ ...settings, dryRun: true, maxPages: 0 }), `replay maxPages 0 ${tag}`)).id);
+		expect(none.runData['List Replayable Keys']).toHaveLength(1);
+		expect(itemsOut(none, 'Dry Run: Report Only').map((item) => item.key)).toEqual(keys.slice(0, 2).map(keyOf));
+		expect(itemsOut(none, 'Replay Finished')).toEqual([expect.objectContaining({ moreKeysAfter: keyOf(keys[1]) })]);
+		// Two saved copies, so that each run's execution is told apart by its workflow.
+		const first = (await saveWorkflow(h, replayWorkflow(settings), `replay two runs A ${tag}`)).id;
+		const second = (await saveWorkflow(h, replayWorkflow(settings), `replay two runs B ${tag}`)).id;
+
+		// A lock on business_log holds each run in its business step after a claim, until both have claimed a key.
+		let runs;
+		await stack.withClient(h.state.appUrl, async (locker) => {
+			await locker.query('BEGIN');
+			await locker.query('LOCK TABLE business_log IN SHARE ROW EXCLUSIVE MODE');
+			try {
+				runs = Promise.all([run(first), run(second)]);
+				runs.catch(() => {}); // awaited below
+				const deadline = Date.now() + 120000;
+				const claimedNow = async () =>
+					(await h.appQuery("SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1 AND status = 'processing' AND attempts = 2", [`evt:${twoRunsTag}%`])).rows[0].n;
+				while ((await claimedNow()) < 2) {
+					if (Date.now() > deadline) throw new Error('the two replay runs never held a key each at once');
+					await stack.sleep(200);
+				}
+			} finally {
+				await locker.query('COMMIT');
+			}
+		});
+		const executions = await runs;
+
+		const claimedBy = executions.map((execution) => itemsOut(execution, 'Claim for Replay', 0).map((item) => item.idempotency.key));
+		// Both ran at once (each held a key while the other did), and no key was claimed twice.
+		expect(claimedBy.map((claimed) => claimed.length > 0)).toEqual([true, true]);
+		expect([...claimedBy[0], ...claimedBy[1]].sort()).toEqual(keys.map(keyOf).sort());
+		for (const e of keys) {
+			expect(await businessRows(e)).toBe(1);
+			expect(await stored(e)).toMatchObject({ status: 'completed', attempts: 2, locked_until: null });
+		}
+
+		// Nothing left to replay: the empty page ends the run at List Replayable Keys, without Replay Finished.
+		const empty = await run((await saveWorkflow(h, replayWorkflow({ ...settings, dryRun: true }), `replay empty page ${tag}`)).id);
+		expect(empty.runData['List Replayable Keys']).toHaveLength(1);
+		expect(itemsOut(empty, 'List Replayable Keys')).toEqual([]);
+		expect(empty.nodesRun).not.toContain('Replay Finished');
 	});
 });

@@ -173,6 +173,19 @@ describe('Idempotency Reserve: bad input', () => {
 		expect(await rowCount()).toBe(before + 1);
 	});
 
+	it('a Standard Webhooks delivery re-sent with its signed id under svix-id instead of webhook-id is a Duplicate, not New', async () => {
+		// Both forms verify (the id's value is signed, not its header's name: test/unit/keys/standardWebhooksAliases.test.ts).
+		const parameters = { keySource: 'preset', preset: 'standardWebhooks', options: options() };
+		const body = { type: 'user.created', data: { id: 'u-1' } };
+		const [fresh] = await runReserve(parameters, { items: [webhookItem(body, { 'webhook-id': 'msg_alias_1' })] });
+		expect(idempotencyOf(fresh[0]).key).toBe('webhook-id:msg_alias_1');
+		const [again, duplicate] = await runReserve(parameters, { items: [webhookItem(body, { 'svix-id': 'msg_alias_1' })] });
+		expect(again).toHaveLength(0);
+		expect(idempotencyOf(duplicate[0])).toMatchObject({ key: 'webhook-id:msg_alias_1', outcome: 'duplicate' });
+		const stored = await pool.query(`select count(*) from ${schema}.processed_events where key like '%msg_alias_1'`);
+		expect(Number(stored.rows[0].count)).toBe(1);
+	});
+
 	it('hashes a 10 MB raw body and reserves it once', async () => {
 		const big = JSON.stringify({ blob: 'x'.repeat(10 * 1024 * 1024) });
 		const item = () => webhookItem(JSON.parse(big), {}, big);

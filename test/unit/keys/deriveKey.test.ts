@@ -65,7 +65,7 @@ describe('deriveKey', () => {
 			['github', { body: {}, headers: { 'X-GitHub-Delivery': 'd-1' } }, 'x-github-delivery:d-1'],
 			['shopify', { body: {}, headers: { 'x-shopify-webhook-id': 'w-1', 'x-shopify-event-id': 'e-1' } }, 'x-shopify-webhook-id:w-1'],
 			['standardWebhooks', { body: {}, headers: { 'webhook-id': 'msg_1' } }, 'webhook-id:msg_1'],
-			['standardWebhooks', { body: {}, headers: { 'svix-id': 'msg_2' } }, 'svix-id:msg_2'],
+			['standardWebhooks', { body: {}, headers: { 'svix-id': 'msg_2' } }, 'webhook-id:msg_2'],
 			['generic', { body: {}, headers: { 'Idempotency-Key': 'k-1' } }, 'idempotency-key:k-1'],
 		] as const)('%s reads its retry-stable id', (preset, input, expected) => {
 			expect(deriveKey(input, { strategy: 'preset', preset, onMissingKey: 'error' }).key).toBe(expected);

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
 import { UnusableKeyError } from '../../../lib/errors';
 import { deriveKey, type KeyConfig } from '../../../lib/keys/deriveKey';
 import { sha256Hex } from '../../../lib/keys/sha256';
@@ -69,7 +72,16 @@ describe('a key header read by the one header rule', () => {
 		expect(() => deriveKey({ body: {}, headers: { 'webhook-id': 'msg_1, msg_2', 'svix-id': 'msg_1' } }, preset)).toThrow(
 			/The header "webhook-id" was sent more than once with different values/,
 		);
-		expect(deriveKey({ body: {}, headers: { 'webhook-id': '', 'svix-id': 'msg_1' } }, preset).key).toBe('svix-id:msg_1');
+		expect(deriveKey({ body: {}, headers: { 'webhook-id': '', 'svix-id': 'msg_1' } }, preset).key).toBe('webhook-id:msg_1');
+	});
+
+	it('the two keys docs/upgrading.md says changed since 0.1.0, both only in bags a Code node built', () => {
+		// 0.1.0 read the first spelling (null or [] there: missing, the body hash); the rule skips it.
+		expect(keyOf({ 'X-Delivery-Id': null, 'x-delivery-id': 'd-1' })).toBe('x-delivery-id:d-1');
+		expect(keyOf({ 'X-Delivery-Id': [], 'x-delivery-id': 'd-1' })).toBe('x-delivery-id:d-1');
+		// 0.1.0 lower-cased with Unicode rules, so the Kelvin sign matched a k; HTTP names are ASCII.
+		const kelvin: KeyConfig = { strategy: 'header', headerName: 'X-Key', onMissingKey: 'bodyHash' };
+		expect(deriveKey({ body: { a: 1 }, headers: { 'x-\u212Aey': 'k-1' } }, kelvin).key).toMatch(/^sha256:/);
 	});
 
 	it('the GitHub preset: a delivery id sent twice with different values is refused', () => {
@@ -90,5 +102,35 @@ describe('a key header read by the one header rule', () => {
 		expect(fieldKey(['d-1', 'd-2'])).toMatch(/^sha256:/);
 		// Not a webhook item (its own body): a member named "headers" is plain data.
 		expect(deriveKey({ body: { headers: { 'x-delivery-id': 'd-1, d-2' } }, item: undefined }, field).key).toBe('d-1, d-2');
+	});
+});
+
+/*
+ * docs/upgrading.md tells whoever relied on 0.1.0's joined keys to set Key Source → Custom Value
+ * with an expression. Red team: that expression also runs for deliveries WITHOUT the header, and
+ * must then be empty (missing: the body hash, as 0.1.0 gave), never `x-delivery-id:` for every one
+ * of them, which would make every later header-less event a Duplicate of the first (lost).
+ */
+describe('the upgrading note\'s Custom Value recipe', () => {
+	const upgrading = readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'upgrading.md'), 'utf8');
+	const recipe = /\*Custom Value\* with\s+`([^`]+)`/.exec(upgrading)?.[1] as string;
+	// n8n resolves each {{ }} as JavaScript over the item; undefined and null print as nothing.
+	const resolve = (json: object) =>
+		recipe.replace(/\{\{([\s\S]*?)\}\}/g, (_match, code: string) => String(new Function('$json', `return (${code});`)(json) ?? ''));
+	const custom: KeyConfig = { strategy: 'custom', onMissingKey: 'bodyHash' };
+	const keyOfDelivery = (headers: Record<string, string>, body: object) =>
+		deriveKey({ body, headers, customValue: resolve({ headers, body }) }, custom).key;
+
+	it('gives the keys 0.1.0 stored for the header, joined values included', () => {
+		expect(recipe).toContain('x-delivery-id');
+		expect(keyOfDelivery({ 'x-delivery-id': 'd-1, d-2' }, { a: 1 })).toBe('x-delivery-id:d-1, d-2');
+		expect(keyOfDelivery({ 'x-delivery-id': 'd-1' }, { a: 1 })).toBe(keyOf({ 'x-delivery-id': 'd-1' }));
+	});
+
+	it('gives two different events without the header two different keys (the body hash, as 0.1.0)', () => {
+		const first = keyOfDelivery({}, { id: 'evt_1' });
+		const second = keyOfDelivery({}, { id: 'evt_2' });
+		expect(first).not.toBe(second);
+		expect(first).toBe(deriveKey({ body: { id: 'evt_1' }, headers: {} }, header()).key);
 	});
 });
