@@ -1,0 +1,128 @@
+import { randomBytes } from 'node:crypto';
+import { Pool } from 'pg';
+
+import { IdempotencyStore } from '../../lib/postgres/store';
+import { adminPool, databaseUrl } from '../support/database';
+
+/*
+ * Lock order. Reserve (DO UPDATE on existing keys) and Claim for Replay lock many rows in one
+ * statement; two of them over the same keys only avoid a deadlock when both take the locks in the
+ * same total order. Both sort by the keys' bytes (collate "C"), whatever the database's collation:
+ * this runs in a database whose default collation (ICU en-US) orders the keys differently, with
+ * real parallel connections.
+ */
+
+const TABLE = 'processed_events';
+let admin: Pool;
+let pool: Pool;
+let database: string;
+
+beforeAll(async () => {
+	admin = adminPool(2);
+	database = `lock_order_${randomBytes(5).toString('hex')}`;
+	await admin.query(`create database ${database} template template0 encoding 'UTF8' locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'`);
+	pool = new Pool({ connectionString: urlOf(database), max: 4 });
+	pool.on('error', () => {});
+	await new IdempotencyStore(pool, { schema: 'public', table: TABLE, createTable: true }).createTable();
+});
+
+afterAll(async () => {
+	await pool?.end();
+	await admin.query(`drop database if exists ${database} with (force)`);
+	await admin.end();
+});
+
+function urlOf(name: string): string {
+	const url = new URL(databaseUrl());
+	url.pathname = `/${name}`;
+	return url.toString();
+}
+
+// Case and punctuation: en-US compares letters first, bytes put every capital before every small letter.
+const PREFIXES = ['a', 'A', 'b', 'B', '_a', '-b', 'Z', 'z', 'é', 'E'];
+const keysOf = (round: number) => Array.from({ length: 120 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${i % 7 === 0 ? '-' : ''}k${round}.${i}`);
+
+/** The same keys in another order per caller (a small deterministic shuffle). */
+function shuffled(keys: string[], seed: number): string[] {
+	const out = [...keys];
+	let state = seed * 2654435761;
+	for (let i = out.length - 1; i > 0; i--) {
+		state = (state * 1103515245 + 12345) >>> 0;
+		const j = state % (i + 1);
+		[out[i], out[j]] = [out[j], out[i]];
+	}
+	return out;
+}
+
+/** One store per caller, each on a connection of its own. */
+function callers(count: number) {
+	return Array.from({ length: count }, () => {
+		const own = new Pool({ connectionString: urlOf(database), max: 1 });
+		own.on('error', () => {});
+		return { own, store: new IdempotencyStore(own, { schema: 'public', table: TABLE, createTable: false }) };
+	});
+}
+
+const LEASE = { mode: 'lease' as const, leaseSeconds: 120, retentionSeconds: 86_400 };
+
+it('the database orders these keys differently from their bytes (the case the lock order must survive)', async () => {
+	const { rows } = await pool.query(
+		`select array_agg(k order by k) = array_agg(k order by k collate "C") as same from unnest($1::text[]) as k`,
+		[keysOf(0)],
+	);
+	expect(rows[0].same).toBe(false);
+});
+
+it('reservations and replay claims of the same failed keys, in different orders on 6 connections at once, never deadlock; each key gets one owner', async () => {
+	const all = callers(6);
+	try {
+		await Promise.all(all.map(({ store }) => store.ready()));
+		for (let round = 1; round <= 6; round++) {
+			const keys = keysOf(round);
+			await pool.query(
+				`insert into ${TABLE} (key, status, attempts, owner_token, last_error, expires_at) select k, 'failed', 1, gen_random_uuid(), 'boom', now() + interval '1 hour' from unnest($1::text[]) as k`,
+				[keys],
+			);
+			const settled = await Promise.allSettled(
+				all.map(async ({ store }, index) => {
+					const order = shuffled(keys, round * 10 + index);
+					if (index % 2 === 0) {
+						return (await store.reserve(order.map((key) => ({ key, keySource: 'test', payloadHash: null })), LEASE))
+							.filter((result) => result.outcome === 'new')
+							.map((result) => result.key);
+					}
+					const claims = await store.claimForReplay(order, { leaseSeconds: 120, retentionSeconds: 86_400 });
+					return claims.filter((claim) => claim.claimed).map((claim) => claim.key);
+				}),
+			);
+			const failures = settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []));
+			expect(failures).toEqual([]);
+			const owned = settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
+			expect(owned.slice().sort()).toEqual(keys.slice().sort());
+		}
+	} finally {
+		await Promise.all(all.map(({ own }) => own.end()));
+	}
+});
+
+it('duplicate batches of the same completed keys, in different orders on 6 connections at once, never deadlock; every count is kept', async () => {
+	const all = callers(6);
+	try {
+		await Promise.all(all.map(({ store }) => store.ready()));
+		const keys = keysOf(100);
+		const permanent = { ...LEASE, mode: 'permanent' as const };
+		await all[0].store.reserve(keys.map((key) => ({ key, keySource: 'test', payloadHash: null })), permanent);
+		for (let round = 1; round <= 4; round++) {
+			const settled = await Promise.allSettled(
+				all.map(({ store }, index) =>
+					store.reserve(shuffled(keys, round * 10 + index).map((key) => ({ key, keySource: 'test', payloadHash: null })), permanent),
+				),
+			);
+			expect(settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []))).toEqual([]);
+		}
+		const { rows } = await pool.query(`select min(duplicate_count)::int as low, max(duplicate_count)::int as high from ${TABLE} where key = any($1::text[])`, [keys]);
+		expect(rows[0]).toEqual({ low: 24, high: 24 });
+	} finally {
+		await Promise.all(all.map(({ own }) => own.end()));
+	}
+});
