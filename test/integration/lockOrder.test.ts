@@ -1,7 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 
+import { tableRef } from '../../lib/identifiers';
 import { IdempotencyStore } from '../../lib/postgres/store';
+import { renderStatement } from '../../lib/sql/statements';
 import { adminPool, databaseUrl } from '../support/database';
 
 /*
@@ -71,6 +73,20 @@ it('the database orders these keys differently from their bytes (the case the lo
 		[keysOf(0)],
 	);
 	expect(rows[0].same).toBe(false);
+});
+
+it('both statements sort by the keys\' bytes, the reserve statement once for its repeats and its insert', async () => {
+	const sortKeys = async (text: string, values: unknown[]) =>
+		(await pool.query(`explain (costs off) ${text}`, values)).rows.map((row) => row['QUERY PLAN'] as string).filter((line) => line.includes('Sort Key'));
+	const table = tableRef('public', TABLE);
+	const keys = ['b', 'A', 'a'];
+	const tokens = keys.map(() => randomUUID());
+	const reserve = [keys, keys.map(() => 'test'), null, tokens, 'permanent', 60, 86_400, null, null, null, null, null, null];
+	for (const text of [renderStatement('reserve', table), renderStatement('reserve', table, 'full-record')]) {
+		expect((await sortKeys(text, reserve)).map((line) => line.trim())).toEqual(['Sort Key: b.key COLLATE "C", b."position"']);
+	}
+	const claimSorts = await sortKeys(renderStatement('claim', table), [keys, tokens, 60, 86_400, null, null]);
+	expect(claimSorts.some((line) => line.includes('Sort Key: e.key COLLATE "C"'))).toBe(true);
 });
 
 it('reservations and replay claims of the same failed keys, in different orders on 6 connections at once, never deadlock; each key gets one owner', async () => {
