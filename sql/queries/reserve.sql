@@ -26,8 +26,8 @@
 -- Duplicates are updated too (not DO NOTHING) so that the returned row is always the latest one,
 -- even when a concurrent transaction inserted it after this statement's snapshot.
 -- Lock order: rows are inserted (and existing ones locked) in the keys' byte order, collate "C",
--- whatever the database's collation, as in claim_for_replay.sql, so two statements over the same
--- keys never deadlock. "C" also sorts fastest (no locale rules), and the one sort serves both the
+-- whatever the database's collation, as in claim_for_replay.sql, so two reservations, or a
+-- reservation and a replay claim, over the same keys never deadlock. "C" also sorts fastest (no locale rules), and the one sort serves both the
 -- repeats (the first of each key wins) and the insert.
 with batch as (
   select distinct on (key) key, key_source, payload_hash, owner_token, payload::jsonb as payload, payload_bytes, source, correlation_id
