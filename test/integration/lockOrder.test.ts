@@ -45,7 +45,7 @@ const PREFIXES = ['a', 'A', 'b', 'B', '_a', '-b', 'Z', 'z', 'é', 'E'];
 const keysOf = (round: number) => Array.from({ length: 120 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${i % 7 === 0 ? '-' : ''}k${round}.${i}`);
 
 /** The same keys in another order per caller (a small deterministic shuffle). */
-function shuffled(keys: string[], seed: number): string[] {
+function shuffled<T>(keys: T[], seed: number): T[] {
 	const out = [...keys];
 	let state = seed * 2654435761;
 	for (let i = out.length - 1; i > 0; i--) {
@@ -142,3 +142,37 @@ it('duplicate batches of the same completed keys, in different orders on 6 conne
 		await Promise.all(all.map(({ own }) => own.end()));
 	}
 });
+
+it.each(['complete', 'fail', 'release'] as const)(
+	'%s of a 300-key batch while two redeliveries of the same keys reserve them, in other orders, never deadlocks',
+	async (settle) => {
+		const all = callers(3);
+		try {
+			await Promise.all(all.map(({ store }) => store.ready()));
+			const failures: string[] = [];
+			for (let round = 1; round <= 8; round++) {
+				const keys = Array.from({ length: 300 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${settle}${round}.${(i * 7919) % 1000}`);
+				const owned = await all[0].store.reserve(keys.map((key) => ({ key, keySource: 'test', payloadHash: null })), LEASE);
+				const items = shuffled(owned, round).map((result) => ({ key: result.key, ownerToken: result.ownerToken as string }));
+				const settling = {
+					complete: () => all[0].store.complete(items.map((item) => ({ ...item, response: { ok: true } }))),
+					fail: () => all[0].store.fail(items.map((item) => ({ ...item, error: 'boom' }))),
+					release: () => all[0].store.release(items),
+				}[settle];
+				const settled = await Promise.allSettled([
+					settling(),
+					...[1, 2].map((caller) =>
+						all[caller].store.reserve(shuffled(keys, round * 10 + caller).map((key) => ({ key, keySource: 'test', payloadHash: null })), LEASE),
+					),
+				]);
+				failures.push(...settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : [])));
+				// Every key the first run owned was settled by it (a redelivery saw it in progress until then).
+				const reports = settled[0].status === 'fulfilled' ? settled[0].value : [];
+				expect(reports.filter((report) => report.applied)).toHaveLength(300);
+			}
+			expect(failures).toEqual([]);
+		} finally {
+			await Promise.all(all.map(({ own }) => own.end()));
+		}
+	},
+);
