@@ -167,7 +167,8 @@ it.each(['complete', 'fail', 'release'] as const)(
 				]);
 				failures.push(...settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : [])));
 				// Every key the first run owned was settled by it (a redelivery saw it in progress until then).
-				const reports = settled[0].status === 'fulfilled' ? settled[0].value : [];
+				if (settled[0].status === 'rejected') throw settled[0].reason;
+				const reports = settled[0].value;
 				expect(reports.filter((report) => report.applied)).toHaveLength(300);
 			}
 			expect(failures).toEqual([]);
