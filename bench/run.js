@@ -12,7 +12,8 @@
 //
 // Flags (or env): --quick, --only core,statement,growth,cleanup,bloat,output, --rounds N
 // (BENCH_ROUNDS), --seconds S per core scenario (BENCH_SECONDS), --assert (exit 1 when any core
-// scenario is below the target ratio). DATABASE_URL uses that server instead of an embedded one;
+// scenario is below the target ratio), --icu (the scale groups' database collates en-US with ICU,
+// as production databases usually sort text, instead of the embedded server's C.UTF-8). DATABASE_URL uses that server instead of an embedded one;
 // the scale groups then work in a temporary database that is dropped at the end.
 'use strict';
 
@@ -42,11 +43,12 @@ function parseArgs(argv) {
 		const arg = argv[i];
 		if (arg === '--quick') args.quick = true;
 		else if (arg === '--assert') args.assert = true;
+		else if (arg === '--icu') args.icu = true;
 		else if (arg === '--rounds') args.rounds = Number(argv[++i]);
 		else if (arg === '--seconds') args.seconds = Number(argv[++i]);
 		else if (arg === '--only') args.only = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log(`usage: node bench/run.js [--quick] [--only ${ALL_GROUPS.join(',')}] [--rounds N] [--seconds S] [--assert]`);
+			console.log(`usage: node bench/run.js [--quick] [--only ${ALL_GROUPS.join(',')}] [--rounds N] [--seconds S] [--assert] [--icu]`);
 			process.exit(0);
 		} else {
 			console.error(`unknown argument ${arg} (try --help)`);
@@ -153,7 +155,8 @@ function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, sch
 			await pool.query(sql, [
 				requests.map((r) => r.key),
 				requests.map((r) => r.keySource),
-				requests.map((r) => r.payloadHash),
+				// No fingerprints: one null, as the core sends a column no request fills.
+				requests.some((r) => r.payloadHash !== null) ? requests.map((r) => r.payloadHash) : null,
 				requests.map(() => randomUUID()),
 				o.mode,
 				o.leaseSeconds,
@@ -161,10 +164,10 @@ function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, sch
 				o.executionId,
 				o.workflowId,
 				// No replay evidence (Store Payload, Source, Correlation ID are off by default).
-				requests.map(() => null),
-				requests.map(() => null),
-				requests.map(() => null),
-				requests.map(() => null),
+				null,
+				null,
+				null,
+				null,
 			])
 		).rows;
 	return {
@@ -379,7 +382,11 @@ async function main() {
 		if (scaleGroups.length) {
 			// One temporary database for the big tables: dropped at the end, also on an external server.
 			await admin.query(`drop database if exists "${SCALE_DATABASE}" with (force)`);
-			await admin.query(`create database "${SCALE_DATABASE}"`);
+			// --icu: the scale groups' database sorts text as production databases usually do (en-US), not C.UTF-8.
+			await admin.query(
+				`create database "${SCALE_DATABASE}"${args.icu ? ` template template0 encoding 'UTF8' locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'` : ''}`,
+			);
+			if (args.icu) console.log('scale groups: database with ICU collation en-US');
 			scaleDatabaseCreated = true;
 			const scaleUrl = new URL(server.url);
 			scaleUrl.pathname = `/${SCALE_DATABASE}`;

@@ -66,15 +66,18 @@ function context({ Pool, url, log, quick }) {
 	const q = (text, values) => pool.query(text, values);
 	const table = (schema, name) => tableRef(schema, name);
 	const store = (schema, name) => new IdempotencyStore(pool, { schema, table: name, createTable: false });
-	// `evidence: false` for a prototype statement written before the replay-evidence parameters ($10–$13).
-	const plainReserve = (ref, via = pool, sql = renderStatement('reserve', ref), { evidence = true } = {}) => {
+	// `evidence: false` for a prototype statement written before the replay-evidence parameters ($10–$13);
+	// `nullArrays: true` sends the columns no key fills as arrays of nulls (the core before session 4),
+	// otherwise as one null each, as the core sends them now.
+	const plainReserve = (ref, via = pool, sql = renderStatement('reserve', ref), { evidence = true, nullArrays = false } = {}) => {
 		const o = PERMANENT;
-		return async (keys) =>
-			(
+		return async (keys) => {
+			const none = () => (nullArrays ? keys.map(() => null) : null);
+			return (
 				await via.query(sql, [
 					keys,
 					keys.map(() => 'header'),
-					keys.map(() => null),
+					none(),
 					keys.map(() => randomUUID()),
 					o.mode,
 					o.leaseSeconds,
@@ -82,9 +85,10 @@ function context({ Pool, url, log, quick }) {
 					o.executionId,
 					o.workflowId,
 					// No replay evidence (Store Payload, Source, Correlation ID are off by default).
-					...(evidence ? [keys.map(() => null), keys.map(() => null), keys.map(() => null), keys.map(() => null)] : []),
+					...(evidence ? [none(), none(), none(), none()] : []),
 				])
 			).rows;
+		};
 	};
 	// The store creates the table the way the nodes do (whatever DDL or migrations the package has).
 	const createTable = async (ref, { fillfactor } = {}) => {
@@ -204,9 +208,10 @@ async function statement(ctx, { rounds }) {
 		plainCompact: table(schema, 'reserve_plain_compact'),
 		pkOnly: table(schema, 'reserve_pk_only'),
 		doNothing: table(schema, 'reserve_do_nothing'),
+		previous: table(schema, 'reserve_previous'),
 		minimal: table(schema, 'recipe_minimal'),
 	};
-	for (const key of ['core', 'coreCompact', 'plain', 'plainCompact', 'pkOnly', 'doNothing']) await createTable(refs[key]);
+	for (const key of ['core', 'coreCompact', 'plain', 'plainCompact', 'pkOnly', 'doNothing', 'previous']) await createTable(refs[key]);
 	for (const index of await ctx.secondaryIndexes(refs.pkOnly)) await q(`drop index ${index.name}`);
 	await q(`create table ${refs.minimal.qualified} (key text primary key, first_seen timestamptz not null default now())`);
 	const minimalSql = `insert into ${refs.minimal.qualified} (key) select unnest($1::text[]) on conflict (key) do nothing returning key`;
@@ -232,6 +237,11 @@ async function statement(ctx, { rounds }) {
 		},
 		{ name: 'reserve statement via plain pg, Full', run: plainReserve(refs.plain), target: true },
 		{ name: 'reserve statement via plain pg, Compact', run: plainReserve(refs.plainCompact, ctx.pool, compactSql(refs.plainCompact)), target: true },
+		{
+			// Session 4 sorts and locks in byte order (collate "C") and sends unfilled columns as one null.
+			name: 'prototype: Compact as before session 4 (database collation, arrays of nulls), plain pg',
+			run: plainReserve(refs.previous, ctx.pool, compactSql(refs.previous).replace(' collate "C"', ''), { nullArrays: true }),
+		},
 		{
 			name: 'reserve statement, table without the 3 secondary indexes (prototype)',
 			run: plainReserve(refs.pkOnly),

@@ -117,16 +117,25 @@ export class IdempotencyStore {
 		validateReserveOptions(options);
 		if (requests.length === 0) return [];
 
-		// One proposed owner token per distinct key: the key is ours when the row comes back with it.
-		const firstIndexByKey = new Map<string, number>();
-		const proposedTokens = new Map<string, string>();
-		for (const [index, request] of requests.entries()) {
-			if (!firstIndexByKey.has(request.key)) {
-				firstIndexByKey.set(request.key, index);
-				proposedTokens.set(request.key, randomUUID());
+		// Each distinct key once (its first request), numbered in order of appearance; one proposed
+		// owner token per distinct key: the key is ours when the row comes back with it. Batches of
+		// 10,000 pass through here, so each key is looked up in one map, once per request and row.
+		const distinctByKey = new Map<string, number>();
+		const distinctOfRequest = new Array<number>(requests.length);
+		const firsts: ReservationRequest[] = [];
+		const firstIndexes: number[] = [];
+		for (let index = 0; index < requests.length; index++) {
+			const { key } = requests[index];
+			let distinct = distinctByKey.get(key);
+			if (distinct === undefined) {
+				distinct = firsts.length;
+				distinctByKey.set(key, distinct);
+				firsts.push(requests[index]);
+				firstIndexes.push(index);
 			}
+			distinctOfRequest[index] = distinct;
 		}
-		const firsts = [...firstIndexByKey.values()].map((index) => requests[index]);
+		const proposedTokens = firsts.map(() => randomUUID());
 		// A lost answer is not "nothing reserved": the same statement with the same tokens is sent
 		// again, and a row carrying our token is ours whichever attempt wrote it.
 		// Not retried: nothing is reserved yet, and the provider retries. In a transaction the caller
@@ -134,34 +143,44 @@ export class IdempotencyStore {
 		if (!this.transaction) await this.readyWithin('reserve', 0);
 		const compact = options.detail === 'compact';
 		const statement = renderStatement('reserve', this.table, compact ? 'full-record' : undefined);
+		// A column no request fills goes as one null, not an array of nulls for pg to write and Postgres to parse.
+		const column = <T>(value: (request: ReservationRequest) => T | null | undefined): Array<T | null> | null => {
+			const values = firsts.map((request) => value(request) ?? null);
+			return values.some((v) => v !== null) ? values : null;
+		};
 		const { rows } = await this.runText('reserve', statement, [
 			firsts.map((request) => request.key),
 			firsts.map((request) => request.keySource),
-			firsts.map((request) => request.payloadHash),
-			firsts.map((request) => proposedTokens.get(request.key)),
+			column((request) => request.payloadHash),
+			proposedTokens,
 			options.mode,
 			options.leaseSeconds,
 			options.retentionSeconds,
 			options.executionId ?? null,
 			options.workflowId ?? null,
 			// Replay evidence, stored with a new reservation only (see sql/queries/reserve.sql).
-			firsts.map((request) => request.evidence?.payloadJson ?? null),
-			firsts.map((request) => request.evidence?.payloadBytes ?? null),
-			firsts.map((request) => request.evidence?.source ?? null),
-			firsts.map((request) => request.evidence?.correlationId ?? null),
+			column((request) => request.evidence?.payloadJson),
+			column((request) => request.evidence?.payloadBytes),
+			column((request) => request.evidence?.source),
+			column((request) => request.evidence?.correlationId),
 		], { retryUntil: null, recoverUntilMs: this.options.reserveRecoveryMs ?? RESERVE_RECOVERY_MS });
-		const rowByKey = new Map(rows.map((row) => [row.key as string, row]));
+		const rowOfDistinct = new Array<QueryResultRow | undefined>(firsts.length);
+		for (const row of rows) {
+			const distinct = distinctByKey.get(row.key as string);
+			if (distinct !== undefined) rowOfDistinct[distinct] = row;
+		}
 
 		return requests.map((request, index) => {
-			const row = rowByKey.get(request.key);
+			const distinct = distinctOfRequest[index];
+			const row = rowOfDistinct[distinct];
 			if (!row) {
 				throw new UnexpectedResultError(
 					`Postgres returned no row for reserved key ${JSON.stringify(request.key.slice(0, 80))} (a trigger or rule on ${this.table.qualified}?). The other keys of the batch may have been reserved.`,
 				);
 			}
 			const record = compact ? toCompactRecord(row) : toRecord(row);
-			const repeatInBatch = firstIndexByKey.get(request.key) !== index;
-			const ours = !repeatInBatch && row.owner_token === proposedTokens.get(request.key);
+			const repeatInBatch = firstIndexes[distinct] !== index;
+			const ours = !repeatInBatch && row.owner_token === proposedTokens[distinct];
 			const payloadMismatch =
 				request.payloadHash === null || record.payloadHash === null ? null : request.payloadHash !== record.payloadHash;
 			return {

@@ -13,7 +13,8 @@
 -- taken_over, without the retention reset): a new owner token and lease, so Complete, Mark Failed
 -- and Release work as after a reservation, and the replay and a real redelivery can never both
 -- own the key. The stored payload, source and correlation id are kept; it is what is replayed.
--- Rows are locked in key order (one batch never deadlocks another).
+-- Rows are locked in the keys' byte order (collate "C"), the order reserve.sql takes them in, so
+-- a claim never deadlocks another claim or a reservation of the same keys.
 with batch as (
   select distinct on (key) key, owner_token
   from unnest($1::text[], $2::uuid[]) with ordinality as b(key, owner_token, position)
@@ -29,7 +30,7 @@ current as (
          e.owner_token = b.owner_token as ours
   from processed_events as e
   join batch as b on b.key = e.key
-  order by e.key
+  order by e.key collate "C"
   for update of e
 ),
 claimed as (

@@ -1,11 +1,22 @@
 -- Marks reservations completed, optionally storing the response a later duplicate can replay.
 -- $1 keys text[], $2 owner tokens uuid[], $3 responses jsonb[] (null keeps the stored one).
 -- Guarded by the owner token: a run whose lease was taken over matches no row and is told so.
+-- The rows are locked first, in the keys' byte order (collate "C", the order reserve.sql and
+-- claim_for_replay.sql take them in), so a settle and a redelivered batch of the same keys never
+-- deadlock; the update then changes only rows this statement holds.
+with mine as (
+  select e.key, b.owner_token, b.response
+  from processed_events as e
+  join unnest($1::text[], $2::uuid[], $3::jsonb[]) as b(key, owner_token, response) on b.key = e.key
+  where e.owner_token = b.owner_token and e.status <> 'failed'
+  order by e.key collate "C"
+  for update of e
+)
 update processed_events as e set
   status = 'completed',
   completed_at = now(),
   locked_until = null,
-  response = coalesce(b.response, e.response)
-from unnest($1::text[], $2::uuid[], $3::jsonb[]) as b(key, owner_token, response)
-where e.key = b.key and e.owner_token = b.owner_token and e.status <> 'failed'
+  response = coalesce(m.response, e.response)
+from mine as m
+where e.key = m.key and e.owner_token = m.owner_token and e.status <> 'failed'
 returning e.key, e.status, e.completed_at, e.response;

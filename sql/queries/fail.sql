@@ -1,10 +1,21 @@
 -- Marks reservations failed, keeping the row and the error message for inspection;
 -- the next delivery of the key reserves it again (attempts + 1).
 -- $1 keys text[], $2 owner tokens uuid[], $3 error messages text[].
+-- The rows are locked first, in the keys' byte order (collate "C", the order reserve.sql and
+-- claim_for_replay.sql take them in), so a settle and a redelivered batch of the same keys never
+-- deadlock; the update then changes only rows this statement holds.
+with mine as (
+  select e.key, b.owner_token, b.last_error
+  from processed_events as e
+  join unnest($1::text[], $2::uuid[], $3::text[]) as b(key, owner_token, last_error) on b.key = e.key
+  where e.owner_token = b.owner_token
+  order by e.key collate "C"
+  for update of e
+)
 update processed_events as e set
   status = 'failed',
   locked_until = null,
-  last_error = b.last_error
-from unnest($1::text[], $2::uuid[], $3::text[]) as b(key, owner_token, last_error)
-where e.key = b.key and e.owner_token = b.owner_token
+  last_error = m.last_error
+from mine as m
+where e.key = m.key and e.owner_token = m.owner_token
 returning e.key;

@@ -3,6 +3,7 @@
 -- $5 mode ('lease' | 'permanent'), $6 lease seconds, $7 retention seconds, $8 n8n execution id, $9 workflow id,
 -- replay evidence, one per key, null when not stored: $10 payloads (JSON text) text[], $11 payload sizes
 -- (UTF-8 bytes, also when over the cap and not stored) integer[], $12 sources text[], $13 correlation ids text[].
+-- $3 and $10-$13 may be one null instead of an array of nulls: unnest pads a missing array with nulls.
 --
 -- For each key, against the row as it is when this statement gets its lock:
 --   no row                                   -> insert: reserved (new)
@@ -24,9 +25,13 @@
 -- never lose the only copy of it; the correlation id then names the run that owns the key now.
 -- Duplicates are updated too (not DO NOTHING) so that the returned row is always the latest one,
 -- even when a concurrent transaction inserted it after this statement's snapshot.
+-- Lock order: rows are inserted (and existing ones locked) in the keys' byte order, collate "C",
+-- whatever the database's collation, as in claim_for_replay.sql, so two reservations, or a
+-- reservation and a replay claim, over the same keys never deadlock. "C" also sorts fastest (no locale rules), and the one sort serves both the
+-- repeats (the first of each key wins) and the insert.
 with batch as (
   select distinct on (key) key, key_source, payload_hash, owner_token, payload::jsonb as payload, payload_bytes, source, correlation_id
-  from unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $10::text[], $11::integer[], $12::text[], $13::text[])
+  from unnest($1::text[] collate "C", $2::text[], $3::text[], $4::uuid[], $10::text[], $11::integer[], $12::text[], $13::text[])
     with ordinality as b(key, key_source, payload_hash, owner_token, payload, payload_bytes, source, correlation_id, position)
   order by key, position
 )

@@ -59,3 +59,44 @@ describe('a batch of 10,000 items', () => {
 		expect(duplicate).toHaveLength(10_000);
 	});
 });
+
+describe('what a batch sends', () => {
+	const permanent = { mode: 'permanent' as const, leaseSeconds: 60, retentionSeconds: 86_400 };
+	const store = () => new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+
+	/** The parameters of the reserve statement the store sends (the real client's query, observed). */
+	async function sentValues(run: () => Promise<unknown>): Promise<unknown[]> {
+		const querySpy = jest.spyOn(Client.prototype, 'query');
+		try {
+			await run();
+			const call = querySpy.mock.calls.find(([text]) => typeof text === 'string' && text.includes('on conflict (key) do update'));
+			return (call?.[1] ?? []) as unknown[];
+		} finally {
+			querySpy.mockRestore();
+		}
+	}
+
+	it('a column no item fills (fingerprint, replay evidence) goes as one null, not an array of nulls', async () => {
+		const values = await sentValues(() =>
+			store().reserve(['send-a', 'send-b', 'send-a'].map((key) => ({ key, keySource: 'test', payloadHash: null })), permanent),
+		);
+		expect(values[0]).toEqual(['send-a', 'send-b']);
+		expect([values[2], ...values.slice(9)]).toEqual([null, null, null, null, null]);
+	});
+
+	it('a column some items fill goes as an array, null for the others, and each row gets its own value', async () => {
+		const requests = [
+			{ key: 'mixed-a', keySource: 'test', payloadHash: 'hash-a', evidence: { payloadJson: '{"id":"a"}', payloadBytes: 10, source: 'stripe', correlationId: 'corr-a' } },
+			{ key: 'mixed-b', keySource: 'test', payloadHash: null },
+		];
+		const values = await sentValues(() => store().reserve(requests, permanent));
+		expect([values[2], ...values.slice(9)]).toEqual([['hash-a', null], ['{"id":"a"}', null], [10, null], ['stripe', null], ['corr-a', null]]);
+		const { rows } = await pool.query(
+			`select key, payload_hash, payload, payload_bytes, source, correlation_id from ${schema}.processed_events where key like 'mixed-%' order by key`,
+		);
+		expect(rows).toEqual([
+			{ key: 'mixed-a', payload_hash: 'hash-a', payload: { id: 'a' }, payload_bytes: 10, source: 'stripe', correlation_id: 'corr-a' },
+			{ key: 'mixed-b', payload_hash: null, payload: null, payload_bytes: null, source: null, correlation_id: null },
+		]);
+	});
+});

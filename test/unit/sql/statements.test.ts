@@ -61,7 +61,7 @@ describe('renderSqlFile', () => {
 	it('uses bind parameters for every value', () => {
 		const reserve = renderSqlFile(QUERY_FILES.reserve, tableRef('public', 'processed_events'));
 		expect(reserve).toMatch(
-			/unnest\(\$1::text\[\], \$2::text\[\], \$3::text\[\], \$4::uuid\[\], \$10::text\[\], \$11::integer\[\], \$12::text\[\], \$13::text\[\]\)/,
+			/unnest\(\$1::text\[\] collate "C", \$2::text\[\], \$3::text\[\], \$4::uuid\[\], \$10::text\[\], \$11::integer\[\], \$12::text\[\], \$13::text\[\]\)/,
 		);
 	});
 });
