@@ -11,33 +11,10 @@ const { randomUUID } = require('node:crypto');
 const path = require('node:path');
 
 const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate } = require('./stats');
+const { timed, freshKeys, requestsFor, PERMANENT } = require('./scale');
 
 const ROOT = path.join(__dirname, '..');
-const DAY = 86400;
-const PERMANENT = { mode: 'permanent', leaseSeconds: 300, retentionSeconds: 30 * DAY, executionId: 'bench-execution', workflowId: 'bench-workflow' };
 const LEASE = { ...PERMANENT, mode: 'lease' };
-
-let keyCounter = 0;
-const freshKeys = (count) =>
-	Array.from({ length: count }, () => `evt:evt_${(keyCounter++).toString(36).padStart(8, '0')}${randomUUID().replace(/-/g, '').slice(0, 16)}`);
-const requestsFor = (keys) => keys.map((key) => ({ key, keySource: 'header', payloadHash: null }));
-
-/** Times `fn` once per input with `callers` workers; latencies in ms. */
-async function timed(inputs, callers, fn) {
-	const latencies = [];
-	let next = 0;
-	const worker = async () => {
-		while (next < inputs.length) {
-			const input = inputs[next++];
-			const started = performance.now();
-			await fn(input);
-			latencies.push(performance.now() - started);
-		}
-	};
-	const started = performance.now();
-	await Promise.all(Array.from({ length: Math.min(callers, inputs.length) }, worker));
-	return { latencies, seconds: (performance.now() - started) / 1000 };
-}
 
 // The reserve statement's parameters as the core builds them (no replay evidence: off by default).
 const reserveValues = (keys, options) => [
