@@ -532,8 +532,8 @@ export class IdempotencyStore {
 		} catch (error) {
 			const refusedName = named ? preparedStatementFailure(error) : undefined;
 			if (refusedName) {
-				// Refused before it ran: this connection's record of what it prepared is wrong, so it goes,
-				// and the statement is sent again at once, unnamed.
+				// Postgres refused the statement (nothing of it is kept): this connection's record of what it
+				// prepared is wrong, so the connection goes and the statement is sent again at once, unnamed.
 				client.release(error as Error);
 				if (refusedName === 'pooler') sendUnnamed(this.pool);
 				return this.attempt(text, values, false);
