@@ -271,9 +271,9 @@ async function overhead(ctx, args) {
 	printTable(['flow', 'clients', 'req/s (median)', 'ratio to baseline', 'ratio min–max', 'p50 ms', 'added p50 ms', 'p99 ms', 'n8n CPU ms/exec'], rows);
 	console.log('\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.');
 	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
+	preparedStatementsCost(results);
 	for (const line of verdicts) console.log(line);
 	storePayloadCost(results);
-	preparedStatementsCost(results);
 	await packageNodeTimes(ctx);
 }
 
@@ -287,24 +287,6 @@ function storePayloadCost(results) {
 	for (const concurrency of [1, 8]) {
 		const a = results.get(`${off.id}@${concurrency}`);
 		const b = results.get(`${on.id}@${concurrency}`);
-		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
-		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
-		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
-		console.log(
-			`  c=${concurrency}: throughput ratio on/off ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
-		);
-	}
-}
-
-/** Reserve (permanent) with named prepared statements (the default) vs the same with them off, paired round by round. */
-function preparedStatementsCost(results) {
-	const named = overheadFlows.find((flow) => flow.id === 'BenchFlowPerm001');
-	const unnamed = overheadFlows.find((flow) => flow.id === 'BenchFlowPermU01');
-	if (!named || !unnamed) return;
-	console.log('\nPrepared Statements on vs off (Reserve permanent, the same flow, the credential differs):');
-	for (const concurrency of [1, 8]) {
-		const a = results.get(`${unnamed.id}@${concurrency}`);
-		const b = results.get(`${named.id}@${concurrency}`);
 		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
 		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
 		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
@@ -343,6 +325,24 @@ async function packageNodeTimes(ctx) {
 	}
 	console.log("\n### The nodes' own time (n8n run data executionTime, every execution of the runs above; the stock Postgres node beside the package's)\n");
 	printTable(['flow', 'node', 'executions', 'median ms', 'p90 ms'], rows);
+}
+
+/** Reserve (permanent) with named prepared statements (the default) vs the same with them off, paired round by round. */
+function preparedStatementsCost(results) {
+	const named = overheadFlows.find((flow) => flow.id === 'BenchFlowPerm001');
+	const unnamed = overheadFlows.find((flow) => flow.id === 'BenchFlowPermU01');
+	if (!named || !unnamed) return;
+	console.log('\nPrepared Statements on vs off (Reserve permanent, the same flow, the credential differs):');
+	for (const concurrency of [1, 8]) {
+		const a = results.get(`${unnamed.id}@${concurrency}`);
+		const b = results.get(`${named.id}@${concurrency}`);
+		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
+		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
+		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
+		console.log(
+			`  c=${concurrency}: throughput ratio on/off ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
+		);
+	}
 }
 
 async function batch(ctx, args) {

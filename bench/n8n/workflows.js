@@ -171,6 +171,12 @@ const OVERHEAD_FLOWS = [
 		path: 'bench-permanent',
 		label: '+ Reserve (permanent) in front',
 	},
+	// The permanent flow again, its credential with Prepared Statements off: what naming the statements saves.
+	{
+		id: 'BenchFlowPermU01',
+		path: 'bench-permanent-unnamed',
+		label: '+ Reserve (permanent) in front, Prepared Statements off (unnamed, as before)',
+	},
 	{
 		id: 'BenchFlowLease01',
 		path: 'bench-lease',
@@ -202,16 +208,11 @@ const OVERHEAD_FLOWS = [
 		path: 'bench-recipe-insert',
 		label: "reference: + the recipe's reserve step (stock Postgres node, ON CONFLICT DO NOTHING) in front",
 	},
-	// The permanent flow again, its credential with Prepared Statements off: what naming the statements saves.
-	{
-		id: 'BenchFlowPermU01',
-		path: 'bench-permanent-unnamed',
-		label: '+ Reserve (permanent) in front, Prepared Statements off (unnamed, as before)',
-	},
 ];
 
 function overheadWorkflows() {
-	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe, permanentUnnamed] = OVERHEAD_FLOWS;
+	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe] = OVERHEAD_FLOWS.filter((flow) => flow.id !== 'BenchFlowPermU01');
+	const permanentUnnamed = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowPermU01');
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
 	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
 	const permUnnamedNodes = [
