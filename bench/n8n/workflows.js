@@ -171,12 +171,6 @@ const OVERHEAD_FLOWS = [
 		path: 'bench-permanent',
 		label: '+ Reserve (permanent) in front',
 	},
-	// The permanent flow again, its credential with Prepared Statements off: what naming the statements saves.
-	{
-		id: 'BenchFlowPermU01',
-		path: 'bench-permanent-unnamed',
-		label: '+ Reserve (permanent) in front, Prepared Statements off (unnamed, as before)',
-	},
 	{
 		id: 'BenchFlowLease01',
 		path: 'bench-lease',
@@ -211,8 +205,8 @@ const OVERHEAD_FLOWS = [
 ];
 
 function overheadWorkflows() {
-	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe] = OVERHEAD_FLOWS.filter((flow) => flow.id !== 'BenchFlowPermU01');
-	const permanentUnnamed = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowPermU01');
+	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe] = OVERHEAD_FLOWS;
+	const permanentUnnamed = OVERHEAD_FLOWS.find((flow) => flow.id === PERMANENT_UNNAMED_FLOW.id);
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
 	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
 	const permUnnamedNodes = [
@@ -408,6 +402,15 @@ function batchWorkflows() {
 	});
 	return [workflow(BATCH_WORKFLOW_ID, 'bench: batch flows', nodes, connections)];
 }
+
+// The permanent flow again, its credential with Prepared Statements off: what naming the statements
+// saves. Appended (and found by id), so the flows above keep their places.
+const PERMANENT_UNNAMED_FLOW = {
+	id: 'BenchFlowPermU01',
+	path: 'bench-permanent-unnamed',
+	label: '+ Reserve (permanent) in front, Prepared Statements off (unnamed, as before)',
+};
+OVERHEAD_FLOWS.push(PERMANENT_UNNAMED_FLOW);
 
 /** The batch flows that reserve keys (their reserved keys are counted after each run). */
 const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'reserveField'];
