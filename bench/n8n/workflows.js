@@ -206,11 +206,10 @@ const OVERHEAD_FLOWS = [
 
 function overheadWorkflows() {
 	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe] = OVERHEAD_FLOWS;
-	const permanentUnnamed = OVERHEAD_FLOWS.find((flow) => flow.id === PERMANENT_UNNAMED_FLOW.id);
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
 	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
 	const permUnnamedNodes = [
-		webhook(permanentUnnamed.path, { responseMode: 'responseNode' }),
+		webhook(PERMANENT_UNNAMED_FLOW.path, { responseMode: 'responseNode' }),
 		reserveNode({ mode: 'permanent', credentials: UNNAMED_CREDENTIAL }),
 		businessInsert(),
 		respond(),
@@ -252,7 +251,7 @@ function overheadWorkflows() {
 			'Postgres insert': { main: [[link('Respond')]] },
 		}),
 		workflow(permanent.id, 'bench: Reserve (permanent)', permNodes, permConnections),
-		workflow(permanentUnnamed.id, 'bench: Reserve (permanent), Prepared Statements off', permUnnamedNodes, permConnections),
+		workflow(PERMANENT_UNNAMED_FLOW.id, 'bench: Reserve (permanent), Prepared Statements off', permUnnamedNodes, permConnections),
 		workflow(lease.id, 'bench: Reserve (lease) + Mark Complete (Custom)', leaseNodes, leaseConnections),
 		workflow(leasePaired.id, 'bench: Reserve (lease) + Mark Complete (paired item)', leasePairedNodes, leaseConnections),
 		workflow(templateOff.id, 'bench: template-like, Store Payload off', templateNodes(templateOff, false), leaseConnections),
@@ -404,7 +403,7 @@ function batchWorkflows() {
 }
 
 // The permanent flow again, its credential with Prepared Statements off: what naming the statements
-// saves. Appended (and found by id), so the flows above keep their places.
+// saves. Appended, so the flows above keep their places.
 const PERMANENT_UNNAMED_FLOW = {
 	id: 'BenchFlowPermU01',
 	path: 'bench-permanent-unnamed',
