@@ -284,16 +284,7 @@ function storePayloadCost(results) {
 	if (!off || !on) return;
 	const bytes = Buffer.byteLength(JSON.stringify(stripeEvent(`r0-0-${crypto.randomUUID()}`)));
 	console.log(`\nStore Payload on vs off (the template-like flow, a ${fmt(bytes)}-byte body stored per delivery):`);
-	for (const concurrency of [1, 8]) {
-		const a = results.get(`${off.id}@${concurrency}`);
-		const b = results.get(`${on.id}@${concurrency}`);
-		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
-		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
-		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
-		console.log(
-			`  c=${concurrency}: throughput ratio on/off ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
-		);
-	}
+	printPairedCost(results, off, on, 'on/off');
 }
 
 /**
@@ -333,14 +324,19 @@ function preparedStatementsCost(results) {
 	const unnamed = overheadFlows.find((flow) => flow.id === 'BenchFlowPermU01');
 	if (!named || !unnamed) return;
 	console.log('\nPrepared Statements on vs off (Reserve permanent, the same flow, the credential differs):');
+	printPairedCost(results, unnamed, named, 'on/off');
+}
+
+/** Flow `after` against flow `before`, paired round by round at each concurrency: throughput ratio, p50 and n8n CPU differences. */
+function printPairedCost(results, before, after, ratioLabel) {
 	for (const concurrency of [1, 8]) {
-		const a = results.get(`${unnamed.id}@${concurrency}`);
-		const b = results.get(`${named.id}@${concurrency}`);
+		const a = results.get(`${before.id}@${concurrency}`);
+		const b = results.get(`${after.id}@${concurrency}`);
 		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
 		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
 		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
 		console.log(
-			`  c=${concurrency}: throughput ratio on/off ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
+			`  c=${concurrency}: throughput ratio ${ratioLabel} ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
 		);
 	}
 }
