@@ -23,6 +23,7 @@ const RUNS = [
 			'## Cleanup statement',
 			'## Bloat after',
 			'## Output size',
+			'## Prepared statements',
 		],
 	},
 	{

@@ -7,10 +7,11 @@
 //
 //   npm run bench                       everything (about 15–25 minutes on 2 busy cores)
 //   node bench/run.js --only core       the core-vs-pg scenarios alone (about 2–3 minutes)
+//   node bench/run.js --only single     one key per call, statements unnamed vs named (bench/prepared.js)
 //   node bench/run.js --quick           smoke run of every group (tiny sizes, about a minute)
 //   node bench/run.js --rounds 8 --seconds 30 --assert
 //
-// Flags (or env): --quick, --only core,statement,growth,cleanup,bloat,output, --rounds N
+// Flags (or env): --quick, --only core,statement,growth,cleanup,bloat,output,single, --rounds N
 // (BENCH_ROUNDS), --seconds S per core scenario (BENCH_SECONDS), --assert (exit 1 when any core
 // scenario is below the target ratio), --icu (the scale groups' database collates en-US with ICU,
 // as production databases usually sort text, instead of the embedded server's C.UTF-8). DATABASE_URL uses that server instead of an embedded one;
@@ -24,7 +25,10 @@ const os = require('node:os');
 const path = require('node:path');
 
 const { median, fmt, fmtRatio, printTable, loadAverage } = require('./stats');
-const { GROUPS, context: scaleContext } = require('./scale');
+const { GROUPS: SCALE_GROUPS, context: scaleContext } = require('./scale');
+const { single } = require('./prepared');
+
+const GROUPS = { ...SCALE_GROUPS, single };
 
 const ROOT = path.join(__dirname, '..');
 const TARGET_RATIO = 0.8;

@@ -672,4 +672,4 @@ const GROUPS = {
 	output: outputSize,
 };
 
-module.exports = { GROUPS, context };
+module.exports = { GROUPS, context, timed, freshKeys, requestsFor, PERMANENT };

@@ -94,5 +94,13 @@ export class IdempotencyPostgresApi implements ICredentialType {
 			default: true,
 			description: 'Whether to send keepalive probes on idle connections, so a dead network path is noticed',
 		},
+		{
+			displayName: 'Prepared Statements',
+			name: 'preparedStatements',
+			type: 'boolean',
+			default: true,
+			description:
+				'Whether Postgres keeps the nodes\' statements parsed and planned on each connection (faster). Turn off behind a pooler that cannot keep them, such as PgBouncer in transaction mode before 1.21; the nodes also switch off by themselves on its first refusal.',
+		},
 	];
 }

@@ -28,7 +28,7 @@ const stack = require('../../scripts/lib/n8n-stack');
 const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('../stats');
 const { findN8nPid, cpuSeconds, memoryMb, sampleRss } = require('./proc');
 const { profilingEnv, summarise, nowMicros } = require('./profile');
-const { OVERHEAD_FLOWS, BATCH_FLOWS, RESERVE_KINDS, RECIPE_TABLE_DDL, overheadWorkflows, batchWorkflows } = require('./workflows');
+const { OVERHEAD_FLOWS, UNNAMED_CREDENTIAL_DEF, BATCH_FLOWS, RESERVE_KINDS, RECIPE_TABLE_DDL, overheadWorkflows, batchWorkflows } = require('./workflows');
 
 const TARGET = {
 	throughputCost: 0.05,
@@ -37,6 +37,8 @@ const TARGET = {
 	batchVsRecipe: 25,
 };
 const PARTS = ['overhead', 'batch', 'big'];
+// The overhead flows this run drives (--overhead-flows: the baseline and the listed paths).
+let overheadFlows = OVERHEAD_FLOWS;
 
 function parseArgs(argv) {
 	const args = { quick: false, keep: false, only: PARTS };
@@ -54,8 +56,9 @@ function parseArgs(argv) {
 		else if (arg === '--big-key') args.bigKey = argv[++i];
 		else if (arg === '--only') args.only = argv[++i].split(',');
 		else if (arg === '--batch-flows') args.batchFlows = argv[++i].split(',');
+		else if (arg === '--overhead-flows') args.overheadFlows = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--only overhead,batch,big] [--keep]');
+			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--only overhead,batch,big] [--overhead-flows path,…] [--keep]');
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
 	}
@@ -69,6 +72,9 @@ function parseArgs(argv) {
 	// The big execution's key source: event id or field `id` (read from the item) or custom ({{ $json.id }}, an expression per item).
 	args.bigKey ??= 'event';
 	if (!['event', 'custom', 'field'].includes(args.bigKey)) throw new Error('--big-key takes event, custom or field');
+	for (const flowPath of args.overheadFlows ?? []) {
+		if (!OVERHEAD_FLOWS.some((flow) => flow.path === flowPath)) throw new Error(`--overhead-flows takes ${OVERHEAD_FLOWS.map((flow) => flow.path).join(', ')}`);
+	}
 	for (const kind of args.batchFlows ?? []) {
 		if (!BATCH_FLOWS.some((flow) => flow.kind === kind)) throw new Error(`--batch-flows takes ${BATCH_FLOWS.map((flow) => flow.kind).join(', ')}`);
 	}
@@ -194,7 +200,7 @@ async function overhead(ctx, args) {
 	const { running, pid, log } = ctx;
 	const results = new Map(); // `${flow.id}@${c}` -> { latencies, perSecond[], cpuMsPerExec[] }
 	const warm = args.quick ? 3 : 15;
-	for (const flow of OVERHEAD_FLOWS)
+	for (const flow of overheadFlows)
 		await drive(running.webhookUrl(flow.path), {
 			count: warm,
 			concurrency: 1,
@@ -203,7 +209,7 @@ async function overhead(ctx, args) {
 		});
 	for (let round = 0; round < args.rounds; round++) {
 		for (const concurrency of [1, 8]) {
-			for (const flow of rotate(OVERHEAD_FLOWS, round + concurrency)) {
+			for (const flow of rotate(overheadFlows, round + concurrency)) {
 				const cpuBefore = cpuSeconds(pid);
 				const result = await drive(running.webhookUrl(flow.path), {
 					count: args.requests,
@@ -232,10 +238,10 @@ async function overhead(ctx, args) {
 	const rows = [];
 	const verdicts = [];
 	for (const concurrency of [1, 8]) {
-		const base = results.get(`${OVERHEAD_FLOWS[0].id}@${concurrency}`);
-		for (const flow of OVERHEAD_FLOWS) {
+		const base = results.get(`${overheadFlows[0].id}@${concurrency}`);
+		for (const flow of overheadFlows) {
 			const r = results.get(`${flow.id}@${concurrency}`);
-			const isBase = flow === OVERHEAD_FLOWS[0];
+			const isBase = flow === overheadFlows[0];
 			// Each round pairs the flows within seconds of each other: per-round ratios, then the median.
 			const ratios = r.perSecond.map((x, i) => x / base.perSecond[i]);
 			const p50Deltas = r.p50.map((x, i) => x - base.p50[i]);
@@ -265,6 +271,7 @@ async function overhead(ctx, args) {
 	printTable(['flow', 'clients', 'req/s (median)', 'ratio to baseline', 'ratio min–max', 'p50 ms', 'added p50 ms', 'p99 ms', 'n8n CPU ms/exec'], rows);
 	console.log('\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.');
 	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
+	preparedStatementsCost(results);
 	for (const line of verdicts) console.log(line);
 	storePayloadCost(results);
 	costAboveNodeFloor(results);
@@ -273,21 +280,12 @@ async function overhead(ctx, args) {
 
 /** Store Payload on vs off, the same template-like flow and body, paired round by round. */
 function storePayloadCost(results) {
-	const off = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowTmplOff');
-	const on = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowTmplOn1');
+	const off = overheadFlows.find((flow) => flow.id === 'BenchFlowTmplOff');
+	const on = overheadFlows.find((flow) => flow.id === 'BenchFlowTmplOn1');
 	if (!off || !on) return;
 	const bytes = Buffer.byteLength(JSON.stringify(stripeEvent(`r0-0-${crypto.randomUUID()}`)));
 	console.log(`\nStore Payload on vs off (the template-like flow, a ${fmt(bytes)}-byte body stored per delivery):`);
-	for (const concurrency of [1, 8]) {
-		const a = results.get(`${off.id}@${concurrency}`);
-		const b = results.get(`${on.id}@${concurrency}`);
-		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
-		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
-		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
-		console.log(
-			`  c=${concurrency}: throughput ratio on/off ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
-		);
-	}
+	printPairedCost(results, off, on, 'on/off');
 }
 
 /**
@@ -321,7 +319,7 @@ async function packageNodeTimes(ctx) {
 	const { running } = ctx;
 	const { parse } = require(path.join(running.n8nDir, 'node_modules', 'flatted'));
 	const rows = [];
-	for (const flow of OVERHEAD_FLOWS) {
+	for (const flow of overheadFlows) {
 		const times = new Map();
 		await stack.withClient(running.n8nDbUrl, async (client) => {
 			const { rows: executions } = await client.query(
@@ -341,6 +339,29 @@ async function packageNodeTimes(ctx) {
 	}
 	console.log("\n### The nodes' own time (n8n run data executionTime, every execution of the runs above; the stock Postgres node beside the package's)\n");
 	printTable(['flow', 'node', 'executions', 'median ms', 'p90 ms'], rows);
+}
+
+/** Reserve (permanent) with named prepared statements (the default) vs the same with them off, paired round by round. */
+function preparedStatementsCost(results) {
+	const named = overheadFlows.find((flow) => flow.id === 'BenchFlowPerm001');
+	const unnamed = overheadFlows.find((flow) => flow.id === 'BenchFlowPermU01');
+	if (!named || !unnamed) return;
+	console.log('\nPrepared Statements on vs off (Reserve permanent, the same flow, the credential differs):');
+	printPairedCost(results, unnamed, named, 'on/off');
+}
+
+/** Flow `after` against flow `before`, paired round by round at each concurrency: throughput ratio, p50 and n8n CPU differences. */
+function printPairedCost(results, before, after, ratioLabel) {
+	for (const concurrency of [1, 8]) {
+		const a = results.get(`${before.id}@${concurrency}`);
+		const b = results.get(`${after.id}@${concurrency}`);
+		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
+		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
+		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
+		console.log(
+			`  c=${concurrency}: throughput ratio ${ratioLabel} ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
+		);
+	}
 }
 
 async function batch(ctx, args) {
@@ -473,7 +494,7 @@ async function profileWorkloads(ctx, args) {
 		windows.push({ name, start, end: nowMicros(), executions });
 		log(`profiled: ${name}`);
 	};
-	for (const flow of OVERHEAD_FLOWS)
+	for (const flow of overheadFlows)
 		await drive(running.webhookUrl(flow.path), {
 			count: 20,
 			concurrency: 1,
@@ -483,7 +504,7 @@ async function profileWorkloads(ctx, args) {
 	// Interleaved rounds, so background work (n8n's pollers, JIT, GC) spreads over every flow alike.
 	const count = args.requests;
 	for (let round = 0; round < args.rounds; round++) {
-		for (const flow of rotate(OVERHEAD_FLOWS, round)) {
+		for (const flow of rotate(overheadFlows, round)) {
 			await window(`${flow.label}, c=${args.profileConcurrency}`, count, () =>
 				drive(running.webhookUrl(flow.path), {
 					count,
@@ -530,6 +551,7 @@ function printProfile(summaries) {
 
 async function main() {
 	const args = parseArgs(process.argv.slice(2));
+	if (args.overheadFlows) overheadFlows = OVERHEAD_FLOWS.filter((flow, index) => index === 0 || args.overheadFlows.includes(flow.path));
 	const started = Date.now();
 	const log = (line) => process.stderr.write(`[bench:n8n ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-bench-n8n-'));
@@ -554,7 +576,10 @@ async function main() {
 				await stack.prepareTemplateTables(client, ctx);
 				await client.query(RECIPE_TABLE_DDL);
 			},
-			credentials: stack.templateCredentials,
+			credentials: (c) => [
+				...stack.templateCredentials(c),
+				{ ...UNNAMED_CREDENTIAL_DEF, data: { ...stack.idempotencyCredentialData(c.app), preparedStatements: false } },
+			],
 			workflows: [...overheadWorkflows(), ...batchWorkflows()].map((json) => ({
 				json,
 				publish: true,

@@ -9,6 +9,10 @@ const IDEMPOTENCY_CREDENTIAL = {
 		name: TEMPLATE_CREDENTIALS.idempotency.name,
 	},
 };
+// The same database and settings with Prepared Statements off: the statements go unnamed, as before
+// named prepared statements (bench/n8n/run.js imports it beside the template credentials).
+const UNNAMED_CREDENTIAL_DEF = { id: 'idempotencyPgU01', name: 'Idempotency Postgres (unnamed statements)', type: 'idempotencyPostgresApi' };
+const UNNAMED_CREDENTIAL = { idempotencyPostgresApi: { id: UNNAMED_CREDENTIAL_DEF.id, name: UNNAMED_CREDENTIAL_DEF.name } };
 const BUSINESS_CREDENTIAL = {
 	postgres: {
 		id: TEMPLATE_CREDENTIALS.business.id,
@@ -60,7 +64,7 @@ function webhook(pathName, { responseMode, responseData }) {
 	};
 }
 
-function reserveNode({ mode, keySource = 'header', customKey, keyField, output, storePayload }) {
+function reserveNode({ mode, keySource = 'header', customKey, keyField, output, storePayload, credentials = IDEMPOTENCY_CREDENTIAL }) {
 	return node({
 		name: 'Idempotency Reserve',
 		type: `${PKG}.idempotencyReserve`,
@@ -75,7 +79,7 @@ function reserveNode({ mode, keySource = 'header', customKey, keyField, output, 
 			// No output option: Compact, the default; 'full' is the object as before Compact.
 			options: { ...(output ? { output } : {}), ...(storePayload ? { storePayload: true } : {}) },
 		},
-		credentials: IDEMPOTENCY_CREDENTIAL,
+		credentials,
 	});
 }
 
@@ -211,6 +215,20 @@ function overheadWorkflows() {
 	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe, noOp] = OVERHEAD_FLOWS;
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
 	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
+	const permUnnamedNodes = [
+		webhook(PERMANENT_UNNAMED_FLOW.path, { responseMode: 'responseNode' }),
+		reserveNode({ mode: 'permanent', credentials: UNNAMED_CREDENTIAL }),
+		businessInsert(),
+		respond(),
+	];
+	const permConnections = {
+		Webhook: { main: [[link('Idempotency Reserve')]] },
+		// Duplicates are answered too (no delivery repeats a key, but no request may hang).
+		'Idempotency Reserve': {
+			main: [[link('Postgres insert')], [link('Respond')]],
+		},
+		'Postgres insert': { main: [[link('Respond')]] },
+	};
 	const leaseNodes = [webhook(lease.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'lease' }), businessInsert(), complete(), respond()];
 	const leasePairedNodes = [
 		webhook(leasePaired.path, { responseMode: 'responseNode' }),
@@ -239,14 +257,8 @@ function overheadWorkflows() {
 			Webhook: { main: [[link('Postgres insert')]] },
 			'Postgres insert': { main: [[link('Respond')]] },
 		}),
-		workflow(permanent.id, 'bench: Reserve (permanent)', permNodes, {
-			Webhook: { main: [[link('Idempotency Reserve')]] },
-			// Duplicates are answered too (no delivery repeats a key, but no request may hang).
-			'Idempotency Reserve': {
-				main: [[link('Postgres insert')], [link('Respond')]],
-			},
-			'Postgres insert': { main: [[link('Respond')]] },
-		}),
+		workflow(permanent.id, 'bench: Reserve (permanent)', permNodes, permConnections),
+		workflow(PERMANENT_UNNAMED_FLOW.id, 'bench: Reserve (permanent), Prepared Statements off', permUnnamedNodes, permConnections),
 		workflow(lease.id, 'bench: Reserve (lease) + Mark Complete (Custom)', leaseNodes, leaseConnections),
 		workflow(leasePaired.id, 'bench: Reserve (lease) + Mark Complete (paired item)', leasePairedNodes, leaseConnections),
 		workflow(templateOff.id, 'bench: template-like, Store Payload off', templateNodes(templateOff, false), leaseConnections),
@@ -412,12 +424,22 @@ function batchWorkflows() {
 	return [workflow(BATCH_WORKFLOW_ID, 'bench: batch flows', nodes, connections)];
 }
 
+// The permanent flow again, its credential with Prepared Statements off: what naming the statements
+// saves. Appended, so the flows above keep their places.
+const PERMANENT_UNNAMED_FLOW = {
+	id: 'BenchFlowPermU01',
+	path: 'bench-permanent-unnamed',
+	label: '+ Reserve (permanent) in front, Prepared Statements off (unnamed, as before)',
+};
+OVERHEAD_FLOWS.push(PERMANENT_UNNAMED_FLOW);
+
 /** The batch flows that reserve keys (their reserved keys are counted after each run). */
 const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'reserveField'];
 
 module.exports = {
 	RESERVE_KINDS,
 	OVERHEAD_FLOWS,
+	UNNAMED_CREDENTIAL_DEF,
 	BATCH_FLOWS,
 	RECIPE_TABLE_DDL,
 	overheadWorkflows,

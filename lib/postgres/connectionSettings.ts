@@ -27,6 +27,8 @@ export interface ConnectionSettings {
 	queryTimeoutSeconds?: number;
 	/** TCP keepalive probes on idle connections, so a dead peer is noticed. Default on. */
 	keepAlive?: boolean;
+	/** Named prepared statements (parsed and planned once per connection). Default on; see preparedStatements.ts. */
+	preparedStatements?: boolean;
 }
 
 export const CONNECT_TIMEOUT_MS = 10_000;

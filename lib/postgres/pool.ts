@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Pool } from 'pg';
 
 import { toPoolConfig, type ConnectionSettings } from './connectionSettings';
+import { sendUnnamed } from './preparedStatements';
 
 /**
  * One pg.Pool per distinct credential, reused across executions. Pools are keyed by a hash of the
@@ -26,6 +27,7 @@ export function poolFor(settings: ConnectionSettings): Pool {
 		pool = new Pool(toPoolConfig(settings));
 		// An idle client losing its connection (server restart) must not crash n8n; the next query reconnects.
 		pool.on('error', () => {});
+		if (settings.preparedStatements === false) sendUnnamed(pool);
 		pools.set(key, pool);
 	}
 	return pool;

@@ -6,6 +6,7 @@ import { InvalidConfigurationError, UnexpectedResultError } from '../errors';
 import { tableRef, type TableRef } from '../identifiers';
 import { classifyPostgresError, connectionFailureReason, type Operation } from './classifyError';
 import { onceReady } from './onceReady';
+import { namesStatements, preparedStatementFailure, sendUnnamed, statementName } from './preparedStatements';
 import { assertStoredKeyText } from '../keys/exactText';
 import { storableErrorMessage, storableResponse, storableText } from './storableValues';
 import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
@@ -519,8 +520,12 @@ export class IdempotencyStore {
 		}
 	}
 
-	/** One try on one pooled connection; a connection that failed mid-statement is discarded. */
-	private async attempt(text: string, values: unknown[]): Promise<Attempt> {
+	/**
+	 * One try on one pooled connection; a connection that failed mid-statement is discarded. On the
+	 * store's own connections the statement is named (prepared once per connection; see
+	 * preparedStatements.ts); in a caller's transaction it is not, since a refused name would abort it.
+	 */
+	private async attempt(text: string, values: unknown[], named = namesStatements(this.pool)): Promise<Attempt> {
 		if (this.transaction) {
 			try {
 				return { ok: true, rows: (await this.transaction.query(text, values)).rows };
@@ -539,11 +544,19 @@ export class IdempotencyStore {
 		const ignore = () => {};
 		client.on('error', ignore);
 		try {
-			const result = await client.query(text, values);
+			const result = await client.query(named ? { name: statementName(text), text, values } : { text, values });
 			client.removeListener('error', ignore);
 			client.release();
 			return { ok: true, rows: result.rows };
 		} catch (error) {
+			const refusedName = named ? preparedStatementFailure(error) : undefined;
+			if (refusedName) {
+				// Postgres refused the statement (nothing of it is kept): this connection's record of what it
+				// prepared is wrong, so the connection goes and the statement is sent again at once, unnamed.
+				client.release(error as Error);
+				if (refusedName === 'pooler') sendUnnamed(this.pool);
+				return this.attempt(text, values, false);
+			}
 			const broken = connectionFailureReason(error) !== undefined;
 			if (!broken) client.removeListener('error', ignore);
 			client.release(broken ? (error as Error) : undefined);

@@ -29,6 +29,7 @@ export function connectionSettings(data: ICredentialDataDecryptedObject): Connec
 		lockTimeoutSeconds: optionalNumber(data.lockTimeoutSeconds),
 		queryTimeoutSeconds: optionalNumber(data.queryTimeoutSeconds),
 		keepAlive: data.keepAlive === undefined ? undefined : Boolean(data.keepAlive),
+		preparedStatements: data.preparedStatements === undefined ? undefined : Boolean(data.preparedStatements),
 	};
 }
 

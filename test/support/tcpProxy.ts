@@ -8,7 +8,9 @@ import net from 'node:net';
  * - `goSilent()`: from now on no byte is forwarded in either direction and every socket stays
  *   open: a dead network path (no RST, no FIN), which only a timeout notices.
  * It parses the server's stream into protocol messages (type byte + int32 length) to know when a
- * statement's answer is complete; the client's bytes are forwarded as they come.
+ * statement's answer is complete; the client's bytes are forwarded as they come. A named prepared
+ * statement's text crosses the wire once (Parse); later calls send only its name (Bind), so the
+ * proxy remembers each name's text and matches the marker against it too.
  */
 export class TcpProxy {
 	/** Answers withheld and connections cut, one per `cutReplyAfter`. */
@@ -16,6 +18,8 @@ export class TcpProxy {
 	private readonly server = net.createServer((client) => this.accept(client));
 	private readonly sockets = new Set<net.Socket>();
 	private pendingCut: string | null = null;
+	/** Prepared statement name → text, from every Parse the proxy has forwarded (lib/postgres/preparedStatements.ts names). */
+	private readonly preparedTexts = new Map<string, string>();
 	private silent = false;
 
 	private constructor(
@@ -51,6 +55,12 @@ export class TcpProxy {
 		if (this.server.listening) await new Promise<void>((resolve) => this.server.close(() => resolve()));
 	}
 
+	/** Whether the client's bytes name (Bind) a prepared statement whose text contains `marker`. */
+	private namesStatementWith(wire: string, marker: string): boolean {
+		for (const [name, text] of this.preparedTexts) if (text.includes(marker) && wire.includes(`${name}\0`)) return true;
+		return false;
+	}
+
 	private accept(client: net.Socket): void {
 		const upstream = net.connect(this.targetPort, this.targetHost);
 		this.sockets.add(client).add(upstream);
@@ -68,7 +78,9 @@ export class TcpProxy {
 		let serverBuffer = Buffer.alloc(0);
 		client.on('data', (chunk: Buffer) => {
 			if (this.silent) return;
-			if (this.pendingCut !== null && chunk.includes(this.pendingCut)) {
+			const wire = chunk.toString('latin1');
+			for (const [, name, text] of wire.matchAll(/(idem_[0-9a-f]{32})\0([^\0]+)\0/g)) this.preparedTexts.set(name, text);
+			if (this.pendingCut !== null && (chunk.includes(this.pendingCut) || this.namesStatementWith(wire, this.pendingCut))) {
 				cutting = this.pendingCut;
 				this.pendingCut = null;
 			}
