@@ -294,20 +294,11 @@ function storePayloadCost(results) {
  * n8n charges any node for being there.
  */
 function costAboveNodeFloor(results) {
-	const noOp = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowNoOp001');
-	const permanent = OVERHEAD_FLOWS.find((flow) => flow.id === 'BenchFlowPerm001');
+	const noOp = overheadFlows.find((flow) => flow.id === 'BenchFlowNoOp001');
+	const permanent = overheadFlows.find((flow) => flow.id === 'BenchFlowPerm001');
 	if (!noOp || !permanent) return;
 	console.log('\nReserve (permanent) vs a No Operation node in the same place (what Reserve costs above any node):');
-	for (const concurrency of [1, 8]) {
-		const a = results.get(`${noOp.id}@${concurrency}`);
-		const b = results.get(`${permanent.id}@${concurrency}`);
-		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
-		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
-		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
-		console.log(
-			`  c=${concurrency}: throughput ratio ${fmtRatio(median(ratios))} (${fmtRatio(Math.min(...ratios), 2)}–${fmtRatio(Math.max(...ratios), 2)}), p50 ${p50 >= 0 ? '+' : ''}${p50.toFixed(1)} ms, n8n CPU ${cpu >= 0 ? '+' : ''}${cpu.toFixed(2)} ms/exec (medians of per-round differences)`,
-		);
-	}
+	printPairedCost(results, noOp, permanent, 'Reserve/No Operation');
 }
 
 /**
