@@ -69,8 +69,12 @@ describe('what a batch sends', () => {
 		const querySpy = jest.spyOn(Client.prototype, 'query');
 		try {
 			await run();
-			const call = querySpy.mock.calls.find(([text]) => typeof text === 'string' && text.includes('on conflict (key) do update'));
-			return (call?.[1] ?? []) as unknown[];
+			// Sent as (text, values), or as one { name, text, values } when the statement is named.
+			const sent = querySpy.mock.calls.map(([first, second]) =>
+				typeof first === 'string' ? { text: first, values: second } : (first as { text?: string; values?: unknown }),
+			);
+			const call = sent.find(({ text }) => typeof text === 'string' && text.includes('on conflict (key) do update'));
+			return (call?.values ?? []) as unknown[];
 		} finally {
 			querySpy.mockRestore();
 		}
