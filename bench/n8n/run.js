@@ -271,34 +271,44 @@ async function overhead(ctx, args) {
 	printTable(['flow', 'clients', 'req/s (median)', 'ratio to baseline', 'ratio min–max', 'p50 ms', 'added p50 ms', 'p99 ms', 'n8n CPU ms/exec'], rows);
 	console.log('\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.');
 	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
-	preparedStatementsCost(results);
+	printPairedComparison(results, PREPARED_STATEMENTS_ON_VS_OFF);
 	for (const line of verdicts) console.log(line);
-	storePayloadCost(results);
-	costAboveNodeFloor(results);
+	printPairedComparison(results, STORE_PAYLOAD_ON_VS_OFF);
+	printPairedComparison(results, RESERVE_VS_NO_OPERATION);
 	await packageNodeTimes(ctx);
 }
 
-/** Store Payload on vs off, the same template-like flow and body, paired round by round. */
-function storePayloadCost(results) {
-	const off = overheadFlows.find((flow) => flow.id === 'BenchFlowTmplOff');
-	const on = overheadFlows.find((flow) => flow.id === 'BenchFlowTmplOn1');
-	if (!off || !on) return;
-	const bytes = Buffer.byteLength(JSON.stringify(stripeEvent(`r0-0-${crypto.randomUUID()}`)));
-	console.log(`\nStore Payload on vs off (the template-like flow, a ${fmt(bytes)}-byte body stored per delivery):`);
-	printPairedCost(results, off, on, 'on/off');
-}
-
-/**
- * Reserve beside a No Operation node in the same place, paired round by round: the part of
- * Reserve's cost that is its own work (one statement, its credential, its output), not the cost
- * n8n charges any node for being there.
+/*
+ * Two flows of the overhead run that differ in one thing, compared round by round (each printed
+ * only when --overhead-flows kept both).
  */
-function costAboveNodeFloor(results) {
-	const noOp = overheadFlows.find((flow) => flow.id === 'BenchFlowNoOp001');
-	const permanent = overheadFlows.find((flow) => flow.id === 'BenchFlowPerm001');
-	if (!noOp || !permanent) return;
-	console.log('\nReserve (permanent) vs a No Operation node in the same place (what Reserve costs above any node):');
-	printPairedCost(results, noOp, permanent, 'Reserve/No Operation');
+const PREPARED_STATEMENTS_ON_VS_OFF = {
+	title: () => 'Prepared Statements on vs off (Reserve permanent, the same flow, the credential differs):',
+	before: 'BenchFlowPermU01',
+	after: 'BenchFlowPerm001',
+	ratioLabel: 'on/off',
+};
+const STORE_PAYLOAD_ON_VS_OFF = {
+	title: () =>
+		`Store Payload on vs off (the template-like flow, a ${fmt(Buffer.byteLength(JSON.stringify(stripeEvent(`r0-0-${crypto.randomUUID()}`))))}-byte body stored per delivery):`,
+	before: 'BenchFlowTmplOff',
+	after: 'BenchFlowTmplOn1',
+	ratioLabel: 'on/off',
+};
+// Reserve's own work (one statement, its credential, its output), apart from what n8n charges any node for being there.
+const RESERVE_VS_NO_OPERATION = {
+	title: () => 'Reserve (permanent) vs a No Operation node in the same place (what Reserve costs above any node):',
+	before: 'BenchFlowNoOp001',
+	after: 'BenchFlowPerm001',
+	ratioLabel: 'Reserve/No Operation',
+};
+
+function printPairedComparison(results, { title, before, after, ratioLabel }) {
+	const beforeFlow = overheadFlows.find((flow) => flow.id === before);
+	const afterFlow = overheadFlows.find((flow) => flow.id === after);
+	if (!beforeFlow || !afterFlow) return;
+	console.log(`\n${title()}`);
+	printPairedCost(results, beforeFlow, afterFlow, ratioLabel);
 }
 
 /**
@@ -330,15 +340,6 @@ async function packageNodeTimes(ctx) {
 	}
 	console.log("\n### The nodes' own time (n8n run data executionTime, every execution of the runs above; the stock Postgres node beside the package's)\n");
 	printTable(['flow', 'node', 'executions', 'median ms', 'p90 ms'], rows);
-}
-
-/** Reserve (permanent) with named prepared statements (the default) vs the same with them off, paired round by round. */
-function preparedStatementsCost(results) {
-	const named = overheadFlows.find((flow) => flow.id === 'BenchFlowPerm001');
-	const unnamed = overheadFlows.find((flow) => flow.id === 'BenchFlowPermU01');
-	if (!named || !unnamed) return;
-	console.log('\nPrepared Statements on vs off (Reserve permanent, the same flow, the credential differs):');
-	printPairedCost(results, unnamed, named, 'on/off');
 }
 
 /** Flow `after` against flow `before`, paired round by round at each concurrency: throughput ratio, p50 and n8n CPU differences. */
