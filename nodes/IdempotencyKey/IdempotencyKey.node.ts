@@ -15,15 +15,16 @@ import { storeFor, type TableChoice } from '../shared/store';
 import { keyProperties } from './description';
 import { getKeys, keyStats, listKeys } from './keyRecords';
 import { claimForReplay } from './replayClaim';
+import { settleAfterStep } from './settleAfterStep';
 import { findReserveNode, readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
 
-type Operation = 'complete' | 'release' | 'fail' | 'cleanup' | 'getKey' | 'listKeys' | 'stats' | 'claimForReplay';
+type Operation = 'settle' | 'complete' | 'release' | 'fail' | 'cleanup' | 'getKey' | 'listKeys' | 'stats' | 'claimForReplay';
 
 const DONE = 0;
 const STALE = 1;
 
 // Cleanup has one output (its summary); the others tell settled items from stale ones.
-const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ $parameter.operation === "cleanup" ? [{ "type": "main", "displayName": "Summary" }] : $parameter.operation === "stats" ? [{ "type": "main", "displayName": "Stats" }] : ["getKey", "listKeys"].includes($parameter.operation) ? [{ "type": "main", "displayName": "Keys" }] : $parameter.operation === "claimForReplay" ? [{ "type": "main", "displayName": "Claimed" }, { "type": "main", "displayName": "Not Claimable" }] : [{ "type": "main", "displayName": "Done" }, { "type": "main", "displayName": "Stale" }] }}`;
+const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ $parameter.operation === "cleanup" ? [{ "type": "main", "displayName": "Summary" }] : $parameter.operation === "stats" ? [{ "type": "main", "displayName": "Stats" }] : ["getKey", "listKeys"].includes($parameter.operation) ? [{ "type": "main", "displayName": "Keys" }] : $parameter.operation === "claimForReplay" ? [{ "type": "main", "displayName": "Claimed" }, { "type": "main", "displayName": "Not Claimable" }] : $parameter.operation === "settle" ? [{ "type": "main", "displayName": "Completed" }, { "type": "main", "displayName": "Failed" }, { "type": "main", "displayName": "Completion Refused" }, { "type": "main", "displayName": "Not Settled" }] : [{ "type": "main", "displayName": "Done" }, { "type": "main", "displayName": "Stale" }] }}`;
 // Get Key, List Keys and Get Stats only read, with one output (see keyRecords.ts).
 const READ_OPERATIONS: Operation[] = ['getKey', 'listKeys', 'stats'];
 
@@ -36,7 +37,7 @@ export class IdempotencyKey implements INodeType {
 		version: 1,
 		// The operation's label, as the Operation list shows it (never its internal value).
 		subtitle:
-			'={{ {"complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": $parameter.source === "execution" ? "Mark Failed (failed execution)" : "Mark Failed", "cleanup": "Delete Expired Keys", "getKey": "Get Key", "listKeys": "List Keys", "stats": "Get Stats", "claimForReplay": "Claim for Replay"}[$parameter.operation] || $parameter.operation }}',
+			'={{ {"settle": "Settle After Business Step", "complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": $parameter.source === "execution" ? "Mark Failed (failed execution)" : "Mark Failed", "cleanup": "Delete Expired Keys", "getKey": "Get Key", "listKeys": "List Keys", "stats": "Get Stats", "claimForReplay": "Claim for Replay"}[$parameter.operation] || $parameter.operation }}',
 		description: 'Complete, release on error, mark failed, clean up, read, count or claim for replay idempotency keys reserved by Idempotency Reserve',
 		defaults: { name: 'Idempotency Key' },
 		usableAsTool: true,
@@ -51,6 +52,8 @@ export class IdempotencyKey implements INodeType {
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const operation = this.getNodeParameter('operation', 0) as Operation;
 		const table = this.getNodeParameter('options', 0, {}) as TableChoice;
+		// Settle opens the store itself: an unreachable store is one of its outcomes, never a throw.
+		if (operation === 'settle') return await settleAfterStep(this, async () => await storeFor(this, table));
 		try {
 			const store = await storeFor(this, table);
 			if (operation === 'cleanup') return [[await cleanup(this, store)]];

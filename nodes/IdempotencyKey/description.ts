@@ -88,6 +88,13 @@ export const keyProperties: INodeProperties[] = [
 				action: 'Release a reservation',
 				description: "Delete the key after a failed business step, so the provider's retry is processed",
 			},
+			{
+				name: 'Settle After Business Step',
+				value: 'settle',
+				action: 'Settle a reservation after the business step',
+				description:
+					"Connected beside the business step, below it: completes the key if n8n ran the step without error, marks it failed if not, whatever the step returned",
+			},
 		],
 		default: 'release',
 	},
@@ -153,10 +160,18 @@ export const keyProperties: INodeProperties[] = [
 		description: 'Execution whose live (lease-mode) reservations are released or marked failed; the default reads it from the Error Trigger\'s output',
 	},
 	{
+		displayName:
+			'Connect this node to the same output as your business step, below it (n8n runs that output top to bottom). Set On Error: Continue on the business step\'s nodes. The key is completed when n8n ran them without error, and marked failed when one failed, whatever they returned. Keep this node\'s On Error at Stop Workflow.',
+		name: 'settleNotice',
+		type: 'notice',
+		displayOptions: { show: { operation: ['settle'] } },
+		default: '',
+	},
+	{
 		displayName: 'Response to Store',
 		name: 'responseJson',
 		type: 'json',
-		displayOptions: { show: { operation: ['complete'] } },
+		displayOptions: { show: { operation: ['complete', 'settle'] } },
 		default: '',
 		description: 'Optional JSON that later duplicates carry as idempotency.response, for Respond to Webhook to replay',
 	},

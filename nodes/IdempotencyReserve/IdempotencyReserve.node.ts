@@ -16,6 +16,7 @@ import type { CompactRecord, ReservationMode, ReservationRequest, ReservationRes
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
+import { assertSafeSettleWiring } from '../shared/settleWiring';
 import { storeFor } from '../shared/store';
 import { KEY_SOURCE_SUBTITLE, reserveProperties } from './description';
 import { withOutcomeCustomData } from './executionCustomData';
@@ -77,6 +78,7 @@ export class IdempotencyReserve implements INodeType {
 		let batch;
 		try {
 			batch = readBatchParameters(this, items.length);
+			assertSafeSettleWiring(this, NEW);
 			assertExactRunText({ 'execution id': this.getExecutionId(), 'workflow id': String(this.getWorkflow().id ?? '') });
 		} catch (error) {
 			return failAll(error, allIndexes);

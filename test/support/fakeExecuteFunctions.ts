@@ -49,6 +49,8 @@ export function fakeExecuteFunctions(options: FakeContextOptions): IExecuteFunct
 		getExecutionId: () => options.executionId ?? 'exec-1',
 		getWorkflow: () => ({ id: options.workflowId ?? 'wf-1', name: 'Test workflow', active: true }),
 		getWorkflowSettings: () => options.workflowSettings ?? {},
+		// A lone node: nothing downstream (the settle wiring check finds no Settle node).
+		getChildNodes: () => [],
 		helpers: {
 			getBinaryDataBuffer: async (itemIndex: number, property: string) => {
 				const binary = options.items[itemIndex].binary?.[property];

@@ -142,8 +142,58 @@ export class TestFailingStep implements INodeType {
 	}
 }
 
+/**
+ * A business step that fails as a whole before its items are processed, whatever its "On Error"
+ * says — as a stock node does when n8n cannot read its credential. Under Continue, n8n-core then
+ * passes the node's *input* items on through its success output.
+ */
+export class TestThrowingStep implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Throwing Step',
+		name: 'testThrowingStep',
+		group: ['transform'],
+		version: 1,
+		description: 'Fails before it runs',
+		defaults: { name: 'Throwing Step' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [],
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		throw new NodeOperationError(this.getNode(), 'Credential could not be decrypted');
+	}
+}
+
+/**
+ * A business step that succeeds for every item but one, which it returns as a Code node's error
+ * item (`{ error }` with its pairedItem): under Continue (using error output) n8n moves it there.
+ */
+export class TestPartlyFailingStep implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Partly Failing Step',
+		name: 'testPartlyFailingStep',
+		group: ['transform'],
+		version: 1,
+		description: 'Fails for one item',
+		defaults: { name: 'Partly Failing Step' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [{ displayName: 'Failing Item', name: 'failingItem', type: 'number', default: 0 }],
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const failing = this.getNodeParameter('failingItem', 0) as number;
+		return [
+			this.getInputData().map((item, index) =>
+				index === failing ? { json: { error: `item ${index} refused` }, pairedItem: { item: index } } : { json: { done: index }, pairedItem: { item: index } },
+			),
+		];
+	}
+}
+
 const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
-	[new TestWebhook(), new TestStep(), new TestFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
+	[new TestWebhook(), new TestStep(), new TestFailingStep(), new TestThrowingStep(), new TestPartlyFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
 		(nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType],
 	),
 );

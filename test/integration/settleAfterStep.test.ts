@@ -1,0 +1,233 @@
+import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
+import type { Pool } from 'pg';
+
+import { closeAllPools } from '../../lib/postgres/pool';
+import { IdempotencyStore } from '../../lib/postgres/store';
+import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
+
+/*
+ * "Settle After Business Step" through n8n-core's own engine and a real Postgres: the business step
+ * is replaced the ways a user replaces it, and the key ends completed exactly when n8n ran the step
+ * without error — whatever the step returned — and failed otherwise, with the answer true for it.
+ */
+
+let pool: Pool;
+let schema: string;
+let base: EngineBase;
+
+beforeAll(async () => {
+	pool = adminPool();
+	schema = await freshSchema(pool, 'settlestep');
+	await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true }).createTable();
+	await new IdempotencyStore(pool, { schema, table: 'other_events', createTable: true }).createTable();
+	base = engineWithUpAndDownCredentials(connectionSettings());
+});
+
+afterAll(async () => {
+	await closeAllPools();
+	await pool.end();
+});
+
+const ANSWERS = [
+	{ name: 'Respond 200 (completed)', status: 200 },
+	{ name: 'Respond 500 (failed)', status: 500 },
+	{ name: 'Respond 200 (completion refused)', status: 200 },
+	{ name: 'Not Settled', status: 0 },
+];
+
+interface StepNode {
+	name: string;
+	type: string;
+	parameters?: INodeParameters;
+	onError?: OnErrorSetting;
+	/** Nodes after this one, in the business branch. */
+	next?: StepNode[];
+}
+
+interface Options {
+	steps: StepNode[];
+	/** Where Settle sits: below the business step (the safe wiring) unless moved. */
+	settleY?: number;
+	settleCredential?: string;
+	settleTable?: string;
+	executionOrder?: 'v0' | 'v1';
+}
+
+function node(name: string, type: string, parameters: INodeParameters = {}, extra: Partial<INode> = {}): INode {
+	return { id: name, name, type: `${PACKAGE}.${type}`, typeVersion: 1, position: [0, 0], parameters, ...extra };
+}
+
+const link = (...names: string[]) => names.map((name) => ({ node: name, type: NodeConnectionTypes.Main, index: 0 }));
+
+function workflow(options: Options): IWorkflowBase {
+	const credentials = (id: string) => ({ idempotencyPostgresApi: { id, name: 'Idempotency Postgres' } });
+	const table = (tableName = 'processed_events') => ({ schemaName: schema, tableName });
+	const nodes: INode[] = [
+		node('Webhook', 'testWebhook'),
+		node('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: table() }, { credentials: credentials(CREDENTIAL_UP), onError: 'continueRegularOutput' }),
+		node(
+			'Settle',
+			'idempotencyKey',
+			{ operation: 'settle', responseJson: '={{ JSON.stringify({ stored: $json.idempotency.key }) }}', options: table(options.settleTable) },
+			{ credentials: credentials(options.settleCredential ?? CREDENTIAL_UP), position: [200, options.settleY ?? 300] },
+		),
+		...ANSWERS.map(({ name, status }) => node(name, 'testStep', { status: status || 1 })),
+		node('Not Reserved', 'testStep', { status: 503 }),
+	];
+	const connections: IWorkflowBase['connections'] = {
+		Webhook: { main: [link('Reserve')] },
+		Reserve: { main: [link(...options.steps.map((step) => step.name), 'Settle'), [], [], link('Not Reserved')] },
+		Settle: { main: ANSWERS.map(({ name }) => link(name)) },
+	};
+	const add = (step: StepNode, y: number): void => {
+		nodes.push(node(step.name, step.type, step.parameters ?? {}, { position: [200, y], onError: step.onError ?? 'continueErrorOutput' }));
+		if (step.next) {
+			connections[step.name] = { main: [link(...step.next.map((next) => next.name))] };
+			for (const next of step.next) add(next, y);
+		}
+	};
+	options.steps.forEach((step, index) => add(step, index * 10));
+	return {
+		id: 'wf-settle',
+		name: 'Settle after the business step',
+		active: false,
+		activeVersionId: null,
+		isArchived: false,
+		createdAt: new Date(),
+		updatedAt: new Date(),
+		nodes,
+		connections,
+		settings: { executionOrder: options.executionOrder ?? 'v1' },
+	};
+}
+
+let executions = 0;
+async function deliver(options: Options, bodies: unknown[]): Promise<IRun> {
+	executions += 1;
+	return await runWorkflowExecution(workflow(options), `settle-${executions}`, bodies.map((body) => webhookItem(body)), base);
+}
+
+function outputOf(run: IRun, name: string): INodeExecutionData[] {
+	return run.data.resultData.runData[name]?.[0]?.data?.main[0] ?? [];
+}
+
+/** Which answer node received each event id, keyed by id. */
+function answers(run: IRun): Record<string, string> {
+	const byId: Record<string, string> = {};
+	for (const { name } of [...ANSWERS, { name: 'Not Reserved' }]) {
+		for (const item of outputOf(run, name)) {
+			const idempotency = item.json.idempotency as { key?: string } | undefined;
+			const body = item.json.body as { id?: string } | undefined;
+			byId[String(idempotency?.key ?? body?.id)] = name;
+		}
+	}
+	return byId;
+}
+
+async function stored(key: string): Promise<{ status: string; last_error: string | null; response: unknown } | undefined> {
+	return (await pool.query(`select status, last_error, response from ${schema}.processed_events where key = $1`, [key])).rows[0];
+}
+
+const SUCCEEDING_STEPS: Array<[string, StepNode]> = [
+	['returns arbitrary JSON (no id field)', { name: 'HTTP-like Step', type: 'testStep', parameters: { replaceItems: true } }],
+	['keeps the input fields (a Set node)', { name: 'Set-like Step', type: 'testStep' }],
+	['returns zero items', { name: 'Empty Step', type: 'testStep', parameters: { keepOnlyItem: 7 } }],
+	['returns several items without pairing (a Code node)', { name: 'Code-like Step', type: 'testStep', parameters: { splitWithoutPairing: true } }],
+];
+
+describe('Settle After Business Step completes the key whenever n8n ran the step without error', () => {
+	it.each(SUCCEEDING_STEPS)('a step that %s: Completed, the key completed with the stored response', async (_label, step) => {
+		const id = `evt_ok_${step.name.replace(/\W/g, '')}`;
+		const run = await deliver({ steps: [step] }, [{ id }]);
+		expect(run.data.resultData.error).toBeUndefined();
+		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Respond 200 (completed)' });
+		expect(outputOf(run, 'Respond 200 (completed)')[0].json.idempotency).toMatchObject({ operation: 'settle', stepSucceeded: true, applied: true, settledAs: 'completed' });
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'completed', last_error: null, response: { stored: `evt:${id}` } });
+	});
+});
+
+describe('Settle After Business Step marks the key failed whenever the step failed, and the retry runs it again', () => {
+	it.each<[string, StepNode, RegExp]>([
+		['fails through its error output', { name: 'Failing Step', type: 'testFailingStep', parameters: { shape: 'code', message: 'constraint refused' } }, /Failing Step: .*constraint refused/],
+		[
+			'fails as a whole before it runs (its input passed on through the success output)',
+			{ name: 'Throwing Step', type: 'testThrowingStep' },
+			/Throwing Step: Credential could not be decrypted/,
+		],
+		[
+			'fails as a whole with On Error: Continue (regular output)',
+			{ name: 'Throwing Regular', type: 'testThrowingStep', onError: 'continueRegularOutput' },
+			/Throwing Regular: Credential could not be decrypted/,
+		],
+		[
+			'fails in a later node of the step (a chain)',
+			{ name: 'First Node', type: 'testStep', parameters: { replaceItems: true }, next: [{ name: 'Second Node', type: 'testFailingStep', parameters: { shape: 'code', message: 'second refused' } }] },
+			/Second Node: .*second refused/,
+		],
+	])('a step that %s: Failed (500), the key failed with the error; the fixed retry completes it', async (_label, step, message) => {
+		const id = `evt_fail_${step.name.replace(/\W/g, '')}`;
+		const failed = await deliver({ steps: [step] }, [{ id }]);
+		expect(answers(failed)).toEqual({ [`evt:${id}`]: 'Respond 500 (failed)' });
+		expect(outputOf(failed, 'Respond 500 (failed)')[0].json.idempotency).toMatchObject({ stepSucceeded: false, stepError: expect.stringMatching(message), applied: true, settledAs: 'failed' });
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(message) });
+
+		const retried = await deliver({ steps: [{ name: 'Fixed Step', type: 'testStep' }] }, [{ id }]);
+		expect(answers(retried)).toEqual({ [`evt:${id}`]: 'Respond 200 (completed)' });
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'completed' });
+	});
+
+	it('a batch where the step fails for one item: only that key is marked failed', async () => {
+		const ids = ['evt_batch_a', 'evt_batch_b', 'evt_batch_c'];
+		const run = await deliver({ steps: [{ name: 'Partly Failing', type: 'testPartlyFailingStep', parameters: { failingItem: 1 } }] }, ids.map((id) => ({ id })));
+		expect(answers(run)).toEqual({
+			'evt:evt_batch_a': 'Respond 200 (completed)',
+			'evt:evt_batch_b': 'Respond 500 (failed)',
+			'evt:evt_batch_c': 'Respond 200 (completed)',
+		});
+		expect((await stored('evt:evt_batch_b'))?.last_error).toMatch(/item 1 refused/);
+		expect((await stored('evt:evt_batch_a'))?.status).toBe('completed');
+	});
+});
+
+describe('Settle After Business Step answers when the key cannot be settled', () => {
+	it('the key is gone after a successful step: Completion Refused (200: the effect happened), with the reason', async () => {
+		const id = 'evt_refused';
+		const run = await deliver({ steps: [{ name: 'Step', type: 'testStep' }], settleTable: 'other_events' }, [{ id }]);
+		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Respond 200 (completion refused)' });
+		expect(outputOf(run, 'Respond 200 (completion refused)')[0].json.idempotency).toMatchObject({ stepSucceeded: true, applied: false, staleReason: 'not_found' });
+	});
+
+	it.each([
+		['succeeded', { name: 'Step', type: 'testStep' }, true],
+		['failed', { name: 'Failing', type: 'testFailingStep', parameters: { shape: 'code' } }, false],
+	] as Array<[string, StepNode, boolean]>)('the store is unreachable after a step that %s: Not Settled, saying so, never a throw', async (_label, step, succeeded) => {
+		const id = `evt_down_${String(succeeded)}`;
+		const run = await deliver({ steps: [step], settleCredential: CREDENTIAL_DOWN }, [{ id }]);
+		expect(run.data.resultData.error).toBeUndefined();
+		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Not Settled' });
+		const item = outputOf(run, 'Not Settled')[0].json;
+		expect(item.idempotency).toMatchObject({ stepSucceeded: succeeded, key: `evt:${id}`, ownerToken: expect.any(String) });
+		expect(item.error).toEqual(expect.any(String));
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'processing' });
+	}, 60_000);
+});
+
+describe('Idempotency Reserve refuses a wiring that Settle could not judge, before anything is reserved', () => {
+	it.each<[string, Options, RegExp]>([
+		['a business step that stops the workflow on error', { steps: [{ name: 'Stopping Step', type: 'testStep', onError: 'stopWorkflow' }] }, /"Stopping Step" stops the workflow when it fails/],
+		['a later node of the step that stops the workflow', { steps: [{ name: 'A', type: 'testStep', next: [{ name: 'B', type: 'testStep', onError: 'stopWorkflow' }] }] }, /"B" stops the workflow/],
+		['a business step below Settle', { steps: [{ name: 'Low Step', type: 'testStep' }], settleY: -100 }, /"Low Step" must sit above "Settle"/],
+		['the legacy execution order', { steps: [{ name: 'Step', type: 'testStep' }], executionOrder: 'v0' }, /Execution Order "v1/],
+		['no business step beside Settle', { steps: [] }, /No business step is connected beside "Settle"/],
+	])('%s: Not Reserved with the fix named, no key stored, the step never ran', async (_label, options, message) => {
+		const id = `evt_wiring_${executions}`;
+		const run = await deliver(options, [{ id }]);
+		// Not Reserved items carry the error alone (the recording step adds what it answered).
+		expect(outputOf(run, 'Not Reserved').map((item) => item.json)).toEqual([{ error: expect.stringMatching(message), respondedWith: 503 }]);
+		expect(ANSWERS.flatMap(({ name }) => outputOf(run, name))).toEqual([]);
+		expect(await stored(`evt:${id}`)).toBeUndefined();
+		for (const step of options.steps) expect(run.data.resultData.runData[step.name]).toBeUndefined();
+	});
+});
