@@ -5,6 +5,7 @@ import type { IdempotencyStore } from '../../lib/postgres/store';
 import type { KeySourceLabel } from '../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../lib/types';
 import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
+import { assertSafeSettleWiring } from '../shared/settleWiring';
 import { toNodeError } from '../shared/nodeError';
 import { isoTime } from './keyRecords';
 
@@ -25,6 +26,7 @@ export async function claimForReplay(context: IExecuteFunctions, store: Idempote
 	const executionId = context.getExecutionId();
 	const workflowId = String(context.getWorkflow().id ?? '');
 	assertExactRunText({ 'execution id': executionId, 'workflow id': workflowId });
+	assertSafeSettleWiring(context, CLAIMED);
 	// One statement for the batch: its lease and retention are read once, from the first item.
 	const leaseSeconds = context.getNodeParameter('leaseSeconds', 0) as number;
 	const retentionDays = context.getNodeParameter('retentionDays', 0, 30) as number;

@@ -1,9 +1,9 @@
-import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
+import { type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 
 import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/postgres/store';
 import { readExecutionRecord } from '../shared/executionRecord';
 import { readOwnedKey, readResponse } from './ownedKeys';
-import { UnsafeSettleWiringError } from '../shared/settleWiring';
+import { toNodeError } from '../shared/nodeError';
 import { judgeBusinessStep, type ParentOutput } from './stepOutcome';
 
 /**
@@ -42,8 +42,7 @@ export async function settleAfterStep(context: IExecuteFunctions, openStore: Sto
 		failures = judgeBusinessStep(readExecutionRecord(context), self, parent, items.length);
 	} catch (error) {
 		// Refused whatever "On Error" says: continuing would let the business step run after the answer.
-		if (error instanceof UnsafeSettleWiringError) throw new NodeOperationError(context.getNode(), error.message);
-		throw error;
+		throw toNodeError(context.getNode(), error);
 	}
 
 	const entries: Entry[] = [];

@@ -11,6 +11,7 @@ import { DEFAULT_ORDER_TABLE, OrderGuard, type EqualVersion, type OrderDecision,
 import { parseVersion } from '../../lib/order/version';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
+import { assertSafeSettleWiring } from '../shared/settleWiring';
 import { credentialPool, tableOptions, type TableChoice } from '../shared/store';
 import { orderGuardProperties } from './description';
 
@@ -43,6 +44,12 @@ export class IdempotencyOrderGuard implements INodeType {
 		const routing = itemRouting(this, 2);
 		const { outputs, failItem, failAll } = routing;
 		return await routing.run(items.length, async () => {
+			try {
+				assertSafeSettleWiring(this, NEWER);
+			} catch (error) {
+				failAll(error, items.map((_item, itemIndex) => itemIndex));
+				return;
+			}
 			const equalVersion = this.getNodeParameter('equalVersion', 0, 'stale') as EqualVersion;
 			const table = this.getNodeParameter('options', 0, {}) as TableChoice;
 

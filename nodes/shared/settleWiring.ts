@@ -1,6 +1,7 @@
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
 import { readExecutionRecord, type ExecutionRecord } from './executionRecord';
+import { toNodeError } from './nodeError';
 
 /**
  * Checked by the node that feeds a business step (Reserve's New, Order Guard's Newer, Claim for
@@ -26,8 +27,8 @@ export function assertSafeSettleWiring(context: IExecuteFunctions, output: numbe
 	} catch (error) {
 		// Without n8n's record no wiring can be judged: refuse only where a Settle node would need it.
 		const downstream = context.getChildNodes(self, { includeNodeParameters: true });
-		if (downstream.some((node) => node.type.endsWith(SETTLE_TYPE_SUFFIX) && node.parameters?.operation === 'settle' && !node.disabled)) throw error;
-		return;
+		if (!downstream.some((node) => node.type.endsWith(SETTLE_TYPE_SUFFIX) && node.parameters?.operation === 'settle' && !node.disabled)) return;
+		throw toNodeError(context.getNode(), error);
 	}
 	checkSettleWiring(record, self, output);
 }

@@ -45,13 +45,19 @@ function outputCount(node: TemplateNode): number {
 }
 function ownOutputCount(node: TemplateNode): number {
 	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 4 : 3; // New, Duplicate, (In Progress,) Not Reserved
-	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : 2;
+	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : node.parameters.operation === 'settle' ? 4 : 2;
 	// Execute Query (New, Duplicate, Not Run) and Order Guard (Newer, Stale, Not Checked) end with their "not processed" output.
 	return node.type === `${PACKAGE}.webhookSignatureVerify` ? 2 : 3;
 }
 
 /** Package nodes whose last own output carries the items they could not process. */
 const WITH_NOT_PROCESSED_OUTPUT = ['idempotencyReserve', 'idempotencyExecuteQuery', 'idempotencyOrderGuard'].map((name) => `${PACKAGE}.${name}`);
+
+/** On an output with a Settle node, Settle answers for the business step beside it. */
+function answeredBy(targets: Array<{ node: string }>): Array<{ node: string }> {
+	const settle = targets.filter((target) => target.node.startsWith('Settle'));
+	return settle.length > 0 ? settle : targets;
+}
 
 /**
  * The HTTP answers an item leaving one output can reach, following every connected path; a path
@@ -69,11 +75,11 @@ function answersFrom(template: Template, from: string, outputIndex: number): Arr
 			answers.add((node.parameters.options as { responseCode?: number } | undefined)?.responseCode ?? 200);
 			return;
 		}
-		const targets = (template.connections[name]?.main ?? []).flat();
+		const targets = (template.connections[name]?.main ?? []).flatMap((targets) => answeredBy(targets));
 		if (targets.length === 0) answers.add('acknowledged without a response');
 		for (const target of targets) visit(target.node);
 	};
-	const targets = template.connections[from]?.main[outputIndex] ?? [];
+	const targets = answeredBy(template.connections[from]?.main[outputIndex] ?? []);
 	if (targets.length === 0) answers.add('acknowledged without a response');
 	for (const target of targets) visit(target.node);
 	return [...answers];
@@ -210,7 +216,7 @@ describe('the ordered webhook template', () => {
 		const business = node('n8n-nodes-base.postgres');
 		expect(targetsOf(node(`${PACKAGE}.webhookSignatureVerify`).name)[0]).toEqual([reserve.name]);
 		expect(targetsOf(reserve.name)[0]).toEqual([guard.name]);
-		expect(targetsOf(guard.name)[0]).toEqual([business.name]);
+		expect(targetsOf(guard.name)[0]).toEqual([business.name, 'Settle (complete or mark failed)']);
 	});
 
 	it('completes the key of a stale event too (it is handled: nothing to apply)', () => {
@@ -221,13 +227,13 @@ describe('the ordered webhook template', () => {
 		expect(markStale.parameters.operation).toBe('complete');
 	});
 
-	it('completes a stale event with retries, and lets a completion that still fails fail the execution (nothing was written: the retry is Stale again)', () => {
+	it('completes a stale event with retries, and answers 200 whatever the completion reports (nothing was written: a key left unsettled is reclaimed and the retry is Stale again)', () => {
 		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
 		const [staleTarget] = targetsOf(guard.name)[1];
 		const markStale = template.nodes.find((candidate) => candidate.name === staleTarget)!;
 		expect(markStale).toMatchObject({ retryOnFail: true, maxTries: 5, waitBetweenTries: 5000, parameters: { operation: 'complete', source: 'reserveNode' } });
-		expect(markStale.onError).toBeUndefined();
-		expect(answersFrom(template, markStale.name, 0)).toEqual([200]);
+		expect(markStale.onError).toBe('continueErrorOutput');
+		expect([0, 1, 2].map((output) => answersFrom(template, markStale.name, output))).toEqual([[200], [200], [200]]);
 	});
 
 	it('marks the key of an event whose version was not checked failed and answers 500 (the provider retries; the event stays replayable)', () => {
@@ -241,13 +247,13 @@ describe('the ordered webhook template', () => {
 		expect(evaluateExpression(String(markFailed.parameters.errorMessage), { error: 'Version: "soon" is not a number' })).toBe('Version: "soon" is not a number');
 	});
 
-	it('answers every path with the same status codes as before: 200 new, stale or duplicate, 409, 401, 500 after a failed step or an unchecked version', () => {
+	it('answers every path: 200 new, stale or duplicate, 409, 503 not reserved or not verified, 401, 500 after a failed step or an unchecked version', () => {
 		const reserve = node(`${PACKAGE}.idempotencyReserve`);
 		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
-		expect([0, 1, 2].map((output) => answersFrom(template, reserve.name, output).sort())).toEqual([[200, 500], [200], [409]]);
+		expect([0, 1, 2, 3].map((output) => answersFrom(template, reserve.name, output).sort())).toEqual([[200, 500], [200], [409], [503]]);
 		expect([0, 1, 2].map((output) => answersFrom(template, guard.name, output).sort())).toEqual([[200, 500], [200], [500]]);
-		expect(answersFrom(template, 'Business Step (upsert customer)', 1)).toEqual([500]);
-		expect(answersFrom(template, 'Webhook Signature Verify', 1)).toEqual([401]);
+		expect(answersFrom(template, 'Webhook Signature Verify', 1).sort()).toEqual([401, 503]);
+		expect(answersFrom(template, 'Mark Failed', 2)).toEqual([500]);
 	});
 
 	it('keys the object and its version from the event, leaving Event Key at its default (Reserve\'s key)', () => {
@@ -261,21 +267,54 @@ describe('the ordered webhook template', () => {
 /** The message prefix by which the error workflow recognises "the business step succeeded, Complete failed". */
 const COMPLETION_FAILED_PREFIX = 'idempotency: business step succeeded, Mark Complete failed ';
 
-// Issue 9: once the business step succeeded, the provider is answered 200 even if the completion
-// cannot be stored (a 5xx would invite a second effect). Both webhook templates with a separate
-// business step do it the same way.
+// Both webhook templates with a separate business step settle it the same way: Settle After
+// Business Step, beside the step and below it, judging by n8n's own record of the step (its error
+// output, a node that failed before it ran), never by what the step returned; every outcome answered.
 describe.each([
-	['idempotent-webhook.json', 'Business Step (insert business_log)', { id: 7 }],
-	['ordered-webhook.json', 'Business Step (upsert customer)', { id: 'cus_1' }],
-])('after the business step of %s succeeded', (file, businessStep, businessResult) => {
+	['idempotent-webhook.json', 'Business Step (insert business_log)', 'Idempotency Reserve'],
+	['ordered-webhook.json', 'Business Step (upsert customer)', 'Idempotency Order Guard'],
+])('after the business step of %s', (file, businessStep, feeder) => {
 	const webhook = templates.find(([name]) => name === file)![1];
 	const byName = (template: Template, name: string) => template.nodes.find((candidate) => candidate.name === name)!;
 	const targets = (template: Template, name: string) =>
 		template.connections[name].main.map((outputTargets) => outputTargets.map((target) => target.node));
-	const complete = byName(webhook, 'Mark Complete');
+	const settleName = 'Settle (complete or mark failed)';
+	const settle = byName(webhook, settleName);
+	const position = (name: string) => (byName(webhook, name) as unknown as { position: [number, number] }).position;
 
-	it('Mark Complete retries with the longest waits n8n allows (a database restart must not fail it)', () => {
-		expect(complete).toMatchObject({ retryOnFail: true, maxTries: 5, waitBetweenTries: 5000 });
+	it('Settle hangs off the business step\'s output, below the step; the step continues on error and leads nowhere else', () => {
+		expect(settle.parameters).toMatchObject({ operation: 'settle' });
+		expect(settle.onError).toBeUndefined(); // Stop Workflow: an unsafe wiring is refused, never guessed
+		expect(targets(webhook, feeder)[0]).toEqual([businessStep, settleName]);
+		expect(position(businessStep)[1]).toBeLessThan(position(settleName)[1]);
+		expect(byName(webhook, businessStep).onError).toBe('continueErrorOutput');
+		expect(webhook.connections[businessStep]).toBeUndefined();
+		expect((webhook as unknown as { settings: { executionOrder: string } }).settings.executionOrder).toBe('v1');
+	});
+
+	it('answers Completed 200, Failed 500, Completion Refused 200 then fails the execution, Not Settled by whether the effect happened', () => {
+		expect([0, 1, 2, 3].map((output) => answersFrom(webhook, settleName, output).sort())).toEqual([[200], [500], [200], [200, 500]]);
+		const [[refusedAnswer]] = [targets(webhook, settleName)[2]];
+		expect(byName(webhook, refusedAnswer).parameters.options).toMatchObject({ responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'completion_refused' }] } });
+		const [[refusedStop]] = targets(webhook, refusedAnswer);
+		expect(byName(webhook, refusedStop).type).toBe('n8n-nodes-base.stopAndError');
+		const [[effectHappened]] = [targets(webhook, settleName)[3]];
+		expect(targets(webhook, effectHappened).map((answers) => answers.map((name) => byName(webhook, name).parameters.options))).toEqual([
+			[expect.objectContaining({ responseCode: 200, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'completion_pending' }] } })],
+			[expect.objectContaining({ responseCode: 500 })],
+		]);
+		const condition = (byName(webhook, effectHappened).parameters.conditions as { conditions: Array<{ leftValue: string }> }).conditions[0];
+		expect(evaluateExpression(condition.leftValue, { idempotency: { stepSucceeded: true } })).toBe(true);
+		expect(evaluateExpression(condition.leftValue, { idempotency: { stepSucceeded: false } })).toBe(false);
+	});
+
+	it('when the store cannot be reached after the step succeeded, the execution fails with the key in its error (the error workflow completes it)', () => {
+		const stop = byName(webhook, 'Completion Failed (error workflow completes)');
+		const message = String(stop.parameters.errorMessage);
+		expect(message).toContain(`'${COMPLETION_FAILED_PREFIX}'`);
+		const key = 'evt:a b{c}';
+		const ownerToken = '0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10';
+		expect(evaluateExpression(message, { idempotency: { key, ownerToken } })).toBe(`${COMPLETION_FAILED_PREFIX}${JSON.stringify({ key, ownerToken })}`);
 	});
 
 	it('nodes fed by an error output do not retry: n8n would take the `error` field of their items for a failure and run them again', () => {
@@ -287,57 +326,10 @@ describe.each([
 		}
 	});
 
-	it('when Mark Complete still fails, the provider gets 200 and the execution then fails with the key in its error', () => {
-		expect(complete.onError).toBe('continueErrorOutput');
-		expect(complete.parameters).toMatchObject({ operation: 'complete', source: 'reserveNode' });
-		const [done, stale, failed] = targets(webhook, complete.name);
-		expect(done).toEqual(['Key Completed?']);
-		expect(stale).toEqual(['Key Completed?']);
-		expect(failed).toHaveLength(1);
-		const respond = byName(webhook, failed[0]);
-		expect(respond.type).toBe('n8n-nodes-base.respondToWebhook');
-		expect(respond.parameters.options).toMatchObject({ responseCode: 200, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'completion_pending' }] } });
-		expect(targets(webhook, 'Key Completed?')).toEqual([['Respond 200'], [respond.name]]);
-		expect(answersFrom(webhook, complete.name, 2)).toEqual([200]);
-		const [[stop]] = targets(webhook, respond.name);
-		const stopNode = byName(webhook, stop);
-		expect(stopNode.type).toBe('n8n-nodes-base.stopAndError');
-		const message = String(stopNode.parameters.errorMessage);
-		expect(message).toContain(`'${COMPLETION_FAILED_PREFIX}'`);
-		expect(message).toMatch(/JSON\.stringify\(\{ key: .*idempotency\.key, ownerToken: .*idempotency\.ownerToken \}\)/);
-	});
-
-	// n8n passes a node's INPUT items on its first output when the node fails before it runs and its
-	// On Error setting continues (measured: the business step's credential could not be read while
-	// n8n's database restarted; Mark Complete then completed a key whose effect never happened).
-	const leftValue = (node: TemplateNode) =>
-		(node.parameters.conditions as { conditions: Array<{ leftValue: string; operator: { operation: string } }> }).conditions[0];
-	const passedThrough = { body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1', ownerToken: 'x', outcome: 'new' }, orderGuard: { outcome: 'newer' } };
-
-	it('only a real result of the business step reaches Mark Complete; a passed-through input is marked failed', () => {
-		const [success, failure] = targets(webhook, businessStep);
-		expect(success).toEqual(['Business Step Succeeded?']);
-		expect(failure).toEqual(['Mark Failed']);
-		expect(targets(webhook, 'Business Step Succeeded?')).toEqual([['Mark Complete'], ['Mark Failed']]);
-		expect(answersFrom(webhook, 'Business Step Succeeded?', 0)).toEqual([200]);
-		expect(answersFrom(webhook, 'Business Step Succeeded?', 1)).toEqual([500]);
-		const condition = leftValue(byName(webhook, 'Business Step Succeeded?'));
-		expect(condition.operator.operation).toBe('exists');
-		expect(evaluateExpression(condition.leftValue, businessResult)).toBe(businessResult.id);
-		expect(evaluateExpression(condition.leftValue, passedThrough)).toBeUndefined();
-		// The example step returns what the check looks for.
-		expect(String(byName(webhook, businessStep).parameters.query)).toMatch(/RETURNING id$/);
-	});
-
-	it('only a real result of Mark Complete answers a plain 200; a passed-through input goes to Completion Failed', () => {
-		const condition = leftValue(byName(webhook, 'Key Completed?'));
-		expect(evaluateExpression(condition.leftValue, { ...passedThrough, idempotency: { ...passedThrough.idempotency, operation: 'complete', applied: true } })).toBe('complete');
-		expect(evaluateExpression(condition.leftValue, passedThrough)).toBeUndefined();
-	});
-
-	it('a sticky note says why the answer is 200 and that the error workflow completes the key', () => {
+	it('a sticky note tells the user to put their nodes above Settle with On Error: Continue, and that any result completes the key', () => {
 		const notes = webhook.nodes.filter((node) => node.type === 'n8n-nodes-base.stickyNote').map((note) => String(note.parameters.content));
-		expect(notes).toEqual(expect.arrayContaining([expect.stringMatching(/always answer 200[\s\S]*Retry On Fail[\s\S]*Completion Failed[\s\S]*\*\*completes\*\*/)]));
+		expect(notes).toEqual(expect.arrayContaining([expect.stringMatching(/\*\*above\*\* \*Settle\*[\s\S]*On Error: Continue \(using error output\)[\s\S]*whatever they return/)]));
+		expect(notes.join('\n')).not.toMatch(/Business Step Succeeded\?|Key Completed\?|Change the check/);
 	});
 });
 
@@ -350,7 +342,7 @@ describe('the error-workflow template, after a completion failed', () => {
 
 	it('both webhook templates name their completion failure alike, so the error workflow recognises both', () => {
 		const ordered = templates.find(([file]) => file === 'ordered-webhook.json')![1];
-		const stopOf = (template: Template) => template.nodes.find((node) => node.type === 'n8n-nodes-base.stopAndError')!;
+		const stopOf = (template: Template) => template.nodes.find((node) => node.name === 'Completion Failed (error workflow completes)')!;
 		expect(stopOf(ordered).parameters).toEqual(stopOf(webhook).parameters);
 	});
 
@@ -398,7 +390,6 @@ describe.each([
 	const template = templates.find(([name]) => name === file)![1];
 	const byName = (name: string) => template.nodes.find((candidate) => candidate.name === name)!;
 	const reserve = template.nodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`)!;
-	const markFailed = byName('Mark Failed');
 
 	it('stores the payload with each key, and a note says why and when to turn it off', () => {
 		expect(reserve.parameters.options).toMatchObject({ storePayload: true });
@@ -409,27 +400,10 @@ describe.each([
 		expect(why).toMatch(/Retention/);
 	});
 
-	it('marks the key failed (never releases it), from the paired Reserve item, with the error text, and answers 500', () => {
+	it('never releases a key: a failed step\'s key is marked failed by Settle (kept with its payload), and answers 500', () => {
 		expect(template.nodes.some((node) => node.type === `${PACKAGE}.idempotencyKey` && node.parameters.operation === 'release')).toBe(false);
-		// The key and owner token of the Reserve item the failed item descends from, without an expression.
-		expect(markFailed).toMatchObject({ type: `${PACKAGE}.idempotencyKey`, parameters: { operation: 'fail', source: 'reserveNode' } });
-		expect(markFailed.retryOnFail ?? false).toBe(false);
-		const message = (json: unknown) => evaluateExpression(String(markFailed.parameters.errorMessage), json);
-		// What n8n 2.40.7's error output carries: a Postgres node's items, a Code node's items; the
-		// "not processed" items of our nodes are `{ error: text }`.
-		expect(message({ message: 'new row violates check constraint "x"', error: { level: 'warning', description: 'Failed query' } })).toBe('new row violates check constraint "x"');
-		expect(message({ error: 'Cannot read properties of undefined' })).toBe('Cannot read properties of undefined');
-		expect(message({ body: { id: 'evt_1' }, idempotency: { key: 'evt:evt_1' } })).toMatch(/\S/);
-		for (const outputTargets of template.connections['Mark Failed'].main) {
-			for (const { node } of outputTargets) {
-				expect(byName(node).parameters.options).toMatchObject({ responseCode: 500, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'failed' }] } });
-			}
-		}
-		// Every failure path leads there: the business step's error output (and the guard's Not Checked).
-		for (const step of failingSteps) {
-			const connection = template.connections[step].main;
-			expect({ step, last: connection[connection.length - 1].map((target) => target.node) }).toEqual({ step, last: ['Mark Failed'] });
-		}
+		expect(answersFrom(template, 'Settle (complete or mark failed)', 1)).toEqual([500]);
+		for (const step of failingSteps.filter((name) => name !== 'Idempotency Order Guard')) expect(template.connections[step]).toBeUndefined();
 	});
 });
 
@@ -437,14 +411,14 @@ describe('the webhook template answers', () => {
 	const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
 	const reserve = webhook.nodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`)!;
 
-	it('answers every path with the same status codes as before: 200 new, 200 duplicate, 409, 503, 401, 500 after a failed step', () => {
-		expect(webhook.nodes.find((node) => node.name === 'Mark Failed')!.parameters.errorMessage).toMatch(/'the business step returned no result'/);
+	it('answers every path: 200 new or duplicate, 409, 503 not reserved, 401 invalid, 503 could not verify, 500 after a failed step', () => {
 		expect([0, 1, 2, 3].map((output) => answersFrom(webhook, reserve.name, output).sort())).toEqual([[200, 500], [200], [409], [503]]);
-		expect(answersFrom(webhook, 'Webhook Signature Verify', 1)).toEqual([401]);
-		expect(answersFrom(webhook, 'Business Step (insert business_log)', 1)).toEqual([500]);
-		expect(answersFrom(webhook, 'Business Step Succeeded?', 1)).toEqual([500]);
-		expect(answersFrom(webhook, 'Business Step Succeeded?', 0)).toEqual([200]);
-		expect(answersFrom(webhook, 'Mark Complete', 2)).toEqual([200]);
+		expect(answersFrom(webhook, 'Webhook Signature Verify', 1).sort()).toEqual([401, 503]);
+		expect(answersFrom(webhook, 'Could Not Verify?', 0)).toEqual([503]);
+		expect(answersFrom(webhook, 'Could Not Verify?', 1)).toEqual([401]);
+		// Every node before an answer continues on error, so no failure ends the execution unanswered
+		// (n8n 1.x answers a failed execution 200 in this response mode).
+		for (const name of ['Webhook Signature Verify', 'Idempotency Reserve']) expect(webhook.nodes.find((node) => node.name === name)!.onError).toBe('continueRegularOutput');
 	});
 });
 
@@ -588,13 +562,19 @@ describe('the replay template', () => {
 		expect(step.parameters).toEqual(webhookStep.parameters);
 		expect(step.onError).toBe('continueErrorOutput');
 		expect(notClaimable).toEqual(['Skipped (Not Claimable)']);
-		expect(targetsOf(step.name)).toEqual([['Business Step Succeeded?'], ['Mark Failed']]);
-		expect(targetsOf('Business Step Succeeded?')).toEqual([['Mark Complete'], ['Mark Failed']]);
-		expect(byName('Mark Complete').parameters).toMatchObject({ operation: 'complete' });
-		expect(byName('Mark Failed').parameters).toMatchObject({ operation: 'fail' });
-		expect(byName('Mark Failed').retryOnFail ?? false).toBe(false);
+		// Settle judges the step by n8n's record of it: beside it on Claimed, below it.
+		expect(claimed).toEqual([step.name, 'Settle (complete or mark failed)']);
+		expect(template.connections[step.name]).toBeUndefined();
+		const position = (name: string) => (byName(name) as unknown as { position: [number, number] }).position[1];
+		expect(position(step.name)).toBeLessThan(position('Settle (complete or mark failed)'));
+		expect(byName('Settle (complete or mark failed)').parameters).toMatchObject({ operation: 'settle' });
+		const [completed, failed, refused, notSettled] = targetsOf('Settle (complete or mark failed)');
+		// Completed and Failed go on to the next key; a refused completion stops the run for a look.
+		expect([completed, failed]).toEqual([['Replay One by One'], ['Replay One by One']]);
+		expect(byName(refused[0]).type).toBe('n8n-nodes-base.stopAndError');
+		expect(targetsOf(notSettled[0])).toEqual([['Completion Failed (error workflow completes)'], ['Replay One by One']]);
 		// Every path of a key ends back in the loop, so the next key is replayed.
-		for (const end of ['Skipped (Not Claimable)', 'Mark Failed', 'Key Completed?', 'Needs Manual Handling']) expect(reachable(end, 0, 'Replay One by One').has('Replay One by One')).toBe(true);
+		for (const end of ['Skipped (Not Claimable)', 'Needs Manual Handling']) expect(reachable(end, 0, 'Replay One by One').has('Replay One by One')).toBe(true);
 	});
 
 	// One run reaches every replayable key: keys that stay replayable (failing again, no payload) come
@@ -685,14 +665,5 @@ describe('the replay template', () => {
 			.filter((note) => Number(note.parameters.width) <= 500 && Number(note.parameters.height) <= 300 && gap(note) <= 40)
 			.map((note) => String(note.parameters.content));
 		expect(callouts).toEqual([expect.stringMatching(/Replay Settings[\s\S]*`dryRun`[\s\S]*\*\*false\*\*/)]);
-	});
-
-	it("Mark Failed stores the Postgres node's error message (its error items carry it in `message`)", () => {
-		const expression = String(byName('Mark Failed').parameters.errorMessage);
-		// eslint-disable-next-line @typescript-eslint/no-implied-eval
-		const evaluate = (json: unknown) => new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
-		expect(evaluate({ message: 'new row violates check constraint "x"', error: { code: '23514' } })).toBe('new row violates check constraint "x"');
-		expect(evaluate({ error: { message: 'from an error object' } })).toBe('from an error object');
-		expect(evaluate({ id: 1 })).toBe('replay: the business step returned no result');
 	});
 });

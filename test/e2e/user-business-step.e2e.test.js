@@ -1,0 +1,218 @@
+// The webhook template after the edit its notes invite: the example business step replaced by the
+// user's own nodes, every other node untouched, the user's nodes set to On Error: Continue (using
+// error output) as the note says. A sender that retries every non-2xx like a provider delivers each
+// event several times at once; each replacement gives exactly one effect per event — for the failing
+// step none until it is fixed, then one — and every event ends completed.
+const http = require('node:http');
+const { randomUUID } = require('node:crypto');
+const { harness } = require('./support/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./support/restWorkflows');
+const { deliverAll } = require('./support/provider');
+const { OWNER } = require('./support/harness');
+
+const BUSINESS = 'Business Step (insert business_log)';
+const RETRY = { firstDelayMs: 200, maxDelayMs: 2000, maxAttempts: 40, budgetMs: 120000 };
+
+/** The user's Postgres insert, without RETURNING: n8n's Postgres node then outputs `{ success: true }`. */
+function userInsert(name, credentials) {
+	return {
+		name,
+		type: 'n8n-nodes-base.postgres',
+		typeVersion: 2.6,
+		parameters: {
+			operation: 'executeQuery',
+			query: 'INSERT INTO business_log (event_key, event_type) VALUES ($1, $2)',
+			options: { queryReplacement: '={{ [$json.idempotency.key, $json.body.type] }}' },
+		},
+		credentials,
+	};
+}
+
+function codeNode(name, jsCode) {
+	return { name, type: 'n8n-nodes-base.code', typeVersion: 2, parameters: { jsCode } };
+}
+
+/**
+ * The shipped template with the example business step deleted and the user's chain of nodes put in
+ * its place: the first connected to Reserve's New output (above Settle, where the example was), each
+ * next one to the previous one's success output, each with On Error: Continue (using error output).
+ */
+function templateWithUserStep(chain, label) {
+	const template = readShippedTemplate('idempotent-webhook.json');
+	const example = template.nodes.find((node) => node.name === BUSINESS);
+	const [x, y] = example.position;
+	const userNodes = chain.map((node, index) => ({ id: randomUUID(), position: [x + index * 220, y], onError: 'continueErrorOutput', ...node }));
+	template.nodes = [...template.nodes.filter((node) => node !== example), ...userNodes];
+	const reserveOutputs = template.connections['Idempotency Reserve'].main;
+	reserveOutputs[0] = reserveOutputs[0].map((link) => (link.node === BUSINESS ? { ...link, node: userNodes[0].name } : link));
+	for (let i = 1; i < userNodes.length; i++) template.connections[userNodes[i - 1].name] = { main: [[{ node: userNodes[i].name, type: 'main', index: 0 }]] };
+	return withOwnWebhook(template, label);
+}
+
+describe('the webhook template with the user’s own business step: one effect per event, with a retrying sender', () => {
+	const h = harness();
+	const businessCredential = { postgres: { id: 'businessPg01', name: 'Business Postgres' } };
+	let server;
+	let serverUrl;
+	const hits = new Map();
+
+	beforeAll(async () => {
+		server = http.createServer((req, res) => {
+			let body = '';
+			req.on('data', (chunk) => (body += chunk));
+			req.on('end', () => {
+				const key = JSON.parse(body || '{}').key;
+				hits.set(key, (hits.get(key) ?? 0) + 1);
+				res.writeHead(200, { 'content-type': 'application/json' });
+				// Arbitrary JSON, nothing the old template's check looked for.
+				res.end(JSON.stringify({ accepted: true, ticket: `t-${hits.size}` }));
+			});
+		});
+		await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+		serverUrl = `http://127.0.0.1:${server.address().port}/effects`;
+	});
+
+	afterAll(async () => {
+		await new Promise((resolve) => server.close(resolve));
+	});
+
+	const rowsFor = async (keys) =>
+		Object.fromEntries(
+			(await h.appQuery('SELECT event_key, count(*)::int AS n FROM business_log WHERE event_key = ANY($1) GROUP BY event_key', [keys])).rows.map((row) => [row.event_key, row.n]),
+		);
+	const statusesOf = async (keys) =>
+		Object.fromEntries((await h.appQuery('SELECT key, status FROM processed_events WHERE key = ANY($1)', [keys])).rows.map((row) => [row.key, row.status]));
+
+	/** Three events, each delivered three times at once, retried until 2xx. */
+	async function deliverEvents(url, label, { type = 'e2e.user', onAttempt } = {}) {
+		const ids = [0, 1, 2].map((i) => `evt_user_${label}_${Date.now().toString(36)}_${i}`);
+		const deliveries = ids.flatMap((id) => [0, 1, 2].map(() => ({ eventId: id, body: { id, type, object: 'event' } })));
+		const keys = ids.map((id) => `evt:${id}`);
+		const run = await deliverAll({ url, plan: { deliveries }, concurrency: 9, retry: RETRY, onAttempt: (attempt) => onAttempt?.(attempt, keys) });
+		return { ids, keys, run };
+	}
+
+	function expectAllAnswered(run) {
+		expect(run.deliveries.filter((d) => d.gaveUp)).toEqual([]);
+		for (const delivery of run.deliveries) expect(delivery.final.status).toBe(200);
+	}
+
+	const insertChains = () => ({
+		'a Postgres insert without RETURNING': [userInsert('Insert Order', businessCredential)],
+		'a Set node that keeps the input fields, after the insert': [
+			userInsert('Insert Order', businessCredential),
+			{
+				name: 'Tag Result',
+				type: 'n8n-nodes-base.set',
+				typeVersion: 3.4,
+				parameters: { includeOtherFields: true, assignments: { assignments: [{ id: randomUUID(), name: 'tagged', value: true, type: 'boolean' }] }, options: {} },
+			},
+		],
+		'a Code node returning a new item, after the insert': [userInsert('Insert Order', businessCredential), codeNode('Summarise', 'return [{ json: { processed: true } }];')],
+		'a step that returns zero items': [userInsert('Insert Order', businessCredential), codeNode('Nothing Back', 'return [];')],
+		'a step that returns several items': [userInsert('Insert Order', businessCredential), codeNode('Fan Out', 'return [1, 2, 3].map((n) => ({ json: { n } }));')],
+	});
+
+	test.each(Object.keys(insertChains()))('%s: one business row per event, every key completed, a later copy a duplicate', async (label) => {
+		const { workflow, webhookPath } = templateWithUserStep(insertChains()[label], 'userstep');
+		await publishWorkflow(h, workflow, webhookPath);
+		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
+		const { keys, ids, run } = await deliverEvents(url, label.replace(/\W+/g, '').slice(0, 12));
+		expectAllAnswered(run);
+		expect(await rowsFor(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
+		expect(await statusesOf(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 'completed'])));
+		const later = await h.deliver(url, { id: ids[0], type: 'e2e.user', object: 'event' });
+		expect([later.status, later.outcome]).toEqual([200, 'duplicate']);
+		expect(await rowsFor(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
+	});
+
+	test('an HTTP Request to the user’s service answering arbitrary JSON: one call per event', async () => {
+		const http = {
+			name: 'Call Fulfilment',
+			type: 'n8n-nodes-base.httpRequest',
+			typeVersion: 4.2,
+			parameters: { method: 'POST', url: serverUrl, sendBody: true, specifyBody: 'json', jsonBody: '={{ JSON.stringify({ key: $json.idempotency.key }) }}', options: {} },
+		};
+		const { workflow, webhookPath } = templateWithUserStep([http], 'userhttp');
+		await publishWorkflow(h, workflow, webhookPath);
+		const { keys, run } = await deliverEvents(`${h.state.baseUrl}/webhook/${webhookPath}`, 'http');
+		expectAllAnswered(run);
+		expect(Object.fromEntries(keys.map((key) => [key, hits.get(key)]))).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
+		expect(await statusesOf(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 'completed'])));
+	});
+
+	test('a step that fails: 500 and no effect until the cause is fixed, then exactly one effect per event', async () => {
+		const constraint = `business_log_user_refuses_${Date.now().toString(36)}`;
+		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${constraint} CHECK (event_type IS DISTINCT FROM 'e2e.userfail')`);
+		try {
+			const { workflow, webhookPath } = templateWithUserStep([userInsert('Insert Order', businessCredential)], 'userfail');
+			await publishWorkflow(h, workflow, webhookPath);
+			let refused = 0;
+			let fixed = null;
+			const { keys, run } = await deliverEvents(`${h.state.baseUrl}/webhook/${webhookPath}`, 'fail', {
+				type: 'e2e.userfail',
+				onAttempt: (attempt, keys) => {
+					if (attempt.status === 500 && attempt.outcome === 'failed') refused += 1;
+					if (refused >= 9 && !fixed) {
+						fixed = (async () => {
+							const during = await rowsFor(keys);
+							await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${constraint}`);
+							return during;
+						})();
+					}
+				},
+			});
+			expect(await fixed).toEqual({}); // no effect while the step failed
+			expectAllAnswered(run);
+			expect(await rowsFor(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
+			expect(await statusesOf(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 'completed'])));
+		} finally {
+			await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${constraint}`);
+		}
+	});
+
+	test('a step whose credential cannot be read: 500 and no effect until it can, then exactly one effect per event', async () => {
+		const rest = h.rest();
+		await rest.ownerLogin(OWNER);
+		const app = new URL(h.state.appUrl);
+		const created = await rest.call('POST', '/credentials', {
+			name: `User step Postgres ${Date.now()}`,
+			type: 'postgres',
+			data: {
+				host: app.hostname,
+				port: Number(app.port),
+				database: app.pathname.slice(1),
+				user: decodeURIComponent(app.username),
+				password: decodeURIComponent(app.password),
+				ssl: 'disable',
+			},
+		});
+		expect(created.status).toBe(200);
+		const credential = { id: created.json.data.id, name: created.json.data.name };
+		const { workflow, webhookPath } = templateWithUserStep([userInsert('Insert Order', { postgres: credential })], 'usercred');
+		await publishWorkflow(h, workflow, webhookPath);
+		// What n8n shows as "Credentials could not be decrypted": its stored data no longer decrypts.
+		const { rows } = await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [credential.id]);
+		const readable = rows[0].data;
+		await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', ['U2FsdGVkX1+not+what+was+encrypted+here==', credential.id]);
+		let refused = 0;
+		let restored = null;
+		const { keys, run } = await deliverEvents(`${h.state.baseUrl}/webhook/${webhookPath}`, 'cred', {
+			onAttempt: (attempt, keys) => {
+				if (attempt.status === 500 && attempt.outcome === 'failed') refused += 1;
+				if (refused >= 9 && !restored) {
+					restored = (async () => {
+						const during = await rowsFor(keys);
+						await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [readable, credential.id]);
+						return during;
+					})();
+				}
+			},
+		});
+		expect(await restored).toEqual({});
+		expectAllAnswered(run);
+		expect(await rowsFor(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
+		const failedFirst = await h.appQuery('SELECT max(attempts)::int AS attempts FROM processed_events WHERE key = ANY($1)', [keys]);
+		expect(failedFirst.rows[0].attempts).toBeGreaterThan(1);
+	});
+});

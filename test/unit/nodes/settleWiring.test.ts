@@ -1,0 +1,62 @@
+import type { IConnections, INode } from 'n8n-workflow';
+
+import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
+import { checkSettleWiring } from '../../../nodes/shared/settleWiring';
+
+// The wiring rules Reserve, Order Guard and Claim for Replay check before they reserve or claim
+// anything, for the cases the in-process engine cannot run (n8n-nodes-base's nodes are not here).
+
+const node = (name: string, type: string, y: number, extra: Partial<INode> = {}): INode => ({
+	id: name,
+	name,
+	type,
+	typeVersion: 1,
+	position: [0, y],
+	parameters: {},
+	onError: 'continueErrorOutput',
+	...extra,
+});
+const link = (...names: string[]) => names.map((name) => ({ node: name, type: 'main' as const, index: 0 }));
+
+function record(nodes: INode[], connections: IConnections, executionOrder = 'v1'): ExecutionRecord {
+	const byName = Object.fromEntries(nodes.map((n) => [n.name, n]));
+	return { runData: {}, connectionsBySourceNode: connections, executionOrder, node: (name) => byName[name] };
+}
+
+const reserve = node('Reserve', 'n8n-nodes-idempotency.idempotencyReserve', 0);
+const settle = node('Settle', 'n8n-nodes-idempotency.idempotencyKey', 300, { parameters: { operation: 'settle' }, onError: undefined });
+const step = node('Step', 'n8n-nodes-base.httpRequest', 0);
+
+describe('checkSettleWiring', () => {
+	it('accepts the template wiring: the step above Settle, continuing on error', () => {
+		expect(() => checkSettleWiring(record([reserve, settle, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
+	});
+
+	it('has nothing to check without a Settle node on that output', () => {
+		const stopping = { ...step, onError: 'stopWorkflow' as const };
+		expect(() => checkSettleWiring(record([reserve, stopping], { Reserve: { main: [link('Step')] } }), 'Reserve', 0)).not.toThrow();
+	});
+
+	it('refuses a Respond to Webhook node inside the business step: it would answer before Settle knows the outcome', () => {
+		const respond = node('Respond Early', 'n8n-nodes-base.respondToWebhook', 0);
+		const wiring = record([reserve, settle, step, respond], { Reserve: { main: [link('Step', 'Settle')] }, Step: { main: [link('Respond Early')] } });
+		expect(() => checkSettleWiring(wiring, 'Reserve', 0)).toThrow(/"Respond Early" answers the webhook from inside the business step/);
+	});
+
+	it('refuses two Settle nodes on one output', () => {
+		const second = { ...settle, name: 'Settle 2', position: [0, 400] as [number, number] };
+		const wiring = record([reserve, settle, second, step], { Reserve: { main: [link('Step', 'Settle', 'Settle 2')] } });
+		expect(() => checkSettleWiring(wiring, 'Reserve', 0)).toThrow(/Several Settle nodes/);
+	});
+
+	it('refuses a step at the same height as Settle (n8n gives equal heights no defined order)', () => {
+		const level = { ...step, position: [-200, 300] as [number, number] };
+		expect(() => checkSettleWiring(record([reserve, settle, level], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).toThrow(/must sit above/);
+	});
+
+	it('ends on a loop back to the feeding node (a replay loop) and ignores disabled nodes', () => {
+		const disabled = node('Off', 'n8n-nodes-base.noOp', 0, { disabled: true, onError: undefined });
+		const wiring = record([reserve, settle, step, disabled], { Reserve: { main: [link('Step', 'Settle')] }, Step: { main: [link('Off', 'Reserve')] } });
+		expect(() => checkSettleWiring(wiring, 'Reserve', 0)).not.toThrow();
+	});
+});
