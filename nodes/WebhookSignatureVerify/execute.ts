@@ -82,11 +82,13 @@ export async function verifyItems(this: IExecuteFunctions): Promise<INodeExecuti
  * to Invalid).
  */
 async function readSecrets(ctx: IExecuteFunctions): Promise<readonly string[] | Error> {
-	const credentials = await ctx.getCredentials(CREDENTIAL_TYPE);
+	// An unreadable credential is an item error too: thrown from here, under "On Error: Continue" n8n
+	// would pass the unchecked items on through Valid.
 	try {
+		const credentials = await ctx.getCredentials(CREDENTIAL_TYPE);
 		return resolveSecrets(configuredSecrets(credentials));
 	} catch (error) {
-		return error as Error;
+		return error instanceof Error ? error : new Error(String(error));
 	}
 }
 

@@ -51,13 +51,15 @@ interface FakeOptions {
 	/** The credential's fields as n8n hands them over (declared fields, defaults filled in). */
 	credential?: IDataObject;
 	continueOnFail?: boolean;
+	/** n8n cannot read the credential (e.g. it no longer decrypts): getCredentials throws. */
+	credentialUnreadable?: boolean;
 }
 
 /** The credential as n8n returns it: every declared field present, '' when not filled in. */
 const credentialData = (fields: IDataObject): IDataObject => ({ secret: '', previousSecret: '', secrets: '', ...fields });
 
 /** The part of IExecuteFunctions the node uses; binary data in memory, as n8n's default mode. */
-function fakeContext({ items, parameters = {}, credential = { secret: SECRET }, continueOnFail = false }: FakeOptions) {
+function fakeContext({ items, parameters = {}, credential = { secret: SECRET }, continueOnFail = false, credentialUnreadable = false }: FakeOptions) {
 	const all: IDataObject = { scheme: 'stripe', onInvalid: 'route', toleranceSeconds: 300, options: {}, ...parameters };
 	const getBinaryDataBuffer = jest.fn(async (itemIndex: number, property: string) => {
 		const binary = items[itemIndex]?.binary?.[property];
@@ -73,6 +75,7 @@ function fakeContext({ items, parameters = {}, credential = { secret: SECRET }, 
 		},
 		getCredentials: async (type: string) => {
 			expect(type).toBe('webhookSignatureApi');
+			if (credentialUnreadable) throw new Error('Credentials could not be decrypted');
 			return credentialData(credential);
 		},
 		getNode: () => NODE,
@@ -421,6 +424,24 @@ describe('WebhookSignatureVerify node', () => {
 				[{ valid: false, scheme: 'stripe', reason: 'error' }, { item: 0 }],
 				[{ valid: false, scheme: 'stripe', reason: 'error' }, { item: 1 }],
 			]);
+		});
+	});
+
+	describe('a credential n8n cannot read', () => {
+		const items = [webhookItem(`t=${NOW},v1=${SIG_NOW}`)];
+
+		it('with Continue On Fail, sends the item to Invalid (reason error), never through Valid unchecked', async () => {
+			const [valid, invalid] = await run({ items, credentialUnreadable: true, continueOnFail: true });
+			expect(valid).toEqual([]);
+			expect(invalid?.map((item) => [item.json.signature, item.json.error, item.pairedItem])).toEqual([
+				[{ valid: false, scheme: 'stripe', reason: 'error' }, 'Credentials could not be decrypted', { item: 0 }],
+			]);
+		});
+
+		it('without, fails the item with the reason', async () => {
+			const error = await runError({ items, credentialUnreadable: true });
+			expect(error.message).toBe('Credentials could not be decrypted');
+			expect(error.context.itemIndex).toBe(0);
 		});
 	});
 
