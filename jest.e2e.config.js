@@ -11,7 +11,7 @@ const { selectedN8nVersion, queueFilesNotRun } = require('./scripts/lib/n8n-vers
 
 const testMatch =
 	TOPOLOGY === 'queue'
-		? ['checklist', 'seed-experiment', 'signature', 'mark-failed-on-error', 'replay', 'settle-paired-item', 'update-before-create'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
+		? ['checklist', 'seed-experiment', 'signature', 'mark-failed-on-error', 'replay', 'settle-paired-item', 'update-before-create', 'user-business-step', 'answers'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
 		: ['<rootDir>/test/e2e/*.e2e.test.{js,ts}'];
 
 const n8nVersion = selectedN8nVersion({ argv: [] });

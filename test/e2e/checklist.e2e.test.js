@@ -223,7 +223,7 @@ describe('production checklist (seed 002)', () => {
 		expect(executions[1].nodesRun).not.toContain(NODE.business);
 		expect(executions[1].nodesRun).toContain(NODE.respondDuplicate);
 		for (const e of [executions[0], executions[2]]) {
-			expect(e.nodesRun).toEqual(expect.arrayContaining([NODE.business, NODE.complete, NODE.respond200]));
+			expect(e.nodesRun).toEqual(expect.arrayContaining([NODE.business, NODE.settle, NODE.respond200]));
 		}
 
 		const { rows } = await h.appQuery('SELECT event_key, event_type FROM business_log WHERE event_key = ANY($1) ORDER BY id', [
@@ -287,7 +287,7 @@ describe('production checklist (seed 002)', () => {
 		expect(runs.map((e) => outputTaken(e, NODE.verify))).toEqual([0, 0]);
 		expect(runs.map((e) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
 		expect(outputItem(runs[0], NODE.verify, 0).signature).toMatchObject({ valid: true, scheme: 'stripe' });
-		expect(runs[0].nodesRun).toEqual(expect.arrayContaining([NODE.business, NODE.complete, NODE.respond200]));
+		expect(runs[0].nodesRun).toEqual(expect.arrayContaining([NODE.business, NODE.settle, NODE.respond200]));
 
 		expect(await traces(key)).toEqual({ keys: 1, business: 1 });
 		const stored = await h.appQuery('SELECT status, attempts, duplicate_count FROM processed_events WHERE key = $1', [key]);

@@ -30,10 +30,9 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 		expect([failed.status, failed.outcome]).toEqual([500, 'failed']);
 		expect(failed.json).toEqual({ received: false, retry: true, eventKey: key });
 		const [failedRun] = await h.waitForExecutions(h.IDS.webhook, mark, 1);
-		expect(failedRun.nodesRun).toEqual(expect.arrayContaining([NODE.business, NODE.markFailed]));
-		expect(failedRun.nodesRun).not.toContain(NODE.complete);
+		expect(failedRun.nodesRun).toEqual(expect.arrayContaining([NODE.business, NODE.settle]));
 		expect(outputTaken(failedRun, NODE.business)).toBe(1); // the error output
-		expect(outputTaken(failedRun, NODE.markFailed)).toBe(0); // Done, not Stale
+		expect(outputTaken(failedRun, NODE.settle)).toBe(1); // Failed: the key marked failed
 		// Kept, not deleted: the Postgres node's error text (its `message`) and the stored body.
 		const kept = await stored(key);
 		expect(kept).toMatchObject({ status: 'failed', attempts: 1, locked_until: null, payload: event, execution_id: String(failedRun.id) });

@@ -175,7 +175,7 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		expect(await businessRows(noPayload)).toBe(0);
 
 		expect(itemsOut(execution, 'Claim for Replay', 0).map((item) => item.idempotency.key)).toEqual([keyOf(failing), keyOf(stillBroken)]);
-		expect(itemsOut(execution, 'Mark Complete').map((item) => item.idempotency.applied)).toEqual([true]);
+		expect(itemsOut(execution, 'Settle (complete or mark failed)').map((item) => item.idempotency.applied)).toEqual([true]);
 		expect(await stored(completed)).toEqual(completedBefore);
 		expect(await businessRows(completed)).toBe(1);
 	});
@@ -225,7 +225,7 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		});
 		const execution = await replay;
 
-		expect(itemsOut(execution, 'Mark Complete').map((item) => item.idempotency.applied)).toEqual([true]);
+		expect(itemsOut(execution, 'Settle (complete or mark failed)').map((item) => item.idempotency.applied)).toEqual([true]);
 		expect(await stored(raced)).toMatchObject({ status: 'completed', attempts: 2 });
 		const after = await h.deliver(url, raced);
 		expect([after.status, after.outcome]).toEqual([200, 'duplicate']);

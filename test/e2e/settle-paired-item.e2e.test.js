@@ -104,17 +104,10 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 		expect(await status(`e2e-paired:${first}`)).toBe('processing');
 	});
 
-	test('the webhook template settles through the paired item: Mark Complete completes the reserved key, no key expression', async () => {
+	test('the webhook template settles the reserved key from Reserve\'s own item: Settle completes it, no key expression', async () => {
 		const template = readTemplate('webhook');
-		for (const name of ['Mark Complete', 'Mark Failed']) {
-			const node = template.nodes.find((n) => n.name === name);
-			expect({ name, source: node.parameters.source, key: node.parameters.key, ownerToken: node.parameters.ownerToken }).toEqual({
-				name,
-				source: 'reserveNode',
-				key: undefined,
-				ownerToken: undefined,
-			});
-		}
+		const settle = template.nodes.find((n) => n.name === 'Settle (complete or mark failed)');
+		expect(settle.parameters).toEqual({ operation: 'settle', responseJson: expect.any(String), options: {} });
 		const id = eventId('paired_tpl');
 		const mark = await h.executionMark();
 		const delivery = await h.deliver(h.webhookUrl, { id, type: 'invoice.paid' });
@@ -122,7 +115,7 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 		const [run] = await h.waitForExecutions(h.IDS.webhook, mark, 1);
 		expect(run.status).toBe('success');
 		// The reservation came back with the settled item (only this Key From returns it).
-		expect(outputItem(run, 'Mark Complete').idempotency).toMatchObject({ key: `evt:${id}`, operation: 'complete', applied: true, outcome: 'new' });
+		expect(outputItem(run, 'Settle (complete or mark failed)').idempotency).toMatchObject({ key: `evt:${id}`, operation: 'settle', stepSucceeded: true, applied: true, outcome: 'new' });
 		const { rows } = await h.appQuery('SELECT status, response FROM processed_events WHERE key = $1', [`evt:${id}`]);
 		expect(rows).toEqual([{ status: 'completed', response: { received: true, eventKey: `evt:${id}` } }]);
 		const repeat = await h.deliver(h.webhookUrl, { id, type: 'invoice.paid' });

@@ -120,6 +120,11 @@ describe.each(templates)('template %s', (_file, template) => {
 		}
 	});
 
+	it('gives every node an id of its own (n8n refuses to import a workflow whose node ids repeat)', () => {
+		const ids = template.nodes.map((node) => (node as unknown as { id: string }).id);
+		expect(ids.filter((id, index) => ids.indexOf(id) !== index)).toEqual([]);
+	});
+
 	it('connects only existing nodes, on outputs that exist', () => {
 		const byName = new Map(template.nodes.map((node) => [node.name, node]));
 		for (const [from, connection] of Object.entries(template.connections)) {

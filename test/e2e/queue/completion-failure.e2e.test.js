@@ -1,4 +1,4 @@
-// Test 5's defence, made deterministic: the business step succeeds, then Mark Complete fails on every
+// Test 5's defence, made deterministic: the business step succeeds, then Settle cannot complete the key on every
 // try (a trigger rejects the completion of this one key, as a database that is down would). The
 // template must answer the provider 200 (the effect happened) and fail the execution in Completion
 // Failed; the error-workflow template must then COMPLETE the key (not mark it failed), so the
@@ -7,7 +7,7 @@ const { harness, eventId } = require('../support/harness');
 const { report } = require('../support/provider');
 const { expectErrorWorkflowCompletedKey } = require('../support/outcome');
 
-describe('queue mode: Mark Complete fails after the business step succeeded', () => {
+describe('queue mode: Settle cannot complete the key after the business step succeeded', () => {
 	const h = harness();
 
 	beforeAll(async () => {
@@ -39,8 +39,8 @@ describe('queue mode: Mark Complete fails after the business step succeeded', ()
 
 		const [webhookRun] = await h.waitForExecutions(h.IDS.webhook, mark, 1, { timeoutMs: 120000 });
 		expect(webhookRun.status).toBe('error');
-		expect(webhookRun.nodesRun).toEqual(expect.arrayContaining(['Mark Complete', 'Completion Failed (error workflow completes)']));
-		expect(webhookRun.runData['Mark Complete'][0].data.main.slice(0, 2).flat()).toEqual([]); // neither Done nor Stale
+		expect(webhookRun.nodesRun).toEqual(expect.arrayContaining(['Settle (complete or mark failed)', 'Completion Failed (error workflow completes)']));
+		expect(webhookRun.runData['Settle (complete or mark failed)'][0].data.main.slice(0, 3).flat()).toEqual([]); // Not Settled only
 
 		// The error workflow completes the key (it retries until the completion goes through).
 		const errorRun = await expectErrorWorkflowCompletedKey(h, webhookRun.id, mark);
@@ -51,7 +51,7 @@ describe('queue mode: Mark Complete fails after the business step succeeded', ()
 		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
 		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key]);
 		expect(rows[0].n).toBe(1);
-		report('test 5b Mark Complete failing after the business step', {
+		report('test 5b Settle failing to complete after the business step', {
 			firstAnswer: `${first.status} ${first.outcome} in ${first.ms} ms`,
 			webhookExecution: webhookRun.status,
 			errorWorkflow: `${errorRun.status}: ${errorRun.nodesRun.join(' → ')}`,

@@ -1,7 +1,7 @@
 // Test 5 (queue mode): the Postgres server (n8n's database and the idempotency database) restarted in
 // the middle of a soak. Deliveries during the outage are answered 5xx or fail to connect (the
 // provider retries), n8n is not restarted, and afterwards every event has exactly one business row:
-// Mark Complete retries through the restart, and when it cannot, the template answers 200 and the
+// Settle retries through the restart, and when it cannot, the template answers 200 and the
 // error workflow completes the key instead of releasing it.
 const { harness } = require('../support/harness');
 const { soak, soakSize, unexpectedAnswers } = require('../support/soak');

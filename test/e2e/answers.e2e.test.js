@@ -1,0 +1,143 @@
+// Every row of the webhook template's answers table (docs/templates.md), through a real n8n, on each
+// n8n line the suite runs: no failure is ever answered 2xx unless the effect happened, and none is
+// left to n8n's own answer for a failed execution (n8n 1.x answers that 200 with an empty body in
+// this response mode: the provider would stop retrying and the event would be lost).
+const { randomUUID } = require('node:crypto');
+const { harness, eventId, OWNER } = require('./support/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./support/restWorkflows');
+
+const BUSINESS = 'Business Step (insert business_log)';
+const SETTLE = 'Settle (complete or mark failed)';
+
+describe('the webhook template answers every outcome itself', () => {
+	const h = harness();
+	const blocked = `e2e_answers_block_${Date.now().toString(36)}`;
+
+	beforeAll(async () => {
+		// Refuses the settling of listed keys, as a database that is down for that statement would.
+		await h.appQuery(`CREATE TABLE ${blocked} (key text PRIMARY KEY, status text NOT NULL)`);
+		await h.appQuery(`CREATE FUNCTION ${blocked}_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF EXISTS (SELECT 1 FROM ${blocked} b WHERE b.key = NEW.key AND b.status = NEW.status) THEN
+					RAISE EXCEPTION 'e2e: settling % refused', NEW.key;
+				END IF;
+				RETURN NEW;
+			END $$`);
+		await h.appQuery(`CREATE TRIGGER ${blocked} BEFORE UPDATE ON processed_events FOR EACH ROW EXECUTE FUNCTION ${blocked}_refuse()`);
+	});
+
+	afterAll(async () => {
+		await h.appQuery(`DROP TRIGGER IF EXISTS ${blocked} ON processed_events`);
+		await h.appQuery(`DROP FUNCTION IF EXISTS ${blocked}_refuse()`);
+		await h.appQuery(`DROP TABLE IF EXISTS ${blocked}`);
+	});
+
+	async function createCredential(type, data) {
+		const rest = h.rest();
+		await rest.ownerLogin(OWNER);
+		const created = await rest.call('POST', '/credentials', { name: `e2e answers ${type} ${randomUUID().slice(0, 8)}`, type, data });
+		if (created.status !== 200) throw new Error(`creating a ${type} credential failed (${created.status}): ${created.text.slice(0, 300)}`);
+		return { id: created.json.data.id, name: created.json.data.name };
+	}
+
+	/** The shipped template, published with its own webhook; `edit` changes it as a user (or a fault) would. */
+	async function publishTemplate(label, edit = () => {}) {
+		const template = readShippedTemplate('idempotent-webhook.json');
+		await edit(template);
+		const { workflow, webhookPath } = withOwnWebhook(template, label);
+		const workflowId = await publishWorkflow(h, workflow, webhookPath);
+		return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
+	}
+
+	const nodeOf = (template, name) => template.nodes.find((node) => node.name === name);
+	const businessSql = (sql) => (template) => {
+		nodeOf(template, BUSINESS).parameters = { operation: 'executeQuery', query: sql, options: { queryReplacement: '={{ [$json.idempotency.key] }}' } };
+	};
+
+	const appCredentialData = () => {
+		const app = new URL(h.state.appUrl);
+		return { host: app.hostname, port: Number(app.port), database: app.pathname.slice(1), user: decodeURIComponent(app.username), password: decodeURIComponent(app.password), ssl: 'disable' };
+	};
+
+	test('the key store unreachable → 503 not_reserved, nothing ran', async () => {
+		const unreachable = await createCredential('idempotencyPostgresApi', { ...appCredentialData(), port: 1, maxConnections: 2 });
+		const { url, workflowId } = await publishTemplate('store-down', (template) => {
+			for (const node of template.nodes) if (node.credentials?.idempotencyPostgresApi) node.credentials = { idempotencyPostgresApi: unreachable };
+		});
+		const mark = await h.executionMark();
+		const answer = await h.deliver(url, { id: eventId('store_down'), type: 'e2e.answers' });
+		expect([answer.status, answer.outcome]).toEqual([503, 'not_reserved']);
+		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+		expect(run.nodesRun).not.toContain(BUSINESS);
+	});
+
+	test('a key the node refuses (a NUL in the event id) → 503 not_reserved, nothing stored', async () => {
+		const answer = await h.deliver(h.webhookUrl, { id: 'evt_nul\u0000x', type: 'e2e.answers' });
+		expect([answer.status, answer.outcome]).toEqual([503, 'not_reserved']);
+		expect(answer.json.error).toMatch(/NUL|\\u0000|null character/i);
+	});
+
+	test('the signing secret unreadable → 503 not_verified (never Valid, never 200)', async () => {
+		const secret = await createCredential('webhookSignatureApi', { secret: h.secret });
+		const { url } = await publishTemplate('secret-unreadable', (template) => {
+			nodeOf(template, 'Webhook Signature Verify').credentials = { webhookSignatureApi: secret };
+		});
+		await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', ['U2FsdGVkX1+not+what+was+encrypted+here==', secret.id]);
+		const id = eventId('secret_unreadable');
+		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
+		expect([answer.status, answer.outcome]).toEqual([503, 'not_verified']);
+		expect((await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [`evt:${id}`])).rowCount).toBe(0);
+	});
+
+	test('a failing business step → 500 failed, the key marked failed', async () => {
+		const { url } = await publishTemplate('step-fails', businessSql("SELECT 1 / 0 WHERE $1 IS NOT NULL"));
+		const id = eventId('step_fails');
+		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
+		expect([answer.status, answer.outcome]).toEqual([500, 'failed']);
+		expect((await h.appQuery('SELECT status, last_error FROM processed_events WHERE key = $1', [`evt:${id}`])).rows).toEqual([
+			{ status: 'failed', last_error: expect.stringMatching(/division by zero/) },
+		]);
+	});
+
+	test('a failing business step whose key cannot be marked failed → 500, and the execution fails for the error workflow', async () => {
+		const { url, workflowId } = await publishTemplate('fail-unsettled', businessSql("SELECT 1 / 0 WHERE $1 IS NOT NULL"));
+		const id = eventId('fail_unsettled');
+		await h.appQuery(`INSERT INTO ${blocked} (key, status) VALUES ($1, 'failed')`, [`evt:${id}`]);
+		const mark = await h.executionMark();
+		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
+		expect([answer.status, answer.outcome]).toEqual([500, 'failed']);
+		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+		expect(run.status).toBe('error');
+		expect(run.nodesRun).toEqual(expect.arrayContaining(['Respond 500 (not marked failed)', 'Mark Failed Failed (error workflow marks it)']));
+	});
+
+	test('a successful step whose key cannot be completed → 200 completion_pending, the execution fails with the key for the error workflow', async () => {
+		const { url, workflowId } = await publishTemplate('complete-unsettled', businessSql('SELECT $1::text AS done'));
+		const id = eventId('complete_unsettled');
+		await h.appQuery(`INSERT INTO ${blocked} (key, status) VALUES ($1, 'completed')`, [`evt:${id}`]);
+		const mark = await h.executionMark();
+		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
+		expect([answer.status, answer.outcome]).toEqual([200, 'completion_pending']);
+		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+		expect(run.status).toBe('error');
+		expect(run.nodesRun).toContain('Completion Failed (error workflow completes)');
+	});
+
+	// The key was taken from this run while its step ran: the effect happened here, so the provider
+	// gets 200 (a 5xx would invite a second effect), and the execution fails so someone looks.
+	test.each([
+		['not_found', 'DELETE FROM processed_events WHERE key = $1'],
+		['not_owner', 'UPDATE processed_events SET owner_token = gen_random_uuid() WHERE key = $1'],
+		['failed', "UPDATE processed_events SET status = 'failed', locked_until = null WHERE key = $1"],
+	])('a completion refused (%s) → 200 completion_refused, never "new", and the execution fails for a look', async (reason, sql) => {
+		const { url, workflowId } = await publishTemplate(`refused-${reason}`, businessSql(sql));
+		const id = eventId(`refused_${reason}`);
+		const mark = await h.executionMark();
+		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
+		expect([answer.status, answer.outcome]).toEqual([200, 'completion_refused']);
+		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+		expect(run.status).toBe('error');
+		expect(run.runData[SETTLE][0].data.main[2][0].json.idempotency).toMatchObject({ stepSucceeded: true, applied: false, staleReason: reason });
+		expect(run.nodesRun).toContain('Completion Refused (check the key)');
+	});
+});
