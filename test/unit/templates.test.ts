@@ -326,7 +326,7 @@ describe.each([
 		expect(evaluateExpression(condition.leftValue, businessResult)).toBe(businessResult.id);
 		expect(evaluateExpression(condition.leftValue, passedThrough)).toBeUndefined();
 		// The example step returns what the check looks for.
-		expect(String(byName(webhook, businessStep).parameters.query)).toMatch(/RETURNING id$/);
+		expect(String(byName(webhook, businessStep).parameters.query)).toMatch(/RETURNING id$|\) SELECT \$1::text AS id, /);
 	});
 
 	it('only a real result of Mark Complete answers a plain 200; a passed-through input goes to Completion Failed', () => {
