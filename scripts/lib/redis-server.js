@@ -48,16 +48,21 @@ function machineFacts() {
 	};
 }
 
-/** Runs apt-get update + install quietly; returns null on success, else the tail of its output. */
+/**
+ * apt-get update, then apt-get install, quietly; returns null on success, else what failed with the
+ * tail of its output. A failed update does not stop the install: the lists already there may do.
+ */
 function aptInstallRedis({ log = () => {} } = {}) {
 	const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
 	const options = { encoding: 'utf8', env, maxBuffer: 64 * 1024 * 1024 };
 	log(`installing redis-server: apt-get update && ${APT_INSTALL.join(' ')}`);
+	const failures = [];
 	for (const args of [['update', '-qq'], APT_INSTALL.slice(1)]) {
 		const run = spawnSync('apt-get', args, options);
-		if (run.status !== 0) return `apt-get ${args.join(' ')} failed (${run.error?.message ?? `exit ${run.status}`}):\n${`${run.stdout ?? ''}${run.stderr ?? ''}`.slice(-2000)}`;
+		if (run.status !== 0) failures.push(`apt-get ${args.join(' ')} failed (${run.error?.message ?? `exit ${run.status}`}):\n${`${run.stdout ?? ''}${run.stderr ?? ''}`.slice(-2000)}`);
 	}
-	return null;
+	const installFailed = failures.some((failure) => failure.startsWith('apt-get install'));
+	return installFailed ? failures.join('\n') : null;
 }
 
 /**
