@@ -2,7 +2,8 @@
 // The whole check, as CI runs it: lint, types, build, unit + integration tests (real Postgres), and
 // the end-to-end suite (real n8n). Every step runs even when an earlier one fails, so one run shows
 // everything that is wrong; the exit code is non-zero if anything failed. Jest's results are kept
-// in .test-results/ and summed into one closing line "N passed, N failed".
+// in .test-results/ and summed into one closing line "N passed, N failed". Queue mode's redis-server
+// is checked first: installed with apt when missing and we run as root, else nothing runs.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -45,6 +46,20 @@ const steps = [
 				})),
 			]),
 ];
+
+// Queue mode needs redis-server: get it (or say how to) now, before anything runs, not at the
+// queue-mode suites' global setup an hour in.
+if (!skipE2e && topologies.includes('queue')) {
+	const { ensureRedisServer, redisServerVersion } = require('./lib/redis-server');
+	const redis = ensureRedisServer({ log: (line) => process.stdout.write(`${line}\n`) });
+	if (!redis.ok) {
+		process.stdout.write(`\n${redis.message}\n\nNothing was run.\n`);
+		fs.writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ passed: 0, failed: 1, ok: false }));
+		process.stdout.write('0 passed, 1 failed\n');
+		process.exit(1);
+	}
+	process.stdout.write(`redis-server for queue mode: ${redis.bin} (${redisServerVersion(redis.bin)})\n`);
+}
 
 const report = [];
 for (const step of steps) {

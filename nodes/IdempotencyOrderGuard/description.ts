@@ -44,7 +44,8 @@ export const orderGuardProperties: INodeProperties[] = [
 			{
 				name: 'Newer',
 				value: 'newer',
-				description: 'A version equal to the highest seen passes too (coarse timestamps, such as whole seconds)',
+				description:
+					'A version equal to the highest seen passes too: for coarse versions (whole seconds), when your write refuses an older version and decides between equal ones',
 			},
 		],
 		default: 'stale',

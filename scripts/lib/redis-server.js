@@ -7,13 +7,85 @@ const { spawnSync } = require('node:child_process');
 const { freePort } = require('./postgres-server');
 const { spawnService, sleep } = require('./processes');
 
-function findRedisServer() {
-	const candidates = [process.env.REDIS_SERVER_BIN, '/usr/bin/redis-server', '/usr/local/bin/redis-server'].filter(Boolean);
+/** The redis-server binary to run (REDIS_SERVER_BIN, the usual places, then PATH), or null. */
+function findRedisServer({ env = process.env } = {}) {
+	const candidates = [env.REDIS_SERVER_BIN, '/usr/bin/redis-server', '/usr/local/bin/redis-server'].filter(Boolean);
 	const found = candidates.find((file) => fs.existsSync(file));
 	if (found) return found;
-	const which = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
-	if (which.status === 0 && which.stdout.trim()) return which.stdout.trim();
-	throw new Error('redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server; .ci/run does this)');
+	return commandPath('redis-server', env);
+}
+
+function commandPath(name, env = process.env) {
+	const which = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8', env });
+	return which.status === 0 && which.stdout.trim() ? which.stdout.trim() : null;
+}
+
+const APT_INSTALL = ['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'redis-server'];
+
+/**
+ * What to do so that queue mode has a redis-server, decided from facts alone (so it can be tested):
+ * use the one found; install it with apt when we are root and apt is there (as .ci/run's clean
+ * machine is); otherwise stop, naming the one command the person has to type.
+ */
+function redisServerPlan({ found, isRoot, hasApt, hasSudo }) {
+	if (found) return { action: 'use', bin: found };
+	if (isRoot && hasApt) return { action: 'install' };
+	let command;
+	if (hasApt) command = hasSudo ? 'sudo apt-get update && sudo apt-get install -y redis-server' : 'apt-get update && apt-get install -y redis-server   (as root)';
+	else command = 'REDIS_SERVER_BIN=/path/to/redis-server npm run test:all   (after installing Redis 6 or newer)';
+	return {
+		action: 'stop',
+		message: `redis-server is not installed; the queue-mode end-to-end tests need it. Type:\n\n    ${command}\n\nor run without queue mode: E2E_TOPOLOGIES=single npm run test:all`,
+	};
+}
+
+function machineFacts() {
+	return {
+		found: findRedisServer(),
+		isRoot: process.getuid?.() === 0,
+		hasApt: commandPath('apt-get') !== null,
+		hasSudo: commandPath('sudo') !== null,
+	};
+}
+
+/**
+ * apt-get update, then apt-get install, quietly; returns null on success, else what failed with the
+ * tail of its output. A failed update does not stop the install: the lists already there may do.
+ */
+function aptInstallRedis({ log = () => {} } = {}) {
+	const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+	const options = { encoding: 'utf8', env, maxBuffer: 64 * 1024 * 1024 };
+	log(`installing redis-server: apt-get update && ${APT_INSTALL.join(' ')}`);
+	const failures = [];
+	for (const args of [['update', '-qq'], APT_INSTALL.slice(1)]) {
+		const run = spawnSync('apt-get', args, options);
+		if (run.status !== 0) failures.push(`apt-get ${args.join(' ')} failed (${run.error?.message ?? `exit ${run.status}`}):\n${`${run.stdout ?? ''}${run.stderr ?? ''}`.slice(-2000)}`);
+	}
+	const installFailed = failures.some((failure) => failure.startsWith('apt-get install'));
+	return installFailed ? failures.join('\n') : null;
+}
+
+/**
+ * Makes sure redis-server exists before anything runs. Returns { ok: true, bin } or
+ * { ok: false, message } with what to type; never throws for a missing Redis. `facts` and
+ * `install` are the machine's unless a test passes its own.
+ */
+function ensureRedisServer({ log = () => {}, facts = machineFacts, install = aptInstallRedis } = {}) {
+	const plan = redisServerPlan(facts());
+	if (plan.action === 'use') return { ok: true, bin: plan.bin };
+	if (plan.action === 'stop') return { ok: false, message: plan.message };
+	const failure = install({ log });
+	const bin = facts().found;
+	if (bin) return { ok: true, bin };
+	return {
+		ok: false,
+		message: `could not install redis-server with apt${failure ? `: ${failure}` : ' (it installed, but no redis-server is on PATH)'}\nFix apt, then type: apt-get update && apt-get install -y redis-server`,
+	};
+}
+
+function redisServerVersion(bin) {
+	const run = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+	return run.status === 0 ? run.stdout.trim() : `unknown version (${bin} --version failed)`;
 }
 
 /** PING over a plain socket: true once Redis answers +PONG. */
@@ -36,6 +108,10 @@ async function startRedis({ dir, log = () => {} }) {
 	fs.mkdirSync(dir, { recursive: true });
 	const port = await freePort();
 	const bin = findRedisServer();
+	if (!bin) {
+		const plan = redisServerPlan(machineFacts());
+		throw new Error(plan.action === 'stop' ? plan.message : 'redis-server is not installed; npm run test:all installs it with apt (it runs as root here)');
+	}
 	const service = spawnService({
 		name: 'redis',
 		command: bin,
@@ -54,4 +130,4 @@ async function startRedis({ dir, log = () => {} }) {
 	return { host: '127.0.0.1', port, pid: service.pid, stop: () => service.stop({ graceMs: 5000 }) };
 }
 
-module.exports = { startRedis };
+module.exports = { startRedis, ensureRedisServer, redisServerPlan, findRedisServer, redisServerVersion };

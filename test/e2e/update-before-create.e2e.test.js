@@ -2,9 +2,13 @@
 // something goes wrong after or inside the guard: nothing is lost, and the key stays failed with
 // its error and payload (replayable) until the provider's retry is processed. When the upsert
 // happened but its completion cannot be stored, the provider is answered 200 and the error-workflow
-// template completes the key: nothing is done twice. (An update that arrives before its create,
-// seed 002's test, is the production checklist's test 4, checklist.e2e.test.js.)
-const { harness, outputTaken, eventId } = require('./support/harness');
+// template completes the key: nothing is done twice. Two versions of one customer delivered at the
+// same time, in rounds and in every order (also two events of one second), always leave the newest
+// state: the guard's mark commits before the upsert, so the upsert itself refuses an older version.
+// (An update that arrives before its create, seed 002's test, is the production checklist's test 4,
+// checklist.e2e.test.js.)
+const { Client } = require('pg');
+const { harness, outputTaken, outputItem, eventId } = require('./support/harness');
 const { expectErrorWorkflowCompletedKey } = require('./support/outcome');
 const { publishOrderedWebhook } = require('./support/restWorkflows');
 
@@ -15,6 +19,12 @@ const COMPLETION_FAILED = 'Completion Failed (error workflow completes)';
 // Like a database that refuses writes: a trigger rejects the completion of the keys in this table,
 // and counts each attempt in a sequence (nextval is not undone by the rollback).
 const BLOCKED = 'e2e_ordered_block_complete';
+// Holds a chosen delivery's upsert after it passed the guard: a trigger on customers waits for an
+// advisory lock the test holds, for rows whose email is at this domain. It holds no row lock while
+// it waits (a BEFORE INSERT trigger runs before ON CONFLICT looks for the row).
+const HELD = 'e2e_ordered_hold_write';
+const HELD_DOMAIN = '@held.example';
+const HOLD_LOCK = 720_001;
 
 describe('ordered-webhook template: failures around the Order Guard', () => {
 	const h = harness();
@@ -37,6 +47,14 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 			END $$`);
 		await h.appQuery(`DROP TRIGGER IF EXISTS ${BLOCKED} ON processed_events`);
 		await h.appQuery(`CREATE TRIGGER ${BLOCKED} BEFORE UPDATE ON processed_events FOR EACH ROW EXECUTE FUNCTION ${BLOCKED}()`);
+		await h.appQuery(`CREATE OR REPLACE FUNCTION ${HELD}() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				PERFORM pg_advisory_lock_shared(${HOLD_LOCK});
+				PERFORM pg_advisory_unlock_shared(${HOLD_LOCK});
+				RETURN NEW;
+			END $$`);
+		await h.appQuery(`DROP TRIGGER IF EXISTS ${HELD} ON customers`);
+		await h.appQuery(`CREATE TRIGGER ${HELD} BEFORE INSERT ON customers FOR EACH ROW WHEN (NEW.email LIKE '%${HELD_DOMAIN}') EXECUTE FUNCTION ${HELD}()`);
 	});
 
 	afterAll(async () => {
@@ -45,6 +63,115 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		await h.appQuery(`DROP FUNCTION IF EXISTS ${BLOCKED}()`);
 		await h.appQuery(`DROP TABLE IF EXISTS ${BLOCKED}`);
 		await h.appQuery(`DROP SEQUENCE IF EXISTS ${BLOCKED}_attempts`);
+		await h.appQuery(`DROP TRIGGER IF EXISTS ${HELD} ON customers`);
+		await h.appQuery(`DROP FUNCTION IF EXISTS ${HELD}()`);
+	});
+
+	const customerEvent = (customer, type, created, email) => ({ id: eventId(type.replace('.', '_')), type, created, data: { object: { id: customer, object: 'customer', email } } });
+	const customerRow = async (customer) => (await h.appQuery('SELECT email, version::text AS version FROM customers WHERE id = $1', [customer])).rows;
+	const markOf = async (customer) =>
+		(await h.appQuery('SELECT version::text AS version FROM object_versions WHERE object_key = $1', [`stripe:customer:${customer}`])).rows[0]?.version;
+	async function until(condition, what, timeoutMs = 60000) {
+		const deadline = Date.now() + timeoutMs;
+		while (!(await condition())) {
+			if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+			await new Promise((resolve) => setTimeout(resolve, 25));
+		}
+	}
+
+	/**
+	 * The race as it happens in production, forced: `held` passes the guard first and its upsert then
+	 * waits; `late` passes the guard and writes; then `held` writes. Returns both answers.
+	 */
+	async function heldWhileOtherWrites(held, late) {
+		const customer = held.data.object.id;
+		const lock = new Client({ connectionString: h.state.appUrl });
+		await lock.connect();
+		try {
+			await lock.query('SELECT pg_advisory_lock($1)', [HOLD_LOCK]);
+			const first = h.deliver(url, held);
+			first.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
+			await until(async () => (await markOf(customer)) === String(held.created), `${held.type} to pass the guard`);
+			const second = await h.deliver(url, late);
+			await lock.query('SELECT pg_advisory_unlock($1)', [HOLD_LOCK]);
+			return [await first, second];
+		} finally {
+			await lock.end();
+		}
+	}
+
+	test.each([
+		['created (100) held, updated (101) writes first', 0, 1, true],
+		['one second: created held, updated writes first', 0, 0, true],
+		['one second: updated held, created writes first', 0, 0, false],
+	])('the upsert refuses an older version that passed the guard earlier: %s → the row holds the update, both answered 200', async (_name, createdAt, updatedAt, createIsHeld) => {
+		const customer = `cus_${eventId('held').slice(8)}`;
+		const at = Math.floor(Date.now() / 1000);
+		const held = (email) => email.replace('@example.com', HELD_DOMAIN);
+		const create = customerEvent(customer, 'customer.created', at + createdAt, createIsHeld ? held('old@example.com') : 'old@example.com');
+		const update = customerEvent(customer, 'customer.updated', at + updatedAt, createIsHeld ? 'new@example.com' : held('new@example.com'));
+		const mark = await h.executionMark();
+
+		const [heldAnswer, lateAnswer] = createIsHeld ? await heldWhileOtherWrites(create, update) : await heldWhileOtherWrites(update, create);
+		expect(await customerRow(customer)).toEqual([{ email: update.data.object.email, version: String(at + updatedAt) }]);
+		expect([heldAnswer.status, lateAnswer.status]).toEqual([200, 200]);
+
+		// Both passed the guard (the held one first); the held upsert ran after the other one.
+		const runs = await h.waitForExecutions(workflowId, mark, 2);
+		expect(runs.map((run) => outputTaken(run, GUARD))).toEqual([0, 0]);
+		const applied = runs.map((run) => outputItem(run, BUSINESS)?.applied);
+		// The held write ran last: a create is refused; a same-second update replaces the create.
+		expect(applied).toEqual(createIsHeld ? [false, true] : [true, true]);
+		const keys = await h.appQuery('SELECT status FROM processed_events WHERE key = ANY($1)', [[`evt:${create.id}`, `evt:${update.id}`]]);
+		expect(keys.rows.map((row) => row.status)).toEqual(['completed', 'completed']);
+	});
+
+	test('two updates in one second, one after the other: the later one is applied, not dropped as Stale', async () => {
+		const customer = `cus_${eventId('tie').slice(8)}`;
+		const at = Math.floor(Date.now() / 1000);
+		for (const email of ['first@example.com', 'second@example.com']) {
+			const answer = await h.deliver(url, customerEvent(customer, 'customer.updated', at, email));
+			expect([answer.status, answer.outcome]).toEqual([200, 'new']);
+		}
+		expect(await customerRow(customer)).toEqual([{ email: 'second@example.com', version: String(at) }]);
+	});
+
+	test('rounds of two deliveries at once (older/newer and one second, both orders of sending): the row always ends at the update', async () => {
+		const rounds = Number(process.env.E2E_ORDERED_ROUNDS ?? 10);
+		const at = Math.floor(Date.now() / 1000) - 600;
+		const pairs = [];
+		for (let round = 0; round < rounds; round++) {
+			for (const [kind, gap] of [['older/newer', 1], ['one second', 0]]) {
+				for (const updateFirst of [false, true]) pairs.push({ round, kind, gap, updateFirst });
+			}
+		}
+		const results = [];
+		// One round's four pairs at once; each pair's two deliveries at once, the second sent a few ms later.
+		for (let round = 0; round < rounds; round++) {
+			const batch = pairs.filter((pair) => pair.round === round);
+			results.push(
+				...(await Promise.all(
+					batch.map(async (pair) => {
+						const customer = `cus_${eventId('pair').slice(8)}`;
+						const create = customerEvent(customer, 'customer.created', at + round, `created-${round}@example.com`);
+						const update = customerEvent(customer, 'customer.updated', at + round + pair.gap, `updated-${round}@example.com`);
+						const [first, second] = pair.updateFirst ? [update, create] : [create, update];
+						const sending = h.deliver(url, first);
+						await new Promise((resolve) => setTimeout(resolve, (round % 3) * 5));
+						const answers = await Promise.all([sending, h.deliver(url, second)]);
+						return { ...pair, customer, update, answers, row: await customerRow(customer), mark: await markOf(customer) };
+					}),
+				)),
+			);
+		}
+		const wrong = results.filter(
+			(r) =>
+				r.answers.some((answer) => answer.status !== 200) ||
+				JSON.stringify(r.row) !== JSON.stringify([{ email: r.update.data.object.email, version: String(r.update.created) }]) ||
+				r.mark !== String(r.update.created),
+		);
+		expect(wrong.map(({ kind, round, updateFirst, answers, row, mark }) => ({ kind, round, updateFirst, answers: answers.map((a) => `${a.status} ${a.outcome}`), row, mark }))).toEqual([]);
+		expect(results).toHaveLength(rounds * 4);
 	});
 
 	test('the event that set a version, retried after its business step failed, passes the guard again (nothing is lost)', async () => {

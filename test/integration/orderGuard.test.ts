@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
 import type { INodeExecutionData } from 'n8n-workflow';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 
 import { OrderGuard } from '../../lib/order/orderGuard';
 import { closeAllPools } from '../../lib/postgres/pool';
@@ -209,5 +212,138 @@ describe('Idempotency Order Guard: one object from many processes at once', () =
 		expect(Math.max(...newerByVersion.values())).toBe(1);
 		expect(newerByVersion.get('100')).toBe(1);
 		expect(await markOf('race:customer')).toEqual({ version: '100', stale_count: 200 - newerByVersion.size });
+	});
+});
+
+// The shipped ordered template's guard setting and business step, run as the template runs them:
+// the guard's mark commits in its own statement, the upsert later in another. Two Newer events can
+// therefore write in either order, and the write itself must refuse an older version.
+describe('the ordered template: the write refuses what the guard let through earlier', () => {
+	type Node = { name: string; parameters: Record<string, unknown> & { options?: Record<string, unknown> } };
+	const template = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'templates', 'ordered-webhook.json'), 'utf8')) as { nodes: Node[] };
+	const guardNode = template.nodes.find((node) => node.name === 'Idempotency Order Guard')!;
+	const upsertNode = template.nodes.find((node) => node.name === 'Business Step (upsert customer)')!;
+	/** The template's Query Parameters expression, evaluated as n8n evaluates it for this `$json`. */
+	const upsertValues = (json: unknown) =>
+		// eslint-disable-next-line @typescript-eslint/no-implied-eval
+		new Function('$json', `return (${String(upsertNode.parameters.options!.queryReplacement).replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json) as unknown[];
+
+	let customer = 0;
+	const freshCustomer = () => `cus_tpl_${++customer}`;
+	const event = (customerId: string, id: string, type: string, created: number, email: string) =>
+		webhookItem({ id, type, created, data: { object: { id: customerId, object: 'customer', email } } });
+
+	/** The guard with the template's Object Key, Version and Equal Version Is; Event Key = the event id (Reserve's key). */
+	async function guard(item: INodeExecutionData): Promise<'newer' | 'stale'> {
+		const body = item.json.body as { id: string };
+		const [newer, stale] = await runOrderGuard(
+			{ ...parametersFor([item]), equalVersion: guardNode.parameters.equalVersion as string, eventKey: body.id },
+			{ items: [item] },
+		);
+		expect(newer.length + stale.length).toBe(1);
+		return newer.length === 1 ? 'newer' : 'stale';
+	}
+
+	/** The template's business query with its parameters, on a client whose search_path is the test schema. */
+	async function write(item: INodeExecutionData, client?: PoolClient): Promise<{ id: string; applied: boolean }> {
+		const own = client ?? (await pool.connect());
+		try {
+			if (!client) await own.query(`set search_path to ${schema}`);
+			const { rows } = await own.query(String(upsertNode.parameters.query), upsertValues(item.json));
+			expect(rows).toHaveLength(1); // Business Step Succeeded? reads its id: every run that wrote or refused answers 200
+			return rows[0];
+		} finally {
+			if (!client) own.release();
+		}
+	}
+
+	const stateOf = async (customerId: string) => (await pool.query(`select email, version::text as version from ${schema}.customers where id = $1`, [customerId])).rows;
+
+	it('passes the event type as the upsert\'s fourth parameter (a create never replaces a same-second state)', () => {
+		expect(String(upsertNode.parameters.query)).toMatch(/\$4/);
+		expect(upsertValues(event('cus_x', 'evt_x', 'customer.updated', 1, 'a@example.com').json)).toEqual(['cus_x', 'a@example.com', 1, 'customer.updated']);
+	});
+
+	it('the race of two Newer events: the guard passes 100 then 101, the 101 write commits first; the row keeps 101 and the late write reports applied: false', async () => {
+		const id = freshCustomer();
+		const create = event(id, 'evt_c1', 'customer.created', 1_796_033_700, 'old@example.com');
+		const update = event(id, 'evt_u1', 'customer.updated', 1_796_033_701, 'new@example.com');
+		expect([await guard(create), await guard(update)]).toEqual(['newer', 'newer']);
+		const written = [await write(update), await write(create)];
+		expect(await stateOf(id)).toEqual([{ email: 'new@example.com', version: '1796033701' }]);
+		expect(written).toEqual([
+			{ id, applied: true },
+			{ id, applied: false },
+		]);
+	});
+
+	it('an older write blocked on the newer one\'s uncommitted row lock refuses once that commits', async () => {
+		const id = freshCustomer();
+		const older = event(id, 'evt_o2', 'customer.updated', 1_796_033_700, 'older@example.com');
+		const newer = event(id, 'evt_n2', 'customer.updated', 1_796_033_760, 'newer@example.com');
+		expect(await write(older)).toEqual({ id, applied: true }); // a row exists: both writes conflict on it
+		const [first, second] = [await pool.connect(), await pool.connect()];
+		try {
+			for (const client of [first, second]) await client.query(`set search_path to ${schema}`);
+			await first.query('begin');
+			expect(await write(newer, first)).toEqual({ id, applied: true });
+			const blocked = write(older, second); // waits for first's row lock
+			await new Promise((resolve) => setTimeout(resolve, 200));
+			await first.query('commit');
+			const late = await blocked;
+			expect(await stateOf(id)).toEqual([{ email: 'newer@example.com', version: '1796033760' }]);
+			expect(late).toEqual({ id, applied: false });
+		} finally {
+			first.release();
+			second.release();
+		}
+	});
+
+	// Stripe's `created` has whole seconds: a create and an update of one customer often share it.
+	describe('equal versions (one second)', () => {
+		const at = 1_796_040_000;
+		const pair = (id: string) => ({
+			create: event(id, `evt_c_${id}`, 'customer.created', at, 'created@example.com'),
+			update: event(id, `evt_u_${id}`, 'customer.updated', at, 'updated@example.com'),
+		});
+
+		it.each([
+			['create then update, one after the other', ['guard create', 'write create', 'guard update', 'write update']],
+			['update then create, one after the other', ['guard update', 'write update', 'guard create', 'write create']],
+			['both pass the guard, the update writes first', ['guard create', 'guard update', 'write update', 'write create']],
+			['both pass the guard, the create writes first', ['guard update', 'guard create', 'write create', 'write update']],
+		])('%s: the row holds the update', async (_name, steps) => {
+			const id = freshCustomer();
+			const events = pair(id);
+			const passed = new Set<string>();
+			for (const step of steps) {
+				const [action, which] = step.split(' ') as ['guard' | 'write', 'create' | 'update'];
+				if (action === 'guard') {
+					if ((await guard(events[which])) === 'newer') passed.add(which);
+				} else if (passed.has(which)) {
+					await write(events[which]);
+				}
+			}
+			expect(await stateOf(id)).toEqual([{ email: 'updated@example.com', version: String(at) }]);
+		});
+
+		it('two updates in one second, one after the other: the later one stays (no lost update)', async () => {
+			const id = freshCustomer();
+			const first = event(id, 'evt_u_a', 'customer.updated', at, 'first@example.com');
+			const second = event(id, 'evt_u_b', 'customer.updated', at, 'second@example.com');
+			for (const delivery of [first, second]) if ((await guard(delivery)) === 'newer') await write(delivery);
+			expect(await stateOf(id)).toEqual([{ email: 'second@example.com', version: String(at) }]);
+		});
+
+		it('the same event retried writes the same state again; an older second is still Stale at the guard', async () => {
+			const id = freshCustomer();
+			const update = event(id, 'evt_u_r', 'customer.updated', at, 'same@example.com');
+			for (let attempt = 0; attempt < 2; attempt++) {
+				expect(await guard(update)).toBe('newer');
+				expect((await write(update)).id).toBe(id);
+			}
+			expect(await guard(event(id, 'evt_old', 'customer.updated', at - 1, 'older@example.com'))).toBe('stale');
+			expect(await stateOf(id)).toEqual([{ email: 'same@example.com', version: String(at) }]);
+		});
 	});
 });
