@@ -93,7 +93,7 @@ export const keyProperties: INodeProperties[] = [
 				value: 'settle',
 				action: 'Settle a reservation after the business step',
 				description:
-					"Connected beside the business step, below it: completes the key if n8n ran the step without error, marks it failed if not, whatever the step returned",
+					'Beside the business step, below it: completes the key if n8n ran the step without error (any output), else marks it failed',
 			},
 		],
 		default: 'release',
