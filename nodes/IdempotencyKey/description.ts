@@ -93,7 +93,7 @@ export const keyProperties: INodeProperties[] = [
 				value: 'settle',
 				action: 'Settle a reservation after the business step',
 				description:
-					'Beside the business step, below it: completes the key if n8n ran the step without error (any output), else marks it failed',
+					'Beside the business step, below it: completes the key if n8n ran the step without error (any output), else fails it',
 			},
 		],
 		default: 'release',
