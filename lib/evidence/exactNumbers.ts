@@ -152,11 +152,13 @@ export type ExactPayloadSource =
 	| { kind: 'beyondNumeric'; token: string }
 	/** The payload's numbers alone pass `maxBytes`: over the cap, whatever the rest. */
 	| { kind: 'overCap'; bytes: number }
+	/** The body's text holds the placeholder's random part (one chance in 2^128): not stored rather than risk a wrong number. */
+	| { kind: 'placeholderClash' }
 	/**
 	 * The raw body's value with each inexact number as a placeholder string; `restore` turns the
-	 * placeholders in its JSON text back into the exact numbers (undefined if it cannot be sure).
+	 * placeholders in its JSON text back into the exact numbers.
 	 */
-	| { kind: 'exact'; value: unknown; restore: (json: string) => string | undefined };
+	| { kind: 'exact'; value: unknown; restore: (json: string) => string };
 
 const FATAL_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -199,19 +201,13 @@ export function exactPayloadSource(body: unknown, rawBody: Buffer, maxBytes: num
 		if (plainBytes > maxBytes) return { kind: 'overCap', bytes: plainBytes };
 		plain.push(decimal);
 	}
-	const placeholder = (index: number) => `exact-number:${nonce}:${index}`;
+	// Every string of the body appears in its JSON text (the nonce needs no escaping), so a body
+	// without the nonce there has no string a placeholder could be mistaken for.
+	if (JSON.stringify(parsed).includes(nonce)) return { kind: 'placeholderClash' };
 	let index = 0;
-	const value: unknown = JSON.parse(replaceTokens(text, inexact, () => `"${placeholder(index++)}"`));
+	const value: unknown = JSON.parse(replaceTokens(text, inexact, () => `"exact-number:${nonce}:${index++}"`));
 	const placeholders = new RegExp(`"exact-number:${nonce}:([0-9]+)"`, 'g');
-	return {
-		kind: 'exact',
-		value,
-		restore: (json) => {
-			const restored = json.replace(placeholders, (_match, position: string) => plain[Number(position)]);
-			// Only a body that held the nonce itself (one chance in 2^128) leaves it behind.
-			return restored.includes(nonce) ? undefined : restored;
-		},
-	};
+	return { kind: 'exact', value, restore: (json) => json.replace(placeholders, (_match, position: string) => plain[Number(position)]) };
 }
 
 function replaceTokens(text: string, numbers: InexactNumber[], replacement: (number: InexactNumber) => string): string {

@@ -114,17 +114,13 @@ export function storablePayload(payload: unknown, maxBytes: number, rawBody?: Bu
 		};
 	}
 	if (source.kind === 'overCap') return overCap(source.bytes, maxBytes, 'at least ');
+	if (source.kind === 'placeholderClash') {
+		return { json: null, bytes: null, notStoredReason: 'The payload was not stored: its exact numbers could not be put back into it. The key was reserved without it.', warnings: [] };
+	}
 	const stored = storableJson(source.kind === 'exact' ? source.value : payload);
 	if (stored.json === null) return { json: null, bytes: null, notStoredReason: `The payload was not stored: ${stored.reason}.`, warnings: [] };
-	let { json, bytes } = stored;
-	if (source.kind === 'exact') {
-		const restored = source.restore(json);
-		if (restored === undefined) {
-			return { json: null, bytes: null, notStoredReason: 'The payload was not stored: its exact numbers could not be put back into it. The key was reserved without it.', warnings: [] };
-		}
-		json = restored;
-		bytes = Buffer.byteLength(json, 'utf8');
-	}
+	const json = source.kind === 'exact' ? source.restore(stored.json) : stored.json;
+	const bytes = source.kind === 'exact' ? Buffer.byteLength(json, 'utf8') : stored.bytes;
 	if (bytes > maxBytes) return overCap(bytes, maxBytes);
 	const warnings = repairWarnings('stored payload', stored);
 	if (source.kind === 'bodyChanged') {
