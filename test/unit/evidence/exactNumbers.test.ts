@@ -1,3 +1,5 @@
+import crypto from 'node:crypto';
+
 import {
 	exactPayloadSource,
 	inexactNumbers,
@@ -99,6 +101,21 @@ describe('exactPayloadSource and storablePayload with a raw body', () => {
 		const escaped = `{"trap":"exact-number:\\u0066eedface:0","amount":${BIG}}`;
 		expect(exactPayloadSource(JSON.parse(escaped), rawOf(escaped), 1024, 'feedface')).toEqual({ kind: 'placeholderClash' });
 		expect(exactPayloadSource(JSON.parse(raw), rawOf(raw), 1024, 'cafe').kind).toBe('exact');
+	});
+
+	it('storablePayload: such a body is not stored, with the reason, rather than risk a wrong number', () => {
+		const random = jest.spyOn(crypto, 'randomBytes').mockImplementation(() => Buffer.from('feedface', 'hex'));
+		try {
+			const raw = `{"trap":"exact-number:feedface:0","amount":${BIG}}`;
+			expect(storablePayload(JSON.parse(raw), 1024, rawOf(raw))).toEqual({
+				json: null,
+				bytes: null,
+				notStoredReason: 'The payload was not stored: its exact numbers could not be put back into it. The key was reserved without it.',
+				warnings: [],
+			});
+		} finally {
+			random.mockRestore();
+		}
 	});
 
 	it('the numbers alone over the cap: over the cap, with their size as a lower bound', () => {
