@@ -71,6 +71,11 @@ export function defaultSource(key: KeyConfig): string | undefined {
 export interface EvidenceInput {
 	/** What the key was derived from: the webhook item's body, or the whole item when it is not a webhook item. */
 	payload: unknown;
+	/**
+	 * The request's exact bytes, for a webhook item with the Webhook node's Raw Body on: numbers
+	 * JavaScript rounds are stored with their exact digits from it (see storablePayload).
+	 */
+	rawBody?: Buffer;
 	headers?: Record<string, unknown>;
 	executionId: string;
 	/** defaultSource of the item's key settings. */
@@ -94,7 +99,7 @@ export function replayEvidence(config: EvidenceConfig, input: EvidenceInput): { 
 	const evidence: ReplayEvidence = { payloadJson: null, payloadBytes: null, source: null, correlationId: null };
 
 	if (config.storePayload) {
-		const payload = storablePayload(input.payload, config.maxPayloadKb * 1024);
+		const payload = storablePayload(input.payload, config.maxPayloadKb * 1024, input.rawBody);
 		evidence.payloadJson = payload.json;
 		evidence.payloadBytes = payload.bytes;
 		report.payloadStored = payload.json !== null;

@@ -1,3 +1,5 @@
+import { exactPayloadSource, type ExactPayloadSource } from '../evidence/exactNumbers';
+
 /**
  * What Postgres refuses inside a settle statement — a NUL character (22P05 in jsonb, 22021 in
  * text), a lone UTF-16 surrogate (22P02 in jsonb; silently turned into U+FFFD in text) — and
@@ -97,20 +99,46 @@ export interface StorablePayload {
 /**
  * Reserve's payload (replay evidence) as JSON text Postgres accepts, or not stored — never a
  * reason to leave a key unreserved: over `maxBytes` or without a JSON form it is dropped and the
- * reason given; repaired text is stored with a warning.
+ * reason given; repaired text is stored with a warning. With the request's raw body, numbers
+ * JavaScript rounds (integers beyond 2^53, …) are stored with the digits the sender wrote (see
+ * exactPayloadSource); a payload that cannot be stored exactly is not stored.
  */
-export function storablePayload(payload: unknown, maxBytes: number): StorablePayload {
-	const stored = storableJson(payload);
-	if (stored.json === null) return { json: null, bytes: null, notStoredReason: `The payload was not stored: ${stored.reason}.`, warnings: [] };
-	if (stored.bytes > maxBytes) {
+export function storablePayload(payload: unknown, maxBytes: number, rawBody?: Buffer): StorablePayload {
+	const source: ExactPayloadSource = rawBody ? exactPayloadSource(payload, rawBody, maxBytes) : { kind: 'body' };
+	if (source.kind === 'beyondNumeric') {
 		return {
 			json: null,
-			bytes: stored.bytes,
-			notStoredReason: `The payload was not stored: it is ${stored.bytes} bytes of JSON, over the ${maxBytes}-byte limit (Max Payload Size). The key was reserved without it.`,
+			bytes: null,
+			notStoredReason: `The payload was not stored: its number ${JSON.stringify(source.token.slice(0, 40))} has more digits than Postgres numeric holds, so it cannot be stored exactly. The key was reserved without it.`,
 			warnings: [],
 		};
 	}
-	return { json: stored.json, bytes: stored.bytes, warnings: repairWarnings('stored payload', stored) };
+	if (source.kind === 'overCap') return overCap(source.bytes, maxBytes, 'at least ');
+	if (source.kind === 'placeholderClash') {
+		return { json: null, bytes: null, notStoredReason: 'The payload was not stored: its exact numbers could not be put back into it. The key was reserved without it.', warnings: [] };
+	}
+	const stored = storableJson(source.kind === 'exact' ? source.value : payload);
+	if (stored.json === null) return { json: null, bytes: null, notStoredReason: `The payload was not stored: ${stored.reason}.`, warnings: [] };
+	const json = source.kind === 'exact' ? source.restore(stored.json) : stored.json;
+	const bytes = source.kind === 'exact' ? Buffer.byteLength(json, 'utf8') : stored.bytes;
+	if (bytes > maxBytes) return overCap(bytes, maxBytes);
+	const warnings = repairWarnings('stored payload', stored);
+	if (source.kind === 'bodyChanged') {
+		warnings.push(
+			"The stored payload's numbers beyond JavaScript's precision (such as integers over 2^53) are rounded: the item's body is no longer the raw request body's JSON (a node before this one changed it), so they could not be taken from the raw body.",
+		);
+	}
+	return { json, bytes, warnings };
+}
+
+/** Not stored for its size; `atLeast` when only part of the payload was measured (its numbers). */
+function overCap(bytes: number, maxBytes: number, atLeast = ''): StorablePayload {
+	return {
+		json: null,
+		bytes,
+		notStoredReason: `The payload was not stored: it is ${atLeast}${bytes} bytes of JSON, over the ${maxBytes}-byte limit (Max Payload Size). The key was reserved without it.`,
+		warnings: [],
+	};
 }
 
 function repairWarnings(what: string, stored: { repairedText: boolean; bigIntToText: boolean }): string[] {

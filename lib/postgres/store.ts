@@ -7,6 +7,7 @@ import { tableRef, type TableRef } from '../identifiers';
 import { classifyPostgresError, connectionFailureReason, type Operation } from './classifyError';
 import { onceReady } from './onceReady';
 import { namesStatements, preparedStatementFailure, sendUnnamed, statementName } from './preparedStatements';
+import { parseWithExactNumbers } from '../evidence/exactNumbers';
 import { assertStoredKeyText } from '../keys/exactText';
 import { storableErrorMessage, storableResponse, storableText } from './storableValues';
 import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
@@ -239,7 +240,7 @@ export class IdempotencyStore {
 					key,
 					ownerToken: row.owner_token as string,
 					record,
-					payload: row.payload ?? null,
+					payload: storedPayload(row),
 					payloadStored: Boolean(row.payload_stored),
 					source: row.source ?? null,
 					correlationId: row.correlation_id ?? null,
@@ -660,11 +661,19 @@ function validateListOptions(options: ListKeysOptions): void {
 	}
 }
 
+/**
+ * The stored payload (read as text by the statements), its numbers JavaScript would round given as
+ * strings of their exact digits; null when none is stored.
+ */
+function storedPayload(row: QueryResultRow): unknown {
+	return typeof row.payload === 'string' ? parseWithExactNumbers(row.payload) : null;
+}
+
 function toStoredKey(row: QueryResultRow): StoredKey {
 	return {
 		...toRecord(row),
 		retentionEnded: Boolean(row.retention_ended),
-		payload: row.payload ?? null,
+		payload: storedPayload(row),
 		payloadStored: Boolean(row.payload_stored),
 		payloadBytes: row.payload_bytes ?? null,
 		source: row.source ?? null,

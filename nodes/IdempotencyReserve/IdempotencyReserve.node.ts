@@ -96,8 +96,10 @@ export class IdempotencyReserve implements INodeType {
 				const derived = deriveKey(input, settings.key);
 				const payloadHash = settings.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
 				// The payload stored is what the key was derived from: the webhook body, or the whole item.
+				// Only a webhook item's raw body is its body's bytes (headers are there only for one).
 				const { evidence, report } = replayEvidence(settings.evidence, {
 					payload: input.body,
+					rawBody: input.headers ? input.rawBody : undefined,
 					headers: input.headers,
 					executionId: this.getExecutionId(),
 					derivedSource: defaultSource(settings.key),

@@ -55,14 +55,15 @@ claimed as (
 )
 -- Every sub-statement sees the same snapshot: claimed rows come from the update's answer, the
 -- others from the locked versions. Another run's owner token is never returned.
+-- The payload comes as text, as in get_keys.sql: its numbers are read exactly from it.
 select key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
        execution_id, workflow_id, key_source, response, completed_at, last_error,
-       payload, payload is not null as payload_stored, source, correlation_id, owner_token, true as claimed, true as lease_active
+       payload::text as payload, payload is not null as payload_stored, source, correlation_id, owner_token, true as claimed, true as lease_active
 from claimed
 union all
 select key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
        execution_id, workflow_id, key_source, response, completed_at, last_error,
-       payload, payload is not null, source, correlation_id,
+       payload::text, payload is not null, source, correlation_id,
        case when ours then b.owner_token end, coalesce(ours, false), coalesce(locked_until > now(), false)
 from current as k
 join batch as b using (key)

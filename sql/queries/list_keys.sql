@@ -11,9 +11,10 @@
 -- always comes), and page_rows (how many keys the limit gave) tells the caller there is more.
 -- Sizes come from payload_bytes and the response's text, so the large values are only detoasted
 -- for the keys sent.
+-- The payload comes as text, as in get_keys.sql: its numbers are read exactly from it.
 select key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
        execution_id, workflow_id, key_source, response, completed_at, last_error,
-       payload, payload_stored, payload_bytes, source, correlation_id, lease_active, retention_ended, page_rows
+       payload::text as payload, payload_stored, payload_bytes, source, correlation_id, lease_active, retention_ended, page_rows
 from (
   select page.*,
          sum(row_bytes) over (order by key rows between unbounded preceding and current row) as bytes_through,
