@@ -5,7 +5,16 @@ import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
+import {
+	CREDENTIAL_DOWN,
+	CREDENTIAL_UP,
+	engineWithUpAndDownCredentials,
+	inProcessWorkflow,
+	packageNode,
+	runWorkflowExecution,
+	type EngineBase,
+	type OnErrorSetting,
+} from '../support/n8nEngine';
 
 /*
  * "Settle After Business Step" through n8n-core's own engine and a real Postgres: the business step
@@ -55,9 +64,7 @@ interface Options {
 	executionOrder?: 'v0' | 'v1';
 }
 
-function node(name: string, type: string, parameters: INodeParameters = {}, extra: Partial<INode> = {}): INode {
-	return { id: name, name, type: `${PACKAGE}.${type}`, typeVersion: 1, position: [0, 0], parameters, ...extra };
-}
+const node = packageNode;
 
 const link = (...names: string[]) => names.map((name) => ({ node: name, type: NodeConnectionTypes.Main, index: 0 }));
 
@@ -89,18 +96,8 @@ function workflow(options: Options): IWorkflowBase {
 		}
 	};
 	options.steps.forEach((step, index) => add(step, index * 10));
-	return {
-		id: 'wf-settle',
-		name: 'Settle after the business step',
-		active: false,
-		activeVersionId: null,
-		isArchived: false,
-		createdAt: new Date(),
-		updatedAt: new Date(),
-		nodes,
-		connections,
-		settings: { executionOrder: options.executionOrder ?? 'v1' },
-	};
+	const workflowData = inProcessWorkflow('wf-settle', nodes, connections);
+	return { ...workflowData, settings: { executionOrder: options.executionOrder ?? 'v1' } };
 }
 
 let executions = 0;
@@ -151,6 +148,11 @@ describe('Settle After Business Step completes the key whenever n8n ran the step
 describe('Settle After Business Step marks the key failed whenever the step failed, and the retry runs it again', () => {
 	it.each<[string, StepNode, RegExp]>([
 		['fails through its error output', { name: 'Failing Step', type: 'testFailingStep', parameters: { shape: 'code', message: 'constraint refused' } }, /Failing Step: .*constraint refused/],
+		[
+			'fails like the Postgres node (its text in `message`, beside an error object without one; no paired item)',
+			{ name: 'Postgres Step', type: 'testFailingStep', parameters: { shape: 'postgres', message: 'violates check constraint' } },
+			/Postgres Step: violates check constraint/,
+		],
 		[
 			'fails as a whole before it runs (its input passed on through the success output)',
 			{ name: 'Throwing Step', type: 'testThrowingStep' },
