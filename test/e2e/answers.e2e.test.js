@@ -89,6 +89,20 @@ describe('the webhook template answers every outcome itself', () => {
 		expect((await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [`evt:${id}`])).rowCount).toBe(0);
 	});
 
+	test('a wiring Settle could not judge (the business step stops the workflow on error) → 503 not_reserved with the fix, nothing ran', async () => {
+		const { url, workflowId } = await publishTemplate('unsafe-wiring', (template) => {
+			delete nodeOf(template, BUSINESS).onError;
+		});
+		const id = eventId('unsafe_wiring');
+		const mark = await h.executionMark();
+		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
+		expect([answer.status, answer.outcome]).toEqual([503, 'not_reserved']);
+		expect(answer.json.error).toMatch(/"Business Step \(insert business_log\)" stops the workflow when it fails: set its Settings → On Error/);
+		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+		expect(run.nodesRun).not.toContain(BUSINESS);
+		expect((await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [`evt:${id}`])).rowCount).toBe(0);
+	});
+
 	test('a failing business step → 500 failed, the key marked failed', async () => {
 		const { url } = await publishTemplate('step-fails', businessSql("SELECT 1 / 0 WHERE $1 IS NOT NULL"));
 		const id = eventId('step_fails');
