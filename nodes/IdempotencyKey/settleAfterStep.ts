@@ -4,7 +4,7 @@ import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/po
 import { readExecutionRecord } from '../shared/executionRecord';
 import { readOwnedKey, readResponse } from './ownedKeys';
 import { toNodeError } from '../shared/nodeError';
-import { judgeBusinessStep, type ParentOutput } from './stepOutcome';
+import { judgeBusinessStep, type ParentOutput, type StepFailures } from './stepOutcome';
 
 /**
  * "Settle After Business Step": connected to the output that feeds the business step (Idempotency
@@ -37,7 +37,7 @@ export async function settleAfterStep(context: IExecuteFunctions, openStore: Sto
 	const source = context.getInputSourceData();
 	const parent: ParentOutput = { node: source.previousNode, run: source.previousNodeRun ?? 0, output: source.previousNodeOutput ?? 0 };
 
-	let failures;
+	let failures: StepFailures;
 	try {
 		failures = judgeBusinessStep(readExecutionRecord(context), self, parent, items.length);
 	} catch (error) {
