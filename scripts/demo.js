@@ -56,7 +56,7 @@ function webhookWorkflow() {
 	return { ...wf, settings: { ...wf.settings, errorWorkflow: IDS.error } };
 }
 
-const BRANCH = ['New → business step → Mark Complete → 200', 'Duplicate → replay stored answer', 'In Progress → 409'];
+const BRANCH = ['New → business step, then Settle → 200', 'Duplicate → replay stored answer', 'In Progress → 409'];
 const INVALID_BRANCH = 'Invalid signature → 401, nothing reserved';
 
 async function main() {
