@@ -1,4 +1,4 @@
-import { validateEffectQuery } from '../../../lib/effect/oneTransaction';
+import { bindEffectQuery, parseEffectQuery, validateEffectQuery } from '../../../lib/effect/oneTransaction';
 import { InvalidConfigurationError } from '../../../lib/errors';
 
 describe('validateEffectQuery', () => {
@@ -7,6 +7,18 @@ describe('validateEffectQuery', () => {
 		'  with x as (select 1) update t set a = $1',
 		'-- a comment\nselect $1::int',
 		'/* beginning */ delete from t where k = $1',
+		// Transaction words inside strings, comments, quoted identifiers and dollar quotes are data.
+		"insert into t (note) values ('; commit')",
+		"select e'\\'; commit; --' as note",
+		'select $$; commit; $$ as note',
+		'select $body$ ; rollback ; $body$ as note',
+		'select "commit" from t',
+		'select 1 -- ; commit',
+		'select 1 /* ; commit /* nested */ ; still a comment; begin */',
+		// END closes a CASE; only the first word of a statement is transaction control.
+		'update t set a = case when $1 then 1 else 2 end',
+		// An identifier may contain $: a$b$ opens no dollar quote.
+		"select 1 as a$b$, 'x'",
 	])('accepts one ordinary statement: %s', (query) => {
 		expect(() => validateEffectQuery(query)).not.toThrow();
 	});
@@ -19,8 +31,56 @@ describe('validateEffectQuery', () => {
 		['END after empty statements', ';; end', /END/],
 		['a savepoint', 'savepoint s1', /SAVEPOINT/],
 		['START TRANSACTION', 'start transaction', /START/],
+		['RELEASE SAVEPOINT', 'release savepoint s1', /RELEASE/],
+		['ABORT', 'abort', /ABORT/],
+		['PREPARE TRANSACTION', "prepare transaction 'x'", /PREPARE TRANSACTION/],
+		['COMMIT PREPARED', "commit prepared 'x'", /COMMIT PREPARED/],
+		['ROLLBACK PREPARED', "rollback prepared 'x'", /ROLLBACK PREPARED/],
+		// Postgres nests block comments: the first */ does not end the comment.
+		['COMMIT after nested comments', '/* /* */ SELECT */ COMMIT', /COMMIT/],
+		['COMMIT as a second statement', 'select 1; commit', /COMMIT/],
+		['ROLLBACK after a statement and a line comment', "insert into t values ('a;b'); -- x\n rollback", /ROLLBACK/],
+		['COMMIT after a dollar-quoted string', 'select $$;$$; commit', /COMMIT/],
+		['COMMIT after a quoted identifier', 'select "a;""b"; commit', /COMMIT/],
+		// With standard_conforming_strings off, Postgres ends the string at the second quote and runs COMMIT.
+		['COMMIT a backslash would reveal', "select 'a\\''; commit; --'", /COMMIT/],
+		['a NUL (the protocol would cut the text there)', 'select 1\0; commit', /NUL/],
 	])('refuses %s (transaction control would split the key from the effect)', (_case, query, message) => {
 		expect(() => validateEffectQuery(query)).toThrow(InvalidConfigurationError);
 		expect(() => validateEffectQuery(query)).toThrow(message);
+	});
+});
+
+describe('bindEffectQuery', () => {
+	const bind = (text: string, values: unknown[], key = 'evt:1') => bindEffectQuery(parseEffectQuery(text), values, key);
+
+	it('binds the derived key as the parameter after the Query Parameters, wherever $idempotency_key stands', () => {
+		expect(bind('insert into t (k, a) values ($idempotency_key, $1) on conflict (k) do update set k = $idempotency_key', [5])).toEqual({
+			text: 'insert into t (k, a) values ($2, $1) on conflict (k) do update set k = $2',
+			values: [5, 'evt:1'],
+		});
+		expect(bind('select $idempotency_key::text as k', [], 'sha256:ab')).toEqual({ text: 'select $1::text as k', values: ['sha256:ab'] });
+	});
+
+	it('leaves a query without the placeholder exactly as written (saved workflows keep their parameters)', () => {
+		expect(bind('insert into t values ($1, $2)', ['a', 'b'])).toEqual({ text: 'insert into t values ($1, $2)', values: ['a', 'b'] });
+		expect(bind('select $1', [])).toEqual({ text: 'select $1', values: [] });
+	});
+
+	it('does not touch the placeholder inside strings, comments, quoted identifiers, dollar quotes or longer names', () => {
+		const text =
+			"select '$idempotency_key', \"$idempotency_key\", $$ $idempotency_key $$, $idempotency_key$ x $idempotency_key$, $idempotency_keys, $idempotency_key -- $idempotency_key";
+		expect(bind(text, [])).toEqual({
+			text: "select '$idempotency_key', \"$idempotency_key\", $$ $idempotency_key $$, $idempotency_key$ x $idempotency_key$, $idempotency_keys, $1 -- $idempotency_key",
+			values: ['evt:1'],
+		});
+	});
+
+	it('refuses a $n without a value of its own, which would otherwise be the key', () => {
+		expect(() => bind('insert into t values ($idempotency_key, $1, $2)', ['a'])).toThrow(/uses \$2, but Query Parameters gives 1 value/);
+	});
+
+	it('refuses a text where the server setting standard_conforming_strings would move the placeholder', () => {
+		expect(() => parseEffectQuery("select 'x\\', $idempotency_key, '")).toThrow(/standard_conforming_strings/);
 	});
 });
