@@ -1,3 +1,4 @@
+import { DatabaseError } from 'pg';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 
 import { DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../errors';
@@ -178,8 +179,11 @@ async function runUserQuery(client: PoolClient, query: EffectQuery): Promise<Que
 
 function userQueryError(error: unknown): IdempotencyError {
 	const classified = classifyPostgresError(error);
-	if (classified instanceof DatabaseUnavailableError) return classified;
 	const code = (error as { code?: unknown }).code;
+	// Postgres answers values that do not match the query's $n (Query Parameters) with 08P01, a
+	// protocol violation: the query's fault, on a connection that still answers.
+	const parameterMismatch = code === '08P01' && error instanceof DatabaseError;
+	if (classified instanceof DatabaseUnavailableError && !parameterMismatch) return classified;
 	return new QueryFailedError(
 		`Your query failed${typeof code === 'string' ? ` (SQLSTATE ${code})` : ''}: ${(error as Error).message}. Nothing was reserved: the next delivery runs it again.`,
 		{ cause: error },

@@ -133,6 +133,15 @@ describe('Idempotency Execute Query: the query is one statement inside the node\
 		expect(await count(`select count(*) from ${schema}.effects`)).toBeGreaterThan(0);
 	});
 
+	it('Query Parameters that do not match the query\'s $n: the query failed (not "Postgres could not be reached")', async () => {
+		const attempt = runExecuteQuery(
+			{ keySource: 'custom', customKey: 'bind:count', query: 'select $1::int as n', queryParameters: JSON.stringify([1, 2]), options: options() },
+			{ items: [{ json: {} }] },
+		);
+		await expect(attempt).rejects.toThrow(/Your query failed \(SQLSTATE 08P01\): bind message supplies 2 parameters.*Nothing was reserved/);
+		expect(await keyRows('bind:count')).toBe(0);
+	});
+
 	it('values travel as bind parameters, never as SQL', async () => {
 		const hostile = "x'); drop table effects; --";
 		const [fresh] = await runExecuteQuery(
