@@ -107,7 +107,7 @@ export function bindEffectQuery(template: EffectQueryTemplate, values: unknown[]
  * any failure or crash before commit                       → Postgres rolls back: nothing stored
  * ```
  *
- * Every connection is closed after its transaction, whatever the outcome: see run().
+ * A connection the user's SQL ran on, or with any failure, is closed after its transaction: see run().
  *
  * A concurrent delivery of the same key waits on the key's row lock until this transaction ends,
  * then sees Duplicate (committed) or reserves it itself (rolled back): the effect runs once.
@@ -131,8 +131,9 @@ export class OneTransactionEffect {
 			throw classifyPostgresError(error);
 		});
 		// A dying connection also emits 'error' on the client; without a listener Node would crash
-		// the process. Never removed: the connection is closed below, not reused.
+		// the process (the store's own connections are guarded the same way).
 		client.on('error', ignoreError);
+		let reusable = false;
 		try {
 			await client.query('begin');
 			const [reservation] = await IdempotencyStore.inTransaction(this.pool, client, { ...this.options, createTable: false }).reserve([request], {
@@ -151,17 +152,20 @@ export class OneTransactionEffect {
 				result = { outcome: 'duplicate', reservation };
 			}
 			await commit(client);
+			// Only the node's own statements ran, and each was answered: the session is as the pool gave it.
+			reusable = result.outcome === 'duplicate';
 			return result;
 		} catch (error) {
 			throw error instanceof IdempotencyError ? error : classifyPostgresError(error);
 		} finally {
-			// The connection is closed, never returned to the pool. A transaction that did not commit
-			// ends with it: Postgres rolls back, even behind a statement still running after the Query
-			// Timeout (a ROLLBACK sent then would wait behind it, time out too, and a pooled connection
-			// would carry the open transaction into the next Reserve, Complete or item). And nothing the
-			// user's SQL did to the session (SET, SET ROLE, set_config, advisory locks, temporary tables,
-			// LISTEN, DEALLOCATE, also from inside a function) reaches any later operation.
-			client.release(true);
+			// Otherwise the connection is closed, never returned to the pool. A transaction that did not
+			// commit ends with it: Postgres rolls back, even behind a statement still running after the
+			// Query Timeout (a ROLLBACK sent then would wait behind it, time out too, and a pooled
+			// connection would carry the open transaction into the next Reserve, Complete or item). And
+			// nothing the user's SQL did to the session (SET, SET ROLE, set_config, advisory locks,
+			// temporary tables, LISTEN, DEALLOCATE, also from inside a function) reaches a later operation.
+			if (reusable) client.removeListener('error', ignoreError);
+			client.release(!reusable);
 		}
 	}
 }

@@ -4,6 +4,7 @@ import type { Pool } from 'pg';
 
 import { closeAllPools, poolFor } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
+import { connectionSettings as credentialSettings } from '../../nodes/shared/credential';
 import { adminPool, connectionSettings, databaseUrl, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runExecuteQuery } from '../support/nodes';
@@ -226,10 +227,12 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 	// the same connection if the pool kept it. No server-side timeouts (as behind PgBouncer): only the
 	// client's Query Timeout ends a wait.
 	const oneConnection = connectionSettings({ maxConnections: 1, statementTimeoutSeconds: 0, lockTimeoutSeconds: 0, queryTimeoutSeconds: 1 });
+	// The pool the node takes for that credential (the same settings as the node reads them).
+	const nodePool = () => poolFor(credentialSettings({ ...oneConnection }));
 	const runOn = (credential: ReturnType<typeof connectionSettings>, key: string, query: string, queryParameters: unknown = key) =>
 		runExecuteQuery({ keySource: 'custom', customKey: key, query, queryParameters, options: options() }, { items: [{ json: {} }], credential });
 	const reserveOn = (credential: ReturnType<typeof connectionSettings>, key: string) =>
-		new IdempotencyStore(poolFor(credential), { schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], {
+		new IdempotencyStore(nodePool(), { schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], {
 			mode: 'permanent',
 			leaseSeconds: 300,
 			retentionSeconds: 3600,
@@ -270,6 +273,16 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 		expect(await count(`select count(*) from pg_stat_activity where query like $1 and state like 'idle in transaction%'`, [`%${marker}%`])).toBe(0);
 	});
 
+	it('a Duplicate (the user\'s SQL did not run on it) gives its connection back to the pool; a New closes it', async () => {
+		const credential = oneConnection;
+		const key = `reuse:${randomBytes(4).toString('hex')}`;
+		await runOn(credential, key, 'select 1', '');
+		expect(nodePool().idleCount).toBe(0);
+		const [, duplicate] = await runOn(credential, key, 'select 1', '');
+		expect(duplicate).toHaveLength(1);
+		expect(nodePool().idleCount).toBe(1);
+	});
+
 	it.each([
 		['an advisory lock taken through a function', 'select pg_advisory_lock(hashtext($1))'],
 		['SET ROLE through set_config(…, false)', "select set_config('role', $1, false)"],
@@ -282,9 +295,10 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 			const key = `${role}:tainting`;
 			const parameters = query.includes('$1') ? (query.includes('role') ? role : key) : '';
 			await runOn(credential, key, query, parameters);
-			// The advisory lock is free for another session.
-			expect((await pool.query('select pg_try_advisory_lock(hashtext($1)) as free', [key])).rows).toEqual([{ free: true }]);
-			await pool.query('select pg_advisory_unlock_all()');
+			// The advisory lock is free for another session (once the closed session has ended on the server).
+			const lockFree = async () => (await pool.query('select pg_try_advisory_lock(hashtext($1)) and pg_advisory_unlock(hashtext($1)) as free', [key])).rows[0].free === true;
+			await until(lockFree, 5000);
+			expect(await lockFree()).toBe(true);
 			// The next item runs as the credential's user, in a session without the temporary table.
 			const [next] = await runOn(credential, `${role}:next`, "select current_user::text as who, to_regclass('pg_temp.leaked_state') is null as clean", '');
 			expect((next[0].json.sqlResult as { rows: unknown[] }).rows).toEqual([{ who: credential.user, clean: true }]);
