@@ -211,10 +211,10 @@ async function commit(client: PoolClient): Promise<void> {
 // before it writes the commit record, and rolls the transaction back.
 const COMMIT_OUTCOME_UNKNOWN_CLASSES = new Set(['08', '57', '58', 'XX']);
 
-function postgresRefusedCommit(error: unknown): boolean {
-	const code = (error as { code?: unknown } | null)?.code;
-	if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false;
-	return code !== '40003' && !COMMIT_OUTCOME_UNKNOWN_CLASSES.has(code.slice(0, 2));
+/** Postgres answered the COMMIT with an error that means it rolled back (not a socket error such as EPIPE). */
+export function postgresRefusedCommit(error: unknown): boolean {
+	if (!(error instanceof DatabaseError) || typeof error.code !== 'string') return false;
+	return error.code !== '40003' && !COMMIT_OUTCOME_UNKNOWN_CLASSES.has(error.code.slice(0, 2));
 }
 
 function commitRefused(error: unknown): IdempotencyError {

@@ -125,6 +125,13 @@ describe('Idempotency Execute Query: the query is one statement inside the node\
 	it('refuses transaction control before anything runs', async () => {
 		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* done */ COMMIT' })).rejects.toThrow(/transaction control is not allowed/);
 		expect(await keyRows('evt:evt_ctl')).toBe(0);
+		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* /* */ SELECT */ COMMIT' })).rejects.toThrow(/transaction control is not allowed/);
+		// Inside a DO block (a string to the check), Postgres itself refuses it in the node's transaction.
+		const doBlock = { keySource: 'custom', customKey: 'evt:evt_ctl', query: 'do $$ begin commit; end $$', queryParameters: '', options: options() };
+		await expect(runExecuteQuery(doBlock, { items: [{ json: {} }] })).rejects.toThrow(
+			/Your query failed \(SQLSTATE 2D000\): invalid transaction termination/,
+		);
+		expect(await keyRows('evt:evt_ctl')).toBe(0);
 	});
 
 	it('a multi-statement string fails its item and reserves nothing', async () => {

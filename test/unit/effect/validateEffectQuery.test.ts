@@ -1,4 +1,6 @@
-import { bindEffectQuery, parseEffectQuery, validateEffectQuery } from '../../../lib/effect/oneTransaction';
+import { DatabaseError } from 'pg';
+
+import { bindEffectQuery, parseEffectQuery, postgresRefusedCommit, validateEffectQuery } from '../../../lib/effect/oneTransaction';
 import { InvalidConfigurationError } from '../../../lib/errors';
 
 describe('validateEffectQuery', () => {
@@ -82,5 +84,25 @@ describe('bindEffectQuery', () => {
 
 	it('refuses a text where the server setting standard_conforming_strings would move the placeholder', () => {
 		expect(() => parseEffectQuery("select 'x\\', $idempotency_key, '")).toThrow(/standard_conforming_strings/);
+	});
+});
+
+describe('postgresRefusedCommit', () => {
+	const serverError = (code: string) => Object.assign(new DatabaseError('refused', 0, 'error'), { code });
+
+	it.each(['23505', '23503', '40001', '40P01', 'P0001', '22012'])('a server error %s to COMMIT: rolled back, not committed', (code) => {
+		expect(postgresRefusedCommit(serverError(code))).toBe(true);
+	});
+
+	it.each([
+		['a connection exception', serverError('08006')],
+		['a terminated session', serverError('57P01')],
+		['a system error', serverError('58030')],
+		['an internal error', serverError('XX000')],
+		['statement completion unknown', serverError('40003')],
+		['a socket error whose code looks like a SQLSTATE', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' })],
+		['no answer', new Error('Query read timeout')],
+	])('%s: the outcome is unknown', (_case, error) => {
+		expect(postgresRefusedCommit(error)).toBe(false);
 	});
 });
