@@ -54,9 +54,9 @@ export function parseEffectQuery(text: string): EffectQueryTemplate {
 	const backslashes = scanSql(text, true);
 	for (const [first, second] of [...standard.statements, ...backslashes.statements]) {
 		if (TRANSACTION_CONTROL.has(first)) {
-			const words = first === 'prepare' || second === 'prepared' || second === 'transaction' ? `${first} ${second}` : first;
+			const words = second === 'prepared' || second === 'transaction' ? `${first} ${second}` : first;
 			throw new InvalidConfigurationError(
-				`The query contains ${words.trim().toUpperCase()}: the node runs it inside its own transaction (with the key), so transaction control is not allowed.`,
+				`The query contains ${words.toUpperCase()}: the node runs it inside its own transaction (with the key), so transaction control is not allowed.`,
 			);
 		}
 	}

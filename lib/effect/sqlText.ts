@@ -24,6 +24,8 @@ const isDollarTagChar = (c: string) => isIdentifierStart(c) || (c >= '0' && c <=
 // Identifiers (not dollar-quote tags) may also contain $: `a$b$` is one identifier, not a quote.
 const isIdentifierChar = (c: string) => isDollarTagChar(c) || c === '$';
 const isDigit = (c: string) => c >= '0' && c <= '9';
+// Postgres's whitespace; anything else beyond ASCII (a no-break space) is part of an identifier.
+const isSpace = (c: string) => c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v';
 
 /**
  * Scans `text`. `backslashEscapes` reads '…' strings as a server with standard_conforming_strings
@@ -52,15 +54,15 @@ export function scanSql(text: string, backslashEscapes: boolean): SqlScan {
 		const next = text[i + 1];
 		const start = i;
 		if (c === '-' && next === '-') {
-			const newline = text.indexOf('\n', i);
-			i = newline < 0 ? text.length : newline + 1;
+			// A line comment ends at \n or \r.
+			while (i < text.length && text[i] !== '\n' && text[i] !== '\r') i++;
 			continue;
 		}
 		if (c === '/' && next === '*') {
 			i = endOfBlockComment(text, i);
 			continue;
 		}
-		if (/\s/.test(c)) {
+		if (isSpace(c)) {
 			i++;
 			continue;
 		}

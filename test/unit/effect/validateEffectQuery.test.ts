@@ -44,6 +44,8 @@ describe('validateEffectQuery', () => {
 		['ROLLBACK after a statement and a line comment', "insert into t values ('a;b'); -- x\n rollback", /ROLLBACK/],
 		['COMMIT after a dollar-quoted string', 'select $$;$$; commit', /COMMIT/],
 		['COMMIT after a quoted identifier', 'select "a;""b"; commit', /COMMIT/],
+		// A line comment ends at a carriage return as well as at a newline.
+		['COMMIT after a line comment ended by \\r', 'select 1; -- note\rcommit', /COMMIT/],
 		// With standard_conforming_strings off, Postgres ends the string at the second quote and runs COMMIT.
 		['COMMIT a backslash would reveal', "select 'a\\''; commit; --'", /COMMIT/],
 		['a NUL (the protocol would cut the text there)', 'select 1\0; commit', /NUL/],
