@@ -6,7 +6,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { OneTransactionEffect, validateEffectQuery } from '../../lib/effect/oneTransaction';
+import { bindEffectQuery, OneTransactionEffect, parseEffectQuery } from '../../lib/effect/oneTransaction';
 import { PayloadMismatchError } from '../../lib/errors';
 import { deriveKey, payloadFingerprint, validateKeyConfig } from '../../lib/keys/deriveKey';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
@@ -53,8 +53,7 @@ export class IdempotencyExecuteQuery implements INodeType {
 			// Options such as Scope may be expressions, so each item's settings are its own; the
 			// table (one credential, one table per run) is the same for every item, as in Reserve.
 			const { statement, items: settingsPerItem } = readBatchParameters(this, items.length);
-			const query = this.getNodeParameter('query', 0) as string;
-			validateEffectQuery(query);
+			const query = parseEffectQuery(this.getNodeParameter('query', 0) as string);
 			const effect = new OneTransactionEffect(await credentialPool(this), tableOptions(statement.table));
 			for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 				const item = items[itemIndex];
@@ -70,7 +69,7 @@ export class IdempotencyExecuteQuery implements INodeType {
 					const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
 					const result = await effect.run(
 						{ key: derived.key, keySource: derived.keySource, payloadHash },
-						{ text: query, values: readQueryParameters(this, itemIndex) },
+						bindEffectQuery(query, readQueryParameters(this, itemIndex), derived.key),
 						{ retentionSeconds: parameters.retentionSeconds, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
 					);
 					const { reservation } = result;

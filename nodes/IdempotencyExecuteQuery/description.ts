@@ -20,7 +20,7 @@ export const executeQueryProperties: INodeProperties[] = [
 	},
 	{
 		displayName:
-			'The key and your query commit together or not at all. Use one statement with $1, $2, … placeholders and Query Parameters; it runs with the credential\'s rights.',
+			'The key and your query commit together or not at all. Use one statement with $1, $2, … placeholders and Query Parameters, and $idempotency_key for the key this node derived; it runs with the credential\'s rights.',
 		name: 'queryNotice',
 		type: 'notice',
 		default: '',
@@ -33,15 +33,16 @@ export const executeQueryProperties: INodeProperties[] = [
 		noDataExpression: true,
 		required: true,
 		default: '',
-		placeholder: 'insert into payments (stripe_event, amount) values ($1, $2) returning *',
-		description: 'One SQL statement, run only for a new key, in the same transaction as the reservation',
+		placeholder: 'insert into payments (event_key, amount) values ($idempotency_key, $1) returning *',
+		description:
+			'One SQL statement, run only for a new key, in the same transaction as the reservation. $idempotency_key is the key this node derived (bound as a parameter).',
 	},
 	{
 		displayName: 'Query Parameters',
 		name: 'queryParameters',
 		type: 'string',
 		default: '',
-		placeholder: '={{ [$json.idempotency.key, $json.body.data.object.amount] }}',
+		placeholder: '={{ [$json.body.data.object.amount, $json.body.type] }}',
 		description:
 			'The values for $1, $2, … as a list (an expression giving an array, or a JSON array). A single value is $1. Never write values into the query text.',
 	},

@@ -10,7 +10,7 @@ const EXECUTE_QUERY = 'Idempotency Execute Query';
 // The one-transaction template's insert, made to wait while a switch row names the event, so test 2
 // can cut the session at a known point: after the reservation, inside the transaction, before the commit.
 const PAUSING_QUERY = `INSERT INTO business_log (event_key, event_type)
-SELECT $1, $2 FROM (SELECT pg_sleep(CASE WHEN EXISTS (SELECT 1 FROM e2e_pause_once WHERE event_key = $1) THEN 60 ELSE 0 END)) AS pause
+SELECT $idempotency_key, $1 FROM (SELECT pg_sleep(CASE WHEN EXISTS (SELECT 1 FROM e2e_pause_once WHERE event_key = $idempotency_key) THEN 60 ELSE 0 END)) AS pause
 RETURNING id`;
 const GUARD = 'Idempotency Order Guard';
 const UPSERT = 'Business Step (upsert customer)';

@@ -1,9 +1,11 @@
+import { createHash, randomBytes } from 'node:crypto';
 import type { INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
+import { closeAllPools, poolFor } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
-import { adminPool, databaseUrl, freshSchema } from '../support/database';
+import { connectionSettings as credentialSettings } from '../../nodes/shared/credential';
+import { adminPool, connectionSettings, databaseUrl, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runExecuteQuery } from '../support/nodes';
 import { raceWorkers, startWorker } from '../support/workerProcesses';
@@ -123,6 +125,13 @@ describe('Idempotency Execute Query: the query is one statement inside the node\
 	it('refuses transaction control before anything runs', async () => {
 		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* done */ COMMIT' })).rejects.toThrow(/transaction control is not allowed/);
 		expect(await keyRows('evt:evt_ctl')).toBe(0);
+		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* /* */ SELECT */ COMMIT' })).rejects.toThrow(/transaction control is not allowed/);
+		// Inside a DO block (a string to the check), Postgres itself refuses it in the node's transaction.
+		const doBlock = { keySource: 'custom', customKey: 'evt:evt_ctl', query: 'do $$ begin commit; end $$', queryParameters: '', options: options() };
+		await expect(runExecuteQuery(doBlock, { items: [{ json: {} }] })).rejects.toThrow(
+			/Your query failed \(SQLSTATE 2D000\): invalid transaction termination/,
+		);
+		expect(await keyRows('evt:evt_ctl')).toBe(0);
 	});
 
 	it('a multi-statement string fails its item and reserves nothing', async () => {
@@ -130,6 +139,15 @@ describe('Idempotency Execute Query: the query is one statement inside the node\
 		await expect(run([webhookItem({ id: 'evt_multi', amount: 1 })], { query })).rejects.toThrow(/cannot insert multiple commands/);
 		expect(await keyRows('evt:evt_multi')).toBe(0);
 		expect(await count(`select count(*) from ${schema}.effects`)).toBeGreaterThan(0);
+	});
+
+	it('Query Parameters that do not match the query\'s $n: the query failed (not "Postgres could not be reached")', async () => {
+		const attempt = runExecuteQuery(
+			{ keySource: 'custom', customKey: 'bind:count', query: 'select $1::int as n', queryParameters: JSON.stringify([1, 2]), options: options() },
+			{ items: [{ json: {} }] },
+		);
+		await expect(attempt).rejects.toThrow(/Your query failed \(SQLSTATE 08P01\): bind message supplies 2 parameters.*Nothing was reserved/);
+		expect(await keyRows('bind:count')).toBe(0);
 	});
 
 	it('values travel as bind parameters, never as SQL', async () => {
@@ -202,5 +220,149 @@ describe('Idempotency Execute Query: many deliveries at once', () => {
 		expect(await effectRows(key)).toBe(1);
 		const { rows } = await pool.query(`select duplicate_count from ${schema}.processed_events where key = $1`, [key]);
 		expect(rows).toEqual([{ duplicate_count: 199 }]);
+	});
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Polls until `check` is true (at most `ms`). */
+async function until(check: () => Promise<boolean>, ms = 10000): Promise<void> {
+	for (const deadline = Date.now() + ms; !(await check()) && Date.now() < deadline; ) await sleep(50);
+}
+
+describe('Idempotency Execute Query: a connection never goes back to the pool', () => {
+	// Its own credential (so its own pool) of one connection: an operation after the first one gets
+	// the same connection if the pool kept it. No server-side timeouts (as behind PgBouncer): only the
+	// client's Query Timeout ends a wait.
+	const oneConnection = connectionSettings({ maxConnections: 1, statementTimeoutSeconds: 0, lockTimeoutSeconds: 0, queryTimeoutSeconds: 1 });
+	// The pool the node takes for that credential (the same settings as the node reads them).
+	const nodePool = () => poolFor(credentialSettings({ ...oneConnection }));
+	const runOn = (credential: ReturnType<typeof connectionSettings>, key: string, query: string, queryParameters: unknown = key) =>
+		runExecuteQuery({ keySource: 'custom', customKey: key, query, queryParameters, options: options() }, { items: [{ json: {} }], credential });
+	const reserveOn = (credential: ReturnType<typeof connectionSettings>, key: string) =>
+		new IdempotencyStore(nodePool(), { schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], {
+			mode: 'permanent',
+			leaseSeconds: 300,
+			retentionSeconds: 3600,
+		});
+
+	it('a statement and its rollback past the Query Timeout (a lock held): no later Reserve or item ever runs in that transaction', async () => {
+		const credential = oneConnection;
+		const marker = `leak_${randomBytes(4).toString('hex')}`;
+		const timedOut = `${marker}:timed-out`;
+		const locker = await pool.connect();
+		try {
+			await locker.query('begin');
+			await locker.query(`lock table ${schema}.effects in share mode`);
+			// The insert waits for the lock; the client stops waiting after 1 s (the rollback after it would too).
+			await expect(runOn(credential, timedOut, `insert into ${schema}.effects (event_key) values ($1) /* ${marker} */`)).rejects.toThrow(/Query Timeout/);
+			// The server still runs that transaction's insert, behind the lock.
+			expect(await count(`select count(*) from pg_stat_activity where query like $1 and wait_event_type = 'Lock'`, [`%/* ${marker} */%`])).toBe(1);
+		} finally {
+			await locker.query('commit');
+			locker.release();
+		}
+		// The insert now ends on the server, inside the transaction the node gave up on.
+		await until(async () => (await count(`select count(*) from pg_stat_activity where query like $1 and state = 'active'`, [`%/* ${marker} */%`])) === 0);
+
+		// A Reserve on the same credential's pool: committed, visible to everyone.
+		await reserveOn(credential, `${marker}:reserve`);
+		expect(await keyRows(`${marker}:reserve`)).toBe(1);
+		// The next item on that pool commits its own key and effect only.
+		const [fresh] = await runOn(credential, `${marker}:next`, `insert into ${schema}.effects (event_key) values ($1)`);
+		expect(idempotencyOf(fresh[0]).outcome).toBe('new');
+		expect([await keyRows(`${marker}:next`), await effectRows(`${marker}:next`)]).toEqual([1, 1]);
+		// The timed-out item was never committed by anyone: its retry is New and runs once.
+		expect([await keyRows(timedOut), await effectRows(timedOut)]).toEqual([0, 0]);
+		const [retried] = await runOn(credential, timedOut, `insert into ${schema}.effects (event_key) values ($1)`);
+		expect(idempotencyOf(retried[0]).outcome).toBe('new');
+		expect([await keyRows(timedOut), await effectRows(timedOut)]).toEqual([1, 1]);
+		// No session of this test is left inside a transaction.
+		expect(await count(`select count(*) from pg_stat_activity where query like $1 and state like 'idle in transaction%'`, [`%${marker}%`])).toBe(0);
+	});
+
+	it('a Duplicate (the user\'s SQL did not run on it) gives its connection back to the pool; a New closes it', async () => {
+		const credential = oneConnection;
+		const key = `reuse:${randomBytes(4).toString('hex')}`;
+		await runOn(credential, key, 'select 1', '');
+		expect(nodePool().idleCount).toBe(0);
+		const [, duplicate] = await runOn(credential, key, 'select 1', '');
+		expect(duplicate).toHaveLength(1);
+		expect(nodePool().idleCount).toBe(1);
+	});
+
+	it.each([
+		['an advisory lock taken through a function', 'select pg_advisory_lock(hashtext($1))'],
+		['SET ROLE through set_config(…, false)', "select set_config('role', $1, false)"],
+		['a temporary table', 'create temp table leaked_state (k text)'],
+	])('session state the query leaves (%s) reaches no later operation', async (_case, query) => {
+		const credential = oneConnection;
+		const role = `onetx_${randomBytes(4).toString('hex')}`;
+		await pool.query(`create role ${role} nologin`);
+		try {
+			const key = `${role}:tainting`;
+			const parameters = query.includes('$1') ? (query.includes('role') ? role : key) : '';
+			await runOn(credential, key, query, parameters);
+			// The advisory lock is free for another session (once the closed session has ended on the server).
+			const lockFree = async () => (await pool.query('select pg_try_advisory_lock(hashtext($1)) and pg_advisory_unlock(hashtext($1)) as free', [key])).rows[0].free === true;
+			await until(lockFree, 5000);
+			expect(await lockFree()).toBe(true);
+			// The next item runs as the credential's user, in a session without the temporary table.
+			const [next] = await runOn(credential, `${role}:next`, "select current_user::text as who, to_regclass('pg_temp.leaked_state') is null as clean", '');
+			expect((next[0].json.sqlResult as { rows: unknown[] }).rows).toEqual([{ who: credential.user, clean: true }]);
+			await reserveOn(credential, `${role}:reserve`);
+			expect(await keyRows(`${role}:reserve`)).toBe(1);
+		} finally {
+			await pool.query(`drop role ${role}`);
+		}
+	});
+});
+
+describe('Idempotency Execute Query: a commit Postgres refuses', () => {
+	beforeAll(async () => {
+		await pool.query(`create table ${schema}.deferred_effects (event_key text, constraint deferred_once unique (event_key) deferrable initially deferred)`);
+		await pool.query(`insert into ${schema}.deferred_effects values ('taken')`);
+	});
+
+	it('a deferred constraint failing at COMMIT is reported as not committed (nothing stored), and the retry runs', async () => {
+		const query = `insert into ${schema}.deferred_effects (event_key) values ($1)`;
+		const attempt = runExecuteQuery({ keySource: 'custom', customKey: 'deferred:1', query, queryParameters: 'taken', options: options() }, { items: [{ json: {} }] });
+		await expect(attempt).rejects.toThrow(/Postgres refused the commit \(SQLSTATE 23505\).*neither the key nor your query's effect was stored/);
+		expect(await keyRows('deferred:1')).toBe(0);
+
+		const [fresh] = await runExecuteQuery({ keySource: 'custom', customKey: 'deferred:1', query, queryParameters: 'free', options: options() }, { items: [{ json: {} }] });
+		expect(idempotencyOf(fresh[0]).outcome).toBe('new');
+		expect(await keyRows('deferred:1')).toBe(1);
+	});
+});
+
+describe('Idempotency Execute Query: the SQL uses the key the node derived', () => {
+	const insertWithKey = () => `insert into ${schema}.effects (event_key, amount) values ($idempotency_key, $1) returning event_key`;
+	const runWithKey = (items: INodeExecutionData[], parameters: Record<string, unknown> = {}) =>
+		runExecuteQuery(
+			{ query: insertWithKey(), queryParameters: (index: number) => [(items[index].json.body as { amount?: number }).amount ?? 1], options: options(), ...parameters },
+			{ items },
+		);
+
+	it('an event without an id: its key (sha256: of the raw body) is written, and the repeat is Duplicate', async () => {
+		const raw = `{ "type": "ping",  "nonce": "${randomBytes(6).toString('hex')}" }`;
+		const key = `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+		const delivery = () => webhookItem(JSON.parse(raw), {}, raw);
+		const [fresh] = await runWithKey([delivery()]);
+		expect(idempotencyOf(fresh[0])).toMatchObject({ key, outcome: 'new' });
+		expect((fresh[0].json.sqlResult as { rows: unknown[] }).rows).toEqual([{ event_key: key }]);
+		const [again, duplicate] = await runWithKey([delivery()]);
+		expect([again.length, duplicate.length]).toEqual([0, 1]);
+		expect(await effectRows(key)).toBe(1);
+	});
+
+	it('the key with its scope, from any key source, bound as a value', async () => {
+		const [fresh] = await runWithKey([webhookItem({ amount: 3 }, { 'idempotency-key': "k'); drop table effects; --" })], {
+			keySource: 'header',
+			headerName: 'idempotency-key',
+			options: { ...options(), scope: 'tenant-a' },
+		});
+		const key = "tenant-a:idempotency-key:k'); drop table effects; --";
+		expect(idempotencyOf(fresh[0]).key).toBe(key);
+		expect(await effectRows(key)).toBe(1);
 	});
 });
