@@ -184,6 +184,28 @@ describe('the webhook template', () => {
 	});
 });
 
+// n8n 1.x answers a failed execution 200 with an empty body in responseNode mode (the provider
+// stops retrying: a lost event), so in a webhook template no package node before an answer may stop
+// the workflow: each continues on error and routes the failure to a 5xx. Settle is the exception by
+// design: everything it can report is an output; it stops only on a wiring it cannot judge.
+describe.each(templates.filter(([, template]) => template.nodes.some((node) => node.type === 'n8n-nodes-base.webhook' && (node.parameters as { responseMode?: string }).responseMode === 'responseNode')))(
+	'%s answers every failure itself',
+	(_file, template) => {
+		it('every package node that can fail before an answer continues on error', () => {
+			const stopping = template.nodes
+				.filter((node) => node.type.startsWith(`${PACKAGE}.`) && node.parameters.operation !== 'settle')
+				.filter((node) => !['continueRegularOutput', 'continueErrorOutput'].includes(node.onError ?? ''))
+				.map((node) => node.name);
+			expect(stopping).toEqual([]);
+		});
+
+		it('a signing secret that cannot be read is answered 503, a bad signature 401', () => {
+			const verify = template.nodes.find((node) => node.type === `${PACKAGE}.webhookSignatureVerify`)!;
+			expect(answersFrom(template, verify.name, 1).sort()).toEqual([401, 503]);
+		});
+	},
+);
+
 describe('the one-transaction webhook template', () => {
 	const [, template] = templates.find(([file]) => file === 'idempotent-webhook-one-transaction.json')!;
 	const node = (type: string) => template.nodes.find((candidate) => candidate.type === type)!;
