@@ -11,7 +11,7 @@
 //   node bench/run.js --quick           smoke run of every group (tiny sizes, about a minute)
 //   node bench/run.js --rounds 8 --seconds 30 --assert
 //
-// Flags (or env): --quick, --only core,statement,growth,cleanup,bloat,output,single, --rounds N
+// Flags (or env): --quick, --only core,statement,growth,cleanup,cleanupplan,bloat,output,single, --rounds N
 // (BENCH_ROUNDS), --seconds S per core scenario (BENCH_SECONDS), --assert (exit 1 when any core
 // scenario is below the target ratio), --icu (the scale groups' database collates en-US with ICU,
 // as production databases usually sort text, instead of the embedded server's C.UTF-8). DATABASE_URL uses that server instead of an embedded one;

@@ -58,7 +58,7 @@ function parseArgs(argv) {
 		else if (arg === '--batch-flows') args.batchFlows = argv[++i].split(',');
 		else if (arg === '--overhead-flows') args.overheadFlows = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--only overhead,batch,big] [--overhead-flows path,…] [--keep]');
+			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--only overhead,batch,big] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]');
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
 	}

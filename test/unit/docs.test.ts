@@ -120,3 +120,15 @@ describe('README', () => {
 		expect(lines).toBeLessThanOrEqual(300);
 	});
 });
+
+describe('docs/testing.md', () => {
+	it('names the production checklist by the titles its end-to-end tests have', () => {
+		const page = readFileSync(path.join(DOCS, 'testing.md'), 'utf8');
+		const section = page.slice(page.indexOf('## The production checklist'));
+		const named = [...section.matchAll(/^\| \d \| `([^`]+)` \|/gm)].map((match) => match[1]);
+		expect(named).toHaveLength(6);
+		const tests = readFileSync(path.join(ROOT, 'test', 'e2e', 'checklist.e2e.test.js'), 'utf8');
+		const titles = [...tests.matchAll(/\b(?:it|test)\(\s*(['"`])(.+?)\1/g)].map((match) => match[2]);
+		expect(named.filter((name) => !titles.includes(name))).toEqual([]);
+	});
+});

@@ -1,0 +1,540 @@
+#!/usr/bin/env node
+// Builds the figures of BENCHMARKS.md and its plots from the recorded runs in bench/results/*.json,
+// so the page cannot say something the data does not.
+//
+//   node bench/report.js            rewrite the generated parts of BENCHMARKS.md and docs/images/bench-*.svg
+//   node bench/report.js --check    change nothing; exit 1 naming each file that differs from the data
+//   --root DIR                      read and write BENCHMARKS.md and docs/images/ under DIR (tests use a copy)
+//   --results DIR                   read the runs from DIR instead of bench/results
+//
+// The page is written by hand except between `<!-- generated: NAME -->` and `<!-- /generated -->`:
+// NAME is a run's `id` (its table and where it comes from) or `summary` (the headline figures).
+// To add a run: save what the benchmark printed as bench/results/<date>-<id>.json (command, date,
+// time, commit, machine, load, rows), give it a table below, put its marker on the page, run this.
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+
+const REPO = path.join(__dirname, '..');
+const RESULTS = path.join(__dirname, 'results');
+const PAGE = 'BENCHMARKS.md';
+const IMAGES = path.join('docs', 'images');
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+
+const NONE = '–';
+
+function number(value, digits = 0) {
+	if (value === null || value === undefined) return NONE;
+	return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+const ratio = (value, digits = 3) => (value === null || value === undefined ? NONE : `${number(value, digits)}×`);
+const range = (min, max, digits = 2) => (min === null || min === undefined ? NONE : `${number(min, digits)}–${number(max, digits)}`);
+const signed = (value, digits = 1) => (value === null || value === undefined ? NONE : `${value > 0 ? '+' : value < 0 ? '−' : ''}${number(Math.abs(value), digits)}`);
+const clients = (n) => `c=${n}`;
+
+/** A Markdown table; `columns` are [header, cell(row), align] with align 'l' or 'r' (default). */
+function table(columns, rows) {
+	const header = `| ${columns.map(([title]) => title).join(' | ')} |`;
+	const rule = `|${columns.map(([, , align]) => (align === 'l' ? '---' : '--:')).join('|')}|`;
+	const body = rows.map((row) => `| ${columns.map(([, cell]) => cell(row)).join(' | ')} |`);
+	return [header, rule, ...body].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runs and their tables
+
+function loadRuns(dir) {
+	const machines = new Map();
+	const runs = new Map();
+	for (const name of fs.readdirSync(dir).filter((file) => file.endsWith('.json')).sort()) {
+		const data = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'));
+		if (name === 'machine.json') machines.set(data.id, data);
+		else {
+			if (runs.has(data.id)) throw new Error(`${name}: a second run with id ${data.id}`);
+			runs.set(data.id, { ...data, file: name });
+		}
+	}
+	for (const run of runs.values()) {
+		if (!machines.has(run.machine)) throw new Error(`${run.file}: unknown machine ${run.machine}`);
+		for (const field of ['title', 'command', 'date', 'time', 'load', 'quiet', 'rows']) {
+			if (run[field] === undefined) throw new Error(`${run.file}: no ${field}`);
+		}
+	}
+	return { machines, runs };
+}
+
+function provenance(run) {
+	const code = run.commit ? `commit \`${run.commit}\`` : run.code;
+	const parts = [`\`${run.command}\``, `${run.date}, ${run.time}`, code, `load ${run.load}`];
+	return `<sub>${parts.join('; ')}. Data: [${run.file}](bench/results/${run.file}).</sub>`;
+}
+
+const TABLES = {
+	overhead: (run) =>
+		table(
+			[
+				['flow', (r) => r.flow, 'l'],
+				['clients', (r) => clients(r.clients)],
+				['req/s', (r) => number(r.reqPerS, 1)],
+				['vs baseline', (r) => ratio(r.ratio)],
+				['min–max', (r) => range(r.ratioMin, r.ratioMax)],
+				['p50 ms', (r) => number(r.p50Ms, 1)],
+				['added p50 ms', (r) => signed(r.addedP50Ms)],
+				['p99 ms', (r) => number(r.p99Ms, 1)],
+				['n8n CPU ms/execution', (r) => number(r.cpuMsPerExec, 1)],
+			],
+			run.rows,
+		),
+	batch: (run) =>
+		table(
+			[
+				['node under test', (r) => r.node, 'l'],
+				['wall ms', (r) => number(r.wallMs)],
+				['net ms', (r) => number(r.netMs)],
+				['net min–max', (r) => range(r.netMinMs, r.netMaxMs, 0)],
+				['keys/s net', (r) => number(r.keysPerS)],
+				['node ms', (r) => number(r.nodeMs)],
+				['saved execution MB', (r) => number(r.savedMb, 2)],
+			],
+			run.rows,
+		),
+	'batch-vs-recipe': (run) =>
+		table(
+			[
+				['node under test', (r) => r.node, 'l'],
+				['net ms', (r) => number(r.netMs)],
+				['keys/s net', (r) => number(r.keysPerS)],
+				['vs the recipe', (r) => ratio(r.vsRecipe, 1)],
+				['node ms', (r) => number(r.nodeMs)],
+				['saved execution MB', (r) => number(r.savedMb, 2)],
+			],
+			run.rows,
+		),
+	single: (run) =>
+		table(
+			[
+				['scenario', (r) => r.scenario, 'l'],
+				['calls/s unnamed → named', (r) => `${number(r.unnamedCallsPerS)} → ${number(r.namedCallsPerS)}`],
+				['named vs unnamed', (r) => ratio(r.ratio)],
+				['min–max', (r) => range(r.ratioMin, r.ratioMax)],
+				['p50 ms unnamed → named', (r) => `${number(r.p50UnnamedMs, 2)} → ${number(r.p50NamedMs, 2)}`],
+				['p99 ms unnamed → named', (r) => `${number(r.p99UnnamedMs, 2)} → ${number(r.p99NamedMs, 2)}`],
+				['plain pg named vs unnamed', (r) => ratio(r.plainRatio)],
+			],
+			run.rows,
+		),
+	statement: (run) =>
+		table(
+			[
+				['scenario', (r) => r.scenario, 'l'],
+				['recipe keys/s', (r) => number(r.recipeKeysPerS)],
+				['core, Output: Compact', (r) => ratio(r.coreCompact)],
+				['min–max', (r) => range(r.coreCompactMin, r.coreCompactMax)],
+				['plain pg, Compact', (r) => ratio(r.plainCompact)],
+				['core, Output: Full', (r) => ratio(r.coreFull)],
+			],
+			run.rows,
+		),
+	core: (run) =>
+		table(
+			[
+				['scenario', (r) => r.scenario, 'l'],
+				['core keys/s', (r) => number(r.coreKeysPerS)],
+				['plain pg keys/s', (r) => number(r.plainKeysPerS)],
+				['core vs plain pg', (r) => ratio(r.ratio)],
+				['min–max', (r) => range(r.ratioMin, r.ratioMax)],
+				['client CPU µs/key, core / pg', (r) => `${number(r.coreCpuUs, 1)} / ${number(r.plainCpuUs, 1)}`],
+			],
+			run.rows,
+		),
+	growth: (run) =>
+		table(
+			[
+				['rows in table', (r) => number(r.rows), 'l'],
+				['1 key p50 ms', (r) => number(r.singleP50Ms, 2)],
+				['1 key p99 ms', (r) => number(r.singleP99Ms, 2)],
+				['p99 vs empty', (r) => ratio(r.singleP99VsEmpty, 2)],
+				['1,000 keys p50 ms', (r) => number(r.batchP50Ms, 1)],
+				['1,000 keys p99 ms', (r) => number(r.batchP99Ms, 1)],
+				['p99 vs empty', (r) => ratio(r.batchP99VsEmpty, 2)],
+				['MB per million keys, table + indexes', (r) => (r.heapMbPerMillion === null ? NONE : `${r.heapMbPerMillion} + ${r.indexMbPerMillion}`)],
+			],
+			run.rows,
+		),
+	cleanup: (run) =>
+		`${table(
+			[
+				['phase', (r) => r.phase, 'l'],
+				['reserves', (r) => number(r.reserves)],
+				['p50 ms', (r) => number(r.p50Ms, 2)],
+				['p99 ms', (r) => number(r.p99Ms, 2)],
+				['max ms', (r) => number(r.maxMs, 1)],
+			],
+			run.rows,
+		)}\n\nDeleted ${number(run.deleted)} rows in ${number(run.seconds, 1)} s (${number(run.batches)} batches, ${number(run.rowsPerS)} rows/s).`,
+	bloat: (run) =>
+		table(
+			[
+				['table', (r) => r.table, 'l'],
+				['MB before, heap + indexes', (r) => `${r.heapMbBefore} + ${r.indexMbBefore}`],
+				['MB after', (r) => `${r.heapMbAfter} + ${r.indexMbAfter}`],
+				['growth', (r) => ratio(r.growth, 2)],
+				['HOT updates', (r) => `${r.hotPercent} %`],
+				['dead rows left', (r) => number(r.deadRows)],
+			],
+			run.rows,
+		),
+	output: (run) =>
+		table(
+			[
+				['idempotency object', (r) => r.output, 'l'],
+				['bytes per item (object)', (r) => number(r.bytesPerItem)],
+				['all items MB', (r) => number(r.allItemsMb, 2)],
+				['vs Full', (r) => `${r.vsFullPercent} %`],
+				['build + JSON ms', (r) => number(r.buildJsonMs, 1)],
+			],
+			run.rows,
+		),
+	big: (run) =>
+		table(
+			[
+				['n8n', (r) => r.run, 'l'],
+				['flow', (r) => r.flow, 'l'],
+				['wall ms', (r) => number(r.wallMs)],
+				['node ms', (r) => number(r.nodeMs)],
+				['RSS before MB', (r) => number(r.rssBeforeMb)],
+				['RSS max MB', (r) => number(r.rssMaxMb)],
+				['added MB', (r) => number(r.addedRssMb)],
+				['saved execution MB', (r) => number(r.savedMb, 1)],
+			],
+			run.rows,
+		),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Headline figures: each picked from a run by name, so a renamed row fails here instead of vanishing.
+
+function pick(run, predicate, what) {
+	const row = run.rows.find(predicate);
+	if (!row) throw new Error(`${run.file}: no row for ${what}`);
+	return row;
+}
+
+function summary(runs) {
+	const get = (id) => {
+		const run = runs.get(id);
+		if (!run) throw new Error(`summary: no run with id ${id}`);
+		return run;
+	};
+	const overhead = get('overhead');
+	const reserve = (c) => pick(overhead, (r) => r.flow === '+ Reserve (Permanent)' && r.clients === c, `Reserve at c=${c}`);
+	const recipeStep = pick(overhead, (r) => r.flow.startsWith("reference: the recipe's reserve step") && r.clients === 1, 'the recipe step');
+	const lease = pick(overhead, (r) => r.flow.includes('Key From paired item') && r.clients === 1, 'lease + Mark Complete');
+	const batch = get('batch');
+	const field = pick(batch, (r) => r.node.includes('Field'), 'Field');
+	const eventId = pick(batch, (r) => r.node.includes('Event ID') && r.node.includes('Compact'), 'Event ID');
+	const vsRecipe = get('batch-vs-recipe');
+	const fieldVsRecipe = pick(vsRecipe, (r) => r.node.includes('Field'), 'Field vs recipe');
+	const customVsRecipe = pick(vsRecipe, (r) => r.node.includes('Custom'), 'Custom vs recipe');
+	const single = get('single');
+	const one = pick(single, (r) => r.scenario === 'reserve, 1 key, 1 caller', 'one key');
+	const statement = get('statement');
+	const fresh = pick(statement, (r) => r.scenario === '1,000 keys/call', 'fresh keys');
+	const duplicates = pick(statement, (r) => r.scenario === 'duplicates, 1,000 keys/call', 'duplicates');
+	const growth = get('growth');
+	const tenMillion = pick(growth, (r) => r.rows === 10000000, '10 M rows');
+	const oneMillion = pick(growth, (r) => r.rows === 1000000, '1 M rows');
+	const cleanup = get('cleanup');
+	const without = pick(cleanup, (r) => r.phase.startsWith('without'), 'without cleanup');
+	const during = pick(cleanup, (r) => r.phase.startsWith('during'), 'during cleanup');
+	const bloat = pick(get('bloat'), (r) => r.table.startsWith('default'), 'default table');
+	const output = get('output');
+	const compact = pick(output, (r) => r.output.includes('Compact'), 'Compact');
+	const full = pick(output, (r) => r.output.includes('Full'), 'Full');
+	const big = get('big').rows.filter((r) => r.flow.includes('Reserve'));
+	const kbPerItem = big.map((r) => (r.addedRssMb * 1000) / 100000);
+
+	const rows = [
+		['what Reserve (Permanent) costs a webhook flow, 1 client', `${ratio(reserve(1).ratio)} the throughput, ${signed(reserve(1).addedP50Ms)} ms p50`, `the recipe's own reserve step (stock Postgres node): ${ratio(recipeStep.ratio)}`, 'overhead'],
+		['the same, 8 clients', `${ratio(reserve(8).ratio)} the throughput`, 'at 8 clients p50 is queueing', 'overhead'],
+		['Reserve (Lease) + Mark Complete, 1 client', `${ratio(lease.ratio)} the throughput, ${signed(lease.addedP50Ms)} ms p50`, 'two nodes', 'overhead'],
+		['one key reserved outside n8n, 1 caller', `${number(one.namedCallsPerS)} reserves/s, p50 ${number(one.p50NamedMs, 2)} ms`, `named prepared statements: ${ratio(one.ratio, 1)} unnamed`, 'single'],
+		['10,000 items in one execution, net of n8n', `${number(field.keysPerS)} keys/s (Key Source Field), ${number(eventId.keysPerS)} (Event ID)`, 'Output: Compact', 'batch'],
+		['the same vs the per-item recipe', `${ratio(fieldVsRecipe.vsRecipe, 1)} (Field)`, `Key Source Custom: ${ratio(customVsRecipe.vsRecipe, 1)}, n8n's per-item expression`, 'batch-vs-recipe'],
+		["the reserve statement vs the recipe's two-column insert", `${ratio(fresh.coreCompact)} on fresh keys, ${ratio(duplicates.coreCompact)} on duplicates`, "the recipe's row has no lease, retention, response or counts", 'statement'],
+		['p99 at 10 M rows vs an empty table', `${ratio(tenMillion.singleP99VsEmpty, 2)} (1 key), ${ratio(tenMillion.batchP99VsEmpty, 2)} (1,000 keys)`, `${oneMillion.heapMbPerMillion + oneMillion.indexMbPerMillion} MB per million keys`, 'growth'],
+		['cleanup while 8 clients reserve', `${number(cleanup.rowsPerS)} rows/s`, `reserve p99 during it ${ratio(during.p99Ms / without.p99Ms, 2)} of without`, 'cleanup'],
+		['1 M duplicate deliveries', `table + indexes ${ratio(bloat.growth, 2)}`, `${bloat.hotPercent} % HOT updates`, 'bloat'],
+		["Reserve's output per item", `${number(compact.bytesPerItem)} bytes (Compact) vs ${number(full.bytesPerItem)} (Full)`, 'Compact is the default', 'output'],
+		["n8n's memory for 100,000 items in one execution", `+${number(Math.min(...kbPerItem), 1)}–${number(Math.max(...kbPerItem), 1)} KB per item`, 'measured with Output: Full', 'big'],
+	];
+	return table(
+		[
+			['what', (r) => r[0], 'l'],
+			['measured', (r) => r[1], 'l'],
+			['beside it', (r) => r[2], 'l'],
+			['run', (r) => `[${runs.get(r[3]).date}, ${runs.get(r[3]).quiet ? 'quiet' : 'busy'}](#${sectionOf[r[3]]})`, 'l'],
+		],
+		rows,
+	);
+}
+
+// The page's section for each run, for the summary's links (the docs test checks every anchor).
+const sectionOf = {
+	overhead: 'per-execution-overhead-inside-n8n',
+	single: 'one-key-per-call-outside-n8n',
+	batch: 'batches-inside-n8n',
+	'batch-vs-recipe': 'batches-inside-n8n',
+	statement: 'the-reserve-statement-vs-the-recipes-insert',
+	growth: 'table-growth-to-10-m-rows',
+	cleanup: 'cleanup-under-load',
+	bloat: 'bloat-from-duplicates',
+	output: 'output-size',
+	big: 'one-100000-item-execution',
+};
+
+// ---------------------------------------------------------------------------------------------
+// Plots: plain SVG, no dependency. Text is measured roughly (a sans-serif digit or letter ~0.55 em).
+
+const FONT = 'font-family="DejaVu Sans, Arial, Helvetica, sans-serif"';
+const COLOURS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759'];
+const textWidth = (text, size) => Math.ceil(text.length * size * 0.56);
+const escape = (text) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const fixed = (value) => Number(value.toFixed(1));
+
+function svg(width, height, body) {
+	return [
+		`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ${FONT} font-size="12">`,
+		`<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+		...body,
+		'</svg>',
+		'',
+	].join('\n');
+}
+
+function legend(series, x, y) {
+	const parts = [];
+	let at = x;
+	series.forEach((name, i) => {
+		parts.push(`<rect x="${at}" y="${y - 10}" width="12" height="12" fill="${COLOURS[i]}"/>`);
+		parts.push(`<text x="${at + 17}" y="${y}">${escape(name)}</text>`);
+		at += 17 + textWidth(name, 12) + 20;
+	});
+	return parts;
+}
+
+/**
+ * Horizontal bars: `groups` are { label, values: [number|null per series] }. `log` draws a
+ * logarithmic axis from `min`. Each bar carries its value.
+ */
+function barChart({ title, subtitle, series, groups, unit, log = false, min = 1, format = (v) => number(v) }) {
+	const labelWidth = Math.max(...groups.map((g) => textWidth(g.label, 12))) + 16;
+	const plotWidth = 520;
+	const barHeight = 14;
+	const groupHeight = series.length * barHeight + 10;
+	const top = 70;
+	const left = labelWidth;
+	const width = left + plotWidth + 90;
+	const height = top + groups.length * groupHeight + 50;
+	const max = Math.max(...groups.flatMap((g) => g.values.filter((v) => v !== null)));
+	const niceMax = log ? 10 ** Math.ceil(Math.log10(max)) : niceCeiling(max);
+	const scale = (v) => (log ? (Math.log10(v) - Math.log10(min)) / (Math.log10(niceMax) - Math.log10(min)) : v / niceMax) * plotWidth;
+	const ticks = log ? powersOfTen(min, niceMax) : linearTicks(niceMax);
+	const body = [
+		`<text x="12" y="22" font-size="15" font-weight="bold">${escape(title)}</text>`,
+		`<text x="12" y="40" fill="#555">${escape(subtitle)}</text>`,
+		...legend(series, left, 60),
+	];
+	for (const tick of ticks) {
+		const x = fixed(left + scale(tick));
+		body.push(`<line x1="${x}" y1="${top - 4}" x2="${x}" y2="${height - 30}" stroke="#ddd"/>`);
+		body.push(`<text x="${x}" y="${height - 16}" text-anchor="middle" fill="#555">${escape(number(tick))}</text>`);
+	}
+	body.push(`<text x="${left + plotWidth}" y="${height - 4}" text-anchor="end" fill="#555">${escape(unit)}</text>`);
+	groups.forEach((group, g) => {
+		const y0 = top + g * groupHeight;
+		body.push(`<text x="${left - 8}" y="${fixed(y0 + (series.length * barHeight) / 2 + 4)}" text-anchor="end">${escape(group.label)}</text>`);
+		group.values.forEach((value, s) => {
+			if (value === null) return;
+			const y = y0 + s * barHeight;
+			const w = fixed(Math.max(1, scale(value)));
+			body.push(`<rect x="${left}" y="${y}" width="${w}" height="${barHeight - 2}" fill="${COLOURS[s]}"/>`);
+			body.push(`<text x="${fixed(left + w + 4)}" y="${y + barHeight - 4}" font-size="11">${escape(format(value))}</text>`);
+		});
+	});
+	body.push(`<line x1="${left}" y1="${top - 4}" x2="${left}" y2="${height - 30}" stroke="#333"/>`);
+	return svg(width, height, body);
+}
+
+/** Lines over categorical x positions: `series` are { name, values } with one value per x label. */
+function lineChart({ title, subtitle, xLabels, xTitle, series, unit }) {
+	const left = 70;
+	const top = 76;
+	const plotWidth = 520;
+	const plotHeight = 280;
+	const width = left + plotWidth + 40;
+	const height = top + plotHeight + 60;
+	const niceMax = niceCeiling(Math.max(...series.flatMap((s) => s.values)));
+	const x = (i) => fixed(left + 40 + (i * (plotWidth - 80)) / (xLabels.length - 1));
+	const y = (v) => fixed(top + plotHeight - (v / niceMax) * plotHeight);
+	const body = [
+		`<text x="12" y="22" font-size="15" font-weight="bold">${escape(title)}</text>`,
+		`<text x="12" y="40" fill="#555">${escape(subtitle)}</text>`,
+		...legend(series.map((s) => s.name), left, 62),
+	];
+	// Value labels sit above their points; where two at one x would overlap, the lower one moves down.
+	const labelY = series.map((s) => s.values.map((v) => y(v) - 6));
+	xLabels.forEach((_, j) => {
+		const order = series.map((_, i) => i).sort((a, b) => labelY[a][j] - labelY[b][j]);
+		for (let k = 1; k < order.length; k++) {
+			const above = labelY[order[k - 1]][j];
+			if (labelY[order[k]][j] - above < 13) labelY[order[k]][j] = above + 13;
+		}
+	});
+	for (const tick of linearTicks(niceMax)) {
+		body.push(`<line x1="${left}" y1="${y(tick)}" x2="${left + plotWidth}" y2="${y(tick)}" stroke="#ddd"/>`);
+		body.push(`<text x="${left - 6}" y="${fixed(y(tick) + 4)}" text-anchor="end" fill="#555">${escape(number(tick))}</text>`);
+	}
+	xLabels.forEach((label, i) => body.push(`<text x="${x(i)}" y="${top + plotHeight + 18}" text-anchor="middle">${escape(label)}</text>`));
+	body.push(`<text x="${left + plotWidth / 2}" y="${top + plotHeight + 40}" text-anchor="middle" fill="#555">${escape(xTitle)}</text>`);
+	body.push(`<text x="14" y="${top + plotHeight / 2}" transform="rotate(-90 14 ${top + plotHeight / 2})" text-anchor="middle" fill="#555">${escape(unit)}</text>`);
+	series.forEach((s, i) => {
+		const points = s.values.map((v, j) => `${x(j)},${y(v)}`).join(' ');
+		body.push(`<polyline points="${points}" fill="none" stroke="${COLOURS[i]}" stroke-width="2"/>`);
+		s.values.forEach((v, j) => {
+			body.push(`<circle cx="${x(j)}" cy="${y(v)}" r="3.5" fill="${COLOURS[i]}"/>`);
+			body.push(`<text x="${fixed(x(j) + 7)}" y="${fixed(labelY[i][j])}" font-size="11" fill="${COLOURS[i]}">${escape(number(v, 1))}</text>`);
+		});
+	});
+	body.push(`<line x1="${left}" y1="${top + plotHeight}" x2="${left + plotWidth}" y2="${top + plotHeight}" stroke="#333"/>`);
+	return svg(width, height, body);
+}
+
+function niceCeiling(value) {
+	const power = 10 ** Math.floor(Math.log10(value));
+	for (const step of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (step * power >= value) return step * power;
+	return 10 * power;
+}
+function linearTicks(max) {
+	const step = max / 5;
+	return Array.from({ length: 6 }, (_, i) => Number((i * step).toPrecision(6)));
+}
+function powersOfTen(min, max) {
+	const ticks = [];
+	for (let t = min; t <= max; t *= 10) ticks.push(t);
+	return ticks;
+}
+
+function plots(runs) {
+	const overhead = runs.get('overhead');
+	const flows = [...new Set(overhead.rows.map((r) => r.flow))];
+	const single = runs.get('single');
+	const batch = runs.get('batch');
+	const growth = runs.get('growth');
+	const source = (run) => `${run.date} ${run.time}, ${run.commit ? `commit ${run.commit}` : 'see BENCHMARKS.md'}, load ${run.load.split(' (')[0]}`;
+	const reserves = single.rows.filter((r) => r.scenario.startsWith('reserve'));
+	const field = pick(batch, (r) => r.node.includes('Field'), 'Field');
+	return {
+		'bench-throughput-per-flow.svg': barChart({
+			title: 'Webhook executions per second inside n8n, by flow',
+			subtitle: source(overhead),
+			series: ['1 client', '8 clients'],
+			groups: flows.map((flow) => ({
+				label: flow,
+				values: [1, 8].map((c) => overhead.rows.find((r) => r.flow === flow && r.clients === c)?.reqPerS ?? null),
+			})),
+			unit: 'requests per second',
+			format: (v) => number(v, 1),
+		}),
+		'bench-keys-per-second.svg': barChart({
+			title: 'Keys reserved per second, by keys per call',
+			subtitle: `${source(single)}; n8n batch: ${batch.time}`,
+			series: ['unnamed statements', 'named prepared statements (default)'],
+			groups: [
+				...reserves.map((r) => ({ label: `core, ${r.scenario.replace('reserve, ', '')}${r.keysPerCall > 1 ? ` (calls/s × ${number(r.keysPerCall)})` : ''}`, values: [r.unnamedCallsPerS * r.keysPerCall, r.namedCallsPerS * r.keysPerCall] })),
+				{ label: 'n8n, 10,000 items in one execution (Field, net)', values: [null, field.keysPerS] },
+			],
+			unit: 'keys per second (log scale)',
+			log: true,
+			min: 100,
+		}),
+		'bench-latency-vs-table-size.svg': lineChart({
+			title: 'Reserve latency as the table grows',
+			subtitle: `${growth.date} ${growth.time}, load ${growth.load.split(' (')[0]}; 8 callers for 1 key`,
+			xLabels: growth.rows.map((r) => (r.rows === 0 ? 'empty' : `${number(r.rows / 1e6)} M rows`)),
+			xTitle: 'rows in the keys table',
+			series: [
+				{ name: '1 key p50', values: growth.rows.map((r) => r.singleP50Ms) },
+				{ name: '1 key p99', values: growth.rows.map((r) => r.singleP99Ms) },
+				{ name: '1,000 keys p50', values: growth.rows.map((r) => r.batchP50Ms) },
+				{ name: '1,000 keys p99', values: growth.rows.map((r) => r.batchP99Ms) },
+			],
+			unit: 'milliseconds per call',
+		}),
+	};
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function renderPage(page, runs) {
+	const seen = new Set();
+	const rendered = page.replace(/(<!-- generated: ([a-z0-9-]+) -->\n)[\s\S]*?(<!-- \/generated -->)/g, (_, open, name, close) => {
+		seen.add(name);
+		if (name === 'summary') return `${open}${summary(runs)}\n${close}`;
+		const run = runs.get(name);
+		if (!run) throw new Error(`${PAGE}: a generated part names ${name}, but no run in bench/results has that id`);
+		const render = TABLES[run.id];
+		if (!render) throw new Error(`bench/report.js has no table for run ${run.id}`);
+		return `${open}${render(run)}\n\n${provenance(run)}\n${close}`;
+	});
+	const missing = [...runs.keys()].filter((id) => !seen.has(id));
+	if (missing.length > 0) throw new Error(`${PAGE} shows no table for ${missing.join(', ')}: add <!-- generated: ID --><!-- /generated --> markers`);
+	return rendered;
+}
+
+function build(root, resultsDir = RESULTS) {
+	const { runs } = loadRuns(resultsDir);
+	const files = new Map();
+	files.set(PAGE, renderPage(fs.readFileSync(path.join(root, PAGE), 'utf8'), runs));
+	for (const [name, content] of Object.entries(plots(runs))) files.set(path.join(IMAGES, name), content);
+	return files;
+}
+
+function main() {
+	const args = process.argv.slice(2);
+	const check = args.includes('--check');
+	const rootAt = args.indexOf('--root');
+	const resultsAt = args.indexOf('--results');
+	const root = rootAt >= 0 ? path.resolve(args[rootAt + 1]) : REPO;
+	const files = build(root, resultsAt >= 0 ? path.resolve(args[resultsAt + 1]) : RESULTS);
+	const stale = [];
+	for (const [name, content] of files) {
+		const file = path.join(root, name);
+		const current = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null;
+		if (current === content) continue;
+		stale.push(name);
+		if (!check) {
+			fs.mkdirSync(path.dirname(file), { recursive: true });
+			fs.writeFileSync(file, content);
+		}
+	}
+	if (check && stale.length > 0) {
+		console.error(`out of date with bench/results: ${stale.join(', ')} (run node bench/report.js)`);
+		process.exit(1);
+	}
+	console.log(stale.length === 0 ? 'up to date' : `wrote ${stale.join(', ')}`);
+}
+
+if (require.main === module) {
+	try {
+		main();
+	} catch (error) {
+		console.error(error instanceof Error ? error.message : error);
+		process.exit(1);
+	}
+}
+
+module.exports = { build };
