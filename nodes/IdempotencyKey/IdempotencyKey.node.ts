@@ -8,9 +8,12 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
+import { inexactTextReason } from '../../lib/keys/exactText';
 import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/postgres/store';
+import type { FailedExecution } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
+import { itemRouting } from '../shared/notProcessed';
 import { storeFor, type TableChoice } from '../shared/store';
 import { keyProperties } from './description';
 import { getKeys, keyStats, listKeys } from './keyRecords';
@@ -93,21 +96,50 @@ async function cleanup(context: IExecuteFunctions, store: IdempotencyStore): Pro
 /** Key From = Failed Execution: every live reservation of each item's execution, released or marked failed. */
 async function settleExecutions(context: IExecuteFunctions, store: IdempotencyStore, operation: 'release' | 'fail'): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
-	const outputs: INodeExecutionData[][] = [[], []];
+	// An item without a usable execution leaves through the last output (Stale), as in settle.
+	const { outputs, failItem } = itemRouting(context, 1);
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		const executionId = String(context.getNodeParameter('executionId', itemIndex) ?? '');
+		let execution: FailedExecution;
+		try {
+			execution = readFailedExecution(context, itemIndex);
+		} catch (error) {
+			failItem(error, itemIndex);
+			continue;
+		}
+		const { executionId, workflowId } = execution;
 		let idempotency: IDataObject;
 		if (operation === 'release') {
-			idempotency = { operation, executionId, releasedKeys: await store.releaseExecution(executionId) };
+			idempotency = { operation, executionId, workflowId, releasedKeys: await store.releaseExecution(execution) };
 		} else {
 			const error = String(context.getNodeParameter('errorMessage', itemIndex, '') ?? '');
-			const failed = await store.failExecution(executionId, error);
-			idempotency = { operation, executionId, failedKeys: failed.keys };
+			const failed = await store.failExecution(execution, error);
+			idempotency = { operation, executionId, workflowId, failedKeys: failed.keys };
 			if (failed.warnings.length > 0) idempotency.warnings = failed.warnings;
 		}
 		outputs[DONE].push({ json: { ...items[itemIndex].json, idempotency }, pairedItem: { item: itemIndex } });
 	}
 	return outputs;
+}
+
+/**
+ * The failed run one item names: its execution and workflow ids (Error Trigger data by default), on
+ * this n8n instance (an error workflow runs on the instance of the execution that failed).
+ */
+function readFailedExecution(context: IExecuteFunctions, itemIndex: number): FailedExecution {
+	const executionId = String(context.getNodeParameter('executionId', itemIndex) ?? '');
+	const workflowId = String(context.getNodeParameter('workflowId', itemIndex) ?? '');
+	if (executionId === '' || workflowId === '') {
+		throw new NodeOperationError(
+			context.getNode(),
+			`"Failed Execution" needs the failed execution's ${executionId === '' ? 'Execution ID' : 'Workflow ID'}, and it is empty. Connect this node after an Error Trigger, or set Execution ID and Workflow ID (execution ids repeat across n8n instances that share the table, so the execution ID alone could settle another instance's keys). Nothing was settled.`,
+			{ itemIndex },
+		);
+	}
+	for (const [what, text] of [['Execution ID', executionId], ['Workflow ID', workflowId]]) {
+		const reason = inexactTextReason(text);
+		if (reason) throw new NodeOperationError(context.getNode(), `The ${what} ${reason}: no stored key can match it. Nothing was settled.`, { itemIndex });
+	}
+	return { executionId, workflowId, instanceId: context.getInstanceId() };
 }
 
 /** Complete, Release and Mark Failed: one statement for every item, then each item to Done or Stale. */
@@ -118,7 +150,8 @@ async function settle(
 	source: Exclude<KeyFrom, 'execution'>,
 ): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
-	const outputs: INodeExecutionData[][] = [[], []];
+	// An item that cannot be read leaves through the last output (Stale) under Continue: never Done.
+	const { outputs, failItem } = itemRouting(context, 1);
 	const requests: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; response?: unknown; error?: string }> = [];
 	// Found once per run: every item settles a reservation of the same Reserve node.
 	const reserveNodeName = source === 'reserveNode' ? findReserveNode(context) : undefined;
@@ -133,8 +166,7 @@ async function settle(
 				error: operation === 'fail' ? String(context.getNodeParameter('errorMessage', itemIndex, '') ?? '') : undefined,
 			});
 		} catch (error) {
-			if (!context.continueOnFail()) throw toNodeError(context.getNode(), error, itemIndex);
-			outputs[DONE].push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
+			failItem(error, itemIndex);
 		}
 	}
 
