@@ -111,6 +111,26 @@ describe('Idempotency Key: Release on error', () => {
 });
 
 describe('Idempotency Key: Mark Failed', () => {
+	it('a key this run completed goes to Stale (staleReason "completed") and stays completed: the redelivery is a Duplicate', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_done_then_failed' }), webhookItem({ id: 'evt_done_then_released' })]);
+		const [completed] = await runKeyNode({ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() }, { items: fresh });
+		expect(completed.map((item) => idempotencyOf(item).applied)).toEqual([true, true]);
+
+		// e.g. a node after Mark Complete fails, and its error output leads to Mark Failed.
+		const [failedDone, failedStale] = await runKeyNode(
+			{ operation: 'fail', source: 'item', errorMessage: 'a later node failed', options: tableOptions() },
+			{ items: [completed[0]] },
+		);
+		const [releasedDone, releasedStale] = await runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: [completed[1]] });
+		expect([...failedDone, ...releasedDone]).toHaveLength(0);
+		expect(idempotencyOf(failedStale[0])).toMatchObject({ key: 'evt:evt_done_then_failed', operation: 'fail', applied: false, staleReason: 'completed' });
+		expect(idempotencyOf(releasedStale[0])).toMatchObject({ key: 'evt:evt_done_then_released', operation: 'release', applied: false, staleReason: 'completed' });
+		expect(await row('evt:evt_done_then_failed')).toMatchObject({ status: 'completed', last_error: null });
+		expect(await row('evt:evt_done_then_released')).toMatchObject({ status: 'completed' });
+		const [, duplicates] = await leaseReserve([webhookItem({ id: 'evt_done_then_failed' }), webhookItem({ id: 'evt_done_then_released' })]);
+		expect(duplicates.map((item) => idempotencyOf(item).outcome)).toEqual(['duplicate', 'duplicate']);
+	});
+
 	it('keeps the row with the error, and the next delivery reserves again', async () => {
 		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_markfail' })]);
 		const [done] = await runKeyNode(
