@@ -204,7 +204,6 @@ describe('Idempotency Key: Mark Failed', () => {
 		await reserveOn('instance-production', 'wf-prod', 'evt_inst_prod');
 		await reserveOn('instance-staging', 'wf-stage', 'evt_inst_stage');
 		await reserveOn('instance-production', 'wf-stage', 'evt_inst_prod_same_wf_id');
-		expect(await row('evt:evt_inst_prod')).toMatchObject({ execution_id: '1234', workflow_id: 'wf-prod', n8n_instance: 'instance-production' });
 
 		// Staging's error workflow handles its failed execution 1234.
 		const errorTriggerItem = { json: { execution: { id: '1234', error: { message: 'boom' } }, workflow: { id: 'wf-stage' } } };
@@ -216,6 +215,7 @@ describe('Idempotency Key: Mark Failed', () => {
 		expect(await row('evt:evt_inst_stage')).toMatchObject({ status: 'failed' });
 		// Production's live reservations are untouched: its redelivery still reads In Progress.
 		for (const key of ['evt:evt_inst_prod', 'evt:evt_inst_prod_same_wf_id']) expect(await row(key)).toMatchObject({ status: 'processing', last_error: null });
+		expect(await row('evt:evt_inst_prod')).toMatchObject({ execution_id: '1234', workflow_id: 'wf-prod', n8n_instance: 'instance-production' });
 		const [, , inProgress] = await runReserve(
 			{ mode: 'lease', leaseSeconds: 60, options: tableOptions() },
 			{ items: [webhookItem({ id: 'evt_inst_prod' })], executionId: '1235', workflowId: 'wf-prod', instanceId: 'instance-production' },
