@@ -8,7 +8,6 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { inexactTextReason } from '../../lib/keys/exactText';
 import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/postgres/store';
 import type { FailedExecution } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
@@ -18,7 +17,7 @@ import { storeFor, type TableChoice } from '../shared/store';
 import { keyProperties } from './description';
 import { getKeys, keyStats, listKeys } from './keyRecords';
 import { claimForReplay } from './replayClaim';
-import { findReserveNode, readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
+import { findReserveNode, readFailedExecution, readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
 
 type Operation = 'complete' | 'release' | 'fail' | 'cleanup' | 'getKey' | 'listKeys' | 'stats' | 'claimForReplay';
 
@@ -77,7 +76,8 @@ export class IdempotencyKey implements INodeType {
 				pairedItem: { item: itemIndex },
 			}));
 			if (operation === 'cleanup' || READ_OPERATIONS.includes(operation)) return [failed];
-			// Nothing was claimed: never on Claimed, which leads to the business step.
+			// Nothing was claimed: never on Claimed, which leads to the business step. A settle that failed
+			// as a whole stays on output 0: n8n's Retry On Fail looks only at output 0's first item.
 			return operation === 'claimForReplay' ? [[], failed] : [failed, []];
 		}
 	}
@@ -119,27 +119,6 @@ async function settleExecutions(context: IExecuteFunctions, store: IdempotencySt
 		outputs[DONE].push({ json: { ...items[itemIndex].json, idempotency }, pairedItem: { item: itemIndex } });
 	}
 	return outputs;
-}
-
-/**
- * The failed run one item names: its execution and workflow ids (Error Trigger data by default), on
- * this n8n instance (an error workflow runs on the instance of the execution that failed).
- */
-function readFailedExecution(context: IExecuteFunctions, itemIndex: number): FailedExecution {
-	const executionId = String(context.getNodeParameter('executionId', itemIndex) ?? '');
-	const workflowId = String(context.getNodeParameter('workflowId', itemIndex) ?? '');
-	if (executionId === '' || workflowId === '') {
-		throw new NodeOperationError(
-			context.getNode(),
-			`"Failed Execution" needs the failed execution's ${executionId === '' ? 'Execution ID' : 'Workflow ID'}, and it is empty. Connect this node after an Error Trigger, or set Execution ID and Workflow ID (execution ids repeat across n8n instances that share the table, so the execution ID alone could settle another instance's keys). Nothing was settled.`,
-			{ itemIndex },
-		);
-	}
-	for (const [what, text] of [['Execution ID', executionId], ['Workflow ID', workflowId]]) {
-		const reason = inexactTextReason(text);
-		if (reason) throw new NodeOperationError(context.getNode(), `The ${what} ${reason}: no stored key can match it. Nothing was settled.`, { itemIndex });
-	}
-	return { executionId, workflowId, instanceId: context.getInstanceId() };
 }
 
 /** Complete, Release and Mark Failed: one statement for every item, then each item to Done or Stale. */

@@ -192,6 +192,17 @@ describe('Idempotency Key: Mark Failed', () => {
 		expect(done).toHaveLength(0);
 		expect(notSettled).toEqual([{ json: { error: expect.stringMatching(/Workflow ID, and it is empty/) }, pairedItem: { item: 0 } }]);
 		expect(await row('evt:evt_nowf')).toMatchObject({ status: 'processing' });
+
+		// A NUL or a lone surrogate could never match a stored id: refused per item, the other items settled.
+		await leaseReserve([webhookItem({ id: 'evt_wf_ok' })], 'exec-wf-ok');
+		const perItem = { ...parameters, executionId: (index: number) => ['exec-wf-ok', 'exec-nowf', 'exec-nowf'][index], workflowId: (index: number) => ['wf-1', 'wf\u0000', 'wf\uD800'][index] };
+		const [settled, refused] = await runKeyNode(perItem, { items: [{ json: {} }, { json: {} }, { json: {} }], continueOnFail: true });
+		expect(settled.map((item) => idempotencyOf(item).failedKeys)).toEqual([['evt:evt_wf_ok']]);
+		expect(refused.map((item) => [item.pairedItem, item.json.error])).toEqual([
+			[{ item: 1 }, expect.stringMatching(/Workflow ID contains a NUL character/)],
+			[{ item: 2 }, expect.stringMatching(/Workflow ID contains a lone UTF-16 surrogate/)],
+		]);
+		expect(await row('evt:evt_nowf')).toMatchObject({ status: 'processing' });
 	});
 
 	it("Failed Execution settles only this n8n instance's reservations: another instance's execution with the same id keeps its live keys", async () => {
