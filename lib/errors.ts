@@ -30,8 +30,20 @@ export class SchemaOutdatedError extends IdempotencyError {}
 /** The table's schema version is newer than this package knows: refused, nothing is changed. */
 export class SchemaNewerThanPackageError extends IdempotencyError {}
 
-/** Postgres cannot be reached (down, unknown host, refused, timed out); subclasses say whether anything changed. */
+/**
+ * Postgres could not serve the statement: unreachable (DatabaseUnreachableError), or reached but
+ * the statement timed out, waited too long on a lock, or lost its answer (the other subclasses).
+ */
 export class DatabaseUnavailableError extends IdempotencyError {}
+
+/**
+ * No connection: Postgres could not be reached or did not accept one (refused, unknown host,
+ * timed out connecting, shutting down, too many connections), or the connection broke before an
+ * answer in a transaction that was then rolled back. Nothing changed. The only failure On Store
+ * Unavailable: Let Through lets through: the others can mean another delivery of the same event
+ * holds the key right now, or that this reservation committed.
+ */
+export class DatabaseUnreachableError extends DatabaseUnavailableError {}
 
 /** Postgres refused the credential (wrong user or password, or no access to the database). */
 export class DatabaseAuthenticationError extends IdempotencyError {}

@@ -86,6 +86,8 @@ export interface ReserveOptions {
 	retentionSeconds: number;
 	executionId?: string;
 	workflowId?: string;
+	/** The n8n instance the run belongs to (n8n's instance id): Failed Execution settles match it. */
+	instanceId?: string;
 }
 
 /** Reserve's options with the choice of how much of each row comes back (default `full`). */
@@ -104,7 +106,21 @@ export type StaleReason =
 	/** Another run holds the key now: this run's lease ended and it was reclaimed. */
 	| 'not_owner'
 	/** Complete on a key that was marked failed. */
-	| 'failed';
+	| 'failed'
+	/** Release or Mark Failed on a key its owner completed: its business step ran, so it stays completed. */
+	| 'completed';
+
+/**
+ * The failed run whose live reservations Release or Mark Failed settle (Key From = Failed
+ * Execution). Execution ids are numbered per n8n instance, so the workflow and the instance say
+ * which run of which installation it was.
+ */
+export interface FailedExecution {
+	executionId: string;
+	workflowId: string;
+	/** The n8n instance id; null matches only keys reserved without one (before schema version 4). */
+	instanceId: string | null;
+}
 
 export type SettleResult = { key: string; applied: true } | { key: string; applied: false; reason: StaleReason };
 
@@ -186,6 +202,8 @@ export interface ReplayClaimOptions {
 	retentionSeconds: number;
 	executionId?: string;
 	workflowId?: string;
+	/** The n8n instance the replay run belongs to, as for a reservation. */
+	instanceId?: string;
 }
 
 /** Why a key was not claimed for replay. */

@@ -1,7 +1,7 @@
 import { DatabaseError } from 'pg';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 
-import { DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../errors';
+import { DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, OutcomeUnknownError } from '../errors';
 import { classifyPostgresError } from '../postgres/classifyError';
 import { IdempotencyStore, type StoreOptions } from '../postgres/store';
 import type { ReservationRequest, ReservationResult } from '../types';
@@ -19,6 +19,7 @@ export interface OneTransactionOptions {
 	retentionSeconds: number;
 	executionId?: string;
 	workflowId?: string;
+	instanceId?: string;
 }
 
 export type OneTransactionResult =
@@ -142,6 +143,7 @@ export class OneTransactionEffect {
 				retentionSeconds: options.retentionSeconds,
 				executionId: options.executionId,
 				workflowId: options.workflowId,
+				instanceId: options.instanceId,
 			});
 			let result: OneTransactionResult;
 			if (reservation.outcome === 'new') {
@@ -228,7 +230,7 @@ function commitRefused(error: unknown): IdempotencyError {
 // The commit may or may not have reached the server; both-or-neither still holds, and the next
 // delivery of this key tells which (Duplicate: it committed; New: it did not).
 function commitOutcomeUnknown(error: unknown): IdempotencyError {
-	return new DatabaseUnavailableError(
+	return new OutcomeUnknownError(
 		`The commit's outcome is unknown (${(error as Error).message}). The key and the effect were stored together or not at all; the next delivery tells which.`,
 		{ cause: error },
 	);

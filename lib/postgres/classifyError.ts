@@ -1,7 +1,7 @@
 import {
 	DatabaseAuthenticationError,
 	DatabaseError,
-	DatabaseUnavailableError,
+	DatabaseUnreachableError,
 	IdempotencyError,
 	InvalidConfigurationError,
 	LockTimeoutError,
@@ -167,7 +167,7 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 		case SQLSTATE.cannotConnectNow:
 		case SQLSTATE.adminShutdown:
 		case SQLSTATE.crashShutdown:
-			return new DatabaseUnavailableError(`Postgres is not accepting connections: ${serverMessage}.${nothingChanged}`, { cause: error });
+			return new DatabaseUnreachableError(`Postgres is not accepting connections: ${serverMessage}.${nothingChanged}`, { cause: error });
 		case SQLSTATE.queryCanceled:
 			return new StatementTimeoutError(
 				`Postgres cancelled the statement on ${table}: it ran longer than the credential's Statement Timeout (or an administrator cancelled it).${nothingChanged}`,
@@ -179,6 +179,6 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 				{ cause: error },
 			);
 	}
-	if (lost) return new DatabaseUnavailableError(`Postgres could not be reached (${lost}).${nothingChanged}`, { cause: error });
+	if (lost) return new DatabaseUnreachableError(`Postgres could not be reached (${lost}).${nothingChanged}`, { cause: error });
 	return new DatabaseError(`Postgres error${code ? ` ${code}` : ''}: ${serverMessage}`, { cause: error });
 }

@@ -5,6 +5,7 @@ import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import { InvalidConfigurationError, UnexpectedResultError } from '../errors';
 import { tableRef, type TableRef } from '../identifiers';
 import { classifyPostgresError, connectionFailureReason, type Operation } from './classifyError';
+import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
 import { onceReady } from './onceReady';
 import { namesStatements, preparedStatementFailure, sendUnnamed, statementName } from './preparedStatements';
 import { parseWithExactNumbers } from '../evidence/exactNumbers';
@@ -16,6 +17,7 @@ import type {
 	CleanupOptions,
 	CleanupResult,
 	CompactRecord,
+	FailedExecution,
 	IdempotencyRecord,
 	KeysPage,
 	KeyStats,
@@ -165,6 +167,7 @@ export class IdempotencyStore {
 			column((request) => request.evidence?.payloadBytes),
 			column((request) => request.evidence?.source),
 			column((request) => request.evidence?.correlationId),
+			options.instanceId ?? null,
 		], { retryUntil: null, recoverUntilMs: this.options.reserveRecoveryMs ?? RESERVE_RECOVERY_MS });
 		const rowOfDistinct = new Array<QueryResultRow | undefined>(firsts.length);
 		for (const row of rows) {
@@ -226,6 +229,7 @@ export class IdempotencyStore {
 			options.retentionSeconds,
 			options.executionId ?? null,
 			options.workflowId ?? null,
+			options.instanceId ?? null,
 		], { retryUntil: null, recoverUntilMs: this.options.reserveRecoveryMs ?? RESERVE_RECOVERY_MS });
 		const rowByKey = new Map(rows.map((row) => [row.key as string, row]));
 
@@ -274,17 +278,22 @@ export class IdempotencyStore {
 		]);
 	}
 
-	/** Releases every live reservation of one n8n execution; returns the released keys. */
-	async releaseExecution(executionId: string): Promise<string[]> {
-		if (!executionId) throw new InvalidConfigurationError('Release by execution needs an execution id.');
-		return this.settleExecution('release', 'releaseExecution', [executionId]);
+	/** Releases every live reservation of one failed execution (of that workflow and n8n instance); returns the released keys. */
+	async releaseExecution(execution: FailedExecution): Promise<string[]> {
+		validateFailedExecution(execution, 'Release');
+		return this.settleExecution('release', 'releaseExecution', [execution.executionId, execution.workflowId, execution.instanceId]);
 	}
 
-	/** Marks failed every live reservation of one n8n execution, kept with the message; returns their keys. */
-	async failExecution(executionId: string, error: string): Promise<{ keys: string[]; warnings: string[] }> {
-		if (!executionId) throw new InvalidConfigurationError('Mark Failed by execution needs an execution id.');
+	/** Marks failed every live reservation of one failed execution (of that workflow and n8n instance), kept with the message; returns their keys. */
+	async failExecution(execution: FailedExecution, error: string): Promise<{ keys: string[]; warnings: string[] }> {
+		validateFailedExecution(execution, 'Mark Failed');
 		const message = storableErrorMessage(error);
-		const keys = await this.settleExecution('fail', 'failExecution', [executionId, message.text]);
+		const keys = await this.settleExecution('fail', 'failExecution', [
+			execution.executionId,
+			message.text,
+			execution.workflowId,
+			execution.instanceId,
+		]);
 		return { keys, warnings: message.warnings };
 	}
 
@@ -292,7 +301,7 @@ export class IdempotencyStore {
 		await this.ensureReady();
 		// Retried like Release; after a lost answer the re-send lists only the keys still left to settle.
 		const { rows } = await this.runText(operation, renderStatement(statement, this.table), values, {
-			retryUntil: Date.now() + (this.options.settleRetryMs ?? SETTLE_RETRY_MS),
+			retryUntil: monotonicNow() + (this.options.settleRetryMs ?? SETTLE_RETRY_MS),
 		});
 		return rows.map((row) => row.key as string);
 	}
@@ -429,13 +438,15 @@ export class IdempotencyStore {
 			[sent.map(({ item }) => item.key), sent.map(({ item }) => item.ownerToken), ...extraParameters(sent)],
 			{ retryUntil },
 		);
+		// Complete's answer carries the database's time (completed_at): it keeps the clock sample fresh.
+		recordDatabaseTime(this.pool, rows[0]?.completed_at);
 		const applied = new Set(rows.map((row) => row.key as string));
 		const missing = sent.filter(({ item }) => !applied.has(rowKey(item.key)));
 		const current = new Map<string, QueryResultRow>();
 		if (missing.length > 0) {
 			const found = await this.runText(
 				operation,
-				`select key, owner_token, status from ${this.table.qualified} where key = any($1::text[])`,
+				`select key, owner_token, status, effect_completed_at is not null as effect_completed from ${this.table.qualified} where key = any($1::text[])`,
 				[missing.map(({ item }) => item.key)],
 				{ retryUntil },
 			);
@@ -449,6 +460,8 @@ export class IdempotencyStore {
 			if (!row && operation === 'release' && uncertain) return report({ key: item.key, applied: true });
 			if (!row) return report({ key: item.key, applied: false, reason: 'not_found' });
 			if (row.owner_token !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
+			// Ours, and Release or Mark Failed found it completed by Complete: its business step ran.
+			if (row.effect_completed) return report({ key: item.key, applied: false, reason: 'completed' });
 			return report({ key: item.key, applied: false, reason: 'failed' });
 		});
 	}
@@ -464,7 +477,7 @@ export class IdempotencyStore {
 				const cause = (error as { cause?: unknown }).cause ?? error;
 				const reason = connectionFailureReason(cause);
 				if (reason === undefined) throw classifyPostgresError(error, { table: this.table.qualified, operation });
-				if (Date.now() + delay >= retryUntil) throw classifyPostgresError(cause, { table: this.table.qualified, operation });
+				if (monotonicNow() + delay >= retryUntil) throw classifyPostgresError(cause, { table: this.table.qualified, operation });
 				this.options.onRetry?.({ operation, outcomeUnknown: false, reason });
 				await sleep(delay);
 				delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
@@ -472,12 +485,18 @@ export class IdempotencyStore {
 		}
 	}
 
-	/** Retrying a settle ends at the retry budget, and before the earliest known lease end. */
+	/**
+	 * Retrying a settle ends at the retry budget, and before the earliest known lease end. Lease ends
+	 * are database times: they are placed on the host's monotonic clock through the database's time
+	 * last read on this pool, never compared with the host's wall clock. Before any round trip has
+	 * read it, only the budget applies (a settle after the lease end is fenced by the owner token).
+	 */
 	private settleDeadline(items: SettleRequest[]): number {
-		let deadline = Date.now() + (this.options.settleRetryMs ?? SETTLE_RETRY_MS);
+		let deadline = monotonicNow() + (this.options.settleRetryMs ?? SETTLE_RETRY_MS);
 		for (const item of items) {
-			const leaseEnd = item.leaseEndsAt?.getTime();
-			if (leaseEnd !== undefined && !Number.isNaN(leaseEnd)) deadline = Math.min(deadline, leaseEnd - LEASE_SAFETY_MARGIN_MS);
+			if (!item.leaseEndsAt || Number.isNaN(item.leaseEndsAt.getTime())) continue;
+			const leaseEnd = monotonicAt(this.pool, item.leaseEndsAt);
+			if (leaseEnd !== undefined) deadline = Math.min(deadline, leaseEnd - LEASE_SAFETY_MARGIN_MS);
 		}
 		return deadline;
 	}
@@ -509,10 +528,10 @@ export class IdempotencyStore {
 			const reason = connectionFailureReason(attempt.error);
 			if (reason !== undefined && attempt.sent && !uncertain) {
 				uncertain = true;
-				if (retry.recoverUntilMs) recoverUntil = Date.now() + retry.recoverUntilMs;
+				if (retry.recoverUntilMs) recoverUntil = monotonicNow() + retry.recoverUntilMs;
 			}
 			const deadline = Math.max(retry.retryUntil ?? 0, recoverUntil ?? 0);
-			if (reason === undefined || Date.now() + delay >= deadline) {
+			if (reason === undefined || monotonicNow() + delay >= deadline) {
 				throw classifyPostgresError(attempt.error, { table: this.table.qualified, operation, outcomeUnknown: uncertain });
 			}
 			this.options.onRetry?.({ operation, outcomeUnknown: attempt.sent, reason });
@@ -585,10 +604,16 @@ export class IdempotencyStore {
 }
 
 interface RetryPolicy {
-	/** Retry connection-class failures until this time (ms since epoch); null: only to recover a lost answer. */
+	/** Retry connection-class failures until this time (ms on the monotonic clock, see databaseClock.ts); null: only to recover a lost answer. */
 	retryUntil: number | null;
 	/** After a lost answer, keep re-sending for this long. */
 	recoverUntilMs?: number;
+}
+
+function validateFailedExecution(execution: FailedExecution, operation: string): void {
+	if (!execution.executionId) throw new InvalidConfigurationError(`${operation} by execution needs an execution id.`);
+	// Without the workflow, the execution id of another n8n instance on this table could match.
+	if (!execution.workflowId) throw new InvalidConfigurationError(`${operation} by execution needs the failed execution's workflow id.`);
 }
 
 function validateReserveOptions(options: ReserveOptions): void {

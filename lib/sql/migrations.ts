@@ -3,6 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
 import type { TableRef } from '../identifiers';
 import { classifyPostgresError, connectionFailureReason } from '../postgres/classifyError';
+import { recordDatabaseTime } from '../postgres/databaseClock';
 import { defaultTableOf, renderSqlFile, type SqlFile } from './statements';
 
 /**
@@ -36,6 +37,7 @@ export const KEYS_MIGRATIONS: MigrationSet = {
 		'migrations/keys/001_create_table.sql',
 		'migrations/keys/002_migrate_from_seed.sql',
 		'migrations/keys/003_replay_evidence.sql',
+		'migrations/keys/004_settle_scope.sql',
 	],
 };
 
@@ -62,10 +64,12 @@ type Queryable = Pick<Pool | PoolClient, 'query'>;
 
 export async function readSchemaState(db: Queryable, table: TableRef, set: MigrationSet): Promise<SchemaState> {
 	// to_regclass is null for a missing table or schema; obj_description needs no privilege on the table.
+	// The database's time comes along: settle retries compare lease ends with it (databaseClock.ts).
 	const { rows } = await db.query(
-		`select t.oid is not null as exists, obj_description(t.oid, 'pg_class') as stamp from (select to_regclass($1) as oid) t`,
+		`select t.oid is not null as exists, obj_description(t.oid, 'pg_class') as stamp, now() as database_now from (select to_regclass($1) as oid) t`,
 		[table.qualified],
 	);
+	recordDatabaseTime(db, rows[0]?.database_now);
 	const match = STAMP.exec(rows[0]?.stamp ?? '');
 	if (match && match[1] !== set.family) {
 		throw new InvalidConfigurationError(

@@ -70,7 +70,12 @@ export class IdempotencyExecuteQuery implements INodeType {
 					const result = await effect.run(
 						{ key: derived.key, keySource: derived.keySource, payloadHash },
 						bindEffectQuery(query, readQueryParameters(this, itemIndex), derived.key),
-						{ retentionSeconds: parameters.retentionSeconds, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
+						{
+							retentionSeconds: parameters.retentionSeconds,
+							executionId: this.getExecutionId(),
+							workflowId: String(this.getWorkflow().id ?? ''),
+							instanceId: this.getInstanceId(),
+						},
 					);
 					const { reservation } = result;
 					if (result.outcome === 'duplicate' && reservation.payloadMismatch && parameters.payloadFingerprint === 'error') {

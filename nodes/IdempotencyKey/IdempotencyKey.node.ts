@@ -9,14 +9,16 @@ import {
 } from 'n8n-workflow';
 
 import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/postgres/store';
+import type { FailedExecution } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
+import { itemRouting } from '../shared/notProcessed';
 import { storeFor, type TableChoice } from '../shared/store';
 import { keyProperties } from './description';
 import { getKeys, keyStats, listKeys } from './keyRecords';
 import { claimForReplay } from './replayClaim';
 import { settleAfterStep } from './settleAfterStep';
-import { findReserveNode, readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
+import { findReserveNode, readFailedExecution, readOwnedKey, readResponse, type KeyFrom } from './ownedKeys';
 
 type Operation = 'settle' | 'complete' | 'release' | 'fail' | 'cleanup' | 'getKey' | 'listKeys' | 'stats' | 'claimForReplay';
 
@@ -77,7 +79,8 @@ export class IdempotencyKey implements INodeType {
 				pairedItem: { item: itemIndex },
 			}));
 			if (operation === 'cleanup' || READ_OPERATIONS.includes(operation)) return [failed];
-			// Nothing was claimed: never on Claimed, which leads to the business step.
+			// Nothing was claimed: never on Claimed, which leads to the business step. A settle that failed
+			// as a whole stays on output 0: n8n's Retry On Fail looks only at output 0's first item.
 			return operation === 'claimForReplay' ? [[], failed] : [failed, []];
 		}
 	}
@@ -96,16 +99,24 @@ async function cleanup(context: IExecuteFunctions, store: IdempotencyStore): Pro
 /** Key From = Failed Execution: every live reservation of each item's execution, released or marked failed. */
 async function settleExecutions(context: IExecuteFunctions, store: IdempotencyStore, operation: 'release' | 'fail'): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
-	const outputs: INodeExecutionData[][] = [[], []];
+	// An item without a usable execution leaves through the last output (Stale), as in settle.
+	const { outputs, failItem } = itemRouting(context, 1);
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		const executionId = String(context.getNodeParameter('executionId', itemIndex) ?? '');
+		let execution: FailedExecution;
+		try {
+			execution = readFailedExecution(context, itemIndex);
+		} catch (error) {
+			failItem(error, itemIndex);
+			continue;
+		}
+		const { executionId, workflowId } = execution;
 		let idempotency: IDataObject;
 		if (operation === 'release') {
-			idempotency = { operation, executionId, releasedKeys: await store.releaseExecution(executionId) };
+			idempotency = { operation, executionId, workflowId, releasedKeys: await store.releaseExecution(execution) };
 		} else {
 			const error = String(context.getNodeParameter('errorMessage', itemIndex, '') ?? '');
-			const failed = await store.failExecution(executionId, error);
-			idempotency = { operation, executionId, failedKeys: failed.keys };
+			const failed = await store.failExecution(execution, error);
+			idempotency = { operation, executionId, workflowId, failedKeys: failed.keys };
 			if (failed.warnings.length > 0) idempotency.warnings = failed.warnings;
 		}
 		outputs[DONE].push({ json: { ...items[itemIndex].json, idempotency }, pairedItem: { item: itemIndex } });
@@ -121,7 +132,8 @@ async function settle(
 	source: Exclude<KeyFrom, 'execution'>,
 ): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
-	const outputs: INodeExecutionData[][] = [[], []];
+	// An item that cannot be read leaves through the last output (Stale) under Continue: never Done.
+	const { outputs, failItem } = itemRouting(context, 1);
 	const requests: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; response?: unknown; error?: string }> = [];
 	// Found once per run: every item settles a reservation of the same Reserve node.
 	const reserveNodeName = source === 'reserveNode' ? findReserveNode(context) : undefined;
@@ -136,8 +148,7 @@ async function settle(
 				error: operation === 'fail' ? String(context.getNodeParameter('errorMessage', itemIndex, '') ?? '') : undefined,
 			});
 		} catch (error) {
-			if (!context.continueOnFail()) throw toNodeError(context.getNode(), error, itemIndex);
-			outputs[DONE].push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
+			failItem(error, itemIndex);
 		}
 	}
 

@@ -159,6 +159,19 @@ export const keyProperties: INodeProperties[] = [
 		required: true,
 		description: 'Execution whose live (lease-mode) reservations are released or marked failed; the default reads it from the Error Trigger\'s output',
 	},
+	// Execution ids repeat across n8n instances sharing a table; the workflow id tells them apart.
+	// n8n does not save a parameter left at its default, so workflows saved before this parameter
+	// existed read this default too: the Error Trigger's workflow id.
+	{
+		displayName: 'Workflow ID',
+		name: 'workflowId',
+		type: 'string',
+		displayOptions: { show: { operation: ['release', 'fail'], source: ['execution'] } },
+		default: '={{ $json.workflow?.id }}',
+		required: true,
+		description:
+			"Workflow of that execution; only its reservations are settled (with the execution ID and this n8n instance). The default reads it from the Error Trigger's output.",
+	},
 	{
 		displayName:
 			'Connect this node to the same output as your business step, below it (n8n runs that output top to bottom). Set On Error: Continue on the business step\'s nodes. The key is completed when n8n ran them without error, and marked failed when one failed, whatever they returned. Keep this node\'s On Error at Stop Workflow.',

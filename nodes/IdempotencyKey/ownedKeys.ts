@@ -1,6 +1,8 @@
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 
+import { inexactTextReason } from '../../lib/keys/exactText';
 import type { SettleRequest } from '../../lib/postgres/store';
+import type { FailedExecution } from '../../lib/types';
 
 export type KeyFrom = 'item' | 'reserveNode' | 'custom' | 'execution';
 
@@ -123,4 +125,25 @@ export function readResponse(context: IExecuteFunctions, itemIndex: number): unk
 	} catch {
 		throw new NodeOperationError(context.getNode(), '"Response to Store" is not valid JSON.', { itemIndex });
 	}
+}
+
+/**
+ * The failed run one item names: its execution and workflow ids (Error Trigger data by default), on
+ * this n8n instance (an error workflow runs on the instance of the execution that failed).
+ */
+export function readFailedExecution(context: IExecuteFunctions, itemIndex: number): FailedExecution {
+	const executionId = String(context.getNodeParameter('executionId', itemIndex) ?? '');
+	const workflowId = String(context.getNodeParameter('workflowId', itemIndex) ?? '');
+	if (executionId === '' || workflowId === '') {
+		throw new NodeOperationError(
+			context.getNode(),
+			`"Failed Execution" needs the failed execution's ${executionId === '' ? 'Execution ID' : 'Workflow ID'}, and it is empty. Connect this node after an Error Trigger, or set Execution ID and Workflow ID (execution ids repeat across n8n instances that share the table, so the execution ID alone could settle another instance's keys). Nothing was settled.`,
+			{ itemIndex },
+		);
+	}
+	for (const [what, text] of [['Execution ID', executionId], ['Workflow ID', workflowId]]) {
+		const reason = inexactTextReason(text);
+		if (reason) throw new NodeOperationError(context.getNode(), `The ${what} ${reason}: no stored key can match it. Nothing was settled.`, { itemIndex });
+	}
+	return { executionId, workflowId, instanceId: context.getInstanceId() };
 }

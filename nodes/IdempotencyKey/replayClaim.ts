@@ -49,7 +49,7 @@ export async function claimForReplay(context: IExecuteFunctions, store: Idempote
 
 	const results = await store.claimForReplay(
 		requests.map((request) => request.key),
-		{ leaseSeconds, retentionSeconds: Math.round(retentionDays * 86_400), executionId, workflowId },
+		{ leaseSeconds, retentionSeconds: Math.round(retentionDays * 86_400), executionId, workflowId, instanceId: context.getInstanceId() },
 	);
 	for (const [position, result] of results.entries()) {
 		const { itemIndex } = requests[position];

@@ -7,7 +7,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { DatabaseUnavailableError, LockTimeoutError, PayloadMismatchError } from '../../lib/errors';
+import { DatabaseUnreachableError, PayloadMismatchError } from '../../lib/errors';
 import { capBatchPayloads, defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceReport } from '../../lib/evidence/replayEvidence';
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
@@ -138,6 +138,7 @@ export class IdempotencyReserve implements INodeType {
 					retentionSeconds: statement.retentionSeconds,
 					executionId: this.getExecutionId(),
 					workflowId: String(this.getWorkflow().id ?? ''),
+					instanceId: this.getInstanceId(),
 					detail: statement.output,
 				},
 			);
@@ -263,10 +264,10 @@ async function releasedBeforeFailing<E extends Error>(store: IdempotencyStore, r
 }
 
 /**
- * Whether Let Through may apply: the store is down or did not answer. Not a lock timeout: a row
- * lock on a key means another delivery of that event is being reserved right now, so letting this
- * one through would run the business step twice.
+ * Whether Let Through may apply: Postgres could not be reached, so nothing was sent. Not a lock or
+ * statement timeout (another delivery of the event may hold its row right now), nor a lost answer
+ * (this reservation may have committed): letting those through would run the business step twice.
  */
-function isStoreDown(error: unknown): error is DatabaseUnavailableError {
-	return error instanceof DatabaseUnavailableError && !(error instanceof LockTimeoutError);
+function isStoreDown(error: unknown): error is DatabaseUnreachableError {
+	return error instanceof DatabaseUnreachableError;
 }

@@ -1,6 +1,6 @@
 -- Claim for Replay: takes over stored keys so a replay can run their business step again, in one
 -- statement for a batch. $1 keys text[], $2 owner tokens uuid[] (one per key), $3 lease seconds,
--- $4 retention seconds, $5 n8n execution id, $6 workflow id.
+-- $4 retention seconds, $5 n8n execution id, $6 workflow id, $7 n8n instance id.
 --
 -- For each key, against the row as it is once this statement holds its lock (the latest committed
 -- version: a replay or a redelivery that committed first is seen):
@@ -43,8 +43,10 @@ claimed as (
     last_seen = now(),
     execution_id = $5::text,
     workflow_id = $6::text,
+    n8n_instance = $7::text,
     response = null,
-    completed_at = null
+    completed_at = null,
+    effect_completed_at = null
   from batch as b, current as c
   where e.key = b.key and c.key = b.key and c.replayable
     -- Checked again on the row being updated: the claim's condition stands on its own.

@@ -1,6 +1,8 @@
 -- Marks reservations completed, optionally storing the response a later duplicate can replay.
 -- $1 keys text[], $2 owner tokens uuid[], $3 responses jsonb[] (null keeps the stored one).
 -- Guarded by the owner token: a run whose lease was taken over matches no row and is told so.
+-- effect_completed_at records that the owner completed it (kept from the first Complete when one
+-- is re-sent): Release and Mark Failed then refuse the key.
 -- The rows are locked first, in the keys' byte order (collate "C", the order reserve.sql and
 -- claim_for_replay.sql take them in), so a settle and a redelivered batch of the same keys never
 -- deadlock; the update then changes only rows this statement holds.
@@ -15,6 +17,7 @@ with mine as (
 update processed_events as e set
   status = 'completed',
   completed_at = now(),
+  effect_completed_at = coalesce(e.effect_completed_at, now()),
   locked_until = null,
   response = coalesce(m.response, e.response)
 from mine as m

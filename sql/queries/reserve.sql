@@ -3,6 +3,7 @@
 -- $5 mode ('lease' | 'permanent'), $6 lease seconds, $7 retention seconds, $8 n8n execution id, $9 workflow id,
 -- replay evidence, one per key, null when not stored: $10 payloads (JSON text) text[], $11 payload sizes
 -- (UTF-8 bytes, also when over the cap and not stored) integer[], $12 sources text[], $13 correlation ids text[].
+-- $14 n8n instance id.
 -- $3 and $10-$13 may be one null instead of an array of nulls: unnest pads a missing array with nulls.
 --
 -- For each key, against the row as it is when this statement gets its lock:
@@ -37,21 +38,21 @@ with batch as (
 )
 insert into processed_events as e (
   key, first_seen, status, attempts, duplicate_count, last_seen, locked_until, expires_at,
-  owner_token, execution_id, workflow_id, key_source, payload_hash, completed_at,
+  owner_token, execution_id, workflow_id, n8n_instance, key_source, payload_hash, completed_at,
   payload, payload_bytes, source, correlation_id
 )
 select
   key, now(), case when $5 = 'lease' then 'processing' else 'completed' end, 1, 0, now(),
   case when $5 = 'lease' then now() + make_interval(secs => $6::double precision) end,
   now() + make_interval(secs => $7::double precision),
-  owner_token, $8::text, $9::text, key_source, payload_hash,
+  owner_token, $8::text, $9::text, $14::text, key_source, payload_hash,
   case when $5 = 'lease' then null else now() end,
   payload, payload_bytes, source, correlation_id
 from batch
 order by key
 on conflict (key) do update set
   (first_seen, attempts, duplicate_count, last_seen, status, locked_until, expires_at, owner_token,
-   execution_id, workflow_id, key_source, payload_hash, response, completed_at, last_error,
+   execution_id, workflow_id, n8n_instance, key_source, payload_hash, response, completed_at, effect_completed_at, last_error,
    payload, payload_bytes, source, correlation_id) = (
     select
       case when r.ended then now() else e.first_seen end,
@@ -65,10 +66,13 @@ on conflict (key) do update set
       case when r.taken_over then excluded.owner_token else e.owner_token end,
       case when r.taken_over then excluded.execution_id else e.execution_id end,
       case when r.taken_over then excluded.workflow_id else e.workflow_id end,
+      case when r.taken_over then excluded.n8n_instance else e.n8n_instance end,
       case when r.ended then excluded.key_source else coalesce(e.key_source, excluded.key_source) end,
       case when r.ended then excluded.payload_hash else coalesce(e.payload_hash, excluded.payload_hash) end,
       case when r.taken_over then null else e.response end,
       case when r.taken_over then excluded.completed_at else e.completed_at end,
+      -- A key taken over has not been completed by its new owner.
+      case when r.taken_over then null else e.effect_completed_at end,
       case when r.ended then null else e.last_error end,
       case when r.ended then excluded.payload when r.taken_over then coalesce(excluded.payload, e.payload) else e.payload end,
       -- The size goes with the payload kept; with none kept, the new delivery's size says why.

@@ -93,7 +93,13 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 		expect(errorRuns).toHaveLength(1);
 		expect(errorRuns[0].status).toBe('success');
 		expect(errorRuns[0].nodesRun).toContain(MARK_EXECUTION_FAILED);
-		expect(outputItem(errorRuns[0], MARK_EXECUTION_FAILED).idempotency).toEqual({ operation: 'fail', executionId: String(crashed.id), failedKeys: [key] });
+		// Only this workflow's reservations on this n8n instance: the template's Workflow ID default reads the Error Trigger's.
+		expect(outputItem(errorRuns[0], MARK_EXECUTION_FAILED).idempotency).toEqual({
+			operation: 'fail',
+			executionId: String(crashed.id),
+			workflowId: h.IDS.crash,
+			failedKeys: [key],
+		});
 
 		// Kept failed with the execution's error and the payload (the crash workflow's Reserve is the template's: Store Payload on).
 		expect(await stored(key)).toEqual({

@@ -268,9 +268,13 @@ describe('settle retries are bounded', () => {
 		const { store: direct } = storeWith();
 		const [reserved] = await direct.reserve([request('complete-unreachable')], lease);
 		const { proxy, store, retries } = await proxied({ settleRetryMs: 30_000 });
+		await store.ready(); // the pool has read the database's time, against which lease ends are placed
 		proxy.refuseNewConnections();
+		proxy.dropConnections(true);
+		await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
 		const started = Date.now();
-		const leaseEndsAt = new Date(Date.now() + 4_000); // as the item's lockedUntil would say
+		// As the item's lockedUntil would say: a database time, 4 s from now.
+		const leaseEndsAt = (await admin.query(`select now() + interval '4 seconds' as t`)).rows[0].t as Date;
 		const error = await store
 			.complete([{ key: 'complete-unreachable', ownerToken: reserved.ownerToken!, leaseEndsAt }])
 			.catch((caught: unknown) => caught);

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import type { INodeExecutionData } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
@@ -6,6 +5,7 @@ import { closeAllPools } from '../../lib/postgres/pool';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
+import { TcpProxy } from '../support/tcpProxy';
 
 let pool: Pool;
 let schema: string;
@@ -102,7 +102,7 @@ describe('Idempotency Key: Release on error', () => {
 		await leaseReserve([webhookItem({ id: 'evt_exec_a' }), webhookItem({ id: 'evt_exec_b' })], 'exec-crashed');
 		const errorTriggerItem = { json: { execution: { id: 'exec-crashed', error: { message: 'boom' } }, workflow: { id: 'wf-1' } } };
 		const [done] = await runKeyNode(
-			{ operation: 'release', source: 'execution', executionId: 'exec-crashed', options: tableOptions() },
+			{ operation: 'release', source: 'execution', executionId: 'exec-crashed', workflowId: 'wf-1', options: tableOptions() },
 			{ items: [errorTriggerItem] },
 		);
 		expect((idempotencyOf(done[0]).releasedKeys as string[]).sort()).toEqual(['evt:evt_exec_a', 'evt:evt_exec_b']);
@@ -111,6 +111,26 @@ describe('Idempotency Key: Release on error', () => {
 });
 
 describe('Idempotency Key: Mark Failed', () => {
+	it('a key this run completed goes to Stale (staleReason "completed") and stays completed: the redelivery is a Duplicate', async () => {
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_done_then_failed' }), webhookItem({ id: 'evt_done_then_released' })]);
+		const [completed] = await runKeyNode({ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() }, { items: fresh });
+		expect(completed.map((item) => idempotencyOf(item).applied)).toEqual([true, true]);
+
+		// e.g. a node after Mark Complete fails, and its error output leads to Mark Failed.
+		const [failedDone, failedStale] = await runKeyNode(
+			{ operation: 'fail', source: 'item', errorMessage: 'a later node failed', options: tableOptions() },
+			{ items: [completed[0]] },
+		);
+		const [releasedDone, releasedStale] = await runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: [completed[1]] });
+		expect([...failedDone, ...releasedDone]).toHaveLength(0);
+		expect(idempotencyOf(failedStale[0])).toMatchObject({ key: 'evt:evt_done_then_failed', operation: 'fail', applied: false, staleReason: 'completed' });
+		expect(idempotencyOf(releasedStale[0])).toMatchObject({ key: 'evt:evt_done_then_released', operation: 'release', applied: false, staleReason: 'completed' });
+		expect(await row('evt:evt_done_then_failed')).toMatchObject({ status: 'completed', last_error: null });
+		expect(await row('evt:evt_done_then_released')).toMatchObject({ status: 'completed' });
+		const [, duplicates] = await leaseReserve([webhookItem({ id: 'evt_done_then_failed' }), webhookItem({ id: 'evt_done_then_released' })]);
+		expect(duplicates.map((item) => idempotencyOf(item).outcome)).toEqual(['duplicate', 'duplicate']);
+	});
+
 	it('keeps the row with the error, and the next delivery reserves again', async () => {
 		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_markfail' })]);
 		const [done] = await runKeyNode(
@@ -133,7 +153,7 @@ describe('Idempotency Key: Mark Failed', () => {
 		const errorTriggerItem = { json: { execution: { id: 'exec-failed', error: { message: 'boom\u0000' }, lastNodeExecuted: 'Crash' }, workflow: { id: 'wf-1' } } };
 
 		const [done, stale] = await runKeyNode(
-			{ operation: 'fail', source: 'execution', executionId: 'exec-failed', errorMessage: 'Crash: boom\u0000', options: tableOptions() },
+			{ operation: 'fail', source: 'execution', executionId: 'exec-failed', workflowId: 'wf-1', errorMessage: 'Crash: boom\u0000', options: tableOptions() },
 			{ items: [errorTriggerItem] },
 		);
 
@@ -144,6 +164,7 @@ describe('Idempotency Key: Mark Failed', () => {
 		expect({ ...settled, failedKeys: (settled.failedKeys as string[]).sort() }).toEqual({
 			operation: 'fail',
 			executionId: 'exec-failed',
+			workflowId: 'wf-1',
 			failedKeys: ['evt:evt_fexec_a', 'evt:evt_fexec_b'],
 			warnings: [expect.stringMatching(/error message had NUL/)],
 		});
@@ -159,8 +180,65 @@ describe('Idempotency Key: Mark Failed', () => {
 
 	it('Failed Execution without an execution id: a clear error, nothing changed', async () => {
 		await expect(
-			runKeyNode({ operation: 'fail', source: 'execution', executionId: '', errorMessage: 'x', options: tableOptions() }, { items: [{ json: {} }] }),
-		).rejects.toThrow(/needs an execution id/);
+			runKeyNode({ operation: 'fail', source: 'execution', executionId: '', workflowId: 'wf-1', errorMessage: 'x', options: tableOptions() }, { items: [{ json: {} }] }),
+		).rejects.toThrow(/needs the failed execution's Execution ID, and it is empty/);
+	});
+
+	it('Failed Execution without a workflow id (an input without workflow.id): refused, nothing changed; with Continue the item leaves through the last output', async () => {
+		await leaseReserve([webhookItem({ id: 'evt_nowf' })], 'exec-nowf');
+		const parameters = { operation: 'fail', source: 'execution', executionId: 'exec-nowf', workflowId: '', errorMessage: 'x', options: tableOptions() };
+		await expect(runKeyNode(parameters, { items: [{ json: {} }] })).rejects.toThrow(/needs the failed execution's Workflow ID, and it is empty/);
+		const [done, notSettled] = await runKeyNode(parameters, { items: [{ json: {} }], continueOnFail: true });
+		expect(done).toHaveLength(0);
+		expect(notSettled).toEqual([{ json: { error: expect.stringMatching(/Workflow ID, and it is empty/) }, pairedItem: { item: 0 } }]);
+		expect(await row('evt:evt_nowf')).toMatchObject({ status: 'processing' });
+
+		// A NUL or a lone surrogate could never match a stored id: refused per item, the other items settled.
+		await leaseReserve([webhookItem({ id: 'evt_wf_ok' })], 'exec-wf-ok');
+		const perItem = { ...parameters, executionId: (index: number) => ['exec-wf-ok', 'exec-nowf', 'exec-nowf'][index], workflowId: (index: number) => ['wf-1', 'wf\u0000', 'wf\uD800'][index] };
+		const [settled, refused] = await runKeyNode(perItem, { items: [{ json: {} }, { json: {} }, { json: {} }], continueOnFail: true });
+		expect(settled.map((item) => idempotencyOf(item).failedKeys)).toEqual([['evt:evt_wf_ok']]);
+		expect(refused.map((item) => [item.pairedItem, item.json.error])).toEqual([
+			[{ item: 1 }, expect.stringMatching(/Workflow ID contains a NUL character/)],
+			[{ item: 2 }, expect.stringMatching(/Workflow ID contains a lone UTF-16 surrogate/)],
+		]);
+		expect(await row('evt:evt_nowf')).toMatchObject({ status: 'processing' });
+	});
+
+	it("Failed Execution settles only this n8n instance's reservations: another instance's execution with the same id keeps its live keys", async () => {
+		// Two n8n instances (staging and production) on one table; both run execution 1234 of a workflow.
+		const reserveOn = (instanceId: string, workflowId: string, id: string) =>
+			runReserve(
+				{ mode: 'lease', leaseSeconds: 60, options: { ...tableOptions(), createTable: true } },
+				{ items: [webhookItem({ id })], executionId: '1234', workflowId, instanceId },
+			);
+		await reserveOn('instance-production', 'wf-prod', 'evt_inst_prod');
+		await reserveOn('instance-staging', 'wf-stage', 'evt_inst_stage');
+		await reserveOn('instance-production', 'wf-stage', 'evt_inst_prod_same_wf_id');
+
+		// Staging's error workflow handles its failed execution 1234.
+		const errorTriggerItem = { json: { execution: { id: '1234', error: { message: 'boom' } }, workflow: { id: 'wf-stage' } } };
+		const [done] = await runKeyNode(
+			{ operation: 'fail', source: 'execution', executionId: '1234', workflowId: 'wf-stage', errorMessage: 'staging crashed', options: tableOptions() },
+			{ items: [errorTriggerItem], instanceId: 'instance-staging' },
+		);
+		expect(idempotencyOf(done[0]).failedKeys).toEqual(['evt:evt_inst_stage']);
+		expect(await row('evt:evt_inst_stage')).toMatchObject({ status: 'failed' });
+		// Production's live reservations are untouched: its redelivery still reads In Progress.
+		for (const key of ['evt:evt_inst_prod', 'evt:evt_inst_prod_same_wf_id']) expect(await row(key)).toMatchObject({ status: 'processing', last_error: null });
+		expect(await row('evt:evt_inst_prod')).toMatchObject({ execution_id: '1234', workflow_id: 'wf-prod', n8n_instance: 'instance-production' });
+		const [, , inProgress] = await runReserve(
+			{ mode: 'lease', leaseSeconds: 60, options: tableOptions() },
+			{ items: [webhookItem({ id: 'evt_inst_prod' })], executionId: '1235', workflowId: 'wf-prod', instanceId: 'instance-production' },
+		);
+		expect(inProgress).toHaveLength(1);
+
+		const [released] = await runKeyNode(
+			{ operation: 'release', source: 'execution', executionId: '1234', workflowId: 'wf-stage', options: tableOptions() },
+			{ items: [errorTriggerItem], instanceId: 'instance-staging' },
+		);
+		expect(idempotencyOf(released[0]).releasedKeys).toEqual([]);
+		expect(await row('evt:evt_inst_prod_same_wf_id')).toMatchObject({ status: 'processing' });
 	});
 });
 
@@ -196,25 +274,31 @@ describe('Idempotency Key: content never stops a settle', () => {
 
 describe('Idempotency Key: a database blip after the business step', () => {
 	it("Complete retries a refused connection, but only until shortly before the item's lease ends, then says the key was not completed", async () => {
-		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_blip' })]);
-		const closedPort = await new Promise<number>((resolve) => {
-			const probe = net.createServer().listen(0, '127.0.0.1', () => {
-				const { port } = probe.address() as net.AddressInfo;
-				probe.close(() => resolve(port));
-			});
-		});
-		// The lease as Reserve reported it, 3 s from now: retrying stops 2 s before it ends.
-		const item = { ...fresh[0], json: { ...fresh[0].json, idempotency: { ...idempotencyOf(fresh[0]), lockedUntil: new Date(Date.now() + 3_000).toISOString() } } };
-		const started = Date.now();
-		const error = await runKeyNode(
-			{ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() },
-			{ items: [item], credential: connectionSettings({ port: closedPort }) },
-		).catch((caught: unknown) => caught);
-		const elapsed = Date.now() - started;
-		expect((error as Error).message).toMatch(/could not be reached \(connection refused\)\. The key was not completed: it stays reserved until its lease ends/);
-		expect(elapsed).toBeGreaterThanOrEqual(500); // retried (0.2 s, 0.4 s, …)
-		expect(elapsed).toBeLessThan(2_500); // not the 30 s budget: the lease bounds it
-		expect(await row('evt:evt_blip')).toMatchObject({ status: 'processing' });
+		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_blip' }), webhookItem({ id: 'evt_before_blip' })]);
+		const settings = connectionSettings();
+		const proxy = await TcpProxy.start(settings.host, settings.port);
+		const credential = connectionSettings({ port: proxy.port });
+		try {
+			// A Complete that gets through first: the credential's pool has read the database's time.
+			await runKeyNode({ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() }, { items: [fresh[1]], credential });
+			proxy.dropConnections(true);
+			await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
+			// The lease as Reserve reported it (database time), 3 s from now: retrying stops 2 s before it ends.
+			const { rows } = await pool.query(`select now() + interval '3 seconds' as lease_end`);
+			const idempotency = { ...idempotencyOf(fresh[0]), lockedUntil: (rows[0].lease_end as Date).toISOString() };
+			const started = Date.now();
+			const error = await runKeyNode(
+				{ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() },
+				{ items: [{ ...fresh[0], json: { ...fresh[0].json, idempotency } }], credential },
+			).catch((caught: unknown) => caught);
+			const elapsed = Date.now() - started;
+			expect((error as Error).message).toMatch(/could not be reached \(connection lost or timed out\)\. The key was not completed: it stays reserved until its lease ends/);
+			expect(elapsed).toBeGreaterThanOrEqual(500); // retried (0.2 s, 0.4 s, …)
+			expect(elapsed).toBeLessThan(2_500); // not the 30 s budget: the lease bounds it
+			expect(await row('evt:evt_blip')).toMatchObject({ status: 'processing' });
+		} finally {
+			await proxy.close();
+		}
 	});
 });
 

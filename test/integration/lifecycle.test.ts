@@ -11,7 +11,7 @@ let pool: Pool;
 let schema: string;
 let store: IdempotencyStore;
 
-const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-1' };
+const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-1', workflowId: 'wf-1', instanceId: 'instance-a' };
 const permanent: ReserveOptions = { ...lease, mode: 'permanent' };
 const request = (key: string, payloadHash: string | null = null): ReservationRequest => ({ key, keySource: 'custom', payloadHash });
 const reserveOne = async (key: string, options = lease, payloadHash: string | null = null) =>
@@ -245,16 +245,107 @@ describe('permanent mode', () => {
 	});
 });
 
+describe('a key its owner completed stays completed', () => {
+	it('Mark Failed and Release with the owner token change nothing and report Stale: completed; the redelivery is a Duplicate', async () => {
+		const first = await reserveOne('done-1');
+		const second = await reserveOne('done-2');
+		const owned = [
+			{ key: 'done-1', ownerToken: first.ownerToken! },
+			{ key: 'done-2', ownerToken: second.ownerToken! },
+		];
+		expect(await store.complete(owned.map((item) => ({ ...item, response: { ok: true } })))).toEqual([
+			{ key: 'done-1', applied: true },
+			{ key: 'done-2', applied: true },
+		]);
+		// e.g. a node after Mark Complete fails and its error output goes to Mark Failed (Paired Item).
+		expect(await store.fail([{ ...owned[0], error: 'a later node failed' }])).toEqual([{ key: 'done-1', applied: false, reason: 'completed' }]);
+		expect(await store.release([owned[1]])).toEqual([{ key: 'done-2', applied: false, reason: 'completed' }]);
+		for (const key of ['done-1', 'done-2']) {
+			expect(await row(key)).toMatchObject({ status: 'completed', last_error: null, response: { ok: true } });
+			expect(await reserveOne(key)).toMatchObject({ outcome: 'duplicate', ownerToken: null });
+		}
+		// Complete stays idempotent for its owner (a re-send after a lost answer).
+		expect(await store.complete([owned[0]])).toEqual([{ key: 'done-1', applied: true }]);
+	});
+
+	it('a Permanent reservation (completed when reserved, not by Complete) can still be marked failed by its owner', async () => {
+		const first = await reserveOne('p-fail', permanent);
+		expect(await store.fail([{ key: 'p-fail', ownerToken: first.ownerToken!, error: 'business step failed' }])).toEqual([
+			{ key: 'p-fail', applied: true },
+		]);
+		expect(await reserveOne('p-fail', permanent)).toMatchObject({ outcome: 'new', reclaimed: true });
+	});
+
+	it('a Permanent reservation its owner completed (to store a response) is not released', async () => {
+		const first = await reserveOne('p-done', permanent);
+		await store.complete([{ key: 'p-done', ownerToken: first.ownerToken!, response: { ok: 1 } }]);
+		expect(await store.release([{ key: 'p-done', ownerToken: first.ownerToken! }])).toEqual([{ key: 'p-done', applied: false, reason: 'completed' }]);
+		expect(await reserveOne('p-done', permanent)).toMatchObject({ outcome: 'duplicate' });
+	});
+
+	it('a completed key whose retention ended starts over: its new owner may release it', async () => {
+		const first = await reserveOne('done-ended');
+		await store.complete([{ key: 'done-ended', ownerToken: first.ownerToken! }]);
+		await backdate('done-ended', "expires_at = now() - interval '1 second'");
+		const again = await reserveOne('done-ended');
+		expect(again).toMatchObject({ outcome: 'new', record: { attempts: 1 } });
+		expect(await row('done-ended')).toMatchObject({ effect_completed_at: null });
+		expect(await store.release([{ key: 'done-ended', ownerToken: again.ownerToken! }])).toEqual([{ key: 'done-ended', applied: true }]);
+	});
+});
+
 describe('release by failed execution (Error Trigger)', () => {
+	const failedRun = { executionId: 'exec-err', workflowId: 'wf-1', instanceId: 'instance-a' };
+
 	it('releases only the live reservations of that execution', async () => {
 		const options = { ...lease, executionId: 'exec-err' };
 		await store.reserve([request('e-1'), request('e-2')], options);
 		const done = await reserveOne('e-3', options);
 		await store.complete([{ key: 'e-3', ownerToken: done.ownerToken! }]);
 		await reserveOne('e-other', { ...lease, executionId: 'exec-fine' });
-		expect((await store.releaseExecution('exec-err')).sort()).toEqual(['e-1', 'e-2']);
+		expect((await store.releaseExecution(failedRun)).sort()).toEqual(['e-1', 'e-2']);
 		expect(await row('e-3')).toBeDefined();
 		expect(await row('e-other')).toBeDefined();
+	});
+
+	it("never touches another n8n instance's or workflow's reservations under the same execution id", async () => {
+		// Two n8n instances (staging, production) on one table both have an execution 1234.
+		const production = { ...lease, executionId: '1234', workflowId: 'wf-prod', instanceId: 'instance-prod' };
+		const staging = { ...lease, executionId: '1234', workflowId: 'wf-stage', instanceId: 'instance-stage' };
+		const sameInstanceOtherWorkflow = { ...staging, workflowId: 'wf-prod' };
+		const live = await store.reserve([request('x-prod-1'), request('x-prod-2')], production);
+		await reserveOne('x-stage', staging);
+		await reserveOne('x-stage-wf', sameInstanceOtherWorkflow);
+
+		const stagingRun = { executionId: '1234', workflowId: 'wf-stage', instanceId: 'instance-stage' };
+		expect(await store.failExecution(stagingRun, 'staging run crashed')).toEqual({ keys: ['x-stage'], warnings: [] });
+		expect(await store.releaseExecution({ ...stagingRun, workflowId: 'wf-stage' })).toEqual([]);
+		// Production's live reservations are untouched: its redeliveries still read In Progress.
+		for (const key of ['x-prod-1', 'x-prod-2']) {
+			expect(await row(key)).toMatchObject({ status: 'processing', last_error: null, n8n_instance: 'instance-prod', workflow_id: 'wf-prod' });
+			expect(await reserveOne(key, production)).toMatchObject({ outcome: 'in_progress' });
+		}
+		expect(await row('x-stage-wf')).toMatchObject({ status: 'processing' });
+		expect(await row('x-stage')).toMatchObject({ status: 'failed', last_error: 'staging run crashed' });
+
+		const productionRun = { executionId: '1234', workflowId: 'wf-prod', instanceId: 'instance-prod' };
+		expect((await store.releaseExecution(productionRun)).sort()).toEqual(['x-prod-1', 'x-prod-2']);
+		expect(live.every((result) => result.outcome === 'new')).toBe(true);
+		expect(await row('x-stage-wf')).toMatchObject({ status: 'processing' });
+	});
+
+	it('a reservation made before schema version 4 (no instance recorded) matches by execution and workflow id', async () => {
+		await store.reserve([request('pre4-1'), request('pre4-2')], { ...lease, executionId: '77', workflowId: 'wf-old' });
+		await pool.query(`update ${schema}.processed_events set n8n_instance = null where key in ('pre4-1', 'pre4-2')`);
+		await pool.query(`update ${schema}.processed_events set workflow_id = 'wf-elsewhere' where key = 'pre4-2'`);
+		const run = { executionId: '77', workflowId: 'wf-old', instanceId: 'instance-a' };
+		expect(await store.failExecution(run, 'crashed')).toEqual({ keys: ['pre4-1'], warnings: [] });
+		expect(await row('pre4-2')).toMatchObject({ status: 'processing' });
+	});
+
+	it('refuses to settle by execution without the workflow id', async () => {
+		await expect(store.releaseExecution({ executionId: '1', workflowId: '', instanceId: 'instance-a' })).rejects.toThrow(/needs the failed execution's workflow id/);
+		await expect(store.failExecution({ executionId: '', workflowId: 'wf', instanceId: 'instance-a' }, 'x')).rejects.toThrow(/needs an execution id/);
 	});
 });
 

@@ -114,7 +114,14 @@ describe("Mark Failed's default Error Message, on the error output items n8n rea
 		const handled = await runWorkflowExecution(errorWorkflow, 'exec-mf-error', [errorTriggerItem], base, 'error');
 
 		expect(handled.data.resultData.error).toBeUndefined();
-		expect(itemsAt(handled, 'Mark Failed')[0].json.idempotency).toEqual({ operation: 'fail', executionId: 'exec-mf-crashed', failedKeys: [`evt:${id}`] });
+		// Saved without Execution ID and Workflow ID (as before Workflow ID existed): n8n applies their
+		// defaults, which read the Error Trigger's execution and workflow ids.
+		expect(itemsAt(handled, 'Mark Failed')[0].json.idempotency).toEqual({
+			operation: 'fail',
+			executionId: 'exec-mf-crashed',
+			workflowId: 'wf-mark-failed',
+			failedKeys: [`evt:${id}`],
+		});
 		expect(await stored(`evt:${id}`)).toEqual({ status: 'failed', last_error: 'duplicate key value violates unique constraint (code)', payload: { id } });
 	});
 });

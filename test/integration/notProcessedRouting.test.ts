@@ -285,3 +285,34 @@ describe('Idempotency Order Guard: an item whose version was not checked never r
 		expect(itemsAt(late, 'Respond 200 (stale)')[0].json.orderGuard).toMatchObject({ outcome: 'stale', currentVersion: '2' });
 	});
 });
+
+describe('Idempotency Key: an item it could not read never leaves through Done', () => {
+	// Done → the step after a settled key (200), Stale → the step for keys this run no longer owns.
+	const wiring: Wiring = [
+		{ name: 'Respond 200 (done)', status: 200 },
+		{ name: 'Stale Step', status: 0 },
+	];
+	const complete = (): INodeParameters => ({ operation: 'complete', source: 'item', options: { schemaName: schema, tableName: 'processed_events' } });
+	const reservedItem = async (key: string): Promise<INodeExecutionData> => {
+		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+		const [reserved] = await store.reserve([{ key, keySource: 'custom', payloadHash: null }], { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 });
+		return { json: { idempotency: { key, ownerToken: reserved.ownerToken, outcome: 'new' } } };
+	};
+	const statusOf = async (key: string) => (await pool.query(`select status from ${schema}.processed_events where key = $1`, [key])).rows[0]?.status;
+
+	it.each(ON_ERROR_SETTINGS)('an item without an idempotency object beside a settled one, %s', async (onError) => {
+		const key = `key-unreadable-${onError}`;
+		const items = [await reservedItem(key), { json: { id: 'no idempotency object here' } }];
+		const result = await run(workflow('idempotencyKey', complete(), onError, wiring), `key-unreadable-${onError}`, items);
+		if (onError === 'stopWorkflow') {
+			expect(result.data.resultData.error?.message).toMatch(/no idempotency object/);
+			expect(itemsAt(result, 'Respond 200 (done)')).toHaveLength(0);
+			expect(await statusOf(key)).toBe('processing');
+			return;
+		}
+		// The readable item is completed and goes on through Done; the unreadable one never does.
+		expect(itemsAt(result, 'Respond 200 (done)').map((item) => (item.json.idempotency as { key: string }).key)).toEqual([key]);
+		expect(await statusOf(key)).toBe('completed');
+		expect(errorsOf(result, onError, 'Stale Step')).toEqual([expect.stringMatching(/no idempotency object/)]);
+	});
+});

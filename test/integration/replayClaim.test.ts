@@ -159,14 +159,14 @@ describe('IdempotencyStore.claimForReplay', () => {
 		await seed('resend', 'failed');
 		const statement = renderStatement('claim', tableRef(schema, TABLE));
 		const token = randomUUID();
-		const parameters = [['resend'], [token], 60, 86_400, 'exec-resend', 'wf'];
+		const parameters = [['resend'], [token], 60, 86_400, 'exec-resend', 'wf', 'instance-1'];
 		const first = await pool.query(statement, parameters);
 		const again = await pool.query(statement, parameters);
 		expect(first.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[true, token]]);
 		expect(again.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[true, token]]);
 		expect((await row('resend')).attempts).toBe(3);
 		// Another claimer's tokens: not claimed, and the owner's token is not returned.
-		const other = await pool.query(statement, [['resend'], [randomUUID()], 60, 86_400, 'exec-other', 'wf']);
+		const other = await pool.query(statement, [['resend'], [randomUUID()], 60, 86_400, 'exec-other', 'wf', 'instance-1']);
 		expect(other.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[false, null]]);
 	});
 

@@ -388,7 +388,7 @@ describe('upgrading a version 2 table that holds keys', () => {
 			})),
 			{ mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 },
 		);
-		expect((await pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(versionStamp('keys', 3));
+		expect((await pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(versionStamp('keys', KEYS_MIGRATIONS.files.length));
 		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'in_progress', 'new']);
 
 		const after = (await pool.query(`select key, to_jsonb(t) as row, payload, source, correlation_id from ${table} t order by key`)).rows;
@@ -396,11 +396,13 @@ describe('upgrading a version 2 table that holds keys', () => {
 		for (const key of ['v2:done', 'v2:live']) {
 			const row = after.find((candidate) => candidate.key === key);
 			const old = before.find((candidate) => candidate.key === key);
-			const { payload, payload_bytes, source, correlation_id, last_seen, duplicate_count, ...kept } = row.row;
+			// n8n_instance and effect_completed_at are version 4's columns, empty on keys from before it.
+			const { payload, payload_bytes, source, correlation_id, last_seen, duplicate_count, n8n_instance, effect_completed_at, ...kept } = row.row;
 			const { last_seen: _oldLastSeen, duplicate_count: oldDuplicates, ...oldKept } = old;
 			expect(kept).toEqual(oldKept);
 			expect(duplicate_count).toBe(oldDuplicates + 1);
 			expect([payload, payload_bytes, source, correlation_id]).toEqual([null, null, null, null]);
+			expect([n8n_instance, effect_completed_at]).toEqual([null, null]);
 		}
 		// The failed key was taken over by this reservation, which stored its evidence.
 		expect(after.find((row) => row.key === 'v2:failed')).toMatchObject({ payload: { replayed: true }, source: 'stripe', correlation_id: 'req-v3' });

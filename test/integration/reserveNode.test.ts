@@ -5,6 +5,7 @@ import { closeAllPools } from '../../lib/postgres/pool';
 import { adminPool, connectionSettings, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runReserve } from '../support/nodes';
+import { TcpProxy } from '../support/tcpProxy';
 
 let pool: Pool;
 let schema: string;
@@ -379,6 +380,62 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 			holder.release();
 		}
 	});
+
+	/** The item left through Not Reserved (the last output) with this error, and through nothing else. */
+	const expectNotReserved = (outcome: unknown, message: RegExp) => {
+		expect(Array.isArray(outcome)).toBe(true);
+		const outputs = outcome as INodeExecutionData[][];
+		expect(outputs[0]).toHaveLength(0);
+		const failed = outputs.flat();
+		expect(failed).toHaveLength(1);
+		expect(outputs[outputs.length - 1]).toEqual(failed);
+		expect(failed[0].pairedItem).toEqual({ item: 0 });
+		expect(String(failed[0].json.error)).toMatch(message);
+		expect(idempotencyOf(failed[0])).toBeUndefined();
+	};
+
+	it("never lets through a delivery whose statement timed out waiting behind another delivery's row lock (Lock Timeout 0)", async () => {
+		await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lt-stmt' })] });
+		const holder = await pool.connect();
+		holder.on('error', () => {});
+		try {
+			await holder.query('begin');
+			const held = await holder.query(`select 1 from ${schema}.processed_events where key = 'evt:lt-stmt' for update`);
+			expect(held.rowCount).toBe(1); // the fault: another session holds the row
+			const waitsOnLocks = { ...connectionSettings(), lockTimeoutSeconds: 0, statementTimeoutSeconds: 1 };
+			const outcome = await runReserve(
+				{ options: { ...options(), onStoreUnavailable: 'letThrough' }, mode: 'lease', leaseSeconds: 60 },
+				{ items: [webhookItem({ id: 'lt-stmt' })], credential: waitsOnLocks, continueOnFail: true },
+			).catch((error: unknown) => error);
+			expectNotReserved(outcome, /cancelled the statement.*Statement Timeout/);
+		} finally {
+			await holder.query('rollback');
+			holder.release();
+		}
+	});
+
+	it('never lets through a delivery whose answer was lost after the commit (it may be reserved: its redelivery is In Progress)', async () => {
+		const settings = connectionSettings();
+		const proxy = await TcpProxy.start(settings.host, settings.port);
+		try {
+			const credential = connectionSettings({ port: proxy.port });
+			// The table check passes first, so the reply that is lost is the reservation's.
+			await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lt-warmup' })], credential });
+			proxy.cutReplyAfter('with batch as');
+			setTimeout(() => proxy.dropConnections(true), 50); // the re-sends cannot connect either
+			const outcome = await runReserve(
+				{ options: { ...options(), onStoreUnavailable: 'letThrough' }, mode: 'lease', leaseSeconds: 60 },
+				{ items: [webhookItem({ id: 'lt-lost' })], credential, continueOnFail: true },
+			).catch((error: unknown) => error);
+			expect(proxy.cuts).toHaveLength(1); // the fault happened: the reply was withheld after the commit
+			expectNotReserved(outcome, /answer from Postgres was lost .* may have been reserved/);
+			// It had committed: letting it through as New would have run the business step beside the
+			// run that owns the key.
+			expect((await pool.query(`select status from ${schema}.processed_events where key = 'evt:lt-lost'`)).rows).toEqual([{ status: 'processing' }]);
+		} finally {
+			await proxy.close();
+		}
+	}, 30_000);
 
 	it('never lets through a refused password or a missing table', async () => {
 		const wrong = { ...connectionSettings(), password: 'definitely-wrong' };

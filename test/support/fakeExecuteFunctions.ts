@@ -12,6 +12,8 @@ export interface FakeContextOptions {
 	continueOnFail?: boolean;
 	executionId?: string;
 	workflowId?: string;
+	/** What `getInstanceId()` returns: the n8n instance (installation) the run belongs to. */
+	instanceId?: string;
 	/** What `getWorkflowSettings()` returns (n8n gives {} when nothing is set). */
 	workflowSettings?: IWorkflowSettings;
 }
@@ -47,6 +49,7 @@ export function fakeExecuteFunctions(options: FakeContextOptions): IExecuteFunct
 		getCredentials: async () => credential,
 		continueOnFail: () => options.continueOnFail ?? false,
 		getExecutionId: () => options.executionId ?? 'exec-1',
+		getInstanceId: () => options.instanceId ?? 'instance-1',
 		getWorkflow: () => ({ id: options.workflowId ?? 'wf-1', name: 'Test workflow', active: true }),
 		getWorkflowSettings: () => options.workflowSettings ?? {},
 		// A lone node: nothing downstream (the settle wiring check finds no Settle node).

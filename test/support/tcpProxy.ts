@@ -7,6 +7,8 @@ import net from 'node:net';
  *   both sockets are then destroyed. That is a reply lost after the commit.
  * - `goSilent()`: from now on no byte is forwarded in either direction and every socket stays
  *   open: a dead network path (no RST, no FIN), which only a timeout notices.
+ * - `dropConnections(true)`: every open connection is cut, and each new one is closed as soon as it
+ *   is accepted (a server that is down or restarting), until `dropConnections(false)`.
  * It parses the server's stream into protocol messages (type byte + int32 length) to know when a
  * statement's answer is complete; the client's bytes are forwarded as they come. A named prepared
  * statement's text crosses the wire once (Parse); later calls send only its name (Bind), so the
@@ -21,6 +23,7 @@ export class TcpProxy {
 	/** Prepared statement name → text, from every Parse the proxy has forwarded (lib/postgres/preparedStatements.ts names). */
 	private readonly preparedTexts = new Map<string, string>();
 	private silent = false;
+	private dropping = false;
 
 	private constructor(
 		private readonly targetHost: string,
@@ -45,6 +48,11 @@ export class TcpProxy {
 		this.silent = true;
 	}
 
+	dropConnections(on: boolean): void {
+		this.dropping = on;
+		if (on) for (const socket of this.sockets) socket.destroy();
+	}
+
 	/** Stops listening: new connections are refused (ECONNREFUSED), open ones carry on. */
 	refuseNewConnections(): void {
 		this.server.close();
@@ -62,6 +70,10 @@ export class TcpProxy {
 	}
 
 	private accept(client: net.Socket): void {
+		if (this.dropping) {
+			client.destroy();
+			return;
+		}
 		const upstream = net.connect(this.targetPort, this.targetHost);
 		this.sockets.add(client).add(upstream);
 		const destroyBoth = () => {

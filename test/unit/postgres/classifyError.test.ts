@@ -2,6 +2,7 @@ import {
 	DatabaseAuthenticationError,
 	DatabaseError,
 	DatabaseUnavailableError,
+	DatabaseUnreachableError,
 	InvalidConfigurationError,
 	LockTimeoutError,
 	OutcomeUnknownError,
@@ -30,6 +31,23 @@ describe('classifyPostgresError', () => {
 		expect(classified).toBeInstanceOf(type);
 		expect(classified.message).toMatch(message);
 		expect((classified as Error & { cause?: unknown }).cause).toBeInstanceOf(Error);
+	});
+
+	// On Store Unavailable: Let Through lets through DatabaseUnreachableError only (nothing was sent).
+	it.each([
+		['connection refused', pgError('ECONNREFUSED'), {}, true],
+		['unknown host', pgError('ENOTFOUND'), {}, true],
+		['connect timeout', new Error('timeout exceeded when trying to connect'), {}, true],
+		['too many connections', pgError('53300'), {}, true],
+		['shutting down', pgError('57P01'), {}, true],
+		['statement timeout (e.g. waiting behind another delivery\'s row lock)', pgError('57014'), {}, false],
+		['lock timeout', pgError('55P03'), {}, false],
+		['a lost answer (the reservation may have committed)', new Error('Connection terminated unexpectedly'), { outcomeUnknown: true }, false],
+		['a query read timeout after sending', new Error('Query read timeout'), { outcomeUnknown: true }, false],
+	] as const)('%s: unreachable (nothing sent) is %p', (_what, error, context, unreachable) => {
+		const classified = classifyPostgresError(error, { operation: 'reserve', ...context });
+		expect(classified).toBeInstanceOf(DatabaseUnavailableError);
+		expect(classified instanceof DatabaseUnreachableError).toBe(unreachable);
 	});
 
 	it('keeps raw socket codes out of the message (n8n would replace it with a generic one)', () => {

@@ -26,8 +26,13 @@ describe('migration sets', () => {
 
 	it('lists the files after a version, in order', () => {
 		expect(pendingMigrations(KEYS_MIGRATIONS, 0)).toEqual(KEYS_MIGRATIONS.files);
-		expect(pendingMigrations(KEYS_MIGRATIONS, 1)).toEqual(['migrations/keys/002_migrate_from_seed.sql', 'migrations/keys/003_replay_evidence.sql']);
-		expect(pendingMigrations(KEYS_MIGRATIONS, 2)).toEqual(['migrations/keys/003_replay_evidence.sql']);
+		expect(pendingMigrations(KEYS_MIGRATIONS, 1)).toEqual([
+			'migrations/keys/002_migrate_from_seed.sql',
+			'migrations/keys/003_replay_evidence.sql',
+			'migrations/keys/004_settle_scope.sql',
+		]);
+		expect(pendingMigrations(KEYS_MIGRATIONS, 2)).toEqual(['migrations/keys/003_replay_evidence.sql', 'migrations/keys/004_settle_scope.sql']);
+		expect(pendingMigrations(KEYS_MIGRATIONS, 3)).toEqual(['migrations/keys/004_settle_scope.sql']);
 		expect(pendingMigrations(KEYS_MIGRATIONS, KEYS_MIGRATIONS.files.length)).toEqual([]);
 	});
 });

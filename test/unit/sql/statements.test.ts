@@ -127,6 +127,6 @@ describe('the replayable rule (failed, or processing after the lease ran out)', 
 	it('claims with bind parameters only', () => {
 		const claim = renderSqlFile(QUERY_FILES.claim, tableRef('public', 'processed_events'));
 		expect(claim).toMatch(/unnest\(\$1::text\[\], \$2::uuid\[\]\)/);
-		expect(claim.match(/\$\d+/g)?.sort()).toEqual(['$1', '$2', '$3', '$4', '$5', '$6']);
+		expect(claim.match(/\$\d+/g)?.sort()).toEqual(['$1', '$2', '$3', '$4', '$5', '$6', '$7']);
 	});
 });

@@ -1,0 +1,111 @@
+import { Pool } from 'pg';
+
+import { toPoolConfig } from '../../lib/postgres/connectionSettings';
+import { IdempotencyStore, type RetryEvent } from '../../lib/postgres/store';
+import type { ReserveOptions } from '../../lib/types';
+import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { TcpProxy } from '../support/tcpProxy';
+
+/*
+ * Complete, Release and Mark Failed retry a lost connection until shortly before the item's lease
+ * ends. The lease end is the database's time; the n8n host's clock may be off by minutes. These
+ * tests skew the host's wall clock (Date.now) and check that the retries follow the database's.
+ */
+
+const TEN_MINUTES = 10 * 60_000;
+const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-clock', workflowId: 'wf-clock' };
+
+let admin: Pool;
+let schema: string;
+const pools: Pool[] = [];
+const proxies: TcpProxy[] = [];
+
+beforeAll(async () => {
+	admin = adminPool();
+	schema = await freshSchema(admin, 'clock');
+	await new IdempotencyStore(admin, { schema, table: 'processed_events', createTable: true }).createTable();
+});
+
+afterEach(() => jest.restoreAllMocks());
+
+afterAll(async () => {
+	for (const proxy of proxies) await proxy.close();
+	await Promise.all(pools.map((pool) => pool.end().catch(() => {})));
+	await admin.end();
+});
+
+/** A store whose connections pass through a proxy that can drop them, with a retry log. */
+async function storeBehindProxy(settleRetryMs: number) {
+	const settings = connectionSettings();
+	const proxy = await TcpProxy.start(settings.host, settings.port);
+	proxies.push(proxy);
+	const pool = new Pool(toPoolConfig({ ...settings, port: proxy.port }));
+	pool.on('error', () => {});
+	pools.push(pool);
+	const retries: RetryEvent[] = [];
+	const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false, settleRetryMs, onRetry: (event) => retries.push(event) });
+	return { proxy, store, retries };
+}
+
+/** Moves the host's wall clock by `offsetMs` (timers and the database are unaffected). */
+function skewHostClock(offsetMs: number): void {
+	const realNow = Date.now.bind(Date);
+	jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offsetMs);
+}
+
+const reserve = async (key: string) => (await new IdempotencyStore(admin, { schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], lease))[0];
+const statusOf = async (key: string) => (await admin.query(`select status from ${schema}.processed_events where key = $1`, [key])).rows[0]?.status;
+
+describe('settle retries follow the database clock, not the host clock', () => {
+	it('host clock 10 minutes ahead: a Complete during a one-second outage is retried and completes the key', async () => {
+		const reserved = await reserve('clock-ahead');
+		const { proxy, store, retries } = await storeBehindProxy(10_000);
+		proxy.dropConnections(true);
+		setTimeout(() => proxy.dropConnections(false), 1_000);
+		skewHostClock(TEN_MINUTES);
+
+		// The lease (database time) ends in 60 s; by the host's clock it ended 9 minutes ago.
+		const result = await store.complete([{ key: 'clock-ahead', ownerToken: reserved.ownerToken!, leaseEndsAt: reserved.record.lockedUntil }]);
+
+		expect(retries.length).toBeGreaterThan(0); // the outage happened and was retried
+		expect(result).toEqual([{ key: 'clock-ahead', applied: true }]);
+		expect(await statusOf('clock-ahead')).toBe('completed');
+	});
+
+	it('host clock 10 minutes behind: retrying stops before the lease ends in database time, not after the whole budget', async () => {
+		const reserved = await reserve('clock-behind');
+		const { proxy, store, retries } = await storeBehindProxy(8_000);
+		await store.ready(); // this pool has read the database's time once
+		const { rows } = await admin.query(`select now() + interval '3 seconds' as lease_end`);
+		proxy.dropConnections(true);
+		await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
+		skewHostClock(-TEN_MINUTES);
+
+		const started = performance.now();
+		const error = await store
+			.complete([{ key: 'clock-behind', ownerToken: reserved.ownerToken!, leaseEndsAt: rows[0].lease_end as Date }])
+			.catch((caught: unknown) => caught);
+		const elapsed = performance.now() - started;
+
+		expect((error as Error).message).toMatch(/The key was not completed: it stays reserved until its lease ends/);
+		expect(retries.length).toBeGreaterThan(0);
+		// 2 s before the lease end (3 s away), not the 8 s budget the host clock would allow.
+		expect(elapsed).toBeLessThan(2_500);
+		expect(await statusOf('clock-behind')).toBe('processing');
+	});
+
+	it('no database time read yet on the pool: only the retry budget bounds the retries (a late settle is fenced by its token)', async () => {
+		const reserved = await reserve('clock-unknown');
+		const { proxy, store } = await storeBehindProxy(1_500);
+		proxy.dropConnections(true);
+		skewHostClock(TEN_MINUTES);
+
+		const started = performance.now();
+		const error = await store.release([{ key: 'clock-unknown', ownerToken: reserved.ownerToken!, leaseEndsAt: reserved.record.lockedUntil }]).catch((caught: unknown) => caught);
+		const elapsed = performance.now() - started;
+
+		expect((error as Error).message).toMatch(/could not be reached/);
+		expect(elapsed).toBeGreaterThanOrEqual(1_000);
+		expect(await statusOf('clock-unknown')).toBe('processing');
+	});
+});
