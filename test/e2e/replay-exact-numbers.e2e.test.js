@@ -4,9 +4,8 @@
 // its business step fails and the key is marked failed; the shipped replay template, with its
 // business step replaced by one that writes the amount (as a user replaces it with theirs), then
 // writes exactly 12345678901234567890.
-const { manualRunBody } = require('../../scripts/lib/n8n-version');
-const { harness, eventId, OWNER } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow } = require('./support/restWorkflows');
+const { harness, eventId } = require('./support/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('./support/restWorkflows');
 
 const POISON = 'business_log_e2e_exact_poison';
 const AMOUNTS = 'replay_amounts_e2e';
@@ -53,14 +52,7 @@ describe('replay with a number beyond 2^53 (templates/replay-failed-events.json)
 
 	/** Runs the workflow from its Manual Trigger as the editor does; resolves with the finished execution. */
 	async function run(workflowId) {
-		const mark = await h.executionMark();
-		const rest = h.rest();
-		await rest.ownerLogin(OWNER);
-		const saved = await rest.call('GET', `/workflows/${workflowId}`);
-		const body = manualRunBody(h.state.n8nVersion, { triggerName: 'Run Replay', workflow: saved.json?.data });
-		const started = await rest.call('POST', `/workflows/${workflowId}/run`, body);
-		expect([started.status, typeof started.json?.data?.executionId]).toEqual([200, 'string']);
-		const [execution] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+		const { execution } = await runFromManualTrigger(h, workflowId, 'Run Replay');
 		expect([execution.mode, execution.status]).toEqual(['manual', 'success']);
 		return execution;
 	}

@@ -14,10 +14,9 @@
 // not do: it runs the workflow in its own process, queue mode or not.)
 const fs = require('node:fs');
 const stack = require('../../scripts/lib/n8n-stack');
-const { manualRunBody } = require('../../scripts/lib/n8n-version');
-const { harness, eventId, OWNER } = require('./support/harness');
+const { harness, eventId } = require('./support/harness');
 const { eventually } = require('./support/eventually');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow } = require('./support/restWorkflows');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('./support/restWorkflows');
 
 const POISON = 'business_log_e2e_replay_poison';
 const STILL_BROKEN = 'business_log_e2e_replay_still_broken';
@@ -75,15 +74,7 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 
 	/** Runs the workflow from its Manual Trigger as the editor does; resolves with the finished execution. */
 	async function run(workflowId) {
-		const mark = await h.executionMark();
-		const rest = h.rest();
-		await rest.ownerLogin(OWNER);
-		const saved = await rest.call('GET', `/workflows/${workflowId}`);
-		const body = manualRunBody(h.state.n8nVersion, { triggerName: 'Run Replay', workflow: saved.json?.data });
-		const started = await rest.call('POST', `/workflows/${workflowId}/run`, body);
-		expect([started.status, typeof started.json?.data?.executionId]).toEqual([200, 'string']);
-		const executionId = Number(started.json.data.executionId);
-		const [execution] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+		const { execution, executionId } = await runFromManualTrigger(h, workflowId, 'Run Replay');
 		expect([execution.id, execution.mode, execution.status]).toEqual([executionId, 'manual', 'success']);
 		if (h.topology === 'queue') {
 			// The worker's log line is written when it starts the execution; its file may lag a little.

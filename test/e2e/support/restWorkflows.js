@@ -84,4 +84,23 @@ async function publishOrderedWebhook(h, label, { errorWorkflow } = {}) {
 	return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
 }
 
-module.exports = { freshWebhookPath, webhookNode, readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };
+/**
+ * Runs a saved workflow from its Manual Trigger `triggerName` as the editor does; resolves with the
+ * finished execution and the id n8n answered the run with.
+ */
+async function runFromManualTrigger(h, workflowId, triggerName) {
+	const { manualRunBody } = require('../../../scripts/lib/n8n-version');
+	const mark = await h.executionMark();
+	const rest = h.rest();
+	await rest.ownerLogin(OWNER);
+	const saved = await rest.call('GET', `/workflows/${workflowId}`);
+	const body = manualRunBody(h.state.n8nVersion, { triggerName, workflow: saved.json?.data });
+	const started = await rest.call('POST', `/workflows/${workflowId}/run`, body);
+	if (started.status !== 200 || typeof started.json?.data?.executionId !== 'string') {
+		throw new Error(`running the workflow failed (${started.status}): ${started.text.slice(0, 300)}`);
+	}
+	const [execution] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
+	return { execution, executionId: Number(started.json.data.executionId) };
+}
+
+module.exports = { runFromManualTrigger, freshWebhookPath, webhookNode, readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };
