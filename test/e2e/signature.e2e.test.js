@@ -20,7 +20,9 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 		const { nodes, connections } = rows[0];
 		const targets = (name) => (connections[name]?.main ?? []).map((output) => (output ?? []).map((c) => c.node));
 		expect(targets('Webhook')).toEqual([[NODE.verify]]);
-		expect(targets(NODE.verify)).toEqual([[NODE.reserve], [NODE.respond401]]);
+		// Invalid: a signature that does not verify answers 401; one that could not be checked (its secret unreadable) 503.
+		expect(targets(NODE.verify)).toEqual([[NODE.reserve], [NODE.couldNotVerify]]);
+		expect(targets(NODE.couldNotVerify)).toEqual([['Respond 503 (not verified)'], [NODE.respond401]]);
 		// Nothing else leads into the reservation.
 		const intoReserve = Object.keys(connections).filter((from) => targets(from).flat().includes(NODE.reserve));
 		expect(intoReserve).toEqual([NODE.verify]);

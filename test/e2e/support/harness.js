@@ -100,6 +100,7 @@ const OWNER = { email: 'e2e-owner@example.com', password: 'E2eOwnerPassw0rd', fi
 module.exports = { harness, outputTaken, outputItem, eventId, OWNER, NODE: {
 	verify: 'Webhook Signature Verify',
 	respond401: 'Respond 401 (invalid signature)',
+	couldNotVerify: 'Could Not Verify?',
 	reserve: 'Idempotency Reserve',
 	business: 'Business Step (insert business_log)',
 	settle: 'Settle (complete or mark failed)',

@@ -30,7 +30,7 @@ function rejections(h) {
 			executions.forEach((execution, i) => {
 				expect(execution.status).toBe('success');
 				expect(outputTaken(execution, NODE.verify)).toBe(1);
-				expect(execution.nodesRun.sort()).toEqual(['Webhook', NODE.verify, NODE.respond401].sort());
+				expect(execution.nodesRun.sort()).toEqual(['Webhook', NODE.verify, NODE.couldNotVerify, NODE.respond401].sort());
 				expect(outputItem(execution, NODE.verify, 1).signature).toMatchObject({ valid: false, scheme: 'stripe', reason: reasons[i] });
 			});
 		},
