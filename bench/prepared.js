@@ -31,6 +31,7 @@ const reserveValues = (keys, options) => [
 	keys.map(() => null),
 	keys.map(() => null),
 	keys.map(() => null),
+	options.instanceId,
 ];
 
 async function single(ctx, { rounds }) {

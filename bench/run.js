@@ -117,6 +117,7 @@ const RESERVE_OPTIONS = {
 	retentionSeconds: 30 * 24 * 3600,
 	executionId: 'bench-execution',
 	workflowId: 'bench-workflow',
+	instanceId: 'bench-instance',
 };
 
 let keyCounter = 0;
@@ -172,6 +173,7 @@ function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, sch
 				null,
 				null,
 				null,
+				o.instanceId,
 			])
 		).rows;
 	return {

@@ -18,6 +18,7 @@ const PERMANENT = {
 	retentionSeconds: 30 * DAY,
 	executionId: 'bench-execution',
 	workflowId: 'bench-workflow',
+	instanceId: 'bench-instance',
 };
 const TARGETS = { statementRatio: 0.7, growthP99: 1.5, cleanupP99: 2 };
 
@@ -85,7 +86,8 @@ function context({ Pool, url, log, quick }) {
 					o.executionId,
 					o.workflowId,
 					// No replay evidence (Store Payload, Source, Correlation ID are off by default).
-					...(evidence ? [none(), none(), none(), none()] : []),
+					// …and the n8n instance, after them in the reserve statement.
+					...(evidence ? [none(), none(), none(), none(), o.instanceId] : []),
 				])
 			).rows;
 		};
