@@ -93,6 +93,7 @@ function sharedEnv({ nodeBin, n8nDb, redis, options }) {
  *  workflows      array of { file | json, publish: boolean }
  *  port           n8n (main) port (default: free port)
  *  env            extra environment for every n8n process
+ *  mainEnv        extra environment for main and the CLI runs only, applied last
  *  workerEnv      extra environment for the workers only (queue mode), applied last
  *  log            (line) => void
  * Returns { baseUrl, webhookUrl(path), appUrl, n8nDbUrl, cli(args), main, workers, processes(),
@@ -188,7 +189,7 @@ async function startStack(options) {
 
 		const port = options.port ?? (await freePort());
 		const base = sharedEnv({ nodeBin, n8nDb: parseUrl(n8nDbUrl), redis, options });
-		const env = { ...base, N8N_USER_FOLDER: userFolder, N8N_PORT: String(port), N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
+		const env = { ...base, N8N_USER_FOLDER: userFolder, N8N_PORT: String(port), N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...(options.mainEnv ?? {}) };
 		const logFile = path.join(workDir, 'n8n.log');
 
 		/** Runs an n8n CLI command to completion (Node 24); returns stdout. */

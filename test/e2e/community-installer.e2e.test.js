@@ -21,11 +21,14 @@ const { TOPOLOGY, QUEUE } = require('./support/topology');
 const { E2E_ROOT } = require('./support/paths');
 const { OWNER, harness } = require('./support/harness');
 const { readShippedTemplate, withOwnWebhook } = require('./support/restWorkflows');
+const { shootCommunityNodesPage } = require('./support/communityNodesPage');
+const { selectedN8nVersion } = require('../../scripts/lib/n8n-version');
 
 const PACKAGE = stack.PACKAGE_NAME;
 const NEXT_VERSION = '0.1.1-e2e';
 const queue = TOPOLOGY === 'queue';
 const ROUTE = '/community-packages';
+const REGISTRY_LICENCE_PRELOAD = `--require ${path.join(__dirname, 'support', 'worker-custom-registry-license.js')}`;
 
 /** The node type names the package declares (package.json → n8n.nodes), read from the built files. */
 function declaredNodeTypes() {
@@ -92,7 +95,7 @@ describe(`the package installed through n8n's community-package installer from a
 				? {
 						workers: QUEUE.workers,
 						workerConcurrency: QUEUE.workerConcurrency,
-						workerEnv: { NODE_OPTIONS: `--require ${path.join(__dirname, 'support', 'worker-custom-registry-license.js')}` },
+						workerEnv: { NODE_OPTIONS: REGISTRY_LICENCE_PRELOAD },
 					}
 				: {}),
 			installPackage: false,
@@ -133,6 +136,7 @@ describe(`the package installed through n8n's community-package installer from a
 			{ packageName: PACKAGE, installedVersion: packedVersion },
 		]);
 		expect(await servedPackageTypes(rest)).toEqual(nodeTypes);
+		await shootCommunityNodesPage({ baseUrl: running.baseUrl, owner: OWNER, packageName: PACKAGE, expectText: packedVersion, file: `community-nodes-installed-${TOPOLOGY}.png` });
 
 		// n8n's installer, not a plain npm install: it drops the peer dependency from the package.json it
 		// extracted, and `pg` came from the registry into the package's own node_modules.
@@ -203,6 +207,7 @@ describe(`the package installed through n8n's community-package installer from a
 		]);
 		expect(installedManifest(running.userFolder).version).toBe(NEXT_VERSION);
 		expect(await servedPackageTypes(rest)).toEqual(nodeTypes);
+		await shootCommunityNodesPage({ baseUrl: running.baseUrl, owner: OWNER, packageName: PACKAGE, expectText: NEXT_VERSION, file: `community-nodes-updated-${TOPOLOGY}.png` });
 		if (queue) {
 			for (const folder of running.workers.map((_, i) => path.join(running.workDir, `n8n-worker-${i + 1}`))) {
 				await eventually(`${NEXT_VERSION} in ${folder}`, () => installedManifest(folder)?.version === NEXT_VERSION);
@@ -239,5 +244,67 @@ describe(`the package installed through n8n's community-package installer from a
 		expect(health.status).toBe(200);
 		expect(running.processes().main.alive).toBe(true);
 		for (const worker of running.processes().workers) expect(worker.alive).toBe(true);
+	});
+});
+
+// n8n 2.x's environment-variable install (1.x has none): N8N_COMMUNITY_PACKAGES_MANAGED_BY_ENV=true
+// and N8N_COMMUNITY_PACKAGES name the package; n8n installs it at start, before it serves requests,
+// with the same download as the page. The registry licence has to be on at start here, so main gets
+// the preload the workers get above. One process is enough: the start-up install is per process.
+const envInstallRuns = !queue && Number(selectedN8nVersion().split('.')[0]) >= 2;
+(envInstallRuns ? describe : describe.skip)('the package installed by n8n 2.x from N8N_COMMUNITY_PACKAGES at start', () => {
+	let registry;
+	let running;
+	let rest;
+	let packedVersion;
+
+	beforeAll(async () => {
+		const log = (line) => process.stderr.write(`[env install] ${line}\n`);
+		const workDir = path.join(E2E_ROOT, `env-install-${Date.now().toString(36)}`);
+		fs.mkdirSync(workDir, { recursive: true });
+		const { nodeBin } = stack.ensureN8n({ log });
+		const tarball = stack.buildAndPack({ outDir: path.join(workDir, 'pack'), log });
+		packedVersion = require(path.join(stack.REPO_ROOT, 'package.json')).version;
+		registry = await startLocalRegistry({ dir: path.join(workDir, 'registry'), nodeBin, packageName: PACKAGE, log });
+		registry.publish(tarball);
+		running = await stack.startStack({
+			workDir,
+			installPackage: false,
+			postgresUrl: stack.withDatabase(harness().state.appUrl, 'postgres'),
+			recreateDbs: true,
+			dbNames: { n8n: 'n8n_env_install', app: 'idempotency_env_install' },
+			env: {
+				N8N_COMMUNITY_PACKAGES_REGISTRY: registry.url,
+				N8N_COMMUNITY_PACKAGES_MANAGED_BY_ENV: 'true',
+				N8N_COMMUNITY_PACKAGES: JSON.stringify([{ name: PACKAGE, version: packedVersion }]),
+			},
+			mainEnv: { NODE_OPTIONS: REGISTRY_LICENCE_PRELOAD },
+			log,
+		});
+		rest = stack.restClient(running.baseUrl);
+		await rest.ownerLogin(OWNER);
+	});
+
+	afterAll(async () => {
+		await running?.stop();
+		await registry?.stop();
+	});
+
+	test('installed and listed at start with the pinned version, nodes served; the page cannot install, update or uninstall (400)', async () => {
+		const listed = await rest.call('GET', ROUTE);
+		expect(listed.json.data.map(({ packageName, installedVersion }) => ({ packageName, installedVersion }))).toEqual([
+			{ packageName: PACKAGE, installedVersion: packedVersion },
+		]);
+		expect(await servedPackageTypes(rest)).toEqual(declaredNodeTypes());
+		const manifest = installedManifest(running.userFolder);
+		expect(manifest).toMatchObject({ name: PACKAGE, version: packedVersion });
+		expect(manifest.peerDependencies).toBeUndefined();
+
+		const managed = 'Community packages are managed via environment variables on this instance and cannot be modified through the API.';
+		const install = await rest.call('POST', ROUTE, { name: PACKAGE });
+		const update = await rest.call('PATCH', ROUTE, { name: PACKAGE });
+		const uninstall = await rest.call('DELETE', `${ROUTE}?name=${encodeURIComponent(PACKAGE)}`);
+		for (const answer of [install, update, uninstall]) expect([answer.status, answer.json?.message]).toEqual([400, managed]);
+		expect(installedManifest(running.userFolder)).toMatchObject({ version: packedVersion });
 	});
 });
