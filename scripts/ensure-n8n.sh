@@ -2,12 +2,13 @@
 # Installs Node and n8n into a cache outside the clone (first run ~5 min, 2.8 GB),
 # then prints the directory. The host may have an older Node than n8n needs.
 # Usage: scripts/ensure-n8n.sh [n8n-version] [node-major]
-#   n8n-version: default $N8N_VERSION or 2.40.7. node-major: 24 or 22, default $N8N_NODE_MAJOR,
+#   n8n-version: default $N8N_VERSION or the default in scripts/lib/n8n-version.js. node-major: 24 or 22, default $N8N_NODE_MAJOR,
 #   else 22 for n8n 1.x (the maintained 1.123.x line runs on Node 20/22) and 24 for 2.x (needs >= 24).
 # n8n's install scripts are skipped: one downloads zlib from the internet, which is unreachable,
 # and n8n runs fine without them when its own database is Postgres.
 set -euo pipefail
-N8N_VERSION="${1:-${N8N_VERSION:-2.40.7}}"
+# The default is the first proven version, from the one list in scripts/lib/n8n-version.js.
+N8N_VERSION="${1:-${N8N_VERSION:-$(node -p "require('$(dirname "$0")/lib/n8n-version.js').DEFAULT_N8N_VERSION")}}"
 case "$N8N_VERSION" in 1.*) default_major=22 ;; *) default_major=24 ;; esac
 NODE_MAJOR="${2:-${N8N_NODE_MAJOR:-$default_major}}"
 case "$NODE_MAJOR" in

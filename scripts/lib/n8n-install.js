@@ -80,8 +80,9 @@ function buildAndPack({ outDir, build = 'auto', log = defaultLog } = {}) {
 }
 
 /**
- * Installs the tarball into <userFolder>/.n8n/nodes exactly as n8n's UI does
- * (`npm install --ignore-scripts <tgz>`); skipped when that same tarball is already installed.
+ * Installs the tarball by hand into <userFolder>/.n8n/nodes (`npm install --ignore-scripts <tgz>`);
+ * skipped when that same tarball is already installed. n8n loads it, but does not list it under
+ * Settings → Community Nodes: only its own installer records packages (see scripts/lib/local-registry.js).
  */
 function installPackage({ userFolder, tarball, log = defaultLog }) {
 	const nodesDir = path.join(userFolder, '.n8n', 'nodes');

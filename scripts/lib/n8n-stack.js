@@ -1,6 +1,7 @@
 // Starts a real n8n (2.x, Node 24 from the cache that scripts/ensure-n8n.sh fills) on a real Postgres,
-// with this package installed the way users install community packages (npm pack → npm install
-// <tgz> inside $N8N_USER_FOLDER/.n8n/nodes). Two topologies: one n8n process ('single'), or n8n's
+// with this package installed by hand into the nodes folder (npm pack → npm install --ignore-scripts
+// <tgz> inside $N8N_USER_FOLDER/.n8n/nodes; n8n's own installer is tested by
+// test/e2e/community-installer.e2e.test.js). Two topologies: one n8n process ('single'), or n8n's
 // queue mode ('queue': Redis, a main instance receiving webhooks, N `n8n worker` processes, each
 // with its own user folder and the package installed in it). Shared by the end-to-end suite and
 // `npm run demo`. Plain CommonJS, Node 20 compatible; every process it spawns is stopped by stop(),
@@ -80,6 +81,7 @@ function sharedEnv({ nodeBin, n8nDb, redis, options }) {
  *  workers        number of `n8n worker` processes in queue mode (default 2)
  *  workerConcurrency  --concurrency of each worker (default 5)
  *  pgDir          embedded Postgres data dir (persistent when given), default workDir/pg
+ *  postgresUrl    use this running Postgres server (an admin connection URL) instead of starting one
  *  persistentPg   keep the Postgres data dir between runs (demo)
  *  dbNames        { n8n, app } database names (default n8n / idempotency)
  *  recreateDbs    drop and recreate both databases first (e2e)
@@ -91,6 +93,8 @@ function sharedEnv({ nodeBin, n8nDb, redis, options }) {
  *  workflows      array of { file | json, publish: boolean }
  *  port           n8n (main) port (default: free port)
  *  env            extra environment for every n8n process
+ *  mainEnv        extra environment for main and the CLI runs only, applied last
+ *  workerEnv      extra environment for the workers only (queue mode), applied last
  *  log            (line) => void
  * Returns { baseUrl, webhookUrl(path), appUrl, n8nDbUrl, cli(args), main, workers, processes(),
  * restartMain(), startWorker(i), restartPostgres(), stop(), ... }.
@@ -158,7 +162,9 @@ async function startStack(options) {
 		log('starting Postgres…');
 		const pgDir = options.pgDir ?? path.join(workDir, 'pg');
 		fs.mkdirSync(path.dirname(pgDir), { recursive: true });
-		const pg = await startPostgres({ baseDir: pgDir, persistent: options.persistentPg ?? false, port: options.pgPort });
+		const pg = options.postgresUrl
+			? { url: options.postgresUrl, external: true, stop: async () => {} }
+			: await startPostgres({ baseDir: pgDir, persistent: options.persistentPg ?? false, port: options.pgPort });
 		if (!pg.external) {
 			livePostgresDirs.add(pg.databaseDir);
 			stoppers.push(async () => {
@@ -183,7 +189,7 @@ async function startStack(options) {
 
 		const port = options.port ?? (await freePort());
 		const base = sharedEnv({ nodeBin, n8nDb: parseUrl(n8nDbUrl), redis, options });
-		const env = { ...base, N8N_USER_FOLDER: userFolder, N8N_PORT: String(port), N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
+		const env = { ...base, N8N_USER_FOLDER: userFolder, N8N_PORT: String(port), N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...(options.mainEnv ?? {}) };
 		const logFile = path.join(workDir, 'n8n.log');
 
 		/** Runs an n8n CLI command to completion (Node 24); returns stdout. */
@@ -256,6 +262,7 @@ async function startStack(options) {
 				N8N_USER_FOLDER: workerFolders[index],
 				N8N_RUNNERS_BROKER_PORT: String(await freePort()),
 				QUEUE_HEALTH_CHECK_PORT: String(await freePort()),
+				...(options.workerEnv ?? {}),
 			};
 			const file = path.join(workDir, `n8n-worker-${index + 1}.log`);
 			const service = spawnService({

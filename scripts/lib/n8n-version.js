@@ -4,9 +4,15 @@
 // Select with `--n8n-version=1.123.81` on a script's command line or N8N_VERSION=1.123.81 in the
 // environment (jest takes no unknown flags: use the variable there). Plain CommonJS, Node 20.
 
-const DEFAULT_N8N_VERSION = '2.40.7';
-/** The versions the README's Compatibility table names: what CI proves. */
+/**
+ * The versions the README's Compatibility table names: what CI proves, the newest 2.x first (the
+ * default). Proving the next n8n is one edit here: replace or add its version (then run CI, and
+ * update the README's table with what it proved). Each major line's differences are below.
+ * Not 2.41.3 (the registry's newest 2.x): it does not install, its dependency @n8n/agents@0.26.2
+ * is not on the npm registry.
+ */
 const PROVEN_N8N_VERSIONS = ['2.40.7', '1.123.81'];
+const DEFAULT_N8N_VERSION = PROVEN_N8N_VERSIONS[0];
 
 function selectedN8nVersion({ argv = process.argv, env = process.env } = {}) {
 	let version = env.N8N_VERSION || DEFAULT_N8N_VERSION;

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 
 import { MIGRATION_SETS } from '../../../lib/sql/migrations';
@@ -45,6 +46,36 @@ describe('the published package', () => {
 		expect(files.filter((file) => !allowed.test(file))).toEqual([]);
 		expect(files.filter((file) => /\.ts$/.test(file) && !file.endsWith('.d.ts'))).toEqual([]);
 		expect(files.filter((file) => /(^|\/)test\//.test(file))).toEqual([]);
+	});
+
+	it('holds the package.json, README and LICENSE, and exactly the shipped templates', () => {
+		for (const file of ['package.json', 'README.md', 'LICENSE']) expect(files).toContain(file);
+		const templates = readdirSync(path.join(root, 'templates')).filter((file) => file.endsWith('.json'));
+		expect(files.filter((file) => file.startsWith('dist/templates/')).sort()).toEqual(templates.map((file) => `dist/templates/${file}`).sort());
+	});
+
+	it('every module the packed code requires is in the tarball, a Node built-in, a dependency, or n8n-workflow (from n8n)', () => {
+		// n8n's installer strips peer dependencies and installs `dependencies` only: anything else a
+		// packed file requires would be missing on a user's instance.
+		const provided = new Set([...Object.keys(packageJson.dependencies ?? {}), ...Object.keys(packageJson.peerDependencies ?? {})]);
+		const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+		const packed = new Set(files);
+		const missing: string[] = [];
+		for (const file of files.filter((name) => name.endsWith('.js'))) {
+			const code = readFileSync(path.join(root, file), 'utf8');
+			for (const [, request] of code.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g)) {
+				if (request.startsWith('.')) {
+					const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), request));
+					const candidates = [target, `${target}.js`, `${target}.json`, `${target}/index.js`];
+					if (!candidates.some((candidate) => packed.has(candidate))) missing.push(`${file} → ${request}`);
+					continue;
+				}
+				const bare = request.startsWith('@') ? request.split('/').slice(0, 2).join('/') : request.split('/')[0];
+				if (!builtins.has(request) && !builtins.has(bare) && !provided.has(bare)) missing.push(`${file} → ${request}`);
+			}
+		}
+		expect(missing).toEqual([]);
+		expect(Object.keys(packageJson.peerDependencies ?? {})).toEqual(['n8n-workflow']);
 	});
 
 	it('has no install scripts (n8n installs community packages with --ignore-scripts)', () => {

@@ -1,0 +1,136 @@
+// A private npm registry on 127.0.0.1 (verdaccio) for tests that install the package the way users
+// do: through n8n's own community-package installer, which runs `npm pack <name>@<version>` and
+// `npm install` against the registry n8n is configured with. The package is published to it; every
+// other package (the package's dependency `pg`) is proxied from the registry npm is configured with.
+// verdaccio is installed from npm once into the cache beside n8n (like scripts/ensure-n8n.sh) and
+// runs on the Node that runs n8n (verdaccio 6 needs Node >= 22; the host may have 20).
+// Plain CommonJS, Node 20 compatible.
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { freePort } = require('./postgres-server');
+const { spawnService } = require('./processes');
+
+const VERDACCIO_VERSION = '6.10.4';
+const CACHE = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(os.homedir(), '.cache', 'n8n-nodes-idempotency');
+
+/** The registry npm itself uses here: verdaccio proxies everything but the package under test from it. */
+function upstreamRegistry() {
+	const result = spawnSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8', cwd: os.tmpdir() });
+	const url = (result.stdout ?? '').trim();
+	return /^https?:\/\//.test(url) ? url : 'https://registry.npmjs.org/';
+}
+
+/**
+ * Installs verdaccio once into the cache (with the given Node on PATH) and returns its entry script.
+ * verdaccio's dependency tree asks for a node-fetch 2 pre-release that the registry no longer
+ * serves; the override pins the released 2.7.0 (same API).
+ */
+function ensureVerdaccio({ nodeBin, log = () => {} }) {
+	const dir = path.join(CACHE, `verdaccio-${VERDACCIO_VERSION}`);
+	const entry = path.join(dir, 'node_modules', 'verdaccio', 'bin', 'verdaccio');
+	if (fs.existsSync(path.join(dir, '.complete')) && fs.existsSync(entry)) return entry;
+	fs.mkdirSync(dir, { recursive: true });
+	fs.writeFileSync(
+		path.join(dir, 'package.json'),
+		JSON.stringify({ name: 'verdaccio-runtime', private: true, overrides: { 'node-fetch': '2.7.0' } }, null, 2),
+	);
+	log(`installing verdaccio@${VERDACCIO_VERSION} into ${dir} (first time only)…`);
+	const result = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', `verdaccio@${VERDACCIO_VERSION}`], {
+		cwd: dir,
+		encoding: 'utf8',
+		env: { ...process.env, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` },
+		maxBuffer: 64 * 1024 * 1024,
+	});
+	if (result.status !== 0) throw new Error(`installing verdaccio@${VERDACCIO_VERSION} failed (exit ${result.status}):\n${`${result.stdout}${result.stderr}`.slice(-3000)}`);
+	if (!fs.existsSync(entry)) throw new Error(`verdaccio installed, but ${entry} is missing`);
+	fs.writeFileSync(path.join(dir, '.complete'), '');
+	return entry;
+}
+
+function registryConfig({ dir, port, packageName, upstream }) {
+	// JSON is YAML: no YAML writer needed.
+	return JSON.stringify(
+		{
+			storage: path.join(dir, 'storage'),
+			auth: { htpasswd: { file: path.join(dir, 'htpasswd'), max_users: 10 } },
+			uplinks: { upstream: { url: upstream, timeout: '60s', max_fails: 5 } },
+			packages: {
+				// Only ever what the test publishes: never looked up upstream.
+				[packageName]: { access: '$all', publish: '$authenticated', unpublish: '$authenticated' },
+				'**': { access: '$all', publish: '$authenticated', proxy: 'upstream' },
+			},
+			listen: `127.0.0.1:${port}`,
+			web: { enable: false },
+			log: { type: 'stdout', format: 'pretty', level: 'warn' },
+			publish: { allow_offline: true },
+		},
+		null,
+		2,
+	);
+}
+
+/**
+ * Starts verdaccio with its storage in `dir`. Returns { url, publish(tarballOrDir, { tag }), stop() }.
+ * Publishing runs the host's npm with a throw-away user config holding the token of a user created
+ * on this registry (nothing is written to the user's ~/.npmrc).
+ */
+async function startLocalRegistry({ dir, nodeBin, packageName, log = () => {}, startTimeoutMs = 60000 }) {
+	const entry = ensureVerdaccio({ nodeBin, log });
+	fs.mkdirSync(dir, { recursive: true });
+	const port = await freePort();
+	const url = `http://127.0.0.1:${port}`;
+	const configFile = path.join(dir, 'config.yaml');
+	fs.writeFileSync(configFile, registryConfig({ dir, port, packageName, upstream: upstreamRegistry() }));
+	const service = spawnService({
+		name: 'verdaccio',
+		command: path.join(nodeBin, 'node'),
+		args: [entry, '--config', configFile, '--listen', `127.0.0.1:${port}`],
+		cwd: dir,
+		env: { ...process.env, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}`, NODE_OPTIONS: '' },
+		logFile: path.join(dir, 'verdaccio.log'),
+	});
+	await service.waitReady({ url: `${url}/-/ping`, timeoutMs: startTimeoutMs });
+
+	// A user to publish as (verdaccio's htpasswd plugin registers on first login).
+	const user = { name: 'e2e-publisher', password: `pw-${process.pid}-${Date.now()}` };
+	const created = await fetch(`${url}/-/user/org.couchdb.user:${user.name}`, {
+		method: 'PUT',
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify({ _id: `org.couchdb.user:${user.name}`, name: user.name, password: user.password, type: 'user', roles: [] }),
+	});
+	const { token } = await created.json();
+	if (!created.ok || !token) throw new Error(`creating a publisher on the local registry failed (${created.status})`);
+	const userConfig = path.join(dir, 'publisher.npmrc');
+	fs.writeFileSync(userConfig, `registry=${url}/\n//127.0.0.1:${port}/:_authToken=${token}\n`, { mode: 0o600 });
+
+	/** `npm publish` of a tarball or package folder; scripts never run (the tarball is already built). */
+	const publish = (target, { tag = 'latest' } = {}) => {
+		const result = spawnSync(
+			'npm',
+			['publish', target, '--registry', `${url}/`, '--userconfig', userConfig, '--tag', tag, '--ignore-scripts', '--no-provenance', '--loglevel=error'],
+			{ cwd: dir, encoding: 'utf8', env: Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_config_/i.test(key))) },
+		);
+		if (result.status !== 0) throw new Error(`npm publish ${target} failed (exit ${result.status}):\n${`${result.stdout}${result.stderr}`.slice(-3000)}`);
+	};
+
+	return { url, port, publish, logFile: service.logFile, stop: () => service.stop({ graceMs: 5000 }) };
+}
+
+/**
+ * A copy of a packed tarball's package with another version, ready for `publish` (a folder): the
+ * same files, as a maintainer's next release of the same build would be.
+ */
+function repackWithVersion({ tarball, version, dir }) {
+	fs.rmSync(dir, { recursive: true, force: true });
+	fs.mkdirSync(dir, { recursive: true });
+	const untar = spawnSync('tar', ['-xzf', tarball, '-C', dir, '--strip-components=1'], { encoding: 'utf8' });
+	if (untar.status !== 0) throw new Error(`extracting ${tarball} failed: ${untar.stderr}`);
+	const manifestFile = path.join(dir, 'package.json');
+	const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
+	fs.writeFileSync(manifestFile, `${JSON.stringify({ ...manifest, version }, null, 2)}\n`);
+	return dir;
+}
+
+module.exports = { VERDACCIO_VERSION, ensureVerdaccio, startLocalRegistry, repackWithVersion, upstreamRegistry };

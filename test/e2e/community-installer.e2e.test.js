@@ -1,0 +1,310 @@
+// The package installed the way users install it: through n8n's own community-package installer
+// (Settings → Community Nodes calls POST /rest/community-packages), from an npm registry the package
+// was published to. n8n's installer runs `npm pack <name>@<version>` against its registry, extracts
+// the tarball into ~/.n8n/nodes/node_modules/<name>, strips dev/peer/optional dependencies, runs
+// `npm install --ignore-scripts` inside it (that is where `pg` comes from), loads the nodes and records
+// the package in its database; updates and uninstalls go through the same service, and in queue mode
+// main broadcasts each change and every worker repeats it in its own nodes folder.
+//
+// The registry is a local verdaccio (scripts/lib/local-registry.js) holding the packed package;
+// everything else (pg) is proxied from the registry npm uses. n8n installs from a registry other than
+// the public one only when licensed for it: n8n's own end-to-end mode (E2E_TESTS=true, PATCH
+// /rest/e2e/feature) switches that licence on in main; in queue mode the workers get the same switch
+// from support/worker-custom-registry-license.js. This file starts an n8n of its own (the suite's
+// stack has the package installed by hand), in the suite's topology: one process, or queue mode with
+// two workers whose nodes folders start empty; its databases live on the suite's Postgres server.
+const fs = require('node:fs');
+const path = require('node:path');
+const stack = require('../../scripts/lib/n8n-stack');
+const { startLocalRegistry, repackWithVersion } = require('../../scripts/lib/local-registry');
+const { TOPOLOGY, QUEUE } = require('./support/topology');
+const { E2E_ROOT } = require('./support/paths');
+const { OWNER, harness } = require('./support/harness');
+const { readShippedTemplate, withOwnWebhook } = require('./support/restWorkflows');
+const { shootCommunityNodesPage } = require('./support/communityNodesPage');
+const { selectedN8nVersion } = require('../../scripts/lib/n8n-version');
+
+const PACKAGE = stack.PACKAGE_NAME;
+const NEXT_VERSION = '0.1.1-e2e';
+const queue = TOPOLOGY === 'queue';
+const ROUTE = '/community-packages';
+const REGISTRY_LICENCE_PRELOAD = `--require ${path.join(__dirname, 'support', 'worker-custom-registry-license.js')}`;
+
+/** The node type names the package declares (package.json → n8n.nodes), read from the built files. */
+function declaredNodeTypes() {
+	const manifest = require(path.join(stack.REPO_ROOT, 'package.json')).n8n;
+	return manifest.nodes
+		.map((file) => {
+			const NodeClass = Object.values(require(path.join(stack.REPO_ROOT, file))).find((value) => typeof value === 'function');
+			return `${PACKAGE}.${new NodeClass().description.name}`;
+		})
+		.sort();
+}
+
+/** The package's node types n8n's editor is served (its Tool variants left out). */
+async function servedPackageTypes(rest) {
+	const types = await rest.request('GET', '/types/nodes.json');
+	if (types.status !== 200) throw new Error(`/types/nodes.json answered ${types.status}`);
+	return [...new Set(types.json.map((type) => type.name).filter((name) => name.startsWith(`${PACKAGE}.`) && !name.endsWith('Tool')))].sort();
+}
+
+/** package.json of the package in an n8n process's nodes folder, or null when it is not there. */
+function installedManifest(userFolder) {
+	const file = path.join(userFolder, '.n8n', 'nodes', 'node_modules', PACKAGE, 'package.json');
+	return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : null;
+}
+
+async function eventually(what, check, { timeoutMs = 120000 } = {}) {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const result = await check();
+		if (result) return result;
+		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+		await stack.sleep(500);
+	}
+}
+
+const eventId = (label) => `evt_installer_${label}_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+
+describe(`the package installed through n8n's community-package installer from a registry (${TOPOLOGY})`, () => {
+	let registry;
+	let running;
+	let rest;
+	let tarball;
+	let packedVersion;
+	let workflowId;
+	let webhookUrl;
+	const nodeTypes = declaredNodeTypes();
+	const firstEvent = eventId('first');
+
+	beforeAll(async () => {
+		const log = (line) => process.stderr.write(`[installer ${TOPOLOGY}] ${line}\n`);
+		const workDir = path.join(E2E_ROOT, `installer-${TOPOLOGY}-${Date.now().toString(36)}`);
+		fs.mkdirSync(workDir, { recursive: true });
+		const { nodeBin } = stack.ensureN8n({ log });
+		tarball = stack.buildAndPack({ outDir: path.join(workDir, 'pack'), log });
+		packedVersion = require(path.join(stack.REPO_ROOT, 'package.json')).version;
+		registry = await startLocalRegistry({ dir: path.join(workDir, 'registry'), nodeBin, packageName: PACKAGE, log });
+		registry.publish(tarball);
+		log(`published ${path.basename(tarball)} to ${registry.url}`);
+
+		running = await stack.startStack({
+			workDir,
+			topology: TOPOLOGY,
+			...(queue
+				? {
+						workers: QUEUE.workers,
+						workerConcurrency: QUEUE.workerConcurrency,
+						workerEnv: { NODE_OPTIONS: REGISTRY_LICENCE_PRELOAD },
+					}
+				: {}),
+			installPackage: false,
+			// Databases of its own on the suite's Postgres server.
+			postgresUrl: stack.withDatabase(harness().state.appUrl, 'postgres'),
+			recreateDbs: true,
+			dbNames: { n8n: `n8n_installer_${TOPOLOGY}`, app: `idempotency_installer_${TOPOLOGY}` },
+			credentials: stack.templateCredentials,
+			env: {
+				E2E_TESTS: 'true',
+				N8N_COMMUNITY_PACKAGES_REGISTRY: registry.url,
+			},
+			log,
+		});
+		rest = stack.restClient(running.baseUrl);
+		await rest.ownerLogin(OWNER);
+		const licensed = await rest.call('PATCH', '/e2e/feature', { feature: 'feat:communityNodes:customRegistry', enabled: true });
+		if (licensed.status !== 200) throw new Error(`PATCH /rest/e2e/feature answered ${licensed.status}: ${licensed.text.slice(0, 300)}`);
+	});
+
+	afterAll(async () => {
+		await running?.stop();
+		await registry?.stop();
+	});
+
+	test('install (POST /rest/community-packages, as the Community Nodes page does): listed with its version, its nodes served, installed by n8n with pg', async () => {
+		expect(await servedPackageTypes(rest)).toEqual([]);
+		expect(installedManifest(running.userFolder)).toBeNull();
+
+		const installed = await rest.call('POST', ROUTE, { name: PACKAGE });
+		expect({ status: installed.status, body: installed.status === 200 ? '' : installed.text }).toEqual({ status: 200, body: '' });
+		expect(installed.json.data).toMatchObject({ packageName: PACKAGE, installedVersion: packedVersion });
+		expect(installed.json.data.installedNodes.map((node) => node.type).sort()).toEqual(nodeTypes);
+
+		const listed = await rest.call('GET', ROUTE);
+		expect(listed.status).toBe(200);
+		expect(listed.json.data.map(({ packageName, installedVersion }) => ({ packageName, installedVersion }))).toEqual([
+			{ packageName: PACKAGE, installedVersion: packedVersion },
+		]);
+		expect(await servedPackageTypes(rest)).toEqual(nodeTypes);
+		await shootCommunityNodesPage({ baseUrl: running.baseUrl, owner: OWNER, packageName: PACKAGE, expectText: packedVersion, file: `community-nodes-installed-${TOPOLOGY}.png` });
+
+		// n8n's installer, not a plain npm install: it drops the peer dependency from the package.json it
+		// extracted, and `pg` came from the registry into the package's own node_modules.
+		const manifest = installedManifest(running.userFolder);
+		expect(manifest).toMatchObject({ name: PACKAGE, version: packedVersion });
+		expect(manifest.peerDependencies).toBeUndefined();
+		expect(manifest.devDependencies).toBeUndefined();
+		const packageDir = path.join(running.userFolder, '.n8n', 'nodes', 'node_modules', PACKAGE);
+		expect(fs.existsSync(path.join(packageDir, 'node_modules', 'pg', 'package.json'))).toBe(true);
+		expect(fs.existsSync(path.join(packageDir, 'node_modules', 'n8n-workflow'))).toBe(false);
+
+		if (queue) {
+			// Each worker installs it into its own nodes folder on main's broadcast.
+			for (const folder of running.workers.map((_, i) => path.join(running.workDir, `n8n-worker-${i + 1}`))) {
+				await eventually(`the package in ${folder}`, () => installedManifest(folder)?.version === packedVersion);
+			}
+		}
+	});
+
+	test('the webhook template, imported and published with the installed nodes, answers a signed delivery: 200 new, then 200 duplicate', async () => {
+		// The tables, from the SQL the installed package ships (and nowhere else).
+		const packageDir = path.join(running.userFolder, '.n8n', 'nodes', 'node_modules', PACKAGE);
+		expect(fs.readdirSync(path.join(packageDir, 'dist', 'sql', 'migrations', 'keys')).length).toBeGreaterThan(0);
+		await stack.withClient(running.appUrl, (client) => stack.prepareTemplateTables(client, { packageDir }));
+		const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('idempotent-webhook.json'), `installer-${TOPOLOGY}`);
+		const { name, nodes, connections, settings, pinData, meta } = workflow;
+		const saved = await rest.call('POST', '/workflows', { name, nodes, connections, settings, pinData, meta, active: false });
+		expect(saved.status).toBe(200);
+		workflowId = saved.json.data.id;
+		const published = await rest.call('POST', `/workflows/${workflowId}/activate`, { versionId: saved.json.data.versionId });
+		expect({ status: published.status, body: published.status === 200 ? '' : published.text }).toEqual({ status: 200, body: '' });
+		await eventually(`webhook ${webhookPath}`, () => stack.webhookRegistered(running.n8nDbUrl, webhookPath));
+		webhookUrl = running.webhookUrl(webhookPath);
+
+		const event = { id: firstEvent, type: 'invoice.paid' };
+		const first = await stack.deliver(webhookUrl, event);
+		const again = await stack.deliver(webhookUrl, event);
+		expect([first.status, first.outcome]).toEqual([200, 'new']);
+		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
+
+		if (queue) {
+			// Production executions run on the workers only: send bursts until each worker has run one.
+			const ranOn = new Set();
+			for (let burst = 0; burst < 5 && ranOn.size < running.workers.length; burst += 1) {
+				const mark = await stack.maxExecutionId(running.n8nDbUrl);
+				const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => stack.deliver(webhookUrl, { id: eventId(`burst${burst}_${i}`), type: 'invoice.paid' })));
+				expect(answers.map((answer) => [answer.status, answer.outcome])).toEqual(answers.map(() => [200, 'new']));
+				const executions = await stack.waitForExecutions({ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId, sinceId: mark }, 8);
+				for (const worker of running.workers) {
+					const workerLog = fs.readFileSync(worker.logFile, 'utf8');
+					if (executions.some((execution) => workerLog.includes(`Worker started execution ${execution.id} `))) ranOn.add(worker.index);
+				}
+			}
+			expect([...ranOn].sort()).toEqual(running.workers.map((worker) => worker.index));
+		}
+	});
+
+	test(`update (PATCH /rest/community-packages) to a newer published version: ${NEXT_VERSION} listed, the workflow keeps working and keeps its keys`, async () => {
+		registry.publish(repackWithVersion({ tarball, version: NEXT_VERSION, dir: path.join(running.workDir, 'next-version') }));
+
+		const updated = await rest.call('PATCH', ROUTE, { name: PACKAGE });
+		expect({ status: updated.status, body: updated.status === 200 ? '' : updated.text }).toEqual({ status: 200, body: '' });
+		expect(updated.json.data).toMatchObject({ packageName: PACKAGE, installedVersion: NEXT_VERSION });
+
+		const listed = await rest.call('GET', ROUTE);
+		expect(listed.json.data.map(({ packageName, installedVersion }) => ({ packageName, installedVersion }))).toEqual([
+			{ packageName: PACKAGE, installedVersion: NEXT_VERSION },
+		]);
+		expect(installedManifest(running.userFolder).version).toBe(NEXT_VERSION);
+		expect(await servedPackageTypes(rest)).toEqual(nodeTypes);
+		await shootCommunityNodesPage({ baseUrl: running.baseUrl, owner: OWNER, packageName: PACKAGE, expectText: NEXT_VERSION, file: `community-nodes-updated-${TOPOLOGY}.png` });
+		if (queue) {
+			for (const folder of running.workers.map((_, i) => path.join(running.workDir, `n8n-worker-${i + 1}`))) {
+				await eventually(`${NEXT_VERSION} in ${folder}`, () => installedManifest(folder)?.version === NEXT_VERSION);
+			}
+		}
+
+		const fresh = await stack.deliver(webhookUrl, { id: eventId('after_update'), type: 'invoice.paid' });
+		const before = await stack.deliver(webhookUrl, { id: firstEvent, type: 'invoice.paid' });
+		expect([fresh.status, fresh.outcome]).toEqual([200, 'new']);
+		expect([before.status, before.outcome]).toEqual([200, 'duplicate']);
+	});
+
+	test('uninstall (DELETE /rest/community-packages?name=): no longer listed, its nodes gone, the saved workflow still opens, n8n still serves', async () => {
+		const removed = await rest.call('DELETE', `${ROUTE}?name=${encodeURIComponent(PACKAGE)}`);
+		expect({ status: removed.status, body: removed.status === 200 ? '' : removed.text }).toEqual({ status: 200, body: '' });
+
+		const listed = await rest.call('GET', ROUTE);
+		expect(listed.json.data).toEqual([]);
+		expect(await servedPackageTypes(rest)).toEqual([]);
+		expect(installedManifest(running.userFolder)).toBeNull();
+		if (queue) {
+			for (const folder of running.workers.map((_, i) => path.join(running.workDir, `n8n-worker-${i + 1}`))) {
+				await eventually(`the package gone from ${folder}`, () => installedManifest(folder) === null);
+			}
+		}
+
+		// The editor opens the saved workflow (its package nodes shown as missing); nothing crashed.
+		const opened = await rest.call('GET', `/workflows/${workflowId}`);
+		expect(opened.status).toBe(200);
+		expect(opened.json.data.nodes.filter((node) => node.type.startsWith(`${PACKAGE}.`)).length).toBeGreaterThan(0);
+		const delivery = await stack.deliver(webhookUrl, { id: eventId('after_uninstall'), type: 'invoice.paid' });
+		expect(delivery.outcome).not.toBe('new');
+		const health = await fetch(`${running.baseUrl}/healthz/readiness`);
+		expect(health.status).toBe(200);
+		expect(running.processes().main.alive).toBe(true);
+		for (const worker of running.processes().workers) expect(worker.alive).toBe(true);
+	});
+});
+
+// n8n 2.x's environment-variable install (1.x has none): N8N_COMMUNITY_PACKAGES_MANAGED_BY_ENV=true
+// and N8N_COMMUNITY_PACKAGES name the package; n8n installs it at start, before it serves requests,
+// with the same download as the page. The registry licence has to be on at start here, so main gets
+// the preload the workers get above. One process is enough: the start-up install is per process.
+const envInstallRuns = !queue && Number(selectedN8nVersion().split('.')[0]) >= 2;
+(envInstallRuns ? describe : describe.skip)('the package installed by n8n 2.x from N8N_COMMUNITY_PACKAGES at start', () => {
+	let registry;
+	let running;
+	let rest;
+	let packedVersion;
+
+	beforeAll(async () => {
+		const log = (line) => process.stderr.write(`[env install] ${line}\n`);
+		const workDir = path.join(E2E_ROOT, `env-install-${Date.now().toString(36)}`);
+		fs.mkdirSync(workDir, { recursive: true });
+		const { nodeBin } = stack.ensureN8n({ log });
+		const tarball = stack.buildAndPack({ outDir: path.join(workDir, 'pack'), log });
+		packedVersion = require(path.join(stack.REPO_ROOT, 'package.json')).version;
+		registry = await startLocalRegistry({ dir: path.join(workDir, 'registry'), nodeBin, packageName: PACKAGE, log });
+		registry.publish(tarball);
+		running = await stack.startStack({
+			workDir,
+			installPackage: false,
+			postgresUrl: stack.withDatabase(harness().state.appUrl, 'postgres'),
+			recreateDbs: true,
+			dbNames: { n8n: 'n8n_env_install', app: 'idempotency_env_install' },
+			env: {
+				N8N_COMMUNITY_PACKAGES_REGISTRY: registry.url,
+				N8N_COMMUNITY_PACKAGES_MANAGED_BY_ENV: 'true',
+				N8N_COMMUNITY_PACKAGES: JSON.stringify([{ name: PACKAGE, version: packedVersion }]),
+			},
+			mainEnv: { NODE_OPTIONS: REGISTRY_LICENCE_PRELOAD },
+			log,
+		});
+		rest = stack.restClient(running.baseUrl);
+		await rest.ownerLogin(OWNER);
+	});
+
+	afterAll(async () => {
+		await running?.stop();
+		await registry?.stop();
+	});
+
+	test('installed and listed at start with the pinned version, nodes served; the page cannot install, update or uninstall (400)', async () => {
+		const listed = await rest.call('GET', ROUTE);
+		expect(listed.json.data.map(({ packageName, installedVersion }) => ({ packageName, installedVersion }))).toEqual([
+			{ packageName: PACKAGE, installedVersion: packedVersion },
+		]);
+		expect(await servedPackageTypes(rest)).toEqual(declaredNodeTypes());
+		const manifest = installedManifest(running.userFolder);
+		expect(manifest).toMatchObject({ name: PACKAGE, version: packedVersion });
+		expect(manifest.peerDependencies).toBeUndefined();
+
+		const managed = 'Community packages are managed via environment variables on this instance and cannot be modified through the API.';
+		const install = await rest.call('POST', ROUTE, { name: PACKAGE });
+		const update = await rest.call('PATCH', ROUTE, { name: PACKAGE });
+		const uninstall = await rest.call('DELETE', `${ROUTE}?name=${encodeURIComponent(PACKAGE)}`);
+		for (const answer of [install, update, uninstall]) expect([answer.status, answer.json?.message]).toEqual([400, managed]);
+		expect(installedManifest(running.userFolder)).toMatchObject({ version: packedVersion });
+	});
+});
