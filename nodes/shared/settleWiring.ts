@@ -15,7 +15,8 @@ const SETTLE_TYPE_SUFFIX = '.idempotencyKey';
 const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
 const CONTINUING = new Set(['continueRegularOutput', 'continueErrorOutput']);
 
-export function isSettleNode(node: INode | undefined): boolean {
+/** An enabled Idempotency Key node set to Settle After Business Step (a workflow node or n8n's summary of one). */
+export function isSettleNode(node: { type: string; parameters?: INode['parameters']; disabled?: boolean } | undefined): boolean {
 	return node !== undefined && node.type.endsWith(SETTLE_TYPE_SUFFIX) && node.parameters?.operation === 'settle' && node.disabled !== true;
 }
 
@@ -27,7 +28,7 @@ export function assertSafeSettleWiring(context: IExecuteFunctions, output: numbe
 	} catch (error) {
 		// Without n8n's record no wiring can be judged: refuse only where a Settle node would need it.
 		const downstream = context.getChildNodes(self, { includeNodeParameters: true });
-		if (!downstream.some((node) => node.type.endsWith(SETTLE_TYPE_SUFFIX) && node.parameters?.operation === 'settle' && !node.disabled)) return;
+		if (!downstream.some(isSettleNode)) return;
 		throw toNodeError(context.getNode(), error);
 	}
 	checkSettleWiring(record, self, output);

@@ -1,7 +1,7 @@
-import type { IConnections, INode } from 'n8n-workflow';
+import type { IConnections, IExecuteFunctions, INode } from 'n8n-workflow';
 
 import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
-import { checkSettleWiring } from '../../../nodes/shared/settleWiring';
+import { assertSafeSettleWiring, checkSettleWiring } from '../../../nodes/shared/settleWiring';
 
 // The wiring rules Reserve, Order Guard and Claim for Replay check before they reserve or claim
 // anything, for the cases the in-process engine cannot run (n8n-nodes-base's nodes are not here).
@@ -58,5 +58,21 @@ describe('checkSettleWiring', () => {
 		const disabled = node('Off', 'n8n-nodes-base.noOp', 0, { disabled: true, onError: undefined });
 		const wiring = record([reserve, settle, step, disabled], { Reserve: { main: [link('Step', 'Settle')] }, Step: { main: [link('Off', 'Reserve')] } });
 		expect(() => checkSettleWiring(wiring, 'Reserve', 0)).not.toThrow();
+	});
+});
+
+describe('assertSafeSettleWiring without n8n\'s execution record', () => {
+	// What a context without n8n-core's fields gives: only the public helpers.
+	const contextWith = (downstream: Array<Partial<INode>>) =>
+		({ getNode: () => reserve, getChildNodes: () => downstream }) as unknown as IExecuteFunctions;
+
+	it('refuses when a Settle node is downstream: it could not judge the step', () => {
+		expect(() => assertSafeSettleWiring(contextWith([{ name: 'Settle', type: settle.type, parameters: { operation: 'settle' } }]), 0)).toThrow(
+			/cannot tell whether the business step succeeded/,
+		);
+	});
+
+	it('lets every other workflow run', () => {
+		expect(() => assertSafeSettleWiring(contextWith([{ name: 'Complete', type: settle.type, parameters: { operation: 'complete' } }]), 0)).not.toThrow();
 	});
 });
