@@ -73,6 +73,7 @@ function provenance(run) {
 }
 
 const TABLES = {
+	settle: (run) => TABLES.overhead(run),
 	overhead: (run) =>
 		table(
 			[
@@ -285,6 +286,7 @@ function summary(runs) {
 // The page's section for each run, for the summary's links (the docs test checks every anchor).
 const sectionOf = {
 	overhead: 'per-execution-overhead-inside-n8n',
+	settle: 'settle-after-business-step-vs-mark-complete',
 	single: 'one-key-per-call-outside-n8n',
 	batch: 'batches-inside-n8n',
 	'batch-vs-recipe': 'batches-inside-n8n',

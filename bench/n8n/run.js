@@ -275,6 +275,7 @@ async function overhead(ctx, args) {
 	for (const line of verdicts) console.log(line);
 	printPairedComparison(results, STORE_PAYLOAD_ON_VS_OFF);
 	printPairedComparison(results, RESERVE_VS_NO_OPERATION);
+	printPairedComparison(results, SETTLE_VS_MARK_COMPLETE);
 	await packageNodeTimes(ctx);
 }
 
@@ -301,6 +302,14 @@ const RESERVE_VS_NO_OPERATION = {
 	before: 'BenchFlowNoOp001',
 	after: 'BenchFlowPerm001',
 	ratioLabel: 'Reserve/No Operation',
+};
+
+// The templates' Settle beside the business step against Mark Complete after it (paired item): the same statement, plus reading n8n's record.
+const SETTLE_VS_MARK_COMPLETE = {
+	title: () => 'Settle After Business Step vs Mark Complete (paired item) after the same insert (lease):',
+	before: 'BenchFlowLeaseP1',
+	after: 'BenchFlowSettle1',
+	ratioLabel: 'Settle/Complete',
 };
 
 function printPairedComparison(results, { title, before, after, ratioLabel }) {
@@ -330,7 +339,7 @@ async function packageNodeTimes(ctx) {
 			for (const { data } of executions) {
 				const runData = parse(data).resultData?.runData ?? {};
 				// The stock Postgres node beside ours: both look up a credential and run one statement.
-				for (const name of ['No Operation', 'Recipe reserve', 'Postgres insert', 'Idempotency Reserve', 'Mark Complete']) {
+				for (const name of ['No Operation', 'Recipe reserve', 'Postgres insert', 'Idempotency Reserve', 'Mark Complete', 'Settle']) {
 					const time = runData[name]?.[0]?.executionTime;
 					if (time !== undefined) times.set(name, [...(times.get(name) ?? []), time]);
 				}

@@ -209,10 +209,16 @@ const OVERHEAD_FLOWS = [
 		path: 'bench-noop-node',
 		label: 'reference: + a No Operation node in front (n8n\'s per-node floor)',
 	},
+	// The templates' wiring: Settle After Business Step beside the insert, below it, in place of Mark Complete after it.
+	{
+		id: 'BenchFlowSettle1',
+		path: 'bench-lease-settle',
+		label: '+ Reserve (lease) and Settle After Business Step (the templates\' wiring)',
+	},
 ];
 
 function overheadWorkflows() {
-	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe, noOp] = OVERHEAD_FLOWS;
+	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe, noOp, settle] = OVERHEAD_FLOWS;
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
 	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
 	const permUnnamedNodes = [
@@ -281,6 +287,25 @@ function overheadWorkflows() {
 				Webhook: { main: [[link('Recipe reserve')]] },
 				'Recipe reserve': { main: [[link('Postgres insert')]] },
 				'Postgres insert': { main: [[link('Respond')]] },
+			},
+		),
+		workflow(
+			settle.id,
+			'bench: Reserve (lease) + Settle After Business Step',
+			[
+				webhook(settle.path, { responseMode: 'responseNode' }),
+				reserveNode({ mode: 'lease' }),
+				{ ...businessInsert(), onError: 'continueErrorOutput' },
+				{
+					...node({ name: 'Settle', type: `${PKG}.idempotencyKey`, x: 440, parameters: { operation: 'settle', options: {} }, credentials: IDEMPOTENCY_CREDENTIAL }),
+					position: [440, 200],
+				},
+				respond(),
+			],
+			{
+				Webhook: { main: [[link('Idempotency Reserve')]] },
+				'Idempotency Reserve': { main: [[link('Postgres insert'), link('Settle')].flat(), [link('Respond')], [link('Respond')]] },
+				Settle: { main: [[link('Respond')], [link('Respond')], [link('Respond')], [link('Respond')]] },
 			},
 		),
 		workflow(
