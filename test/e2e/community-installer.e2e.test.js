@@ -41,11 +41,22 @@ function declaredNodeTypes() {
 		.sort();
 }
 
-/** The package's node types n8n's editor is served (its Tool variants left out). */
+/**
+ * The package's node types n8n's editor is served (its Tool variants left out). n8n rewrites that
+ * file after an install, update or uninstall; read while 1.x rewrites it, the body is not yet a
+ * JSON list: read again until it is.
+ */
 async function servedPackageTypes(rest) {
-	const types = await rest.request('GET', '/types/nodes.json');
-	if (types.status !== 200) throw new Error(`/types/nodes.json answered ${types.status}`);
-	return [...new Set(types.json.map((type) => type.name).filter((name) => name.startsWith(`${PACKAGE}.`) && !name.endsWith('Tool')))].sort();
+	const deadline = Date.now() + 60000;
+	for (;;) {
+		const types = await rest.request('GET', '/types/nodes.json');
+		if (types.status !== 200) throw new Error(`/types/nodes.json answered ${types.status}`);
+		if (Array.isArray(types.json)) {
+			return [...new Set(types.json.map((type) => type.name).filter((name) => name.startsWith(`${PACKAGE}.`) && !name.endsWith('Tool')))].sort();
+		}
+		if (Date.now() > deadline) throw new Error(`/types/nodes.json answered 200 without a JSON list for 60 s: ${types.text.slice(0, 200)}`);
+		await new Promise((resolve) => setTimeout(resolve, 500));
+	}
 }
 
 /** package.json of the package in an n8n process's nodes folder, or null when it is not there. */
