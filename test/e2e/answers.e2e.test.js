@@ -2,9 +2,8 @@
 // n8n line the suite runs: no failure is ever answered 2xx unless the effect happened, and none is
 // left to n8n's own answer for a failed execution (n8n 1.x answers that 200 with an empty body in
 // this response mode: the provider would stop retrying and the event would be lost).
-const { randomUUID } = require('node:crypto');
-const { harness, eventId, OWNER } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./support/restWorkflows');
+const { harness, eventId } = require('./support/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('./support/restWorkflows');
 
 const BUSINESS = 'Business Step (insert business_log)';
 const SETTLE = 'Settle (complete or mark failed)';
@@ -32,14 +31,6 @@ describe('the webhook template answers every outcome itself', () => {
 		await h.appQuery(`DROP TABLE IF EXISTS ${blocked}`);
 	});
 
-	async function createCredential(type, data) {
-		const rest = h.rest();
-		await rest.ownerLogin(OWNER);
-		const created = await rest.call('POST', '/credentials', { name: `e2e answers ${type} ${randomUUID().slice(0, 8)}`, type, data });
-		if (created.status !== 200) throw new Error(`creating a ${type} credential failed (${created.status}): ${created.text.slice(0, 300)}`);
-		return { id: created.json.data.id, name: created.json.data.name };
-	}
-
 	/** The shipped template, published with its own webhook; `edit` changes it as a user (or a fault) would. */
 	async function publishTemplate(label, edit = () => {}) {
 		const template = readShippedTemplate('idempotent-webhook.json');
@@ -54,13 +45,8 @@ describe('the webhook template answers every outcome itself', () => {
 		nodeOf(template, BUSINESS).parameters = { operation: 'executeQuery', query: sql, options: { queryReplacement: '={{ [$json.idempotency.key] }}' } };
 	};
 
-	const appCredentialData = () => {
-		const app = new URL(h.state.appUrl);
-		return { host: app.hostname, port: Number(app.port), database: app.pathname.slice(1), user: decodeURIComponent(app.username), password: decodeURIComponent(app.password), ssl: 'disable' };
-	};
-
 	test('the key store unreachable → 503 not_reserved, nothing ran', async () => {
-		const unreachable = await createCredential('idempotencyPostgresApi', { ...appCredentialData(), port: 1, maxConnections: 2 });
+		const unreachable = await createCredential(h, 'idempotencyPostgresApi', { ...appCredentialData(h), port: 1, maxConnections: 2 });
 		const { url, workflowId } = await publishTemplate('store-down', (template) => {
 			for (const node of template.nodes) if (node.credentials?.idempotencyPostgresApi) node.credentials = { idempotencyPostgresApi: unreachable };
 		});
@@ -78,7 +64,7 @@ describe('the webhook template answers every outcome itself', () => {
 	});
 
 	test('the signing secret unreadable → 503 not_verified (never Valid, never 200)', async () => {
-		const secret = await createCredential('webhookSignatureApi', { secret: h.secret });
+		const secret = await createCredential(h, 'webhookSignatureApi', { secret: h.secret });
 		const { url } = await publishTemplate('secret-unreadable', (template) => {
 			nodeOf(template, 'Webhook Signature Verify').credentials = { webhookSignatureApi: secret };
 		});

@@ -6,9 +6,8 @@
 const http = require('node:http');
 const { randomUUID } = require('node:crypto');
 const { harness } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./support/restWorkflows');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('./support/restWorkflows');
 const { deliverAll } = require('./support/provider');
-const { OWNER } = require('./support/harness');
 
 const BUSINESS = 'Business Step (insert business_log)';
 const RETRY = { firstDelayMs: 200, maxDelayMs: 2000, maxAttempts: 40, budgetMs: 120000 };
@@ -172,23 +171,7 @@ describe('the webhook template with the user’s own business step: one effect p
 	});
 
 	test('a step whose credential cannot be read: 500 and no effect until it can, then exactly one effect per event', async () => {
-		const rest = h.rest();
-		await rest.ownerLogin(OWNER);
-		const app = new URL(h.state.appUrl);
-		const created = await rest.call('POST', '/credentials', {
-			name: `User step Postgres ${Date.now()}`,
-			type: 'postgres',
-			data: {
-				host: app.hostname,
-				port: Number(app.port),
-				database: app.pathname.slice(1),
-				user: decodeURIComponent(app.username),
-				password: decodeURIComponent(app.password),
-				ssl: 'disable',
-			},
-		});
-		expect(created.status).toBe(200);
-		const credential = { id: created.json.data.id, name: created.json.data.name };
+		const credential = await createCredential(h, 'postgres', appCredentialData(h));
 		const { workflow, webhookPath } = templateWithUserStep([userInsert('Insert Order', { postgres: credential })], 'usercred');
 		await publishWorkflow(h, workflow, webhookPath);
 		// What n8n shows as "Credentials could not be decrypted": its stored data no longer decrypts.

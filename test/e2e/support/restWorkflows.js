@@ -103,4 +103,19 @@ async function runFromManualTrigger(h, workflowId, triggerName) {
 	return { execution, executionId: Number(started.json.data.executionId) };
 }
 
-module.exports = { runFromManualTrigger, freshWebhookPath, webhookNode, readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };
+/** The app database's connection, as a Postgres credential's data (the test's own credentials point there). */
+function appCredentialData(h) {
+	const app = new URL(h.state.appUrl);
+	return { host: app.hostname, port: Number(app.port), database: app.pathname.slice(1), user: decodeURIComponent(app.username), password: decodeURIComponent(app.password), ssl: 'disable' };
+}
+
+/** Creates a credential as the owner, as the editor does; returns the reference a node stores ({ id, name }). */
+async function createCredential(h, type, data) {
+	const rest = h.rest();
+	await rest.ownerLogin(OWNER);
+	const created = await rest.call('POST', '/credentials', { name: `e2e ${type} ${randomUUID().slice(0, 8)}`, type, data });
+	if (created.status !== 200) throw new Error(`creating a ${type} credential failed (${created.status}): ${created.text.slice(0, 300)}`);
+	return { id: created.json.data.id, name: created.json.data.name };
+}
+
+module.exports = { appCredentialData, createCredential, runFromManualTrigger, freshWebhookPath, webhookNode, readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };
