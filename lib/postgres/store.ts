@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 
-import { InvalidConfigurationError, UnexpectedResultError } from '../errors';
+import { UnexpectedResultError } from '../errors';
 import { tableRef, type TableRef } from '../identifiers';
 import { classifyPostgresError, connectionFailureReason, type Operation } from './classifyError';
 import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
@@ -13,6 +13,19 @@ import { assertStoredKeyText } from '../keys/exactText';
 import { storableErrorMessage, storableResponse, storableText } from './storableValues';
 import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
 import { renderStatement, type StatementName } from '../sql/statements';
+import type { KeyStore, SettleReport, SettleRequest } from '../store/contract';
+import {
+	MAX_LIST_PAGE_BYTES,
+	distinctBatch,
+	reservationResult,
+	validateCleanupOptions,
+	validateDurations,
+	validateFailedExecution,
+	validateListOptions,
+	validateReserveOptions,
+	validateSettleItems,
+	validateStatsWindow,
+} from '../store/rules';
 import type {
 	CleanupOptions,
 	CleanupResult,
@@ -22,7 +35,6 @@ import type {
 	KeysPage,
 	KeyStats,
 	ListKeysOptions,
-	OwnedKey,
 	RecordStatus,
 	ReplayClaim,
 	ReplayClaimOptions,
@@ -57,13 +69,8 @@ export interface RetryEvent {
 	reason: string;
 }
 
-/** A settle request; the lease end, when known, bounds how long a lost connection is retried. */
-export interface SettleRequest extends OwnedKey {
-	leaseEndsAt?: Date | null;
-}
-
-/** A settle result, with what had to be repaired or dropped to store the item's values. */
-export type SettleReport = SettleResult & { warnings?: string[] };
+export type { SettleReport, SettleRequest } from '../store/contract';
+export { DEFAULT_SCHEMA, DEFAULT_TABLE, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE, MAX_STATS_WINDOW_HOURS } from '../store/rules';
 
 export const SETTLE_RETRY_MS = 30_000;
 export const RESERVE_RECOVERY_MS = 10_000;
@@ -75,19 +82,14 @@ const MAX_RETRY_DELAY_MS = 2_000;
 /** One attempt's outcome; a failure says whether the statement had been sent (its outcome is then unknown). */
 type Attempt = { ok: true; rows: QueryResultRow[] } | { ok: false; error: unknown; sent: boolean };
 
-export const DEFAULT_TABLE = 'processed_events';
-export const DEFAULT_SCHEMA = 'public';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const MAX_LEASE_SECONDS = 7 * 24 * 3600;
-const MAX_RETENTION_SECONDS = 10 * 366 * 24 * 3600;
 
 /**
  * The Postgres idempotency store. Every method is one statement from `sql/` (one round trip for a
  * whole batch). Outcomes — new, duplicate, in progress, stale owner — are returned as values;
  * only broken configuration or database failures throw (as IdempotencyError subclasses).
  */
-export class IdempotencyStore {
+export class IdempotencyStore implements KeyStore {
+	readonly backend = 'postgres' as const;
 	private readonly table: TableRef;
 	/** Set by inTransaction: statements run on this client, inside its caller's transaction. */
 	private transaction?: PoolClient;
@@ -121,24 +123,8 @@ export class IdempotencyStore {
 		validateReserveOptions(options);
 		if (requests.length === 0) return [];
 
-		// Each distinct key once (its first request), numbered in order of appearance; one proposed
-		// owner token per distinct key: the key is ours when the row comes back with it. Batches of
-		// 10,000 pass through here, so each key is looked up in one map, once per request and row.
-		const distinctByKey = new Map<string, number>();
-		const distinctOfRequest = new Array<number>(requests.length);
-		const firsts: ReservationRequest[] = [];
-		const firstIndexes: number[] = [];
-		for (let index = 0; index < requests.length; index++) {
-			const { key } = requests[index];
-			let distinct = distinctByKey.get(key);
-			if (distinct === undefined) {
-				distinct = firsts.length;
-				distinctByKey.set(key, distinct);
-				firsts.push(requests[index]);
-				firstIndexes.push(index);
-			}
-			distinctOfRequest[index] = distinct;
-		}
+		// One proposed owner token per distinct key: the key is ours when the row comes back with it.
+		const { firsts, firstIndexes, distinctByKey, distinctOfRequest } = distinctBatch(requests);
 		const proposedTokens = firsts.map(() => randomUUID());
 		// A lost answer is not "nothing reserved": the same statement with the same tokens is sent
 		// again, and a row carrying our token is ours whichever attempt wrote it.
@@ -184,19 +170,7 @@ export class IdempotencyStore {
 				);
 			}
 			const record = compact ? toCompactRecord(row) : toRecord(row);
-			const repeatInBatch = firstIndexes[distinct] !== index;
-			const ours = !repeatInBatch && row.owner_token === proposedTokens[distinct];
-			const payloadMismatch =
-				request.payloadHash === null || record.payloadHash === null ? null : request.payloadHash !== record.payloadHash;
-			return {
-				outcome: ours ? 'new' : record.status === 'processing' && record.leaseActive && !repeatInBatch ? 'in_progress' : 'duplicate',
-				key: request.key,
-				ownerToken: ours ? (row.owner_token as string) : null,
-				reclaimed: ours && record.attempts > 1,
-				repeatInBatch,
-				payloadMismatch,
-				record,
-			};
+			return reservationResult(request, record, row.owner_token as string, proposedTokens[distinct], firstIndexes[distinct] !== index);
 		});
 	}
 
@@ -311,10 +285,7 @@ export class IdempotencyStore {
 	 * as absent (`sql/queries/cleanup.sql`), in batches until done or out of time; live leases are never touched.
 	 */
 	async cleanup(options: CleanupOptions): Promise<CleanupResult> {
-		if (!(options.retentionSeconds > 0)) throw new InvalidConfigurationError('Cleanup retention must be more than 0.');
-		if (!Number.isInteger(options.batchSize) || options.batchSize < 1) {
-			throw new InvalidConfigurationError('Cleanup batch size must be a whole number of at least 1.');
-		}
+		validateCleanupOptions(options);
 		await this.ensureReady();
 		const started = Date.now();
 		const deadline = started + options.timeBudgetSeconds * 1000;
@@ -369,9 +340,7 @@ export class IdempotencyStore {
 
 	/** Counts by status and over a window (Stats); one aggregate statement over the table. */
 	async stats(windowHours: number): Promise<KeyStats> {
-		if (!(windowHours > 0 && windowHours <= MAX_STATS_WINDOW_HOURS)) {
-			throw new InvalidConfigurationError(`The stats window must be more than 0 and at most ${MAX_STATS_WINDOW_HOURS} hours (1 year).`);
-		}
+		validateStatsWindow(windowHours);
 		await this.ensureReady();
 		const [row] = await this.select('stats', [windowHours * 3600]);
 		return {
@@ -418,14 +387,7 @@ export class IdempotencyStore {
 		warnings: string[][],
 		extraParameters: (sent: Array<{ item: T; index: number }>) => unknown[],
 	): Promise<SettleReport[]> {
-		for (const item of items) {
-			if (!item.key) throw new InvalidConfigurationError('No idempotency key to settle: the item has no key.');
-			if (!UUID.test(item.ownerToken ?? '')) {
-				throw new InvalidConfigurationError(
-					`The owner token for key ${JSON.stringify(item.key.slice(0, 80))} is missing or not a UUID: pass the ownerToken the Reserve node returned.`,
-				);
-			}
-		}
+		validateSettleItems(items);
 		if (items.length === 0) return [];
 		const retryUntil = this.settleDeadline(items);
 		await this.readyWithin(operation, retryUntil);
@@ -610,29 +572,6 @@ interface RetryPolicy {
 	recoverUntilMs?: number;
 }
 
-function validateFailedExecution(execution: FailedExecution, operation: string): void {
-	if (!execution.executionId) throw new InvalidConfigurationError(`${operation} by execution needs an execution id.`);
-	// Without the workflow, the execution id of another n8n instance on this table could match.
-	if (!execution.workflowId) throw new InvalidConfigurationError(`${operation} by execution needs the failed execution's workflow id.`);
-}
-
-function validateReserveOptions(options: ReserveOptions): void {
-	if (options.mode !== 'lease' && options.mode !== 'permanent') {
-		throw new InvalidConfigurationError(`Unknown reservation mode ${JSON.stringify(options.mode)}: use lease or permanent.`);
-	}
-	validateDurations(options.leaseSeconds, options.retentionSeconds);
-}
-
-/** The bounds of a reservation's (or a replay claim's) lease and retention. */
-function validateDurations(leaseSeconds: number, retentionSeconds: number): void {
-	if (!(leaseSeconds > 0 && leaseSeconds <= MAX_LEASE_SECONDS)) {
-		throw new InvalidConfigurationError(`Lease seconds must be more than 0 and at most ${MAX_LEASE_SECONDS} (7 days).`);
-	}
-	if (!(retentionSeconds > 0 && retentionSeconds <= MAX_RETENTION_SECONDS)) {
-		throw new InvalidConfigurationError('Retention must be more than 0 and at most 10 years.');
-	}
-}
-
 // pg has already parsed integers and timestamps; batches of 10,000 rows pass through here, so
 // nothing is converted twice (formatting belongs to whoever displays the record).
 function toCompactRecord(row: QueryResultRow): CompactRecord {
@@ -661,29 +600,6 @@ function toRecord(row: QueryResultRow): IdempotencyRecord {
 		completedAt: row.completed_at,
 		lastError: row.last_error ?? null,
 	};
-}
-
-/** The most keys one List Keys page returns: a page is one statement's rows, held in memory. */
-export const MAX_LIST_PAGE_SIZE = 1000;
-/** Most bytes of stored payloads and responses (JSON text) on one List Keys page: what one n8n run holds comfortably. */
-export const MAX_LIST_PAGE_BYTES = 16 * 1024 * 1024;
-export const MAX_STATS_WINDOW_HOURS = 24 * 366;
-const STATUSES: readonly RecordStatus[] = ['processing', 'completed', 'failed'];
-
-function validateListOptions(options: ListKeysOptions): void {
-	if (!Number.isInteger(options.limit) || options.limit < 1 || options.limit > MAX_LIST_PAGE_SIZE) {
-		throw new InvalidConfigurationError(`The page size must be a whole number from 1 to ${MAX_LIST_PAGE_SIZE}.`);
-	}
-	if (options.status !== undefined && !STATUSES.includes(options.status)) {
-		throw new InvalidConfigurationError(`Unknown status ${JSON.stringify(options.status)}: use ${STATUSES.join(', ')}.`);
-	}
-	if (options.olderThanSeconds !== undefined && !(options.olderThanSeconds >= 0 && Number.isFinite(options.olderThanSeconds))) {
-		throw new InvalidConfigurationError('"Older Than" must be 0 or more hours.');
-	}
-	for (const [name, text] of [['cursor', options.afterKey], ['key prefix', options.keyPrefix]] as const) {
-		// Postgres text cannot hold NUL; say so instead of failing in the driver.
-		if (text?.includes('\u0000')) throw new InvalidConfigurationError(`The ${name} contains a NUL character, which no stored key can contain.`);
-	}
 }
 
 /**

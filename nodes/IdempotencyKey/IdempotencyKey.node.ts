@@ -8,7 +8,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/postgres/store';
+import type { KeyStore, SettleReport, SettleRequest } from '../../lib/store/contract';
 import type { FailedExecution } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
@@ -86,7 +86,7 @@ export class IdempotencyKey implements INodeType {
 	}
 }
 
-async function cleanup(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData> {
+async function cleanup(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData> {
 	const result = await store.cleanup({
 		retentionSeconds: Math.round((context.getNodeParameter('retentionDays', 0) as number) * 86_400),
 		batchSize: context.getNodeParameter('batchSize', 0) as number,
@@ -97,7 +97,7 @@ async function cleanup(context: IExecuteFunctions, store: IdempotencyStore): Pro
 }
 
 /** Key From = Failed Execution: every live reservation of each item's execution, released or marked failed. */
-async function settleExecutions(context: IExecuteFunctions, store: IdempotencyStore, operation: 'release' | 'fail'): Promise<INodeExecutionData[][]> {
+async function settleExecutions(context: IExecuteFunctions, store: KeyStore, operation: 'release' | 'fail'): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	// An item without a usable execution leaves through the last output (Stale), as in settle.
 	const { outputs, failItem } = itemRouting(context, 1);
@@ -127,7 +127,7 @@ async function settleExecutions(context: IExecuteFunctions, store: IdempotencySt
 /** Complete, Release and Mark Failed: one statement for every item, then each item to Done or Stale. */
 async function settle(
 	context: IExecuteFunctions,
-	store: IdempotencyStore,
+	store: KeyStore,
 	operation: Exclude<Operation, 'cleanup'>,
 	source: Exclude<KeyFrom, 'execution'>,
 ): Promise<INodeExecutionData[][]> {

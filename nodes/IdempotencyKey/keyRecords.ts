@@ -1,7 +1,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 import { keySourceInWords } from '../../lib/keys/deriveKey';
-import type { IdempotencyStore } from '../../lib/postgres/store';
+import type { KeyStore } from '../../lib/store/contract';
 import type { ListKeysOptions, RecordStatus, StoredKey } from '../../lib/types';
 
 /*
@@ -45,7 +45,7 @@ export function isoTime(time: Date | null): string | null {
 }
 
 /** Get Key: one output item per input item, `found: false` when the key is not stored. */
-export async function getKeys(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData[][]> {
+export async function getKeys(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	const keys = items.map((_item, itemIndex) => String(context.getNodeParameter('lookupKey', itemIndex) ?? ''));
 	const found = await store.getKeys(keys.filter((key) => key !== ''));
@@ -65,7 +65,7 @@ interface ListFilters {
 }
 
 /** List Keys: one page of keys (one item each), read with the first item's parameters. */
-export async function listKeys(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData[][]> {
+export async function listKeys(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData[][]> {
 	const filters = context.getNodeParameter('listFilters', 0, {}) as ListFilters;
 	const options: ListKeysOptions = {
 		limit: context.getNodeParameter('limit', 0, 100) as number,
@@ -83,7 +83,7 @@ export async function listKeys(context: IExecuteFunctions, store: IdempotencySto
 }
 
 /** Get Stats: one item with the counts (read with the first item's window). */
-export async function keyStats(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData[][]> {
+export async function keyStats(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData[][]> {
 	const stats = await store.stats(context.getNodeParameter('windowHours', 0, 24) as number);
 	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
 	return [[{ json: { ...stats }, pairedItem }]];

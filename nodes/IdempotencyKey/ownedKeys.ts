@@ -1,7 +1,7 @@
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 
 import { inexactTextReason } from '../../lib/keys/exactText';
-import type { SettleRequest } from '../../lib/postgres/store';
+import type { SettleRequest } from '../../lib/store/contract';
 import type { FailedExecution } from '../../lib/types';
 
 export type KeyFrom = 'item' | 'reserveNode' | 'custom' | 'execution';

@@ -1,7 +1,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 import { assertExactRunText, assertStoredKeyText } from '../../lib/keys/exactText';
-import type { IdempotencyStore } from '../../lib/postgres/store';
+import type { KeyStore } from '../../lib/store/contract';
 import type { KeySourceLabel } from '../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../lib/types';
 import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
@@ -20,7 +20,7 @@ import { isoTime } from './keyRecords';
 const CLAIMED = 0;
 const NOT_CLAIMABLE = 1;
 
-export async function claimForReplay(context: IExecuteFunctions, store: IdempotencyStore): Promise<INodeExecutionData[][]> {
+export async function claimForReplay(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	const outputs: INodeExecutionData[][] = [[], []];
 	const executionId = context.getExecutionId();

@@ -1,6 +1,6 @@
 import { type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 
-import type { IdempotencyStore, SettleReport, SettleRequest } from '../../lib/postgres/store';
+import type { KeyStore, SettleReport, SettleRequest } from '../../lib/store/contract';
 import { readExecutionRecord } from '../shared/executionRecord';
 import { readOwnedKey, readResponse } from './ownedKeys';
 import { toNodeError } from '../shared/nodeError';
@@ -20,7 +20,7 @@ const FAILED = 1;
 const COMPLETION_REFUSED = 2;
 const NOT_SETTLED = 3;
 
-type StoreOpener = () => Promise<IdempotencyStore>;
+type StoreOpener = () => Promise<KeyStore>;
 
 interface Entry {
 	itemIndex: number;
@@ -58,8 +58,8 @@ export async function settleAfterStep(context: IExecuteFunctions, openStore: Sto
 
 	const succeeded = entries.filter((entry) => entry.failure === undefined);
 	const failed = entries.filter((entry) => entry.failure !== undefined);
-	let store: IdempotencyStore | undefined;
-	const settleGroup = async (group: Entry[], settle: (store: IdempotencyStore) => Promise<SettleReport[]>): Promise<SettleReport[] | Error> => {
+	let store: KeyStore | undefined;
+	const settleGroup = async (group: Entry[], settle: (store: KeyStore) => Promise<SettleReport[]>): Promise<SettleReport[] | Error> => {
 		if (group.length === 0) return [];
 		try {
 			store ??= await openStore();

@@ -11,7 +11,7 @@ import { DatabaseUnreachableError, PayloadMismatchError } from '../../lib/errors
 import { capBatchPayloads, defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceReport } from '../../lib/evidence/replayEvidence';
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
-import type { IdempotencyStore } from '../../lib/postgres/store';
+import type { KeyStore } from '../../lib/store/contract';
 import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { toNodeError } from '../shared/nodeError';
@@ -126,7 +126,7 @@ export class IdempotencyReserve implements INodeType {
 			}),
 		);
 
-		let store: IdempotencyStore;
+		let store: KeyStore;
 		let results: Array<ReservationResult<CompactRecord>>;
 		try {
 			store = await storeFor(this, statement.table);
@@ -251,7 +251,7 @@ function outputMode(context: IExecuteFunctions): ReservationMode {
  * The node is about to fail after its statement committed: release every key it reserved in
  * this run first, so the provider's retry is processed rather than found as a Duplicate.
  */
-async function releasedBeforeFailing<E extends Error>(store: IdempotencyStore, results: Array<ReservationResult<CompactRecord>>, error: E): Promise<E> {
+async function releasedBeforeFailing<E extends Error>(store: KeyStore, results: Array<ReservationResult<CompactRecord>>, error: E): Promise<E> {
 	const owned = results.flatMap((result) => (result.ownerToken ? [{ key: result.key, ownerToken: result.ownerToken }] : []));
 	if (owned.length === 0) return error;
 	try {

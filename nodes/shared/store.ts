@@ -2,7 +2,9 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { poolFor } from '../../lib/postgres/pool';
-import { DEFAULT_SCHEMA, DEFAULT_TABLE, IdempotencyStore, type StoreOptions } from '../../lib/postgres/store';
+import { IdempotencyStore, type StoreOptions } from '../../lib/postgres/store';
+import type { KeyStore } from '../../lib/store/contract';
+import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';
 
 export interface TableChoice {
@@ -27,6 +29,6 @@ export function tableOptions(table: TableChoice, defaultTable = DEFAULT_TABLE): 
 }
 
 /** The store for this node's credential and table options; the pool is shared across executions. */
-export async function storeFor(context: IExecuteFunctions, table: TableChoice): Promise<IdempotencyStore> {
+export async function storeFor(context: IExecuteFunctions, table: TableChoice): Promise<KeyStore> {
 	return new IdempotencyStore(await credentialPool(context), tableOptions(table));
 }

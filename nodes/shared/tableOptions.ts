@@ -1,6 +1,6 @@
 import type { INodeProperties } from 'n8n-workflow';
 
-import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/postgres/store';
+import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
 
 /** Where the idempotency table lives; shared by every node of the package. */
 export const tableNameOption: INodeProperties = {

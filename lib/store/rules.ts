@@ -1,0 +1,151 @@
+import { InvalidConfigurationError } from '../errors';
+import type {
+	CleanupOptions,
+	CompactRecord,
+	FailedExecution,
+	ListKeysOptions,
+	RecordStatus,
+	ReservationRequest,
+	ReservationResult,
+	ReserveOptions,
+} from '../types';
+import type { SettleRequest } from './contract';
+
+/**
+ * The rules every key store applies the same way, whatever keeps the keys: the bounds of each
+ * option, what an owner token looks like, and how a batch's repeated keys are answered.
+ */
+
+export const DEFAULT_TABLE = 'processed_events';
+export const DEFAULT_SCHEMA = 'public';
+
+/** The most keys one List Keys page returns: a page is one statement's rows, held in memory. */
+export const MAX_LIST_PAGE_SIZE = 1000;
+/** Most bytes of stored payloads and responses (JSON text) on one List Keys page: what one n8n run holds comfortably. */
+export const MAX_LIST_PAGE_BYTES = 16 * 1024 * 1024;
+export const MAX_STATS_WINDOW_HOURS = 24 * 366;
+const MAX_LEASE_SECONDS = 7 * 24 * 3600;
+const MAX_RETENTION_SECONDS = 10 * 366 * 24 * 3600;
+const STATUSES: readonly RecordStatus[] = ['processing', 'completed', 'failed'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function validateFailedExecution(execution: FailedExecution, operation: string): void {
+	if (!execution.executionId) throw new InvalidConfigurationError(`${operation} by execution needs an execution id.`);
+	// Without the workflow, the execution id of another n8n instance on this store could match.
+	if (!execution.workflowId) throw new InvalidConfigurationError(`${operation} by execution needs the failed execution's workflow id.`);
+}
+
+export function validateReserveOptions(options: ReserveOptions): void {
+	if (options.mode !== 'lease' && options.mode !== 'permanent') {
+		throw new InvalidConfigurationError(`Unknown reservation mode ${JSON.stringify(options.mode)}: use lease or permanent.`);
+	}
+	validateDurations(options.leaseSeconds, options.retentionSeconds);
+}
+
+/** The bounds of a reservation's (or a replay claim's) lease and retention. */
+export function validateDurations(leaseSeconds: number, retentionSeconds: number): void {
+	if (!(leaseSeconds > 0 && leaseSeconds <= MAX_LEASE_SECONDS)) {
+		throw new InvalidConfigurationError(`Lease seconds must be more than 0 and at most ${MAX_LEASE_SECONDS} (7 days).`);
+	}
+	if (!(retentionSeconds > 0 && retentionSeconds <= MAX_RETENTION_SECONDS)) {
+		throw new InvalidConfigurationError('Retention must be more than 0 and at most 10 years.');
+	}
+}
+
+/** Every settle item names its key and the owner token its reservation returned. */
+export function validateSettleItems(items: SettleRequest[]): void {
+	for (const item of items) {
+		if (!item.key) throw new InvalidConfigurationError('No idempotency key to settle: the item has no key.');
+		if (!UUID.test(item.ownerToken ?? '')) {
+			throw new InvalidConfigurationError(
+				`The owner token for key ${JSON.stringify(item.key.slice(0, 80))} is missing or not a UUID: pass the ownerToken the Reserve node returned.`,
+			);
+		}
+	}
+}
+
+export function validateCleanupOptions(options: CleanupOptions): void {
+	if (!(options.retentionSeconds > 0)) throw new InvalidConfigurationError('Cleanup retention must be more than 0.');
+	if (!Number.isInteger(options.batchSize) || options.batchSize < 1) {
+		throw new InvalidConfigurationError('Cleanup batch size must be a whole number of at least 1.');
+	}
+}
+
+export function validateStatsWindow(windowHours: number): void {
+	if (!(windowHours > 0 && windowHours <= MAX_STATS_WINDOW_HOURS)) {
+		throw new InvalidConfigurationError(`The stats window must be more than 0 and at most ${MAX_STATS_WINDOW_HOURS} hours (1 year).`);
+	}
+}
+
+export function validateListOptions(options: ListKeysOptions): void {
+	if (!Number.isInteger(options.limit) || options.limit < 1 || options.limit > MAX_LIST_PAGE_SIZE) {
+		throw new InvalidConfigurationError(`The page size must be a whole number from 1 to ${MAX_LIST_PAGE_SIZE}.`);
+	}
+	if (options.status !== undefined && !STATUSES.includes(options.status)) {
+		throw new InvalidConfigurationError(`Unknown status ${JSON.stringify(options.status)}: use ${STATUSES.join(', ')}.`);
+	}
+	if (options.olderThanSeconds !== undefined && !(options.olderThanSeconds >= 0 && Number.isFinite(options.olderThanSeconds))) {
+		throw new InvalidConfigurationError('"Older Than" must be 0 or more hours.');
+	}
+	for (const [name, text] of [['cursor', options.afterKey], ['key prefix', options.keyPrefix]] as const) {
+		// No stored key can hold NUL; say so instead of failing in the driver.
+		if (text?.includes('\u0000')) throw new InvalidConfigurationError(`The ${name} contains a NUL character, which no stored key can contain.`);
+	}
+}
+
+/**
+ * A reservation batch by distinct key: each key once (its first request), numbered in order of
+ * appearance. Batches of 10,000 pass through here, so each key is looked up in one map once.
+ */
+export interface DistinctBatch {
+	/** The first request of each distinct key, in order of appearance. */
+	firsts: ReservationRequest[];
+	/** Index in the request list of each distinct key's first request. */
+	firstIndexes: number[];
+	/** For each request, the number of its distinct key. */
+	distinctOfRequest: number[];
+	distinctByKey: Map<string, number>;
+}
+
+export function distinctBatch(requests: ReservationRequest[]): DistinctBatch {
+	const distinctByKey = new Map<string, number>();
+	const distinctOfRequest = new Array<number>(requests.length);
+	const firsts: ReservationRequest[] = [];
+	const firstIndexes: number[] = [];
+	for (let index = 0; index < requests.length; index++) {
+		const { key } = requests[index];
+		let distinct = distinctByKey.get(key);
+		if (distinct === undefined) {
+			distinct = firsts.length;
+			distinctByKey.set(key, distinct);
+			firsts.push(requests[index]);
+			firstIndexes.push(index);
+		}
+		distinctOfRequest[index] = distinct;
+	}
+	return { firsts, firstIndexes, distinctByKey, distinctOfRequest };
+}
+
+/**
+ * One request's answer from its key's stored record. The key is ours when the stored owner token
+ * is the one proposed for it (whichever attempt wrote it); a repeat inside the batch is a duplicate.
+ */
+export function reservationResult<R extends CompactRecord>(
+	request: ReservationRequest,
+	record: R,
+	storedOwnerToken: string | null,
+	proposedToken: string,
+	repeatInBatch: boolean,
+): ReservationResult<R> {
+	const ours = !repeatInBatch && storedOwnerToken === proposedToken;
+	const payloadMismatch = request.payloadHash === null || record.payloadHash === null ? null : request.payloadHash !== record.payloadHash;
+	return {
+		outcome: ours ? 'new' : record.status === 'processing' && record.leaseActive && !repeatInBatch ? 'in_progress' : 'duplicate',
+		key: request.key,
+		ownerToken: ours ? storedOwnerToken : null,
+		reclaimed: ours && record.attempts > 1,
+		repeatInBatch,
+		payloadMismatch,
+		record,
+	};
+}
