@@ -6,6 +6,7 @@ import { classifyPostgresError } from '../postgres/classifyError';
 import { onceReady } from '../postgres/onceReady';
 import { ORDER_MIGRATIONS, ensureSchema } from '../sql/migrations';
 import { renderStatement, type StatementName } from '../sql/statements';
+import type { OrderStore } from '../store/contract';
 import { compareVersions } from './version';
 
 export const DEFAULT_ORDER_TABLE = 'object_versions';
@@ -59,7 +60,8 @@ export interface OrderDecision {
  * that pass never include two versions of one object, and downstream nodes may run them in any
  * order or in parallel. Across batches and processes, one statement decides under the row lock.
  */
-export class OrderGuard {
+export class OrderGuard implements OrderStore {
+	readonly backend = 'postgres' as const;
 	private readonly table: TableRef;
 
 	constructor(

@@ -16,6 +16,7 @@ import type {
 	SettleResult,
 	StoredKey,
 } from '../types';
+import type { AdvanceOptions, OrderDecision, VersionedItem } from '../order/orderGuard';
 
 /** Where a store keeps its keys: a file on this n8n host, or a Postgres database. */
 export type StoreBackend = 'embedded' | 'postgres';
@@ -72,4 +73,16 @@ export interface KeyStore {
 	createTable(): Promise<void>;
 	/** Checks (and, when allowed, creates or migrates) the store once before first use. */
 	ready(): Promise<void>;
+}
+
+/**
+ * The Order Guard's store: per business object, the highest version applied. Same behaviour on
+ * both backends.
+ */
+export interface OrderStore {
+	readonly backend: StoreBackend;
+	/** One decision per item, in item order; one statement for the whole batch. */
+	advance(items: VersionedItem[], options: AdvanceOptions): Promise<OrderDecision[]>;
+	/** Creates the table or brings it to the package's schema version. */
+	createTable(): Promise<void>;
 }
