@@ -17,8 +17,8 @@ const skipE2e = process.argv.includes('--skip-e2e');
 // `--n8n-version=1.123.81` (or N8N_VERSION) picks the n8n the end-to-end suite runs; jest takes no unknown flags.
 const { selectedN8nVersion, PROVEN_N8N_VERSIONS } = require('./lib/n8n-version');
 const n8nVersion = selectedN8nVersion();
-// The other proven n8n line (1.x when 2.x is selected) runs the suite in both topologies too, with the
-// short soak (same assertions, 1,000 deliveries instead of 5,000); --skip-other-n8n skips it.
+// Every other proven n8n line (scripts/lib/n8n-version.js) runs the suite in both topologies too, with
+// the short soak (same assertions, 1,000 deliveries instead of 5,000); --skip-other-n8n skips them.
 const otherVersions = process.argv.includes('--skip-other-n8n') ? [] : PROVEN_N8N_VERSIONS.filter((version) => version !== n8nVersion);
 const topologies = (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => t.trim());
 const steps = [

@@ -1,5 +1,7 @@
 import path from 'node:path';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 
 // The harness's one place for what differs between n8n 1.x and 2.x (scripts/lib/n8n-version.js).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -16,6 +18,51 @@ describe('n8n version selection and differences', () => {
 		for (const bad of ['latest', '1.123', '1.123.81; rm -rf /', '../2.40.7']) {
 			expect(() => versions.selectedN8nVersion({ argv: [`--n8n-version=${bad}`], env: {} })).toThrow(/exact/);
 		}
+	});
+
+	it('proves the newest installable 2.x first (the default, full soak), then the older 2.x and the 1.x line, never 2.41.3', () => {
+		expect(versions.PROVEN_N8N_VERSIONS).toEqual(['2.41.1', '2.40.7', '1.123.81']);
+		expect(versions.DEFAULT_N8N_VERSION).toBe('2.41.1');
+		// 2.41.3 does not install: its dependency @n8n/agents@0.26.2 is not on the npm registry.
+		expect(versions.PROVEN_N8N_VERSIONS).not.toContain('2.41.3');
+		for (const version of versions.PROVEN_N8N_VERSIONS) expect(versions.selectedN8nVersion({ argv: [], env: { N8N_VERSION: version } })).toBe(version);
+	});
+
+	it('installs every proven line on its Node major: 2.x on Node 24, 1.x on Node 22 (scripts/ensure-n8n.sh)', () => {
+		// A cache holding a finished install of each line on both Node majors: the script picks one and
+		// prints its directory without installing anything.
+		const cache = mkdtempSync(path.join(os.tmpdir(), 'ensure-n8n-'));
+		try {
+			for (const version of versions.PROVEN_N8N_VERSIONS) {
+				for (const node of ['24.22.3', '22.23.5']) {
+					const dir = path.join(cache, `n8n-${version}-node-${node}`);
+					mkdirSync(path.join(dir, 'node_modules', '.bin'), { recursive: true });
+					writeFileSync(path.join(dir, 'node_modules', '.bin', 'n8n'), '#!/bin/sh\n');
+					chmodSync(path.join(dir, 'node_modules', '.bin', 'n8n'), 0o755);
+					writeFileSync(path.join(dir, '.complete'), '');
+				}
+			}
+			const script = path.join(__dirname, '..', '..', 'scripts', 'ensure-n8n.sh');
+			const chosen = (version: string) => {
+				const env = { PATH: process.env.PATH, HOME: process.env.HOME, N8N_IDEMPOTENCY_CACHE: cache };
+				return path.basename(execFileSync('bash', [script, version], { env, encoding: 'utf8' }).trim());
+			};
+			expect(versions.PROVEN_N8N_VERSIONS.map(chosen)).toEqual(['n8n-2.41.1-node-24.22.3', 'n8n-2.40.7-node-24.22.3', 'n8n-1.123.81-node-22.23.5']);
+		} finally {
+			rmSync(cache, { recursive: true, force: true });
+		}
+	});
+
+	it('treats every proven 2.x line alike (publication, index, every queue file, database restart) and 1.x as 1.x', () => {
+		const twos = versions.PROVEN_N8N_VERSIONS.filter((version: string) => version.startsWith('2.'));
+		expect(twos).toEqual(['2.41.1', '2.40.7']);
+		for (const version of twos) {
+			expect(versions.activatesThroughPublication(version)).toBe(true);
+			expect(versions.readyLogLines(version)).toContain('Finished building workflow dependency index');
+			expect(versions.queueFilesNotRun(version)).toEqual([]);
+			expect(versions.recoversFromDatabaseRestart(version)).toBe(true);
+		}
+		expect(versions.activatesThroughPublication('1.123.81')).toBe(false);
 	});
 
 	it('publishes on 2.x; sets active on 1.x, except an error workflow, which 1.x runs without and refuses to activate', () => {
