@@ -1,6 +1,6 @@
 // `node bench/run.js --only single`: the cost of one reservation (one key, what a webhook execution
 // sends) with the statements sent unnamed — Postgres parses and plans the large reserve statement on
-// every call, as before — and named (prepared once per connection, the package's default now).
+// every call — and named (prepared once per connection, the package's default).
 // Four sides, each on its own pool and table, in rotating order every round: the core both ways
 // and plain pg both ways (the same statement text, to separate the server's saving from the core's).
 // Also Postgres's own planning time for one key (EXPLAIN ANALYZE), and a 1,000-key batch, so a

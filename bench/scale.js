@@ -68,8 +68,8 @@ function context({ Pool, url, log, quick }) {
 	const table = (schema, name) => tableRef(schema, name);
 	const store = (schema, name) => new IdempotencyStore(pool, { schema, table: name, createTable: false });
 	// `evidence: false` for a prototype statement written before the replay-evidence parameters ($10–$13);
-	// `nullArrays: true` sends the columns no key fills as arrays of nulls (the core before session 4),
-	// otherwise as one null each, as the core sends them now.
+	// `nullArrays: true` sends the columns no key fills as arrays of nulls (the prototype's way),
+	// otherwise as one null each, as the core sends them.
 	const plainReserve = (ref, via = pool, sql = renderStatement('reserve', ref), { evidence = true, nullArrays = false } = {}) => {
 		const o = PERMANENT;
 		return async (keys) => {
@@ -240,7 +240,7 @@ async function statement(ctx, { rounds }) {
 		{ name: 'reserve statement via plain pg, Full', run: plainReserve(refs.plain), target: true },
 		{ name: 'reserve statement via plain pg, Compact', run: plainReserve(refs.plainCompact, ctx.pool, compactSql(refs.plainCompact)), target: true },
 		{
-			// Session 4 sorts and locks in byte order (collate "C") and sends unfilled columns as one null.
+			// The core sorts and locks in byte order (collate "C") and sends unfilled columns as one null; this prototype does neither.
 			name: 'prototype: Compact as before session 4 (database collation, arrays of nulls), plain pg',
 			run: plainReserve(refs.previous, ctx.pool, compactSql(refs.previous).replace(' collate "C"', ''), { nullArrays: true }),
 		},

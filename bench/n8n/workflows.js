@@ -9,8 +9,8 @@ const IDEMPOTENCY_CREDENTIAL = {
 		name: TEMPLATE_CREDENTIALS.idempotency.name,
 	},
 };
-// The same database and settings with Prepared Statements off: the statements go unnamed, as before
-// named prepared statements (bench/n8n/run.js imports it beside the template credentials).
+// The same database and settings with Prepared Statements off: the statements go unnamed, to compare
+// with named prepared statements (bench/n8n/run.js imports it beside the template credentials).
 const UNNAMED_CREDENTIAL_DEF = { id: 'idempotencyPgU01', name: 'Idempotency Postgres (unnamed statements)', type: 'idempotencyPostgresApi' };
 const UNNAMED_CREDENTIAL = { idempotencyPostgresApi: { id: UNNAMED_CREDENTIAL_DEF.id, name: UNNAMED_CREDENTIAL_DEF.name } };
 const BUSINESS_CREDENTIAL = {
@@ -76,7 +76,7 @@ function reserveNode({ mode, keySource = 'header', customKey, keyField, output, 
 			...(keySource === 'field' ? { keyField } : {}),
 			mode,
 			...(mode === 'lease' ? { leaseSeconds: 300 } : {}),
-			// No output option: Compact, the default; 'full' is the object as before Compact.
+			// No output option: Compact, the default; 'full' is the whole object.
 			options: { ...(output ? { output } : {}), ...(storePayload ? { storePayload: true } : {}) },
 		},
 		credentials,

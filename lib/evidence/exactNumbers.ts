@@ -146,7 +146,7 @@ export function parseWithExactNumbers(text: string): unknown {
 export type ExactPayloadSource =
 	/** Store the item's body as it is: it holds every number exactly, or there is no JSON raw body to take them from. */
 	| { kind: 'body' }
-	/** The raw body has numbers JavaScript rounds, but the body is no longer its JSON: store the body, with a warning. */
+	/** The raw body has numbers JavaScript rounds, but the body is not that JSON (a node changed it): store the body, with a warning. */
 	| { kind: 'bodyChanged' }
 	/** A number no Postgres numeric can hold: the payload cannot be stored exactly. */
 	| { kind: 'beyondNumeric'; token: string }

@@ -6,7 +6,7 @@ import { readHeader } from '../headers';
 import type { ReplayEvidence } from '../types';
 
 /*
- * Issue 10 §3: what Idempotency Reserve stores per key so a failed event can be replayed and a
+ * What Idempotency Reserve stores per key so a failed event can be replayed and a
  * delivery traced (schema version 3). Evidence never costs an event: a payload over the cap, text
  * Postgres refuses, an ambiguous header — the key is reserved anyway and the item says what was
  * stored, repaired or left out. Only a broken option (a size that is not a whole number, a header

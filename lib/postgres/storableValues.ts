@@ -11,7 +11,7 @@ import { exactPayloadSource, type ExactPayloadSource } from '../evidence/exactNu
 /** Largest stored response, as JSON text (UTF-8 bytes). Every duplicate of the key carries it back. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 
-/** Longest stored error message (characters), as before. */
+/** Longest stored error message (characters). */
 export const MAX_ERROR_MESSAGE_LENGTH = 2000;
 
 const REPLACEMENT = '\uFFFD';

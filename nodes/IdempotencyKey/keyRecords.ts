@@ -5,7 +5,7 @@ import type { KeyStore } from '../../lib/store/contract';
 import type { ListKeysOptions, RecordStatus, StoredKey } from '../../lib/types';
 
 /*
- * Get Key and List Keys (issue 10 §3): read-only views of the table, for looking one event up and
+ * Get Key and List Keys: read-only views of the table, for looking one event up and
  * for a dead-letter view (failed keys, stuck leases). The owner token is never shown: reading a
  * key must not let anyone settle it; a replay reserves the key again and gets its own token.
  */

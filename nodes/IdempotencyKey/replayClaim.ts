@@ -10,7 +10,7 @@ import { toNodeError } from '../shared/nodeError';
 import { isoTime } from './keyRecords';
 
 /*
- * Claim for Replay (issue 10 §3): takes over stored keys a replay may run again (failed, or a
+ * Claim for Replay: takes over stored keys a replay may run again (failed, or a
  * lease that ran out), one statement for every item. A claimed item carries an `idempotency`
  * object shaped like Idempotency Reserve's, so Complete, Mark Failed and Release work on it
  * unchanged, and the stored payload as `body`, where the Webhook node put it, so the webhook

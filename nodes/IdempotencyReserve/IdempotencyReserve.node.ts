@@ -65,7 +65,7 @@ export class IdempotencyReserve implements INodeType {
 	// Items that were not reserved leave through Not Reserved under Continue; under Stop Workflow the
 	// node throws, and when it throws after its statement it first releases the keys this run
 	// reserved, so no event is left reserved by a run that never processed it.
-	// Wrapped so every run also writes its outcome into the execution's custom data (issue 10 §4).
+	// Wrapped so every run also writes its outcome into the execution's custom data (executionCustomData.ts).
 	execute = withOutcomeCustomData(async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
 		const continueOnFail = this.continueOnFail();

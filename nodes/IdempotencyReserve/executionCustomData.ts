@@ -1,7 +1,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 /*
- * Issue 10 §4: each Reserve run writes what it decided into n8n's execution custom data, so the
+ * Each Reserve run writes what it decided into n8n's execution custom data, so the
  * executions list can be filtered by outcome or key (otherwise every execution reads
  * "Succeeded", new or duplicate alike). n8n's rules (n8n-core execution-metadata.ts): keys
  * hold only letters, digits and underscores (a dot is refused, and in manual runs it throws),

@@ -24,8 +24,8 @@ function upstreamRegistry() {
 
 /**
  * Installs verdaccio once into the cache (with the given Node on PATH) and returns its entry script.
- * verdaccio's dependency tree asks for a node-fetch 2 pre-release that the registry no longer
- * serves; the override pins the released 2.7.0 (same API).
+ * verdaccio's dependency tree asks for a node-fetch 2 pre-release that the registry does not
+ * serve; the override pins the released 2.7.0 (same API).
  */
 function ensureVerdaccio({ nodeBin, log = () => {} }) {
 	const dir = path.join(CACHE, `verdaccio-${VERDACCIO_VERSION}`);

@@ -231,7 +231,7 @@ describe(`the package installed through n8n's community-package installer from a
 		expect([before.status, before.outcome]).toEqual([200, 'duplicate']);
 	});
 
-	test('uninstall (DELETE /rest/community-packages?name=): no longer listed, its nodes gone, the saved workflow still opens, n8n still serves', async () => {
+	test('uninstall (DELETE /rest/community-packages?name=): not listed, its nodes gone, the saved workflow still opens, n8n still serves', async () => {
 		const removed = await rest.call('DELETE', `${ROUTE}?name=${encodeURIComponent(PACKAGE)}`);
 		expect({ status: removed.status, body: removed.status === 200 ? '' : removed.text }).toEqual({ status: 200, body: '' });
 

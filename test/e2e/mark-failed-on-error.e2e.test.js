@@ -51,7 +51,7 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
 		const runs = await h.waitForExecutions(h.IDS.webhook, mark, 2);
 		expect(runs.map((e) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
-		// Issue 10 §4: n8n stored each run's outcome as custom data, in the table its executions list filters on.
+		// n8n stored each run's outcome as custom data, in the table its executions list filters on.
 		// In queue mode the worker saves an execution's status before its custom data: wait for the rows.
 		const customData = await eventually(
 			() =>

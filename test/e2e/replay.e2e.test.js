@@ -1,4 +1,4 @@
-// Issue 10 §3, "Replay failed events" through a real n8n: deliveries whose business step fails are
+// "Replay failed events" through a real n8n: deliveries whose business step fails are
 // left failed by the webhook template as shipped (Store Payload on, Mark Failed on error), then
 // the shipped replay template lists them in a dry run (nothing changes), replays them from the
 // stored payload once the cause is fixed (exactly one business row each), never replays a completed

@@ -174,7 +174,7 @@ describe('the webhook template with the user’s own business step: one effect p
 		const credential = await createCredential(h, 'postgres', appCredentialData(h));
 		const { workflow, webhookPath } = templateWithUserStep([userInsert('Insert Order', { postgres: credential })], 'usercred');
 		await publishWorkflow(h, workflow, webhookPath);
-		// What n8n shows as "Credentials could not be decrypted": its stored data no longer decrypts.
+		// What n8n shows as "Credentials could not be decrypted": its stored data does not decrypt.
 		const { rows } = await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [credential.id]);
 		const readable = rows[0].data;
 		await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', ['U2FsdGVkX1+not+what+was+encrypted+here==', credential.id]);

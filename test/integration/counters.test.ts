@@ -4,7 +4,7 @@ import { IdempotencyStore } from '../../lib/postgres/store';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, freshSchema } from '../support/database';
 
-// attempts and duplicate_count are Postgres integers; one more than this used to fail every delivery of the key.
+// attempts and duplicate_count are Postgres integers; one more than this would fail every delivery of the key.
 const INT4_MAX = 2_147_483_647;
 
 let pool: Pool;

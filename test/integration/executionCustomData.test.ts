@@ -7,7 +7,7 @@ import { webhookItem } from '../support/fakeExecuteFunctions';
 import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
 
 /*
- * Issue 10 §4 through n8n-core's own engine: every Reserve run writes its outcome into the
+ * Through n8n-core's own engine: every Reserve run writes its outcome into the
  * execution's custom data (resultData.metadata, what n8n stores and the executions list filters
  * on), with keys n8n accepts (letters, digits, underscores) even in a manual run, where n8n throws
  * for a refused key.

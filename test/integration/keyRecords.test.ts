@@ -11,7 +11,7 @@ import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
 
 /*
- * Issue 10 §3: Get Key and List Keys on real Postgres: filters, cursor pagination and its bounds,
+ * Get Key and List Keys on real Postgres: filters, cursor pagination and its bounds,
  * stuck leases, NUL in inputs, an index-driven plan, and through the Idempotency Key node.
  */
 

@@ -114,7 +114,7 @@ describe("Mark Failed's default Error Message, on the error output items n8n rea
 		const handled = await runWorkflowExecution(errorWorkflow, 'exec-mf-error', [errorTriggerItem], base, 'error');
 
 		expect(handled.data.resultData.error).toBeUndefined();
-		// Saved without Execution ID and Workflow ID (as before Workflow ID existed): n8n applies their
+		// Saved without Execution ID and Workflow ID (as a package version without Workflow ID saved it): n8n applies their
 		// defaults, which read the Error Trigger's execution and workflow ids.
 		expect(itemsAt(handled, 'Mark Failed')[0].json.idempotency).toEqual({
 			operation: 'fail',

@@ -18,7 +18,7 @@ import {
 } from '../support/n8nEngine';
 
 /*
- * Issue 8 §5 for Idempotency Execute Query and Idempotency Order Guard, through n8n-core's own
+ * For Idempotency Execute Query and Idempotency Order Guard, through n8n-core's own
  * engine: an item the node could not process never reaches an output that runs the business step
  * or acknowledges the event, under every "On Error" setting. The webhook's answer is decided as
  * n8n's webhook helper does with responseMode "responseNode": an execution error answers 500,
@@ -287,7 +287,7 @@ describe('Idempotency Order Guard: an item whose version was not checked never r
 });
 
 describe('Idempotency Key: an item it could not read never leaves through Done', () => {
-	// Done → the step after a settled key (200), Stale → the step for keys this run no longer owns.
+	// Done → the step after a settled key (200), Stale → the step for keys this run has lost.
 	const wiring: Wiring = [
 		{ name: 'Respond 200 (done)', status: 200 },
 		{ name: 'Stale Step', status: 0 },

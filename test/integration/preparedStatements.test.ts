@@ -134,7 +134,7 @@ describe('when a named statement is refused', () => {
 		await store.reserve([request('lost-1')], permanent);
 		expect(await prepared(pool)).toHaveLength(1);
 		const pidBefore = await backendPid(pool);
-		// The fault: pg still believes the statement is prepared on this connection; the server no longer has it.
+		// The fault: pg still believes the statement is prepared on this connection; the server does not have it.
 		await pool.query('deallocate all');
 		expect(await prepared(pool)).toEqual([]);
 
@@ -142,7 +142,7 @@ describe('when a named statement is refused', () => {
 
 		expect(result.outcome).toBe('new');
 		expect(await storedCount('lost-2')).toBe(1);
-		// The refused connection was replaced, and nothing is named on this pool any more.
+		// The refused connection was replaced, and this pool now sends every statement unnamed.
 		expect(await backendPid(pool)).not.toBe(pidBefore);
 		expect(namesStatements(pool)).toBe(false);
 		const [again] = await store.reserve([request('lost-2')], permanent);

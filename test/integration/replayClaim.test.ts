@@ -12,7 +12,7 @@ import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode } from '../support/nodes';
 
 /*
- * Issue 10 §3, Claim for Replay on real Postgres: which stored states are claimed (failed, lease
+ * Claim for Replay on real Postgres: which stored states are claimed (failed, lease
  * ran out) and which are not (completed, live lease, gone), what a claim changes, races of
  * parallel claimers (one winner), a claim racing a redelivery, and bad keys per item.
  */

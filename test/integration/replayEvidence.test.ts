@@ -14,7 +14,7 @@ import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
 
 /*
- * Issue 10 §3, replay evidence (schema version 3): Reserve's Store Payload, Source and Correlation
+ * Replay evidence (schema version 3): Reserve's Store Payload, Source and Correlation
  * ID options on real Postgres, what Get Key returns, what a duplicate and a take-over keep, and the
  * upgrade of a version 2 table that already holds keys.
  */

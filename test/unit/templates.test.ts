@@ -135,7 +135,7 @@ describe.each(templates)('template %s', (_file, template) => {
 		}
 	});
 
-	// Issue 8 §5: an item a node could not process must make the provider retry.
+	// An item a node could not process must make the provider retry.
 	it("answers 5xx, never 2xx, for every item a package node could not process (its last output, n8n's error output)", () => {
 		const answersWebhook = template.nodes.some((node) => node.type === 'n8n-nodes-base.webhook' && node.parameters.responseMode === 'responseNode');
 		for (const node of template.nodes.filter((candidate) => WITH_NOT_PROCESSED_OUTPUT.includes(candidate.type))) {

@@ -1,4 +1,4 @@
--- Schema version 4: settling a key can no longer reach past what it is meant to settle.
+-- Schema version 4: settling a key cannot reach past what it is meant to settle.
 --   n8n_instance         the n8n instance id of the run that reserved (or claimed) the key. Release and
 --                        Mark Failed with Key From = Failed Execution match it with the execution and
 --                        workflow ids: execution ids are numbered per n8n instance, so two instances on

@@ -72,7 +72,7 @@ describe('parseWithExactNumbers: the read rule for a stored payload', () => {
 describe('exactPayloadSource and storablePayload with a raw body', () => {
 	const rawOf = (text: string) => Buffer.from(text, 'utf8');
 
-	it('a body without changed numbers is stored as before (the item body, no extra work)', () => {
+	it('a body without changed numbers is stored as it is (the item body, no extra work)', () => {
 		const raw = '{"id":"evt_1","amount":1999}';
 		expect(exactPayloadSource(JSON.parse(raw), rawOf(raw), 1024)).toEqual({ kind: 'body' });
 		expect(storablePayload(JSON.parse(raw), 1024, rawOf(raw))).toEqual(storablePayload(JSON.parse(raw), 1024));
@@ -124,7 +124,7 @@ describe('exactPayloadSource and storablePayload with a raw body', () => {
 		expect(stored).toMatchObject({ json: null, notStoredReason: expect.stringMatching(/it is at least 1\d{4} bytes of JSON, over the 10000-byte limit/) });
 	});
 
-	it('without a raw body the parsed body is all there is: stored as before', () => {
+	it('without a raw body the parsed body is all there is: stored as it is', () => {
 		expect(storablePayload({ amount: Number(BIG) }, 1024).json).toBe('{"amount":12345678901234567000}');
 	});
 });

@@ -124,7 +124,7 @@ describe('keys are exact text or refused', () => {
 			expect(() => deriveKey({ body: {}, customValue: value }, custom)).toThrow(/derives itself/);
 		});
 
-		it('so a user value can no longer equal the hashed form of a long key', () => {
+		it('so a user value cannot equal the hashed form of a long key', () => {
 			const long = deriveKey({ body: {}, customValue: 'k'.repeat(600) }, custom);
 			expect(long.hashed).toBe(true);
 			expect(() => deriveKey({ body: {}, customValue: long.key }, custom)).toThrow(UnusableKeyError);

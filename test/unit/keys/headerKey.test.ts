@@ -49,7 +49,7 @@ describe('a key header read by the one header rule', () => {
 		expect(() => keyOf({ 'x-delivery-id': value })).toThrow(message);
 	});
 
-	it('a whole number is its digits, as before', () => {
+	it('a whole number is its digits', () => {
 		expect(keyOf({ 'x-delivery-id': 42 })).toBe('x-delivery-id:42');
 	});
 
@@ -89,7 +89,7 @@ describe('a key header read by the one header rule', () => {
 		expect(() => deriveKey({ body: {}, headers: { 'x-github-delivery': ['d-1', 'd-2'] } }, preset)).toThrow(UnusableKeyError);
 	});
 
-	it('Key Source Field on a webhook item\'s headers.<name>: a joined value is refused as well; one value, an array or a number as before', () => {
+	it('Key Source Field on a webhook item\'s headers.<name>: a joined value is refused as well; one value, an array or a number is keyed', () => {
 		const field: KeyConfig = { strategy: 'field', fieldPath: 'headers.x-delivery-id', onMissingKey: 'bodyHash' };
 		const fieldKey = (value: unknown) => {
 			const item = { headers: { 'x-delivery-id': value }, body: { a: 1 } };

@@ -100,7 +100,7 @@ describe('Output: Full', () => {
 });
 
 describe('unverified items (On Store Unavailable: Let Through)', () => {
-	it('Compact: the routing fields and why; Full: as before, keySource in words', () => {
+	it('Compact: the routing fields and why; Full: every field, keySource in words', () => {
 		expect(unverifiedOutput(derived, 'compact', 'permanent', 'refused')).toEqual({
 			key: 'evt:evt_1',
 			isNew: false,

@@ -51,7 +51,7 @@ interface FakeOptions {
 	/** The credential's fields as n8n hands them over (declared fields, defaults filled in). */
 	credential?: IDataObject;
 	continueOnFail?: boolean;
-	/** n8n cannot read the credential (e.g. it no longer decrypts): getCredentials throws. */
+	/** n8n cannot read the credential (e.g. it does not decrypt): getCredentials throws. */
 	credentialUnreadable?: boolean;
 }
 
