@@ -116,6 +116,9 @@ const TEST_FUNCTIONS = new Set(['it', 'test', 'describe']);
 function testFunctionOf(callee: ts.Expression): { name: string; table?: ts.Expression } | undefined {
 	if (ts.isIdentifier(callee)) return TEST_FUNCTIONS.has(callee.text) ? { name: callee.text } : undefined;
 	if (ts.isPropertyAccessExpression(callee)) return testFunctionOf(callee.expression);
+	// `(runs ? describe : describe.skip)('title', …)`
+	if (ts.isParenthesizedExpression(callee)) return testFunctionOf(callee.expression);
+	if (ts.isConditionalExpression(callee)) return testFunctionOf(callee.whenTrue) ?? testFunctionOf(callee.whenFalse);
 	if (ts.isCallExpression(callee) && ts.isPropertyAccessExpression(callee.expression) && callee.expression.name.text === 'each') {
 		const base = testFunctionOf(callee.expression.expression);
 		return base && { ...base, table: callee.arguments[0] };
@@ -222,6 +225,7 @@ describe('comments and test names: about the code, not its history', () => {
 			"\tit.each([['a case from last session', 1]])('%s', () => {});",
 			'\ttest.skip(`a template title as before ${x}`, () => {});',
 			'});',
+			"(runs ? describe : describe.skip)('a suite that used to run', () => {});",
 		].join('\n');
 		const found = phrasesOfScript('example.ts', source).map((phrase) => [phrase.kind, phrase.line, historyWordsIn(phrase.text)]);
 		expect(found).toEqual([
@@ -234,6 +238,7 @@ describe('comments and test names: about the code, not its history', () => {
 			['test name', 9, []],
 			['test name', 9, ['a work session']],
 			['test name', 10, ['"as before"']],
+			['test name', 12, ['"used to"']],
 		]);
 	});
 
