@@ -21,7 +21,7 @@ const { TOPOLOGY, QUEUE } = require('./support/topology');
 const { E2E_ROOT } = require('./support/paths');
 const { OWNER, harness } = require('./support/harness');
 const { readShippedTemplate, withOwnWebhook } = require('./support/restWorkflows');
-const { shootCommunityNodesPage } = require('./support/communityNodesPage');
+const { shootCommunityNodesPage, shootUninstalledWorkflow } = require('./support/communityNodesPage');
 const { selectedN8nVersion } = require('../../scripts/lib/n8n-version');
 
 const PACKAGE = stack.PACKAGE_NAME;
@@ -248,7 +248,26 @@ describe(`the package installed through n8n's community-package installer from a
 		// The editor opens the saved workflow (its package nodes shown as missing); nothing crashed.
 		const opened = await rest.call('GET', `/workflows/${workflowId}`);
 		expect(opened.status).toBe(200);
-		expect(opened.json.data.nodes.filter((node) => node.type.startsWith(`${PACKAGE}.`)).length).toBeGreaterThan(0);
+		const packageNodes = opened.json.data.nodes.filter((node) => node.type.startsWith(`${PACKAGE}.`));
+		expect(packageNodes.length).toBeGreaterThan(0);
+		// In the browser (with E2E_SCREENSHOTS_DIR): the canvas draws every node (sticky notes are
+		// drawn apart), the package's node opens on n8n's "not installed" panel naming the package,
+		// and the page throws nothing.
+		const shown = await shootUninstalledWorkflow({
+			baseUrl: running.baseUrl,
+			owner: OWNER,
+			workflowId,
+			node: packageNodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`),
+			canvasFile: `uninstalled-workflow-${TOPOLOGY}.png`,
+			panelFile: `uninstalled-node-${TOPOLOGY}.png`,
+		});
+		if (shown) {
+			expect(shown.pageErrors).toEqual([]);
+			const drawn = opened.json.data.nodes.filter((node) => node.type !== 'n8n-nodes-base.stickyNote').map((node) => node.name);
+			expect([...shown.canvasNodes].sort()).toEqual(drawn.sort());
+			expect(shown.panelText).toContain('This node is not currently installed');
+			expect(shown.panelText).toContain(PACKAGE);
+		}
 		const delivery = await stack.deliver(webhookUrl, { id: eventId('after_uninstall'), type: 'invoice.paid' });
 		expect(delivery.outcome).not.toBe('new');
 		const health = await fetch(`${running.baseUrl}/healthz/readiness`);
