@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
+import { UnexpectedResultError } from '../errors';
 import { parseWithExactNumbers } from '../evidence/exactNumbers';
 import { assertExactText, assertStoredKeyText, inexactTextReason } from '../keys/exactText';
 import { storableErrorMessage, storableResponse } from '../postgres/storableValues';
@@ -138,7 +139,11 @@ export class EmbeddedKeyStore implements KeyStore {
 			const distinct = distinctOfRequest[index];
 			const row = rowOfDistinct[distinct];
 			const record = records[distinct];
-			if (!row || !record) throw new Error(`The embedded store returned no row for reserved key ${JSON.stringify(request.key.slice(0, 80))}.`);
+			if (!row || !record) {
+				throw new UnexpectedResultError(
+					`The embedded store returned no row for reserved key ${JSON.stringify(request.key.slice(0, 80))} (a trigger on "${this.table}"?). The other keys of the batch may have been reserved.`,
+				);
+			}
 			return reservationResult(request, record, row.owner_token as string, proposedTokens[distinct], firstIndexes[distinct] !== index);
 		});
 	}

@@ -6,9 +6,9 @@ import { EmbeddedStoreUnavailableError } from './errors';
  * still loads on a Node without it.
  */
 export interface SqliteStatement {
-	all(parameters?: Record<string, unknown>): Array<Record<string, unknown>>;
-	get(parameters?: Record<string, unknown>): Record<string, unknown> | undefined;
-	run(parameters?: Record<string, unknown>): { changes: number | bigint; lastInsertRowid: number | bigint };
+	all(...parameters: unknown[]): Array<Record<string, unknown>>;
+	get(...parameters: unknown[]): Record<string, unknown> | undefined;
+	run(...parameters: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
 }
 
 export interface SqliteDatabase {
