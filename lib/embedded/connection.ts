@@ -109,6 +109,34 @@ export function namedStatement(connection: EmbeddedConnection, name: EmbeddedSta
 	return statement(connection, renderEmbeddedStatement(name, family, table));
 }
 
+/** A statement's rows as arrays, and each column's position: large answers skip building an object per row. */
+export interface ArrayRows {
+	rows: unknown[][];
+	column: Record<string, number>;
+}
+
+const arrayStatements = new WeakMap<SqliteStatement, Record<string, number> | null>();
+
+/**
+ * Runs a statement and returns its rows as arrays. Where node:sqlite cannot return arrays (before
+ * Node 22.16), the row objects' values are taken in column order.
+ */
+export function allAsArrays(prepared: SqliteStatement, parameters: Record<string, unknown>): ArrayRows {
+	let column = arrayStatements.get(prepared);
+	if (column === undefined) {
+		column = null;
+		if (typeof prepared.setReturnArrays === 'function' && typeof prepared.columns === 'function') {
+			prepared.setReturnArrays(true);
+			column = Object.fromEntries(prepared.columns().map((info, index) => [info.name, index]));
+		}
+		arrayStatements.set(prepared, column);
+	}
+	if (column) return { rows: prepared.all(parameters) as unknown as unknown[][], column };
+	const objects = prepared.all(parameters);
+	const names = objects.length > 0 ? Object.keys(objects[0]) : [];
+	return { rows: objects.map((row) => Object.values(row)), column: Object.fromEntries(names.map((name, index) => [name, index])) };
+}
+
 /** Runs `work` in one `BEGIN IMMEDIATE` transaction: the write lock is taken before anything is read. */
 function inTransaction<T>(db: SqliteDatabase, work: () => T): T {
 	db.exec('begin immediate');
