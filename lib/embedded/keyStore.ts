@@ -102,10 +102,10 @@ export class EmbeddedKeyStore implements KeyStore {
 		// A key that is not exact text could never be found again as itself: the batch is refused
 		// before anything is stored (Postgres refuses the whole statement too).
 		for (const request of requests) assertExactText(request.key, 'idempotency key');
-		const { firsts, firstIndexes, distinctOfRequest } = distinctBatch(requests);
+		const { firsts, firstIndexes, distinctByKey, distinctOfRequest } = distinctBatch(requests);
 		const proposedTokens = firsts.map(() => randomUUID());
-		// Trailing nulls are left out of each key's array (JSON ->> of a missing element is null too):
-		// without evidence, 10,000 keys are a much shorter text for SQLite to parse.
+		// A request without evidence sends no evidence fields (JSON ->> of a missing element is null):
+		// 10,000 keys are then a much shorter text for SQLite to parse.
 		const batch = JSON.stringify(
 			firsts.map((request, distinct) => {
 				const { evidence } = request;
@@ -128,11 +128,9 @@ export class EmbeddedKeyStore implements KeyStore {
 		const prepared = statement(connection, renderEmbeddedStatement('reserve', 'keys', this.table, compact ? 'full-record' : undefined));
 		const { rows, column } = await withWriteLock(connection, this.wait('reserve'), () => allAsArrays(prepared, parameters));
 		// Rows come back in no promised order: each goes to its key's distinct number.
-		const distinctOfKey = new Map<string, number>();
-		for (let distinct = 0; distinct < firsts.length; distinct++) distinctOfKey.set(firsts[distinct].key, distinct);
 		const rowOfDistinct = new Array<unknown[] | undefined>(firsts.length);
 		for (const row of rows) {
-			const distinct = distinctOfKey.get(row[column.key] as string);
+			const distinct = distinctByKey.get(row[column.key] as string);
 			if (distinct !== undefined) rowOfDistinct[distinct] = row;
 		}
 		const readRecord = compact ? compactReader(column) : fullReader(column);
