@@ -13,7 +13,7 @@ export const EMBEDDED_FILE = 'keys.sqlite';
 /** Where the workflow's shared data keeps the store ids of the key files its runs used in queue mode. */
 export const RECORDED_FILES_KEY = 'idempotencyEmbeddedStoreFiles';
 
-/** Environment variable: the queue-mode settle window in seconds (tests shorten it; see docs/embedded-store-in-n8n.md). */
+/** Environment variable: the queue-mode settle window in seconds (tests shorten it; see docs/embedded-store.md, Queue mode). */
 export const SETTLE_SECONDS_ENV = 'IDEMPOTENCY_EMBEDDED_SETTLE_SECONDS';
 
 /**
