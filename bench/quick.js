@@ -24,6 +24,10 @@ const RUNS = [
 			'## Bloat after',
 			'## Output size',
 			'## Prepared statements',
+			// The embedded store beside Postgres, run by a Node with node:sqlite (bench/sqliteNode.js).
+			'## Embedded vs Postgres: reserve',
+			'## Single store calls on a table of',
+			'## Delete Expired Keys:',
 		],
 	},
 	{
