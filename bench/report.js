@@ -72,8 +72,70 @@ function provenance(run) {
 	return `<sub>${parts.join('; ')}. Data: [${run.file}](bench/results/${run.file}).</sub>`;
 }
 
+const stall = (wall, own) => (wall === null || wall === undefined ? NONE : `${number(wall, 1)} (${number(own, 1)})`);
+
 const TABLES = {
 	settle: (run) => TABLES.overhead(run),
+	// The Embedded store beside Postgres: the store calls outside n8n (bench/embedded.js) ...
+	embedded: (run) =>
+		table(
+			[
+				['scenario', (r) => r.scenario, 'l'],
+				['Embedded keys/s', (r) => number(r.embeddedKeysPerS)],
+				['Postgres keys/s', (r) => number(r.postgresKeysPerS)],
+				['Embedded vs Postgres', (r) => ratio(r.ratio, 2)],
+				['p50 ms, Embedded / Postgres', (r) => `${number(r.embeddedP50Ms, 2)} / ${number(r.postgresP50Ms, 2)}`],
+				['longest stall ms, Embedded (without CPU wait)', (r) => stall(r.embeddedStallMs, r.embeddedOwnStallMs)],
+				['longest stall ms, Postgres (without CPU wait)', (r) => stall(r.postgresStallMs, r.postgresOwnStallMs)],
+			],
+			run.rows,
+		),
+	'embedded-calls': (run) =>
+		table(
+			[
+				['call', (r) => r.call, 'l'],
+				['Embedded ms', (r) => number(r.embeddedMs, 1)],
+				['longest stall ms (without CPU wait)', (r) => stall(r.embeddedStallMs, r.embeddedOwnStallMs)],
+				['Postgres ms', (r) => number(r.postgresMs, 1)],
+				['longest stall ms (without CPU wait)', (r) => stall(r.postgresStallMs, r.postgresOwnStallMs)],
+			],
+			run.rows,
+		),
+	// ... and inside n8n (bench/n8n/run.js).
+	'embedded-n8n-overhead': (run) =>
+		`${TABLES.overhead(run)}\n\n${table(
+			[
+				['Reserve (Embedded) vs a No Operation node', (r) => clients(r.clients), 'l'],
+				['added ms per execution', (r) => signed(r.addedMs, 2)],
+				['n8n CPU ms per execution', (r) => signed(r.cpuMs, 2)],
+				['throughput ratio', (r) => ratio(r.ratio)],
+			],
+			run.vsNoOperation,
+		)}`,
+	'embedded-n8n-batch': (run) =>
+		table(
+			[
+				['node under test', (r) => r.node, 'l'],
+				['wall ms', (r) => number(r.wallMs)],
+				['net ms', (r) => number(r.netMs)],
+				['net min–max', (r) => range(r.netMinMs, r.netMaxMs, 0)],
+				['keys/s net', (r) => number(r.keysPerS)],
+				['node ms', (r) => number(r.nodeMs)],
+				['longest n8n stall ms', (r) => number(r.stallMs, 1)],
+			],
+			run.rows,
+		),
+	'embedded-n8n-cleanup': (run) =>
+		table(
+			[
+				['flow', (r) => r.flow, 'l'],
+				['deleted', (r) => number(r.deleted)],
+				['wall ms', (r) => number(r.wallMs)],
+				['rows/s', (r) => number(r.rowsPerS)],
+				['longest n8n stall ms', (r) => number(r.stallMs, 1)],
+			],
+			run.rows,
+		),
 	overhead: (run) =>
 		table(
 			[
@@ -296,6 +358,11 @@ const sectionOf = {
 	bloat: 'bloat-from-duplicates',
 	output: 'output-size',
 	big: 'one-100000-item-execution',
+	embedded: 'the-embedded-store-beside-postgres',
+	'embedded-calls': 'the-embedded-store-beside-postgres',
+	'embedded-n8n-overhead': 'the-embedded-store-beside-postgres',
+	'embedded-n8n-batch': 'the-embedded-store-beside-postgres',
+	'embedded-n8n-cleanup': 'the-embedded-store-beside-postgres',
 };
 
 // ---------------------------------------------------------------------------------------------
