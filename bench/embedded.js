@@ -141,6 +141,10 @@ async function runSide(side, scenario) {
 			const started = performance.now();
 			const results = await scenario.run(side.store, requests);
 			latencies.push(performance.now() - started);
+			// Back to the event loop between calls, as n8n is between executions: a store call that
+			// answers without I/O would otherwise chain the next one in the same turn, and the
+			// stall probe would see the whole run as one stall.
+			await new Promise((resolve) => setImmediate(resolve));
 			if (results.length !== requests.length) throw new Error(`${side.name}: ${results.length} results for ${requests.length} requests`);
 			if (scenario.batch) {
 				const fresh = results.filter((r) => r.outcome === 'new').length;
