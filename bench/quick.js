@@ -24,13 +24,25 @@ const RUNS = [
 			'## Bloat after',
 			'## Output size',
 			'## Prepared statements',
+			// The embedded store beside Postgres, run by a Node with node:sqlite (bench/sqliteNode.js).
+			'## Embedded vs Postgres: reserve',
+			'## Single store calls on a table of',
+			'## Delete Expired Keys:',
 		],
 	},
 	{
 		name: 'bench/n8n/run.js --quick',
 		n8n: true,
 		args: [path.join(__dirname, 'n8n', 'run.js'), '--quick'],
-		sections: ['## Per-execution overhead', 'Store Payload on vs off', '## Batch:', '## One 2,000-item execution'],
+		sections: [
+			'## Per-execution overhead',
+			'Store Payload on vs off',
+			'Reserve (Embedded, permanent) vs a No Operation node',
+			'## Batch:',
+			'Idempotency Reserve, Embedded (key source: field id)',
+			'## One 2,000-item execution',
+			'## Delete Expired Keys inside n8n',
+		],
 	},
 ];
 

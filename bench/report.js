@@ -72,8 +72,79 @@ function provenance(run) {
 	return `<sub>${parts.join('; ')}. Data: [${run.file}](bench/results/${run.file}).</sub>`;
 }
 
+const stall = (wall, own) => (wall === null || wall === undefined ? NONE : `${number(wall, 1)} (${number(own, 1)})`);
+
 const TABLES = {
 	settle: (run) => TABLES.overhead(run),
+	// The Embedded store beside Postgres: the store calls outside n8n (bench/embedded.js) ...
+	embedded: (run) =>
+		table(
+			[
+				['scenario', (r) => r.scenario, 'l'],
+				['Embedded keys/s', (r) => number(r.embeddedKeysPerS)],
+				['Postgres keys/s', (r) => number(r.postgresKeysPerS)],
+				['Embedded vs Postgres', (r) => ratio(r.ratio, 2)],
+				['p50 ms, Embedded / Postgres', (r) => `${number(r.embeddedP50Ms, 2)} / ${number(r.postgresP50Ms, 2)}`],
+				['longest stall ms, Embedded (without CPU wait)', (r) => stall(r.embeddedStallMs, r.embeddedOwnStallMs)],
+				['longest stall ms, Postgres (without CPU wait)', (r) => stall(r.postgresStallMs, r.postgresOwnStallMs)],
+			],
+			run.rows,
+		),
+	'embedded-calls': (run) =>
+		table(
+			[
+				['call', (r) => r.call, 'l'],
+				['Embedded ms', (r) => number(r.embeddedMs, 1)],
+				['longest stall ms (without CPU wait)', (r) => stall(r.embeddedStallMs, r.embeddedOwnStallMs)],
+				['Postgres ms', (r) => number(r.postgresMs, 1)],
+				['longest stall ms (without CPU wait)', (r) => stall(r.postgresStallMs, r.postgresOwnStallMs)],
+			],
+			run.rows,
+		),
+	// ... and inside n8n (bench/n8n/run.js).
+	'embedded-n8n-overhead': (run) =>
+		`${TABLES.overhead(run)}\n\n${table(
+			[
+				['Reserve (Embedded) vs a No Operation node', (r) => clients(r.clients), 'l'],
+				['added ms per execution', (r) => signed(r.addedMs, 2)],
+				['n8n CPU ms per execution', (r) => signed(r.cpuMs, 2)],
+				['throughput ratio', (r) => ratio(r.ratio)],
+			],
+			run.vsNoOperation,
+		)}\n\n${table(
+			[
+				['flow', (r) => r.flow, 'l'],
+				["node (its own time: n8n's executionTime)", (r) => r.node, 'l'],
+				['executions', (r) => number(r.executions)],
+				['median ms', (r) => number(r.medianMs)],
+				['p90 ms', (r) => number(r.p90Ms)],
+			],
+			run.nodeTimes,
+		)}`,
+	'embedded-n8n-batch': (run) =>
+		table(
+			[
+				['node under test', (r) => r.node, 'l'],
+				['wall ms', (r) => number(r.wallMs)],
+				['net ms', (r) => number(r.netMs)],
+				['net min–max', (r) => range(r.netMinMs, r.netMaxMs, 0)],
+				['keys/s net', (r) => number(r.keysPerS)],
+				['node ms', (r) => number(r.nodeMs)],
+				['longest n8n stall ms', (r) => number(r.stallMs, 1)],
+			],
+			run.rows,
+		),
+	'embedded-n8n-cleanup': (run) =>
+		table(
+			[
+				['flow', (r) => r.flow, 'l'],
+				['deleted', (r) => number(r.deleted)],
+				['wall ms', (r) => number(r.wallMs)],
+				['rows/s', (r) => number(r.rowsPerS)],
+				['longest n8n stall ms', (r) => number(r.stallMs, 1)],
+			],
+			run.rows,
+		),
 	overhead: (run) =>
 		table(
 			[
@@ -256,6 +327,18 @@ function summary(runs) {
 	const compact = pick(output, (r) => r.output.includes('Compact'), 'Compact');
 	const full = pick(output, (r) => r.output.includes('Full'), 'Full');
 	const big = get('big').rows.filter((r) => r.flow.includes('Reserve'));
+	const embeddedOverhead = get('embedded-n8n-overhead');
+	const nodeTimes = { ...embeddedOverhead, rows: embeddedOverhead.nodeTimes };
+	const embeddedNodeMs = pick(nodeTimes, (r) => r.flow.includes('Embedded, permanent') && r.node === 'Idempotency Reserve', 'Embedded Reserve node time');
+	const noOpNodeMs = pick(nodeTimes, (r) => r.node === 'No Operation', 'No Operation node time');
+	const postgresNodeMs = pick(nodeTimes, (r) => r.flow.includes('Reserve (permanent)') && r.node === 'Idempotency Reserve', 'Postgres Reserve node time');
+	const embeddedBatch = get('embedded-n8n-batch');
+	const embeddedField = pick(embeddedBatch, (r) => r.node.includes('Embedded') && r.node.includes('field'), 'Embedded Field');
+	const postgresField = pick(embeddedBatch, (r) => !r.node.includes('Embedded') && r.node.includes('field'), 'Postgres Field');
+	const embeddedCleanup = pick(get('embedded-n8n-cleanup'), (r) => r.flow.includes('Embedded'), 'Embedded cleanup');
+	const postgresCleanup = pick(get('embedded-n8n-cleanup'), (r) => r.flow.includes('Postgres'), 'Postgres cleanup');
+	const storeCalls = get('embedded-calls');
+	const worstCall = storeCalls.rows.reduce((worst, r) => (r.embeddedOwnStallMs > worst.embeddedOwnStallMs ? r : worst));
 	const kbPerItem = big.map((r) => (r.addedRssMb * 1000) / 100000);
 
 	const rows = [
@@ -271,6 +354,10 @@ function summary(runs) {
 		['1 M duplicate deliveries', `table + indexes ${ratio(bloat.growth, 2)}`, `${bloat.hotPercent} % HOT updates`, 'bloat'],
 		["Reserve's output per item", `${number(compact.bytesPerItem)} bytes (Compact) vs ${number(full.bytesPerItem)} (Full)`, 'Compact is the default', 'output'],
 		["n8n's memory for 100,000 items in one execution", `+${number(Math.min(...kbPerItem), 1)}–${number(Math.max(...kbPerItem), 1)} KB per item`, 'measured with Output: Full', 'big'],
+		['Reserve on the Embedded store, its own time per execution inside n8n', `median ${number(embeddedNodeMs.medianMs)} ms (p90 ${number(embeddedNodeMs.p90Ms)})`, `No Operation: ${number(noOpNodeMs.medianMs)} ms; Reserve on Postgres: ${number(postgresNodeMs.medianMs)} ms`, 'embedded-n8n-overhead'],
+		['10,000 items in one execution on the Embedded store, net of n8n', `${number(embeddedField.keysPerS)} keys/s (Key Source Field)`, `Postgres in the same rounds: ${number(postgresField.keysPerS)}`, 'embedded-n8n-batch'],
+		['Delete Expired Keys on 1 M expired keys inside n8n, Embedded', `longest n8n stall ${number(embeddedCleanup.stallMs)} ms, ${number(embeddedCleanup.rowsPerS)} rows/s`, `Postgres: ${number(postgresCleanup.stallMs)} ms, ${number(postgresCleanup.rowsPerS)} rows/s`, 'embedded-n8n-cleanup'],
+		['the longest event-loop stall of one Embedded store call, outside n8n', `${number(worstCall.embeddedOwnStallMs)} ms without CPU wait (${worstCall.call.split(':')[0]})`, 'target ≤ 50 ms', 'embedded-calls'],
 	];
 	return table(
 		[
@@ -296,6 +383,11 @@ const sectionOf = {
 	bloat: 'bloat-from-duplicates',
 	output: 'output-size',
 	big: 'one-100000-item-execution',
+	embedded: 'the-embedded-store-beside-postgres',
+	'embedded-calls': 'the-embedded-store-beside-postgres',
+	'embedded-n8n-overhead': 'the-embedded-store-beside-postgres',
+	'embedded-n8n-batch': 'the-embedded-store-beside-postgres',
+	'embedded-n8n-cleanup': 'the-embedded-store-beside-postgres',
 };
 
 // ---------------------------------------------------------------------------------------------

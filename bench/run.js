@@ -8,10 +8,12 @@
 //   npm run bench                       everything (about 15–25 minutes on 2 busy cores)
 //   node bench/run.js --only core       the core-vs-pg scenarios alone (about 2–3 minutes)
 //   node bench/run.js --only single     one key per call, statements unnamed vs named (bench/prepared.js)
+//   node bench/run.js --only embedded   the embedded store (node:sqlite) beside Postgres (bench/embedded.js,
+//                                       run by a Node with node:sqlite; BENCH_EMBEDDED_JSON=FILE saves its figures)
 //   node bench/run.js --quick           smoke run of every group (tiny sizes, about a minute)
 //   node bench/run.js --rounds 8 --seconds 30 --assert
 //
-// Flags (or env): --quick, --only core,statement,growth,cleanup,cleanupplan,bloat,output,single, --rounds N
+// Flags (or env): --quick, --only core,statement,growth,cleanup,cleanupplan,bloat,output,single,embedded, --rounds N
 // (BENCH_ROUNDS), --seconds S per core scenario (BENCH_SECONDS), --assert (exit 1 when any core
 // scenario is below the target ratio), --icu (the scale groups' database collates en-US with ICU,
 // as production databases usually sort text, instead of the embedded server's C.UTF-8). DATABASE_URL uses that server instead of an embedded one;
@@ -27,8 +29,19 @@ const path = require('node:path');
 const { median, fmt, fmtRatio, printTable, loadAverage } = require('./stats');
 const { GROUPS: SCALE_GROUPS, context: scaleContext } = require('./scale');
 const { single } = require('./prepared');
+const { sqliteNode } = require('./sqliteNode');
 
-const GROUPS = { ...SCALE_GROUPS, single };
+// The embedded store beside Postgres (bench/embedded.js), run by a Node with node:sqlite on the
+// Postgres this run started; its report goes to this run's output.
+async function embedded(ctx, { quick, rounds, url }) {
+	const bin = sqliteNode({ log: ctx.log });
+	const args = [path.join(__dirname, 'embedded.js'), ...(quick ? ['--quick'] : ['--rounds', String(rounds)])];
+	if (process.env.BENCH_EMBEDDED_JSON) args.push('--json', process.env.BENCH_EMBEDDED_JSON);
+	const result = spawnSync(bin, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, DATABASE_URL: url } });
+	if (result.status !== 0) throw new Error(`bench/embedded.js exited with ${result.status ?? result.signal}`);
+}
+
+const GROUPS = { ...SCALE_GROUPS, single, embedded };
 
 const ROOT = path.join(__dirname, '..');
 const TARGET_RATIO = 0.8;
@@ -384,7 +397,7 @@ async function main() {
 			if (below.length > 0 && args.assert) exitCode = 1;
 		}
 
-		const scaleGroups = args.only.filter((group) => group !== 'core');
+		const scaleGroups = args.only.filter((group) => group !== 'core' && group !== 'embedded');
 		if (scaleGroups.length) {
 			// One temporary database for the big tables: dropped at the end, also on an external server.
 			await admin.query(`drop database if exists "${SCALE_DATABASE}" with (force)`);
@@ -412,6 +425,10 @@ async function main() {
 			} finally {
 				await ctx.pool.end().catch(() => {});
 			}
+		}
+		if (args.only.includes('embedded')) {
+			log(`\n# embedded (load ${loadAverage()})`);
+			await embedded({ log }, { quick: args.quick, rounds: args.rounds, url: server.url });
 		}
 		console.log(`\nload average at end ${loadAverage()}`);
 		console.log(`total ${((Date.now() - started) / 1000).toFixed(1)}s`);

@@ -6,7 +6,10 @@
 //     (permanent; lease + Mark Complete), at 1 and 8 concurrent clients, interleaved rounds;
 //  2. batch: 10,000 items with 1,000 repeats through Reserve vs the stock Postgres node per item vs
 //     Remove Duplicates, each minus a no-op flow, interleaved rounds;
-//  3. one 100,000-item execution through Reserve, with n8n's resident memory.
+//  3. one 100,000-item execution through Reserve, with n8n's resident memory;
+//  4. Delete Expired Keys on 1 M expired keys, Embedded and Postgres, with n8n's longest
+//     event-loop stall (a /healthz probe, bench/n8n/lag.js).
+// The Embedded store (node:sqlite, a file in n8n's folder) runs beside Postgres in each part.
 //
 //   npm run bench:n8n                 full run (about 10 minutes on 2 busy cores)
 //   node bench/n8n/run.js --quick     smoke run: tiny sizes, one round (n8n's start dominates)
@@ -28,15 +31,35 @@ const stack = require('../../scripts/lib/n8n-stack');
 const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('../stats');
 const { findN8nPid, cpuSeconds, memoryMb, sampleRss } = require('./proc');
 const { profilingEnv, summarise, nowMicros } = require('./profile');
-const { OVERHEAD_FLOWS, UNNAMED_CREDENTIAL_DEF, BATCH_FLOWS, RESERVE_KINDS, RECIPE_TABLE_DDL, overheadWorkflows, batchWorkflows } = require('./workflows');
+const { lagProbe } = require('./lag');
+const {
+	OVERHEAD_FLOWS,
+	UNNAMED_CREDENTIAL_DEF,
+	BATCH_FLOWS,
+	RESERVE_KINDS,
+	EMBEDDED_KINDS,
+	CLEANUP_FLOWS,
+	RECIPE_TABLE_DDL,
+	overheadWorkflows,
+	embeddedOverheadWorkflows,
+	batchWorkflows,
+	cleanupWorkflows,
+} = require('./workflows');
+const { sqliteNode } = require('../sqliteNode');
 
 const TARGET = {
 	throughputCost: 0.05,
 	p50AddedMs: 3,
 	batchKeysPerSecond: 50000,
 	batchVsRecipe: 25,
+	// The Embedded store: Reserve costs at most a No Operation node + 1 ms per execution; a batch
+	// reaches 100,000 keys/s net (twice the Postgres path's best); n8n's event loop never stalls
+	// longer than 50 ms in one store call (a batch, Delete Expired Keys on 1 M rows).
+	embeddedAddedMsOverNoOp: 1,
+	embeddedBatchKeysPerSecond: 100000,
+	longestStallMs: 50,
 };
-const PARTS = ['overhead', 'batch', 'big'];
+const PARTS = ['overhead', 'batch', 'big', 'cleanup'];
 // The overhead flows this run drives (--overhead-flows: the baseline and the listed paths).
 let overheadFlows = OVERHEAD_FLOWS;
 
@@ -54,11 +77,12 @@ function parseArgs(argv) {
 		else if (arg === '--batch-items') args.batchItems = next();
 		else if (arg === '--big-items') args.bigItems = next();
 		else if (arg === '--big-key') args.bigKey = argv[++i];
+		else if (arg === '--cleanup-rows') args.cleanupRows = next();
 		else if (arg === '--only') args.only = argv[++i].split(',');
 		else if (arg === '--batch-flows') args.batchFlows = argv[++i].split(',');
 		else if (arg === '--overhead-flows') args.overheadFlows = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--only overhead,batch,big] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]');
+			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]');
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
 	}
@@ -69,6 +93,7 @@ function parseArgs(argv) {
 	args.batchItems ??= args.quick ? 200 : 10000;
 	args.batchRounds = args.quick ? 1 : Math.max(3, Math.ceil(args.rounds / 2));
 	args.bigItems ??= args.quick ? 2000 : 100000;
+	args.cleanupRows ??= args.quick ? 20000 : 1000000;
 	// The big execution's key source: event id or field `id` (read from the item) or custom ({{ $json.id }}, an expression per item).
 	args.bigKey ??= 'event';
 	if (!['event', 'custom', 'field'].includes(args.bigKey)) throw new Error('--big-key takes event, custom or field');
@@ -78,7 +103,7 @@ function parseArgs(argv) {
 	for (const kind of args.batchFlows ?? []) {
 		if (!BATCH_FLOWS.some((flow) => flow.kind === kind)) throw new Error(`--batch-flows takes ${BATCH_FLOWS.map((flow) => flow.kind).join(', ')}`);
 	}
-	for (const name of ['rounds', 'requests', 'batchItems', 'bigItems', 'profileConcurrency']) {
+	for (const name of ['rounds', 'requests', 'batchItems', 'bigItems', 'profileConcurrency', 'cleanupRows']) {
 		if (!(Number.isInteger(args[name]) && args[name] >= 1)) throw new Error(`--${name} must be a whole number >= 1`);
 	}
 	return args;
@@ -276,6 +301,9 @@ async function overhead(ctx, args) {
 	printPairedComparison(results, STORE_PAYLOAD_ON_VS_OFF);
 	printPairedComparison(results, RESERVE_VS_NO_OPERATION);
 	printPairedComparison(results, SETTLE_VS_MARK_COMPLETE);
+	printPairedComparison(results, EMBEDDED_VS_POSTGRES);
+	printPairedComparison(results, EMBEDDED_LEASE_VS_POSTGRES_LEASE);
+	embeddedVsNoOperation(results);
 	await packageNodeTimes(ctx);
 }
 
@@ -311,6 +339,45 @@ const SETTLE_VS_MARK_COMPLETE = {
 	after: 'BenchFlowSettle1',
 	ratioLabel: 'Settle/Complete',
 };
+
+// The Embedded store in the same places as the Postgres one.
+const EMBEDDED_VS_POSTGRES = {
+	title: () => 'Reserve (permanent), Embedded vs Postgres, in the same place:',
+	before: 'BenchFlowPerm001',
+	after: 'BenchFlowEmbP001',
+	ratioLabel: 'Embedded/Postgres',
+};
+const EMBEDDED_LEASE_VS_POSTGRES_LEASE = {
+	title: () => 'Reserve (lease) + Mark Complete (paired item), Embedded vs Postgres:',
+	before: 'BenchFlowLeaseP1',
+	after: 'BenchFlowEmbL001',
+	ratioLabel: 'Embedded/Postgres',
+};
+const NO_OPERATION_FLOW = 'BenchFlowNoOp001';
+const EMBEDDED_RESERVE_FLOW = 'BenchFlowEmbP001';
+
+/**
+ * Embedded Reserve against a No Operation node in the same place: the time per execution each
+ * costs (1 / throughput, so at 8 clients the time the 2 cores spend per execution), paired round by
+ * round; the target is at most 1 ms more than the No Operation node.
+ */
+function embeddedVsNoOperation(results) {
+	const noOp = overheadFlows.find((flow) => flow.id === NO_OPERATION_FLOW);
+	const reserve = overheadFlows.find((flow) => flow.id === EMBEDDED_RESERVE_FLOW);
+	if (!noOp || !reserve) return;
+	console.log('\nReserve (Embedded, permanent) vs a No Operation node in the same place (target: at most +1 ms per execution):');
+	printPairedCost(results, noOp, reserve, 'Reserve/No Operation');
+	for (const concurrency of [1, 8]) {
+		const a = results.get(`${noOp.id}@${concurrency}`);
+		const b = results.get(`${reserve.id}@${concurrency}`);
+		const addedMs = median(b.perSecond.map((x, i) => 1000 / x - 1000 / a.perSecond[i]));
+		const cpuMs = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
+		const ok = addedMs <= TARGET.embeddedAddedMsOverNoOp;
+		console.log(
+			`${ok ? 'TARGET HOLDS' : 'TARGET MISSED'}: Reserve (Embedded) vs No Operation, c=${concurrency}: ${addedMs >= 0 ? '+' : ''}${addedMs.toFixed(2)} ms per execution (target ≤ +${TARGET.embeddedAddedMsOverNoOp} ms), n8n CPU ${cpuMs >= 0 ? '+' : ''}${cpuMs.toFixed(2)} ms/exec`,
+		);
+	}
+}
 
 function printPairedComparison(results, { title, before, after, ratioLabel }) {
 	const beforeFlow = overheadFlows.find((flow) => flow.id === before);
@@ -369,19 +436,26 @@ async function batch(ctx, args) {
 	const { running, log, appQuery, lastExecution } = ctx;
 	const items = args.batchItems;
 	const flows = BATCH_FLOWS.filter((flow) => flow.kind === 'noop' || !args.batchFlows || args.batchFlows.includes(flow.kind));
-	const perFlow = new Map(flows.map((flow) => [flow.kind, { ms: [], savedBytes: [], nodeMs: [] }]));
+	const perFlow = new Map(flows.map((flow) => [flow.kind, { ms: [], savedBytes: [], nodeMs: [], stallMs: [] }]));
 	// One warm-up execution per flow: code paths, the pools, the tables' first pages.
 	for (const flow of flows) await post(running.webhookUrl(flow.path), batchBody(Math.min(items, 500), `warm_${flow.kind}`).body);
 	for (let round = 0; round < args.batchRounds; round++) {
 		for (const flow of rotate(flows, round)) {
 			const prefix = `b${round}_${flow.kind}_${crypto.randomUUID().slice(0, 8)}`;
 			const { body, distinct } = batchBody(items, prefix);
+			const stopProbe = lagProbe(running.baseUrl);
 			const ms = await post(running.webhookUrl(flow.path), body);
+			const lag = await stopProbe();
 			const entry = perFlow.get(flow.kind);
 			entry.ms.push(ms);
+			entry.stallMs.push(lag.stallMs);
 			const execution = await lastExecution(flow);
 			entry.savedBytes.push(execution.bytes);
 			entry.nodeMs.push(execution.nodeMs);
+			// The embedded file is n8n's to read: the node's New output holds one item per key it reserved.
+			if (EMBEDDED_KINDS.includes(flow.kind) && execution.outputs[0] !== distinct) {
+				throw new Error(`${flow.label}: expected ${distinct} new keys, the node's New output has ${execution.outputs[0]}`);
+			}
 			if (RESERVE_KINDS.includes(flow.kind)) {
 				const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
 				if (rows[0].n !== distinct) throw new Error(`${flow.label}: expected ${distinct} reserved keys, found ${rows[0].n}`);
@@ -413,12 +487,28 @@ async function batch(ctx, args) {
 			isNoop || !recipe ? '–' : net > 0 ? `${(recipeNet / net).toFixed(1)}×` : 'below noise',
 			fmt(median(entry.nodeMs)),
 			(median(entry.savedBytes) / 1024 / 1024).toFixed(2),
+			fmtMs(Math.max(...entry.stallMs)),
 		];
 	});
 	console.log(`\n## Batch: ${fmt(items)} items (${fmt(items / 10)} of them repeats) in one execution, ${args.batchRounds} interleaved rounds\n`);
-	printTable(['node under test', 'wall ms', 'net ms', 'net min–max', 'keys/s net', 'vs per-item recipe', 'node ms (n8n)', 'saved execution MB'], rows);
+	printTable(['node under test', 'wall ms', 'net ms', 'net min–max', 'keys/s net', 'vs per-item recipe', 'node ms (n8n)', 'saved execution MB', 'longest n8n stall ms'], rows);
 	console.log('\nwall: the webhook call (Webhook → Split Out → node; n8n answers when the execution ends); net: minus the no-op flow of the same round.');
 	console.log("node ms: the node's own executionTime from n8n's run data; saved execution: size of the execution_data row n8n stored.");
+	console.log("longest n8n stall: the slowest GET /healthz answer minus a typical one while the execution ran (n8n's event loop blocked), over all rounds.");
+	const bestPostgres = Math.max(
+		...flows.filter((f) => RESERVE_KINDS.includes(f.kind)).map((f) => median(netMs(perFlow.get(f.kind)))).filter((net) => net > 0).map((net) => (items / net) * 1000),
+	);
+	for (const flow of flows.filter((f) => EMBEDDED_KINDS.includes(f.kind))) {
+		const entry = perFlow.get(flow.kind);
+		const net = median(netMs(entry));
+		const keysPerSecond = net > 0 ? (items / net) * 1000 : Infinity;
+		const vsPostgres = Number.isFinite(bestPostgres) ? ` (${(keysPerSecond / bestPostgres).toFixed(2)}× the best Postgres flow, ${fmt(bestPostgres)} keys/s)` : '';
+		console.log(
+			`${keysPerSecond >= TARGET.embeddedBatchKeysPerSecond ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${flow.label}: ${net > 0 ? fmt(keysPerSecond) : 'below noise'} keys/s net (target ≥ ${fmt(TARGET.embeddedBatchKeysPerSecond)})${vsPostgres}`,
+		);
+		const stall = Math.max(...entry.stallMs);
+		console.log(`${stall <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${flow.label}: longest n8n event-loop stall ${fmtMs(stall)} ms (target ≤ ${TARGET.longestStallMs} ms)`);
+	}
 	for (const flow of flows.filter((f) => RESERVE_KINDS.includes(f.kind))) {
 		const net = median(netMs(perFlow.get(flow.kind)));
 		if (!(net > 0)) {
@@ -482,6 +572,59 @@ async function big(ctx, args) {
 	);
 	console.log(
 		`\n${fmt(r.distinct)} keys reserved in one execution, ${fmt((items / (r.ms - n.ms)) * 1000)} keys/s net; n8n main process peak RSS since start ${fmt(r.after.peak)} MB (machine RAM ${fmt(os.totalmem() / 1024 / 1024)} MB).`,
+	);
+}
+
+/**
+ * Delete Expired Keys inside n8n on `cleanupRows` expired keys (and a tenth as many live ones), per
+ * store: the embedded file seeded through the built store by a Node with node:sqlite (n8n keeps
+ * it open meanwhile, as another process on the host would), Postgres with one insert; then the
+ * cleanup workflow, with n8n's event loop probed throughout.
+ */
+async function cleanup(ctx, args) {
+	const { running, log, appQuery } = ctx;
+	const expired = args.cleanupRows;
+	const live = Math.floor(expired / 10);
+	const file = path.join(running.userFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+	const seedStarted = Date.now();
+	const seeded = require('node:child_process').spawnSync(sqliteNode({ log }), [path.join(__dirname, 'seedEmbedded.js'), file, String(expired), String(live)], {
+		cwd: path.join(__dirname, '..', '..'),
+		stdio: ['ignore', 'inherit', 'inherit'],
+	});
+	if (seeded.status !== 0) throw new Error(`seeding ${file} failed (exit ${seeded.status ?? seeded.signal})`);
+	await appQuery(
+		`INSERT INTO processed_events (key, status, first_seen, last_seen, expires_at, owner_token)
+		 SELECT 'cleanup_' || g || '_' || md5(g::text), 'completed', now() - interval '40 days', now() - interval '40 days',
+		        CASE WHEN g <= $1 THEN now() - interval '10 days' ELSE now() + interval '30 days' END, gen_random_uuid()
+		   FROM generate_series(1, $2::int) AS g`,
+		[expired, expired + live],
+	);
+	await appQuery('VACUUM ANALYZE processed_events').catch(() => {});
+	log(`cleanup: ${fmt(expired)} expired + ${fmt(live)} live keys seeded on each store in ${((Date.now() - seedStarted) / 1000).toFixed(0)} s`);
+	const rows = [];
+	for (const flow of CLEANUP_FLOWS) {
+		const stopProbe = lagProbe(running.baseUrl);
+		const started = performance.now();
+		const res = await fetch(running.webhookUrl(flow.path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+		const text = await res.text();
+		const ms = performance.now() - started;
+		const lag = await stopProbe();
+		if (res.status !== 200) throw new Error(`${flow.label} answered ${res.status}: ${text.slice(0, 300)}`);
+		const answer = JSON.parse(text);
+		const result = (Array.isArray(answer) ? answer[0] : answer) ?? {};
+		const deleted = Number(result.deleted ?? result.cleanup?.deleted ?? NaN);
+		if (!(deleted >= expired)) throw new Error(`${flow.label}: deleted ${deleted} of ${expired} expired keys (answer ${text.slice(0, 300)})`);
+		rows.push({ flow: flow.label, deleted, batches: result.batches ?? result.cleanup?.batches ?? null, ms, rowsPerS: deleted / (ms / 1000), stallMs: lag.stallMs, probeMaxMs: lag.maxMs, probes: lag.samples });
+		log(`${flow.label}: ${fmt(deleted)} deleted in ${fmt(ms)} ms, longest stall ${fmtMs(lag.stallMs)} ms`);
+	}
+	console.log(`\n## Delete Expired Keys inside n8n: ${fmt(expired)} expired keys among ${fmt(live)} live ones\n`);
+	printTable(
+		['flow', 'deleted', 'batches', 'wall ms', 'rows/s', 'longest n8n stall ms', '/healthz answers'],
+		rows.map((r) => [r.flow, fmt(r.deleted), r.batches === null ? '–' : fmt(r.batches), fmt(r.ms), fmt(r.rowsPerS), fmtMs(r.stallMs), fmt(r.probes)]),
+	);
+	const embedded = rows.find((r) => r.flow.includes('Embedded'));
+	console.log(
+		`${embedded.stallMs <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: Delete Expired Keys (Embedded) on ${fmt(expired)} expired keys: longest n8n event-loop stall ${fmtMs(embedded.stallMs)} ms (target ≤ ${TARGET.longestStallMs} ms)`,
 	);
 }
 
@@ -581,11 +724,11 @@ async function main() {
 				...stack.templateCredentials(c),
 				{ ...UNNAMED_CREDENTIAL_DEF, data: { ...stack.idempotencyCredentialData(c.app), preparedStatements: false } },
 			],
-			workflows: [...overheadWorkflows(), ...batchWorkflows()].map((json) => ({
+			workflows: [...overheadWorkflows(), ...embeddedOverheadWorkflows(), ...batchWorkflows(), ...cleanupWorkflows()].map((json) => ({
 				json,
 				publish: true,
 			})),
-			readyWebhooks: [...OVERHEAD_FLOWS, ...BATCH_FLOWS].map((flow) => flow.path),
+			readyWebhooks: [...OVERHEAD_FLOWS, ...BATCH_FLOWS, ...CLEANUP_FLOWS].map((flow) => flow.path),
 			env: profiling?.env,
 			log,
 		});
@@ -615,6 +758,7 @@ async function main() {
 					return {
 						bytes: Buffer.byteLength(rows[0].data),
 						nodeMs: runData[nodeName][0].executionTime,
+						outputs: (runData[nodeName][0].data?.main ?? []).map((output) => output?.length ?? 0),
 					};
 				}),
 		};
@@ -634,6 +778,7 @@ async function main() {
 			if (args.only.includes('overhead')) await overhead(ctx, args);
 			if (args.only.includes('batch')) await batch(ctx, args);
 			if (args.only.includes('big')) await big(ctx, args);
+			if (args.only.includes('cleanup')) await cleanup(ctx, args);
 		}
 		console.log(`\nload at end ${loadAverage()}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 	} catch (error) {

@@ -64,12 +64,19 @@ function webhook(pathName, { responseMode, responseData }) {
 	};
 }
 
-function reserveNode({ mode, keySource = 'header', customKey, keyField, output, storePayload, credentials = IDEMPOTENCY_CREDENTIAL }) {
+// The Embedded store is the Store parameter of the nodes' version 1.1 (no credential); version 1,
+// what the Postgres flows use, keeps Postgres without a Store parameter.
+const EMBEDDED_VERSION = 1.1;
+
+function reserveNode({ mode, keySource = 'header', customKey, keyField, output, storePayload, credentials = IDEMPOTENCY_CREDENTIAL, store }) {
+	const embedded = store === 'embedded';
 	return node({
 		name: 'Idempotency Reserve',
 		type: `${PKG}.idempotencyReserve`,
 		x: 220,
+		...(embedded ? { typeVersion: EMBEDDED_VERSION } : {}),
 		parameters: {
+			...(embedded ? { store: 'embedded' } : {}),
 			keySource,
 			...(keySource === 'header' ? { headerName: 'idempotency-key' } : {}),
 			...(keySource === 'custom' ? { customKey } : {}),
@@ -79,7 +86,7 @@ function reserveNode({ mode, keySource = 'header', customKey, keyField, output, 
 			// No output option: Compact, the default; 'full' is the whole object.
 			options: { ...(output ? { output } : {}), ...(storePayload ? { storePayload: true } : {}) },
 		},
-		credentials,
+		...(embedded ? {} : { credentials }),
 	});
 }
 
@@ -110,7 +117,16 @@ function postgresQuery(name, x, query, queryReplacement) {
 }
 
 // Key From Custom: the two expressions the templates used before 'Idempotency Reserve (Paired Item)'.
-function complete({ pairedItem = false } = {}) {
+function complete({ pairedItem = false, store } = {}) {
+	if (store === 'embedded') {
+		return node({
+			name: 'Mark Complete',
+			type: `${PKG}.idempotencyKey`,
+			typeVersion: EMBEDDED_VERSION,
+			x: 660,
+			parameters: { store: 'embedded', operation: 'complete', source: 'reserveNode', options: {} },
+		});
+	}
 	return node({
 		name: 'Mark Complete',
 		type: `${PKG}.idempotencyKey`,
@@ -361,6 +377,16 @@ const BATCH_FLOWS = [
 		kind: 'postgres',
 	},
 	{
+		path: 'bench-batch-embedded-field',
+		label: 'Idempotency Reserve, Embedded (key source: field id)',
+		kind: 'embeddedField',
+	},
+	{
+		path: 'bench-batch-embedded-auto',
+		label: 'Idempotency Reserve, Embedded (key source: event id)',
+		kind: 'embeddedAuto',
+	},
+	{
 		path: 'bench-batch-remove-dups',
 		label: 'Remove Duplicates (seen in previous executions)',
 		kind: 'removeDuplicates',
@@ -391,6 +417,10 @@ function nodeUnderTest(kind) {
 			return reserveNode({ mode: 'permanent', keySource: 'auto', output: 'full' });
 		case 'reserveField':
 			return reserveNode({ mode: 'permanent', keySource: 'field', keyField: 'id' });
+		case 'embeddedField':
+			return reserveNode({ mode: 'permanent', keySource: 'field', keyField: 'id', store: 'embedded' });
+		case 'embeddedAuto':
+			return reserveNode({ mode: 'permanent', keySource: 'auto', store: 'embedded' });
 		case 'postgres':
 			return postgresQuery(
 				'Under test',
@@ -458,11 +488,93 @@ const PERMANENT_UNNAMED_FLOW = {
 };
 OVERHEAD_FLOWS.push(PERMANENT_UNNAMED_FLOW);
 
-/** The batch flows that reserve keys (their reserved keys are counted after each run). */
+// The same flows on the Embedded store (a node:sqlite file in n8n's folder, no credential).
+const EMBEDDED_PERMANENT_FLOW = { id: 'BenchFlowEmbP001', path: 'bench-embedded-permanent', label: '+ Reserve (Embedded, permanent) in front' };
+const EMBEDDED_LEASE_FLOW = {
+	id: 'BenchFlowEmbL001',
+	path: 'bench-embedded-lease',
+	label: '+ Reserve (Embedded, lease) and Mark Complete (Key From: paired item)',
+};
+OVERHEAD_FLOWS.push(EMBEDDED_PERMANENT_FLOW, EMBEDDED_LEASE_FLOW);
+
+function embeddedOverheadWorkflows() {
+	const permanentConnections = {
+		Webhook: { main: [[link('Idempotency Reserve')]] },
+		'Idempotency Reserve': { main: [[link('Postgres insert')], [link('Respond')]] },
+		'Postgres insert': { main: [[link('Respond')]] },
+	};
+	const leaseConnections = {
+		Webhook: { main: [[link('Idempotency Reserve')]] },
+		'Idempotency Reserve': { main: [[link('Postgres insert')], [link('Respond')], [link('Respond')]] },
+		'Postgres insert': { main: [[link('Mark Complete')]] },
+		'Mark Complete': { main: [[link('Respond')]] },
+	};
+	return [
+		workflow(
+			EMBEDDED_PERMANENT_FLOW.id,
+			'bench: Reserve (Embedded, permanent)',
+			[webhook(EMBEDDED_PERMANENT_FLOW.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent', store: 'embedded' }), businessInsert(), respond()],
+			permanentConnections,
+		),
+		workflow(
+			EMBEDDED_LEASE_FLOW.id,
+			'bench: Reserve (Embedded, lease) + Mark Complete (paired item)',
+			[
+				webhook(EMBEDDED_LEASE_FLOW.path, { responseMode: 'responseNode' }),
+				reserveNode({ mode: 'lease', store: 'embedded' }),
+				businessInsert(),
+				complete({ pairedItem: true, store: 'embedded' }),
+				respond(),
+			],
+			leaseConnections,
+		),
+	];
+}
+
+/**
+ * Delete Expired Keys (the node's defaults: 30 days, batches of 10,000; a time budget that lets it
+ * finish) behind a webhook, one flow per store: what a scheduled cleanup does to n8n's event loop.
+ */
+const CLEANUP_WORKFLOW_ID = 'BenchCleanupFlow';
+const CLEANUP_FLOWS = [
+	{ path: 'bench-cleanup-embedded', label: 'Delete Expired Keys (Embedded)', store: 'embedded' },
+	{ path: 'bench-cleanup-postgres', label: 'Delete Expired Keys (Postgres)', store: 'postgres' },
+].map((flow) => ({ ...flow, id: CLEANUP_WORKFLOW_ID, nodeName: `Delete Expired Keys (${flow.store})` }));
+
+function cleanupWorkflows() {
+	const nodes = [];
+	const connections = {};
+	CLEANUP_FLOWS.forEach((flow, row) => {
+		const trigger = { ...webhook(flow.path, { responseMode: 'lastNode', responseData: 'allEntries' }), name: `Webhook (${flow.store})`, position: [0, row * 200] };
+		const embedded = flow.store === 'embedded';
+		const cleanup = {
+			...node({
+				name: flow.nodeName,
+				type: `${PKG}.idempotencyKey`,
+				...(embedded ? { typeVersion: EMBEDDED_VERSION } : {}),
+				x: 220,
+				parameters: { ...(embedded ? { store: 'embedded' } : {}), operation: 'cleanup', retentionDays: 30, batchSize: 10000, timeBudgetSeconds: 600 },
+				...(embedded ? {} : { credentials: IDEMPOTENCY_CREDENTIAL }),
+			}),
+			position: [220, row * 200],
+		};
+		nodes.push(trigger, cleanup);
+		connections[trigger.name] = { main: [[link(cleanup.name)]] };
+	});
+	return [workflow(CLEANUP_WORKFLOW_ID, 'bench: Delete Expired Keys', nodes, connections)];
+}
+
+/** The batch flows that reserve keys in Postgres (their reserved keys are counted after each run). */
 const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'reserveField'];
+/** The batch flows that reserve keys in the embedded file (their New output is counted after each run). */
+const EMBEDDED_KINDS = ['embeddedField', 'embeddedAuto'];
 
 module.exports = {
 	RESERVE_KINDS,
+	EMBEDDED_KINDS,
+	CLEANUP_FLOWS,
+	cleanupWorkflows,
+	embeddedOverheadWorkflows,
 	OVERHEAD_FLOWS,
 	UNNAMED_CREDENTIAL_DEF,
 	BATCH_FLOWS,
