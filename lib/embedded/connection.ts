@@ -207,10 +207,17 @@ function folderNotCreated(file: string, cause: unknown): InvalidConfigurationErr
  * EmbeddedStoreUnavailableError without node:sqlite, UnsafeStorageError on a network filesystem,
  * SchemaNewerThanPackageError for a file a newer package made.
  */
+/** The real path each path given resolved to, when its connection was opened. */
+const realPathByFile = new Map<string, string>();
+
 export function connectionFor(file: string): EmbeddedConnection {
 	if (typeof file !== 'string' || file.trim() === '') throw new InvalidConfigurationError('The embedded key store needs a file path.');
 	const sqlite = loadSqlite();
+	// Resolving the path is a few system calls: once per path given, not on every store call.
+	const known = connections.get(realPathByFile.get(file) ?? '');
+	if (known?.db.isOpen) return known;
 	const real = realPathOfNearest(file);
+	realPathByFile.set(file, real);
 	const cached = connections.get(real);
 	if (cached?.db.isOpen) return cached;
 
@@ -338,4 +345,5 @@ export function closeConnections(): void {
 		if (connection.db.isOpen) connection.db.close();
 	}
 	connections.clear();
+	realPathByFile.clear();
 }
