@@ -2,9 +2,9 @@ import type { Pool, QueryResultRow } from 'pg';
 
 import { InvalidConfigurationError } from '../errors';
 import { tableRef, type TableRef } from '../identifiers';
-import { classifyPostgresError } from '../postgres/classifyError';
-import { onceReady } from '../postgres/onceReady';
-import { ORDER_MIGRATIONS, ensureSchema } from '../sql/migrations';
+import { PostgresRunner } from '../postgres/runner';
+import { SchemaGate } from '../postgres/schemaGate';
+import { ORDER_MIGRATIONS } from '../sql/migrations';
 import { renderStatement, type StatementName } from '../sql/statements';
 import type { OrderStore } from '../store/contract';
 import { compareVersions } from './version';
@@ -63,12 +63,13 @@ export interface OrderDecision {
 export class OrderGuard implements OrderStore {
 	readonly backend = 'postgres' as const;
 	private readonly table: TableRef;
+	private readonly gate: SchemaGate;
+	private readonly runner: PostgresRunner;
 
-	constructor(
-		private readonly pool: Pool,
-		private readonly options: OrderGuardOptions,
-	) {
+	constructor(pool: Pool, options: OrderGuardOptions) {
 		this.table = tableRef(options.schema, options.table);
+		this.gate = new SchemaGate(pool, this.table, ORDER_MIGRATIONS, options.createTable);
+		this.runner = PostgresRunner.onPool(pool);
 	}
 
 	/** One decision per item, in item order. One round trip for the whole batch. */
@@ -119,15 +120,11 @@ export class OrderGuard implements OrderStore {
 
 	/** Creates the table or brings it to the package's schema version (sql/migrations/order/). */
 	async createTable(): Promise<void> {
-		await ensureSchema(this.pool, this.table, ORDER_MIGRATIONS, true);
+		await this.gate.create();
 	}
 
 	private async query(statement: StatementName, values: unknown[]): Promise<QueryResultRow[]> {
-		await onceReady(this.pool, this.table.qualified, () => ensureSchema(this.pool, this.table, ORDER_MIGRATIONS, this.options.createTable));
-		try {
-			return (await this.pool.query(renderStatement(statement, this.table), values)).rows;
-		} catch (error) {
-			throw classifyPostgresError(error, { table: this.table.qualified });
-		}
+		await this.gate.ready();
+		return (await this.runner.run(renderStatement(statement, this.table), values, { context: { table: this.table.qualified } })).rows;
 	}
 }

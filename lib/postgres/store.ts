@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 
 import { UnexpectedResultError } from '../errors';
 import { tableRef, type TableRef } from '../identifiers';
-import { classifyPostgresError, connectionFailureReason, type Operation } from './classifyError';
+import type { Operation } from './classifyError';
 import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
-import { onceReady } from './onceReady';
-import { namesStatements, preparedStatementFailure, sendUnnamed, statementName } from './preparedStatements';
+import { PostgresRunner, type RetryEvent, type RetryPolicy, type StatementResult } from './runner';
+import { SchemaGate } from './schemaGate';
 import { parseWithExactNumbers } from '../evidence/exactNumbers';
 import { assertStoredKeyText } from '../keys/exactText';
 import { storableErrorMessage, storableResponse, storableText } from './storableValues';
-import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
+import { KEYS_MIGRATIONS } from '../sql/migrations';
 import { renderStatement, type StatementName } from '../sql/statements';
 import type { KeyStore, SettleReport, SettleRequest } from '../store/contract';
 import {
@@ -62,13 +61,7 @@ export interface StoreOptions {
 	onRetry?: (event: RetryEvent) => void;
 }
 
-export interface RetryEvent {
-	operation: Operation;
-	/** The failed attempt's statement had been sent: it may have been applied. */
-	outcomeUnknown: boolean;
-	reason: string;
-}
-
+export type { RetryEvent } from './runner';
 export type { SettleReport, SettleRequest } from '../store/contract';
 export { DEFAULT_SCHEMA, DEFAULT_TABLE, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE, MAX_STATS_WINDOW_HOURS } from '../store/rules';
 
@@ -76,12 +69,6 @@ export const SETTLE_RETRY_MS = 30_000;
 export const RESERVE_RECOVERY_MS = 10_000;
 // Retrying stops this long before the lease ends: a settle racing a reclaim gains nothing.
 const LEASE_SAFETY_MARGIN_MS = 2_000;
-const FIRST_RETRY_DELAY_MS = 200;
-const MAX_RETRY_DELAY_MS = 2_000;
-
-/** One attempt's outcome; a failure says whether the statement had been sent (its outcome is then unknown). */
-type Attempt = { ok: true; rows: QueryResultRow[] } | { ok: false; error: unknown; sent: boolean };
-
 
 /**
  * The Postgres idempotency store. Every method is one statement from `sql/` (one round trip for a
@@ -91,14 +78,17 @@ type Attempt = { ok: true; rows: QueryResultRow[] } | { ok: false; error: unknow
 export class IdempotencyStore implements KeyStore {
 	readonly backend = 'postgres' as const;
 	private readonly table: TableRef;
-	/** Set by inTransaction: statements run on this client, inside its caller's transaction. */
-	private transaction?: PoolClient;
+	private readonly gate: SchemaGate;
+	/** The pool's connections, or (inTransaction) the connection of its caller's transaction. */
+	private runner: PostgresRunner;
 
 	constructor(
 		private readonly pool: Pool,
 		private readonly options: StoreOptions,
 	) {
 		this.table = tableRef(options.schema, options.table);
+		this.gate = new SchemaGate(pool, this.table, KEYS_MIGRATIONS, options.createTable);
+		this.runner = PostgresRunner.onPool(pool);
 	}
 
 	/**
@@ -108,7 +98,7 @@ export class IdempotencyStore implements KeyStore {
 	 */
 	static inTransaction(pool: Pool, client: PoolClient, options: StoreOptions): IdempotencyStore {
 		const store = new IdempotencyStore(pool, options);
-		store.transaction = client;
+		store.runner = PostgresRunner.onClient(client);
 		return store;
 	}
 
@@ -130,7 +120,7 @@ export class IdempotencyStore implements KeyStore {
 		// again, and a row carrying our token is ours whichever attempt wrote it.
 		// Not retried: nothing is reserved yet, and the provider retries. In a transaction the caller
 		// checked the table before taking its connection (a check needs a second one from the pool).
-		if (!this.transaction) await this.readyWithin('reserve', 0);
+		if (!this.runner.joinsCaller) await this.readyWithin('reserve', 0);
 		const compact = options.detail === 'compact';
 		const statement = renderStatement('reserve', this.table, compact ? 'full-record' : undefined);
 		// A column no request fills goes as one null, not an array of nulls for pg to write and Postgres to parse.
@@ -362,18 +352,16 @@ export class IdempotencyStore implements KeyStore {
 	 * createTable option says; refuses a table newer than the package. Safe when up to date.
 	 */
 	async createTable(): Promise<void> {
-		await ensureSchema(this.pool, this.table, KEYS_MIGRATIONS, true);
+		await this.gate.create();
 	}
 
-	/** Once per pool and table: the schema is checked (and migrated when allowed) before first use. */
 	/** Checks the table's schema version once per pool and table (and migrates it when createTable is on). */
 	async ready(): Promise<void> {
 		await this.readyWithin('reserve', 0);
 	}
 
-	// The schema check (and migration) is shared by concurrent first callers of one pool and table.
 	private async ensureReady(): Promise<void> {
-		await onceReady(this.pool, this.table.qualified, () => ensureSchema(this.pool, this.table, KEYS_MIGRATIONS, this.options.createTable));
+		await this.gate.ready();
 	}
 
 	/**
@@ -430,21 +418,7 @@ export class IdempotencyStore implements KeyStore {
 
 	/** The table check before a statement; a lost connection is retried until `retryUntil` and named per operation. */
 	private async readyWithin(operation: Operation, retryUntil: number): Promise<void> {
-		let delay = FIRST_RETRY_DELAY_MS;
-		for (;;) {
-			try {
-				return await this.ensureReady();
-			} catch (error) {
-				// ensureReady's errors are already classified; the pg error is their cause.
-				const cause = (error as { cause?: unknown }).cause ?? error;
-				const reason = connectionFailureReason(cause);
-				if (reason === undefined) throw classifyPostgresError(error, { table: this.table.qualified, operation });
-				if (monotonicNow() + delay >= retryUntil) throw classifyPostgresError(cause, { table: this.table.qualified, operation });
-				this.options.onRetry?.({ operation, outcomeUnknown: false, reason });
-				await sleep(delay);
-				delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
-			}
-		}
+		await this.gate.readyWithin(operation, { retryUntil, onRetry: this.options.onRetry });
 	}
 
 	/**
@@ -464,112 +438,31 @@ export class IdempotencyStore implements KeyStore {
 	}
 
 	/** Runs a statement from `sql/`; see runText. */
-	private run(operation: Operation, values: unknown[], retry: RetryPolicy): Promise<{ rows: QueryResultRow[]; uncertain: boolean }> {
+	private run(operation: Operation, values: unknown[], retry: Omit<RetryPolicy, 'onRetry'>): Promise<StatementResult> {
 		return this.runText(operation, renderStatement(operation, this.table), values, retry);
 	}
 
 	/**
-	 * Runs an idempotent statement. Connection-class failures are retried with backoff: before
-	 * `retryUntil` always, and after a lost answer (the statement was sent) for `recoverUntilMs` more.
-	 * Postgres's own errors are never retried. When the last failure leaves a sent statement's
-	 * outcome unknown, the error says so (OutcomeUnknownError) instead of "nothing changed".
+	 * Runs an idempotent statement, named, retried by the runner's rules (connection-class failures
+	 * with backoff before `retryUntil`, and after a lost answer for `recoverUntilMs` more; an outcome
+	 * left unknown is reported as such). In a caller's transaction: once, unnamed.
 	 */
-	private async runText(
-		operation: Operation,
-		text: string,
-		values: unknown[],
-		retry: RetryPolicy,
-	): Promise<{ rows: QueryResultRow[]; uncertain: boolean }> {
-		let uncertain = false;
-		let recoverUntil: number | null = null;
-		let delay = FIRST_RETRY_DELAY_MS;
-		for (;;) {
-			const attempt = await this.attempt(text, values);
-			if (attempt.ok) return { rows: attempt.rows, uncertain };
-			if (this.transaction) throw classifyPostgresError(attempt.error, { table: this.table.qualified, operation });
-			const reason = connectionFailureReason(attempt.error);
-			if (reason !== undefined && attempt.sent && !uncertain) {
-				uncertain = true;
-				if (retry.recoverUntilMs) recoverUntil = monotonicNow() + retry.recoverUntilMs;
-			}
-			const deadline = Math.max(retry.retryUntil ?? 0, recoverUntil ?? 0);
-			if (reason === undefined || monotonicNow() + delay >= deadline) {
-				throw classifyPostgresError(attempt.error, { table: this.table.qualified, operation, outcomeUnknown: uncertain });
-			}
-			this.options.onRetry?.({ operation, outcomeUnknown: attempt.sent, reason });
-			await sleep(delay);
-			delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
-		}
-	}
-
-	/**
-	 * One try on one pooled connection; a connection that failed mid-statement is discarded. On the
-	 * store's own connections the statement is named (prepared once per connection; see
-	 * preparedStatements.ts); in a caller's transaction it is not, since a refused name would abort it.
-	 */
-	private async attempt(text: string, values: unknown[], named = namesStatements(this.pool)): Promise<Attempt> {
-		if (this.transaction) {
-			try {
-				return { ok: true, rows: (await this.transaction.query(text, values)).rows };
-			} catch (error) {
-				return { ok: false, error, sent: true };
-			}
-		}
-		let client: PoolClient;
-		try {
-			client = await this.pool.connect();
-		} catch (error) {
-			return { ok: false, error, sent: false };
-		}
-		// A dying connection also emits 'error' on the client; the query's rejection reports it, and
-		// without a listener Node would crash the process (pool.query guards it the same way).
-		const ignore = () => {};
-		client.on('error', ignore);
-		try {
-			const result = await client.query(named ? { name: statementName(text), text, values } : { text, values });
-			client.removeListener('error', ignore);
-			client.release();
-			return { ok: true, rows: result.rows };
-		} catch (error) {
-			const refusedName = named ? preparedStatementFailure(error) : undefined;
-			if (refusedName) {
-				// Postgres refused the statement (nothing of it is kept): this connection's record of what it
-				// prepared is wrong, so the connection goes and the statement is sent again at once, unnamed.
-				client.release(error as Error);
-				if (refusedName === 'pooler') sendUnnamed(this.pool);
-				return this.attempt(text, values, false);
-			}
-			const broken = connectionFailureReason(error) !== undefined;
-			if (!broken) client.removeListener('error', ignore);
-			client.release(broken ? (error as Error) : undefined);
-			return { ok: false, error, sent: true };
-		}
+	private runText(operation: Operation, text: string, values: unknown[], retry: Omit<RetryPolicy, 'onRetry'>): Promise<StatementResult> {
+		return this.runner.run(text, values, {
+			context: { table: this.table.qualified, operation },
+			named: true,
+			retry: { ...retry, onRetry: this.options.onRetry },
+		});
 	}
 
 	private async execute(statement: StatementName, values: unknown[]): Promise<number> {
-		try {
-			const result = await this.pool.query(renderStatement(statement, this.table), values);
-			return result.rowCount ?? 0;
-		} catch (error) {
-			throw classifyPostgresError(error, { table: this.table.qualified });
-		}
+		return (await this.runner.run(renderStatement(statement, this.table), values, { context: { table: this.table.qualified } })).rowCount;
 	}
 
 	/** A read-only statement; its rows. */
 	private async select(statement: StatementName, values: unknown[]): Promise<QueryResultRow[]> {
-		try {
-			return (await this.pool.query(renderStatement(statement, this.table), values)).rows;
-		} catch (error) {
-			throw classifyPostgresError(error, { table: this.table.qualified });
-		}
+		return (await this.runner.run(renderStatement(statement, this.table), values, { context: { table: this.table.qualified } })).rows;
 	}
-}
-
-interface RetryPolicy {
-	/** Retry connection-class failures until this time (ms on the monotonic clock, see databaseClock.ts); null: only to recover a lost answer. */
-	retryUntil: number | null;
-	/** After a lost answer, keep re-sending for this long. */
-	recoverUntilMs?: number;
 }
 
 // pg has already parsed integers and timestamps; batches of 10,000 rows pass through here, so
