@@ -5,7 +5,7 @@ import { tableRef, type TableRef } from '../identifiers';
 import { PostgresRunner } from '../postgres/runner';
 import { SchemaGate } from '../postgres/schemaGate';
 import { ORDER_MIGRATIONS } from '../sql/migrations';
-import { renderStatement, type StatementName } from '../sql/statements';
+import { renderStatement, type OrderStatement } from '../sql/statements';
 import type { OrderStore } from '../store/contract';
 import { compareVersions } from './version';
 
@@ -85,7 +85,7 @@ export class OrderGuard implements OrderStore {
 			if (!candidate || compareVersions(item.version, candidate.version) > 0) candidateByKey.set(item.objectKey, item);
 		}
 		const candidates = [...candidateByKey.values()];
-		const rows = await this.query('advanceOrder', [
+		const rows = await this.query('orderAdvance', [
 			candidates.map((item) => item.objectKey),
 			candidates.map((item) => item.version),
 			candidates.map((item) => item.eventKey),
@@ -123,7 +123,7 @@ export class OrderGuard implements OrderStore {
 		await this.gate.create();
 	}
 
-	private async query(statement: StatementName, values: unknown[]): Promise<QueryResultRow[]> {
+	private async query(statement: OrderStatement, values: unknown[]): Promise<QueryResultRow[]> {
 		await this.gate.ready();
 		return (await this.runner.run(renderStatement(statement, this.table), values, { context: { table: this.table.qualified } })).rows;
 	}

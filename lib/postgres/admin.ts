@@ -37,7 +37,7 @@ export async function getKeys(table: KeyTable, keys: string[]): Promise<Map<stri
 	// A key with NUL cannot be stored (Postgres text refuses it): it is simply not found.
 	const storable = keys.filter((key) => !key.includes('\u0000'));
 	if (storable.length === 0) return found;
-	for (const row of (await table.once('lookupRecords', [storable])).rows) found.set(row.key, toStoredKey(row));
+	for (const row of (await table.once('getKeys', [storable])).rows) found.set(row.key, toStoredKey(row));
 	return found;
 }
 
@@ -49,7 +49,7 @@ export async function getKeys(table: KeyTable, keys: string[]): Promise<Map<stri
 export async function listKeys(table: KeyTable, options: ListKeysOptions): Promise<KeysPage> {
 	validateListOptions(options);
 	await table.ready();
-	const { rows } = await table.once('listRecords', [
+	const { rows } = await table.once('listKeys', [
 		options.afterKey ?? '',
 		options.status ?? null,
 		Boolean(options.stuckLeasesOnly),

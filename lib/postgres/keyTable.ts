@@ -2,7 +2,7 @@ import type { Pool, QueryResultRow } from 'pg';
 
 import { tableRef, type TableRef } from '../identifiers';
 import { KEYS_MIGRATIONS } from '../sql/migrations';
-import { renderStatement, type SqlSection, type StatementName } from '../sql/statements';
+import { renderStatement, type KeyStatement, type SqlSection } from '../sql/statements';
 import type { Operation } from './classifyError';
 import { PostgresRunner, type RetryEvent, type RetryPolicy, type StatementResult } from './runner';
 import { SchemaGate } from './schemaGate';
@@ -69,7 +69,7 @@ export class KeyTable {
 	}
 
 	/** The statement from `sql/queries/` for this table; `omit` leaves one marked section out. */
-	statement(name: StatementName, omit?: SqlSection): string {
+	statement(name: KeyStatement, omit?: SqlSection): string {
 		return renderStatement(name, this.ref, omit);
 	}
 
@@ -87,7 +87,7 @@ export class KeyTable {
 	}
 
 	/** A statement sent once, unnamed (admin reads and cleanup). */
-	async once(name: StatementName, values: unknown[]): Promise<{ rows: QueryResultRow[]; rowCount: number }> {
+	async once(name: KeyStatement, values: unknown[]): Promise<{ rows: QueryResultRow[]; rowCount: number }> {
 		return this.runner.run(this.statement(name), values, { context: { table: this.ref.qualified } });
 	}
 }

@@ -93,9 +93,9 @@ export async function claimForReplay(table: KeyTable, keys: string[], options: R
 			proposedTokens.set(key, randomUUID());
 		}
 	}
-	await table.readyWithin('claim', 0);
+	await table.readyWithin('claimForReplay', 0);
 	// Like reserve: a lost answer is re-sent with the same tokens, and a row holding ours is ours.
-	const { rows } = await table.send('claim', table.statement('claim'), [
+	const { rows } = await table.send('claimForReplay', table.statement('claimForReplay'), [
 		[...proposedTokens.keys()],
 		[...proposedTokens.values()],
 		options.leaseSeconds,

@@ -6,7 +6,7 @@ import type { FailedExecution, SettleResult } from '../types';
 import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
 import type { KeyTable } from './keyTable';
 import { storableErrorMessage, storableResponse, storableText } from './storableValues';
-import type { StatementName } from '../sql/statements';
+import type { KeyStatement } from '../sql/statements';
 
 /**
  * Settling owned keys: Complete, Release and Mark Failed (each guarded by the owner token), and
@@ -60,7 +60,7 @@ export async function failExecution(table: KeyTable, execution: FailedExecution,
 	return { keys, warnings: message.warnings };
 }
 
-async function settleExecution(table: KeyTable, operation: 'release' | 'fail', statement: StatementName, values: unknown[]): Promise<string[]> {
+async function settleExecution(table: KeyTable, operation: 'release' | 'fail', statement: KeyStatement, values: unknown[]): Promise<string[]> {
 	await table.ready();
 	// Retried like Release; after a lost answer the re-send lists only the keys still left to settle.
 	const { rows } = await table.send(operation, table.statement(statement), values, {

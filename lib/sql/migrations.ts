@@ -5,7 +5,7 @@ import type { TableRef } from '../identifiers';
 import { classifyPostgresError } from '../postgres/classifyError';
 import { recordDatabaseTime } from '../postgres/databaseClock';
 import { PostgresRunner, inTransaction, postgresCause } from '../postgres/runner';
-import { defaultTableOf, renderSqlFile, type SqlFile } from './statements';
+import { DEFAULT_TABLES, renderSqlFile, type SqlFile, type TableFamily } from './statements';
 
 /**
  * The ordered schema changes of one table family. File n (1-based) brings a table to version n and
@@ -21,8 +21,8 @@ import { defaultTableOf, renderSqlFile, type SqlFile } from './statements';
  * package knows is refused.
  */
 export interface MigrationSet {
-	/** Names the family in stamps and messages, e.g. `keys`. */
-	family: string;
+	/** The table family, named in stamps and messages; its files are written for its default table. */
+	family: TableFamily;
 	files: readonly SqlFile[];
 }
 
@@ -99,8 +99,8 @@ function refuseNewer(state: SchemaState, table: TableRef, set: MigrationSet): vo
 }
 
 /** What to tell a user who must have a database owner run the files. */
-function filesToRun(table: TableRef, files: SqlFile[]): string {
-	const defaultTable = defaultTableOf(files[0] ?? '');
+function filesToRun(table: TableRef, set: MigrationSet, files: SqlFile[]): string {
+	const defaultTable = DEFAULT_TABLES[set.family];
 	const custom = table.qualified === `"public"."${defaultTable}"` ? '' : ` (they name public.${defaultTable}: use ${table.qualified})`;
 	return `Ask a database owner to run, in order, ${files.map((file) => `sql/${file}`).join(', ')} from the n8n-nodes-idempotency package${custom}.`;
 }
@@ -109,10 +109,10 @@ function notReady(state: SchemaState, table: TableRef, set: MigrationSet, reason
 	const files = pendingMigrations(set, state.version);
 	return state.exists
 		? new SchemaOutdatedError(
-				`The idempotency table ${table.qualified} is at schema version ${state.version}, this package needs ${set.files.length}; ${reason}. ${filesToRun(table, files)} Existing keys are kept.`,
+				`The idempotency table ${table.qualified} is at schema version ${state.version}, this package needs ${set.files.length}; ${reason}. ${filesToRun(table, set, files)} Existing keys are kept.`,
 				{ cause },
 			)
-		: new TableMissingError(`The idempotency table ${table.qualified} does not exist; ${reason}. ${filesToRun(table, files)}`, {
+		: new TableMissingError(`The idempotency table ${table.qualified} does not exist; ${reason}. ${filesToRun(table, set, files)}`, {
 				cause,
 			});
 }
@@ -148,7 +148,7 @@ export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSe
 				await runner.run('select pg_advisory_xact_lock(hashtext($1))', [table.qualified], { context });
 				state = await readSchemaStateOn(runner, table, set);
 				refuseNewer(state, table, set);
-				for (const file of pendingMigrations(set, state.version)) await runner.run(renderSqlFile(file, table), [], { context });
+				for (const file of pendingMigrations(set, state.version)) await runner.run(renderSqlFile(file, set.family, table), [], { context });
 			},
 			context,
 		);

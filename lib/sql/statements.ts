@@ -10,39 +10,57 @@ import type { TableRef } from '../identifiers';
  */
 export const SQL_DIR = path.join(__dirname, '..', '..', 'sql');
 
-/** The statements the store sends on every call (schema changes live in `sql/migrations/`). */
-export const QUERY_FILES = {
+/** The tables the package keeps: the idempotency keys, and the Order Guard's version marks. */
+export type TableFamily = 'keys' | 'order';
+
+/**
+ * The table each family's files are written for, so a DBA can run them with psql as they are;
+ * the code replaces it with the configured, quoted table.
+ */
+export const DEFAULT_TABLES: Readonly<Record<TableFamily, string>> = { keys: 'processed_events', order: 'object_versions' };
+
+/** Statements on the key table (written for processed_events). Each is known by its file's name. */
+export const KEY_STATEMENTS = {
 	reserve: 'queries/reserve.sql',
+	claimForReplay: 'queries/claim_for_replay.sql',
 	complete: 'queries/complete.sql',
 	release: 'queries/release.sql',
-	releaseExecution: 'queries/release_execution.sql',
 	fail: 'queries/fail.sql',
+	releaseExecution: 'queries/release_execution.sql',
 	failExecution: 'queries/fail_execution.sql',
 	cleanup: 'queries/cleanup.sql',
-	advanceOrder: 'queries/order_advance.sql',
-	lookupRecords: 'queries/get_keys.sql',
-	listRecords: 'queries/list_keys.sql',
+	getKeys: 'queries/get_keys.sql',
+	listKeys: 'queries/list_keys.sql',
 	stats: 'queries/stats.sql',
-	claim: 'queries/claim_for_replay.sql',
 } as const;
 
-export type StatementName = keyof typeof QUERY_FILES;
+/** Statements on the Order Guard's table (written for object_versions). */
+export const ORDER_STATEMENTS = {
+	orderAdvance: 'queries/order_advance.sql',
+} as const;
+
+export type KeyStatement = keyof typeof KEY_STATEMENTS;
+export type OrderStatement = keyof typeof ORDER_STATEMENTS;
+export type StatementName = KeyStatement | OrderStatement;
+
+/** Every statement (schema changes live in `sql/migrations/`), with the table family it is written for. */
+export const STATEMENTS: ReadonlyArray<{ name: StatementName; file: SqlFile; family: TableFamily }> = [
+	...Object.entries(KEY_STATEMENTS).map(([name, file]) => ({ name: name as StatementName, file, family: 'keys' as const })),
+	...Object.entries(ORDER_STATEMENTS).map(([name, file]) => ({ name: name as StatementName, file, family: 'order' as const })),
+];
+
+/** Every statement's file by name. */
+export const QUERY_FILES: Readonly<Record<StatementName, SqlFile>> = { ...KEY_STATEMENTS, ...ORDER_STATEMENTS };
+
+const FAMILY_OF = new Map<StatementName, TableFamily>(STATEMENTS.map((statement) => [statement.name, statement.family]));
 
 /** A file under `sql/`, relative to it, e.g. `queries/reserve.sql`. */
 export type SqlFile = string;
 
-/**
- * The table a file is written for, so a DBA can run it with psql as it is: the Order Guard's files
- * (`migrations/order/`, `queries/order_*`) name object_versions, the others processed_events.
- */
-export function defaultTableOf(file: SqlFile): string {
-	return file.startsWith('migrations/order/') || file.startsWith('queries/order_') ? 'object_versions' : 'processed_events';
-}
-
 // The files name their default table; index names are derived from it (<table>_<x>_idx).
-const TABLE_TOKENS: Record<string, RegExp> = {
-	processed_events: /\bprocessed_events(?:_([a-z_]+_idx))?\b/g,
-	object_versions: /\bobject_versions(?:_([a-z_]+_idx))?\b/g,
+const TABLE_TOKENS: Record<TableFamily, RegExp> = {
+	keys: /\bprocessed_events(?:_([a-z_]+_idx))?\b/g,
+	order: /\bobject_versions(?:_([a-z_]+_idx))?\b/g,
 };
 
 /**
@@ -81,14 +99,17 @@ function withoutSection(lines: string[], section: SqlSection, file: SqlFile): st
 	return [...lines.slice(0, start), ...lines.slice(end + 1)];
 }
 
-/** A file from `sql/`, with the default table name replaced by the validated, quoted one. */
-export function renderSqlFile(file: SqlFile, table: TableRef, omit?: SqlSection): string {
-	return readSqlFile(file, omit).replace(TABLE_TOKENS[defaultTableOf(file)], (_match, indexSuffix: string | undefined) =>
+/** A file from `sql/` written for `family`'s table, with its name replaced by the validated, quoted one. */
+export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRef, omit?: SqlSection): string {
+	return readSqlFile(file, omit).replace(TABLE_TOKENS[family], (_match, indexSuffix: string | undefined) =>
 		indexSuffix ? table.indexName(indexSuffix) : table.qualified,
 	);
 }
 
 /** The statement from `sql/queries/`, for the configured table; `omit` leaves one marked section out. */
 export function renderStatement(name: StatementName, table: TableRef, omit?: SqlSection): string {
-	return renderSqlFile(QUERY_FILES[name], table, omit);
+	const family = FAMILY_OF.get(name);
+	// A programming error (a name not in the maps above, e.g. from plain JavaScript): fail loudly.
+	if (!family) throw new Error(`No statement is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
+	return renderSqlFile(QUERY_FILES[name], family, table, omit);
 }
