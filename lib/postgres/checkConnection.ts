@@ -1,4 +1,5 @@
 import { DatabaseAuthenticationError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../errors';
+import { catalogStatement } from '../sql/statements';
 import { classifyPostgresError } from './classifyError';
 import type { ConnectionSettings } from './connectionSettings';
 import { postgresCause, withOwnConnection } from './runner';
@@ -12,7 +13,7 @@ export type ConnectionCheck = { ok: true; message: string } | { ok: false; messa
 export async function checkConnection(settings: ConnectionSettings): Promise<ConnectionCheck> {
 	try {
 		return await withOwnConnection(settings, async (runner) => {
-			const { rows } = await runner.run('select current_database() as database, current_setting($1) as version', ['server_version']);
+			const { rows } = await runner.run(catalogStatement('checkConnection'), ['server_version']);
 			return { ok: true, message: `Connected to database "${rows[0].database}" (Postgres ${rows[0].version}).` };
 		});
 	} catch (error) {

@@ -103,7 +103,7 @@ async function settle<T extends SettleRequest>(
 	if (missing.length > 0) {
 		const found = await table.send(
 			operation,
-			`select key, owner_token, status, effect_completed_at is not null as effect_completed from ${table.ref.qualified} where key = any($1::text[])`,
+			table.statement('unsettledKeys'),
 			[missing.map(({ item }) => item.key)],
 			{ retryUntil },
 		);

@@ -5,7 +5,7 @@ import type { TableRef } from '../identifiers';
 import { classifyPostgresError } from '../postgres/classifyError';
 import { recordDatabaseTime } from '../postgres/databaseClock';
 import { PostgresRunner, inTransaction, postgresCause } from '../postgres/runner';
-import { DEFAULT_TABLES, renderSqlFile, type SqlFile, type TableFamily } from './statements';
+import { DEFAULT_TABLES, catalogStatement, renderSqlFile, type SqlFile, type TableFamily } from './statements';
 
 /**
  * The ordered schema changes of one table family. File n (1-based) brings a table to version n and
@@ -67,13 +67,8 @@ export async function readSchemaState(pool: Pool, table: TableRef, set: Migratio
 }
 
 async function readSchemaStateOn(runner: PostgresRunner, table: TableRef, set: MigrationSet, clockOf?: Pool): Promise<SchemaState> {
-	// to_regclass is null for a missing table or schema; obj_description needs no privilege on the table.
 	// The database's time comes along: settle retries compare lease ends with it (databaseClock.ts).
-	const { rows } = await runner.run(
-		`select t.oid is not null as exists, obj_description(t.oid, 'pg_class') as stamp, now() as database_now from (select to_regclass($1) as oid) t`,
-		[table.qualified],
-		{ context: { table: table.qualified } },
-	);
+	const { rows } = await runner.run(catalogStatement('schemaState'), [table.qualified], { context: { table: table.qualified } });
 	if (clockOf) recordDatabaseTime(clockOf, rows[0]?.database_now);
 	const match = STAMP.exec(rows[0]?.stamp ?? '');
 	if (match && match[1] !== set.family) {
@@ -145,7 +140,7 @@ export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSe
 			pool,
 			async (runner) => {
 				// Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog; serialise them.
-				await runner.run('select pg_advisory_xact_lock(hashtext($1))', [table.qualified], { context });
+				await runner.run(catalogStatement('migrationLock'), [table.qualified], { context });
 				state = await readSchemaStateOn(runner, table, set);
 				refuseNewer(state, table, set);
 				for (const file of pendingMigrations(set, state.version)) await runner.run(renderSqlFile(file, set.family, table), [], { context });

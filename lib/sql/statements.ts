@@ -28,6 +28,7 @@ export const KEY_STATEMENTS = {
 	fail: 'queries/fail.sql',
 	releaseExecution: 'queries/release_execution.sql',
 	failExecution: 'queries/fail_execution.sql',
+	unsettledKeys: 'queries/unsettled_keys.sql',
 	cleanup: 'queries/cleanup.sql',
 	getKeys: 'queries/get_keys.sql',
 	listKeys: 'queries/list_keys.sql',
@@ -39,20 +40,37 @@ export const ORDER_STATEMENTS = {
 	orderAdvance: 'queries/order_advance.sql',
 } as const;
 
+/**
+ * Statements that name no table: the schema check and the migration lock take the table's name as
+ * a bind parameter, the credential test concerns no table.
+ */
+export const CATALOG_STATEMENTS = {
+	schemaState: 'queries/schema_state.sql',
+	migrationLock: 'queries/migration_lock.sql',
+	checkConnection: 'queries/check_connection.sql',
+} as const;
+
 export type KeyStatement = keyof typeof KEY_STATEMENTS;
 export type OrderStatement = keyof typeof ORDER_STATEMENTS;
-export type StatementName = KeyStatement | OrderStatement;
+export type CatalogStatement = keyof typeof CATALOG_STATEMENTS;
+/** A statement written for one of the package's tables. */
+export type TableStatement = KeyStatement | OrderStatement;
+export type StatementName = TableStatement | CatalogStatement;
 
-/** Every statement (schema changes live in `sql/migrations/`), with the table family it is written for. */
-export const STATEMENTS: ReadonlyArray<{ name: StatementName; file: SqlFile; family: TableFamily }> = [
+/**
+ * Every statement (schema changes live in `sql/migrations/`), with the table family it is written
+ * for (null: it names no table).
+ */
+export const STATEMENTS: ReadonlyArray<{ name: StatementName; file: SqlFile; family: TableFamily | null }> = [
 	...Object.entries(KEY_STATEMENTS).map(([name, file]) => ({ name: name as StatementName, file, family: 'keys' as const })),
 	...Object.entries(ORDER_STATEMENTS).map(([name, file]) => ({ name: name as StatementName, file, family: 'order' as const })),
+	...Object.entries(CATALOG_STATEMENTS).map(([name, file]) => ({ name: name as StatementName, file, family: null })),
 ];
 
 /** Every statement's file by name. */
-export const QUERY_FILES: Readonly<Record<StatementName, SqlFile>> = { ...KEY_STATEMENTS, ...ORDER_STATEMENTS };
+export const QUERY_FILES: Readonly<Record<StatementName, SqlFile>> = { ...KEY_STATEMENTS, ...ORDER_STATEMENTS, ...CATALOG_STATEMENTS };
 
-const FAMILY_OF = new Map<StatementName, TableFamily>(STATEMENTS.map((statement) => [statement.name, statement.family]));
+const FAMILY_OF = new Map<StatementName, TableFamily | null>(STATEMENTS.map((statement) => [statement.name, statement.family]));
 
 /** A file under `sql/`, relative to it, e.g. `queries/reserve.sql`. */
 export type SqlFile = string;
@@ -107,9 +125,15 @@ export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRe
 }
 
 /** The statement from `sql/queries/`, for the configured table; `omit` leaves one marked section out. */
-export function renderStatement(name: StatementName, table: TableRef, omit?: SqlSection): string {
+export function renderStatement(name: TableStatement, table: TableRef, omit?: SqlSection): string {
 	const family = FAMILY_OF.get(name);
 	// A programming error (a name not in the maps above, e.g. from plain JavaScript): fail loudly.
-	if (!family) throw new Error(`No statement is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
+	if (!family) throw new Error(`No statement on a table is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
 	return renderSqlFile(QUERY_FILES[name], family, table, omit);
+}
+
+/** A statement that names no table, as its file holds it (without comments). */
+export function catalogStatement(name: CatalogStatement): string {
+	if (FAMILY_OF.get(name) !== null) throw new Error(`No statement without a table is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
+	return readSqlFile(QUERY_FILES[name]);
 }

@@ -4,17 +4,20 @@ import path from 'node:path';
 import { tableRef } from '../../../lib/identifiers';
 import { MIGRATION_SETS } from '../../../lib/sql/migrations';
 import {
+	CATALOG_STATEMENTS,
 	DEFAULT_TABLES,
 	KEY_STATEMENTS,
 	ORDER_STATEMENTS,
 	QUERY_FILES,
 	SQL_DIR,
 	STATEMENTS,
+	catalogStatement,
 	renderSqlFile,
 	renderStatement,
+	type CatalogStatement,
 	type SqlFile,
-	type StatementName,
 	type TableFamily,
+	type TableStatement,
 } from '../../../lib/sql/statements';
 
 /** Every .sql file under sql/, relative to it. */
@@ -30,11 +33,18 @@ function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
 
 const migrationFiles = MIGRATION_SETS.flatMap((set) => set.files);
 const allFiles: SqlFile[] = [...Object.values(QUERY_FILES), ...migrationFiles];
-/** Every file with the family of the table it is written for. */
+/** Every file written for a table, with the family of that table. */
 const familyOf = new Map<SqlFile, TableFamily>([
-	...STATEMENTS.map((statement) => [statement.file, statement.family] as const),
+	...STATEMENTS.flatMap((statement) => (statement.family ? [[statement.file, statement.family] as const] : [])),
 	...MIGRATION_SETS.flatMap((set) => set.files.map((file) => [file, set.family] as const)),
 ]);
+const tableFiles = [...familyOf.keys()];
+const withoutComments = (file: SqlFile) =>
+	readFileSync(path.join(SQL_DIR, file), 'utf8')
+		.split('\n')
+		.filter((line) => !line.trimStart().startsWith('--'))
+		.join('\n')
+		.trim();
 const render = (file: SqlFile, table: string, schema = 'public') => renderSqlFile(file, familyOf.get(file)!, tableRef(schema, table));
 const camelCase = (file: SqlFile) => path.basename(file, '.sql').replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
 
@@ -69,27 +79,33 @@ describe('the statement map', () => {
 	});
 
 	it('refuses a statement name it does not know, instead of rendering for the wrong table', () => {
-		expect(() => renderStatement('advanceOrder' as StatementName, tableRef('public', 'object_versions'))).toThrow(/No statement is named "advanceOrder"/);
+		expect(() => renderStatement('advanceOrder' as TableStatement, tableRef('public', 'object_versions'))).toThrow(/No statement on a table is named "advanceOrder"/);
+	});
+});
+
+describe('catalogStatement', () => {
+	it.each(Object.keys(CATALOG_STATEMENTS) as CatalogStatement[])('%s is its file without comments, naming no table', (name) => {
+		expect(catalogStatement(name)).toBe(withoutComments(CATALOG_STATEMENTS[name]));
+		expect(catalogStatement(name)).not.toMatch(/processed_events|object_versions/);
+	});
+
+	it('and renderStatement refuse a statement of the other kind', () => {
+		expect(() => catalogStatement('reserve' as CatalogStatement)).toThrow(/No statement without a table is named "reserve"/);
+		expect(() => renderStatement('schemaState' as TableStatement, tableRef('public', 'processed_events'))).toThrow(/No statement on a table is named "schemaState"/);
 	});
 });
 
 describe('renderSqlFile', () => {
-	it.each(allFiles)('%s is the file without comments, for the default table', (file) => {
-		const text = readFileSync(path.join(SQL_DIR, file), 'utf8');
-		const withoutComments = text
-			.split('\n')
-			.filter((line) => !line.trimStart().startsWith('--'))
-			.join('\n')
-			.trim();
+	it.each(tableFiles)('%s is the file without comments, for the default table', (file) => {
 		const table = DEFAULT_TABLES[familyOf.get(file)!];
 		expect(render(file, table)).toBe(
-			withoutComments
+			withoutComments(file)
 				.replace(new RegExp(`\\b${table}_([a-z_]+_idx)\\b`, 'g'), `"${table}_$1"`)
 				.replace(new RegExp(`\\b${table}\\b(?!_)`, 'g'), `"public"."${table}"`),
 		);
 	});
 
-	it.each(allFiles)('%s names only the configured table', (file) => {
+	it.each(tableFiles)('%s names only the configured table', (file) => {
 		const rendered = render(file, 'stripe_keys', 'billing');
 		expect(rendered).not.toMatch(/processed_events|object_versions/);
 		expect(rendered).toContain('"billing"."stripe_keys"');
