@@ -1,4 +1,5 @@
 import { InvalidConfigurationError } from '../errors';
+import { compareVersions } from '../order/version';
 import type {
 	CleanupOptions,
 	CompactRecord,
@@ -9,7 +10,7 @@ import type {
 	ReservationResult,
 	ReserveOptions,
 } from '../types';
-import type { SettleRequest } from './contract';
+import type { AdvanceOptions, EqualVersion, OrderDecision, SettleRequest, VersionedItem } from './contract';
 
 /**
  * The rules every key store applies the same way, whatever keeps the keys: the bounds of each
@@ -148,4 +149,66 @@ export function reservationResult<R extends CompactRecord>(
 		payloadMismatch,
 		record,
 	};
+}
+
+export function validateAdvanceOptions(options: AdvanceOptions): void {
+	if (options.equalVersion !== 'stale' && options.equalVersion !== 'newer') {
+		throw new InvalidConfigurationError(`Unknown equal-version rule ${JSON.stringify(options.equalVersion)}: use stale or newer.`);
+	}
+}
+
+/**
+ * Each object's candidate in an Order Guard batch: its highest version (the first item holding
+ * it). Only candidates go to the store; the other items are Stale as superseded.
+ */
+export function orderCandidates(items: VersionedItem[]): Map<string, VersionedItem> {
+	const candidateByKey = new Map<string, VersionedItem>();
+	for (const item of items) {
+		const candidate = candidateByKey.get(item.objectKey);
+		if (!candidate || compareVersions(item.version, candidate.version) > 0) candidateByKey.set(item.objectKey, item);
+	}
+	return candidateByKey;
+}
+
+/** One object's mark after the store's statement for the batch, and what that statement decided for its candidate. */
+export interface OrderMark {
+	lastDecision: 'newer' | 'stale';
+	version: string;
+	staleCount: number;
+	firstSeen: Date;
+	updatedAt: Date;
+}
+
+/**
+ * Every item's decision, in item order, from the candidates' marks: an item passes when it holds
+ * its object's batch maximum, the store decided newer, and it is the first such item (or equal
+ * versions pass).
+ */
+export function orderDecisions(
+	items: VersionedItem[],
+	candidateByKey: Map<string, VersionedItem>,
+	markByKey: Map<string, OrderMark>,
+	equalVersion: EqualVersion,
+): OrderDecision[] {
+	const passedInBatch = new Set<string>();
+	return items.map((item): OrderDecision => {
+		const mark = markByKey.get(item.objectKey);
+		if (!mark) throw new InvalidConfigurationError('The store returned no mark for a versioned object.');
+		const candidate = candidateByKey.get(item.objectKey)!;
+		const holdsBatchMax = compareVersions(item.version, candidate.version) === 0;
+		// Ties inside the batch: only the first item passes, unless equal versions pass anyway.
+		const firstOrEqualPasses = equalVersion === 'newer' || !passedInBatch.has(item.objectKey);
+		const newer = holdsBatchMax && firstOrEqualPasses && mark.lastDecision === 'newer';
+		if (newer) passedInBatch.add(item.objectKey);
+		return {
+			outcome: newer ? 'newer' : 'stale',
+			objectKey: item.objectKey,
+			version: item.version,
+			currentVersion: mark.version,
+			supersededInBatch: !holdsBatchMax,
+			staleCount: mark.staleCount,
+			firstSeen: mark.firstSeen,
+			updatedAt: mark.updatedAt,
+		};
+	});
 }
