@@ -1,4 +1,4 @@
-import { MAX_LIST_PAGE_BYTES, validateCleanupOptions, validateListOptions, validateStatsWindow } from '../store/rules';
+import { MAX_LIST_PAGE_BYTES, cleanupInBatches, validateCleanupOptions, validateListOptions, validateStatsWindow } from '../store/rules';
 import type { CleanupOptions, CleanupResult, KeysPage, KeyStats, ListKeysOptions, StoredKey } from '../types';
 import { toStoredKey } from './keyRows';
 import type { KeyTable } from './keyTable';
@@ -15,18 +15,7 @@ import type { KeyTable } from './keyTable';
 export async function cleanup(table: KeyTable, options: CleanupOptions): Promise<CleanupResult> {
 	validateCleanupOptions(options);
 	await table.ready();
-	const started = Date.now();
-	const deadline = started + options.timeBudgetSeconds * 1000;
-	let deleted = 0;
-	let batches = 0;
-	let finished = false;
-	while (!finished && Date.now() < deadline) {
-		const count = (await table.once('cleanup', [options.retentionSeconds, options.batchSize])).rowCount;
-		deleted += count;
-		batches += 1;
-		finished = count < options.batchSize;
-	}
-	return { deleted, batches, durationMs: Date.now() - started, finished };
+	return cleanupInBatches(options, async () => (await table.once('cleanup', [options.retentionSeconds, options.batchSize])).rowCount);
 }
 
 /** The stored records of these keys (Get Key); keys not stored are absent from the answer. */

@@ -3,7 +3,7 @@ import type { QueryResultRow } from 'pg';
 
 import { UnexpectedResultError } from '../errors';
 import { assertStoredKeyText } from '../keys/exactText';
-import { distinctBatch, reservationResult, validateDurations, validateReserveOptions } from '../store/rules';
+import { distinctBatch, replayBatch, replayClaims, reservationResult, validateDurations, validateReserveOptions, type ClaimedKey } from '../store/rules';
 import type { CompactRecord, ReplayClaim, ReplayClaimOptions, ReservationRequest, ReservationResult, ReserveOptionsWithDetail } from '../types';
 import { storedPayload, toCompactRecord, toRecord } from './keyRows';
 import type { KeyTable } from './keyTable';
@@ -85,14 +85,7 @@ export async function claimForReplay(table: KeyTable, keys: string[], options: R
 	validateDurations(options.leaseSeconds, options.retentionSeconds);
 	for (const key of keys) assertStoredKeyText(key, 'key to replay');
 	if (keys.length === 0) return [];
-	const firstIndexByKey = new Map<string, number>();
-	const proposedTokens = new Map<string, string>();
-	for (const [index, key] of keys.entries()) {
-		if (!firstIndexByKey.has(key)) {
-			firstIndexByKey.set(key, index);
-			proposedTokens.set(key, randomUUID());
-		}
-	}
+	const { firstIndexByKey, proposedTokens } = replayBatch(keys, randomUUID);
 	await table.readyWithin('claimForReplay', 0);
 	// Like reserve: a lost answer is re-sent with the same tokens, and a row holding ours is ours.
 	const { rows } = await table.send('claimForReplay', table.statement('claimForReplay'), [
@@ -104,25 +97,25 @@ export async function claimForReplay(table: KeyTable, keys: string[], options: R
 		options.workflowId ?? null,
 		options.instanceId ?? null,
 	], { retryUntil: null, recoverUntilMs: table.reserveRecoveryMs });
-	const rowByKey = new Map(rows.map((row) => [row.key as string, row]));
-
-	return keys.map((key, index): ReplayClaim => {
-		const row = rowByKey.get(key);
-		const record = row ? toRecord(row) : null;
-		if (firstIndexByKey.get(key) !== index) return { claimed: false, key, reason: 'repeat_in_batch', record };
-		if (!row || !record) return { claimed: false, key, reason: 'not_found', record: null };
-		if (row.claimed) {
-			return {
-				claimed: true,
+	const claimByKey = new Map(
+		rows.map((row): [string, ClaimedKey] => {
+			const key = row.key as string;
+			const record = toRecord(row);
+			if (!row.claimed) return [key, { claimed: false, record }];
+			return [
 				key,
-				ownerToken: row.owner_token as string,
-				record,
-				payload: storedPayload(row),
-				payloadStored: Boolean(row.payload_stored),
-				source: row.source ?? null,
-				correlationId: row.correlation_id ?? null,
-			};
-		}
-		return { claimed: false, key, reason: record.status === 'completed' ? 'completed' : 'in_progress', record };
-	});
+				{
+					claimed: true,
+					key,
+					ownerToken: row.owner_token as string,
+					record,
+					payload: storedPayload(row),
+					payloadStored: Boolean(row.payload_stored),
+					source: row.source ?? null,
+					correlationId: row.correlation_id ?? null,
+				},
+			];
+		}),
+	);
+	return replayClaims(keys, firstIndexByKey, (key) => claimByKey.get(key));
 }

@@ -1,8 +1,6 @@
-import type { QueryResultRow } from 'pg';
-
 import type { SettleReport, SettleRequest } from '../store/contract';
-import { validateFailedExecution, validateSettleItems } from '../store/rules';
-import type { FailedExecution, SettleResult } from '../types';
+import { settleReports, validateFailedExecution, validateSettleItems, type UnsettledKey } from '../store/rules';
+import type { FailedExecution } from '../types';
 import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
 import type { KeyTable } from './keyTable';
 import { storableErrorMessage, storableResponse, storableText } from './storableValues';
@@ -99,28 +97,19 @@ async function settle<T extends SettleRequest>(
 	recordDatabaseTime(table.pool, rows[0]?.completed_at);
 	const applied = new Set(rows.map((row) => row.key as string));
 	const missing = sent.filter(({ item }) => !applied.has(rowKey(item.key)));
-	const current = new Map<string, QueryResultRow>();
+	const current = new Map<string, UnsettledKey>();
 	if (missing.length > 0) {
-		const found = await table.send(
-			operation,
-			table.statement('unsettledKeys'),
-			[missing.map(({ item }) => item.key)],
-			{ retryUntil },
-		);
-		for (const row of found.rows) current.set(row.key as string, row);
+		const found = await table.send(operation, table.statement('unsettledKeys'), [missing.map(({ item }) => item.key)], { retryUntil });
+		for (const row of found.rows) current.set(row.key as string, { ownerToken: row.owner_token as string, effectCompleted: Boolean(row.effect_completed) });
 	}
-	return items.map((item, index): SettleReport => {
-		const report = (result: SettleResult): SettleReport => (warnings[index].length > 0 ? { ...result, warnings: warnings[index] } : result);
-		if (applied.has(rowKey(item.key))) return report({ key: item.key, applied: true });
-		const row = current.get(rowKey(item.key));
-		// Our own release, applied by an attempt whose answer was lost: the row is gone as asked.
-		if (!row && operation === 'release' && uncertain) return report({ key: item.key, applied: true });
-		if (!row) return report({ key: item.key, applied: false, reason: 'not_found' });
-		if (row.owner_token !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
-		// Ours, and Release or Mark Failed found it completed by Complete: its business step ran.
-		if (row.effect_completed) return report({ key: item.key, applied: false, reason: 'completed' });
-		return report({ key: item.key, applied: false, reason: 'failed' });
-	});
+	return settleReports(
+		operation,
+		items,
+		warnings,
+		(key) => applied.has(rowKey(key)),
+		(key) => current.get(rowKey(key)),
+		uncertain,
+	);
 }
 
 /**

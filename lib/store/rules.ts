@@ -2,15 +2,19 @@ import { InvalidConfigurationError } from '../errors';
 import { compareVersions } from '../order/version';
 import type {
 	CleanupOptions,
+	CleanupResult,
 	CompactRecord,
 	FailedExecution,
+	IdempotencyRecord,
 	ListKeysOptions,
 	RecordStatus,
+	ReplayClaim,
 	ReservationRequest,
 	ReservationResult,
 	ReserveOptions,
+	SettleResult,
 } from '../types';
-import type { AdvanceOptions, EqualVersion, OrderDecision, SettleRequest, VersionedItem } from './contract';
+import type { AdvanceOptions, EqualVersion, OrderDecision, SettleReport, SettleRequest, VersionedItem } from './contract';
 
 /**
  * The rules every key store applies the same way, whatever keeps the keys: the bounds of each
@@ -210,5 +214,89 @@ export function orderDecisions(
 			firstSeen: mark.firstSeen,
 			updatedAt: mark.updatedAt,
 		};
+	});
+}
+
+/**
+ * Deletes expired keys one batch at a time (`deleteBatch` deletes at most `batchSize` and says how
+ * many) until a batch comes back short or the time budget is spent.
+ */
+export async function cleanupInBatches(options: CleanupOptions, deleteBatch: () => Promise<number>): Promise<CleanupResult> {
+	const started = Date.now();
+	const deadline = started + options.timeBudgetSeconds * 1000;
+	let deleted = 0;
+	let batches = 0;
+	let finished = false;
+	while (!finished && Date.now() < deadline) {
+		const count = await deleteBatch();
+		deleted += count;
+		batches += 1;
+		finished = count < options.batchSize;
+	}
+	return { deleted, batches, durationMs: Date.now() - started, finished };
+}
+
+/** A key a settle did not change, as the store holds it now. */
+export interface UnsettledKey {
+	ownerToken: string | null;
+	/** Its owner completed it (Complete ran): its business step ran. */
+	effectCompleted: boolean;
+}
+
+/**
+ * Each settle item's report, in item order: applied, or why not. `current` gives the stored state
+ * of a key the statement did not change (undefined: no such key). `answerLost`: an attempt's answer
+ * was lost, so a Release whose key is gone was applied by it.
+ */
+export function settleReports(
+	operation: 'complete' | 'release' | 'fail',
+	items: SettleRequest[],
+	warnings: string[][],
+	applied: (key: string) => boolean,
+	current: (key: string) => UnsettledKey | undefined,
+	answerLost: boolean,
+): SettleReport[] {
+	return items.map((item, index): SettleReport => {
+		const report = (result: SettleResult): SettleReport => (warnings[index].length > 0 ? { ...result, warnings: warnings[index] } : result);
+		if (applied(item.key)) return report({ key: item.key, applied: true });
+		const stored = current(item.key);
+		// Our own release, applied by an attempt whose answer was lost: the row is gone as asked.
+		if (!stored && operation === 'release' && answerLost) return report({ key: item.key, applied: true });
+		if (!stored) return report({ key: item.key, applied: false, reason: 'not_found' });
+		if (stored.ownerToken !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
+		// Ours, and Release or Mark Failed found it completed by Complete: its business step ran.
+		if (stored.effectCompleted) return report({ key: item.key, applied: false, reason: 'completed' });
+		return report({ key: item.key, applied: false, reason: 'failed' });
+	});
+}
+
+/** A replay batch by distinct key: each key's first index, and one proposed owner token per key. */
+export function replayBatch(keys: string[], newToken: () => string): { firstIndexByKey: Map<string, number>; proposedTokens: Map<string, string> } {
+	const firstIndexByKey = new Map<string, number>();
+	const proposedTokens = new Map<string, string>();
+	for (const [index, key] of keys.entries()) {
+		if (!firstIndexByKey.has(key)) {
+			firstIndexByKey.set(key, index);
+			proposedTokens.set(key, newToken());
+		}
+	}
+	return { firstIndexByKey, proposedTokens };
+}
+
+/** What the claim statement returned for one key: its record, and the claim when it took the key. */
+export type ClaimedKey = { claimed: false; record: IdempotencyRecord } | (Extract<ReplayClaim, { claimed: true }> & { claimed: true });
+
+/**
+ * Each requested key's answer, in request order: a repeat in the batch is not claimed (its first
+ * occurrence is), a key not stored is not found, and a key not taken is completed or in progress.
+ */
+export function replayClaims(keys: string[], firstIndexByKey: Map<string, number>, claimOf: (key: string) => ClaimedKey | undefined): ReplayClaim[] {
+	return keys.map((key, index): ReplayClaim => {
+		const found = claimOf(key);
+		const record = found ? found.record : null;
+		if (firstIndexByKey.get(key) !== index) return { claimed: false, key, reason: 'repeat_in_batch', record };
+		if (!found || !record) return { claimed: false, key, reason: 'not_found', record: null };
+		if (found.claimed) return found;
+		return { claimed: false, key, reason: record.status === 'completed' ? 'completed' : 'in_progress', record };
 	});
 }
