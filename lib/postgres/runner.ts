@@ -231,7 +231,7 @@ export async function withClient<T>(pool: Pool, use: (session: Session) => Promi
 		return await use(session);
 	} catch (error) {
 		if (isConnectionFailure(error)) broken = postgresCause(error) as Error;
-		throw error;
+		throw classifyPostgresError(error, context);
 	} finally {
 		const pooled = !broken && session.reusable;
 		if (pooled) client.removeListener('error', ignoreError);
@@ -259,7 +259,7 @@ export async function inTransaction<T>(pool: Pool, use: (runner: PostgresRunner)
 						session.reusable = false;
 					});
 				}
-				throw error;
+				throw classifyPostgresError(error, context);
 			}
 		},
 		context,

@@ -19,52 +19,59 @@ export type TableFamily = 'keys' | 'order';
  */
 export const DEFAULT_TABLES: Readonly<Record<TableFamily, string>> = { keys: 'processed_events', order: 'object_versions' };
 
-/** Statements on the key table (written for processed_events). Each is known by its file's name. */
-export const KEY_STATEMENTS = {
-	reserve: 'queries/reserve.sql',
-	claimForReplay: 'queries/claim_for_replay.sql',
-	complete: 'queries/complete.sql',
-	release: 'queries/release.sql',
-	fail: 'queries/fail.sql',
-	releaseExecution: 'queries/release_execution.sql',
-	failExecution: 'queries/fail_execution.sql',
-	unsettledKeys: 'queries/unsettled_keys.sql',
-	cleanup: 'queries/cleanup.sql',
-	getKeys: 'queries/get_keys.sql',
-	listKeys: 'queries/list_keys.sql',
-	stats: 'queries/stats.sql',
-} as const;
+/**
+ * Each statement is known by its file's name: `claimForReplay` is `queries/claim_for_replay.sql`.
+ * The lists below are split by the table a statement is written for.
+ */
+export function queryFile(name: string): SqlFile {
+	return `queries/${name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}.sql`;
+}
+
+/** Statements on the key table (written for processed_events). */
+const KEY_STATEMENT_NAMES = [
+	'reserve',
+	'claimForReplay',
+	'complete',
+	'release',
+	'fail',
+	'releaseExecution',
+	'failExecution',
+	'unsettledKeys',
+	'cleanup',
+	'getKeys',
+	'listKeys',
+	'stats',
+] as const;
 
 /** Statements on the Order Guard's table (written for object_versions). */
-export const ORDER_STATEMENTS = {
-	orderAdvance: 'queries/order_advance.sql',
-} as const;
+const ORDER_STATEMENT_NAMES = ['orderAdvance'] as const;
 
 /**
  * Statements that name no table: the schema check and the migration lock take the table's name as
  * a bind parameter, the credential test concerns no table.
  */
-export const CATALOG_STATEMENTS = {
-	schemaState: 'queries/schema_state.sql',
-	migrationLock: 'queries/migration_lock.sql',
-	checkConnection: 'queries/check_connection.sql',
-} as const;
+const CATALOG_STATEMENT_NAMES = ['schemaState', 'migrationLock', 'checkConnection'] as const;
 
-export type KeyStatement = keyof typeof KEY_STATEMENTS;
-export type OrderStatement = keyof typeof ORDER_STATEMENTS;
-export type CatalogStatement = keyof typeof CATALOG_STATEMENTS;
+export type KeyStatement = (typeof KEY_STATEMENT_NAMES)[number];
+export type OrderStatement = (typeof ORDER_STATEMENT_NAMES)[number];
+export type CatalogStatement = (typeof CATALOG_STATEMENT_NAMES)[number];
 /** A statement written for one of the package's tables. */
 export type TableStatement = KeyStatement | OrderStatement;
 export type StatementName = TableStatement | CatalogStatement;
+
+const filesOf = <N extends string>(names: readonly N[]) => Object.fromEntries(names.map((name) => [name, queryFile(name)])) as Record<N, SqlFile>;
+export const KEY_STATEMENTS = filesOf(KEY_STATEMENT_NAMES);
+export const ORDER_STATEMENTS = filesOf(ORDER_STATEMENT_NAMES);
+export const CATALOG_STATEMENTS = filesOf(CATALOG_STATEMENT_NAMES);
 
 /**
  * Every statement (schema changes live in `sql/migrations/`), with the table family it is written
  * for (null: it names no table).
  */
 export const STATEMENTS: ReadonlyArray<{ name: StatementName; file: SqlFile; family: TableFamily | null }> = [
-	...Object.entries(KEY_STATEMENTS).map(([name, file]) => ({ name: name as StatementName, file, family: 'keys' as const })),
-	...Object.entries(ORDER_STATEMENTS).map(([name, file]) => ({ name: name as StatementName, file, family: 'order' as const })),
-	...Object.entries(CATALOG_STATEMENTS).map(([name, file]) => ({ name: name as StatementName, file, family: null })),
+	...KEY_STATEMENT_NAMES.map((name) => ({ name, file: queryFile(name), family: 'keys' as const })),
+	...ORDER_STATEMENT_NAMES.map((name) => ({ name, file: queryFile(name), family: 'order' as const })),
+	...CATALOG_STATEMENT_NAMES.map((name) => ({ name, file: queryFile(name), family: null })),
 ];
 
 /** Every statement's file by name. */
