@@ -27,4 +27,5 @@ export * from './order/orderGuard';
 export * from './order/version';
 export * from './effect/errors';
 export * from './effect/oneTransaction';
-export * from './postgres/onceReady';
+export * from './postgres/runner';
+export * from './postgres/schemaGate';

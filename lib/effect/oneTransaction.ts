@@ -3,6 +3,7 @@ import type { Pool, PoolClient, QueryResult } from 'pg';
 
 import { DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, OutcomeUnknownError } from '../errors';
 import { classifyPostgresError } from '../postgres/classifyError';
+import { withClient } from '../postgres/runner';
 import { IdempotencyStore, type StoreOptions } from '../postgres/store';
 import type { ReservationRequest, ReservationResult } from '../types';
 import { CommitRefusedError, QueryFailedError } from './errors';
@@ -128,51 +129,44 @@ export class OneTransactionEffect {
 	async run(request: ReservationRequest, query: EffectQuery, options: OneTransactionOptions): Promise<OneTransactionResult> {
 		// Before taking the transaction's connection: the check may need one of its own.
 		await this.poolStore.ready();
-		const client = await this.pool.connect().catch((error: unknown) => {
-			throw classifyPostgresError(error);
-		});
-		// A dying connection also emits 'error' on the client; without a listener Node would crash
-		// the process (the store's own connections are guarded the same way).
-		client.on('error', ignoreError);
-		let reusable = false;
-		try {
-			await client.query('begin');
-			const [reservation] = await IdempotencyStore.inTransaction(this.pool, client, { ...this.options, createTable: false }).reserve([request], {
-				mode: 'permanent',
-				leaseSeconds: 300,
-				retentionSeconds: options.retentionSeconds,
-				executionId: options.executionId,
-				workflowId: options.workflowId,
-				instanceId: options.instanceId,
-			});
-			let result: OneTransactionResult;
-			if (reservation.outcome === 'new') {
-				const effect = await runUserQuery(client, query);
-				result = { outcome: 'new', reservation, rows: effect.rows, rowCount: effect.rowCount ?? 0, command: effect.command };
-			} else {
-				// Committed too: the duplicate count and last-seen time are worth keeping.
-				result = { outcome: 'duplicate', reservation };
+		return withClient(this.pool, async (session) => {
+			const { client } = session;
+			// The connection is closed after use, never returned to the pool, unless only the node's own
+			// statements ran and each was answered. A transaction that did not commit ends with it:
+			// Postgres rolls back, even behind a statement still running after the Query Timeout (a
+			// ROLLBACK sent then would wait behind it, time out too, and a pooled connection would carry
+			// the open transaction into the next Reserve, Complete or item). And nothing the user's SQL did
+			// to the session (SET, SET ROLE, set_config, advisory locks, temporary tables, LISTEN,
+			// DEALLOCATE, also from inside a function) reaches a later operation.
+			session.reusable = false;
+			try {
+				await client.query('begin');
+				const [reservation] = await IdempotencyStore.inTransaction(this.pool, client, { ...this.options, createTable: false }).reserve([request], {
+					mode: 'permanent',
+					leaseSeconds: 300,
+					retentionSeconds: options.retentionSeconds,
+					executionId: options.executionId,
+					workflowId: options.workflowId,
+					instanceId: options.instanceId,
+				});
+				let result: OneTransactionResult;
+				if (reservation.outcome === 'new') {
+					const effect = await runUserQuery(client, query);
+					result = { outcome: 'new', reservation, rows: effect.rows, rowCount: effect.rowCount ?? 0, command: effect.command };
+				} else {
+					// Committed too: the duplicate count and last-seen time are worth keeping.
+					result = { outcome: 'duplicate', reservation };
+				}
+				await commit(client);
+				// Only the node's own statements ran, and each was answered: the session is as the pool gave it.
+				session.reusable = result.outcome === 'duplicate';
+				return result;
+			} catch (error) {
+				throw error instanceof IdempotencyError ? error : classifyPostgresError(error);
 			}
-			await commit(client);
-			// Only the node's own statements ran, and each was answered: the session is as the pool gave it.
-			reusable = result.outcome === 'duplicate';
-			return result;
-		} catch (error) {
-			throw error instanceof IdempotencyError ? error : classifyPostgresError(error);
-		} finally {
-			// Otherwise the connection is closed, never returned to the pool. A transaction that did not
-			// commit ends with it: Postgres rolls back, even behind a statement still running after the
-			// Query Timeout (a ROLLBACK sent then would wait behind it, time out too, and a pooled
-			// connection would carry the open transaction into the next Reserve, Complete or item). And
-			// nothing the user's SQL did to the session (SET, SET ROLE, set_config, advisory locks,
-			// temporary tables, LISTEN, DEALLOCATE, also from inside a function) reaches a later operation.
-			if (reusable) client.removeListener('error', ignoreError);
-			client.release(!reusable);
-		}
+		});
 	}
 }
-
-function ignoreError(): void {}
 
 async function runUserQuery(client: PoolClient, query: EffectQuery): Promise<QueryResult> {
 	try {

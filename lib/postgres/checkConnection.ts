@@ -1,8 +1,8 @@
-import { Client } from 'pg';
-
 import { DatabaseAuthenticationError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../errors';
+import { catalogStatement } from '../sql/statements';
 import { classifyPostgresError } from './classifyError';
-import { toPoolConfig, type ConnectionSettings } from './connectionSettings';
+import type { ConnectionSettings } from './connectionSettings';
+import { postgresCause, withOwnConnection } from './runner';
 
 export type ConnectionCheck = { ok: true; message: string } | { ok: false; message: string };
 
@@ -11,34 +11,18 @@ export type ConnectionCheck = { ok: true; message: string } | { ok: false; messa
  * wrong password, unknown host, refused connection, missing database. Never echoes the password.
  */
 export async function checkConnection(settings: ConnectionSettings): Promise<ConnectionCheck> {
-	let client: Client | undefined;
 	try {
-		const config = toPoolConfig(settings);
-		client = new Client({
-			host: config.host,
-			port: config.port,
-			database: config.database,
-			user: config.user,
-			password: config.password,
-			ssl: config.ssl,
-			connectionTimeoutMillis: config.connectionTimeoutMillis,
-			statement_timeout: config.statement_timeout,
-			query_timeout: config.query_timeout,
-			application_name: config.application_name,
+		return await withOwnConnection(settings, async (runner) => {
+			const { rows } = await runner.run(catalogStatement('checkConnection'), ['server_version']);
+			return { ok: true, message: `Connected to database "${rows[0].database}" (Postgres ${rows[0].version}).` };
 		});
-		client.on('error', () => {});
-		await client.connect();
-		const { rows } = await client.query('select current_database() as database, current_setting($1) as version', ['server_version']);
-		return { ok: true, message: `Connected to database "${rows[0].database}" (Postgres ${rows[0].version}).` };
 	} catch (error) {
 		return { ok: false, message: describeConnectionError(error, settings) };
-	} finally {
-		await client?.end().catch(() => {});
 	}
 }
 
 function describeConnectionError(error: unknown, settings: ConnectionSettings): string {
-	const code = (error as { code?: string } | null)?.code;
+	const code = (postgresCause(error) as { code?: string } | null)?.code;
 	if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `Unknown host "${settings.host}": the name does not resolve.`;
 	if (code === 'ECONNREFUSED') return `Connection refused at ${settings.host}:${settings.port}: is Postgres running and listening there?`;
 	if (code === '28P01') return `Wrong password for user "${settings.user}" (Postgres: password authentication failed).`;

@@ -12,7 +12,7 @@ import {
 } from '../errors';
 
 /** The statement a failure interrupted, so the message can say what did (or may have) changed. */
-export type Operation = 'reserve' | 'complete' | 'release' | 'fail' | 'claim';
+export type Operation = 'reserve' | 'complete' | 'release' | 'fail' | 'claimForReplay';
 
 /** What a failed query was doing, so the error can name the table and the fix. */
 export interface ErrorContext {
@@ -28,7 +28,7 @@ const NOTHING_CHANGED: Record<Operation, string> = {
 	complete: 'The key was not completed: it stays reserved until its lease ends, and a delivery after that runs the business step again.',
 	release: 'Nothing was released: a redelivery reads In Progress until the lease ends.',
 	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
-	claim: 'Nothing was claimed: the keys are as they were, and the next replay run tries them again.',
+	claimForReplay: 'Nothing was claimed: the keys are as they were, and the next replay run tries them again.',
 };
 
 // The state after a failure whose outcome is unknown: never claim nothing happened.
@@ -39,7 +39,7 @@ const MAYBE_CHANGED: Record<Operation, string> = {
 		'The key may or may not have been completed; if not, it stays reserved until its lease ends, and a delivery after that runs the business step again.',
 	release: 'The key may or may not have been released; if not, a redelivery reads In Progress until the lease ends.',
 	fail: 'The key may or may not have been marked failed; if not, a redelivery reads In Progress until the lease ends.',
-	claim: 'The keys may have been claimed for this run; if so, they are held until the replay lease ends, and a replay run after that claims them again.',
+	claimForReplay: 'The keys may have been claimed for this run; if so, they are held until the replay lease ends, and a replay run after that claims them again.',
 };
 
 // Postgres SQLSTATE codes this package gives a meaning to (https://www.postgresql.org/docs/current/errcodes-appendix.html).

@@ -1,10 +1,11 @@
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 
 import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
 import type { TableRef } from '../identifiers';
-import { classifyPostgresError, connectionFailureReason } from '../postgres/classifyError';
+import { classifyPostgresError } from '../postgres/classifyError';
 import { recordDatabaseTime } from '../postgres/databaseClock';
-import { defaultTableOf, renderSqlFile, type SqlFile } from './statements';
+import { PostgresRunner, inTransaction, postgresCause } from '../postgres/runner';
+import { DEFAULT_TABLES, catalogStatement, renderSqlFile, type SqlFile, type TableFamily } from './statements';
 
 /**
  * The ordered schema changes of one table family. File n (1-based) brings a table to version n and
@@ -20,8 +21,8 @@ import { defaultTableOf, renderSqlFile, type SqlFile } from './statements';
  * package knows is refused.
  */
 export interface MigrationSet {
-	/** Names the family in stamps and messages, e.g. `keys`. */
-	family: string;
+	/** The table family, named in stamps and messages; its files are written for its default table. */
+	family: TableFamily;
 	files: readonly SqlFile[];
 }
 
@@ -60,16 +61,15 @@ export interface SchemaState {
 
 const UNSTAMPED_VERSION = 1;
 
-type Queryable = Pick<Pool | PoolClient, 'query'>;
+/** The table's schema state, read on `pool` (its answer also samples the database's clock for the pool). */
+export async function readSchemaState(pool: Pool, table: TableRef, set: MigrationSet): Promise<SchemaState> {
+	return readSchemaStateOn(PostgresRunner.onPool(pool), table, set, pool);
+}
 
-export async function readSchemaState(db: Queryable, table: TableRef, set: MigrationSet): Promise<SchemaState> {
-	// to_regclass is null for a missing table or schema; obj_description needs no privilege on the table.
+async function readSchemaStateOn(runner: PostgresRunner, table: TableRef, set: MigrationSet, clockOf?: Pool): Promise<SchemaState> {
 	// The database's time comes along: settle retries compare lease ends with it (databaseClock.ts).
-	const { rows } = await db.query(
-		`select t.oid is not null as exists, obj_description(t.oid, 'pg_class') as stamp, now() as database_now from (select to_regclass($1) as oid) t`,
-		[table.qualified],
-	);
-	recordDatabaseTime(db, rows[0]?.database_now);
+	const { rows } = await runner.run(catalogStatement('schemaState'), [table.qualified], { context: { table: table.qualified } });
+	if (clockOf) recordDatabaseTime(clockOf, rows[0]?.database_now);
 	const match = STAMP.exec(rows[0]?.stamp ?? '');
 	if (match && match[1] !== set.family) {
 		throw new InvalidConfigurationError(
@@ -94,8 +94,8 @@ function refuseNewer(state: SchemaState, table: TableRef, set: MigrationSet): vo
 }
 
 /** What to tell a user who must have a database owner run the files. */
-function filesToRun(table: TableRef, files: SqlFile[]): string {
-	const defaultTable = defaultTableOf(files[0] ?? '');
+function filesToRun(table: TableRef, set: MigrationSet, files: SqlFile[]): string {
+	const defaultTable = DEFAULT_TABLES[set.family];
 	const custom = table.qualified === `"public"."${defaultTable}"` ? '' : ` (they name public.${defaultTable}: use ${table.qualified})`;
 	return `Ask a database owner to run, in order, ${files.map((file) => `sql/${file}`).join(', ')} from the n8n-nodes-idempotency package${custom}.`;
 }
@@ -104,10 +104,10 @@ function notReady(state: SchemaState, table: TableRef, set: MigrationSet, reason
 	const files = pendingMigrations(set, state.version);
 	return state.exists
 		? new SchemaOutdatedError(
-				`The idempotency table ${table.qualified} is at schema version ${state.version}, this package needs ${set.files.length}; ${reason}. ${filesToRun(table, files)} Existing keys are kept.`,
+				`The idempotency table ${table.qualified} is at schema version ${state.version}, this package needs ${set.files.length}; ${reason}. ${filesToRun(table, set, files)} Existing keys are kept.`,
 				{ cause },
 			)
-		: new TableMissingError(`The idempotency table ${table.qualified} does not exist; ${reason}. ${filesToRun(table, files)}`, {
+		: new TableMissingError(`The idempotency table ${table.qualified} does not exist; ${reason}. ${filesToRun(table, set, files)}`, {
 				cause,
 			});
 }
@@ -128,42 +128,31 @@ const INVALID_SCHEMA_NAME = '3F000';
  * keyed by the table name, and each re-reads the version under it, so every migration runs once.
  */
 export async function ensureSchema(pool: Pool, table: TableRef, set: MigrationSet, migrate: boolean): Promise<void> {
-	const before = await readSchemaState(pool, table, set).catch((error) => {
-		throw classifyPostgresError(error, { table: table.qualified });
-	});
+	const before = await readSchemaState(pool, table, set);
 	refuseNewer(before, table, set);
 	if (before.version === set.files.length) return;
 	if (!migrate) throw notReady(before, table, set, 'the node option "Create or Upgrade Table" is off');
 
-	const client = await pool.connect().catch((error) => {
-		throw classifyPostgresError(error, { table: table.qualified });
-	});
-	// A connection lost mid-migration (a server restart) also emits 'error' on the checked-out
-	// client; the query's rejection reports it, and without a listener Node would crash n8n.
-	const ignore = () => {};
-	client.on('error', ignore);
-	let broken: Error | undefined;
 	let state = before;
+	const context = { table: table.qualified };
 	try {
-		await client.query('begin');
-		// Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog; serialise them.
-		await client.query('select pg_advisory_xact_lock(hashtext($1))', [table.qualified]);
-		state = await readSchemaState(client, table, set);
-		refuseNewer(state, table, set);
-		for (const file of pendingMigrations(set, state.version)) await client.query(renderSqlFile(file, table));
-		await client.query('commit');
+		await inTransaction(
+			pool,
+			async (runner) => {
+				// Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog; serialise them.
+				await runner.run(catalogStatement('migrationLock'), [table.qualified], { context });
+				state = await readSchemaStateOn(runner, table, set);
+				refuseNewer(state, table, set);
+				for (const file of pendingMigrations(set, state.version)) await runner.run(renderSqlFile(file, set.family, table), [], { context });
+			},
+			context,
+		);
 	} catch (error) {
-		if (connectionFailureReason(error) !== undefined) broken = error as Error;
-		else await client.query('rollback').catch(() => {});
-		const code = (error as { code?: unknown }).code;
+		const code = (postgresCause(error) as { code?: unknown } | null)?.code;
 		if (code === INSUFFICIENT_PRIVILEGE) {
-			throw notReady(state, table, set, 'the database user lacks the right to create or change it', error);
+			throw notReady(state, table, set, 'the database user lacks the right to create or change it', postgresCause(error));
 		}
-		if (code === INVALID_SCHEMA_NAME) throw schemaMissing(table, error);
+		if (code === INVALID_SCHEMA_NAME) throw schemaMissing(table, postgresCause(error));
 		throw classifyPostgresError(error, { table: table.qualified });
-	} finally {
-		// A broken connection is destroyed, not returned to the pool; its listener stays for late events.
-		if (!broken) client.removeListener('error', ignore);
-		client.release(broken);
 	}
 }

@@ -10,39 +10,82 @@ import type { TableRef } from '../identifiers';
  */
 export const SQL_DIR = path.join(__dirname, '..', '..', 'sql');
 
-/** The statements the store sends on every call (schema changes live in `sql/migrations/`). */
-export const QUERY_FILES = {
-	reserve: 'queries/reserve.sql',
-	complete: 'queries/complete.sql',
-	release: 'queries/release.sql',
-	releaseExecution: 'queries/release_execution.sql',
-	fail: 'queries/fail.sql',
-	failExecution: 'queries/fail_execution.sql',
-	cleanup: 'queries/cleanup.sql',
-	advanceOrder: 'queries/order_advance.sql',
-	lookupRecords: 'queries/get_keys.sql',
-	listRecords: 'queries/list_keys.sql',
-	stats: 'queries/stats.sql',
-	claim: 'queries/claim_for_replay.sql',
-} as const;
+/** The tables the package keeps: the idempotency keys, and the Order Guard's version marks. */
+export type TableFamily = 'keys' | 'order';
 
-export type StatementName = keyof typeof QUERY_FILES;
+/**
+ * The table each family's files are written for, so a DBA can run them with psql as they are;
+ * the code replaces it with the configured, quoted table.
+ */
+export const DEFAULT_TABLES: Readonly<Record<TableFamily, string>> = { keys: 'processed_events', order: 'object_versions' };
+
+/**
+ * Each statement is known by its file's name: `claimForReplay` is `queries/claim_for_replay.sql`.
+ * The lists below are split by the table a statement is written for.
+ */
+export function queryFile(name: string): SqlFile {
+	return `queries/${name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}.sql`;
+}
+
+/** Statements on the key table (written for processed_events). */
+const KEY_STATEMENT_NAMES = [
+	'reserve',
+	'claimForReplay',
+	'complete',
+	'release',
+	'fail',
+	'releaseExecution',
+	'failExecution',
+	'unsettledKeys',
+	'cleanup',
+	'getKeys',
+	'listKeys',
+	'stats',
+] as const;
+
+/** Statements on the Order Guard's table (written for object_versions). */
+const ORDER_STATEMENT_NAMES = ['orderAdvance'] as const;
+
+/**
+ * Statements that name no table: the schema check and the migration lock take the table's name as
+ * a bind parameter, the credential test concerns no table.
+ */
+const CATALOG_STATEMENT_NAMES = ['schemaState', 'migrationLock', 'checkConnection'] as const;
+
+export type KeyStatement = (typeof KEY_STATEMENT_NAMES)[number];
+export type OrderStatement = (typeof ORDER_STATEMENT_NAMES)[number];
+export type CatalogStatement = (typeof CATALOG_STATEMENT_NAMES)[number];
+/** A statement written for one of the package's tables. */
+export type TableStatement = KeyStatement | OrderStatement;
+export type StatementName = TableStatement | CatalogStatement;
+
+const filesOf = <N extends string>(names: readonly N[]) => Object.fromEntries(names.map((name) => [name, queryFile(name)])) as Record<N, SqlFile>;
+export const KEY_STATEMENTS = filesOf(KEY_STATEMENT_NAMES);
+export const ORDER_STATEMENTS = filesOf(ORDER_STATEMENT_NAMES);
+export const CATALOG_STATEMENTS = filesOf(CATALOG_STATEMENT_NAMES);
+
+/**
+ * Every statement (schema changes live in `sql/migrations/`), with the table family it is written
+ * for (null: it names no table).
+ */
+export const STATEMENTS: ReadonlyArray<{ name: StatementName; file: SqlFile; family: TableFamily | null }> = [
+	...KEY_STATEMENT_NAMES.map((name) => ({ name, file: queryFile(name), family: 'keys' as const })),
+	...ORDER_STATEMENT_NAMES.map((name) => ({ name, file: queryFile(name), family: 'order' as const })),
+	...CATALOG_STATEMENT_NAMES.map((name) => ({ name, file: queryFile(name), family: null })),
+];
+
+/** Every statement's file by name. */
+export const QUERY_FILES: Readonly<Record<StatementName, SqlFile>> = { ...KEY_STATEMENTS, ...ORDER_STATEMENTS, ...CATALOG_STATEMENTS };
+
+const FAMILY_OF = new Map<StatementName, TableFamily | null>(STATEMENTS.map((statement) => [statement.name, statement.family]));
 
 /** A file under `sql/`, relative to it, e.g. `queries/reserve.sql`. */
 export type SqlFile = string;
 
-/**
- * The table a file is written for, so a DBA can run it with psql as it is: the Order Guard's files
- * (`migrations/order/`, `queries/order_*`) name object_versions, the others processed_events.
- */
-export function defaultTableOf(file: SqlFile): string {
-	return file.startsWith('migrations/order/') || file.startsWith('queries/order_') ? 'object_versions' : 'processed_events';
-}
-
 // The files name their default table; index names are derived from it (<table>_<x>_idx).
-const TABLE_TOKENS: Record<string, RegExp> = {
-	processed_events: /\bprocessed_events(?:_([a-z_]+_idx))?\b/g,
-	object_versions: /\bobject_versions(?:_([a-z_]+_idx))?\b/g,
+const TABLE_TOKENS: Record<TableFamily, RegExp> = {
+	keys: /\bprocessed_events(?:_([a-z_]+_idx))?\b/g,
+	order: /\bobject_versions(?:_([a-z_]+_idx))?\b/g,
 };
 
 /**
@@ -81,14 +124,23 @@ function withoutSection(lines: string[], section: SqlSection, file: SqlFile): st
 	return [...lines.slice(0, start), ...lines.slice(end + 1)];
 }
 
-/** A file from `sql/`, with the default table name replaced by the validated, quoted one. */
-export function renderSqlFile(file: SqlFile, table: TableRef, omit?: SqlSection): string {
-	return readSqlFile(file, omit).replace(TABLE_TOKENS[defaultTableOf(file)], (_match, indexSuffix: string | undefined) =>
+/** A file from `sql/` written for `family`'s table, with its name replaced by the validated, quoted one. */
+export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRef, omit?: SqlSection): string {
+	return readSqlFile(file, omit).replace(TABLE_TOKENS[family], (_match, indexSuffix: string | undefined) =>
 		indexSuffix ? table.indexName(indexSuffix) : table.qualified,
 	);
 }
 
 /** The statement from `sql/queries/`, for the configured table; `omit` leaves one marked section out. */
-export function renderStatement(name: StatementName, table: TableRef, omit?: SqlSection): string {
-	return renderSqlFile(QUERY_FILES[name], table, omit);
+export function renderStatement(name: TableStatement, table: TableRef, omit?: SqlSection): string {
+	const family = FAMILY_OF.get(name);
+	// A programming error (a name not in the maps above, e.g. from plain JavaScript): fail loudly.
+	if (!family) throw new Error(`No statement on a table is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
+	return renderSqlFile(QUERY_FILES[name], family, table, omit);
+}
+
+/** A statement that names no table, as its file holds it (without comments). */
+export function catalogStatement(name: CatalogStatement): string {
+	if (FAMILY_OF.get(name) !== null) throw new Error(`No statement without a table is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
+	return readSqlFile(QUERY_FILES[name]);
 }

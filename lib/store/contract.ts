@@ -16,7 +16,6 @@ import type {
 	SettleResult,
 	StoredKey,
 } from '../types';
-import type { AdvanceOptions, OrderDecision, VersionedItem } from '../order/orderGuard';
 
 /** Where a store keeps its keys: a file on this n8n host, or a Postgres database. */
 export type StoreBackend = 'embedded' | 'postgres';
@@ -85,4 +84,37 @@ export interface OrderStore {
 	advance(items: VersionedItem[], options: AdvanceOptions): Promise<OrderDecision[]>;
 	/** Creates the table or brings it to the package's schema version. */
 	createTable(): Promise<void>;
+}
+
+/** Whether a delivery whose version equals the mark passes. */
+export type EqualVersion = 'stale' | 'newer';
+
+export interface VersionedItem {
+	/** From objectKeyOf. */
+	objectKey: string;
+	/** From parseVersion: an exact decimal string. */
+	version: string;
+	/** The event's own key (from eventKeyOf), so the same event retried after a failed run passes again. */
+	eventKey: string | null;
+}
+
+export interface AdvanceOptions {
+	equalVersion: EqualVersion;
+	executionId?: string;
+	workflowId?: string;
+}
+
+export interface OrderDecision {
+	outcome: 'newer' | 'stale';
+	objectKey: string;
+	version: string;
+	/** The object's mark after this batch (the highest version applied). */
+	currentVersion: string;
+	/** True when a higher version of the same object came in the same batch (this item is Stale). */
+	supersededInBatch: boolean;
+	/** Stale deliveries this object has had so far. */
+	staleCount: number;
+	firstSeen: Date;
+	/** When the mark was last raised (or passed again). */
+	updatedAt: Date;
 }

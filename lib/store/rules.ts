@@ -1,15 +1,20 @@
 import { InvalidConfigurationError } from '../errors';
+import { compareVersions } from '../order/version';
 import type {
 	CleanupOptions,
+	CleanupResult,
 	CompactRecord,
 	FailedExecution,
+	IdempotencyRecord,
 	ListKeysOptions,
 	RecordStatus,
+	ReplayClaim,
 	ReservationRequest,
 	ReservationResult,
 	ReserveOptions,
+	SettleResult,
 } from '../types';
-import type { SettleRequest } from './contract';
+import type { AdvanceOptions, EqualVersion, OrderDecision, SettleReport, SettleRequest, VersionedItem } from './contract';
 
 /**
  * The rules every key store applies the same way, whatever keeps the keys: the bounds of each
@@ -148,4 +153,150 @@ export function reservationResult<R extends CompactRecord>(
 		payloadMismatch,
 		record,
 	};
+}
+
+export function validateAdvanceOptions(options: AdvanceOptions): void {
+	if (options.equalVersion !== 'stale' && options.equalVersion !== 'newer') {
+		throw new InvalidConfigurationError(`Unknown equal-version rule ${JSON.stringify(options.equalVersion)}: use stale or newer.`);
+	}
+}
+
+/**
+ * Each object's candidate in an Order Guard batch: its highest version (the first item holding
+ * it). Only candidates go to the store; the other items are Stale as superseded.
+ */
+export function orderCandidates(items: VersionedItem[]): Map<string, VersionedItem> {
+	const candidateByKey = new Map<string, VersionedItem>();
+	for (const item of items) {
+		const candidate = candidateByKey.get(item.objectKey);
+		if (!candidate || compareVersions(item.version, candidate.version) > 0) candidateByKey.set(item.objectKey, item);
+	}
+	return candidateByKey;
+}
+
+/** One object's mark after the store's statement for the batch, and what that statement decided for its candidate. */
+export interface OrderMark {
+	lastDecision: 'newer' | 'stale';
+	version: string;
+	staleCount: number;
+	firstSeen: Date;
+	updatedAt: Date;
+}
+
+/**
+ * Every item's decision, in item order, from the candidates' marks: an item passes when it holds
+ * its object's batch maximum, the store decided newer, and it is the first such item (or equal
+ * versions pass).
+ */
+export function orderDecisions(
+	items: VersionedItem[],
+	candidateByKey: Map<string, VersionedItem>,
+	markByKey: Map<string, OrderMark>,
+	equalVersion: EqualVersion,
+): OrderDecision[] {
+	const passedInBatch = new Set<string>();
+	return items.map((item): OrderDecision => {
+		const mark = markByKey.get(item.objectKey);
+		if (!mark) throw new InvalidConfigurationError('The store returned no mark for a versioned object.');
+		const candidate = candidateByKey.get(item.objectKey)!;
+		const holdsBatchMax = compareVersions(item.version, candidate.version) === 0;
+		// Ties inside the batch: only the first item passes, unless equal versions pass anyway.
+		const firstOrEqualPasses = equalVersion === 'newer' || !passedInBatch.has(item.objectKey);
+		const newer = holdsBatchMax && firstOrEqualPasses && mark.lastDecision === 'newer';
+		if (newer) passedInBatch.add(item.objectKey);
+		return {
+			outcome: newer ? 'newer' : 'stale',
+			objectKey: item.objectKey,
+			version: item.version,
+			currentVersion: mark.version,
+			supersededInBatch: !holdsBatchMax,
+			staleCount: mark.staleCount,
+			firstSeen: mark.firstSeen,
+			updatedAt: mark.updatedAt,
+		};
+	});
+}
+
+/**
+ * Deletes expired keys one batch at a time (`deleteBatch` deletes at most `batchSize` and says how
+ * many) until a batch comes back short or the time budget is spent.
+ */
+export async function cleanupInBatches(options: CleanupOptions, deleteBatch: () => Promise<number>): Promise<CleanupResult> {
+	const started = Date.now();
+	const deadline = started + options.timeBudgetSeconds * 1000;
+	let deleted = 0;
+	let batches = 0;
+	let finished = false;
+	while (!finished && Date.now() < deadline) {
+		const count = await deleteBatch();
+		deleted += count;
+		batches += 1;
+		finished = count < options.batchSize;
+	}
+	return { deleted, batches, durationMs: Date.now() - started, finished };
+}
+
+/** A key a settle did not change, as the store holds it now. */
+export interface UnsettledKey {
+	ownerToken: string | null;
+	/** Its owner completed it (Complete ran): its business step ran. */
+	effectCompleted: boolean;
+}
+
+/**
+ * Each settle item's report, in item order: applied, or why not. `current` gives the stored state
+ * of a key the statement did not change (undefined: no such key). `answerLost`: an attempt's answer
+ * was lost, so a Release whose key is gone was applied by it.
+ */
+export function settleReports(
+	operation: 'complete' | 'release' | 'fail',
+	items: SettleRequest[],
+	warnings: string[][],
+	applied: (key: string) => boolean,
+	current: (key: string) => UnsettledKey | undefined,
+	answerLost: boolean,
+): SettleReport[] {
+	return items.map((item, index): SettleReport => {
+		const report = (result: SettleResult): SettleReport => (warnings[index].length > 0 ? { ...result, warnings: warnings[index] } : result);
+		if (applied(item.key)) return report({ key: item.key, applied: true });
+		const stored = current(item.key);
+		// Our own release, applied by an attempt whose answer was lost: the row is gone as asked.
+		if (!stored && operation === 'release' && answerLost) return report({ key: item.key, applied: true });
+		if (!stored) return report({ key: item.key, applied: false, reason: 'not_found' });
+		if (stored.ownerToken !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
+		// Ours, and Release or Mark Failed found it completed by Complete: its business step ran.
+		if (stored.effectCompleted) return report({ key: item.key, applied: false, reason: 'completed' });
+		return report({ key: item.key, applied: false, reason: 'failed' });
+	});
+}
+
+/** A replay batch by distinct key: each key's first index, and one proposed owner token per key. */
+export function replayBatch(keys: string[], newToken: () => string): { firstIndexByKey: Map<string, number>; proposedTokens: Map<string, string> } {
+	const firstIndexByKey = new Map<string, number>();
+	const proposedTokens = new Map<string, string>();
+	for (const [index, key] of keys.entries()) {
+		if (!firstIndexByKey.has(key)) {
+			firstIndexByKey.set(key, index);
+			proposedTokens.set(key, newToken());
+		}
+	}
+	return { firstIndexByKey, proposedTokens };
+}
+
+/** What the claim statement returned for one key: its record, and the claim when it took the key. */
+export type ClaimedKey = { claimed: false; record: IdempotencyRecord } | (Extract<ReplayClaim, { claimed: true }> & { claimed: true });
+
+/**
+ * Each requested key's answer, in request order: a repeat in the batch is not claimed (its first
+ * occurrence is), a key not stored is not found, and a key not taken is completed or in progress.
+ */
+export function replayClaims(keys: string[], firstIndexByKey: Map<string, number>, claimOf: (key: string) => ClaimedKey | undefined): ReplayClaim[] {
+	return keys.map((key, index): ReplayClaim => {
+		const found = claimOf(key);
+		const record = found ? found.record : null;
+		if (firstIndexByKey.get(key) !== index) return { claimed: false, key, reason: 'repeat_in_batch', record };
+		if (!found || !record) return { claimed: false, key, reason: 'not_found', record: null };
+		if (found.claimed) return found;
+		return { claimed: false, key, reason: record.status === 'completed' ? 'completed' : 'in_progress', record };
+	});
 }

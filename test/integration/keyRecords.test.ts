@@ -107,7 +107,7 @@ describe('List Keys (store)', () => {
 			`insert into ${schema}.${big} (key, status) select 'k:' || lpad(i::text, 6, '0'), case when i % 100 = 0 then 'failed' else 'completed' end from generate_series(1, 50000) i`,
 		);
 		await pool.query(`analyze ${schema}.${big}`);
-		const text = renderStatement('listRecords', tableRef(schema, big));
+		const text = renderStatement('listKeys', tableRef(schema, big));
 		const client = await pool.connect();
 		try {
 			// The node's statements are unnamed, so planned with their parameter values: the same here.

@@ -85,7 +85,7 @@ it('both statements sort by the keys\' bytes, the reserve statement once for its
 	for (const text of [renderStatement('reserve', table), renderStatement('reserve', table, 'full-record')]) {
 		expect((await sortKeys(text, reserve)).map((line) => line.trim())).toEqual(['Sort Key: b.key COLLATE "C", b."position"']);
 	}
-	const claimSorts = await sortKeys(renderStatement('claim', table), [keys, tokens, 60, 86_400, null, null, null]);
+	const claimSorts = await sortKeys(renderStatement('claimForReplay', table), [keys, tokens, 60, 86_400, null, null, null]);
 	expect(claimSorts.some((line) => line.includes('Sort Key: e.key COLLATE "C"'))).toBe(true);
 });
 

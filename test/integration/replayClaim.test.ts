@@ -157,7 +157,7 @@ describe('IdempotencyStore.claimForReplay', () => {
 
 	it('the same statement sent again with the same tokens (its answer was lost) finds the key its own, not in progress', async () => {
 		await seed('resend', 'failed');
-		const statement = renderStatement('claim', tableRef(schema, TABLE));
+		const statement = renderStatement('claimForReplay', tableRef(schema, TABLE));
 		const token = randomUUID();
 		const parameters = [['resend'], [token], 60, 86_400, 'exec-resend', 'wf', 'instance-1'];
 		const first = await pool.query(statement, parameters);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { KEYS_MIGRATIONS, MIGRATION_SETS, pendingMigrations, versionStamp } from '../../../lib/sql/migrations';
-import { SQL_DIR, defaultTableOf } from '../../../lib/sql/statements';
+import { DEFAULT_TABLES, SQL_DIR } from '../../../lib/sql/statements';
 
 describe('migration sets', () => {
 	it.each(MIGRATION_SETS.flatMap((set) => set.files.map((file, index) => [file, set.family, index + 1] as const)))(
@@ -11,7 +11,7 @@ describe('migration sets', () => {
 			const statements = readFileSync(path.join(SQL_DIR, file), 'utf8')
 				.split('\n')
 				.filter((line) => line.trim() && !line.trimStart().startsWith('--'));
-			expect(statements.at(-1)).toBe(`comment on table ${defaultTableOf(file)} is '${versionStamp(family, version)}';`);
+			expect(statements.at(-1)).toBe(`comment on table ${DEFAULT_TABLES[family]} is '${versionStamp(family, version)}';`);
 		},
 	);
 

@@ -3,7 +3,22 @@ import path from 'node:path';
 
 import { tableRef } from '../../../lib/identifiers';
 import { MIGRATION_SETS } from '../../../lib/sql/migrations';
-import { QUERY_FILES, SQL_DIR, defaultTableOf, renderSqlFile, renderStatement, type SqlFile } from '../../../lib/sql/statements';
+import {
+	CATALOG_STATEMENTS,
+	DEFAULT_TABLES,
+	KEY_STATEMENTS,
+	ORDER_STATEMENTS,
+	QUERY_FILES,
+	SQL_DIR,
+	STATEMENTS,
+	catalogStatement,
+	renderSqlFile,
+	renderStatement,
+	type CatalogStatement,
+	type SqlFile,
+	type TableFamily,
+	type TableStatement,
+} from '../../../lib/sql/statements';
 
 /** Every .sql file under sql/, relative to it. */
 function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
@@ -18,6 +33,20 @@ function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
 
 const migrationFiles = MIGRATION_SETS.flatMap((set) => set.files);
 const allFiles: SqlFile[] = [...Object.values(QUERY_FILES), ...migrationFiles];
+/** Every file written for a table, with the family of that table. */
+const familyOf = new Map<SqlFile, TableFamily>([
+	...STATEMENTS.flatMap((statement) => (statement.family ? [[statement.file, statement.family] as const] : [])),
+	...MIGRATION_SETS.flatMap((set) => set.files.map((file) => [file, set.family] as const)),
+]);
+const tableFiles = [...familyOf.keys()];
+const withoutComments = (file: SqlFile) =>
+	readFileSync(path.join(SQL_DIR, file), 'utf8')
+		.split('\n')
+		.filter((line) => !line.trimStart().startsWith('--'))
+		.join('\n')
+		.trim();
+const render = (file: SqlFile, table: string, schema = 'public') => renderSqlFile(file, familyOf.get(file)!, tableRef(schema, table));
+const camelCase = (file: SqlFile) => path.basename(file, '.sql').replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
 
 describe('the sql/ folder', () => {
 	it('holds exactly the queries and migrations the code runs, with nothing else at its top level', () => {
@@ -36,30 +65,54 @@ describe('the sql/ folder', () => {
 	});
 });
 
+describe('the statement map', () => {
+	it('knows each statement by its file\'s name (claim_for_replay.sql is claimForReplay), each file once', () => {
+		for (const { name, file } of STATEMENTS) expect(name).toBe(camelCase(file));
+		expect(new Set(STATEMENTS.map((statement) => statement.file)).size).toBe(STATEMENTS.length);
+		expect(Object.keys(QUERY_FILES).sort()).toEqual(STATEMENTS.map((statement) => statement.name).sort());
+	});
+
+	it('keeps the Order Guard\'s statements apart from the key statements, and their files say so (order_*)', () => {
+		expect(Object.values(ORDER_STATEMENTS).every((file) => file.startsWith('queries/order_'))).toBe(true);
+		expect(Object.values(KEY_STATEMENTS).some((file) => file.startsWith('queries/order_'))).toBe(false);
+		expect(STATEMENTS.filter((statement) => statement.family === 'order').map((statement) => statement.name)).toEqual(Object.keys(ORDER_STATEMENTS));
+	});
+
+	it('refuses a statement name it does not know, instead of rendering for the wrong table', () => {
+		expect(() => renderStatement('advanceOrder' as TableStatement, tableRef('public', 'object_versions'))).toThrow(/No statement on a table is named "advanceOrder"/);
+	});
+});
+
+describe('catalogStatement', () => {
+	it.each(Object.keys(CATALOG_STATEMENTS) as CatalogStatement[])('%s is its file without comments, naming no table', (name) => {
+		expect(catalogStatement(name)).toBe(withoutComments(CATALOG_STATEMENTS[name]));
+		expect(catalogStatement(name)).not.toMatch(/processed_events|object_versions/);
+	});
+
+	it('and renderStatement refuse a statement of the other kind', () => {
+		expect(() => catalogStatement('reserve' as CatalogStatement)).toThrow(/No statement without a table is named "reserve"/);
+		expect(() => renderStatement('schemaState' as TableStatement, tableRef('public', 'processed_events'))).toThrow(/No statement on a table is named "schemaState"/);
+	});
+});
+
 describe('renderSqlFile', () => {
-	it.each(allFiles)('%s is the file without comments, for the default table', (file) => {
-		const text = readFileSync(path.join(SQL_DIR, file), 'utf8');
-		const withoutComments = text
-			.split('\n')
-			.filter((line) => !line.trimStart().startsWith('--'))
-			.join('\n')
-			.trim();
-		const table = defaultTableOf(file);
-		expect(renderSqlFile(file, tableRef('public', table))).toBe(
-			withoutComments
+	it.each(tableFiles)('%s is the file without comments, for the default table', (file) => {
+		const table = DEFAULT_TABLES[familyOf.get(file)!];
+		expect(render(file, table)).toBe(
+			withoutComments(file)
 				.replace(new RegExp(`\\b${table}_([a-z_]+_idx)\\b`, 'g'), `"${table}_$1"`)
 				.replace(new RegExp(`\\b${table}\\b(?!_)`, 'g'), `"public"."${table}"`),
 		);
 	});
 
-	it.each(allFiles)('%s names only the configured table', (file) => {
-		const rendered = renderSqlFile(file, tableRef('billing', 'stripe_keys'));
+	it.each(tableFiles)('%s names only the configured table', (file) => {
+		const rendered = render(file, 'stripe_keys', 'billing');
 		expect(rendered).not.toMatch(/processed_events|object_versions/);
 		expect(rendered).toContain('"billing"."stripe_keys"');
 	});
 
 	it('uses bind parameters for every value', () => {
-		const reserve = renderSqlFile(QUERY_FILES.reserve, tableRef('public', 'processed_events'));
+		const reserve = render(QUERY_FILES.reserve, 'processed_events');
 		expect(reserve).toMatch(
 			/unnest\(\$1::text\[\] collate "C", \$2::text\[\], \$3::text\[\], \$4::uuid\[\], \$10::text\[\], \$11::integer\[\], \$12::text\[\], \$13::text\[\]\)/,
 		);
@@ -93,7 +146,7 @@ describe('the reserve statement for Output: Compact', () => {
 describe('the retention rule', () => {
 	// The expression that decides a key's retention ended, with its retention parameter's number masked.
 	const rule = (file: string) =>
-		renderSqlFile(file, tableRef('public', 'processed_events'))
+		render(file, 'processed_events')
 			.match(/greatest\(coalesce\(e\.expires_at, .*?\), e\.locked_until\) <= now\(\)/g)
 			?.map((text) => text.replace(/\$\d+/g, '$retention'));
 
@@ -114,18 +167,18 @@ describe('the replayable rule (failed, or processing after the lease ran out)', 
 	// List Keys' "replayable" filter must show exactly the keys Claim for Replay takes over.
 	const RULE = /\b(?:e\.)?status = 'failed' or \((?:e\.)?status = 'processing' and (?:e\.)?locked_until <= now\(\)\)/g;
 	const occurrences = (file: string) =>
-		(renderSqlFile(file, tableRef('public', 'processed_events')).match(RULE) ?? []).map((text) => text.replace(/\be\./g, ''));
+		(render(file, 'processed_events').match(RULE) ?? []).map((text) => text.replace(/\be\./g, ''));
 
 	it('is the same expression in list_keys.sql and claim_for_replay.sql (where the claim checks it twice: locked row, updated row)', () => {
-		const listed = occurrences(QUERY_FILES.listRecords);
-		const claimed = occurrences(QUERY_FILES.claim);
+		const listed = occurrences(QUERY_FILES.listKeys);
+		const claimed = occurrences(QUERY_FILES.claimForReplay);
 		expect(listed).toHaveLength(1);
 		expect(claimed).toHaveLength(2);
 		expect(new Set([...listed, ...claimed]).size).toBe(1);
 	});
 
 	it('claims with bind parameters only', () => {
-		const claim = renderSqlFile(QUERY_FILES.claim, tableRef('public', 'processed_events'));
+		const claim = render(QUERY_FILES.claimForReplay, 'processed_events');
 		expect(claim).toMatch(/unnest\(\$1::text\[\], \$2::uuid\[\]\)/);
 		expect(claim.match(/\$\d+/g)?.sort()).toEqual(['$1', '$2', '$3', '$4', '$5', '$6', '$7']);
 	});

@@ -1,0 +1,57 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+
+import { QUERY_FILES, SQL_DIR } from '../../../lib/sql/statements';
+
+/**
+ * docs/schema-and-migrations.md lists every statement in one table (name, file, what it does,
+ * which operation sends it): it must agree with the statement map and with sql/queries/.
+ */
+
+const DOC = path.join(__dirname, '..', '..', '..', 'docs', 'schema-and-migrations.md');
+
+interface DocRow {
+	name: string;
+	file: string;
+	does: string;
+	sentBy: string;
+}
+
+/** The rows of the table under "## Every statement". */
+function documentedStatements(): DocRow[] {
+	const text = readFileSync(DOC, 'utf8');
+	const start = text.indexOf('\n## Every statement\n');
+	if (start < 0) throw new Error('docs/schema-and-migrations.md has no "## Every statement" section.');
+	const end = text.indexOf('\n## ', start + 1);
+	const section = text.slice(start, end < 0 ? undefined : end);
+	return section
+		.split('\n')
+		.filter((line) => line.startsWith('| `'))
+		.map((line) => {
+			const cells = line.split(/(?<!\\)\|/).slice(1, -1).map((cell) => cell.trim());
+			const code = (cell: string) => /^`([^`]+)`$/.exec(cell)?.[1] ?? `(not one code span: ${cell})`;
+			return { name: code(cells[0]), file: code(cells[1]), does: cells[2] ?? '', sentBy: cells[3] ?? '' };
+		});
+}
+
+describe('the table of every statement in docs/schema-and-migrations.md', () => {
+	const rows = documentedStatements();
+
+	it('names each statement of the map once, with its file', () => {
+		const documented = rows.map((row) => `${row.name} → ${row.file}`).sort();
+		const mapped = Object.entries(QUERY_FILES).map(([name, file]) => `${name} → sql/${file}`).sort();
+		expect(documented).toEqual(mapped);
+	});
+
+	it('lists exactly the files in sql/queries/', () => {
+		const onDisk = readdirSync(path.join(SQL_DIR, 'queries')).filter((file) => file.endsWith('.sql')).map((file) => `sql/queries/${file}`);
+		expect(rows.map((row) => row.file).sort()).toEqual(onDisk.sort());
+	});
+
+	it('says what each statement does and which operation sends it', () => {
+		for (const row of rows) {
+			expect(row.does.length).toBeGreaterThan(10);
+			expect(row.sentBy.length).toBeGreaterThan(5);
+		}
+	});
+});
