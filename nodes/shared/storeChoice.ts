@@ -22,7 +22,7 @@ const STORE_OPTIONS: INodePropertyOptions[] = [
 	{
 		name: 'Postgres',
 		value: 'postgres',
-		description: 'Your Postgres database (Idempotency Postgres credential): for several hosts, queue mode across hosts, or your own retention rules',
+		description: 'Your Postgres (with a credential): for several hosts or your own retention rules',
 	},
 ];
 

@@ -176,6 +176,23 @@ describe('a new Reserve and Key node (Store: Embedded by default), one n8n proce
 	});
 });
 
+describe('a Reserve node and the Key node that settles its keys on different stores', () => {
+	it('is refused before anything is reserved: a new Key node (Embedded) after a saved Reserve node (version 1: Postgres)', async () => {
+		// The saved Reserve node is version 1 with no store parameter; the credential is never asked for.
+		const flow = workflow('wf-mixed', { typeVersion: 1, onError: 'continueRegularOutput' });
+		const run = await execute(flow, {}, { id: 'evt_mixed' });
+		expect(respondedWith(run.run)).toBe(503);
+		expect(notReservedError(run.run)).toMatch(/keeps its keys in Postgres, but "Complete" \(Embedded \(This n8n Host\)\).*Nothing was reserved/);
+	});
+
+	it('works once both say Embedded', async () => {
+		const flow = workflow('wf-mixed-fixed', { typeVersion: 1, onError: 'continueRegularOutput' });
+		flow.nodes[1].parameters.store = 'embedded';
+		const run = await execute(flow, {}, { id: 'evt_mixed_fixed' });
+		expect(respondedWith(run.run)).toBe('complete');
+	});
+});
+
 describe('queue mode (EXECUTIONS_MODE=queue)', () => {
 	beforeEach(() => {
 		process.env.EXECUTIONS_MODE = 'queue';
