@@ -2,6 +2,7 @@ import type { IDataObject } from 'n8n-workflow';
 
 import { keySourceInWords } from '../../lib/keys/deriveKey';
 import type { StoredKey } from '../../lib/types';
+import { isoTime } from '../shared/idempotencyOutput';
 
 /*
  * Get Key and List Keys: read-only views of the table, for looking one event up and
@@ -37,8 +38,4 @@ export function keyRecordJson(stored: StoredKey): IDataObject {
 		source: stored.source,
 		correlationId: stored.correlationId,
 	};
-}
-
-export function isoTime(time: Date | null): string | null {
-	return time ? time.toISOString() : null;
 }

@@ -7,11 +7,12 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { DatabaseUnreachableError, PayloadMismatchError } from '../../lib/errors';
+import { DatabaseUnreachableError, payloadMismatchError } from '../../lib/errors';
 import { capBatchPayloads, defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceReport } from '../../lib/evidence/replayEvidence';
 import { assertExactRunText } from '../../lib/keys/exactText';
-import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
+import type { DerivedKey } from '../../lib/keys/deriveKey';
 import type { KeyStore } from '../../lib/store/contract';
+import { distinctBatch } from '../../lib/store/rules';
 import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
@@ -20,11 +21,12 @@ import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
 import { storeChoice, storeFor } from '../shared/store';
 import { assertSameStoreDownstream } from '../shared/storeMatch';
-import { KEY_SOURCE_SUBTITLE, reserveProperties } from './description';
+import { idempotencyOutput, unverifiedOutput } from '../shared/idempotencyOutput';
+import { deriveItemKey } from '../shared/keyInput';
+import { readBatchParameters, type ReserveParameters } from '../shared/reservationParameters';
+import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
+import { reserveProperties } from './description';
 import { withOutcomeCustomData } from './executionCustomData';
-import { idempotencyOutput, unverifiedOutput } from './idempotencyOutput';
-import { readKeyInput } from './keyInput';
-import { readBatchParameters, type ReserveParameters } from './parameters';
 
 const NEW = 0;
 const DUPLICATE = 1;
@@ -103,11 +105,8 @@ export class IdempotencyReserve implements INodeType {
 		for (const [itemIndex, settings] of batch.items.entries()) {
 			try {
 				if ('error' in settings) throw settings.error;
-				validateKeyConfig(settings.key);
 				validateEvidenceConfig(settings.evidence);
-				const input = await readKeyInput(this, items[itemIndex], itemIndex, settings);
-				const derived = deriveKey(input, settings.key);
-				const payloadHash = settings.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
+				const { input, derived, payloadHash } = await deriveItemKey(this, items[itemIndex], itemIndex, settings);
 				// The payload stored is what the key was derived from: the webhook body, or the whole item.
 				// Only a webhook item's raw body is its body's bytes (headers are there only for one).
 				const { evidence, report } = replayEvidence(settings.evidence, {
@@ -129,15 +128,9 @@ export class IdempotencyReserve implements INodeType {
 			}
 		}
 		if (pending.length === 0) return outputs;
-		// Only the first item of each key sends its evidence (a repeat in the batch is a duplicate).
-		const sent = new Set<string>();
-		capBatchPayloads(
-			pending.flatMap(({ request, evidence }) => {
-				if (sent.has(request.key) || !request.evidence) return [];
-				sent.add(request.key);
-				return [{ evidence: request.evidence, report: evidence }];
-			}),
-		);
+		// Only the first item of each key that has evidence sends it (a repeat in the batch is a duplicate).
+		const withEvidence = pending.flatMap(({ request, evidence }) => (request.evidence ? [{ request, evidence: request.evidence, report: evidence }] : []));
+		capBatchPayloads(distinctBatch(withEvidence.map(({ request }) => request)).firstIndexes.map((index) => withEvidence[index]));
 
 		let store: KeyStore;
 		let results: Array<ReservationResult<CompactRecord>>;
@@ -176,9 +169,7 @@ export class IdempotencyReserve implements INodeType {
 		for (const [position, result] of results.entries()) {
 			const { itemIndex, derived, settings, evidence } = pending[position];
 			if (result.payloadMismatch && settings.payloadFingerprint === 'error' && result.outcome !== 'new') {
-				const error = new PayloadMismatchError(
-					`The key ${JSON.stringify(result.key.slice(0, 80))} was seen before with a different payload.`,
-				);
+				const error = payloadMismatchError(result.key);
 				if (!continueOnFail) throw await releasedBeforeFailing(store, results, toNodeError(node, error, itemIndex));
 				failItem(error, itemIndex);
 				continue;

@@ -3,10 +3,9 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { assertExactRunText, assertStoredKeyText } from '../../../lib/keys/exactText';
 import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../../lib/types';
-import { idempotencyOutput } from '../../IdempotencyReserve/idempotencyOutput';
+import { idempotencyOutput, isoTime } from '../../shared/idempotencyOutput';
 import { assertSafeSettleWiring } from '../../shared/settleWiring';
 import { toNodeError } from '../../shared/nodeError';
-import { isoTime } from '../keyRecords';
 import { quoted, type StoreOpener } from './keyOperation';
 
 /*
