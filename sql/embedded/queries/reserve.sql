@@ -115,6 +115,11 @@ on conflict (key) do update set
     when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then excluded.correlation_id
     when e.status = 'failed' or e.locked_until <= excluded.last_seen then coalesce(excluded.correlation_id, e.correlation_id)
     else e.correlation_id end
-returning key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
-  execution_id, workflow_id, key_source, payload_hash, response, completed_at, last_error, owner_token,
+-- The node's Output option picks the columns: Full returns every one; Compact (the default) leaves
+-- out the lines between the two <full-record> markers (lib/embedded/statements.ts cuts them).
+returning
+  -- <full-record>
+  duplicate_count, first_seen, expires_at, execution_id, workflow_id, key_source, completed_at, last_error, last_seen,
+  -- </full-record>
+  key, status, attempts, owner_token, payload_hash, response, locked_until,
   coalesce(locked_until > last_seen, 0) as lease_active;

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -54,8 +54,10 @@ beforeAll(() => {
 });
 
 afterEach(() => {
-	process.env.EXECUTIONS_MODE = savedEnv.EXECUTIONS_MODE;
-	if (savedEnv.EXECUTIONS_MODE === undefined) delete process.env.EXECUTIONS_MODE;
+	for (const name of ['EXECUTIONS_MODE', 'EXECUTIONS_MODE_FILE', 'N8N_CONFIG_FILES']) {
+		if (savedEnv[name] === undefined) delete process.env[name];
+		else process.env[name] = savedEnv[name];
+	}
 	delete process.env[SETTLE_SECONDS_ENV];
 });
 
@@ -189,6 +191,28 @@ describe('a Reserve node and the Key node that settles its keys on different sto
 		const flow = workflow('wf-mixed-fixed', { typeVersion: 1, onError: 'continueRegularOutput' });
 		flow.nodes[1].parameters.store = 'embedded';
 		const run = await execute(flow, {}, { id: 'evt_mixed_fixed' });
+		expect(respondedWith(run.run)).toBe('complete');
+	});
+});
+
+describe('queue mode, however n8n was told', () => {
+	it.each([
+		['EXECUTIONS_MODE_FILE', 'EXECUTIONS_MODE_FILE', 'queue\n'],
+		['N8N_CONFIG_FILES (n8n 1.x)', 'N8N_CONFIG_FILES', JSON.stringify({ executions: { mode: 'queue' } })],
+	])('%s: the first run records the file and is refused', async (_name, variable, content) => {
+		const file = path.join(userFolder, `mode-${executions}.txt`);
+		writeFileSync(file, content);
+		process.env[variable] = file;
+		const run = await execute(workflow(`wf-mode-${executions}`, { onError: 'continueRegularOutput' }), {}, { id: `evt_mode_${executions}` });
+		expect(respondedWith(run.run)).toBe(503);
+		expect(notReservedError(run.run)).toMatch(/queue mode/);
+	});
+
+	it('a config file that says regular leaves a single process alone', async () => {
+		const file = path.join(userFolder, 'regular.json');
+		writeFileSync(file, JSON.stringify({ executions: { mode: 'regular' } }));
+		process.env.N8N_CONFIG_FILES = file;
+		const run = await execute(workflow('wf-mode-regular', { onError: 'continueRegularOutput' }), {}, { id: 'evt_mode_regular' });
 		expect(respondedWith(run.run)).toBe('complete');
 	});
 });
