@@ -17,4 +17,21 @@ export default [
 			'no-restricted-imports': ['error', { patterns: ['n8n-workflow', 'n8n-core', 'n8n-workflow/*'] }],
 		},
 	},
+	{
+		// Code several nodes use lives once in nodes/shared/ (or lib/): a node never reaches into another node's folder.
+		files: ['nodes/**/*.ts'],
+		rules: {
+			'no-restricted-imports': [
+				'error',
+				{
+					patterns: [
+						{
+							regex: '^(\\.\\./)+(Idempotency[A-Za-z]*|WebhookSignatureVerify)/',
+							message: 'Import what several nodes share from nodes/shared/ (or lib/), not from another node.',
+						},
+					],
+				},
+			],
+		},
+	},
 ];

@@ -21,6 +21,11 @@ export class MissingKeyError extends IdempotencyError {}
 /** The same key arrived with a different payload while the payload fingerprint option says "error". */
 export class PayloadMismatchError extends IdempotencyError {}
 
+/** The refusal of a key seen before with a different payload (Payload Fingerprint: Error on Mismatch). */
+export function payloadMismatchError(key: string): PayloadMismatchError {
+	return new PayloadMismatchError(`The key ${JSON.stringify(key.slice(0, 80))} was seen before with a different payload.`);
+}
+
 /** The idempotency table does not exist; the message names the SQL file to run. */
 export class TableMissingError extends IdempotencyError {}
 

@@ -7,16 +7,15 @@ import {
 } from 'n8n-workflow';
 
 import { bindEffectQuery, OneTransactionEffect, parseEffectQuery } from '../../lib/effect/oneTransaction';
-import { PayloadMismatchError } from '../../lib/errors';
-import { deriveKey, payloadFingerprint, validateKeyConfig } from '../../lib/keys/deriveKey';
+import { payloadMismatchError } from '../../lib/errors';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { credentialPool, tableOptions } from '../shared/store';
-import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
-import { readKeyInput } from '../IdempotencyReserve/keyInput';
-import { readBatchParameters } from '../IdempotencyReserve/parameters';
+import { idempotencyOutput } from '../shared/idempotencyOutput';
+import { deriveItemKey } from '../shared/keyInput';
+import { readBatchParameters } from '../shared/reservationParameters';
+import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { executeQueryProperties } from './description';
-import { KEY_SOURCE_SUBTITLE } from '../IdempotencyReserve/description';
 import { readQueryParameters } from './parameters';
 
 const NEW = 0;
@@ -63,10 +62,7 @@ export class IdempotencyExecuteQuery implements INodeType {
 					// The query's effect is real even in an editor run, so its key is the real one too: a test
 					// scope would let the production delivery run the effect a second time.
 					const parameters = { ...settings, key: { ...settings.key, manualTest: false } };
-					validateKeyConfig(parameters.key);
-					const input = await readKeyInput(this, item, itemIndex, parameters);
-					const derived = deriveKey(input, parameters.key);
-					const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
+					const { derived, payloadHash } = await deriveItemKey(this, item, itemIndex, parameters);
 					const result = await effect.run(
 						{ key: derived.key, keySource: derived.keySource, payloadHash },
 						bindEffectQuery(query, readQueryParameters(this, itemIndex), derived.key),
@@ -79,7 +75,7 @@ export class IdempotencyExecuteQuery implements INodeType {
 					);
 					const { reservation } = result;
 					if (result.outcome === 'duplicate' && reservation.payloadMismatch && parameters.payloadFingerprint === 'error') {
-						failItem(new PayloadMismatchError(`The key ${JSON.stringify(reservation.key.slice(0, 80))} was seen before with a different payload.`), itemIndex);
+						failItem(payloadMismatchError(reservation.key), itemIndex);
 						continue;
 					}
 					const idempotency = idempotencyOutput(reservation, derived, {

@@ -1,20 +1,16 @@
 import type { INodeProperties } from 'n8n-workflow';
 
-import { EVIDENCE_OPTION_NAMES, reserveProperties } from '../IdempotencyReserve/description';
+import { EVIDENCE_OPTION_NAMES, KEY_SOURCE_PROPERTIES, RESERVATION_OPTIONS, SIGNATURE_NOTICE } from '../shared/reservationDescription';
 import { withoutStoreCondition } from '../shared/storeChoice';
 
 // The key settings are Idempotency Reserve's own (same names, same rules, same table options).
-const RESERVE_KEY_PARAMETERS = ['signatureNotice', 'keySource', 'preset', 'headerName', 'customKey', 'keyField', 'keyPrefix'];
-const reserveKeyProperties = reserveProperties.filter((property) => RESERVE_KEY_PARAMETERS.includes(property.name));
-const reserveOptions = reserveProperties
-	.filter((property) => property.name === 'options')
-	.map((property) => ({
-		...property,
-		// This node has no Store parameter (Postgres only): the Postgres options apply as they are.
-		options: (property.options as INodeProperties[] | undefined)
-			?.filter((option) => !EVIDENCE_OPTION_NAMES.includes(option.name))
-			.map(withoutStoreCondition),
-	}));
+const reserveOptions: INodeProperties = {
+	...RESERVATION_OPTIONS,
+	// This node has no Store parameter (Postgres only): the Postgres options apply as they are.
+	options: (RESERVATION_OPTIONS.options as INodeProperties[] | undefined)
+		?.filter((option) => !EVIDENCE_OPTION_NAMES.includes(option.name))
+		.map(withoutStoreCondition),
+};
 
 export const executeQueryProperties: INodeProperties[] = [
 	{
@@ -24,7 +20,8 @@ export const executeQueryProperties: INodeProperties[] = [
 		type: 'notice',
 		default: '',
 	},
-	...reserveKeyProperties,
+	SIGNATURE_NOTICE,
+	...KEY_SOURCE_PROPERTIES,
 	{
 		// The reservation is final when the transaction commits: there is no lease to complete.
 		displayName: 'Mode',
@@ -60,5 +57,5 @@ export const executeQueryProperties: INodeProperties[] = [
 		description:
 			'The values for $1, $2, … as a list (an expression giving an array, or a JSON array). A single value is $1. Never write values into the query text.',
 	},
-	...reserveOptions,
+	reserveOptions,
 ];

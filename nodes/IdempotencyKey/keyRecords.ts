@@ -1,8 +1,8 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import type { IDataObject } from 'n8n-workflow';
 
 import { keySourceInWords } from '../../lib/keys/deriveKey';
-import type { KeyStore } from '../../lib/store/contract';
-import type { ListKeysOptions, RecordStatus, StoredKey } from '../../lib/types';
+import type { StoredKey } from '../../lib/types';
+import { isoTime } from '../shared/idempotencyOutput';
 
 /*
  * Get Key and List Keys: read-only views of the table, for looking one event up and
@@ -38,53 +38,4 @@ export function keyRecordJson(stored: StoredKey): IDataObject {
 		source: stored.source,
 		correlationId: stored.correlationId,
 	};
-}
-
-export function isoTime(time: Date | null): string | null {
-	return time ? time.toISOString() : null;
-}
-
-/** Get Key: one output item per input item, `found: false` when the key is not stored. */
-export async function getKeys(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData[][]> {
-	const items = context.getInputData();
-	const keys = items.map((_item, itemIndex) => String(context.getNodeParameter('lookupKey', itemIndex) ?? ''));
-	const found = await store.getKeys(keys.filter((key) => key !== ''));
-	return [
-		keys.map((key, itemIndex) => {
-			const stored = found.get(key);
-			return { json: stored ? keyRecordJson(stored) : { found: false, key }, pairedItem: { item: itemIndex } };
-		}),
-	];
-}
-
-interface ListFilters {
-	status?: RecordStatus | 'any' | 'replayable';
-	stuckLeasesOnly?: boolean;
-	olderThanHours?: number;
-	keyPrefix?: string;
-}
-
-/** List Keys: one page of keys (one item each), read with the first item's parameters. */
-export async function listKeys(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData[][]> {
-	const filters = context.getNodeParameter('listFilters', 0, {}) as ListFilters;
-	const options: ListKeysOptions = {
-		limit: context.getNodeParameter('limit', 0, 100) as number,
-		afterKey: String(context.getNodeParameter('afterKey', 0, '') ?? ''),
-		status: filters.status && filters.status !== 'any' && filters.status !== 'replayable' ? filters.status : undefined,
-		replayableOnly: filters.status === 'replayable',
-		stuckLeasesOnly: filters.stuckLeasesOnly,
-		olderThanSeconds: filters.olderThanHours === undefined ? undefined : filters.olderThanHours * 3600,
-		keyPrefix: filters.keyPrefix || undefined,
-	};
-	const { keys, nextAfterKey } = await store.listKeys(options);
-	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
-	// Every item says where the next page starts, so "After Key" can be {{ $json.nextPageAfterKey }} of the last item.
-	return [keys.map((stored) => ({ json: { ...keyRecordJson(stored), nextPageAfterKey: nextAfterKey }, pairedItem }))];
-}
-
-/** Get Stats: one item with the counts (read with the first item's window). */
-export async function keyStats(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData[][]> {
-	const stats = await store.stats(context.getNodeParameter('windowHours', 0, 24) as number);
-	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
-	return [[{ json: { ...stats }, pairedItem }]];
 }

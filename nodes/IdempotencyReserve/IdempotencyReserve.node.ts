@@ -7,11 +7,12 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
-import { DatabaseUnreachableError, PayloadMismatchError } from '../../lib/errors';
+import { DatabaseUnreachableError, payloadMismatchError } from '../../lib/errors';
 import { capBatchPayloads, defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceReport } from '../../lib/evidence/replayEvidence';
 import { assertExactRunText } from '../../lib/keys/exactText';
-import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } from '../../lib/keys/deriveKey';
+import type { DerivedKey } from '../../lib/keys/deriveKey';
 import type { KeyStore } from '../../lib/store/contract';
+import { distinctBatch } from '../../lib/store/rules';
 import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
@@ -20,11 +21,12 @@ import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
 import { storeChoice, storeFor } from '../shared/store';
 import { assertSameStoreDownstream } from '../shared/storeMatch';
-import { KEY_SOURCE_SUBTITLE, reserveProperties } from './description';
+import { idempotencyOutput, unverifiedOutput } from '../shared/idempotencyOutput';
+import { deriveItemKey } from '../shared/keyInput';
+import { readBatchParameters, type ReserveParameters } from '../shared/reservationParameters';
+import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
+import { reserveProperties } from './description';
 import { withOutcomeCustomData } from './executionCustomData';
-import { idempotencyOutput, unverifiedOutput } from './idempotencyOutput';
-import { readKeyInput } from './keyInput';
-import { readBatchParameters, type ReserveParameters } from './parameters';
 
 const NEW = 0;
 const DUPLICATE = 1;
@@ -74,140 +76,139 @@ export class IdempotencyReserve implements INodeType {
 
 	methods = { credentialTest: { [CONNECTION_TEST]: testConnection } };
 
-	// Items that were not reserved leave through Not Reserved under Continue; under Stop Workflow the
-	// node throws, and when it throws after its statement it first releases the keys this run
-	// reserved, so no event is left reserved by a run that never processed it.
-	// Wrapped so every run also writes its outcome into the execution's custom data (executionCustomData.ts).
+	// Items that were not reserved leave through Not Reserved under Continue, whatever went wrong
+	// (routing.run, the rule of nodes/shared/notProcessed.ts); under Stop Workflow the node throws.
+	// When it fails after its statement it first releases the keys this run reserved, so no event is
+	// left reserved by a run that never processed it.
+	// Wrapped so every run also writes its outcome into the execution's custom data.
 	execute = withOutcomeCustomData(async function execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
 		const continueOnFail = this.continueOnFail();
 		const node = this.getNode();
 		const mode = outputMode(this);
-		const { outputs, failItem, failAll } = itemRouting(this, mode === 'lease' ? 3 : 2);
+		const routing = itemRouting(this, mode === 'lease' ? 3 : 2);
+		const { outputs, failItem, failAll } = routing;
 		if (items.length === 0) return outputs;
 		const allIndexes = items.map((_, itemIndex) => itemIndex);
 
-		let batch;
-		try {
-			batch = readBatchParameters(this, items.length);
-			assertSafeSettleWiring(this, NEW);
-			assertSameStoreDownstream(this, storeChoice(this));
-			assertExactRunText({ 'execution id': this.getExecutionId(), 'workflow id': String(this.getWorkflow().id ?? '') });
-		} catch (error) {
-			return failAll(error, allIndexes);
-		}
-		const { statement } = batch;
-
-		// Every key is derived and checked before the statement: a refused item is never sent.
-		const pending: PendingItem[] = [];
-		for (const [itemIndex, settings] of batch.items.entries()) {
+		return await routing.run(items.length, async () => {
+			let batch;
 			try {
-				if ('error' in settings) throw settings.error;
-				validateKeyConfig(settings.key);
-				validateEvidenceConfig(settings.evidence);
-				const input = await readKeyInput(this, items[itemIndex], itemIndex, settings);
-				const derived = deriveKey(input, settings.key);
-				const payloadHash = settings.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
-				// The payload stored is what the key was derived from: the webhook body, or the whole item.
-				// Only a webhook item's raw body is its body's bytes (headers are there only for one).
-				const { evidence, report } = replayEvidence(settings.evidence, {
-					payload: input.body,
-					rawBody: input.headers ? input.rawBody : undefined,
-					headers: input.headers,
-					executionId: this.getExecutionId(),
-					derivedSource: defaultSource(settings.key),
-				});
-				pending.push({
-					itemIndex,
-					derived,
-					settings,
-					request: { key: derived.key, keySource: derived.keySource, payloadHash, evidence },
-					evidence: report,
-				});
+				batch = readBatchParameters(this, items.length);
+				assertSafeSettleWiring(this, NEW);
+				assertSameStoreDownstream(this, storeChoice(this));
+				assertExactRunText({ 'execution id': this.getExecutionId(), 'workflow id': String(this.getWorkflow().id ?? '') });
 			} catch (error) {
-				failItem(error, itemIndex);
+				failAll(error, allIndexes);
+				return;
 			}
-		}
-		if (pending.length === 0) return outputs;
-		// Only the first item of each key sends its evidence (a repeat in the batch is a duplicate).
-		const sent = new Set<string>();
-		capBatchPayloads(
-			pending.flatMap(({ request, evidence }) => {
-				if (sent.has(request.key) || !request.evidence) return [];
-				sent.add(request.key);
-				return [{ evidence: request.evidence, report: evidence }];
-			}),
-		);
+			const { statement } = batch;
 
-		let store: KeyStore;
-		let results: Array<ReservationResult<CompactRecord>>;
-		try {
-			store = await storeFor(this, statement.table);
-			results = await store.reserve(
-				pending.map((entry) => entry.request),
-				{
-					mode: statement.mode,
-					leaseSeconds: statement.leaseSeconds,
-					retentionSeconds: statement.retentionSeconds,
-					executionId: this.getExecutionId(),
-					workflowId: String(this.getWorkflow().id ?? ''),
-					instanceId: this.getInstanceId(),
-					detail: statement.output,
-				},
-			);
-		} catch (error) {
-			if (statement.onStoreUnavailable === 'letThrough' && isStoreDown(error)) {
-				for (const { itemIndex, derived } of pending) {
+			// Every key is derived and checked before the statement: a refused item is never sent.
+			const pending: PendingItem[] = [];
+			for (const [itemIndex, settings] of batch.items.entries()) {
+				try {
+					if ('error' in settings) throw settings.error;
+					validateEvidenceConfig(settings.evidence);
+					const { input, derived, payloadHash } = await deriveItemKey(this, items[itemIndex], itemIndex, settings);
+					// The payload stored is what the key was derived from: the webhook body, or the whole item.
+					// Only a webhook item's raw body is its body's bytes (headers are there only for one).
+					const { evidence, report } = replayEvidence(settings.evidence, {
+						payload: input.body,
+						rawBody: input.headers ? input.rawBody : undefined,
+						headers: input.headers,
+						executionId: this.getExecutionId(),
+						derivedSource: defaultSource(settings.key),
+					});
+					pending.push({
+						itemIndex,
+						derived,
+						settings,
+						request: { key: derived.key, keySource: derived.keySource, payloadHash, evidence },
+						evidence: report,
+					});
+				} catch (error) {
+					failItem(error, itemIndex);
+				}
+			}
+			if (pending.length === 0) return;
+			// Only the first item of each key that has evidence sends it (a repeat in the batch is a duplicate).
+			const withEvidence = pending.flatMap(({ request, evidence }) => (request.evidence ? [{ request, evidence: request.evidence, report: evidence }] : []));
+			capBatchPayloads(distinctBatch(withEvidence.map(({ request }) => request)).firstIndexes.map((index) => withEvidence[index]));
+
+			let store: KeyStore;
+			let results: Array<ReservationResult<CompactRecord>>;
+			try {
+				store = await storeFor(this, statement.table);
+				results = await store.reserve(
+					pending.map((entry) => entry.request),
+					{
+						mode: statement.mode,
+						leaseSeconds: statement.leaseSeconds,
+						retentionSeconds: statement.retentionSeconds,
+						executionId: this.getExecutionId(),
+						workflowId: String(this.getWorkflow().id ?? ''),
+						instanceId: this.getInstanceId(),
+						detail: statement.output,
+					},
+				);
+			} catch (error) {
+				if (statement.onStoreUnavailable === 'letThrough' && isStoreDown(error)) {
+					for (const { itemIndex, derived } of pending) {
+						const item = items[itemIndex];
+						outputs[NEW].push({
+							json: { ...item.json, idempotency: unverifiedOutput(derived, statement.output, statement.mode, error.message) },
+							binary: item.binary,
+							pairedItem: { item: itemIndex },
+						});
+					}
+					return;
+				}
+				// Not reserved (or not known to be): no item may go on as if it were.
+				failAll(error, pending.map((entry) => entry.itemIndex));
+				return;
+			}
+
+			// From here on the keys are reserved: whatever fails first releases the ones this run owns.
+			try {
+				const leaseWarning = statement.mode === 'lease' ? leaseOutlivedWarning(this, statement.leaseSeconds) : undefined;
+				const routed: Array<{ output: number; entry: INodeExecutionData }> = [];
+				for (const [position, result] of results.entries()) {
+					const { itemIndex, derived, settings, evidence } = pending[position];
+					if (result.payloadMismatch && settings.payloadFingerprint === 'error' && result.outcome !== 'new') {
+						const error = payloadMismatchError(result.key);
+						if (!continueOnFail) throw toNodeError(node, error, itemIndex);
+						failItem(error, itemIndex);
+						continue;
+					}
 					const item = items[itemIndex];
-					outputs[NEW].push({
-						json: { ...item.json, idempotency: unverifiedOutput(derived, statement.output, statement.mode, error.message) },
-						binary: item.binary,
-						pairedItem: { item: itemIndex },
+					const output =
+						result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && statement.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
+					const idempotency = {
+						...idempotencyOutput(result, derived, {
+							mode: statement.mode,
+							detail: statement.output,
+							fingerprinting: settings.payloadFingerprint !== 'off',
+						}),
+						...evidenceOutput(evidence, result),
+					};
+					// Evidence is stored only with the reservation that made the key this run's (New).
+					const warnings = output === NEW ? [...(leaseWarning ? [leaseWarning] : []), ...evidence.warnings] : [];
+					if (warnings.length > 0) idempotency.warnings = warnings;
+					routed.push({
+						output,
+						entry: {
+							json: { ...item.json, idempotency },
+							binary: item.binary,
+							pairedItem: { item: itemIndex },
+						},
 					});
 				}
-				return outputs;
+				for (const { output, entry } of routed) outputs[output].push(entry);
+			} catch (error) {
+				throw await releasedBeforeFailing(store, results, error instanceof Error ? error : new Error(String(error)));
 			}
-			// Not reserved (or not known to be): no item may go on as if it were.
-			return failAll(error, pending.map((entry) => entry.itemIndex));
-		}
-
-		const leaseWarning = statement.mode === 'lease' ? leaseOutlivedWarning(this, statement.leaseSeconds) : undefined;
-		const routed: Array<{ output: number; entry: INodeExecutionData }> = [];
-		for (const [position, result] of results.entries()) {
-			const { itemIndex, derived, settings, evidence } = pending[position];
-			if (result.payloadMismatch && settings.payloadFingerprint === 'error' && result.outcome !== 'new') {
-				const error = new PayloadMismatchError(
-					`The key ${JSON.stringify(result.key.slice(0, 80))} was seen before with a different payload.`,
-				);
-				if (!continueOnFail) throw await releasedBeforeFailing(store, results, toNodeError(node, error, itemIndex));
-				failItem(error, itemIndex);
-				continue;
-			}
-			const item = items[itemIndex];
-			const output =
-				result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && statement.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
-			const idempotency = {
-				...idempotencyOutput(result, derived, {
-					mode: statement.mode,
-					detail: statement.output,
-					fingerprinting: settings.payloadFingerprint !== 'off',
-				}),
-				...evidenceOutput(evidence, result),
-			};
-			// Evidence is stored only with the reservation that made the key this run's (New).
-			const warnings = output === NEW ? [...(leaseWarning ? [leaseWarning] : []), ...evidence.warnings] : [];
-			if (warnings.length > 0) idempotency.warnings = warnings;
-			routed.push({
-				output,
-				entry: {
-					json: { ...item.json, idempotency },
-					binary: item.binary,
-					pairedItem: { item: itemIndex },
-				},
-			});
-		}
-		for (const { output, entry } of routed) outputs[output].push(entry);
-		return outputs;
+		});
 	});
 }
 

@@ -174,6 +174,30 @@ describe('Idempotency Reserve: bad input', () => {
 		expect(await rowCount()).toBe(before + 1);
 	});
 
+	it('an error no step expected, after the statement, releases the keys the run reserved and sends its items to Not Reserved under Continue (never New, never a throw n8n would pass on through New)', async () => {
+		// An item whose data throws when read whole: the error escapes after its key was reserved.
+		const trapped = (id: string): INodeExecutionData => {
+			const item = webhookItem({ id });
+			Object.defineProperty(item.json, 'unreadable', { enumerable: true, get: () => { throw new Error('This item cannot be read.'); } });
+			return item;
+		};
+		const [fresh, duplicate, notReserved] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'escape-ok' }), trapped('escape-trap')], continueOnFail: true });
+		expect(fresh).toHaveLength(0);
+		expect(duplicate).toHaveLength(0);
+		expect(notReserved).toEqual([
+			{ json: { error: expect.stringMatching(/This item cannot be read\. The 2 key\(s\) this run had reserved were released\./) }, pairedItem: { item: 0 } },
+			{ json: { error: expect.stringMatching(/This item cannot be read/) }, pairedItem: { item: 1 } },
+		]);
+		// Released: the provider's retry of either event is processed, not answered as a duplicate.
+		const [retried] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'escape-ok' }), webhookItem({ id: 'escape-trap' })] });
+		expect(retried.map((item) => idempotencyOf(item).key)).toEqual(['evt:escape-ok', 'evt:escape-trap']);
+
+		// Under Stop Workflow the node throws, after releasing the keys just the same.
+		await expect(runReserve({ options: options() }, { items: [trapped('escape-stop')] })).rejects.toThrow(/This item cannot be read\. The 1 key\(s\) this run had reserved were released\./);
+		const [again] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'escape-stop' })] });
+		expect(again).toHaveLength(1);
+	});
+
 	it('a Standard Webhooks delivery re-sent with its signed id under svix-id instead of webhook-id is a Duplicate, not New', async () => {
 		// Both forms verify (the id's value is signed, not its header's name: test/unit/keys/standardWebhooksAliases.test.ts).
 		const parameters = { keySource: 'preset', preset: 'standardWebhooks', options: options() };

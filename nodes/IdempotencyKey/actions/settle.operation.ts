@@ -1,12 +1,14 @@
-import { type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import type { KeyStore, SettleReport, SettleRequest } from '../../lib/store/contract';
-import { readExecutionRecord } from '../shared/executionRecord';
-import { readOwnedKey, readResponse } from './ownedKeys';
-import { toNodeError } from '../shared/nodeError';
-import { judgeBusinessStep, type ParentOutput, type StepFailures } from './stepOutcome';
+import type { KeyStore, SettleReport, SettleRequest } from '../../../lib/store/contract';
+import { readExecutionRecord } from '../../shared/executionRecord';
+import { toNodeError } from '../../shared/nodeError';
+import { readOwnedKey, readResponse } from '../ownedKeys';
+import { judgeBusinessStep, type ParentOutput, type StepFailures } from '../stepOutcome';
+import { quoted, type StoreOpener } from './keyOperation';
+import { RESPONSE_TO_STORE } from './sharedParameters';
 
-/**
+/*
  * "Settle After Business Step": connected to the output that feeds the business step (Idempotency
  * Reserve's New, Order Guard's Passed, Claim for Replay's Claimed), below the business step. It
  * reads n8n's record of the step and completes the key of every item the step succeeded for, marks
@@ -14,13 +16,37 @@ import { judgeBusinessStep, type ParentOutput, type StepFailures } from './stepO
  * true for it. The store being unreachable is an outcome here, not an error: by now the effect may
  * have happened, and the workflow must still answer.
  */
-export const SETTLE_OUTPUTS = ['Completed', 'Failed', 'Completion Refused', 'Not Settled'] as const;
+export const value = 'settle';
+
+export const option = {
+	name: 'Settle After Business Step',
+	action: 'Settle a reservation after the business step',
+	description:
+		'Beside the business step, below it: completes the key if n8n ran the step without error (any output), else fails it',
+};
+
+export const description: INodeProperties[] = [
+	{
+		displayName:
+			'Connect this node to the same output as your business step, below it (n8n runs that output top to bottom). Set On Error: Continue on the business step\'s nodes. The key is completed when n8n ran them without error, and marked failed when one failed, whatever they returned. Keep this node\'s On Error at Stop Workflow.',
+		name: 'settleNotice',
+		type: 'notice',
+		displayOptions: { show: { operation: ['settle'] } },
+		default: '',
+	},
+	RESPONSE_TO_STORE,
+];
+
+export const outputs = ['Completed', 'Failed', 'Completion Refused', 'Not Settled'] as const;
 const COMPLETED = 0;
 const FAILED = 1;
 const COMPLETION_REFUSED = 2;
 const NOT_SETTLED = 3;
 
-type StoreOpener = () => Promise<KeyStore>;
+export const subtitle = quoted(option.name);
+
+// No failedOutput: Settle opens the store itself (an unreachable store is one of its outcomes, never
+// a throw) and refuses to run, whatever On Error says, only when continuing would be unsafe.
 
 interface Entry {
 	itemIndex: number;
@@ -30,10 +56,10 @@ interface Entry {
 	response?: unknown;
 }
 
-export async function settleAfterStep(context: IExecuteFunctions, openStore: StoreOpener): Promise<INodeExecutionData[][]> {
+export async function execute(context: IExecuteFunctions, openStore: StoreOpener): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	const self = context.getNode().name;
-	const outputs: INodeExecutionData[][] = SETTLE_OUTPUTS.map(() => []);
+	const routed: INodeExecutionData[][] = outputs.map(() => []);
 	const source = context.getInputSourceData();
 	const parent: ParentOutput = { node: source.previousNode, run: source.previousNodeRun ?? 0, output: source.previousNodeOutput ?? 0 };
 
@@ -52,7 +78,7 @@ export async function settleAfterStep(context: IExecuteFunctions, openStore: Sto
 			const { owned, reservation } = readOwnedKey(context, items[itemIndex], itemIndex, 'item');
 			entries.push({ itemIndex, owned, reservation, failure, response: failure === undefined ? readResponse(context, itemIndex) : undefined });
 		} catch (error) {
-			outputs[NOT_SETTLED].push(outcomeItem(items[itemIndex], itemIndex, undefined, { stepSucceeded: failure === undefined, stepError: failure ?? null, error: messageOf(error) }));
+			routed[NOT_SETTLED].push(outcomeItem(items[itemIndex], itemIndex, undefined, { stepSucceeded: failure === undefined, stepError: failure ?? null, error: messageOf(error) }));
 		}
 	}
 
@@ -76,7 +102,7 @@ export async function settleAfterStep(context: IExecuteFunctions, openStore: Sto
 			const stepSucceeded = entry.failure === undefined;
 			const base = { stepSucceeded, stepError: entry.failure ?? null };
 			if (reports instanceof Error) {
-				outputs[NOT_SETTLED].push(outcomeItem(items[entry.itemIndex], entry.itemIndex, entry.reservation, { ...base, error: reports.message }));
+				routed[NOT_SETTLED].push(outcomeItem(items[entry.itemIndex], entry.itemIndex, entry.reservation, { ...base, error: reports.message }));
 				continue;
 			}
 			const report = reports[position];
@@ -90,12 +116,12 @@ export async function settleAfterStep(context: IExecuteFunctions, openStore: Sto
 			};
 			if (report.warnings) idempotency.warnings = report.warnings;
 			const output = stepSucceeded ? (report.applied ? COMPLETED : COMPLETION_REFUSED) : FAILED;
-			outputs[output].push(outcomeItem(items[entry.itemIndex], entry.itemIndex, entry.reservation, idempotency));
+			routed[output].push(outcomeItem(items[entry.itemIndex], entry.itemIndex, entry.reservation, idempotency));
 		}
 	};
 	route(succeeded, completed, 'complete');
 	route(failed, markedFailed, 'fail');
-	return outputs;
+	return routed;
 }
 
 function outcomeItem(item: INodeExecutionData, itemIndex: number, reservation: IDataObject | undefined, fields: IDataObject): INodeExecutionData {

@@ -10,7 +10,7 @@ import {
 import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/deriveKey';
 import type { ProviderPreset } from '../../lib/keys/presets';
 import type { ReservationDetail, ReservationMode } from '../../lib/types';
-import type { TableChoice } from '../shared/store';
+import type { TableChoice } from './store';
 
 export type PayloadFingerprintChoice = 'off' | 'flag' | 'error';
 export type OnStoreUnavailable = 'fail' | 'letThrough';

@@ -1,13 +1,12 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import { assertExactRunText, assertStoredKeyText } from '../../lib/keys/exactText';
-import type { KeyStore } from '../../lib/store/contract';
-import type { KeySourceLabel } from '../../lib/keys/deriveKey';
-import type { ReplayClaim } from '../../lib/types';
-import { idempotencyOutput } from '../IdempotencyReserve/idempotencyOutput';
-import { assertSafeSettleWiring } from '../shared/settleWiring';
-import { toNodeError } from '../shared/nodeError';
-import { isoTime } from './keyRecords';
+import { assertExactRunText, assertStoredKeyText } from '../../../lib/keys/exactText';
+import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
+import type { ReplayClaim } from '../../../lib/types';
+import { idempotencyOutput, isoTime } from '../../shared/idempotencyOutput';
+import { assertSafeSettleWiring } from '../../shared/settleWiring';
+import { toNodeError } from '../../shared/nodeError';
+import { quoted, type StoreOpener } from './keyOperation';
 
 /*
  * Claim for Replay: takes over stored keys a replay may run again (failed, or a
@@ -17,12 +16,59 @@ import { isoTime } from './keyRecords';
  * workflow's business step reads it with the same expressions.
  */
 
+export const value = 'claimForReplay';
+
+export const option = {
+	name: 'Claim for Replay',
+	action: 'Claim a stored key for replay',
+	description:
+		'Take over a failed key, or one whose lease ran out, to process its stored payload again; never a completed or held key',
+};
+
+export const description: INodeProperties[] = [
+	{
+		displayName: 'Key',
+		name: 'replayKey',
+		type: 'string',
+		displayOptions: { show: { operation: ['claimForReplay'] } },
+		default: '={{ $json.key }}',
+		required: true,
+		description: 'The stored key, exactly as List Keys or Get Key output it (hashed keys such as sha256:… included)',
+	},
+	{
+		displayName: 'Lease (Seconds)',
+		name: 'leaseSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 604800 },
+		displayOptions: { show: { operation: ['claimForReplay'] } },
+		default: 300,
+		description:
+			'How long the replay owns the key: longer than the business step takes. Until then a redelivery of the event answers In Progress; after it, another run may take the key over.',
+	},
+	{
+		displayName: 'Retention (Days)',
+		name: 'retentionDays',
+		type: 'number',
+		typeOptions: { minValue: 0.0001 },
+		displayOptions: { show: { operation: ['claimForReplay'] } },
+		default: 30,
+		description: "How long the key keeps catching duplicates, counted from the claim (as Idempotency Reserve's Retention)",
+	},
+];
+
+export const outputs = ['Claimed', 'Not Claimable'] as const;
 const CLAIMED = 0;
 const NOT_CLAIMABLE = 1;
 
-export async function claimForReplay(context: IExecuteFunctions, store: KeyStore): Promise<INodeExecutionData[][]> {
+export const subtitle = quoted(option.name);
+
+// Nothing was claimed: never on Claimed, which leads to the business step.
+export const failedOutput = NOT_CLAIMABLE;
+
+export async function execute(context: IExecuteFunctions, openStore: StoreOpener): Promise<INodeExecutionData[][]> {
+	const store = await openStore();
 	const items = context.getInputData();
-	const outputs: INodeExecutionData[][] = [[], []];
+	const routed: INodeExecutionData[][] = outputs.map(() => []);
 	const executionId = context.getExecutionId();
 	const workflowId = String(context.getWorkflow().id ?? '');
 	assertExactRunText({ 'execution id': executionId, 'workflow id': workflowId });
@@ -40,7 +86,7 @@ export async function claimForReplay(context: IExecuteFunctions, store: KeyStore
 		} catch (error) {
 			if (!context.continueOnFail()) throw toNodeError(context.getNode(), error, itemIndex);
 			// Never on Claimed: an item whose key could not be read must not reach the business step.
-			outputs[NOT_CLAIMABLE].push({
+			routed[NOT_CLAIMABLE].push({
 				json: { ...items[itemIndex].json, error: toNodeError(context.getNode(), error, itemIndex).message },
 				pairedItem: { item: itemIndex },
 			});
@@ -57,9 +103,9 @@ export async function claimForReplay(context: IExecuteFunctions, store: KeyStore
 		const json: IDataObject = result.claimed
 			? { ...item.json, body: result.payload as IDataObject, payload: result.payload as IDataObject, idempotency: claimedOutput(result) }
 			: { ...item.json, idempotency: notClaimableOutput(result) };
-		outputs[result.claimed ? CLAIMED : NOT_CLAIMABLE].push({ json, binary: item.binary, pairedItem: { item: itemIndex } });
+		routed[result.claimed ? CLAIMED : NOT_CLAIMABLE].push({ json, binary: item.binary, pairedItem: { item: itemIndex } });
 	}
-	return outputs;
+	return routed;
 }
 
 /** Idempotency Reserve's fields for a reservation that took a key over, for the run that now owns it. */

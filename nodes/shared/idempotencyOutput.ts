@@ -90,7 +90,8 @@ function hasFullRecord(result: ReservationResult<CompactRecord>): result is Rese
 	return 'firstSeen' in result.record;
 }
 
-function isoTime(time: Date | null): string | null {
+/** A stored time as the items show it. */
+export function isoTime(time: Date | null): string | null {
 	return time ? time.toISOString() : null;
 }
 

@@ -1,8 +1,8 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import type { KeyInput } from '../../lib/keys/deriveKey';
-import { readRawBody } from '../shared/rawBody';
-import type { ReserveParameters } from './parameters';
+import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey, type KeyInput } from '../../lib/keys/deriveKey';
+import { readRawBody } from './rawBody';
+import type { ReserveParameters } from './reservationParameters';
 
 /**
  * What the key is derived from, for one item. Webhook items carry `body` and `headers`; any other
@@ -25,4 +25,25 @@ export async function readKeyInput(
 		// A field path starts at the item (body.…, headers.…), read here without an n8n expression.
 		item: parameters.key.strategy === 'field' ? json : undefined,
 	};
+}
+
+export interface ItemKey {
+	input: KeyInput;
+	derived: DerivedKey;
+	/** The payload's fingerprint, or null when Payload Fingerprint is off. */
+	payloadHash: string | null;
+}
+
+/** One item's key, as Reserve and Execute Query derive it: the key settings checked, the item read, the key and fingerprint made. */
+export async function deriveItemKey(
+	context: IExecuteFunctions,
+	item: INodeExecutionData,
+	itemIndex: number,
+	parameters: ReserveParameters,
+): Promise<ItemKey> {
+	validateKeyConfig(parameters.key);
+	const input = await readKeyInput(context, item, itemIndex, parameters);
+	const derived = deriveKey(input, parameters.key);
+	const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
+	return { input, derived, payloadHash };
 }

@@ -1,0 +1,36 @@
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+
+import { readResponse } from '../ownedKeys';
+import { quoted, type StoreOpener } from './keyOperation';
+import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
+import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys } from './settleByKey';
+
+export const value = 'complete';
+
+export const option = {
+	name: 'Complete',
+	action: 'Complete a reservation',
+	description: 'Make a lease-mode reservation final, optionally storing the response for duplicates to replay',
+};
+
+export const description: INodeProperties[] = [...OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE];
+
+export const outputs = SETTLE_BY_KEY_OUTPUTS;
+
+export const subtitle = quoted(option.name);
+
+// A Complete that failed as a whole stays on output 0: n8n's Retry On Fail looks only at output 0's first item.
+export const failedOutput = 0;
+
+export async function execute(context: IExecuteFunctions, openStore: StoreOpener): Promise<INodeExecutionData[][]> {
+	const store = await openStore();
+	const source = readKeyFrom(context);
+	if (source === 'execution') refuseFailedExecution(context);
+	return await settleOwnedKeys(
+		context,
+		value,
+		source,
+		(itemIndex) => readResponse(context, itemIndex),
+		async (requests) => await store.complete(requests.map((request) => ({ ...request.owned, response: request.detail }))),
+	);
+}

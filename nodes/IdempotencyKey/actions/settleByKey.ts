@@ -1,0 +1,99 @@
+import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
+
+import type { SettleReport, SettleRequest } from '../../../lib/store/contract';
+import type { FailedExecution } from '../../../lib/types';
+import { itemRouting } from '../../shared/notProcessed';
+import { findReserveNode, readFailedExecution, readOwnedKey, type KeyFrom } from '../ownedKeys';
+
+/*
+ * What Complete, Release and Mark Failed share: each settles the keys its items name (Key From),
+ * one statement for every item, and sends each item to Done or Stale.
+ */
+
+export const SETTLE_BY_KEY_OUTPUTS = ['Done', 'Stale'] as const;
+const DONE = 0;
+const STALE = 1;
+
+export type SettleOperation = 'complete' | 'release' | 'fail';
+
+/** Key From, read once per run. */
+export function readKeyFrom(context: IExecuteFunctions): KeyFrom {
+	return context.getNodeParameter('source', 0) as KeyFrom;
+}
+
+/** Key From: Failed Execution works with the operations that let the next delivery run again only. */
+export function refuseFailedExecution(context: IExecuteFunctions): never {
+	throw new NodeOperationError(context.getNode(), '"Failed Execution" works with the Release and Mark Failed operations only.');
+}
+
+/**
+ * Settles the key each item names: its detail (Complete's response, Mark Failed's error) is read
+ * per item, then `settle` sends every readable item in one statement.
+ */
+export async function settleOwnedKeys<Detail>(
+	context: IExecuteFunctions,
+	operation: SettleOperation,
+	source: Exclude<KeyFrom, 'execution'>,
+	readDetail: (itemIndex: number) => Detail,
+	settle: (requests: Array<{ owned: SettleRequest; detail: Detail }>) => Promise<SettleReport[]>,
+): Promise<INodeExecutionData[][]> {
+	const items = context.getInputData();
+	// An item that cannot be read leaves through the last output (Stale) under Continue: never Done.
+	const { outputs, failItem } = itemRouting(context, 1);
+	const requests: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; detail: Detail }> = [];
+	// Found once per run: every item settles a reservation of the same Reserve node.
+	const reserveNodeName = source === 'reserveNode' ? findReserveNode(context) : undefined;
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		try {
+			const { owned, reservation } = readOwnedKey(context, items[itemIndex], itemIndex, source, reserveNodeName);
+			requests.push({ itemIndex, owned, reservation, detail: readDetail(itemIndex) });
+		} catch (error) {
+			failItem(error, itemIndex);
+		}
+	}
+
+	const results = await settle(requests);
+	for (const [position, result] of results.entries()) {
+		const { itemIndex, reservation } = requests[position];
+		const item = items[itemIndex];
+		// With Key From: Idempotency Reserve, the item gets the reservation back, so a later node can read $json.idempotency.
+		const previous = reservation ?? (item.json.idempotency as IDataObject | undefined) ?? {};
+		const idempotency: IDataObject = {
+			...previous,
+			key: result.key,
+			operation,
+			applied: result.applied,
+			staleReason: result.applied ? null : result.reason,
+		};
+		// What had to be repaired or dropped so that the key could be settled (the key always is).
+		if (result.warnings) idempotency.warnings = result.warnings;
+		outputs[result.applied ? DONE : STALE].push({
+			json: { ...item.json, idempotency },
+			binary: item.binary,
+			pairedItem: { item: itemIndex },
+		});
+	}
+	return outputs;
+}
+
+/** Key From: Failed Execution: every live reservation of each item's execution, settled by `settle`. */
+export async function settleFailedExecutions(
+	context: IExecuteFunctions,
+	settle: (execution: FailedExecution, itemIndex: number) => Promise<IDataObject>,
+): Promise<INodeExecutionData[][]> {
+	const items = context.getInputData();
+	// An item without a usable execution leaves through the last output (Stale), as in settleOwnedKeys.
+	const { outputs, failItem } = itemRouting(context, 1);
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		let execution: FailedExecution;
+		try {
+			execution = readFailedExecution(context, itemIndex);
+		} catch (error) {
+			failItem(error, itemIndex);
+			continue;
+		}
+		const idempotency = await settle(execution, itemIndex);
+		outputs[DONE].push({ json: { ...items[itemIndex].json, idempotency }, pairedItem: { item: itemIndex } });
+	}
+	return outputs;
+}

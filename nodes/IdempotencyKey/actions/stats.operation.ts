@@ -1,0 +1,37 @@
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+
+import { quoted, type StoreOpener } from './keyOperation';
+
+export const value = 'stats';
+
+export const option = {
+	name: 'Get Stats',
+	action: 'Get key stats',
+	description: 'Counts by status, stuck leases, and new keys, duplicates, reclaims and failures within a window (for a daily report)',
+};
+
+export const description: INodeProperties[] = [
+	{
+		displayName: 'Window (Hours)',
+		name: 'windowHours',
+		type: 'number',
+		typeOptions: { minValue: 0.01, maxValue: 8784 },
+		displayOptions: { show: { operation: ['stats'] } },
+		default: 24,
+		description: 'The window counts cover keys first seen (new) or last seen (duplicates, reclaims, failures) within this many hours',
+	},
+];
+
+export const outputs = ['Stats'] as const;
+
+export const subtitle = quoted(option.name);
+
+export const failedOutput = 0;
+
+/** One item with the counts (read with the first item's window). */
+export async function execute(context: IExecuteFunctions, openStore: StoreOpener): Promise<INodeExecutionData[][]> {
+	const store = await openStore();
+	const stats = await store.stats(context.getNodeParameter('windowHours', 0, 24) as number);
+	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
+	return [[{ json: { ...stats }, pairedItem }]];
+}
