@@ -9,8 +9,13 @@ import type { KeyStore, SettleReport, SettleRequest } from '../store/contract';
 import {
 	DEFAULT_TABLE,
 	MAX_LIST_PAGE_BYTES,
+	cleanupInBatches,
 	distinctBatch,
+	replayBatch,
+	replayClaims,
 	reservationResult,
+	settleReports,
+	type ClaimedKey,
 	validateCleanupOptions,
 	validateDurations,
 	validateFailedExecution,
@@ -35,7 +40,6 @@ import type {
 	ReservationResult,
 	ReserveOptions,
 	ReserveOptionsWithDetail,
-	SettleResult,
 	StoredKey,
 } from '../types';
 import {
@@ -152,14 +156,7 @@ export class EmbeddedKeyStore implements KeyStore {
 		validateDurations(options.leaseSeconds, options.retentionSeconds);
 		for (const key of keys) assertStoredKeyText(key, 'key to replay');
 		if (keys.length === 0) return [];
-		const firstIndexByKey = new Map<string, number>();
-		const proposedTokens = new Map<string, string>();
-		for (const [index, key] of keys.entries()) {
-			if (!firstIndexByKey.has(key)) {
-				firstIndexByKey.set(key, index);
-				proposedTokens.set(key, randomUUID());
-			}
-		}
+		const { firstIndexByKey, proposedTokens } = replayBatch(keys, randomUUID);
 		const connection = await this.readyConnection();
 		const { current, claimed } = await withWriteLock(connection, this.wait('claim'), () => {
 			const current = this.statement(connection, 'claim_for_replay_current').all({ keys: JSON.stringify([...proposedTokens.keys()]) });
@@ -180,25 +177,22 @@ export class EmbeddedKeyStore implements KeyStore {
 		const claimedByKey = new Map(claimed.map((row) => [row.key as string, row]));
 		const currentByKey = new Map(current.map((row) => [row.key as string, row]));
 
-		return keys.map((key, index): ReplayClaim => {
+		return replayClaims(keys, firstIndexByKey, (key): ClaimedKey | undefined => {
 			const claimedRow = claimedByKey.get(key);
-			const row = claimedRow ?? currentByKey.get(key);
-			const record = row ? toRecord(row) : null;
-			if (firstIndexByKey.get(key) !== index) return { claimed: false, key, reason: 'repeat_in_batch', record };
-			if (!row || !record) return { claimed: false, key, reason: 'not_found', record: null };
 			if (claimedRow) {
 				return {
 					claimed: true,
 					key,
 					ownerToken: claimedRow.owner_token as string,
-					record,
+					record: toRecord(claimedRow),
 					payload: storedPayload(claimedRow),
 					payloadStored: Boolean(claimedRow.payload_stored),
 					source: (claimedRow.source as string | null) ?? null,
 					correlationId: (claimedRow.correlation_id as string | null) ?? null,
 				};
 			}
-			return { claimed: false, key, reason: record.status === 'completed' ? 'completed' : 'in_progress', record };
+			const row = currentByKey.get(key);
+			return row ? { claimed: false, record: toRecord(row) } : undefined;
 		});
 	}
 
@@ -253,13 +247,8 @@ export class EmbeddedKeyStore implements KeyStore {
 	async cleanup(options: CleanupOptions): Promise<CleanupResult> {
 		validateCleanupOptions(options);
 		const connection = await this.readyConnection();
-		const started = performance.now();
-		const deadline = started + options.timeBudgetSeconds * 1000;
 		const retention_ms = milliseconds(options.retentionSeconds);
-		let deleted = 0;
-		let batches = 0;
-		let finished = false;
-		while (!finished && performance.now() < deadline) {
+		return cleanupInBatches(options, async () => {
 			let batchDeleted = 0;
 			let chunkShort = false;
 			while (batchDeleted < options.batchSize && !chunkShort) {
@@ -271,11 +260,8 @@ export class EmbeddedKeyStore implements KeyStore {
 				chunkShort = count < limit;
 				await yieldToEventLoop();
 			}
-			deleted += batchDeleted;
-			batches += 1;
-			finished = batchDeleted < options.batchSize;
-		}
-		return { deleted, batches, durationMs: Math.round(performance.now() - started), finished };
+			return batchDeleted;
+		});
 	}
 
 	async getKeys(keys: string[]): Promise<Map<string, StoredKey>> {
@@ -387,16 +373,18 @@ export class EmbeddedKeyStore implements KeyStore {
 			}
 			return { applied, current };
 		});
-		return items.map((item, index): SettleReport => {
-			const report = (result: SettleResult): SettleReport => (warnings[index].length > 0 ? { ...result, warnings: warnings[index] } : result);
-			if (applied.has(item.key)) return report({ key: item.key, applied: true });
-			const row = current.get(item.key);
-			if (!row) return report({ key: item.key, applied: false, reason: 'not_found' });
-			if (row.owner_token !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
-			// Ours, and Release or Mark Failed found it completed by Complete: its business step ran.
-			if (row.effect_completed) return report({ key: item.key, applied: false, reason: 'completed' });
-			return report({ key: item.key, applied: false, reason: 'failed' });
-		});
+		return settleReports(
+			operation,
+			items,
+			warnings,
+			(key) => applied.has(key),
+			(key) => {
+				const row = current.get(key);
+				return row && { ownerToken: (row.owner_token as string | null) ?? null, effectCompleted: Boolean(row.effect_completed) };
+			},
+			// One local transaction: its answer is never lost.
+			false,
+		);
 	}
 }
 

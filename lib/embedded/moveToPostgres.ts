@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import { InvalidConfigurationError } from '../errors';
 import { quoteIdentifier, tableRef } from '../identifiers';
 import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../store/rules';
-import { copyKeysToPostgres, emptyCounts, preparePostgresTable, type CopyConflict, type CopyOutcome, type KeyRow } from '../store/copyKeys';
+import { copyKeysToPostgres, emptyCounts, preparePostgresTable, type CopyConflict, type CopyOutcome, type KeyRow } from '../postgres/copyKeys';
 import type { RecordStatus } from '../types';
 import { loadSqlite, type SqliteDatabase } from './sqlite';
 

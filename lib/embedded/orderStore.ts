@@ -1,7 +1,7 @@
 import { InvalidConfigurationError } from '../errors';
 import { DEFAULT_ORDER_TABLE, type AdvanceOptions, type OrderDecision, type VersionedItem } from '../order/orderGuard';
-import { compareVersions } from '../order/version';
 import type { OrderStore } from '../store/contract';
+import { orderCandidates, orderDecisions, validateAdvanceOptions, type OrderMark } from '../store/rules';
 import { DEFAULT_LOCK_WAIT_MS, connectionFor, ensureTable, namedStatement, withWriteLock, type EmbeddedConnection } from './connection';
 import type { EmbeddedStoreOptions } from './keyStore';
 import { embeddedTableName } from './statements';
@@ -28,16 +28,10 @@ export class EmbeddedOrderStore implements OrderStore {
 	}
 
 	async advance(items: VersionedItem[], options: AdvanceOptions): Promise<OrderDecision[]> {
-		if (options.equalVersion !== 'stale' && options.equalVersion !== 'newer') {
-			throw new InvalidConfigurationError(`Unknown equal-version rule ${JSON.stringify(options.equalVersion)}: use stale or newer.`);
-		}
+		validateAdvanceOptions(options);
 		if (items.length === 0) return [];
 
-		const candidateByKey = new Map<string, VersionedItem>();
-		for (const item of items) {
-			const candidate = candidateByKey.get(item.objectKey);
-			if (!candidate || compareVersions(item.version, candidate.version) > 0) candidateByKey.set(item.objectKey, item);
-		}
+		const candidateByKey = orderCandidates(items);
 		const candidates = [...candidateByKey.values()];
 		const connection = this.open();
 		await ensureTable(connection, 'order', this.table, this.createTableOption, this.lockWaitMs);
@@ -49,29 +43,19 @@ export class EmbeddedOrderStore implements OrderStore {
 				workflow_id: options.workflowId ?? null,
 			}),
 		);
-		const rowByKey = new Map(rows.map((row) => [row.object_key as string, row]));
-
-		const passedInBatch = new Set<string>();
-		return items.map((item): OrderDecision => {
-			const row = rowByKey.get(item.objectKey);
-			if (!row) throw new InvalidConfigurationError('The embedded store returned no row for a versioned object.');
-			const candidate = candidateByKey.get(item.objectKey)!;
-			const holdsBatchMax = compareVersions(item.version, candidate.version) === 0;
-			// Ties inside the batch: only the first item passes, unless equal versions pass anyway.
-			const firstOrEqualPasses = options.equalVersion === 'newer' || !passedInBatch.has(item.objectKey);
-			const newer = holdsBatchMax && firstOrEqualPasses && row.last_decision === 'newer';
-			if (newer) passedInBatch.add(item.objectKey);
-			return {
-				outcome: newer ? 'newer' : 'stale',
-				objectKey: item.objectKey,
-				version: item.version,
-				currentVersion: row.version as string,
-				supersededInBatch: !holdsBatchMax,
-				staleCount: row.stale_count as number,
-				firstSeen: new Date(row.first_seen as number),
-				updatedAt: new Date(row.updated_at as number),
-			};
-		});
+		const markByKey = new Map(
+			rows.map((row): [string, OrderMark] => [
+				row.object_key as string,
+				{
+					lastDecision: row.last_decision as OrderMark['lastDecision'],
+					version: row.version as string,
+					staleCount: row.stale_count as number,
+					firstSeen: new Date(row.first_seen as number),
+					updatedAt: new Date(row.updated_at as number),
+				},
+			]),
+		);
+		return orderDecisions(items, candidateByKey, markByKey, options.equalVersion);
 	}
 
 	async createTable(): Promise<void> {

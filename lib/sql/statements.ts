@@ -41,6 +41,7 @@ const KEY_STATEMENT_NAMES = [
 	'getKeys',
 	'listKeys',
 	'stats',
+	'copyKeys',
 ] as const;
 
 /** Statements on the Order Guard's table (written for object_versions). */

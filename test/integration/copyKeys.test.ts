@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import { InvalidConfigurationError } from '../../lib/errors';
 import { tableRef, type TableRef } from '../../lib/identifiers';
 import { IdempotencyStore } from '../../lib/postgres/store';
-import { copyKeysToPostgres, preparePostgresTable, type KeyRow } from '../../lib/store/copyKeys';
+import { copyKeysToPostgres, preparePostgresTable, type KeyRow } from '../../lib/postgres/copyKeys';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, freshSchema } from '../support/database';
 

@@ -3,9 +3,10 @@ import type { Pool } from 'pg';
 import { InvalidConfigurationError } from '../errors';
 import { parseWithExactNumbers } from '../evidence/exactNumbers';
 import type { TableRef } from '../identifiers';
-import { classifyPostgresError } from '../postgres/classifyError';
-import { storableResponse, storableText } from '../postgres/storableValues';
+import { PostgresRunner } from './runner';
+import { storableResponse, storableText } from './storableValues';
 import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
+import { renderStatement } from '../sql/statements';
 import type { RecordStatus } from '../types';
 
 /**
@@ -75,64 +76,7 @@ export function emptyCounts(): Record<CopyOutcome, number> {
 
 const STATUSES: readonly RecordStatus[] = ['processing', 'completed', 'failed'];
 
-/*
- * One statement per batch. Which copy of a key Postgres keeps ("further along"), compared as a row
- * in this order:
- *   1. completed beats processing and failed (its effect ran: a duplicate must see it);
- *   2. more attempts (a later reservation of the key: each reclaim adds one);
- *   3. seen more recently (the same reservation with more duplicates counted since).
- * Equal: Postgres keeps its row and nothing is written, so a second run changes nothing.
- * `before` reads the rows as they were, under lock, to say what each key's outcome was.
- */
-const COLUMNS = [
-	['key', 'text'],
-	['status', 'text'],
-	['attempts', 'integer'],
-	['duplicate_count', 'integer'],
-	['first_seen', 'timestamptz'],
-	['last_seen', 'timestamptz'],
-	['locked_until', 'timestamptz'],
-	['expires_at', 'timestamptz'],
-	['owner_token', 'uuid'],
-	['execution_id', 'text'],
-	['workflow_id', 'text'],
-	['n8n_instance', 'text'],
-	['key_source', 'text'],
-	['payload_hash', 'text'],
-	['response', 'jsonb'],
-	['completed_at', 'timestamptz'],
-	['effect_completed_at', 'timestamptz'],
-	['last_error', 'text'],
-	['payload', 'jsonb'],
-	['payload_bytes', 'integer'],
-	['source', 'text'],
-	['correlation_id', 'text'],
-] as const;
-
-function copyStatement(table: TableRef): string {
-	// jsonb travels as text[] (pg has no jsonb[] literal for text that is already JSON).
-	const parameters = COLUMNS.map(([, type], index) => `$${index + 1}::${type === 'jsonb' ? 'text' : type}[]`).join(', ');
-	const names = COLUMNS.map(([name]) => name);
-	const selected = COLUMNS.map(([name, type]) => (type === 'jsonb' ? `i.${name}::jsonb` : `i.${name}`)).join(', ');
-	const further = (row: string) => `(${row}.status = 'completed', ${row}.attempts, ${row}.last_seen)`;
-	return `with incoming as (
-  select * from unnest(${parameters}) as i(${names.join(', ')})
-),
-before as (
-  select t.key, t.status, t.attempts, t.last_seen, t.owner_token from ${table.qualified} t
-  where t.key in (select key from incoming) for update
-),
-written as (
-  insert into ${table.qualified} as t (${names.join(', ')})
-  select ${selected} from incoming i
-  on conflict (key) do update set ${names.filter((name) => name !== 'key').map((name) => `${name} = excluded.${name}`).join(', ')}
-  where ${further('excluded')} > ${further('t')}
-  returning t.key
-)
-select i.key, b.status as before_status, b.attempts as before_attempts, b.last_seen as before_last_seen,
-  b.owner_token::text as before_owner_token, (w.key is not null) as written
-from incoming i left join before b on b.key = i.key left join written w on w.key = i.key`;
-}
+/* The copy statement is sql/queries/copy_keys.sql: per key, the copy further along wins. */
 
 // Postgres refuses NUL in text and jsonb, and lone surrogates in jsonb (as \u escapes in JSON text).
 const JSON_POSTGRES_REFUSES = /\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i;
@@ -194,9 +138,7 @@ export async function copyKeysToPostgres(pool: Pool, table: TableRef, rows: KeyR
 		text((row) => row.source, 'source'),
 		text((row) => row.correlationId, 'correlation id'),
 	];
-	const result = await pool.query(copyStatement(table), values).catch((error: unknown) => {
-		throw classifyPostgresError(error, { table: table.qualified });
-	});
+	const result = await PostgresRunner.onPool(pool).run(renderStatement('copyKeys', table), values, { context: { table: table.qualified } });
 	const rowByKey = new Map(rows.map((row) => [row.key, row]));
 	for (const answer of result.rows as Array<{
 		key: string;
