@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The whole check, as CI runs it: lint, types, build, unit + integration + conformance tests (real
 // Postgres, and the embedded store on a Node with node:sqlite), and the end-to-end suite (real n8n).
-// Every step runs even when an earlier one fails, so one run shows everything that is wrong; the exit code is non-zero if anything failed. Jest's results are kept
-// in .test-results/ and summed into one closing line "N passed, N failed". Queue mode's redis-server
-// is checked first: installed with apt when missing and we run as root, else nothing runs.
+// Every step runs even when an earlier one fails, so one run shows everything that is wrong; the exit
+// code is non-zero if anything failed. Jest's results are kept in .test-results/ and summed into one
+// closing line "N passed, N failed". Queue mode's redis-server is checked first: installed with apt
+// when missing and we run as root, else nothing runs.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
