@@ -9,7 +9,7 @@ import { closeAllPools } from '../../lib/postgres/pool';
 import { adminPool, databaseUrl, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { runOrderGuard } from '../support/nodes';
-import { raceWorkers } from '../support/workerProcesses';
+import { raceWorkers } from '../support/workers';
 
 let pool: Pool;
 let schema: string;
