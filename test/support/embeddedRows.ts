@@ -52,7 +52,8 @@ function assignments(values: RowValues): { columns: string[]; expressions: strin
 		columns.push(column);
 		if (kind === 'uuid' && value === 'random') {
 			expressions.push('random_token()');
-		} else if (value === null) {
+		} else if (value === null && kind !== 'json') {
+			// null is SQL NULL, except in a JSON column, where it is the stored JSON value null.
 			expressions.push('null');
 		} else if (kind === 'time') {
 			expressions.push(`${NOW_MS} + cast(round(? * 1000) as integer)`);

@@ -38,7 +38,8 @@ function assignments(values: RowValues, first: number): { columns: string[]; exp
 			expressions.push('gen_random_uuid()');
 			continue;
 		}
-		if (value === null) {
+		// null is SQL NULL, except in a JSON column, where it is the stored JSON value null.
+		if (value === null && kind !== 'json') {
 			expressions.push('null');
 			continue;
 		}

@@ -48,7 +48,8 @@ export type Offset = number;
 
 /**
  * A row to store as it is, or the changes to make to one. Times are offsets from the store's now;
- * `ownerToken: 'random'` stores a fresh token. `payload` is the stored JSON value (absent: none).
+ * `ownerToken: 'random'` stores a fresh token. `payload` and `response` are the stored JSON value
+ * (null is JSON null; absent on a new row: none stored).
  */
 export interface RowValues {
 	status?: RecordStatus;
