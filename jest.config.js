@@ -1,4 +1,6 @@
-// Fast suites: unit (no database) and integration (a real Postgres: embedded unless DATABASE_URL is set).
+// Fast suites: unit (no database), integration (a real Postgres: embedded unless DATABASE_URL is set)
+// and conformance (every store behaviour on both backends: that Postgres, and the embedded store on
+// temporary files, which needs a Node with node:sqlite: `npm run test:all` picks one).
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json' }];
 
 module.exports = {
@@ -15,6 +17,15 @@ module.exports = {
 			testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
 			transform: { '^.+\\.ts$': tsJest },
 			testEnvironment: 'node',
+			globalSetup: '<rootDir>/test/support/globalSetup.ts',
+			globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
+		},
+		{
+			displayName: 'conformance',
+			testMatch: ['<rootDir>/test/conformance/**/*.test.ts'],
+			transform: { '^.+\\.ts$': tsJest },
+			testEnvironment: 'node',
+			// The same setup as integration: when both projects run, they share one Postgres.
 			globalSetup: '<rootDir>/test/support/globalSetup.ts',
 			globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
 		},

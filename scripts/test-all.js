@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// The whole check, as CI runs it: lint, types, build, unit + integration tests (real Postgres), and
-// the end-to-end suite (real n8n). Every step runs even when an earlier one fails, so one run shows
-// everything that is wrong; the exit code is non-zero if anything failed. Jest's results are kept
-// in .test-results/ and summed into one closing line "N passed, N failed". Queue mode's redis-server
-// is checked first: installed with apt when missing and we run as root, else nothing runs.
+// The whole check, as CI runs it: lint, types, build, unit + integration + conformance tests (real
+// Postgres, and the embedded store on a Node with node:sqlite), and the end-to-end suite (real n8n).
+// Every step runs even when an earlier one fails, so one run shows everything that is wrong; the exit
+// code is non-zero if anything failed. Jest's results are kept in .test-results/ and summed into one
+// closing line "N passed, N failed". Queue mode's redis-server is checked first: installed with apt
+// when missing and we run as root, else nothing runs.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -16,6 +17,7 @@ fs.mkdirSync(resultsDir, { recursive: true });
 const skipE2e = process.argv.includes('--skip-e2e');
 // `--n8n-version=1.123.81` (or N8N_VERSION) picks the n8n the end-to-end suite runs; jest takes no unknown flags.
 const { selectedN8nVersion, PROVEN_N8N_VERSIONS } = require('./lib/n8n-version');
+const { sqliteNode } = require('./lib/sqlite-node');
 const n8nVersion = selectedN8nVersion();
 // Every other proven n8n line (scripts/lib/n8n-version.js) runs the suite in both topologies too, with
 // the short soak (same assertions, 1,000 deliveries instead of 5,000); --skip-other-n8n skips them.
@@ -25,7 +27,13 @@ const steps = [
 	{ name: 'lint', command: ['npx', 'n8n-node', 'lint'] },
 	{ name: 'types', command: ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
 	{ name: 'build', command: ['npm', 'run', 'build'] },
-	{ name: 'unit + integration', command: ['npx', 'jest', '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`], results: 'fast.json' },
+	{
+		// The conformance suite runs every store test on the embedded store too, which needs node:sqlite:
+		// jest runs under a Node that has it (scripts/lib/sqlite-node.js; installed once when missing).
+		name: 'unit + integration + conformance',
+		command: () => [sqliteNode({ log: (line) => process.stdout.write(`${line}\n`) }), path.join('node_modules', '.bin', 'jest'), '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
+		results: 'fast.json',
+	},
 	// Benchmarks are not timed tests: this smoke run only proves they still run and count right (uses dist/).
 	{ name: 'benchmarks (smoke)', command: ['node', 'bench/quick.js', ...(skipE2e ? ['--skip-n8n'] : [])] },
 	...(skipE2e
@@ -64,8 +72,16 @@ if (!skipE2e && topologies.includes('queue')) {
 const report = [];
 for (const step of steps) {
 	const started = Date.now();
-	process.stdout.write(`\n=== ${step.name}: ${step.command.join(' ')}\n`);
-	const run = spawnSync(step.command[0], step.command.slice(1), { cwd: root, stdio: 'inherit', env: { ...process.env, ...step.env } });
+	let command;
+	try {
+		command = typeof step.command === 'function' ? step.command() : step.command;
+	} catch (error) {
+		process.stdout.write(`\n=== ${step.name}: could not start: ${error.message}\n`);
+		report.push({ ...step, ok: false, seconds: ((Date.now() - started) / 1000).toFixed(0) });
+		continue;
+	}
+	process.stdout.write(`\n=== ${step.name}: ${command.join(' ')}\n`);
+	const run = spawnSync(command[0], command.slice(1), { cwd: root, stdio: 'inherit', env: { ...process.env, ...step.env } });
 	const seconds = ((Date.now() - started) / 1000).toFixed(0);
 	report.push({ ...step, ok: run.status === 0, seconds });
 }

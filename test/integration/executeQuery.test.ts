@@ -8,7 +8,7 @@ import { connectionSettings as credentialSettings } from '../../nodes/shared/cre
 import { adminPool, connectionSettings, databaseUrl, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runExecuteQuery } from '../support/nodes';
-import { raceWorkers, startWorker } from '../support/workerProcesses';
+import { raceWorkers, startWorker } from '../support/workers';
 
 let pool: Pool;
 let schema: string;

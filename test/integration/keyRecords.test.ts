@@ -1,18 +1,16 @@
 import type { Pool } from 'pg';
 
-import { InvalidConfigurationError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
 import { closeAllPools } from '../../lib/postgres/pool';
 import { renderStatement } from '../../lib/sql/statements';
 import { IdempotencyStore, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE } from '../../lib/postgres/store';
-import type { StoredKey } from '../../lib/types';
 import { adminPool, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
 
 /*
- * Get Key and List Keys on real Postgres: filters, cursor pagination and its bounds,
- * stuck leases, NUL in inputs, an index-driven plan, and through the Idempotency Key node.
+ * Get Key, List Keys and Get Stats through the Idempotency Key node, and the List Keys query plan
+ * on real Postgres. The store's own behaviour, on both backends: test/conformance/keyRecords.test.ts.
  */
 
 let pool: Pool;
@@ -41,64 +39,9 @@ afterAll(async () => {
 	await pool.end();
 });
 
-const keysOf = (page: StoredKey[]) => page.map((stored) => stored.key);
 const options = () => ({ schemaName: schema, tableName: TABLE });
 
-describe('Get Key (store)', () => {
-	it('returns the whole record of stored keys and leaves unknown ones out; a NUL key is simply not found', async () => {
-		const found = await store.getKeys(['stripe:failed', 'stripe:nope', 'nul\u0000key']);
-		expect([...found.keys()]).toEqual(['stripe:failed']);
-		expect(found.get('stripe:failed')).toMatchObject({ status: 'failed', lastError: 'card declined', executionId: 'e-failed', retentionEnded: false });
-	});
-});
-
-describe('List Keys (store)', () => {
-	it.each([
-		['status failed', { status: 'failed' as const }, ['stripe:failed']],
-		['stuck leases: processing with an expired lease, not the live one', { stuckLeasesOnly: true }, ['stripe:stuck']],
-		['replayable: failed, or processing with an expired lease (not live, not completed)', { replayableOnly: true }, ['stripe:failed', 'stripe:stuck']],
-		['first seen more than 1 hour ago', { olderThanSeconds: 3600 }, ['stripe:failed', 'stripe:old', 'stripe:stuck']],
-		['key prefix', { keyPrefix: 'shop' }, ['shopify:new']],
-		['prefix and status together', { keyPrefix: 'stripe:', status: 'completed' as const }, ['stripe:old']],
-		['no filter: all, in key order', {}, ['shopify:new', 'stripe:failed', 'stripe:live', 'stripe:old', 'stripe:stuck']],
-	])('%s', async (_what, filter, expected) => {
-		expect(keysOf((await store.listKeys({ limit: 100, ...filter })).keys)).toEqual(expected);
-	});
-
-	it('a prefix with LIKE wildcards matches them literally', async () => {
-		expect((await store.listKeys({ limit: 100, keyPrefix: 'stripe%' })).keys).toEqual([]);
-		expect((await store.listKeys({ limit: 100, keyPrefix: 'stri_e:' })).keys).toEqual([]);
-	});
-
-	it('pages through 25 keys in pages of 10 after a cursor: every key once, in order', async () => {
-		const keys = Array.from({ length: 25 }, (_, index) => `page:${String(index).padStart(2, '0')}`);
-		await pool.query(`insert into ${schema}.${TABLE} (key) select unnest($1::text[])`, [keys]);
-		const seen: string[] = [];
-		const sizes: number[] = [];
-		let afterKey = '';
-		for (let pageNumber = 0; pageNumber < 10; pageNumber++) {
-			const { keys: page } = await store.listKeys({ limit: 10, afterKey, keyPrefix: 'page:' });
-			sizes.push(page.length);
-			seen.push(...keysOf(page));
-			if (page.length < 10) break;
-			afterKey = page[page.length - 1].key;
-		}
-		expect(sizes).toEqual([10, 10, 5]);
-		expect(seen).toEqual(keys);
-	});
-
-	it.each([0, -1, 1.5, MAX_LIST_PAGE_SIZE + 1, Number.NaN])('refuses the page size %p with a clear error', async (limit) => {
-		await expect(store.listKeys({ limit })).rejects.toThrow(InvalidConfigurationError);
-		await expect(store.listKeys({ limit })).rejects.toThrow(/page size must be a whole number from 1 to 1000/);
-	});
-
-	it('refuses a NUL in the prefix or cursor with a clear error, an unknown status, and a negative age', async () => {
-		await expect(store.listKeys({ limit: 1, keyPrefix: 'a\u0000' })).rejects.toThrow(/key prefix contains a NUL/);
-		await expect(store.listKeys({ limit: 1, afterKey: 'a\u0000' })).rejects.toThrow(/cursor contains a NUL/);
-		await expect(store.listKeys({ limit: 1, status: 'done' as never })).rejects.toThrow(/Unknown status "done"/);
-		await expect(store.listKeys({ limit: 1, olderThanSeconds: -5 })).rejects.toThrow(/Older Than/);
-	});
-
+describe('List Keys: the query plan (Postgres)', () => {
 	it('reads a page through the primary key index, stopped by the limit, never a sequential scan of a big table', async () => {
 		const big = 'records_big';
 		const bigStore = new IdempotencyStore(pool, { schema, table: big, createTable: true });
@@ -214,10 +157,6 @@ describe('Get Stats', () => {
 		expect(out).toHaveLength(1);
 		expect(out[0].json).toMatchObject({ windowHours: 72, total: 6, newInWindow: 6, duplicatesInWindow: 9, reclaimsInWindow: 5, failedInWindow: 2 });
 		expect(out[0].pairedItem).toEqual([{ item: 0 }, { item: 1 }]);
-	});
-
-	it.each([0, -1, 9000, Number.NaN])('refuses the window %p hours with a clear error', async (hours) => {
-		await expect(store.stats(hours)).rejects.toThrow(/stats window must be more than 0 and at most 8784 hours/);
 	});
 });
 

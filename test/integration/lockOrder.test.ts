@@ -11,7 +11,8 @@ import { adminPool, databaseUrl } from '../support/database';
  * statement; two of them over the same keys only avoid a deadlock when both take the locks in the
  * same total order. Both sort by the keys' bytes (collate "C"), whatever the database's collation:
  * this runs in a database whose default collation (ICU en-US) orders the keys differently, with
- * real parallel connections.
+ * real parallel connections. Postgres only (the collation and the plans are Postgres's); the same
+ * races on both stores, in the test database's collation: test/conformance/lockOrder.test.ts.
  */
 
 const TABLE = 'processed_events';

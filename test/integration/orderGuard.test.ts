@@ -4,12 +4,10 @@ import path from 'node:path';
 import type { INodeExecutionData } from 'n8n-workflow';
 import type { Pool, PoolClient } from 'pg';
 
-import { OrderGuard } from '../../lib/order/orderGuard';
 import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, databaseUrl, freshSchema } from '../support/database';
+import { adminPool, freshSchema } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { runOrderGuard } from '../support/nodes';
-import { raceWorkers } from '../support/workerProcesses';
 
 let pool: Pool;
 let schema: string;
@@ -183,35 +181,6 @@ describe('Idempotency Order Guard: bad input', () => {
 	it('a missing table names the SQL file to run', async () => {
 		const attempt = runOrderGuard({ objectKey: 'x', version: 1, eventKey: '', options: { schemaName: schema, tableName: 'no_such_versions', createTable: false } }, { items: [{ json: {} }] });
 		await expect(attempt).rejects.toThrow(/sql\/migrations\/order\/001_create_table\.sql/);
-	});
-});
-
-describe('Idempotency Order Guard: one object from many processes at once', () => {
-	it('200 concurrent versions of one object from 4 OS processes: the highest wins, at most one Newer per version, the mark is the max', async () => {
-		await new OrderGuard(pool, { schema, table: 'object_versions', createTable: true }).createTable();
-		// Versions 1..100, each sent twice, dealt round-robin from a shuffled deck to 4 processes.
-		const deck = Array.from({ length: 200 }, (_unused, index) => String((index % 100) + 1)).sort(() => Math.random() - 0.5);
-		const reports = await raceWorkers<{ pid: number; decisions: Array<{ version: string; outcome: string }> }>(
-			'orderWorker.ts',
-			(worker) => ({
-				url: databaseUrl(),
-				schema,
-				objectKey: 'race:customer',
-				versions: deck.filter((_version, index) => index % 4 === worker),
-				connections: 5,
-			}),
-			4,
-		);
-		const decisions = reports.flatMap((report) => report.decisions);
-		expect(decisions).toHaveLength(200);
-		expect(new Set(reports.map((report) => report.pid)).size).toBe(4);
-		const newerByVersion = new Map<string, number>();
-		for (const decision of decisions) {
-			if (decision.outcome === 'newer') newerByVersion.set(decision.version, (newerByVersion.get(decision.version) ?? 0) + 1);
-		}
-		expect(Math.max(...newerByVersion.values())).toBe(1);
-		expect(newerByVersion.get('100')).toBe(1);
-		expect(await markOf('race:customer')).toEqual({ version: '100', stale_count: 200 - newerByVersion.size });
 	});
 });
 

@@ -65,96 +65,7 @@ async function row(key: string) {
 	return rows[0];
 }
 
-describe('IdempotencyStore.claimForReplay', () => {
-	it.each([
-		['failed', 'failed' as const],
-		['processing whose lease ran out (the run died)', 'stuck' as const],
-	])('claims a key that is %s: new owner token and lease, attempts + 1, this execution, the payload kept', async (_what, state) => {
-		const key = `claim:${state}`;
-		await seed(key, state, { id: 'evt_1', type: 'invoice.paid', amount: 42 });
-		const before = await row(key);
-
-		const [result] = await store.claimForReplay([key], CLAIM);
-
-		expect(result).toMatchObject({ claimed: true, key, payload: { id: 'evt_1', type: 'invoice.paid', amount: 42 }, payloadStored: true, source: 'stripe', correlationId: 'corr-1' });
-		const claimed = result as Extract<ReplayClaim, { claimed: true }>;
-		const after = await row(key);
-		expect(after).toMatchObject({ status: 'processing', attempts: 3, execution_id: 'exec-replay', workflow_id: 'wf-replay', lease_set: true, retention_set: true });
-		expect(after.owner_token).toBe(claimed.ownerToken);
-		expect(after.owner_token).not.toBe(before.owner_token);
-		expect(after).toMatchObject({ payload: before.payload, source: 'stripe', correlation_id: 'corr-1', last_error: before.last_error });
-		expect(claimed.record).toMatchObject({ status: 'processing', attempts: 3, leaseActive: true, executionId: 'exec-replay' });
-
-		// The claim is a reservation: Complete with its token applies, a second claim does not take it.
-		expect(await store.complete([{ key, ownerToken: claimed.ownerToken }])).toEqual([{ key, applied: true }]);
-		expect(await store.claimForReplay([key], CLAIM)).toMatchObject([{ claimed: false, reason: 'completed' }]);
-	});
-
-	it.each([
-		['completed', 'completed' as const, 'completed'],
-		['under a live lease (a redelivery or another replay runs it)', 'live' as const, 'in_progress'],
-		['processing without a lease (a hand-made row)', 'leaseless' as const, 'in_progress'],
-	])('does not claim a key that is %s, and changes nothing', async (_what, state, reason) => {
-		const key = `noclaim:${state}`;
-		await seed(key, state);
-		const before = await pool.query(`select * from ${table()} where key = $1`, [key]);
-
-		const [result] = await store.claimForReplay([key], CLAIM);
-
-		expect(result).toMatchObject({ claimed: false, key, reason });
-		expect(result).not.toHaveProperty('ownerToken');
-		expect((await pool.query(`select * from ${table()} where key = $1`, [key])).rows).toEqual(before.rows);
-	});
-
-	it('a key that is not stored is not found; a repeat in the batch is not claimed twice', async () => {
-		await seed('batch:failed', 'failed');
-		const results = await store.claimForReplay(['batch:gone', 'batch:failed', 'batch:failed'], CLAIM);
-		expect(results.map((result) => [result.key, result.claimed, result.claimed ? null : result.reason])).toEqual([
-			['batch:gone', false, 'not_found'],
-			['batch:failed', true, null],
-			['batch:failed', false, 'repeat_in_batch'],
-		]);
-		expect((await row('batch:failed')).attempts).toBe(3);
-	});
-
-	it('claims a whole batch in one statement, each key by its own state, results in request order', async () => {
-		await seed('mix:c', 'failed');
-		await seed('mix:a', 'completed');
-		await seed('mix:b', 'stuck');
-		await seed('mix:d', 'live');
-		const results = await store.claimForReplay(['mix:d', 'mix:c', 'mix:b', 'mix:a'], CLAIM);
-		expect(results.map((result) => (result.claimed ? 'claimed' : result.reason))).toEqual(['in_progress', 'claimed', 'claimed', 'completed']);
-	});
-
-	it('a key without a stored payload is claimed with payload null (payloadStored false); JSON null is a stored payload', async () => {
-		await seed('nopayload', 'failed', NO_PAYLOAD);
-		await seed('jsonnull', 'failed', null);
-		const [none, jsonNull] = await store.claimForReplay(['nopayload', 'jsonnull'], CLAIM);
-		expect(none).toMatchObject({ claimed: true, payload: null, payloadStored: false });
-		expect(jsonNull).toMatchObject({ claimed: true, payload: null, payloadStored: true });
-	});
-
-	it.each([
-		['an empty key', '', /empty/],
-		['a NUL', 'evt\u0000x', /NUL/],
-		['a lone surrogate', 'evt\uD800x', /surrogate/],
-	])('refuses %s before anything is sent (UnusableKeyError)', async (_what, key, message) => {
-		await seed(`bad-neighbour:${message.source}`, 'failed');
-		const claim = store.claimForReplay([`bad-neighbour:${message.source}`, key], CLAIM);
-		await expect(claim).rejects.toThrow(UnusableKeyError);
-		await expect(claim).rejects.toThrow(message);
-		expect((await row(`bad-neighbour:${message.source}`)).status).toBe('failed');
-	});
-
-	it.each([
-		['lease 0', { ...CLAIM, leaseSeconds: 0 }, /Lease seconds/],
-		['lease NaN', { ...CLAIM, leaseSeconds: Number.NaN }, /Lease seconds/],
-		['retention -1', { ...CLAIM, retentionSeconds: -1 }, /Retention/],
-	])('refuses a bad lease or retention (%s)', async (_what, options, message) => {
-		await expect(store.claimForReplay(['x'], options)).rejects.toThrow(InvalidConfigurationError);
-		await expect(store.claimForReplay(['x'], options)).rejects.toThrow(message);
-	});
-
+describe('the claim statement (Postgres)', () => {
 	it('the same statement sent again with the same tokens (its answer was lost) finds the key its own, not in progress', async () => {
 		await seed('resend', 'failed');
 		const statement = renderStatement('claimForReplay', tableRef(schema, TABLE));
@@ -168,12 +79,6 @@ describe('IdempotencyStore.claimForReplay', () => {
 		// Another claimer's tokens: not claimed, and the owner's token is not returned.
 		const other = await pool.query(statement, [['resend'], [randomUUID()], 60, 86_400, 'exec-other', 'wf', 'instance-1']);
 		expect(other.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[false, null]]);
-	});
-
-	it('accepts stored keys verbatim, hashed ones included (sha256:…)', async () => {
-		const key = `sha256:${'ab'.repeat(32)}`;
-		await seed(key, 'failed');
-		expect(await store.claimForReplay([key], CLAIM)).toMatchObject([{ claimed: true, key }]);
 	});
 });
 

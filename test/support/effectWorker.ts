@@ -6,7 +6,7 @@
 import { Pool, type PoolClient } from 'pg';
 
 import { OneTransactionEffect } from '../../lib/effect/oneTransaction';
-import { startSignal } from './workerProcesses';
+import { startSignal } from './workers';
 
 interface WorkerArgs {
 	url: string;

@@ -1,9 +1,13 @@
-// Starts one real Postgres for the integration suite (embedded, or DATABASE_URL when set).
+// Starts one real Postgres for the integration and conformance suites (embedded, or DATABASE_URL
+// when set). Jest runs each project's global setup in its own parent process: the second project
+// finds the first one's server and shares it.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { startPostgres } = require('../../scripts/lib/postgres-server');
 
 export default async function globalSetup(): Promise<void> {
+	const global = globalThis as Record<string, unknown>;
+	if (global.__IDEMPOTENCY_PG__) return;
 	const server = await startPostgres();
 	process.env.IDEMPOTENCY_TEST_DATABASE_URL = server.url;
-	(globalThis as Record<string, unknown>).__IDEMPOTENCY_PG__ = server;
+	global.__IDEMPOTENCY_PG__ = server;
 }

@@ -1,13 +1,10 @@
-// One OS process of the Order Guard race: opens its connections, says "ready", waits for "go",
-// then sends each of its versions of one object as its own single-item batch, all in parallel.
-import { Pool } from 'pg';
-
-import { OrderGuard } from '../../lib/order/orderGuard';
-import { startSignal } from './workerProcesses';
+// One OS process of the Order Guard race, on either backend: opens its store, says "ready", waits
+// for "go", then sends each of its versions of one object as its own single-item batch, all in parallel.
+import { openOrderStore, type StoreTarget } from './storeTargets';
+import { startSignal } from './workers';
 
 interface WorkerArgs {
-	url: string;
-	schema: string;
+	target: StoreTarget;
 	objectKey: string;
 	versions: string[];
 	connections: number;
@@ -15,15 +12,13 @@ interface WorkerArgs {
 
 async function main(): Promise<void> {
 	const args = JSON.parse(process.argv[2]) as WorkerArgs;
-	const pool = new Pool({ connectionString: args.url, max: args.connections });
-	const clients = await Promise.all(Array.from({ length: args.connections }, () => pool.connect()));
-	clients.forEach((client) => client.release());
-	const guard = new OrderGuard(pool, { schema: args.schema, table: 'object_versions', createTable: false });
+	const opened = openOrderStore(args.target, args.connections);
+	await opened.warmUp();
 	process.stdout.write('ready\n');
 	await startSignal();
 	const decisions = await Promise.all(
 		args.versions.map(async (version) => {
-			const [decision] = await guard.advance([{ objectKey: args.objectKey, version, eventKey: null }], {
+			const [decision] = await opened.store.advance([{ objectKey: args.objectKey, version, eventKey: null }], {
 				equalVersion: 'stale',
 				executionId: String(process.pid),
 			});
@@ -31,7 +26,7 @@ async function main(): Promise<void> {
 		}),
 	);
 	process.stdout.write(`${JSON.stringify({ pid: process.pid, decisions })}\n`);
-	await pool.end();
+	await opened.close();
 }
 
 main().catch((error) => {

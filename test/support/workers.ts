@@ -1,5 +1,10 @@
+// The race harness: real OS processes running test/support's TypeScript workers (storeWorker for
+// the key stores of both backends, orderWorker, effectWorker), started together by one signal.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+
+import type { StoreJob, StoreWorkerReport } from './storeWorker';
+import type { StoreTarget } from './storeTargets';
 
 const REGISTER = path.join(__dirname, 'register-ts.js');
 
@@ -80,4 +85,22 @@ export function startSignal(): Promise<void> {
 			resolve();
 		}),
 	);
+}
+
+/**
+ * Runs one storeWorker process per job on the same store, all started at once. Returns each
+ * process's results (one per key of each call), with its process id.
+ */
+export async function raceStore(target: StoreTarget, jobs: StoreJob[], connectionsPerProcess = 1): Promise<StoreWorkerReport[]> {
+	return await raceWorkers<StoreWorkerReport>('storeWorker.ts', (index) => ({ target, connections: connectionsPerProcess, job: jobs[index] }), jobs.length);
+}
+
+/** `processes` processes each reserving one key `callsPerProcess` times at once: every outcome with its process. */
+export async function raceOneKey(
+	target: StoreTarget,
+	options: { key: string; processes: number; connectionsPerProcess: number; callsPerProcess: number; mode: 'lease' | 'permanent' },
+): Promise<Array<{ pid: number; outcome: string }>> {
+	const job: StoreJob = { kind: 'reserve', batches: Array.from({ length: options.callsPerProcess }, () => [options.key]), mode: options.mode };
+	const reports = await raceStore(target, Array.from({ length: options.processes }, () => job), options.connectionsPerProcess);
+	return reports.flatMap((report) => report.results.map(({ outcome }) => ({ pid: report.pid, outcome })));
 }

