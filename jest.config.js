@@ -1,6 +1,8 @@
 // Fast suites: unit (no database), integration (a real Postgres: embedded unless DATABASE_URL is set)
 // and conformance (every store behaviour on both backends: that Postgres, and the embedded store on
 // temporary files, which needs a Node with node:sqlite: `npm run test:all` picks one).
+// The end-to-end runs and the demo leave packed copies of the package (with their own pg) there.
+const modulePathIgnorePatterns = ['<rootDir>/.e2e/', '<rootDir>/.demo/'];
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json' }];
 
 module.exports = {
@@ -11,12 +13,14 @@ module.exports = {
 			testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
 			transform: { '^.+\\.ts$': tsJest },
 			testEnvironment: 'node',
+			modulePathIgnorePatterns,
 		},
 		{
 			displayName: 'integration',
 			testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
 			transform: { '^.+\\.ts$': tsJest },
 			testEnvironment: 'node',
+			modulePathIgnorePatterns,
 			globalSetup: '<rootDir>/test/support/globalSetup.ts',
 			globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
 		},
@@ -25,6 +29,7 @@ module.exports = {
 			testMatch: ['<rootDir>/test/conformance/**/*.test.ts'],
 			transform: { '^.+\\.ts$': tsJest },
 			testEnvironment: 'node',
+			modulePathIgnorePatterns,
 			// The same setup as integration: when both projects run, they share one Postgres.
 			globalSetup: '<rootDir>/test/support/globalSetup.ts',
 			globalTeardown: '<rootDir>/test/support/globalTeardown.ts',

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 
 import { UnexpectedResultError } from '../errors';
 import { parseWithExactNumbers } from '../evidence/exactNumbers';
@@ -369,7 +368,7 @@ export class EmbeddedKeyStore implements KeyStore {
 			const missing = sent.filter(({ item }) => !applied.has(item.key)).map(({ item }) => item.key);
 			const current = new Map<string, Row>();
 			if (missing.length > 0) {
-				for (const row of this.statement(connection, 'settle_state').all({ keys: JSON.stringify(missing) })) current.set(row.key as string, row);
+				for (const row of this.statement(connection, 'unsettled_keys').all({ keys: JSON.stringify(missing) })) current.set(row.key as string, row);
 			}
 			return { applied, current };
 		});

@@ -1,4 +1,3 @@
-import { InvalidConfigurationError } from '../errors';
 import { DEFAULT_ORDER_TABLE, type AdvanceOptions, type OrderDecision, type VersionedItem } from '../order/orderGuard';
 import type { OrderStore } from '../store/contract';
 import { orderCandidates, orderDecisions, validateAdvanceOptions, type OrderMark } from '../store/rules';

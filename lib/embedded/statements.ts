@@ -11,26 +11,30 @@ import { quoteIdentifier } from '../identifiers';
  */
 export const EMBEDDED_SQL_DIR = path.join(__dirname, '..', '..', 'sql', 'embedded');
 
-export type EmbeddedStatement =
-	| 'reserve'
-	| 'complete'
-	| 'release'
-	| 'fail'
-	| 'settle_state'
-	| 'release_execution'
-	| 'fail_execution'
-	| 'cleanup'
-	| 'get_keys'
-	| 'list_keys'
-	| 'stats'
-	| 'claim_for_replay_current'
-	| 'claim_for_replay'
-	| 'order_advance'
-	| 'read_meta'
-	| 'write_meta'
-	| 'read_schema_version'
-	| 'write_schema_version'
-	| 'table_exists';
+/** Every statement of `sql/embedded/queries/`, by its file's name. */
+export const EMBEDDED_STATEMENTS = [
+	'reserve',
+	'complete',
+	'release',
+	'fail',
+	'unsettled_keys',
+	'release_execution',
+	'fail_execution',
+	'cleanup',
+	'get_keys',
+	'list_keys',
+	'stats',
+	'claim_for_replay_current',
+	'claim_for_replay',
+	'order_advance',
+	'read_meta',
+	'write_meta',
+	'read_schema_version',
+	'write_schema_version',
+	'table_exists',
+] as const;
+
+export type EmbeddedStatement = (typeof EMBEDDED_STATEMENTS)[number];
 
 /** The families of tables a store file holds, and the file's own tables (meta and schema versions). */
 export type EmbeddedFamily = 'file' | 'keys' | 'order';

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 
+import { EMBEDDED_MIGRATIONS, EMBEDDED_STATEMENTS } from '../../../lib/embedded/statements';
 import { MIGRATION_SETS } from '../../../lib/sql/migrations';
 import { QUERY_FILES } from '../../../lib/sql/statements';
 
@@ -32,12 +33,14 @@ describe('the published package', () => {
 			expect(icons).toHaveLength(2);
 		}
 		// Every file the code reads at run time, at the path it reads it from (dist/lib/sql/ → dist/sql/).
-		for (const file of [...Object.values(QUERY_FILES), ...MIGRATION_SETS.flatMap((set) => set.files)]) {
-			expect(files).toContain(`dist/sql/${file}`);
-		}
-		expect(files.filter((file) => file.startsWith('dist/sql/') && file.endsWith('.sql'))).toHaveLength(
-			Object.keys(QUERY_FILES).length + MIGRATION_SETS.flatMap((set) => set.files).length,
-		);
+		const sqlFiles = [
+			...Object.values(QUERY_FILES),
+			...MIGRATION_SETS.flatMap((set) => set.files),
+			...EMBEDDED_STATEMENTS.map((name) => `embedded/queries/${name}.sql`),
+			...Object.values(EMBEDDED_MIGRATIONS).flat().map((file) => `embedded/${file}`),
+		];
+		for (const file of sqlFiles) expect(files).toContain(`dist/sql/${file}`);
+		expect(files.filter((file) => file.startsWith('dist/sql/') && file.endsWith('.sql'))).toHaveLength(sqlFiles.length);
 		expect(files.filter((file) => /^dist\/templates\/.+\.json$/.test(file)).length).toBeGreaterThanOrEqual(3);
 	});
 
@@ -58,7 +61,8 @@ describe('the published package', () => {
 		// n8n's installer strips peer dependencies and installs `dependencies` only: anything else a
 		// packed file requires would be missing on a user's instance.
 		const provided = new Set([...Object.keys(packageJson.dependencies ?? {}), ...Object.keys(packageJson.peerDependencies ?? {})]);
-		const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+		// node:sqlite is a built-in from Node 22.13 (the embedded store loads it lazily and says so on an older Node).
+		const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), 'node:sqlite']);
 		const packed = new Set(files);
 		const missing: string[] = [];
 		for (const file of files.filter((name) => name.endsWith('.js'))) {

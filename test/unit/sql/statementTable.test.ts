@@ -1,6 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
+import { EMBEDDED_STATEMENTS } from '../../../lib/embedded/statements';
 import { QUERY_FILES, SQL_DIR } from '../../../lib/sql/statements';
 
 /**
@@ -17,11 +18,11 @@ interface DocRow {
 	sentBy: string;
 }
 
-/** The rows of the table under "## Every statement". */
-function documentedStatements(): DocRow[] {
+/** The rows of the table under the section `heading`. */
+function documentedStatements(heading = '## Every statement'): DocRow[] {
 	const text = readFileSync(DOC, 'utf8');
-	const start = text.indexOf('\n## Every statement\n');
-	if (start < 0) throw new Error('docs/schema-and-migrations.md has no "## Every statement" section.');
+	const start = text.indexOf(`\n${heading}\n`);
+	if (start < 0) throw new Error(`docs/schema-and-migrations.md has no "${heading}" section.`);
 	const end = text.indexOf('\n## ', start + 1);
 	const section = text.slice(start, end < 0 ? undefined : end);
 	return section
@@ -46,6 +47,25 @@ describe('the table of every statement in docs/schema-and-migrations.md', () => 
 	it('lists exactly the files in sql/queries/', () => {
 		const onDisk = readdirSync(path.join(SQL_DIR, 'queries')).filter((file) => file.endsWith('.sql')).map((file) => `sql/queries/${file}`);
 		expect(rows.map((row) => row.file).sort()).toEqual(onDisk.sort());
+	});
+
+	it('says what each statement does and which operation sends it', () => {
+		for (const row of rows) {
+			expect(row.does.length).toBeGreaterThan(10);
+			expect(row.sentBy.length).toBeGreaterThan(5);
+		}
+	});
+});
+
+describe('the table of every embedded statement in docs/schema-and-migrations.md', () => {
+	const rows = documentedStatements('## Every statement of the embedded store');
+
+	it('names each statement of lib/embedded/statements.ts once, with its file, and exactly the files in sql/embedded/queries/', () => {
+		const documented = rows.map((row) => `${row.name} → ${row.file}`).sort();
+		const listed = EMBEDDED_STATEMENTS.map((name) => `${name} → sql/embedded/queries/${name}.sql`).sort();
+		expect(documented).toEqual(listed);
+		const onDisk = readdirSync(path.join(SQL_DIR, 'embedded', 'queries')).filter((file) => file.endsWith('.sql'));
+		expect(onDisk.map((file) => `sql/embedded/queries/${file}`).sort()).toEqual(rows.map((row) => row.file).sort());
 	});
 
 	it('says what each statement does and which operation sends it', () => {

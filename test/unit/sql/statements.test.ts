@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { EMBEDDED_MIGRATIONS, EMBEDDED_STATEMENTS } from '../../../lib/embedded/statements';
 
 import { tableRef } from '../../../lib/identifiers';
 import { MIGRATION_SETS } from '../../../lib/sql/migrations';
@@ -32,7 +33,12 @@ function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
 }
 
 const migrationFiles = MIGRATION_SETS.flatMap((set) => set.files);
-const allFiles: SqlFile[] = [...Object.values(QUERY_FILES), ...migrationFiles];
+// The embedded store's statements and schema live in sql/embedded/ (lib/embedded/statements.ts).
+const embeddedFiles: SqlFile[] = [
+	...EMBEDDED_STATEMENTS.map((name) => `embedded/queries/${name}.sql`),
+	...Object.values(EMBEDDED_MIGRATIONS).flat().map((file) => `embedded/${file}`),
+];
+const allFiles: SqlFile[] = [...Object.values(QUERY_FILES), ...migrationFiles, ...embeddedFiles];
 /** Every file written for a table, with the family of that table. */
 const familyOf = new Map<SqlFile, TableFamily>([
 	...STATEMENTS.flatMap((statement) => (statement.family ? [[statement.file, statement.family] as const] : [])),
