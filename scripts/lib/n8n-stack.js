@@ -484,6 +484,10 @@ const TEMPLATES = {
 	cleanup: path.join(TEMPLATE_DIR, 'scheduled-cleanup.json'),
 	error: path.join(TEMPLATE_DIR, 'error-workflow.json'),
 	replay: path.join(TEMPLATE_DIR, 'replay-failed-events.json'),
+	// The zero-setup twins (Store: Embedded, no Postgres credential).
+	webhookEmbedded: path.join(TEMPLATE_DIR, 'idempotent-webhook-embedded.json'),
+	cleanupEmbedded: path.join(TEMPLATE_DIR, 'scheduled-cleanup-embedded.json'),
+	errorEmbedded: path.join(TEMPLATE_DIR, 'error-workflow-embedded.json'),
 };
 /** The credential ids and names the templates reference. */
 const TEMPLATE_CREDENTIALS = {
@@ -503,6 +507,11 @@ function idempotencyCredentialData(app) {
 }
 function businessCredentialData(app) {
 	return { host: app.host, port: app.port, database: app.database, user: app.user, password: app.password, ssl: 'disable' };
+}
+
+/** The one credential the embedded webhook template needs: the signing secret. */
+function signatureCredentials() {
+	return [{ ...TEMPLATE_CREDENTIALS.signature, data: { secret: TEST_WEBHOOK_SECRET } }];
 }
 
 /** The credentials the webhook template uses: both Postgres ones (the app database) and the signing secret. */
@@ -574,6 +583,7 @@ module.exports = {
 	TEMPLATE_CREDENTIALS,
 	TEST_WEBHOOK_SECRET,
 	templateCredentials,
+	signatureCredentials,
 	idempotencyCredentialData,
 	businessCredentialData,
 	prepareTemplateTables,

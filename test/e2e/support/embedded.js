@@ -1,14 +1,13 @@
 // The embedded-store webhook template (templates/idempotent-webhook-embedded.json) in the running
 // n8n: published per test file with the one change a user makes — the business step's URL pointed
 // at their API (here the test's sink) — and its keys read back from the store file n8n wrote in its
-// user folder, through the installed package's own store (Node 24: the test runner's Node may have
-// no node:sqlite).
-const { spawn } = require('node:child_process');
+// user folder, through the installed package's own store (scripts/lib/embedded-store.js).
 const fs = require('node:fs');
 const path = require('node:path');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./restWorkflows');
 const { NODE, eventId } = require('./harness');
 const { sleep } = require('../../../scripts/lib/processes');
+const { embeddedStoreFile, readEmbeddedStore } = require('../../../scripts/lib/embedded-store');
 
 const EMBEDDED_TEMPLATE = 'idempotent-webhook-embedded.json';
 /** The embedded template's node names (the same as the Postgres template's but for the business step). */
@@ -116,40 +115,20 @@ function storeFilesIn(userFolder) {
 	return found;
 }
 
-/** The one store file of an n8n user folder (main's by default), or null when none was written yet. */
+/** The key file of an n8n user folder (main's by default); the nodes write nowhere else under storage/. */
 function storeFile(h, userFolder = h.state.userFolder) {
-	const files = storeFilesIn(userFolder);
-	if (files.length > 1) throw new Error(`more than one embedded store file under ${userFolder}: ${files.join(', ')}`);
-	return files[0] ?? null;
+	const others = storeFilesIn(userFolder).filter((file) => file !== embeddedStoreFile(userFolder));
+	if (others.length > 0) throw new Error(`database files in n8n's storage folder other than the package's key file: ${others.join(', ')}`);
+	return embeddedStoreFile(userFolder);
 }
 
-/** Runs the installed package's embedded store in a Node 24 child on `file`: op 'getKeys' | 'stats'. */
 function readStore(h, file, op, arg) {
-	const script = `
-		const [pkgDir, file, op, arg] = process.argv.slice(1);
-		const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'embedded'));
-		(async () => {
-			const store = embedded.openEmbeddedKeyStore({ file });
-			const result = op === 'getKeys' ? [...(await store.getKeys(JSON.parse(arg))).values()] : await store.stats(Number(arg));
-			process.stdout.write(JSON.stringify(result));
-			embedded.closeEmbeddedStores?.();
-		})().catch((error) => { process.stderr.write(String(error.stack ?? error)); process.exit(1); });
-	`;
-	return new Promise((resolve, reject) => {
-		const child = spawn(h.state.nodeBin ? path.join(h.state.nodeBin, 'node') : 'node', ['-e', script, h.state.packageDir, file, op, arg], { stdio: ['ignore', 'pipe', 'pipe'] });
-		let stdout = '';
-		let stderr = '';
-		child.stdout.on('data', (chunk) => (stdout += chunk));
-		child.stderr.on('data', (chunk) => (stderr += chunk));
-		child.on('error', reject);
-		child.on('close', (code) => (code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`reading ${file} failed (${code}): ${stderr.slice(-2000)}`))));
-	});
+	return readEmbeddedStore({ nodeBin: h.state.nodeBin, packageDir: h.state.packageDir, file, op, arg });
 }
 
 /** The stored records of these keys in one store file: { key: { status, attempts, duplicateCount, … } }. */
 async function storedKeys(h, keys, { file = storeFile(h) } = {}) {
-	if (!file) return {};
-	const records = await readStore(h, file, 'getKeys', JSON.stringify(keys));
+	const records = (await readStore(h, file, 'getKeys', keys)) ?? [];
 	return Object.fromEntries(records.map((record) => [record.key, record]));
 }
 
@@ -161,8 +140,7 @@ async function keyStates(h, keys, options) {
 
 /** The store's counts (Get Stats) of one file; zeros when the file does not exist yet. */
 async function storeStats(h, { file = storeFile(h), windowHours = 24 } = {}) {
-	if (!file) return { total: 0, processing: 0, completed: 0, failed: 0 };
-	return readStore(h, file, 'stats', String(windowHours));
+	return (await readStore(h, file, 'stats', String(windowHours))) ?? { total: 0, processing: 0, completed: 0, failed: 0 };
 }
 
 module.exports = { EMBEDDED_TEMPLATE, EMB, PACKAGE_NODE, STORE, EMBEDDED_VERSIONS, toEmbeddedStore, toPostgresStore, embeddedTemplate, publishEmbedded, warmUpDelivery, useWorkerFolders, storeFilesIn, storeFile, storedKeys, keyStates, storeStats };
