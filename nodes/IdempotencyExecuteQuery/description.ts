@@ -1,15 +1,29 @@
 import type { INodeProperties } from 'n8n-workflow';
 
 import { EVIDENCE_OPTION_NAMES, reserveProperties } from '../IdempotencyReserve/description';
+import { withoutStoreCondition } from '../shared/storeChoice';
 
 // The key settings are Idempotency Reserve's own (same names, same rules, same table options).
 const RESERVE_KEY_PARAMETERS = ['signatureNotice', 'keySource', 'preset', 'headerName', 'customKey', 'keyField', 'keyPrefix'];
 const reserveKeyProperties = reserveProperties.filter((property) => RESERVE_KEY_PARAMETERS.includes(property.name));
 const reserveOptions = reserveProperties
 	.filter((property) => property.name === 'options')
-	.map((property) => ({ ...property, options: property.options?.filter((option) => !EVIDENCE_OPTION_NAMES.includes(option.name)) }));
+	.map((property) => ({
+		...property,
+		// This node has no Store parameter (Postgres only): the Postgres options apply as they are.
+		options: (property.options as INodeProperties[] | undefined)
+			?.filter((option) => !EVIDENCE_OPTION_NAMES.includes(option.name))
+			.map(withoutStoreCondition),
+	}));
 
 export const executeQueryProperties: INodeProperties[] = [
+	{
+		displayName:
+			"This node works with Postgres only: its point is one transaction with your own Postgres, so it needs an Idempotency Postgres credential. With the Embedded store, use Idempotency Reserve, your business step, then Idempotency Key.",
+		name: 'postgresOnlyNotice',
+		type: 'notice',
+		default: '',
+	},
 	...reserveKeyProperties,
 	{
 		// The reservation is final when the transaction commits: there is no lease to complete.

@@ -11,6 +11,7 @@ import {
 import type { KeyStore, SettleReport, SettleRequest } from '../../lib/store/contract';
 import type { FailedExecution } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
+import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting } from '../shared/notProcessed';
 import { storeFor, type TableChoice } from '../shared/store';
@@ -36,7 +37,9 @@ export class IdempotencyKey implements INodeType {
 		name: 'idempotencyKey',
 		icon: { light: 'file:idempotencyKey.svg', dark: 'file:idempotencyKey.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		// 1.1: Store defaults to Embedded; version 1 (workflows saved before the Store parameter) keeps Postgres.
+		version: STORE_NODE_VERSIONS,
+		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		// The operation's label, as the Operation list shows it (never its internal value).
 		subtitle:
 			'={{ {"settle": "Settle After Business Step", "complete": "Complete", "release": $parameter.source === "execution" ? "Release (failed execution)" : "Release", "fail": $parameter.source === "execution" ? "Mark Failed (failed execution)" : "Mark Failed", "cleanup": "Delete Expired Keys", "getKey": "Get Key", "listKeys": "List Keys", "stats": "Get Stats", "claimForReplay": "Claim for Replay"}[$parameter.operation] || $parameter.operation }}',
@@ -45,7 +48,15 @@ export class IdempotencyKey implements INodeType {
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
 		outputs: OUTPUTS_BY_OPERATION,
-		credentials: [{ name: 'idempotencyPostgresApi', required: true, testedBy: 'idempotencyPostgresConnectionTest' }],
+		// Only the Postgres store needs the credential: shown and required only when Store is Postgres.
+		credentials: [
+			{
+				name: 'idempotencyPostgresApi',
+				required: true,
+				testedBy: 'idempotencyPostgresConnectionTest',
+				displayOptions: { show: { store: ['postgres'] } },
+			},
+		],
 		properties: keyProperties,
 	};
 

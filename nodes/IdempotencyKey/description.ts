@@ -1,5 +1,6 @@
 import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 
+import { postgresOnly, storeProperties } from '../shared/storeChoice';
 import { schemaNameOption, tableNameOption } from '../shared/tableOptions';
 
 const settleOperations = ['complete', 'release', 'fail'];
@@ -33,6 +34,7 @@ export const FAIL_ERROR_MESSAGE_DEFAULT =
 	"={{ (typeof $json.error === 'object' ? $json.error?.message : $json.error) || $json.message || $json.execution?.error?.message }}";
 
 export const keyProperties: INodeProperties[] = [
+	...storeProperties,
 	{
 		displayName: 'Operation',
 		name: 'operation',
@@ -342,6 +344,6 @@ export const keyProperties: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add Option',
 		default: {},
-		options: [schemaNameOption, tableNameOption],
+		options: [postgresOnly(schemaNameOption), tableNameOption],
 	},
 ];

@@ -7,12 +7,13 @@ import {
 } from 'n8n-workflow';
 
 import { eventKeyOf, objectKeyOf } from '../../lib/order/objectKey';
-import { DEFAULT_ORDER_TABLE, OrderGuard, type EqualVersion, type OrderDecision, type VersionedItem } from '../../lib/order/orderGuard';
+import type { EqualVersion, OrderDecision, VersionedItem } from '../../lib/order/orderGuard';
 import { parseVersion } from '../../lib/order/version';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
+import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
-import { credentialPool, tableOptions, type TableChoice } from '../shared/store';
+import { orderStoreFor, type TableChoice } from '../shared/store';
 import { orderGuardProperties } from './description';
 
 const NEWER = 0;
@@ -24,14 +25,24 @@ export class IdempotencyOrderGuard implements INodeType {
 		name: 'idempotencyOrderGuard',
 		icon: { light: 'file:idempotencyOrderGuard.svg', dark: 'file:idempotencyOrderGuard.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		// 1.1: Store defaults to Embedded; version 1 (workflows saved before the Store parameter) keeps Postgres.
+		version: STORE_NODE_VERSIONS,
+		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		subtitle: '={{ $parameter.equalVersion === "newer" ? "Newer or equal version passes" : "Only a newer version passes" }}',
 		description: 'Let only the newest version of each business object through, so events that arrive out of order converge',
 		defaults: { name: 'Idempotency Order Guard' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
 		outputs: outputsWithNotProcessed(['Newer', 'Stale'], 'Not Checked'),
-		credentials: [{ name: 'idempotencyPostgresApi', required: true, testedBy: 'idempotencyPostgresConnectionTest' }],
+		// Only the Postgres store needs the credential: shown and required only when Store is Postgres.
+		credentials: [
+			{
+				name: 'idempotencyPostgresApi',
+				required: true,
+				testedBy: 'idempotencyPostgresConnectionTest',
+				displayOptions: { show: { store: ['postgres'] } },
+			},
+		],
 		properties: orderGuardProperties,
 	};
 
@@ -73,7 +84,7 @@ export class IdempotencyOrderGuard implements INodeType {
 
 			let decisions: OrderDecision[];
 			try {
-				const guard = new OrderGuard(await credentialPool(this), tableOptions(table, DEFAULT_ORDER_TABLE));
+				const guard = await orderStoreFor(this, table);
 				decisions = await guard.advance(
 					pending.map((entry) => entry.versioned),
 					{ equalVersion, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },

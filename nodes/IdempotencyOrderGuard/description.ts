@@ -1,6 +1,7 @@
 import type { INodeProperties } from 'n8n-workflow';
 
 import { DEFAULT_ORDER_TABLE } from '../../lib/order/orderGuard';
+import { postgresOnly, storeProperties } from '../shared/storeChoice';
 import { createTableOption, schemaNameOption } from '../shared/tableOptions';
 
 export const orderGuardProperties: INodeProperties[] = [
@@ -11,6 +12,7 @@ export const orderGuardProperties: INodeProperties[] = [
 		type: 'notice',
 		default: '',
 	},
+	...storeProperties,
 	{
 		displayName: 'Object Key',
 		name: 'objectKey',
@@ -65,8 +67,8 @@ export const orderGuardProperties: INodeProperties[] = [
 		placeholder: 'Add Option',
 		default: {},
 		options: [
-			createTableOption,
-			schemaNameOption,
+			postgresOnly(createTableOption),
+			postgresOnly(schemaNameOption),
 			{
 				displayName: 'Table Name',
 				name: 'tableName',

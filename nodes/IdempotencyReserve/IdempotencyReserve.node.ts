@@ -14,6 +14,7 @@ import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey } fro
 import type { KeyStore } from '../../lib/store/contract';
 import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
+import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
@@ -49,14 +50,24 @@ export class IdempotencyReserve implements INodeType {
 		name: 'idempotencyReserve',
 		icon: { light: 'file:idempotencyReserve.svg', dark: 'file:idempotencyReserve.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		// 1.1: Store defaults to Embedded; version 1 (workflows saved before the Store parameter) keeps Postgres.
+		version: STORE_NODE_VERSIONS,
+		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		subtitle: `={{ $parameter.mode === "lease" ? "Lease" : "Permanent" }} · ${KEY_SOURCE_SUBTITLE}`,
-		description: 'Reserve an idempotency key atomically in Postgres and route new and duplicate deliveries apart',
+		description: 'Reserve an idempotency key atomically (in a file on this n8n host, or in Postgres) and route new and duplicate deliveries apart',
 		defaults: { name: 'Idempotency Reserve' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
 		outputs: OUTPUTS_BY_MODE,
-		credentials: [{ name: 'idempotencyPostgresApi', required: true, testedBy: 'idempotencyPostgresConnectionTest' }],
+		// Only the Postgres store needs the credential: shown and required only when Store is Postgres.
+		credentials: [
+			{
+				name: 'idempotencyPostgresApi',
+				required: true,
+				testedBy: 'idempotencyPostgresConnectionTest',
+				displayOptions: { show: { store: ['postgres'] } },
+			},
+		],
 		properties: reserveProperties,
 	};
 

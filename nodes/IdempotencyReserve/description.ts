@@ -3,6 +3,7 @@ import type { INodeProperties } from 'n8n-workflow';
 import { DEFAULT_CORRELATION_HEADER, DEFAULT_MAX_PAYLOAD_KB, MAX_PAYLOAD_KB_LIMIT } from '../../lib/evidence/replayEvidence';
 import { presetOptions } from '../shared/providerOptions';
 import { rawBodyPropertyOption } from '../shared/rawBody';
+import { postgresOnly, storeProperties } from '../shared/storeChoice';
 import { createTableOption, schemaNameOption, tableNameOption } from '../shared/tableOptions';
 
 /** The subtitle's words for each Key Source, as the option list names them (shared with Execute Query). */
@@ -20,6 +21,7 @@ export const reserveProperties: INodeProperties[] = [
 		type: 'notice',
 		default: '',
 	},
+	...storeProperties,
 	{
 		displayName: 'Key Source',
 		name: 'keySource',
@@ -152,7 +154,7 @@ export const reserveProperties: INodeProperties[] = [
 				description:
 					'Stores an ID with the key to trace a delivery from the sender to its side effect (Get Key and List Keys show it; at most 255 characters)',
 			},
-			createTableOption,
+			postgresOnly(createTableOption),
 			{
 				displayName: 'Manual Runs',
 				name: 'manualRuns',
@@ -187,7 +189,8 @@ export const reserveProperties: INodeProperties[] = [
 				default: 'bodyHash',
 				description: 'What to do when the chosen key source has no value for an item',
 			},
-			{
+			// Let Through is for an unreachable Postgres: an embedded file is never "unreachable".
+			postgresOnly({
 				displayName: 'On Store Unavailable',
 				name: 'onStoreUnavailable',
 				type: 'options',
@@ -202,7 +205,7 @@ export const reserveProperties: INodeProperties[] = [
 				],
 				default: 'fail',
 				description: 'What to do when Postgres cannot be reached (only then: bad keys, a missing table or a refused password always fail)',
-			},
+			}),
 			{
 				displayName: 'Output',
 				name: 'output',
@@ -243,7 +246,7 @@ export const reserveProperties: INodeProperties[] = [
 				default: 30,
 				description: 'How long a key blocks duplicates; longer than the provider can resend (Stripe CLI: 30 days)',
 			},
-			schemaNameOption,
+			postgresOnly(schemaNameOption),
 			{
 				displayName: 'Scope',
 				name: 'scope',

@@ -1,11 +1,14 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
+import { openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/embedded';
+import { DEFAULT_ORDER_TABLE, OrderGuard } from '../../lib/order/orderGuard';
 import { poolFor } from '../../lib/postgres/pool';
 import { IdempotencyStore, type StoreOptions } from '../../lib/postgres/store';
-import type { KeyStore } from '../../lib/store/contract';
+import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
 import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';
+import { embeddedFileFor } from './embeddedFile';
 
 export interface TableChoice {
 	tableName?: string;
@@ -28,7 +31,27 @@ export function tableOptions(table: TableChoice, defaultTable = DEFAULT_TABLE): 
 	};
 }
 
-/** The store for this node's credential and table options; the pool is shared across executions. */
+/**
+ * The node's Store parameter. n8n fills in the default of the node's version (nodes/shared/storeChoice.ts);
+ * a node without the parameter (a context that does not know it) keeps the keys where they always were: Postgres.
+ */
+export function storeChoice(context: IExecuteFunctions): StoreBackend {
+	return context.getNodeParameter('store', 0, 'postgres') === 'embedded' ? 'embedded' : 'postgres';
+}
+
+/** The key store the node's Store parameter picks; a Postgres pool is shared across executions. */
 export async function storeFor(context: IExecuteFunctions, table: TableChoice): Promise<KeyStore> {
+	if (storeChoice(context) === 'embedded') {
+		// The embedded file has no schemas, and its table is always created: only the table name applies.
+		return openEmbeddedKeyStore({ file: embeddedFileFor(context), table: table.tableName || DEFAULT_TABLE });
+	}
 	return new IdempotencyStore(await credentialPool(context), tableOptions(table));
+}
+
+/** The Order Guard's store the node's Store parameter picks. */
+export async function orderStoreFor(context: IExecuteFunctions, table: TableChoice): Promise<OrderStore> {
+	if (storeChoice(context) === 'embedded') {
+		return openEmbeddedOrderStore({ file: embeddedFileFor(context), table: table.tableName || DEFAULT_ORDER_TABLE });
+	}
+	return new OrderGuard(await credentialPool(context), tableOptions(table, DEFAULT_ORDER_TABLE));
 }

@@ -1,0 +1,305 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { DatabaseError, IdempotencyError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
+import { compareVersions } from '../order/version';
+import { EmbeddedStoreBusyError } from './errors';
+import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
+import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, renderEmbeddedStatement, type EmbeddedFamily, type EmbeddedStatement } from './statements';
+import { assertLocalStorage, realPathOfNearest } from './storageCheck';
+
+/**
+ * One SQLite connection per store file per process, shared by every store on that file. Its calls
+ * are synchronous: each transaction starts and ends within one call, so no other store call of
+ * this process can run inside it, and the shared connection needs no lock of its own.
+ */
+export interface EmbeddedConnection {
+	/** The file's real path (symlinks resolved). */
+	readonly file: string;
+	readonly db: SqliteDatabase;
+	/** The random id written into the file when it was created. */
+	readonly storeId: string;
+	readonly statements: Map<string, SqliteStatement>;
+	/** The schema check of each table, shared by concurrent first callers. */
+	readonly tablesReady: Map<string, Promise<void>>;
+}
+
+/**
+ * SQLite's own busy wait per attempt, in milliseconds. It sleeps on the event loop's thread, so it
+ * is kept to a few milliseconds; longer waits are asynchronous retries (withWriteLock).
+ */
+export const BUSY_STEP_MS = 5;
+/** How long a store call waits, asynchronously, for another process's write lock before giving up. */
+export const DEFAULT_LOCK_WAIT_MS = 10_000;
+// Opening a file creates its meta tables once, synchronously (embeddedStoreId is synchronous): a
+// longer busy wait is allowed there, once per file and process.
+const SETUP_BUSY_MS = 1_000;
+const MAX_RETRY_DELAY_MS = 50;
+// WAL files are truncated back to this size after a checkpoint (a burst must not leave a huge one).
+const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** SQLite result codes the store gives a meaning to (https://sqlite.org/rescode.html), primary codes. */
+const SQLITE = { busy: 5, locked: 6, readonly: 8, ioerr: 10, corrupt: 11, full: 13, cantopen: 14, notadb: 26 } as const;
+
+const connections = new Map<string, EmbeddedConnection>();
+
+function primaryCode(error: unknown): number | undefined {
+	const code = (error as { errcode?: unknown } | null)?.errcode;
+	return typeof code === 'number' ? code & 0xff : undefined;
+}
+
+export function isBusy(error: unknown): boolean {
+	const code = primaryCode(error);
+	return code === SQLITE.busy || code === SQLITE.locked;
+}
+
+/** What each operation left unchanged when it failed (SQLite rolled the statement back). */
+export type EmbeddedOperation = 'reserve' | 'complete' | 'release' | 'fail' | 'claim' | 'cleanup' | 'read' | 'order' | 'schema';
+
+const NOTHING_CHANGED: Record<EmbeddedOperation, string> = {
+	reserve: 'Nothing was reserved.',
+	complete: 'The key was not completed: it stays reserved until its lease ends, and a delivery after that runs the business step again.',
+	release: 'Nothing was released: a redelivery reads In Progress until the lease ends.',
+	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
+	claim: 'Nothing was claimed: the keys are as they were.',
+	cleanup: 'The keys deleted before it stay deleted; the rest are kept until the next run.',
+	read: '',
+	order: 'No version mark was changed.',
+	schema: 'The file was not changed.',
+};
+
+/** A SQLite failure as one of the package's errors, naming the file and what did not change. */
+export function classifySqliteError(error: unknown, file: string, operation: EmbeddedOperation): IdempotencyError {
+	if (error instanceof IdempotencyError) return error;
+	const message = error instanceof Error ? error.message : String(error);
+	const unchanged = NOTHING_CHANGED[operation] ? ` ${NOTHING_CHANGED[operation]}` : '';
+	switch (primaryCode(error)) {
+		case SQLITE.busy:
+		case SQLITE.locked:
+			return new EmbeddedStoreBusyError(`The embedded key store ${file} is locked by another process.${unchanged}`, { cause: error });
+		case SQLITE.full:
+			return new DatabaseError(`The disk holding the embedded key store ${file} is full (${message}).${unchanged}`, { cause: error });
+		case SQLITE.readonly:
+		case SQLITE.cantopen:
+			return new InvalidConfigurationError(
+				`The embedded key store ${file} cannot be opened for writing (${message}): n8n needs write access to the file and its folder.${unchanged}`,
+				{ cause: error },
+			);
+		case SQLITE.notadb:
+		case SQLITE.corrupt:
+			return new DatabaseError(`The embedded key store ${file} is not a readable SQLite file (${message}).${unchanged}`, { cause: error });
+	}
+	return new DatabaseError(`Embedded key store error on ${file}: ${message}.${unchanged}`, { cause: error });
+}
+
+/** A prepared statement, cached on the connection by its text. */
+export function statement(connection: EmbeddedConnection, text: string): SqliteStatement {
+	let prepared = connection.statements.get(text);
+	if (!prepared) {
+		prepared = connection.db.prepare(text);
+		connection.statements.set(text, prepared);
+	}
+	return prepared;
+}
+
+export function namedStatement(connection: EmbeddedConnection, name: EmbeddedStatement, family: EmbeddedFamily, table?: string): SqliteStatement {
+	return statement(connection, renderEmbeddedStatement(name, family, table));
+}
+
+/** Runs `work` in one `BEGIN IMMEDIATE` transaction: the write lock is taken before anything is read. */
+function inTransaction<T>(db: SqliteDatabase, work: () => T): T {
+	db.exec('begin immediate');
+	try {
+		const result = work();
+		db.exec('commit');
+		return result;
+	} catch (error) {
+		if (db.isTransaction) db.exec('rollback');
+		throw error;
+	}
+}
+
+export interface LockWait {
+	/** How long to keep retrying while another process holds the write lock (ms). */
+	lockWaitMs: number;
+	operation: EmbeddedOperation;
+}
+
+/**
+ * Runs `work` in a write transaction. While another process holds the file's write lock, SQLite
+ * waits BUSY_STEP_MS on this thread and then reports SQLITE_BUSY; the retry waits asynchronously
+ * (n8n's event loop keeps running), with a growing, jittered delay, until `lockWaitMs` has passed:
+ * then EmbeddedStoreBusyError, with nothing changed.
+ */
+export async function withWriteLock<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
+	return retryWhileBusy(connection, wait, () => inTransaction(connection.db, work));
+}
+
+/** A read: never blocked by writers under WAL; retried like a write in the rare busy case (WAL recovery). */
+export async function read<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
+	return retryWhileBusy(connection, wait, work);
+}
+
+async function retryWhileBusy<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
+	const deadline = performance.now() + wait.lockWaitMs;
+	let delay = 1;
+	let waited = false;
+	for (;;) {
+		try {
+			return work();
+		} catch (error) {
+			if (!isBusy(error)) throw classifySqliteError(error, connection.file, wait.operation);
+			if (performance.now() + delay > deadline) {
+				throw new EmbeddedStoreBusyError(
+					`Another process held the embedded key store ${connection.file} locked for ${waited ? 'more than ' : ''}${Math.round(wait.lockWaitMs / 100) / 10} s (its write lock). ${NOTHING_CHANGED[wait.operation]} If this repeats, look for a process or tool keeping a transaction open on the file.`,
+					{ cause: error },
+				);
+			}
+			waited = true;
+			await sleep(delay * (0.5 + Math.random()));
+			delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+		}
+	}
+}
+
+/**
+ * The connection to `file`, opened on first use: refused on a network filesystem, WAL journal,
+ * `synchronous = FULL`, the file's meta tables and store id created once. Throws
+ * EmbeddedStoreUnavailableError without node:sqlite, UnsafeStorageError on a network filesystem,
+ * SchemaNewerThanPackageError for a file a newer package made.
+ */
+export function connectionFor(file: string): EmbeddedConnection {
+	if (typeof file !== 'string' || file.trim() === '') throw new InvalidConfigurationError('The embedded key store needs a file path.');
+	const sqlite = loadSqlite();
+	const real = realPathOfNearest(file);
+	const cached = connections.get(real);
+	if (cached?.db.isOpen) return cached;
+
+	assertLocalStorage(real);
+	try {
+		mkdirSync(path.dirname(real), { recursive: true });
+	} catch (error) {
+		throw new InvalidConfigurationError(`The folder of the embedded key store ${real} cannot be created: ${(error as Error).message}`, { cause: error });
+	}
+	let db: SqliteDatabase;
+	try {
+		db = new sqlite.DatabaseSync(real, { timeout: SETUP_BUSY_MS });
+	} catch (error) {
+		throw classifySqliteError(error, real, 'schema');
+	}
+	try {
+		db.exec(`pragma busy_timeout = ${SETUP_BUSY_MS}`);
+		// WAL: readers never wait for the writer. The mode is stored in the file; set once.
+		if (db.prepare('pragma journal_mode').get()?.journal_mode !== 'wal') {
+			const mode = db.prepare('pragma journal_mode = wal').get()?.journal_mode;
+			if (mode !== 'wal') throw new DatabaseError(`The embedded key store ${real} could not switch to WAL journaling (it stayed ${String(mode)}).`);
+		}
+		// FULL: every commit is on the disk before the call returns (a completed key survives a power cut).
+		db.exec('pragma synchronous = full');
+		db.exec(`pragma journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
+		const connection: EmbeddedConnection = { file: real, db, storeId: '', statements: new Map(), tablesReady: new Map() };
+		migrateFile(connection);
+		const storeId = namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })?.value;
+		if (typeof storeId !== 'string') throw new DatabaseError(`The embedded key store ${real} has no store id.`);
+		// Orders compare exact decimal versions with the package's own rule, never as floating point.
+		db.function('idempotency_compare_versions', { deterministic: true }, (a: string, b: string) => compareVersions(String(a), String(b)));
+		db.exec(`pragma busy_timeout = ${BUSY_STEP_MS}`);
+		const ready: EmbeddedConnection = { ...connection, storeId };
+		connections.set(real, ready);
+		return ready;
+	} catch (error) {
+		db.close();
+		throw classifySqliteError(error, real, 'schema');
+	}
+}
+
+/** The file's own schema: created with its store id when the file is new; a newer file is refused. */
+function migrateFile(connection: EmbeddedConnection): void {
+	const files = EMBEDDED_MIGRATIONS.file;
+	const version = () => {
+		const exists = Number(namedStatement(connection, 'table_exists', 'file').get({ name: 'n8n_idempotency_schema' })?.found ?? 0) > 0;
+		return exists ? Number(namedStatement(connection, 'read_schema_version', 'file').get({ object: '' })?.version ?? 0) : 0;
+	};
+	const refuseNewer = (found: number) => {
+		if (found > files.length) {
+			throw new SchemaNewerThanPackageError(
+				`The embedded key store ${connection.file} is at file schema version ${found}, newer than this n8n-nodes-idempotency knows (${files.length}): a newer version of the package made it. Update the package; nothing was changed.`,
+			);
+		}
+	};
+	const before = version();
+	refuseNewer(before);
+	if (before === files.length && namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })) return;
+	inTransaction(connection.db, () => {
+		const current = version();
+		refuseNewer(current);
+		for (const file of files.slice(current)) connection.db.exec(renderEmbeddedSql(file, 'file'));
+		namedStatement(connection, 'write_schema_version', 'file').run({ object: '', family: 'file', version: files.length });
+		// Written once: a second process creating the file at the same moment keeps the first id.
+		namedStatement(connection, 'write_meta', 'file').run({ name: 'store_id', value: randomUUID() });
+	});
+}
+
+/**
+ * Brings one table to the package's schema version (once per connection and table; concurrent
+ * first callers share the check). `migrate` false only checks, and the error says what is missing.
+ */
+export function ensureTable(connection: EmbeddedConnection, family: Exclude<EmbeddedFamily, 'file'>, table: string, migrate: boolean, lockWaitMs: number): Promise<void> {
+	const cacheKey = `${family}:${table}`;
+	let ready = connection.tablesReady.get(cacheKey);
+	if (!ready) {
+		ready = migrateTable(connection, family, table, migrate, lockWaitMs);
+		connection.tablesReady.set(cacheKey, ready);
+		// A failed check is tried again by the next call (the option or the file may have been fixed).
+		ready.catch(() => connection.tablesReady.delete(cacheKey));
+	}
+	return ready;
+}
+
+async function migrateTable(connection: EmbeddedConnection, family: Exclude<EmbeddedFamily, 'file'>, table: string, migrate: boolean, lockWaitMs: number): Promise<void> {
+	const files = EMBEDDED_MIGRATIONS[family];
+	const state = () => {
+		const row = namedStatement(connection, 'read_schema_version', 'file').get({ object: table });
+		const exists = Number(namedStatement(connection, 'table_exists', 'file').get({ name: table })?.found ?? 0) > 0;
+		if (row && row.family !== family) {
+			throw new InvalidConfigurationError(
+				`The table "${table}" in ${connection.file} belongs to another part of n8n-nodes-idempotency (${String(row.family)}), not the ${family} table: choose another table name.`,
+			);
+		}
+		if (!row && exists) {
+			throw new InvalidConfigurationError(`The file ${connection.file} already has a table "${table}" that n8n-nodes-idempotency did not create: choose another table name.`);
+		}
+		const version = row && exists ? Number(row.version) : 0;
+		if (version > files.length) {
+			throw new SchemaNewerThanPackageError(
+				`The table "${table}" in ${connection.file} is at schema version ${version}, newer than this n8n-nodes-idempotency knows (${files.length}): a newer version of the package changed it. Update the package on every n8n process that uses this file; nothing was changed.`,
+			);
+		}
+		return version;
+	};
+	const wait = { lockWaitMs, operation: 'schema' as const };
+	const before = await read(connection, wait, state);
+	if (before === files.length) return;
+	if (!migrate) {
+		const message = `the node option "Create or Upgrade Table" is off. Turn it on (the default) so the store creates it.`;
+		throw before === 0
+			? new TableMissingError(`The table "${table}" does not exist in the embedded key store ${connection.file}; ${message}`)
+			: new SchemaOutdatedError(`The table "${table}" in the embedded key store ${connection.file} is at schema version ${before}, this package needs ${files.length}; ${message} Existing keys are kept.`);
+	}
+	await withWriteLock(connection, wait, () => {
+		const current = state();
+		for (const file of files.slice(current)) connection.db.exec(renderEmbeddedSql(file, family, table));
+		namedStatement(connection, 'write_schema_version', 'file').run({ object: table, family, version: files.length });
+	});
+}
+
+/** Closes every embedded store connection of this process (tests, shutdown). */
+export function closeConnections(): void {
+	for (const connection of connections.values()) {
+		if (connection.db.isOpen) connection.db.close();
+	}
+	connections.clear();
+}

@@ -1,0 +1,466 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+
+import { UnexpectedResultError } from '../errors';
+import { parseWithExactNumbers } from '../evidence/exactNumbers';
+import { assertExactText, assertStoredKeyText, inexactTextReason } from '../keys/exactText';
+import { storableErrorMessage, storableResponse } from '../postgres/storableValues';
+import type { KeyStore, SettleReport, SettleRequest } from '../store/contract';
+import {
+	DEFAULT_TABLE,
+	MAX_LIST_PAGE_BYTES,
+	distinctBatch,
+	reservationResult,
+	validateCleanupOptions,
+	validateDurations,
+	validateFailedExecution,
+	validateListOptions,
+	validateReserveOptions,
+	validateSettleItems,
+	validateStatsWindow,
+} from '../store/rules';
+import type {
+	CleanupOptions,
+	CleanupResult,
+	CompactRecord,
+	FailedExecution,
+	IdempotencyRecord,
+	KeysPage,
+	KeyStats,
+	ListKeysOptions,
+	RecordStatus,
+	ReplayClaim,
+	ReplayClaimOptions,
+	ReservationRequest,
+	ReservationResult,
+	ReserveOptions,
+	ReserveOptionsWithDetail,
+	SettleResult,
+	StoredKey,
+} from '../types';
+import {
+	DEFAULT_LOCK_WAIT_MS,
+	connectionFor,
+	ensureTable,
+	namedStatement,
+	read,
+	withWriteLock,
+	type EmbeddedConnection,
+	type EmbeddedOperation,
+} from './connection';
+import type { EmbeddedStatement } from './statements';
+import { embeddedTableName } from './statements';
+
+export interface EmbeddedStoreOptions {
+	/** The store file (created with its folder when missing). */
+	file: string;
+	/** The table's name in the file (default processed_events; object_versions for the Order Guard). */
+	table?: string;
+	/** Create the table (or bring it to the package's schema version) on first use; default true. */
+	createTable?: boolean;
+	/** How long a call waits, asynchronously, for another process's write lock (ms; default 10 s). */
+	lockWaitMs?: number;
+}
+
+/**
+ * Rows deleted per cleanup statement at most: one chunk keeps the event loop busy a few
+ * milliseconds (n8n's other executions run between chunks), whatever batch size the node asks for.
+ */
+export const CLEANUP_CHUNK_ROWS = 2_000;
+
+type Row = Record<string, unknown>;
+
+/**
+ * The embedded idempotency store: the same behaviour as the Postgres store (IdempotencyStore), kept
+ * in one SQLite file on the n8n host through Node's built-in `node:sqlite`. Every write runs in a
+ * `BEGIN IMMEDIATE` transaction on the process's one connection to the file; a reservation batch
+ * is one statement. Times are the host's wall clock, read inside each statement (see docs/embedded-store.md).
+ */
+export class EmbeddedKeyStore implements KeyStore {
+	readonly backend = 'embedded' as const;
+	readonly file: string;
+	private readonly table: string;
+	private readonly createTableOption: boolean;
+	private readonly lockWaitMs: number;
+	private connection?: EmbeddedConnection;
+
+	constructor(options: EmbeddedStoreOptions) {
+		this.file = options.file;
+		this.table = embeddedTableName(options.table ?? DEFAULT_TABLE).name;
+		this.createTableOption = options.createTable ?? true;
+		this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+	}
+
+	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail: 'compact' }): Promise<Array<ReservationResult<CompactRecord>>>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail?: 'full' }): Promise<ReservationResult[]>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>>;
+	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>> {
+		validateReserveOptions(options);
+		if (requests.length === 0) return [];
+		// A key that is not exact text could never be found again as itself: the batch is refused
+		// before anything is stored (Postgres refuses the whole statement too).
+		for (const request of requests) assertExactText(request.key, 'idempotency key');
+		const { firsts, firstIndexes, distinctOfRequest } = distinctBatch(requests);
+		const proposedTokens = firsts.map(() => randomUUID());
+		const batch = JSON.stringify(
+			firsts.map((request, distinct) => [
+				request.key,
+				request.keySource,
+				request.payloadHash,
+				proposedTokens[distinct],
+				request.evidence?.payloadJson ?? null,
+				request.evidence?.payloadBytes ?? null,
+				request.evidence?.source ?? null,
+				request.evidence?.correlationId ?? null,
+			]),
+		);
+		const connection = await this.readyConnection();
+		const parameters = {
+			batch,
+			mode: options.mode,
+			lease_ms: milliseconds(options.leaseSeconds),
+			retention_ms: milliseconds(options.retentionSeconds),
+			execution_id: options.executionId ?? null,
+			workflow_id: options.workflowId ?? null,
+			instance_id: options.instanceId ?? null,
+		};
+		const rows = await withWriteLock(connection, this.wait('reserve'), () => this.statement(connection, 'reserve').all(parameters));
+		// Rows come back in no promised order: each goes to its key's distinct number.
+		const keyIndex = new Map<string, number>();
+		for (let distinct = 0; distinct < firsts.length; distinct++) keyIndex.set(firsts[distinct].key, distinct);
+		const rowOfDistinct = new Array<Row | undefined>(firsts.length);
+		for (const row of rows) {
+			const distinct = keyIndex.get(row.key as string);
+			if (distinct !== undefined) rowOfDistinct[distinct] = row;
+		}
+		const compact = options.detail === 'compact';
+		const records = rowOfDistinct.map((row) => (row ? (compact ? toCompactRecord(row) : toRecord(row)) : undefined));
+		return requests.map((request, index) => {
+			const distinct = distinctOfRequest[index];
+			const row = rowOfDistinct[distinct];
+			const record = records[distinct];
+			if (!row || !record) {
+				throw new UnexpectedResultError(
+					`The embedded store returned no row for reserved key ${JSON.stringify(request.key.slice(0, 80))} (a trigger on "${this.table}"?). The other keys of the batch may have been reserved.`,
+				);
+			}
+			return reservationResult(request, record, row.owner_token as string, proposedTokens[distinct], firstIndexes[distinct] !== index);
+		});
+	}
+
+	async claimForReplay(keys: string[], options: ReplayClaimOptions): Promise<ReplayClaim[]> {
+		validateDurations(options.leaseSeconds, options.retentionSeconds);
+		for (const key of keys) assertStoredKeyText(key, 'key to replay');
+		if (keys.length === 0) return [];
+		const firstIndexByKey = new Map<string, number>();
+		const proposedTokens = new Map<string, string>();
+		for (const [index, key] of keys.entries()) {
+			if (!firstIndexByKey.has(key)) {
+				firstIndexByKey.set(key, index);
+				proposedTokens.set(key, randomUUID());
+			}
+		}
+		const connection = await this.readyConnection();
+		const { current, claimed } = await withWriteLock(connection, this.wait('claim'), () => {
+			const current = this.statement(connection, 'claim_for_replay_current').all({ keys: JSON.stringify([...proposedTokens.keys()]) });
+			const claimable = current.filter((row) => isReplayable(row)).map((row) => [row.key as string, proposedTokens.get(row.key as string)]);
+			const claimed =
+				claimable.length === 0
+					? []
+					: this.statement(connection, 'claim_for_replay').all({
+							claims: JSON.stringify(claimable),
+							lease_ms: milliseconds(options.leaseSeconds),
+							retention_ms: milliseconds(options.retentionSeconds),
+							execution_id: options.executionId ?? null,
+							workflow_id: options.workflowId ?? null,
+							instance_id: options.instanceId ?? null,
+						});
+			return { current, claimed };
+		});
+		const claimedByKey = new Map(claimed.map((row) => [row.key as string, row]));
+		const currentByKey = new Map(current.map((row) => [row.key as string, row]));
+
+		return keys.map((key, index): ReplayClaim => {
+			const claimedRow = claimedByKey.get(key);
+			const row = claimedRow ?? currentByKey.get(key);
+			const record = row ? toRecord(row) : null;
+			if (firstIndexByKey.get(key) !== index) return { claimed: false, key, reason: 'repeat_in_batch', record };
+			if (!row || !record) return { claimed: false, key, reason: 'not_found', record: null };
+			if (claimedRow) {
+				return {
+					claimed: true,
+					key,
+					ownerToken: claimedRow.owner_token as string,
+					record,
+					payload: storedPayload(claimedRow),
+					payloadStored: Boolean(claimedRow.payload_stored),
+					source: (claimedRow.source as string | null) ?? null,
+					correlationId: (claimedRow.correlation_id as string | null) ?? null,
+				};
+			}
+			return { claimed: false, key, reason: record.status === 'completed' ? 'completed' : 'in_progress', record };
+		});
+	}
+
+	async complete(items: Array<SettleRequest & { response?: unknown }>): Promise<SettleReport[]> {
+		const responses = items.map((item) => storableResponse(item.response));
+		return this.settle('complete', items, responses.map((response) => response.warnings), (index) => [responses[index].json]);
+	}
+
+	async release(items: SettleRequest[]): Promise<SettleReport[]> {
+		return this.settle('release', items, items.map(() => []), () => []);
+	}
+
+	async fail(items: Array<SettleRequest & { error: string }>): Promise<SettleReport[]> {
+		const messages = items.map((item) => storableErrorMessage(item.error));
+		return this.settle('fail', items, messages.map((message) => message.warnings), (index) => [messages[index].text]);
+	}
+
+	async releaseExecution(execution: FailedExecution): Promise<string[]> {
+		validateFailedExecution(execution, 'Release');
+		const connection = await this.readyConnection();
+		const rows = await withWriteLock(connection, this.wait('release'), () =>
+			this.statement(connection, 'release_execution').all({
+				execution_id: execution.executionId,
+				workflow_id: execution.workflowId,
+				instance_id: execution.instanceId,
+			}),
+		);
+		return rows.map((row) => row.key as string);
+	}
+
+	async failExecution(execution: FailedExecution, error: string): Promise<{ keys: string[]; warnings: string[] }> {
+		validateFailedExecution(execution, 'Mark Failed');
+		const message = storableErrorMessage(error);
+		const connection = await this.readyConnection();
+		const rows = await withWriteLock(connection, this.wait('fail'), () =>
+			this.statement(connection, 'fail_execution').all({
+				execution_id: execution.executionId,
+				error: message.text,
+				workflow_id: execution.workflowId,
+				instance_id: execution.instanceId,
+			}),
+		);
+		return { keys: rows.map((row) => row.key as string), warnings: message.warnings };
+	}
+
+	/**
+	 * Deletes keys whose retention ended, by the rule reserve.sql uses to treat them as absent, in
+	 * batches of `batchSize` until done or out of time. Each batch is deleted in chunks of at most
+	 * CLEANUP_CHUNK_ROWS rows, each its own short transaction, yielding to the event loop between
+	 * them, so neither n8n nor the other processes on the file wait long for it.
+	 */
+	async cleanup(options: CleanupOptions): Promise<CleanupResult> {
+		validateCleanupOptions(options);
+		const connection = await this.readyConnection();
+		const started = performance.now();
+		const deadline = started + options.timeBudgetSeconds * 1000;
+		const retention_ms = milliseconds(options.retentionSeconds);
+		let deleted = 0;
+		let batches = 0;
+		let finished = false;
+		while (!finished && performance.now() < deadline) {
+			let batchDeleted = 0;
+			let chunkShort = false;
+			while (batchDeleted < options.batchSize && !chunkShort) {
+				const limit = Math.min(CLEANUP_CHUNK_ROWS, options.batchSize - batchDeleted);
+				const count = await withWriteLock(connection, this.wait('cleanup'), () =>
+					Number(this.statement(connection, 'cleanup').run({ retention_ms, limit }).changes),
+				);
+				batchDeleted += count;
+				chunkShort = count < limit;
+				await yieldToEventLoop();
+			}
+			deleted += batchDeleted;
+			batches += 1;
+			finished = batchDeleted < options.batchSize;
+		}
+		return { deleted, batches, durationMs: Math.round(performance.now() - started), finished };
+	}
+
+	async getKeys(keys: string[]): Promise<Map<string, StoredKey>> {
+		const found = new Map<string, StoredKey>();
+		if (keys.length === 0) return found;
+		const connection = await this.readyConnection();
+		// A key that is not exact text was never stored (reserve refuses it): it is simply not found.
+		const storable = keys.filter((key) => inexactTextReason(key) === undefined);
+		if (storable.length === 0) return found;
+		const rows = await read(connection, this.wait('read'), () => this.statement(connection, 'get_keys').all({ keys: JSON.stringify(storable) }));
+		for (const row of rows) found.set(row.key as string, toStoredKey(row));
+		return found;
+	}
+
+	async listKeys(options: ListKeysOptions): Promise<KeysPage> {
+		validateListOptions(options);
+		const connection = await this.readyConnection();
+		const rows = await read(connection, this.wait('read'), () =>
+			this.statement(connection, 'list_keys').all({
+				after_key: options.afterKey ?? '',
+				status: options.status ?? null,
+				stuck_only: options.stuckLeasesOnly ? 1 : 0,
+				older_than_ms: options.olderThanSeconds === undefined ? null : milliseconds(options.olderThanSeconds),
+				prefix: options.keyPrefix || null,
+				limit: options.limit,
+				replayable_only: options.replayableOnly ? 1 : 0,
+				max_bytes: MAX_LIST_PAGE_BYTES,
+			}),
+		);
+		const keys = rows.map(toStoredKey);
+		const pageRows = Number(rows[0]?.page_rows ?? 0);
+		const more = pageRows === options.limit || keys.length < pageRows;
+		return { keys, nextAfterKey: more ? keys[keys.length - 1].key : null };
+	}
+
+	async stats(windowHours: number): Promise<KeyStats> {
+		validateStatsWindow(windowHours);
+		const connection = await this.readyConnection();
+		const row = await read(connection, this.wait('read'), () => this.statement(connection, 'stats').get({ window_ms: milliseconds(windowHours * 3600) }));
+		const count = (name: string) => Number(row?.[name] ?? 0);
+		return {
+			windowHours,
+			total: count('total'),
+			processing: count('processing'),
+			stuckLeases: count('stuck_leases'),
+			completed: count('completed'),
+			failed: count('failed'),
+			newInWindow: count('new_in_window'),
+			duplicatesInWindow: count('duplicates_in_window'),
+			reclaimsInWindow: count('reclaims_in_window'),
+			failedInWindow: count('failed_in_window'),
+		};
+	}
+
+	async createTable(): Promise<void> {
+		await ensureTable(this.open(), 'keys', this.table, true, this.lockWaitMs);
+	}
+
+	async ready(): Promise<void> {
+		await this.readyConnection();
+	}
+
+	/** The process's connection to the file, its table checked (or created) once. */
+	private async readyConnection(): Promise<EmbeddedConnection> {
+		const connection = this.open();
+		await ensureTable(connection, 'keys', this.table, this.createTableOption, this.lockWaitMs);
+		return connection;
+	}
+
+	private open(): EmbeddedConnection {
+		if (!this.connection?.db.isOpen) this.connection = connectionFor(this.file);
+		return this.connection;
+	}
+
+	private statement(connection: EmbeddedConnection, name: EmbeddedStatement) {
+		return namedStatement(connection, name, 'keys', this.table);
+	}
+
+	private wait(operation: EmbeddedOperation) {
+		return { lockWaitMs: this.lockWaitMs, operation };
+	}
+
+	/**
+	 * One statement for all items, guarded by each owner token, and in the same transaction the
+	 * state of the keys it did not change, so each report says why (not_found, not_owner,
+	 * completed, failed) about the row as the statement saw it.
+	 */
+	private async settle<T extends SettleRequest>(
+		operation: 'complete' | 'release' | 'fail',
+		items: T[],
+		warnings: string[][],
+		extraValues: (index: number) => unknown[],
+	): Promise<SettleReport[]> {
+		validateSettleItems(items);
+		if (items.length === 0) return [];
+		const connection = await this.readyConnection();
+		// A key that is not exact text was never stored (reserve refuses it): it is not found.
+		const sent = items.map((item, index) => ({ item, index })).filter(({ item }) => inexactTextReason(item.key) === undefined);
+		const { applied, current } = await withWriteLock(connection, this.wait(operation), () => {
+			const applied = new Set<string>();
+			if (sent.length > 0) {
+				const values = JSON.stringify(sent.map(({ item, index }) => [item.key, item.ownerToken, ...extraValues(index)]));
+				for (const row of this.statement(connection, operation).all({ items: values })) applied.add(row.key as string);
+			}
+			const missing = sent.filter(({ item }) => !applied.has(item.key)).map(({ item }) => item.key);
+			const current = new Map<string, Row>();
+			if (missing.length > 0) {
+				for (const row of this.statement(connection, 'settle_state').all({ keys: JSON.stringify(missing) })) current.set(row.key as string, row);
+			}
+			return { applied, current };
+		});
+		return items.map((item, index): SettleReport => {
+			const report = (result: SettleResult): SettleReport => (warnings[index].length > 0 ? { ...result, warnings: warnings[index] } : result);
+			if (applied.has(item.key)) return report({ key: item.key, applied: true });
+			const row = current.get(item.key);
+			if (!row) return report({ key: item.key, applied: false, reason: 'not_found' });
+			if (row.owner_token !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
+			// Ours, and Release or Mark Failed found it completed by Complete: its business step ran.
+			if (row.effect_completed) return report({ key: item.key, applied: false, reason: 'completed' });
+			return report({ key: item.key, applied: false, reason: 'failed' });
+		});
+	}
+}
+
+/** Seconds as whole milliseconds, the unit the file's times are kept in. */
+function milliseconds(seconds: number): number {
+	return Math.round(seconds * 1000);
+}
+
+function yieldToEventLoop(): Promise<void> {
+	return new Promise((resolve) => setImmediate(resolve));
+}
+
+function isReplayable(row: Row): boolean {
+	return row.status === 'failed' || (row.status === 'processing' && !row.lease_active && row.locked_until !== null);
+}
+
+function date(value: unknown): Date | null {
+	return value === null || value === undefined ? null : new Date(value as number);
+}
+
+function json(value: unknown): unknown {
+	return typeof value === 'string' ? JSON.parse(value) : null;
+}
+
+function toCompactRecord(row: Row): CompactRecord {
+	return {
+		key: row.key as string,
+		status: row.status as RecordStatus,
+		attempts: row.attempts as number,
+		lockedUntil: date(row.locked_until),
+		payloadHash: (row.payload_hash as string | null) ?? null,
+		response: json(row.response),
+		leaseActive: Boolean(row.lease_active),
+	};
+}
+
+function toRecord(row: Row): IdempotencyRecord {
+	return {
+		...toCompactRecord(row),
+		duplicateCount: row.duplicate_count as number,
+		firstSeen: date(row.first_seen) as Date,
+		lastSeen: date(row.last_seen) as Date,
+		expiresAt: date(row.expires_at),
+		executionId: (row.execution_id as string | null) ?? null,
+		workflowId: (row.workflow_id as string | null) ?? null,
+		keySource: (row.key_source as string | null) ?? null,
+		completedAt: date(row.completed_at),
+		lastError: (row.last_error as string | null) ?? null,
+	};
+}
+
+/** The stored payload, its numbers JavaScript would round given as strings of their exact digits; null when none. */
+function storedPayload(row: Row): unknown {
+	return typeof row.payload === 'string' ? parseWithExactNumbers(row.payload) : null;
+}
+
+function toStoredKey(row: Row): StoredKey {
+	return {
+		...toRecord(row),
+		retentionEnded: Boolean(row.retention_ended),
+		payload: storedPayload(row),
+		payloadStored: Boolean(row.payload_stored),
+		payloadBytes: (row.payload_bytes as number | null) ?? null,
+		source: (row.source as string | null) ?? null,
+		correlationId: (row.correlation_id as string | null) ?? null,
+	};
+}

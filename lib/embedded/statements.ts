@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { InvalidConfigurationError } from '../errors';
+import { quoteIdentifier } from '../identifiers';
+
+/**
+ * The embedded store's SQL is the SQL in the package's `sql/embedded/` folder (one statement per
+ * file, the file's name is the statement's name), read once. From `lib/embedded/` and from the
+ * built `dist/lib/embedded/`, the folder is two levels up.
+ */
+export const EMBEDDED_SQL_DIR = path.join(__dirname, '..', '..', 'sql', 'embedded');
+
+export type EmbeddedStatement =
+	| 'reserve'
+	| 'complete'
+	| 'release'
+	| 'fail'
+	| 'settle_state'
+	| 'release_execution'
+	| 'fail_execution'
+	| 'cleanup'
+	| 'get_keys'
+	| 'list_keys'
+	| 'stats'
+	| 'claim_for_replay_current'
+	| 'claim_for_replay'
+	| 'order_advance'
+	| 'read_meta'
+	| 'write_meta'
+	| 'read_schema_version'
+	| 'write_schema_version'
+	| 'table_exists';
+
+/** The families of tables a store file holds, and the file's own tables (meta and schema versions). */
+export type EmbeddedFamily = 'file' | 'keys' | 'order';
+
+/** Migrations per family, in order; a family's schema version is the number of its files applied. */
+export const EMBEDDED_MIGRATIONS: Record<EmbeddedFamily, readonly string[]> = {
+	file: ['migrations/file/001_store.sql'],
+	keys: ['migrations/keys/001_create_table.sql'],
+	order: ['migrations/order/001_create_table.sql'],
+};
+
+const DEFAULT_TABLE_OF: Record<EmbeddedFamily, string | null> = { file: null, keys: 'processed_events', order: 'object_versions' };
+
+// The package's own tables in every store file; a key or order table may not take their names.
+const RESERVED_PREFIXES = ['n8n_idempotency_', 'sqlite_'];
+
+/** A validated table name, quoted; the package's own names are refused. */
+export function embeddedTableName(name: string): { name: string; quoted: string } {
+	const quoted = quoteIdentifier(name, 'table');
+	if (RESERVED_PREFIXES.some((prefix) => name.toLowerCase().startsWith(prefix))) {
+		throw new InvalidConfigurationError(`Invalid table name ${JSON.stringify(name)}: names starting with ${RESERVED_PREFIXES.join(' or ')} belong to the store file itself.`);
+	}
+	return { name, quoted };
+}
+
+const fileCache = new Map<string, string>();
+
+function readSql(file: string): string {
+	let text = fileCache.get(file);
+	if (text === undefined) {
+		// Comments are for whoever reads the file; the statement is sent without them.
+		text = readFileSync(path.join(EMBEDDED_SQL_DIR, file), 'utf8')
+			.split('\n')
+			.filter((line) => !line.trimStart().startsWith('--'))
+			.join('\n')
+			.trim();
+		fileCache.set(file, text);
+	}
+	return text;
+}
+
+/**
+ * A file of `sql/embedded/`, its default table name (processed_events, object_versions) replaced
+ * by the validated, quoted one; index names derive from the table name (<table>_<x>_idx).
+ */
+export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: string): string {
+	const text = readSql(file);
+	const defaultTable = DEFAULT_TABLE_OF[family];
+	if (!defaultTable || !table) return text;
+	const token = new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx))?\\b`, 'g');
+	return text.replace(token, (_match, indexSuffix: string | undefined) => (indexSuffix ? `"${table}_${indexSuffix}"` : `"${table}"`));
+}
+
+/** A statement of `sql/embedded/queries/`, for the given table. */
+export function renderEmbeddedStatement(name: EmbeddedStatement, family: EmbeddedFamily, table?: string): string {
+	return renderEmbeddedSql(`queries/${name}.sql`, family, table);
+}

@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+
+import { embeddedStoreId } from '../../lib/embedded';
+import { isQueueMode, settleSeconds, sharedFileVerdict } from '../../lib/store/sharedFile';
+
+/** The package's folder in n8n's storage folder, and its one key file: the same for every node of the package. */
+export const EMBEDDED_FOLDER = 'n8n-nodes-idempotency';
+export const EMBEDDED_FILE = 'keys.sqlite';
+
+/** Where the workflow's shared data keeps the store ids of the key files its runs used in queue mode. */
+export const RECORDED_FILES_KEY = 'idempotencyEmbeddedStoreFiles';
+
+/** Environment variable: the queue-mode settle window in seconds (tests shorten it; see docs/embedded-store-in-n8n.md). */
+export const SETTLE_SECONDS_ENV = 'IDEMPOTENCY_EMBEDDED_SETTLE_SECONDS';
+
+/**
+ * The key file for a node whose n8n storage path is `storagePath`. n8n gives each node type its
+ * own storage folder (`<n8n folder>/storage/<node type>`), so the file goes one level up, in the
+ * package's own folder: every node of the package opens the same file. Never n8n's own database.
+ */
+export function embeddedStoreFile(storagePath: string, nodeType: string): string {
+	const normalized = path.normalize(storagePath);
+	const typeFolder = path.normalize(nodeType);
+	// A scoped node type (@scope/package.node) is two folders deep; strip it whole.
+	const storageRoot = normalized.endsWith(path.sep + typeFolder)
+		? normalized.slice(0, normalized.length - typeFolder.length - 1)
+		: path.dirname(normalized);
+	return path.join(storageRoot, EMBEDDED_FOLDER, EMBEDDED_FILE);
+}
+
+/**
+ * The key file this node opens, once it is safe to open: in queue mode, only when every process
+ * provably uses the same file (lib/store/sharedFile.ts). Throws the refusal otherwise; the caller
+ * routes it as it routes any store failure (nothing was reserved).
+ */
+export function embeddedFileFor(context: IExecuteFunctions): string {
+	const file = embeddedStoreFile(context.helpers.getStoragePath(), context.getNode().type);
+	if (!runsInQueueMode()) return file;
+	const staticData = context.getWorkflowStaticData('global');
+	const verdict = sharedFileVerdict({
+		recorded: staticData[RECORDED_FILES_KEY],
+		storeId: embeddedStoreId(file),
+		file,
+		now: Date.now(),
+		settleSeconds: settleSeconds(process.env[SETTLE_SECONDS_ENV]),
+		// n8n saves a workflow's shared data after every run but a manual one.
+		canRecord: context.getMode() !== 'manual',
+	});
+	if (verdict.record) staticData[RECORDED_FILES_KEY] = verdict.record as IDataObject;
+	if (!verdict.proceed) throw verdict.error;
+	return file;
+}
+
+/** Queue mode as n8n reads it: EXECUTIONS_MODE (or the file EXECUTIONS_MODE_FILE names), or an n8n worker/webhook process. */
+function runsInQueueMode(): boolean {
+	return isQueueMode(process.env.EXECUTIONS_MODE ?? executionsModeFromFile(), process.argv);
+}
+
+function executionsModeFromFile(): string | undefined {
+	const file = process.env.EXECUTIONS_MODE_FILE;
+	if (!file) return undefined;
+	try {
+		return readFileSync(file, 'utf8');
+	} catch {
+		// n8n itself would not start with an unreadable file; treat it as queue mode, the safe side.
+		return 'queue';
+	}
+}

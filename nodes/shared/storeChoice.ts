@@ -1,0 +1,63 @@
+import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
+
+/*
+ * The Store parameter of every node that keeps keys, and the node versions behind its default.
+ * n8n does not save a parameter equal to its default, so a workflow saved before the Store
+ * parameter existed has none: on version 1 the default is Postgres (what those workflows use);
+ * from version 1.1, the version a new node gets, it is Embedded.
+ */
+
+/** The versions of Reserve, Key and Order Guard; new nodes get the last. */
+export const STORE_NODE_VERSIONS = [1, 1.1];
+export const STORE_NODE_DEFAULT_VERSION = 1.1;
+
+const STORE_OPTIONS: INodePropertyOptions[] = [
+	{
+		name: 'Embedded (This n8n Host)',
+		value: 'embedded',
+		description: 'A file in the n8n folder on this host: nothing to set up. One host only (see the notice).',
+	},
+	{
+		name: 'Postgres',
+		value: 'postgres',
+		description: 'Your Postgres database (Idempotency Postgres credential): for several hosts, queue mode across hosts, or your own retention rules',
+	},
+];
+
+const store = (version: 'first' | 'later'): INodeProperties => ({
+	displayName: 'Store',
+	name: 'store',
+	type: 'options',
+	noDataExpression: true,
+	options: STORE_OPTIONS,
+	...(version === 'first'
+		? { default: 'postgres', displayOptions: { show: { '@version': [1] } } }
+		: { default: 'embedded', displayOptions: { hide: { '@version': [1] } } }),
+	description: 'Where the keys are kept. Every node that works on the same keys must use the same store.',
+});
+
+/** The Store parameter (one definition per default) and the Embedded notice; put first in a node's properties. */
+export const storeProperties: INodeProperties[] = [
+	store('first'),
+	store('later'),
+	{
+		displayName:
+			'Keys live in a file on this n8n host (n8n folder/storage/n8n-nodes-idempotency/keys.sqlite). In a container, mount a persistent volume for the n8n folder, or every key is forgotten on restart. Several hosts, or queue mode with workers on other hosts: choose Postgres.',
+		name: 'embeddedNotice',
+		type: 'notice',
+		default: '',
+		displayOptions: { show: { store: ['embedded'] } },
+	},
+];
+
+/** An option of a node's Options collection that applies to the Postgres store only (hidden for Embedded). */
+export function postgresOnly(option: INodeProperties): INodeProperties {
+	return { ...option, displayOptions: { show: { '/store': ['postgres'] } } };
+}
+
+/** The same option as it is in a node without a Store parameter (Execute Query: Postgres only). */
+export function withoutStoreCondition(option: INodeProperties): INodeProperties {
+	if (!option.displayOptions?.show?.['/store']) return option;
+	const { displayOptions: _storeCondition, ...rest } = option;
+	return rest;
+}

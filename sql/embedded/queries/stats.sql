@@ -1,0 +1,14 @@
+-- Stats: counts by status now, and what happened to keys seen within a window. $window_ms.
+-- The table keeps counters per key, not a log of deliveries, so the window counts are per key
+-- last seen in the window. One aggregate pass over the table: meant for a daily report.
+with clock(now) as (select cast(round(unixepoch('subsec') * 1000) as integer))
+select count(*) as total,
+       count(*) filter (where status = 'processing' and locked_until > c.now) as processing,
+       count(*) filter (where status = 'processing' and locked_until <= c.now) as stuck_leases,
+       count(*) filter (where status = 'completed') as completed,
+       count(*) filter (where status = 'failed') as failed,
+       count(*) filter (where first_seen >= c.now - $window_ms) as new_in_window,
+       coalesce(sum(duplicate_count) filter (where last_seen >= c.now - $window_ms), 0) as duplicates_in_window,
+       coalesce(sum(attempts - 1) filter (where last_seen >= c.now - $window_ms), 0) as reclaims_in_window,
+       count(*) filter (where status = 'failed' and last_seen >= c.now - $window_ms) as failed_in_window
+from processed_events, clock as c;
