@@ -58,6 +58,8 @@ describe.each(PAIRS)('$embedded (the zero-setup twin of $postgres)', ({ postgres
 		expect(emb.id).not.toBe(pg.id);
 		expect(emb.name).not.toBe(pg.name);
 		expect(emb.name).toMatch(/embedded/i);
+		// n8n refuses a workflow name over 128 characters; leave room for " (copy)" and the like.
+		expect(emb.name.length).toBeLessThanOrEqual(100);
 	});
 
 	it('keeps every node of the Postgres template (the business step aside), with the same settings and positions', () => {
