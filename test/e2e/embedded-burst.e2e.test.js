@@ -26,8 +26,8 @@ describe('a burst of one event on the embedded store', () => {
 	// 100 deliveries at once is also a load test of n8n itself: in one process its own database pool
 	// can time out reading the signing secret (503 not_verified), n8n can fail the execution (500),
 	// or answer after the provider's 30 s timeout. Each is an answer the provider retries, as Stripe
-	// does; what must hold is one effect and one run through New (n8n's record), whatever n8n answered.
-	test(`${BURST} simultaneous deliveries of one event, each retried until a 2xx → exactly one effect, one run through New`, async () => {
+	// does; what must hold is one effect and one reservation, whatever n8n answered.
+	test(`${BURST} simultaneous deliveries of one event, each retried until a 2xx → exactly one effect, one reservation`, async () => {
 		const mark = await h.executionMark();
 		const event = { id: eventId('emb_burst'), type: 'order.created' };
 		const key = `evt:${event.id}`;
@@ -52,10 +52,16 @@ describe('a burst of one event on the embedded store', () => {
 		expect(run.attempts.filter((a) => ![200, 409, 500, 503].includes(a.status) && a.error !== 'timeout')).toEqual([]);
 		expect(api.calls(key)).toBe(1);
 		expect(api.total() - callsBefore).toBe(1);
-		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: expect.any(Number) } });
+		// One reservation went New (a key's attempts count each New and each takeover), and every
+		// other delivery that reached the store was counted against it.
+		const stored = await keyStates(h, [key]);
+		expect(stored).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: expect.any(Number) } });
+		expect(stored[key].duplicates).toBeGreaterThanOrEqual(BURST - 1);
 
-		const executions = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 180000 });
-		expect(executions.filter((e) => e.nodesRun.includes(EMB.business))).toHaveLength(1);
-		expect(executions.filter((e) => outputTaken(e, EMB.reserve) === 0)).toHaveLength(1);
+		// n8n's record, where n8n managed to save it under this load (it may not, when its own
+		// database pool timed out): never a second run of the business step.
+		const executions = await h.executions(webhook.workflowId, mark);
+		expect(executions.filter((e) => e.nodesRun.includes(EMB.business)).length).toBeLessThanOrEqual(1);
+		expect(executions.filter((e) => outputTaken(e, EMB.reserve) === 0).length).toBeLessThanOrEqual(1);
 	});
 });
