@@ -39,8 +39,13 @@ const OURS = /^(CUSTOM\.|n8n-nodes-idempotency\.)/;
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1].toLowerCase() : undefined;
 const wanted = (...names) => !only || names.some((name) => name.toLowerCase().includes(only));
 
-// Panels the templates do not show: [node name, node type, parameters, parameters whose dropdown is shot open].
+// Panels the templates do not show: [node name, node type, parameters, parameters whose dropdown is
+// shot open, node fields that differ from a version 1 node with the Postgres credential].
 const SHOWCASE_PANELS = [
+	// A node added from the panel today: version 1.1, Store Embedded by default, no credential.
+	['Reserve, new node, Store Embedded', 'idempotencyReserve', { keySource: 'auto', mode: 'permanent', options: { tableName: 'processed_events' } }, ['store'], { typeVersion: 1.1, credentials: undefined }],
+	['Reserve, new node, Store Postgres', 'idempotencyReserve', { store: 'postgres', keySource: 'auto', mode: 'permanent', options: { schemaName: 'public', tableName: 'processed_events' } }, [], { typeVersion: 1.1 }],
+	['Order Guard, new node, Store Embedded', 'idempotencyOrderGuard', { objectKey: '={{ $json.body.data.object.id }}', version: '={{ $json.body.created }}', options: {} }, [], { typeVersion: 1.1, credentials: undefined }],
 	[
 		'Reserve, Key Source Field, every option',
 		'idempotencyReserve',
@@ -77,7 +82,7 @@ const SHOWCASE = {
 		name: 'Showcase: panels the templates do not show (screenshots.js)',
 		settings: { executionOrder: 'v1' },
 		connections: {},
-		nodes: SHOWCASE_PANELS.map(([name, type, parameters], index) => ({
+		nodes: SHOWCASE_PANELS.map(([name, type, parameters, , node = {}], index) => ({
 			id: `5c0e0000-0000-4000-8000-${String(index).padStart(12, '0')}`,
 			name,
 			type: `n8n-nodes-idempotency.${type}`,
@@ -85,6 +90,7 @@ const SHOWCASE = {
 			position: [(index % 5) * 320, Math.floor(index / 5) * 300],
 			parameters,
 			credentials: CREDENTIAL,
+			...node,
 		})),
 	},
 	open: Object.fromEntries(SHOWCASE_PANELS.map(([name, , , open]) => [name, open])),

@@ -109,16 +109,46 @@ export function namedStatement(connection: EmbeddedConnection, name: EmbeddedSta
 	return statement(connection, renderEmbeddedStatement(name, family, table));
 }
 
+/** A statement's rows as arrays, and each column's position: large answers skip building an object per row. */
+export interface ArrayRows {
+	rows: unknown[][];
+	column: Record<string, number>;
+}
+
+const arrayStatements = new WeakMap<SqliteStatement, Record<string, number> | null>();
+
+/**
+ * Runs a statement and returns its rows as arrays. Where node:sqlite cannot return arrays (before
+ * Node 22.16), the row objects' values are taken in column order.
+ */
+export function allAsArrays(prepared: SqliteStatement, parameters: Record<string, unknown>): ArrayRows {
+	let column = arrayStatements.get(prepared);
+	if (column === undefined) {
+		column = null;
+		if (typeof prepared.setReturnArrays === 'function' && typeof prepared.columns === 'function') {
+			prepared.setReturnArrays(true);
+			column = Object.fromEntries(prepared.columns().map((info, index) => [info.name, index]));
+		}
+		arrayStatements.set(prepared, column);
+	}
+	if (column) return { rows: prepared.all(parameters) as unknown as unknown[][], column };
+	const objects = prepared.all(parameters);
+	const names = objects.length > 0 ? Object.keys(objects[0]) : [];
+	return { rows: objects.map((row) => Object.values(row)), column: Object.fromEntries(names.map((name, index) => [name, index])) };
+}
+
 /** Runs `work` in one `BEGIN IMMEDIATE` transaction: the write lock is taken before anything is read. */
 function inTransaction<T>(db: SqliteDatabase, work: () => T): T {
 	db.exec('begin immediate');
+	let committed = false;
 	try {
 		const result = work();
 		db.exec('commit');
+		committed = true;
 		return result;
-	} catch (error) {
-		if (db.isTransaction) db.exec('rollback');
-		throw error;
+	} finally {
+		// A failed step (or commit) leaves nothing behind: the whole transaction is rolled back.
+		if (!committed && db.isTransaction) db.exec('rollback');
 	}
 }
 
@@ -152,17 +182,23 @@ async function retryWhileBusy<T>(connection: EmbeddedConnection, wait: LockWait,
 			return work();
 		} catch (error) {
 			if (!isBusy(error)) throw classifySqliteError(error, connection.file, wait.operation);
-			if (performance.now() + delay > deadline) {
-				throw new EmbeddedStoreBusyError(
-					`Another process held the embedded key store ${connection.file} locked for ${waited ? 'more than ' : ''}${Math.round(wait.lockWaitMs / 100) / 10} s (its write lock). ${NOTHING_CHANGED[wait.operation]} If this repeats, look for a process or tool keeping a transaction open on the file.`,
-					{ cause: error },
-				);
-			}
+			if (performance.now() + delay > deadline) throw lockWaitEnded(connection, wait, waited, error);
 			waited = true;
 			await sleep(delay * (0.5 + Math.random()));
 			delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
 		}
 	}
+}
+
+function lockWaitEnded(connection: EmbeddedConnection, wait: LockWait, waited: boolean, cause: unknown): EmbeddedStoreBusyError {
+	return new EmbeddedStoreBusyError(
+		`Another process held the embedded key store ${connection.file} locked for ${waited ? 'more than ' : ''}${Math.round(wait.lockWaitMs / 100) / 10} s (its write lock). ${NOTHING_CHANGED[wait.operation]} If this repeats, look for a process or tool keeping a transaction open on the file.`,
+		{ cause },
+	);
+}
+
+function folderNotCreated(file: string, cause: unknown): InvalidConfigurationError {
+	return new InvalidConfigurationError(`The folder of the embedded key store ${file} cannot be created: ${(cause as Error).message}`, { cause });
 }
 
 /**
@@ -182,7 +218,7 @@ export function connectionFor(file: string): EmbeddedConnection {
 	try {
 		mkdirSync(path.dirname(real), { recursive: true });
 	} catch (error) {
-		throw new InvalidConfigurationError(`The folder of the embedded key store ${real} cannot be created: ${(error as Error).message}`, { cause: error });
+		throw folderNotCreated(real, error);
 	}
 	let db: SqliteDatabase;
 	try {

@@ -9,6 +9,10 @@ export interface SqliteStatement {
 	all(...parameters: unknown[]): Array<Record<string, unknown>>;
 	get(...parameters: unknown[]): Record<string, unknown> | undefined;
 	run(...parameters: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+	/** Rows as arrays instead of objects (Node 22.16+ and 24): faster for large batches. */
+	setReturnArrays?(enabled: boolean): void;
+	/** The result columns (Node 22.16+ and 24). */
+	columns?(): Array<{ name: string }>;
 }
 
 export interface SqliteDatabase {
@@ -38,9 +42,13 @@ export function loadSqlite(): SqliteModule {
 		loaded = require('node:sqlite') as SqliteModule;
 		return loaded;
 	} catch (error) {
-		throw new EmbeddedStoreUnavailableError(
-			`The embedded key store needs Node's built-in SQLite (node:sqlite), which this n8n's Node ${process.version} does not provide${process.execArgv.includes('--no-experimental-sqlite') ? ' (it was started with --no-experimental-sqlite)' : ''}: it needs ${NODE_SQLITE_VERSIONS}, started without --no-experimental-sqlite. Upgrade n8n (or its Node), or choose the Postgres store instead (Store: Postgres, with an Idempotency Postgres credential).`,
-			{ cause: error },
-		);
+		throw unavailable(error);
 	}
+}
+
+function unavailable(cause: unknown): EmbeddedStoreUnavailableError {
+	return new EmbeddedStoreUnavailableError(
+		`The embedded key store needs Node's built-in SQLite (node:sqlite), which this n8n's Node ${process.version} does not provide${process.execArgv.includes('--no-experimental-sqlite') ? ' (it was started with --no-experimental-sqlite)' : ''}: it needs ${NODE_SQLITE_VERSIONS}, started without --no-experimental-sqlite. Upgrade n8n (or its Node), or choose the Postgres store instead (Store: Postgres, with an Idempotency Postgres credential).`,
+		{ cause },
+	);
 }

@@ -56,18 +56,33 @@ export function embeddedTableName(name: string): { name: string; quoted: string 
 	return { name, quoted };
 }
 
+/**
+ * A part of a file between `-- <name>` and `-- </name>` comment lines that one variant of the
+ * statement leaves out (the reserve statement's `full-record` columns for the Compact output).
+ */
+export type EmbeddedSection = 'full-record';
+
 const fileCache = new Map<string, string>();
 
-function readSql(file: string): string {
-	let text = fileCache.get(file);
+function readSql(file: string, omit?: EmbeddedSection): string {
+	const cacheKey = omit ? `${file}#${omit}` : file;
+	let text = fileCache.get(cacheKey);
 	if (text === undefined) {
+		let lines = readFileSync(path.join(EMBEDDED_SQL_DIR, file), 'utf8').split('\n');
+		if (omit) {
+			const marker = (closing: boolean) => (line: string) => line.trim() === `-- <${closing ? '/' : ''}${omit}>`;
+			const start = lines.findIndex(marker(false));
+			const end = lines.findIndex(marker(true));
+			// A programming error (a marker renamed or lost), never user input: fail loudly.
+			if (start < 0 || end < start) throw new Error(`sql/embedded/${file} has no "-- <${omit}>" … "-- </${omit}>" section to leave out.`);
+			lines = [...lines.slice(0, start), ...lines.slice(end + 1)];
+		}
 		// Comments are for whoever reads the file; the statement is sent without them.
-		text = readFileSync(path.join(EMBEDDED_SQL_DIR, file), 'utf8')
-			.split('\n')
+		text = lines
 			.filter((line) => !line.trimStart().startsWith('--'))
 			.join('\n')
 			.trim();
-		fileCache.set(file, text);
+		fileCache.set(cacheKey, text);
 	}
 	return text;
 }
@@ -76,8 +91,8 @@ function readSql(file: string): string {
  * A file of `sql/embedded/`, its default table name (processed_events, object_versions) replaced
  * by the validated, quoted one; index names derive from the table name (<table>_<x>_idx).
  */
-export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: string): string {
-	const text = readSql(file);
+export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: string, omit?: EmbeddedSection): string {
+	const text = readSql(file, omit);
 	const defaultTable = DEFAULT_TABLE_OF[family];
 	if (!defaultTable || !table) return text;
 	const token = new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx))?\\b`, 'g');
@@ -85,6 +100,6 @@ export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: 
 }
 
 /** A statement of `sql/embedded/queries/`, for the given table. */
-export function renderEmbeddedStatement(name: EmbeddedStatement, family: EmbeddedFamily, table?: string): string {
-	return renderEmbeddedSql(`queries/${name}.sql`, family, table);
+export function renderEmbeddedStatement(name: EmbeddedStatement, family: EmbeddedFamily, table?: string, omit?: EmbeddedSection): string {
+	return renderEmbeddedSql(`queries/${name}.sql`, family, table, omit);
 }

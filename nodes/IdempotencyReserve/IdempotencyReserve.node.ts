@@ -18,7 +18,8 @@ import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/store
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
-import { storeFor } from '../shared/store';
+import { storeChoice, storeFor } from '../shared/store';
+import { assertSameStoreDownstream } from '../shared/storeMatch';
 import { KEY_SOURCE_SUBTITLE, reserveProperties } from './description';
 import { withOutcomeCustomData } from './executionCustomData';
 import { idempotencyOutput, unverifiedOutput } from './idempotencyOutput';
@@ -90,6 +91,7 @@ export class IdempotencyReserve implements INodeType {
 		try {
 			batch = readBatchParameters(this, items.length);
 			assertSafeSettleWiring(this, NEW);
+			assertSameStoreDownstream(this, storeChoice(this));
 			assertExactRunText({ 'execution id': this.getExecutionId(), 'workflow id': String(this.getWorkflow().id ?? '') });
 		} catch (error) {
 			return failAll(error, allIndexes);

@@ -13,7 +13,7 @@ export const EMBEDDED_FILE = 'keys.sqlite';
 /** Where the workflow's shared data keeps the store ids of the key files its runs used in queue mode. */
 export const RECORDED_FILES_KEY = 'idempotencyEmbeddedStoreFiles';
 
-/** Environment variable: the queue-mode settle window in seconds (tests shorten it; see docs/embedded-store-in-n8n.md). */
+/** Environment variable: the queue-mode settle window in seconds (tests shorten it; see docs/embedded-store.md, Queue mode). */
 export const SETTLE_SECONDS_ENV = 'IDEMPOTENCY_EMBEDDED_SETTLE_SECONDS';
 
 /**
@@ -54,9 +54,14 @@ export function embeddedFileFor(context: IExecuteFunctions): string {
 	return file;
 }
 
-/** Queue mode as n8n reads it: EXECUTIONS_MODE (or the file EXECUTIONS_MODE_FILE names), or an n8n worker/webhook process. */
+/**
+ * Queue mode as n8n reads it: EXECUTIONS_MODE (or the file EXECUTIONS_MODE_FILE names), n8n 1.x's
+ * N8N_CONFIG_FILES (`{ "executions": { "mode": "queue" } }`), or an n8n worker/webhook process.
+ * Any of them saying queue counts: a check where none is needed costs one refused delivery.
+ */
 function runsInQueueMode(): boolean {
-	return isQueueMode(process.env.EXECUTIONS_MODE ?? executionsModeFromFile(), process.argv);
+	const modes = [process.env.EXECUTIONS_MODE ?? executionsModeFromFile(), ...executionsModesFromConfigFiles()];
+	return modes.some((mode) => isQueueMode(mode, [])) || isQueueMode(undefined, process.argv);
 }
 
 function executionsModeFromFile(): string | undefined {
@@ -68,4 +73,17 @@ function executionsModeFromFile(): string | undefined {
 		// n8n itself would not start with an unreadable file; treat it as queue mode, the safe side.
 		return 'queue';
 	}
+}
+
+function executionsModesFromConfigFiles(): string[] {
+	const files = (process.env.N8N_CONFIG_FILES ?? '').split(',').filter(Boolean);
+	return files.flatMap((file) => {
+		try {
+			const mode = (JSON.parse(readFileSync(file, 'utf8')) as { executions?: { mode?: unknown } }).executions?.mode;
+			return typeof mode === 'string' ? [mode] : [];
+		} catch {
+			// n8n skips a file it cannot read (it logs an error): it sets nothing.
+			return [];
+		}
+	});
 }

@@ -13,6 +13,8 @@ export const STORE_NODE_DEFAULT_VERSION = 1.1;
 
 const STORE_OPTIONS: INodePropertyOptions[] = [
 	{
+		// n8n is written as n8n writes it, not title-cased.
+		// eslint-disable-next-line n8n-nodes-base/node-param-display-name-miscased
 		name: 'Embedded (This n8n Host)',
 		value: 'embedded',
 		description: 'A file in the n8n folder on this host: nothing to set up. One host only (see the notice).',
@@ -20,26 +22,34 @@ const STORE_OPTIONS: INodePropertyOptions[] = [
 	{
 		name: 'Postgres',
 		value: 'postgres',
-		description: 'Your Postgres database (Idempotency Postgres credential): for several hosts, queue mode across hosts, or your own retention rules',
+		description: 'Your Postgres (with a credential): for several hosts or your own retention rules',
 	},
 ];
 
-const store = (version: 'first' | 'later'): INodeProperties => ({
-	displayName: 'Store',
-	name: 'store',
-	type: 'options',
-	noDataExpression: true,
-	options: STORE_OPTIONS,
-	...(version === 'first'
-		? { default: 'postgres', displayOptions: { show: { '@version': [1] } } }
-		: { default: 'embedded', displayOptions: { hide: { '@version': [1] } } }),
-	description: 'Where the keys are kept. Every node that works on the same keys must use the same store.',
-});
+const STORE_DESCRIPTION = 'Where the keys are kept. Every node that works on the same keys must use the same store.';
 
 /** The Store parameter (one definition per default) and the Embedded notice; put first in a node's properties. */
 export const storeProperties: INodeProperties[] = [
-	store('first'),
-	store('later'),
+	{
+		displayName: 'Store',
+		name: 'store',
+		type: 'options',
+		noDataExpression: true,
+		options: STORE_OPTIONS,
+		default: 'postgres',
+		displayOptions: { show: { '@version': [1] } },
+		description: STORE_DESCRIPTION,
+	},
+	{
+		displayName: 'Store',
+		name: 'store',
+		type: 'options',
+		noDataExpression: true,
+		options: STORE_OPTIONS,
+		default: 'embedded',
+		displayOptions: { hide: { '@version': [1] } },
+		description: STORE_DESCRIPTION,
+	},
 	{
 		displayName:
 			'Keys live in a file on this n8n host (n8n folder/storage/n8n-nodes-idempotency/keys.sqlite). In a container, mount a persistent volume for the n8n folder, or every key is forgotten on restart. Several hosts, or queue mode with workers on other hosts: choose Postgres.',
@@ -58,6 +68,7 @@ export function postgresOnly(option: INodeProperties): INodeProperties {
 /** The same option as it is in a node without a Store parameter (Execute Query: Postgres only). */
 export function withoutStoreCondition(option: INodeProperties): INodeProperties {
 	if (!option.displayOptions?.show?.['/store']) return option;
-	const { displayOptions: _storeCondition, ...rest } = option;
-	return rest;
+	const shown = { ...option };
+	delete shown.displayOptions;
+	return shown;
 }

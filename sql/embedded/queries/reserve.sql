@@ -42,79 +42,51 @@ from batch as b, clock as c
 -- "where true" tells SQLite's parser that ON CONFLICT below belongs to the insert, not to a join.
 where true
 on conflict (key) do update set
-  -- ended: max(retention end, lease end) <= now; taken over: ended, failed, or the lease ran out.
-  -- (SQLite's max() of a null is null, where Postgres's greatest() skips it: no lease counts as 0.)
-  first_seen = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then excluded.first_seen
-    else e.first_seen end,
-  attempts = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then 1
-    when e.status = 'failed' or e.locked_until <= excluded.last_seen then min(e.attempts, 2147483646) + 1
-    else e.attempts end,
-  -- A re-send of this statement with the same owner token is not a duplicate.
-  duplicate_count = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then 0
-    when e.status = 'failed' or e.locked_until <= excluded.last_seen or e.owner_token = excluded.owner_token then e.duplicate_count
-    else min(e.duplicate_count, 2147483646) + 1 end,
-  last_seen = excluded.last_seen,
-  status = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then excluded.status else e.status end,
-  locked_until = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then excluded.locked_until else e.locked_until end,
-  expires_at = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then excluded.expires_at else e.expires_at end,
-  owner_token = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then excluded.owner_token else e.owner_token end,
-  execution_id = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then excluded.execution_id else e.execution_id end,
-  workflow_id = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then excluded.workflow_id else e.workflow_id end,
-  n8n_instance = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then excluded.n8n_instance else e.n8n_instance end,
-  key_source = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then excluded.key_source
-    else coalesce(e.key_source, excluded.key_source) end,
-  payload_hash = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then excluded.payload_hash
-    else coalesce(e.payload_hash, excluded.payload_hash) end,
-  response = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then null else e.response end,
-  completed_at = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then excluded.completed_at else e.completed_at end,
-  -- A key taken over has not been completed by its new owner.
-  effect_completed_at = case when e.status = 'failed' or e.locked_until <= excluded.last_seen
-    or max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
-    then null else e.effect_completed_at end,
-  last_error = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then null
-    else e.last_error end,
-  payload = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then excluded.payload
-    when e.status = 'failed' or e.locked_until <= excluded.last_seen then coalesce(excluded.payload, e.payload)
-    else e.payload end,
-  -- The size goes with the payload kept; with none kept, the new delivery's size says why.
-  payload_bytes = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then excluded.payload_bytes
-    when (e.status = 'failed' or e.locked_until <= excluded.last_seen) and (excluded.payload is not null or e.payload is null)
-      then coalesce(excluded.payload_bytes, e.payload_bytes)
-    else e.payload_bytes end,
-  source = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then excluded.source
-    when e.status = 'failed' or e.locked_until <= excluded.last_seen then coalesce(excluded.source, e.source)
-    else e.source end,
-  correlation_id = case
-    when max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen then excluded.correlation_id
-    when e.status = 'failed' or e.locked_until <= excluded.last_seen then coalesce(excluded.correlation_id, e.correlation_id)
-    else e.correlation_id end
-returning key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
-  execution_id, workflow_id, key_source, payload_hash, response, completed_at, last_error, owner_token,
+  (first_seen, attempts, duplicate_count, last_seen, status, locked_until, expires_at, owner_token,
+   execution_id, workflow_id, n8n_instance, key_source, payload_hash, response, completed_at, effect_completed_at, last_error,
+   payload, payload_bytes, source, correlation_id) = (
+    select
+      case when r.ended then excluded.first_seen else e.first_seen end,
+      case when r.ended then 1 when r.taken_over then min(e.attempts, 2147483646) + 1 else e.attempts end,
+      -- A re-send of this statement with the same owner token is not a duplicate.
+      case when r.ended then 0 when r.taken_over or e.owner_token = excluded.owner_token then e.duplicate_count else min(e.duplicate_count, 2147483646) + 1 end,
+      excluded.last_seen,
+      case when r.taken_over then excluded.status else e.status end,
+      case when r.taken_over then excluded.locked_until else e.locked_until end,
+      case when r.taken_over then excluded.expires_at else e.expires_at end,
+      case when r.taken_over then excluded.owner_token else e.owner_token end,
+      case when r.taken_over then excluded.execution_id else e.execution_id end,
+      case when r.taken_over then excluded.workflow_id else e.workflow_id end,
+      case when r.taken_over then excluded.n8n_instance else e.n8n_instance end,
+      case when r.ended then excluded.key_source else coalesce(e.key_source, excluded.key_source) end,
+      case when r.ended then excluded.payload_hash else coalesce(e.payload_hash, excluded.payload_hash) end,
+      case when r.taken_over then null else e.response end,
+      case when r.taken_over then excluded.completed_at else e.completed_at end,
+      -- A key taken over has not been completed by its new owner.
+      case when r.taken_over then null else e.effect_completed_at end,
+      case when r.ended then null else e.last_error end,
+      case when r.ended then excluded.payload when r.taken_over then coalesce(excluded.payload, e.payload) else e.payload end,
+      -- The size goes with the payload kept; with none kept, the new delivery's size says why.
+      case when r.ended then excluded.payload_bytes
+        when r.taken_over and (excluded.payload is not null or e.payload is null) then coalesce(excluded.payload_bytes, e.payload_bytes)
+        else e.payload_bytes end,
+      case when r.ended then excluded.source when r.taken_over then coalesce(excluded.source, e.source) else e.source end,
+      case when r.ended then excluded.correlation_id when r.taken_over then coalesce(excluded.correlation_id, e.correlation_id) else e.correlation_id end
+    from (
+      -- excluded.last_seen is this statement's "now". ended: the retention rule (as in cleanup.sql);
+      -- taken_over: ended, failed, or the lease ran out.
+      select retention.ended, retention.ended or e.status = 'failed' or e.locked_until <= excluded.last_seen as taken_over
+      from (
+        -- SQLite's max() of a null is null, where Postgres's greatest() skips it: no lease counts as 0.
+        select max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen as ended
+      ) as retention
+    ) as r
+  )
+-- The node's Output option picks the columns: Full returns every one; Compact (the default) leaves
+-- out the lines between the two <full-record> markers (lib/embedded/statements.ts cuts them).
+returning
+  -- <full-record>
+  duplicate_count, first_seen, expires_at, execution_id, workflow_id, key_source, completed_at, last_error, last_seen,
+  -- </full-record>
+  key, status, attempts, owner_token, payload_hash, response, locked_until,
   coalesce(locked_until > last_seen, 0) as lease_active;

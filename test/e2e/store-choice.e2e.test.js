@@ -1,0 +1,109 @@
+// The Store choice in a real n8n, with the package installed as a community package: a workflow
+// saved with the package before the Store parameter existed (typeVersion 1, no `store` parameter,
+// a Postgres credential) still keeps its keys in Postgres; a new Reserve node (typeVersion 1.1, no
+// credential at all) keeps them in the embedded file in n8n's folder. Both catch the retry.
+const { spawnSync } = require('node:child_process');
+const { randomUUID } = require('node:crypto');
+const path = require('node:path');
+const { TEMPLATE_CREDENTIALS } = require('../../scripts/lib/n8n-stack');
+const { harness, eventId } = require('./support/harness');
+const { freshWebhookPath, publishWorkflow, webhookNode } = require('./support/restWorkflows');
+
+const RESERVE = 'n8n-nodes-idempotency.idempotencyReserve';
+
+/** Webhook → Reserve → Respond (new / duplicate / not reserved), with the Reserve node as given. */
+function reserveWorkflow(label, reserve) {
+	const webhookPath = freshWebhookPath(label);
+	const respond = (name, outcome, status, y) => ({
+		id: randomUUID(),
+		name,
+		type: 'n8n-nodes-base.respondToWebhook',
+		typeVersion: 1.5,
+		position: [500, y],
+		parameters: {
+			respondWith: 'json',
+			responseBody: '={{ { outcome: "' + outcome + '", key: $json.idempotency ? $json.idempotency.key : null, error: $json.error ?? null } }}',
+			options: { responseCode: status, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: outcome }] } },
+		},
+	});
+	const nodes = [
+		webhookNode(webhookPath, { responseMode: 'responseNode' }),
+		{ id: randomUUID(), name: 'Idempotency Reserve', type: RESERVE, position: [250, 0], onError: 'continueRegularOutput', ...reserve },
+		respond('Respond New', 'new', 200, -150),
+		respond('Respond Duplicate', 'duplicate', 200, 0),
+		respond('Respond Not Reserved', 'not_reserved', 503, 150),
+	];
+	const connections = {
+		Webhook: { main: [[{ node: 'Idempotency Reserve', type: 'main', index: 0 }]] },
+		'Idempotency Reserve': {
+			main: [
+				[{ node: 'Respond New', type: 'main', index: 0 }],
+				[{ node: 'Respond Duplicate', type: 'main', index: 0 }],
+				[{ node: 'Respond Not Reserved', type: 'main', index: 0 }],
+			],
+		},
+	};
+	return { workflow: { name: `Store choice: ${label}`, nodes, connections, settings: { executionOrder: 'v1' } }, webhookPath };
+}
+
+describe('the Store parameter in a real n8n', () => {
+	const h = harness();
+	const userFolder = h.state.cliSpec.env.N8N_USER_FOLDER;
+	const keyFile = path.join(userFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+	// n8n's own Node (24, with node:sqlite) reads the embedded file; the test runner's Node may have none.
+	const node24 = path.join(h.state.cliSpec.env.PATH.split(path.delimiter)[0], 'node');
+
+	/** Whether the embedded file holds the key (false when the file does not exist yet). */
+	function inEmbeddedFile(key) {
+		const script = `
+			const fs = require('node:fs');
+			const [file, key] = process.argv.slice(1);
+			if (!fs.existsSync(file)) { console.log('false'); process.exit(0); }
+			const { DatabaseSync } = require('node:sqlite');
+			const db = new DatabaseSync(file);
+			console.log(String(db.prepare('select count(*) as n from processed_events where key = ?').get(key).n > 0));`;
+		const run = spawnSync(node24, ['-e', script, keyFile, key], { encoding: 'utf8' });
+		if (run.status !== 0) throw new Error(`reading ${keyFile} failed: ${run.stderr}`);
+		return run.stdout.trim() === 'true';
+	}
+	const inPostgres = async (key) => (await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [key])).rowCount === 1;
+
+	it('a workflow saved before the Store parameter (typeVersion 1, no store, a Postgres credential) keeps its keys in Postgres', async () => {
+		const { workflow, webhookPath } = reserveWorkflow('saved-v1', {
+			typeVersion: 1,
+			parameters: { keySource: 'auto', mode: 'permanent', options: {} },
+			credentials: { idempotencyPostgresApi: { id: TEMPLATE_CREDENTIALS.idempotency.id, name: TEMPLATE_CREDENTIALS.idempotency.name } },
+		});
+		expect(workflow.nodes[1].parameters).not.toHaveProperty('store');
+		await publishWorkflow(h, workflow, webhookPath);
+		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
+		const id = eventId('store_v1');
+
+		const first = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
+		const retry = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
+		expect([first.status, first.outcome]).toEqual([200, 'new']);
+		expect([retry.status, retry.outcome]).toEqual([200, 'duplicate']);
+		expect(first.json.key).toBe(`evt:${id}`);
+		expect(await inPostgres(`evt:${id}`)).toBe(true);
+		expect(inEmbeddedFile(`evt:${id}`)).toBe(false);
+	});
+
+	it('a new Reserve node (typeVersion 1.1, no store parameter, no credential) keeps its keys in the embedded file in n8n\'s folder', async () => {
+		const { workflow, webhookPath } = reserveWorkflow('new-embedded', {
+			typeVersion: 1.1,
+			parameters: { keySource: 'auto', mode: 'permanent', options: {} },
+		});
+		expect(workflow.nodes[1].credentials).toBeUndefined();
+		// Saved and published through n8n's REST API, as the editor does: n8n asks for no credential.
+		await publishWorkflow(h, workflow, webhookPath);
+		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
+		const id = eventId('store_embedded');
+
+		const first = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
+		const retry = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
+		expect([first.status, first.outcome, first.json.error]).toEqual([200, 'new', null]);
+		expect([retry.status, retry.outcome]).toEqual([200, 'duplicate']);
+		expect(inEmbeddedFile(`evt:${id}`)).toBe(true);
+		expect(await inPostgres(`evt:${id}`)).toBe(false);
+	});
+});
