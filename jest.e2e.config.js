@@ -3,7 +3,9 @@
 // E2E_TOPOLOGY=single (default): one n8n process, every file in test/e2e/.
 // E2E_TOPOLOGY=queue: n8n's queue mode (Redis, main + 2 workers): the production checklist, the seed
 // experiment, the signature cases, the error workflow, the replay template, Key From: Paired Item,
-// the ordered template's failures and the install through n8n's installer again, then test/e2e/queue/ (bursts, soaks, crashes, restarts).
+// the ordered template's failures and the install through n8n's installer again, the embedded
+// store's seed experiment, burst and checklist (workers sharing main's n8n folder), then
+// test/e2e/queue/ (bursts, soaks, crashes, restarts, the embedded store refused with separate folders).
 // scripts/test-e2e.js (npm run test:e2e) runs both, one after the other.
 // On n8n 1.x, queue mode leaves out what n8n 1.x itself fails (scripts/lib/n8n-version.js, queueFilesNotRun).
 const { TOPOLOGY } = require('./test/e2e/support/topology');
@@ -11,7 +13,7 @@ const { selectedN8nVersion, queueFilesNotRun } = require('./scripts/lib/n8n-vers
 
 const testMatch =
 	TOPOLOGY === 'queue'
-		? ['checklist', 'seed-experiment', 'signature', 'mark-failed-on-error', 'replay', 'settle-paired-item', 'update-before-create', 'user-business-step', 'answers', 'community-installer'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
+		? ['checklist', 'seed-experiment', 'signature', 'mark-failed-on-error', 'replay', 'settle-paired-item', 'update-before-create', 'user-business-step', 'answers', 'community-installer', 'embedded-seed-experiment', 'embedded-burst', 'embedded-checklist'].map((name) => `<rootDir>/test/e2e/${name}.e2e.test.js`).concat('<rootDir>/test/e2e/queue/*.e2e.test.js')
 		: ['<rootDir>/test/e2e/*.e2e.test.{js,ts}'];
 
 const n8nVersion = selectedN8nVersion({ argv: [] });

@@ -3,7 +3,8 @@
 // <tgz> inside $N8N_USER_FOLDER/.n8n/nodes; n8n's own installer is tested by
 // test/e2e/community-installer.e2e.test.js). Two topologies: one n8n process ('single'), or n8n's
 // queue mode ('queue': Redis, a main instance receiving webhooks, N `n8n worker` processes, each
-// with its own user folder and the package installed in it). Shared by the end-to-end suite and
+// with its own user folder — what separate hosts look like — or all sharing main's user folder, as
+// processes on one host that share the n8n folder do; see `workerFolders`). Shared by the end-to-end suite and
 // `npm run demo`. Plain CommonJS, Node 20 compatible; every process it spawns is stopped by stop(),
 // and killed on process exit as a last resort (processes.js).
 const crypto = require('node:crypto');
@@ -80,6 +81,9 @@ function sharedEnv({ nodeBin, n8nDb, redis, options }) {
  *  topology       'single' (default) | 'queue' (Redis + main + workers)
  *  workers        number of `n8n worker` processes in queue mode (default 2)
  *  workerConcurrency  --concurrency of each worker (default 5)
+ *  workerFolders  'own' (default: each worker has its own n8n user folder, as on separate hosts) or
+ *                 'shared' (every worker runs in main's user folder, as processes on one host can);
+ *                 restartWorkers({ folders }) changes it on a running stack
  *  pgDir          embedded Postgres data dir (persistent when given), default workDir/pg
  *  postgresUrl    use this running Postgres server (an admin connection URL) instead of starting one
  *  persistentPg   keep the Postgres data dir between runs (demo)
@@ -97,7 +101,7 @@ function sharedEnv({ nodeBin, n8nDb, redis, options }) {
  *  workerEnv      extra environment for the workers only (queue mode), applied last
  *  log            (line) => void
  * Returns { baseUrl, webhookUrl(path), appUrl, n8nDbUrl, cli(args), main, workers, processes(),
- * restartMain(), startWorker(i), restartPostgres(), stop(), ... }.
+ * restartMain(), startWorker(i), restartWorkers({ folders }), restartPostgres(), stop(), ... }.
  */
 async function startStack(options) {
 	const log = options.log ?? defaultLog;
@@ -105,6 +109,8 @@ async function startStack(options) {
 	if (!['single', 'queue'].includes(topology)) throw new Error(`unknown topology: ${topology}`);
 	const workerCount = topology === 'queue' ? (options.workers ?? 2) : 0;
 	const workerConcurrency = options.workerConcurrency ?? 5;
+	let workerFolderMode = options.workerFolders ?? 'own';
+	if (!['own', 'shared'].includes(workerFolderMode)) throw new Error(`unknown workerFolders: ${workerFolderMode}`);
 	const workDir = path.resolve(options.workDir);
 	fs.mkdirSync(workDir, { recursive: true });
 	// As root, embedded Postgres runs as the 'postgres' user, which must be able to reach its data dir.
@@ -257,9 +263,12 @@ async function startStack(options) {
 
 		const workers = [];
 		const startWorker = async (index) => {
+			const shared = workerFolderMode === 'shared';
 			const workerEnv = {
 				...base,
-				N8N_USER_FOLDER: workerFolders[index],
+				N8N_USER_FOLDER: shared ? userFolder : workerFolders[index],
+				// In one folder each process keeps an event log of its own (n8n names it per process type only).
+				...(shared ? { N8N_EVENTBUS_LOGWRITER_LOGBASENAME: `n8nEventLog-${index + 1}` } : {}),
 				N8N_RUNNERS_BROKER_PORT: String(await freePort()),
 				QUEUE_HEALTH_CHECK_PORT: String(await freePort()),
 				...(options.workerEnv ?? {}),
@@ -280,7 +289,7 @@ async function startStack(options) {
 				url: `http://127.0.0.1:${workerEnv.QUEUE_HEALTH_CHECK_PORT}/healthz/readiness`,
 				timeoutMs: startTimeoutMs,
 			});
-			log(`n8n worker ${index + 1} ready (pid ${service.pid}, --concurrency=${workerConcurrency})`);
+			log(`n8n worker ${index + 1} ready (pid ${service.pid}, --concurrency=${workerConcurrency}, ${shared ? "main's user folder" : 'its own user folder'})`);
 			return service;
 		};
 		stoppers.push(async () => {
@@ -334,11 +343,39 @@ async function startStack(options) {
 				return main;
 			},
 			workers,
+			nodeBin,
+			/** 'own' or 'shared': where the workers run now (see the workerFolders option). */
+			get workerFolders() {
+				return workerFolderMode;
+			},
+			/** The n8n user folder a worker runs in now. */
+			workerUserFolder: (index) => (workerFolderMode === 'shared' ? userFolder : workerFolders[index]),
 			/** Every n8n process with its pid and whether it still runs (for fault tests). */
 			processes: () => ({
-				main: { pid: main.pid, alive: !main.exited && pidAlive(main.pid), exited: main.exited },
-				workers: workers.map((w) => ({ index: w.index, pid: w.pid, alive: !w.exited && pidAlive(w.pid), exited: w.exited, logFile: w.logFile })),
+				main: { pid: main.pid, alive: !main.exited && pidAlive(main.pid), exited: main.exited, userFolder },
+				workerFolders: workerFolderMode,
+				workers: workers.map((w) => ({
+					index: w.index,
+					pid: w.pid,
+					alive: !w.exited && pidAlive(w.pid),
+					exited: w.exited,
+					logFile: w.logFile,
+					userFolder: workerFolderMode === 'shared' ? userFolder : workerFolders[w.index],
+				})),
 			}),
+			/**
+			 * Stops every worker (gracefully: running jobs finish) and starts them again in `folders`
+			 * ('own' | 'shared'); a no-op when they already run so.
+			 */
+			restartWorkers: async ({ folders }) => {
+				if (!['own', 'shared'].includes(folders)) throw new Error(`unknown workerFolders: ${folders}`);
+				if (folders === workerFolderMode && workers.every((w) => w && !w.exited)) return { folders, restarted: false };
+				const started = Date.now();
+				await Promise.all(workers.filter(Boolean).map((w) => w.stop()));
+				workerFolderMode = folders;
+				await Promise.all(workerFolders.map((_, i) => startWorker(i)));
+				return { folders, restarted: true, ms: Date.now() - started, pids: workers.map((w) => w.pid) };
+			},
 			/** Stops main (SIGKILL unless `signal` says otherwise), then starts a new main on the same port. */
 			restartMain: async ({ signal = 'SIGKILL' } = {}) => {
 				const old = main;
@@ -447,6 +484,10 @@ const TEMPLATES = {
 	cleanup: path.join(TEMPLATE_DIR, 'scheduled-cleanup.json'),
 	error: path.join(TEMPLATE_DIR, 'error-workflow.json'),
 	replay: path.join(TEMPLATE_DIR, 'replay-failed-events.json'),
+	// The zero-setup twins (Store: Embedded, no Postgres credential).
+	webhookEmbedded: path.join(TEMPLATE_DIR, 'idempotent-webhook-embedded.json'),
+	cleanupEmbedded: path.join(TEMPLATE_DIR, 'scheduled-cleanup-embedded.json'),
+	errorEmbedded: path.join(TEMPLATE_DIR, 'error-workflow-embedded.json'),
 };
 /** The credential ids and names the templates reference. */
 const TEMPLATE_CREDENTIALS = {
@@ -466,6 +507,11 @@ function idempotencyCredentialData(app) {
 }
 function businessCredentialData(app) {
 	return { host: app.host, port: app.port, database: app.database, user: app.user, password: app.password, ssl: 'disable' };
+}
+
+/** The one credential the embedded webhook template needs: the signing secret. */
+function signatureCredentials() {
+	return [{ ...TEMPLATE_CREDENTIALS.signature, data: { secret: TEST_WEBHOOK_SECRET } }];
 }
 
 /** The credentials the webhook template uses: both Postgres ones (the app database) and the signing secret. */
@@ -537,6 +583,7 @@ module.exports = {
 	TEMPLATE_CREDENTIALS,
 	TEST_WEBHOOK_SECRET,
 	templateCredentials,
+	signatureCredentials,
 	idempotencyCredentialData,
 	businessCredentialData,
 	prepareTemplateTables,

@@ -16,6 +16,7 @@ async function serveControl(stack) {
 		},
 		'POST /start-worker': async ({ index }) => stack.startWorker(Number(index)),
 		'POST /restart-main': async () => stack.restartMain({ signal: 'SIGKILL' }),
+		'POST /restart-workers': async ({ folders }) => stack.restartWorkers({ folders }),
 		'POST /restart-postgres': async () => stack.restartPostgres(),
 	};
 	const server = http.createServer(async (req, res) => {

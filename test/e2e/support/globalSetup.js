@@ -21,7 +21,7 @@ module.exports = async function globalSetup() {
 	const running = await stack.startStack({
 		workDir,
 		topology: TOPOLOGY,
-		...(queue ? { workers: QUEUE.workers, workerConcurrency: QUEUE.workerConcurrency, env: QUEUE.env } : {}),
+		...(queue ? { workers: QUEUE.workers, workerConcurrency: QUEUE.workerConcurrency, workerFolders: QUEUE.workerFolders, env: QUEUE.env } : {}),
 		recreateDbs: true,
 		dbNames: { n8n: 'n8n_e2e', app: 'idempotency_e2e' },
 		build: process.env.E2E_BUILD === 'always' ? true : 'auto',
@@ -47,6 +47,8 @@ module.exports = async function globalSetup() {
 		workDir,
 		logFile: running.logFile,
 		packageDir: running.packageDir,
+		userFolder: running.userFolder,
+		nodeBin: running.nodeBin,
 		cliSpec: running.cliSpec,
 		app: running.app,
 		setupSeconds: (Date.now() - started) / 1000,

@@ -1,0 +1,49 @@
+// Reads the embedded key store that n8n's nodes wrote, from outside n8n: the demo prints its keys,
+// the end-to-end tests check them. The file is read through the installed package's own store
+// (dist/lib/embedded) in a child process on n8n's Node.js: node:sqlite needs Node 22.13+, and the
+// process calling this may run an older one. Plain CommonJS, Node 20 compatible.
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+/** The package's key file under an n8n user folder (where the nodes put it: n8n folder/storage/n8n-nodes-idempotency/keys.sqlite). */
+function embeddedStoreFile(userFolder) {
+	return path.join(userFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+}
+
+const READER = `
+	const [pkgDir, file, op, arg] = process.argv.slice(1);
+	const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'embedded'));
+	(async () => {
+		const store = embedded.openEmbeddedKeyStore({ file });
+		let result;
+		if (op === 'getKeys') result = [...(await store.getKeys(JSON.parse(arg))).values()];
+		else if (op === 'stats') result = await store.stats(Number(arg));
+		else if (op === 'listKeys') result = await store.listKeys({ limit: Number(arg) });
+		else throw new Error('unknown operation ' + op);
+		process.stdout.write(JSON.stringify(result));
+		embedded.closeEmbeddedStores?.();
+	})().catch((error) => { process.stderr.write(String(error.stack ?? error)); process.exit(1); });
+`;
+
+/**
+ * Runs one read on an existing store file: op 'getKeys' (arg: key list) → records, 'stats' (arg:
+ * window hours) → counts, 'listKeys' (arg: page size) → { keys, nextAfterKey }. `nodeBin` is the
+ * folder of n8n's `node`; `packageDir` the installed package. Never creates a file: returns null
+ * when there is none yet (a file made here would carry a store id of its own).
+ */
+function readEmbeddedStore({ nodeBin, packageDir, file, op, arg }) {
+	if (!fs.existsSync(file)) return Promise.resolve(null);
+	return new Promise((resolve, reject) => {
+		const node = nodeBin ? path.join(nodeBin, 'node') : process.execPath;
+		const child = spawn(node, ['-e', READER, packageDir, file, op, typeof arg === 'string' ? arg : JSON.stringify(arg)], { stdio: ['ignore', 'pipe', 'pipe'] });
+		let stdout = '';
+		let stderr = '';
+		child.stdout.on('data', (chunk) => (stdout += chunk));
+		child.stderr.on('data', (chunk) => (stderr += chunk));
+		child.on('error', reject);
+		child.on('close', (code) => (code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`reading ${file} failed (exit ${code}): ${stderr.slice(-2000)}`))));
+	});
+}
+
+module.exports = { embeddedStoreFile, readEmbeddedStore };

@@ -1,0 +1,90 @@
+// The seed recipe's experiment through templates/idempotent-webhook-embedded.json: Store Embedded on
+// every node, no Postgres credential, its business step an HTTP call to the user's API (the test's
+// sink counts the calls). Event A, A again as Stripe resends it (a new valid signature), B, a forgery
+// of C (401), C, and a body without id twice. Single process, and queue mode with main and two workers
+// sharing the n8n folder (one host).
+const crypto = require('node:crypto');
+const { harness, outputTaken, eventId } = require('./support/harness');
+const { EMB, publishEmbedded, useWorkerFolders, keyStates } = require('./support/embedded');
+const { startSink } = require('./support/sink');
+
+describe('seed experiment through templates/idempotent-webhook-embedded.json (Store: Embedded)', () => {
+	const h = harness();
+	let api;
+	let webhook;
+
+	beforeAll(async () => {
+		await useWorkerFolders(h, 'shared');
+		api = await startSink();
+		webhook = await publishEmbedded(h, 'emb-seed', { apiUrl: api.url });
+	});
+	afterAll(async () => api?.close());
+
+	// Queue mode: the store is used only once every process's key file is recorded for the workflow
+	// (n8n's shared database) and the settle window passed; until then nothing is reserved.
+	(h.topology === 'queue' ? test : test.skip)('queue mode, one shared folder: the first deliveries are refused with a retry answer (503, nothing reserved), then processed once', async () => {
+		const { answers, key } = webhook.warmUp;
+		expect(answers[0]).toMatchObject({ status: 503, outcome: 'not_reserved' });
+		expect(answers[0].error).toMatch(/queue mode/);
+		expect(answers.slice(0, -1).every((a) => a.status === 503 && a.outcome === 'not_reserved')).toBe(true);
+		expect(answers.at(-1)).toMatchObject({ status: 200, outcome: 'new' });
+		expect(api.calls(key)).toBe(1);
+		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: 0 } });
+	});
+
+	test('A, A with a new signature, B, a forged C, C, a body without id twice: one API call per event, the repeats duplicates, nothing in Postgres', async () => {
+		const mark = await h.executionMark();
+		const a = { id: eventId('emb_a'), type: 'payment_intent.succeeded' };
+		const b = { id: eventId('emb_b'), type: 'invoice.paid' };
+		const c = { id: eventId('emb_c'), type: 'charge.refunded' };
+		// Raw bytes with unusual spacing: the key hashes exactly these bytes, not re-serialised JSON.
+		const raw = `{ "type": "ping",  "note": "no id here", "nonce": "${crypto.randomUUID()}" }`;
+		const idlessKey = `sha256:${crypto.createHash('sha256').update(raw).digest('hex')}`;
+		const now = Math.floor(Date.now() / 1000);
+
+		const answers = [];
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 }));
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now })); // Stripe's retry: a new signature
+		answers.push(await h.deliver(webhook.url, b));
+		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' }));
+		answers.push(await h.deliver(webhook.url, c));
+		answers.push(await h.deliver(webhook.url, raw));
+		answers.push(await h.deliver(webhook.url, raw));
+		expect(answers[0].signature).not.toBe(answers[1].signature);
+		expect(answers.map((answer) => [answer.status, answer.outcome])).toEqual([
+			[200, 'new'],
+			[200, 'duplicate'],
+			[200, 'new'],
+			[401, 'invalid_signature'],
+			[200, 'new'],
+			[200, 'new'],
+			[200, 'duplicate'],
+		]);
+		const keys = [`evt:${a.id}`, `evt:${b.id}`, `evt:${c.id}`, idlessKey];
+		expect(answers.filter((answer) => answer.status === 200).map((answer) => answer.json?.eventKey)).toEqual([keys[0], keys[0], keys[1], keys[2], keys[3], keys[3]]);
+		// The duplicate replays the answer Settle stored for the first delivery.
+		expect(answers[1].json).toEqual(answers[0].json);
+
+		// The effects: one API call per event, with the event's key as its Idempotency-Key.
+		expect(Object.fromEntries(keys.map((key) => [key, api.calls(key)]))).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
+		expect(api.log().every((call) => call.idempotencyKey === call.key)).toBe(true);
+		// The keys are in the embedded store, completed; the forgery reserved nothing.
+		expect(await keyStates(h, keys)).toEqual({
+			[keys[0]]: { status: 'completed', attempts: 1, duplicates: 1 },
+			[keys[1]]: { status: 'completed', attempts: 1, duplicates: 0 },
+			[keys[2]]: { status: 'completed', attempts: 1, duplicates: 0 },
+			[keys[3]]: { status: 'completed', attempts: 1, duplicates: 1 },
+		});
+		// …and not in Postgres: the template uses no database of the user's.
+		const inPostgres = await h.appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key = ANY($1)', [keys]);
+		expect(inPostgres.rows[0].n).toBe(0);
+
+		const executions = await h.waitForExecutions(webhook.workflowId, mark, 7);
+		expect(executions.map((e) => e.status)).toEqual(Array(7).fill('success'));
+		expect(executions.map((e) => outputTaken(e, EMB.verify))).toEqual([0, 0, 0, 1, 0, 0, 0]);
+		expect(executions.filter((e) => outputTaken(e, EMB.verify) === 0).map((e) => outputTaken(e, EMB.reserve))).toEqual([0, 1, 0, 0, 0, 1]);
+		expect(executions.filter((e) => e.nodesRun.includes(EMB.business))).toHaveLength(4);
+		const reserved = executions[5].runData[EMB.reserve][0].data.main[0][0].json.idempotency;
+		expect(reserved).toMatchObject({ key: idlessKey, outcome: 'new', isNew: true });
+	});
+});

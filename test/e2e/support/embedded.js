@@ -1,0 +1,146 @@
+// The embedded-store webhook template (templates/idempotent-webhook-embedded.json) in the running
+// n8n: published per test file with the one change a user makes — the business step's URL pointed
+// at their API (here the test's sink) — and its keys read back from the store file n8n wrote in its
+// user folder, through the installed package's own store (scripts/lib/embedded-store.js).
+const fs = require('node:fs');
+const path = require('node:path');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./restWorkflows');
+const { NODE, eventId } = require('./harness');
+const { sleep } = require('../../../scripts/lib/processes');
+const { embeddedStoreFile, readEmbeddedStore } = require('../../../scripts/lib/embedded-store');
+
+const EMBEDDED_TEMPLATE = 'idempotent-webhook-embedded.json';
+/** The embedded template's node names (the same as the Postgres template's but for the business step). */
+const EMB = { ...NODE, business: 'Business Step (call your API)', respond503: 'Respond 503 (not reserved)' };
+const PACKAGE_NODE = (name) => `n8n-nodes-idempotency.${name}`;
+
+/**
+ * The Store parameter as the nodes define it, and the node versions whose default store is
+ * Embedded (older versions keep Postgres: saved workflows do not change on an upgrade).
+ */
+const STORE = { parameter: 'store', embedded: 'embedded', postgres: 'postgres' };
+const EMBEDDED_VERSIONS = { idempotencyReserve: 1.1, idempotencyKey: 1.1, idempotencyOrderGuard: 1.1 };
+
+/** A package node switched to Store: Embedded, as a user does in the editor (no Postgres credential left). */
+function toEmbeddedStore(node) {
+	const short = node.type.replace(/^n8n-nodes-idempotency\./, '');
+	if (!(short in EMBEDDED_VERSIONS) || short === node.type) return node;
+	const { idempotencyPostgresApi, ...credentials } = node.credentials ?? {};
+	const out = { ...node, typeVersion: EMBEDDED_VERSIONS[short], parameters: { ...node.parameters, [STORE.parameter]: STORE.embedded } };
+	if (Object.keys(credentials).length) out.credentials = credentials;
+	else delete out.credentials;
+	return out;
+}
+
+/** A package node switched to Store: Postgres with the given Idempotency Postgres credential ({ id, name }). */
+function toPostgresStore(credential) {
+	return (node) => {
+		const short = node.type.replace(/^n8n-nodes-idempotency\./, '');
+		if (!(short in EMBEDDED_VERSIONS) || short === node.type) return node;
+		return { ...node, parameters: { ...node.parameters, [STORE.parameter]: STORE.postgres }, credentials: { ...(node.credentials ?? {}), idempotencyPostgresApi: credential } };
+	};
+}
+
+/** The shipped embedded template with its business step calling `apiUrl`; `change(node)` edits nodes. */
+function embeddedTemplate({ apiUrl, change = (node) => node } = {}) {
+	const template = readShippedTemplate(EMBEDDED_TEMPLATE);
+	template.nodes = template.nodes
+		.map((node) => (node.name === EMB.business && apiUrl ? { ...node, parameters: { ...node.parameters, url: apiUrl } } : node))
+		.map(change);
+	return template;
+}
+
+/**
+ * Publishes a copy of the embedded template with a webhook of its own: { url, workflowId,
+ * webhookPath, warmUp }. In queue mode the store is refused (503) until every process's key file is
+ * recorded for the workflow and the settle window passed: one warm-up event is delivered, retried
+ * like a provider until it is processed, before the test's own deliveries (`warmUp` = its answers).
+ */
+async function publishEmbedded(h, label, { apiUrl, change, settings, warmUp = h.topology === 'queue', warmUpBody } = {}) {
+	const template = embeddedTemplate({ apiUrl, change });
+	if (settings) template.settings = { ...template.settings, ...settings };
+	const { workflow, webhookPath } = withOwnWebhook(template, label);
+	const workflowId = await publishWorkflow(h, workflow, webhookPath);
+	const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
+	return { url, workflowId, webhookPath, warmUp: warmUp ? await warmUpDelivery(h, url, label, warmUpBody) : null };
+}
+
+/** One event (`body(id)`, else a plain one) delivered until a 2xx (at most a minute): the answers, in order, and the event's key. */
+async function warmUpDelivery(h, url, label, body) {
+	const id = eventId(`warmup_${label.replace(/\W+/g, '_')}`);
+	const event = body ? body(id) : { id, type: 'e2e.warmup' };
+	const answers = [];
+	const deadline = Date.now() + 60000;
+	for (;;) {
+		const answer = await h.deliver(url, event);
+		answers.push({ status: answer.status, outcome: answer.outcome, error: answer.json?.error });
+		if (answer.status >= 200 && answer.status < 300) break;
+		if (Date.now() > deadline) throw new Error(`the warm-up delivery was never processed: ${JSON.stringify(answers.slice(-3))}`);
+		await sleep(1000);
+	}
+	return { key: `evt:${id}`, answers };
+}
+
+/**
+ * Queue mode: makes the workers run in `folders` ('shared': main's user folder, one host; 'own':
+ * a folder each, what separate hosts look like), restarting them if they run otherwise. Single
+ * process: nothing to do.
+ */
+async function useWorkerFolders(h, folders) {
+	if (h.topology !== 'queue') return null;
+	const result = await h.control('POST /restart-workers', { folders });
+	const { workers } = await h.control('GET /processes');
+	const expected = folders === 'shared' ? h.state.userFolder : null;
+	for (const worker of workers) {
+		if (!worker.alive) throw new Error(`worker ${worker.index + 1} is not running after the switch to ${folders} folders`);
+		if (expected && worker.userFolder !== expected) throw new Error(`worker ${worker.index + 1} runs in ${worker.userFolder}, not main's folder`);
+		if (!expected && worker.userFolder === h.state.userFolder) throw new Error(`worker ${worker.index + 1} still runs in main's folder`);
+	}
+	return { ...result, workers };
+}
+
+/** The embedded store files under an n8n user folder (the database file, not its -wal / -shm). */
+function storeFilesIn(userFolder) {
+	const storage = path.join(userFolder, '.n8n', 'storage');
+	const found = [];
+	const walk = (dir) => {
+		if (!fs.existsSync(dir)) return;
+		for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+			const full = path.join(dir, entry.name);
+			if (entry.isDirectory()) walk(full);
+			else if (/\.(sqlite|sqlite3|db)$/.test(entry.name)) found.push(full);
+		}
+	};
+	walk(storage);
+	return found;
+}
+
+/** The key file of an n8n user folder (main's by default); the nodes write nowhere else under storage/. */
+function storeFile(h, userFolder = h.state.userFolder) {
+	const others = storeFilesIn(userFolder).filter((file) => file !== embeddedStoreFile(userFolder));
+	if (others.length > 0) throw new Error(`database files in n8n's storage folder other than the package's key file: ${others.join(', ')}`);
+	return embeddedStoreFile(userFolder);
+}
+
+function readStore(h, file, op, arg) {
+	return readEmbeddedStore({ nodeBin: h.state.nodeBin, packageDir: h.state.packageDir, file, op, arg });
+}
+
+/** The stored records of these keys in one store file: { key: { status, attempts, duplicateCount, … } }. */
+async function storedKeys(h, keys, { file = storeFile(h) } = {}) {
+	const records = (await readStore(h, file, 'getKeys', keys)) ?? [];
+	return Object.fromEntries(records.map((record) => [record.key, record]));
+}
+
+/** { status, attempts, duplicates } of each key (absent keys: null): what the checklist compares. */
+async function keyStates(h, keys, options) {
+	const records = await storedKeys(h, keys, options);
+	return Object.fromEntries(keys.map((key) => [key, records[key] ? { status: records[key].status, attempts: records[key].attempts, duplicates: records[key].duplicateCount } : null]));
+}
+
+/** The store's counts (Get Stats) of one file; zeros when the file does not exist yet. */
+async function storeStats(h, { file = storeFile(h), windowHours = 24 } = {}) {
+	return (await readStore(h, file, 'stats', String(windowHours))) ?? { total: 0, processing: 0, completed: 0, failed: 0 };
+}
+
+module.exports = { EMBEDDED_TEMPLATE, EMB, PACKAGE_NODE, STORE, EMBEDDED_VERSIONS, toEmbeddedStore, toPostgresStore, embeddedTemplate, publishEmbedded, warmUpDelivery, useWorkerFolders, storeFilesIn, storeFile, storedKeys, keyStates, storeStats };

@@ -1,0 +1,77 @@
+// "Your API" for the embedded webhook template's business step: an HTTP server on 127.0.0.1 that
+// counts every call it answered, per event key. The effect of a run is a call the API answered 2xx:
+// exactly once per event means exactly one such call per key. A call can be held unanswered (the
+// API is still working on it) and then dropped without an answer — what a crash of the caller leaves.
+const http = require('node:http');
+
+/** Starts the API; returns { url, calls(key), keys(), total(), log(), holdNext(key), dropHeld(key), close() }. */
+async function startSink() {
+	const answered = new Map(); // key → number of calls answered 2xx
+	const holds = new Map(); // key → { waiting: Promise, resolve, res } for the next call of that key
+	const log = []; // every answered call: { key, idempotencyKey (the header the template sends), body }
+	let total = 0;
+	const server = http.createServer((req, res) => {
+		let body = '';
+		req.setEncoding('utf8');
+		req.on('data', (chunk) => (body += chunk));
+		req.on('end', () => {
+			let parsed = {};
+			try {
+				parsed = JSON.parse(body);
+			} catch {
+				res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"not json"}');
+				return;
+			}
+			const key = String(parsed.eventKey ?? req.headers['idempotency-key'] ?? '');
+			const hold = holds.get(key);
+			if (hold && !hold.res) {
+				hold.res = res;
+				hold.resolve({ key, headerKey: req.headers['idempotency-key'] });
+				return; // answered (or dropped) by the test
+			}
+			total += 1;
+			answered.set(key, (answered.get(key) ?? 0) + 1);
+			log.push({ key, idempotencyKey: req.headers['idempotency-key'] ?? null, body: parsed });
+			res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, eventKey: key, call: answered.get(key) }));
+		});
+	});
+	// A connection the test holds must not keep close() waiting.
+	const sockets = new Set();
+	server.on('connection', (socket) => {
+		sockets.add(socket);
+		socket.on('close', () => sockets.delete(socket));
+	});
+	await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+	return {
+		url: `http://127.0.0.1:${server.address().port}/events`,
+		/** Calls answered 2xx for one key (the effects). */
+		calls: (key) => answered.get(key) ?? 0,
+		/** Every key with its number of effects. */
+		keys: () => Object.fromEntries(answered),
+		total: () => total,
+		/** Every answered call in order: { key, idempotencyKey, body }. */
+		log: () => [...log],
+		/** The next call for `key` is held unanswered; resolves once it arrived. */
+		holdNext: (key) => {
+			let resolve;
+			const waiting = new Promise((r) => (resolve = r));
+			holds.set(key, { waiting, resolve, res: null });
+			return waiting;
+		},
+		/** Drops the held call without an answer (no effect); later calls of the key are answered. */
+		dropHeld: (key) => {
+			const hold = holds.get(key);
+			holds.delete(key);
+			hold?.res?.socket?.destroy();
+			return Boolean(hold?.res);
+		},
+		close: () =>
+			new Promise((resolve) => {
+				for (const hold of holds.values()) hold.res?.socket?.destroy();
+				for (const socket of sockets) socket.destroy();
+				server.close(resolve);
+			}),
+	};
+}
+
+module.exports = { startSink };
