@@ -1,20 +1,14 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { embeddedStoreId } from '../../lib/embedded';
-import { isQueueMode, settleSeconds, sharedFileVerdict } from '../../lib/store/sharedFile';
+import { STORE_ID_ENV, isQueueMode, sharedFileVerdict } from '../../lib/store/sharedFile';
 
 /** The package's folder in n8n's storage folder, and its one key file: the same for every node of the package. */
 export const EMBEDDED_FOLDER = 'n8n-nodes-idempotency';
 export const EMBEDDED_FILE = 'keys.sqlite';
-
-/** Where the workflow's shared data keeps the store ids of the key files its runs used in queue mode. */
-export const RECORDED_FILES_KEY = 'idempotencyEmbeddedStoreFiles';
-
-/** Environment variable: the queue-mode settle window in seconds (tests shorten it; see docs/embedded-store.md, Queue mode). */
-export const SETTLE_SECONDS_ENV = 'IDEMPOTENCY_EMBEDDED_SETTLE_SECONDS';
 
 /**
  * The key file for a node whose n8n storage path is `storagePath`. n8n gives each node type its
@@ -39,17 +33,7 @@ export function embeddedStoreFile(storagePath: string, nodeType: string): string
 export function embeddedFileFor(context: IExecuteFunctions): string {
 	const file = embeddedStoreFile(context.helpers.getStoragePath(), context.getNode().type);
 	if (!runsInQueueMode()) return file;
-	const staticData = context.getWorkflowStaticData('global');
-	const verdict = sharedFileVerdict({
-		recorded: staticData[RECORDED_FILES_KEY],
-		storeId: embeddedStoreId(file),
-		file,
-		now: Date.now(),
-		settleSeconds: settleSeconds(process.env[SETTLE_SECONDS_ENV]),
-		// n8n saves a workflow's shared data after every run but a manual one.
-		canRecord: context.getMode() !== 'manual',
-	});
-	if (verdict.record) staticData[RECORDED_FILES_KEY] = verdict.record as IDataObject;
+	const verdict = sharedFileVerdict({ configuredId: process.env[STORE_ID_ENV], storeId: embeddedStoreId(file), file });
 	if (!verdict.proceed) throw verdict.error;
 	return file;
 }

@@ -46,4 +46,16 @@ function readEmbeddedStore({ nodeBin, packageDir, file, op, arg }) {
 	});
 }
 
-module.exports = { embeddedStoreFile, readEmbeddedStore };
+/**
+ * Creates the key file (when missing) through the installed package on n8n's Node and returns its
+ * store id: what a user running queue mode on one host sets as IDEMPOTENCY_EMBEDDED_STORE_ID on
+ * main and every worker (the nodes' refusal names the same id).
+ */
+function createEmbeddedStore({ nodeBin, packageDir, file }) {
+	const node = nodeBin ? path.join(nodeBin, 'node') : process.execPath;
+	const script = `const e = require(require('node:path').join(process.argv[1], 'dist', 'lib', 'embedded')); process.stdout.write(e.embeddedStoreId(process.argv[2])); e.closeEmbeddedStores();`;
+	const { execFileSync } = require('node:child_process');
+	return execFileSync(node, ['-e', script, packageDir, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+module.exports = { embeddedStoreFile, readEmbeddedStore, createEmbeddedStore };

@@ -195,6 +195,12 @@ async function startStack(options) {
 
 		const port = options.port ?? (await freePort());
 		const base = sharedEnv({ nodeBin, n8nDb: parseUrl(n8nDbUrl), redis, options });
+		if (topology === 'queue' && packageDir) {
+			// Queue mode on one host, as a user sets it up: the key file in main's n8n folder, its store id
+			// given to main and every worker. A worker in a folder of its own opens another file and is refused.
+			const { createEmbeddedStore, embeddedStoreFile } = require('./embedded-store');
+			base.IDEMPOTENCY_EMBEDDED_STORE_ID = createEmbeddedStore({ nodeBin, packageDir, file: embeddedStoreFile(userFolder) });
+		}
 		const env = { ...base, N8N_USER_FOLDER: userFolder, N8N_PORT: String(port), N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...(options.mainEnv ?? {}) };
 		const logFile = path.join(workDir, 'n8n.log');
 

@@ -62,12 +62,12 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 		expect(refusals.length).toBeGreaterThan(0);
 		const messages = [...new Set(refusals.map((e) => JSON.stringify(e.runData[EMB.reserve][0].data.main[3][0].json.error)))];
 		for (const message of messages) expect(message).toMatch(/postgres/i);
-		// Once both workers' files are recorded, the store is refused for good: a new event, delivered
-		// to both workers at once, is refused on each, naming the two key files.
+		// Every worker's file is another than the one the stack names: a new event, delivered to both
+		// workers at once, is refused on each, saying its key file is a different one.
 		const late = { id: eventId('emb_sep_late'), type: 'e2e.folders' };
 		const lateAnswers = await Promise.all(Array.from({ length: 10 }, () => h.deliver(webhook.url, late)));
 		expect(lateAnswers.map((a) => [a.status, a.outcome])).toEqual(Array(10).fill([503, 'not_reserved']));
-		for (const a of lateAnswers) expect(JSON.stringify(a.json?.error)).toMatch(/different embedded key files[\s\S]*Postgres/);
+		for (const a of lateAnswers) expect(JSON.stringify(a.json?.error)).toMatch(/different embedded key file[\s\S]*Postgres/);
 		expect(api.calls(`evt:${late.id}`)).toBe(0);
 		// Both workers ran deliveries (else the test proves nothing about separate folders).
 		const ranOn = workerOfExecutions(workers, executions.map((e) => String(e.id)));

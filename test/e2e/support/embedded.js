@@ -52,9 +52,9 @@ function embeddedTemplate({ apiUrl, change = (node) => node } = {}) {
 
 /**
  * Publishes a copy of the embedded template with a webhook of its own: { url, workflowId,
- * webhookPath, warmUp }. In queue mode the store is refused (503) until every process's key file is
- * recorded for the workflow and the settle window passed: one warm-up event is delivered, retried
- * like a provider until it is processed, before the test's own deliveries (`warmUp` = its answers).
+ * webhookPath, warmUp }. In queue mode one warm-up event is delivered first, retried like a provider
+ * until it is processed (workers refuse the embedded store unless their key file is the one the stack
+ * names), before the test's own deliveries (`warmUp` = its answers).
  */
 async function publishEmbedded(h, label, { apiUrl, change, settings, warmUp = h.topology === 'queue', warmUpBody } = {}) {
 	const template = embeddedTemplate({ apiUrl, change });

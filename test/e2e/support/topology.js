@@ -20,11 +20,7 @@ const QUEUE = {
 	// The long soak (test 3): the full size, or with E2E_SHORT_SOAK=1 a fifth of it, same
 	// assertions (CI runs the other n8n line so, to keep its time sane; docs/testing.md).
 	longSoak: process.env.E2E_SHORT_SOAK === '1' ? { events: 200, deliveries: 1000 } : { events: 1000, deliveries: 5000 },
-	// The embedded store's queue-mode settle window (the package's default is 120 s): a workflow's
-	// first deliveries are refused (503) for this long while every process's key file is recorded.
-	embeddedSettleSeconds: 5,
 	env: {
-		IDEMPOTENCY_EMBEDDED_SETTLE_SECONDS: '5',
 		QUEUE_WORKER_LOCK_DURATION: '15000',
 		QUEUE_WORKER_LOCK_RENEW_TIME: '3000',
 		QUEUE_WORKER_STALLED_INTERVAL: '5000',

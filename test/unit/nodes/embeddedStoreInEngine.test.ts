@@ -20,7 +20,7 @@ import {
 import { closeEmbeddedStores, embeddedStoreId, openEmbeddedKeyStore } from '../../../lib/embedded';
 import { IdempotencyKey } from '../../../nodes/IdempotencyKey/IdempotencyKey.node';
 import { IdempotencyReserve } from '../../../nodes/IdempotencyReserve/IdempotencyReserve.node';
-import { RECORDED_FILES_KEY, SETTLE_SECONDS_ENV } from '../../../nodes/shared/embeddedFile';
+import { STORE_ID_ENV } from '../../../lib/store/sharedFile';
 import { webhookItem } from '../../support/fakeExecuteFunctions';
 import { credentialsHelper, engineBase, itemsAt, PACKAGE, TestStep, TestWebhook, type EngineBase } from '../../support/n8nEngine';
 
@@ -58,7 +58,7 @@ afterEach(() => {
 		if (savedEnv[name] === undefined) delete process.env[name];
 		else process.env[name] = savedEnv[name];
 	}
-	delete process.env[SETTLE_SECONDS_ENV];
+	delete process.env[STORE_ID_ENV];
 });
 
 afterAll(() => {
@@ -199,7 +199,7 @@ describe('queue mode, however n8n was told', () => {
 	it.each([
 		['EXECUTIONS_MODE_FILE', 'EXECUTIONS_MODE_FILE', 'queue\n'],
 		['N8N_CONFIG_FILES (n8n 1.x)', 'N8N_CONFIG_FILES', JSON.stringify({ executions: { mode: 'queue' } })],
-	])('%s: the first run records the file and is refused', async (_name, variable, content) => {
+	])('%s: without the deployment\'s store id configured, refused', async (_name, variable, content) => {
 		const file = path.join(userFolder, `mode-${executions}.txt`);
 		writeFileSync(file, content);
 		process.env[variable] = file;
@@ -222,44 +222,28 @@ describe('queue mode (EXECUTIONS_MODE=queue)', () => {
 		process.env.EXECUTIONS_MODE = 'queue';
 	});
 
-	it('records the file at first use and refuses that run through Not Reserved; proceeds once the window has passed', async () => {
+	it('refuses through Not Reserved until the deployment names this file\'s store id, then proceeds', async () => {
 		const flow = workflow('wf-queue', { onError: 'continueRegularOutput' });
 		const first = await execute(flow, {}, { id: 'evt_queue_1' });
 		expect(respondedWith(first.run)).toBe(503);
-		expect(notReservedError(first.run)).toMatch(/queue mode.*recorded this process's file.*Nothing was reserved/s);
-		const record = (first.saved.global as IDataObject)[RECORDED_FILES_KEY] as IDataObject;
-		expect(Object.keys(record)).toEqual([embeddedStoreId(keyFile)]);
+		// The message names the id to set, on every process.
+		expect(notReservedError(first.run)).toMatch(new RegExp(`queue mode.*store id ${embeddedStoreId(keyFile)}.*Nothing was reserved.*${STORE_ID_ENV}=${embeddedStoreId(keyFile)}`, 's'));
 		expect(await storedKey('evt:evt_queue_1')).toBeUndefined();
 
-		// Inside the settle window (default 120 s): refused again, nothing changes.
-		const early = await execute(flow, first.saved, { id: 'evt_queue_1' });
-		expect(respondedWith(early.run)).toBe(503);
-		expect(notReservedError(early.run)).toMatch(/Retry in \d+ s/);
-		expect(early.saved).toBe(first.saved);
-
-		process.env[SETTLE_SECONDS_ENV] = '0';
+		process.env[STORE_ID_ENV] = embeddedStoreId(keyFile);
 		const later = await execute(flow, first.saved, { id: 'evt_queue_1' });
 		expect(later.run.data.resultData.error).toBeUndefined();
 		expect(respondedWith(later.run)).toBe('complete');
 		expect(await storedKey('evt:evt_queue_1')).toMatchObject({ status: 'completed' });
 	});
 
-	it('refuses for good when the workflow\'s runs used another file too (another host or n8n folder), and says to use Postgres', async () => {
-		process.env[SETTLE_SECONDS_ENV] = '0';
+	it('refuses a process whose file is not the one the deployment names (another host or n8n folder), and says to use Postgres', async () => {
+		process.env[STORE_ID_ENV] = '0b7d2c8e-1f4a-4c3e-9d1b-7a6f5e4d3c2b';
 		const flow = workflow('wf-two-files', { onError: 'continueRegularOutput' });
-		const recorded = { global: { [RECORDED_FILES_KEY]: { [embeddedStoreId(keyFile)]: 0, 'id-of-a-file-on-another-host': 0 } } };
-		const run = await execute(flow, recorded, { id: 'evt_two_files' });
+		const run = await execute(flow, {}, { id: 'evt_two_files' });
 		expect(respondedWith(run.run)).toBe(503);
-		expect(notReservedError(run.run)).toMatch(/2 different embedded key files.*Store: Postgres/s);
+		expect(notReservedError(run.run)).toMatch(/different embedded key file.*Store: Postgres/s);
 		expect(await storedKey('evt:evt_two_files')).toBeUndefined();
-
-		// A file not recorded yet beside another one: it is added (so the other process refuses too), and refused.
-		const otherOnly = { global: { [RECORDED_FILES_KEY]: { 'id-of-a-file-on-another-host': 0 } } };
-		const added = await execute(flow, otherOnly, { id: 'evt_two_files' });
-		expect(respondedWith(added.run)).toBe(503);
-		expect(Object.keys((added.saved.global as IDataObject)[RECORDED_FILES_KEY] as IDataObject).sort()).toEqual(
-			['id-of-a-file-on-another-host', embeddedStoreId(keyFile)].sort(),
-		);
 	});
 
 	it('is not let through by On Store Unavailable: Let Through', async () => {
@@ -275,14 +259,5 @@ describe('queue mode (EXECUTIONS_MODE=queue)', () => {
 		expect(run.run.status).toBe('error');
 		expect(run.run.data.resultData.error?.message).toMatch(/queue mode/);
 		expect(respondedWith(run.run)).toBeUndefined();
-		// The refusal recorded the file in a failed run too (n8n saves static data after a failed run as well).
-		expect(Object.keys((run.saved.global as IDataObject)[RECORDED_FILES_KEY] as IDataObject)).toEqual([embeddedStoreId(keyFile)]);
-	});
-
-	it('a manual run cannot record (n8n does not save it) and says how to record', async () => {
-		const flow = workflow('wf-manual', { onError: 'continueRegularOutput' });
-		const run = await execute(flow, {}, { id: 'evt_manual' }, 'manual');
-		expect(respondedWith(run.run)).toBe(503);
-		expect(notReservedError(run.run)).toMatch(/manual run/);
 	});
 });
