@@ -42,10 +42,10 @@ const wanted = (...names) => !only || names.some((name) => name.toLowerCase().in
 // Panels the templates do not show: [node name, node type, parameters, parameters whose dropdown is
 // shot open, node fields that differ from a version 1 node with the Postgres credential].
 const SHOWCASE_PANELS = [
-	// A node added from the panel today: version 1.1, Store Embedded by default, no credential.
-	['Reserve, new node, Store Embedded', 'idempotencyReserve', { keySource: 'auto', mode: 'permanent', options: { tableName: 'processed_events' } }, ['store'], { typeVersion: 1.1, credentials: undefined }],
-	['Reserve, new node, Store Postgres', 'idempotencyReserve', { store: 'postgres', keySource: 'auto', mode: 'permanent', options: { schemaName: 'public', tableName: 'processed_events' } }, [], { typeVersion: 1.1 }],
-	['Order Guard, new node, Store Embedded', 'idempotencyOrderGuard', { objectKey: '={{ $json.body.data.object.id }}', version: '={{ $json.body.created }}', options: {} }, [], { typeVersion: 1.1, credentials: undefined }],
+	// A node added from the panel today: version 2, Store Embedded by default, no credential.
+	['Reserve, new node, Store Embedded', 'idempotencyReserve', { keySource: 'auto', mode: 'permanent', options: { tableName: 'processed_events' } }, ['store'], { typeVersion: 2, credentials: undefined }],
+	['Reserve, new node, Store Postgres', 'idempotencyReserve', { store: 'postgres', keySource: 'auto', mode: 'permanent', options: { schemaName: 'public', tableName: 'processed_events' } }, [], { typeVersion: 2 }],
+	['Order Guard, new node, Store Embedded', 'idempotencyOrderGuard', { objectKey: '={{ $json.body.data.object.id }}', version: '={{ $json.body.created }}', options: {} }, [], { typeVersion: 2, credentials: undefined }],
 	[
 		'Reserve, Key Source Field, every option',
 		'idempotencyReserve',

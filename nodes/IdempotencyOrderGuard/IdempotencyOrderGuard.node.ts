@@ -25,7 +25,7 @@ export class IdempotencyOrderGuard implements INodeType {
 		name: 'idempotencyOrderGuard',
 		icon: { light: 'file:idempotencyOrderGuard.svg', dark: 'file:idempotencyOrderGuard.dark.svg' },
 		group: ['transform'],
-		// 1.1: Store defaults to Embedded; version 1 (workflows saved before the Store parameter) keeps Postgres.
+		// 2: Store defaults to Embedded; version 1 (workflows saved before the Store parameter) keeps Postgres.
 		version: STORE_NODE_VERSIONS,
 		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		subtitle: '={{ $parameter.equalVersion === "newer" ? "Newer or equal version passes" : "Only a newer version passes" }}',

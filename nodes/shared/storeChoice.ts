@@ -4,12 +4,15 @@ import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
  * The Store parameter of every node that keeps keys, and the node versions behind its default.
  * n8n does not save a parameter equal to its default, so a workflow saved before the Store
  * parameter existed has none: on version 1 the default is Postgres (what those workflows use);
- * from version 1.1, the version a new node gets, it is Embedded.
+ * from version 2, the version a new node gets, it is Embedded.
  */
 
-/** The versions of Reserve, Key and Order Guard; new nodes get the last. */
-export const STORE_NODE_VERSIONS = [1, 1.1];
-export const STORE_NODE_DEFAULT_VERSION = 1.1;
+/**
+ * The versions of Reserve, Key and Order Guard; new nodes get the last. Whole numbers only: n8n 1.x
+ * records a community node's latest version in an integer column, and its installer fails on 1.1.
+ */
+export const STORE_NODE_VERSIONS = [1, 2];
+export const STORE_NODE_DEFAULT_VERSION = 2;
 
 const STORE_OPTIONS: INodePropertyOptions[] = [
 	{

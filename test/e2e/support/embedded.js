@@ -19,7 +19,7 @@ const PACKAGE_NODE = (name) => `n8n-nodes-idempotency.${name}`;
  * Embedded (older versions keep Postgres: saved workflows do not change on an upgrade).
  */
 const STORE = { parameter: 'store', embedded: 'embedded', postgres: 'postgres' };
-const EMBEDDED_VERSIONS = { idempotencyReserve: 1.1, idempotencyKey: 1.1, idempotencyOrderGuard: 1.1 };
+const EMBEDDED_VERSIONS = { idempotencyReserve: 2, idempotencyKey: 2, idempotencyOrderGuard: 2 };
 
 /** A package node switched to Store: Embedded, as a user does in the editor (no Postgres credential left). */
 function toEmbeddedStore(node) {

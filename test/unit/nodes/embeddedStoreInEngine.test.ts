@@ -66,7 +66,7 @@ afterAll(() => {
 	rmSync(userFolder, { recursive: true, force: true });
 });
 
-/** Webhook → Reserve (a new node: version 1.1, no store parameter, no credential) → New: Complete; Duplicate: 200; Not Reserved: 503. */
+/** Webhook → Reserve (a new node: version 2, no store parameter, no credential) → New: Complete; Duplicate: 200; Not Reserved: 503. */
 function workflow(id: string, reserveExtra: Partial<INode> = {}, reserveOptions: INodeParameters = {}): IWorkflowBase {
 	const node = (name: string, type: string, parameters: INode['parameters'], extra: Partial<INode> = {}): INode => ({
 		id: name,
@@ -89,8 +89,8 @@ function workflow(id: string, reserveExtra: Partial<INode> = {}, reserveOptions:
 		settings: { executionOrder: 'v1' },
 		nodes: [
 			node('Webhook', 'testWebhook', {}),
-			node('Idempotency Reserve', 'idempotencyReserve', { options: reserveOptions }, { typeVersion: 1.1, ...reserveExtra }),
-			node('Complete', 'idempotencyKey', { operation: 'complete', source: 'item' }, { typeVersion: 1.1 }),
+			node('Idempotency Reserve', 'idempotencyReserve', { options: reserveOptions }, { typeVersion: 2, ...reserveExtra }),
+			node('Complete', 'idempotencyKey', { operation: 'complete', source: 'item' }, { typeVersion: 2 }),
 			node('Respond 200', 'testStep', { status: 200 }),
 			node('Respond 503', 'testStep', { status: 503 }),
 		],

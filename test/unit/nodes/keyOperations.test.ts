@@ -135,7 +135,7 @@ describe("Idempotency Key's description, as saved workflows and the editor read 
 
 	it.each(operations)('gives %s the same outputs, evaluated by n8n-workflow', (operation) => {
 		const outputsBy = (description: INodeTypeDescription) => {
-			const node: INode = { id: 'key', name: 'Key', type: 'n8n-nodes-idempotency.idempotencyKey', typeVersion: 1.1, position: [0, 0], parameters: { operation } };
+			const node: INode = { id: 'key', name: 'Key', type: 'n8n-nodes-idempotency.idempotencyKey', typeVersion: 2, position: [0, 0], parameters: { operation } };
 			const nodeTypes = { getByName: () => undefined, getByNameAndVersion: () => undefined, getKnownTypes: () => ({}) } as unknown as INodeTypes;
 			const workflow = new Workflow({ id: 'wf', nodes: [node], connections: {}, active: false, nodeTypes });
 			return NodeHelpers.getNodeOutputs(workflow, node, description);

@@ -85,8 +85,8 @@ describe('a workflow saved before the Store parameter existed', () => {
 
 describe.each(keepingNodes.map((nodeType) => [nodeType.description.displayName, nodeType] as const))('%s', (_name, nodeType) => {
 	it('offers version 1 and a newer default version', () => {
-		expect(nodeType.description.version).toEqual([1, 1.1]);
-		expect(nodeType.description.defaultVersion).toBe(1.1);
+		expect(nodeType.description.version).toEqual([1, 2]);
+		expect(nodeType.description.defaultVersion).toBe(2);
 	});
 
 	it('a new node (the default version, no store parameter) uses Embedded, with no credential shown', () => {
@@ -107,9 +107,9 @@ describe.each(keepingNodes.map((nodeType) => [nodeType.description.displayName, 
 			return NodeHelpers.getNodeParameters(nodeType.description.properties, node.parameters, false, false, node, nodeType.description)!;
 		};
 		expect(saved(1, 'postgres')).not.toHaveProperty('store');
-		expect(saved(1.1, 'embedded')).not.toHaveProperty('store');
+		expect(saved(2, 'embedded')).not.toHaveProperty('store');
 		expect(saved(1, 'embedded').store).toBe('embedded');
-		expect(saved(1.1, 'postgres').store).toBe('postgres');
+		expect(saved(2, 'postgres').store).toBe('postgres');
 	});
 
 	it('shows the Embedded notice for Embedded only', () => {

@@ -9,7 +9,7 @@ import { assertSameStoreDownstream, storeOfNode } from '../../../nodes/shared/st
 const KEY = 'n8n-nodes-idempotency.idempotencyKey';
 
 function contextWith(children: Array<Partial<NodeTypeAndVersion> & { parameters?: INodeParameters }>): IExecuteFunctions {
-	const nodes = children.map((child, index) => ({ name: `Key ${index}`, type: KEY, typeVersion: 1.1, disabled: false, ...child }));
+	const nodes = children.map((child, index) => ({ name: `Key ${index}`, type: KEY, typeVersion: 2, disabled: false, ...child }));
 	return {
 		getNode: () => ({ name: 'Idempotency Reserve' }),
 		getChildNodes: (_name: string, options?: { includeNodeParameters?: boolean }) =>
@@ -20,9 +20,9 @@ function contextWith(children: Array<Partial<NodeTypeAndVersion> & { parameters?
 describe('storeOfNode', () => {
 	it.each([
 		[1, {}, 'postgres'],
-		[1.1, {}, 'embedded'],
+		[2, {}, 'embedded'],
 		[1, { store: 'embedded' }, 'embedded'],
-		[1.1, { store: 'postgres' }, 'postgres'],
+		[2, { store: 'postgres' }, 'postgres'],
 		[2, {}, 'embedded'],
 	] as const)('typeVersion %p with %j: %s', (typeVersion, parameters, expected) => {
 		expect(storeOfNode({ typeVersion, parameters: parameters as INodeParameters })).toBe(expected);
@@ -36,7 +36,7 @@ describe('assertSameStoreDownstream', () => {
 		['Release, Key From Idempotency Reserve', { operation: 'release', source: 'reserveNode' }],
 		['Mark Failed, Key From Item (the default)', { operation: 'fail' }],
 	])('refuses a Key node on the other store that settles the reserved keys: %s', (_name, parameters) => {
-		const context = contextWith([{ typeVersion: 1.1, parameters }]);
+		const context = contextWith([{ typeVersion: 2, parameters }]);
 		expect(() => assertSameStoreDownstream(context, 'postgres')).toThrow(InvalidConfigurationError);
 		expect(() => assertSameStoreDownstream(context, 'postgres')).toThrow(/"Key 0" \(Embedded \(This n8n Host\)\).*Nothing was reserved/);
 	});
