@@ -64,9 +64,9 @@ function webhook(pathName, { responseMode, responseData }) {
 	};
 }
 
-// The Embedded store is the Store parameter of the nodes' version 1.1 (no credential); version 1,
+// The Embedded store is the Store parameter of the nodes' version 2 (no credential); version 1,
 // what the Postgres flows use, keeps Postgres without a Store parameter.
-const EMBEDDED_VERSION = 1.1;
+const EMBEDDED_VERSION = 2;
 
 function reserveNode({ mode, keySource = 'header', customKey, keyField, output, storePayload, credentials = IDEMPOTENCY_CREDENTIAL, store }) {
 	const embedded = store === 'embedded';

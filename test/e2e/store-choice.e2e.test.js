@@ -1,6 +1,6 @@
 // The Store choice in a real n8n, with the package installed as a community package: a workflow
 // saved with the package before the Store parameter existed (typeVersion 1, no `store` parameter,
-// a Postgres credential) still keeps its keys in Postgres; a new Reserve node (typeVersion 1.1, no
+// a Postgres credential) still keeps its keys in Postgres; a new Reserve node (typeVersion 2, no
 // credential at all) keeps them in the embedded file in n8n's folder. Both catch the retry.
 const { spawnSync } = require('node:child_process');
 const { randomUUID } = require('node:crypto');
@@ -88,9 +88,9 @@ describe('the Store parameter in a real n8n', () => {
 		expect(inEmbeddedFile(`evt:${id}`)).toBe(false);
 	});
 
-	it('a new Reserve node (typeVersion 1.1, no store parameter, no credential) keeps its keys in the embedded file in n8n\'s folder', async () => {
+	it('a new Reserve node (typeVersion 2, no store parameter, no credential) keeps its keys in the embedded file in n8n\'s folder', async () => {
 		const { workflow, webhookPath } = reserveWorkflow('new-embedded', {
-			typeVersion: 1.1,
+			typeVersion: 2,
 			parameters: { keySource: 'auto', mode: 'permanent', options: {} },
 		});
 		expect(workflow.nodes[1].credentials).toBeUndefined();
