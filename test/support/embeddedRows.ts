@@ -3,32 +3,13 @@
 // unixepoch('subsec'), the store's clock; JSON columns hold text.
 import { randomUUID } from 'node:crypto';
 
-import type { RowAccess, RowValues, SeedRow, StoredRow } from './stores';
+import { ROW_COLUMNS as COLUMNS, type RowAccess, type RowValues, type SeedRow, type StoredRow } from './stores';
 import { requireSqlite } from './storeTargets';
 
 const NOW_MS = "cast(unixepoch('subsec') * 1000 as integer)";
 const TIME_COLUMNS = ['first_seen', 'last_seen', 'locked_until', 'expires_at', 'completed_at', 'effect_completed_at'] as const;
 const JSON_COLUMNS = ['response', 'payload'] as const;
 
-const COLUMNS: Record<keyof RowValues, { column: string; kind: 'time' | 'json' | 'uuid' | 'plain' }> = {
-	status: { column: 'status', kind: 'plain' },
-	attempts: { column: 'attempts', kind: 'plain' },
-	duplicateCount: { column: 'duplicate_count', kind: 'plain' },
-	firstSeen: { column: 'first_seen', kind: 'time' },
-	lastSeen: { column: 'last_seen', kind: 'time' },
-	lockedUntil: { column: 'locked_until', kind: 'time' },
-	expiresAt: { column: 'expires_at', kind: 'time' },
-	ownerToken: { column: 'owner_token', kind: 'uuid' },
-	executionId: { column: 'execution_id', kind: 'plain' },
-	workflowId: { column: 'workflow_id', kind: 'plain' },
-	n8nInstance: { column: 'n8n_instance', kind: 'plain' },
-	lastError: { column: 'last_error', kind: 'plain' },
-	response: { column: 'response', kind: 'json' },
-	payload: { column: 'payload', kind: 'json' },
-	payloadBytes: { column: 'payload_bytes', kind: 'plain' },
-	source: { column: 'source', kind: 'plain' },
-	correlationId: { column: 'correlation_id', kind: 'plain' },
-};
 
 type SqlValue = string | number | null;
 

@@ -1,28 +1,8 @@
 // The rows of a Postgres key table, read and written directly (see stores.ts).
 import type { Pool } from 'pg';
 
-import type { RowAccess, RowValues, SeedRow, StoredRow } from './stores';
+import { ROW_COLUMNS as COLUMNS, type RowAccess, type RowValues, type SeedRow, type StoredRow } from './stores';
 
-/** Each value's column, and how it is written: a time offset from now(), JSON, or the value as it is. */
-const COLUMNS: Record<keyof RowValues, { column: string; kind: 'time' | 'json' | 'uuid' | 'plain' }> = {
-	status: { column: 'status', kind: 'plain' },
-	attempts: { column: 'attempts', kind: 'plain' },
-	duplicateCount: { column: 'duplicate_count', kind: 'plain' },
-	firstSeen: { column: 'first_seen', kind: 'time' },
-	lastSeen: { column: 'last_seen', kind: 'time' },
-	lockedUntil: { column: 'locked_until', kind: 'time' },
-	expiresAt: { column: 'expires_at', kind: 'time' },
-	ownerToken: { column: 'owner_token', kind: 'uuid' },
-	executionId: { column: 'execution_id', kind: 'plain' },
-	workflowId: { column: 'workflow_id', kind: 'plain' },
-	n8nInstance: { column: 'n8n_instance', kind: 'plain' },
-	lastError: { column: 'last_error', kind: 'plain' },
-	response: { column: 'response', kind: 'json' },
-	payload: { column: 'payload', kind: 'json' },
-	payloadBytes: { column: 'payload_bytes', kind: 'plain' },
-	source: { column: 'source', kind: 'plain' },
-	correlationId: { column: 'correlation_id', kind: 'plain' },
-};
 
 /** Column names and SQL value expressions for the given values, parameters numbered from `first`. */
 function assignments(values: RowValues, first: number): { columns: string[]; expressions: string[]; parameters: unknown[] } {

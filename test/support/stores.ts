@@ -71,6 +71,27 @@ export interface RowValues {
 	correlationId?: string | null;
 }
 
+/** Each value's key-table column, and how a backend writes it: a time offset from the store's now, JSON, a UUID, or the value as it is. */
+export const ROW_COLUMNS: Record<keyof RowValues, { column: string; kind: 'time' | 'json' | 'uuid' | 'plain' }> = {
+	status: { column: 'status', kind: 'plain' },
+	attempts: { column: 'attempts', kind: 'plain' },
+	duplicateCount: { column: 'duplicate_count', kind: 'plain' },
+	firstSeen: { column: 'first_seen', kind: 'time' },
+	lastSeen: { column: 'last_seen', kind: 'time' },
+	lockedUntil: { column: 'locked_until', kind: 'time' },
+	expiresAt: { column: 'expires_at', kind: 'time' },
+	ownerToken: { column: 'owner_token', kind: 'uuid' },
+	executionId: { column: 'execution_id', kind: 'plain' },
+	workflowId: { column: 'workflow_id', kind: 'plain' },
+	n8nInstance: { column: 'n8n_instance', kind: 'plain' },
+	lastError: { column: 'last_error', kind: 'plain' },
+	response: { column: 'response', kind: 'json' },
+	payload: { column: 'payload', kind: 'json' },
+	payloadBytes: { column: 'payload_bytes', kind: 'plain' },
+	source: { column: 'source', kind: 'plain' },
+	correlationId: { column: 'correlation_id', kind: 'plain' },
+};
+
 export type SeedRow = RowValues & { key: string };
 
 /** What each backend does to a table's rows directly, under the store's feet. */
