@@ -17,7 +17,7 @@ export * from './signature';
 export * from './postgres/classifyError';
 export * from './postgres/connectionSettings';
 export * from './postgres/pool';
-export * from './postgres/storableValues';
+export * from './store/storableValues';
 export * from './sql/statements';
 export * from './sql/migrations';
 export * from './postgres/checkConnection';

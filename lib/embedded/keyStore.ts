@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { UnexpectedResultError } from '../errors';
 import { parseWithExactNumbers } from '../evidence/exactNumbers';
 import { assertExactText, assertStoredKeyText, inexactTextReason } from '../keys/exactText';
-import { storableErrorMessage, storableResponse } from '../postgres/storableValues';
+import { storableErrorMessage, storableResponse } from '../store/storableValues';
 import type { KeyStore, SettleReport, SettleRequest } from '../store/contract';
 import {
 	DEFAULT_TABLE,

@@ -1,7 +1,7 @@
 import { InvalidConfigurationError } from '../errors';
 import type { KeyConfig } from '../keys/deriveKey';
 import { assertStorableEvidenceHeader } from '../keys/forbiddenHeaders';
-import { cutText, storablePayload, storableText } from '../postgres/storableValues';
+import { cutText, storablePayload, storableText } from '../store/storableValues';
 import { readHeader } from '../headers';
 import type { ReplayEvidence } from '../types';
 

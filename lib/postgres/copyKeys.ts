@@ -4,7 +4,7 @@ import { InvalidConfigurationError } from '../errors';
 import { parseWithExactNumbers } from '../evidence/exactNumbers';
 import type { TableRef } from '../identifiers';
 import { PostgresRunner } from './runner';
-import { storableResponse, storableText } from './storableValues';
+import { storableResponse, storableText } from '../store/storableValues';
 import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
 import { renderStatement } from '../sql/statements';
 import type { RecordStatus } from '../types';

@@ -3,7 +3,7 @@ import { settleReports, validateFailedExecution, validateSettleItems, type Unset
 import type { FailedExecution } from '../types';
 import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
 import type { KeyTable } from './keyTable';
-import { storableErrorMessage, storableResponse, storableText } from './storableValues';
+import { storableErrorMessage, storableResponse, storableText } from '../store/storableValues';
 import type { KeyStatement } from '../sql/statements';
 
 /**

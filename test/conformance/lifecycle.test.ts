@@ -1,5 +1,5 @@
 import { UnexpectedResultError } from '../../lib/errors';
-import { MAX_ERROR_MESSAGE_LENGTH } from '../../lib/postgres/storableValues';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../../lib/store/storableValues';
 import type { KeyStore } from '../../lib/store/contract';
 import type { ReservationRequest, ReserveOptions } from '../../lib/types';
 import { describeEachBackend, freshStore, type RowValues, type StoreFixture } from '../support/stores';

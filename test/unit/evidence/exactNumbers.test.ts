@@ -7,7 +7,7 @@ import {
 	parseWithExactNumbers,
 	plainDecimal,
 } from '../../../lib/evidence/exactNumbers';
-import { storablePayload } from '../../../lib/postgres/storableValues';
+import { storablePayload } from '../../../lib/store/storableValues';
 
 const BIG = '12345678901234567890';
 

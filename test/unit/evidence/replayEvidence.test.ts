@@ -1,6 +1,6 @@
 import { InvalidConfigurationError } from '../../../lib/errors';
 import { defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceConfig } from '../../../lib/evidence/replayEvidence';
-import { storablePayload } from '../../../lib/postgres/storableValues';
+import { storablePayload } from '../../../lib/store/storableValues';
 
 const config = (overrides: Partial<EvidenceConfig> = {}): EvidenceConfig => ({
 	storePayload: true,
