@@ -7,9 +7,9 @@
 // store's seed experiment, burst and checklist (workers sharing main's n8n folder), then
 // test/e2e/queue/ (bursts, soaks, crashes, restarts, the embedded store refused with separate folders).
 // scripts/test-e2e.js (npm run test:e2e) runs both, one after the other.
-// On n8n 1.x, queue mode leaves out what n8n 1.x itself fails (scripts/lib/n8n-version.js, queueFilesNotRun).
-const { TOPOLOGY } = require('./test/e2e/support/topology');
-const { selectedN8nVersion, queueFilesNotRun } = require('./scripts/lib/n8n-version');
+// On n8n 1.x, queue mode leaves out what n8n 1.x itself fails (test/support/stack/n8nVersion.js, queueFilesNotRun).
+const { TOPOLOGY } = require('./test/support/e2e/topology');
+const { selectedN8nVersion, queueFilesNotRun } = require('./test/support/stack/n8nVersion');
 
 const testMatch =
 	TOPOLOGY === 'queue'
@@ -27,8 +27,8 @@ module.exports = {
 	testEnvironment: 'node',
 	// The stack's work dirs (n8n user folders with installed packages) are not part of the suite.
 	modulePathIgnorePatterns: ['<rootDir>/.e2e/', '<rootDir>/.demo/'],
-	globalSetup: '<rootDir>/test/e2e/support/globalSetup.js',
-	globalTeardown: '<rootDir>/test/e2e/support/globalTeardown.js',
+	globalSetup: '<rootDir>/test/support/e2e/globalSetup.js',
+	globalTeardown: '<rootDir>/test/support/e2e/globalTeardown.js',
 	maxWorkers: 1,
 	testTimeout: 300000,
 	slowTestThreshold: 60,

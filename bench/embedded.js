@@ -3,7 +3,7 @@
 // KeyStore calls of the built package in one process, interleaved rounds: keys/s, latency, and the
 // longest the call kept this process's event loop from running anything else (what n8n would feel:
 // node:sqlite is synchronous). Needs a Node with node:sqlite (22.13+); `node bench/run.js --only
-// embedded` starts it with one (scripts/lib/sqlite-node.js) on the Postgres it started.
+// embedded` starts it with one (test/support/stack/sqliteNode.js) on the Postgres it started.
 //
 //   node bench/embedded.js                       DATABASE_URL, or a throwaway embedded Postgres
 //   node bench/embedded.js --quick               tiny sizes
@@ -293,7 +293,7 @@ async function main() {
 	try {
 		let url = process.env.DATABASE_URL;
 		if (!url) {
-			server = await require(path.join(ROOT, 'scripts', 'lib', 'postgres-server')).startPostgres();
+			server = await require(path.join(ROOT, 'test', 'support', 'stack', 'postgresServer')).startPostgres();
 			url = server.url;
 		}
 		pool = new Pool({ connectionString: url, max: 8 });

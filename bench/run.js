@@ -312,7 +312,7 @@ async function main() {
 	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'sql', 'statements'));
 	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
 	const { Pool } = require('pg');
-	const { startPostgres } = require(path.join(ROOT, 'scripts', 'lib', 'postgres-server'));
+	const { startPostgres } = require(path.join(ROOT, 'test', 'support', 'stack', 'postgresServer'));
 
 	const log = (line) => console.log(line);
 	const started = Date.now();

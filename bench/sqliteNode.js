@@ -1,5 +1,5 @@
 // The Node that runs the embedded-store benchmarks: node:sqlite needs Node 22.13+, and this
-// machine's (and CI's) default Node may be older. scripts/lib/sqlite-node.js finds or installs one;
+// machine's (and CI's) default Node may be older. test/support/stack/sqliteNode.js finds or installs one;
 // without it, the current Node when it has node:sqlite, else the Node 24 of a cached n8n 2.x.
 'use strict';
 
@@ -8,7 +8,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 function sqliteNode({ log = () => {} } = {}) {
-	const shared = path.join(__dirname, '..', 'scripts', 'lib', 'sqlite-node.js');
+	const shared = path.join(__dirname, '..', 'test', 'support', 'stack', 'sqliteNode.js');
 	if (fs.existsSync(shared)) return require(shared).sqliteNode({ log });
 	try {
 		if (typeof require('node:sqlite').DatabaseSync === 'function') return process.execPath;

@@ -20,9 +20,9 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const http = require('node:http');
-const stack = require('./lib/n8n-stack');
-const { freePort } = require('./lib/postgres-server');
-const { embeddedStoreFile, readEmbeddedStore } = require('./lib/embedded-store');
+const stack = require('../test/support/stack/n8nStack');
+const { freePort } = require('../test/support/stack/postgresServer');
+const { embeddedStoreFile, readEmbeddedStore } = require('../test/support/stack/embeddedStore');
 
 const args = process.argv.slice(2);
 const once = args.includes('--once');
@@ -249,7 +249,7 @@ async function main() {
     password  ${OWNER.password}      (a local demo account)
 
   Send your own delivery, signed like Stripe with the demo credential's test secret (unsigned → 401):
-    secret=$(node -p "require('./scripts/lib/n8n-stack').TEST_WEBHOOK_SECRET")
+    secret=$(node -p "require('./test/support/stack/n8nStack').TEST_WEBHOOK_SECRET")
     body='{"id":"evt_mine","type":"test"}'; t=$(date +%s)
     v1=$(printf '%s' "$t.$body" | openssl dgst -sha256 -hmac "$secret" | sed 's/^.* //')
     curl -i -X POST ${url} -H 'content-type: application/json' -H "stripe-signature: t=$t,v1=$v1" -d "$body"

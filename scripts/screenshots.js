@@ -21,7 +21,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const stack = require('./lib/n8n-stack');
+const stack = require('../test/support/stack/n8nStack');
 
 const args = process.argv.slice(2);
 const OUT = path.resolve(args.includes('--out') ? args[args.indexOf('--out') + 1] : '/tmp/editor-shots');

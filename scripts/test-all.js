@@ -16,10 +16,10 @@ fs.mkdirSync(resultsDir, { recursive: true });
 
 const skipE2e = process.argv.includes('--skip-e2e');
 // `--n8n-version=1.123.81` (or N8N_VERSION) picks the n8n the end-to-end suite runs; jest takes no unknown flags.
-const { selectedN8nVersion, PROVEN_N8N_VERSIONS } = require('./lib/n8n-version');
-const { sqliteNode } = require('./lib/sqlite-node');
+const { selectedN8nVersion, PROVEN_N8N_VERSIONS } = require('../test/support/stack/n8nVersion');
+const { sqliteNode } = require('../test/support/stack/sqliteNode');
 const n8nVersion = selectedN8nVersion();
-// Every other proven n8n line (scripts/lib/n8n-version.js) runs the suite in both topologies too, with
+// Every other proven n8n line (test/support/stack/n8nVersion.js) runs the suite in both topologies too, with
 // the short soak (same assertions, 1,000 deliveries instead of 5,000); --skip-other-n8n skips them.
 const otherVersions = process.argv.includes('--skip-other-n8n') ? [] : PROVEN_N8N_VERSIONS.filter((version) => version !== n8nVersion);
 const topologies = (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => t.trim());
@@ -29,7 +29,7 @@ const steps = [
 	{ name: 'build', command: ['npm', 'run', 'build'] },
 	{
 		// The conformance suite runs every store test on the embedded store too, which needs node:sqlite:
-		// jest runs under a Node that has it (scripts/lib/sqlite-node.js; installed once when missing).
+		// jest runs under a Node that has it (test/support/stack/sqliteNode.js; installed once when missing).
 		name: 'unit + integration + conformance',
 		command: () => [sqliteNode({ log: (line) => process.stdout.write(`${line}\n`) }), path.join('node_modules', '.bin', 'jest'), '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
 		results: 'fast.json',
@@ -58,7 +58,7 @@ const steps = [
 // Queue mode needs redis-server: get it (or say how to) now, before anything runs, not at the
 // queue-mode suites' global setup an hour in.
 if (!skipE2e && topologies.includes('queue')) {
-	const { ensureRedisServer, redisServerVersion } = require('./lib/redis-server');
+	const { ensureRedisServer, redisServerVersion } = require('../test/support/stack/redisServer');
 	const redis = ensureRedisServer({ log: (line) => process.stdout.write(`${line}\n`) });
 	if (!redis.ok) {
 		process.stdout.write(`\n${redis.message}\n\nNothing was run.\n`);

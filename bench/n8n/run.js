@@ -27,7 +27,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const stack = require('../../scripts/lib/n8n-stack');
+const stack = require('../../test/support/stack/n8nStack');
 const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('../stats');
 const { findN8nPid, cpuSeconds, memoryMb, sampleRss } = require('./proc');
 const { profilingEnv, summarise, nowMicros } = require('./profile');

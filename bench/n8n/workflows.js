@@ -1,6 +1,6 @@
 // The workflows `npm run bench:n8n` imports into a real n8n. Every flow of one comparison differs
 // only in the node under test, so a difference in time is that node's cost.
-const { TEMPLATE_CREDENTIALS } = require('../../scripts/lib/n8n-stack');
+const { TEMPLATE_CREDENTIALS } = require('../../test/support/stack/n8nStack');
 
 const PKG = 'n8n-nodes-idempotency';
 const IDEMPOTENCY_CREDENTIAL = {

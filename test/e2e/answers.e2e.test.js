@@ -2,8 +2,8 @@
 // n8n line the suite runs: no failure is ever answered 2xx unless the effect happened, and none is
 // left to n8n's own answer for a failed execution (n8n 1.x answers that 200 with an empty body in
 // this response mode: the provider would stop retrying and the event would be lost).
-const { harness, eventId } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('./support/restWorkflows');
+const { harness, eventId } = require('../support/e2e/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('../support/e2e/restWorkflows');
 
 const BUSINESS = 'Business Step (insert business_log)';
 const SETTLE = 'Settle (complete or mark failed)';

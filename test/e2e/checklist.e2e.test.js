@@ -2,9 +2,9 @@
 // in one place, through a real n8n (one process and queue mode) with the shipped templates imported
 // as users import them and every delivery signed like Stripe. Each test proves its claim by counting
 // rows in the business table and the keys table. docs/testing.md maps each item to its guarantee.
-const { harness, outputTaken, outputItem, eventId, NODE } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, publishOrderedWebhook } = require('./support/restWorkflows');
-const { rejections } = require('./support/rejections');
+const { harness, outputTaken, outputItem, eventId, NODE } = require('../support/e2e/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, publishOrderedWebhook } = require('../support/e2e/restWorkflows');
+const { rejections } = require('../support/e2e/rejections');
 
 const EXECUTE_QUERY = 'Idempotency Execute Query';
 // The one-transaction template's insert, made to wait while a switch row names the event, so test 2

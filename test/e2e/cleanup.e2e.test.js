@@ -1,6 +1,6 @@
 // The cleanup template (a Manual Trigger copy, run with `n8n execute --id`) deletes keys past the
 // 30-day retention and keeps recent ones.
-const { harness, eventId } = require('./support/harness');
+const { harness, eventId } = require('../support/e2e/harness');
 
 describe('templates/scheduled-cleanup.json', () => {
 	const h = harness();

@@ -6,29 +6,29 @@
 // the package in its database; updates and uninstalls go through the same service, and in queue mode
 // main broadcasts each change and every worker repeats it in its own nodes folder.
 //
-// The registry is a local verdaccio (scripts/lib/local-registry.js) holding the packed package;
+// The registry is a local verdaccio (test/support/stack/localRegistry.js) holding the packed package;
 // everything else (pg) is proxied from the registry npm uses. n8n installs from a registry other than
 // the public one only when licensed for it: n8n's own end-to-end mode (E2E_TESTS=true, PATCH
 // /rest/e2e/feature) switches that licence on in main; in queue mode the workers get the same switch
-// from support/worker-custom-registry-license.js. This file starts an n8n of its own (the suite's
+// from test/support/e2e/customRegistryLicence.js. This file starts an n8n of its own (the suite's
 // stack has the package installed by hand), in the suite's topology: one process, or queue mode with
 // two workers whose nodes folders start empty; its databases live on the suite's Postgres server.
 const fs = require('node:fs');
 const path = require('node:path');
-const stack = require('../../scripts/lib/n8n-stack');
-const { startLocalRegistry, repackWithVersion } = require('../../scripts/lib/local-registry');
-const { TOPOLOGY, QUEUE } = require('./support/topology');
-const { E2E_ROOT } = require('./support/paths');
-const { OWNER, harness } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook } = require('./support/restWorkflows');
-const { shootCommunityNodesPage, shootUninstalledWorkflow } = require('./support/communityNodesPage');
-const { selectedN8nVersion } = require('../../scripts/lib/n8n-version');
+const stack = require('../support/stack/n8nStack');
+const { startLocalRegistry, repackWithVersion } = require('../support/stack/localRegistry');
+const { TOPOLOGY, QUEUE } = require('../support/e2e/topology');
+const { E2E_ROOT } = require('../support/e2e/paths');
+const { OWNER, harness } = require('../support/e2e/harness');
+const { readShippedTemplate, withOwnWebhook } = require('../support/e2e/restWorkflows');
+const { shootCommunityNodesPage, shootUninstalledWorkflow } = require('../support/e2e/communityNodesPage');
+const { selectedN8nVersion } = require('../support/stack/n8nVersion');
 
 const PACKAGE = stack.PACKAGE_NAME;
 const NEXT_VERSION = '0.1.1-e2e';
 const queue = TOPOLOGY === 'queue';
 const ROUTE = '/community-packages';
-const REGISTRY_LICENCE_PRELOAD = `--require ${path.join(__dirname, 'support', 'worker-custom-registry-license.js')}`;
+const REGISTRY_LICENCE_PRELOAD = `--require ${path.join(__dirname, '..', 'support', 'e2e', 'customRegistryLicence.js')}`;
 
 /** The node type names the package declares (package.json → n8n.nodes), read from the built files. */
 function declaredNodeTypes() {

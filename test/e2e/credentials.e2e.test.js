@@ -1,7 +1,7 @@
 // The credential test through n8n's REST API (POST /rest/credentials/test, as the editor's "Test"
 // button does), with an owner set up (POST /rest/owner/setup) and logged in (POST /rest/login).
-const stack = require('../../scripts/lib/n8n-stack');
-const { harness, OWNER } = require('./support/harness');
+const stack = require('../support/stack/n8nStack');
+const { harness, OWNER } = require('../support/e2e/harness');
 
 
 describe('credential tests through the n8n REST API', () => {

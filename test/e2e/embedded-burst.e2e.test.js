@@ -2,10 +2,10 @@
 // Embedded), each retried until a 2xx: exactly one API call and one New; every other 2xx a
 // Duplicate. In queue mode the deliveries spread over two workers that share main's n8n folder: two OS
 // processes reserving in one store file at the same moment.
-const { harness, outputTaken, eventId } = require('./support/harness');
-const { EMB, publishEmbedded, useWorkerFolders, keyStates } = require('./support/embedded');
-const { startSink } = require('./support/sink');
-const { deliverAll, figures, report } = require('./support/provider');
+const { harness, outputTaken, eventId } = require('../support/e2e/harness');
+const { EMB, publishEmbedded, useWorkerFolders, keyStates } = require('../support/e2e/embedded');
+const { startSink } = require('../support/e2e/sink');
+const { deliverAll, figures, report } = require('../support/e2e/provider');
 
 const countBy = (items, keyOf) => items.reduce((acc, item) => ({ ...acc, [keyOf(item)]: (acc[keyOf(item)] ?? 0) + 1 }), {});
 

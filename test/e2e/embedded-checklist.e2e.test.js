@@ -7,14 +7,14 @@
 // (Test 2 on Postgres cuts the one-transaction template's session; Execute Query is Postgres-only, so
 // here the process running the business step is killed with SIGKILL while the API call is in flight.)
 const fs = require('node:fs');
-const { harness, outputTaken, outputItem, eventId } = require('./support/harness');
-const { EMB, publishEmbedded, warmUpDelivery, useWorkerFolders, keyStates, storedKeys, storeStats, toEmbeddedStore } = require('./support/embedded');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./support/restWorkflows');
-const { rejections } = require('./support/rejections');
-const { startSink } = require('./support/sink');
-const { deliverAll, figures, report } = require('./support/provider');
-const { eventually } = require('./support/eventually');
-const { pidAlive, sleep } = require('../../scripts/lib/processes');
+const { harness, outputTaken, outputItem, eventId } = require('../support/e2e/harness');
+const { EMB, publishEmbedded, warmUpDelivery, useWorkerFolders, keyStates, storedKeys, storeStats, toEmbeddedStore } = require('../support/e2e/embedded');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('../support/e2e/restWorkflows');
+const { rejections } = require('../support/e2e/rejections');
+const { startSink } = require('../support/e2e/sink');
+const { deliverAll, figures, report } = require('../support/e2e/provider');
+const { eventually } = require('../support/e2e/eventually');
+const { pidAlive, sleep } = require('../support/stack/childProcesses');
 
 const GUARD = 'Idempotency Order Guard';
 const UPSERT = 'Business Step (upsert customer)';

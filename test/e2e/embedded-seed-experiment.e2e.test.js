@@ -4,9 +4,9 @@
 // of C (401), C, and a body without id twice. Single process, and queue mode with main and two workers
 // sharing the n8n folder (one host).
 const crypto = require('node:crypto');
-const { harness, outputTaken, eventId } = require('./support/harness');
-const { EMB, publishEmbedded, useWorkerFolders, keyStates } = require('./support/embedded');
-const { startSink } = require('./support/sink');
+const { harness, outputTaken, eventId } = require('../support/e2e/harness');
+const { EMB, publishEmbedded, useWorkerFolders, keyStates } = require('../support/e2e/embedded');
+const { startSink } = require('../support/e2e/sink');
 
 describe('seed experiment through templates/idempotent-webhook-embedded.json (Store: Embedded)', () => {
 	const h = harness();

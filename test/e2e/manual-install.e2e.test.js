@@ -9,8 +9,8 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const stack = require('../../scripts/lib/n8n-stack');
-const { PROVEN_N8N_VERSIONS } = require('../../scripts/lib/n8n-version');
+const stack = require('../support/stack/n8nStack');
+const { PROVEN_N8N_VERSIONS } = require('../support/stack/n8nVersion');
 
 /** The npm a user has with each Node major: the one that Node release line ships. */
 const NPM_FOR_NODE_MAJOR = { 22: '10.9.9', 24: '11.21.2' };

@@ -3,9 +3,9 @@
 // 500; the provider's redelivery (after the cause is fixed) is processed, and exactly one business row
 // results. A crash without an error output: the error-workflow template marks the execution's keys
 // failed, with the execution's error. Redelivery is the same as after a release: the key is New again.
-const { harness, outputTaken, outputItem, eventId, NODE } = require('./support/harness');
-const { eventually } = require('./support/eventually');
-const { errorRunsFor } = require('./support/outcome');
+const { harness, outputTaken, outputItem, eventId, NODE } = require('../support/e2e/harness');
+const { eventually } = require('../support/e2e/eventually');
+const { errorRunsFor } = require('../support/e2e/outcome');
 
 const CONSTRAINT = 'business_log_e2e_rejects_poison';
 const MARK_EXECUTION_FAILED = 'Mark Keys of Failed Execution as Failed';

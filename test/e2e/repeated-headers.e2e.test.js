@@ -7,9 +7,9 @@
 // arrays, so each repeated header really is sent as two header lines.
 const http = require('node:http');
 const { createHmac, randomUUID } = require('node:crypto');
-const stack = require('../../scripts/lib/n8n-stack');
-const { harness, outputItem, eventId } = require('./support/harness');
-const { freshWebhookPath, publishWorkflow, webhookNode } = require('./support/restWorkflows');
+const stack = require('../support/stack/n8nStack');
+const { harness, outputItem, eventId } = require('../support/e2e/harness');
+const { freshWebhookPath, publishWorkflow, webhookNode } = require('../support/e2e/restWorkflows');
 
 const PKG = stack.PACKAGE_NAME;
 const RESERVE = 'Idempotency Reserve';

@@ -4,8 +4,8 @@
 // its business step fails and the key is marked failed; the shipped replay template, with its
 // business step replaced by one that writes the amount (as a user replaces it with theirs), then
 // writes exactly 12345678901234567890.
-const { harness, eventId } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('./support/restWorkflows');
+const { harness, eventId } = require('../support/e2e/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
 
 const POISON = 'business_log_e2e_exact_poison';
 const AMOUNTS = 'replay_amounts_e2e';

@@ -13,10 +13,10 @@
 // runs this file with the replay on a worker; each run checks where it ran. (`n8n execute` would
 // not do: it runs the workflow in its own process, queue mode or not.)
 const fs = require('node:fs');
-const stack = require('../../scripts/lib/n8n-stack');
-const { harness, eventId } = require('./support/harness');
-const { eventually } = require('./support/eventually');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('./support/restWorkflows');
+const stack = require('../support/stack/n8nStack');
+const { harness, eventId } = require('../support/e2e/harness');
+const { eventually } = require('../support/e2e/eventually');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
 
 const POISON = 'business_log_e2e_replay_poison';
 const STILL_BROKEN = 'business_log_e2e_replay_still_broken';

@@ -4,8 +4,8 @@
 // The whole experiment, A, A again, B and the id-less body twice, also goes through the
 // one-transaction template, whose SQL writes the key the node derived ($idempotency_key).
 const crypto = require('node:crypto');
-const { harness, outputTaken, eventId, NODE } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./support/restWorkflows');
+const { harness, outputTaken, eventId, NODE } = require('../support/e2e/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('../support/e2e/restWorkflows');
 
 describe('seed experiment through templates/idempotent-webhook.json', () => {
 	const h = harness();

@@ -3,9 +3,9 @@
 // expression — after a business step that replaced the items, with two items in one execution, and
 // in the shipped webhook template.
 const { randomUUID } = require('node:crypto');
-const { harness, outputItem, eventId } = require('./support/harness');
-const { readTemplate } = require('./support/workflows');
-const { freshWebhookPath, publishWorkflow, webhookNode } = require('./support/restWorkflows');
+const { harness, outputItem, eventId } = require('../support/e2e/harness');
+const { readTemplate } = require('../support/e2e/workflows');
+const { freshWebhookPath, publishWorkflow, webhookNode } = require('../support/e2e/restWorkflows');
 
 const PKG = 'n8n-nodes-idempotency';
 const CREDENTIAL = { idempotencyPostgresApi: { id: 'idempotencyPg01', name: 'Idempotency Postgres' } };

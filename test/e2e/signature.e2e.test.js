@@ -4,10 +4,10 @@
 // is then processed as new. (Unsigned, forged, tampered and garbled deliveries writing nothing is
 // the production checklist's test 6, checklist.e2e.test.js.) The test client acts as Stripe and
 // signs with the test credential's secret (h.secret).
-const stack = require('../../scripts/lib/n8n-stack');
-const { servedWorkflowNodesSql } = require('../../scripts/lib/n8n-version');
-const { harness, outputItem, eventId, NODE, OWNER } = require('./support/harness');
-const { rejections } = require('./support/rejections');
+const stack = require('../support/stack/n8nStack');
+const { servedWorkflowNodesSql } = require('../support/stack/n8nVersion');
+const { harness, outputItem, eventId, NODE, OWNER } = require('../support/e2e/harness');
+const { rejections } = require('../support/e2e/rejections');
 
 describe('signature verification in templates/idempotent-webhook.json', () => {
 	const h = harness();

@@ -5,9 +5,9 @@
 const { spawnSync } = require('node:child_process');
 const { randomUUID } = require('node:crypto');
 const path = require('node:path');
-const { TEMPLATE_CREDENTIALS } = require('../../scripts/lib/n8n-stack');
-const { harness, eventId } = require('./support/harness');
-const { freshWebhookPath, publishWorkflow, webhookNode } = require('./support/restWorkflows');
+const { TEMPLATE_CREDENTIALS } = require('../support/stack/n8nStack');
+const { harness, eventId } = require('../support/e2e/harness');
+const { freshWebhookPath, publishWorkflow, webhookNode } = require('../support/e2e/restWorkflows');
 
 const RESERVE = 'n8n-nodes-idempotency.idempotencyReserve';
 

@@ -2,10 +2,10 @@
 // package, every template imported with `n8n import:workflow`, the published ones activated.
 const fs = require('node:fs');
 const path = require('node:path');
-const stack = require('../../scripts/lib/n8n-stack');
-const { harness, OWNER } = require('./support/harness');
-const { readTemplate } = require('./support/workflows');
-const { activatesThroughPublication, activateWorkflowArgs } = require('../../scripts/lib/n8n-version');
+const stack = require('../support/stack/n8nStack');
+const { harness, OWNER } = require('../support/e2e/harness');
+const { readTemplate } = require('../support/e2e/workflows');
+const { activatesThroughPublication, activateWorkflowArgs } = require('../support/stack/n8nVersion');
 
 describe('templates and the installed community package', () => {
 	const h = harness();

@@ -8,9 +8,9 @@
 // (An update that arrives before its create, seed 002's test, is the production checklist's test 4,
 // checklist.e2e.test.js.)
 const { Client } = require('pg');
-const { harness, outputTaken, outputItem, eventId } = require('./support/harness');
-const { expectErrorWorkflowCompletedKey } = require('./support/outcome');
-const { publishOrderedWebhook } = require('./support/restWorkflows');
+const { harness, outputTaken, outputItem, eventId } = require('../support/e2e/harness');
+const { expectErrorWorkflowCompletedKey } = require('../support/e2e/outcome');
+const { publishOrderedWebhook } = require('../support/e2e/restWorkflows');
 
 const GUARD = 'Idempotency Order Guard';
 const CONSTRAINT = 'customers_e2e_rejects_poison';

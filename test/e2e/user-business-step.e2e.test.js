@@ -5,9 +5,9 @@
 // step none until it is fixed, then one — and every event ends completed.
 const http = require('node:http');
 const { randomUUID } = require('node:crypto');
-const { harness } = require('./support/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('./support/restWorkflows');
-const { deliverAll } = require('./support/provider');
+const { harness } = require('../support/e2e/harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('../support/e2e/restWorkflows');
+const { deliverAll } = require('../support/e2e/provider');
 
 const BUSINESS = 'Business Step (insert business_log)';
 const RETRY = { firstDelayMs: 200, maxDelayMs: 2000, maxAttempts: 40, budgetMs: 120000 };

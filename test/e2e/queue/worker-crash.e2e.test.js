@@ -9,11 +9,11 @@
 // the setting for the business database; this test turns it on for the server (ALTER SYSTEM + reload
 // reaches the pooled sessions too) and off again afterwards.
 const fs = require('node:fs');
-const { harness, eventId } = require('../support/harness');
-const { deliverAll, figures, recoveryMs, report } = require('../support/provider');
-const { sleep, pidAlive } = require('../../../scripts/lib/processes');
-const { eventually } = require('../support/eventually');
-const { errorRunsFor } = require('../support/outcome');
+const { harness, eventId } = require('../../support/e2e/harness');
+const { deliverAll, figures, recoveryMs, report } = require('../../support/e2e/provider');
+const { sleep, pidAlive } = require('../../support/stack/childProcesses');
+const { eventually } = require('../../support/e2e/eventually');
+const { errorRunsFor } = require('../../support/e2e/outcome');
 
 const SLOW_TYPE = 'e2e.slow';
 

@@ -4,7 +4,7 @@
 // these read n8n 2.40's tables (execution_entity, execution_data, webhook_entity, workflow_entity,
 // workflow_published_version, workflow_publication_*). A change of n8n's schema breaks only this file.
 const path = require('node:path');
-const { defaultLog } = require('./n8n-install');
+const { defaultLog } = require('./n8nInstall');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

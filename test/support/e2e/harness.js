@@ -1,8 +1,8 @@
 // What the end-to-end tests use to talk to the running stack (started by globalSetup).
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const stack = require('../../../scripts/lib/n8n-stack');
-const { freePort } = require('../../../scripts/lib/postgres-server');
+const stack = require('../stack/n8nStack');
+const { freePort } = require('../stack/postgresServer');
 const { STATE_FILE } = require('./paths');
 const { IDS, WEBHOOK_PATH, CRASH_PATH } = require('./workflows');
 const { controlClient } = require('./control');
@@ -36,7 +36,7 @@ function harness() {
 		secret: stack.TEST_WEBHOOK_SECRET,
 		/** Runs a query on the app database (business_log, processed_events). */
 		appQuery: (sql, params) => stack.withClient(state.appUrl, (client) => client.query(sql, params)),
-		/** Runs a query on n8n's own database (execution_entity); see scripts/lib/n8n-db.js for what is read where. */
+		/** Runs a query on n8n's own database (execution_entity); see test/support/stack/n8nDatabase.js for what is read where. */
 		n8nQuery: (sql, params) => stack.withClient(state.n8nDbUrl, (client) => client.query(sql, params)),
 		/** The highest execution id so far: executions after it belong to the current test. */
 		executionMark: () => stack.maxExecutionId(state.n8nDbUrl),

@@ -11,12 +11,12 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { startPostgres, freePort, postmasterPid } = require('./postgres-server');
-const { startRedis } = require('./redis-server');
-const { spawnService, installExitHook, livePostgresDirs, killEverythingNow, pidAlive, sleep } = require('./processes');
-const { REPO_ROOT, PACKAGE_NAME, defaultLog, ensureN8n, buildAndPack, distIsStale, installPackage } = require('./n8n-install');
-const n8nDb = require('./n8n-db');
-const n8nVersions = require('./n8n-version');
+const { startPostgres, freePort, postmasterPid } = require('./postgresServer');
+const { startRedis } = require('./redisServer');
+const { spawnService, installExitHook, livePostgresDirs, killEverythingNow, pidAlive, sleep } = require('./childProcesses');
+const { REPO_ROOT, PACKAGE_NAME, defaultLog, ensureN8n, buildAndPack, distIsStale, installPackage } = require('./n8nInstall');
+const n8nDb = require('./n8nDatabase');
+const n8nVersions = require('./n8nVersion');
 
 const { parseUrl, withClient, ensureDatabase, webhookRegistered, waitForPublishedVersions } = n8nDb;
 
@@ -198,7 +198,7 @@ async function startStack(options) {
 		if (topology === 'queue' && packageDir) {
 			// Queue mode on one host, as a user sets it up: the key file in main's n8n folder, its store id
 			// given to main and every worker. A worker in a folder of its own opens another file and is refused.
-			const { createEmbeddedStore, embeddedStoreFile } = require('./embedded-store');
+			const { createEmbeddedStore, embeddedStoreFile } = require('./embeddedStore');
 			base.IDEMPOTENCY_EMBEDDED_STORE_ID = createEmbeddedStore({ nodeBin, packageDir, file: embeddedStoreFile(userFolder) });
 		}
 		const env = { ...base, N8N_USER_FOLDER: userFolder, N8N_PORT: String(port), N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...(options.mainEnv ?? {}) };

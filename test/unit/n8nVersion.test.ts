@@ -3,9 +3,9 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
-// The harness's one place for what differs between n8n 1.x and 2.x (scripts/lib/n8n-version.js).
+// The harness's one place for what differs between n8n 1.x and 2.x (test/support/stack/n8nVersion.js).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const versions = require('../../scripts/lib/n8n-version.js');
+const versions = require('../support/stack/n8nVersion.js');
 
 const template = (name: string) => JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'templates', `${name}.json`), 'utf8'));
 

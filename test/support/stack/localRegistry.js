@@ -9,8 +9,8 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { freePort } = require('./postgres-server');
-const { spawnService } = require('./processes');
+const { freePort } = require('./postgresServer');
+const { spawnService } = require('./childProcesses');
 
 const VERDACCIO_VERSION = '6.10.4';
 const CACHE = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(os.homedir(), '.cache', 'n8n-nodes-idempotency');

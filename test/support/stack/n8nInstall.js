@@ -5,7 +5,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const REPO_ROOT = path.resolve(__dirname, '..', '..');
+const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 const PACKAGE_NAME = require(path.join(REPO_ROOT, 'package.json')).name;
 
 /** Files whose change makes `dist/` stale. */
@@ -15,7 +15,7 @@ const SOURCE_FILES = ['package.json', 'tsconfig.json', 'gulpfile.js'];
 const defaultLog = (line) => process.stderr.write(`[n8n-stack] ${line}\n`);
 
 /** Runs scripts/ensure-n8n.sh (instant when cached) and returns paths to Node 24 and the n8n bin. */
-function ensureN8n({ log = defaultLog, version = require('./n8n-version').selectedN8nVersion() } = {}) {
+function ensureN8n({ log = defaultLog, version = require('./n8nVersion').selectedN8nVersion() } = {}) {
 	const script = path.join(REPO_ROOT, 'scripts', 'ensure-n8n.sh');
 	const cacheHint = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(process.env.HOME ?? '', '.cache', 'n8n-nodes-idempotency');
 	log(`checking the n8n ${version} install cached in ${cacheHint} (installs it the first time: about 5 minutes, 2.8 GB)…`);
@@ -82,7 +82,7 @@ function buildAndPack({ outDir, build = 'auto', log = defaultLog } = {}) {
 /**
  * Installs the tarball by hand into <userFolder>/.n8n/nodes (`npm install --ignore-scripts <tgz>`);
  * skipped when that same tarball is already installed. n8n loads it, but does not list it under
- * Settings → Community Nodes: only its own installer records packages (see scripts/lib/local-registry.js).
+ * Settings → Community Nodes: only its own installer records packages (see test/support/stack/localRegistry.js).
  */
 function installPackage({ userFolder, tarball, log = defaultLog }) {
 	const nodesDir = path.join(userFolder, '.n8n', 'nodes');

@@ -4,8 +4,8 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { freePort } = require('./postgres-server');
-const { spawnService, sleep } = require('./processes');
+const { freePort } = require('./postgresServer');
+const { spawnService, sleep } = require('./childProcesses');
 
 /** The redis-server binary to run (REDIS_SERVER_BIN, the usual places, then PATH), or null. */
 function findRedisServer({ env = process.env } = {}) {

@@ -1,7 +1,7 @@
-// The test command's Redis bootstrap (scripts/lib/redis-server.js): queue mode's redis-server is
+// The test command's Redis bootstrap (test/support/stack/redisServer.js): queue mode's redis-server is
 // found, installed with apt, or named as the one command to type — decided before anything runs.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const redis = require('../../scripts/lib/redis-server.js');
+const redis = require('../support/stack/redisServer.js');
 
 type Facts = { found: string | null; isRoot: boolean; hasApt: boolean; hasSudo: boolean };
 const machine = (facts: Partial<Facts>): Facts => ({ found: null, isRoot: false, hasApt: false, hasSudo: false, ...facts });

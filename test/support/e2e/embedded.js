@@ -1,13 +1,13 @@
 // The embedded-store webhook template (templates/idempotent-webhook-embedded.json) in the running
 // n8n: published per test file with the one change a user makes — the business step's URL pointed
 // at their API (here the test's sink) — and its keys read back from the store file n8n wrote in its
-// user folder, through the installed package's own store (scripts/lib/embedded-store.js).
+// user folder, through the installed package's own store (test/support/stack/embeddedStore.js).
 const fs = require('node:fs');
 const path = require('node:path');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./restWorkflows');
 const { NODE, eventId } = require('./harness');
-const { sleep } = require('../../../scripts/lib/processes');
-const { embeddedStoreFile, readEmbeddedStore } = require('../../../scripts/lib/embedded-store');
+const { sleep } = require('../stack/childProcesses');
+const { embeddedStoreFile, readEmbeddedStore } = require('../stack/embeddedStore');
 
 const EMBEDDED_TEMPLATE = 'idempotent-webhook-embedded.json';
 /** The embedded template's node names (the same as the Postgres template's but for the business step). */

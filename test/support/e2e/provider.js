@@ -3,7 +3,7 @@
 // timeout) retried with bounded exponential backoff until a 2xx or the retry budget is spent.
 // Forged deliveries (a wrong secret) are sent once and not retried: a forger has no retry queue.
 // Every attempt is recorded (status, outcome header, latency, time) for the test's figures.
-const { stripeSignature } = require('../../../scripts/lib/n8n-stack');
+const { stripeSignature } = require('../stack/n8nStack');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

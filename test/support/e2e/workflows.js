@@ -1,7 +1,7 @@
 // Test-only workflows derived from the shipped templates, so the suite exercises the templates
 // themselves rather than hand-copied look-alikes.
 const fs = require('node:fs');
-const { TEMPLATES, TEMPLATE_CREDENTIALS } = require('../../../scripts/lib/n8n-stack');
+const { TEMPLATES, TEMPLATE_CREDENTIALS } = require('../stack/n8nStack');
 const { QUEUE } = require('./topology');
 
 const IDS = {

@@ -3,7 +3,7 @@
 const { randomUUID } = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const stack = require('../../../scripts/lib/n8n-stack');
+const stack = require('../stack/n8nStack');
 const { OWNER } = require('./harness');
 
 /** A shipped template from the repository's templates/ folder. */
@@ -89,7 +89,7 @@ async function publishOrderedWebhook(h, label, { errorWorkflow } = {}) {
  * finished execution and the id n8n answered the run with.
  */
 async function runFromManualTrigger(h, workflowId, triggerName) {
-	const { manualRunBody } = require('../../../scripts/lib/n8n-version');
+	const { manualRunBody } = require('../stack/n8nVersion');
 	const mark = await h.executionMark();
 	const rest = h.rest();
 	await rest.ownerLogin(OWNER);

@@ -5,7 +5,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const stack = require('../../../scripts/lib/n8n-stack');
+const stack = require('../stack/n8nStack');
 const { allWorkflows, WEBHOOK_PATH, CRASH_PATH } = require('./workflows');
 const { STATE_FILE, E2E_ROOT } = require('./paths');
 const { TOPOLOGY, QUEUE } = require('./topology');
