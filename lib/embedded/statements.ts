@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { InvalidConfigurationError } from '../errors';
 import { quoteIdentifier } from '../identifiers';
+import { readStatementText, tableNamePattern, type SqlSection } from '../sql/sqlText';
 
 /**
  * The embedded store's SQL is the SQL in the package's `sql/embedded/` folder (one statement per
@@ -61,49 +61,17 @@ export function embeddedTableName(name: string): { name: string; quoted: string 
 }
 
 /**
- * A part of a file between `-- <name>` and `-- </name>` comment lines that one variant of the
- * statement leaves out (the reserve statement's `full-record` columns for the Compact output).
- */
-export type EmbeddedSection = 'full-record';
-
-const fileCache = new Map<string, string>();
-
-function readSql(file: string, omit?: EmbeddedSection): string {
-	const cacheKey = omit ? `${file}#${omit}` : file;
-	let text = fileCache.get(cacheKey);
-	if (text === undefined) {
-		let lines = readFileSync(path.join(EMBEDDED_SQL_DIR, file), 'utf8').split('\n');
-		if (omit) {
-			const marker = (closing: boolean) => (line: string) => line.trim() === `-- <${closing ? '/' : ''}${omit}>`;
-			const start = lines.findIndex(marker(false));
-			const end = lines.findIndex(marker(true));
-			// A programming error (a marker renamed or lost), never user input: fail loudly.
-			if (start < 0 || end < start) throw new Error(`sql/embedded/${file} has no "-- <${omit}>" … "-- </${omit}>" section to leave out.`);
-			lines = [...lines.slice(0, start), ...lines.slice(end + 1)];
-		}
-		// Comments are for whoever reads the file; the statement is sent without them.
-		text = lines
-			.filter((line) => !line.trimStart().startsWith('--'))
-			.join('\n')
-			.trim();
-		fileCache.set(cacheKey, text);
-	}
-	return text;
-}
-
-/**
  * A file of `sql/embedded/`, its default table name (processed_events, object_versions) replaced
  * by the validated, quoted one; index names derive from the table name (<table>_<x>_idx).
  */
-export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: string, omit?: EmbeddedSection): string {
-	const text = readSql(file, omit);
+export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: string, omit?: SqlSection): string {
+	const text = readStatementText(EMBEDDED_SQL_DIR, file, omit);
 	const defaultTable = DEFAULT_TABLE_OF[family];
 	if (!defaultTable || !table) return text;
-	const token = new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx))?\\b`, 'g');
-	return text.replace(token, (_match, indexSuffix: string | undefined) => (indexSuffix ? `"${table}_${indexSuffix}"` : `"${table}"`));
+	return text.replace(tableNamePattern(defaultTable), (_match, indexSuffix: string | undefined) => (indexSuffix ? `"${table}_${indexSuffix}"` : `"${table}"`));
 }
 
 /** A statement of `sql/embedded/queries/`, for the given table. */
-export function renderEmbeddedStatement(name: EmbeddedStatement, family: EmbeddedFamily, table?: string, omit?: EmbeddedSection): string {
+export function renderEmbeddedStatement(name: EmbeddedStatement, family: EmbeddedFamily, table?: string, omit?: SqlSection): string {
 	return renderEmbeddedSql(`queries/${name}.sql`, family, table, omit);
 }

@@ -1,7 +1,9 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { TableRef } from '../identifiers';
+import { readStatementText, tableNamePattern, type SqlSection } from './sqlText';
+
+export type { SqlSection } from './sqlText';
 
 /**
  * The SQL the package runs is the SQL in the package's `sql/` folder: one source, read once.
@@ -85,49 +87,13 @@ export type SqlFile = string;
 
 // The files name their default table; index names are derived from it (<table>_<x>_idx).
 const TABLE_TOKENS: Record<TableFamily, RegExp> = {
-	keys: /\bprocessed_events(?:_([a-z_]+_idx))?\b/g,
-	order: /\bobject_versions(?:_([a-z_]+_idx))?\b/g,
+	keys: tableNamePattern(DEFAULT_TABLES.keys),
+	order: tableNamePattern(DEFAULT_TABLES.order),
 };
-
-/**
- * A part of a file between `-- <name>` and `-- </name>` comment lines that one variant of the
- * statement leaves out (e.g. the reserve statement's `full-record` columns for the Compact output).
- * The markers are comments, so the file run as it is stays the complete statement.
- */
-export type SqlSection = 'full-record';
-
-const fileCache = new Map<string, string>();
-
-function readSqlFile(file: SqlFile, omit?: SqlSection): string {
-	const cacheKey = omit ? `${file}#${omit}` : file;
-	let text = fileCache.get(cacheKey);
-	if (text === undefined) {
-		let lines = readFileSync(path.join(SQL_DIR, file), 'utf8').split('\n');
-		if (omit) lines = withoutSection(lines, omit, file);
-		// Comments are for the DBA; dropping them keeps the statement text small on the wire.
-		text = lines
-			.filter((line) => !line.trimStart().startsWith('--'))
-			.join('\n')
-			.trim();
-		fileCache.set(cacheKey, text);
-	}
-	return text;
-}
-
-function withoutSection(lines: string[], section: SqlSection, file: SqlFile): string[] {
-	const marker = (closing: boolean) => (line: string) => line.trim() === `-- <${closing ? '/' : ''}${section}>`;
-	const start = lines.findIndex(marker(false));
-	const end = lines.findIndex(marker(true));
-	// A programming error (a marker renamed or lost), never user input: fail loudly, not with the wrong columns.
-	if (start < 0 || end < start || lines.filter(marker(false)).length !== 1) {
-		throw new Error(`sql/${file} has no single "-- <${section}>" … "-- </${section}>" section to leave out.`);
-	}
-	return [...lines.slice(0, start), ...lines.slice(end + 1)];
-}
 
 /** A file from `sql/` written for `family`'s table, with its name replaced by the validated, quoted one. */
 export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRef, omit?: SqlSection): string {
-	return readSqlFile(file, omit).replace(TABLE_TOKENS[family], (_match, indexSuffix: string | undefined) =>
+	return readStatementText(SQL_DIR, file, omit).replace(TABLE_TOKENS[family], (_match, indexSuffix: string | undefined) =>
 		indexSuffix ? table.indexName(indexSuffix) : table.qualified,
 	);
 }
@@ -143,5 +109,5 @@ export function renderStatement(name: TableStatement, table: TableRef, omit?: Sq
 /** A statement that names no table, as its file holds it (without comments). */
 export function catalogStatement(name: CatalogStatement): string {
 	if (FAMILY_OF.get(name) !== null) throw new Error(`No statement without a table is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
-	return readSqlFile(QUERY_FILES[name]);
+	return readStatementText(SQL_DIR, QUERY_FILES[name]);
 }

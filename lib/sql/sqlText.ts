@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * A part of a file between `-- <name>` and `-- </name>` comment lines that one variant of a
+ * statement leaves out (the reserve statement's `full-record` columns for the Compact output).
+ * The markers are comments, so the file run as it is stays the complete statement.
+ */
+export type SqlSection = 'full-record';
+
+const textCache = new Map<string, string>();
+
+/**
+ * A statement file as the package sends it, read once per process: without its comments (they are
+ * for whoever reads the file; dropping them keeps the text small on the wire), and without the
+ * `omit` section when one is named. `file` is relative to `dir`.
+ */
+export function readStatementText(dir: string, file: string, omit?: SqlSection): string {
+	const absolute = path.join(dir, file);
+	const cacheKey = omit ? `${absolute}#${omit}` : absolute;
+	let text = textCache.get(cacheKey);
+	if (text === undefined) {
+		let lines = readFileSync(absolute, 'utf8').split('\n');
+		if (omit) lines = withoutSection(lines, omit, absolute);
+		text = lines
+			.filter((line) => !line.trimStart().startsWith('--'))
+			.join('\n')
+			.trim();
+		textCache.set(cacheKey, text);
+	}
+	return text;
+}
+
+function withoutSection(lines: string[], section: SqlSection, file: string): string[] {
+	const marker = (closing: boolean) => (line: string) => line.trim() === `-- <${closing ? '/' : ''}${section}>`;
+	const start = lines.findIndex(marker(false));
+	const end = lines.findIndex(marker(true));
+	// A programming error (a marker renamed or lost), never user input: fail loudly, not with the wrong columns.
+	if (start < 0 || end < start || lines.filter(marker(false)).length !== 1) {
+		throw new Error(`${file} has no single "-- <${section}>" … "-- </${section}>" section to leave out.`);
+	}
+	return [...lines.slice(0, start), ...lines.slice(end + 1)];
+}
+
+/**
+ * Where a file names the table it is written for (`processed_events`, and its indexes
+ * `processed_events_<x>_idx`), so the code can put the configured table in its place.
+ */
+export function tableNamePattern(defaultTable: string): RegExp {
+	return new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx))?\\b`, 'g');
+}
