@@ -54,6 +54,7 @@ import {
 	type EmbeddedOperation,
 } from './connection';
 import type { EmbeddedStatement } from './statements';
+import { readAllOffThread, readOneOffThread } from './readerThread';
 import { embeddedTableName, renderEmbeddedStatement } from './statements';
 
 export interface EmbeddedStoreOptions {
@@ -278,18 +279,18 @@ export class EmbeddedKeyStore implements KeyStore {
 	async listKeys(options: ListKeysOptions): Promise<KeysPage> {
 		validateListOptions(options);
 		const connection = await this.readyConnection();
-		const rows = await read(connection, this.wait('read'), () =>
-			this.statement(connection, 'list_keys').all({
-				after_key: options.afterKey ?? '',
-				status: options.status ?? null,
-				stuck_only: options.stuckLeasesOnly ? 1 : 0,
-				older_than_ms: options.olderThanSeconds === undefined ? null : milliseconds(options.olderThanSeconds),
-				prefix: options.keyPrefix || null,
-				limit: options.limit,
-				replayable_only: options.replayableOnly ? 1 : 0,
-				max_bytes: MAX_LIST_PAGE_BYTES,
-			}),
-		);
+		const parameters = {
+			after_key: options.afterKey ?? '',
+			status: options.status ?? null,
+			stuck_only: options.stuckLeasesOnly ? 1 : 0,
+			older_than_ms: options.olderThanSeconds === undefined ? null : milliseconds(options.olderThanSeconds),
+			prefix: options.keyPrefix || null,
+			limit: options.limit,
+			replayable_only: options.replayableOnly ? 1 : 0,
+			max_bytes: MAX_LIST_PAGE_BYTES,
+		};
+		// A filtered page can scan the whole table: off the event loop's thread.
+		const rows = await readAllOffThread(connection.file, this.statementText('list_keys'), parameters, this.wait('read'));
 		const keys = rows.map(toStoredKey);
 		const pageRows = Number(rows[0]?.page_rows ?? 0);
 		const more = pageRows === options.limit || keys.length < pageRows;
@@ -299,7 +300,8 @@ export class EmbeddedKeyStore implements KeyStore {
 	async stats(windowHours: number): Promise<KeyStats> {
 		validateStatsWindow(windowHours);
 		const connection = await this.readyConnection();
-		const row = await read(connection, this.wait('read'), () => this.statement(connection, 'stats').get({ window_ms: milliseconds(windowHours * 3600) }));
+		// One pass over the whole table: off the event loop's thread.
+		const row = await readOneOffThread(connection.file, this.statementText('stats'), { window_ms: milliseconds(windowHours * 3600) }, this.wait('read'));
 		const count = (name: string) => Number(row?.[name] ?? 0);
 		return {
 			windowHours,
@@ -337,6 +339,10 @@ export class EmbeddedKeyStore implements KeyStore {
 
 	private statement(connection: EmbeddedConnection, name: EmbeddedStatement) {
 		return namedStatement(connection, name, 'keys', this.table);
+	}
+
+	private statementText(name: EmbeddedStatement): string {
+		return renderEmbeddedStatement(name, 'keys', this.table);
 	}
 
 	private wait(operation: EmbeddedOperation) {
