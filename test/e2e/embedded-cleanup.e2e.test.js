@@ -1,0 +1,70 @@
+// The embedded cleanup template (templates/scheduled-cleanup-embedded.json) run in the real n8n as
+// a user runs it from the editor: Delete Expired Keys, then Get Stats (which reads on a thread of
+// its own inside n8n), on the key file n8n's nodes use. Expired keys are backdated with SQL, as the
+// Postgres cleanup test does, by a process of its own on n8n's Node.
+const { execFileSync } = require('node:child_process');
+const path = require('node:path');
+const { randomUUID } = require('node:crypto');
+const { harness, eventId } = require('../support/e2e/harness');
+const { readShippedTemplate, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
+const { storeFile, storedKeys, storeStats } = require('../support/e2e/embedded');
+
+const TRIGGER = 'Run Now';
+
+/** Inserts rows into the key table of `file` (created through the installed package first); `rows`: [key, expiresAtMs]. */
+function insertKeys(h, file, rows) {
+	const script = `
+		const [pkgDir, file, rows] = process.argv.slice(1);
+		const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'embedded'));
+		(async () => {
+			await embedded.openEmbeddedKeyStore({ file }).createTable();
+			embedded.closeEmbeddedStores();
+			const { DatabaseSync } = require('node:sqlite');
+			const db = new DatabaseSync(file, { timeout: 10000 });
+			const insert = db.prepare("insert into processed_events (key, first_seen, last_seen, status, expires_at) values (?, ?, ?, 'completed', ?)");
+			const now = Date.now();
+			db.exec('begin immediate');
+			for (const [key, expiresAt] of JSON.parse(rows)) insert.run(key, now - 40 * 86400000, now - 40 * 86400000, expiresAt);
+			db.exec('commit');
+			db.close();
+		})().catch((error) => { process.stderr.write(String(error.stack ?? error)); process.exit(1); });
+	`;
+	execFileSync(path.join(h.state.nodeBin, 'node'), ['-e', script, h.state.packageDir, file, JSON.stringify(rows)], { stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+/** The shipped template with a Manual Trigger beside its schedule, as a user runs it once from the editor. */
+function cleanupRunNow() {
+	const template = readShippedTemplate('scheduled-cleanup-embedded.json');
+	const schedule = template.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger');
+	const manual = { id: randomUUID(), name: TRIGGER, type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [schedule.position[0], schedule.position[1] + 200], parameters: {} };
+	return { ...template, nodes: [...template.nodes, manual], connections: { ...template.connections, [TRIGGER]: template.connections[schedule.name] } };
+}
+
+describe('templates/scheduled-cleanup-embedded.json', () => {
+	const h = harness();
+
+	test('deletes the keys whose retention ended, keeps the others, and reports the store as Get Stats reads it after', async () => {
+		const file = storeFile(h);
+		const prefix = `e2e-embedded-cleanup:${eventId('c')}:`;
+		const expired = [`${prefix}old-1`, `${prefix}old-2`, `${prefix}old-3`];
+		const kept = [`${prefix}recent-1`, `${prefix}recent-2`];
+		const now = Date.now();
+		insertKeys(h, file, [...expired.map((key) => [key, now - 10 * 86400000]), ...kept.map((key) => [key, now + 30 * 86400000])]);
+		expect(Object.keys(await storedKeys(h, [...expired, ...kept])).sort()).toEqual([...expired, ...kept].sort());
+
+		const { id } = await saveWorkflow(h, cleanupRunNow(), 'embedded-cleanup');
+		const { execution } = await runFromManualTrigger(h, id, TRIGGER);
+		expect(execution.status).toBe('success');
+
+		// Other tests' keys in this file keep their 30-day retention: only these expired ones go.
+		expect(Object.keys(await storedKeys(h, [...expired, ...kept])).sort()).toEqual([...kept].sort());
+		const cleanup = execution.runData['Delete Expired Keys'][0].data.main[0][0].json;
+		expect(cleanup).toMatchObject({ deleted: expired.length, finished: true });
+		const stats = execution.runData['Key Stats (Last 24 h)'][0].data.main[0][0].json;
+		const after = await storeStats(h);
+		expect(stats).toMatchObject({ total: after.total, completed: after.completed, failed: after.failed });
+		expect(stats.total).toBeGreaterThanOrEqual(kept.length);
+		const report = execution.runData['Daily Report'][0].data.main[0][0].json;
+		expect(report.report).toMatch(/^Last 24 h: \d+ new key\(s\), \d+ duplicate\(s\), \d+ reclaim\(s\), \d+ failure\(s\)\. Now: \d+ key\(s\), \d+ failed, \d+ stuck lease\(s\)\. Deleted 3 expired/);
+	});
+});
