@@ -4,9 +4,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { DatabaseError, IdempotencyError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
+import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
 import { compareVersions } from '../order/version';
-import { EmbeddedStoreBusyError } from './errors';
+import { checkpointSoon } from './backgroundThread';
+import { classifySqliteError, EmbeddedStoreBusyError, isBusy, NOTHING_CHANGED, type EmbeddedOperation } from './errors';
+
+export { classifySqliteError, isBusy, type EmbeddedOperation } from './errors';
 import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
 import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, renderEmbeddedStatement, type EmbeddedFamily, type EmbeddedStatement } from './statements';
 import { assertLocalStorage, realPathOfNearest } from './storageCheck';
@@ -40,60 +43,12 @@ const SETUP_BUSY_MS = 1_000;
 const MAX_RETRY_DELAY_MS = 50;
 // WAL files are truncated back to this size after a checkpoint (a burst must not leave a huge one).
 const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
-
-/** SQLite result codes the store gives a meaning to (https://sqlite.org/rescode.html), primary codes. */
-const SQLITE = { busy: 5, locked: 6, readonly: 8, ioerr: 10, corrupt: 11, full: 13, cantopen: 14, notadb: 26 } as const;
+// The store's background thread checkpoints after writes (backgroundThread.ts); SQLite's own
+// checkpoint inside a commit, on the event loop's thread, is kept only as a backstop should that
+// thread fall behind: at 10,000 WAL pages (about 40 MB) instead of SQLite's 1,000.
+const BACKSTOP_CHECKPOINT_PAGES = 10_000;
 
 const connections = new Map<string, EmbeddedConnection>();
-
-function primaryCode(error: unknown): number | undefined {
-	const code = (error as { errcode?: unknown } | null)?.errcode;
-	return typeof code === 'number' ? code & 0xff : undefined;
-}
-
-export function isBusy(error: unknown): boolean {
-	const code = primaryCode(error);
-	return code === SQLITE.busy || code === SQLITE.locked;
-}
-
-/** What each operation left unchanged when it failed (SQLite rolled the statement back). */
-export type EmbeddedOperation = 'reserve' | 'complete' | 'release' | 'fail' | 'claim' | 'cleanup' | 'read' | 'order' | 'schema';
-
-const NOTHING_CHANGED: Record<EmbeddedOperation, string> = {
-	reserve: 'Nothing was reserved.',
-	complete: 'The key was not completed: it stays reserved until its lease ends, and a delivery after that runs the business step again.',
-	release: 'Nothing was released: a redelivery reads In Progress until the lease ends.',
-	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
-	claim: 'Nothing was claimed: the keys are as they were.',
-	cleanup: 'The keys deleted before it stay deleted; the rest are kept until the next run.',
-	read: '',
-	order: 'No version mark was changed.',
-	schema: 'The file was not changed.',
-};
-
-/** A SQLite failure as one of the package's errors, naming the file and what did not change. */
-export function classifySqliteError(error: unknown, file: string, operation: EmbeddedOperation): IdempotencyError {
-	if (error instanceof IdempotencyError) return error;
-	const message = error instanceof Error ? error.message : String(error);
-	const unchanged = NOTHING_CHANGED[operation] ? ` ${NOTHING_CHANGED[operation]}` : '';
-	switch (primaryCode(error)) {
-		case SQLITE.busy:
-		case SQLITE.locked:
-			return new EmbeddedStoreBusyError(`The embedded key store ${file} is locked by another process.${unchanged}`, { cause: error });
-		case SQLITE.full:
-			return new DatabaseError(`The disk holding the embedded key store ${file} is full (${message}).${unchanged}`, { cause: error });
-		case SQLITE.readonly:
-		case SQLITE.cantopen:
-			return new InvalidConfigurationError(
-				`The embedded key store ${file} cannot be opened for writing (${message}): n8n needs write access to the file and its folder.${unchanged}`,
-				{ cause: error },
-			);
-		case SQLITE.notadb:
-		case SQLITE.corrupt:
-			return new DatabaseError(`The embedded key store ${file} is not a readable SQLite file (${message}).${unchanged}`, { cause: error });
-	}
-	return new DatabaseError(`Embedded key store error on ${file}: ${message}.${unchanged}`, { cause: error });
-}
 
 /** A prepared statement, cached on the connection by its text. */
 export function statement(connection: EmbeddedConnection, text: string): SqliteStatement {
@@ -165,7 +120,9 @@ export interface LockWait {
  * then EmbeddedStoreBusyError, with nothing changed.
  */
 export async function withWriteLock<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
-	return retryWhileBusy(connection, wait, () => inTransaction(connection.db, work));
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection.db, work));
+	checkpointSoon(connection.file);
+	return result;
 }
 
 /** A read: never blocked by writers under WAL; retried like a write in the rare busy case (WAL recovery). */
@@ -243,6 +200,7 @@ export function connectionFor(file: string): EmbeddedConnection {
 		// FULL: every commit is on the disk before the call returns (a completed key survives a power cut).
 		db.exec('pragma synchronous = full');
 		db.exec(`pragma journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
+		db.exec(`pragma wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
 		const connection: EmbeddedConnection = { file: real, db, storeId: '', statements: new Map(), tablesReady: new Map() };
 		migrateFile(connection);
 		const storeId = namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })?.value;

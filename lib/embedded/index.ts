@@ -2,7 +2,7 @@ import type { KeyStore, OrderStore } from '../store/contract';
 import { closeConnections, connectionFor } from './connection';
 import { EmbeddedKeyStore, type EmbeddedStoreOptions } from './keyStore';
 import { EmbeddedOrderStore } from './orderStore';
-import { stopReaderThreads } from './readerThread';
+import { stopStoreThreads } from './backgroundThread';
 
 export { EmbeddedStoreBusyError, EmbeddedStoreUnavailableError, UnsafeStorageError } from './errors';
 export { EmbeddedKeyStore, type EmbeddedStoreOptions } from './keyStore';
@@ -32,6 +32,6 @@ export function embeddedStoreId(file: string): string {
 
 /** Closes this process's connections to every store file (tests; the stores reopen on next use). */
 export function closeEmbeddedStores(): void {
-	stopReaderThreads();
+	stopStoreThreads();
 	closeConnections();
 }

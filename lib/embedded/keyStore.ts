@@ -54,7 +54,7 @@ import {
 	type EmbeddedOperation,
 } from './connection';
 import type { EmbeddedStatement } from './statements';
-import { readAllOffThread, readOneOffThread } from './readerThread';
+import { readAllOffThread, readOneOffThread } from './backgroundThread';
 import { embeddedTableName, renderEmbeddedStatement } from './statements';
 
 export interface EmbeddedStoreOptions {

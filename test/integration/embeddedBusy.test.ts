@@ -194,6 +194,6 @@ it('a read whose thread is stopped mid-scan fails with an error naming the file,
 	const error = await reading;
 	expect(error).toBeInstanceOf(DatabaseError);
 	expect((error as Error).message).toContain(file);
-	expect((error as Error).message).toMatch(/reader thread stopped/);
+	expect((error as Error).message).toMatch(/background thread stopped/);
 	expect((await store.stats(24)).total).toBe(200_000);
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -38,6 +38,28 @@ describe('the store file', () => {
 		// The journal mode is kept in the file: another connection sees it too.
 		const raw = openRaw(file);
 		expect(raw.prepare('pragma journal_mode').get()).toEqual({ journal_mode: 'wal' });
+		raw.close();
+	});
+
+	it("copies its WAL back into the file on the store's background thread after writes, leaving SQLite's own checkpoint in a commit as a backstop", async () => {
+		const file = fileIn('checkpoint.sqlite');
+		const store = openEmbeddedKeyStore({ file });
+		// 50 commits of one key: a couple of hundred WAL pages, far below SQLite's own 1,000-page checkpoint.
+		for (let i = 0; i < 50; i++) await store.reserve([{ key: `k-${i}`, keySource: 'custom', payloadHash: null }], lease);
+		expect(connectionFor(file).db.prepare('pragma wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 10_000 });
+		// The WAL index (the -shm file, https://sqlite.org/walformat.html): mxFrame, the last valid
+		// frame, at byte 16; nBackfill, how many frames a checkpoint has copied into the file, at 96.
+		const frames = () => {
+			const shm = readFileSync(`${file}-shm`);
+			return { last: shm.readUInt32LE(16), copied: shm.readUInt32LE(96) };
+		};
+		expect(frames().last).toBeGreaterThan(50);
+		const deadline = Date.now() + 5_000;
+		while (frames().copied < frames().last && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+		expect(frames().copied).toBe(frames().last);
+		// What the checkpoint copied is the committed state: another connection reads every key.
+		const raw = openRaw(file);
+		expect(raw.prepare('select count(*) as n from processed_events').get()).toEqual({ n: 50 });
 		raw.close();
 	});
 
