@@ -15,6 +15,7 @@ const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('../sup
 const { deliverAll, figures, report } = require('../support/e2e/provider');
 const { eventually } = require('../support/e2e/eventually');
 const { pidAlive, sleep } = require('../support/stack/childProcesses');
+const { startStoppedWorkers } = require('../support/e2e/control');
 
 // Test 2's lease: the crashed run's key is taken over once it ends (the template's is 300 s).
 const CRASH_LEASE_SECONDS = 20;
@@ -135,11 +136,7 @@ defineChecklist({
 			},
 			teardown: async () => {
 				await api?.close();
-				if (h.topology === 'queue') {
-					// Leave two workers for the next test file.
-					const { workers } = await h.control('GET /processes');
-					for (const worker of workers) if (!worker.alive) await h.control('POST /start-worker', { index: worker.index });
-				}
+				if (h.topology === 'queue') await startStoppedWorkers(h.control); // two workers for the next test file
 			},
 			/** The API's answered calls for the key: the business step's effects. */
 			effects: async (key) => api.calls(key),
