@@ -4,32 +4,17 @@
 // this response mode: the provider would stop retrying and the event would be lost).
 const { harness, eventId } = require('../support/e2e/harness');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('../support/e2e/restWorkflows');
+const { settleBlocker } = require('../support/e2e/appFaults');
 
 const BUSINESS = 'Business Step (insert business_log)';
 const SETTLE = 'Settle (complete or mark failed)';
 
 describe('the webhook template answers every outcome itself', () => {
 	const h = harness();
-	const blocked = `e2e_answers_block_${Date.now().toString(36)}`;
-
-	beforeAll(async () => {
-		// Refuses the settling of listed keys, as a database that is down for that statement would.
-		await h.appQuery(`CREATE TABLE ${blocked} (key text PRIMARY KEY, status text NOT NULL)`);
-		await h.appQuery(`CREATE FUNCTION ${blocked}_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN
-				IF EXISTS (SELECT 1 FROM ${blocked} b WHERE b.key = NEW.key AND b.status = NEW.status) THEN
-					RAISE EXCEPTION 'e2e: settling % refused', NEW.key;
-				END IF;
-				RETURN NEW;
-			END $$`);
-		await h.appQuery(`CREATE TRIGGER ${blocked} BEFORE UPDATE ON processed_events FOR EACH ROW EXECUTE FUNCTION ${blocked}_refuse()`);
-	});
-
-	afterAll(async () => {
-		await h.appQuery(`DROP TRIGGER IF EXISTS ${blocked} ON processed_events`);
-		await h.appQuery(`DROP FUNCTION IF EXISTS ${blocked}_refuse()`);
-		await h.appQuery(`DROP TABLE IF EXISTS ${blocked}`);
-	});
+	// Refuses the settling of listed keys, as a database that is down for that statement would.
+	const blocked = settleBlocker(h, `e2e_answers_block_${Date.now().toString(36)}`);
+	beforeAll(() => blocked.create());
+	afterAll(() => blocked.drop());
 
 	/** The shipped template, published with its own webhook; `edit` changes it as a user (or a fault) would. */
 	async function publishTemplate(label, edit = () => {}) {
@@ -102,7 +87,7 @@ describe('the webhook template answers every outcome itself', () => {
 	test('a failing business step whose key cannot be marked failed → 500, and the execution fails for the error workflow', async () => {
 		const { url, workflowId } = await publishTemplate('fail-unsettled', businessSql("SELECT 1 / 0 WHERE $1 IS NOT NULL"));
 		const id = eventId('fail_unsettled');
-		await h.appQuery(`INSERT INTO ${blocked} (key, status) VALUES ($1, 'failed')`, [`evt:${id}`]);
+		await blocked.block(`evt:${id}`, 'failed');
 		const mark = await h.executionMark();
 		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
 		expect([answer.status, answer.outcome]).toEqual([500, 'failed']);
@@ -114,7 +99,7 @@ describe('the webhook template answers every outcome itself', () => {
 	test('a successful step whose key cannot be completed → 200 completion_pending, the execution fails with the key for the error workflow', async () => {
 		const { url, workflowId } = await publishTemplate('complete-unsettled', businessSql('SELECT $1::text AS done'));
 		const id = eventId('complete_unsettled');
-		await h.appQuery(`INSERT INTO ${blocked} (key, status) VALUES ($1, 'completed')`, [`evt:${id}`]);
+		await blocked.block(`evt:${id}`, 'completed');
 		const mark = await h.executionMark();
 		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
 		expect([answer.status, answer.outcome]).toEqual([200, 'completion_pending']);

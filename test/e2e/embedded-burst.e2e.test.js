@@ -3,8 +3,7 @@
 // Duplicate. In queue mode the deliveries spread over two workers that share main's n8n folder: two OS
 // processes reserving in one store file at the same moment.
 const { harness, outputTaken, eventId } = require('../support/e2e/harness');
-const { EMB, publishEmbedded, useWorkerFolders, keyStates } = require('../support/e2e/embedded');
-const { startSink } = require('../support/e2e/sink');
+const { EMB, useEmbeddedWebhook, keyStates } = require('../support/e2e/embedded');
 const { deliverAll, figures, report } = require('../support/e2e/provider');
 
 const countBy = (items, keyOf) => items.reduce((acc, item) => ({ ...acc, [keyOf(item)]: (acc[keyOf(item)] ?? 0) + 1 }), {});
@@ -13,21 +12,14 @@ const BURST = 100;
 
 describe('a burst of one event on the embedded store', () => {
 	const h = harness();
-	let api;
-	let webhook;
-
-	beforeAll(async () => {
-		await useWorkerFolders(h, 'shared');
-		api = await startSink();
-		webhook = await publishEmbedded(h, 'emb-burst', { apiUrl: api.url });
-	});
-	afterAll(async () => api?.close());
+	const site = useEmbeddedWebhook(h, 'emb-burst');
 
 	// 100 deliveries at once is also a load test of n8n itself: in one process its own database pool
 	// can time out reading the signing secret (503 not_verified), n8n can fail the execution (500),
 	// or answer after the provider's 30 s timeout. Each is an answer the provider retries, as Stripe
 	// does; what must hold is one effect and one reservation, whatever n8n answered.
 	test(`${BURST} simultaneous deliveries of one event, each retried until a 2xx → exactly one effect, one reservation`, async () => {
+		const { api, webhook } = site;
 		const mark = await h.executionMark();
 		const event = { id: eventId('emb_burst'), type: 'order.created' };
 		const key = `evt:${event.id}`;

@@ -5,24 +5,16 @@
 // sharing the n8n folder (one host).
 const crypto = require('node:crypto');
 const { harness, outputTaken, eventId } = require('../support/e2e/harness');
-const { EMB, publishEmbedded, useWorkerFolders, keyStates } = require('../support/e2e/embedded');
-const { startSink } = require('../support/e2e/sink');
+const { EMB, useEmbeddedWebhook, keyStates } = require('../support/e2e/embedded');
 
 describe('seed experiment through templates/idempotent-webhook-embedded.json (Store: Embedded)', () => {
 	const h = harness();
-	let api;
-	let webhook;
-
-	beforeAll(async () => {
-		await useWorkerFolders(h, 'shared');
-		api = await startSink();
-		webhook = await publishEmbedded(h, 'emb-seed', { apiUrl: api.url });
-	});
-	afterAll(async () => api?.close());
+	const site = useEmbeddedWebhook(h, 'emb-seed');
 
 	// Queue mode on one host: main and the workers share one n8n folder, and the key file's store id
 	// is set on every process (IDEMPOTENCY_EMBEDDED_STORE_ID, as the harness and docs/embedded-store.md do).
 	(h.topology === 'queue' ? test : test.skip)('queue mode, one shared folder, the store id set on every process: the first delivery is processed, once', async () => {
+		const { api, webhook } = site;
 		const { answers, key } = webhook.warmUp;
 		expect(answers).toEqual([expect.objectContaining({ status: 200, outcome: 'new' })]);
 		expect(api.calls(key)).toBe(1);
@@ -30,6 +22,7 @@ describe('seed experiment through templates/idempotent-webhook-embedded.json (St
 	});
 
 	test('A, A with a new signature, B, a forged C, C, a body without id twice: one API call per event, the repeats duplicates, nothing in Postgres', async () => {
+		const { api, webhook } = site;
 		const mark = await h.executionMark();
 		const a = { id: eventId('emb_a'), type: 'payment_intent.succeeded' };
 		const b = { id: eventId('emb_b'), type: 'invoice.paid' };

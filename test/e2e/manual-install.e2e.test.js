@@ -5,16 +5,18 @@
 // n8n-workflow (the latest 2.x) and with it isolated-vm, a native addon that needs Node 24 and a
 // compiler. So: the install exits 0, installs neither, and every node and credential loads against
 // the n8n-workflow of the n8n it targets, found the way n8n offers it to packages (NODE_PATH).
+// Not through test/support/e2e/harness.js: that talks to the suite's running n8n, and this test
+// needs none — it installs into fresh nodes folders of its own with each line's own Node and npm.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const stack = require('../support/stack/n8nStack');
 const { PROVEN_N8N_VERSIONS } = require('../support/stack/n8nVersion');
+const { CACHE_DIR, installIntoCache } = require('../support/stack/cache');
 
 /** The npm a user has with each Node major: the one that Node release line ships. */
 const NPM_FOR_NODE_MAJOR = { 22: '10.9.9', 24: '11.21.2' };
-const CACHE = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(os.homedir(), '.cache', 'n8n-nodes-idempotency');
 
 /** A user's shell: none of the npm_* settings that `npm run`/npx export (the repo's ignore-scripts among them). */
 function userEnv(nodeBin) {
@@ -26,15 +28,9 @@ function userEnv(nodeBin) {
 
 /** npm-cli.js of the given npm version, installed once into the cache. */
 function ensureNpm(version) {
-	const dir = path.join(CACHE, `npm-${version}`);
+	const dir = path.join(CACHE_DIR, `npm-${version}`);
 	const cli = path.join(dir, 'node_modules', 'npm', 'bin', 'npm-cli.js');
-	if (!fs.existsSync(path.join(dir, '.complete'))) {
-		fs.mkdirSync(dir, { recursive: true });
-		fs.writeFileSync(path.join(dir, 'package.json'), '{"private":true}');
-		const result = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', `npm@${version}`], { cwd: dir, encoding: 'utf8' });
-		if (result.status !== 0) throw new Error(`installing npm@${version} failed:\n${result.stderr}`);
-		fs.writeFileSync(path.join(dir, '.complete'), '');
-	}
+	installIntoCache({ dir, spec: `npm@${version}`, entry: cli });
 	return cli;
 }
 

@@ -11,13 +11,14 @@ const { Client } = require('pg');
 const { harness, outputTaken, outputItem, eventId } = require('../support/e2e/harness');
 const { expectErrorWorkflowCompletedKey } = require('../support/e2e/outcome');
 const { publishOrderedWebhook } = require('../support/e2e/restWorkflows');
+const { createTrigger, dropTrigger, settleBlocker } = require('../support/e2e/appFaults');
 
 const GUARD = 'Idempotency Order Guard';
 const CONSTRAINT = 'customers_e2e_rejects_poison';
 const BUSINESS = 'Business Step (upsert customer)';
 const COMPLETION_FAILED = 'Completion Failed (error workflow completes)';
-// Like a database that refuses writes: a trigger rejects the completion of the keys in this table,
-// and counts each attempt in a sequence (nextval is not undone by the rollback).
+// Like a database that refuses writes: a trigger rejects the completion of the keys it lists and
+// counts each refused attempt.
 const BLOCKED = 'e2e_ordered_block_complete';
 // Holds a chosen delivery's upsert after it passed the guard: a trigger on customers waits for an
 // advisory lock the test holds, for rows whose email is at this domain. It holds no row lock while
@@ -25,9 +26,19 @@ const BLOCKED = 'e2e_ordered_block_complete';
 const HELD = 'e2e_ordered_hold_write';
 const HELD_DOMAIN = '@held.example';
 const HOLD_LOCK = 720_001;
+const HOLD_TRIGGER = {
+	name: HELD,
+	table: 'customers',
+	timing: 'BEFORE INSERT',
+	when: `NEW.email LIKE '%${HELD_DOMAIN}'`,
+	body: `				PERFORM pg_advisory_lock_shared(${HOLD_LOCK});
+				PERFORM pg_advisory_unlock_shared(${HOLD_LOCK});
+				RETURN NEW;`,
+};
 
 describe('ordered-webhook template: failures around the Order Guard', () => {
 	const h = harness();
+	const blocked = settleBlocker(h, BLOCKED);
 	let url;
 	let workflowId;
 	const key = async (id) =>
@@ -35,36 +46,14 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 
 	beforeAll(async () => {
 		({ url, workflowId } = await publishOrderedWebhook(h, 'ordered', { errorWorkflow: h.IDS.error }));
-		await h.appQuery(`CREATE TABLE IF NOT EXISTS ${BLOCKED} (key text PRIMARY KEY)`);
-		await h.appQuery(`CREATE SEQUENCE IF NOT EXISTS ${BLOCKED}_attempts`);
-		await h.appQuery(`CREATE OR REPLACE FUNCTION ${BLOCKED}() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN
-				IF NEW.status = 'completed' AND EXISTS (SELECT 1 FROM ${BLOCKED} b WHERE b.key = NEW.key) THEN
-					PERFORM nextval('${BLOCKED}_attempts');
-					RAISE EXCEPTION 'e2e: completion of % is blocked', NEW.key;
-				END IF;
-				RETURN NEW;
-			END $$`);
-		await h.appQuery(`DROP TRIGGER IF EXISTS ${BLOCKED} ON processed_events`);
-		await h.appQuery(`CREATE TRIGGER ${BLOCKED} BEFORE UPDATE ON processed_events FOR EACH ROW EXECUTE FUNCTION ${BLOCKED}()`);
-		await h.appQuery(`CREATE OR REPLACE FUNCTION ${HELD}() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN
-				PERFORM pg_advisory_lock_shared(${HOLD_LOCK});
-				PERFORM pg_advisory_unlock_shared(${HOLD_LOCK});
-				RETURN NEW;
-			END $$`);
-		await h.appQuery(`DROP TRIGGER IF EXISTS ${HELD} ON customers`);
-		await h.appQuery(`CREATE TRIGGER ${HELD} BEFORE INSERT ON customers FOR EACH ROW WHEN (NEW.email LIKE '%${HELD_DOMAIN}') EXECUTE FUNCTION ${HELD}()`);
+		await blocked.create();
+		await createTrigger(h, HOLD_TRIGGER);
 	});
 
 	afterAll(async () => {
 		await h.appQuery(`ALTER TABLE customers DROP CONSTRAINT IF EXISTS ${CONSTRAINT}`);
-		await h.appQuery(`DROP TRIGGER IF EXISTS ${BLOCKED} ON processed_events`);
-		await h.appQuery(`DROP FUNCTION IF EXISTS ${BLOCKED}()`);
-		await h.appQuery(`DROP TABLE IF EXISTS ${BLOCKED}`);
-		await h.appQuery(`DROP SEQUENCE IF EXISTS ${BLOCKED}_attempts`);
-		await h.appQuery(`DROP TRIGGER IF EXISTS ${HELD} ON customers`);
-		await h.appQuery(`DROP FUNCTION IF EXISTS ${HELD}()`);
+		await blocked.drop();
+		await dropTrigger(h, HOLD_TRIGGER);
 	});
 
 	const customerEvent = (customer, type, created, email) => ({ id: eventId(type.replace('.', '_')), type, created, data: { object: { id: customer, object: 'customer', email } } });
@@ -233,15 +222,15 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		const at = Math.floor(Date.now() / 1000);
 		const update = { id: eventId('pending'), type: 'customer.updated', created: at, data: { object: { id: customer, object: 'customer', email: 'pending@example.com' } } };
 		const eventKey = `evt:${update.id}`;
-		await h.appQuery(`INSERT INTO ${BLOCKED} (key) VALUES ($1)`, [eventKey]);
-		const attemptsBefore = Number((await h.appQuery(`SELECT last_value, is_called FROM ${BLOCKED}_attempts`)).rows.map((r) => (r.is_called ? r.last_value : 0))[0]);
+		await blocked.block(eventKey);
+		const attemptsBefore = await blocked.refusals();
 		const mark = await h.executionMark();
 
 		const first = await h.deliver(url, update);
-		await h.appQuery(`DELETE FROM ${BLOCKED} WHERE key = $1`, [eventKey]); // the database is back
+		await blocked.unblock(eventKey); // the database is back
 		expect([first.status, first.outcome]).toEqual([200, 'completion_pending']);
 		// The fault happened: Settle's completion reached the database and was refused.
-		const attemptsAfter = Number((await h.appQuery(`SELECT last_value FROM ${BLOCKED}_attempts`)).rows[0].last_value);
+		const attemptsAfter = await blocked.refusals();
 		expect(attemptsAfter - attemptsBefore).toBeGreaterThanOrEqual(1);
 		// The effect happened: the customer was written, and the guard recorded this event's version.
 		expect((await h.appQuery('SELECT email, version::text AS version FROM customers WHERE id = $1', [customer])).rows).toEqual([{ email: 'pending@example.com', version: String(at) }]);

@@ -6,35 +6,23 @@
 const { harness, eventId } = require('../../support/e2e/harness');
 const { report } = require('../../support/e2e/provider');
 const { expectErrorWorkflowCompletedKey } = require('../../support/e2e/outcome');
+const { settleBlocker } = require('../../support/e2e/appFaults');
 
 describe('queue mode: Settle cannot complete the key after the business step succeeded', () => {
 	const h = harness();
 
-	beforeAll(async () => {
-		await h.appQuery('CREATE TABLE IF NOT EXISTS e2e_block_complete (key text PRIMARY KEY)');
-		await h.appQuery(`CREATE OR REPLACE FUNCTION e2e_block_complete() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN
-				IF NEW.status = 'completed' AND EXISTS (SELECT 1 FROM e2e_block_complete b WHERE b.key = NEW.key) THEN
-					RAISE EXCEPTION 'e2e: completion of % is blocked', NEW.key;
-				END IF;
-				RETURN NEW;
-			END $$`);
-		await h.appQuery('DROP TRIGGER IF EXISTS e2e_block_complete ON processed_events');
-		await h.appQuery('CREATE TRIGGER e2e_block_complete BEFORE UPDATE ON processed_events FOR EACH ROW EXECUTE FUNCTION e2e_block_complete()');
-	});
-	afterAll(async () => {
-		await h.appQuery('DROP TRIGGER IF EXISTS e2e_block_complete ON processed_events');
-		await h.appQuery('DROP TABLE IF EXISTS e2e_block_complete');
-	});
+	const blocked = settleBlocker(h, 'e2e_block_complete');
+	beforeAll(() => blocked.create());
+	afterAll(() => blocked.drop());
 
 	test('→ 200 to the provider, the execution fails in Completion Failed, the error workflow completes the key, the redelivery is a duplicate', async () => {
 		const event = { id: eventId('complete_fails'), type: 'order.created' };
 		const key = `evt:${event.id}`;
-		await h.appQuery('INSERT INTO e2e_block_complete (key) VALUES ($1)', [key]);
+		await blocked.block(key);
 		const mark = await h.executionMark();
 
 		const first = await h.deliver(h.webhookUrl, event);
-		await h.appQuery('DELETE FROM e2e_block_complete WHERE key = $1', [key]); // the database is back
+		await blocked.unblock(key); // the database is back
 		expect([first.status, first.outcome]).toEqual([200, 'completion_pending']);
 
 		const [webhookRun] = await h.waitForExecutions(h.IDS.webhook, mark, 1, { timeoutMs: 120000 });

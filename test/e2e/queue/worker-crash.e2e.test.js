@@ -14,8 +14,17 @@ const { deliverAll, figures, recoveryMs, report } = require('../../support/e2e/p
 const { sleep, pidAlive } = require('../../support/stack/childProcesses');
 const { eventually } = require('../../support/e2e/eventually');
 const { errorRunsFor } = require('../../support/e2e/outcome');
+const { createTrigger, dropTrigger } = require('../../support/e2e/appFaults');
+const { startStoppedWorkers } = require('../../support/e2e/control');
 
 const SLOW_TYPE = 'e2e.slow';
+const SLOW_TRIGGER = {
+	name: 'e2e_slow_business_step',
+	table: 'business_log',
+	timing: 'BEFORE INSERT',
+	body: `				IF NEW.event_type = '${SLOW_TYPE}' THEN PERFORM pg_sleep(5); END IF;
+				RETURN NEW;`,
+};
 
 describe('queue mode: a worker killed in the middle of the business step', () => {
 	const h = harness();
@@ -23,21 +32,13 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 	beforeAll(async () => {
 		await h.appQuery("ALTER SYSTEM SET client_connection_check_interval = '1s'");
 		await h.appQuery('SELECT pg_reload_conf()');
-		await h.appQuery(`CREATE OR REPLACE FUNCTION e2e_slow_business_step() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN
-				IF NEW.event_type = '${SLOW_TYPE}' THEN PERFORM pg_sleep(5); END IF;
-				RETURN NEW;
-			END $$`);
-		await h.appQuery('DROP TRIGGER IF EXISTS e2e_slow_business_step ON business_log');
-		await h.appQuery('CREATE TRIGGER e2e_slow_business_step BEFORE INSERT ON business_log FOR EACH ROW EXECUTE FUNCTION e2e_slow_business_step()');
+		await createTrigger(h, SLOW_TRIGGER);
 	});
 	afterAll(async () => {
-		await h.appQuery('DROP TRIGGER IF EXISTS e2e_slow_business_step ON business_log');
+		await dropTrigger(h, SLOW_TRIGGER);
 		await h.appQuery('ALTER SYSTEM RESET client_connection_check_interval');
 		await h.appQuery('SELECT pg_reload_conf()');
-		// Leave two workers for the next test file.
-		const { workers } = await h.control('GET /processes');
-		for (const worker of workers) if (!worker.alive) await h.control('POST /start-worker', { index: worker.index });
+		await startStoppedWorkers(h.control); // two workers for the next test file
 	});
 
 	test('kill -9 of the worker running the business step → 409 while the lease runs, then exactly 1 business row', async () => {

@@ -48,4 +48,10 @@ function controlClient(baseUrl) {
 	};
 }
 
-module.exports = { serveControl, controlClient };
+/** Starts again every worker that is not running (a test killed it): `control` is the harness's h.control. */
+async function startStoppedWorkers(control) {
+	const { workers } = await control('GET /processes');
+	for (const worker of workers) if (!worker.alive) await control('POST /start-worker', { index: worker.index });
+}
+
+module.exports = { serveControl, controlClient, startStoppedWorkers };

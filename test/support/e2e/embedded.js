@@ -8,6 +8,7 @@ const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./rest
 const { NODE, eventId } = require('./harness');
 const { sleep } = require('../stack/childProcesses');
 const { embeddedStoreFile, readEmbeddedStore } = require('../stack/embeddedStore');
+const { startSink } = require('./sink');
 
 const EMBEDDED_TEMPLATE = 'idempotent-webhook-embedded.json';
 /** The embedded template's node names (the same as the Postgres template's but for the business step). */
@@ -99,6 +100,25 @@ async function useWorkerFolders(h, folders) {
 	return { ...result, workers };
 }
 
+/**
+ * The start of a test file on the embedded template: the workers in main's folder (queue mode: one
+ * host), the test's sink as the user's API, and the template published calling it. Returns { api, webhook }.
+ */
+async function startEmbeddedWebhook(h, label) {
+	await useWorkerFolders(h, 'shared');
+	const api = await startSink();
+	const webhook = await publishEmbedded(h, label, { apiUrl: api.url });
+	return { api, webhook };
+}
+
+/** startEmbeddedWebhook before the file's tests, the sink closed after them: { api, webhook } once they run. */
+function useEmbeddedWebhook(h, label) {
+	const site = { api: null, webhook: null };
+	beforeAll(async () => Object.assign(site, await startEmbeddedWebhook(h, label)));
+	afterAll(async () => site.api?.close());
+	return site;
+}
+
 /** The embedded store files under an n8n user folder (the database file, not its -wal / -shm). */
 function storeFilesIn(userFolder) {
 	const storage = path.join(userFolder, '.n8n', 'storage');
@@ -143,4 +163,4 @@ async function storeStats(h, { file = storeFile(h), windowHours = 24 } = {}) {
 	return (await readStore(h, file, 'stats', String(windowHours))) ?? { total: 0, processing: 0, completed: 0, failed: 0 };
 }
 
-module.exports = { EMBEDDED_TEMPLATE, EMB, PACKAGE_NODE, STORE, EMBEDDED_VERSIONS, toEmbeddedStore, toPostgresStore, embeddedTemplate, publishEmbedded, warmUpDelivery, useWorkerFolders, storeFilesIn, storeFile, storedKeys, keyStates, storeStats };
+module.exports = { EMBEDDED_TEMPLATE, EMB, PACKAGE_NODE, STORE, EMBEDDED_VERSIONS, toEmbeddedStore, toPostgresStore, embeddedTemplate, publishEmbedded, warmUpDelivery, useWorkerFolders, startEmbeddedWebhook, useEmbeddedWebhook, storeFilesIn, storeFile, storedKeys, keyStates, storeStats };

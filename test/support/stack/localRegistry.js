@@ -11,9 +11,9 @@ const os = require('node:os');
 const path = require('node:path');
 const { freePort } = require('./postgresServer');
 const { spawnService } = require('./childProcesses');
+const { CACHE_DIR, installIntoCache } = require('./cache');
 
 const VERDACCIO_VERSION = '6.10.4';
-const CACHE = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(os.homedir(), '.cache', 'n8n-nodes-idempotency');
 
 /** The registry npm itself uses here: verdaccio proxies everything but the package under test from it. */
 function upstreamRegistry() {
@@ -28,24 +28,17 @@ function upstreamRegistry() {
  * serve; the override pins the released 2.7.0 (same API).
  */
 function ensureVerdaccio({ nodeBin, log = () => {} }) {
-	const dir = path.join(CACHE, `verdaccio-${VERDACCIO_VERSION}`);
+	const dir = path.join(CACHE_DIR, `verdaccio-${VERDACCIO_VERSION}`);
 	const entry = path.join(dir, 'node_modules', 'verdaccio', 'bin', 'verdaccio');
-	if (fs.existsSync(path.join(dir, '.complete')) && fs.existsSync(entry)) return entry;
-	fs.mkdirSync(dir, { recursive: true });
-	fs.writeFileSync(
-		path.join(dir, 'package.json'),
-		JSON.stringify({ name: 'verdaccio-runtime', private: true, overrides: { 'node-fetch': '2.7.0' } }, null, 2),
-	);
-	log(`installing verdaccio@${VERDACCIO_VERSION} into ${dir} (first time only)…`);
-	const result = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', `verdaccio@${VERDACCIO_VERSION}`], {
-		cwd: dir,
-		encoding: 'utf8',
+	installIntoCache({
+		dir,
+		spec: `verdaccio@${VERDACCIO_VERSION}`,
+		entry,
+		packageJson: { name: 'verdaccio-runtime', private: true, overrides: { 'node-fetch': '2.7.0' } },
+		flags: ['--ignore-scripts'],
 		env: { ...process.env, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` },
-		maxBuffer: 64 * 1024 * 1024,
+		log,
 	});
-	if (result.status !== 0) throw new Error(`installing verdaccio@${VERDACCIO_VERSION} failed (exit ${result.status}):\n${`${result.stdout}${result.stderr}`.slice(-3000)}`);
-	if (!fs.existsSync(entry)) throw new Error(`verdaccio installed, but ${entry} is missing`);
-	fs.writeFileSync(path.join(dir, '.complete'), '');
 	return entry;
 }
 

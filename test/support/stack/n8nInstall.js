@@ -4,6 +4,7 @@ const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
+const { CACHE_DIR } = require('./cache');
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 const PACKAGE_NAME = require(path.join(REPO_ROOT, 'package.json')).name;
@@ -17,8 +18,7 @@ const defaultLog = (line) => process.stderr.write(`[n8n-stack] ${line}\n`);
 /** Runs scripts/ensure-n8n.sh (instant when cached) and returns paths to Node 24 and the n8n bin. */
 function ensureN8n({ log = defaultLog, version = require('./n8nVersion').selectedN8nVersion() } = {}) {
 	const script = path.join(REPO_ROOT, 'scripts', 'ensure-n8n.sh');
-	const cacheHint = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(process.env.HOME ?? '', '.cache', 'n8n-nodes-idempotency');
-	log(`checking the n8n ${version} install cached in ${cacheHint} (installs it the first time: about 5 minutes, 2.8 GB)…`);
+	log(`checking the n8n ${version} install cached in ${CACHE_DIR} (installs it the first time: about 5 minutes, 2.8 GB)…`);
 	const result = spawnSync('bash', [script, version], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 	if (result.status !== 0) throw new Error(`scripts/ensure-n8n.sh failed (exit ${result.status})`);
 	const dir = result.stdout.trim().split('\n').pop();

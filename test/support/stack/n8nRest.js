@@ -1,0 +1,62 @@
+// A tiny cookie-keeping REST client for n8n's internal API (/rest): owner setup and login, any
+// path of the server with the login cookie. Plain CommonJS, Node 20 compatible.
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+/** n8n answers JSON on its REST API and Respond nodes may not: callers keep the raw text too. */
+function parseJsonOrUndefined(text) {
+	try {
+		return JSON.parse(text);
+	} catch {
+		return undefined;
+	}
+}
+
+function restClient(baseUrl) {
+	let cookie = '';
+	const call = async (method, route, body) => request(method, `/rest${route}`, body);
+	const request = async (method, pathname, body) => {
+		const res = await fetch(`${baseUrl}${pathname}`, {
+			method,
+			headers: { 'content-type': 'application/json', 'browser-id': 'n8n-nodes-idempotency', ...(cookie ? { cookie } : {}) },
+			body: body === undefined ? undefined : JSON.stringify(body),
+		});
+		const setCookie = res.headers.getSetCookie?.() ?? [];
+		const auth = setCookie.map((c) => c.split(';')[0]).find((c) => c.startsWith('n8n-auth='));
+		if (auth) cookie = auth;
+		const text = await res.text();
+		return { status: res.status, json: parseJsonOrUndefined(text), text };
+	};
+	return {
+		call,
+		/** Any path of the server, with the login cookie (e.g. the editor's /types/nodes.json). */
+		request,
+		/**
+		 * Creates the owner on a fresh instance, else logs in with the same account. n8n allows 5
+		 * logins per account per minute, and every e2e file needs a session: the session cookie is
+		 * kept in a file per instance and reused while n8n still accepts it.
+		 */
+		async ownerLogin({ email, password, firstName = 'Demo', lastName = 'Owner' }) {
+			const sessionFile = path.join(os.tmpdir(), `n8n-idempotency-session-${crypto.createHash('sha256').update(`${baseUrl} ${email}`).digest('hex').slice(0, 16)}`);
+			const saved = fs.existsSync(sessionFile) ? fs.readFileSync(sessionFile, 'utf8') : '';
+			if (saved) {
+				cookie = saved;
+				const current = await call('GET', '/login');
+				if (current.status === 200 && current.json?.data?.email === email) return current.json;
+				cookie = '';
+			}
+			const setup = await call('POST', '/owner/setup', { email, password, firstName, lastName });
+			const login = setup.status === 200 ? setup : await call('POST', '/login', { emailOrLdapLoginId: email, password });
+			if (login.status !== 200) throw new Error(`n8n owner setup (${setup.status}) and login (${login.status}) failed: ${login.text.slice(0, 300)}`);
+			if (cookie) fs.writeFileSync(sessionFile, cookie, { mode: 0o600 });
+			return login.json;
+		},
+		async testCredential(credential) {
+			return call('POST', '/credentials/test', { credentials: credential });
+		},
+	};
+}
+
+module.exports = { restClient, parseJsonOrUndefined };

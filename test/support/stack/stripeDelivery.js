@@ -1,0 +1,49 @@
+// Deliveries to a webhook as Stripe sends them: the body signed with the endpoint secret in a
+// Stripe-Signature header. The e2e suite and the demo act as Stripe. Plain CommonJS, Node 20 compatible.
+const crypto = require('node:crypto');
+const { parseJsonOrUndefined } = require('./n8nRest');
+
+/**
+ * The Stripe endpoint signing secret of the test/demo credential "Webhook Signature Secret". A fixed
+ * test value, not a real secret: the e2e suite and the demo act as Stripe and sign with it.
+ */
+const TEST_WEBHOOK_SECRET = 'whsec_test_secret_for_e2e';
+
+/**
+ * A `Stripe-Signature` header value, computed the way Stripe does:
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body bytes>")>`. The secret is used as
+ * text, `whsec_` prefix included. For the test client acting as Stripe.
+ */
+function stripeSignature(raw, { secret = TEST_WEBHOOK_SECRET, timestamp = Math.floor(Date.now() / 1000) } = {}) {
+	const bytes = Buffer.isBuffer(raw) ? raw : Buffer.from(raw, 'utf8');
+	const signed = Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), bytes]);
+	const v1 = crypto.createHmac('sha256', secret).update(signed).digest('hex');
+	return `t=${timestamp},v1=${v1}`;
+}
+
+/**
+ * One HTTP delivery; returns status, the template's x-idempotency-outcome header, the body and the
+ * Stripe-Signature header sent. Signed like Stripe with the test secret unless `sign: false`;
+ * `secret` and `timestamp` change the signature; a `stripe-signature` in `headers` replaces it.
+ */
+async function deliver(url, body, headers = {}, { sign = true, secret, timestamp } = {}) {
+	const raw = typeof body === 'string' ? body : JSON.stringify(body);
+	const sent = new Headers({ 'content-type': 'application/json' });
+	if (sign) sent.set('stripe-signature', stripeSignature(raw, { secret, timestamp }));
+	for (const [name, value] of Object.entries(headers)) sent.set(name, value);
+	const started = Date.now();
+	const res = await fetch(url, { method: 'POST', headers: sent, body: raw });
+	const text = await res.text();
+	const json = parseJsonOrUndefined(text);
+	return {
+		status: res.status,
+		outcome: res.headers.get('x-idempotency-outcome'),
+		json,
+		text,
+		ms: Date.now() - started,
+		raw,
+		signature: sent.get('stripe-signature'),
+	};
+}
+
+module.exports = { TEST_WEBHOOK_SECRET, stripeSignature, deliver };
