@@ -1,5 +1,6 @@
 import type { KeyStore } from '../../lib/store/contract';
 import { describeEachBackend, freshStore, type StoreFixture } from '../support/stores';
+import { shuffled } from '../support/workers';
 
 /*
  * Many rows in one statement, from several callers at once in different orders: reservations,
@@ -13,18 +14,6 @@ const PREFIXES = ['a', 'A', 'b', 'B', '_a', '-b', 'Z', 'z', 'é', 'E'];
 const keysOf = (round: number) => Array.from({ length: 120 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${i % 7 === 0 ? '-' : ''}k${round}.${i}`);
 const LEASE = { mode: 'lease' as const, leaseSeconds: 120, retentionSeconds: 86_400 };
 const requests = (keys: string[]) => keys.map((key) => ({ key, keySource: 'test', payloadHash: null }));
-
-/** The same keys in another order per caller (a small deterministic shuffle). */
-function shuffled<T>(keys: T[], seed: number): T[] {
-	const out = [...keys];
-	let state = seed * 2654435761;
-	for (let i = out.length - 1; i > 0; i--) {
-		state = (state * 1103515245 + 12345) >>> 0;
-		const j = state % (i + 1);
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
-}
 
 describeEachBackend('many keys from several callers in different orders', (backend) => {
 	let fixture: StoreFixture;

@@ -5,6 +5,7 @@ import { tableRef } from '../../lib/identifiers';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { renderStatement } from '../../lib/sql/statements';
 import { adminPool, databaseUrl } from '../support/database';
+import { shuffled } from '../support/workers';
 
 /*
  * Lock order. Reserve (DO UPDATE on existing keys) and Claim for Replay lock many rows in one
@@ -44,18 +45,6 @@ function urlOf(name: string): string {
 // Case and punctuation: en-US compares letters first, bytes put every capital before every small letter.
 const PREFIXES = ['a', 'A', 'b', 'B', '_a', '-b', 'Z', 'z', 'é', 'E'];
 const keysOf = (round: number) => Array.from({ length: 120 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${i % 7 === 0 ? '-' : ''}k${round}.${i}`);
-
-/** The same keys in another order per caller (a small deterministic shuffle). */
-function shuffled<T>(keys: T[], seed: number): T[] {
-	const out = [...keys];
-	let state = seed * 2654435761;
-	for (let i = out.length - 1; i > 0; i--) {
-		state = (state * 1103515245 + 12345) >>> 0;
-		const j = state % (i + 1);
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
-}
 
 /** One store per caller, each on a connection of its own. */
 function callers(count: number) {

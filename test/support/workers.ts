@@ -104,3 +104,15 @@ export async function raceOneKey(
 	const reports = await raceStore(target, Array.from({ length: options.processes }, () => job), options.connectionsPerProcess);
 	return reports.flatMap((report) => report.results.map(({ outcome }) => ({ pid: report.pid, outcome })));
 }
+
+/** The same items in another order per caller (a small deterministic shuffle): racing callers lock rows in different orders. */
+export function shuffled<T>(items: T[], seed: number): T[] {
+	const out = [...items];
+	let state = seed * 2654435761;
+	for (let i = out.length - 1; i > 0; i--) {
+		state = (state * 1103515245 + 12345) >>> 0;
+		const j = state % (i + 1);
+		[out[i], out[j]] = [out[j], out[i]];
+	}
+	return out;
+}
