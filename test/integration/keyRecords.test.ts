@@ -114,9 +114,9 @@ describe('Idempotency Key node: Get Key and List Keys', () => {
 });
 
 describe('Get Stats', () => {
-	it('counts by status now, and new keys, duplicates, reclaims and failures of keys seen within the window', async () => {
-		const statsStore = new IdempotencyStore(db.pool, { schema: db.schema, table: 'stats_table', createTable: true });
-		await statsStore.createTable();
+	// The store's counts (by status now, and within the window) are proven on both backends in test/conformance/keyRecords.test.ts.
+	it('through the node: new keys, duplicates, reclaims and failures of keys seen within the window, as one item paired with every input item', async () => {
+		await new IdempotencyStore(db.pool, { schema: db.schema, table: 'stats_table', createTable: true }).createTable();
 		await db.pool.query(
 			`insert into ${db.schema}.stats_table (key, status, locked_until, first_seen, last_seen, duplicate_count, attempts) values
 			 ('live', 'processing', now() + interval '5 minutes', now(), now(), 0, 1),
@@ -126,19 +126,6 @@ describe('Get Stats', () => {
 			 ('old', 'completed', null, now() - interval '48 hours', now() - interval '47 hours', 5, 4),
 			 ('old-failed', 'failed', null, now() - interval '48 hours', now() - interval '48 hours', 0, 2)`,
 		);
-		expect(await statsStore.stats(24)).toEqual({
-			windowHours: 24,
-			total: 6,
-			processing: 1,
-			stuckLeases: 1,
-			completed: 2,
-			failed: 2,
-			newInWindow: 3,
-			duplicatesInWindow: 4,
-			reclaimsInWindow: 1,
-			failedInWindow: 1,
-		});
-		// Through the node: one item, paired with every input item.
 		const [out] = await runKeyNode({ operation: 'stats', windowHours: 72, options: { schemaName: db.schema, tableName: 'stats_table' } }, { items: [{ json: {} }, { json: {} }] });
 		expect(out).toHaveLength(1);
 		expect(out[0].json).toMatchObject({ windowHours: 72, total: 6, newInWindow: 6, duplicatesInWindow: 9, reclaimsInWindow: 5, failedInWindow: 2 });
