@@ -2,7 +2,7 @@ import { NodeConnectionTypes, type INode, type INodeParameters, type IRun, type 
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
+import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, packageNode, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
 
 /*
  * Through n8n-core's own engine: every Reserve run writes its outcome into the
@@ -27,14 +27,7 @@ interface Setup {
 
 /** Webhook → Reserve (custom key from body.id, lease mode) → one step per output. */
 function workflow({ parameters = {}, onError = 'continueRegularOutput', credentialId = CREDENTIAL_UP }: Setup = {}): IWorkflowBase {
-	const node = (name: string, type: string, nodeParameters: INodeParameters = {}): INode => ({
-		id: name,
-		name,
-		type: `${PACKAGE}.${type}`,
-		typeVersion: 1,
-		position: [0, 0],
-		parameters: nodeParameters,
-	});
+	const node = packageNode;
 	const reserve: INode = {
 		...node('Idempotency Reserve', 'idempotencyReserve', {
 			keySource: 'custom',

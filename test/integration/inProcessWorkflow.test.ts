@@ -12,7 +12,7 @@ import {
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { credentialsHelper, engineBase, itemsAt, PACKAGE, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';
+import { credentialsHelper, engineBase, itemsAt, PACKAGE, packageNode, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';
 
 const db = postgresSchemaFixture('inprocess');
 
@@ -156,14 +156,7 @@ const CREDENTIAL_DOWN = 'cred-idempotency-down';
  * Not Reserved → 503; with Continue (using error output), n8n's Error output (after Not Reserved) → 503.
  */
 function routingWorkflow(onError: OnErrorSetting, reserveParameters: INodeParameters, credentialId = CREDENTIAL_ID): IWorkflowBase {
-	const node = (name: string, type: string, parameters: INodeParameters = {}): INode => ({
-		id: name,
-		name,
-		type: `${PACKAGE}.${type}`,
-		typeVersion: 1,
-		position: [0, 0],
-		parameters,
-	});
+	const node = packageNode;
 	const reserve: INode = {
 		...node('Idempotency Reserve', 'idempotencyReserve', {
 			keySource: 'auto',

@@ -9,7 +9,7 @@ import {
 	engineWithUpAndDownCredentials,
 	itemsAt,
 	ON_ERROR_SETTINGS,
-	PACKAGE,
+	packageNode,
 	runWorkflowExecution,
 	type EngineBase,
 	type OnErrorSetting,
@@ -40,14 +40,7 @@ type Wiring = Array<{ name: string; status: number }>;
  * plus n8n's Error output → 503 with Continue (using error output).
  */
 function workflow(type: string, parameters: INodeParameters, onError: OnErrorSetting, wiring: Wiring, credentialId = CREDENTIAL_UP): IWorkflowBase {
-	const node = (name: string, nodeType: string, nodeParameters: INodeParameters = {}): INode => ({
-		id: name,
-		name,
-		type: `${PACKAGE}.${nodeType}`,
-		typeVersion: 1,
-		position: [0, 0],
-		parameters: nodeParameters,
-	});
+	const node = packageNode;
 	const underTest: INode = {
 		...node('Under Test', type, parameters),
 		credentials: { idempotencyPostgresApi: { id: credentialId, name: 'Idempotency Postgres' } },
