@@ -107,16 +107,7 @@ export class TestStep implements INodeType {
  */
 export class TestFailingStep implements INodeType {
 	description = stepDescription('testFailingStep', 'Test Failing Step', 'Failing Step', 'Fails like a stock node', [
-		{
-			displayName: 'Shape',
-			name: 'shape',
-			type: 'options',
-			options: [
-				{ name: 'Postgres', value: 'postgres' },
-				{ name: 'Code', value: 'code' },
-			],
-			default: 'postgres',
-		},
+		{ displayName: 'Shape', name: 'shape', type: 'options', options: [{ name: 'Postgres', value: 'postgres' }, { name: 'Code', value: 'code' }], default: 'postgres' },
 		{ displayName: 'Message', name: 'message', type: 'string', default: 'boom' },
 	]);
 
