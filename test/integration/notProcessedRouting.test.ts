@@ -132,16 +132,17 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		if (onError !== 'stopWorkflow') expect(errorsOf(down, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(/could not be reached/)]);
 	});
 
-	// Configuration errors fail every item they apply to, never pass it out of New.
-	const configurationErrors: Array<[string, INodeParameters, RegExp]> = [
-		['a refused key source', { keySource: 'header', headerName: 'paypal-transmission-sig' }, /cannot be an idempotency key/],
-		['transaction control in the query', { query: `commit; insert into ${db.schema}.payments (event_key, amount) values ($1, $2)` }, /./],
+	// Configuration errors fail every item they apply to, never pass it out of New. The parameters
+	// are made when the test runs: the file's schema exists only from beforeAll on.
+	const configurationErrors: Array<[string, () => INodeParameters, RegExp]> = [
+		['a refused key source', () => ({ keySource: 'header', headerName: 'paypal-transmission-sig' }), /cannot be an idempotency key/],
+		['transaction control in the query', () => ({ query: `commit; insert into ${db.schema}.payments (event_key, amount) values ($1, $2)` }), /./],
 	];
 	describe.each(configurationErrors)('%s', (_what, parameters, message) => {
 		it.each(ON_ERROR_SETTINGS)('%s: 5xx for every item, nothing stored', async (onError) => {
 			const ids = [`evt_cfg_${onError}_${_what.length}_1`, `evt_cfg_${onError}_${_what.length}_2`];
 			const result = await run(
-				workflow('idempotencyExecuteQuery', insertPayment(parameters), onError, wiring),
+				workflow('idempotencyExecuteQuery', insertPayment(parameters()), onError, wiring),
 				`eq-config-${onError}-${_what.length}`,
 				ids.map((id) => webhookItem({ id, amount: 5 }, { 'paypal-transmission-sig': 'sig' })),
 			);
