@@ -1,6 +1,6 @@
 import type { KeyStore } from '../../lib/store/contract';
 import { describeEachBackend, freshStore, type StoreFixture } from '../support/stores';
-import { shuffled } from '../support/workers';
+import { reserveOrClaimRace, shuffled } from '../support/workers';
 
 /*
  * Many rows in one statement, from several callers at once in different orders: reservations,
@@ -30,19 +30,8 @@ describeEachBackend('many keys from several callers in different orders', (backe
 		for (let round = 1; round <= 6; round++) {
 			const keys = keysOf(round);
 			await fixture.seed(keys.map((key) => ({ key, status: 'failed' as const, attempts: 1, ownerToken: 'random', lastError: 'boom', expiresAt: 3600 })));
-			const settled = await Promise.allSettled(
-				callers.map(async (store, index) => {
-					const order = shuffled(keys, round * 10 + index);
-					if (index % 2 === 0) {
-						return (await store.reserve(requests(order), LEASE)).filter((result) => result.outcome === 'new').map((result) => result.key);
-					}
-					const claims = await store.claimForReplay(order, { leaseSeconds: 120, retentionSeconds: 86_400 });
-					return claims.filter((claim) => claim.claimed).map((claim) => claim.key);
-				}),
-			);
-			const failures = settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []));
+			const { owned, failures } = await reserveOrClaimRace(callers, keys, round);
 			expect(failures).toEqual([]);
-			const owned = settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
 			expect(owned.slice().sort()).toEqual(keys.slice().sort());
 		}
 	});

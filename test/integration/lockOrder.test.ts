@@ -5,7 +5,7 @@ import { tableRef } from '../../lib/identifiers';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { renderStatement } from '../../lib/sql/statements';
 import { adminPool, databaseUrl } from '../support/database';
-import { shuffled } from '../support/workers';
+import { reserveOrClaimRace, shuffled } from '../support/workers';
 
 /*
  * Lock order. Reserve (DO UPDATE on existing keys) and Claim for Replay lock many rows in one
@@ -89,21 +89,8 @@ it('reservations and replay claims of the same failed keys, in different orders 
 				`insert into ${TABLE} (key, status, attempts, owner_token, last_error, expires_at) select k, 'failed', 1, gen_random_uuid(), 'boom', now() + interval '1 hour' from unnest($1::text[]) as k`,
 				[keys],
 			);
-			const settled = await Promise.allSettled(
-				all.map(async ({ store }, index) => {
-					const order = shuffled(keys, round * 10 + index);
-					if (index % 2 === 0) {
-						return (await store.reserve(order.map((key) => ({ key, keySource: 'test', payloadHash: null })), LEASE))
-							.filter((result) => result.outcome === 'new')
-							.map((result) => result.key);
-					}
-					const claims = await store.claimForReplay(order, { leaseSeconds: 120, retentionSeconds: 86_400 });
-					return claims.filter((claim) => claim.claimed).map((claim) => claim.key);
-				}),
-			);
-			const failures = settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []));
+			const { owned, failures } = await reserveOrClaimRace(all.map(({ store }) => store), keys, round);
 			expect(failures).toEqual([]);
-			const owned = settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
 			expect(owned.slice().sort()).toEqual(keys.slice().sort());
 		}
 	} finally {
