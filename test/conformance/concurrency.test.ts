@@ -1,5 +1,5 @@
 import { describeEachBackend, freshStore, type StoreFixture } from '../support/stores';
-import { raceOneKey, raceStore } from '../support/workers';
+import { raceOneKey, raceStore, shuffled } from '../support/workers';
 
 describeEachBackend('one key reserved from many processes at once', (backend) => {
 	let fixture: StoreFixture;
@@ -70,15 +70,3 @@ describeEachBackend('one key reserved from many processes at once', (backend) =>
 		expect(rows.every((row) => row?.attempts === 2 && row.status === 'processing')).toBe(true);
 	});
 });
-
-/** The same keys in another order per process (a small deterministic shuffle). */
-function shuffled<T>(keys: T[], seed: number): T[] {
-	const out = [...keys];
-	let state = seed * 2654435761;
-	for (let i = out.length - 1; i > 0; i--) {
-		state = (state * 1103515245 + 12345) >>> 0;
-		const j = state % (i + 1);
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
-}

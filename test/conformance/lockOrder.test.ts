@@ -1,5 +1,6 @@
 import type { KeyStore } from '../../lib/store/contract';
 import { describeEachBackend, freshStore, type StoreFixture } from '../support/stores';
+import { reserveOrClaimRace, shuffled } from '../support/workers';
 
 /*
  * Many rows in one statement, from several callers at once in different orders: reservations,
@@ -13,18 +14,6 @@ const PREFIXES = ['a', 'A', 'b', 'B', '_a', '-b', 'Z', 'z', 'é', 'E'];
 const keysOf = (round: number) => Array.from({ length: 120 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${i % 7 === 0 ? '-' : ''}k${round}.${i}`);
 const LEASE = { mode: 'lease' as const, leaseSeconds: 120, retentionSeconds: 86_400 };
 const requests = (keys: string[]) => keys.map((key) => ({ key, keySource: 'test', payloadHash: null }));
-
-/** The same keys in another order per caller (a small deterministic shuffle). */
-function shuffled<T>(keys: T[], seed: number): T[] {
-	const out = [...keys];
-	let state = seed * 2654435761;
-	for (let i = out.length - 1; i > 0; i--) {
-		state = (state * 1103515245 + 12345) >>> 0;
-		const j = state % (i + 1);
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
-}
 
 describeEachBackend('many keys from several callers in different orders', (backend) => {
 	let fixture: StoreFixture;
@@ -41,19 +30,8 @@ describeEachBackend('many keys from several callers in different orders', (backe
 		for (let round = 1; round <= 6; round++) {
 			const keys = keysOf(round);
 			await fixture.seed(keys.map((key) => ({ key, status: 'failed' as const, attempts: 1, ownerToken: 'random', lastError: 'boom', expiresAt: 3600 })));
-			const settled = await Promise.allSettled(
-				callers.map(async (store, index) => {
-					const order = shuffled(keys, round * 10 + index);
-					if (index % 2 === 0) {
-						return (await store.reserve(requests(order), LEASE)).filter((result) => result.outcome === 'new').map((result) => result.key);
-					}
-					const claims = await store.claimForReplay(order, { leaseSeconds: 120, retentionSeconds: 86_400 });
-					return claims.filter((claim) => claim.claimed).map((claim) => claim.key);
-				}),
-			);
-			const failures = settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []));
+			const { owned, failures } = await reserveOrClaimRace(callers, keys, round);
 			expect(failures).toEqual([]);
-			const owned = settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
 			expect(owned.slice().sort()).toEqual(keys.slice().sort());
 		}
 	});

@@ -1,23 +1,10 @@
-import { Client, Pool } from 'pg';
+import { Client } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
-import { adminPool, freshSchema } from '../support/database';
+import { postgresSchemaFixture } from '../support/database';
 import { idempotencyOf, runReserve } from '../support/nodes';
 
-let pool: Pool;
-let schema: string;
-
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'batch');
-	await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false }).createTable();
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
-});
+const db = postgresSchemaFixture('batch', { keyTables: ['processed_events'] });
 
 describe('a batch of 10,000 items', () => {
 	it('with 1,000 repeats gives exactly the distinct count New, in one round trip', async () => {
@@ -29,11 +16,11 @@ describe('a batch of 10,000 items', () => {
 		expect(items).toHaveLength(10_000);
 
 		// The node's pool checks the table's schema version once, on its first use; not part of the batch.
-		await runReserve({ options: { schemaName: schema } }, { items: [{ json: { id: 'warm-up' } }] });
-		await pool.query(`truncate ${schema}.processed_events`);
+		await runReserve({ options: { schemaName: db.schema } }, { items: [{ json: { id: 'warm-up' } }] });
+		await db.pool.query(`truncate ${db.schema}.processed_events`);
 				// Counts the statements any pg client sends (the real client's query, observed, not replaced).
 		const querySpy = jest.spyOn(Client.prototype, 'query');
-		const [fresh, duplicate] = await runReserve({ options: { schemaName: schema } }, { items });
+		const [fresh, duplicate] = await runReserve({ options: { schemaName: db.schema } }, { items });
 		expect(querySpy).toHaveBeenCalledTimes(1);
 		querySpy.mockRestore();
 
@@ -48,13 +35,13 @@ describe('a batch of 10,000 items', () => {
 		// Every item comes out once, paired with its input.
 		const paired = [...fresh, ...duplicate].map((item) => (item.pairedItem as { item: number }).item).sort((a, b) => a - b);
 		expect(paired).toEqual(Array.from({ length: 10_000 }, (_, i) => i));
-		const { rows } = await pool.query(`select count(*)::int as n from ${schema}.processed_events`);
+		const { rows } = await db.pool.query(`select count(*)::int as n from ${db.schema}.processed_events`);
 		expect(rows[0].n).toBe(9_000);
 	});
 
 	it('sent again, is all Duplicate', async () => {
 		const items = Array.from({ length: 10_000 }, (_, i) => ({ json: { id: `order-${i % 9_000}` } }));
-		const [fresh, duplicate] = await runReserve({ options: { schemaName: schema } }, { items });
+		const [fresh, duplicate] = await runReserve({ options: { schemaName: db.schema } }, { items });
 		expect(fresh).toHaveLength(0);
 		expect(duplicate).toHaveLength(10_000);
 	});
@@ -62,7 +49,7 @@ describe('a batch of 10,000 items', () => {
 
 describe('what a batch sends', () => {
 	const permanent = { mode: 'permanent' as const, leaseSeconds: 60, retentionSeconds: 86_400 };
-	const store = () => new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+	const store = () => new IdempotencyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
 
 	/** The parameters of the reserve statement the store sends (the real client's query, observed). */
 	async function sentValues(run: () => Promise<unknown>): Promise<unknown[]> {
@@ -95,8 +82,8 @@ describe('what a batch sends', () => {
 		];
 		const values = await sentValues(() => store().reserve(requests, permanent));
 		expect([values[2], ...values.slice(9, 13)]).toEqual([['hash-a', null], ['{"id":"a"}', null], [10, null], ['stripe', null], ['corr-a', null]]);
-		const { rows } = await pool.query(
-			`select key, payload_hash, payload, payload_bytes, source, correlation_id from ${schema}.processed_events where key like 'mixed-%' order by key`,
+		const { rows } = await db.pool.query(
+			`select key, payload_hash, payload, payload_bytes, source, correlation_id from ${db.schema}.processed_events where key like 'mixed-%' order by key`,
 		);
 		expect(rows).toEqual([
 			{ key: 'mixed-a', payload_hash: 'hash-a', payload: { id: 'a' }, payload_bytes: 10, source: 'stripe', correlation_id: 'corr-a' },

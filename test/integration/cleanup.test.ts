@@ -1,22 +1,18 @@
-import type { Pool } from 'pg';
-
-import { adminPool } from '../support/database';
+import { postgresPoolFixture } from '../support/database';
 import { freshStore, type StoreFixture } from '../support/stores';
 
 // Postgres only: a row lock held by another session is a Postgres notion (the embedded file is
 // locked as a whole). Cleanup's other behaviour is in test/conformance/cleanup.test.ts.
 
 let fixture: StoreFixture;
-let pool: Pool;
+const db = postgresPoolFixture({ max: 2 });
 
 beforeAll(async () => {
 	fixture = await freshStore('postgres', { prefix: 'clean' });
-	pool = adminPool(2);
 });
 
 afterAll(async () => {
 	await fixture?.close();
-	await pool?.end();
 });
 
 const keys = () => fixture.keys();
@@ -25,7 +21,7 @@ it('skips a row another session holds locked instead of waiting for it; a later 
 	const { store, target } = fixture;
 	if (target.backend !== 'postgres') throw new Error('a Postgres fixture');
 	await fixture.seed(['gone-1', 'held', 'gone-2'].map((key) => ({ key, firstSeen: -60 * 86_400 })));
-	const holder = await pool.connect();
+	const holder = await db.pool.connect();
 	try {
 		await holder.query('begin');
 		expect((await holder.query(`select 1 from ${target.schema}.processed_events where key = 'held' for update`)).rowCount).toBe(1);

@@ -1,24 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool } from 'pg';
 
 import { InvalidConfigurationError } from '../../lib/errors';
 import { tableRef, type TableRef } from '../../lib/identifiers';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { copyKeysToPostgres, preparePostgresTable, type KeyRow } from '../../lib/postgres/copyKeys';
 import type { ReserveOptions } from '../../lib/types';
-import { adminPool, freshSchema } from '../support/database';
+import { postgresSchemaFixture } from '../support/database';
 
 // Copying key rows into the Postgres keys table (the half of Moving up that writes): what the
 // Postgres store then answers for the copied keys, and which copy wins when both hold a key.
-let pool: Pool;
-let schema: string;
+const db = postgresSchemaFixture('copy', { max: 6 });
 let table: TableRef;
 let store: IdempotencyStore;
 
 const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-9', workflowId: 'wf-9', instanceId: 'inst-9' };
 const request = (key: string) => ({ key, keySource: 'custom', payloadHash: null });
-const stored = async (key: string) => (await pool.query(`select * from ${table.qualified} where key = $1`, [key])).rows[0];
-const everyRow = async () => (await pool.query(`select * from ${table.qualified} order by key`)).rows;
+const stored = async (key: string) => (await db.pool.query(`select * from ${table.qualified} where key = $1`, [key])).rows[0];
+const everyRow = async () => (await db.pool.query(`select * from ${table.qualified} order by key`)).rows;
 
 const now = Date.now();
 function keyRow(key: string, overrides: Partial<KeyRow> = {}): KeyRow {
@@ -50,14 +48,10 @@ function keyRow(key: string, overrides: Partial<KeyRow> = {}): KeyRow {
 }
 
 beforeAll(async () => {
-	pool = adminPool(6);
-	schema = await freshSchema(pool, 'copy');
-	table = tableRef(schema, 'processed_events');
-	await preparePostgresTable(pool, table, true);
-	store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+	table = tableRef(db.schema, 'processed_events');
+	await preparePostgresTable(db.pool, table, true);
+	store = new IdempotencyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
 });
-
-afterAll(() => pool.end());
 
 describe('copyKeysToPostgres', () => {
 	it('copies every column as it was; a completed key is then a duplicate carrying its stored response', async () => {
@@ -71,7 +65,7 @@ describe('copyKeysToPostgres', () => {
 			duplicateCount: 3,
 			attempts: 2,
 		});
-		const result = await copyKeysToPostgres(pool, table, [row]);
+		const result = await copyKeysToPostgres(db.pool, table, [row]);
 		expect(result).toEqual({ counts: { inserted: 1, updated: 0, unchanged: 0, replaced: 0, kept: 0 }, conflicts: [], warnings: [] });
 		const copied = await stored('c-done');
 		expect(copied).toMatchObject({
@@ -94,7 +88,7 @@ describe('copyKeysToPostgres', () => {
 			effect_completed_at: row.effectCompletedAt,
 		});
 		// The digits beyond JavaScript's precision survive: the JSON text goes to jsonb as it is.
-		expect((await pool.query(`select response::text as r, payload->>'id' as id from ${table.qualified} where key = 'c-done'`)).rows[0]).toEqual({
+		expect((await db.pool.query(`select response::text as r, payload->>'id' as id from ${table.qualified} where key = 'c-done'`)).rows[0]).toEqual({
 			r: '{"big": 12345678901234567890, "status": 200}',
 			id: 'evt_1',
 		});
@@ -106,7 +100,7 @@ describe('copyKeysToPostgres', () => {
 
 	it('a processing key keeps its lease and owner token: a redelivery is In Progress and its run can still Complete', async () => {
 		const row = keyRow('c-busy', { status: 'processing', lockedUntil: new Date(now + 60_000), completedAt: null, effectCompletedAt: null });
-		await copyKeysToPostgres(pool, table, [row]);
+		await copyKeysToPostgres(db.pool, table, [row]);
 		expect((await store.reserve([request('c-busy')], lease))[0]).toMatchObject({ outcome: 'in_progress' });
 		expect(await store.complete([{ key: 'c-busy', ownerToken: row.ownerToken!, response: { ok: 1 } }])).toEqual([{ key: 'c-busy', applied: true }]);
 		expect((await store.reserve([request('c-busy')], lease))[0]).toMatchObject({ outcome: 'duplicate', record: { response: { ok: 1 } } });
@@ -114,21 +108,21 @@ describe('copyKeysToPostgres', () => {
 
 	it('copying the same rows again changes nothing', async () => {
 		const rows = [keyRow('c-twice-1'), keyRow('c-twice-2', { status: 'failed', lastError: 'boom', completedAt: null, effectCompletedAt: null })];
-		expect((await copyKeysToPostgres(pool, table, rows)).counts.inserted).toBe(2);
+		expect((await copyKeysToPostgres(db.pool, table, rows)).counts.inserted).toBe(2);
 		const before = await everyRow();
-		const { rows: xmin1 } = await pool.query(`select key, xmin::text from ${table.qualified} where key like 'c-twice-%' order by key`);
-		const second = await copyKeysToPostgres(pool, table, rows);
+		const { rows: xmin1 } = await db.pool.query(`select key, xmin::text from ${table.qualified} where key like 'c-twice-%' order by key`);
+		const second = await copyKeysToPostgres(db.pool, table, rows);
 		expect(second).toEqual({ counts: { inserted: 0, updated: 0, unchanged: 2, replaced: 0, kept: 0 }, conflicts: [], warnings: [] });
 		expect(await everyRow()).toEqual(before);
 		// Not even rewritten as they were: no new row versions.
-		expect((await pool.query(`select key, xmin::text from ${table.qualified} where key like 'c-twice-%' order by key`)).rows).toEqual(xmin1);
+		expect((await db.pool.query(`select key, xmin::text from ${table.qualified} where key like 'c-twice-%' order by key`)).rows).toEqual(xmin1);
 	});
 
 	it('the same reservation seen again in the source since (more duplicates) is brought up to date, not a conflict', async () => {
 		const row = keyRow('c-later');
-		await copyKeysToPostgres(pool, table, [row]);
+		await copyKeysToPostgres(db.pool, table, [row]);
 		const later = { ...row, duplicateCount: 5, lastSeen: new Date(now - 1000) };
-		expect(await copyKeysToPostgres(pool, table, [later])).toMatchObject({ counts: { updated: 1 }, conflicts: [] });
+		expect(await copyKeysToPostgres(db.pool, table, [later])).toMatchObject({ counts: { updated: 1 }, conflicts: [] });
 		expect(await stored('c-later')).toMatchObject({ duplicate_count: 5, last_seen: later.lastSeen });
 	});
 
@@ -141,7 +135,7 @@ describe('copyKeysToPostgres', () => {
 		await store.complete([{ key: 'c-conflict-b', ownerToken: done.ownerToken!, response: { from: 'postgres' } }]);
 		const processingCopy = keyRow('c-conflict-b', { status: 'processing', attempts: 3, lockedUntil: new Date(now + 60_000), completedAt: null, effectCompletedAt: null });
 
-		const result = await copyKeysToPostgres(pool, table, [completedCopy, processingCopy]);
+		const result = await copyKeysToPostgres(db.pool, table, [completedCopy, processingCopy]);
 		expect(result.counts).toEqual({ inserted: 0, updated: 0, unchanged: 0, replaced: 1, kept: 1 });
 		expect(result.conflicts).toEqual([
 			{ key: 'c-conflict-a', kept: 'copied', copied: { status: 'completed', attempts: 1, lastSeen: completedCopy.lastSeen }, postgres: { status: 'processing', attempts: 1, lastSeen: expect.any(Date) } },
@@ -156,30 +150,30 @@ describe('copyKeysToPostgres', () => {
 	});
 
 	it('between two unfinished reservations the later attempt wins', async () => {
-		await copyKeysToPostgres(pool, table, [keyRow('c-attempts', { status: 'failed', attempts: 2, completedAt: null, effectCompletedAt: null, lastError: 'first' })]);
+		await copyKeysToPostgres(db.pool, table, [keyRow('c-attempts', { status: 'failed', attempts: 2, completedAt: null, effectCompletedAt: null, lastError: 'first' })]);
 		const later = keyRow('c-attempts', { status: 'processing', attempts: 3, lockedUntil: new Date(now + 60_000), completedAt: null, effectCompletedAt: null });
-		expect((await copyKeysToPostgres(pool, table, [later])).counts.replaced).toBe(1);
+		expect((await copyKeysToPostgres(db.pool, table, [later])).counts.replaced).toBe(1);
 		const earlier = keyRow('c-attempts', { status: 'failed', attempts: 1, completedAt: null, effectCompletedAt: null });
-		expect((await copyKeysToPostgres(pool, table, [earlier])).counts.kept).toBe(1);
+		expect((await copyKeysToPostgres(db.pool, table, [earlier])).counts.kept).toBe(1);
 		expect(await stored('c-attempts')).toMatchObject({ status: 'processing', attempts: 3, owner_token: later.ownerToken });
 	});
 
 	it('JSON or text Postgres refuses (NUL, a lone surrogate) is repaired with a warning, never a lost key', async () => {
 		const row = keyRow('c-nul', { responseJson: '{"text":"a\\u0000b","half":"\\ud800"}', lastError: 'bad\u0000byte', status: 'failed', completedAt: null, effectCompletedAt: null });
-		const result = await copyKeysToPostgres(pool, table, [row]);
+		const result = await copyKeysToPostgres(db.pool, table, [row]);
 		expect(result.counts.inserted).toBe(1);
 		expect(result.warnings).toHaveLength(2);
 		expect(await stored('c-nul')).toMatchObject({ response: { text: 'a\uFFFDb', half: '\uFFFD' }, last_error: 'bad\uFFFDbyte' });
 	});
 
 	it('a row no store could hold (a key with NUL) stops the batch before anything is written', async () => {
-		await expect(copyKeysToPostgres(pool, table, [keyRow('c-ok-before-bad'), keyRow('c-\u0000bad')])).rejects.toThrow(InvalidConfigurationError);
+		await expect(copyKeysToPostgres(db.pool, table, [keyRow('c-ok-before-bad'), keyRow('c-\u0000bad')])).rejects.toThrow(InvalidConfigurationError);
 		expect(await stored('c-ok-before-bad')).toBeUndefined();
 	});
 
 	it('copies a batch of 5,000 keys in one call', async () => {
 		const rows = Array.from({ length: 5000 }, (_, i) => keyRow(`c-bulk-${i}`));
-		expect((await copyKeysToPostgres(pool, table, rows)).counts.inserted).toBe(5000);
-		expect(Number((await pool.query(`select count(*) from ${table.qualified} where key like 'c-bulk-%'`)).rows[0].count)).toBe(5000);
+		expect((await copyKeysToPostgres(db.pool, table, rows)).counts.inserted).toBe(5000);
+		expect(Number((await db.pool.query(`select count(*) from ${table.qualified} where key like 'c-bulk-%'`)).rows[0].count)).toBe(5000);
 	});
 });

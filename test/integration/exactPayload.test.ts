@@ -1,8 +1,6 @@
 import type { INodeExecutionData } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, freshSchema } from '../support/database';
+import { postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
 
@@ -14,22 +12,12 @@ import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
  * (already rounded) come back as they always did. Adversarial bodies each have a defined outcome.
  */
 
-let pool: Pool;
-let schema: string;
+const db = postgresSchemaFixture('exact');
+
 const TABLE = 'exact_payload_events';
 const BIG = '12345678901234567890';
 
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'exact');
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
-});
-
-const tableOptions = () => ({ schemaName: schema, tableName: TABLE, createTable: true });
+const tableOptions = () => ({ schemaName: db.schema, tableName: TABLE, createTable: true });
 
 /** A Webhook node's item for this raw text: `body` as n8n parses it (JSON.parse), the bytes in binary `data`. */
 function rawWebhookItem(raw: string | Buffer, body: unknown = JSON.parse(raw.toString())): INodeExecutionData {
@@ -42,7 +30,7 @@ async function reserve(items: INodeExecutionData[], options: Record<string, unkn
 
 /** The stored payload as Postgres prints it, and its size column. */
 async function storedText(key: string) {
-	const { rows } = await pool.query(`select payload::text as payload, payload_bytes from ${schema}.${TABLE} where key = $1`, [key]);
+	const { rows } = await db.pool.query(`select payload::text as payload, payload_bytes from ${db.schema}.${TABLE} where key = $1`, [key]);
 	return rows[0] as { payload: string | null; payload_bytes: number | null } | undefined;
 }
 
@@ -69,7 +57,7 @@ describe('an integer beyond 2^53 in a stored payload', () => {
 		const [fresh] = await reserve([rawWebhookItem(raw)]);
 		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_big_amount', isNew: true, payloadStored: true, payloadBytes: Buffer.byteLength(raw) });
 		expect(idempotencyOf(fresh[0])).not.toHaveProperty('warnings');
-		const { rows } = await pool.query(`select payload #>> '{data,object,amount}' as amount, payload #> '{data,object,small}' as small from ${schema}.${TABLE} where key = $1`, ['evt:evt_big_amount']);
+		const { rows } = await db.pool.query(`select payload #>> '{data,object,amount}' as amount, payload #> '{data,object,small}' as small from ${db.schema}.${TABLE} where key = $1`, ['evt:evt_big_amount']);
 		expect(rows[0]).toEqual({ amount: BIG, small: 42 });
 	});
 
@@ -99,8 +87,8 @@ describe('an integer beyond 2^53 in a stored payload', () => {
 describe('rows stored before (numbers already rounded by JavaScript)', () => {
 	it('come back exactly as they always did: the rounded value, as a number', async () => {
 		// What Store Payload wrote before it read the raw body: JSON.stringify of the parsed body.
-		await pool.query(
-			`insert into ${schema}.${TABLE} (key, status, attempts, owner_token, payload, payload_bytes, expires_at)
+		await db.pool.query(
+			`insert into ${db.schema}.${TABLE} (key, status, attempts, owner_token, payload, payload_bytes, expires_at)
 			 values ('evt:evt_stored_before', 'failed', 1, gen_random_uuid(), $1::jsonb, 10, now() + interval '1 hour')`,
 			[JSON.stringify({ id: 'evt_stored_before', amount: JSON.parse(BIG) as number })],
 		);

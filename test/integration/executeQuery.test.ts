@@ -1,25 +1,24 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { INodeExecutionData } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools, poolFor } from '../../lib/postgres/pool';
+import { poolFor } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { connectionSettings as credentialSettings } from '../../nodes/shared/credential';
-import { adminPool, connectionSettings, databaseUrl, freshSchema } from '../support/database';
+import { connectionSettings, databaseUrl, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runExecuteQuery } from '../support/nodes';
 import { raceWorkers, startWorker } from '../support/workers';
 
-let pool: Pool;
-let schema: string;
-const options = () => ({ schemaName: schema, tableName: 'processed_events', createTable: true });
-const count = async (sql: string, values: unknown[] = []) => Number((await pool.query(sql, values)).rows[0].count);
-const keyRows = (key: string) => count(`select count(*) from ${schema}.processed_events where key = $1`, [key]);
-const effectRows = (key: string) => count(`select count(*) from ${schema}.effects where event_key = $1`, [key]);
+const db = postgresSchemaFixture('onetx', { keyTables: ['processed_events'] });
+
+const options = () => ({ schemaName: db.schema, tableName: 'processed_events', createTable: true });
+const count = async (sql: string, values: unknown[] = []) => Number((await db.pool.query(sql, values)).rows[0].count);
+const keyRows = (key: string) => count(`select count(*) from ${db.schema}.processed_events where key = $1`, [key]);
+const effectRows = (key: string) => count(`select count(*) from ${db.schema}.effects where event_key = $1`, [key]);
 
 // The business write: one row per payment, no unique constraint, so a second run would show.
 const insertPayment = () => ({
-	query: `insert into ${schema}.effects (event_key, amount) values ($1, $2) returning id, event_key, amount`,
+	query: `insert into ${db.schema}.effects (event_key, amount) values ($1, $2) returning id, event_key, amount`,
 	queryParameters: (index: number, items: INodeExecutionData[]) => {
 		const body = items[index].json.body as { id: string; amount: number };
 		return [`evt:${body.id}`, body.amount];
@@ -34,17 +33,9 @@ function run(items: INodeExecutionData[], extra: Record<string, unknown> = {}, c
 }
 
 beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'onetx');
-	await pool.query(
-		`create table ${schema}.effects (id serial primary key, event_key text not null, amount integer check (amount > 0), pid integer)`,
+	await db.pool.query(
+		`create table ${db.schema}.effects (id serial primary key, event_key text not null, amount integer check (amount > 0), pid integer)`,
 	);
-	await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false }).createTable();
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
 });
 
 describe('Idempotency Execute Query: new and duplicate', () => {
@@ -135,10 +126,10 @@ describe('Idempotency Execute Query: the query is one statement inside the node\
 	});
 
 	it('a multi-statement string fails its item and reserves nothing', async () => {
-		const query = `insert into ${schema}.effects (event_key, amount) values ($1, $2); delete from ${schema}.effects`;
+		const query = `insert into ${db.schema}.effects (event_key, amount) values ($1, $2); delete from ${db.schema}.effects`;
 		await expect(run([webhookItem({ id: 'evt_multi', amount: 1 })], { query })).rejects.toThrow(/cannot insert multiple commands/);
 		expect(await keyRows('evt:evt_multi')).toBe(0);
-		expect(await count(`select count(*) from ${schema}.effects`)).toBeGreaterThan(0);
+		expect(await count(`select count(*) from ${db.schema}.effects`)).toBeGreaterThan(0);
 	});
 
 	it('Query Parameters that do not match the query\'s $n: the query failed (not "Postgres could not be reached")', async () => {
@@ -157,7 +148,7 @@ describe('Idempotency Execute Query: the query is one statement inside the node\
 			{ items: [{ json: {} }] },
 		);
 		expect((fresh[0].json.sqlResult as { rows: unknown[] }).rows).toEqual([{ echoed: hostile, n: 7 }]);
-		expect(await count(`select count(*) from ${schema}.effects`)).toBeGreaterThan(0);
+		expect(await count(`select count(*) from ${db.schema}.effects`)).toBeGreaterThan(0);
 	});
 });
 
@@ -166,18 +157,18 @@ describe('Idempotency Execute Query: a crash between the statements', () => {
 		'kill -9 of the process before the %s (after the reservation) leaves nothing; the retry is New and runs once',
 		async (pauseBefore) => {
 			const key = `crash:${pauseBefore}`;
-			const worker = startWorker('effectWorker.ts', { url: databaseUrl(), schema, key, mode: 'pause', pauseBefore });
+			const worker = startWorker('effectWorker.ts', { url: databaseUrl(), schema: db.schema, key, mode: 'pause', pauseBefore });
 			const paused = await worker.waitForLine((line) => line.startsWith('paused ') || line === 'not paused');
 			expect(paused).toMatch(/^paused \d+$/);
 			const backendPid = Number(paused.split(' ')[1]);
 			// The worker's transaction is open on the server, holding the key's row lock.
-			const { rows: backend } = await pool.query('select state from pg_stat_activity where pid = $1', [backendPid]);
+			const { rows: backend } = await db.pool.query('select state from pg_stat_activity where pid = $1', [backendPid]);
 			expect(backend).toEqual([{ state: 'idle in transaction' }]);
 			// Before the commit, the insert has run in that transaction (it holds the write lock on effects).
 			const writeLocks = await count(
 				`select count(*) from pg_locks l join pg_class c on c.oid = l.relation join pg_namespace n on n.oid = c.relnamespace
 				 where l.pid = $1 and n.nspname = $2 and c.relname = 'effects' and l.mode = 'RowExclusiveLock'`,
-				[backendPid, schema],
+				[backendPid, db.schema],
 			);
 			expect(writeLocks).toBe(pauseBefore === 'commit' ? 1 : 0);
 
@@ -194,7 +185,7 @@ describe('Idempotency Execute Query: a crash between the statements', () => {
 			expect(await effectRows(key)).toBe(0);
 
 			const [fresh] = await runExecuteQuery(
-				{ keySource: 'custom', customKey: key, query: `insert into ${schema}.effects (event_key) values ($1)`, queryParameters: key, options: options() },
+				{ keySource: 'custom', customKey: key, query: `insert into ${db.schema}.effects (event_key) values ($1)`, queryParameters: key, options: options() },
 				{ items: [{ json: {} }] },
 			);
 			expect(idempotencyOf(fresh[0]).outcome).toBe('new');
@@ -209,7 +200,7 @@ describe('Idempotency Execute Query: many deliveries at once', () => {
 		const key = 'race:effect';
 		const reports = await raceWorkers<{ pid: number; outcomes: string[] }>(
 			'effectWorker.ts',
-			() => ({ url: databaseUrl(), schema, key, mode: 'race', calls: 50, connections: 5 }),
+			() => ({ url: databaseUrl(), schema: db.schema, key, mode: 'race', calls: 50, connections: 5 }),
 			4,
 		);
 		const outcomes = reports.flatMap((report) => report.outcomes);
@@ -218,7 +209,7 @@ describe('Idempotency Execute Query: many deliveries at once', () => {
 		expect(outcomes.filter((outcome) => outcome === 'new')).toHaveLength(1);
 		expect(outcomes.filter((outcome) => outcome === 'duplicate')).toHaveLength(199);
 		expect(await effectRows(key)).toBe(1);
-		const { rows } = await pool.query(`select duplicate_count from ${schema}.processed_events where key = $1`, [key]);
+		const { rows } = await db.pool.query(`select duplicate_count from ${db.schema}.processed_events where key = $1`, [key]);
 		expect(rows).toEqual([{ duplicate_count: 199 }]);
 	});
 });
@@ -239,7 +230,7 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 	const runOn = (credential: ReturnType<typeof connectionSettings>, key: string, query: string, queryParameters: unknown = key) =>
 		runExecuteQuery({ keySource: 'custom', customKey: key, query, queryParameters, options: options() }, { items: [{ json: {} }], credential });
 	const reserveOn = (credential: ReturnType<typeof connectionSettings>, key: string) =>
-		new IdempotencyStore(nodePool(), { schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], {
+		new IdempotencyStore(nodePool(), { schema: db.schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], {
 			mode: 'permanent',
 			leaseSeconds: 300,
 			retentionSeconds: 3600,
@@ -249,12 +240,12 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 		const credential = oneConnection;
 		const marker = `leak_${randomBytes(4).toString('hex')}`;
 		const timedOut = `${marker}:timed-out`;
-		const locker = await pool.connect();
+		const locker = await db.pool.connect();
 		try {
 			await locker.query('begin');
-			await locker.query(`lock table ${schema}.effects in share mode`);
+			await locker.query(`lock table ${db.schema}.effects in share mode`);
 			// The insert waits for the lock; the client stops waiting after 1 s (the rollback after it would too).
-			await expect(runOn(credential, timedOut, `insert into ${schema}.effects (event_key) values ($1) /* ${marker} */`)).rejects.toThrow(/Query Timeout/);
+			await expect(runOn(credential, timedOut, `insert into ${db.schema}.effects (event_key) values ($1) /* ${marker} */`)).rejects.toThrow(/Query Timeout/);
 			// The server still runs that transaction's insert, behind the lock.
 			expect(await count(`select count(*) from pg_stat_activity where query like $1 and wait_event_type = 'Lock'`, [`%/* ${marker} */%`])).toBe(1);
 		} finally {
@@ -268,12 +259,12 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 		await reserveOn(credential, `${marker}:reserve`);
 		expect(await keyRows(`${marker}:reserve`)).toBe(1);
 		// The next item on that pool commits its own key and effect only.
-		const [fresh] = await runOn(credential, `${marker}:next`, `insert into ${schema}.effects (event_key) values ($1)`);
+		const [fresh] = await runOn(credential, `${marker}:next`, `insert into ${db.schema}.effects (event_key) values ($1)`);
 		expect(idempotencyOf(fresh[0]).outcome).toBe('new');
 		expect([await keyRows(`${marker}:next`), await effectRows(`${marker}:next`)]).toEqual([1, 1]);
 		// The timed-out item was never committed by anyone: its retry is New and runs once.
 		expect([await keyRows(timedOut), await effectRows(timedOut)]).toEqual([0, 0]);
-		const [retried] = await runOn(credential, timedOut, `insert into ${schema}.effects (event_key) values ($1)`);
+		const [retried] = await runOn(credential, timedOut, `insert into ${db.schema}.effects (event_key) values ($1)`);
 		expect(idempotencyOf(retried[0]).outcome).toBe('new');
 		expect([await keyRows(timedOut), await effectRows(timedOut)]).toEqual([1, 1]);
 		// No session of this test is left inside a transaction.
@@ -297,13 +288,13 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 	])('session state the query leaves (%s) reaches no later operation', async (_case, query) => {
 		const credential = oneConnection;
 		const role = `onetx_${randomBytes(4).toString('hex')}`;
-		await pool.query(`create role ${role} nologin`);
+		await db.pool.query(`create role ${role} nologin`);
 		try {
 			const key = `${role}:tainting`;
 			const parameters = query.includes('$1') ? (query.includes('role') ? role : key) : '';
 			await runOn(credential, key, query, parameters);
 			// The advisory lock is free for another session (once the closed session has ended on the server).
-			const lockFree = async () => (await pool.query('select pg_try_advisory_lock(hashtext($1)) and pg_advisory_unlock(hashtext($1)) as free', [key])).rows[0].free === true;
+			const lockFree = async () => (await db.pool.query('select pg_try_advisory_lock(hashtext($1)) and pg_advisory_unlock(hashtext($1)) as free', [key])).rows[0].free === true;
 			await until(lockFree, 5000);
 			expect(await lockFree()).toBe(true);
 			// The next item runs as the credential's user, in a session without the temporary table.
@@ -312,19 +303,19 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 			await reserveOn(credential, `${role}:reserve`);
 			expect(await keyRows(`${role}:reserve`)).toBe(1);
 		} finally {
-			await pool.query(`drop role ${role}`);
+			await db.pool.query(`drop role ${role}`);
 		}
 	});
 });
 
 describe('Idempotency Execute Query: a commit Postgres refuses', () => {
 	beforeAll(async () => {
-		await pool.query(`create table ${schema}.deferred_effects (event_key text, constraint deferred_once unique (event_key) deferrable initially deferred)`);
-		await pool.query(`insert into ${schema}.deferred_effects values ('taken')`);
+		await db.pool.query(`create table ${db.schema}.deferred_effects (event_key text, constraint deferred_once unique (event_key) deferrable initially deferred)`);
+		await db.pool.query(`insert into ${db.schema}.deferred_effects values ('taken')`);
 	});
 
 	it('a deferred constraint failing at COMMIT is reported as not committed (nothing stored), and the retry runs', async () => {
-		const query = `insert into ${schema}.deferred_effects (event_key) values ($1)`;
+		const query = `insert into ${db.schema}.deferred_effects (event_key) values ($1)`;
 		const attempt = runExecuteQuery({ keySource: 'custom', customKey: 'deferred:1', query, queryParameters: 'taken', options: options() }, { items: [{ json: {} }] });
 		await expect(attempt).rejects.toThrow(/Postgres refused the commit \(SQLSTATE 23505\).*neither the key nor your query's effect was stored/);
 		expect(await keyRows('deferred:1')).toBe(0);
@@ -336,7 +327,7 @@ describe('Idempotency Execute Query: a commit Postgres refuses', () => {
 });
 
 describe('Idempotency Execute Query: the SQL uses the key the node derived', () => {
-	const insertWithKey = () => `insert into ${schema}.effects (event_key, amount) values ($idempotency_key, $1) returning event_key`;
+	const insertWithKey = () => `insert into ${db.schema}.effects (event_key, amount) values ($idempotency_key, $1) returning event_key`;
 	const runWithKey = (items: INodeExecutionData[], parameters: Record<string, unknown> = {}) =>
 		runExecuteQuery(
 			{ query: insertWithKey(), queryParameters: (index: number) => [(items[index].json.body as { amount?: number }).amount ?? 1], options: options(), ...parameters },

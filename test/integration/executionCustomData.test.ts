@@ -1,10 +1,8 @@
 import { NodeConnectionTypes, type INode, type INodeParameters, type IRun, type IWorkflowBase, type WorkflowExecuteMode } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, PACKAGE, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
+import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, packageNode, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
 
 /*
  * Through n8n-core's own engine: every Reserve run writes its outcome into the
@@ -13,19 +11,12 @@ import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt
  * for a refused key.
  */
 
-let pool: Pool;
-let schema: string;
+const db = postgresSchemaFixture('customdata');
+
 let base: EngineBase;
 
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'customdata');
+beforeAll(() => {
 	base = engineWithUpAndDownCredentials(connectionSettings());
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
 });
 
 interface Setup {
@@ -36,14 +27,7 @@ interface Setup {
 
 /** Webhook → Reserve (custom key from body.id, lease mode) → one step per output. */
 function workflow({ parameters = {}, onError = 'continueRegularOutput', credentialId = CREDENTIAL_UP }: Setup = {}): IWorkflowBase {
-	const node = (name: string, type: string, nodeParameters: INodeParameters = {}): INode => ({
-		id: name,
-		name,
-		type: `${PACKAGE}.${type}`,
-		typeVersion: 1,
-		position: [0, 0],
-		parameters: nodeParameters,
-	});
+	const node = packageNode;
 	const reserve: INode = {
 		...node('Idempotency Reserve', 'idempotencyReserve', {
 			keySource: 'custom',
@@ -51,7 +35,7 @@ function workflow({ parameters = {}, onError = 'continueRegularOutput', credenti
 			mode: 'lease',
 			leaseSeconds: 120,
 			...parameters,
-			options: { schemaName: schema, tableName: 'custom_data_events', createTable: true, ...(parameters.options as object) },
+			options: { schemaName: db.schema, tableName: 'custom_data_events', createTable: true, ...(parameters.options as object) },
 		}),
 		credentials: { idempotencyPostgresApi: { id: credentialId, name: 'Idempotency Postgres' } },
 		onError,
@@ -172,6 +156,6 @@ describe('Reserve evidence options that differ per item (expressions), through t
 			message: expect.stringMatching(/Max Payload Size \(KB\) must be a whole number/),
 			context: { itemIndex: 1 },
 		});
-		expect((await pool.query(`select key from ${schema}.custom_data_events where key = 'evt:y1'`)).rows).toEqual([]);
+		expect((await db.pool.query(`select key from ${db.schema}.custom_data_events where key = 'evt:y1'`)).rows).toEqual([]);
 	});
 });

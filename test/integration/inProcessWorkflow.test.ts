@@ -8,18 +8,16 @@ import {
 	type IWorkflowExecuteAdditionalData,
 	type WorkflowExecuteMode,
 } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { credentialsHelper, engineBase, itemsAt, PACKAGE, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';
+import { credentialsHelper, engineBase, itemsAt, PACKAGE, packageNode, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';
+
+const db = postgresSchemaFixture('inprocess');
 
 const CREDENTIAL_ID = 'cred-idempotency-pg';
 
-let pool: Pool;
-let schema: string;
 let lookups: string[];
 let additionalBase: Omit<IWorkflowExecuteAdditionalData, 'hooks' | 'executionId'>;
 
@@ -39,7 +37,7 @@ function templateWorkflow(): IWorkflowBase {
 				customKey: "={{ 'order:' + $json.body.order.id }}",
 				mode: 'lease',
 				leaseSeconds: 120,
-				options: { schemaName: schema, tableName: 'processed_events', createTable: true },
+				options: { schemaName: db.schema, tableName: 'processed_events', createTable: true },
 			},
 		},
 		{
@@ -53,7 +51,7 @@ function templateWorkflow(): IWorkflowBase {
 				operation: 'complete',
 				source: 'item',
 				responseJson: '={{ JSON.stringify({ received: true, order: $json.body.order.id, by: $(\'Webhook\').item.json.headers["x-source"] }) }}',
-				options: { schemaName: schema, tableName: 'processed_events' },
+				options: { schemaName: db.schema, tableName: 'processed_events' },
 			},
 		},
 	];
@@ -80,7 +78,6 @@ async function runWebhookExecution(executionId: string, item: INodeExecutionData
 	return await runWorkflowExecution(templateWorkflow(), executionId, [item], additionalBase);
 }
 
-
 /** The items on one output of one node's (only) run. */
 function output(run: IRun, nodeName: string, outputIndex: number): INodeExecutionData[] {
 	const taskData = run.data.resultData.runData[nodeName];
@@ -92,18 +89,11 @@ function idempotency(item: INodeExecutionData): Record<string, unknown> {
 	return item.json.idempotency as Record<string, unknown>;
 }
 
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'inprocess');
+beforeAll(() => {
 	const { host, port, database, user, password } = connectionSettings();
 	const helper = credentialsHelper({ [CREDENTIAL_ID]: { host, port, database, user, password } });
 	lookups = (helper as unknown as { lookups: string[] }).lookups;
 	additionalBase = engineBase(helper);
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
 });
 
 describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', () => {
@@ -147,7 +137,7 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
 
 		// Every node that ran (Reserve, Complete; then Reserve) got its credential through the helper, by ID.
 		expect(lookups).toEqual(Array(3).fill(`idempotencyPostgresApi:${CREDENTIAL_ID}`));
-		const rows = await pool.query(`select key, status, response from ${schema}.processed_events`);
+		const rows = await db.pool.query(`select key, status, response from ${db.schema}.processed_events`);
 		expect(rows.rows).toEqual([{ key: 'order:ord_4711', status: 'completed', response: { received: true, order: 'ord_4711', by: 'shop' } }]);
 	});
 });
@@ -159,8 +149,6 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
  * node that ran answers, else 200 with no body (an acknowledged, lost event).
  */
 
-
-
 const CREDENTIAL_DOWN = 'cred-idempotency-down';
 
 /**
@@ -168,21 +156,14 @@ const CREDENTIAL_DOWN = 'cred-idempotency-down';
  * Not Reserved → 503; with Continue (using error output), n8n's Error output (after Not Reserved) → 503.
  */
 function routingWorkflow(onError: OnErrorSetting, reserveParameters: INodeParameters, credentialId = CREDENTIAL_ID): IWorkflowBase {
-	const node = (name: string, type: string, parameters: INodeParameters = {}): INode => ({
-		id: name,
-		name,
-		type: `${PACKAGE}.${type}`,
-		typeVersion: 1,
-		position: [0, 0],
-		parameters,
-	});
+	const node = packageNode;
 	const reserve: INode = {
 		...node('Idempotency Reserve', 'idempotencyReserve', {
 			keySource: 'auto',
 			mode: 'lease',
 			leaseSeconds: 120,
 			...reserveParameters,
-			options: { schemaName: schema, tableName: 'routing_events', createTable: true, ...(reserveParameters.options as object) },
+			options: { schemaName: db.schema, tableName: 'routing_events', createTable: true, ...(reserveParameters.options as object) },
 		}),
 		credentials: { idempotencyPostgresApi: { id: credentialId, name: 'Idempotency Postgres' } },
 		onError,
@@ -229,7 +210,6 @@ async function runRouting(
 	return await runWorkflowExecution(workflowData, executionId, items, routingAdditional, mode);
 }
 
-
 /** What the webhook answers, decided as n8n's webhook helper does for responseMode "responseNode". */
 function webhookAnswer(run: IRun): number | 'acknowledged without a response' {
 	if (run.data.resultData.error) return 500;
@@ -241,7 +221,7 @@ function webhookAnswer(run: IRun): number | 'acknowledged without a response' {
 
 describe('items that were not reserved, routed by n8n-core for every On Error setting', () => {
 	beforeAll(async () => {
-		await new IdempotencyStore(pool, { schema, table: 'routing_events', createTable: true }).createTable();
+		await new IdempotencyStore(db.pool, { schema: db.schema, table: 'routing_events', createTable: true }).createTable();
 		const { host, port, database, user, password } = connectionSettings();
 		routingAdditional = {
 			...additionalBase,
@@ -283,7 +263,7 @@ describe('items that were not reserved, routed by n8n-core for every On Error se
 	it.each(settings)('a batch with a NUL id, %s: the bad item answers 5xx, the good one is reserved only if the run goes on', async (onError) => {
 		const good = `evt_batch_${onError}`;
 		const run = await runRouting(routingWorkflow(onError, {}), `nul-${onError}`, [webhookItem({ id: good }), webhookItem({ id: 'evt_\u0000' })]);
-		const rows = await pool.query(`select key from ${schema}.routing_events where key = $1`, [`evt:${good}`]);
+		const rows = await db.pool.query(`select key from ${db.schema}.routing_events where key = $1`, [`evt:${good}`]);
 		if (onError === 'stopWorkflow') {
 			expect(run.data.resultData.error?.message).toMatch(/NUL character/);
 			expect(itemsAt(run, 'Business Step')).toHaveLength(0);

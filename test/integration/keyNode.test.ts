@@ -1,28 +1,15 @@
 import type { INodeExecutionData } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
 import { TcpProxy } from '../support/tcpProxy';
 
-let pool: Pool;
-let schema: string;
-const tableOptions = () => ({ schemaName: schema, tableName: 'processed_events' });
+const db = postgresSchemaFixture('keynode');
+
+const tableOptions = () => ({ schemaName: db.schema, tableName: 'processed_events' });
 const leaseReserve = (items: INodeExecutionData[], executionId = 'exec-1') =>
 	runReserve({ mode: 'lease', leaseSeconds: 60, options: { ...tableOptions(), createTable: true } }, { items, executionId });
-const row = async (key: string) => (await pool.query(`select * from ${schema}.processed_events where key = $1`, [key])).rows[0];
-
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'keynode');
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
-});
 
 describe('Idempotency Key: Complete', () => {
 	it('completes from the item and stores a response that a later duplicate replays', async () => {
@@ -48,7 +35,7 @@ describe('Idempotency Key: Complete', () => {
 			{ items: [{ json: { id: 1, event_key: 'evt:evt_custom' } }] },
 		);
 		expect(idempotencyOf(done[0]).applied).toBe(true);
-		expect(await row('evt:evt_custom')).toMatchObject({ status: 'completed', response: null });
+		expect(await db.row('evt:evt_custom')).toMatchObject({ status: 'completed', response: null });
 	});
 
 	it('rejects invalid response JSON with the item index', async () => {
@@ -56,7 +43,7 @@ describe('Idempotency Key: Complete', () => {
 		await expect(
 			runKeyNode({ operation: 'complete', source: 'item', responseJson: '{not json', options: tableOptions() }, { items: fresh }),
 		).rejects.toThrow(/not valid JSON/);
-		expect(await row('evt:evt_badjson')).toMatchObject({ status: 'processing' });
+		expect(await db.row('evt:evt_badjson')).toMatchObject({ status: 'processing' });
 	});
 });
 
@@ -67,21 +54,21 @@ describe('Idempotency Key: Release on error', () => {
 		const errorItem = { json: { ...fresh[0].json, error: 'insert failed' }, pairedItem: { item: 0 } };
 		const [done] = await runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: [errorItem] });
 		expect(idempotencyOf(done[0])).toMatchObject({ operation: 'release', applied: true });
-		expect(await row('evt:evt_fails')).toBeUndefined();
+		expect(await db.row('evt:evt_fails')).toBeUndefined();
 		const [redelivered] = await leaseReserve([webhookItem({ id: 'evt_fails' })]);
 		expect(redelivered).toHaveLength(1);
 	});
 
 	it('routes a stale owner (lease taken over) to Stale, leaving the new owner alone', async () => {
 		const [first] = await leaseReserve([webhookItem({ id: 'evt_stale' })]);
-		await pool.query(`update ${schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_stale']);
+		await db.pool.query(`update ${db.schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_stale']);
 		const [second] = await leaseReserve([webhookItem({ id: 'evt_stale' })], 'exec-2');
 		expect(idempotencyOf(second[0])).toMatchObject({ isNew: true, attempts: 2 });
 
 		const [done, stale] = await runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: first });
 		expect(done).toHaveLength(0);
 		expect(idempotencyOf(stale[0])).toMatchObject({ applied: false, staleReason: 'not_owner' });
-		expect(await row('evt:evt_stale')).toMatchObject({ status: 'processing', execution_id: 'exec-2' });
+		expect(await db.row('evt:evt_stale')).toMatchObject({ status: 'processing', execution_id: 'exec-2' });
 	});
 
 	it('refuses to settle from a duplicate item (no owner token), with a clear message', async () => {
@@ -106,7 +93,7 @@ describe('Idempotency Key: Release on error', () => {
 			{ items: [errorTriggerItem] },
 		);
 		expect((idempotencyOf(done[0]).releasedKeys as string[]).sort()).toEqual(['evt:evt_exec_a', 'evt:evt_exec_b']);
-		expect(await row('evt:evt_exec_a')).toBeUndefined();
+		expect(await db.row('evt:evt_exec_a')).toBeUndefined();
 	});
 });
 
@@ -125,8 +112,8 @@ describe('Idempotency Key: Mark Failed', () => {
 		expect([...failedDone, ...releasedDone]).toHaveLength(0);
 		expect(idempotencyOf(failedStale[0])).toMatchObject({ key: 'evt:evt_done_then_failed', operation: 'fail', applied: false, staleReason: 'completed' });
 		expect(idempotencyOf(releasedStale[0])).toMatchObject({ key: 'evt:evt_done_then_released', operation: 'release', applied: false, staleReason: 'completed' });
-		expect(await row('evt:evt_done_then_failed')).toMatchObject({ status: 'completed', last_error: null });
-		expect(await row('evt:evt_done_then_released')).toMatchObject({ status: 'completed' });
+		expect(await db.row('evt:evt_done_then_failed')).toMatchObject({ status: 'completed', last_error: null });
+		expect(await db.row('evt:evt_done_then_released')).toMatchObject({ status: 'completed' });
 		const [, duplicates] = await leaseReserve([webhookItem({ id: 'evt_done_then_failed' }), webhookItem({ id: 'evt_done_then_released' })]);
 		expect(duplicates.map((item) => idempotencyOf(item).outcome)).toEqual(['duplicate', 'duplicate']);
 	});
@@ -138,7 +125,7 @@ describe('Idempotency Key: Mark Failed', () => {
 			{ items: fresh },
 		);
 		expect(idempotencyOf(done[0]).applied).toBe(true);
-		expect(await row('evt:evt_markfail')).toMatchObject({ status: 'failed', last_error: 'CRM timeout' });
+		expect(await db.row('evt:evt_markfail')).toMatchObject({ status: 'failed', last_error: 'CRM timeout' });
 		const [again] = await leaseReserve([webhookItem({ id: 'evt_markfail' })]);
 		expect(idempotencyOf(again[0])).toMatchObject({ isNew: true, attempts: 2 });
 	});
@@ -169,10 +156,10 @@ describe('Idempotency Key: Mark Failed', () => {
 			warnings: [expect.stringMatching(/error message had NUL/)],
 		});
 		for (const id of ['evt_fexec_a', 'evt_fexec_b']) {
-			expect(await row(`evt:${id}`)).toMatchObject({ status: 'failed', locked_until: null, last_error: 'Crash: boom\uFFFD', payload: { id, amount: 7 } });
+			expect(await db.row(`evt:${id}`)).toMatchObject({ status: 'failed', locked_until: null, last_error: 'Crash: boom\uFFFD', payload: { id, amount: 7 } });
 		}
-		expect(await row('evt:evt_fexec_done')).toMatchObject({ status: 'completed' });
-		expect(await row('evt:evt_fexec_other')).toMatchObject({ status: 'processing' });
+		expect(await db.row('evt:evt_fexec_done')).toMatchObject({ status: 'completed' });
+		expect(await db.row('evt:evt_fexec_other')).toMatchObject({ status: 'processing' });
 		// The next delivery takes the failed key over as New, as after a release.
 		const [again] = await reserveIn('exec-retry', ['evt_fexec_a']);
 		expect(idempotencyOf(again[0])).toMatchObject({ isNew: true, attempts: 2 });
@@ -191,7 +178,7 @@ describe('Idempotency Key: Mark Failed', () => {
 		const [done, notSettled] = await runKeyNode(parameters, { items: [{ json: {} }], continueOnFail: true });
 		expect(done).toHaveLength(0);
 		expect(notSettled).toEqual([{ json: { error: expect.stringMatching(/Workflow ID, and it is empty/) }, pairedItem: { item: 0 } }]);
-		expect(await row('evt:evt_nowf')).toMatchObject({ status: 'processing' });
+		expect(await db.row('evt:evt_nowf')).toMatchObject({ status: 'processing' });
 
 		// A NUL or a lone surrogate could never match a stored id: refused per item, the other items settled.
 		await leaseReserve([webhookItem({ id: 'evt_wf_ok' })], 'exec-wf-ok');
@@ -202,7 +189,7 @@ describe('Idempotency Key: Mark Failed', () => {
 			[{ item: 1 }, expect.stringMatching(/Workflow ID contains a NUL character/)],
 			[{ item: 2 }, expect.stringMatching(/Workflow ID contains a lone UTF-16 surrogate/)],
 		]);
-		expect(await row('evt:evt_nowf')).toMatchObject({ status: 'processing' });
+		expect(await db.row('evt:evt_nowf')).toMatchObject({ status: 'processing' });
 	});
 
 	it("Failed Execution settles only this n8n instance's reservations: another instance's execution with the same id keeps its live keys", async () => {
@@ -223,10 +210,10 @@ describe('Idempotency Key: Mark Failed', () => {
 			{ items: [errorTriggerItem], instanceId: 'instance-staging' },
 		);
 		expect(idempotencyOf(done[0]).failedKeys).toEqual(['evt:evt_inst_stage']);
-		expect(await row('evt:evt_inst_stage')).toMatchObject({ status: 'failed' });
+		expect(await db.row('evt:evt_inst_stage')).toMatchObject({ status: 'failed' });
 		// Production's live reservations are untouched: its redelivery still reads In Progress.
-		for (const key of ['evt:evt_inst_prod', 'evt:evt_inst_prod_same_wf_id']) expect(await row(key)).toMatchObject({ status: 'processing', last_error: null });
-		expect(await row('evt:evt_inst_prod')).toMatchObject({ execution_id: '1234', workflow_id: 'wf-prod', n8n_instance: 'instance-production' });
+		for (const key of ['evt:evt_inst_prod', 'evt:evt_inst_prod_same_wf_id']) expect(await db.row(key)).toMatchObject({ status: 'processing', last_error: null });
+		expect(await db.row('evt:evt_inst_prod')).toMatchObject({ execution_id: '1234', workflow_id: 'wf-prod', n8n_instance: 'instance-production' });
 		const [, , inProgress] = await runReserve(
 			{ mode: 'lease', leaseSeconds: 60, options: tableOptions() },
 			{ items: [webhookItem({ id: 'evt_inst_prod' })], executionId: '1235', workflowId: 'wf-prod', instanceId: 'instance-production' },
@@ -238,7 +225,7 @@ describe('Idempotency Key: Mark Failed', () => {
 			{ items: [errorTriggerItem], instanceId: 'instance-staging' },
 		);
 		expect(idempotencyOf(released[0]).releasedKeys).toEqual([]);
-		expect(await row('evt:evt_inst_prod_same_wf_id')).toMatchObject({ status: 'processing' });
+		expect(await db.row('evt:evt_inst_prod_same_wf_id')).toMatchObject({ status: 'processing' });
 	});
 });
 
@@ -255,14 +242,14 @@ describe('Idempotency Key: content never stops a settle', () => {
 			applied: true,
 			warnings: [expect.stringMatching(/NUL characters or broken Unicode .* replaced with U\+FFFD/)],
 		});
-		expect(await row('evt:evt_nul_response')).toMatchObject({ status: 'completed', response: { text: 'a\uFFFDb\uFFFD' } });
+		expect(await db.row('evt:evt_nul_response')).toMatchObject({ status: 'completed', response: { text: 'a\uFFFDb\uFFFD' } });
 	});
 
 	it('Mark Failed with a NUL in the message: Done, with the warning on the item', async () => {
 		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_nul_message' })]);
 		const [done] = await runKeyNode({ operation: 'fail', source: 'item', errorMessage: 'bad\u0000byte', options: tableOptions() }, { items: fresh });
 		expect(idempotencyOf(done[0])).toMatchObject({ applied: true, warnings: [expect.stringMatching(/error message had NUL/)] });
-		expect(await row('evt:evt_nul_message')).toMatchObject({ status: 'failed', last_error: 'bad\uFFFDbyte' });
+		expect(await db.row('evt:evt_nul_message')).toMatchObject({ status: 'failed', last_error: 'bad\uFFFDbyte' });
 	});
 
 	it('items without anything to repair carry no warnings field', async () => {
@@ -284,7 +271,7 @@ describe('Idempotency Key: a database blip after the business step', () => {
 			proxy.dropConnections(true);
 			await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
 			// The lease as Reserve reported it (database time), 3 s from now: retrying stops 2 s before it ends.
-			const { rows } = await pool.query(`select now() + interval '3 seconds' as lease_end`);
+			const { rows } = await db.pool.query(`select now() + interval '3 seconds' as lease_end`);
 			const idempotency = { ...idempotencyOf(fresh[0]), lockedUntil: (rows[0].lease_end as Date).toISOString() };
 			const started = Date.now();
 			const error = await runKeyNode(
@@ -295,7 +282,7 @@ describe('Idempotency Key: a database blip after the business step', () => {
 			expect((error as Error).message).toMatch(/could not be reached \(connection lost or timed out\)\. The key was not completed: it stays reserved until its lease ends/);
 			expect(elapsed).toBeGreaterThanOrEqual(500); // retried (0.2 s, 0.4 s, …)
 			expect(elapsed).toBeLessThan(2_500); // not the 30 s budget: the lease bounds it
-			expect(await row('evt:evt_blip')).toMatchObject({ status: 'processing' });
+			expect(await db.row('evt:evt_blip')).toMatchObject({ status: 'processing' });
 		} finally {
 			await proxy.close();
 		}
@@ -304,8 +291,8 @@ describe('Idempotency Key: a database blip after the business step', () => {
 
 describe('Idempotency Key: Delete Expired Keys', () => {
 	it('returns one summary item', async () => {
-		await pool.query(
-			`insert into ${schema}.processed_events (key, first_seen) select 'gone-' || i, now() - interval '31 days' from generate_series(1, 7) i`,
+		await db.pool.query(
+			`insert into ${db.schema}.processed_events (key, first_seen) select 'gone-' || i, now() - interval '31 days' from generate_series(1, 7) i`,
 		);
 		const [[summary]] = await runKeyNode(
 			{ operation: 'cleanup', retentionDays: 30, batchSize: 5, timeBudgetSeconds: 10, options: tableOptions() },
@@ -327,7 +314,7 @@ describe('seed 002 test list, at the node level (lease mode)', () => {
 	it('the same event after a crash between reservation and side effect is processed exactly once more', async () => {
 		await leaseReserve([webhookItem({ id: 'evt_crash' })]);
 		// The worker crashed: no Complete, no Release. Its lease runs out.
-		await pool.query(`update ${schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_crash']);
+		await db.pool.query(`update ${db.schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_crash']);
 		const [retry] = await leaseReserve([webhookItem({ id: 'evt_crash' })], 'exec-retry');
 		expect(idempotencyOf(retry[0])).toMatchObject({ isNew: true, attempts: 2 });
 		await runKeyNode({ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() }, { items: retry });

@@ -5,6 +5,7 @@ import { tableRef } from '../../lib/identifiers';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { renderStatement } from '../../lib/sql/statements';
 import { adminPool, databaseUrl } from '../support/database';
+import { reserveOrClaimRace, shuffled } from '../support/workers';
 
 /*
  * Lock order. Reserve (DO UPDATE on existing keys) and Claim for Replay lock many rows in one
@@ -44,18 +45,6 @@ function urlOf(name: string): string {
 // Case and punctuation: en-US compares letters first, bytes put every capital before every small letter.
 const PREFIXES = ['a', 'A', 'b', 'B', '_a', '-b', 'Z', 'z', 'é', 'E'];
 const keysOf = (round: number) => Array.from({ length: 120 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${i % 7 === 0 ? '-' : ''}k${round}.${i}`);
-
-/** The same keys in another order per caller (a small deterministic shuffle). */
-function shuffled<T>(keys: T[], seed: number): T[] {
-	const out = [...keys];
-	let state = seed * 2654435761;
-	for (let i = out.length - 1; i > 0; i--) {
-		state = (state * 1103515245 + 12345) >>> 0;
-		const j = state % (i + 1);
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
-}
 
 /** One store per caller, each on a connection of its own. */
 function callers(count: number) {
@@ -100,21 +89,8 @@ it('reservations and replay claims of the same failed keys, in different orders 
 				`insert into ${TABLE} (key, status, attempts, owner_token, last_error, expires_at) select k, 'failed', 1, gen_random_uuid(), 'boom', now() + interval '1 hour' from unnest($1::text[]) as k`,
 				[keys],
 			);
-			const settled = await Promise.allSettled(
-				all.map(async ({ store }, index) => {
-					const order = shuffled(keys, round * 10 + index);
-					if (index % 2 === 0) {
-						return (await store.reserve(order.map((key) => ({ key, keySource: 'test', payloadHash: null })), LEASE))
-							.filter((result) => result.outcome === 'new')
-							.map((result) => result.key);
-					}
-					const claims = await store.claimForReplay(order, { leaseSeconds: 120, retentionSeconds: 86_400 });
-					return claims.filter((claim) => claim.claimed).map((claim) => claim.key);
-				}),
-			);
-			const failures = settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []));
+			const { owned, failures } = await reserveOrClaimRace(all.map(({ store }) => store), keys, round);
 			expect(failures).toEqual([]);
-			const owned = settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
 			expect(owned.slice().sort()).toEqual(keys.slice().sort());
 		}
 	} finally {

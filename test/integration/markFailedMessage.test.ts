@@ -1,8 +1,6 @@
 import { NodeConnectionTypes, type INodeParameters, type IWorkflowBase } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {
 	CREDENTIAL_UP,
@@ -23,22 +21,15 @@ import {
  * dead-letter view without its reason.
  */
 
+const db = postgresSchemaFixture('markfailed');
+
 const TABLE = 'mark_failed_events';
 const FIRST_DEFAULT = '={{ typeof $json.error === "object" ? $json.error.message : $json.error }}';
 
-let pool: Pool;
-let schema: string;
 let base: EngineBase;
 
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'markfailed');
+beforeAll(() => {
 	base = engineWithUpAndDownCredentials(connectionSettings());
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
 });
 
 const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
@@ -55,12 +46,12 @@ function failingWebhook(shape: 'postgres' | 'code', onError: OnErrorSetting, mar
 			node(
 				'Idempotency Reserve',
 				'idempotencyReserve',
-				{ keySource: 'custom', customKey: "={{ 'evt:' + $json.body.id }}", mode: 'lease', leaseSeconds: 120, options: { schemaName: schema, tableName: TABLE, createTable: true, storePayload: true } },
+				{ keySource: 'custom', customKey: "={{ 'evt:' + $json.body.id }}", mode: 'lease', leaseSeconds: 120, options: { schemaName: db.schema, tableName: TABLE, createTable: true, storePayload: true } },
 				{ credentials },
 			),
 			node('Business Step', 'testFailingStep', { shape, message: `duplicate key value violates unique constraint (${shape})` }, { onError }),
 			node('Succeeded', 'testStep', {}),
-			node('Mark Failed', 'idempotencyKey', { operation: 'fail', source: 'custom', ...markFailed, options: { schemaName: schema, tableName: TABLE } }, { credentials }),
+			node('Mark Failed', 'idempotencyKey', { operation: 'fail', source: 'custom', ...markFailed, options: { schemaName: db.schema, tableName: TABLE } }, { credentials }),
 		],
 		{
 			Webhook: { main: [to('Idempotency Reserve')] },
@@ -71,7 +62,7 @@ function failingWebhook(shape: 'postgres' | 'code', onError: OnErrorSetting, mar
 }
 
 const stored = async (key: string) =>
-	(await pool.query(`select status, last_error, payload from ${schema}.${TABLE} where key = $1`, [key])).rows[0] as Record<string, unknown> | undefined;
+	(await db.pool.query(`select status, last_error, payload from ${db.schema}.${TABLE} where key = $1`, [key])).rows[0] as Record<string, unknown> | undefined;
 
 describe("Mark Failed's default Error Message, on the error output items n8n really sends", () => {
 	it.each(['postgres', 'code'] as const)('a failing %s node: the key is kept failed with the error text and the payload', async (shape) => {
@@ -107,7 +98,7 @@ describe("Mark Failed's default Error Message, on the error output items n8n rea
 			'wf-error',
 			[
 				node('Webhook', 'testWebhook', {}),
-				node('Mark Failed', 'idempotencyKey', { operation: 'fail', source: 'execution', options: { schemaName: schema, tableName: TABLE } }, { credentials }),
+				node('Mark Failed', 'idempotencyKey', { operation: 'fail', source: 'execution', options: { schemaName: db.schema, tableName: TABLE } }, { credentials }),
 			],
 			{ Webhook: { main: [to('Mark Failed')] } },
 		);

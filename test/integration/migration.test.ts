@@ -5,12 +5,11 @@ import { Pool } from 'pg';
 
 import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
-import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { KEYS_MIGRATIONS, ensureSchema, readSchemaState, versionStamp } from '../../lib/sql/migrations';
 import { SQL_DIR } from '../../lib/sql/statements';
 import type { ReserveOptions } from '../../lib/types';
-import { adminPool, connectionSettings, databaseUrl, freshSchema } from '../support/database';
+import { adminPool, connectionSettings, databaseUrl, freshSchema, postgresPoolFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runReserve } from '../support/nodes';
 
@@ -27,20 +26,11 @@ const unstampedFile = (file: string) =>
 const permanent: ReserveOptions = { mode: 'permanent', leaseSeconds: 60, retentionSeconds: 86_400 };
 const request = (key: string) => ({ key, keySource: 'custom', payloadHash: null });
 
-let pool: Pool;
-
-beforeAll(() => {
-	pool = adminPool();
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
-});
+const db = postgresPoolFixture();
 
 /** Runs SQL text as a DBA would with psql (one multi-statement string), in the given schema. */
 async function runAsDba(schema: string, text: string): Promise<void> {
-	const client = await pool.connect();
+	const client = await db.pool.connect();
 	try {
 		await client.query(`set search_path to ${schema}`);
 		await client.query(text);
@@ -51,17 +41,17 @@ async function runAsDba(schema: string, text: string): Promise<void> {
 }
 
 const stampOf = async (schema: string, table = 'processed_events') =>
-	(await pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [`${schema}.${table}`])).rows[0].stamp;
+	(await db.pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [`${schema}.${table}`])).rows[0].stamp;
 const keysOf = async (schema: string, table = 'processed_events') =>
-	(await pool.query(`select key from ${schema}.${table} order by key`)).rows.map((row) => row.key as string);
+	(await db.pool.query(`select key from ${schema}.${table} order by key`)).rows.map((row) => row.key as string);
 /** Columns (name and type) and index definitions, to compare an upgraded table with a fresh one. */
 async function shapeOf(schema: string, table = 'processed_events') {
-	const columns = await pool.query(
+	const columns = await db.pool.query(
 		`select column_name, data_type, is_nullable, column_default from information_schema.columns
 		 where table_schema = $1 and table_name = $2 order by column_name`,
 		[schema, table],
 	);
-	const indexes = await pool.query(`select replace(indexdef, $1, 'S') as def from pg_indexes where schemaname = $1 and tablename = $2 order by indexname`, [
+	const indexes = await db.pool.query(`select replace(indexdef, $1, 'S') as def from pg_indexes where schemaname = $1 and tablename = $2 order by indexname`, [
 		schema,
 		table,
 	]);
@@ -73,13 +63,13 @@ describe('upgrading a table made by each earlier version', () => {
 	const earlierVersions: Array<[string, (schema: string) => Promise<void>]> = [
 		[
 			"the hand-built recipe's two-column table",
-			(schema) => pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`).then(() => {}),
+			(schema) => db.pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`).then(() => {}),
 		],
 		['the table 001_create_table.sql made before schema versions', (schema) => runAsDba(schema, unstampedFile(CREATE_FILE))],
 		[
 			'the recipe table after 002_migrate_from_seed.sql, before schema versions',
 			async (schema) => {
-				await pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
+				await db.pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
 				await runAsDba(schema, unstampedFile(SEED_UPGRADE_FILE));
 			},
 		],
@@ -100,12 +90,12 @@ describe('upgrading a table made by each earlier version', () => {
 	];
 
 	it.each(earlierVersions)('%s: first use brings it to the current version and keeps every key', async (_name, makeTable) => {
-		const schema = await freshSchema(pool, 'up');
+		const schema = await freshSchema(db.pool, 'up');
 		await makeTable(schema);
-		await pool.query(`insert into ${schema}.processed_events (key) select unnest($1::text[])`, [OLD_KEYS]);
+		await db.pool.query(`insert into ${schema}.processed_events (key) select unnest($1::text[])`, [OLD_KEYS]);
 
 		// The node's default: create or upgrade on first use.
-		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true });
+		const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: true });
 		const results = await store.reserve([...OLD_KEYS, 'evt:evt_new'].map(request), permanent);
 
 		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'duplicate', 'new']);
@@ -114,46 +104,46 @@ describe('upgrading a table made by each earlier version', () => {
 		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
 
 		// The upgraded table is the table a fresh database gets.
-		const fresh = await freshSchema(pool, 'fresh');
-		await new IdempotencyStore(pool, { schema: fresh, table: 'processed_events', createTable: true }).createTable();
+		const fresh = await freshSchema(db.pool, 'fresh');
+		await new IdempotencyStore(db.pool, { schema: fresh, table: 'processed_events', createTable: true }).createTable();
 		const [upgraded, made] = [await shapeOf(schema), await shapeOf(fresh)];
 		expect(upgraded.columns).toEqual(made.columns);
 		expect(upgraded.indexes.map((def) => def.replace(schema, 'S'))).toEqual(made.indexes.map((def) => def.replace(fresh, 'S')));
 		// The recipe's own insert still works against the upgraded table.
-		await pool.query(`insert into ${schema}.processed_events (key) values ('evt:from_recipe') on conflict (key) do nothing`);
+		await db.pool.query(`insert into ${schema}.processed_events (key) values ('evt:from_recipe') on conflict (key) do nothing`);
 	});
 
 	it('a fresh database: first use creates the table at the current version', async () => {
-		const schema = await freshSchema(pool, 'new');
-		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true });
+		const schema = await freshSchema(db.pool, 'new');
+		const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: true });
 		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
-		expect(await readSchemaState(pool, tableRef(schema, 'processed_events'), KEYS_MIGRATIONS)).toEqual({ exists: true, version: CURRENT });
+		expect(await readSchemaState(db.pool, tableRef(schema, 'processed_events'), KEYS_MIGRATIONS)).toEqual({ exists: true, version: CURRENT });
 	});
 
 	it('every migration file runs as-is in psql, twice without harm, and stamps the current version', async () => {
-		const schema = await freshSchema(pool, 'dba');
+		const schema = await freshSchema(db.pool, 'dba');
 		for (let round = 0; round < 2; round++) for (const file of KEYS_MIGRATIONS.files) await runAsDba(schema, sqlFile(file));
 		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
-		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+		const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: false });
 		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
 	});
 
 	it('several tables with custom names in one schema each carry their own version', async () => {
-		const schema = await freshSchema(pool, 'many');
-		await pool.query(`create table ${schema}.github_keys (key text primary key, first_seen timestamptz not null default now())`);
-		const stripe = new IdempotencyStore(pool, { schema, table: 'stripe_keys', createTable: true });
+		const schema = await freshSchema(db.pool, 'many');
+		await db.pool.query(`create table ${schema}.github_keys (key text primary key, first_seen timestamptz not null default now())`);
+		const stripe = new IdempotencyStore(db.pool, { schema, table: 'stripe_keys', createTable: true });
 		await stripe.reserve([request('evt_1')], permanent);
 
 		expect(await stampOf(schema, 'stripe_keys')).toBe(versionStamp('keys', CURRENT));
 		expect(await stampOf(schema, 'github_keys')).toBeNull();
-		const github = new IdempotencyStore(pool, { schema, table: 'github_keys', createTable: true });
+		const github = new IdempotencyStore(db.pool, { schema, table: 'github_keys', createTable: true });
 		expect((await github.reserve([request('delivery-1')], permanent))[0].outcome).toBe('new');
 		expect(await stampOf(schema, 'github_keys')).toBe(versionStamp('keys', CURRENT));
 	});
 
 	it('many n8n instances starting together on an old table all succeed: one New, the table migrated', async () => {
-		const schema = await freshSchema(pool, 'race');
-		await pool.query(`create table ${schema}.auto_keys (key text primary key, first_seen timestamptz not null default now())`);
+		const schema = await freshSchema(db.pool, 'race');
+		await db.pool.query(`create table ${schema}.auto_keys (key text primary key, first_seen timestamptz not null default now())`);
 		// Separate pools: separate n8n instances, so only the advisory lock serialises them.
 		const pools = Array.from({ length: 6 }, () => adminPool(2));
 		try {
@@ -169,14 +159,14 @@ describe('upgrading a table made by each earlier version', () => {
 
 describe('a table the package cannot use as it is', () => {
 	it('a table newer than the package is refused, with or without the create option, and left untouched', async () => {
-		const schema = await freshSchema(pool, 'newer');
-		await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true }).createTable();
-		await pool.query(`insert into ${schema}.processed_events (key) values ('kept')`);
+		const schema = await freshSchema(db.pool, 'newer');
+		await new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: true }).createTable();
+		await db.pool.query(`insert into ${schema}.processed_events (key) values ('kept')`);
 		const future = versionStamp('keys', CURRENT + 1);
-		await pool.query(`comment on table ${schema}.processed_events is '${future}'`);
+		await db.pool.query(`comment on table ${schema}.processed_events is '${future}'`);
 
 		for (const createTable of [true, false]) {
-			const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable });
+			const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable });
 			const attempt = store.reserve([request('new-key')], permanent);
 			await expect(attempt).rejects.toThrow(SchemaNewerThanPackageError);
 			await expect(attempt).rejects.toThrow(`schema version ${CURRENT + 1}, newer than this n8n-nodes-idempotency knows (${CURRENT})`);
@@ -187,7 +177,7 @@ describe('a table the package cannot use as it is', () => {
 	});
 
 	it('a schema that does not exist is named as such, not as a missing table', async () => {
-		const store = new IdempotencyStore(pool, { schema: 'no_such_schema_x', table: 'processed_events', createTable: true });
+		const store = new IdempotencyStore(db.pool, { schema: 'no_such_schema_x', table: 'processed_events', createTable: true });
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(InvalidConfigurationError);
 		await expect(attempt).rejects.toThrow(
@@ -196,9 +186,9 @@ describe('a table the package cannot use as it is', () => {
 	});
 
 	it('with the create option off, an old table is reported with exactly the files to run, and nothing changes', async () => {
-		const schema = await freshSchema(pool, 'off');
-		await pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
-		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+		const schema = await freshSchema(db.pool, 'off');
+		await db.pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
+		const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: false });
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
@@ -206,7 +196,7 @@ describe('a table the package cannot use as it is', () => {
 		);
 		expect(await stampOf(schema)).toBeNull();
 
-		const missing = new IdempotencyStore(pool, { schema, table: 'other_keys', createTable: false });
+		const missing = new IdempotencyStore(db.pool, { schema, table: 'other_keys', createTable: false });
 		await expect(missing.reserve([request('k')], permanent)).rejects.toThrow(
 			new TableMissingError(
 				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
@@ -222,9 +212,9 @@ describe('a database user without the right to create or change tables', () => {
 	let dmlPool: Pool;
 
 	beforeAll(async () => {
-		schema = await freshSchema(pool, 'dml');
-		await pool.query(`create role ${role} login password '${password}'`);
-		await pool.query(`grant usage on schema ${schema} to ${role}`);
+		schema = await freshSchema(db.pool, 'dml');
+		await db.pool.query(`create role ${role} login password '${password}'`);
+		await db.pool.query(`grant usage on schema ${schema} to ${role}`);
 		const url = new URL(databaseUrl());
 		url.username = role;
 		url.password = password;
@@ -234,8 +224,8 @@ describe('a database user without the right to create or change tables', () => {
 
 	afterAll(async () => {
 		await dmlPool?.end();
-		await pool.query(`drop owned by ${role}`);
-		await pool.query(`drop role ${role}`);
+		await db.pool.query(`drop owned by ${role}`);
+		await db.pool.query(`drop role ${role}`);
 	});
 
 	it('the role really lacks CREATE on the schema', async () => {
@@ -249,13 +239,13 @@ describe('a database user without the right to create or change tables', () => {
 		await expect(attempt).rejects.toThrow(
 			`does not exist; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE} from`,
 		);
-		expect((await pool.query(`select to_regclass($1) as oid`, [`${schema}.processed_events`])).rows[0].oid).toBeNull();
+		expect((await db.pool.query(`select to_regclass($1) as oid`, [`${schema}.processed_events`])).rows[0].oid).toBeNull();
 	});
 
 	it('an old table it may write to: the error names only the file still to run; after the DBA runs it, keys are kept and reserving works', async () => {
-		await pool.query(`create table ${schema}.recipe_keys (key text primary key, first_seen timestamptz not null default now())`);
-		await pool.query(`insert into ${schema}.recipe_keys (key) values ('evt:old')`);
-		await pool.query(`grant select, insert, update, delete on ${schema}.recipe_keys to ${role}`);
+		await db.pool.query(`create table ${schema}.recipe_keys (key text primary key, first_seen timestamptz not null default now())`);
+		await db.pool.query(`insert into ${schema}.recipe_keys (key) values ('evt:old')`);
+		await db.pool.query(`grant select, insert, update, delete on ${schema}.recipe_keys to ${role}`);
 		const store = new IdempotencyStore(dmlPool, { schema, table: 'recipe_keys', createTable: true });
 		const attempt = store.reserve([request('evt:new')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
@@ -269,8 +259,8 @@ describe('a database user without the right to create or change tables', () => {
 	});
 
 	it('a current table: it reserves without attempting any change', async () => {
-		await new IdempotencyStore(pool, { schema, table: 'current_keys', createTable: true }).createTable();
-		await pool.query(`grant select, insert, update, delete on ${schema}.current_keys to ${role}`);
+		await new IdempotencyStore(db.pool, { schema, table: 'current_keys', createTable: true }).createTable();
+		await db.pool.query(`grant select, insert, update, delete on ${schema}.current_keys to ${role}`);
 		const store = new IdempotencyStore(dmlPool, { schema, table: 'current_keys', createTable: true });
 		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
 	});
@@ -286,7 +276,7 @@ describe('a database user without the right to create or change tables', () => {
 
 describe('the Reserve node on first run', () => {
 	it('with default options, creates the table and reserves (the option is on unless the user turns it off)', async () => {
-		const schema = await freshSchema(pool, 'first');
+		const schema = await freshSchema(db.pool, 'first');
 		const [fresh] = await runReserve({ options: { schemaName: schema } }, { items: [webhookItem({ id: 'evt_first' })] });
 		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_first', isNew: true });
 		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
@@ -295,7 +285,7 @@ describe('the Reserve node on first run', () => {
 
 describe('a connection lost during a migration', () => {
 	it('rejects with a clear error, and the lost connection never crashes the process with an unhandled client error', async () => {
-		const schema = await freshSchema(pool, 'mig_cut');
+		const schema = await freshSchema(db.pool, 'mig_cut');
 		const table = tableRef(schema, 'processed_events');
 		const migrating = new Pool({ connectionString: databaseUrl(), max: 2 });
 		migrating.on('error', () => {});
@@ -303,14 +293,14 @@ describe('a connection lost during a migration', () => {
 		const onUncaught = (error: unknown) => uncaught.push(error);
 		process.on('uncaughtException', onUncaught);
 		// Another migrator holds the table's advisory lock, so ours waits inside its transaction.
-		const other = await pool.connect();
+		const other = await db.pool.connect();
 		try {
 			await other.query('begin');
 			await other.query('select pg_advisory_xact_lock(hashtext($1))', [table.qualified]);
 			const attempt = ensureSchema(migrating, table, KEYS_MIGRATIONS, true).catch((error: unknown) => error);
 			let pid: number | undefined;
 			for (let i = 0; i < 200 && pid === undefined; i++) {
-				const { rows } = await pool.query(
+				const { rows } = await db.pool.query(
 					`select pid from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory' and query like 'select pg_advisory_xact_lock%' and pid <> $1`,
 					[(await other.query('select pg_backend_pid() as pid')).rows[0].pid],
 				);
@@ -319,13 +309,13 @@ describe('a connection lost during a migration', () => {
 			}
 			expect(pid).toBeDefined();
 			// The fault: the migration's backend is terminated (as a server restart would).
-			expect((await pool.query('select pg_terminate_backend($1) as done', [pid])).rows[0].done).toBe(true);
+			expect((await db.pool.query('select pg_terminate_backend($1) as done', [pid])).rows[0].done).toBe(true);
 			const error = await attempt;
 			expect(error).toBeInstanceOf(Error);
 			expect((error as Error).message).toMatch(/connection|terminat/i);
 			// Give the dead socket's 'end'/'error' events time to arrive.
 			await new Promise((resolve) => setTimeout(resolve, 300));
-			expect((await pool.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n).toBe(0);
+			expect((await db.pool.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n).toBe(0);
 			expect(uncaught).toEqual([]);
 		} finally {
 			process.removeListener('uncaughtException', onUncaught);
@@ -334,7 +324,7 @@ describe('a connection lost during a migration', () => {
 			await migrating.end();
 		}
 		// Nothing half-made: the next attempt migrates the table.
-		await ensureSchema(pool, table, KEYS_MIGRATIONS, true);
-		expect((await readSchemaState(pool, table, KEYS_MIGRATIONS)).version).toBe(CURRENT);
+		await ensureSchema(db.pool, table, KEYS_MIGRATIONS, true);
+		expect((await readSchemaState(db.pool, table, KEYS_MIGRATIONS)).version).toBe(CURRENT);
 	});
 });

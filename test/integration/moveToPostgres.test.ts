@@ -2,14 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Pool } from 'pg';
 
 import { closeEmbeddedStores, openEmbeddedKeyStore } from '../../lib/embedded';
 import { moveKeysToPostgres } from '../../lib/embedded/moveToPostgres';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import type { KeyStore } from '../../lib/store/contract';
 import type { ReserveOptions } from '../../lib/types';
-import { adminPool, databaseUrl, freshSchema } from '../support/database';
+import { databaseUrl, freshSchema, postgresPoolFixture } from '../support/database';
 
 // Moving up: keys reserved and settled on the real embedded store (a node:sqlite file), moved into
 // a real Postgres, then answered by the Postgres store. Runs on a Node with node:sqlite.
@@ -17,7 +16,7 @@ const ROOT = path.join(__dirname, '..', '..');
 const SCRIPT = path.join(ROOT, 'scripts', 'move-keys-to-postgres.ts');
 const REGISTER_TS = path.join(ROOT, 'test', 'support', 'register-ts.js');
 
-let pool: Pool;
+const db = postgresPoolFixture({ max: 6 });
 let dir: string;
 
 const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 300, retentionSeconds: 86_400, executionId: 'exec-1', workflowId: 'wf-1', instanceId: 'inst-1' };
@@ -25,14 +24,12 @@ const permanent: ReserveOptions = { ...lease, mode: 'permanent' };
 const request = (key: string) => ({ key, keySource: 'header', payloadHash: null });
 
 beforeAll(() => {
-	pool = adminPool(6);
 	dir = mkdtempSync(path.join(tmpdir(), 'move-keys-'));
 });
 
-afterAll(async () => {
+afterAll(() => {
 	closeEmbeddedStores();
 	rmSync(dir, { recursive: true, force: true });
-	await pool.end();
 });
 
 /** An embedded file holding one key in each state: completed with a response, processing, failed, permanent. */
@@ -47,8 +44,8 @@ async function fileWithEveryState(name: string) {
 }
 
 async function postgresStore(prefix: string) {
-	const schema = await freshSchema(pool, prefix);
-	return { schema, store: new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false }) };
+	const schema = await freshSchema(db.pool, prefix);
+	return { schema, store: new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: false }) };
 }
 
 describe('moveKeysToPostgres', () => {
@@ -56,7 +53,7 @@ describe('moveKeysToPostgres', () => {
 		const { file, busyToken } = await fileWithEveryState('states');
 		const { schema, store } = await postgresStore('move');
 
-		const report = await moveKeysToPostgres({ file, pool, schema });
+		const report = await moveKeysToPostgres({ file, pool: db.pool, schema });
 		expect(report).toMatchObject({ read: 4, batches: 1, counts: { inserted: 4, updated: 0, unchanged: 0, replaced: 0, kept: 0 }, conflicts: [], fileChanged: false });
 
 		const [done, busy, failed, kept] = await store.reserve([request('k-done'), request('k-busy'), request('k-failed'), request('k-permanent')], lease);
@@ -73,10 +70,10 @@ describe('moveKeysToPostgres', () => {
 	it('running the move twice changes nothing the second time', async () => {
 		const { file } = await fileWithEveryState('twice');
 		const { schema } = await postgresStore('twice');
-		await moveKeysToPostgres({ file, pool, schema, batchSize: 3 });
-		const rows = async () => (await pool.query(`select *, xmin::text as version from ${schema}.processed_events order by key`)).rows;
+		await moveKeysToPostgres({ file, pool: db.pool, schema, batchSize: 3 });
+		const rows = async () => (await db.pool.query(`select *, xmin::text as version from ${schema}.processed_events order by key`)).rows;
 		const before = await rows();
-		const again = await moveKeysToPostgres({ file, pool, schema, batchSize: 3 });
+		const again = await moveKeysToPostgres({ file, pool: db.pool, schema, batchSize: 3 });
 		expect(again).toMatchObject({ read: 4, batches: 2, counts: { inserted: 0, updated: 0, unchanged: 4, replaced: 0, kept: 0 }, conflicts: [] });
 		expect(await rows()).toEqual(before);
 	});
@@ -88,7 +85,7 @@ describe('moveKeysToPostgres', () => {
 		// k-busy is processing in the file; on Postgres another run reserved and completed it.
 		const [other] = await store.reserve([request('k-busy')], lease);
 		await store.complete([{ key: 'k-busy', ownerToken: other.ownerToken!, response: { from: 'postgres' } }]);
-		const report = await moveKeysToPostgres({ file, pool, schema });
+		const report = await moveKeysToPostgres({ file, pool: db.pool, schema });
 		expect(report.counts).toMatchObject({ inserted: 3, kept: 1 });
 		expect(report.conflicts).toEqual([expect.objectContaining({ key: 'k-busy', kept: 'postgres', copied: expect.objectContaining({ status: 'processing' }), postgres: expect.objectContaining({ status: 'completed' }) })]);
 		expect((await store.reserve([request('k-busy')], lease))[0]).toMatchObject({ outcome: 'duplicate', record: { response: { from: 'postgres' } } });
@@ -100,9 +97,9 @@ describe('moveKeysToPostgres', () => {
 		const keys = Array.from({ length: 12_000 }, (_, i) => `evt_${i.toString(36)}_\u00e9\u{1F600}`);
 		for (let i = 0; i < keys.length; i += 5000) await embedded.reserve(keys.slice(i, i + 5000).map(request), permanent);
 		const { schema } = await postgresStore('many');
-		const report = await moveKeysToPostgres({ file, pool, schema, batchSize: 5000 });
+		const report = await moveKeysToPostgres({ file, pool: db.pool, schema, batchSize: 5000 });
 		expect(report).toMatchObject({ read: 12_000, batches: 3, counts: { inserted: 12_000 } });
-		const { rows } = await pool.query(`select key from ${schema}.processed_events`);
+		const { rows } = await db.pool.query(`select key from ${schema}.processed_events`);
 		expect(new Set(rows.map((row) => row.key))).toEqual(new Set(keys));
 	});
 });
@@ -113,7 +110,7 @@ describe('the move-keys-to-postgres command', () => {
 
 	it('moves the keys and prints what it did; a second run reports every key unchanged', async () => {
 		const { file } = await fileWithEveryState('command');
-		const schema = await freshSchema(pool, 'cmd');
+		const schema = await freshSchema(db.pool, 'cmd');
 		const first = run(process.execPath, ['--file', file, '--database-url', databaseUrl(), '--schema', schema]);
 		expect(first.stderr).not.toContain('stopped');
 		expect(first.status).toBe(0);

@@ -1,9 +1,7 @@
 import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase, type WorkflowExecuteMode } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {
 	CREDENTIAL_DOWN,
@@ -11,7 +9,7 @@ import {
 	engineWithUpAndDownCredentials,
 	itemsAt,
 	ON_ERROR_SETTINGS,
-	PACKAGE,
+	packageNode,
 	runWorkflowExecution,
 	type EngineBase,
 	type OnErrorSetting,
@@ -25,21 +23,13 @@ import {
  * else the Respond node that ran answers, else 200 with no body (an acknowledged, lost event).
  */
 
-let pool: Pool;
-let schema: string;
+const db = postgresSchemaFixture('notprocessed', { keyTables: ['processed_events'] });
+
 let base: EngineBase;
 
 beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'notprocessed');
-	await pool.query(`create table ${schema}.payments (id serial primary key, event_key text not null, amount integer check (amount > 0))`);
-	await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true }).createTable();
+	await db.pool.query(`create table ${db.schema}.payments (id serial primary key, event_key text not null, amount integer check (amount > 0))`);
 	base = engineWithUpAndDownCredentials(connectionSettings());
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
 });
 
 /** Which node answers for each output of the node under test, in output order. */
@@ -50,14 +40,7 @@ type Wiring = Array<{ name: string; status: number }>;
  * plus n8n's Error output → 503 with Continue (using error output).
  */
 function workflow(type: string, parameters: INodeParameters, onError: OnErrorSetting, wiring: Wiring, credentialId = CREDENTIAL_UP): IWorkflowBase {
-	const node = (name: string, nodeType: string, nodeParameters: INodeParameters = {}): INode => ({
-		id: name,
-		name,
-		type: `${PACKAGE}.${nodeType}`,
-		typeVersion: 1,
-		position: [0, 0],
-		parameters: nodeParameters,
-	});
+	const node = packageNode;
 	const underTest: INode = {
 		...node('Under Test', type, parameters),
 		credentials: { idempotencyPostgresApi: { id: credentialId, name: 'Idempotency Postgres' } },
@@ -112,14 +95,14 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 	];
 	const insertPayment = (extra: INodeParameters = {}): INodeParameters => ({
 		keySource: 'auto',
-		query: `insert into ${schema}.payments (event_key, amount) values ($1, $2) returning id`,
+		query: `insert into ${db.schema}.payments (event_key, amount) values ($1, $2) returning id`,
 		queryParameters: '={{ ["evt:" + $json.body.id, $json.body.amount] }}',
-		options: { schemaName: schema, tableName: 'processed_events' },
+		options: { schemaName: db.schema, tableName: 'processed_events' },
 		...extra,
 	});
 	const stored = async (eventId: string) => ({
-		keys: (await pool.query(`select 1 from ${schema}.processed_events where key = $1`, [`evt:${eventId}`])).rowCount,
-		payments: (await pool.query(`select 1 from ${schema}.payments where event_key = $1`, [`evt:${eventId}`])).rowCount,
+		keys: (await db.pool.query(`select 1 from ${db.schema}.processed_events where key = $1`, [`evt:${eventId}`])).rowCount,
+		payments: (await db.pool.query(`select 1 from ${db.schema}.payments where event_key = $1`, [`evt:${eventId}`])).rowCount,
 	});
 
 	it.each(ON_ERROR_SETTINGS)('a failed query (nothing stored), %s: 5xx, and the retry after the fix runs it once', async (onError) => {
@@ -149,16 +132,17 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		if (onError !== 'stopWorkflow') expect(errorsOf(down, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(/could not be reached/)]);
 	});
 
-	// Configuration errors fail every item they apply to, never pass it out of New.
-	const configurationErrors: Array<[string, INodeParameters, RegExp]> = [
-		['a refused key source', { keySource: 'header', headerName: 'paypal-transmission-sig' }, /cannot be an idempotency key/],
-		['transaction control in the query', { query: `commit; insert into ${schema}.payments (event_key, amount) values ($1, $2)` }, /./],
+	// Configuration errors fail every item they apply to, never pass it out of New. The parameters
+	// are made when the test runs: the file's schema exists only from beforeAll on.
+	const configurationErrors: Array<[string, () => INodeParameters, RegExp]> = [
+		['a refused key source', () => ({ keySource: 'header', headerName: 'paypal-transmission-sig' }), /cannot be an idempotency key/],
+		['transaction control in the query', () => ({ query: `commit; insert into ${db.schema}.payments (event_key, amount) values ($1, $2)` }), /./],
 	];
 	describe.each(configurationErrors)('%s', (_what, parameters, message) => {
 		it.each(ON_ERROR_SETTINGS)('%s: 5xx for every item, nothing stored', async (onError) => {
 			const ids = [`evt_cfg_${onError}_${_what.length}_1`, `evt_cfg_${onError}_${_what.length}_2`];
 			const result = await run(
-				workflow('idempotencyExecuteQuery', insertPayment(parameters), onError, wiring),
+				workflow('idempotencyExecuteQuery', insertPayment(parameters()), onError, wiring),
 				`eq-config-${onError}-${_what.length}`,
 				ids.map((id) => webhookItem({ id, amount: 5 }, { 'paypal-transmission-sig': 'sig' })),
 			);
@@ -172,7 +156,7 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 	it('reads its options per item: a Scope expression makes one event id of two tenants two keys and two effects', async () => {
 		const scoped = insertPayment({
 			queryParameters: '={{ [$json.body.tenant + ":evt:" + $json.body.id, $json.body.amount] }}',
-			options: { schemaName: schema, tableName: 'processed_events', scope: '={{ $json.body.tenant }}' },
+			options: { schemaName: db.schema, tableName: 'processed_events', scope: '={{ $json.body.tenant }}' },
 		});
 		const items = () => [webhookItem({ id: 'evt_tenants', tenant: 'acme', amount: 5 }), webhookItem({ id: 'evt_tenants', tenant: 'globex', amount: 7 })];
 		const first = await run(workflow('idempotencyExecuteQuery', scoped, 'stopWorkflow', wiring), 'eq-per-item-scope', items());
@@ -182,7 +166,7 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		]);
 		const again = await run(workflow('idempotencyExecuteQuery', scoped, 'stopWorkflow', wiring), 'eq-per-item-scope-again', items());
 		expect(itemsAt(again, 'Respond 200 (duplicate)')).toHaveLength(2);
-		const { rows } = await pool.query(`select event_key, amount from ${schema}.payments where event_key like '%:evt:evt_tenants' order by event_key`);
+		const { rows } = await db.pool.query(`select event_key, amount from ${db.schema}.payments where event_key like '%:evt:evt_tenants' order by event_key`);
 		expect(rows).toEqual([
 			{ event_key: 'acme:evt:evt_tenants', amount: 5 },
 			{ event_key: 'globex:evt:evt_tenants', amount: 7 },
@@ -192,14 +176,14 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 	it('a Scope expression that fails for one item fails that item only; a Table Name that differs per item is a clear error for the run', async () => {
 		const scoped = insertPayment({
 			queryParameters: '={{ [$json.body.tenant.name + ":evt:" + $json.body.id, $json.body.amount] }}',
-			options: { schemaName: schema, tableName: 'processed_events', scope: '={{ $json.body.tenant.name }}' },
+			options: { schemaName: db.schema, tableName: 'processed_events', scope: '={{ $json.body.tenant.name }}' },
 		});
 		const items = [webhookItem({ id: 'evt_s_ok', tenant: { name: 'acme' }, amount: 5 }), webhookItem({ id: 'evt_s_bad', amount: 5 })];
 		const result = await run(workflow('idempotencyExecuteQuery', scoped, 'continueRegularOutput', wiring), 'eq-scope-fails', items);
 		expect(itemsAt(result, 'Respond 200 (new)').map((item) => (item.json.idempotency as { key: string }).key)).toEqual(['acme:evt:evt_s_ok']);
 		expect(itemsAt(result, 'Respond 503 (not run)')).toHaveLength(1);
 
-		const tables = insertPayment({ options: { schemaName: schema, tableName: '={{ $json.body.table }}' } });
+		const tables = insertPayment({ options: { schemaName: db.schema, tableName: '={{ $json.body.table }}' } });
 		const split = await run(workflow('idempotencyExecuteQuery', tables, 'continueRegularOutput', wiring), 'eq-table-differs', [
 			webhookItem({ id: 'evt_t_1', table: 'processed_events', amount: 5 }),
 			webhookItem({ id: 'evt_t_2', table: 'other_events', amount: 5 }),
@@ -219,7 +203,7 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		expect(fresh.json.idempotency).toMatchObject({ key: `evt:${eventId}`, outcome: 'new' });
 		expect((fresh.json.idempotency as { manualTest?: boolean }).manualTest).toBeUndefined(); // the real key: no test scope
 
-		const fullOutput = { options: { schemaName: schema, tableName: 'processed_events', output: 'full' } };
+		const fullOutput = { options: { schemaName: db.schema, tableName: 'processed_events', output: 'full' } };
 		const delivery = await run(workflow('idempotencyExecuteQuery', insertPayment(fullOutput), 'stopWorkflow', wiring), 'eq-after-manual', [
 			webhookItem({ id: eventId, amount: 5 }),
 		]);
@@ -240,13 +224,13 @@ describe('Idempotency Order Guard: an item whose version was not checked never r
 		objectKey: '=customer:{{ $json.body.customer }}',
 		version: '={{ $json.body.created }}',
 		eventKey: '={{ "evt:" + $json.body.id }}',
-		options: { schemaName: schema, tableName: 'object_versions', createTable: true },
+		options: { schemaName: db.schema, tableName: 'object_versions', createTable: true },
 	});
 	const mark = async (customer: string) => {
 		// The table is created by the guard's first statement: a run that stopped before it has none.
-		const { rows: [table] } = await pool.query('select to_regclass($1) as name', [`${schema}.object_versions`]);
+		const { rows: [table] } = await db.pool.query('select to_regclass($1) as name', [`${db.schema}.object_versions`]);
 		if (!table.name) return [];
-		return (await pool.query(`select version::text as version from ${schema}.object_versions where object_key = $1`, [`customer:${customer}`])).rows;
+		return (await db.pool.query(`select version::text as version from ${db.schema}.object_versions where object_key = $1`, [`customer:${customer}`])).rows;
 	};
 
 	it.each(ON_ERROR_SETTINGS)('database down, %s: 5xx, the business step never runs', async (onError) => {
@@ -292,13 +276,13 @@ describe('Idempotency Key: an item it could not read never leaves through Done',
 		{ name: 'Respond 200 (done)', status: 200 },
 		{ name: 'Stale Step', status: 0 },
 	];
-	const complete = (): INodeParameters => ({ operation: 'complete', source: 'item', options: { schemaName: schema, tableName: 'processed_events' } });
+	const complete = (): INodeParameters => ({ operation: 'complete', source: 'item', options: { schemaName: db.schema, tableName: 'processed_events' } });
 	const reservedItem = async (key: string): Promise<INodeExecutionData> => {
-		const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false });
+		const store = new IdempotencyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
 		const [reserved] = await store.reserve([{ key, keySource: 'custom', payloadHash: null }], { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 });
 		return { json: { idempotency: { key, ownerToken: reserved.ownerToken, outcome: 'new' } } };
 	};
-	const statusOf = async (key: string) => (await pool.query(`select status from ${schema}.processed_events where key = $1`, [key])).rows[0]?.status;
+	const statusOf = async (key: string) => (await db.row(key))?.status;
 
 	it.each(ON_ERROR_SETTINGS)('an item without an idempotency object beside a settled one, %s', async (onError) => {
 		const key = `key-unreadable-${onError}`;

@@ -2,19 +2,18 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { INodeExecutionData } from 'n8n-workflow';
-import type { Pool, PoolClient } from 'pg';
+import type { PoolClient } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, freshSchema } from '../support/database';
+import { postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { runOrderGuard } from '../support/nodes';
 
-let pool: Pool;
-let schema: string;
-const options = () => ({ schemaName: schema, createTable: true });
+const db = postgresSchemaFixture('order');
+
+const options = () => ({ schemaName: db.schema, createTable: true });
 const guardOf = (item: INodeExecutionData) => item.json.orderGuard as Record<string, unknown>;
 const markOf = async (objectKey: string) =>
-	(await pool.query(`select version::text as version, stale_count from ${schema}.object_versions where object_key = $1`, [objectKey])).rows[0];
+	(await db.pool.query(`select version::text as version, stale_count from ${db.schema}.object_versions where object_key = $1`, [objectKey])).rows[0];
 
 // Stripe-like customer events: the key and version come from the body, as the template's expressions do.
 const customerEvent = (id: string, type: string, created: number, email: string) =>
@@ -34,21 +33,14 @@ function parametersFor(items: INodeExecutionData[], extra: Record<string, unknow
 }
 
 beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'order');
-	await pool.query(`create table ${schema}.customers (id text primary key, email text not null, version bigint not null)`);
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
+	await db.pool.query(`create table ${db.schema}.customers (id text primary key, email text not null, version bigint not null)`);
 });
 
 /** The business step the template runs on Newer: upsert the customer's state from the event. */
 async function applyCustomer(item: INodeExecutionData): Promise<void> {
 	const body = item.json.body as { created: number; data: { object: { id: string; email: string } } };
-	await pool.query(
-		`insert into ${schema}.customers (id, email, version) values ($1, $2, $3) on conflict (id) do update set email = excluded.email, version = excluded.version`,
+	await db.pool.query(
+		`insert into ${db.schema}.customers (id, email, version) values ($1, $2, $3) on conflict (id) do update set email = excluded.email, version = excluded.version`,
 		[body.data.object.id, body.data.object.email, body.created],
 	);
 }
@@ -70,7 +62,7 @@ describe('Idempotency Order Guard: update before create', () => {
 			}
 		}
 
-		const { rows } = await pool.query(`select email, version from ${schema}.customers where id = 'cus_1'`);
+		const { rows } = await db.pool.query(`select email, version from ${db.schema}.customers where id = 'cus_1'`);
 		expect(rows).toEqual([{ email: 'new@example.com', version: '1796033760' }]);
 		expect(await markOf('stripe:customer:cus_1')).toEqual({ version: '1796033760', stale_count: 1 });
 	});
@@ -179,7 +171,7 @@ describe('Idempotency Order Guard: bad input', () => {
 	});
 
 	it('a missing table names the SQL file to run', async () => {
-		const attempt = runOrderGuard({ objectKey: 'x', version: 1, eventKey: '', options: { schemaName: schema, tableName: 'no_such_versions', createTable: false } }, { items: [{ json: {} }] });
+		const attempt = runOrderGuard({ objectKey: 'x', version: 1, eventKey: '', options: { schemaName: db.schema, tableName: 'no_such_versions', createTable: false } }, { items: [{ json: {} }] });
 		await expect(attempt).rejects.toThrow(/sql\/migrations\/order\/001_create_table\.sql/);
 	});
 });
@@ -215,9 +207,9 @@ describe('the ordered template: the write refuses what the guard let through ear
 
 	/** The template's business query with its parameters, on a client whose search_path is the test schema. */
 	async function write(item: INodeExecutionData, client?: PoolClient): Promise<{ id: string; applied: boolean }> {
-		const own = client ?? (await pool.connect());
+		const own = client ?? (await db.pool.connect());
 		try {
-			if (!client) await own.query(`set search_path to ${schema}`);
+			if (!client) await own.query(`set search_path to ${db.schema}`);
 			const { rows } = await own.query(String(upsertNode.parameters.query), upsertValues(item.json));
 			expect(rows).toHaveLength(1); // Business Step Succeeded? reads its id: every run that wrote or refused answers 200
 			return rows[0];
@@ -226,7 +218,7 @@ describe('the ordered template: the write refuses what the guard let through ear
 		}
 	}
 
-	const stateOf = async (customerId: string) => (await pool.query(`select email, version::text as version from ${schema}.customers where id = $1`, [customerId])).rows;
+	const stateOf = async (customerId: string) => (await db.pool.query(`select email, version::text as version from ${db.schema}.customers where id = $1`, [customerId])).rows;
 
 	it('passes the event type as the upsert\'s fourth parameter (a create never replaces a same-second state)', () => {
 		expect(String(upsertNode.parameters.query)).toMatch(/\$4/);
@@ -251,9 +243,9 @@ describe('the ordered template: the write refuses what the guard let through ear
 		const older = event(id, 'evt_o2', 'customer.updated', 1_796_033_700, 'older@example.com');
 		const newer = event(id, 'evt_n2', 'customer.updated', 1_796_033_760, 'newer@example.com');
 		expect(await write(older)).toEqual({ id, applied: true }); // a row exists: both writes conflict on it
-		const [first, second] = [await pool.connect(), await pool.connect()];
+		const [first, second] = [await db.pool.connect(), await db.pool.connect()];
 		try {
-			for (const client of [first, second]) await client.query(`set search_path to ${schema}`);
+			for (const client of [first, second]) await client.query(`set search_path to ${db.schema}`);
 			await first.query('begin');
 			expect(await write(newer, first)).toEqual({ id, applied: true });
 			const blocked = write(older, second); // waits for first's row lock

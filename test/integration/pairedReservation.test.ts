@@ -1,8 +1,6 @@
 import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { credentialsHelper, engineBase, PACKAGE, runWorkflowExecution, type EngineBase } from '../support/n8nEngine';
 
@@ -12,25 +10,18 @@ import { credentialsHelper, engineBase, PACKAGE, runWorkflowExecution, type Engi
  * paired-item rules), with no expression, after a business step that replaced the items.
  */
 
+const db = postgresSchemaFixture('paired');
+
 const CREDENTIAL_ID = 'cred-paired';
-let pool: Pool;
-let schema: string;
 let base: EngineBase;
 
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'paired');
+beforeAll(() => {
 	const { host, port, database, user, password } = connectionSettings();
 	base = engineBase(credentialsHelper({ [CREDENTIAL_ID]: { host, port, database, user, password } }));
 });
 
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
-});
-
 const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_ID, name: 'Idempotency Postgres' } };
-const table = () => ({ schemaName: schema, tableName: 'processed_events' });
+const table = () => ({ schemaName: db.schema, tableName: 'processed_events' });
 const to = (name: string) => [{ node: name, type: NodeConnectionTypes.Main, index: 0 }];
 
 function node(name: string, type: string, parameters: INodeParameters, withCredentials = false): INode {
@@ -60,7 +51,7 @@ function workflow(nodes: INode[], connections: IWorkflowBase['connections']): IW
 	};
 }
 
-const status = async (key: string) => (await pool.query(`select status from ${schema}.processed_events where key = $1`, [key])).rows[0]?.status;
+const status = async (key: string) => (await db.row(key))?.status;
 const outputOf = (run: IRun, name: string, index = 0): INodeExecutionData[] => run.data.resultData.runData[name]?.[0]?.data?.main[index] ?? [];
 
 describe('Key From: Idempotency Reserve (Paired Item), in n8n-core', () => {

@@ -1,12 +1,12 @@
 import type { Pool, PoolClient } from 'pg';
 
 import { tableRef } from '../../lib/identifiers';
-import { closeAllPools, poolFor } from '../../lib/postgres/pool';
+import { poolFor } from '../../lib/postgres/pool';
 import { namesStatements, statementName } from '../../lib/postgres/preparedStatements';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { renderStatement } from '../../lib/sql/statements';
 import type { ReserveOptions } from '../../lib/types';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { adminPool, connectionSettings, postgresSchemaFixture } from '../support/database';
 
 /**
  * Named prepared statements on real Postgres, each pool with ONE connection so that what the
@@ -19,8 +19,7 @@ const permanent: ReserveOptions = { mode: 'permanent', leaseSeconds: 60, retenti
 const lease: ReserveOptions = { ...permanent, mode: 'lease' };
 const request = (key: string) => ({ key, keySource: 'custom' as const, payloadHash: null });
 
-let admin: Pool;
-let schema: string;
+const db = postgresSchemaFixture('prep', { keyTables: [TABLE] });
 const pools: Pool[] = [];
 
 function onePool(): Pool {
@@ -29,7 +28,7 @@ function onePool(): Pool {
 	return pool;
 }
 
-const storeOn = (pool: Pool) => new IdempotencyStore(pool, { schema, table: TABLE, createTable: false });
+const storeOn = (pool: Pool) => new IdempotencyStore(pool, { schema: db.schema, table: TABLE, createTable: false });
 
 interface Prepared {
 	name: string;
@@ -48,18 +47,10 @@ async function prepared(pool: Pool | PoolClient): Promise<Prepared[]> {
 
 const backendPid = async (pool: Pool): Promise<number> => (await pool.query('select pg_backend_pid() as pid')).rows[0].pid;
 const storedCount = async (key: string): Promise<number> =>
-	Number((await admin.query(`select count(*) from ${schema}.${TABLE} where key = $1`, [key])).rows[0].count);
-
-beforeAll(async () => {
-	admin = adminPool();
-	schema = await freshSchema(admin, 'prep');
-	await new IdempotencyStore(admin, { schema, table: TABLE, createTable: true }).createTable();
-});
+	Number((await db.pool.query(`select count(*) from ${db.schema}.${TABLE} where key = $1`, [key])).rows[0].count);
 
 afterAll(async () => {
 	await Promise.all(pools.map((pool) => pool.end()));
-	await closeAllPools();
-	await admin.end();
 });
 
 describe('named prepared statements', () => {
@@ -75,7 +66,7 @@ describe('named prepared statements', () => {
 		for (const item of owned) expect((await store.complete([item]))[0].applied).toBe(true);
 
 		const statements = await prepared(pool);
-		const reserve = statements.filter((s) => s.statement.includes(`insert into ${tableRef(schema, TABLE).qualified}`));
+		const reserve = statements.filter((s) => s.statement.includes(`insert into ${tableRef(db.schema, TABLE).qualified}`));
 		const complete = statements.filter((s) => s.statement.includes("status = 'completed'"));
 		// One preparation each, executed on every call: parsed once, not four times.
 		expect(reserve).toHaveLength(1);
@@ -88,10 +79,10 @@ describe('named prepared statements', () => {
 	it('each table and each Output variant gets a statement of its own (two tables on one pool)', async () => {
 		const pool = onePool();
 		const other = 'other_events';
-		await new IdempotencyStore(admin, { schema, table: other, createTable: true }).createTable();
+		await new IdempotencyStore(db.pool, { schema: db.schema, table: other, createTable: true }).createTable();
 		await storeOn(pool).reserve([request('two-tables')], { ...permanent, detail: 'compact' });
 		await storeOn(pool).reserve([request('two-tables-full')], permanent);
-		const otherStore = new IdempotencyStore(pool, { schema, table: other, createTable: false });
+		const otherStore = new IdempotencyStore(pool, { schema: db.schema, table: other, createTable: false });
 		const [onOther] = await otherStore.reserve([request('two-tables')], { ...permanent, detail: 'compact' });
 
 		// The same key is new in the other table: the statement ran against its own table.
@@ -106,7 +97,7 @@ describe('named prepared statements', () => {
 		const client = await pool.connect();
 		try {
 			await client.query('begin');
-			const store = IdempotencyStore.inTransaction(pool, client, { schema, table: TABLE, createTable: false });
+			const store = IdempotencyStore.inTransaction(pool, client, { schema: db.schema, table: TABLE, createTable: false });
 			const [result] = await store.reserve([request('in-transaction')], permanent);
 			expect(result.outcome).toBe('new');
 			expect(await prepared(client)).toEqual([]);
@@ -152,7 +143,7 @@ describe('when a named statement is refused', () => {
 
 	it('a session that already holds a statement of that name (42P05) still reserves the key, once', async () => {
 		const pool = onePool();
-		const text = renderStatement('reserve', tableRef(schema, TABLE), 'full-record');
+		const text = renderStatement('reserve', tableRef(db.schema, TABLE), 'full-record');
 		// The fault: another client of a transaction pooler prepared this name on the same server session.
 		await pool.query(`prepare ${statementName(text)} as select 1`);
 		expect((await prepared(pool)).map((s) => s.statement)).toEqual([`prepare ${statementName(text)} as select 1`]);
@@ -168,18 +159,18 @@ describe('when a named statement is refused', () => {
 
 	it('a migration that changes a returned column under a prepared plan (0A000) is answered, and the pool keeps naming statements', async () => {
 		const migrated = 'migrated_events';
-		await new IdempotencyStore(admin, { schema, table: migrated, createTable: true }).createTable();
+		await new IdempotencyStore(db.pool, { schema: db.schema, table: migrated, createTable: true }).createTable();
 		const pool = onePool();
-		const store = new IdempotencyStore(pool, { schema, table: migrated, createTable: false });
+		const store = new IdempotencyStore(pool, { schema: db.schema, table: migrated, createTable: false });
 		await store.reserve([request('migrate-1')], { ...permanent, detail: 'compact' });
 		const pidBefore = await backendPid(pool);
 		// The fault: a returned column changes type while this session holds the plan.
-		await admin.query(`alter table ${schema}.${migrated} alter column payload_hash type varchar(200)`);
+		await db.pool.query(`alter table ${db.schema}.${migrated} alter column payload_hash type varchar(200)`);
 
 		const [result] = await store.reserve([request('migrate-2')], { ...permanent, detail: 'compact' });
 
 		expect(result.outcome).toBe('new');
-		expect(Number((await admin.query(`select count(*) from ${schema}.${migrated} where key = 'migrate-2'`)).rows[0].count)).toBe(1);
+		expect(Number((await db.pool.query(`select count(*) from ${db.schema}.${migrated} where key = 'migrate-2'`)).rows[0].count)).toBe(1);
 		// Postgres refused the old plan (0A000, cached plan must not change result type): only a refusal
 		// replaces the connection.
 		expect(await backendPid(pool)).not.toBe(pidBefore);

@@ -3,11 +3,10 @@ import { Pool } from 'pg';
 
 import { UnusableKeyError, InvalidConfigurationError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
-import { closeAllPools } from '../../lib/postgres/pool';
 import { renderStatement } from '../../lib/sql/statements';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import type { ReplayClaim } from '../../lib/types';
-import { adminPool, databaseUrl, freshSchema } from '../support/database';
+import { databaseUrl, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode } from '../support/nodes';
 
@@ -17,25 +16,11 @@ import { idempotencyOf, runKeyNode } from '../support/nodes';
  * parallel claimers (one winner), a claim racing a redelivery, and bad keys per item.
  */
 
-let pool: Pool;
-let schema: string;
-let store: IdempotencyStore;
 const TABLE = 'replay_keys';
 const CLAIM = { leaseSeconds: 120, retentionSeconds: 86_400, executionId: 'exec-replay', workflowId: 'wf-replay' };
+const db = postgresSchemaFixture('replay', { keyTables: [TABLE], max: 25 });
 
-beforeAll(async () => {
-	pool = adminPool(25);
-	schema = await freshSchema(pool, 'replay');
-	store = new IdempotencyStore(pool, { schema, table: TABLE, createTable: true });
-	await store.createTable();
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
-});
-
-const table = () => `${schema}.${TABLE}`;
+const table = () => `${db.schema}.${TABLE}`;
 
 const NO_PAYLOAD = Symbol('no payload stored');
 
@@ -48,7 +33,7 @@ async function seed(key: string, state: 'failed' | 'stuck' | 'live' | 'completed
 		completed: `'completed', null, null`,
 		leaseless: `'processing', null, null`,
 	}[state];
-	await pool.query(
+	await db.pool.query(
 		`insert into ${table()} (key, status, locked_until, last_error, attempts, owner_token, execution_id, payload, source, correlation_id, expires_at)
 		 values ($1, ${columns}, 2, gen_random_uuid(), 'exec-first', $2::jsonb, 'stripe', 'corr-1', now() + interval '1 hour')`,
 		[key, payload === NO_PAYLOAD ? null : JSON.stringify(payload)],
@@ -56,7 +41,7 @@ async function seed(key: string, state: 'failed' | 'stuck' | 'live' | 'completed
 }
 
 async function row(key: string) {
-	const { rows } = await pool.query(
+	const { rows } = await db.pool.query(
 		`select status, attempts, owner_token::text, execution_id, workflow_id, locked_until > now() + interval '100 seconds' as lease_set,
 		        expires_at > now() + interval '23 hours' as retention_set, payload, source, correlation_id, last_error
 		 from ${table()} where key = $1`,
@@ -68,16 +53,16 @@ async function row(key: string) {
 describe('the claim statement (Postgres)', () => {
 	it('the same statement sent again with the same tokens (its answer was lost) finds the key its own, not in progress', async () => {
 		await seed('resend', 'failed');
-		const statement = renderStatement('claimForReplay', tableRef(schema, TABLE));
+		const statement = renderStatement('claimForReplay', tableRef(db.schema, TABLE));
 		const token = randomUUID();
 		const parameters = [['resend'], [token], 60, 86_400, 'exec-resend', 'wf', 'instance-1'];
-		const first = await pool.query(statement, parameters);
-		const again = await pool.query(statement, parameters);
+		const first = await db.pool.query(statement, parameters);
+		const again = await db.pool.query(statement, parameters);
 		expect(first.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[true, token]]);
 		expect(again.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[true, token]]);
 		expect((await row('resend')).attempts).toBe(3);
 		// Another claimer's tokens: not claimed, and the owner's token is not returned.
-		const other = await pool.query(statement, [['resend'], [randomUUID()], 60, 86_400, 'exec-other', 'wf', 'instance-1']);
+		const other = await db.pool.query(statement, [['resend'], [randomUUID()], 60, 86_400, 'exec-other', 'wf', 'instance-1']);
 		expect(other.rows.map((r) => [r.claimed, r.owner_token])).toEqual([[false, null]]);
 	});
 });
@@ -91,9 +76,9 @@ describe('parallel claimers', () => {
 		const clients = calls.map(() => {
 			const own = new Pool({ connectionString: databaseUrl(), max: 1 });
 			own.on('error', () => {});
-			return { own, store: new IdempotencyStore(own, { schema, table: TABLE, createTable: false }) };
+			return { own, store: new IdempotencyStore(own, { schema: db.schema, table: TABLE, createTable: false }) };
 		});
-		const blocker = await pool.connect();
+		const blocker = await db.pool.connect();
 		try {
 			await Promise.all(clients.map((client) => client.store.ready()));
 			await blocker.query('begin');
@@ -111,9 +96,9 @@ describe('parallel claimers', () => {
 	async function waitForLockWaiters(count: number): Promise<void> {
 		const deadline = Date.now() + 10_000;
 		for (;;) {
-			const { rows } = await pool.query(
+			const { rows } = await db.pool.query(
 				`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and position($1 in query) > 0`,
-				[`"${schema}"."${TABLE}"`],
+				[`"${db.schema}"."${TABLE}"`],
 			);
 			if (rows[0].n >= count) return;
 			if (Date.now() > deadline) throw new Error(`only ${rows[0].n} of ${count} statements reached the lock`);
@@ -158,7 +143,7 @@ describe('parallel claimers', () => {
 });
 
 describe('Idempotency Key node: Claim for Replay', () => {
-	const options = () => ({ schemaName: schema, tableName: TABLE });
+	const options = () => ({ schemaName: db.schema, tableName: TABLE });
 	const claimNode = (items: ReturnType<typeof webhookItem>[], parameters: Record<string, unknown> = {}, continueOnFail = false) =>
 		runKeyNode(
 			{ operation: 'claimForReplay', replayKey: (index: number) => items[index].json.key, leaseSeconds: 300, retentionDays: 30, options: options(), ...parameters },
@@ -215,7 +200,7 @@ describe('Idempotency Key node: Claim for Replay', () => {
 
 	it('when the whole claim fails (a missing table) with Continue On Fail, every item goes to Not Claimable, never to Claimed', async () => {
 		const items = [{ json: { key: 'a' } }, { json: { key: 'b' } }];
-		const [claimed, notClaimable] = await claimNode(items, { options: { schemaName: schema, tableName: 'no_such_table', createTable: false } }, true);
+		const [claimed, notClaimable] = await claimNode(items, { options: { schemaName: db.schema, tableName: 'no_such_table', createTable: false } }, true);
 		expect(claimed).toEqual([]);
 		expect(notClaimable.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
 		expect(String(notClaimable[0].json.error)).toMatch(/no_such_table/);

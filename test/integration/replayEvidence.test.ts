@@ -1,15 +1,13 @@
 import type { INodeExecutionData } from 'n8n-workflow';
-import type { Pool } from 'pg';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { closeAllPools } from '../../lib/postgres/pool';
 import { IdempotencyStore } from '../../lib/postgres/store';
 import { MAX_BATCH_PAYLOAD_BYTES } from '../../lib/evidence/replayEvidence';
 import { KEYS_MIGRATIONS, versionStamp } from '../../lib/sql/migrations';
 import { SQL_DIR } from '../../lib/sql/statements';
 import type { ReplayEvidence, ReservationRequest, ReserveOptions } from '../../lib/types';
-import { adminPool, freshSchema } from '../support/database';
+import { freshSchema, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
 
@@ -19,26 +17,16 @@ import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
  * upgrade of a version 2 table that already holds keys.
  */
 
-let pool: Pool;
-let schema: string;
+const db = postgresSchemaFixture('evidence');
+
 const TABLE = 'evidence_events';
 
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'evidence');
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
-});
-
-const tableOptions = () => ({ schemaName: schema, tableName: TABLE, createTable: true });
+const tableOptions = () => ({ schemaName: db.schema, tableName: TABLE, createTable: true });
 
 /** The evidence columns of one stored key, as Postgres holds them. */
 async function storedEvidence(key: string, table = TABLE) {
-	const { rows } = await pool.query(
-		`select payload, payload_bytes, source, correlation_id from ${schema}.${table} where key = $1`,
+	const { rows } = await db.pool.query(
+		`select payload, payload_bytes, source, correlation_id from ${db.schema}.${table} where key = $1`,
 		[key],
 	);
 	return rows[0] as { payload: unknown; payload_bytes: number | null; source: string | null; correlation_id: string | null } | undefined;
@@ -125,8 +113,8 @@ describe('Store Payload', () => {
 		expect(stored).toHaveLength(Math.floor(MAX_BATCH_PAYLOAD_BYTES / bytesEach));
 		expect(left.length).toBeGreaterThan(0);
 		expect(idempotencyOf(left[0]).payloadNotStoredReason).toMatch(/the payloads of this run's items passed 32 MB/);
-		const { rows } = await pool.query(
-			`select count(*)::int as keys, count(payload)::int as payloads, sum(payload_bytes)::bigint as bytes from ${schema}.${TABLE} where key like 'evt:evt_batch_%'`,
+		const { rows } = await db.pool.query(
+			`select count(*)::int as keys, count(payload)::int as payloads, sum(payload_bytes)::bigint as bytes from ${db.schema}.${TABLE} where key like 'evt:evt_batch_%'`,
 		);
 		expect(rows[0]).toEqual({ keys: 40, payloads: stored.length, bytes: String(40 * bytesEach) });
 	});
@@ -275,7 +263,7 @@ describe('a take-over and a retention end (store)', () => {
 	let store: IdempotencyStore;
 
 	beforeAll(async () => {
-		store = new IdempotencyStore(pool, { schema, table: 'takeover_events', createTable: true });
+		store = new IdempotencyStore(db.pool, { schema: db.schema, table: 'takeover_events', createTable: true });
 		await store.createTable();
 	});
 
@@ -312,7 +300,7 @@ describe('a take-over and a retention end (store)', () => {
 
 	it('a lease that ran out is taken over the same way', async () => {
 		await store.reserve([request('to:expired', evidence({ v: 1 }, 'stripe', 'req-1'))], lease);
-		await pool.query(`update ${schema}.takeover_events set locked_until = now() - interval '1 second' where key = 'to:expired'`);
+		await db.pool.query(`update ${db.schema}.takeover_events set locked_until = now() - interval '1 second' where key = 'to:expired'`);
 		const [retry] = await store.reserve([request('to:expired', evidence(undefined, null, 'req-2'))], lease);
 		expect(retry).toMatchObject({ outcome: 'new', reclaimed: true });
 		expect(await storedEvidence('to:expired', 'takeover_events')).toEqual({ payload: { v: 1 }, payload_bytes: 7, source: 'stripe', correlation_id: 'req-2' });
@@ -320,7 +308,7 @@ describe('a take-over and a retention end (store)', () => {
 
 	it('a key whose retention ended counts as absent: its old evidence is not carried over', async () => {
 		await store.reserve([request('to:ended', evidence({ v: 1 }, 'stripe', 'req-1'))], { ...lease, mode: 'permanent' });
-		await pool.query(`update ${schema}.takeover_events set expires_at = now() - interval '1 second' where key = 'to:ended'`);
+		await db.pool.query(`update ${db.schema}.takeover_events set expires_at = now() - interval '1 second' where key = 'to:ended'`);
 		const [again] = await store.reserve([request('to:ended', evidence(undefined, null, null))], { ...lease, mode: 'permanent' });
 		expect(again).toMatchObject({ outcome: 'new', reclaimed: false });
 		expect(await storedEvidence('to:ended', 'takeover_events')).toEqual({ payload: null, payload_bytes: null, source: null, correlation_id: null });
@@ -359,8 +347,8 @@ describe('upgrading a version 2 table that holds keys', () => {
 	const sqlFile = (file: string) => readFileSync(path.join(SQL_DIR, file), 'utf8');
 
 	it('every key and every value is kept, the evidence columns are empty, and the next reservation stores evidence', async () => {
-		const upgradeSchema = await freshSchema(pool, 'v2to3');
-		const client = await pool.connect();
+		const upgradeSchema = await freshSchema(db.pool, 'v2to3');
+		const client = await db.pool.connect();
 		try {
 			await client.query(`set search_path to ${upgradeSchema}`);
 			for (const file of KEYS_MIGRATIONS.files.slice(0, 2)) await client.query(sqlFile(file));
@@ -369,16 +357,16 @@ describe('upgrading a version 2 table that holds keys', () => {
 			client.release();
 		}
 		const table = `${upgradeSchema}.processed_events`;
-		expect((await pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(versionStamp('keys', 2));
-		await pool.query(
+		expect((await db.pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(versionStamp('keys', 2));
+		await db.pool.query(
 			`insert into ${table} (key, status, attempts, duplicate_count, locked_until, expires_at, owner_token, execution_id, key_source, response, last_error) values
 			 ('v2:done', 'completed', 1, 4, null, now() + interval '1 day', null, 'e1', 'custom', '{"ok": true}', null),
 			 ('v2:live', 'processing', 1, 0, now() + interval '1 hour', now() + interval '1 day', gen_random_uuid(), 'e2', 'custom', null, null),
 			 ('v2:failed', 'failed', 2, 0, null, now() + interval '1 day', null, 'e3', 'custom', null, 'card declined')`,
 		);
-		const before = (await pool.query(`select to_jsonb(t) as row from ${table} t order by key`)).rows.map((row) => row.row);
+		const before = (await db.pool.query(`select to_jsonb(t) as row from ${table} t order by key`)).rows.map((row) => row.row);
 
-		const store = new IdempotencyStore(pool, { schema: upgradeSchema, table: 'processed_events', createTable: true });
+		const store = new IdempotencyStore(db.pool, { schema: upgradeSchema, table: 'processed_events', createTable: true });
 		const results = await store.reserve(
 			['v2:done', 'v2:live', 'v2:failed'].map((key) => ({
 				key,
@@ -388,10 +376,10 @@ describe('upgrading a version 2 table that holds keys', () => {
 			})),
 			{ mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 },
 		);
-		expect((await pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(versionStamp('keys', KEYS_MIGRATIONS.files.length));
+		expect((await db.pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(versionStamp('keys', KEYS_MIGRATIONS.files.length));
 		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'in_progress', 'new']);
 
-		const after = (await pool.query(`select key, to_jsonb(t) as row, payload, source, correlation_id from ${table} t order by key`)).rows;
+		const after = (await db.pool.query(`select key, to_jsonb(t) as row, payload, source, correlation_id from ${table} t order by key`)).rows;
 		// The untouched keys: every old value as it was; no evidence (a duplicate stores none).
 		for (const key of ['v2:done', 'v2:live']) {
 			const row = after.find((candidate) => candidate.key === key);

@@ -1,27 +1,15 @@
 import { NodeOperationError, type INodeExecutionData } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runReserve } from '../support/nodes';
 import { TcpProxy } from '../support/tcpProxy';
 
-let pool: Pool;
-let schema: string;
-const options = () => ({ schemaName: schema, tableName: 'processed_events', createTable: true });
+const db = postgresSchemaFixture('reserve');
+
+const options = () => ({ schemaName: db.schema, tableName: 'processed_events', createTable: true });
 const rowCount = async (table = 'processed_events') =>
-	Number((await pool.query(`select count(*) from ${schema}.${table}`)).rows[0].count);
-
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'reserve');
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
-});
+	Number((await db.pool.query(`select count(*) from ${db.schema}.${table}`)).rows[0].count);
 
 describe('Idempotency Reserve: the seed experiment', () => {
 	it('A → New, A again with another stripe-signature → Duplicate, B → New; a body without id twice → sha256:, then Duplicate', async () => {
@@ -52,7 +40,7 @@ describe('Idempotency Reserve: the seed experiment', () => {
 		expect(idempotencyOf(dupHash[0]).key).toBe(idempotencyOf(newHash[0]).key);
 
 		expect(await rowCount()).toBe(3);
-		const stored = await pool.query(`select key, key_source from ${schema}.processed_events where key in ($1, $2)`, ['evt:evt_A', idempotencyOf(newHash[0]).key]);
+		const stored = await db.pool.query(`select key, key_source from ${db.schema}.processed_events where key in ($1, $2)`, ['evt:evt_A', idempotencyOf(newHash[0]).key]);
 		expect(Object.fromEntries(stored.rows.map((row) => [row.key, row.key_source]))).toEqual({
 			'evt:evt_A': 'event-id',
 			[String(idempotencyOf(newHash[0]).key)]: 'raw-body-hash',
@@ -105,7 +93,7 @@ describe('Idempotency Reserve: outputs', () => {
 
 	it('uses a table in another schema and name', async () => {
 		const [fresh] = await runReserve(
-			{ options: { schemaName: schema, tableName: 'stripe_keys', createTable: true, scope: 'stripe' } },
+			{ options: { schemaName: db.schema, tableName: 'stripe_keys', createTable: true, scope: 'stripe' } },
 			{ items: [webhookItem({ id: 'evt_scoped' })] },
 		);
 		expect(idempotencyOf(fresh[0]).key).toBe('stripe:evt:evt_scoped');
@@ -207,7 +195,7 @@ describe('Idempotency Reserve: bad input', () => {
 		const [again, duplicate] = await runReserve(parameters, { items: [webhookItem(body, { 'svix-id': 'msg_alias_1' })] });
 		expect(again).toHaveLength(0);
 		expect(idempotencyOf(duplicate[0])).toMatchObject({ key: 'webhook-id:msg_alias_1', outcome: 'duplicate' });
-		const stored = await pool.query(`select count(*) from ${schema}.processed_events where key like '%msg_alias_1'`);
+		const stored = await db.pool.query(`select count(*) from ${db.schema}.processed_events where key like '%msg_alias_1'`);
 		expect(Number(stored.rows[0].count)).toBe(1);
 	});
 
@@ -233,7 +221,7 @@ describe('Idempotency Reserve: bad input', () => {
 
 	it('with Create or Upgrade Table off, says the table is missing and names the SQL files to run', async () => {
 		await expect(
-			runReserve({ options: { schemaName: schema, tableName: 'never_created', createTable: false } }, { items: [webhookItem({ id: 'x' })] }),
+			runReserve({ options: { schemaName: db.schema, tableName: 'never_created', createTable: false } }, { items: [webhookItem({ id: 'x' })] }),
 		).rejects.toThrow(/sql\/migrations\/keys\/001_create_table\.sql, sql\/migrations\/keys\/002_migrate_from_seed\.sql/);
 	});
 
@@ -305,7 +293,7 @@ describe('Idempotency Reserve: keys are exact text or refused', () => {
 		expect(notReserved.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
 		expect(notReserved[0].json.error).toMatch(/NUL character/);
 		expect(notReserved[1].json.error).toMatch(/lone UTF-16 surrogate/);
-		const rows = await pool.query(`select key from ${schema}.processed_events where key like 'evt:exact-%' order by key`);
+		const rows = await db.pool.query(`select key from ${db.schema}.processed_events where key like 'evt:exact-%' order by key`);
 		// Not one row for the two surrogate ids (which node-postgres would both have sent as U+FFFD).
 		expect(rows.rows).toEqual([{ key: 'evt:exact-ok' }]);
 	});
@@ -351,7 +339,7 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 			{ items: [webhookItem({ id: 'pm-fresh' }), webhookItem({ id: 'pm-seen', v: 2 })] },
 		);
 		await expect(attempt).rejects.toThrow(/different payload.*1 key\(s\) this run had reserved were released/);
-		const rows = await pool.query(`select key from ${schema}.processed_events where key like 'evt:pm-%' order by key`);
+		const rows = await db.pool.query(`select key from ${db.schema}.processed_events where key like 'evt:pm-%' order by key`);
 		expect(rows.rows).toEqual([{ key: 'evt:pm-seen' }]);
 		const [retry] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'pm-fresh' })] });
 		expect(idempotencyOf(retry[0]).outcome).toBe('new');
@@ -379,11 +367,11 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 
 	it('never lets through a delivery that timed out on a row lock (another delivery of the event holds it)', async () => {
 		await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lt-locked' })] });
-		const holder = await pool.connect();
+		const holder = await db.pool.connect();
 		holder.on('error', () => {});
 		try {
 			await holder.query('begin');
-			const held = await holder.query(`select 1 from ${schema}.processed_events where key = 'evt:lt-locked' for update`);
+			const held = await holder.query(`select 1 from ${db.schema}.processed_events where key = 'evt:lt-locked' for update`);
 			expect(held.rowCount).toBe(1); // the fault: the row is locked by another session
 			const shortLock = { ...connectionSettings(), lockTimeoutSeconds: 1 };
 			const outcome = await runReserve(
@@ -420,11 +408,11 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 
 	it("never lets through a delivery whose statement timed out waiting behind another delivery's row lock (Lock Timeout 0)", async () => {
 		await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lt-stmt' })] });
-		const holder = await pool.connect();
+		const holder = await db.pool.connect();
 		holder.on('error', () => {});
 		try {
 			await holder.query('begin');
-			const held = await holder.query(`select 1 from ${schema}.processed_events where key = 'evt:lt-stmt' for update`);
+			const held = await holder.query(`select 1 from ${db.schema}.processed_events where key = 'evt:lt-stmt' for update`);
 			expect(held.rowCount).toBe(1); // the fault: another session holds the row
 			const waitsOnLocks = { ...connectionSettings(), lockTimeoutSeconds: 0, statementTimeoutSeconds: 1 };
 			const outcome = await runReserve(
@@ -455,7 +443,7 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 			expectNotReserved(outcome, /answer from Postgres was lost .* may have been reserved/);
 			// It had committed: letting it through as New would have run the business step beside the
 			// run that owns the key.
-			expect((await pool.query(`select status from ${schema}.processed_events where key = 'evt:lt-lost'`)).rows).toEqual([{ status: 'processing' }]);
+			expect((await db.pool.query(`select status from ${db.schema}.processed_events where key = 'evt:lt-lost'`)).rows).toEqual([{ status: 'processing' }]);
 		} finally {
 			await proxy.close();
 		}
@@ -468,7 +456,7 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 		).rejects.toThrow(/rejected the credential/);
 		await expect(
 			runReserve(
-				{ options: { schemaName: schema, tableName: 'never_created', createTable: false, onStoreUnavailable: 'letThrough' } },
+				{ options: { schemaName: db.schema, tableName: 'never_created', createTable: false, onStoreUnavailable: 'letThrough' } },
 				{ items: [webhookItem({ id: 'lt-table' })] },
 			),
 		).rejects.toThrow(/does not exist/);
@@ -494,7 +482,7 @@ describe('Idempotency Reserve: Key Source "Field"', () => {
 		expect(notReserved.map((entry) => entry.pairedItem)).toEqual([{ item: 2 }, { item: 3 }]);
 		expect(notReserved[0].json.error).toMatch(/the field "body.data.object.id" is missing or empty/);
 		expect(notReserved[1].json.error).toMatch(/NUL character/);
-		const rows = await pool.query(`select key, key_source from ${schema}.processed_events where key like 'stripe:1234%' order by key`);
+		const rows = await db.pool.query(`select key, key_source from ${db.schema}.processed_events where key like 'stripe:1234%' order by key`);
 		expect(rows.rows).toEqual([
 			{ key: 'stripe:12345678901234567890', key_source: 'field' },
 			{ key: 'stripe:12345678901234567891', key_source: 'field' },

@@ -1,9 +1,6 @@
 import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
-import type { Pool } from 'pg';
 
-import { closeAllPools } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {
 	CREDENTIAL_DOWN,
@@ -22,21 +19,12 @@ import {
  * without error — whatever the step returned — and failed otherwise, with the answer true for it.
  */
 
-let pool: Pool;
-let schema: string;
+const db = postgresSchemaFixture('settlestep', { keyTables: ['processed_events', 'other_events'] });
+
 let base: EngineBase;
 
-beforeAll(async () => {
-	pool = adminPool();
-	schema = await freshSchema(pool, 'settlestep');
-	await new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true }).createTable();
-	await new IdempotencyStore(pool, { schema, table: 'other_events', createTable: true }).createTable();
+beforeAll(() => {
 	base = engineWithUpAndDownCredentials(connectionSettings());
-});
-
-afterAll(async () => {
-	await closeAllPools();
-	await pool.end();
 });
 
 const ANSWERS = [
@@ -70,7 +58,7 @@ const link = (...names: string[]) => names.map((name) => ({ node: name, type: No
 
 function workflow(options: Options): IWorkflowBase {
 	const credentials = (id: string) => ({ idempotencyPostgresApi: { id, name: 'Idempotency Postgres' } });
-	const table = (tableName = 'processed_events') => ({ schemaName: schema, tableName });
+	const table = (tableName = 'processed_events') => ({ schemaName: db.schema, tableName });
 	const nodes: INode[] = [
 		node('Webhook', 'testWebhook'),
 		node('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: table() }, { credentials: credentials(CREDENTIAL_UP), onError: 'continueRegularOutput' }),
@@ -124,7 +112,7 @@ function answers(run: IRun): Record<string, string> {
 }
 
 async function stored(key: string): Promise<{ status: string; last_error: string | null; response: unknown } | undefined> {
-	return (await pool.query(`select status, last_error, response from ${schema}.processed_events where key = $1`, [key])).rows[0];
+	return (await db.pool.query(`select status, last_error, response from ${db.schema}.processed_events where key = $1`, [key])).rows[0];
 }
 
 const SUCCEEDING_STEPS: Array<[string, StepNode]> = [

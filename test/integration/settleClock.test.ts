@@ -3,7 +3,7 @@ import { Pool } from 'pg';
 import { toPoolConfig } from '../../lib/postgres/connectionSettings';
 import { IdempotencyStore, type RetryEvent } from '../../lib/postgres/store';
 import type { ReserveOptions } from '../../lib/types';
-import { adminPool, connectionSettings, freshSchema } from '../support/database';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { TcpProxy } from '../support/tcpProxy';
 
 /*
@@ -15,23 +15,15 @@ import { TcpProxy } from '../support/tcpProxy';
 const TEN_MINUTES = 10 * 60_000;
 const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-clock', workflowId: 'wf-clock' };
 
-let admin: Pool;
-let schema: string;
+const db = postgresSchemaFixture('clock', { keyTables: ['processed_events'] });
 const pools: Pool[] = [];
 const proxies: TcpProxy[] = [];
-
-beforeAll(async () => {
-	admin = adminPool();
-	schema = await freshSchema(admin, 'clock');
-	await new IdempotencyStore(admin, { schema, table: 'processed_events', createTable: true }).createTable();
-});
 
 afterEach(() => jest.restoreAllMocks());
 
 afterAll(async () => {
 	for (const proxy of proxies) await proxy.close();
 	await Promise.all(pools.map((pool) => pool.end().catch(() => {})));
-	await admin.end();
 });
 
 /** A store whose connections pass through a proxy that can drop them, with a retry log. */
@@ -43,7 +35,7 @@ async function storeBehindProxy(settleRetryMs: number) {
 	pool.on('error', () => {});
 	pools.push(pool);
 	const retries: RetryEvent[] = [];
-	const store = new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: false, settleRetryMs, onRetry: (event) => retries.push(event) });
+	const store = new IdempotencyStore(pool, { schema: db.schema, table: 'processed_events', createTable: false, settleRetryMs, onRetry: (event) => retries.push(event) });
 	return { proxy, store, retries };
 }
 
@@ -53,8 +45,8 @@ function skewHostClock(offsetMs: number): void {
 	jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offsetMs);
 }
 
-const reserve = async (key: string) => (await new IdempotencyStore(admin, { schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], lease))[0];
-const statusOf = async (key: string) => (await admin.query(`select status from ${schema}.processed_events where key = $1`, [key])).rows[0]?.status;
+const reserve = async (key: string) => (await new IdempotencyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], lease))[0];
+const statusOf = async (key: string) => (await db.row(key))?.status;
 
 describe('settle retries follow the database clock, not the host clock', () => {
 	it('host clock 10 minutes ahead: a Complete during a one-second outage is retried and completes the key', async () => {
@@ -76,7 +68,7 @@ describe('settle retries follow the database clock, not the host clock', () => {
 		const reserved = await reserve('clock-behind');
 		const { proxy, store, retries } = await storeBehindProxy(8_000);
 		await store.ready(); // this pool has read the database's time once
-		const { rows } = await admin.query(`select now() + interval '3 seconds' as lease_end`);
+		const { rows } = await db.pool.query(`select now() + interval '3 seconds' as lease_end`);
 		proxy.dropConnections(true);
 		await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
 		skewHostClock(-TEN_MINUTES);

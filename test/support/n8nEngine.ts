@@ -7,11 +7,13 @@ import {
 	Workflow,
 	type ICredentialDataDecryptedObject,
 	type ICredentialsHelper,
+	type IDataObject,
 	type IExecuteFunctions,
 	type INodeCredentialsDetails,
 	type INode,
 	type INodeExecutionData,
 	type INodeParameters,
+	type INodeProperties,
 	type INodeType,
 	type INodeTypes,
 	type IRun,
@@ -63,29 +65,24 @@ export class TestWebhook implements INodeType {
 	}
 }
 
+/** A test stand-in for a business step: one main input, one main output. */
+function stepDescription(name: string, displayName: string, defaultName: string, description: string, properties: INodeProperties[] = []): INodeType['description'] {
+	return { displayName, name, group: ['transform'], version: 1, description, defaults: { name: defaultName }, inputs: [NodeConnectionTypes.Main], outputs: [NodeConnectionTypes.Main], properties };
+}
+
 /**
  * Stands in for the business step (status 0) and for Respond to Webhook (its output says which
  * status it would answer): records which items reached it.
  */
 export class TestStep implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Step',
-		name: 'testStep',
-		group: ['transform'],
-		version: 1,
-		description: 'Records the items that reached it',
-		defaults: { name: 'Step' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [
-			{ displayName: 'Status', name: 'status', type: 'number', default: 0 },
-			// A business step that replaces the items (as a database node does) and keeps only some of them.
-			{ displayName: 'Replace Items', name: 'replaceItems', type: 'boolean', default: false },
-			{ displayName: 'Keep Only Item', name: 'keepOnlyItem', type: 'number', default: -1 },
-			// A Code node that splits each item in two and forgets pairedItem: n8n cannot infer the pairing.
-			{ displayName: 'Split Without Pairing', name: 'splitWithoutPairing', type: 'boolean', default: false },
-		],
-	};
+	description = stepDescription('testStep', 'Test Step', 'Step', 'Records the items that reached it', [
+		{ displayName: 'Status', name: 'status', type: 'number', default: 0 },
+		// A business step that replaces the items (as a database node does) and keeps only some of them.
+		{ displayName: 'Replace Items', name: 'replaceItems', type: 'boolean', default: false },
+		{ displayName: 'Keep Only Item', name: 'keepOnlyItem', type: 'number', default: -1 },
+		// A Code node that splits each item in two and forgets pairedItem: n8n cannot infer the pairing.
+		{ displayName: 'Split Without Pairing', name: 'splitWithoutPairing', type: 'boolean', default: false },
+	]);
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const status = this.getNodeParameter('status', 0) as number;
@@ -109,29 +106,10 @@ export class TestStep implements INodeType {
  * `{ error: message }` with its pairedItem. Throws with Stop Workflow.
  */
 export class TestFailingStep implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Failing Step',
-		name: 'testFailingStep',
-		group: ['transform'],
-		version: 1,
-		description: 'Fails like a stock node',
-		defaults: { name: 'Failing Step' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [
-			{
-				displayName: 'Shape',
-				name: 'shape',
-				type: 'options',
-				options: [
-					{ name: 'Postgres', value: 'postgres' },
-					{ name: 'Code', value: 'code' },
-				],
-				default: 'postgres',
-			},
-			{ displayName: 'Message', name: 'message', type: 'string', default: 'boom' },
-		],
-	};
+	description = stepDescription('testFailingStep', 'Test Failing Step', 'Failing Step', 'Fails like a stock node', [
+		{ displayName: 'Shape', name: 'shape', type: 'options', options: [{ name: 'Postgres', value: 'postgres' }, { name: 'Code', value: 'code' }], default: 'postgres' },
+		{ displayName: 'Message', name: 'message', type: 'string', default: 'boom' },
+	]);
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const shape = this.getNodeParameter('shape', 0) as string;
@@ -148,17 +126,7 @@ export class TestFailingStep implements INodeType {
  * passes the node's *input* items on through its success output.
  */
 export class TestThrowingStep implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Throwing Step',
-		name: 'testThrowingStep',
-		group: ['transform'],
-		version: 1,
-		description: 'Fails before it runs',
-		defaults: { name: 'Throwing Step' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [],
-	};
+	description = stepDescription('testThrowingStep', 'Test Throwing Step', 'Throwing Step', 'Fails before it runs');
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		throw new NodeOperationError(this.getNode(), 'Credential could not be decrypted');
@@ -170,17 +138,9 @@ export class TestThrowingStep implements INodeType {
  * item (`{ error }` with its pairedItem): under Continue (using error output) n8n moves it there.
  */
 export class TestPartlyFailingStep implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Partly Failing Step',
-		name: 'testPartlyFailingStep',
-		group: ['transform'],
-		version: 1,
-		description: 'Fails for one item',
-		defaults: { name: 'Partly Failing Step' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [{ displayName: 'Failing Item', name: 'failingItem', type: 'number', default: 0 }],
-	};
+	description = stepDescription('testPartlyFailingStep', 'Test Partly Failing Step', 'Partly Failing Step', 'Fails for one item', [
+		{ displayName: 'Failing Item', name: 'failingItem', type: 'number', default: 0 },
+	]);
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const failing = this.getNodeParameter('failingItem', 0) as number;
@@ -297,6 +257,20 @@ export async function runWorkflowExecution(
 	base: EngineBase,
 	mode: WorkflowExecuteMode = 'webhook',
 ): Promise<IRun> {
+	return (await executeInProcess(workflowData, executionId, items, base, { mode })).run;
+}
+
+/**
+ * runWorkflowExecution on a workflow loaded with `staticData` (what n8n stored for it), answering
+ * the run and the loaded workflow, whose static data the run may have changed.
+ */
+export async function executeInProcess(
+	workflowData: IWorkflowBase,
+	executionId: string,
+	items: INodeExecutionData[],
+	base: EngineBase,
+	{ mode = 'webhook', staticData }: { mode?: WorkflowExecuteMode; staticData?: IDataObject } = {},
+): Promise<{ run: IRun; workflow: Workflow }> {
 	const workflow = new Workflow({
 		id: workflowData.id,
 		name: workflowData.name,
@@ -305,6 +279,7 @@ export async function runWorkflowExecution(
 		active: false,
 		nodeTypes,
 		settings: workflowData.settings,
+		staticData,
 	});
 	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
 	const additionalData = { ...base, executionId, hooks } as IWorkflowExecuteAdditionalData;
@@ -312,7 +287,8 @@ export async function runWorkflowExecution(
 	const runExecutionData = createRunExecutionData({
 		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
 	});
-	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
+	const run = await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
+	return { run, workflow };
 }
 
 /** A node of this package (or a test stand-in) for an in-process workflow. */

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
+import type { KeyStore } from '../../lib/store/contract';
 import type { StoreJob, StoreWorkerReport } from './storeWorker';
 import type { StoreTarget } from './storeTargets';
 
@@ -103,4 +104,40 @@ export async function raceOneKey(
 	const job: StoreJob = { kind: 'reserve', batches: Array.from({ length: options.callsPerProcess }, () => [options.key]), mode: options.mode };
 	const reports = await raceStore(target, Array.from({ length: options.processes }, () => job), options.connectionsPerProcess);
 	return reports.flatMap((report) => report.results.map(({ outcome }) => ({ pid: report.pid, outcome })));
+}
+
+/** The same items in another order per caller (a small deterministic shuffle): racing callers lock rows in different orders. */
+export function shuffled<T>(items: T[], seed: number): T[] {
+	const out = [...items];
+	let state = seed * 2654435761;
+	for (let i = out.length - 1; i > 0; i--) {
+		state = (state * 1103515245 + 12345) >>> 0;
+		const j = state % (i + 1);
+		[out[i], out[j]] = [out[j], out[i]];
+	}
+	return out;
+}
+
+/**
+ * One round of callers at once over the same failed keys, each in its own order (shuffled by round
+ * and caller): even callers reserve them (lease), odd ones claim them for replay. The keys the
+ * callers won, and what any caller threw.
+ */
+export async function reserveOrClaimRace(stores: KeyStore[], keys: string[], round: number): Promise<{ owned: string[]; failures: string[] }> {
+	const lease = { mode: 'lease' as const, leaseSeconds: 120, retentionSeconds: 86_400 };
+	const settled = await Promise.allSettled(
+		stores.map(async (store, index) => {
+			const order = shuffled(keys, round * 10 + index);
+			if (index % 2 === 0) {
+				const results = await store.reserve(order.map((key) => ({ key, keySource: 'test', payloadHash: null })), lease);
+				return results.filter((result) => result.outcome === 'new').map((result) => result.key);
+			}
+			const claims = await store.claimForReplay(order, { leaseSeconds: 120, retentionSeconds: 86_400 });
+			return claims.filter((claim) => claim.claimed).map((claim) => claim.key);
+		}),
+	);
+	return {
+		owned: settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : [])),
+		failures: settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : [])),
+	};
 }

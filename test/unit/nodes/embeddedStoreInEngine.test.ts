@@ -2,27 +2,12 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import { ExecutionLifecycleHooks, WorkflowExecute } from 'n8n-core';
-import {
-	createRunExecutionData,
-	Workflow,
-	type IDataObject,
-	type INode,
-	type INodeParameters,
-	type INodeType,
-	type INodeTypes,
-	type IRun,
-	type IWorkflowBase,
-	type IWorkflowExecuteAdditionalData,
-	type WorkflowExecuteMode,
-} from 'n8n-workflow';
+import type { IDataObject, INode, INodeParameters, IRun, IWorkflowBase, WorkflowExecuteMode } from 'n8n-workflow';
 
 import { closeEmbeddedStores, embeddedStoreId, openEmbeddedKeyStore } from '../../../lib/embedded';
-import { IdempotencyKey } from '../../../nodes/IdempotencyKey/IdempotencyKey.node';
-import { IdempotencyReserve } from '../../../nodes/IdempotencyReserve/IdempotencyReserve.node';
 import { STORE_ID_ENV } from '../../../lib/store/sharedFile';
 import { webhookItem } from '../../support/fakeExecuteFunctions';
-import { credentialsHelper, engineBase, itemsAt, PACKAGE, TestStep, TestWebhook, type EngineBase } from '../../support/n8nEngine';
+import { credentialsHelper, engineBase, executeInProcess, inProcessWorkflow, itemsAt, packageNode, type EngineBase } from '../../support/n8nEngine';
 
 /*
  * The Embedded store run by n8n's own engine (n8n-core's WorkflowExecute), in-process: n8n's real
@@ -30,15 +15,6 @@ import { credentialsHelper, engineBase, itemsAt, PACKAGE, TestStep, TestWebhook,
  * credential at all (the credentials helper knows none, so asking for one would fail the run).
  * Needs node:sqlite (Node 22.13+).
  */
-
-const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
-	[new TestWebhook(), new TestStep(), new IdempotencyReserve(), new IdempotencyKey()].map((nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType]),
-);
-const nodeTypes = {
-	getByName: (type: string) => nodeTypeByName[type],
-	getByNameAndVersion: (type: string) => nodeTypeByName[type],
-	getKnownTypes: () => ({}),
-} as unknown as INodeTypes;
 
 let userFolder: string;
 let keyFile: string;
@@ -68,33 +44,17 @@ afterAll(() => {
 
 /** Webhook → Reserve (a new node: version 2, no store parameter, no credential) → New: Complete; Duplicate: 200; Not Reserved: 503. */
 function workflow(id: string, reserveExtra: Partial<INode> = {}, reserveOptions: INodeParameters = {}): IWorkflowBase {
-	const node = (name: string, type: string, parameters: INode['parameters'], extra: Partial<INode> = {}): INode => ({
-		id: name,
-		name,
-		type: `${PACKAGE}.${type}`,
-		typeVersion: 1,
-		position: [0, 0],
-		parameters,
-		...extra,
-	});
-	const now = new Date();
-	return {
+	const node = packageNode;
+	return inProcessWorkflow(
 		id,
-		name: id,
-		active: false,
-		activeVersionId: null,
-		isArchived: false,
-		createdAt: now,
-		updatedAt: now,
-		settings: { executionOrder: 'v1' },
-		nodes: [
+		[
 			node('Webhook', 'testWebhook', {}),
 			node('Idempotency Reserve', 'idempotencyReserve', { options: reserveOptions }, { typeVersion: 2, ...reserveExtra }),
 			node('Complete', 'idempotencyKey', { operation: 'complete', source: 'item' }, { typeVersion: 2 }),
 			node('Respond 200', 'testStep', { status: 200 }),
 			node('Respond 503', 'testStep', { status: 503 }),
 		],
-		connections: {
+		{
 			Webhook: { main: [[{ node: 'Idempotency Reserve', type: 'main', index: 0 }]] },
 			'Idempotency Reserve': {
 				main: [
@@ -104,7 +64,7 @@ function workflow(id: string, reserveExtra: Partial<INode> = {}, reserveOptions:
 				],
 			},
 		},
-	};
+	);
 }
 
 interface Execution {
@@ -117,23 +77,7 @@ let executions = 0;
 
 /** One execution as n8n runs it, with the workflow's static data as n8n loaded it; returns what n8n would save. */
 async function execute(workflowData: IWorkflowBase, staticData: IDataObject, body: IDataObject, mode: WorkflowExecuteMode = 'webhook'): Promise<Execution> {
-	const executionId = `exec-${++executions}`;
-	const loaded = new Workflow({
-		id: workflowData.id,
-		name: workflowData.name,
-		nodes: workflowData.nodes,
-		connections: workflowData.connections,
-		active: false,
-		nodeTypes,
-		settings: workflowData.settings,
-		staticData: structuredClone(staticData),
-	});
-	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
-	const additionalData = { ...base, executionId, hooks } as IWorkflowExecuteAdditionalData;
-	const runExecutionData = createRunExecutionData({
-		executionData: { nodeExecutionStack: [{ node: loaded.getNode('Webhook')!, data: { main: [[webhookItem(body)]] }, source: null }] },
-	});
-	const run = await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(loaded);
+	const { run, workflow: loaded } = await executeInProcess(workflowData, `exec-${++executions}`, [webhookItem(body)], base, { mode, staticData: structuredClone(staticData) });
 	// n8n saves the static data when a run changed it (and the run is not a manual one).
 	const changed = loaded.staticData.__dataChanged === true && mode !== 'manual';
 	const saved = changed ? (JSON.parse(JSON.stringify(loaded.staticData)) as IDataObject) : staticData;
