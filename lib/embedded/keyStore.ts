@@ -41,32 +41,12 @@ import type {
 	ReserveOptionsWithDetail,
 	StoredKey,
 } from '../types';
-import {
-	DEFAULT_LOCK_WAIT_MS,
-	allAsArrays,
-	connectionFor,
-	ensureTable,
-	namedStatement,
-	read,
-	statement,
-	withWriteLock,
-	type EmbeddedConnection,
-	type EmbeddedOperation,
-} from './connection';
-import type { EmbeddedStatement } from './statements';
 import { readAllOffThread, readOneOffThread } from './backgroundThread';
-import { embeddedTableName, renderEmbeddedStatement } from './statements';
+import { allAsArrays, read, statement, withWriteLock } from './connection';
+import { renderEmbeddedStatement } from './statements';
+import { EmbeddedTableStore, type EmbeddedStoreOptions } from './tableStore';
 
-export interface EmbeddedStoreOptions {
-	/** The store file (created with its folder when missing). */
-	file: string;
-	/** The table's name in the file (default processed_events; object_versions for the Order Guard). */
-	table?: string;
-	/** Create the table (or bring it to the package's schema version) on first use; default true. */
-	createTable?: boolean;
-	/** How long a call waits, asynchronously, for another process's write lock (ms; default 10 s). */
-	lockWaitMs?: number;
-}
+export type { EmbeddedStoreOptions } from './tableStore';
 
 /**
  * Rows deleted per cleanup statement at most: one chunk keeps the event loop busy a few
@@ -82,19 +62,9 @@ type Row = Record<string, unknown>;
  * `BEGIN IMMEDIATE` transaction on the process's one connection to the file; a reservation batch
  * is one statement. Times are the host's wall clock, read inside each statement (see docs/embedded-store.md).
  */
-export class EmbeddedKeyStore implements KeyStore {
-	readonly backend = 'embedded' as const;
-	readonly file: string;
-	private readonly table: string;
-	private readonly createTableOption: boolean;
-	private readonly lockWaitMs: number;
-	private connection?: EmbeddedConnection;
-
+export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 	constructor(options: EmbeddedStoreOptions) {
-		this.file = options.file;
-		this.table = embeddedTableName(options.table ?? DEFAULT_TABLE).name;
-		this.createTableOption = options.createTable ?? true;
-		this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+		super(options, 'keys', DEFAULT_TABLE);
 	}
 
 	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail: 'compact' }): Promise<Array<ReservationResult<CompactRecord>>>;
@@ -317,36 +287,8 @@ export class EmbeddedKeyStore implements KeyStore {
 		};
 	}
 
-	async createTable(): Promise<void> {
-		await ensureTable(this.open(), 'keys', this.table, true, this.lockWaitMs);
-	}
-
 	async ready(): Promise<void> {
 		await this.readyConnection();
-	}
-
-	/** The process's connection to the file, its table checked (or created) once. */
-	private async readyConnection(): Promise<EmbeddedConnection> {
-		const connection = this.open();
-		await ensureTable(connection, 'keys', this.table, this.createTableOption, this.lockWaitMs);
-		return connection;
-	}
-
-	private open(): EmbeddedConnection {
-		if (!this.connection?.db.isOpen) this.connection = connectionFor(this.file);
-		return this.connection;
-	}
-
-	private statement(connection: EmbeddedConnection, name: EmbeddedStatement) {
-		return namedStatement(connection, name, 'keys', this.table);
-	}
-
-	private statementText(name: EmbeddedStatement): string {
-		return renderEmbeddedStatement(name, 'keys', this.table);
-	}
-
-	private wait(operation: EmbeddedOperation) {
-		return { lockWaitMs: this.lockWaitMs, operation };
 	}
 
 	/**

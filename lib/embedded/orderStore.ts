@@ -1,9 +1,8 @@
 import { DEFAULT_ORDER_TABLE, type AdvanceOptions, type OrderDecision, type VersionedItem } from '../order/orderGuard';
 import type { OrderStore } from '../store/contract';
 import { orderCandidates, orderDecisions, validateAdvanceOptions, type OrderMark } from '../store/rules';
-import { DEFAULT_LOCK_WAIT_MS, connectionFor, ensureTable, namedStatement, withWriteLock, type EmbeddedConnection } from './connection';
-import type { EmbeddedStoreOptions } from './keyStore';
-import { embeddedTableName } from './statements';
+import { withWriteLock } from './connection';
+import { EmbeddedTableStore, type EmbeddedStoreOptions } from './tableStore';
 
 /**
  * The Order Guard's store in the embedded file: per business object, the highest version applied,
@@ -11,19 +10,9 @@ import { embeddedTableName } from './statements';
  * version is the only candidate; across batches and processes, one statement decides under the
  * file's write lock.
  */
-export class EmbeddedOrderStore implements OrderStore {
-	readonly backend = 'embedded' as const;
-	readonly file: string;
-	private readonly table: string;
-	private readonly createTableOption: boolean;
-	private readonly lockWaitMs: number;
-	private connection?: EmbeddedConnection;
-
+export class EmbeddedOrderStore extends EmbeddedTableStore implements OrderStore {
 	constructor(options: EmbeddedStoreOptions) {
-		this.file = options.file;
-		this.table = embeddedTableName(options.table ?? DEFAULT_ORDER_TABLE).name;
-		this.createTableOption = options.createTable ?? true;
-		this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+		super(options, 'order', DEFAULT_ORDER_TABLE);
 	}
 
 	async advance(items: VersionedItem[], options: AdvanceOptions): Promise<OrderDecision[]> {
@@ -32,10 +21,9 @@ export class EmbeddedOrderStore implements OrderStore {
 
 		const candidateByKey = orderCandidates(items);
 		const candidates = [...candidateByKey.values()];
-		const connection = this.open();
-		await ensureTable(connection, 'order', this.table, this.createTableOption, this.lockWaitMs);
-		const rows = await withWriteLock(connection, { lockWaitMs: this.lockWaitMs, operation: 'order' }, () =>
-			namedStatement(connection, 'order_advance', 'order', this.table).all({
+		const connection = await this.readyConnection();
+		const rows = await withWriteLock(connection, this.wait('order'), () =>
+			this.statement(connection, 'order_advance').all({
 				items: JSON.stringify(candidates.map((item) => [item.objectKey, item.version, item.eventKey])),
 				equal: options.equalVersion,
 				execution_id: options.executionId ?? null,
@@ -57,12 +45,4 @@ export class EmbeddedOrderStore implements OrderStore {
 		return orderDecisions(items, candidateByKey, markByKey, options.equalVersion);
 	}
 
-	async createTable(): Promise<void> {
-		await ensureTable(this.open(), 'order', this.table, true, this.lockWaitMs);
-	}
-
-	private open(): EmbeddedConnection {
-		if (!this.connection?.db.isOpen) this.connection = connectionFor(this.file);
-		return this.connection;
-	}
 }
