@@ -2,7 +2,7 @@ import path from 'node:path';
 
 import { InvalidConfigurationError } from '../errors';
 import { quoteIdentifier } from '../identifiers';
-import { readStatementText, tableNamePattern, type SqlSection } from '../sql/sqlText';
+import { readStatementText, renderForTable, type SqlSection } from '../sql/sqlText';
 
 /**
  * The embedded store's SQL is the SQL in the package's `sql/embedded/` folder (one statement per
@@ -65,10 +65,9 @@ export function embeddedTableName(name: string): { name: string; quoted: string 
  * by the validated, quoted one; index names derive from the table name (<table>_<x>_idx).
  */
 export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: string, omit?: SqlSection): string {
-	const text = readStatementText(EMBEDDED_SQL_DIR, file, omit);
 	const defaultTable = DEFAULT_TABLE_OF[family];
-	if (!defaultTable || !table) return text;
-	return text.replace(tableNamePattern(defaultTable), (_match, indexSuffix: string | undefined) => (indexSuffix ? `"${table}_${indexSuffix}"` : `"${table}"`));
+	if (!defaultTable || !table) return readStatementText(EMBEDDED_SQL_DIR, file, omit);
+	return renderForTable(EMBEDDED_SQL_DIR, file, defaultTable, table, (indexSuffix) => (indexSuffix ? `"${table}_${indexSuffix}"` : `"${table}"`), omit);
 }
 
 /** A statement of `sql/embedded/queries/`, for the given table. */

@@ -42,10 +42,28 @@ function withoutSection(lines: string[], section: SqlSection, file: string): str
 	return [...lines.slice(0, start), ...lines.slice(end + 1)];
 }
 
+const renderedCache = new Map<string, string>();
+
 /**
- * Where a file names the table it is written for (`processed_events`, and its indexes
- * `processed_events_<x>_idx`), so the code can put the configured table in its place.
+ * A statement file as the package sends it (readStatementText), with the table it is written for
+ * (`defaultTable`, and its indexes `<defaultTable>_<x>_idx`) renamed by `rename` (given the index
+ * suffix, or nothing for the table itself). Rendered once per process for each `tableKey` (the
+ * configured table, as `rename` names it): statements are rendered on every store call.
  */
-export function tableNamePattern(defaultTable: string): RegExp {
-	return new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx))?\\b`, 'g');
+export function renderForTable(
+	dir: string,
+	file: string,
+	defaultTable: string,
+	tableKey: string,
+	rename: (indexSuffix?: string) => string,
+	omit?: SqlSection,
+): string {
+	const cacheKey = `${path.join(dir, file)}#${omit ?? ''}#${tableKey}`;
+	let text = renderedCache.get(cacheKey);
+	if (text === undefined) {
+		const pattern = new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx))?\\b`, 'g');
+		text = readStatementText(dir, file, omit).replace(pattern, (_match, indexSuffix: string | undefined) => rename(indexSuffix));
+		renderedCache.set(cacheKey, text);
+	}
+	return text;
 }

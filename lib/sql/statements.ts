@@ -1,7 +1,7 @@
 import path from 'node:path';
 
 import type { TableRef } from '../identifiers';
-import { readStatementText, tableNamePattern, type SqlSection } from './sqlText';
+import { readStatementText, renderForTable, type SqlSection } from './sqlText';
 
 export type { SqlSection } from './sqlText';
 
@@ -86,16 +86,9 @@ const FAMILY_OF = new Map<StatementName, TableFamily | null>(STATEMENTS.map((sta
 export type SqlFile = string;
 
 // The files name their default table; index names are derived from it (<table>_<x>_idx).
-const TABLE_TOKENS: Record<TableFamily, RegExp> = {
-	keys: tableNamePattern(DEFAULT_TABLES.keys),
-	order: tableNamePattern(DEFAULT_TABLES.order),
-};
-
 /** A file from `sql/` written for `family`'s table, with its name replaced by the validated, quoted one. */
 export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRef, omit?: SqlSection): string {
-	return readStatementText(SQL_DIR, file, omit).replace(TABLE_TOKENS[family], (_match, indexSuffix: string | undefined) =>
-		indexSuffix ? table.indexName(indexSuffix) : table.qualified,
-	);
+	return renderForTable(SQL_DIR, file, DEFAULT_TABLES[family], table.qualified, (indexSuffix) => (indexSuffix ? table.indexName(indexSuffix) : table.qualified), omit);
 }
 
 /** The statement from `sql/queries/`, for the configured table; `omit` leaves one marked section out. */

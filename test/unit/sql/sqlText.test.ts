@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { readStatementText, tableNamePattern } from '../../../lib/sql/sqlText';
+import { readStatementText, renderForTable } from '../../../lib/sql/sqlText';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'sql-text-'));
 const write = (name: string, text: string) => writeFileSync(path.join(dir, name), text);
@@ -27,9 +27,21 @@ describe('a statement file as the package sends it', () => {
 });
 
 describe('the table a file is written for', () => {
-	it('is found with its indexes, and never inside another name', () => {
-		const text = 'insert into processed_events; create index processed_events_expires_idx; from processed_events_archive, my_processed_events';
-		const replaced = text.replace(tableNamePattern('processed_events'), (_match, index: string | undefined) => (index ? `"t_${index}"` : '"t"'));
-		expect(replaced).toBe('insert into "t"; create index "t_expires_idx"; from processed_events_archive, my_processed_events');
+	it('is renamed with its indexes, and never inside another name', () => {
+		write('tables.sql', 'insert into processed_events; create index processed_events_expires_idx; from processed_events_archive, my_processed_events');
+		const rename = (index?: string) => (index ? `"t_${index}"` : '"t"');
+		expect(renderForTable(dir, 'tables.sql', 'processed_events', 't', rename)).toBe(
+			'insert into "t"; create index "t_expires_idx"; from processed_events_archive, my_processed_events',
+		);
+	});
+
+	it('is rendered once per table: each table its own text, the same text again for the same table', () => {
+		write('once.sql', 'select * from processed_events;');
+		const first = renderForTable(dir, 'once.sql', 'processed_events', 'a', () => '"a"');
+		const other = renderForTable(dir, 'once.sql', 'processed_events', 'b', () => '"b"');
+		const rename = jest.fn(() => '"a"');
+		expect(renderForTable(dir, 'once.sql', 'processed_events', 'a', rename)).toBe(first);
+		expect(rename).not.toHaveBeenCalled();
+		expect([first, other]).toEqual(['select * from "a";', 'select * from "b";']);
 	});
 });
