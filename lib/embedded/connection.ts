@@ -8,8 +8,6 @@ import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError, 
 import { compareVersions } from '../order/version';
 import { checkpointSoon } from './backgroundThread';
 import { classifySqliteError, EmbeddedStoreBusyError, isBusy, NOTHING_CHANGED, type EmbeddedOperation } from './errors';
-
-export { classifySqliteError, isBusy, type EmbeddedOperation } from './errors';
 import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
 import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, renderEmbeddedStatement, type EmbeddedFamily, type EmbeddedStatement } from './statements';
 import { assertLocalStorage, realPathOfNearest } from './storageCheck';

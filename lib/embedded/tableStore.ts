@@ -4,9 +4,9 @@ import {
 	ensureTable,
 	namedStatement,
 	type EmbeddedConnection,
-	type EmbeddedOperation,
 	type LockWait,
 } from './connection';
+import type { EmbeddedOperation } from './errors';
 import { embeddedTableName, renderEmbeddedStatement, type EmbeddedStatement } from './statements';
 
 export interface EmbeddedStoreOptions {
