@@ -2,35 +2,12 @@
 // a user runs it from the editor: Delete Expired Keys, then Get Stats (which reads on a thread of
 // its own inside n8n), on the key file n8n's nodes use. Expired keys are backdated with SQL, as the
 // Postgres cleanup test does, by a process of its own on n8n's Node.
-const { execFileSync } = require('node:child_process');
-const path = require('node:path');
 const { randomUUID } = require('node:crypto');
 const { harness, eventId } = require('../support/e2e/harness');
 const { readShippedTemplate, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
-const { storeFile, storedKeys, storeStats } = require('../support/e2e/embedded');
+const { storedKeys, storeStats, insertKeys } = require('../support/e2e/embedded');
 
 const TRIGGER = 'Run Now';
-
-/** Inserts rows into the key table of `file` (created through the installed package first); `rows`: [key, expiresAtMs]. */
-function insertKeys(h, file, rows) {
-	const script = `
-		const [pkgDir, file, rows] = process.argv.slice(1);
-		const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'embedded'));
-		(async () => {
-			await embedded.openEmbeddedKeyStore({ file }).createTable();
-			embedded.closeEmbeddedStores();
-			const { DatabaseSync } = require('node:sqlite');
-			const db = new DatabaseSync(file, { timeout: 10000 });
-			const insert = db.prepare("insert into processed_events (key, first_seen, last_seen, status, expires_at) values (?, ?, ?, 'completed', ?)");
-			const now = Date.now();
-			db.exec('begin immediate');
-			for (const [key, expiresAt] of JSON.parse(rows)) insert.run(key, now - 40 * 86400000, now - 40 * 86400000, expiresAt);
-			db.exec('commit');
-			db.close();
-		})().catch((error) => { process.stderr.write(String(error.stack ?? error)); process.exit(1); });
-	`;
-	execFileSync(path.join(h.state.nodeBin, 'node'), ['-e', script, h.state.packageDir, file, JSON.stringify(rows)], { stdio: ['ignore', 'inherit', 'inherit'] });
-}
 
 /** The shipped template with a Manual Trigger beside its schedule, as a user runs it once from the editor. */
 function cleanupRunNow() {
@@ -44,12 +21,12 @@ describe('templates/scheduled-cleanup-embedded.json', () => {
 	const h = harness();
 
 	test('deletes the keys whose retention ended, keeps the others, and reports the store as Get Stats reads it after', async () => {
-		const file = storeFile(h);
 		const prefix = `e2e-embedded-cleanup:${eventId('c')}:`;
 		const expired = [`${prefix}old-1`, `${prefix}old-2`, `${prefix}old-3`];
 		const kept = [`${prefix}recent-1`, `${prefix}recent-2`];
 		const now = Date.now();
-		insertKeys(h, file, [...expired.map((key) => [key, now - 10 * 86400000]), ...kept.map((key) => [key, now + 30 * 86400000])]);
+		const fortyDaysAgo = now - 40 * 86400000;
+		insertKeys(h, [...expired.map((key) => [key, fortyDaysAgo, now - 10 * 86400000]), ...kept.map((key) => [key, fortyDaysAgo, now + 30 * 86400000])]);
 		expect(Object.keys(await storedKeys(h, [...expired, ...kept])).sort()).toEqual([...expired, ...kept].sort());
 
 		const { id } = await saveWorkflow(h, cleanupRunNow(), 'embedded-cleanup');

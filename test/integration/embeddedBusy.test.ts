@@ -125,37 +125,32 @@ it('a lock held forever: after its bound the reservation fails with a lock timeo
 	expect((await store.reserve([{ key: 'never', keySource: 'custom', payloadHash: null }], lease))[0].outcome).toBe('new');
 });
 
-it('cleanup of 60,000 expired rows deletes them in chunks and yields between them: the event loop is never held for the whole delete', async () => {
-	const file = path.join(folder, 'cleanup.sqlite');
+/**
+ * A store file with `rows` completed keys inserted directly, their retention ending at `expiresAt`
+ * (ms since 1970; default far in the future). The inserts' WAL is copied into the file before the
+ * test: what it measures is its own call, not that one-off copy.
+ */
+async function storeWithRows(name: string, rows: number, { expiresAt = 4102444800000 }: { expiresAt?: number } = {}) {
+	const file = path.join(folder, name);
 	const store = openEmbeddedKeyStore({ file });
 	await store.createTable();
 	const { loadSqlite } = await import('../../lib/embedded/sqlite');
 	const raw = new (loadSqlite().DatabaseSync)(file);
 	raw.exec(`insert into processed_events (key, first_seen, last_seen, status, expires_at, execution_id)
-		select 'old-' || value, 0, 0, 'completed', 1, 'exec-' || value from json_each((with recursive n(i) as (select 1 union all select i + 1 from n where i < 60000) select json_group_array(i) from n))`);
-	// The inserts' WAL is copied into the file now: measured below is the delete, not that one-off copy.
+		select 'key-' || value, 0, 0, 'completed', ${expiresAt}, 'exec-' || value from json_each((with recursive n(i) as (select 1 union all select i + 1 from n where i < ${rows}) select json_group_array(i) from n))`);
 	raw.exec('pragma wal_checkpoint(truncate)');
 	raw.close();
+	return { file, store };
+}
+
+it('cleanup of 60,000 expired rows deletes them in chunks and yields between them: the event loop is never held for the whole delete', async () => {
+	const { store } = await storeWithRows('cleanup.sqlite', 60_000, { expiresAt: 1 });
 	const { result, longestGapMs, ticks } = await measureStalls(() => store.cleanup({ retentionSeconds: 86_400, batchSize: 100_000, timeBudgetSeconds: 60 }));
 	expect(result).toMatchObject({ deleted: 60_000, batches: 1, finished: true });
 	expect(ticks).toBeGreaterThan(5);
 	// One statement for all 60,000 rows holds the loop for the whole delete; chunks of 2,000 a few ms each.
 	expect(longestGapMs).toBeLessThan(result.durationMs / 3);
 });
-
-/** A store file with `rows` completed keys, inserted directly; the WAL copied into the file. */
-async function storeWithRows(name: string, rows: number, options: { lockWaitMs?: number } = {}) {
-	const file = path.join(folder, name);
-	const store = openEmbeddedKeyStore({ file, ...options });
-	await store.createTable();
-	const { loadSqlite } = await import('../../lib/embedded/sqlite');
-	const raw = new (loadSqlite().DatabaseSync)(file);
-	raw.exec(`insert into processed_events (key, first_seen, last_seen, status, expires_at)
-		select 'key-' || value, 0, 0, 'completed', 4102444800000 from json_each((with recursive n(i) as (select 1 union all select i + 1 from n where i < ${rows}) select json_group_array(i) from n))`);
-	raw.exec('pragma wal_checkpoint(truncate)');
-	raw.close();
-	return { file, store };
-}
 
 it('Get Stats and List Keys scan 200,000 keys on a thread of their own: the event loop runs while they read', async () => {
 	const { store } = await storeWithRows('scan.sqlite', 200_000);

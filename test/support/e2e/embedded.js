@@ -7,7 +7,7 @@ const path = require('node:path');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./restWorkflows');
 const { NODE, eventId } = require('./harness');
 const { sleep } = require('../stack/childProcesses');
-const { embeddedStoreFile, readEmbeddedStore } = require('../stack/embeddedStore');
+const { embeddedStoreFile, readEmbeddedStore, insertCompletedKeys } = require('../stack/embeddedStore');
 const { startSink } = require('./sink');
 
 const EMBEDDED_TEMPLATE = 'idempotent-webhook-embedded.json';
@@ -158,9 +158,14 @@ async function keyStates(h, keys, options) {
 	return Object.fromEntries(keys.map((key) => [key, records[key] ? { status: records[key].status, attempts: records[key].attempts, duplicates: records[key].duplicateCount } : null]));
 }
 
+/** Completed keys written straight into one store file (main's by default): `rows` are [key, firstSeenMs, expiresAtMs]. */
+function insertKeys(h, rows, { file = storeFile(h) } = {}) {
+	insertCompletedKeys({ nodeBin: h.state.nodeBin, packageDir: h.state.packageDir, file, rows });
+}
+
 /** The store's counts (Get Stats) of one file; zeros when the file does not exist yet. */
 async function storeStats(h, { file = storeFile(h), windowHours = 24 } = {}) {
 	return (await readStore(h, file, 'stats', String(windowHours))) ?? { total: 0, processing: 0, completed: 0, failed: 0 };
 }
 
-module.exports = { EMBEDDED_TEMPLATE, EMB, PACKAGE_NODE, STORE, EMBEDDED_VERSIONS, toEmbeddedStore, toPostgresStore, embeddedTemplate, publishEmbedded, warmUpDelivery, useWorkerFolders, startEmbeddedWebhook, useEmbeddedWebhook, storeFilesIn, storeFile, storedKeys, keyStates, storeStats };
+module.exports = { EMBEDDED_TEMPLATE, EMB, PACKAGE_NODE, STORE, EMBEDDED_VERSIONS, toEmbeddedStore, toPostgresStore, embeddedTemplate, publishEmbedded, warmUpDelivery, useWorkerFolders, startEmbeddedWebhook, useEmbeddedWebhook, storeFilesIn, storeFile, storedKeys, keyStates, storeStats, insertKeys };

@@ -46,16 +46,44 @@ function readEmbeddedStore({ nodeBin, packageDir, file, op, arg }) {
 	});
 }
 
+/** Runs `script` to completion on n8n's Node (`nodeBin`) with the installed package's folder and `args` as its arguments; its stdout. */
+function runWithPackage({ nodeBin, packageDir, script, args = [] }) {
+	const node = nodeBin ? path.join(nodeBin, 'node') : process.execPath;
+	const { execFileSync } = require('node:child_process');
+	return execFileSync(node, ['-e', script, packageDir, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
 /**
  * Creates the key file (when missing) through the installed package on n8n's Node and returns its
  * store id: what a user running queue mode on one host sets as IDEMPOTENCY_EMBEDDED_STORE_ID on
  * main and every worker (the nodes' refusal names the same id).
  */
 function createEmbeddedStore({ nodeBin, packageDir, file }) {
-	const node = nodeBin ? path.join(nodeBin, 'node') : process.execPath;
 	const script = `const e = require(require('node:path').join(process.argv[1], 'dist', 'lib', 'embedded')); process.stdout.write(e.embeddedStoreId(process.argv[2])); e.closeEmbeddedStores();`;
-	const { execFileSync } = require('node:child_process');
-	return execFileSync(node, ['-e', script, packageDir, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+	return runWithPackage({ nodeBin, packageDir, script, args: [file] }).trim();
 }
 
-module.exports = { embeddedStoreFile, readEmbeddedStore, createEmbeddedStore };
+/**
+ * Writes completed keys straight into the key table of `file` (created through the installed
+ * package first), as SQL backdating does on Postgres: `rows` are [key, firstSeenMs, expiresAtMs].
+ */
+function insertCompletedKeys({ nodeBin, packageDir, file, rows }) {
+	const script = `
+		const [pkgDir, file, rows] = process.argv.slice(1);
+		const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'embedded'));
+		(async () => {
+			await embedded.openEmbeddedKeyStore({ file }).createTable();
+			embedded.closeEmbeddedStores();
+			const { DatabaseSync } = require('node:sqlite');
+			const db = new DatabaseSync(file, { timeout: 10000 });
+			const insert = db.prepare("insert into processed_events (key, first_seen, last_seen, status, expires_at) values (?, ?, ?, 'completed', ?)");
+			db.exec('begin immediate');
+			for (const [key, firstSeen, expiresAt] of JSON.parse(rows)) insert.run(key, firstSeen, firstSeen, expiresAt);
+			db.exec('commit');
+			db.close();
+		})().catch((error) => { process.stderr.write(String(error.stack ?? error)); process.exit(1); });
+	`;
+	runWithPackage({ nodeBin, packageDir, script, args: [file, JSON.stringify(rows)] });
+}
+
+module.exports = { embeddedStoreFile, readEmbeddedStore, createEmbeddedStore, insertCompletedKeys };
