@@ -87,6 +87,16 @@ export function readOneOffThread(file: string, sql: string, parameters: Record<s
 }
 
 /**
+ * A checkpoint of `file` on its thread now, resolved when it has ended: the WAL's committed pages
+ * copied into the file and synced (the WAL itself synced first). Fails like a read of the file.
+ */
+export async function checkpointNow(file: string, operation: LockWait['operation']): Promise<void> {
+	const state = threadFor(file).checkpoint;
+	state.lastStarted = Date.now();
+	await send(file, { checkpoint: true }, operation);
+}
+
+/**
  * After a write to `file`: a checkpoint on its thread, at most one running and one every
  * CHECKPOINT_INTERVAL_MS. A failed checkpoint is left to the next one (or to SQLite's own, which the
  * store's connection keeps as a backstop at a higher threshold).

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
 import { compareVersions } from '../order/version';
-import { checkpointSoon } from './backgroundThread';
+import { checkpointNow, checkpointSoon } from './backgroundThread';
 import { classifySqliteError, EmbeddedStoreBusyError, isBusy, NOTHING_CHANGED, type EmbeddedOperation } from './errors';
 import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
 import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, renderEmbeddedStatement, type EmbeddedFamily, type EmbeddedStatement } from './statements';
@@ -90,18 +90,28 @@ export function allAsArrays(prepared: SqliteStatement, parameters: Record<string
 	return { rows: objects.map((row) => Object.values(row)), column: Object.fromEntries(names.map((name, index) => [name, index])) };
 }
 
-/** Runs `work` in one `BEGIN IMMEDIATE` transaction: the write lock is taken before anything is read. */
-function inTransaction<T>(db: SqliteDatabase, work: () => T): T {
-	db.exec('begin immediate');
-	let committed = false;
+/**
+ * Runs `work` in one `BEGIN IMMEDIATE` transaction: the write lock is taken before anything is read.
+ * `syncedCommit` false commits without waiting for the WAL's fsync (SQLite's `synchronous =
+ * NORMAL` for this one transaction): still atomic, and the file stays consistent after a power cut,
+ * but the transaction itself may be lost by one. The next synced commit or checkpoint syncs it.
+ */
+function inTransaction<T>(db: SqliteDatabase, work: () => T, syncedCommit = true): T {
+	if (!syncedCommit) db.exec('pragma synchronous = normal');
 	try {
-		const result = work();
-		db.exec('commit');
-		committed = true;
-		return result;
+		db.exec('begin immediate');
+		let committed = false;
+		try {
+			const result = work();
+			db.exec('commit');
+			committed = true;
+			return result;
+		} finally {
+			// A failed step (or commit) leaves nothing behind: the whole transaction is rolled back.
+			if (!committed && db.isTransaction) db.exec('rollback');
+		}
 	} finally {
-		// A failed step (or commit) leaves nothing behind: the whole transaction is rolled back.
-		if (!committed && db.isTransaction) db.exec('rollback');
+		if (!syncedCommit) db.exec('pragma synchronous = full');
 	}
 }
 
@@ -120,6 +130,19 @@ export interface LockWait {
 export async function withWriteLock<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
 	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection.db, work));
 	checkpointSoon(connection.file);
+	return result;
+}
+
+/**
+ * A write whose loss in a power cut changes no outcome (deleting keys whose retention ended: a key
+ * found again is still treated as absent). Its commit does not wait for an fsync on the event
+ * loop's thread; the checkpoint that follows, on the store's background thread and awaited, syncs
+ * it and copies its pages into the file, so the WAL never grows into a checkpoint on this thread.
+ */
+export async function withUnsyncedWrite<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection.db, work, false));
+	// A failed checkpoint changes nothing committed: the next one (or SQLite's backstop) copies these pages.
+	await checkpointNow(connection.file, wait.operation).catch(() => undefined);
 	return result;
 }
 

@@ -42,7 +42,7 @@ import type {
 	StoredKey,
 } from '../types';
 import { readAllOffThread, readOneOffThread } from './backgroundThread';
-import { allAsArrays, read, statement, withWriteLock } from './connection';
+import { allAsArrays, read, statement, withUnsyncedWrite, withWriteLock } from './connection';
 import { renderEmbeddedStatement } from './statements';
 import { EmbeddedTableStore, type EmbeddedStoreOptions } from './tableStore';
 
@@ -52,7 +52,7 @@ export type { EmbeddedStoreOptions } from './tableStore';
  * Rows deleted per cleanup statement at most: one chunk keeps the event loop busy a few
  * milliseconds (n8n's other executions run between chunks), whatever batch size the node asks for.
  */
-export const CLEANUP_CHUNK_ROWS = 2_000;
+export const CLEANUP_CHUNK_ROWS = 1_000;
 
 type Row = Record<string, unknown>;
 
@@ -211,8 +211,10 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 	/**
 	 * Deletes keys whose retention ended, by the rule reserve.sql uses to treat them as absent, in
 	 * batches of `batchSize` until done or out of time. Each batch is deleted in chunks of at most
-	 * CLEANUP_CHUNK_ROWS rows, each its own short transaction, yielding to the event loop between
-	 * them, so neither n8n nor the other processes on the file wait long for it.
+	 * CLEANUP_CHUNK_ROWS rows, each its own short transaction, so neither n8n nor the other
+	 * processes on the file wait long for it. A chunk's commit leaves its fsync and the copy of its
+	 * pages into the file to a checkpoint on the background thread, which n8n's event loop runs
+	 * beside (withUnsyncedWrite).
 	 */
 	async cleanup(options: CleanupOptions): Promise<CleanupResult> {
 		validateCleanupOptions(options);
@@ -223,12 +225,11 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 			let chunkShort = false;
 			while (batchDeleted < options.batchSize && !chunkShort) {
 				const limit = Math.min(CLEANUP_CHUNK_ROWS, options.batchSize - batchDeleted);
-				const count = await withWriteLock(connection, this.wait('cleanup'), () =>
+				const count = await withUnsyncedWrite(connection, this.wait('cleanup'), () =>
 					Number(this.statement(connection, 'cleanup').run({ retention_ms, limit }).changes),
 				);
 				batchDeleted += count;
 				chunkShort = count < limit;
-				await yieldToEventLoop();
 			}
 			return batchDeleted;
 		});
@@ -338,10 +339,6 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 /** Seconds as whole milliseconds, the unit the file's times are kept in. */
 function milliseconds(seconds: number): number {
 	return Math.round(seconds * 1000);
-}
-
-function yieldToEventLoop(): Promise<void> {
-	return new Promise((resolve) => setImmediate(resolve));
 }
 
 function isReplayable(row: Row): boolean {

@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 import { closeEmbeddedStores, EmbeddedStoreBusyError, openEmbeddedKeyStore } from '../../lib/embedded';
+import { connectionFor } from '../../lib/embedded/connection';
 import { CLEANUP_CHUNK_ROWS } from '../../lib/embedded/keyStore';
 import { DatabaseError, DatabaseUnreachableError, LockTimeoutError } from '../../lib/errors';
 import type { ReserveOptions } from '../../lib/types';
@@ -178,9 +179,31 @@ it('cleanup of 60,000 expired rows deletes them in chunks and yields between the
 	expect(result).toMatchObject({ deleted: 60_000, batches: 1, finished: true });
 	expect(ticks).toBeGreaterThan(5);
 	// One statement for all 60,000 rows would hold the loop for the whole delete (no turn until it
-	// ends); chunks of CLEANUP_CHUNK_ROWS give the loop a turn after each. Counted, not timed: a
+	// ends); chunks of CLEANUP_CHUNK_ROWS give the loop a turn after each (while the chunk's
+	// checkpoint runs on the background thread). Counted, not timed: a
 	// time bound here measured the machine's load as much as the store.
 	expect(turns).toBeGreaterThanOrEqual(result.deleted / CLEANUP_CHUNK_ROWS);
+});
+
+it('cleanup commits its chunks without an fsync on the event loop, and every chunk is synced and copied into the file (the WAL checkpointed) before the next: when it returns, the WAL holds nothing the file lacks', async () => {
+	const { file, store } = await storeWithRows('cleanup-synced.sqlite', 10_000, { expiresAt: 1 });
+	await store.reserve([{ key: 'live', keySource: 'custom', payloadHash: null }], lease);
+	const result = await store.cleanup({ retentionSeconds: 86_400, batchSize: 100_000, timeBudgetSeconds: 60 });
+	expect(result).toMatchObject({ deleted: 10_000, finished: true });
+	// The WAL index (the -shm file, https://sqlite.org/walformat.html): mxFrame, the last valid
+	// frame, at byte 16; nBackfill, how many frames a checkpoint has copied into the file, at 96.
+	const shm = readFileSync(`${file}-shm`);
+	expect(shm.readUInt32LE(16)).toBeGreaterThan(0);
+	expect(shm.readUInt32LE(96)).toBe(shm.readUInt32LE(16));
+	// The main connection's commits are FULL again after the cleanup (2): a reservation is on the disk when it returns.
+	expect(connectionFor(file).db.prepare('pragma synchronous').get()).toEqual({ synchronous: 2 });
+	// The file alone (its WAL set aside) holds the cleanup's result.
+	const copy = path.join(folder, 'cleanup-synced-copy.sqlite');
+	copyFileSync(file, copy);
+	const { loadSqlite } = await import('../../lib/embedded/sqlite');
+	const raw = new (loadSqlite().DatabaseSync)(copy);
+	expect(raw.prepare('select count(*) as n from processed_events').get()).toEqual({ n: 1 });
+	raw.close();
 });
 
 it('Get Stats and List Keys scan 200,000 keys on a thread of their own: the event loop runs while they read', async () => {
