@@ -3,6 +3,7 @@ import type { Pool } from 'pg';
 
 import { openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/embedded';
 import { DEFAULT_ORDER_TABLE, OrderGuard } from '../../lib/order/orderGuard';
+import type { ConnectionSettings } from '../../lib/postgres/connectionSettings';
 import { poolFor } from '../../lib/postgres/pool';
 import { IdempotencyStore, type StoreOptions } from '../../lib/postgres/store';
 import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
@@ -16,9 +17,32 @@ export interface TableChoice {
 	createTable?: boolean;
 }
 
+/** The connection settings this process last read for each credential, by credential id. */
+const lastReadSettings = new Map<string, ConnectionSettings>();
+
 /** The pool for this node's credential, shared across executions. */
 export async function credentialPool(context: IExecuteFunctions): Promise<Pool> {
-	return poolFor(connectionSettings(await context.getCredentials(CREDENTIAL_TYPE)));
+	return poolFor(await credentialSettings(context));
+}
+
+/**
+ * The node's credential as connection settings. n8n reads a credential from its own database at
+ * every call, and that database is often the very server that holds the keys: when the read fails
+ * (n8n's database restarting), the settings this process last read for the same credential are
+ * used. A Settle after the business step then reaches the keys (or retries them) instead of
+ * giving up at once while the effect has happened.
+ */
+async function credentialSettings(context: IExecuteFunctions): Promise<ConnectionSettings> {
+	const id = context.getNode().credentials?.[CREDENTIAL_TYPE]?.id ?? undefined;
+	try {
+		const settings = connectionSettings(await context.getCredentials(CREDENTIAL_TYPE));
+		if (id) lastReadSettings.set(id, settings);
+		return settings;
+	} catch (error) {
+		const lastRead = id ? lastReadSettings.get(id) : undefined;
+		if (lastRead) return lastRead;
+		throw error;
+	}
 }
 
 /** The node's table options with the package's defaults filled in. */

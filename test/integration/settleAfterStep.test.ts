@@ -7,6 +7,7 @@ import {
 	CREDENTIAL_UP,
 	engineWithUpAndDownCredentials,
 	inProcessWorkflow,
+	n8nDatabase,
 	packageNode,
 	runWorkflowExecution,
 	type EngineBase,
@@ -219,5 +220,30 @@ describe('Idempotency Reserve refuses a wiring that Settle could not judge, befo
 		expect(ANSWERS.flatMap(({ name }) => outputOf(run, name))).toEqual([]);
 		expect(await stored(`evt:${id}`)).toBeUndefined();
 		for (const step of options.steps) expect(run.data.resultData.runData[step.name]).toBeUndefined();
+	});
+});
+
+describe("Settle After Business Step when n8n's own database goes down after the business step", () => {
+	afterEach(() => {
+		n8nDatabase.down = false;
+	});
+
+	it('the credential cannot be read (n8n reads it from its database at every call): Settle uses the settings this process read for Reserve, and completes the key', async () => {
+		const id = 'evt_n8n_database_down';
+		const lookups = (base.credentialsHelper as unknown as { lookups: string[] }).lookups;
+		const before = lookups.length;
+		const run = await deliver({ steps: [{ name: 'Step', type: 'testStepN8nDatabaseDown' }] }, [{ id }]);
+		// The fault happened: the step ran after Reserve, took n8n's database down, and Settle's read of the credential came after.
+		expect(n8nDatabase.down).toBe(true);
+		expect(lookups.length - before).toBe(2);
+		expect(run.data.resultData.error).toBeUndefined();
+		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Respond 200 (completed)' });
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'completed' });
+	});
+
+	it("a credential this process never read is not made up: Not Settled, with n8n's error", async () => {
+		const run = await deliver({ steps: [{ name: 'Step', type: 'testStepN8nDatabaseDown' }], settleCredential: 'cred-never-read' }, [{ id: 'evt_never_read' }]);
+		expect(answers(run)).toEqual({ 'evt:evt_never_read': 'Not Settled' });
+		expect(outputOf(run, 'Not Settled')[0].json).toMatchObject({ error: expect.stringMatching(/the database system is shutting down/) });
 	});
 });

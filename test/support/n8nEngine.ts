@@ -99,6 +99,16 @@ export class TestStep implements INodeType {
 	}
 }
 
+/** A business step that succeeds while n8n's own database goes down under it (n8nDatabase). */
+export class TestStepN8nDatabaseDown implements INodeType {
+	description = stepDescription('testStepN8nDatabaseDown', 'Test Step, n8n Database Down', 'Step', "Succeeds, and n8n's database goes down meanwhile");
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		n8nDatabase.down = true;
+		return [this.getInputData().map((item, index) => ({ json: { ...item.json, businessStepRan: true }, pairedItem: { item: index } }))];
+	}
+}
+
 /**
  * A business step that fails, returning under Continue On Fail the error items n8n-nodes-base's
  * nodes return (2.40.7): the Postgres node's `{ message, error: { ...NodeOperationError } }` (the
@@ -153,7 +163,7 @@ export class TestPartlyFailingStep implements INodeType {
 }
 
 const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
-	[new TestWebhook(), new TestStep(), new TestFailingStep(), new TestThrowingStep(), new TestPartlyFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
+	[new TestWebhook(), new TestStep(), new TestStepN8nDatabaseDown(), new TestFailingStep(), new TestThrowingStep(), new TestPartlyFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
 		(nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType],
 	),
 );
@@ -171,6 +181,9 @@ function known(type: string): INodeType {
 }
 
 const credentialType = new IdempotencyPostgresApi();
+
+/** n8n's own database, as the credentials helper sees it: while down, every credential read fails. */
+export const n8nDatabase = { down: false };
 
 
 /**
@@ -190,6 +203,8 @@ export function credentialsHelper(stored: Record<string, ICredentialDataDecrypte
 		},
 		async getDecrypted(_additionalData: unknown, details: INodeCredentialsDetails, type: string) {
 			lookups.push(`${type}:${details.id}`);
+			// n8n reads the credential from its own database, and fails as that database does.
+			if (n8nDatabase.down) throw new Error('the database system is shutting down');
 			const data = details.id ? stored[details.id] : undefined;
 			if (!data || type !== credentialType.name) throw new Error(`No credential ${details.id} of type ${type}`);
 			return NodeHelpers.getNodeParameters(credentialType.properties, data as INodeParameters, true, false, null, null) as ICredentialDataDecryptedObject;
