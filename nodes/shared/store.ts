@@ -1,4 +1,4 @@
-import type { IExecuteFunctions } from 'n8n-workflow';
+import { NodeOperationError, type IExecuteFunctions } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/embedded';
@@ -41,7 +41,7 @@ async function credentialSettings(context: IExecuteFunctions): Promise<Connectio
 	} catch (error) {
 		const lastRead = id ? lastReadSettings.get(id) : undefined;
 		if (lastRead) return lastRead;
-		throw error;
+		throw new NodeOperationError(context.getNode(), error as Error);
 	}
 }
 
