@@ -54,14 +54,17 @@ describe('the webhook template with the user’s own business step: one effect p
 	let server;
 	let serverUrl;
 	const hits = new Map();
+	// What the user's service does on each call besides answering (a test sets it for one test).
+	let duringCall = null;
 
 	beforeAll(async () => {
 		server = http.createServer((req, res) => {
 			let body = '';
 			req.on('data', (chunk) => (body += chunk));
-			req.on('end', () => {
+			req.on('end', async () => {
 				const key = JSON.parse(body || '{}').key;
 				hits.set(key, (hits.get(key) ?? 0) + 1);
+				await duringCall?.();
 				res.writeHead(200, { 'content-type': 'application/json' });
 				// Arbitrary JSON, nothing the old template's check looked for.
 				res.end(JSON.stringify({ accepted: true, ticket: `t-${hits.size}` }));
@@ -125,19 +128,51 @@ describe('the webhook template with the user’s own business step: one effect p
 		expect(await rowsFor(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
 	});
 
+	/** An HTTP Request to the user's service with the event's key. */
+	const callFulfilment = () => ({
+		name: 'Call Fulfilment',
+		type: 'n8n-nodes-base.httpRequest',
+		typeVersion: 4.2,
+		parameters: { method: 'POST', url: serverUrl, sendBody: true, specifyBody: 'json', jsonBody: '={{ JSON.stringify({ key: $json.idempotency.key }) }}', options: {} },
+	});
+
 	test('an HTTP Request to the user’s service answering arbitrary JSON: one call per event', async () => {
-		const http = {
-			name: 'Call Fulfilment',
-			type: 'n8n-nodes-base.httpRequest',
-			typeVersion: 4.2,
-			parameters: { method: 'POST', url: serverUrl, sendBody: true, specifyBody: 'json', jsonBody: '={{ JSON.stringify({ key: $json.idempotency.key }) }}', options: {} },
-		};
-		const { workflow, webhookPath } = templateWithUserStep([http], 'userhttp');
+		const { workflow, webhookPath } = templateWithUserStep([callFulfilment()], 'userhttp');
 		await publishWorkflow(h, workflow, webhookPath);
 		const { keys, run } = await deliverEvents(`${h.state.baseUrl}/webhook/${webhookPath}`, 'http');
 		expectAllAnswered(run);
 		expect(Object.fromEntries(keys.map((key) => [key, hits.get(key)]))).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
 		expect(await statusesOf(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 'completed'])));
+	});
+
+	test("n8n cannot read the idempotency credential once the step ran (its stored data unreadable): Settle completes the key with the settings this n8n read for Reserve; one call, 200, a later copy a duplicate", async () => {
+		const credentialId = 'idempotencyPg01';
+		const { workflow, webhookPath } = templateWithUserStep([callFulfilment()], 'usercredlost');
+		await publishWorkflow(h, workflow, webhookPath);
+		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
+		const { rows } = await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [credentialId]);
+		const readable = rows[0].data;
+		const unreadable = 'U2FsdGVkX1+not+what+was+encrypted+here==';
+		const id = `evt_user_credlost_${Date.now().toString(36)}`;
+		let first;
+		let duringSettle;
+		// n8n reads a credential from its database at each node run: during the step it stops decrypting, as after a lost database.
+		duringCall = () => h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [unreadable, credentialId]);
+		try {
+			first = await h.deliver(url, { id, type: 'e2e.user', object: 'event' });
+			duringSettle = (await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [credentialId])).rows[0].data;
+		} finally {
+			duringCall = null;
+			await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [readable, credentialId]);
+		}
+		// The fault happened: the step ran, and the credential was unreadable from then until the answer.
+		expect(hits.get(`evt:${id}`)).toBe(1);
+		expect(duringSettle).toBe(unreadable);
+		expect([first.status, first.outcome]).toEqual([200, 'new']);
+		expect(await statusesOf([`evt:${id}`])).toEqual({ [`evt:${id}`]: 'completed' });
+		const later = await h.deliver(url, { id, type: 'e2e.user', object: 'event' });
+		expect([later.status, later.outcome]).toEqual([200, 'duplicate']);
+		expect(hits.get(`evt:${id}`)).toBe(1);
 	});
 
 	test('a step that fails: 500 and no effect until the cause is fixed, then exactly one effect per event', async () => {
