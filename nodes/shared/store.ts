@@ -33,7 +33,7 @@ export async function credentialPool(context: IExecuteFunctions): Promise<Pool> 
  * giving up at once while the effect has happened.
  */
 async function credentialSettings(context: IExecuteFunctions): Promise<ConnectionSettings> {
-	const id = context.getNode().credentials?.[CREDENTIAL_TYPE]?.id ?? undefined;
+	const id = context.getNode().credentials?.[CREDENTIAL_TYPE]?.id;
 	try {
 		const settings = connectionSettings(await context.getCredentials(CREDENTIAL_TYPE));
 		if (id) lastReadSettings.set(id, settings);

@@ -3,7 +3,7 @@
 // left to n8n's own answer for a failed execution (n8n 1.x answers that 200 with an empty body in
 // this response mode: the provider would stop retrying and the event would be lost).
 const { harness, eventId } = require('../support/e2e/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('../support/e2e/restWorkflows');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential, makeCredentialUnreadable } = require('../support/e2e/restWorkflows');
 const { settleBlocker } = require('../support/e2e/appFaults');
 
 const BUSINESS = 'Business Step (insert business_log)';
@@ -53,7 +53,7 @@ describe('the webhook template answers every outcome itself', () => {
 		const { url } = await publishTemplate('secret-unreadable', (template) => {
 			nodeOf(template, 'Webhook Signature Verify').credentials = { webhookSignatureApi: secret };
 		});
-		await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', ['U2FsdGVkX1+not+what+was+encrypted+here==', secret.id]);
+		await makeCredentialUnreadable(h, secret.id);
 		const id = eventId('secret_unreadable');
 		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
 		expect([answer.status, answer.outcome]).toEqual([503, 'not_verified']);

@@ -6,7 +6,7 @@
 const http = require('node:http');
 const { randomUUID } = require('node:crypto');
 const { harness } = require('../support/e2e/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential } = require('../support/e2e/restWorkflows');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential, credentialData, makeCredentialUnreadable, UNREADABLE_CREDENTIAL_DATA } = require('../support/e2e/restWorkflows');
 const { deliverAll } = require('../support/e2e/provider');
 
 const BUSINESS = 'Business Step (insert business_log)';
@@ -150,24 +150,24 @@ describe('the webhook template with the user’s own business step: one effect p
 		const { workflow, webhookPath } = templateWithUserStep([callFulfilment()], 'usercredlost');
 		await publishWorkflow(h, workflow, webhookPath);
 		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
-		const { rows } = await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [credentialId]);
-		const readable = rows[0].data;
-		const unreadable = 'U2FsdGVkX1+not+what+was+encrypted+here==';
 		const id = `evt_user_credlost_${Date.now().toString(36)}`;
 		let first;
 		let duringSettle;
+		let restore;
 		// n8n reads a credential from its database at each node run: during the step it stops decrypting, as after a lost database.
-		duringCall = () => h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [unreadable, credentialId]);
+		duringCall = async () => {
+			restore = await makeCredentialUnreadable(h, credentialId);
+		};
 		try {
 			first = await h.deliver(url, { id, type: 'e2e.user', object: 'event' });
-			duringSettle = (await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [credentialId])).rows[0].data;
+			duringSettle = await credentialData(h, credentialId);
 		} finally {
 			duringCall = null;
-			await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [readable, credentialId]);
+			await restore?.();
 		}
 		// The fault happened: the step ran, and the credential was unreadable from then until the answer.
 		expect(hits.get(`evt:${id}`)).toBe(1);
-		expect(duringSettle).toBe(unreadable);
+		expect(duringSettle).toBe(UNREADABLE_CREDENTIAL_DATA);
 		expect([first.status, first.outcome]).toEqual([200, 'new']);
 		expect(await statusesOf([`evt:${id}`])).toEqual({ [`evt:${id}`]: 'completed' });
 		const later = await h.deliver(url, { id, type: 'e2e.user', object: 'event' });
@@ -209,10 +209,7 @@ describe('the webhook template with the user’s own business step: one effect p
 		const credential = await createCredential(h, 'postgres', appCredentialData(h));
 		const { workflow, webhookPath } = templateWithUserStep([userInsert('Insert Order', { postgres: credential })], 'usercred');
 		await publishWorkflow(h, workflow, webhookPath);
-		// What n8n shows as "Credentials could not be decrypted": its stored data does not decrypt.
-		const { rows } = await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [credential.id]);
-		const readable = rows[0].data;
-		await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', ['U2FsdGVkX1+not+what+was+encrypted+here==', credential.id]);
+		const restore = await makeCredentialUnreadable(h, credential.id);
 		let refused = 0;
 		let restored = null;
 		const { keys, run } = await deliverEvents(`${h.state.baseUrl}/webhook/${webhookPath}`, 'cred', {
@@ -221,7 +218,7 @@ describe('the webhook template with the user’s own business step: one effect p
 				if (refused >= 9 && !restored) {
 					restored = (async () => {
 						const during = await rowsFor(keys);
-						await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [readable, credential.id]);
+						await restore();
 						return during;
 					})();
 				}

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -7,6 +7,7 @@ import { closeEmbeddedStores, embeddedStoreId, openEmbeddedKeyStore, openEmbedde
 import { loadSqlite } from '../../lib/embedded/sqlite';
 import { InvalidConfigurationError, SchemaNewerThanPackageError, TableMissingError, UnusableKeyError } from '../../lib/errors';
 import type { ReserveOptions } from '../../lib/types';
+import { walFrames } from '../support/walIndex';
 
 /*
  * What only the embedded store has: the file itself (journal, durability, store id, schema
@@ -47,12 +48,7 @@ describe('the store file', () => {
 		// 50 commits of one key: a couple of hundred WAL pages, far below SQLite's own 1,000-page checkpoint.
 		for (let i = 0; i < 50; i++) await store.reserve([{ key: `k-${i}`, keySource: 'custom', payloadHash: null }], lease);
 		expect(connectionFor(file).db.prepare('pragma wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 10_000 });
-		// The WAL index (the -shm file, https://sqlite.org/walformat.html): mxFrame, the last valid
-		// frame, at byte 16; nBackfill, how many frames a checkpoint has copied into the file, at 96.
-		const frames = () => {
-			const shm = readFileSync(`${file}-shm`);
-			return { last: shm.readUInt32LE(16), copied: shm.readUInt32LE(96) };
-		};
+		const frames = () => walFrames(file);
 		expect(frames().last).toBeGreaterThan(50);
 		const deadline = Date.now() + 5_000;
 		while (frames().copied < frames().last && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));

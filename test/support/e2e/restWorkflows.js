@@ -118,4 +118,21 @@ async function createCredential(h, type, data) {
 	return { id: created.json.data.id, name: created.json.data.name };
 }
 
-module.exports = { appCredentialData, createCredential, runFromManualTrigger, freshWebhookPath, webhookNode, readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };
+/** A credential's stored (encrypted) data in n8n's database. */
+async function credentialData(h, id) {
+	return (await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [id])).rows[0].data;
+}
+
+/** Stored data that does not decrypt: n8n then says "Credentials could not be decrypted". */
+const UNREADABLE_CREDENTIAL_DATA = 'U2FsdGVkX1+not+what+was+encrypted+here==';
+
+/** Makes a credential unreadable to n8n (UNREADABLE_CREDENTIAL_DATA); returns what puts its data back. */
+async function makeCredentialUnreadable(h, id) {
+	const readable = await credentialData(h, id);
+	await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [UNREADABLE_CREDENTIAL_DATA, id]);
+	return async () => {
+		await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [readable, id]);
+	};
+}
+
+module.exports = { appCredentialData, createCredential, credentialData, makeCredentialUnreadable, UNREADABLE_CREDENTIAL_DATA, runFromManualTrigger, freshWebhookPath, webhookNode, readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };
