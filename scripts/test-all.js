@@ -1,112 +1,253 @@
 #!/usr/bin/env node
 // The whole check, as CI runs it: lint, types, build, unit + integration + conformance tests (real
-// Postgres, and the embedded store on a Node with node:sqlite), and the end-to-end suite (real n8n).
-// Every step runs even when an earlier one fails, so one run shows everything that is wrong; the exit
-// code is non-zero if anything failed. Jest's results are kept in .test-results/ and summed into one
-// closing line "N passed, N failed". Queue mode's redis-server is checked first: installed with apt
-// when missing and we run as root, else nothing runs.
-const { spawnSync } = require('node:child_process');
+// Postgres 18, and the embedded store on a Node with node:sqlite), the conformance suite's Postgres
+// half on PostgreSQL 14 and 16, a benchmark smoke run, and the end-to-end suite in a real n8n: the
+// full tier on the newest proven line, the compatibility tier on every other one, each in both
+// topologies (test/support/e2e/tags.js). Every step runs even when an earlier one fails, so one run
+// shows everything that is wrong; the exit code is non-zero if anything failed.
+//
+// Fast by design: the n8n installs (minutes of download, little CPU) start in the background at
+// once, one at a time, and each end-to-end step waits only for its own. The run ends with a table of
+// where the time went (every step, the installs, Postgres/Redis/n8n starts, the slowest tests),
+// kept in .test-results/timings.txt and timings.json, then the line "N passed, N failed" summing
+// every jest suite that ran. Queue mode's redis-server is checked first: installed with apt when
+// missing and we run as root, else nothing runs.
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
 const resultsDir = path.join(root, '.test-results');
 fs.rmSync(resultsDir, { recursive: true, force: true });
-fs.mkdirSync(resultsDir, { recursive: true });
+fs.mkdirSync(path.join(resultsDir, 'logs'), { recursive: true });
+const timingsFile = path.join(resultsDir, 'timings.jsonl');
 
-const skipE2e = process.argv.includes('--skip-e2e');
-// `--n8n-version=1.123.81` (or N8N_VERSION) picks the n8n the end-to-end suite runs; jest takes no unknown flags.
 const { selectedN8nVersion, PROVEN_N8N_VERSIONS } = require('../test/support/stack/n8nVersion');
 const { sqliteNode } = require('../test/support/stack/sqliteNode');
+const { POSTGRES_LINES } = require('../test/support/stack/postgresServer');
+const { readPhases } = require('../test/support/stack/timings');
+
+const skipE2e = process.argv.includes('--skip-e2e');
+// --skip-bench leaves out the benchmark smoke run (the pull-request workflow's fast job).
+const skipBench = process.argv.includes('--skip-bench');
+// `--n8n-version=1.123.81` (or N8N_VERSION) picks the line that runs the full tier; jest takes no unknown flags.
 const n8nVersion = selectedN8nVersion();
-// Every other proven n8n line (test/support/stack/n8nVersion.js) runs the suite in both topologies too, with
-// the short soak (same assertions, 1,000 deliveries instead of 5,000); --skip-other-n8n skips them.
+// Every other proven line runs the compatibility tier; --skip-other-n8n skips them.
 const otherVersions = process.argv.includes('--skip-other-n8n') ? [] : PROVEN_N8N_VERSIONS.filter((version) => version !== n8nVersion);
 const topologies = (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => t.trim());
+const runStarted = Date.now();
+const sinceStart = () => (Date.now() - runStarted) / 1000;
+const say = (line) => process.stdout.write(`${line}\n`);
+
+/** Runs a command to its end; `logFile` takes its output instead of the console. Resolves { ok, seconds }. */
+function run(command, { env = {}, logFile } = {}) {
+	const started = Date.now();
+	return new Promise((resolve) => {
+		const out = logFile ? fs.openSync(logFile, 'a') : 'inherit';
+		const child = spawn(command[0], command.slice(1), { cwd: root, stdio: ['ignore', out, out], env: { ...process.env, ...env } });
+		const done = (ok) => {
+			if (logFile) fs.closeSync(out);
+			resolve({ ok, seconds: (Date.now() - started) / 1000 });
+		};
+		child.once('error', () => done(false));
+		child.once('exit', (code) => done(code === 0));
+	});
+}
+
+// The n8n installs, in the background from the start, one at a time (newest first: the first
+// end-to-end step needs it). A cached line answers in a second.
+const installs = new Map();
+const background = [];
+if (!skipE2e) {
+	let previous = Promise.resolve();
+	for (const version of [n8nVersion, ...otherVersions]) {
+		const name = `install n8n ${version} (background)`;
+		const job = { name, startedAt: null, seconds: null, ok: null };
+		background.push(job);
+		const promise = previous.then(async () => {
+			job.startedAt = sinceStart();
+			// nice: the tests running meanwhile come first on a 2-core machine.
+			const result = await run(['nice', '-n', '10', 'bash', 'scripts/ensure-n8n.sh', version], {
+				logFile: path.join(resultsDir, 'logs', `install-n8n-${version}.log`),
+			});
+			Object.assign(job, result);
+			say(`[background] ${name}: ${result.ok ? 'done' : 'FAILED'} in ${result.seconds.toFixed(0)} s (log: .test-results/logs/install-n8n-${version}.log)`);
+			return result;
+		});
+		installs.set(version, promise);
+		previous = promise;
+	}
+}
+
+/** Waits for an n8n line's install; false (with the reason printed) when it failed. */
+async function n8nInstalled(version) {
+	const result = await installs.get(version);
+	if (!result.ok) say(`n8n ${version} could not be installed: see .test-results/logs/install-n8n-${version}.log`);
+	return result.ok;
+}
+
+const jest = () => [sqliteNode({ log: say }), path.join('node_modules', '.bin', 'jest')];
+const e2eStep = (version, tier) => ({
+	name: `end to end (n8n ${version}, ${tier} tier)`,
+	needs: () => n8nInstalled(version),
+	env: { N8N_VERSION: version, E2E_TIER: tier },
+	command: () => ['node', 'scripts/test-e2e.js', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
+	results: topologies.map((t) => `n8n-${version}/e2e-${t}.json`),
+});
+
 const steps = [
-	{ name: 'lint', command: ['npx', 'n8n-node', 'lint'] },
-	{ name: 'types', command: ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
-	{ name: 'build', command: ['npm', 'run', 'build'] },
+	{ name: 'lint', command: () => ['npx', 'n8n-node', 'lint'] },
+	{ name: 'types', command: () => ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
+	{ name: 'build', command: () => ['npm', 'run', 'build'] },
 	{
 		// The conformance suite runs every store test on the embedded store too, which needs node:sqlite:
 		// jest runs under a Node that has it (test/support/stack/sqliteNode.js; installed once when missing).
-		name: 'unit + integration + conformance',
-		command: () => [sqliteNode({ log: (line) => process.stdout.write(`${line}\n`) }), path.join('node_modules', '.bin', 'jest'), '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
+		name: 'unit + integration + conformance (PostgreSQL 18, embedded)',
+		command: () => [...jest(), '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
 		results: 'fast.json',
 	},
+	// The versions users run: the conformance suite's Postgres half on each other PostgreSQL line.
+	...Object.keys(POSTGRES_LINES).map((line) => ({
+		name: `conformance, Postgres half (PostgreSQL ${line})`,
+		command: () => [
+			'node',
+			'scripts/with-postgres.js',
+			line,
+			'--',
+			...jest(),
+			'--selectProjects',
+			'conformance',
+			'--testNamePattern',
+			'\\[postgres\\]',
+			'--json',
+			`--outputFile=${path.join(resultsDir, `conformance-pg${line}.json`)}`,
+		],
+		results: `conformance-pg${line}.json`,
+	})),
 	// Benchmarks are not timed tests: this smoke run only proves they still run and count right (uses dist/).
-	{ name: 'benchmarks (smoke)', command: ['node', 'bench/quick.js', ...(skipE2e ? ['--skip-n8n'] : [])] },
-	...(skipE2e
+	...(skipBench
 		? []
 		: [
 				{
-					// Both n8n topologies (one process; queue mode with Redis and two workers): scripts/test-e2e.js.
-					name: `end to end (n8n ${n8nVersion})`,
-					env: { N8N_VERSION: n8nVersion },
-					command: ['node', 'scripts/test-e2e.js', '--results-dir', resultsDir],
-					results: topologies.map((t) => `e2e-${t}.json`),
+					name: 'benchmarks (smoke)',
+					needs: () => (skipE2e ? true : n8nInstalled(n8nVersion)),
+					command: () => ['node', 'bench/quick.js', ...(skipE2e ? ['--skip-n8n'] : [])],
 				},
-				...otherVersions.map((version) => ({
-					name: `end to end (n8n ${version}, short soak)`,
-					env: { N8N_VERSION: version, E2E_SHORT_SOAK: '1' },
-					command: ['node', 'scripts/test-e2e.js', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
-					results: topologies.map((t) => `n8n-${version}/e2e-${t}.json`),
-				})),
 			]),
+	...(skipE2e ? [] : [e2eStep(n8nVersion, 'full'), ...otherVersions.map((version) => e2eStep(version, 'compatibility'))]),
 ];
 
-// Queue mode needs redis-server: get it (or say how to) now, before anything runs, not at the
-// queue-mode suites' global setup an hour in.
-if (!skipE2e && topologies.includes('queue')) {
-	const { ensureRedisServer, redisServerVersion } = require('../test/support/stack/redisServer');
-	const redis = ensureRedisServer({ log: (line) => process.stdout.write(`${line}\n`) });
-	if (!redis.ok) {
-		process.stdout.write(`\n${redis.message}\n\nNothing was run.\n`);
-		fs.writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ passed: 0, failed: 1, ok: false }));
-		process.stdout.write('0 passed, 1 failed\n');
-		process.exit(1);
-	}
-	process.stdout.write(`redis-server for queue mode: ${redis.bin} (${redisServerVersion(redis.bin)})\n`);
-}
-
-const report = [];
-for (const step of steps) {
-	const started = Date.now();
-	let command;
-	try {
-		command = typeof step.command === 'function' ? step.command() : step.command;
-	} catch (error) {
-		process.stdout.write(`\n=== ${step.name}: could not start: ${error.message}\n`);
-		report.push({ ...step, ok: false, seconds: ((Date.now() - started) / 1000).toFixed(0) });
-		continue;
-	}
-	process.stdout.write(`\n=== ${step.name}: ${command.join(' ')}\n`);
-	const run = spawnSync(command[0], command.slice(1), { cwd: root, stdio: 'inherit', env: { ...process.env, ...step.env } });
-	const seconds = ((Date.now() - started) / 1000).toFixed(0);
-	report.push({ ...step, ok: run.status === 0, seconds });
-}
-
-let passed = 0;
-let failed = 0;
-process.stdout.write('\n=== summary\n');
-for (const step of report) {
-	let counts = '';
-	for (const results of [step.results ?? []].flat()) {
-		const file = path.join(resultsDir, results);
-		if (fs.existsSync(file)) {
-			const result = JSON.parse(fs.readFileSync(file, 'utf8'));
-			passed += result.numPassedTests;
-			// A suite that could not run (e.g. a setup error) has no test results: count it as a failure.
-			failed += result.numFailedTests + result.numRuntimeErrorTestSuites;
-			counts += ` (${results}: ${result.numPassedTests} passed, ${result.numFailedTests} failed, ${result.numRuntimeErrorTestSuites} suites errored)`;
-		} else if (!step.ok) {
-			failed += 1;
-			counts += ` (${results}: no results, the runner did not finish)`;
+async function main() {
+	// Queue mode needs redis-server: get it (or say how to) now, before anything runs, not at the
+	// queue-mode suites' global setup an hour in.
+	if (!skipE2e && topologies.includes('queue')) {
+		const { ensureRedisServer, redisServerVersion } = require('../test/support/stack/redisServer');
+		const started = Date.now();
+		const redis = ensureRedisServer({ log: say });
+		if (!redis.ok) {
+			say(`\n${redis.message}\n\nNothing was run.`);
+			fs.writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ passed: 0, failed: 1, ok: false }));
+			say('0 passed, 1 failed');
+			process.exit(1);
 		}
+		background.unshift({ name: 'redis-server check or install', startedAt: 0, seconds: (Date.now() - started) / 1000, ok: true });
+		say(`redis-server for queue mode: ${redis.bin} (${redisServerVersion(redis.bin)})`);
 	}
-	process.stdout.write(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${step.seconds}s${counts}\n`);
+
+	const report = [];
+	for (const step of steps) {
+		const started = Date.now();
+		const entry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
+		report.push(entry);
+		if (step.needs) {
+			const ready = await step.needs();
+			entry.waited = (Date.now() - started) / 1000;
+			if (!ready) {
+				say(`\n=== ${step.name}: not run, what it needs is missing`);
+				Object.assign(entry, { ok: false, seconds: entry.waited });
+				continue;
+			}
+		}
+		let command;
+		try {
+			command = step.command();
+		} catch (error) {
+			say(`\n=== ${step.name}: could not start: ${error.message}`);
+			Object.assign(entry, { ok: false, seconds: (Date.now() - started) / 1000 });
+			continue;
+		}
+		say(`\n=== ${step.name}: ${command.join(' ')}`);
+		const result = await run(command, { env: { ...step.env, IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name } });
+		Object.assign(entry, { ok: result.ok, seconds: (Date.now() - started) / 1000 });
+	}
+	// A background install no step waited for still counts (a skipped step, or one that failed to start).
+	for (const promise of installs.values()) await promise;
+	for (const job of background) if (!job.ok) report.push({ name: job.name, ok: false, seconds: job.seconds ?? 0 });
+
+	let passed = 0;
+	let failed = 0;
+	const tests = [];
+	say('\n=== summary');
+	for (const step of report) {
+		let counts = '';
+		for (const results of [step.results ?? []].flat()) {
+			const file = path.join(resultsDir, results);
+			if (fs.existsSync(file)) {
+				const result = JSON.parse(fs.readFileSync(file, 'utf8'));
+				passed += result.numPassedTests;
+				// A suite that could not run (e.g. a setup error) has no test results: count it as a failure.
+				failed += result.numFailedTests + result.numRuntimeErrorTestSuites;
+				counts += ` (${results}: ${result.numPassedTests} passed, ${result.numFailedTests} failed, ${result.numRuntimeErrorTestSuites} suites errored)`;
+				for (const suite of result.testResults) {
+					for (const test of suite.assertionResults) {
+						tests.push({ step: step.name, file: path.relative(root, suite.name), title: test.fullName ?? test.title, seconds: (test.duration ?? 0) / 1000 });
+					}
+				}
+			} else if (!step.ok) {
+				failed += 1;
+				counts += ` (${results}: no results, the runner did not finish)`;
+			}
+		}
+		// lint, types, build, the benchmark smoke run and the installs have no jest results: each counts as one.
+		if (!step.ok && !step.results) failed += 1;
+		say(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${step.seconds.toFixed(0)}s${counts}`);
+	}
+	writeTimings({ report, tests });
+	const allOk = report.every((step) => step.ok);
+	fs.writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ passed, failed, ok: allOk }));
+	say(`${passed} passed, ${failed} failed`);
+	process.exit(allOk && failed === 0 ? 0 : 1);
 }
-const allOk = report.every((step) => step.ok);
-fs.writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ passed, failed, ok: allOk }));
-process.stdout.write(`${passed} passed, ${failed} failed\n`);
-process.exit(allOk && failed === 0 ? 0 : 1);
+
+/** The table of where the time went, printed and kept in .test-results/timings.{txt,json}. */
+function writeTimings({ report, tests }) {
+	const phases = readPhases(timingsFile);
+	const slowest = [...tests].sort((a, b) => b.seconds - a.seconds).slice(0, 15);
+	const lines = ['', '=== where the time went (seconds)', ''];
+	const row = (seconds, label) => `${seconds.toFixed(0).padStart(6)}  ${label}`;
+	lines.push('steps, one after another (started at; waited for its install):');
+	for (const step of report) {
+		const waited = step.waited >= 1 ? `, waited ${step.waited.toFixed(0)} s` : '';
+		lines.push(row(step.seconds, `${step.name} (at ${(step.startedAt ?? 0).toFixed(0)} s${waited})${step.ok ? '' : ' FAILED'}`));
+	}
+	lines.push('', 'in the background, beside the steps:');
+	for (const job of background) lines.push(row(job.seconds ?? 0, `${job.name} (at ${(job.startedAt ?? 0).toFixed(0)} s)`));
+	lines.push('', 'inside the steps (installs, Postgres, Redis and n8n starts):');
+	for (const phase of phases) lines.push(row(phase.seconds, `${phase.phase} — ${phase.step ?? ''}`));
+	lines.push('', 'the slowest tests:');
+	for (const test of slowest) lines.push(row(test.seconds, `${test.file} › ${test.title} — ${test.step}`));
+	lines.push('', row(sinceStart(), 'the whole run (after npm ci)'));
+	const text = `${lines.join('\n')}\n`;
+	process.stdout.write(text);
+	fs.writeFileSync(path.join(resultsDir, 'timings.txt'), text);
+	fs.writeFileSync(
+		path.join(resultsDir, 'timings.json'),
+		JSON.stringify({ totalSeconds: sinceStart(), steps: report.map(({ name, ok, seconds, startedAt, waited }) => ({ name, ok, seconds, startedAt, waited })), background, phases, slowest }, null, 2),
+	);
+}
+
+main().catch((error) => {
+	say(`test-all: ${error.stack ?? error}`);
+	say('0 passed, 1 failed');
+	process.exit(1);
+});

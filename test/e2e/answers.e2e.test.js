@@ -2,6 +2,7 @@
 // n8n line the suite runs: no failure is ever answered 2xx unless the effect happened, and none is
 // left to n8n's own answer for a failed execution (n8n 1.x answers that 200 with an empty body in
 // this response mode: the provider would stop retrying and the event would be lost).
+// e2e-tags: single queue compatibility
 const { harness, eventId } = require('../support/e2e/harness');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential, makeCredentialUnreadable } = require('../support/e2e/restWorkflows');
 const { settleBlocker } = require('../support/e2e/appFaults');

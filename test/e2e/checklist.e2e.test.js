@@ -2,6 +2,7 @@
 // users import them, every delivery signed like Stripe, through a real n8n (one process and queue
 // mode). Each test proves its claim by counting rows in the business table and the keys table.
 // The six tests are test/support/e2e/checklist.js; docs/testing.md maps each item to its guarantee.
+// e2e-tags: single queue
 const { NODE, eventId, outputTaken } = require('../support/e2e/harness');
 const { defineChecklist, keyedByPaidOrder } = require('../support/e2e/checklist');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow, publishOrderedWebhook } = require('../support/e2e/restWorkflows');

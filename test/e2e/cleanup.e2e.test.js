@@ -1,5 +1,6 @@
 // The cleanup template (a Manual Trigger copy, run with `n8n execute --id`) deletes keys past the
 // 30-day retention and keeps recent ones.
+// e2e-tags: single
 const { harness, eventId } = require('../support/e2e/harness');
 
 describe('templates/scheduled-cleanup.json', () => {

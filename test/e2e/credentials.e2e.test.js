@@ -1,5 +1,6 @@
 // The credential test through n8n's REST API (POST /rest/credentials/test, as the editor's "Test"
 // button does), with an owner set up (POST /rest/owner/setup) and logged in (POST /rest/login).
+// e2e-tags: single compatibility
 const stack = require('../support/stack/n8nStack');
 const { harness, OWNER } = require('../support/e2e/harness');
 

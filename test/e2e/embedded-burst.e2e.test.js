@@ -2,6 +2,7 @@
 // Embedded), each retried until a 2xx: exactly one API call and one New; every other 2xx a
 // Duplicate. In queue mode the deliveries spread over two workers that share main's n8n folder: two OS
 // processes reserving in one store file at the same moment.
+// e2e-tags: single queue
 const { harness, outputTaken, eventId } = require('../support/e2e/harness');
 const { EMB, useEmbeddedWebhook, keyStates } = require('../support/e2e/embedded');
 const { deliverAll, figures, report } = require('../support/e2e/provider');

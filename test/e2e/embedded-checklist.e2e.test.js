@@ -7,6 +7,7 @@
 // The six tests are test/support/e2e/checklist.js. (Test 2 on Postgres cuts the one-transaction
 // template's session; Execute Query is Postgres-only, so here the process running the business step
 // is killed with SIGKILL while the API call is in flight.)
+// e2e-tags: single queue
 const fs = require('node:fs');
 const { eventId } = require('../support/e2e/harness');
 const { EMB, publishEmbedded, startEmbeddedWebhook, warmUpDelivery, keyStates, storedKeys, storeStats, toEmbeddedStore } = require('../support/e2e/embedded');

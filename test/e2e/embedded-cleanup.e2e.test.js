@@ -2,6 +2,7 @@
 // a user runs it from the editor: Delete Expired Keys, then Get Stats (which reads on a thread of
 // its own inside n8n), on the key file n8n's nodes use. Expired keys are backdated with SQL, as the
 // Postgres cleanup test does, by a process of its own on n8n's Node.
+// e2e-tags: single
 const { randomUUID } = require('node:crypto');
 const { harness, eventId } = require('../support/e2e/harness');
 const { readShippedTemplate, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');

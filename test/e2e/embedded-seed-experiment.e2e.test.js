@@ -3,6 +3,7 @@
 // sink counts the calls). Event A, A again as Stripe resends it (a new valid signature), B, a forgery
 // of C (401), C, and a body without id twice. Single process, and queue mode with main and two workers
 // sharing the n8n folder (one host).
+// e2e-tags: single queue compatibility
 const crypto = require('node:crypto');
 const { harness, outputTaken, eventId } = require('../support/e2e/harness');
 const { EMB, useEmbeddedWebhook, keyStates } = require('../support/e2e/embedded');

@@ -7,6 +7,7 @@
 // the n8n-workflow of the n8n it targets, found the way n8n offers it to packages (NODE_PATH).
 // Not through test/support/e2e/harness.js: that talks to the suite's running n8n, and this test
 // needs none — it installs into fresh nodes folders of its own with each line's own Node and npm.
+// e2e-tags: single
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');

@@ -3,6 +3,7 @@
 // 500; the provider's redelivery (after the cause is fixed) is processed, and exactly one business row
 // results. A crash without an error output: the error-workflow template marks the execution's keys
 // failed, with the execution's error. Redelivery is the same as after a release: the key is New again.
+// e2e-tags: single queue compatibility
 const { harness, outputTaken, outputItem, eventId, NODE } = require('../support/e2e/harness');
 const { eventually } = require('../support/e2e/eventually');
 const { errorRunsFor } = require('../support/e2e/outcome');

@@ -5,6 +5,7 @@
 // Reserve (a key header with two values fails the item and reserves nothing; a correlation header
 // with two values gives the execution id). The requests are raw http.request calls with header
 // arrays, so each repeated header really is sent as two header lines.
+// e2e-tags: single compatibility
 const http = require('node:http');
 const { createHmac, randomUUID } = require('node:crypto');
 const stack = require('../support/stack/n8nStack');

@@ -4,6 +4,7 @@
 // its business step fails and the key is marked failed; the shipped replay template, with its
 // business step replaced by one that writes the amount (as a user replaces it with theirs), then
 // writes exactly 12345678901234567890.
+// e2e-tags: single compatibility
 const { harness, eventId } = require('../support/e2e/harness');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
 

@@ -12,6 +12,7 @@
 // passes that variable through, so `OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true E2E_TOPOLOGIES=queue`
 // runs this file with the replay on a worker; each run checks where it ran. (`n8n execute` would
 // not do: it runs the workflow in its own process, queue mode or not.)
+// e2e-tags: single queue
 const fs = require('node:fs');
 const stack = require('../support/stack/n8nStack');
 const { harness, eventId } = require('../support/e2e/harness');

@@ -3,6 +3,7 @@
 // the production checklist's test 5, checklist.e2e.test.js.) Every delivery is signed like Stripe.
 // The whole experiment, A, A again, B and the id-less body twice, also goes through the
 // one-transaction template, whose SQL writes the key the node derived ($idempotency_key).
+// e2e-tags: single queue compatibility
 const crypto = require('node:crypto');
 const { harness, outputTaken, eventId, NODE } = require('../support/e2e/harness');
 const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('../support/e2e/restWorkflows');

@@ -2,6 +2,7 @@
 // token come from the Reserve item each input item descends from (n8n's paired items), with no
 // expression — after a business step that replaced the items, with two items in one execution, and
 // in the shipped webhook template.
+// e2e-tags: single queue
 const { randomUUID } = require('node:crypto');
 const { harness, outputItem, eventId } = require('../support/e2e/harness');
 const { readTemplate } = require('../support/e2e/workflows');

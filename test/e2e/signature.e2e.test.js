@@ -4,6 +4,7 @@
 // is then processed as new. (Unsigned, forged, tampered and garbled deliveries writing nothing is
 // the production checklist's test 6, checklist.e2e.test.js.) The test client acts as Stripe and
 // signs with the test credential's secret (h.secret).
+// e2e-tags: single queue compatibility
 const stack = require('../support/stack/n8nStack');
 const { servedWorkflowNodesSql } = require('../support/stack/n8nVersion');
 const { harness, outputItem, eventId, NODE, OWNER } = require('../support/e2e/harness');

@@ -2,6 +2,7 @@
 // saved with the package before the Store parameter existed (typeVersion 1, no `store` parameter,
 // a Postgres credential) still keeps its keys in Postgres; a new Reserve node (typeVersion 2, no
 // credential at all) keeps them in the embedded file in n8n's folder. Both catch the retry.
+// e2e-tags: single compatibility
 const { spawnSync } = require('node:child_process');
 const { randomUUID } = require('node:crypto');
 const path = require('node:path');

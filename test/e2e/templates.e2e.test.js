@@ -1,5 +1,6 @@
 // The templates as users get them: the package installed from its npm tarball as a community
 // package, every template imported with `n8n import:workflow`, the published ones activated.
+// e2e-tags: single compatibility
 const fs = require('node:fs');
 const path = require('node:path');
 const stack = require('../support/stack/n8nStack');

@@ -7,6 +7,7 @@
 // state: the guard's mark commits before the upsert, so the upsert itself refuses an older version.
 // (An update that arrives before its create, seed 002's test, is the production checklist's test 4,
 // checklist.e2e.test.js.)
+// e2e-tags: single queue
 const { Client } = require('pg');
 const { harness, outputTaken, outputItem, eventId } = require('../support/e2e/harness');
 const { expectErrorWorkflowCompletedKey } = require('../support/e2e/outcome');

@@ -3,11 +3,13 @@
 // finds the first one's server and shares it.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { startPostgres } = require('./stack/postgresServer');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { timed } = require('./stack/timings');
 
 export default async function globalSetup(): Promise<void> {
 	const global = globalThis as Record<string, unknown>;
 	if (global.__IDEMPOTENCY_PG__) return;
-	const server = await startPostgres();
+	const server = await timed('Postgres start (fast suites)', () => startPostgres());
 	process.env.IDEMPOTENCY_TEST_DATABASE_URL = server.url;
 	global.__IDEMPOTENCY_PG__ = server;
 }

@@ -20,8 +20,10 @@ describe('n8n version selection and differences', () => {
 		}
 	});
 
-	it('proves the newest installable 2.x first (the default, full soak), then the older 2.x and the 1.x line, never 2.41.3', () => {
-		expect(versions.PROVEN_N8N_VERSIONS).toEqual(['2.41.1', '2.40.7', '1.123.81']);
+	it('proves the newest installable 2.x first (the default, full tier), then the 1.x line; never 2.41.3, no longer 2.40.7', () => {
+		expect(versions.PROVEN_N8N_VERSIONS).toEqual(['2.41.1', '1.123.81']);
+		// 2.41.1 supersedes 2.40.7 on the 2.x line.
+		expect(versions.PROVEN_N8N_VERSIONS).not.toContain('2.40.7');
 		expect(versions.DEFAULT_N8N_VERSION).toBe('2.41.1');
 		// 2.41.3 does not install: its dependency @n8n/agents@0.26.2 is not on the npm registry.
 		expect(versions.PROVEN_N8N_VERSIONS).not.toContain('2.41.3');
@@ -47,7 +49,7 @@ describe('n8n version selection and differences', () => {
 				const env = { PATH: process.env.PATH, HOME: process.env.HOME, N8N_IDEMPOTENCY_CACHE: cache };
 				return path.basename(execFileSync('bash', [script, version], { env, encoding: 'utf8' }).trim());
 			};
-			expect(versions.PROVEN_N8N_VERSIONS.map(chosen)).toEqual(['n8n-2.41.1-node-24.22.3', 'n8n-2.40.7-node-24.22.3', 'n8n-1.123.81-node-22.23.5']);
+			expect(versions.PROVEN_N8N_VERSIONS.map(chosen)).toEqual(['n8n-2.41.1-node-24.22.3', 'n8n-1.123.81-node-22.23.5']);
 		} finally {
 			rmSync(cache, { recursive: true, force: true });
 		}
@@ -55,8 +57,9 @@ describe('n8n version selection and differences', () => {
 
 	it('treats every proven 2.x line alike (publication, index, every queue file, database restart) and 1.x as 1.x', () => {
 		const twos = versions.PROVEN_N8N_VERSIONS.filter((version: string) => version.startsWith('2.'));
-		expect(twos).toEqual(['2.41.1', '2.40.7']);
-		for (const version of twos) {
+		expect(twos).toEqual(['2.41.1']);
+		// Any 2.x the harness is pointed at (N8N_VERSION=2.40.7 still runs) is treated as 2.x.
+		for (const version of [...twos, '2.40.7']) {
 			expect(versions.activatesThroughPublication(version)).toBe(true);
 			expect(versions.readyLogLines(version)).toContain('Finished building workflow dependency index');
 			expect(versions.queueFilesNotRun(version)).toEqual([]);

@@ -1,5 +1,6 @@
 // Test 2 (queue mode): 200 simultaneous deliveries of one event, spread over two workers → exactly
 // one business row; every answer 200 or 409.
+// e2e-tags: queue
 const { harness, eventId } = require('../../support/e2e/harness');
 const { figures, report } = require('../../support/e2e/provider');
 

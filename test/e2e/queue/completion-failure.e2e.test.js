@@ -3,6 +3,7 @@
 // template must answer the provider 200 (the effect happened) and fail the execution in Completion
 // Failed; the error-workflow template must then COMPLETE the key (not mark it failed), so the
 // redelivery is a duplicate and the business step ran exactly once.
+// e2e-tags: queue
 const { harness, eventId } = require('../../support/e2e/harness');
 const { report } = require('../../support/e2e/provider');
 const { expectErrorWorkflowCompletedKey } = require('../../support/e2e/outcome');

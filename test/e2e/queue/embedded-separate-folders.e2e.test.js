@@ -4,6 +4,7 @@
 // cannot make safe is answered non-2xx (503, nothing reserved, the provider retries) with a message
 // that says to use Postgres, and no event ever has a second effect. Then the same workflow switched
 // to Store: Postgres works on those very workers: every event exactly one effect, nothing refused.
+// e2e-tags: queue
 const fs = require('node:fs');
 const { harness, eventId } = require('../../support/e2e/harness');
 const { EMB, publishEmbedded, useWorkerFolders, storeFilesIn, toPostgresStore } = require('../../support/e2e/embedded');

@@ -2,6 +2,7 @@
 // in the middle of a soak. Deliveries during the gap fail to connect or get 404 until the new main
 // has activated the webhook again (the provider retries both, as Stripe does); jobs
 // already queued run on the workers; afterwards every event has exactly one business row.
+// e2e-tags: queue
 const { harness } = require('../../support/e2e/harness');
 const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
 const { report } = require('../../support/e2e/provider');

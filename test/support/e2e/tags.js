@@ -1,0 +1,63 @@
+// Which end-to-end files run where, read from a tag line in each file's opening comment:
+//   // e2e-tags: single queue compatibility
+// `single` / `queue`: the topologies the file runs in. `compatibility`: the file is in the
+// compatibility tier, the subset every proven n8n line other than the newest runs (the newest runs
+// every file: the full tier). The tag sits beside the test it selects, so no list is kept apart.
+// Plain CommonJS, Node 20 compatible.
+const fs = require('node:fs');
+const path = require('node:path');
+
+const E2E_DIR = path.join(__dirname, '..', '..', 'e2e');
+const TOPOLOGIES = ['single', 'queue'];
+const TIERS = ['full', 'compatibility'];
+const TAG_LINE = /^\/\/ e2e-tags:(.*)$/m;
+
+/** Every end-to-end test file, as paths relative to the repository root (sorted). */
+function e2eFiles() {
+	const found = [];
+	const walk = (dir) => {
+		for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+			const full = path.join(dir, entry.name);
+			if (entry.isDirectory()) walk(full);
+			else if (/\.e2e\.test\.(js|ts)$/.test(entry.name)) found.push(full);
+		}
+	};
+	walk(E2E_DIR);
+	return found.map((file) => path.relative(path.join(E2E_DIR, '..', '..'), file)).sort();
+}
+
+/** The tags of one file: { topologies, compatibility }. Throws when the line is missing or names an unknown tag. */
+function tagsOf(file) {
+	return parseTags(file, fs.readFileSync(path.resolve(E2E_DIR, '..', '..', file), 'utf8'));
+}
+
+/** The tags in a file's text (`file` names it in errors). */
+function parseTags(file, text) {
+	const match = TAG_LINE.exec(text);
+	if (!match) throw new Error(`${file} has no "// e2e-tags:" line naming its topologies (single, queue) and tier`);
+	const words = match[1].trim().split(/\s+/).filter(Boolean);
+	const unknown = words.filter((word) => !TOPOLOGIES.includes(word) && word !== 'compatibility');
+	if (unknown.length > 0) throw new Error(`${file}: unknown e2e tag(s) ${unknown.join(', ')} (known: ${TOPOLOGIES.join(', ')}, compatibility)`);
+	const topologies = TOPOLOGIES.filter((topology) => words.includes(topology));
+	if (topologies.length === 0) throw new Error(`${file}: its e2e-tags name no topology (single, queue)`);
+	return { topologies, compatibility: words.includes('compatibility') };
+}
+
+/** The files a topology runs in a tier ('full': every file tagged with the topology). */
+function selectE2eFiles({ topology, tier }) {
+	if (!TOPOLOGIES.includes(topology)) throw new Error(`unknown topology: ${topology}`);
+	if (!TIERS.includes(tier)) throw new Error(`unknown e2e tier: ${tier} (${TIERS.join(' or ')})`);
+	return e2eFiles().filter((file) => {
+		const tags = tagsOf(file);
+		return tags.topologies.includes(topology) && (tier === 'full' || tags.compatibility);
+	});
+}
+
+/** E2E_TIER, default 'full'. */
+function selectedTier(env = process.env) {
+	const tier = env.E2E_TIER || 'full';
+	if (!TIERS.includes(tier)) throw new Error(`E2E_TIER must be ${TIERS.join(' or ')} (got "${tier}")`);
+	return tier;
+}
+
+module.exports = { TIERS, TOPOLOGIES, e2eFiles, tagsOf, parseTags, selectE2eFiles, selectedTier };

@@ -1,0 +1,55 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+// The end-to-end tiers come from a tag line in each file (test/support/e2e/tags.js).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const tags = require('../support/e2e/tags.js');
+
+const ROOT = path.join(__dirname, '..', '..');
+const text = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+
+describe('end-to-end tiers chosen by each file\'s tag line', () => {
+	const files: string[] = tags.e2eFiles();
+
+	it('finds every end-to-end file, each with a tag line naming at least one topology', () => {
+		expect(files.length).toBeGreaterThan(20);
+		for (const file of files) expect(tags.tagsOf(file).topologies.length).toBeGreaterThan(0);
+	});
+
+	it('runs every file of a topology in the full tier, and a subset in the compatibility tier', () => {
+		for (const topology of tags.TOPOLOGIES) {
+			const full: string[] = tags.selectE2eFiles({ topology, tier: 'full' });
+			const compatibility: string[] = tags.selectE2eFiles({ topology, tier: 'compatibility' });
+			expect(full).toEqual(files.filter((file) => tags.tagsOf(file).topologies.includes(topology)));
+			expect(compatibility.length).toBeGreaterThan(0);
+			expect(compatibility.length).toBeLessThan(full.length);
+			for (const file of compatibility) expect(full).toContain(file);
+		}
+		expect(tags.selectE2eFiles({ topology: 'queue', tier: 'full' })).toContain('test/e2e/queue/soak.e2e.test.js');
+		expect(tags.selectE2eFiles({ topology: 'single', tier: 'full' })).not.toContain('test/e2e/queue/soak.e2e.test.js');
+	});
+
+	it('covers in the compatibility tier every behaviour that differs between n8n lines (the helpers of n8nVersion.js the tests call)', () => {
+		// Each helper answers differently on 1.x and 2.x; some file of the compatibility tier must exercise it.
+		const lineDependent = ['activateWorkflowArgs', 'servedWorkflowNodesSql', 'recoversFromDatabaseRestart', 'runFromManualTrigger'];
+		const compatibility = new Set([...tags.selectE2eFiles({ topology: 'single', tier: 'compatibility' }), ...tags.selectE2eFiles({ topology: 'queue', tier: 'compatibility' })]);
+		for (const helper of lineDependent) {
+			const users = files.filter((file) => text(file).includes(helper));
+			expect(users.length).toBeGreaterThan(0);
+			expect({ helper, inCompatibilityTier: users.some((file) => compatibility.has(file)) }).toEqual({ helper, inCompatibilityTier: true });
+		}
+		// The answers table, the seed experiment, the installer and the user's own step, as the tier promises.
+		for (const name of ['answers', 'seed-experiment', 'community-installer', 'user-business-step', 'queue/soak']) {
+			expect(compatibility).toContain(`test/e2e/${name}.e2e.test.js`);
+		}
+	});
+
+	it('refuses a file without a tag line, an unknown tag, or an unknown tier', () => {
+		expect(() => tags.parseTags('a.e2e.test.js', '// no tag line\n')).toThrow(/no "\/\/ e2e-tags:" line/);
+		expect(() => tags.parseTags('a.e2e.test.js', '// e2e-tags: single sometimes\n')).toThrow(/unknown e2e tag\(s\) sometimes/);
+		expect(() => tags.parseTags('a.e2e.test.js', '// e2e-tags: compatibility\n')).toThrow(/no topology/);
+		expect(tags.parseTags('a.e2e.test.js', '// about it\n// e2e-tags: queue compatibility\n')).toEqual({ topologies: ['queue'], compatibility: true });
+		expect(() => tags.selectedTier({ E2E_TIER: 'smoke' })).toThrow(/E2E_TIER must be/);
+		expect(tags.selectedTier({})).toBe('full');
+	});
+});
