@@ -17,6 +17,14 @@ if (!POSTGRES_LINES[line] || separator !== '--' || command.length === 0) {
 	const server = await timed(`PostgreSQL ${line} install or cache check, and start`, () => startPostgres({ line: Number(line), log: () => {} }));
 	let code = 1;
 	try {
+		// The command runs against the line asked for, or not at all.
+		const { Client } = require('pg');
+		const client = new Client({ connectionString: server.url });
+		await client.connect();
+		const { rows } = await client.query('show server_version');
+		await client.end();
+		if (rows[0].server_version.split('.')[0] !== line) throw new Error(`asked for PostgreSQL ${line}, the server is ${rows[0].server_version}`);
+		process.stdout.write(`PostgreSQL ${rows[0].server_version} at 127.0.0.1:${new URL(server.url).port}\n`);
 		const child = spawn(command[0], command.slice(1), { stdio: 'inherit', env: { ...process.env, DATABASE_URL: server.url } });
 		code = await new Promise((resolve) => child.once('exit', (status, signal) => resolve(status ?? (signal ? 1 : 0))));
 	} finally {

@@ -47,8 +47,15 @@ function restClient(baseUrl) {
 				if (current.status === 200 && current.json?.data?.email === email) return current.json;
 				cookie = '';
 			}
-			const setup = await call('POST', '/owner/setup', { email, password, firstName, lastName });
-			const login = setup.status === 200 ? setup : await call('POST', '/login', { emailOrLdapLoginId: email, password });
+			// n8n answers 503 "Database is not ready!" to everything from a failed health ping of its
+			// database (a fixed 5 s timeout, missed on a loaded machine) until the next ping passes.
+			let setup;
+			let login;
+			for (const until = Date.now() + 30000; ; await new Promise((resolve) => setTimeout(resolve, 1000))) {
+				setup = await call('POST', '/owner/setup', { email, password, firstName, lastName });
+				login = setup.status === 200 ? setup : await call('POST', '/login', { emailOrLdapLoginId: email, password });
+				if (login.status !== 503 || Date.now() > until) break;
+			}
 			if (login.status !== 200) throw new Error(`n8n owner setup (${setup.status}) and login (${login.status}) failed: ${login.text.slice(0, 300)}`);
 			if (cookie) fs.writeFileSync(sessionFile, cookie, { mode: 0o600 });
 			return login.json;
