@@ -7,8 +7,8 @@
 // shows everything that is wrong; the exit code is non-zero if anything failed.
 //
 // Fast by design: the n8n installs (minutes of download, little CPU) start in the background at
-// once, one at a time, and each end-to-end step waits only for its own. The run ends with a table of
-// where the time went (every step, the installs, Postgres/Redis/n8n starts, the slowest tests),
+// once, one at a time, beside the fast suites; the benchmark and end-to-end steps wait for them.
+// The run ends with a table of where the time went (every step, the installs, Postgres/Redis/n8n starts, the slowest tests),
 // kept in .test-results/timings.txt and timings.json, then the line "N passed, N failed" summing
 // every jest suite that ran. Queue mode's redis-server is checked first: installed with apt when
 // missing and we run as root, else nothing runs.
@@ -54,8 +54,7 @@ function run(command, { env = {}, logFile } = {}) {
 	});
 }
 
-// The n8n installs, in the background from the start, one at a time (newest first: the first
-// end-to-end step needs it). A cached line answers in a second.
+// The n8n installs, in the background from the start, one at a time. A cached line answers in a second.
 const installs = new Map();
 const background = [];
 if (!skipE2e) {
@@ -79,17 +78,25 @@ if (!skipE2e) {
 	}
 }
 
-/** Waits for an n8n line's install; false (with the reason printed) when it failed. */
-async function n8nInstalled(version) {
-	const result = await installs.get(version);
-	if (!result.ok) say(`n8n ${version} could not be installed: see .test-results/logs/install-n8n-${version}.log`);
-	return result.ok;
+/**
+ * Waits for every n8n install: the full tier's manual-install test uses each proven line's Node and
+ * n8n, so no end-to-end step may start while one is still being written. They take about as long
+ * as the fast suites before them. False (with the reason printed) when one failed.
+ */
+async function n8nInstalled() {
+	let ok = true;
+	for (const [version, promise] of installs) {
+		if ((await promise).ok) continue;
+		say(`n8n ${version} could not be installed: see .test-results/logs/install-n8n-${version}.log`);
+		ok = false;
+	}
+	return ok;
 }
 
 const jest = () => [sqliteNode({ log: say }), path.join('node_modules', '.bin', 'jest')];
 const e2eStep = (version, tier) => ({
 	name: `end to end (n8n ${version}, ${tier} tier)`,
-	needs: () => n8nInstalled(version),
+	needs: n8nInstalled,
 	env: { N8N_VERSION: version, E2E_TIER: tier },
 	command: () => ['node', 'scripts/test-e2e.js', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
 	results: topologies.map((t) => `n8n-${version}/e2e-${t}.json`),
@@ -130,7 +137,7 @@ const steps = [
 		: [
 				{
 					name: 'benchmarks (smoke)',
-					needs: () => (skipE2e ? true : n8nInstalled(n8nVersion)),
+					needs: () => (skipE2e ? true : n8nInstalled()),
 					command: () => ['node', 'bench/quick.js', ...(skipE2e ? ['--skip-n8n'] : [])],
 				},
 			]),

@@ -38,7 +38,8 @@ function sqliteNode({ log = () => {} } = {}) {
 	const bundled = fs.existsSync(CACHE_DIR)
 		? fs
 				.readdirSync(CACHE_DIR)
-				.filter((name) => name.startsWith('n8n-') && name.endsWith(`-node-${NODE_VERSION}`))
+				// A finished install only: test:all installs n8n in the background while this runs.
+				.filter((name) => name.startsWith('n8n-') && name.endsWith(`-node-${NODE_VERSION}`) && fs.existsSync(path.join(CACHE_DIR, name, '.complete')))
 				.map((name) => nodeIn(path.join(CACHE_DIR, name)))
 				.find((bin) => fs.existsSync(bin) && hasSqlite(bin))
 		: undefined;
