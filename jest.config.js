@@ -1,6 +1,9 @@
 // Fast suites: unit (no database), integration (a real Postgres: embedded unless DATABASE_URL is set)
 // and conformance (every store behaviour on both backends: that Postgres, and the embedded store on
-// temporary files, which needs a Node with node:sqlite: `npm run test:all` picks one).
+// temporary files, which needs a Node with node:sqlite). On a Node without it, `npx jest` and
+// `npm test` run themselves again under one that has it (test/support/stack/sqliteNode.js).
+require('./test/support/stack/sqliteNode').rerunUnderSqliteNode();
+
 // The end-to-end runs and the demo leave packed copies of the package (with their own pg) there.
 const modulePathIgnorePatterns = ['<rootDir>/.e2e/', '<rootDir>/.demo/'];
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json' }];

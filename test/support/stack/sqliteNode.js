@@ -58,6 +58,28 @@ function sqliteNode({ log = () => {} } = {}) {
 	return nodeIn(own);
 }
 
-module.exports = { sqliteNode, NODE_VERSION };
+const REEXECUTED = 'IDEMPOTENCY_JEST_ON_SQLITE_NODE';
+
+/**
+ * For `npx jest` and `npm test` on a Node without node:sqlite (the README's 20.15+): runs this same
+ * command line again under a Node that has it and exits with its code, so the embedded half of the
+ * suites runs instead of failing. Does nothing when this Node has the module, or when no such Node
+ * can be had (the embedded tests then fail with the message that names one).
+ */
+function rerunUnderSqliteNode() {
+	if (currentHasSqlite() || process.env[REEXECUTED]) return;
+	let bin;
+	try {
+		bin = sqliteNode({ log: (line) => process.stderr.write(`${line}\n`) });
+	} catch (error) {
+		process.stderr.write(`${error.message}\n`);
+		return;
+	}
+	process.stderr.write(`Node ${process.version} has no node:sqlite: running jest under ${bin}\n`);
+	const run = spawnSync(bin, process.argv.slice(1), { stdio: 'inherit', env: { ...process.env, [REEXECUTED]: '1' } });
+	process.exit(run.status ?? 1);
+}
+
+module.exports = { sqliteNode, rerunUnderSqliteNode, NODE_VERSION };
 
 if (require.main === module) process.stdout.write(`${sqliteNode({ log: (line) => process.stderr.write(`${line}\n`) })}\n`);
