@@ -167,6 +167,23 @@ function threadFor(file: string): StoreThread {
 	return thread;
 }
 
+/**
+ * Threads whose file was replaced at its path: given no more work, and left running rather than
+ * stopped, since stopping closes their connections to the old file, and SQLite's last close deletes
+ * the WAL by its name, which now belongs to the new file.
+ */
+const retiredThreads: StoreThread[] = [];
+
+/** After `file` was replaced at its path: the next read or checkpoint starts a thread on the new file. */
+export function retireStoreThread(file: string): void {
+	const thread = threads.get(file);
+	if (!thread) return;
+	threads.delete(file);
+	clearTimeout(thread.checkpoint.timer);
+	thread.checkpoint.timer = undefined;
+	retiredThreads.push(thread);
+}
+
 /** Stops every store thread of this process (tests, shutdown); the next call starts a new one. */
 export function stopStoreThreads(): void {
 	for (const [file, thread] of threads) {

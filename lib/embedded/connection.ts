@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
+import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
 import { compareVersions } from '../order/version';
-import { checkpointNow, checkpointSoon } from './backgroundThread';
-import { classifySqliteError, EmbeddedStoreBusyError, isBusy, NOTHING_CHANGED, type EmbeddedOperation } from './errors';
+import { checkpointNow, checkpointSoon, retireStoreThread } from './backgroundThread';
+import { classifySqliteError, EmbeddedStoreBusyError, EmbeddedStoreReplacedError, isBusy, NOTHING_CHANGED, type EmbeddedOperation } from './errors';
+import { preparePrivateFile } from './privateFiles';
 import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
 import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, renderEmbeddedStatement, type EmbeddedFamily, type EmbeddedStatement } from './statements';
 import { assertLocalStorage, realPathOfNearest } from './storageCheck';
@@ -26,6 +26,13 @@ export interface EmbeddedConnection {
 	readonly statements: Map<string, SqliteStatement>;
 	/** The schema check of each table, shared by concurrent first callers. */
 	readonly tablesReady: Map<string, Promise<void>>;
+	/** The device and inode of the file this connection opened: the path must still name it. */
+	readonly identity: FileIdentity;
+}
+
+export interface FileIdentity {
+	dev: bigint;
+	ino: bigint;
 }
 
 /**
@@ -47,6 +54,12 @@ const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 const BACKSTOP_CHECKPOINT_PAGES = 10_000;
 
 const connections = new Map<string, EmbeddedConnection>();
+/**
+ * Connections whose file was replaced, never used again and never closed: closing the last
+ * connection to a file checkpoints the WAL and deletes it by name, and that name now belongs to the
+ * new file's WAL. Kept referenced so that no garbage collection closes them either.
+ */
+const retiredConnections: EmbeddedConnection[] = [];
 
 /** A prepared statement, cached on the connection by its text. */
 export function statement(connection: EmbeddedConnection, text: string): SqliteStatement {
@@ -96,13 +109,16 @@ export function allAsArrays(prepared: SqliteStatement, parameters: Record<string
  * NORMAL` for this one transaction): still atomic, and the file stays consistent after a power cut,
  * but the transaction itself may be lost by one. The next synced commit or checkpoint syncs it.
  */
-function inTransaction<T>(db: SqliteDatabase, work: () => T, syncedCommit = true): T {
+function inTransaction<T>(connection: EmbeddedConnection, work: () => T, syncedCommit = true): T {
+	const { db } = connection;
 	if (!syncedCommit) db.exec('pragma synchronous = normal');
 	try {
 		db.exec('begin immediate');
 		let committed = false;
 		try {
 			const result = work();
+			// Checked last, under the write lock: a result read from a file other than the one at the path is rolled back, never answered.
+			assertSameFile(connection);
 			db.exec('commit');
 			committed = true;
 			return result;
@@ -128,7 +144,7 @@ export interface LockWait {
  * then EmbeddedStoreBusyError, with nothing changed.
  */
 export async function withWriteLock<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
-	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection.db, work));
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work));
 	checkpointSoon(connection.file);
 	return result;
 }
@@ -140,7 +156,7 @@ export async function withWriteLock<T>(connection: EmbeddedConnection, wait: Loc
  * it and copies its pages into the file, so the WAL never grows into a checkpoint on this thread.
  */
 export async function withUnsyncedWrite<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
-	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection.db, work, false));
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work, false));
 	// A failed checkpoint changes nothing committed: the next one (or SQLite's backstop) copies these pages.
 	await checkpointNow(connection.file, wait.operation).catch(() => undefined);
 	return result;
@@ -148,7 +164,11 @@ export async function withUnsyncedWrite<T>(connection: EmbeddedConnection, wait:
 
 /** A read: never blocked by writers under WAL; retried like a write in the rare busy case (WAL recovery). */
 export async function read<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
-	return retryWhileBusy(connection, wait, work);
+	return retryWhileBusy(connection, wait, () => {
+		const result = work();
+		assertSameFile(connection);
+		return result;
+	});
 }
 
 async function retryWhileBusy<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
@@ -175,8 +195,37 @@ function lockWaitEnded(connection: EmbeddedConnection, wait: LockWait, waited: b
 	);
 }
 
-function folderNotCreated(file: string, cause: unknown): InvalidConfigurationError {
-	return new InvalidConfigurationError(`The folder of the embedded key store ${file} cannot be created: ${(cause as Error).message}`, { cause });
+function notPrepared(file: string, cause: unknown): InvalidConfigurationError {
+	return new InvalidConfigurationError(`The embedded key store ${file} or its folder cannot be created or made private (0600, folder 0700): ${(cause as Error).message}`, { cause });
+}
+
+/** The device and inode `file` names now; undefined when nothing is at the path. */
+function identityOf(file: string): FileIdentity | undefined {
+	const stats = statSync(file, { bigint: true, throwIfNoEntry: false });
+	return stats && { dev: stats.dev, ino: stats.ino };
+}
+
+/**
+ * Refuses (EmbeddedStoreReplacedError) when the store file's path names another file than the one
+ * this connection opened: a backup restored or a file moved over it, or the file deleted. The connection
+ * would answer from the old file while every process opening the path uses the new one, and both
+ * could take the same key. The connection is retired; the next call opens the file now at the path,
+ * as a process started now would. One stat per call, after its work and before its commit (or its
+ * answer, for a read), so that nothing read from the old file is answered.
+ */
+export function assertSameFile(connection: EmbeddedConnection): void {
+	const current = identityOf(connection.file);
+	if (current && current.dev === connection.identity.dev && current.ino === connection.identity.ino) return;
+	retire(connection);
+	throw new EmbeddedStoreReplacedError(
+		`The embedded key store ${connection.file} was ${current ? 'replaced by another file' : 'deleted or moved away'} while this n8n had it open (a backup restored over it, or a file moved onto its path?). Nothing was changed in either file. The next call uses the file now at that path; keys only the old file held are not known there.`,
+	);
+}
+
+function retire(connection: EmbeddedConnection): void {
+	if (connections.get(connection.file) === connection) connections.delete(connection.file);
+	if (!retiredConnections.includes(connection)) retiredConnections.push(connection);
+	retireStoreThread(connection.file);
 }
 
 /**
@@ -201,15 +250,21 @@ export function connectionFor(file: string): EmbeddedConnection {
 
 	assertLocalStorage(real);
 	try {
-		mkdirSync(path.dirname(real), { recursive: true });
+		preparePrivateFile(real);
 	} catch (error) {
-		throw folderNotCreated(real, error);
+		throw notPrepared(real, error);
 	}
 	let db: SqliteDatabase;
 	try {
 		db = new sqlite.DatabaseSync(real, { timeout: SETUP_BUSY_MS });
 	} catch (error) {
 		throw classifySqliteError(error, real, 'schema');
+	}
+	// SQLite opened the file in the constructor: what the path names now is what it holds.
+	const identity = identityOf(real);
+	if (!identity) {
+		db.close();
+		throw new DatabaseError(`The embedded key store ${real} was removed as it was being opened.`);
 	}
 	try {
 		db.exec(`pragma busy_timeout = ${SETUP_BUSY_MS}`);
@@ -222,7 +277,7 @@ export function connectionFor(file: string): EmbeddedConnection {
 		db.exec('pragma synchronous = full');
 		db.exec(`pragma journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
 		db.exec(`pragma wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
-		const connection: EmbeddedConnection = { file: real, db, storeId: '', statements: new Map(), tablesReady: new Map() };
+		const connection: EmbeddedConnection = { file: real, db, storeId: '', statements: new Map(), tablesReady: new Map(), identity };
 		migrateFile(connection);
 		const storeId = namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })?.value;
 		if (typeof storeId !== 'string') throw new DatabaseError(`The embedded key store ${real} has no store id.`);
@@ -255,7 +310,7 @@ function migrateFile(connection: EmbeddedConnection): void {
 	const before = version();
 	refuseNewer(before);
 	if (before === files.length && namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })) return;
-	inTransaction(connection.db, () => {
+	inTransaction(connection, () => {
 		const current = version();
 		refuseNewer(current);
 		for (const file of files.slice(current)) connection.db.exec(renderEmbeddedSql(file, 'file'));

@@ -1,4 +1,4 @@
-import { DatabaseError, IdempotencyError, InvalidConfigurationError, LockTimeoutError } from '../errors';
+import { DatabaseError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, LockTimeoutError } from '../errors';
 
 
 /**
@@ -20,6 +20,13 @@ export class UnsafeStorageError extends IdempotencyError {}
  * so On Store Unavailable: Let Through must not let the item through.
  */
 export class EmbeddedStoreBusyError extends LockTimeoutError {}
+
+/**
+ * The store file's path names another file than the one this process opened (replaced or deleted
+ * under it): refused, nothing changed. Never "store unreachable": the new file may hold the key, so
+ * On Store Unavailable: Let Through must not let the item through.
+ */
+export class EmbeddedStoreReplacedError extends DatabaseUnavailableError {}
 
 /** SQLite result codes the store gives a meaning to (https://sqlite.org/rescode.html), primary codes. */
 const SQLITE = { busy: 5, locked: 6, readonly: 8, ioerr: 10, corrupt: 11, full: 13, cantopen: 14, notadb: 26 } as const;

@@ -4,7 +4,7 @@ import { EmbeddedKeyStore, type EmbeddedStoreOptions } from './keyStore';
 import { EmbeddedOrderStore } from './orderStore';
 import { stopStoreThreads } from './backgroundThread';
 
-export { EmbeddedStoreBusyError, EmbeddedStoreUnavailableError, UnsafeStorageError } from './errors';
+export { EmbeddedStoreBusyError, EmbeddedStoreReplacedError, EmbeddedStoreUnavailableError, UnsafeStorageError } from './errors';
 export { EmbeddedKeyStore, type EmbeddedStoreOptions } from './keyStore';
 export { EmbeddedOrderStore } from './orderStore';
 

@@ -42,7 +42,7 @@ import type {
 	StoredKey,
 } from '../types';
 import { readAllOffThread, readOneOffThread } from './backgroundThread';
-import { allAsArrays, read, statement, withUnsyncedWrite, withWriteLock } from './connection';
+import { allAsArrays, assertSameFile, read, statement, withUnsyncedWrite, withWriteLock } from './connection';
 import { renderEmbeddedStatement } from './statements';
 import { EmbeddedTableStore, type EmbeddedStoreOptions } from './tableStore';
 
@@ -262,6 +262,7 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 		};
 		// A filtered page can scan the whole table: off the event loop's thread.
 		const rows = await readAllOffThread(connection.file, this.statementText('list_keys'), parameters, this.wait('read'));
+		assertSameFile(connection);
 		const keys = rows.map(toStoredKey);
 		const pageRows = Number(rows[0]?.page_rows ?? 0);
 		const more = pageRows === options.limit || keys.length < pageRows;
@@ -273,6 +274,7 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 		const connection = await this.readyConnection();
 		// One pass over the whole table: off the event loop's thread.
 		const row = await readOneOffThread(connection.file, this.statementText('stats'), { window_ms: milliseconds(windowHours * 3600) }, this.wait('read'));
+		assertSameFile(connection);
 		const count = (name: string) => Number(row?.[name] ?? 0);
 		return {
 			windowHours,

@@ -31,7 +31,6 @@ export abstract class EmbeddedTableStore {
 	protected readonly table: string;
 	private readonly createTableOption: boolean;
 	private readonly lockWaitMs: number;
-	private connection?: EmbeddedConnection;
 
 	protected constructor(
 		options: EmbeddedStoreOptions,
@@ -55,9 +54,9 @@ export abstract class EmbeddedTableStore {
 		return connection;
 	}
 
+	/** The file's current connection: after one was closed or retired (its file replaced), a new one. */
 	protected open(): EmbeddedConnection {
-		if (!this.connection?.db.isOpen) this.connection = connectionFor(this.file);
-		return this.connection;
+		return connectionFor(this.file);
 	}
 
 	protected statement(connection: EmbeddedConnection, name: EmbeddedStatement) {

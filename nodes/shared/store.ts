@@ -10,6 +10,7 @@ import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contrac
 import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';
 import { embeddedFileFor } from './embeddedFile';
+import { isN8nDatabaseUnreachable } from './n8nDatabaseUnreachable';
 
 export interface TableChoice {
 	tableName?: string;
@@ -27,10 +28,11 @@ export async function credentialPool(context: IExecuteFunctions): Promise<Pool> 
 
 /**
  * The node's credential as connection settings. n8n reads a credential from its own database at
- * every call, and that database is often the very server that holds the keys: when the read fails
- * (n8n's database restarting), the settings this process last read for the same credential are
- * used. A Settle after the business step then reaches the keys (or retries them) instead of
- * giving up at once while the effect has happened.
+ * every call, and that database is often the very server that holds the keys: when n8n's database
+ * cannot be reached (isN8nDatabaseUnreachable), the settings this process last read for the same
+ * credential are used. A Settle after the business step then reaches the keys (or retries them)
+ * instead of giving up at once while the effect has happened. Any other failure is n8n refusing
+ * the credential (deleted, not shared, a policy, …): it stands, and the keys are not touched.
  */
 async function credentialSettings(context: IExecuteFunctions): Promise<ConnectionSettings> {
 	const id = context.getNode().credentials?.[CREDENTIAL_TYPE]?.id;
@@ -39,8 +41,13 @@ async function credentialSettings(context: IExecuteFunctions): Promise<Connectio
 		if (id) lastReadSettings.set(id, settings);
 		return settings;
 	} catch (error) {
-		const lastRead = id ? lastReadSettings.get(id) : undefined;
-		if (lastRead) return lastRead;
+		if (id && isN8nDatabaseUnreachable(error)) {
+			const lastRead = lastReadSettings.get(id);
+			if (lastRead) return lastRead;
+		} else if (id) {
+			// Refused once, never used again from memory: a later outage must not revive it.
+			lastReadSettings.delete(id);
+		}
 		throw new NodeOperationError(context.getNode(), error as Error);
 	}
 }

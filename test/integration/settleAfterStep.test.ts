@@ -1,10 +1,11 @@
-import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
+import { ExpressionError, NodeConnectionTypes, UserError, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {
 	CREDENTIAL_DOWN,
 	CREDENTIAL_UP,
+	databaseShuttingDown,
 	engineWithUpAndDownCredentials,
 	inProcessWorkflow,
 	n8nDatabase,
@@ -226,6 +227,7 @@ describe('Idempotency Reserve refuses a wiring that Settle could not judge, befo
 describe("Settle After Business Step when n8n's own database goes down after the business step", () => {
 	afterEach(() => {
 		n8nDatabase.down = false;
+		n8nDatabase.failure = databaseShuttingDown;
 	});
 
 	it('the credential cannot be read (n8n reads it from its database at every call): Settle uses the settings this process read for Reserve, and completes the key', async () => {
@@ -239,6 +241,20 @@ describe("Settle After Business Step when n8n's own database goes down after the
 		expect(run.data.resultData.error).toBeUndefined();
 		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Respond 200 (completed)' });
 		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'completed' });
+	});
+
+	it.each<[string, () => Error, RegExp]>([
+		['the credential deleted during the run', () => new UserError(`Credential with ID "${CREDENTIAL_UP}" does not exist for type "idempotencyPostgresApi".`), /does not exist for type/],
+		['a policy violation', () => new UserError('Blocked by policy: credential type not allowed', { level: 'warning' }), /Blocked by policy/],
+		['external secrets access denied', () => new ExpressionError('Could not load secrets'), /Could not load secrets/],
+	])("n8n refuses the credential after the business step (%s): the settings read for Reserve are not used; Not Settled with n8n's error, the key untouched", async (_label, refusal, message) => {
+		const id = `evt_refused_${executions}`;
+		n8nDatabase.failure = async () => refusal();
+		const run = await deliver({ steps: [{ name: 'Step', type: 'testStepN8nDatabaseDown' }] }, [{ id }]);
+		expect(n8nDatabase.down).toBe(true);
+		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Not Settled' });
+		expect(outputOf(run, 'Not Settled')[0].json).toMatchObject({ error: expect.stringMatching(message) });
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'processing' });
 	});
 
 	it("a credential this process never read is not made up: Not Settled, with n8n's error", async () => {

@@ -27,6 +27,7 @@ import { IdempotencyExecuteQuery } from '../../nodes/IdempotencyExecuteQuery/Ide
 import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
 import { IdempotencyOrderGuard } from '../../nodes/IdempotencyOrderGuard/IdempotencyOrderGuard.node';
 import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyReserve.node';
+import { serverRefusesConnection } from './pgConnectionErrors';
 
 /*
  * The package's nodes run by n8n's own engine (n8n-core's WorkflowExecute), in-process: real
@@ -182,8 +183,19 @@ function known(type: string): INodeType {
 
 const credentialType = new IdempotencyPostgresApi();
 
-/** n8n's own database, as the credentials helper sees it: while down, every credential read fails. */
-export const n8nDatabase = { down: false };
+/**
+ * n8n's own database, as the credentials helper sees it: while down, every credential read fails
+ * with `failure()` — by default what pg gives n8n while Postgres shuts down (57P03).
+ */
+export const n8nDatabase: { down: boolean; failure: () => Promise<unknown> } = {
+	down: false,
+	failure: databaseShuttingDown,
+};
+
+/** pg's own error for a Postgres that is shutting down. */
+export function databaseShuttingDown(): Promise<Error> {
+	return serverRefusesConnection('57P03', 'the database system is shutting down');
+}
 
 
 /**
@@ -204,7 +216,7 @@ export function credentialsHelper(stored: Record<string, ICredentialDataDecrypte
 		async getDecrypted(_additionalData: unknown, details: INodeCredentialsDetails, type: string) {
 			lookups.push(`${type}:${details.id}`);
 			// n8n reads the credential from its own database, and fails as that database does.
-			if (n8nDatabase.down) throw new Error('the database system is shutting down');
+			if (n8nDatabase.down) throw await n8nDatabase.failure();
 			const data = details.id ? stored[details.id] : undefined;
 			if (!data || type !== credentialType.name) throw new Error(`No credential ${details.id} of type ${type}`);
 			return NodeHelpers.getNodeParameters(credentialType.properties, data as INodeParameters, true, false, null, null) as ICredentialDataDecryptedObject;
