@@ -20,7 +20,7 @@ describe('n8n version selection and differences', () => {
 		}
 	});
 
-	it('proves the newest installable 2.x first (the default, full tier), then the 1.x line; never 2.41.3, no longer 2.40.7', () => {
+	it('proves the newest installable 2.x first (the default, full tier), then the 1.x line; neither 2.41.3 nor the superseded 2.40.7', () => {
 		expect(versions.PROVEN_N8N_VERSIONS).toEqual(['2.41.1', '1.123.81']);
 		// 2.41.1 supersedes 2.40.7 on the 2.x line.
 		expect(versions.PROVEN_N8N_VERSIONS).not.toContain('2.40.7');

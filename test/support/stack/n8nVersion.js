@@ -12,8 +12,8 @@
  * supersedes), then run CI and update the README's table with what it proved.
  * scripts/ensure-n8n.sh installs 1.x on Node 22, 2.x on Node 24; each major line's differences are below.
  * Not 2.41.3 (the registry's newest 2.x): it does not install, its dependency @n8n/agents@0.26.2
- * is not on the npm registry (2.41.1 depends on 0.26.1, which is). Not 2.40.7 any more: 2.41.1
- * supersedes it on the 2.x line.
+ * is not on the npm registry (2.41.1 depends on 0.26.1, which is). Not 2.40.7: 2.41.1 supersedes
+ * it on the 2.x line.
  */
 const PROVEN_N8N_VERSIONS = ['2.41.1', '1.123.81'];
 const DEFAULT_N8N_VERSION = PROVEN_N8N_VERSIONS[0];
