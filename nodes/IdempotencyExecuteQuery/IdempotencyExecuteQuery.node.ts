@@ -11,7 +11,7 @@ import { payloadMismatchError } from '../../lib/errors';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { credentialPool, tableOptions } from '../shared/store';
-import { idempotencyOutput } from '../shared/idempotencyOutput';
+import { idempotencyOutput } from '../../lib/pipeline/idempotencyOutput';
 import { deriveItemKey } from '../shared/keyInput';
 import { readBatchParameters } from '../shared/reservationParameters';
 import { executionIdentity, prepareItems, routeResults } from '../shared/reservationPipeline';

@@ -1,6 +1,5 @@
 import {
 	NodeConnectionTypes,
-	type IDataObject,
 	type IExecuteFunctions,
 	type INodeExecutionData,
 	type INodeType,
@@ -8,11 +7,10 @@ import {
 } from 'n8n-workflow';
 
 import { DatabaseUnreachableError, payloadMismatchError } from '../../lib/errors';
-import type { EvidenceReport } from '../../lib/evidence/replayEvidence';
 import { assertExactRunText } from '../../lib/keys/exactText';
 import { releasedBeforeFailing, routeOf, type ReservationRoute, type Reserved } from '../../lib/pipeline/steps';
 import type { KeyStore } from '../../lib/store/contract';
-import type { CompactRecord, ReservationMode, ReservationResult } from '../../lib/types';
+import type { ReservationMode } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
 import { toNodeError } from '../shared/nodeError';
@@ -20,7 +18,7 @@ import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
 import { storeChoice } from '../shared/store';
 import { assertSameStoreDownstream } from '../shared/storeMatch';
-import { idempotencyOutput, unverifiedOutput } from '../shared/idempotencyOutput';
+import { evidenceOutput, idempotencyOutput, unverifiedOutput } from '../../lib/pipeline/idempotencyOutput';
 import { readBatchParameters } from '../shared/reservationParameters';
 import {
 	outputItem,
@@ -161,24 +159,6 @@ export class IdempotencyReserve implements INodeType {
 			}
 		});
 	});
-}
-
-/**
- * What the item is told about its replay evidence. The payload fields describe this delivery's
- * payload on the item that reserved the key; a duplicate stored nothing (the first delivery's
- * evidence is kept: Get Key shows it).
- */
-function evidenceOutput(report: EvidenceReport, result: ReservationResult<CompactRecord>): IDataObject {
-	const output: IDataObject = {};
-	if (report.payloadStored !== undefined) {
-		const reserved = result.outcome === 'new';
-		output.payloadStored = reserved && report.payloadStored;
-		output.payloadBytes = report.payloadBytes ?? null;
-		if (!reserved) output.payloadNotStoredReason = "The key was already reserved (a duplicate or in progress): the first delivery's evidence is kept.";
-		else if (report.payloadNotStoredReason) output.payloadNotStoredReason = report.payloadNotStoredReason;
-	}
-	if (report.correlationId !== undefined) output.correlationId = report.correlationId;
-	return output;
 }
 
 /**
