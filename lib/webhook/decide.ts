@@ -8,6 +8,7 @@ import { verifySignature, type GenericHmacOptions, type SignatureScheme } from '
 import type { KeyStore } from '../store/contract';
 import type { ItemJson, ReservationMode } from '../types';
 import { answerFor, FIRST_EXECUTION_HEADER, type WebhookAnswer } from './answers';
+import { refusedCaller, type AuthenticationSettings } from './authentication';
 import { parseBody } from './body';
 
 /** One HTTP request as n8n hands it to a trigger's `webhook()`. */
@@ -50,6 +51,8 @@ export interface KeySettings {
 
 export interface DecideInput {
 	request: WebhookRequest;
+	/** Who may call; none checked when absent. */
+	authentication?: AuthenticationSettings;
 	verification: VerificationSettings;
 	keySettings: KeySettings;
 	/** Opens the key store; may throw (an embedded store refused on this host, an unreadable credential). */
@@ -94,7 +97,7 @@ function internalError(): { answer: WebhookAnswer } {
 
 async function decide(input: DecideInput): Promise<WebhookDecision> {
 	const { request, keySettings } = input;
-	const refused = await verify(input);
+	const refused = (await refusedCaller(input.authentication ?? { kind: 'none' }, request.headers)) ?? (await verify(input));
 	if (refused) return refused;
 
 	const body = parseBody(request.rawBody, request.headers);

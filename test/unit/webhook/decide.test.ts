@@ -221,6 +221,40 @@ describe('decideWebhook', () => {
 		expect(startOf(await deliver(body, { headers: unsigned, verification: { scheme: 'none' } })).idempotency.key).toBe('evt:evt_unsigned');
 	});
 
+	describe('authentication, before the signature', () => {
+		const basic = { kind: 'basic' as const, credentials: async () => ({ user: 'provider', password: 'pässword' }) };
+		const header = { kind: 'header' as const, credentials: async () => ({ name: 'x-api-key', value: 'k-123' }) };
+		const body = Buffer.from('{"id":"evt_auth"}');
+		const withHeaders = (extra: Record<string, string | string[]>) => ({ ...stripeHeaders(body), ...extra });
+		const basicOf = (credentials: string) => `Basic ${Buffer.from(credentials, 'utf8').toString('base64')}`;
+
+		it.each([
+			['Basic, none sent', basic, {}, 401],
+			['Basic, wrong password', basic, { authorization: basicOf('provider:wrong') }, 403],
+			['Header, none sent', header, {}, 403],
+			['Header, wrong value', header, { 'x-api-key': 'k-124' }, 403],
+			['Header, sent twice with different values', header, { 'x-api-key': ['k-123', 'k-999'] }, 403],
+		])('refuses a caller (%s) and reserves nothing', async (_case, authentication, extra, status) => {
+			const answer = answerOf(await deliver(body, { authentication, headers: withHeaders(extra) }));
+
+			expect(answer.status).toBe(status);
+			if (status === 401) expect(answer.headers['www-authenticate']).toBe('Basic realm="Webhook"');
+			expect(await fixture.count()).toBe(0);
+		});
+
+		it.each([
+			['Basic', basic, { authorization: basicOf('provider:pässword') }],
+			['Header', header, { 'x-api-key': 'k-123' }],
+		])('lets a caller with the right %s credentials through to the signature check', async (_case, authentication, extra) => {
+			expect(startOf(await deliver(body, { authentication, headers: withHeaders(extra) })).idempotency.key).toBe('evt:evt_auth');
+		});
+
+		it('answers 503 when the authentication credential cannot be read', async () => {
+			const unreadable = { kind: 'basic' as const, credentials: () => Promise.reject(new Error('cannot decrypt')) };
+			expect(answerOf(await deliver(body, { authentication: unreadable })).status).toBe(503);
+		});
+	});
+
 	it('answers anything unexpected 503 with a generic body, and never throws', async () => {
 		const answer = answerOf(
 			await deliver('{"id":"evt_odd","card":"4242"}', {
