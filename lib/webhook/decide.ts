@@ -1,12 +1,12 @@
 import { ForbiddenKeySourceError, InvalidConfigurationError, MissingKeyError, UnusableKeyError, type IdempotencyError } from '../errors';
-import type { EvidenceConfig } from '../evidence/replayEvidence';
+import { DEFAULT_CORRELATION_HEADER, DEFAULT_MAX_PAYLOAD_KB, validateEvidenceConfig, type EvidenceConfig } from '../evidence/replayEvidence';
 import type { HeaderBag } from '../headers';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type KeyConfig, type KeyInput } from '../keys/deriveKey';
 import { evidenceOutput, idempotencyOutput } from '../pipeline/idempotencyOutput';
 import { keyedEntry, reserveAll, routeOf } from '../pipeline/steps';
 import { verifySignature, type GenericHmacOptions, type SignatureScheme } from '../signature';
 import type { KeyStore } from '../store/contract';
-import type { ItemJson, ReservationMode } from '../types';
+import type { ItemJson, ReservationMode, ReservationResult } from '../types';
 import { answerFor, FIRST_EXECUTION_HEADER, type WebhookAnswer } from './answers';
 import { refusedCaller, type AuthenticationSettings } from './authentication';
 import { parseBody } from './body';
@@ -76,6 +76,17 @@ export interface WebhookStart {
 
 export type WebhookDecision = { answer: WebhookAnswer } | { start: WebhookStart };
 
+/** Visible ASCII only: any other stored text could not be sent as a header value. */
+const HEADER_VALUE = /^[\x21-\x7e]{1,255}$/;
+
+/** Evidence when none is asked for: nothing but the source (the provider preset or scope) is stored. */
+const NO_EVIDENCE: EvidenceConfig = {
+	storePayload: false,
+	maxPayloadKb: DEFAULT_MAX_PAYLOAD_KB,
+	correlation: 'off',
+	correlationHeader: DEFAULT_CORRELATION_HEADER,
+};
+
 /**
  * Decides what to do with one webhook request: answer it (a duplicate, a copy in progress, a
  * forgery, a refused key, a store or secret that cannot be used) or start an execution for a new,
@@ -111,10 +122,13 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 	let entry;
 	try {
 		validateKeyConfig(keySettings.key);
+		const evidence = keySettings.evidence ?? NO_EVIDENCE;
+		validateEvidenceConfig(evidence);
 		const derived = deriveKey(keyInput, keySettings.key);
 		const payloadHash = keySettings.fingerprint ? payloadFingerprint(keyInput) : null;
 		entry = keyedEntry(derived, payloadHash, keySettings.key, {
-			config: keySettings.evidence ?? { storePayload: false, maxPayloadKb: 1, correlation: 'off', correlationHeader: '' },
+			config: evidence,
+			// No execution exists yet: a correlation id comes from a request header.
 			input: { payload: body, rawBody: request.rawBody, headers: request.headers, executionId: '' },
 		});
 	} catch (error) {
@@ -141,8 +155,9 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 	const route = routeOf(result, keySettings.mode);
 	if (route === 'inProgress') return answerFor('in_progress', { status: 'in_progress' });
 	if (route === 'duplicate') {
-		const { executionId, response } = result.record as { executionId?: string | null; response: unknown };
-		const headers: Record<string, string> = executionId ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
+		// The full record (detail: 'full'): it names the execution that processed the first delivery.
+		const { executionId, response } = result.record as ReservationResult['record'];
+		const headers: Record<string, string> = executionId && HEADER_VALUE.test(executionId) ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
 		return answerFor('duplicate', response ?? { status: 'duplicate' }, headers);
 	}
 	const idempotency: ItemJson = {

@@ -103,6 +103,17 @@ describe('decideWebhook', () => {
 		expect(answer.headers).not.toHaveProperty(FIRST_EXECUTION_HEADER);
 	});
 
+	it('names no first execution whose stored id could not be sent as a header value', async () => {
+		const first = startOf(await deliver('{"id":"evt_odd_execution"}'));
+		await fixture.store.complete([{ key: 'evt:evt_odd_execution', ownerToken: first.idempotency.ownerToken as string }]);
+		await fixture.update('evt:evt_odd_execution', { executionId: '12\r\nset-cookie: x' });
+
+		const answer = answerOf(await deliver('{"id":"evt_odd_execution"}'));
+
+		expect(answer.status).toBe(200);
+		expect(answer.headers).not.toHaveProperty(FIRST_EXECUTION_HEADER);
+	});
+
 	it('answers a forged signature 401 and reserves nothing', async () => {
 		const body = Buffer.from('{"id":"evt_forged"}');
 		const answer = answerOf(await deliver(body, { headers: stripeHeaders(body, NOW_SECONDS, 'not-the-secret') }));
