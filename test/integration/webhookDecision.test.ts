@@ -1,7 +1,10 @@
 import { createHmac } from 'node:crypto';
 
+import { poolFor } from '../../lib/postgres/pool';
+import { IdempotencyStore } from '../../lib/postgres/store';
 import { FIRST_EXECUTION_HEADER, OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { decideWebhook, type WebhookDecision } from '../../lib/webhook/decide';
+import { connectionSettings } from '../support/database';
 import { BACKENDS, freshStore, type StoreFixture } from '../support/stores';
 
 // The trigger's request half on both real stores: a new event starts an execution, a copy while
@@ -11,7 +14,7 @@ import { BACKENDS, freshStore, type StoreFixture } from '../support/stores';
 const SECRET = 'whsec_integration';
 const NOW_SECONDS = Math.floor(Date.now() / 1000);
 
-async function deliver(fixture: StoreFixture, body: string): Promise<WebhookDecision> {
+async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string): Promise<WebhookDecision> {
 	const rawBody = Buffer.from(body);
 	const signature = createHmac('sha256', SECRET).update(`${NOW_SECONDS}.`).update(rawBody).digest('hex');
 	return await decideWebhook({
@@ -60,5 +63,17 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 
 		expect(decisions.filter((decision) => 'start' in decision)).toHaveLength(1);
 		expect(decisions.filter((decision) => 'answer' in decision && decision.answer.status === 409)).toHaveLength(1);
+	});
+});
+
+describe('decideWebhook with Postgres out of reach', () => {
+	it('answers 503 not_reserved, naming neither host nor port', async () => {
+		const settings = connectionSettings({ port: 1, maxConnections: 1 });
+		const unreachable = new IdempotencyStore(poolFor(settings), { schema: 'public', table: 'processed_events', createTable: false });
+
+		const decision = await deliver({ store: unreachable }, '{"id":"evt_unreachable"}');
+
+		expect(decision).toMatchObject({ answer: { status: 503, body: { error: 'key_store_unavailable' }, headers: { [OUTCOME_HEADER]: 'not_reserved' } } });
+		expect(JSON.stringify(decision)).not.toContain(settings.host);
 	});
 });

@@ -185,6 +185,20 @@ describe('decideWebhook', () => {
 		expect(start.item.body).toEqual({});
 	});
 
+	it('reads a Field key from the query, and a form body as its fields', async () => {
+		const body = Buffer.from('event_id=ev%2042&type=command');
+		const headers = { ...stripeHeaders(body), 'content-type': 'application/x-www-form-urlencoded' };
+		const fromQuery: KeyConfig = { strategy: 'field', fieldPath: 'query.delivery', fieldPrefix: 'q:', onMissingKey: 'error' };
+		const fromForm: KeyConfig = { strategy: 'field', fieldPath: 'body.event_id', onMissingKey: 'error' };
+
+		const byQuery = startOf(await deliver(body, { headers, key: fromQuery, request: { method: 'POST', headers, rawBody: body, query: { delivery: 'd-1' } } }));
+		const byForm = startOf(await deliver(body, { headers, key: fromForm }));
+
+		expect(byQuery.idempotency.key).toBe('q:d-1');
+		expect(byForm.idempotency.key).toBe('ev 42');
+		expect(byForm.item.body).toEqual({ event_id: 'ev 42', type: 'command' });
+	});
+
 	it('keeps an id beyond 2^53 exact, from the raw bytes', async () => {
 		const start = startOf(await deliver('{"id":12345678901234567891}'));
 
