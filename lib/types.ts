@@ -238,3 +238,11 @@ export type ReplayClaim =
 			/** The stored record as it is now; null when not found. */
 			record: IdempotencyRecord | null;
 	  };
+
+/**
+ * An object an n8n item's JSON can hold, written without n8n's types (n8n's IDataObject accepts
+ * it): what the core hands the nodes as an item's `idempotency` object.
+ */
+export interface ItemJson {
+	[key: string]: string | number | boolean | null | undefined | object;
+}

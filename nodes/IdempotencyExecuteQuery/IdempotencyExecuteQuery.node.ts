@@ -11,9 +11,10 @@ import { payloadMismatchError } from '../../lib/errors';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { credentialPool, tableOptions } from '../shared/store';
-import { idempotencyOutput } from '../shared/idempotencyOutput';
+import { idempotencyOutput } from '../../lib/pipeline/idempotencyOutput';
 import { deriveItemKey } from '../shared/keyInput';
 import { readBatchParameters } from '../shared/reservationParameters';
+import { executionIdentity, prepareItems, routeResults } from '../shared/reservationPipeline';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { executeQueryProperties } from './description';
 import { readQueryParameters } from './parameters';
@@ -47,54 +48,43 @@ export class IdempotencyExecuteQuery implements INodeType {
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
 		const routing = itemRouting(this, 2);
-		const { outputs, failItem } = routing;
+		const { outputs } = routing;
 		return await routing.run(items.length, async () => {
 			// Options such as Scope may be expressions, so each item's settings are its own; the
 			// table (one credential, one table per run) is the same for every item, as in Reserve.
 			const { statement, items: settingsPerItem } = readBatchParameters(this, items.length);
 			const query = parseEffectQuery(this.getNodeParameter('query', 0) as string);
 			const effect = new OneTransactionEffect(await credentialPool(this), tableOptions(statement.table));
-			for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-				const item = items[itemIndex];
-				try {
-					const settings = settingsPerItem[itemIndex];
-					if ('error' in settings) throw settings.error;
-					// The query's effect is real even in an editor run, so its key is the real one too: a test
-					// scope would let the production delivery run the effect a second time.
-					const parameters = { ...settings, key: { ...settings.key, manualTest: false } };
-					const { derived, payloadHash } = await deriveItemKey(this, item, itemIndex, parameters);
-					const result = await effect.run(
-						{ key: derived.key, keySource: derived.keySource, payloadHash },
-						bindEffectQuery(query, readQueryParameters(this, itemIndex), derived.key),
-						{
-							retentionSeconds: parameters.retentionSeconds,
-							executionId: this.getExecutionId(),
-							workflowId: String(this.getWorkflow().id ?? ''),
-							instanceId: this.getInstanceId(),
-						},
-					);
-					const { reservation } = result;
-					if (result.outcome === 'duplicate' && reservation.payloadMismatch && parameters.payloadFingerprint === 'error') {
-						failItem(payloadMismatchError(reservation.key), itemIndex);
-						continue;
-					}
-					const idempotency = idempotencyOutput(reservation, derived, {
-						mode: 'permanent',
-						detail: parameters.output,
-						fingerprinting: parameters.payloadFingerprint !== 'off',
-					});
-					outputs[result.outcome === 'new' ? NEW : DUPLICATE].push({
-						json:
-							result.outcome === 'new'
-								? { ...item.json, idempotency, sqlResult: { command: result.command, rowCount: result.rowCount, rows: result.rows } }
-								: { ...item.json, idempotency },
-						binary: item.binary,
-						pairedItem: { item: itemIndex },
-					});
-				} catch (error) {
-					failItem(error, itemIndex);
+			// Each item runs its own transaction as it is prepared: under Stop Workflow the run stops at
+			// the first refused item, and the items after it are never touched.
+			const committed = await prepareItems(routing, items.length, async (itemIndex) => {
+				const settings = settingsPerItem[itemIndex];
+				if ('error' in settings) throw settings.error;
+				// The query's effect is real even in an editor run, so its key is the real one too: a test
+				// scope would let the production delivery run the effect a second time.
+				const parameters = { ...settings, key: { ...settings.key, manualTest: false } };
+				const { derived, payloadHash } = await deriveItemKey(this, items[itemIndex], itemIndex, parameters);
+				const result = await effect.run(
+					{ key: derived.key, keySource: derived.keySource, payloadHash },
+					bindEffectQuery(query, readQueryParameters(this, itemIndex), derived.key),
+					{ retentionSeconds: parameters.retentionSeconds, ...executionIdentity(this) },
+				);
+				if (result.outcome === 'duplicate' && result.reservation.payloadMismatch && parameters.payloadFingerprint === 'error') {
+					throw payloadMismatchError(result.reservation.key);
 				}
-			}
+				return { derived, parameters, result };
+			});
+			routeResults(outputs, items, committed, ({ itemIndex, value: { derived, parameters, result } }) => {
+				const idempotency = idempotencyOutput(result.reservation, derived, {
+					mode: 'permanent',
+					detail: parameters.output,
+					fingerprinting: parameters.payloadFingerprint !== 'off',
+				});
+				const json = items[itemIndex].json;
+				return result.outcome === 'new'
+					? { output: NEW, itemIndex, json: { ...json, idempotency, sqlResult: { command: result.command, rowCount: result.rowCount, rows: result.rows } } }
+					: { output: DUPLICATE, itemIndex, json: { ...json, idempotency } };
+			});
 		});
 	}
 }

@@ -2,7 +2,7 @@ import type { IDataObject } from 'n8n-workflow';
 
 import { keySourceInWords } from '../../lib/keys/deriveKey';
 import type { StoredKey } from '../../lib/types';
-import { isoTime } from '../shared/idempotencyOutput';
+import { isoTime } from '../../lib/pipeline/idempotencyOutput';
 
 /*
  * Get Key and List Keys: read-only views of the table, for looking one event up and

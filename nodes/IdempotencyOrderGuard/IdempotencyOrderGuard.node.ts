@@ -14,6 +14,7 @@ import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/store
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
 import { orderStoreFor, type TableChoice } from '../shared/store';
+import { executionIdentity, prepareItems, routeResults } from '../shared/reservationPipeline';
 import { orderGuardProperties } from './description';
 
 const NEWER = 0;
@@ -53,7 +54,7 @@ export class IdempotencyOrderGuard implements INodeType {
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
 		const routing = itemRouting(this, 2);
-		const { outputs, failItem, failAll } = routing;
+		const { outputs, failAll } = routing;
 		return await routing.run(items.length, async () => {
 			try {
 				assertSafeSettleWiring(this, NEWER);
@@ -65,42 +66,34 @@ export class IdempotencyOrderGuard implements INodeType {
 			const table = this.getNodeParameter('options', 0, {}) as TableChoice;
 
 			// Every item is read and checked before anything is written: a bad item never half-applies a batch.
-			const pending: Array<{ itemIndex: number; versioned: VersionedItem }> = [];
-			for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-				try {
-					pending.push({
-						itemIndex,
-						versioned: {
-							objectKey: objectKeyOf(this.getNodeParameter('objectKey', itemIndex)),
-							version: parseVersion(this.getNodeParameter('version', itemIndex)),
-							eventKey: eventKeyOf(this.getNodeParameter('eventKey', itemIndex, '')),
-						},
-					});
-				} catch (error) {
-					failItem(error, itemIndex);
-				}
-			}
-			if (pending.length === 0) return;
+			const prepared = await prepareItems(routing, items.length, (itemIndex): VersionedItem => ({
+				objectKey: objectKeyOf(this.getNodeParameter('objectKey', itemIndex)),
+				version: parseVersion(this.getNodeParameter('version', itemIndex)),
+				eventKey: eventKeyOf(this.getNodeParameter('eventKey', itemIndex, '')),
+			}));
+			if (prepared.length === 0) return;
 
 			let decisions: OrderDecision[];
 			try {
 				const guard = await orderStoreFor(this, table);
+				const { executionId, workflowId } = executionIdentity(this);
 				decisions = await guard.advance(
-					pending.map((entry) => entry.versioned),
-					{ equalVersion, executionId: this.getExecutionId(), workflowId: String(this.getWorkflow().id ?? '') },
+					prepared.map((entry) => entry.value),
+					{ equalVersion, executionId, workflowId },
 				);
 			} catch (error) {
 				// Nothing was recorded: every item fails, so none is applied as if it were the newest.
-				failAll(error, pending.map((entry) => entry.itemIndex));
+				failAll(error, prepared.map((entry) => entry.itemIndex));
 				return;
 			}
 
-			for (const [position, decision] of decisions.entries()) {
-				const { itemIndex } = pending[position];
-				const item = items[itemIndex];
-				outputs[decision.outcome === 'newer' ? NEWER : STALE].push({
+			routeResults(outputs, items, decisions, (decision, position) => {
+				const { itemIndex } = prepared[position];
+				return {
+					output: decision.outcome === 'newer' ? NEWER : STALE,
+					itemIndex,
 					json: {
-						...item.json,
+						...items[itemIndex].json,
 						orderGuard: {
 							objectKey: decision.objectKey,
 							version: decision.version,
@@ -113,10 +106,8 @@ export class IdempotencyOrderGuard implements INodeType {
 							updatedAt: decision.updatedAt.toISOString(),
 						},
 					},
-					binary: item.binary,
-					pairedItem: { item: itemIndex },
-				});
-			}
+				};
+			});
 		});
 	}
 }

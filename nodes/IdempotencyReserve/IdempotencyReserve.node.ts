@@ -1,6 +1,5 @@
 import {
 	NodeConnectionTypes,
-	type IDataObject,
 	type IExecuteFunctions,
 	type INodeExecutionData,
 	type INodeType,
@@ -8,22 +7,27 @@ import {
 } from 'n8n-workflow';
 
 import { DatabaseUnreachableError, payloadMismatchError } from '../../lib/errors';
-import { capBatchPayloads, defaultSource, replayEvidence, validateEvidenceConfig, type EvidenceReport } from '../../lib/evidence/replayEvidence';
 import { assertExactRunText } from '../../lib/keys/exactText';
-import type { DerivedKey } from '../../lib/keys/deriveKey';
+import { releasedBeforeFailing, routeOf, type ReservationRoute, type Reserved } from '../../lib/pipeline/steps';
 import type { KeyStore } from '../../lib/store/contract';
-import { distinctBatch } from '../../lib/store/rules';
-import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
+import type { ReservationMode } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
-import { storeChoice, storeFor } from '../shared/store';
+import { storeChoice } from '../shared/store';
 import { assertSameStoreDownstream } from '../shared/storeMatch';
-import { idempotencyOutput, unverifiedOutput } from '../shared/idempotencyOutput';
-import { deriveItemKey } from '../shared/keyInput';
-import { readBatchParameters, type ReserveParameters } from '../shared/reservationParameters';
+import { evidenceOutput, idempotencyOutput, unverifiedOutput } from '../../lib/pipeline/idempotencyOutput';
+import { readBatchParameters } from '../shared/reservationParameters';
+import {
+	outputItem,
+	prepareItems,
+	prepareReservation,
+	reserveItems,
+	routeResults,
+	type PreparedReservation,
+} from '../shared/reservationPipeline';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { reserveProperties } from './description';
 import { withOutcomeCustomData } from './executionCustomData';
@@ -39,13 +43,7 @@ const OUTPUTS_BY_MODE: `={{${string}}}` = `={{ $parameter.mode === "lease" ? ${J
 	outputsWithNotProcessed(['New', 'Duplicate', 'In Progress'], NOT_RESERVED),
 )} : ${JSON.stringify(outputsWithNotProcessed(['New', 'Duplicate'], NOT_RESERVED))} }}`;
 
-interface PendingItem {
-	itemIndex: number;
-	derived: DerivedKey;
-	settings: ReserveParameters;
-	request: ReservationRequest;
-	evidence: EvidenceReport;
-}
+const OUTPUT_OF_ROUTE: Record<ReservationRoute, number> = { new: NEW, duplicate: DUPLICATE, inProgress: IN_PROGRESS };
 
 export class IdempotencyReserve implements INodeType {
 	description: INodeTypeDescription = {
@@ -104,86 +102,44 @@ export class IdempotencyReserve implements INodeType {
 			}
 			const { statement } = batch;
 
-			// Every key is derived and checked before the statement: a refused item is never sent.
-			const pending: PendingItem[] = [];
-			for (const [itemIndex, settings] of batch.items.entries()) {
-				try {
-					if ('error' in settings) throw settings.error;
-					validateEvidenceConfig(settings.evidence);
-					const { input, derived, payloadHash } = await deriveItemKey(this, items[itemIndex], itemIndex, settings);
-					// The payload stored is what the key was derived from: the webhook body, or the whole item.
-					// Only a webhook item's raw body is its body's bytes (headers are there only for one).
-					const { evidence, report } = replayEvidence(settings.evidence, {
-						payload: input.body,
-						rawBody: input.headers ? input.rawBody : undefined,
-						headers: input.headers,
-						executionId: this.getExecutionId(),
-						derivedSource: defaultSource(settings.key),
-					});
-					pending.push({
-						itemIndex,
-						derived,
-						settings,
-						request: { key: derived.key, keySource: derived.keySource, payloadHash, evidence },
-						evidence: report,
-					});
-				} catch (error) {
-					failItem(error, itemIndex);
-				}
-			}
-			if (pending.length === 0) return;
-			// Only the first item of each key that has evidence sends it (a repeat in the batch is a duplicate).
-			const withEvidence = pending.flatMap(({ request, evidence }) => (request.evidence ? [{ request, evidence: request.evidence, report: evidence }] : []));
-			capBatchPayloads(distinctBatch(withEvidence.map(({ request }) => request)).firstIndexes.map((index) => withEvidence[index]));
+			// Every key is derived and checked before the store call: a refused item is never sent.
+			const prepared = await prepareItems(routing, items.length, async (itemIndex) => await prepareReservation(this, items[itemIndex], itemIndex, batch.items[itemIndex]));
+			if (prepared.length === 0) return;
 
 			let store: KeyStore;
-			let results: Array<ReservationResult<CompactRecord>>;
+			let reserved: Array<Reserved<PreparedReservation>>;
 			try {
-				store = await storeFor(this, statement.table);
-				results = await store.reserve(
-					pending.map((entry) => entry.request),
-					{
-						mode: statement.mode,
-						leaseSeconds: statement.leaseSeconds,
-						retentionSeconds: statement.retentionSeconds,
-						executionId: this.getExecutionId(),
-						workflowId: String(this.getWorkflow().id ?? ''),
-						instanceId: this.getInstanceId(),
-						detail: statement.output,
-					},
-				);
+				({ store, reserved } = await reserveItems(this, statement.table, prepared, {
+					mode: statement.mode,
+					leaseSeconds: statement.leaseSeconds,
+					retentionSeconds: statement.retentionSeconds,
+					detail: statement.output,
+				}));
 			} catch (error) {
 				if (statement.onStoreUnavailable === 'letThrough' && isStoreDown(error)) {
-					for (const { itemIndex, derived } of pending) {
-						const item = items[itemIndex];
-						outputs[NEW].push({
-							json: { ...item.json, idempotency: unverifiedOutput(derived, statement.output, statement.mode, error.message) },
-							binary: item.binary,
-							pairedItem: { item: itemIndex },
-						});
+					for (const { itemIndex, value } of prepared) {
+						const json = { ...items[itemIndex].json, idempotency: unverifiedOutput(value.derived, statement.output, statement.mode, error.message) };
+						outputs[NEW].push(outputItem(items[itemIndex], itemIndex, json));
 					}
 					return;
 				}
 				// Not reserved (or not known to be): no item may go on as if it were.
-				failAll(error, pending.map((entry) => entry.itemIndex));
+				failAll(error, prepared.map((entry) => entry.itemIndex));
 				return;
 			}
 
 			// From here on the keys are reserved: whatever fails first releases the ones this run owns.
 			try {
 				const leaseWarning = statement.mode === 'lease' ? leaseOutlivedWarning(this, statement.leaseSeconds) : undefined;
-				const routed: Array<{ output: number; entry: INodeExecutionData }> = [];
-				for (const [position, result] of results.entries()) {
-					const { itemIndex, derived, settings, evidence } = pending[position];
+				routeResults(outputs, items, reserved, ({ itemIndex, value, result }) => {
+					const { derived, settings, evidence } = value;
 					if (result.payloadMismatch && settings.payloadFingerprint === 'error' && result.outcome !== 'new') {
 						const error = payloadMismatchError(result.key);
 						if (!continueOnFail) throw toNodeError(node, error, itemIndex);
 						failItem(error, itemIndex);
-						continue;
+						return undefined;
 					}
-					const item = items[itemIndex];
-					const output =
-						result.outcome === 'new' ? NEW : result.outcome === 'in_progress' && statement.mode === 'lease' ? IN_PROGRESS : DUPLICATE;
+					const output = OUTPUT_OF_ROUTE[routeOf(result, statement.mode)];
 					const idempotency = {
 						...idempotencyOutput(result, derived, {
 							mode: statement.mode,
@@ -195,39 +151,14 @@ export class IdempotencyReserve implements INodeType {
 					// Evidence is stored only with the reservation that made the key this run's (New).
 					const warnings = output === NEW ? [...(leaseWarning ? [leaseWarning] : []), ...evidence.warnings] : [];
 					if (warnings.length > 0) idempotency.warnings = warnings;
-					routed.push({
-						output,
-						entry: {
-							json: { ...item.json, idempotency },
-							binary: item.binary,
-							pairedItem: { item: itemIndex },
-						},
-					});
-				}
-				for (const { output, entry } of routed) outputs[output].push(entry);
+					return { output, itemIndex, json: { ...items[itemIndex].json, idempotency } };
+				});
 			} catch (error) {
+				const results = reserved.map((entry) => entry.result);
 				throw await releasedBeforeFailing(store, results, error instanceof Error ? error : new Error(String(error)));
 			}
 		});
 	});
-}
-
-/**
- * What the item is told about its replay evidence. The payload fields describe this delivery's
- * payload on the item that reserved the key; a duplicate stored nothing (the first delivery's
- * evidence is kept: Get Key shows it).
- */
-function evidenceOutput(report: EvidenceReport, result: ReservationResult<CompactRecord>): IDataObject {
-	const output: IDataObject = {};
-	if (report.payloadStored !== undefined) {
-		const reserved = result.outcome === 'new';
-		output.payloadStored = reserved && report.payloadStored;
-		output.payloadBytes = report.payloadBytes ?? null;
-		if (!reserved) output.payloadNotStoredReason = "The key was already reserved (a duplicate or in progress): the first delivery's evidence is kept.";
-		else if (report.payloadNotStoredReason) output.payloadNotStoredReason = report.payloadNotStoredReason;
-	}
-	if (report.correlationId !== undefined) output.correlationId = report.correlationId;
-	return output;
 }
 
 /**
@@ -259,22 +190,6 @@ function outputMode(context: IExecuteFunctions): ReservationMode {
 	} catch {
 		return context.getNode().parameters.mode === 'lease' ? 'lease' : 'permanent';
 	}
-}
-
-/**
- * The node is about to fail after its statement committed: release every key it reserved in
- * this run first, so the provider's retry is processed rather than found as a Duplicate.
- */
-async function releasedBeforeFailing<E extends Error>(store: KeyStore, results: Array<ReservationResult<CompactRecord>>, error: E): Promise<E> {
-	const owned = results.flatMap((result) => (result.ownerToken ? [{ key: result.key, ownerToken: result.ownerToken }] : []));
-	if (owned.length === 0) return error;
-	try {
-		await store.release(owned);
-		error.message += ` The ${owned.length} key(s) this run had reserved were released.`;
-	} catch (releaseError) {
-		error.message += ` Releasing the ${owned.length} key(s) this run had reserved also failed (${(releaseError as Error).message}): release them with Idempotency Key → Release Execution.`;
-	}
-	return error;
 }
 
 /**

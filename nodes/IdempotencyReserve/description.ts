@@ -1,6 +1,6 @@
 import type { INodeProperties } from 'n8n-workflow';
 
-import { KEY_SOURCE_PROPERTIES, RESERVATION_OPTIONS, SIGNATURE_NOTICE } from '../shared/reservationDescription';
+import { KEY_SOURCE_PROPERTIES, LEASE_SECONDS_PROPERTY, RESERVATION_OPTIONS, SIGNATURE_NOTICE } from '../shared/reservationDescription';
 import { storeProperties } from '../shared/storeChoice';
 
 export const reserveProperties: INodeProperties[] = [
@@ -27,14 +27,6 @@ export const reserveProperties: INodeProperties[] = [
 		],
 		default: 'permanent',
 	},
-	{
-		displayName: 'Lease (Seconds)',
-		name: 'leaseSeconds',
-		type: 'number',
-		typeOptions: { minValue: 1 },
-		displayOptions: { show: { mode: ['lease'] } },
-		default: 300,
-		description: 'How long a run may take before another delivery can take the key over. Longer than your slowest business step.',
-	},
+	LEASE_SECONDS_PROPERTY,
 	RESERVATION_OPTIONS,
 ];

@@ -1,25 +1,11 @@
 import type {
-	ICredentialDataDecryptedObject,
 	ICredentialsDecrypted,
 	ICredentialTestFunctions,
 	INodeCredentialTestResult,
 } from 'n8n-workflow';
 
-import { hasOuterWhitespace, resolveSecrets, type ConfiguredSecrets } from '../../lib/signature';
-
-// Spelled out in the node description too: n8n's lint reads it as a literal there.
-export const CREDENTIAL_TYPE = 'webhookSignatureApi';
-
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-
-/** The credential's stored fields, untouched: a secret is used exactly as entered. */
-export function configuredSecrets(data: ICredentialDataDecryptedObject | undefined): ConfiguredSecrets {
-	return {
-		secret: text(data?.secret),
-		previousSecret: text(data?.previousSecret),
-		legacySecrets: text(data?.secrets),
-	};
-}
+import { hasOuterWhitespace, resolveSecrets } from '../../lib/signature';
+import { configuredSecrets } from '../shared/signingSecret';
 
 /**
  * Checks the Webhook Signature Secret credential offline: there is no provider endpoint to ask.

@@ -1,7 +1,6 @@
 import type { INodeProperties } from 'n8n-workflow';
 
-import { DEFAULT_TOLERANCE_SECONDS } from '../../lib/signature';
-import { schemeOptions, TIMESTAMPED_SCHEMES } from '../shared/providerOptions';
+import { schemeOptions, toleranceProperty } from '../shared/providerOptions';
 import { rawBodyPropertyOption } from '../shared/rawBody';
 
 
@@ -93,16 +92,7 @@ export const properties: INodeProperties[] = [
 		required: true,
 		description: 'Name of the header with the Unix timestamp in seconds',
 	},
-	{
-		displayName: 'Tolerance (Seconds)',
-		name: 'toleranceSeconds',
-		type: 'number',
-		displayOptions: { show: { scheme: [...TIMESTAMPED_SCHEMES] } },
-		default: DEFAULT_TOLERANCE_SECONDS,
-		typeOptions: { minValue: 0 },
-		description:
-			'How far the signed timestamp may be from now, in either direction, before the request counts as a replay (too old) or as dated in the future. Only for schemes that sign a timestamp.',
-	},
+	toleranceProperty,
 	{
 		displayName: 'On Invalid Signature',
 		name: 'onInvalid',

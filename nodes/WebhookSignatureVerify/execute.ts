@@ -16,7 +16,7 @@ import {
 } from '../../lib/signature';
 import { toNodeError } from '../shared/nodeError';
 import { readRawBody } from '../shared/rawBody';
-import { configuredSecrets, CREDENTIAL_TYPE } from './credential';
+import { configuredSecrets, CREDENTIAL_TYPE } from '../shared/signingSecret';
 import { readParameters, type VerifyParameters } from './parameters';
 
 /** Output indices, in the order of `outputNames`. */

@@ -31,7 +31,23 @@ export function embeddedStoreFile(storagePath: string, nodeType: string): string
  * routes it as it routes any store failure (nothing was reserved).
  */
 export function embeddedFileFor(context: IExecuteFunctions): string {
-	const file = embeddedStoreFile(context.helpers.getStoragePath(), context.getNode().type);
+	return embeddedFileAt(context.helpers.getStoragePath(), context.getNode().type);
+}
+
+/**
+ * n8n's storage folder for a node type, where n8n gives a node no `getStoragePath` (a trigger's
+ * `webhook()`): `<n8n folder>/storage/<node type>`, the n8n folder found as n8n finds it
+ * (N8N_USER_FOLDER, else the home folder, then `.n8n`).
+ */
+export function storagePathOutsideExecution(nodeType: string): string {
+	const homeVariable = process.platform === 'win32' ? 'USERPROFILE' : 'HOME';
+	const userHome = process.env.N8N_USER_FOLDER ?? process.env[homeVariable] ?? process.cwd();
+	return path.join(userHome, '.n8n', 'storage', nodeType);
+}
+
+/** The key file for a node with this storage path, once it is safe to open (see embeddedFileFor). */
+export function embeddedFileAt(storagePath: string, nodeType: string): string {
+	const file = embeddedStoreFile(storagePath, nodeType);
 	if (!runsInQueueMode()) return file;
 	const verdict = sharedFileVerdict({ configuredId: process.env[STORE_ID_ENV], storeId: embeddedStoreId(file), file });
 	if (!verdict.proceed) throw verdict.error;

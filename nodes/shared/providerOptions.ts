@@ -1,4 +1,4 @@
-import type { INodePropertyOptions } from 'n8n-workflow';
+import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 
 import {
 	PROVIDER_IDS,
@@ -7,6 +7,7 @@ import {
 	signingProviderIds,
 	timestampedSchemeIds,
 } from '../../lib/providers';
+import { DEFAULT_TOLERANCE_SECONDS } from '../../lib/signature';
 
 /** n8n lists options alphabetically by name. */
 const byName = (a: INodePropertyOptions, b: INodePropertyOptions): number => a.name.localeCompare(b.name, 'en');
@@ -38,3 +39,15 @@ export function schemeSubtitle(): string {
 	const names = Object.fromEntries(signingProviderIds().map((id) => [id, schemeDisplayName(id)]));
 	return `={{ ${JSON.stringify(names)}[$parameter["scheme"]] }}`;
 }
+
+/** Tolerance of the schemes that sign a timestamp; Webhook Signature Verify and the Idempotent Webhook trigger show it. */
+export const toleranceProperty: INodeProperties = {
+	displayName: 'Tolerance (Seconds)',
+	name: 'toleranceSeconds',
+	type: 'number',
+	displayOptions: { show: { scheme: [...TIMESTAMPED_SCHEMES] } },
+	default: DEFAULT_TOLERANCE_SECONDS,
+	typeOptions: { minValue: 0 },
+	description:
+		'How far the signed timestamp may be from now, in either direction, before the request counts as a replay (too old) or as dated in the future. Only for schemes that sign a timestamp.',
+};

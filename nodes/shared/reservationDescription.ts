@@ -255,3 +255,19 @@ export const RESERVATION_OPTIONS: INodeProperties = {
 		tableNameOption,
 	],
 };
+
+/** Lease (Seconds), shown in Lease mode; Reserve and the Idempotent Webhook trigger show it. */
+export const LEASE_SECONDS_PROPERTY: INodeProperties = {
+	displayName: 'Lease (Seconds)',
+	name: 'leaseSeconds',
+	type: 'number',
+	typeOptions: { minValue: 1 },
+	displayOptions: { show: { mode: ['lease'] } },
+	default: 300,
+	description: 'How long a run may take before another delivery can take the key over. Longer than your slowest business step.',
+};
+
+/** Options of Reserve's collection, by name, for a node that shows only some of them. */
+export function reservationOptionsNamed(names: readonly string[]): INodeProperties[] {
+	return (RESERVATION_OPTIONS.options as INodeProperties[]).filter((option) => names.includes(option.name));
+}

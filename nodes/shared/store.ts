@@ -21,8 +21,11 @@ export interface TableChoice {
 /** The connection settings this process last read for each credential, by credential id. */
 const lastReadSettings = new Map<string, ConnectionSettings>();
 
+/** What reading the node's Postgres credential needs: an execution's context, or a trigger's. */
+export type CredentialContext = Pick<IExecuteFunctions, 'getNode' | 'getCredentials'>;
+
 /** The pool for this node's credential, shared across executions. */
-export async function credentialPool(context: IExecuteFunctions): Promise<Pool> {
+export async function credentialPool(context: CredentialContext): Promise<Pool> {
 	return poolFor(await credentialSettings(context));
 }
 
@@ -34,7 +37,7 @@ export async function credentialPool(context: IExecuteFunctions): Promise<Pool> 
  * instead of giving up at once while the effect has happened. Any other failure is n8n refusing
  * the credential (deleted, not shared, a policy, …): it stands, and the keys are not touched.
  */
-async function credentialSettings(context: IExecuteFunctions): Promise<ConnectionSettings> {
+async function credentialSettings(context: CredentialContext): Promise<ConnectionSettings> {
 	const id = context.getNode().credentials?.[CREDENTIAL_TYPE]?.id;
 	try {
 		const settings = connectionSettings(await context.getCredentials(CREDENTIAL_TYPE));
@@ -72,9 +75,14 @@ export function storeChoice(context: IExecuteFunctions): StoreBackend {
 
 /** The key store the node's Store parameter picks; a Postgres pool is shared across executions. */
 export async function storeFor(context: IExecuteFunctions, table: TableChoice): Promise<KeyStore> {
-	if (storeChoice(context) === 'embedded') {
+	return await keyStoreOn(storeChoice(context), context, () => embeddedFileFor(context), table);
+}
+
+/** The key store on a backend; `embeddedFile` is asked only for the embedded store. */
+export async function keyStoreOn(backend: StoreBackend, context: CredentialContext, embeddedFile: () => string, table: TableChoice): Promise<KeyStore> {
+	if (backend === 'embedded') {
 		// The embedded file has no schemas, and its table is always created: only the table name applies.
-		return openEmbeddedKeyStore({ file: embeddedFileFor(context), table: table.tableName || DEFAULT_TABLE });
+		return openEmbeddedKeyStore({ file: embeddedFile(), table: table.tableName || DEFAULT_TABLE });
 	}
 	return new IdempotencyStore(await credentialPool(context), tableOptions(table));
 }

@@ -63,6 +63,11 @@ export const storeProperties: INodeProperties[] = [
 	},
 ];
 
+/** The Store parameter of a node with no workflows saved before it had one: Embedded by default, whatever the version. */
+export const embeddedFirstStoreProperties: INodeProperties[] = storeProperties
+	.filter((property) => property.displayOptions?.show?.['@version'] === undefined)
+	.map((property) => (property.name === 'store' ? { ...property, displayOptions: undefined } : property));
+
 /** An option of a node's Options collection that applies to the Postgres store only (hidden for Embedded). */
 export function postgresOnly(option: INodeProperties): INodeProperties {
 	return { ...option, displayOptions: { show: { '/store': ['postgres'] } } };

@@ -27,6 +27,7 @@ import { IdempotencyExecuteQuery } from '../../nodes/IdempotencyExecuteQuery/Ide
 import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
 import { IdempotencyOrderGuard } from '../../nodes/IdempotencyOrderGuard/IdempotencyOrderGuard.node';
 import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyReserve.node';
+import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { serverRefusesConnection } from './pgConnectionErrors';
 
 /*
@@ -164,12 +165,12 @@ export class TestPartlyFailingStep implements INodeType {
 }
 
 const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
-	[new TestWebhook(), new TestStep(), new TestStepN8nDatabaseDown(), new TestFailingStep(), new TestThrowingStep(), new TestPartlyFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard()].map(
+	[new TestWebhook(), new TestStep(), new TestStepN8nDatabaseDown(), new TestFailingStep(), new TestThrowingStep(), new TestPartlyFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard(), new IdempotentWebhook()].map(
 		(nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType],
 	),
 );
 
-const nodeTypes: INodeTypes = {
+export const nodeTypes: INodeTypes = {
 	getByName: (type) => known(type),
 	getByNameAndVersion: (type) => known(type),
 	getKnownTypes: () => ({}),
@@ -197,7 +198,6 @@ export function databaseShuttingDown(): Promise<Error> {
 	return serverRefusesConnection('57P03', 'the database system is shutting down');
 }
 
-
 /**
  * n8n's credentials helper, reduced to what a node without HTTP needs: the stored credential by ID,
  * with the credential type's defaults applied the way n8n applies them (NodeHelpers.getNodeParameters).
@@ -205,22 +205,29 @@ export function databaseShuttingDown(): Promise<Error> {
  */
 export function credentialsHelper(stored: Record<string, ICredentialDataDecryptedObject>): ICredentialsHelper {
 	const lookups: string[] = [];
+	const helper = credentialsHelperReading(async (details, type) => {
+		lookups.push(`${type}:${details.id}`);
+		// n8n reads the credential from its own database, and fails as that database does.
+		if (n8nDatabase.down) throw await n8nDatabase.failure();
+		const data = details.id ? stored[details.id] : undefined;
+		if (!data || type !== credentialType.name) throw new Error(`No credential ${details.id} of type ${type}`);
+		return NodeHelpers.getNodeParameters(credentialType.properties, data as INodeParameters, true, false, null, null) as ICredentialDataDecryptedObject;
+	});
+	return Object.assign(helper, { lookups });
+}
+
+/** n8n's credentials helper with only the decrypted read a node without HTTP makes; everything else refuses. */
+export function credentialsHelperReading(
+	getDecrypted: (details: INodeCredentialsDetails, type: string) => Promise<ICredentialDataDecryptedObject>,
+): ICredentialsHelper {
 	const helper = {
-		lookups,
 		getParentTypes: () => [],
 		isCredentialUsableByNode: () => true,
 		getCredentialsProperties: (type: string) => {
 			if (type !== credentialType.name) throw new Error(`Unknown credential type ${type}`);
 			return credentialType.properties;
 		},
-		async getDecrypted(_additionalData: unknown, details: INodeCredentialsDetails, type: string) {
-			lookups.push(`${type}:${details.id}`);
-			// n8n reads the credential from its own database, and fails as that database does.
-			if (n8nDatabase.down) throw await n8nDatabase.failure();
-			const data = details.id ? stored[details.id] : undefined;
-			if (!data || type !== credentialType.name) throw new Error(`No credential ${details.id} of type ${type}`);
-			return NodeHelpers.getNodeParameters(credentialType.properties, data as INodeParameters, true, false, null, null) as ICredentialDataDecryptedObject;
-		},
+		getDecrypted: async (_additionalData: unknown, details: INodeCredentialsDetails, type: string) => await getDecrypted(details, type),
 		getCredentials: notAvailable('getCredentials'),
 		authenticate: notAvailable('authenticate'),
 		preAuthentication: notAvailable('preAuthentication'),

@@ -3,7 +3,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { assertExactRunText, assertStoredKeyText } from '../../../lib/keys/exactText';
 import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../../lib/types';
-import { idempotencyOutput, isoTime } from '../../shared/idempotencyOutput';
+import { idempotencyOutput, isoTime } from '../../../lib/pipeline/idempotencyOutput';
 import { assertSafeSettleWiring } from '../../shared/settleWiring';
 import { toNodeError } from '../../shared/nodeError';
 import { quoted, type StoreOpener } from './keyOperation';

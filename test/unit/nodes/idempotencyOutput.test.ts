@@ -1,6 +1,6 @@
 import { KEY_SOURCE_WORDS, keySourceInWords, type DerivedKey } from '../../../lib/keys/deriveKey';
 import type { CompactRecord, IdempotencyRecord, ReservationResult } from '../../../lib/types';
-import { idempotencyOutput, unverifiedOutput, type OutputSettings } from '../../../nodes/shared/idempotencyOutput';
+import { idempotencyOutput, unverifiedOutput, type OutputSettings } from '../../../lib/pipeline/idempotencyOutput';
 
 const TOKEN = '6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f';
 const LEASE_END = new Date('2026-11-30T10:05:00.000Z');

@@ -1,8 +1,7 @@
-import type { IDataObject } from 'n8n-workflow';
-
-import { UnexpectedResultError } from '../../lib/errors';
-import { keySourceInWords, type DerivedKey } from '../../lib/keys/deriveKey';
-import type { CompactRecord, IdempotencyRecord, ReservationDetail, ReservationMode, ReservationResult } from '../../lib/types';
+import { UnexpectedResultError } from '../errors';
+import type { EvidenceReport } from '../evidence/replayEvidence';
+import { keySourceInWords, type DerivedKey } from '../keys/deriveKey';
+import type { CompactRecord, IdempotencyRecord, ItemJson, ReservationDetail, ReservationMode, ReservationResult } from '../types';
 
 /** What shapes an item's `idempotency` object besides its reservation. */
 export interface OutputSettings {
@@ -22,7 +21,7 @@ export function idempotencyOutput(
 	result: ReservationResult<CompactRecord> | ReservationResult,
 	derived: DerivedKey,
 	settings: OutputSettings,
-): IDataObject {
+): ItemJson {
 	if (settings.detail === 'full') {
 		// Unreachable by design (the node asks the store for the full row when Output is Full).
 		if (!hasFullRecord(result)) throw new UnexpectedResultError('Output: Full needs the full reserved row, but the reserve statement returned the compact one.');
@@ -37,9 +36,9 @@ export function idempotencyOutput(
  * label the execution (executionCustomData.ts), lockedUntil bounds the Key node's retries in Lease
  * mode, response replays the first answer on a duplicate (the templates' Respond to Webhook).
  */
-function compactOutput(result: ReservationResult<CompactRecord>, derived: DerivedKey, settings: OutputSettings): IDataObject {
+function compactOutput(result: ReservationResult<CompactRecord>, derived: DerivedKey, settings: OutputSettings): ItemJson {
 	const isNew = result.outcome === 'new';
-	const output: IDataObject = {
+	const output: ItemJson = {
 		key: result.key,
 		isNew,
 		outcome: result.outcome,
@@ -47,14 +46,14 @@ function compactOutput(result: ReservationResult<CompactRecord>, derived: Derive
 		attempts: result.record.attempts,
 	};
 	if (settings.mode === 'lease') output.lockedUntil = isoTime(result.record.lockedUntil);
-	if (!isNew) output.response = (result.record.response ?? null) as IDataObject | null;
+	if (!isNew) output.response = (result.record.response ?? null) as ItemJson | null;
 	if (settings.fingerprinting) output.payloadMismatch = result.payloadMismatch;
 	if (derived.manualTest) output.manualTest = true;
 	return output;
 }
 
 /** Output: Full — every column of the row, as the node gave it before Compact became the default. */
-function fullOutput(result: ReservationResult, derived: DerivedKey, mode: ReservationMode): IDataObject {
+function fullOutput(result: ReservationResult, derived: DerivedKey, mode: ReservationMode): ItemJson {
 	const { record } = result;
 	return {
 		key: result.key,
@@ -81,7 +80,7 @@ function fullOutput(result: ReservationResult, derived: DerivedKey, mode: Reserv
 		manualTest: Boolean(derived.manualTest),
 		completedAt: isoTime(record.completedAt),
 		lastError: record.lastError,
-		response: (record.response ?? null) as IDataObject | null,
+		response: (record.response ?? null) as ItemJson | null,
 		payloadMismatch: result.payloadMismatch,
 	};
 }
@@ -100,8 +99,8 @@ export function isoTime(time: Date | null): string | null {
  * "On Store Unavailable: Let Through"): nothing was reserved, so there is no owner token, and a
  * duplicate of this event is not caught. Compact and Full differ as for reserved items.
  */
-export function unverifiedOutput(derived: DerivedKey, detail: ReservationDetail, mode: ReservationMode, reason: string): IDataObject {
-	const compact: IDataObject = {
+export function unverifiedOutput(derived: DerivedKey, detail: ReservationDetail, mode: ReservationMode, reason: string): ItemJson {
+	const compact: ItemJson = {
 		key: derived.key,
 		isNew: false,
 		outcome: 'unverified',
@@ -123,4 +122,22 @@ export function unverifiedOutput(derived: DerivedKey, detail: ReservationDetail,
 		ownerToken: null,
 		manualTest: Boolean(derived.manualTest),
 	};
+}
+
+/**
+ * What the item is told about its replay evidence. The payload fields describe this delivery's
+ * payload on the item that reserved the key; a duplicate stored nothing (the first delivery's
+ * evidence is kept: Get Key shows it).
+ */
+export function evidenceOutput(report: EvidenceReport, result: ReservationResult<CompactRecord>): ItemJson {
+	const output: ItemJson = {};
+	if (report.payloadStored !== undefined) {
+		const reserved = result.outcome === 'new';
+		output.payloadStored = reserved && report.payloadStored;
+		output.payloadBytes = report.payloadBytes ?? null;
+		if (!reserved) output.payloadNotStoredReason = "The key was already reserved (a duplicate or in progress): the first delivery's evidence is kept.";
+		else if (report.payloadNotStoredReason) output.payloadNotStoredReason = report.payloadNotStoredReason;
+	}
+	if (report.correlationId !== undefined) output.correlationId = report.correlationId;
+	return output;
 }

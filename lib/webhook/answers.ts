@@ -1,0 +1,59 @@
+/*
+ * What the Idempotent Webhook trigger answers by itself, without starting an execution: one row
+ * per outcome. The statuses are those of the webhook template (docs/templates.md#answers), so a
+ * provider sees the same answers whichever way the workflow is built.
+ */
+
+/** The answer the trigger writes to the HTTP response. */
+export interface WebhookAnswer {
+	status: number;
+	/** Header names in lower case. */
+	headers: Record<string, string>;
+	/** JSON, written as it is. */
+	body: unknown;
+}
+
+/** Why the trigger answered by itself; also sent as the `x-idempotency-outcome` header. */
+export type AnsweredOutcome =
+	| 'duplicate'
+	| 'in_progress'
+	| 'authorization_required'
+	| 'forbidden'
+	| 'invalid_signature'
+	| 'not_verified'
+	| 'not_reserved'
+	| 'internal_error';
+
+/** The header that names the outcome, as the webhook template's answers do. */
+export const OUTCOME_HEADER = 'x-idempotency-outcome';
+/** On a duplicate: the n8n execution that processed the event's first delivery, when the store knows it. */
+export const FIRST_EXECUTION_HEADER = 'x-idempotency-first-execution';
+
+interface AnswerRule {
+	status: number;
+	/** Whether the provider should retry: every 5xx and 409 asks it to. */
+	when: string;
+}
+
+/** One rule per outcome. */
+export const ANSWER_RULES: Readonly<Record<AnsweredOutcome, AnswerRule>> = {
+	duplicate: { status: 200, when: 'the key was completed by an earlier delivery: its stored answer, else {"status":"duplicate"}' },
+	in_progress: { status: 409, when: 'an earlier delivery of the event holds the key (lease mode): the provider retries later' },
+	authorization_required: { status: 401, when: 'Basic authentication is on and the request has none (as n8n\'s Webhook node answers)' },
+	forbidden: { status: 403, when: 'the authentication header or Basic credentials are wrong (as n8n\'s Webhook node answers)' },
+	invalid_signature: { status: 401, when: 'the signature does not verify, or its timestamp is outside the tolerance' },
+	not_verified: { status: 503, when: 'the signing secret (or the authentication credential) could not be read or is unusable: nothing was checked' },
+	not_reserved: { status: 503, when: 'the key store could not be reached, or the key was refused (NUL, lone surrogate, missing id)' },
+	internal_error: { status: 503, when: 'anything unexpected: a generic body, never a secret or the payload' },
+};
+
+/** The answer for an outcome, with the outcome header and any extra headers. */
+export function answerFor(outcome: AnsweredOutcome, body: unknown, headers: Record<string, string> = {}): { answer: WebhookAnswer } {
+	return {
+		answer: {
+			status: ANSWER_RULES[outcome].status,
+			headers: { 'content-type': 'application/json; charset=utf-8', [OUTCOME_HEADER]: outcome, ...headers },
+			body,
+		},
+	};
+}

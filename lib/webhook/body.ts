@@ -1,0 +1,24 @@
+import { readHeader, type HeaderBag } from '../headers';
+
+/**
+ * The request body as the item shows it and the key is derived from, parsed as n8n's Webhook node
+ * parses it: JSON (`application/json`, `…+json`), a form (`application/x-www-form-urlencoded`,
+ * as Slack sends), else the text. An empty body is `{}`. A JSON body that does not parse is kept
+ * as its text: it has no id field, so its key is its body hash (or it is refused, as configured).
+ * Numbers JavaScript would round are read exactly from the raw bytes where a key needs them.
+ */
+export function parseBody(rawBody: Buffer, headers: HeaderBag): unknown {
+	if (rawBody.length === 0) return {};
+	const text = rawBody.toString('utf8');
+	const contentType = readHeader(headers, 'content-type');
+	const mediaType = contentType.status === 'present' ? contentType.value.split(';')[0].trim().toLowerCase() : '';
+	if (mediaType === 'application/json' || mediaType.endsWith('+json')) {
+		try {
+			return JSON.parse(text) as unknown;
+		} catch {
+			return text;
+		}
+	}
+	if (mediaType === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(text));
+	return text;
+}

@@ -1,0 +1,213 @@
+import { ForbiddenKeySourceError, InvalidConfigurationError, MissingKeyError, UnusableKeyError, type IdempotencyError } from '../errors';
+import { DEFAULT_CORRELATION_HEADER, DEFAULT_MAX_PAYLOAD_KB, validateEvidenceConfig, type EvidenceConfig } from '../evidence/replayEvidence';
+import type { HeaderBag } from '../headers';
+import { deriveKey, payloadFingerprint, validateKeyConfig, type KeyConfig, type KeyInput } from '../keys/deriveKey';
+import { evidenceOutput, idempotencyOutput } from '../pipeline/idempotencyOutput';
+import { keyedEntry, reserveAll, routeOf } from '../pipeline/steps';
+import { verifySignature, type GenericHmacOptions, type SignatureScheme } from '../signature';
+import type { KeyStore } from '../store/contract';
+import type { ItemJson, ReservationMode, ReservationResult } from '../types';
+import { answerFor, FIRST_EXECUTION_HEADER, type WebhookAnswer } from './answers';
+import { refusedCaller, type AuthenticationSettings } from './authentication';
+import { parseBody } from './body';
+
+/** One HTTP request as n8n hands it to a trigger's `webhook()`. */
+export interface WebhookRequest {
+	method: string;
+	/** As n8n gives them: names in lower case, a repeated header as an array (or joined with ", "). */
+	headers: HeaderBag;
+	/** The exact bytes received: signatures and exact numbers are read from them. */
+	rawBody: Buffer;
+	query: Record<string, unknown>;
+}
+
+/**
+ * How the request is verified. `none` is a choice the user makes explicitly (a sender that signs
+ * nothing); there is no default that skips the check.
+ */
+export type VerificationSettings =
+	| { scheme: 'none' }
+	| {
+			scheme: SignatureScheme;
+			/** Reads the secrets, newest first; may throw (n8n could not read the credential). */
+			secrets: () => Promise<readonly string[]> | readonly string[];
+			toleranceSeconds?: number;
+			generic?: GenericHmacOptions;
+	  };
+
+/** How the key is derived and reserved. */
+export interface KeySettings {
+	key: KeyConfig;
+	/** For Key Source Custom Value: the value the node computed. */
+	customValue?: unknown;
+	mode: ReservationMode;
+	leaseSeconds: number;
+	retentionSeconds: number;
+	/** Store the payload and a correlation id with a new key (off unless given). */
+	evidence?: EvidenceConfig;
+	/** Fingerprint the payload, so a later copy with other bytes says payloadMismatch. */
+	fingerprint?: boolean;
+}
+
+export interface DecideInput {
+	request: WebhookRequest;
+	/** Who may call; none checked when absent. */
+	authentication?: AuthenticationSettings;
+	verification: VerificationSettings;
+	keySettings: KeySettings;
+	/** Opens the key store; may throw (an embedded store refused on this host, an unreadable credential). */
+	store: () => Promise<KeyStore> | KeyStore;
+	/** The time a signed timestamp is judged against. */
+	clock: () => Date;
+	/** Stored with the key (there is no execution yet: its id is recorded when it settles). */
+	workflowId: string;
+	instanceId?: string;
+}
+
+/** What the trigger starts for a new, verified event: one item, as Reserve's New output gives it. */
+export interface WebhookStart {
+	/** The `idempotency` object, as Reserve gives it (key, owner token, outcome, …). */
+	idempotency: ItemJson;
+	/** The item's JSON: headers, query, parsed body and `idempotency`. */
+	item: ItemJson;
+	/** The exact request bytes, for the item's binary (as the Webhook node's Raw Body option gives them). */
+	rawBody: Buffer;
+}
+
+export type WebhookDecision = { answer: WebhookAnswer } | { start: WebhookStart };
+
+/** Visible ASCII only: any other stored text could not be sent as a header value. */
+const HEADER_VALUE = /^[\x21-\x7e]{1,255}$/;
+
+/** Evidence when none is asked for: nothing but the source (the provider preset or scope) is stored. */
+const NO_EVIDENCE: EvidenceConfig = {
+	storePayload: false,
+	maxPayloadKb: DEFAULT_MAX_PAYLOAD_KB,
+	correlation: 'off',
+	correlationHeader: DEFAULT_CORRELATION_HEADER,
+};
+
+/**
+ * Decides what to do with one webhook request: answer it (a duplicate, a copy in progress, a
+ * forgery, a refused key, a store or secret that cannot be used) or start an execution for a new,
+ * verified event whose key is now reserved. The signature is checked before anything is read or
+ * written. Never throws: anything unexpected is a 503 with a generic body.
+ */
+export async function decideWebhook(input: DecideInput): Promise<WebhookDecision> {
+	try {
+		return await decide(input);
+	} catch {
+		return internalError();
+	}
+}
+
+/** Anything unexpected. The error may quote the payload or a setting: none of it goes to the sender. */
+function internalError(): { answer: WebhookAnswer } {
+	return answerFor('internal_error', { error: 'internal_error' });
+}
+
+async function decide(input: DecideInput): Promise<WebhookDecision> {
+	const { request, keySettings } = input;
+	const refused = (await refusedCaller(input.authentication ?? { kind: 'none' }, request.headers)) ?? (await verify(input));
+	if (refused) return refused;
+
+	const body = parseBody(request.rawBody, request.headers);
+	const keyInput: KeyInput = {
+		body,
+		headers: request.headers,
+		rawBody: request.rawBody,
+		customValue: keySettings.customValue,
+		item: keySettings.key.strategy === 'field' ? { headers: request.headers, query: request.query, body } : undefined,
+	};
+	let entry;
+	try {
+		validateKeyConfig(keySettings.key);
+		const evidence = keySettings.evidence ?? NO_EVIDENCE;
+		validateEvidenceConfig(evidence);
+		const derived = deriveKey(keyInput, keySettings.key);
+		const payloadHash = keySettings.fingerprint ? payloadFingerprint(keyInput) : null;
+		entry = keyedEntry(derived, payloadHash, keySettings.key, {
+			config: evidence,
+			// No execution exists yet: a correlation id comes from a request header.
+			input: { payload: body, rawBody: request.rawBody, headers: request.headers, executionId: '' },
+		});
+	} catch (error) {
+		return isKeyRefusal(error) ? answerFor('not_reserved', { error: 'key_refused', reason: error.message }) : internalError();
+	}
+
+	let reserved;
+	try {
+		const store = await input.store();
+		[reserved] = await reserveAll(store, [{ itemIndex: 0, value: entry }], {
+			mode: keySettings.mode,
+			leaseSeconds: keySettings.leaseSeconds,
+			retentionSeconds: keySettings.retentionSeconds,
+			workflowId: input.workflowId,
+			instanceId: input.instanceId,
+			detail: 'full',
+		});
+	} catch {
+		// Nothing is known to be reserved. Which store, host or file failed is not the sender's business.
+		return answerFor('not_reserved', { error: 'key_store_unavailable' });
+	}
+
+	const { result } = reserved;
+	const route = routeOf(result, keySettings.mode);
+	if (route === 'inProgress') return answerFor('in_progress', { status: 'in_progress' });
+	if (route === 'duplicate') {
+		// The full record (detail: 'full'): it names the execution that processed the first delivery.
+		const { executionId, response } = result.record as ReservationResult['record'];
+		const headers: Record<string, string> = executionId && HEADER_VALUE.test(executionId) ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
+		return answerFor('duplicate', response ?? { status: 'duplicate' }, headers);
+	}
+	const idempotency: ItemJson = {
+		...idempotencyOutput(result, entry.derived, { mode: keySettings.mode, detail: 'compact', fingerprinting: keySettings.fingerprint === true }),
+		...evidenceOutput(entry.evidence, result),
+	};
+	if (entry.evidence.warnings.length > 0) idempotency.warnings = entry.evidence.warnings;
+	return {
+		start: {
+			idempotency,
+			item: { headers: request.headers as ItemJson, query: request.query as ItemJson, body: body as ItemJson, idempotency },
+			rawBody: request.rawBody,
+		},
+	};
+}
+
+/** The answer for a request that must not go on (forged, stale, or not checkable); none when it is verified. */
+async function verify(input: DecideInput): Promise<{ answer: WebhookAnswer } | undefined> {
+	const { verification, request } = input;
+	if (verification.scheme === 'none') return undefined;
+	let secrets: readonly string[];
+	try {
+		secrets = await verification.secrets();
+	} catch {
+		return answerFor('not_verified', { error: 'signing_secret_unavailable' });
+	}
+	let result;
+	try {
+		result = verifySignature({
+			scheme: verification.scheme,
+			headers: request.headers,
+			rawBody: request.rawBody,
+			secrets,
+			toleranceSeconds: verification.toleranceSeconds,
+			nowSeconds: Math.floor(input.clock().getTime() / 1000),
+			generic: verification.generic,
+		});
+	} catch {
+		// A configuration the secret does not fit (SignatureConfigError): nothing could be checked.
+		return answerFor('not_verified', { error: 'signing_secret_unusable' });
+	}
+	return result.valid ? undefined : answerFor('invalid_signature', { error: 'invalid_signature', reason: result.reason });
+}
+
+/** A key the sender's request cannot give (refused per item by Reserve), or a key setting that cannot work. */
+function isKeyRefusal(error: unknown): error is IdempotencyError {
+	return (
+		error instanceof MissingKeyError ||
+		error instanceof UnusableKeyError ||
+		error instanceof ForbiddenKeySourceError ||
+		error instanceof InvalidConfigurationError
+	);
+}

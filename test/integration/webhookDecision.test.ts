@@ -1,0 +1,79 @@
+import { createHmac } from 'node:crypto';
+
+import { poolFor } from '../../lib/postgres/pool';
+import { IdempotencyStore } from '../../lib/postgres/store';
+import { FIRST_EXECUTION_HEADER, OUTCOME_HEADER } from '../../lib/webhook/answers';
+import { decideWebhook, type WebhookDecision } from '../../lib/webhook/decide';
+import { connectionSettings } from '../support/database';
+import { BACKENDS, freshStore, type StoreFixture } from '../support/stores';
+
+// The trigger's request half on both real stores: a new event starts an execution, a copy while
+// it runs is 409, a copy once it completed replays its stored answer. Two deliveries at once
+// reserve the key once.
+
+const SECRET = 'whsec_integration';
+const NOW_SECONDS = Math.floor(Date.now() / 1000);
+
+async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string): Promise<WebhookDecision> {
+	const rawBody = Buffer.from(body);
+	const signature = createHmac('sha256', SECRET).update(`${NOW_SECONDS}.`).update(rawBody).digest('hex');
+	return await decideWebhook({
+		request: { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': `t=${NOW_SECONDS},v1=${signature}` }, rawBody, query: {} },
+		verification: { scheme: 'stripe', secrets: () => [SECRET] },
+		keySettings: { key: { strategy: 'preset', preset: 'stripe', onMissingKey: 'error' }, mode: 'lease', leaseSeconds: 300, retentionSeconds: 86_400 },
+		store: () => fixture.store,
+		clock: () => new Date(NOW_SECONDS * 1000),
+		workflowId: 'wf-webhook',
+		instanceId: 'instance-1',
+	});
+}
+
+describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
+	let fixture: StoreFixture;
+	beforeAll(async () => {
+		fixture = await freshStore(backend, { prefix: 'webhook' });
+	});
+	afterAll(async () => {
+		await fixture.close();
+	});
+
+	it('starts a new event, answers a copy while it runs 409, and replays the stored answer once it completed', async () => {
+		const body = '{"id":"evt_1","type":"invoice.paid"}';
+
+		const first = await deliver(fixture, body);
+		if (!('start' in first)) throw new Error(`expected a start, got ${JSON.stringify(first.answer)}`);
+		expect(first.start.idempotency).toMatchObject({ key: 'evt:evt_1', outcome: 'new' });
+		expect(await fixture.row('evt:evt_1')).toMatchObject({ status: 'processing', workflow_id: 'wf-webhook', n8n_instance: 'instance-1' });
+
+		const whileRunning = await deliver(fixture, body);
+		expect(whileRunning).toMatchObject({ answer: { status: 409, headers: { [OUTCOME_HEADER]: 'in_progress' } } });
+
+		await fixture.store.complete([{ key: 'evt:evt_1', ownerToken: first.start.idempotency.ownerToken as string, response: { received: true } }]);
+		await fixture.update('evt:evt_1', { executionId: '901' });
+		const afterwards = await deliver(fixture, body);
+		expect(afterwards).toMatchObject({
+			answer: { status: 200, body: { received: true }, headers: { [OUTCOME_HEADER]: 'duplicate', [FIRST_EXECUTION_HEADER]: '901' } },
+		});
+	});
+
+	it('starts one execution for two deliveries of one event at once', async () => {
+		const body = '{"id":"evt_race"}';
+
+		const decisions = await Promise.all([deliver(fixture, body), deliver(fixture, body)]);
+
+		expect(decisions.filter((decision) => 'start' in decision)).toHaveLength(1);
+		expect(decisions.filter((decision) => 'answer' in decision && decision.answer.status === 409)).toHaveLength(1);
+	});
+});
+
+describe('decideWebhook with Postgres out of reach', () => {
+	it('answers 503 not_reserved, naming neither host nor port', async () => {
+		const settings = connectionSettings({ port: 1, maxConnections: 1 });
+		const unreachable = new IdempotencyStore(poolFor(settings), { schema: 'public', table: 'processed_events', createTable: false });
+
+		const decision = await deliver({ store: unreachable }, '{"id":"evt_unreachable"}');
+
+		expect(decision).toMatchObject({ answer: { status: 503, body: { error: 'key_store_unavailable' }, headers: { [OUTCOME_HEADER]: 'not_reserved' } } });
+		expect(JSON.stringify(decision)).not.toContain(settings.host);
+	});
+});
