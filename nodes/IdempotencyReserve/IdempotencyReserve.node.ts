@@ -16,6 +16,7 @@ import { distinctBatch } from '../../lib/store/rules';
 import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
+import { assertExecutionEndVisible, settlesAtExecutionEnd, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
@@ -90,11 +91,13 @@ export class IdempotencyReserve implements INodeType {
 		const { outputs, failItem, failAll } = routing;
 		if (items.length === 0) return outputs;
 		const allIndexes = items.map((_, itemIndex) => itemIndex);
+		const settlesAtEnd = settlesAtExecutionEnd(this);
 
 		return await routing.run(items.length, async () => {
 			let batch;
 			try {
 				batch = readBatchParameters(this, items.length);
+				if (settlesAtEnd) assertExecutionEndVisible(this);
 				assertSafeSettleWiring(this, NEW);
 				assertSameStoreDownstream(this, storeChoice(this));
 				assertExactRunText({ 'execution id': this.getExecutionId(), 'workflow id': String(this.getWorkflow().id ?? '') });
@@ -140,6 +143,9 @@ export class IdempotencyReserve implements INodeType {
 			let results: Array<ReservationResult<CompactRecord>>;
 			try {
 				store = await storeFor(this, statement.table);
+				const opened = store;
+				// Registered before the statement: a key reserved is always settled by how the execution ends.
+				if (settlesAtEnd) settleWhenExecutionEnds(this, [node.name], async () => opened);
 				results = await store.reserve(
 					pending.map((entry) => entry.request),
 					{

@@ -203,7 +203,7 @@ describeWithN8n('Merge after If (only one branch has data: n8n runs the Merge af
 	};
 
 	// Loss on the old code: Settle ran before the Merge and answered Completed/200; the write then failed.
-	it.failing('the write after the Merge fails: failed, 500; the retry writes once and completes', async () => {
+	it('the write after the Merge fails: failed, 500; the retry writes once and completes', async () => {
 		const data = workflow('wf-merge', shape);
 		const failed = await deliver(data, [{ id: 'merge_1' }]);
 		expect(effectsFor('merge_1')).toBe(0);
@@ -221,7 +221,7 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 	const wait = (name: string, y: number, extra: Partial<INode> = {}) => baseNode(name, 'wait', 1.1, { resume: 'timeInterval', amount: 1, unit: 'hours' }, y, extra);
 
 	// Old code: after the resume Settle threw (its window of execution indexes restarts at 0), after the charge.
-	it.failing('a Wait before the effect: held while waiting; after the resume one effect, completed, 200', async () => {
+	it('a Wait before the effect: held while waiting; after the resume one effect, completed, 200', async () => {
 		const data = workflow('wf-wait-first', {
 			nodes: [wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
 			connections: { Wait: { main: [link('Charge')] } },
@@ -238,7 +238,7 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 	});
 
 	// Loss on the old code: Settle did not see the failure after the Wait and answered Completed.
-	it.failing('the step fails after the Wait: failed, 500 once resumed', async () => {
+	it('the step fails after the Wait: failed, 500 once resumed', async () => {
 		const data = workflow('wf-wait-middle', {
 			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Write', { failFor: 'wait_middle' }, 0, { onError: 'continueErrorOutput' })],
 			connections: { Charge: { main: [link('Wait')] }, Wait: { main: [link('Write')] } },
@@ -265,7 +265,7 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 
 describeWithN8n('Loop Over Items (batch size 1) over three keys', () => {
 	// Duplicates on the old code: the loop's paired items were not traced, all three keys failed, the retry repeated two effects.
-	it.failing('the write fails for one: only its key failed; the retry of all three writes it once, the others are duplicates', async () => {
+	it('the write fails for one: only its key failed; the retry of all three writes it once, the others are duplicates', async () => {
 		const data = workflow('wf-loop', {
 			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', { failTimes: 0, failFor: 'loop_b' }, 0, { onError: 'continueErrorOutput' })],
 			connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop'), link('Loop')] } },
@@ -307,7 +307,7 @@ describeWithN8n('Execute Workflow', () => {
 	});
 
 	// Loss on the old code: the sub-workflow's failure never reached the parent, and Settle completed the key.
-	it.failing('not waiting for it: refused before anything is reserved (its failure could never reach the key)', async () => {
+	it('not waiting for it: refused before anything is reserved (its failure could never reach the key)', async () => {
 		const data = workflow('wf-sub-nowait', { nodes: [execute(false)], connections: {}, heads: ['Run Sub-workflow'] });
 		const refused = await deliver(data, [{ id: 'sub_nowait' }]);
 		expect(refused.answer).toBe(503);
@@ -318,7 +318,7 @@ describeWithN8n('Execute Workflow', () => {
 
 describeWithN8n('node settings n8n users keep or change', () => {
 	// Refused on the old code (every delivery 503): the step stops the workflow on error.
-	it.failing('Retry On Fail (fails twice, then succeeds), at the default On Error: one effect, completed, 200', async () => {
+	it('Retry On Fail (fails twice, then succeeds), at the default On Error: one effect, completed, 200', async () => {
 		const data = workflow('wf-retry', {
 			nodes: [effect('Charge', { failTimes: 2 }, 0, { retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
 			connections: {},
@@ -331,7 +331,7 @@ describeWithN8n('node settings n8n users keep or change', () => {
 	});
 
 	// Refused on the old code (every delivery 503 until the user finds the setting).
-	it.failing('a step at the default On Error (Stop Workflow) that fails: failed, n8n answers 500; the retry runs it once and completes', async () => {
+	it('a step at the default On Error (Stop Workflow) that fails: failed, n8n answers 500; the retry runs it once and completes', async () => {
 		const data = workflow('wf-stop', { nodes: [effect('HTTP Request', { failTimes: 1 }, 0)], connections: {}, heads: ['HTTP Request'] });
 		const failed = await deliver(data, [{ id: 'stop_1' }]);
 		expect(failed.answer).toBe(500);
@@ -363,7 +363,7 @@ describeWithN8n('node settings n8n users keep or change', () => {
 		expect((await keyState(id))?.status).toBe('completed');
 	});
 
-	it.failing('a disabled node in the step: passed through, one effect, completed, 200', async () => {
+	it('a disabled node in the step: passed through, one effect, completed, 200', async () => {
 		const data = workflow('wf-disabled', {
 			nodes: [baseNode('Off', 'noOp', 1, {}, 0, { disabled: true }), effect('Charge', {}, 0, { onError: 'continueErrorOutput' })],
 			connections: { Off: { main: [link('Charge')] } },
@@ -378,7 +378,7 @@ describeWithN8n('node settings n8n users keep or change', () => {
 
 describeWithN8n('Settle chained after the step (the wiring people draw first)', () => {
 	// Old code: Reserve accepted it and Settle refused it after the effect; the key stayed reserved.
-	it.failing('the step succeeds: one effect, completed, 200', async () => {
+	it('the step succeeds: one effect, completed, 200', async () => {
 		const data = workflow('wf-chained', { nodes: [effect('Charge', {}, 0)], connections: {}, heads: ['Charge'], settleAfter: 'Charge' });
 		const delivered = await deliver(data, [{ id: 'chained_ok' }]);
 		expect(delivered.answer).toBe(200);
@@ -386,7 +386,7 @@ describeWithN8n('Settle chained after the step (the wiring people draw first)', 
 		expect((await keyState('chained_ok'))?.status).toBe('completed');
 	});
 
-	it.failing('the step fails (Stop Workflow): failed, 500; the retry runs it once and completes', async () => {
+	it('the step fails (Stop Workflow): failed, 500; the retry runs it once and completes', async () => {
 		const data = workflow('wf-chained-fail', { nodes: [effect('Charge', { failTimes: 1 }, 0)], connections: {}, heads: ['Charge'], settleAfter: 'Charge' });
 		const failed = await deliver(data, [{ id: 'chained_fail' }]);
 		expect(failed.answer).toBe(500);
@@ -399,7 +399,7 @@ describeWithN8n('Settle chained after the step (the wiring people draw first)', 
 
 describeWithN8n('several keys from one delivery', () => {
 	// Old code: a node failing on the Duplicate branch left the New keys reserved (or, with the error workflow, failed them all).
-	it.failing('a node on the Duplicate branch fails: each New key by its own items; every retry ends with one effect per event', async () => {
+	it('a node on the Duplicate branch fails: each New key by its own items; every retry ends with one effect per event', async () => {
 		const data = workflow('wf-several', {
 			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), effect('Log Duplicate', { failFor: 'several_a' }, 0)],
 			connections: {},

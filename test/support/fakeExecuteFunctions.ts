@@ -56,7 +56,7 @@ export function fakeExecuteFunctions(options: FakeContextOptions): IExecuteFunct
 		getChildNodes: () => [],
 		// n8n's execution lifecycle hooks and workflow, as Reserve looks for them: this execution never
 		// ends, so nothing is settled at its end.
-		additionalData: { hooks: { addHandler: () => {} } },
+		additionalData: { hooks: { addHandler: () => {}, runHook: async () => {} } },
 		workflow: { nodes: {}, connectionsBySourceNode: {} },
 		helpers: {
 			getBinaryDataBuffer: async (itemIndex: number, property: string) => {
