@@ -2,7 +2,7 @@ import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctio
 
 import type { KeyStore } from '../../lib/store/contract';
 import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
-import { isKeyType, judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
+import { judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
 import { isSettleNode } from './settleWiring';
 
 /*
@@ -48,21 +48,14 @@ function hooksOf(context: IExecuteFunctions): LifecycleHooks | undefined {
 	return hooks && typeof hooks.addHandler === 'function' && typeof hooks.runHook === 'function' ? (hooks as LifecycleHooks) : undefined;
 }
 
-// The operations a user wires to settle keys explicitly, on the outputs they choose.
-const EXPLICIT_SETTLING = new Set(['complete', 'release', 'fail']);
-
 /**
- * Whether the keys this node reserves are settled when the execution ends: always with "Settle
- * After Business Step" downstream, and whenever no node settles them explicitly (Complete, Release,
- * Mark Failed): a user who wires those keeps that control, with the error workflow and the lease
- * behind it.
+ * Whether the keys this node reserves are settled when the execution ends: when "Settle After
+ * Business Step" is downstream (beside the step or after it). A workflow that settles explicitly
+ * (Complete, Release, Mark Failed) or not at all (a lease that only holds copies off) keeps what it
+ * was built for.
  */
 export function settlesAtExecutionEnd(context: IExecuteFunctions): boolean {
-	const downstream = context
-		.getChildNodes(context.getNode().name, { includeNodeParameters: true })
-		.filter((node) => node.disabled !== true && isKeyType(node.type));
-	if (downstream.some(isSettleNode)) return true;
-	return !downstream.some((node) => EXPLICIT_SETTLING.has(String(node.parameters?.operation ?? '')));
+	return context.getChildNodes(context.getNode().name, { includeNodeParameters: true }).some(isSettleNode);
 }
 
 /** Refuses, before anything has happened, an n8n whose execution end the package cannot see. */
