@@ -11,12 +11,13 @@ import { quoted, type StoreOpener } from './keyOperation';
 import { RESPONSE_TO_STORE } from './sharedParameters';
 
 /*
- * "Settle After Business Step": connected to the output that feeds the business step (Idempotency
- * Reserve's New, Order Guard's Passed, Claim for Replay's Claimed), below the business step. It
- * reads n8n's record of the step and completes the key of every item the step succeeded for, marks
- * failed the key of every item it failed for, and sends each item to the output whose answer is
- * true for it. The store being unreachable is an outcome here, not an error: by now the effect may
- * have happened, and the workflow must still answer.
+ * "Settle After Business Step": beside the business step (on the output that feeds it: Idempotency
+ * Reserve's New, Order Guard's Newer, Claim for Replay's Claimed) or after it. It traces each of its
+ * items to the reservation it descends from (nodes/shared/executionTrace.ts), completes the key when
+ * the key's items finished without a failure, marks it failed when one failed, and sends each item
+ * to the output whose answer is true for it. A key with work still to run is left to the end of the
+ * execution (nodes/shared/executionEnd.ts). The store being unreachable is an outcome here, not an
+ * error: by now the effect may have happened, and the workflow must still answer.
  */
 export const value = 'settle';
 
@@ -24,13 +25,13 @@ export const option = {
 	name: 'Settle After Business Step',
 	action: 'Settle a reservation after the business step',
 	description:
-		'Beside the business step, below it: completes the key if n8n ran the step without error (any output), else fails it',
+		'Beside the business step or after it: completes the key if its items ran without error (any output), else fails it',
 };
 
 export const description: INodeProperties[] = [
 	{
 		displayName:
-			'Connect this node to the same output as your business step, below it (n8n runs that output top to bottom). Set On Error: Continue on the business step\'s nodes. The key is completed when n8n ran them without error, and marked failed when one failed, whatever they returned. Keep this node\'s On Error at Stop Workflow.',
+			'Connect this node beside your business step (to the same output) or after its last node. The key is completed when every node of the step ran without error for the key\'s items, whatever they returned, and marked failed when one failed, whatever its On Error says. Work still to run when this node runs (a Merge, a loop, a node below) is waited for: the key is then settled when the execution ends. Keep this node\'s On Error at Stop Workflow.',
 		name: 'settleNotice',
 		type: 'notice',
 		displayOptions: { show: { operation: ['settle'] } },
