@@ -76,6 +76,8 @@ export function checkSettleWiring(record: ExecutionRecord, self: string, output:
 export function checkOutcomeVisible(record: ExecutionRecord, self: string, output: number): void {
 	const stopAt = (node: INode) => node.type.endsWith(SETTLE_TYPE_SUFFIX);
 	const step = downstreamOf(record, targets(record, self, output), new Set([self]), stopAt);
+	const settleBeside = enabledTargets(record, self, output).some(isSettleNode);
+	const settleAfter = !settleBeside && downstreamOf(record, targets(record, self, output), new Set([self])).some(isSettleNode);
 	for (const node of step) {
 		if (node.type === EXECUTE_WORKFLOW_TYPE && (node.parameters?.options as { waitForSubWorkflow?: unknown } | undefined)?.waitForSubWorkflow === false) {
 			throw new UnsafeSettleWiringError(
@@ -83,6 +85,11 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 			);
 		}
 		if (!WAITING_TYPES.has(node.type)) continue;
+		if (settleAfter) {
+			throw new UnsafeSettleWiringError(
+				`"${node.name}" makes the execution wait, and Settle is chained after the step: if the step then fails, no item reaches Settle and nothing would settle the key in the resumed execution. Connect Settle beside the step, to the same output of "${self}".`,
+			);
+		}
 		for (const after of downstreamOf(record, targets(record, node.name, 0), new Set([self, node.name]), stopAt)) {
 			if (!CONTINUING.has(after.onError ?? '') && after.continueOnFail !== true) {
 				throw new UnsafeSettleWiringError(

@@ -250,6 +250,47 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 		expect(await keyState('wait_middle')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Write: effect refused/) });
 	});
 
+	it('a Wait, then a Merge that n8n runs after Settle, then a write that fails: Settle leaves the key to the end of the resumed run, which fails it and answers 500', async () => {
+		const data = workflow('wf-wait-merge', {
+			nodes: [
+				wait('Wait', 0),
+				skipIf('Route', 0),
+				baseNode('A', 'noOp', 1, {}, 0),
+				baseNode('B', 'noOp', 1, {}, 100),
+				baseNode('Merge', 'merge', 3, {}, 0),
+				effect('Write', { failTimes: 1 }, 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: {
+				Wait: { main: [link('Route')] },
+				Route: { main: [link('A'), link('B')] },
+				A: { main: [toInput('Merge', 0)] },
+				B: { main: [toInput('Merge', 1)] },
+				Merge: { main: [link('Write')] },
+			},
+			heads: ['Wait'],
+		});
+		const resumed = await resume(data, await deliver(data, [{ id: 'wait_merge' }]));
+		expect(resumed.answer).toBe(500);
+		expect(await keyState('wait_merge')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Write: .*effect refused/) });
+		const retried = await resume(data, await deliver(data, [{ id: 'wait_merge' }]));
+		expect(retried.answer).toBe(200);
+		expect(effectsFor('wait_merge')).toBe(1);
+		expect((await keyState('wait_merge'))?.status).toBe('completed');
+	});
+
+	it('a Wait with Settle chained after the step: refused before anything is reserved (a failed item would never reach Settle in the resumed run)', async () => {
+		const data = workflow('wf-wait-chained', {
+			nodes: [wait('Wait', 0), effect('Charge', {}, 0, { onError: 'continueErrorOutput' })],
+			connections: { Wait: { main: [link('Charge')] } },
+			heads: ['Wait'],
+			settleAfter: 'Charge',
+		});
+		const refused = await deliver(data, [{ id: 'wait_chained' }]);
+		expect(refused.answer).toBe(503);
+		expect(effects).toEqual([]);
+		expect(await keyState('wait_chained')).toBeUndefined();
+	});
+
 	it('a node after the Wait that stops the workflow on error: refused before anything is reserved or done (the resumed run could not settle)', async () => {
 		const data = workflow('wf-wait-stop', {
 			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Write', {}, 0)],
