@@ -92,7 +92,7 @@ function workflow(id: string, shape: Shape): IWorkflowBase {
 	const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
 	const nodes: INode[] = [
 		packageNode('Webhook', 'testWebhook'),
-		packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: table }, { credentials, onError: 'continueRegularOutput' }),
+		packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { ...table, storePayload: true } }, { credentials, onError: 'continueRegularOutput' }),
 		packageNode('Settle', 'idempotencyKey', { operation: 'settle', responseJson: '={{ JSON.stringify({ stored: true }) }}', options: table }, { credentials, position: [400, 900] }),
 		...ANSWER_NODES.map(({ name, status }) => packageNode(name, 'testStep', { status })),
 		packageNode('Respond 200 (duplicate)', 'testStep', { status: 200 }),
@@ -435,6 +435,35 @@ describeWithN8n('Settle chained after the step (the wiring people draw first)', 
 		await deliver(data, [{ id: 'chained_fail' }]);
 		expect(effectsFor('chained_fail')).toBe(1);
 		expect((await keyState('chained_fail'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('a replay (Claim for Replay feeds the step)', () => {
+	it('the replayed step stops the workflow on error: the claimed key is marked failed when the execution ends, 500; a later replay completes it', async () => {
+		const live = workflow('wf-replay-live', { nodes: [effect('Charge', { failTimes: 2 }, 0)], connections: {}, heads: ['Charge'] });
+		expect((await deliver(live, [{ id: 'replay_1' }])).answer).toBe(500);
+		expect((await keyState('replay_1'))?.status).toBe('failed');
+
+		const table = { schemaName: db.schema, tableName: 'processed_events' };
+		const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
+		const replay = inProcessWorkflow(
+			'wf-replay',
+			[
+				packageNode('Webhook', 'testWebhook'),
+				packageNode('Claim', 'idempotencyKey', { operation: 'claimForReplay', replayKey: '={{ $json.body.key }}', leaseSeconds: 300, retentionDays: 30, options: table }, { credentials }),
+				effect('Charge', { failTimes: 2 }, 0),
+				packageNode('Settle', 'idempotencyKey', { operation: 'settle', options: table }, { credentials, position: [400, 900] }),
+			],
+			{ Webhook: { main: [link('Claim')] }, Claim: { main: [link('Charge', 'Settle')] } },
+		);
+		// The claimed item's body is the payload Reserve stored ("Store Payload").
+		const failedAgain = await deliver(replay, [{ key: 'evt:replay_1' }]);
+		expect(failedAgain.answer).toBe(500);
+		expect(await keyState('replay_1')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/effect refused/) });
+		const replayed = await deliver(replay, [{ key: 'evt:replay_1' }]);
+		expect(replayed.answer).toBe(200);
+		expect(effectsFor('replay_1')).toBe(1);
+		expect((await keyState('replay_1'))?.status).toBe('completed');
 	});
 });
 
