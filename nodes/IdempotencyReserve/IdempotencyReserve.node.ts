@@ -13,6 +13,7 @@ import type { KeyStore } from '../../lib/store/contract';
 import type { ReservationMode } from '../../lib/types';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
+import { assertExecutionEndVisible, settlesAtExecutionEnd, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { toNodeError } from '../shared/nodeError';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
 import { assertSafeSettleWiring } from '../shared/settleWiring';
@@ -88,11 +89,13 @@ export class IdempotencyReserve implements INodeType {
 		const { outputs, failItem, failAll } = routing;
 		if (items.length === 0) return outputs;
 		const allIndexes = items.map((_, itemIndex) => itemIndex);
+		const settlesAtEnd = settlesAtExecutionEnd(this);
 
 		return await routing.run(items.length, async () => {
 			let batch;
 			try {
 				batch = readBatchParameters(this, items.length);
+				if (settlesAtEnd) assertExecutionEndVisible(this);
 				assertSafeSettleWiring(this, NEW);
 				assertSameStoreDownstream(this, storeChoice(this));
 				assertExactRunText({ 'execution id': this.getExecutionId(), 'workflow id': String(this.getWorkflow().id ?? '') });
@@ -109,12 +112,14 @@ export class IdempotencyReserve implements INodeType {
 			let store: KeyStore;
 			let reserved: Array<Reserved<PreparedReservation>>;
 			try {
-				({ store, reserved } = await reserveItems(this, statement.table, prepared, {
-					mode: statement.mode,
-					leaseSeconds: statement.leaseSeconds,
-					retentionSeconds: statement.retentionSeconds,
-					detail: statement.output,
-				}));
+				({ store, reserved } = await reserveItems(
+					this,
+					statement.table,
+					prepared,
+					{ mode: statement.mode, leaseSeconds: statement.leaseSeconds, retentionSeconds: statement.retentionSeconds, detail: statement.output },
+					// Registered before the statement: a key reserved is always settled by how the execution ends.
+					(opened) => settlesAtEnd && settleWhenExecutionEnds(this, [node.name], async () => opened),
+				));
 			} catch (error) {
 				if (statement.onStoreUnavailable === 'letThrough' && isStoreDown(error)) {
 					for (const { itemIndex, value } of prepared) {

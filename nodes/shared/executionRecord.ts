@@ -1,5 +1,7 @@
 import { NodeOperationError, type IConnections, type IExecuteFunctions, type INode, type IRunData } from 'n8n-workflow';
 
+import type { ExecutionView, PendingWork } from './executionTrace';
+
 /**
  * What n8n itself recorded about the current execution: every node run so far (its outputs, its
  * error, its order) and the workflow's wiring and node settings. A node's public helpers expose its
@@ -18,31 +20,47 @@ export interface ExecutionRecord {
 	node(name: string): INode | undefined;
 }
 
-interface ExecuteContextFields {
-	runExecutionData?: { resultData?: { runData?: IRunData } };
-	workflow?: {
-		nodes?: Record<string, INode>;
-		connectionsBySourceNode?: IConnections;
-		settings?: { executionOrder?: string };
-	};
+/** The part of n8n's run data (IRunExecutionData) the package reads. */
+export interface RunExecutionDataFields {
+	resultData?: { runData?: IRunData };
+	executionData?: PendingWork;
 }
 
-export function readExecutionRecord(context: IExecuteFunctions): ExecutionRecord {
+/** The part of n8n's Workflow object the package reads. */
+export interface WorkflowFields {
+	nodes?: Record<string, INode>;
+	connectionsBySourceNode?: IConnections;
+	settings?: { executionOrder?: string };
+}
+
+interface ExecuteContextFields {
+	runExecutionData?: RunExecutionDataFields;
+	workflow?: WorkflowFields;
+}
+
+export function readExecutionRecord(context: IExecuteFunctions): ExecutionView {
 	const fields = context as unknown as ExecuteContextFields;
-	const runData = fields.runExecutionData?.resultData?.runData;
-	const workflow = fields.workflow;
-	if (!runData || !workflow?.nodes || !workflow.connectionsBySourceNode) {
+	const view = executionView(fields.runExecutionData, fields.workflow);
+	if (!view) {
 		throw new NodeOperationError(
 			context.getNode(),
 			"This n8n version does not let the node read the execution's record, so it cannot tell whether the business step succeeded; nothing was settled.",
 			{ description: 'Use Complete on the business step\'s success output and Mark Failed on its error output instead.' },
 		);
 	}
+	return view;
+}
+
+/** The execution's record from n8n's run data and workflow; undefined when they lack what it needs. */
+export function executionView(runExecutionData: RunExecutionDataFields | undefined, workflow: WorkflowFields | undefined): ExecutionView | undefined {
+	const runData = runExecutionData?.resultData?.runData;
+	if (!runData || !workflow?.nodes || !workflow.connectionsBySourceNode) return undefined;
 	const nodes = workflow.nodes;
 	return {
 		runData,
 		connectionsBySourceNode: workflow.connectionsBySourceNode,
 		executionOrder: workflow.settings?.executionOrder,
 		node: (name) => nodes[name],
+		pending: runExecutionData?.executionData ?? {},
 	};
 }

@@ -62,8 +62,10 @@ export async function reserveItems<T extends PreparedReservation>(
 	table: TableChoice,
 	prepared: Array<Prepared<T>>,
 	options: Omit<ReserveOptionsWithDetail, 'executionId' | 'workflowId' | 'instanceId'>,
+	beforeReserving: (store: KeyStore) => void = () => {},
 ): Promise<{ store: KeyStore; reserved: Array<Reserved<T>> }> {
 	const store = await storeFor(context, table);
+	beforeReserving(store);
 	const reserved = await reserveAll(store, prepared, { ...options, ...executionIdentity(context) });
 	return { store, reserved };
 }

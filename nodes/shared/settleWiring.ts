@@ -5,14 +5,17 @@ import { toNodeError } from './nodeError';
 
 /**
  * Checked by the node that feeds a business step (Reserve's New, Order Guard's Newer, Claim for
- * Replay's Claimed) *before* anything is reserved or claimed: when "Settle After Business Step"
- * hangs off that output, the wiring must let it judge the step and answer every outcome. Refused
- * here, nothing has happened yet; found by Settle itself, the effect may already have run.
+ * Replay's Claimed) *before* anything is reserved or claimed: the wiring must let the package learn
+ * how the step ended. Refused here, nothing has happened yet; found later, the effect may already
+ * have run.
  */
 export class UnsafeSettleWiringError extends Error {}
 
 const SETTLE_TYPE_SUFFIX = '.idempotencyKey';
 const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
+const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
+// Nodes that can put the execution to wait and resume it later as a new run.
+const WAITING_TYPES = new Set(['n8n-nodes-base.wait', 'n8n-nodes-base.form']);
 const CONTINUING = new Set(['continueRegularOutput', 'continueErrorOutput']);
 
 /** An enabled Idempotency Key node set to Settle After Business Step (a workflow node or n8n's summary of one). */
@@ -32,13 +35,12 @@ export function assertSafeSettleWiring(context: IExecuteFunctions, output: numbe
 		throw toNodeError(context.getNode(), error);
 	}
 	checkSettleWiring(record, self, output);
+	checkOutcomeVisible(record, self, output);
 }
 
 /** Throws UnsafeSettleWiringError naming the fix; returns quietly when no Settle node hangs off the output. */
 export function checkSettleWiring(record: ExecutionRecord, self: string, output: number): void {
-	const children = (record.connectionsBySourceNode[self]?.main?.[output] ?? [])
-		.map((connection) => record.node(connection.node))
-		.filter((node): node is INode => node !== undefined && node.disabled !== true);
+	const children = enabledTargets(record, self, output);
 	const settles = children.filter(isSettleNode);
 	if (settles.length === 0) return;
 	if (settles.length > 1) {
@@ -50,39 +52,81 @@ export function checkSettleWiring(record: ExecutionRecord, self: string, output:
 			`"${settle.name}" needs the workflow setting Execution Order "v1 (recommended)" (Workflow Settings): with the legacy order n8n may run it before the business step has finished.`,
 		);
 	}
-	const steps = children.filter((node) => node !== settle);
+	// A disabled node passes its items on: the step may start behind one.
+	const steps = targets(record, self, output).filter((node) => node.name !== settle.name);
 	if (steps.length === 0) {
 		throw new UnsafeSettleWiringError(`No business step is connected beside "${settle.name}": connect your business step to the same output of "${self}", above it.`);
 	}
-	for (const step of steps) {
-		// n8n runs the nodes on one output from the top down; equal heights have no defined order.
-		if (!(step.position[1] < settle.position[1])) {
-			throw new UnsafeSettleWiringError(
-				`"${step.name}" must sit above "${settle.name}" in the editor: n8n runs the nodes on one output from top to bottom, and Settle must run after the business step has finished.`,
-			);
-		}
-	}
-	const seen = new Set<string>([self, settle.name]);
-	const pending = [...steps];
-	while (pending.length > 0) {
-		const node = pending.pop() as INode;
-		if (seen.has(node.name)) continue;
-		seen.add(node.name);
+	for (const node of downstreamOf(record, steps, new Set([self, settle.name]))) {
 		if (node.type === RESPOND_TYPE) {
 			throw new UnsafeSettleWiringError(
 				`"${node.name}" answers the webhook from inside the business step: remove it; "${settle.name}" answers once it knows whether the step succeeded.`,
 			);
 		}
-		if (!CONTINUING.has(node.onError ?? '') && node.continueOnFail !== true) {
+	}
+}
+
+/**
+ * Throws UnsafeSettleWiringError, before anything is reserved, for a business step whose outcome
+ * the package could not learn: a sub-workflow started without waiting for it (its failure never
+ * reaches this execution), and a node after a Wait that stops the execution when it fails (the
+ * resumed execution ends without any node of the package running in it, so nothing would settle
+ * the key until its lease ends).
+ */
+export function checkOutcomeVisible(record: ExecutionRecord, self: string, output: number): void {
+	const stopAt = (node: INode) => node.type.endsWith(SETTLE_TYPE_SUFFIX);
+	const step = downstreamOf(record, targets(record, self, output), new Set([self]), stopAt);
+	const settleBeside = enabledTargets(record, self, output).some(isSettleNode);
+	const settleAfter = !settleBeside && downstreamOf(record, targets(record, self, output), new Set([self])).some(isSettleNode);
+	for (const node of step) {
+		if (node.type === EXECUTE_WORKFLOW_TYPE && (node.parameters?.options as { waitForSubWorkflow?: unknown } | undefined)?.waitForSubWorkflow === false) {
 			throw new UnsafeSettleWiringError(
-				`"${node.name}" stops the workflow when it fails: set its Settings → On Error to "Continue (using error output)", so that "${settle.name}" can mark the key failed and answer 500 (a stopped execution may be answered 200, and the provider would not retry).`,
+				`"${node.name}" starts a sub-workflow without waiting for it, so its failure would never reach this execution and the key would be completed: turn on its option "Wait For Sub-Workflow Completion".`,
 			);
 		}
-		for (const targets of record.connectionsBySourceNode[node.name]?.main ?? []) {
-			for (const connection of targets ?? []) {
-				const target = record.node(connection.node);
-				if (target && target.disabled !== true && !seen.has(target.name)) pending.push(target);
+		if (!WAITING_TYPES.has(node.type)) continue;
+		if (settleAfter) {
+			throw new UnsafeSettleWiringError(
+				`"${node.name}" makes the execution wait, and Settle is chained after the step: if the step then fails, no item reaches Settle and nothing would settle the key in the resumed execution. Connect Settle beside the step, to the same output of "${self}".`,
+			);
+		}
+		for (const after of downstreamOf(record, targets(record, node.name, 0), new Set([self, node.name]), stopAt)) {
+			if (!CONTINUING.has(after.onError ?? '') && after.continueOnFail !== true) {
+				throw new UnsafeSettleWiringError(
+					`"${after.name}" runs after "${node.name}" and stops the workflow when it fails: the execution resumed after the wait would end before any Idempotency node runs, and the key would stay reserved until its lease ends. Set its Settings → On Error to "Continue (using error output)" and settle after it.`,
+				);
 			}
 		}
 	}
+}
+
+function targets(record: ExecutionRecord, name: string, output: number): INode[] {
+	return (record.connectionsBySourceNode[name]?.main?.[output] ?? []).map((connection) => record.node(connection.node)).filter((node): node is INode => node !== undefined);
+}
+
+function enabledTargets(record: ExecutionRecord, name: string, output: number): INode[] {
+	return targets(record, name, output).filter((node) => node.disabled !== true);
+}
+
+/**
+ * The enabled nodes reachable from `start` over main connections (through disabled nodes, which
+ * pass their items on), not past `seen` nor past a node `stopAt` accepts.
+ */
+function downstreamOf(record: ExecutionRecord, start: INode[], seen: Set<string>, stopAt: (node: INode) => boolean = () => false): INode[] {
+	const found: INode[] = [];
+	const pending = [...start];
+	while (pending.length > 0) {
+		const node = pending.pop() as INode;
+		if (seen.has(node.name)) continue;
+		seen.add(node.name);
+		if (node.disabled !== true && stopAt(node)) continue;
+		if (node.disabled !== true) found.push(node);
+		for (const outputs of record.connectionsBySourceNode[node.name]?.main ?? []) {
+			for (const connection of outputs ?? []) {
+				const target = record.node(connection.node);
+				if (target && !seen.has(target.name)) pending.push(target);
+			}
+		}
+	}
+	return found;
 }

@@ -208,9 +208,6 @@ describe('Settle After Business Step answers when the key cannot be settled', ()
 
 describe('Idempotency Reserve refuses a wiring that Settle could not judge, before anything is reserved', () => {
 	it.each<[string, Options, RegExp]>([
-		['a business step that stops the workflow on error', { steps: [{ name: 'Stopping Step', type: 'testStep', onError: 'stopWorkflow' }] }, /"Stopping Step" stops the workflow when it fails/],
-		['a later node of the step that stops the workflow', { steps: [{ name: 'A', type: 'testStep', next: [{ name: 'B', type: 'testStep', onError: 'stopWorkflow' }] }] }, /"B" stops the workflow/],
-		['a business step below Settle', { steps: [{ name: 'Low Step', type: 'testStep' }], settleY: -100 }, /"Low Step" must sit above "Settle"/],
 		['the legacy execution order', { steps: [{ name: 'Step', type: 'testStep' }], executionOrder: 'v0' }, /Execution Order "v1/],
 		['no business step beside Settle', { steps: [] }, /No business step is connected beside "Settle"/],
 	])('%s: Not Reserved with the fix named, no key stored, the step never ran', async (_label, options, message) => {
@@ -221,6 +218,36 @@ describe('Idempotency Reserve refuses a wiring that Settle could not judge, befo
 		expect(ANSWERS.flatMap(({ name }) => outputOf(run, name))).toEqual([]);
 		expect(await stored(`evt:${id}`)).toBeUndefined();
 		for (const step of options.steps) expect(run.data.resultData.runData[step.name]).toBeUndefined();
+	});
+});
+
+describe('Settle After Business Step settles by what happened, wherever the step sits and whatever its On Error says', () => {
+	it.each<[string, Options]>([
+		['a business step that stops the workflow on error', { steps: [{ name: 'Stopping Step', type: 'testStep', onError: 'stopWorkflow' }] }],
+		['a later node of the step that stops the workflow', { steps: [{ name: 'A', type: 'testStep', next: [{ name: 'B', type: 'testStep', onError: 'stopWorkflow' }] }] }],
+	])('%s, succeeding: Completed, the key completed', async (_label, options) => {
+		const id = `evt_stop_ok_${executions}`;
+		const run = await deliver(options, [{ id }]);
+		expect(run.data.resultData.error).toBeUndefined();
+		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Respond 200 (completed)' });
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'completed' });
+	});
+
+	it('a business step that stops the workflow and fails: the execution fails, the key is marked failed with the error when it ends', async () => {
+		const id = 'evt_stop_fails';
+		const run = await deliver({ steps: [{ name: 'Stopping Failure', type: 'testFailingStep', parameters: { shape: 'code', message: 'refused' }, onError: 'stopWorkflow' }] }, [{ id }]);
+		expect(run.data.resultData.error?.message).toMatch(/refused/);
+		expect(answers(run)).toEqual({});
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Stopping Failure: .*refused/) });
+	});
+
+	it('a business step below Settle: Settle leaves the key to the end of the execution, which completes it after the step ran', async () => {
+		const id = 'evt_low_step';
+		const run = await deliver({ steps: [{ name: 'Low Step', type: 'testStep' }], settleY: -100 }, [{ id }]);
+		expect(run.data.resultData.error).toBeUndefined();
+		expect(run.data.resultData.runData['Low Step']).toHaveLength(1);
+		expect(answers(run)).toEqual({});
+		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'completed' });
 	});
 });
 

@@ -54,6 +54,10 @@ export function fakeExecuteFunctions(options: FakeContextOptions): IExecuteFunct
 		getWorkflowSettings: () => options.workflowSettings ?? {},
 		// A lone node: nothing downstream (the settle wiring check finds no Settle node).
 		getChildNodes: () => [],
+		// n8n's execution lifecycle hooks and workflow, as Reserve looks for them: this execution never
+		// ends, so nothing is settled at its end.
+		additionalData: { hooks: { addHandler: () => {}, runHook: async () => {} } },
+		workflow: { nodes: {}, connectionsBySourceNode: {} },
 		helpers: {
 			getBinaryDataBuffer: async (itemIndex: number, property: string) => {
 				const binary = options.items[itemIndex].binary?.[property];

@@ -16,6 +16,8 @@ import {
 	type INodeProperties,
 	type INodeType,
 	type INodeTypes,
+	type IRunExecutionData,
+	type IVersionedNodeType,
 	type IRun,
 	type IWorkflowBase,
 	type IWorkflowExecuteAdditionalData,
@@ -92,6 +94,8 @@ export class TestStep implements INodeType {
 		const keepOnlyItem = this.getNodeParameter('keepOnlyItem', 0, -1) as number;
 		const splitWithoutPairing = this.getNodeParameter('splitWithoutPairing', 0, false) as boolean;
 		const mark = status ? { respondedWith: status } : { businessStepRan: true };
+		// Answers as Respond to Webhook does (n8n keeps the first answer of an execution).
+		if (status) this.sendResponse({ body: {}, headers: {}, statusCode: status });
 		const output = this.getInputData().map((item, index) => ({
 			json: replaceItems ? { ...mark, inputPosition: index } : { ...item.json, ...mark },
 			pairedItem: { item: index },
@@ -170,16 +174,23 @@ const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
 	),
 );
 
+/** Node types from elsewhere (n8n-nodes-base's, see n8nBaseNodes.ts), by their full type name. */
+const extraNodeTypes: Record<string, INodeType | IVersionedNodeType> = {};
+
+export function addNodeTypes(types: Record<string, INodeType | IVersionedNodeType>): void {
+	Object.assign(extraNodeTypes, types);
+}
+
 export const nodeTypes: INodeTypes = {
 	getByName: (type) => known(type),
-	getByNameAndVersion: (type) => known(type),
+	getByNameAndVersion: (type, version) => known(type, version),
 	getKnownTypes: () => ({}),
 };
 
-function known(type: string): INodeType {
-	const nodeType = nodeTypeByName[type];
+function known(type: string, version?: number): INodeType {
+	const nodeType = nodeTypeByName[type] ?? extraNodeTypes[type];
 	if (!nodeType) throw new Error(`Unknown node type ${type}`);
-	return nodeType;
+	return 'nodeVersions' in nodeType ? (nodeType as unknown as IVersionedNodeType).getNodeType(version) : (nodeType as INodeType);
 }
 
 const credentialType = new IdempotencyPostgresApi();
@@ -315,14 +326,58 @@ export async function executeInProcess(
 		settings: workflowData.settings,
 		staticData,
 	});
-	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
-	const additionalData = { ...base, executionId, hooks } as IWorkflowExecuteAdditionalData;
+	const hooks = hooksRecordingAnswers(mode, executionId, workflowData);
+	// Each execution counts its node runs from 0, as n8n's additional data does per execution.
+	const additionalData = { ...base, executionId, hooks, currentNodeExecutionIndex: 0 } as IWorkflowExecuteAdditionalData;
 	const webhookNode = workflow.getNode('Webhook')!;
 	const runExecutionData = createRunExecutionData({
 		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
 	});
 	const run = await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
 	return { run, workflow };
+}
+
+/** The status codes each execution answered its webhook with, in order (n8n sends the first). */
+export const webhookAnswers = new Map<string, number[]>();
+
+function hooksRecordingAnswers(mode: WorkflowExecuteMode, executionId: string, workflowData: IWorkflowBase): ExecutionLifecycleHooks {
+	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
+	hooks.addHandler('sendResponse', (response) => {
+		webhookAnswers.set(executionId, [...(webhookAnswers.get(executionId) ?? []), Number(response.statusCode ?? 200)]);
+	});
+	return hooks;
+}
+
+/**
+ * What n8n 2.41.1 answers a webhook in "Using Respond to Webhook Node" mode (webhook-helpers.js):
+ * the first answer sent during the execution; else, once it ends, 500 when it failed and 200 when it
+ * succeeded; nothing yet while it waits.
+ */
+export function webhookAnswer(executionId: string, run: IRun): number | undefined {
+	const sent = webhookAnswers.get(executionId)?.[0];
+	if (sent !== undefined) return sent;
+	if (run.waitTill || run.status === 'waiting') return undefined;
+	return run.data.resultData.error ? 500 : 200;
+}
+
+/**
+ * Resumes a waiting execution the way n8n does: a new WorkflowExecute, with new lifecycle hooks and
+ * execution indexes from 0, over the run data n8n saved (a JSON copy, as its database gives back).
+ */
+export async function resumeInProcess(workflowData: IWorkflowBase, executionId: string, saved: IRunExecutionData, base: EngineBase, mode: WorkflowExecuteMode = 'webhook'): Promise<IRun> {
+	const workflow = new Workflow({
+		id: workflowData.id,
+		name: workflowData.name,
+		nodes: workflowData.nodes,
+		connections: workflowData.connections,
+		active: false,
+		nodeTypes,
+		settings: workflowData.settings,
+	});
+	const hooks = hooksRecordingAnswers(mode, executionId, workflowData);
+	const additionalData = { ...base, executionId, hooks, restartExecutionId: executionId, currentNodeExecutionIndex: 0 } as IWorkflowExecuteAdditionalData;
+	const runExecutionData = JSON.parse(JSON.stringify(saved)) as IRunExecutionData;
+	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
 }
 
 /** A node of this package (or a test stand-in) for an in-process workflow. */

@@ -4,6 +4,7 @@ import { assertExactRunText, assertStoredKeyText } from '../../../lib/keys/exact
 import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../../lib/types';
 import { idempotencyOutput, isoTime } from '../../../lib/pipeline/idempotencyOutput';
+import { assertExecutionEndVisible, settlesAtExecutionEnd, settleWhenExecutionEnds } from '../../shared/executionEnd';
 import { assertSafeSettleWiring } from '../../shared/settleWiring';
 import { toNodeError } from '../../shared/nodeError';
 import { quoted, type StoreOpener } from './keyOperation';
@@ -72,7 +73,11 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const executionId = context.getExecutionId();
 	const workflowId = String(context.getWorkflow().id ?? '');
 	assertExactRunText({ 'execution id': executionId, 'workflow id': workflowId });
+	const settlesAtEnd = settlesAtExecutionEnd(context);
+	if (settlesAtEnd) assertExecutionEndVisible(context);
 	assertSafeSettleWiring(context, CLAIMED);
+	// Registered before the claim: a key claimed is always settled by how the execution ends.
+	if (settlesAtEnd) settleWhenExecutionEnds(context, [context.getNode().name], async () => store);
 	// One statement for the batch: its lease and retention are read once, from the first item.
 	const leaseSeconds = context.getNodeParameter('leaseSeconds', 0) as number;
 	const retentionDays = context.getNodeParameter('retentionDays', 0, 30) as number;

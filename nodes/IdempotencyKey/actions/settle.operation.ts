@@ -1,20 +1,23 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import type { KeyStore, SettleReport, SettleRequest } from '../../../lib/store/contract';
+import { settleWhenExecutionEnds } from '../../shared/executionEnd';
 import { readExecutionRecord } from '../../shared/executionRecord';
+import { isKeyType, isReserveType, judgeExecution, originsOfItem, type ExecutionView, type Judgement, type Reservation } from '../../shared/executionTrace';
 import { toNodeError } from '../../shared/nodeError';
+import { checkSettleWiring } from '../../shared/settleWiring';
 import { readOwnedKey, readResponse } from '../ownedKeys';
-import { judgeBusinessStep, type ParentOutput, type StepFailures } from '../stepOutcome';
 import { quoted, type StoreOpener } from './keyOperation';
 import { RESPONSE_TO_STORE } from './sharedParameters';
 
 /*
- * "Settle After Business Step": connected to the output that feeds the business step (Idempotency
- * Reserve's New, Order Guard's Passed, Claim for Replay's Claimed), below the business step. It
- * reads n8n's record of the step and completes the key of every item the step succeeded for, marks
- * failed the key of every item it failed for, and sends each item to the output whose answer is
- * true for it. The store being unreachable is an outcome here, not an error: by now the effect may
- * have happened, and the workflow must still answer.
+ * "Settle After Business Step": beside the business step (on the output that feeds it: Idempotency
+ * Reserve's New, Order Guard's Newer, Claim for Replay's Claimed) or after it. It traces each of its
+ * items to the reservation it descends from (nodes/shared/executionTrace.ts), completes the key when
+ * the key's items finished without a failure, marks it failed when one failed, and sends each item
+ * to the output whose answer is true for it. A key with work still to run is left to the end of the
+ * execution (nodes/shared/executionEnd.ts). The store being unreachable is an outcome here, not an
+ * error: by now the effect may have happened, and the workflow must still answer.
  */
 export const value = 'settle';
 
@@ -22,13 +25,13 @@ export const option = {
 	name: 'Settle After Business Step',
 	action: 'Settle a reservation after the business step',
 	description:
-		'Beside the business step, below it: completes the key if n8n ran the step without error (any output), else fails it',
+		'Beside the business step or after it: completes the key if its items ran without error (any output), else fails it',
 };
 
 export const description: INodeProperties[] = [
 	{
 		displayName:
-			'Connect this node to the same output as your business step, below it (n8n runs that output top to bottom). Set On Error: Continue on the business step\'s nodes. The key is completed when n8n ran them without error, and marked failed when one failed, whatever they returned. Keep this node\'s On Error at Stop Workflow.',
+			'Connect this node beside your business step (to the same output) or after its last node. The key is completed when every node of the step ran without error for the key\'s items, whatever they returned, and marked failed when one failed, whatever its On Error says. Work still to run when this node runs (a Merge, a loop, a node below) is waited for: the key is then settled when the execution ends. Keep this node\'s On Error at Stop Workflow.',
 		name: 'settleNotice',
 		type: 'notice',
 		displayOptions: { show: { operation: ['settle'] } },
@@ -49,47 +52,97 @@ export const subtitle = quoted(option.name);
 // a throw) and refuses to run, whatever On Error says, only when continuing would be unsafe.
 
 interface Entry {
-	itemIndex: number;
 	owned: SettleRequest;
 	reservation?: IDataObject;
 	failure?: string;
 	response?: unknown;
+	/** The input items this key answers for. */
+	itemIndexes: number[];
 }
 
 export async function execute(context: IExecuteFunctions, openStore: StoreOpener): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
-	const self = context.getNode().name;
 	const routed: INodeExecutionData[][] = outputs.map(() => []);
 	const source = context.getInputSourceData();
-	const parent: ParentOutput = { node: source.previousNode, run: source.previousNodeRun ?? 0, output: source.previousNodeOutput ?? 0 };
 
-	let failures: StepFailures;
+	let view: ExecutionView;
+	let judgement: Judgement;
 	try {
-		failures = judgeBusinessStep(readExecutionRecord(context), self, parent, items.length);
+		view = readExecutionRecord(context);
+		// Beside the business step, on the output that feeds it: the wiring Reserve checked before reserving.
+		if (feedsBusinessStep(view.node(source.previousNode)?.type)) checkSettleWiring(view, source.previousNode, source.previousNodeOutput ?? 0);
+		judgement = judgeExecution(view);
 	} catch (error) {
 		// Refused whatever "On Error" says: continuing would let the business step run after the answer.
 		throw toNodeError(context.getNode(), error);
 	}
+	const byKey = new Map<string, Reservation>();
+	for (const reservation of judgement.reservations.values()) byKey.set(`${reservation.key}\u0000${reservation.ownerToken}`, reservation);
 
-	const entries: Entry[] = [];
+	// Each key once, whichever of its items (or of the items descending from it) reached this node.
+	const entries = new Map<string, Entry>();
+	const deferred = new Set<string>();
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		const failure = failures[itemIndex];
-		try {
-			const { owned, reservation } = readOwnedKey(context, items[itemIndex], itemIndex, 'item');
-			entries.push({ itemIndex, owned, reservation, failure, response: failure === undefined ? readResponse(context, itemIndex) : undefined });
-		} catch (error) {
-			routed[NOT_SETTLED].push(outcomeItem(items[itemIndex], itemIndex, undefined, { stepSucceeded: failure === undefined, stepError: failure ?? null, error: messageOf(error) }));
+		const traced = originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, items[itemIndex]) ?? [];
+		let reservations = traced.flatMap((id) => judgement.reservations.get(id) ?? []);
+		if (reservations.length === 0) {
+			// Not traceable to a Reserve item: the key the item carries, if this execution reserved it.
+			let owned: SettleRequest;
+			try {
+				owned = readOwnedKey(context, items[itemIndex], itemIndex, 'item').owned;
+			} catch (error) {
+				routed[NOT_SETTLED].push(outcomeItem(items[itemIndex], itemIndex, undefined, { stepSucceeded: null, stepError: null, error: messageOf(error) }));
+				continue;
+			}
+			const reserved = byKey.get(`${owned.key}\u0000${owned.ownerToken}`);
+			if (!reserved) {
+				routed[NOT_SETTLED].push(
+					outcomeItem(items[itemIndex], itemIndex, undefined, {
+						stepSucceeded: null,
+						stepError: null,
+						error: `The key "${owned.key}" was not reserved by this execution's Idempotency Reserve node, so this node cannot tell how its step went. Nothing was settled.`,
+					}),
+				);
+				continue;
+			}
+			reservations = [reserved];
+		}
+		for (const reservation of reservations) {
+			const failure = judgement.failed.get(reservation.id) ?? judgement.untracedFailure;
+			// Work of this key still to run (a node below, a Merge waiting for its other input, a loop, a Wait):
+			// the key is settled when the execution ends, and this node answers nothing for it.
+			if (failure === undefined && (judgement.pending.has(reservation.id) || judgement.untracedPending)) {
+				deferred.add(reservation.reserveNode);
+				continue;
+			}
+			const entry = entries.get(reservation.id);
+			if (entry) {
+				entry.itemIndexes.push(itemIndex);
+				continue;
+			}
+			entries.set(reservation.id, {
+				owned: { key: reservation.key, ownerToken: reservation.ownerToken, leaseEndsAt: reservation.leaseEndsAt },
+				reservation: reservation.idempotency,
+				failure,
+				response: failure === undefined ? readResponse(context, itemIndex) : undefined,
+				itemIndexes: [itemIndex],
+			});
 		}
 	}
 
-	const succeeded = entries.filter((entry) => entry.failure === undefined);
-	const failed = entries.filter((entry) => entry.failure !== undefined);
 	let store: KeyStore | undefined;
+	const open = async (): Promise<KeyStore> => (store ??= await openStore());
+	// An execution resumed after a Wait has new end handlers: this node registers them for its keys.
+	const reserveNodes = new Set([...judgement.reservations.values()].map((reservation) => reservation.reserveNode));
+	settleWhenExecutionEnds(context, [...reserveNodes], open);
+
+	const all = [...entries.values()];
+	const succeeded = all.filter((entry) => entry.failure === undefined);
+	const failed = all.filter((entry) => entry.failure !== undefined);
 	const settleGroup = async (group: Entry[], settle: (store: KeyStore) => Promise<SettleReport[]>): Promise<SettleReport[] | Error> => {
 		if (group.length === 0) return [];
 		try {
-			store ??= await openStore();
-			return await settle(store);
+			return await settle(await open());
 		} catch (error) {
 			return error instanceof Error ? error : new Error(String(error));
 		}
@@ -101,27 +154,33 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		for (const [position, entry] of group.entries()) {
 			const stepSucceeded = entry.failure === undefined;
 			const base = { stepSucceeded, stepError: entry.failure ?? null };
-			if (reports instanceof Error) {
-				routed[NOT_SETTLED].push(outcomeItem(items[entry.itemIndex], entry.itemIndex, entry.reservation, { ...base, error: reports.message }));
-				continue;
+			for (const itemIndex of entry.itemIndexes) {
+				if (reports instanceof Error) {
+					routed[NOT_SETTLED].push(outcomeItem(items[itemIndex], itemIndex, entry.reservation, { ...base, key: entry.owned.key, error: reports.message }));
+					continue;
+				}
+				const report = reports[position];
+				const idempotency: IDataObject = {
+					...base,
+					operation: 'settle',
+					settledAs: operation === 'complete' ? 'completed' : 'failed',
+					key: report.key,
+					applied: report.applied,
+					staleReason: report.applied ? null : report.reason,
+				};
+				if (report.warnings) idempotency.warnings = report.warnings;
+				const output = stepSucceeded ? (report.applied ? COMPLETED : COMPLETION_REFUSED) : FAILED;
+				routed[output].push(outcomeItem(items[itemIndex], itemIndex, entry.reservation, idempotency));
 			}
-			const report = reports[position];
-			const idempotency: IDataObject = {
-				...base,
-				operation: 'settle',
-				settledAs: operation === 'complete' ? 'completed' : 'failed',
-				key: report.key,
-				applied: report.applied,
-				staleReason: report.applied ? null : report.reason,
-			};
-			if (report.warnings) idempotency.warnings = report.warnings;
-			const output = stepSucceeded ? (report.applied ? COMPLETED : COMPLETION_REFUSED) : FAILED;
-			routed[output].push(outcomeItem(items[entry.itemIndex], entry.itemIndex, entry.reservation, idempotency));
 		}
 	};
 	route(succeeded, completed, 'complete');
 	route(failed, markedFailed, 'fail');
 	return routed;
+}
+
+function feedsBusinessStep(type: string | undefined): boolean {
+	return type !== undefined && (isReserveType(type) || isKeyType(type) || type.endsWith('.idempotencyOrderGuard'));
 }
 
 function outcomeItem(item: INodeExecutionData, itemIndex: number, reservation: IDataObject | undefined, fields: IDataObject): INodeExecutionData {

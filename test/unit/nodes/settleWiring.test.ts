@@ -49,9 +49,9 @@ describe('checkSettleWiring', () => {
 		expect(() => checkSettleWiring(wiring, 'Reserve', 0)).toThrow(/Several Settle nodes/);
 	});
 
-	it('refuses a step at the same height as Settle (n8n gives equal heights no defined order)', () => {
-		const level = { ...step, position: [-200, 300] as [number, number] };
-		expect(() => checkSettleWiring(record([reserve, settle, level], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).toThrow(/must sit above/);
+	it('accepts a step at any height and at any On Error: Settle waits for what the step still has to run', () => {
+		const level = { ...step, position: [-200, 300] as [number, number], onError: 'stopWorkflow' as const };
+		expect(() => checkSettleWiring(record([reserve, settle, level], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
 	});
 
 	it('ends on a loop back to the feeding node (a replay loop) and ignores disabled nodes', () => {

@@ -1,0 +1,156 @@
+import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctions, type IRun } from 'n8n-workflow';
+
+import type { KeyStore } from '../../lib/store/contract';
+import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
+import { judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
+import { isSettleNode } from './settleWiring';
+
+/*
+ * Every key an execution reserved is settled by what happened to the execution, when it ends:
+ * n8n-core runs the `workflowExecuteAfter` handlers of the execution's lifecycle hooks with the
+ * final run data, in the process that ran the execution (the worker in queue mode), before n8n
+ * answers a webhook that waited for the end (Respond: When Last Node Finishes, or Using Respond to
+ * Webhook Node when no node answered). Reserve registers the handler before it reserves anything;
+ * every node that settles a key registers it again, so that an execution resumed after a Wait (a
+ * new set of hooks, in whichever process resumes it) settles its keys too.
+ *
+ * A key a node of this package already settled is left as it is. The others: an execution that
+ * waits holds them; one that succeeded completes them unless one of their items failed; one that
+ * failed fails every key whose items failed or had not finished, and completes only those whose
+ * items all ran to their end without an error.
+ *
+ * The hooks are an n8n internal (the execute context's `additionalData.hooks`, on the 1.x and 2.x
+ * lines): without them Reserve refuses before it reserves anything.
+ */
+
+interface LifecycleHooks {
+	addHandler(hookName: 'workflowExecuteAfter', handler: (this: unknown, run: IRun) => Promise<void>): void;
+	runHook(hookName: 'sendResponse', parameters: [{ body: IDataObject; headers: IDataObject; statusCode: number }]): Promise<void>;
+}
+
+interface ContextFields {
+	additionalData?: { hooks?: Partial<LifecycleHooks> };
+	workflow?: WorkflowFields;
+}
+
+type StoreOpener = () => Promise<KeyStore>;
+
+interface Watch {
+	workflow: WorkflowFields;
+	/** The store of each Reserve node's keys, by the Reserve node's name. */
+	stores: Map<string, StoreOpener>;
+}
+
+const watches = new WeakMap<object, Watch>();
+
+function hooksOf(context: IExecuteFunctions): LifecycleHooks | undefined {
+	const hooks = (context as unknown as ContextFields).additionalData?.hooks;
+	return hooks && typeof hooks.addHandler === 'function' && typeof hooks.runHook === 'function' ? (hooks as LifecycleHooks) : undefined;
+}
+
+/**
+ * Whether the keys this node reserves are settled when the execution ends: when "Settle After
+ * Business Step" is downstream (beside the step or after it). A workflow that settles explicitly
+ * (Complete, Release, Mark Failed) or not at all (a lease that only holds copies off) keeps what it
+ * was built for.
+ */
+export function settlesAtExecutionEnd(context: IExecuteFunctions): boolean {
+	return context.getChildNodes(context.getNode().name, { includeNodeParameters: true }).some(isSettleNode);
+}
+
+/** Refuses, before anything has happened, an n8n whose execution end the package cannot see. */
+export function assertExecutionEndVisible(context: IExecuteFunctions): void {
+	if (hooksOf(context) && (context as unknown as ContextFields).workflow?.nodes) return;
+	throw new NodeOperationError(
+		context.getNode(),
+		"This n8n version does not let the node learn how the execution ends, so it could not settle the key by what happened. Nothing was reserved.",
+		{ description: 'The package supports the n8n versions its README lists.' },
+	);
+}
+
+/** Settles the keys `reserveNodes` reserved in this execution when it ends, in the store `openStore` opens. */
+export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes: string[], openStore: StoreOpener): void {
+	const hooks = hooksOf(context);
+	const workflow = (context as unknown as ContextFields).workflow;
+	if (!hooks || !workflow) return;
+	let watch = watches.get(hooks);
+	if (!watch) {
+		const created: Watch = { workflow, stores: new Map() };
+		watch = created;
+		watches.set(hooks, created);
+		hooks.addHandler('workflowExecuteAfter', async (run: IRun) => {
+			let answer: { statusCode: number; body: IDataObject } | undefined;
+			try {
+				answer = await settleAtEnd(run, created);
+			} catch (error) {
+				// A throw here would make n8n run its end handlers again: the lease is the backstop.
+				const message = error instanceof Error ? error.message : String(error);
+				LoggerProxy.error(`Idempotency: the keys of the execution could not be settled when it ended: ${message}`);
+				answer = { statusCode: 503, body: { message: `The event's key could not be settled (${message}): retry later.` } };
+			}
+			// Answered the way Respond to Webhook answers; n8n ignores it when a node answered already.
+			if (answer) await hooks.runHook('sendResponse', [{ ...answer, headers: {} }]).catch(() => undefined);
+		});
+	}
+	const memo = once(openStore);
+	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, memo);
+}
+
+function once<T>(open: () => Promise<T>): () => Promise<T> {
+	let opened: Promise<T> | undefined;
+	return () => (opened ??= open());
+}
+
+/** What the run's end means for each key it still holds: completed, failed with a reason, or held. */
+export function endOutcomes(run: IRun, workflow: WorkflowFields): { complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }> } | 'held' {
+	const data = run.data as unknown as RunExecutionDataFields & { resultData: { error?: { message?: string; node?: { name?: string } }; lastNodeExecuted?: string } };
+	const status = run.status ?? (data.resultData.error ? 'error' : run.waitTill ? 'waiting' : 'success');
+	if (status === 'waiting' || run.waitTill) return 'held';
+	const view = executionView(data, workflow);
+	if (!view) return { complete: [], fail: [] };
+	const error = data.resultData.error;
+	const failedAt = error ? (error.node?.name ?? data.resultData.lastNodeExecuted) : undefined;
+	const message = error?.message ?? `the execution ended with status "${status}"`;
+	const judgement = judgeExecution(view, failedAt ? { name: failedAt, message } : undefined);
+	const settled = keysSettledByNodes(view.runData, view);
+	const succeeded = status === 'success' && !error;
+	const complete: Reservation[] = [];
+	const fail: Array<{ reservation: Reservation; error: string }> = [];
+	for (const reservation of judgement.reservations.values()) {
+		if (settled.has(reservation.key)) continue;
+		const failure =
+			judgement.failed.get(reservation.id) ??
+			judgement.untracedFailure ??
+			(!succeeded && (judgement.pending.has(reservation.id) || judgement.untracedPending)
+				? `The execution stopped (${failedAt ? `${failedAt}: ` : ''}${message}) before this key's step finished.`
+				: undefined) ??
+			(!succeeded && !failedAt ? `The execution ended with status "${status}" (${message}).` : undefined);
+		if (failure === undefined) complete.push(reservation);
+		else fail.push({ reservation, error: failure });
+	}
+	return { complete, fail };
+}
+
+/** Settles what the execution still holds; answers 500 when a key it settled failed (the provider retries). */
+async function settleAtEnd(run: IRun, watch: Watch): Promise<{ statusCode: number; body: IDataObject } | undefined> {
+	const outcomes = endOutcomes(run, watch.workflow);
+	if (outcomes === 'held') return undefined;
+	const byStore = new Map<StoreOpener, { complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }> }>();
+	const groupOf = (reserveNode: string) => {
+		const opener = watch.stores.get(reserveNode);
+		if (!opener) return undefined;
+		let group = byStore.get(opener);
+		if (!group) byStore.set(opener, (group = { complete: [], fail: [] }));
+		return group;
+	};
+	for (const reservation of outcomes.complete) groupOf(reservation.reserveNode)?.complete.push(reservation);
+	for (const entry of outcomes.fail) groupOf(entry.reservation.reserveNode)?.fail.push(entry);
+	for (const [open, group] of byStore) {
+		const store = await open();
+		const owned = (reservation: Reservation) => ({ key: reservation.key, ownerToken: reservation.ownerToken, leaseEndsAt: reservation.leaseEndsAt });
+		if (group.complete.length > 0) await store.complete(group.complete.map(owned));
+		if (group.fail.length > 0) await store.fail(group.fail.map(({ reservation, error }) => ({ ...owned(reservation), error })));
+	}
+	if (outcomes.fail.length === 0) return undefined;
+	return { statusCode: 500, body: { message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.` } };
+}

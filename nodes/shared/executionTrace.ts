@@ -1,0 +1,267 @@
+import type { IDataObject, INodeExecutionData, IPairedItemData, IRunData, ISourceData, ITaskData } from 'n8n-workflow';
+
+import type { ExecutionRecord } from './executionRecord';
+
+/*
+ * What happened to each key an execution reserved, read from n8n's own record of the execution and
+ * traced item by item (n8n's paired items) back to the Idempotency Reserve item that reserved it.
+ * Position plays no part: a key's step has failed when an item descending from its reservation
+ * failed anywhere, and it has not finished while an item descending from it still waits to run (on
+ * n8n's execution stack, at a node waiting for its other inputs, or held by a loop node).
+ */
+
+const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
+const KEY_TYPE_SUFFIX = '.idempotencyKey';
+// n8n's own rule for an item that carries an error on a regular output (On Error: Continue (regular output)).
+const ERROR_ITEM_KEYS = new Set(['error', 'message', 'details']);
+const MAX_TRACE_DEPTH = 1_000;
+const SETTLING = new Set(['settle', 'complete', 'fail', 'release']);
+
+/** One key this execution reserved: the New item of one Reserve run, named by that run's input item. */
+export interface Reservation {
+	id: string;
+	reserveNode: string;
+	key: string;
+	ownerToken: string;
+	leaseEndsAt: Date | null;
+	/** The reservation as Reserve output it (the item's idempotency object). */
+	idempotency: IDataObject;
+}
+
+/** What remains of the execution besides its finished node runs: the work n8n has not run yet. */
+export interface PendingWork {
+	nodeExecutionStack?: Array<{ node: { name: string; type: string }; data: { main?: Array<INodeExecutionData[] | null> }; source: { main?: Array<ISourceData | null> } | null }>;
+	waitingExecution?: Record<string, Record<string, { main?: Array<INodeExecutionData[] | null> }>>;
+	waitingExecutionSource?: Record<string, Record<string, { main?: Array<ISourceData | null> }> | null>;
+	contextData?: Record<string, unknown>;
+}
+
+export interface ExecutionView extends ExecutionRecord {
+	readonly pending: PendingWork;
+}
+
+/** The reservations an item descends from; null when n8n's pairing cannot tell. */
+type Origins = string[] | null;
+
+export interface Judgement {
+	reservations: Map<string, Reservation>;
+	/** The failure message of every reservation whose step failed for one of its items. */
+	failed: Map<string, string>;
+	/** Reservations with work still to run. */
+	pending: Set<string>;
+	/** A failure that cannot be traced to its reservation: no key may be completed on a guess. */
+	untracedFailure?: string;
+	/** Work still to run that cannot be traced: no key may be called finished. */
+	untracedPending: boolean;
+}
+
+export function isReserveType(type: string | undefined): boolean {
+	return type?.endsWith(RESERVE_TYPE_SUFFIX) === true;
+}
+
+export function isKeyType(type: string | undefined): boolean {
+	return type?.endsWith(KEY_TYPE_SUFFIX) === true;
+}
+
+/** A node whose first output holds the keys it reserved: Idempotency Reserve (New), Claim for Replay (Claimed). */
+export function isReservingNode(node: { type: string; parameters?: IDataObject } | undefined): boolean {
+	if (!node) return false;
+	return isReserveType(node.type) || (isKeyType(node.type) && node.parameters?.operation === 'claimForReplay');
+}
+
+export function reservationId(reserveNode: string, run: number, inputIndex: number): string {
+	return JSON.stringify([reserveNode, run, inputIndex]);
+}
+
+/** Every key the enabled Reserve nodes reserved in this execution (their New items with an owner token). */
+export function reservationsOf(view: ExecutionRecord): Map<string, Reservation> {
+	const found = new Map<string, Reservation>();
+	for (const [name, tasks] of Object.entries(view.runData)) {
+		if (!isReservingNode(view.node(name))) continue;
+		tasks.forEach((task, run) => {
+			for (const item of task.data?.main?.[0] ?? []) {
+				const idempotency = reservedBy(item);
+				if (!idempotency) continue;
+				for (const pair of pairedItemsOf(item)) {
+					found.set(reservationId(name, run, pair.item), {
+						id: reservationId(name, run, pair.item),
+						reserveNode: name,
+						key: idempotency.key as string,
+						ownerToken: idempotency.ownerToken as string,
+						leaseEndsAt: typeof idempotency.lockedUntil === 'string' ? new Date(idempotency.lockedUntil) : null,
+						idempotency,
+					});
+				}
+			}
+		});
+	}
+	return found;
+}
+
+function reservedBy(item: INodeExecutionData): IDataObject | undefined {
+	const idempotency = item.json?.idempotency as IDataObject | undefined;
+	if (!idempotency || !(idempotency.outcome === 'new' || (idempotency.outcome === 'replay' && idempotency.claimed === true))) return undefined;
+	if (typeof idempotency.key !== 'string' || typeof idempotency.ownerToken !== 'string' || idempotency.ownerToken === '') return undefined;
+	return idempotency;
+}
+
+/**
+ * The reservations an item that one run of `node` output descends from: [] when its chain reaches
+ * the execution's start (or a Reserve output other than New) without a reservation, null when a
+ * link is missing.
+ */
+export function originsOfItem(view: ExecutionRecord, node: string, run: number, item: INodeExecutionData, depth = 0): Origins {
+	if (depth > MAX_TRACE_DEPTH) return null;
+	if (isReservingNode(view.node(node))) {
+		if (!reservedBy(item)) return [];
+		return pairedItemsOf(item).map((pair) => reservationId(node, run, pair.item));
+	}
+	const task = view.runData[node]?.[run];
+	if (task && isStart(task)) return [];
+	const paired = pairedItemsOf(item);
+	if (paired.length === 0) return null;
+	const origins: string[] = [];
+	for (const pair of paired) {
+		const source = (pair as IPairedItemData & { sourceOverwrite?: ISourceData }).sourceOverwrite ?? task?.source?.[pair.input ?? 0];
+		if (!source) return null;
+		const upstream = originsOfOutput(view, source, pair.item, depth + 1);
+		if (upstream === null) return null;
+		origins.push(...upstream);
+	}
+	return origins;
+}
+
+/** The reservations the item at `index` of one node output descends from. */
+function originsOfOutput(view: ExecutionRecord, source: ISourceData, index: number, depth: number): Origins {
+	const run = source.previousNodeRun ?? 0;
+	const item = view.runData[source.previousNode]?.[run]?.data?.main?.[source.previousNodeOutput ?? 0]?.[index];
+	if (!item) return null;
+	return originsOfItem(view, source.previousNode, run, item, depth);
+}
+
+/** The reservations an item waiting at a node's input descends from (it is an item its source node output). */
+function originsOfInput(view: ExecutionRecord, source: ISourceData | null | undefined, item: INodeExecutionData): Origins {
+	if (!source) return null;
+	return originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, item);
+}
+
+function isStart(task: ITaskData): boolean {
+	return !task.source || task.source.every((source) => !source);
+}
+
+/**
+ * Judges every reservation of the execution. `failedNode` is the node the execution stopped at, if
+ * it stopped on an error: its input items (n8n put them back on the stack) failed.
+ */
+export function judgeExecution(view: ExecutionView, failedNode?: { name: string; message: string }): Judgement {
+	const judgement: Judgement = { reservations: reservationsOf(view), failed: new Map(), pending: new Set(), untracedPending: false };
+	const fail = (origins: Origins, message: string): void => {
+		if (origins === null) {
+			judgement.untracedFailure ??= message;
+			return;
+		}
+		for (const origin of origins) if (!judgement.failed.has(origin)) judgement.failed.set(origin, message);
+	};
+	const wait = (origins: Origins): void => {
+		if (origins === null) judgement.untracedPending = true;
+		else for (const origin of origins) judgement.pending.add(origin);
+	};
+
+	for (const [name, tasks] of Object.entries(view.runData)) {
+		const node = view.node(name);
+		// The package's own nodes route their refusals themselves; they are not part of any key's step.
+		if (isReserveType(node?.type) || isKeyType(node?.type)) continue;
+		tasks.forEach((task, run) => {
+			if (task.error) {
+				// A node that failed as a whole passed its *input* on (or stopped): every item it was given failed.
+				const message = `${name}: ${task.error.message}`;
+				for (const source of task.source ?? []) {
+					if (!source) continue;
+					const items = view.runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0] ?? [];
+					for (const item of items) fail(originsOfInput(view, source, item), message);
+				}
+				if (isStart(task)) judgement.untracedFailure ??= message;
+				return;
+			}
+			const outputs = task.data?.main ?? [];
+			const errorOutput = node?.onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
+			const regularErrors = node?.onError === 'continueRegularOutput' || node?.continueOnFail === true;
+			for (const [outputIndex, items] of outputs.entries()) {
+				for (const item of items ?? []) {
+					if (!(outputIndex === errorOutput || (regularErrors && isErrorItem(item)))) continue;
+					fail(originsOfItem(view, name, run, item), `${name}: ${errorMessageOf(item)}`);
+				}
+			}
+		});
+	}
+
+	const { nodeExecutionStack = [], waitingExecution = {}, waitingExecutionSource = {}, contextData = {} } = view.pending;
+	for (const entry of nodeExecutionStack) {
+		const atFailure = failedNode !== undefined && entry.node.name === failedNode.name && entry === nodeExecutionStack[0];
+		if (isKeyType(entry.node.type) && !atFailure) continue;
+		for (const [input, items] of (entry.data.main ?? []).entries()) {
+			for (const item of items ?? []) {
+				const origins = entry.source === null ? [] : originsOfInput(view, entry.source.main?.[input], item);
+				if (atFailure) fail(origins, `${failedNode.name}: ${failedNode.message}`);
+				wait(origins);
+			}
+		}
+	}
+	for (const [name, runs] of Object.entries(waitingExecution)) {
+		if (isKeyType(view.node(name)?.type)) continue;
+		for (const [run, data] of Object.entries(runs)) {
+			for (const [input, items] of (data?.main ?? []).entries()) {
+				for (const item of items ?? []) wait(originsOfInput(view, waitingExecutionSource[name]?.[run]?.main?.[input], item));
+			}
+		}
+	}
+	// A loop node (Loop Over Items) holds the items it has not sent yet in its node context, with the source they came from.
+	for (const [scope, value] of Object.entries(contextData)) {
+		if (!scope.startsWith('node:') || !value || typeof value !== 'object') continue;
+		const { items, sourceData } = value as { items?: unknown; sourceData?: unknown };
+		if (!Array.isArray(items) || items.length === 0) continue;
+		const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : undefined;
+		for (const item of items as INodeExecutionData[]) wait(originsOfInput(view, source, item));
+	}
+	return judgement;
+}
+
+/** The keys an Idempotency Key node already settled (or tried to) in this execution. */
+export function keysSettledByNodes(runData: IRunData, view: ExecutionRecord): Set<string> {
+	const keys = new Set<string>();
+	for (const [name, tasks] of Object.entries(runData)) {
+		if (!isKeyType(view.node(name)?.type)) continue;
+		for (const task of tasks) {
+			for (const items of task.data?.main ?? []) {
+				for (const item of items ?? []) {
+					const idempotency = item.json?.idempotency as IDataObject | undefined;
+					if (typeof idempotency?.key === 'string' && SETTLING.has(String(idempotency.operation))) keys.add(idempotency.key);
+				}
+			}
+		}
+	}
+	return keys;
+}
+
+export function isErrorItem(item: INodeExecutionData): boolean {
+	if (item.error !== undefined) return true;
+	const json = item.json ?? {};
+	return json.error !== undefined && Object.keys(json).every((key) => ERROR_ITEM_KEYS.has(key));
+}
+
+export function errorMessageOf(item: INodeExecutionData): string {
+	const json = item.json ?? {};
+	const error = json.error as unknown;
+	if (typeof error === 'string' && error !== '') return error;
+	if (error && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
+	if (typeof json.message === 'string' && json.message !== '') return json.message;
+	if (item.error?.message) return item.error.message;
+	return 'the item left through the error output';
+}
+
+export function pairedItemsOf(item: INodeExecutionData): IPairedItemData[] {
+	const paired = item.pairedItem;
+	if (paired === undefined || paired === null) return [];
+	if (typeof paired === 'number') return [{ item: paired }];
+	return Array.isArray(paired) ? paired : [paired];
+}

@@ -1,0 +1,489 @@
+import { NodeConnectionTypes, type IConnections, type INode, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
+
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
+import { webhookItem } from '../support/fakeExecuteFunctions';
+import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
+import {
+	addNodeTypes,
+	CREDENTIAL_UP,
+	engineWithUpAndDownCredentials,
+	executeInProcess,
+	inProcessWorkflow,
+	PACKAGE,
+	packageNode,
+	resumeInProcess,
+	webhookAnswer,
+	type EngineBase,
+} from '../support/n8nEngine';
+
+/*
+ * The constructs n8n users reach for first, around "Settle After Business Step", run by n8n-core's
+ * own engine with n8n-nodes-base's own If, Merge, Wait, Loop Over Items, No Op and Execute Workflow
+ * nodes and a real Postgres. Each row delivers events the way a provider does (and retries them
+ * after a failure) and asserts the effects per event, each key's final state and what n8n answers.
+ * The rule: the effect ran and the execution succeeded → completed, 2xx; the step failed → failed,
+ * 5xx, and the retry runs it once more; a waiting execution holds its key until it resumes.
+ */
+
+const describeWithN8n = baseNodesInstalled() ? describe : describe.skip;
+if (!baseNodesInstalled()) {
+	// eslint-disable-next-line no-console
+	console.warn(`settleConstructs: n8n-nodes-base is not installed at ${n8nInstallDirectory()}: run scripts/ensure-n8n.sh first. Skipped.`);
+}
+
+const db = postgresSchemaFixture('constructs', { keyTables: ['processed_events'] });
+
+let base: EngineBase;
+
+const link = (...names: string[]) => names.map((name) => ({ node: name, type: NodeConnectionTypes.Main, index: 0 }));
+const toInput = (name: string, index: number) => [{ node: name, type: NodeConnectionTypes.Main, index }];
+
+/**
+ * One of n8n-nodes-base's nodes. Routing nodes continue on error (regular output), as the package
+ * used to require of every node of the step: each row then shows what Settle did with the wiring
+ * the previous rules accepted, not their refusal.
+ */
+function baseNode(name: string, type: string, typeVersion: number, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
+	return { id: name, name, type: `n8n-nodes-base.${type}`, typeVersion, position: [400, y], parameters, onError: 'continueRegularOutput', ...extra };
+}
+
+function effect(name: string, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
+	return packageNode(name, 'testEffect', parameters, { position: [400, y], ...extra });
+}
+
+/** If: true when the event's body has `skip: true`. */
+function skipIf(name: string, y: number): INode {
+	return baseNode(
+		name,
+		'if',
+		2,
+		{
+			conditions: {
+				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
+				conditions: [{ id: 'c1', leftValue: '={{ $json.body.skip }}', rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
+				combinator: 'and',
+			},
+			looseTypeValidation: true,
+		},
+		y,
+	);
+}
+
+const ANSWER_NODES = [
+	{ name: 'Respond 200 (completed)', status: 200 },
+	{ name: 'Respond 500 (failed)', status: 500 },
+	{ name: 'Respond 200 (completion refused)', status: 200 },
+	{ name: 'Respond 503 (not settled)', status: 503 },
+];
+
+interface Shape {
+	/** The business step's nodes and their connections (from "New" to their first nodes, via `heads`). */
+	nodes: INode[];
+	connections: IConnections;
+	heads: string[];
+	/** Beside the step on Reserve's New output (the template's wiring), or after the named node. */
+	settleAfter?: string;
+	/** Nodes on Reserve's Duplicate output. */
+	duplicateHeads?: string[];
+}
+
+function workflow(id: string, shape: Shape): IWorkflowBase {
+	const table = { schemaName: db.schema, tableName: 'processed_events' };
+	const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
+	const nodes: INode[] = [
+		packageNode('Webhook', 'testWebhook'),
+		packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { ...table, storePayload: true } }, { credentials, onError: 'continueRegularOutput' }),
+		packageNode('Settle', 'idempotencyKey', { operation: 'settle', responseJson: '={{ JSON.stringify({ stored: true }) }}', options: table }, { credentials, position: [400, 900] }),
+		...ANSWER_NODES.map(({ name, status }) => packageNode(name, 'testStep', { status })),
+		packageNode('Respond 200 (duplicate)', 'testStep', { status: 200 }),
+		packageNode('Respond 409 (in progress)', 'testStep', { status: 409 }),
+		packageNode('Respond 503 (not reserved)', 'testStep', { status: 503 }),
+		...shape.nodes,
+	];
+	const beside = shape.settleAfter === undefined;
+	const connections: IConnections = {
+		Webhook: { main: [link('Reserve')] },
+		Reserve: {
+			main: [
+				link(...shape.heads, ...(beside ? ['Settle'] : [])),
+				link(...(shape.duplicateHeads ?? []), 'Respond 200 (duplicate)'),
+				link('Respond 409 (in progress)'),
+				link('Respond 503 (not reserved)'),
+			],
+		},
+		Settle: { main: ANSWER_NODES.map(({ name }) => link(name)) },
+		...shape.connections,
+	};
+	if (!beside) {
+		const after = shape.settleAfter as string;
+		connections[after] = { main: [[...(connections[after]?.main?.[0] ?? []), ...link('Settle')], ...(connections[after]?.main?.slice(1) ?? [])] };
+	}
+	return inProcessWorkflow(id, nodes, connections);
+}
+
+let executions = 0;
+
+interface Delivery {
+	executionId: string;
+	run: IRun;
+	answer: number | undefined;
+}
+
+async function deliver(data: IWorkflowBase, bodies: unknown[]): Promise<Delivery> {
+	executions += 1;
+	const executionId = `constructs-${executions}`;
+	const { run } = await executeInProcess(data, executionId, bodies.map((body) => webhookItem(body)), base);
+	return { executionId, run, answer: webhookAnswer(executionId, run) };
+}
+
+/** The resumed execution, as n8n's wait tracker starts it once the Wait's time has come. */
+async function resume(data: IWorkflowBase, waiting: Delivery): Promise<Delivery> {
+	expect(waiting.run.status).toBe('waiting');
+	const run = await resumeInProcess(data, waiting.executionId, waiting.run.data, base);
+	return { executionId: waiting.executionId, run, answer: webhookAnswer(waiting.executionId, run) };
+}
+
+async function keyState(id: string): Promise<{ status: string; last_error: string | null } | undefined> {
+	return (await db.pool.query(`select status, last_error from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0];
+}
+
+beforeAll(() => {
+	if (!baseNodesInstalled()) return;
+	addNodeTypes({ ...loadBaseNodes(), [`${PACKAGE}.testEffect`]: new TestEffect() });
+	base = engineWithUpAndDownCredentials(connectionSettings());
+	// Execute Workflow's sub-workflow, run in-process the way n8n runs it (source: Parameter).
+	base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
+		const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+		executions += 1;
+		const child = executeInProcess(inProcessWorkflow(`sub-${executions}`, code.nodes, code.connections), `sub-${executions}`, options.inputData ?? [], base);
+		if (options.doNotWaitToFinish) {
+			void child.catch(() => undefined);
+			return { executionId: `sub-${executions}`, data: [null] };
+		}
+		const { run } = await child;
+		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+		const last = run.data.resultData.lastNodeExecuted as string;
+		return { executionId: `sub-${executions}`, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+	};
+});
+
+beforeEach(() => {
+	effects.length = 0;
+});
+
+describeWithN8n('If / Switch', () => {
+	const shape: Shape = {
+		nodes: [skipIf('Skip?', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
+		connections: { 'Skip?': { main: [[], link('Charge')] } },
+		heads: ['Skip?'],
+	};
+
+	it('a branch that ends without the effect: completed, nothing done, 200; the other branch: one effect, completed, 200', async () => {
+		const data = workflow('wf-if', shape);
+		const skipped = await deliver(data, [{ id: 'if_skip', skip: true }]);
+		const charged = await deliver(data, [{ id: 'if_charge' }]);
+		expect([skipped.answer, charged.answer]).toEqual([200, 200]);
+		expect([effectsFor('if_skip'), effectsFor('if_charge')]).toEqual([0, 1]);
+		expect((await keyState('if_skip'))?.status).toBe('completed');
+		expect((await keyState('if_charge'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('Merge after If (only one branch has data: n8n runs the Merge after Settle)', () => {
+	const shape: Shape = {
+		nodes: [
+			skipIf('Route', 0),
+			baseNode('A', 'noOp', 1, {}, 0),
+			baseNode('B', 'noOp', 1, {}, 100),
+			baseNode('Merge', 'merge', 3, {}, 0),
+			effect('Write', { failTimes: 1 }, 0, { onError: 'continueErrorOutput' }),
+		],
+		connections: { Route: { main: [link('A'), link('B')] }, A: { main: [toInput('Merge', 0)] }, B: { main: [toInput('Merge', 1)] }, Merge: { main: [link('Write')] } },
+		heads: ['Route'],
+	};
+
+	// Loss on the old code: Settle ran before the Merge and answered Completed/200; the write then failed.
+	it('the write after the Merge fails: failed, 500; the retry writes once and completes', async () => {
+		const data = workflow('wf-merge', shape);
+		const failed = await deliver(data, [{ id: 'merge_1' }]);
+		expect(effectsFor('merge_1')).toBe(0);
+		expect(failed.answer).toBe(500);
+		expect(await keyState('merge_1')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Write: .*effect refused/) });
+
+		const retried = await deliver(data, [{ id: 'merge_1' }]);
+		expect(retried.answer).toBe(200);
+		expect(effectsFor('merge_1')).toBe(1);
+		expect((await keyState('merge_1'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('Wait (the execution is resumed as a new run from its saved data)', () => {
+	const wait = (name: string, y: number, extra: Partial<INode> = {}) => baseNode(name, 'wait', 1.1, { resume: 'timeInterval', amount: 1, unit: 'hours' }, y, extra);
+
+	// Old code: after the resume Settle threw (its window of execution indexes restarts at 0), after the charge.
+	it('a Wait before the effect: held while waiting; after the resume one effect, completed, 200', async () => {
+		const data = workflow('wf-wait-first', {
+			nodes: [wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
+			connections: { Wait: { main: [link('Charge')] } },
+			heads: ['Wait'],
+		});
+		const waiting = await deliver(data, [{ id: 'wait_first' }]);
+		expect(waiting.answer).toBeUndefined();
+		expect((await keyState('wait_first'))?.status).toBe('processing');
+		const resumed = await resume(data, waiting);
+		expect(resumed.run.data.resultData.error).toBeUndefined();
+		expect(resumed.answer).toBe(200);
+		expect(effectsFor('wait_first')).toBe(1);
+		expect((await keyState('wait_first'))?.status).toBe('completed');
+	});
+
+	// Loss on the old code: Settle did not see the failure after the Wait and answered Completed.
+	it('the step fails after the Wait: failed, 500 once resumed', async () => {
+		const data = workflow('wf-wait-middle', {
+			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Write', { failFor: 'wait_middle' }, 0, { onError: 'continueErrorOutput' })],
+			connections: { Charge: { main: [link('Wait')] }, Wait: { main: [link('Write')] } },
+			heads: ['Charge'],
+		});
+		const waiting = await deliver(data, [{ id: 'wait_middle' }]);
+		const resumed = await resume(data, waiting);
+		expect(resumed.answer).toBe(500);
+		expect(await keyState('wait_middle')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Write: effect refused/) });
+	});
+
+	it('a Wait, then a Merge that n8n runs after Settle, then a write that fails: Settle leaves the key to the end of the resumed run, which fails it and answers 500', async () => {
+		const data = workflow('wf-wait-merge', {
+			nodes: [
+				wait('Wait', 0),
+				skipIf('Route', 0),
+				baseNode('A', 'noOp', 1, {}, 0),
+				baseNode('B', 'noOp', 1, {}, 100),
+				baseNode('Merge', 'merge', 3, {}, 0),
+				effect('Write', { failTimes: 1 }, 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: {
+				Wait: { main: [link('Route')] },
+				Route: { main: [link('A'), link('B')] },
+				A: { main: [toInput('Merge', 0)] },
+				B: { main: [toInput('Merge', 1)] },
+				Merge: { main: [link('Write')] },
+			},
+			heads: ['Wait'],
+		});
+		const resumed = await resume(data, await deliver(data, [{ id: 'wait_merge' }]));
+		expect(resumed.answer).toBe(500);
+		expect(await keyState('wait_merge')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Write: .*effect refused/) });
+		const retried = await resume(data, await deliver(data, [{ id: 'wait_merge' }]));
+		expect(retried.answer).toBe(200);
+		expect(effectsFor('wait_merge')).toBe(1);
+		expect((await keyState('wait_merge'))?.status).toBe('completed');
+	});
+
+	it('a Wait with Settle chained after the step: refused before anything is reserved (a failed item would never reach Settle in the resumed run)', async () => {
+		const data = workflow('wf-wait-chained', {
+			nodes: [wait('Wait', 0), effect('Charge', {}, 0, { onError: 'continueErrorOutput' })],
+			connections: { Wait: { main: [link('Charge')] } },
+			heads: ['Wait'],
+			settleAfter: 'Charge',
+		});
+		const refused = await deliver(data, [{ id: 'wait_chained' }]);
+		expect(refused.answer).toBe(503);
+		expect(effects).toEqual([]);
+		expect(await keyState('wait_chained')).toBeUndefined();
+	});
+
+	it('a node after the Wait that stops the workflow on error: refused before anything is reserved or done (the resumed run could not settle)', async () => {
+		const data = workflow('wf-wait-stop', {
+			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Write', {}, 0)],
+			connections: { Charge: { main: [link('Wait')] }, Wait: { main: [link('Write')] } },
+			heads: ['Charge'],
+		});
+		const refused = await deliver(data, [{ id: 'wait_stop' }]);
+		expect(refused.answer).toBe(503);
+		expect(effects).toEqual([]);
+		expect(await keyState('wait_stop')).toBeUndefined();
+	});
+});
+
+describeWithN8n('Loop Over Items (batch size 1) over three keys', () => {
+	// Duplicates on the old code: the loop's paired items were not traced, all three keys failed, the retry repeated two effects.
+	it('the write fails for one: only its key failed; the retry of all three writes it once, the others are duplicates', async () => {
+		const data = workflow('wf-loop', {
+			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', { failTimes: 0, failFor: 'loop_b' }, 0, { onError: 'continueErrorOutput' })],
+			connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop'), link('Loop')] } },
+			heads: ['Loop'],
+		});
+		const ids = ['loop_a', 'loop_b', 'loop_c'];
+		await deliver(data, ids.map((id) => ({ id })));
+		expect(ids.map(effectsFor)).toEqual([1, 0, 1]);
+		expect(await Promise.all(ids.map(async (id) => (await keyState(id))?.status))).toEqual(['completed', 'failed', 'completed']);
+
+		const fixed = workflow('wf-loop', {
+			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop'), link('Loop')] } },
+			heads: ['Loop'],
+		});
+		await deliver(fixed, ids.map((id) => ({ id })));
+		expect(ids.map(effectsFor)).toEqual([1, 1, 1]);
+		expect((await keyState('loop_b'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('Execute Workflow', () => {
+	const subWorkflow = JSON.stringify({
+		nodes: [packageNode('Webhook', 'testWebhook'), effect('Sub Charge', { failTimes: 1 }, 0)],
+		connections: { Webhook: { main: [link('Sub Charge')] } },
+	});
+	const execute = (wait: boolean) =>
+		baseNode('Run Sub-workflow', 'executeWorkflow', 1.1, { source: 'parameter', workflowJson: subWorkflow, mode: 'each', options: { waitForSubWorkflow: wait } }, 0, { onError: 'continueErrorOutput' });
+
+	it('waiting for the sub-workflow: its failure fails the key (500); the retry runs it once and completes', async () => {
+		const data = workflow('wf-sub-wait', { nodes: [execute(true)], connections: {}, heads: ['Run Sub-workflow'] });
+		const failed = await deliver(data, [{ id: 'sub_wait' }]);
+		expect(failed.answer).toBe(500);
+		expect((await keyState('sub_wait'))?.status).toBe('failed');
+		const retried = await deliver(data, [{ id: 'sub_wait' }]);
+		expect(retried.answer).toBe(200);
+		expect(effectsFor('sub_wait')).toBe(1);
+		expect((await keyState('sub_wait'))?.status).toBe('completed');
+	});
+
+	// Loss on the old code: the sub-workflow's failure never reached the parent, and Settle completed the key.
+	it('not waiting for it: refused before anything is reserved (its failure could never reach the key)', async () => {
+		const data = workflow('wf-sub-nowait', { nodes: [execute(false)], connections: {}, heads: ['Run Sub-workflow'] });
+		const refused = await deliver(data, [{ id: 'sub_nowait' }]);
+		expect(refused.answer).toBe(503);
+		expect(effectsFor('sub_nowait')).toBe(0);
+		expect(await keyState('sub_nowait')).toBeUndefined();
+	});
+});
+
+describeWithN8n('node settings n8n users keep or change', () => {
+	// Refused on the old code (every delivery 503): the step stops the workflow on error.
+	it('Retry On Fail (fails twice, then succeeds), at the default On Error: one effect, completed, 200', async () => {
+		const data = workflow('wf-retry', {
+			nodes: [effect('Charge', { failTimes: 2 }, 0, { retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
+			connections: {},
+			heads: ['Charge'],
+		});
+		const delivered = await deliver(data, [{ id: 'retry_ok' }]);
+		expect(delivered.answer).toBe(200);
+		expect(effectsFor('retry_ok')).toBe(1);
+		expect((await keyState('retry_ok'))?.status).toBe('completed');
+	});
+
+	// Refused on the old code (every delivery 503 until the user finds the setting).
+	it('a step at the default On Error (Stop Workflow) that fails: failed, n8n answers 500; the retry runs it once and completes', async () => {
+		const data = workflow('wf-stop', { nodes: [effect('HTTP Request', { failTimes: 1 }, 0)], connections: {}, heads: ['HTTP Request'] });
+		const failed = await deliver(data, [{ id: 'stop_1' }]);
+		expect(failed.answer).toBe(500);
+		expect(await keyState('stop_1')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/effect refused/) });
+		const retried = await deliver(data, [{ id: 'stop_1' }]);
+		expect(retried.answer).toBe(200);
+		expect(effectsFor('stop_1')).toBe(1);
+		expect((await keyState('stop_1'))?.status).toBe('completed');
+	});
+
+	it('a node failing for one of several items (Continue (using error output)): only that key failed', async () => {
+		const data = workflow('wf-items', { nodes: [effect('Code', { failFor: 'items_b' }, 0, { onError: 'continueErrorOutput' })], connections: {}, heads: ['Code'] });
+		await deliver(data, [{ id: 'items_a' }, { id: 'items_b' }, { id: 'items_c' }]);
+		expect(['items_a', 'items_b', 'items_c'].map(effectsFor)).toEqual([1, 0, 1]);
+		expect((await keyState('items_a'))?.status).toBe('completed');
+		expect((await keyState('items_b'))?.status).toBe('failed');
+		expect((await keyState('items_c'))?.status).toBe('completed');
+	});
+
+	it.each<[string, INodeParameters, Partial<INode>]>([
+		['Always Output Data on a step that returns nothing', { outputNothing: true }, { alwaysOutputData: true, onError: 'continueErrorOutput' }],
+		['a step that returns zero items', { outputNothing: true }, { onError: 'continueErrorOutput' }],
+	])('%s: completed, 200', async (label, parameters, extra) => {
+		const id = `empty_${label.length}`;
+		const data = workflow(`wf-${id}`, { nodes: [effect('Charge', parameters, 0, extra)], connections: {}, heads: ['Charge'] });
+		const delivered = await deliver(data, [{ id }]);
+		expect(delivered.answer).toBe(200);
+		expect(effectsFor(id)).toBe(1);
+		expect((await keyState(id))?.status).toBe('completed');
+	});
+
+	it('a disabled node in the step: passed through, one effect, completed, 200', async () => {
+		const data = workflow('wf-disabled', {
+			nodes: [baseNode('Off', 'noOp', 1, {}, 0, { disabled: true }), effect('Charge', {}, 0, { onError: 'continueErrorOutput' })],
+			connections: { Off: { main: [link('Charge')] } },
+			heads: ['Off'],
+		});
+		const delivered = await deliver(data, [{ id: 'disabled_1' }]);
+		expect(delivered.answer).toBe(200);
+		expect(effectsFor('disabled_1')).toBe(1);
+		expect((await keyState('disabled_1'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('Settle chained after the step (the wiring people draw first)', () => {
+	// Old code: Reserve accepted it and Settle refused it after the effect; the key stayed reserved.
+	it('the step succeeds: one effect, completed, 200', async () => {
+		const data = workflow('wf-chained', { nodes: [effect('Charge', {}, 0)], connections: {}, heads: ['Charge'], settleAfter: 'Charge' });
+		const delivered = await deliver(data, [{ id: 'chained_ok' }]);
+		expect(delivered.answer).toBe(200);
+		expect(effectsFor('chained_ok')).toBe(1);
+		expect((await keyState('chained_ok'))?.status).toBe('completed');
+	});
+
+	it('the step fails (Stop Workflow): failed, 500; the retry runs it once and completes', async () => {
+		const data = workflow('wf-chained-fail', { nodes: [effect('Charge', { failTimes: 1 }, 0)], connections: {}, heads: ['Charge'], settleAfter: 'Charge' });
+		const failed = await deliver(data, [{ id: 'chained_fail' }]);
+		expect(failed.answer).toBe(500);
+		expect((await keyState('chained_fail'))?.status).toBe('failed');
+		await deliver(data, [{ id: 'chained_fail' }]);
+		expect(effectsFor('chained_fail')).toBe(1);
+		expect((await keyState('chained_fail'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('a replay (Claim for Replay feeds the step)', () => {
+	it('the replayed step stops the workflow on error: the claimed key is marked failed when the execution ends, 500; a later replay completes it', async () => {
+		const live = workflow('wf-replay-live', { nodes: [effect('Charge', { failTimes: 2 }, 0)], connections: {}, heads: ['Charge'] });
+		expect((await deliver(live, [{ id: 'replay_1' }])).answer).toBe(500);
+		expect((await keyState('replay_1'))?.status).toBe('failed');
+
+		const table = { schemaName: db.schema, tableName: 'processed_events' };
+		const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
+		const replay = inProcessWorkflow(
+			'wf-replay',
+			[
+				packageNode('Webhook', 'testWebhook'),
+				packageNode('Claim', 'idempotencyKey', { operation: 'claimForReplay', replayKey: '={{ $json.body.key }}', leaseSeconds: 300, retentionDays: 30, options: table }, { credentials }),
+				effect('Charge', { failTimes: 2 }, 0),
+				packageNode('Settle', 'idempotencyKey', { operation: 'settle', options: table }, { credentials, position: [400, 900] }),
+			],
+			{ Webhook: { main: [link('Claim')] }, Claim: { main: [link('Charge', 'Settle')] } },
+		);
+		// The claimed item's body is the payload Reserve stored ("Store Payload").
+		const failedAgain = await deliver(replay, [{ key: 'evt:replay_1' }]);
+		expect(failedAgain.answer).toBe(500);
+		expect(await keyState('replay_1')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/effect refused/) });
+		const replayed = await deliver(replay, [{ key: 'evt:replay_1' }]);
+		expect(replayed.answer).toBe(200);
+		expect(effectsFor('replay_1')).toBe(1);
+		expect((await keyState('replay_1'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('several keys from one delivery', () => {
+	// Old code: a node failing on the Duplicate branch left the New keys reserved (or, with the error workflow, failed them all).
+	it('a node on the Duplicate branch fails: each New key by its own items; every retry ends with one effect per event', async () => {
+		const data = workflow('wf-several', {
+			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), effect('Log Duplicate', { failFor: 'several_a' }, 0)],
+			connections: {},
+			heads: ['Charge'],
+			duplicateHeads: ['Log Duplicate'],
+		});
+		await deliver(data, [{ id: 'several_a' }]);
+		await deliver(data, [{ id: 'several_a' }, { id: 'several_b' }, { id: 'several_c' }]);
+		for (const id of ['several_b', 'several_c']) {
+			const state = (await keyState(id))?.status;
+			// Completed exactly when its effect happened; failed (to be retried) when it did not.
+			expect(state).toBe(effectsFor(id) === 1 ? 'completed' : 'failed');
+		}
+		await deliver(data, [{ id: 'several_b' }, { id: 'several_c' }]);
+		expect(['several_a', 'several_b', 'several_c'].map(effectsFor)).toEqual([1, 1, 1]);
+	});
+});
