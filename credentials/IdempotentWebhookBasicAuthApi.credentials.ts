@@ -4,9 +4,6 @@ import type { Icon, ICredentialType, INodeProperties } from 'n8n-workflow';
  * The user and password a caller of the Idempotent Webhook trigger must send with HTTP Basic
  * authentication (n8n's own Basic Auth credential cannot be used by a community node).
  */
-// Tested offline by the Idempotent Webhook trigger (testedBy); the rule reads only nodes listed in
-// package.json, and the trigger is listed once its settlement is built: then this line goes.
-// eslint-disable-next-line @n8n/community-nodes/credential-test-required
 export class IdempotentWebhookBasicAuthApi implements ICredentialType {
 	name = 'idempotentWebhookBasicAuthApi';
 

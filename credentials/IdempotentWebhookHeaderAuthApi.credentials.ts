@@ -4,9 +4,6 @@ import type { Icon, ICredentialType, INodeProperties } from 'n8n-workflow';
  * The header a caller of the Idempotent Webhook trigger must send, and its value (n8n's own
  * Header Auth credential cannot be used by a community node).
  */
-// Tested offline by the Idempotent Webhook trigger (testedBy); the rule reads only nodes listed in
-// package.json, and the trigger is listed once its settlement is built: then this line goes.
-// eslint-disable-next-line @n8n/community-nodes/credential-test-required
 export class IdempotentWebhookHeaderAuthApi implements ICredentialType {
 	name = 'idempotentWebhookHeaderAuthApi';
 

@@ -7,6 +7,8 @@ import {
 	type ICredentialTestFunctions,
 	type INodeCredentialTestResult,
 	type IDataObject,
+	type IExecuteFunctions,
+	type INodeExecutionData,
 	type INodeType,
 	type INodeTypeDescription,
 	type IWebhookFunctions,
@@ -21,10 +23,12 @@ import type { AuthenticationSettings } from '../../lib/webhook/authentication';
 import { decideWebhook, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
 import { answerFor, type WebhookAnswer } from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
-import { embeddedFileAt, storagePathOutsideExecution } from '../shared/embeddedFile';
+import { embeddedFileAt, embeddedFileFor, storagePathOutsideExecution } from '../shared/embeddedFile';
+import { assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { configuredSecrets, CREDENTIAL_TYPE as SIGNING_SECRET } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
+import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, UNSIGNED } from './description';
 
 const CALLER_CREDENTIAL_TEST = 'idempotentWebhookCallerCredentialTest';
@@ -42,7 +46,9 @@ interface TriggerOptions {
  * an unusable store or secret — without starting an execution (lib/webhook/decide.ts). Only a new,
  * verified event starts one, its item carrying the `idempotency` object Reserve gives.
  *
- * Not registered in package.json yet: the key of a started execution is settled by nothing so far.
+ * n8n runs the start node of that execution through `execute()` (in the process that runs the
+ * execution: a worker in queue mode), which hands the item on and has the key settled when the
+ * execution ends, by what happened (nodes/shared/executionEnd.ts).
  */
 export class IdempotentWebhook implements INodeType {
 	description: INodeTypeDescription = {
@@ -57,9 +63,10 @@ export class IdempotentWebhook implements INodeType {
 		inputs: [],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
-			{ name: 'idempotentWebhookBasicAuthApi', required: true, testedBy: CALLER_CREDENTIAL_TEST, displayOptions: { show: { authentication: ['basicAuth'] } } },
-			{ name: 'idempotentWebhookHeaderAuthApi', required: true, testedBy: CALLER_CREDENTIAL_TEST, displayOptions: { show: { authentication: ['headerAuth'] } } },
-			{ name: 'webhookSignatureApi', required: true, displayOptions: { hide: { scheme: [UNSIGNED] } } },
+			// Literal names: n8n's lint reads testedBy as written.
+			{ name: 'idempotentWebhookBasicAuthApi', required: true, testedBy: 'idempotentWebhookCallerCredentialTest', displayOptions: { show: { authentication: ['basicAuth'] } } },
+			{ name: 'idempotentWebhookHeaderAuthApi', required: true, testedBy: 'idempotentWebhookCallerCredentialTest', displayOptions: { show: { authentication: ['headerAuth'] } } },
+			{ name: 'webhookSignatureApi', required: true, testedBy: 'webhookSignatureSecretTest', displayOptions: { hide: { scheme: [UNSIGNED] } } },
 			{
 				name: 'idempotencyPostgresApi',
 				required: true,
@@ -81,7 +88,7 @@ export class IdempotentWebhook implements INodeType {
 		properties: idempotentWebhookProperties,
 	};
 
-	methods = { credentialTest: { [CONNECTION_TEST]: testConnection, [CALLER_CREDENTIAL_TEST]: testCallerCredential } };
+	methods = { credentialTest: { [CONNECTION_TEST]: testConnection, [CALLER_CREDENTIAL_TEST]: testCallerCredential, webhookSignatureSecretTest } };
 
 	// The sender's endpoint is configured at the sender by hand: nothing to register or remove.
 	webhookMethods = {
@@ -98,6 +105,19 @@ export class IdempotentWebhook implements INodeType {
 		},
 	};
 
+	/**
+	 * The execution's first step: the event's item passes on unchanged, and its key is settled when
+	 * the execution ends — completed with the answer n8n gives the sender, or failed for its retry.
+	 */
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		// Before anything runs: an n8n that cannot tell the package how the execution ends is refused here.
+		assertExecutionEndVisible(this);
+		const options = this.getNodeParameter('options', 0, {}) as TriggerOptions;
+		const backend = this.getNodeParameter('store', 0, 'embedded') === 'postgres' ? 'postgres' : 'embedded';
+		settleWhenExecutionEnds(this, [this.getNode().name], async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName }));
+		return [this.getInputData().map((item, index) => ({ ...item, pairedItem: { item: index } }))];
+	}
+
 	// Never throws: n8n would record an error execution and answer 500 for something that is not one.
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 		let decision: WebhookDecision;
@@ -112,6 +132,8 @@ export class IdempotentWebhook implements INodeType {
 			return { noWebhookResponse: true };
 		}
 		const { item, rawBody } = decision.start;
+		// n8n writes the answer when the workflow ends; the header set now goes out with it.
+		setHeaderQuietly(this, 'x-idempotency-outcome', 'new');
 		const mimeType = this.getRequestObject().headers['content-type'] ?? 'application/json';
 		return {
 			workflowData: [[{ json: item as IDataObject, binary: { data: { data: rawBody.toString(BINARY_ENCODING), mimeType } } }]],
@@ -185,6 +207,14 @@ function textFields<A extends string, B extends string>(data: ICredentialDataDec
 	const b = data[second];
 	if (typeof a !== 'string' || typeof b !== 'string' || a === '') throw new UserError(`The credential has no ${first} or ${second}.`);
 	return { [first]: a, [second]: b } as Record<A | B, string>;
+}
+
+function setHeaderQuietly(context: IWebhookFunctions, name: string, value: string): void {
+	try {
+		context.getResponseObject().setHeader(name, value);
+	} catch {
+		// The provider hung up: nothing to label.
+	}
 }
 
 /** Writes one of the trigger's own answers; a connection already gone is nothing to report. */

@@ -7,7 +7,7 @@ import {
 } from 'n8n-workflow';
 
 import { schemeSubtitle } from '../shared/providerOptions';
-import { webhookSignatureSecretTest } from './credential';
+import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { properties } from './description';
 import { verifyItems } from './execute';
 

@@ -2,7 +2,7 @@ import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctio
 
 import type { KeyStore } from '../../lib/store/contract';
 import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
-import { judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
+import { isTriggerType, judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
 import { isSettleNode } from './settleWiring';
 
 /*
@@ -145,12 +145,28 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<{ statusCode: numbe
 	};
 	for (const reservation of outcomes.complete) groupOf(reservation.reserveNode)?.complete.push(reservation);
 	for (const entry of outcomes.fail) groupOf(entry.reservation.reserveNode)?.fail.push(entry);
+	// The trigger's event is answered by the workflow's last node: its copies get that answer back.
+	const answeredByLastNode = (reservation: Reservation) => isTriggerType(watch.workflow.nodes?.[reservation.reserveNode]?.type);
+	const lastAnswer = lastNodeAnswer(run);
 	for (const [open, group] of byStore) {
 		const store = await open();
 		const owned = (reservation: Reservation) => ({ key: reservation.key, ownerToken: reservation.ownerToken, leaseEndsAt: reservation.leaseEndsAt });
-		if (group.complete.length > 0) await store.complete(group.complete.map(owned));
+		if (group.complete.length > 0) {
+			await store.complete(group.complete.map((reservation) => ({ ...owned(reservation), ...(answeredByLastNode(reservation) && lastAnswer ? { response: lastAnswer } : {}) })));
+		}
 		if (group.fail.length > 0) await store.fail(group.fail.map(({ reservation, error }) => ({ ...owned(reservation), error })));
 	}
 	if (outcomes.fail.length === 0) return undefined;
 	return { statusCode: 500, body: { message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.` } };
+}
+
+/**
+ * What n8n answers a webhook that waited for the last node (the trigger's "When Last Node Finishes",
+ * first entry JSON): the first item of the last node's first output; undefined when it gave none.
+ */
+function lastNodeAnswer(run: IRun): IDataObject | undefined {
+	const { lastNodeExecuted, runData } = run.data.resultData;
+	if (!lastNodeExecuted) return undefined;
+	const tasks = runData[lastNodeExecuted] ?? [];
+	return tasks[tasks.length - 1]?.data?.main?.[0]?.[0]?.json;
 }

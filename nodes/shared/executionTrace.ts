@@ -12,6 +12,7 @@ import type { ExecutionRecord } from './executionRecord';
 
 const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
 const KEY_TYPE_SUFFIX = '.idempotencyKey';
+const TRIGGER_TYPE_SUFFIX = '.idempotentWebhook';
 // n8n's own rule for an item that carries an error on a regular output (On Error: Continue (regular output)).
 const ERROR_ITEM_KEYS = new Set(['error', 'message', 'details']);
 const MAX_TRACE_DEPTH = 1_000;
@@ -63,10 +64,18 @@ export function isKeyType(type: string | undefined): boolean {
 	return type?.endsWith(KEY_TYPE_SUFFIX) === true;
 }
 
-/** A node whose first output holds the keys it reserved: Idempotency Reserve (New), Claim for Replay (Claimed). */
+/** The Idempotent Webhook trigger: its one item is the new event it reserved, and the workflow's last node answers it. */
+export function isTriggerType(type: string | undefined): boolean {
+	return type?.endsWith(TRIGGER_TYPE_SUFFIX) === true;
+}
+
+/**
+ * A node whose first output holds the keys it reserved: Idempotency Reserve (New), Claim for Replay
+ * (Claimed), the Idempotent Webhook trigger (its event).
+ */
 export function isReservingNode(node: { type: string; parameters?: IDataObject } | undefined): boolean {
 	if (!node) return false;
-	return isReserveType(node.type) || (isKeyType(node.type) && node.parameters?.operation === 'claimForReplay');
+	return isReserveType(node.type) || isTriggerType(node.type) || (isKeyType(node.type) && node.parameters?.operation === 'claimForReplay');
 }
 
 export function reservationId(reserveNode: string, run: number, inputIndex: number): string {
@@ -170,7 +179,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 	for (const [name, tasks] of Object.entries(view.runData)) {
 		const node = view.node(name);
 		// The package's own nodes route their refusals themselves; they are not part of any key's step.
-		if (isReserveType(node?.type) || isKeyType(node?.type)) continue;
+		if (isReserveType(node?.type) || isKeyType(node?.type) || isTriggerType(node?.type)) continue;
 		tasks.forEach((task, run) => {
 			if (task.error) {
 				// A node that failed as a whole passed its *input* on (or stopped): every item it was given failed.

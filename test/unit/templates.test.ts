@@ -7,13 +7,14 @@ import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
 import { IdempotencyOrderGuard } from '../../nodes/IdempotencyOrderGuard/IdempotencyOrderGuard.node';
 import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyReserve.node';
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
+import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 
 // Static checks of the shipped templates against the nodes' own descriptions: the end-to-end
 // suite imports and runs them in a real n8n; these catch a renamed parameter in a second.
 const TEMPLATE_DIR = path.join(__dirname, '..', '..', 'templates');
 const PACKAGE = 'n8n-nodes-idempotency';
 const ourNodes = new Map<string, INodeType>(
-	[new IdempotencyReserve(), new IdempotencyKey(), new WebhookSignatureVerify(), new IdempotencyOrderGuard(), new IdempotencyExecuteQuery()].map((node) => [`${PACKAGE}.${node.description.name}`, node]),
+	[new IdempotencyReserve(), new IdempotencyKey(), new WebhookSignatureVerify(), new IdempotencyOrderGuard(), new IdempotencyExecuteQuery(), new IdempotentWebhook()].map((node) => [`${PACKAGE}.${node.description.name}`, node]),
 );
 
 interface TemplateNode {

@@ -5,7 +5,7 @@ import type {
 } from 'n8n-workflow';
 
 import { hasOuterWhitespace, resolveSecrets } from '../../lib/signature';
-import { configuredSecrets } from '../shared/signingSecret';
+import { configuredSecrets } from './signingSecret';
 
 /**
  * Checks the Webhook Signature Secret credential offline: there is no provider endpoint to ask.

@@ -1,0 +1,127 @@
+// The Idempotent Webhook trigger through templates/idempotent-webhook-trigger.json as a user runs it:
+// the trigger (Store: Embedded, Stripe signatures) and the example business step, an HTTP Request to
+// the user's API at n8n's default settings, pointed at the test's sink. Copies, copies in progress
+// and forgeries are answered by the trigger without an execution; a new event runs once, its key
+// completed with the answer the workflow gave, which its copies get back; a failing step answers
+// 500 and the provider's retry runs it again. Single process, and queue mode with main answering
+// and two workers (sharing main's n8n folder, one host) running the executions.
+// e2e-tags: single queue compatibility
+const crypto = require('node:crypto');
+const { harness, eventId } = require('../support/e2e/harness');
+const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
+const { deliverAll, figures, report } = require('../support/e2e/provider');
+const { publishTrigger, TRIGGER } = require('../support/e2e/trigger');
+const { startSink } = require('../support/e2e/sink');
+
+describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.json)', () => {
+	const h = harness();
+	let api;
+	let webhook;
+
+	beforeAll(async () => {
+		await useWorkerFolders(h, 'shared');
+		api = await startSink();
+		webhook = await publishTrigger(h, 'trigger', { apiUrl: api.url });
+	});
+	afterAll(async () => api?.close());
+
+	/** A delivery retried like a provider until it is answered 2xx (at most a minute). */
+	async function deliverUntilAccepted(event) {
+		const answers = [];
+		for (const deadline = Date.now() + 60000; ; await new Promise((resolve) => setTimeout(resolve, 500))) {
+			const answer = await h.deliver(webhook.url, event);
+			answers.push(answer);
+			if (answer.status >= 200 && answer.status < 300) return answers;
+			if (Date.now() > deadline) throw new Error(`never accepted: ${JSON.stringify(answers.slice(-3).map((a) => [a.status, a.text.slice(0, 200)]))}`);
+		}
+	}
+
+	test('A, A with a new signature, B, a forged C, C, a body without id twice: one call per event; copies and the forgery start no execution', async () => {
+		// Queue mode: the first run on a worker opens the store; warm it up like a provider retrying.
+		if (h.topology === 'queue') await deliverUntilAccepted({ id: eventId('trg_warm'), type: 'e2e.warmup' });
+		const mark = await h.executionMark();
+		const a = { id: eventId('trg_a'), type: 'payment_intent.succeeded' };
+		const b = { id: eventId('trg_b'), type: 'invoice.paid' };
+		const c = { id: eventId('trg_c'), type: 'charge.refunded' };
+		const raw = `{ "type": "ping",  "note": "no id here", "nonce": "${crypto.randomUUID()}" }`;
+		const idlessKey = `sha256:${crypto.createHash('sha256').update(raw).digest('hex')}`;
+		const now = Math.floor(Date.now() / 1000);
+
+		const answers = [];
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 }));
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now })); // Stripe's retry: a new signature
+		answers.push(await h.deliver(webhook.url, b));
+		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' }));
+		answers.push(await h.deliver(webhook.url, c));
+		answers.push(await h.deliver(webhook.url, raw));
+		answers.push(await h.deliver(webhook.url, raw));
+		expect(answers.map((answer) => [answer.status, answer.outcome])).toEqual([
+			[200, 'new'],
+			[200, 'duplicate'],
+			[200, 'new'],
+			[401, 'invalid_signature'],
+			[200, 'new'],
+			[200, 'new'],
+			[200, 'duplicate'],
+		]);
+		const keys = [`evt:${a.id}`, `evt:${b.id}`, `evt:${c.id}`, idlessKey];
+		// A new event is answered with the workflow's last node (the API's answer); its copy gets that answer back.
+		expect(answers[0].json).toEqual({ ok: true, eventKey: keys[0], call: 1 });
+		expect(answers[1].json).toEqual(answers[0].json);
+		expect(answers[6].json).toEqual(answers[5].json);
+		expect(answers[3].json).toMatchObject({ error: 'invalid_signature' });
+
+		expect(Object.fromEntries(keys.map((key) => [key, api.calls(key)]))).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
+		expect(await keyStates(h, keys)).toEqual({
+			[keys[0]]: { status: 'completed', attempts: 1, duplicates: 1 },
+			[keys[1]]: { status: 'completed', attempts: 1, duplicates: 0 },
+			[keys[2]]: { status: 'completed', attempts: 1, duplicates: 0 },
+			[keys[3]]: { status: 'completed', attempts: 1, duplicates: 1 },
+		});
+		// n8n's record: one execution per new event; the two copies and the forgery started none.
+		const executions = await h.waitForExecutions(webhook.workflowId, mark, 4);
+		expect(executions.map((e) => e.status)).toEqual(Array(4).fill('success'));
+		expect(executions.map((e) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual(keys);
+	});
+
+	test('100 copies of one event at once, retried until a 2xx: one call, one execution', async () => {
+		const mark = await h.executionMark();
+		const event = { id: eventId('trg_burst'), type: 'order.created' };
+		const key = `evt:${event.id}`;
+		const run = await deliverAll({
+			url: webhook.url,
+			plan: { eventIds: [event.id], deliveries: Array.from({ length: 100 }, () => ({ eventId: event.id, forged: false, body: event })) },
+			concurrency: 100,
+			retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: 180000 },
+		});
+		const stats = figures(run);
+		report(`trigger burst of 100 (${h.topology})`, stats);
+		expect(stats.gaveUp).toBe(0);
+		expect(run.deliveries.map((d) => d.final.status)).toEqual(Array(100).fill(200));
+		expect(run.attempts.filter((attempt) => attempt.outcome === 'new').length).toBeLessThanOrEqual(1);
+		expect(run.attempts.filter((attempt) => attempt.status === 409 && attempt.outcome !== 'in_progress')).toEqual([]);
+		expect(api.calls(key)).toBe(1);
+		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: expect.any(Number) } });
+		// Every copy was answered by the trigger: n8n ran the workflow once.
+		await h.waitForExecutions(webhook.workflowId, mark, 1);
+		expect(await h.executions(webhook.workflowId, mark)).toHaveLength(1);
+	});
+
+	test('the business step fails (the API answers 500) at its default settings: 500, the key failed, the retry runs it once', async () => {
+		const mark = await h.executionMark();
+		const event = { id: eventId('trg_fail'), type: 'order.created' };
+		const key = `evt:${event.id}`;
+		api.failNext(key, 500);
+		const failed = await h.deliver(webhook.url, event);
+		expect(failed.status).toBe(500);
+		expect(api.calls(key)).toBe(0);
+		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
+
+		const retried = await deliverUntilAccepted(event);
+		expect(retried.map((answer) => [answer.status, answer.outcome])).toEqual([[200, 'new']]);
+		expect(api.calls(key)).toBe(1);
+		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
+		const executions = await h.waitForExecutions(webhook.workflowId, mark, 2);
+		expect(executions.map((e) => e.status)).toEqual(['error', 'success']);
+	});
+});
