@@ -1,6 +1,7 @@
 import {
 	BINARY_ENCODING,
 	NodeConnectionTypes,
+	NodeOperationError,
 	UserError,
 	type ICredentialDataDecryptedObject,
 	type ICredentialsDecrypted,
@@ -32,6 +33,7 @@ import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, UNSIGNED } from './description';
 
 const CALLER_CREDENTIAL_TEST = 'idempotentWebhookCallerCredentialTest';
+const WAIT_NODE_TYPE = 'n8n-nodes-base.wait';
 
 interface TriggerOptions {
 	onMissingKey?: OnMissingKey;
@@ -114,7 +116,15 @@ export class IdempotentWebhook implements INodeType {
 		assertExecutionEndVisible(this);
 		const options = this.getNodeParameter('options', 0, {}) as TriggerOptions;
 		const backend = this.getNodeParameter('store', 0, 'embedded') === 'postgres' ? 'postgres' : 'embedded';
-		settleWhenExecutionEnds(this, [this.getNode().name], async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName }));
+		const node = this.getNode();
+		settleWhenExecutionEnds(this, [node.name], async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName }));
+		// A resumed execution runs none of this node again: nothing would settle the key after a Wait.
+		const wait = this.getChildNodes(node.name).find((child) => child.type === WAIT_NODE_TYPE && !child.disabled);
+		if (wait) {
+			throw new NodeOperationError(node, `"${wait.name}" waits, and the key of an event this trigger started cannot be settled after a wait. Nothing ran; the key is marked failed.`, {
+				description: 'Use the webhook template (Idempotency Reserve and Settle) for a workflow that waits, or remove the Wait.',
+			});
+		}
 		return [this.getInputData().map((item, index) => ({ ...item, pairedItem: { item: index } }))];
 	}
 

@@ -10,7 +10,7 @@ const crypto = require('node:crypto');
 const { harness, eventId } = require('../support/e2e/harness');
 const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
 const { deliverAll, figures, report } = require('../support/e2e/provider');
-const { publishTrigger, TRIGGER } = require('../support/e2e/trigger');
+const { publishTrigger, withWaitBeforeStep, TRIGGER } = require('../support/e2e/trigger');
 const { startSink } = require('../support/e2e/sink');
 
 describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.json)', () => {
@@ -123,5 +123,15 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 2);
 		expect(executions.map((e) => e.status)).toEqual(['error', 'success']);
+	});
+
+	test('a Wait after the trigger is refused at the first step, before the business step: 500, no call, the key failed', async () => {
+		const waiting = await publishTrigger(h, 'trigger-wait', { apiUrl: api.url, edit: withWaitBeforeStep });
+		const event = { id: eventId('trg_wait'), type: 'order.created' };
+		const key = `evt:${event.id}`;
+		const answer = await h.deliver(waiting.url, event);
+		expect(answer.status).toBe(500);
+		expect(api.calls(key)).toBe(0);
+		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
 	});
 });

@@ -7,9 +7,12 @@ const { readShippedTemplate, freshWebhookPath, publishWorkflow } = require('./re
 const TRIGGER_TEMPLATE = 'idempotent-webhook-trigger.json';
 const TRIGGER = { node: 'Idempotent Webhook', business: 'Business Step (call your API)', type: 'n8n-nodes-idempotency.idempotentWebhook' };
 
-/** Publishes a copy of the trigger template calling `apiUrl`; `change(node)` edits nodes. Returns { url, workflowId, webhookPath }. */
-async function publishTrigger(h, label, { apiUrl, change = (node) => node, template = TRIGGER_TEMPLATE } = {}) {
-	const workflow = readShippedTemplate(template);
+/**
+ * Publishes a copy of the trigger template calling `apiUrl`; `edit(workflow)` changes the workflow
+ * first, `change(node)` each node. Returns { url, workflowId, webhookPath }.
+ */
+async function publishTrigger(h, label, { apiUrl, change = (node) => node, template = TRIGGER_TEMPLATE, edit = (workflow) => workflow } = {}) {
+	const workflow = edit(readShippedTemplate(template));
 	const webhookPath = freshWebhookPath(label);
 	workflow.nodes = workflow.nodes
 		.map((node) => (node.type === TRIGGER.type ? { ...node, webhookId: randomUUID(), parameters: { ...node.parameters, path: webhookPath } } : node))
@@ -19,4 +22,17 @@ async function publishTrigger(h, label, { apiUrl, change = (node) => node, templ
 	return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId, webhookPath };
 }
 
-module.exports = { TRIGGER, TRIGGER_TEMPLATE, publishTrigger };
+module.exports = { TRIGGER, TRIGGER_TEMPLATE, publishTrigger, withWaitBeforeStep };
+
+/** The template with a Wait node (1 s) between the trigger and the business step, as a user adds one. */
+function withWaitBeforeStep(workflow) {
+	const wait = { id: randomUUID(), name: 'Wait', type: 'n8n-nodes-base.wait', typeVersion: 1.1, position: [120, 0], webhookId: randomUUID(), parameters: { amount: 1 } };
+	return {
+		...workflow,
+		nodes: [...workflow.nodes, wait],
+		connections: {
+			[TRIGGER.node]: { main: [[{ node: 'Wait', type: 'main', index: 0 }]] },
+			Wait: { main: [[{ node: TRIGGER.business, type: 'main', index: 0 }]] },
+		},
+	};
+}
