@@ -117,15 +117,21 @@ export class IdempotentWebhook implements INodeType {
 		const options = this.getNodeParameter('options', 0, {}) as TriggerOptions;
 		const backend = this.getNodeParameter('store', 0, 'embedded') === 'postgres' ? 'postgres' : 'embedded';
 		const node = this.getNode();
-		settleWhenExecutionEnds(this, [node.name], async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName }));
+		const items = this.getInputData();
+		const openStore = async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName });
 		// A resumed execution runs none of this node again: nothing would settle the key after a Wait.
 		const wait = this.getChildNodes(node.name).find((child) => child.type === WAIT_NODE_TYPE && !child.disabled);
 		if (wait) {
-			throw new NodeOperationError(node, `"${wait.name}" waits, and the key of an event this trigger started cannot be settled after a wait. Nothing ran; the key is marked failed.`, {
+			const message = `"${wait.name}" waits, and the key of an event this trigger started cannot be settled after a wait. Nothing ran; the key is marked failed.`;
+			// This node's own failure leaves no item to trace: its key is failed here, before the throw.
+			const store = await openStore();
+			await store.fail(items.flatMap((item) => heldKey(item, message)));
+			throw new NodeOperationError(node, message, {
 				description: 'Use the webhook template (Idempotency Reserve and Settle) for a workflow that waits, or remove the Wait.',
 			});
 		}
-		return [this.getInputData().map((item, index) => ({ ...item, pairedItem: { item: index } }))];
+		settleWhenExecutionEnds(this, [node.name], openStore);
+		return [items.map((item, index) => ({ ...item, pairedItem: { item: index } }))];
 	}
 
 	// Never throws: n8n would record an error execution and answer 500 for something that is not one.
@@ -217,6 +223,14 @@ function textFields<A extends string, B extends string>(data: ICredentialDataDec
 	const b = data[second];
 	if (typeof a !== 'string' || typeof b !== 'string' || a === '') throw new UserError(`The credential has no ${first} or ${second}.`);
 	return { [first]: a, [second]: b } as Record<A | B, string>;
+}
+
+/** The key an item of this trigger holds, as a request to fail it with `error` (none when the item holds no key). */
+function heldKey(item: INodeExecutionData, error: string): Array<{ key: string; ownerToken: string; leaseEndsAt: Date | null; error: string }> {
+	const idempotency = item.json.idempotency as IDataObject | undefined;
+	if (typeof idempotency?.key !== 'string' || typeof idempotency.ownerToken !== 'string') return [];
+	const leaseEndsAt = typeof idempotency.lockedUntil === 'string' ? new Date(idempotency.lockedUntil) : null;
+	return [{ key: idempotency.key, ownerToken: idempotency.ownerToken, leaseEndsAt, error }];
 }
 
 function setHeaderQuietly(context: IWebhookFunctions, name: string, value: string): void {
