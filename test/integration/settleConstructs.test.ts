@@ -291,6 +291,20 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 		expect(await keyState('wait_chained')).toBeUndefined();
 	});
 
+	// Loss on the old code: n8n resumes such a Wait without its items (its error-output split empties
+	// the input array it saves), nothing was written, and the key was completed.
+	it('a Wait set to Continue (using error output): refused before anything is reserved or done', async () => {
+		const data = workflow('wf-wait-error-output', {
+			nodes: [wait('Wait', 0, { onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			connections: { Wait: { main: [link('Write')] } },
+			heads: ['Wait'],
+		});
+		const refused = await deliver(data, [{ id: 'wait_error_output' }]);
+		expect(refused.answer).toBe(503);
+		expect(refused.run.status).not.toBe('waiting');
+		expect(await keyState('wait_error_output')).toBeUndefined();
+	});
+
 	it('a node after the Wait that stops the workflow on error: refused before anything is reserved or done (the resumed run could not settle)', async () => {
 		const data = workflow('wf-wait-stop', {
 			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Write', {}, 0)],
