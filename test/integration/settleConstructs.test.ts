@@ -342,6 +342,26 @@ describeWithN8n('Loop Over Items (batch size 1) over three keys', () => {
 	});
 });
 
+describeWithN8n('Loop Over Items (batch size 1), the write at the default On Error', () => {
+	it('the write fails for the second of three keys and stops the execution: the first completed, the second failed, the third (still in the loop) failed, never completed; the retry writes each once', async () => {
+		const loop = (failFor: string) =>
+			workflow('wf-loop-stop', {
+				nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', { failFor }, 0)],
+				connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop')] } },
+				heads: ['Loop'],
+			});
+		const ids = ['stop_loop_a', 'stop_loop_b', 'stop_loop_c'];
+		const failed = await deliver(loop('stop_loop_b'), ids.map((id) => ({ id })));
+		expect(failed.answer).toBe(500);
+		expect(ids.map(effectsFor)).toEqual([1, 0, 0]);
+		expect(await Promise.all(ids.map(async (id) => (await keyState(id))?.status))).toEqual(['completed', 'failed', 'failed']);
+		expect((await keyState('stop_loop_c'))?.last_error).toMatch(/before this key's step finished/);
+
+		await deliver(loop(''), ids.map((id) => ({ id })));
+		expect(ids.map(effectsFor)).toEqual([1, 1, 1]);
+	});
+});
+
 describeWithN8n('Execute Workflow', () => {
 	const subWorkflow = JSON.stringify({
 		nodes: [packageNode('Webhook', 'testWebhook'), effect('Sub Charge', { failTimes: 1 }, 0)],
