@@ -154,6 +154,17 @@ function originsOfInput(view: ExecutionRecord, source: ISourceData | null | unde
 	return originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, item);
 }
 
+/**
+ * An item waiting at a node's input is the item at the same position of its source node's output:
+ * traced from that output as n8n recorded it (the waiting copy's own pairing may have been rewritten
+ * by n8n-core once the node started), else from the copy.
+ */
+function originsOfWaitingItem(view: ExecutionRecord, source: ISourceData | null | undefined, index: number, item: INodeExecutionData): Origins {
+	if (!source) return null;
+	const recorded = view.runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0]?.[index];
+	return originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, recorded ?? item);
+}
+
 function isStart(task: ITaskData): boolean {
 	return !task.source || task.source.every((source) => !source);
 }
@@ -209,8 +220,8 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		const atFailure = failedNode !== undefined && entry.node.name === failedNode.name && entry === nodeExecutionStack[0];
 		if (isKeyType(entry.node.type) && !atFailure) continue;
 		for (const [input, items] of (entry.data.main ?? []).entries()) {
-			for (const item of items ?? []) {
-				const origins = entry.source === null ? [] : originsOfInput(view, entry.source.main?.[input], item);
+			for (const [index, item] of (items ?? []).entries()) {
+				const origins = entry.source === null ? [] : originsOfWaitingItem(view, entry.source.main?.[input], index, item);
 				if (atFailure) fail(origins, `${failedNode.name}: ${failedNode.message}`);
 				wait(origins);
 			}
@@ -220,16 +231,18 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (isKeyType(view.node(name)?.type)) continue;
 		for (const [run, data] of Object.entries(runs)) {
 			for (const [input, items] of (data?.main ?? []).entries()) {
-				for (const item of items ?? []) wait(originsOfInput(view, waitingExecutionSource[name]?.[run]?.main?.[input], item));
+				for (const [index, item] of (items ?? []).entries()) wait(originsOfWaitingItem(view, waitingExecutionSource[name]?.[run]?.main?.[input], index, item));
 			}
 		}
 	}
-	// A loop node (Loop Over Items) holds the items it has not sent yet in its node context, with the source they came from.
+	// A loop node (Loop Over Items) holds the items it has not sent yet in its node context; they came
+	// from its first run's input (its saved source, else the source n8n recorded for that run).
 	for (const [scope, value] of Object.entries(contextData)) {
 		if (!scope.startsWith('node:') || !value || typeof value !== 'object') continue;
 		const { items, sourceData } = value as { items?: unknown; sourceData?: unknown };
 		if (!Array.isArray(items) || items.length === 0) continue;
-		const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : undefined;
+		const name = scope.slice('node:'.length);
+		const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
 		for (const item of items as INodeExecutionData[]) wait(originsOfInput(view, source, item));
 	}
 	return judgement;

@@ -85,6 +85,13 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 			);
 		}
 		if (!WAITING_TYPES.has(node.type)) continue;
+		if (node.onError === 'continueErrorOutput') {
+			// n8n-core's error-output split empties the input array the waiting node passed on, and that
+			// array is what n8n saves to resume from: the resumed run has no items and nothing runs.
+			throw new UnsafeSettleWiringError(
+				`"${node.name}" is set to On Error "Continue (using error output)": when its wait ends n8n resumes it without its items, so the rest of the step would never run and the key would be completed. Set its Settings → On Error to "Stop Workflow" or "Continue (regular output)".`,
+			);
+		}
 		if (settleAfter) {
 			throw new UnsafeSettleWiringError(
 				`"${node.name}" makes the execution wait, and Settle is chained after the step: if the step then fails, no item reaches Settle and nothing would settle the key in the resumed execution. Connect Settle beside the step, to the same output of "${self}".`,

@@ -291,6 +291,20 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 		expect(await keyState('wait_chained')).toBeUndefined();
 	});
 
+	// Loss on the old code: n8n resumes such a Wait without its items (its error-output split empties
+	// the input array it saves), nothing was written, and the key was completed.
+	it('a Wait set to Continue (using error output): refused before anything is reserved or done', async () => {
+		const data = workflow('wf-wait-error-output', {
+			nodes: [wait('Wait', 0, { onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			connections: { Wait: { main: [link('Write')] } },
+			heads: ['Wait'],
+		});
+		const refused = await deliver(data, [{ id: 'wait_error_output' }]);
+		expect(refused.answer).toBe(503);
+		expect(refused.run.status).not.toBe('waiting');
+		expect(await keyState('wait_error_output')).toBeUndefined();
+	});
+
 	it('a node after the Wait that stops the workflow on error: refused before anything is reserved or done (the resumed run could not settle)', async () => {
 		const data = workflow('wf-wait-stop', {
 			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Write', {}, 0)],
@@ -325,6 +339,26 @@ describeWithN8n('Loop Over Items (batch size 1) over three keys', () => {
 		await deliver(fixed, ids.map((id) => ({ id })));
 		expect(ids.map(effectsFor)).toEqual([1, 1, 1]);
 		expect((await keyState('loop_b'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('Loop Over Items (batch size 1), the write at the default On Error', () => {
+	it('the write fails for the second of three keys and stops the execution: the first completed, the second failed, the third (still in the loop) failed, never completed; the retry writes each once', async () => {
+		const loop = (failFor: string) =>
+			workflow('wf-loop-stop', {
+				nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', { failFor }, 0)],
+				connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop')] } },
+				heads: ['Loop'],
+			});
+		const ids = ['stop_loop_a', 'stop_loop_b', 'stop_loop_c'];
+		const failed = await deliver(loop('stop_loop_b'), ids.map((id) => ({ id })));
+		expect(failed.answer).toBe(500);
+		expect(ids.map(effectsFor)).toEqual([1, 0, 0]);
+		expect(await Promise.all(ids.map(async (id) => (await keyState(id))?.status))).toEqual(['completed', 'failed', 'failed']);
+		expect((await keyState('stop_loop_c'))?.last_error).toMatch(/before this key's step finished/);
+
+		await deliver(loop(''), ids.map((id) => ({ id })));
+		expect(ids.map(effectsFor)).toEqual([1, 1, 1]);
 	});
 });
 
