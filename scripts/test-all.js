@@ -57,9 +57,10 @@ function run(command, { env = {}, logFile } = {}) {
 // The n8n installs, in the background from the start, one at a time. A cached line answers in a second.
 const installs = new Map();
 const background = [];
-if (!skipE2e) {
+{
 	let previous = Promise.resolve();
-	for (const version of [n8nVersion, ...otherVersions]) {
+	// The construct matrix needs the default line's own nodes even without the end-to-end suite.
+	for (const version of skipE2e ? [n8nVersion] : [n8nVersion, ...otherVersions]) {
 		const name = `install n8n ${version} (background)`;
 		const job = { name, startedAt: null, seconds: null, ok: null };
 		background.push(job);
@@ -95,6 +96,7 @@ async function n8nInstalled() {
 
 // Three jest workers on two cores: the suites wait on Postgres, files and child processes far more
 // than they compute (the fast suites took 287 s in one worker, about 185 s in three).
+const CONSTRUCT_MATRIX = 'test/integration/settleConstructs\\.test\\.ts';
 const jest = () => [sqliteNode({ log: say }), path.join('node_modules', '.bin', 'jest'), '--maxWorkers=3'];
 const e2eStep = (version, tier) => ({
 	name: `end to end (n8n ${version}, ${tier} tier)`,
@@ -111,8 +113,9 @@ const steps = [
 	{
 		// The conformance suite runs every store test on the embedded store too, which needs node:sqlite:
 		// jest runs under a Node that has it (test/support/stack/sqliteNode.js; installed once when missing).
+		// The construct matrix runs in its own step, once n8n's own nodes are installed.
 		name: 'unit + integration + conformance (PostgreSQL 18, embedded)',
-		command: () => [...jest(), '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
+		command: () => [...jest(), '--testPathIgnorePatterns', CONSTRUCT_MATRIX, '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
 		results: 'fast.json',
 	},
 	// The versions users run: the conformance suite's Postgres half on each other PostgreSQL line.
@@ -133,6 +136,15 @@ const steps = [
 		],
 		results: `conformance-pg${line}.json`,
 	})),
+	{
+		// The shapes n8n users build (If, Merge, Wait, Loop Over Items, sub-workflows) in n8n-core's engine
+		// with the default line's own n8n-nodes-base nodes: it fails, never skips, when they are missing.
+		name: `construct matrix (n8n ${n8nVersion}'s own nodes, in-process)`,
+		needs: n8nInstalled,
+		env: { IDEMPOTENCY_REQUIRE_N8N: '1', N8N_VERSION: n8nVersion },
+		command: () => [...jest(), '--selectProjects', 'integration', '--testPathPattern', CONSTRUCT_MATRIX, '--json', `--outputFile=${path.join(resultsDir, 'constructs.json')}`],
+		results: 'constructs.json',
+	},
 	// Benchmarks are not timed tests: this smoke run only proves they still run and count right (uses dist/).
 	...(skipBench
 		? []

@@ -61,18 +61,41 @@ describe('the webhook template answers every outcome itself', () => {
 		expect((await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [`evt:${id}`])).rowCount).toBe(0);
 	});
 
-	test('a wiring Settle could not judge (the business step stops the workflow on error) → 503 not_reserved with the fix, nothing ran', async () => {
-		const { url, workflowId } = await publishTemplate('unsafe-wiring', (template) => {
+	test('a business step left at n8n\'s default (stop the workflow on error): a success → 200, completed; a failure → 500, the key failed, the retry processed once', async () => {
+		// The user's step at its defaults: no error output. Settle below it is not reached when it fails:
+		// the key is settled when the execution ends, and n8n answers the failure.
+		const fails = (template) => {
 			delete nodeOf(template, BUSINESS).onError;
-		});
-		const id = eventId('unsafe_wiring');
+			businessSql("SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM e2e_fail_once WHERE event_key = $1) THEN 0 ELSE 1 END)")(template);
+		};
+		await h.appQuery('CREATE TABLE IF NOT EXISTS e2e_fail_once (event_key text PRIMARY KEY)');
+		const { url, workflowId } = await publishTemplate('default-settings', fails);
+		const ok = eventId('default_ok');
+		const failing = eventId('default_fails');
+		await h.appQuery('INSERT INTO e2e_fail_once VALUES ($1)', [`evt:${failing}`]);
 		const mark = await h.executionMark();
-		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
-		expect([answer.status, answer.outcome]).toEqual([503, 'not_reserved']);
-		expect(answer.json.error).toMatch(/"Business Step \(insert business_log\)" stops the workflow when it fails: set its Settings → On Error/);
-		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
-		expect(run.nodesRun).not.toContain(BUSINESS);
-		expect((await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [`evt:${id}`])).rowCount).toBe(0);
+
+		const succeeded = await h.deliver(url, { id: ok, type: 'e2e.answers' });
+		expect(succeeded.status).toBe(200);
+		const failed = await h.deliver(url, { id: failing, type: 'e2e.answers' });
+		expect(failed.status).toBe(500);
+		const keys = async () => (await h.appQuery('SELECT key, status, attempts FROM processed_events WHERE key = ANY($1) ORDER BY key', [[`evt:${ok}`, `evt:${failing}`]])).rows;
+		expect(await keys()).toEqual([
+			{ key: `evt:${failing}`, status: 'failed', attempts: 1 },
+			{ key: `evt:${ok}`, status: 'completed', attempts: 1 },
+		]);
+		// The cause fixed, the provider's retry runs the step once more, and only once.
+		await h.appQuery('DELETE FROM e2e_fail_once WHERE event_key = $1', [`evt:${failing}`]);
+		const retried = await h.deliver(url, { id: failing, type: 'e2e.answers' });
+		expect([retried.status, retried.outcome]).toEqual([200, 'new']);
+		const again = await h.deliver(url, { id: failing, type: 'e2e.answers' });
+		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
+		expect(await keys()).toEqual([
+			{ key: `evt:${failing}`, status: 'completed', attempts: 2 },
+			{ key: `evt:${ok}`, status: 'completed', attempts: 1 },
+		]);
+		const runs = await h.waitForExecutions(workflowId, mark, 4, { timeoutMs: 120000 });
+		expect(runs.map((run) => run.status)).toEqual(['success', 'error', 'success', 'success']);
 	});
 
 	test('a failing business step → 500 failed, the key marked failed', async () => {
