@@ -316,16 +316,7 @@ export async function executeInProcess(
 	base: EngineBase,
 	{ mode = 'webhook', staticData }: { mode?: WorkflowExecuteMode; staticData?: IDataObject } = {},
 ): Promise<{ run: IRun; workflow: Workflow }> {
-	const workflow = new Workflow({
-		id: workflowData.id,
-		name: workflowData.name,
-		nodes: workflowData.nodes,
-		connections: workflowData.connections,
-		active: false,
-		nodeTypes,
-		settings: workflowData.settings,
-		staticData,
-	});
+	const workflow = loadedWorkflow(workflowData, staticData);
 	const hooks = hooksRecordingAnswers(mode, executionId, workflowData);
 	// Each execution counts its node runs from 0, as n8n's additional data does per execution.
 	const additionalData = { ...base, executionId, hooks, currentNodeExecutionIndex: 0 } as IWorkflowExecuteAdditionalData;
@@ -335,6 +326,20 @@ export async function executeInProcess(
 	});
 	const run = await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
 	return { run, workflow };
+}
+
+/** A saved workflow as n8n loads it to run, with the test's node types. */
+function loadedWorkflow(workflowData: IWorkflowBase, staticData?: IDataObject): Workflow {
+	return new Workflow({
+		id: workflowData.id,
+		name: workflowData.name,
+		nodes: workflowData.nodes,
+		connections: workflowData.connections,
+		active: false,
+		nodeTypes,
+		settings: workflowData.settings,
+		staticData,
+	});
 }
 
 /** The status codes each execution answered its webhook with, in order (n8n sends the first). */
@@ -365,15 +370,7 @@ export function webhookAnswer(executionId: string, run: IRun): number | undefine
  * execution indexes from 0, over the run data n8n saved (a JSON copy, as its database gives back).
  */
 export async function resumeInProcess(workflowData: IWorkflowBase, executionId: string, saved: IRunExecutionData, base: EngineBase, mode: WorkflowExecuteMode = 'webhook'): Promise<IRun> {
-	const workflow = new Workflow({
-		id: workflowData.id,
-		name: workflowData.name,
-		nodes: workflowData.nodes,
-		connections: workflowData.connections,
-		active: false,
-		nodeTypes,
-		settings: workflowData.settings,
-	});
+	const workflow = loadedWorkflow(workflowData);
 	const hooks = hooksRecordingAnswers(mode, executionId, workflowData);
 	const additionalData = { ...base, executionId, hooks, restartExecutionId: executionId, currentNodeExecutionIndex: 0 } as IWorkflowExecuteAdditionalData;
 	const runExecutionData = JSON.parse(JSON.stringify(saved)) as IRunExecutionData;
