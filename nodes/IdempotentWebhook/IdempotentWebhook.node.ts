@@ -192,6 +192,8 @@ function keyConfig(context: IWebhookFunctions, options: TriggerOptions): KeyConf
 		fieldPath: strategy === 'field' ? (context.getNodeParameter('keyField', '') as string) : undefined,
 		fieldPrefix: strategy === 'field' ? (context.getNodeParameter('keyPrefix', '') as string) : undefined,
 		scope: options.scope,
+		// A call to the editor's test URL: its key goes apart from every real key, so testing never makes the real delivery a duplicate.
+		manualTest: context.getMode() === 'manual',
 		onMissingKey: options.onMissingKey ?? 'bodyHash',
 	};
 }

@@ -16,6 +16,7 @@ import {
 	type IWorkflowExecuteAdditionalData,
 } from 'n8n-workflow';
 
+import { MANUAL_TEST_PREFIX } from '../../../lib/keys/deriveKey';
 import { IdempotentWebhook } from '../../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { embeddedModule } from '../../support/storeTargets';
 import { credentialsHelperReading, engineBase, nodeTypes, packageNode } from '../../support/n8nEngine';
@@ -46,6 +47,8 @@ const workflow = new Workflow({ id: 'wf-trigger', nodes: [trigger], connections:
 
 /** One webhook() call as n8n makes it, for the request this server received. */
 let lastResult: IWebhookResponseData | Error | undefined;
+/** 'manual' for a call to the editor's test URL. */
+let webhookMode: 'webhook' | 'manual' = 'webhook';
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
 	const url = new URL(request.url ?? '/', 'http://localhost');
 	// What n8n's request parsing adds to Node's request before a trigger runs.
@@ -60,7 +63,7 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
 	});
 	const additionalData = { ...engineBase(credentialsHelper()), httpRequest: n8nRequest, httpResponse: response } as unknown as IWorkflowExecuteAdditionalData;
 	const webhookData = { webhookDescription: new IdempotentWebhook().description.webhooks![0], workflowId: 'wf-trigger', node: trigger.name } as unknown as IWebhookData;
-	const context = new WebhookContext(workflow, trigger, additionalData, 'webhook', webhookData, [], null);
+	const context = new WebhookContext(workflow, trigger, additionalData, webhookMode, webhookData, [], null);
 	try {
 		lastResult = await new IdempotentWebhook().webhook.call(context);
 	} catch (error) {
@@ -89,6 +92,7 @@ afterAll(async () => {
 });
 afterEach(() => {
 	signingSecret.data = { secret: SECRET };
+	webhookMode = 'webhook';
 });
 
 async function post(body: string, secret = SECRET): Promise<Response> {
@@ -119,6 +123,19 @@ describe('Idempotent Webhook: webhook()', () => {
 		expect(copy.status).toBe(409);
 		expect(copy.headers.get('x-idempotency-outcome')).toBe('in_progress');
 		expect(lastResult).toEqual({ noWebhookResponse: true });
+	});
+
+	it('keeps a test-URL call apart from the real keys: the real delivery of the same event is still new', async () => {
+		const body = '{"id":"evt_node_tested"}';
+		webhookMode = 'manual';
+		await post(body);
+		const [[tested]] = (lastResult as IWebhookResponseData).workflowData!;
+		expect(tested.json.idempotency).toMatchObject({ key: `${MANUAL_TEST_PREFIX}evt:evt_node_tested`, outcome: 'new' });
+
+		webhookMode = 'webhook';
+		await post(body);
+		const [[real]] = (lastResult as IWebhookResponseData).workflowData!;
+		expect(real.json.idempotency).toMatchObject({ key: 'evt:evt_node_tested', outcome: 'new' });
 	});
 
 	it('answers a forged request 401 without an execution', async () => {
