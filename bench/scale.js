@@ -610,7 +610,7 @@ async function bloat(ctx) {
 
 async function outputSize(ctx) {
 	const { table, store, createTable } = ctx;
-	const { idempotencyOutput } = require(path.join(ROOT, 'dist', 'nodes', 'shared', 'idempotencyOutput'));
+	const { idempotencyOutput } = require(path.join(ROOT, 'dist', 'lib', 'pipeline', 'idempotencyOutput'));
 	const schema = 'idem_bench_output';
 	await createTable(table(schema, 'keys'));
 	const items = ctx.quick ? 1000 : 10000;
