@@ -97,7 +97,7 @@ async function n8nInstalled() {
 // Three jest workers on two cores: the suites wait on Postgres, files and child processes far more
 // than they compute (the fast suites took 287 s in one worker, about 185 s in three).
 const CONSTRUCT_MATRIX = 'test/integration/settleConstructs\\.test\\.ts';
-const jest = () => [sqliteNode({ log: say }), path.join('node_modules', '.bin', 'jest'), '--maxWorkers=3'];
+const jest = ({ workers = 3 } = {}) => [sqliteNode({ log: say }), path.join('node_modules', '.bin', 'jest'), `--maxWorkers=${workers}`];
 const e2eStep = (version, tier) => ({
 	name: `end to end (n8n ${version}, ${tier} tier)`,
 	needs: n8nInstalled,
@@ -118,24 +118,26 @@ const steps = [
 		command: () => [...jest(), '--testPathIgnorePatterns', CONSTRUCT_MATRIX, '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
 		results: 'fast.json',
 	},
-	// The versions users run: the conformance suite's Postgres half on each other PostgreSQL line.
-	...Object.keys(POSTGRES_LINES).map((line) => ({
-		name: `conformance, Postgres half (PostgreSQL ${line})`,
-		command: () => [
-			'node',
-			'scripts/with-postgres.js',
-			line,
-			'--',
-			...jest(),
-			'--selectProjects',
-			'conformance',
-			'--testNamePattern',
-			'\\[postgres\\]',
-			'--json',
-			`--outputFile=${path.join(resultsDir, `conformance-pg${line}.json`)}`,
-		],
-		results: `conformance-pg${line}.json`,
-	})),
+	// The versions users run: the conformance suite's Postgres half on each other PostgreSQL line,
+	// the lines side by side (each its own server; the suite mostly waits on it).
+	{
+		name: `conformance, Postgres half (PostgreSQL ${Object.keys(POSTGRES_LINES).join(' and ')}, side by side)`,
+		commands: () =>
+			Object.keys(POSTGRES_LINES).map((line) => [
+				'node',
+				'scripts/with-postgres.js',
+				line,
+				'--',
+				...jest({ workers: 2 }),
+				'--selectProjects',
+				'conformance',
+				'--testNamePattern',
+				'\\[postgres\\]',
+				'--json',
+				`--outputFile=${path.join(resultsDir, `conformance-pg${line}.json`)}`,
+			]),
+		results: Object.keys(POSTGRES_LINES).map((line) => `conformance-pg${line}.json`),
+	},
 	{
 		// The shapes n8n users build (If, Merge, Wait, Loop Over Items, sub-workflows) in n8n-core's engine
 		// with the default line's own n8n-nodes-base nodes: it fails, never skips, when they are missing.
@@ -189,17 +191,19 @@ async function main() {
 				continue;
 			}
 		}
-		let command;
+		let commands;
 		try {
-			command = step.command();
+			commands = step.commands ? step.commands() : [step.command()];
 		} catch (error) {
 			say(`\n=== ${step.name}: could not start: ${error.message}`);
 			Object.assign(entry, { ok: false, seconds: (Date.now() - started) / 1000 });
 			continue;
 		}
-		say(`\n=== ${step.name}: ${command.join(' ')}`);
-		const result = await run(command, { env: { ...step.env, IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name } });
-		Object.assign(entry, { ok: result.ok, seconds: (Date.now() - started) / 1000 });
+		for (const command of commands) say(`\n=== ${step.name}: ${command.join(' ')}`);
+		const env = { ...step.env, IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name };
+		// Several commands of one step run side by side; the step passes when every one does.
+		const results = await Promise.all(commands.map((command) => run(command, { env })));
+		Object.assign(entry, { ok: results.every((result) => result.ok), seconds: (Date.now() - started) / 1000 });
 	}
 	// A background install no step waited for still counts (a skipped step, or one that failed to start).
 	for (const promise of installs.values()) await promise;

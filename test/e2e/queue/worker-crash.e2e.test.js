@@ -8,7 +8,7 @@
 // its sleep and the retry inserts a second row (measured: 2 rows). docs/scaling-out.md recommends
 // the setting for the business database; this test turns it on for the server (ALTER SYSTEM + reload
 // reaches the pooled sessions too) and off again afterwards.
-// e2e-tags: queue compatibility
+// e2e-tags: queue
 const fs = require('node:fs');
 const { harness, eventId } = require('../../support/e2e/harness');
 const { deliverAll, figures, recoveryMs, report } = require('../../support/e2e/provider');
