@@ -26,6 +26,7 @@ import { answerFor, type WebhookAnswer } from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { embeddedFileAt, embeddedFileFor, storagePathOutsideExecution } from '../shared/embeddedFile';
 import { assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
+import { heldKeyOf } from '../shared/executionTrace';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { configuredSecrets, CREDENTIAL_TYPE as SIGNING_SECRET } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
@@ -125,7 +126,10 @@ export class IdempotentWebhook implements INodeType {
 			const message = `"${wait.name}" waits, and the key of an event this trigger started cannot be settled after a wait. Nothing ran; the key is marked failed.`;
 			// This node's own failure leaves no item to trace: its key is failed here, before the throw.
 			const store = await openStore();
-			await store.fail(items.flatMap((item) => heldKey(item, message)));
+			await store.fail(items.flatMap((item) => {
+				const held = heldKeyOf(item);
+				return held ? [{ key: held.key, ownerToken: held.ownerToken, leaseEndsAt: held.leaseEndsAt, error: message }] : [];
+			}));
 			throw new NodeOperationError(node, message, {
 				description: 'Use the webhook template (Idempotency Reserve and Settle) for a workflow that waits, or remove the Wait.',
 			});
@@ -225,14 +229,6 @@ function textFields<A extends string, B extends string>(data: ICredentialDataDec
 	const b = data[second];
 	if (typeof a !== 'string' || typeof b !== 'string' || a === '') throw new UserError(`The credential has no ${first} or ${second}.`);
 	return { [first]: a, [second]: b } as Record<A | B, string>;
-}
-
-/** The key an item of this trigger holds, as a request to fail it with `error` (none when the item holds no key). */
-function heldKey(item: INodeExecutionData, error: string): Array<{ key: string; ownerToken: string; leaseEndsAt: Date | null; error: string }> {
-	const idempotency = item.json.idempotency as IDataObject | undefined;
-	if (typeof idempotency?.key !== 'string' || typeof idempotency.ownerToken !== 'string') return [];
-	const leaseEndsAt = typeof idempotency.lockedUntil === 'string' ? new Date(idempotency.lockedUntil) : null;
-	return [{ key: idempotency.key, ownerToken: idempotency.ownerToken, leaseEndsAt, error }];
 }
 
 function setHeaderQuietly(context: IWebhookFunctions, name: string, value: string): void {

@@ -89,22 +89,23 @@ export function reservationsOf(view: ExecutionRecord): Map<string, Reservation> 
 		if (!isReservingNode(view.node(name))) continue;
 		tasks.forEach((task, run) => {
 			for (const item of task.data?.main?.[0] ?? []) {
-				const idempotency = reservedBy(item);
-				if (!idempotency) continue;
+				const held = heldKeyOf(item);
+				if (!held) continue;
 				for (const pair of pairedItemsOf(item)) {
-					found.set(reservationId(name, run, pair.item), {
-						id: reservationId(name, run, pair.item),
-						reserveNode: name,
-						key: idempotency.key as string,
-						ownerToken: idempotency.ownerToken as string,
-						leaseEndsAt: typeof idempotency.lockedUntil === 'string' ? new Date(idempotency.lockedUntil) : null,
-						idempotency,
-					});
+					found.set(reservationId(name, run, pair.item), { id: reservationId(name, run, pair.item), reserveNode: name, ...held });
 				}
 			}
 		});
 	}
 	return found;
+}
+
+/** The key an item holds for this run to settle (its reservation's key, owner token and lease end); undefined when it holds none. */
+export function heldKeyOf(item: INodeExecutionData): Pick<Reservation, 'key' | 'ownerToken' | 'leaseEndsAt' | 'idempotency'> | undefined {
+	const idempotency = reservedBy(item);
+	if (!idempotency) return undefined;
+	const leaseEndsAt = typeof idempotency.lockedUntil === 'string' ? new Date(idempotency.lockedUntil) : null;
+	return { key: idempotency.key as string, ownerToken: idempotency.ownerToken as string, leaseEndsAt, idempotency };
 }
 
 function reservedBy(item: INodeExecutionData): IDataObject | undefined {
