@@ -42,13 +42,14 @@ export function isBusy(error: unknown): boolean {
 }
 
 /** What each operation left unchanged when it failed (SQLite rolled the statement back). */
-export type EmbeddedOperation = 'reserve' | 'complete' | 'release' | 'fail' | 'claim' | 'cleanup' | 'read' | 'order' | 'schema';
+export type EmbeddedOperation = 'reserve' | 'complete' | 'release' | 'fail' | 'hold' | 'claim' | 'cleanup' | 'read' | 'order' | 'schema';
 
 export const NOTHING_CHANGED: Readonly<Record<EmbeddedOperation, string>> = {
 	reserve: 'Nothing was reserved.',
 	complete: 'The key was not completed: it stays reserved until its lease ends, and a delivery after that runs the business step again.',
 	release: 'Nothing was released: a redelivery reads In Progress until the lease ends.',
 	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
+	hold: 'The lease was not extended: a delivery after it ends, while the execution still waits, runs the business step again.',
 	claim: 'Nothing was claimed: the keys are as they were.',
 	cleanup: 'The keys deleted before it stay deleted; the rest are kept until the next run.',
 	read: '',

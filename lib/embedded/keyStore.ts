@@ -4,7 +4,7 @@ import { UnexpectedResultError } from '../errors';
 import { parseWithExactNumbers } from '../evidence/exactNumbers';
 import { assertExactText, assertStoredKeyText, inexactTextReason } from '../keys/exactText';
 import { storableErrorMessage, storableResponse } from '../store/storableValues';
-import type { KeyStore, SettleReport, SettleRequest } from '../store/contract';
+import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from '../store/contract';
 import {
 	DEFAULT_TABLE,
 	MAX_LIST_PAGE_BYTES,
@@ -18,6 +18,7 @@ import {
 	validateCleanupOptions,
 	validateDurations,
 	validateFailedExecution,
+	validateHoldItems,
 	validateListOptions,
 	validateReserveOptions,
 	validateSettleItems,
@@ -178,6 +179,17 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 	async fail(items: Array<SettleRequest & { error: string }>): Promise<SettleReport[]> {
 		const messages = items.map((item) => storableErrorMessage(item.error));
 		return this.settle('fail', items, messages.map((message) => message.warnings), (index) => [messages[index].text]);
+	}
+
+	async hold(items: HoldRequest[]): Promise<string[]> {
+		validateHoldItems(items);
+		// A key that is not exact text was never stored (reserve refuses it).
+		const sent = items.filter((item) => inexactTextReason(item.key) === undefined);
+		if (sent.length === 0) return [];
+		const connection = await this.readyConnection();
+		const values = JSON.stringify(sent.map((item) => [item.key, item.ownerToken, item.holdMs]));
+		const rows = await withWriteLock(connection, this.wait('hold'), () => this.statement(connection, 'hold').all({ items: values }));
+		return rows.map((row) => row.key as string);
 	}
 
 	async releaseExecution(execution: FailedExecution): Promise<string[]> {

@@ -17,6 +17,7 @@ export const EMBEDDED_STATEMENTS = [
 	'complete',
 	'release',
 	'fail',
+	'hold',
 	'unsettled_keys',
 	'release_execution',
 	'fail_execution',

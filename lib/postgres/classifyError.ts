@@ -12,7 +12,7 @@ import {
 } from '../errors';
 
 /** The statement a failure interrupted, so the message can say what did (or may have) changed. */
-export type Operation = 'reserve' | 'complete' | 'release' | 'fail' | 'claimForReplay';
+export type Operation = 'reserve' | 'complete' | 'release' | 'fail' | 'hold' | 'claimForReplay';
 
 /** What a failed query was doing, so the error can name the table and the fix. */
 export interface ErrorContext {
@@ -28,6 +28,7 @@ const NOTHING_CHANGED: Record<Operation, string> = {
 	complete: 'The key was not completed: it stays reserved until its lease ends, and a delivery after that runs the business step again.',
 	release: 'Nothing was released: a redelivery reads In Progress until the lease ends.',
 	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
+	hold: 'The lease was not extended: a delivery after it ends, while the execution still waits, runs the business step again.',
 	claimForReplay: 'Nothing was claimed: the keys are as they were, and the next replay run tries them again.',
 };
 
@@ -39,6 +40,7 @@ const MAYBE_CHANGED: Record<Operation, string> = {
 		'The key may or may not have been completed; if not, it stays reserved until its lease ends, and a delivery after that runs the business step again.',
 	release: 'The key may or may not have been released; if not, a redelivery reads In Progress until the lease ends.',
 	fail: 'The key may or may not have been marked failed; if not, a redelivery reads In Progress until the lease ends.',
+	hold: 'The lease may or may not have been extended; if not, a delivery after it ends, while the execution still waits, runs the business step again.',
 	claimForReplay: 'The keys may have been claimed for this run; if so, they are held until the replay lease ends, and a replay run after that claims them again.',
 };
 

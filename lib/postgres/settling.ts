@@ -1,5 +1,5 @@
-import type { SettleReport, SettleRequest } from '../store/contract';
-import { settleReports, validateFailedExecution, validateSettleItems, type UnsettledKey } from '../store/rules';
+import type { HoldRequest, SettleReport, SettleRequest } from '../store/contract';
+import { settleReports, validateFailedExecution, validateHoldItems, validateSettleItems, type UnsettledKey } from '../store/rules';
 import type { FailedExecution } from '../types';
 import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
 import type { KeyTable } from './keyTable';
@@ -37,6 +37,21 @@ export async function fail(table: KeyTable, items: Array<SettleRequest & { error
 	return settle(table, 'fail', items, messages.map((message) => message.warnings), (sent) => [
 		sent.map(({ index }) => messages[index].text),
 	]);
+}
+
+/** Extends owned processing reservations' leases to their hold from now (never shorter); returns the keys held. */
+export async function hold(table: KeyTable, items: HoldRequest[]): Promise<string[]> {
+	validateHoldItems(items);
+	// A key with a NUL cannot be stored, so it was never reserved.
+	const sent = items.filter((item) => !item.key.includes('\u0000'));
+	if (sent.length === 0) return [];
+	const retryUntil = settleDeadline(table, sent);
+	await table.readyWithin('hold', retryUntil);
+	// Holding is idempotent for its owner (greatest of the two ends), so a lost answer is re-sent.
+	const { rows } = await table.send('hold', table.statement('hold'), [sent.map((item) => item.key), sent.map((item) => item.ownerToken), sent.map((item) => item.holdMs)], {
+		retryUntil,
+	});
+	return rows.map((row) => row.key as string);
 }
 
 /** Releases every live reservation of one failed execution (of that workflow and n8n instance); returns the released keys. */

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 
-import type { KeyStore, SettleReport, SettleRequest } from '../store/contract';
+import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from '../store/contract';
 import type {
 	CleanupOptions,
 	CleanupResult,
@@ -85,6 +85,11 @@ export class IdempotencyStore implements KeyStore {
 	/** Marks owned reservations failed (kept with the message); the next delivery reserves again. */
 	async fail(items: Array<SettleRequest & { error: string }>): Promise<SettleReport[]> {
 		return settling.fail(this.keys, items);
+	}
+
+	/** Extends owned reservations' leases to their hold from now, never shorter, while their execution waits; returns the keys held. */
+	async hold(items: HoldRequest[]): Promise<string[]> {
+		return settling.hold(this.keys, items);
 	}
 
 	/** Releases every live reservation of one failed execution (of that workflow and n8n instance); returns the released keys. */

@@ -36,6 +36,7 @@ const KEY_STATEMENT_NAMES = [
 	'complete',
 	'release',
 	'fail',
+	'hold',
 	'releaseExecution',
 	'failExecution',
 	'unsettledKeys',

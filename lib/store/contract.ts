@@ -21,6 +21,11 @@ import type {
 export type StoreBackend = 'embedded' | 'postgres';
 
 /** A settle request; the lease end, when known, bounds how long a lost connection is retried. */
+/** An owned key to hold for `holdMs` milliseconds from now. */
+export interface HoldRequest extends SettleRequest {
+	holdMs: number;
+}
+
 export interface SettleRequest extends OwnedKey {
 	leaseEndsAt?: Date | null;
 }
@@ -54,6 +59,11 @@ export interface KeyStore {
 	release(items: SettleRequest[]): Promise<SettleReport[]>;
 	/** Marks owned reservations failed (kept with the message); the next delivery reserves again. */
 	fail(items: Array<SettleRequest & { error: string }>): Promise<SettleReport[]>;
+	/**
+	 * Extends owned reservations' leases to `holdMs` from now, never shortening them, while their
+	 * execution waits; returns the keys held (a key settled or taken over is left as it is).
+	 */
+	hold(items: HoldRequest[]): Promise<string[]>;
 	/** Releases every live reservation of one failed execution; returns the released keys. */
 	releaseExecution(execution: FailedExecution): Promise<string[]>;
 	/** Marks failed every live reservation of one failed execution; returns their keys. */

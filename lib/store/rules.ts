@@ -14,7 +14,7 @@ import type {
 	ReserveOptions,
 	SettleResult,
 } from '../types';
-import type { AdvanceOptions, EqualVersion, OrderDecision, SettleReport, SettleRequest, VersionedItem } from './contract';
+import type { AdvanceOptions, EqualVersion, HoldRequest, OrderDecision, SettleReport, SettleRequest, VersionedItem } from './contract';
 
 /**
  * The rules every key store applies the same way, whatever keeps the keys: the bounds of each
@@ -65,6 +65,18 @@ export function validateSettleItems(items: SettleRequest[]): void {
 			throw new InvalidConfigurationError(
 				`The owner token for key ${JSON.stringify(item.key.slice(0, 80))} is missing or not a UUID: pass the ownerToken the Reserve node returned.`,
 			);
+		}
+	}
+}
+
+/** The longest hold: n8n's "wait forever" (a Wait until the year 3000) is held this long. */
+export const MAX_HOLD_MS = 1000 * 365.25 * 24 * 3600 * 1000;
+
+export function validateHoldItems(items: HoldRequest[]): void {
+	validateSettleItems(items);
+	for (const item of items) {
+		if (!Number.isInteger(item.holdMs) || item.holdMs < 1 || item.holdMs > MAX_HOLD_MS) {
+			throw new InvalidConfigurationError(`The hold for key ${JSON.stringify(item.key.slice(0, 80))} must be a whole number of milliseconds from 1 to ${MAX_HOLD_MS}.`);
 		}
 	}
 }

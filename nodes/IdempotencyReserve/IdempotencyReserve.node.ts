@@ -118,7 +118,7 @@ export class IdempotencyReserve implements INodeType {
 					prepared,
 					{ mode: statement.mode, leaseSeconds: statement.leaseSeconds, retentionSeconds: statement.retentionSeconds, detail: statement.output },
 					// Registered before the statement: a key reserved is always settled by how the execution ends.
-					(opened) => settlesAtEnd && settleWhenExecutionEnds(this, [node.name], async () => opened),
+					(opened) => settlesAtEnd && settleWhenExecutionEnds(this, [node.name], async () => opened, statement.leaseSeconds * 1000),
 				));
 			} catch (error) {
 				if (statement.onStoreUnavailable === 'letThrough' && isStoreDown(error)) {

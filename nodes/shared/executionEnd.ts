@@ -1,6 +1,7 @@
 import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctions, type IRun } from 'n8n-workflow';
 
-import type { KeyStore } from '../../lib/store/contract';
+import type { HoldRequest, KeyStore } from '../../lib/store/contract';
+import { MAX_HOLD_MS } from '../../lib/store/rules';
 import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isTriggerType, judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
 import { isSettleNode } from './settleWiring';
@@ -35,11 +36,20 @@ interface ContextFields {
 
 type StoreOpener = () => Promise<KeyStore>;
 
+interface KeySource {
+	open: StoreOpener;
+	/** The lease the node reserved with, when known: a key is held this long after its execution's wait ends. */
+	leaseMs?: number;
+}
+
 interface Watch {
 	workflow: WorkflowFields;
-	/** The store of each Reserve node's keys, by the Reserve node's name. */
-	stores: Map<string, StoreOpener>;
+	/** Where each Reserve node's keys are stored, by the Reserve node's name. */
+	stores: Map<string, KeySource>;
 }
+
+/** The lease of the package's nodes when nothing else is known (a node settling keys another node reserved). */
+const DEFAULT_LEASE_MS = 300_000;
 
 const watches = new WeakMap<object, Watch>();
 
@@ -68,8 +78,11 @@ export function assertExecutionEndVisible(context: IExecuteFunctions): void {
 	);
 }
 
-/** Settles the keys `reserveNodes` reserved in this execution when it ends, in the store `openStore` opens. */
-export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes: string[], openStore: StoreOpener): void {
+/**
+ * Settles the keys `reserveNodes` reserved in this execution when it ends, in the store `openStore`
+ * opens; while the execution waits, holds them until the wait ends and `leaseMs` more.
+ */
+export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes: string[], openStore: StoreOpener, leaseMs?: number): void {
 	const hooks = hooksOf(context);
 	const workflow = (context as unknown as ContextFields).workflow;
 	if (!hooks || !workflow) return;
@@ -92,8 +105,8 @@ export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes
 			if (answer) await hooks.runHook('sendResponse', [{ ...answer, headers: {} }]).catch(() => undefined);
 		});
 	}
-	const memo = once(openStore);
-	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, memo);
+	const source: KeySource = { open: once(openStore), leaseMs };
+	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, source);
 }
 
 function once<T>(open: () => Promise<T>): () => Promise<T> {
@@ -101,13 +114,26 @@ function once<T>(open: () => Promise<T>): () => Promise<T> {
 	return () => (opened ??= open());
 }
 
-/** What the run's end means for each key it still holds: completed, failed with a reason, or held. */
-export function endOutcomes(run: IRun, workflow: WorkflowFields): { complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }> } | 'held' {
+export interface EndOutcomes {
+	complete: Reservation[];
+	fail: Array<{ reservation: Reservation; error: string }>;
+	/** Keys held while the execution waits, until `waitTill`; settled when the resumed execution ends. */
+	hold: Reservation[];
+	waitTill?: Date;
+}
+
+/** What the run's end means for each key it still holds: completed, failed with a reason, or held while it waits. */
+export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
 	const data = run.data as unknown as RunExecutionDataFields & { resultData: { error?: { message?: string; node?: { name?: string } }; lastNodeExecuted?: string } };
 	const status = run.status ?? (data.resultData.error ? 'error' : run.waitTill ? 'waiting' : 'success');
-	if (status === 'waiting' || run.waitTill) return 'held';
 	const view = executionView(data, workflow);
-	if (!view) return { complete: [], fail: [] };
+	if (status === 'waiting' || run.waitTill) {
+		if (!view) return { complete: [], fail: [], hold: [], waitTill: run.waitTill ?? undefined };
+		const settledKeys = keysSettledByNodes(view.runData, view);
+		const held = [...judgeExecution(view).reservations.values()].filter((reservation) => !settledKeys.has(reservation.key));
+		return { complete: [], fail: [], hold: held, waitTill: run.waitTill ?? undefined };
+	}
+	if (!view) return { complete: [], fail: [], hold: [] };
 	const error = data.resultData.error;
 	const failedAt = error ? (error.node?.name ?? data.resultData.lastNodeExecuted) : undefined;
 	const message = error?.message ?? `the execution ended with status "${status}"`;
@@ -128,29 +154,40 @@ export function endOutcomes(run: IRun, workflow: WorkflowFields): { complete: Re
 		if (failure === undefined) complete.push(reservation);
 		else fail.push({ reservation, error: failure });
 	}
-	return { complete, fail };
+	return { complete, fail, hold: [] };
+}
+
+/** The reserving node's Lease when it is a number in the workflow (a resumed execution does not run it again). */
+function staticLeaseMs(workflow: WorkflowFields, reserveNode: string): number {
+	const seconds = workflow.nodes?.[reserveNode]?.parameters?.leaseSeconds;
+	return typeof seconds === 'number' && seconds > 0 ? seconds * 1000 : DEFAULT_LEASE_MS;
 }
 
 /** Settles what the execution still holds; answers 500 when a key it settled failed (the provider retries). */
 async function settleAtEnd(run: IRun, watch: Watch): Promise<{ statusCode: number; body: IDataObject } | undefined> {
 	const outcomes = endOutcomes(run, watch.workflow);
-	if (outcomes === 'held') return undefined;
-	const byStore = new Map<StoreOpener, { complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }> }>();
+	const byStore = new Map<StoreOpener, { complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }>; hold: HoldRequest[] }>();
 	const groupOf = (reserveNode: string) => {
-		const opener = watch.stores.get(reserveNode);
-		if (!opener) return undefined;
-		let group = byStore.get(opener);
-		if (!group) byStore.set(opener, (group = { complete: [], fail: [] }));
-		return group;
+		const source = watch.stores.get(reserveNode);
+		if (!source) return undefined;
+		let group = byStore.get(source.open);
+		if (!group) byStore.set(source.open, (group = { complete: [], fail: [], hold: [] }));
+		return { group, leaseMs: source.leaseMs ?? staticLeaseMs(watch.workflow, reserveNode) };
 	};
-	for (const reservation of outcomes.complete) groupOf(reservation.reserveNode)?.complete.push(reservation);
-	for (const entry of outcomes.fail) groupOf(entry.reservation.reserveNode)?.fail.push(entry);
+	const owned = (reservation: Reservation) => ({ key: reservation.key, ownerToken: reservation.ownerToken, leaseEndsAt: reservation.leaseEndsAt });
+	const waitsFor = outcomes.waitTill ? Math.max(0, outcomes.waitTill.getTime() - Date.now()) : 0;
+	for (const reservation of outcomes.hold) {
+		const target = groupOf(reservation.reserveNode);
+		target?.group.hold.push({ ...owned(reservation), holdMs: Math.min(MAX_HOLD_MS, Math.round(waitsFor + target.leaseMs)) });
+	}
+	for (const reservation of outcomes.complete) groupOf(reservation.reserveNode)?.group.complete.push(reservation);
+	for (const entry of outcomes.fail) groupOf(entry.reservation.reserveNode)?.group.fail.push(entry);
 	// The trigger's event is answered by the workflow's last node: its copies get that answer back.
 	const answeredByLastNode = (reservation: Reservation) => isTriggerType(watch.workflow.nodes?.[reservation.reserveNode]?.type);
 	const lastAnswer = lastNodeAnswer(run);
 	for (const [open, group] of byStore) {
 		const store = await open();
-		const owned = (reservation: Reservation) => ({ key: reservation.key, ownerToken: reservation.ownerToken, leaseEndsAt: reservation.leaseEndsAt });
+		if (group.hold.length > 0) await store.hold(group.hold);
 		if (group.complete.length > 0) {
 			await store.complete(group.complete.map((reservation) => ({ ...owned(reservation), ...(answeredByLastNode(reservation) && lastAnswer ? { response: lastAnswer } : {}) })));
 		}

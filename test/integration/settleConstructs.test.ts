@@ -237,6 +237,26 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 		expect((await keyState('wait_first'))?.status).toBe('completed');
 	});
 
+	it('a Wait longer than the lease: the key is held until the wait ends and a lease more; a copy meanwhile is In Progress and runs nothing', async () => {
+		const data = workflow('wf-wait-long', {
+			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), wait('Wait', 0)],
+			connections: { Charge: { main: [link('Wait')] } },
+			heads: ['Charge'],
+		});
+		const waiting = await deliver(data, [{ id: 'wait_long' }]);
+		expect(effectsFor('wait_long')).toBe(1);
+		// The Wait is 1 hour and Reserve's lease 300 seconds: held for both, from now.
+		const { rows } = await db.pool.query(`select extract(epoch from locked_until - now()) as left_seconds from ${db.schema}.processed_events where key = 'evt:wait_long'`);
+		expect(Number(rows[0].left_seconds)).toBeGreaterThan(3600 + 300 - 60);
+		const copy = await deliver(data, [{ id: 'wait_long' }]);
+		expect(copy.answer).toBe(409);
+		expect(effectsFor('wait_long')).toBe(1);
+		const resumed = await resume(data, waiting);
+		expect(resumed.answer).toBe(200);
+		expect((await keyState('wait_long'))?.status).toBe('completed');
+		expect(effectsFor('wait_long')).toBe(1);
+	});
+
 	// The loss this row guards against, where Settle judged by position: Settle did not see the failure after the Wait and answered Completed.
 	it('the step fails after the Wait: failed, 500 once resumed', async () => {
 		const data = workflow('wf-wait-middle', {

@@ -76,10 +76,10 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const settlesAtEnd = settlesAtExecutionEnd(context);
 	if (settlesAtEnd) assertExecutionEndVisible(context);
 	assertSafeSettleWiring(context, CLAIMED);
-	// Registered before the claim: a key claimed is always settled by how the execution ends.
-	if (settlesAtEnd) settleWhenExecutionEnds(context, [context.getNode().name], async () => store);
 	// One statement for the batch: its lease and retention are read once, from the first item.
 	const leaseSeconds = context.getNodeParameter('leaseSeconds', 0) as number;
+	// Registered before the claim: a key claimed is always settled by how the execution ends.
+	if (settlesAtEnd) settleWhenExecutionEnds(context, [context.getNode().name], async () => store, leaseSeconds * 1000);
 	const retentionDays = context.getNodeParameter('retentionDays', 0, 30) as number;
 
 	const requests: Array<{ itemIndex: number; key: string }> = [];
