@@ -83,9 +83,9 @@ export class IdempotentWebhook implements INodeType {
 				httpMethod: '={{$parameter["httpMethod"]}}',
 				path: '={{$parameter["path"]}}',
 				isFullPath: true,
-				// A new event's answer is the last node's, until the settlement decides it.
-				responseMode: 'lastNode',
-				responseData: 'firstEntryJson',
+				// A new event is answered when its key is settled: the last node's first item, or 500 when
+				// the step failed for it, even where the execution itself succeeded (an error output).
+				responseMode: 'responseNode',
 			},
 		],
 		properties: idempotentWebhookProperties,

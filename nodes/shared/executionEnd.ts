@@ -193,7 +193,11 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<{ statusCode: numbe
 		}
 		if (group.fail.length > 0) await store.fail(group.fail.map(({ reservation, error }) => ({ ...owned(reservation), error })));
 	}
-	if (outcomes.fail.length === 0) return undefined;
+	if (outcomes.fail.length === 0) {
+		// The trigger answers its own event (n8n waits for this answer): the last node's, as the copies get it.
+		const startedByTrigger = [...watch.stores.keys()].some((name) => isTriggerType(watch.workflow.nodes?.[name]?.type));
+		return startedByTrigger && outcomes.hold.length === 0 ? { statusCode: 200, body: lastAnswer ?? {} } : undefined;
+	}
 	return { statusCode: 500, body: { message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.` } };
 }
 

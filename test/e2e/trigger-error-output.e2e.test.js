@@ -1,0 +1,64 @@
+// The Idempotent Webhook trigger when the user's business step continues on error (its error output,
+// or an error item on its regular output): n8n ends the execution as a success, but the step failed
+// for the event. The trigger answers the sender 500 and marks the key failed, so the provider's
+// retry runs the step again; a 200 here would lose the event.
+// e2e-tags: single queue compatibility
+const { harness, eventId } = require('../support/e2e/harness');
+const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
+const { publishTrigger, TRIGGER } = require('../support/e2e/trigger');
+const { startSink } = require('../support/e2e/sink');
+
+describe('the Idempotent Webhook trigger, a business step set to continue on error', () => {
+	const h = harness();
+	let api;
+	const webhooks = {};
+
+	beforeAll(async () => {
+		await useWorkerFolders(h, 'shared');
+		api = await startSink();
+		for (const onError of ['continueErrorOutput', 'continueRegularOutput']) {
+			webhooks[onError] = await publishTrigger(h, `trigger-${onError}`, {
+				apiUrl: api.url,
+				change: (node) => (node.name === TRIGGER.business ? { ...node, onError } : node),
+			});
+			// Queue mode: the first run on a worker opens the store; warm it up like a provider retrying.
+			if (h.topology === 'queue') await warmUp(webhooks[onError].url);
+		}
+	});
+	afterAll(async () => api?.close());
+
+	async function warmUp(url) {
+		const event = { id: eventId('trg_warm'), type: 'e2e.warmup' };
+		for (const deadline = Date.now() + 60000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 500))) {
+			if ((await h.deliver(url, event)).status === 200) return;
+		}
+		throw new Error('the warm-up delivery was never accepted');
+	}
+
+	for (const [onError, label] of [
+		['continueErrorOutput', 'Continue (using error output)'],
+		['continueRegularOutput', 'Continue (regular output)'],
+	]) {
+		test(`${label}: the API fails, the execution succeeds, the sender gets 500 and the key is failed; the retry calls the API once`, async () => {
+			const webhook = webhooks[onError];
+			const mark = await h.executionMark();
+			const event = { id: eventId(`trg_${onError}`), type: 'order.created' };
+			const key = `evt:${event.id}`;
+			api.failNext(key, 500);
+			const failed = await h.deliver(webhook.url, event);
+			expect(failed.status).toBe(500);
+			expect(api.calls(key)).toBe(0);
+			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
+			const [first] = await h.waitForExecutions(webhook.workflowId, mark, 1);
+			expect(first.status).toBe('success');
+
+			const retried = await h.deliver(webhook.url, event);
+			expect([retried.status, retried.outcome]).toEqual([200, 'new']);
+			expect(api.calls(key)).toBe(1);
+			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
+			const copy = await h.deliver(webhook.url, event);
+			expect([copy.status, copy.outcome]).toEqual([200, 'duplicate']);
+			expect(api.calls(key)).toBe(1);
+		});
+	}
+});
