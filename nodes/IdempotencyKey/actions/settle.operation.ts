@@ -37,6 +37,14 @@ export const description: INodeProperties[] = [
 		displayOptions: { show: { operation: ['settle'] } },
 		default: '',
 	},
+	{
+		displayName:
+			'Refused by Idempotency Reserve before anything is reserved, because the outcome could not be learned: an Execute Workflow node with "Wait For Sub-Workflow Completion" off; a Wait node set to "Continue (using error output)"; a Wait with this node chained after the step instead of beside it; a node after a Wait that stops the workflow on error. A Wait holds the key for as long as it waits.',
+		name: 'settleRefusedNotice',
+		type: 'notice',
+		displayOptions: { show: { operation: ['settle'] } },
+		default: '',
+	},
 	RESPONSE_TO_STORE,
 ];
 
