@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import type { KeyStore } from '../../lib/store/contract';
 import type { IdempotencyRecord, ReservationResult, StoredKey } from '../../lib/types';
 import {
-	describeState,
+	describeRow,
 	KeyModel,
 	type CallAnswer,
 	type ClaimSeen,
@@ -41,11 +41,34 @@ const KEYS = ['k0', 'k1', 'k2', 'k3'] as const;
 const LEASE_SECONDS = 600;
 const RETENTION_SECONDS = 3600;
 const DEFAULT_RUNS = 40;
+const EXPECTED_ANSWERS = [
+	'concurrent round',
+	'reserve new',
+	'reserve repeat',
+	'reserve in_progress',
+	'reserve duplicate',
+	'reserve reclaimed',
+	'complete applied',
+	'complete not_owner',
+	'release applied',
+	'release completed',
+	'fail applied',
+	'fail not_owner',
+	'claim claimed',
+	'claim in_progress',
+	'claim completed',
+	'lease run out',
+	'crash with an answer lost',
+];
 
-/** A settle item as generated: the key, and which of its owner tokens so far (newest first; past the last, one never issued). */
+/**
+ * A settle item as generated: an owner token handed out so far (`back`: how many tokens back from
+ * the newest; the current owner's or a stale one), or a token never handed out for `key`.
+ */
 interface SettleItemSpec {
-	key: string;
-	token: number;
+	token: { back: number } | { madeUpFor: string };
+	/** The token sent in upper case (a UUID in either case is the same token). */
+	upper: boolean;
 	value: number | null;
 }
 
@@ -70,6 +93,20 @@ interface Real {
 	executions: number;
 	/** What happened so far in this sequence, for the failure report. */
 	trace: string[];
+	seen: Seen;
+}
+
+/** How often each answer came, over all sequences of one backend: proof that the runs reach every transition. */
+type Seen = Record<string, number>;
+function count(seen: Seen, what: string): void {
+	seen[what] = (seen[what] ?? 0) + 1;
+}
+function countAnswer(seen: Seen, call: StoreCall, answer: CallAnswer): void {
+	if (answer.kind === 'reserve') for (const result of answer.results) count(seen, `reserve ${result.reclaimed ? 'reclaimed' : result.repeatInBatch ? 'repeat' : result.outcome}`);
+	if (answer.kind === 'settle') for (const result of answer.results) count(seen, `${call.kind} ${result.applied ? 'applied' : result.reason}`);
+	if (answer.kind === 'claim') for (const result of answer.results) count(seen, `claim ${result.claimed ? 'claimed' : result.reason}`);
+	if (answer.kind === 'cleanup') count(seen, answer.deleted > 0 ? 'cleanup deleted' : 'cleanup nothing');
+	if (answer.kind === 'getKeys') for (const key of Object.values(answer.keys)) count(seen, `getKeys ${key.status}${key.retentionEnded ? ' retention ended' : ''}`);
 }
 
 interface ModelBox {
@@ -85,7 +122,12 @@ const reserveSpec: fc.Arbitrary<Omit<ReserveCall, 'executionId'>> = fc.record({
 });
 const settleSpec = fc.record({
 	kind: fc.constantFrom('complete' as const, 'release' as const, 'fail' as const),
-	items: fc.array(fc.record({ key, token: fc.nat(3), value: fc.option(fc.nat(99)) }), { minLength: 1, maxLength: 3 }),
+	items: fc.array(
+		fc.record({
+			token: fc.oneof({ weight: 6, arbitrary: fc.record({ back: fc.nat(5) }) }, { weight: 1, arbitrary: fc.record({ madeUpFor: key }) }),
+			upper: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), value: fc.option(fc.nat(99)) }),
+		{ minLength: 1, maxLength: 3 },
+	),
 });
 const callSpec: fc.Arbitrary<CallSpec> = fc.oneof(
 	{ weight: 5, arbitrary: reserveSpec },
@@ -138,7 +180,7 @@ function describeCall(call: CallSpec): string {
 		case 'getKeys':
 			return `${call.kind}[${call.keys.join(',')}]`;
 		default:
-			return `${call.kind}[${call.items.map((item) => `${item.key} token#${item.token}${item.value === null ? '' : ` ${call.kind === 'fail' ? 'error' : 'response'} ${item.value}`}`).join(', ')}]`;
+			return `${call.kind}[${call.items.map((item) => `${'back' in item.token ? `token#-${item.token.back}` : `made-up token for ${item.token.madeUpFor}`}${item.upper ? ' upper' : ''}${item.value === null ? '' : ` ${call.kind === 'fail' ? 'error' : 'response'} ${item.value}`}`).join(', ')}]`;
 	}
 }
 
@@ -156,10 +198,12 @@ function describeSpec(spec: CommandSpec): string {
 	}
 }
 
-/** A settle item's token: the key's `index`-th newest token so far, or past the last a token never issued. */
-function tokenFor(real: Real, item: SettleItemSpec): string {
-	const ofKey = real.tokens.filter((entry) => entry.key === item.key).reverse();
-	return item.token < ofKey.length ? ofKey[item.token].token : randomUUID();
+/** A settle item's key and token: a token handed out so far (with its key), or one never handed out; none handed out yet, one made up for k0. */
+function tokenFor(real: Real, item: SettleItemSpec): { key: string; token: string } {
+	const back = 'back' in item.token ? item.token.back : undefined;
+	const issued = back === undefined ? undefined : real.tokens[real.tokens.length - 1 - Math.min(back, real.tokens.length - 1)];
+	const chosen = issued ?? { key: 'madeUpFor' in item.token ? item.token.madeUpFor : KEYS[0], token: randomUUID() };
+	return { key: chosen.key, token: item.upper ? chosen.token.toUpperCase() : chosen.token };
 }
 
 /** The generated call as the store gets it: tokens picked, an execution id of its own. */
@@ -170,13 +214,13 @@ function concrete(call: CallSpec, real: Real): StoreCall {
 	const seen = new Set<string>();
 	const items: Array<{ key: string; token: string; response?: unknown; error?: string }> = [];
 	for (const item of call.items) {
-		const token = tokenFor(real, item);
+		const { key, token } = tokenFor(real, item);
 		// One item per key and token: the same owner's item twice is a re-send, another test's subject.
-		if (seen.has(`${item.key} ${token}`)) continue;
-		seen.add(`${item.key} ${token}`);
-		if (call.kind === 'complete') items.push({ key: item.key, token, ...(item.value === null ? {} : { response: { n: item.value } }) });
-		else if (call.kind === 'fail') items.push({ key: item.key, token, error: `error ${item.value ?? 0}` });
-		else items.push({ key: item.key, token });
+		if (seen.has(`${key} ${token.toLowerCase()}`)) continue;
+		seen.add(`${key} ${token.toLowerCase()}`);
+		if (call.kind === 'complete') items.push({ key, token, ...(item.value === null ? {} : { response: { n: item.value } }) });
+		else if (call.kind === 'fail') items.push({ key, token, error: `error ${item.value ?? 0}` });
+		else items.push({ key, token });
 	}
 	return { kind: call.kind, items };
 }
@@ -290,7 +334,11 @@ async function runCommand(spec: CommandSpec, model: KeyModel, real: Real): Promi
 			const calls = spec.calls.map((call) => concrete(call, real));
 			const answers = await Promise.all(calls.map((call, index) => callStore(real.clients[(spec.first + index) % CLIENTS].store, call)));
 			real.trace.push(`  ${describeSpec(spec)}`);
-			for (const [index, answer] of answers.entries()) real.trace.push(`    ${describeConcrete(calls[index])} → ${describeAnswer(answer)}`);
+			for (const [index, answer] of answers.entries()) {
+				real.trace.push(`    ${describeConcrete(calls[index])} → ${describeAnswer(answer)}`);
+				countAnswer(real.seen, calls[index], answer);
+			}
+			if (calls.length > 1) count(real.seen, 'concurrent round');
 			model.round(calls, answers);
 			for (const [index, answer] of answers.entries()) {
 				const call = calls[index];
@@ -308,14 +356,18 @@ async function runCommand(spec: CommandSpec, model: KeyModel, real: Real): Promi
 			const row = await fixture.row(spec.key);
 			real.trace.push(`  ${describeSpec(spec)} (the row: ${row ? `${row.status}${row.locked_until ? ', with a lease' : ''}` : 'none'})`);
 			model.timeStep(spec.key, spec.kind === 'expireLease' ? 'lease' : 'retention', row && { status: row.status, hasLease: row.locked_until !== null });
-			if (spec.kind === 'expireLease' && row?.status === 'processing' && row.locked_until) await fixture.update(spec.key, { lockedUntil: -1 });
+			if (spec.kind === 'expireLease' && row?.status === 'processing' && row.locked_until) {
+				await fixture.update(spec.key, { lockedUntil: -1 });
+				count(real.seen, 'lease run out');
+			}
 			if (spec.kind === 'expireRetention' && row) await fixture.update(spec.key, { expiresAt: -1 });
 			return;
 		}
 		case 'cleanup': {
 			const answer = await callStore(real.clients[0].store, { kind: 'cleanup' });
 			real.trace.push(`  cleanup() → ${describeAnswer(answer)}`);
-			model.round([{ kind: 'cleanup' }], [answer]);
+			if (answer.kind === 'cleanup') model.cleanup(answer);
+			countAnswer(real.seen, { kind: 'cleanup' }, answer);
 			return;
 		}
 		case 'crash': {
@@ -328,6 +380,7 @@ async function runCommand(spec: CommandSpec, model: KeyModel, real: Real): Promi
 			real.clients[spec.client] = openKeyStore(fixture.target, 2);
 			real.trace.push(`  ${describeSpec(spec)}`);
 			if (lost) model.lostReserve(lost);
+			count(real.seen, lost ? 'crash with an answer lost' : 'crash');
 			return;
 		}
 	}
@@ -338,13 +391,11 @@ async function finalCheck(model: KeyModel, real: Real): Promise<void> {
 	const answer = await callStore(real.clients[0].store, { kind: 'getKeys', keys: [...KEYS] });
 	real.trace.push(`  final getKeys → ${describeAnswer(answer)}`);
 	model.round([{ kind: 'getKeys', keys: [...KEYS] }], [answer]);
-	const { rows } = model.agreedRows();
-	for (const key of Object.keys(rows)) {
+	for (const [key, row] of model.knownRows()) {
 		const stored = await real.fixture.row(key);
-		const owner = rows[key].owner;
-		if (owner.startsWith('lost:') ? real.tokens.some((entry) => entry.token === stored?.owner_token) : stored?.owner_token !== owner) {
-			throw new Error(`${key} is owned by ${stored?.owner_token} in the table; the model: ${describeState(rows)}`);
-		}
+		// A token the model cannot know (a lost answer's) must at least be none handed out to a client.
+		const honoured = !row ? !stored : row.owner.startsWith('lost:') ? !real.tokens.some((entry) => entry.token === stored?.owner_token) : stored?.owner_token === row.owner;
+		if (!honoured) throw new Error(`${key} is stored with owner token ${stored?.owner_token}; the model: ${describeRow(key, row)}`);
 	}
 }
 
@@ -375,13 +426,15 @@ describeEachBackend('the store against a model of the key state machine', (backe
 		const path = process.env.STORE_MODEL_PATH || undefined;
 		const replayPath = process.env.STORE_MODEL_REPLAY_PATH || undefined;
 		const numRuns = envNumber('STORE_MODEL_RUNS') ?? DEFAULT_RUNS;
+		const seen: Seen = {};
 		const commands = fc.commands(
-			[round, round, round, round, round, round, expireLease, expireLease, expireRetention, cleanup, crash].map((spec) => spec.map((made) => new StoreCommand(made))),
-			{ maxCommands: 30, replayPath },
+			[round, round, round, round, round, round, expireLease, expireLease, expireRetention, expireRetention, cleanup, cleanup, crash].map((spec) => spec.map((made) => new StoreCommand(made))),
+			{ maxCommands: 30, size: 'max', replayPath },
 		);
 		const property = fc.asyncProperty(commands, async (sequence) => {
 			await fixture.clear();
-			const real: Real = { fixture, clients, tokens: [], executions: 0, trace: [] };
+			const real: Real = { fixture, clients, tokens: [], executions: 0, trace: [], seen };
+			count(seen, 'sequence');
 			const box: ModelBox = { model: new KeyModel() };
 			await fc.asyncModelRun(() => ({ model: box, real }), sequence);
 			try {
@@ -404,6 +457,12 @@ describeEachBackend('the store against a model of the key state machine', (backe
 			const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
 			throw new Error(`${fc.defaultReportMessage(details)}\n\nThe shrunk sequence's failure:\n${error}\n\nReplay this failure: ${replay}`);
 		}
+		console.log(`[${backend}] seed ${seed}, ${details.numRuns} sequences: ${JSON.stringify(seen)}`);
 		expect(details.numRuns).toBe(path ? 1 : numRuns);
+		if (!path && numRuns >= DEFAULT_RUNS) {
+			// The runs reach every transition (each of these comes tens of times in a default run).
+			const reached = EXPECTED_ANSWERS.filter((what) => (seen[what] ?? 0) > 0);
+			expect(reached).toEqual(EXPECTED_ANSWERS);
+		}
 	}, 600_000);
 });

@@ -3,11 +3,10 @@
 // The model test (test/conformance/keyModel.test.ts) drives a real store with random rounds of
 // calls and hands each round's answers here.
 //
-// Calls that run at the same time may take effect in any order, so the checker keeps every model
-// state some order of the calls so far explains (a linearizability check over small rounds): a
-// round is accepted when at least one order of its calls, from at least one kept state, gives
-// exactly the answers seen. A Postgres settle is two statements (the update, then a read of the
-// keys it left unchanged to say why), so its two halves may be ordered apart.
+// Calls that run at the same time may take effect in any order, so the checker keeps, per key,
+// every row some order of the calls so far explains (see KeyModel). A Postgres settle is two
+// statements (the update, then a read of the keys it left unchanged to say why), so its two halves
+// may be ordered apart.
 
 export type Status = 'processing' | 'completed' | 'failed';
 
@@ -194,9 +193,12 @@ function reserve(state: ModelState, call: ReserveCall, answer: ReservationSeen[]
 	}
 }
 
+/** Owner tokens are UUIDs: the same token in upper or lower case is one token. */
+const sameToken = (stored: string, given: string) => stored.toLowerCase() === given.toLowerCase();
+
 /** Whether a settle item changes its key: the owner's token, and a state that settle accepts. */
 function settles(kind: SettleCall['kind'], row: ModelRow | undefined, token: string): boolean {
-	if (!row || row.owner !== token) return false;
+	if (!row || !sameToken(row.owner, token)) return false;
 	// Complete applies to the owner's key unless it was marked failed; Release and Mark Failed
 	// never undo a Complete (its business step ran).
 	return kind === 'complete' ? row.status !== 'failed' : !row.effectDone;
@@ -222,7 +224,7 @@ function settleReasons(state: ModelState, call: SettleCall, answer: SettleSeen[]
 		const seen = answer[index];
 		if (seen.applied) continue;
 		const row = state[item.key];
-		const reason = !row ? 'not_found' : row.owner !== item.token ? 'not_owner' : row.effectDone ? 'completed' : 'failed';
+		const reason = !row ? 'not_found' : !sameToken(row.owner, item.token) ? 'not_owner' : row.effectDone ? 'completed' : 'failed';
 		same(`${call.kind} ${item.key} with token ${item.token.slice(0, 8)} (item ${index}) reason`, reason, seen.reason);
 	}
 }
@@ -289,13 +291,7 @@ function getKeys(state: ModelState, call: GetKeysCall, answer: Record<string, Ke
 	same(`getKeys ${JSON.stringify(call.keys)}`, expected, actual);
 }
 
-function cleanup(state: ModelState, answer: { deleted: number; finished: boolean }): void {
-	const doomed = Object.keys(state).filter((key) => ended(state[key]));
-	same('cleanup', { deleted: doomed.length, finished: true }, { deleted: answer.deleted, finished: answer.finished });
-	for (const key of doomed) delete state[key];
-}
-
-/** One atomic step of a call: a settle has two (its update, then its read of the reasons). */
+/** One atomic step of a call on one key: a settle has two (its update, then its read of the reasons). */
 type Step = { call: number; half: 'whole' | 'apply' | 'reasons' };
 
 function stepsOf(call: StoreCall, index: number): Step[] {
@@ -326,128 +322,197 @@ function runStep(state: ModelState, step: Step, calls: StoreCall[], answers: Cal
 	if (call.kind === 'reserve' && answer.kind === 'reserve') reserve(state, call, answer.results);
 	else if (call.kind === 'claim' && answer.kind === 'claim') claim(state, call, answer.results);
 	else if (call.kind === 'getKeys' && answer.kind === 'getKeys') getKeys(state, call, answer.keys);
-	else if (call.kind === 'cleanup' && answer.kind === 'cleanup') cleanup(state, answer);
 	else if ((call.kind === 'complete' || call.kind === 'release' || call.kind === 'fail') && answer.kind === 'settle') {
 		if (step.half === 'apply') settleApply(state, call, answer.results);
 		else settleReasons(state, call, answer.results);
 	} else throw new Mismatch(`${call.kind}: an answer of kind ${answer.kind}`);
 }
 
-const clone = (state: ModelState): ModelState => JSON.parse(JSON.stringify(state)) as ModelState;
-/** Two states that differ only in key order are one state. */
-const canonical = (state: ModelState) => JSON.stringify(Object.keys(state).sort().map((key) => [key, state[key]]));
+function keysOf(call: StoreCall): string[] {
+	if (call.kind === 'cleanup') return [];
+	if (call.kind === 'claim' || call.kind === 'getKeys') return call.keys;
+	return call.items.map((item) => item.key);
+}
 
-/** The states some order of everything so far explains; a failed round says why each order failed. */
+/** The part of a call, and of its answer, about one key (null when the call does not name it). */
+function onKey(key: string, call: StoreCall, answer: CallAnswer | undefined): { call: StoreCall; answer: CallAnswer | undefined } | null {
+	const keep = keysOf(call).map((named) => named === key);
+	if (!keep.includes(true)) return null;
+	const mine = <T>(list: T[]) => list.filter((_, index) => keep[index]);
+	switch (call.kind) {
+		case 'reserve':
+			return { call: { ...call, items: mine(call.items) }, answer: answer?.kind === 'reserve' ? { ...answer, results: mine(answer.results) } : answer };
+		case 'claim':
+			return { call: { ...call, keys: mine(call.keys) }, answer: answer?.kind === 'claim' ? { ...answer, results: mine(answer.results) } : answer };
+		case 'getKeys':
+			return {
+				call: { ...call, keys: mine(call.keys) },
+				answer: answer?.kind === 'getKeys' ? { kind: 'getKeys', keys: key in answer.keys ? { [key]: answer.keys[key] } : {} } : answer,
+			};
+		case 'complete':
+		case 'release':
+		case 'fail':
+			return { call: { ...call, items: mine(call.items) }, answer: answer?.kind === 'settle' ? { ...answer, results: mine(answer.results) } : answer };
+		case 'cleanup':
+			return null;
+	}
+}
+
+/** A key's possible rows (null: not stored); two equal rows are one. */
+type Candidates = Array<ModelRow | null>;
+const distinct = (rows: Candidates): Candidates => [...new Map(rows.map((row) => [JSON.stringify(row), row])).values()];
+const stateWith = (key: string, row: ModelRow | null): ModelState => (row ? { [key]: JSON.parse(JSON.stringify(row)) as ModelRow } : {});
+
+/**
+ * What the model allows the store to have answered, key by key. Each key's transitions depend on
+ * that key's row alone, and the store promises each key's calls take effect one at a time (a row
+ * lock, or the file's write lock), not that a batch over several keys is one atomic snapshot next
+ * to a concurrent call: Postgres (read committed) lets a claim see a concurrent reservation's
+ * update of one key but not its insert of another. So each key keeps the rows that some order of
+ * the calls so far explains (a linearizability check per key): a round is accepted when, for
+ * every key it names, at least one order of its calls' steps on that key, from at least one kept
+ * row, gives exactly the answers seen.
+ */
 export class KeyModel {
-	states: ModelState[] = [{}];
+	private rows = new Map<string, Candidates>();
 	private issued = new Set<string>();
 
-	/**
-	 * Holds one round of calls that ran at the same time against every kept state and every order
-	 * of their steps; keeps the resulting states that explain every answer. Throws when none does.
-	 */
-	round(calls: StoreCall[], answers: CallAnswer[]): void {
-		this.checkTokens(answers);
-		const next = new Map<string, ModelState>();
-		const failures: string[] = [];
-		for (const state of this.states) {
-			for (const order of interleavings(calls.map(stepsOf))) {
-				const candidate = clone(state);
-				try {
-					for (const step of order) runStep(candidate, step, calls, answers);
-					next.set(canonical(candidate), candidate);
-				} catch (error) {
-					if (!(error instanceof Mismatch)) throw error;
-					if (failures.length < 6) failures.push(`  in the order ${order.map((step) => `${step.call}${step.half === 'whole' ? '' : `.${step.half}`}`).join(' → ')}: ${error.message}`);
-				}
-			}
-		}
-		if (next.size === 0) {
-			throw new Error(
-				[
-					`No order of this round's calls explains the store's answers, from any of the ${this.states.length} model state(s) kept.`,
-					...failures,
-					`The model state(s) before the round: ${this.states.map((state) => describeState(state)).join(' | or | ')}`,
-				].join('\n'),
-			);
-		}
-		this.states = [...next.values()];
+	private candidates(key: string): Candidates {
+		return this.rows.get(key) ?? [null];
 	}
 
-	/** A reserve whose answer was lost (its client crashed): it took effect, or it did not. */
-	lostReserve(call: ReserveCall): void {
-		const next = new Map<string, ModelState>();
-		for (const state of this.states) {
-			next.set(canonical(state), state);
-			const applied = clone(state);
-			reserve(applied, call, undefined);
-			next.set(canonical(applied), applied);
+	/** Holds one round of calls that ran at the same time (cleanup runs alone: see `cleanup`). Throws when no order explains the answers. */
+	round(calls: StoreCall[], answers: CallAnswer[]): void {
+		this.checkTokens(answers);
+		const next = new Map<string, Candidates>();
+		for (const key of new Set(calls.flatMap(keysOf))) {
+			const parts = calls.map((call, index) => onKey(key, call, answers[index]));
+			const named = parts.flatMap((part, index) => (part ? [{ ...part, index }] : []));
+			const keyCalls = named.map((part) => part.call);
+			const keyAnswers = named.map((part) => part.answer!);
+			const kept: Candidates = [];
+			const failures: string[] = [];
+			for (const row of this.candidates(key)) {
+				for (const order of interleavings(keyCalls.map(stepsOf))) {
+					const state = stateWith(key, row);
+					try {
+						for (const step of order) runStep(state, step, keyCalls, keyAnswers);
+						kept.push(state[key] ?? null);
+					} catch (error) {
+						if (!(error instanceof Mismatch)) throw error;
+						const described = order.map((step) => `call ${named[step.call].index}${step.half === 'whole' ? '' : ` ${step.half}`}`).join(' → ');
+						if (failures.length < 6) failures.push(`  in the order ${described}: ${error.message}`);
+					}
+				}
+			}
+			if (kept.length === 0) {
+				throw new Error(
+					[
+						`No order of this round's calls on ${key} explains the store's answers, from any of the ${this.candidates(key).length} row(s) the model holds possible for it.`,
+						...failures,
+						`The model's possible row(s) of ${key} before the round: ${this.candidates(key).map((row) => describeRow(key, row)).join(' | or | ')}`,
+					].join('\n'),
+				);
+			}
+			next.set(key, distinct(kept));
 		}
-		this.states = [...next.values()];
+		for (const [key, kept] of next) this.rows.set(key, kept);
+	}
+
+	/** Cleanup, run alone: it deletes every key whose retention ended and no lease holds; the count must add up. */
+	cleanup(answer: { deleted: number; finished: boolean }): void {
+		same('cleanup finished', true, answer.finished);
+		// Per key, each possible row's share of the count and what is left of it.
+		const keys = [...this.rows.keys()];
+		const options = keys.map((key) => this.candidates(key).map((row) => ({ doomed: row !== null && ended(row), row: row && ended(row) ? null : row })));
+		const kept = keys.map((): Candidates => []);
+		const walk = (index: number, count: number, chosen: Array<{ row: ModelRow | null }>) => {
+			if (index === keys.length) {
+				if (count === answer.deleted) chosen.forEach((option, at) => kept[at].push(option.row));
+				return;
+			}
+			for (const option of options[index]) walk(index + 1, count + (option.doomed ? 1 : 0), [...chosen, option]);
+		};
+		walk(0, 0, []);
+		if (keys.length === 0 ? answer.deleted !== 0 : kept[0].length === 0) {
+			throw new Error(`cleanup deleted ${answer.deleted}; the model's possible rows: ${this.describe()}`);
+		}
+		keys.forEach((key, index) => this.rows.set(key, distinct(kept[index])));
+	}
+
+	/** A reserve whose answer was lost (its client crashed): on each key it took effect, or it did not. */
+	lostReserve(call: ReserveCall): void {
+		for (const key of new Set(keysOf(call))) {
+			const part = onKey(key, call, undefined)!.call as ReserveCall;
+			const after = this.candidates(key).flatMap((row) => {
+				const state = stateWith(key, row);
+				reserve(state, part, undefined);
+				return [row, state[key] ?? null];
+			});
+			this.rows.set(key, distinct(after));
+		}
 	}
 
 	/**
 	 * A step that moves time for one key (lease or retention run out), with what the real row
-	 * showed before it: keeps the states that agree with the row, and applies the change.
+	 * showed before it: keeps the rows that agree with it, and applies the change.
 	 */
 	timeStep(key: string, change: 'lease' | 'retention', rowSeen: { status: Status; hasLease: boolean } | undefined): void {
-		const kept = this.states.filter((state) => {
-			const row = state[key];
+		const kept = this.candidates(key).filter((row) => {
 			if (!row || !rowSeen) return !row && !rowSeen;
 			return row.status === rowSeen.status && (row.lease !== 'none') === rowSeen.hasLease;
 		});
 		if (kept.length === 0) {
-			throw new Error(
-				`Before moving the ${change} clock of ${key}, the store holds ${JSON.stringify(rowSeen ?? 'no row')}; the model state(s): ${this.states.map(describeState).join(' | or | ')}`,
-			);
+			throw new Error(`Before its ${change} runs out, ${key} is stored as ${JSON.stringify(rowSeen ?? 'no row')}; the model: ${this.describe()}`);
 		}
-		for (const state of kept) {
-			const row = state[key];
-			if (!row) continue;
-			if (change === 'lease' && row.status === 'processing' && row.lease === 'live') row.lease = 'expired';
-			if (change === 'retention') row.retentionPast = true;
-		}
-		this.states = kept;
+		this.rows.set(
+			key,
+			distinct(
+				kept.map((row) => {
+					if (!row) return row;
+					const changed = { ...row };
+					if (change === 'lease' && row.status === 'processing' && row.lease === 'live') changed.lease = 'expired';
+					if (change === 'retention') changed.retentionPast = true;
+					return changed;
+				}),
+			),
+		);
 	}
 
 	/** Owner tokens the store hands out are fresh: never one handed out before. */
 	private checkTokens(answers: CallAnswer[]): void {
-		const fresh: string[] = [];
 		for (const answer of answers) {
-			if (answer.kind === 'reserve') for (const result of answer.results) if (result.ownerToken) fresh.push(result.ownerToken);
-			if (answer.kind === 'claim') for (const result of answer.results) if (result.claimed) fresh.push(result.ownerToken);
-		}
-		for (const token of fresh) {
-			if (this.issued.has(token)) throw new Error(`The store handed out owner token ${token} a second time.`);
-			this.issued.add(token);
+			const fresh =
+				answer.kind === 'reserve'
+					? answer.results.flatMap((result) => (result.ownerToken ? [result.ownerToken] : []))
+					: answer.kind === 'claim'
+						? answer.results.flatMap((result) => (result.claimed ? [result.ownerToken] : []))
+						: [];
+			for (const token of fresh) {
+				if (this.issued.has(token)) throw new Error(`The store handed out owner token ${token} a second time.`);
+				this.issued.add(token);
+			}
 		}
 	}
 
-	/** What the model says the table holds, when every kept state agrees on a key; for the final check. */
-	agreedRows(): { rows: ModelState; undecided: string[] } {
-		const keys = new Set(this.states.flatMap((state) => Object.keys(state)));
-		const rows: ModelState = {};
-		const undecided: string[] = [];
-		for (const key of keys) {
-			const versions = new Set(this.states.map((state) => JSON.stringify(state[key] ?? null)));
-			if (versions.size === 1 && this.states[0][key]) rows[key] = this.states[0][key];
-			else if (versions.size > 1) undecided.push(key);
-		}
-		return { rows, undecided };
+	/** The keys whose row the model knows for sure (one possible row), for the final check. */
+	knownRows(): Map<string, ModelRow | null> {
+		const known = new Map<string, ModelRow | null>();
+		for (const [key, candidates] of this.rows) if (candidates.length === 1) known.set(key, candidates[0]);
+		return known;
+	}
+
+	describe(): string {
+		const keys = [...this.rows.keys()].sort();
+		return keys.length === 0 ? 'no keys' : keys.map((key) => this.candidates(key).map((row) => describeRow(key, row)).join(' or ')).join('; ');
 	}
 }
 
-/** A state in one line: per key its status, attempts, duplicates, lease, retention and owner. */
-export function describeState(state: ModelState): string {
-	const keys = Object.keys(state).sort();
-	if (keys.length === 0) return '{}';
-	return `{ ${keys
-		.map((key) => {
-			const row = state[key];
-			const flags = [row.lease !== 'none' ? `lease ${row.lease}` : '', row.retentionPast ? 'retention past' : '', row.effectDone ? 'effect done' : '']
-				.filter(Boolean)
-				.join(', ');
-			return `${key}: ${row.status} ×${row.attempts} dup ${row.duplicates}${flags ? ` (${flags})` : ''} owner ${row.owner.slice(0, 8)}`;
-		})
-		.join('; ')} }`;
+/** A row in one line: its status, attempts, duplicates, lease, retention and owner. */
+export function describeRow(key: string, row: ModelRow | null): string {
+	if (!row) return `${key}: not stored`;
+	const flags = [row.lease !== 'none' ? `lease ${row.lease}` : '', row.retentionPast ? 'retention past' : '', row.effectDone ? 'effect done' : '']
+		.filter(Boolean)
+		.join(', ');
+	return `${key}: ${row.status} ×${row.attempts} dup ${row.duplicates}${flags ? ` (${flags})` : ''} owner ${row.owner.slice(0, 8)}`;
 }
