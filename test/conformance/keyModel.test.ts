@@ -40,7 +40,7 @@ const CLIENTS = 3;
 const KEYS = ['k0', 'k1', 'k2', 'k3'] as const;
 const LEASE_SECONDS = 600;
 const RETENTION_SECONDS = 3600;
-const DEFAULT_RUNS = 40;
+const DEFAULT_RUNS = 60;
 const EXPECTED_ANSWERS = [
 	'concurrent round',
 	'reserve new',
@@ -79,7 +79,8 @@ type CallSpec =
 	| { kind: 'getKeys'; keys: string[] };
 
 type CommandSpec =
-	| { kind: 'round'; first: number; calls: CallSpec[] }
+	/** One call; with `joinPrevious`, at the same time as the calls before it (up to three at once). */
+	| { kind: 'call'; client: number; joinPrevious: boolean; call: CallSpec }
 	| { kind: 'expireLease'; key: string }
 	| { kind: 'expireRetention'; key: string }
 	| { kind: 'cleanup' }
@@ -93,6 +94,8 @@ interface Real {
 	executions: number;
 	/** What happened so far in this sequence, for the failure report. */
 	trace: string[];
+	/** Calls waiting to run together (a round), with their clients. */
+	pending: Array<{ client: number; call: CallSpec }>;
 	seen: Seen;
 }
 
@@ -135,10 +138,12 @@ const callSpec: fc.Arbitrary<CallSpec> = fc.oneof(
 	{ weight: 2, arbitrary: fc.record({ kind: fc.constant('claim' as const), keys: fc.array(key, { minLength: 1, maxLength: 3 }) }) },
 	{ weight: 1, arbitrary: fc.record({ kind: fc.constant('getKeys' as const), keys: fc.array(key, { minLength: 1, maxLength: 4 }) }) },
 );
-const round: fc.Arbitrary<CommandSpec> = fc.record({
-	kind: fc.constant('round' as const),
-	first: fc.nat(CLIENTS - 1),
-	calls: fc.array(callSpec, { minLength: 1, maxLength: CLIENTS }),
+// Each call is a command of its own, so shrinking removes calls one by one from a round too.
+const storeCall: fc.Arbitrary<CommandSpec> = fc.record({
+	kind: fc.constant('call' as const),
+	client: fc.nat(CLIENTS - 1),
+	joinPrevious: fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 2, arbitrary: fc.constant(false) }),
+	call: callSpec,
 });
 const expireLease: fc.Arbitrary<CommandSpec> = fc.record({ kind: fc.constant('expireLease' as const), key });
 const expireRetention: fc.Arbitrary<CommandSpec> = fc.record({ kind: fc.constant('expireRetention' as const), key });
@@ -151,25 +156,20 @@ class StoreCommand implements fc.AsyncCommand<ModelBox, Real> {
 		return true;
 	}
 	async run(box: ModelBox, real: Real): Promise<void> {
-		const before = real.trace.length;
 		try {
 			await runCommand(this.spec, box.model, real);
 		} catch (error) {
-			const trace = real.trace.slice(0, before);
-			throw new Error(
-				[
-					`${this.toString()} failed: ${(error as Error).message}`,
-					'The sequence before it, with the answers:',
-					...(trace.length > 0 ? trace : ['  (none)']),
-					'',
-				].join('\n'),
-				{ cause: error },
-			);
+			throw traced(error, real);
 		}
 	}
 	toString(): string {
 		return describeSpec(this.spec);
 	}
+}
+
+/** A failure with the sequence so far and its answers (the failing round's last). */
+function traced(error: unknown, real: Real): Error {
+	return new Error([(error as Error).message, 'The sequence, with the answers:', ...real.trace, ''].join('\n'), { cause: error });
 }
 
 function describeCall(call: CallSpec): string {
@@ -186,8 +186,8 @@ function describeCall(call: CallSpec): string {
 
 function describeSpec(spec: CommandSpec): string {
 	switch (spec.kind) {
-		case 'round':
-			return `round(${spec.calls.map((call, index) => `c${(spec.first + index) % CLIENTS} ${describeCall(call)}`).join(' ‖ ')})`;
+		case 'call':
+			return `${spec.joinPrevious ? '‖ ' : ''}c${spec.client} ${describeCall(spec.call)}`;
 		case 'expireLease':
 		case 'expireRetention':
 			return `${spec.kind}(${spec.key})`;
@@ -327,30 +327,44 @@ function describeConcrete(call: StoreCall): string {
 	return call.kind;
 }
 
+/** Runs the calls waiting to run together, at once, and holds their answers to the model. */
+async function flush(model: KeyModel, real: Real): Promise<void> {
+	const round = real.pending.splice(0);
+	if (round.length === 0) return;
+	const calls = round.map((pending) => concrete(pending.call, real));
+	const answers = await Promise.all(calls.map((call, index) => callStore(real.clients[round[index].client].store, call)));
+	const title = round.map((pending) => `c${pending.client} ${describeCall(pending.call)}`).join(' ‖ ');
+	real.trace.push(`  round(${title})`);
+	for (const [index, answer] of answers.entries()) {
+		real.trace.push(`    ${describeConcrete(calls[index])} → ${describeAnswer(answer)}`);
+		countAnswer(real.seen, calls[index], answer);
+	}
+	if (calls.length > 1) count(real.seen, 'concurrent round');
+	try {
+		model.round(calls, answers);
+	} catch (error) {
+		throw new Error(`round(${title}) failed: ${(error as Error).message}`, { cause: error });
+	}
+	for (const [index, answer] of answers.entries()) {
+		const call = calls[index];
+		if (answer.kind === 'reserve' && call.kind === 'reserve') {
+			for (const [item, result] of answer.results.entries()) if (result.ownerToken) real.tokens.push({ key: call.items[item].key, token: result.ownerToken });
+		}
+		if (answer.kind === 'claim' && call.kind === 'claim') {
+			for (const [item, result] of answer.results.entries()) if (result.claimed) real.tokens.push({ key: call.keys[item], token: result.ownerToken });
+		}
+	}
+}
+
 async function runCommand(spec: CommandSpec, model: KeyModel, real: Real): Promise<void> {
 	const { fixture } = real;
+	if (spec.kind !== 'call') await flush(model, real);
 	switch (spec.kind) {
-		case 'round': {
-			const calls = spec.calls.map((call) => concrete(call, real));
-			const answers = await Promise.all(calls.map((call, index) => callStore(real.clients[(spec.first + index) % CLIENTS].store, call)));
-			real.trace.push(`  ${describeSpec(spec)}`);
-			for (const [index, answer] of answers.entries()) {
-				real.trace.push(`    ${describeConcrete(calls[index])} → ${describeAnswer(answer)}`);
-				countAnswer(real.seen, calls[index], answer);
-			}
-			if (calls.length > 1) count(real.seen, 'concurrent round');
-			model.round(calls, answers);
-			for (const [index, answer] of answers.entries()) {
-				const call = calls[index];
-				if (answer.kind === 'reserve' && call.kind === 'reserve') {
-					for (const [item, result] of answer.results.entries()) if (result.ownerToken) real.tokens.push({ key: call.items[item].key, token: result.ownerToken });
-				}
-				if (answer.kind === 'claim' && call.kind === 'claim') {
-					for (const [item, result] of answer.results.entries()) if (result.claimed) real.tokens.push({ key: call.keys[item], token: result.ownerToken });
-				}
-			}
+		case 'call':
+			// A round takes at most one call per client's worth of concurrency; then the next starts.
+			if (!spec.joinPrevious || real.pending.length >= CLIENTS) await flush(model, real);
+			real.pending.push({ client: spec.client, call: spec.call });
 			return;
-		}
 		case 'expireLease':
 		case 'expireRetention': {
 			const row = await fixture.row(spec.key);
@@ -388,6 +402,7 @@ async function runCommand(spec: CommandSpec, model: KeyModel, real: Real): Promi
 
 /** The whole table against the model at the end of a sequence: Get Key of every key, and each row's owner token. */
 async function finalCheck(model: KeyModel, real: Real): Promise<void> {
+	await flush(model, real);
 	const answer = await callStore(real.clients[0].store, { kind: 'getKeys', keys: [...KEYS] });
 	real.trace.push(`  final getKeys → ${describeAnswer(answer)}`);
 	model.round([{ kind: 'getKeys', keys: [...KEYS] }], [answer]);
@@ -428,19 +443,19 @@ describeEachBackend('the store against a model of the key state machine', (backe
 		const numRuns = envNumber('STORE_MODEL_RUNS') ?? DEFAULT_RUNS;
 		const seen: Seen = {};
 		const commands = fc.commands(
-			[round, round, round, round, round, round, expireLease, expireLease, expireRetention, expireRetention, cleanup, cleanup, crash].map((spec) => spec.map((made) => new StoreCommand(made))),
-			{ maxCommands: 30, size: 'max', replayPath },
+			[storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, expireLease, expireLease, expireRetention, expireRetention, cleanup, cleanup, crash].map((spec) => spec.map((made) => new StoreCommand(made))),
+			{ maxCommands: 50, size: 'max', replayPath },
 		);
 		const property = fc.asyncProperty(commands, async (sequence) => {
 			await fixture.clear();
-			const real: Real = { fixture, clients, tokens: [], executions: 0, trace: [], seen };
+			const real: Real = { fixture, clients, tokens: [], executions: 0, trace: [], pending: [], seen };
 			count(seen, 'sequence');
 			const box: ModelBox = { model: new KeyModel() };
 			await fc.asyncModelRun(() => ({ model: box, real }), sequence);
 			try {
 				await finalCheck(box.model, real);
 			} catch (error) {
-				throw new Error(`The final check failed: ${(error as Error).message}\nThe sequence, with the answers:\n${real.trace.join('\n')}`, { cause: error });
+				throw traced(error, real);
 			}
 		});
 		const details = await fc.check(property, { seed, path, numRuns });

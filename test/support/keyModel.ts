@@ -146,6 +146,7 @@ function reserve(state: ModelState, call: ReserveCall, answer: ReservationSeen[]
 		seenKeys.add(item.key);
 		const row = state[item.key];
 		const takeOver = (fresh: boolean) => {
+			if (answer && answer[index].outcome !== 'new') throw new Mismatch(`reserve ${item.key} (item ${index}) outcome: the model expects "new", the store answered ${JSON.stringify(answer[index].outcome)}`);
 			const token = answer ? answer[index].ownerToken : `lost:${++lostTokens}`;
 			if (answer && (typeof token !== 'string' || !/^[0-9a-f-]{36}$/.test(token))) {
 				throw new Mismatch(`reserve ${item.key}: a new reservation came without an owner token (${JSON.stringify(token)})`);
