@@ -116,7 +116,8 @@ function same(where: string, expected: unknown, actual: unknown): void {
  * A seen record against the model's row, field by field of what that answer carries (a compact
  * reservation leaves some out; Get Key and Claim for Replay do not read the payload fingerprint).
  */
-function sameRecord(where: string, row: ModelRow, seen: RecordSeen): void {
+function sameRecord(where: string, row: ModelRow, seen: RecordSeen | null): void {
+	if (!seen) throw new Mismatch(`${where}: the model expects the stored record, the store answered none`);
 	same(where, pick(recordOf(row), Object.keys(seen)), seen);
 }
 
@@ -262,18 +263,18 @@ function claim(state: ModelState, call: ClaimCall, answer: ClaimSeen[]): void {
 		const row = state[key];
 		if (firsts.get(key) !== index) {
 			same(`${where}`, { claimed: false, reason: 'repeat_in_batch' }, { claimed: seen.claimed, reason: seen.claimed ? undefined : seen.reason });
-			if (row) sameRecord(`${where} record`, row, seen.record!);
+			if (row) sameRecord(`${where} record`, row, seen.record);
 			else same(`${where} record`, null, seen.record);
 			continue;
 		}
 		if (claimed.has(key)) {
 			same(`${where} ownerToken`, row.owner, seen.claimed ? seen.ownerToken : null);
-			sameRecord(`${where} record`, row, seen.record!);
+			sameRecord(`${where} record`, row, seen.record);
 			continue;
 		}
 		const reason = !row ? 'not_found' : row.status === 'completed' ? 'completed' : 'in_progress';
 		same(`${where}`, { claimed: false, reason }, { claimed: seen.claimed, reason: seen.claimed ? undefined : seen.reason });
-		if (row) sameRecord(`${where} record`, row, seen.record!);
+		if (row) sameRecord(`${where} record`, row, seen.record);
 		else same(`${where} record`, null, seen.record);
 	}
 }
