@@ -13,6 +13,8 @@ import {
 	replayBatch,
 	replayClaims,
 	reservationResult,
+	ownerTokenText,
+	settledReservation,
 	settleReports,
 	type ClaimedKey,
 	validateCleanupOptions,
@@ -187,7 +189,7 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 		const sent = items.filter((item) => inexactTextReason(item.key) === undefined);
 		if (sent.length === 0) return [];
 		const connection = await this.readyConnection();
-		const values = JSON.stringify(sent.map((item) => [item.key, item.ownerToken, item.holdMs]));
+		const values = JSON.stringify(sent.map((item) => [item.key, ownerTokenText(item.ownerToken), item.holdMs]));
 		const rows = await withWriteLock(connection, this.wait('hold'), () => this.statement(connection, 'hold').all({ items: values }));
 		return rows.map((row) => row.key as string);
 	}
@@ -325,10 +327,11 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 		const { applied, current } = await withWriteLock(connection, this.wait(operation), () => {
 			const applied = new Set<string>();
 			if (sent.length > 0) {
-				const values = JSON.stringify(sent.map(({ item, index }) => [item.key, item.ownerToken, ...extraValues(index)]));
-				for (const row of this.statement(connection, operation).all({ items: values })) applied.add(row.key as string);
+				// Tokens are stored as text in lower case: a UUID given in upper case is the same token.
+				const values = JSON.stringify(sent.map(({ item, index }) => [item.key, ownerTokenText(item.ownerToken), ...extraValues(index)]));
+				for (const row of this.statement(connection, operation).all({ items: values })) applied.add(settledReservation(row.key as string, row.owner_token as string));
 			}
-			const missing = sent.filter(({ item }) => !applied.has(item.key)).map(({ item }) => item.key);
+			const missing = sent.filter(({ item }) => !applied.has(settledReservation(item.key, item.ownerToken))).map(({ item }) => item.key);
 			const current = new Map<string, Row>();
 			if (missing.length > 0) {
 				for (const row of this.statement(connection, 'unsettled_keys').all({ keys: JSON.stringify(missing) })) current.set(row.key as string, row);
@@ -339,7 +342,7 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 			operation,
 			items,
 			warnings,
-			(key) => applied.has(key),
+			(item) => applied.has(settledReservation(item.key, item.ownerToken)),
 			(key) => {
 				const row = current.get(key);
 				return row && { ownerToken: (row.owner_token as string | null) ?? null, effectCompleted: Boolean(row.effect_completed) };

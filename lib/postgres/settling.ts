@@ -1,5 +1,5 @@
 import type { HoldRequest, SettleReport, SettleRequest } from '../store/contract';
-import { settleReports, validateFailedExecution, validateHoldItems, validateSettleItems, type UnsettledKey } from '../store/rules';
+import { settledReservation, settleReports, validateFailedExecution, validateHoldItems, validateSettleItems, type UnsettledKey } from '../store/rules';
 import type { FailedExecution } from '../types';
 import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
 import type { KeyTable } from './keyTable';
@@ -110,8 +110,9 @@ async function settle<T extends SettleRequest>(
 	);
 	// Complete's answer carries the database's time (completed_at): it keeps the clock sample fresh.
 	recordDatabaseTime(table.pool, rows[0]?.completed_at);
-	const applied = new Set(rows.map((row) => row.key as string));
-	const missing = sent.filter(({ item }) => !applied.has(rowKey(item.key)));
+	const applied = new Set(rows.map((row) => settledReservation(row.key as string, row.owner_token as string)));
+	const appliedTo = (item: SettleRequest) => applied.has(settledReservation(rowKey(item.key), item.ownerToken));
+	const missing = sent.filter(({ item }) => !appliedTo(item));
 	const current = new Map<string, UnsettledKey>();
 	if (missing.length > 0) {
 		const found = await table.send(operation, table.statement('unsettledKeys'), [missing.map(({ item }) => item.key)], { retryUntil });
@@ -121,7 +122,7 @@ async function settle<T extends SettleRequest>(
 		operation,
 		items,
 		warnings,
-		(key) => applied.has(rowKey(key)),
+		appliedTo,
 		(key) => current.get(rowKey(key)),
 		uncertain,
 	);

@@ -248,6 +248,19 @@ export async function cleanupInBatches(options: CleanupOptions, deleteBatch: () 
 	return { deleted, batches, durationMs: Date.now() - started, finished };
 }
 
+/** An owner token as the stores compare it: a UUID, in whichever case it was given. */
+export function ownerTokenText(ownerToken: string): string {
+	return ownerToken.toLowerCase();
+}
+
+/**
+ * One settled reservation: its key and its owner's token. A settle answers per item, so another
+ * item of the same key with a stale token is not applied because the owner's item was.
+ */
+export function settledReservation(key: string, ownerToken: string): string {
+	return `${key}\u0000${ownerTokenText(ownerToken)}`;
+}
+
 /** A key a settle did not change, as the store holds it now. */
 export interface UnsettledKey {
 	ownerToken: string | null;
@@ -256,7 +269,8 @@ export interface UnsettledKey {
 }
 
 /**
- * Each settle item's report, in item order: applied, or why not. `current` gives the stored state
+ * Each settle item's report, in item order: applied, or why not. `applied` says whether the
+ * statement changed the item's reservation (its key under its token); `current` gives the stored state
  * of a key the statement did not change (undefined: no such key). `answerLost`: an attempt's answer
  * was lost, so a Release whose key is gone was applied by it.
  */
@@ -264,18 +278,18 @@ export function settleReports(
 	operation: 'complete' | 'release' | 'fail',
 	items: SettleRequest[],
 	warnings: string[][],
-	applied: (key: string) => boolean,
+	applied: (item: SettleRequest) => boolean,
 	current: (key: string) => UnsettledKey | undefined,
 	answerLost: boolean,
 ): SettleReport[] {
 	return items.map((item, index): SettleReport => {
 		const report = (result: SettleResult): SettleReport => (warnings[index].length > 0 ? { ...result, warnings: warnings[index] } : result);
-		if (applied(item.key)) return report({ key: item.key, applied: true });
+		if (applied(item)) return report({ key: item.key, applied: true });
 		const stored = current(item.key);
 		// Our own release, applied by an attempt whose answer was lost: the row is gone as asked.
 		if (!stored && operation === 'release' && answerLost) return report({ key: item.key, applied: true });
 		if (!stored) return report({ key: item.key, applied: false, reason: 'not_found' });
-		if (stored.ownerToken !== item.ownerToken) return report({ key: item.key, applied: false, reason: 'not_owner' });
+		if (stored.ownerToken === null || ownerTokenText(stored.ownerToken) !== ownerTokenText(item.ownerToken)) return report({ key: item.key, applied: false, reason: 'not_owner' });
 		// Ours, and Release or Mark Failed found it completed by Complete: its business step ran.
 		if (stored.effectCompleted) return report({ key: item.key, applied: false, reason: 'completed' });
 		return report({ key: item.key, applied: false, reason: 'failed' });

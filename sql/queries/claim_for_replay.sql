@@ -48,9 +48,11 @@ claimed as (
     completed_at = null,
     effect_completed_at = null
   from batch as b, current as c
+  -- Only on current's word: current read the row as committed once it held its lock, which it keeps
+  -- until this transaction ends. A condition on e here would be judged on the statement's snapshot,
+  -- older than that lock when the owner marked the key failed meanwhile: the key would be left
+  -- unclaimed and answered in progress.
   where e.key = b.key and c.key = b.key and c.replayable
-    -- Checked again on the row being updated: the claim's condition stands on its own.
-    and (e.status = 'failed' or (e.status = 'processing' and e.locked_until <= now()))
   returning e.key, e.status, e.attempts, e.duplicate_count, e.first_seen, e.last_seen, e.locked_until, e.expires_at,
             e.execution_id, e.workflow_id, e.key_source, e.response, e.completed_at, e.last_error,
             e.payload, e.source, e.correlation_id, e.owner_token

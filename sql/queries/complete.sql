@@ -22,4 +22,4 @@ update processed_events as e set
   response = coalesce(m.response, e.response)
 from mine as m
 where e.key = m.key and e.owner_token = m.owner_token and e.status <> 'failed'
-returning e.key, e.status, e.completed_at, e.response;
+returning e.key, e.owner_token, e.status, e.completed_at, e.response;

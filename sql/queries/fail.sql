@@ -20,4 +20,4 @@ update processed_events as e set
   last_error = m.last_error
 from mine as m
 where e.key = m.key and e.owner_token = m.owner_token and e.effect_completed_at is null
-returning e.key;
+returning e.key, e.owner_token;

@@ -18,4 +18,4 @@ with mine as (
 delete from processed_events as e
 using mine as m
 where e.key = m.key and e.owner_token = m.owner_token and e.effect_completed_at is null
-returning e.key;
+returning e.key, e.owner_token;

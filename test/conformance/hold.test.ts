@@ -36,6 +36,11 @@ describeEachBackend('holding a key while its execution waits', (backend) => {
 		expect(await store.complete([{ key: 'h-wait', ownerToken: first.ownerToken! }])).toEqual([{ key: 'h-wait', applied: true }]);
 	});
 
+	it('takes the owner token in upper case, as the settles do', async () => {
+		const first = await reserveOne('h-upper');
+		expect(await store.hold([{ key: 'h-upper', ownerToken: first.ownerToken!.toUpperCase(), holdMs: HOUR }])).toEqual(['h-upper']);
+	});
+
 	it('never shortens a lease', async () => {
 		const first = await reserveOne('h-short');
 		await store.hold([{ key: 'h-short', ownerToken: first.ownerToken!, holdMs: HOUR }]);

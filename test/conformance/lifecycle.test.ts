@@ -198,6 +198,39 @@ describeEachBackend('key lifecycle', (backend) => {
 		});
 	});
 
+	describe('a settle answers per item, by its own owner token', () => {
+		it("the owner's item and a stale owner's item of one key in one batch: only the owner's applies", async () => {
+			const stale = await reserveOne('b-stale');
+			await backdate('b-stale', { lockedUntil: -1 });
+			const owner = await reserveOne('b-stale');
+			expect(owner).toMatchObject({ outcome: 'new', reclaimed: true });
+			const items = [
+				{ key: 'b-stale', ownerToken: stale.ownerToken!, response: { from: 'stale' } },
+				{ key: 'b-stale', ownerToken: owner.ownerToken!, response: { from: 'owner' } },
+			];
+			expect(await store.complete(items)).toEqual([
+				{ key: 'b-stale', applied: false, reason: 'not_owner' },
+				{ key: 'b-stale', applied: true },
+			]);
+			expect(await row('b-stale')).toMatchObject({ status: 'completed', response: { from: 'owner' }, owner_token: owner.ownerToken });
+
+			const released = await reserveOne('b-release');
+			const made = '00000000-0000-4000-8000-000000000000';
+			expect(await store.release([{ key: 'b-release', ownerToken: released.ownerToken! }, { key: 'b-release', ownerToken: made }])).toEqual([
+				{ key: 'b-release', applied: true },
+				{ key: 'b-release', applied: false, reason: 'not_found' },
+			]);
+		});
+
+		it('the owner token in upper case is the same token', async () => {
+			const reserved = await reserveOne('b-upper');
+			const upper = reserved.ownerToken!.toUpperCase();
+			expect(await store.fail([{ key: 'b-upper', ownerToken: upper, error: 'step failed' }])).toEqual([{ key: 'b-upper', applied: true }]);
+			expect(await store.complete([{ key: 'b-upper', ownerToken: upper }])).toEqual([{ key: 'b-upper', applied: false, reason: 'failed' }]);
+			expect(await store.release([{ key: 'b-upper', ownerToken: upper }])).toEqual([{ key: 'b-upper', applied: true }]);
+		});
+	});
+
 	describe('settling is idempotent for its owner (a re-send after a lost answer)', () => {
 		it('Complete sent again by the same owner reports applied and keeps the stored response', async () => {
 			const reserved = await reserveOne('i-complete');

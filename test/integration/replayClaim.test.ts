@@ -121,6 +121,33 @@ describe('parallel claimers', () => {
 		expect(stored.owner_token).toBe((winners[0] as Extract<ReplayClaim, { claimed: true }>).ownerToken);
 	});
 
+	it.each([
+		['completed when reserved (Permanent)', 'completed' as const],
+		['under a live lease', 'live' as const],
+	])('a claim waiting on a key %s that its owner marks failed meanwhile claims it once the owner commits', async (_what, state) => {
+		// The claim waits for the owner's lock, then must act on the row as committed, not on its
+		// statement's older snapshot (completed, or leased). The model test found it.
+		const key = `fail-then-claim:${state}`;
+		await seed(key, state);
+		const owner = await db.pool.connect();
+		const claimer = new Pool({ connectionString: databaseUrl(), max: 1 });
+		claimer.on('error', () => {});
+		try {
+			const store = new IdempotencyStore(claimer, { schema: db.schema, table: TABLE, createTable: false });
+			await store.ready();
+			await owner.query('begin');
+			await owner.query(`update ${table()} set status = 'failed', locked_until = null, last_error = 'step failed' where key = $1`, [key]);
+			const claim = store.claimForReplay([key], CLAIM);
+			await waitForLockWaiters(1);
+			await owner.query('commit');
+			expect(await claim).toMatchObject([{ claimed: true, key, record: { status: 'processing', attempts: 3 } }]);
+			expect(await row(key)).toMatchObject({ status: 'processing', attempts: 3, execution_id: 'exec-replay' });
+		} finally {
+			owner.release();
+			await claimer.end();
+		}
+	});
+
 	it('20 replays of a key whose lease ran out: exactly one is claimed', async () => {
 		await seed('race:stuck', 'stuck');
 		const results = await atOnce('race:stuck', claimers('race:stuck', 20));

@@ -13,4 +13,4 @@ update processed_events as e set
   response = coalesce(i.response, e.response)
 from items as i, clock as c
 where e.key = i.key and e.owner_token = i.owner_token and e.status <> 'failed'
-returning key;
+returning key, owner_token;

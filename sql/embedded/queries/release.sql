@@ -7,4 +7,4 @@
 delete from processed_events
 where effect_completed_at is null
   and (key, owner_token) in (select value ->> 0, value ->> 1 from json_each($items))
-returning key;
+returning key, owner_token;

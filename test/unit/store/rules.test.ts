@@ -1,5 +1,5 @@
 import type { SettleRequest } from '../../../lib/store/contract';
-import { cleanupInBatches, orderCandidates, orderDecisions, replayBatch, replayClaims, settleReports, type ClaimedKey, type OrderMark } from '../../../lib/store/rules';
+import { cleanupInBatches, orderCandidates, orderDecisions, replayBatch, replayClaims, settledReservation, settleReports, type ClaimedKey, type OrderMark } from '../../../lib/store/rules';
 import type { IdempotencyRecord } from '../../../lib/types';
 
 /** The rules every backend applies the same way, on plain values (each backend's tests run them on a real store). */
@@ -14,7 +14,7 @@ describe('settleReports', () => {
 			operation,
 			['applied', 'gone', 'taken', 'completed', 'failed'].map(item),
 			[[], [], [], [], ['repaired']],
-			(key) => key === 'applied',
+			(settled) => settled.key === 'applied',
 			(key) =>
 				({ taken: { ownerToken: OTHER, effectCompleted: false }, completed: { ownerToken: OWNER, effectCompleted: true }, failed: { ownerToken: OWNER, effectCompleted: false } })[
 					key
@@ -30,6 +30,14 @@ describe('settleReports', () => {
 			{ key: 'completed', applied: false, reason: 'completed' },
 			{ key: 'failed', applied: false, reason: 'failed', warnings: ['repaired'] },
 		]);
+	});
+
+	it('judges the owner token in any case: an upper-case UUID is the same token', () => {
+		const upper = { key: 'failed', ownerToken: OWNER.toUpperCase() };
+		const [report] = settleReports('complete', [upper], [[]], () => false, () => ({ ownerToken: OWNER, effectCompleted: false }), false);
+		expect(report).toEqual({ key: 'failed', applied: false, reason: 'failed' });
+		expect(settledReservation('k', OWNER.toUpperCase())).toBe(settledReservation('k', OWNER));
+		expect(settledReservation('k', OWNER)).not.toBe(settledReservation('k', OTHER));
 	});
 
 	it('counts a Release whose key is gone after a lost answer as applied (that attempt deleted it), and only a Release', () => {
