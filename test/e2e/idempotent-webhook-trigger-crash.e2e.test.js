@@ -20,7 +20,9 @@
 // Queue mode: the `n8n webhook` process that received the deliveries is killed (the workers finish
 // the step; the retry after its restart is a duplicate), and a worker is killed inside the step (the
 // lease ends, the other worker runs the event again). The trigger's lease is 20 s here (300 s in
-// the template).
+// the template). One process also: n8n failing to start the execution of a reserved key (its
+// database refuses the execution row) fails the key at once, so the retry runs without waiting for
+// the lease.
 // e2e-tags: single queue
 const { harness, eventId } = require('../support/e2e/harness');
 const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
@@ -112,6 +114,39 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 			// While the crashed run's lease held the key, the provider was told 409, never 200.
 			const inProgress = result.run.attempts.filter((a) => a.at >= fault.killedAt && a.status === 409);
 			expect(inProgress.every((a) => a.outcome === 'in_progress')).toBe(true);
+		});
+	}
+
+	if (TOPOLOGY !== 'queue') {
+		test('n8n cannot start the execution (its database refuses the execution row): 500, the key failed at once, the retry runs the event once', async () => {
+			// The template's lease (300 s): a key left to its lease would answer the retry 409.
+			const refused = await publishTrigger(h, 'trigger-nostart', { apiUrl: api.url });
+			const name = 'e2e_refuse_execution_row';
+			await h.n8nQuery(`CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN RAISE EXCEPTION 'e2e: n8n''s database refuses this execution'; END $$`);
+			await h.n8nQuery(`CREATE TRIGGER ${name} BEFORE INSERT ON execution_entity FOR EACH ROW WHEN (NEW."workflowId" = '${refused.workflowId}') EXECUTE FUNCTION ${name}()`);
+			const event = { id: eventId('nostart'), type: 'order.created' };
+			const key = `evt:${event.id}`;
+			const mark = await h.executionMark();
+			let first;
+			let afterRefusal;
+			try {
+				first = await h.deliver(refused.url, event);
+				afterRefusal = await eventually(() => keyStates(h, [key]), (states) => states[key]?.status === 'failed', { timeoutMs: 10000 });
+			} finally {
+				await h.n8nQuery(`DROP TRIGGER IF EXISTS ${name} ON execution_entity`);
+				await h.n8nQuery(`DROP FUNCTION IF EXISTS ${name}()`);
+			}
+			// The fault happened: n8n answered 500 and recorded no execution; the step never ran.
+			expect(first.status).toBe(500);
+			expect(await h.executions(refused.workflowId, mark)).toEqual([]);
+			expect(api.arrivals(key)).toBe(0);
+			expect(afterRefusal[key]).toEqual({ status: 'failed', attempts: 1, duplicates: 0 });
+
+			const retry = await h.deliver(refused.url, event);
+			expect([retry.status, retry.outcome]).toEqual([200, 'new']);
+			expect(api.calls(key)).toBe(1);
+			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
 		});
 	}
 
