@@ -58,7 +58,7 @@ const USE_POSTGRES = 'For workers on several hosts choose Store: Postgres.';
 
 function notConfigured(check: SharedFileCheck): EmbeddedStoreNotConfirmedError {
 	return new EmbeddedStoreNotConfirmedError(
-		`n8n runs in queue mode: the embedded key store is used only when every n8n process opens the same key file. This process's file is ${check.file} (store id ${check.storeId}). ${NOTHING_RESERVED} On one host, give the main process and every worker the same n8n folder (N8N_USER_FOLDER) and set ${STORE_ID_ENV}=${check.storeId} on all of them, then restart them. ${USE_POSTGRES}`,
+		`n8n runs in queue mode: the embedded key store is used only when every n8n process opens the same key file. This process's file is ${check.file} (store id ${check.storeId}). ${NOTHING_RESERVED} On one host, give the main process, every worker and every webhook process the same n8n folder (N8N_USER_FOLDER) and set ${STORE_ID_ENV}=${check.storeId} on all of them, then restart them. ${USE_POSTGRES}`,
 	);
 }
 

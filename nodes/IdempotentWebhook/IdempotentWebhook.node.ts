@@ -19,12 +19,13 @@ import {
 import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/deriveKey';
 import type { ProviderPreset } from '../../lib/keys/presets';
 import { resolveSecrets, type SignatureScheme } from '../../lib/signature';
+import type { KeyStore } from '../../lib/store/contract';
 import type { ReservationMode } from '../../lib/types';
 import type { AuthenticationSettings } from '../../lib/webhook/authentication';
 import { decideWebhook, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
 import { answerFor, type WebhookAnswer } from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
-import { embeddedFileAt, embeddedFileFor, storagePathOutsideExecution } from '../shared/embeddedFile';
+import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExecution } from '../shared/embeddedFile';
 import { assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { heldKeyOf } from '../shared/executionTrace';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
@@ -32,6 +33,7 @@ import { configuredSecrets, CREDENTIAL_TYPE as SIGNING_SECRET } from '../shared/
 import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, UNSIGNED } from './description';
+import { executionStarted, failIfExecutionNeverStarts } from './unstartedExecutions';
 
 const CALLER_CREDENTIAL_TEST = 'idempotentWebhookCallerCredentialTest';
 const WAIT_NODE_TYPE = 'n8n-nodes-base.wait';
@@ -135,6 +137,10 @@ export class IdempotentWebhook implements INodeType {
 			});
 		}
 		settleWhenExecutionEnds(this, [node.name], openStore);
+		for (const item of items) {
+			const held = heldKeyOf(item);
+			if (held) executionStarted(held.ownerToken);
+		}
 		return [items.map((item, index) => ({ ...item, pairedItem: { item: index } }))];
 	}
 
@@ -154,11 +160,20 @@ export class IdempotentWebhook implements INodeType {
 		const { item, rawBody } = decision.start;
 		// n8n writes the answer when the workflow ends; the header set now goes out with it.
 		setHeaderQuietly(this, 'x-idempotency-outcome', 'new');
+		watchExecutionStart(this, item as IDataObject);
 		const mimeType = this.getRequestObject().headers['content-type'] ?? 'application/json';
 		return {
 			workflowData: [[{ json: item as IDataObject, binary: { data: { data: rawBody.toString(BINARY_ENCODING), mimeType } } }]],
 		};
 	}
+}
+
+/** The key store as the trigger's webhook() opens it (outside an execution). */
+async function webhookKeyStore(context: IWebhookFunctions): Promise<KeyStore> {
+	const options = context.getNodeParameter('options', {}) as TriggerOptions;
+	const backend = context.getNodeParameter('store', 'embedded') === 'postgres' ? 'postgres' : 'embedded';
+	const nodeType = context.getNode().type;
+	return await keyStoreOn(backend, context, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), { tableName: options.tableName });
 }
 
 /** Everything the decision needs, read from n8n's request and the node's parameters. */
@@ -167,8 +182,6 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 	if (request.rawBody === undefined) await request.readRawBody();
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
 	const mode = context.getNodeParameter('mode', 'lease') as ReservationMode;
-	const store = context.getNodeParameter('store', 'embedded') === 'postgres' ? 'postgres' : 'embedded';
-	const node = context.getNode();
 	return {
 		request: { method: request.method, headers: request.headers, rawBody: request.rawBody ?? Buffer.alloc(0), query: request.query as Record<string, unknown> },
 		authentication: authenticationSettings(context),
@@ -180,8 +193,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 			leaseSeconds: mode === 'lease' ? (context.getNodeParameter('leaseSeconds', 300) as number) : 300,
 			retentionSeconds: Math.round((options.retentionDays ?? 30) * 86_400),
 		},
-		store: async () =>
-			await keyStoreOn(store, context, () => embeddedFileAt(storagePathOutsideExecution(node.type), node.type), { tableName: options.tableName }),
+		store: async () => await webhookKeyStore(context),
 		clock: () => new Date(),
 		workflowId: String(context.getWorkflow().id ?? ''),
 	};
@@ -229,6 +241,17 @@ function textFields<A extends string, B extends string>(data: ICredentialDataDec
 	const b = data[second];
 	if (typeof a !== 'string' || typeof b !== 'string' || a === '') throw new UserError(`The credential has no ${first} or ${second}.`);
 	return { [first]: a, [second]: b } as Record<A | B, string>;
+}
+
+/** One process: a key whose execution n8n could not start is failed, not left to its lease (unstartedExecutions.ts). */
+function watchExecutionStart(context: IWebhookFunctions, json: IDataObject): void {
+	const held = heldKeyOf({ json });
+	if (!held || runsInQueueMode()) return;
+	try {
+		failIfExecutionNeverStarts(context.getResponseObject(), held, async () => await webhookKeyStore(context));
+	} catch {
+		// No response object to watch: the lease ends the reservation if nothing runs.
+	}
 }
 
 function setHeaderQuietly(context: IWebhookFunctions, name: string, value: string): void {

@@ -59,7 +59,7 @@ export function embeddedFileAt(storagePath: string, nodeType: string): string {
  * N8N_CONFIG_FILES (`{ "executions": { "mode": "queue" } }`), or an n8n worker/webhook process.
  * Any of them saying queue counts: a check where none is needed costs one refused delivery.
  */
-function runsInQueueMode(): boolean {
+export function runsInQueueMode(): boolean {
 	const modes = [process.env.EXECUTIONS_MODE ?? executionsModeFromFile(), ...executionsModesFromConfigFiles()];
 	return modes.some((mode) => isQueueMode(mode, [])) || isQueueMode(undefined, process.argv);
 }

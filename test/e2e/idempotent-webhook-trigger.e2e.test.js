@@ -3,37 +3,45 @@
 // the user's API at n8n's default settings, pointed at the test's sink. Copies, copies in progress
 // and forgeries are answered by the trigger without an execution; a new event runs once, its key
 // completed with the answer the workflow gave, which its copies get back; a failing step answers
-// 500 and the provider's retry runs it again. Single process, and queue mode with main answering
-// and two workers (sharing main's n8n folder, one host) running the executions.
+// 500 and the provider's retry runs it again; a sender that gives up before a slow step ends does
+// not stop it: the key completes and the retry is a duplicate. Single process, and queue mode with an
+// `n8n webhook` process answering (the trigger's webhook() runs there) and two workers running the
+// executions, all in main's n8n folder (one host, one embedded key file).
 // e2e-tags: single queue compatibility
 const crypto = require('node:crypto');
+const fs = require('node:fs');
 const { harness, eventId } = require('../support/e2e/harness');
 const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
 const { deliverAll, figures, report } = require('../support/e2e/provider');
-const { publishTrigger, withWaitBeforeStep, TRIGGER } = require('../support/e2e/trigger');
+const { publishTrigger, triggerBase, withWaitBeforeStep, deliverUntilAccepted: acceptedAt, TRIGGER } = require('../support/e2e/trigger');
 const { startSink } = require('../support/e2e/sink');
+const { eventually } = require('../support/e2e/eventually');
+const { pidAlive } = require('../support/stack/childProcesses');
 
 describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.json)', () => {
 	const h = harness();
 	let api;
 	let webhook;
+	let base;
 
 	beforeAll(async () => {
 		await useWorkerFolders(h, 'shared');
+		base = await triggerBase(h);
 		api = await startSink();
-		webhook = await publishTrigger(h, 'trigger', { apiUrl: api.url });
+		webhook = await publishTrigger(h, 'trigger', { apiUrl: api.url, baseUrl: base.baseUrl });
 	});
 	afterAll(async () => api?.close());
 
-	/** A delivery retried like a provider until it is answered 2xx (at most a minute). */
-	async function deliverUntilAccepted(event) {
-		const answers = [];
-		for (const deadline = Date.now() + 60000; ; await new Promise((resolve) => setTimeout(resolve, 500))) {
-			const answer = await h.deliver(webhook.url, event);
-			answers.push(answer);
-			if (answer.status >= 200 && answer.status < 300) return answers;
-			if (Date.now() > deadline) throw new Error(`never accepted: ${JSON.stringify(answers.slice(-3).map((a) => [a.status, a.text.slice(0, 200)]))}`);
-		}
+	const deliverUntilAccepted = (event) => acceptedAt(h, webhook.url, event);
+
+	/** Queue mode: each execution ran on a worker (its log names it), none on main or the webhook process. */
+	async function expectRanOnWorkers(executions) {
+		if (h.topology !== 'queue') return;
+		const { workers, webhook: webhookProcess } = await h.control('GET /processes');
+		expect(webhookProcess).toMatchObject({ pid: base.webhookProcess.pid, alive: true, userFolder: h.state.userFolder });
+		expect(webhook.url.startsWith(`${webhookProcess.url}/`)).toBe(true);
+		const logs = workers.map((worker) => fs.readFileSync(worker.logFile, 'utf8')).join('\n');
+		for (const execution of executions) expect(logs).toContain(`Worker started execution ${execution.id} `);
 	}
 
 	test('A, A with a new signature, B, a forged C, C, a body without id twice: one call per event; copies and the forgery start no execution', async () => {
@@ -82,6 +90,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 4);
 		expect(executions.map((e) => e.status)).toEqual(Array(4).fill('success'));
 		expect(executions.map((e) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual(keys);
+		await expectRanOnWorkers(executions);
 	});
 
 	test('100 copies of one event at once, retried until a 2xx: one call, one execution', async () => {
@@ -125,8 +134,37 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(executions.map((e) => e.status)).toEqual(['error', 'success']);
 	});
 
+	test('the sender gives up after 2 s, the step takes 6 s: the step still ends, the key completes, 409 meanwhile, the retry is a duplicate; one effect', async () => {
+		const mark = await h.executionMark();
+		const event = { id: eventId('trg_timeout'), type: 'order.created' };
+		const key = `evt:${event.id}`;
+		api.slow(key, 6000);
+		const gaveUp = await h.deliver(webhook.url, event, {}, { timeoutMs: 2000 }).then(
+			(answer) => ({ answered: answer.status }),
+			(error) => ({ error: error.name }),
+		);
+		expect(gaveUp).toEqual({ error: 'TimeoutError' });
+		// The sender's retry while the step still works: the first delivery holds the key.
+		const during = await h.deliver(webhook.url, event);
+		expect([during.status, during.outcome]).toEqual([409, 'in_progress']);
+		expect(api.calls(key)).toBe(0); // the step had not committed yet
+
+		const [execution] = await h.waitForExecutions(webhook.workflowId, mark, 1);
+		expect(execution.status).toBe('success');
+		const completed = await eventually(() => keyStates(h, [key]), (states) => states[key]?.status === 'completed', { timeoutMs: 30000 });
+		// The copy answered 409 is counted on the key.
+		expect(completed[key]).toEqual({ status: 'completed', attempts: 1, duplicates: 1 });
+		const retried = await h.deliver(webhook.url, event);
+		expect([retried.status, retried.outcome]).toEqual([200, 'duplicate']);
+		expect(retried.json).toEqual({ ok: true, eventKey: key, call: 1 });
+		// One effect: one call reached the API and committed; nobody left it half done.
+		expect([api.arrivals(key), api.calls(key), api.abandoned(key)]).toEqual([1, 1, 0]);
+		expect(await h.executions(webhook.workflowId, mark)).toHaveLength(1);
+		await expectRanOnWorkers([execution]);
+	});
+
 	test('a Wait after the trigger is refused at the first step, before the business step: 500, no call, the key failed', async () => {
-		const waiting = await publishTrigger(h, 'trigger-wait', { apiUrl: api.url, edit: withWaitBeforeStep });
+		const waiting = await publishTrigger(h, 'trigger-wait', { apiUrl: api.url, baseUrl: base.baseUrl, edit: withWaitBeforeStep });
 		const event = { id: eventId('trg_wait'), type: 'order.created' };
 		const key = `evt:${event.id}`;
 		const answer = await h.deliver(waiting.url, event);

@@ -16,6 +16,8 @@ async function serveControl(stack) {
 		},
 		'POST /start-worker': async ({ index }) => stack.startWorker(Number(index)),
 		'POST /restart-main': async () => stack.restartMain({ signal: 'SIGKILL' }),
+		'POST /ensure-webhook-process': async () => stack.ensureWebhookProcess(),
+		'POST /restart-webhook-process': async () => stack.restartWebhookProcess({ signal: 'SIGKILL' }),
 		'POST /restart-workers': async ({ folders }) => stack.restartWorkers({ folders }),
 		'POST /restart-postgres': async () => stack.restartPostgres(),
 	};

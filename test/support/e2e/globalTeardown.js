@@ -1,4 +1,4 @@
-// Stops n8n, its workers, Redis and Postgres; the work dir is removed unless E2E_KEEP=1. Logs are kept in .e2e/ (last-n8n-<topology>.log, last-n8n-worker-N.log).
+// Stops n8n, its workers, Redis and Postgres; the work dir is removed unless E2E_KEEP=1. Logs are kept in .e2e/ (last-n8n-<topology>.log, last-n8n-worker-N.log, last-n8n-webhook.log).
 const fs = require('node:fs');
 const path = require('node:path');
 const { STATE_FILE, E2E_ROOT } = require('./paths');
@@ -13,7 +13,7 @@ module.exports = async function globalTeardown() {
 		fs.rmSync(STATE_FILE, { force: true });
 		if (state.logFile && fs.existsSync(state.logFile)) fs.copyFileSync(state.logFile, path.join(E2E_ROOT, `last-n8n-${state.topology}.log`));
 		for (const file of fs.existsSync(state.workDir) ? fs.readdirSync(state.workDir) : []) {
-			if (/^n8n-worker-\d+\.log$/.test(file)) fs.copyFileSync(path.join(state.workDir, file), path.join(E2E_ROOT, `last-${file}`));
+			if (/^n8n-(worker-\d+|webhook)\.log$/.test(file)) fs.copyFileSync(path.join(state.workDir, file), path.join(E2E_ROOT, `last-${file}`));
 		}
 		if (process.env.E2E_KEEP !== '1' && state.workDir) fs.rmSync(state.workDir, { recursive: true, force: true });
 		else process.stderr.write(`[e2e] kept ${state.workDir} (n8n log: ${state.logFile})\n`);

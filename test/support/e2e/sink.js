@@ -2,16 +2,33 @@
 // counts every call it answered, per event key. The effect of a run is a call the API answered 2xx:
 // exactly once per event means exactly one such call per key. A call can be held unanswered (the
 // API is still working on it) and then dropped without an answer — what a crash of the caller leaves.
+// A key can be made slow: each of its calls works for a while and then commits its effect, and
+// answers, only if the caller is still connected (as a database transaction is rolled back when its
+// client is gone); `arrivals(key)` counts every call received, committed or not (the business step
+// started), `abandoned(key)` those whose caller left before the commit.
 const http = require('node:http');
 
-/** Starts the API; returns { url, calls(key), keys(), total(), log(), holdNext(key), dropHeld(key), failNext(key, status), close() }. */
+/** Starts the API; returns { url, calls(key), arrivals(key), arrivalKeys(key), abandoned(key), slow(key, ms), keys(), total(), log(), holdNext(key), dropHeld(key), failNext(key, status), close() }. */
 async function startSink() {
 	const answered = new Map(); // key → number of calls answered 2xx
+	const arrived = new Map(); // key → number of calls received
+	const arrivalHeaders = new Map(); // key → the Idempotency-Key header of each call received
+	const abandonedCalls = new Map(); // key → slow calls whose caller left before the commit (no effect)
+	const slowKeys = new Map(); // key → how long each of its calls works before committing
 	const holds = new Map(); // key → { waiting: Promise, resolve, res } for the next call of that key
 	const failures = new Map(); // key → the status the next call of that key is answered with (no effect)
 	const log = []; // every answered call: { key, idempotencyKey (the header the template sends), body }
+	const count = (map, key) => map.set(key, (map.get(key) ?? 0) + 1);
 	let total = 0;
+	const commit = (key, req, res, parsed) => {
+		total += 1;
+		answered.set(key, (answered.get(key) ?? 0) + 1);
+		log.push({ key, idempotencyKey: req.headers['idempotency-key'] ?? null, body: parsed });
+		res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, eventKey: key, call: answered.get(key) }));
+	};
 	const server = http.createServer((req, res) => {
+		let callerGone = false;
+		req.socket.on('close', () => (callerGone = true));
 		let body = '';
 		req.setEncoding('utf8');
 		req.on('data', (chunk) => (body += chunk));
@@ -24,6 +41,8 @@ async function startSink() {
 				return;
 			}
 			const key = String(parsed.eventKey ?? req.headers['idempotency-key'] ?? '');
+			count(arrived, key);
+			arrivalHeaders.set(key, [...(arrivalHeaders.get(key) ?? []), req.headers['idempotency-key'] ?? null]);
 			const failure = failures.get(key);
 			if (failure) {
 				failures.delete(key);
@@ -36,10 +55,15 @@ async function startSink() {
 				hold.resolve({ key, headerKey: req.headers['idempotency-key'] });
 				return; // answered (or dropped) by the test
 			}
-			total += 1;
-			answered.set(key, (answered.get(key) ?? 0) + 1);
-			log.push({ key, idempotencyKey: req.headers['idempotency-key'] ?? null, body: parsed });
-			res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, eventKey: key, call: answered.get(key) }));
+			const workMs = slowKeys.get(key);
+			if (workMs === undefined) {
+				commit(key, req, res, parsed);
+				return;
+			}
+			setTimeout(() => {
+				if (callerGone || req.socket.destroyed) count(abandonedCalls, key);
+				else commit(key, req, res, parsed);
+			}, workMs);
 		});
 	});
 	// A connection the test holds must not keep close() waiting.
@@ -53,6 +77,14 @@ async function startSink() {
 		url: `http://127.0.0.1:${server.address().port}/events`,
 		/** Calls answered 2xx for one key (the effects). */
 		calls: (key) => answered.get(key) ?? 0,
+		/** Calls received for one key, whatever became of them (the business step started). */
+		arrivals: (key) => arrived.get(key) ?? 0,
+		/** The Idempotency-Key header of every call received for one key, in order. */
+		arrivalKeys: (key) => [...(arrivalHeaders.get(key) ?? [])],
+		/** Slow calls for one key whose caller left before the commit: no effect. */
+		abandoned: (key) => abandonedCalls.get(key) ?? 0,
+		/** Every later call of `key` works `ms` before committing, and commits only if its caller is still there. */
+		slow: (key, ms) => slowKeys.set(key, ms),
 		/** Every key with its number of effects. */
 		keys: () => Object.fromEntries(answered),
 		total: () => total,

@@ -8,10 +8,22 @@ const TRIGGER_TEMPLATE = 'idempotent-webhook-trigger.json';
 const TRIGGER = { node: 'Idempotent Webhook', business: 'Business Step (call your API)', type: 'n8n-nodes-idempotency.idempotentWebhook' };
 
 /**
- * Publishes a copy of the trigger template calling `apiUrl`; `edit(workflow)` changes the workflow
- * first, `change(node)` each node. Returns { url, workflowId, webhookPath }.
+ * Where the trigger's deliveries go: main in one process; in queue mode an `n8n webhook` process
+ * (started on first use, in main's user folder: one host), so that the trigger's webhook() runs
+ * there and its executions on the workers. Returns { baseUrl, webhookProcess: { pid, url } | null }.
  */
-async function publishTrigger(h, label, { apiUrl, change = (node) => node, template = TRIGGER_TEMPLATE, edit = (workflow) => workflow } = {}) {
+async function triggerBase(h) {
+	if (h.topology !== 'queue') return { baseUrl: h.state.baseUrl, webhookProcess: null };
+	const webhookProcess = await h.control('POST /ensure-webhook-process');
+	return { baseUrl: webhookProcess.url, webhookProcess };
+}
+
+/**
+ * Publishes a copy of the trigger template calling `apiUrl`; `edit(workflow)` changes the workflow
+ * first, `change(node)` each node; `baseUrl` is where its URL points (main unless given). Returns
+ * { url, workflowId, webhookPath }.
+ */
+async function publishTrigger(h, label, { apiUrl, baseUrl = h.state.baseUrl, change = (node) => node, template = TRIGGER_TEMPLATE, edit = (workflow) => workflow } = {}) {
 	const workflow = edit(readShippedTemplate(template));
 	const webhookPath = freshWebhookPath(label);
 	workflow.nodes = workflow.nodes
@@ -19,10 +31,26 @@ async function publishTrigger(h, label, { apiUrl, change = (node) => node, templ
 		.map((node) => (node.name === TRIGGER.business && apiUrl ? { ...node, parameters: { ...node.parameters, url: apiUrl } } : node))
 		.map(change);
 	const workflowId = await publishWorkflow(h, workflow, webhookPath);
-	return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId, webhookPath };
+	return { url: `${baseUrl}/webhook/${webhookPath}`, workflowId, webhookPath };
 }
 
-module.exports = { TRIGGER, TRIGGER_TEMPLATE, publishTrigger, withWaitBeforeStep };
+/** The trigger's Lease Seconds set to `seconds`, so a crashed delivery's lease ends within a test. */
+function withLeaseSeconds(seconds) {
+	return (node) => (node.type === TRIGGER.type ? { ...node, parameters: { ...node.parameters, leaseSeconds: seconds } } : node);
+}
+
+/** A delivery retried like a provider until it is answered 2xx (at most `budgetMs`): every answer, in order. */
+async function deliverUntilAccepted(h, url, event, { budgetMs = 60000 } = {}) {
+	const answers = [];
+	for (const deadline = Date.now() + budgetMs; ; await new Promise((resolve) => setTimeout(resolve, 500))) {
+		const answer = await h.deliver(url, event);
+		answers.push(answer);
+		if (answer.status >= 200 && answer.status < 300) return answers;
+		if (Date.now() > deadline) throw new Error(`never accepted: ${JSON.stringify(answers.slice(-3).map((a) => [a.status, a.text.slice(0, 200)]))}`);
+	}
+}
+
+module.exports = { TRIGGER, TRIGGER_TEMPLATE, publishTrigger, triggerBase, withLeaseSeconds, withWaitBeforeStep, deliverUntilAccepted };
 
 /** The template with a Wait node (1 s) between the trigger and the business step, as a user adds one. */
 function withWaitBeforeStep(workflow) {

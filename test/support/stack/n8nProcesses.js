@@ -1,6 +1,8 @@
 // The long-running n8n processes of a stack: main and, in queue mode, `n8n worker` processes, each
-// in its own user folder (separate hosts) or all in main's (one host). Started, listed, restarted
-// and stopped here. Plain CommonJS, Node 20 compatible.
+// in its own user folder (separate hosts) or all in main's (one host), and optionally one `n8n
+// webhook` process (main's user folder: one host) that receives production webhooks on a port of its
+// own and queues their executions for the workers. Started, listed, restarted and stopped here.
+// Plain CommonJS, Node 20 compatible.
 const path = require('node:path');
 const { freePort } = require('./postgresServer');
 const { spawnService, pidAlive } = require('./childProcesses');
@@ -16,10 +18,11 @@ function checkFolderMode(mode) {
  * main's and the workers' processes. `envs` = { base, main } (n8nEnv.stackEnvs); `folderMode` is
  * where the workers start ('own' | 'shared'), changed by restartWorkers.
  */
-function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folderMode, workerConcurrency, workerEnv, baseUrl, logFile, readyLines, startTimeoutMs, topology, log }) {
+function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folderMode, workerConcurrency, workerEnv, baseUrl, logFile, readyLines, startTimeoutMs, topology, webhookProcess, log }) {
 	let mode = checkFolderMode(folderMode);
 	let main = null;
 	const workers = [];
+	let webhook = null; // { service, port, url }
 	const workerUserFolder = (index) => (mode === 'shared' ? userFolder : workerFolders[index]);
 
 	const startMain = async () => {
@@ -61,6 +64,29 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 	};
 	const startWorkers = () => Promise.all(workerFolders.map((_, i) => startWorker(i)));
 
+	/**
+	 * The `n8n webhook` process, in main's user folder (one host: the embedded key file and its store
+	 * id are main's), on its own port; a restart keeps the port, as a load balancer's target does.
+	 */
+	const startWebhook = async () => {
+		if (topology !== 'queue') throw new Error('an n8n webhook process runs in queue mode only');
+		if (webhook && !webhook.service.exited) throw new Error(`the webhook process still runs (pid ${webhook.service.pid})`);
+		const port = webhook?.port ?? (await freePort());
+		const env = {
+			...envs.base,
+			N8N_USER_FOLDER: userFolder,
+			N8N_PORT: String(port),
+			N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+		};
+		const service = spawnService({ name: 'n8n webhook', command: n8nBin, args: ['webhook'], cwd: workDir, env, logFile: path.join(workDir, 'n8n-webhook.log') });
+		webhook = { service, port, url: `http://127.0.0.1:${port}` };
+		await service.waitReady({ lines: ['Webhook listener waiting for requests'], url: `${webhook.url}/healthz/readiness`, timeoutMs: startTimeoutMs });
+		log(`n8n webhook process ready on ${webhook.url} (pid ${service.pid}, main's user folder)`);
+		return { pid: service.pid, url: webhook.url };
+	};
+	const webhookInfo = () =>
+		webhook && { pid: webhook.service.pid, url: webhook.url, alive: !webhook.service.exited && pidAlive(webhook.service.pid), exited: webhook.service.exited, logFile: webhook.service.logFile, userFolder };
+
 	return {
 		get main() {
 			return main;
@@ -71,7 +97,7 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 		},
 		workerUserFolder,
 		/** Workers start alongside main: both load every node type, which takes most of the start time. */
-		startAll: () => Promise.all([startMain(), startWorkers()]),
+		startAll: () => Promise.all([startMain(), startWorkers(), ...(webhookProcess ? [startWebhook()] : [])]),
 		/** Every n8n process with its pid and whether it still runs (for fault tests). */
 		list: () => ({
 			main: { pid: main.pid, alive: !main.exited && pidAlive(main.pid), exited: main.exited, userFolder },
@@ -84,7 +110,25 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 				logFile: w.logFile,
 				userFolder: workerUserFolder(w.index),
 			})),
+			webhook: webhookInfo(),
 		}),
+		/** Starts the `n8n webhook` process when it does not run (queue mode): { pid, url, started }. */
+		ensureWebhookProcess: async () => {
+			if (webhook && !webhook.service.exited) return { pid: webhook.service.pid, url: webhook.url, started: false };
+			webhook?.service.kill('SIGKILL'); // its task runner, orphaned in the group
+			return { ...(await startWebhook()), started: true };
+		},
+		/** Kills the webhook process (SIGKILL unless `signal` says otherwise) and starts it again on its port. */
+		restartWebhookProcess: async ({ signal = 'SIGKILL' } = {}) => {
+			if (!webhook) throw new Error('no webhook process was started');
+			const old = webhook.service;
+			old.kill(signal);
+			await old.exitPromise;
+			old.kill('SIGKILL');
+			const started = Date.now();
+			const next = await startWebhook();
+			return { oldPid: old.pid, oldExit: old.exited, newPid: next.pid, url: next.url, startMs: Date.now() - started };
+		},
 		/**
 		 * Stops every worker (gracefully: running jobs finish) and starts them again in `folders`
 		 * ('own' | 'shared'); a no-op when they already run so.
@@ -116,8 +160,9 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 			const started = await startWorker(index);
 			return { pid: started.pid };
 		},
-		/** Main first (no new jobs), then the workers finish theirs. */
+		/** The webhook process and main first (no new jobs), then the workers finish theirs. */
 		stop: async () => {
+			if (webhook) await webhook.service.stop();
 			if (main) await main.stop();
 			await Promise.all(workers.filter(Boolean).map((worker) => worker.stop()));
 		},

@@ -34,6 +34,8 @@ const { timed } = require('./timings');
  *  topology       'single' (default) | 'queue' (Redis + main + workers)
  *  workers        number of `n8n worker` processes in queue mode (default 2)
  *  workerConcurrency  --concurrency of each worker (default 5)
+ *  webhookProcess true to start an `n8n webhook` process too (queue mode; main's user folder, its
+ *                 own port); ensureWebhookProcess() starts one on a running stack
  *  workerFolders  'own' (default: each worker has its own n8n user folder, as on separate hosts) or
  *                 'shared' (every worker runs in main's user folder, as processes on one host can);
  *                 restartWorkers({ folders }) changes it on a running stack
@@ -100,6 +102,7 @@ async function startStack(options) {
 			readyLines: options.readyLines ?? n8nVersions.readyLogLines(n8nVersion),
 			startTimeoutMs,
 			topology,
+			webhookProcess: options.webhookProcess === true,
 			log,
 		});
 		stoppers.push(processes.stop);
@@ -142,6 +145,8 @@ async function startStack(options) {
 			processes: processes.list,
 			restartWorkers: processes.restartWorkers,
 			restartMain: processes.restartMain,
+			ensureWebhookProcess: processes.ensureWebhookProcess,
+			restartWebhookProcess: processes.restartWebhookProcess,
 			startWorker: processes.startWorker,
 			/** Restarts the Postgres server (n8n's and the app's database): new postmaster, same data and port. */
 			restartPostgres: async () => {

@@ -25,14 +25,15 @@ function stripeSignature(raw, { secret = TEST_WEBHOOK_SECRET, timestamp = Math.f
  * One HTTP delivery; returns status, the template's x-idempotency-outcome header, the body and the
  * Stripe-Signature header sent. Signed like Stripe with the test secret unless `sign: false`;
  * `secret` and `timestamp` change the signature; a `stripe-signature` in `headers` replaces it.
+ * With `timeoutMs` the sender gives up after that long (the promise rejects with a TimeoutError).
  */
-async function deliver(url, body, headers = {}, { sign = true, secret, timestamp } = {}) {
+async function deliver(url, body, headers = {}, { sign = true, secret, timestamp, timeoutMs } = {}) {
 	const raw = typeof body === 'string' ? body : JSON.stringify(body);
 	const sent = new Headers({ 'content-type': 'application/json' });
 	if (sign) sent.set('stripe-signature', stripeSignature(raw, { secret, timestamp }));
 	for (const [name, value] of Object.entries(headers)) sent.set(name, value);
 	const started = Date.now();
-	const res = await fetch(url, { method: 'POST', headers: sent, body: raw });
+	const res = await fetch(url, { method: 'POST', headers: sent, body: raw, signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined });
 	const text = await res.text();
 	const json = parseJsonOrUndefined(text);
 	return {

@@ -18,6 +18,7 @@ import {
 
 import { MANUAL_TEST_PREFIX } from '../../../lib/keys/deriveKey';
 import { IdempotentWebhook } from '../../../nodes/IdempotentWebhook/IdempotentWebhook.node';
+import { executionStarted } from '../../../nodes/IdempotentWebhook/unstartedExecutions';
 import { embeddedModule } from '../../support/storeTargets';
 import { credentialsHelperReading, engineBase, nodeTypes, packageNode } from '../../support/n8nEngine';
 
@@ -49,6 +50,12 @@ const workflow = new Workflow({ id: 'wf-trigger', nodes: [trigger], connections:
 let lastResult: IWebhookResponseData | Error | undefined;
 /** 'manual' for a call to the editor's test URL. */
 let webhookMode: 'webhook' | 'manual' = 'webhook';
+/**
+ * What n8n does after webhook() handed it an item: starts the execution and answers ('started'),
+ * fails to start it and answers 500 ('notStarted', as n8n does when its database does not answer),
+ * or starts it (execute() runs) and answers 500 because a node failed ('failedRun').
+ */
+let afterStart: 'started' | 'notStarted' | 'failedRun' = 'started';
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
 	const url = new URL(request.url ?? '/', 'http://localhost');
 	// What n8n's request parsing adds to Node's request before a trigger runs.
@@ -70,7 +77,13 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
 		lastResult = error as Error;
 	}
 	// n8n answers what the trigger did not: here, the start of an execution.
-	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
+	if (response.writableEnded) return;
+	if (afterStart === 'started') response.writeHead(200).end('{"started":true}');
+	else {
+		const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
+		if (afterStart === 'failedRun') executionStarted((item.json.idempotency as { ownerToken: string }).ownerToken);
+		response.writeHead(500).end('{"message":"Error in workflow"}');
+	}
 }
 
 let server: http.Server;
@@ -93,7 +106,18 @@ afterAll(async () => {
 afterEach(() => {
 	signingSecret.data = { secret: SECRET };
 	webhookMode = 'webhook';
+	afterStart = 'started';
 });
+
+/** A key's status and attempts in the trigger's key file, once `done` holds (the close handler writes after the answer). */
+async function storedKey(key: string, done: (status: string | undefined) => boolean): Promise<{ status?: string; attempts?: number }> {
+	const file = path.join(n8nFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+	const store = embeddedModule().openEmbeddedKeyStore({ file });
+	for (const deadline = Date.now() + 3000; ; await new Promise((resolve) => setTimeout(resolve, 50))) {
+		const record = (await store.getKeys([key])).get(key);
+		if (done(record?.status) || Date.now() > deadline) return { status: record?.status, attempts: record?.attempts };
+	}
+}
 
 async function post(body: string, secret = SECRET): Promise<Response> {
 	const timestamp = Math.floor(Date.now() / 1000);
@@ -136,6 +160,26 @@ describe('Idempotent Webhook: webhook()', () => {
 		await post(body);
 		const [[real]] = (lastResult as IWebhookResponseData).workflowData!;
 		expect(real.json.idempotency).toMatchObject({ key: 'evt:evt_node_tested', outcome: 'new' });
+	});
+
+	it('marks the key failed when n8n answers 5xx without starting the execution, so the retry runs at once instead of 409 until the lease ends', async () => {
+		const body = '{"id":"evt_node_not_started"}';
+		afterStart = 'notStarted';
+		expect((await post(body)).status).toBe(500);
+		expect(await storedKey('evt:evt_node_not_started', (status) => status === 'failed')).toEqual({ status: 'failed', attempts: 1 });
+
+		afterStart = 'started';
+		const retry = await post(body);
+		expect(await retry.json()).toEqual({ started: true });
+		expect((lastResult as IWebhookResponseData).workflowData![0][0].json.idempotency).toMatchObject({ outcome: 'new', attempts: 2 });
+	});
+
+	it('leaves the key to its execution when the execution started and n8n answers 500 (a node failed): the settlement decides', async () => {
+		const body = '{"id":"evt_node_failed_run"}';
+		afterStart = 'failedRun';
+		expect((await post(body)).status).toBe(500);
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		expect(await storedKey('evt:evt_node_failed_run', () => true)).toEqual({ status: 'processing', attempts: 1 });
 	});
 
 	it('answers a forged request 401 without an execution', async () => {

@@ -1,0 +1,199 @@
+// The Idempotent Webhook trigger (templates/idempotent-webhook-trigger.json) when an n8n process dies
+// with kill -9 in the middle of the business step, with a provider that retries every delivery
+// until it gets a 2xx. The business step is the user's API (the test's sink), made slow (6 s per
+// call) so the kill lands inside it; the API commits a call's effect, and answers it, only if its
+// caller is still connected at the end, as a database transaction is rolled back when its client
+// is gone.
+//
+// What the assertions mean, per event:
+// - an effect is a call the API committed (`api.calls(key)`);
+// - lost: the provider stopped delivering the event (it got a 2xx, or gave up) and the API has no
+//   effect for it;
+// - doubled: the API has more than one effect for it.
+// A call that arrived but was not committed (its caller died: `api.abandoned(key)`) is a business
+// step started again after the crash; it is counted and reported, and would be a second effect at
+// an API that commits on arrival unless it refuses the repeat by the Idempotency-Key header the
+// template sends (every call of an event carries the same one: asserted).
+//
+// One process: main is killed while it runs the step (its call to the API dies with it); the key
+// stays reserved until its lease (20 s here) ends, the restarted main then runs the event again.
+// Queue mode: the `n8n webhook` process that received the deliveries is killed (the workers finish
+// the step; the retry after its restart is a duplicate), and a worker is killed inside the step (the
+// lease ends, the other worker runs the event again). The trigger's lease is 20 s here (300 s in
+// the template). One process also: n8n failing to start the execution of a reserved key (its
+// database refuses the execution row) fails the key at once, so the retry runs without waiting for
+// the lease.
+// e2e-tags: single queue
+const { harness, eventId } = require('../support/e2e/harness');
+const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
+const { deliverAll, figures, recoveryMs, report } = require('../support/e2e/provider');
+const { publishTrigger, triggerBase, withLeaseSeconds } = require('../support/e2e/trigger');
+const { startSink } = require('../support/e2e/sink');
+const { eventually } = require('../support/e2e/eventually');
+const { startStoppedWorkers } = require('../support/e2e/control');
+const { pidAlive, sleep } = require('../support/stack/childProcesses');
+const fs = require('node:fs');
+const { TOPOLOGY } = require('../support/e2e/topology');
+
+const STEP_MS = 6000;
+const LEASE_SECONDS = 20;
+const EVENTS = 3;
+const COPIES = 2;
+
+describe('the Idempotent Webhook trigger: an n8n process killed in the middle of the business step', () => {
+	const h = harness();
+	let api;
+	let webhook;
+
+	beforeAll(async () => {
+		await useWorkerFolders(h, 'shared');
+		const base = await triggerBase(h);
+		api = await startSink();
+		webhook = await publishTrigger(h, 'trigger-crash', { apiUrl: api.url, baseUrl: base.baseUrl, change: withLeaseSeconds(LEASE_SECONDS) });
+	});
+	afterAll(async () => {
+		await api?.close();
+		if (h.topology === 'queue') await startStoppedWorkers(h.control); // two workers for the next test file
+	});
+
+	/** EVENTS slow events, each delivered COPIES times at once, retried until a 2xx; `kill` runs once every event's step has started. */
+	async function crashRun(label, kill) {
+		const ids = Array.from({ length: EVENTS }, (_, i) => eventId(`${label}_${i}`));
+		const keys = ids.map((id) => `evt:${id}`);
+		for (const key of keys) api.slow(key, STEP_MS);
+		const deliveries = ids.flatMap((id) => Array.from({ length: COPIES }, () => ({ eventId: id, forged: false, body: { id, type: 'order.created' } })));
+		const killer = (async () => {
+			const deadline = Date.now() + 60000;
+			while (!keys.every((key) => api.arrivals(key) >= 1)) {
+				if (Date.now() > deadline) throw new Error(`the business steps never started: ${JSON.stringify(keys.map((key) => api.arrivals(key)))}`);
+				await sleep(100);
+			}
+			const killedAt = Date.now();
+			return { killedAt, ...(await kill()) };
+		})();
+		const run = await deliverAll({ url: webhook.url, plan: { eventIds: ids, deliveries }, concurrency: deliveries.length, retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: 240000 } });
+		const fault = await killer;
+		// A slow call still working when the provider got its last 2xx would commit later: wait for every call to end.
+		await eventually(() => keys.map((key) => api.arrivals(key) - api.calls(key) - api.abandoned(key)), (open) => open.every((n) => n === 0), { timeoutMs: STEP_MS * 3 });
+		const perEvent = Object.fromEntries(keys.map((key) => [key, { effects: api.calls(key), stepsStarted: api.arrivals(key), abandoned: api.abandoned(key) }]));
+		const lost = keys.filter((key) => api.calls(key) === 0);
+		const doubled = keys.filter((key) => api.calls(key) > 1);
+		const stats = figures(run);
+		report(`trigger ${label} (${h.topology})`, { ...stats, perEvent, lost: lost.length, doubled: doubled.length, recoveryMsAfterKill: recoveryMs(run, fault.killedAt) });
+		return { keys, run, stats, fault, lost, doubled, perEvent };
+	}
+
+	/** 0 lost, 0 doubled, every delivery answered 2xx in the end, every key completed, every call with the event's Idempotency-Key. */
+	async function expectExactlyOnce({ keys, stats, lost, doubled }) {
+		expect(stats.gaveUp).toBe(0);
+		expect({ lost, doubled }).toEqual({ lost: [], doubled: [] });
+		const states = await keyStates(h, keys);
+		for (const key of keys) {
+			expect(states[key]).toMatchObject({ status: 'completed' });
+			expect(api.arrivalKeys(key).every((header) => header === key)).toBe(true);
+		}
+		return states;
+	}
+
+	if (TOPOLOGY !== 'queue') {
+		test('kill -9 of main inside the step, main started again: 0 lost, 0 doubled; the cut steps run again after the lease', async () => {
+			const result = await crashRun('main_kill', async () => h.control('POST /restart-main'));
+			const { fault } = result;
+			// The fault happened: the old main died of SIGKILL and is gone, a new one serves.
+			expect(fault.oldExit.signal).toBe('SIGKILL');
+			expect(pidAlive(fault.oldPid)).toBe(false);
+			const { main } = await h.control('GET /processes');
+			expect(main).toMatchObject({ pid: fault.newPid, alive: true });
+			const states = await expectExactlyOnce(result);
+			// Every step was cut by the kill (its call abandoned, no effect) and ran once more after the lease:
+			// the key's second attempt.
+			for (const key of result.keys) {
+				expect(result.perEvent[key]).toEqual({ effects: 1, stepsStarted: 2, abandoned: 1 });
+				expect(states[key]).toMatchObject({ attempts: 2 });
+			}
+			// While the crashed run's lease held the key, the provider was told 409, never 200.
+			const inProgress = result.run.attempts.filter((a) => a.at >= fault.killedAt && a.status === 409);
+			expect(inProgress.every((a) => a.outcome === 'in_progress')).toBe(true);
+		});
+	}
+
+	if (TOPOLOGY !== 'queue') {
+		test('n8n cannot start the execution (its database refuses the execution row): 500, the key failed at once, the retry runs the event once', async () => {
+			// The template's lease (300 s): a key left to its lease would answer the retry 409.
+			const refused = await publishTrigger(h, 'trigger-nostart', { apiUrl: api.url });
+			const name = 'e2e_refuse_execution_row';
+			await h.n8nQuery(`CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN RAISE EXCEPTION 'e2e: n8n''s database refuses this execution'; END $$`);
+			await h.n8nQuery(`CREATE TRIGGER ${name} BEFORE INSERT ON execution_entity FOR EACH ROW WHEN (NEW."workflowId" = '${refused.workflowId}') EXECUTE FUNCTION ${name}()`);
+			const event = { id: eventId('nostart'), type: 'order.created' };
+			const key = `evt:${event.id}`;
+			const mark = await h.executionMark();
+			let first;
+			let afterRefusal;
+			try {
+				first = await h.deliver(refused.url, event);
+				afterRefusal = await eventually(() => keyStates(h, [key]), (states) => states[key]?.status === 'failed', { timeoutMs: 10000 });
+			} finally {
+				await h.n8nQuery(`DROP TRIGGER IF EXISTS ${name} ON execution_entity`);
+				await h.n8nQuery(`DROP FUNCTION IF EXISTS ${name}()`);
+			}
+			// The fault happened: n8n answered 500 and recorded no execution; the step never ran.
+			expect(first.status).toBe(500);
+			expect(await h.executions(refused.workflowId, mark)).toEqual([]);
+			expect(api.arrivals(key)).toBe(0);
+			expect(afterRefusal[key]).toEqual({ status: 'failed', attempts: 1, duplicates: 0 });
+
+			const retry = await h.deliver(refused.url, event);
+			expect([retry.status, retry.outcome]).toEqual([200, 'new']);
+			expect(api.calls(key)).toBe(1);
+			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
+		});
+	}
+
+	if (TOPOLOGY === 'queue') {
+		test('kill -9 of the n8n webhook process that received the deliveries, started again: the workers finish the steps; 0 lost, 0 doubled, nothing run twice', async () => {
+			const before = await h.control('GET /processes');
+			expect(webhook.url.startsWith(`${before.webhook.url}/`)).toBe(true);
+			const result = await crashRun('webhook_kill', async () => h.control('POST /restart-webhook-process'));
+			const { fault } = result;
+			expect(fault.oldPid).toBe(before.webhook.pid);
+			expect(fault.oldExit.signal).toBe('SIGKILL');
+			expect(pidAlive(fault.oldPid)).toBe(false);
+			const after = await h.control('GET /processes');
+			expect(after.webhook).toMatchObject({ pid: fault.newPid, alive: true, url: before.webhook.url });
+			expect(after.workers.every((worker) => worker.alive)).toBe(true);
+			const states = await expectExactlyOnce(result);
+			// The executions ran on the workers, which the kill did not touch: each step ran once, to its end.
+			for (const key of result.keys) {
+				expect(result.perEvent[key]).toEqual({ effects: 1, stepsStarted: 1, abandoned: 0 });
+				expect(states[key]).toMatchObject({ attempts: 1 });
+			}
+		});
+
+		test('kill -9 of the worker running a step: 0 lost, 0 doubled; the cut step runs again on the other worker after the lease', async () => {
+			const mark = await h.executionMark();
+			const result = await crashRun('worker_kill', async () => {
+				// The worker whose log names a running execution of this workflow.
+				const { rows } = await h.n8nQuery(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status = 'running'`, [webhook.workflowId, mark]);
+				const { workers } = await h.control('GET /processes');
+				const running = rows.map((row) => String(row.id));
+				const victim = workers.find((w) => running.some((id) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${id} `)));
+				if (!victim) throw new Error(`no worker log names the running executions ${running.join(', ')}`);
+				const killed = await h.control('POST /kill-worker', { index: victim.index });
+				return { ...killed, index: victim.index };
+			});
+			const { fault } = result;
+			expect(fault.exited.signal).toBe('SIGKILL');
+			expect(pidAlive(fault.pid)).toBe(false);
+			const states = await expectExactlyOnce(result);
+			// Steps cut by the kill ran again (stepsStarted 2, the second attempt of the key); the others ran once.
+			const cut = result.keys.filter((key) => result.perEvent[key].abandoned > 0);
+			expect(cut.length).toBeGreaterThan(0);
+			for (const key of result.keys) {
+				const again = cut.includes(key);
+				expect(result.perEvent[key]).toEqual({ effects: 1, stepsStarted: again ? 2 : 1, abandoned: again ? 1 : 0 });
+				expect(states[key]).toMatchObject({ attempts: again ? 2 : 1 });
+			}
+		});
+	}
+});
