@@ -50,7 +50,7 @@ const {
 	cleanupWorkflows,
 	triggerWorkflows,
 } = require('./workflows');
-const { triggerBench } = require('./trigger');
+const { triggerBench, triggerProfileWindows } = require('./trigger');
 const { startSink } = require('../../test/support/e2e/sink');
 const { sqliteNode } = require('../sqliteNode');
 
@@ -678,6 +678,20 @@ async function profileWorkloads(ctx, args) {
 	return windows;
 }
 
+// The trigger's flows instead: where n8n's time goes for a new event, a duplicate and a forgery through each.
+async function profileTrigger(ctx, args) {
+	const windows = [];
+	const window = async (name, executions, fn) => {
+		const start = nowMicros();
+		await fn();
+		windows.push({ name, start, end: nowMicros(), executions });
+		ctx.log(`profiled: ${name}`);
+	};
+	await triggerProfileWindows(ctx, { count: 10, concurrency: 1 }, async (name, n, fn) => await fn(), { stripeEvent });
+	await triggerProfileWindows(ctx, { count: args.requests, concurrency: args.profileConcurrency }, window, { stripeEvent });
+	return windows;
+}
+
 function printProfile(summaries) {
 	console.log('\n## CPU profile of the n8n main process (self time, ms per execution; idle excluded)\n');
 	const categories = [...new Set(summaries.flatMap((s) => s.categories.map((c) => c.name)))];
@@ -800,8 +814,8 @@ async function main() {
 				}),
 		};
 		if (profiling) {
-			const windows = await profileWorkloads(ctx, args);
-			await packageNodeTimes(ctx);
+			const windows = withTrigger ? await profileTrigger({ ...ctx, api }, args) : await profileWorkloads(ctx, args);
+			if (!withTrigger) await packageNodeTimes(ctx);
 			await running.stop(); // n8n writes the profile as it exits
 			running = null;
 			const file = fs.readdirSync(profiling.dir).find((name) => name.endsWith('.cpuprofile'));

@@ -234,4 +234,26 @@ function round(x, digits) {
 	return Math.round(x * scale) / scale;
 }
 
-module.exports = { triggerBench };
+/**
+ * For `--profile --only trigger`: per flow, `count` new events, then their duplicates and as many
+ * forgeries, each kind in a window of n8n's CPU profile (`window(name, requests, fn)`).
+ */
+async function triggerProfileWindows(ctx, { count, concurrency }, window, { stripeEvent }) {
+	const { running } = ctx;
+	const load = startLoad();
+	const event = (tag) => stripeEvent(`evt_${tag}_${crypto.randomUUID().replace(/-/g, '').slice(0, 20)}`);
+	try {
+		for (const flow of TRIGGER_FLOWS) {
+			const url = running.webhookUrl(flow.path);
+			const events = Array.from({ length: count }, () => event(flow.key));
+			await window(`${flow.key}: new, c=${concurrency}`, count, () => load.run({ url, requests: events.map((e) => signed(e)), concurrency }));
+			await window(`${flow.key}: duplicate, c=${concurrency}`, count, () => load.run({ url, requests: events.map((e) => signed(e)), concurrency }));
+			const forged = Array.from({ length: count }, () => signed(event('forged'), { secret: 'whsec_not_the_endpoint_secret' }));
+			await window(`${flow.key}: forgery, c=${concurrency}`, count, () => load.run({ url, requests: forged, concurrency }));
+		}
+	} finally {
+		load.stop();
+	}
+}
+
+module.exports = { triggerBench, triggerProfileWindows };
