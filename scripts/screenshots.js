@@ -255,13 +255,27 @@ async function shootExecutionsAfterBurst(page, running) {
 		const tally = answers.reduce((counts, a) => ({ ...counts, [`${a.status} ${a.outcome}`]: (counts[`${a.status} ${a.outcome}`] ?? 0) + 1 }), {});
 		const executions = await stack.withClient(running.n8nDbUrl, async (client) => (await client.query('SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1', [flow.id])).rows[0].n);
 		log(`${flow.file}: ${answers.length} deliveries answered ${JSON.stringify(tally)}; ${executions} execution(s) in n8n's database`);
-		await page.setViewportSize({ width: 1440, height: 900 });
+		await page.setViewportSize({ width: 1280, height: 800 });
 		await page.goto(`/workflow/${flow.id}/executions`);
 		await page.waitForTimeout(4000);
+		await closeChecklist(page);
 		const shot = path.join(OUT, `executions-${flow.file}.png`);
 		await page.screenshot({ path: shot, scale: 'css' });
 		log(shot);
 	}
+}
+
+/** n8n 2.x opens a "Production Checklist" over a published workflow's executions: closed as a user would. */
+async function closeChecklist(page) {
+	const title = page.getByText('Production Checklist', { exact: true });
+	if (!(await title.isVisible().catch(() => false))) return;
+	await title.locator('xpath=ancestor::*[.//button][1]').locator('button').first().click().catch(() => undefined);
+	await page.waitForTimeout(500);
+	if (await title.isVisible().catch(() => false)) {
+		await page.keyboard.press('Escape');
+		await page.waitForTimeout(500);
+	}
+	if (await title.isVisible().catch(() => false)) log('the Production Checklist would not close: it covers part of the shot');
 }
 
 /** Per sticky note: does its text fit the note (n8n hides what overflows), and does each code line fit its block? */
