@@ -72,6 +72,7 @@ function provenance(run) {
 	return `<sub>${parts.join('; ')}. Data: [${run.file}](bench/results/${run.file}).</sub>`;
 }
 
+const TRIGGER_KINDS = { new: 'new event', duplicate: 'duplicate', forgery: 'forgery', inProgress: 'copy in progress' };
 const stall = (wall, own) => (wall === null || wall === undefined ? NONE : `${number(wall, 1)} (${number(own, 1)})`);
 
 const TABLES = {
@@ -142,6 +143,23 @@ const TABLES = {
 				['wall ms', (r) => number(r.wallMs)],
 				['rows/s', (r) => number(r.rowsPerS)],
 				['longest n8n stall ms', (r) => number(r.stallMs, 1)],
+			],
+			run.rows,
+		),
+	// The Idempotent Webhook trigger beside the webhook template and a floor trigger (bench/n8n/trigger.js).
+	'trigger-n8n': (run) =>
+		table(
+			[
+				['delivery', (r) => TRIGGER_KINDS[r.kind], 'l'],
+				['flow', (r) => r.flow, 'l'],
+				['clients', (r) => clients(r.clients)],
+				['req/s', (r) => number(r.reqPerS, 1)],
+				['vs floor (min–max)', (r) => (r.vsFloorMin === null ? ratio(r.vsFloor) : `${ratio(r.vsFloor)} (${range(r.vsFloorMin, r.vsFloorMax)})`)],
+				['vs template', (r) => ratio(r.vsTemplate, 2)],
+				['p50 ms', (r) => number(r.p50Ms, 1)],
+				['p99 ms', (r) => number(r.p99Ms, 1)],
+				['executions per request', (r) => number(r.executionsPerRequest, 2)],
+				['n8n CPU ms/request', (r) => number(r.cpuMsPerRequest)],
 			],
 			run.rows,
 		),
@@ -339,6 +357,9 @@ function summary(runs) {
 	const postgresCleanup = pick(get('embedded-n8n-cleanup'), (r) => r.flow.includes('Postgres'), 'Postgres cleanup');
 	const storeCalls = get('embedded-calls');
 	const worstCall = storeCalls.rows.reduce((worst, r) => (r.embeddedOwnStallMs > worst.embeddedOwnStallMs ? r : worst));
+	const trigger = get('trigger-n8n');
+	const triggerRow = (kind, flow, c) => pick(trigger, (r) => r.kind === kind && r.flow.startsWith(flow) && r.clients === c, `${flow}, ${kind}, c=${c}`);
+	const triggerExecutions = Math.max(...trigger.rows.filter((r) => r.flow.startsWith('Idempotent Webhook') && r.kind !== 'new').map((r) => r.executionsPerRequest));
 	const kbPerItem = big.map((r) => (r.addedRssMb * 1000) / 100000);
 
 	const rows = [
@@ -357,6 +378,24 @@ function summary(runs) {
 		['Reserve on the Embedded store, its own time per execution inside n8n', `median ${number(embeddedNodeMs.medianMs)} ms (p90 ${number(embeddedNodeMs.p90Ms)})`, `No Operation: ${number(noOpNodeMs.medianMs)} ms; Reserve on Postgres: ${number(postgresNodeMs.medianMs)} ms`, 'embedded-n8n-overhead'],
 		['10,000 items in one execution on the Embedded store, net of n8n', `${number(embeddedField.keysPerS)} keys/s (Key Source Field)`, `Postgres in the same rounds: ${number(postgresField.keysPerS)}`, 'embedded-n8n-batch'],
 		['Delete Expired Keys on 1 M expired keys inside n8n, Embedded', `longest n8n stall ${number(embeddedCleanup.stallMs)} ms, ${number(embeddedCleanup.rowsPerS)} rows/s`, `Postgres: ${number(postgresCleanup.stallMs)} ms, ${number(postgresCleanup.rowsPerS)} rows/s`, 'embedded-n8n-cleanup'],
+		[
+			'executions a duplicate, a forgery or a copy in progress starts, Idempotent Webhook trigger',
+			`${number(triggerExecutions)} (target 0)`,
+			"today's webhook template: 1 per request",
+			'trigger-n8n',
+		],
+		[
+			'duplicates through the trigger vs a trigger that only answers {}, 1 / 8 clients',
+			`${ratio(triggerRow('duplicate', 'Idempotent Webhook', 1).vsFloor)} / ${ratio(triggerRow('duplicate', 'Idempotent Webhook', 8).vsFloor)} the throughput`,
+			`the template: ${ratio(triggerRow('duplicate', "today's template", 1).vsFloor)} / ${ratio(triggerRow('duplicate', "today's template", 8).vsFloor)}`,
+			'trigger-n8n',
+		],
+		[
+			'new events through the trigger vs the template, 1 / 8 clients',
+			`${ratio(triggerRow('new', 'Idempotent Webhook', 1).vsTemplate, 2)} / ${ratio(triggerRow('new', 'Idempotent Webhook', 8).vsTemplate, 2)} the throughput`,
+			`p50 ${number(triggerRow('new', 'Idempotent Webhook', 1).p50Ms)} vs ${number(triggerRow('new', "today's template", 1).p50Ms)} ms (1 client)`,
+			'trigger-n8n',
+		],
 		['the longest event-loop stall of one Embedded store call, outside n8n', `${number(worstCall.embeddedOwnStallMs)} ms without CPU wait (${worstCall.call.split(':')[0]})`, 'target ≤ 50 ms', 'embedded-calls'],
 	];
 	return table(
@@ -388,6 +427,7 @@ const sectionOf = {
 	'embedded-n8n-overhead': 'the-embedded-store-beside-postgres',
 	'embedded-n8n-batch': 'the-embedded-store-beside-postgres',
 	'embedded-n8n-cleanup': 'the-embedded-store-beside-postgres',
+	'trigger-n8n': 'the-idempotent-webhook-trigger-inside-n8n',
 };
 
 // ---------------------------------------------------------------------------------------------

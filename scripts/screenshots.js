@@ -9,6 +9,8 @@
 //                                               # the templates and shoots again (Ctrl-C stops)
 //   node scripts/screenshots.js --only replay   # only the templates (and showcase panels) whose file
 //                                               # or node name contains the text
+//   node scripts/screenshots.js --only trigger  # the trigger's template and panels, and the executions
+//                                               # lists after a burst of copies
 //
 // Besides every template (canvas, one crop per sticky note, each package node's panel), a generated
 // "showcase" workflow holds the package's nodes set to what the templates do not use (Key Source
@@ -22,6 +24,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const stack = require('../test/support/stack/n8nStack');
+const { startSink } = require('../test/support/e2e/sink');
 
 const args = process.argv.slice(2);
 const OUT = path.resolve(args.includes('--out') ? args[args.indexOf('--out') + 1] : '/tmp/editor-shots');
@@ -36,6 +39,22 @@ const readTemplates = () => fs
 	.filter((f) => f.endsWith('.json'))
 	.map((f) => ({ file: f.replace(/\.json$/, ''), json: JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, f), 'utf8')) }));
 const OURS = /^(CUSTOM\.|n8n-nodes-idempotency\.)/;
+// The trigger's template published, its business step calling an API of this process: the executions
+// list after one event and a burst of its copies, beside today's webhook template given the same burst.
+const BURST = { copies: 20 };
+const BURST_FLOWS = [
+	{ file: 'idempotent-webhook-trigger', id: 'ShotsTrigger0001', name: 'Stripe events (Idempotent Webhook trigger)', path: 'shots-trigger', webhookId: '5c0e0000-0000-4000-8000-00000000b001', triggerType: 'n8n-nodes-idempotency.idempotentWebhook' },
+	{ file: 'idempotent-webhook-embedded', id: 'ShotsTemplate001', name: 'Stripe events (webhook template, Reserve and Settle)', path: 'shots-template', webhookId: '5c0e0000-0000-4000-8000-00000000b002', triggerType: 'n8n-nodes-base.webhook' },
+];
+function burstWorkflow(flow, apiUrl) {
+	const template = JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, `${flow.file}.json`), 'utf8'));
+	const nodes = template.nodes.map((node) => {
+		if (node.type === flow.triggerType) return { ...node, webhookId: flow.webhookId, parameters: { ...node.parameters, path: flow.path } };
+		if (node.name === 'Business Step (call your API)') return { ...node, parameters: { ...node.parameters, url: apiUrl } };
+		return node;
+	});
+	return { ...template, id: flow.id, name: flow.name, nodes };
+}
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1].toLowerCase() : undefined;
 const wanted = (...names) => !only || names.some((name) => name.toLowerCase().includes(only));
 
@@ -67,6 +86,14 @@ const SHOWCASE_PANELS = [
 	['Key, Complete, Reserve (Paired Item)', 'idempotencyKey', { operation: 'complete', source: 'reserveNode', options: {} }, ['source']],
 	['Key, List Keys, Replayable', 'idempotencyKey', { operation: 'listKeys', listFilters: { status: 'replayable', stuckLeasesOnly: false, olderThanHours: 1 }, options: {} }, ['status']],
 	['Key, Get Key', 'idempotencyKey', { operation: 'getKey', lookupKey: 'stripe:evt_1', options: {} }, []],
+	// The trigger with what a user changes first: the caller check, the key source, the mode.
+	[
+		'Idempotent Webhook trigger, Header Auth, Lease',
+		'idempotentWebhook',
+		{ httpMethod: 'POST', path: 'stripe-events', authentication: 'headerAuth', scheme: 'stripe', toleranceSeconds: 300, store: 'embedded', keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { scope: 'billing' } },
+		['authentication', 'scheme', 'keySource', 'mode'],
+		{ webhookId: '5c0e0000-0000-4000-8000-00000000a001', credentials: { webhookSignatureApi: { id: 'webhookSig01', name: 'Webhook Signature Secret' } } },
+	],
 	[
 		'Execute Query, Key Source Field, options',
 		'idempotencyExecuteQuery',
@@ -99,13 +126,19 @@ const SHOWCASE = {
 async function main() {
 	fs.mkdirSync(OUT, { recursive: true });
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'editor-shots-stack-'));
+	const burst = wanted('executions', 'trigger');
+	const api = burst ? await startSink() : null;
 	const running = await stack.startStack({
 		workDir,
 		pgDir: path.join(workDir, 'pg'),
 		dbNames: { n8n: 'n8n_shots', app: 'idempotency_shots' },
 		encryptionKey: 'n8n-nodes-idempotency-shots-key',
 		credentials: stack.templateCredentials,
-		workflows: [...readTemplates(), SHOWCASE].map(({ json }) => ({ json, publish: false })),
+		workflows: [
+			...[...readTemplates(), SHOWCASE].map(({ json }) => ({ json, publish: false })),
+			...(burst ? BURST_FLOWS.map((flow) => ({ json: burstWorkflow(flow, api.url), publish: true })) : []),
+		],
+		readyWebhooks: burst ? BURST_FLOWS.map((flow) => flow.path) : [],
 		log,
 	});
 	const browser = await chromium.launch({
@@ -127,6 +160,7 @@ async function main() {
 		await page.waitForURL((url) => !url.pathname.startsWith('/signin'), { timeout: 60_000 });
 		try {
 			await shootAll(page);
+			if (burst) await shootExecutionsAfterBurst(page, running);
 		} catch (error) {
 			await page.screenshot({ path: path.join(OUT, 'failure.png') });
 			throw error;
@@ -148,6 +182,7 @@ async function main() {
 	} finally {
 		await browser.close();
 		await running.stop();
+		await api?.close();
 		fs.rmSync(workDir, { recursive: true, force: true });
 	}
 }
@@ -205,6 +240,41 @@ async function shootAll(page) {
 		}
 	}
 	log('done');
+}
+
+/**
+ * One Stripe event, then BURST.copies copies of it signed anew (a provider retrying), into each
+ * published flow; then each workflow's executions list as a user opens it.
+ */
+async function shootExecutionsAfterBurst(page, running) {
+	for (const flow of BURST_FLOWS) {
+		const url = running.webhookUrl(flow.path);
+		const event = { id: `evt_shots_${flow.path.replace(/-/g, '_')}_${Date.now()}`, object: 'event', type: 'invoice.paid', data: { object: { id: 'in_1QabcDEF', amount_paid: 3600 } } };
+		const answers = [await stack.deliver(url, event)];
+		for (let i = 0; i < BURST.copies; i++) answers.push(await stack.deliver(url, event));
+		const tally = answers.reduce((counts, a) => ({ ...counts, [`${a.status} ${a.outcome}`]: (counts[`${a.status} ${a.outcome}`] ?? 0) + 1 }), {});
+		const executions = await stack.withClient(running.n8nDbUrl, async (client) => (await client.query('SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1', [flow.id])).rows[0].n);
+		log(`${flow.file}: ${answers.length} deliveries answered ${JSON.stringify(tally)}; ${executions} execution(s) in n8n's database`);
+		await page.setViewportSize({ width: 1280, height: 800 });
+		await page.goto(`/workflow/${flow.id}/executions`);
+		await page.waitForTimeout(4000);
+		await closeChecklist(page);
+		const shot = path.join(OUT, `executions-${flow.file}.png`);
+		await page.screenshot({ path: shot, scale: 'css' });
+		log(shot);
+	}
+}
+
+/**
+ * n8n 2.x opens a "Production Checklist" over a published workflow's executions; a click outside it
+ * closes it (on the word "Executions", which opens nothing else), as a user would.
+ */
+async function closeChecklist(page) {
+	const title = page.getByText('Production Checklist', { exact: true });
+	if (!(await title.isVisible().catch(() => false))) return;
+	await page.getByText('Executions', { exact: true }).first().click().catch(() => undefined);
+	await page.waitForTimeout(500);
+	if (await title.isVisible().catch(() => false)) log('the Production Checklist would not close: it covers part of the shot');
 }
 
 /** Per sticky note: does its text fit the note (n8n hides what overflows), and does each code line fit its block? */

@@ -18,6 +18,8 @@
 // Flags: --quick, --rounds N, --requests N (per flow, round and concurrency), --batch-items N,
 // --big-items N, --big-key event|custom|field, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
 // --batch-flows reserveAuto,reserveAutoFull,… (measure only these batch flows, beside the no-op one; kinds in workflows.js),
+// --only trigger: the Idempotent Webhook trigger beside today's template and a floor trigger (bench/n8n/trigger.js),
+// --save FILE (with --only trigger: its rows as a bench/results file, to fill in the machine's and the run's notes),
 // --profile (instead of measuring: a CPU profile of n8n's main process per workload, summarised by
 // where the time goes; the .cpuprofile file is kept for Chrome DevTools).
 'use strict';
@@ -39,12 +41,17 @@ const {
 	RESERVE_KINDS,
 	EMBEDDED_KINDS,
 	CLEANUP_FLOWS,
+	TRIGGER_FLOWS,
+	FLOOR_PACKAGE_DIR,
 	RECIPE_TABLE_DDL,
 	overheadWorkflows,
 	embeddedOverheadWorkflows,
 	batchWorkflows,
 	cleanupWorkflows,
+	triggerWorkflows,
 } = require('./workflows');
+const { triggerBench, triggerProfileWindows } = require('./trigger');
+const { startSink } = require('../../test/support/e2e/sink');
 const { sqliteNode } = require('../sqliteNode');
 
 const TARGET = {
@@ -59,12 +66,14 @@ const TARGET = {
 	embeddedBatchKeysPerSecond: 100000,
 	longestStallMs: 50,
 };
-const PARTS = ['overhead', 'batch', 'big', 'cleanup'];
+const PARTS = ['overhead', 'batch', 'big', 'cleanup', 'trigger'];
+// The trigger part installs a second package (the floor node) and runs only when asked for.
+const DEFAULT_PARTS = ['overhead', 'batch', 'big', 'cleanup'];
 // The overhead flows this run drives (--overhead-flows: the baseline and the listed paths).
 let overheadFlows = OVERHEAD_FLOWS;
 
 function parseArgs(argv) {
-	const args = { quick: false, keep: false, only: PARTS };
+	const args = { quick: false, keep: false, only: DEFAULT_PARTS };
 	for (let i = 0; i < argv.length; i++) {
 		const arg = argv[i];
 		const next = () => Number(argv[++i]);
@@ -79,10 +88,11 @@ function parseArgs(argv) {
 		else if (arg === '--big-key') args.bigKey = argv[++i];
 		else if (arg === '--cleanup-rows') args.cleanupRows = next();
 		else if (arg === '--only') args.only = argv[++i].split(',');
+		else if (arg === '--save') args.save = argv[++i];
 		else if (arg === '--batch-flows') args.batchFlows = argv[++i].split(',');
 		else if (arg === '--overhead-flows') args.overheadFlows = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]');
+			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup,trigger] [--save results.json] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]');
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
 	}
@@ -668,6 +678,20 @@ async function profileWorkloads(ctx, args) {
 	return windows;
 }
 
+// The trigger's flows instead: where n8n's time goes for a new event, a duplicate and a forgery through each.
+async function profileTrigger(ctx, args) {
+	const windows = [];
+	const window = async (name, executions, fn) => {
+		const start = nowMicros();
+		await fn();
+		windows.push({ name, start, end: nowMicros(), executions });
+		ctx.log(`profiled: ${name}`);
+	};
+	await triggerProfileWindows(ctx, { count: 10, concurrency: 1 }, async (name, n, fn) => await fn(), { stripeEvent });
+	await triggerProfileWindows(ctx, { count: args.requests, concurrency: args.profileConcurrency }, window, { stripeEvent });
+	return windows;
+}
+
 function printProfile(summaries) {
 	console.log('\n## CPU profile of the n8n main process (self time, ms per execution; idle excluded)\n');
 	const categories = [...new Set(summaries.flatMap((s) => s.categories.map((c) => c.name)))];
@@ -693,6 +717,27 @@ function printProfile(summaries) {
 
 // ---------------------------------------------------------------------------------------------
 
+/** The trigger part's rows as a bench/results file; the machine's id and the run's notes are filled in by hand. */
+function saveTriggerRun(args, rows, { runStarted, n8nVersion, loadAtStart }) {
+	const hhmm = (date) => date.toISOString().slice(11, 16);
+	const commit = require('node:child_process').spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
+	const run = {
+		id: 'trigger-n8n',
+		title: 'The Idempotent Webhook trigger inside n8n, beside the webhook template and a floor trigger',
+		command: `node bench/n8n/run.js ${process.argv.slice(2).filter((arg, i, all) => arg !== '--save' && all[i - 1] !== '--save').join(' ')}`,
+		date: runStarted.toISOString().slice(0, 10),
+		time: `${hhmm(runStarted)}–${hhmm(new Date())} UTC`,
+		commit,
+		n8n: n8nVersion,
+		load: `${loadAtStart} at start, ${loadAverage()} at end`,
+		quiet: false,
+		machine: 'shared-2core-2026-11',
+		rows,
+	};
+	fs.writeFileSync(args.save, `${JSON.stringify(run, null, 2)}\n`);
+	console.log(`\nrows saved to ${args.save}`);
+}
+
 async function main() {
 	const args = parseArgs(process.argv.slice(2));
 	if (args.overheadFlows) overheadFlows = OVERHEAD_FLOWS.filter((flow, index) => index === 0 || args.overheadFlows.includes(flow.path));
@@ -702,6 +747,10 @@ async function main() {
 	let running;
 	let exitCode = 0;
 	let profiling;
+	const withTrigger = args.only.includes('trigger');
+	let loadAtStart;
+	// "Your API" for the trigger part's business steps, in this process (the load has its own).
+	const api = withTrigger ? await startSink() : null;
 	try {
 		if (args.profile)
 			profiling = profilingEnv({
@@ -709,6 +758,7 @@ async function main() {
 				workDir,
 			});
 		console.log(`# n8n benchmark ${new Date().toISOString()}${args.quick ? ' (quick)' : ''}`);
+		loadAtStart = loadAverage();
 		console.log(
 			`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${fmt(os.totalmem() / 1024 / 1024)} MB; load at start ${loadAverage()}`,
 		);
@@ -724,11 +774,12 @@ async function main() {
 				...stack.templateCredentials(c),
 				{ ...UNNAMED_CREDENTIAL_DEF, data: { ...stack.idempotencyCredentialData(c.app), preparedStatements: false } },
 			],
-			workflows: [...overheadWorkflows(), ...embeddedOverheadWorkflows(), ...batchWorkflows(), ...cleanupWorkflows()].map((json) => ({
+			workflows: [...overheadWorkflows(), ...embeddedOverheadWorkflows(), ...batchWorkflows(), ...cleanupWorkflows(), ...(withTrigger ? triggerWorkflows({ apiUrl: api.url }) : [])].map((json) => ({
 				json,
 				publish: true,
 			})),
-			readyWebhooks: [...OVERHEAD_FLOWS, ...BATCH_FLOWS, ...CLEANUP_FLOWS].map((flow) => flow.path),
+			extraPackages: withTrigger ? [FLOOR_PACKAGE_DIR] : [],
+			readyWebhooks: [...OVERHEAD_FLOWS, ...BATCH_FLOWS, ...CLEANUP_FLOWS, ...(withTrigger ? TRIGGER_FLOWS : [])].map((flow) => flow.path),
 			env: profiling?.env,
 			log,
 		});
@@ -763,8 +814,8 @@ async function main() {
 				}),
 		};
 		if (profiling) {
-			const windows = await profileWorkloads(ctx, args);
-			await packageNodeTimes(ctx);
+			const windows = withTrigger ? await profileTrigger({ ...ctx, api }, args) : await profileWorkloads(ctx, args);
+			if (!withTrigger) await packageNodeTimes(ctx);
 			await running.stop(); // n8n writes the profile as it exits
 			running = null;
 			const file = fs.readdirSync(profiling.dir).find((name) => name.endsWith('.cpuprofile'));
@@ -779,6 +830,11 @@ async function main() {
 			if (args.only.includes('batch')) await batch(ctx, args);
 			if (args.only.includes('big')) await big(ctx, args);
 			if (args.only.includes('cleanup')) await cleanup(ctx, args);
+			if (withTrigger) {
+				const runStarted = new Date();
+				const rows = await triggerBench({ ...ctx, api }, args, { stripeEvent });
+				if (args.save) saveTriggerRun(args, rows, { runStarted, n8nVersion, loadAtStart });
+			}
 		}
 		console.log(`\nload at end ${loadAverage()}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 	} catch (error) {
@@ -787,6 +843,7 @@ async function main() {
 		if (running) console.error(`n8n log: ${running.logFile}`);
 	} finally {
 		if (running) await running.stop();
+		await api?.close();
 		if (args.keep || exitCode !== 0) console.error(`work folder kept: ${workDir}`);
 		else fs.rmSync(workDir, { recursive: true, force: true });
 	}

@@ -1,5 +1,7 @@
 // The workflows `npm run bench:n8n` imports into a real n8n. Every flow of one comparison differs
 // only in the node under test, so a difference in time is that node's cost.
+const fs = require('node:fs');
+const path = require('node:path');
 const { TEMPLATE_CREDENTIALS } = require('../../test/support/stack/n8nStack');
 
 const PKG = 'n8n-nodes-idempotency';
@@ -564,12 +566,45 @@ function cleanupWorkflows() {
 	return [workflow(CLEANUP_WORKFLOW_ID, 'bench: Delete Expired Keys', nodes, connections)];
 }
 
+/**
+ * The Idempotent Webhook trigger beside what it replaces, on the same Embedded store and the same
+ * business step (an HTTP call to the benchmark's API): the shipped templates as a user imports them,
+ * only the path, the webhook id and the API's URL changed; and the floor, a trigger of its own
+ * package (bench/n8n/floor-trigger/) that answers `{}` in webhook() and starts no execution.
+ */
+const FLOOR_PACKAGE_DIR = path.join(__dirname, 'floor-trigger');
+const TRIGGER_FLOWS = [
+	{ key: 'trigger', id: 'BenchTrigger0001', path: 'bench-trigger', label: 'Idempotent Webhook trigger (idempotent-webhook-trigger.json)', template: 'idempotent-webhook-trigger.json', triggerType: `${PKG}.idempotentWebhook` },
+	{ key: 'template', id: 'BenchTemplate001', path: 'bench-template', label: "today's template: Webhook → Verify → Reserve → Settle (idempotent-webhook-embedded.json)", template: 'idempotent-webhook-embedded.json', triggerType: 'n8n-nodes-base.webhook' },
+	{ key: 'floor', id: 'BenchFloor000001', path: 'bench-floor', label: 'floor: a trigger that answers {} in webhook()' },
+];
+
+function triggerWorkflows({ apiUrl }) {
+	return TRIGGER_FLOWS.map((flow) => {
+		if (flow.key === 'floor') {
+			const floor = { ...node({ name: 'Bench Floor Trigger', type: 'n8n-nodes-bench-floor.benchFloorTrigger', parameters: { path: flow.path } }), webhookId: uuid('b000a001') };
+			return workflow(flow.id, `bench: ${flow.label}`, [floor], {});
+		}
+		const template = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'templates', flow.template), 'utf8'));
+		const nodes = template.nodes.map((n) => {
+			if (n.type === flow.triggerType) return { ...n, webhookId: uuid('b000a001'), parameters: { ...n.parameters, path: flow.path } };
+			if (n.name === 'Business Step (call your API)') return { ...n, parameters: { ...n.parameters, url: apiUrl } };
+			return n;
+		});
+		if (!nodes.some((n) => n.parameters.path === flow.path)) throw new Error(`${flow.template}: no ${flow.triggerType} node to point at ${flow.path}`);
+		return { ...workflow(flow.id, `bench: ${flow.label}`, nodes, template.connections), settings: template.settings ?? { executionOrder: 'v1' } };
+	});
+}
+
 /** The batch flows that reserve keys in Postgres (their reserved keys are counted after each run). */
 const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'reserveField'];
 /** The batch flows that reserve keys in the embedded file (their New output is counted after each run). */
 const EMBEDDED_KINDS = ['embeddedField', 'embeddedAuto'];
 
 module.exports = {
+	FLOOR_PACKAGE_DIR,
+	TRIGGER_FLOWS,
+	triggerWorkflows,
 	RESERVE_KINDS,
 	EMBEDDED_KINDS,
 	CLEANUP_FLOWS,

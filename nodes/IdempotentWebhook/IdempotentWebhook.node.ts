@@ -65,6 +65,17 @@ export class IdempotentWebhook implements INodeType {
 		subtitle: `=Key: ${KEY_SOURCE_SUBTITLE}`,
 		description: 'Receive a webhook once: verify it, reserve its event, answer copies and forgeries without running the workflow',
 		defaults: { name: 'Idempotent Webhook' },
+		// n8n's generic trigger panel says "Pull in events from …", as if n8n fetched them: this node is called.
+		triggerPanel: {
+			header: 'Listen for a signed test delivery',
+			executionsHelp: {
+				inactive:
+					"The trigger has two URLs: test and production (Webhook URLs above).<br /><br /><b>While you build the workflow</b>, click 'Execute step', then send a delivery signed with the signing secret to the test URL. Test deliveries are keyed apart from real ones: testing never makes a real delivery a duplicate.<br /><br /><b>To run it for real</b>, publish the workflow and point your provider at the production URL. Only a new, verified event starts an execution; copies and forgeries are answered without one, so they never show up in the executions list.",
+				active:
+					"The trigger has two URLs: test and production (Webhook URLs above).<br /><br /><b>While you build the workflow</b>, click 'Execute step', then send a delivery signed with the signing secret to the test URL. Test deliveries are keyed apart from real ones: testing never makes a real delivery a duplicate.<br /><br /><b>The workflow is published</b>: deliveries to the production URL run it. Only a new, verified event starts an execution, in the <a data-key=\"executions\">executions list</a>; copies and forgeries are answered without one.",
+			},
+			activationHint: 'Once the workflow is published, deliveries to the production URL run it without this button.',
+		},
 		inputs: [],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [

@@ -8,7 +8,7 @@
 // started), `abandoned(key)` those whose caller left before the commit.
 const http = require('node:http');
 
-/** Starts the API; returns { url, calls(key), arrivals(key), arrivalKeys(key), abandoned(key), slow(key, ms), keys(), total(), log(), holdNext(key), dropHeld(key), failNext(key, status), close() }. */
+/** Starts the API; returns { url, calls(key), arrivals(key), arrivalKeys(key), abandoned(key), slow(key, ms), keys(), total(), log(), holdNext(key), answerHeld(key), dropHeld(key), failNext(key, status), close() }. */
 async function startSink() {
 	const answered = new Map(); // key → number of calls answered 2xx
 	const arrived = new Map(); // key → number of calls received
@@ -96,6 +96,16 @@ async function startSink() {
 			const waiting = new Promise((r) => (resolve = r));
 			holds.set(key, { waiting, resolve, res: null });
 			return waiting;
+		},
+		/** Answers the held call as any other (an effect); later calls of the key are answered at once. */
+		answerHeld: (key) => {
+			const hold = holds.get(key);
+			holds.delete(key);
+			if (!hold?.res) return false;
+			total += 1;
+			answered.set(key, (answered.get(key) ?? 0) + 1);
+			hold.res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, eventKey: key, call: answered.get(key) }));
+			return true;
 		},
 		/** The next call for `key` fails with `status` (no effect): the user's service having a bad moment. */
 		failNext: (key, status = 500) => failures.set(key, status),

@@ -106,4 +106,22 @@ function installPackage({ userFolder, tarball, log = defaultLog }) {
 	return nodesDir;
 }
 
-module.exports = { REPO_ROOT, PACKAGE_NAME, defaultLog, ensureN8n, buildAndPack, distIsStale, installPackage };
+/**
+ * Packs another package folder (a benchmark's helper node, never this package) and installs it
+ * beside this one into <userFolder>/.n8n/nodes, the same way. Returns its name.
+ */
+function installExtraPackage({ userFolder, packageDir, outDir, log = defaultLog }) {
+	fs.mkdirSync(outDir, { recursive: true });
+	const out = run('npm', ['pack', '--json', '--pack-destination', outDir, packageDir], { log, quiet: true });
+	const [{ name, filename }] = JSON.parse(out.slice(out.indexOf('[')));
+	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
+	log(`installing ${filename} into ${nodesDir} beside ${PACKAGE_NAME}…`);
+	run('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', path.join(outDir, path.basename(filename))], {
+		cwd: nodesDir,
+		log,
+		quiet: true,
+	});
+	return name;
+}
+
+module.exports = { REPO_ROOT, PACKAGE_NAME, defaultLog, ensureN8n, buildAndPack, distIsStale, installPackage, installExtraPackage };

@@ -47,6 +47,7 @@ const { timed } = require('./timings');
  *  build          'auto' | true | false — see buildAndPack
  *  installPackage false to skip packing/installing this package (stock-node harness)
  *  nodesCacheDir  install the package once per tarball there and link it (e2e reruns)
+ *  extraPackages  folders of other node packages to pack and install beside this one (benchmarks)
  *  setupSql       async (appClient, ctx) => void, run on the app database before n8n starts
  *  credentials    (ctx) => array of credential objects for `n8n import:credentials`
  *  workflows      array of { file | json, publish: boolean }

@@ -8,7 +8,7 @@ const path = require('node:path');
 const { startPostgres } = require('./postgresServer');
 const { startRedis } = require('./redisServer');
 const { livePostgresDirs, sleep } = require('./childProcesses');
-const { PACKAGE_NAME, buildAndPack, installPackage } = require('./n8nInstall');
+const { PACKAGE_NAME, buildAndPack, installPackage, installExtraPackage } = require('./n8nInstall');
 const { withClient, ensureDatabase, parseUrl, webhookRegistered, waitForPublishedVersions } = require('./n8nDatabase');
 const n8nVersions = require('./n8nVersion');
 
@@ -59,6 +59,9 @@ function installThisPackage({ workDir, userFolder, workerFolders, options, log }
 	} else {
 		installPackage({ userFolder, tarball, log });
 	}
+	// Other packages beside this one (a benchmark's floor node): into this run's folder, never the cache.
+	if (options.extraPackages?.length && options.nodesCacheDir) throw new Error('extraPackages cannot go into a shared nodesCacheDir');
+	for (const packageDir of options.extraPackages ?? []) installExtraPackage({ userFolder, packageDir, outDir: path.join(workDir, 'pack'), log });
 	// Each worker sees main's nodes folder through a symlink, as containers share one mounted
 	// nodes volume: the same installed files, without a second install (and its removal) per worker.
 	for (const folder of workerFolders) {

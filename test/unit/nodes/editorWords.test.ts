@@ -114,3 +114,18 @@ describe('option descriptions in the dropdowns', () => {
 		expect(all.filter(([, text]) => text.includes('`') || text.length > MAX_SHOWN).map(([where, text]) => `${where} (${text.length})`)).toEqual([]);
 	});
 });
+
+describe("the Idempotent Webhook trigger's panel", () => {
+	// Without a panel of its own, n8n titles a webhook-based trigger "Pull in events from …", as if n8n fetched them.
+	it('tells the user to send a signed delivery to the test URL, and that copies start no execution', async () => {
+		const { IdempotentWebhook } = await import('../../../nodes/IdempotentWebhook/IdempotentWebhook.node');
+		const panel = new IdempotentWebhook().description.triggerPanel;
+		expect(panel).toEqual(expect.objectContaining({ header: expect.stringMatching(/test delivery/) }));
+		const help = typeof panel === 'object' ? panel.executionsHelp : undefined;
+		for (const text of typeof help === 'object' ? [help.inactive, help.active] : []) {
+			expect(text).toContain('test URL');
+			expect(text).toMatch(/copies and forgeries are answered without one/);
+		}
+		expect(typeof help).toBe('object');
+	});
+});
