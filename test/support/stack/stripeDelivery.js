@@ -22,7 +22,8 @@ function stripeSignature(raw, { secret = TEST_WEBHOOK_SECRET, timestamp = Math.f
 }
 
 /**
- * One HTTP delivery; returns status, the template's x-idempotency-outcome header, the body and the
+ * One HTTP delivery; returns status, the template's x-idempotency-outcome header, the first
+ * delivery's execution a copy is told of (x-idempotency-first-execution), the body and the
  * Stripe-Signature header sent. Signed like Stripe with the test secret unless `sign: false`;
  * `secret` and `timestamp` change the signature; a `stripe-signature` in `headers` replaces it.
  * With `timeoutMs` the sender gives up after that long (the promise rejects with a TimeoutError).
@@ -39,6 +40,7 @@ async function deliver(url, body, headers = {}, { sign = true, secret, timestamp
 	return {
 		status: res.status,
 		outcome: res.headers.get('x-idempotency-outcome'),
+		firstExecution: res.headers.get('x-idempotency-first-execution'),
 		json,
 		text,
 		ms: Date.now() - started,
