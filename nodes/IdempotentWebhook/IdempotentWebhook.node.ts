@@ -19,10 +19,9 @@ import {
 import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/deriveKey';
 import type { ProviderPreset } from '../../lib/keys/presets';
 import { resolveSecrets, type SignatureScheme } from '../../lib/signature';
-import type { ReservationMode } from '../../lib/types';
-import type { AuthenticationSettings } from '../../lib/webhook/authentication';
 import type { KeyStore } from '../../lib/store/contract';
-import type { DeliveryAnswer } from '../../lib/types';
+import type { DeliveryAnswer, ReservationMode } from '../../lib/types';
+import type { AuthenticationSettings } from '../../lib/webhook/authentication';
 import { decideWebhook, internalError, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
 import { DELIVERY_LOG_MESSAGE, deliveryLogFields, OUTCOME_HEADER, type WebhookAnswer } from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
