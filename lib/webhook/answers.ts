@@ -74,3 +74,8 @@ export const DELIVERY_LOG_MESSAGE = 'Idempotent Webhook delivery';
 export function deliveryLogFields(outcome: DeliveryAnswer, status: number | null, key: string | undefined): DeliveryLogFields {
 	return { outcome, status, keyHash: key === undefined ? null : sha256Hex(key).slice(0, 16) };
 }
+
+/** The line's text: the fields in it too, since n8n's default (text) log output leaves the metadata out. */
+export function deliveryLogLine(fields: DeliveryLogFields, counted: boolean): string {
+	return `${DELIVERY_LOG_MESSAGE}: outcome=${fields.outcome} status=${fields.status ?? '-'} keyHash=${fields.keyHash ?? '-'} counted=${counted}`;
+}

@@ -23,7 +23,7 @@ import type { KeyStore } from '../../lib/store/contract';
 import type { DeliveryAnswer, ReservationMode } from '../../lib/types';
 import type { AuthenticationSettings } from '../../lib/webhook/authentication';
 import { decideWebhook, internalError, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
-import { DELIVERY_LOG_MESSAGE, deliveryLogFields, OUTCOME_HEADER, type WebhookAnswer } from '../../lib/webhook/answers';
+import { DELIVERY_LOG_MESSAGE, deliveryLogFields, deliveryLogLine, OUTCOME_HEADER, type WebhookAnswer } from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { embeddedFileAt, embeddedFileFor, storagePathOutsideExecution } from '../shared/embeddedFile';
 import { assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
@@ -262,7 +262,7 @@ async function countAndLog(
 	} catch (error) {
 		context.logger.warn(`${DELIVERY_LOG_MESSAGE} not counted`, { ...fields, error: error instanceof Error ? error.name : 'unknown' });
 	}
-	context.logger.info(DELIVERY_LOG_MESSAGE, { ...fields, counted, workflowId: String(context.getWorkflow().id ?? ''), node: context.getNode().name });
+	context.logger.info(deliveryLogLine(fields, counted), { ...fields, counted, workflowId: String(context.getWorkflow().id ?? ''), node: context.getNode().name });
 }
 
 /**

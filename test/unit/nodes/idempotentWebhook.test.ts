@@ -215,11 +215,12 @@ describe('Idempotent Webhook: what it keeps about each delivery', () => {
 		expect((await post(body)).status).toBe(503);
 
 		const keyHash = sha256Hex('evt:evt_logged').slice(0, 16);
-		expect(logged.filter((line) => line.message === DELIVERY_LOG_MESSAGE)).toEqual([
-			{ level: 'info', message: DELIVERY_LOG_MESSAGE, meta: { outcome: 'new', status: null, keyHash, counted: true, workflowId: 'wf-trigger', node: 'Idempotent Webhook' } },
-			{ level: 'info', message: DELIVERY_LOG_MESSAGE, meta: { outcome: 'in_progress', status: 409, keyHash, counted: true, workflowId: 'wf-trigger', node: 'Idempotent Webhook' } },
-			{ level: 'info', message: DELIVERY_LOG_MESSAGE, meta: { outcome: 'invalid_signature', status: 401, keyHash: null, counted: true, workflowId: 'wf-trigger', node: 'Idempotent Webhook' } },
-			{ level: 'info', message: DELIVERY_LOG_MESSAGE, meta: { outcome: 'not_verified', status: 503, keyHash: null, counted: true, workflowId: 'wf-trigger', node: 'Idempotent Webhook' } },
+		const node = { workflowId: 'wf-trigger', node: 'Idempotent Webhook' };
+		expect(logged.filter((line) => line.message.startsWith(DELIVERY_LOG_MESSAGE))).toEqual([
+			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=new status=- keyHash=${keyHash} counted=true`, meta: { outcome: 'new', status: null, keyHash, counted: true, ...node } },
+			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=in_progress status=409 keyHash=${keyHash} counted=true`, meta: { outcome: 'in_progress', status: 409, keyHash, counted: true, ...node } },
+			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=invalid_signature status=401 keyHash=- counted=true`, meta: { outcome: 'invalid_signature', status: 401, keyHash: null, counted: true, ...node } },
+			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=not_verified status=503 keyHash=- counted=true`, meta: { outcome: 'not_verified', status: 503, keyHash: null, counted: true, ...node } },
 		]);
 		const everything = JSON.stringify(logged);
 		for (const text of [marker, SECRET, 'not-the-secret', 'evt_logged', 'stripe-signature', 'v1=', 'source=test']) expect(everything).not.toContain(text);
