@@ -55,22 +55,23 @@ export function isCompanionTable(suffix: string): boolean {
 /**
  * A statement file as the package sends it (readStatementText), with the table it is written for
  * (`defaultTable`, its indexes `<defaultTable>_<x>_idx` and its COMPANION_TABLES) renamed by
- * `rename` (given the index or companion suffix, or nothing for the table itself). Rendered once per process for each `tableKey` (the
- * configured table, as `rename` names it): statements are rendered on every store call.
+ * `rename` (given the index or companion suffix, or nothing for the table itself). Rendered once
+ * per process for each `tableKey` (the configured table, as `rename` names it): statements are
+ * rendered on every store call.
  */
 export function renderForTable(
 	dir: string,
 	file: string,
 	defaultTable: string,
 	tableKey: string,
-	rename: (indexSuffix?: string) => string,
+	rename: (suffix?: string) => string,
 	omit?: SqlSection,
 ): string {
 	const cacheKey = `${path.join(dir, file)}#${omit ?? ''}#${tableKey}`;
 	let text = renderedCache.get(cacheKey);
 	if (text === undefined) {
 		const pattern = new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx|${COMPANION_TABLES.join('|')}))?\\b`, 'g');
-		text = readStatementText(dir, file, omit).replace(pattern, (_match, indexSuffix: string | undefined) => rename(indexSuffix));
+		text = readStatementText(dir, file, omit).replace(pattern, (_match, suffix: string | undefined) => rename(suffix));
 		renderedCache.set(cacheKey, text);
 	}
 	return text;
