@@ -4,7 +4,7 @@ import { InvalidConfigurationError } from './errors';
 // names come from node options, and anything else is far more likely a mistake or an attack.
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-// Postgres truncates identifiers at 63 bytes; index names append up to 22 characters to the table name.
+// Postgres truncates identifiers at 63 bytes; index and companion table names append up to 22 characters to the table name.
 export const MAX_TABLE_NAME_LENGTH = 40;
 export const MAX_SCHEMA_NAME_LENGTH = 63;
 
@@ -25,6 +25,8 @@ export interface TableRef {
 	qualified: string;
 	/** Quoted names for the table's indexes, derived from the table name. */
 	indexName: (suffix: string) => string;
+	/** `"schema"."<table>_<suffix>"`: a table that belongs to this one (its answer counts). */
+	companion: (suffix: string) => string;
 	schema: string;
 	table: string;
 }
@@ -35,6 +37,7 @@ export function tableRef(schema: string, table: string): TableRef {
 	return {
 		qualified: `${quotedSchema}.${quotedTable}`,
 		indexName: (suffix) => `"${table}_${suffix}"`,
+		companion: (suffix) => `${quotedSchema}."${table}_${suffix}"`,
 		schema,
 		table,
 	};

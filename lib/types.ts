@@ -194,6 +194,26 @@ export interface KeyStats {
 	failedInWindow: number;
 }
 
+/**
+ * What the Idempotent Webhook trigger did with one delivery, as its store counts it (Get Stats):
+ * `new` started an execution, every other one was answered without one. The names are the
+ * `x-idempotency-outcome` header's, with `not_reserved` split into its two causes.
+ */
+export type DeliveryAnswer =
+	| 'new'
+	| 'duplicate'
+	| 'in_progress'
+	| 'authorization_required'
+	| 'forbidden'
+	| 'invalid_signature'
+	| 'not_verified'
+	| 'key_refused'
+	| 'key_store_unavailable'
+	| 'internal_error';
+
+/** Deliveries counted per answer within a window (whole hours: see sql/queries/answer_counts.sql). */
+export type AnswerCounts = Record<DeliveryAnswer, number>;
+
 /** Claim for Replay: the lease and retention a claimed key gets, and the run that claims it. */
 export interface ReplayClaimOptions {
 	/** The replay's lease: how long it owns the key before another run may take it over. */

@@ -162,6 +162,17 @@ export async function withUnsyncedWrite<T>(connection: EmbeddedConnection, wait:
 	return result;
 }
 
+/**
+ * A small write whose loss in a power cut changes no outcome (an answer counted): committed without
+ * waiting for an fsync on the event loop's thread; the checkpoint that follows on the background
+ * thread syncs it, and nothing waits for that.
+ */
+export async function withLosableWrite<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work, false));
+	checkpointSoon(connection.file);
+	return result;
+}
+
 /** A read: never blocked by writers under WAL; retried like a write in the rare busy case (WAL recovery). */
 export async function read<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
 	return retryWhileBusy(connection, wait, () => {

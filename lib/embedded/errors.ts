@@ -42,7 +42,7 @@ export function isBusy(error: unknown): boolean {
 }
 
 /** What each operation left unchanged when it failed (SQLite rolled the statement back). */
-export type EmbeddedOperation = 'reserve' | 'complete' | 'release' | 'fail' | 'hold' | 'claim' | 'cleanup' | 'read' | 'order' | 'schema';
+export type EmbeddedOperation = 'reserve' | 'complete' | 'release' | 'fail' | 'hold' | 'claim' | 'cleanup' | 'read' | 'order' | 'schema' | 'count' | 'record';
 
 export const NOTHING_CHANGED: Readonly<Record<EmbeddedOperation, string>> = {
 	reserve: 'Nothing was reserved.',
@@ -55,6 +55,8 @@ export const NOTHING_CHANGED: Readonly<Record<EmbeddedOperation, string>> = {
 	read: '',
 	order: 'No version mark was changed.',
 	schema: 'The file was not changed.',
+	count: 'The delivery was not counted.',
+	record: 'The execution was not recorded with the key.',
 };
 
 /** A SQLite failure as one of the package's errors, naming the file and what did not change. */

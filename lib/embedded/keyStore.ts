@@ -8,6 +8,7 @@ import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from '../stor
 import {
 	DEFAULT_TABLE,
 	MAX_LIST_PAGE_BYTES,
+	answerCountsOf,
 	cleanupInBatches,
 	distinctBatch,
 	replayBatch,
@@ -18,23 +19,28 @@ import {
 	settleReports,
 	type ClaimedKey,
 	validateCleanupOptions,
+	validateDeliveryAnswer,
 	validateDurations,
 	validateFailedExecution,
 	validateHoldItems,
 	validateListOptions,
+	validateRecordExecution,
 	validateReserveOptions,
 	validateSettleItems,
 	validateStatsWindow,
 } from '../store/rules';
 import type {
+	AnswerCounts,
 	CleanupOptions,
 	CleanupResult,
 	CompactRecord,
+	DeliveryAnswer,
 	FailedExecution,
 	IdempotencyRecord,
 	KeysPage,
 	KeyStats,
 	ListKeysOptions,
+	OwnedKey,
 	RecordStatus,
 	ReplayClaim,
 	ReplayClaimOptions,
@@ -45,7 +51,7 @@ import type {
 	StoredKey,
 } from '../types';
 import { readAllOffThread, readOneOffThread } from './backgroundThread';
-import { allAsArrays, assertSameFile, read, statement, withUnsyncedWrite, withWriteLock } from './connection';
+import { allAsArrays, assertSameFile, read, statement, withLosableWrite, withUnsyncedWrite, withWriteLock } from './connection';
 import { renderEmbeddedStatement } from './statements';
 import { EmbeddedTableStore, type EmbeddedStoreOptions } from './tableStore';
 
@@ -302,6 +308,30 @@ export class EmbeddedKeyStore extends EmbeddedTableStore implements KeyStore {
 			reclaimsInWindow: count('reclaims_in_window'),
 			failedInWindow: count('failed_in_window'),
 		};
+	}
+
+	async countAnswer(answer: DeliveryAnswer): Promise<void> {
+		validateDeliveryAnswer(answer);
+		const connection = await this.readyConnection();
+		await withLosableWrite(connection, this.wait('count'), () => this.statement(connection, 'count_answer').run({ answer }));
+	}
+
+	async answerCounts(windowHours: number): Promise<AnswerCounts> {
+		validateStatsWindow(windowHours);
+		const connection = await this.readyConnection();
+		const rows = await read(connection, this.wait('read'), () => this.statement(connection, 'answer_counts').all({ window_ms: milliseconds(windowHours * 3600) }));
+		return answerCountsOf(rows as Array<{ answer: unknown; count: unknown }>);
+	}
+
+	async recordExecution(key: OwnedKey, executionId: string): Promise<boolean> {
+		validateRecordExecution(key, executionId);
+		const connection = await this.readyConnection();
+		// A key that is not exact text was never stored (reserve refuses it): not this owner's.
+		if (inexactTextReason(key.key) !== undefined) return false;
+		const rows = await withWriteLock(connection, this.wait('record'), () =>
+			this.statement(connection, 'record_execution').all({ key: key.key, owner_token: key.ownerToken, execution_id: executionId }),
+		);
+		return rows.length > 0;
 	}
 
 	async ready(): Promise<void> {

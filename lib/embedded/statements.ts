@@ -25,6 +25,9 @@ export const EMBEDDED_STATEMENTS = [
 	'get_keys',
 	'list_keys',
 	'stats',
+	'count_answer',
+	'answer_counts',
+	'record_execution',
 	'claim_for_replay_current',
 	'claim_for_replay',
 	'order_advance',
@@ -43,7 +46,7 @@ export type EmbeddedFamily = 'file' | 'keys' | 'order';
 /** Migrations per family, in order; a family's schema version is the number of its files applied. */
 export const EMBEDDED_MIGRATIONS: Record<EmbeddedFamily, readonly string[]> = {
 	file: ['migrations/file/001_store.sql'],
-	keys: ['migrations/keys/001_create_table.sql'],
+	keys: ['migrations/keys/001_create_table.sql', 'migrations/keys/002_answer_counts.sql'],
 	order: ['migrations/order/001_create_table.sql'],
 };
 
@@ -63,7 +66,8 @@ export function embeddedTableName(name: string): { name: string; quoted: string 
 
 /**
  * A file of `sql/embedded/`, its default table name (processed_events, object_versions) replaced
- * by the validated, quoted one; index names derive from the table name (<table>_<x>_idx).
+ * by the validated, quoted one; index and companion table names derive from the table name
+ * (<table>_<x>_idx, <table>_answer_counts).
  */
 export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: string, omit?: SqlSection): string {
 	const defaultTable = DEFAULT_TABLE_OF[family];

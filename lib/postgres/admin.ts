@@ -1,11 +1,22 @@
-import { MAX_LIST_PAGE_BYTES, cleanupInBatches, validateCleanupOptions, validateListOptions, validateStatsWindow } from '../store/rules';
-import type { CleanupOptions, CleanupResult, KeysPage, KeyStats, ListKeysOptions, StoredKey } from '../types';
+import {
+	MAX_LIST_PAGE_BYTES,
+	answerCountsOf,
+	cleanupInBatches,
+	validateCleanupOptions,
+	validateDeliveryAnswer,
+	validateListOptions,
+	validateRecordExecution,
+	validateStatsWindow,
+} from '../store/rules';
+import type { AnswerCounts, CleanupOptions, CleanupResult, DeliveryAnswer, KeysPage, KeyStats, ListKeysOptions, OwnedKey, StoredKey } from '../types';
 import { toStoredKey } from './keyRows';
 import type { KeyTable } from './keyTable';
 
 /**
- * Reading and tidying the key table: Get Key, List Keys, Get Stats and Delete Expired Keys. Each
- * statement is sent once, unnamed (run by hand or on a schedule, not per delivery), and never retried.
+ * Reading and tidying the key table: Get Key, List Keys, Get Stats and Delete Expired Keys; and the
+ * Idempotent Webhook trigger's bookkeeping (its answers counted, the execution recorded on a key).
+ * Each statement is sent once, unnamed, and never retried: the trigger's bookkeeping is best effort,
+ * and a count re-sent after a lost answer would count the delivery twice.
  */
 
 /**
@@ -72,4 +83,25 @@ export async function stats(table: KeyTable, windowHours: number): Promise<KeySt
 		reclaimsInWindow: Number(row.reclaims_in_window),
 		failedInWindow: Number(row.failed_in_window),
 	};
+}
+
+/** Counts one delivery the trigger answered or started, in the current hour's row (`sql/queries/count_answer.sql`). */
+export async function countAnswer(table: KeyTable, answer: DeliveryAnswer): Promise<void> {
+	validateDeliveryAnswer(answer);
+	await table.ready();
+	await table.once('countAnswer', [answer]);
+}
+
+/** The deliveries counted per answer in the hours that overlap the window. */
+export async function answerCounts(table: KeyTable, windowHours: number): Promise<AnswerCounts> {
+	validateStatsWindow(windowHours);
+	await table.ready();
+	return answerCountsOf((await table.once('answerCounts', [windowHours * 3600])).rows as Array<{ answer: unknown; count: unknown }>);
+}
+
+/** Records the execution that runs the key's event, when the key is still this owner's. */
+export async function recordExecution(table: KeyTable, key: OwnedKey, executionId: string): Promise<boolean> {
+	validateRecordExecution(key, executionId);
+	await table.ready();
+	return (await table.once('recordExecution', [key.key, key.ownerToken, executionId])).rowCount > 0;
 }

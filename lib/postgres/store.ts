@@ -2,13 +2,16 @@ import type { Pool, PoolClient } from 'pg';
 
 import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from '../store/contract';
 import type {
+	AnswerCounts,
 	CleanupOptions,
 	CleanupResult,
 	CompactRecord,
+	DeliveryAnswer,
 	FailedExecution,
 	KeysPage,
 	KeyStats,
 	ListKeysOptions,
+	OwnedKey,
 	ReplayClaim,
 	ReplayClaimOptions,
 	ReservationRequest,
@@ -120,6 +123,21 @@ export class IdempotencyStore implements KeyStore {
 	/** Counts by status and over a window (Stats); one aggregate statement over the table. */
 	async stats(windowHours: number): Promise<KeyStats> {
 		return admin.stats(this.keys, windowHours);
+	}
+
+	/** Counts one delivery the Idempotent Webhook trigger answered or started, in the current hour. */
+	async countAnswer(answer: DeliveryAnswer): Promise<void> {
+		return admin.countAnswer(this.keys, answer);
+	}
+
+	/** The deliveries counted per answer in the hours that overlap the window. */
+	async answerCounts(windowHours: number): Promise<AnswerCounts> {
+		return admin.answerCounts(this.keys, windowHours);
+	}
+
+	/** Records the n8n execution that runs the key's event, when the key is still this owner's. */
+	async recordExecution(key: OwnedKey, executionId: string): Promise<boolean> {
+		return admin.recordExecution(this.keys, key, executionId);
 	}
 
 	/**

@@ -44,25 +44,34 @@ function withoutSection(lines: string[], section: SqlSection, file: string): str
 
 const renderedCache = new Map<string, string>();
 
+/** Tables that belong to a key table and are named after it (`<table>_answer_counts`). */
+export const COMPANION_TABLES = ['answer_counts'] as const;
+
+/** Whether a suffix `rename` is given names a companion table rather than an index. */
+export function isCompanionTable(suffix: string): boolean {
+	return (COMPANION_TABLES as readonly string[]).includes(suffix);
+}
+
 /**
  * A statement file as the package sends it (readStatementText), with the table it is written for
- * (`defaultTable`, and its indexes `<defaultTable>_<x>_idx`) renamed by `rename` (given the index
- * suffix, or nothing for the table itself). Rendered once per process for each `tableKey` (the
- * configured table, as `rename` names it): statements are rendered on every store call.
+ * (`defaultTable`, its indexes `<defaultTable>_<x>_idx` and its COMPANION_TABLES) renamed by
+ * `rename` (given the index or companion suffix, or nothing for the table itself). Rendered once
+ * per process for each `tableKey` (the configured table, as `rename` names it): statements are
+ * rendered on every store call.
  */
 export function renderForTable(
 	dir: string,
 	file: string,
 	defaultTable: string,
 	tableKey: string,
-	rename: (indexSuffix?: string) => string,
+	rename: (suffix?: string) => string,
 	omit?: SqlSection,
 ): string {
 	const cacheKey = `${path.join(dir, file)}#${omit ?? ''}#${tableKey}`;
 	let text = renderedCache.get(cacheKey);
 	if (text === undefined) {
-		const pattern = new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx))?\\b`, 'g');
-		text = readStatementText(dir, file, omit).replace(pattern, (_match, indexSuffix: string | undefined) => rename(indexSuffix));
+		const pattern = new RegExp(`\\b${defaultTable}(?:_([a-z_]+_idx|${COMPANION_TABLES.join('|')}))?\\b`, 'g');
+		text = readStatementText(dir, file, omit).replace(pattern, (_match, suffix: string | undefined) => rename(suffix));
 		renderedCache.set(cacheKey, text);
 	}
 	return text;

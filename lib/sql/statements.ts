@@ -1,7 +1,7 @@
 import path from 'node:path';
 
 import type { TableRef } from '../identifiers';
-import { readStatementText, renderForTable, type SqlSection } from './sqlText';
+import { isCompanionTable, readStatementText, renderForTable, type SqlSection } from './sqlText';
 
 export type { SqlSection } from './sqlText';
 
@@ -45,6 +45,9 @@ const KEY_STATEMENT_NAMES = [
 	'listKeys',
 	'stats',
 	'copyKeys',
+	'countAnswer',
+	'answerCounts',
+	'recordExecution',
 ] as const;
 
 /** Statements on the Order Guard's table (written for object_versions). */
@@ -86,10 +89,11 @@ const FAMILY_OF = new Map<StatementName, TableFamily | null>(STATEMENTS.map((sta
 /** A file under `sql/`, relative to it, e.g. `queries/reserve.sql`. */
 export type SqlFile = string;
 
-// The files name their default table; index names are derived from it (<table>_<x>_idx).
+// The files name their default table; index and companion table names are derived from it (<table>_<x>_idx, <table>_answer_counts).
 /** A file from `sql/` written for `family`'s table, with its name replaced by the validated, quoted one. */
 export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRef, omit?: SqlSection): string {
-	return renderForTable(SQL_DIR, file, DEFAULT_TABLES[family], table.qualified, (indexSuffix) => (indexSuffix ? table.indexName(indexSuffix) : table.qualified), omit);
+	const rename = (suffix?: string) => (!suffix ? table.qualified : isCompanionTable(suffix) ? table.companion(suffix) : table.indexName(suffix));
+	return renderForTable(SQL_DIR, file, DEFAULT_TABLES[family], table.qualified, rename, omit);
 }
 
 /** The statement from `sql/queries/`, for the configured table; `omit` leaves one marked section out. */

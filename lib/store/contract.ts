@@ -1,7 +1,9 @@
 import type {
+	AnswerCounts,
 	CleanupOptions,
 	CleanupResult,
 	CompactRecord,
+	DeliveryAnswer,
 	FailedExecution,
 	KeysPage,
 	KeyStats,
@@ -77,6 +79,16 @@ export interface KeyStore {
 	listKeys(options: ListKeysOptions): Promise<KeysPage>;
 	/** Counts by status and over a window. */
 	stats(windowHours: number): Promise<KeyStats>;
+
+	/** Counts one delivery the Idempotent Webhook trigger answered or started, in the current hour. */
+	countAnswer(answer: DeliveryAnswer): Promise<void>;
+	/** The deliveries counted per answer in the hours that overlap the window. */
+	answerCounts(windowHours: number): Promise<AnswerCounts>;
+	/**
+	 * Records the n8n execution that runs the key's event, when the key is still this owner's
+	 * (the trigger reserves before the execution, and its id, exist). False when it is not.
+	 */
+	recordExecution(key: OwnedKey, executionId: string): Promise<boolean>;
 
 	/** Creates the store's table (or brings it to the package's schema version), whatever the options say. */
 	createTable(): Promise<void>;

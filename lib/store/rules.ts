@@ -1,12 +1,15 @@
 import { InvalidConfigurationError } from '../errors';
 import { compareVersions } from '../order/version';
 import type {
+	AnswerCounts,
 	CleanupOptions,
 	CleanupResult,
 	CompactRecord,
+	DeliveryAnswer,
 	FailedExecution,
 	IdempotencyRecord,
 	ListKeysOptions,
+	OwnedKey,
 	RecordStatus,
 	ReplayClaim,
 	ReservationRequest,
@@ -79,6 +82,39 @@ export function validateHoldItems(items: HoldRequest[]): void {
 			throw new InvalidConfigurationError(`The hold for key ${JSON.stringify(item.key.slice(0, 80))} must be a whole number of milliseconds from 1 to ${MAX_HOLD_MS}.`);
 		}
 	}
+}
+
+/** Every answer the trigger's deliveries are counted by, in the order Get Stats shows them. */
+export const DELIVERY_ANSWERS: readonly DeliveryAnswer[] = [
+	'new',
+	'duplicate',
+	'in_progress',
+	'authorization_required',
+	'forbidden',
+	'invalid_signature',
+	'not_verified',
+	'key_refused',
+	'key_store_unavailable',
+	'internal_error',
+];
+
+export function validateDeliveryAnswer(answer: DeliveryAnswer): void {
+	if (!DELIVERY_ANSWERS.includes(answer)) throw new InvalidConfigurationError(`Unknown answer ${JSON.stringify(String(answer).slice(0, 40))} to count.`);
+}
+
+/** Counts per answer from the rows of the counting table; an answer with no row counts 0, one this package does not know is left out. */
+export function answerCountsOf(rows: Iterable<{ answer: unknown; count: unknown }>): AnswerCounts {
+	const counts = Object.fromEntries(DELIVERY_ANSWERS.map((answer) => [answer, 0])) as AnswerCounts;
+	for (const row of rows) {
+		if (DELIVERY_ANSWERS.includes(row.answer as DeliveryAnswer)) counts[row.answer as DeliveryAnswer] = Number(row.count);
+	}
+	return counts;
+}
+
+/** Record Execution names a key, its owner token and the execution. */
+export function validateRecordExecution(key: OwnedKey, executionId: string): void {
+	validateSettleItems([key]);
+	if (typeof executionId !== 'string' || executionId === '') throw new InvalidConfigurationError('No execution id to record with the key.');
 }
 
 export function validateCleanupOptions(options: CleanupOptions): void {

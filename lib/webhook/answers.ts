@@ -1,3 +1,6 @@
+import { sha256Hex } from '../keys/sha256';
+import type { DeliveryAnswer } from '../types';
+
 /*
  * What the Idempotent Webhook trigger answers by itself, without starting an execution: one row
  * per outcome. The statuses are those of the webhook template (docs/templates.md#answers), so a
@@ -56,4 +59,23 @@ export function answerFor(outcome: AnsweredOutcome, body: unknown, headers: Reco
 			body,
 		},
 	};
+}
+
+/** The fields of the one log line per delivery: the outcome, the status and a hash of the key; never the payload, headers or a secret. */
+export interface DeliveryLogFields {
+	outcome: DeliveryAnswer;
+	status: number | null;
+	/** The first 16 hex digits of the key's SHA-256: enough to find the key's lines, not the key (which may be a body hash or an id). */
+	keyHash: string | null;
+}
+
+export const DELIVERY_LOG_MESSAGE = 'Idempotent Webhook delivery';
+
+export function deliveryLogFields(outcome: DeliveryAnswer, status: number | null, key: string | undefined): DeliveryLogFields {
+	return { outcome, status, keyHash: key === undefined ? null : sha256Hex(key).slice(0, 16) };
+}
+
+/** The line's text: the fields in it too, since n8n's default (text) log output leaves the metadata out. */
+export function deliveryLogLine(fields: DeliveryLogFields, counted: boolean): string {
+	return `${DELIVERY_LOG_MESSAGE}: outcome=${fields.outcome} status=${fields.status ?? '-'} keyHash=${fields.keyHash ?? '-'} counted=${counted}`;
 }

@@ -6,8 +6,8 @@ import { evidenceOutput, idempotencyOutput } from '../pipeline/idempotencyOutput
 import { keyedEntry, reserveAll, routeOf } from '../pipeline/steps';
 import { verifySignature, type GenericHmacOptions, type SignatureScheme } from '../signature';
 import type { KeyStore } from '../store/contract';
-import type { ItemJson, ReservationMode, ReservationResult } from '../types';
-import { answerFor, FIRST_EXECUTION_HEADER, type WebhookAnswer } from './answers';
+import type { DeliveryAnswer, ItemJson, ReservationMode, ReservationResult } from '../types';
+import { answerFor, FIRST_EXECUTION_HEADER, OUTCOME_HEADER, type AnsweredOutcome, type WebhookAnswer } from './answers';
 import { refusedCaller, type AuthenticationSettings } from './authentication';
 import { parseBody } from './body';
 
@@ -74,7 +74,17 @@ export interface WebhookStart {
 	rawBody: Buffer;
 }
 
-export type WebhookDecision = { answer: WebhookAnswer } | { start: WebhookStart };
+/**
+ * An answer the trigger gives by itself, with what its store counts it as and, once the key was
+ * derived, the key (for the log line's hash; never sent or logged as it is).
+ */
+export interface WebhookAnswered {
+	answer: WebhookAnswer;
+	counted: DeliveryAnswer;
+	key?: string;
+}
+
+export type WebhookDecision = WebhookAnswered | { start: WebhookStart };
 
 /** Visible ASCII only: any other stored text could not be sent as a header value. */
 const HEADER_VALUE = /^[\x21-\x7e]{1,255}$/;
@@ -102,13 +112,21 @@ export async function decideWebhook(input: DecideInput): Promise<WebhookDecision
 }
 
 /** Anything unexpected. The error may quote the payload or a setting: none of it goes to the sender. */
-function internalError(): { answer: WebhookAnswer } {
-	return answerFor('internal_error', { error: 'internal_error' });
+export function internalError(): WebhookAnswered {
+	return { ...answerFor('internal_error', { error: 'internal_error' }), counted: 'internal_error' };
+}
+
+/** An answer counted under its own outcome (every outcome but not_reserved, which has two causes). */
+function answered(outcome: Exclude<AnsweredOutcome, 'not_reserved'>, body: unknown, key?: string, headers?: Record<string, string>): WebhookAnswered {
+	return { ...answerFor(outcome, body, headers), counted: outcome, ...(key === undefined ? {} : { key }) };
 }
 
 async function decide(input: DecideInput): Promise<WebhookDecision> {
 	const { request, keySettings } = input;
-	const refused = (await refusedCaller(input.authentication ?? { kind: 'none' }, request.headers)) ?? (await verify(input));
+	const caller = await refusedCaller(input.authentication ?? { kind: 'none' }, request.headers);
+	// The caller's answers (401, 403, 503) are counted under their outcome header.
+	if (caller) return { ...caller, counted: caller.answer.headers[OUTCOME_HEADER] as DeliveryAnswer };
+	const refused = await verify(input);
 	if (refused) return refused;
 
 	const body = parseBody(request.rawBody, request.headers);
@@ -132,7 +150,7 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 			input: { payload: body, rawBody: request.rawBody, headers: request.headers, executionId: '' },
 		});
 	} catch (error) {
-		return isKeyRefusal(error) ? answerFor('not_reserved', { error: 'key_refused', reason: error.message }) : internalError();
+		return isKeyRefusal(error) ? { ...answerFor('not_reserved', { error: 'key_refused', reason: error.message }), counted: 'key_refused' } : internalError();
 	}
 
 	let reserved;
@@ -148,17 +166,17 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 		});
 	} catch {
 		// Nothing is known to be reserved. Which store, host or file failed is not the sender's business.
-		return answerFor('not_reserved', { error: 'key_store_unavailable' });
+		return { ...answerFor('not_reserved', { error: 'key_store_unavailable' }), counted: 'key_store_unavailable', key: entry.derived.key };
 	}
 
 	const { result } = reserved;
 	const route = routeOf(result, keySettings.mode);
-	if (route === 'inProgress') return answerFor('in_progress', { status: 'in_progress' });
+	if (route === 'inProgress') return answered('in_progress', { status: 'in_progress' }, result.key);
 	if (route === 'duplicate') {
 		// The full record (detail: 'full'): it names the execution that processed the first delivery.
 		const { executionId, response } = result.record as ReservationResult['record'];
 		const headers: Record<string, string> = executionId && HEADER_VALUE.test(executionId) ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
-		return answerFor('duplicate', response ?? { status: 'duplicate' }, headers);
+		return answered('duplicate', response ?? { status: 'duplicate' }, result.key, headers);
 	}
 	const idempotency: ItemJson = {
 		...idempotencyOutput(result, entry.derived, { mode: keySettings.mode, detail: 'compact', fingerprinting: keySettings.fingerprint === true }),
@@ -175,14 +193,14 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 }
 
 /** The answer for a request that must not go on (forged, stale, or not checkable); none when it is verified. */
-async function verify(input: DecideInput): Promise<{ answer: WebhookAnswer } | undefined> {
+async function verify(input: DecideInput): Promise<WebhookAnswered | undefined> {
 	const { verification, request } = input;
 	if (verification.scheme === 'none') return undefined;
 	let secrets: readonly string[];
 	try {
 		secrets = await verification.secrets();
 	} catch {
-		return answerFor('not_verified', { error: 'signing_secret_unavailable' });
+		return answered('not_verified', { error: 'signing_secret_unavailable' });
 	}
 	let result;
 	try {
@@ -197,9 +215,9 @@ async function verify(input: DecideInput): Promise<{ answer: WebhookAnswer } | u
 		});
 	} catch {
 		// A configuration the secret does not fit (SignatureConfigError): nothing could be checked.
-		return answerFor('not_verified', { error: 'signing_secret_unusable' });
+		return answered('not_verified', { error: 'signing_secret_unusable' });
 	}
-	return result.valid ? undefined : answerFor('invalid_signature', { error: 'invalid_signature', reason: result.reason });
+	return result.valid ? undefined : answered('invalid_signature', { error: 'invalid_signature', reason: result.reason });
 }
 
 /** A key the sender's request cannot give (refused per item by Reserve), or a key setting that cannot work. */

@@ -20,15 +20,16 @@ import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/derive
 import type { ProviderPreset } from '../../lib/keys/presets';
 import { resolveSecrets, type SignatureScheme } from '../../lib/signature';
 import type { KeyStore } from '../../lib/store/contract';
-import type { ReservationMode } from '../../lib/types';
+import type { DeliveryAnswer, ReservationMode } from '../../lib/types';
 import type { AuthenticationSettings } from '../../lib/webhook/authentication';
-import { decideWebhook, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
-import { answerFor, type WebhookAnswer } from '../../lib/webhook/answers';
+import { decideWebhook, internalError, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
+import { DELIVERY_LOG_MESSAGE, deliveryLogFields, deliveryLogLine, OUTCOME_HEADER, type WebhookAnswer } from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExecution } from '../shared/embeddedFile';
 import { assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { heldKeyOf } from '../shared/executionTrace';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
+import { readGenericHmac } from '../shared/genericHmac';
 import { configuredSecrets, CREDENTIAL_TYPE as SIGNING_SECRET } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
@@ -147,6 +148,7 @@ export class IdempotentWebhook implements INodeType {
 				description: 'Use the webhook template (Idempotency Reserve and Settle) for a workflow that waits, or remove the Wait.',
 			});
 		}
+		await recordExecution(this, items, openStore);
 		settleWhenExecutionEnds(this, [node.name], openStore);
 		for (const item of items) {
 			const held = heldKeyOf(item);
@@ -158,19 +160,24 @@ export class IdempotentWebhook implements INodeType {
 	// Never throws: n8n would record an error execution and answer 500 for something that is not one.
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 		let decision: WebhookDecision;
+		let input: DecideInput | undefined;
 		try {
-			decision = await decideWebhook(await decisionInput(this));
+			input = await decisionInput(this);
+			decision = await decideWebhook(input);
 		} catch {
 			// Reading the request or the parameters failed: nothing was checked or reserved.
-			decision = answerFor('internal_error', { error: 'internal_error' });
+			decision = internalError();
 		}
 		if ('answer' in decision) {
 			writeAnswer(this, decision.answer);
+			// After the answer is written: the sender never waits for the bookkeeping.
+			await countAndLog(this, input?.store, decision.counted, decision.answer.status, decision.key);
 			return { noWebhookResponse: true };
 		}
-		const { item, rawBody } = decision.start;
+		const { item, rawBody, idempotency } = decision.start;
+		await countAndLog(this, input?.store, 'new', null, idempotency.key as string);
 		// n8n writes the answer when the workflow ends; the header set now goes out with it.
-		setHeaderQuietly(this, 'x-idempotency-outcome', 'new');
+		setHeaderQuietly(this, OUTCOME_HEADER, 'new');
 		watchExecutionStart(this, item as IDataObject);
 		const mimeType = this.getRequestObject().headers['content-type'] ?? 'application/json';
 		return {
@@ -232,6 +239,7 @@ function verificationSettings(context: IWebhookFunctions): VerificationSettings 
 		scheme,
 		secrets: async () => resolveSecrets(configuredSecrets(await context.getCredentials<ICredentialDataDecryptedObject>(SIGNING_SECRET))),
 		toleranceSeconds: context.getNodeParameter('toleranceSeconds', undefined) as number | undefined,
+		generic: scheme === 'generic' ? readGenericHmac((name, fallback) => context.getNodeParameter(name, fallback)) : undefined,
 	};
 }
 
@@ -262,6 +270,48 @@ function watchExecutionStart(context: IWebhookFunctions, json: IDataObject): voi
 		failIfExecutionNeverStarts(context.getResponseObject(), held, async () => await webhookKeyStore(context));
 	} catch {
 		// No response object to watch: the lease ends the reservation if nothing runs.
+	}
+}
+
+/**
+ * The delivery's bookkeeping: counted in the store for Get Stats, and one log line (the outcome,
+ * the status, a hash of the key; never the payload, a header or a secret). Best effort: a store
+ * that cannot count (the very outage a 503 reports) leaves a warning, never a different answer.
+ */
+async function countAndLog(
+	context: IWebhookFunctions,
+	openStore: (() => Promise<KeyStore> | KeyStore) | undefined,
+	outcome: DeliveryAnswer,
+	status: number | null,
+	key: string | undefined,
+): Promise<void> {
+	const fields = deliveryLogFields(outcome, status, key);
+	let counted = false;
+	try {
+		if (openStore) {
+			await (await openStore()).countAnswer(outcome);
+			counted = true;
+		}
+	} catch (error) {
+		context.logger.warn(`${DELIVERY_LOG_MESSAGE} not counted`, { ...fields, error: error instanceof Error ? error.name : 'unknown' });
+	}
+	context.logger.info(deliveryLogLine(fields, counted), { ...fields, counted, workflowId: String(context.getWorkflow().id ?? ''), node: context.getNode().name });
+}
+
+/**
+ * Records this execution on each key the trigger reserved for it, so a later copy of the event is
+ * answered with `x-idempotency-first-execution`. Best effort: a store that cannot record it only
+ * leaves that header out; the key is settled as usual.
+ */
+async function recordExecution(context: IExecuteFunctions, items: INodeExecutionData[], openStore: () => Promise<KeyStore>): Promise<void> {
+	const held = items.flatMap((item) => heldKeyOf(item) ?? []);
+	if (held.length === 0) return;
+	const executionId = context.getExecutionId();
+	try {
+		const store = await openStore();
+		for (const { key, ownerToken } of held) await store.recordExecution({ key, ownerToken }, executionId);
+	} catch (error) {
+		context.logger.warn('Idempotent Webhook could not record the execution with its key', { executionId, error: error instanceof Error ? error.name : 'unknown' });
 	}
 }
 

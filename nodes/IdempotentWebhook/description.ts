@@ -1,5 +1,6 @@
 import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 
+import { genericHmacProperties } from '../shared/genericHmac';
 import { schemeOptions, toleranceProperty } from '../shared/providerOptions';
 import { KEY_SOURCE_PROPERTIES, LEASE_SECONDS_PROPERTY, reservationOptionsNamed } from '../shared/reservationDescription';
 import { embeddedFirstStoreProperties } from '../shared/storeChoice';
@@ -13,13 +14,10 @@ import { embeddedFirstStoreProperties } from '../shared/storeChoice';
 /** The value of Signature Scheme that checks nothing; chosen on purpose, never a default. */
 export const UNSIGNED = 'none';
 
-/**
- * The providers' fixed schemes (Generic HMAC needs settings of its own the trigger does not show
- * yet), then "none", chosen on purpose.
- */
+/** Every scheme Webhook Signature Verify offers (Generic HMAC with its settings below), then "none", chosen on purpose. */
 function triggerSchemeOptions(): INodePropertyOptions[] {
 	return [
-		...schemeOptions().filter((option) => option.value !== 'generic'),
+		...schemeOptions(),
 		{
 			name: 'None (Explicitly Unsigned)',
 			value: UNSIGNED,
@@ -67,6 +65,7 @@ export const idempotentWebhookProperties: INodeProperties[] = [
 		default: 'stripe',
 		description: 'How the sender signs its requests. A forged or stale request is answered 401 and reserves nothing.',
 	},
+	...genericHmacProperties,
 	toleranceProperty,
 	...embeddedFirstStoreProperties,
 	...KEY_SOURCE_PROPERTIES,

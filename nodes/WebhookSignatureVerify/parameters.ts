@@ -1,12 +1,7 @@
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
-import {
-	DEFAULT_TOLERANCE_SECONDS,
-	type GenericHmacOptions,
-	type HmacAlgorithm,
-	type SignatureEncoding,
-	type SignatureScheme,
-} from '../../lib/signature';
+import { DEFAULT_TOLERANCE_SECONDS, type GenericHmacOptions, type SignatureScheme } from '../../lib/signature';
+import { readGenericHmac } from '../shared/genericHmac';
 import { TIMESTAMPED_SCHEMES } from '../shared/providerOptions';
 
 /** What to do with a request whose signature does not verify. */
@@ -32,25 +27,10 @@ export function readParameters(ctx: IExecuteFunctions, itemIndex: number): Verif
 		toleranceSeconds: TIMESTAMPED_SCHEMES.includes(scheme)
 			? (ctx.getNodeParameter('toleranceSeconds', itemIndex, DEFAULT_TOLERANCE_SECONDS) as number)
 			: DEFAULT_TOLERANCE_SECONDS,
-		generic: scheme === 'generic' ? readGeneric(ctx, itemIndex) : undefined,
+		generic: scheme === 'generic' ? readGenericHmac((name, fallback) => ctx.getNodeParameter(name, itemIndex, fallback)) : undefined,
 		onInvalid: ctx.getNodeParameter('onInvalid', itemIndex, 'route') as InvalidAction,
 		headersField: stringOr(options.headersField, 'headers'),
 		rawBodyProperty: stringOr(options.rawBodyProperty, 'data'),
-	};
-}
-
-function readGeneric(ctx: IExecuteFunctions, itemIndex: number): GenericHmacOptions {
-	const signedContent = ctx.getNodeParameter('signedContent', itemIndex, 'body') as GenericHmacOptions['signedContent'];
-	return {
-		algorithm: ctx.getNodeParameter('algorithm', itemIndex, 'sha256') as HmacAlgorithm,
-		encoding: ctx.getNodeParameter('encoding', itemIndex, 'hex') as SignatureEncoding,
-		signatureHeader: (ctx.getNodeParameter('signatureHeader', itemIndex, '') as string).trim(),
-		signaturePrefix: ctx.getNodeParameter('signaturePrefix', itemIndex, '') as string,
-		signedContent,
-		timestampHeader:
-			signedContent === 'timestampDotBody'
-				? (ctx.getNodeParameter('timestampHeader', itemIndex, '') as string).trim()
-				: undefined,
 	};
 }
 

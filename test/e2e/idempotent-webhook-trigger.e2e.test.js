@@ -17,6 +17,8 @@ const { publishTrigger, triggerBase, withWaitBeforeStep, deliverUntilAccepted: a
 const { startSink } = require('../support/e2e/sink');
 const { eventually } = require('../support/e2e/eventually');
 const { pidAlive } = require('../support/stack/childProcesses');
+const { saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
+const { stripeSignature } = require('../support/stack/stripeDelivery');
 
 describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.json)', () => {
 	const h = harness();
@@ -172,4 +174,50 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(api.calls(key)).toBe(0);
 		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
 	});
+
+	test('what the trigger answered without an execution is counted in Get Stats, and a copy names the first execution', async () => {
+		// Get Stats as a user runs it from the editor, on the key file the trigger uses.
+		const { id: statsWorkflowId } = await saveWorkflow(h, getStatsWorkflow(), 'trigger-stats');
+		const answersInWindow = async () => {
+			const { execution } = await runFromManualTrigger(h, statsWorkflowId, 'Run Now');
+			expect(execution.status).toBe('success');
+			return execution.runData['Get Stats'][0].data.main[0][0].json.answersInWindow;
+		};
+		const before = await answersInWindow();
+		const mark = await h.executionMark();
+		const event = { id: eventId('trg_seen'), type: 'order.created' };
+		const first = await h.deliver(webhook.url, event);
+		const forged = await h.deliver(webhook.url, event, {}, { secret: 'whsec_not_the_endpoint_secret' });
+		const [execution] = await h.waitForExecutions(webhook.workflowId, mark, 1);
+		const raw = JSON.stringify(event);
+		const copy = await fetch(webhook.url, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignature(raw) }, body: raw });
+
+		expect([first.status, first.outcome, forged.status, forged.outcome]).toEqual([200, 'new', 401, 'invalid_signature']);
+		expect([copy.status, copy.headers.get('x-idempotency-outcome'), copy.headers.get('x-idempotency-first-execution')]).toEqual([200, 'duplicate', String(execution.id)]);
+		// Each delivery is counted just after its answer is written: the last one may land a moment later.
+		const counted = (after) => Object.fromEntries(Object.keys(after).map((answer) => [answer, after[answer] - (before[answer] ?? 0)]).filter(([, n]) => n !== 0));
+		const expected = { new: 1, duplicate: 1, invalid_signature: 1 };
+		const after = await eventually(answersInWindow, (answers) => JSON.stringify(counted(answers)) === JSON.stringify(expected), { timeoutMs: 10000, everyMs: 500 });
+		expect(counted(after)).toEqual(expected);
+	});
 });
+
+/** Manual Trigger → Idempotency Key: Get Stats (Embedded, last 24 h). */
+function getStatsWorkflow() {
+	return {
+		name: 'Trigger answers',
+		nodes: [
+			{ id: crypto.randomUUID(), name: 'Run Now', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 0], parameters: {} },
+			{
+				id: crypto.randomUUID(),
+				name: 'Get Stats',
+				type: 'n8n-nodes-idempotency.idempotencyKey',
+				typeVersion: 2,
+				position: [240, 0],
+				parameters: { store: 'embedded', operation: 'stats', windowHours: 24, options: {} },
+			},
+		],
+		connections: { 'Run Now': { main: [[{ node: 'Get Stats', type: 'main', index: 0 }]] } },
+		settings: { executionOrder: 'v1' },
+	};
+}

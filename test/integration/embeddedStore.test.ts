@@ -113,6 +113,30 @@ describe('the store file', () => {
 });
 
 describe('tables', () => {
+	it('a key table made before the answer counts (keys version 1) is upgraded on first use: its keys are kept, and deliveries are counted', async () => {
+		const file = fileIn('keys-version-1.sqlite');
+		const before = openEmbeddedKeyStore({ file });
+		const [kept] = await before.reserve([{ key: 'evt:kept', keySource: 'custom', payloadHash: null }], lease);
+		await before.complete([{ key: 'evt:kept', ownerToken: kept.ownerToken! }]);
+		closeEmbeddedStores();
+		// The file as the package before the answer counts left it: version 1, no counts table.
+		const raw = openRaw(file);
+		raw.exec("drop table processed_events_answer_counts; update n8n_idempotency_schema set version = 1 where object = 'processed_events'");
+		raw.close();
+
+		await expect(openEmbeddedKeyStore({ file, createTable: false }).answerCounts(24)).rejects.toThrow(
+			/is at schema version 1, this package needs 2; the node option "Create or Upgrade Table" is off.*Existing keys are kept/,
+		);
+		const after = openEmbeddedKeyStore({ file });
+		expect((await after.reserve([{ key: 'evt:kept', keySource: 'custom', payloadHash: null }], lease))[0]).toMatchObject({ outcome: 'duplicate' });
+		await after.countAnswer('duplicate');
+		expect((await after.answerCounts(1)).duplicate).toBe(1);
+		closeEmbeddedStores();
+		const check = openRaw(file);
+		expect(check.prepare("select version from n8n_idempotency_schema where object = 'processed_events'").get()).toEqual({ version: 2 });
+		check.close();
+	});
+
 	it('Create or Upgrade Table off: a missing table is an error that says so, and nothing is created', async () => {
 		const file = fileIn('no-create.sqlite');
 		const store = openEmbeddedKeyStore({ file, createTable: false });

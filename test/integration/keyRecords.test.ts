@@ -131,6 +131,17 @@ describe('Get Stats', () => {
 		expect(out[0].json).toMatchObject({ windowHours: 72, total: 6, newInWindow: 6, duplicatesInWindow: 9, reclaimsInWindow: 5, failedInWindow: 2 });
 		expect(out[0].pairedItem).toEqual([{ item: 0 }, { item: 1 }]);
 	});
+
+	it('through the node: the Idempotent Webhook deliveries of the table, per answer, as answersInWindow', async () => {
+		const store = new IdempotencyStore(db.pool, { schema: db.schema, table: 'answers_table', createTable: true });
+		for (const answer of ['duplicate', 'duplicate', 'invalid_signature', 'key_store_unavailable'] as const) await store.countAnswer(answer);
+		const [out] = await runKeyNode({ operation: 'stats', windowHours: 24, options: { schemaName: db.schema, tableName: 'answers_table' } }, { items: [{ json: {} }] });
+		expect(out[0].json).toMatchObject({
+			windowHours: 24,
+			total: 0,
+			answersInWindow: { new: 0, duplicate: 2, in_progress: 0, invalid_signature: 1, key_refused: 0, key_store_unavailable: 1 },
+		});
+	});
 });
 
 describe('List Keys: a page is bounded in bytes, not only in keys', () => {

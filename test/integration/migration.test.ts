@@ -14,7 +14,7 @@ import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runReserve } from '../support/nodes';
 
 const CURRENT = KEYS_MIGRATIONS.files.length;
-const [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE] = KEYS_MIGRATIONS.files;
+const [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE] = KEYS_MIGRATIONS.files;
 const sqlFile = (file: string) => readFileSync(path.join(SQL_DIR, file), 'utf8');
 /** A migration file as it shipped before schema versions existed: the same statements, no stamp. */
 const unstampedFile = (file: string) =>
@@ -87,6 +87,12 @@ describe('upgrading a table made by each earlier version', () => {
 				for (const file of [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE]) await runAsDba(schema, sqlFile(file));
 			},
 		],
+		[
+			'a table at schema version 4 (before the answer counts)',
+			async (schema) => {
+				for (const file of [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE]) await runAsDba(schema, sqlFile(file));
+			},
+		],
 	];
 
 	it.each(earlierVersions)('%s: first use brings it to the current version and keeps every key', async (_name, makeTable) => {
@@ -111,6 +117,12 @@ describe('upgrading a table made by each earlier version', () => {
 		expect(upgraded.indexes.map((def) => def.replace(schema, 'S'))).toEqual(made.indexes.map((def) => def.replace(fresh, 'S')));
 		// The recipe's own insert still works against the upgraded table.
 		await db.pool.query(`insert into ${schema}.processed_events (key) values ('evt:from_recipe') on conflict (key) do nothing`);
+		// Its answer counts table is the one a fresh database gets, and counts.
+		const counts = await shapeOf(schema, 'processed_events_answer_counts');
+		expect(counts.columns.map((column) => column.column_name)).toEqual(['answer', 'count', 'hour']);
+		expect(counts).toEqual(await shapeOf(fresh, 'processed_events_answer_counts'));
+		await store.countAnswer('duplicate');
+		expect((await store.answerCounts(1)).duplicate).toBe(1);
 	});
 
 	it('a fresh database: first use creates the table at the current version', async () => {
@@ -192,14 +204,14 @@ describe('a table the package cannot use as it is', () => {
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
-			`is at schema version 1, this package needs ${CURRENT}; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE} from`,
+			`is at schema version 1, this package needs ${CURRENT}; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from`,
 		);
 		expect(await stampOf(schema)).toBeNull();
 
 		const missing = new IdempotencyStore(db.pool, { schema, table: 'other_keys', createTable: false });
 		await expect(missing.reserve([request('k')], permanent)).rejects.toThrow(
 			new TableMissingError(
-				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
+				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
 			),
 		);
 	});
@@ -237,7 +249,7 @@ describe('a database user without the right to create or change tables', () => {
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(TableMissingError);
 		await expect(attempt).rejects.toThrow(
-			`does not exist; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE} from`,
+			`does not exist; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from`,
 		);
 		expect((await db.pool.query(`select to_regclass($1) as oid`, [`${schema}.processed_events`])).rows[0].oid).toBeNull();
 	});
@@ -250,10 +262,10 @@ describe('a database user without the right to create or change tables', () => {
 		const attempt = store.reserve([request('evt:new')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
-			`is at schema version 1, this package needs ${CURRENT}; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."recipe_keys")`,
+			`is at schema version 1, this package needs ${CURRENT}; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."recipe_keys")`,
 		);
 
-		for (const file of [SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE]) await runAsDba(schema, sqlFile(file).replace(/processed_events/g, 'recipe_keys'));
+		for (const file of [SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE]) await runAsDba(schema, sqlFile(file).replace(/processed_events/g, 'recipe_keys'));
 		const results = await store.reserve([request('evt:old'), request('evt:new')], permanent);
 		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'new']);
 	});
@@ -270,7 +282,7 @@ describe('a database user without the right to create or change tables', () => {
 			{ options: { schemaName: schema, tableName: 'node_keys' } },
 			{ items: [webhookItem({ id: 'evt_1' })], credential: connectionSettings({ user: role, password }) },
 		);
-		await expect(run).rejects.toThrow(`Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}`);
+		await expect(run).rejects.toThrow(`Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE}`);
 	});
 });
 

@@ -125,6 +125,12 @@ export function embeddedRows(file: string, table: string): RowAccess & { orderMa
 		},
 		orderMark: async (objectKey) =>
 			db.prepare(`select version, stale_count from ${name} where object_key = ?`).get(objectKey) as { version: string; stale_count: number } | undefined,
+		seedAnswerCount: async (answer, count, hoursAgo) => {
+			db.prepare(
+				`insert into "${table}_answer_counts" (hour, answer, count) values ((${NOW_MS} / 3600000 - ?) * 3600000, ?, ?)
+				 on conflict (hour, answer) do update set count = count + excluded.count`,
+			).run(hoursAgo, answer, count);
+		},
 		close: async () => {
 			if (db.isOpen) db.close();
 		},

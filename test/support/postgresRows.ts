@@ -72,6 +72,14 @@ export function postgresRows(pool: Pool, schema: string, table: string): RowAcce
 				await pool.query(`drop trigger ${trigger} on ${name}`);
 			};
 		},
+		seedAnswerCount: async (answer, count, hoursAgo) => {
+			await pool.query(
+				`insert into ${schema}.${table}_answer_counts (hour, answer, count)
+				 values (to_timestamp((floor(extract(epoch from now()) / 3600) - $3::int) * 3600), $1, $2)
+				 on conflict (hour, answer) do update set count = ${schema}.${table}_answer_counts.count + excluded.count`,
+				[answer, count, hoursAgo],
+			);
+		},
 		close: async () => {},
 	};
 }

@@ -2,7 +2,7 @@
 // connections too), says "ready", waits for "go" on stdin so every process starts at once, runs its
 // job and prints one JSON line of results. The crash job instead reserves batches in a loop, saying
 // "batch <n>" before each, until it is killed.
-import type { ReservationMode } from '../../lib/types';
+import type { DeliveryAnswer, ReservationMode } from '../../lib/types';
 import { openKeyStore, type StoreTarget } from './storeTargets';
 import { startSignal } from './workers';
 
@@ -12,7 +12,9 @@ export type StoreJob =
 	/** Each batch is one claimForReplay call; all calls run at once. */
 	| { kind: 'claim'; batches: string[][] }
 	/** Reserves `${prefix}<n>-0 … ${prefix}<n>-<size - 1>` for n = 0, 1, … until killed. */
-	| { kind: 'reserveLoop'; prefix: string; size: number };
+	| { kind: 'reserveLoop'; prefix: string; size: number }
+	/** Counts each answer (Idempotent Webhook's bookkeeping); all calls run at once. */
+	| { kind: 'count'; answers: DeliveryAnswer[] };
 
 export interface StoreWorkerArgs {
 	target: StoreTarget;
@@ -44,6 +46,12 @@ async function main(): Promise<void> {
 			const keys = Array.from({ length: job.size }, (_, index) => `${job.prefix}${batch}-${index}`);
 			await store.reserve(keys.map((key) => ({ key, keySource: 'custom', payloadHash: null })), { mode: 'permanent', ...LEASE, executionId });
 		}
+	}
+	if (job.kind === 'count') {
+		await Promise.all(job.answers.map((answer) => store.countAnswer(answer)));
+		process.stdout.write(`${JSON.stringify({ pid: process.pid, results: job.answers.map((answer) => ({ key: answer, outcome: 'counted' })) } satisfies StoreWorkerReport)}\n`);
+		await opened.close();
+		return;
 	}
 	const calls =
 		job.kind === 'reserve'

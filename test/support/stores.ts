@@ -108,6 +108,8 @@ export interface RowAccess {
 	clear(): Promise<void>;
 	/** The store's clock. */
 	now(): Promise<Date>;
+	/** Adds `count` to the answer counts of the hour that started `hoursAgo` whole hours before the current one. */
+	seedAnswerCount(answer: string, count: number, hoursAgo: number): Promise<void>;
 	/** From now on an insert of `key` stores nothing (a trigger); the returned function undoes it. */
 	skipInsertOf(key: string): Promise<() => Promise<void>>;
 	close(): Promise<void>;

@@ -28,10 +28,15 @@ export const subtitle = quoted(option.name);
 
 export const failedOutput = 0;
 
-/** One item with the counts (read with the first item's window). */
+/**
+ * One item with the counts (read with the first item's window), and the Idempotent Webhook's
+ * deliveries per answer (`answersInWindow`, named as its x-idempotency-outcome header).
+ */
 export async function execute(context: IExecuteFunctions, openStore: StoreOpener): Promise<INodeExecutionData[][]> {
 	const store = await openStore();
-	const stats = await store.stats(context.getNodeParameter('windowHours', 0, 24) as number);
+	const windowHours = context.getNodeParameter('windowHours', 0, 24) as number;
+	const stats = await store.stats(windowHours);
+	const answersInWindow = await store.answerCounts(windowHours);
 	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
-	return [[{ json: { ...stats }, pairedItem }]];
+	return [[{ json: { ...stats, answersInWindow }, pairedItem }]];
 }

@@ -11,16 +11,23 @@ import {
 	Workflow,
 	type ICredentialDataDecryptedObject,
 	type ICredentialsHelper,
+	type INode,
 	type IWebhookData,
 	type IWebhookResponseData,
 	type IWorkflowExecuteAdditionalData,
 } from 'n8n-workflow';
 
 import { MANUAL_TEST_PREFIX } from '../../../lib/keys/deriveKey';
+import { sha256Hex } from '../../../lib/keys/sha256';
+import { DELIVERY_ANSWERS } from '../../../lib/store/rules';
+import type { AnswerCounts } from '../../../lib/types';
+import { DELIVERY_LOG_MESSAGE, FIRST_EXECUTION_HEADER } from '../../../lib/webhook/answers';
 import { IdempotentWebhook } from '../../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { executionStarted } from '../../../nodes/IdempotentWebhook/unstartedExecutions';
+import { genericHmacProperties } from '../../../nodes/shared/genericHmac';
+import { WebhookSignatureVerify } from '../../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { embeddedModule } from '../../support/storeTargets';
-import { credentialsHelperReading, engineBase, nodeTypes, packageNode } from '../../support/n8nEngine';
+import { credentialsHelperReading, engineBase, executeInProcess, inProcessWorkflow, nodeTypes, packageNode } from '../../support/n8nEngine';
 
 // The trigger's webhook() in n8n-core's own WebhookContext, over a real HTTP exchange: it answers
 // by itself (the response written, no workflow data) or hands n8n one item to start an execution,
@@ -44,7 +51,15 @@ const trigger = packageNode(
 	{ path: 'orders', scheme: 'stripe', store: 'embedded', keySource: 'auto', mode: 'lease' },
 	{ credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
 );
-const workflow = new Workflow({ id: 'wf-trigger', nodes: [trigger], connections: {}, active: true, nodeTypes });
+const workflowOf = (node: INode) => new Workflow({ id: 'wf-trigger', nodes: [node], connections: {}, active: true, nodeTypes });
+/** The trigger node the server's webhook() calls run as. */
+let activeTrigger = trigger;
+
+/** Every line the trigger logged through n8n's logger, with its level. */
+const logged: Array<{ level: string; message: string; meta: unknown }> = [];
+const recordingLogger = Object.fromEntries(
+	['error', 'warn', 'info', 'debug'].map((level) => [level, (message: string, meta?: unknown) => void logged.push({ level, message, meta })]),
+);
 
 /** One webhook() call as n8n makes it, for the request this server received. */
 let lastResult: IWebhookResponseData | Error | undefined;
@@ -69,8 +84,10 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
 		},
 	});
 	const additionalData = { ...engineBase(credentialsHelper()), httpRequest: n8nRequest, httpResponse: response } as unknown as IWorkflowExecuteAdditionalData;
-	const webhookData = { webhookDescription: new IdempotentWebhook().description.webhooks![0], workflowId: 'wf-trigger', node: trigger.name } as unknown as IWebhookData;
-	const context = new WebhookContext(workflow, trigger, additionalData, webhookMode, webhookData, [], null);
+	const webhookData = { webhookDescription: new IdempotentWebhook().description.webhooks![0], workflowId: 'wf-trigger', node: activeTrigger.name } as unknown as IWebhookData;
+	const context = new WebhookContext(workflowOf(activeTrigger), activeTrigger, additionalData, webhookMode, webhookData, [], null);
+	// n8n's logger is a process-wide singleton: the test reads what this call logged instead.
+	Object.defineProperty(context, 'logger', { value: recordingLogger });
 	try {
 		lastResult = await new IdempotentWebhook().webhook.call(context);
 	} catch (error) {
@@ -107,6 +124,7 @@ afterEach(() => {
 	signingSecret.data = { secret: SECRET };
 	webhookMode = 'webhook';
 	afterStart = 'started';
+	activeTrigger = trigger;
 });
 
 /** A key's status and attempts in the trigger's key file, once `done` holds (the close handler writes after the answer). */
@@ -219,5 +237,111 @@ describe('Idempotent Webhook: parameters', () => {
 		expect(scheme.default).not.toBe('none');
 		expect(scheme.options).toContainEqual(expect.objectContaining({ name: 'None (Explicitly Unsigned)', value: 'none' }));
 		expect(description.credentials?.find((credential) => credential.name === 'webhookSignatureApi')?.displayOptions).toEqual({ hide: { scheme: ['none'] } });
+	});
+});
+
+describe('Idempotent Webhook: what it keeps about each delivery', () => {
+	const keyFile = () => path.join(n8nFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+	const counts = async () => await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).answerCounts(1);
+	const counted = (after: AnswerCounts, before: AnswerCounts) =>
+		Object.fromEntries(DELIVERY_ANSWERS.map((answer) => [answer, after[answer] - before[answer]]).filter(([, count]) => count !== 0));
+
+	it('logs one line per delivery (outcome, status, a hash of the key) and never the payload, a header or a secret; the store counts each answer', async () => {
+		const marker = 'card-4242-payload-marker';
+		const body = `{"id":"evt_logged","card":"${marker}"}`;
+		const before = await counts();
+		logged.length = 0;
+
+		await post(body);
+		expect((await post(body)).status).toBe(409);
+		expect((await post(body, 'not-the-secret')).status).toBe(401);
+		signingSecret.data = new Error(`Credentials could not be decrypted (${SECRET})`);
+		expect((await post(body)).status).toBe(503);
+
+		const keyHash = sha256Hex('evt:evt_logged').slice(0, 16);
+		const node = { workflowId: 'wf-trigger', node: 'Idempotent Webhook' };
+		expect(logged.filter((line) => line.message.startsWith(DELIVERY_LOG_MESSAGE))).toEqual([
+			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=new status=- keyHash=${keyHash} counted=true`, meta: { outcome: 'new', status: null, keyHash, counted: true, ...node } },
+			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=in_progress status=409 keyHash=${keyHash} counted=true`, meta: { outcome: 'in_progress', status: 409, keyHash, counted: true, ...node } },
+			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=invalid_signature status=401 keyHash=- counted=true`, meta: { outcome: 'invalid_signature', status: 401, keyHash: null, counted: true, ...node } },
+			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=not_verified status=503 keyHash=- counted=true`, meta: { outcome: 'not_verified', status: 503, keyHash: null, counted: true, ...node } },
+		]);
+		const everything = JSON.stringify(logged);
+		for (const text of [marker, SECRET, 'not-the-secret', 'evt_logged', 'stripe-signature', 'v1=', 'source=test']) expect(everything).not.toContain(text);
+
+		expect(counted(await counts(), before)).toEqual({ new: 1, in_progress: 1, invalid_signature: 1, not_verified: 1 });
+	});
+
+	it('records the execution its event started: a copy after it completed names it in x-idempotency-first-execution', async () => {
+		const body = '{"id":"evt_first_execution"}';
+		await post(body);
+		const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
+		// n8n runs the execution's start node through execute(), in the process that runs the execution.
+		const started = packageNode('Webhook', 'idempotentWebhook', trigger.parameters, { credentials: trigger.credentials });
+		const { run } = await executeInProcess(inProcessWorkflow('wf-trigger', [started], {}), 'exec-4711', [item], engineBase(credentialsHelper()));
+		expect(run.data.resultData.error).toBeUndefined();
+
+		const copy = await post(body);
+		expect(copy.status).toBe(200);
+		expect(copy.headers.get('x-idempotency-outcome')).toBe('duplicate');
+		expect(copy.headers.get(FIRST_EXECUTION_HEADER)).toBe('exec-4711');
+		expect((await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys(['evt:evt_first_execution'])).get('evt:evt_first_execution')).toMatchObject({
+			status: 'completed',
+			executionId: 'exec-4711',
+			duplicateCount: 1,
+		});
+	});
+});
+
+describe('Idempotent Webhook: Generic HMAC', () => {
+	const genericTrigger = (settings: Record<string, unknown>) =>
+		packageNode(
+			'Idempotent Webhook',
+			'idempotentWebhook',
+			{ path: 'orders', scheme: 'generic', store: 'embedded', keySource: 'auto', mode: 'lease', ...settings },
+			{ credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
+		);
+	const send = async (body: string, headers: Record<string, string>) =>
+		await fetch(`${baseUrl}/webhook/orders`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+
+	it('verifies with the settings of Webhook Signature Verify: header, algorithm, encoding and prefix', async () => {
+		activeTrigger = genericTrigger({ signatureHeader: 'X-Shop-Signature', algorithm: 'sha512', encoding: 'base64', signaturePrefix: 'v1=' });
+		const body = '{"id":"evt_generic_1"}';
+		const signed = `v1=${createHmac('sha512', SECRET).update(body).digest('base64')}`;
+
+		expect(await (await send(body, { 'x-shop-signature': signed })).json()).toEqual({ started: true });
+		expect((lastResult as IWebhookResponseData).workflowData![0][0].json.idempotency).toMatchObject({ outcome: 'new' });
+
+		// The default settings (SHA-256, hex, no prefix) are not what this sender uses: refused.
+		const otherSettings = createHmac('sha256', SECRET).update(body).digest('hex');
+		const refused = await send('{"id":"evt_generic_2"}', { 'x-shop-signature': otherSettings });
+		expect(refused.status).toBe(401);
+		expect(await refused.json()).toMatchObject({ error: 'invalid_signature' });
+	});
+
+	it('a signed timestamp (Timestamp.Body) is checked against the tolerance', async () => {
+		activeTrigger = genericTrigger({ signedContent: 'timestampDotBody', timestampHeader: 'X-Sent-At', toleranceSeconds: 300 });
+		const body = '{"id":"evt_generic_timed"}';
+		const signedAt = (seconds: number) => ({
+			'x-sent-at': String(seconds),
+			'x-signature': createHmac('sha256', SECRET).update(`${seconds}.${body}`).digest('hex'),
+		});
+		const stale = await send(body, signedAt(Math.floor(Date.now() / 1000) - 3600));
+		expect(stale.status).toBe(401);
+		expect(await stale.json()).toMatchObject({ error: 'invalid_signature', reason: expect.stringMatching(/timestamp/) });
+
+		expect(await (await send(body, signedAt(Math.floor(Date.now() / 1000)))).json()).toEqual({ started: true });
+	});
+
+	it('shows the very parameters Webhook Signature Verify shows, from one description', () => {
+		const triggerProperties = new IdempotentWebhook().description.properties;
+		const verifyProperties = new WebhookSignatureVerify().description.properties;
+		expect(genericHmacProperties.map((property) => property.name)).toEqual(['algorithm', 'encoding', 'signatureHeader', 'signaturePrefix', 'signedContent', 'timestampHeader']);
+		for (const property of genericHmacProperties) {
+			expect(triggerProperties.filter((shown) => shown === property)).toHaveLength(1);
+			expect(verifyProperties.filter((shown) => shown === property)).toHaveLength(1);
+		}
+		const scheme = triggerProperties.find((property) => property.name === 'scheme')!;
+		expect(scheme.options).toContainEqual(expect.objectContaining({ value: 'generic' }));
 	});
 });

@@ -107,6 +107,8 @@ describe('renderSqlFile', () => {
 		expect(render(file, table)).toBe(
 			withoutComments(file)
 				.replace(new RegExp(`\\b${table}_([a-z_]+_idx)\\b`, 'g'), `"${table}_$1"`)
+				// A companion table (the key table's answer counts) is qualified like the table.
+				.replace(new RegExp(`\\b${table}_(answer_counts)\\b`, 'g'), `"public"."${table}_$1"`)
 				.replace(new RegExp(`\\b${table}\\b(?!_)`, 'g'), `"public"."${table}"`),
 		);
 	});
@@ -114,7 +116,8 @@ describe('renderSqlFile', () => {
 	it.each(tableFiles)('%s names only the configured table', (file) => {
 		const rendered = render(file, 'stripe_keys', 'billing');
 		expect(rendered).not.toMatch(/processed_events|object_versions/);
-		expect(rendered).toContain('"billing"."stripe_keys"');
+		// The answer count statements name only the key table's companion (the migration names both).
+		expect(rendered).toContain(/count_answer|answer_counts/.test(file) && file.startsWith('queries/') ? '"billing"."stripe_keys_answer_counts"' : '"billing"."stripe_keys"');
 	});
 
 	it('uses bind parameters for every value', () => {

@@ -294,4 +294,22 @@ describe('decideWebhook', () => {
 		const broken = await decideWebhook({ request: null } as unknown as DecideInput);
 		expect(answerOf(broken)).toMatchObject({ status: 503, body: { error: 'internal_error' } });
 	});
+
+	it('says what each answer is counted as, with the key once it was derived (for the log line\'s hash)', async () => {
+		const counted = (decision: WebhookDecision) => ('answer' in decision ? { counted: decision.counted, key: decision.key } : 'started');
+		const basic = { kind: 'basic' as const, credentials: async () => ({ user: 'provider', password: 'right' }) };
+		const body = '{"id":"evt_counted"}';
+
+		expect(counted(await deliver(body))).toBe('started');
+		expect(counted(await deliver(body))).toEqual({ counted: 'in_progress', key: 'evt:evt_counted' });
+		await fixture.update('evt:evt_counted', { status: 'completed', lockedUntil: null });
+		expect(counted(await deliver(body))).toEqual({ counted: 'duplicate', key: 'evt:evt_counted' });
+		expect(counted(await deliver(body, { headers: stripeHeaders(Buffer.from(body), NOW_SECONDS, 'forged') }))).toEqual({ counted: 'invalid_signature', key: undefined });
+		expect(counted(await deliver(body, { verification: { scheme: 'stripe', secrets: () => Promise.reject(new Error('x')) } }))).toEqual({ counted: 'not_verified', key: undefined });
+		expect(counted(await deliver(body, { authentication: basic }))).toEqual({ counted: 'authorization_required', key: undefined });
+		expect(counted(await deliver('{"type":"no.id"}', { key: { ...EVENT_ID, onMissingKey: 'error' } }))).toEqual({ counted: 'key_refused', key: undefined });
+		const unreachable = () => Promise.reject(new Error('store down'));
+		expect(counted(await deliver('{"id":"evt_unreachable"}', { store: unreachable }))).toEqual({ counted: 'key_store_unavailable', key: 'evt:evt_unreachable' });
+		expect(counted(await decideWebhook({ request: null } as unknown as DecideInput))).toEqual({ counted: 'internal_error', key: undefined });
+	});
 });

@@ -1,5 +1,6 @@
 -- n8n-nodes-idempotency embedded store: the table that remembers idempotency keys (keys schema
--- version 1 of the embedded store; the same columns as version 4 of the Postgres table).
+-- version 1 of the embedded store; the same columns as version 4 of the Postgres table, whose
+-- version 5 changes no column).
 -- Times are whole milliseconds since 1970-01-01 UTC read from the host's clock inside each
 -- statement (unixepoch('subsec')); the store hands them out as Date objects.
 -- response and payload hold JSON text exactly as it was stored.
