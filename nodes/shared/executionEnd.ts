@@ -25,7 +25,7 @@ import { isSettleNode } from './settleWiring';
 
 interface LifecycleHooks {
 	addHandler(hookName: 'workflowExecuteAfter', handler: (this: unknown, run: IRun) => Promise<void>): void;
-	runHook(hookName: 'sendResponse', parameters: [{ body: IDataObject; headers: IDataObject; statusCode: number }]): Promise<void>;
+	runHook(hookName: 'sendResponse', parameters: [Answer]): Promise<void>;
 }
 
 interface ContextFields {
@@ -88,12 +88,28 @@ export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes
 				LoggerProxy.error(`Idempotency: the keys of the execution could not be settled when it ended: ${message}`);
 				answer = { statusCode: 503, body: { message: `The event's key could not be settled (${message}): retry later.` } };
 			}
-			// Answered the way Respond to Webhook answers; n8n ignores it when a node answered already.
-			if (answer) await hooks.runHook('sendResponse', [{ ...answer, headers: {} }]).catch(() => undefined);
+			if (answer) await sendAnswer(hooks, { ...answer, headers: {} });
 		});
 	}
 	const memo = once(openStore);
 	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, memo);
+}
+
+type Answer = { statusCode: number; body: IDataObject; headers: IDataObject };
+
+/** Answered the way Respond to Webhook answers; n8n keeps only the first answer, and ignores one where no webhook waits for it. */
+async function sendAnswer(hooks: LifecycleHooks, answer: Answer): Promise<void> {
+	await hooks.runHook('sendResponse', [answer]).catch(() => undefined);
+}
+
+/**
+ * Answers the webhook from inside the execution, before any node below answers it: one delivery
+ * carrying several events is retried as a whole, so a 2xx for it must wait until every key in it
+ * succeeded.
+ */
+export async function answerNow(context: IExecuteFunctions, answer: Answer): Promise<void> {
+	const hooks = hooksOf(context);
+	if (hooks) await sendAnswer(hooks, answer);
 }
 
 function once<T>(open: () => Promise<T>): () => Promise<T> {
