@@ -4,11 +4,11 @@
 // API is still working on it) and then dropped without an answer — what a crash of the caller leaves.
 const http = require('node:http');
 
-/** Starts the API; returns { url, calls(key), keys(), total(), log(), holdNext(key), dropHeld(key), failNext(key, status), close() }. */
+/** Starts the API; returns { url, calls(key), keys(), total(), log(), holdNext(key), dropHeld(key), failNext(key, status, times), close() }. */
 async function startSink() {
 	const answered = new Map(); // key → number of calls answered 2xx
 	const holds = new Map(); // key → { waiting: Promise, resolve, res } for the next call of that key
-	const failures = new Map(); // key → the status the next call of that key is answered with (no effect)
+	const failures = new Map(); // key → { status, times }: the next calls of that key are answered with status (no effect)
 	const log = []; // every answered call: { key, idempotencyKey (the header the template sends), body }
 	let total = 0;
 	const server = http.createServer((req, res) => {
@@ -26,8 +26,9 @@ async function startSink() {
 			const key = String(parsed.eventKey ?? req.headers['idempotency-key'] ?? '');
 			const failure = failures.get(key);
 			if (failure) {
-				failures.delete(key);
-				res.writeHead(failure, { 'content-type': 'application/json' }).end('{"error":"the API failed this call"}');
+				failure.times -= 1;
+				if (failure.times <= 0) failures.delete(key);
+				res.writeHead(failure.status, { 'content-type': 'application/json' }).end('{"error":"the API failed this call"}');
 				return;
 			}
 			const hold = holds.get(key);
@@ -65,8 +66,8 @@ async function startSink() {
 			holds.set(key, { waiting, resolve, res: null });
 			return waiting;
 		},
-		/** The next call for `key` fails with `status` (no effect): the user's service having a bad moment. */
-		failNext: (key, status = 500) => failures.set(key, status),
+		/** The next `times` calls for `key` fail with `status` (no effect): the user's service having a bad moment. */
+		failNext: (key, status = 500, times = 1) => failures.set(key, { status, times }),
 		/** Drops the held call without an answer (no effect); later calls of the key are answered. */
 		dropHeld: (key) => {
 			const hold = holds.get(key);
