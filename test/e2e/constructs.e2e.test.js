@@ -64,7 +64,7 @@ const ROWS = {
 	},
 	'a Wait for a call to its resume URL before the effect (the execution waits and is resumed)': {
 		shape: (api) => ({
-			nodes: [c.sendResumeLink('Send Approval Link', api), c.waitForCall('Wait for Approval'), c.callApi('Call your API', api, { onError: 'continueErrorOutput' })],
+			nodes: [c.sendResumeLink('Send Approval Link', api), c.waitForCall('Wait for Approval'), c.callApi('Call your API', api, { onError: 'continueErrorOutput' }, c.KEY_AFTER_RESUME)],
 			connections: { 'Send Approval Link': { main: [c.link('Wait for Approval')] }, 'Wait for Approval': { main: [c.link('Call your API')] } },
 			heads: ['Send Approval Link'],
 		}),

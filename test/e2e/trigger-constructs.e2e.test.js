@@ -81,10 +81,11 @@ const ROWS = {
 			await ctx.expectOneEffect(event);
 		},
 	},
+	// At n8n's default error settings, as the trigger asks: a failure stops the execution, and n8n answers 500.
 	'several events in one delivery, a key each (Split Out → Idempotency Reserve), a Code node throwing for one of them': {
 		shape: (api) => ({
 			batch: true,
-			nodes: [c.codeFailingUntil('Check', { onError: 'continueErrorOutput' }), c.callApi('Call your API', api, { onError: 'continueErrorOutput' })],
+			nodes: [c.codeFailingUntil('Check'), c.callApi('Call your API', api)],
 			connections: { Check: { main: [c.link('Call your API')] } },
 			heads: ['Check'],
 		}),
@@ -93,8 +94,8 @@ const ROWS = {
 	[`several events in one delivery, a key each, Loop Over Items, the write for one ${FAILS_ONCE}`]: {
 		shape: (api) => ({
 			batch: true,
-			nodes: [c.loop('Loop Over Items'), c.callApi('Write', api, { onError: 'continueErrorOutput' })],
-			connections: { 'Loop Over Items': { main: [[], c.link('Write')] }, Write: { main: [c.link('Loop Over Items'), c.link('Loop Over Items')] } },
+			nodes: [c.loop('Loop Over Items'), c.callApi('Write', api)],
+			connections: { 'Loop Over Items': { main: [[], c.link('Write')] }, Write: { main: [c.link('Loop Over Items')] } },
 			heads: ['Loop Over Items'],
 		}),
 		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mxt_loop', (events) => ctx.api.failNext(`evt:${events[1].id}`, 500, 1)),

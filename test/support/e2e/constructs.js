@@ -15,8 +15,14 @@ const RETRY = { firstDelayMs: 300, maxDelayMs: 1500, maxAttempts: 30, budgetMs: 
 const link = (...names) => names.map((node) => ({ node, type: 'main', index: 0 }));
 const toInput = (node, index) => [{ node, type: 'main', index }];
 
-/** The user's API call, the effect: POST { eventKey } with the key as Idempotency-Key, as the templates' example step. */
-function callApi(name, apiUrl, extra = {}) {
+/** The event's key after a Wait resumed by a call: the Wait passes on that call's data, so the key is read from Reserve's item. */
+const KEY_AFTER_RESUME = "$('Idempotency Reserve').item.json.idempotency.key";
+
+/**
+ * The user's API call, the effect: POST { eventKey } with the key as Idempotency-Key, as the
+ * templates' example step. `keyOf` is the expression of the event's key on its input item.
+ */
+function callApi(name, apiUrl, extra = {}, keyOf = '$json.idempotency.key') {
 	return {
 		name,
 		type: 'n8n-nodes-base.httpRequest',
@@ -25,10 +31,10 @@ function callApi(name, apiUrl, extra = {}) {
 			method: 'POST',
 			url: apiUrl,
 			sendHeaders: true,
-			headerParameters: { parameters: [{ name: 'Idempotency-Key', value: '={{ $json.idempotency.key }}' }] },
+			headerParameters: { parameters: [{ name: 'Idempotency-Key', value: `={{ ${keyOf} }}` }] },
 			sendBody: true,
 			specifyBody: 'json',
-			jsonBody: '={{ JSON.stringify({ eventKey: $json.idempotency.key }) }}',
+			jsonBody: `={{ JSON.stringify({ eventKey: ${keyOf} }) }}`,
 			options: { timeout: 10000 },
 		},
 		...extra,
@@ -304,7 +310,10 @@ function rowContext(h, api, { url, workflowId }, refusal = { status: 503, outcom
 			await new Promise((resolve) => setTimeout(resolve, 500));
 			expect(await ctx.states([event])).toEqual(['processing']);
 			expect(ctx.effects([event])).toEqual([effectsWhileWaiting]);
-			const resumed = await fetch(link.body.resumeUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' });
+			// The resume URL as the sender reaches n8n (a queue-mode worker names its own default host).
+			const resumeUrl = new URL(link.body.resumeUrl);
+			const resumeAt = `${h.state.baseUrl}${resumeUrl.pathname}${resumeUrl.search}`;
+			const resumed = await fetch(resumeAt, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' });
 			expect(resumed.status).toBe(200);
 			const { answers, gaveUp } = await delivering;
 			// On a failure, n8n's record of each execution says where it went.
@@ -318,6 +327,7 @@ function rowContext(h, api, { url, workflowId }, refusal = { status: 503, outcom
 }
 
 module.exports = {
+	KEY_AFTER_RESUME,
 	FAILED_THEN_ACCEPTED,
 	rowContext,
 	RETRY,
