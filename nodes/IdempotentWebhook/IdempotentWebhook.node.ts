@@ -30,6 +30,7 @@ import { assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/ex
 import { heldKeyOf } from '../shared/executionTrace';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
+import { unsettleableAfterTrigger } from '../shared/settleWiring';
 import { configuredSecrets, CREDENTIAL_TYPE as SIGNING_SECRET } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
@@ -37,7 +38,6 @@ import { idempotentWebhookProperties, UNSIGNED } from './description';
 import { executionStarted, failIfExecutionNeverStarts } from './unstartedExecutions';
 
 const CALLER_CREDENTIAL_TEST = 'idempotentWebhookCallerCredentialTest';
-const WAIT_NODE_TYPE = 'n8n-nodes-base.wait';
 
 interface TriggerOptions {
 	onMissingKey?: OnMissingKey;
@@ -134,10 +134,10 @@ export class IdempotentWebhook implements INodeType {
 		const node = this.getNode();
 		const items = this.getInputData();
 		const openStore = async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName });
-		// A resumed execution runs none of this node again: nothing would settle the key after a Wait.
-		const wait = this.getChildNodes(node.name).find((child) => child.type === WAIT_NODE_TYPE && !child.disabled);
-		if (wait) {
-			const message = `"${wait.name}" waits, and the key of an event this trigger started cannot be settled after a wait. Nothing ran; the key is marked failed.`;
+		// Refused before any of the user's nodes runs: what would keep the key from following what happened.
+		const unsettleable = unsettleableAfterTrigger(this.getChildNodes(node.name, { includeNodeParameters: true }));
+		if (unsettleable) {
+			const message = `${unsettleable} Nothing ran; the key is marked failed.`;
 			// This node's own failure leaves no item to trace: its key is failed here, before the throw.
 			const store = await openStore();
 			await store.fail(items.flatMap((item) => {
@@ -145,7 +145,7 @@ export class IdempotentWebhook implements INodeType {
 				return held ? [{ key: held.key, ownerToken: held.ownerToken, leaseEndsAt: held.leaseEndsAt, error: message }] : [];
 			}));
 			throw new NodeOperationError(node, message, {
-				description: 'Use the webhook template (Idempotency Reserve and Settle) for a workflow that waits, or remove the Wait.',
+				description: 'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.',
 			});
 		}
 		await recordExecution(this, items, openStore);

@@ -26,7 +26,7 @@ import { isSettleNode } from './settleWiring';
 
 interface LifecycleHooks {
 	addHandler(hookName: 'workflowExecuteAfter', handler: (this: unknown, run: IRun) => Promise<void>): void;
-	runHook(hookName: 'sendResponse', parameters: [{ body: IDataObject; headers: IDataObject; statusCode: number }]): Promise<void>;
+	runHook(hookName: 'sendResponse', parameters: [Answer]): Promise<void>;
 }
 
 interface ContextFields {
@@ -101,12 +101,28 @@ export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes
 				LoggerProxy.error(`Idempotency: the keys of the execution could not be settled when it ended: ${message}`);
 				answer = { statusCode: 503, body: { message: `The event's key could not be settled (${message}): retry later.` } };
 			}
-			// Answered the way Respond to Webhook answers; n8n ignores it when a node answered already.
-			if (answer) await hooks.runHook('sendResponse', [{ ...answer, headers: {} }]).catch(() => undefined);
+			if (answer) await sendAnswer(hooks, { ...answer, headers: {} });
 		});
 	}
 	const source: KeySource = { open: once(openStore), leaseMs };
 	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, source);
+}
+
+type Answer = { statusCode: number; body: IDataObject; headers: IDataObject };
+
+/** Answered the way Respond to Webhook answers; n8n keeps only the first answer, and ignores one where no webhook waits for it. */
+async function sendAnswer(hooks: LifecycleHooks, answer: Answer): Promise<void> {
+	await hooks.runHook('sendResponse', [answer]).catch(() => undefined);
+}
+
+/**
+ * Answers the webhook from inside the execution, before any node below answers it: one delivery
+ * carrying several events is retried as a whole, so a 2xx for it must wait until every key in it
+ * succeeded.
+ */
+export async function answerNow(context: IExecuteFunctions, answer: Answer): Promise<void> {
+	const hooks = hooksOf(context);
+	if (hooks) await sendAnswer(hooks, answer);
 }
 
 function once<T>(open: () => Promise<T>): () => Promise<T> {
@@ -202,8 +218,8 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<{ statusCode: numbe
 }
 
 /**
- * What n8n answers a webhook that waited for the last node (the trigger's "When Last Node Finishes",
- * first entry JSON): the first item of the last node's first output; undefined when it gave none.
+ * The answer of a trigger-started execution that succeeded, as n8n's "When Last Node Finishes" would give it
+ * (first entry JSON): the first item of the last node's first output; undefined when it gave none.
  */
 function lastNodeAnswer(run: IRun): IDataObject | undefined {
 	const { lastNodeExecuted, runData } = run.data.resultData;

@@ -166,6 +166,27 @@ function originsOfWaitingItem(view: ExecutionRecord, source: ISourceData | null 
 	return originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, recorded ?? item);
 }
 
+/**
+ * The reservations and those their reserving items descend from: a key reserved per event inside a
+ * delivery the Idempotent Webhook trigger reserved (Split Out → Reserve) fails or waits with it, so
+ * the delivery is retried. A link that cannot be traced adds nothing: the nearer key still counts.
+ */
+function withEnclosing(view: ExecutionRecord, origins: string[]): string[] {
+	const all = new Set(origins);
+	const pending = [...origins];
+	while (pending.length > 0) {
+		const [node, run, inputIndex] = JSON.parse(pending.pop() as string) as [string, number, number];
+		const source = view.runData[node]?.[run]?.source?.[0];
+		if (!source) continue;
+		for (const enclosing of originsOfOutput(view, source, inputIndex, 0) ?? []) {
+			if (all.has(enclosing)) continue;
+			all.add(enclosing);
+			pending.push(enclosing);
+		}
+	}
+	return [...all];
+}
+
 function isStart(task: ITaskData): boolean {
 	return !task.source || task.source.every((source) => !source);
 }
@@ -181,11 +202,11 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			judgement.untracedFailure ??= message;
 			return;
 		}
-		for (const origin of origins) if (!judgement.failed.has(origin)) judgement.failed.set(origin, message);
+		for (const origin of withEnclosing(view, origins)) if (!judgement.failed.has(origin)) judgement.failed.set(origin, message);
 	};
 	const wait = (origins: Origins): void => {
 		if (origins === null) judgement.untracedPending = true;
-		else for (const origin of origins) judgement.pending.add(origin);
+		else for (const origin of withEnclosing(view, origins)) judgement.pending.add(origin);
 	};
 
 	for (const [name, tasks] of Object.entries(view.runData)) {

@@ -137,3 +137,33 @@ function downstreamOf(record: ExecutionRecord, start: INode[], seen: Set<string>
 	}
 	return found;
 }
+
+/** A node downstream of the Idempotent Webhook trigger, as n8n's getChildNodes gives it. */
+interface ChildNode {
+	name: string;
+	type: string;
+	disabled?: boolean;
+	parameters?: INode['parameters'];
+}
+
+/**
+ * Why the key of an event the Idempotent Webhook trigger started could not follow what happened, for
+ * the first of its downstream nodes that prevents it; undefined when none does. Checked at the
+ * trigger's first step, before any of the user's nodes runs: a Wait or Form (the resumed run has no
+ * node of the package in it), a Respond to Webhook node (it needs the Webhook node and fails after
+ * any effect before it: the retry would repeat that effect), a sub-workflow not waited for (its
+ * failure never reaches the execution, and the key would be completed).
+ */
+export function unsettleableAfterTrigger(children: ChildNode[]): string | undefined {
+	for (const node of children) {
+		if (node.disabled === true) continue;
+		if (WAITING_TYPES.has(node.type)) return `"${node.name}" waits, and the key of an event this trigger started cannot be settled after a wait.`;
+		if (node.type === RESPOND_TYPE) {
+			return `"${node.name}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`;
+		}
+		if (node.type === EXECUTE_WORKFLOW_TYPE && (node.parameters?.options as { waitForSubWorkflow?: unknown } | undefined)?.waitForSubWorkflow === false) {
+			return `"${node.name}" starts a sub-workflow without waiting for it, so its failure would never reach this execution and the key would be completed: turn on its option "Wait For Sub-Workflow Completion".`;
+		}
+	}
+	return undefined;
+}

@@ -94,7 +94,8 @@ function workflow(id: string, shape: Shape): IWorkflowBase {
 		packageNode('Webhook', 'testWebhook'),
 		packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { ...table, storePayload: true } }, { credentials, onError: 'continueRegularOutput' }),
 		packageNode('Settle', 'idempotencyKey', { operation: 'settle', responseJson: '={{ JSON.stringify({ stored: true }) }}', options: table }, { credentials, position: [400, 900] }),
-		...ANSWER_NODES.map(({ name, status }) => packageNode(name, 'testStep', { status })),
+		// Placed as in the templates, Completed's answer uppermost: n8n runs a node's children top to bottom.
+		...ANSWER_NODES.map(({ name, status }, index) => packageNode(name, 'testStep', { status }, { position: [800, 700 + index * 160] })),
 		packageNode('Respond 200 (duplicate)', 'testStep', { status: 200 }),
 		packageNode('Respond 409 (in progress)', 'testStep', { status: 409 }),
 		packageNode('Respond 503 (not reserved)', 'testStep', { status: 503 }),
@@ -347,7 +348,8 @@ describeWithN8n('Loop Over Items (batch size 1) over three keys', () => {
 			heads: ['Loop'],
 		});
 		const ids = ['loop_a', 'loop_b', 'loop_c'];
-		await deliver(data, ids.map((id) => ({ id })));
+		const delivered = await deliver(data, ids.map((id) => ({ id })));
+		expect(delivered.answer).toBe(500);
 		expect(ids.map(effectsFor)).toEqual([1, 0, 1]);
 		expect(await Promise.all(ids.map(async (id) => (await keyState(id))?.status))).toEqual(['completed', 'failed', 'completed']);
 
@@ -437,9 +439,11 @@ describeWithN8n('node settings n8n users keep or change', () => {
 		expect((await keyState('stop_1'))?.status).toBe('completed');
 	});
 
-	it('a node failing for one of several items (Continue (using error output)): only that key failed', async () => {
+	// The loss this row guards against: the Completed output's 200 answered the delivery first, and the provider never retried the failed event.
+	it('a node failing for one of several items (Continue (using error output)): only that key failed, the delivery answered 500', async () => {
 		const data = workflow('wf-items', { nodes: [effect('Code', { failFor: 'items_b' }, 0, { onError: 'continueErrorOutput' })], connections: {}, heads: ['Code'] });
-		await deliver(data, [{ id: 'items_a' }, { id: 'items_b' }, { id: 'items_c' }]);
+		const delivered = await deliver(data, [{ id: 'items_a' }, { id: 'items_b' }, { id: 'items_c' }]);
+		expect(delivered.answer).toBe(500);
 		expect(['items_a', 'items_b', 'items_c'].map(effectsFor)).toEqual([1, 0, 1]);
 		expect((await keyState('items_a'))?.status).toBe('completed');
 		expect((await keyState('items_b'))?.status).toBe('failed');

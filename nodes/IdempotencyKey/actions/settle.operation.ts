@@ -1,7 +1,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import type { KeyStore, SettleReport, SettleRequest } from '../../../lib/store/contract';
-import { settleWhenExecutionEnds } from '../../shared/executionEnd';
+import { answerNow, settleWhenExecutionEnds } from '../../shared/executionEnd';
 import { readExecutionRecord } from '../../shared/executionRecord';
 import { isKeyType, isReserveType, judgeExecution, originsOfItem, type ExecutionView, type Judgement, type Reservation } from '../../shared/executionTrace';
 import { toNodeError } from '../../shared/nodeError';
@@ -184,6 +184,15 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	};
 	route(succeeded, completed, 'complete');
 	route(failed, markedFailed, 'fail');
+	// One delivery, several events, some failed: the provider retries the delivery only on a non-2xx, and the
+	// Completed output's answer would otherwise go out first. The retry finds the others duplicates.
+	if (failed.length > 0 && succeeded.length > 0) {
+		await answerNow(context, {
+			statusCode: 500,
+			headers: { 'x-idempotency-outcome': 'failed' },
+			body: { received: false, retry: true, failed: failed.map((entry) => entry.owned.key), message: `The business step failed for ${failed.length} of the ${all.length} events of this delivery: ${failed[0].failure ?? ''}` },
+		});
+	}
 	return routed;
 }
 

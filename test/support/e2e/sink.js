@@ -8,7 +8,7 @@
 // started), `abandoned(key)` those whose caller left before the commit.
 const http = require('node:http');
 
-/** Starts the API; returns { url, calls(key), arrivals(key), arrivalKeys(key), abandoned(key), slow(key, ms), keys(), total(), log(), holdNext(key), answerHeld(key), dropHeld(key), failNext(key, status), close() }. */
+/** Starts the API; returns { url, calls(key), arrivals(key), arrivalKeys(key), abandoned(key), slow(key, ms), keys(), total(), log(), holdNext(key), answerHeld(key), dropHeld(key), failNext(key, status, times), close() }. */
 async function startSink() {
 	const answered = new Map(); // key → number of calls answered 2xx
 	const arrived = new Map(); // key → number of calls received
@@ -16,7 +16,7 @@ async function startSink() {
 	const abandonedCalls = new Map(); // key → slow calls whose caller left before the commit (no effect)
 	const slowKeys = new Map(); // key → how long each of its calls works before committing
 	const holds = new Map(); // key → { waiting: Promise, resolve, res } for the next call of that key
-	const failures = new Map(); // key → the status the next call of that key is answered with (no effect)
+	const failures = new Map(); // key → { status, times }: the next calls of that key are answered with status (no effect)
 	const log = []; // every answered call: { key, idempotencyKey (the header the template sends), body }
 	const count = (map, key) => map.set(key, (map.get(key) ?? 0) + 1);
 	let total = 0;
@@ -45,8 +45,9 @@ async function startSink() {
 			arrivalHeaders.set(key, [...(arrivalHeaders.get(key) ?? []), req.headers['idempotency-key'] ?? null]);
 			const failure = failures.get(key);
 			if (failure) {
-				failures.delete(key);
-				res.writeHead(failure, { 'content-type': 'application/json' }).end('{"error":"the API failed this call"}');
+				failure.times -= 1;
+				if (failure.times <= 0) failures.delete(key);
+				res.writeHead(failure.status, { 'content-type': 'application/json' }).end('{"error":"the API failed this call"}');
 				return;
 			}
 			const hold = holds.get(key);
@@ -107,8 +108,8 @@ async function startSink() {
 			hold.res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, eventKey: key, call: answered.get(key) }));
 			return true;
 		},
-		/** The next call for `key` fails with `status` (no effect): the user's service having a bad moment. */
-		failNext: (key, status = 500) => failures.set(key, status),
+		/** The next `times` calls for `key` fail with `status` (no effect): the user's service having a bad moment. */
+		failNext: (key, status = 500, times = 1) => failures.set(key, { status, times }),
 		/** Drops the held call without an answer (no effect); later calls of the key are answered. */
 		dropHeld: (key) => {
 			const hold = holds.get(key);

@@ -1,7 +1,7 @@
 import type { IConnections, IExecuteFunctions, INode } from 'n8n-workflow';
 
 import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
-import { assertSafeSettleWiring, checkSettleWiring } from '../../../nodes/shared/settleWiring';
+import { assertSafeSettleWiring, checkSettleWiring, unsettleableAfterTrigger } from '../../../nodes/shared/settleWiring';
 
 // The wiring rules Reserve, Order Guard and Claim for Replay check before they reserve or claim
 // anything, for the cases the in-process engine cannot run (n8n-nodes-base's nodes are not here).
@@ -74,5 +74,30 @@ describe('assertSafeSettleWiring without n8n\'s execution record', () => {
 
 	it('lets every other workflow run', () => {
 		expect(() => assertSafeSettleWiring(contextWith([{ name: 'Complete', type: settle.type, parameters: { operation: 'complete' } }]), 0)).not.toThrow();
+	});
+});
+
+describe('unsettleableAfterTrigger (the Idempotent Webhook trigger, before any node of the user runs)', () => {
+	const child = (name: string, type: string, extra: { disabled?: boolean; parameters?: INode['parameters'] } = {}) => ({ name, type, parameters: {}, ...extra });
+	const call = child('Call your API', 'n8n-nodes-base.httpRequest');
+
+	it.each([
+		['a Wait', child('Wait', 'n8n-nodes-base.wait'), /"Wait" waits/],
+		['a Form', child('Form', 'n8n-nodes-base.form'), /"Form" waits/],
+		['a Respond to Webhook node (after the effect it would fail, and the retry repeat the effect)', child('Answer', 'n8n-nodes-base.respondToWebhook'), /"Answer" answers the webhook/],
+		['a sub-workflow not waited for', child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: { waitForSubWorkflow: false } } }), /without waiting/],
+	])('refuses %s', (_label, node, reason) => {
+		expect(unsettleableAfterTrigger([call, node])).toMatch(reason);
+	});
+
+	it('lets the rest run: a sub-workflow waited for, a disabled Wait or Respond to Webhook, plain steps', () => {
+		expect(
+			unsettleableAfterTrigger([
+				call,
+				child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: {} } }),
+				child('Wait', 'n8n-nodes-base.wait', { disabled: true }),
+				child('Answer', 'n8n-nodes-base.respondToWebhook', { disabled: true }),
+			]),
+		).toBeUndefined();
 	});
 });

@@ -1,0 +1,359 @@
+// The construct matrix in a real n8n: the shapes users build in place of the example business step
+// (If, Merge, Wait, Loop Over Items, Execute Workflow, Retry On Fail, Code, …), made of n8n's own
+// nodes, whose effect is a call to the test's API (sink.js: it counts the calls it answered 2xx, per
+// event key, and fails a call on demand). Shared by the webhook-template rows
+// (test/e2e/constructs.e2e.test.js) and the Idempotent Webhook trigger rows
+// (test/e2e/trigger-constructs.e2e.test.js): each row is a workflow published once, events delivered
+// by a provider that retries every non-2xx, and what the API, the keys and the answers show.
+const { randomUUID } = require('node:crypto');
+const { NODE, eventId } = require('./harness');
+const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./restWorkflows');
+const { publishTrigger, TRIGGER } = require('./trigger');
+const { deliverAll } = require('./provider');
+const { eventually } = require('./eventually');
+
+const RETRY = { firstDelayMs: 300, maxDelayMs: 1500, maxAttempts: 30, budgetMs: 90000 };
+const link = (...names) => names.map((node) => ({ node, type: 'main', index: 0 }));
+const toInput = (node, index) => [{ node, type: 'main', index }];
+
+/** The event's key after a Wait resumed by a call: the Wait passes on that call's data, so the key is read from Reserve's item. */
+const KEY_AFTER_RESUME = "$('Idempotency Reserve').item.json.idempotency.key";
+
+/**
+ * The user's API call, the effect: POST { eventKey } with the key as Idempotency-Key, as the
+ * templates' example step. `keyOf` is the expression of the event's key on its input item.
+ */
+function callApi(name, apiUrl, extra = {}, keyOf = '$json.idempotency.key') {
+	return {
+		name,
+		type: 'n8n-nodes-base.httpRequest',
+		typeVersion: 4.2,
+		parameters: {
+			method: 'POST',
+			url: apiUrl,
+			sendHeaders: true,
+			headerParameters: { parameters: [{ name: 'Idempotency-Key', value: `={{ ${keyOf} }}` }] },
+			sendBody: true,
+			specifyBody: 'json',
+			jsonBody: `={{ JSON.stringify({ eventKey: ${keyOf} }) }}`,
+			options: { timeout: 10000 },
+		},
+		...extra,
+	};
+}
+
+/**
+ * An HTTP call that sends the Wait's resume URL to the API (as an approval link): not an effect, the
+ * API files it under `link:<key>`. `keyOf` is the expression of the event's key on its input item.
+ */
+function sendResumeLink(name, apiUrl, keyOf = '$json.idempotency.key') {
+	const call = callApi(name, apiUrl);
+	return {
+		...call,
+		parameters: {
+			...call.parameters,
+			headerParameters: { parameters: [] },
+			sendHeaders: false,
+			jsonBody: `={{ JSON.stringify({ eventKey: "link:" + ${keyOf}, resumeUrl: $execution.resumeUrl }) }}`,
+		},
+		onError: 'continueErrorOutput',
+	};
+}
+
+/** If: true when the event's `flag` member is true (the event is the item's body, or the item itself after a Split Out). */
+function ifFlag(name, flag, extra = {}) {
+	return {
+		name,
+		type: 'n8n-nodes-base.if',
+		typeVersion: 2.2,
+		parameters: {
+			conditions: {
+				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
+				conditions: [{ id: randomUUID(), leftValue: `={{ ($json.body ?? $json).${flag} === true }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
+				combinator: 'and',
+			},
+			looseTypeValidation: true,
+			options: {},
+		},
+		...extra,
+	};
+}
+
+const noOp = (name, extra = {}) => ({ name, type: 'n8n-nodes-base.noOp', typeVersion: 1, parameters: {}, ...extra });
+const merge = (name, parameters) => ({ name, type: 'n8n-nodes-base.merge', typeVersion: 3, parameters });
+const MERGE_MODES = {
+	append: { mode: 'append' },
+	combine: { mode: 'combine', combineBy: 'combineByPosition', options: {} },
+	'wait for both': { mode: 'chooseBranch', chooseBranchMode: 'waitForAll', output: 'specifiedInput', useDataOfInput: 2 },
+};
+const waitSeconds = (name, seconds) => ({ name, type: 'n8n-nodes-base.wait', typeVersion: 1.1, webhookId: randomUUID(), parameters: { resume: 'timeInterval', amount: seconds, unit: 'seconds' } });
+const waitForCall = (name) => ({ name, type: 'n8n-nodes-base.wait', typeVersion: 1.1, webhookId: randomUUID(), parameters: { resume: 'webhook', httpMethod: 'POST', options: {} } });
+const loop = (name) => ({ name, type: 'n8n-nodes-base.splitInBatches', typeVersion: 3, parameters: { batchSize: 1, options: {} } });
+
+/** A Code node run once per item that throws while the event's `failUntil` (ms) lies ahead: it fails, then works on the retry. */
+function codeFailingUntil(name, extra = {}) {
+	return {
+		name,
+		type: 'n8n-nodes-base.code',
+		typeVersion: 2,
+		parameters: {
+			mode: 'runOnceForEachItem',
+			jsCode: "const event = $json.body ?? $json;\nif (event.failUntil && Date.now() < event.failUntil) throw new Error('the step refused ' + event.id);\nreturn { json: $json };",
+		},
+		...extra,
+	};
+}
+
+const codeReturningNothing = (name, extra = {}) => ({ name, type: 'n8n-nodes-base.code', typeVersion: 2, parameters: { jsCode: 'return [];' }, ...extra });
+
+/** Execute Workflow running a sub-workflow given as JSON (Execute Workflow Trigger → the API call at default settings). */
+function executeSubWorkflow(name, apiUrl, { wait }) {
+	const trigger = { id: randomUUID(), name: 'When Executed by Another Workflow', type: 'n8n-nodes-base.executeWorkflowTrigger', typeVersion: 1.1, position: [0, 0], parameters: { inputSource: 'passthrough' } };
+	const call = { id: randomUUID(), position: [220, 0], ...callApi('Sub-workflow: call your API', apiUrl) };
+	const workflowJson = JSON.stringify({ nodes: [trigger, call], connections: { [trigger.name]: { main: [link(call.name)] } }, settings: { executionOrder: 'v1' } });
+	return {
+		name,
+		type: 'n8n-nodes-base.executeWorkflow',
+		typeVersion: 1.2,
+		parameters: { source: 'parameter', workflowJson, mode: 'once', options: wait ? {} : { waitForSubWorkflow: false } },
+		onError: 'continueErrorOutput',
+	};
+}
+
+function respondToWebhook(name) {
+	return {
+		name,
+		type: 'n8n-nodes-base.respondToWebhook',
+		typeVersion: 1.5,
+		parameters: { respondWith: 'json', responseBody: '={{ { received: true } }}', options: { responseCode: 200 } },
+	};
+}
+
+/** Split Out of the delivery's array body: one item per event, as a batch sender (SendGrid) needs. */
+const splitBody = (name) => ({ name, type: 'n8n-nodes-base.splitOut', typeVersion: 1, parameters: { fieldToSplitOut: 'body', options: {} } });
+
+function placed(nodes, [x, y]) {
+	return nodes.map((node, index) => ({ id: randomUUID(), position: [x + (index % 6) * 220, y + Math.floor(index / 6) * 160], ...node }));
+}
+
+/**
+ * The Postgres webhook template (idempotent-webhook.json) edited as a user does: the example business
+ * step replaced by `nodes`, `heads` connected to Reserve's New output above Settle (or Settle chained
+ * after `settleAfter`), `connections` among them; `batch` puts a Split Out of the body between the
+ * signature check and Reserve, keyed by each event's `id`; `keepExample` keeps the example step and
+ * sets its On Error (`exampleOnError`, undefined: n8n's default).
+ */
+function templateRow({ nodes = [], connections = {}, heads = [], batch = false, keepExample = false, exampleOnError }) {
+	const template = readShippedTemplate('idempotent-webhook.json');
+	const example = template.nodes.find((node) => node.name === NODE.business);
+	if (keepExample) {
+		delete example.onError;
+		if (exampleOnError) example.onError = exampleOnError;
+	}
+	const userNodes = placed(nodes, [example.position[0], example.position[1] - 200]);
+	template.nodes = [...template.nodes.filter((node) => keepExample || node !== example), ...userNodes];
+	const reserve = template.connections[NODE.reserve].main;
+	const settleLink = link(NODE.settle);
+	reserve[0] = [...(keepExample ? link(NODE.business) : []), ...link(...heads), ...settleLink];
+	Object.assign(template.connections, connections);
+	if (batch) {
+		const split = placed([splitBody('Split Out Events')], [300, 300])[0];
+		template.nodes.push(split);
+		template.connections[NODE.verify].main[0] = link(split.name);
+		template.connections[split.name] = { main: [link(NODE.reserve)] };
+		template.nodes = template.nodes.map((node) => (node.name === NODE.reserve ? { ...node, parameters: { ...node.parameters, keySource: 'field', keyField: 'id', keyPrefix: 'evt:' } } : node));
+	}
+	return template;
+}
+
+/**
+ * The Postgres trigger template (idempotent-webhook-trigger-postgres.json) with its example step
+ * replaced by `nodes`, `heads` after the trigger. `batch`: a delivery carrying several events gets a
+ * key per event, as the webhook template gives them: Split Out of the body → Idempotency Reserve
+ * (Key Source Field `id`) → the step, with Settle beside it (both taken from idempotent-webhook.json).
+ */
+function triggerRow({ nodes, connections = {}, heads, batch = false }) {
+	return (workflow) => {
+		const example = workflow.nodes.find((node) => node.name === TRIGGER.business);
+		const userNodes = placed(nodes, [example.position[0] + (batch ? 440 : 0), example.position[1]]);
+		const added = [];
+		const wiring = { [TRIGGER.node]: { main: [link(...heads)] } };
+		if (batch) {
+			const template = readShippedTemplate('idempotent-webhook.json');
+			const reserve = template.nodes.find((node) => node.name === NODE.reserve);
+			const settle = template.nodes.find((node) => node.name === NODE.settle);
+			added.push(
+				...placed([splitBody('Split Out Events')], example.position),
+				{ ...reserve, position: [example.position[0] + 220, example.position[1]], parameters: { ...reserve.parameters, keySource: 'field', keyField: 'id', keyPrefix: 'evt:' } },
+				{ ...settle, position: [example.position[0] + 440, example.position[1] + 300] },
+			);
+			wiring[TRIGGER.node] = { main: [link('Split Out Events')] };
+			wiring['Split Out Events'] = { main: [link(NODE.reserve)] };
+			wiring[NODE.reserve] = { main: [link(...heads, NODE.settle), [], [], []] };
+		}
+		return {
+			...workflow,
+			nodes: [...workflow.nodes.filter((node) => node !== example), ...added, ...userNodes],
+			connections: { ...wiring, ...connections },
+		};
+	};
+}
+
+/** Publishes every row's workflow, one after the other (the owner's session is one): { [row]: { url, workflowId } }. */
+async function publishRows(h, rows, apiUrl, kind) {
+	const published = {};
+	for (const [index, [name, row]] of Object.entries(rows).entries()) {
+		const label = `mx${kind}${index}`;
+		if (kind === 'trigger') {
+			published[name] = await publishTrigger(h, label, { template: 'idempotent-webhook-trigger-postgres.json', edit: triggerRow(row.shape(apiUrl)) });
+			continue;
+		}
+		const { workflow, webhookPath } = withOwnWebhook(templateRow(row.shape(apiUrl)), label);
+		const workflowId = await publishWorkflow(h, workflow, webhookPath);
+		published[name] = { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
+	}
+	return published;
+}
+
+/**
+ * Delivers each body once, retried like a provider until 2xx: { answers: { [eventId]: [status, …] },
+ * gaveUp: [eventId] }. `onAttempt(attempt)` sees every answer.
+ */
+async function deliverRetried(url, bodies, { retry = RETRY, onAttempt } = {}) {
+	const deliveries = bodies.map((body) => ({ eventId: Array.isArray(body) ? body.map((e) => e.id).join('+') : body.id, body }));
+	const run = await deliverAll({ url, plan: { deliveries }, concurrency: deliveries.length, retry: { ...RETRY, ...retry }, onAttempt });
+	const answers = {};
+	for (const attempt of [...run.attempts].sort((a, b) => a.at - b.at)) (answers[attempt.eventId] ??= []).push(attempt.status);
+	return { answers, gaveUp: run.deliveries.filter((d) => d.gaveUp).map((d) => d.eventId), attempts: run.attempts };
+}
+
+/** { key: { status, attempts, lastError } } from the Postgres key table (absent keys: null). */
+async function keyRows(h, keys) {
+	const { rows } = await h.appQuery('SELECT key, status, attempts, last_error FROM processed_events WHERE key = ANY($1)', [keys]);
+	const found = Object.fromEntries(rows.map((row) => [row.key, { status: row.status, attempts: row.attempts, lastError: row.last_error }]));
+	return Object.fromEntries(keys.map((key) => [key, found[key] ?? null]));
+}
+
+/** The answers of an event whose effect fails once, then works: 500, then 200 on the provider's retry. */
+const FAILED_THEN_ACCEPTED = [500, 200];
+
+/**
+ * What a row does and checks against one published workflow at `url`: deliveries retried like a
+ * provider, the effects the API counted per event, the keys' states, and the usual expectations.
+ * A refusal is the webhook template's (503, nothing reserved) unless `refusal` says otherwise.
+ */
+function rowContext(h, api, { url, workflowId }, refusal = { status: 503, outcome: 'not_reserved', state: null }) {
+	const ctx = {
+		h,
+		api,
+		url,
+		deliver: (bodies, options) => deliverRetried(url, bodies, options),
+		effects: (events) => events.map((event) => api.calls(`evt:${event.id}`)),
+		states: async (events) => Object.values(await keyRows(h, events.map((event) => `evt:${event.id}`))).map((row) => row?.status ?? null),
+		attempts: async (events) => Object.values(await keyRows(h, events.map((event) => `evt:${event.id}`))).map((row) => row?.attempts ?? null),
+		async expectOneEffect(event) {
+			const { answers, gaveUp } = await ctx.deliver([event]);
+			expect(gaveUp).toEqual([]);
+			expect(answers[event.id]).toEqual([200]);
+			expect(ctx.effects([event])).toEqual([1]);
+			expect(await ctx.states([event])).toEqual(['completed']);
+		},
+		async expectFailedOnceThenOneEffect(event) {
+			const { answers, gaveUp } = await ctx.deliver([event]);
+			expect(gaveUp).toEqual([]);
+			expect(answers[event.id]).toEqual(FAILED_THEN_ACCEPTED);
+			expect(ctx.effects([event])).toEqual([1]);
+			expect(await ctx.states([event])).toEqual(['completed']);
+			expect(await ctx.attempts([event])).toEqual([2]);
+		},
+		/** Delivered once: refused before any effect, the reason in the answer. */
+		async expectRefused(event, { reason }) {
+			const answer = await h.deliver(url, event);
+			expect([answer.status, answer.outcome]).toEqual([refusal.status, refusal.outcome]);
+			// The reason is in the answer (the webhook template's 503) or with the failed key (the trigger's 500).
+			const [row] = Object.values(await keyRows(h, [`evt:${event.id}`]));
+			expect(`${answer.text} ${row?.lastError ?? ''}`).toMatch(reason);
+			expect(ctx.effects([event])).toEqual([0]);
+			expect(await ctx.states([event])).toEqual([refusal.state]);
+		},
+		/** The step fails while the event's `failUntil` lies ahead: 500 until then, then 200; one effect. */
+		async expectFailingUntilThenOneEffect(event) {
+			const { answers, gaveUp } = await ctx.deliver([event]);
+			expect(gaveUp).toEqual([]);
+			expect(answers[event.id][0]).toBe(500);
+			expect(answers[event.id].at(-1)).toBe(200);
+			expect(answers[event.id].slice(0, -1).every((status) => status === 500)).toBe(true);
+			expect(ctx.effects([event])).toEqual([1]);
+			expect(await ctx.states([event])).toEqual(['completed']);
+		},
+		/** Three events in one delivery; `arrange(events)` makes the second fail once: 500 (the delivery retried), then 200, one effect each. */
+		async expectBatchFailedOnceThenOneEffectEach(label, arrange, { failUntilForSecond } = {}) {
+			const events = [0, 1, 2].map((i) => ({ id: eventId(`${label}_${i}`), type: 'e2e.batch', ...(i === 1 && failUntilForSecond ? { failUntil: Date.now() + failUntilForSecond } : {}) }));
+			arrange(events);
+			const { answers, gaveUp } = await ctx.deliver([events]);
+			const delivery = events.map((e) => e.id).join('+');
+			expect(gaveUp).toEqual([]);
+			expect(answers[delivery][0]).toBe(500);
+			expect(answers[delivery].at(-1)).toBe(200);
+			expect(ctx.effects(events)).toEqual([1, 1, 1]);
+			expect(await ctx.states(events)).toEqual(['completed', 'completed', 'completed']);
+		},
+		/** Delivered, the execution waits for a call to the resume URL it sent the API; resumed: 200, one effect, completed. */
+		async expectResumedOnce(event, { effectsWhileWaiting }) {
+			const key = `evt:${event.id}`;
+			const delivering = ctx.deliver([event]);
+			let link;
+			for (const deadline = Date.now() + 60000; !(link = api.log().find((call) => call.key === `link:${key}`)); ) {
+				if (Date.now() > deadline) throw new Error(`the workflow never sent its resume URL: ${JSON.stringify(await delivering)}`);
+				await new Promise((resolve) => setTimeout(resolve, 200));
+			}
+			// The execution waits: the key held, the provider's request still open.
+			await new Promise((resolve) => setTimeout(resolve, 500));
+			expect(await ctx.states([event])).toEqual(['processing']);
+			expect(ctx.effects([event])).toEqual([effectsWhileWaiting]);
+			// The resume URL as the sender reaches n8n (a queue-mode worker names its own default host).
+			const resumeUrl = new URL(link.body.resumeUrl);
+			const resumeAt = `${h.state.baseUrl}${resumeUrl.pathname}${resumeUrl.search}`;
+			const resumed = await fetch(resumeAt, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' });
+			expect(resumed.status).toBe(200);
+			const { answers, gaveUp } = await delivering;
+			// On a failure, n8n's record of each execution says where it went.
+			const executions = answers[event.id].length === 1 ? [] : (await h.executions(workflowId, 0)).map((e) => [e.id, e.status, e.nodesRun.join(' > ')]);
+			expect({ answers: answers[event.id], gaveUp, executions }).toEqual({ answers: [200], gaveUp: [], executions: [] });
+			if (h.topology === 'queue') {
+				// In queue mode n8n answers the delivery before the resumed run has ended: the run still settles the key.
+				await eventually(async () => [ctx.effects([event]), await ctx.states([event])], ([effects, states]) => effects[0] === 1 && states[0] === 'completed');
+			}
+			expect(ctx.effects([event])).toEqual([1]);
+			expect(await ctx.states([event])).toEqual(['completed']);
+		},
+	};
+	return ctx;
+}
+
+module.exports = {
+	KEY_AFTER_RESUME,
+	FAILED_THEN_ACCEPTED,
+	rowContext,
+	RETRY,
+	link,
+	toInput,
+	callApi,
+	sendResumeLink,
+	ifFlag,
+	noOp,
+	merge,
+	MERGE_MODES,
+	waitSeconds,
+	waitForCall,
+	loop,
+	codeFailingUntil,
+	codeReturningNothing,
+	executeSubWorkflow,
+	respondToWebhook,
+	templateRow,
+	triggerRow,
+	publishRows,
+	deliverRetried,
+	keyRows,
+};
