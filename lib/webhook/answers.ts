@@ -17,15 +17,7 @@ export interface WebhookAnswer {
 }
 
 /** Why the trigger answered by itself; also sent as the `x-idempotency-outcome` header. */
-export type AnsweredOutcome =
-	| 'duplicate'
-	| 'in_progress'
-	| 'authorization_required'
-	| 'forbidden'
-	| 'invalid_signature'
-	| 'not_verified'
-	| 'not_reserved'
-	| 'internal_error';
+export type AnsweredOutcome = Exclude<DeliveryAnswer, 'new' | 'key_refused' | 'key_store_unavailable'> | 'not_reserved';
 
 /** The header that names the outcome, as the webhook template's answers do. */
 export const OUTCOME_HEADER = 'x-idempotency-outcome';
