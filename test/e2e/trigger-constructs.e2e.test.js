@@ -108,15 +108,15 @@ const ROWS = {
 		}),
 		run: async (ctx) => ctx.expectOneEffect({ id: eventId('mxt_always'), type: 'e2e.always' }),
 	},
-	// n8n answers "When Last Node Finishes" with no item 500 ("No item to return"); the key is completed, so the retry is a duplicate.
-	'a step that returns zero items, after the call: n8n answers 500, the retry is a duplicate': {
+	// The last node gives no item: the key is completed (the call ran) and the event is answered 200 with an empty body.
+	'a step that returns zero items, after the call: 200, completed, one effect': {
 		shape: (api) => ({ nodes: [c.callApi('Call your API', api), c.codeReturningNothing('Nothing Back')], connections: { 'Call your API': { main: [c.link('Nothing Back')] } }, heads: ['Call your API'] }),
 		run: async (ctx) => {
 			const event = { id: eventId('mxt_zero'), type: 'e2e.zero' };
 			const { answers, gaveUp, attempts } = await ctx.deliver([event]);
 			expect(gaveUp).toEqual([]);
-			expect(answers[event.id]).toEqual([500, 200]);
-			expect(attempts.map((attempt) => attempt.outcome)).toEqual(['new', 'duplicate']);
+			expect(answers[event.id]).toEqual([200]);
+			expect(attempts.map((attempt) => attempt.outcome)).toEqual(['new']);
 			expect(ctx.effects([event])).toEqual([1]);
 			expect(await ctx.states([event])).toEqual(['completed']);
 		},
