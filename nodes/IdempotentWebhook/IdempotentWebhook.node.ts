@@ -133,6 +133,11 @@ export class IdempotentWebhook implements INodeType {
 		const backend = this.getNodeParameter('store', 0, 'embedded') === 'postgres' ? 'postgres' : 'embedded';
 		const node = this.getNode();
 		const items = this.getInputData();
+		// The execution runs: from here it settles its keys (or fails them below), not the unstarted-execution watch.
+		for (const item of items) {
+			const held = heldKeyOf(item);
+			if (held) executionStarted(held.ownerToken);
+		}
 		const openStore = async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName });
 		// Refused before any of the user's nodes runs: what would keep the key from following what happened.
 		const unsettleable = unsettleableAfterTrigger(this.getChildNodes(node.name, { includeNodeParameters: true }));
@@ -150,10 +155,6 @@ export class IdempotentWebhook implements INodeType {
 		}
 		await recordExecution(this, items, openStore);
 		settleWhenExecutionEnds(this, [node.name], openStore);
-		for (const item of items) {
-			const held = heldKeyOf(item);
-			if (held) executionStarted(held.ownerToken);
-		}
 		return [items.map((item, index) => ({ ...item, pairedItem: { item: index } }))];
 	}
 

@@ -114,7 +114,7 @@ const ROWS = {
 			connections: { Check: { main: [c.link('Call your API')] } },
 			heads: ['Check'],
 		}),
-		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mx_code_items', () => {}, { failUntilForSecond: 1500 }),
+		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mx_code_items', () => {}, { failUntilForSecond: 5000 }),
 	},
 	'Always Output Data on a step that returns nothing, after the call': {
 		shape: (api) => ({
@@ -150,7 +150,7 @@ const ROWS = {
 	},
 	[`a Code node at n8n's default error settings that ${FAILS_ONCE}, then the call`]: {
 		shape: (api) => ({ nodes: [c.codeFailingUntil('Check'), c.callApi('Call your API', api)], connections: { Check: { main: [c.link('Call your API')] } }, heads: ['Check'] }),
-		run: async (ctx) => ctx.expectFailingUntilThenOneEffect({ id: eventId('mx_code_default'), type: 'e2e.default', failUntil: Date.now() + 1500 }),
+		run: async (ctx) => ctx.expectFailingUntilThenOneEffect({ id: eventId('mx_code_default'), type: 'e2e.default', failUntil: Date.now() + 5000 }),
 	},
 	[`the template's Postgres insert at n8n's default error settings, which ${FAILS_ONCE}`]: {
 		shape: () => ({ keepExample: true }),

@@ -89,7 +89,7 @@ const ROWS = {
 			connections: { Check: { main: [c.link('Call your API')] } },
 			heads: ['Check'],
 		}),
-		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mxt_code_items', () => {}, { failUntilForSecond: 1500 }),
+		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mxt_code_items', () => {}, { failUntilForSecond: 5000 }),
 	},
 	[`several events in one delivery, a key each, Loop Over Items, the write for one ${FAILS_ONCE}`]: {
 		shape: (api) => ({
@@ -143,7 +143,7 @@ const ROWS = {
 	},
 	[`a Code node at n8n's default error settings that ${FAILS_ONCE}, then the call`]: {
 		shape: (api) => ({ nodes: [c.codeFailingUntil('Check'), c.callApi('Call your API', api)], connections: { Check: { main: [c.link('Call your API')] } }, heads: ['Check'] }),
-		run: async (ctx) => ctx.expectFailingUntilThenOneEffect({ id: eventId('mxt_code_default'), type: 'e2e.default', failUntil: Date.now() + 1500 }),
+		run: async (ctx) => ctx.expectFailingUntilThenOneEffect({ id: eventId('mxt_code_default'), type: 'e2e.default', failUntil: Date.now() + 5000 }),
 	},
 };
 
