@@ -5,7 +5,7 @@
 // e2e-tags: single queue compatibility
 const { harness, eventId } = require('../support/e2e/harness');
 const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
-const { publishTrigger, TRIGGER } = require('../support/e2e/trigger');
+const { deliverUntilAccepted, publishTrigger, TRIGGER } = require('../support/e2e/trigger');
 const { startSink } = require('../support/e2e/sink');
 
 describe('the Idempotent Webhook trigger, a business step set to continue on error', () => {
@@ -22,18 +22,10 @@ describe('the Idempotent Webhook trigger, a business step set to continue on err
 				change: (node) => (node.name === TRIGGER.business ? { ...node, onError } : node),
 			});
 			// Queue mode: the first run on a worker opens the store; warm it up like a provider retrying.
-			if (h.topology === 'queue') await warmUp(webhooks[onError].url);
+			if (h.topology === 'queue') await deliverUntilAccepted(h, webhooks[onError].url, { id: eventId('trg_warm'), type: 'e2e.warmup' });
 		}
 	});
 	afterAll(async () => api?.close());
-
-	async function warmUp(url) {
-		const event = { id: eventId('trg_warm'), type: 'e2e.warmup' };
-		for (const deadline = Date.now() + 60000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 500))) {
-			if ((await h.deliver(url, event)).status === 200) return;
-		}
-		throw new Error('the warm-up delivery was never accepted');
-	}
 
 	for (const [onError, label] of [
 		['continueErrorOutput', 'Continue (using error output)'],
