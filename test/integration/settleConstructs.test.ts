@@ -51,8 +51,8 @@ function effect(name: string, parameters: INodeParameters, y: number, extra: Par
 	return packageNode(name, 'testEffect', parameters, { position: [400, y], ...extra });
 }
 
-/** If: true when the event's body has `skip: true`. */
-function skipIf(name: string, y: number): INode {
+/** If: true when the event's body has `skip: true` (or another field set to true). */
+function skipIf(name: string, y: number, field = 'skip'): INode {
 	return baseNode(
 		name,
 		'if',
@@ -60,7 +60,7 @@ function skipIf(name: string, y: number): INode {
 		{
 			conditions: {
 				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
-				conditions: [{ id: 'c1', leftValue: '={{ $json.body.skip }}', rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
+				conditions: [{ id: 'c1', leftValue: `={{ $json.body.${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
 				combinator: 'and',
 			},
 			looseTypeValidation: true,
@@ -215,6 +215,41 @@ describeWithN8n('Merge after If (only one branch has data: n8n runs the Merge af
 		expect(retried.answer).toBe(200);
 		expect(effectsFor('merge_1')).toBe(1);
 		expect((await keyState('merge_1'))?.status).toBe('completed');
+	});
+});
+
+describeWithN8n('several events in one delivery, one finished when Settle runs, one still on its way to a Merge', () => {
+	// Route: "skip" events end at once; the others reach a Merge whose other input (from B) has no data, so n8n runs it after Settle.
+	const shape: Shape = {
+		nodes: [
+			skipIf('Route', 0),
+			skipIf('Flagged?', 0, 'flag'),
+			baseNode('B', 'noOp', 1, {}, 100),
+			baseNode('Merge', 'merge', 3, {}, 0),
+			effect('Write', { failTimes: 1 }, 0, { onError: 'continueErrorOutput' }),
+		],
+		connections: {
+			Route: { main: [[], link('Flagged?')] },
+			'Flagged?': { main: [link('B'), toInput('Merge', 0)] },
+			B: { main: [toInput('Merge', 1)] },
+			Merge: { main: [link('Write')] },
+		},
+		heads: ['Route'],
+	};
+
+	// The loss this row guards against: Settle completed the finished key and its Completed output answered 200; the write then failed, and the provider never retried the delivery.
+	it('the write after the Merge fails: the delivery is answered 500, the finished key completed, the other failed; the retry writes it once', async () => {
+		const data = workflow('wf-mixed', shape);
+		const bodies = [{ id: 'mixed_done', skip: true }, { id: 'mixed_merge' }];
+		const failed = await deliver(data, bodies);
+		expect(failed.answer).toBe(500);
+		expect(await keyState('mixed_done')).toMatchObject({ status: 'completed' });
+		expect(await keyState('mixed_merge')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Write: .*effect refused/) });
+
+		const retried = await deliver(data, bodies);
+		expect(retried.answer).toBe(200);
+		expect([effectsFor('mixed_done'), effectsFor('mixed_merge')]).toEqual([0, 1]);
+		expect((await keyState('mixed_merge'))?.status).toBe('completed');
 	});
 });
 

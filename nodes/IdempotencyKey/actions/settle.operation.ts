@@ -89,7 +89,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 
 	// Each key once, whichever of its items (or of the items descending from it) reached this node.
 	const entries = new Map<string, Entry>();
-	const deferred = new Set<string>();
+	let deferred = 0;
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		const traced = originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, items[itemIndex]) ?? [];
 		let reservations = traced.flatMap((id) => judgement.reservations.get(id) ?? []);
@@ -120,7 +120,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 			// Work of this key still to run (a node below, a Merge waiting for its other input, a loop, a Wait):
 			// the key is settled when the execution ends, and this node answers nothing for it.
 			if (failure === undefined && (judgement.pending.has(reservation.id) || judgement.untracedPending)) {
-				deferred.add(reservation.reserveNode);
+				deferred += 1;
 				continue;
 			}
 			const entry = entries.get(reservation.id);
@@ -145,7 +145,9 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	settleWhenExecutionEnds(context, [...reserveNodes], open);
 
 	const all = [...entries.values()];
-	const succeeded = all.filter((entry) => entry.failure === undefined);
+	// One delivery whose keys are still running in part: a 2xx now would answer for a key that may still
+	// fail, and the provider would not retry it. Its finished keys are completed with the others at the end.
+	const succeeded = deferred > 0 ? [] : all.filter((entry) => entry.failure === undefined);
 	const failed = all.filter((entry) => entry.failure !== undefined);
 	const settleGroup = async (group: Entry[], settle: (store: KeyStore) => Promise<SettleReport[]>): Promise<SettleReport[] | Error> => {
 		if (group.length === 0) return [];
