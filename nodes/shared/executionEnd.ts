@@ -2,6 +2,7 @@ import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctio
 
 import type { HoldRequest, KeyStore } from '../../lib/store/contract';
 import { MAX_HOLD_MS } from '../../lib/store/rules';
+import { runsInQueueMode } from './embeddedFile';
 import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isTriggerType, judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
 import { isSettleNode } from './settleWiring';
@@ -51,6 +52,9 @@ interface Watch {
 /** The lease of the package's nodes when nothing else is known (a node settling keys another node reserved). */
 const DEFAULT_LEASE_MS = 300_000;
 
+/** n8n's "wait without a limit" (a Wait for a webhook call) is a wait until the year 3000. */
+const WAITS_WITHOUT_LIMIT = Date.UTC(3000, 0, 1);
+
 const watches = new WeakMap<object, Watch>();
 
 function hooksOf(context: IExecuteFunctions): LifecycleHooks | undefined {
@@ -92,7 +96,7 @@ export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes
 		watch = created;
 		watches.set(hooks, created);
 		hooks.addHandler('workflowExecuteAfter', async (run: IRun) => {
-			let answer: { statusCode: number; body: IDataObject } | undefined;
+			let answer: EndAnswer | undefined;
 			try {
 				answer = await settleAtEnd(run, created);
 			} catch (error) {
@@ -101,7 +105,7 @@ export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes
 				LoggerProxy.error(`Idempotency: the keys of the execution could not be settled when it ended: ${message}`);
 				answer = { statusCode: 503, body: { message: `The event's key could not be settled (${message}): retry later.` } };
 			}
-			if (answer) await sendAnswer(hooks, { ...answer, headers: {} });
+			if (answer) await sendAnswer(hooks, { headers: {}, ...answer });
 		});
 	}
 	const source: KeySource = { open: once(openStore), leaseMs };
@@ -109,6 +113,7 @@ export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes
 }
 
 type Answer = { statusCode: number; body: IDataObject; headers: IDataObject };
+type EndAnswer = { statusCode: number; body: IDataObject; headers?: IDataObject };
 
 /** Answered the way Respond to Webhook answers; n8n keeps only the first answer, and ignores one where no webhook waits for it. */
 async function sendAnswer(hooks: LifecycleHooks, answer: Answer): Promise<void> {
@@ -179,8 +184,11 @@ function staticLeaseMs(workflow: WorkflowFields, reserveNode: string): number {
 	return typeof seconds === 'number' && seconds > 0 ? seconds * 1000 : DEFAULT_LEASE_MS;
 }
 
-/** Settles what the execution still holds; answers 500 when a key it settled failed (the provider retries). */
-async function settleAtEnd(run: IRun, watch: Watch): Promise<{ statusCode: number; body: IDataObject } | undefined> {
+/**
+ * Settles what the execution still holds; answers 500 when a key it settled failed (the provider
+ * retries), and 409 when it starts waiting in queue mode.
+ */
+async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefined> {
 	const outcomes = endOutcomes(run, watch.workflow);
 	const byStore = new Map<StoreOpener, { complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }>; hold: HoldRequest[] }>();
 	const groupOf = (reserveNode: string) => {
@@ -208,6 +216,23 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<{ statusCode: numbe
 			await store.complete(group.complete.map((reservation) => ({ ...owned(reservation), ...(answeredByLastNode(reservation) && lastAnswer ? { response: lastAnswer } : {}) })));
 		}
 		if (group.fail.length > 0) await store.fail(group.fail.map(({ reservation, error }) => ({ ...owned(reservation), error })));
+	}
+	// In queue mode n8n answers the delivery 200 when the execution starts waiting, before the resumed
+	// run has done anything: a failure after the wait would never be retried. In progress, then: the
+	// key is held, every copy meanwhile is In Progress too, and the retry after the resumed run ends is
+	// a duplicate (or runs again, when it failed). One process keeps the delivery open instead.
+	if (outcomes.hold.length > 0 && runsInQueueMode()) {
+		return {
+			statusCode: 409,
+			headers: { 'x-idempotency-outcome': 'in_progress' },
+			body: {
+				received: false,
+				inProgress: true,
+				retry: true,
+				...(outcomes.waitTill && outcomes.waitTill.getTime() < WAITS_WITHOUT_LIMIT ? { waitingUntil: outcomes.waitTill.toISOString() } : {}),
+				message: 'The execution is waiting (a Wait node); the event is held until it resumes and ends. Retry later.',
+			},
+		};
 	}
 	if (outcomes.fail.length === 0) {
 		// The trigger answers its own event (n8n waits for this answer): the last node's, as the copies get it.

@@ -256,6 +256,35 @@ describeWithN8n('several events in one delivery, one finished when Settle runs, 
 describeWithN8n('Wait (the execution is resumed as a new run from its saved data)', () => {
 	const wait = (name: string, y: number, extra: Partial<INode> = {}) => baseNode(name, 'wait', 1.1, { resume: 'timeInterval', amount: 1, unit: 'hours' }, y, extra);
 
+	// The loss this row guards against: in queue mode n8n answered 200 when the execution started waiting, so a failure after the resume was never retried.
+	it('in queue mode, the execution starting to wait answers 409 (In Progress), a copy meanwhile too; the resumed run fails, the retry runs it once', async () => {
+		const data = workflow('wf-wait-queue', {
+			nodes: [wait('Wait', 0), effect('Charge', { failTimes: 1 }, 100, { onError: 'continueErrorOutput' })],
+			connections: { Wait: { main: [link('Charge')] } },
+			heads: ['Wait'],
+		});
+		const mode = process.env.EXECUTIONS_MODE;
+		process.env.EXECUTIONS_MODE = 'queue';
+		try {
+			const waiting = await deliver(data, [{ id: 'wait_queue' }]);
+			expect(waiting.answer).toBe(409);
+			expect((await keyState('wait_queue'))?.status).toBe('processing');
+			expect((await deliver(data, [{ id: 'wait_queue' }])).answer).toBe(409);
+			// The resumed run has no delivery to answer any more: its failure shows in the key, and the retry.
+			await resume(data, waiting);
+			expect((await keyState('wait_queue'))?.status).toBe('failed');
+			const retried = await deliver(data, [{ id: 'wait_queue' }]);
+			expect(retried.answer).toBe(409);
+			await resume(data, retried);
+			expect(effectsFor('wait_queue')).toBe(1);
+			expect((await keyState('wait_queue'))?.status).toBe('completed');
+			expect((await deliver(data, [{ id: 'wait_queue' }])).answer).toBe(200);
+		} finally {
+			if (mode === undefined) delete process.env.EXECUTIONS_MODE;
+			else process.env.EXECUTIONS_MODE = mode;
+		}
+	});
+
 	// What this row guards against, where Settle judged by position: after the resume Settle threw (its window of execution indexes restarts at 0), after the charge.
 	it('a Wait before the effect: held while waiting; after the resume one effect, completed, 200', async () => {
 		const data = workflow('wf-wait-first', {
