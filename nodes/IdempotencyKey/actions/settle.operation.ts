@@ -39,7 +39,7 @@ export const description: INodeProperties[] = [
 	},
 	{
 		displayName:
-			'Refused by Idempotency Reserve before anything is reserved, because the outcome could not be learned: an Execute Workflow node with "Wait For Sub-Workflow Completion" off; a Wait node set to "Continue (using error output)"; a Wait with this node chained after the step instead of beside it; a node after a Wait that stops the workflow on error. A Wait holds the key for as long as it waits.',
+			'Refused by Idempotency Reserve before anything is reserved, because the outcome could not be learned: an Execute Workflow node with "Wait For Sub-Workflow Completion" off; a Wait node set to "Continue (using error output)"; a Wait with this node chained after the step instead of beside it; a node after a Wait that stops the workflow on error. A Wait holds the key for as long as it waits; in queue mode the delivery is then answered 409 (retry later), and the retries are In Progress until the resumed run ends.',
 		name: 'settleRefusedNotice',
 		type: 'notice',
 		displayOptions: { show: { operation: ['settle'] } },
