@@ -352,10 +352,9 @@ describeWithN8n('change 1: several events, one pending when Settle runs', () => 
 		heads: ['Gate'],
 	});
 
-	// BREAKS on the provider's retry (lost event), the root cause of the duplicate row below: the retry carries r1_done,
-	// now a duplicate; r1_merge and r1_fail are pending at the Merge, Settle defers them, Reserve's Duplicate branch
-	// answers 200, then r1_fail's write fails (its first attempt).
-	breaks('BREAKS: three events, one finished, one pending at a Merge whose write fails, one failing at once: non-2xx until all are done, one effect each', async () => {
+	// The loss this row guards against: the retry carries r1_done, now a duplicate; r1_merge and r1_fail are pending at
+	// the Merge, Settle defers them, and Reserve's Duplicate branch answered 200 before r1_fail's write failed.
+	it('three events, one finished, one pending at a Merge whose write fails, one failing at once: non-2xx until all are done, one effect each', async () => {
 		const ids = ['r1_done', 'r1_merge', 'r1_fail'];
 		const data = workflow('wf-r1', mergeShape({ failTimes: 1 }, 'r1_fail'));
 		const bodies = [{ id: 'r1_done', skip: true }, { id: 'r1_merge' }, { id: 'r1_fail' }];
@@ -430,24 +429,19 @@ describeWithN8n('change 1: several events, one pending when Settle runs', () => 
 		expect(['dn_old', 'dn_new'].map(effectsFor)).toEqual([0, 1]);
 	});
 
-	// BREAKS (lost event) — the scenario of a2bdf01 with one more event in the delivery, a copy of an event already
-	// done (a provider batching deliveries, or redelivering a batch after a 5xx, as the retries above do). Settle defers
-	// every key (one is pending at the Merge) and answers nothing; n8n's v1 order then runs Reserve's Duplicate
-	// branch, whose Respond 200 answers the delivery before the Merge and the write run. The write fails, the end
-	// handler's 500 is dropped (n8n keeps the first answer): the provider never retries the failed event.
-	breaks('BREAKS: a duplicate and a new event pending at a Merge whose write fails: the duplicate\'s Respond 200 answers first, the failed event is lost', async () => {
+	// The loss this row guards against: Settle deferred every key (one pending at the Merge) and answered nothing; n8n
+	// then ran Reserve's Duplicate branch, whose 200 answered the delivery before the write failed.
+	it('a duplicate and a new event pending at a Merge whose write fails: Settle answers 409 before the duplicate\'s branch, the failed event is retried', async () => {
 		const data = workflow('wf-dup-merge', mergeShape({ failTimes: 1 }));
 		await provider(data, [{ id: 'dm_old' }]);
 		effects.length = 0;
 		const first = await deliver(data, [{ id: 'dm_old' }, { id: 'dm_new' }]);
-		expect({ answer: first.answer, states: await statuses(['dm_old', 'dm_new']) }).toEqual({ answer: 500, states: ['completed', 'failed'] });
+		expect({ answer: first.answer, states: await statuses(['dm_old', 'dm_new']) }).toEqual({ answer: 409, states: ['completed', 'failed'] });
 	});
 
-	// BREAKS (lost event). Settle chained after the step: it runs once per arriving batch and only sees the keys
-	// whose items reached it. `deferred` (settle.operation.ts) counts only *those* keys' pending work, so the skip
-	// event's run of Settle has deferred = 0, completes it and its Completed output answers 200, while the other
-	// key is still waiting at the Merge; its write then fails and the end handler's 500 is dropped (n8n keeps the first answer).
-	breaks('BREAKS: Settle chained after the step, one event finished, the other pending at a Merge whose write fails: 200 answered, the failed event lost', async () => {
+	// The loss this row guards against: Settle chained after the step runs once per arriving batch; the skip event's
+	// run completed it and answered 200 while the other key was still waiting at the Merge.
+	it('Settle chained after the step, one event finished, the other pending at a Merge whose write fails: 500, the retry writes it once', async () => {
 		const ids = ['r4_done', 'r4_merge'];
 		const data = workflow('wf-r4', {
 			nodes: [
@@ -474,10 +468,9 @@ describeWithN8n('change 1: several events, one pending when Settle runs', () => 
 		expect(ids.map(effectsFor)).toEqual([0, 1]);
 	});
 
-	// BREAKS (lost event), same root cause: Settle chained after the write inside Loop Over Items runs per
-	// iteration; the first iteration's key is finished and the loop's other keys (held in the loop's node
-	// context, so `judgement.pending` has them) are not among Settle's items: Completed answers 200 at once.
-	breaks('BREAKS: Loop Over Items (batch 1) with Settle chained after the write inside the loop: the 2nd key\'s write fails after the 1st answered 200', async () => {
+	// The loss this row guards against: Settle inside the loop completed the first key and answered 200 while the
+	// loop still held the others; the second key's write then failed.
+	it('Loop Over Items (batch 1) with Settle chained after the write inside the loop, the 2nd key\'s write fails: 500, no 2xx before it', async () => {
 		const ids = ['r5_a', 'r5_b', 'r5_c'];
 		const data = workflow('wf-r5', {
 			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', { failTimes: 0, failFor: 'r5_b' }, 0, { onError: 'continueErrorOutput' })],

@@ -3,7 +3,16 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import type { KeyStore, SettleReport, SettleRequest } from '../../../lib/store/contract';
 import { answerNow, settleWhenExecutionEnds } from '../../shared/executionEnd';
 import { readExecutionRecord } from '../../shared/executionRecord';
-import { isKeyType, isReserveType, judgeExecution, originsOfItem, type ExecutionView, type Judgement, type Reservation } from '../../shared/executionTrace';
+import {
+	isKeyType,
+	isReserveType,
+	judgeExecution,
+	keysSettledByNodes,
+	originsOfItem,
+	type ExecutionView,
+	type Judgement,
+	type Reservation,
+} from '../../shared/executionTrace';
 import { toNodeError } from '../../shared/nodeError';
 import { checkSettleWiring } from '../../shared/settleWiring';
 import { readOwnedKey, readResponse } from '../ownedKeys';
@@ -145,9 +154,19 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	settleWhenExecutionEnds(context, [...reserveNodes], open);
 
 	const all = [...entries.values()];
+	// The other keys of this execution, wherever their items are (Settle chained after the step runs once
+	// per arriving batch): one still running, or failed with nobody to answer for it yet.
+	const settledByNodes = keysSettledByNodes(view.runData, view);
+	const here = new Set(all.map((entry) => entry.owned.key));
+	const elsewhere = (id: string) => {
+		const key = judgement.reservations.get(id)?.key;
+		return key !== undefined && !here.has(key) && !settledByNodes.has(key);
+	};
+	const stillRunning = deferred > 0 || judgement.untracedPending || [...judgement.pending].some(elsewhere);
+	const failedElsewhere = [...judgement.failed.keys()].filter(elsewhere);
 	// One delivery whose keys are still running in part: a 2xx now would answer for a key that may still
 	// fail, and the provider would not retry it. Its finished keys are completed with the others at the end.
-	const succeeded = deferred > 0 ? [] : all.filter((entry) => entry.failure === undefined);
+	const succeeded = stillRunning ? [] : all.filter((entry) => entry.failure === undefined);
 	const failed = all.filter((entry) => entry.failure !== undefined);
 	const settleGroup = async (group: Entry[], settle: (store: KeyStore) => Promise<SettleReport[]>): Promise<SettleReport[] | Error> => {
 		if (group.length === 0) return [];
@@ -188,6 +207,21 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	route(failed, markedFailed, 'fail');
 	// One delivery, several events, some failed: the provider retries the delivery only on a non-2xx, and the
 	// Completed output's answer would otherwise go out first. The retry finds the others duplicates.
+	if (failedElsewhere.length > 0 && failed.length === 0) {
+		await answerNow(context, {
+			statusCode: 500,
+			headers: { 'x-idempotency-outcome': 'failed' },
+			body: { received: false, retry: true, message: `The business step failed for ${failedElsewhere.length} other event(s) of this delivery: ${judgement.failed.get(failedElsewhere[0]) ?? ''}` },
+		});
+	} else if (stillRunning && answeredElsewhere(view)) {
+		// Copies (Duplicate, In Progress) in the same delivery are answered by their own branch, which n8n may
+		// run before the keys still running here end: retry later, when each is completed or failed.
+		await answerNow(context, {
+			statusCode: 409,
+			headers: { 'x-idempotency-outcome': 'in_progress' },
+			body: { received: false, inProgress: true, retry: true, message: 'Some events of this delivery are still being processed: retry later.' },
+		});
+	}
 	if (failed.length > 0 && succeeded.length > 0) {
 		await answerNow(context, {
 			statusCode: 500,
@@ -196,6 +230,13 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		});
 	}
 	return routed;
+}
+
+/** Whether a Reserve node of this execution sent items out of another output than New (a copy, a key not reserved). */
+function answeredElsewhere(view: ExecutionView): boolean {
+	return Object.entries(view.runData).some(
+		([name, tasks]) => isReserveType(view.node(name)?.type) && tasks.some((task) => (task.data?.main ?? []).slice(1).some((items) => (items?.length ?? 0) > 0)),
+	);
 }
 
 function feedsBusinessStep(type: string | undefined): boolean {
