@@ -26,7 +26,7 @@ import { decideWebhook, internalError, type DecideInput, type VerificationSettin
 import { DELIVERY_LOG_MESSAGE, deliveryLogFields, deliveryLogLine, OUTCOME_HEADER, type WebhookAnswer } from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExecution } from '../shared/embeddedFile';
-import { assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
+import { answerNow, assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { heldKeyOf } from '../shared/executionTrace';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
@@ -149,6 +149,8 @@ export class IdempotentWebhook implements INodeType {
 				const held = heldKeyOf(item);
 				return held ? [{ key: held.key, ownerToken: held.ownerToken, leaseEndsAt: held.leaseEndsAt, error: message }] : [];
 			}));
+			// Answered here: n8n 1.x answers a response-node webhook whose execution failed at its trigger 200.
+			await answerNow(this, { statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' }, body: { received: false, retry: true, message } });
 			throw new NodeOperationError(node, message, {
 				description: 'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.',
 			});
