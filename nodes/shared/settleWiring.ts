@@ -69,15 +69,31 @@ export function checkSettleWiring(record: ExecutionRecord, self: string, output:
 /**
  * Throws UnsafeSettleWiringError, before anything is reserved, for a business step whose outcome
  * the package could not learn: a sub-workflow started without waiting for it (its failure never
- * reaches this execution), and a node after a Wait that stops the execution when it fails (the
- * resumed execution ends without any node of the package running in it, so nothing would settle
- * the key until its lease ends).
+ * reaches this execution), and any wiring that lets a resumed run end, or wait again, without a
+ * node of the package running in it (nothing would settle the key, or extend its hold): a node
+ * after a Wait that stops the execution when it fails, a Wait that can run more than once, Settle
+ * run before the step.
  */
 export function checkOutcomeVisible(record: ExecutionRecord, self: string, output: number): void {
 	const stopAt = (node: INode) => node.type.endsWith(SETTLE_TYPE_SUFFIX);
 	const step = downstreamOf(record, targets(record, self, output), new Set([self]), stopAt);
 	const settleBeside = enabledTargets(record, self, output).some(isSettleNode);
 	const settleAfter = !settleBeside && downstreamOf(record, targets(record, self, output), new Set([self])).some(isSettleNode);
+	const waits = step.filter((node) => WAITING_TYPES.has(node.type));
+	// Only the run that starts waiting holds the key; a later run that waits again has no node of the package in it.
+	if (waits.length > 1) {
+		throw new UnsafeSettleWiringError(
+			`"${waits[0].name}" and "${waits[1].name}" both make the execution wait: the key is held only through the first wait, so a retry during the next one would run the step again. Keep one Wait in the business step (one Wait for the whole time).`,
+		);
+	}
+	for (const node of waits) {
+		if (downstreamOf(record, allTargets(record, node.name), new Set([self]), stopAt).some((after) => after.name === node.name)) {
+			throw new UnsafeSettleWiringError(
+				`"${node.name}" is inside a loop, so it can make the execution wait more than once: the key is held only through the first wait, so a retry during the next one would run the step again. Move the Wait out of the loop, before or after it.`,
+			);
+		}
+		if (settleBeside) assertSettleRunsAfterStep(record, self, output, node);
+	}
 	for (const node of step) {
 		if (node.type === EXECUTE_WORKFLOW_TYPE && (node.parameters?.options as { waitForSubWorkflow?: unknown } | undefined)?.waitForSubWorkflow === false) {
 			throw new UnsafeSettleWiringError(
@@ -107,8 +123,35 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	}
 }
 
+/**
+ * Settle beside a step that waits must run after the wait, so that it runs in the resumed run and
+ * settles the key there. Among the nodes on one parent's outputs n8n's v1 order runs the one
+ * highest on the canvas first (smallest y, then smallest x), each with its whole branch; at the
+ * same position the order depends on the connections, which the canvas does not show.
+ */
+function assertSettleRunsAfterStep(record: ExecutionRecord, self: string, output: number, wait: INode): void {
+	const siblings = targets(record, self, output);
+	const settle = siblings.find(isSettleNode);
+	if (!settle) return;
+	const [settleX, settleY] = settle.position;
+	for (const head of siblings) {
+		if (head.name === settle.name) continue;
+		const [headX, headY] = head.position;
+		if (settleY < headY || (settleY === headY && settleX <= headX)) {
+			throw new UnsafeSettleWiringError(
+				`"${settle.name}" sits above "${head.name}" on the canvas (or level with it and not to its right), so n8n runs it before the business step, and "${wait.name}" makes the execution wait: nothing would settle the key after the wait. Move "${settle.name}" below the business step's first nodes.`,
+			);
+		}
+	}
+}
+
 function targets(record: ExecutionRecord, name: string, output: number): INode[] {
 	return (record.connectionsBySourceNode[name]?.main?.[output] ?? []).map((connection) => record.node(connection.node)).filter((node): node is INode => node !== undefined);
+}
+
+/** The nodes on every main output of `name`. */
+function allTargets(record: ExecutionRecord, name: string): INode[] {
+	return (record.connectionsBySourceNode[name]?.main ?? []).flatMap((outputs) => outputs ?? []).map((connection) => record.node(connection.node)).filter((node): node is INode => node !== undefined);
 }
 
 function enabledTargets(record: ExecutionRecord, name: string, output: number): INode[] {

@@ -253,7 +253,7 @@ async function resume(data: IWorkflowBase, waiting: Delivery): Promise<Delivery>
 	return { executionId: waiting.executionId, run, answer: webhookAnswer(waiting.executionId, run) };
 }
 
-/** Resumes until the execution no longer waits; the delivery's answer is the first one sent. */
+/** Resumes while the execution waits; the delivery's answer is the first one sent. */
 async function runToEnd(data: IWorkflowBase, delivery: Delivery): Promise<Delivery> {
 	let current = delivery;
 	for (let i = 0; i < 5 && current.run.status === 'waiting'; i++) current = await resume(data, current);
@@ -266,6 +266,12 @@ async function keyState(id: string): Promise<{ status: string; last_error: strin
 
 async function statuses(ids: string[]): Promise<Array<string | undefined>> {
 	return await Promise.all(ids.map(async (id) => (await keyState(id))?.status));
+}
+
+/** Why Reserve refused the delivery: the error on its first Not Reserved item (its last output). */
+function refusal(delivery: Delivery): string | undefined {
+	const outputs = delivery.run.data.resultData.runData.Reserve?.[0]?.data?.main ?? [];
+	return (outputs[outputs.length - 1]?.[0]?.json as { error?: string } | undefined)?.error;
 }
 
 const is2xx = (answer: number | undefined) => answer !== undefined && answer >= 200 && answer < 300;
@@ -523,41 +529,45 @@ describeWithN8n('change 2: a Wait in queue mode', () => {
 		});
 	});
 
-	// BREAKS (double effect). A resumed run that waits again: the hold is taken by the end handler of the run that
-	// started waiting, and a resumed run registers an end handler only when a node of the package runs in it
-	// (Settle, beside the step, is still behind the second Wait on n8n's stack). The run resumed from Wait 1 starts
-	// Wait 2 with no handler: the key stays held only until Wait 1's end + lease. A copy (or the provider's retry
-	// of the 409) after that reserves the key anew and charges; the first execution charges too when it resumes.
-	breaks('BREAKS: a resumed run that waits again (Wait 1h, then Wait 3h): the hold is not extended, the retry after it charges twice', async () => {
+	// A resumed run that waits again would have no node of the package in it (Settle, beside the step, is still behind
+	// the second Wait on n8n's stack): the key would be held only through the first wait, and a retry after it would
+	// charge a second time. Reserve refuses such a step before it reserves anything.
+	it('two Waits in a row (Wait 1h, then Wait 3h): refused before anything is reserved; no effect, no key', async () => {
 		await withQueueMode(async () => {
 			const data = workflow('wf-q3', {
 				nodes: [wait('Wait 1', 0, 1), wait('Wait 2', 0, 3), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
 				connections: { 'Wait 1': { main: [link('Wait 2')] }, 'Wait 2': { main: [link('Charge')] } },
 				heads: ['Wait 1'],
 			});
-			const waiting = await deliver(data, [{ id: 'q3' }]);
-			expect(waiting.answer).toBe(409);
-			const waitingAgain = await resume(data, waiting);
-			expect(waitingAgain.run.status).toBe('waiting');
-			const secondWaitEnds = waitingAgain.run.waitTill as Date;
-			const held = await lockedUntil('q3');
-			// What must hold: the key is held until the (second) wait ends and a lease more.
-			const heldLongEnough = held.getTime() >= secondWaitEnds.getTime();
-			// What happens once the first hold is over, before Wait 2 ends: the provider's retry.
-			await holdEnds('q3');
-			const retry = await deliver(data, [{ id: 'q3' }]);
-			await runToEnd(data, waitingAgain);
-			await runToEnd(data, retry);
-			expect({ heldLongEnough, effects: effectsFor('q3') }).toEqual({ heldLongEnough: true, effects: 1 });
+			const refused = await deliver(data, [{ id: 'q3' }]);
+			expect({ answer: refused.answer, status: refused.run.status, reason: refusal(refused) }).toEqual({
+				answer: 503,
+				status: 'success',
+				reason: expect.stringMatching(/"Wait 1" and "Wait 2" both make the execution wait/),
+			});
+			expect(effects).toEqual([]);
+			expect(await keyState('q3')).toBeUndefined();
 		});
 	});
 
-	// BREAKS (double effect / never settled). Settle placed above the step on the canvas (n8n's v1 order runs the
-	// lowest node first): it runs before the Wait, finds the key pending and defers it to the end handler (it outputs
-	// nothing, so the key is not "settled by a node"). The Wait's end handler holds it and answers 409. The resumed
-	// run has no node of the package in it, so no end handler: the charge runs and the key stays 'processing' until
-	// the hold ends; the provider's retry (it was told 409) then reserves and charges again.
-	breaks('BREAKS: Settle placed above the step runs before the Wait: the resumed run never settles the key; the retry after the hold charges twice', async () => {
+	it('a Wait inside Loop Over Items: refused before anything is reserved; no effect, no key', async () => {
+		await withQueueMode(async () => {
+			const data = workflow('wf-q3-loop', {
+				nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
+				connections: { Loop: { main: [[], link('Wait')] }, Wait: { main: [link('Charge')] }, Charge: { main: [link('Loop'), link('Loop')] } },
+				heads: ['Loop'],
+			});
+			const refused = await deliver(data, [{ id: 'q3_loop_a' }, { id: 'q3_loop_b' }]);
+			expect({ answer: refused.answer, reason: refusal(refused) }).toEqual({ answer: 503, reason: expect.stringMatching(/"Wait" is inside a loop/) });
+			expect(effects).toEqual([]);
+			expect(await statuses(['q3_loop_a', 'q3_loop_b'])).toEqual([undefined, undefined]);
+		});
+	});
+
+	// Settle placed above the step on the canvas: n8n's v1 order runs the highest node first, so Settle would run before
+	// the Wait, leave the key to the end and be gone from the resumed run, which then has no node of the package in it:
+	// nothing would settle the key after the charge. Reserve refuses it before it reserves anything.
+	it('Settle placed above a step that waits: refused before anything is reserved; no effect, no key', async () => {
 		await withQueueMode(async () => {
 			const data = workflow('wf-q4', {
 				nodes: [wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
@@ -565,30 +575,31 @@ describeWithN8n('change 2: a Wait in queue mode', () => {
 				heads: ['Wait'],
 				settleY: -300,
 			});
-			const waiting = await deliver(data, [{ id: 'q4' }]);
-			expect(waiting.answer).toBe(409);
-			expect(waiting.run.data.resultData.runData.Settle).toBeDefined();
-			const resumed = await resume(data, waiting);
-			expect(resumed.run.status).toBe('success');
-			const afterResume = (await keyState('q4'))?.status;
-			await holdEnds('q4');
-			await runToEnd(data, await deliver(data, [{ id: 'q4' }]));
-			expect({ afterResume, effects: effectsFor('q4') }).toEqual({ afterResume: 'completed', effects: 1 });
+			const refused = await deliver(data, [{ id: 'q4' }]);
+			expect({ answer: refused.answer, status: refused.run.status, reason: refusal(refused) }).toEqual({
+				answer: 503,
+				status: 'success',
+				reason: expect.stringMatching(/"Settle" sits above "Wait" on the canvas/),
+			});
+			expect(refused.run.data.resultData.runData.Settle).toBeUndefined();
+			expect(effects).toEqual([]);
+			expect(await keyState('q4')).toBeUndefined();
 		});
 	});
 
-	// Same shape outside queue mode (regular mode keeps the delivery open): the resumed run answers n8n's default 200
-	// while the key stays 'processing'; if the charge had failed it would be 200 too (lost), and a copy after the hold
-	// charges again.
-	breaks('BREAKS (regular mode too): Settle above the step, Wait, the charge fails after the resume: 200 answered, key never failed', async () => {
+	// Same shape outside queue mode (regular mode keeps the delivery open): refused too, so a charge failing after the
+	// resume can never be answered 200 with the key left reserved.
+	it('(regular mode) Settle above a step that waits and whose charge would fail: refused before anything is reserved; no effect, no key', async () => {
 		const data = workflow('wf-q5', {
 			nodes: [wait('Wait', 0), effect('Charge', { failTimes: 1 }, 100, { onError: 'continueErrorOutput' })],
 			connections: { Wait: { main: [link('Charge')] } },
 			heads: ['Wait'],
 			settleY: -300,
 		});
-		const ended = await runToEnd(data, await deliver(data, [{ id: 'q5' }]));
-		expect({ answer: ended.answer, state: (await keyState('q5'))?.status }).toEqual({ answer: 500, state: 'failed' });
+		const refused = await runToEnd(data, await deliver(data, [{ id: 'q5' }]));
+		expect({ answer: refused.answer, status: refused.run.status, reason: refusal(refused) }).toEqual({ answer: 503, status: 'success', reason: expect.stringMatching(/sits above "Wait"/) });
+		expect(effects).toEqual([]);
+		expect(await keyState('q5')).toBeUndefined();
 	});
 });
 

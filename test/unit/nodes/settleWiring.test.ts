@@ -1,7 +1,7 @@
 import type { IConnections, IExecuteFunctions, INode } from 'n8n-workflow';
 
 import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
-import { assertSafeSettleWiring, checkSettleWiring, unsettleableAfterTrigger } from '../../../nodes/shared/settleWiring';
+import { assertSafeSettleWiring, checkOutcomeVisible, checkSettleWiring, unsettleableAfterTrigger } from '../../../nodes/shared/settleWiring';
 
 // The wiring rules Reserve, Order Guard and Claim for Replay check before they reserve or claim
 // anything, for the cases the in-process engine cannot run (n8n-nodes-base's nodes are not here).
@@ -58,6 +58,58 @@ describe('checkSettleWiring', () => {
 		const disabled = node('Off', 'n8n-nodes-base.noOp', 0, { disabled: true, onError: undefined });
 		const wiring = record([reserve, settle, step, disabled], { Reserve: { main: [link('Step', 'Settle')] }, Step: { main: [link('Off', 'Reserve')] } });
 		expect(() => checkSettleWiring(wiring, 'Reserve', 0)).not.toThrow();
+	});
+});
+
+describe('checkOutcomeVisible: a step that waits', () => {
+	const wait = (name: string, extra: Partial<INode> = {}) => node(name, 'n8n-nodes-base.wait', 0, { onError: 'continueRegularOutput', ...extra });
+	const loop = node('Loop', 'n8n-nodes-base.splitInBatches', 0);
+
+	it('accepts one Wait with Settle below the step', () => {
+		const wiring = record([reserve, settle, wait('Wait'), step], { Reserve: { main: [link('Wait', 'Settle')] }, Wait: { main: [link('Step')] } });
+		expect(() => checkOutcomeVisible(wiring, 'Reserve', 0)).not.toThrow();
+	});
+
+	it('refuses two Waits, one after the other or side by side: only the first wait holds the key', () => {
+		const serial = record([reserve, settle, wait('Wait 1'), wait('Wait 2'), step], {
+			Reserve: { main: [link('Wait 1', 'Settle')] },
+			'Wait 1': { main: [link('Wait 2')] },
+			'Wait 2': { main: [link('Step')] },
+		});
+		expect(() => checkOutcomeVisible(serial, 'Reserve', 0)).toThrow(/both make the execution wait.*Keep one Wait/);
+		const sideBySide = record([reserve, settle, wait('Wait 1'), wait('Wait 2', { position: [0, 100] })], { Reserve: { main: [link('Wait 1', 'Wait 2', 'Settle')] } });
+		expect(() => checkOutcomeVisible(sideBySide, 'Reserve', 0)).toThrow(/both make the execution wait/);
+	});
+
+	it('refuses a Wait inside a loop (Loop Over Items), accepts one after the loop is done', () => {
+		const inside = record([reserve, settle, loop, wait('Wait'), step], {
+			Reserve: { main: [link('Loop', 'Settle')] },
+			Loop: { main: [[], link('Wait')] },
+			Wait: { main: [link('Step')] },
+			Step: { main: [link('Loop')] },
+		});
+		expect(() => checkOutcomeVisible(inside, 'Reserve', 0)).toThrow(/"Wait" is inside a loop.*Move the Wait out of the loop/);
+		const after = record([reserve, settle, loop, wait('Wait'), step], {
+			Reserve: { main: [link('Loop', 'Settle')] },
+			Loop: { main: [link('Wait'), link('Step')] },
+			Step: { main: [link('Loop')] },
+		});
+		expect(() => checkOutcomeVisible(after, 'Reserve', 0)).not.toThrow();
+	});
+
+	it('refuses Settle that n8n would run before the step (above it, or level with it and not to its right)', () => {
+		const connections = { Reserve: { main: [link('Wait', 'Settle')] }, Wait: { main: [link('Step')] } };
+		const above = { ...settle, position: [0, -100] as [number, number] };
+		expect(() => checkOutcomeVisible(record([reserve, above, wait('Wait'), step], connections), 'Reserve', 0)).toThrow(/"Settle" sits above "Wait".*Move "Settle" below/);
+		const level = { ...settle, position: [0, 0] as [number, number] };
+		expect(() => checkOutcomeVisible(record([reserve, level, wait('Wait'), step], connections), 'Reserve', 0)).toThrow(/sits above "Wait"/);
+		const levelRight = { ...settle, position: [200, 0] as [number, number] };
+		expect(() => checkOutcomeVisible(record([reserve, levelRight, wait('Wait'), step], connections), 'Reserve', 0)).not.toThrow();
+	});
+
+	it('accepts Settle above the step when nothing in it waits', () => {
+		const above = { ...settle, position: [0, -100] as [number, number] };
+		expect(() => checkOutcomeVisible(record([reserve, above, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
 	});
 });
 
