@@ -92,6 +92,20 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 				`"${node.name}" is inside a loop, so it can make the execution wait more than once: the key is held only through the first wait, so a retry during the next one would run the step again. Move the Wait out of the loop, before or after it.`,
 			);
 		}
+		const feeds = incomingConnections(record, node.name);
+		if (feeds.length > 1) {
+			throw new UnsafeSettleWiringError(
+				`"${node.name}" is fed by ${feeds.length} connections, so it can make the execution wait more than once: the key is held only through the first wait, so a retry during the next one would run the step again. Give it one incoming connection (a Merge before it).`,
+			);
+		}
+		// n8n runs a node with several inputs (a Merge) once nothing else is left when one input has no data:
+		// after Settle, so the Wait behind it would start with Settle already passed, and nothing would settle after it.
+		const joining = step.find((candidate) => inputIndexes(record, candidate.name).size > 1 && downstreamOf(record, allTargets(record, candidate.name), new Set([self]), stopAt).some((after) => after.name === node.name));
+		if (joining) {
+			throw new UnsafeSettleWiringError(
+				`"${node.name}" comes after "${joining.name}", which has several inputs: n8n may run "${joining.name}" after Settle, and then nothing would settle the key once the wait ends. Put the Wait before "${joining.name}", or at the start of the business step.`,
+			);
+		}
 		if (settleBeside) assertSettleRunsAfterStep(record, self, output, node);
 	}
 	for (const node of step) {
@@ -152,6 +166,20 @@ function targets(record: ExecutionRecord, name: string, output: number): INode[]
 /** The nodes on every main output of `name`. */
 function allTargets(record: ExecutionRecord, name: string): INode[] {
 	return (record.connectionsBySourceNode[name]?.main ?? []).flatMap((outputs) => outputs ?? []).map((connection) => record.node(connection.node)).filter((node): node is INode => node !== undefined);
+}
+
+/** The main connections that end at `name`, from any node. */
+function incomingConnections(record: ExecutionRecord, name: string): Array<{ from: string; index: number }> {
+	const found: Array<{ from: string; index: number }> = [];
+	for (const [from, byType] of Object.entries(record.connectionsBySourceNode)) {
+		for (const outputs of byType.main ?? []) for (const connection of outputs ?? []) if (connection.node === name) found.push({ from, index: connection.index });
+	}
+	return found;
+}
+
+/** The inputs of `name` that have a connection (a Merge with both wired: 0 and 1). */
+function inputIndexes(record: ExecutionRecord, name: string): Set<number> {
+	return new Set(incomingConnections(record, name).map((connection) => connection.index));
 }
 
 function enabledTargets(record: ExecutionRecord, name: string, output: number): INode[] {

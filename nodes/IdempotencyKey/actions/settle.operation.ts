@@ -48,7 +48,7 @@ export const description: INodeProperties[] = [
 	},
 	{
 		displayName:
-			'Refused by Idempotency Reserve before anything is reserved, because the outcome could not be learned: an Execute Workflow node with "Wait For Sub-Workflow Completion" off; a Wait node set to "Continue (using error output)"; a Wait with this node chained after the step instead of beside it; a node after a Wait that stops the workflow on error; more than one Wait in the step, or a Wait inside a loop (the key is held through the first wait only); a Wait in the step with this node placed above the first nodes of the step (n8n would run it before the Wait: place it below them). A Wait holds the key for as long as it waits; in queue mode the delivery is then answered 409 (retry later), and the retries are In Progress until the resumed run ends.',
+			'Refused by Idempotency Reserve before anything is reserved, because the outcome could not be learned: an Execute Workflow node with "Wait For Sub-Workflow Completion" off; a Wait node set to "Continue (using error output)"; a Wait with this node chained after the step instead of beside it; a node after a Wait that stops the workflow on error; more than one Wait in the step, a Wait inside a loop or fed by several connections (the key is held through the first wait only); a Wait after a Merge (n8n may run the Merge after this node); a Wait in the step with this node placed above the first nodes of the step (n8n would run it before the Wait: place it below them). A Wait holds the key for as long as it waits; in queue mode the delivery is then answered 409 (retry later), and the retries are In Progress until the resumed run ends.',
 		name: 'settleRefusedNotice',
 		type: 'notice',
 		displayOptions: { show: { operation: ['settle'] } },

@@ -107,6 +107,36 @@ describe('checkOutcomeVisible: a step that waits', () => {
 		expect(() => checkOutcomeVisible(record([reserve, levelRight, wait('Wait'), step], connections), 'Reserve', 0)).not.toThrow();
 	});
 
+	it('refuses a Wait fed by two connections (it would wait once per connection)', () => {
+		const route = node('Route', 'n8n-nodes-base.if', 0);
+		const twice = record([reserve, settle, route, wait('Wait'), step], {
+			Reserve: { main: [link('Route', 'Settle')] },
+			Route: { main: [link('Wait'), link('Wait')] },
+			Wait: { main: [link('Step')] },
+		});
+		expect(() => checkOutcomeVisible(twice, 'Reserve', 0)).toThrow(/"Wait" is fed by 2 connections/);
+	});
+
+	it('refuses a Wait after a Merge (n8n may run the Merge after Settle), accepts one before it', () => {
+		const route = node('Route', 'n8n-nodes-base.if', 0);
+		const merge = node('Merge', 'n8n-nodes-base.merge', 0);
+		const toMerge = (index: number) => [{ node: 'Merge', type: 'main' as const, index }];
+		const after = record([reserve, settle, route, merge, wait('Wait'), step], {
+			Reserve: { main: [link('Route', 'Settle')] },
+			Route: { main: [toMerge(0), toMerge(1)] },
+			Merge: { main: [link('Wait')] },
+			Wait: { main: [link('Step')] },
+		});
+		expect(() => checkOutcomeVisible(after, 'Reserve', 0)).toThrow(/"Wait" comes after "Merge", which has several inputs/);
+		const before = record([reserve, settle, wait('Wait'), route, merge, step], {
+			Reserve: { main: [link('Wait', 'Settle')] },
+			Wait: { main: [link('Route')] },
+			Route: { main: [toMerge(0), toMerge(1)] },
+			Merge: { main: [link('Step')] },
+		});
+		expect(() => checkOutcomeVisible(before, 'Reserve', 0)).not.toThrow();
+	});
+
 	it('accepts Settle above the step when nothing in it waits', () => {
 		const above = { ...settle, position: [0, -100] as [number, number] };
 		expect(() => checkOutcomeVisible(record([reserve, above, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
