@@ -270,7 +270,7 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 			expect(waiting.answer).toBe(409);
 			expect((await keyState('wait_queue'))?.status).toBe('processing');
 			expect((await deliver(data, [{ id: 'wait_queue' }])).answer).toBe(409);
-			// The resumed run has no delivery to answer any more: its failure shows in the key, and the retry.
+			// The resumed run has no delivery left to answer: its failure shows in the key, and the retry.
 			await resume(data, waiting);
 			expect((await keyState('wait_queue'))?.status).toBe('failed');
 			const retried = await deliver(data, [{ id: 'wait_queue' }]);

@@ -253,7 +253,7 @@ async function resume(data: IWorkflowBase, waiting: Delivery): Promise<Delivery>
 	return { executionId: waiting.executionId, run, answer: webhookAnswer(waiting.executionId, run) };
 }
 
-/** Resumes until the execution no longer waits; the delivery's answer is the first one sent. */
+/** Resumes until the execution stops waiting; the delivery's answer is the first one sent. */
 async function runToEnd(data: IWorkflowBase, delivery: Delivery): Promise<Delivery> {
 	let current = delivery;
 	for (let i = 0; i < 5 && current.run.status === 'waiting'; i++) current = await resume(data, current);
@@ -602,11 +602,10 @@ describeWithN8n('change 2: a Wait in queue mode', () => {
 /* Pairing lost (a Code node that does not return pairedItem) ----------------------------------- */
 
 describeWithN8n('items whose pairing is lost', () => {
-	// BREAKS (lost events). A Code node ("Run Once for All Items") aggregating the events into one item without
-	// pairedItem: n8n-core's assignPairedItems (isSingleOutput) pairs that item to input item 0 only. The batch
-	// write fails; its error item traces to the first key only. The other keys' items ended at the Code node, so
-	// judgeExecution sees them neither failed nor pending: Settle completes them with no effect done.
-	breaks('BREAKS: Code aggregates three events (no pairedItem), the batch write fails once: the 2nd and 3rd keys are completed without their write', async () => {
+	// A Code node ("Run Once for All Items") aggregating the events into one item without pairedItem: n8n-core's
+	// assignPairedItems pairs that item to input item 0 only. The trace reads it as coming from every input item,
+	// so the batch write's failure fails every key, not the first alone (the others would be completed unwritten).
+	it('HOLDS: Code aggregates three events (no pairedItem), the batch write fails once: every key fails, the retry writes each once', async () => {
 		const ids = ['p1_a', 'p1_b', 'p1_c'];
 		const data = workflow('wf-p1', {
 			nodes: [packageNode('Aggregate', 'testCodeNoPairing', { mode: 'aggregate' }, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
@@ -617,11 +616,10 @@ describeWithN8n('items whose pairing is lost', () => {
 		expect({ lost, effects: ids.map(effectsFor) }).toEqual({ lost: [], effects: [1, 1, 1] });
 	});
 
-	// BREAKS (double effect). n8n-core cannot pair a filtered list (assignPairedItems gives up), so the Check's error
-	// item for p2_b traces to null: judgeExecution sets `untracedFailure` and every key fails, p2_a too though its
-	// write happened; the retry writes p2_a again. The Code output item still carries json.idempotency (key, owner
-	// token): originsOfItem could fall back on it where the pairing stops.
-	breaks('BREAKS: Code filters out skip events (no pairedItem), the write fails for one key: the other key\'s effect runs twice after the retry', async () => {
+	// n8n-core cannot pair a filtered list (assignPairedItems gives up), so the Check's error item for p2_b has no
+	// link past the Code node. The Code output item still carries json.idempotency (key, owner token): the trace
+	// falls back on it, so only p2_b fails; failing every key would make the retry write p2_a again.
+	it('HOLDS: Code filters out skip events (no pairedItem), the write fails for one key: only that key fails, one effect each', async () => {
 		const ids = ['p2_a', 'p2_skip', 'p2_b'];
 		const data = workflow('wf-p2', {
 			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), packageNode('Check', 'testGate', { failOnce: 'p2_b' }, { position: [400, 0], onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
