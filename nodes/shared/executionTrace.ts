@@ -140,18 +140,29 @@ class Tracer {
 		}
 		const task = this.view.runData[node]?.[run];
 		if (task && isStart(task)) return [];
-		const paired = pairingOf(this.view, task, item);
-		if (paired.length === 0) return this.ofHeldKey(item);
+		const links = this.upstreamOf(task, item);
+		if (links === null) return this.ofHeldKey(item);
 		const origins: string[] = [];
-		for (const pair of paired) {
-			const source = (pair as IPairedItemData & { sourceOverwrite?: ISourceData }).sourceOverwrite ?? task?.source?.[pair.input ?? 0];
-			const upstream = source ? outputItem(this.view, source, pair.item) : undefined;
-			if (!source || !upstream) return this.ofHeldKey(item);
-			const traced = this.ofItem(source.previousNode, source.previousNodeRun ?? 0, upstream, depth + 1);
+		for (const link of links) {
+			const traced = this.ofItem(link.source.previousNode, link.source.previousNodeRun ?? 0, link.item, depth + 1);
 			if (traced === null) return null;
 			origins.push(...traced);
 		}
 		return origins;
+	}
+
+	/** The input items (as their source node output them) an output item of a node run comes from; null where n8n's pairing is lost. */
+	upstreamOf(task: ITaskData | undefined, item: INodeExecutionData): Array<{ source: ISourceData; item: INodeExecutionData }> | null {
+		const paired = pairingOf(this.view, task, item);
+		if (paired.length === 0) return null;
+		const links: Array<{ source: ISourceData; item: INodeExecutionData }> = [];
+		for (const pair of paired) {
+			const source = (pair as IPairedItemData & { sourceOverwrite?: ISourceData }).sourceOverwrite ?? task?.source?.[pair.input ?? 0];
+			const upstream = source ? outputItem(this.view, source, pair.item) : undefined;
+			if (!source || !upstream) return null;
+			links.push({ source, item: upstream });
+		}
+		return links;
 	}
 
 	/** The reservations the item at `index` of one node output descends from. */
@@ -179,7 +190,8 @@ class Tracer {
 	/**
 	 * Where n8n's pairing stops (a Code node that returns fewer items than it was given, without
 	 * pairedItem), the key the item still carries names its reservation, when it names exactly one of
-	 * this execution: failing every key instead would repeat the effects already done.
+	 * this execution: failing every key instead would repeat the effects already done. The keys that
+	 * went into that node run and came out under no item are judged by `judgeUnpaired`.
 	 */
 	private ofHeldKey(item: INodeExecutionData): Origins {
 		const held = reservedBy(item);
@@ -271,14 +283,18 @@ function isStart(task: ITaskData): boolean {
 export function judgeExecution(view: ExecutionView, failedNode?: { name: string; message: string }): Judgement {
 	const judgement: Judgement = { reservations: reservationsOf(view), failed: new Map(), pending: new Set(), untracedPending: false };
 	const tracer = new Tracer(view, judgement.reservations);
-	const fail = (origins: Origins, message: string): void => {
+	const failures: Failure[] = [];
+	const waitingAt = new Set<string>();
+	const fail = (origins: Origins, message: string, node: string, task?: ITaskData): void => {
+		failures.push({ node, task, message });
 		if (origins === null) {
 			judgement.untracedFailure ??= message;
 			return;
 		}
 		for (const origin of withEnclosing(tracer, origins)) if (!judgement.failed.has(origin)) judgement.failed.set(origin, message);
 	};
-	const wait = (origins: Origins): void => {
+	const wait = (origins: Origins, node: string): void => {
+		waitingAt.add(node);
 		if (origins === null) judgement.untracedPending = true;
 		else for (const origin of withEnclosing(tracer, origins)) judgement.pending.add(origin);
 	};
@@ -293,9 +309,9 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 				const message = `${name}: ${task.error.message}`;
 				for (const source of task.source ?? []) {
 					if (!source) continue;
-					for (const item of outputItems(view, source)) fail(tracer.ofInput(source, item), message);
+					for (const item of outputItems(view, source)) fail(tracer.ofInput(source, item), message, name, task);
 				}
-				if (isStart(task)) judgement.untracedFailure ??= message;
+				if (isStart(task)) fail(null, message, name, task);
 				return;
 			}
 			const outputs = task.data?.main ?? [];
@@ -304,7 +320,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
 					if (!(outputIndex === errorOutput || (regularErrors && isErrorItem(item)))) continue;
-					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`);
+					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
 				}
 			}
 		});
@@ -317,8 +333,8 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		for (const [input, items] of (entry.data.main ?? []).entries()) {
 			for (const [index, item] of (items ?? []).entries()) {
 				const origins = entry.source === null ? [] : tracer.ofWaitingItem(entry.source.main?.[input], index, item);
-				if (atFailure) fail(origins, `${failedNode.name}: ${failedNode.message}`);
-				wait(origins);
+				if (atFailure) fail(origins, `${failedNode.name}: ${failedNode.message}`, failedNode.name);
+				wait(origins, entry.node.name);
 			}
 		}
 	}
@@ -326,7 +342,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (isKeyType(view.node(name)?.type)) continue;
 		for (const [run, data] of Object.entries(runs)) {
 			for (const [input, items] of (data?.main ?? []).entries()) {
-				for (const [index, item] of (items ?? []).entries()) wait(tracer.ofWaitingItem(waitingExecutionSource[name]?.[run]?.main?.[input], index, item));
+				for (const [index, item] of (items ?? []).entries()) wait(tracer.ofWaitingItem(waitingExecutionSource[name]?.[run]?.main?.[input], index, item), name);
 			}
 		}
 	}
@@ -338,9 +354,84 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (!Array.isArray(items) || items.length === 0) continue;
 		const name = scope.slice('node:'.length);
 		const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
-		for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item));
+		for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item), name);
 	}
+	judgeUnpaired(tracer, judgement, failures, waitingAt);
 	return judgement;
+}
+
+/** A failure the judgement found: where (the node run, none for the node the execution stopped at) and why. */
+interface Failure {
+	node: string;
+	task?: ITaskData;
+	message: string;
+}
+
+/**
+ * A node run that returned items without pairing (a Code node filtering or grouping them) is traced
+ * past by the key each item carries, but a key whose items went into it and came out under no item
+ * (dropped, or merged into an item that carries another key) cannot be followed: its effect may ride
+ * on another key's item. Such a key is failed when a failure follows that node run downstream (its
+ * effect may be the one that failed: completing it could lose the event) and waits while work
+ * downstream waits; otherwise it finished with the rest and is completed.
+ */
+function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[], waitingAt: Set<string>): void {
+	const { view } = tracer;
+	for (const [name, tasks] of Object.entries(view.runData)) {
+		const node = view.node(name);
+		if (isReserveType(node?.type) || isKeyType(node?.type) || isTriggerType(node?.type)) continue;
+		tasks.forEach((task, run) => {
+			if (task.error || isStart(task)) return;
+			const outputs = (task.data?.main ?? []).flatMap((items) => items ?? []);
+			if (!outputs.some((item) => tracer.upstreamOf(task, item) === null)) return;
+			const cameOut = new Set(outputs.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
+			const wentIn = new Set<string>();
+			for (const source of task.source ?? []) {
+				if (!source) continue;
+				for (const item of outputItems(view, source)) {
+					const origins = tracer.ofInput(source, item);
+					// An input that cannot be traced may be any key: every key is in doubt.
+					for (const origin of origins ?? judgement.reservations.keys()) wentIn.add(origin);
+				}
+			}
+			const lost = [...wentIn].filter((origin) => !cameOut.has(origin));
+			if (lost.length === 0) return;
+			const below = downstreamOf(view, name);
+			const failure = failures.find((found) => below.has(found.node) && !(found.task && ranBefore(found.task, task)));
+			for (const origin of withEnclosing(tracer, lost)) {
+				if (failure) {
+					if (!judgement.failed.has(origin)) {
+						judgement.failed.set(origin, `The items of this key were merged or dropped by ${name} without pairing, and a failure followed (${failure.message}).`);
+					}
+				} else if ([...waitingAt].some((waiting) => below.has(waiting))) judgement.pending.add(origin);
+			}
+		});
+	}
+}
+
+/** The nodes one node's outputs lead to, directly or further on (itself too, inside a loop). */
+function downstreamOf(view: ExecutionRecord, name: string): Set<string> {
+	const found = new Set<string>();
+	const pending = [name];
+	while (pending.length > 0) {
+		const current = pending.pop() as string;
+		for (const outputs of Object.values(view.connectionsBySourceNode[current] ?? {})) {
+			for (const connections of outputs ?? []) {
+				for (const connection of connections ?? []) {
+					if (found.has(connection.node)) continue;
+					found.add(connection.node);
+					pending.push(connection.node);
+				}
+			}
+		}
+	}
+	return found;
+}
+
+/** Whether one node run started before another (n8n's execution index where it records one). */
+function ranBefore(task: ITaskData, other: ITaskData): boolean {
+	if (typeof task.executionIndex === 'number' && typeof other.executionIndex === 'number') return task.executionIndex < other.executionIndex;
+	return task.startTime < other.startTime;
 }
 
 /** The keys an Idempotency Key node already settled (or tried to) in this execution. */
