@@ -115,55 +115,140 @@ function reservedBy(item: INodeExecutionData): IDataObject | undefined {
 	return idempotency;
 }
 
+/** Reservation ids by key and owner token: read where an item's pairing is lost. */
+type HeldKeys = Map<string, string[]>;
+
+/** Finds where the items of one execution come from; what it reads once is kept for the whole judgement. */
+class Tracer {
+	private heldKeys?: HeldKeys;
+
+	constructor(
+		readonly view: ExecutionRecord,
+		private readonly reservations?: Map<string, Reservation>,
+	) {}
+
+	/**
+	 * The reservations an item that one run of `node` output descends from: [] when its chain reaches
+	 * the execution's start (or a Reserve output other than New) without a reservation, null when a
+	 * link is missing and the item holds no key of this execution either.
+	 */
+	ofItem(node: string, run: number, item: INodeExecutionData, depth = 0): Origins {
+		if (depth > MAX_TRACE_DEPTH) return null;
+		if (isReservingNode(this.view.node(node))) {
+			if (!reservedBy(item)) return [];
+			return pairedItemsOf(item).map((pair) => reservationId(node, run, pair.item));
+		}
+		const task = this.view.runData[node]?.[run];
+		if (task && isStart(task)) return [];
+		const links = this.upstreamOf(task, item);
+		if (links === null) return this.ofHeldKey(item);
+		const origins: string[] = [];
+		for (const link of links) {
+			const traced = this.ofItem(link.source.previousNode, link.source.previousNodeRun ?? 0, link.item, depth + 1);
+			if (traced === null) return null;
+			origins.push(...traced);
+		}
+		return origins;
+	}
+
+	/** The input items (as their source node output them) an output item of a node run comes from; null where n8n's pairing is lost. */
+	upstreamOf(task: ITaskData | undefined, item: INodeExecutionData): Array<{ source: ISourceData; item: INodeExecutionData }> | null {
+		const paired = pairingOf(this.view, task, item);
+		if (paired.length === 0) return null;
+		const links: Array<{ source: ISourceData; item: INodeExecutionData }> = [];
+		for (const pair of paired) {
+			const source = (pair as IPairedItemData & { sourceOverwrite?: ISourceData }).sourceOverwrite ?? task?.source?.[pair.input ?? 0];
+			const upstream = source ? outputItem(this.view, source, pair.item) : undefined;
+			if (!source || !upstream) return null;
+			links.push({ source, item: upstream });
+		}
+		return links;
+	}
+
+	/** The reservations the item at `index` of one node output descends from. */
+	ofOutput(source: ISourceData, index: number): Origins {
+		const item = outputItem(this.view, source, index);
+		return item ? this.ofItem(source.previousNode, source.previousNodeRun ?? 0, item) : null;
+	}
+
+	/** The reservations an item waiting at a node's input descends from (it is an item its source node output). */
+	ofInput(source: ISourceData | null | undefined, item: INodeExecutionData): Origins {
+		if (!source) return this.ofHeldKey(item);
+		return this.ofItem(source.previousNode, source.previousNodeRun ?? 0, item);
+	}
+
+	/**
+	 * An item waiting at a node's input is the item at the same position of its source node's output:
+	 * traced from that output as n8n recorded it (the waiting copy's own pairing may have been rewritten
+	 * by n8n-core once the node started), else from the copy.
+	 */
+	ofWaitingItem(source: ISourceData | null | undefined, index: number, item: INodeExecutionData): Origins {
+		if (!source) return this.ofHeldKey(item);
+		return this.ofItem(source.previousNode, source.previousNodeRun ?? 0, outputItem(this.view, source, index) ?? item);
+	}
+
+	/**
+	 * Where n8n's pairing stops (a Code node that returns fewer items than it was given, without
+	 * pairedItem), the key the item still carries names its reservation, when it names exactly one of
+	 * this execution: failing every key instead would repeat the effects already done. The keys that
+	 * went into that node run and came out under no item are judged by `judgeUnpaired`.
+	 */
+	private ofHeldKey(item: INodeExecutionData): Origins {
+		const held = reservedBy(item);
+		if (!held) return null;
+		const ids = this.heldKeysOf().get(heldKeyId(held.key as string, held.ownerToken as string)) ?? [];
+		return ids.length === 1 ? ids : null;
+	}
+
+	private heldKeysOf(): HeldKeys {
+		if (this.heldKeys) return this.heldKeys;
+		const heldKeys: HeldKeys = new Map();
+		for (const reservation of (this.reservations ?? reservationsOf(this.view)).values()) {
+			const id = heldKeyId(reservation.key, reservation.ownerToken);
+			heldKeys.set(id, [...(heldKeys.get(id) ?? []), reservation.id]);
+		}
+		return (this.heldKeys = heldKeys);
+	}
+}
+
+function heldKeyId(key: string, ownerToken: string): string {
+	return JSON.stringify([key, ownerToken]);
+}
+
 /**
  * The reservations an item that one run of `node` output descends from: [] when its chain reaches
- * the execution's start (or a Reserve output other than New) without a reservation, null when a
- * link is missing.
+ * the execution's start (or a Reserve output other than New) without a reservation, null when it
+ * cannot be traced. `reservations`: the execution's, when the caller has them already.
  */
-export function originsOfItem(view: ExecutionRecord, node: string, run: number, item: INodeExecutionData, depth = 0): Origins {
-	if (depth > MAX_TRACE_DEPTH) return null;
-	if (isReservingNode(view.node(node))) {
-		if (!reservedBy(item)) return [];
-		return pairedItemsOf(item).map((pair) => reservationId(node, run, pair.item));
-	}
-	const task = view.runData[node]?.[run];
-	if (task && isStart(task)) return [];
-	const paired = pairedItemsOf(item);
-	if (paired.length === 0) return null;
-	const origins: string[] = [];
-	for (const pair of paired) {
-		const source = (pair as IPairedItemData & { sourceOverwrite?: ISourceData }).sourceOverwrite ?? task?.source?.[pair.input ?? 0];
-		if (!source) return null;
-		const upstream = originsOfOutput(view, source, pair.item, depth + 1);
-		if (upstream === null) return null;
-		origins.push(...upstream);
-	}
-	return origins;
+export function originsOfItem(view: ExecutionRecord, node: string, run: number, item: INodeExecutionData, reservations?: Map<string, Reservation>): Origins {
+	return new Tracer(view, reservations).ofItem(node, run, item);
 }
 
-/** The reservations the item at `index` of one node output descends from. */
-function originsOfOutput(view: ExecutionRecord, source: ISourceData, index: number, depth: number): Origins {
-	const run = source.previousNodeRun ?? 0;
-	const item = view.runData[source.previousNode]?.[run]?.data?.main?.[source.previousNodeOutput ?? 0]?.[index];
-	if (!item) return null;
-	return originsOfItem(view, source.previousNode, run, item, depth);
+/** The items one node run output on one output (a node's input, as n8n gave it). */
+function outputItems(view: ExecutionRecord, source: ISourceData): INodeExecutionData[] {
+	return view.runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0] ?? [];
 }
 
-/** The reservations an item waiting at a node's input descends from (it is an item its source node output). */
-function originsOfInput(view: ExecutionRecord, source: ISourceData | null | undefined, item: INodeExecutionData): Origins {
-	if (!source) return null;
-	return originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, item);
+function outputItem(view: ExecutionRecord, source: ISourceData, index: number): INodeExecutionData | undefined {
+	return outputItems(view, source)[index];
 }
 
 /**
- * An item waiting at a node's input is the item at the same position of its source node's output:
- * traced from that output as n8n recorded it (the waiting copy's own pairing may have been rewritten
- * by n8n-core once the node started), else from the copy.
+ * The input items an output item comes from. A node run given several items that outputs one item
+ * without pairedItem (a Code node aggregating them) is paired by n8n-core to input item 0 alone
+ * (assignPairedItems, exactly `{ item: 0 }`); it is read as coming from every input item, so that no
+ * key whose item went into it is called finished while it fails or waits.
  */
-function originsOfWaitingItem(view: ExecutionRecord, source: ISourceData | null | undefined, index: number, item: INodeExecutionData): Origins {
-	if (!source) return null;
-	const recorded = view.runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0]?.[index];
-	return originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, recorded ?? item);
+function pairingOf(view: ExecutionRecord, task: ITaskData | undefined, item: INodeExecutionData): IPairedItemData[] {
+	const paired = pairedItemsOf(item);
+	const raw = item.pairedItem;
+	const assigned = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && raw.item === 0 && Object.keys(raw).length === 1;
+	if (!assigned || !task) return paired;
+	const outputs = task.data?.main ?? [];
+	const source = task.source?.length === 1 ? task.source[0] : null;
+	if (outputs.length !== 1 || outputs[0]?.length !== 1 || !source) return paired;
+	const given = outputItems(view, source).length;
+	return given > 1 ? Array.from({ length: given }, (_, index) => ({ item: index })) : paired;
 }
 
 /**
@@ -171,14 +256,14 @@ function originsOfWaitingItem(view: ExecutionRecord, source: ISourceData | null 
  * delivery the Idempotent Webhook trigger reserved (Split Out → Reserve) fails or waits with it, so
  * the delivery is retried. A link that cannot be traced adds nothing: the nearer key still counts.
  */
-function withEnclosing(view: ExecutionRecord, origins: string[]): string[] {
+function withEnclosing(tracer: Tracer, origins: string[]): string[] {
 	const all = new Set(origins);
 	const pending = [...origins];
 	while (pending.length > 0) {
 		const [node, run, inputIndex] = JSON.parse(pending.pop() as string) as [string, number, number];
-		const source = view.runData[node]?.[run]?.source?.[0];
+		const source = tracer.view.runData[node]?.[run]?.source?.[0];
 		if (!source) continue;
-		for (const enclosing of originsOfOutput(view, source, inputIndex, 0) ?? []) {
+		for (const enclosing of tracer.ofOutput(source, inputIndex) ?? []) {
 			if (all.has(enclosing)) continue;
 			all.add(enclosing);
 			pending.push(enclosing);
@@ -197,16 +282,21 @@ function isStart(task: ITaskData): boolean {
  */
 export function judgeExecution(view: ExecutionView, failedNode?: { name: string; message: string }): Judgement {
 	const judgement: Judgement = { reservations: reservationsOf(view), failed: new Map(), pending: new Set(), untracedPending: false };
-	const fail = (origins: Origins, message: string): void => {
+	const tracer = new Tracer(view, judgement.reservations);
+	const failures: Failure[] = [];
+	const waitingAt = new Set<string>();
+	const fail = (origins: Origins, message: string, node: string, task?: ITaskData): void => {
+		failures.push({ node, task, message });
 		if (origins === null) {
 			judgement.untracedFailure ??= message;
 			return;
 		}
-		for (const origin of withEnclosing(view, origins)) if (!judgement.failed.has(origin)) judgement.failed.set(origin, message);
+		for (const origin of withEnclosing(tracer, origins)) if (!judgement.failed.has(origin)) judgement.failed.set(origin, message);
 	};
-	const wait = (origins: Origins): void => {
+	const wait = (origins: Origins, node: string): void => {
+		waitingAt.add(node);
 		if (origins === null) judgement.untracedPending = true;
-		else for (const origin of withEnclosing(view, origins)) judgement.pending.add(origin);
+		else for (const origin of withEnclosing(tracer, origins)) judgement.pending.add(origin);
 	};
 
 	for (const [name, tasks] of Object.entries(view.runData)) {
@@ -219,10 +309,9 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 				const message = `${name}: ${task.error.message}`;
 				for (const source of task.source ?? []) {
 					if (!source) continue;
-					const items = view.runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0] ?? [];
-					for (const item of items) fail(originsOfInput(view, source, item), message);
+					for (const item of outputItems(view, source)) fail(tracer.ofInput(source, item), message, name, task);
 				}
-				if (isStart(task)) judgement.untracedFailure ??= message;
+				if (isStart(task)) fail(null, message, name, task);
 				return;
 			}
 			const outputs = task.data?.main ?? [];
@@ -231,7 +320,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
 					if (!(outputIndex === errorOutput || (regularErrors && isErrorItem(item)))) continue;
-					fail(originsOfItem(view, name, run, item), `${name}: ${errorMessageOf(item)}`);
+					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
 				}
 			}
 		});
@@ -243,9 +332,9 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (isKeyType(entry.node.type) && !atFailure) continue;
 		for (const [input, items] of (entry.data.main ?? []).entries()) {
 			for (const [index, item] of (items ?? []).entries()) {
-				const origins = entry.source === null ? [] : originsOfWaitingItem(view, entry.source.main?.[input], index, item);
-				if (atFailure) fail(origins, `${failedNode.name}: ${failedNode.message}`);
-				wait(origins);
+				const origins = entry.source === null ? [] : tracer.ofWaitingItem(entry.source.main?.[input], index, item);
+				if (atFailure) fail(origins, `${failedNode.name}: ${failedNode.message}`, failedNode.name);
+				wait(origins, entry.node.name);
 			}
 		}
 	}
@@ -253,7 +342,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (isKeyType(view.node(name)?.type)) continue;
 		for (const [run, data] of Object.entries(runs)) {
 			for (const [input, items] of (data?.main ?? []).entries()) {
-				for (const [index, item] of (items ?? []).entries()) wait(originsOfWaitingItem(view, waitingExecutionSource[name]?.[run]?.main?.[input], index, item));
+				for (const [index, item] of (items ?? []).entries()) wait(tracer.ofWaitingItem(waitingExecutionSource[name]?.[run]?.main?.[input], index, item), name);
 			}
 		}
 	}
@@ -265,9 +354,84 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (!Array.isArray(items) || items.length === 0) continue;
 		const name = scope.slice('node:'.length);
 		const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
-		for (const item of items as INodeExecutionData[]) wait(originsOfInput(view, source, item));
+		for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item), name);
 	}
+	judgeUnpaired(tracer, judgement, failures, waitingAt);
 	return judgement;
+}
+
+/** A failure the judgement found: where (the node run, none for the node the execution stopped at) and why. */
+interface Failure {
+	node: string;
+	task?: ITaskData;
+	message: string;
+}
+
+/**
+ * A node run that returned items without pairing (a Code node filtering or grouping them) is traced
+ * past by the key each item carries, but a key whose items went into it and came out under no item
+ * (dropped, or merged into an item that carries another key) cannot be followed: its effect may ride
+ * on another key's item. Such a key is failed when a failure follows that node run downstream (its
+ * effect may be the one that failed: completing it could lose the event) and waits while work
+ * downstream waits; otherwise it finished with the rest and is completed.
+ */
+function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[], waitingAt: Set<string>): void {
+	const { view } = tracer;
+	for (const [name, tasks] of Object.entries(view.runData)) {
+		const node = view.node(name);
+		if (isReserveType(node?.type) || isKeyType(node?.type) || isTriggerType(node?.type)) continue;
+		tasks.forEach((task, run) => {
+			if (task.error || isStart(task)) return;
+			const outputs = (task.data?.main ?? []).flatMap((items) => items ?? []);
+			if (!outputs.some((item) => tracer.upstreamOf(task, item) === null)) return;
+			const cameOut = new Set(outputs.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
+			const wentIn = new Set<string>();
+			for (const source of task.source ?? []) {
+				if (!source) continue;
+				for (const item of outputItems(view, source)) {
+					const origins = tracer.ofInput(source, item);
+					// An input that cannot be traced may be any key: every key is in doubt.
+					for (const origin of origins ?? judgement.reservations.keys()) wentIn.add(origin);
+				}
+			}
+			const lost = [...wentIn].filter((origin) => !cameOut.has(origin));
+			if (lost.length === 0) return;
+			const below = downstreamOf(view, name);
+			const failure = failures.find((found) => below.has(found.node) && !(found.task && ranBefore(found.task, task)));
+			for (const origin of withEnclosing(tracer, lost)) {
+				if (failure) {
+					if (!judgement.failed.has(origin)) {
+						judgement.failed.set(origin, `The items of this key were merged or dropped by ${name} without pairing, and a failure followed (${failure.message}).`);
+					}
+				} else if ([...waitingAt].some((waiting) => below.has(waiting))) judgement.pending.add(origin);
+			}
+		});
+	}
+}
+
+/** The nodes one node's outputs lead to, directly or further on (itself too, inside a loop). */
+function downstreamOf(view: ExecutionRecord, name: string): Set<string> {
+	const found = new Set<string>();
+	const pending = [name];
+	while (pending.length > 0) {
+		const current = pending.pop() as string;
+		for (const outputs of Object.values(view.connectionsBySourceNode[current] ?? {})) {
+			for (const connections of outputs ?? []) {
+				for (const connection of connections ?? []) {
+					if (found.has(connection.node)) continue;
+					found.add(connection.node);
+					pending.push(connection.node);
+				}
+			}
+		}
+	}
+	return found;
+}
+
+/** Whether one node run started before another (n8n's execution index where it records one). */
+function ranBefore(task: ITaskData, other: ITaskData): boolean {
+	if (typeof task.executionIndex === 'number' && typeof other.executionIndex === 'number') return task.executionIndex < other.executionIndex;
+	return task.startTime < other.startTime;
 }
 
 /** The keys an Idempotency Key node already settled (or tried to) in this execution. */

@@ -148,6 +148,35 @@ class TestCodeNoPairing implements INodeType {
 	}
 }
 
+/**
+ * A Code node that groups the events two by two into one item without pairedItem: the item copies
+ * the first event's json (its key included) and lists the group's ids. Three events give two items,
+ * which n8n-core cannot pair: the second event of a group comes out under the first one's key.
+ */
+class TestGroupNoPairing implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Group Without Pairing',
+		name: 'testGroupNoPairing',
+		group: ['transform'],
+		version: 1,
+		description: 'Code node that groups items two by two and forgets pairedItem',
+		defaults: { name: 'Group' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [],
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const items = this.getInputData();
+		const groups: INodeExecutionData[] = [];
+		for (let index = 0; index < items.length; index += 2) {
+			const group = items.slice(index, index + 2);
+			groups.push({ json: { ...group[0].json, ids: group.map(eventIdOf) } });
+		}
+		return [groups];
+	}
+}
+
 let batchAttempts = 0;
 
 /** A batch write (one INSERT for every event of the aggregated item): fails its first "Fail Times" attempts. */
@@ -326,6 +355,7 @@ beforeAll(() => {
 		[`${PACKAGE}.testGate`]: new TestGate(),
 		[`${PACKAGE}.testCodeNoPairing`]: new TestCodeNoPairing(),
 		[`${PACKAGE}.testBatchEffect`]: new TestBatchEffect(),
+		[`${PACKAGE}.testGroupNoPairing`]: new TestGroupNoPairing(),
 	});
 	base = engineWithUpAndDownCredentials(connectionSettings());
 });
@@ -606,11 +636,10 @@ describeWithN8n('change 2: a Wait in queue mode', () => {
 /* Pairing lost (a Code node that does not return pairedItem) ----------------------------------- */
 
 describeWithN8n('items whose pairing is lost', () => {
-	// BREAKS (lost events). A Code node ("Run Once for All Items") aggregating the events into one item without
-	// pairedItem: n8n-core's assignPairedItems (isSingleOutput) pairs that item to input item 0 only. The batch
-	// write fails; its error item traces to the first key only. The other keys' items ended at the Code node, so
-	// judgeExecution sees them neither failed nor pending: Settle completes them with no effect done.
-	breaks('BREAKS: Code aggregates three events (no pairedItem), the batch write fails once: the 2nd and 3rd keys are completed without their write', async () => {
+	// A Code node ("Run Once for All Items") aggregating the events into one item without pairedItem: n8n-core's
+	// assignPairedItems pairs that item to input item 0 only. The trace reads it as coming from every input item,
+	// so the batch write's failure fails every key, not the first alone (the others would be completed unwritten).
+	it('HOLDS: Code aggregates three events (no pairedItem), the batch write fails once: every key fails, the retry writes each once', async () => {
 		const ids = ['p1_a', 'p1_b', 'p1_c'];
 		const data = workflow('wf-p1', {
 			nodes: [packageNode('Aggregate', 'testCodeNoPairing', { mode: 'aggregate' }, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
@@ -621,19 +650,81 @@ describeWithN8n('items whose pairing is lost', () => {
 		expect({ lost, effects: ids.map(effectsFor) }).toEqual({ lost: [], effects: [1, 1, 1] });
 	});
 
-	// BREAKS (double effect). n8n-core cannot pair a filtered list (assignPairedItems gives up), so the Check's error
-	// item for p2_b traces to null: judgeExecution sets `untracedFailure` and every key fails, p2_a too though its
-	// write happened; the retry writes p2_a again. The Code output item still carries json.idempotency (key, owner
-	// token): originsOfItem could fall back on it where the pairing stops.
-	breaks('BREAKS: Code filters out skip events (no pairedItem), the write fails for one key: the other key\'s effect runs twice after the retry', async () => {
+	// n8n-core cannot pair a filtered list (assignPairedItems gives up), so the Check's error item for p2_b has no
+	// link past the Code node. The Code output item still carries json.idempotency (key, owner token): the trace
+	// falls back on it, so p2_a is completed (failing it would make the retry write p2_a again). The skip event's
+	// item ended at the Code node and a failure followed: it fails too, and its retry is filtered out again.
+	it('HOLDS: Code filters out skip events (no pairedItem), the write fails for one key: the other key is completed, one effect each', async () => {
 		const ids = ['p2_a', 'p2_skip', 'p2_b'];
 		const data = workflow('wf-p2', {
 			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), packageNode('Check', 'testGate', { failOnce: 'p2_b' }, { position: [400, 0], onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
 			connections: { Filter: { main: [link('Check')] }, Check: { main: [link('Write')] } },
 			heads: ['Filter'],
 		});
-		const { lost } = await provider(data, [{ id: 'p2_a' }, { id: 'p2_skip', skip: true }, { id: 'p2_b' }]);
-		expect({ lost, effects: ids.map(effectsFor) }).toEqual({ lost: [], effects: [1, 0, 1] });
+		const bodies = [{ id: 'p2_a' }, { id: 'p2_skip', skip: true }, { id: 'p2_b' }];
+		const first = await runToEnd(data, await deliver(data, bodies));
+		const firstStates = await statuses(ids);
+		const { lost } = await provider(data, bodies);
+		expect({ answer: first.answer, firstStates, lost, effects: ids.map(effectsFor) }).toEqual({
+			answer: 500,
+			firstStates: ['completed', 'failed', 'failed'],
+			lost: [],
+			effects: [1, 0, 1],
+		});
+	});
+
+	it('HOLDS: Code filters out a skip event (no pairedItem) and nothing fails: every key is completed, one effect each', async () => {
+		const ids = ['p3_a', 'p3_skip', 'p3_b'];
+		const data = workflow('wf-p3', {
+			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			connections: { Filter: { main: [link('Write')] } },
+			heads: ['Filter'],
+		});
+		const first = await runToEnd(data, await deliver(data, [{ id: 'p3_a' }, { id: 'p3_skip', skip: true }, { id: 'p3_b' }]));
+		expect({ answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) }).toEqual({
+			answer: 200,
+			states: ['completed', 'completed', 'completed'],
+			effects: [1, 0, 1],
+		});
+	});
+
+	// Three events grouped two by two (no pairedItem): the first group's item carries g1_a's key only, so g1_b's
+	// items end at the Code node. The first group's write fails: g1_b's write failed with it, so g1_b fails too
+	// (completing it would lose the event); the retry writes the group g1_a + g1_b once more.
+	it('HOLDS: Code groups events into one item carrying the first key (no pairedItem), the group\'s write fails once: both keys fail, the retry writes each once', async () => {
+		const ids = ['g1_a', 'g1_b', 'g1_c'];
+		const data = workflow('wf-g1', {
+			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
+			connections: { Group: { main: [link('Batch')] } },
+			heads: ['Group'],
+		});
+		const bodies = ids.map((id) => ({ id }));
+		const first = await runToEnd(data, await deliver(data, bodies));
+		const firstStates = await statuses(ids);
+		const firstError = (await keyState('g1_b'))?.last_error;
+		const { lost } = await provider(data, bodies);
+		expect({ answer: first.answer, firstStates, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 500,
+			firstStates: ['failed', 'failed', 'completed'],
+			lost: [],
+			effects: [1, 1, 1],
+			states: ['completed', 'completed', 'completed'],
+		});
+		expect(firstError).toMatch(/merged or dropped by Group without pairing/);
+	});
+
+	it('HOLDS: Code groups events into one item carrying the first key (no pairedItem), the writes succeed: every key is completed, one effect each', async () => {
+		const ids = ['g2_a', 'g2_b', 'g2_c'];
+		const data = workflow('wf-g2', {
+			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 0 }, { position: [400, 0], onError: 'continueErrorOutput' })],
+			connections: { Group: { main: [link('Batch')] } },
+			heads: ['Group'],
+		});
+		const first = await runToEnd(data, await deliver(data, ids.map((id) => ({ id }))));
+		expect({ answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) }).toEqual({
+			answer: 200,
+			states: ['completed', 'completed', 'completed'],
+			effects: [1, 1, 1],
+		});
 	});
 });
-

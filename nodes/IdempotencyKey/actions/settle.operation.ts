@@ -100,7 +100,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const entries = new Map<string, Entry>();
 	let deferred = 0;
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		const traced = originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, items[itemIndex]) ?? [];
+		const traced = originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, items[itemIndex], judgement.reservations) ?? [];
 		let reservations = traced.flatMap((id) => judgement.reservations.get(id) ?? []);
 		if (reservations.length === 0) {
 			// Not traceable to a Reserve item: the key the item carries, if this execution reserved it.
