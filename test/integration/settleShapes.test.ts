@@ -28,27 +28,23 @@ import {
 } from '../support/n8nEngine';
 
 /*
- * Red-team rows for two changes (a2bdf01: Settle leaves every key to the end when one is still
- * pending; 0936b2e: queue mode answers 409 when the execution starts waiting). Same harness as
+ * Shapes found by trying to break the settle rules: several events in one delivery with some still
+ * running when Settle runs, a Wait in queue mode (answered 409 when it starts waiting), Waits that
+ * could run twice, and nodes that drop n8n's paired items. Same harness as
  * settleConstructs.test.ts: n8n-core's WorkflowExecute, n8n-nodes-base's own If/Merge/Wait/Loop
  * nodes, a real Postgres. Each row plays the provider: it redelivers the whole delivery while the
  * answer is not 2xx, and checks what must hold: one effect per event, no 2xx answered for a
  * delivery one of whose keys is not completed (a lost event), no double effect.
- *
- * Rows declared with `breaks` (it.failing) BREAK today (jest passes them while they fail): each has a comment with
- * the root cause. Remove `.failing` once fixed.
  */
 
 const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
 if (!baseNodesInstalled()) {
 	// eslint-disable-next-line no-console
-	console.warn(`settleRedteam: n8n-nodes-base is not installed at ${n8nInstallDirectory()}: run scripts/ensure-n8n.sh first. Skipped.`);
+	console.warn(`settleShapes: n8n-nodes-base is not installed at ${n8nInstallDirectory()}: run scripts/ensure-n8n.sh first. Skipped.`);
 }
 
-/** A row that breaks today: jest passes it while it fails. REDTEAM_SHOW_BREAKS=1 runs it as a plain row, to see how it fails. */
-const breaks = process.env.REDTEAM_SHOW_BREAKS === '1' ? it : it.failing;
 
-const db = postgresSchemaFixture('redteam', { keyTables: ['processed_events'] });
+const db = postgresSchemaFixture('shapes', { keyTables: ['processed_events'] });
 
 let base: EngineBase;
 
@@ -367,7 +363,7 @@ beforeEach(() => {
 
 /* Change 1: Settle leaves every key to the end while one is pending ---------------------------- */
 
-describeWithN8n('change 1: several events, one pending when Settle runs', () => {
+describeWithN8n('several events in one delivery, one still running when Settle runs', () => {
 	// Route: skip events end at once; the others reach a Merge whose other input (B) has no data (n8n runs it after Settle).
 	const mergeShape = (write: INodeParameters, gateFailOnce = ''): Shape => ({
 		nodes: [
@@ -402,7 +398,7 @@ describeWithN8n('change 1: several events, one pending when Settle runs', () => 
 		expect(await statuses(ids)).toEqual(['completed', 'completed', 'completed']);
 	});
 
-	it('HOLDS: every key pending when Settle runs (all at the Merge), the write fails for one: 500, the retry writes it once', async () => {
+	it('every key pending when Settle runs (all at the Merge), the write fails for one: 500, the retry writes it once', async () => {
 		const ids = ['r2_a', 'r2_b'];
 		const data = workflow('wf-r2', mergeShape({}, ''));
 		// Fail once for r2_b only: a Gate after the Merge.
@@ -416,7 +412,7 @@ describeWithN8n('change 1: several events, one pending when Settle runs', () => 
 		expect(await statuses(ids)).toEqual(['completed', 'completed']);
 	});
 
-	it('HOLDS: every key pending and all succeed: the end answers nothing and n8n answers 200; all completed', async () => {
+	it('every key pending and all succeed: the end answers nothing and n8n answers 200; all completed', async () => {
 		const ids = ['r2ok_a', 'r2ok_b'];
 		const data = workflow('wf-r2ok', mergeShape({}, ''));
 		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
@@ -425,7 +421,7 @@ describeWithN8n('change 1: several events, one pending when Settle runs', () => 
 		expect(ids.map(effectsFor)).toEqual([1, 1]);
 	});
 
-	it('HOLDS: Loop Over Items (batch 1) over three keys and a skip event done at once; the loop\'s Done output to a Merge, then a check that fails once for one key, then the write', async () => {
+	it('Loop Over Items (batch 1) over three keys and a skip event done at once; the loop\'s Done output to a Merge, then a check that fails once for one key, then the write', async () => {
 		const ids = ['r3_skip', 'r3_a', 'r3_b', 'r3_c'];
 		const data = workflow('wf-r3', {
 			nodes: [
@@ -455,7 +451,7 @@ describeWithN8n('change 1: several events, one pending when Settle runs', () => 
 		expect(await statuses(ids)).toEqual(['completed', 'completed', 'completed', 'completed']);
 	});
 
-	it('HOLDS (template placement): a duplicate and a new event whose write fails at once (nothing pending): Settle answers 500 before the duplicate\'s 200', async () => {
+	it('template placement: a duplicate and a new event whose write fails at once (nothing pending): Settle answers 500 before the duplicate\'s 200', async () => {
 		const data = workflow('wf-dup-now', { nodes: [effect('Write', { failTimes: 1 }, 0, { onError: 'continueErrorOutput' })], connections: {}, heads: ['Write'] });
 		await provider(data, [{ id: 'dn_old' }]);
 		effects.length = 0;
@@ -522,8 +518,8 @@ describeWithN8n('change 1: several events, one pending when Settle runs', () => 
 
 /* Change 2: queue mode, the execution starting to wait answers 409 ----------------------------- */
 
-describeWithN8n('change 2: a Wait in queue mode', () => {
-	it('HOLDS: several keys, one failed (Gate) before the Wait: 409 while it waits, the retries run it once; one effect each', async () => {
+describeWithN8n('a Wait in queue mode', () => {
+	it('several keys, one failed (Gate) before the Wait: 409 while it waits, the retries run it once; one effect each', async () => {
 		await withQueueMode(async () => {
 			const ids = ['q1_a', 'q1_b'];
 			const data = workflow('wf-q1', {
@@ -539,7 +535,7 @@ describeWithN8n('change 2: a Wait in queue mode', () => {
 		});
 	});
 
-	it('HOLDS: a copy arriving during the wait together with a new event: not 2xx; after the resume the retry is 2xx, one effect each', async () => {
+	it('a copy arriving during the wait together with a new event: not 2xx; after the resume the retry is 2xx, one effect each', async () => {
 		await withQueueMode(async () => {
 			const data = workflow('wf-q2', {
 				nodes: [wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
@@ -639,7 +635,7 @@ describeWithN8n('items whose pairing is lost', () => {
 	// A Code node ("Run Once for All Items") aggregating the events into one item without pairedItem: n8n-core's
 	// assignPairedItems pairs that item to input item 0 only. The trace reads it as coming from every input item,
 	// so the batch write's failure fails every key, not the first alone (the others would be completed unwritten).
-	it('HOLDS: Code aggregates three events (no pairedItem), the batch write fails once: every key fails, the retry writes each once', async () => {
+	it('Code aggregates three events (no pairedItem), the batch write fails once: every key fails, the retry writes each once', async () => {
 		const ids = ['p1_a', 'p1_b', 'p1_c'];
 		const data = workflow('wf-p1', {
 			nodes: [packageNode('Aggregate', 'testCodeNoPairing', { mode: 'aggregate' }, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
@@ -654,7 +650,7 @@ describeWithN8n('items whose pairing is lost', () => {
 	// link past the Code node. The Code output item still carries json.idempotency (key, owner token): the trace
 	// falls back on it, so p2_a is completed (failing it would make the retry write p2_a again). The skip event's
 	// item ended at the Code node and a failure followed: it fails too, and its retry is filtered out again.
-	it('HOLDS: Code filters out skip events (no pairedItem), the write fails for one key: the other key is completed, one effect each', async () => {
+	it('Code filters out skip events (no pairedItem), the write fails for one key: the other key is completed, one effect each', async () => {
 		const ids = ['p2_a', 'p2_skip', 'p2_b'];
 		const data = workflow('wf-p2', {
 			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), packageNode('Check', 'testGate', { failOnce: 'p2_b' }, { position: [400, 0], onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
@@ -673,7 +669,7 @@ describeWithN8n('items whose pairing is lost', () => {
 		});
 	});
 
-	it('HOLDS: Code filters out a skip event (no pairedItem) and nothing fails: every key is completed, one effect each', async () => {
+	it('Code filters out a skip event (no pairedItem) and nothing fails: every key is completed, one effect each', async () => {
 		const ids = ['p3_a', 'p3_skip', 'p3_b'];
 		const data = workflow('wf-p3', {
 			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
@@ -691,7 +687,7 @@ describeWithN8n('items whose pairing is lost', () => {
 	// Three events grouped two by two (no pairedItem): the first group's item carries g1_a's key only, so g1_b's
 	// items end at the Code node. The first group's write fails: g1_b's write failed with it, so g1_b fails too
 	// (completing it would lose the event); the retry writes the group g1_a + g1_b once more.
-	it('HOLDS: Code groups events into one item carrying the first key (no pairedItem), the group\'s write fails once: both keys fail, the retry writes each once', async () => {
+	it('Code groups events into one item carrying the first key (no pairedItem), the group\'s write fails once: both keys fail, the retry writes each once', async () => {
 		const ids = ['g1_a', 'g1_b', 'g1_c'];
 		const data = workflow('wf-g1', {
 			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
@@ -713,7 +709,7 @@ describeWithN8n('items whose pairing is lost', () => {
 		expect(firstError).toMatch(/merged or dropped by Group without pairing/);
 	});
 
-	it('HOLDS: Code groups events into one item carrying the first key (no pairedItem), the writes succeed: every key is completed, one effect each', async () => {
+	it('Code groups events into one item carrying the first key (no pairedItem), the writes succeed: every key is completed, one effect each', async () => {
 		const ids = ['g2_a', 'g2_b', 'g2_c'];
 		const data = workflow('wf-g2', {
 			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 0 }, { position: [400, 0], onError: 'continueErrorOutput' })],
