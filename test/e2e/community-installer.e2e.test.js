@@ -13,7 +13,7 @@
 // from test/support/e2e/customRegistryLicence.js. This file starts an n8n of its own (the suite's
 // stack has the package installed by hand), in the suite's topology: one process, or queue mode with
 // two workers whose nodes folders start empty; its databases live on the suite's Postgres server.
-// e2e-tags: single queue compatibility
+// e2e-tags: single queue compatibility:single
 const fs = require('node:fs');
 const path = require('node:path');
 const stack = require('../support/stack/n8nStack');

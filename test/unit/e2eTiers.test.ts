@@ -48,7 +48,9 @@ describe('end-to-end tiers chosen by each file\'s tag line', () => {
 		expect(() => tags.parseTags('a.e2e.test.js', '// no tag line\n')).toThrow(/no "\/\/ e2e-tags:" line/);
 		expect(() => tags.parseTags('a.e2e.test.js', '// e2e-tags: single sometimes\n')).toThrow(/unknown e2e tag\(s\) sometimes/);
 		expect(() => tags.parseTags('a.e2e.test.js', '// e2e-tags: compatibility\n')).toThrow(/no topology/);
-		expect(tags.parseTags('a.e2e.test.js', '// about it\n// e2e-tags: queue compatibility\n')).toEqual({ topologies: ['queue'], compatibility: true });
+		expect(tags.parseTags('a.e2e.test.js', '// about it\n// e2e-tags: queue compatibility\n')).toEqual({ topologies: ['queue'], compatibility: true, compatibleIn: ['queue'] });
+		expect(tags.parseTags('a.e2e.test.js', '// e2e-tags: single queue compatibility:single\n')).toEqual({ topologies: ['single', 'queue'], compatibility: true, compatibleIn: ['single'] });
+		expect(tags.parseTags('a.e2e.test.js', '// e2e-tags: single queue\n')).toEqual({ topologies: ['single', 'queue'], compatibility: false, compatibleIn: [] });
 		expect(() => tags.selectedTier({ E2E_TIER: 'smoke' })).toThrow(/E2E_TIER must be/);
 		expect(tags.selectedTier({})).toBe('full');
 	});

@@ -2,7 +2,8 @@
 //   // e2e-tags: single queue compatibility
 // `single` / `queue`: the topologies the file runs in. `compatibility`: the file is in the
 // compatibility tier, the subset every proven n8n line other than the newest runs (the newest runs
-// every file: the full tier). The tag sits beside the test it selects, so no list is kept apart.
+// every file: the full tier); `compatibility:single` (or `:queue`) puts it there in that topology
+// only, for a file whose other topology adds nothing line-dependent. The tag sits beside the test it selects, so no list is kept apart.
 // Plain CommonJS, Node 20 compatible.
 const fs = require('node:fs');
 const path = require('node:path');
@@ -36,11 +37,13 @@ function parseTags(file, text) {
 	const match = TAG_LINE.exec(text);
 	if (!match) throw new Error(`${file} has no "// e2e-tags:" line naming its topologies (single, queue) and tier`);
 	const words = match[1].trim().split(/\s+/).filter(Boolean);
-	const unknown = words.filter((word) => !TOPOLOGIES.includes(word) && word !== 'compatibility');
-	if (unknown.length > 0) throw new Error(`${file}: unknown e2e tag(s) ${unknown.join(', ')} (known: ${TOPOLOGIES.join(', ')}, compatibility)`);
+	const scoped = TOPOLOGIES.map((topology) => `compatibility:${topology}`);
+	const unknown = words.filter((word) => !TOPOLOGIES.includes(word) && word !== 'compatibility' && !scoped.includes(word));
+	if (unknown.length > 0) throw new Error(`${file}: unknown e2e tag(s) ${unknown.join(', ')} (known: ${TOPOLOGIES.join(', ')}, compatibility, ${scoped.join(', ')})`);
 	const topologies = TOPOLOGIES.filter((topology) => words.includes(topology));
 	if (topologies.length === 0) throw new Error(`${file}: its e2e-tags name no topology (single, queue)`);
-	return { topologies, compatibility: words.includes('compatibility') };
+	const compatibleIn = words.includes('compatibility') ? topologies : topologies.filter((topology) => words.includes(`compatibility:${topology}`));
+	return { topologies, compatibility: compatibleIn.length > 0, compatibleIn };
 }
 
 /** The files a topology runs in a tier ('full': every file tagged with the topology). */
@@ -49,7 +52,7 @@ function selectE2eFiles({ topology, tier }) {
 	if (!TIERS.includes(tier)) throw new Error(`unknown e2e tier: ${tier} (${TIERS.join(' or ')})`);
 	return e2eFiles().filter((file) => {
 		const tags = tagsOf(file);
-		return tags.topologies.includes(topology) && (tier === 'full' || tags.compatibility);
+		return tags.topologies.includes(topology) && (tier === 'full' || tags.compatibleIn.includes(topology));
 	});
 }
 
