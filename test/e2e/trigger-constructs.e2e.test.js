@@ -13,8 +13,8 @@ const { startSink } = require('../support/e2e/sink');
 const c = require('../support/e2e/constructs');
 
 const FAILS_ONCE = 'fails once';
-/** The trigger's refusal: its first step fails, the key is marked failed, n8n answers 500. */
-const REFUSED = { status: 500, outcome: 'new', state: 'failed' };
+/** The trigger's refusal: its first step marks the key failed and answers 500 before it fails. */
+const REFUSED = { status: 500, outcome: 'failed', state: 'failed' };
 
 const ROWS = {
 	'If with a branch that ends without the effect': {
