@@ -1,20 +1,9 @@
-import { NodeConnectionTypes, type IConnections, type INode, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
+import type { IConnections, INode, INodeParameters } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { webhookItem } from '../support/fakeExecuteFunctions';
 import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
-import {
-	addNodeTypes,
-	CREDENTIAL_UP,
-	engineWithUpAndDownCredentials,
-	executeInProcess,
-	inProcessWorkflow,
-	PACKAGE,
-	packageNode,
-	resumeInProcess,
-	webhookAnswer,
-	type EngineBase,
-} from '../support/n8nEngine';
+import { addNodeTypes, CREDENTIAL_UP, engineWithUpAndDownCredentials, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
+import { baseNode, effect, inProcessDeliveries, link, settleWorkflow, skipIf, toInput, type Shape } from '../support/settleWorkflows';
 
 /*
  * The constructs n8n users reach for first, around "Settle After Business Step", run by n8n-core's
@@ -36,113 +25,8 @@ const db = postgresSchemaFixture('constructs', { keyTables: ['processed_events']
 
 let base: EngineBase;
 
-const link = (...names: string[]) => names.map((name) => ({ node: name, type: NodeConnectionTypes.Main, index: 0 }));
-const toInput = (name: string, index: number) => [{ node: name, type: NodeConnectionTypes.Main, index }];
-
-/**
- * One of n8n-nodes-base's nodes. Routing nodes continue on error (regular output), a wiring a
- * position-based Settle accepted: each row shows what happens to the key, not a refusal.
- */
-function baseNode(name: string, type: string, typeVersion: number, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
-	return { id: name, name, type: `n8n-nodes-base.${type}`, typeVersion, position: [400, y], parameters, onError: 'continueRegularOutput', ...extra };
-}
-
-function effect(name: string, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
-	return packageNode(name, 'testEffect', parameters, { position: [400, y], ...extra });
-}
-
-/** If: true when the event's body has `skip: true` (or another field set to true). */
-function skipIf(name: string, y: number, field = 'skip'): INode {
-	return baseNode(
-		name,
-		'if',
-		2,
-		{
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
-				conditions: [{ id: 'c1', leftValue: `={{ $json.body.${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-		},
-		y,
-	);
-}
-
-const ANSWER_NODES = [
-	{ name: 'Respond 200 (completed)', status: 200 },
-	{ name: 'Respond 500 (failed)', status: 500 },
-	{ name: 'Respond 200 (completion refused)', status: 200 },
-	{ name: 'Respond 503 (not settled)', status: 503 },
-];
-
-interface Shape {
-	/** The business step's nodes and their connections (from "New" to their first nodes, via `heads`). */
-	nodes: INode[];
-	connections: IConnections;
-	heads: string[];
-	/** Beside the step on Reserve's New output (the template's wiring), or after the named node. */
-	settleAfter?: string;
-	/** Nodes on Reserve's Duplicate output. */
-	duplicateHeads?: string[];
-}
-
-function workflow(id: string, shape: Shape): IWorkflowBase {
-	const table = { schemaName: db.schema, tableName: 'processed_events' };
-	const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
-	const nodes: INode[] = [
-		packageNode('Webhook', 'testWebhook'),
-		packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { ...table, storePayload: true } }, { credentials, onError: 'continueRegularOutput' }),
-		packageNode('Settle', 'idempotencyKey', { operation: 'settle', responseJson: '={{ JSON.stringify({ stored: true }) }}', options: table }, { credentials, position: [400, 900] }),
-		// Placed as in the templates, Completed's answer uppermost: n8n runs a node's children top to bottom.
-		...ANSWER_NODES.map(({ name, status }, index) => packageNode(name, 'testStep', { status }, { position: [800, 700 + index * 160] })),
-		packageNode('Respond 200 (duplicate)', 'testStep', { status: 200 }),
-		packageNode('Respond 409 (in progress)', 'testStep', { status: 409 }),
-		packageNode('Respond 503 (not reserved)', 'testStep', { status: 503 }),
-		...shape.nodes,
-	];
-	const beside = shape.settleAfter === undefined;
-	const connections: IConnections = {
-		Webhook: { main: [link('Reserve')] },
-		Reserve: {
-			main: [
-				link(...shape.heads, ...(beside ? ['Settle'] : [])),
-				link(...(shape.duplicateHeads ?? []), 'Respond 200 (duplicate)'),
-				link('Respond 409 (in progress)'),
-				link('Respond 503 (not reserved)'),
-			],
-		},
-		Settle: { main: ANSWER_NODES.map(({ name }) => link(name)) },
-		...shape.connections,
-	};
-	if (!beside) {
-		const after = shape.settleAfter as string;
-		connections[after] = { main: [[...(connections[after]?.main?.[0] ?? []), ...link('Settle')], ...(connections[after]?.main?.slice(1) ?? [])] };
-	}
-	return inProcessWorkflow(id, nodes, connections);
-}
-
-let executions = 0;
-
-interface Delivery {
-	executionId: string;
-	run: IRun;
-	answer: number | undefined;
-}
-
-async function deliver(data: IWorkflowBase, bodies: unknown[]): Promise<Delivery> {
-	executions += 1;
-	const executionId = `constructs-${executions}`;
-	const { run } = await executeInProcess(data, executionId, bodies.map((body) => webhookItem(body)), base);
-	return { executionId, run, answer: webhookAnswer(executionId, run) };
-}
-
-/** The resumed execution, as n8n's wait tracker starts it once the Wait's time has come. */
-async function resume(data: IWorkflowBase, waiting: Delivery): Promise<Delivery> {
-	expect(waiting.run.status).toBe('waiting');
-	const run = await resumeInProcess(data, waiting.executionId, waiting.run.data, base);
-	return { executionId: waiting.executionId, run, answer: webhookAnswer(waiting.executionId, run) };
-}
+const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
+const { deliver, resume, nextId } = inProcessDeliveries('constructs', () => base);
 
 async function keyState(id: string): Promise<{ status: string; last_error: string | null } | undefined> {
 	return (await db.pool.query(`select status, last_error from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0];
@@ -155,16 +39,16 @@ beforeAll(() => {
 	// Execute Workflow's sub-workflow, run in-process the way n8n runs it (source: Parameter).
 	base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
 		const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-		executions += 1;
-		const child = executeInProcess(inProcessWorkflow(`sub-${executions}`, code.nodes, code.connections), `sub-${executions}`, options.inputData ?? [], base);
+		const executionId = nextId();
+		const child = executeInProcess(inProcessWorkflow(executionId, code.nodes, code.connections), executionId, options.inputData ?? [], base);
 		if (options.doNotWaitToFinish) {
 			void child.catch(() => undefined);
-			return { executionId: `sub-${executions}`, data: [null] };
+			return { executionId, data: [null] };
 		}
 		const { run } = await child;
 		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
 		const last = run.data.resultData.lastNodeExecuted as string;
-		return { executionId: `sub-${executions}`, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+		return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
 	};
 });
 
@@ -246,10 +130,12 @@ describeWithN8n('several events in one delivery, one finished when Settle runs, 
 		expect(await keyState('mixed_done')).toMatchObject({ status: 'completed' });
 		expect(await keyState('mixed_merge')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Write: .*effect refused/) });
 
+		// The retry carries a copy of the finished event beside the one still running: 409 (retry later) until both are settled.
 		const retried = await deliver(data, bodies);
-		expect(retried.answer).toBe(200);
+		expect(retried.answer).toBe(409);
 		expect([effectsFor('mixed_done'), effectsFor('mixed_merge')]).toEqual([0, 1]);
 		expect((await keyState('mixed_merge'))?.status).toBe('completed');
+		expect((await deliver(data, bodies)).answer).toBe(200);
 	});
 });
 

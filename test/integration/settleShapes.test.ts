@@ -1,31 +1,9 @@
-import {
-	NodeConnectionTypes,
-	NodeOperationError,
-	type IConnections,
-	type IExecuteFunctions,
-	type INode,
-	type INodeExecutionData,
-	type INodeParameters,
-	type INodeType,
-	type IRun,
-	type IWorkflowBase,
-} from 'n8n-workflow';
+import { NodeConnectionTypes, NodeOperationError, type IExecuteFunctions, type INode, type INodeExecutionData, type INodeParameters, type INodeType, type IWorkflowBase } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { webhookItem } from '../support/fakeExecuteFunctions';
 import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
-import {
-	addNodeTypes,
-	CREDENTIAL_UP,
-	engineWithUpAndDownCredentials,
-	executeInProcess,
-	inProcessWorkflow,
-	PACKAGE,
-	packageNode,
-	resumeInProcess,
-	webhookAnswer,
-	type EngineBase,
-} from '../support/n8nEngine';
+import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
+import { baseNode, effect, inProcessDeliveries, link, settleWorkflow, skipIf, toInput, type Delivery, type Shape } from '../support/settleWorkflows';
 
 /*
  * Shapes found by trying to break the settle rules: several events in one delivery with some still
@@ -47,34 +25,6 @@ if (!baseNodesInstalled()) {
 const db = postgresSchemaFixture('shapes', { keyTables: ['processed_events'] });
 
 let base: EngineBase;
-
-const link = (...names: string[]) => names.map((name) => ({ node: name, type: NodeConnectionTypes.Main, index: 0 }));
-const toInput = (name: string, index: number) => [{ node: name, type: NodeConnectionTypes.Main, index }];
-
-function baseNode(name: string, type: string, typeVersion: number, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
-	return { id: name, name, type: `n8n-nodes-base.${type}`, typeVersion, position: [400, y], parameters, onError: 'continueRegularOutput', ...extra };
-}
-
-function effect(name: string, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
-	return packageNode(name, 'testEffect', parameters, { position: [400, y], ...extra });
-}
-
-function skipIf(name: string, y: number, field = 'skip'): INode {
-	return baseNode(
-		name,
-		'if',
-		2,
-		{
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
-				conditions: [{ id: 'c1', leftValue: `={{ $json.body.${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-		},
-		y,
-	);
-}
 
 const wait = (name: string, y: number, hours = 1, extra: Partial<INode> = {}) =>
 	baseNode(name, 'wait', 1.1, { resume: 'timeInterval', amount: hours, unit: 'hours' }, y, extra);
@@ -206,77 +156,10 @@ class TestBatchEffect implements INodeType {
 	}
 }
 
-/* Harness (as settleConstructs.test.ts) ------------------------------------------------------- */
+/* Harness ------------------------------------------------------------------------------------ */
 
-const ANSWER_NODES = [
-	{ name: 'Respond 200 (completed)', status: 200 },
-	{ name: 'Respond 500 (failed)', status: 500 },
-	{ name: 'Respond 200 (completion refused)', status: 200 },
-	{ name: 'Respond 503 (not settled)', status: 503 },
-];
-
-interface Shape {
-	nodes: INode[];
-	connections: IConnections;
-	heads: string[];
-	/** Beside the step on Reserve's New output, or after the named node (its first output). */
-	settleAfter?: string;
-	/** Settle's canvas position (y): the templates place it below the step (240). */
-	settleY?: number;
-}
-
-function workflow(id: string, shape: Shape): IWorkflowBase {
-	const table = { schemaName: db.schema, tableName: 'processed_events' };
-	const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
-	const nodes: INode[] = [
-		packageNode('Webhook', 'testWebhook'),
-		packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { ...table, storePayload: true } }, { credentials, onError: 'continueRegularOutput' }),
-		packageNode('Settle', 'idempotencyKey', { operation: 'settle', responseJson: '={{ JSON.stringify({ stored: true }) }}', options: table }, { credentials, position: [700, shape.settleY ?? 240] }),
-		...ANSWER_NODES.map(({ name, status }, index) => packageNode(name, 'testStep', { status }, { position: [980, 120 + index * 160] })),
-		// Placed as in templates/idempotent-webhook.json: the step (y 0) and Settle (y 240) above Reserve's other
-		// outputs' answers, so that n8n's v1 order runs the step and Settle first.
-		packageNode('Respond 200 (duplicate)', 'testStep', { status: 200 }, { position: [700, 560] }),
-		packageNode('Respond 409 (in progress)', 'testStep', { status: 409 }, { position: [700, 720] }),
-		packageNode('Respond 503 (not reserved)', 'testStep', { status: 503 }, { position: [700, 880] }),
-		...shape.nodes,
-	];
-	const beside = shape.settleAfter === undefined;
-	const connections: IConnections = {
-		Webhook: { main: [link('Reserve')] },
-		Reserve: {
-			main: [link(...shape.heads, ...(beside ? ['Settle'] : [])), link('Respond 200 (duplicate)'), link('Respond 409 (in progress)'), link('Respond 503 (not reserved)')],
-		},
-		Settle: { main: ANSWER_NODES.map(({ name }) => link(name)) },
-		...shape.connections,
-	};
-	if (!beside) {
-		const after = shape.settleAfter as string;
-		connections[after] = { main: [[...(connections[after]?.main?.[0] ?? []), ...link('Settle')], ...(connections[after]?.main?.slice(1) ?? [])] };
-	}
-	return inProcessWorkflow(id, nodes, connections);
-}
-
-let executions = 0;
-
-interface Delivery {
-	executionId: string;
-	run: IRun;
-	answer: number | undefined;
-}
-
-async function deliver(data: IWorkflowBase, bodies: unknown[]): Promise<Delivery> {
-	executions += 1;
-	const executionId = `redteam-${executions}`;
-	const { run } = await executeInProcess(data, executionId, bodies.map((body) => webhookItem(body)), base);
-	return { executionId, run, answer: webhookAnswer(executionId, run) };
-}
-
-/** The resumed execution, as n8n's wait tracker starts it. The answer is the delivery's first (n8n keeps the first). */
-async function resume(data: IWorkflowBase, waiting: Delivery): Promise<Delivery> {
-	expect(waiting.run.status).toBe('waiting');
-	const run = await resumeInProcess(data, waiting.executionId, waiting.run.data, base);
-	return { executionId: waiting.executionId, run, answer: webhookAnswer(waiting.executionId, run) };
-}
+const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
+const { deliver, resume } = inProcessDeliveries('shapes', () => base);
 
 /** Resumes while the execution waits; the delivery's answer is the first one sent. */
 async function runToEnd(data: IWorkflowBase, delivery: Delivery): Promise<Delivery> {

@@ -1,0 +1,132 @@
+import { NodeConnectionTypes, type IConnections, type INode, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
+
+import { webhookItem } from './fakeExecuteFunctions';
+import { CREDENTIAL_UP, executeInProcess, inProcessWorkflow, packageNode, resumeInProcess, webhookAnswer, type EngineBase } from './n8nEngine';
+
+/*
+ * The webhook template's shape around a business step, for n8n-core's own engine: Webhook →
+ * Idempotency Reserve → the step, Settle After Business Step beside it (or after it), and a stand-in
+ * Respond node on every output. The nodes sit where templates/idempotent-webhook.json puts them: the
+ * step and Settle above Reserve's other outputs' answers, so that n8n's v1 order runs them first.
+ */
+
+export const link = (...names: string[]) => names.map((name) => ({ node: name, type: NodeConnectionTypes.Main, index: 0 }));
+export const toInput = (name: string, index: number) => [{ node: name, type: NodeConnectionTypes.Main, index }];
+
+/**
+ * One of n8n-nodes-base's nodes. Routing nodes continue on error (regular output), a wiring a
+ * position-based Settle accepted: each row shows what happens to the key, not a refusal.
+ */
+export function baseNode(name: string, type: string, typeVersion: number, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
+	return { id: name, name, type: `n8n-nodes-base.${type}`, typeVersion, position: [400, y], parameters, onError: 'continueRegularOutput', ...extra };
+}
+
+/** The test's business effect (test/support/n8nBaseNodes.ts), one per item. */
+export function effect(name: string, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
+	return packageNode(name, 'testEffect', parameters, { position: [400, y], ...extra });
+}
+
+/** If: true when the event's body has `skip: true` (or another field set to true). */
+export function skipIf(name: string, y: number, field = 'skip'): INode {
+	return baseNode(
+		name,
+		'if',
+		2,
+		{
+			conditions: {
+				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
+				conditions: [{ id: 'c1', leftValue: `={{ $json.body.${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
+				combinator: 'and',
+			},
+			looseTypeValidation: true,
+		},
+		y,
+	);
+}
+
+const ANSWER_NODES = [
+	{ name: 'Respond 200 (completed)', status: 200 },
+	{ name: 'Respond 500 (failed)', status: 500 },
+	{ name: 'Respond 200 (completion refused)', status: 200 },
+	{ name: 'Respond 503 (not settled)', status: 503 },
+];
+
+export interface Shape {
+	/** The business step's nodes and their connections (from "New" to their first nodes, via `heads`). */
+	nodes: INode[];
+	connections: IConnections;
+	heads: string[];
+	/** Beside the step on Reserve's New output (the template's wiring), or after the named node (its first output). */
+	settleAfter?: string;
+	/** Settle's canvas position (y): the templates place it below the step (240). */
+	settleY?: number;
+	/** Nodes on Reserve's Duplicate output. */
+	duplicateHeads?: string[];
+}
+
+/** The workflow around `shape`, its keys in `schema`.processed_events. */
+export function settleWorkflow(schema: string, id: string, shape: Shape): IWorkflowBase {
+	const table = { schemaName: schema, tableName: 'processed_events' };
+	const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
+	const nodes: INode[] = [
+		packageNode('Webhook', 'testWebhook'),
+		packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { ...table, storePayload: true } }, { credentials, onError: 'continueRegularOutput' }),
+		packageNode('Settle', 'idempotencyKey', { operation: 'settle', responseJson: '={{ JSON.stringify({ stored: true }) }}', options: table }, { credentials, position: [700, shape.settleY ?? 240] }),
+		// Completed's answer uppermost: n8n runs a node's children top to bottom.
+		...ANSWER_NODES.map(({ name, status }, index) => packageNode(name, 'testStep', { status }, { position: [980, 120 + index * 160] })),
+		packageNode('Respond 200 (duplicate)', 'testStep', { status: 200 }, { position: [700, 560] }),
+		packageNode('Respond 409 (in progress)', 'testStep', { status: 409 }, { position: [700, 720] }),
+		packageNode('Respond 503 (not reserved)', 'testStep', { status: 503 }, { position: [700, 880] }),
+		...shape.nodes,
+	];
+	const beside = shape.settleAfter === undefined;
+	const connections: IConnections = {
+		Webhook: { main: [link('Reserve')] },
+		Reserve: {
+			main: [
+				link(...shape.heads, ...(beside ? ['Settle'] : [])),
+				link(...(shape.duplicateHeads ?? []), 'Respond 200 (duplicate)'),
+				link('Respond 409 (in progress)'),
+				link('Respond 503 (not reserved)'),
+			],
+		},
+		Settle: { main: ANSWER_NODES.map(({ name }) => link(name)) },
+		...shape.connections,
+	};
+	if (!beside) {
+		const after = shape.settleAfter as string;
+		connections[after] = { main: [[...(connections[after]?.main?.[0] ?? []), ...link('Settle')], ...(connections[after]?.main?.slice(1) ?? [])] };
+	}
+	return inProcessWorkflow(id, nodes, connections);
+}
+
+export interface Delivery {
+	executionId: string;
+	run: IRun;
+	/** What the sender got: the first answer sent (n8n keeps the first), else n8n's own. */
+	answer: number | undefined;
+}
+
+/** Deliveries run in-process on `engine()`, their execution ids prefixed with `prefix`. */
+export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
+	let executions = 0;
+	return {
+		async deliver(data: IWorkflowBase, bodies: unknown[]): Promise<Delivery> {
+			executions += 1;
+			const executionId = `${prefix}-${executions}`;
+			const { run } = await executeInProcess(data, executionId, bodies.map((body) => webhookItem(body)), engine());
+			return { executionId, run, answer: webhookAnswer(executionId, run) };
+		},
+		/** The resumed execution, as n8n's wait tracker starts it once the Wait's time has come. */
+		async resume(data: IWorkflowBase, waiting: Delivery): Promise<Delivery> {
+			expect(waiting.run.status).toBe('waiting');
+			const run = await resumeInProcess(data, waiting.executionId, waiting.run.data, engine());
+			return { executionId: waiting.executionId, run, answer: webhookAnswer(waiting.executionId, run) };
+		},
+		/** A fresh execution id for a sub-workflow run by the engine. */
+		nextId(): string {
+			executions += 1;
+			return `${prefix}-sub-${executions}`;
+		},
+	};
+}
