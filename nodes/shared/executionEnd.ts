@@ -165,11 +165,15 @@ export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
 	const fail: Array<{ reservation: Reservation; error: string }> = [];
 	for (const reservation of judgement.reservations.values()) {
 		if (settled.has(reservation.key)) continue;
+		// Work still to run when the execution has ended never runs: a loop that stopped with items left in
+		// it (a branch not wired back) ends the execution as a success.
 		const failure =
 			judgement.failed.get(reservation.id) ??
 			judgement.untracedFailure ??
-			(!succeeded && (judgement.pending.has(reservation.id) || judgement.untracedPending)
-				? `The execution stopped (${failedAt ? `${failedAt}: ` : ''}${message}) before this key's step finished.`
+			(judgement.pending.has(reservation.id) || judgement.untracedPending
+				? succeeded
+					? "The execution ended before this key's step finished: its items were left unprocessed (a loop that stopped, a branch not wired back)."
+					: `The execution stopped (${failedAt ? `${failedAt}: ` : ''}${message}) before this key's step finished.`
 				: undefined) ??
 			(!succeeded && !failedAt ? `The execution ended with status "${status}" (${message}).` : undefined);
 		if (failure === undefined) complete.push(reservation);

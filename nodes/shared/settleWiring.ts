@@ -114,6 +114,13 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 				`"${node.name}" starts a sub-workflow without waiting for it, so its failure would never reach this execution and the key would be completed: turn on its option "Wait For Sub-Workflow Completion".`,
 			);
 		}
+		// Before 1.3, Execute Workflow run for each item puts item i's error on its output i, and n8n-core's
+		// error-output split overwrites those outputs: the failure vanishes from the run and the key completes.
+		if (node.type === EXECUTE_WORKFLOW_TYPE && node.typeVersion < 1.3 && node.parameters?.mode === 'each' && node.onError === 'continueErrorOutput') {
+			throw new UnsafeSettleWiringError(
+				`"${node.name}" runs the sub-workflow for each item with On Error "Continue (using error output)" in a version of the node (${node.typeVersion}) whose failures n8n loses: a failed item would complete its key. Replace it with a new Execute Workflow node (version 1.3 or later).`,
+			);
+		}
 		if (!WAITING_TYPES.has(node.type)) continue;
 		if (node.onError === 'continueErrorOutput') {
 			// n8n-core's error-output split empties the input array the waiting node passed on, and that

@@ -137,6 +137,13 @@ describe('checkOutcomeVisible: a step that waits', () => {
 		expect(() => checkOutcomeVisible(before, 'Reserve', 0)).not.toThrow();
 	});
 
+	it('refuses Execute Workflow before 1.3 run for each item at Continue (using error output): n8n loses its failures', () => {
+		const execute = (typeVersion: number) => ({ ...node('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', 0, { onError: 'continueErrorOutput' as const }), typeVersion, parameters: { mode: 'each' } });
+		const wiring = (typeVersion: number) => record([reserve, settle, execute(typeVersion)], { Reserve: { main: [link('Run Sub-workflow', 'Settle')] } });
+		expect(() => checkOutcomeVisible(wiring(1.1), 'Reserve', 0)).toThrow(/"Run Sub-workflow" runs the sub-workflow for each item.*version 1.3 or later/);
+		expect(() => checkOutcomeVisible(wiring(1.3), 'Reserve', 0)).not.toThrow();
+	});
+
 	it('accepts Settle above the step when nothing in it waits', () => {
 		const above = { ...settle, position: [0, -100] as [number, number] };
 		expect(() => checkOutcomeVisible(record([reserve, above, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
