@@ -327,21 +327,21 @@ describeWithN8n('Loop Over Items whose Done output leads to the write (enrich in
 		heads: ['Loop'],
 	});
 
-	// BREAKS (lost events). The enrichment stops the execution at the 3rd key: the 1st and 2nd came back into
-	// Loop Over Items and wait in its node context (`processedItems`) for the Done output, which never runs.
-	// executionTrace.ts judgeExecution() reads only the context's `items` (not yet sent), not `processedItems`,
-	// so ld_a and ld_b are judged finished and executionEnd.ts endOutcomes() completes them unwritten; the
-	// retries find them duplicates.
-	it.failing('the enrichment stops the execution (default On Error) at the last key: the keys held for the Done output must not be completed', async () => {
+	// The enrichment stops the execution at the 3rd key: the 1st and 2nd came back into Loop Over Items and
+	// wait in its node context (`processedItems`) for the Done output, which never runs. executionTrace.ts
+	// judgeExecution() judges them pending (traced by their paired items), so they fail with the execution.
+	it('the enrichment stops the execution (default On Error) at the last key: the keys held for the Done output failed, 500; the retry writes each once', async () => {
 		const ids = ['ld_a', 'ld_b', 'ld_c'];
 		const data = workflow('wf-loop-done-stop', shape('ld_c', 'stopWorkflow'));
 		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
 	});
 
-	// BREAKS (lost events), same root cause plus the one of the "not wired back" row above: at Continue (using
-	// error output) the 2nd key leaves on the unwired error output, the loop is not called again, the execution
-	// ends 'success' with lc_a in `processedItems` and lc_c in `items`: both completed unwritten.
+	// BREAKS (lost events), the root cause of the "not wired back" row above: at Continue (using error output)
+	// the 2nd key leaves on the unwired error output, the loop is not called again, the execution ends 'success'
+	// with lc_a in `processedItems` and lc_c in `items`. executionTrace.ts judgeExecution() judges both pending,
+	// but executionEnd.ts endOutcomes() fails pending keys only when the execution did not succeed, so it
+	// completes them unwritten.
 	it.failing('the enrichment continues on error (error output not wired) for the 2nd key: the other keys must be written once', async () => {
 		const ids = ['lc_a', 'lc_b', 'lc_c'];
 		const data = workflow('wf-loop-done-cont', shape('lc_b', 'continueErrorOutput'));
@@ -461,11 +461,11 @@ describeWithN8n('Aggregate and Split Out', () => {
 		expect({ answer: first.answer, states: await statuses(['so_a', 'so_b']) }).toEqual({ answer: 500, states: ['completed', 'failed'] });
 	});
 
-	// BREAKS (double effect). Aggregate (all item data) → a batch lookup → Split Out → the charge per event: n8n
-	// pairs the aggregated item to every input item, so each split item traces (executionTrace.ts Tracer.ofItem)
-	// to every key. The charge fails once for ag_b alone: judgeExecution() fails ag_a and ag_c too, although each
-	// split item still carries its own key (json.idempotency); the retry charges ag_a and ag_c again.
-	it.failing('Aggregate → Split Out → charge per event, the charge fails once for one key: the other keys must be charged once', async () => {
+	// Aggregate (all item data) → a batch lookup → Split Out → the charge per event: n8n pairs the aggregated
+	// item to every input item, so each split item traces to every key; each split item still carries its own
+	// key (json.idempotency), and executionTrace.ts Tracer.ofItem narrows its origin to that key. The charge
+	// fails once for ag_b alone: only ag_b failed, the retry charges it alone.
+	it('Aggregate → Split Out → charge per event, the charge fails once for one key: only that key failed, 500; one effect each', async () => {
 		const ids = ['ag_a', 'ag_b', 'ag_c'];
 		const data = workflow('wf-agg', {
 			nodes: [
