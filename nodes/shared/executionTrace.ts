@@ -148,7 +148,23 @@ class Tracer {
 			if (traced === null) return null;
 			origins.push(...traced);
 		}
-		return origins;
+		return this.narrowedByHeldKey(item, origins);
+	}
+
+	/**
+	 * An item traced to several reservations that itself carries the key and owner token of exactly one
+	 * of them descends from that one: n8n pairs an aggregated item (Aggregate) to every item it took in,
+	 * so each item split out of it again (Split Out) traces to every key, while it still carries its own.
+	 * Failing every key for one item's failure would repeat the effects already done. Only narrows
+	 * within the traced reservations, never adds one.
+	 */
+	private narrowedByHeldKey(item: INodeExecutionData, origins: string[]): string[] {
+		const traced = new Set(origins);
+		if (traced.size < 2) return origins;
+		const held = reservedBy(item);
+		if (!held) return origins;
+		const named = (this.heldKeysOf().get(heldKeyId(held.key as string, held.ownerToken as string)) ?? []).filter((id) => traced.has(id));
+		return named.length === 1 ? named : origins;
 	}
 
 	/** The input items (as their source node output them) an output item of a node run comes from; null where n8n's pairing is lost. */
@@ -346,18 +362,38 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			}
 		}
 	}
-	// A loop node (Loop Over Items) holds the items it has not sent yet in its node context; they came
-	// from its first run's input (its saved source, else the source n8n recorded for that run).
+	// A loop node (Loop Over Items) holds in its node context the items it has not sent yet (`items`;
+	// they came from its first run's input: its saved source, else the source n8n recorded for that run)
+	// and, until its Done output (its first) runs (`done`), the items already looped that came back to it
+	// (`processedItems`, each paired to the node output it came from, as `sourceOverwrite`): work still
+	// to run when that output leads to a node.
 	for (const [scope, value] of Object.entries(contextData)) {
 		if (!scope.startsWith('node:') || !value || typeof value !== 'object') continue;
-		const { items, sourceData } = value as { items?: unknown; sourceData?: unknown };
-		if (!Array.isArray(items) || items.length === 0) continue;
+		const { items, sourceData, processedItems, done } = value as { items?: unknown; sourceData?: unknown; processedItems?: unknown; done?: unknown };
 		const name = scope.slice('node:'.length);
-		const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
-		for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item), name);
+		if (Array.isArray(items) && items.length > 0) {
+			const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
+			for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item), name);
+		}
+		if (done !== true && Array.isArray(processedItems) && leadsOn(view, name, 0)) {
+			for (const item of processedItems as INodeExecutionData[]) wait(ofLoopedItem(tracer, item), name);
+		}
 	}
 	judgeUnpaired(tracer, judgement, failures, waitingAt);
 	return judgement;
+}
+
+/**
+ * An item Loop Over Items holds for its Done output: a copy of the item at `pairedItem.item` of the
+ * node output `pairedItem.sourceOverwrite` (the input of the loop's run that took it back), traced
+ * from that output as n8n recorded it, else by the key it carries.
+ */
+function ofLoopedItem(tracer: Tracer, item: INodeExecutionData): Origins {
+	const [pair] = pairedItemsOf(item) as Array<IPairedItemData & { sourceOverwrite?: ISourceData }>;
+	const source = pair?.sourceOverwrite;
+	const upstream = source ? outputItem(tracer.view, source, pair.item) : undefined;
+	if (!source || !upstream) return tracer.ofInput(undefined, item);
+	return tracer.ofItem(source.previousNode, source.previousNodeRun ?? 0, upstream);
 }
 
 /** A failure the judgement found: where (the node run, none for the node the execution stopped at) and why. */
@@ -407,6 +443,11 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 			}
 		});
 	}
+}
+
+/** Whether one output of a node is connected to a node. */
+function leadsOn(view: ExecutionRecord, name: string, output: number): boolean {
+	return (view.connectionsBySourceNode[name]?.main?.[output] ?? []).some((connection) => connection !== null);
 }
 
 /** The nodes one node's outputs lead to, directly or further on (itself too, inside a loop). */

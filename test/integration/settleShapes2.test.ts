@@ -1,0 +1,573 @@
+import { join } from 'node:path';
+
+import {
+	NodeConnectionTypes,
+	NodeOperationError,
+	type IConnections,
+	type IExecuteFunctions,
+	type INode,
+	type INodeExecutionData,
+	type INodeParameters,
+	type INodeType,
+	type IVersionedNodeType,
+	type IWorkflowBase,
+} from 'n8n-workflow';
+
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
+import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
+import { addNodeTypes, engineWithUpAndDownCredentials, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
+import { baseNode, effect, inProcessDeliveries, link, settleWorkflow, skipIf, toInput, type Delivery, type Shape } from '../support/settleWorkflows';
+
+/*
+ * Second red-team pass over the settle rules (after the fixes of settleShapes.test.ts): Switch with
+ * several outputs, Merge modes, Loop Over Items with batch size > 1 and an If inside, Execute Workflow
+ * in "each item" mode, Aggregate / Split Out, Always Output Data, Stop and Error, a Wait with several
+ * keys in queue mode. Same harness: n8n-core's WorkflowExecute, n8n-nodes-base's own nodes, a real
+ * Postgres, a provider that redelivers until 2xx. What must hold: one effect per event, no 2xx while
+ * a key of the delivery is not completed, no double effect; or a refusal before anything is reserved.
+ * Rows marked `it.failing` break a rule; the comment above each names the root cause.
+ */
+
+const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
+
+const db = postgresSchemaFixture('shapes2', { keyTables: ['processed_events'] });
+
+let base: EngineBase;
+
+/* n8n-nodes-base nodes beyond test/support/n8nBaseNodes.ts ------------------------------------ */
+
+const EXTRA_NODES: Record<string, string> = {
+	'n8n-nodes-base.switch': 'Switch/Switch.node.js',
+	'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
+	'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
+	'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js',
+	'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
+};
+
+function loadExtraNodes(): Record<string, INodeType | IVersionedNodeType> {
+	const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'nodes');
+	const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
+	const nativeRequire = createRequire(join(directory, 'package.json'));
+	const types: Record<string, INodeType | IVersionedNodeType> = {};
+	for (const [type, file] of Object.entries(EXTRA_NODES)) {
+		const module = nativeRequire(join(directory, file)) as Record<string, new () => INodeType | IVersionedNodeType>;
+		const [NodeClass] = Object.values(module);
+		types[type] = new NodeClass();
+	}
+	return types;
+}
+
+/* Test-only node types ----------------------------------------------------------------------- */
+
+const eventIdOf = (item: INodeExecutionData) => String((item.json as { body?: { id?: unknown }; id?: unknown }).body?.id ?? (item.json as { id?: unknown }).id ?? '');
+const onceAttempts = new Map<string, number>();
+
+/** A business effect per item that fails the first attempt of the events named in "Fail Once" (and forever for "Fail Always"). */
+class TestEffectOnce implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Effect Once',
+		name: 'testEffectOnce',
+		group: ['transform'],
+		version: 1,
+		description: 'A business effect per item, failing once for named events',
+		defaults: { name: 'Effect' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [
+			{ displayName: 'Fail Once', name: 'failOnce', type: 'string', default: '' },
+			{ displayName: 'No Effect', name: 'noEffect', type: 'boolean', default: false },
+		],
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const failOnce = new Set(String(this.getNodeParameter('failOnce', 0, '')).split(',').filter(Boolean));
+		const noEffect = this.getNodeParameter('noEffect', 0, false) as boolean;
+		const output: INodeExecutionData[] = [];
+		for (const [index, item] of this.getInputData().entries()) {
+			const id = eventIdOf(item);
+			const attempt = (onceAttempts.get(`${this.getNode().name}:${id}`) ?? 0) + 1;
+			onceAttempts.set(`${this.getNode().name}:${id}`, attempt);
+			if (failOnce.has(id) && attempt === 1) {
+				const error = new NodeOperationError(this.getNode(), `effect refused for ${id}`, { itemIndex: index });
+				if (!this.continueOnFail()) throw error;
+				output.push({ json: { error: error.message }, pairedItem: { item: index } });
+				continue;
+			}
+			if (!noEffect) effects.push(id);
+			output.push({ json: { ...item.json, effectDone: id }, pairedItem: { item: index } });
+		}
+		return [output];
+	}
+}
+
+const once = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) => packageNode(name, 'testEffectOnce', { failOnce }, { position: [400, y], ...extra });
+/** The same without an effect (a lookup, an enrichment). */
+const lookup = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) =>
+	packageNode(name, 'testEffectOnce', { failOnce, noEffect: true }, { position: [400, y], ...extra });
+
+/* Harness ------------------------------------------------------------------------------------ */
+
+const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
+const { deliver, resume, nextId } = inProcessDeliveries('shapes2', () => base);
+
+async function runToEnd(data: IWorkflowBase, delivery: Delivery): Promise<Delivery> {
+	let current = delivery;
+	for (let i = 0; i < 5 && current.run.status === 'waiting'; i++) current = await resume(data, current);
+	return current;
+}
+
+async function keyState(id: string): Promise<{ status: string; last_error: string | null } | undefined> {
+	return (await db.pool.query(`select status, last_error from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0];
+}
+
+async function statuses(ids: string[]): Promise<Array<string | undefined>> {
+	return await Promise.all(ids.map(async (id) => (await keyState(id))?.status));
+}
+
+const is2xx = (answer: number | undefined) => answer !== undefined && answer >= 200 && answer < 300;
+
+type Body = { id: string } & Record<string, unknown>;
+
+/** The provider: redelivers the whole delivery while the answer is not 2xx; records keys not completed at a 2xx. */
+async function provider(data: IWorkflowBase, bodies: Body[], maxDeliveries = 6): Promise<{ answers: Array<number | undefined>; lost: string[] }> {
+	const answers: Array<number | undefined> = [];
+	const lost: string[] = [];
+	for (let attempt = 0; attempt < maxDeliveries; attempt++) {
+		const ended = await runToEnd(data, await deliver(data, bodies));
+		answers.push(ended.answer);
+		if (is2xx(ended.answer)) {
+			const states = await statuses(bodies.map((body) => body.id));
+			bodies.forEach((body, index) => {
+				if (states[index] !== 'completed') lost.push(`${body.id} (${states[index]}) after answer ${ended.answer} on delivery ${attempt + 1}`);
+			});
+			break;
+		}
+	}
+	return { answers, lost };
+}
+
+async function withQueueMode<T>(run: () => Promise<T>): Promise<T> {
+	const mode = process.env.EXECUTIONS_MODE;
+	process.env.EXECUTIONS_MODE = 'queue';
+	try {
+		return await run();
+	} finally {
+		if (mode === undefined) delete process.env.EXECUTIONS_MODE;
+		else process.env.EXECUTIONS_MODE = mode;
+	}
+}
+
+/** Switch in Expression mode: the output is the event's `route` field (0, 1, 2). */
+const routeSwitch = (name: string, y: number, outputs = 3, extra: Partial<INode> = {}) =>
+	baseNode(name, 'switch', 3.2, { mode: 'expression', numberOutputs: outputs, output: '={{ $json.body.route ?? 0 }}' }, y, extra);
+
+beforeAll(() => {
+	if (!baseNodesInstalled()) return;
+	addNodeTypes({ ...loadBaseNodes(), ...loadExtraNodes(), [`${PACKAGE}.testEffect`]: new TestEffect(), [`${PACKAGE}.testEffectOnce`]: new TestEffectOnce() });
+	base = engineWithUpAndDownCredentials(connectionSettings());
+	// Execute Workflow's sub-workflow, run in-process as n8n runs it (source: Parameter), as in settleConstructs.test.ts.
+	base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
+		const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+		const executionId = nextId();
+		const child = executeInProcess(inProcessWorkflow(executionId, code.nodes, code.connections), executionId, options.inputData ?? [], base);
+		if (options.doNotWaitToFinish) {
+			void child.catch(() => undefined);
+			return { executionId, data: [null] };
+		}
+		const { run } = await child;
+		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+		const last = run.data.resultData.lastNodeExecuted as string;
+		return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+	};
+});
+
+beforeEach(() => {
+	effects.length = 0;
+});
+
+/* Switch / Stop and Error --------------------------------------------------------------------- */
+
+describeWithN8n('Switch with several outputs', () => {
+	it('three routes (charge, refund, none), the refund fails once for one key: 500, the retry runs it once; one effect each', async () => {
+		const ids = ['sw_pay', 'sw_refund', 'sw_none'];
+		const data = workflow('wf-sw', {
+			nodes: [routeSwitch('Route', 0), once('Charge', '', 0, { onError: 'continueErrorOutput' }), once('Refund', 'sw_refund', 100, { onError: 'continueErrorOutput' })],
+			connections: { Route: { main: [link('Charge'), link('Refund'), []] } },
+			heads: ['Route'],
+		});
+		const { answers, lost } = await provider(data, [
+			{ id: 'sw_pay', route: 0 },
+			{ id: 'sw_refund', route: 1 },
+			{ id: 'sw_none', route: 2 },
+		]);
+		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answers: [500, 200],
+			lost: [],
+			effects: [1, 1, 0],
+			states: ['completed', 'completed', 'completed'],
+		});
+	});
+
+	it('Stop and Error on one route (invalid events), placed below the charge: the charged key completed once, the invalid one failed; never 2xx', async () => {
+		const data = workflow('wf-sw-stop', {
+			nodes: [
+				routeSwitch('Route', 0, 2),
+				once('Charge', '', 0, { onError: 'continueErrorOutput' }),
+				baseNode('Invalid', 'stopAndError', 1, { errorType: 'errorMessage', errorMessage: 'invalid event' }, 200, { onError: 'stopWorkflow' }),
+			],
+			connections: { Route: { main: [link('Charge'), link('Invalid')] } },
+			heads: ['Route'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'st_ok', route: 0 }, { id: 'st_bad', route: 1 }], 3);
+		expect({ answers, lost, effects: ['st_ok', 'st_bad'].map(effectsFor), states: await statuses(['st_ok', 'st_bad']) }).toEqual({
+			answers: [500, 500, 500],
+			lost: [],
+			effects: [1, 0],
+			states: ['completed', 'failed'],
+		});
+	});
+
+	it('Stop and Error placed above the charge (n8n runs it first): the execution stops before the charge, both keys failed, no effect, never 2xx', async () => {
+		const data = workflow('wf-sw-stop-first', {
+			nodes: [
+				routeSwitch('Route', 0, 2),
+				once('Charge', '', 200, { onError: 'continueErrorOutput' }),
+				baseNode('Invalid', 'stopAndError', 1, { errorType: 'errorMessage', errorMessage: 'invalid event' }, -200, { onError: 'stopWorkflow' }),
+			],
+			connections: { Route: { main: [link('Charge'), link('Invalid')] } },
+			heads: ['Route'],
+		});
+		const first = await deliver(data, [{ id: 'sf_ok', route: 0 }, { id: 'sf_bad', route: 1 }]);
+		expect({ answer: first.answer, effects: ['sf_ok', 'sf_bad'].map(effectsFor), states: await statuses(['sf_ok', 'sf_bad']) }).toEqual({
+			answer: 500,
+			effects: [0, 0],
+			states: ['failed', 'failed'],
+		});
+	});
+});
+
+/* Merge modes --------------------------------------------------------------------------------- */
+
+describeWithN8n('Merge modes', () => {
+	// Reserve's New → Charge (Continue (regular output): error items flow on) → Merge input 1; → Lookup → Merge input 2.
+	const mergeShape = (parameters: INodeParameters, failOnce: string): Shape => ({
+		nodes: [
+			once('Charge', failOnce, 0, { onError: 'continueRegularOutput' }),
+			baseNode('Lookup', 'noOp', 1, {}, 100),
+			baseNode('Merge', 'merge', 3, parameters, 0),
+			baseNode('Log', 'noOp', 1, {}, 0, { onError: 'stopWorkflow' }),
+		],
+		connections: { Charge: { main: [toInput('Merge', 0)] }, Lookup: { main: [toInput('Merge', 1)] }, Merge: { main: [link('Log')] } },
+		heads: ['Charge', 'Lookup'],
+	});
+
+	it.each([
+		['combine by position', { mode: 'combine', combineBy: 'combineByPosition', options: {} }],
+		['combine by matching fields (body.id)', { mode: 'combine', combineBy: 'combineByFields', fieldsToMatchString: 'body.id', options: {} }],
+		['choose branch (input 2)', { mode: 'chooseBranch', chooseBranchMode: 'waitForBoth', output: 'specifiedInput', useDataOfInput: 2 }],
+	])('Continue (regular output) error items into a Merge, %s: the failed key failed, 500, the retry charges it once', async (label, parameters) => {
+		const tag = label.replace(/\W+/g, '').slice(0, 12);
+		const ids = [`${tag}_a`, `${tag}_b`];
+		const data = workflow(`wf-merge-${tag}`, mergeShape(parameters, ids[1]));
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answers: [500, 200],
+			lost: [],
+			effects: [1, 1],
+			states: ['completed', 'completed'],
+		});
+	});
+});
+
+/* Loop Over Items ----------------------------------------------------------------------------- */
+
+describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
+	it('batch 2, If inside: skip events loop back without the charge, the charge fails once for one key: 500, one effect each', async () => {
+		const ids = ['lb_a', 'lb_s', 'lb_b', 'lb_c'];
+		const data = workflow('wf-loop-if', {
+			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0), skipIf('Skip?', 0), once('Charge', 'lb_b', 100, { onError: 'continueErrorOutput' })],
+			connections: { Loop: { main: [[], link('Skip?')] }, 'Skip?': { main: [link('Loop'), link('Charge')] }, Charge: { main: [link('Loop'), link('Loop')] } },
+			heads: ['Loop'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'lb_a' }, { id: 'lb_s', skip: true }, { id: 'lb_b' }, { id: 'lb_c' }]);
+		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answers: [500, 200],
+			lost: [],
+			effects: [1, 0, 1, 1],
+			states: ['completed', 'completed', 'completed', 'completed'],
+		});
+	});
+
+	// BREAKS (lost events). The If's "skip" branch inside the loop is not wired back to Loop Over Items (a
+	// common mistake): a batch whose items all take it ends the loop, and the keys still held in the loop's
+	// node context never run. The execution ends 'success'; nodes/shared/executionEnd.ts endOutcomes()
+	// treats work judged pending (judgeExecution's contextData scan) as failed only when the execution did
+	// not succeed, so those keys are completed with no effect, and n8n answers 200.
+	it.failing('batch 2, If inside whose skip branch ends the loop (not wired back): the keys the loop still holds must not be completed', async () => {
+		const ids = ['le_s1', 'le_s2', 'le_a', 'le_b'];
+		const data = workflow('wf-loop-end', {
+			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0), skipIf('Skip?', 0), once('Charge', '', 100, { onError: 'continueErrorOutput' })],
+			connections: { Loop: { main: [[], link('Skip?')] }, 'Skip?': { main: [[], link('Charge')] }, Charge: { main: [link('Loop'), link('Loop')] } },
+			heads: ['Loop'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'le_s1', skip: true }, { id: 'le_s2', skip: true }, { id: 'le_a' }, { id: 'le_b' }]);
+		// What must hold: le_a and le_b are charged once, or the delivery is not answered 2xx with them completed.
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [0, 0, 1, 1], answers: expect.anything() });
+	});
+});
+
+describeWithN8n('Loop Over Items whose Done output leads to the write (enrich in the loop, write after it)', () => {
+	const shape = (failOnce: string, enrichOnError: INode['onError']): Shape => ({
+		nodes: [
+			baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0),
+			lookup('Enrich', failOnce, 0, { onError: enrichOnError }),
+			effect('Write', {}, 100, { onError: 'continueErrorOutput' }),
+		],
+		connections: { Loop: { main: [link('Write'), link('Enrich')] }, Enrich: { main: [link('Loop')] } },
+		heads: ['Loop'],
+	});
+
+	// The enrichment stops the execution at the 3rd key: the 1st and 2nd came back into Loop Over Items and
+	// wait in its node context (`processedItems`) for the Done output, which never runs. executionTrace.ts
+	// judgeExecution() judges them pending (traced by their paired items), so they fail with the execution.
+	it('the enrichment stops the execution (default On Error) at the last key: the keys held for the Done output failed, 500; the retry writes each once', async () => {
+		const ids = ['ld_a', 'ld_b', 'ld_c'];
+		const data = workflow('wf-loop-done-stop', shape('ld_c', 'stopWorkflow'));
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
+	});
+
+	// BREAKS (lost events), the root cause of the "not wired back" row above: at Continue (using error output)
+	// the 2nd key leaves on the unwired error output, the loop is not called again, the execution ends 'success'
+	// with lc_a in `processedItems` and lc_c in `items`. executionTrace.ts judgeExecution() judges both pending,
+	// but executionEnd.ts endOutcomes() fails pending keys only when the execution did not succeed, so it
+	// completes them unwritten.
+	it.failing('the enrichment continues on error (error output not wired) for the 2nd key: the other keys must be written once', async () => {
+		const ids = ['lc_a', 'lc_b', 'lc_c'];
+		const data = workflow('wf-loop-done-cont', shape('lc_b', 'continueErrorOutput'));
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
+	});
+
+	it('nothing fails: every key written once, completed, 200', async () => {
+		const ids = ['lk_a', 'lk_b'];
+		const data = workflow('wf-loop-done-ok', shape('', 'continueErrorOutput'));
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [200], lost: [], effects: [1, 1] });
+	});
+});
+
+describeWithN8n('Loop Over Items (batch 2) with Settle chained after the write inside the loop', () => {
+	it('the write fails for a key of the second batch: no 2xx before it, 500; one effect each after the retries', async () => {
+		const ids = ['lw_a', 'lw_b', 'lw_c', 'lw_d'];
+		const data = workflow('wf-loop-settle', {
+			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0), once('Write', 'lw_c', 0, { onError: 'continueErrorOutput' })],
+			connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop'), link('Loop')] } },
+			heads: ['Loop'],
+			settleAfter: 'Write',
+		});
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answers: [500, 200],
+			lost: [],
+			effects: [1, 1, 1, 1],
+			states: ['completed', 'completed', 'completed', 'completed'],
+		});
+	});
+});
+
+/* Execute Workflow, each item ------------------------------------------------------------------ */
+
+describeWithN8n('Execute Workflow in "each item" mode with several keys', () => {
+	const subWorkflow = (failOnce: string, onError: INode['onError']) =>
+		JSON.stringify({
+			nodes: [packageNode('Webhook', 'testWebhook'), once('Sub Charge', failOnce, 0, { onError })],
+			connections: { Webhook: { main: [link('Sub Charge')] } },
+		});
+	const execute = (json: string, onError: INode['onError'], version = 1.3) =>
+		baseNode('Run Sub-workflow', 'executeWorkflow', version, { source: 'parameter', workflowJson: json, mode: 'each', options: { waitForSubWorkflow: true } }, 0, { onError });
+
+	it('the sub-workflow fails (stops) for one key, the parent node at Continue (error output): only that key failed, 500; one effect each', async () => {
+		const ids = ['ew_a', 'ew_b', 'ew_c'];
+		const data = workflow('wf-each', { nodes: [execute(subWorkflow('ew_b', 'stopWorkflow'), 'continueErrorOutput')], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
+	});
+
+	it('Execute Workflow 1.1 (workflows built before 1.3) at Continue (regular output), the sub-workflow fails for the 2nd key: only that key failed, 500; one effect each', async () => {
+		const ids = ['e11r_a', 'e11r_b'];
+		const data = workflow('wf-each-11r', { nodes: [execute(subWorkflow('e11r_b', 'stopWorkflow'), 'continueRegularOutput', 1.1)], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+	});
+
+	// BREAKS (lost event). Execute Workflow before 1.3 (typeVersion 1.1/1.2, the version of workflows built
+	// earlier) in "each item" mode puts the error item of item i on output i (n8n's own comment in
+	// ExecuteWorkflow.node.js). At Continue (using error output) n8n-core's handleNodeErrorOutput then
+	// overwrites output 1 (the error output) with the error items it found on output 0: e11_b's error item is
+	// gone from the run data, so executionTrace.ts judgeExecution() sees neither a failure nor a pending item,
+	// and e11_b is completed with no effect, answered 200. settleWiring.ts checkOutcomeVisible() does not refuse it.
+	it.failing('Execute Workflow 1.1 at Continue (using error output), the sub-workflow fails for the 2nd key: that key must not be completed', async () => {
+		const ids = ['e11_a', 'e11_b'];
+		const data = workflow('wf-each-11', { nodes: [execute(subWorkflow('e11_b', 'stopWorkflow'), 'continueErrorOutput', 1.1)], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+	});
+
+	// BREAKS (double effect). Parent Execute Workflow at n8n's default On Error (Stop Workflow): the sub-workflow
+	// for ed_a ran (charged), the one for ed_b failed, the node threw with itemIndex 1. executionTrace.ts
+	// judgeExecution() reads a node task with `error` as "every input item failed" and fails ed_a too; the retry
+	// charges ed_a a second time.
+	it.failing('the sub-workflow fails for the 2nd key, the parent node at the default On Error (Stop Workflow): the 1st key, already charged, must not be charged again', async () => {
+		const ids = ['ed_a', 'ed_b', 'ed_c'];
+		const data = workflow('wf-each-stop', { nodes: [execute(subWorkflow('ed_b', 'stopWorkflow'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
+	});
+
+	// BREAKS (lost event). The sub-workflow's charge is at Continue (regular output): it returns `{ error }` for
+	// ei_b and the sub-workflow succeeds. The parent Execute Workflow node is at the default On Error (Stop
+	// Workflow), so executionTrace.ts judgeExecution() does not read its output's error items as failures
+	// (regularErrors is false), and the node that produced the error item is in the sub-execution, which the
+	// trace never sees: ei_b is completed with no effect, answered 200.
+	it.failing('the sub-workflow\'s charge continues on error (regular output) for one key, the parent at the default On Error: that key must not be completed', async () => {
+		const ids = ['ei_a', 'ei_b'];
+		const data = workflow('wf-each-cont', { nodes: [execute(subWorkflow('ei_b', 'continueRegularOutput'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+	});
+
+	// BREAKS (lost event), same root cause with the sub-workflow's charge at Continue (using error output), the
+	// error output not connected: the sub-workflow returns its last node's outputs, the error item lands on the
+	// parent node's second output, which the parent (Stop Workflow) does not have as an error output.
+	it.failing('the sub-workflow\'s charge continues on error (error output) for one key, the parent at the default On Error: that key must not be completed', async () => {
+		const ids = ['eo_a', 'eo_b'];
+		const data = workflow('wf-each-errout', { nodes: [execute(subWorkflow('eo_b', 'continueErrorOutput'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+	});
+});
+
+/* Aggregate / Split Out -------------------------------------------------------------------------- */
+
+describeWithN8n('Aggregate and Split Out', () => {
+	it('Split Out of a list in each event after Reserve, a line fails once: the event failed, 500; the retry runs its step again', async () => {
+		const data = workflow('wf-split', {
+			nodes: [baseNode('Lines', 'splitOut', 1, { fieldToSplitOut: 'body.lines', include: 'allOtherFields', options: {} }, 0), once('Charge', 'so_b', 0, { onError: 'continueErrorOutput' })],
+			connections: { Lines: { main: [link('Charge')] } },
+			heads: ['Lines'],
+		});
+		const first = await deliver(data, [{ id: 'so_a', lines: [1, 2] }, { id: 'so_b', lines: [1] }]);
+		expect({ answer: first.answer, states: await statuses(['so_a', 'so_b']) }).toEqual({ answer: 500, states: ['completed', 'failed'] });
+	});
+
+	// Aggregate (all item data) → a batch lookup → Split Out → the charge per event: n8n pairs the aggregated
+	// item to every input item, so each split item traces to every key; each split item still carries its own
+	// key (json.idempotency), and executionTrace.ts Tracer.ofItem narrows its origin to that key. The charge
+	// fails once for ag_b alone: only ag_b failed, the retry charges it alone.
+	it('Aggregate → Split Out → charge per event, the charge fails once for one key: only that key failed, 500; one effect each', async () => {
+		const ids = ['ag_a', 'ag_b', 'ag_c'];
+		const data = workflow('wf-agg', {
+			nodes: [
+				baseNode('Aggregate', 'aggregate', 1, { aggregate: 'aggregateAllItemData', destinationFieldName: 'events', options: {} }, 0),
+				baseNode('Batch Lookup', 'noOp', 1, {}, 0),
+				baseNode('Split Out', 'splitOut', 1, { fieldToSplitOut: 'events', include: 'noOtherFields', options: {} }, 0),
+				once('Charge', 'ag_b', 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Aggregate: { main: [link('Batch Lookup')] }, 'Batch Lookup': { main: [link('Split Out')] }, 'Split Out': { main: [link('Charge')] } },
+			heads: ['Aggregate'],
+		});
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
+	});
+
+	it('Remove Duplicates (same customer) drops an event of the delivery: the dropped key completed without effect (the user\'s rule), the charge fails once for the other: 500, one effect', async () => {
+		const ids = ['rd_a', 'rd_b'];
+		const data = workflow('wf-rd', {
+			nodes: [
+				baseNode('Dedupe', 'removeDuplicates', 1.1, { compare: 'selectedFields', fieldsToCompare: 'body.customer', options: {} }, 0),
+				once('Charge', 'rd_a', 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Dedupe: { main: [link('Charge')] } },
+			heads: ['Dedupe'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'rd_a', customer: 'c1' }, { id: 'rd_b', customer: 'c1' }]);
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 0] });
+	});
+});
+
+/* Always Output Data, Settle after a node that drops items ------------------------------------- */
+
+describeWithN8n('Always Output Data and Settle chained after a node that drops items', () => {
+	it('a charge at Continue (error output) with Always Output Data fails for the only key, Settle chained after it gets the empty item: failed, 500; one effect after the retry', async () => {
+		const data = workflow('wf-aod', {
+			nodes: [once('Charge', 'aod', 0, { onError: 'continueErrorOutput', alwaysOutputData: true })],
+			connections: {},
+			heads: ['Charge'],
+			settleAfter: 'Charge',
+		});
+		const { answers, lost } = await provider(data, [{ id: 'aod' }]);
+		expect({ answers, lost, effects: effectsFor('aod') }).toEqual({ answers: [500, 200], lost: [], effects: 1 });
+	});
+
+	it('a failing lookup (Continue regular output) then a node with Always Output Data, Settle chained after: failed, 500', async () => {
+		const data = workflow('wf-aod2', {
+			nodes: [
+				lookup('Lookup', 'aod2', 0, { onError: 'continueRegularOutput' }),
+				baseNode('Only OK', 'if', 2, {
+					conditions: {
+						options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
+						conditions: [{ id: 'c1', leftValue: '={{ $json.error }}', rightValue: '', operator: { type: 'string', operation: 'notExists', singleValue: true } }],
+						combinator: 'and',
+					},
+					looseTypeValidation: true,
+				}, 0, { alwaysOutputData: true }),
+				once('Charge', '', 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Lookup: { main: [link('Only OK')] }, 'Only OK': { main: [link('Charge')] } },
+			heads: ['Lookup'],
+			settleAfter: 'Charge',
+		});
+		const first = await deliver(data, [{ id: 'aod2' }]);
+		expect({ answer: first.answer, state: (await keyState('aod2'))?.status }).toEqual({ answer: 500, state: 'failed' });
+	});
+
+	it('Settle chained after an If\'s true output (skip events dropped there), the charge fails once for one key: 500 first, no key lost, one effect each', async () => {
+		const ids = ['dr_a', 'dr_s', 'dr_b'];
+		const data = workflow('wf-drop', {
+			nodes: [once('Charge', 'dr_b', 0, { onError: 'continueErrorOutput' }), skipIf('Keep?', 0, 'effectDone')],
+			connections: { Charge: { main: [link('Keep?')] } },
+			heads: ['Charge'],
+			settleAfter: 'Keep?',
+		});
+		const { answers, lost } = await provider(data, [{ id: 'dr_a' }, { id: 'dr_s' }, { id: 'dr_b' }]);
+		expect({ answers: answers.map(is2xx), lost, effects: ids.map(effectsFor) }).toEqual({ answers: [false, true], lost: [], effects: [1, 1, 1] });
+	});
+});
+
+/* Wait in queue mode, several keys ------------------------------------------------------------- */
+
+describeWithN8n('a Wait in queue mode with several keys', () => {
+	it('Switch: one key to a Wait then a charge that fails once, one key ends at once: 409 while waiting, then 500, then 2xx; one effect', async () => {
+		await withQueueMode(async () => {
+			const ids = ['qw_w', 'qw_n'];
+			const data = workflow('wf-qw', {
+				nodes: [
+					routeSwitch('Route', 0, 2),
+					baseNode('Wait', 'wait', 1.1, { resume: 'timeInterval', amount: 1, unit: 'hours' }, 0),
+					once('Charge', 'qw_w', 100, { onError: 'continueErrorOutput' }),
+				],
+				connections: { Route: { main: [link('Wait'), []] }, Wait: { main: [link('Charge')] } },
+				heads: ['Route'],
+			});
+			const { answers, lost } = await provider(data, [{ id: 'qw_w', route: 0 }, { id: 'qw_n', route: 1 }]);
+			expect({ lost, first: answers[0], last: is2xx(answers[answers.length - 1]), effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+				lost: [],
+				first: 409,
+				last: true,
+				effects: [1, 0],
+				states: ['completed', 'completed'],
+			});
+		});
+	});
+});
