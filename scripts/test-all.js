@@ -96,7 +96,7 @@ async function n8nInstalled() {
 
 // Three jest workers on two cores: the suites wait on Postgres, files and child processes far more
 // than they compute (the fast suites took 287 s in one worker, about 185 s in three).
-const CONSTRUCT_MATRIX = 'test/integration/settle(Constructs|Shapes)\\.test\\.ts';
+const CONSTRUCT_MATRIX = 'test/integration/settle(Constructs|Shapes\\d*)\\.test\\.ts';
 const jest = ({ workers = 3 } = {}) => [sqliteNode({ log: say }), path.join('node_modules', '.bin', 'jest'), `--maxWorkers=${workers}`];
 const e2eStep = (version, tier) => ({
 	name: `end to end (n8n ${version}, ${tier} tier)`,

@@ -148,7 +148,7 @@ class Tracer {
 			if (traced === null) return null;
 			origins.push(...traced);
 		}
-		return this.narrowedByHeldKey(item, origins);
+		return this.narrowedByHeldKey(item, origins, task);
 	}
 
 	/**
@@ -156,15 +156,25 @@ class Tracer {
 	 * of them descends from that one: n8n pairs an aggregated item (Aggregate) to every item it took in,
 	 * so each item split out of it again (Split Out) traces to every key, while it still carries its own.
 	 * Failing every key for one item's failure would repeat the effects already done. Only narrows
-	 * within the traced reservations, never adds one.
+	 * within the traced reservations, never adds one, and only when each of them is carried by some item
+	 * of the same node run: an item that joins two events (a Merge by position) carries one key, and
+	 * narrowing it would let the other key pass as finished.
 	 */
-	private narrowedByHeldKey(item: INodeExecutionData, origins: string[]): string[] {
+	private narrowedByHeldKey(item: INodeExecutionData, origins: string[], task: ITaskData | undefined): string[] {
 		const traced = new Set(origins);
 		if (traced.size < 2) return origins;
 		const held = reservedBy(item);
 		if (!held) return origins;
 		const named = (this.heldKeysOf().get(heldKeyId(held.key as string, held.ownerToken as string)) ?? []).filter((id) => traced.has(id));
-		return named.length === 1 ? named : origins;
+		if (named.length !== 1) return origins;
+		const carriedInRun = new Set<string>();
+		for (const items of task?.data?.main ?? []) {
+			for (const sibling of items ?? []) {
+				const key = reservedBy(sibling);
+				if (key) for (const id of this.heldKeysOf().get(heldKeyId(key.key as string, key.ownerToken as string)) ?? []) carriedInRun.add(id);
+			}
+		}
+		return [...traced].every((id) => carriedInRun.has(id)) ? named : origins;
 	}
 
 	/** The input items (as their source node output them) an output item of a node run comes from; null where n8n's pairing is lost. */

@@ -340,7 +340,7 @@ describeWithN8n('Execute Workflow', () => {
 		connections: { Webhook: { main: [link('Sub Charge')] } },
 	});
 	const execute = (wait: boolean) =>
-		baseNode('Run Sub-workflow', 'executeWorkflow', 1.1, { source: 'parameter', workflowJson: subWorkflow, mode: 'each', options: { waitForSubWorkflow: wait } }, 0, { onError: 'continueErrorOutput' });
+		baseNode('Run Sub-workflow', 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: subWorkflow, mode: 'each', options: { waitForSubWorkflow: wait } }, 0, { onError: 'continueErrorOutput' });
 
 	it('waiting for the sub-workflow: its failure fails the key (500); the retry runs it once and completes', async () => {
 		const data = workflow('wf-sub-wait', { nodes: [execute(true)], connections: {}, heads: ['Run Sub-workflow'] });

@@ -298,12 +298,10 @@ describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
 		});
 	});
 
-	// BREAKS (lost events). The If's "skip" branch inside the loop is not wired back to Loop Over Items (a
-	// common mistake): a batch whose items all take it ends the loop, and the keys still held in the loop's
-	// node context never run. The execution ends 'success'; nodes/shared/executionEnd.ts endOutcomes()
-	// treats work judged pending (judgeExecution's contextData scan) as failed only when the execution did
-	// not succeed, so those keys are completed with no effect, and n8n answers 200.
-	it.failing('batch 2, If inside whose skip branch ends the loop (not wired back): the keys the loop still holds must not be completed', async () => {
+	// The If's "skip" branch inside the loop is not wired back to Loop Over Items (a common mistake): a batch
+	// whose items all take it ends the loop, and the keys still held in the loop's node context never run.
+	// The execution ends 'success'; the end handler fails those keys (work still to run never runs).
+	it('batch 2, If inside whose skip branch ends the loop (not wired back): the keys the loop still holds failed, never completed; one effect each after the retries', async () => {
 		const ids = ['le_s1', 'le_s2', 'le_a', 'le_b'];
 		const data = workflow('wf-loop-end', {
 			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0), skipIf('Skip?', 0), once('Charge', '', 100, { onError: 'continueErrorOutput' })],
@@ -337,12 +335,10 @@ describeWithN8n('Loop Over Items whose Done output leads to the write (enrich in
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
 	});
 
-	// BREAKS (lost events), the root cause of the "not wired back" row above: at Continue (using error output)
-	// the 2nd key leaves on the unwired error output, the loop is not called again, the execution ends 'success'
-	// with lc_a in `processedItems` and lc_c in `items`. executionTrace.ts judgeExecution() judges both pending,
-	// but executionEnd.ts endOutcomes() fails pending keys only when the execution did not succeed, so it
-	// completes them unwritten.
-	it.failing('the enrichment continues on error (error output not wired) for the 2nd key: the other keys must be written once', async () => {
+	// At Continue (using error output) the 2nd key leaves on the unwired error output, the loop is not called
+	// again, the execution ends 'success' with lc_a in `processedItems` and lc_c in `items`: both are judged
+	// pending, and failed when the execution ends.
+	it('the enrichment continues on error (error output not wired) for the 2nd key: the other keys failed with it, each written once after the retries', async () => {
 		const ids = ['lc_a', 'lc_b', 'lc_c'];
 		const data = workflow('wf-loop-done-cont', shape('lc_b', 'continueErrorOutput'));
 		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
@@ -401,17 +397,14 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
 	});
 
-	// BREAKS (lost event). Execute Workflow before 1.3 (typeVersion 1.1/1.2, the version of workflows built
-	// earlier) in "each item" mode puts the error item of item i on output i (n8n's own comment in
-	// ExecuteWorkflow.node.js). At Continue (using error output) n8n-core's handleNodeErrorOutput then
-	// overwrites output 1 (the error output) with the error items it found on output 0: e11_b's error item is
-	// gone from the run data, so executionTrace.ts judgeExecution() sees neither a failure nor a pending item,
-	// and e11_b is completed with no effect, answered 200. settleWiring.ts checkOutcomeVisible() does not refuse it.
-	it.failing('Execute Workflow 1.1 at Continue (using error output), the sub-workflow fails for the 2nd key: that key must not be completed', async () => {
+	// Execute Workflow before 1.3 in "each item" mode puts the error item of item i on output i, and at Continue
+	// (using error output) n8n-core's error-output split overwrites the error output with the errors it found
+	// on output 0: the failure would vanish from the run data. Refused before anything is reserved.
+	it('Execute Workflow 1.1 at Continue (using error output), for each item: refused before anything is reserved; no effect, no key', async () => {
 		const ids = ['e11_a', 'e11_b'];
 		const data = workflow('wf-each-11', { nodes: [execute(subWorkflow('e11_b', 'stopWorkflow'), 'continueErrorOutput', 1.1)], connections: {}, heads: ['Run Sub-workflow'] });
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
-		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+		const refused = await deliver(data, ids.map((id) => ({ id })));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answer: 503, effects: [0, 0], states: [undefined, undefined] });
 	});
 
 	// BREAKS (double effect). Parent Execute Workflow at n8n's default On Error (Stop Workflow): the sub-workflow
