@@ -279,6 +279,28 @@ describeWithN8n('Merge modes', () => {
 	});
 });
 
+describeWithN8n('a Merge that joins two events into one item', () => {
+	// The joined item carries one event's key (its json wins the merge) and traces to both: narrowing it to
+	// the key it carries would let the other event pass as finished, its write never done.
+	it('combine by position, the joined write fails once: both keys failed, never one completed without its write; both completed after the retry', async () => {
+		const ids = ['join_a', 'join_b'];
+		const data = workflow('wf-join', {
+			nodes: [
+				skipIf('Route', 0),
+				baseNode('Merge', 'merge', 3, { mode: 'combine', combineBy: 'combineByPosition', options: {} }, 0),
+				effect('Write', { failTimes: 1 }, 100, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Route: { main: [toInput('Merge', 1), toInput('Merge', 0)] }, Merge: { main: [link('Write')] } },
+			heads: ['Route'],
+		});
+		const bodies = [{ id: 'join_a' }, { id: 'join_b', skip: true }];
+		const first = await deliver(data, bodies);
+		expect({ answer: first.answer, states: await statuses(ids) }).toEqual({ answer: 500, states: ['failed', 'failed'] });
+		await deliver(data, bodies);
+		expect(await statuses(ids)).toEqual(['completed', 'completed']);
+	});
+});
+
 /* Loop Over Items ----------------------------------------------------------------------------- */
 
 describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
