@@ -1,9 +1,9 @@
-import type { IConnections, INode, INodeParameters } from 'n8n-workflow';
+import type { INode, INodeParameters } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
-import { addNodeTypes, CREDENTIAL_UP, engineWithUpAndDownCredentials, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, effect, inProcessDeliveries, link, settleWorkflow, skipIf, toInput, type Shape } from '../support/settleWorkflows';
+import { addNodeTypes, CREDENTIAL_UP, engineWithUpAndDownCredentials, inProcessWorkflow, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
+import { baseNode, effect, inProcessDeliveries, keyStatesIn, link, settleWorkflow, skipIf, toInput, type Shape } from '../support/settleWorkflows';
 
 /*
  * The constructs n8n users reach for first, around "Settle After Business Step", run by n8n-core's
@@ -26,30 +26,14 @@ const db = postgresSchemaFixture('constructs', { keyTables: ['processed_events']
 let base: EngineBase;
 
 const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
-const { deliver, resume, nextId } = inProcessDeliveries('constructs', () => base);
-
-async function keyState(id: string): Promise<{ status: string; last_error: string | null } | undefined> {
-	return (await db.pool.query(`select status, last_error from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0];
-}
+const { deliver, resume, runSubWorkflowsInProcess } = inProcessDeliveries('constructs', () => base);
+const { keyState } = keyStatesIn(db);
 
 beforeAll(() => {
 	if (!baseNodesInstalled()) return;
 	addNodeTypes({ ...loadBaseNodes(), [`${PACKAGE}.testEffect`]: new TestEffect() });
 	base = engineWithUpAndDownCredentials(connectionSettings());
-	// Execute Workflow's sub-workflow, run in-process the way n8n runs it (source: Parameter).
-	base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
-		const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-		const executionId = nextId();
-		const child = executeInProcess(inProcessWorkflow(executionId, code.nodes, code.connections), executionId, options.inputData ?? [], base);
-		if (options.doNotWaitToFinish) {
-			void child.catch(() => undefined);
-			return { executionId, data: [null] };
-		}
-		const { run } = await child;
-		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-		const last = run.data.resultData.lastNodeExecuted as string;
-		return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-	};
+	runSubWorkflowsInProcess();
 });
 
 beforeEach(() => {

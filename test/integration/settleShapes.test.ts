@@ -3,7 +3,7 @@ import { NodeConnectionTypes, NodeOperationError, type IExecuteFunctions, type I
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, effect, inProcessDeliveries, link, settleWorkflow, skipIf, toInput, type Delivery, type Shape } from '../support/settleWorkflows';
+import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settleWorkflow, skipIf, toInput, withQueueMode, type Delivery, type Shape } from '../support/settleWorkflows';
 
 /*
  * Shapes found by trying to break the settle rules: several events in one delivery with some still
@@ -159,71 +159,15 @@ class TestBatchEffect implements INodeType {
 /* Harness ------------------------------------------------------------------------------------ */
 
 const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
-const { deliver, resume } = inProcessDeliveries('shapes', () => base);
-
-/** Resumes while the execution waits; the delivery's answer is the first one sent. */
-async function runToEnd(data: IWorkflowBase, delivery: Delivery): Promise<Delivery> {
-	let current = delivery;
-	for (let i = 0; i < 5 && current.run.status === 'waiting'; i++) current = await resume(data, current);
-	return current;
-}
-
-async function keyState(id: string): Promise<{ status: string; last_error: string | null } | undefined> {
-	return (await db.pool.query(`select status, last_error from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0];
-}
-
-async function statuses(ids: string[]): Promise<Array<string | undefined>> {
-	return await Promise.all(ids.map(async (id) => (await keyState(id))?.status));
-}
+const deliveries = inProcessDeliveries('shapes', () => base);
+const { deliver, runToEnd } = deliveries;
+const { keyState, statuses } = keyStatesIn(db);
+const provider = (data: IWorkflowBase, bodies: Array<{ id: string; skip?: boolean }>, maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
 
 /** Why Reserve refused the delivery: the error on its first Not Reserved item (its last output). */
 function refusal(delivery: Delivery): string | undefined {
 	const outputs = delivery.run.data.resultData.runData.Reserve?.[0]?.data?.main ?? [];
 	return (outputs[outputs.length - 1]?.[0]?.json as { error?: string } | undefined)?.error;
-}
-
-const is2xx = (answer: number | undefined) => answer !== undefined && answer >= 200 && answer < 300;
-
-/**
- * The provider: delivers, lets the wait tracker resume what waits, and redelivers the whole
- * delivery while the answer is not 2xx. Records every 2xx given while one of the delivery's keys
- * was not completed (the provider stops retrying: that event is lost).
- */
-async function provider(data: IWorkflowBase, bodies: Array<{ id: string; skip?: boolean }>, maxDeliveries = 6): Promise<{ answers: Array<number | undefined>; lost: string[] }> {
-	const answers: Array<number | undefined> = [];
-	const lost: string[] = [];
-	for (let attempt = 0; attempt < maxDeliveries; attempt++) {
-		const ended = await runToEnd(data, await deliver(data, bodies));
-		answers.push(ended.answer);
-		if (is2xx(ended.answer)) {
-			const states = await statuses(bodies.map((body) => body.id));
-			bodies.forEach((body, index) => {
-				if (states[index] !== 'completed') lost.push(`${body.id} (${states[index]}) after answer ${ended.answer} on delivery ${attempt + 1}`);
-			});
-			break;
-		}
-	}
-	return { answers, lost };
-}
-
-async function withQueueMode<T>(run: () => Promise<T>): Promise<T> {
-	const mode = process.env.EXECUTIONS_MODE;
-	process.env.EXECUTIONS_MODE = 'queue';
-	try {
-		return await run();
-	} finally {
-		if (mode === undefined) delete process.env.EXECUTIONS_MODE;
-		else process.env.EXECUTIONS_MODE = mode;
-	}
-}
-
-/** Time passes: the key's hold (lock) ends, as it does once `locked_until` is behind the clock. */
-async function holdEnds(id: string): Promise<void> {
-	await db.pool.query(`update ${db.schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, [`evt:${id}`]);
-}
-
-async function lockedUntil(id: string): Promise<Date> {
-	return (await db.pool.query(`select locked_until from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0].locked_until as Date;
 }
 
 beforeAll(() => {

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import {
 	NodeConnectionTypes,
 	NodeOperationError,
-	type IConnections,
 	type IExecuteFunctions,
 	type INode,
 	type INodeExecutionData,
@@ -15,8 +14,8 @@ import {
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
-import { addNodeTypes, engineWithUpAndDownCredentials, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, effect, inProcessDeliveries, link, settleWorkflow, skipIf, toInput, type Delivery, type Shape } from '../support/settleWorkflows';
+import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
+import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
 
 /*
  * Second red-team pass over the settle rules (after the fixes of settleShapes.test.ts): Switch with
@@ -108,54 +107,11 @@ const lookup = (name: string, failOnce: string, y: number, extra: Partial<INode>
 /* Harness ------------------------------------------------------------------------------------ */
 
 const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
-const { deliver, resume, nextId } = inProcessDeliveries('shapes2', () => base);
-
-async function runToEnd(data: IWorkflowBase, delivery: Delivery): Promise<Delivery> {
-	let current = delivery;
-	for (let i = 0; i < 5 && current.run.status === 'waiting'; i++) current = await resume(data, current);
-	return current;
-}
-
-async function keyState(id: string): Promise<{ status: string; last_error: string | null } | undefined> {
-	return (await db.pool.query(`select status, last_error from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0];
-}
-
-async function statuses(ids: string[]): Promise<Array<string | undefined>> {
-	return await Promise.all(ids.map(async (id) => (await keyState(id))?.status));
-}
-
-const is2xx = (answer: number | undefined) => answer !== undefined && answer >= 200 && answer < 300;
-
+const deliveries = inProcessDeliveries('shapes2', () => base);
+const { deliver, runSubWorkflowsInProcess } = deliveries;
+const { keyState, statuses } = keyStatesIn(db);
 type Body = { id: string } & Record<string, unknown>;
-
-/** The provider: redelivers the whole delivery while the answer is not 2xx; records keys not completed at a 2xx. */
-async function provider(data: IWorkflowBase, bodies: Body[], maxDeliveries = 6): Promise<{ answers: Array<number | undefined>; lost: string[] }> {
-	const answers: Array<number | undefined> = [];
-	const lost: string[] = [];
-	for (let attempt = 0; attempt < maxDeliveries; attempt++) {
-		const ended = await runToEnd(data, await deliver(data, bodies));
-		answers.push(ended.answer);
-		if (is2xx(ended.answer)) {
-			const states = await statuses(bodies.map((body) => body.id));
-			bodies.forEach((body, index) => {
-				if (states[index] !== 'completed') lost.push(`${body.id} (${states[index]}) after answer ${ended.answer} on delivery ${attempt + 1}`);
-			});
-			break;
-		}
-	}
-	return { answers, lost };
-}
-
-async function withQueueMode<T>(run: () => Promise<T>): Promise<T> {
-	const mode = process.env.EXECUTIONS_MODE;
-	process.env.EXECUTIONS_MODE = 'queue';
-	try {
-		return await run();
-	} finally {
-		if (mode === undefined) delete process.env.EXECUTIONS_MODE;
-		else process.env.EXECUTIONS_MODE = mode;
-	}
-}
+const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
 
 /** Switch in Expression mode: the output is the event's `route` field (0, 1, 2). */
 const routeSwitch = (name: string, y: number, outputs = 3, extra: Partial<INode> = {}) =>
@@ -165,20 +121,7 @@ beforeAll(() => {
 	if (!baseNodesInstalled()) return;
 	addNodeTypes({ ...loadBaseNodes(), ...loadExtraNodes(), [`${PACKAGE}.testEffect`]: new TestEffect(), [`${PACKAGE}.testEffectOnce`]: new TestEffectOnce() });
 	base = engineWithUpAndDownCredentials(connectionSettings());
-	// Execute Workflow's sub-workflow, run in-process as n8n runs it (source: Parameter), as in settleConstructs.test.ts.
-	base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
-		const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-		const executionId = nextId();
-		const child = executeInProcess(inProcessWorkflow(executionId, code.nodes, code.connections), executionId, options.inputData ?? [], base);
-		if (options.doNotWaitToFinish) {
-			void child.catch(() => undefined);
-			return { executionId, data: [null] };
-		}
-		const { run } = await child;
-		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-		const last = run.data.resultData.lastNodeExecuted as string;
-		return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-	};
+	runSubWorkflowsInProcess();
 });
 
 beforeEach(() => {

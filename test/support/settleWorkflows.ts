@@ -1,4 +1,5 @@
 import { NodeConnectionTypes, type IConnections, type INode, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
+import type { Pool } from 'pg';
 
 import { webhookItem } from './fakeExecuteFunctions';
 import { CREDENTIAL_UP, executeInProcess, inProcessWorkflow, packageNode, resumeInProcess, webhookAnswer, type EngineBase } from './n8nEngine';
@@ -107,10 +108,32 @@ export interface Delivery {
 	answer: number | undefined;
 }
 
+export const is2xx = (answer: number | undefined) => answer !== undefined && answer >= 200 && answer < 300;
+
+/** Runs `run` as a queue-mode process would (EXECUTIONS_MODE=queue), then puts the mode back. */
+export async function withQueueMode<T>(run: () => Promise<T>): Promise<T> {
+	const mode = process.env.EXECUTIONS_MODE;
+	process.env.EXECUTIONS_MODE = 'queue';
+	try {
+		return await run();
+	} finally {
+		if (mode === undefined) delete process.env.EXECUTIONS_MODE;
+		else process.env.EXECUTIONS_MODE = mode;
+	}
+}
+
+/** Each key's status in the test schema's processed_events (undefined: no row), by event id; `db` is read when asked. */
+export function keyStatesIn(db: { readonly pool: Pool; readonly schema: string }) {
+	const keyState = async (id: string): Promise<{ status: string; last_error: string | null } | undefined> =>
+		(await db.pool.query(`select status, last_error from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0];
+	const statuses = async (ids: string[]): Promise<Array<string | undefined>> => await Promise.all(ids.map(async (id) => (await keyState(id))?.status));
+	return { keyState, statuses };
+}
+
 /** Deliveries run in-process on `engine()`, their execution ids prefixed with `prefix`. */
 export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 	let executions = 0;
-	return {
+	const deliveries = {
 		async deliver(data: IWorkflowBase, bodies: unknown[]): Promise<Delivery> {
 			executions += 1;
 			const executionId = `${prefix}-${executions}`;
@@ -123,10 +146,55 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 			const run = await resumeInProcess(data, waiting.executionId, waiting.run.data, engine());
 			return { executionId: waiting.executionId, run, answer: webhookAnswer(waiting.executionId, run) };
 		},
-		/** A fresh execution id for a sub-workflow run by the engine. */
-		nextId(): string {
-			executions += 1;
-			return `${prefix}-sub-${executions}`;
+		/** Resumes while the execution waits; the delivery's answer is the first one sent. */
+		async runToEnd(data: IWorkflowBase, delivery: Delivery): Promise<Delivery> {
+			let current = delivery;
+			for (let i = 0; i < 5 && current.run.status === 'waiting'; i++) current = await deliveries.resume(data, current);
+			return current;
+		},
+		/**
+		 * The provider: delivers, lets the wait tracker resume what waits, and redelivers the whole delivery
+		 * while the answer is not 2xx. Records every 2xx given while one of the delivery's keys was not
+		 * completed (the provider stops retrying: that event is lost).
+		 */
+		async provider(
+			data: IWorkflowBase,
+			bodies: Array<{ id: string } & Record<string, unknown>>,
+			statuses: (ids: string[]) => Promise<Array<string | undefined>>,
+			maxDeliveries = 6,
+		): Promise<{ answers: Array<number | undefined>; lost: string[] }> {
+			const answers: Array<number | undefined> = [];
+			const lost: string[] = [];
+			for (let attempt = 0; attempt < maxDeliveries; attempt++) {
+				const ended = await deliveries.runToEnd(data, await deliveries.deliver(data, bodies));
+				answers.push(ended.answer);
+				if (is2xx(ended.answer)) {
+					const states = await statuses(bodies.map((body) => body.id));
+					bodies.forEach((body, index) => {
+						if (states[index] !== 'completed') lost.push(`${body.id} (${states[index]}) after answer ${ended.answer} on delivery ${attempt + 1}`);
+					});
+					break;
+				}
+			}
+			return { answers, lost };
+		},
+		/** Execute Workflow's sub-workflows (source: Parameter) run in-process on the engine, as n8n runs them. */
+		runSubWorkflowsInProcess(): void {
+			engine().executeWorkflow = async (workflowInfo, _additionalData, options) => {
+				const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+				executions += 1;
+				const executionId = `${prefix}-sub-${executions}`;
+				const child = executeInProcess(inProcessWorkflow(executionId, code.nodes, code.connections), executionId, options.inputData ?? [], engine());
+				if (options.doNotWaitToFinish) {
+					void child.catch(() => undefined);
+					return { executionId, data: [null] };
+				}
+				const { run } = await child;
+				if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+				const last = run.data.resultData.lastNodeExecuted as string;
+				return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+			};
 		},
 	};
+	return deliveries;
 }
