@@ -6,12 +6,12 @@
 // accepted, the retired one refused once cleared), a signature header and a key header sent twice.
 // A refusal starts no execution: after the refused requests a sentinel event is delivered and it is
 // the only execution n8n recorded since.
-// e2e-tags: single compatibility
+// e2e-tags: single queue compatibility:single
 const http = require('node:http');
 const stack = require('../support/stack/n8nStack');
 const { harness, eventId, OWNER } = require('../support/e2e/harness');
-const { keyStates } = require('../support/e2e/embedded');
-const { publishTrigger, TRIGGER } = require('../support/e2e/trigger');
+const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
+const { publishTrigger, triggerBase, deliverUntilAccepted, TRIGGER } = require('../support/e2e/trigger');
 const { startSink } = require('../support/e2e/sink');
 
 /** POSTs raw `body` with `headers`; an array value is sent as that many header lines. */
@@ -50,13 +50,19 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 	let byHeader;
 
 	beforeAll(async () => {
+		// Queue mode: main, the webhook process and the workers share one n8n folder (the Embedded store's rule).
+		await useWorkerFolders(h, 'shared');
+		const { baseUrl } = await triggerBase(h);
 		api = await startSink();
-		webhook = await publishTrigger(h, 'trigger-adv', { apiUrl: api.url });
+		webhook = await publishTrigger(h, 'trigger-adv', { apiUrl: api.url, baseUrl });
 		// Key Source: Header, for the key header sent twice.
 		byHeader = await publishTrigger(h, 'trigger-adv-hdr', {
 			apiUrl: api.url,
+			baseUrl,
 			change: (node) => (node.type === TRIGGER.type ? { ...node, parameters: { ...node.parameters, keySource: 'header', headerName: 'X-Delivery-Id' } } : node),
 		});
+		// Queue mode: the first run on a worker opens the store; warm it up like a provider retrying.
+		if (h.topology === 'queue') await deliverUntilAccepted(h, webhook.url, { id: eventId('adv_warm'), type: 'e2e.warmup' });
 	});
 	afterAll(async () => api?.close());
 
