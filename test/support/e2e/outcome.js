@@ -15,32 +15,6 @@ async function businessRows(h, eventIds) {
 	};
 }
 
-/**
- * Of the doubled events, those the key guard should have kept single. The guard cannot keep one
- * single when the business step's own statement committed and its connection was cut before the
- * answer came back (a database restarted under it): n8n saw the step fail, the key was marked failed
- * with that error, and the provider's retry ran the step again (docs/failures.md). Such an event has
- * exactly two rows, the first written before the restart ended, and a key that keeps the step's
- * connection error as its last error. Returns [{ key, rows, lastError }] for every doubled event
- * without that record.
- */
-async function doublesNotFromACutStep(h, doubledKeys, { stepName, restartEndedAt }) {
-	if (doubledKeys.length === 0) return [];
-	const { rows: keyRows } = await h.appQuery('SELECT key, last_error FROM processed_events WHERE key = ANY($1)', [doubledKeys]);
-	const lastErrors = new Map(keyRows.map((row) => [row.key, row.last_error ?? '']));
-	const { rows: businessRowsOf } = await h.appQuery('SELECT event_key, created_at FROM business_log WHERE event_key = ANY($1) ORDER BY created_at', [doubledKeys]);
-	const cutConnection = /terminat|connection|ECONNRESET|57P0/i;
-	return doubledKeys
-		.map((key) => {
-			const written = businessRowsOf.filter((row) => row.event_key === key).map((row) => row.created_at);
-			return { key, rows: written.length, firstWrittenAt: written[0], lastError: lastErrors.get(key) ?? null };
-		})
-		.filter(({ rows, firstWrittenAt, lastError }) => {
-			const explained = rows === 2 && firstWrittenAt < restartEndedAt && lastError?.includes(stepName) && cutConnection.test(lastError);
-			return !explained;
-		});
-}
-
 /** Keys of these events not completed (status other than 'completed', or no row). */
 async function keysNotCompleted(h, eventIds) {
 	const keys = eventIds.map((id) => `evt:${id}`);
@@ -98,4 +72,4 @@ async function expectErrorWorkflowCompletedKey(h, failedExecutionId, mark) {
 	return errorRuns[0];
 }
 
-module.exports = { businessRows, doublesNotFromACutStep, keysNotCompleted, keysNotCompletedAfterSettling, stuckExecutions, errorRunsFor, expectErrorWorkflowCompletedKey };
+module.exports = { businessRows, keysNotCompleted, keysNotCompletedAfterSettling, stuckExecutions, errorRunsFor, expectErrorWorkflowCompletedKey };
