@@ -1,7 +1,7 @@
 import { NodeConnectionTypes, NodeOperationError, type IExecuteFunctions, type INode, type INodeExecutionData, type INodeParameters, type INodeType, type IWorkflowBase } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
+import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
 import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settleWorkflow, skipIf, toInput, withQueueMode, type Delivery, type Shape } from '../support/settleWorkflows';
 
@@ -32,39 +32,6 @@ const wait = (name: string, y: number, hours = 1, extra: Partial<INode> = {}) =>
 /* Test-only node types ----------------------------------------------------------------------- */
 
 const eventIdOf = (item: INodeExecutionData) => String((item.json as { body?: { id?: unknown } }).body?.id ?? '');
-const gateAttempts = new Map<string, number>();
-
-/** A check without an effect (a validation, a lookup): fails the first attempt of the events in "Fail Once". */
-class TestGate implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Gate',
-		name: 'testGate',
-		group: ['transform'],
-		version: 1,
-		description: 'Fails once for named events, no effect',
-		defaults: { name: 'Gate' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [{ displayName: 'Fail Once', name: 'failOnce', type: 'string', default: '' }],
-	};
-
-	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const failOnce = new Set(String(this.getNodeParameter('failOnce', 0, '')).split(',').filter(Boolean));
-		return [
-			this.getInputData().map((item, index) => {
-				const id = eventIdOf(item);
-				const attempt = (gateAttempts.get(`${this.getNode().name}:${id}`) ?? 0) + 1;
-				gateAttempts.set(`${this.getNode().name}:${id}`, attempt);
-				if (failOnce.has(id) && attempt === 1) {
-					const error = new NodeOperationError(this.getNode(), `gate refused ${id}`, { itemIndex: index });
-					if (!this.continueOnFail()) throw error;
-					return { json: { error: error.message }, pairedItem: { item: index } };
-				}
-				return { json: item.json, pairedItem: { item: index } };
-			}),
-		];
-	}
-}
 
 /**
  * A Code node in "Run Once for All Items" that returns items without pairedItem, as users write
@@ -175,7 +142,7 @@ beforeAll(() => {
 	addNodeTypes({
 		...loadBaseNodes(),
 		[`${PACKAGE}.testEffect`]: new TestEffect(),
-		[`${PACKAGE}.testGate`]: new TestGate(),
+		[`${PACKAGE}.testEffectOnce`]: new TestEffectOnce(),
 		[`${PACKAGE}.testCodeNoPairing`]: new TestCodeNoPairing(),
 		[`${PACKAGE}.testBatchEffect`]: new TestBatchEffect(),
 		[`${PACKAGE}.testGroupNoPairing`]: new TestGroupNoPairing(),
@@ -194,7 +161,7 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 	// Route: skip events end at once; the others reach a Merge whose other input (B) has no data (n8n runs it after Settle).
 	const mergeShape = (write: INodeParameters, gateFailOnce = ''): Shape => ({
 		nodes: [
-			packageNode('Gate', 'testGate', { failOnce: gateFailOnce }, { position: [400, -50], onError: 'continueErrorOutput' }),
+			packageNode('Gate', 'testEffectOnce', { failOnce: gateFailOnce, noEffect: true }, { position: [400, -50], onError: 'continueErrorOutput' }),
 			skipIf('Route', 0),
 			skipIf('Flagged?', 0, 'flag'),
 			baseNode('B', 'noOp', 1, {}, 100),
@@ -229,7 +196,7 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 		const ids = ['r2_a', 'r2_b'];
 		const data = workflow('wf-r2', mergeShape({}, ''));
 		// Fail once for r2_b only: a Gate after the Merge.
-		data.nodes.push(packageNode('Gate2', 'testGate', { failOnce: 'r2_b' }, { position: [400, 50], onError: 'continueErrorOutput' }));
+		data.nodes.push(packageNode('Gate2', 'testEffectOnce', { failOnce: 'r2_b', noEffect: true }, { position: [400, 50], onError: 'continueErrorOutput' }));
 		data.connections.Merge = { main: [link('Gate2')] };
 		data.connections.Gate2 = { main: [link('Write')] };
 		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
@@ -257,7 +224,7 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 				baseNode('Enrich', 'noOp', 1, {}, 0),
 				baseNode('B', 'noOp', 1, {}, 100),
 				baseNode('Merge', 'merge', 3, {}, 0),
-				packageNode('Check', 'testGate', { failOnce: 'r3_b' }, { position: [400, 0], onError: 'continueErrorOutput' }),
+				packageNode('Check', 'testEffectOnce', { failOnce: 'r3_b', noEffect: true }, { position: [400, 0], onError: 'continueErrorOutput' }),
 				effect('Write', {}, 0, { onError: 'continueErrorOutput' }),
 			],
 			connections: {
@@ -350,7 +317,7 @@ describeWithN8n('a Wait in queue mode', () => {
 		await withQueueMode(async () => {
 			const ids = ['q1_a', 'q1_b'];
 			const data = workflow('wf-q1', {
-				nodes: [packageNode('Gate', 'testGate', { failOnce: 'q1_a' }, { position: [400, -50], onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
+				nodes: [packageNode('Gate', 'testEffectOnce', { failOnce: 'q1_a', noEffect: true }, { position: [400, -50], onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
 				connections: { Gate: { main: [link('Wait')] }, Wait: { main: [link('Charge')] } },
 				heads: ['Gate'],
 			});
@@ -480,7 +447,7 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code filters out skip events (no pairedItem), the write fails for one key: the other key is completed, one effect each', async () => {
 		const ids = ['p2_a', 'p2_skip', 'p2_b'];
 		const data = workflow('wf-p2', {
-			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), packageNode('Check', 'testGate', { failOnce: 'p2_b' }, { position: [400, 0], onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), packageNode('Check', 'testEffectOnce', { failOnce: 'p2_b', noEffect: true }, { position: [400, 0], onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
 			connections: { Filter: { main: [link('Check')] }, Check: { main: [link('Write')] } },
 			heads: ['Filter'],
 		});

@@ -1,19 +1,9 @@
 import { join } from 'node:path';
 
-import {
-	NodeConnectionTypes,
-	NodeOperationError,
-	type IExecuteFunctions,
-	type INode,
-	type INodeExecutionData,
-	type INodeParameters,
-	type INodeType,
-	type IVersionedNodeType,
-	type IWorkflowBase,
-} from 'n8n-workflow';
+import type { INode, INodeParameters, INodeType, IVersionedNodeType, IWorkflowBase } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
+import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
 import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
 
@@ -57,47 +47,6 @@ function loadExtraNodes(): Record<string, INodeType | IVersionedNodeType> {
 }
 
 /* Test-only node types ----------------------------------------------------------------------- */
-
-const eventIdOf = (item: INodeExecutionData) => String((item.json as { body?: { id?: unknown }; id?: unknown }).body?.id ?? (item.json as { id?: unknown }).id ?? '');
-const onceAttempts = new Map<string, number>();
-
-/** A business effect per item that fails the first attempt of the events named in "Fail Once" (and forever for "Fail Always"). */
-class TestEffectOnce implements INodeType {
-	description: INodeType['description'] = {
-		displayName: 'Test Effect Once',
-		name: 'testEffectOnce',
-		group: ['transform'],
-		version: 1,
-		description: 'A business effect per item, failing once for named events',
-		defaults: { name: 'Effect' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [
-			{ displayName: 'Fail Once', name: 'failOnce', type: 'string', default: '' },
-			{ displayName: 'No Effect', name: 'noEffect', type: 'boolean', default: false },
-		],
-	};
-
-	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const failOnce = new Set(String(this.getNodeParameter('failOnce', 0, '')).split(',').filter(Boolean));
-		const noEffect = this.getNodeParameter('noEffect', 0, false) as boolean;
-		const output: INodeExecutionData[] = [];
-		for (const [index, item] of this.getInputData().entries()) {
-			const id = eventIdOf(item);
-			const attempt = (onceAttempts.get(`${this.getNode().name}:${id}`) ?? 0) + 1;
-			onceAttempts.set(`${this.getNode().name}:${id}`, attempt);
-			if (failOnce.has(id) && attempt === 1) {
-				const error = new NodeOperationError(this.getNode(), `effect refused for ${id}`, { itemIndex: index });
-				if (!this.continueOnFail()) throw error;
-				output.push({ json: { error: error.message }, pairedItem: { item: index } });
-				continue;
-			}
-			if (!noEffect) effects.push(id);
-			output.push({ json: { ...item.json, effectDone: id }, pairedItem: { item: index } });
-		}
-		return [output];
-	}
-}
 
 const once = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) => packageNode(name, 'testEffectOnce', { failOnce }, { position: [400, y], ...extra });
 /** The same without an effect (a lookup, an enrichment). */

@@ -115,6 +115,46 @@ export class TestEffect implements INodeType {
 	}
 }
 
+const onceAttempts = new Map<string, number>();
+
+/** A business effect per item that fails the first attempt of the events named in "Fail Once"; with "No Effect", a check (a lookup, a validation). */
+export class TestEffectOnce implements INodeType {
+	description: INodeType['description'] = {
+		displayName: 'Test Effect Once',
+		name: 'testEffectOnce',
+		group: ['transform'],
+		version: 1,
+		description: 'A business effect per item, failing once for named events',
+		defaults: { name: 'Effect' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties: [
+			{ displayName: 'Fail Once', name: 'failOnce', type: 'string', default: '' },
+			{ displayName: 'No Effect', name: 'noEffect', type: 'boolean', default: false },
+		],
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const failOnce = new Set(String(this.getNodeParameter('failOnce', 0, '')).split(',').filter(Boolean));
+		const noEffect = this.getNodeParameter('noEffect', 0, false) as boolean;
+		const output: INodeExecutionData[] = [];
+		for (const [index, item] of this.getInputData().entries()) {
+			const id = eventIdOf(item);
+			const attempt = (onceAttempts.get(`${this.getNode().name}:${id}`) ?? 0) + 1;
+			onceAttempts.set(`${this.getNode().name}:${id}`, attempt);
+			if (failOnce.has(id) && attempt === 1) {
+				const error = new NodeOperationError(this.getNode(), `effect refused for ${id}`, { itemIndex: index });
+				if (!this.continueOnFail()) throw error;
+				output.push({ json: { error: error.message }, pairedItem: { item: index } });
+				continue;
+			}
+			if (!noEffect) effects.push(id);
+			output.push({ json: { ...item.json, effectDone: id }, pairedItem: { item: index } });
+		}
+		return [output];
+	}
+}
+
 export function effectsFor(id: string): number {
 	return effects.filter((effect) => effect === id).length;
 }
