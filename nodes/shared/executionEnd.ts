@@ -2,6 +2,7 @@ import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctio
 
 import type { HoldRequest, KeyStore } from '../../lib/store/contract';
 import { MAX_HOLD_MS } from '../../lib/store/rules';
+import { OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { runsInQueueMode } from './embeddedFile';
 import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isTriggerType, judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
@@ -228,7 +229,7 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	if (outcomes.hold.length > 0 && runsInQueueMode()) {
 		return {
 			statusCode: 409,
-			headers: { 'x-idempotency-outcome': 'in_progress' },
+			headers: { [OUTCOME_HEADER]: 'in_progress' },
 			body: {
 				received: false,
 				inProgress: true,

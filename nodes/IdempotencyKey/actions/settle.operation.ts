@@ -1,6 +1,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import type { KeyStore, SettleReport, SettleRequest } from '../../../lib/store/contract';
+import { OUTCOME_HEADER } from '../../../lib/webhook/answers';
 import { answerNow, settleWhenExecutionEnds } from '../../shared/executionEnd';
 import { readExecutionRecord } from '../../shared/executionRecord';
 import {
@@ -210,7 +211,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	if (failedElsewhere.length > 0 && failed.length === 0) {
 		await answerNow(context, {
 			statusCode: 500,
-			headers: { 'x-idempotency-outcome': 'failed' },
+			headers: { [OUTCOME_HEADER]: 'failed' },
 			body: { received: false, retry: true, message: `The business step failed for ${failedElsewhere.length} other event(s) of this delivery: ${judgement.failed.get(failedElsewhere[0]) ?? ''}` },
 		});
 	} else if (stillRunning && answeredElsewhere(view)) {
@@ -218,14 +219,14 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		// run before the keys still running here end: retry later, when each is completed or failed.
 		await answerNow(context, {
 			statusCode: 409,
-			headers: { 'x-idempotency-outcome': 'in_progress' },
+			headers: { [OUTCOME_HEADER]: 'in_progress' },
 			body: { received: false, inProgress: true, retry: true, message: 'Some events of this delivery are still being processed: retry later.' },
 		});
 	}
 	if (failed.length > 0 && succeeded.length > 0) {
 		await answerNow(context, {
 			statusCode: 500,
-			headers: { 'x-idempotency-outcome': 'failed' },
+			headers: { [OUTCOME_HEADER]: 'failed' },
 			body: { received: false, retry: true, failed: failed.map((entry) => entry.owned.key), message: `The business step failed for ${failed.length} of the ${all.length} events of this delivery: ${failed[0].failure ?? ''}` },
 		});
 	}
