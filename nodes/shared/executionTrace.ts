@@ -13,6 +13,7 @@ import type { ExecutionRecord } from './executionRecord';
 const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
 const KEY_TYPE_SUFFIX = '.idempotencyKey';
 const TRIGGER_TYPE_SUFFIX = '.idempotentWebhook';
+const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
 // n8n's own rule for an item that carries an error on a regular output (On Error: Continue (regular output)).
 const ERROR_ITEM_KEYS = new Set(['error', 'message', 'details']);
 const MAX_TRACE_DEPTH = 1_000;
@@ -331,11 +332,16 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (isReserveType(node?.type) || isKeyType(node?.type) || isTriggerType(node?.type)) continue;
 		tasks.forEach((task, run) => {
 			if (task.error) {
-				// A node that failed as a whole passed its *input* on (or stopped): every item it was given failed.
+				// A node that failed as a whole passed its *input* on (or stopped): every item it was given
+				// failed, but those it had finished for before failing.
 				const message = `${name}: ${task.error.message}`;
+				const finished = itemsFinishedBeforeFailure(view, name, task);
 				for (const source of task.source ?? []) {
 					if (!source) continue;
-					for (const item of outputItems(view, source)) fail(tracer.ofInput(source, item), message, name, task);
+					for (const [index, item] of outputItems(view, source).entries()) {
+						if (index < finished) continue;
+						fail(tracer.ofInput(source, item), message, name, task);
+					}
 				}
 				if (isStart(task)) fail(null, message, name, task);
 				return;
@@ -343,9 +349,11 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			const outputs = task.data?.main ?? [];
 			const errorOutput = node?.onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
 			const regularErrors = node?.onError === 'continueRegularOutput' || node?.continueOnFail === true;
+			const subWorkflow = node?.type === EXECUTE_WORKFLOW_TYPE;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
-					if (!(outputIndex === errorOutput || (regularErrors && isErrorItem(item)))) continue;
+					const failed = outputIndex === errorOutput || ((regularErrors || subWorkflow) && isErrorItem(item)) || (subWorkflow && outputIndex > 0 && carriesError(item));
+					if (!failed) continue;
 					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
 				}
 			}
@@ -356,8 +364,10 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 	for (const entry of nodeExecutionStack) {
 		const atFailure = failedNode !== undefined && entry.node.name === failedNode.name && entry === nodeExecutionStack[0];
 		if (isKeyType(entry.node.type) && !atFailure) continue;
+		const finished = atFailure ? itemsFinishedBeforeFailure(view, entry.node.name, view.runData[entry.node.name]?.at(-1)) : 0;
 		for (const [input, items] of (entry.data.main ?? []).entries()) {
 			for (const [index, item] of (items ?? []).entries()) {
+				if (input === 0 && index < finished) continue;
 				const origins = entry.source === null ? [] : tracer.ofWaitingItem(entry.source.main?.[input], index, item);
 				if (atFailure) fail(origins, `${failedNode.name}: ${failedNode.message}`, failedNode.name);
 				wait(origins, entry.node.name);
@@ -455,6 +465,23 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 	}
 }
 
+/**
+ * How many of its input items a node that failed as a whole had finished for, their effect done and
+ * nothing of theirs left to run. Known for one node: Execute Workflow run once for each item and
+ * waiting for each sub-workflow runs them in order and throws at the first that fails, naming its
+ * item (n8n-nodes-base, read in 2.41.1 and 1.123.81): the items before it ran their whole
+ * sub-workflow. When its output leads to more nodes, those never ran for them: not finished.
+ * Every other node: none (a node may run its items together, or roll them back together).
+ */
+function itemsFinishedBeforeFailure(view: ExecutionRecord, name: string, task: ITaskData | undefined): number {
+	const node = view.node(name);
+	if (node?.type !== EXECUTE_WORKFLOW_TYPE || node.parameters?.mode !== 'each' || !task?.error) return 0;
+	const options = node.parameters.options as IDataObject | undefined;
+	if (options?.waitForSubWorkflow === false || leadsOn(view, name, 0)) return 0;
+	const itemIndex = (task.error as { context?: IDataObject }).context?.itemIndex;
+	return typeof itemIndex === 'number' && Number.isInteger(itemIndex) && itemIndex > 0 ? itemIndex : 0;
+}
+
 /** Whether one output of a node is connected to a node. */
 function leadsOn(view: ExecutionRecord, name: string, output: number): boolean {
 	return (view.connectionsBySourceNode[name]?.main?.[output] ?? []).some((connection) => connection !== null);
@@ -506,6 +533,17 @@ export function isErrorItem(item: INodeExecutionData): boolean {
 	if (item.error !== undefined) return true;
 	const json = item.json ?? {};
 	return json.error !== undefined && Object.keys(json).every((key) => ERROR_ITEM_KEYS.has(key));
+}
+
+/**
+ * An item a sub-workflow returned on an output beyond the first that carries an error: its last node
+ * continued on error through its error output, and n8n put the failed item there with the input's
+ * fields and `error` (n8n-core's error-output split). Whatever the parent node's own On Error, the
+ * step failed for the key it pairs to. An `{ error }` item on any output is one too (`isErrorItem`).
+ */
+function carriesError(item: INodeExecutionData): boolean {
+	const error = item.json?.error as unknown;
+	return item.error !== undefined || (typeof error === 'string' && error !== '') || (typeof error === 'object' && error !== null);
 }
 
 export function errorMessageOf(item: INodeExecutionData): string {

@@ -17,6 +17,16 @@ const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
 // Nodes that can put the execution to wait and resume it later as a new run.
 const WAITING_TYPES = new Set(['n8n-nodes-base.wait', 'n8n-nodes-base.form']);
 const CONTINUING = new Set(['continueRegularOutput', 'continueErrorOutput']);
+const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
+const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
+// The package's own nodes settle, route or verify: their failures are handled where they run.
+const PACKAGE_TYPE_SUFFIXES = ['.idempotencyKey', '.idempotencyReserve', '.idempotencyOrderGuard', '.idempotencyExecuteQuery', '.webhookSignatureVerify'];
+// n8n's nodes that route, reshape or deliberately stop items: no effect, and no failure that depends on one event.
+const NO_EFFECT_TYPES = new Set(
+	['if', 'switch', 'merge', 'noOp', 'filter', 'splitInBatches', 'splitOut', 'aggregate', 'sort', 'limit', 'removeDuplicates', 'summarize', 'set', 'renameKeys', 'stopAndError'].map(
+		(name) => `n8n-nodes-base.${name}`,
+	),
+);
 
 /** An enabled Idempotency Key node set to Settle After Business Step (a workflow node or n8n's summary of one). */
 export function isSettleNode(node: { type: string; parameters?: INode['parameters']; disabled?: boolean } | undefined): boolean {
@@ -36,6 +46,7 @@ export function assertSafeSettleWiring(context: IExecuteFunctions, output: numbe
 	}
 	checkSettleWiring(record, self, output);
 	checkOutcomeVisible(record, self, output);
+	checkEventsApart(record, self, output, context.getInputData().length);
 }
 
 /** Throws UnsafeSettleWiringError naming the fix; returns quietly when no Settle node hangs off the output. */
@@ -142,6 +153,49 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 			}
 		}
 	}
+}
+
+/**
+ * Throws UnsafeSettleWiringError, before anything is reserved, when several events of one run would
+ * reach a node of the step together that stops the workflow when it fails (n8n's default On Error)
+ * and the package settles their keys. n8n records such a node's failure for all the items it was
+ * given, not which of them it had already done: every one of those keys has to be failed, and the
+ * retry would repeat the effects done for the others. Not refused: nodes that only route or reshape
+ * items (they do not fail on an event's data, and have no effect), Stop and Error (the failure is
+ * the point), a Postgres node sending its items as one query or one transaction (all or nothing),
+ * and nodes inside Loop Over Items with batch size 1 (one event at a time).
+ */
+export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
+	if (events < 2) return;
+	const stopAt = (node: INode) => node.type.endsWith(SETTLE_TYPE_SUFFIX);
+	const heads = targets(record, self, output);
+	const settled = enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
+	if (!settled) return;
+	const oneAtATime = new Set<string>();
+	for (const loop of downstreamOf(record, heads, new Set([self]), stopAt)) {
+		if (loop.type !== LOOP_TYPE || Number(loop.parameters?.batchSize ?? 1) !== 1) continue;
+		for (const inside of downstreamOf(record, targets(record, loop.name, 1), new Set([self, loop.name]), stopAt)) oneAtATime.add(inside.name);
+	}
+	for (const node of downstreamOf(record, heads, new Set([self]), stopAt)) {
+		if (oneAtATime.has(node.name) || CONTINUING.has(node.onError ?? '') || node.continueOnFail === true || failsEventByEvent(record, node)) continue;
+		throw new UnsafeSettleWiringError(
+			`"${node.name}" gets the ${events} events of this run together and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others it had already done, so their keys could not be completed and the provider's retry would do them again. Set its Settings → On Error to "Continue (using error output)" (each event's failure is then its own; the error output need not be connected), or put Loop Over Items (batch size 1) before it.`,
+		);
+	}
+}
+
+/**
+ * Whether the package can tell, when this node fails, which events it had done: none for a node that
+ * does not fail on data or a Postgres batch in one query or transaction (all or nothing); those before
+ * the one it names for Execute Workflow run once for each item with nothing after it (it runs them in
+ * order and stops at the first failure: executionTrace.ts).
+ */
+function failsEventByEvent(record: ExecutionRecord, node: INode): boolean {
+	if (node.type === EXECUTE_WORKFLOW_TYPE) return node.parameters?.mode === 'each' && targets(record, node.name, 0).length === 0;
+	if (PACKAGE_TYPE_SUFFIXES.some((suffix) => node.type.endsWith(suffix)) || NO_EFFECT_TYPES.has(node.type) || WAITING_TYPES.has(node.type)) return true;
+	if (node.type !== POSTGRES_TYPE) return false;
+	const batching = (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching;
+	return batching !== 'independently';
 }
 
 /**

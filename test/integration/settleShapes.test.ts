@@ -426,13 +426,15 @@ describeWithN8n('a Wait in queue mode', () => {
 /* Pairing lost (a Code node that does not return pairedItem) ----------------------------------- */
 
 describeWithN8n('items whose pairing is lost', () => {
+	// The Code nodes continue on error: several events reach them together (Reserve refuses a node that would
+	// stop the workflow for all of them, settleShapes2.test.ts).
 	// A Code node ("Run Once for All Items") aggregating the events into one item without pairedItem: n8n-core's
 	// assignPairedItems pairs that item to input item 0 only. The trace reads it as coming from every input item,
 	// so the batch write's failure fails every key, not the first alone (the others would be completed unwritten).
 	it('Code aggregates three events (no pairedItem), the batch write fails once: every key fails, the retry writes each once', async () => {
 		const ids = ['p1_a', 'p1_b', 'p1_c'];
 		const data = workflow('wf-p1', {
-			nodes: [packageNode('Aggregate', 'testCodeNoPairing', { mode: 'aggregate' }, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
+			nodes: [packageNode('Aggregate', 'testCodeNoPairing', { mode: 'aggregate' }, { position: [400, 0], onError: 'continueRegularOutput' }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
 			connections: { Aggregate: { main: [link('Batch')] } },
 			heads: ['Aggregate'],
 		});
@@ -447,7 +449,7 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code filters out skip events (no pairedItem), the write fails for one key: the other key is completed, one effect each', async () => {
 		const ids = ['p2_a', 'p2_skip', 'p2_b'];
 		const data = workflow('wf-p2', {
-			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), packageNode('Check', 'testEffectOnce', { failOnce: 'p2_b', noEffect: true }, { position: [400, 0], onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0], onError: 'continueRegularOutput' }), packageNode('Check', 'testEffectOnce', { failOnce: 'p2_b', noEffect: true }, { position: [400, 0], onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
 			connections: { Filter: { main: [link('Check')] }, Check: { main: [link('Write')] } },
 			heads: ['Filter'],
 		});
@@ -466,7 +468,7 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code filters out a skip event (no pairedItem) and nothing fails: every key is completed, one effect each', async () => {
 		const ids = ['p3_a', 'p3_skip', 'p3_b'];
 		const data = workflow('wf-p3', {
-			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0] }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0], onError: 'continueRegularOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
 			connections: { Filter: { main: [link('Write')] } },
 			heads: ['Filter'],
 		});
@@ -484,7 +486,7 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code groups events into one item carrying the first key (no pairedItem), the group\'s write fails once: both keys fail, the retry writes each once', async () => {
 		const ids = ['g1_a', 'g1_b', 'g1_c'];
 		const data = workflow('wf-g1', {
-			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
+			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0], onError: 'continueRegularOutput' }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
 			connections: { Group: { main: [link('Batch')] } },
 			heads: ['Group'],
 		});
@@ -506,7 +508,7 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code groups events into one item carrying the first key (no pairedItem), the writes succeed: every key is completed, one effect each', async () => {
 		const ids = ['g2_a', 'g2_b', 'g2_c'];
 		const data = workflow('wf-g2', {
-			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0] }), packageNode('Batch', 'testBatchEffect', { failTimes: 0 }, { position: [400, 0], onError: 'continueErrorOutput' })],
+			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0], onError: 'continueRegularOutput' }), packageNode('Batch', 'testBatchEffect', { failTimes: 0 }, { position: [400, 0], onError: 'continueErrorOutput' })],
 			connections: { Group: { main: [link('Batch')] } },
 			heads: ['Group'],
 		});

@@ -1,7 +1,7 @@
 import type { IConnections, IExecuteFunctions, INode } from 'n8n-workflow';
 
 import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
-import { assertSafeSettleWiring, checkOutcomeVisible, checkSettleWiring, unsettleableAfterTrigger } from '../../../nodes/shared/settleWiring';
+import { assertSafeSettleWiring, checkEventsApart, checkOutcomeVisible, checkSettleWiring, unsettleableAfterTrigger } from '../../../nodes/shared/settleWiring';
 
 // The wiring rules Reserve, Order Guard and Claim for Replay check before they reserve or claim
 // anything, for the cases the in-process engine cannot run (n8n-nodes-base's nodes are not here).
@@ -147,6 +147,69 @@ describe('checkOutcomeVisible: a step that waits', () => {
 	it('accepts Settle above the step when nothing in it waits', () => {
 		const above = { ...settle, position: [0, -100] as [number, number] };
 		expect(() => checkOutcomeVisible(record([reserve, above, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
+	});
+});
+
+describe('checkEventsApart: several events reaching a node that stops the workflow on error', () => {
+	const atStop = (name: string, type: string, extra: Partial<INode> = {}) => node(name, type, 0, { onError: undefined, ...extra });
+	const beside = (heads: string[], nodes: INode[], more: IConnections = {}) => record([reserve, settle, ...nodes], { Reserve: { main: [link(...heads, 'Settle')] }, ...more });
+	const refused = /gets the 3 events of this run together and stops the workflow when it fails/;
+
+	it('refuses an HTTP Request at the default On Error, naming it and the fix', () => {
+		const wiring = beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest')]);
+		expect(() => checkEventsApart(wiring, 'Reserve', 0, 3)).toThrow(/"Call" gets the 3 events .*"Continue \(using error output\)".*Loop Over Items \(batch size 1\)/);
+	});
+
+	it('refuses it after a node that continues on error, and with Settle chained after the step', () => {
+		const after = beside(['Look Up'], [node('Look Up', 'n8n-nodes-base.httpRequest', 0), atStop('Write', 'n8n-nodes-base.httpRequest')], { 'Look Up': { main: [link('Write')] } });
+		expect(() => checkEventsApart(after, 'Reserve', 0, 3)).toThrow(refused);
+		const chained = record([reserve, settle, atStop('Call', 'n8n-nodes-base.code')], { Reserve: { main: [link('Call')] }, Call: { main: [link('Settle')] } });
+		expect(() => checkEventsApart(chained, 'Reserve', 0, 3)).toThrow(refused);
+	});
+
+	it('accepts one event, nodes that continue on error, and a step that no Settle settles', () => {
+		const wiring = beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest')]);
+		expect(() => checkEventsApart(wiring, 'Reserve', 0, 1)).not.toThrow();
+		expect(() => checkEventsApart(beside(['Call'], [node('Call', 'n8n-nodes-base.httpRequest', 0)]), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest', { onError: 'continueRegularOutput' })]), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest', { continueOnFail: true })]), 'Reserve', 0, 3)).not.toThrow();
+		const unsettled = record([reserve, atStop('Call', 'n8n-nodes-base.httpRequest')], { Reserve: { main: [link('Call')] } });
+		expect(() => checkEventsApart(unsettled, 'Reserve', 0, 3)).not.toThrow();
+	});
+
+	it('accepts nodes that only route or reshape items, Stop and Error, and the package\'s own nodes', () => {
+		const types = ['if', 'switch', 'merge', 'noOp', 'filter', 'splitOut', 'aggregate', 'sort', 'limit', 'removeDuplicates', 'set', 'stopAndError'];
+		for (const type of types) expect(() => checkEventsApart(beside(['Flow'], [atStop('Flow', `n8n-nodes-base.${type}`)]), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(beside(['Query'], [atStop('Query', 'n8n-nodes-idempotency.idempotencyExecuteQuery')]), 'Reserve', 0, 3)).not.toThrow();
+	});
+
+	it('accepts a Postgres node sending its items as one query or one transaction, refuses one query per item', () => {
+		const postgres = (queryBatching?: string) => beside(['Insert'], [atStop('Insert', 'n8n-nodes-base.postgres', { parameters: { options: queryBatching ? { queryBatching } : {} } })]);
+		expect(() => checkEventsApart(postgres(), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(postgres('single'), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(postgres('transaction'), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(postgres('independently'), 'Reserve', 0, 3)).toThrow(refused);
+	});
+
+	it('accepts a node inside Loop Over Items with batch size 1, refuses it with batch size 2 and after the loop\'s Done output', () => {
+		const loop = (batchSize: number | undefined, doneTo: string[] = []) =>
+			beside(
+				['Loop'],
+				[atStop('Loop', 'n8n-nodes-base.splitInBatches', { parameters: batchSize === undefined ? {} : { batchSize } }), atStop('Call', 'n8n-nodes-base.httpRequest'), atStop('After', 'n8n-nodes-base.httpRequest')],
+				{ Loop: { main: [link(...doneTo), link('Call')] }, Call: { main: [link('Loop')] } },
+			);
+		expect(() => checkEventsApart(loop(undefined), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(loop(1), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(loop(2), 'Reserve', 0, 3)).toThrow(/"Call" gets/);
+		expect(() => checkEventsApart(loop(1, ['After']), 'Reserve', 0, 3)).toThrow(/"After" gets/);
+	});
+
+	it('accepts Execute Workflow run once for each item with nothing after it, refuses it with a node after it or run once for all items', () => {
+		const execute = (mode: string, after: boolean) =>
+			beside(['Run'], [atStop('Run', 'n8n-nodes-base.executeWorkflow', { parameters: { mode } }), node('After', 'n8n-nodes-base.noOp', 0)], after ? { Run: { main: [link('After')] } } : {});
+		expect(() => checkEventsApart(execute('each', false), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(execute('each', true), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
+		expect(() => checkEventsApart(execute('once', false), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
 	});
 });
 
