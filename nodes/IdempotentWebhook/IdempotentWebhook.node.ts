@@ -36,6 +36,7 @@ import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, UNSIGNED } from './description';
 import { executionStarted, failIfExecutionNeverStarts } from './unstartedExecutions';
+import { parameterFields } from './webhookFields';
 
 const CALLER_CREDENTIAL_TEST = 'idempotentWebhookCallerCredentialTest';
 
@@ -94,8 +95,7 @@ export class IdempotentWebhook implements INodeType {
 		webhooks: [
 			{
 				name: 'default',
-				httpMethod: '={{$parameter["httpMethod"]}}',
-				path: '={{$parameter["path"]}}',
+				...parameterFields('httpMethod', 'path'),
 				isFullPath: true,
 				// A new event is answered when its key is settled: the last node's first item, or 500 when
 				// the step failed for it, even where the execution itself succeeded (an error output).
