@@ -49,8 +49,16 @@ export const description: INodeProperties[] = [
 	},
 	{
 		displayName:
-			'Refused by Idempotency Reserve before anything is reserved, because the outcome could not be learned: an Execute Workflow node with "Wait For Sub-Workflow Completion" off, or one older than version 1.3 run for each item with "Continue (using error output)"; a Wait node set to "Continue (using error output)"; a Wait with this node chained after the step instead of beside it; a node after a Wait that stops the workflow on error; more than one Wait in the step, a Wait inside a loop or fed by several connections (the key is held through the first wait only); a Wait after a Merge (n8n may run the Merge after this node); a Wait in the step with this node placed above the first nodes of the step (n8n would run it before the Wait: place it below them). With several events in one run (Split Out before Reserve), a node that gets them together and stops the workflow on error (n8n\'s default) is refused unless it only routes or reshapes items, or is a Postgres node sending them as one query: set it to "Continue (using error output)", or loop over the events one at a time. A Wait holds the key for as long as it waits; in queue mode the delivery is then answered 409 (retry later), and the retries are In Progress until the resumed run ends.',
+			'Refused by Idempotency Reserve before anything is reserved, because the outcome could not be learned: an Execute Workflow node with "Wait For Sub-Workflow Completion" off, or one older than version 1.3 run for each item with "Continue (using error output)"; a Wait node set to "Continue (using error output)"; a Wait with this node chained after the step instead of beside it; a node after a Wait that stops the workflow on error; more than one Wait in the step, a Wait inside a loop or fed by several connections (the key is held through the first wait only); a Wait after a Merge (n8n may run the Merge after this node); a Wait in the step with this node placed above the first nodes of the step (n8n would run it before the Wait: place it below them). A Wait holds the key for as long as it waits; in queue mode the delivery is then answered 409 (retry later), and the retries are In Progress until the resumed run ends.',
 		name: 'settleRefusedNotice',
+		type: 'notice',
+		displayOptions: { show: { operation: ['settle'] } },
+		default: '',
+	},
+	{
+		displayName:
+			'Several events in one run (Split Out before Idempotency Reserve): every node of the step that gets them together must continue on error (Settings → On Error → "Continue (using error output)"; the error output need not be connected), or run inside Loop Over Items with batch size 1. At "Stop Workflow" (n8n\'s default) n8n does not record which events a failed node had already done, so Reserve refuses it. Nodes that only route or reshape items (If, Switch, Merge, Filter, Edit Fields…), Stop and Error, and a Postgres node sending its items as one query may stay at Stop Workflow.',
+		name: 'settleSeveralEventsNotice',
 		type: 'notice',
 		displayOptions: { show: { operation: ['settle'] } },
 		default: '',
