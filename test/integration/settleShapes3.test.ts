@@ -1,0 +1,442 @@
+import { join } from 'node:path';
+
+import type { INode, INodeParameters, INodeType, IVersionedNodeType, IWorkflowBase } from 'n8n-workflow';
+
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
+import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
+import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
+import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
+
+/*
+ * Third red-team pass, aimed at checkEventsApart (nodes/shared/settleWiring.ts: several events at a node
+ * that stops the workflow on error) and the Execute Workflow "each item" rules of executionTrace.ts.
+ * Same harness as settleShapes2.test.ts. Rows marked `it.failing` break the promise (one effect per
+ * event, no event lost, or a refusal before anything is reserved); the comment above each names the
+ * root cause.
+ */
+
+const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
+
+const db = postgresSchemaFixture('shapes3', { keyTables: ['processed_events'] });
+
+let base: EngineBase;
+
+/* n8n-nodes-base nodes beyond test/support/n8nBaseNodes.ts ------------------------------------ */
+
+const EXTRA_NODES: Record<string, string> = {
+	'n8n-nodes-base.switch': 'Switch/Switch.node.js',
+	'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
+	'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
+	'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js',
+	'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
+	'n8n-nodes-base.set': 'Set/Set.node.js',
+	'n8n-nodes-base.postgres': 'Postgres/Postgres.node.js',
+};
+
+function loadExtraNodes(): Record<string, INodeType | IVersionedNodeType> {
+	const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'nodes');
+	const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
+	const nativeRequire = createRequire(join(directory, 'package.json'));
+	const types: Record<string, INodeType | IVersionedNodeType> = {};
+	for (const [type, file] of Object.entries(EXTRA_NODES)) {
+		const module = nativeRequire(join(directory, file)) as Record<string, new () => INodeType | IVersionedNodeType>;
+		const [NodeClass] = Object.values(module);
+		types[type] = new NodeClass();
+	}
+	return types;
+}
+
+function postgresCredentialProperties() {
+	const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'credentials');
+	const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
+	const module = createRequire(join(directory, 'package.json'))(join(directory, 'Postgres.credentials.js')) as Record<string, new () => { properties: unknown[] }>;
+	const [Credential] = Object.values(module);
+	return new Credential().properties as never;
+}
+
+/* Test-only node types ----------------------------------------------------------------------- */
+
+const once = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) => packageNode(name, 'testEffectOnce', { failOnce }, { position: [400, y], ...extra });
+/** The same without an effect (a lookup, an enrichment). */
+const lookup = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) =>
+	packageNode(name, 'testEffectOnce', { failOnce, noEffect: true }, { position: [400, y], ...extra });
+
+/* Harness ------------------------------------------------------------------------------------ */
+
+const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
+const deliveries = inProcessDeliveries('shapes3', () => base);
+const { deliver, runSubWorkflowsInProcess } = deliveries;
+const { keyState, statuses } = keyStatesIn(db);
+type Body = { id: string } & Record<string, unknown>;
+const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
+
+/** Switch in Expression mode: the output is the event's `route` field (0, 1, 2). */
+const routeSwitch = (name: string, y: number, outputs = 3, extra: Partial<INode> = {}) =>
+	baseNode(name, 'switch', 3.2, { mode: 'expression', numberOutputs: outputs, output: '={{ $json.body.route ?? 0 }}' }, y, extra);
+
+beforeAll(() => {
+	if (!baseNodesInstalled()) return;
+	addNodeTypes({ ...loadBaseNodes(), ...loadExtraNodes(), [`${PACKAGE}.testEffect`]: new TestEffect(), [`${PACKAGE}.testEffectOnce`]: new TestEffectOnce() });
+	// The package's credentials, plus n8n's own Postgres credential (for n8n-nodes-base's Postgres node) on the test server.
+	const engine = engineWithUpAndDownCredentials(connectionSettings());
+	const own = engine.credentialsHelper;
+	const { host, port, database, user, password } = connectionSettings();
+	const postgres = { host, port, database, user, password, ssl: 'disable', allowUnauthorizedCerts: false, sshTunnel: false, maxConnections: 5 };
+	const helper = {
+		...own,
+		getDecrypted: async (additionalData: unknown, details: unknown, type: string) =>
+			type === 'postgres' ? postgres : await (own.getDecrypted as (...args: unknown[]) => Promise<unknown>)(additionalData, details, type),
+		getCredentialsProperties: (type: string) => (type === 'postgres' ? postgresCredentialProperties() : own.getCredentialsProperties(type)),
+	};
+	base = { ...engine, credentialsHelper: helper as unknown as typeof own };
+	runSubWorkflowsInProcess();
+});
+
+beforeEach(() => {
+	effects.length = 0;
+});
+
+/** If (v2) at n8n's default On Error, strict type validation: true when body.amount > 100. */
+const strictIf = (name: string, y: number) =>
+	baseNode(
+		name,
+		'if',
+		2,
+		{
+			conditions: {
+				options: { caseSensitive: true, leftValue: '', typeValidation: 'strict' },
+				conditions: [{ id: 'c1', leftValue: '={{ $json.body.amount }}', rightValue: 100, operator: { type: 'number', operation: 'gt' } }],
+				combinator: 'and',
+			},
+		},
+		y,
+		{ onError: undefined },
+	);
+
+/** Set (3.4): one string field from an expression, other fields kept. */
+const setField = (name: string, field: string, value: string, y: number, extra: Partial<INode> = {}) =>
+	baseNode(name, 'set', 3.4, { mode: 'manual', assignments: { assignments: [{ id: 'f1', name: field, value, type: 'string' }] }, includeOtherFields: true, options: {} }, y, extra);
+
+/* Baseline ------------------------------------------------------------------------------------ */
+
+describeWithN8n('baseline: one event, n8n defaults', () => {
+	it('one event, a charge at the default On Error, nothing fails: accepted, 200, one effect, completed', async () => {
+		const data = workflow('wf3-one-ok', { nodes: [once('Charge', '', 0, { onError: undefined })], connections: {}, heads: ['Charge'] });
+		const { answers, lost } = await provider(data, [{ id: 'b1_ok' }]);
+		expect({ answers, lost, effects: effectsFor('b1_ok'), states: await statuses(['b1_ok']) }).toEqual({ answers: [200], lost: [], effects: 1, states: ['completed'] });
+	});
+
+	it('one event through Switch → charge → Set, all at the default On Error: accepted, 200, one effect', async () => {
+		const data = workflow('wf3-one-chain', {
+			nodes: [routeSwitch('Route', 0, 2, { onError: undefined }), once('Charge', '', 0, { onError: undefined }), setField('Tag', 'tag', 'done', 0, { onError: undefined })],
+			connections: { Route: { main: [link('Charge'), []] }, Charge: { main: [link('Tag')] } },
+			heads: ['Route'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'b1_chain', route: 0 }]);
+		expect({ answers, lost, effects: effectsFor('b1_chain') }).toEqual({ answers: [200], lost: [], effects: 1 });
+	});
+});
+
+/* Flow nodes that fail on one event's data ------------------------------------------------------ */
+
+describeWithN8n('a routing/reshaping node at the default On Error that fails for one event after an effect', () => {
+	// Root cause: checkEventsApart exempts NO_EFFECT_TYPES (If, Switch, Set, ...) on the claim that they "do not
+	// fail on an event's data". They do: Switch in expression mode throws "The ouput N is not allowed" for one
+	// item, If with strict type validation throws on a wrong type, Set throws on an expression error. The node
+	// fails as a whole, executionTrace.ts fails every key it was given, and the retry repeats the charge already
+	// made for the others (a poison event: on every delivery).
+	it.failing('charge (Continue, error output) → Switch (expression) at the default On Error, one event routes out of range: the other must be charged once', async () => {
+		const ids = ['fs_a', 'fs_b'];
+		const data = workflow('wf3-switch-poison', {
+			nodes: [once('Charge', '', 0, { onError: 'continueErrorOutput' }), routeSwitch('Route', 0, 2, { onError: undefined }), baseNode('Done', 'noOp', 1, {}, 0)],
+			connections: { Charge: { main: [link('Route')] }, Route: { main: [link('Done'), link('Done')] } },
+			heads: ['Charge'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'fs_a', route: 0 }, { id: 'fs_b', route: 7 }], 3);
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, expect.any(Number)], answers: expect.anything() });
+	});
+
+	// Same root cause, If with strict type validation (amount sent as a string for one event).
+	it.failing('charge (Continue, error output) → If (strict types) at the default On Error, one event has a string amount: the other must be charged once', async () => {
+		const ids = ['fi_a', 'fi_b'];
+		const data = workflow('wf3-if-strict', {
+			nodes: [once('Charge', '', 0, { onError: 'continueErrorOutput' }), strictIf('Big?', 0), baseNode('Done', 'noOp', 1, {}, 0)],
+			connections: { Charge: { main: [link('Big?')] }, 'Big?': { main: [link('Done'), link('Done')] } },
+			heads: ['Charge'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'fi_a', amount: 150 }, { id: 'fi_b', amount: '150' }], 3);
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, expect.any(Number)], answers: expect.anything() });
+	});
+
+	// Held: Set (3.4) does not stop on this expression error (undefined.toUpperCase()) in n8n 2.41.1; both keys completed, one charge each.
+	it('charge (Continue, error output) → Set with an expression that fails for one event, default On Error: 200, one charge each', async () => {
+		const ids = ['fe_a', 'fe_b'];
+		const data = workflow('wf3-set-throw', {
+			nodes: [once('Charge', '', 0, { onError: 'continueErrorOutput' }), setField('Customer', 'customer', '={{ $json.body.customer.toUpperCase() }}', 0, { onError: undefined })],
+			connections: { Charge: { main: [link('Customer')] } },
+			heads: ['Charge'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'fe_a', customer: 'c1' }, { id: 'fe_b' }], 3);
+		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({ lost: [], effects: [1, 1], answers: [200], states: ['completed', 'completed'] });
+	});
+});
+
+/* Loop Over Items exemption ---------------------------------------------------------------------- */
+
+describeWithN8n('the Loop Over Items (batch size 1) exemption', () => {
+	// Root cause: checkEventsApart exempts every node *reachable* from a batch-1 loop's loop output, not the nodes
+	// reachable *only* through it. A charge wired from the loop and also straight from an If (a "fast path") gets
+	// the fast-path events together at the default On Error: it fails for the 2nd after charging the 1st, both keys
+	// fail, the retry charges the 1st again.
+	it.failing('a charge inside a batch-1 loop and also fed straight from an If: the fast-path events must be charged once each', async () => {
+		const ids = ['lx_a', 'lx_b', 'lx_s'];
+		const data = workflow('wf3-loop-fast', {
+			nodes: [skipIf('One by one?', 0, 'single'), baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), once('Charge', 'lx_b', 100, { onError: undefined })],
+			connections: { 'One by one?': { main: [link('Loop'), link('Charge')] }, Loop: { main: [[], link('Charge')] }, Charge: { main: [link('Loop')] } },
+			heads: ['One by one?'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'lx_a' }, { id: 'lx_b' }, { id: 'lx_s', single: true }]);
+		expect({ lost, effects: ids.map(effectsFor), last: is2xx(answers[answers.length - 1]) }).toEqual({ lost: [], effects: [1, 1, 1], last: true });
+	});
+
+	// Same root cause: the loop output feeds a Merge (append) whose other input is fed from outside the loop.
+	it.failing('batch-1 loop output → Merge (append) ← a lookup of all events; Merge → charge at the default On Error: one charge per event', async () => {
+		const ids = ['lm_a', 'lm_b'];
+		const data = workflow('wf3-loop-merge', {
+			nodes: [
+				baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0),
+				baseNode('Lookup', 'noOp', 1, {}, 200),
+				baseNode('Merge', 'merge', 3, { mode: 'append' }, 0),
+				once('Charge', 'lm_b', 0, { onError: undefined }),
+			],
+			connections: { Loop: { main: [[], toInput('Merge', 0)] }, Lookup: { main: [toInput('Merge', 1)] }, Merge: { main: [link('Charge')] }, Charge: { main: [link('Loop')] } },
+			heads: ['Loop', 'Lookup'],
+		});
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ lost, effects: ids.map(effectsFor), last: is2xx(answers[answers.length - 1]) }).toEqual({ lost: [], effects: [1, 1], last: true });
+	});
+
+	it('batch size as an expression ("={{ 1 }}"), charge at the default On Error: refused before anything is reserved (a needless refusal, safe)', async () => {
+		const ids = ['lq_a', 'lq_b'];
+		const data = workflow('wf3-loop-expr', {
+			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: '={{ 1 }}', options: {} }, 0), once('Charge', 'lq_b', 0, { onError: undefined })],
+			connections: { Loop: { main: [[], link('Charge')] }, Charge: { main: [link('Loop')] } },
+			heads: ['Loop'],
+		});
+		const refused = await deliver(data, ids.map((id) => ({ id })));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answer: 503, effects: [0, 0], states: [undefined, undefined] });
+	});
+
+	it('Split In Batches v2 (one output, batch 1), charge at the default On Error: refused before anything is reserved (safe)', async () => {
+		const ids = ['lv_a', 'lv_b'];
+		const data = workflow('wf3-loop-v2', {
+			nodes: [baseNode('Loop', 'splitInBatches', 2, { batchSize: 1, options: {} }, 0), once('Charge', 'lv_b', 0, { onError: undefined })],
+			connections: { Loop: { main: [link('Charge')] } },
+			heads: ['Loop'],
+		});
+		const refused = await deliver(data, ids.map((id) => ({ id })));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor) }).toEqual({ answer: 503, effects: [0, 0] });
+	});
+
+	// Root cause (executionTrace.ts judgeExecution, Loop Over Items' `processedItems`): the inner loop holds the 1st
+	// event, already charged, in `processedItems`, and its Done output leads to the outer loop, so leadsOn(Inner, 0)
+	// judges it pending ("stopped before this key's step finished") when the charge stops for the 2nd: failed, and the
+	// retry charges it again. The only work after the inner Done is the outer loop's loop-back, whose own Done output
+	// leads nowhere. (Inner loop reset by expression: the nested-loop shape n8n documents.)
+	it.failing('nested loops: outer batch 2, inner batch 1 (reset per outer batch), charge in the inner loop at the default On Error failing once for the 2nd: one effect each', async () => {
+		const ids = ['ln_a', 'ln_b', 'ln_c'];
+		const data = workflow('wf3-loop-nested', {
+			nodes: [
+				baseNode('Outer', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0),
+				baseNode('Inner', 'splitInBatches', 3, { batchSize: 1, options: { reset: "={{ $prevNode.name === 'Outer' }}" } }, 0),
+				once('Charge', 'ln_b', 0, { onError: undefined }),
+			],
+			connections: { Outer: { main: [[], link('Inner')] }, Inner: { main: [link('Outer'), link('Charge')] }, Charge: { main: [link('Inner')] } },
+			heads: ['Outer'],
+		});
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ lost, effects: ids.map(effectsFor), last: is2xx(answers[answers.length - 1]) }).toEqual({ lost: [], effects: [1, 1, 1], last: true });
+	});
+});
+
+/* continueOnFail vs On Error ---------------------------------------------------------------------- */
+
+describeWithN8n('legacy continueOnFail beside On Error "Stop Workflow"', () => {
+	// Root cause: checkEventsApart exempts `node.continueOnFail === true` whatever `onError` says. n8n-core's
+	// continueOnFail() (what the node asks) returns false when onError is set to stopWorkflow, so the node throws
+	// at the first failing item after the effects of the items before it; the engine (continuesOnError: true for
+	// continueOnFail) carries on with the node failed as a whole, and every key it was given is failed.
+	it.failing('continueOnFail: true with onError "stopWorkflow" (an imported workflow): the 1st event must be charged once', async () => {
+		const ids = ['cf_a', 'cf_b'];
+		const data = workflow('wf3-cof', { nodes: [once('Charge', 'cf_b', 0, { continueOnFail: true, onError: 'stopWorkflow' })], connections: {}, heads: ['Charge'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ lost, effects: ids.map(effectsFor), last: is2xx(answers[answers.length - 1]) }).toEqual({ lost: [], effects: [1, 1], last: true });
+	});
+});
+
+/* Execute Workflow, each item ------------------------------------------------------------------- */
+
+describeWithN8n('Execute Workflow "each item", third pass', () => {
+	const subWorkflow = (nodes: INode[], connections: Shape['connections']) => JSON.stringify({ nodes: [packageNode('Webhook', 'testWebhook'), ...nodes], connections });
+	const execute = (json: string, onError: INode['onError'], options: INodeParameters = { waitForSubWorkflow: true }) =>
+		baseNode('Run Sub-workflow', 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: json, mode: 'each', options }, 0, { onError });
+
+	// Root cause: executionTrace.ts itemsFinishedBeforeFailure() treats the items before the one the error names as
+	// finished. But a sub-workflow may *succeed* while returning an error item (its charge at Continue): when a later
+	// item's sub-workflow then stops, the node throws and its returnData (holding that error item) is discarded. The
+	// 1st key is completed with no charge; the retry sees it as a duplicate: lost.
+	it.failing('the 1st sub-workflow returns an error item (charge at Continue), the 2nd stops; parent at Stop Workflow: the 1st must not be completed uncharged', async () => {
+		const ids = ['xe_a', 'xe_b'];
+		const sub = subWorkflow(
+			[lookup('Sub Check', 'xe_b', 0, { onError: undefined }), once('Sub Charge', 'xe_a', 0, { onError: 'continueRegularOutput' })],
+			{ Webhook: { main: [link('Sub Check')] }, 'Sub Check': { main: [link('Sub Charge')] } },
+		);
+		const data = workflow('wf3-each-lost', { nodes: [execute(sub, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
+	});
+
+	it('output 0 connected only to a disabled node, parent at Stop Workflow: refused before anything is reserved (a needless refusal, safe)', async () => {
+		const ids = ['xd_a', 'xd_b'];
+		const sub = subWorkflow([once('Sub Charge', 'xd_b', 0, { onError: undefined })], { Webhook: { main: [link('Sub Charge')] } });
+		const data = workflow('wf3-each-disabled', {
+			nodes: [execute(sub, undefined), baseNode('Log', 'noOp', 1, {}, 0, { disabled: true })],
+			connections: { 'Run Sub-workflow': { main: [link('Log')] } },
+			heads: ['Run Sub-workflow'],
+		});
+		const refused = await deliver(data, ids.map((id) => ({ id })));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor) }).toEqual({ answer: 503, effects: [0, 0] });
+	});
+
+	it('the sub-workflow stops for the 3rd of three, parent at Stop Workflow, nothing after it: 500; one effect each', async () => {
+		const ids = ['x3_a', 'x3_b', 'x3_c'];
+		const sub = subWorkflow([once('Sub Charge', 'x3_c', 0, { onError: undefined })], { Webhook: { main: [link('Sub Charge')] } });
+		const data = workflow('wf3-each-last', { nodes: [execute(sub, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1, 1], answers: [500, 200] });
+	});
+
+	// Root cause: checkOutcomeVisible refuses only a literal `waitForSubWorkflow === false`; n8n evaluates the
+	// option per item (getNodeParameter('options.waitForSubWorkflow', i)), so an expression that yields false
+	// starts the sub-workflow without waiting: its failure never reaches the parent and the key is completed.
+	it.failing('"Wait For Sub-Workflow Completion" as an expression that yields false, the sub-workflow fails for one key: refused, or that key not completed', async () => {
+		const ids = ['xw_a', 'xw_b'];
+		const sub = subWorkflow([once('Sub Charge', 'xw_b', 0, { onError: undefined })], { Webhook: { main: [link('Sub Charge')] } });
+		const data = workflow('wf3-each-nowait', { nodes: [execute(sub, 'continueErrorOutput', { waitForSubWorkflow: '={{ false }}' })], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		await new Promise((resolve) => setTimeout(resolve, 500));
+		const refused = answers[0] === 503 && effectsFor('xw_a') === 0;
+		expect(refused || (lost.length === 0 && effectsFor('xw_b') === 1)).toBe(true);
+	});
+
+	// Root cause: executionTrace.ts carriesError() takes any item with a non-empty json.error on an output beyond the
+	// first of Execute Workflow as a failure. A sub-workflow that ends in an If whose false output carries a business
+	// result named `error` (a declined card) succeeded; the key is failed, and the retry charges again.
+	it.failing('the sub-workflow ends in an If whose 2nd output carries a declined payment with an error field (not a failure): one charge', async () => {
+		const ids = ['xf_ok', 'xf_dec'];
+		const sub = subWorkflow(
+			[
+				once('Sub Charge', '', 0, { onError: undefined }),
+				setField('Outcome', 'error', '={{ $json.body.declined ? "card_declined" : "" }}', 0, { onError: undefined }),
+				baseNode('Approved?', 'if', 2, {
+					conditions: {
+						options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
+						conditions: [{ id: 'c1', leftValue: '={{ $json.error }}', rightValue: '', operator: { type: 'string', operation: 'empty', singleValue: true } }],
+						combinator: 'and',
+					},
+					looseTypeValidation: true,
+				}, 0, { onError: undefined }),
+			],
+			{ Webhook: { main: [link('Sub Charge')] }, 'Sub Charge': { main: [link('Outcome')] }, Outcome: { main: [link('Approved?')] } },
+		);
+		const data = workflow('wf3-each-falsepos', { nodes: [execute(sub, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, [{ id: 'xf_ok' }, { id: 'xf_dec', declined: true }], 3);
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [200] });
+	});
+});
+
+/* Postgres node: which batching is all or nothing ---------------------------------------------- */
+
+describeWithN8n('a Postgres node at the default On Error gets several events', () => {
+	// n8n-nodes-base's Postgres pool manager starts a cleanup interval that is never unref'd, and keeps pools open:
+	// made here with an unref'd timer (Node's own global, not jest's), its pools closed after the file.
+	let poolManager: { purgeConnections(): Promise<void> | void } | undefined;
+	beforeAll(() => {
+		if (!baseNodesInstalled()) return;
+		const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'utils');
+		const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
+		const nativeRequire = createRequire(join(directory, 'package.json'));
+		const realGlobal = (nativeRequire('node:vm') as typeof import('node:vm')).runInThisContext('globalThis') as typeof globalThis;
+		const original = realGlobal.setInterval;
+		realGlobal.setInterval = ((...args: Parameters<typeof setInterval>) => original(...args).unref()) as typeof setInterval;
+		try {
+			const { ConnectionPoolManager } = nativeRequire(join(directory, 'connection-pool-manager.js')) as {
+				ConnectionPoolManager: { getInstance(logger: unknown): { purgeConnections(): Promise<void> | void } };
+			};
+			const quiet = () => undefined;
+			poolManager = ConnectionPoolManager.getInstance({ debug: quiet, info: quiet, warn: quiet, error: quiet });
+		} finally {
+			realGlobal.setInterval = original;
+		}
+	});
+	afterAll(async () => {
+		await poolManager?.purgeConnections();
+	});
+	// charges(event): a row per charge; the trigger refuses the first insert of an event that has a sequence failonce_<event>
+	// (nextval is not rolled back with the transaction: it fails once).
+	beforeAll(async () => {
+		if (!baseNodesInstalled()) return;
+		const s = db.schema;
+		await db.pool.query(`create table ${s}.charges (event text not null)`);
+		await db.pool.query(`create function ${s}.fail_once() returns trigger language plpgsql as $f$ begin
+			if exists (select 1 from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = '${s}' and c.relname = 'failonce_' || new.event)
+				and nextval(format('%I.%I', '${s}', 'failonce_' || new.event)::regclass) = 1 then raise exception 'charge refused for %', new.event; end if;
+			return new; end $f$`);
+		await db.pool.query(`create trigger fail_once before insert on ${s}.charges for each row execute function ${s}.fail_once()`);
+	});
+	const charges = async (ids: string[]) =>
+		await Promise.all(ids.map(async (id) => Number((await db.pool.query(`select count(*) from ${db.schema}.charges where event = $1`, [id])).rows[0].count)));
+	const failOnce = async (id: string) => await db.pool.query(`create sequence ${db.schema}.failonce_${id}`);
+	const credentials = { postgres: { id: 'pg', name: 'Postgres' } };
+	const insert = (version: number, parameters: INodeParameters) =>
+		baseNode('Insert Charge', 'postgres', version, parameters, 0, { onError: undefined, credentials });
+
+	// Root cause: checkEventsApart's Postgres exemption reads only options.queryBatching (Postgres 2.x). The Postgres
+	// node 1 (workflows built before n8n 0.200-ish, still run) names it additionalFields.mode, and its
+	// 'independently' runs each item's query on its own and throws at the first failure: the 1st event's row is
+	// committed, the node fails as a whole, both keys fail, and the retry inserts the 1st again.
+	it.failing('Postgres node 1, "Query Batching" (mode) Independently, fails once for the 2nd of two: one row per event', async () => {
+		const ids = ['pg1_a', 'pg1_b'];
+		await failOnce('pg1_b');
+		const data = workflow('wf3-pg1-indep', {
+			nodes: [insert(1, { operation: 'executeQuery', query: `=insert into ${db.schema}.charges (event) values ('{{ $json.body.id }}')`, additionalFields: { mode: 'independently' } })],
+			connections: {},
+			heads: ['Insert Charge'],
+		});
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ lost, charges: await charges(ids), answers }).toEqual({ lost: [], charges: [1, 1], answers: [500, 200] });
+	});
+
+	it('Postgres node 2.5, Query Batching "single" (default), fails once for the 2nd of two: all rolled back, 500; one row per event', async () => {
+		const ids = ['pg2_a', 'pg2_b'];
+		await failOnce('pg2_b');
+		const data = workflow('wf3-pg2-single', {
+			nodes: [insert(2.5, { operation: 'executeQuery', query: `=insert into ${db.schema}.charges (event) values ('{{ $json.body.id }}')`, options: {} })],
+			connections: {},
+			heads: ['Insert Charge'],
+		});
+		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		expect({ lost, charges: await charges(ids), answers }).toEqual({ lost: [], charges: [1, 1], answers: [500, 200] });
+	});
+
+	it('Postgres node 2.5, Query Batching "independently": refused before anything is reserved', async () => {
+		const ids = ['pgi_a', 'pgi_b'];
+		const data = workflow('wf3-pg2-indep', {
+			nodes: [insert(2.5, { operation: 'executeQuery', query: `=insert into ${db.schema}.charges (event) values ('{{ $json.body.id }}')`, options: { queryBatching: 'independently' } })],
+			connections: {},
+			heads: ['Insert Charge'],
+		});
+		const refused = await deliver(data, ids.map((id) => ({ id })));
+		expect({ answer: refused.answer, charges: await charges(ids), states: await statuses(ids) }).toEqual({ answer: 503, charges: [0, 0], states: [undefined, undefined] });
+	});
+});
