@@ -14,6 +14,7 @@ const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
 const KEY_TYPE_SUFFIX = '.idempotencyKey';
 const TRIGGER_TYPE_SUFFIX = '.idempotentWebhook';
 const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
+const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
 // n8n's own rule for an item that carries an error on a regular output (On Error: Continue (regular output)).
 const ERROR_ITEM_KEYS = new Set(['error', 'message', 'details']);
 const MAX_TRACE_DEPTH = 1_000;
@@ -332,23 +333,19 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (isReserveType(node?.type) || isKeyType(node?.type) || isTriggerType(node?.type)) continue;
 		tasks.forEach((task, run) => {
 			if (task.error) {
-				// A node that failed as a whole passed its *input* on (or stopped): every item it was given
-				// failed, but those it had finished for before failing.
+				// A node that failed as a whole passed its *input* on (or stopped): every item it was given failed.
 				const message = `${name}: ${task.error.message}`;
-				const finished = itemsFinishedBeforeFailure(view, name, task);
 				for (const source of task.source ?? []) {
 					if (!source) continue;
-					for (const [index, item] of outputItems(view, source).entries()) {
-						if (index < finished) continue;
-						fail(tracer.ofInput(source, item), message, name, task);
-					}
+					for (const item of outputItems(view, source)) fail(tracer.ofInput(source, item), message, name, task);
 				}
 				if (isStart(task)) fail(null, message, name, task);
 				return;
 			}
 			const outputs = task.data?.main ?? [];
 			const errorOutput = node?.onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
-			const regularErrors = node?.onError === 'continueRegularOutput' || node?.continueOnFail === true;
+			// n8n's rule: On Error when it is set, else the legacy Continue On Fail (the regular output).
+			const regularErrors = node?.onError ? node.onError === 'continueRegularOutput' : node?.continueOnFail === true;
 			const subWorkflow = node?.type === EXECUTE_WORKFLOW_TYPE;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
@@ -364,10 +361,8 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 	for (const entry of nodeExecutionStack) {
 		const atFailure = failedNode !== undefined && entry.node.name === failedNode.name && entry === nodeExecutionStack[0];
 		if (isKeyType(entry.node.type) && !atFailure) continue;
-		const finished = atFailure ? itemsFinishedBeforeFailure(view, entry.node.name, view.runData[entry.node.name]?.at(-1)) : 0;
 		for (const [input, items] of (entry.data.main ?? []).entries()) {
 			for (const [index, item] of (items ?? []).entries()) {
-				if (input === 0 && index < finished) continue;
 				const origins = entry.source === null ? [] : tracer.ofWaitingItem(entry.source.main?.[input], index, item);
 				if (atFailure) fail(origins, `${failedNode.name}: ${failedNode.message}`, failedNode.name);
 				wait(origins, entry.node.name);
@@ -395,7 +390,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
 			for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item), name);
 		}
-		if (done !== true && Array.isArray(processedItems) && leadsOn(view, name, 0)) {
+		if (done !== true && Array.isArray(processedItems) && doneLeadsOn(view, name)) {
 			for (const item of processedItems as INodeExecutionData[]) wait(ofLoopedItem(tracer, item), name);
 		}
 	}
@@ -466,25 +461,19 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 }
 
 /**
- * How many of its input items a node that failed as a whole had finished for, their effect done and
- * nothing of theirs left to run. Known for one node: Execute Workflow run once for each item and
- * waiting for each sub-workflow runs them in order and throws at the first that fails, naming its
- * item (n8n-nodes-base, read in 2.41.1 and 1.123.81): the items before it ran their whole
- * sub-workflow. When its output leads to more nodes, those never ran for them: not finished.
- * Every other node: none (a node may run its items together, or roll them back together).
+ * Whether the items a loop node holds for its Done output (its first) have work still to run: the
+ * output leads to a node other than a loop node, or to a loop node (an outer loop taking them back)
+ * whose own Done output does. A loop node only passes items it takes back on to its Done output.
  */
-function itemsFinishedBeforeFailure(view: ExecutionRecord, name: string, task: ITaskData | undefined): number {
-	const node = view.node(name);
-	if (node?.type !== EXECUTE_WORKFLOW_TYPE || node.parameters?.mode !== 'each' || !task?.error) return 0;
-	const options = node.parameters.options as IDataObject | undefined;
-	if (options?.waitForSubWorkflow === false || leadsOn(view, name, 0)) return 0;
-	const itemIndex = (task.error as { context?: IDataObject }).context?.itemIndex;
-	return typeof itemIndex === 'number' && Number.isInteger(itemIndex) && itemIndex > 0 ? itemIndex : 0;
-}
-
-/** Whether one output of a node is connected to a node. */
-function leadsOn(view: ExecutionRecord, name: string, output: number): boolean {
-	return (view.connectionsBySourceNode[name]?.main?.[output] ?? []).some((connection) => connection !== null);
+function doneLeadsOn(view: ExecutionRecord, name: string, seen = new Set<string>()): boolean {
+	seen.add(name);
+	for (const connection of view.connectionsBySourceNode[name]?.main?.[0] ?? []) {
+		if (!connection) continue;
+		const target = view.node(connection.node);
+		if (target?.type !== LOOP_TYPE) return true;
+		if (!seen.has(target.name) && doneLeadsOn(view, target.name, seen)) return true;
+	}
+	return false;
 }
 
 /** The nodes one node's outputs lead to, directly or further on (itself too, inside a loop). */

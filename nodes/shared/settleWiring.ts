@@ -16,17 +16,16 @@ const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
 const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
 // Nodes that can put the execution to wait and resume it later as a new run.
 const WAITING_TYPES = new Set(['n8n-nodes-base.wait', 'n8n-nodes-base.form']);
-const CONTINUING = new Set(['continueRegularOutput', 'continueErrorOutput']);
 const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
 // The package's own nodes settle, route or verify: their failures are handled where they run.
 const PACKAGE_TYPE_SUFFIXES = ['.idempotencyKey', '.idempotencyReserve', '.idempotencyOrderGuard', '.idempotencyExecuteQuery', '.webhookSignatureVerify'];
-// n8n's nodes that route, reshape or deliberately stop items: no effect, and no failure that depends on one event.
-const NO_EFFECT_TYPES = new Set(
-	['if', 'switch', 'merge', 'noOp', 'filter', 'splitInBatches', 'splitOut', 'aggregate', 'sort', 'limit', 'removeDuplicates', 'summarize', 'set', 'renameKeys', 'stopAndError'].map(
-		(name) => `n8n-nodes-base.${name}`,
-	),
-);
+// n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
+// that depends on one event's data.
+const NEVER_FAILING_TYPES = new Set(['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'removeDuplicates', 'aggregate', 'stopAndError'].map((name) => `n8n-nodes-base.${name}`));
+// n8n's nodes that route or reshape items: no effect, but they can fail on one event's data (a Switch
+// output out of range, an If with strict types, an expression).
+const ROUTING_TYPES = new Set(['if', 'switch', 'filter', 'set', 'splitOut', 'summarize', 'renameKeys'].map((name) => `n8n-nodes-base.${name}`));
 
 /** An enabled Idempotency Key node set to Settle After Business Step (a workflow node or n8n's summary of one). */
 export function isSettleNode(node: { type: string; parameters?: INode['parameters']; disabled?: boolean } | undefined): boolean {
@@ -120,9 +119,9 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		if (settleBeside) assertSettleRunsAfterStep(record, self, output, node);
 	}
 	for (const node of step) {
-		if (node.type === EXECUTE_WORKFLOW_TYPE && (node.parameters?.options as { waitForSubWorkflow?: unknown } | undefined)?.waitForSubWorkflow === false) {
+		if (mayNotWaitForSubWorkflow(node)) {
 			throw new UnsafeSettleWiringError(
-				`"${node.name}" starts a sub-workflow without waiting for it, so its failure would never reach this execution and the key would be completed: turn on its option "Wait For Sub-Workflow Completion".`,
+				`"${node.name}" may start a sub-workflow without waiting for it (its option "Wait For Sub-Workflow Completion" is off, or an expression), so its failure would never reach this execution and the key would be completed: turn the option on.`,
 			);
 		}
 		// Before 1.3, Execute Workflow run for each item puts item i's error on its output i, and n8n-core's
@@ -146,7 +145,7 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 			);
 		}
 		for (const after of downstreamOf(record, targets(record, node.name, 0), new Set([self, node.name]), stopAt)) {
-			if (!CONTINUING.has(after.onError ?? '') && after.continueOnFail !== true) {
+			if (!continuesOnError(after)) {
 				throw new UnsafeSettleWiringError(
 					`"${after.name}" runs after "${node.name}" and stops the workflow when it fails: the execution resumed after the wait would end before any Idempotency node runs, and the key would stay reserved until its lease ends. Set its Settings → On Error to "Continue (using error output)" and settle after it.`,
 				);
@@ -160,10 +159,12 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
  * reach a node of the step together that stops the workflow when it fails (n8n's default On Error)
  * and the package settles their keys. n8n records such a node's failure for all the items it was
  * given, not which of them it had already done: every one of those keys has to be failed, and the
- * retry would repeat the effects done for the others. Not refused: nodes that only route or reshape
- * items (they do not fail on an event's data, and have no effect), Stop and Error (the failure is
- * the point), a Postgres node sending its items as one query or one transaction (all or nothing),
- * and nodes inside Loop Over Items with batch size 1 (one event at a time).
+ * retry would repeat the effects done for the others. Not refused: nodes that cannot fail on one
+ * event's data (No Operation, Merge, Loop Over Items…; Stop and Error, whose failure is the point),
+ * nodes that route or reshape items while no node that may have an effect ran before them, a
+ * Postgres node sending its items as one query or one transaction (all or nothing), and nodes that
+ * every path from the reserving node reaches through Loop Over Items with batch size 1 (one event at
+ * a time).
  */
 export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
 	if (events < 2) return;
@@ -171,31 +172,77 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	const heads = targets(record, self, output);
 	const settled = enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
 	if (!settled) return;
-	const oneAtATime = new Set<string>();
-	for (const loop of downstreamOf(record, heads, new Set([self]), stopAt)) {
-		if (loop.type !== LOOP_TYPE || Number(loop.parameters?.batchSize ?? 1) !== 1) continue;
-		for (const inside of downstreamOf(record, targets(record, loop.name, 1), new Set([self, loop.name]), stopAt)) oneAtATime.add(inside.name);
-	}
-	for (const node of downstreamOf(record, heads, new Set([self]), stopAt)) {
-		if (oneAtATime.has(node.name) || CONTINUING.has(node.onError ?? '') || node.continueOnFail === true || failsEventByEvent(record, node)) continue;
+	const step = downstreamOf(record, heads, new Set([self]), stopAt);
+	const oneAtATime = oneEventAtATime(record, self, step, stopAt);
+	for (const node of step) {
+		if (oneAtATime.has(node.name) || continuesOnError(node) || failsAllOrNothing(node)) continue;
+		const effectBefore = ROUTING_TYPES.has(node.type) ? ranBefore(record, self, node).find(mayHaveEffect) : undefined;
+		if (ROUTING_TYPES.has(node.type) && !effectBefore) continue;
+		const after = effectBefore ? ` after "${effectBefore.name}"` : '';
 		throw new UnsafeSettleWiringError(
-			`"${node.name}" gets the ${events} events of this run together and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others it had already done, so their keys could not be completed and the provider's retry would do them again. Set its Settings → On Error to "Continue (using error output)" (each event's failure is then its own; the error output need not be connected), or put Loop Over Items (batch size 1) before it.`,
+			`"${node.name}" gets the ${events} events of this run together${after} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. Set its Settings → On Error to "Continue (using error output)" (each event's failure is then its own; the error output need not be connected), or put Loop Over Items (batch size 1) before it.`,
 		);
 	}
 }
 
-/**
- * Whether the package can tell, when this node fails, which events it had done: none for a node that
- * does not fail on data or a Postgres batch in one query or transaction (all or nothing); those before
- * the one it names for Execute Workflow run once for each item with nothing after it (it runs them in
- * order and stops at the first failure: executionTrace.ts).
- */
-function failsEventByEvent(record: ExecutionRecord, node: INode): boolean {
-	if (node.type === EXECUTE_WORKFLOW_TYPE) return node.parameters?.mode === 'each' && targets(record, node.name, 0).length === 0;
-	if (PACKAGE_TYPE_SUFFIXES.some((suffix) => node.type.endsWith(suffix)) || NO_EFFECT_TYPES.has(node.type) || WAITING_TYPES.has(node.type)) return true;
+/** n8n's own rule: On Error when it is set, else the legacy Continue On Fail. */
+export function continuesOnError(node: Pick<INode, 'onError' | 'continueOnFail'>): boolean {
+	return node.onError ? node.onError !== 'stopWorkflow' : node.continueOnFail === true;
+}
+
+/** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */
+function failsAllOrNothing(node: INode): boolean {
+	if (PACKAGE_TYPE_SUFFIXES.some((suffix) => node.type.endsWith(suffix)) || NEVER_FAILING_TYPES.has(node.type) || WAITING_TYPES.has(node.type)) return true;
 	if (node.type !== POSTGRES_TYPE) return false;
-	const batching = (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching;
-	return batching !== 'independently';
+	// Version 1 names the batching "mode" (default: one query for all items); version 2 "Query Batching".
+	if (node.typeVersion < 2) return ['multiple', 'transaction', undefined].includes((node.parameters?.additionalFields as { mode?: string } | undefined)?.mode);
+	return (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching !== 'independently';
+}
+
+function mayHaveEffect(node: INode): boolean {
+	return !(failsAllOrNothing(node) && node.type !== POSTGRES_TYPE) && !ROUTING_TYPES.has(node.type);
+}
+
+/**
+ * The nodes that every path from `self` reaches only through the loop output of a Loop Over Items
+ * (version 3 and later) with batch size 1: each of their runs gets one event.
+ */
+function oneEventAtATime(record: ExecutionRecord, self: string, step: INode[], stopAt: (node: INode) => boolean): Set<string> {
+	const inside = new Set<string>();
+	for (const loop of step) {
+		if (loop.type !== LOOP_TYPE || loop.typeVersion < 3 || Number(loop.parameters?.batchSize ?? 1) !== 1) continue;
+		const reached = new Set(downstreamOf(record, targets(record, loop.name, 1), new Set([self, loop.name]), stopAt).map((node) => node.name));
+		// A node also fed from outside the loop body (a Merge, a second path) gets events together.
+		for (let changed = true; changed; ) {
+			changed = false;
+			for (const name of reached) {
+				const fedFromOutside = feedsOf(record, name).some((feed) => !reached.has(feed.from) && !(feed.from === loop.name && feed.output === 1));
+				if (fedFromOutside) {
+					reached.delete(name);
+					changed = true;
+				}
+			}
+		}
+		for (const name of reached) inside.add(name);
+	}
+	return inside;
+}
+
+/** The enabled nodes on some path from `self` to `node` (its ancestors inside the step). */
+function ranBefore(record: ExecutionRecord, self: string, node: INode): INode[] {
+	const found: INode[] = [];
+	const seen = new Set([self, node.name]);
+	const pending = feedsOf(record, node.name).map((feed) => feed.from);
+	while (pending.length > 0) {
+		const name = pending.pop() as string;
+		if (seen.has(name)) continue;
+		seen.add(name);
+		const ancestor = record.node(name);
+		if (!ancestor) continue;
+		if (ancestor.disabled !== true) found.push(ancestor);
+		pending.push(...feedsOf(record, name).map((feed) => feed.from));
+	}
+	return found;
 }
 
 /**
@@ -227,6 +274,15 @@ function targets(record: ExecutionRecord, name: string, output: number): INode[]
 /** The nodes on every main output of `name`. */
 function allTargets(record: ExecutionRecord, name: string): INode[] {
 	return (record.connectionsBySourceNode[name]?.main ?? []).flatMap((outputs) => outputs ?? []).map((connection) => record.node(connection.node)).filter((node): node is INode => node !== undefined);
+}
+
+/** The main connections that end at `name`: the node and output they leave from. */
+function feedsOf(record: ExecutionRecord, name: string): Array<{ from: string; output: number }> {
+	const found: Array<{ from: string; output: number }> = [];
+	for (const [from, byType] of Object.entries(record.connectionsBySourceNode)) {
+		for (const [output, connections] of (byType.main ?? []).entries()) for (const connection of connections ?? []) if (connection.node === name) found.push({ from, output });
+	}
+	return found;
 }
 
 /** The main connections that end at `name`, from any node. */
@@ -270,6 +326,13 @@ function downstreamOf(record: ExecutionRecord, start: INode[], seen: Set<string>
 	return found;
 }
 
+/** An Execute Workflow node whose "Wait For Sub-Workflow Completion" is off, or an expression n8n evaluates per item. */
+function mayNotWaitForSubWorkflow(node: { type: string; parameters?: INode['parameters'] }): boolean {
+	if (node.type !== EXECUTE_WORKFLOW_TYPE) return false;
+	const wait = (node.parameters?.options as { waitForSubWorkflow?: unknown } | undefined)?.waitForSubWorkflow;
+	return wait === false || (typeof wait === 'string' && wait.startsWith('='));
+}
+
 /** A node downstream of the Idempotent Webhook trigger, as n8n's getChildNodes gives it. */
 interface ChildNode {
 	name: string;
@@ -293,8 +356,8 @@ export function unsettleableAfterTrigger(children: ChildNode[]): string | undefi
 		if (node.type === RESPOND_TYPE) {
 			return `"${node.name}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`;
 		}
-		if (node.type === EXECUTE_WORKFLOW_TYPE && (node.parameters?.options as { waitForSubWorkflow?: unknown } | undefined)?.waitForSubWorkflow === false) {
-			return `"${node.name}" starts a sub-workflow without waiting for it, so its failure would never reach this execution and the key would be completed: turn on its option "Wait For Sub-Workflow Completion".`;
+		if (mayNotWaitForSubWorkflow(node)) {
+			return `"${node.name}" may start a sub-workflow without waiting for it (its option "Wait For Sub-Workflow Completion" is off, or an expression), so its failure would never reach this execution and the key would be completed: turn the option on.`;
 		}
 	}
 	return undefined;

@@ -321,14 +321,14 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answer: 503, effects: [0, 0], states: [undefined, undefined] });
 	});
 
-	// Parent Execute Workflow at n8n's default On Error (Stop Workflow): the sub-workflow for ed_a ran (charged),
-	// the one for ed_b failed, the node threw naming item 1 and never ran ed_c's. ed_a's step finished: failing it
-	// would charge it again on the retry.
-	it('the sub-workflow fails for the 2nd key, the parent node at the default On Error (Stop Workflow): the 1st key, already charged, must not be charged again', async () => {
+	// Parent Execute Workflow at n8n's default On Error (Stop Workflow): had the sub-workflow for ed_a charged and
+	// the one for ed_b failed, the node would throw and discard what it gathered, so n8n would not record which
+	// sub-workflows had their effect. With several events it is refused before anything is reserved.
+	it('the parent node at the default On Error (Stop Workflow) gets several events: refused before anything is reserved; no effect, no key', async () => {
 		const ids = ['ed_a', 'ed_b', 'ed_c'];
 		const data = workflow('wf-each-stop', { nodes: [execute(subWorkflow('ed_b', 'stopWorkflow'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
-		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
+		const refused = await deliver(data, ids.map((id) => ({ id })));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answer: 503, effects: [0, 0, 0], states: [undefined, undefined, undefined] });
 	});
 
 	// With a write after it, the write never ran for ed_a when the node failed: ed_a's step did not finish,
@@ -344,23 +344,23 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answer: 503, effects: [0, 0], states: [undefined, undefined] });
 	});
 
-	// The sub-workflow's charge is at Continue (regular output): it returns `{ error }` for ei_b and the
-	// sub-workflow succeeds; the node that failed is in the sub-execution, which the trace never sees. The
-	// parent's `{ error }` item is the failure.
-	it('the sub-workflow\'s charge continues on error (regular output) for one key, the parent at the default On Error: that key must not be completed', async () => {
-		const ids = ['ei_a', 'ei_b'];
+	// The sub-workflow's charge is at Continue (regular output): it returns `{ error }` and the sub-workflow
+	// succeeds; the node that failed is in the sub-execution, which the trace never sees. The parent's `{ error }`
+	// item is the failure. (One event: with several, the parent at Stop Workflow is refused, above.)
+	it('the sub-workflow\'s charge continues on error (regular output), the parent at the default On Error, one event: failed, 500; the retry charges once', async () => {
+		const ids = ['ei_b'];
 		const data = workflow('wf-each-cont', { nodes: [execute(subWorkflow('ei_b', 'continueRegularOutput'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
 		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
-		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1] });
 	});
 
 	// The same with the sub-workflow's charge at Continue (using error output), the error output not connected:
 	// the sub-workflow returns its last node's outputs, and the error item lands on the parent's second output.
-	it('the sub-workflow\'s charge continues on error (error output) for one key, the parent at the default On Error: that key must not be completed', async () => {
-		const ids = ['eo_a', 'eo_b'];
+	it('the sub-workflow\'s charge continues on error (error output), the parent at the default On Error, one event: failed, 500; the retry charges once', async () => {
+		const ids = ['eo_b'];
 		const data = workflow('wf-each-errout', { nodes: [execute(subWorkflow('eo_b', 'continueErrorOutput'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
 		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
-		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1] });
 	});
 });
 

@@ -57,7 +57,7 @@ export const description: INodeProperties[] = [
 	},
 	{
 		displayName:
-			'Several events in one run (Split Out before Idempotency Reserve): every node of the step that gets them together must continue on error (Settings → On Error → "Continue (using error output)"; the error output need not be connected), or run inside Loop Over Items with batch size 1. At "Stop Workflow" (n8n\'s default) n8n does not record which events a failed node had already done, so Reserve refuses it. Nodes that only route or reshape items (If, Switch, Merge, Filter, Edit Fields…), Stop and Error, and a Postgres node sending its items as one query may stay at Stop Workflow.',
+			'Several events in one run (Split Out before Idempotency Reserve): every node of the step that gets them together must continue on error (Settings → On Error → "Continue (using error output)"; the error output need not be connected), or run inside Loop Over Items with batch size 1. At "Stop Workflow" (n8n\'s default) n8n does not record which events a failed node had already done, so Reserve refuses it. May stay at Stop Workflow: nodes that cannot fail on one event (Merge, No Operation, Loop Over Items…), If, Switch or Edit Fields before any node with an effect, Stop and Error, and a Postgres node sending its items as one query.',
 		name: 'settleSeveralEventsNotice',
 		type: 'notice',
 		displayOptions: { show: { operation: ['settle'] } },

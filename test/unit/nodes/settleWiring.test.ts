@@ -184,7 +184,7 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 	});
 
 	it('accepts a Postgres node sending its items as one query or one transaction, refuses one query per item', () => {
-		const postgres = (queryBatching?: string) => beside(['Insert'], [atStop('Insert', 'n8n-nodes-base.postgres', { parameters: { options: queryBatching ? { queryBatching } : {} } })]);
+		const postgres = (queryBatching?: string) => beside(['Insert'], [atStop('Insert', 'n8n-nodes-base.postgres', { typeVersion: 2.5, parameters: { options: queryBatching ? { queryBatching } : {} } })]);
 		expect(() => checkEventsApart(postgres(), 'Reserve', 0, 3)).not.toThrow();
 		expect(() => checkEventsApart(postgres('single'), 'Reserve', 0, 3)).not.toThrow();
 		expect(() => checkEventsApart(postgres('transaction'), 'Reserve', 0, 3)).not.toThrow();
@@ -195,7 +195,7 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		const loop = (batchSize: number | undefined, doneTo: string[] = []) =>
 			beside(
 				['Loop'],
-				[atStop('Loop', 'n8n-nodes-base.splitInBatches', { parameters: batchSize === undefined ? {} : { batchSize } }), atStop('Call', 'n8n-nodes-base.httpRequest'), atStop('After', 'n8n-nodes-base.httpRequest')],
+				[atStop('Loop', 'n8n-nodes-base.splitInBatches', { typeVersion: 3, parameters: batchSize === undefined ? {} : { batchSize } }), atStop('Call', 'n8n-nodes-base.httpRequest'), atStop('After', 'n8n-nodes-base.httpRequest')],
 				{ Loop: { main: [link(...doneTo), link('Call')] }, Call: { main: [link('Loop')] } },
 			);
 		expect(() => checkEventsApart(loop(undefined), 'Reserve', 0, 3)).not.toThrow();
@@ -204,12 +204,45 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		expect(() => checkEventsApart(loop(1, ['After']), 'Reserve', 0, 3)).toThrow(/"After" gets/);
 	});
 
-	it('accepts Execute Workflow run once for each item with nothing after it, refuses it with a node after it or run once for all items', () => {
+	it('refuses Execute Workflow at Stop Workflow, for each item or for all at once, with or without a node after it', () => {
 		const execute = (mode: string, after: boolean) =>
 			beside(['Run'], [atStop('Run', 'n8n-nodes-base.executeWorkflow', { parameters: { mode } }), node('After', 'n8n-nodes-base.noOp', 0)], after ? { Run: { main: [link('After')] } } : {});
-		expect(() => checkEventsApart(execute('each', false), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(execute('each', false), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
 		expect(() => checkEventsApart(execute('each', true), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
 		expect(() => checkEventsApart(execute('once', false), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
+	});
+
+	it('refuses a routing node at Stop Workflow after a node that may have an effect, naming both', () => {
+		const wiring = beside(['Charge'], [node('Charge', 'n8n-nodes-base.httpRequest', 0), atStop('Route', 'n8n-nodes-base.switch'), atStop('Done', 'n8n-nodes-base.noOp')], {
+			Charge: { main: [link('Route')] },
+			Route: { main: [link('Done')] },
+		});
+		expect(() => checkEventsApart(wiring, 'Reserve', 0, 3)).toThrow(/"Route" gets the 3 events of this run together after "Charge"/);
+		const before = beside(['Route'], [atStop('Route', 'n8n-nodes-base.if'), node('Charge', 'n8n-nodes-base.httpRequest', 0)], { Route: { main: [link('Charge')] } });
+		expect(() => checkEventsApart(before, 'Reserve', 0, 3)).not.toThrow();
+	});
+
+	it('reads On Error before the legacy Continue On Fail, as n8n does', () => {
+		const legacy = (extra: Partial<INode>) => beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest', extra)]);
+		expect(() => checkEventsApart(legacy({ continueOnFail: true, onError: 'stopWorkflow' }), 'Reserve', 0, 3)).toThrow(refused);
+		expect(() => checkEventsApart(legacy({ continueOnFail: true }), 'Reserve', 0, 3)).not.toThrow();
+	});
+
+	it('reads Postgres node 1\'s batching from its mode: one query or a transaction accepted, one query per item refused', () => {
+		const postgres1 = (mode?: string) => beside(['Insert'], [atStop('Insert', 'n8n-nodes-base.postgres', { typeVersion: 1, parameters: { additionalFields: mode ? { mode } : {} } })]);
+		expect(() => checkEventsApart(postgres1(), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(postgres1('multiple'), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(postgres1('transaction'), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(postgres1('independently'), 'Reserve', 0, 3)).toThrow(refused);
+	});
+
+	it('refuses a node inside a batch-1 loop that is also fed from outside the loop', () => {
+		const wiring = beside(
+			['Fast?'],
+			[atStop('Fast?', 'n8n-nodes-base.if'), atStop('Loop', 'n8n-nodes-base.splitInBatches', { typeVersion: 3, parameters: { batchSize: 1 } }), atStop('Call', 'n8n-nodes-base.httpRequest')],
+			{ 'Fast?': { main: [link('Loop'), link('Call')] }, Loop: { main: [[], link('Call')] }, Call: { main: [link('Loop')] } },
+		);
+		expect(() => checkEventsApart(wiring, 'Reserve', 0, 3)).toThrow(/"Call" gets/);
 	});
 });
 
@@ -238,6 +271,7 @@ describe('unsettleableAfterTrigger (the Idempotent Webhook trigger, before any n
 		['a Form', child('Form', 'n8n-nodes-base.form'), /"Form" waits/],
 		['a Respond to Webhook node (after the effect it would fail, and the retry repeat the effect)', child('Answer', 'n8n-nodes-base.respondToWebhook'), /"Answer" answers the webhook/],
 		['a sub-workflow not waited for', child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: { waitForSubWorkflow: false } } }), /without waiting/],
+		['a sub-workflow whose waiting is an expression', child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: { waitForSubWorkflow: '={{ $json.wait }}' } } }), /without waiting/],
 	])('refuses %s', (_label, node, reason) => {
 		expect(unsettleableAfterTrigger([call, node])).toMatch(reason);
 	});
