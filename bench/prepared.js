@@ -36,8 +36,8 @@ const reserveValues = (keys, options) => [
 
 async function single(ctx, { rounds }) {
 	const { table, createTable, renderStatement } = ctx;
-	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'store'));
-	const { sendUnnamed, statementName } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'preparedStatements'));
+	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'store'));
+	const { sendUnnamed, statementName } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'preparedStatements'));
 	const schema = 'idem_bench_single';
 	const pools = [];
 	const newPool = () => {

@@ -84,18 +84,18 @@ function parseArgs(argv) {
 
 // The benchmark measures what users run: the compiled package, not ts-jest.
 function ensureBuilt() {
-	const built = path.join(ROOT, 'dist', 'lib', 'postgres', 'store.js');
+	const built = path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'store.js');
 	if (!fs.existsSync(built)) {
-		console.log('dist/lib/postgres/store.js is missing: running npm run build first');
+		console.log('dist/lib/store/postgres/store.js is missing: running npm run build first');
 		const result = spawnSync('npm', ['run', 'build'], {
 			cwd: ROOT,
 			stdio: 'inherit',
 			shell: process.platform === 'win32',
 		});
 		if (result.status !== 0) throw new Error('npm run build failed');
-	} else if (fs.statSync(path.join(ROOT, 'lib', 'postgres', 'store.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
+	} else if (fs.statSync(path.join(ROOT, 'lib', 'store', 'postgres', 'store.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
 		// Not rebuilt automatically: rimraf dist would pull the rug from anything else using it.
-		console.log('note: lib/postgres/store.ts is newer than dist/lib/postgres/store.js; run npm run build to bench the latest code');
+		console.log('note: lib/store/postgres/store.ts is newer than dist/lib/store/postgres/store.js; run npm run build to bench the latest code');
 	}
 }
 
@@ -308,8 +308,8 @@ function printCoreTable(results) {
 async function main() {
 	const args = parseArgs(process.argv.slice(2));
 	ensureBuilt();
-	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'store'));
-	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'sql', 'statements'));
+	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'store'));
+	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'));
 	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
 	const { Pool } = require('pg');
 	const { startPostgres } = require(path.join(ROOT, 'test', 'support', 'stack', 'postgresServer'));

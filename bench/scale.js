@@ -59,8 +59,8 @@ function chunk(list, size) {
 
 /** Libraries from the built package and helpers bound to one database. */
 function context({ Pool, url, log, quick }) {
-	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'store'));
-	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'sql', 'statements'));
+	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'store'));
+	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'));
 	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
 	const pool = new Pool({ connectionString: url, max: 10 });
 	pool.on('error', () => {});

@@ -2,9 +2,9 @@ import { DatabaseError } from 'pg';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 
 import { DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, OutcomeUnknownError } from '../errors';
-import { classifyPostgresError } from '../postgres/classifyError';
-import { withClient } from '../postgres/runner';
-import { IdempotencyStore, type StoreOptions } from '../postgres/store';
+import { classifyPostgresError } from '../store/postgres/errors';
+import { withClient } from '../store/postgres/runner';
+import { IdempotencyStore, type StoreOptions } from '../store/postgres/store';
 import type { ReservationRequest, ReservationResult } from '../types';
 import { CommitRefusedError, QueryFailedError } from './errors';
 import { KEY_PLACEHOLDER, scanSql } from './sqlText';

@@ -1,11 +1,11 @@
 import { NodeOperationError, type IExecuteFunctions } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
-import { openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/embedded';
-import { DEFAULT_ORDER_TABLE, OrderGuard } from '../../lib/order/orderGuard';
-import type { ConnectionSettings } from '../../lib/postgres/connectionSettings';
-import { poolFor } from '../../lib/postgres/pool';
-import { IdempotencyStore, type StoreOptions } from '../../lib/postgres/store';
+import { openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/store/embedded';
+import { DEFAULT_ORDER_TABLE, OrderGuard } from '../../lib/store/postgres/orderStore';
+import type { ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
+import { poolFor } from '../../lib/store/postgres/pool';
+import { IdempotencyStore, type StoreOptions } from '../../lib/store/postgres/store';
 import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
 import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';

@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import { postgresSchemaFixture } from '../support/database';
 import { idempotencyOf, runReserve } from '../support/nodes';
 

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 
 import { InvalidConfigurationError } from '../../lib/errors';
 import { tableRef, type TableRef } from '../../lib/identifiers';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { copyKeysToPostgres, preparePostgresTable, type KeyRow } from '../../lib/postgres/copyKeys';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
+import { copyKeysToPostgres, preparePostgresTable, type KeyRow } from '../../lib/store/postgres/copyKeys';
 import type { ReserveOptions } from '../../lib/types';
 import { postgresSchemaFixture } from '../support/database';
 

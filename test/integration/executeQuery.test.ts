@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { INodeExecutionData } from 'n8n-workflow';
 
-import { poolFor } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { poolFor } from '../../lib/store/postgres/pool';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import { connectionSettings as credentialSettings } from '../../nodes/shared/credential';
 import { connectionSettings, databaseUrl, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { Pool, type PoolClient } from 'pg';
 
 import { LockTimeoutError, OutcomeUnknownError, StatementTimeoutError } from '../../lib/errors';
-import { toPoolConfig, type ConnectionSettings } from '../../lib/postgres/connectionSettings';
-import { IdempotencyStore, type RetryEvent, type StoreOptions } from '../../lib/postgres/store';
+import { toPoolConfig, type ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
+import { IdempotencyStore, type RetryEvent, type StoreOptions } from '../../lib/store/postgres/store';
 import type { ReservationRequest, ReserveOptions } from '../../lib/types';
 import { startOwnPostgres, type OwnPostgres } from '../support/postgresProcess';
 import { TcpProxy } from '../support/tcpProxy';

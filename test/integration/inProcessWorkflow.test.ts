@@ -9,7 +9,7 @@ import {
 	type WorkflowExecuteMode,
 } from 'n8n-workflow';
 
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { credentialsHelper, engineBase, itemsAt, PACKAGE, packageNode, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';

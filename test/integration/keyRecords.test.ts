@@ -1,6 +1,6 @@
 import { tableRef } from '../../lib/identifiers';
-import { renderStatement } from '../../lib/sql/statements';
-import { IdempotencyStore, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE } from '../../lib/postgres/store';
+import { renderStatement } from '../../lib/store/postgres/statements';
+import { IdempotencyStore, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE } from '../../lib/store/postgres/store';
 import { postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';

@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 
 import { tableRef } from '../../lib/identifiers';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { renderStatement } from '../../lib/sql/statements';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
+import { renderStatement } from '../../lib/store/postgres/statements';
 import { adminPool, databaseUrl } from '../support/database';
 import { reserveOrClaimRace, shuffled } from '../support/workers';
 

@@ -5,9 +5,9 @@ import { Pool } from 'pg';
 
 import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { KEYS_MIGRATIONS, ensureSchema, readSchemaState, versionStamp } from '../../lib/sql/migrations';
-import { SQL_DIR } from '../../lib/sql/statements';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
+import { KEYS_MIGRATIONS, ensureSchema, readSchemaState, versionStamp } from '../../lib/store/postgres/migrations';
+import { SQL_DIR } from '../../lib/store/postgres/statements';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, connectionSettings, databaseUrl, freshSchema, postgresPoolFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import { closeEmbeddedStores, openEmbeddedKeyStore } from '../../lib/embedded';
-import { moveKeysToPostgres } from '../../lib/embedded/moveToPostgres';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { closeEmbeddedStores, openEmbeddedKeyStore } from '../../lib/store/embedded';
+import { moveKeysToPostgres } from '../../lib/store/embedded/moveToPostgres';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import type { KeyStore } from '../../lib/store/contract';
 import type { ReserveOptions } from '../../lib/types';
 import { databaseUrl, freshSchema, postgresPoolFixture } from '../support/database';

@@ -1,6 +1,6 @@
 import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase, type WorkflowExecuteMode } from 'n8n-workflow';
 
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {

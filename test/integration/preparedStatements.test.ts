@@ -1,10 +1,10 @@
 import type { Pool, PoolClient } from 'pg';
 
 import { tableRef } from '../../lib/identifiers';
-import { poolFor } from '../../lib/postgres/pool';
-import { namesStatements, statementName } from '../../lib/postgres/preparedStatements';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { renderStatement } from '../../lib/sql/statements';
+import { poolFor } from '../../lib/store/postgres/pool';
+import { namesStatements, statementName } from '../../lib/store/postgres/preparedStatements';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
+import { renderStatement } from '../../lib/store/postgres/statements';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, connectionSettings, postgresSchemaFixture } from '../support/database';
 

@@ -3,8 +3,8 @@ import { Pool } from 'pg';
 
 import { UnusableKeyError, InvalidConfigurationError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
-import { renderStatement } from '../../lib/sql/statements';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { renderStatement } from '../../lib/store/postgres/statements';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import type { ReplayClaim } from '../../lib/types';
 import { databaseUrl, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';

@@ -2,10 +2,10 @@ import type { INodeExecutionData } from 'n8n-workflow';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import { MAX_BATCH_PAYLOAD_BYTES } from '../../lib/evidence/replayEvidence';
-import { KEYS_MIGRATIONS, versionStamp } from '../../lib/sql/migrations';
-import { SQL_DIR } from '../../lib/sql/statements';
+import { KEYS_MIGRATIONS, versionStamp } from '../../lib/store/postgres/migrations';
+import { SQL_DIR } from '../../lib/store/postgres/statements';
 import type { ReplayEvidence, ReservationRequest, ReserveOptions } from '../../lib/types';
 import { freshSchema, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';

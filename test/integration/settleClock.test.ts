@@ -1,7 +1,7 @@
 import { Pool } from 'pg';
 
-import { toPoolConfig } from '../../lib/postgres/connectionSettings';
-import { IdempotencyStore, type RetryEvent } from '../../lib/postgres/store';
+import { toPoolConfig } from '../../lib/store/postgres/connectionSettings';
+import { IdempotencyStore, type RetryEvent } from '../../lib/store/postgres/store';
 import type { ReserveOptions } from '../../lib/types';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { TcpProxy } from '../support/tcpProxy';

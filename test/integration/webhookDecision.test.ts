@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
-import { poolFor } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { poolFor } from '../../lib/store/postgres/pool';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import { FIRST_EXECUTION_HEADER, OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { decideWebhook, type WebhookDecision } from '../../lib/webhook/decide';
 import { connectionSettings } from '../support/database';

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 
-import type { ConnectionSettings } from '../../lib/postgres/connectionSettings';
-import { closeAllPools } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import type { ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
+import { closeAllPools } from '../../lib/store/postgres/pool';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 
 export function databaseUrl(): string {
 	const url = process.env.IDEMPOTENCY_TEST_DATABASE_URL ?? process.env.DATABASE_URL;

@@ -2,8 +2,8 @@
 // any process opens a store on it. Used by the jest fixture (stores.ts) and the race workers.
 import { Pool } from 'pg';
 
-import { OrderGuard } from '../../lib/order/orderGuard';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { OrderGuard } from '../../lib/store/postgres/orderStore';
+import { IdempotencyStore } from '../../lib/store/postgres/store';
 import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
 
 export type Backend = StoreBackend;
@@ -21,7 +21,7 @@ export interface OpenedStore<S> {
 	close(): Promise<void>;
 }
 
-/** The embedded store's API (lib/embedded/index.ts). */
+/** The embedded store's API (lib/store/embedded/index.ts). */
 interface EmbeddedModule {
 	openEmbeddedKeyStore(options: { file: string; table?: string; createTable?: boolean }): KeyStore;
 	openEmbeddedOrderStore(options: { file: string; table?: string; createTable?: boolean }): OrderStore;
@@ -47,7 +47,7 @@ export function requireSqlite(): void {
 export function embeddedModule(): EmbeddedModule {
 	requireSqlite();
 	// eslint-disable-next-line @typescript-eslint/no-require-imports
-	return require('../../lib/embedded') as EmbeddedModule;
+	return require('../../lib/store/embedded') as EmbeddedModule;
 }
 
 function postgresPool(url: string, connections: number): { pool: Pool; warmUp: () => Promise<void> } {

@@ -1,4 +1,4 @@
-import type { KeyStore, OrderStore } from '../store/contract';
+import type { KeyStore, OrderStore } from '../contract';
 import { closeConnections, connectionFor } from './connection';
 import { EmbeddedKeyStore, type EmbeddedStoreOptions } from './keyStore';
 import { EmbeddedOrderStore } from './orderStore';

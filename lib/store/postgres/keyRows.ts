@@ -1,7 +1,7 @@
 import type { QueryResultRow } from 'pg';
 
-import { parseWithExactNumbers } from '../evidence/exactNumbers';
-import type { CompactRecord, IdempotencyRecord, RecordStatus, StoredKey } from '../types';
+import { parseWithExactNumbers } from '../../evidence/exactNumbers';
+import type { CompactRecord, IdempotencyRecord, RecordStatus, StoredKey } from '../../types';
 
 /**
  * Rows of the key table as records. pg has already parsed integers and timestamps; batches of

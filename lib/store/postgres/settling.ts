@@ -1,10 +1,10 @@
-import type { HoldRequest, SettleReport, SettleRequest } from '../store/contract';
-import { settledReservation, settleReports, validateFailedExecution, validateHoldItems, validateSettleItems, type UnsettledKey } from '../store/rules';
-import type { FailedExecution } from '../types';
+import type { HoldRequest, SettleReport, SettleRequest } from '../contract';
+import { settledReservation, settleReports, validateFailedExecution, validateHoldItems, validateSettleItems, type UnsettledKey } from '../rules';
+import type { FailedExecution } from '../../types';
 import { monotonicAt, monotonicNow, recordDatabaseTime } from './databaseClock';
 import type { KeyTable } from './keyTable';
-import { storableErrorMessage, storableResponse, storableText } from '../store/storableValues';
-import type { KeyStatement } from '../sql/statements';
+import { storableErrorMessage, storableResponse, storableText } from '../storableValues';
+import type { KeyStatement } from './statements';
 
 /**
  * Settling owned keys: Complete, Release and Mark Failed (each guarded by the owner token), and

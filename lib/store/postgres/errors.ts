@@ -9,7 +9,7 @@ import {
 	SchemaOutdatedError,
 	StatementTimeoutError,
 	TableMissingError,
-} from '../errors';
+} from '../../errors';
 
 /** The statement a failure interrupted, so the message can say what did (or may have) changed. */
 export type Operation = 'reserve' | 'complete' | 'release' | 'fail' | 'hold' | 'claimForReplay';

@@ -1,6 +1,6 @@
-import { DEFAULT_ORDER_TABLE, type AdvanceOptions, type OrderDecision, type VersionedItem } from '../order/orderGuard';
-import type { OrderStore } from '../store/contract';
-import { orderCandidates, orderDecisions, validateAdvanceOptions, type OrderMark } from '../store/rules';
+import { DEFAULT_ORDER_TABLE, type AdvanceOptions, type OrderDecision, type VersionedItem } from '../postgres/orderStore';
+import type { OrderStore } from '../contract';
+import { orderCandidates, orderDecisions, validateAdvanceOptions, type OrderMark } from '../rules';
 import { withWriteLock } from './connection';
 import { EmbeddedTableStore, type EmbeddedStoreOptions } from './tableStore';
 

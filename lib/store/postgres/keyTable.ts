@@ -1,9 +1,9 @@
 import type { Pool, QueryResultRow } from 'pg';
 
-import { tableRef, type TableRef } from '../identifiers';
-import { KEYS_MIGRATIONS } from '../sql/migrations';
-import { renderStatement, type KeyStatement, type SqlSection } from '../sql/statements';
-import type { Operation } from './classifyError';
+import { tableRef, type TableRef } from '../../identifiers';
+import { KEYS_MIGRATIONS } from './migrations';
+import { renderStatement, type KeyStatement, type SqlSection } from './statements';
+import type { Operation } from './errors';
 import { PostgresRunner, type RetryEvent, type RetryPolicy, type StatementResult } from './runner';
 import { SchemaGate } from './schemaGate';
 

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 
-import { UnexpectedResultError } from '../errors';
-import { parseWithExactNumbers } from '../evidence/exactNumbers';
-import { assertExactText, assertStoredKeyText, inexactTextReason } from '../keys/exactText';
-import { storableErrorMessage, storableResponse } from '../store/storableValues';
-import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from '../store/contract';
+import { UnexpectedResultError } from '../../errors';
+import { parseWithExactNumbers } from '../../evidence/exactNumbers';
+import { assertExactText, assertStoredKeyText, inexactTextReason } from '../../keys/exactText';
+import { storableErrorMessage, storableResponse } from '../storableValues';
+import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from '../contract';
 import {
 	DEFAULT_TABLE,
 	MAX_LIST_PAGE_BYTES,
@@ -28,7 +28,7 @@ import {
 	validateReserveOptions,
 	validateSettleItems,
 	validateStatsWindow,
-} from '../store/rules';
+} from '../rules';
 import type {
 	AnswerCounts,
 	CleanupOptions,
@@ -49,7 +49,7 @@ import type {
 	ReserveOptions,
 	ReserveOptionsWithDetail,
 	StoredKey,
-} from '../types';
+} from '../../types';
 import { readAllOffThread, readOneOffThread } from './backgroundThread';
 import { allAsArrays, assertSameFile, read, statement, withLosableWrite, withUnsyncedWrite, withWriteLock } from './connection';
 import { renderEmbeddedStatement } from './statements';

@@ -1,4 +1,4 @@
-import { DatabaseError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, LockTimeoutError } from '../errors';
+import { DatabaseError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, LockTimeoutError } from '../../errors';
 
 
 /**

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { QueryResultRow } from 'pg';
 
-import { UnexpectedResultError } from '../errors';
-import { assertStoredKeyText } from '../keys/exactText';
-import { distinctBatch, replayBatch, replayClaims, reservationResult, validateDurations, validateReserveOptions, type ClaimedKey } from '../store/rules';
-import type { CompactRecord, ReplayClaim, ReplayClaimOptions, ReservationRequest, ReservationResult, ReserveOptionsWithDetail } from '../types';
+import { UnexpectedResultError } from '../../errors';
+import { assertStoredKeyText } from '../../keys/exactText';
+import { distinctBatch, replayBatch, replayClaims, reservationResult, validateDurations, validateReserveOptions, type ClaimedKey } from '../rules';
+import type { CompactRecord, ReplayClaim, ReplayClaimOptions, ReservationRequest, ReservationResult, ReserveOptionsWithDetail } from '../../types';
 import { storedPayload, toCompactRecord, toRecord } from './keyRows';
 import type { KeyTable } from './keyTable';
 

@@ -7,8 +7,8 @@ import {
 	validateListOptions,
 	validateRecordExecution,
 	validateStatsWindow,
-} from '../store/rules';
-import type { AnswerCounts, CleanupOptions, CleanupResult, DeliveryAnswer, KeysPage, KeyStats, ListKeysOptions, OwnedKey, StoredKey } from '../types';
+} from '../rules';
+import type { AnswerCounts, CleanupOptions, CleanupResult, DeliveryAnswer, KeysPage, KeyStats, ListKeysOptions, OwnedKey, StoredKey } from '../../types';
 import { toStoredKey } from './keyRows';
 import type { KeyTable } from './keyTable';
 

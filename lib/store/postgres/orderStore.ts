@@ -1,12 +1,12 @@
 import type { Pool, QueryResultRow } from 'pg';
 
-import { tableRef, type TableRef } from '../identifiers';
-import { PostgresRunner } from '../postgres/runner';
-import { SchemaGate } from '../postgres/schemaGate';
-import { ORDER_MIGRATIONS } from '../sql/migrations';
-import { renderStatement, type OrderStatement } from '../sql/statements';
-import type { AdvanceOptions, OrderDecision, OrderStore, VersionedItem } from '../store/contract';
-import { orderCandidates, orderDecisions, validateAdvanceOptions, type OrderMark } from '../store/rules';
+import { tableRef, type TableRef } from '../../identifiers';
+import { PostgresRunner } from './runner';
+import { SchemaGate } from './schemaGate';
+import { ORDER_MIGRATIONS } from './migrations';
+import { renderStatement, type OrderStatement } from './statements';
+import type { AdvanceOptions, OrderDecision, OrderStore, VersionedItem } from '../contract';
+import { orderCandidates, orderDecisions, validateAdvanceOptions, type OrderMark } from '../rules';
 
 export const DEFAULT_ORDER_TABLE = 'object_versions';
 
@@ -17,7 +17,7 @@ export interface OrderGuardOptions {
 	createTable: boolean;
 }
 
-export type { AdvanceOptions, EqualVersion, OrderDecision, VersionedItem } from '../store/contract';
+export type { AdvanceOptions, EqualVersion, OrderDecision, VersionedItem } from '../contract';
 
 /**
  * Keeps, per business object, the highest version applied, so events that arrive out of order

@@ -3,8 +3,8 @@ import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
-import { compareVersions } from '../order/version';
+import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../errors';
+import { compareVersions } from '../../order/version';
 import { checkpointNow, checkpointSoon, retireStoreThread } from './backgroundThread';
 import { classifySqliteError, EmbeddedStoreBusyError, EmbeddedStoreReplacedError, isBusy, NOTHING_CHANGED, type EmbeddedOperation } from './errors';
 import { preparePrivateFile } from './privateFiles';

@@ -1,15 +1,15 @@
 import path from 'node:path';
 
-import { InvalidConfigurationError } from '../errors';
-import { quoteIdentifier } from '../identifiers';
-import { readStatementText, renderForTable, type SqlSection } from '../sql/sqlText';
+import { InvalidConfigurationError } from '../../errors';
+import { quoteIdentifier } from '../../identifiers';
+import { readStatementText, renderForTable, type SqlSection } from '../sqlText';
 
 /**
  * The embedded store's SQL is the SQL in the package's `sql/embedded/` folder (one statement per
- * file, the file's name is the statement's name), read once. From `lib/embedded/` and from the
- * built `dist/lib/embedded/`, the folder is two levels up.
+ * file, the file's name is the statement's name), read once. From `lib/store/embedded/` and from
+ * the built `dist/lib/store/embedded/`, the folder is three levels up.
  */
-export const EMBEDDED_SQL_DIR = path.join(__dirname, '..', '..', 'sql', 'embedded');
+export const EMBEDDED_SQL_DIR = path.join(__dirname, '..', '..', '..', 'sql', 'embedded');
 
 /** Every statement of `sql/embedded/queries/`, by its file's name. */
 export const EMBEDDED_STATEMENTS = [

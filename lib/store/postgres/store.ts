@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 
-import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from '../store/contract';
+import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from '../contract';
 import type {
 	AnswerCounts,
 	CleanupOptions,
@@ -19,7 +19,7 @@ import type {
 	ReserveOptions,
 	ReserveOptionsWithDetail,
 	StoredKey,
-} from '../types';
+} from '../../types';
 import * as admin from './admin';
 import { KeyTable, type StoreOptions } from './keyTable';
 import * as reservation from './reservation';
@@ -27,9 +27,9 @@ import { PostgresRunner } from './runner';
 import * as settling from './settling';
 
 export type { RetryEvent } from './runner';
-export type { SettleReport, SettleRequest } from '../store/contract';
+export type { SettleReport, SettleRequest } from '../contract';
 export { RESERVE_RECOVERY_MS, SETTLE_RETRY_MS, type StoreOptions } from './keyTable';
-export { DEFAULT_SCHEMA, DEFAULT_TABLE, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE, MAX_STATS_WINDOW_HOURS } from '../store/rules';
+export { DEFAULT_SCHEMA, DEFAULT_TABLE, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE, MAX_STATS_WINDOW_HOURS } from '../rules';
 
 /**
  * The Postgres key store. Every method is one statement from `sql/` (one round trip for a whole
