@@ -283,7 +283,7 @@ async function main() {
 	const built = (file) => path.join(ROOT, 'dist', 'lib', ...file.split('/'));
 	if (!fs.existsSync(`${built('store/embedded/index')}.js`)) throw new Error('dist/lib/store/embedded/index.js is missing: run npm run build first');
 	const { openEmbeddedKeyStore } = require(built('store/embedded/index'));
-	const { IdempotencyStore } = require(built('store/postgres/store'));
+	const { PostgresKeyStore } = require(built('store/postgres/stores'));
 	const { Pool } = require('pg');
 
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-bench-embedded-'));
@@ -303,7 +303,7 @@ async function main() {
 		const file = path.join(workDir, 'keys.sqlite');
 		const sides = [
 			{ name: 'embedded', store: openEmbeddedKeyStore({ file, createTable: true }) },
-			{ name: 'postgres', store: new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true }) },
+			{ name: 'postgres', store: new PostgresKeyStore(pool, { schema, table: 'processed_events', createTable: true }) },
 		];
 		for (const side of sides) await side.store.createTable();
 		const sqliteVersion = new sqlite.DatabaseSync(':memory:').prepare('select sqlite_version() as v').get().v;

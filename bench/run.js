@@ -1,4 +1,4 @@
-// Reservation throughput of the built core (IdempotencyStore.reserve) side by side with the identical
+// Reservation throughput of the built core (PostgresKeyStore.reserve) side by side with the identical
 // SQL sent through plain `pg`, in the same run against the same server. Absolute keys/s depend on the
 // machine and its disk; the ratio core / plain pg is what this benchmark is for.
 //
@@ -152,7 +152,7 @@ function makeCalls(callCount, keysPerCall) {
 	return calls;
 }
 
-function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, schemas }) {
+function makeSides({ Pool, PostgresKeyStore, renderStatement, tableRef, url, schemas }) {
 	const coreTable = tableRef(schemas.core, 'processed_events');
 	const plainTable = tableRef(schemas.plain, 'processed_events');
 	const corePool = new Pool({ connectionString: url, max: 8 });
@@ -161,7 +161,7 @@ function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, sch
 	// the process before the data directory is removed. Query errors still reject their own promises.
 	for (const pool of [corePool, plainPool]) pool.on('error', () => {});
 	// The tables are created up front for both sides alike; the store only checks the schema version.
-	const store = new IdempotencyStore(corePool, {
+	const store = new PostgresKeyStore(corePool, {
 		schema: schemas.core,
 		table: 'processed_events',
 		createTable: false,
@@ -308,7 +308,7 @@ function printCoreTable(results) {
 async function main() {
 	const args = parseArgs(process.argv.slice(2));
 	ensureBuilt();
-	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'store'));
+	const { PostgresKeyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'stores'));
 	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'));
 	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
 	const { Pool } = require('pg');
@@ -353,7 +353,7 @@ async function main() {
 		server = await startPostgres();
 		sides = makeSides({
 			Pool,
-			IdempotencyStore,
+			PostgresKeyStore,
 			renderStatement,
 			tableRef,
 			url: server.url,
@@ -376,7 +376,7 @@ async function main() {
 			for (const side of [sides.core, sides.plain]) {
 				await admin.query(`drop schema if exists "${side.table.schema}" cascade`);
 				await admin.query(`create schema "${side.table.schema}"`);
-				await new IdempotencyStore(admin, { schema: side.table.schema, table: side.table.table, createTable: true }).createTable();
+				await new PostgresKeyStore(admin, { schema: side.table.schema, table: side.table.table, createTable: true }).createTable();
 			}
 			const results = [];
 			for (const scenario of SCENARIOS) {

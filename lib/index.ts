@@ -3,7 +3,7 @@
 export * from './errors';
 export * from './identifiers';
 export * from './types';
-export * from './store/postgres/store';
+export * from './store/postgres/stores';
 export * from './keys/canonicalJson';
 export * from './keys/deriveKey';
 export * from './keys/forbiddenHeaders';
@@ -23,7 +23,8 @@ export * from './store/postgres/migrations';
 export * from './store/postgres/checkConnection';
 export * from './order/errors';
 export * from './order/objectKey';
-export * from './store/postgres/orderStore';
+export * from './store/contract';
+export { DEFAULT_ORDER_TABLE } from './store/rules';
 export * from './order/version';
 export * from './effect/errors';
 export * from './effect/oneTransaction';

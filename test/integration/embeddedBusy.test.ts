@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 
 import { closeEmbeddedStores, EmbeddedStoreBusyError, openEmbeddedKeyStore } from '../../lib/store/embedded';
 import { connectionFor } from '../../lib/store/embedded/connection';
-import { CLEANUP_CHUNK_ROWS } from '../../lib/store/embedded/keyStore';
+import { CLEANUP_CHUNK_ROWS } from '../../lib/store/embedded/stores';
 import { DatabaseError, DatabaseUnreachableError, LockTimeoutError } from '../../lib/errors';
 import type { ReserveOptions } from '../../lib/types';
 import { walFrames } from '../support/walIndex';

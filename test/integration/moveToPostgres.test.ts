@@ -5,7 +5,7 @@ import path from 'node:path';
 
 import { closeEmbeddedStores, openEmbeddedKeyStore } from '../../lib/store/embedded';
 import { moveKeysToPostgres } from '../../lib/store/embedded/moveToPostgres';
-import { IdempotencyStore } from '../../lib/store/postgres/store';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import type { KeyStore } from '../../lib/store/contract';
 import type { ReserveOptions } from '../../lib/types';
 import { databaseUrl, freshSchema, postgresPoolFixture } from '../support/database';
@@ -45,7 +45,7 @@ async function fileWithEveryState(name: string) {
 
 async function postgresStore(prefix: string) {
 	const schema = await freshSchema(db.pool, prefix);
-	return { schema, store: new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: false }) };
+	return { schema, store: new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: false }) };
 }
 
 describe('moveKeysToPostgres', () => {

@@ -5,12 +5,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../errors';
 import { compareVersions } from '../../order/version';
+import type { StoreOperation } from '../driver';
 import { checkpointNow, checkpointSoon, retireStoreThread } from './backgroundThread';
-import { classifySqliteError, EmbeddedStoreBusyError, EmbeddedStoreReplacedError, isBusy, NOTHING_CHANGED, type EmbeddedOperation } from './errors';
+import { classifySqliteError, EmbeddedStoreBusyError, EmbeddedStoreReplacedError, isBusy, NOTHING_CHANGED } from './errors';
 import { preparePrivateFile } from './privateFiles';
 import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
 import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, renderEmbeddedStatement, type EmbeddedFamily, type EmbeddedStatement } from './statements';
 import { assertLocalStorage, realPathOfNearest } from './storageCheck';
+import type { SqlSection } from '../sqlText';
 
 /**
  * One SQLite connection per store file per process, shared by every store on that file. Its calls
@@ -71,8 +73,8 @@ export function statement(connection: EmbeddedConnection, text: string): SqliteS
 	return prepared;
 }
 
-export function namedStatement(connection: EmbeddedConnection, name: EmbeddedStatement, family: EmbeddedFamily, table?: string): SqliteStatement {
-	return statement(connection, renderEmbeddedStatement(name, family, table));
+export function namedStatement(connection: EmbeddedConnection, name: EmbeddedStatement, family: EmbeddedFamily, table?: string, omit?: SqlSection): SqliteStatement {
+	return statement(connection, renderEmbeddedStatement(name, family, table, omit));
 }
 
 /** A statement's rows as arrays, and each column's position: large answers skip building an object per row. */
@@ -134,7 +136,7 @@ function inTransaction<T>(connection: EmbeddedConnection, work: () => T, syncedC
 export interface LockWait {
 	/** How long to keep retrying while another process holds the write lock (ms). */
 	lockWaitMs: number;
-	operation: EmbeddedOperation;
+	operation: StoreOperation;
 }
 
 /**
@@ -290,7 +292,7 @@ export function connectionFor(file: string): EmbeddedConnection {
 		db.exec(`pragma wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
 		const connection: EmbeddedConnection = { file: real, db, storeId: '', statements: new Map(), tablesReady: new Map(), identity };
 		migrateFile(connection);
-		const storeId = namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })?.value;
+		const storeId = namedStatement(connection, 'readMeta', 'file').get({ name: 'store_id' })?.value;
 		if (typeof storeId !== 'string') throw new DatabaseError(`The embedded key store ${real} has no store id.`);
 		// Orders compare exact decimal versions with the package's own rule, never as floating point.
 		db.function('idempotency_compare_versions', { deterministic: true }, (a: string, b: string) => compareVersions(String(a), String(b)));
@@ -308,8 +310,8 @@ export function connectionFor(file: string): EmbeddedConnection {
 function migrateFile(connection: EmbeddedConnection): void {
 	const files = EMBEDDED_MIGRATIONS.file;
 	const version = () => {
-		const exists = Number(namedStatement(connection, 'table_exists', 'file').get({ name: 'n8n_idempotency_schema' })?.found ?? 0) > 0;
-		return exists ? Number(namedStatement(connection, 'read_schema_version', 'file').get({ object: '' })?.version ?? 0) : 0;
+		const exists = Number(namedStatement(connection, 'tableExists', 'file').get({ name: 'n8n_idempotency_schema' })?.found ?? 0) > 0;
+		return exists ? Number(namedStatement(connection, 'readSchemaVersion', 'file').get({ object: '' })?.version ?? 0) : 0;
 	};
 	const refuseNewer = (found: number) => {
 		if (found > files.length) {
@@ -320,14 +322,14 @@ function migrateFile(connection: EmbeddedConnection): void {
 	};
 	const before = version();
 	refuseNewer(before);
-	if (before === files.length && namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })) return;
+	if (before === files.length && namedStatement(connection, 'readMeta', 'file').get({ name: 'store_id' })) return;
 	inTransaction(connection, () => {
 		const current = version();
 		refuseNewer(current);
 		for (const file of files.slice(current)) connection.db.exec(renderEmbeddedSql(file, 'file'));
-		namedStatement(connection, 'write_schema_version', 'file').run({ object: '', family: 'file', version: files.length });
+		namedStatement(connection, 'writeSchemaVersion', 'file').run({ object: '', family: 'file', version: files.length });
 		// Written once: a second process creating the file at the same moment keeps the first id.
-		namedStatement(connection, 'write_meta', 'file').run({ name: 'store_id', value: randomUUID() });
+		namedStatement(connection, 'writeMeta', 'file').run({ name: 'store_id', value: randomUUID() });
 	});
 }
 
@@ -350,8 +352,8 @@ export function ensureTable(connection: EmbeddedConnection, family: Exclude<Embe
 async function migrateTable(connection: EmbeddedConnection, family: Exclude<EmbeddedFamily, 'file'>, table: string, migrate: boolean, lockWaitMs: number): Promise<void> {
 	const files = EMBEDDED_MIGRATIONS[family];
 	const state = () => {
-		const row = namedStatement(connection, 'read_schema_version', 'file').get({ object: table });
-		const exists = Number(namedStatement(connection, 'table_exists', 'file').get({ name: table })?.found ?? 0) > 0;
+		const row = namedStatement(connection, 'readSchemaVersion', 'file').get({ object: table });
+		const exists = Number(namedStatement(connection, 'tableExists', 'file').get({ name: table })?.found ?? 0) > 0;
 		if (row && row.family !== family) {
 			throw new InvalidConfigurationError(
 				`The table "${table}" in ${connection.file} belongs to another part of n8n-nodes-idempotency (${String(row.family)}), not the ${family} table: choose another table name.`,
@@ -380,7 +382,7 @@ async function migrateTable(connection: EmbeddedConnection, family: Exclude<Embe
 	await withWriteLock(connection, wait, () => {
 		const current = state();
 		for (const file of files.slice(current)) connection.db.exec(renderEmbeddedSql(file, family, table));
-		namedStatement(connection, 'write_schema_version', 'file').run({ object: table, family, version: files.length });
+		namedStatement(connection, 'writeSchemaVersion', 'file').run({ object: table, family, version: files.length });
 	});
 }
 

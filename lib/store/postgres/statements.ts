@@ -1,7 +1,7 @@
 import path from 'node:path';
 
 import type { TableRef } from '../../identifiers';
-import { isCompanionTable, readStatementText, renderForTable, type SqlSection } from '../sqlText';
+import { isCompanionTable, readStatementText, renderForTable, statementFile, type SqlSection } from '../sqlText';
 
 export type { SqlSection } from '../sqlText';
 
@@ -26,7 +26,7 @@ export const DEFAULT_TABLES: Readonly<Record<TableFamily, string>> = { keys: 'pr
  * The lists below are split by the table a statement is written for.
  */
 export function queryFile(name: string): SqlFile {
-	return `queries/${name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}.sql`;
+	return statementFile(name);
 }
 
 /** Statements on the key table (written for processed_events). */
