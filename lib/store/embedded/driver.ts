@@ -19,7 +19,6 @@ import {
 	allAsArrays,
 	assertSameFile,
 	connectionFor,
-	ensureTable,
 	namedStatement,
 	read,
 	withLosableWrite,
@@ -28,6 +27,7 @@ import {
 	type EmbeddedConnection,
 	type LockWait,
 } from './connection';
+import { ensureTable } from './migrations';
 import { embeddedTableName, renderEmbeddedStatement, type EmbeddedStatement } from './statements';
 
 export interface EmbeddedStoreOptions {
