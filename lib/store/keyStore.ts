@@ -171,33 +171,18 @@ export class DriverKeyStore implements KeyStore {
 	 */
 	async complete(items: Array<SettleRequest & { response?: unknown }>): Promise<SettleReport[]> {
 		const responses = items.map((item) => storableResponse(item.response));
-		return this.settle(
-			'complete',
-			items,
-			responses.map((response) => response.warnings),
-			(sent) => ({ name: 'complete', parameters: { items: sent.map(({ item, index }) => [item.key, item.ownerToken, responses[index].json]) } }),
-		);
+		return this.settle('complete', items, responses.map((response) => response.warnings), (index) => [responses[index].json]);
 	}
 
 	/** Deletes owned reservations so the provider's next delivery is processed. */
 	async release(items: SettleRequest[]): Promise<SettleReport[]> {
-		return this.settle(
-			'release',
-			items,
-			items.map(() => []),
-			(sent) => ({ name: 'release', parameters: { items: sent.map(({ item }) => [item.key, item.ownerToken]) } }),
-		);
+		return this.settle('release', items, items.map(() => []), () => []);
 	}
 
 	/** Marks owned reservations failed (kept with the message); the next delivery reserves again. */
 	async fail(items: Array<SettleRequest & { error: string }>): Promise<SettleReport[]> {
 		const messages = items.map((item) => storableErrorMessage(item.error));
-		return this.settle(
-			'fail',
-			items,
-			messages.map((message) => message.warnings),
-			(sent) => ({ name: 'fail', parameters: { items: sent.map(({ item, index }) => [item.key, item.ownerToken, messages[index].text]) } }),
-		);
+		return this.settle('fail', items, messages.map((message) => message.warnings), (index) => [messages[index].text]);
 	}
 
 	/** Extends owned processing reservations' leases to their hold from now (never shorter); returns the keys held. */
@@ -370,7 +355,7 @@ export class DriverKeyStore implements KeyStore {
 		operation: 'complete' | 'release' | 'fail',
 		items: T[],
 		warnings: string[][],
-		statementOf: (sent: Array<{ item: T; index: number }>) => Statement<KeyStatements>,
+		extraValues: (index: number) => unknown[],
 	): Promise<SettleReport[]> {
 		validateSettleItems(items);
 		if (items.length === 0) return [];
@@ -384,7 +369,9 @@ export class DriverKeyStore implements KeyStore {
 		const current = new Map<string, UnsettledKey>();
 		let uncertain = false;
 		if (sent.length > 0) {
-			const [settled, unsettled] = await this.driver.send(operation, statementOf(sent), rule, ({ rows, read }) => {
+			// Each item's key and owner token, then what the operation stores (a response, an error).
+			const statement = { name: operation, parameters: { items: sent.map(({ item, index }) => [item.key, item.ownerToken, ...extraValues(index)]) } } as Statement<KeyStatements>;
+			const [settled, unsettled] = await this.driver.send(operation, statement, rule, ({ rows, read }) => {
 				applied = new Set(rows.map((row) => settledReservation(read.value(row, 'key') as string, read.value(row, 'owner_token') as string)));
 				const missing = sent.filter(({ item }) => !appliedTo(applied, item));
 				return missing.length > 0 ? { name: 'unsettledKeys', parameters: { keys: missing.map(({ item }) => item.key) } } : undefined;
