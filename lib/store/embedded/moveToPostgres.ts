@@ -7,6 +7,7 @@ import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../rules';
 import { copyKeysToPostgres, emptyCounts, preparePostgresTable, type CopyConflict, type CopyOutcome, type KeyRow } from '../postgres/copyKeys';
 import type { RecordStatus } from '../../types';
 import { loadSqlite, type SqliteDatabase } from './sqlite';
+import { renderEmbeddedStatement } from './statements';
 
 /**
  * Moving up: every key of an embedded store file carried into a Postgres keys table, so that
@@ -50,6 +51,7 @@ export interface MoveReport {
 export const DEFAULT_MOVE_BATCH_SIZE = 1000;
 const MAX_MOVE_BATCH_SIZE = 10000;
 
+/** The columns `read_keys_page.sql` reads: a table without them is not a keys table of the package. */
 const COLUMNS =
 	'key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at, owner_token, execution_id, workflow_id, n8n_instance, key_source, payload_hash, response, completed_at, effect_completed_at, last_error, payload, payload_bytes, source, correlation_id';
 
@@ -91,7 +93,7 @@ function openFile(file: string, table: string): SqliteDatabase {
 	const { DatabaseSync } = loadSqlite();
 	// Opened for reading and writing (a WAL file's readers share its index file), but only read.
 	const db = new DatabaseSync(file, { timeout: 5000 });
-	const columns = new Set(db.prepare(`select name from pragma_table_info('${table}')`).all().map((column) => String(column.name)));
+	const columns = new Set(db.prepare(renderEmbeddedStatement('tableColumns', 'file')).all({ name: table }).map((column) => String(column.name)));
 	if (columns.size === 0) {
 		db.close();
 		throw new InvalidConfigurationError(`The file ${file} has no table ${table}: is it the embedded store's file, and is the table name the nodes' Table Name?`);
@@ -108,7 +110,7 @@ function openFile(file: string, table: string): SqliteDatabase {
 export async function moveKeysToPostgres(options: MoveOptions): Promise<MoveReport> {
 	const embeddedTable = options.embeddedTable ?? DEFAULT_TABLE;
 	// Validated like every table name the package splices into SQL.
-	const quotedEmbedded = quoteIdentifier(embeddedTable, 'table');
+	quoteIdentifier(embeddedTable, 'table');
 	const batchSize = options.batchSize ?? DEFAULT_MOVE_BATCH_SIZE;
 	if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_MOVE_BATCH_SIZE) {
 		throw new InvalidConfigurationError(`The batch size must be a whole number from 1 to ${MAX_MOVE_BATCH_SIZE}.`);
@@ -117,9 +119,9 @@ export async function moveKeysToPostgres(options: MoveOptions): Promise<MoveRepo
 	const db = openFile(options.file, embeddedTable);
 	try {
 		await preparePostgresTable(options.pool, table, options.createTable ?? true);
-		const count = () => Number(db.prepare(`select count(*) as n from ${quotedEmbedded}`).get()!.n);
+		const count = () => Number(db.prepare(renderEmbeddedStatement('countKeys', 'keys', embeddedTable)).get()!.n);
 		const keysAtStart = count();
-		const page = db.prepare(`select ${COLUMNS} from ${quotedEmbedded} where key > $after order by key limit $limit`);
+		const page = db.prepare(renderEmbeddedStatement('readKeysPage', 'keys', embeddedTable));
 		const report: MoveReport = { read: 0, batches: 0, counts: emptyCounts(), conflicts: [], warnings: [], fileChanged: false };
 		let after = '';
 		for (;;) {

@@ -36,6 +36,9 @@ export const EMBEDDED_STATEMENT_NAMES = [
 	'readSchemaVersion',
 	'writeSchemaVersion',
 	'tableExists',
+	'tableColumns',
+	'countKeys',
+	'readKeysPage',
 ] as const;
 
 /** Each statement's file in `sql/embedded/queries/`, without its extension. */
