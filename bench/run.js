@@ -84,18 +84,18 @@ function parseArgs(argv) {
 
 // The benchmark measures what users run: the compiled package, not ts-jest.
 function ensureBuilt() {
-	const built = path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'store.js');
+	const built = path.join(ROOT, 'dist', 'lib', 'store', 'keyStore.js');
 	if (!fs.existsSync(built)) {
-		console.log('dist/lib/store/postgres/store.js is missing: running npm run build first');
+		console.log('dist/lib/store/keyStore.js is missing: running npm run build first');
 		const result = spawnSync('npm', ['run', 'build'], {
 			cwd: ROOT,
 			stdio: 'inherit',
 			shell: process.platform === 'win32',
 		});
 		if (result.status !== 0) throw new Error('npm run build failed');
-	} else if (fs.statSync(path.join(ROOT, 'lib', 'store', 'postgres', 'store.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
+	} else if (fs.statSync(path.join(ROOT, 'lib', 'store', 'keyStore.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
 		// Not rebuilt automatically: rimraf dist would pull the rug from anything else using it.
-		console.log('note: lib/store/postgres/store.ts is newer than dist/lib/store/postgres/store.js; run npm run build to bench the latest code');
+		console.log('note: lib/store/keyStore.ts is newer than dist/lib/store/keyStore.js; run npm run build to bench the latest code');
 	}
 }
 

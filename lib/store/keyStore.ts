@@ -87,8 +87,8 @@ export class DriverKeyStore implements KeyStore {
 		// One proposed owner token per distinct key: the key is ours when the row comes back with it.
 		const { firsts, firstIndexes, distinctByKey, distinctOfRequest } = distinctBatch(requests);
 		const tokens = firsts.map(() => randomUUID());
-		// Not retried: nothing is reserved yet, and the provider retries.
 		const rule = this.driver.retryRule({ purpose: 'reserve' });
+		// The table check is not retried: nothing is reserved yet, and the provider retries.
 		await this.driver.ready('reserve', { ...rule, readyRetryUntil: 0 });
 		const compact = options.detail === 'compact';
 		const [{ rows, read }] = await this.driver.send(

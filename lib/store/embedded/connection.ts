@@ -6,13 +6,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError } from '../../errors';
 import { compareVersions } from '../../order/version';
 import type { StoreOperation } from '../driver';
+import type { SqlSection } from '../sqlText';
 import { checkpointNow, checkpointSoon, retireStoreThread } from './backgroundThread';
 import { classifySqliteError, EmbeddedStoreBusyError, EmbeddedStoreReplacedError, isBusy, NOTHING_CHANGED } from './errors';
 import { preparePrivateFile } from './privateFiles';
 import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
 import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, renderEmbeddedStatement, type EmbeddedFamily, type EmbeddedStatement } from './statements';
 import { assertLocalStorage, realPathOfNearest } from './storageCheck';
-import type { SqlSection } from '../sqlText';
 
 /**
  * One SQLite connection per store file per process, shared by every store on that file. Its calls
