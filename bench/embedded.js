@@ -281,9 +281,9 @@ async function main() {
 		throw new Error(`Node ${process.version} has no node:sqlite: run this with Node 22.13 or later (node bench/run.js --only embedded finds one).`);
 	}
 	const built = (file) => path.join(ROOT, 'dist', 'lib', ...file.split('/'));
-	if (!fs.existsSync(`${built('embedded/index')}.js`)) throw new Error('dist/lib/embedded/index.js is missing: run npm run build first');
-	const { openEmbeddedKeyStore } = require(built('embedded/index'));
-	const { IdempotencyStore } = require(built('postgres/store'));
+	if (!fs.existsSync(`${built('store/embedded/index')}.js`)) throw new Error('dist/lib/store/embedded/index.js is missing: run npm run build first');
+	const { openEmbeddedKeyStore } = require(built('store/embedded/index'));
+	const { PostgresKeyStore } = require(built('store/postgres/stores'));
 	const { Pool } = require('pg');
 
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-bench-embedded-'));
@@ -303,7 +303,7 @@ async function main() {
 		const file = path.join(workDir, 'keys.sqlite');
 		const sides = [
 			{ name: 'embedded', store: openEmbeddedKeyStore({ file, createTable: true }) },
-			{ name: 'postgres', store: new IdempotencyStore(pool, { schema, table: 'processed_events', createTable: true }) },
+			{ name: 'postgres', store: new PostgresKeyStore(pool, { schema, table: 'processed_events', createTable: true }) },
 		];
 		for (const side of sides) await side.store.createTable();
 		const sqliteVersion = new sqlite.DatabaseSync(':memory:').prepare('select sqlite_version() as v').get().v;
@@ -317,7 +317,7 @@ async function main() {
 		console.log(`\nload at end ${out.loadAtEnd}`);
 		if (args.json) fs.writeFileSync(args.json, `${JSON.stringify(out, null, 2)}\n`);
 	} finally {
-		require(built('embedded/index')).closeEmbeddedStores?.();
+		require(built('store/embedded/index')).closeEmbeddedStores?.();
 		await pool?.query(`drop schema if exists ${schema} cascade`).catch(() => {});
 		await pool?.end().catch(() => {});
 		if (server) {

@@ -36,8 +36,8 @@ const reserveValues = (keys, options) => [
 
 async function single(ctx, { rounds }) {
 	const { table, createTable, renderStatement } = ctx;
-	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'store'));
-	const { sendUnnamed, statementName } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'preparedStatements'));
+	const { PostgresKeyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'stores'));
+	const { sendUnnamed, statementName } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'preparedStatements'));
 	const schema = 'idem_bench_single';
 	const pools = [];
 	const newPool = () => {
@@ -54,7 +54,7 @@ async function single(ctx, { rounds }) {
 		const pool = newPool();
 		if (core) {
 			if (!named) sendUnnamed(pool);
-			const store = new IdempotencyStore(pool, { schema, table: tableName, createTable: false });
+			const store = new PostgresKeyStore(pool, { schema, table: tableName, createTable: false });
 			return {
 				name,
 				named,

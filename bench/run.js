@@ -1,4 +1,4 @@
-// Reservation throughput of the built core (IdempotencyStore.reserve) side by side with the identical
+// Reservation throughput of the built core (PostgresKeyStore.reserve) side by side with the identical
 // SQL sent through plain `pg`, in the same run against the same server. Absolute keys/s depend on the
 // machine and its disk; the ratio core / plain pg is what this benchmark is for.
 //
@@ -84,18 +84,18 @@ function parseArgs(argv) {
 
 // The benchmark measures what users run: the compiled package, not ts-jest.
 function ensureBuilt() {
-	const built = path.join(ROOT, 'dist', 'lib', 'postgres', 'store.js');
+	const built = path.join(ROOT, 'dist', 'lib', 'store', 'keyStore.js');
 	if (!fs.existsSync(built)) {
-		console.log('dist/lib/postgres/store.js is missing: running npm run build first');
+		console.log('dist/lib/store/keyStore.js is missing: running npm run build first');
 		const result = spawnSync('npm', ['run', 'build'], {
 			cwd: ROOT,
 			stdio: 'inherit',
 			shell: process.platform === 'win32',
 		});
 		if (result.status !== 0) throw new Error('npm run build failed');
-	} else if (fs.statSync(path.join(ROOT, 'lib', 'postgres', 'store.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
+	} else if (fs.statSync(path.join(ROOT, 'lib', 'store', 'keyStore.ts')).mtimeMs > fs.statSync(built).mtimeMs) {
 		// Not rebuilt automatically: rimraf dist would pull the rug from anything else using it.
-		console.log('note: lib/postgres/store.ts is newer than dist/lib/postgres/store.js; run npm run build to bench the latest code');
+		console.log('note: lib/store/keyStore.ts is newer than dist/lib/store/keyStore.js; run npm run build to bench the latest code');
 	}
 }
 
@@ -152,7 +152,7 @@ function makeCalls(callCount, keysPerCall) {
 	return calls;
 }
 
-function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, schemas }) {
+function makeSides({ Pool, PostgresKeyStore, renderStatement, tableRef, url, schemas }) {
 	const coreTable = tableRef(schemas.core, 'processed_events');
 	const plainTable = tableRef(schemas.plain, 'processed_events');
 	const corePool = new Pool({ connectionString: url, max: 8 });
@@ -161,7 +161,7 @@ function makeSides({ Pool, IdempotencyStore, renderStatement, tableRef, url, sch
 	// the process before the data directory is removed. Query errors still reject their own promises.
 	for (const pool of [corePool, plainPool]) pool.on('error', () => {});
 	// The tables are created up front for both sides alike; the store only checks the schema version.
-	const store = new IdempotencyStore(corePool, {
+	const store = new PostgresKeyStore(corePool, {
 		schema: schemas.core,
 		table: 'processed_events',
 		createTable: false,
@@ -308,8 +308,8 @@ function printCoreTable(results) {
 async function main() {
 	const args = parseArgs(process.argv.slice(2));
 	ensureBuilt();
-	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'store'));
-	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'sql', 'statements'));
+	const { PostgresKeyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'stores'));
+	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'));
 	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
 	const { Pool } = require('pg');
 	const { startPostgres } = require(path.join(ROOT, 'test', 'support', 'stack', 'postgresServer'));
@@ -353,7 +353,7 @@ async function main() {
 		server = await startPostgres();
 		sides = makeSides({
 			Pool,
-			IdempotencyStore,
+			PostgresKeyStore,
 			renderStatement,
 			tableRef,
 			url: server.url,
@@ -376,7 +376,7 @@ async function main() {
 			for (const side of [sides.core, sides.plain]) {
 				await admin.query(`drop schema if exists "${side.table.schema}" cascade`);
 				await admin.query(`create schema "${side.table.schema}"`);
-				await new IdempotencyStore(admin, { schema: side.table.schema, table: side.table.table, createTable: true }).createTable();
+				await new PostgresKeyStore(admin, { schema: side.table.schema, table: side.table.table, createTable: true }).createTable();
 			}
 			const results = [];
 			for (const scenario of SCENARIOS) {

@@ -59,14 +59,14 @@ function chunk(list, size) {
 
 /** Libraries from the built package and helpers bound to one database. */
 function context({ Pool, url, log, quick }) {
-	const { IdempotencyStore } = require(path.join(ROOT, 'dist', 'lib', 'postgres', 'store'));
-	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'sql', 'statements'));
+	const { PostgresKeyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'stores'));
+	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'));
 	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
 	const pool = new Pool({ connectionString: url, max: 10 });
 	pool.on('error', () => {});
 	const q = (text, values) => pool.query(text, values);
 	const table = (schema, name) => tableRef(schema, name);
-	const store = (schema, name) => new IdempotencyStore(pool, { schema, table: name, createTable: false });
+	const store = (schema, name) => new PostgresKeyStore(pool, { schema, table: name, createTable: false });
 	// `evidence: false` for a prototype statement written before the replay-evidence parameters ($10–$13);
 	// `nullArrays: true` sends the columns no key fills as arrays of nulls (the prototype's way),
 	// otherwise as one null each, as the core sends them.
@@ -96,7 +96,7 @@ function context({ Pool, url, log, quick }) {
 	const createTable = async (ref, { fillfactor } = {}) => {
 		await q(`create schema if not exists "${ref.schema}"`);
 		await q(`drop table if exists ${ref.qualified}`);
-		await new IdempotencyStore(pool, { schema: ref.schema, table: ref.table, createTable: true }).createTable();
+		await new PostgresKeyStore(pool, { schema: ref.schema, table: ref.table, createTable: true }).createTable();
 		if (fillfactor) await q(`alter table ${ref.qualified} set (fillfactor = ${Number(fillfactor)})`);
 	};
 	/** The table's indexes other than its primary key, as `create index` statements. */
@@ -450,7 +450,7 @@ async function cleanupUnderLoad(ctx) {
 	const without = [...phases.before, ...phases.after];
 	const rowsPerSecond = (result.deleted / result.durationMs) * 1000;
 	console.log(
-		`\n## Cleanup under load: ${fmt(expired)} expired rows (of ${fmt(expired + live)}) deleted by IdempotencyStore.cleanup while 8 clients reserve single keys\n`,
+		`\n## Cleanup under load: ${fmt(expired)} expired rows (of ${fmt(expired + live)}) deleted by PostgresKeyStore.cleanup while 8 clients reserve single keys\n`,
 	);
 	printTable(
 		['phase', 'reserves', 'p50 ms', 'p99 ms', 'max ms'],

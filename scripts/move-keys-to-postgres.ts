@@ -13,7 +13,7 @@
  */
 import { Pool } from 'pg';
 
-import { moveKeysToPostgres, type MoveReport } from '../lib/embedded/moveToPostgres';
+import { moveKeysToPostgres, type MoveReport } from '../lib/store/embedded/moveToPostgres';
 
 const USAGE = `usage: move-keys-to-postgres --file <store file> --database-url <postgres://…> [options]
 

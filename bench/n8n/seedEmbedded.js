@@ -6,7 +6,7 @@
 const { randomUUID } = require('node:crypto');
 const path = require('node:path');
 
-const { openEmbeddedKeyStore, closeEmbeddedStores } = require(path.join(__dirname, '..', '..', 'dist', 'lib', 'embedded', 'index'));
+const { openEmbeddedKeyStore, closeEmbeddedStores } = require(path.join(__dirname, '..', '..', 'dist', 'lib', 'store', 'embedded', 'index'));
 
 async function main([file, expired, live]) {
 	const store = openEmbeddedKeyStore({ file, createTable: true });

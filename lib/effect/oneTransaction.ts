@@ -2,9 +2,9 @@ import { DatabaseError } from 'pg';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 
 import { DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, OutcomeUnknownError } from '../errors';
-import { classifyPostgresError } from '../postgres/classifyError';
-import { withClient } from '../postgres/runner';
-import { IdempotencyStore, type StoreOptions } from '../postgres/store';
+import { classifyPostgresError } from '../store/postgres/errors';
+import { withClient } from '../store/postgres/runner';
+import { PostgresKeyStore, type StoreOptions } from '../store/postgres/stores';
 import type { ReservationRequest, ReservationResult } from '../types';
 import { CommitRefusedError, QueryFailedError } from './errors';
 import { KEY_PLACEHOLDER, scanSql } from './sqlText';
@@ -117,13 +117,13 @@ export function bindEffectQuery(template: EffectQueryTemplate, values: unknown[]
  */
 export class OneTransactionEffect {
 	/** The keys store on the pool: checks (and creates or upgrades) the table once per pool. */
-	private readonly poolStore: IdempotencyStore;
+	private readonly poolStore: PostgresKeyStore;
 
 	constructor(
 		private readonly pool: Pool,
 		private readonly options: StoreOptions,
 	) {
-		this.poolStore = new IdempotencyStore(pool, options);
+		this.poolStore = new PostgresKeyStore(pool, options);
 	}
 
 	async run(request: ReservationRequest, query: EffectQuery, options: OneTransactionOptions): Promise<OneTransactionResult> {
@@ -141,7 +141,7 @@ export class OneTransactionEffect {
 			session.reusable = false;
 			try {
 				await client.query('begin');
-				const [reservation] = await IdempotencyStore.inTransaction(this.pool, client, { ...this.options, createTable: false }).reserve([request], {
+				const [reservation] = await PostgresKeyStore.inTransaction(this.pool, client, { ...this.options, createTable: false }).reserve([request], {
 					mode: 'permanent',
 					leaseSeconds: 300,
 					retentionSeconds: options.retentionSeconds,

@@ -25,6 +25,8 @@ import type { AdvanceOptions, EqualVersion, HoldRequest, OrderDecision, SettleRe
  */
 
 export const DEFAULT_TABLE = 'processed_events';
+/** The Order Guard's table, by default. */
+export const DEFAULT_ORDER_TABLE = 'object_versions';
 export const DEFAULT_SCHEMA = 'public';
 
 /** The most keys one List Keys page returns: a page is one statement's rows, held in memory. */

@@ -7,7 +7,7 @@ import {
 } from 'n8n-workflow';
 
 import { eventKeyOf, objectKeyOf } from '../../lib/order/objectKey';
-import type { EqualVersion, OrderDecision, VersionedItem } from '../../lib/order/orderGuard';
+import type { EqualVersion, OrderDecision, VersionedItem } from '../../lib/store/contract';
 import { parseVersion } from '../../lib/order/version';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';

@@ -1,6 +1,6 @@
 import type { INodeProperties } from 'n8n-workflow';
 
-import { DEFAULT_ORDER_TABLE } from '../../lib/order/orderGuard';
+import { DEFAULT_ORDER_TABLE } from '../../lib/store/rules';
 import { postgresOnly, storeProperties } from '../shared/storeChoice';
 import { createTableOption, schemaNameOption } from '../shared/tableOptions';
 

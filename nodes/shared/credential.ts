@@ -5,8 +5,8 @@ import type {
 	INodeCredentialTestResult,
 } from 'n8n-workflow';
 
-import { checkConnection } from '../../lib/postgres/checkConnection';
-import type { ConnectionSettings, SslMode } from '../../lib/postgres/connectionSettings';
+import { checkConnection } from '../../lib/store/postgres/checkConnection';
+import type { ConnectionSettings, SslMode } from '../../lib/store/postgres/connectionSettings';
 
 // The nodes spell these out in their descriptions too: n8n's lint reads them as literals there.
 export const CREDENTIAL_TYPE = 'idempotencyPostgresApi';

@@ -3,8 +3,8 @@ import path from 'node:path';
 
 import type { IExecuteFunctions } from 'n8n-workflow';
 
-import { embeddedStoreId } from '../../lib/embedded';
-import { STORE_ID_ENV, isQueueMode, sharedFileVerdict } from '../../lib/store/sharedFile';
+import { embeddedStoreId } from '../../lib/store/embedded';
+import { STORE_ID_ENV, isQueueMode, sharedFileVerdict } from '../../lib/store/embedded/sharedFile';
 
 /** The package's folder in n8n's storage folder, and its one key file: the same for every node of the package. */
 export const EMBEDDED_FOLDER = 'n8n-nodes-idempotency';
@@ -27,7 +27,7 @@ export function embeddedStoreFile(storagePath: string, nodeType: string): string
 
 /**
  * The key file this node opens, once it is safe to open: in queue mode, only when every process
- * provably uses the same file (lib/store/sharedFile.ts). Throws the refusal otherwise; the caller
+ * provably uses the same file (lib/store/embedded/sharedFile.ts). Throws the refusal otherwise; the caller
  * routes it as it routes any store failure (nothing was reserved).
  */
 export function embeddedFileFor(context: IExecuteFunctions): string {

@@ -1,6 +1,6 @@
 import { ApplicationError, BaseError, DbConnectionTimeoutError, ExecutionBaseError } from 'n8n-workflow';
 
-import { connectionFailureReason } from '../../lib/postgres/classifyError';
+import { connectionFailureReason } from '../../lib/store/postgres/errors';
 
 // Postgres cancelled n8n's own query (its statement timeout): the database is overloaded, not refusing.
 const QUERY_CANCELED = '57014';

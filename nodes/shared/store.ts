@@ -1,13 +1,12 @@
 import { NodeOperationError, type IExecuteFunctions } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
-import { openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/embedded';
-import { DEFAULT_ORDER_TABLE, OrderGuard } from '../../lib/order/orderGuard';
-import type { ConnectionSettings } from '../../lib/postgres/connectionSettings';
-import { poolFor } from '../../lib/postgres/pool';
-import { IdempotencyStore, type StoreOptions } from '../../lib/postgres/store';
+import { openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/store/embedded';
+import type { ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
+import { poolFor } from '../../lib/store/postgres/pool';
+import { PostgresKeyStore, PostgresOrderStore, type StoreOptions } from '../../lib/store/postgres/stores';
 import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
-import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
+import { DEFAULT_ORDER_TABLE, DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';
 import { embeddedFileFor } from './embeddedFile';
 import { isN8nDatabaseUnreachable } from './n8nDatabaseUnreachable';
@@ -84,7 +83,7 @@ export async function keyStoreOn(backend: StoreBackend, context: CredentialConte
 		// The embedded file has no schemas, and its table is always created: only the table name applies.
 		return openEmbeddedKeyStore({ file: embeddedFile(), table: table.tableName || DEFAULT_TABLE });
 	}
-	return new IdempotencyStore(await credentialPool(context), tableOptions(table));
+	return new PostgresKeyStore(await credentialPool(context), tableOptions(table));
 }
 
 /** The Order Guard's store the node's Store parameter picks. */
@@ -92,5 +91,5 @@ export async function orderStoreFor(context: IExecuteFunctions, table: TableChoi
 	if (storeChoice(context) === 'embedded') {
 		return openEmbeddedOrderStore({ file: embeddedFileFor(context), table: table.tableName || DEFAULT_ORDER_TABLE });
 	}
-	return new OrderGuard(await credentialPool(context), tableOptions(table, DEFAULT_ORDER_TABLE));
+	return new PostgresOrderStore(await credentialPool(context), tableOptions(table, DEFAULT_ORDER_TABLE));
 }

@@ -1,4 +1,4 @@
-import type { VersionedItem } from '../../lib/order/orderGuard';
+import type { VersionedItem } from '../../lib/store/contract';
 import { parseVersion } from '../../lib/order/version';
 import { describeEachBackend, freshOrderStore, type OrderFixture } from '../support/stores';
 import { raceWorkers } from '../support/workers';

@@ -69,7 +69,7 @@ describeEachBackend('Claim for Replay', (backend) => {
 		};
 	}
 
-	describe('IdempotencyStore.claimForReplay', () => {
+	describe('PostgresKeyStore.claimForReplay', () => {
 		it.each([
 			['failed', 'failed' as const],
 			['processing whose lease ran out (the run died)', 'stuck' as const],

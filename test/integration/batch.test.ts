@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { postgresSchemaFixture } from '../support/database';
 import { idempotencyOf, runReserve } from '../support/nodes';
 
@@ -49,7 +49,7 @@ describe('a batch of 10,000 items', () => {
 
 describe('what a batch sends', () => {
 	const permanent = { mode: 'permanent' as const, leaseSeconds: 60, retentionSeconds: 86_400 };
-	const store = () => new IdempotencyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
+	const store = () => new PostgresKeyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
 
 	/** The parameters of the reserve statement the store sends (the real client's query, observed). */
 	async function sentValues(run: () => Promise<unknown>): Promise<unknown[]> {

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 
 import { InvalidConfigurationError } from '../../lib/errors';
 import { tableRef, type TableRef } from '../../lib/identifiers';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { copyKeysToPostgres, preparePostgresTable, type KeyRow } from '../../lib/postgres/copyKeys';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
+import { copyKeysToPostgres, preparePostgresTable, type KeyRow } from '../../lib/store/postgres/copyKeys';
 import type { ReserveOptions } from '../../lib/types';
 import { postgresSchemaFixture } from '../support/database';
 
@@ -11,7 +11,7 @@ import { postgresSchemaFixture } from '../support/database';
 // Postgres store then answers for the copied keys, and which copy wins when both hold a key.
 const db = postgresSchemaFixture('copy', { max: 6 });
 let table: TableRef;
-let store: IdempotencyStore;
+let store: PostgresKeyStore;
 
 const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-9', workflowId: 'wf-9', instanceId: 'inst-9' };
 const request = (key: string) => ({ key, keySource: 'custom', payloadHash: null });
@@ -50,7 +50,7 @@ function keyRow(key: string, overrides: Partial<KeyRow> = {}): KeyRow {
 beforeAll(async () => {
 	table = tableRef(db.schema, 'processed_events');
 	await preparePostgresTable(db.pool, table, true);
-	store = new IdempotencyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
+	store = new PostgresKeyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
 });
 
 describe('copyKeysToPostgres', () => {

@@ -1,4 +1,4 @@
-import { checkConnection } from '../../lib/postgres/checkConnection';
+import { checkConnection } from '../../lib/store/postgres/checkConnection';
 import { testConnection } from '../../nodes/shared/credential';
 import { connectionSettings } from '../support/database';
 import type { ICredentialTestFunctions } from 'n8n-workflow';

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 
-import { closeEmbeddedStores, EmbeddedStoreBusyError, openEmbeddedKeyStore } from '../../lib/embedded';
-import { connectionFor } from '../../lib/embedded/connection';
-import { CLEANUP_CHUNK_ROWS } from '../../lib/embedded/keyStore';
+import { closeEmbeddedStores, EmbeddedStoreBusyError, openEmbeddedKeyStore } from '../../lib/store/embedded';
+import { connectionFor } from '../../lib/store/embedded/connection';
+import { CLEANUP_CHUNK_ROWS } from '../../lib/store/embedded/stores';
 import { DatabaseError, DatabaseUnreachableError, LockTimeoutError } from '../../lib/errors';
 import type { ReserveOptions } from '../../lib/types';
 import { walFrames } from '../support/walIndex';
@@ -155,7 +155,7 @@ async function storeWithRows(name: string, rows: number, { expiresAt = 410244480
 	const file = path.join(folder, name);
 	const store = openEmbeddedKeyStore({ file });
 	await store.createTable();
-	const { loadSqlite } = await import('../../lib/embedded/sqlite');
+	const { loadSqlite } = await import('../../lib/store/embedded/sqlite');
 	const raw = new (loadSqlite().DatabaseSync)(file);
 	raw.exec(`insert into processed_events (key, first_seen, last_seen, status, expires_at, execution_id)
 		select 'key-' || value, 0, 0, 'completed', ${expiresAt}, 'exec-' || value from json_each((with recursive n(i) as (select 1 union all select i + 1 from n where i < ${rows}) select json_group_array(i) from n))`);
@@ -199,7 +199,7 @@ it('cleanup commits its chunks without an fsync on the event loop, and every chu
 	// The file alone (its WAL set aside) holds the cleanup's result.
 	const copy = path.join(folder, 'cleanup-synced-copy.sqlite');
 	copyFileSync(file, copy);
-	const { loadSqlite } = await import('../../lib/embedded/sqlite');
+	const { loadSqlite } = await import('../../lib/store/embedded/sqlite');
 	const raw = new (loadSqlite().DatabaseSync)(copy);
 	expect(raw.prepare('select count(*) as n from processed_events').get()).toEqual({ n: 1 });
 	raw.close();

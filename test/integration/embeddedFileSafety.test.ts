@@ -2,9 +2,9 @@ import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import { closeEmbeddedStores, EmbeddedStoreReplacedError, openEmbeddedKeyStore } from '../../lib/embedded';
-import { connectionFor } from '../../lib/embedded/connection';
-import { loadSqlite } from '../../lib/embedded/sqlite';
+import { closeEmbeddedStores, EmbeddedStoreReplacedError, openEmbeddedKeyStore } from '../../lib/store/embedded';
+import { connectionFor } from '../../lib/store/embedded/connection';
+import { loadSqlite } from '../../lib/store/embedded/sqlite';
 import { DatabaseUnavailableError, DatabaseUnreachableError } from '../../lib/errors';
 import type { ReserveOptions } from '../../lib/types';
 import type { StoreWorkerArgs, StoreWorkerReport } from '../support/storeWorker';

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import { connectionFor } from '../../lib/embedded/connection';
-import { closeEmbeddedStores, embeddedStoreId, openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/embedded';
-import { loadSqlite } from '../../lib/embedded/sqlite';
+import { connectionFor } from '../../lib/store/embedded/connection';
+import { closeEmbeddedStores, embeddedStoreId, openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/store/embedded';
+import { loadSqlite } from '../../lib/store/embedded/sqlite';
 import { InvalidConfigurationError, SchemaNewerThanPackageError, TableMissingError, UnusableKeyError } from '../../lib/errors';
 import type { ReserveOptions } from '../../lib/types';
 import { walFrames } from '../support/walIndex';

@@ -10,7 +10,7 @@ import path from 'node:path';
  */
 
 const REGISTER = path.join(__dirname, '..', 'support', 'register-ts.js');
-const EMBEDDED = path.join(__dirname, '..', '..', 'lib', 'embedded', 'index.ts');
+const EMBEDDED = path.join(__dirname, '..', '..', 'lib', 'store', 'embedded', 'index.ts');
 let folder: string;
 
 beforeAll(() => {

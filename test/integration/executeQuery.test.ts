@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { INodeExecutionData } from 'n8n-workflow';
 
-import { poolFor } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { poolFor } from '../../lib/store/postgres/pool';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { connectionSettings as credentialSettings } from '../../nodes/shared/credential';
 import { connectionSettings, databaseUrl, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -230,7 +230,7 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 	const runOn = (credential: ReturnType<typeof connectionSettings>, key: string, query: string, queryParameters: unknown = key) =>
 		runExecuteQuery({ keySource: 'custom', customKey: key, query, queryParameters, options: options() }, { items: [{ json: {} }], credential });
 	const reserveOn = (credential: ReturnType<typeof connectionSettings>, key: string) =>
-		new IdempotencyStore(nodePool(), { schema: db.schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], {
+		new PostgresKeyStore(nodePool(), { schema: db.schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], {
 			mode: 'permanent',
 			leaseSeconds: 300,
 			retentionSeconds: 3600,

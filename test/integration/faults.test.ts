@@ -4,8 +4,8 @@ import path from 'node:path';
 import { Pool, type PoolClient } from 'pg';
 
 import { LockTimeoutError, OutcomeUnknownError, StatementTimeoutError } from '../../lib/errors';
-import { toPoolConfig, type ConnectionSettings } from '../../lib/postgres/connectionSettings';
-import { IdempotencyStore, type RetryEvent, type StoreOptions } from '../../lib/postgres/store';
+import { toPoolConfig, type ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
+import { PostgresKeyStore, type RetryEvent, type StoreOptions } from '../../lib/store/postgres/stores';
 import type { ReservationRequest, ReserveOptions } from '../../lib/types';
 import { startOwnPostgres, type OwnPostgres } from '../support/postgresProcess';
 import { TcpProxy } from '../support/tcpProxy';
@@ -47,12 +47,12 @@ function settings(overrides: Partial<ConnectionSettings> = {}): ConnectionSettin
 function storeWith(
 	connection: Partial<ConnectionSettings> = {},
 	options: Partial<StoreOptions> = {},
-): { store: IdempotencyStore; retries: RetryEvent[] } {
+): { store: PostgresKeyStore; retries: RetryEvent[] } {
 	const pool = new Pool(toPoolConfig(settings(connection)));
 	pool.on('error', () => {});
 	pools.push(pool);
 	const retries: RetryEvent[] = [];
-	const store = new IdempotencyStore(pool, {
+	const store = new PostgresKeyStore(pool, {
 		schema: 'public',
 		table: TABLE,
 		createTable: false, // created once in beforeAll: its index builds would wait on the held locks

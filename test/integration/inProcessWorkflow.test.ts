@@ -9,7 +9,7 @@ import {
 	type WorkflowExecuteMode,
 } from 'n8n-workflow';
 
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { credentialsHelper, engineBase, itemsAt, PACKAGE, packageNode, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';
@@ -221,7 +221,7 @@ function webhookAnswer(run: IRun): number | 'acknowledged without a response' {
 
 describe('items that were not reserved, routed by n8n-core for every On Error setting', () => {
 	beforeAll(async () => {
-		await new IdempotencyStore(db.pool, { schema: db.schema, table: 'routing_events', createTable: true }).createTable();
+		await new PostgresKeyStore(db.pool, { schema: db.schema, table: 'routing_events', createTable: true }).createTable();
 		const { host, port, database, user, password } = connectionSettings();
 		routingAdditional = {
 			...additionalBase,

@@ -1,6 +1,6 @@
 import { tableRef } from '../../lib/identifiers';
-import { renderStatement } from '../../lib/sql/statements';
-import { IdempotencyStore, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE } from '../../lib/postgres/store';
+import { renderStatement } from '../../lib/store/postgres/statements';
+import { PostgresKeyStore, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE } from '../../lib/store/postgres/stores';
 import { postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runKeyNode, runReserve } from '../support/nodes';
@@ -30,7 +30,7 @@ const options = () => ({ schemaName: db.schema, tableName: TABLE });
 describe('List Keys: the query plan (Postgres)', () => {
 	it('reads a page through the primary key index, stopped by the limit, never a sequential scan of a big table', async () => {
 		const big = 'records_big';
-		const bigStore = new IdempotencyStore(db.pool, { schema: db.schema, table: big, createTable: true });
+		const bigStore = new PostgresKeyStore(db.pool, { schema: db.schema, table: big, createTable: true });
 		await bigStore.createTable();
 		await db.pool.query(
 			`insert into ${db.schema}.${big} (key, status) select 'k:' || lpad(i::text, 6, '0'), case when i % 100 = 0 then 'failed' else 'completed' end from generate_series(1, 50000) i`,
@@ -116,7 +116,7 @@ describe('Idempotency Key node: Get Key and List Keys', () => {
 describe('Get Stats', () => {
 	// The store's counts (by status now, and within the window) are proven on both backends in test/conformance/keyRecords.test.ts.
 	it('through the node: new keys, duplicates, reclaims and failures of keys seen within the window, as one item paired with every input item', async () => {
-		await new IdempotencyStore(db.pool, { schema: db.schema, table: 'stats_table', createTable: true }).createTable();
+		await new PostgresKeyStore(db.pool, { schema: db.schema, table: 'stats_table', createTable: true }).createTable();
 		await db.pool.query(
 			`insert into ${db.schema}.stats_table (key, status, locked_until, first_seen, last_seen, duplicate_count, attempts) values
 			 ('live', 'processing', now() + interval '5 minutes', now(), now(), 0, 1),
@@ -133,7 +133,7 @@ describe('Get Stats', () => {
 	});
 
 	it('through the node: the Idempotent Webhook deliveries of the table, per answer, as answersInWindow', async () => {
-		const store = new IdempotencyStore(db.pool, { schema: db.schema, table: 'answers_table', createTable: true });
+		const store = new PostgresKeyStore(db.pool, { schema: db.schema, table: 'answers_table', createTable: true });
 		for (const answer of ['duplicate', 'duplicate', 'invalid_signature', 'key_store_unavailable'] as const) await store.countAnswer(answer);
 		const [out] = await runKeyNode({ operation: 'stats', windowHours: 24, options: { schemaName: db.schema, tableName: 'answers_table' } }, { items: [{ json: {} }] });
 		expect(out[0].json).toMatchObject({
@@ -147,7 +147,7 @@ describe('Get Stats', () => {
 describe('List Keys: a page is bounded in bytes, not only in keys', () => {
 	it('1000 keys of large payloads and responses: each page stays under MAX_LIST_PAGE_BYTES, the cursor goes on, and every key comes once', async () => {
 		const big = 'records_heavy';
-		await new IdempotencyStore(db.pool, { schema: db.schema, table: big, createTable: true }).createTable();
+		await new PostgresKeyStore(db.pool, { schema: db.schema, table: big, createTable: true }).createTable();
 		// 40 failed keys: 30 with a 1 MB payload, every third of them with a 1 MB response too, 10 light ones.
 		await db.pool.query(
 			`insert into ${db.schema}.${big} (key, status, payload, response)

@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 
 import { tableRef } from '../../lib/identifiers';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { renderStatement } from '../../lib/sql/statements';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
+import { renderStatement } from '../../lib/store/postgres/statements';
 import { adminPool, databaseUrl } from '../support/database';
 import { reserveOrClaimRace, shuffled } from '../support/workers';
 
@@ -27,7 +27,7 @@ beforeAll(async () => {
 	await admin.query(`create database ${database} template template0 encoding 'UTF8' locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'`);
 	pool = new Pool({ connectionString: urlOf(database), max: 4 });
 	pool.on('error', () => {});
-	await new IdempotencyStore(pool, { schema: 'public', table: TABLE, createTable: true }).createTable();
+	await new PostgresKeyStore(pool, { schema: 'public', table: TABLE, createTable: true }).createTable();
 });
 
 afterAll(async () => {
@@ -51,7 +51,7 @@ function callers(count: number) {
 	return Array.from({ length: count }, () => {
 		const own = new Pool({ connectionString: urlOf(database), max: 1 });
 		own.on('error', () => {});
-		return { own, store: new IdempotencyStore(own, { schema: 'public', table: TABLE, createTable: false }) };
+		return { own, store: new PostgresKeyStore(own, { schema: 'public', table: TABLE, createTable: false }) };
 	});
 }
 

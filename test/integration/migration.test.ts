@@ -5,9 +5,9 @@ import { Pool } from 'pg';
 
 import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { KEYS_MIGRATIONS, ensureSchema, readSchemaState, versionStamp } from '../../lib/sql/migrations';
-import { SQL_DIR } from '../../lib/sql/statements';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
+import { KEYS_MIGRATIONS, ensureSchema, readSchemaState, versionStamp } from '../../lib/store/postgres/migrations';
+import { SQL_DIR } from '../../lib/store/postgres/statements';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, connectionSettings, databaseUrl, freshSchema, postgresPoolFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -101,7 +101,7 @@ describe('upgrading a table made by each earlier version', () => {
 		await db.pool.query(`insert into ${schema}.processed_events (key) select unnest($1::text[])`, [OLD_KEYS]);
 
 		// The node's default: create or upgrade on first use.
-		const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: true });
+		const store = new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: true });
 		const results = await store.reserve([...OLD_KEYS, 'evt:evt_new'].map(request), permanent);
 
 		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'duplicate', 'new']);
@@ -111,7 +111,7 @@ describe('upgrading a table made by each earlier version', () => {
 
 		// The upgraded table is the table a fresh database gets.
 		const fresh = await freshSchema(db.pool, 'fresh');
-		await new IdempotencyStore(db.pool, { schema: fresh, table: 'processed_events', createTable: true }).createTable();
+		await new PostgresKeyStore(db.pool, { schema: fresh, table: 'processed_events', createTable: true }).createTable();
 		const [upgraded, made] = [await shapeOf(schema), await shapeOf(fresh)];
 		expect(upgraded.columns).toEqual(made.columns);
 		expect(upgraded.indexes.map((def) => def.replace(schema, 'S'))).toEqual(made.indexes.map((def) => def.replace(fresh, 'S')));
@@ -127,7 +127,7 @@ describe('upgrading a table made by each earlier version', () => {
 
 	it('a fresh database: first use creates the table at the current version', async () => {
 		const schema = await freshSchema(db.pool, 'new');
-		const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: true });
+		const store = new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: true });
 		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
 		expect(await readSchemaState(db.pool, tableRef(schema, 'processed_events'), KEYS_MIGRATIONS)).toEqual({ exists: true, version: CURRENT });
 	});
@@ -136,19 +136,19 @@ describe('upgrading a table made by each earlier version', () => {
 		const schema = await freshSchema(db.pool, 'dba');
 		for (let round = 0; round < 2; round++) for (const file of KEYS_MIGRATIONS.files) await runAsDba(schema, sqlFile(file));
 		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
-		const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: false });
+		const store = new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: false });
 		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
 	});
 
 	it('several tables with custom names in one schema each carry their own version', async () => {
 		const schema = await freshSchema(db.pool, 'many');
 		await db.pool.query(`create table ${schema}.github_keys (key text primary key, first_seen timestamptz not null default now())`);
-		const stripe = new IdempotencyStore(db.pool, { schema, table: 'stripe_keys', createTable: true });
+		const stripe = new PostgresKeyStore(db.pool, { schema, table: 'stripe_keys', createTable: true });
 		await stripe.reserve([request('evt_1')], permanent);
 
 		expect(await stampOf(schema, 'stripe_keys')).toBe(versionStamp('keys', CURRENT));
 		expect(await stampOf(schema, 'github_keys')).toBeNull();
-		const github = new IdempotencyStore(db.pool, { schema, table: 'github_keys', createTable: true });
+		const github = new PostgresKeyStore(db.pool, { schema, table: 'github_keys', createTable: true });
 		expect((await github.reserve([request('delivery-1')], permanent))[0].outcome).toBe('new');
 		expect(await stampOf(schema, 'github_keys')).toBe(versionStamp('keys', CURRENT));
 	});
@@ -159,7 +159,7 @@ describe('upgrading a table made by each earlier version', () => {
 		// Separate pools: separate n8n instances, so only the advisory lock serialises them.
 		const pools = Array.from({ length: 6 }, () => adminPool(2));
 		try {
-			const stores = pools.map((own) => new IdempotencyStore(own, { schema, table: 'auto_keys', createTable: true }));
+			const stores = pools.map((own) => new PostgresKeyStore(own, { schema, table: 'auto_keys', createTable: true }));
 			const results = await Promise.all(stores.map((store) => store.reserve([request('k')], permanent)));
 			expect(results.flat().filter((result) => result.outcome === 'new')).toHaveLength(1);
 			expect(await stampOf(schema, 'auto_keys')).toBe(versionStamp('keys', CURRENT));
@@ -172,13 +172,13 @@ describe('upgrading a table made by each earlier version', () => {
 describe('a table the package cannot use as it is', () => {
 	it('a table newer than the package is refused, with or without the create option, and left untouched', async () => {
 		const schema = await freshSchema(db.pool, 'newer');
-		await new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: true }).createTable();
+		await new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: true }).createTable();
 		await db.pool.query(`insert into ${schema}.processed_events (key) values ('kept')`);
 		const future = versionStamp('keys', CURRENT + 1);
 		await db.pool.query(`comment on table ${schema}.processed_events is '${future}'`);
 
 		for (const createTable of [true, false]) {
-			const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable });
+			const store = new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable });
 			const attempt = store.reserve([request('new-key')], permanent);
 			await expect(attempt).rejects.toThrow(SchemaNewerThanPackageError);
 			await expect(attempt).rejects.toThrow(`schema version ${CURRENT + 1}, newer than this n8n-nodes-idempotency knows (${CURRENT})`);
@@ -189,7 +189,7 @@ describe('a table the package cannot use as it is', () => {
 	});
 
 	it('a schema that does not exist is named as such, not as a missing table', async () => {
-		const store = new IdempotencyStore(db.pool, { schema: 'no_such_schema_x', table: 'processed_events', createTable: true });
+		const store = new PostgresKeyStore(db.pool, { schema: 'no_such_schema_x', table: 'processed_events', createTable: true });
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(InvalidConfigurationError);
 		await expect(attempt).rejects.toThrow(
@@ -200,7 +200,7 @@ describe('a table the package cannot use as it is', () => {
 	it('with the create option off, an old table is reported with exactly the files to run, and nothing changes', async () => {
 		const schema = await freshSchema(db.pool, 'off');
 		await db.pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
-		const store = new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: false });
+		const store = new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: false });
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
@@ -208,7 +208,7 @@ describe('a table the package cannot use as it is', () => {
 		);
 		expect(await stampOf(schema)).toBeNull();
 
-		const missing = new IdempotencyStore(db.pool, { schema, table: 'other_keys', createTable: false });
+		const missing = new PostgresKeyStore(db.pool, { schema, table: 'other_keys', createTable: false });
 		await expect(missing.reserve([request('k')], permanent)).rejects.toThrow(
 			new TableMissingError(
 				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
@@ -245,7 +245,7 @@ describe('a database user without the right to create or change tables', () => {
 	});
 
 	it('a missing table: the error names every file, in order; nothing is created', async () => {
-		const store = new IdempotencyStore(dmlPool, { schema, table: 'processed_events', createTable: true });
+		const store = new PostgresKeyStore(dmlPool, { schema, table: 'processed_events', createTable: true });
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(TableMissingError);
 		await expect(attempt).rejects.toThrow(
@@ -258,7 +258,7 @@ describe('a database user without the right to create or change tables', () => {
 		await db.pool.query(`create table ${schema}.recipe_keys (key text primary key, first_seen timestamptz not null default now())`);
 		await db.pool.query(`insert into ${schema}.recipe_keys (key) values ('evt:old')`);
 		await db.pool.query(`grant select, insert, update, delete on ${schema}.recipe_keys to ${role}`);
-		const store = new IdempotencyStore(dmlPool, { schema, table: 'recipe_keys', createTable: true });
+		const store = new PostgresKeyStore(dmlPool, { schema, table: 'recipe_keys', createTable: true });
 		const attempt = store.reserve([request('evt:new')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
@@ -271,9 +271,9 @@ describe('a database user without the right to create or change tables', () => {
 	});
 
 	it('a current table: it reserves without attempting any change', async () => {
-		await new IdempotencyStore(db.pool, { schema, table: 'current_keys', createTable: true }).createTable();
+		await new PostgresKeyStore(db.pool, { schema, table: 'current_keys', createTable: true }).createTable();
 		await db.pool.query(`grant select, insert, update, delete on ${schema}.current_keys to ${role}`);
-		const store = new IdempotencyStore(dmlPool, { schema, table: 'current_keys', createTable: true });
+		const store = new PostgresKeyStore(dmlPool, { schema, table: 'current_keys', createTable: true });
 		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
 	});
 

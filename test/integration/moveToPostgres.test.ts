@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import { closeEmbeddedStores, openEmbeddedKeyStore } from '../../lib/embedded';
-import { moveKeysToPostgres } from '../../lib/embedded/moveToPostgres';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { closeEmbeddedStores, openEmbeddedKeyStore } from '../../lib/store/embedded';
+import { moveKeysToPostgres } from '../../lib/store/embedded/moveToPostgres';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import type { KeyStore } from '../../lib/store/contract';
 import type { ReserveOptions } from '../../lib/types';
 import { databaseUrl, freshSchema, postgresPoolFixture } from '../support/database';
@@ -45,7 +45,7 @@ async function fileWithEveryState(name: string) {
 
 async function postgresStore(prefix: string) {
 	const schema = await freshSchema(db.pool, prefix);
-	return { schema, store: new IdempotencyStore(db.pool, { schema, table: 'processed_events', createTable: false }) };
+	return { schema, store: new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: false }) };
 }
 
 describe('moveKeysToPostgres', () => {

@@ -1,6 +1,6 @@
 import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase, type WorkflowExecuteMode } from 'n8n-workflow';
 
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {
@@ -278,7 +278,7 @@ describe('Idempotency Key: an item it could not read never leaves through Done',
 	];
 	const complete = (): INodeParameters => ({ operation: 'complete', source: 'item', options: { schemaName: db.schema, tableName: 'processed_events' } });
 	const reservedItem = async (key: string): Promise<INodeExecutionData> => {
-		const store = new IdempotencyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
+		const store = new PostgresKeyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
 		const [reserved] = await store.reserve([{ key, keySource: 'custom', payloadHash: null }], { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 });
 		return { json: { idempotency: { key, ownerToken: reserved.ownerToken, outcome: 'new' } } };
 	};

@@ -1,10 +1,10 @@
 import type { Pool, PoolClient } from 'pg';
 
 import { tableRef } from '../../lib/identifiers';
-import { poolFor } from '../../lib/postgres/pool';
-import { namesStatements, statementName } from '../../lib/postgres/preparedStatements';
-import { IdempotencyStore } from '../../lib/postgres/store';
-import { renderStatement } from '../../lib/sql/statements';
+import { poolFor } from '../../lib/store/postgres/pool';
+import { namesStatements, statementName } from '../../lib/store/postgres/preparedStatements';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
+import { renderStatement } from '../../lib/store/postgres/statements';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, connectionSettings, postgresSchemaFixture } from '../support/database';
 
@@ -28,7 +28,7 @@ function onePool(): Pool {
 	return pool;
 }
 
-const storeOn = (pool: Pool) => new IdempotencyStore(pool, { schema: db.schema, table: TABLE, createTable: false });
+const storeOn = (pool: Pool) => new PostgresKeyStore(pool, { schema: db.schema, table: TABLE, createTable: false });
 
 interface Prepared {
 	name: string;
@@ -79,10 +79,10 @@ describe('named prepared statements', () => {
 	it('each table and each Output variant gets a statement of its own (two tables on one pool)', async () => {
 		const pool = onePool();
 		const other = 'other_events';
-		await new IdempotencyStore(db.pool, { schema: db.schema, table: other, createTable: true }).createTable();
+		await new PostgresKeyStore(db.pool, { schema: db.schema, table: other, createTable: true }).createTable();
 		await storeOn(pool).reserve([request('two-tables')], { ...permanent, detail: 'compact' });
 		await storeOn(pool).reserve([request('two-tables-full')], permanent);
-		const otherStore = new IdempotencyStore(pool, { schema: db.schema, table: other, createTable: false });
+		const otherStore = new PostgresKeyStore(pool, { schema: db.schema, table: other, createTable: false });
 		const [onOther] = await otherStore.reserve([request('two-tables')], { ...permanent, detail: 'compact' });
 
 		// The same key is new in the other table: the statement ran against its own table.
@@ -97,7 +97,7 @@ describe('named prepared statements', () => {
 		const client = await pool.connect();
 		try {
 			await client.query('begin');
-			const store = IdempotencyStore.inTransaction(pool, client, { schema: db.schema, table: TABLE, createTable: false });
+			const store = PostgresKeyStore.inTransaction(pool, client, { schema: db.schema, table: TABLE, createTable: false });
 			const [result] = await store.reserve([request('in-transaction')], permanent);
 			expect(result.outcome).toBe('new');
 			expect(await prepared(client)).toEqual([]);
@@ -159,9 +159,9 @@ describe('when a named statement is refused', () => {
 
 	it('a migration that changes a returned column under a prepared plan (0A000) is answered, and the pool keeps naming statements', async () => {
 		const migrated = 'migrated_events';
-		await new IdempotencyStore(db.pool, { schema: db.schema, table: migrated, createTable: true }).createTable();
+		await new PostgresKeyStore(db.pool, { schema: db.schema, table: migrated, createTable: true }).createTable();
 		const pool = onePool();
-		const store = new IdempotencyStore(pool, { schema: db.schema, table: migrated, createTable: false });
+		const store = new PostgresKeyStore(pool, { schema: db.schema, table: migrated, createTable: false });
 		await store.reserve([request('migrate-1')], { ...permanent, detail: 'compact' });
 		const pidBefore = await backendPid(pool);
 		// The fault: a returned column changes type while this session holds the plan.

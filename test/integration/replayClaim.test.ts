@@ -3,8 +3,8 @@ import { Pool } from 'pg';
 
 import { UnusableKeyError, InvalidConfigurationError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
-import { renderStatement } from '../../lib/sql/statements';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { renderStatement } from '../../lib/store/postgres/statements';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import type { ReplayClaim } from '../../lib/types';
 import { databaseUrl, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -72,11 +72,11 @@ describe('parallel claimers', () => {
 	 * Runs `calls` at once, each on a connection of its own, all released together: a lock held on
 	 * the row makes every statement wait inside Postgres until the row becomes free.
 	 */
-	async function atOnce<T>(key: string, calls: Array<(store: IdempotencyStore) => Promise<T>>): Promise<T[]> {
+	async function atOnce<T>(key: string, calls: Array<(store: PostgresKeyStore) => Promise<T>>): Promise<T[]> {
 		const clients = calls.map(() => {
 			const own = new Pool({ connectionString: databaseUrl(), max: 1 });
 			own.on('error', () => {});
-			return { own, store: new IdempotencyStore(own, { schema: db.schema, table: TABLE, createTable: false }) };
+			return { own, store: new PostgresKeyStore(own, { schema: db.schema, table: TABLE, createTable: false }) };
 		});
 		const blocker = await db.pool.connect();
 		try {
@@ -107,7 +107,7 @@ describe('parallel claimers', () => {
 	}
 
 	const claimers = (key: string, count: number) =>
-		Array.from({ length: count }, () => async (client: IdempotencyStore) => (await client.claimForReplay([key], CLAIM))[0]);
+		Array.from({ length: count }, () => async (client: PostgresKeyStore) => (await client.claimForReplay([key], CLAIM))[0]);
 
 	it.each([2, 5, 20])('%i replays of one failed key at once: exactly one is claimed, the others see it in progress', async (count) => {
 		const key = `race:${count}`;
@@ -133,7 +133,7 @@ describe('parallel claimers', () => {
 		const claimer = new Pool({ connectionString: databaseUrl(), max: 1 });
 		claimer.on('error', () => {});
 		try {
-			const store = new IdempotencyStore(claimer, { schema: db.schema, table: TABLE, createTable: false });
+			const store = new PostgresKeyStore(claimer, { schema: db.schema, table: TABLE, createTable: false });
 			await store.ready();
 			await owner.query('begin');
 			await owner.query(`update ${table()} set status = 'failed', locked_until = null, last_error = 'step failed' where key = $1`, [key]);
@@ -158,11 +158,11 @@ describe('parallel claimers', () => {
 	it('replays racing real redeliveries (Idempotency Reserve) of a failed key: exactly one of them owns it', async () => {
 		const key = 'race:redelivery';
 		await seed(key, 'failed');
-		const redeliveries = Array.from({ length: 5 }, () => async (client: IdempotencyStore) => {
+		const redeliveries = Array.from({ length: 5 }, () => async (client: PostgresKeyStore) => {
 			const [result] = await client.reserve([{ key, keySource: 'test', payloadHash: null }], { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 });
 			return result.outcome === 'new';
 		});
-		const replays = claimers(key, 5).map((claim) => async (client: IdempotencyStore) => (await claim(client)).claimed);
+		const replays = claimers(key, 5).map((claim) => async (client: PostgresKeyStore) => (await claim(client)).claimed);
 		const owners = await atOnce(key, [...replays, ...redeliveries]);
 		expect(owners.filter(Boolean)).toHaveLength(1);
 		expect((await row(key)).attempts).toBe(3);

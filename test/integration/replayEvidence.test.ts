@@ -2,10 +2,10 @@ import type { INodeExecutionData } from 'n8n-workflow';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { MAX_BATCH_PAYLOAD_BYTES } from '../../lib/evidence/replayEvidence';
-import { KEYS_MIGRATIONS, versionStamp } from '../../lib/sql/migrations';
-import { SQL_DIR } from '../../lib/sql/statements';
+import { KEYS_MIGRATIONS, versionStamp } from '../../lib/store/postgres/migrations';
+import { SQL_DIR } from '../../lib/store/postgres/statements';
 import type { ReplayEvidence, ReservationRequest, ReserveOptions } from '../../lib/types';
 import { freshSchema, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -260,10 +260,10 @@ describe('a redelivery', () => {
 
 describe('a take-over and a retention end (store)', () => {
 	const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'e' };
-	let store: IdempotencyStore;
+	let store: PostgresKeyStore;
 
 	beforeAll(async () => {
-		store = new IdempotencyStore(db.pool, { schema: db.schema, table: 'takeover_events', createTable: true });
+		store = new PostgresKeyStore(db.pool, { schema: db.schema, table: 'takeover_events', createTable: true });
 		await store.createTable();
 	});
 
@@ -366,7 +366,7 @@ describe('upgrading a version 2 table that holds keys', () => {
 		);
 		const before = (await db.pool.query(`select to_jsonb(t) as row from ${table} t order by key`)).rows.map((row) => row.row);
 
-		const store = new IdempotencyStore(db.pool, { schema: upgradeSchema, table: 'processed_events', createTable: true });
+		const store = new PostgresKeyStore(db.pool, { schema: upgradeSchema, table: 'processed_events', createTable: true });
 		const results = await store.reserve(
 			['v2:done', 'v2:live', 'v2:failed'].map((key) => ({
 				key,

@@ -1,7 +1,7 @@
 import { Pool } from 'pg';
 
-import { toPoolConfig } from '../../lib/postgres/connectionSettings';
-import { IdempotencyStore, type RetryEvent } from '../../lib/postgres/store';
+import { toPoolConfig } from '../../lib/store/postgres/connectionSettings';
+import { PostgresKeyStore, type RetryEvent } from '../../lib/store/postgres/stores';
 import type { ReserveOptions } from '../../lib/types';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { TcpProxy } from '../support/tcpProxy';
@@ -35,7 +35,7 @@ async function storeBehindProxy(settleRetryMs: number) {
 	pool.on('error', () => {});
 	pools.push(pool);
 	const retries: RetryEvent[] = [];
-	const store = new IdempotencyStore(pool, { schema: db.schema, table: 'processed_events', createTable: false, settleRetryMs, onRetry: (event) => retries.push(event) });
+	const store = new PostgresKeyStore(pool, { schema: db.schema, table: 'processed_events', createTable: false, settleRetryMs, onRetry: (event) => retries.push(event) });
 	return { proxy, store, retries };
 }
 
@@ -45,7 +45,7 @@ function skewHostClock(offsetMs: number): void {
 	jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offsetMs);
 }
 
-const reserve = async (key: string) => (await new IdempotencyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], lease))[0];
+const reserve = async (key: string) => (await new PostgresKeyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], lease))[0];
 const statusOf = async (key: string) => (await db.row(key))?.status;
 
 describe('settle retries follow the database clock, not the host clock', () => {

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
-import { poolFor } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { poolFor } from '../../lib/store/postgres/pool';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { FIRST_EXECUTION_HEADER, OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { decideWebhook, type WebhookDecision } from '../../lib/webhook/decide';
 import { connectionSettings } from '../support/database';
@@ -69,7 +69,7 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 describe('decideWebhook with Postgres out of reach', () => {
 	it('answers 503 not_reserved, naming neither host nor port', async () => {
 		const settings = connectionSettings({ port: 1, maxConnections: 1 });
-		const unreachable = new IdempotencyStore(poolFor(settings), { schema: 'public', table: 'processed_events', createTable: false });
+		const unreachable = new PostgresKeyStore(poolFor(settings), { schema: 'public', table: 'processed_events', createTable: false });
 
 		const decision = await deliver({ store: unreachable }, '{"id":"evt_unreachable"}');
 

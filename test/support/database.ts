@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 
-import type { ConnectionSettings } from '../../lib/postgres/connectionSettings';
-import { closeAllPools } from '../../lib/postgres/pool';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import type { ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
+import { closeAllPools } from '../../lib/store/postgres/pool';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 
 export function databaseUrl(): string {
 	const url = process.env.IDEMPOTENCY_TEST_DATABASE_URL ?? process.env.DATABASE_URL;
@@ -81,7 +81,7 @@ export function postgresSchemaFixture(prefix: string, { keyTables = [], max }: {
 	let schema: string | undefined;
 	beforeAll(async () => {
 		schema = await freshSchema(database.pool, prefix);
-		for (const table of keyTables) await new IdempotencyStore(database.pool, { schema, table, createTable: true }).createTable();
+		for (const table of keyTables) await new PostgresKeyStore(database.pool, { schema, table, createTable: true }).createTable();
 	});
 	return {
 		get pool() {

@@ -1,6 +1,6 @@
 import type { IDataObject, IExecuteFunctions, INode, INodeExecutionData, IWorkflowSettings } from 'n8n-workflow';
 
-import type { ConnectionSettings } from '../../lib/postgres/connectionSettings';
+import type { ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
 
 /** A node parameter: a fixed value, or a function of the item index (what an expression would give). */
 export type FakeParameter = unknown | ((itemIndex: number) => unknown);

@@ -2,8 +2,8 @@
 // any process opens a store on it. Used by the jest fixture (stores.ts) and the race workers.
 import { Pool } from 'pg';
 
-import { OrderGuard } from '../../lib/order/orderGuard';
-import { IdempotencyStore } from '../../lib/postgres/store';
+import { PostgresOrderStore } from '../../lib/store/postgres/stores';
+import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
 
 export type Backend = StoreBackend;
@@ -21,7 +21,7 @@ export interface OpenedStore<S> {
 	close(): Promise<void>;
 }
 
-/** The embedded store's API (lib/embedded/index.ts). */
+/** The embedded store's API (lib/store/embedded/index.ts). */
 interface EmbeddedModule {
 	openEmbeddedKeyStore(options: { file: string; table?: string; createTable?: boolean }): KeyStore;
 	openEmbeddedOrderStore(options: { file: string; table?: string; createTable?: boolean }): OrderStore;
@@ -47,7 +47,7 @@ export function requireSqlite(): void {
 export function embeddedModule(): EmbeddedModule {
 	requireSqlite();
 	// eslint-disable-next-line @typescript-eslint/no-require-imports
-	return require('../../lib/embedded') as EmbeddedModule;
+	return require('../../lib/store/embedded') as EmbeddedModule;
 }
 
 function postgresPool(url: string, connections: number): { pool: Pool; warmUp: () => Promise<void> } {
@@ -64,7 +64,7 @@ function postgresPool(url: string, connections: number): { pool: Pool; warmUp: (
 export function openKeyStore(target: StoreTarget, connections = 1): OpenedStore<KeyStore> {
 	if (target.backend === 'postgres') {
 		const { pool, warmUp } = postgresPool(target.url, connections);
-		return { store: new IdempotencyStore(pool, { schema: target.schema, table: target.table, createTable: false }), warmUp, close: () => pool.end() };
+		return { store: new PostgresKeyStore(pool, { schema: target.schema, table: target.table, createTable: false }), warmUp, close: () => pool.end() };
 	}
 	const store = embeddedModule().openEmbeddedKeyStore({ file: target.file, table: target.table, createTable: false });
 	return { store, warmUp: async () => {}, close: async () => {} };
@@ -73,7 +73,7 @@ export function openKeyStore(target: StoreTarget, connections = 1): OpenedStore<
 export function openOrderStore(target: StoreTarget, connections = 1): OpenedStore<OrderStore> {
 	if (target.backend === 'postgres') {
 		const { pool, warmUp } = postgresPool(target.url, connections);
-		return { store: new OrderGuard(pool, { schema: target.schema, table: target.table, createTable: false }), warmUp, close: () => pool.end() };
+		return { store: new PostgresOrderStore(pool, { schema: target.schema, table: target.table, createTable: false }), warmUp, close: () => pool.end() };
 	}
 	const store = embeddedModule().openEmbeddedOrderStore({ file: target.file, table: target.table, createTable: false });
 	return { store, warmUp: async () => {}, close: async () => {} };

@@ -174,8 +174,8 @@ async function keyFixture(backend: Backend, where: Where, options: FreshStoreOpt
 	let store: KeyStore;
 	if (backend === 'postgres') {
 		// eslint-disable-next-line @typescript-eslint/no-require-imports
-		const { IdempotencyStore } = require('../../lib/postgres/store') as typeof import('../../lib/postgres/store');
-		store = new IdempotencyStore(where.pool!, { schema: where.schema!, table, createTable: options.createTable ?? true });
+		const { PostgresKeyStore } = require('../../lib/store/postgres/stores') as typeof import('../../lib/store/postgres/stores');
+		store = new PostgresKeyStore(where.pool!, { schema: where.schema!, table, createTable: options.createTable ?? true });
 	} else {
 		store = embeddedModule().openEmbeddedKeyStore({ file: where.file!, table, createTable: options.createTable ?? true });
 	}

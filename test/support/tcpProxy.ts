@@ -20,7 +20,7 @@ export class TcpProxy {
 	private readonly server = net.createServer((client) => this.accept(client));
 	private readonly sockets = new Set<net.Socket>();
 	private pendingCut: string | null = null;
-	/** Prepared statement name → text, from every Parse the proxy has forwarded (lib/postgres/preparedStatements.ts names). */
+	/** Prepared statement name → text, from every Parse the proxy has forwarded (lib/store/postgres/preparedStatements.ts names). */
 	private readonly preparedTexts = new Map<string, string>();
 	private silent = false;
 	private dropping = false;

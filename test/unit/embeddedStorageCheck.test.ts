@@ -1,5 +1,5 @@
-import { UnsafeStorageError } from '../../lib/embedded/errors';
-import { assertLocalStorage, isUnsafeFilesystem, mountOf, parseMountInfo } from '../../lib/embedded/storageCheck';
+import { UnsafeStorageError } from '../../lib/store/embedded/errors';
+import { assertLocalStorage, isUnsafeFilesystem, mountOf, parseMountInfo } from '../../lib/store/embedded/storageCheck';
 
 // Lines as Linux writes them in /proc/self/mountinfo (proc(5)), from real hosts and containers.
 const MOUNTINFO = [

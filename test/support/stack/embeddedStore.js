@@ -1,6 +1,6 @@
 // Reads the embedded key store that n8n's nodes wrote, from outside n8n: the demo prints its keys,
 // the end-to-end tests check them. The file is read through the installed package's own store
-// (dist/lib/embedded) in a child process on n8n's Node.js: node:sqlite needs Node 22.13+, and the
+// (dist/lib/store/embedded) in a child process on n8n's Node.js: node:sqlite needs Node 22.13+, and the
 // process calling this may run an older one. Plain CommonJS, Node 20 compatible.
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -13,7 +13,7 @@ function embeddedStoreFile(userFolder) {
 
 const READER = `
 	const [pkgDir, file, op, arg] = process.argv.slice(1);
-	const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'embedded'));
+	const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'store', 'embedded'));
 	(async () => {
 		const store = embedded.openEmbeddedKeyStore({ file });
 		let result;
@@ -59,7 +59,7 @@ function runWithPackage({ nodeBin, packageDir, script, args = [] }) {
  * main and every worker (the nodes' refusal names the same id).
  */
 function createEmbeddedStore({ nodeBin, packageDir, file }) {
-	const script = `const e = require(require('node:path').join(process.argv[1], 'dist', 'lib', 'embedded')); process.stdout.write(e.embeddedStoreId(process.argv[2])); e.closeEmbeddedStores();`;
+	const script = `const e = require(require('node:path').join(process.argv[1], 'dist', 'lib', 'store', 'embedded')); process.stdout.write(e.embeddedStoreId(process.argv[2])); e.closeEmbeddedStores();`;
 	return runWithPackage({ nodeBin, packageDir, script, args: [file] }).trim();
 }
 
@@ -70,7 +70,7 @@ function createEmbeddedStore({ nodeBin, packageDir, file }) {
 function insertCompletedKeys({ nodeBin, packageDir, file, rows }) {
 	const script = `
 		const [pkgDir, file, rows] = process.argv.slice(1);
-		const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'embedded'));
+		const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'store', 'embedded'));
 		(async () => {
 			await embedded.openEmbeddedKeyStore({ file }).createTable();
 			embedded.closeEmbeddedStores();

@@ -4,8 +4,8 @@ import path from 'node:path';
 
 import type { IDataObject, INode, INodeParameters, IRun, IWorkflowBase, WorkflowExecuteMode } from 'n8n-workflow';
 
-import { closeEmbeddedStores, embeddedStoreId, openEmbeddedKeyStore } from '../../../lib/embedded';
-import { STORE_ID_ENV } from '../../../lib/store/sharedFile';
+import { closeEmbeddedStores, embeddedStoreId, openEmbeddedKeyStore } from '../../../lib/store/embedded';
+import { STORE_ID_ENV } from '../../../lib/store/embedded/sharedFile';
 import { webhookItem } from '../../support/fakeExecuteFunctions';
 import { credentialsHelper, engineBase, executeInProcess, inProcessWorkflow, itemsAt, packageNode, type EngineBase } from '../../support/n8nEngine';
 

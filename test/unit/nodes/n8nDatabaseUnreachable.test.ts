@@ -15,7 +15,7 @@ import {
 	type INode,
 } from 'n8n-workflow';
 
-import { closeAllPools } from '../../../lib/postgres/pool';
+import { closeAllPools } from '../../../lib/store/postgres/pool';
 import { CREDENTIAL_TYPE } from '../../../nodes/shared/credential';
 import { isN8nDatabaseUnreachable } from '../../../nodes/shared/n8nDatabaseUnreachable';
 import { credentialPool } from '../../../nodes/shared/store';

@@ -3,9 +3,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 
-import { EMBEDDED_MIGRATIONS, EMBEDDED_STATEMENTS } from '../../../lib/embedded/statements';
-import { MIGRATION_SETS } from '../../../lib/sql/migrations';
-import { QUERY_FILES } from '../../../lib/sql/statements';
+import { EMBEDDED_MIGRATIONS, EMBEDDED_STATEMENTS } from '../../../lib/store/embedded/statements';
+import { MIGRATION_SETS } from '../../../lib/store/postgres/migrations';
+import { QUERY_FILES } from '../../../lib/store/postgres/statements';
 
 // What `npm pack` would publish, read from npm itself. Needs a build (npm test runs one first).
 const root = path.join(__dirname, '..', '..', '..');
@@ -32,7 +32,7 @@ describe('the published package', () => {
 			const icons = files.filter((file) => file.startsWith(`dist/nodes/${node}/`) && file.endsWith('.svg'));
 			expect(icons).toHaveLength(2);
 		}
-		// Every file the code reads at run time, at the path it reads it from (dist/lib/sql/ → dist/sql/).
+		// Every file the code reads at run time, at the path it reads it from (dist/lib/store/<backend>/ → dist/sql/).
 		const sqlFiles = [
 			...Object.values(QUERY_FILES),
 			...MIGRATION_SETS.flatMap((set) => set.files),

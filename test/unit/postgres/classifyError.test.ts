@@ -10,7 +10,7 @@ import {
 	StatementTimeoutError,
 	TableMissingError,
 } from '../../../lib/errors';
-import { classifyPostgresError, connectionFailureReason } from '../../../lib/postgres/classifyError';
+import { classifyPostgresError, connectionFailureReason } from '../../../lib/store/postgres/errors';
 
 const pgError = (code: string, message = 'server said no') => Object.assign(new Error(message), { code });
 

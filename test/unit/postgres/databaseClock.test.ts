@@ -1,4 +1,4 @@
-import { monotonicAt, recordDatabaseTime } from '../../../lib/postgres/databaseClock';
+import { monotonicAt, recordDatabaseTime } from '../../../lib/store/postgres/databaseClock';
 
 describe('the database clock as a pool last read it', () => {
 	it('places a database time on the monotonic clock through the last reading, whatever the host wall clock says', () => {

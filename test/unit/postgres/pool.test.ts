@@ -1,5 +1,5 @@
-import { DEFAULT_TIMEOUTS, IDLE_TIMEOUT_MS, toPoolConfig, type ConnectionSettings } from '../../../lib/postgres/connectionSettings';
-import { closeAllPools, openPoolCount, poolFor } from '../../../lib/postgres/pool';
+import { DEFAULT_TIMEOUTS, IDLE_TIMEOUT_MS, toPoolConfig, type ConnectionSettings } from '../../../lib/store/postgres/connectionSettings';
+import { closeAllPools, openPoolCount, poolFor } from '../../../lib/store/postgres/pool';
 import { InvalidConfigurationError } from '../../../lib/errors';
 
 const settings: ConnectionSettings = {

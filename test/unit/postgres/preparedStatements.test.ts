@@ -1,8 +1,8 @@
 import { Pool } from 'pg';
 
-import { closeAllPools, poolFor } from '../../../lib/postgres/pool';
+import { closeAllPools, poolFor } from '../../../lib/store/postgres/pool';
 import { connectionSettings } from '../../../nodes/shared/credential';
-import { namesStatements, preparedStatementFailure, sendUnnamed, statementName } from '../../../lib/postgres/preparedStatements';
+import { namesStatements, preparedStatementFailure, sendUnnamed, statementName } from '../../../lib/store/postgres/preparedStatements';
 
 afterEach(() => closeAllPools());
 

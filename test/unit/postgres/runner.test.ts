@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Pool } from 'pg';
 
 import { DatabaseError, DatabaseUnreachableError } from '../../../lib/errors';
-import { inTransaction, withClient } from '../../../lib/postgres/runner';
+import { inTransaction, withClient } from '../../../lib/store/postgres/runner';
 
 /**
  * How the runner gives a connection back. A stand-in for pg's pool records what happened to the
@@ -98,7 +98,7 @@ describe('the one runner', () => {
 
 	it('is the only module that checks out or opens a connection, or sends a statement on a pool', () => {
 		const elsewhere = sources
-			.filter((file) => file !== path.join('postgres', 'runner.ts'))
+			.filter((file) => file !== path.join('store', 'postgres', 'runner.ts'))
 			.flatMap((file) =>
 				readFileSync(path.join(LIB, file), 'utf8')
 					.split('\n')

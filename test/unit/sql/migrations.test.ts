@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { KEYS_MIGRATIONS, MIGRATION_SETS, pendingMigrations, versionStamp } from '../../../lib/sql/migrations';
-import { DEFAULT_TABLES, SQL_DIR } from '../../../lib/sql/statements';
+import { KEYS_MIGRATIONS, MIGRATION_SETS, pendingMigrations, versionStamp } from '../../../lib/store/postgres/migrations';
+import { DEFAULT_TABLES, SQL_DIR } from '../../../lib/store/postgres/statements';
 
 describe('migration sets', () => {
 	it.each(MIGRATION_SETS.flatMap((set) => set.files.map((file, index) => [file, set.family, index + 1] as const)))(

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { readStatementText, renderForTable } from '../../../lib/sql/sqlText';
+import { readStatementText, renderForTable } from '../../../lib/store/sqlText';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'sql-text-'));
 const write = (name: string, text: string) => writeFileSync(path.join(dir, name), text);

@@ -1,8 +1,8 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
-import { EMBEDDED_STATEMENTS } from '../../../lib/embedded/statements';
-import { QUERY_FILES, SQL_DIR } from '../../../lib/sql/statements';
+import { EMBEDDED_STATEMENTS } from '../../../lib/store/embedded/statements';
+import { QUERY_FILES, SQL_DIR } from '../../../lib/store/postgres/statements';
 
 /**
  * docs/schema-and-migrations.md lists every statement in one table (name, file, what it does,

@@ -1,9 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { EMBEDDED_MIGRATIONS, EMBEDDED_STATEMENTS } from '../../../lib/embedded/statements';
+import { EMBEDDED_MIGRATIONS, EMBEDDED_STATEMENTS } from '../../../lib/store/embedded/statements';
 
 import { tableRef } from '../../../lib/identifiers';
-import { MIGRATION_SETS } from '../../../lib/sql/migrations';
+import { MIGRATION_SETS } from '../../../lib/store/postgres/migrations';
 import {
 	CATALOG_STATEMENTS,
 	DEFAULT_TABLES,
@@ -19,7 +19,7 @@ import {
 	type SqlFile,
 	type TableFamily,
 	type TableStatement,
-} from '../../../lib/sql/statements';
+} from '../../../lib/store/postgres/statements';
 
 /** Every .sql file under sql/, relative to it. */
 function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
@@ -33,7 +33,7 @@ function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
 }
 
 const migrationFiles = MIGRATION_SETS.flatMap((set) => set.files);
-// The embedded store's statements and schema live in sql/embedded/ (lib/embedded/statements.ts).
+// The embedded store's statements and schema live in sql/embedded/ (lib/store/embedded/statements.ts).
 const embeddedFiles: SqlFile[] = [
 	...EMBEDDED_STATEMENTS.map((name) => `embedded/queries/${name}.sql`),
 	...Object.values(EMBEDDED_MIGRATIONS).flat().map((file) => `embedded/${file}`),

@@ -30,7 +30,7 @@ function importsOf(file: string, seen = new Set<string>()): Set<string> {
 	return seen;
 }
 
-const BACKEND_ONLY = /^(pg|pg-.*|node:sqlite|postgres[/\\].*|sql[/\\].*|embedded[/\\].*)$/;
+const BACKEND_ONLY = /^(pg|pg-.*|node:sqlite|(store[/\\])?(postgres|embedded)[/\\].*|sql[/\\].*)$/;
 
 describe('lib/store/', () => {
 	const files = readdirSync(path.join(LIB, 'store')).filter((file) => file.endsWith('.ts'));

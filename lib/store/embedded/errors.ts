@@ -1,4 +1,5 @@
-import { DatabaseError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, LockTimeoutError } from '../errors';
+import { DatabaseError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, LockTimeoutError } from '../../errors';
+import type { StoreOperation } from '../driver';
 
 
 /**
@@ -42,25 +43,23 @@ export function isBusy(error: unknown): boolean {
 }
 
 /** What each operation left unchanged when it failed (SQLite rolled the statement back). */
-export type EmbeddedOperation = 'reserve' | 'complete' | 'release' | 'fail' | 'hold' | 'claim' | 'cleanup' | 'read' | 'order' | 'schema' | 'count' | 'record';
-
-export const NOTHING_CHANGED: Readonly<Record<EmbeddedOperation, string>> = {
+export const NOTHING_CHANGED: Readonly<Record<StoreOperation, string>> = {
 	reserve: 'Nothing was reserved.',
 	complete: 'The key was not completed: it stays reserved until its lease ends, and a delivery after that runs the business step again.',
 	release: 'Nothing was released: a redelivery reads In Progress until the lease ends.',
 	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
 	hold: 'The lease was not extended: a delivery after it ends, while the execution still waits, runs the business step again.',
-	claim: 'Nothing was claimed: the keys are as they were.',
+	claimForReplay: 'Nothing was claimed: the keys are as they were.',
 	cleanup: 'The keys deleted before it stay deleted; the rest are kept until the next run.',
 	read: '',
-	order: 'No version mark was changed.',
+	advance: 'No version mark was changed.',
 	schema: 'The file was not changed.',
-	count: 'The delivery was not counted.',
-	record: 'The execution was not recorded with the key.',
+	countAnswer: 'The delivery was not counted.',
+	recordExecution: 'The execution was not recorded with the key.',
 };
 
 /** A SQLite failure as one of the package's errors, naming the file and what did not change. */
-export function classifySqliteError(error: unknown, file: string, operation: EmbeddedOperation): IdempotencyError {
+export function classifySqliteError(error: unknown, file: string, operation: StoreOperation): IdempotencyError {
 	if (error instanceof IdempotencyError) return error;
 	const message = error instanceof Error ? error.message : String(error);
 	const unchanged = NOTHING_CHANGED[operation] ? ` ${NOTHING_CHANGED[operation]}` : '';

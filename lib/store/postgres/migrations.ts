@@ -1,10 +1,10 @@
 import type { Pool } from 'pg';
 
-import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
-import type { TableRef } from '../identifiers';
-import { classifyPostgresError } from '../postgres/classifyError';
-import { recordDatabaseTime } from '../postgres/databaseClock';
-import { PostgresRunner, inTransaction, postgresCause } from '../postgres/runner';
+import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../../errors';
+import type { TableRef } from '../../identifiers';
+import { classifyPostgresError } from './errors';
+import { recordDatabaseTime } from './databaseClock';
+import { PostgresRunner, inTransaction, postgresCause } from './runner';
 import { DEFAULT_TABLES, catalogStatement, renderSqlFile, type SqlFile, type TableFamily } from './statements';
 
 /**

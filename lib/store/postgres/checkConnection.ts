@@ -1,6 +1,6 @@
-import { DatabaseAuthenticationError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../errors';
-import { catalogStatement } from '../sql/statements';
-import { classifyPostgresError } from './classifyError';
+import { DatabaseAuthenticationError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError } from '../../errors';
+import { catalogStatement } from './statements';
+import { classifyPostgresError } from './errors';
 import type { ConnectionSettings } from './connectionSettings';
 import { postgresCause, withOwnConnection } from './runner';
 

@@ -1,4 +1,4 @@
-import { IdempotencyError } from '../errors';
+import { IdempotencyError } from '../../errors';
 
 /*
  * When the embedded store may run in n8n's queue mode. One key file is atomic only for processes

@@ -11,6 +11,14 @@ export type SqlSection = 'full-record';
 const textCache = new Map<string, string>();
 
 /**
+ * Every backend knows a statement by one name in camelCase, its file's name in snake_case:
+ * `claimForReplay` is `queries/claim_for_replay.sql` (under the backend's SQL folder).
+ */
+export function statementFile(name: string): string {
+	return `queries/${name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}.sql`;
+}
+
+/**
  * A statement file as the package sends it, read once per process: without its comments (they are
  * for whoever reads the file; dropping them keeps the text small on the wire), and without the
  * `omit` section when one is named. `file` is relative to `dir`.

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type Pool, type PoolClient, type QueryResultRow } from 'pg';
 
-import { IdempotencyError } from '../errors';
-import { classifyPostgresError, connectionFailureReason, type ErrorContext, type Operation } from './classifyError';
+import { IdempotencyError } from '../../errors';
+import { classifyPostgresError, connectionFailureReason, type ErrorContext, type Operation } from './errors';
 import { toPoolConfig, type ConnectionSettings } from './connectionSettings';
 import { monotonicNow } from './databaseClock';
 import { namesStatements, preparedStatementFailure, sendUnnamed, statementName } from './preparedStatements';

@@ -9,10 +9,11 @@ import {
 	SchemaOutdatedError,
 	StatementTimeoutError,
 	TableMissingError,
-} from '../errors';
+} from '../../errors';
+import type { RetriedOperation } from '../driver';
 
 /** The statement a failure interrupted, so the message can say what did (or may have) changed. */
-export type Operation = 'reserve' | 'complete' | 'release' | 'fail' | 'hold' | 'claimForReplay';
+export type Operation = RetriedOperation;
 
 /** What a failed query was doing, so the error can name the table and the fix. */
 export interface ErrorContext {

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 
-import type { IdempotencyError } from '../errors';
+import type { IdempotencyError } from '../../errors';
 import type { LockWait } from './connection';
 import { classifySqliteError } from './errors';
 

@@ -1,12 +1,10 @@
-import type { KeyStore, OrderStore } from '../store/contract';
+import type { KeyStore, OrderStore } from '../contract';
 import { closeConnections, connectionFor } from './connection';
-import { EmbeddedKeyStore, type EmbeddedStoreOptions } from './keyStore';
-import { EmbeddedOrderStore } from './orderStore';
+import { EmbeddedKeyStore, EmbeddedOrderStore, type EmbeddedStoreOptions } from './stores';
 import { stopStoreThreads } from './backgroundThread';
 
 export { EmbeddedStoreBusyError, EmbeddedStoreReplacedError, EmbeddedStoreUnavailableError, UnsafeStorageError } from './errors';
-export { EmbeddedKeyStore, type EmbeddedStoreOptions } from './keyStore';
-export { EmbeddedOrderStore } from './orderStore';
+export { EmbeddedKeyStore, EmbeddedOrderStore, type EmbeddedStoreOptions } from './stores';
 
 /**
  * The idempotency key store kept in `file` on this n8n host (node:sqlite). Nothing is opened until

@@ -1,15 +1,15 @@
 import type { Pool } from 'pg';
 
-import type { TableRef } from '../identifiers';
-import { ensureSchema, type MigrationSet } from '../sql/migrations';
-import type { Operation } from './classifyError';
+import type { TableRef } from '../../identifiers';
+import { ensureSchema, type MigrationSet } from './migrations';
+import type { Operation } from './errors';
 import { retrying, type RetryPolicy } from './runner';
 
 const checked = new WeakMap<Pool, Map<string, Promise<void>>>();
 
 /**
  * The schema check before a table's first statement: once per pool and table the table's version
- * is read and, when allowed, the table created or migrated (lib/sql/migrations.ts). Concurrent
+ * is read and, when allowed, the table created or migrated (migrations.ts). Concurrent
  * first callers share one check; a failed check is forgotten, so the next call tries again.
  */
 export class SchemaGate {

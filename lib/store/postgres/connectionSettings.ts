@@ -1,6 +1,6 @@
 import type { PoolConfig } from 'pg';
 
-import { InvalidConfigurationError } from '../errors';
+import { InvalidConfigurationError } from '../../errors';
 
 /** SSL: off, encrypted without verifying the server, or encrypted and verified against a CA. */
 export type SslMode = 'disable' | 'require' | 'verify';

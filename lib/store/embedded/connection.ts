@@ -3,10 +3,12 @@ import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedError, TableMissingError } from '../errors';
-import { compareVersions } from '../order/version';
+import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError } from '../../errors';
+import { compareVersions } from '../../order/version';
+import type { StoreOperation } from '../driver';
+import type { SqlSection } from '../sqlText';
 import { checkpointNow, checkpointSoon, retireStoreThread } from './backgroundThread';
-import { classifySqliteError, EmbeddedStoreBusyError, EmbeddedStoreReplacedError, isBusy, NOTHING_CHANGED, type EmbeddedOperation } from './errors';
+import { classifySqliteError, EmbeddedStoreBusyError, EmbeddedStoreReplacedError, isBusy, NOTHING_CHANGED } from './errors';
 import { preparePrivateFile } from './privateFiles';
 import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
 import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, renderEmbeddedStatement, type EmbeddedFamily, type EmbeddedStatement } from './statements';
@@ -71,8 +73,8 @@ export function statement(connection: EmbeddedConnection, text: string): SqliteS
 	return prepared;
 }
 
-export function namedStatement(connection: EmbeddedConnection, name: EmbeddedStatement, family: EmbeddedFamily, table?: string): SqliteStatement {
-	return statement(connection, renderEmbeddedStatement(name, family, table));
+export function namedStatement(connection: EmbeddedConnection, name: EmbeddedStatement, family: EmbeddedFamily, table?: string, omit?: SqlSection): SqliteStatement {
+	return statement(connection, renderEmbeddedStatement(name, family, table, omit));
 }
 
 /** A statement's rows as arrays, and each column's position: large answers skip building an object per row. */
@@ -134,7 +136,7 @@ function inTransaction<T>(connection: EmbeddedConnection, work: () => T, syncedC
 export interface LockWait {
 	/** How long to keep retrying while another process holds the write lock (ms). */
 	lockWaitMs: number;
-	operation: EmbeddedOperation;
+	operation: StoreOperation;
 }
 
 /**
@@ -290,7 +292,7 @@ export function connectionFor(file: string): EmbeddedConnection {
 		db.exec(`pragma wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
 		const connection: EmbeddedConnection = { file: real, db, storeId: '', statements: new Map(), tablesReady: new Map(), identity };
 		migrateFile(connection);
-		const storeId = namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })?.value;
+		const storeId = namedStatement(connection, 'readMeta', 'file').get({ name: 'store_id' })?.value;
 		if (typeof storeId !== 'string') throw new DatabaseError(`The embedded key store ${real} has no store id.`);
 		// Orders compare exact decimal versions with the package's own rule, never as floating point.
 		db.function('idempotency_compare_versions', { deterministic: true }, (a: string, b: string) => compareVersions(String(a), String(b)));
@@ -308,8 +310,8 @@ export function connectionFor(file: string): EmbeddedConnection {
 function migrateFile(connection: EmbeddedConnection): void {
 	const files = EMBEDDED_MIGRATIONS.file;
 	const version = () => {
-		const exists = Number(namedStatement(connection, 'table_exists', 'file').get({ name: 'n8n_idempotency_schema' })?.found ?? 0) > 0;
-		return exists ? Number(namedStatement(connection, 'read_schema_version', 'file').get({ object: '' })?.version ?? 0) : 0;
+		const exists = Number(namedStatement(connection, 'tableExists', 'file').get({ name: 'n8n_idempotency_schema' })?.found ?? 0) > 0;
+		return exists ? Number(namedStatement(connection, 'readSchemaVersion', 'file').get({ object: '' })?.version ?? 0) : 0;
 	};
 	const refuseNewer = (found: number) => {
 		if (found > files.length) {
@@ -320,67 +322,14 @@ function migrateFile(connection: EmbeddedConnection): void {
 	};
 	const before = version();
 	refuseNewer(before);
-	if (before === files.length && namedStatement(connection, 'read_meta', 'file').get({ name: 'store_id' })) return;
+	if (before === files.length && namedStatement(connection, 'readMeta', 'file').get({ name: 'store_id' })) return;
 	inTransaction(connection, () => {
 		const current = version();
 		refuseNewer(current);
 		for (const file of files.slice(current)) connection.db.exec(renderEmbeddedSql(file, 'file'));
-		namedStatement(connection, 'write_schema_version', 'file').run({ object: '', family: 'file', version: files.length });
+		namedStatement(connection, 'writeSchemaVersion', 'file').run({ object: '', family: 'file', version: files.length });
 		// Written once: a second process creating the file at the same moment keeps the first id.
-		namedStatement(connection, 'write_meta', 'file').run({ name: 'store_id', value: randomUUID() });
-	});
-}
-
-/**
- * Brings one table to the package's schema version (once per connection and table; concurrent
- * first callers share the check). `migrate` false only checks, and the error says what is missing.
- */
-export function ensureTable(connection: EmbeddedConnection, family: Exclude<EmbeddedFamily, 'file'>, table: string, migrate: boolean, lockWaitMs: number): Promise<void> {
-	const cacheKey = `${family}:${table}`;
-	let ready = connection.tablesReady.get(cacheKey);
-	if (!ready) {
-		ready = migrateTable(connection, family, table, migrate, lockWaitMs);
-		connection.tablesReady.set(cacheKey, ready);
-		// A failed check is tried again by the next call (the option or the file may have been fixed).
-		ready.catch(() => connection.tablesReady.delete(cacheKey));
-	}
-	return ready;
-}
-
-async function migrateTable(connection: EmbeddedConnection, family: Exclude<EmbeddedFamily, 'file'>, table: string, migrate: boolean, lockWaitMs: number): Promise<void> {
-	const files = EMBEDDED_MIGRATIONS[family];
-	const state = () => {
-		const row = namedStatement(connection, 'read_schema_version', 'file').get({ object: table });
-		const exists = Number(namedStatement(connection, 'table_exists', 'file').get({ name: table })?.found ?? 0) > 0;
-		if (row && row.family !== family) {
-			throw new InvalidConfigurationError(
-				`The table "${table}" in ${connection.file} belongs to another part of n8n-nodes-idempotency (${String(row.family)}), not the ${family} table: choose another table name.`,
-			);
-		}
-		if (!row && exists) {
-			throw new InvalidConfigurationError(`The file ${connection.file} already has a table "${table}" that n8n-nodes-idempotency did not create: choose another table name.`);
-		}
-		const version = row && exists ? Number(row.version) : 0;
-		if (version > files.length) {
-			throw new SchemaNewerThanPackageError(
-				`The table "${table}" in ${connection.file} is at schema version ${version}, newer than this n8n-nodes-idempotency knows (${files.length}): a newer version of the package changed it. Update the package on every n8n process that uses this file; nothing was changed.`,
-			);
-		}
-		return version;
-	};
-	const wait = { lockWaitMs, operation: 'schema' as const };
-	const before = await read(connection, wait, state);
-	if (before === files.length) return;
-	if (!migrate) {
-		const message = `the node option "Create or Upgrade Table" is off. Turn it on (the default) so the store creates it.`;
-		throw before === 0
-			? new TableMissingError(`The table "${table}" does not exist in the embedded key store ${connection.file}; ${message}`)
-			: new SchemaOutdatedError(`The table "${table}" in the embedded key store ${connection.file} is at schema version ${before}, this package needs ${files.length}; ${message} Existing keys are kept.`);
-	}
-	await withWriteLock(connection, wait, () => {
-		const current = state();
-		for (const file of files.slice(current)) connection.db.exec(renderEmbeddedSql(file, family, table));
-		namedStatement(connection, 'write_schema_version', 'file').run({ object: table, family, version: files.length });
+		namedStatement(connection, 'writeMeta', 'file').run({ name: 'store_id', value: randomUUID() });
 	});
 }
 

@@ -1,13 +1,13 @@
 import type { Pool } from 'pg';
 
-import { InvalidConfigurationError } from '../errors';
-import { parseWithExactNumbers } from '../evidence/exactNumbers';
-import type { TableRef } from '../identifiers';
+import { InvalidConfigurationError } from '../../errors';
+import { parseWithExactNumbers } from '../../evidence/exactNumbers';
+import type { TableRef } from '../../identifiers';
 import { PostgresRunner } from './runner';
-import { storableResponse, storableText } from '../store/storableValues';
-import { KEYS_MIGRATIONS, ensureSchema } from '../sql/migrations';
-import { renderStatement } from '../sql/statements';
-import type { RecordStatus } from '../types';
+import { storableResponse, storableText } from '../storableValues';
+import { KEYS_MIGRATIONS, ensureSchema } from './migrations';
+import { renderStatement } from './statements';
+import type { RecordStatus } from '../../types';
 
 /**
  * One stored key with everything a store keeps for it: what carries a key from one store to

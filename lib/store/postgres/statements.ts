@@ -1,16 +1,16 @@
 import path from 'node:path';
 
-import type { TableRef } from '../identifiers';
-import { isCompanionTable, readStatementText, renderForTable, type SqlSection } from './sqlText';
+import type { TableRef } from '../../identifiers';
+import { isCompanionTable, readStatementText, renderForTable, statementFile, type SqlSection } from '../sqlText';
 
-export type { SqlSection } from './sqlText';
+export type { SqlSection } from '../sqlText';
 
 /**
  * The SQL the package runs is the SQL in the package's `sql/` folder: one source, read once.
- * From `lib/sql/` (tests) and from `dist/lib/sql/` (the built package, where gulp copies `sql/`
- * to `dist/sql/`), the folder is two levels up.
+ * From `lib/store/postgres/` (tests) and from `dist/lib/store/postgres/` (the built package,
+ * where gulp copies `sql/` to `dist/sql/`), the folder is three levels up.
  */
-export const SQL_DIR = path.join(__dirname, '..', '..', 'sql');
+export const SQL_DIR = path.join(__dirname, '..', '..', '..', 'sql');
 
 /** The tables the package keeps: the idempotency keys, and the Order Guard's version marks. */
 export type TableFamily = 'keys' | 'order';
@@ -26,7 +26,7 @@ export const DEFAULT_TABLES: Readonly<Record<TableFamily, string>> = { keys: 'pr
  * The lists below are split by the table a statement is written for.
  */
 export function queryFile(name: string): SqlFile {
-	return `queries/${name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}.sql`;
+	return statementFile(name);
 }
 
 /** Statements on the key table (written for processed_events). */
@@ -100,12 +100,12 @@ export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRe
 export function renderStatement(name: TableStatement, table: TableRef, omit?: SqlSection): string {
 	const family = FAMILY_OF.get(name);
 	// A programming error (a name not in the maps above, e.g. from plain JavaScript): fail loudly.
-	if (!family) throw new Error(`No statement on a table is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
+	if (!family) throw new Error(`No statement on a table is named ${JSON.stringify(name)} in lib/store/postgres/statements.ts.`);
 	return renderSqlFile(QUERY_FILES[name], family, table, omit);
 }
 
 /** A statement that names no table, as its file holds it (without comments). */
 export function catalogStatement(name: CatalogStatement): string {
-	if (FAMILY_OF.get(name) !== null) throw new Error(`No statement without a table is named ${JSON.stringify(name)} in lib/sql/statements.ts.`);
+	if (FAMILY_OF.get(name) !== null) throw new Error(`No statement without a table is named ${JSON.stringify(name)} in lib/store/postgres/statements.ts.`);
 	return readStatementText(SQL_DIR, QUERY_FILES[name]);
 }

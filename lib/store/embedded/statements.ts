@@ -1,44 +1,50 @@
 import path from 'node:path';
 
-import { InvalidConfigurationError } from '../errors';
-import { quoteIdentifier } from '../identifiers';
-import { readStatementText, renderForTable, type SqlSection } from '../sql/sqlText';
+import { InvalidConfigurationError } from '../../errors';
+import { quoteIdentifier } from '../../identifiers';
+import { readStatementText, renderForTable, statementFile, type SqlSection } from '../sqlText';
 
 /**
  * The embedded store's SQL is the SQL in the package's `sql/embedded/` folder (one statement per
- * file, the file's name is the statement's name), read once. From `lib/embedded/` and from the
- * built `dist/lib/embedded/`, the folder is two levels up.
+ * file, the file's name is the statement's name), read once. From `lib/store/embedded/` and from
+ * the built `dist/lib/store/embedded/`, the folder is three levels up.
  */
-export const EMBEDDED_SQL_DIR = path.join(__dirname, '..', '..', 'sql', 'embedded');
+export const EMBEDDED_SQL_DIR = path.join(__dirname, '..', '..', '..', 'sql', 'embedded');
 
-/** Every statement of `sql/embedded/queries/`, by its file's name. */
-export const EMBEDDED_STATEMENTS = [
+/** Every statement of `sql/embedded/queries/`, named as the Postgres statements are (statementFile). */
+export const EMBEDDED_STATEMENT_NAMES = [
 	'reserve',
 	'complete',
 	'release',
 	'fail',
 	'hold',
-	'unsettled_keys',
-	'release_execution',
-	'fail_execution',
+	'unsettledKeys',
+	'releaseExecution',
+	'failExecution',
 	'cleanup',
-	'get_keys',
-	'list_keys',
+	'getKeys',
+	'listKeys',
 	'stats',
-	'count_answer',
-	'answer_counts',
-	'record_execution',
-	'claim_for_replay_current',
-	'claim_for_replay',
-	'order_advance',
-	'read_meta',
-	'write_meta',
-	'read_schema_version',
-	'write_schema_version',
-	'table_exists',
+	'countAnswer',
+	'answerCounts',
+	'recordExecution',
+	'claimForReplayCurrent',
+	'claimForReplay',
+	'orderAdvance',
+	'readMeta',
+	'writeMeta',
+	'readSchemaVersion',
+	'writeSchemaVersion',
+	'tableExists',
+	'tableColumns',
+	'countKeys',
+	'readKeysPage',
 ] as const;
 
-export type EmbeddedStatement = (typeof EMBEDDED_STATEMENTS)[number];
+/** Each statement's file in `sql/embedded/queries/`, without its extension. */
+export const EMBEDDED_STATEMENTS = EMBEDDED_STATEMENT_NAMES.map((name) => path.basename(statementFile(name), '.sql'));
+
+export type EmbeddedStatement = (typeof EMBEDDED_STATEMENT_NAMES)[number];
 
 /** The families of tables a store file holds, and the file's own tables (meta and schema versions). */
 export type EmbeddedFamily = 'file' | 'keys' | 'order';
@@ -77,5 +83,5 @@ export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: 
 
 /** A statement of `sql/embedded/queries/`, for the given table. */
 export function renderEmbeddedStatement(name: EmbeddedStatement, family: EmbeddedFamily, table?: string, omit?: SqlSection): string {
-	return renderEmbeddedSql(`queries/${name}.sql`, family, table, omit);
+	return renderEmbeddedSql(statementFile(name), family, table, omit);
 }

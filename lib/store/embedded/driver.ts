@@ -1,0 +1,288 @@
+import { UnexpectedResultError } from '../../errors';
+import { assertExactText, inexactTextReason } from '../../keys/exactText';
+import type {
+	KeyDriver,
+	KeyStatements,
+	KeyText,
+	OrderStatements,
+	RowReader,
+	SendRule,
+	Statement,
+	StatementResult,
+	StoreDriver,
+	StoreOperation,
+} from '../driver';
+import { ownerTokenText } from '../rules';
+import { readAllOffThread } from './backgroundThread';
+import {
+	DEFAULT_LOCK_WAIT_MS,
+	allAsArrays,
+	assertSameFile,
+	connectionFor,
+	namedStatement,
+	read,
+	withLosableWrite,
+	withUnsyncedWrite,
+	withWriteLock,
+	type EmbeddedConnection,
+	type LockWait,
+} from './connection';
+import { ensureTable } from './migrations';
+import { embeddedTableName, renderEmbeddedStatement, type EmbeddedStatement } from './statements';
+
+export interface EmbeddedStoreOptions {
+	/** The store file (created with its folder when missing). */
+	file: string;
+	/** The table's name in the file (default processed_events; object_versions for the Order Guard). */
+	table?: string;
+	/** Create the table (or bring it to the package's schema version) on first use; default true. */
+	createTable?: boolean;
+	/** How long a call waits, asynchronously, for another process's write lock (ms; default 10 s). */
+	lockWaitMs?: number;
+}
+
+/**
+ * Rows deleted per cleanup statement at most: one chunk keeps the event loop busy a few
+ * milliseconds (n8n's other executions run between chunks), whatever batch size the node asks for.
+ */
+export const CLEANUP_CHUNK_ROWS = 1_000;
+
+type Row = Record<string, unknown>;
+type Parameters = Record<string, unknown>;
+
+/** Seconds as whole milliseconds, the unit the file's times are kept in. */
+function milliseconds(seconds: number): number {
+	return Math.round(seconds * 1000);
+}
+
+function date(value: unknown): Date | null {
+	return value === null || value === undefined ? null : new Date(value as number);
+}
+
+function json(value: unknown): unknown {
+	return typeof value === 'string' ? JSON.parse(value) : null;
+}
+
+/** Rows as node:sqlite gives them: objects, times in milliseconds, JSON as text. */
+const OBJECT_ROWS: RowReader = {
+	value: (row, column) => (row as Row)[column],
+	time: (row, column) => date((row as Row)[column]),
+	json: (row, column) => json((row as Row)[column]),
+};
+
+/** Rows given as arrays (allAsArrays), read through each column's position. */
+function arrayRows(position: Record<string, number>): RowReader {
+	return {
+		value: (row, column) => (row as unknown[])[position[column]],
+		time: (row, column) => date((row as unknown[])[position[column]]),
+		json: (row, column) => json((row as unknown[])[position[column]]),
+	};
+}
+
+/** Each statement's named parameters: a batch is one JSON text, durations in milliseconds, tokens in lower case. */
+type Encoders<S> = { [N in keyof S]: (parameters: S[N]) => Parameters };
+
+/** A settle's tuples with the token as the file stores it: a UUID given in upper case is the same token. */
+const owned = (items: Array<[string, string, ...unknown[]]>) => JSON.stringify(items.map(([key, token, ...extra]) => [key, ownerTokenText(token), ...extra]));
+
+const KEY_PARAMETERS: Encoders<KeyStatements> = {
+	reserve: (p) => ({
+		// A request without evidence sends no evidence fields (JSON ->> of a missing element is null):
+		// 10,000 keys are then a much shorter text for SQLite to parse.
+		batch: JSON.stringify(
+			p.requests.map((request, distinct) => {
+				const { evidence } = request;
+				const entry: unknown[] = [request.key, request.keySource, request.payloadHash, p.tokens[distinct]];
+				if (evidence) entry.push(evidence.payloadJson, evidence.payloadBytes, evidence.source, evidence.correlationId);
+				return entry;
+			}),
+		),
+		mode: p.mode,
+		lease_ms: milliseconds(p.leaseSeconds),
+		retention_ms: milliseconds(p.retentionSeconds),
+		execution_id: p.executionId,
+		workflow_id: p.workflowId,
+		instance_id: p.instanceId,
+	}),
+	claimForReplay: (p) => ({
+		lease_ms: milliseconds(p.leaseSeconds),
+		retention_ms: milliseconds(p.retentionSeconds),
+		execution_id: p.executionId,
+		workflow_id: p.workflowId,
+		instance_id: p.instanceId,
+	}),
+	complete: (p) => ({ items: owned(p.items) }),
+	release: (p) => ({ items: owned(p.items) }),
+	fail: (p) => ({ items: owned(p.items) }),
+	hold: (p) => ({ items: owned(p.items) }),
+	unsettledKeys: (p) => ({ keys: JSON.stringify(p.keys) }),
+	releaseExecution: (p) => ({ execution_id: p.executionId, workflow_id: p.workflowId, instance_id: p.instanceId }),
+	failExecution: (p) => ({ execution_id: p.executionId, error: p.error, workflow_id: p.workflowId, instance_id: p.instanceId }),
+	cleanup: (p) => ({ retention_ms: milliseconds(p.retentionSeconds), limit: p.limit }),
+	getKeys: (p) => ({ keys: JSON.stringify(p.keys) }),
+	listKeys: (p) => ({
+		after_key: p.afterKey,
+		status: p.status,
+		stuck_only: p.stuckLeasesOnly ? 1 : 0,
+		older_than_ms: p.olderThanSeconds === null ? null : milliseconds(p.olderThanSeconds),
+		prefix: p.keyPrefix,
+		limit: p.limit,
+		replayable_only: p.replayableOnly ? 1 : 0,
+		max_bytes: p.maxBytes,
+	}),
+	stats: (p) => ({ window_ms: milliseconds(p.windowSeconds) }),
+	countAnswer: (p) => ({ answer: p.answer }),
+	answerCounts: (p) => ({ window_ms: milliseconds(p.windowSeconds) }),
+	recordExecution: (p) => ({ key: p.key, owner_token: p.ownerToken, execution_id: p.executionId }),
+};
+
+const ORDER_PARAMETERS: Encoders<OrderStatements> = {
+	orderAdvance: (p) => ({ items: JSON.stringify(p.items), equal: p.equalVersion, execution_id: p.executionId, workflow_id: p.workflowId }),
+};
+
+// Statements without rows to return: their count is the rows they changed.
+const COUNTED: ReadonlySet<string> = new Set(['cleanup', 'countAnswer']);
+
+/**
+ * One table of one family in the store file, on the process's one connection to the file (opened
+ * on first use, reopened after a close): its schema check before first use, and its statements,
+ * each run in a transaction of the kind its rule asks for (connection.ts).
+ */
+export class EmbeddedDriver<S> implements StoreDriver<S> {
+	readonly backend = 'embedded' as const;
+	readonly file: string;
+	protected readonly table: string;
+	private readonly createTableOption: boolean;
+	private readonly lockWaitMs: number;
+
+	constructor(
+		options: EmbeddedStoreOptions,
+		private readonly family: 'keys' | 'order',
+		defaultTable: string,
+		private readonly parameters: Encoders<S>,
+	) {
+		this.file = options.file;
+		this.table = embeddedTableName(options.table ?? defaultTable).name;
+		this.createTableOption = options.createTable ?? true;
+		this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+	}
+
+	async ready(): Promise<void> {
+		await this.readyConnection();
+	}
+
+	async createTable(): Promise<void> {
+		await ensureTable(connectionFor(this.file), this.family, this.table, true, this.lockWaitMs);
+	}
+
+	async send(operation: StoreOperation, statement: Statement<S>, rule: SendRule, then?: (result: StatementResult) => Statement<S> | undefined): Promise<StatementResult[]> {
+		const connection = await this.readyConnection();
+		const wait: LockWait = { lockWaitMs: this.lockWaitMs, operation };
+		const work = (): StatementResult[] => {
+			const first = this.run(connection, statement);
+			const next = then?.(first);
+			return next ? [first, this.run(connection, next)] : [first];
+		};
+		switch (rule.kind) {
+			case 'write':
+			case 'writeOnce':
+				return withWriteLock(connection, wait, work);
+			case 'losableWrite':
+				return rule.awaitSync ? withUnsyncedWrite(connection, wait, work) : withLosableWrite(connection, wait, work);
+			case 'read':
+				if (!rule.scan) return read(connection, wait, work);
+				return [await this.readOffThread(connection, statement, wait)];
+		}
+	}
+
+	/** The process's connection to the file, its table checked (or created) once. */
+	private async readyConnection(): Promise<EmbeddedConnection> {
+		const connection = connectionFor(this.file);
+		await ensureTable(connection, this.family, this.table, this.createTableOption, this.lockWaitMs);
+		return connection;
+	}
+
+	/** A read that may scan the whole table, off the event loop's thread. */
+	private async readOffThread(connection: EmbeddedConnection, statement: Statement<S>, wait: LockWait): Promise<StatementResult> {
+		const text = renderEmbeddedStatement(statement.name as EmbeddedStatement, this.family, this.table, statement.omit);
+		const rows = await readAllOffThread(connection.file, text, this.parameters[statement.name](statement.parameters), wait);
+		assertSameFile(connection);
+		return { rows, rowCount: rows.length, uncertain: false, read: OBJECT_ROWS };
+	}
+
+	/** One statement, synchronously, inside the caller's transaction. */
+	protected run(connection: EmbeddedConnection, statement: Statement<S>): StatementResult {
+		const name = statement.name as EmbeddedStatement;
+		const parameters = this.parameters[statement.name](statement.parameters);
+		const prepared = namedStatement(connection, name, this.family, this.table, statement.omit);
+		if (COUNTED.has(name)) return { rows: [], rowCount: Number(prepared.run(parameters).changes), uncertain: false, read: OBJECT_ROWS };
+		if (name === 'reserve') {
+			// A batch of 10,000 rows: arrays skip building an object per row.
+			const { rows, column } = allAsArrays(prepared, parameters);
+			return { rows, rowCount: rows.length, uncertain: false, read: arrayRows(column) };
+		}
+		const rows = prepared.all(parameters);
+		return { rows, rowCount: rows.length, uncertain: false, read: OBJECT_ROWS };
+	}
+}
+
+/** What the file holds as itself: exact text only (no NUL, no lone surrogate). */
+const EMBEDDED_KEYS: KeyText = {
+	// A key that is not exact text could never be found again as itself: the batch is refused
+	// before anything is stored (Postgres refuses the whole statement too).
+	assertReservable: (keys) => {
+		for (const key of keys) assertExactText(key, 'idempotency key');
+	},
+	storable: (key) => inexactTextReason(key) === undefined,
+	recordable: (key) => inexactTextReason(key) === undefined,
+	storedAs: (key) => key,
+};
+
+function isReplayable(row: Row): boolean {
+	return row.status === 'failed' || (row.status === 'processing' && !row.lease_active && row.locked_until !== null);
+}
+
+export class EmbeddedKeyDriver extends EmbeddedDriver<KeyStatements> implements KeyDriver {
+	readonly keys = EMBEDDED_KEYS;
+	readonly cleanupChunkRows = CLEANUP_CHUNK_ROWS;
+
+	constructor(options: EmbeddedStoreOptions, defaultTable: string) {
+		super(options, 'keys', defaultTable, KEY_PARAMETERS);
+	}
+
+	/** One local transaction: its answer is never lost, and another process's lock is waited for instead. */
+	retryRule(): Extract<SendRule, { kind: 'write' }> {
+		return { kind: 'write', retryUntil: null };
+	}
+
+	noRowError(key: string): Error {
+		return new UnexpectedResultError(
+			`The embedded store returned no row for reserved key ${JSON.stringify(key.slice(0, 80))} (a trigger on "${this.table}"?). The other keys of the batch may have been reserved.`,
+		);
+	}
+
+	/**
+	 * Claim for Replay is two statements in one transaction: the keys as they are, then the claim
+	 * of those replayable. Its rows are the claimed keys (`claimed` 1) and the others as they were.
+	 */
+	protected run(connection: EmbeddedConnection, statement: Statement<KeyStatements>): StatementResult {
+		if (statement.name !== 'claimForReplay') return super.run(connection, statement);
+		const { claims } = statement.parameters as KeyStatements['claimForReplay'];
+		const tokenOf = new Map(claims);
+		const current = namedStatement(connection, 'claimForReplayCurrent', 'keys', this.table).all({ keys: JSON.stringify(claims.map(([key]) => key)) });
+		const claimable = current.filter(isReplayable).map((row) => [row.key as string, tokenOf.get(row.key as string)]);
+		const claimed =
+			claimable.length === 0
+				? []
+				: namedStatement(connection, 'claimForReplay', 'keys', this.table).all({ claims: JSON.stringify(claimable), ...KEY_PARAMETERS.claimForReplay(statement.parameters as KeyStatements['claimForReplay']) });
+		const claimedKeys = new Set(claimed.map((row) => row.key));
+		const rows = [...claimed.map((row) => ({ ...row, claimed: 1 })), ...current.filter((row) => !claimedKeys.has(row.key)).map((row) => ({ ...row, claimed: 0 }))];
+		return { rows, rowCount: rows.length, uncertain: false, read: OBJECT_ROWS };
+	}
+}
+
+export class EmbeddedOrderDriver extends EmbeddedDriver<OrderStatements> {
+	constructor(options: EmbeddedStoreOptions, defaultTable: string) {
+		super(options, 'order', defaultTable, ORDER_PARAMETERS);
+	}
+}
