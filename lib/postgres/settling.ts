@@ -12,7 +12,8 @@ import type { KeyStatement } from '../sql/statements';
  * for its owner, so a lost connection is retried within the lease and a lost answer re-sent.
  */
 
-// Retrying stops this long before the lease ends: a settle racing a reclaim gains nothing.
+// Release, Mark Failed and Hold stop retrying this long before the lease ends: after it, another
+// delivery may take the key over and run the step anyway, so a late one gains nothing.
 const LEASE_SAFETY_MARGIN_MS = 2_000;
 
 /**
@@ -96,7 +97,11 @@ async function settle<T extends SettleRequest>(
 ): Promise<SettleReport[]> {
 	validateSettleItems(items);
 	if (items.length === 0) return [];
-	const retryUntil = settleDeadline(table, items);
+	// Complete retries for its whole budget, past the lease end too: the effect has happened, and a
+	// key completed late, before any delivery took it over, is a duplicate to every later delivery,
+	// where one left to lapse has the step run again. A late Complete after a take-over matches no
+	// row (the owner token is the new run's) and reports Stale.
+	const retryUntil = operation === 'complete' ? monotonicNow() + table.settleRetryMs : settleDeadline(table, items);
 	await table.readyWithin(operation, retryUntil);
 	// A key with a NUL cannot be stored, so it was never reserved; sending it would fail the batch.
 	const sent = items.map((item, index) => ({ item, index })).filter(({ item }) => !item.key.includes('\u0000'));
