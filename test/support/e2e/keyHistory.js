@@ -1,0 +1,71 @@
+// Every change of a key row, recorded by a trigger on the app database's key table for the length of
+// one test file: who owned the key (owner token, execution id), its status and lease end, and when
+// (clock_timestamp, the database's time). It is what tells one double from another: a second
+// business row after the first run's lease had ended (a take-over), or after the key was marked
+// failed with the step's own error (a step whose statement committed and whose answer was lost).
+// Test-only: the shipped package never creates a trigger.
+
+const HISTORY = 'e2e_key_history';
+
+/** Starts recording (idempotent). */
+async function recordKeyHistory(h) {
+	await h.appQuery(`CREATE TABLE IF NOT EXISTS ${HISTORY} (
+		id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT clock_timestamp(), op text NOT NULL, key text NOT NULL,
+		status text, owner_token uuid, execution_id text, attempts int, locked_until timestamptz, last_error text)`);
+	await h.appQuery(`CREATE OR REPLACE FUNCTION ${HISTORY}_record() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF TG_OP = 'DELETE' THEN
+				INSERT INTO ${HISTORY} (op, key, status, owner_token, execution_id) VALUES (TG_OP, OLD.key, OLD.status, OLD.owner_token, OLD.execution_id);
+				RETURN OLD;
+			END IF;
+			IF TG_OP = 'INSERT' OR OLD.status IS DISTINCT FROM NEW.status OR OLD.owner_token IS DISTINCT FROM NEW.owner_token
+				OR OLD.locked_until IS DISTINCT FROM NEW.locked_until OR OLD.last_error IS DISTINCT FROM NEW.last_error THEN
+				INSERT INTO ${HISTORY} (op, key, status, owner_token, execution_id, attempts, locked_until, last_error)
+				VALUES (TG_OP, NEW.key, NEW.status, NEW.owner_token, NEW.execution_id, NEW.attempts, NEW.locked_until, NEW.last_error);
+			END IF;
+			RETURN NEW;
+		END $$`);
+	await h.appQuery(`DROP TRIGGER IF EXISTS ${HISTORY}_trigger ON processed_events`);
+	await h.appQuery(`CREATE TRIGGER ${HISTORY}_trigger AFTER INSERT OR UPDATE OR DELETE ON processed_events FOR EACH ROW EXECUTE FUNCTION ${HISTORY}_record()`);
+}
+
+/** Stops recording and drops what recordKeyHistory created. */
+async function stopKeyHistory(h) {
+	await h.appQuery(`DROP TRIGGER IF EXISTS ${HISTORY}_trigger ON processed_events`);
+	await h.appQuery(`DROP FUNCTION IF EXISTS ${HISTORY}_record()`);
+	await h.appQuery(`DROP TABLE IF EXISTS ${HISTORY}`);
+}
+
+/** The recorded changes of one key, oldest first. */
+async function keyHistory(h, key) {
+	const { rows } = await h.appQuery(`SELECT * FROM ${HISTORY} WHERE key = $1 ORDER BY id`, [key]);
+	return rows;
+}
+
+const CUT_CONNECTION = /terminat|connection|ECONNRESET|57P0|shutting down|starting up/i;
+
+/**
+ * Why a key got a business row per owner: { key, explanation, rows, history }. explanation is
+ * - 'lease ended': an owner's reservation was taken over by another run at or after its lease
+ *   end, never marked failed in between (the first run had not completed the key in time);
+ * - 'step cut after commit': the first owner marked it failed with the business step's own
+ *   connection error (its INSERT had committed, its answer was lost), and a retry ran again;
+ * - null: neither; the guard let a second run through while the first still held the key.
+ * `stepName` names the business step as it appears in the failure message.
+ */
+async function explainDouble(h, key, { stepName }) {
+	const history = await keyHistory(h, key);
+	const { rows } = await h.appQuery('SELECT id, created_at FROM business_log WHERE event_key = $1 ORDER BY id', [key]);
+	let explanation = rows.length === 2 ? 'unknown' : null;
+	for (let i = 1; i < history.length && explanation === 'unknown'; i++) {
+		const before = history[i - 1];
+		const change = history[i];
+		if (change.op !== 'UPDATE' || change.owner_token === before.owner_token) continue;
+		if (before.status === 'processing' && before.locked_until && change.at >= before.locked_until) explanation = 'lease ended';
+		else if (before.status === 'failed' && before.last_error?.includes(stepName) && CUT_CONNECTION.test(before.last_error)) explanation = 'step cut after commit';
+		else explanation = null;
+	}
+	return { key, explanation: explanation === 'unknown' ? null : explanation, rows, history };
+}
+
+module.exports = { recordKeyHistory, stopKeyHistory, keyHistory, explainDouble };
