@@ -13,7 +13,7 @@ const { harness } = require('../../support/e2e/harness');
 const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
 const { report } = require('../../support/e2e/provider');
 const { recoversFromDatabaseRestart } = require('../../support/stack/n8nVersion');
-const { recordKeyHistory, stopKeyHistory, explainDouble } = require('../../support/e2e/keyHistory');
+const { recordKeyHistory, stopKeyHistory, explainDouble, completedAfterLeaseEnd } = require('../../support/e2e/keyHistory');
 const { doubleEvidence } = require('../../support/e2e/doubleEvidence');
 
 describe('queue mode: Postgres restarted mid-soak', () => {
@@ -48,11 +48,13 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 		const pgStartedAfter = (await h.appQuery('SELECT pg_postmaster_start_time() AS t')).rows[0].t;
 		const after = await h.control('GET /processes');
 		const completionPending = result.run.attempts.filter((a) => a.outcome === 'completion_pending').length;
+		const lateCompletions = await completedAfterLeaseEnd(h, result.thePlan.eventIds.map((id) => `evt:${id}`));
 		report('test 5 fault', {
 			postmasterPid: `${result.faultResult.before} → ${result.faultResult.after}`,
 			restartMs: result.faultResult.ms,
 			postmasterStart: `${pgStartedBefore.toISOString()} → ${pgStartedAfter.toISOString()}`,
 			completionPending,
+			completedAfterLeaseEnd: lateCompletions,
 			doubledEvents: result.rows.doubled.length,
 			n8nPids: `${before.main.pid},${before.workers.map((w) => w.pid)} → ${after.main.pid},${after.workers.map((w) => w.pid)}`,
 		});

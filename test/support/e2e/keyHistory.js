@@ -68,4 +68,21 @@ async function explainDouble(h, key, { stepName }) {
 	return { key, explanation: explanation === 'unknown' ? null : explanation, rows, history };
 }
 
-module.exports = { recordKeyHistory, stopKeyHistory, keyHistory, explainDouble };
+/**
+ * Keys among `keys` that their owner completed after its lease had ended (no one had taken them
+ * over): [{ key, executionId, leaseEnd, completedAt }]. A run that outlived its lease and still
+ * kept the event single.
+ */
+async function completedAfterLeaseEnd(h, keys) {
+	const { rows } = await h.appQuery(
+		`SELECT c.key, c.execution_id, r.locked_until AS lease_end, c.at AS completed_at
+		   FROM ${HISTORY} c
+		   JOIN LATERAL (SELECT * FROM ${HISTORY} r WHERE r.key = c.key AND r.id < c.id AND r.status = 'processing'
+		                  AND r.owner_token = c.owner_token ORDER BY r.id DESC LIMIT 1) r ON true
+		  WHERE c.key = ANY($1) AND c.status = 'completed' AND c.at > r.locked_until ORDER BY c.id`,
+		[keys],
+	);
+	return rows.map((row) => ({ key: row.key, executionId: row.execution_id, leaseEnd: row.lease_end, completedAt: row.completed_at }));
+}
+
+module.exports = { recordKeyHistory, stopKeyHistory, keyHistory, explainDouble, completedAfterLeaseEnd };
