@@ -56,16 +56,16 @@ const CUT_CONNECTION = /terminat|connection|ECONNRESET|57P0|shutting down|starti
 async function explainDouble(h, key, { stepName }) {
 	const history = await keyHistory(h, key);
 	const { rows } = await h.appQuery('SELECT id, created_at FROM business_log WHERE event_key = $1 ORDER BY id', [key]);
-	let explanation = rows.length === 2 ? 'unknown' : null;
-	for (let i = 1; i < history.length && explanation === 'unknown'; i++) {
-		const before = history[i - 1];
-		const change = history[i];
-		if (change.op !== 'UPDATE' || change.owner_token === before.owner_token) continue;
-		if (before.status === 'processing' && before.locked_until && change.at >= before.locked_until) explanation = 'lease ended';
-		else if (before.status === 'failed' && before.last_error?.includes(stepName) && CUT_CONNECTION.test(before.last_error)) explanation = 'step cut after commit';
-		else explanation = null;
+	let explanation = null;
+	if (rows.length === 2) {
+		// The take-over that let a second run write: the first change of owner after the first row.
+		const at = history.findIndex((change, i) => i > 0 && change.op === 'UPDATE' && change.owner_token !== history[i - 1].owner_token && change.at > rows[0].created_at);
+		const before = history[at - 1];
+		const change = history[at];
+		if (at > 0 && before.status === 'processing' && before.locked_until && change.at >= before.locked_until) explanation = 'lease ended';
+		else if (at > 0 && before.status === 'failed' && before.last_error?.includes(stepName) && CUT_CONNECTION.test(before.last_error)) explanation = 'step cut after commit';
 	}
-	return { key, explanation: explanation === 'unknown' ? null : explanation, rows, history };
+	return { key, explanation, rows, history };
 }
 
 /**
