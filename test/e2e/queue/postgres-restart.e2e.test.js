@@ -13,7 +13,8 @@ const { harness } = require('../../support/e2e/harness');
 const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
 const { report } = require('../../support/e2e/provider');
 const { recoversFromDatabaseRestart } = require('../../support/stack/n8nVersion');
-const { recordKeyHistory, stopKeyHistory, explainDouble, completedAfterLeaseEnd } = require('../../support/e2e/keyHistory');
+const { recordKeyHistory, stopKeyHistory, explainDouble, completedAfterLeaseEnd, slowCompletes, completeInFlight } = require('../../support/e2e/keyHistory');
+const { QUEUE } = require('../../support/e2e/topology');
 const { doubleEvidence } = require('../../support/e2e/doubleEvidence');
 
 describe('queue mode: Postgres restarted mid-soak', () => {
@@ -22,16 +23,21 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 	beforeAll(async () => recordKeyHistory(h));
 
 	// n8n 1.x: a worker may keep its dead n8n-database connections and fail every later job (the
-	// provider's retries reach the other worker, so this test still holds). An operator restarts the
-	// workers after a database restart; so does this file, to leave two working workers for the next one.
-	afterAll(async () => {
-		await stopKeyHistory(h);
+	// provider's retries reach the other worker, so a test still holds). An operator restarts the
+	// workers after a database restart; so does this file, after each restart, to leave two working
+	// workers for the next test.
+	const restartWorkersIfNeeded = async () => {
 		if (recoversFromDatabaseRestart(h.state.n8nVersion)) return;
 		const { workers } = await h.control('GET /processes');
 		for (const worker of workers) {
 			if (worker.alive) await h.control('POST /kill-worker', { index: worker.index });
 			await h.control('POST /start-worker', { index: worker.index });
 		}
+	};
+
+	afterAll(async () => {
+		await stopKeyHistory(h);
+		await restartWorkersIfNeeded();
 	});
 
 	test('Postgres restart during a soak → 5xx during the outage, no n8n restart, a business row per event, a second one only where no guard can tell', async () => {
@@ -80,5 +86,55 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 		// Outside 200/409 only failures (5xx, connection errors) — and they were retried to a 2xx.
 		expect(unexpectedAnswers(result.run, { allowFailures: true })).toEqual([]);
 		expect(unexpectedAnswers(result.run).every((a) => a.status === 0 || a.status >= 500)).toBe(true);
+	});
+
+	// The same fault aimed: Postgres stops while a Complete is running (a trigger makes each one take
+	// 1.5 s) and stays down past that key's lease end. Settle's Complete keeps retrying past the lease
+	// end and completes the key when Postgres is back, before any copy of the event can take it over.
+	test('Postgres down past the lease end while a Complete runs → the key is completed late, and no event runs twice', async () => {
+		await restartWorkersIfNeeded();
+		const size = soakSize({ events: 30, deliveries: 150 });
+		const downMs = (QUEUE.leaseSeconds + 2) * 1000;
+		let aimed = false;
+		let result;
+		await slowCompletes(h, 1.5);
+		try {
+			result = await soak(h, {
+				label: 'test 5 Postgres down past the lease during a Complete (queue mode)',
+				...size,
+				faultAfter: Math.floor(size.deliveries / 3),
+				fault: async () => {
+					aimed = await completeInFlight(h);
+					return h.control('POST /restart-postgres', { downMs });
+				},
+				stuckWaitMs: 5000,
+			});
+		} finally {
+			await slowCompletes(h, 0);
+		}
+		const lateCompletions = await completedAfterLeaseEnd(h, result.thePlan.eventIds.map((id) => `evt:${id}`));
+		report('test 5 aimed fault', {
+			postmasterPid: `${result.faultResult.before} → ${result.faultResult.after}`,
+			restartMs: result.faultResult.ms,
+			aimedAtACompleteInFlight: aimed,
+			completionPending: result.run.attempts.filter((a) => a.outcome === 'completion_pending').length,
+			completedAfterLeaseEnd: lateCompletions,
+			doubledEvents: result.rows.doubled.length,
+		});
+		for (const evidence of await doubleEvidence(h, result)) {
+			const { explanation, history } = await explainDouble(h, evidence.key, { stepName: 'Business Step' });
+			report('test 5 doubled event (aimed fault)', { explanation, faultAt: new Date(result.faultAt).toISOString(), ...evidence, history });
+		}
+
+		// The fault happened, at a Complete in flight, and Postgres stayed down longer than the lease.
+		expect(aimed).toBe(true);
+		expect(result.faultResult.after).not.toBe(result.faultResult.before);
+		expect(result.faultResult.ms).toBeGreaterThan(QUEUE.leaseSeconds * 1000);
+		// That key was completed after its lease had ended, by the run that wrote its row, and no event
+		// got a second row.
+		expect(lateCompletions.length).toBeGreaterThanOrEqual(1);
+		expect(result.rows.doubled).toEqual([]);
+		expect(result.outcome).toMatchObject({ rows: size.events, missing: 0, keysNotCompleted: 0 });
+		expect(result.stats.gaveUp).toBe(0);
 	});
 });

@@ -33,6 +33,7 @@ async function recordKeyHistory(h) {
 async function stopKeyHistory(h) {
 	await h.appQuery(`DROP TRIGGER IF EXISTS ${HISTORY}_trigger ON processed_events`);
 	await h.appQuery(`DROP FUNCTION IF EXISTS ${HISTORY}_record()`);
+	await slowCompletes(h, 0);
 	await h.appQuery(`DROP TABLE IF EXISTS ${HISTORY}`);
 }
 
@@ -85,4 +86,33 @@ async function completedAfterLeaseEnd(h, keys) {
 	return rows.map((row) => ({ key: row.key, executionId: row.execution_id, leaseEnd: row.lease_end, completedAt: row.completed_at }));
 }
 
-module.exports = { recordKeyHistory, stopKeyHistory, keyHistory, explainDouble, completedAfterLeaseEnd };
+/**
+ * Makes every Complete (a key going from processing to completed) take `seconds` inside Postgres,
+ * so that a fault can be aimed at a Complete in flight (see completeInFlight). Off with `seconds` 0.
+ */
+async function slowCompletes(h, seconds) {
+	await h.appQuery('DROP TRIGGER IF EXISTS e2e_slow_complete ON processed_events');
+	await h.appQuery('DROP FUNCTION IF EXISTS e2e_slow_complete()');
+	if (!seconds) return;
+	await h.appQuery(`CREATE FUNCTION e2e_slow_complete() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF OLD.status = 'processing' AND NEW.status = 'completed' THEN PERFORM pg_sleep(${Number(seconds)}); END IF;
+			RETURN NEW;
+		END $$`);
+	await h.appQuery('CREATE TRIGGER e2e_slow_complete BEFORE UPDATE ON processed_events FOR EACH ROW EXECUTE FUNCTION e2e_slow_complete()');
+}
+
+/** Waits (up to timeoutMs) until a Complete statement is running; true when one is. */
+async function completeInFlight(h, { timeoutMs = 30000 } = {}) {
+	const deadline = Date.now() + timeoutMs;
+	while (Date.now() < deadline) {
+		const { rows } = await h.appQuery(
+			"SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%effect_completed_at = coalesce%' AND pid <> pg_backend_pid()",
+		);
+		if (rows.length > 0) return true;
+		await new Promise((resolve) => setTimeout(resolve, 10));
+	}
+	return false;
+}
+
+module.exports = { recordKeyHistory, stopKeyHistory, keyHistory, explainDouble, completedAfterLeaseEnd, slowCompletes, completeInFlight };
