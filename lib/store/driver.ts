@@ -153,7 +153,8 @@ export interface KeyText {
 }
 
 export interface RetryRuleRequest {
-	purpose: 'reserve' | 'settle' | 'settleExecution';
+	/** `settle`: Release, Mark Failed and Hold, which stop before the earliest lease end; `complete` does not. */
+	purpose: 'reserve' | 'settle' | 'complete' | 'settleExecution';
 	/** The lease ends the settled keys are known to have (database times). */
 	leaseEnds?: Array<Date | null | undefined>;
 }

@@ -360,7 +360,7 @@ export class DriverKeyStore implements KeyStore {
 		validateSettleItems(items);
 		if (items.length === 0) return [];
 		const { keys } = this.driver;
-		const rule = this.driver.retryRule({ purpose: 'settle', leaseEnds: items.map((item) => item.leaseEndsAt) });
+		const rule = this.driver.retryRule({ purpose: operation === 'complete' ? 'complete' : 'settle', leaseEnds: items.map((item) => item.leaseEndsAt) });
 		await this.driver.ready(operation, { ...rule, readyRetryUntil: rule.retryUntil ?? 0 });
 		// A key that cannot be stored was never reserved; sending it would fail the batch.
 		const sent = items.map((item, index) => ({ item, index })).filter(({ item }) => keys.storable(item.key));

@@ -264,9 +264,9 @@ describe('nothing hangs', () => {
 });
 
 describe('settle retries are bounded', () => {
-	it('Postgres unreachable during a Complete: retried until shortly before the lease ends, then an error that says the key was not completed', async () => {
+	it('Postgres unreachable during a Mark Failed: retried until shortly before the lease ends, then an error that says nothing was marked failed', async () => {
 		const { store: direct } = storeWith();
-		const [reserved] = await direct.reserve([request('complete-unreachable')], lease);
+		const [reserved] = await direct.reserve([request('fail-unreachable')], lease);
 		const { proxy, store, retries } = await proxied({ settleRetryMs: 30_000 });
 		await store.ready(); // the pool has read the database's time, against which lease ends are placed
 		proxy.refuseNewConnections();
@@ -276,14 +276,51 @@ describe('settle retries are bounded', () => {
 		// As the item's lockedUntil would say: a database time, 4 s from now.
 		const leaseEndsAt = (await admin.query(`select now() + interval '4 seconds' as t`)).rows[0].t as Date;
 		const error = await store
-			.complete([{ key: 'complete-unreachable', ownerToken: reserved.ownerToken!, leaseEndsAt }])
+			.fail([{ key: 'fail-unreachable', ownerToken: reserved.ownerToken!, leaseEndsAt, error: 'the business step failed' }])
 			.catch((caught: unknown) => caught);
 		const elapsed = Date.now() - started;
 		expect(retries.length).toBeGreaterThanOrEqual(3);
-		expect(retries.every((event) => event.operation === 'complete' && !event.outcomeUnknown && /refused/.test(event.reason))).toBe(true);
-		expect((error as Error).message).toMatch(/could not be reached \(connection refused\)\. The key was not completed/);
+		expect(retries.every((event) => event.operation === 'fail' && !event.outcomeUnknown && /refused/.test(event.reason))).toBe(true);
+		expect((error as Error).message).toMatch(/could not be reached \(connection refused\)\. Nothing was marked failed/);
 		expect(elapsed).toBeGreaterThanOrEqual(1_000); // it did retry (backoff 0.2, 0.4, 0.8 s)…
 		expect(elapsed).toBeLessThan(3_000); // …but stopped 2 s before the lease end, not after 30 s
+		expect(await row('fail-unreachable')).toMatchObject({ status: 'processing' });
+	}, 30_000);
+
+	it('Postgres unreachable past the lease end during a Complete: retried for the whole budget, and the key is completed when Postgres is back', async () => {
+		const { store: direct } = storeWith();
+		const [reserved] = await direct.reserve([request('complete-past-lease')], lease);
+		const { proxy, store, retries } = await proxied({ settleRetryMs: 8_000 });
+		await store.ready(); // the pool has read the database's time, against which lease ends are placed
+		proxy.dropConnections(true);
+		await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
+		// The lease (database time) ends in 2 s; Postgres is back after 3.5 s, nobody has taken the key over.
+		const leaseEndsAt = (await admin.query(`select now() + interval '2 seconds' as t`)).rows[0].t as Date;
+		setTimeout(() => proxy.dropConnections(false), 3_500);
+		const started = Date.now();
+		const reports = await store.complete([{ key: 'complete-past-lease', ownerToken: reserved.ownerToken!, leaseEndsAt }]);
+		const elapsed = Date.now() - started;
+		expect(retries.length).toBeGreaterThanOrEqual(3);
+		expect(elapsed).toBeGreaterThanOrEqual(3_000); // past the lease end…
+		expect(elapsed).toBeLessThan(8_000); // …within the budget
+		expect(reports).toEqual([{ key: 'complete-past-lease', applied: true }]);
+		expect(await row('complete-past-lease')).toMatchObject({ status: 'completed' });
+	}, 30_000);
+
+	it('Postgres unreachable for longer than the budget during a Complete: an error that says the key was not completed', async () => {
+		const { store: direct } = storeWith();
+		const [reserved] = await direct.reserve([request('complete-unreachable')], lease);
+		const { proxy, store } = await proxied({ settleRetryMs: 2_000 });
+		await store.ready();
+		proxy.refuseNewConnections();
+		proxy.dropConnections(true);
+		await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
+		const started = Date.now();
+		const error = await store.complete([{ key: 'complete-unreachable', ownerToken: reserved.ownerToken! }]).catch((caught: unknown) => caught);
+		const elapsed = Date.now() - started;
+		expect((error as Error).message).toMatch(/could not be reached \(connection refused\)\. The key was not completed/);
+		expect(elapsed).toBeGreaterThanOrEqual(1_000);
+		expect(elapsed).toBeLessThan(5_000);
 		expect(await row('complete-unreachable')).toMatchObject({ status: 'processing' });
 	}, 30_000);
 });

@@ -7,9 +7,10 @@ import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { TcpProxy } from '../support/tcpProxy';
 
 /*
- * Complete, Release and Mark Failed retry a lost connection until shortly before the item's lease
- * ends. The lease end is the database's time; the n8n host's clock may be off by minutes. These
- * tests skew the host's wall clock (Date.now) and check that the retries follow the database's.
+ * Release and Mark Failed retry a lost connection until shortly before the item's lease ends
+ * (Complete retries for its whole budget, past the lease end). The lease end is the database's
+ * time; the n8n host's clock may be off by minutes. These tests skew the host's wall clock
+ * (Date.now) and check that the retries follow the database's.
  */
 
 const TEN_MINUTES = 10 * 60_000;
@@ -75,11 +76,11 @@ describe('settle retries follow the database clock, not the host clock', () => {
 
 		const started = performance.now();
 		const error = await store
-			.complete([{ key: 'clock-behind', ownerToken: reserved.ownerToken!, leaseEndsAt: rows[0].lease_end as Date }])
+			.fail([{ key: 'clock-behind', ownerToken: reserved.ownerToken!, leaseEndsAt: rows[0].lease_end as Date, error: 'the business step failed' }])
 			.catch((caught: unknown) => caught);
 		const elapsed = performance.now() - started;
 
-		expect((error as Error).message).toMatch(/The key was not completed: it stays reserved until its lease ends/);
+		expect((error as Error).message).toMatch(/Nothing was marked failed: a redelivery reads In Progress until the lease ends/);
 		expect(retries.length).toBeGreaterThan(0);
 		// 2 s before the lease end (3 s away), not the 8 s budget the host clock would allow.
 		expect(elapsed).toBeLessThan(2_500);

@@ -44,7 +44,8 @@ export type OrderStoreOptions = Pick<StoreOptions, 'schema' | 'table' | 'createT
 export const SETTLE_RETRY_MS = 30_000;
 export const RESERVE_RECOVERY_MS = 10_000;
 
-// Retrying stops this long before the lease ends: a settle racing a reclaim gains nothing.
+// Release, Mark Failed and Hold stop retrying this long before the lease ends: after it, another
+// delivery may take the key over and run the step anyway, so a late one gains nothing.
 const LEASE_SAFETY_MARGIN_MS = 2_000;
 
 /** pg has already parsed integers, timestamps and jsonb: values are read as they come. */
@@ -200,7 +201,12 @@ export class PostgresKeyDriver extends PostgresDriver<KeyStatements> implements 
 		switch (purpose) {
 			case 'reserve':
 				return { kind: 'write', retryUntil: null, recoverUntilMs: this.storeOptions.reserveRecoveryMs ?? RESERVE_RECOVERY_MS };
+			// Complete retries for its whole budget, past the lease end too: the effect has happened, and a
+			// key completed late, before any delivery took it over, is a duplicate to every later delivery,
+			// where one left to lapse has the step run again. A late Complete after a take-over matches no
+			// row (the owner token is the new run's) and reports Stale.
 			case 'settleExecution':
+			case 'complete':
 				return { kind: 'write', retryUntil: monotonicNow() + settleRetryMs };
 			case 'settle':
 				return { kind: 'write', retryUntil: this.settleDeadline(settleRetryMs, leaseEnds) };

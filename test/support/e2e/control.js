@@ -19,7 +19,7 @@ async function serveControl(stack) {
 		'POST /ensure-webhook-process': async () => stack.ensureWebhookProcess(),
 		'POST /restart-webhook-process': async () => stack.restartWebhookProcess({ signal: 'SIGKILL' }),
 		'POST /restart-workers': async ({ folders }) => stack.restartWorkers({ folders }),
-		'POST /restart-postgres': async () => stack.restartPostgres(),
+		'POST /restart-postgres': async ({ downMs }) => stack.restartPostgres({ downMs: Number(downMs ?? 0) }),
 	};
 	const server = http.createServer(async (req, res) => {
 		const url = new URL(req.url, 'http://127.0.0.1');

@@ -150,11 +150,12 @@ async function startStack(options) {
 			restartWebhookProcess: processes.restartWebhookProcess,
 			startWorker: processes.startWorker,
 			/** Restarts the Postgres server (n8n's and the app's database): new postmaster, same data and port. */
-			restartPostgres: async () => {
+			/** Fast shutdown and a new postmaster; `downMs` keeps the server stopped that long in between. */
+			restartPostgres: async ({ downMs = 0 } = {}) => {
 				if (!pg.restart) throw new Error('Postgres from DATABASE_URL cannot be restarted by the harness');
 				const before = postmasterPid(pg.databaseDir);
 				const started = Date.now();
-				await pg.restart();
+				await pg.restart({ downMs });
 				return { before, after: postmasterPid(pg.databaseDir), ms: Date.now() - started };
 			},
 			/** What another process needs to run the n8n CLI against this stack. */

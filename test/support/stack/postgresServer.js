@@ -151,8 +151,9 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 	};
 	await launch();
 	return {
-		restart: async () => {
+		restart: async ({ downMs = 0 } = {}) => {
 			await shutdown();
+			if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
 			await launch();
 		},
 		stop: async () => {
@@ -215,7 +216,7 @@ async function startPostgres(options = {}) {
 		databaseDir,
 		stop: () => server.stop(),
 		/** A real server restart (fast shutdown, new postmaster on the same data dir and port), data kept. */
-		restart: async () => {
+		restart: async ({ downMs = 0 } = {}) => {
 			const { persistent } = server.options; // stop() deletes a non-persistent data dir
 			server.options.persistent = true;
 			try {
@@ -223,6 +224,7 @@ async function startPostgres(options = {}) {
 			} finally {
 				server.options.persistent = persistent;
 			}
+			if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
 			await server.start();
 		},
 	};

@@ -60,7 +60,7 @@ describe('the table of every statement in docs/schema-and-migrations.md', () => 
 describe('the table of every embedded statement in docs/schema-and-migrations.md', () => {
 	const rows = documentedStatements('## Every statement of the embedded store');
 
-	it('names each statement of lib/embedded/statements.ts once, with its file, and exactly the files in sql/embedded/queries/', () => {
+	it('names each statement of lib/store/embedded/statements.ts once, with its file, and exactly the files in sql/embedded/queries/', () => {
 		const documented = rows.map((row) => `${row.name} → ${row.file}`).sort();
 		const listed = EMBEDDED_STATEMENTS.map((name) => `${name} → sql/embedded/queries/${name}.sql`).sort();
 		expect(documented).toEqual(listed);
