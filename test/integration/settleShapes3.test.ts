@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { INode, INodeParameters, INodeType, IVersionedNodeType, IWorkflowBase } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
+import { baseNodesInstalled, loadBaseNodeFiles, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
 import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
 
@@ -33,18 +33,7 @@ const EXTRA_NODES: Record<string, string> = {
 	'n8n-nodes-base.postgres': 'Postgres/Postgres.node.js',
 };
 
-function loadExtraNodes(): Record<string, INodeType | IVersionedNodeType> {
-	const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'nodes');
-	const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
-	const nativeRequire = createRequire(join(directory, 'package.json'));
-	const types: Record<string, INodeType | IVersionedNodeType> = {};
-	for (const [type, file] of Object.entries(EXTRA_NODES)) {
-		const module = nativeRequire(join(directory, file)) as Record<string, new () => INodeType | IVersionedNodeType>;
-		const [NodeClass] = Object.values(module);
-		types[type] = new NodeClass();
-	}
-	return types;
-}
+const loadExtraNodes = () => loadBaseNodeFiles(EXTRA_NODES);
 
 function postgresCredentialProperties() {
 	const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'credentials');

@@ -45,13 +45,18 @@ const BASE_NODES: Record<string, string> = {
 };
 
 export function loadBaseNodes(): Record<string, INodeType | IVersionedNodeType> {
+	return loadBaseNodeFiles(BASE_NODES);
+}
+
+/** n8n-nodes-base node types by type name, from their files under n8n-nodes-base/dist/nodes/. */
+export function loadBaseNodeFiles(files: Record<string, string>): Record<string, INodeType | IVersionedNodeType> {
 	const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'nodes');
 	// Node's own require, not jest's: n8n-nodes-base's dependencies include ES modules, which Node 24 requires natively.
 	// (jest replaces `require` and node:module in a test; process.getBuiltinModule gives Node's own.)
 	const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
 	const nativeRequire = createRequire(join(directory, 'package.json'));
 	const types: Record<string, INodeType | IVersionedNodeType> = {};
-	for (const [type, file] of Object.entries(BASE_NODES)) {
+	for (const [type, file] of Object.entries(files)) {
 		const module = nativeRequire(join(directory, file)) as Record<string, new () => INodeType | IVersionedNodeType>;
 		const [NodeClass] = Object.values(module);
 		types[type] = new NodeClass();
