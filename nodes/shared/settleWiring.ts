@@ -102,7 +102,7 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 				`"${node.name}" is inside a loop, so it can make the execution wait more than once: the key is held only through the first wait, so a retry during the next one would run the step again. Move the Wait out of the loop, before or after it.`,
 			);
 		}
-		const feeds = incomingConnections(record, node.name);
+		const feeds = feedsOf(record, node.name);
 		if (feeds.length > 1) {
 			throw new UnsafeSettleWiringError(
 				`"${node.name}" is fed by ${feeds.length} connections, so it can make the execution wait more than once: the key is held only through the first wait, so a retry during the next one would run the step again. Give it one incoming connection (a Merge before it).`,
@@ -186,7 +186,7 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 }
 
 /** n8n's own rule: On Error when it is set, else the legacy Continue On Fail. */
-export function continuesOnError(node: Pick<INode, 'onError' | 'continueOnFail'>): boolean {
+function continuesOnError(node: Pick<INode, 'onError' | 'continueOnFail'>): boolean {
 	return node.onError ? node.onError !== 'stopWorkflow' : node.continueOnFail === true;
 }
 
@@ -199,8 +199,10 @@ function failsAllOrNothing(node: INode): boolean {
 	return (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching !== 'independently';
 }
 
+/** Whether a node may act outside n8n (a Postgres node writes, even all or nothing). */
 function mayHaveEffect(node: INode): boolean {
-	return !(failsAllOrNothing(node) && node.type !== POSTGRES_TYPE) && !ROUTING_TYPES.has(node.type);
+	if (node.type === POSTGRES_TYPE) return true;
+	return !failsAllOrNothing(node) && !ROUTING_TYPES.has(node.type);
 }
 
 /**
@@ -276,27 +278,20 @@ function allTargets(record: ExecutionRecord, name: string): INode[] {
 	return (record.connectionsBySourceNode[name]?.main ?? []).flatMap((outputs) => outputs ?? []).map((connection) => record.node(connection.node)).filter((node): node is INode => node !== undefined);
 }
 
-/** The main connections that end at `name`: the node and output they leave from. */
-function feedsOf(record: ExecutionRecord, name: string): Array<{ from: string; output: number }> {
-	const found: Array<{ from: string; output: number }> = [];
+/** The main connections that end at `name`: the node and output they leave from, the input they reach. */
+function feedsOf(record: ExecutionRecord, name: string): Array<{ from: string; output: number; index: number }> {
+	const found: Array<{ from: string; output: number; index: number }> = [];
 	for (const [from, byType] of Object.entries(record.connectionsBySourceNode)) {
-		for (const [output, connections] of (byType.main ?? []).entries()) for (const connection of connections ?? []) if (connection.node === name) found.push({ from, output });
-	}
-	return found;
-}
-
-/** The main connections that end at `name`, from any node. */
-function incomingConnections(record: ExecutionRecord, name: string): Array<{ from: string; index: number }> {
-	const found: Array<{ from: string; index: number }> = [];
-	for (const [from, byType] of Object.entries(record.connectionsBySourceNode)) {
-		for (const outputs of byType.main ?? []) for (const connection of outputs ?? []) if (connection.node === name) found.push({ from, index: connection.index });
+		for (const [output, connections] of (byType.main ?? []).entries()) {
+			for (const connection of connections ?? []) if (connection.node === name) found.push({ from, output, index: connection.index });
+		}
 	}
 	return found;
 }
 
 /** The inputs of `name` that have a connection (a Merge with both wired: 0 and 1). */
 function inputIndexes(record: ExecutionRecord, name: string): Set<number> {
-	return new Set(incomingConnections(record, name).map((connection) => connection.index));
+	return new Set(feedsOf(record, name).map((connection) => connection.index));
 }
 
 function enabledTargets(record: ExecutionRecord, name: string, output: number): INode[] {
