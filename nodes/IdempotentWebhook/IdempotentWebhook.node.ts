@@ -203,6 +203,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 	if (request.rawBody === undefined) await request.readRawBody();
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
 	const mode = context.getNodeParameter('mode', 'lease') as ReservationMode;
+	let opened: Promise<KeyStore> | undefined;
 	return {
 		request: { method: request.method, headers: request.headers, rawBody: request.rawBody ?? Buffer.alloc(0), query: request.query as Record<string, unknown> },
 		authentication: authenticationSettings(context),
@@ -214,7 +215,8 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 			leaseSeconds: mode === 'lease' ? (context.getNodeParameter('leaseSeconds', 300) as number) : 300,
 			retentionSeconds: Math.round((options.retentionDays ?? 30) * 86_400),
 		},
-		store: async () => await webhookKeyStore(context),
+		// Opened once for the decision and the answer count: each credential read costs n8n an expression isolate.
+		store: async () => await (opened ??= webhookKeyStore(context)),
 		clock: () => new Date(),
 		workflowId: String(context.getWorkflow().id ?? ''),
 	};

@@ -37,8 +37,11 @@ const SECRET = 'whsec_node_test';
 const signingSecret: { data: ICredentialDataDecryptedObject | Error } = { data: { secret: SECRET } };
 
 /** The signing secret as n8n's credentials helper reads it, or the error n8n gives. */
+/** The credential reads n8n served, by type. */
+const credentialReads: string[] = [];
 function credentialsHelper(): ICredentialsHelper {
 	return credentialsHelperReading(async (_details, type) => {
+		credentialReads.push(type);
 		if (type !== 'webhookSignatureApi') throw new Error(`No credential of type ${type}`);
 		if (signingSecret.data instanceof Error) throw signingSecret.data;
 		return signingSecret.data;
@@ -206,6 +209,23 @@ describe('Idempotent Webhook: webhook()', () => {
 		expect(answer.status).toBe(401);
 		expect(await answer.json()).toEqual({ error: 'invalid_signature', reason: 'signature_mismatch' });
 		expect(lastResult).toEqual({ noWebhookResponse: true });
+	});
+
+	// Each credential read costs n8n an expression isolate (its credentials helper acquires one per read):
+	// the decision and the answer count share the store opened for the request.
+	it('reads the Postgres store\'s credential once per delivery, for the decision and the answer count', async () => {
+		activeTrigger = {
+			...trigger,
+			parameters: { ...trigger.parameters, store: 'postgres' },
+			credentials: { ...trigger.credentials, idempotencyPostgresApi: { id: 'keys', name: 'Keys' } },
+		};
+		credentialReads.length = 0;
+
+		const answer = await post('{"id":"evt_node_pg_once"}');
+
+		expect(answer.status).toBe(503);
+		expect(credentialReads.filter((type) => type === 'idempotencyPostgresApi')).toHaveLength(1);
+		expect(logged.some((line) => line.message.endsWith('not counted'))).toBe(true);
 	});
 
 	it('answers 503 when n8n cannot read the signing secret, and does not throw', async () => {
