@@ -5,7 +5,7 @@ import type { INode, INodeParameters, INodeType, IVersionedNodeType, IWorkflowBa
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { baseNodesInstalled, loadBaseNodeFiles, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
+import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, lookup, once, routeSwitch, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
 
 /*
  * Third red-team pass, aimed at checkEventsApart (nodes/shared/settleWiring.ts: several events at a node
@@ -45,10 +45,6 @@ function postgresCredentialProperties() {
 
 /* Test-only node types ----------------------------------------------------------------------- */
 
-const once = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) => packageNode(name, 'testEffectOnce', { failOnce }, { position: [400, y], ...extra });
-/** The same without an effect (a lookup, an enrichment). */
-const lookup = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) =>
-	packageNode(name, 'testEffectOnce', { failOnce, noEffect: true }, { position: [400, y], ...extra });
 
 /* Harness ------------------------------------------------------------------------------------ */
 
@@ -59,9 +55,6 @@ const { keyState, statuses } = keyStatesIn(db);
 type Body = { id: string } & Record<string, unknown>;
 const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
 
-/** Switch in Expression mode: the output is the event's `route` field (0, 1, 2). */
-const routeSwitch = (name: string, y: number, outputs = 3, extra: Partial<INode> = {}) =>
-	baseNode(name, 'switch', 3.2, { mode: 'expression', numberOutputs: outputs, output: '={{ $json.body.route ?? 0 }}' }, y, extra);
 
 beforeAll(() => {
 	if (!baseNodesInstalled()) return;

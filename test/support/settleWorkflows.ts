@@ -28,6 +28,16 @@ export function effect(name: string, parameters: INodeParameters, y: number, ext
 }
 
 /** If: true when the event's body has `skip: true` (or another field set to true). */
+/** A business effect per item (TestEffectOnce) that fails once for the events named in `failOnce` (comma-separated). */
+export const once = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) => packageNode(name, 'testEffectOnce', { failOnce }, { position: [400, y], ...extra });
+/** The same without an effect (a lookup, an enrichment). */
+export const lookup = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) =>
+	packageNode(name, 'testEffectOnce', { failOnce, noEffect: true }, { position: [400, y], ...extra });
+
+/** n8n's Switch in Expression mode: the output is the event's `route` field (0, 1, 2). */
+export const routeSwitch = (name: string, y: number, outputs = 3, extra: Partial<INode> = {}) =>
+	baseNode(name, 'switch', 3.2, { mode: 'expression', numberOutputs: outputs, output: '={{ $json.body.route ?? 0 }}' }, y, extra);
+
 export function skipIf(name: string, y: number, field = 'skip'): INode {
 	return baseNode(
 		name,
