@@ -35,9 +35,6 @@ const EXTRA_NODES: Record<string, string> = {
 
 const loadExtraNodes = () => loadBaseNodeFiles(EXTRA_NODES);
 
-/* Test-only node types ----------------------------------------------------------------------- */
-
-
 /* Harness ------------------------------------------------------------------------------------ */
 
 const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);

@@ -43,9 +43,6 @@ function postgresCredentialProperties() {
 	return new Credential().properties as never;
 }
 
-/* Test-only node types ----------------------------------------------------------------------- */
-
-
 /* Harness ------------------------------------------------------------------------------------ */
 
 const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
