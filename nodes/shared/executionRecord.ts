@@ -20,6 +20,15 @@ export interface ExecutionRecord {
 	node(name: string): INode | undefined;
 }
 
+/** n8n's node types whose behaviour the settle rules read. */
+export const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
+export const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
+
+/** What a node does when it fails, by n8n's own rule: On Error when it is set, else the legacy Continue On Fail (the regular output). */
+export function onErrorOf(node: Pick<INode, 'onError' | 'continueOnFail'>): NonNullable<INode['onError']> {
+	return node.onError ?? (node.continueOnFail === true ? 'continueRegularOutput' : 'stopWorkflow');
+}
+
 /** The part of n8n's run data (IRunExecutionData) the package reads. */
 export interface RunExecutionDataFields {
 	resultData?: { runData?: IRunData };

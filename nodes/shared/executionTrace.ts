@@ -1,6 +1,6 @@
 import type { IDataObject, INodeExecutionData, IPairedItemData, IRunData, ISourceData, ITaskData } from 'n8n-workflow';
 
-import type { ExecutionRecord } from './executionRecord';
+import { EXECUTE_WORKFLOW_TYPE, LOOP_TYPE, onErrorOf, type ExecutionRecord } from './executionRecord';
 
 /*
  * What happened to each key an execution reserved, read from n8n's own record of the execution and
@@ -13,8 +13,6 @@ import type { ExecutionRecord } from './executionRecord';
 const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
 const KEY_TYPE_SUFFIX = '.idempotencyKey';
 const TRIGGER_TYPE_SUFFIX = '.idempotentWebhook';
-const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
-const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
 // n8n's own rule for an item that carries an error on a regular output (On Error: Continue (regular output)).
 const ERROR_ITEM_KEYS = new Set(['error', 'message', 'details']);
 const MAX_TRACE_DEPTH = 1_000;
@@ -343,9 +341,9 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 				return;
 			}
 			const outputs = task.data?.main ?? [];
-			const errorOutput = node?.onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
-			// n8n's rule: On Error when it is set, else the legacy Continue On Fail (the regular output).
-			const regularErrors = node?.onError ? node.onError === 'continueRegularOutput' : node?.continueOnFail === true;
+			const onError = node ? onErrorOf(node) : 'stopWorkflow';
+			const errorOutput = onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
+			const regularErrors = onError === 'continueRegularOutput';
 			const subWorkflow = node?.type === EXECUTE_WORKFLOW_TYPE;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {

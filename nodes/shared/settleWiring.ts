@@ -1,6 +1,6 @@
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
-import { readExecutionRecord, type ExecutionRecord } from './executionRecord';
+import { EXECUTE_WORKFLOW_TYPE, LOOP_TYPE, onErrorOf, readExecutionRecord, type ExecutionRecord } from './executionRecord';
 import { toNodeError } from './nodeError';
 
 /**
@@ -13,10 +13,8 @@ export class UnsafeSettleWiringError extends Error {}
 
 const SETTLE_TYPE_SUFFIX = '.idempotencyKey';
 const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
-const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
 // Nodes that can put the execution to wait and resume it later as a new run.
 const WAITING_TYPES = new Set(['n8n-nodes-base.wait', 'n8n-nodes-base.form']);
-const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
 // The package's own nodes settle, route or verify: their failures are handled where they run.
 const PACKAGE_TYPE_SUFFIXES = ['.idempotencyKey', '.idempotencyReserve', '.idempotencyOrderGuard', '.idempotencyExecuteQuery', '.webhookSignatureVerify'];
@@ -126,13 +124,13 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		}
 		// Before 1.3, Execute Workflow run for each item puts item i's error on its output i, and n8n-core's
 		// error-output split overwrites those outputs: the failure vanishes from the run and the key completes.
-		if (node.type === EXECUTE_WORKFLOW_TYPE && node.typeVersion < 1.3 && node.parameters?.mode === 'each' && node.onError === 'continueErrorOutput') {
+		if (node.type === EXECUTE_WORKFLOW_TYPE && node.typeVersion < 1.3 && node.parameters?.mode === 'each' && onErrorOf(node) === 'continueErrorOutput') {
 			throw new UnsafeSettleWiringError(
 				`"${node.name}" runs the sub-workflow for each item with On Error "Continue (using error output)" in a version of the node (${node.typeVersion}) whose failures n8n loses: a failed item would complete its key. Replace it with a new Execute Workflow node (version 1.3 or later).`,
 			);
 		}
 		if (!WAITING_TYPES.has(node.type)) continue;
-		if (node.onError === 'continueErrorOutput') {
+		if (onErrorOf(node) === 'continueErrorOutput') {
 			// n8n-core's error-output split empties the input array the waiting node passed on, and that
 			// array is what n8n saves to resume from: the resumed run has no items and nothing runs.
 			throw new UnsafeSettleWiringError(
@@ -185,9 +183,8 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	}
 }
 
-/** n8n's own rule: On Error when it is set, else the legacy Continue On Fail. */
-function continuesOnError(node: Pick<INode, 'onError' | 'continueOnFail'>): boolean {
-	return node.onError ? node.onError !== 'stopWorkflow' : node.continueOnFail === true;
+function continuesOnError(node: INode): boolean {
+	return onErrorOf(node) !== 'stopWorkflow';
 }
 
 /** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */
