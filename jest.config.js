@@ -2,6 +2,7 @@
 // and conformance (every store behaviour on both backends: that Postgres, and the embedded store on
 // temporary files, which needs a Node with node:sqlite). On a Node without it, `npx jest` and
 // `npm test` run themselves again under one that has it (test/support/stack/sqliteNode.js).
+require('./test/support/register-ts');
 require('./test/support/stack/sqliteNode').rerunUnderSqliteNode();
 
 // The end-to-end runs and the demo leave packed copies of the package (with their own pg) there.

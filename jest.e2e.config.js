@@ -5,6 +5,8 @@
 // E2E_TIER=compatibility only those also tagged `compatibility` (each file's "// e2e-tags:" line,
 // test/support/e2e/tags.js). scripts/test-e2e.js (npm run test:e2e) runs both topologies.
 // On n8n 1.x, queue mode leaves out what n8n 1.x itself fails (test/support/stack/n8nVersion.js, queueFilesNotRun).
+// The harness is TypeScript run from source (no build step): the same hook child processes use.
+require('./test/support/register-ts');
 const { TOPOLOGY } = require('./test/support/e2e/topology');
 const { selectE2eFiles, selectedTier } = require('./test/support/e2e/tags');
 const { selectedN8nVersion, queueFilesNotRun } = require('./test/support/stack/n8nVersion');
@@ -17,7 +19,8 @@ module.exports = {
 	rootDir: __dirname,
 	testMatch: selectE2eFiles({ topology: TOPOLOGY, tier }).map((file) => `<rootDir>/${file}`),
 	testPathIgnorePatterns: ['/node_modules/', ...(TOPOLOGY === 'queue' ? queueFilesNotRun(n8nVersion) : [])],
-	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }] },
+	// Transpile only: the types step (tsconfig.test.json) type-checks the harness once.
+	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.transpile.json' }] },
 	testEnvironment: 'node',
 	// The stack's work dirs (n8n user folders with installed packages) are not part of the suite.
 	modulePathIgnorePatterns: ['<rootDir>/.e2e/', '<rootDir>/.demo/'],

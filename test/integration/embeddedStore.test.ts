@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -76,7 +76,7 @@ describe('the store file', () => {
 		const file = fileIn('linked.sqlite');
 		const id = embeddedStoreId(file);
 		const link = fileIn('link-folder');
-		require('node:fs').symlinkSync(folder, link);
+		symlinkSync(folder, link);
 		expect(embeddedStoreId(path.join(link, 'linked.sqlite'))).toBe(id);
 		expect(connectionFor(path.join(link, 'linked.sqlite'))).toBe(connectionFor(file));
 	});

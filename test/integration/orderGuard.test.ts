@@ -186,7 +186,6 @@ describe('the ordered template: the write refuses what the guard let through ear
 	const upsertNode = template.nodes.find((node) => node.name === 'Business Step (upsert customer)')!;
 	/** The template's Query Parameters expression, evaluated as n8n evaluates it for this `$json`. */
 	const upsertValues = (json: unknown) =>
-		// eslint-disable-next-line @typescript-eslint/no-implied-eval
 		new Function('$json', `return (${String(upsertNode.parameters.options!.queryReplacement).replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json) as unknown[];
 
 	let customer = 0;

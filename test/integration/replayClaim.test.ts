@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 
-import { UnusableKeyError, InvalidConfigurationError } from '../../lib/errors';
 import { tableRef } from '../../lib/identifiers';
 import { renderStatement } from '../../lib/store/postgres/statements';
 import { PostgresKeyStore } from '../../lib/store/postgres/stores';

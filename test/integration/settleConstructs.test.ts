@@ -17,7 +17,6 @@ import { baseNode, effect, inProcessDeliveries, keyStatesIn, link, settleWorkflo
 // Where n8n is required (IDEMPOTENCY_REQUIRE_N8N=1: npm run test:all), a missing install fails the rows instead of skipping them.
 const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
 if (!baseNodesInstalled()) {
-	// eslint-disable-next-line no-console
 	console.warn(`settleConstructs: n8n-nodes-base is not installed at ${n8nInstallDirectory()}: run scripts/ensure-n8n.sh first. Skipped.`);
 }
 

@@ -17,7 +17,6 @@ import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settle
 
 const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
 if (!baseNodesInstalled()) {
-	// eslint-disable-next-line no-console
 	console.warn(`settleShapes: n8n-nodes-base is not installed at ${n8nInstallDirectory()}: run scripts/ensure-n8n.sh first. Skipped.`);
 }
 

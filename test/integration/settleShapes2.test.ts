@@ -1,9 +1,7 @@
-import { join } from 'node:path';
-
-import type { INode, INodeParameters, INodeType, IVersionedNodeType, IWorkflowBase } from 'n8n-workflow';
+import type { INode, INodeParameters, IWorkflowBase } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { baseNodesInstalled, loadBaseNodeFiles, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
+import { baseNodesInstalled, loadBaseNodeFiles, effects, effectsFor, loadBaseNodes, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
 import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, lookup, once, routeSwitch, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
 

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 
-import type { INode, INodeParameters, INodeType, IVersionedNodeType, IWorkflowBase } from 'n8n-workflow';
+import type { INode, INodeParameters, IWorkflowBase } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { baseNodesInstalled, loadBaseNodeFiles, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, lookup, once, routeSwitch, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
+import { baseNode, inProcessDeliveries, is2xx, keyStatesIn, link, lookup, once, routeSwitch, settleWorkflow, skipIf, toInput, type Shape } from '../support/settleWorkflows';
 
 /*
  * Third red-team pass, aimed at checkEventsApart (nodes/shared/settleWiring.ts: several events at a node
@@ -48,7 +48,7 @@ function postgresCredentialProperties() {
 const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
 const deliveries = inProcessDeliveries('shapes3', () => base);
 const { deliver, runSubWorkflowsInProcess } = deliveries;
-const { keyState, statuses } = keyStatesIn(db);
+const { statuses } = keyStatesIn(db);
 type Body = { id: string } & Record<string, unknown>;
 const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
 

@@ -48,7 +48,7 @@ export interface PostgresSchemaFixture extends PostgresPoolFixture {
 	/** This file's own schema. */
 	readonly schema: string;
 	/** One stored key's row, every column (undefined when the key is not stored). */
-	row(key: string, table?: string): Promise<Record<string, any> | undefined>;
+	row(key: string, table?: string): Promise<Record<string, any> | undefined> // eslint-disable-line @typescript-eslint/no-explicit-any -- rows are read column by column in the tests;
 }
 
 /**

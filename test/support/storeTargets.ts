@@ -2,8 +2,7 @@
 // any process opens a store on it. Used by the jest fixture (stores.ts) and the race workers.
 import { Pool } from 'pg';
 
-import { PostgresOrderStore } from '../../lib/store/postgres/stores';
-import { PostgresKeyStore } from '../../lib/store/postgres/stores';
+import { PostgresOrderStore, PostgresKeyStore } from '../../lib/store/postgres/stores';
 import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
 
 export type Backend = StoreBackend;

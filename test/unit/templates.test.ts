@@ -389,7 +389,6 @@ describe('the error-workflow template, after a completion failed', () => {
 		const completeNode = byName(errorWorkflow, whenDone);
 		const message = `${COMPLETION_FAILED_PREFIX}${JSON.stringify({ key: 'evt:a b{c}', ownerToken: '0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10' })}`;
 		const evaluate = (expression: string) =>
-			// eslint-disable-next-line @typescript-eslint/no-implied-eval
 			new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)({ execution: { error: { message } } });
 		expect(evaluate(String(completeNode.parameters.key))).toBe('evt:a b{c}');
 		expect(evaluate(String(completeNode.parameters.ownerToken))).toBe('0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10');
@@ -398,7 +397,6 @@ describe('the error-workflow template, after a completion failed', () => {
 	it("the error workflow's Mark Failed stores which execution failed, in which node, and why", () => {
 		const [, [otherwise]] = targets(errorWorkflow, 'Business Step Already Done?');
 		const expression = String(byName(errorWorkflow, otherwise).parameters.errorMessage);
-		// eslint-disable-next-line @typescript-eslint/no-implied-eval
 		const evaluate = (json: unknown) => new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
 		expect(evaluate({ execution: { id: '42', lastNodeExecuted: 'Crash', error: { message: 'worker died' } } })).toBe('execution 42 failed in Crash: worker died');
 		expect(evaluate({ execution: { id: '43', error: {} } })).toBe('execution 43 failed: no error message');
@@ -407,7 +405,6 @@ describe('the error-workflow template, after a completion failed', () => {
 
 /** Evaluates a template's `={{ … }}` expression with this `$json` (what n8n gives the node). */
 function evaluateExpression(expression: string, json: unknown): unknown {
-	// eslint-disable-next-line @typescript-eslint/no-implied-eval
 	return new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
 }
 
@@ -418,7 +415,6 @@ describe.each([
 	['ordered-webhook.json', ['Business Step (upsert customer)', 'Idempotency Order Guard']],
 ])('%s keeps failed events (replay evidence, dead-letter view)', (file, failingSteps) => {
 	const template = templates.find(([name]) => name === file)![1];
-	const byName = (name: string) => template.nodes.find((candidate) => candidate.name === name)!;
 	const reserve = template.nodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`)!;
 
 	it('stores the payload with each key, and a note says why and when to turn it off', () => {
@@ -617,7 +613,6 @@ describe('the replay template', () => {
 				'Replay Settings': { json: { ...settings(), maxPages } },
 			};
 			const $ = (name: string) => ({ first: () => nodeData[name], last: () => nodeData[name] });
-			// eslint-disable-next-line @typescript-eslint/no-implied-eval
 			return new Function('$', '$runIndex', '$prevNode', '$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)($, runIndex, { name: prevNode }, { nextPageAfterKey });
 		};
 		const conditions = () =>

@@ -32,6 +32,7 @@ describe('topLevelMember: the exact text of a top-level member in the raw body',
 
 	it('takes the last of duplicate members, as JSON.parse does', () => {
 		const raw = '{"id":11111111111111111111,"id":22222222222222222222}';
+		// eslint-disable-next-line no-loss-of-precision -- the same rounding JSON.parse does is the point
 		expect(JSON.parse(raw).id).toBe(22222222222222222222);
 		expect(topLevelMember(raw, 'id')?.text).toBe('22222222222222222222');
 	});

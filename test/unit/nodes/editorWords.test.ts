@@ -15,7 +15,6 @@ import { IdempotencyReserve } from '../../../nodes/IdempotencyReserve/Idempotenc
 function subtitle(node: INodeType, parameters: Record<string, unknown>): string {
 	const template = String(node.description.subtitle).replace(/^=/, '');
 	return template.replace(/\{\{([\s\S]*?)\}\}/g, (_all, expression: string) =>
-		// eslint-disable-next-line @typescript-eslint/no-implied-eval
 		String(new Function('$parameter', `return (${expression});`)(parameters)),
 	);
 }

@@ -147,7 +147,6 @@ describe("Idempotency Key's description, as saved workflows and the editor read 
 
 	it.each(operations)('gives %s the same subtitle for every Key From', (operation) => {
 		const subtitle = (description: INodeTypeDescription, source: string) =>
-			// eslint-disable-next-line @typescript-eslint/no-implied-eval
 			String(new Function('$parameter', `return (${String(description.subtitle).replace(/^=\{\{([\s\S]*)\}\}$/, '$1')});`)({ operation, source }));
 		for (const source of sources) expect(subtitle(now, source)).toBe(subtitle(before, source));
 	});

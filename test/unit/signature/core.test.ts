@@ -1,4 +1,4 @@
-import nodeCrypto = require('node:crypto');
+import nodeCrypto from 'node:crypto';
 
 import { decodeBase64, decodeHex, signaturesEqual } from '../../../lib/signature/hmac';
 import { checkTimestamp, parseUnixSeconds } from '../../../lib/signature/timestamp';
