@@ -31,6 +31,11 @@ export type VerificationSettings =
 			scheme: SignatureScheme;
 			/** Reads the secrets, newest first; may throw (n8n could not read the credential). */
 			secrets: () => Promise<readonly string[]> | readonly string[];
+			/**
+			 * When `secrets` may give a kept copy: after a signature matched none of them, the secrets
+			 * read anew, or undefined when the copy is current (the refusal stands). May throw.
+			 */
+			secretsAfterMismatch?: () => Promise<readonly string[] | undefined>;
 			toleranceSeconds?: number;
 			generic?: GenericHmacOptions;
 	  };
@@ -202,20 +207,38 @@ async function verify(input: DecideInput): Promise<WebhookAnswered | undefined> 
 	} catch {
 		return answered('not_verified', { error: 'signing_secret_unavailable' });
 	}
-	let result;
-	try {
-		result = verifySignature({
+	const check = (candidates: readonly string[]) =>
+		verifySignature({
 			scheme: verification.scheme,
 			headers: request.headers,
 			rawBody: request.rawBody,
-			secrets,
+			secrets: candidates,
 			toleranceSeconds: verification.toleranceSeconds,
 			nowSeconds: Math.floor(input.clock().getTime() / 1000),
 			generic: verification.generic,
 		});
+	let result;
+	try {
+		result = check(secrets);
 	} catch {
 		// A configuration the secret does not fit (SignatureConfigError): nothing could be checked.
 		return answered('not_verified', { error: 'signing_secret_unusable' });
+	}
+	if (!result.valid && result.reason === 'signature_mismatch' && verification.secretsAfterMismatch) {
+		// A kept copy of the secrets refuses nothing a new read would accept (a secret saved just now).
+		let fresh: readonly string[] | undefined;
+		try {
+			fresh = await verification.secretsAfterMismatch();
+		} catch {
+			return answered('not_verified', { error: 'signing_secret_unavailable' });
+		}
+		if (fresh) {
+			try {
+				result = check(fresh);
+			} catch {
+				return answered('not_verified', { error: 'signing_secret_unusable' });
+			}
+		}
 	}
 	return result.valid ? undefined : answered('invalid_signature', { error: 'invalid_signature', reason: result.reason });
 }

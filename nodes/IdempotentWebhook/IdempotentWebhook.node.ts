@@ -18,7 +18,7 @@ import {
 
 import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/deriveKey';
 import type { ProviderPreset } from '../../lib/keys/presets';
-import { resolveSecrets, type SignatureScheme } from '../../lib/signature';
+import type { SignatureScheme } from '../../lib/signature';
 import type { KeyStore } from '../../lib/store/contract';
 import type { DeliveryAnswer, ReservationMode } from '../../lib/types';
 import type { AuthenticationSettings } from '../../lib/webhook/authentication';
@@ -31,7 +31,7 @@ import { heldKeyOf } from '../shared/executionTrace';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
 import { unsettleableAfterTrigger } from '../shared/settleWiring';
-import { configuredSecrets, CREDENTIAL_TYPE as SIGNING_SECRET } from '../shared/signingSecret';
+import { webhookSigningSecrets } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, UNSIGNED } from './description';
@@ -242,7 +242,7 @@ function verificationSettings(context: IWebhookFunctions): VerificationSettings 
 	if (scheme === UNSIGNED) return { scheme: 'none' };
 	return {
 		scheme,
-		secrets: async () => resolveSecrets(configuredSecrets(await context.getCredentials<ICredentialDataDecryptedObject>(SIGNING_SECRET))),
+		...webhookSigningSecrets(context),
 		toleranceSeconds: context.getNodeParameter('toleranceSeconds', undefined) as number | undefined,
 		generic: scheme === 'generic' ? readGenericHmac((name, fallback) => context.getNodeParameter(name, fallback)) : undefined,
 	};

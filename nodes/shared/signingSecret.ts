@@ -1,6 +1,8 @@
-import type { ICredentialDataDecryptedObject } from 'n8n-workflow';
+import type { ICredentialDataDecryptedObject, IWebhookFunctions } from 'n8n-workflow';
 
-import type { ConfiguredSecrets } from '../../lib/signature';
+import { resolveSecrets, type ConfiguredSecrets } from '../../lib/signature';
+import { SecretCache, type SecretsRead } from '../../lib/signature/secretCache';
+import type { VerificationSettings } from '../../lib/webhook/decide';
 
 /*
  * The Webhook Signature Secret credential, as Webhook Signature Verify and the Idempotent Webhook
@@ -19,4 +21,31 @@ export function configuredSecrets(data: ICredentialDataDecryptedObject | undefin
 		previousSecret: text(data?.previousSecret),
 		legacySecrets: text(data?.secrets),
 	};
+}
+
+/** Kept copies of the trigger's secrets, for this process (lib/signature/secretCache.ts says how long). */
+const webhookSecretCache = new SecretCache();
+
+/**
+ * The signing secrets a webhook delivery verifies with. A production delivery uses the copy this
+ * process read within the last seconds and reads anew before refusing on it; a call to the
+ * editor's test URL reads the credential every time (the user may have just edited it).
+ */
+export function webhookSigningSecrets(
+	context: Pick<IWebhookFunctions, 'getCredentials' | 'getNode' | 'getMode' | 'getWorkflow'>,
+): Pick<Extract<VerificationSettings, { secrets: unknown }>, 'secrets' | 'secretsAfterMismatch'> {
+	const read = async () => resolveSecrets(configuredSecrets(await context.getCredentials<ICredentialDataDecryptedObject>(CREDENTIAL_TYPE)));
+	const credentialId = context.getNode().credentials?.[CREDENTIAL_TYPE]?.id;
+	if (context.getMode() === 'manual' || !credentialId) return { secrets: read };
+	const id = `${String(context.getWorkflow().id ?? '')}\u0000${context.getNode().id}\u0000${credentialId}`;
+	let used: SecretsRead | undefined;
+	return {
+		secrets: async () => (used = await webhookSecretCache.current(id, read)).secrets,
+		secretsAfterMismatch: async () => (used ? (await webhookSecretCache.fresh(id, read, used))?.secrets : await read()),
+	};
+}
+
+/** Drops every kept copy: the next delivery of each trigger reads its credential. */
+export function forgetKeptSigningSecrets(): void {
+	webhookSecretCache.clear();
 }

@@ -25,6 +25,7 @@ import { DELIVERY_LOG_MESSAGE, FIRST_EXECUTION_HEADER } from '../../../lib/webho
 import { IdempotentWebhook } from '../../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { executionStarted } from '../../../nodes/IdempotentWebhook/unstartedExecutions';
 import { genericHmacProperties } from '../../../nodes/shared/genericHmac';
+import { forgetKeptSigningSecrets } from '../../../nodes/shared/signingSecret';
 import { WebhookSignatureVerify } from '../../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { embeddedModule } from '../../support/storeTargets';
 import { credentialsHelperReading, engineBase, executeInProcess, inProcessWorkflow, nodeTypes, packageNode } from '../../support/n8nEngine';
@@ -124,6 +125,7 @@ afterAll(async () => {
 	rmSync(n8nFolder, { recursive: true, force: true });
 });
 afterEach(() => {
+	forgetKeptSigningSecrets();
 	signingSecret.data = { secret: SECRET };
 	webhookMode = 'webhook';
 	afterStart = 'started';
@@ -228,6 +230,43 @@ describe('Idempotent Webhook: webhook()', () => {
 		expect(logged.some((line) => line.message.endsWith('not counted'))).toBe(true);
 	});
 
+	// Each read of the signing secret costs n8n an expression isolate: a burst of copies or forgeries
+	// must not read it per request, yet a secret the user saves is honoured within seconds.
+	it('reads the signing secret once for a burst of copies and forgeries (at most once every 250 ms under a flood)', async () => {
+		credentialReads.length = 0;
+		const copies = await Promise.all(Array.from({ length: 5 }, async () => await post('{"id":"evt_node_secret_burst"}')));
+		expect(copies.map((answer) => answer.status).sort()).toEqual([200, 409, 409, 409, 409]);
+		for (let forgery = 0; forgery < 5; forgery++) expect((await post('{"id":"evt_node_forgery_flood"}', 'not-the-secret')).status).toBe(401);
+
+		expect(credentialReads.filter((type) => type === 'webhookSignatureApi')).toHaveLength(1);
+	});
+
+	it('accepts a secret saved since the last read once the copy is 250 ms old, and refuses the removed one from that read on', async () => {
+		const NEW_SECRET = 'whsec_node_rotated';
+		expect((await post('{"id":"evt_node_rotate_1"}')).status).toBe(200);
+		signingSecret.data = { secret: NEW_SECRET };
+
+		// Within 250 ms of the read the refusal stands (the provider retries); the kept copy still
+		// accepts the removed secret (for at most a second). After 250 ms a mismatch reads anew.
+		expect((await post('{"id":"evt_node_rotate_2"}', NEW_SECRET)).status).toBe(401);
+		expect((await post('{"id":"evt_node_rotate_3"}')).status).toBe(200);
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		credentialReads.length = 0;
+		expect((await post('{"id":"evt_node_rotate_2"}', NEW_SECRET)).status).toBe(200);
+		expect(credentialReads.filter((type) => type === 'webhookSignatureApi')).toHaveLength(1);
+		const removed = await post('{"id":"evt_node_rotate_4"}');
+		expect(removed.status).toBe(401);
+		expect(await removed.json()).toEqual({ error: 'invalid_signature', reason: 'signature_mismatch' });
+	});
+
+	it('reads the signing secret on every call to the test URL (the user may have just edited it)', async () => {
+		webhookMode = 'manual';
+		credentialReads.length = 0;
+		expect((await post('{"id":"evt_node_manual_1"}')).status).toBe(200);
+		expect((await post('{"id":"evt_node_manual_2"}')).status).toBe(200);
+		expect(credentialReads.filter((type) => type === 'webhookSignatureApi')).toHaveLength(2);
+	});
+
 	it('answers 503 when n8n cannot read the signing secret, and does not throw', async () => {
 		signingSecret.data = new Error(`Credentials could not be decrypted (${SECRET})`);
 
@@ -276,6 +315,8 @@ describe('Idempotent Webhook: what it keeps about each delivery', () => {
 		expect((await post(body)).status).toBe(409);
 		expect((await post(body, 'not-the-secret')).status).toBe(401);
 		signingSecret.data = new Error(`Credentials could not be decrypted (${SECRET})`);
+		// The copy kept from the deliveries above has run out.
+		forgetKeptSigningSecrets();
 		expect((await post(body)).status).toBe(503);
 
 		const keyHash = sha256Hex('evt:evt_logged').slice(0, 16);

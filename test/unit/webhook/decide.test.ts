@@ -142,6 +142,55 @@ describe('decideWebhook', () => {
 		expect(await fixture.count()).toBe(0);
 	});
 
+	describe('with a kept copy of the secrets', () => {
+		const ROTATED = 'whsec_rotated_secret';
+		const kept = (afterMismatch: () => Promise<readonly string[] | undefined>) => {
+			const asked: string[] = [];
+			const verification = {
+				scheme: 'stripe' as const,
+				secrets: () => [SECRET],
+				secretsAfterMismatch: async () => {
+					asked.push('after mismatch');
+					return await afterMismatch();
+				},
+			};
+			return { verification, asked };
+		};
+
+		it('verifies against a new read before refusing: a delivery signed with a secret saved since the copy is accepted', async () => {
+			const body = Buffer.from('{"id":"evt_rotated"}');
+			const { verification, asked } = kept(async () => [ROTATED]);
+
+			const decision = await deliver(body, { headers: stripeHeaders(body, NOW_SECONDS, ROTATED), verification });
+
+			expect(startOf(decision).idempotency).toMatchObject({ outcome: 'new', key: 'evt:evt_rotated' });
+			expect(asked).toEqual(['after mismatch']);
+		});
+
+		it('refuses 401 when the copy is current (nothing new read), and 503 when the new read fails', async () => {
+			const body = Buffer.from('{"id":"evt_forged_kept"}');
+			const headers = stripeHeaders(body, NOW_SECONDS, 'not-the-secret');
+			expect(answerOf(await deliver(body, { headers, verification: kept(async () => undefined).verification }))).toMatchObject({
+				status: 401,
+				body: { reason: 'signature_mismatch' },
+			});
+			const failing = kept(async () => await Promise.reject(new Error(`credential could not be decrypted: ${SECRET}`)));
+			const answer = answerOf(await deliver(body, { headers, verification: failing.verification }));
+			expect(answer.status).toBe(503);
+			expect(JSON.stringify(answer)).not.toContain(SECRET);
+			expect(await fixture.count()).toBe(0);
+		});
+
+		it('reads nothing anew for a refusal no secret changes (a stale timestamp, a missing header)', async () => {
+			const body = Buffer.from('{"id":"evt_stale_kept"}');
+			const { verification, asked } = kept(async () => [ROTATED]);
+
+			expect(answerOf(await deliver(body, { headers: stripeHeaders(body, NOW_SECONDS - 301), verification })).status).toBe(401);
+			expect(answerOf(await deliver(body, { headers: { 'content-type': 'application/json' }, verification })).status).toBe(401);
+			expect(asked).toEqual([]);
+		});
+	});
+
 	it('answers 503 when the key store cannot be opened, naming neither the file nor the payload', async () => {
 		const folder = mkdtempSync(path.join(os.tmpdir(), 'webhook-unusable-'));
 		const notAFolder = path.join(folder, 'file');
