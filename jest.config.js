@@ -1,7 +1,7 @@
 // Fast suites: unit (no database), integration (a real Postgres: embedded unless DATABASE_URL is set)
 // and conformance (every store behaviour on both backends: that Postgres, and the embedded store on
 // temporary files, which needs a Node with node:sqlite). On a Node without it, `npx jest` and
-// `npm test` run themselves again under one that has it (test/support/stack/sqliteNode.js).
+// `npm test` run themselves again under one that has it (test/support/stack/sqliteNode.ts).
 require('./test/support/register-ts');
 require('./test/support/stack/sqliteNode').rerunUnderSqliteNode();
 

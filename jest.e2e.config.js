@@ -3,8 +3,8 @@
 // E2E_TOPOLOGY=single (default): one n8n process; E2E_TOPOLOGY=queue: n8n's queue mode (Redis,
 // main + 2 workers). E2E_TIER=full (default) runs every file tagged with the topology;
 // E2E_TIER=compatibility only those also tagged `compatibility` (each file's "// e2e-tags:" line,
-// test/support/e2e/tags.js). scripts/test-e2e.js (npm run test:e2e) runs both topologies.
-// On n8n 1.x, queue mode leaves out what n8n 1.x itself fails (test/support/stack/n8nVersion.js, queueFilesNotRun).
+// test/support/e2e/tags.js). scripts/test-e2e.ts (npm run test:e2e) runs both topologies.
+// On n8n 1.x, queue mode leaves out what n8n 1.x itself fails (test/support/stack/n8nVersion.ts, queueFilesNotRun).
 // The harness is TypeScript run from source (no build step): the same hook child processes use.
 require('./test/support/register-ts');
 const { TOPOLOGY } = require('./test/support/e2e/topology');

@@ -2,13 +2,15 @@
 # Installs Node and n8n into a cache outside the clone (first run ~5 min, 2.8 GB),
 # then prints the directory. The host may have an older Node than n8n needs.
 # Usage: scripts/ensure-n8n.sh [n8n-version] [node-major]
-#   n8n-version: default $N8N_VERSION or the default in test/support/stack/n8nVersion.js. node-major: 24 or 22, default $N8N_NODE_MAJOR,
+#   n8n-version: default $N8N_VERSION or the default in test/support/stack/n8nVersion.ts. node-major: 24 or 22, default $N8N_NODE_MAJOR,
 #   else 22 for n8n 1.x (the maintained 1.123.x line runs on Node 20/22) and 24 for 2.x (needs >= 24).
 # n8n's install scripts are skipped: one downloads zlib from the internet, which is unreachable,
 # and n8n runs fine without them when its own database is Postgres.
 set -euo pipefail
-# The default is the first proven version, from the one list in test/support/stack/n8nVersion.js.
-N8N_VERSION="${1:-${N8N_VERSION:-$(node -p "require('$(cd "$(dirname "$0")/.." && pwd)/test/support/stack/n8nVersion.js').DEFAULT_N8N_VERSION")}}"
+# The default is the first proven version, from the one list in test/support/stack/n8nVersion.ts
+# (TypeScript, read through the hook that runs the harness from source).
+root="$(cd "$(dirname "$0")/.." && pwd)"
+N8N_VERSION="${1:-${N8N_VERSION:-$(node -r "$root/test/support/register-ts.js" -p "require('$root/test/support/stack/n8nVersion').DEFAULT_N8N_VERSION")}}"
 if ! [[ "$N8N_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
   echo "[ensure-n8n] '$N8N_VERSION' is not an n8n version (like 2.41.1). Usage: scripts/ensure-n8n.sh [n8n-version] [node-major]" >&2; exit 2
 fi

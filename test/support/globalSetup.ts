@@ -1,10 +1,8 @@
 // Starts one real Postgres for the integration and conformance suites (embedded, or DATABASE_URL
 // when set). Jest runs each project's global setup in its own parent process: the second project
 // finds the first one's server and shares it.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { startPostgres } = require('./stack/postgresServer');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { timed } = require('./stack/timings');
+import { startPostgres } from './stack/postgresServer';
+import { timed } from './stack/timings';
 
 export default async function globalSetup(): Promise<void> {
 	const global = globalThis as Record<string, unknown>;

@@ -11,8 +11,7 @@ import {
 	type IVersionedNodeType,
 } from 'n8n-workflow';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { DEFAULT_N8N_VERSION } = require('./stack/n8nVersion') as { DEFAULT_N8N_VERSION: string };
+import { DEFAULT_N8N_VERSION } from './stack/n8nVersion';
 
 /*
  * n8n-nodes-base's own If, Merge, Wait, Loop Over Items (SplitInBatches), No Op and Execute Workflow

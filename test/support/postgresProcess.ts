@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
-const CHILD = path.join(__dirname, 'postgresChild.js');
+const CHILD = path.join(__dirname, 'postgresChild.ts');
+// The child is TypeScript run from source: the hook that transpiles it.
+const REGISTER = path.join(__dirname, 'register-ts.js');
 
 /** A Postgres server of one test file's own, which the test can stop and start again (same data, same port). */
 export interface OwnPostgres {
@@ -12,7 +14,7 @@ export interface OwnPostgres {
 }
 
 export async function startOwnPostgres(baseDir: string, port?: number): Promise<OwnPostgres> {
-	const child: ChildProcess = spawn(process.execPath, [CHILD, JSON.stringify({ baseDir, port })], { stdio: ['pipe', 'pipe', 'pipe'] });
+	const child: ChildProcess = spawn(process.execPath, ['-r', REGISTER, CHILD, JSON.stringify({ baseDir, port })], { stdio: ['pipe', 'pipe', 'pipe'] });
 	let stderr = '';
 	child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
 	const ready = await new Promise<{ url: string; port: number }>((resolve, reject) => {

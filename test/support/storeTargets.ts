@@ -29,7 +29,7 @@ interface EmbeddedModule {
 
 const SQLITE_NEEDED =
 	'The embedded store needs node:sqlite, which this Node (%s) does not have: run the tests with Node >= 22.13 ' +
-	'(`npm run test:all` picks one; or `$(node test/support/stack/sqliteNode.js) node_modules/.bin/jest`).';
+	'(`npm run test:all` picks one; or `$(node -r ./test/support/register-ts.js test/support/stack/sqliteNode) node_modules/.bin/jest`).';
 
 /** Throws the error that says which Node to use when node:sqlite is missing. */
 export function requireSqlite(): void {

@@ -199,7 +199,7 @@ describe('comments and test names: about the code, not its history', () => {
 		const counted = (kind: Phrase['kind']) => phrases.filter((phrase) => phrase.kind === kind).length;
 		expect(counted('comment')).toBeGreaterThan(1000);
 		expect(counted('test name')).toBeGreaterThan(500);
-		expect(files.map(relative)).toEqual(expect.arrayContaining(['scripts/ensure-n8n.sh', 'test/support/stack/n8nVersion.js', 'eslint.config.mjs', '.ci/run']));
+		expect(files.map(relative)).toEqual(expect.arrayContaining(['scripts/ensure-n8n.sh', 'test/support/stack/n8nVersion.ts', 'eslint.config.mjs', '.ci/run']));
 	});
 
 	it('none speaks of issues, sessions, or what the code was before', () => {

@@ -1,12 +1,54 @@
 // The n8n CLI of a stack (runs to completion with main's environment) and the import step that
-// uses it: credentials, then workflows, then the publications. Plain CommonJS, Node 20 compatible.
-const fs = require('node:fs');
-const path = require('node:path');
-const { spawnService } = require('./childProcesses');
-const n8nVersions = require('./n8nVersion');
+// uses it: credentials, then workflows, then the publications. Node 20 compatible.
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnService } from './childProcesses';
+import * as n8nVersions from './n8nVersion';
+
+/** A credential as `n8n import:credentials` reads it. */
+export interface CredentialEntry {
+	id: string;
+	name: string;
+	type: string;
+	data: Record<string, unknown>;
+}
+
+/** A workflow as n8n exports and imports it: its id and nodes, and whatever else n8n keeps. */
+export interface WorkflowJson extends n8nVersions.WorkflowJson {
+	[field: string]: unknown;
+}
+
+/** An entry of the workflows option: the workflow (`json`, or read from `file`) and whether to publish it. */
+export interface WorkflowEntry {
+	file?: string;
+	json?: WorkflowJson;
+	publish?: boolean;
+}
+
+/** A workflows entry after readWorkflows: its json is there. */
+export type ReadWorkflow = WorkflowEntry & { json: WorkflowJson };
+
+/** The end of a CLI run; the output of both streams is in `stdout`. */
+export interface CliResult {
+	code: number | null;
+	stdout: string;
+	stderr: string;
+}
+
+export type Cli = (args: string[], options?: { allowFailure?: boolean }) => Promise<CliResult>;
 
 /** `cli(args, { allowFailure })`: runs an n8n CLI command to completion (Node 24); resolves { code, stdout, stderr }. */
-function cliRunner({ n8nBin, workDir, env, logFile }) {
+export function cliRunner({
+	n8nBin,
+	workDir,
+	env,
+	logFile,
+}: {
+	n8nBin: string;
+	workDir: string;
+	env: NodeJS.ProcessEnv;
+	logFile: string;
+}): Cli {
 	return (args, { allowFailure = false } = {}) =>
 		new Promise((resolve, reject) => {
 			const service = spawnService({ name: `n8n ${args[0]}`, command: n8nBin, args, cwd: workDir, env, logFile });
@@ -20,9 +62,9 @@ function cliRunner({ n8nBin, workDir, env, logFile }) {
 }
 
 /** The workflows option read: each entry with its `json` (from `file` when not given). */
-function readWorkflows(entries = []) {
+export function readWorkflows(entries: WorkflowEntry[] = []): ReadWorkflow[] {
 	return entries.map((entry) => {
-		const json = entry.json ?? JSON.parse(fs.readFileSync(entry.file, 'utf8'));
+		const json = entry.json ?? (JSON.parse(fs.readFileSync(entry.file as string, 'utf8')) as WorkflowJson);
 		return { ...entry, json };
 	});
 }
@@ -32,7 +74,21 @@ function readWorkflows(entries = []) {
  * the other: the first CLI run migrates n8n's fresh database, and two at once race on it (n8n 1.x
  * fails with "column … already exists"); later runs find it migrated.
  */
-async function importIntoN8n({ cli, workDir, credentials, workflows, n8nVersion, log }) {
+export async function importIntoN8n({
+	cli,
+	workDir,
+	credentials,
+	workflows,
+	n8nVersion,
+	log,
+}: {
+	cli: Cli;
+	workDir: string;
+	credentials: CredentialEntry[];
+	workflows: ReadWorkflow[];
+	n8nVersion: string;
+	log: (line: string) => void;
+}): Promise<void> {
 	const importDir = path.join(workDir, 'import');
 	fs.rmSync(importDir, { recursive: true, force: true });
 	fs.mkdirSync(path.join(importDir, 'workflows'), { recursive: true });
@@ -56,9 +112,7 @@ async function importIntoN8n({ cli, workDir, credentials, workflows, n8nVersion,
 	const activations = workflows
 		.filter((entry) => entry.publish)
 		.map((entry) => n8nVersions.activateWorkflowArgs(n8nVersion, entry.json))
-		.filter(Boolean);
+		.filter((args): args is string[] => Boolean(args));
 	log(`activating ${activations.length} workflow(s)…`);
 	await Promise.all(activations.map((args) => cli(args)));
 }
-
-module.exports = { cliRunner, readWorkflows, importIntoN8n };

@@ -22,28 +22,48 @@
 // State lives in .demo/ (gitignored): an embedded Postgres data dir (n8n's own database, and the
 // demo's idempotency database for --store postgres), n8n's user folder with the installed package
 // and the embedded key file. Each run starts from empty keys. Delete .demo/ to start from scratch.
-const crypto = require('node:crypto');
-const fs = require('node:fs');
-const net = require('node:net');
-const path = require('node:path');
-const stack = require('../test/support/stack/n8nStack');
-const { freePort } = require('../test/support/stack/postgresServer');
-const { embeddedStoreFile, readEmbeddedStore } = require('../test/support/stack/embeddedStore');
-const { startSink } = require('../test/support/e2e/sink');
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { ClientBase } from 'pg';
+import * as stack from '../test/support/stack/n8nStack';
+import { freePort } from '../test/support/stack/postgresServer';
+import { embeddedStoreFile, readEmbeddedStore } from '../test/support/stack/embeddedStore';
+import { startSink } from '../test/support/e2e/sink';
+
+/** A node of a template, as the demo reads it. */
+interface TemplateNode {
+	name: string;
+	type: string;
+	parameters: Record<string, unknown> & { path?: string };
+	[field: string]: unknown;
+}
+
+/** A template's workflow, as the demo reads and publishes it. */
+interface TemplateWorkflow {
+	id: string;
+	nodes: TemplateNode[];
+	settings?: Record<string, unknown>;
+	[field: string]: unknown;
+}
+
+/** The answer of one delivery, as the tables count it. */
+type Answer = stack.Delivery<{ reason?: string } | undefined>;
 
 const args = process.argv.slice(2);
-const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const option = (name: string, fallback?: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const once = args.includes('--once');
 const portArg = args.includes('--port') ? Number(option('--port')) : undefined;
-const STORE = option('--store', 'embedded');
-const TEMPLATE = option('--template', 'trigger');
+const STORE = option('--store', 'embedded') as 'embedded' | 'postgres';
+const TEMPLATE = option('--template', 'trigger') as 'trigger' | 'nodes';
 if (!['embedded', 'postgres'].includes(STORE) || !['trigger', 'nodes'].includes(TEMPLATE)) {
 	console.error(`--store must be embedded or postgres (not ${STORE}), --template trigger or nodes (not ${TEMPLATE})`);
 	process.exit(2);
 }
 const EMBEDDED = STORE === 'embedded';
 const TRIGGER = TEMPLATE === 'trigger';
-const DEMO_DIR = path.resolve(option('--dir', path.join(stack.REPO_ROOT, '.demo')));
+const DEMO_DIR = path.resolve(option('--dir', path.join(stack.REPO_ROOT, '.demo')) as string);
 const OWNER = { email: 'demo@example.com', password: 'DemoOwner123', firstName: 'Demo', lastName: 'Owner' };
 const BURST = 20;
 
@@ -57,20 +77,24 @@ const NODE_FILES = {
 	postgres: { webhook: stack.TEMPLATES.webhook, error: stack.TEMPLATES.error, cleanup: stack.TEMPLATES.cleanup },
 };
 const WEBHOOK_FILE = TRIGGER ? TRIGGER_FILES[STORE] : NODE_FILES[STORE].webhook;
-const readJson = (file) => JSON.parse(fs.readFileSync(file, 'utf8'));
+const readJson = (file: string): TemplateWorkflow => JSON.parse(fs.readFileSync(file, 'utf8')) as TemplateWorkflow;
 const WEBHOOK = readJson(WEBHOOK_FILE);
-const RECEIVER = WEBHOOK.nodes.find((node) => ['n8n-nodes-base.webhook', 'n8n-nodes-idempotency.idempotentWebhook'].includes(node.type));
-const WEBHOOK_PATH = RECEIVER.parameters.path;
+const RECEIVER = WEBHOOK.nodes.find((node) =>
+	['n8n-nodes-base.webhook', 'n8n-nodes-idempotency.idempotentWebhook'].includes(node.type),
+) as TemplateNode;
+const WEBHOOK_PATH = RECEIVER.parameters.path as string;
 const API_STEP = 'Business Step (call your API)';
 // The node-based Postgres template inserts into business_log; every other one calls "your API".
 const CALLS_API = WEBHOOK.nodes.some((node) => node.name === API_STEP);
 
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
-const log = (line) => process.stdout.write(`  [${elapsed()}] ${line}\n`);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const log = (line: string): void => {
+	process.stdout.write(`  [${elapsed()}] ${line}\n`);
+};
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function portIsFree(port) {
+function portIsFree(port: number): Promise<boolean> {
 	return new Promise((resolve) => {
 		const server = net.createServer();
 		server.once('error', () => resolve(false));
@@ -78,30 +102,31 @@ function portIsFree(port) {
 	});
 }
 
-function pad(text, width) {
+function pad(text: unknown, width: number): string {
 	const s = String(text);
 	return s.length > width ? `${s.slice(0, width - 1)}…` : s.padEnd(width);
 }
 
-function printTable(headers, rows) {
+function printTable(headers: string[], rows: unknown[][]): void {
 	const widths = headers.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map((r) => String(r[i]).length))));
-	const line = (cells) => `  ${cells.map((c, i) => pad(c, widths[i])).join('  │  ')}`;
+	const line = (cells: unknown[]) => `  ${cells.map((c, i) => pad(c, widths[i])).join('  │  ')}`;
 	console.log(line(headers));
 	console.log(`  ${widths.map((w) => '─'.repeat(w)).join('──┼──')}`);
 	for (const row of rows) console.log(line(row));
 }
 
-const short = (text, width = 40) => (text && text.length > width ? `${text.slice(0, width - 1)}…` : (text ?? ''));
+const short = (text: string | null | undefined, width = 40): string =>
+	text && text.length > width ? `${text.slice(0, width - 1)}…` : (text ?? '');
 
 /** The webhook workflow as published: its business step pointed at the demo's API (the one change the template asks for). */
-function webhookWorkflow(apiUrl, errorWorkflowId) {
+function webhookWorkflow(apiUrl: string, errorWorkflowId?: string): TemplateWorkflow {
 	const wf = readJson(WEBHOOK_FILE);
 	wf.nodes = wf.nodes.map((node) => (node.name === API_STEP ? { ...node, parameters: { ...node.parameters, url: apiUrl } } : node));
 	return errorWorkflowId ? { ...wf, settings: { ...wf.settings, errorWorkflow: errorWorkflowId } } : wf;
 }
 
 /** What the demo publishes: the trigger template alone (the quick start), or the node-based webhook template with its error and cleanup workflows. */
-function workflowsToPublish(apiUrl) {
+function workflowsToPublish(apiUrl: string): stack.WorkflowEntry[] {
 	if (TRIGGER) return [{ json: webhookWorkflow(apiUrl), publish: true }];
 	const files = NODE_FILES[STORE];
 	return [
@@ -112,14 +137,14 @@ function workflowsToPublish(apiUrl) {
 }
 
 /** The credentials the published templates reference: the signing secret, and with Postgres the keys' database. */
-function credentials(ctx) {
+function credentials(ctx: stack.StackContext): stack.CredentialEntry[] {
 	if (!TRIGGER && !EMBEDDED) return stack.templateCredentials(ctx);
 	const keys = { ...stack.TEMPLATE_CREDENTIALS.idempotency, data: stack.idempotencyCredentialData(ctx.app) };
 	return [...(EMBEDDED ? [] : [keys]), ...stack.signatureCredentials()];
 }
 
 /** Empties the keys before n8n starts, so that every run replays the same experiment. */
-async function resetKeys(client, ctx) {
+async function resetKeys(client: ClientBase, ctx: stack.StackContext): Promise<void> {
 	if (EMBEDDED) {
 		const keyFolder = path.dirname(embeddedStoreFile(path.join(DEMO_DIR, 'n8n-user')));
 		fs.rmSync(keyFolder, { recursive: true, force: true });
@@ -132,46 +157,78 @@ async function resetKeys(client, ctx) {
 		return;
 	}
 	// The trigger creates its table on its first delivery (Create or Upgrade Table, on by default).
-	const { rows } = await client.query("SELECT to_regclass('processed_events') IS NOT NULL AS present");
+	const { rows } = await client.query<{ present: boolean }>("SELECT to_regclass('processed_events') IS NOT NULL AS present");
 	if (rows[0].present) await client.query('TRUNCATE processed_events');
-	log(rows[0].present ? 'processed_events emptied for a clean replay' : 'no processed_events table yet: the trigger creates it on its first delivery');
+	log(
+		rows[0].present
+			? 'processed_events emptied for a clean replay'
+			: 'no processed_events table yet: the trigger creates it on its first delivery',
+	);
 }
 
-const eventKey = (body) => (typeof body === 'string' ? `sha256:${crypto.createHash('sha256').update(body).digest('hex')}` : `evt:${body.id}`);
+const eventKey = (body: string | { id: string }): string =>
+	typeof body === 'string' ? `sha256:${crypto.createHash('sha256').update(body).digest('hex')}` : `evt:${body.id}`;
 
 /** The key an execution's run data reserved, or 'forged' when the signature check refused it (the node-based templates run an execution for every delivery). */
-function executionKey(execution) {
+function executionKey(execution: stack.Execution): string | null {
 	const runData = execution.runData ?? {};
-	if (TRIGGER) return runData[RECEIVER.name]?.[0]?.data?.main?.[0]?.[0]?.json?.idempotency?.key ?? null;
+	if (TRIGGER) return keyOf(runData[RECEIVER.name]?.[0]?.data?.main?.[0]?.[0]?.json);
 	if ((runData['Webhook Signature Verify']?.[0]?.data?.main?.[1]?.length ?? 0) > 0) return 'forged';
 	const reserve = runData['Idempotency Reserve']?.[0]?.data?.main ?? [];
-	return reserve.find((items) => items?.length)?.[0]?.json?.idempotency?.key ?? null;
+	return keyOf(reserve.find((items) => items?.length)?.[0]?.json);
+}
+
+/** The key an execution's item carries (json.idempotency.key), or null. */
+function keyOf(json: unknown): string | null {
+	const idempotency = (json as { idempotency?: { key?: unknown } } | undefined)?.idempotency;
+	return typeof idempotency?.key === 'string' ? idempotency.key : null;
+}
+
+/** A key's stored state, as the per-event table shows it. */
+interface StoredKey {
+	status: string;
+	attempts: number;
+	duplicates: number;
 }
 
 /** The stored state of each key: { key → { status, attempts, duplicates } }. */
-async function storedKeys(running) {
+async function storedKeys(running: stack.Stack): Promise<Record<string, StoredKey>> {
 	if (EMBEDDED) {
 		const file = embeddedStoreFile(running.userFolder);
-		const page = await readEmbeddedStore({ nodeBin: running.nodeBin, packageDir: running.packageDir, file, op: 'listKeys', arg: '100' });
-		return Object.fromEntries((page?.keys ?? []).map((r) => [r.key, { status: r.status, attempts: r.attempts, duplicates: r.duplicateCount }]));
+		const page = await readEmbeddedStore<{ keys: Array<{ key: string; status: string; attempts: number; duplicateCount: number }> }>({
+			nodeBin: running.nodeBin,
+			packageDir: running.packageDir as string,
+			file,
+			op: 'listKeys',
+			arg: '100',
+		});
+		return Object.fromEntries(
+			(page?.keys ?? []).map((r) => [r.key, { status: r.status, attempts: r.attempts, duplicates: r.duplicateCount }]),
+		);
 	}
-	const { rows } = await stack.withClient(running.appUrl, (client) => client.query('SELECT key, status, attempts, duplicate_count FROM processed_events'));
+	const { rows } = await stack.withClient(running.appUrl, (client) =>
+		client.query<{ key: string; status: string; attempts: number; duplicate_count: string }>(
+			'SELECT key, status, attempts, duplicate_count FROM processed_events',
+		),
+	);
 	return Object.fromEntries(rows.map((r) => [r.key, { status: r.status, attempts: r.attempts, duplicates: Number(r.duplicate_count) }]));
 }
 
 /** The business step's effects per key: the API's answered calls, or business_log rows for the node-based Postgres template. */
-async function effectsPerKey(running, api) {
+async function effectsPerKey(running: stack.Stack, api: { keys: () => Record<string, number> }): Promise<Record<string, number>> {
 	if (CALLS_API) return api.keys();
-	const { rows } = await stack.withClient(running.appUrl, (client) => client.query('SELECT event_key, count(*)::int AS n FROM business_log GROUP BY event_key'));
+	const { rows } = await stack.withClient(running.appUrl, (client) =>
+		client.query<{ event_key: string; n: number }>('SELECT event_key, count(*)::int AS n FROM business_log GROUP BY event_key'),
+	);
 	return Object.fromEntries(rows.map((r) => [r.event_key, r.n]));
 }
 
 /** Retries a delivery answered 409 the way Stripe does (later, with a new signature) until a 2xx: the answers. */
-async function retryUntilAccepted(url, body) {
-	const answers = [];
+async function retryUntilAccepted(url: string, body: unknown): Promise<Answer[]> {
+	const answers: Answer[] = [];
 	for (const deadline = Date.now() + 60000; Date.now() < deadline; ) {
 		await sleep(500);
-		const answer = await stack.deliver(url, body);
+		const answer = await stack.deliver<{ reason?: string } | undefined>(url, body);
 		answers.push(answer);
 		if (answer.status >= 200 && answer.status < 300) return answers;
 	}
@@ -179,34 +236,43 @@ async function retryUntilAccepted(url, body) {
 }
 
 /** Answers counted, in a fixed order: "1× 200 new, 7× 409 in_progress, 12× 200 duplicate". */
-const countBy = (answers) => {
+const countBy = (answers: Answer[]): string => {
 	const order = ['200 new', '409 in_progress', '200 duplicate'];
 	const counts = new Map(order.map((answer) => [answer, 0]));
 	for (const a of answers) {
 		const answer = `${a.status} ${a.outcome ?? ''}`.trim();
 		counts.set(answer, (counts.get(answer) ?? 0) + 1);
 	}
-	return [...counts].filter(([, n]) => n > 0).map(([answer, n]) => `${n}× ${answer}`).join(', ');
+	return [...counts]
+		.filter(([, n]) => n > 0)
+		.map(([answer, n]) => `${n}× ${answer}`)
+		.join(', ');
 };
 
-async function main() {
+async function main(): Promise<void> {
 	const what = TRIGGER
 		? `the Idempotent Webhook trigger (templates/${path.basename(WEBHOOK_FILE)})`
 		: `the node-based webhook template (templates/${path.basename(WEBHOOK_FILE)}, with its error and cleanup workflows)`;
-	console.log(`\nn8n-nodes-idempotency demo: ${what}, Store: ${EMBEDDED ? 'Embedded (the keys in a file on n8n\'s host, no database of yours)' : 'Postgres'}, in a real n8n with this package installed as a community package.`);
-	console.log(fs.existsSync(path.join(DEMO_DIR, 'pg', 'PG_VERSION')) ? `  (reusing ${DEMO_DIR})` : `  First run: installs n8n (cached, ~5 min and 2.8 GB the first time on this machine) and sets up ${DEMO_DIR}.`);
+	console.log(
+		`\nn8n-nodes-idempotency demo: ${what}, Store: ${EMBEDDED ? "Embedded (the keys in a file on n8n's host, no database of yours)" : 'Postgres'}, in a real n8n with this package installed as a community package.`,
+	);
+	console.log(
+		fs.existsSync(path.join(DEMO_DIR, 'pg', 'PG_VERSION'))
+			? `  (reusing ${DEMO_DIR})`
+			: `  First run: installs n8n (cached, ~5 min and 2.8 GB the first time on this machine) and sets up ${DEMO_DIR}.`,
+	);
 	fs.mkdirSync(DEMO_DIR, { recursive: true });
 	const port = portArg ?? ((await portIsFree(5678)) ? 5678 : await freePort());
 
-	let running = null;
+	let running: stack.Stack | null = null;
 	let stopping = false;
 	const api = await startSink();
-	const shutdown = async (code) => {
+	const shutdown = async (code: number) => {
 		if (stopping) return;
 		stopping = true;
 		console.log(`\n  stopping n8n and Postgres… (${elapsed()} since the start)`);
 		await api.close();
-		if (running) await running.stop();
+		if (running) await (running as stack.Stack).stop();
 		else stack.killEverythingNow(); // interrupted while starting
 		process.exit(code);
 	};
@@ -230,7 +296,8 @@ async function main() {
 
 	try {
 		const url = running.webhookUrl(WEBHOOK_PATH);
-		const listed = (sinceId) => stack.listExecutions({ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId: WEBHOOK.id, sinceId });
+		const listed = (sinceId: number) =>
+			stack.listExecutions({ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId: WEBHOOK.id, sinceId });
 		const mark = await stack.maxExecutionId(running.n8nDbUrl);
 		let seen = mark;
 		/** The executions n8n recorded since the last call (each started before its delivery was answered). */
@@ -252,19 +319,25 @@ async function main() {
 			{ label: 'event A', event: 'A', body: A, sign: { timestamp: now - 60 }, expect: '200 new' },
 			{ label: "A again, new stripe-signature (Stripe's retry)", event: 'A', body: A, sign: { timestamp: now }, expect: '200 duplicate' },
 			{ label: 'event B', event: 'B', body: B, expect: '200 new' },
-			{ label: 'event C, forged (wrong secret)', event: 'C forged', body: C, sign: { secret: 'whsec_not_the_endpoint_secret' }, expect: '401 invalid_signature' },
+			{
+				label: 'event C, forged (wrong secret)',
+				event: 'C forged',
+				body: C,
+				sign: { secret: 'whsec_not_the_endpoint_secret' },
+				expect: '401 invalid_signature',
+			},
 			{ label: 'event C, genuine', event: 'C', body: C, expect: '200 new' },
 			{ label: 'a body without id', event: 'no id', body: IDLESS, expect: '200 new' },
 			{ label: 'the same body without id again', event: 'no id', body: IDLESS, expect: '200 duplicate' },
 		];
 		console.log(`\n  Acting as Stripe: POST ${url}\n`);
-		const rows = [];
-		const unexpected = [];
-		const requests = new Map(); // event → number of HTTP requests
-		const executionsOf = new Map(); // event → number of executions it started
-		const count = (map, event, n = 1) => map.set(event, (map.get(event) ?? 0) + n);
+		const rows: unknown[][] = [];
+		const unexpected: string[] = [];
+		const requests = new Map<string, number>(); // event → number of HTTP requests
+		const executionsOf = new Map<string, number>(); // event → number of executions it started
+		const count = (map: Map<string, number>, event: string, n = 1) => map.set(event, (map.get(event) ?? 0) + n);
 		for (const [i, delivery] of deliveries.entries()) {
-			const answer = await stack.deliver(url, delivery.body, {}, delivery.sign ?? {});
+			const answer: Answer = await stack.deliver(url, delivery.body, {}, delivery.sign ?? {});
 			const started = await newExecutions();
 			count(requests, delivery.event);
 			count(executionsOf, delivery.event, started.length);
@@ -282,34 +355,51 @@ async function main() {
 
 		// A burst: the same event delivered BURST times at once, as a provider's retries and n8n's
 		// own redeliveries can overlap; the copies answered 409 are retried like Stripe until a 2xx.
-		const burst = await Promise.all(Array.from({ length: BURST }, () => stack.deliver(url, D)));
+		const burst: Answer[] = await Promise.all(Array.from({ length: BURST }, () => stack.deliver<{ reason?: string } | undefined>(url, D)));
 		const burstStarted = await newExecutions();
 		const conflicts = burst.filter((a) => a.status === 409);
 		const retries = (await Promise.all(conflicts.map(() => retryUntilAccepted(url, D)))).flat();
 		const retryStarted = await newExecutions();
 		count(requests, 'D', burst.length + retries.length);
 		count(executionsOf, 'D', burstStarted.length + retryStarted.length);
-		const startedText = (list) => (list.length === 0 ? 'none' : list.length <= 3 ? list.map((e) => `#${e.id}`).join(', ') : `${list.length} executions`);
-		rows.push([`${deliveries.length + 1}. event D, ${BURST} copies at once`, `${BURST} signatures`, countBy(burst), startedText(burstStarted)]);
-		if (retries.length) rows.push([`${deliveries.length + 2}. the ${conflicts.length} answered 409, retried`, `${retries.length} signatures`, countBy(retries), startedText(retryStarted)]);
+		const startedText = (list: stack.Execution[]) =>
+			list.length === 0 ? 'none' : list.length <= 3 ? list.map((e) => `#${e.id}`).join(', ') : `${list.length} executions`;
+		rows.push([
+			`${deliveries.length + 1}. event D, ${BURST} copies at once`,
+			`${BURST} signatures`,
+			countBy(burst),
+			startedText(burstStarted),
+		]);
+		if (retries.length)
+			rows.push([
+				`${deliveries.length + 2}. the ${conflicts.length} answered 409, retried`,
+				`${retries.length} signatures`,
+				countBy(retries),
+				startedText(retryStarted),
+			]);
 		const burstNew = [...burst, ...retries].filter((a) => a.outcome === 'new').length;
 		if (burstNew !== 1) unexpected.push(`event D: ${burstNew} deliveries answered new, expected 1`);
-		const refused = [...burst, ...retries].filter((a) => ![200, 409].includes(a.status) || (a.status === 409 && a.outcome !== 'in_progress'));
+		const refused = [...burst, ...retries].filter(
+			(a) => ![200, 409].includes(a.status) || (a.status === 409 && a.outcome !== 'in_progress'),
+		);
 		if (refused.length) unexpected.push(`event D: unexpected answers ${countBy(refused)}`);
 		printTable(['delivery', 'stripe-signature', 'HTTP answer', 'execution started'], rows);
 
 		// n8n's record of the whole run: wait until every execution finished, then count again.
 		const totalRequests = [...requests.values()].reduce((sum, n) => sum + n, 0);
 		const expectedExecutions = [...executionsOf.values()].reduce((sum, n) => sum + n, 0);
-		await stack.waitForExecutions({ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId: WEBHOOK.id, sinceId: mark }, expectedExecutions);
+		await stack.waitForExecutions(
+			{ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId: WEBHOOK.id, sinceId: mark },
+			expectedExecutions,
+		);
 		await sleep(1000);
 		const executions = await listed(mark);
 		const failed = executions.filter((e) => e.status !== 'success');
 		if (failed.length) unexpected.push(`executions that did not succeed: ${failed.map((e) => `#${e.id} ${e.status}`).join(', ')}`);
-		const perKey = new Map();
+		const perKey = new Map<string, number>();
 		for (const execution of executions) count(perKey, executionKey(execution) ?? '?');
 
-		const events = [
+		const events: Array<{ name: string; key: string | null }> = [
 			{ name: 'A', key: eventKey(A) },
 			{ name: 'B', key: eventKey(B) },
 			{ name: 'C forged', key: null },
@@ -328,8 +418,10 @@ async function main() {
 				const ran = event.key ? (perKey.get(event.key) ?? 0) : TRIGGER ? 0 : (perKey.get('forged') ?? 0);
 				const effect = event.key ? (effects[event.key] ?? 0) : 0;
 				if (event.key && effect !== 1) unexpected.push(`event ${event.name}: ${effect} ${effectName}, expected 1`);
-				if (event.key && stored?.status !== 'completed') unexpected.push(`event ${event.name}: key ${stored?.status ?? 'missing'}, expected completed`);
-				if (TRIGGER && ran !== (event.key ? 1 : 0)) unexpected.push(`event ${event.name}: ${ran} executions, expected ${event.key ? 1 : 0}`);
+				if (event.key && stored?.status !== 'completed')
+					unexpected.push(`event ${event.name}: key ${stored?.status ?? 'missing'}, expected completed`);
+				if (TRIGGER && ran !== (event.key ? 1 : 0))
+					unexpected.push(`event ${event.name}: ${ran} executions, expected ${event.key ? 1 : 0}`);
 				return [
 					event.name,
 					event.key ? short(event.key, 24) : '(none: refused before the key)',
@@ -341,7 +433,8 @@ async function main() {
 			}),
 		);
 		const totalEffects = Object.values(effects).reduce((sum, n) => sum + n, 0);
-		if (TRIGGER && executions.length !== events.filter((e) => e.key).length) unexpected.push(`${executions.length} executions in all, expected ${events.filter((e) => e.key).length}`);
+		if (TRIGGER && executions.length !== events.filter((e) => e.key).length)
+			unexpected.push(`${executions.length} executions in all, expected ${events.filter((e) => e.key).length}`);
 		console.log(
 			`\n  ${totalRequests} requests → ${executions.length} n8n executions, ${totalEffects} ${effectName}, ${Object.keys(keys).length} keys: ${
 				TRIGGER
@@ -365,7 +458,7 @@ async function main() {
     password  ${OWNER.password}      (a local demo account)
 
   Send your own delivery, signed like Stripe with the demo credential's test secret (unsigned → 401):
-    secret=$(node -p "require('./test/support/stack/n8nStack').TEST_WEBHOOK_SECRET")
+    secret=$(node -r ./test/support/register-ts.js -p "require('./test/support/stack/n8nStack').TEST_WEBHOOK_SECRET")
     body='{"id":"evt_mine","type":"test"}'; t=$(date +%s)
     v1=$(printf '%s' "$t.$body" | openssl dgst -sha256 -hmac "$secret" | sed 's/^.* //')
     curl -i -X POST ${url} -H 'content-type: application/json' -H "stripe-signature: t=$t,v1=$v1" -d "$body"
@@ -373,13 +466,13 @@ async function main() {
   n8n log: ${path.relative(process.cwd(), running.logFile)}   ·   Ctrl-C stops n8n and Postgres.
 `);
 	} catch (error) {
-		console.error(`\n  demo failed: ${error.message}`);
+		console.error(`\n  demo failed: ${error instanceof Error ? error.message : String(error)}`);
 		await shutdown(1);
 	}
 }
 
-main().catch((error) => {
-	console.error(`\n  demo failed: ${error.stack ?? error.message}`);
+main().catch((error: unknown) => {
+	console.error(`\n  demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 	stack.killEverythingNow();
 	process.exit(1);
 });

@@ -2,11 +2,11 @@
 // proven on (2.x on Node 24, the maintained 1.x line on Node 22), in one place. The Node major for
 // each line is chosen by scripts/ensure-n8n.sh, which installs it.
 // Select with `--n8n-version=1.123.81` on a script's command line or N8N_VERSION=1.123.81 in the
-// environment (jest takes no unknown flags: use the variable there). Plain CommonJS, Node 20.
+// environment (jest takes no unknown flags: use the variable there). Node 20 compatible.
 
 /**
  * The versions the README's Compatibility table names: what CI proves. The first is the default and
- * runs the full end-to-end tier (full soak); scripts/test-all.js runs every other one in the
+ * runs the full end-to-end tier (full soak); scripts/test-all.ts runs every other one in the
  * compatibility tier (test/support/e2e/tags.js: the files tagged `compatibility`, short soak).
  * Proving the next n8n is one edit here: add its version (newest 2.x first, replacing the 2.x it
  * supersedes), then run CI and update the README's table with what it proved.
@@ -15,10 +15,19 @@
  * is not on the npm registry (2.41.1 depends on 0.26.1, which is). Not 2.40.7: 2.41.1 supersedes
  * it on the 2.x line.
  */
-const PROVEN_N8N_VERSIONS = ['2.41.1', '1.123.81'];
-const DEFAULT_N8N_VERSION = PROVEN_N8N_VERSIONS[0];
+export const PROVEN_N8N_VERSIONS: string[] = ['2.41.1', '1.123.81'];
+export const DEFAULT_N8N_VERSION: string = PROVEN_N8N_VERSIONS[0];
 
-function selectedN8nVersion({ argv = process.argv, env = process.env } = {}) {
+/** A workflow as n8n exports it: what the differences below read of it. */
+export interface WorkflowJson {
+	id: string;
+	nodes: Array<{ type: string }>;
+}
+
+export function selectedN8nVersion({
+	argv = process.argv,
+	env = process.env,
+}: { argv?: readonly string[]; env?: NodeJS.ProcessEnv } = {}): string {
 	let version = env.N8N_VERSION || DEFAULT_N8N_VERSION;
 	argv.forEach((arg, i) => {
 		if (arg.startsWith('--n8n-version=')) version = arg.slice('--n8n-version='.length);
@@ -29,7 +38,7 @@ function selectedN8nVersion({ argv = process.argv, env = process.env } = {}) {
 	return version;
 }
 
-const majorOf = (version) => Number(version.split('.')[0]);
+const majorOf = (version: string): number => Number(version.split('.')[0]);
 
 /**
  * The CLI arguments that make a workflow live, or null when this line must not activate it.
@@ -38,7 +47,7 @@ const majorOf = (version) => Number(version.split('.')[0]);
  * --active=true`, applied at start), runs error workflows without that, and refuses to activate a
  * workflow whose only trigger is the Error Trigger ("has no node to start the workflow").
  */
-function activateWorkflowArgs(version, workflow) {
+export function activateWorkflowArgs(version: string, workflow: WorkflowJson): string[] | null {
 	if (majorOf(version) >= 2) return ['publish:workflow', `--id=${workflow.id}`];
 	const starts = workflow.nodes.filter((node) => /Trigger$/.test(node.type) || node.type === 'n8n-nodes-base.webhook');
 	if (starts.length > 0 && starts.every((node) => node.type === 'n8n-nodes-base.errorTrigger')) return null;
@@ -46,12 +55,12 @@ function activateWorkflowArgs(version, workflow) {
 }
 
 /** Log lines n8n prints once it serves requests (2.x also builds its workflow index; 1.x leaves indexing off). */
-function readyLogLines(version) {
+export function readyLogLines(version: string): string[] {
 	return majorOf(version) >= 2 ? ['Editor is now accessible', 'Finished building workflow dependency index'] : ['Editor is now accessible'];
 }
 
 /** True when n8n activates through the publication outbox (2.x): callers wait for its tables. */
-function activatesThroughPublication(version) {
+export function activatesThroughPublication(version: string): boolean {
 	return majorOf(version) >= 2;
 }
 
@@ -59,7 +68,7 @@ function activatesThroughPublication(version) {
  * SQL ($1 = workflow id) for the node list n8n actually runs for a live workflow (internal tables:
  * no API tells). 2.x: the published version from workflow_history; 1.x: the active workflow's own row.
  */
-function servedWorkflowNodesSql(version) {
+export function servedWorkflowNodesSql(version: string): string {
 	return majorOf(version) >= 2
 		? `SELECT h.nodes FROM workflow_entity w
 		     JOIN workflow_published_version pv ON pv."workflowId" = w.id AND pv."publishedVersionId" = w."activeVersionId"
@@ -73,7 +82,10 @@ function servedWorkflowNodesSql(version) {
  * editor's "Execute workflow" does. 2.x reads the saved workflow itself; 1.x runs the workflow the
  * editor sends (`workflowData`, with its id) and refuses a body without it.
  */
-function manualRunBody(version, { triggerName, workflow }) {
+export function manualRunBody<W>(
+	version: string,
+	{ triggerName, workflow }: { triggerName: string; workflow: W },
+): { triggerToStartFrom: { name: string }; workflowData?: W } {
 	const body = { triggerToStartFrom: { name: triggerName } };
 	return majorOf(version) >= 2 ? body : { ...body, workflowData: workflow };
 }
@@ -87,8 +99,8 @@ function manualRunBody(version, { triggerName, workflow }) {
  * and main answers 503 "Database is not ready!" to everything until the next ping passes.
  * docs/installing.md#compatibility has the figures.
  */
-function queueFilesNotRun(version) {
-	return majorOf(version) >= 2 ? [] : ['/test/e2e/queue/burst\\.e2e\\.test\\.js$'];
+export function queueFilesNotRun(version: string): string[] {
+	return majorOf(version) >= 2 ? [] : ['/test/e2e/queue/burst\\.e2e\\.test\\.[jt]s$'];
 }
 
 /**
@@ -97,19 +109,6 @@ function queueFilesNotRun(version) {
  * out for good and fail every job it takes ("timeout exceeded when trying to connect") until it is
  * restarted.
  */
-function recoversFromDatabaseRestart(version) {
+export function recoversFromDatabaseRestart(version: string): boolean {
 	return majorOf(version) >= 2;
 }
-
-module.exports = {
-	DEFAULT_N8N_VERSION,
-	queueFilesNotRun,
-	recoversFromDatabaseRestart,
-	manualRunBody,
-	PROVEN_N8N_VERSIONS,
-	selectedN8nVersion,
-	activateWorkflowArgs,
-	readyLogLines,
-	activatesThroughPublication,
-	servedWorkflowNodesSql,
-};

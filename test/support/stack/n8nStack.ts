@@ -5,28 +5,136 @@
 // queue mode ('queue': Redis, a main instance receiving webhooks, N `n8n worker` processes, each
 // with its own user folder — what separate hosts look like — or all sharing main's user folder, as
 // processes on one host that share the n8n folder do; see `workerFolders`). Shared by the end-to-end suite and
-// `npm run demo`. Plain CommonJS, Node 20 compatible; every process it spawns is stopped by stop(),
-// and killed on process exit as a last resort (childProcesses.js).
+// `npm run demo`. Node 20 compatible; every process it spawns is stopped by stop(),
+// and killed on process exit as a last resort (childProcesses.ts).
 //
-// The steps live beside it: stackSteps.js (folders and package, databases, Redis, serving),
-// n8nEnv.js, n8nCli.js (CLI and import), n8nProcesses.js (main and workers). This module also
-// gathers what callers use with a stack: n8nRest.js, templateSetup.js, stripeDelivery.js,
-// n8nInstall.js and n8nDatabase.js.
-const fs = require('node:fs');
-const path = require('node:path');
-const { freePort, postmasterPid } = require('./postgresServer');
-const { installExitHook, killEverythingNow, sleep } = require('./childProcesses');
-const { REPO_ROOT, PACKAGE_NAME, defaultLog, ensureN8n, buildAndPack, distIsStale, installPackage } = require('./n8nInstall');
-const n8nDb = require('./n8nDatabase');
-const n8nVersions = require('./n8nVersion');
-const { stopList, userFolders, installThisPackage, startDatabases, startQueueRedis, waitUntilServing } = require('./stackSteps');
-const { stackEnvs, cliEnv } = require('./n8nEnv');
-const { cliRunner, readWorkflows, importIntoN8n } = require('./n8nCli');
-const { n8nProcesses, checkFolderMode } = require('./n8nProcesses');
-const { restClient } = require('./n8nRest');
-const templateSetup = require('./templateSetup');
-const { TEST_WEBHOOK_SECRET, stripeSignature, deliver } = require('./stripeDelivery');
-const { timed } = require('./timings');
+// The steps live beside it: stackSteps.ts (folders and package, databases, Redis, serving),
+// n8nEnv.ts, n8nCli.ts (CLI and import), n8nProcesses.ts (main and workers). This module also
+// gathers what callers use with a stack: n8nRest.ts, templateSetup.ts, stripeDelivery.ts,
+// n8nInstall.ts and n8nDatabase.ts.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ClientBase } from 'pg';
+import { freePort, postmasterPid, type RestartOptions } from './postgresServer';
+import { installExitHook, killEverythingNow, sleep, type ServiceHandle } from './childProcesses';
+import { REPO_ROOT, PACKAGE_NAME, defaultLog, ensureN8n, buildAndPack, distIsStale, installPackage } from './n8nInstall';
+import * as n8nDb from './n8nDatabase';
+import * as n8nVersions from './n8nVersion';
+import {
+	stopList,
+	userFolders,
+	installThisPackage,
+	startDatabases,
+	startQueueRedis,
+	waitUntilServing,
+	type StackContext,
+} from './stackSteps';
+import { stackEnvs, cliEnv } from './n8nEnv';
+import { cliRunner, readWorkflows, importIntoN8n, type Cli, type CredentialEntry, type WorkflowEntry } from './n8nCli';
+import { n8nProcesses, checkFolderMode, type FolderMode, type N8nProcesses } from './n8nProcesses';
+import { restClient } from './n8nRest';
+import { TEST_WEBHOOK_SECRET, stripeSignature, deliver } from './stripeDelivery';
+import { timed } from './timings';
+
+export * from './templateSetup'; // TEMPLATES, TEMPLATE_CREDENTIALS, templateCredentials, prepareTemplateTables, …
+export * from './n8nDatabase'; // listExecutions, waitForExecutions, maxExecutionId, withClient, …
+export {
+	TEST_WEBHOOK_SECRET,
+	deliver,
+	stripeSignature,
+	REPO_ROOT,
+	PACKAGE_NAME,
+	ensureN8n,
+	buildAndPack,
+	distIsStale,
+	installPackage,
+	restClient,
+	killEverythingNow,
+	sleep,
+};
+export type { StackContext } from './stackSteps';
+export type { CredentialEntry, WorkflowEntry, WorkflowJson, Cli, CliResult } from './n8nCli';
+export type { FolderMode, ProcessList, ProcessInfo } from './n8nProcesses';
+export type { ServiceHandle, ServiceExit } from './childProcesses';
+export type { RestClient, RestResponse } from './n8nRest';
+export type { Delivery, DeliverOptions } from './stripeDelivery';
+
+/** One n8n process ('single') or n8n's queue mode ('queue': Redis, main and workers). */
+export type Topology = 'single' | 'queue';
+
+/** The options of startStack (see there). */
+export interface StackOptions {
+	workDir: string;
+	topology?: Topology;
+	workers?: number;
+	workerConcurrency?: number;
+	webhookProcess?: boolean;
+	workerFolders?: FolderMode;
+	pgDir?: string;
+	pgPort?: number;
+	postgresUrl?: string;
+	persistentPg?: boolean;
+	dbNames?: { n8n?: string; app?: string };
+	recreateDbs?: boolean;
+	build?: 'auto' | boolean;
+	installPackage?: boolean;
+	nodesCacheDir?: string;
+	extraPackages?: string[];
+	setupSql?: (client: ClientBase, ctx: StackContext) => unknown;
+	credentials?: (ctx: StackContext) => CredentialEntry[];
+	workflows?: WorkflowEntry[];
+	readyWebhooks?: string[];
+	readyLines?: string[];
+	port?: number;
+	n8nVersion?: string;
+	encryptionKey?: string;
+	logLevel?: string;
+	env?: Record<string, string>;
+	mainEnv?: Record<string, string>;
+	workerEnv?: Record<string, string>;
+	startTimeoutMs?: number;
+	handleSignals?: boolean;
+	log?: (line: string) => void;
+}
+
+/** A running stack, as startStack returns it. */
+export interface Stack {
+	n8nVersion: string;
+	topology: Topology;
+	baseUrl: string;
+	port: number;
+	webhookUrl: (path: string) => string;
+	appUrl: string;
+	n8nDbUrl: string;
+	pgUrl: string;
+	app: n8nDb.DatabaseSettings;
+	userFolder: string;
+	workDir: string;
+	logFile: string;
+	n8nDir: string;
+	tarball: string | null;
+	packageDir: string | null;
+	redis: { host: string; port: number; pid: number } | null;
+	cli: Cli;
+	readonly main: ServiceHandle;
+	workers: ServiceHandle[];
+	nodeBin: string;
+	/** 'own' or 'shared': where the workers run now (see the workerFolders option). */
+	readonly workerFolders: FolderMode;
+	/** The n8n user folder a worker runs in now. */
+	workerUserFolder: N8nProcesses['workerUserFolder'];
+	processes: N8nProcesses['list'];
+	restartWorkers: N8nProcesses['restartWorkers'];
+	restartMain: N8nProcesses['restartMain'];
+	ensureWebhookProcess: N8nProcesses['ensureWebhookProcess'];
+	restartWebhookProcess: N8nProcesses['restartWebhookProcess'];
+	startWorker: N8nProcesses['startWorker'];
+	restartPostgres: (options?: RestartOptions) => Promise<{ before: number | null; after: number | null; ms: number }>;
+	/** What another process needs to run the n8n CLI against this stack. */
+	cliSpec: { n8nBin: string; cwd: string; env: NodeJS.ProcessEnv };
+	output: () => string;
+	stop: () => Promise<void>;
+}
 
 /**
  * Starts Postgres (+ Redis) + n8n. Options:
@@ -59,9 +167,9 @@ const { timed } = require('./timings');
  * Returns { baseUrl, webhookUrl(path), appUrl, n8nDbUrl, cli(args), main, workers, processes(),
  * restartMain(), startWorker(i), restartWorkers({ folders }), restartPostgres(), stop(), ... }.
  */
-async function startStack(options) {
+export async function startStack(options: StackOptions): Promise<Stack> {
 	const log = options.log ?? defaultLog;
-	const topology = options.topology ?? 'single';
+	const topology: Topology = options.topology ?? 'single';
 	if (!['single', 'queue'].includes(topology)) throw new Error(`unknown topology: ${topology}`);
 	const workerCount = topology === 'queue' ? (options.workers ?? 2) : 0;
 	const folderMode = checkFolderMode(options.workerFolders ?? 'own');
@@ -74,10 +182,18 @@ async function startStack(options) {
 	const stoppers = stopList(log);
 	try {
 		const n8nVersion = options.n8nVersion ?? n8nVersions.selectedN8nVersion();
-		const { nodeBin, n8nBin, dir: n8nDir } = timed(`n8n ${n8nVersion} install or cache check`, () => ensureN8n({ log, version: n8nVersion }));
+		const {
+			nodeBin,
+			n8nBin,
+			dir: n8nDir,
+		} = timed(`n8n ${n8nVersion} install or cache check`, () => ensureN8n({ log, version: n8nVersion }));
 		const { userFolder, workerFolders } = userFolders(workDir, workerCount);
-		const { tarball, packageDir } = timed('package pack and install', () => installThisPackage({ workDir, userFolder, workerFolders, options, log }));
-		const { pg, n8nDbUrl, appUrl, app, ctx } = await timed('Postgres start and databases', () => startDatabases({ workDir, packageDir, options, stoppers, log }));
+		const { tarball, packageDir } = timed('package pack and install', () =>
+			installThisPackage({ workDir, userFolder, workerFolders, options, log }),
+		);
+		const { pg, n8nDbUrl, appUrl, app, ctx } = await timed('Postgres start and databases', () =>
+			startDatabases({ workDir, packageDir, options, stoppers, log }),
+		);
 		const redis = await timed(`Redis start (${topology})`, () => startQueueRedis({ topology, workDir, stoppers, log }));
 
 		const port = options.port ?? (await freePort());
@@ -85,7 +201,9 @@ async function startStack(options) {
 		const logFile = path.join(workDir, 'n8n.log');
 		const cli = cliRunner({ n8nBin, workDir, env: envs.main, logFile });
 		const workflows = readWorkflows(options.workflows);
-		await timed('n8n import of credentials and workflows', () => importIntoN8n({ cli, workDir, credentials: options.credentials ? options.credentials(ctx) : [], workflows, n8nVersion, log }));
+		await timed('n8n import of credentials and workflows', () =>
+			importIntoN8n({ cli, workDir, credentials: options.credentials ? options.credentials(ctx) : [], workflows, n8nVersion, log }),
+		);
 
 		const baseUrl = `http://127.0.0.1:${port}`;
 		const startTimeoutMs = options.startTimeoutMs ?? 180000;
@@ -110,7 +228,17 @@ async function startStack(options) {
 		const deadline = Date.now() + startTimeoutMs;
 		await timed(`n8n start until serving (${topology})`, async () => {
 			await processes.startAll();
-			await waitUntilServing({ n8nDbUrl, readyWebhooks: options.readyWebhooks, workflows, n8nVersion, processes, startTimeoutMs, deadline, logFile, log });
+			await waitUntilServing({
+				n8nDbUrl,
+				readyWebhooks: options.readyWebhooks,
+				workflows,
+				n8nVersion,
+				processes,
+				startTimeoutMs,
+				deadline,
+				logFile,
+				log,
+			});
 		});
 		log(`n8n is ready at ${baseUrl}`);
 
@@ -119,7 +247,7 @@ async function startStack(options) {
 			topology,
 			baseUrl,
 			port,
-			webhookUrl: (p) => `${baseUrl}/webhook/${p}`,
+			webhookUrl: (p: string) => `${baseUrl}/webhook/${p}`,
 			appUrl,
 			n8nDbUrl,
 			pgUrl: pg.url,
@@ -151,7 +279,7 @@ async function startStack(options) {
 			startWorker: processes.startWorker,
 			/** Restarts the Postgres server (n8n's and the app's database): new postmaster, same data and port. */
 			/** Fast shutdown and a new postmaster; `downMs` keeps the server stopped that long in between. */
-			restartPostgres: async ({ downMs = 0 } = {}) => {
+			restartPostgres: async ({ downMs = 0 }: RestartOptions = {}) => {
 				if (!pg.restart) throw new Error('Postgres from DATABASE_URL cannot be restarted by the harness');
 				const before = postmasterPid(pg.databaseDir);
 				const started = Date.now();
@@ -168,21 +296,3 @@ async function startStack(options) {
 		throw error;
 	}
 }
-
-module.exports = {
-	...templateSetup, // TEMPLATES, TEMPLATE_CREDENTIALS, templateCredentials, prepareTemplateTables, …
-	TEST_WEBHOOK_SECRET,
-	deliver,
-	stripeSignature,
-	REPO_ROOT,
-	PACKAGE_NAME,
-	ensureN8n,
-	buildAndPack,
-	distIsStale,
-	installPackage,
-	startStack,
-	restClient,
-	...n8nDb, // listExecutions, waitForExecutions, maxExecutionId, withClient, …
-	killEverythingNow,
-	sleep,
-};

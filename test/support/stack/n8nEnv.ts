@@ -1,11 +1,24 @@
 // The environment of a stack's n8n processes: what every process shares (database, encryption key,
-// queue) and what main and the CLI runs add. Plain CommonJS, Node 20 compatible.
-const path = require('node:path');
-const { freePort } = require('./postgresServer');
+// queue) and what main and the CLI runs add. Node 20 compatible.
+import path from 'node:path';
+import { createEmbeddedStore, embeddedStoreFile } from './embeddedStore';
+import type { DatabaseSettings } from './n8nDatabase';
+import type { StackOptions, Topology } from './n8nStack';
+import { freePort } from './postgresServer';
 
 /** Settings every n8n process of the stack shares (same database, encryption key and queue). */
-function sharedEnv({ nodeBin, n8nDb, redis, options }) {
-	const env = {
+export function sharedEnv({
+	nodeBin,
+	n8nDb,
+	redis,
+	options,
+}: {
+	nodeBin: string;
+	n8nDb: DatabaseSettings;
+	redis: { host: string; port: number } | null;
+	options: Pick<StackOptions, 'encryptionKey' | 'logLevel' | 'env'>;
+}): NodeJS.ProcessEnv {
+	const env: NodeJS.ProcessEnv = {
 		...process.env,
 		PATH: `${nodeBin}${path.delimiter}${process.env.PATH}`,
 		N8N_ENCRYPTION_KEY: options.encryptionKey ?? 'n8n-nodes-idempotency-e2e-key',
@@ -55,25 +68,56 @@ function sharedEnv({ nodeBin, n8nDb, redis, options }) {
 	return env;
 }
 
+/** The environments of a stack's n8n processes: the shared one (the workers') and main's (also the CLI runs'). */
+export interface StackEnvs {
+	base: NodeJS.ProcessEnv;
+	main: NodeJS.ProcessEnv;
+}
+
 /**
  * The shared environment (`base`, for the workers) and main's (`main`, also the CLI runs'): main's
  * user folder, port and task-broker port, then `options.mainEnv`.
  */
-async function stackEnvs({ nodeBin, n8nDbUrl, parseUrl, redis, options, topology, userFolder, packageDir, port }) {
+export async function stackEnvs({
+	nodeBin,
+	n8nDbUrl,
+	parseUrl,
+	redis,
+	options,
+	topology,
+	userFolder,
+	packageDir,
+	port,
+}: {
+	nodeBin: string;
+	n8nDbUrl: string;
+	parseUrl: (url: string) => DatabaseSettings;
+	redis: { host: string; port: number } | null;
+	options: Pick<StackOptions, 'encryptionKey' | 'logLevel' | 'env' | 'mainEnv'>;
+	topology: Topology;
+	userFolder: string;
+	packageDir: string | null;
+	port: number;
+}): Promise<StackEnvs> {
 	const base = sharedEnv({ nodeBin, n8nDb: parseUrl(n8nDbUrl), redis, options });
 	if (topology === 'queue' && packageDir) {
 		// Queue mode on one host, as a user sets it up: the key file in main's n8n folder, its store id
 		// given to main and every worker. A worker in a folder of its own opens another file and is refused.
-		const { createEmbeddedStore, embeddedStoreFile } = require('./embeddedStore');
 		base.IDEMPOTENCY_EMBEDDED_STORE_ID = createEmbeddedStore({ nodeBin, packageDir, file: embeddedStoreFile(userFolder) });
 	}
-	const main = { ...base, N8N_USER_FOLDER: userFolder, N8N_PORT: String(port), N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...(options.mainEnv ?? {}) };
+	const main = {
+		...base,
+		N8N_USER_FOLDER: userFolder,
+		N8N_PORT: String(port),
+		N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+		...(options.mainEnv ?? {}),
+	};
 	return { base, main };
 }
 
 /** The part of main's environment another process needs to run the n8n CLI against the stack (only n8n/DB settings). */
-function cliEnv(env) {
-	return Object.fromEntries(Object.entries(env).filter(([key]) => /^(N8N_|DB_|EXECUTIONS_|QUEUE_|NODE_FUNCTION_|NODE_ENV$|PATH$)/.test(key)));
+export function cliEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+	return Object.fromEntries(
+		Object.entries(env).filter(([key]) => /^(N8N_|DB_|EXECUTIONS_|QUEUE_|NODE_FUNCTION_|NODE_ENV$|PATH$)/.test(key)),
+	);
 }
-
-module.exports = { sharedEnv, stackEnvs, cliEnv };

@@ -20,34 +20,126 @@
 //
 // Needs playwright-core (PLAYWRIGHT_CORE, default /work/tools/node_modules/playwright-core) and a
 // Chromium (CHROMIUM, default /usr/bin/chromium). Never downloads a browser.
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
-const stack = require('../test/support/stack/n8nStack');
-const { startSink } = require('../test/support/e2e/sink');
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as stack from '../test/support/stack/n8nStack';
+import { startSink } from '../test/support/e2e/sink';
+
+// What this script uses of playwright-core, which is not a dependency of the package (see above).
+interface Box {
+	x: number;
+	y: number;
+	width: number;
+	height: number;
+}
+interface Locator {
+	first(): Locator;
+	last(): Locator;
+	nth(index: number): Locator;
+	count(): Promise<number>;
+	fill(value: string): Promise<void>;
+	click(): Promise<void>;
+	isVisible(): Promise<boolean>;
+	boundingBox(): Promise<Box | null>;
+	screenshot(options: { path: string }): Promise<unknown>;
+}
+interface Page {
+	setDefaultTimeout(ms: number): void;
+	setViewportSize(size: { width: number; height: number }): Promise<void>;
+	goto(url: string): Promise<unknown>;
+	waitForURL(predicate: (url: URL) => boolean, options?: { timeout?: number }): Promise<void>;
+	waitForSelector(selector: string, options?: { timeout?: number }): Promise<unknown>;
+	waitForTimeout(ms: number): Promise<void>;
+	locator(selector: string): Locator;
+	getByRole(role: string, options: { name: RegExp | string }): Locator;
+	getByText(text: string, options: { exact: boolean }): Locator;
+	screenshot(options: { path: string; scale?: 'css' | 'device'; clip?: Box }): Promise<unknown>;
+	keyboard: { press(key: string): Promise<void> };
+	$$eval<R>(selector: string, fn: (elements: BrowserElement[]) => R): Promise<R>;
+}
+interface Browser {
+	newContext(options: {
+		viewport: { width: number; height: number };
+		deviceScaleFactor: number;
+		baseURL: string;
+	}): Promise<{ newPage(): Promise<Page> }>;
+	close(): Promise<void>;
+}
+// The DOM, as the measuring function sees it in the browser (this project's types have no DOM).
+interface BrowserElement {
+	clientHeight: number;
+	clientWidth: number;
+	textContent: string;
+	parentElement: BrowserElement | null;
+	children: Iterable<BrowserElement>;
+	getBoundingClientRect(): { top: number; bottom: number; height: number };
+	querySelector(selector: string): BrowserElement | null;
+	querySelectorAll(selector: string): Iterable<BrowserElement>;
+}
+declare const document: {
+	createElement(tag: 'canvas'): { getContext(kind: '2d'): { font: string; measureText(text: string): { width: number } } };
+};
+declare function getComputedStyle(element: BrowserElement): { font: string; paddingLeft: string; paddingRight: string };
 
 const args = process.argv.slice(2);
 const OUT = path.resolve(args.includes('--out') ? args[args.indexOf('--out') + 1] : '/tmp/editor-shots');
-const { chromium } = require(process.env.PLAYWRIGHT_CORE ?? '/work/tools/node_modules/playwright-core');
+// Loaded from where it is installed on this machine, at run time.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { chromium } = require(process.env.PLAYWRIGHT_CORE ?? '/work/tools/node_modules/playwright-core') as {
+	chromium: { launch(options: { executablePath: string; args: string[] }): Promise<Browser> };
+};
 const OWNER = { email: 'shots@example.com', password: 'ShotsOwner123', firstName: 'Shots', lastName: 'Owner' };
 const keep = args.includes('--keep');
-const log = (line) => process.stdout.write(`  ${line}\n`);
+const log = (line: string): void => {
+	process.stdout.write(`  ${line}\n`);
+};
 
 const TEMPLATE_DIR = path.join(stack.REPO_ROOT, 'templates');
-const readTemplates = () => fs
-	.readdirSync(TEMPLATE_DIR)
-	.filter((f) => f.endsWith('.json'))
-	.map((f) => ({ file: f.replace(/\.json$/, ''), json: JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, f), 'utf8')) }));
+const readTemplates = (): Shot[] =>
+	fs
+		.readdirSync(TEMPLATE_DIR)
+		.filter((f) => f.endsWith('.json'))
+		.map((f) => ({
+			file: f.replace(/\.json$/, ''),
+			json: JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, f), 'utf8')) as ShotWorkflow,
+		}));
+/** A workflow to shoot: its file name, its json and, for the showcase, the dropdowns shot open per node. */
+interface ShotWorkflow {
+	id: string;
+	name?: string;
+	nodes: Array<{ id: string; name: string; type: string; parameters: Record<string, unknown>; [field: string]: unknown }>;
+	[field: string]: unknown;
+}
+interface Shot {
+	file: string;
+	json: ShotWorkflow;
+	open?: Record<string, string[]>;
+}
 const OURS = /^(CUSTOM\.|n8n-nodes-idempotency\.)/;
 // The trigger's template published, its business step calling an API of this process: the executions
 // list after one event and a burst of its copies, beside today's webhook template given the same burst.
 const BURST = { copies: 20 };
 const BURST_FLOWS = [
-	{ file: 'idempotent-webhook-trigger', id: 'ShotsTrigger0001', name: 'Stripe events (Idempotent Webhook trigger)', path: 'shots-trigger', webhookId: '5c0e0000-0000-4000-8000-00000000b001', triggerType: 'n8n-nodes-idempotency.idempotentWebhook' },
-	{ file: 'idempotent-webhook-embedded', id: 'ShotsTemplate001', name: 'Stripe events (webhook template, Reserve and Settle)', path: 'shots-template', webhookId: '5c0e0000-0000-4000-8000-00000000b002', triggerType: 'n8n-nodes-base.webhook' },
+	{
+		file: 'idempotent-webhook-trigger',
+		id: 'ShotsTrigger0001',
+		name: 'Stripe events (Idempotent Webhook trigger)',
+		path: 'shots-trigger',
+		webhookId: '5c0e0000-0000-4000-8000-00000000b001',
+		triggerType: 'n8n-nodes-idempotency.idempotentWebhook',
+	},
+	{
+		file: 'idempotent-webhook-embedded',
+		id: 'ShotsTemplate001',
+		name: 'Stripe events (webhook template, Reserve and Settle)',
+		path: 'shots-template',
+		webhookId: '5c0e0000-0000-4000-8000-00000000b002',
+		triggerType: 'n8n-nodes-base.webhook',
+	},
 ];
-function burstWorkflow(flow, apiUrl) {
-	const template = JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, `${flow.file}.json`), 'utf8'));
+function burstWorkflow(flow: (typeof BURST_FLOWS)[number], apiUrl: string): ShotWorkflow {
+	const template = JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, `${flow.file}.json`), 'utf8')) as ShotWorkflow;
 	const nodes = template.nodes.map((node) => {
 		if (node.type === flow.triggerType) return { ...node, webhookId: flow.webhookId, parameters: { ...node.parameters, path: flow.path } };
 		if (node.name === 'Business Step (call your API)') return { ...node, parameters: { ...node.parameters, url: apiUrl } };
@@ -56,15 +148,35 @@ function burstWorkflow(flow, apiUrl) {
 	return { ...template, id: flow.id, name: flow.name, nodes };
 }
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1].toLowerCase() : undefined;
-const wanted = (...names) => !only || names.some((name) => name.toLowerCase().includes(only));
+const wanted = (...names: string[]): boolean => !only || names.some((name) => name.toLowerCase().includes(only));
 
 // Panels the templates do not show: [node name, node type, parameters, parameters whose dropdown is
 // shot open, node fields that differ from a version 1 node with the Postgres credential].
-const SHOWCASE_PANELS = [
+const SHOWCASE_PANELS: Array<
+	[name: string, type: string, parameters: Record<string, unknown>, open: string[], node?: Record<string, unknown>]
+> = [
 	// A node added from the panel today: version 2, Store Embedded by default, no credential.
-	['Reserve, new node, Store Embedded', 'idempotencyReserve', { keySource: 'auto', mode: 'permanent', options: { tableName: 'processed_events' } }, ['store'], { typeVersion: 2, credentials: undefined }],
-	['Reserve, new node, Store Postgres', 'idempotencyReserve', { store: 'postgres', keySource: 'auto', mode: 'permanent', options: { schemaName: 'public', tableName: 'processed_events' } }, [], { typeVersion: 2 }],
-	['Order Guard, new node, Store Embedded', 'idempotencyOrderGuard', { objectKey: '={{ $json.body.data.object.id }}', version: '={{ $json.body.created }}', options: {} }, [], { typeVersion: 2, credentials: undefined }],
+	[
+		'Reserve, new node, Store Embedded',
+		'idempotencyReserve',
+		{ keySource: 'auto', mode: 'permanent', options: { tableName: 'processed_events' } },
+		['store'],
+		{ typeVersion: 2, credentials: undefined },
+	],
+	[
+		'Reserve, new node, Store Postgres',
+		'idempotencyReserve',
+		{ store: 'postgres', keySource: 'auto', mode: 'permanent', options: { schemaName: 'public', tableName: 'processed_events' } },
+		[],
+		{ typeVersion: 2 },
+	],
+	[
+		'Order Guard, new node, Store Embedded',
+		'idempotencyOrderGuard',
+		{ objectKey: '={{ $json.body.data.object.id }}', version: '={{ $json.body.created }}', options: {} },
+		[],
+		{ typeVersion: 2, credentials: undefined },
+	],
 	[
 		'Reserve, Key Source Field, every option',
 		'idempotencyReserve',
@@ -74,35 +186,79 @@ const SHOWCASE_PANELS = [
 			keyPrefix: 'stripe:',
 			mode: 'lease',
 			leaseSeconds: 300,
-			options: { output: 'full', storePayload: true, maxPayloadKb: 256, source: 'stripe', correlationId: 'header', correlationHeader: 'X-Request-ID', scope: 'billing', payloadFingerprint: 'flag', manualRuns: 'testScope', onStoreUnavailable: 'fail', onMissingKey: 'error', retentionDays: 30 },
+			options: {
+				output: 'full',
+				storePayload: true,
+				maxPayloadKb: 256,
+				source: 'stripe',
+				correlationId: 'header',
+				correlationHeader: 'X-Request-ID',
+				scope: 'billing',
+				payloadFingerprint: 'flag',
+				manualRuns: 'testScope',
+				onStoreUnavailable: 'fail',
+				onMissingKey: 'error',
+				retentionDays: 30,
+			},
 		},
 		['keySource', 'correlationId', 'output', 'onStoreUnavailable'],
 	],
-	['Reserve, Provider Preset', 'idempotencyReserve', { keySource: 'preset', preset: 'github', mode: 'permanent', options: {} }, ['preset', 'mode']],
+	[
+		'Reserve, Provider Preset',
+		'idempotencyReserve',
+		{ keySource: 'preset', preset: 'github', mode: 'permanent', options: {} },
+		['preset', 'mode'],
+	],
 	['Key, Claim for Replay', 'idempotencyKey', { operation: 'claimForReplay', replayKey: '={{ $json.key }}', options: {} }, ['operation']],
 	['Key, Mark Failed, Failed Execution', 'idempotencyKey', { operation: 'fail', source: 'execution', options: {} }, ['source']],
 	['Key, Mark Failed, Reserve (Paired Item)', 'idempotencyKey', { operation: 'fail', source: 'reserveNode', options: {} }, []],
 	['Key, Release, Failed Execution', 'idempotencyKey', { operation: 'release', source: 'execution', options: {} }, []],
 	['Key, Complete, Reserve (Paired Item)', 'idempotencyKey', { operation: 'complete', source: 'reserveNode', options: {} }, ['source']],
-	['Key, List Keys, Replayable', 'idempotencyKey', { operation: 'listKeys', listFilters: { status: 'replayable', stuckLeasesOnly: false, olderThanHours: 1 }, options: {} }, ['status']],
+	[
+		'Key, List Keys, Replayable',
+		'idempotencyKey',
+		{ operation: 'listKeys', listFilters: { status: 'replayable', stuckLeasesOnly: false, olderThanHours: 1 }, options: {} },
+		['status'],
+	],
 	['Key, Get Key', 'idempotencyKey', { operation: 'getKey', lookupKey: 'stripe:evt_1', options: {} }, []],
 	// The trigger with what a user changes first: the caller check, the key source, the mode.
 	[
 		'Idempotent Webhook trigger, Header Auth, Lease',
 		'idempotentWebhook',
-		{ httpMethod: 'POST', path: 'stripe-events', authentication: 'headerAuth', scheme: 'stripe', toleranceSeconds: 300, store: 'embedded', keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { scope: 'billing' } },
+		{
+			httpMethod: 'POST',
+			path: 'stripe-events',
+			authentication: 'headerAuth',
+			scheme: 'stripe',
+			toleranceSeconds: 300,
+			store: 'embedded',
+			keySource: 'auto',
+			mode: 'lease',
+			leaseSeconds: 300,
+			options: { scope: 'billing' },
+		},
 		['authentication', 'scheme', 'keySource', 'mode'],
-		{ webhookId: '5c0e0000-0000-4000-8000-00000000a001', credentials: { webhookSignatureApi: { id: 'webhookSig01', name: 'Webhook Signature Secret' } } },
+		{
+			webhookId: '5c0e0000-0000-4000-8000-00000000a001',
+			credentials: { webhookSignatureApi: { id: 'webhookSig01', name: 'Webhook Signature Secret' } },
+		},
 	],
 	[
 		'Execute Query, Key Source Field, options',
 		'idempotencyExecuteQuery',
-		{ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:', query: 'insert into payments (event_key) values ($1)', queryParameters: '={{ [$json.idempotency.key] }}', options: { scope: 'billing', retentionDays: 30, onMissingKey: 'error' } },
+		{
+			keySource: 'field',
+			keyField: 'body.id',
+			keyPrefix: 'evt:',
+			query: 'insert into payments (event_key) values ($1)',
+			queryParameters: '={{ [$json.idempotency.key] }}',
+			options: { scope: 'billing', retentionDays: 30, onMissingKey: 'error' },
+		},
 		[],
 	],
 ];
 const CREDENTIAL = { idempotencyPostgresApi: { id: 'idempotencyPg01', name: 'Idempotency Postgres' } };
-const SHOWCASE = {
+const SHOWCASE: Shot = {
 	file: 'showcase',
 	json: {
 		id: 'IdemShowcase0001',
@@ -123,7 +279,7 @@ const SHOWCASE = {
 	open: Object.fromEntries(SHOWCASE_PANELS.map(([name, , , open]) => [name, open])),
 };
 
-async function main() {
+async function main(): Promise<void> {
 	fs.mkdirSync(OUT, { recursive: true });
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'editor-shots-stack-'));
 	const burst = wanted('executions', 'trigger');
@@ -136,14 +292,23 @@ async function main() {
 		credentials: stack.templateCredentials,
 		workflows: [
 			...[...readTemplates(), SHOWCASE].map(({ json }) => ({ json, publish: false })),
-			...(burst ? BURST_FLOWS.map((flow) => ({ json: burstWorkflow(flow, api.url), publish: true })) : []),
+			...(api ? BURST_FLOWS.map((flow) => ({ json: burstWorkflow(flow, api.url), publish: true })) : []),
 		],
 		readyWebhooks: burst ? BURST_FLOWS.map((flow) => flow.path) : [],
 		log,
 	});
 	const browser = await chromium.launch({
 		executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+		args: [
+			'--headless',
+			'--no-sandbox',
+			'--disable-gpu',
+			'--disable-quic',
+			'--no-first-run',
+			'--disable-background-networking',
+			'--disable-component-update',
+			'--disable-sync',
+		],
 	});
 	try {
 		await stack.restClient(running.baseUrl).ownerLogin(OWNER); // creates the owner
@@ -175,7 +340,8 @@ async function main() {
 			const importDir = path.join(workDir, 'again');
 			fs.rmSync(importDir, { recursive: true, force: true });
 			fs.mkdirSync(importDir);
-			for (const { json } of [...readTemplates(), SHOWCASE]) fs.writeFileSync(path.join(importDir, `${json.id}.json`), JSON.stringify(json));
+			for (const { json } of [...readTemplates(), SHOWCASE])
+				fs.writeFileSync(path.join(importDir, `${json.id}.json`), JSON.stringify(json));
 			await running.cli(['import:workflow', '--separate', `--input=${importDir}`]);
 			await shootAll(page);
 		}
@@ -191,7 +357,7 @@ const CANVAS_VIEWPORT = { width: 1920, height: 1080 };
 // Tall enough for the longest parameter list without scrolling the panel.
 const PANEL_VIEWPORT = { width: 1920, height: 2000 };
 
-async function shootAll(page) {
+async function shootAll(page: Page): Promise<void> {
 	for (const { file, json, open } of [...readTemplates(), SHOWCASE]) {
 		const panels = json.nodes.filter((n) => OURS.test(n.type) && wanted(file, n.name));
 		if (!wanted(file) && panels.length === 0) continue;
@@ -229,9 +395,20 @@ async function shootAll(page) {
 				const dropdown = path.join(OUT, `node-${file}--${safe}--${parameter}-open.png`);
 				// Cropped to the parameter column and the open list, at device scale: readable when viewed.
 				const column = await page.locator('[data-test-id="node-parameters"]').first().boundingBox();
-				const list = await page.locator('.el-select-dropdown:visible, .el-popper:visible').last().boundingBox().catch(() => null);
+				const list = await page
+					.locator('.el-select-dropdown:visible, .el-popper:visible')
+					.last()
+					.boundingBox()
+					.catch(() => null);
 				const bottom = Math.max(column ? column.y + 200 : 0, list ? list.y + list.height + 20 : 0);
-				const clip = column ? { x: Math.max(0, column.x - 10), y: 0, width: Math.max(column.width, list ? list.x + list.width - column.x : 0) + 20, height: Math.min(PANEL_VIEWPORT.height, bottom) } : undefined;
+				const clip = column
+					? {
+							x: Math.max(0, column.x - 10),
+							y: 0,
+							width: Math.max(column.width, list ? list.x + list.width - column.x : 0) + 20,
+							height: Math.min(PANEL_VIEWPORT.height, bottom),
+						}
+					: undefined;
 				await page.screenshot({ path: dropdown, clip });
 				log(dropdown);
 				await page.keyboard.press('Escape');
@@ -246,14 +423,26 @@ async function shootAll(page) {
  * One Stripe event, then BURST.copies copies of it signed anew (a provider retrying), into each
  * published flow; then each workflow's executions list as a user opens it.
  */
-async function shootExecutionsAfterBurst(page, running) {
+async function shootExecutionsAfterBurst(page: Page, running: stack.Stack): Promise<void> {
 	for (const flow of BURST_FLOWS) {
 		const url = running.webhookUrl(flow.path);
-		const event = { id: `evt_shots_${flow.path.replace(/-/g, '_')}_${Date.now()}`, object: 'event', type: 'invoice.paid', data: { object: { id: 'in_1QabcDEF', amount_paid: 3600 } } };
+		const event = {
+			id: `evt_shots_${flow.path.replace(/-/g, '_')}_${Date.now()}`,
+			object: 'event',
+			type: 'invoice.paid',
+			data: { object: { id: 'in_1QabcDEF', amount_paid: 3600 } },
+		};
 		const answers = [await stack.deliver(url, event)];
 		for (let i = 0; i < BURST.copies; i++) answers.push(await stack.deliver(url, event));
-		const tally = answers.reduce((counts, a) => ({ ...counts, [`${a.status} ${a.outcome}`]: (counts[`${a.status} ${a.outcome}`] ?? 0) + 1 }), {});
-		const executions = await stack.withClient(running.n8nDbUrl, async (client) => (await client.query('SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1', [flow.id])).rows[0].n);
+		const tally = answers.reduce<Record<string, number>>(
+			(counts, a) => ({ ...counts, [`${a.status} ${a.outcome}`]: (counts[`${a.status} ${a.outcome}`] ?? 0) + 1 }),
+			{},
+		);
+		const executions = await stack.withClient(
+			running.n8nDbUrl,
+			async (client) =>
+				(await client.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1', [flow.id])).rows[0].n,
+		);
 		log(`${flow.file}: ${answers.length} deliveries answered ${JSON.stringify(tally)}; ${executions} execution(s) in n8n's database`);
 		await page.setViewportSize({ width: 1280, height: 800 });
 		await page.goto(`/workflow/${flow.id}/executions`);
@@ -269,16 +458,20 @@ async function shootExecutionsAfterBurst(page, running) {
  * n8n 2.x opens a "Production Checklist" over a published workflow's executions; a click outside it
  * closes it (on the word "Executions", which opens nothing else), as a user would.
  */
-async function closeChecklist(page) {
+async function closeChecklist(page: Page): Promise<void> {
 	const title = page.getByText('Production Checklist', { exact: true });
 	if (!(await title.isVisible().catch(() => false))) return;
-	await page.getByText('Executions', { exact: true }).first().click().catch(() => undefined);
+	await page
+		.getByText('Executions', { exact: true })
+		.first()
+		.click()
+		.catch(() => undefined);
 	await page.waitForTimeout(500);
 	if (await title.isVisible().catch(() => false)) log('the Production Checklist would not close: it covers part of the shot');
 }
 
 /** Per sticky note: does its text fit the note (n8n hides what overflows), and does each code line fit its block? */
-async function measureNotes(page, file) {
+async function measureNotes(page: Page, file: string): Promise<void> {
 	const notes = await page.$$eval('[data-test-id="sticky"]', (stickies) =>
 		stickies.map((sticky) => {
 			// Layout px are canvas px: the canvas zooms with a CSS transform (scale: screen px per canvas px).
@@ -295,16 +488,25 @@ async function measureNotes(page, file) {
 				const context = document.createElement('canvas').getContext('2d');
 				context.font = style.font;
 				const inner = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-				return { chars: line.length, text: context.measureText(line).width, inner, charWidth: context.measureText('x'.repeat(100)).width / 100 };
+				return {
+					chars: line.length,
+					text: context.measureText(line).width,
+					inner,
+					charWidth: context.measureText('x'.repeat(100)).width / 100,
+				};
 			});
 			return { heading, box: sticky.clientHeight, used, code };
 		}),
 	);
 	for (const note of notes) {
 		const room = note.box - note.used;
-		log(`${file}: note "${note.heading.trim()}": text ${room < 0 ? `OVERFLOWS by ${-room}` : `fits, ${room}`} px (text ${note.used} px in ${note.box} px)`);
+		log(
+			`${file}: note "${note.heading.trim()}": text ${room < 0 ? `OVERFLOWS by ${-room}` : `fits, ${room}`} px (text ${note.used} px in ${note.box} px)`,
+		);
 		for (const b of note.code) {
-			log(`${file}:   code ${b.text > b.inner ? 'CLIPPED' : 'fits'}: ${b.chars} chars = ${b.text.toFixed(0)} px in ${b.inner.toFixed(0)} px (${b.charWidth.toFixed(2)} px/char)`);
+			log(
+				`${file}:   code ${b.text > b.inner ? 'CLIPPED' : 'fits'}: ${b.chars} chars = ${b.text.toFixed(0)} px in ${b.inner.toFixed(0)} px (${b.charWidth.toFixed(2)} px/char)`,
+			);
 		}
 	}
 }

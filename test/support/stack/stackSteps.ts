@@ -1,27 +1,51 @@
 // The steps startStack (n8nStack.js) takes before and after the n8n processes run: the user
 // folders with this package installed, the databases, Redis, and the wait until n8n serves the
 // published workflows. Each step that starts something pushes its stop onto `stoppers`.
-// Plain CommonJS, Node 20 compatible.
-const crypto = require('node:crypto');
-const fs = require('node:fs');
-const path = require('node:path');
-const { startPostgres } = require('./postgresServer');
-const { startRedis } = require('./redisServer');
-const { livePostgresDirs, sleep } = require('./childProcesses');
-const { PACKAGE_NAME, buildAndPack, installPackage, installExtraPackage } = require('./n8nInstall');
-const { withClient, ensureDatabase, parseUrl, webhookRegistered, waitForPublishedVersions } = require('./n8nDatabase');
-const n8nVersions = require('./n8nVersion');
+// Node 20 compatible.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startPostgres, type PostgresServer } from './postgresServer';
+import { startRedis, type RedisServer } from './redisServer';
+import { livePostgresDirs, sleep } from './childProcesses';
+import { PACKAGE_NAME, buildAndPack, installPackage, installExtraPackage } from './n8nInstall';
+import { withClient, ensureDatabase, parseUrl, webhookRegistered, waitForPublishedVersions, type DatabaseSettings } from './n8nDatabase';
+import type { ReadWorkflow } from './n8nCli';
+import type { N8nProcesses } from './n8nProcesses';
+import type { StackOptions, Topology } from './n8nStack';
+import * as n8nVersions from './n8nVersion';
+
+type Log = (line: string) => void;
+
+/** What a stack's setupSql and credentials options receive. */
+export interface StackContext {
+	appUrl: string;
+	app: DatabaseSettings;
+	pgUrl: string;
+	n8nDbUrl: string;
+	workDir: string;
+	packageDir: string | null;
+}
+
+/** The stop functions of what a stack started, run last first by stop(). */
+export interface StopList {
+	push: (fn: () => unknown) => number;
+	stop: () => Promise<void>;
+}
 
 /** Runs the pushed stop functions last first; a failing one is logged and the rest still run. */
-function stopList(log) {
-	const stoppers = [];
+export function stopList(log: Log): StopList {
+	const stoppers: Array<() => unknown> = [];
 	const stop = async () => {
 		while (stoppers.length) {
-			const fn = stoppers.pop();
+			const fn = stoppers.pop() as () => unknown;
 			try {
 				await fn();
 			} catch (error) {
-				log(`cleanup step failed: ${error.message}`);
+				// Not `instanceof Error`: in a jest sandbox, errors of Node's own modules come from another realm.
+				log(
+					`cleanup step failed: ${typeof error === 'object' && error !== null && 'message' in error ? String(error.message) : String(error)}`,
+				);
 			}
 		}
 	};
@@ -29,7 +53,7 @@ function stopList(log) {
 }
 
 /** One user folder per n8n process, as on separate hosts: main's and one per worker (created). */
-function userFolders(workDir, workerCount) {
+export function userFolders(workDir: string, workerCount: number): { userFolder: string; workerFolders: string[] } {
 	const userFolder = path.join(workDir, 'n8n-user');
 	const workerFolders = Array.from({ length: workerCount }, (_, i) => path.join(workDir, `n8n-worker-${i + 1}`));
 	for (const folder of [userFolder, ...workerFolders]) fs.mkdirSync(folder, { recursive: true });
@@ -41,7 +65,19 @@ function userFolders(workDir, workerCount) {
  * when given), each worker's nodes folder a link to it. Returns { tarball, packageDir }, both null
  * when `installPackage` is false.
  */
-function installThisPackage({ workDir, userFolder, workerFolders, options, log }) {
+export function installThisPackage({
+	workDir,
+	userFolder,
+	workerFolders,
+	options,
+	log,
+}: {
+	workDir: string;
+	userFolder: string;
+	workerFolders: string[];
+	options: Pick<StackOptions, 'installPackage' | 'build' | 'nodesCacheDir' | 'extraPackages'>;
+	log: Log;
+}): { tarball: string | null; packageDir: string | null } {
 	if (options.installPackage === false) return { tarball: null, packageDir: null };
 	const tarball = buildAndPack({ outDir: path.join(workDir, 'pack'), build: options.build ?? 'auto', log });
 	if (options.nodesCacheDir) {
@@ -61,7 +97,8 @@ function installThisPackage({ workDir, userFolder, workerFolders, options, log }
 	}
 	// Other packages beside this one (a benchmark's floor node): into this run's folder, never the cache.
 	if (options.extraPackages?.length && options.nodesCacheDir) throw new Error('extraPackages cannot go into a shared nodesCacheDir');
-	for (const packageDir of options.extraPackages ?? []) installExtraPackage({ userFolder, packageDir, outDir: path.join(workDir, 'pack'), log });
+	for (const packageDir of options.extraPackages ?? [])
+		installExtraPackage({ userFolder, packageDir, outDir: path.join(workDir, 'pack'), log });
 	// Each worker sees main's nodes folder through a symlink, as containers share one mounted
 	// nodes volume: the same installed files, without a second install (and its removal) per worker.
 	for (const folder of workerFolders) {
@@ -78,11 +115,23 @@ function installThisPackage({ workDir, userFolder, workerFolders, options, log }
  * (created; recreated with `recreateDbs`), then `setupSql` on the app database. Returns { pg,
  * n8nDbUrl, appUrl, app, ctx } — `ctx` is what setupSql and the credentials option receive.
  */
-async function startDatabases({ workDir, packageDir, options, stoppers, log }) {
+export async function startDatabases({
+	workDir,
+	packageDir,
+	options,
+	stoppers,
+	log,
+}: {
+	workDir: string;
+	packageDir: string | null;
+	options: Pick<StackOptions, 'pgDir' | 'postgresUrl' | 'persistentPg' | 'pgPort' | 'dbNames' | 'recreateDbs' | 'setupSql'>;
+	stoppers: StopList;
+	log: Log;
+}): Promise<{ pg: PostgresServer; n8nDbUrl: string; appUrl: string; app: DatabaseSettings; ctx: StackContext }> {
 	log('starting Postgres…');
 	const pgDir = options.pgDir ?? path.join(workDir, 'pg');
 	fs.mkdirSync(path.dirname(pgDir), { recursive: true });
-	const pg = options.postgresUrl
+	const pg: PostgresServer = options.postgresUrl
 		? { url: options.postgresUrl, external: true, stop: async () => {} }
 		: await startPostgres({ baseDir: pgDir, persistent: options.persistentPg ?? false, port: options.pgPort });
 	if (!pg.external) {
@@ -96,13 +145,24 @@ async function startDatabases({ workDir, packageDir, options, stoppers, log }) {
 	const n8nDbUrl = await ensureDatabase(pg.url, dbNames.n8n, { recreate: options.recreateDbs });
 	const appUrl = await ensureDatabase(pg.url, dbNames.app, { recreate: options.recreateDbs });
 	const app = parseUrl(appUrl);
-	const ctx = { appUrl, app, pgUrl: pg.url, n8nDbUrl, workDir, packageDir };
-	if (options.setupSql) await withClient(appUrl, (client) => options.setupSql(client, ctx));
+	const ctx: StackContext = { appUrl, app, pgUrl: pg.url, n8nDbUrl, workDir, packageDir };
+	const { setupSql } = options;
+	if (setupSql) await withClient(appUrl, (client) => setupSql(client, ctx));
 	return { pg, n8nDbUrl, appUrl, app, ctx };
 }
 
 /** Redis for queue mode (null otherwise). */
-async function startQueueRedis({ topology, workDir, stoppers, log }) {
+export async function startQueueRedis({
+	topology,
+	workDir,
+	stoppers,
+	log,
+}: {
+	topology: Topology;
+	workDir: string;
+	stoppers: StopList;
+	log: Log;
+}): Promise<RedisServer | null> {
 	if (topology !== 'queue') return null;
 	log('starting Redis…');
 	const redis = await startRedis({ dir: path.join(workDir, 'redis'), log });
@@ -115,7 +175,27 @@ async function startQueueRedis({ topology, workDir, stoppers, log }) {
  * activates published workflows through its publication outbox a few seconds after start; a
  * production webhook exists once its row is in webhook_entity), then the published versions active.
  */
-async function waitUntilServing({ n8nDbUrl, readyWebhooks = [], workflows, n8nVersion, processes, startTimeoutMs, deadline, logFile, log }) {
+export async function waitUntilServing({
+	n8nDbUrl,
+	readyWebhooks = [],
+	workflows,
+	n8nVersion,
+	processes,
+	startTimeoutMs,
+	deadline,
+	logFile,
+	log,
+}: {
+	n8nDbUrl: string;
+	readyWebhooks?: string[];
+	workflows: ReadWorkflow[];
+	n8nVersion: string;
+	processes: Pick<N8nProcesses, 'main'>;
+	startTimeoutMs: number;
+	deadline: number;
+	logFile: string;
+	log: Log;
+}): Promise<void> {
 	const until = Date.now() + startTimeoutMs;
 	for (const probe of readyWebhooks) {
 		while (!(await webhookRegistered(n8nDbUrl, probe))) {
@@ -126,8 +206,10 @@ async function waitUntilServing({ n8nDbUrl, readyWebhooks = [], workflows, n8nVe
 	}
 	const published = workflows.filter((entry) => entry.publish).map((entry) => entry.json.id);
 	if (published.length && n8nVersions.activatesThroughPublication(n8nVersion)) {
-		await waitForPublishedVersions(n8nDbUrl, published, { deadline: Math.max(until, deadline), isExited: () => processes.main.exited, log });
+		await waitForPublishedVersions(n8nDbUrl, published, {
+			deadline: Math.max(until, deadline),
+			isExited: () => processes.main.exited,
+			log,
+		});
 	}
 }
-
-module.exports = { stopList, userFolders, installThisPackage, startDatabases, startQueueRedis, waitUntilServing };

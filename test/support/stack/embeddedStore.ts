@@ -1,13 +1,13 @@
 // Reads the embedded key store that n8n's nodes wrote, from outside n8n: the demo prints its keys,
 // the end-to-end tests check them. The file is read through the installed package's own store
 // (dist/lib/store/embedded) in a child process on n8n's Node.js: node:sqlite needs Node 22.13+, and the
-// process calling this may run an older one. Plain CommonJS, Node 20 compatible.
-const { spawn } = require('node:child_process');
-const fs = require('node:fs');
-const path = require('node:path');
+// process calling this may run an older one. Node 20 compatible.
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 
 /** The package's key file under an n8n user folder (where the nodes put it: n8n folder/storage/n8n-nodes-idempotency/keys.sqlite). */
-function embeddedStoreFile(userFolder) {
+export function embeddedStoreFile(userFolder: string): string {
 	return path.join(userFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
 }
 
@@ -26,30 +26,53 @@ const READER = `
 	})().catch((error) => { process.stderr.write(String(error.stack ?? error)); process.exit(1); });
 `;
 
+/** One read of readEmbeddedStore: `op` and its `arg` (a string is passed as it is, anything else as JSON). */
+export interface EmbeddedRead {
+	/** The folder of n8n's `node`; the current Node when not given. */
+	nodeBin?: string | null;
+	packageDir: string;
+	file: string;
+	op: 'getKeys' | 'stats' | 'listKeys';
+	arg: unknown;
+}
+
 /**
  * Runs one read on an existing store file: op 'getKeys' (arg: key list) → records, 'stats' (arg:
  * window hours) → counts, 'listKeys' (arg: page size) → { keys, nextAfterKey }. `nodeBin` is the
  * folder of n8n's `node`; `packageDir` the installed package. Never creates a file: returns null
  * when there is none yet (a file made here would carry a store id of its own).
  */
-function readEmbeddedStore({ nodeBin, packageDir, file, op, arg }) {
+export function readEmbeddedStore<T = unknown>({ nodeBin, packageDir, file, op, arg }: EmbeddedRead): Promise<T | null> {
 	if (!fs.existsSync(file)) return Promise.resolve(null);
 	return new Promise((resolve, reject) => {
 		const node = nodeBin ? path.join(nodeBin, 'node') : process.execPath;
-		const child = spawn(node, ['-e', READER, packageDir, file, op, typeof arg === 'string' ? arg : JSON.stringify(arg)], { stdio: ['ignore', 'pipe', 'pipe'] });
+		const child = spawn(node, ['-e', READER, packageDir, file, op, typeof arg === 'string' ? arg : JSON.stringify(arg)], {
+			stdio: ['ignore', 'pipe', 'pipe'],
+		});
 		let stdout = '';
 		let stderr = '';
-		child.stdout.on('data', (chunk) => (stdout += chunk));
-		child.stderr.on('data', (chunk) => (stderr += chunk));
+		child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+		child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
 		child.on('error', reject);
-		child.on('close', (code) => (code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`reading ${file} failed (exit ${code}): ${stderr.slice(-2000)}`))));
+		child.on('close', (code) =>
+			code === 0 ? resolve(JSON.parse(stdout) as T) : reject(new Error(`reading ${file} failed (exit ${code}): ${stderr.slice(-2000)}`)),
+		);
 	});
 }
 
 /** Runs `script` to completion on n8n's Node (`nodeBin`) with the installed package's folder and `args` as its arguments; its stdout. */
-function runWithPackage({ nodeBin, packageDir, script, args = [] }) {
+function runWithPackage({
+	nodeBin,
+	packageDir,
+	script,
+	args = [],
+}: {
+	nodeBin?: string | null;
+	packageDir: string;
+	script: string;
+	args?: string[];
+}): string {
 	const node = nodeBin ? path.join(nodeBin, 'node') : process.execPath;
-	const { execFileSync } = require('node:child_process');
 	return execFileSync(node, ['-e', script, packageDir, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
@@ -58,7 +81,7 @@ function runWithPackage({ nodeBin, packageDir, script, args = [] }) {
  * store id: what a user running queue mode on one host sets as IDEMPOTENCY_EMBEDDED_STORE_ID on
  * main and every worker (the nodes' refusal names the same id).
  */
-function createEmbeddedStore({ nodeBin, packageDir, file }) {
+export function createEmbeddedStore({ nodeBin, packageDir, file }: { nodeBin?: string | null; packageDir: string; file: string }): string {
 	const script = `const e = require(require('node:path').join(process.argv[1], 'dist', 'lib', 'store', 'embedded')); process.stdout.write(e.embeddedStoreId(process.argv[2])); e.closeEmbeddedStores();`;
 	return runWithPackage({ nodeBin, packageDir, script, args: [file] }).trim();
 }
@@ -67,7 +90,17 @@ function createEmbeddedStore({ nodeBin, packageDir, file }) {
  * Writes completed keys straight into the key table of `file` (created through the installed
  * package first), as SQL backdating does on Postgres: `rows` are [key, firstSeenMs, expiresAtMs].
  */
-function insertCompletedKeys({ nodeBin, packageDir, file, rows }) {
+export function insertCompletedKeys({
+	nodeBin,
+	packageDir,
+	file,
+	rows,
+}: {
+	nodeBin?: string | null;
+	packageDir: string;
+	file: string;
+	rows: Array<[key: string, firstSeenMs: number, expiresAtMs: number]>;
+}): void {
 	const script = `
 		const [pkgDir, file, rows] = process.argv.slice(1);
 		const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'store', 'embedded'));
@@ -85,5 +118,3 @@ function insertCompletedKeys({ nodeBin, packageDir, file, rows }) {
 	`;
 	runWithPackage({ nodeBin, packageDir, script, args: [file, JSON.stringify(rows)] });
 }
-
-module.exports = { embeddedStoreFile, readEmbeddedStore, createEmbeddedStore, insertCompletedKeys };

@@ -4,19 +4,19 @@
 // other package (the package's dependency `pg`) is proxied from the registry npm is configured with.
 // verdaccio is installed from npm once into the cache beside n8n (like scripts/ensure-n8n.sh) and
 // runs on the Node that runs n8n (verdaccio 6 needs Node >= 22; the host may have 20).
-// Plain CommonJS, Node 20 compatible.
-const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
-const { freePort } = require('./postgresServer');
-const { spawnService } = require('./childProcesses');
-const { CACHE_DIR, installIntoCache } = require('./cache');
+// Node 20 compatible.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from './postgresServer';
+import { spawnService } from './childProcesses';
+import { CACHE_DIR, installIntoCache } from './cache';
 
-const VERDACCIO_VERSION = '6.10.4';
+export const VERDACCIO_VERSION = '6.10.4';
 
 /** The registry npm itself uses here: verdaccio proxies everything but the package under test from it. */
-function upstreamRegistry() {
+export function upstreamRegistry(): string {
 	const result = spawnSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8', cwd: os.tmpdir() });
 	const url = (result.stdout ?? '').trim();
 	return /^https?:\/\//.test(url) ? url : 'https://registry.npmjs.org/';
@@ -27,7 +27,7 @@ function upstreamRegistry() {
  * verdaccio's dependency tree asks for a node-fetch 2 pre-release that the registry does not
  * serve; the override pins the released 2.7.0 (same API).
  */
-function ensureVerdaccio({ nodeBin, log = () => {} }) {
+export function ensureVerdaccio({ nodeBin, log = () => {} }: { nodeBin: string; log?: (line: string) => void }): string {
 	const dir = path.join(CACHE_DIR, `verdaccio-${VERDACCIO_VERSION}`);
 	const entry = path.join(dir, 'node_modules', 'verdaccio', 'bin', 'verdaccio');
 	installIntoCache({
@@ -42,7 +42,17 @@ function ensureVerdaccio({ nodeBin, log = () => {} }) {
 	return entry;
 }
 
-function registryConfig({ dir, port, packageName, upstream }) {
+function registryConfig({
+	dir,
+	port,
+	packageName,
+	upstream,
+}: {
+	dir: string;
+	port: number;
+	packageName: string;
+	upstream: string;
+}): string {
 	// JSON is YAML: no YAML writer needed.
 	return JSON.stringify(
 		{
@@ -64,12 +74,33 @@ function registryConfig({ dir, port, packageName, upstream }) {
 	);
 }
 
+/** A running local registry: its URL and port, publish(tarballOrDir, { tag }), its log and stop(). */
+export interface LocalRegistry {
+	url: string;
+	port: number;
+	publish: (target: string, options?: { tag?: string }) => void;
+	logFile: string;
+	stop: () => Promise<void>;
+}
+
 /**
  * Starts verdaccio with its storage in `dir`. Returns { url, publish(tarballOrDir, { tag }), stop() }.
  * Publishing runs the host's npm with a throw-away user config holding the token of a user created
  * on this registry (nothing is written to the user's ~/.npmrc).
  */
-async function startLocalRegistry({ dir, nodeBin, packageName, log = () => {}, startTimeoutMs = 60000 }) {
+export async function startLocalRegistry({
+	dir,
+	nodeBin,
+	packageName,
+	log = () => {},
+	startTimeoutMs = 60000,
+}: {
+	dir: string;
+	nodeBin: string;
+	packageName: string;
+	log?: (line: string) => void;
+	startTimeoutMs?: number;
+}): Promise<LocalRegistry> {
 	const entry = ensureVerdaccio({ nodeBin, log });
 	fs.mkdirSync(dir, { recursive: true });
 	const port = await freePort();
@@ -93,19 +124,32 @@ async function startLocalRegistry({ dir, nodeBin, packageName, log = () => {}, s
 		headers: { 'content-type': 'application/json' },
 		body: JSON.stringify({ _id: `org.couchdb.user:${user.name}`, name: user.name, password: user.password, type: 'user', roles: [] }),
 	});
-	const { token } = await created.json();
+	const { token } = (await created.json()) as { token?: string };
 	if (!created.ok || !token) throw new Error(`creating a publisher on the local registry failed (${created.status})`);
 	const userConfig = path.join(dir, 'publisher.npmrc');
 	fs.writeFileSync(userConfig, `registry=${url}/\n//127.0.0.1:${port}/:_authToken=${token}\n`, { mode: 0o600 });
 
 	/** `npm publish` of a tarball or package folder; scripts never run (the tarball is already built). */
-	const publish = (target, { tag = 'latest' } = {}) => {
+	const publish = (target: string, { tag = 'latest' }: { tag?: string } = {}) => {
 		const result = spawnSync(
 			'npm',
-			['publish', target, '--registry', `${url}/`, '--userconfig', userConfig, '--tag', tag, '--ignore-scripts', '--no-provenance', '--loglevel=error'],
+			[
+				'publish',
+				target,
+				'--registry',
+				`${url}/`,
+				'--userconfig',
+				userConfig,
+				'--tag',
+				tag,
+				'--ignore-scripts',
+				'--no-provenance',
+				'--loglevel=error',
+			],
 			{ cwd: dir, encoding: 'utf8', env: Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_config_/i.test(key))) },
 		);
-		if (result.status !== 0) throw new Error(`npm publish ${target} failed (exit ${result.status}):\n${`${result.stdout}${result.stderr}`.slice(-3000)}`);
+		if (result.status !== 0)
+			throw new Error(`npm publish ${target} failed (exit ${result.status}):\n${`${result.stdout}${result.stderr}`.slice(-3000)}`);
 	};
 
 	return { url, port, publish, logFile: service.logFile, stop: () => service.stop({ graceMs: 5000 }) };
@@ -115,15 +159,13 @@ async function startLocalRegistry({ dir, nodeBin, packageName, log = () => {}, s
  * A copy of a packed tarball's package with another version, ready for `publish` (a folder): the
  * same files, as a maintainer's next release of the same build would be.
  */
-function repackWithVersion({ tarball, version, dir }) {
+export function repackWithVersion({ tarball, version, dir }: { tarball: string; version: string; dir: string }): string {
 	fs.rmSync(dir, { recursive: true, force: true });
 	fs.mkdirSync(dir, { recursive: true });
 	const untar = spawnSync('tar', ['-xzf', tarball, '-C', dir, '--strip-components=1'], { encoding: 'utf8' });
 	if (untar.status !== 0) throw new Error(`extracting ${tarball} failed: ${untar.stderr}`);
 	const manifestFile = path.join(dir, 'package.json');
-	const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
+	const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as Record<string, unknown>;
 	fs.writeFileSync(manifestFile, `${JSON.stringify({ ...manifest, version }, null, 2)}\n`);
 	return dir;
 }
-
-module.exports = { VERDACCIO_VERSION, ensureVerdaccio, startLocalRegistry, repackWithVersion, upstreamRegistry };

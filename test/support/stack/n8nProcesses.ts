@@ -2,28 +2,104 @@
 // in its own user folder (separate hosts) or all in main's (one host), and optionally one `n8n
 // webhook` process (main's user folder: one host) that receives production webhooks on a port of its
 // own and queues their executions for the workers. Started, listed, restarted and stopped here.
-// Plain CommonJS, Node 20 compatible.
-const path = require('node:path');
-const { freePort } = require('./postgresServer');
-const { spawnService, pidAlive } = require('./childProcesses');
+// Node 20 compatible.
+import path from 'node:path';
+import { freePort } from './postgresServer';
+import { spawnService, pidAlive, type ServiceExit, type ServiceHandle } from './childProcesses';
+import type { StackEnvs } from './n8nEnv';
+import type { Topology } from './n8nStack';
 
-const FOLDER_MODES = ['own', 'shared'];
+const FOLDER_MODES = ['own', 'shared'] as const;
 
-function checkFolderMode(mode) {
-	if (!FOLDER_MODES.includes(mode)) throw new Error(`unknown workerFolders: ${mode}`);
-	return mode;
+/** Where the workers run: each in its own user folder ('own', separate hosts) or all in main's ('shared', one host). */
+export type FolderMode = (typeof FOLDER_MODES)[number];
+
+export function checkFolderMode(mode: string): FolderMode {
+	if (!(FOLDER_MODES as readonly string[]).includes(mode)) throw new Error(`unknown workerFolders: ${mode}`);
+	return mode as FolderMode;
+}
+
+/** One n8n process as processes() lists it. */
+export interface ProcessInfo {
+	pid: number;
+	alive: boolean;
+	exited: ServiceExit | null;
+	userFolder: string;
+	logFile?: string;
+}
+
+/** Every n8n process of a stack with its pid and whether it still runs. */
+export interface ProcessList {
+	main: ProcessInfo;
+	workerFolders: FolderMode;
+	workers: Array<ProcessInfo & { index: number | undefined; logFile: string }>;
+	webhook: (ProcessInfo & { url: string; logFile: string }) | null;
+}
+
+export interface N8nProcessesOptions {
+	n8nBin: string;
+	workDir: string;
+	envs: StackEnvs;
+	userFolder: string;
+	workerFolders: string[];
+	folderMode: FolderMode;
+	workerConcurrency: number;
+	workerEnv?: NodeJS.ProcessEnv;
+	baseUrl: string;
+	logFile: string;
+	readyLines: string[];
+	startTimeoutMs: number;
+	topology: Topology;
+	webhookProcess: boolean;
+	log: (line: string) => void;
+}
+
+/** main's, the workers' and the webhook process's restarts, as the stack hands them to tests. */
+export interface N8nProcesses {
+	readonly main: ServiceHandle;
+	workers: ServiceHandle[];
+	readonly folderMode: FolderMode;
+	workerUserFolder: (index: number) => string;
+	startAll: () => Promise<unknown>;
+	list: () => ProcessList;
+	ensureWebhookProcess: () => Promise<{ pid: number; url: string; started: boolean }>;
+	restartWebhookProcess: (options?: {
+		signal?: NodeJS.Signals;
+	}) => Promise<{ oldPid: number; oldExit: ServiceExit | null; newPid: number; url: string; startMs: number }>;
+	restartWorkers: (options: { folders: FolderMode }) => Promise<{ folders: FolderMode; restarted: boolean; ms?: number; pids?: number[] }>;
+	restartMain: (options?: {
+		signal?: NodeJS.Signals;
+	}) => Promise<{ oldPid: number; oldExit: ServiceExit | null; newPid: number; startMs: number }>;
+	startWorker: (index: number) => Promise<{ pid: number }>;
+	stop: () => Promise<void>;
 }
 
 /**
  * main's and the workers' processes. `envs` = { base, main } (n8nEnv.stackEnvs); `folderMode` is
  * where the workers start ('own' | 'shared'), changed by restartWorkers.
  */
-function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folderMode, workerConcurrency, workerEnv, baseUrl, logFile, readyLines, startTimeoutMs, topology, webhookProcess, log }) {
+export function n8nProcesses({
+	n8nBin,
+	workDir,
+	envs,
+	userFolder,
+	workerFolders,
+	folderMode,
+	workerConcurrency,
+	workerEnv,
+	baseUrl,
+	logFile,
+	readyLines,
+	startTimeoutMs,
+	topology,
+	webhookProcess,
+	log,
+}: N8nProcessesOptions): N8nProcesses {
 	let mode = checkFolderMode(folderMode);
-	let main = null;
-	const workers = [];
-	let webhook = null; // { service, port, url }
-	const workerUserFolder = (index) => (mode === 'shared' ? userFolder : workerFolders[index]);
+	let main: ServiceHandle | null = null;
+	const workers: ServiceHandle[] = [];
+	let webhook: { service: ServiceHandle; port: number; url: string } | null = null;
+	const workerUserFolder = (index: number) => (mode === 'shared' ? userFolder : workerFolders[index]);
 
 	const startMain = async () => {
 		log(`starting n8n${topology === 'queue' ? ' main (queue mode)' : ''} on ${baseUrl} (log: ${logFile})…`);
@@ -33,9 +109,9 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 		return service;
 	};
 
-	const startWorker = async (index) => {
+	const startWorker = async (index: number) => {
 		const shared = mode === 'shared';
-		const env = {
+		const env: NodeJS.ProcessEnv = {
 			...envs.base,
 			N8N_USER_FOLDER: workerUserFolder(index),
 			// In one folder each process keeps an event log of its own (n8n names it per process type only).
@@ -59,7 +135,9 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 			url: `http://127.0.0.1:${env.QUEUE_HEALTH_CHECK_PORT}/healthz/readiness`,
 			timeoutMs: startTimeoutMs,
 		});
-		log(`n8n worker ${index + 1} ready (pid ${service.pid}, --concurrency=${workerConcurrency}, ${shared ? "main's user folder" : 'its own user folder'})`);
+		log(
+			`n8n worker ${index + 1} ready (pid ${service.pid}, --concurrency=${workerConcurrency}, ${shared ? "main's user folder" : 'its own user folder'})`,
+		);
 		return service;
 	};
 	const startWorkers = () => Promise.all(workerFolders.map((_, i) => startWorker(i)));
@@ -78,18 +156,37 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 			N8N_PORT: String(port),
 			N8N_RUNNERS_BROKER_PORT: String(await freePort()),
 		};
-		const service = spawnService({ name: 'n8n webhook', command: n8nBin, args: ['webhook'], cwd: workDir, env, logFile: path.join(workDir, 'n8n-webhook.log') });
+		const service = spawnService({
+			name: 'n8n webhook',
+			command: n8nBin,
+			args: ['webhook'],
+			cwd: workDir,
+			env,
+			logFile: path.join(workDir, 'n8n-webhook.log'),
+		});
 		webhook = { service, port, url: `http://127.0.0.1:${port}` };
-		await service.waitReady({ lines: ['Webhook listener waiting for requests'], url: `${webhook.url}/healthz/readiness`, timeoutMs: startTimeoutMs });
+		await service.waitReady({
+			lines: ['Webhook listener waiting for requests'],
+			url: `${webhook.url}/healthz/readiness`,
+			timeoutMs: startTimeoutMs,
+		});
 		log(`n8n webhook process ready on ${webhook.url} (pid ${service.pid}, main's user folder)`);
 		return { pid: service.pid, url: webhook.url };
 	};
 	const webhookInfo = () =>
-		webhook && { pid: webhook.service.pid, url: webhook.url, alive: !webhook.service.exited && pidAlive(webhook.service.pid), exited: webhook.service.exited, logFile: webhook.service.logFile, userFolder };
+		webhook && {
+			pid: webhook.service.pid,
+			url: webhook.url,
+			alive: !webhook.service.exited && pidAlive(webhook.service.pid),
+			exited: webhook.service.exited,
+			logFile: webhook.service.logFile,
+			userFolder,
+		};
 
 	return {
+		/** Set once startAll (or restartMain) started it. */
 		get main() {
-			return main;
+			return main as ServiceHandle;
 		},
 		workers,
 		get folderMode() {
@@ -99,19 +196,22 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 		/** Workers start alongside main: both load every node type, which takes most of the start time. */
 		startAll: () => Promise.all([startMain(), startWorkers(), ...(webhookProcess ? [startWebhook()] : [])]),
 		/** Every n8n process with its pid and whether it still runs (for fault tests). */
-		list: () => ({
-			main: { pid: main.pid, alive: !main.exited && pidAlive(main.pid), exited: main.exited, userFolder },
-			workerFolders: mode,
-			workers: workers.map((w) => ({
-				index: w.index,
-				pid: w.pid,
-				alive: !w.exited && pidAlive(w.pid),
-				exited: w.exited,
-				logFile: w.logFile,
-				userFolder: workerUserFolder(w.index),
-			})),
-			webhook: webhookInfo(),
-		}),
+		list: () => {
+			const running = main as ServiceHandle;
+			return {
+				main: { pid: running.pid, alive: !running.exited && pidAlive(running.pid), exited: running.exited, userFolder },
+				workerFolders: mode,
+				workers: workers.map((w) => ({
+					index: w.index,
+					pid: w.pid,
+					alive: !w.exited && pidAlive(w.pid),
+					exited: w.exited,
+					logFile: w.logFile,
+					userFolder: workerUserFolder(w.index as number),
+				})),
+				webhook: webhookInfo(),
+			};
+		},
 		/** Starts the `n8n webhook` process when it does not run (queue mode): { pid, url, started }. */
 		ensureWebhookProcess: async () => {
 			if (webhook && !webhook.service.exited) return { pid: webhook.service.pid, url: webhook.url, started: false };
@@ -144,13 +244,13 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 		},
 		/** Stops main (SIGKILL unless `signal` says otherwise), then starts a new main on the same port. */
 		restartMain: async ({ signal = 'SIGKILL' } = {}) => {
-			const old = main;
+			const old = main as ServiceHandle;
 			old.kill(signal);
 			await old.exitPromise;
 			old.kill('SIGKILL'); // its task runner
 			const started = Date.now();
-			await startMain(); // ready: its HTTP server answers and its database and Redis are up
-			return { oldPid: old.pid, oldExit: old.exited, newPid: main.pid, startMs: Date.now() - started };
+			const next = await startMain(); // ready: its HTTP server answers and its database and Redis are up
+			return { oldPid: old.pid, oldExit: old.exited, newPid: next.pid, startMs: Date.now() - started };
 		},
 		/** Starts worker `index` again (after a test killed it). */
 		startWorker: async (index) => {
@@ -168,5 +268,3 @@ function n8nProcesses({ n8nBin, workDir, envs, userFolder, workerFolders, folder
 		},
 	};
 }
-
-module.exports = { n8nProcesses, checkFolderMode };

@@ -1,24 +1,51 @@
 // Deliveries to a webhook as Stripe sends them: the body signed with the endpoint secret in a
-// Stripe-Signature header. The e2e suite and the demo act as Stripe. Plain CommonJS, Node 20 compatible.
-const crypto = require('node:crypto');
-const { parseJsonOrUndefined } = require('./n8nRest');
+// Stripe-Signature header. The e2e suite and the demo act as Stripe. Node 20 compatible.
+import crypto from 'node:crypto';
+import { parseJsonOrUndefined } from './n8nRest';
 
 /**
  * The Stripe endpoint signing secret of the test/demo credential "Webhook Signature Secret". A fixed
  * test value, not a real secret: the e2e suite and the demo act as Stripe and sign with it.
  */
-const TEST_WEBHOOK_SECRET = 'whsec_test_secret_for_e2e';
+export const TEST_WEBHOOK_SECRET = 'whsec_test_secret_for_e2e';
+
+export interface SignatureOptions {
+	/** Defaults to TEST_WEBHOOK_SECRET. */
+	secret?: string;
+	/** Unix seconds; defaults to now. */
+	timestamp?: number;
+}
 
 /**
  * A `Stripe-Signature` header value, computed the way Stripe does:
  * `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body bytes>")>`. The secret is used as
  * text, `whsec_` prefix included. For the test client acting as Stripe.
  */
-function stripeSignature(raw, { secret = TEST_WEBHOOK_SECRET, timestamp = Math.floor(Date.now() / 1000) } = {}) {
+export function stripeSignature(
+	raw: string | Buffer,
+	{ secret = TEST_WEBHOOK_SECRET, timestamp = Math.floor(Date.now() / 1000) }: SignatureOptions = {},
+): string {
 	const bytes = Buffer.isBuffer(raw) ? raw : Buffer.from(raw, 'utf8');
 	const signed = Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), bytes]);
 	const v1 = crypto.createHmac('sha256', secret).update(signed).digest('hex');
 	return `t=${timestamp},v1=${v1}`;
+}
+
+export interface DeliverOptions extends SignatureOptions {
+	sign?: boolean;
+	timeoutMs?: number;
+}
+
+/** One delivery's answer; `json` is the body parsed (undefined when it is not JSON), of the shape `T` the caller expects. */
+export interface Delivery<T = unknown> {
+	status: number;
+	outcome: string | null;
+	firstExecution: string | null;
+	json: T;
+	text: string;
+	ms: number;
+	raw: string;
+	signature: string | null;
 }
 
 /**
@@ -28,15 +55,25 @@ function stripeSignature(raw, { secret = TEST_WEBHOOK_SECRET, timestamp = Math.f
  * `secret` and `timestamp` change the signature; a `stripe-signature` in `headers` replaces it.
  * With `timeoutMs` the sender gives up after that long (the promise rejects with a TimeoutError).
  */
-async function deliver(url, body, headers = {}, { sign = true, secret, timestamp, timeoutMs } = {}) {
+export async function deliver<T = unknown>(
+	url: string,
+	body: unknown,
+	headers: Record<string, string> = {},
+	{ sign = true, secret, timestamp, timeoutMs }: DeliverOptions = {},
+): Promise<Delivery<T>> {
 	const raw = typeof body === 'string' ? body : JSON.stringify(body);
 	const sent = new Headers({ 'content-type': 'application/json' });
 	if (sign) sent.set('stripe-signature', stripeSignature(raw, { secret, timestamp }));
 	for (const [name, value] of Object.entries(headers)) sent.set(name, value);
 	const started = Date.now();
-	const res = await fetch(url, { method: 'POST', headers: sent, body: raw, signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined });
+	const res = await fetch(url, {
+		method: 'POST',
+		headers: sent,
+		body: raw,
+		signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined,
+	});
 	const text = await res.text();
-	const json = parseJsonOrUndefined(text);
+	const json = parseJsonOrUndefined<T>(text) as T;
 	return {
 		status: res.status,
 		outcome: res.headers.get('x-idempotency-outcome'),
@@ -48,5 +85,3 @@ async function deliver(url, body, headers = {}, { sign = true, secret, timestamp
 		signature: sent.get('stripe-signature'),
 	};
 }
-
-module.exports = { TEST_WEBHOOK_SECRET, stripeSignature, deliver };
