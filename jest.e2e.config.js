@@ -24,8 +24,8 @@ module.exports = {
 	testEnvironment: 'node',
 	// The stack's work dirs (n8n user folders with installed packages) are not part of the suite.
 	modulePathIgnorePatterns: ['<rootDir>/.e2e/', '<rootDir>/.demo/'],
-	globalSetup: '<rootDir>/test/support/e2e/globalSetup.js',
-	globalTeardown: '<rootDir>/test/support/e2e/globalTeardown.js',
+	globalSetup: '<rootDir>/test/support/e2e/globalSetup.ts',
+	globalTeardown: '<rootDir>/test/support/e2e/globalTeardown.ts',
 	maxWorkers: 1,
 	testTimeout: 300000,
 	slowTestThreshold: 60,

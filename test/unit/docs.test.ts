@@ -128,7 +128,7 @@ describe('docs/testing.md', () => {
 		const named = [...section.matchAll(/^\| \d \| `([^`]+)` \|/gm)].map((match) => match[1]);
 		expect(named).toHaveLength(6);
 		// The six tests are defined once, for both stores.
-		const tests = readFileSync(path.join(ROOT, 'test', 'support', 'e2e', 'checklist.js'), 'utf8');
+		const tests = readFileSync(path.join(ROOT, 'test', 'support', 'e2e', 'checklist.ts'), 'utf8');
 		const titles = [...tests.matchAll(/\b(?:it|test)\(\s*(['"`])(.+?)\1/g)].map((match) => match[2]);
 		expect(named.filter((name) => !titles.includes(name))).toEqual([]);
 	});

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
-// The end-to-end tiers come from a tag line in each file (test/support/e2e/tags.js).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const tags = require('../support/e2e/tags.js');
+// The end-to-end tiers come from a tag line in each file (test/support/e2e/tags.ts).
+import * as tags from '../support/e2e/tags';
 
 const ROOT = path.join(__dirname, '..', '..');
 const text = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');

@@ -3,14 +3,67 @@
 // timeout) retried with bounded exponential backoff until a 2xx or the retry budget is spent.
 // Forged deliveries (a wrong secret) are sent once and not retried: a forger has no retry queue.
 // Every attempt is recorded (status, outcome header, latency, time) for the test's figures.
-const { stripeSignature } = require('../stack/n8nStack');
+import { stripeSignature } from '../stack/n8nStack';
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const DEFAULT_RETRY = { firstDelayMs: 250, maxDelayMs: 4000, maxAttempts: 60, budgetMs: 240000, timeoutMs: 30000 };
+/** How a delivery is retried: backoff from firstDelayMs doubling up to maxDelayMs, at most maxAttempts or budgetMs; each attempt gives up after timeoutMs. */
+export interface RetryOptions {
+	firstDelayMs: number;
+	maxDelayMs: number;
+	maxAttempts: number;
+	budgetMs: number;
+	timeoutMs: number;
+}
+
+export const DEFAULT_RETRY: RetryOptions = { firstDelayMs: 250, maxDelayMs: 4000, maxAttempts: 60, budgetMs: 240000, timeoutMs: 30000 };
+
+/** One delivery of a plan: the event (its body, else a plain one made from the id), forged or genuine. */
+export interface Delivery {
+	eventId: string;
+	forged?: boolean;
+	body?: unknown;
+}
+
+/** A delivery plan: the deliveries in the order they are sent (the events and seed when made by plan()). */
+export interface DeliveryPlan {
+	seed?: number;
+	eventIds?: string[];
+	deliveries: Delivery[];
+}
+
+/** What one HTTP attempt got: the status (0: no answer, `error` says why), the outcome header, how long it took and when it started. */
+export interface AttemptResult {
+	status: number;
+	outcome?: string | null;
+	error?: string;
+	ms: number;
+	at: number;
+}
+
+/** An attempt as deliverAll records it. */
+export interface Attempt extends AttemptResult {
+	eventId: string;
+	forged: boolean;
+	attempt: number;
+}
+
+/** A delivery after its last attempt (every delivery is sent at least once: `final` is that attempt's result). */
+export interface DeliveryRecord extends Delivery {
+	attempts: number;
+	final: AttemptResult;
+	gaveUp: boolean;
+}
+
+/** What deliverAll did: every attempt, every delivery's end, and the time it took. */
+export interface ProviderRun {
+	attempts: Attempt[];
+	deliveries: DeliveryRecord[];
+	ms: number;
+}
 
 /** Fisher–Yates with a seeded generator, so a failing order can be replayed (E2E_SEED). */
-function shuffle(items, seed) {
+function shuffle<T>(items: T[], seed: number): { items: T[]; random: () => number } {
 	let state = seed >>> 0 || 1;
 	const random = () => {
 		state = (state * 1664525 + 1013904223) >>> 0;
@@ -29,7 +82,23 @@ function shuffle(items, seed) {
  * (adjusted so the total is `deliveries` when given), shuffled; plus `forged` deliveries of real
  * event ids signed with a wrong secret.
  */
-function plan({ label, events, deliveries, minCopies = 3, maxCopies = 7, forged = 0, seed = Date.now() }) {
+export function plan({
+	label,
+	events,
+	deliveries,
+	minCopies = 3,
+	maxCopies = 7,
+	forged = 0,
+	seed = Date.now(),
+}: {
+	label: string;
+	events: number;
+	deliveries?: number;
+	minCopies?: number;
+	maxCopies?: number;
+	forged?: number;
+	seed?: number;
+}): Required<DeliveryPlan> {
 	const { random } = shuffle([], seed);
 	const ids = Array.from({ length: events }, (_, i) => `evt_${label}_${seed.toString(36)}_${i}`);
 	const copies = ids.map(() => minCopies + Math.floor(random() * (maxCopies - minCopies + 1)));
@@ -47,7 +116,7 @@ function plan({ label, events, deliveries, minCopies = 3, maxCopies = 7, forged 
 			}
 		}
 	}
-	const list = [];
+	const list: Delivery[] = [];
 	ids.forEach((id, i) => {
 		for (let c = 0; c < copies[i]; c++) list.push({ eventId: id, forged: false });
 	});
@@ -56,7 +125,11 @@ function plan({ label, events, deliveries, minCopies = 3, maxCopies = 7, forged 
 }
 
 /** One HTTP attempt; never throws: a connection error or timeout is recorded as status 0 with its reason. */
-async function attempt(url, eventId, { body, forged, timeoutMs }) {
+async function attempt(
+	url: string,
+	eventId: string,
+	{ body, forged, timeoutMs }: { body?: unknown; forged?: boolean; timeoutMs: number },
+): Promise<AttemptResult> {
 	const raw = JSON.stringify(body ?? { id: eventId, type: 'e2e.soak', object: 'event' });
 	const signature = stripeSignature(raw, forged ? { secret: 'whsec_forged_by_someone_else' } : {});
 	const started = Date.now();
@@ -70,7 +143,8 @@ async function attempt(url, eventId, { body, forged, timeoutMs }) {
 		await res.arrayBuffer();
 		return { status: res.status, outcome: res.headers.get('x-idempotency-outcome'), ms: Date.now() - started, at: started };
 	} catch (error) {
-		const reason = error.name === 'TimeoutError' ? 'timeout' : (error.cause?.code ?? error.code ?? error.name);
+		const failure = error as { name?: string; code?: string; cause?: { code?: string } };
+		const reason = failure.name === 'TimeoutError' ? 'timeout' : (failure.cause?.code ?? failure.code ?? failure.name);
 		return { status: 0, error: reason, ms: Date.now() - started, at: started };
 	}
 }
@@ -80,19 +154,41 @@ async function attempt(url, eventId, { body, forged, timeoutMs }) {
  * (or, for a forged one, sends once). Returns { attempts, deliveries: [{ eventId, forged, attempts,
  * final, gaveUp }], ms }. `url` may be a function (a restarted n8n keeps its port, but a test may move it).
  */
-async function deliverAll({ url, plan: thePlan, concurrency = 16, retry = {}, onAttempt = () => {} }) {
+export async function deliverAll({
+	url,
+	plan: thePlan,
+	concurrency = 16,
+	retry = {},
+	onAttempt = () => {},
+}: {
+	url: string | (() => string);
+	plan: DeliveryPlan;
+	concurrency?: number;
+	retry?: Partial<RetryOptions>;
+	onAttempt?: (attempt: Attempt) => void;
+}): Promise<ProviderRun> {
 	const options = { ...DEFAULT_RETRY, ...retry };
-	const attempts = [];
-	const results = [];
+	const attempts: Attempt[] = [];
+	const results: DeliveryRecord[] = [];
 	let next = 0;
 	const started = Date.now();
-	const runOne = async (delivery) => {
-		const record = { ...delivery, attempts: 0, final: null, gaveUp: false };
+	const runOne = async (delivery: Delivery) => {
+		// `final` is set by the first attempt, before the record is kept.
+		const record: Omit<DeliveryRecord, 'final'> & { final: AttemptResult | null } = {
+			...delivery,
+			attempts: 0,
+			final: null,
+			gaveUp: false,
+		};
 		const deadline = Date.now() + options.budgetMs;
 		for (let n = 0; ; n++) {
 			const target = typeof url === 'function' ? url() : url;
-			const result = await attempt(target, delivery.eventId, { body: delivery.body, forged: delivery.forged, timeoutMs: options.timeoutMs });
-			const entry = { ...result, eventId: delivery.eventId, forged: Boolean(delivery.forged), attempt: n + 1 };
+			const result = await attempt(target, delivery.eventId, {
+				body: delivery.body,
+				forged: delivery.forged,
+				timeoutMs: options.timeoutMs,
+			});
+			const entry: Attempt = { ...result, eventId: delivery.eventId, forged: Boolean(delivery.forged), attempt: n + 1 };
 			attempts.push(entry);
 			onAttempt(entry);
 			record.attempts = n + 1;
@@ -105,7 +201,7 @@ async function deliverAll({ url, plan: thePlan, concurrency = 16, retry = {}, on
 			const backoff = Math.min(options.maxDelayMs, options.firstDelayMs * 2 ** n);
 			await sleep(backoff / 2 + Math.random() * (backoff / 2)); // jitter, as real providers do
 		}
-		results.push(record);
+		results.push(record as DeliveryRecord);
 	};
 	const lanes = Array.from({ length: Math.min(concurrency, thePlan.deliveries.length) }, async () => {
 		while (next < thePlan.deliveries.length) await runOne(thePlan.deliveries[next++]);
@@ -114,15 +210,29 @@ async function deliverAll({ url, plan: thePlan, concurrency = 16, retry = {}, on
 	return { attempts, deliveries: results, ms: Date.now() - started };
 }
 
-function median(values) {
+export function median(values: number[]): number {
 	if (!values.length) return 0;
 	const sorted = [...values].sort((a, b) => a - b);
 	return sorted[Math.floor(sorted.length / 2)];
 }
 
 /** The figures a test prints: deliveries, attempts, retries, answers by status, latency, throughput. */
-function figures(run) {
-	const byStatus = {};
+export function figures(run: {
+	ms: number;
+	attempts: Array<Pick<AttemptResult, 'status' | 'error' | 'ms'>>;
+	deliveries: Array<Pick<DeliveryRecord, 'gaveUp'>>;
+}): {
+	deliveries: number;
+	attempts: number;
+	retries: number;
+	gaveUp: number;
+	byStatus: Record<string, number>;
+	maxMs: number;
+	medianMs: number;
+	seconds: number;
+	perSecond: number;
+} {
+	const byStatus: Record<string, number> = {};
 	for (const a of run.attempts) {
 		const key = a.status === 0 ? `error:${a.error}` : String(a.status);
 		byStatus[key] = (byStatus[key] ?? 0) + 1;
@@ -142,15 +252,13 @@ function figures(run) {
 }
 
 /** ms from `since` until the first 2xx answer to a genuine delivery at or after it (recovery after a fault). */
-function recoveryMs(run, since) {
+export function recoveryMs(run: ProviderRun, since: number): number | null {
 	const firstOk = run.attempts
 		.filter((a) => !a.forged && a.at >= since && a.status >= 200 && a.status < 300)
 		.reduce((min, a) => Math.min(min, a.at + a.ms), Infinity);
 	return firstOk === Infinity ? null : firstOk - since;
 }
 
-function report(label, values) {
+export function report(label: string, values: unknown): void {
 	process.stderr.write(`[e2e figures] ${label}: ${JSON.stringify(values)}\n`);
 }
-
-module.exports = { plan, deliverAll, figures, recoveryMs, report, median, DEFAULT_RETRY };

@@ -1,28 +1,75 @@
 // The construct matrix in a real n8n: the shapes users build in place of the example business step
 // (If, Merge, Wait, Loop Over Items, Execute Workflow, Retry On Fail, Code, …), made of n8n's own
-// nodes, whose effect is a call to the test's API (sink.js: it counts the calls it answered 2xx, per
+// nodes, whose effect is a call to the test's API (sink.ts: it counts the calls it answered 2xx, per
 // event key, and fails a call on demand). Shared by the webhook-template rows
 // (test/e2e/constructs.e2e.test.js) and the Idempotent Webhook trigger rows
 // (test/e2e/trigger-constructs.e2e.test.js): each row is a workflow published once, events delivered
 // by a provider that retries every non-2xx, and what the API, the keys and the answers show.
-const { randomUUID } = require('node:crypto');
-const { NODE, eventId } = require('./harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('./restWorkflows');
-const { publishTrigger, TRIGGER } = require('./trigger');
-const { deliverAll } = require('./provider');
+import { randomUUID } from 'node:crypto';
+import { NODE, eventId, type Harness } from './harness';
+import { readShippedTemplate, withOwnWebhook, publishWorkflow } from './restWorkflows';
+import { publishTrigger, TRIGGER } from './trigger';
+import { deliverAll, type Attempt, type RetryOptions } from './provider';
+import type { Sink } from './sink';
+import type { PublishedWebhook } from './checklist';
+import type { WorkflowJson, WorkflowNode } from './workflows';
 
-const RETRY = { firstDelayMs: 300, maxDelayMs: 1500, maxAttempts: 30, budgetMs: 90000 };
-const link = (...names) => names.map((node) => ({ node, type: 'main', index: 0 }));
-const toInput = (node, index) => [{ node, type: 'main', index }];
+/** One end of a connection between two nodes. */
+export interface ConnectionTarget {
+	node: string;
+	type: string;
+	index: number;
+}
+
+/** A node's outputs as the workflow's connections list them: `main[output]` is where that output goes. */
+export type NodeConnections = Record<string, { main: ConnectionTarget[][] }>;
+
+/**
+ * What a row puts in place of the example business step (see templateRow and triggerRow): its
+ * nodes, their connections, the nodes after Reserve's New output (or after the trigger), and the
+ * options of the webhook template's rows.
+ */
+export interface RowShape {
+	nodes?: WorkflowNode[];
+	connections?: NodeConnections;
+	heads?: string[];
+	batch?: boolean;
+	keepExample?: boolean;
+	exampleOnError?: string;
+}
+
+/** A row of the matrix: its shape, calling the API at the given URL. */
+export interface ConstructRow {
+	shape: (apiUrl: string) => RowShape;
+}
+
+/** An event a row delivers (one delivery may carry several, as an array). */
+export interface RowEvent {
+	id: string;
+	type?: string;
+	failUntil?: number;
+	[member: string]: unknown;
+}
+
+/** How a row's workflow refuses a shape the package cannot guarantee: the answer's status and outcome, and the key's state after it. */
+export interface Refusal {
+	status: number;
+	outcome: string;
+	state: string | null;
+}
+
+export const RETRY = { firstDelayMs: 300, maxDelayMs: 1500, maxAttempts: 30, budgetMs: 90000 };
+export const link = (...names: string[]): ConnectionTarget[] => names.map((node) => ({ node, type: 'main', index: 0 }));
+export const toInput = (node: string, index: number): ConnectionTarget[] => [{ node, type: 'main', index }];
 
 /** The event's key after a Wait resumed by a call: the Wait passes on that call's data, so the key is read from Reserve's item. */
-const KEY_AFTER_RESUME = "$('Idempotency Reserve').item.json.idempotency.key";
+export const KEY_AFTER_RESUME = "$('Idempotency Reserve').item.json.idempotency.key";
 
 /**
  * The user's API call, the effect: POST { eventKey } with the key as Idempotency-Key, as the
  * templates' example step. `keyOf` is the expression of the event's key on its input item.
  */
-function callApi(name, apiUrl, extra = {}, keyOf = '$json.idempotency.key') {
+export function callApi(name: string, apiUrl: string, extra: Record<string, unknown> = {}, keyOf = '$json.idempotency.key'): WorkflowNode {
 	return {
 		name,
 		type: 'n8n-nodes-base.httpRequest',
@@ -45,7 +92,7 @@ function callApi(name, apiUrl, extra = {}, keyOf = '$json.idempotency.key') {
  * An HTTP call that sends the Wait's resume URL to the API (as an approval link): not an effect, the
  * API files it under `link:<key>`. `keyOf` is the expression of the event's key on its input item.
  */
-function sendResumeLink(name, apiUrl, keyOf = '$json.idempotency.key') {
+export function sendResumeLink(name: string, apiUrl: string, keyOf = '$json.idempotency.key'): WorkflowNode {
 	const call = callApi(name, apiUrl);
 	return {
 		...call,
@@ -60,7 +107,7 @@ function sendResumeLink(name, apiUrl, keyOf = '$json.idempotency.key') {
 }
 
 /** If: true when the event's `flag` member is true (the event is the item's body, or the item itself after a Split Out). */
-function ifFlag(name, flag, extra = {}) {
+export function ifFlag(name: string, flag: string, extra: Record<string, unknown> = {}): WorkflowNode {
 	return {
 		name,
 		type: 'n8n-nodes-base.if',
@@ -68,7 +115,14 @@ function ifFlag(name, flag, extra = {}) {
 		parameters: {
 			conditions: {
 				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [{ id: randomUUID(), leftValue: `={{ ($json.body ?? $json).${flag} === true }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
+				conditions: [
+					{
+						id: randomUUID(),
+						leftValue: `={{ ($json.body ?? $json).${flag} === true }}`,
+						rightValue: '',
+						operator: { type: 'boolean', operation: 'true', singleValue: true },
+					},
+				],
 				combinator: 'and',
 			},
 			looseTypeValidation: true,
@@ -78,38 +132,84 @@ function ifFlag(name, flag, extra = {}) {
 	};
 }
 
-const noOp = (name, extra = {}) => ({ name, type: 'n8n-nodes-base.noOp', typeVersion: 1, parameters: {}, ...extra });
-const merge = (name, parameters) => ({ name, type: 'n8n-nodes-base.merge', typeVersion: 3, parameters });
-const MERGE_MODES = {
+export const noOp = (name: string, extra: Record<string, unknown> = {}): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.noOp',
+	typeVersion: 1,
+	parameters: {},
+	...extra,
+});
+export const merge = (name: string, parameters: Record<string, unknown>): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.merge',
+	typeVersion: 3,
+	parameters,
+});
+export const MERGE_MODES: Record<string, Record<string, unknown>> = {
 	append: { mode: 'append' },
 	combine: { mode: 'combine', combineBy: 'combineByPosition', options: {} },
 	'wait for both': { mode: 'chooseBranch', chooseBranchMode: 'waitForAll', output: 'specifiedInput', useDataOfInput: 2 },
 };
-const waitSeconds = (name, seconds) => ({ name, type: 'n8n-nodes-base.wait', typeVersion: 1.1, webhookId: randomUUID(), parameters: { resume: 'timeInterval', amount: seconds, unit: 'seconds' } });
-const waitForCall = (name) => ({ name, type: 'n8n-nodes-base.wait', typeVersion: 1.1, webhookId: randomUUID(), parameters: { resume: 'webhook', httpMethod: 'POST', options: {} } });
-const loop = (name) => ({ name, type: 'n8n-nodes-base.splitInBatches', typeVersion: 3, parameters: { batchSize: 1, options: {} } });
+export const waitSeconds = (name: string, seconds: number): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.wait',
+	typeVersion: 1.1,
+	webhookId: randomUUID(),
+	parameters: { resume: 'timeInterval', amount: seconds, unit: 'seconds' },
+});
+export const waitForCall = (name: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.wait',
+	typeVersion: 1.1,
+	webhookId: randomUUID(),
+	parameters: { resume: 'webhook', httpMethod: 'POST', options: {} },
+});
+export const loop = (name: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.splitInBatches',
+	typeVersion: 3,
+	parameters: { batchSize: 1, options: {} },
+});
 
 /** A Code node run once per item that throws while the event's `failUntil` (ms) lies ahead: it fails, then works on the retry. */
-function codeFailingUntil(name, extra = {}) {
+export function codeFailingUntil(name: string, extra: Record<string, unknown> = {}): WorkflowNode {
 	return {
 		name,
 		type: 'n8n-nodes-base.code',
 		typeVersion: 2,
 		parameters: {
 			mode: 'runOnceForEachItem',
-			jsCode: "const event = $json.body ?? $json;\nif (event.failUntil && Date.now() < event.failUntil) throw new Error('the step refused ' + event.id);\nreturn { json: $json };",
+			jsCode:
+				"const event = $json.body ?? $json;\nif (event.failUntil && Date.now() < event.failUntil) throw new Error('the step refused ' + event.id);\nreturn { json: $json };",
 		},
 		...extra,
 	};
 }
 
-const codeReturningNothing = (name, extra = {}) => ({ name, type: 'n8n-nodes-base.code', typeVersion: 2, parameters: { jsCode: 'return [];' }, ...extra });
+export const codeReturningNothing = (name: string, extra: Record<string, unknown> = {}): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.code',
+	typeVersion: 2,
+	parameters: { jsCode: 'return [];' },
+	...extra,
+});
 
 /** Execute Workflow running a sub-workflow given as JSON (Execute Workflow Trigger → the API call at default settings). */
-function executeSubWorkflow(name, apiUrl, { wait }) {
-	const trigger = { id: randomUUID(), name: 'When Executed by Another Workflow', type: 'n8n-nodes-base.executeWorkflowTrigger', typeVersion: 1.1, position: [0, 0], parameters: { inputSource: 'passthrough' } };
+export function executeSubWorkflow(name: string, apiUrl: string, { wait }: { wait: boolean }): WorkflowNode {
+	const trigger = {
+		id: randomUUID(),
+		name: 'When Executed by Another Workflow',
+		type: 'n8n-nodes-base.executeWorkflowTrigger',
+		typeVersion: 1.1,
+		position: [0, 0],
+		parameters: { inputSource: 'passthrough' },
+	};
 	const call = { id: randomUUID(), position: [220, 0], ...callApi('Sub-workflow: call your API', apiUrl) };
-	const workflowJson = JSON.stringify({ nodes: [trigger, call], connections: { [trigger.name]: { main: [link(call.name)] } }, settings: { executionOrder: 'v1' } });
+	const workflowJson = JSON.stringify({
+		nodes: [trigger, call],
+		connections: { [trigger.name]: { main: [link(call.name)] } },
+		settings: { executionOrder: 'v1' },
+	});
 	return {
 		name,
 		type: 'n8n-nodes-base.executeWorkflow',
@@ -119,7 +219,7 @@ function executeSubWorkflow(name, apiUrl, { wait }) {
 	};
 }
 
-function respondToWebhook(name) {
+export function respondToWebhook(name: string): WorkflowNode {
 	return {
 		name,
 		type: 'n8n-nodes-base.respondToWebhook',
@@ -129,9 +229,14 @@ function respondToWebhook(name) {
 }
 
 /** Split Out of the delivery's array body: one item per event, as a batch sender (SendGrid) needs. */
-const splitBody = (name) => ({ name, type: 'n8n-nodes-base.splitOut', typeVersion: 1, parameters: { fieldToSplitOut: 'body', options: {} } });
+const splitBody = (name: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.splitOut',
+	typeVersion: 1,
+	parameters: { fieldToSplitOut: 'body', options: {} },
+});
 
-function placed(nodes, [x, y]) {
+function placed(nodes: WorkflowNode[], [x, y]: [number, number]): WorkflowNode[] {
 	return nodes.map((node, index) => ({ id: randomUUID(), position: [x + (index % 6) * 220, y + Math.floor(index / 6) * 160], ...node }));
 }
 
@@ -142,7 +247,14 @@ function placed(nodes, [x, y]) {
  * signature check and Reserve, keyed by each event's `id`; `keepExample` keeps the example step and
  * sets its On Error (`exampleOnError`, undefined: n8n's default).
  */
-function templateRow({ nodes = [], connections = {}, heads = [], batch = false, keepExample = false, exampleOnError }) {
+export function templateRow({
+	nodes = [],
+	connections = {},
+	heads = [],
+	batch = false,
+	keepExample = false,
+	exampleOnError,
+}: RowShape): WorkflowJson {
 	const template = readShippedTemplate('idempotent-webhook.json');
 	const example = template.nodes.find((node) => node.name === NODE.business);
 	if (keepExample) {
@@ -160,7 +272,11 @@ function templateRow({ nodes = [], connections = {}, heads = [], batch = false, 
 		template.nodes.push(split);
 		template.connections[NODE.verify].main[0] = link(split.name);
 		template.connections[split.name] = { main: [link(NODE.reserve)] };
-		template.nodes = template.nodes.map((node) => (node.name === NODE.reserve ? { ...node, parameters: { ...node.parameters, keySource: 'field', keyField: 'id', keyPrefix: 'evt:' } } : node));
+		template.nodes = template.nodes.map((node) =>
+			node.name === NODE.reserve
+				? { ...node, parameters: { ...node.parameters, keySource: 'field', keyField: 'id', keyPrefix: 'evt:' } }
+				: node,
+		);
 	}
 	return template;
 }
@@ -171,19 +287,28 @@ function templateRow({ nodes = [], connections = {}, heads = [], batch = false, 
  * key per event, as the webhook template gives them: Split Out of the body → Idempotency Reserve
  * (Key Source Field `id`) → the step, with Settle beside it (both taken from idempotent-webhook.json).
  */
-function triggerRow({ nodes, connections = {}, heads, batch = false }) {
+export function triggerRow({
+	nodes = [],
+	connections = {},
+	heads = [],
+	batch = false,
+}: RowShape): (workflow: WorkflowJson) => WorkflowJson {
 	return (workflow) => {
 		const example = workflow.nodes.find((node) => node.name === TRIGGER.business);
 		const userNodes = placed(nodes, [example.position[0] + (batch ? 440 : 0), example.position[1]]);
-		const added = [];
-		const wiring = { [TRIGGER.node]: { main: [link(...heads)] } };
+		const added: WorkflowNode[] = [];
+		const wiring: NodeConnections = { [TRIGGER.node]: { main: [link(...heads)] } };
 		if (batch) {
 			const template = readShippedTemplate('idempotent-webhook.json');
 			const reserve = template.nodes.find((node) => node.name === NODE.reserve);
 			const settle = template.nodes.find((node) => node.name === NODE.settle);
 			added.push(
 				...placed([splitBody('Split Out Events')], example.position),
-				{ ...reserve, position: [example.position[0] + 220, example.position[1]], parameters: { ...reserve.parameters, keySource: 'field', keyField: 'id', keyPrefix: 'evt:' } },
+				{
+					...reserve,
+					position: [example.position[0] + 220, example.position[1]],
+					parameters: { ...reserve.parameters, keySource: 'field', keyField: 'id', keyPrefix: 'evt:' },
+				},
 				{ ...settle, position: [example.position[0] + 440, example.position[1] + 300] },
 			);
 			wiring[TRIGGER.node] = { main: [link('Split Out Events')] };
@@ -199,12 +324,20 @@ function triggerRow({ nodes, connections = {}, heads, batch = false }) {
 }
 
 /** Publishes every row's workflow, one after the other (the owner's session is one): { [row]: { url, workflowId } }. */
-async function publishRows(h, rows, apiUrl, kind) {
-	const published = {};
+export async function publishRows(
+	h: Harness,
+	rows: Record<string, ConstructRow>,
+	apiUrl: string,
+	kind: 'template' | 'trigger',
+): Promise<Record<string, PublishedWebhook>> {
+	const published: Record<string, PublishedWebhook> = {};
 	for (const [index, [name, row]] of Object.entries(rows).entries()) {
 		const label = `mx${kind}${index}`;
 		if (kind === 'trigger') {
-			published[name] = await publishTrigger(h, label, { template: 'idempotent-webhook-trigger-postgres.json', edit: triggerRow(row.shape(apiUrl)) });
+			published[name] = await publishTrigger(h, label, {
+				template: 'idempotent-webhook-trigger-postgres.json',
+				edit: triggerRow(row.shape(apiUrl)),
+			});
 			continue;
 		}
 		const { workflow, webhookPath } = withOwnWebhook(templateRow(row.shape(apiUrl)), label);
@@ -218,38 +351,89 @@ async function publishRows(h, rows, apiUrl, kind) {
  * Delivers each body once, retried like a provider until 2xx: { answers: { [eventId]: [status, …] },
  * gaveUp: [eventId] }. `onAttempt(attempt)` sees every answer.
  */
-async function deliverRetried(url, bodies, { retry = RETRY, onAttempt } = {}) {
+export async function deliverRetried(
+	url: string,
+	bodies: Array<RowEvent | RowEvent[]>,
+	{ retry = RETRY, onAttempt }: { retry?: Partial<RetryOptions>; onAttempt?: (attempt: Attempt) => void } = {},
+): Promise<{ answers: Record<string, number[]>; gaveUp: string[]; attempts: Attempt[] }> {
 	const deliveries = bodies.map((body) => ({ eventId: Array.isArray(body) ? body.map((e) => e.id).join('+') : body.id, body }));
 	const run = await deliverAll({ url, plan: { deliveries }, concurrency: deliveries.length, retry: { ...RETRY, ...retry }, onAttempt });
-	const answers = {};
+	const answers: Record<string, number[]> = {};
 	for (const attempt of [...run.attempts].sort((a, b) => a.at - b.at)) (answers[attempt.eventId] ??= []).push(attempt.status);
 	return { answers, gaveUp: run.deliveries.filter((d) => d.gaveUp).map((d) => d.eventId), attempts: run.attempts };
 }
 
+/** A key's row in the Postgres key table, as the rows read it. */
+export interface KeyRow {
+	status: string;
+	attempts: number;
+	lastError: string | null;
+}
+
 /** { key: { status, attempts, lastError } } from the Postgres key table (absent keys: null). */
-async function keyRows(h, keys) {
+export async function keyRows(h: Harness, keys: string[]): Promise<Record<string, KeyRow | null>> {
 	const { rows } = await h.appQuery('SELECT key, status, attempts, last_error FROM processed_events WHERE key = ANY($1)', [keys]);
-	const found = Object.fromEntries(rows.map((row) => [row.key, { status: row.status, attempts: row.attempts, lastError: row.last_error }]));
+	const found: Record<string, KeyRow> = Object.fromEntries(
+		rows.map((row) => [row.key, { status: row.status, attempts: row.attempts, lastError: row.last_error }]),
+	);
 	return Object.fromEntries(keys.map((key) => [key, found[key] ?? null]));
 }
 
 /** The answers of an event whose effect fails once, then works: 500, then 200 on the provider's retry. */
-const FAILED_THEN_ACCEPTED = [500, 200];
+export const FAILED_THEN_ACCEPTED = [500, 200];
 
 /**
  * What a row does and checks against one published workflow at `url`: deliveries retried like a
  * provider, the effects the API counted per event, the keys' states, and the usual expectations.
  * A refusal is the webhook template's (503, nothing reserved) unless `refusal` says otherwise.
  */
-function rowContext(h, api, { url, workflowId }, refusal = { status: 503, outcome: 'not_reserved', state: null }) {
-	const ctx = {
+/** What a row's test uses: see rowContext. */
+export interface RowContext {
+	h: Harness;
+	api: Sink;
+	url: string;
+	deliver: (bodies: Array<RowEvent | RowEvent[]>, options?: Parameters<typeof deliverRetried>[2]) => ReturnType<typeof deliverRetried>;
+	effects: (events: RowEvent[]) => number[];
+	states: (events: RowEvent[]) => Promise<Array<string | null>>;
+	attempts: (events: RowEvent[]) => Promise<Array<number | null>>;
+	expectOneEffect: (event: RowEvent) => Promise<void>;
+	expectFailedOnceThenOneEffect: (event: RowEvent) => Promise<void>;
+	expectRefused: (event: RowEvent, options: { reason: RegExp | string }) => Promise<void>;
+	expectFailingUntilThenOneEffect: (event: RowEvent) => Promise<void>;
+	expectBatchFailedOnceThenOneEffectEach: (
+		label: string,
+		arrange: (events: RowEvent[]) => void,
+		options?: { failUntilForSecond?: number },
+	) => Promise<void>;
+	expectResumedOnce: (event: RowEvent, options: { effectsWhileWaiting: number }) => Promise<void>;
+}
+
+export function rowContext(
+	h: Harness,
+	api: Sink,
+	{ url, workflowId }: PublishedWebhook,
+	refusal: Refusal = { status: 503, outcome: 'not_reserved', state: null },
+): RowContext {
+	const ctx: RowContext = {
 		h,
 		api,
 		url,
 		deliver: (bodies, options) => deliverRetried(url, bodies, options),
 		effects: (events) => events.map((event) => api.calls(`evt:${event.id}`)),
-		states: async (events) => Object.values(await keyRows(h, events.map((event) => `evt:${event.id}`))).map((row) => row?.status ?? null),
-		attempts: async (events) => Object.values(await keyRows(h, events.map((event) => `evt:${event.id}`))).map((row) => row?.attempts ?? null),
+		states: async (events) =>
+			Object.values(
+				await keyRows(
+					h,
+					events.map((event) => `evt:${event.id}`),
+				),
+			).map((row) => row?.status ?? null),
+		attempts: async (events) =>
+			Object.values(
+				await keyRows(
+					h,
+					events.map((event) => `evt:${event.id}`),
+				),
+			).map((row) => row?.attempts ?? null),
 		async expectOneEffect(event) {
 			const { answers, gaveUp } = await ctx.deliver([event]);
 			expect(gaveUp).toEqual([]);
@@ -287,7 +471,11 @@ function rowContext(h, api, { url, workflowId }, refusal = { status: 503, outcom
 		},
 		/** Three events in one delivery; `arrange(events)` makes the second fail once: 500 (the delivery retried), then 200, one effect each. */
 		async expectBatchFailedOnceThenOneEffectEach(label, arrange, { failUntilForSecond } = {}) {
-			const events = [0, 1, 2].map((i) => ({ id: eventId(`${label}_${i}`), type: 'e2e.batch', ...(i === 1 && failUntilForSecond ? { failUntil: Date.now() + failUntilForSecond } : {}) }));
+			const events: RowEvent[] = [0, 1, 2].map((i) => ({
+				id: eventId(`${label}_${i}`),
+				type: 'e2e.batch',
+				...(i === 1 && failUntilForSecond ? { failUntil: Date.now() + failUntilForSecond } : {}),
+			}));
 			arrange(events);
 			const { answers, gaveUp } = await ctx.deliver([events]);
 			const delivery = events.map((e) => e.id).join('+');
@@ -301,7 +489,7 @@ function rowContext(h, api, { url, workflowId }, refusal = { status: 503, outcom
 		async expectResumedOnce(event, { effectsWhileWaiting }) {
 			const key = `evt:${event.id}`;
 			const delivering = ctx.deliver([event]);
-			let link;
+			let link: ReturnType<Sink['log']>[number] | undefined;
 			for (const deadline = Date.now() + 60000; !(link = api.log().find((call) => call.key === `link:${key}`)); ) {
 				if (Date.now() > deadline) throw new Error(`the workflow never sent its resume URL: ${JSON.stringify(await delivering)}`);
 				await new Promise((resolve) => setTimeout(resolve, 200));
@@ -322,7 +510,8 @@ function rowContext(h, api, { url, workflowId }, refusal = { status: 503, outcom
 				expect({ first: answers[event.id][0], last: answers[event.id].at(-1), gaveUp }).toEqual({ first: 409, last: 200, gaveUp: [] });
 			} else {
 				// On a failure, n8n's record of each execution says where it went.
-				const executions = answers[event.id].length === 1 ? [] : (await h.executions(workflowId, 0)).map((e) => [e.id, e.status, e.nodesRun.join(' > ')]);
+				const executions =
+					answers[event.id].length === 1 ? [] : (await h.executions(workflowId, 0)).map((e) => [e.id, e.status, e.nodesRun.join(' > ')]);
 				expect({ answers: answers[event.id], gaveUp, executions }).toEqual({ answers: [200], gaveUp: [], executions: [] });
 			}
 			expect(ctx.effects([event])).toEqual([1]);
@@ -331,30 +520,3 @@ function rowContext(h, api, { url, workflowId }, refusal = { status: 503, outcom
 	};
 	return ctx;
 }
-
-module.exports = {
-	KEY_AFTER_RESUME,
-	FAILED_THEN_ACCEPTED,
-	rowContext,
-	RETRY,
-	link,
-	toInput,
-	callApi,
-	sendResumeLink,
-	ifFlag,
-	noOp,
-	merge,
-	MERGE_MODES,
-	waitSeconds,
-	waitForCall,
-	loop,
-	codeFailingUntil,
-	codeReturningNothing,
-	executeSubWorkflow,
-	respondToWebhook,
-	templateRow,
-	triggerRow,
-	publishRows,
-	deliverRetried,
-	keyRows,
-};

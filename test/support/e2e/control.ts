@@ -1,11 +1,22 @@
 // Fault injection for queue-mode tests. The stack's processes belong to the jest parent process
 // (globalSetup), so the tests ask it over a loopback HTTP endpoint to kill and restart them; the
 // answers carry the PIDs so each test proves its fault really happened.
-const http = require('node:http');
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { startStack } from '../stack/n8nStack';
+import type { Json } from './workflows';
+
+/** A stack startStack started (n8n, its workers, Redis, Postgres). */
+export type RunningStack = Awaited<ReturnType<typeof startStack>>;
+
+/** The test side of the control endpoint: control('POST /kill-worker', { index: 0 }) → the action's answer. */
+export type ControlClient = (route: string, params?: Record<string, string | number>) => Promise<Json>;
+
+type Action = (params: Record<string, string>) => Promise<unknown>;
 
 /** Serves the fault actions of a running stack on 127.0.0.1; returns { url, close() }. */
-async function serveControl(stack) {
-	const actions = {
+export async function serveControl(stack: RunningStack): Promise<{ url: string; close: () => Promise<void> }> {
+	const actions: Record<string, Action> = {
 		'GET /processes': async () => stack.processes(),
 		'POST /kill-worker': async ({ index }) => {
 			const worker = stack.workers[Number(index)];
@@ -22,7 +33,7 @@ async function serveControl(stack) {
 		'POST /restart-postgres': async ({ downMs }) => stack.restartPostgres({ downMs: Number(downMs ?? 0) }),
 	};
 	const server = http.createServer(async (req, res) => {
-		const url = new URL(req.url, 'http://127.0.0.1');
+		const url = new URL(req.url ?? '', 'http://127.0.0.1');
 		const action = actions[`${req.method} ${url.pathname}`];
 		if (!action) {
 			res.writeHead(404).end();
@@ -32,28 +43,32 @@ async function serveControl(stack) {
 			const result = await action(Object.fromEntries(url.searchParams));
 			res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result));
 		} catch (error) {
-			res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: error.message }));
+			res
+				.writeHead(500, { 'content-type': 'application/json' })
+				.end(JSON.stringify({ error: error instanceof Error ? error.message : String(error) }));
 		}
 	});
-	await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-	return { url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+	return {
+		url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+		close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+	};
 }
 
 /** The test side: control(url)('POST /kill-worker', { index: 0 }). */
-function controlClient(baseUrl) {
+export function controlClient(baseUrl: string): ControlClient {
 	return async (route, params = {}) => {
 		const [method, pathname] = route.split(' ');
-		const res = await fetch(`${baseUrl}${pathname}?${new URLSearchParams(params)}`, { method });
-		const body = await res.json();
+		const query = new URLSearchParams(Object.entries(params).map(([name, value]): [string, string] => [name, String(value)]));
+		const res = await fetch(`${baseUrl}${pathname}?${query}`, { method });
+		const body = (await res.json()) as Json;
 		if (!res.ok) throw new Error(`${route} failed: ${body.error}`);
 		return body;
 	};
 }
 
 /** Starts again every worker that is not running (a test killed it): `control` is the harness's h.control. */
-async function startStoppedWorkers(control) {
-	const { workers } = await control('GET /processes');
+export async function startStoppedWorkers(control: ControlClient): Promise<void> {
+	const { workers } = (await control('GET /processes')) as { workers: Array<{ alive: boolean; index: number }> };
 	for (const worker of workers) if (!worker.alive) await control('POST /start-worker', { index: worker.index });
 }
-
-module.exports = { serveControl, controlClient, startStoppedWorkers };

@@ -4,19 +4,34 @@
 // compatibility tier, the subset every proven n8n line other than the newest runs (the newest runs
 // every file: the full tier); `compatibility:single` (or `:queue`) puts it there in that topology
 // only, for a file whose other topology adds nothing line-dependent. The tag sits beside the test it selects, so no list is kept apart.
-// Plain CommonJS, Node 20 compatible.
-const fs = require('node:fs');
-const path = require('node:path');
+// Node 20 compatible: jest.e2e.config.js loads it through test/support/register-ts.js.
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** A topology of the e2e stack: one n8n process, or n8n's queue mode. */
+export type Topology = 'single' | 'queue';
+/** A tier: every file ('full'), or the files tagged `compatibility`. */
+export type Tier = 'full' | 'compatibility';
+
+/** The tags of one file. */
+export interface E2eTags {
+	topologies: Topology[];
+	compatibility: boolean;
+	compatibleIn: Topology[];
+}
 
 const E2E_DIR = path.join(__dirname, '..', '..', 'e2e');
-const TOPOLOGIES = ['single', 'queue'];
-const TIERS = ['full', 'compatibility'];
+export const TOPOLOGIES: Topology[] = ['single', 'queue'];
+export const TIERS: Tier[] = ['full', 'compatibility'];
 const TAG_LINE = /^\/\/ e2e-tags:(.*)$/m;
 
+const isTopology = (word: string): word is Topology => (TOPOLOGIES as string[]).includes(word);
+const isTier = (word: string): word is Tier => (TIERS as string[]).includes(word);
+
 /** Every end-to-end test file, as paths relative to the repository root (sorted). */
-function e2eFiles() {
-	const found = [];
-	const walk = (dir) => {
+export function e2eFiles(): string[] {
+	const found: string[] = [];
+	const walk = (dir: string) => {
 		for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
 			const full = path.join(dir, entry.name);
 			if (entry.isDirectory()) walk(full);
@@ -28,28 +43,33 @@ function e2eFiles() {
 }
 
 /** The tags of one file: { topologies, compatibility }. Throws when the line is missing or names an unknown tag. */
-function tagsOf(file) {
+export function tagsOf(file: string): E2eTags {
 	return parseTags(file, fs.readFileSync(path.resolve(E2E_DIR, '..', '..', file), 'utf8'));
 }
 
 /** The tags in a file's text (`file` names it in errors). */
-function parseTags(file, text) {
+export function parseTags(file: string, text: string): E2eTags {
 	const match = TAG_LINE.exec(text);
 	if (!match) throw new Error(`${file} has no "// e2e-tags:" line naming its topologies (single, queue) and tier`);
 	const words = match[1].trim().split(/\s+/).filter(Boolean);
 	const scoped = TOPOLOGIES.map((topology) => `compatibility:${topology}`);
-	const unknown = words.filter((word) => !TOPOLOGIES.includes(word) && word !== 'compatibility' && !scoped.includes(word));
-	if (unknown.length > 0) throw new Error(`${file}: unknown e2e tag(s) ${unknown.join(', ')} (known: ${TOPOLOGIES.join(', ')}, compatibility, ${scoped.join(', ')})`);
+	const unknown = words.filter((word) => !isTopology(word) && word !== 'compatibility' && !scoped.includes(word));
+	if (unknown.length > 0)
+		throw new Error(
+			`${file}: unknown e2e tag(s) ${unknown.join(', ')} (known: ${TOPOLOGIES.join(', ')}, compatibility, ${scoped.join(', ')})`,
+		);
 	const topologies = TOPOLOGIES.filter((topology) => words.includes(topology));
 	if (topologies.length === 0) throw new Error(`${file}: its e2e-tags name no topology (single, queue)`);
-	const compatibleIn = words.includes('compatibility') ? topologies : topologies.filter((topology) => words.includes(`compatibility:${topology}`));
+	const compatibleIn = words.includes('compatibility')
+		? topologies
+		: topologies.filter((topology) => words.includes(`compatibility:${topology}`));
 	return { topologies, compatibility: compatibleIn.length > 0, compatibleIn };
 }
 
 /** The files a topology runs in a tier ('full': every file tagged with the topology). */
-function selectE2eFiles({ topology, tier }) {
-	if (!TOPOLOGIES.includes(topology)) throw new Error(`unknown topology: ${topology}`);
-	if (!TIERS.includes(tier)) throw new Error(`unknown e2e tier: ${tier} (${TIERS.join(' or ')})`);
+export function selectE2eFiles({ topology, tier }: { topology: string; tier: string }): string[] {
+	if (!isTopology(topology)) throw new Error(`unknown topology: ${topology}`);
+	if (!isTier(tier)) throw new Error(`unknown e2e tier: ${tier} (${TIERS.join(' or ')})`);
 	return e2eFiles().filter((file) => {
 		const tags = tagsOf(file);
 		return tags.topologies.includes(topology) && (tier === 'full' || tags.compatibleIn.includes(topology));
@@ -57,10 +77,8 @@ function selectE2eFiles({ topology, tier }) {
 }
 
 /** E2E_TIER, default 'full'. */
-function selectedTier(env = process.env) {
+export function selectedTier(env: NodeJS.ProcessEnv = process.env): Tier {
 	const tier = env.E2E_TIER || 'full';
-	if (!TIERS.includes(tier)) throw new Error(`E2E_TIER must be ${TIERS.join(' or ')} (got "${tier}")`);
+	if (!isTier(tier)) throw new Error(`E2E_TIER must be ${TIERS.join(' or ')} (got "${tier}")`);
 	return tier;
 }
-
-module.exports = { TIERS, TOPOLOGIES, e2eFiles, tagsOf, parseTags, selectE2eFiles, selectedTier };

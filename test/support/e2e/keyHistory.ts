@@ -5,10 +5,32 @@
 // failed with the step's own error (a step whose statement committed and whose answer was lost).
 // Test-only: the shipped package never creates a trigger.
 
+import type { Harness } from './harness';
+
 const HISTORY = 'e2e_key_history';
 
+/** One recorded change of a key row. */
+export interface KeyChange {
+	id: string;
+	at: Date;
+	op: 'INSERT' | 'UPDATE' | 'DELETE';
+	key: string;
+	status: string | null;
+	owner_token: string | null;
+	execution_id: string | null;
+	attempts: number | null;
+	locked_until: Date | null;
+	last_error: string | null;
+}
+
+/** A business row of the app database. */
+export interface BusinessRow {
+	id: number;
+	created_at: Date;
+}
+
 /** Starts recording (idempotent). */
-async function recordKeyHistory(h) {
+export async function recordKeyHistory(h: Harness): Promise<void> {
 	await h.appQuery(`CREATE TABLE IF NOT EXISTS ${HISTORY} (
 		id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT clock_timestamp(), op text NOT NULL, key text NOT NULL,
 		status text, owner_token uuid, execution_id text, attempts int, locked_until timestamptz, last_error text)`);
@@ -26,11 +48,13 @@ async function recordKeyHistory(h) {
 			RETURN NEW;
 		END $$`);
 	await h.appQuery(`DROP TRIGGER IF EXISTS ${HISTORY}_trigger ON processed_events`);
-	await h.appQuery(`CREATE TRIGGER ${HISTORY}_trigger AFTER INSERT OR UPDATE OR DELETE ON processed_events FOR EACH ROW EXECUTE FUNCTION ${HISTORY}_record()`);
+	await h.appQuery(
+		`CREATE TRIGGER ${HISTORY}_trigger AFTER INSERT OR UPDATE OR DELETE ON processed_events FOR EACH ROW EXECUTE FUNCTION ${HISTORY}_record()`,
+	);
 }
 
 /** Stops recording and drops what recordKeyHistory created. */
-async function stopKeyHistory(h) {
+export async function stopKeyHistory(h: Harness): Promise<void> {
 	await h.appQuery(`DROP TRIGGER IF EXISTS ${HISTORY}_trigger ON processed_events`);
 	await h.appQuery(`DROP FUNCTION IF EXISTS ${HISTORY}_record()`);
 	await slowCompletes(h, 0);
@@ -38,7 +62,7 @@ async function stopKeyHistory(h) {
 }
 
 /** The recorded changes of one key, oldest first. */
-async function keyHistory(h, key) {
+export async function keyHistory(h: Harness, key: string): Promise<KeyChange[]> {
 	const { rows } = await h.appQuery(`SELECT * FROM ${HISTORY} WHERE key = $1 ORDER BY id`, [key]);
 	return rows;
 }
@@ -54,17 +78,24 @@ const CUT_CONNECTION = /terminat|connection|ECONNRESET|57P0|shutting down|starti
  * - null: neither; the guard let a second run through while the first still held the key.
  * `stepName` names the business step as it appears in the failure message.
  */
-async function explainDouble(h, key, { stepName }) {
+export async function explainDouble(
+	h: Harness,
+	key: string,
+	{ stepName }: { stepName: string },
+): Promise<{ key: string; explanation: 'lease ended' | 'step cut after commit' | null; rows: BusinessRow[]; history: KeyChange[] }> {
 	const history = await keyHistory(h, key);
 	const { rows } = await h.appQuery('SELECT id, created_at FROM business_log WHERE event_key = $1 ORDER BY id', [key]);
-	let explanation = null;
+	let explanation: 'lease ended' | 'step cut after commit' | null = null;
 	if (rows.length === 2) {
 		// The take-over that let a second run write: the first change of owner after the first row.
-		const at = history.findIndex((change, i) => i > 0 && change.op === 'UPDATE' && change.owner_token !== history[i - 1].owner_token && change.at > rows[0].created_at);
+		const at = history.findIndex(
+			(change, i) => i > 0 && change.op === 'UPDATE' && change.owner_token !== history[i - 1].owner_token && change.at > rows[0].created_at,
+		);
 		const before = history[at - 1];
 		const change = history[at];
 		if (at > 0 && before.status === 'processing' && before.locked_until && change.at >= before.locked_until) explanation = 'lease ended';
-		else if (at > 0 && before.status === 'failed' && before.last_error?.includes(stepName) && CUT_CONNECTION.test(before.last_error)) explanation = 'step cut after commit';
+		else if (at > 0 && before.status === 'failed' && before.last_error?.includes(stepName) && CUT_CONNECTION.test(before.last_error))
+			explanation = 'step cut after commit';
 	}
 	return { key, explanation, rows, history };
 }
@@ -74,7 +105,10 @@ async function explainDouble(h, key, { stepName }) {
  * over): [{ key, executionId, leaseEnd, completedAt }]. A run that outlived its lease and still
  * kept the event single.
  */
-async function completedAfterLeaseEnd(h, keys) {
+export async function completedAfterLeaseEnd(
+	h: Harness,
+	keys: string[],
+): Promise<Array<{ key: string; executionId: string | null; leaseEnd: Date; completedAt: Date }>> {
 	const { rows } = await h.appQuery(
 		`SELECT c.key, c.execution_id, r.locked_until AS lease_end, c.at AS completed_at
 		   FROM ${HISTORY} c
@@ -90,7 +124,7 @@ async function completedAfterLeaseEnd(h, keys) {
  * Makes every Complete (a key going from processing to completed) take `seconds` inside Postgres,
  * so that a fault can be aimed at a Complete in flight (see completeInFlight). Off with `seconds` 0.
  */
-async function slowCompletes(h, seconds) {
+export async function slowCompletes(h: Harness, seconds: number): Promise<void> {
 	await h.appQuery('DROP TRIGGER IF EXISTS e2e_slow_complete ON processed_events');
 	await h.appQuery('DROP FUNCTION IF EXISTS e2e_slow_complete()');
 	if (!seconds) return;
@@ -103,7 +137,7 @@ async function slowCompletes(h, seconds) {
 }
 
 /** Waits (up to timeoutMs) until a Complete statement is running; true when one is. */
-async function completeInFlight(h, { timeoutMs = 30000 } = {}) {
+export async function completeInFlight(h: Harness, { timeoutMs = 30000 }: { timeoutMs?: number } = {}): Promise<boolean> {
 	const deadline = Date.now() + timeoutMs;
 	while (Date.now() < deadline) {
 		const { rows } = await h.appQuery(
@@ -114,5 +148,3 @@ async function completeInFlight(h, { timeoutMs = 30000 } = {}) {
 	}
 	return false;
 }
-
-module.exports = { recordKeyHistory, stopKeyHistory, keyHistory, explainDouble, completedAfterLeaseEnd, slowCompletes, completeInFlight };

@@ -3,17 +3,79 @@
 // Postgres, test/e2e/embedded-checklist.e2e.test.js on the embedded store). The deliveries and what
 // n8n answers and records are the same for both; what differs — how a test reads the effects and
 // the keys, and how test 2 crashes a run — is the store's (see defineChecklist). Uses jest's globals.
-const { harness, outputTaken, outputItem, eventId } = require('./harness');
-const { rejections } = require('./rejections');
+import { harness, outputTaken, outputItem, eventId, type DeliveryAnswer, type Execution, type Harness, type NODE } from './harness';
+import { rejections, type Rejections } from './rejections';
+import type { Json, NodeChange } from './workflows';
 
-const GUARD = 'Idempotency Order Guard';
-const UPSERT = 'Business Step (upsert customer)';
+export const GUARD = 'Idempotency Order Guard';
+export const UPSERT = 'Business Step (upsert customer)';
 // Test 3's business key: one paid order, whichever of Stripe's events about it arrives.
-const ORDER_PAID_KEY = "={{ 'order-paid:' + $json.body.data.object.metadata.order_id }}";
+export const ORDER_PAID_KEY = "={{ 'order-paid:' + $json.body.data.object.metadata.order_id }}";
+
+/** A published workflow: where its webhook is, and its id. */
+export interface PublishedWebhook {
+	url: string;
+	workflowId: string;
+}
+
+/** What a store's setup publishes for the six tests. */
+export interface ChecklistWorkflows {
+	webhook: PublishedWebhook;
+	businessKeyed: PublishedWebhook;
+	ordered: PublishedWebhook;
+}
+
+/** An event as the tests send it (Stripe's shape: id, type, created, data). */
+export interface ChecklistEvent {
+	id: string;
+	type: string;
+	created?: number;
+	data?: Json;
+}
+
+/** A key's state as the checklist compares it. */
+export interface KeyState {
+	status: string;
+	attempts: number;
+	duplicates: number;
+}
+
+/** What one store asserts beyond the shared tests, per test. */
+export interface ChecklistChecks {
+	burst?: (context: { event: ChecklistEvent; key: string; answers: DeliveryAnswer[]; executions: Execution[] }) => unknown;
+	businessObject?: (context: {
+		businessKey: string;
+		events: ChecklistEvent[];
+		eventKeys: string[];
+		winner: number;
+		runs: Execution[];
+	}) => unknown;
+	outOfOrder?: (context: {
+		customer: string;
+		created: number;
+		update: ChecklistEvent;
+		create: ChecklistEvent;
+		runs: Execution[];
+	}) => unknown;
+	replay?: (context: { a: ChecklistEvent; b: ChecklistEvent; executions: Execution[] }) => unknown;
+	genuineAfterForgeries?: (context: { key: string; runs: Execution[] }) => unknown;
+}
+
+/** A store's side of the six tests (see defineChecklist). */
+export interface ChecklistStore {
+	setup: () => Promise<ChecklistWorkflows>;
+	teardown?: () => unknown;
+	effects: (key: string) => Promise<number>;
+	keyStates: (keys: string[]) => Promise<Record<string, KeyState | null>>;
+	totals: () => Promise<{ keys: number; effects: number }>;
+	crash: (published: ChecklistWorkflows) => Promise<unknown>;
+	checks: ChecklistChecks;
+}
 
 /** Reserve of the webhook template keyed by the business action (Key Source: Custom Value), as a user keys it. */
-function keyedByPaidOrder(reserveName) {
-	return (node) => (node.name === reserveName ? { ...node, parameters: { ...node.parameters, keySource: 'custom', customKey: ORDER_PAID_KEY } } : node);
+export function keyedByPaidOrder(reserveName: string): NodeChange {
+	return (node) =>
+		node.name === reserveName ? { ...node, parameters: { ...node.parameters, keySource: 'custom', customKey: ORDER_PAID_KEY } } : node;
 }
 
 /**
@@ -31,13 +93,23 @@ function keyedByPaidOrder(reserveName) {
  *    checks       what one store asserts beyond the shared test, per test (each optional):
  *                 burst, businessObject, outOfOrder, replay, genuineAfterForgeries (each (context) => void)
  */
-function defineChecklist({ title, label, nodes, store: makeStore }) {
+export function defineChecklist({
+	title,
+	label,
+	nodes,
+	store: makeStore,
+}: {
+	title: string;
+	label: string;
+	nodes: typeof NODE;
+	store: (h: Harness, tools: Rejections) => ChecklistStore;
+}): void {
 	describe(title, () => {
 		const h = harness();
 		const tools = rejections(h);
 		const { expectRejected, expectRejectedRuns } = tools;
 		const store = makeStore(h, tools);
-		let published;
+		let published: ChecklistWorkflows;
 
 		beforeAll(async () => {
 			published = await store.setup();
@@ -77,7 +149,11 @@ function defineChecklist({ title, label, nodes, store: makeStore }) {
 			const { url, workflowId } = published.businessKeyed;
 			const order = `ord_${eventId(`${label}order`).slice(8)}`;
 			const businessKey = `order-paid:${order}`;
-			const paid = (type) => ({ id: eventId(type.replaceAll('.', '_')), type, data: { object: { metadata: { order_id: order } } } });
+			const paid = (type: string): ChecklistEvent => ({
+				id: eventId(type.replaceAll('.', '_')),
+				type,
+				data: { object: { metadata: { order_id: order } } },
+			});
 			const events = [paid('checkout.session.completed'), paid('payment_intent.succeeded')];
 			const eventKeys = events.map((e) => `evt:${e.id}`);
 
@@ -87,10 +163,16 @@ function defineChecklist({ title, label, nodes, store: makeStore }) {
 			expect(first.filter((a) => a.outcome === 'new')).toHaveLength(1);
 			expect(first[winner].status).toBe(200);
 			// The other: a Duplicate if it came after the first was done, In Progress (409) if at the same moment.
-			expect([[200, 'duplicate'], [409, 'in_progress']]).toContainEqual([first[1 - winner].status, first[1 - winner].outcome]);
+			expect([
+				[200, 'duplicate'],
+				[409, 'in_progress'],
+			]).toContainEqual([first[1 - winner].status, first[1 - winner].outcome]);
 			// The provider retries (after a 409 it must): both events are now Duplicates answered with the stored response.
 			const retries = await Promise.all(events.map((event) => h.deliver(url, event)));
-			expect(retries.map((a) => [a.status, a.outcome])).toEqual([[200, 'duplicate'], [200, 'duplicate']]);
+			expect(retries.map((a) => [a.status, a.outcome])).toEqual([
+				[200, 'duplicate'],
+				[200, 'duplicate'],
+			]);
 			for (const a of [first[winner], ...retries]) expect(a.json).toEqual({ received: true, eventKey: businessKey });
 
 			const runs = await h.waitForExecutions(workflowId, mark, 4);
@@ -104,7 +186,12 @@ function defineChecklist({ title, label, nodes, store: makeStore }) {
 			const { url, workflowId } = published.ordered;
 			const customer = `cus_${eventId(`${label}ubc`).slice(8)}`;
 			const created = Math.floor(Date.now() / 1000) - 120;
-			const event = (type, at, email) => ({ id: eventId(type.replace('.', '_')), type, created: at, data: { object: { id: customer, object: 'customer', email } } });
+			const event = (type: string, at: number, email: string): ChecklistEvent => ({
+				id: eventId(type.replace('.', '_')),
+				type,
+				created: at,
+				data: { object: { id: customer, object: 'customer', email } },
+			});
 			const update = event('customer.updated', created + 60, 'new@example.com');
 			const create = event('customer.created', created, 'old@example.com');
 
@@ -184,7 +271,12 @@ function defineChecklist({ title, label, nodes, store: makeStore }) {
 			expectRejected(forged, 'signature_mismatch');
 			expectRejected(tampered, 'signature_mismatch');
 			expectRejected(garbled, 'malformed_header');
-			expectRejectedRuns(await h.waitForExecutions(webhook.workflowId, mark, 4), ['missing_header', 'signature_mismatch', 'signature_mismatch', 'malformed_header']);
+			expectRejectedRuns(await h.waitForExecutions(webhook.workflowId, mark, 4), [
+				'missing_header',
+				'signature_mismatch',
+				'signature_mismatch',
+				'malformed_header',
+			]);
 
 			// Untouched: no key for the event id, no effect, nothing anywhere else either.
 			expect(await store.keyStates([key])).toEqual({ [key]: null });
@@ -197,7 +289,7 @@ function defineChecklist({ title, label, nodes, store: makeStore }) {
 			expect([genuine.status, genuine.outcome]).toEqual([200, 'new']);
 			expect(genuine.json).toEqual({ received: true, eventKey: key });
 			// A byte-for-byte replay of it inside the window passes the signature check and is a duplicate.
-			const replay = await h.deliver(webhook.url, event, { 'stripe-signature': genuine.signature }, { sign: false });
+			const replay = await h.deliver(webhook.url, event, { 'stripe-signature': genuine.signature! }, { sign: false });
 			expect([replay.status, replay.outcome]).toEqual([200, 'duplicate']);
 
 			const runs = await h.waitForExecutions(webhook.workflowId, mark2, 2);
@@ -211,5 +303,3 @@ function defineChecklist({ title, label, nodes, store: makeStore }) {
 		});
 	});
 }
-
-module.exports = { defineChecklist, keyedByPaidOrder, GUARD, UPSERT, ORDER_PAID_KEY };

@@ -1,10 +1,42 @@
 // Test-only workflows derived from the shipped templates, so the suite exercises the templates
 // themselves rather than hand-copied look-alikes.
-const fs = require('node:fs');
-const { TEMPLATES, TEMPLATE_CREDENTIALS } = require('../stack/n8nStack');
-const { QUEUE } = require('./topology');
+import fs from 'node:fs';
+import { TEMPLATES, TEMPLATE_CREDENTIALS } from '../stack/n8nStack';
+import { QUEUE } from './topology';
+import type { Topology } from './tags';
 
-const IDS = {
+export { TEMPLATE_CREDENTIALS };
+
+/**
+ * JSON that n8n or a workflow file holds (a node's parameters, an item an execution emitted, an
+ * answer's body): the tests reach into it member by member and compare it whole with expect.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- its shape is n8n's or the file's, read member by member
+export type Json = any;
+
+/** One node of a workflow's JSON (name, type, typeVersion, position, parameters, credentials, …). */
+export type WorkflowNode = Json;
+
+/** A change made to each node of a workflow, as a user edits it in the editor. */
+export type NodeChange = (node: WorkflowNode) => WorkflowNode;
+
+/** A workflow's JSON, as its file holds it (a shipped template or a copy made from one). */
+export interface WorkflowJson {
+	id?: string;
+	name: string;
+	nodes: WorkflowNode[];
+	connections: Json;
+	settings?: Json;
+	pinData?: Json;
+	meta?: Json;
+	active?: boolean;
+	[member: string]: Json;
+}
+
+/** A workflow the stack imports: a file, or JSON made here; published or not. */
+export type StackWorkflow = { file: string; publish: boolean } | { json: WorkflowJson; publish: boolean };
+
+export const IDS = {
 	webhook: 'IdemWebhookTpl01',
 	cleanup: 'IdemCleanupTpl01',
 	error: 'IdemErrorTpl0001',
@@ -13,15 +45,16 @@ const IDS = {
 	crash: 'E2eCrashLease0001',
 	cleanupFrequent: 'E2eCleanupEvery3s',
 };
-const WEBHOOK_PATH = 'idempotent-webhook';
-const CRASH_PATH = 'e2e-crash';
+export const WEBHOOK_PATH = 'idempotent-webhook';
+export const CRASH_PATH = 'e2e-crash';
 
-function readTemplate(name) {
-	return JSON.parse(fs.readFileSync(TEMPLATES[name], 'utf8'));
+/** A shipped template by its name in TEMPLATES ('webhook', 'cleanup', 'error', 'replay', …). */
+export function readTemplate(name: string): WorkflowJson {
+	return JSON.parse(fs.readFileSync((TEMPLATES as Record<string, string>)[name], 'utf8'));
 }
 
 /** The cleanup template with its Schedule Trigger swapped for a Manual Trigger (`n8n execute --id`). */
-function cleanupManual() {
+function cleanupManual(): WorkflowJson {
 	const wf = readTemplate('cleanup');
 	const schedule = wf.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger');
 	const manual = { ...schedule, name: 'Run now', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, parameters: {} };
@@ -32,7 +65,7 @@ function cleanupManual() {
 }
 
 /** A lease-mode reservation followed by a crash, with the error-workflow template as Error Workflow. */
-function crashAfterReserve() {
+function crashAfterReserve(): WorkflowJson {
 	const webhook = readTemplate('webhook');
 	const reserve = webhook.nodes.find((node) => node.type === 'n8n-nodes-idempotency.idempotencyReserve');
 	return {
@@ -73,7 +106,7 @@ function crashAfterReserve() {
  * lease (tests of recovery after the lease must fit in minutes) and the error-workflow template as
  * its Error Workflow (Settings → Error Workflow).
  */
-function webhookForQueueMode() {
+function webhookForQueueMode(): WorkflowJson {
 	const wf = readTemplate('webhook');
 	const reserve = wf.nodes.find((node) => node.type === 'n8n-nodes-idempotency.idempotencyReserve');
 	reserve.parameters = { ...reserve.parameters, leaseSeconds: QUEUE.leaseSeconds };
@@ -81,14 +114,14 @@ function webhookForQueueMode() {
 }
 
 /** The cleanup template on a schedule of every few seconds (test 7: cleanup running during a soak). */
-function cleanupFrequent() {
+function cleanupFrequent(): WorkflowJson {
 	const wf = readTemplate('cleanup');
 	const schedule = wf.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger');
 	schedule.parameters = { rule: { interval: [{ field: 'seconds', secondsInterval: QUEUE.cleanupEverySeconds }] } };
 	return { ...wf, id: IDS.cleanupFrequent, name: `E2E cleanup every ${QUEUE.cleanupEverySeconds} s (copy of the template)` };
 }
 
-function allWorkflows(topology = 'single') {
+export function allWorkflows(topology: Topology = 'single'): StackWorkflow[] {
 	if (topology === 'queue') {
 		return [
 			{ json: webhookForQueueMode(), publish: true },
@@ -107,5 +140,3 @@ function allWorkflows(topology = 'single') {
 		{ json: crashAfterReserve(), publish: true },
 	];
 }
-
-module.exports = { IDS, WEBHOOK_PATH, CRASH_PATH, TEMPLATE_CREDENTIALS, allWorkflows, readTemplate };

@@ -1,23 +1,26 @@
 // Test-only copies of the shipped templates, created and published in the running n8n through its
 // REST API (as the editor does: save, then publish), each with a webhook path of its own per run.
-const { randomUUID } = require('node:crypto');
-const fs = require('node:fs');
-const path = require('node:path');
-const stack = require('../stack/n8nStack');
-const { OWNER } = require('./harness');
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as stack from '../stack/n8nStack';
+import { manualRunBody } from '../stack/n8nVersion';
+import { OWNER, type Execution, type Harness } from './harness';
+import type { PublishedWebhook } from './checklist';
+import type { WorkflowJson, WorkflowNode } from './workflows';
 
 /** A shipped template from the repository's templates/ folder. */
-function readShippedTemplate(file) {
+export function readShippedTemplate(file: string): WorkflowJson {
 	return JSON.parse(fs.readFileSync(path.join(stack.REPO_ROOT, 'templates', file), 'utf8'));
 }
 
 /** A webhook path of its own per run, so reruns and other copies never collide. */
-function freshWebhookPath(label) {
+export function freshWebhookPath(label: string): string {
 	return `e2e-${label}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 }
 
 /** n8n's Webhook node taking POSTs at `webhookPath`, as the editor saves it; `parameters` adds to or overrides its parameters. */
-function webhookNode(webhookPath, parameters = {}) {
+export function webhookNode(webhookPath: string, parameters: Record<string, unknown> = {}): WorkflowNode {
 	return {
 		id: randomUUID(),
 		name: 'Webhook',
@@ -30,7 +33,7 @@ function webhookNode(webhookPath, parameters = {}) {
 }
 
 /** The template with a fresh webhook path and id, so reruns and other copies never collide. */
-function withOwnWebhook(template, label) {
+export function withOwnWebhook(template: WorkflowJson, label: string): { workflow: WorkflowJson; webhookPath: string } {
 	const webhookPath = freshWebhookPath(label);
 	const nodes = template.nodes.map((node) =>
 		node.type === 'n8n-nodes-base.webhook'
@@ -41,17 +44,29 @@ function withOwnWebhook(template, label) {
 }
 
 /** Saves a workflow as the owner, as the editor's "Import from File" does (new, inactive). Returns its id and versionId. */
-async function saveWorkflow(h, workflow, label) {
+export async function saveWorkflow(
+	h: Harness,
+	workflow: WorkflowJson,
+	label: string,
+): Promise<{ id: string; versionId: string; rest: ReturnType<Harness['rest']> }> {
 	const rest = h.rest();
 	await rest.ownerLogin(OWNER);
 	const { name, nodes, connections, settings, pinData, meta } = workflow;
-	const saved = await rest.call('POST', '/workflows', { name: `${name} (e2e ${label})`, nodes, connections, settings, pinData, meta, active: false });
+	const saved = await rest.call('POST', '/workflows', {
+		name: `${name} (e2e ${label})`,
+		nodes,
+		connections,
+		settings,
+		pinData,
+		meta,
+		active: false,
+	});
 	if (saved.status !== 200) throw new Error(`saving the workflow failed (${saved.status}): ${saved.text.slice(0, 300)}`);
 	return { id: saved.json.data.id, versionId: saved.json.data.versionId, rest };
 }
 
 /** Saves and publishes a workflow as the owner; resolves once n8n serves its webhook. Returns its id. */
-async function publishWorkflow(h, workflow, webhookPath) {
+export async function publishWorkflow(h: Harness, workflow: WorkflowJson, webhookPath: string): Promise<string> {
 	const { id, versionId, rest } = await saveWorkflow(h, workflow, webhookPath);
 	const published = await rest.call('POST', `/workflows/${id}/activate`, { versionId });
 	if (published.status !== 200) throw new Error(`publishing the workflow failed (${published.status}): ${published.text.slice(0, 300)}`);
@@ -64,7 +79,7 @@ async function publishWorkflow(h, workflow, webhookPath) {
 }
 
 /** Runs one of the package's shipped SQL files (from the installed package) on the app database. */
-async function runShippedSql(h, file) {
+export async function runShippedSql(h: Harness, file: string): Promise<void> {
 	const shipped = path.join(h.state.packageDir, 'dist', 'sql', file);
 	await h.appQuery(fs.readFileSync(fs.existsSync(shipped) ? shipped : path.join(stack.REPO_ROOT, 'sql', file), 'utf8'));
 }
@@ -74,7 +89,11 @@ async function runShippedSql(h, file) {
  * webhook of its own, after the tables it needs: the Order Guard's (from the installed package's SQL)
  * and the business table `customers`, optionally with an Error Workflow. Returns { url, workflowId }.
  */
-async function publishOrderedWebhook(h, label, { errorWorkflow } = {}) {
+export async function publishOrderedWebhook(
+	h: Harness,
+	label: string,
+	{ errorWorkflow }: { errorWorkflow?: string } = {},
+): Promise<PublishedWebhook> {
 	await runShippedSql(h, 'migrations/order/001_create_table.sql');
 	await h.appQuery('CREATE TABLE IF NOT EXISTS customers (id text PRIMARY KEY, email text, version bigint NOT NULL)');
 	const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('ordered-webhook.json'), label);
@@ -88,8 +107,11 @@ async function publishOrderedWebhook(h, label, { errorWorkflow } = {}) {
  * Runs a saved workflow from its Manual Trigger `triggerName` as the editor does; resolves with the
  * finished execution and the id n8n answered the run with.
  */
-async function runFromManualTrigger(h, workflowId, triggerName) {
-	const { manualRunBody } = require('../stack/n8nVersion');
+export async function runFromManualTrigger(
+	h: Harness,
+	workflowId: string,
+	triggerName: string,
+): Promise<{ execution: Execution; executionId: number }> {
 	const mark = await h.executionMark();
 	const rest = h.rest();
 	await rest.ownerLogin(OWNER);
@@ -104,13 +126,27 @@ async function runFromManualTrigger(h, workflowId, triggerName) {
 }
 
 /** The app database's connection, as a Postgres credential's data (the test's own credentials point there). */
-function appCredentialData(h) {
+export function appCredentialData(h: Harness): {
+	host: string;
+	port: number;
+	database: string;
+	user: string;
+	password: string;
+	ssl: string;
+} {
 	const app = new URL(h.state.appUrl);
-	return { host: app.hostname, port: Number(app.port), database: app.pathname.slice(1), user: decodeURIComponent(app.username), password: decodeURIComponent(app.password), ssl: 'disable' };
+	return {
+		host: app.hostname,
+		port: Number(app.port),
+		database: app.pathname.slice(1),
+		user: decodeURIComponent(app.username),
+		password: decodeURIComponent(app.password),
+		ssl: 'disable',
+	};
 }
 
 /** Creates a credential as the owner, as the editor does; returns the reference a node stores ({ id, name }). */
-async function createCredential(h, type, data) {
+export async function createCredential(h: Harness, type: string, data: Record<string, unknown>): Promise<{ id: string; name: string }> {
 	const rest = h.rest();
 	await rest.ownerLogin(OWNER);
 	const created = await rest.call('POST', '/credentials', { name: `e2e ${type} ${randomUUID().slice(0, 8)}`, type, data });
@@ -119,20 +155,18 @@ async function createCredential(h, type, data) {
 }
 
 /** A credential's stored (encrypted) data in n8n's database. */
-async function credentialData(h, id) {
+export async function credentialData(h: Harness, id: string): Promise<string> {
 	return (await h.n8nQuery('SELECT data FROM credentials_entity WHERE id = $1', [id])).rows[0].data;
 }
 
 /** Stored data that does not decrypt: n8n then says "Credentials could not be decrypted". */
-const UNREADABLE_CREDENTIAL_DATA = 'U2FsdGVkX1+not+what+was+encrypted+here==';
+export const UNREADABLE_CREDENTIAL_DATA = 'U2FsdGVkX1+not+what+was+encrypted+here==';
 
 /** Makes a credential unreadable to n8n (UNREADABLE_CREDENTIAL_DATA); returns what puts its data back. */
-async function makeCredentialUnreadable(h, id) {
+export async function makeCredentialUnreadable(h: Harness, id: string): Promise<() => Promise<void>> {
 	const readable = await credentialData(h, id);
 	await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [UNREADABLE_CREDENTIAL_DATA, id]);
 	return async () => {
 		await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [readable, id]);
 	};
 }
-
-module.exports = { appCredentialData, createCredential, credentialData, makeCredentialUnreadable, UNREADABLE_CREDENTIAL_DATA, runFromManualTrigger, freshWebhookPath, webhookNode, readShippedTemplate, withOwnWebhook, saveWorkflow, publishWorkflow, runShippedSql, publishOrderedWebhook };

@@ -1,18 +1,24 @@
 // The Idempotent Webhook trigger's template (templates/idempotent-webhook-trigger.json) in the
 // running n8n: published per test file with the one change a user makes — the business step's URL
 // pointed at their API (here the test's sink) — on a webhook path of its own.
-const { randomUUID } = require('node:crypto');
-const { readShippedTemplate, freshWebhookPath, publishWorkflow } = require('./restWorkflows');
+import { randomUUID } from 'node:crypto';
+import { readShippedTemplate, freshWebhookPath, publishWorkflow } from './restWorkflows';
+import type { DeliveryAnswer, Harness } from './harness';
+import type { Json, NodeChange, WorkflowJson } from './workflows';
 
-const TRIGGER_TEMPLATE = 'idempotent-webhook-trigger.json';
-const TRIGGER = { node: 'Idempotent Webhook', business: 'Business Step (call your API)', type: 'n8n-nodes-idempotency.idempotentWebhook' };
+export const TRIGGER_TEMPLATE = 'idempotent-webhook-trigger.json';
+export const TRIGGER = {
+	node: 'Idempotent Webhook',
+	business: 'Business Step (call your API)',
+	type: 'n8n-nodes-idempotency.idempotentWebhook',
+};
 
 /**
  * Where the trigger's deliveries go: main in one process; in queue mode an `n8n webhook` process
  * (started on first use, in main's user folder: one host), so that the trigger's webhook() runs
  * there and its executions on the workers. Returns { baseUrl, webhookProcess: { pid, url } | null }.
  */
-async function triggerBase(h) {
+export async function triggerBase(h: Harness): Promise<{ baseUrl: string; webhookProcess: Json }> {
 	if (h.topology !== 'queue') return { baseUrl: h.state.baseUrl, webhookProcess: null };
 	const webhookProcess = await h.control('POST /ensure-webhook-process');
 	return { baseUrl: webhookProcess.url, webhookProcess };
@@ -23,11 +29,23 @@ async function triggerBase(h) {
  * first, `change(node)` each node; `baseUrl` is where its URL points (main unless given). Returns
  * { url, workflowId, webhookPath }.
  */
-async function publishTrigger(h, label, { apiUrl, baseUrl = h.state.baseUrl, change = (node) => node, template = TRIGGER_TEMPLATE, edit = (workflow) => workflow } = {}) {
+export async function publishTrigger(
+	h: Harness,
+	label: string,
+	{
+		apiUrl,
+		baseUrl = h.state.baseUrl,
+		change = (node) => node,
+		template = TRIGGER_TEMPLATE,
+		edit = (workflow) => workflow,
+	}: { apiUrl?: string; baseUrl?: string; change?: NodeChange; template?: string; edit?: (workflow: WorkflowJson) => WorkflowJson } = {},
+): Promise<{ url: string; workflowId: string; webhookPath: string }> {
 	const workflow = edit(readShippedTemplate(template));
 	const webhookPath = freshWebhookPath(label);
 	workflow.nodes = workflow.nodes
-		.map((node) => (node.type === TRIGGER.type ? { ...node, webhookId: randomUUID(), parameters: { ...node.parameters, path: webhookPath } } : node))
+		.map((node) =>
+			node.type === TRIGGER.type ? { ...node, webhookId: randomUUID(), parameters: { ...node.parameters, path: webhookPath } } : node,
+		)
 		.map((node) => (node.name === TRIGGER.business && apiUrl ? { ...node, parameters: { ...node.parameters, url: apiUrl } } : node))
 		.map(change);
 	const workflowId = await publishWorkflow(h, workflow, webhookPath);
@@ -35,26 +53,38 @@ async function publishTrigger(h, label, { apiUrl, baseUrl = h.state.baseUrl, cha
 }
 
 /** The trigger's Lease Seconds set to `seconds`, so a crashed delivery's lease ends within a test. */
-function withLeaseSeconds(seconds) {
+export function withLeaseSeconds(seconds: number): NodeChange {
 	return (node) => (node.type === TRIGGER.type ? { ...node, parameters: { ...node.parameters, leaseSeconds: seconds } } : node);
 }
 
 /** A delivery retried like a provider until it is answered 2xx (at most `budgetMs`): every answer, in order. */
-async function deliverUntilAccepted(h, url, event, { budgetMs = 60000 } = {}) {
-	const answers = [];
+export async function deliverUntilAccepted(
+	h: Harness,
+	url: string,
+	event: Parameters<Harness['deliver']>[1],
+	{ budgetMs = 60000 }: { budgetMs?: number } = {},
+): Promise<DeliveryAnswer[]> {
+	const answers: DeliveryAnswer[] = [];
 	for (const deadline = Date.now() + budgetMs; ; await new Promise((resolve) => setTimeout(resolve, 500))) {
 		const answer = await h.deliver(url, event);
 		answers.push(answer);
 		if (answer.status >= 200 && answer.status < 300) return answers;
-		if (Date.now() > deadline) throw new Error(`never accepted: ${JSON.stringify(answers.slice(-3).map((a) => [a.status, a.text.slice(0, 200)]))}`);
+		if (Date.now() > deadline)
+			throw new Error(`never accepted: ${JSON.stringify(answers.slice(-3).map((a) => [a.status, a.text.slice(0, 200)]))}`);
 	}
 }
 
-module.exports = { TRIGGER, TRIGGER_TEMPLATE, publishTrigger, triggerBase, withLeaseSeconds, withWaitBeforeStep, deliverUntilAccepted };
-
 /** The template with a Wait node (1 s) between the trigger and the business step, as a user adds one. */
-function withWaitBeforeStep(workflow) {
-	const wait = { id: randomUUID(), name: 'Wait', type: 'n8n-nodes-base.wait', typeVersion: 1.1, position: [120, 0], webhookId: randomUUID(), parameters: { amount: 1 } };
+export function withWaitBeforeStep(workflow: WorkflowJson): WorkflowJson {
+	const wait = {
+		id: randomUUID(),
+		name: 'Wait',
+		type: 'n8n-nodes-base.wait',
+		typeVersion: 1.1,
+		position: [120, 0],
+		webhookId: randomUUID(),
+		parameters: { amount: 1 },
+	};
 	return {
 		...workflow,
 		nodes: [...workflow.nodes, wait],

@@ -2,18 +2,24 @@
 // embedded Postgres (n8n's own database and the app database), this package packed and installed as
 // a community package, the templates imported and published. State for the tests goes to a file;
 // the stop function stays in this (parent) process for globalTeardown.
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
-const stack = require('../stack/n8nStack');
-const { allWorkflows, WEBHOOK_PATH, CRASH_PATH } = require('./workflows');
-const { STATE_FILE, E2E_ROOT } = require('./paths');
-const { TOPOLOGY, QUEUE } = require('./topology');
-const { serveControl } = require('./control');
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as stack from '../stack/n8nStack';
+import { allWorkflows, WEBHOOK_PATH, CRASH_PATH } from './workflows';
+import { STATE_FILE, E2E_ROOT, type E2eState } from './paths';
+import { TOPOLOGY, QUEUE } from './topology';
+import { serveControl, type RunningStack } from './control';
 
-module.exports = async function globalSetup() {
+declare global {
+	// The running stack and its control endpoint, kept in jest's parent process for globalTeardown.
+	var __IDEMPOTENCY_E2E_STACK__: RunningStack | undefined;
+	var __IDEMPOTENCY_E2E_CONTROL__: Awaited<ReturnType<typeof serveControl>> | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
 	const started = Date.now();
-	const log = (line) => process.stderr.write(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`);
+	const log = (line: string) => process.stderr.write(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`);
 	fs.mkdirSync(E2E_ROOT, { recursive: true });
 	const workDir = fs.mkdtempSync(path.join(E2E_ROOT, 'run-'));
 	log(`work dir ${workDir} (${os.cpus().length} cores, topology ${TOPOLOGY})`);
@@ -21,12 +27,15 @@ module.exports = async function globalSetup() {
 	const running = await stack.startStack({
 		workDir,
 		topology: TOPOLOGY,
-		...(queue ? { workers: QUEUE.workers, workerConcurrency: QUEUE.workerConcurrency, workerFolders: QUEUE.workerFolders, env: QUEUE.env } : {}),
+		...(queue
+			? { workers: QUEUE.workers, workerConcurrency: QUEUE.workerConcurrency, workerFolders: QUEUE.workerFolders, env: QUEUE.env }
+			: {}),
 		recreateDbs: true,
 		dbNames: { n8n: 'n8n_e2e', app: 'idempotency_e2e' },
 		build: process.env.E2E_BUILD === 'always' ? true : 'auto',
 		nodesCacheDir: path.join(E2E_ROOT, 'nodes-cache'),
-		setupSql: (client, ctx) => stack.prepareTemplateTables(client, ctx),
+		setupSql: (client: Parameters<typeof stack.prepareTemplateTables>[0], ctx: Parameters<typeof stack.prepareTemplateTables>[1]) =>
+			stack.prepareTemplateTables(client, ctx),
 		credentials: stack.templateCredentials,
 		workflows: allWorkflows(TOPOLOGY),
 		readyWebhooks: [WEBHOOK_PATH, CRASH_PATH],
@@ -35,7 +44,7 @@ module.exports = async function globalSetup() {
 	globalThis.__IDEMPOTENCY_E2E_STACK__ = running;
 	const control = await serveControl(running);
 	globalThis.__IDEMPOTENCY_E2E_CONTROL__ = control;
-	const state = {
+	const state: E2eState = {
 		topology: TOPOLOGY,
 		controlUrl: control.url,
 		redis: running.redis,
@@ -55,4 +64,4 @@ module.exports = async function globalSetup() {
 	};
 	fs.writeFileSync(STATE_FILE, JSON.stringify(state, null, 2), { mode: 0o600 });
 	log(`stack ready in ${state.setupSeconds.toFixed(1)} s`);
-};
+}
