@@ -4,13 +4,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 // BENCHMARKS.md's figures and plots are generated from the recorded runs in bench/results by
-// bench/report.js; these tests keep the page, the plots and the data from drifting apart.
+// bench/report.ts; these tests keep the page, the plots and the data from drifting apart.
 const ROOT = path.join(__dirname, '..', '..', '..');
-const REPORT = path.join(ROOT, 'bench', 'report.js');
+const REPORT = path.join(ROOT, 'bench', 'report.ts');
+// The report is TypeScript: its process loads the hook that transpiles it.
+const REGISTER_TS = path.join(ROOT, 'test', 'support', 'register-ts.js');
 const PLOTS = ['bench-throughput-per-flow.svg', 'bench-keys-per-second.svg', 'bench-latency-vs-table-size.svg'];
 
 function report(...args: string[]) {
-	const result = spawnSync(process.execPath, [REPORT, '--check', ...args], { encoding: 'utf8' });
+	const result = spawnSync(process.execPath, ['-r', REGISTER_TS, REPORT, '--check', ...args], { encoding: 'utf8' });
 	return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 

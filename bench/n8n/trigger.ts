@@ -1,5 +1,5 @@
 // The Idempotent Webhook trigger inside n8n, side by side with what it replaces and with n8n's floor
-// for an answer without an execution (bench/n8n/run.js --only trigger). Three flows in one n8n, on
+// for an answer without an execution (bench/n8n/run.ts --only trigger). Three flows in one n8n, on
 // the Embedded store and one business step (an HTTP call to an API of this process):
 //
 //   trigger   templates/idempotent-webhook-trigger.json
@@ -9,28 +9,63 @@
 // Four kinds of delivery, each round and concurrency in turn, the flows' order rotating: new events,
 // their duplicates (the same bodies, signed again as a provider's retry), forgeries (signed with
 // another secret) and copies of events whose first delivery is still running (the API holds its
-// call). The load comes from a process of its own (load.js) on 127.0.0.1; the executions each kind
+// call). The load comes from a process of its own (load.ts) on 127.0.0.1; the executions each kind
 // created are counted in n8n's database.
-'use strict';
+import { fork } from 'node:child_process';
+import crypto from 'node:crypto';
+import path from 'node:path';
+import type { Client as PgClient } from 'pg';
 
-const crypto = require('node:crypto');
-const { fork } = require('node:child_process');
-const path = require('node:path');
+import * as stack from '../../test/support/stack/n8nStack';
+import { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } from '../stats';
+import type { LoadJob, LoadResult } from './load';
+import { cpuSeconds } from './proc';
+import type { Api, Args, BenchContext, Running, StripeEvent } from './run';
+import { TRIGGER_FLOWS, type TriggerFlow } from './workflows';
 
-const stack = require('../../test/support/stack/n8nStack');
-const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('../stats');
-const { cpuSeconds } = require('./proc');
-const { TRIGGER_FLOWS } = require('./workflows');
+// The load is TypeScript: its process loads the hook that transpiles it.
+const REGISTER_TS = path.join(__dirname, '..', '..', 'test', 'support', 'register-ts.js');
+
+type Kind = 'new' | 'duplicate' | 'forgery' | 'inProgress';
+/** What a delivery sends: its body and headers. */
+type Delivery = LoadJob['requests'][number];
+type MakeEvent = (tag: string) => StripeEvent;
+
+/** One flow, one kind, one concurrency, over the rounds. */
+interface KindResult {
+	latencies: number[];
+	perSecond: number[];
+	p50: number[];
+	executions: number;
+	requests: number;
+	cpuMs: number[];
+}
+
+/** A row of the trigger run, as bench/results keeps it (bench/report.ts reads it). */
+export interface TriggerRow {
+	kind: Kind;
+	flow: string;
+	clients: number;
+	reqPerS: number;
+	vsFloor: number;
+	vsFloorMin: number | null;
+	vsFloorMax: number | null;
+	vsTemplate: number;
+	p50Ms: number;
+	p99Ms: number;
+	executionsPerRequest: number;
+	cpuMsPerRequest: number;
+}
 
 const TARGET = { executionsPerDuplicate: 0, duplicateVsFloor: 0.9 };
-const KINDS = [
+const KINDS: Array<{ kind: Kind; label: string }> = [
 	{ kind: 'new', label: 'new events' },
 	{ kind: 'duplicate', label: 'duplicates (a completed event again, signed anew)' },
 	{ kind: 'forgery', label: 'forgeries (signed with another secret)' },
 	{ kind: 'inProgress', label: 'copies in progress (the first delivery still running)' },
 ];
 // What each flow must answer to each kind: a wrong answer fails the run (it counts, it does not just time).
-const EXPECTED = {
+const EXPECTED: Record<TriggerFlow['key'], Record<Kind, [number, string | null]>> = {
 	trigger: { new: [200, 'new'], duplicate: [200, 'duplicate'], forgery: [401, 'invalid_signature'], inProgress: [409, 'in_progress'] },
 	template: { new: [200, 'new'], duplicate: [200, 'duplicate'], forgery: [401, 'invalid_signature'], inProgress: [409, 'in_progress'] },
 	floor: { new: [200, null], duplicate: [200, null], forgery: [200, null], inProgress: [200, null] },
@@ -39,32 +74,39 @@ const EXPECTED = {
 const HELD_EVENTS = 4;
 
 /** The load process: one job at a time, answered over IPC. */
-function startLoad() {
-	const child = fork(path.join(__dirname, 'load.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function startLoad(): { run: (job: LoadJob) => Promise<LoadResult>; stop: () => boolean } {
+	const child = fork(path.join(__dirname, 'load.ts'), [], {
+		stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+		execArgv: ['-r', REGISTER_TS],
+	});
 	return {
 		run: (job) =>
 			new Promise((resolve, reject) => {
-				child.once('message', (message) => (message.error ? reject(new Error(`load: ${message.error}`)) : resolve(message)));
+				child.once('message', (message: LoadResult | { error: string }) =>
+					'error' in message ? reject(new Error(`load: ${message.error}`)) : resolve(message),
+				);
 				child.send(job);
 			}),
 		stop: () => child.kill(),
 	};
 }
 
-function signed(event, { secret } = {}) {
+function signed(event: StripeEvent, { secret }: { secret?: string } = {}): Delivery {
 	const body = JSON.stringify(event);
 	return { body, headers: { 'content-type': 'application/json', 'stripe-signature': stack.stripeSignature(body, { secret }) } };
 }
 
-async function executionCount(running, workflowId) {
-	return await stack.withClient(running.n8nDbUrl, async (client) => {
-		const { rows } = await client.query('SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1', [workflowId]);
+async function executionCount(running: Running, workflowId: string): Promise<number> {
+	return await stack.withClient(running.n8nDbUrl, async (client: PgClient) => {
+		const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_entity WHERE "workflowId" = $1', [
+			workflowId,
+		]);
 		return rows[0].n;
 	});
 }
 
 /** The count once it stopped moving (n8n writes an execution's row as it starts; a short settle covers the last ones). */
-async function settledExecutionCount(running, workflowId) {
+async function settledExecutionCount(running: Running, workflowId: string): Promise<number> {
 	let last = await executionCount(running, workflowId);
 	for (;;) {
 		await stack.sleep(400);
@@ -75,16 +117,20 @@ async function settledExecutionCount(running, workflowId) {
 }
 
 /**
- * Runs the trigger benchmark on a started stack (`ctx` of bench/n8n/run.js, with `api`: the sink the
+ * Runs the trigger benchmark on a started stack (`ctx` of bench/n8n/run.ts, with `api`: the sink the
  * business steps call). Prints the tables and verdicts; returns the rows for bench/results.
  */
-async function triggerBench(ctx, args, { stripeEvent }) {
+export async function triggerBench(
+	ctx: BenchContext & { api: Api },
+	args: Args,
+	{ stripeEvent }: { stripeEvent: (id: string) => StripeEvent },
+): Promise<TriggerRow[]> {
 	const { running, pid, log, api } = ctx;
 	const load = startLoad();
-	const results = new Map(); // `${kind}|${flow.key}@${c}` → { latencies, perSecond, p50, executions, requests, cpuMs }
+	const results = new Map<string, KindResult>(); // `${kind}|${flow.key}@${c}` → { latencies, perSecond, p50, executions, requests, cpuMs }
 	const concurrencies = [1, 8];
 	const count = args.requests;
-	const event = (tag) => stripeEvent(`evt_${tag}_${crypto.randomUUID().replace(/-/g, '').slice(0, 20)}`);
+	const event: MakeEvent = (tag) => stripeEvent(`evt_${tag}_${crypto.randomUUID().replace(/-/g, '').slice(0, 20)}`);
 	try {
 		// Warm-up: each flow's code paths, the store file, the API connection.
 		for (const flow of TRIGGER_FLOWS) {
@@ -95,7 +141,7 @@ async function triggerBench(ctx, args, { stripeEvent }) {
 		}
 		for (let round = 0; round < args.rounds; round++) {
 			for (const concurrency of concurrencies) {
-				const delivered = new Map(); // flow key → the events its new kind delivered (their duplicates come next)
+				const delivered = new Map<string, StripeEvent[]>(); // flow key → the events its new kind delivered (their duplicates come next)
 				for (const { kind } of KINDS) {
 					for (const flow of rotate(TRIGGER_FLOWS, round + concurrency)) {
 						const result = await oneKind({ running, api, load, flow, kind, count, concurrency, delivered, event, pid });
@@ -119,16 +165,38 @@ async function triggerBench(ctx, args, { stripeEvent }) {
 	return report(results, { args, concurrencies });
 }
 
-async function oneKind({ running, api, load, flow, kind, count, concurrency, delivered, event, pid }) {
+async function oneKind({
+	running,
+	api,
+	load,
+	flow,
+	kind,
+	count,
+	concurrency,
+	delivered,
+	event,
+	pid,
+}: {
+	running: Running;
+	api: Api;
+	load: ReturnType<typeof startLoad>;
+	flow: TriggerFlow;
+	kind: Kind;
+	count: number;
+	concurrency: number;
+	delivered: Map<string, StripeEvent[]>;
+	event: MakeEvent;
+	pid: number;
+}): Promise<{ latencies: number[]; perSecond: number; executions: number; cpuMs: number }> {
 	const url = running.webhookUrl(flow.path);
-	let requests;
-	let held = [];
+	let requests: Delivery[];
+	let held: Array<Promise<{ status: number; text: string }>> = [];
 	if (kind === 'new') {
 		const events = Array.from({ length: count }, () => event(flow.key));
 		delivered.set(flow.key, events);
 		requests = events.map((e) => signed(e));
 	} else if (kind === 'duplicate') {
-		requests = delivered.get(flow.key).map((e) => signed(e));
+		requests = (delivered.get(flow.key) ?? []).map((e) => signed(e));
 	} else if (kind === 'forgery') {
 		requests = Array.from({ length: count }, () => signed(event('forged'), { secret: 'whsec_not_the_endpoint_secret' }));
 	} else {
@@ -138,7 +206,10 @@ async function oneKind({ running, api, load, flow, kind, count, concurrency, del
 			const arrived = events.map((e) => api.holdNext(`evt:${e.id}`));
 			held = events.map((e) => {
 				const first = signed(e);
-				return fetch(url, { method: 'POST', headers: first.headers, body: first.body }).then(async (res) => ({ status: res.status, text: await res.text() }));
+				return fetch(url, { method: 'POST', headers: first.headers, body: first.body }).then(async (res) => ({
+					status: res.status,
+					text: await res.text(),
+				}));
 			});
 			await withTimeout(Promise.all(arrived), 60000, `${flow.key}: the first deliveries never reached the API`);
 		}
@@ -150,41 +221,53 @@ async function oneKind({ running, api, load, flow, kind, count, concurrency, del
 	const cpuMs = ((cpuSeconds(pid) - cpuBefore) * 1000) / count;
 	const executions = (await settledExecutionCount(running, flow.id)) - before;
 	if (held.length > 0) {
-		const events = requests.slice(0, HELD_EVENTS).map((r) => JSON.parse(r.body));
+		const events = requests.slice(0, HELD_EVENTS).map((r) => JSON.parse(r.body) as StripeEvent);
 		for (const e of events) api.answerHeld(`evt:${e.id}`);
 		const firsts = await withTimeout(Promise.all(held), 60000, `${flow.key}: the held first deliveries were never answered`);
 		const failed = firsts.filter((answer) => answer.status !== 200);
-		if (failed.length > 0) throw new Error(`${flow.key}: a held first delivery answered ${failed[0].status}: ${failed[0].text.slice(0, 200)}`);
+		if (failed.length > 0)
+			throw new Error(`${flow.key}: a held first delivery answered ${failed[0].status}: ${failed[0].text.slice(0, 200)}`);
 	}
 	const [status, outcome] = EXPECTED[flow.key][kind];
-	const wrong = result.statuses.map((s, i) => [s, result.outcomes[i]]).filter(([s, o]) => s !== status || (outcome !== null && o !== outcome));
-	if (wrong.length > 0) throw new Error(`${flow.label}, ${kind}: ${wrong.length}/${count} answers were not ${status} ${outcome ?? ''} (first: ${wrong[0].join(' ')})`);
+	const wrong = result.statuses
+		.map((s, i): [number, string | null] => [s, result.outcomes[i]])
+		.filter(([s, o]) => s !== status || (outcome !== null && o !== outcome));
+	if (wrong.length > 0)
+		throw new Error(
+			`${flow.label}, ${kind}: ${wrong.length}/${count} answers were not ${status} ${outcome ?? ''} (first: ${wrong[0].join(' ')})`,
+		);
 	return { latencies: result.latencies, perSecond: count / result.seconds, executions, cpuMs };
 }
 
-async function withTimeout(promise, ms, message) {
-	let timer;
+async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+	let timer: NodeJS.Timeout | undefined;
 	try {
-		return await Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]);
+		return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]);
 	} finally {
 		clearTimeout(timer);
 	}
 }
 
-function report(results, { args, concurrencies }) {
-	const rows = [];
-	const verdicts = [];
+function report(results: Map<string, KindResult>, { args, concurrencies }: { args: Args; concurrencies: number[] }): TriggerRow[] {
+	const rows: TriggerRow[] = [];
+	const verdicts: string[] = [];
+	// Every flow, kind and concurrency of the run has its results.
+	const resultOf = (kind: Kind, flowKey: string, concurrency: number): KindResult => {
+		const result = results.get(`${kind}|${flowKey}@${concurrency}`);
+		if (!result) throw new Error(`no results for ${flowKey}, ${kind}, c=${concurrency}`);
+		return result;
+	};
 	for (const { kind, label } of KINDS) {
-		const table = [];
+		const table: string[][] = [];
 		for (const concurrency of concurrencies) {
-			const floor = results.get(`${kind}|floor@${concurrency}`);
-			const template = results.get(`${kind}|template@${concurrency}`);
+			const floor = resultOf(kind, 'floor', concurrency);
+			const template = resultOf(kind, 'template', concurrency);
 			for (const flow of TRIGGER_FLOWS) {
-				const r = results.get(`${kind}|${flow.key}@${concurrency}`);
+				const r = resultOf(kind, flow.key, concurrency);
 				// Each round pairs the flows within seconds of each other: per-round ratios, then the median.
 				const vsFloor = r.perSecond.map((x, i) => x / floor.perSecond[i]);
 				const vsTemplate = r.perSecond.map((x, i) => x / template.perSecond[i]);
-				const row = {
+				const row: TriggerRow = {
 					kind,
 					flow: flow.label,
 					clients: concurrency,
@@ -203,7 +286,9 @@ function report(results, { args, concurrencies }) {
 					flow.label,
 					`c=${concurrency}`,
 					row.reqPerS.toFixed(1),
-					flow.key === 'floor' ? '1' : `${fmtRatio(row.vsFloor)} (${fmtRatio(row.vsFloorMin, 2)}–${fmtRatio(row.vsFloorMax, 2)})`,
+					flow.key === 'floor'
+						? '1'
+						: `${fmtRatio(row.vsFloor)} (${fmtRatio(row.vsFloorMin ?? NaN, 2)}–${fmtRatio(row.vsFloorMax ?? NaN, 2)})`,
 					flow.key === 'template' ? '1' : `${row.vsTemplate.toFixed(2)}×`,
 					fmtMs(row.p50Ms),
 					fmtMs(row.p99Ms),
@@ -212,24 +297,47 @@ function report(results, { args, concurrencies }) {
 				]);
 				if (flow.key === 'trigger' && kind !== 'new') {
 					const ok = r.executions === TARGET.executionsPerDuplicate;
-					verdicts.push(`${ok ? 'TARGET HOLDS' : 'TARGET MISSED'}: trigger, ${kind}, c=${concurrency}: ${fmt(r.executions)} executions for ${fmt(r.requests)} requests (target ${TARGET.executionsPerDuplicate})`);
+					verdicts.push(
+						`${ok ? 'TARGET HOLDS' : 'TARGET MISSED'}: trigger, ${kind}, c=${concurrency}: ${fmt(r.executions)} executions for ${fmt(r.requests)} requests (target ${TARGET.executionsPerDuplicate})`,
+					);
 					const ratioOk = row.vsFloor >= TARGET.duplicateVsFloor;
-					verdicts.push(`${ratioOk ? 'TARGET HOLDS' : 'TARGET MISSED'}: trigger/floor throughput, ${kind}, c=${concurrency}: ${fmtRatio(row.vsFloor)} (target ≥ ${TARGET.duplicateVsFloor})`);
+					verdicts.push(
+						`${ratioOk ? 'TARGET HOLDS' : 'TARGET MISSED'}: trigger/floor throughput, ${kind}, c=${concurrency}: ${fmtRatio(row.vsFloor)} (target ≥ ${TARGET.duplicateVsFloor})`,
+					);
 				}
 				if (flow.key === 'trigger' && kind === 'new') {
-					verdicts.push(`new events, c=${concurrency}: trigger/template throughput ${row.vsTemplate.toFixed(2)}×, p50 ${fmtMs(row.p50Ms)} vs ${fmtMs(percentile(template.latencies, 50))} ms`);
+					verdicts.push(
+						`new events, c=${concurrency}: trigger/template throughput ${row.vsTemplate.toFixed(2)}×, p50 ${fmtMs(row.p50Ms)} vs ${fmtMs(percentile(template.latencies, 50))} ms`,
+					);
 				}
 			}
 		}
-		console.log(`\n## Idempotent Webhook trigger: ${label} (${args.rounds} interleaved rounds × ${args.requests} requests per flow and concurrency)\n`);
-		printTable(['flow', 'clients', 'req/s (median)', 'vs floor (min–max)', 'vs template', 'p50 ms', 'p99 ms', 'executions per request', 'n8n CPU ms/request'], table);
+		console.log(
+			`\n## Idempotent Webhook trigger: ${label} (${args.rounds} interleaved rounds × ${args.requests} requests per flow and concurrency)\n`,
+		);
+		printTable(
+			[
+				'flow',
+				'clients',
+				'req/s (median)',
+				'vs floor (min–max)',
+				'vs template',
+				'p50 ms',
+				'p99 ms',
+				'executions per request',
+				'n8n CPU ms/request',
+			],
+			table,
+		);
 	}
-	console.log('\nvs floor / vs template: median of per-round throughput ratios; p50/p99: all rounds pooled; executions: rows n8n added to execution_entity per request.');
+	console.log(
+		'\nvs floor / vs template: median of per-round throughput ratios; p50/p99: all rounds pooled; executions: rows n8n added to execution_entity per request.',
+	);
 	for (const line of verdicts) console.log(line);
 	return rows;
 }
 
-function round(x, digits) {
+function round(x: number, digits: number): number {
 	const scale = 10 ** digits;
 	return Math.round(x * scale) / scale;
 }
@@ -238,16 +346,25 @@ function round(x, digits) {
  * For `--profile --only trigger`: per flow, `count` new events, then their duplicates and as many
  * forgeries, each kind in a window of n8n's CPU profile (`window(name, requests, fn)`).
  */
-async function triggerProfileWindows(ctx, { count, concurrency }, window, { stripeEvent }) {
+export async function triggerProfileWindows(
+	ctx: Pick<BenchContext, 'running'>,
+	{ count, concurrency }: { count: number; concurrency: number },
+	window: (name: string, executions: number, fn: () => Promise<unknown>) => Promise<unknown>,
+	{ stripeEvent }: { stripeEvent: (id: string) => StripeEvent },
+): Promise<void> {
 	const { running } = ctx;
 	const load = startLoad();
-	const event = (tag) => stripeEvent(`evt_${tag}_${crypto.randomUUID().replace(/-/g, '').slice(0, 20)}`);
+	const event: MakeEvent = (tag) => stripeEvent(`evt_${tag}_${crypto.randomUUID().replace(/-/g, '').slice(0, 20)}`);
 	try {
 		for (const flow of TRIGGER_FLOWS) {
 			const url = running.webhookUrl(flow.path);
 			const events = Array.from({ length: count }, () => event(flow.key));
-			await window(`${flow.key}: new, c=${concurrency}`, count, () => load.run({ url, requests: events.map((e) => signed(e)), concurrency }));
-			await window(`${flow.key}: duplicate, c=${concurrency}`, count, () => load.run({ url, requests: events.map((e) => signed(e)), concurrency }));
+			await window(`${flow.key}: new, c=${concurrency}`, count, () =>
+				load.run({ url, requests: events.map((e) => signed(e)), concurrency }),
+			);
+			await window(`${flow.key}: duplicate, c=${concurrency}`, count, () =>
+				load.run({ url, requests: events.map((e) => signed(e)), concurrency }),
+			);
 			const forged = Array.from({ length: count }, () => signed(event('forged'), { secret: 'whsec_not_the_endpoint_secret' }));
 			await window(`${flow.key}: forgery, c=${concurrency}`, count, () => load.run({ url, requests: forged, concurrency }));
 		}
@@ -255,5 +372,3 @@ async function triggerProfileWindows(ctx, { count, concurrency }, window, { stri
 		load.stop();
 	}
 }
-
-module.exports = { triggerBench, triggerProfileWindows };

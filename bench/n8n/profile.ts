@@ -4,13 +4,11 @@
 // add V8's --cpu-prof to that one process (not to the CLI imports or the task runner). The profile
 // is written when n8n exits; its sample timestamps are CLOCK_MONOTONIC microseconds, the clock of
 // process.hrtime, so windows recorded here select the samples of each workload.
-'use strict';
-
-const fs = require('node:fs');
-const path = require('node:path');
+import fs from 'node:fs';
+import path from 'node:path';
 
 /** Env overrides for startStack that make `n8n start` write a CPU profile into `dir`. */
-function profilingEnv({ nodeBin, workDir }) {
+export function profilingEnv({ nodeBin, workDir }: { nodeBin: string; workDir: string }): { env: Record<string, string>; dir: string } {
 	const wrapperDir = path.join(workDir, 'profiling-bin');
 	const dir = path.join(workDir, 'cpu-profiles');
 	fs.mkdirSync(wrapperDir, { recursive: true });
@@ -32,9 +30,42 @@ exec "${realNode}" "$@"
 	};
 }
 
-const nowMicros = () => Number(process.hrtime.bigint() / 1000n);
+export const nowMicros = (): number => Number(process.hrtime.bigint() / 1000n);
 
-function category(frame) {
+/** A frame of V8's CPU profile (.cpuprofile). */
+interface CallFrame {
+	functionName: string;
+	url: string;
+	lineNumber: number;
+}
+
+/** The parts of a .cpuprofile file read here. */
+interface CpuProfile {
+	nodes: Array<{ id: number; callFrame: CallFrame; children?: number[] }>;
+	startTime: number;
+	samples: number[];
+	timeDeltas: number[];
+}
+
+/** A workload's stretch of the profile, in process.hrtime microseconds. */
+export interface ProfileWindow {
+	name: string;
+	start: number;
+	end: number;
+	executions: number;
+}
+
+/** One workload's CPU time (windows of the same name added up), in ms per execution. */
+export interface ProfileSummary {
+	name: string;
+	executions: number;
+	cpuMsPerExecution: number;
+	categories: Array<{ name: string; msPerExecution: number }>;
+	inclusive: Array<{ name: string; msPerExecution: number }>;
+	functions: Array<{ name: string; msPerExecution: number; share: number }>;
+}
+
+function category(frame: CallFrame): string {
 	const url = frame.url || '';
 	const name = frame.functionName || '';
 	if (name === '(garbage collector)') return 'garbage collector';
@@ -42,8 +73,10 @@ function category(frame) {
 	if (name === '(program)' || name === '(root)') return 'V8/native (program)';
 	// The package as n8n loaded it (the n8n cache folder is also named n8n-nodes-idempotency).
 	if (url.includes('/node_modules/n8n-nodes-idempotency/')) return 'this package';
-	if (url.includes('@n8n/expression-runtime') || url.includes('isolated-vm') || url.includes('/luxon/')) return 'n8n expression runtime (isolated-vm, luxon)';
-	if (/node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-promise|postgres-[a-z]+)\//.test(url)) return 'pg driver (both Postgres nodes and ours)';
+	if (url.includes('@n8n/expression-runtime') || url.includes('isolated-vm') || url.includes('/luxon/'))
+		return 'n8n expression runtime (isolated-vm, luxon)';
+	if (/node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-promise|postgres-[a-z]+)\//.test(url))
+		return 'pg driver (both Postgres nodes and ours)';
 	if (url.includes('n8n-workflow')) return 'n8n-workflow (expressions, data proxy)';
 	if (url.includes('n8n-core')) return 'n8n-core (execution engine)';
 	if (url.includes('typeorm') || url.includes('@n8n/db')) return "typeorm / @n8n/db (n8n's own database)";
@@ -63,41 +96,59 @@ function category(frame) {
  * per window: what a node's calls into n8n cost, not only the self time of its own lines. Time
  * after an await counts under the function that resumed, so these are lower bounds.
  */
-const INCLUSIVE = [
+const INCLUSIVE: Array<[string, (frame: CallFrame) => boolean]> = [
 	['this package, with what it calls (n8n, pg)', (f) => (f.url || '').includes('/node_modules/n8n-nodes-idempotency/')],
-	['getCredentials (n8n: credential lookup and decryption)', (f) => f.functionName === 'getCredentials' || f.functionName === '_getCredentials'],
+	[
+		'getCredentials (n8n: credential lookup and decryption)',
+		(f) => f.functionName === 'getCredentials' || f.functionName === '_getCredentials',
+	],
 	['getNodeParameter (n8n)', (f) => f.functionName === 'getNodeParameter' || f.functionName === '_getNodeParameter'],
 	['custom data setAll (n8n)', (f) => f.functionName === 'setAll'],
 	['pg Pool connect (checkout)', (f) => f.functionName === 'connect' && /pg-pool/.test(f.url || '')],
 ];
 
-function summarise(profileFile, windows, { top = 12 } = {}) {
-	const profile = JSON.parse(fs.readFileSync(profileFile, 'utf8'));
+export function summarise(profileFile: string, windows: ProfileWindow[], { top = 12 } = {}): ProfileSummary[] {
+	const profile = JSON.parse(fs.readFileSync(profileFile, 'utf8')) as CpuProfile;
 	const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-	const parent = new Map();
+	const frameOf = (id: number): CallFrame => {
+		const node = byId.get(id);
+		if (!node) throw new Error(`${profileFile}: no node ${id}`);
+		return node.callFrame;
+	};
+	const parent = new Map<number, number>();
 	for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
 	// Per profile node: the INCLUSIVE labels found on its stack (computed once per node id).
-	const pathsOf = new Map();
-	const inclusivePaths = (id) => {
+	const pathsOf = new Map<number, string[]>();
+	const inclusivePaths = (id: number) => {
 		let found = pathsOf.get(id);
 		if (found) return found;
-		const labels = new Set();
-		for (let at = id; at !== undefined; at = parent.get(at)) {
-			const frame = byId.get(at).callFrame;
+		const labels = new Set<string>();
+		for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+			const frame = frameOf(at);
 			for (const [label, test] of INCLUSIVE) if (test(frame)) labels.add(label);
 		}
 		found = [...labels];
 		pathsOf.set(id, found);
 		return found;
 	};
-	const byName = new Map();
+	const byName = new Map<
+		string,
+		{
+			name: string;
+			executions: number;
+			categories: Map<string, number>;
+			functions: Map<string, number>;
+			inclusive: Map<string, number>;
+			samplesMs: number;
+		}
+	>();
 	for (const w of windows) {
 		const entry = byName.get(w.name) ?? {
 			name: w.name,
 			executions: 0,
-			categories: new Map(),
-			functions: new Map(),
-			inclusive: new Map(),
+			categories: new Map<string, number>(),
+			functions: new Map<string, number>(),
+			inclusive: new Map<string, number>(),
 			samplesMs: 0,
 		};
 		entry.executions += w.executions;
@@ -111,7 +162,8 @@ function summarise(profileFile, windows, { top = 12 } = {}) {
 		const inWindow = windows.find((x) => t >= x.start && t < x.end);
 		if (!inWindow) continue;
 		const w = byName.get(inWindow.name);
-		const frame = byId.get(profile.samples[i]).callFrame;
+		if (!w) continue;
+		const frame = frameOf(profile.samples[i]);
 		const cat = category(frame);
 		if (cat === 'idle') continue;
 		w.samplesMs += weightMs;
@@ -137,5 +189,3 @@ function summarise(profileFile, windows, { top = 12 } = {}) {
 			})),
 	}));
 }
-
-module.exports = { profilingEnv, summarise, nowMicros };

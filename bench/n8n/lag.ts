@@ -2,13 +2,22 @@
 // milliseconds, one at a time. n8n answers it on its main event loop, so a request that arrives
 // while the loop is blocked waits for it: the slowest answer minus a typical one is (about) the
 // longest stall. The node:sqlite store is synchronous, so this is where its cost would show.
-'use strict';
+import { percentile } from '../stats';
 
-const { percentile } = require('../stats');
+export interface Lag {
+	/** The slowest answer, ms. */
+	maxMs: number;
+	/** A typical answer (p50), ms. */
+	p50Ms: number;
+	/** Their difference: the longest stall, ms. */
+	stallMs: number;
+	/** How many answers came back. */
+	samples: number;
+}
 
-function lagProbe(baseUrl, { everyMs = 5 } = {}) {
+export function lagProbe(baseUrl: string, { everyMs = 5 } = {}): () => Promise<Lag> {
 	let running = true;
-	const samples = [];
+	const samples: number[] = [];
 	const loop = (async () => {
 		while (running) {
 			const started = performance.now();
@@ -19,7 +28,7 @@ function lagProbe(baseUrl, { everyMs = 5 } = {}) {
 			} catch {
 				// a refused connection is not a stall measurement
 			}
-			await new Promise((resolve) => setTimeout(resolve, everyMs));
+			await new Promise<void>((resolve) => setTimeout(resolve, everyMs));
 		}
 	})();
 	/** Stops probing: the slowest answer, a typical one (p50), and their difference (the longest stall). */
@@ -31,5 +40,3 @@ function lagProbe(baseUrl, { everyMs = 5 } = {}) {
 		return { maxMs, p50Ms, stallMs: maxMs - p50Ms, samples: samples.length };
 	};
 }
-
-module.exports = { lagProbe };

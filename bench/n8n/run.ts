@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // What the package costs inside a real n8n (2.40.7, Node 24, the packed package installed as a
 // community package, Postgres for n8n and for the keys), measured side by side in one run:
 //
@@ -8,33 +7,36 @@
 //     Remove Duplicates, each minus a no-op flow, interleaved rounds;
 //  3. one 100,000-item execution through Reserve, with n8n's resident memory;
 //  4. Delete Expired Keys on 1 M expired keys, Embedded and Postgres, with n8n's longest
-//     event-loop stall (a /healthz probe, bench/n8n/lag.js).
+//     event-loop stall (a /healthz probe, bench/n8n/lag.ts).
 // The Embedded store (node:sqlite, a file in n8n's folder) runs beside Postgres in each part.
 //
-//   npm run bench:n8n                 full run (about 10 minutes on 2 busy cores)
-//   node bench/n8n/run.js --quick     smoke run: tiny sizes, one round (n8n's start dominates)
-//   node bench/n8n/run.js --rounds 8 --requests 100 --only overhead
+//   npm run bench:n8n                                       full run (about 10 minutes on 2 busy cores)
+//   npm run bench:n8n -- --quick                            smoke run: tiny sizes, one round (n8n's start dominates)
+//   npm run bench:n8n -- --rounds 8 --requests 100 --only overhead
 //
 // Flags: --quick, --rounds N, --requests N (per flow, round and concurrency), --batch-items N,
 // --big-items N, --big-key event|custom|field, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
-// --batch-flows reserveAuto,reserveAutoFull,… (measure only these batch flows, beside the no-op one; kinds in workflows.js),
-// --only trigger: the Idempotent Webhook trigger beside today's template and a floor trigger (bench/n8n/trigger.js),
+// --batch-flows reserveAuto,reserveAutoFull,… (measure only these batch flows, beside the no-op one; kinds in workflows.ts),
+// --only trigger: the Idempotent Webhook trigger beside today's template and a floor trigger (bench/n8n/trigger.ts),
 // --save FILE (with --only trigger: its rows as a bench/results file, to fill in the machine's and the run's notes),
 // --profile (instead of measuring: a CPU profile of n8n's main process per workload, summarised by
 // where the time goes; the .cpuprofile file is kept for Chrome DevTools).
-'use strict';
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client as PgClient } from 'pg';
 
-const crypto = require('node:crypto');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
-
-const stack = require('../../test/support/stack/n8nStack');
-const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('../stats');
-const { findN8nPid, cpuSeconds, memoryMb, sampleRss } = require('./proc');
-const { profilingEnv, summarise, nowMicros } = require('./profile');
-const { lagProbe } = require('./lag');
-const {
+import { startSink } from '../../test/support/e2e/sink';
+import * as stack from '../../test/support/stack/n8nStack';
+import { sqliteNode } from '../sqliteNode';
+import { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } from '../stats';
+import { lagProbe } from './lag';
+import { findN8nPid, cpuSeconds, memoryMb, sampleRss } from './proc';
+import { profilingEnv, summarise, nowMicros, type ProfileSummary, type ProfileWindow } from './profile';
+import { triggerBench, triggerProfileWindows, type TriggerRow } from './trigger';
+import {
 	OVERHEAD_FLOWS,
 	UNNAMED_CREDENTIAL_DEF,
 	BATCH_FLOWS,
@@ -49,10 +51,64 @@ const {
 	batchWorkflows,
 	cleanupWorkflows,
 	triggerWorkflows,
-} = require('./workflows');
-const { triggerBench, triggerProfileWindows } = require('./trigger');
-const { startSink } = require('../../test/support/e2e/sink');
-const { sqliteNode } = require('../sqliteNode');
+	type OverheadFlow,
+} from './workflows';
+
+// The benchmarks are TypeScript: a Node they start loads the hook that transpiles them.
+const REGISTER_TS = path.join(__dirname, '..', '..', 'test', 'support', 'register-ts.js');
+
+/** What the benchmark uses of a started stack (test/support/stack/n8nStack's startStack). */
+export interface Running {
+	baseUrl: string;
+	webhookUrl: (path: string) => string;
+	appUrl: string;
+	n8nDbUrl: string;
+	userFolder: string;
+	workDir: string;
+	n8nDir: string;
+	tarball: string;
+	logFile: string;
+	stop: () => Promise<unknown>;
+}
+
+/** What the benchmark uses of the API its trigger flows call (test/support/e2e/sink). */
+export interface Api {
+	url: string;
+	holdNext: (key: string) => Promise<unknown>;
+	answerHeld: (key: string) => boolean;
+	close: () => Promise<unknown>;
+}
+
+/** A node's entry in an execution's run data, as n8n stores it (flatted). */
+interface NodeRun {
+	executionTime: number;
+	data?: { main?: Array<unknown[] | null> };
+}
+type RunData = Record<string, NodeRun[] | undefined>;
+
+/** n8n's own flatted (the format of its stored execution data), from the n8n install the stack runs. */
+function flattedOf(running: Pick<Running, 'n8nDir'>): { parse: (text: string) => { resultData?: { runData?: RunData } } } {
+	// eslint-disable-next-line @typescript-eslint/no-require-imports -- a module of the installed n8n, found at run time
+	return require(path.join(running.n8nDir, 'node_modules', 'flatted')) as {
+		parse: (text: string) => { resultData?: { runData?: RunData } };
+	};
+}
+
+/** What every part is given: the stack, n8n's pid, the log and the queries it runs. */
+export interface BenchContext {
+	running: Running;
+	pid: number;
+	log: (line: string) => void;
+	appQuery: <R extends Record<string, unknown>>(sql: string, params?: unknown[]) => Promise<{ rows: R[] }>;
+	lastExecution: (flow: { id: string; nodeName: string }) => Promise<{ bytes: number; nodeMs: number; outputs: number[] }>;
+}
+
+/** What startStack's setupSql is given: the app database's client and the stack's setup context. */
+type StackClient = Parameters<typeof stack.prepareTemplateTables>[0];
+type StackSetup = Parameters<typeof stack.prepareTemplateTables>[1];
+
+/** A Stripe-like event (stripeEvent), as the flows receive it. */
+export type StripeEvent = ReturnType<typeof stripeEvent>;
 
 const TARGET = {
 	throughputCost: 0.05,
@@ -72,8 +128,26 @@ const DEFAULT_PARTS = ['overhead', 'batch', 'big', 'cleanup'];
 // The overhead flows this run drives (--overhead-flows: the baseline and the listed paths).
 let overheadFlows = OVERHEAD_FLOWS;
 
-function parseArgs(argv) {
-	const args = { quick: false, keep: false, only: DEFAULT_PARTS };
+export interface Args {
+	quick: boolean;
+	keep: boolean;
+	only: string[];
+	profile?: boolean;
+	profileConcurrency: number;
+	rounds: number;
+	requests: number;
+	batchItems: number;
+	batchRounds: number;
+	bigItems: number;
+	bigKey: string;
+	cleanupRows: number;
+	save?: string;
+	batchFlows?: string[];
+	overheadFlows?: string[];
+}
+
+function parseArgs(argv: string[]): Args {
+	const args: Partial<Args> & Pick<Args, 'quick' | 'keep' | 'only'> = { quick: false, keep: false, only: DEFAULT_PARTS };
 	for (let i = 0; i < argv.length; i++) {
 		const arg = argv[i];
 		const next = () => Number(argv[++i]);
@@ -92,31 +166,39 @@ function parseArgs(argv) {
 		else if (arg === '--batch-flows') args.batchFlows = argv[++i].split(',');
 		else if (arg === '--overhead-flows') args.overheadFlows = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log('usage: node bench/n8n/run.js [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup,trigger] [--save results.json] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]');
+			console.log(
+				'usage: npm run bench:n8n -- [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup,trigger] [--save results.json] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]',
+			);
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
 	}
 	for (const part of args.only) if (!PARTS.includes(part)) throw new Error(`--only takes ${PARTS.join(', ')}`);
-	args.rounds ??= args.quick ? 1 : 6;
-	args.profileConcurrency ??= 8;
-	args.requests ??= args.quick ? 6 : 100;
-	args.batchItems ??= args.quick ? 200 : 10000;
-	args.batchRounds = args.quick ? 1 : Math.max(3, Math.ceil(args.rounds / 2));
-	args.bigItems ??= args.quick ? 2000 : 100000;
-	args.cleanupRows ??= args.quick ? 20000 : 1000000;
-	// The big execution's key source: event id or field `id` (read from the item) or custom ({{ $json.id }}, an expression per item).
-	args.bigKey ??= 'event';
-	if (!['event', 'custom', 'field'].includes(args.bigKey)) throw new Error('--big-key takes event, custom or field');
-	for (const flowPath of args.overheadFlows ?? []) {
-		if (!OVERHEAD_FLOWS.some((flow) => flow.path === flowPath)) throw new Error(`--overhead-flows takes ${OVERHEAD_FLOWS.map((flow) => flow.path).join(', ')}`);
+	const rounds = args.rounds ?? (args.quick ? 1 : 6);
+	const parsed: Args = {
+		...args,
+		rounds,
+		profileConcurrency: args.profileConcurrency ?? 8,
+		requests: args.requests ?? (args.quick ? 6 : 100),
+		batchItems: args.batchItems ?? (args.quick ? 200 : 10000),
+		batchRounds: args.quick ? 1 : Math.max(3, Math.ceil(rounds / 2)),
+		bigItems: args.bigItems ?? (args.quick ? 2000 : 100000),
+		cleanupRows: args.cleanupRows ?? (args.quick ? 20000 : 1000000),
+		// The big execution's key source: event id or field `id` (read from the item) or custom ({{ $json.id }}, an expression per item).
+		bigKey: args.bigKey ?? 'event',
+	};
+	if (!['event', 'custom', 'field'].includes(parsed.bigKey)) throw new Error('--big-key takes event, custom or field');
+	for (const flowPath of parsed.overheadFlows ?? []) {
+		if (!OVERHEAD_FLOWS.some((flow) => flow.path === flowPath))
+			throw new Error(`--overhead-flows takes ${OVERHEAD_FLOWS.map((flow) => flow.path).join(', ')}`);
 	}
-	for (const kind of args.batchFlows ?? []) {
-		if (!BATCH_FLOWS.some((flow) => flow.kind === kind)) throw new Error(`--batch-flows takes ${BATCH_FLOWS.map((flow) => flow.kind).join(', ')}`);
+	for (const kind of parsed.batchFlows ?? []) {
+		if (!BATCH_FLOWS.some((flow) => flow.kind === kind))
+			throw new Error(`--batch-flows takes ${BATCH_FLOWS.map((flow) => flow.kind).join(', ')}`);
 	}
-	for (const name of ['rounds', 'requests', 'batchItems', 'bigItems', 'profileConcurrency', 'cleanupRows']) {
-		if (!(Number.isInteger(args[name]) && args[name] >= 1)) throw new Error(`--${name} must be a whole number >= 1`);
+	for (const name of ['rounds', 'requests', 'batchItems', 'bigItems', 'profileConcurrency', 'cleanupRows'] as const) {
+		if (!(Number.isInteger(parsed[name]) && parsed[name] >= 1)) throw new Error(`--${name} must be a whole number >= 1`);
 	}
-	return args;
+	return parsed;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,8 +208,8 @@ function parseArgs(argv) {
  * A Stripe-like `invoice.paid` event of ~1.9 KB (the size of a typical provider event), for the
  * flows that store the payload: what Store Payload writes per delivery.
  */
-function stripeEvent(id) {
-	const line = (n) => ({
+function stripeEvent(id: string) {
+	const line = (n: number) => ({
 		id: `il_${n}${id.slice(-12)}`,
 		object: 'line_item',
 		amount: 1200 + n,
@@ -165,8 +247,11 @@ function stripeEvent(id) {
 }
 
 /** `count` POSTs with a fresh Idempotency-Key each, `concurrency` at a time; latencies in ms. */
-async function drive(url, { count, concurrency, tag, body: bodyKind }) {
-	const latencies = [];
+async function drive(
+	url: string,
+	{ count, concurrency, tag, body: bodyKind }: { count: number; concurrency: number; tag: string; body?: 'stripe' },
+): Promise<{ latencies: number[]; seconds: number; perSecond: number }> {
+	const latencies: number[] = [];
 	let next = 0;
 	let failures = 0;
 	const worker = async () => {
@@ -201,9 +286,9 @@ async function drive(url, { count, concurrency, tag, body: bodyKind }) {
 }
 
 /** The batch body: `items` events, the last tenth repeating ids from the start of the batch. */
-function batchBody(items, prefix) {
+function batchBody(items: number, prefix: string): { body: string; distinct: number } {
 	const repeats = Math.floor(items / 10);
-	const events = new Array(items);
+	const events = new Array<{ id: string; type: string; amount: number }>(items);
 	for (let i = 0; i < items; i++) {
 		const n = i < items - repeats ? i : i - (items - repeats);
 		events[i] = {
@@ -215,7 +300,7 @@ function batchBody(items, prefix) {
 	return { body: JSON.stringify({ events }), distinct: items - repeats };
 }
 
-async function post(url, body) {
+async function post(url: string, body: string): Promise<number> {
 	const started = performance.now();
 	const res = await fetch(url, {
 		method: 'POST',
@@ -231,9 +316,25 @@ async function post(url, body) {
 // ---------------------------------------------------------------------------------------------
 // parts
 
-async function overhead(ctx, args) {
+/** One overhead flow at one concurrency, over the rounds. */
+interface FlowResult {
+	latencies: number[];
+	perSecond: number[];
+	p50: number[];
+	cpuMsPerExec: number[];
+}
+type FlowResults = Map<string, FlowResult>;
+
+/** A flow's results at a concurrency: every flow of the run has them. */
+function resultOf(results: FlowResults, flowId: string, concurrency: number): FlowResult {
+	const result = results.get(`${flowId}@${concurrency}`);
+	if (!result) throw new Error(`no results for ${flowId} at c=${concurrency}`);
+	return result;
+}
+
+async function overhead(ctx: BenchContext, args: Args): Promise<void> {
 	const { running, pid, log } = ctx;
-	const results = new Map(); // `${flow.id}@${c}` -> { latencies, perSecond[], cpuMsPerExec[] }
+	const results: FlowResults = new Map(); // `${flow.id}@${c}` -> { latencies, perSecond[], cpuMsPerExec[] }
 	const warm = args.quick ? 3 : 15;
 	for (const flow of overheadFlows)
 		await drive(running.webhookUrl(flow.path), {
@@ -270,12 +371,12 @@ async function overhead(ctx, args) {
 		log(`overhead round ${round + 1}/${args.rounds} done (load ${loadAverage()})`);
 	}
 
-	const rows = [];
-	const verdicts = [];
+	const rows: string[][] = [];
+	const verdicts: string[] = [];
 	for (const concurrency of [1, 8]) {
-		const base = results.get(`${overheadFlows[0].id}@${concurrency}`);
+		const base = resultOf(results, overheadFlows[0].id, concurrency);
 		for (const flow of overheadFlows) {
-			const r = results.get(`${flow.id}@${concurrency}`);
+			const r = resultOf(results, flow.id, concurrency);
 			const isBase = flow === overheadFlows[0];
 			// Each round pairs the flows within seconds of each other: per-round ratios, then the median.
 			const ratios = r.perSecond.map((x, i) => x / base.perSecond[i]);
@@ -303,8 +404,13 @@ async function overhead(ctx, args) {
 		}
 	}
 	console.log(`\n## Per-execution overhead (${args.rounds} interleaved rounds × ${args.requests} requests per flow and concurrency)\n`);
-	printTable(['flow', 'clients', 'req/s (median)', 'ratio to baseline', 'ratio min–max', 'p50 ms', 'added p50 ms', 'p99 ms', 'n8n CPU ms/exec'], rows);
-	console.log('\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.');
+	printTable(
+		['flow', 'clients', 'req/s (median)', 'ratio to baseline', 'ratio min–max', 'p50 ms', 'added p50 ms', 'p99 ms', 'n8n CPU ms/exec'],
+		rows,
+	);
+	console.log(
+		'\nratio: median of per-round throughput ratios; added p50: median of per-round p50 differences; p50/p99: all rounds pooled.',
+	);
 	console.log('n8n CPU: user+system CPU of the n8n main process per execution (Postgres and the client not included).');
 	printPairedComparison(results, PREPARED_STATEMENTS_ON_VS_OFF);
 	for (const line of verdicts) console.log(line);
@@ -371,15 +477,23 @@ const EMBEDDED_RESERVE_FLOW = 'BenchFlowEmbP001';
  * costs (1 / throughput, so at 8 clients the time the 2 cores spend per execution), paired round by
  * round; the target is at most 1 ms more than the No Operation node.
  */
-function embeddedVsNoOperation(results) {
+/** Two overhead flows to compare, round by round. */
+interface PairedComparison {
+	title: () => string;
+	before: string;
+	after: string;
+	ratioLabel: string;
+}
+
+function embeddedVsNoOperation(results: FlowResults): void {
 	const noOp = overheadFlows.find((flow) => flow.id === NO_OPERATION_FLOW);
 	const reserve = overheadFlows.find((flow) => flow.id === EMBEDDED_RESERVE_FLOW);
 	if (!noOp || !reserve) return;
 	console.log('\nReserve (Embedded, permanent) vs a No Operation node in the same place (target: at most +1 ms per execution):');
 	printPairedCost(results, noOp, reserve, 'Reserve/No Operation');
 	for (const concurrency of [1, 8]) {
-		const a = results.get(`${noOp.id}@${concurrency}`);
-		const b = results.get(`${reserve.id}@${concurrency}`);
+		const a = resultOf(results, noOp.id, concurrency);
+		const b = resultOf(results, reserve.id, concurrency);
 		const addedMs = median(b.perSecond.map((x, i) => 1000 / x - 1000 / a.perSecond[i]));
 		const cpuMs = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
 		const ok = addedMs <= TARGET.embeddedAddedMsOverNoOp;
@@ -389,7 +503,7 @@ function embeddedVsNoOperation(results) {
 	}
 }
 
-function printPairedComparison(results, { title, before, after, ratioLabel }) {
+function printPairedComparison(results: FlowResults, { title, before, after, ratioLabel }: PairedComparison): void {
 	const beforeFlow = overheadFlows.find((flow) => flow.id === before);
 	const afterFlow = overheadFlows.find((flow) => flow.id === after);
 	if (!beforeFlow || !afterFlow) return;
@@ -402,14 +516,14 @@ function printPairedComparison(results, { title, before, after, ratioLabel }) {
  * execute() including the expressions n8n evaluates for its parameters), over every execution of
  * the overhead flows: what Key From Custom's two expressions cost beside the paired-item read.
  */
-async function packageNodeTimes(ctx) {
+async function packageNodeTimes(ctx: Pick<BenchContext, 'running'>): Promise<void> {
 	const { running } = ctx;
-	const { parse } = require(path.join(running.n8nDir, 'node_modules', 'flatted'));
-	const rows = [];
+	const { parse } = flattedOf(running);
+	const rows: string[][] = [];
 	for (const flow of overheadFlows) {
-		const times = new Map();
-		await stack.withClient(running.n8nDbUrl, async (client) => {
-			const { rows: executions } = await client.query(
+		const times = new Map<string, number[]>();
+		await stack.withClient(running.n8nDbUrl, async (client: PgClient) => {
+			const { rows: executions } = await client.query<{ data: string }>(
 				`SELECT d.data FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id WHERE e."workflowId" = $1 AND e.status = 'success'`,
 				[flow.id],
 			);
@@ -424,15 +538,17 @@ async function packageNodeTimes(ctx) {
 		});
 		for (const [name, list] of times) rows.push([flow.label, name, fmt(list.length), fmtMs(median(list)), fmtMs(percentile(list, 90))]);
 	}
-	console.log("\n### The nodes' own time (n8n run data executionTime, every execution of the runs above; the stock Postgres node beside the package's)\n");
+	console.log(
+		"\n### The nodes' own time (n8n run data executionTime, every execution of the runs above; the stock Postgres node beside the package's)\n",
+	);
 	printTable(['flow', 'node', 'executions', 'median ms', 'p90 ms'], rows);
 }
 
 /** Flow `after` against flow `before`, paired round by round at each concurrency: throughput ratio, p50 and n8n CPU differences. */
-function printPairedCost(results, before, after, ratioLabel) {
+function printPairedCost(results: FlowResults, before: OverheadFlow, after: OverheadFlow, ratioLabel: string): void {
 	for (const concurrency of [1, 8]) {
-		const a = results.get(`${before.id}@${concurrency}`);
-		const b = results.get(`${after.id}@${concurrency}`);
+		const a = resultOf(results, before.id, concurrency);
+		const b = resultOf(results, after.id, concurrency);
 		const ratios = b.perSecond.map((x, i) => x / a.perSecond[i]);
 		const p50 = median(b.p50.map((x, i) => x - a.p50[i]));
 		const cpu = median(b.cpuMsPerExec.map((x, i) => x - a.cpuMsPerExec[i]));
@@ -442,11 +558,17 @@ function printPairedCost(results, before, after, ratioLabel) {
 	}
 }
 
-async function batch(ctx, args) {
+async function batch(ctx: BenchContext, args: Args): Promise<void> {
 	const { running, log, appQuery, lastExecution } = ctx;
 	const items = args.batchItems;
 	const flows = BATCH_FLOWS.filter((flow) => flow.kind === 'noop' || !args.batchFlows || args.batchFlows.includes(flow.kind));
-	const perFlow = new Map(flows.map((flow) => [flow.kind, { ms: [], savedBytes: [], nodeMs: [], stallMs: [] }]));
+	type Entry = { ms: number[]; savedBytes: number[]; nodeMs: number[]; stallMs: number[] };
+	const perFlow = new Map<string, Entry>(flows.map((flow) => [flow.kind, { ms: [], savedBytes: [], nodeMs: [], stallMs: [] }]));
+	const entryOf = (kind: string): Entry => {
+		const entry = perFlow.get(kind);
+		if (!entry) throw new Error(`no batch flow ${kind} in this run`);
+		return entry;
+	};
 	// One warm-up execution per flow: code paths, the pools, the tables' first pages.
 	for (const flow of flows) await post(running.webhookUrl(flow.path), batchBody(Math.min(items, 500), `warm_${flow.kind}`).body);
 	for (let round = 0; round < args.batchRounds; round++) {
@@ -456,7 +578,7 @@ async function batch(ctx, args) {
 			const stopProbe = lagProbe(running.baseUrl);
 			const ms = await post(running.webhookUrl(flow.path), body);
 			const lag = await stopProbe();
-			const entry = perFlow.get(flow.kind);
+			const entry = entryOf(flow.kind);
 			entry.ms.push(ms);
 			entry.stallMs.push(lag.stallMs);
 			const execution = await lastExecution(flow);
@@ -467,24 +589,28 @@ async function batch(ctx, args) {
 				throw new Error(`${flow.label}: expected ${distinct} new keys, the node's New output has ${execution.outputs[0]}`);
 			}
 			if (RESERVE_KINDS.includes(flow.kind)) {
-				const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
+				const { rows } = await appQuery<{ n: number }>('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [
+					`%${prefix}_%`,
+				]);
 				if (rows[0].n !== distinct) throw new Error(`${flow.label}: expected ${distinct} reserved keys, found ${rows[0].n}`);
 			}
 			if (flow.kind === 'postgres') {
-				const { rows } = await appQuery('SELECT count(*)::int AS n FROM bench_recipe_events WHERE key LIKE $1', [`${prefix}_%`]);
+				const { rows } = await appQuery<{ n: number }>('SELECT count(*)::int AS n FROM bench_recipe_events WHERE key LIKE $1', [
+					`${prefix}_%`,
+				]);
 				if (rows[0].n !== distinct) throw new Error(`${flow.label}: expected ${distinct} rows, found ${rows[0].n}`);
 			}
 		}
 		log(`batch round ${round + 1}/${args.batchRounds} done (load ${loadAverage()})`);
 	}
-	const noop = perFlow.get('noop');
+	const noop = entryOf('noop');
 	const recipe = perFlow.get('postgres');
 	// Net per round: the flow's wall time minus the no-op flow's in the same round.
-	const netMs = (entry) => entry.ms.map((ms, i) => ms - noop.ms[i]);
+	const netMs = (entry: Entry) => entry.ms.map((ms, i) => ms - noop.ms[i]);
 	// Without the recipe's flow (--batch-flows) there is no "vs recipe" column to fill.
 	const recipeNet = recipe ? median(netMs(recipe)) : NaN;
 	const rows = flows.map((flow) => {
-		const entry = perFlow.get(flow.kind);
+		const entry = entryOf(flow.kind);
 		const isNoop = flow.kind === 'noop';
 		const net = median(netMs(entry));
 		return [
@@ -500,27 +626,54 @@ async function batch(ctx, args) {
 			fmtMs(Math.max(...entry.stallMs)),
 		];
 	});
-	console.log(`\n## Batch: ${fmt(items)} items (${fmt(items / 10)} of them repeats) in one execution, ${args.batchRounds} interleaved rounds\n`);
-	printTable(['node under test', 'wall ms', 'net ms', 'net min–max', 'keys/s net', 'vs per-item recipe', 'node ms (n8n)', 'saved execution MB', 'longest n8n stall ms'], rows);
-	console.log('\nwall: the webhook call (Webhook → Split Out → node; n8n answers when the execution ends); net: minus the no-op flow of the same round.');
+	console.log(
+		`\n## Batch: ${fmt(items)} items (${fmt(items / 10)} of them repeats) in one execution, ${args.batchRounds} interleaved rounds\n`,
+	);
+	printTable(
+		[
+			'node under test',
+			'wall ms',
+			'net ms',
+			'net min–max',
+			'keys/s net',
+			'vs per-item recipe',
+			'node ms (n8n)',
+			'saved execution MB',
+			'longest n8n stall ms',
+		],
+		rows,
+	);
+	console.log(
+		'\nwall: the webhook call (Webhook → Split Out → node; n8n answers when the execution ends); net: minus the no-op flow of the same round.',
+	);
 	console.log("node ms: the node's own executionTime from n8n's run data; saved execution: size of the execution_data row n8n stored.");
-	console.log("longest n8n stall: the slowest GET /healthz answer minus a typical one while the execution ran (n8n's event loop blocked), over all rounds.");
+	console.log(
+		"longest n8n stall: the slowest GET /healthz answer minus a typical one while the execution ran (n8n's event loop blocked), over all rounds.",
+	);
 	const bestPostgres = Math.max(
-		...flows.filter((f) => RESERVE_KINDS.includes(f.kind)).map((f) => median(netMs(perFlow.get(f.kind)))).filter((net) => net > 0).map((net) => (items / net) * 1000),
+		...flows
+			.filter((f) => RESERVE_KINDS.includes(f.kind))
+			.map((f) => median(netMs(entryOf(f.kind))))
+			.filter((net) => net > 0)
+			.map((net) => (items / net) * 1000),
 	);
 	for (const flow of flows.filter((f) => EMBEDDED_KINDS.includes(f.kind))) {
-		const entry = perFlow.get(flow.kind);
+		const entry = entryOf(flow.kind);
 		const net = median(netMs(entry));
 		const keysPerSecond = net > 0 ? (items / net) * 1000 : Infinity;
-		const vsPostgres = Number.isFinite(bestPostgres) ? ` (${(keysPerSecond / bestPostgres).toFixed(2)}× the best Postgres flow, ${fmt(bestPostgres)} keys/s)` : '';
+		const vsPostgres = Number.isFinite(bestPostgres)
+			? ` (${(keysPerSecond / bestPostgres).toFixed(2)}× the best Postgres flow, ${fmt(bestPostgres)} keys/s)`
+			: '';
 		console.log(
 			`${keysPerSecond >= TARGET.embeddedBatchKeysPerSecond ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${flow.label}: ${net > 0 ? fmt(keysPerSecond) : 'below noise'} keys/s net (target ≥ ${fmt(TARGET.embeddedBatchKeysPerSecond)})${vsPostgres}`,
 		);
 		const stall = Math.max(...entry.stallMs);
-		console.log(`${stall <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${flow.label}: longest n8n event-loop stall ${fmtMs(stall)} ms (target ≤ ${TARGET.longestStallMs} ms)`);
+		console.log(
+			`${stall <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${flow.label}: longest n8n event-loop stall ${fmtMs(stall)} ms (target ≤ ${TARGET.longestStallMs} ms)`,
+		);
 	}
 	for (const flow of flows.filter((f) => RESERVE_KINDS.includes(f.kind))) {
-		const net = median(netMs(perFlow.get(flow.kind)));
+		const net = median(netMs(entryOf(flow.kind)));
 		if (!(net > 0)) {
 			console.log(`NO VERDICT: ${flow.label}: its net time is within the no-op flow's noise at ${fmt(items)} items`);
 			continue;
@@ -528,19 +681,32 @@ async function batch(ctx, args) {
 		const keysPerSecond = (items / net) * 1000;
 		const vsRecipe = recipeNet / net;
 		const ok = keysPerSecond >= TARGET.batchKeysPerSecond && (!recipe || vsRecipe >= TARGET.batchVsRecipe);
-		const recipePart = recipe ? `${vsRecipe.toFixed(1)}× the per-item recipe (target ≥ ${TARGET.batchVsRecipe}×)` : 'the per-item recipe not measured (--batch-flows)';
+		const recipePart = recipe
+			? `${vsRecipe.toFixed(1)}× the per-item recipe (target ≥ ${TARGET.batchVsRecipe}×)`
+			: 'the per-item recipe not measured (--batch-flows)';
 		console.log(
 			`${ok ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${flow.label}: ${fmt(keysPerSecond)} keys/s net (target ≥ ${fmt(TARGET.batchKeysPerSecond)}), ${recipePart}`,
 		);
 	}
 }
 
-async function big(ctx, args) {
+async function big(ctx: BenchContext, args: Args): Promise<void> {
 	const { running, pid, log, appQuery, lastExecution } = ctx;
 	const items = args.bigItems;
-	const flow = BATCH_FLOWS.find((f) => f.kind === { custom: 'reserve', event: 'reserveAuto', field: 'reserveField' }[args.bigKey]);
+	const kinds: Record<string, string> = { custom: 'reserve', event: 'reserveAuto', field: 'reserveField' };
+	const flow = BATCH_FLOWS.find((f) => f.kind === kinds[args.bigKey]);
+	if (!flow) throw new Error(`no batch flow for --big-key ${args.bigKey}`);
 	const noopFlow = BATCH_FLOWS[0];
-	const results = {};
+	type BigResult = {
+		ms: number;
+		before: { rss: number; peak: number };
+		maxRss: number;
+		after: { rss: number; peak: number };
+		execution: { bytes: number; nodeMs: number };
+		bodyMb: number;
+		distinct?: number;
+	};
+	const results: Record<string, BigResult> = {};
 	for (const f of [noopFlow, flow]) {
 		const prefix = `big_${f.kind}_${crypto.randomUUID().slice(0, 8)}`;
 		const { body, distinct } = batchBody(items, prefix);
@@ -559,7 +725,7 @@ async function big(ctx, args) {
 			bodyMb: body.length / 1024 / 1024,
 		};
 		if (f === flow) {
-			const { rows } = await appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
+			const { rows } = await appQuery<{ n: number }>('SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1', [`%${prefix}_%`]);
 			if (rows[0].n !== distinct) throw new Error(`${items}-item execution: expected ${distinct} reserved keys, found ${rows[0].n}`);
 			results[f.kind].distinct = distinct;
 		}
@@ -581,7 +747,7 @@ async function big(ctx, args) {
 		]),
 	);
 	console.log(
-		`\n${fmt(r.distinct)} keys reserved in one execution, ${fmt((items / (r.ms - n.ms)) * 1000)} keys/s net; n8n main process peak RSS since start ${fmt(r.after.peak)} MB (machine RAM ${fmt(os.totalmem() / 1024 / 1024)} MB).`,
+		`\n${fmt(r.distinct ?? NaN)} keys reserved in one execution, ${fmt((items / (r.ms - n.ms)) * 1000)} keys/s net; n8n main process peak RSS since start ${fmt(r.after.peak)} MB (machine RAM ${fmt(os.totalmem() / 1024 / 1024)} MB).`,
 	);
 }
 
@@ -591,16 +757,20 @@ async function big(ctx, args) {
  * it open meanwhile, as another process on the host would), Postgres with one insert; then the
  * cleanup workflow, with n8n's event loop probed throughout.
  */
-async function cleanup(ctx, args) {
+async function cleanup(ctx: BenchContext, args: Args): Promise<void> {
 	const { running, log, appQuery } = ctx;
 	const expired = args.cleanupRows;
 	const live = Math.floor(expired / 10);
 	const file = path.join(running.userFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
 	const seedStarted = Date.now();
-	const seeded = require('node:child_process').spawnSync(sqliteNode({ log }), [path.join(__dirname, 'seedEmbedded.js'), file, String(expired), String(live)], {
-		cwd: path.join(__dirname, '..', '..'),
-		stdio: ['ignore', 'inherit', 'inherit'],
-	});
+	const seeded = spawnSync(
+		sqliteNode({ log }),
+		['-r', REGISTER_TS, path.join(__dirname, 'seedEmbedded.ts'), file, String(expired), String(live)],
+		{
+			cwd: path.join(__dirname, '..', '..'),
+			stdio: ['ignore', 'inherit', 'inherit'],
+		},
+	);
 	if (seeded.status !== 0) throw new Error(`seeding ${file} failed (exit ${seeded.status ?? seeded.signal})`);
 	await appQuery(
 		`INSERT INTO processed_events (key, status, first_seen, last_seen, expires_at, owner_token)
@@ -610,8 +780,19 @@ async function cleanup(ctx, args) {
 		[expired, expired + live],
 	);
 	await appQuery('VACUUM ANALYZE processed_events').catch(() => {});
-	log(`cleanup: ${fmt(expired)} expired + ${fmt(live)} live keys seeded on each store in ${((Date.now() - seedStarted) / 1000).toFixed(0)} s`);
-	const rows = [];
+	log(
+		`cleanup: ${fmt(expired)} expired + ${fmt(live)} live keys seeded on each store in ${((Date.now() - seedStarted) / 1000).toFixed(0)} s`,
+	);
+	const rows: Array<{
+		flow: string;
+		deleted: number;
+		batches: number | null;
+		ms: number;
+		rowsPerS: number;
+		stallMs: number;
+		probeMaxMs: number;
+		probes: number;
+	}> = [];
 	for (const flow of CLEANUP_FLOWS) {
 		const stopProbe = lagProbe(running.baseUrl);
 		const started = performance.now();
@@ -620,29 +801,49 @@ async function cleanup(ctx, args) {
 		const ms = performance.now() - started;
 		const lag = await stopProbe();
 		if (res.status !== 200) throw new Error(`${flow.label} answered ${res.status}: ${text.slice(0, 300)}`);
-		const answer = JSON.parse(text);
-		const result = (Array.isArray(answer) ? answer[0] : answer) ?? {};
+		type CleanupAnswer = { deleted?: number; batches?: number; cleanup?: { deleted?: number; batches?: number } };
+		const answer = JSON.parse(text) as CleanupAnswer | CleanupAnswer[];
+		const result: CleanupAnswer = (Array.isArray(answer) ? answer[0] : answer) ?? {};
 		const deleted = Number(result.deleted ?? result.cleanup?.deleted ?? NaN);
-		if (!(deleted >= expired)) throw new Error(`${flow.label}: deleted ${deleted} of ${expired} expired keys (answer ${text.slice(0, 300)})`);
-		rows.push({ flow: flow.label, deleted, batches: result.batches ?? result.cleanup?.batches ?? null, ms, rowsPerS: deleted / (ms / 1000), stallMs: lag.stallMs, probeMaxMs: lag.maxMs, probes: lag.samples });
+		if (!(deleted >= expired))
+			throw new Error(`${flow.label}: deleted ${deleted} of ${expired} expired keys (answer ${text.slice(0, 300)})`);
+		rows.push({
+			flow: flow.label,
+			deleted,
+			batches: result.batches ?? result.cleanup?.batches ?? null,
+			ms,
+			rowsPerS: deleted / (ms / 1000),
+			stallMs: lag.stallMs,
+			probeMaxMs: lag.maxMs,
+			probes: lag.samples,
+		});
 		log(`${flow.label}: ${fmt(deleted)} deleted in ${fmt(ms)} ms, longest stall ${fmtMs(lag.stallMs)} ms`);
 	}
 	console.log(`\n## Delete Expired Keys inside n8n: ${fmt(expired)} expired keys among ${fmt(live)} live ones\n`);
 	printTable(
 		['flow', 'deleted', 'batches', 'wall ms', 'rows/s', 'longest n8n stall ms', '/healthz answers'],
-		rows.map((r) => [r.flow, fmt(r.deleted), r.batches === null ? '–' : fmt(r.batches), fmt(r.ms), fmt(r.rowsPerS), fmtMs(r.stallMs), fmt(r.probes)]),
+		rows.map((r) => [
+			r.flow,
+			fmt(r.deleted),
+			r.batches === null ? '–' : fmt(r.batches),
+			fmt(r.ms),
+			fmt(r.rowsPerS),
+			fmtMs(r.stallMs),
+			fmt(r.probes),
+		]),
 	);
 	const embedded = rows.find((r) => r.flow.includes('Embedded'));
+	if (!embedded) return;
 	console.log(
 		`${embedded.stallMs <= TARGET.longestStallMs ? 'TARGET HOLDS' : 'TARGET MISSED'}: Delete Expired Keys (Embedded) on ${fmt(expired)} expired keys: longest n8n event-loop stall ${fmtMs(embedded.stallMs)} ms (target ≤ ${TARGET.longestStallMs} ms)`,
 	);
 }
 
 // CPU profile: each workload in its own window of n8n's profile (written when n8n stops).
-async function profileWorkloads(ctx, args) {
+async function profileWorkloads(ctx: BenchContext, args: Args): Promise<ProfileWindow[]> {
 	const { running, log } = ctx;
-	const windows = [];
-	const window = async (name, executions, fn) => {
+	const windows: ProfileWindow[] = [];
+	const window = async (name: string, executions: number, fn: () => Promise<unknown>) => {
 		const start = nowMicros();
 		await fn();
 		windows.push({ name, start, end: nowMicros(), executions });
@@ -671,6 +872,7 @@ async function profileWorkloads(ctx, args) {
 	}
 	for (const kind of ['noop', 'reserve', 'reserveAuto', 'reserveField']) {
 		const flow = BATCH_FLOWS.find((f) => f.kind === kind);
+		if (!flow) throw new Error(`no batch flow ${kind}`);
 		await post(running.webhookUrl(flow.path), batchBody(500, `warm_${kind}`).body);
 		const { body } = batchBody(args.batchItems, `profile_${kind}_${crypto.randomUUID().slice(0, 8)}`);
 		await window(`batch of ${fmt(args.batchItems)}: ${flow.label}`, 1, () => post(running.webhookUrl(flow.path), body));
@@ -679,9 +881,9 @@ async function profileWorkloads(ctx, args) {
 }
 
 // The trigger's flows instead: where n8n's time goes for a new event, a duplicate and a forgery through each.
-async function profileTrigger(ctx, args) {
-	const windows = [];
-	const window = async (name, executions, fn) => {
+async function profileTrigger(ctx: BenchContext & { api: Api }, args: Args): Promise<ProfileWindow[]> {
+	const windows: ProfileWindow[] = [];
+	const window = async (name: string, executions: number, fn: () => Promise<unknown>) => {
 		const start = nowMicros();
 		await fn();
 		windows.push({ name, start, end: nowMicros(), executions });
@@ -692,19 +894,25 @@ async function profileTrigger(ctx, args) {
 	return windows;
 }
 
-function printProfile(summaries) {
+function printProfile(summaries: ProfileSummary[]): void {
 	console.log('\n## CPU profile of the n8n main process (self time, ms per execution; idle excluded)\n');
 	const categories = [...new Set(summaries.flatMap((s) => s.categories.map((c) => c.name)))];
-	const cell = (s, name) => fmtMs(s.categories.find((c) => c.name === name)?.msPerExecution ?? 0, 2);
+	const cell = (s: ProfileSummary, name: string) => fmtMs(s.categories.find((c) => c.name === name)?.msPerExecution ?? 0, 2);
 	printTable(
 		['category', ...summaries.map((s) => s.name)],
-		[...categories.map((name) => [name, ...summaries.map((s) => cell(s, name))]), ['total', ...summaries.map((s) => fmtMs(s.cpuMsPerExecution, 2))]],
+		[
+			...categories.map((name) => [name, ...summaries.map((s) => cell(s, name))]),
+			['total', ...summaries.map((s) => fmtMs(s.cpuMsPerExecution, 2))],
+		],
 	);
 	console.log('\n### Total time of call paths (the frame and what it calls; ms per execution)\n');
 	const inclusiveNames = summaries[0]?.inclusive.map((entry) => entry.name) ?? [];
 	printTable(
 		['call path', ...summaries.map((s) => s.name)],
-		inclusiveNames.map((name) => [name, ...summaries.map((s) => fmtMs(s.inclusive.find((entry) => entry.name === name).msPerExecution, 2))]),
+		inclusiveNames.map((name) => [
+			name,
+			...summaries.map((s) => fmtMs(s.inclusive.find((entry) => entry.name === name)?.msPerExecution ?? NaN, 2)),
+		]),
 	);
 	for (const s of summaries) {
 		console.log(`\n### Top functions: ${s.name}\n`);
@@ -718,13 +926,20 @@ function printProfile(summaries) {
 // ---------------------------------------------------------------------------------------------
 
 /** The trigger part's rows as a bench/results file; the machine's id and the run's notes are filled in by hand. */
-function saveTriggerRun(args, rows, { runStarted, n8nVersion, loadAtStart }) {
-	const hhmm = (date) => date.toISOString().slice(11, 16);
-	const commit = require('node:child_process').spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
+function saveTriggerRun(
+	args: Args & { save: string },
+	rows: TriggerRow[],
+	{ runStarted, n8nVersion, loadAtStart }: { runStarted: Date; n8nVersion: string; loadAtStart: string },
+): void {
+	const hhmm = (date: Date) => date.toISOString().slice(11, 16);
+	const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
 	const run = {
 		id: 'trigger-n8n',
 		title: 'The Idempotent Webhook trigger inside n8n, beside the webhook template and a floor trigger',
-		command: `node bench/n8n/run.js ${process.argv.slice(2).filter((arg, i, all) => arg !== '--save' && all[i - 1] !== '--save').join(' ')}`,
+		command: `npm run bench:n8n -- ${process.argv
+			.slice(2)
+			.filter((arg, i, all) => arg !== '--save' && all[i - 1] !== '--save')
+			.join(' ')}`,
 		date: runStarted.toISOString().slice(0, 10),
 		time: `${hhmm(runStarted)}–${hhmm(new Date())} UTC`,
 		commit,
@@ -738,19 +953,20 @@ function saveTriggerRun(args, rows, { runStarted, n8nVersion, loadAtStart }) {
 	console.log(`\nrows saved to ${args.save}`);
 }
 
-async function main() {
+async function main(): Promise<number> {
 	const args = parseArgs(process.argv.slice(2));
-	if (args.overheadFlows) overheadFlows = OVERHEAD_FLOWS.filter((flow, index) => index === 0 || args.overheadFlows.includes(flow.path));
+	const { overheadFlows: only } = args;
+	if (only) overheadFlows = OVERHEAD_FLOWS.filter((flow, index) => index === 0 || only.includes(flow.path));
 	const started = Date.now();
-	const log = (line) => process.stderr.write(`[bench:n8n ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
+	const log = (line: string) => process.stderr.write(`[bench:n8n ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-bench-n8n-'));
-	let running;
+	let running: Running | null | undefined;
 	let exitCode = 0;
-	let profiling;
+	let profiling: { env: Record<string, string>; dir: string } | undefined;
 	const withTrigger = args.only.includes('trigger');
-	let loadAtStart;
+	let loadAtStart = '';
 	// "Your API" for the trigger part's business steps, in this process (the load has its own).
-	const api = withTrigger ? await startSink() : null;
+	const api: Api | null = withTrigger ? await startSink() : null;
 	try {
 		if (args.profile)
 			profiling = profilingEnv({
@@ -762,19 +978,25 @@ async function main() {
 		console.log(
 			`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${fmt(os.totalmem() / 1024 / 1024)} MB; load at start ${loadAverage()}`,
 		);
-		running = await stack.startStack({
+		const live: Running = await stack.startStack({
 			workDir,
 			recreateDbs: true,
 			dbNames: { n8n: 'n8n_bench', app: 'idempotency_bench' },
-			setupSql: async (client, ctx) => {
+			setupSql: async (client: StackClient, ctx: StackSetup) => {
 				await stack.prepareTemplateTables(client, ctx);
 				await client.query(RECIPE_TABLE_DDL);
 			},
-			credentials: (c) => [
+			credentials: (c: StackSetup) => [
 				...stack.templateCredentials(c),
 				{ ...UNNAMED_CREDENTIAL_DEF, data: { ...stack.idempotencyCredentialData(c.app), preparedStatements: false } },
 			],
-			workflows: [...overheadWorkflows(), ...embeddedOverheadWorkflows(), ...batchWorkflows(), ...cleanupWorkflows(), ...(withTrigger ? triggerWorkflows({ apiUrl: api.url }) : [])].map((json) => ({
+			workflows: [
+				...overheadWorkflows(),
+				...embeddedOverheadWorkflows(),
+				...batchWorkflows(),
+				...cleanupWorkflows(),
+				...(api ? triggerWorkflows({ apiUrl: api.url }) : []),
+			].map((json) => ({
 				json,
 				publish: true,
 			})),
@@ -783,21 +1005,29 @@ async function main() {
 			env: profiling?.env,
 			log,
 		});
-		const pid = findN8nPid(running.workDir);
+		running = live;
+		const pid = findN8nPid(live.workDir);
 		if (!pid) throw new Error('could not find the n8n process of the stack');
-		const n8nVersion = JSON.parse(fs.readFileSync(path.join(running.n8nDir, 'node_modules', 'n8n', 'package.json'), 'utf8')).version;
-		const pgVersion = await stack.withClient(running.appUrl, async (c) => (await c.query('show server_version')).rows[0].server_version);
-		console.log(`n8n ${n8nVersion} (pid ${pid}), Postgres ${pgVersion} (embedded, shared by n8n and the keys), package ${path.basename(running.tarball)}`);
-		const { parse } = require(path.join(running.n8nDir, 'node_modules', 'flatted'));
-		const ctx = {
-			running,
+		const n8nVersion = (
+			JSON.parse(fs.readFileSync(path.join(live.n8nDir, 'node_modules', 'n8n', 'package.json'), 'utf8')) as { version: string }
+		).version;
+		const pgVersion: string = await stack.withClient(
+			live.appUrl,
+			async (c: PgClient) => (await c.query<{ server_version: string }>('show server_version')).rows[0].server_version,
+		);
+		console.log(
+			`n8n ${n8nVersion} (pid ${pid}), Postgres ${pgVersion} (embedded, shared by n8n and the keys), package ${path.basename(live.tarball)}`,
+		);
+		const { parse } = flattedOf(live);
+		const ctx: BenchContext = {
+			running: live,
 			pid,
 			log,
-			appQuery: (sql, params) => stack.withClient(running.appUrl, (client) => client.query(sql, params)),
+			appQuery: (sql, params) => stack.withClient(live.appUrl, (client: PgClient) => client.query(sql, params)),
 			/** The newest execution of a flow's workflow: stored size and the node under test's own time. */
 			lastExecution: ({ id: workflowId, nodeName }) =>
-				stack.withClient(running.n8nDbUrl, async (client) => {
-					const { rows } = await client.query(
+				stack.withClient(live.n8nDbUrl, async (client: PgClient) => {
+					const { rows } = await client.query<{ id: string; status: string; data: string }>(
 						`SELECT e.id, e.status, d.data FROM execution_entity e JOIN execution_data d ON d."executionId" = e.id
 						  WHERE e."workflowId" = $1 ORDER BY e.id DESC LIMIT 1`,
 						[workflowId],
@@ -805,18 +1035,19 @@ async function main() {
 					if (!rows[0]) throw new Error(`no execution of ${workflowId} stored`);
 					if (rows[0].status !== 'success') throw new Error(`execution ${rows[0].id} of ${workflowId} ended ${rows[0].status}`);
 					const runData = parse(rows[0].data).resultData?.runData ?? {};
-					if (!runData[nodeName]) throw new Error(`the newest execution of ${workflowId} did not run ${nodeName}`);
+					const nodeRuns = runData[nodeName];
+					if (!nodeRuns) throw new Error(`the newest execution of ${workflowId} did not run ${nodeName}`);
 					return {
 						bytes: Buffer.byteLength(rows[0].data),
-						nodeMs: runData[nodeName][0].executionTime,
-						outputs: (runData[nodeName][0].data?.main ?? []).map((output) => output?.length ?? 0),
+						nodeMs: nodeRuns[0].executionTime,
+						outputs: (nodeRuns[0].data?.main ?? []).map((output) => output?.length ?? 0),
 					};
 				}),
 		};
 		if (profiling) {
-			const windows = withTrigger ? await profileTrigger({ ...ctx, api }, args) : await profileWorkloads(ctx, args);
+			const windows = api ? await profileTrigger({ ...ctx, api }, args) : await profileWorkloads(ctx, args);
 			if (!withTrigger) await packageNodeTimes(ctx);
-			await running.stop(); // n8n writes the profile as it exits
+			await live.stop(); // n8n writes the profile as it exits
 			running = null;
 			const file = fs.readdirSync(profiling.dir).find((name) => name.endsWith('.cpuprofile'));
 			if (!file) throw new Error(`n8n wrote no CPU profile into ${profiling.dir}`);
@@ -830,10 +1061,11 @@ async function main() {
 			if (args.only.includes('batch')) await batch(ctx, args);
 			if (args.only.includes('big')) await big(ctx, args);
 			if (args.only.includes('cleanup')) await cleanup(ctx, args);
-			if (withTrigger) {
+			if (api) {
 				const runStarted = new Date();
 				const rows = await triggerBench({ ...ctx, api }, args, { stripeEvent });
-				if (args.save) saveTriggerRun(args, rows, { runStarted, n8nVersion, loadAtStart });
+				const { save } = args;
+				if (save) saveTriggerRun({ ...args, save }, rows, { runStarted, n8nVersion, loadAtStart });
 			}
 		}
 		console.log(`\nload at end ${loadAverage()}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);

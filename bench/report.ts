@@ -1,9 +1,8 @@
-#!/usr/bin/env node
 // Builds the figures of BENCHMARKS.md and its plots from the recorded runs in bench/results/*.json,
 // so the page cannot say something the data does not.
 //
-//   node bench/report.js            rewrite the generated parts of BENCHMARKS.md and docs/images/bench-*.svg
-//   node bench/report.js --check    change nothing; exit 1 naming each file that differs from the data
+//   node -r ./test/support/register-ts.js bench/report            rewrite the generated parts of BENCHMARKS.md and docs/images/bench-*.svg
+//   node -r ./test/support/register-ts.js bench/report --check    change nothing; exit 1 naming each file that differs from the data
 //   --root DIR                      read and write BENCHMARKS.md and docs/images/ under DIR (tests use a copy)
 //   --results DIR                   read the runs from DIR instead of bench/results
 //
@@ -11,10 +10,11 @@
 // NAME is a run's `id` (its table and where it comes from) or `summary` (the headline figures).
 // To add a run: save what the benchmark printed as bench/results/<date>-<id>.json (command, date,
 // time, commit, machine, load, rows), give it a table below, put its marker on the page, run this.
-'use strict';
+import fs from 'node:fs';
+import path from 'node:path';
 
-const fs = require('node:fs');
-const path = require('node:path');
+import type { CallRow as EmbeddedCallRow, ReserveRow as EmbeddedReserveRow } from './embedded';
+import type { TriggerRow } from './n8n/trigger';
 
 const REPO = path.join(__dirname, '..');
 const RESULTS = path.join(__dirname, 'results');
@@ -26,17 +26,25 @@ const IMAGES = path.join('docs', 'images');
 
 const NONE = '–';
 
-function number(value, digits = 0) {
+/** A figure a run may leave out (null in its JSON). */
+type Figure = number | null | undefined;
+
+function number(value: Figure, digits = 0): string {
 	if (value === null || value === undefined) return NONE;
 	return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
-const ratio = (value, digits = 3) => (value === null || value === undefined ? NONE : `${number(value, digits)}×`);
-const range = (min, max, digits = 2) => (min === null || min === undefined ? NONE : `${number(min, digits)}–${number(max, digits)}`);
-const signed = (value, digits = 1) => (value === null || value === undefined ? NONE : `${value > 0 ? '+' : value < 0 ? '−' : ''}${number(Math.abs(value), digits)}`);
-const clients = (n) => `c=${n}`;
+const ratio = (value: Figure, digits = 3) => (value === null || value === undefined ? NONE : `${number(value, digits)}×`);
+const range = (min: Figure, max: Figure, digits = 2) =>
+	min === null || min === undefined ? NONE : `${number(min, digits)}–${number(max, digits)}`;
+const signed = (value: Figure, digits = 1) =>
+	value === null || value === undefined ? NONE : `${value > 0 ? '+' : value < 0 ? '−' : ''}${number(Math.abs(value), digits)}`;
+const clients = (n: number) => `c=${n}`;
+
+/** A table column: its header, its cell of a row, and its alignment ('l', or right by default). */
+type Column<R> = [string, (row: R) => string, 'l'?];
 
 /** A Markdown table; `columns` are [header, cell(row), align] with align 'l' or 'r' (default). */
-function table(columns, rows) {
+function table<R>(columns: Array<Column<R>>, rows: R[]): string {
 	const header = `| ${columns.map(([title]) => title).join(' | ')} |`;
 	const rule = `|${columns.map(([, , align]) => (align === 'l' ? '---' : '--:')).join('|')}|`;
 	const body = rows.map((row) => `| ${columns.map(([, cell]) => cell(row)).join(' | ')} |`);
@@ -46,11 +54,201 @@ function table(columns, rows) {
 // ---------------------------------------------------------------------------------------------
 // The runs and their tables
 
-function loadRuns(dir) {
-	const machines = new Map();
-	const runs = new Map();
-	for (const name of fs.readdirSync(dir).filter((file) => file.endsWith('.json')).sort()) {
-		const data = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'));
+/** What every recorded run has (loadRuns checks the fields), and the file it came from. */
+interface RunInfo {
+	id: string;
+	file: string;
+	title: string;
+	command: string;
+	date: string;
+	time: string;
+	load: string;
+	quiet: boolean;
+	machine: string;
+	commit?: string | null;
+	code?: string;
+}
+
+/** A recorded run whose rows are `R`. */
+interface Run<R> extends RunInfo {
+	rows: R[];
+}
+
+/** A recorded run as read from its file, before its id says what its rows are. */
+type AnyRun = Run<unknown> & Record<string, unknown>;
+type Runs = Map<string, AnyRun>;
+
+interface OverheadRow {
+	flow: string;
+	clients: number;
+	reqPerS: number;
+	ratio: number;
+	ratioMin: Figure;
+	ratioMax: Figure;
+	p50Ms: number;
+	addedP50Ms: Figure;
+	p99Ms: number;
+	cpuMsPerExec: number;
+}
+interface EmbeddedOverheadRun extends Run<OverheadRow> {
+	vsNoOperation: Array<{ clients: number; addedMs: number; cpuMs: number; ratio: number }>;
+	nodeTimes: Array<{ flow: string; node: string; executions: number; medianMs: number; p90Ms: number }>;
+}
+interface EmbeddedBatchRow {
+	node: string;
+	wallMs: number;
+	netMs: Figure;
+	netMinMs: Figure;
+	netMaxMs: Figure;
+	keysPerS: Figure;
+	nodeMs: number;
+	savedMb: number;
+	stallMs: number;
+}
+interface EmbeddedCleanupRow {
+	flow: string;
+	deleted: number;
+	batches: number;
+	wallMs: number;
+	rowsPerS: number;
+	stallMs: number;
+	probes: number;
+}
+interface BatchRow {
+	node: string;
+	wallMs: number;
+	netMs: Figure;
+	netMinMs: Figure;
+	netMaxMs: Figure;
+	keysPerS: Figure;
+	nodeMs: number;
+	savedMb: number;
+}
+interface BatchVsRecipeRow {
+	node: string;
+	netMs: Figure;
+	keysPerS: Figure;
+	vsRecipe: Figure;
+	nodeMs: number;
+	savedMb: number;
+}
+interface SingleRow {
+	scenario: string;
+	keysPerCall: number;
+	callers: number;
+	unnamedCallsPerS: number;
+	namedCallsPerS: number;
+	ratio: number;
+	ratioMin: number;
+	ratioMax: number;
+	p50UnnamedMs: number;
+	p50NamedMs: number;
+	p99UnnamedMs: number;
+	p99NamedMs: number;
+	plainRatio: number;
+}
+interface StatementRow {
+	scenario: string;
+	recipeKeysPerS: number;
+	coreCompact: number;
+	coreCompactMin: number;
+	coreCompactMax: number;
+	plainCompact: number;
+	coreFull: number;
+}
+interface CoreRow {
+	scenario: string;
+	coreKeysPerS: number;
+	plainKeysPerS: number;
+	ratio: number;
+	ratioMin: number;
+	ratioMax: number;
+	coreCpuUs: number;
+	plainCpuUs: number;
+}
+interface GrowthRow {
+	rows: number;
+	singleP50Ms: number;
+	singleP99Ms: number;
+	singleP99VsEmpty: number;
+	batchP50Ms: number;
+	batchP99Ms: number;
+	batchP99VsEmpty: number;
+	heapMbPerMillion: number | null;
+	indexMbPerMillion: number | null;
+}
+interface CleanupRun extends Run<{ phase: string; reserves: number; p50Ms: number; p99Ms: number; maxMs: number }> {
+	deleted: number;
+	seconds: number;
+	batches: number;
+	rowsPerS: number;
+}
+interface BloatRow {
+	table: string;
+	heapMbBefore: number;
+	indexMbBefore: number;
+	heapMbAfter: number;
+	indexMbAfter: number;
+	growth: number;
+	hotPercent: number;
+	deadRows: number;
+}
+interface OutputRow {
+	output: string;
+	bytesPerItem: number;
+	allItemsMb: number;
+	vsFullPercent: number;
+	buildJsonMs: number;
+}
+interface BigRow {
+	run: string;
+	flow: string;
+	wallMs: number;
+	nodeMs: number;
+	rssBeforeMb: number;
+	rssMaxMb: number;
+	addedRssMb: number;
+	savedMb: number;
+}
+
+/** Each run id with a table, and what its recorded run holds. */
+interface RunsById {
+	settle: Run<OverheadRow>;
+	embedded: Run<EmbeddedReserveRow>;
+	'embedded-calls': Run<EmbeddedCallRow>;
+	'embedded-n8n-overhead': EmbeddedOverheadRun;
+	'embedded-n8n-batch': Run<EmbeddedBatchRow>;
+	'embedded-n8n-cleanup': Run<EmbeddedCleanupRow>;
+	'trigger-n8n': Run<TriggerRow>;
+	overhead: Run<OverheadRow>;
+	batch: Run<BatchRow>;
+	'batch-vs-recipe': Run<BatchVsRecipeRow>;
+	single: Run<SingleRow>;
+	statement: Run<StatementRow>;
+	core: Run<CoreRow>;
+	growth: Run<GrowthRow>;
+	cleanup: CleanupRun;
+	bloat: Run<BloatRow>;
+	output: Run<OutputRow>;
+	big: Run<BigRow>;
+}
+type RunId = keyof RunsById;
+
+/** The run with this id, read as its id's table reads it (the recorded JSON is the shape its id has). */
+function runOf<Id extends RunId>(runs: Runs, id: Id, where: string): RunsById[Id] {
+	const run = runs.get(id);
+	if (!run) throw new Error(`${where}: no run with id ${id}`);
+	return run as unknown as RunsById[Id];
+}
+
+function loadRuns(dir: string): { machines: Map<string, { id: string }>; runs: Runs } {
+	const machines = new Map<string, { id: string }>();
+	const runs: Runs = new Map();
+	for (const name of fs
+		.readdirSync(dir)
+		.filter((file) => file.endsWith('.json'))
+		.sort()) {
+		const data = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as AnyRun;
 		if (name === 'machine.json') machines.set(data.id, data);
 		else {
 			if (runs.has(data.id)) throw new Error(`${name}: a second run with id ${data.id}`);
@@ -59,25 +257,30 @@ function loadRuns(dir) {
 	}
 	for (const run of runs.values()) {
 		if (!machines.has(run.machine)) throw new Error(`${run.file}: unknown machine ${run.machine}`);
-		for (const field of ['title', 'command', 'date', 'time', 'load', 'quiet', 'rows']) {
+		for (const field of ['title', 'command', 'date', 'time', 'load', 'quiet', 'rows'] as const) {
 			if (run[field] === undefined) throw new Error(`${run.file}: no ${field}`);
 		}
 	}
 	return { machines, runs };
 }
 
-function provenance(run) {
+function provenance(run: RunInfo): string {
 	const code = run.commit ? `commit \`${run.commit}\`` : run.code;
 	const parts = [`\`${run.command}\``, `${run.date}, ${run.time}`, code, `load ${run.load}`];
 	return `<sub>${parts.join('; ')}. Data: [${run.file}](bench/results/${run.file}).</sub>`;
 }
 
-const TRIGGER_KINDS = { new: 'new event', duplicate: 'duplicate', forgery: 'forgery', inProgress: 'copy in progress' };
-const stall = (wall, own) => (wall === null || wall === undefined ? NONE : `${number(wall, 1)} (${number(own, 1)})`);
+const TRIGGER_KINDS: Record<TriggerRow['kind'], string> = {
+	new: 'new event',
+	duplicate: 'duplicate',
+	forgery: 'forgery',
+	inProgress: 'copy in progress',
+};
+const stall = (wall: Figure, own: Figure) => (wall === null || wall === undefined ? NONE : `${number(wall, 1)} (${number(own, 1)})`);
 
-const TABLES = {
+const TABLES: { [Id in RunId]: (run: RunsById[Id]) => string } = {
 	settle: (run) => TABLES.overhead(run),
-	// The Embedded store beside Postgres: the store calls outside n8n (bench/embedded.js) ...
+	// The Embedded store beside Postgres: the store calls outside n8n (bench/embedded.ts) ...
 	embedded: (run) =>
 		table(
 			[
@@ -102,7 +305,7 @@ const TABLES = {
 			],
 			run.rows,
 		),
-	// ... and inside n8n (bench/n8n/run.js).
+	// ... and inside n8n (bench/n8n/run.ts).
 	'embedded-n8n-overhead': (run) =>
 		`${TABLES.overhead(run)}\n\n${table(
 			[
@@ -146,7 +349,7 @@ const TABLES = {
 			],
 			run.rows,
 		),
-	// The Idempotent Webhook trigger beside the webhook template and a floor trigger (bench/n8n/trigger.js).
+	// The Idempotent Webhook trigger beside the webhook template and a floor trigger (bench/n8n/trigger.ts).
 	'trigger-n8n': (run) =>
 		table(
 			[
@@ -154,7 +357,10 @@ const TABLES = {
 				['flow', (r) => r.flow, 'l'],
 				['clients', (r) => clients(r.clients)],
 				['req/s', (r) => number(r.reqPerS, 1)],
-				['vs floor (min–max)', (r) => (r.vsFloorMin === null ? ratio(r.vsFloor) : `${ratio(r.vsFloor)} (${range(r.vsFloorMin, r.vsFloorMax)})`)],
+				[
+					'vs floor (min–max)',
+					(r) => (r.vsFloorMin === null ? ratio(r.vsFloor) : `${ratio(r.vsFloor)} (${range(r.vsFloorMin, r.vsFloorMax)})`),
+				],
 				['vs template', (r) => ratio(r.vsTemplate, 2)],
 				['p50 ms', (r) => number(r.p50Ms, 1)],
 				['p99 ms', (r) => number(r.p99Ms, 1)],
@@ -250,7 +456,10 @@ const TABLES = {
 				['1,000 keys p50 ms', (r) => number(r.batchP50Ms, 1)],
 				['1,000 keys p99 ms', (r) => number(r.batchP99Ms, 1)],
 				['p99 vs empty', (r) => ratio(r.batchP99VsEmpty, 2)],
-				['MB per million keys, table + indexes', (r) => (r.heapMbPerMillion === null ? NONE : `${r.heapMbPerMillion} + ${r.indexMbPerMillion}`)],
+				[
+					'MB per million keys, table + indexes',
+					(r) => (r.heapMbPerMillion === null ? NONE : `${r.heapMbPerMillion} + ${r.indexMbPerMillion}`),
+				],
 			],
 			run.rows,
 		),
@@ -307,20 +516,16 @@ const TABLES = {
 // ---------------------------------------------------------------------------------------------
 // Headline figures: each picked from a run by name, so a renamed row fails here instead of vanishing.
 
-function pick(run, predicate, what) {
+function pick<R>(run: { rows: R[]; file: string }, predicate: (row: R) => boolean, what: string): R {
 	const row = run.rows.find(predicate);
 	if (!row) throw new Error(`${run.file}: no row for ${what}`);
 	return row;
 }
 
-function summary(runs) {
-	const get = (id) => {
-		const run = runs.get(id);
-		if (!run) throw new Error(`summary: no run with id ${id}`);
-		return run;
-	};
+function summary(runs: Runs): string {
+	const get = <Id extends RunId>(id: Id) => runOf(runs, id, 'summary');
 	const overhead = get('overhead');
-	const reserve = (c) => pick(overhead, (r) => r.flow === '+ Reserve (Permanent)' && r.clients === c, `Reserve at c=${c}`);
+	const reserve = (c: number) => pick(overhead, (r) => r.flow === '+ Reserve (Permanent)' && r.clients === c, `Reserve at c=${c}`);
 	const recipeStep = pick(overhead, (r) => r.flow.startsWith("reference: the recipe's reserve step") && r.clients === 1, 'the recipe step');
 	const lease = pick(overhead, (r) => r.flow.includes('Key From paired item') && r.clients === 1, 'lease + Mark Complete');
 	const batch = get('batch');
@@ -347,9 +552,17 @@ function summary(runs) {
 	const big = get('big').rows.filter((r) => r.flow.includes('Reserve'));
 	const embeddedOverhead = get('embedded-n8n-overhead');
 	const nodeTimes = { ...embeddedOverhead, rows: embeddedOverhead.nodeTimes };
-	const embeddedNodeMs = pick(nodeTimes, (r) => r.flow.includes('Embedded, permanent') && r.node === 'Idempotency Reserve', 'Embedded Reserve node time');
+	const embeddedNodeMs = pick(
+		nodeTimes,
+		(r) => r.flow.includes('Embedded, permanent') && r.node === 'Idempotency Reserve',
+		'Embedded Reserve node time',
+	);
 	const noOpNodeMs = pick(nodeTimes, (r) => r.node === 'No Operation', 'No Operation node time');
-	const postgresNodeMs = pick(nodeTimes, (r) => r.flow.includes('Reserve (permanent)') && r.node === 'Idempotency Reserve', 'Postgres Reserve node time');
+	const postgresNodeMs = pick(
+		nodeTimes,
+		(r) => r.flow.includes('Reserve (permanent)') && r.node === 'Idempotency Reserve',
+		'Postgres Reserve node time',
+	);
 	const embeddedBatch = get('embedded-n8n-batch');
 	const embeddedField = pick(embeddedBatch, (r) => r.node.includes('Embedded') && r.node.includes('field'), 'Embedded Field');
 	const postgresField = pick(embeddedBatch, (r) => !r.node.includes('Embedded') && r.node.includes('field'), 'Postgres Field');
@@ -358,26 +571,94 @@ function summary(runs) {
 	const storeCalls = get('embedded-calls');
 	const worstCall = storeCalls.rows.reduce((worst, r) => (r.embeddedOwnStallMs > worst.embeddedOwnStallMs ? r : worst));
 	const trigger = get('trigger-n8n');
-	const triggerRow = (kind, flow, c) => pick(trigger, (r) => r.kind === kind && r.flow.startsWith(flow) && r.clients === c, `${flow}, ${kind}, c=${c}`);
-	const triggerExecutions = Math.max(...trigger.rows.filter((r) => r.flow.startsWith('Idempotent Webhook') && r.kind !== 'new').map((r) => r.executionsPerRequest));
+	const triggerRow = (kind: TriggerRow['kind'], flow: string, c: number) =>
+		pick(trigger, (r) => r.kind === kind && r.flow.startsWith(flow) && r.clients === c, `${flow}, ${kind}, c=${c}`);
+	const triggerExecutions = Math.max(
+		...trigger.rows.filter((r) => r.flow.startsWith('Idempotent Webhook') && r.kind !== 'new').map((r) => r.executionsPerRequest),
+	);
 	const kbPerItem = big.map((r) => (r.addedRssMb * 1000) / 100000);
 
-	const rows = [
-		['what Reserve (Permanent) costs a webhook flow, 1 client', `${ratio(reserve(1).ratio)} the throughput, ${signed(reserve(1).addedP50Ms)} ms p50`, `the recipe's own reserve step (stock Postgres node): ${ratio(recipeStep.ratio)}`, 'overhead'],
+	const rows: Array<[string, string, string, RunId]> = [
+		[
+			'what Reserve (Permanent) costs a webhook flow, 1 client',
+			`${ratio(reserve(1).ratio)} the throughput, ${signed(reserve(1).addedP50Ms)} ms p50`,
+			`the recipe's own reserve step (stock Postgres node): ${ratio(recipeStep.ratio)}`,
+			'overhead',
+		],
 		['the same, 8 clients', `${ratio(reserve(8).ratio)} the throughput`, 'at 8 clients p50 is queueing', 'overhead'],
-		['Reserve (Lease) + Mark Complete, 1 client', `${ratio(lease.ratio)} the throughput, ${signed(lease.addedP50Ms)} ms p50`, 'two nodes', 'overhead'],
-		['one key reserved outside n8n, 1 caller', `${number(one.namedCallsPerS)} reserves/s, p50 ${number(one.p50NamedMs, 2)} ms`, `named prepared statements: ${ratio(one.ratio, 1)} unnamed`, 'single'],
-		['10,000 items in one execution, net of n8n', `${number(field.keysPerS)} keys/s (Key Source Field), ${number(eventId.keysPerS)} (Event ID)`, 'Output: Compact', 'batch'],
-		['the same vs the per-item recipe', `${ratio(fieldVsRecipe.vsRecipe, 1)} (Field)`, `Key Source Custom: ${ratio(customVsRecipe.vsRecipe, 1)}, n8n's per-item expression`, 'batch-vs-recipe'],
-		["the reserve statement vs the recipe's two-column insert", `${ratio(fresh.coreCompact)} on fresh keys, ${ratio(duplicates.coreCompact)} on duplicates`, "the recipe's row has no lease, retention, response or counts", 'statement'],
-		['p99 at 10 M rows vs an empty table', `${ratio(tenMillion.singleP99VsEmpty, 2)} (1 key), ${ratio(tenMillion.batchP99VsEmpty, 2)} (1,000 keys)`, `${oneMillion.heapMbPerMillion + oneMillion.indexMbPerMillion} MB per million keys`, 'growth'],
-		['cleanup while 8 clients reserve', `${number(cleanup.rowsPerS)} rows/s`, `reserve p99 during it ${ratio(during.p99Ms / without.p99Ms, 2)} of without`, 'cleanup'],
+		[
+			'Reserve (Lease) + Mark Complete, 1 client',
+			`${ratio(lease.ratio)} the throughput, ${signed(lease.addedP50Ms)} ms p50`,
+			'two nodes',
+			'overhead',
+		],
+		[
+			'one key reserved outside n8n, 1 caller',
+			`${number(one.namedCallsPerS)} reserves/s, p50 ${number(one.p50NamedMs, 2)} ms`,
+			`named prepared statements: ${ratio(one.ratio, 1)} unnamed`,
+			'single',
+		],
+		[
+			'10,000 items in one execution, net of n8n',
+			`${number(field.keysPerS)} keys/s (Key Source Field), ${number(eventId.keysPerS)} (Event ID)`,
+			'Output: Compact',
+			'batch',
+		],
+		[
+			'the same vs the per-item recipe',
+			`${ratio(fieldVsRecipe.vsRecipe, 1)} (Field)`,
+			`Key Source Custom: ${ratio(customVsRecipe.vsRecipe, 1)}, n8n's per-item expression`,
+			'batch-vs-recipe',
+		],
+		[
+			"the reserve statement vs the recipe's two-column insert",
+			`${ratio(fresh.coreCompact)} on fresh keys, ${ratio(duplicates.coreCompact)} on duplicates`,
+			"the recipe's row has no lease, retention, response or counts",
+			'statement',
+		],
+		[
+			'p99 at 10 M rows vs an empty table',
+			`${ratio(tenMillion.singleP99VsEmpty, 2)} (1 key), ${ratio(tenMillion.batchP99VsEmpty, 2)} (1,000 keys)`,
+			`${(oneMillion.heapMbPerMillion ?? 0) + (oneMillion.indexMbPerMillion ?? 0)} MB per million keys`,
+			'growth',
+		],
+		[
+			'cleanup while 8 clients reserve',
+			`${number(cleanup.rowsPerS)} rows/s`,
+			`reserve p99 during it ${ratio(during.p99Ms / without.p99Ms, 2)} of without`,
+			'cleanup',
+		],
 		['1 M duplicate deliveries', `table + indexes ${ratio(bloat.growth, 2)}`, `${bloat.hotPercent} % HOT updates`, 'bloat'],
-		["Reserve's output per item", `${number(compact.bytesPerItem)} bytes (Compact) vs ${number(full.bytesPerItem)} (Full)`, 'Compact is the default', 'output'],
-		["n8n's memory for 100,000 items in one execution", `+${number(Math.min(...kbPerItem), 1)}–${number(Math.max(...kbPerItem), 1)} KB per item`, 'measured with Output: Full', 'big'],
-		['Reserve on the Embedded store, its own time per execution inside n8n', `median ${number(embeddedNodeMs.medianMs)} ms (p90 ${number(embeddedNodeMs.p90Ms)})`, `No Operation: ${number(noOpNodeMs.medianMs)} ms; Reserve on Postgres: ${number(postgresNodeMs.medianMs)} ms`, 'embedded-n8n-overhead'],
-		['10,000 items in one execution on the Embedded store, net of n8n', `${number(embeddedField.keysPerS)} keys/s (Key Source Field)`, `Postgres in the same rounds: ${number(postgresField.keysPerS)}`, 'embedded-n8n-batch'],
-		['Delete Expired Keys on 1 M expired keys inside n8n, Embedded', `longest n8n stall ${number(embeddedCleanup.stallMs)} ms, ${number(embeddedCleanup.rowsPerS)} rows/s`, `Postgres: ${number(postgresCleanup.stallMs)} ms, ${number(postgresCleanup.rowsPerS)} rows/s`, 'embedded-n8n-cleanup'],
+		[
+			"Reserve's output per item",
+			`${number(compact.bytesPerItem)} bytes (Compact) vs ${number(full.bytesPerItem)} (Full)`,
+			'Compact is the default',
+			'output',
+		],
+		[
+			"n8n's memory for 100,000 items in one execution",
+			`+${number(Math.min(...kbPerItem), 1)}–${number(Math.max(...kbPerItem), 1)} KB per item`,
+			'measured with Output: Full',
+			'big',
+		],
+		[
+			'Reserve on the Embedded store, its own time per execution inside n8n',
+			`median ${number(embeddedNodeMs.medianMs)} ms (p90 ${number(embeddedNodeMs.p90Ms)})`,
+			`No Operation: ${number(noOpNodeMs.medianMs)} ms; Reserve on Postgres: ${number(postgresNodeMs.medianMs)} ms`,
+			'embedded-n8n-overhead',
+		],
+		[
+			'10,000 items in one execution on the Embedded store, net of n8n',
+			`${number(embeddedField.keysPerS)} keys/s (Key Source Field)`,
+			`Postgres in the same rounds: ${number(postgresField.keysPerS)}`,
+			'embedded-n8n-batch',
+		],
+		[
+			'Delete Expired Keys on 1 M expired keys inside n8n, Embedded',
+			`longest n8n stall ${number(embeddedCleanup.stallMs)} ms, ${number(embeddedCleanup.rowsPerS)} rows/s`,
+			`Postgres: ${number(postgresCleanup.stallMs)} ms, ${number(postgresCleanup.rowsPerS)} rows/s`,
+			'embedded-n8n-cleanup',
+		],
 		[
 			'executions a duplicate, a forgery or a copy in progress starts, Idempotent Webhook trigger',
 			`${number(triggerExecutions)} (target 0)`,
@@ -396,21 +677,26 @@ function summary(runs) {
 			`p50 ${number(triggerRow('new', 'Idempotent Webhook', 1).p50Ms)} vs ${number(triggerRow('new', "today's template", 1).p50Ms)} ms (1 client)`,
 			'trigger-n8n',
 		],
-		['the longest event-loop stall of one Embedded store call, outside n8n', `${number(worstCall.embeddedOwnStallMs)} ms without CPU wait (${worstCall.call.split(':')[0]})`, 'target ≤ 50 ms', 'embedded-calls'],
+		[
+			'the longest event-loop stall of one Embedded store call, outside n8n',
+			`${number(worstCall.embeddedOwnStallMs)} ms without CPU wait (${worstCall.call.split(':')[0]})`,
+			'target ≤ 50 ms',
+			'embedded-calls',
+		],
 	];
 	return table(
 		[
 			['what', (r) => r[0], 'l'],
 			['measured', (r) => r[1], 'l'],
 			['beside it', (r) => r[2], 'l'],
-			['run', (r) => `[${runs.get(r[3]).date}, ${runs.get(r[3]).quiet ? 'quiet' : 'busy'}](#${sectionOf[r[3]]})`, 'l'],
+			['run', (r) => `[${get(r[3]).date}, ${get(r[3]).quiet ? 'quiet' : 'busy'}](#${sectionOf[r[3]]})`, 'l'],
 		],
 		rows,
 	);
 }
 
 // The page's section for each run, for the summary's links (the docs test checks every anchor).
-const sectionOf = {
+const sectionOf: Partial<Record<RunId, string>> = {
 	overhead: 'per-execution-overhead-inside-n8n',
 	settle: 'settle-after-business-step-vs-mark-complete',
 	single: 'one-key-per-call-outside-n8n',
@@ -435,11 +721,11 @@ const sectionOf = {
 
 const FONT = 'font-family="DejaVu Sans, Arial, Helvetica, sans-serif"';
 const COLOURS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759'];
-const textWidth = (text, size) => Math.ceil(text.length * size * 0.56);
-const escape = (text) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-const fixed = (value) => Number(value.toFixed(1));
+const textWidth = (text: string, size: number) => Math.ceil(text.length * size * 0.56);
+const escape = (text: string | number) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const fixed = (value: number) => Number(value.toFixed(1));
 
-function svg(width, height, body) {
+function svg(width: number, height: number, body: string[]): string {
 	return [
 		`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ${FONT} font-size="12">`,
 		`<rect width="${width}" height="${height}" fill="#ffffff"/>`,
@@ -449,8 +735,8 @@ function svg(width, height, body) {
 	].join('\n');
 }
 
-function legend(series, x, y) {
-	const parts = [];
+function legend(series: string[], x: number, y: number): string[] {
+	const parts: string[] = [];
 	let at = x;
 	series.forEach((name, i) => {
 		parts.push(`<rect x="${at}" y="${y - 10}" width="12" height="12" fill="${COLOURS[i]}"/>`);
@@ -464,7 +750,25 @@ function legend(series, x, y) {
  * Horizontal bars: `groups` are { label, values: [number|null per series] }. `log` draws a
  * logarithmic axis from `min`. Each bar carries its value.
  */
-function barChart({ title, subtitle, series, groups, unit, log = false, min = 1, format = (v) => number(v) }) {
+function barChart({
+	title,
+	subtitle,
+	series,
+	groups,
+	unit,
+	log = false,
+	min = 1,
+	format = (v) => number(v),
+}: {
+	title: string;
+	subtitle: string;
+	series: string[];
+	groups: Array<{ label: string; values: Array<number | null> }>;
+	unit: string;
+	log?: boolean;
+	min?: number;
+	format?: (value: number) => string;
+}): string {
 	const labelWidth = Math.max(...groups.map((g) => textWidth(g.label, 12))) + 16;
 	const plotWidth = 520;
 	const barHeight = 14;
@@ -473,9 +777,10 @@ function barChart({ title, subtitle, series, groups, unit, log = false, min = 1,
 	const left = labelWidth;
 	const width = left + plotWidth + 90;
 	const height = top + groups.length * groupHeight + 50;
-	const max = Math.max(...groups.flatMap((g) => g.values.filter((v) => v !== null)));
+	const max = Math.max(...groups.flatMap((g) => g.values.filter((v): v is number => v !== null)));
 	const niceMax = log ? 10 ** Math.ceil(Math.log10(max)) : niceCeiling(max);
-	const scale = (v) => (log ? (Math.log10(v) - Math.log10(min)) / (Math.log10(niceMax) - Math.log10(min)) : v / niceMax) * plotWidth;
+	const scale = (v: number) =>
+		(log ? (Math.log10(v) - Math.log10(min)) / (Math.log10(niceMax) - Math.log10(min)) : v / niceMax) * plotWidth;
 	const ticks = log ? powersOfTen(min, niceMax) : linearTicks(niceMax);
 	const body = [
 		`<text x="12" y="22" font-size="15" font-weight="bold">${escape(title)}</text>`,
@@ -490,7 +795,9 @@ function barChart({ title, subtitle, series, groups, unit, log = false, min = 1,
 	body.push(`<text x="${left + plotWidth}" y="${height - 4}" text-anchor="end" fill="#555">${escape(unit)}</text>`);
 	groups.forEach((group, g) => {
 		const y0 = top + g * groupHeight;
-		body.push(`<text x="${left - 8}" y="${fixed(y0 + (series.length * barHeight) / 2 + 4)}" text-anchor="end">${escape(group.label)}</text>`);
+		body.push(
+			`<text x="${left - 8}" y="${fixed(y0 + (series.length * barHeight) / 2 + 4)}" text-anchor="end">${escape(group.label)}</text>`,
+		);
 		group.values.forEach((value, s) => {
 			if (value === null) return;
 			const y = y0 + s * barHeight;
@@ -504,7 +811,21 @@ function barChart({ title, subtitle, series, groups, unit, log = false, min = 1,
 }
 
 /** Lines over categorical x positions: `series` are { name, values } with one value per x label. */
-function lineChart({ title, subtitle, xLabels, xTitle, series, unit }) {
+function lineChart({
+	title,
+	subtitle,
+	xLabels,
+	xTitle,
+	series,
+	unit,
+}: {
+	title: string;
+	subtitle: string;
+	xLabels: string[];
+	xTitle: string;
+	series: Array<{ name: string; values: number[] }>;
+	unit: string;
+}): string {
 	const left = 70;
 	const top = 76;
 	const plotWidth = 520;
@@ -512,12 +833,16 @@ function lineChart({ title, subtitle, xLabels, xTitle, series, unit }) {
 	const width = left + plotWidth + 40;
 	const height = top + plotHeight + 60;
 	const niceMax = niceCeiling(Math.max(...series.flatMap((s) => s.values)));
-	const x = (i) => fixed(left + 40 + (i * (plotWidth - 80)) / (xLabels.length - 1));
-	const y = (v) => fixed(top + plotHeight - (v / niceMax) * plotHeight);
+	const x = (i: number) => fixed(left + 40 + (i * (plotWidth - 80)) / (xLabels.length - 1));
+	const y = (v: number) => fixed(top + plotHeight - (v / niceMax) * plotHeight);
 	const body = [
 		`<text x="12" y="22" font-size="15" font-weight="bold">${escape(title)}</text>`,
 		`<text x="12" y="40" fill="#555">${escape(subtitle)}</text>`,
-		...legend(series.map((s) => s.name), left, 62),
+		...legend(
+			series.map((s) => s.name),
+			left,
+			62,
+		),
 	];
 	// Value labels sit above their points; where two at one x would overlap, the lower one moves down.
 	const labelY = series.map((s) => s.values.map((v) => y(v) - 6));
@@ -534,41 +859,46 @@ function lineChart({ title, subtitle, xLabels, xTitle, series, unit }) {
 	}
 	xLabels.forEach((label, i) => body.push(`<text x="${x(i)}" y="${top + plotHeight + 18}" text-anchor="middle">${escape(label)}</text>`));
 	body.push(`<text x="${left + plotWidth / 2}" y="${top + plotHeight + 40}" text-anchor="middle" fill="#555">${escape(xTitle)}</text>`);
-	body.push(`<text x="14" y="${top + plotHeight / 2}" transform="rotate(-90 14 ${top + plotHeight / 2})" text-anchor="middle" fill="#555">${escape(unit)}</text>`);
+	body.push(
+		`<text x="14" y="${top + plotHeight / 2}" transform="rotate(-90 14 ${top + plotHeight / 2})" text-anchor="middle" fill="#555">${escape(unit)}</text>`,
+	);
 	series.forEach((s, i) => {
 		const points = s.values.map((v, j) => `${x(j)},${y(v)}`).join(' ');
 		body.push(`<polyline points="${points}" fill="none" stroke="${COLOURS[i]}" stroke-width="2"/>`);
 		s.values.forEach((v, j) => {
 			body.push(`<circle cx="${x(j)}" cy="${y(v)}" r="3.5" fill="${COLOURS[i]}"/>`);
-			body.push(`<text x="${fixed(x(j) + 7)}" y="${fixed(labelY[i][j])}" font-size="11" fill="${COLOURS[i]}">${escape(number(v, 1))}</text>`);
+			body.push(
+				`<text x="${fixed(x(j) + 7)}" y="${fixed(labelY[i][j])}" font-size="11" fill="${COLOURS[i]}">${escape(number(v, 1))}</text>`,
+			);
 		});
 	});
 	body.push(`<line x1="${left}" y1="${top + plotHeight}" x2="${left + plotWidth}" y2="${top + plotHeight}" stroke="#333"/>`);
 	return svg(width, height, body);
 }
 
-function niceCeiling(value) {
+function niceCeiling(value: number): number {
 	const power = 10 ** Math.floor(Math.log10(value));
 	for (const step of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (step * power >= value) return step * power;
 	return 10 * power;
 }
-function linearTicks(max) {
+function linearTicks(max: number): number[] {
 	const step = max / 5;
 	return Array.from({ length: 6 }, (_, i) => Number((i * step).toPrecision(6)));
 }
-function powersOfTen(min, max) {
-	const ticks = [];
+function powersOfTen(min: number, max: number): number[] {
+	const ticks: number[] = [];
 	for (let t = min; t <= max; t *= 10) ticks.push(t);
 	return ticks;
 }
 
-function plots(runs) {
-	const overhead = runs.get('overhead');
+function plots(runs: Runs): Record<string, string> {
+	const overhead = runOf(runs, 'overhead', 'plots');
 	const flows = [...new Set(overhead.rows.map((r) => r.flow))];
-	const single = runs.get('single');
-	const batch = runs.get('batch');
-	const growth = runs.get('growth');
-	const source = (run) => `${run.date} ${run.time}, ${run.commit ? `commit ${run.commit}` : 'see BENCHMARKS.md'}, load ${run.load.split(' (')[0]}`;
+	const single = runOf(runs, 'single', 'plots');
+	const batch = runOf(runs, 'batch', 'plots');
+	const growth = runOf(runs, 'growth', 'plots');
+	const source = (run: RunInfo) =>
+		`${run.date} ${run.time}, ${run.commit ? `commit ${run.commit}` : 'see BENCHMARKS.md'}, load ${run.load.split(' (')[0]}`;
 	const reserves = single.rows.filter((r) => r.scenario.startsWith('reserve'));
 	const field = pick(batch, (r) => r.node.includes('Field'), 'Field');
 	return {
@@ -588,8 +918,11 @@ function plots(runs) {
 			subtitle: `${source(single)}; n8n batch: ${batch.time}`,
 			series: ['unnamed statements', 'named prepared statements (default)'],
 			groups: [
-				...reserves.map((r) => ({ label: `core, ${r.scenario.replace('reserve, ', '')}${r.keysPerCall > 1 ? ` (calls/s × ${number(r.keysPerCall)})` : ''}`, values: [r.unnamedCallsPerS * r.keysPerCall, r.namedCallsPerS * r.keysPerCall] })),
-				{ label: 'n8n, 10,000 items in one execution (Field, net)', values: [null, field.keysPerS] },
+				...reserves.map((r) => ({
+					label: `core, ${r.scenario.replace('reserve, ', '')}${r.keysPerCall > 1 ? ` (calls/s × ${number(r.keysPerCall)})` : ''}`,
+					values: [r.unnamedCallsPerS * r.keysPerCall, r.namedCallsPerS * r.keysPerCall],
+				})),
+				{ label: 'n8n, 10,000 items in one execution (Field, net)', values: [null, field.keysPerS ?? null] },
 			],
 			unit: 'keys per second (log scale)',
 			log: true,
@@ -613,38 +946,43 @@ function plots(runs) {
 
 // ---------------------------------------------------------------------------------------------
 
-function renderPage(page, runs) {
-	const seen = new Set();
-	const rendered = page.replace(/(<!-- generated: ([a-z0-9-]+) -->\n)[\s\S]*?(<!-- \/generated -->)/g, (_, open, name, close) => {
-		seen.add(name);
-		if (name === 'summary') return `${open}${summary(runs)}\n${close}`;
-		const run = runs.get(name);
-		if (!run) throw new Error(`${PAGE}: a generated part names ${name}, but no run in bench/results has that id`);
-		const render = TABLES[run.id];
-		if (!render) throw new Error(`bench/report.js has no table for run ${run.id}`);
-		return `${open}${render(run)}\n\n${provenance(run)}\n${close}`;
-	});
+function renderPage(page: string, runs: Runs): string {
+	const seen = new Set<string>();
+	const rendered = page.replace(
+		/(<!-- generated: ([a-z0-9-]+) -->\n)[\s\S]*?(<!-- \/generated -->)/g,
+		(_, open: string, name: string, close: string) => {
+			seen.add(name);
+			if (name === 'summary') return `${open}${summary(runs)}\n${close}`;
+			const run = runs.get(name);
+			if (!run) throw new Error(`${PAGE}: a generated part names ${name}, but no run in bench/results has that id`);
+			// The run's id says what its rows are: its table reads them so.
+			const render = Object.hasOwn(TABLES, run.id) ? (TABLES[run.id as RunId] as (run: AnyRun) => string) : undefined;
+			if (!render) throw new Error(`bench/report.ts has no table for run ${run.id}`);
+			return `${open}${render(run)}\n\n${provenance(run)}\n${close}`;
+		},
+	);
 	const missing = [...runs.keys()].filter((id) => !seen.has(id));
-	if (missing.length > 0) throw new Error(`${PAGE} shows no table for ${missing.join(', ')}: add <!-- generated: ID --><!-- /generated --> markers`);
+	if (missing.length > 0)
+		throw new Error(`${PAGE} shows no table for ${missing.join(', ')}: add <!-- generated: ID --><!-- /generated --> markers`);
 	return rendered;
 }
 
-function build(root, resultsDir = RESULTS) {
+export function build(root: string, resultsDir = RESULTS): Map<string, string> {
 	const { runs } = loadRuns(resultsDir);
-	const files = new Map();
+	const files = new Map<string, string>();
 	files.set(PAGE, renderPage(fs.readFileSync(path.join(root, PAGE), 'utf8'), runs));
 	for (const [name, content] of Object.entries(plots(runs))) files.set(path.join(IMAGES, name), content);
 	return files;
 }
 
-function main() {
+function main(): void {
 	const args = process.argv.slice(2);
 	const check = args.includes('--check');
 	const rootAt = args.indexOf('--root');
 	const resultsAt = args.indexOf('--results');
 	const root = rootAt >= 0 ? path.resolve(args[rootAt + 1]) : REPO;
 	const files = build(root, resultsAt >= 0 ? path.resolve(args[resultsAt + 1]) : RESULTS);
-	const stale = [];
+	const stale: string[] = [];
 	for (const [name, content] of files) {
 		const file = path.join(root, name);
 		const current = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null;
@@ -656,7 +994,7 @@ function main() {
 		}
 	}
 	if (check && stale.length > 0) {
-		console.error(`out of date with bench/results: ${stale.join(', ')} (run node bench/report.js)`);
+		console.error(`out of date with bench/results: ${stale.join(', ')} (run node -r ./test/support/register-ts.js bench/report)`);
 		process.exit(1);
 	}
 	console.log(stale.length === 0 ? 'up to date' : `wrote ${stale.join(', ')}`);
@@ -670,5 +1008,3 @@ if (require.main === module) {
 		process.exit(1);
 	}
 }
-
-module.exports = { build };

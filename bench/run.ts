@@ -2,54 +2,72 @@
 // SQL sent through plain `pg`, in the same run against the same server. Absolute keys/s depend on the
 // machine and its disk; the ratio core / plain pg is what this benchmark is for.
 //
-// The other groups (bench/scale.js) compare the reserve statement with the recipe's minimal insert,
+// The other groups (bench/scale.ts) compare the reserve statement with the recipe's minimal insert,
 // and measure table growth to 10 M rows, cleanup under load, bloat from duplicates and output size.
 //
-//   npm run bench                       everything (about 15–25 minutes on 2 busy cores)
-//   node bench/run.js --only core       the core-vs-pg scenarios alone (about 2–3 minutes)
-//   node bench/run.js --only single     one key per call, statements unnamed vs named (bench/prepared.js)
-//   node bench/run.js --only embedded   the embedded store (node:sqlite) beside Postgres (bench/embedded.js,
-//                                       run by a Node with node:sqlite; BENCH_EMBEDDED_JSON=FILE saves its figures)
-//   node bench/run.js --quick           smoke run of every group (tiny sizes, about a minute)
-//   node bench/run.js --rounds 8 --seconds 30 --assert
+//   npm run bench                          everything (about 15–25 minutes on 2 busy cores)
+//   npm run bench -- --only core           the core-vs-pg scenarios alone (about 2–3 minutes)
+//   npm run bench -- --only single         one key per call, statements unnamed vs named (bench/prepared.ts)
+//   npm run bench -- --only embedded       the embedded store (node:sqlite) beside Postgres (bench/embedded.ts,
+//                                          run by a Node with node:sqlite; BENCH_EMBEDDED_JSON=FILE saves its figures)
+//   npm run bench -- --quick               smoke run of every group (tiny sizes, about a minute)
+//   npm run bench -- --rounds 8 --seconds 30 --assert
 //
 // Flags (or env): --quick, --only core,statement,growth,cleanup,cleanupplan,bloat,output,single,embedded, --rounds N
 // (BENCH_ROUNDS), --seconds S per core scenario (BENCH_SECONDS), --assert (exit 1 when any core
 // scenario is below the target ratio), --icu (the scale groups' database collates en-US with ICU,
 // as production databases usually sort text, instead of the embedded server's C.UTF-8). DATABASE_URL uses that server instead of an embedded one;
 // the scale groups then work in a temporary database that is dropped at the end.
-'use strict';
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Pool } from 'pg';
 
-const { spawnSync } = require('node:child_process');
-const { randomUUID } = require('node:crypto');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
+import type { TableRef } from '../lib/identifiers';
+import type { ReservationRequest, ReserveOptions } from '../lib/types';
+import { single } from './prepared';
+import { GROUPS as SCALE_GROUPS, context as scaleContext, type Row, type ScaleGroup } from './scale';
+import { sqliteNode } from './sqliteNode';
+import { median, fmt, fmtRatio, printTable, loadAverage } from './stats';
 
-const { median, fmt, fmtRatio, printTable, loadAverage } = require('./stats');
-const { GROUPS: SCALE_GROUPS, context: scaleContext } = require('./scale');
-const { single } = require('./prepared');
-const { sqliteNode } = require('./sqliteNode');
-
-// The embedded store beside Postgres (bench/embedded.js), run by a Node with node:sqlite on the
+// The embedded store beside Postgres (bench/embedded.ts), run by a Node with node:sqlite on the
 // Postgres this run started; its report goes to this run's output.
-async function embedded(ctx, { quick, rounds, url }) {
+async function embedded(
+	ctx: { log: (line: string) => void },
+	{ quick, rounds, url }: { quick: boolean; rounds: number; url: string },
+): Promise<void> {
 	const bin = sqliteNode({ log: ctx.log });
-	const args = [path.join(__dirname, 'embedded.js'), ...(quick ? ['--quick'] : ['--rounds', String(rounds)])];
+	const args = ['-r', REGISTER_TS, path.join(__dirname, 'embedded.ts'), ...(quick ? ['--quick'] : ['--rounds', String(rounds)])];
 	if (process.env.BENCH_EMBEDDED_JSON) args.push('--json', process.env.BENCH_EMBEDDED_JSON);
 	const result = spawnSync(bin, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, DATABASE_URL: url } });
-	if (result.status !== 0) throw new Error(`bench/embedded.js exited with ${result.status ?? result.signal}`);
+	if (result.status !== 0) throw new Error(`bench/embedded.ts exited with ${result.status ?? result.signal}`);
 }
 
-const GROUPS = { ...SCALE_GROUPS, single, embedded };
+// The groups that run on the scale groups' database (bench/prepared.ts's too), then the embedded one.
+const DATABASE_GROUPS: Record<string, ScaleGroup> = { ...SCALE_GROUPS, single };
+const GROUPS = { ...DATABASE_GROUPS, embedded };
 
 const ROOT = path.join(__dirname, '..');
+// The benchmarks are TypeScript: the embedded one's Node loads the hook that transpiles them.
+const REGISTER_TS = path.join(ROOT, 'test', 'support', 'register-ts.js');
 const TARGET_RATIO = 0.8;
 const ALL_GROUPS = ['core', ...Object.keys(GROUPS)];
 const SCALE_DATABASE = 'idem_bench_scale';
 
-function parseArgs(argv) {
-	const args = {
+interface Args {
+	quick: boolean;
+	assert: boolean;
+	icu?: boolean;
+	rounds: number;
+	seconds: number;
+	warmSeconds: number;
+	only: string[];
+}
+
+function parseArgs(argv: string[]): Args {
+	const args: Omit<Args, 'rounds' | 'seconds' | 'warmSeconds'> & { rounds?: number; seconds?: number } = {
 		quick: false,
 		assert: false,
 		rounds: process.env.BENCH_ROUNDS ? Number(process.env.BENCH_ROUNDS) : undefined,
@@ -65,25 +83,25 @@ function parseArgs(argv) {
 		else if (arg === '--seconds') args.seconds = Number(argv[++i]);
 		else if (arg === '--only') args.only = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
-			console.log(`usage: node bench/run.js [--quick] [--only ${ALL_GROUPS.join(',')}] [--rounds N] [--seconds S] [--assert] [--icu]`);
+			console.log(`usage: npm run bench -- [--quick] [--only ${ALL_GROUPS.join(',')}] [--rounds N] [--seconds S] [--assert] [--icu]`);
 			process.exit(0);
 		} else {
 			console.error(`unknown argument ${arg} (try --help)`);
 			process.exit(2);
 		}
 	}
-	args.rounds ??= args.quick ? 2 : 8;
+	const rounds = args.rounds ?? (args.quick ? 2 : 8);
 	// Seconds of timed work per scenario, both sides together; six scenarios plus setup fit ~3 min.
-	args.seconds ??= args.quick ? 2 : 20;
-	args.warmSeconds = args.quick ? 0.25 : 1.5;
+	const seconds = args.seconds ?? (args.quick ? 2 : 20);
+	const warmSeconds = args.quick ? 0.25 : 1.5;
 	for (const group of args.only) if (!ALL_GROUPS.includes(group)) throw new Error(`--only takes ${ALL_GROUPS.join(', ')}`);
-	if (!(Number.isInteger(args.rounds) && args.rounds >= 1)) throw new Error('--rounds must be a whole number >= 1');
-	if (!(args.seconds > 0)) throw new Error('--seconds must be more than 0');
-	return args;
+	if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error('--rounds must be a whole number >= 1');
+	if (!(seconds > 0)) throw new Error('--seconds must be more than 0');
+	return { ...args, rounds, seconds, warmSeconds };
 }
 
 // The benchmark measures what users run: the compiled package, not ts-jest.
-function ensureBuilt() {
+function ensureBuilt(): void {
 	const built = path.join(ROOT, 'dist', 'lib', 'store', 'keyStore.js');
 	if (!fs.existsSync(built)) {
 		console.log('dist/lib/store/keyStore.js is missing: running npm run build first');
@@ -99,7 +117,15 @@ function ensureBuilt() {
 	}
 }
 
-const SCENARIOS = [
+interface Scenario {
+	name: string;
+	keysPerCall: number;
+	callers: number;
+	/** Every key is reserved (untimed) before the timed calls: all duplicates. */
+	existing: boolean;
+}
+
+const SCENARIOS: Scenario[] = [
 	{ name: '1 key/call, 1 caller', keysPerCall: 1, callers: 1, existing: false },
 	{
 		name: '1 key/call, 8 callers',
@@ -124,7 +150,7 @@ const SCENARIOS = [
 ];
 
 // The node's defaults: permanent mode, 30 days retention, no payload fingerprint.
-const RESERVE_OPTIONS = {
+const RESERVE_OPTIONS: ReserveOptions = {
 	mode: 'permanent',
 	leaseSeconds: 300,
 	retentionSeconds: 30 * 24 * 3600,
@@ -136,10 +162,10 @@ const RESERVE_OPTIONS = {
 let keyCounter = 0;
 let signalled = 0;
 // Stripe-like event ids; the same list goes to both sides (separate tables), so key shape is no variable.
-function makeCalls(callCount, keysPerCall) {
-	const calls = [];
+function makeCalls(callCount: number, keysPerCall: number): ReservationRequest[][] {
+	const calls: ReservationRequest[][] = [];
 	for (let c = 0; c < callCount; c++) {
-		const requests = new Array(keysPerCall);
+		const requests = new Array<ReservationRequest>(keysPerCall);
 		for (let k = 0; k < keysPerCall; k++) {
 			requests[k] = {
 				key: `evt_${(keyCounter++).toString(36).padStart(10, '0')}_${randomUUID().slice(0, 8)}`,
@@ -152,7 +178,35 @@ function makeCalls(callCount, keysPerCall) {
 	return calls;
 }
 
-function makeSides({ Pool, PostgresKeyStore, renderStatement, tableRef, url, schemas }) {
+/** One side of the comparison: its pool and table, the timed reserve and the untimed seeding. */
+interface Side {
+	name: 'core' | 'plain pg';
+	pool: Pool;
+	table: TableRef;
+	reserve: (requests: ReservationRequest[]) => Promise<unknown[]>;
+	seed: (requests: ReservationRequest[]) => Promise<unknown[]>;
+}
+
+interface Sides {
+	core: Side;
+	plain: Side;
+}
+
+function makeSides({
+	Pool,
+	PostgresKeyStore,
+	renderStatement,
+	tableRef,
+	url,
+	schemas,
+}: {
+	Pool: typeof import('pg').Pool;
+	PostgresKeyStore: typeof import('../lib/store/postgres/stores').PostgresKeyStore;
+	renderStatement: typeof import('../lib/store/postgres/statements').renderStatement;
+	tableRef: typeof import('../lib/identifiers').tableRef;
+	url: string;
+	schemas: { core: string; plain: string };
+}): Sides {
 	const coreTable = tableRef(schemas.core, 'processed_events');
 	const plainTable = tableRef(schemas.plain, 'processed_events');
 	const corePool = new Pool({ connectionString: url, max: 8 });
@@ -168,9 +222,9 @@ function makeSides({ Pool, PostgresKeyStore, renderStatement, tableRef, url, sch
 	});
 	const plainSql = renderStatement('reserve', plainTable);
 	const o = RESERVE_OPTIONS;
-	const plainReserve = (pool, sql) => async (requests) =>
+	const plainReserve = (pool: Pool, sql: string) => async (requests: ReservationRequest[]) =>
 		(
-			await pool.query(sql, [
+			await pool.query<Row>(sql, [
 				requests.map((r) => r.key),
 				requests.map((r) => r.keySource),
 				// No fingerprints: one null, as the core sends a column no request fills.
@@ -209,7 +263,7 @@ function makeSides({ Pool, PostgresKeyStore, renderStatement, tableRef, url, sch
 }
 
 // Runs the calls with `callers` workers pulling from one queue; returns wall time and client CPU.
-async function runCalls(side, calls, callers) {
+async function runCalls(side: Side, calls: ReservationRequest[][], callers: number): Promise<{ seconds: number; cpuSeconds: number }> {
 	let next = 0;
 	const worker = async () => {
 		while (next < calls.length) {
@@ -227,7 +281,7 @@ async function runCalls(side, calls, callers) {
 }
 
 // Keys for the duplicates scenario are inserted untimed, in big batches of the same SQL on each side's table.
-async function seed(sideList, calls) {
+async function seed(sideList: Side[], calls: ReservationRequest[][]): Promise<void> {
 	const requests = calls.flat();
 	for (const side of sideList) {
 		for (let i = 0; i < requests.length; i += 5000) await side.seed(requests.slice(i, i + 5000));
@@ -235,7 +289,7 @@ async function seed(sideList, calls) {
 }
 
 // Warm-up: connections, plan cache and JIT of both code paths; its timing calibrates the call count.
-async function warmUp(side, scenario, seconds) {
+async function warmUp(side: Side, scenario: Scenario, seconds: number): Promise<number> {
 	const { keysPerCall, callers, existing } = scenario;
 	const chunk = Math.max(callers * 4, 2);
 	let calls = 0;
@@ -249,13 +303,26 @@ async function warmUp(side, scenario, seconds) {
 	return elapsed / calls;
 }
 
-async function runScenario(sides, scenario, args, log) {
+interface ScenarioResult {
+	scenario: Scenario;
+	callsPerRound: number;
+	core: number;
+	plain: number;
+	ratio: number;
+	minRatio: number;
+	maxRatio: number;
+	coreCpuUs: number;
+	plainCpuUs: number;
+}
+
+async function runScenario(sides: Sides, scenario: Scenario, args: Args, log: (line: string) => void): Promise<ScenarioResult> {
 	const { keysPerCall, callers, existing } = scenario;
-	const secondsPerCall = ((await warmUp(sides.core, scenario, args.warmSeconds)) + (await warmUp(sides.plain, scenario, args.warmSeconds))) / 2;
+	const secondsPerCall =
+		((await warmUp(sides.core, scenario, args.warmSeconds)) + (await warmUp(sides.plain, scenario, args.warmSeconds))) / 2;
 	const budgetPerSideRound = args.seconds / (2 * args.rounds);
 	const callsPerRound = Math.max(callers, Math.min(200000, Math.round(budgetPerSideRound / secondsPerCall)));
 
-	const rounds = [];
+	const rounds: Array<{ core: number; plain: number; ratio: number; coreCpuPerKey: number; plainCpuPerKey: number }> = [];
 	for (let round = 0; round < args.rounds; round++) {
 		const calls = makeCalls(callsPerRound, keysPerCall);
 		if (existing) await seed([sides.core, sides.plain], calls);
@@ -263,18 +330,21 @@ async function runScenario(sides, scenario, args, log) {
 		await sides.plain.pool.query('checkpoint').catch(() => {});
 		// Alternate who goes first (ABBA) so drift and noise hit both sides equally.
 		const order = round % 2 === 0 ? [sides.core, sides.plain] : [sides.plain, sides.core];
-		const result = {};
+		const result: Partial<Record<Side['name'], { seconds: number; cpuSeconds: number }>> = {};
 		for (const side of order) result[side.name] = await runCalls(side, calls, callers);
 		const keys = callsPerRound * keysPerCall;
-		rounds.push({
-			core: keys / result.core.seconds,
-			plain: keys / result['plain pg'].seconds,
-			ratio: result['plain pg'].seconds / result.core.seconds,
-			coreCpuPerKey: result.core.cpuSeconds / keys,
-			plainCpuPerKey: result['plain pg'].cpuSeconds / keys,
-		});
+		const core = result.core ?? { seconds: NaN, cpuSeconds: NaN };
+		const plain = result['plain pg'] ?? { seconds: NaN, cpuSeconds: NaN };
+		const last = {
+			core: keys / core.seconds,
+			plain: keys / plain.seconds,
+			ratio: plain.seconds / core.seconds,
+			coreCpuPerKey: core.cpuSeconds / keys,
+			plainCpuPerKey: plain.cpuSeconds / keys,
+		};
+		rounds.push(last);
 		log(
-			`  round ${round + 1}/${args.rounds}: ${callsPerRound} calls, core ${fmt(rounds.at(-1).core)} keys/s, plain ${fmt(rounds.at(-1).plain)} keys/s, ratio ${fmtRatio(rounds.at(-1).ratio)}`,
+			`  round ${round + 1}/${args.rounds}: ${callsPerRound} calls, core ${fmt(last.core)} keys/s, plain ${fmt(last.plain)} keys/s, ratio ${fmtRatio(last.ratio)}`,
 		);
 	}
 	return {
@@ -291,8 +361,16 @@ async function runScenario(sides, scenario, args, log) {
 	};
 }
 
-function printCoreTable(results) {
-	const header = ['scenario', 'calls/round', 'core keys/s', 'plain pg keys/s', 'ratio core/pg', 'ratio min–max', 'client CPU µs/key core / pg'];
+function printCoreTable(results: ScenarioResult[]): void {
+	const header = [
+		'scenario',
+		'calls/round',
+		'core keys/s',
+		'plain pg keys/s',
+		'ratio core/pg',
+		'ratio min–max',
+		'client CPU µs/key core / pg',
+	];
 	const rows = results.map((r) => [
 		r.scenario.name,
 		String(r.callsPerRound),
@@ -305,21 +383,31 @@ function printCoreTable(results) {
 	printTable(header, rows);
 }
 
-async function main() {
+/** What this run uses of test/support/stack/postgresServer's server: an embedded one, or DATABASE_URL's. */
+type PostgresServer = { url: string; stop: () => Promise<void> } & ({ external: true } | { external: false; databaseDir: string });
+
+async function main(): Promise<number> {
 	const args = parseArgs(process.argv.slice(2));
 	ensureBuilt();
-	const { PostgresKeyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'stores'));
-	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'));
-	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
-	const { Pool } = require('pg');
-	const { startPostgres } = require(path.join(ROOT, 'test', 'support', 'stack', 'postgresServer'));
+	/* eslint-disable @typescript-eslint/no-require-imports -- the built package (dist/), what users run, once it is built; the types are its sources' */
+	const { PostgresKeyStore } = require(
+		path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'stores'),
+	) as typeof import('../lib/store/postgres/stores');
+	const { renderStatement } = require(
+		path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'),
+	) as typeof import('../lib/store/postgres/statements');
+	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers')) as typeof import('../lib/identifiers');
+	const { startPostgres } = require(path.join(ROOT, 'test', 'support', 'stack', 'postgresServer')) as {
+		startPostgres: () => Promise<PostgresServer>;
+	};
+	/* eslint-enable @typescript-eslint/no-require-imports */
 
-	const log = (line) => console.log(line);
+	const log = (line: string) => console.log(line);
 	const started = Date.now();
-	let server;
-	let sides;
+	let server: PostgresServer | undefined;
+	let sides: Sides | undefined;
 	const schemas = { core: 'idem_bench_core', plain: 'idem_bench_plain' };
-	let stopping;
+	let stopping: Promise<void> | undefined;
 	let scaleDatabaseCreated = false;
 	// Memoised: a signal and main's finally may both ask for it, and the second must wait for the first.
 	const stop = () =>
@@ -327,7 +415,8 @@ async function main() {
 			if (sides) {
 				// Only on an external server is there anything worth cleaning; the embedded one is thrown away.
 				if (server?.external) {
-					for (const schema of Object.values(schemas)) await sides.plain.pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {});
+					for (const schema of Object.values(schemas))
+						await sides.plain.pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {});
 				}
 				if (scaleDatabaseCreated) await sides.plain.pool.query(`drop database if exists "${SCALE_DATABASE}" with (force)`).catch(() => {});
 				await Promise.all([sides.core.pool.end(), sides.plain.pool.end()]).catch(() => {});
@@ -340,7 +429,7 @@ async function main() {
 			}
 		})());
 	// Ctrl-C must not leave an embedded Postgres (or its data directory) behind.
-	const onSignal = (signal) => {
+	const onSignal = (signal: NodeJS.Signals) => {
 		signalled = 128 + (os.constants.signals[signal] ?? 2);
 		console.error(`\n${signal}: stopping Postgres`);
 		stop().finally(() => process.exit(signalled));
@@ -360,15 +449,21 @@ async function main() {
 			schemas,
 		});
 		const admin = sides.plain.pool;
-		const version = (await admin.query('select version()')).rows[0].version;
+		const version = (await admin.query<{ version: string }>('select version()')).rows[0].version;
 		const settings = (
-			await admin.query(`select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_level') order by name`)
+			await admin.query<{ name: string; setting: string }>(
+				`select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_level') order by name`,
+			)
 		).rows;
 		console.log('Idempotency reserve throughput: built core vs identical SQL via plain pg');
-		console.log(`node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown cpu'}), ${os.platform()}-${os.arch()}`);
+		console.log(
+			`node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown cpu'}), ${os.platform()}-${os.arch()}`,
+		);
 		console.log(`postgres: ${version} (${server.external ? 'DATABASE_URL' : 'embedded'})`);
 		console.log(`settings: ${settings.map((s) => `${s.name}=${s.setting}`).join(', ')}`);
-		console.log(`rounds: ${args.rounds}, ~${args.seconds}s timed per scenario${args.quick ? ' (quick)' : ''}, target: core >= ${TARGET_RATIO} × plain pg`);
+		console.log(
+			`rounds: ${args.rounds}, ~${args.seconds}s timed per scenario${args.quick ? ' (quick)' : ''}, target: core >= ${TARGET_RATIO} × plain pg`,
+		);
 
 		console.log(`groups: ${args.only.join(', ')}; load average at start ${loadAverage()}`);
 
@@ -378,7 +473,7 @@ async function main() {
 				await admin.query(`create schema "${side.table.schema}"`);
 				await new PostgresKeyStore(admin, { schema: side.table.schema, table: side.table.table, createTable: true }).createTable();
 			}
-			const results = [];
+			const results: ScenarioResult[] = [];
 			for (const scenario of SCENARIOS) {
 				log(`\n${scenario.name}${scenario.existing ? ' (all keys already reserved)' : ' (fresh keys: every reservation inserts)'}`);
 				results.push(await runScenario(sides, scenario, args, log));
@@ -419,7 +514,7 @@ async function main() {
 				for (const group of scaleGroups) {
 					const groupStarted = Date.now();
 					log(`\n# ${group} (load ${loadAverage()})`);
-					await GROUPS[group](ctx, { rounds: args.rounds });
+					await DATABASE_GROUPS[group](ctx, { rounds: args.rounds });
 					log(`# ${group} took ${((Date.now() - groupStarted) / 1000).toFixed(0)} s (load ${loadAverage()})`);
 				}
 			} finally {
@@ -437,7 +532,9 @@ async function main() {
 		// The message only: errors from pg can carry connection details in their properties.
 		if (!signalled) console.error(`bench failed: ${error instanceof Error ? error.message : String(error)}`);
 	} finally {
-		await stop().catch((error) => console.error(`could not stop Postgres: ${error.message}`));
+		await stop().catch((error: unknown) =>
+			console.error(`could not stop Postgres: ${error instanceof Error ? error.message : String(error)}`),
+		);
 		process.removeListener('SIGINT', onSignal);
 		process.removeListener('SIGTERM', onSignal);
 	}

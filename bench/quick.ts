@@ -1,20 +1,37 @@
-#!/usr/bin/env node
 // Smoke run of every benchmark at tiny sizes, so they cannot rot: `npm run bench:quick`.
 // Not a timed test: a missed performance target does not fail it; a crash, a wrong count (the
 // benchmarks check what they reserved) or a missing section of the report does. Exit code 0 when
 // everything ran, 1 otherwise. --skip-n8n leaves out the n8n benchmark (it needs the cached n8n
 // install from scripts/ensure-n8n.sh and takes a few minutes, mostly n8n's own start).
-'use strict';
-
-const { spawn } = require('node:child_process');
-const path = require('node:path');
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 
 const ROOT = path.join(__dirname, '..');
+// The benchmarks are TypeScript: each child loads the hook that transpiles them as they are required.
+const REGISTER_TS = path.join(ROOT, 'test', 'support', 'register-ts.js');
 
-const RUNS = [
+interface QuickRun {
+	name: string;
+	/** Needs the cached n8n install: left out by --skip-n8n. */
+	n8n?: boolean;
+	args: string[];
+	/** Text the run's output must contain: a missing section is a failure. */
+	sections: string[];
+}
+
+interface QuickResult {
+	name: string;
+	ok: boolean;
+	code: number | null;
+	signal: NodeJS.Signals | null;
+	missing: string[];
+	seconds: string;
+}
+
+const RUNS: QuickRun[] = [
 	{
-		name: 'bench/run.js --quick',
-		args: [path.join(__dirname, 'run.js'), '--quick'],
+		name: 'bench/run.ts --quick',
+		args: ['-r', REGISTER_TS, path.join(__dirname, 'run.ts'), '--quick'],
 		sections: [
 			'TARGET', // the core-vs-pg verdict line
 			"## The reserve statement vs the recipe's minimal insert",
@@ -24,16 +41,16 @@ const RUNS = [
 			'## Bloat after',
 			'## Output size',
 			'## Prepared statements',
-			// The embedded store beside Postgres, run by a Node with node:sqlite (bench/sqliteNode.js).
+			// The embedded store beside Postgres, run by a Node with node:sqlite (bench/sqliteNode.ts).
 			'## Embedded vs Postgres: reserve',
 			'## Single store calls on a table of',
 			'## Delete Expired Keys:',
 		],
 	},
 	{
-		name: 'bench/n8n/run.js --quick',
+		name: 'bench/n8n/run.ts --quick',
 		n8n: true,
-		args: [path.join(__dirname, 'n8n', 'run.js'), '--quick'],
+		args: ['-r', REGISTER_TS, path.join(__dirname, 'n8n', 'run.ts'), '--quick'],
 		sections: [
 			'## Per-execution overhead',
 			'Store Payload on vs off',
@@ -46,7 +63,7 @@ const RUNS = [
 	},
 ];
 
-function runOne(run) {
+function runOne(run: QuickRun): Promise<QuickResult> {
 	return new Promise((resolve) => {
 		const started = Date.now();
 		const child = spawn(process.execPath, run.args, {
@@ -54,7 +71,7 @@ function runOne(run) {
 			stdio: ['ignore', 'pipe', 'inherit'],
 		});
 		let stdout = '';
-		child.stdout.on('data', (chunk) => {
+		child.stdout.on('data', (chunk: Buffer) => {
 			stdout += chunk;
 			process.stdout.write(chunk);
 		});
@@ -73,9 +90,9 @@ function runOne(run) {
 	});
 }
 
-async function main() {
+async function main(): Promise<number> {
 	const skipN8n = process.argv.includes('--skip-n8n');
-	const results = [];
+	const results: QuickResult[] = [];
 	for (const run of RUNS) {
 		if (run.n8n && skipN8n) continue;
 		process.stdout.write(`\n=== ${run.name}\n`);

@@ -1,21 +1,89 @@
 // The workflows `npm run bench:n8n` imports into a real n8n. Every flow of one comparison differs
 // only in the node under test, so a difference in time is that node's cost.
-const fs = require('node:fs');
-const path = require('node:path');
-const { TEMPLATE_CREDENTIALS } = require('../../test/support/stack/n8nStack');
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { TEMPLATE_CREDENTIALS } from '../../test/support/stack/n8nStack';
+
+/** A credential reference of a workflow node: its type → id and name. */
+type CredentialRefs = Record<string, { id: string; name: string }>;
+
+/** A node of a workflow as n8n imports it. */
+export interface WorkflowNode {
+	id: string;
+	name: string;
+	type: string;
+	typeVersion: number;
+	position: [number, number];
+	parameters: Record<string, unknown>;
+	credentials?: CredentialRefs;
+	webhookId?: string;
+	onError?: string;
+}
+
+type Link = { node: string; type: 'main'; index: number };
+type Connections = Record<string, { main: Link[][] }>;
+
+/** A workflow as n8n imports it. */
+export interface Workflow {
+	id: string;
+	name: string;
+	nodes: WorkflowNode[];
+	connections: Connections;
+	settings: Record<string, unknown>;
+	pinData: Record<string, unknown>;
+	active: boolean;
+}
+
+/** A flow of the overhead part: one workflow behind one webhook path. */
+export interface OverheadFlow {
+	id: string;
+	path: string;
+	label: string;
+	/** The body each delivery carries: a small event, or a Stripe-sized one. */
+	body?: 'stripe';
+}
+
+/** A flow of the batch part: one branch (its own webhook) of the batch workflow. */
+export interface BatchFlow {
+	id: string;
+	path: string;
+	label: string;
+	kind: string;
+	nodeName: string;
+}
+
+/** A flow of the cleanup part: one branch of the cleanup workflow, per store. */
+export interface CleanupFlow {
+	id: string;
+	path: string;
+	label: string;
+	store: 'embedded' | 'postgres';
+	nodeName: string;
+}
+
+/** A flow of the trigger part: a shipped template (its trigger pointed at `path`), or the floor trigger. */
+export type TriggerFlow = { id: string; path: string; label: string } & (
+	| { key: 'trigger' | 'template'; template: string; triggerType: string }
+	| { key: 'floor' }
+);
 
 const PKG = 'n8n-nodes-idempotency';
-const IDEMPOTENCY_CREDENTIAL = {
+const IDEMPOTENCY_CREDENTIAL: CredentialRefs = {
 	idempotencyPostgresApi: {
 		id: TEMPLATE_CREDENTIALS.idempotency.id,
 		name: TEMPLATE_CREDENTIALS.idempotency.name,
 	},
 };
 // The same database and settings with Prepared Statements off: the statements go unnamed, to compare
-// with named prepared statements (bench/n8n/run.js imports it beside the template credentials).
-const UNNAMED_CREDENTIAL_DEF = { id: 'idempotencyPgU01', name: 'Idempotency Postgres (unnamed statements)', type: 'idempotencyPostgresApi' };
-const UNNAMED_CREDENTIAL = { idempotencyPostgresApi: { id: UNNAMED_CREDENTIAL_DEF.id, name: UNNAMED_CREDENTIAL_DEF.name } };
-const BUSINESS_CREDENTIAL = {
+// with named prepared statements (bench/n8n/run.ts imports it beside the template credentials).
+export const UNNAMED_CREDENTIAL_DEF = {
+	id: 'idempotencyPgU01',
+	name: 'Idempotency Postgres (unnamed statements)',
+	type: 'idempotencyPostgresApi',
+};
+const UNNAMED_CREDENTIAL: CredentialRefs = { idempotencyPostgresApi: { id: UNNAMED_CREDENTIAL_DEF.id, name: UNNAMED_CREDENTIAL_DEF.name } };
+const BUSINESS_CREDENTIAL: CredentialRefs = {
 	postgres: {
 		id: TEMPLATE_CREDENTIALS.business.id,
 		name: TEMPLATE_CREDENTIALS.business.name,
@@ -23,20 +91,34 @@ const BUSINESS_CREDENTIAL = {
 };
 
 /** The table of the per-item recipe (the hand-built seed: key + first_seen, ON CONFLICT DO NOTHING). */
-const RECIPE_TABLE_DDL = `CREATE TABLE IF NOT EXISTS bench_recipe_events (
+export const RECIPE_TABLE_DDL = `CREATE TABLE IF NOT EXISTS bench_recipe_events (
 	key text PRIMARY KEY,
 	first_seen timestamptz NOT NULL DEFAULT now()
 )`;
 
 let counter = 0;
 // Stable, valid UUIDs per build, so node ids and webhook ids never collide between flows.
-function uuid(prefix) {
+function uuid(prefix: string): string {
 	counter += 1;
 	return `${prefix}-0000-4000-8000-${counter.toString(16).padStart(12, '0')}`;
 }
 
 /** One workflow node; every node of these flows is built here. */
-function node({ name, type, typeVersion = 1, x = 0, parameters, credentials }) {
+function node({
+	name,
+	type,
+	typeVersion = 1,
+	x = 0,
+	parameters,
+	credentials,
+}: {
+	name: string;
+	type: string;
+	typeVersion?: number;
+	x?: number;
+	parameters: Record<string, unknown>;
+	credentials?: CredentialRefs;
+}): WorkflowNode {
 	return {
 		id: uuid('b0000001'),
 		name,
@@ -48,7 +130,7 @@ function node({ name, type, typeVersion = 1, x = 0, parameters, credentials }) {
 	};
 }
 
-function webhook(pathName, { responseMode, responseData }) {
+function webhook(pathName: string, { responseMode, responseData }: { responseMode: string; responseData?: string }): WorkflowNode {
 	return {
 		id: uuid('b0000001'),
 		name: 'Webhook',
@@ -70,7 +152,25 @@ function webhook(pathName, { responseMode, responseData }) {
 // what the Postgres flows use, keeps Postgres without a Store parameter.
 const EMBEDDED_VERSION = 2;
 
-function reserveNode({ mode, keySource = 'header', customKey, keyField, output, storePayload, credentials = IDEMPOTENCY_CREDENTIAL, store }) {
+function reserveNode({
+	mode,
+	keySource = 'header',
+	customKey,
+	keyField,
+	output,
+	storePayload,
+	credentials = IDEMPOTENCY_CREDENTIAL,
+	store,
+}: {
+	mode: 'permanent' | 'lease';
+	keySource?: string;
+	customKey?: string;
+	keyField?: string;
+	output?: 'full';
+	storePayload?: boolean;
+	credentials?: CredentialRefs;
+	store?: 'embedded';
+}): WorkflowNode {
 	const embedded = store === 'embedded';
 	return node({
 		name: 'Idempotency Reserve',
@@ -93,7 +193,7 @@ function reserveNode({ mode, keySource = 'header', customKey, keyField, output, 
 }
 
 // The template's business step: one INSERT per delivery into business_log.
-function businessInsert() {
+function businessInsert(): WorkflowNode {
 	return postgresQuery(
 		'Postgres insert',
 		440,
@@ -103,7 +203,7 @@ function businessInsert() {
 }
 
 // The stock Postgres node running one query per item.
-function postgresQuery(name, x, query, queryReplacement) {
+function postgresQuery(name: string, x: number, query: string, queryReplacement: string): WorkflowNode {
 	return node({
 		name,
 		type: 'n8n-nodes-base.postgres',
@@ -119,7 +219,7 @@ function postgresQuery(name, x, query, queryReplacement) {
 }
 
 // Key From Custom: the two expressions the templates used before 'Idempotency Reserve (Paired Item)'.
-function complete({ pairedItem = false, store } = {}) {
+function complete({ pairedItem = false, store }: { pairedItem?: boolean; store?: 'embedded' } = {}): WorkflowNode {
 	if (store === 'embedded') {
 		return node({
 			name: 'Mark Complete',
@@ -146,7 +246,7 @@ function complete({ pairedItem = false, store } = {}) {
 	});
 }
 
-function respond() {
+function respond(): WorkflowNode {
 	return node({
 		name: 'Respond',
 		type: 'n8n-nodes-base.respondToWebhook',
@@ -160,9 +260,9 @@ function respond() {
 	});
 }
 
-const link = (node, index = 0) => ({ node, type: 'main', index });
+const link = (node: string, index = 0): Link => ({ node, type: 'main', index });
 
-function workflow(id, name, nodes, connections) {
+function workflow(id: string, name: string, nodes: WorkflowNode[], connections: Connections): Workflow {
 	return {
 		id,
 		name,
@@ -178,7 +278,7 @@ function workflow(id, name, nodes, connections) {
  * Per-execution overhead: Webhook → Postgres insert → Respond, and the same with Reserve in front
  * (permanent; lease + Mark Complete). Every delivery carries a fresh Idempotency-Key header.
  */
-const OVERHEAD_FLOWS = [
+export const OVERHEAD_FLOWS: OverheadFlow[] = [
 	{
 		id: 'BenchFlowBase001',
 		path: 'bench-base',
@@ -225,27 +325,32 @@ const OVERHEAD_FLOWS = [
 	{
 		id: 'BenchFlowNoOp001',
 		path: 'bench-noop-node',
-		label: 'reference: + a No Operation node in front (n8n\'s per-node floor)',
+		label: "reference: + a No Operation node in front (n8n's per-node floor)",
 	},
 	// The templates' wiring: Settle After Business Step beside the insert, below it, in place of Mark Complete after it.
 	{
 		id: 'BenchFlowSettle1',
 		path: 'bench-lease-settle',
-		label: '+ Reserve (lease) and Settle After Business Step (the templates\' wiring)',
+		label: "+ Reserve (lease) and Settle After Business Step (the templates' wiring)",
 	},
 ];
 
-function overheadWorkflows() {
+export function overheadWorkflows(): Workflow[] {
 	const [base, permanent, lease, leasePaired, templateOff, templateOn, recipe, noOp, settle] = OVERHEAD_FLOWS;
 	const baseNodes = [webhook(base.path, { responseMode: 'responseNode' }), businessInsert(), respond()];
-	const permNodes = [webhook(permanent.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent' }), businessInsert(), respond()];
+	const permNodes = [
+		webhook(permanent.path, { responseMode: 'responseNode' }),
+		reserveNode({ mode: 'permanent' }),
+		businessInsert(),
+		respond(),
+	];
 	const permUnnamedNodes = [
 		webhook(PERMANENT_UNNAMED_FLOW.path, { responseMode: 'responseNode' }),
 		reserveNode({ mode: 'permanent', credentials: UNNAMED_CREDENTIAL }),
 		businessInsert(),
 		respond(),
 	];
-	const permConnections = {
+	const permConnections: Connections = {
 		Webhook: { main: [[link('Idempotency Reserve')]] },
 		// Duplicates are answered too (no delivery repeats a key, but no request may hang).
 		'Idempotency Reserve': {
@@ -253,7 +358,13 @@ function overheadWorkflows() {
 		},
 		'Postgres insert': { main: [[link('Respond')]] },
 	};
-	const leaseNodes = [webhook(lease.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'lease' }), businessInsert(), complete(), respond()];
+	const leaseNodes = [
+		webhook(lease.path, { responseMode: 'responseNode' }),
+		reserveNode({ mode: 'lease' }),
+		businessInsert(),
+		complete(),
+		respond(),
+	];
 	const leasePairedNodes = [
 		webhook(leasePaired.path, { responseMode: 'responseNode' }),
 		reserveNode({ mode: 'lease' }),
@@ -261,14 +372,14 @@ function overheadWorkflows() {
 		complete({ pairedItem: true }),
 		respond(),
 	];
-	const templateNodes = (flow, storePayload) => [
+	const templateNodes = (flow: OverheadFlow, storePayload: boolean) => [
 		webhook(flow.path, { responseMode: 'responseNode' }),
 		reserveNode({ mode: 'lease', storePayload }),
 		businessInsert(),
 		complete({ pairedItem: true }),
 		respond(),
 	];
-	const leaseConnections = {
+	const leaseConnections: Connections = {
 		Webhook: { main: [[link('Idempotency Reserve')]] },
 		'Idempotency Reserve': {
 			main: [[link('Postgres insert')], [link('Respond')], [link('Respond')]],
@@ -315,7 +426,13 @@ function overheadWorkflows() {
 				reserveNode({ mode: 'lease' }),
 				{ ...businessInsert(), onError: 'continueErrorOutput' },
 				{
-					...node({ name: 'Settle', type: `${PKG}.idempotencyKey`, x: 440, parameters: { operation: 'settle', options: {} }, credentials: IDEMPOTENCY_CREDENTIAL }),
+					...node({
+						name: 'Settle',
+						type: `${PKG}.idempotencyKey`,
+						x: 440,
+						parameters: { operation: 'settle', options: {} },
+						credentials: IDEMPOTENCY_CREDENTIAL,
+					}),
 					position: [440, 200],
 				},
 				respond(),
@@ -351,7 +468,7 @@ function overheadWorkflows() {
  * saves n8n a publish per flow at start.
  */
 const BATCH_WORKFLOW_ID = 'BenchBatchFlows1';
-const BATCH_FLOWS = [
+export const BATCH_FLOWS: BatchFlow[] = [
 	{ path: 'bench-batch-noop', label: 'no-op (baseline)', kind: 'noop' },
 	{
 		path: 'bench-batch-reserve',
@@ -399,7 +516,7 @@ const BATCH_FLOWS = [
 	nodeName: `Under test (${flow.kind})`,
 }));
 
-function nodeUnderTest(kind) {
+function nodeUnderTest(kind: string): WorkflowNode {
 	switch (kind) {
 		case 'noop':
 			return node({
@@ -448,12 +565,12 @@ function nodeUnderTest(kind) {
 	}
 }
 
-function batchWorkflows() {
-	const nodes = [];
-	const connections = {};
+export function batchWorkflows(): Workflow[] {
+	const nodes: WorkflowNode[] = [];
+	const connections: Connections = {};
 	BATCH_FLOWS.forEach((flow, row) => {
 		const y = row * 200;
-		const trigger = {
+		const trigger: WorkflowNode = {
 			...webhook(flow.path, {
 				responseMode: 'lastNode',
 				responseData: 'noData',
@@ -461,7 +578,7 @@ function batchWorkflows() {
 			name: `Webhook (${flow.kind})`,
 			position: [0, y],
 		};
-		const split = {
+		const split: WorkflowNode = {
 			id: uuid('b0000009'),
 			name: `Split Out (${flow.kind})`,
 			type: 'n8n-nodes-base.splitOut',
@@ -469,7 +586,7 @@ function batchWorkflows() {
 			position: [220, y],
 			parameters: { fieldToSplitOut: 'body.events', options: {} },
 		};
-		const underTest = {
+		const underTest: WorkflowNode = {
 			...nodeUnderTest(flow.kind),
 			name: flow.nodeName,
 			position: [440, y],
@@ -483,7 +600,7 @@ function batchWorkflows() {
 
 // The permanent flow again, its credential with Prepared Statements off: what naming the statements
 // saves. Appended, so the flows above keep their places.
-const PERMANENT_UNNAMED_FLOW = {
+const PERMANENT_UNNAMED_FLOW: OverheadFlow = {
 	id: 'BenchFlowPermU01',
 	path: 'bench-permanent-unnamed',
 	label: '+ Reserve (permanent) in front, Prepared Statements off (unnamed, as before)',
@@ -491,21 +608,25 @@ const PERMANENT_UNNAMED_FLOW = {
 OVERHEAD_FLOWS.push(PERMANENT_UNNAMED_FLOW);
 
 // The same flows on the Embedded store (a node:sqlite file in n8n's folder, no credential).
-const EMBEDDED_PERMANENT_FLOW = { id: 'BenchFlowEmbP001', path: 'bench-embedded-permanent', label: '+ Reserve (Embedded, permanent) in front' };
-const EMBEDDED_LEASE_FLOW = {
+const EMBEDDED_PERMANENT_FLOW: OverheadFlow = {
+	id: 'BenchFlowEmbP001',
+	path: 'bench-embedded-permanent',
+	label: '+ Reserve (Embedded, permanent) in front',
+};
+const EMBEDDED_LEASE_FLOW: OverheadFlow = {
 	id: 'BenchFlowEmbL001',
 	path: 'bench-embedded-lease',
 	label: '+ Reserve (Embedded, lease) and Mark Complete (Key From: paired item)',
 };
 OVERHEAD_FLOWS.push(EMBEDDED_PERMANENT_FLOW, EMBEDDED_LEASE_FLOW);
 
-function embeddedOverheadWorkflows() {
-	const permanentConnections = {
+export function embeddedOverheadWorkflows(): Workflow[] {
+	const permanentConnections: Connections = {
 		Webhook: { main: [[link('Idempotency Reserve')]] },
 		'Idempotency Reserve': { main: [[link('Postgres insert')], [link('Respond')]] },
 		'Postgres insert': { main: [[link('Respond')]] },
 	};
-	const leaseConnections = {
+	const leaseConnections: Connections = {
 		Webhook: { main: [[link('Idempotency Reserve')]] },
 		'Idempotency Reserve': { main: [[link('Postgres insert')], [link('Respond')], [link('Respond')]] },
 		'Postgres insert': { main: [[link('Mark Complete')]] },
@@ -515,7 +636,12 @@ function embeddedOverheadWorkflows() {
 		workflow(
 			EMBEDDED_PERMANENT_FLOW.id,
 			'bench: Reserve (Embedded, permanent)',
-			[webhook(EMBEDDED_PERMANENT_FLOW.path, { responseMode: 'responseNode' }), reserveNode({ mode: 'permanent', store: 'embedded' }), businessInsert(), respond()],
+			[
+				webhook(EMBEDDED_PERMANENT_FLOW.path, { responseMode: 'responseNode' }),
+				reserveNode({ mode: 'permanent', store: 'embedded' }),
+				businessInsert(),
+				respond(),
+			],
 			permanentConnections,
 		),
 		workflow(
@@ -538,24 +664,36 @@ function embeddedOverheadWorkflows() {
  * finish) behind a webhook, one flow per store: what a scheduled cleanup does to n8n's event loop.
  */
 const CLEANUP_WORKFLOW_ID = 'BenchCleanupFlow';
-const CLEANUP_FLOWS = [
-	{ path: 'bench-cleanup-embedded', label: 'Delete Expired Keys (Embedded)', store: 'embedded' },
-	{ path: 'bench-cleanup-postgres', label: 'Delete Expired Keys (Postgres)', store: 'postgres' },
-].map((flow) => ({ ...flow, id: CLEANUP_WORKFLOW_ID, nodeName: `Delete Expired Keys (${flow.store})` }));
+export const CLEANUP_FLOWS: CleanupFlow[] = (
+	[
+		{ path: 'bench-cleanup-embedded', label: 'Delete Expired Keys (Embedded)', store: 'embedded' },
+		{ path: 'bench-cleanup-postgres', label: 'Delete Expired Keys (Postgres)', store: 'postgres' },
+	] as const
+).map((flow) => ({ ...flow, id: CLEANUP_WORKFLOW_ID, nodeName: `Delete Expired Keys (${flow.store})` }));
 
-function cleanupWorkflows() {
-	const nodes = [];
-	const connections = {};
+export function cleanupWorkflows(): Workflow[] {
+	const nodes: WorkflowNode[] = [];
+	const connections: Connections = {};
 	CLEANUP_FLOWS.forEach((flow, row) => {
-		const trigger = { ...webhook(flow.path, { responseMode: 'lastNode', responseData: 'allEntries' }), name: `Webhook (${flow.store})`, position: [0, row * 200] };
+		const trigger: WorkflowNode = {
+			...webhook(flow.path, { responseMode: 'lastNode', responseData: 'allEntries' }),
+			name: `Webhook (${flow.store})`,
+			position: [0, row * 200],
+		};
 		const embedded = flow.store === 'embedded';
-		const cleanup = {
+		const cleanup: WorkflowNode = {
 			...node({
 				name: flow.nodeName,
 				type: `${PKG}.idempotencyKey`,
 				...(embedded ? { typeVersion: EMBEDDED_VERSION } : {}),
 				x: 220,
-				parameters: { ...(embedded ? { store: 'embedded' } : {}), operation: 'cleanup', retentionDays: 30, batchSize: 10000, timeBudgetSeconds: 600 },
+				parameters: {
+					...(embedded ? { store: 'embedded' } : {}),
+					operation: 'cleanup',
+					retentionDays: 30,
+					batchSize: 10000,
+					timeBudgetSeconds: 600,
+				},
 				...(embedded ? {} : { credentials: IDEMPOTENCY_CREDENTIAL }),
 			}),
 			position: [220, row * 200],
@@ -572,48 +710,56 @@ function cleanupWorkflows() {
  * only the path, the webhook id and the API's URL changed; and the floor, a trigger of its own
  * package (bench/n8n/floor-trigger/) that answers `{}` in webhook() and starts no execution.
  */
-const FLOOR_PACKAGE_DIR = path.join(__dirname, 'floor-trigger');
-const TRIGGER_FLOWS = [
-	{ key: 'trigger', id: 'BenchTrigger0001', path: 'bench-trigger', label: 'Idempotent Webhook trigger (idempotent-webhook-trigger.json)', template: 'idempotent-webhook-trigger.json', triggerType: `${PKG}.idempotentWebhook` },
-	{ key: 'template', id: 'BenchTemplate001', path: 'bench-template', label: "today's template: Webhook → Verify → Reserve → Settle (idempotent-webhook-embedded.json)", template: 'idempotent-webhook-embedded.json', triggerType: 'n8n-nodes-base.webhook' },
+export const FLOOR_PACKAGE_DIR = path.join(__dirname, 'floor-trigger');
+export const TRIGGER_FLOWS: TriggerFlow[] = [
+	{
+		key: 'trigger',
+		id: 'BenchTrigger0001',
+		path: 'bench-trigger',
+		label: 'Idempotent Webhook trigger (idempotent-webhook-trigger.json)',
+		template: 'idempotent-webhook-trigger.json',
+		triggerType: `${PKG}.idempotentWebhook`,
+	},
+	{
+		key: 'template',
+		id: 'BenchTemplate001',
+		path: 'bench-template',
+		label: "today's template: Webhook → Verify → Reserve → Settle (idempotent-webhook-embedded.json)",
+		template: 'idempotent-webhook-embedded.json',
+		triggerType: 'n8n-nodes-base.webhook',
+	},
 	{ key: 'floor', id: 'BenchFloor000001', path: 'bench-floor', label: 'floor: a trigger that answers {} in webhook()' },
 ];
 
-function triggerWorkflows({ apiUrl }) {
+export function triggerWorkflows({ apiUrl }: { apiUrl: string }): Workflow[] {
 	return TRIGGER_FLOWS.map((flow) => {
 		if (flow.key === 'floor') {
-			const floor = { ...node({ name: 'Bench Floor Trigger', type: 'n8n-nodes-bench-floor.benchFloorTrigger', parameters: { path: flow.path } }), webhookId: uuid('b000a001') };
+			const floor = {
+				...node({ name: 'Bench Floor Trigger', type: 'n8n-nodes-bench-floor.benchFloorTrigger', parameters: { path: flow.path } }),
+				webhookId: uuid('b000a001'),
+			};
 			return workflow(flow.id, `bench: ${flow.label}`, [floor], {});
 		}
-		const template = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'templates', flow.template), 'utf8'));
+		const template = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'templates', flow.template), 'utf8')) as {
+			nodes: WorkflowNode[];
+			connections: Connections;
+			settings?: Record<string, unknown>;
+		};
 		const nodes = template.nodes.map((n) => {
 			if (n.type === flow.triggerType) return { ...n, webhookId: uuid('b000a001'), parameters: { ...n.parameters, path: flow.path } };
 			if (n.name === 'Business Step (call your API)') return { ...n, parameters: { ...n.parameters, url: apiUrl } };
 			return n;
 		});
-		if (!nodes.some((n) => n.parameters.path === flow.path)) throw new Error(`${flow.template}: no ${flow.triggerType} node to point at ${flow.path}`);
-		return { ...workflow(flow.id, `bench: ${flow.label}`, nodes, template.connections), settings: template.settings ?? { executionOrder: 'v1' } };
+		if (!nodes.some((n) => n.parameters.path === flow.path))
+			throw new Error(`${flow.template}: no ${flow.triggerType} node to point at ${flow.path}`);
+		return {
+			...workflow(flow.id, `bench: ${flow.label}`, nodes, template.connections),
+			settings: template.settings ?? { executionOrder: 'v1' },
+		};
 	});
 }
 
 /** The batch flows that reserve keys in Postgres (their reserved keys are counted after each run). */
-const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'reserveField'];
+export const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'reserveField'];
 /** The batch flows that reserve keys in the embedded file (their New output is counted after each run). */
-const EMBEDDED_KINDS = ['embeddedField', 'embeddedAuto'];
-
-module.exports = {
-	FLOOR_PACKAGE_DIR,
-	TRIGGER_FLOWS,
-	triggerWorkflows,
-	RESERVE_KINDS,
-	EMBEDDED_KINDS,
-	CLEANUP_FLOWS,
-	cleanupWorkflows,
-	embeddedOverheadWorkflows,
-	OVERHEAD_FLOWS,
-	UNNAMED_CREDENTIAL_DEF,
-	BATCH_FLOWS,
-	RECIPE_TABLE_DDL,
-	overheadWorkflows,
-	batchWorkflows,
-};
+export const EMBEDDED_KINDS = ['embeddedField', 'embeddedAuto'];

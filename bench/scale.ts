@@ -1,18 +1,21 @@
-// The scenarios of `bench/run.js` beyond core-vs-pg overhead: the statement against the recipe's
+// The scenarios of `bench/run.ts` beyond core-vs-pg overhead: the statement against the recipe's
 // minimal insert, table growth to 10 M rows, cleanup under load, bloat from duplicates and the size
 // of the node's output. Each compares sides within one run (interleaved rounds where the sides can
 // run alternately), so ratios hold on a busy machine. Everything lives in one temporary database
 // that the caller drops at the end.
-'use strict';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import type { Pool, QueryResult, QueryResultRow } from 'pg';
 
-const { randomUUID } = require('node:crypto');
-const path = require('node:path');
-
-const { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } = require('./stats');
+import type { TableRef } from '../lib/identifiers';
+import type { PostgresKeyStore } from '../lib/store/postgres/stores';
+import type { renderStatement } from '../lib/store/postgres/statements';
+import type { CompactRecord, ReservationDetail, ReservationRequest, ReservationResult, ReserveOptions } from '../lib/types';
+import { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } from './stats';
 
 const ROOT = path.join(__dirname, '..');
 const DAY = 86400;
-const PERMANENT = {
+export const PERMANENT: ReserveOptions = {
 	mode: 'permanent',
 	leaseSeconds: 300,
 	retentionSeconds: 30 * DAY,
@@ -24,19 +27,24 @@ const TARGETS = { statementRatio: 0.7, growthP99: 1.5, cleanupP99: 2 };
 
 let keyCounter = 0;
 // Stripe-like event keys as the Reserve node stores them (evt: + the event id).
-function freshKeys(count) {
-	const keys = new Array(count);
-	for (let i = 0; i < count; i++) keys[i] = `evt:evt_${(keyCounter++).toString(36).padStart(8, '0')}${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+export function freshKeys(count: number): string[] {
+	const keys = new Array<string>(count);
+	for (let i = 0; i < count; i++)
+		keys[i] = `evt:evt_${(keyCounter++).toString(36).padStart(8, '0')}${randomUUID().replace(/-/g, '').slice(0, 16)}`;
 	return keys;
 }
-const requestsFor = (keys) => keys.map((key) => ({ key, keySource: 'header', payloadHash: null }));
+export const requestsFor = (keys: string[]): ReservationRequest[] => keys.map((key) => ({ key, keySource: 'header', payloadHash: null }));
 
 // The same shape for keys made inside Postgres by generate_series (md5 spreads them like real ids).
 const SQL_KEY = `'evt:evt_' || substr(md5(g::text || $1::text), 1, 24)`;
 
 /** Times `fn` once per element of `inputs` with `callers` workers; returns latencies (ms) and seconds. */
-async function timed(inputs, callers, fn) {
-	const latencies = [];
+export async function timed<T>(
+	inputs: T[],
+	callers: number,
+	fn: (input: T) => Promise<unknown>,
+): Promise<{ latencies: number[]; seconds: number }> {
+	const latencies: number[] = [];
 	let next = 0;
 	const worker = async () => {
 		while (next < inputs.length) {
@@ -51,31 +59,83 @@ async function timed(inputs, callers, fn) {
 	return { latencies, seconds: (performance.now() - started) / 1000 };
 }
 
-function chunk(list, size) {
-	const out = [];
+function chunk<T>(list: T[], size: number): T[][] {
+	const out: T[][] = [];
 	for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
 	return out;
 }
 
+/** A row of the keys table as the reserve statement returns it. */
+export type Row = Record<string, unknown>;
+/** Reserves `keys` with the reserve statement sent through plain pg; the rows it returned. */
+export type PlainReserve = (keys: string[]) => Promise<Row[]>;
+/** The sizes of a table: heap and indexes in bytes, and its row count (bigint: strings). */
+export interface TableSizes {
+	heap: string;
+	indexes: string;
+	rows: string;
+}
+
+/** What every group of this file (and bench/prepared.ts) is given: the built package's libraries and helpers bound to one database. */
+export interface ScaleContext {
+	Pool: typeof Pool;
+	url: string;
+	pool: Pool;
+	q: <R extends QueryResultRow = Row>(text: string, values?: unknown[]) => Promise<QueryResult<R>>;
+	table: (schema: string, name: string) => TableRef;
+	store: (schema: string, name: string) => PostgresKeyStore;
+	plainReserve: (ref: TableRef, via?: Pool, sql?: string, options?: { evidence?: boolean; nullArrays?: boolean }) => PlainReserve;
+	createTable: (ref: TableRef, options?: { fillfactor?: number }) => Promise<void>;
+	secondaryIndexes: (ref: TableRef) => Promise<Array<{ name: string; ddl: string }>>;
+	sizes: (ref: TableRef) => Promise<TableSizes>;
+	renderStatement: typeof renderStatement;
+	log: (line: string) => void;
+	quick: boolean;
+}
+
+/** A group of scenarios run on the scale groups' database. */
+export type ScaleGroup = (ctx: ScaleContext, options: { rounds: number }) => Promise<void>;
+
 /** Libraries from the built package and helpers bound to one database. */
-function context({ Pool, url, log, quick }) {
-	const { PostgresKeyStore } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'stores'));
-	const { renderStatement } = require(path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'));
-	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers'));
+export function context({
+	Pool,
+	url,
+	log,
+	quick,
+}: {
+	Pool: typeof import('pg').Pool;
+	url: string;
+	log: (line: string) => void;
+	quick: boolean;
+}): ScaleContext {
+	/* eslint-disable @typescript-eslint/no-require-imports -- the built package (dist/), what users run; the types are its sources' */
+	const { PostgresKeyStore } = require(
+		path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'stores'),
+	) as typeof import('../lib/store/postgres/stores');
+	const { renderStatement } = require(
+		path.join(ROOT, 'dist', 'lib', 'store', 'postgres', 'statements'),
+	) as typeof import('../lib/store/postgres/statements');
+	const { tableRef } = require(path.join(ROOT, 'dist', 'lib', 'identifiers')) as typeof import('../lib/identifiers');
+	/* eslint-enable @typescript-eslint/no-require-imports */
 	const pool = new Pool({ connectionString: url, max: 10 });
 	pool.on('error', () => {});
-	const q = (text, values) => pool.query(text, values);
-	const table = (schema, name) => tableRef(schema, name);
-	const store = (schema, name) => new PostgresKeyStore(pool, { schema, table: name, createTable: false });
+	const q = <R extends QueryResultRow = Row>(text: string, values?: unknown[]) => pool.query<R>(text, values);
+	const table = (schema: string, name: string) => tableRef(schema, name);
+	const store = (schema: string, name: string) => new PostgresKeyStore(pool, { schema, table: name, createTable: false });
 	// `evidence: false` for a prototype statement written before the replay-evidence parameters ($10–$13);
 	// `nullArrays: true` sends the columns no key fills as arrays of nulls (the prototype's way),
 	// otherwise as one null each, as the core sends them.
-	const plainReserve = (ref, via = pool, sql = renderStatement('reserve', ref), { evidence = true, nullArrays = false } = {}) => {
+	const plainReserve = (
+		ref: TableRef,
+		via = pool,
+		sql = renderStatement('reserve', ref),
+		{ evidence = true, nullArrays = false } = {},
+	): PlainReserve => {
 		const o = PERMANENT;
 		return async (keys) => {
 			const none = () => (nullArrays ? keys.map(() => null) : null);
 			return (
-				await via.query(sql, [
+				await via.query<Row>(sql, [
 					keys,
 					keys.map(() => 'header'),
 					none(),
@@ -93,24 +153,24 @@ function context({ Pool, url, log, quick }) {
 		};
 	};
 	// The store creates the table the way the nodes do (whatever DDL or migrations the package has).
-	const createTable = async (ref, { fillfactor } = {}) => {
+	const createTable = async (ref: TableRef, { fillfactor }: { fillfactor?: number } = {}) => {
 		await q(`create schema if not exists "${ref.schema}"`);
 		await q(`drop table if exists ${ref.qualified}`);
 		await new PostgresKeyStore(pool, { schema: ref.schema, table: ref.table, createTable: true }).createTable();
 		if (fillfactor) await q(`alter table ${ref.qualified} set (fillfactor = ${Number(fillfactor)})`);
 	};
 	/** The table's indexes other than its primary key, as `create index` statements. */
-	const secondaryIndexes = async (ref) =>
+	const secondaryIndexes = async (ref: TableRef) =>
 		(
-			await q(
+			await q<{ name: string; ddl: string }>(
 				`select i.indexrelid::regclass::text as name, pg_get_indexdef(i.indexrelid) as ddl
 				   from pg_index i where i.indrelid = $1::regclass and not i.indisprimary`,
 				[ref.qualified],
 			)
 		).rows;
-	const sizes = async (ref) =>
+	const sizes = async (ref: TableRef) =>
 		(
-			await q(
+			await q<TableSizes>(
 				`select pg_table_size(c.oid)::bigint as heap, pg_indexes_size(c.oid)::bigint as indexes, (select count(*) from ${ref.qualified})::bigint as rows
 				   from pg_class c where c.oid = $1::regclass`,
 				[ref.qualified],
@@ -138,7 +198,12 @@ function context({ Pool, url, log, quick }) {
  * first_seen into the past (expired rows for cleanup); indexes stay in place unless `rebuild`
  * (dropping them first and building them after is ~5× faster for 10 M rows, and packs them tighter).
  */
-async function bulkLoad(ctx, ref, count, { ageDays = 0, salt = randomUUID(), rebuild = false } = {}) {
+async function bulkLoad(
+	ctx: ScaleContext,
+	ref: TableRef,
+	count: number,
+	{ ageDays = 0, salt = randomUUID(), rebuild = false } = {},
+): Promise<void> {
 	const { q } = ctx;
 	const indexes = rebuild ? await ctx.secondaryIndexes(ref) : [];
 	if (rebuild) {
@@ -177,7 +242,7 @@ const RETURNED = `key, status, attempts, duplicate_count, first_seen, last_seen,
  * for just those rows), and a key inserted by a concurrent transaction after this statement's
  * snapshot comes back without a row (the caller would retry those keys).
  */
-function doNothingPrototype(qualified) {
+function doNothingPrototype(qualified: string): string {
 	return `with batch as (
   select distinct on (key) key, key_source, payload_hash, owner_token
   from unnest($1::text[], $2::text[], $3::text[], $4::uuid[]) with ordinality as b(key, key_source, payload_hash, owner_token, position)
@@ -200,7 +265,7 @@ from ${qualified} e join batch b on b.key = e.key
 where not exists (select 1 from inserted i where i.key = b.key)`;
 }
 
-async function statement(ctx, { rounds }) {
+const statement: ScaleGroup = async (ctx, { rounds }) => {
 	const { q, table, store, plainReserve, createTable } = ctx;
 	const schema = 'idem_bench_statement';
 	const refs = {
@@ -213,32 +278,37 @@ async function statement(ctx, { rounds }) {
 		previous: table(schema, 'reserve_previous'),
 		minimal: table(schema, 'recipe_minimal'),
 	};
-	for (const key of ['core', 'coreCompact', 'plain', 'plainCompact', 'pkOnly', 'doNothing', 'previous']) await createTable(refs[key]);
+	for (const key of ['core', 'coreCompact', 'plain', 'plainCompact', 'pkOnly', 'doNothing', 'previous'] as const)
+		await createTable(refs[key]);
 	for (const index of await ctx.secondaryIndexes(refs.pkOnly)) await q(`drop index ${index.name}`);
 	await q(`create table ${refs.minimal.qualified} (key text primary key, first_seen timestamptz not null default now())`);
 	const minimalSql = `insert into ${refs.minimal.qualified} (key) select unnest($1::text[]) on conflict (key) do nothing returning key`;
 	const coreStore = store(schema, 'reserve_core');
 	const coreCompactStore = store(schema, 'reserve_core_compact');
 	// Output: Compact's statement (sql/queries/reserve.sql without its full-record section).
-	const compactSql = (ref) => ctx.renderStatement('reserve', ref, 'full-record');
-	const sides = [
+	const compactSql = (ref: TableRef) => ctx.renderStatement('reserve', ref, 'full-record');
+	const sides: Array<{ name: string; run: (keys: string[]) => Promise<unknown>; baseline?: boolean; target?: boolean }> = [
 		{
 			name: 'recipe: INSERT … ON CONFLICT DO NOTHING RETURNING key (2 columns)',
-			run: async (keys) => (await q(minimalSql, [keys])).rows,
+			run: async (keys: string[]) => (await q(minimalSql, [keys])).rows,
 			baseline: true,
 		},
 		{
 			name: 'reserve via the core, Output: Full (17 columns back, as before)',
-			run: (keys) => coreStore.reserve(requestsFor(keys), PERMANENT),
+			run: (keys: string[]) => coreStore.reserve(requestsFor(keys), PERMANENT),
 			target: true,
 		},
 		{
 			name: 'reserve via the core, Output: Compact (8 columns back, the default)',
-			run: (keys) => coreCompactStore.reserve(requestsFor(keys), { ...PERMANENT, detail: 'compact' }),
+			run: (keys: string[]) => coreCompactStore.reserve(requestsFor(keys), { ...PERMANENT, detail: 'compact' }),
 			target: true,
 		},
 		{ name: 'reserve statement via plain pg, Full', run: plainReserve(refs.plain), target: true },
-		{ name: 'reserve statement via plain pg, Compact', run: plainReserve(refs.plainCompact, ctx.pool, compactSql(refs.plainCompact)), target: true },
+		{
+			name: 'reserve statement via plain pg, Compact',
+			run: plainReserve(refs.plainCompact, ctx.pool, compactSql(refs.plainCompact)),
+			target: true,
+		},
 		{
 			// The core sorts and locks in byte order (collate "C") and sends unfilled columns as one null; this prototype does neither.
 			name: 'prototype: Compact as before session 4 (database collation, arrays of nulls), plain pg',
@@ -279,22 +349,23 @@ async function statement(ctx, { rounds }) {
 					duplicates: true,
 				},
 			];
-	const rows = [];
-	const verdicts = [];
+	const rows: string[][] = [];
+	const verdicts: string[] = [];
 	for (const scenario of scenarios) {
-		const perSide = sides.map(() => ({ keysPerSecond: [], ratio: [] }));
+		const perSide = sides.map(() => ({ keysPerSecond: [] as number[], ratio: [] as number[] }));
 		// Warm-up: plans and connections on every side.
 		for (const side of sides) await side.run(freshKeys(scenario.size));
 		for (let round = 0; round < rounds; round++) {
 			const calls = Array.from({ length: scenario.calls }, () => freshKeys(scenario.size));
 			if (scenario.duplicates) for (const side of sides) for (const keys of calls) await side.run(keys);
 			await q('checkpoint').catch(() => {});
-			const seconds = new Map();
+			const seconds = new Map<(typeof sides)[number], number>();
 			for (const side of rotate(sides, round)) seconds.set(side, (await timed(calls, 1, side.run)).seconds);
-			const base = seconds.get(sides[0]);
+			const secondsOf = (side: (typeof sides)[number]) => seconds.get(side) ?? NaN;
+			const base = secondsOf(sides[0]);
 			sides.forEach((side, i) => {
-				perSide[i].keysPerSecond.push((scenario.size * scenario.calls) / seconds.get(side));
-				perSide[i].ratio.push(base / seconds.get(side));
+				perSide[i].keysPerSecond.push((scenario.size * scenario.calls) / secondsOf(side));
+				perSide[i].ratio.push(base / secondsOf(side));
 			});
 		}
 		sides.forEach((side, i) => {
@@ -317,12 +388,12 @@ async function statement(ctx, { rounds }) {
 	console.log(`\n## The reserve statement vs the recipe's minimal insert (${rounds} interleaved rounds)\n`);
 	printTable(['scenario', 'side', 'keys/s (median)', 'ratio to recipe', 'ratio min–max'], rows, { textColumns: 2 });
 	for (const line of verdicts) console.log(line);
-}
+};
 
 // ---------------------------------------------------------------------------------------------
 // 2. table growth
 
-async function growth(ctx, { rounds }) {
+const growth: ScaleGroup = async (ctx, { rounds }) => {
 	const { table, store, createTable, sizes } = ctx;
 	const schema = 'idem_bench_growth';
 	const steps = ctx.quick ? [0, 2000, 20000] : [0, 1000000, 10000000];
@@ -330,14 +401,15 @@ async function growth(ctx, { rounds }) {
 		rows,
 		ref: table(schema, `keys_${rows}`),
 		store: store(schema, `keys_${rows}`),
-		single: [],
-		batch: [],
+		single: [] as number[],
+		batch: [] as number[],
 	}));
 	for (const t of tables) {
 		await createTable(t.ref);
 		const started = Date.now();
 		if (t.rows > 0) await bulkLoad(ctx, t.ref, t.rows, { rebuild: t === tables.at(-1) });
-		if (t.rows > 0) ctx.log(`  growth: loaded ${fmt(t.rows)} rows in ${((Date.now() - started) / 1000).toFixed(0)} s (load ${loadAverage()})`);
+		if (t.rows > 0)
+			ctx.log(`  growth: loaded ${fmt(t.rows)} rows in ${((Date.now() - started) / 1000).toFixed(0)} s (load ${loadAverage()})`);
 	}
 	const singles = ctx.quick ? 40 : 400;
 	const batches = ctx.quick ? 2 : 16;
@@ -361,10 +433,10 @@ async function growth(ctx, { rounds }) {
 		}
 	}
 	const [empty] = tables;
-	const rows = [];
+	const rows: string[][] = [];
 	for (const t of tables) {
 		const size = await sizes(t.ref);
-		const perMillion = (bytes) => (Number(bytes) / 1024 / 1024 / (Number(size.rows) / 1e6)).toFixed(0);
+		const perMillion = (bytes: string) => (Number(bytes) / 1024 / 1024 / (Number(size.rows) / 1e6)).toFixed(0);
 		rows.push([
 			fmt(t.rows),
 			fmtMs(percentile(t.single, 50), 2),
@@ -395,22 +467,22 @@ async function growth(ctx, { rounds }) {
 	console.log(
 		'The largest table is loaded without indexes and indexed afterwards (packed B-trees); the others are loaded with the indexes in place (random key order, like real traffic).',
 	);
-	const last = tables.at(-1);
+	const last = tables[tables.length - 1];
 	for (const [label, kind] of [
 		['single key, 8 callers', 'single'],
 		['1,000-key batches', 'batch'],
-	]) {
+	] as const) {
 		const ratio = percentile(last[kind], 99) / percentile(empty[kind], 99);
 		console.log(
 			`${ratio <= TARGETS.growthP99 ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${label}: p99 at ${fmt(last.rows)} rows is ${ratio.toFixed(2)}× p99 on an empty table (target ≤ ${TARGETS.growthP99}×)`,
 		);
 	}
-}
+};
 
 // ---------------------------------------------------------------------------------------------
 // 3. cleanup under load
 
-async function cleanupUnderLoad(ctx) {
+const cleanupUnderLoad: ScaleGroup = async (ctx) => {
 	const { table, store, createTable, q } = ctx;
 	const schema = 'idem_bench_cleanup';
 	const ref = table(schema, 'keys');
@@ -422,8 +494,8 @@ async function cleanupUnderLoad(ctx) {
 	await bulkLoad(ctx, ref, live); // kept: first seen within the last 30 days
 	await q(`vacuum analyze ${ref.qualified}`);
 	const keyStore = store(schema, 'keys');
-	const phases = { before: [], during: [], after: [] };
-	let phase = 'before';
+	const phases: Record<'before' | 'during' | 'after', number[]> = { before: [], during: [], after: [] };
+	let phase: keyof typeof phases = 'before';
 	let stop = false;
 	const reserver = async () => {
 		while (!stop) {
@@ -479,7 +551,7 @@ async function cleanupUnderLoad(ctx) {
 		`${ratio <= TARGETS.cleanupP99 ? 'TARGET HOLDS' : 'TARGET MISSED'}: reserve p99 during cleanup is ${ratio.toFixed(2)}× p99 without it (target ≤ ${TARGETS.cleanupP99}×)`,
 	);
 	if (result.deleted < expired) throw new Error(`cleanup deleted ${result.deleted} of ${expired} expired rows`);
-}
+};
 
 /**
  * The cleanup statement (its DELETE finds the doomed rows by primary key, `key = any(array(…))`)
@@ -487,16 +559,17 @@ async function cleanupUnderLoad(ctx) {
  * whole table), on a table of 1 M live + 200,000 expired rows, no other load. Per-batch times show
  * how each scales.
  */
-async function cleanupPlan(ctx) {
+const cleanupPlan: ScaleGroup = async (ctx) => {
 	const { table, createTable, q, renderStatement } = ctx;
 	const schema = 'idem_bench_cleanup_plan';
 	const live = ctx.quick ? 20000 : 1000000;
 	const expired = ctx.quick ? 20000 : 200000;
 	const sides = [
-		{ name: 'previous: WITH doomed AS (SELECT … FOR UPDATE SKIP LOCKED) DELETE … USING doomed', ref: table(schema, 'previous') },
+		{ name: 'previous: WITH doomed AS (SELECT … FOR UPDATE SKIP LOCKED) DELETE … USING doomed', ref: table(schema, 'previous'), sql: '' },
 		{
 			name: 'sql/queries/cleanup.sql: DELETE … WHERE key = any(array(SELECT … LIMIT … FOR UPDATE SKIP LOCKED))',
 			ref: table(schema, 'current'),
+			sql: '',
 		},
 	];
 	for (const side of sides) {
@@ -507,26 +580,35 @@ async function cleanupPlan(ctx) {
 	}
 	sides[0].sql = hashJoinCleanup(renderStatement('cleanup', sides[0].ref));
 	sides[1].sql = renderStatement('cleanup', sides[1].ref);
-	const rows = [];
+	const rows: string[][] = [];
 	for (const side of sides) {
-		const batches = [];
+		const batches: number[] = [];
 		let deleted = 0;
 		for (;;) {
 			const started = performance.now();
-			const count = (await q(side.sql, [30 * DAY, 10000])).rowCount;
+			const count = (await q(side.sql, [30 * DAY, 10000])).rowCount ?? 0;
 			batches.push(performance.now() - started);
 			deleted += count;
 			if (count < 10000) break;
 		}
 		const ms = batches.reduce((a, b) => a + b, 0);
-		rows.push([side.name, fmt(deleted), fmt(ms), fmt((deleted / ms) * 1000), fmtMs(median(batches), 0), fmtMs(percentile(batches, 100), 0)]);
+		rows.push([
+			side.name,
+			fmt(deleted),
+			fmt(ms),
+			fmt((deleted / ms) * 1000),
+			fmtMs(median(batches), 0),
+			fmtMs(percentile(batches, 100), 0),
+		]);
 	}
-	console.log(`\n## Cleanup statement: ${fmt(expired)} expired rows in a table of ${fmt(expired + live)}, batches of 10,000, no other load\n`);
+	console.log(
+		`\n## Cleanup statement: ${fmt(expired)} expired rows in a table of ${fmt(expired + live)}, batches of 10,000, no other load\n`,
+	);
 	printTable(['statement', 'deleted', 'ms', 'rows/s', 'median batch ms', 'slowest batch ms'], rows);
-}
+};
 
 /** cleanup.sql rewritten back to the previous shape: the DELETE joins the doomed keys' CTE. */
-function hashJoinCleanup(cleanupSql) {
+function hashJoinCleanup(cleanupSql: string): string {
 	const match = /^delete from (\S+)\s+where key = any\(array\(([\s\S]*?)\)\);?\s*$/.exec(cleanupSql);
 	if (!match) throw new Error('cleanup.sql no longer has the shape this comparison rewrites');
 	return `with doomed as (${match[2]}) delete from ${match[1]} as e using doomed where e.key = doomed.key`;
@@ -535,11 +617,11 @@ function hashJoinCleanup(cleanupSql) {
 // ---------------------------------------------------------------------------------------------
 // 4. bloat from duplicate-heavy traffic
 
-async function bloat(ctx) {
+const bloat: ScaleGroup = async (ctx) => {
 	const { table, plainReserve, createTable, sizes, q } = ctx;
 	const schema = 'idem_bench_bloat';
 	const count = ctx.quick ? 10000 : 1000000;
-	const variants = [
+	const variants: Array<{ name: string; ref: TableRef; fillfactor?: number; reserve?: PlainReserve; before?: TableSizes }> = [
 		{ name: 'default table (fillfactor 100)', ref: table(schema, 'ff100') },
 		{
 			name: 'fillfactor 90 (prototype)',
@@ -560,29 +642,31 @@ async function bloat(ctx) {
 		v.before = await sizes(v.ref);
 	}
 	// 1 M duplicate deliveries of keys that exist, in random order, 1,000 per call, the variants alternating.
-	const { rows } = await q(`select ${SQL_KEY} as k from generate_series(1, $2::bigint) g order by random()`, [salt, count]);
+	const { rows } = await q<{ k: string }>(`select ${SQL_KEY} as k from generate_series(1, $2::bigint) g order by random()`, [salt, count]);
 	const batches = chunk(
 		rows.map((r) => r.k),
 		1000,
 	);
 	const started = Date.now();
-	for (const [i, keys] of batches.entries()) for (const v of rotate(variants, i)) await v.reserve(keys);
+	for (const [i, keys] of batches.entries()) for (const v of rotate(variants, i)) await v.reserve?.(keys);
 	const seconds = (Date.now() - started) / 1000;
 	await trafficPool.end();
 	const statsSql = `select n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd, autovacuum_count from pg_stat_user_tables where relid = $1::regclass`;
 	await new Promise((resolve) => setTimeout(resolve, 1500));
-	const out = [];
+	const out: string[][] = [];
 	for (const v of variants) {
-		const stat = (await q(statsSql, [v.ref.qualified])).rows[0];
+		const stat = (
+			await q<Record<'n_live_tup' | 'n_dead_tup' | 'n_tup_upd' | 'n_tup_hot_upd' | 'autovacuum_count', string>>(statsSql, [v.ref.qualified])
+		).rows[0];
 		const after = await sizes(v.ref);
 		await q(`vacuum ${v.ref.qualified}`);
 		const vacuumed = await sizes(v.ref);
-		const mb = (x) => (Number(x) / 1024 / 1024).toFixed(0);
+		const mb = (x: string | undefined) => (Number(x) / 1024 / 1024).toFixed(0);
 		out.push([
 			v.name,
-			`${mb(v.before.heap)} + ${mb(v.before.indexes)}`,
+			`${mb(v.before?.heap)} + ${mb(v.before?.indexes)}`,
 			`${mb(after.heap)} + ${mb(after.indexes)}`,
-			`${((Number(after.heap) + Number(after.indexes)) / (Number(v.before.heap) + Number(v.before.indexes))).toFixed(2)}×`,
+			`${((Number(after.heap) + Number(after.indexes)) / (Number(v.before?.heap) + Number(v.before?.indexes))).toFixed(2)}×`,
 			fmt(Number(stat.n_tup_upd)),
 			`${((Number(stat.n_tup_hot_upd) / Math.max(1, Number(stat.n_tup_upd))) * 100).toFixed(0)} %`,
 			fmt(Number(stat.n_dead_tup)),
@@ -591,7 +675,7 @@ async function bloat(ctx) {
 		]);
 	}
 	const settings = (
-		await q(
+		await q<{ name: string; setting: string }>(
 			`select name, setting from pg_settings where name in ('autovacuum', 'autovacuum_vacuum_scale_factor', 'autovacuum_vacuum_threshold', 'autovacuum_naptime') order by name`,
 		)
 	).rows;
@@ -599,18 +683,31 @@ async function bloat(ctx) {
 		`\n## Bloat after ${fmt(count)} duplicate reservations of ${fmt(count)} existing keys (${fmt((count * variants.length) / seconds)} duplicates/s over both tables)\n`,
 	);
 	printTable(
-		['table', 'MB before (heap + indexes)', 'MB after', 'growth', 'row updates', 'HOT updates', 'dead rows left', 'autovacuum runs', 'MB after VACUUM'],
+		[
+			'table',
+			'MB before (heap + indexes)',
+			'MB after',
+			'growth',
+			'row updates',
+			'HOT updates',
+			'dead rows left',
+			'autovacuum runs',
+			'MB after VACUUM',
+		],
 		out,
 	);
 	console.log(`autovacuum settings: ${settings.map((s) => `${s.name}=${s.setting}`).join(', ')}`);
-}
+};
 
 // ---------------------------------------------------------------------------------------------
 // 5. output size of the node's `idempotency` object
 
-async function outputSize(ctx) {
+const outputSize: ScaleGroup = async (ctx) => {
 	const { table, store, createTable } = ctx;
-	const { idempotencyOutput } = require(path.join(ROOT, 'dist', 'lib', 'pipeline', 'idempotencyOutput'));
+	// eslint-disable-next-line @typescript-eslint/no-require-imports -- the built package (dist/), what users run
+	const { idempotencyOutput } = require(
+		path.join(ROOT, 'dist', 'lib', 'pipeline', 'idempotencyOutput'),
+	) as typeof import('../lib/pipeline/idempotencyOutput');
 	const schema = 'idem_bench_output';
 	await createTable(table(schema, 'keys'));
 	const items = ctx.quick ? 1000 : 10000;
@@ -622,17 +719,21 @@ async function outputSize(ctx) {
 		amount: 1200,
 	}));
 	// Each output is built from what its statement returns: Full from the 17-column rows, Compact from the 8-column ones.
-	const fullResults = await store(schema, 'keys').reserve(requestsFor(keys), PERMANENT);
+	const fullResults: ReservationResult[] = await store(schema, 'keys').reserve(requestsFor(keys), PERMANENT);
 	await ctx.q(`truncate ${table(schema, 'keys').qualified}`);
-	const compactResults = await store(schema, 'keys').reserve(requestsFor(keys), { ...PERMANENT, detail: 'compact' });
-	const derived = { key: '', keySource: 'custom', hashed: false };
-	const output = (detail) => (r) => idempotencyOutput(r, { ...derived, key: r.key }, { mode: 'permanent', detail, fingerprinting: false });
-	const shapes = [
+	const compactResults: Array<ReservationResult<CompactRecord>> = await store(schema, 'keys').reserve(requestsFor(keys), {
+		...PERMANENT,
+		detail: 'compact',
+	});
+	const derived = { key: '', keySource: 'custom', hashed: false } as const;
+	const output = (detail: ReservationDetail) => (r: ReservationResult<CompactRecord>) =>
+		idempotencyOutput(r, { ...derived, key: r.key }, { mode: 'permanent', detail, fingerprinting: false });
+	const shapes: Array<{ name: string; results: Array<ReservationResult<CompactRecord>>; make: ReturnType<typeof output> }> = [
 		{ name: 'Output: Full (as before)', results: fullResults, make: output('full') },
 		{ name: 'Output: Compact (the default)', results: compactResults, make: output('compact') },
 	];
 	const measured = shapes.map((shape) => {
-		const samples = [];
+		const samples: number[] = [];
 		let bytes = 0;
 		let objectBytes = 0;
 		for (let i = 0; i < 5; i++) {
@@ -663,9 +764,9 @@ async function outputSize(ctx) {
 	console.log(
 		`compact = ${JSON.stringify(Object.keys(measured[1].make(compactResults[0])))} on New items in Permanent mode (response on duplicates, lockedUntil in Lease mode, payloadMismatch when fingerprinting, manualTest when true).`,
 	);
-}
+};
 
-const GROUPS = {
+export const GROUPS: Record<string, ScaleGroup> = {
 	statement,
 	growth,
 	cleanup: cleanupUnderLoad,
@@ -673,5 +774,3 @@ const GROUPS = {
 	bloat,
 	output: outputSize,
 };
-
-module.exports = { GROUPS, context, timed, freshKeys, requestsFor, PERMANENT };
