@@ -38,8 +38,14 @@ describe('end-to-end tiers chosen by each file\'s tag line', () => {
 			expect({ helper, inCompatibilityTier: users.some((file) => compatibility.has(file)) }).toEqual({ helper, inCompatibilityTier: true });
 		}
 		// The answers table, the seed experiment, the installer and the user's own step, as the tier promises.
-		for (const name of ['answers', 'seed-experiment', 'community-installer', 'user-business-step', 'queue/soak']) {
-			expect(compatibility).toContain(`test/e2e/${name}.e2e.test.js`);
+		for (const file of [
+			'answers.e2e.test.ts',
+			'seed-experiment.e2e.test.js',
+			'community-installer.e2e.test.ts',
+			'user-business-step.e2e.test.js',
+			'queue/soak.e2e.test.js',
+		]) {
+			expect(compatibility).toContain(`test/e2e/${file}`);
 		}
 	});
 

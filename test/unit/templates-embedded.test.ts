@@ -8,7 +8,7 @@ import { IdempotencyReserve } from '../../nodes/IdempotencyReserve/IdempotencyRe
 // The zero-setup templates (Store: Embedded) against the Postgres templates they mirror: the same
 // graph, the same answers and the same Settle wiring, with only the store, the credentials and the
 // example business step changed. The end-to-end suite runs them in a real n8n
-// (test/e2e/embedded-*.e2e.test.js); these checks catch a drift between the two in a second.
+// (test/e2e/embedded-*.e2e.test.ts); these checks catch a drift between the two in a second.
 const TEMPLATE_DIR = path.join(__dirname, '..', '..', 'templates');
 const PACKAGE = 'n8n-nodes-idempotency';
 

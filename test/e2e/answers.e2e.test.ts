@@ -3,12 +3,30 @@
 // left to n8n's own answer for a failed execution (n8n 1.x answers that 200 with an empty body in
 // this response mode: the provider would stop retrying and the event would be lost).
 // e2e-tags: single queue compatibility
-const { harness, eventId } = require('../support/e2e/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential, makeCredentialUnreadable } = require('../support/e2e/restWorkflows');
-const { settleBlocker } = require('../support/e2e/appFaults');
+import { harness, eventId } from '../support/e2e/harness';
+import {
+	readShippedTemplate,
+	withOwnWebhook,
+	publishWorkflow,
+	appCredentialData,
+	createCredential,
+	makeCredentialUnreadable,
+} from '../support/e2e/restWorkflows';
+import { settleBlocker } from '../support/e2e/appFaults';
 
 const BUSINESS = 'Business Step (insert business_log)';
 const SETTLE = 'Settle (complete or mark failed)';
+
+/** A node of a shipped template, with the fields this file reads or edits. */
+interface TemplateNode {
+	name: string;
+	parameters: Record<string, unknown>;
+	credentials?: Record<string, { id: string; name: string }>;
+	onError?: string;
+}
+interface Template {
+	nodes: TemplateNode[];
+}
 
 describe('the webhook template answers every outcome itself', () => {
 	const h = harness();
@@ -18,23 +36,28 @@ describe('the webhook template answers every outcome itself', () => {
 	afterAll(() => blocked.drop());
 
 	/** The shipped template, published with its own webhook; `edit` changes it as a user (or a fault) would. */
-	async function publishTemplate(label, edit = () => {}) {
-		const template = readShippedTemplate('idempotent-webhook.json');
+	async function publishTemplate(label: string, edit: (template: Template) => void | Promise<void> = () => {}) {
+		const template: Template = readShippedTemplate('idempotent-webhook.json');
 		await edit(template);
 		const { workflow, webhookPath } = withOwnWebhook(template, label);
 		const workflowId = await publishWorkflow(h, workflow, webhookPath);
 		return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
 	}
 
-	const nodeOf = (template, name) => template.nodes.find((node) => node.name === name);
-	const businessSql = (sql) => (template) => {
-		nodeOf(template, BUSINESS).parameters = { operation: 'executeQuery', query: sql, options: { queryReplacement: '={{ [$json.idempotency.key] }}' } };
+	const nodeOf = (template: Template, name: string) => template.nodes.find((node) => node.name === name)!;
+	const businessSql = (sql: string) => (template: Template) => {
+		nodeOf(template, BUSINESS).parameters = {
+			operation: 'executeQuery',
+			query: sql,
+			options: { queryReplacement: '={{ [$json.idempotency.key] }}' },
+		};
 	};
 
 	test('the key store unreachable → 503 not_reserved, nothing ran', async () => {
 		const unreachable = await createCredential(h, 'idempotencyPostgresApi', { ...appCredentialData(h), port: 1, maxConnections: 2 });
 		const { url, workflowId } = await publishTemplate('store-down', (template) => {
-			for (const node of template.nodes) if (node.credentials?.idempotencyPostgresApi) node.credentials = { idempotencyPostgresApi: unreachable };
+			for (const node of template.nodes)
+				if (node.credentials?.idempotencyPostgresApi) node.credentials = { idempotencyPostgresApi: unreachable };
 		});
 		const mark = await h.executionMark();
 		const answer = await h.deliver(url, { id: eventId('store_down'), type: 'e2e.answers' });
@@ -61,12 +84,12 @@ describe('the webhook template answers every outcome itself', () => {
 		expect((await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [`evt:${id}`])).rowCount).toBe(0);
 	});
 
-	test('a business step left at n8n\'s default (stop the workflow on error): a success → 200, completed; a failure → 500, the key failed, the retry processed once', async () => {
+	test("a business step left at n8n's default (stop the workflow on error): a success → 200, completed; a failure → 500, the key failed, the retry processed once", async () => {
 		// The user's step at its defaults: no error output. Settle below it is not reached when it fails:
 		// the key is settled when the execution ends, and n8n answers the failure.
-		const fails = (template) => {
+		const fails = (template: Template) => {
 			delete nodeOf(template, BUSINESS).onError;
-			businessSql("SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM e2e_fail_once WHERE event_key = $1) THEN 0 ELSE 1 END)")(template);
+			businessSql('SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM e2e_fail_once WHERE event_key = $1) THEN 0 ELSE 1 END)')(template);
 		};
 		await h.appQuery('CREATE TABLE IF NOT EXISTS e2e_fail_once (event_key text PRIMARY KEY)');
 		const { url, workflowId } = await publishTemplate('default-settings', fails);
@@ -79,7 +102,12 @@ describe('the webhook template answers every outcome itself', () => {
 		expect(succeeded.status).toBe(200);
 		const failed = await h.deliver(url, { id: failing, type: 'e2e.answers' });
 		expect(failed.status).toBe(500);
-		const keys = async () => (await h.appQuery('SELECT key, status, attempts FROM processed_events WHERE key = ANY($1) ORDER BY key', [[`evt:${ok}`, `evt:${failing}`]])).rows;
+		const keys = async () =>
+			(
+				await h.appQuery('SELECT key, status, attempts FROM processed_events WHERE key = ANY($1) ORDER BY key', [
+					[`evt:${ok}`, `evt:${failing}`],
+				])
+			).rows;
 		expect(await keys()).toEqual([
 			{ key: `evt:${failing}`, status: 'failed', attempts: 1 },
 			{ key: `evt:${ok}`, status: 'completed', attempts: 1 },
@@ -94,12 +122,12 @@ describe('the webhook template answers every outcome itself', () => {
 			{ key: `evt:${failing}`, status: 'completed', attempts: 2 },
 			{ key: `evt:${ok}`, status: 'completed', attempts: 1 },
 		]);
-		const runs = await h.waitForExecutions(workflowId, mark, 4, { timeoutMs: 120000 });
+		const runs: Array<{ status: string }> = await h.waitForExecutions(workflowId, mark, 4, { timeoutMs: 120000 });
 		expect(runs.map((run) => run.status)).toEqual(['success', 'error', 'success', 'success']);
 	});
 
 	test('a failing business step → 500 failed, the key marked failed', async () => {
-		const { url } = await publishTemplate('step-fails', businessSql("SELECT 1 / 0 WHERE $1 IS NOT NULL"));
+		const { url } = await publishTemplate('step-fails', businessSql('SELECT 1 / 0 WHERE $1 IS NOT NULL'));
 		const id = eventId('step_fails');
 		const answer = await h.deliver(url, { id, type: 'e2e.answers' });
 		expect([answer.status, answer.outcome]).toEqual([500, 'failed']);
@@ -109,7 +137,7 @@ describe('the webhook template answers every outcome itself', () => {
 	});
 
 	test('a failing business step whose key cannot be marked failed → 500, and the execution fails for the error workflow', async () => {
-		const { url, workflowId } = await publishTemplate('fail-unsettled', businessSql("SELECT 1 / 0 WHERE $1 IS NOT NULL"));
+		const { url, workflowId } = await publishTemplate('fail-unsettled', businessSql('SELECT 1 / 0 WHERE $1 IS NOT NULL'));
 		const id = eventId('fail_unsettled');
 		await blocked.block(`evt:${id}`, 'failed');
 		const mark = await h.executionMark();
@@ -117,7 +145,9 @@ describe('the webhook template answers every outcome itself', () => {
 		expect([answer.status, answer.outcome]).toEqual([500, 'failed']);
 		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
 		expect(run.status).toBe('error');
-		expect(run.nodesRun).toEqual(expect.arrayContaining(['Respond 500 (not marked failed)', 'Mark Failed Failed (error workflow marks it)']));
+		expect(run.nodesRun).toEqual(
+			expect.arrayContaining(['Respond 500 (not marked failed)', 'Mark Failed Failed (error workflow marks it)']),
+		);
 	});
 
 	test('a successful step whose key cannot be completed → 200 completion_pending, the execution fails with the key for the error workflow', async () => {
@@ -146,7 +176,11 @@ describe('the webhook template answers every outcome itself', () => {
 		expect([answer.status, answer.outcome]).toEqual([200, 'completion_refused']);
 		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
 		expect(run.status).toBe('error');
-		expect(run.runData[SETTLE][0].data.main[2][0].json.idempotency).toMatchObject({ stepSucceeded: true, applied: false, staleReason: reason });
+		expect(run.runData[SETTLE][0].data.main[2][0].json.idempotency).toMatchObject({
+			stepSucceeded: true,
+			applied: false,
+			staleReason: reason,
+		});
 		expect(run.nodesRun).toContain('Completion Refused (check the key)');
 	});
 });

@@ -1,25 +1,32 @@
-// The README's `npm run demo`, run as a newcomer runs it, to its end: `node scripts/demo.js --once`
-// in a folder of its own (its own embedded Postgres, n8n from the cache the suite already uses, the
-// packed package installed by hand), the Idempotent Webhook trigger template published, the demo
-// acting as Stripe. Checks what the demo prints, the tables the README promises: each delivery's
-// answer and the execution it started, and per event one execution and one call to the API — the
-// copies, the burst and the forgery started none — and that it stopped n8n and Postgres on exit.
+// The README's `npm run demo`, run as a newcomer runs it, to its end: what `npm run demo -- --once`
+// runs (`node -r ./test/support/register-ts.js scripts/demo --once`), in a folder of its own (its own
+// embedded Postgres, n8n from the cache the suite already uses, the packed package installed by
+// hand), the Idempotent Webhook trigger template published, the demo acting as Stripe. Checks what
+// the demo prints, the tables the README promises: each delivery's answer and the execution it
+// started, and per event one execution and one call to the API — the copies, the burst and the
+// forgery started none — and that it stopped n8n and Postgres on exit.
 // Not through test/support/e2e/harness.js: the demo starts and stops a stack of its own. One
 // topology, the newest n8n line: what a newcomer's first command runs.
 // e2e-tags: single
-const { spawn } = require('node:child_process');
-const fs = require('node:fs');
-const net = require('node:net');
-const path = require('node:path');
-const stack = require('../support/stack/n8nStack');
-const { freePort } = require('../support/stack/postgresServer');
-const { E2E_ROOT } = require('../support/e2e/paths');
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import * as stack from '../support/stack/n8nStack';
+import { freePort } from '../support/stack/postgresServer';
+import { E2E_ROOT } from '../support/e2e/paths';
+
+/** test/support/register-ts.js: `npm run demo` runs the demo with it (node -r …), so the demo's TypeScript runs from source. */
+const REGISTER_TS = path.join(stack.REPO_ROOT, 'test', 'support', 'register-ts.js');
 
 /** Runs the demo to its exit: { code, output, seconds }. */
-function runDemo(demoArgs) {
+function runDemo(demoArgs: string[]): Promise<{ code: number | null; output: string; seconds: number }> {
 	const started = Date.now();
 	return new Promise((resolve, reject) => {
-		const child = spawn(process.execPath, [path.join(stack.REPO_ROOT, 'scripts', 'demo.js'), ...demoArgs], { cwd: stack.REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+		const child = spawn(process.execPath, ['-r', REGISTER_TS, path.join(stack.REPO_ROOT, 'scripts', 'demo'), ...demoArgs], {
+			cwd: stack.REPO_ROOT,
+			stdio: ['ignore', 'pipe', 'pipe'],
+		});
 		let output = '';
 		child.stdout.on('data', (chunk) => (output += chunk));
 		child.stderr.on('data', (chunk) => (output += chunk));
@@ -29,11 +36,11 @@ function runDemo(demoArgs) {
 }
 
 /** The rows of the printed table whose header row starts with `first` (cells trimmed), up to the first line that is not a row. */
-function tableRows(output, first) {
+function tableRows(output: string, first: string): string[][] {
 	const lines = output.split('\n');
 	const header = lines.findIndex((line) => line.trim().startsWith(`${first} `) && line.includes('│'));
 	if (header < 0) return [];
-	const rows = [];
+	const rows: string[][] = [];
 	for (const line of lines.slice(header + 2)) {
 		if (!line.includes('│')) break;
 		rows.push(line.split('│').map((cell) => cell.trim()));
@@ -41,15 +48,15 @@ function tableRows(output, first) {
 	return rows;
 }
 
-const connects = (port) =>
-	new Promise((resolve) => {
+const connects = (port: number) =>
+	new Promise<boolean>((resolve) => {
 		const socket = net.connect(port, '127.0.0.1');
 		socket.once('connect', () => socket.destroy() || resolve(true));
 		socket.once('error', () => resolve(false));
 	});
 
 describe('npm run demo -- --once (the README command), as a newcomer runs it', () => {
-	let dir;
+	let dir: string | undefined;
 	afterAll(() => dir && fs.rmSync(dir, { recursive: true, force: true }));
 
 	test('the trigger answers the copies, the burst and the forgery without an execution: one execution and one API call per event', async () => {
@@ -70,13 +77,27 @@ describe('npm run demo -- --once (the README command), as a newcomer runs it', (
 			['5. event C, genuine', '200 new', expect.stringMatching(/^#\d+$/)],
 			['6. a body without id', '200 new', expect.stringMatching(/^#\d+$/)],
 			['7. the same body without id again', '200 duplicate', expect.stringMatching(/^none/)],
-			['8. event D, 20 copies at once', expect.stringMatching(/^1× 200 new(, \d+× 409 in_progress)?(, \d+× 200 duplicate)?$/), expect.stringMatching(/^#\d+$/)],
+			[
+				'8. event D, 20 copies at once',
+				expect.stringMatching(/^1× 200 new(, \d+× 409 in_progress)?(, \d+× 200 duplicate)?$/),
+				expect.stringMatching(/^#\d+$/),
+			],
 			// The copies answered 409 while D ran, retried like Stripe (absent when none was answered 409).
-			...answers.slice(8).map(() => [expect.stringMatching(/^9\. the \d+ answered 409, retried$/), expect.stringMatching(/^\d+× 200 duplicate$/), 'none']),
+			...answers
+				.slice(8)
+				.map(() => [expect.stringMatching(/^9\. the \d+ answered 409, retried$/), expect.stringMatching(/^\d+× 200 duplicate$/), 'none']),
 		]);
 
 		// event, requests, n8n executions, API calls, key status (attempts, duplicates)
-		const events = tableRows(run.output, 'event').map(([event, , requests, executions, calls, key]) => [event, Number(requests), Number(executions), Number(calls), key]);
+		const events = tableRows(run.output, 'event').map(
+			([event, , requests, executions, calls, key]): [string, number, number, number, string] => [
+				event,
+				Number(requests),
+				Number(executions),
+				Number(calls),
+				key,
+			],
+		);
 		const burstRequests = events.find(([event]) => event === 'D')?.[1];
 		expect(burstRequests).toBeGreaterThanOrEqual(20);
 		expect(events).toEqual([
@@ -85,9 +106,9 @@ describe('npm run demo -- --once (the README command), as a newcomer runs it', (
 			['C forged', 1, 0, 0, 'nothing stored'],
 			['C', 1, 1, 1, 'completed (1, 0)'],
 			['no id', 2, 1, 1, 'completed (1, 1)'],
-			['D', burstRequests, 1, 1, `completed (1, ${burstRequests - 1})`],
+			['D', burstRequests, 1, 1, `completed (1, ${burstRequests! - 1})`],
 		]);
-		expect(run.output).toContain(`${burstRequests + 7} requests → 5 n8n executions, 5 calls to your API`);
+		expect(run.output).toContain(`${burstRequests! + 7} requests → 5 n8n executions, 5 calls to your API`);
 
 		// It stopped what it started: n8n's port is closed, Postgres's data dir has no live postmaster.
 		expect(await connects(port)).toBe(false);

@@ -1,7 +1,7 @@
 // The cleanup template (a Manual Trigger copy, run with `n8n execute --id`) deletes keys past the
 // 30-day retention and keeps recent ones.
 // e2e-tags: single
-const { harness, eventId } = require('../support/e2e/harness');
+import { harness, eventId } from '../support/e2e/harness';
 
 describe('templates/scheduled-cleanup.json', () => {
 	const h = harness();
@@ -17,10 +17,13 @@ describe('templates/scheduled-cleanup.json', () => {
 			 SELECT k, now() - interval '40 days', now() - interval '40 days', 'completed', now() - interval '10 days' FROM unnest($1::text[]) k`,
 			[old],
 		);
-		await h.appQuery(`INSERT INTO processed_events (key, status, expires_at) VALUES ($1, 'completed', now() - interval '1 minute')`, [expired]);
-		await h.appQuery(`INSERT INTO processed_events (key, status, expires_at) SELECT k, 'completed', now() + interval '30 days' FROM unnest($1::text[]) k`, [
-			recent,
+		await h.appQuery(`INSERT INTO processed_events (key, status, expires_at) VALUES ($1, 'completed', now() - interval '1 minute')`, [
+			expired,
 		]);
+		await h.appQuery(
+			`INSERT INTO processed_events (key, status, expires_at) SELECT k, 'completed', now() + interval '30 days' FROM unnest($1::text[]) k`,
+			[recent],
+		);
 		await h.appQuery(
 			`INSERT INTO processed_events (key, first_seen, status, locked_until, owner_token)
 			 VALUES ($1, now() - interval '40 days', 'processing', now() + interval '5 minutes', gen_random_uuid())`,
@@ -35,7 +38,7 @@ describe('templates/scheduled-cleanup.json', () => {
 		}
 
 		const left = await h.appQuery('SELECT key FROM processed_events WHERE key LIKE $1 ORDER BY key', [`${prefix}%`]);
-		expect(left.rows.map((r) => r.key).sort()).toEqual([leased, ...recent].sort());
+		expect(left.rows.map((r: { key: string }) => r.key).sort()).toEqual([leased, ...recent].sort());
 		const after = await h.appQuery('SELECT count(*)::int AS n FROM processed_events');
 		// Only this test's expired rows went (other tests' recent keys stay).
 		expect(before.rows[0].n - after.rows[0].n).toBe(old.length + 1);
@@ -54,7 +57,9 @@ describe('templates/scheduled-cleanup.json', () => {
 
 		// Then the daily report (Get Stats over the last 24 h), after the cleanup's own summary.
 		const report = execution.runData['Daily Report'][0].data.main[0][0].json;
-		expect(report.report).toMatch(/^Last 24 h: \d+ new key\(s\), \d+ duplicate\(s\), \d+ reclaim\(s\), \d+ failure\(s\)\. Now: \d+ key\(s\), \d+ failed, \d+ stuck lease\(s\)\. Deleted 4 expired/);
+		expect(report.report).toMatch(
+			/^Last 24 h: \d+ new key\(s\), \d+ duplicate\(s\), \d+ reclaim\(s\), \d+ failure\(s\)\. Now: \d+ key\(s\), \d+ failed, \d+ stuck lease\(s\)\. Deleted 4 expired/,
+		);
 		const stats = execution.runData['Key Stats (Last 24 h)'][0].data.main[0][0].json;
 		expect(stats.total).toBe(after.rows[0].n);
 	});

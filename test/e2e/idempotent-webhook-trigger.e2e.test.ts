@@ -8,38 +8,55 @@
 // `n8n webhook` process answering (the trigger's webhook() runs there) and two workers running the
 // executions, all in main's n8n folder (one host, one embedded key file).
 // e2e-tags: single queue compatibility
-const crypto = require('node:crypto');
-const fs = require('node:fs');
-const { harness, eventId } = require('../support/e2e/harness');
-const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
-const { deliverAll, figures, report } = require('../support/e2e/provider');
-const { publishTrigger, triggerBase, withWaitBeforeStep, deliverUntilAccepted: acceptedAt, TRIGGER } = require('../support/e2e/trigger');
-const { startSink } = require('../support/e2e/sink');
-const { eventually } = require('../support/e2e/eventually');
-const { pidAlive } = require('../support/stack/childProcesses');
-const { saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
-const { stripeSignature } = require('../support/stack/stripeDelivery');
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { harness, eventId } from '../support/e2e/harness';
+import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
+import { deliverAll, figures, report } from '../support/e2e/provider';
+import { publishTrigger, triggerBase, withWaitBeforeStep, deliverUntilAccepted as acceptedAt, TRIGGER } from '../support/e2e/trigger';
+import { startSink } from '../support/e2e/sink';
+import { eventually } from '../support/e2e/eventually';
+import { saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
+import { stripeSignature } from '../support/stack/stripeDelivery';
+
+type Sink = Awaited<ReturnType<typeof startSink>>;
+type Trigger = Awaited<ReturnType<typeof publishTrigger>>;
+// The options of these JavaScript helpers, typed from their parameters (which name only the options with a default).
+type TriggerOptions = Parameters<typeof publishTrigger>[2];
+type DeliveryOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
+type KeyState = { status: string; attempts: number; duplicates: number } | null;
+/** An execution as n8n stored it, with the trigger's item (its key) in its run data. */
+interface Execution {
+	id: number;
+	status: string;
+	runData: Record<string, Array<{ data: { main: Array<Array<{ json: { idempotency: { key: string } } }>> } }>>;
+}
+/** What the stack's control answers for GET /processes (test/support/e2e/control). */
+interface Processes {
+	webhook: { pid: number; alive: boolean; url: string; userFolder: string };
+	workers: Array<{ logFile: string }>;
+}
 
 describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.json)', () => {
 	const h = harness();
-	let api;
-	let webhook;
-	let base;
+	let api: Sink;
+	let webhook: Trigger;
+	let base: Awaited<ReturnType<typeof triggerBase>>;
 
 	beforeAll(async () => {
 		await useWorkerFolders(h, 'shared');
 		base = await triggerBase(h);
 		api = await startSink();
-		webhook = await publishTrigger(h, 'trigger', { apiUrl: api.url, baseUrl: base.baseUrl });
+		webhook = await publishTrigger(h, 'trigger', { apiUrl: api.url, baseUrl: base.baseUrl } as TriggerOptions);
 	});
 	afterAll(async () => api?.close());
 
-	const deliverUntilAccepted = (event) => acceptedAt(h, webhook.url, event);
+	const deliverUntilAccepted = (event: { id: string; type: string }) => acceptedAt(h, webhook.url, event);
 
 	/** Queue mode: each execution ran on a worker (its log names it), none on main or the webhook process. */
-	async function expectRanOnWorkers(executions) {
+	async function expectRanOnWorkers(executions: Array<{ id: number }>) {
 		if (h.topology !== 'queue') return;
-		const { workers, webhook: webhookProcess } = await h.control('GET /processes');
+		const { workers, webhook: webhookProcess } = (await h.control('GET /processes')) as Processes;
 		expect(webhookProcess).toMatchObject({ pid: base.webhookProcess.pid, alive: true, userFolder: h.state.userFolder });
 		expect(webhook.url.startsWith(`${webhookProcess.url}/`)).toBe(true);
 		const logs = workers.map((worker) => fs.readFileSync(worker.logFile, 'utf8')).join('\n');
@@ -58,10 +75,10 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const now = Math.floor(Date.now() / 1000);
 
 		const answers = [];
-		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 }));
-		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now })); // Stripe's retry: a new signature
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 } as DeliveryOptions));
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now } as DeliveryOptions)); // Stripe's retry: a new signature
 		answers.push(await h.deliver(webhook.url, b));
-		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' }));
+		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' } as DeliveryOptions));
 		answers.push(await h.deliver(webhook.url, c));
 		answers.push(await h.deliver(webhook.url, raw));
 		answers.push(await h.deliver(webhook.url, raw));
@@ -90,8 +107,8 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		});
 		// n8n's record: one execution per new event; the two copies and the forgery started none.
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 4);
-		expect(executions.map((e) => e.status)).toEqual(Array(4).fill('success'));
-		expect(executions.map((e) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual(keys);
+		expect(executions.map((e: Execution) => e.status)).toEqual(Array(4).fill('success'));
+		expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual(keys);
 		await expectRanOnWorkers(executions);
 	});
 
@@ -133,7 +150,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(api.calls(key)).toBe(1);
 		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 2);
-		expect(executions.map((e) => e.status)).toEqual(['error', 'success']);
+		expect(executions.map((e: Execution) => e.status)).toEqual(['error', 'success']);
 	});
 
 	test('the sender gives up after 2 s, the step takes 6 s: the step still ends, the key completes, 409 meanwhile, the retry is a duplicate; one effect', async () => {
@@ -141,9 +158,9 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const event = { id: eventId('trg_timeout'), type: 'order.created' };
 		const key = `evt:${event.id}`;
 		api.slow(key, 6000);
-		const gaveUp = await h.deliver(webhook.url, event, {}, { timeoutMs: 2000 }).then(
+		const gaveUp = await h.deliver(webhook.url, event, {}, { timeoutMs: 2000 } as DeliveryOptions).then(
 			(answer) => ({ answered: answer.status }),
-			(error) => ({ error: error.name }),
+			(error: Error) => ({ error: error.name }),
 		);
 		expect(gaveUp).toEqual({ error: 'TimeoutError' });
 		// The sender's retry while the step still works: the first delivery holds the key.
@@ -153,7 +170,11 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 
 		const [execution] = await h.waitForExecutions(webhook.workflowId, mark, 1);
 		expect(execution.status).toBe('success');
-		const completed = await eventually(() => keyStates(h, [key]), (states) => states[key]?.status === 'completed', { timeoutMs: 30000 });
+		const completed = await eventually(
+			() => keyStates(h, [key]),
+			(states: Record<string, KeyState>) => states[key]?.status === 'completed',
+			{ timeoutMs: 30000 },
+		);
 		// The copy answered 409 is counted on the key.
 		expect(completed[key]).toEqual({ status: 'completed', attempts: 1, duplicates: 1 });
 		const retried = await h.deliver(webhook.url, event);
@@ -166,7 +187,11 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	});
 
 	test('a Wait after the trigger is refused at the first step, before the business step: 500, no call, the key failed', async () => {
-		const waiting = await publishTrigger(h, 'trigger-wait', { apiUrl: api.url, baseUrl: base.baseUrl, edit: withWaitBeforeStep });
+		const waiting = await publishTrigger(h, 'trigger-wait', {
+			apiUrl: api.url,
+			baseUrl: base.baseUrl,
+			edit: withWaitBeforeStep,
+		} as TriggerOptions);
 		const event = { id: eventId('trg_wait'), type: 'order.created' };
 		const key = `evt:${event.id}`;
 		const answer = await h.deliver(waiting.url, event);
@@ -178,7 +203,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	test('what the trigger answered without an execution is counted in Get Stats, and a copy names the first execution', async () => {
 		// Get Stats as a user runs it from the editor, on the key file the trigger uses.
 		const { id: statsWorkflowId } = await saveWorkflow(h, getStatsWorkflow(), 'trigger-stats');
-		const answersInWindow = async () => {
+		const answersInWindow = async (): Promise<Record<string, number>> => {
 			const { execution } = await runFromManualTrigger(h, statsWorkflowId, 'Run Now');
 			expect(execution.status).toBe('success');
 			return execution.runData['Get Stats'][0].data.main[0][0].json.answersInWindow;
@@ -187,17 +212,34 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const mark = await h.executionMark();
 		const event = { id: eventId('trg_seen'), type: 'order.created' };
 		const first = await h.deliver(webhook.url, event);
-		const forged = await h.deliver(webhook.url, event, {}, { secret: 'whsec_not_the_endpoint_secret' });
+		const forged = await h.deliver(webhook.url, event, {}, { secret: 'whsec_not_the_endpoint_secret' } as DeliveryOptions);
 		const [execution] = await h.waitForExecutions(webhook.workflowId, mark, 1);
 		const raw = JSON.stringify(event);
-		const copy = await fetch(webhook.url, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignature(raw) }, body: raw });
+		const copy = await fetch(webhook.url, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignature(raw) },
+			body: raw,
+		});
 
 		expect([first.status, first.outcome, forged.status, forged.outcome]).toEqual([200, 'new', 401, 'invalid_signature']);
-		expect([copy.status, copy.headers.get('x-idempotency-outcome'), copy.headers.get('x-idempotency-first-execution')]).toEqual([200, 'duplicate', String(execution.id)]);
+		expect([copy.status, copy.headers.get('x-idempotency-outcome'), copy.headers.get('x-idempotency-first-execution')]).toEqual([
+			200,
+			'duplicate',
+			String(execution.id),
+		]);
 		// Each delivery is counted just after its answer is written: the last one may land a moment later.
-		const counted = (after) => Object.fromEntries(Object.keys(after).map((answer) => [answer, after[answer] - (before[answer] ?? 0)]).filter(([, n]) => n !== 0));
+		const counted = (after: Record<string, number>) =>
+			Object.fromEntries(
+				Object.keys(after)
+					.map((answer) => [answer, after[answer] - (before[answer] ?? 0)])
+					.filter(([, n]) => n !== 0),
+			);
 		const expected = { new: 1, duplicate: 1, invalid_signature: 1 };
-		const after = await eventually(answersInWindow, (answers) => JSON.stringify(counted(answers)) === JSON.stringify(expected), { timeoutMs: 10000, everyMs: 500 });
+		const after = await eventually(
+			answersInWindow,
+			(answers: Record<string, number>) => JSON.stringify(counted(answers)) === JSON.stringify(expected),
+			{ timeoutMs: 10000, everyMs: 500 },
+		);
 		expect(counted(after)).toEqual(expected);
 	});
 });

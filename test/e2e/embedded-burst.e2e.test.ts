@@ -3,17 +3,24 @@
 // Duplicate. In queue mode the deliveries spread over two workers that share main's n8n folder: two OS
 // processes reserving in one store file at the same moment.
 // e2e-tags: single queue
-const { harness, outputTaken, eventId } = require('../support/e2e/harness');
-const { EMB, useEmbeddedWebhook, keyStates } = require('../support/e2e/embedded');
-const { deliverAll, figures, report } = require('../support/e2e/provider');
+import { harness, outputTaken, eventId } from '../support/e2e/harness';
+import { EMB, useEmbeddedWebhook, keyStates, type startEmbeddedWebhook } from '../support/e2e/embedded';
+import { deliverAll, figures, report } from '../support/e2e/provider';
 
-const countBy = (items, keyOf) => items.reduce((acc, item) => ({ ...acc, [keyOf(item)]: (acc[keyOf(item)] ?? 0) + 1 }), {});
+type EmbeddedSite = Awaited<ReturnType<typeof startEmbeddedWebhook>>;
+interface Execution {
+	nodesRun: string[];
+}
+
+const countBy = <T>(items: T[], keyOf: (item: T) => string) =>
+	items.reduce<Record<string, number>>((acc, item) => ({ ...acc, [keyOf(item)]: (acc[keyOf(item)] ?? 0) + 1 }), {});
 
 const BURST = 100;
 
 describe('a burst of one event on the embedded store', () => {
 	const h = harness();
-	const site = useEmbeddedWebhook(h, 'emb-burst');
+	// { api, webhook }, filled in by the beforeAll useEmbeddedWebhook registers, before the test runs.
+	const site = useEmbeddedWebhook(h, 'emb-burst') as unknown as EmbeddedSite;
 
 	// 100 deliveries at once is also a load test of n8n itself: in one process its own database pool
 	// can time out reading the signing secret (503 not_verified), n8n can fail the execution (500),
@@ -54,7 +61,7 @@ describe('a burst of one event on the embedded store', () => {
 		// n8n's record, where n8n managed to save it under this load (it may not, when its own
 		// database pool timed out): never a second run of the business step.
 		const executions = await h.executions(webhook.workflowId, mark);
-		expect(executions.filter((e) => e.nodesRun.includes(EMB.business)).length).toBeLessThanOrEqual(1);
-		expect(executions.filter((e) => outputTaken(e, EMB.reserve) === 0).length).toBeLessThanOrEqual(1);
+		expect(executions.filter((e: Execution) => e.nodesRun.includes(EMB.business)).length).toBeLessThanOrEqual(1);
+		expect(executions.filter((e: Execution) => outputTaken(e, EMB.reserve) === 0).length).toBeLessThanOrEqual(1);
 	});
 });

@@ -4,9 +4,9 @@
 // results. A crash without an error output: the error-workflow template marks the execution's keys
 // failed, with the execution's error. Redelivery is the same as after a release: the key is New again.
 // e2e-tags: single queue compatibility
-const { harness, outputTaken, outputItem, eventId, NODE } = require('../support/e2e/harness');
-const { eventually } = require('../support/e2e/eventually');
-const { errorRunsFor } = require('../support/e2e/outcome');
+import { harness, outputTaken, outputItem, eventId, NODE } from '../support/e2e/harness';
+import { eventually } from '../support/e2e/eventually';
+import { errorRunsFor } from '../support/e2e/outcome';
 
 const CONSTRAINT = 'business_log_e2e_rejects_poison';
 const MARK_EXECUTION_FAILED = 'Mark Keys of Failed Execution as Failed';
@@ -18,8 +18,12 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT IF EXISTS ${CONSTRAINT}`);
 	});
 
-	const stored = async (key) =>
-		(await h.appQuery('SELECT status, attempts, last_error, payload, locked_until, execution_id FROM processed_events WHERE key = $1', [key])).rows[0];
+	const stored = async (key: string) =>
+		(
+			await h.appQuery('SELECT status, attempts, last_error, payload, locked_until, execution_id FROM processed_events WHERE key = $1', [
+				key,
+			])
+		).rows[0];
 
 	test('failing business step → Mark Failed (error text, payload kept) → 500; redelivery after the fix is processed → exactly 1 business row', async () => {
 		const event = { id: eventId('poison'), type: 'e2e.poison' };
@@ -50,7 +54,7 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 		expect([retried.status, retried.outcome]).toEqual([200, 'new']);
 		const again = await h.deliver(h.webhookUrl, event);
 		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
-		const runs = await h.waitForExecutions(h.IDS.webhook, mark, 2);
+		const runs: Array<{ id: number }> = await h.waitForExecutions(h.IDS.webhook, mark, 2);
 		expect(runs.map((e) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
 		// n8n stored each run's outcome as custom data, in the table its executions list filters on.
 		// In queue mode the worker saves an execution's status before its custom data: wait for the rows.
@@ -60,10 +64,12 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 					`SELECT "executionId", key, value FROM execution_metadata WHERE "executionId" = ANY($1::int[]) AND key LIKE 'idempotency_%' ORDER BY "executionId", key`,
 					[runs.map((e) => e.id)],
 				),
-			(result) => result.rowCount >= 8,
+			(result: { rowCount: number }) => result.rowCount >= 8,
 		);
 		// Attempt 3: the key was kept through both failures (a released key would start over at 1).
-		expect(customData.rows.map((r) => [Number(r.executionId), r.key, r.value])).toEqual([
+		expect(
+			customData.rows.map((r: { executionId: number; key: string; value: string }) => [Number(r.executionId), r.key, r.value]),
+		).toEqual([
 			[runs[0].id, 'idempotency_attempt', '3'],
 			[runs[0].id, 'idempotency_counts', 'new=1'],
 			[runs[0].id, 'idempotency_key', key],
@@ -79,7 +85,7 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 		expect(await stored(key)).toMatchObject({ status: 'completed', attempts: 3, payload: event });
 	});
 
-	test('a crash after a lease-mode reservation: templates/error-workflow.json marks the failed execution\'s key failed, with its error', async () => {
+	test("a crash after a lease-mode reservation: templates/error-workflow.json marks the failed execution's key failed, with its error", async () => {
 		const event = { id: eventId('crash'), type: 'e2e.crash' };
 		const key = `evt:${event.id}`;
 		const mark = await h.executionMark();

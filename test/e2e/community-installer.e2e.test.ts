@@ -14,16 +14,18 @@
 // stack has the package installed by hand), in the suite's topology: one process, or queue mode with
 // two workers whose nodes folders start empty; its databases live on the suite's Postgres server.
 // e2e-tags: single queue compatibility:single
-const fs = require('node:fs');
-const path = require('node:path');
-const stack = require('../support/stack/n8nStack');
-const { startLocalRegistry, repackWithVersion } = require('../support/stack/localRegistry');
-const { TOPOLOGY, QUEUE } = require('../support/e2e/topology');
-const { E2E_ROOT } = require('../support/e2e/paths');
-const { OWNER, harness } = require('../support/e2e/harness');
-const { readShippedTemplate, withOwnWebhook } = require('../support/e2e/restWorkflows');
-const { shootCommunityNodesPage, shootUninstalledWorkflow } = require('../support/e2e/communityNodesPage');
-const { selectedN8nVersion } = require('../support/stack/n8nVersion');
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client } from 'pg';
+import packageJson from '../../package.json';
+import * as stack from '../support/stack/n8nStack';
+import { startLocalRegistry, repackWithVersion } from '../support/stack/localRegistry';
+import { TOPOLOGY, QUEUE } from '../support/e2e/topology';
+import { E2E_ROOT } from '../support/e2e/paths';
+import { OWNER, harness } from '../support/e2e/harness';
+import { readShippedTemplate, withOwnWebhook } from '../support/e2e/restWorkflows';
+import { shootCommunityNodesPage, shootUninstalledWorkflow } from '../support/e2e/communityNodesPage';
+import { selectedN8nVersion } from '../support/stack/n8nVersion';
 
 const PACKAGE = stack.PACKAGE_NAME;
 const NEXT_VERSION = '0.1.1-e2e';
@@ -31,13 +33,41 @@ const queue = TOPOLOGY === 'queue';
 const ROUTE = '/community-packages';
 const REGISTRY_LICENCE_PRELOAD = `--require ${path.join(__dirname, '..', 'support', 'e2e', 'customRegistryLicence.js')}`;
 
+type Registry = Awaited<ReturnType<typeof startLocalRegistry>>;
+type Running = Awaited<ReturnType<typeof stack.startStack>>;
+type Rest = ReturnType<typeof stack.restClient>;
+// The options of these JavaScript helpers, typed from their parameters (which name only the options with a default).
+type PackOptions = Parameters<typeof stack.buildAndPack>[0];
+type RegistryOptions = Parameters<typeof startLocalRegistry>[0];
+/** package.json of an installed package, with the fields this file reads. */
+interface Manifest {
+	name: string;
+	version: string;
+	peerDependencies?: Record<string, string>;
+	devDependencies?: Record<string, string>;
+}
+/** A package as GET /rest/community-packages lists it. */
+interface InstalledPackage {
+	packageName: string;
+	installedVersion: string;
+}
+interface WorkflowNode {
+	name: string;
+	type: string;
+}
+
 /** The node type names the package declares (package.json → n8n.nodes), read from the built files. */
-function declaredNodeTypes() {
-	const manifest = require(path.join(stack.REPO_ROOT, 'package.json')).n8n;
+function declaredNodeTypes(): string[] {
+	const manifest = packageJson.n8n;
 	return manifest.nodes
 		.map((file) => {
-			const NodeClass = Object.values(require(path.join(stack.REPO_ROOT, file))).find((value) => typeof value === 'function');
-			return `${PACKAGE}.${new NodeClass().description.name}`;
+			// The built node files, found from package.json at run time.
+			// eslint-disable-next-line @typescript-eslint/no-require-imports
+			const built: Record<string, unknown> = require(path.join(stack.REPO_ROOT, file));
+			const NodeClass = Object.values(built).find((value) => typeof value === 'function') as
+				| (new () => { description: { name: string } })
+				| undefined;
+			return `${PACKAGE}.${new NodeClass!().description.name}`;
 		})
 		.sort();
 }
@@ -47,13 +77,19 @@ function declaredNodeTypes() {
  * file after an install, update or uninstall; read while 1.x rewrites it, the body is not yet a
  * JSON list: read again until it is.
  */
-async function servedPackageTypes(rest) {
+async function servedPackageTypes(rest: Rest): Promise<string[]> {
 	const deadline = Date.now() + 60000;
 	for (;;) {
 		const types = await rest.request('GET', '/types/nodes.json');
 		if (types.status !== 200) throw new Error(`/types/nodes.json answered ${types.status}`);
 		if (Array.isArray(types.json)) {
-			return [...new Set(types.json.map((type) => type.name).filter((name) => name.startsWith(`${PACKAGE}.`) && !name.endsWith('Tool')))].sort();
+			return [
+				...new Set<string>(
+					types.json
+						.map((type: { name: string }) => type.name)
+						.filter((name: string) => name.startsWith(`${PACKAGE}.`) && !name.endsWith('Tool')),
+				),
+			].sort();
 		}
 		if (Date.now() > deadline) throw new Error(`/types/nodes.json answered 200 without a JSON list for 60 s: ${types.text.slice(0, 200)}`);
 		await new Promise((resolve) => setTimeout(resolve, 500));
@@ -61,12 +97,12 @@ async function servedPackageTypes(rest) {
 }
 
 /** package.json of the package in an n8n process's nodes folder, or null when it is not there. */
-function installedManifest(userFolder) {
+function installedManifest(userFolder: string): Manifest | null {
 	const file = path.join(userFolder, '.n8n', 'nodes', 'node_modules', PACKAGE, 'package.json');
 	return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : null;
 }
 
-async function eventually(what, check, { timeoutMs = 120000 } = {}) {
+async function eventually<T>(what: string, check: () => T | Promise<T>, { timeoutMs = 120000 }: { timeoutMs?: number } = {}): Promise<T> {
 	const deadline = Date.now() + timeoutMs;
 	for (;;) {
 		const result = await check();
@@ -76,27 +112,27 @@ async function eventually(what, check, { timeoutMs = 120000 } = {}) {
 	}
 }
 
-const eventId = (label) => `evt_installer_${label}_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+const eventId = (label: string) => `evt_installer_${label}_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 
 describe(`the package installed through n8n's community-package installer from a registry (${TOPOLOGY})`, () => {
-	let registry;
-	let running;
-	let rest;
-	let tarball;
-	let packedVersion;
-	let workflowId;
-	let webhookUrl;
+	let registry: Registry;
+	let running: Running;
+	let rest: Rest;
+	let tarball: string;
+	let packedVersion: string;
+	let workflowId: string;
+	let webhookUrl: string;
 	const nodeTypes = declaredNodeTypes();
 	const firstEvent = eventId('first');
 
 	beforeAll(async () => {
-		const log = (line) => process.stderr.write(`[installer ${TOPOLOGY}] ${line}\n`);
+		const log = (line: string) => process.stderr.write(`[installer ${TOPOLOGY}] ${line}\n`);
 		const workDir = path.join(E2E_ROOT, `installer-${TOPOLOGY}-${Date.now().toString(36)}`);
 		fs.mkdirSync(workDir, { recursive: true });
 		const { nodeBin } = stack.ensureN8n({ log });
-		tarball = stack.buildAndPack({ outDir: path.join(workDir, 'pack'), log });
-		packedVersion = require(path.join(stack.REPO_ROOT, 'package.json')).version;
-		registry = await startLocalRegistry({ dir: path.join(workDir, 'registry'), nodeBin, packageName: PACKAGE, log });
+		tarball = stack.buildAndPack({ outDir: path.join(workDir, 'pack'), log } as PackOptions);
+		packedVersion = packageJson.version;
+		registry = await startLocalRegistry({ dir: path.join(workDir, 'registry'), nodeBin, packageName: PACKAGE, log } as RegistryOptions);
 		registry.publish(tarball);
 		log(`published ${path.basename(tarball)} to ${registry.url}`);
 
@@ -140,22 +176,28 @@ describe(`the package installed through n8n's community-package installer from a
 		const installed = await rest.call('POST', ROUTE, { name: PACKAGE });
 		expect({ status: installed.status, body: installed.status === 200 ? '' : installed.text }).toEqual({ status: 200, body: '' });
 		expect(installed.json.data).toMatchObject({ packageName: PACKAGE, installedVersion: packedVersion });
-		expect(installed.json.data.installedNodes.map((node) => node.type).sort()).toEqual(nodeTypes);
+		expect(installed.json.data.installedNodes.map((node: WorkflowNode) => node.type).sort()).toEqual(nodeTypes);
 
 		const listed = await rest.call('GET', ROUTE);
 		expect(listed.status).toBe(200);
-		expect(listed.json.data.map(({ packageName, installedVersion }) => ({ packageName, installedVersion }))).toEqual([
+		expect(listed.json.data.map(({ packageName, installedVersion }: InstalledPackage) => ({ packageName, installedVersion }))).toEqual([
 			{ packageName: PACKAGE, installedVersion: packedVersion },
 		]);
 		expect(await servedPackageTypes(rest)).toEqual(nodeTypes);
-		await shootCommunityNodesPage({ baseUrl: running.baseUrl, owner: OWNER, packageName: PACKAGE, expectText: packedVersion, file: `community-nodes-installed-${TOPOLOGY}.png` });
+		await shootCommunityNodesPage({
+			baseUrl: running.baseUrl,
+			owner: OWNER,
+			packageName: PACKAGE,
+			expectText: packedVersion,
+			file: `community-nodes-installed-${TOPOLOGY}.png`,
+		});
 
 		// n8n's installer, not a plain npm install: it drops the peer dependency from the package.json it
 		// extracted, and `pg` came from the registry into the package's own node_modules.
 		const manifest = installedManifest(running.userFolder);
 		expect(manifest).toMatchObject({ name: PACKAGE, version: packedVersion });
-		expect(manifest.peerDependencies).toBeUndefined();
-		expect(manifest.devDependencies).toBeUndefined();
+		expect(manifest!.peerDependencies).toBeUndefined();
+		expect(manifest!.devDependencies).toBeUndefined();
 		const packageDir = path.join(running.userFolder, '.n8n', 'nodes', 'node_modules', PACKAGE);
 		expect(fs.existsSync(path.join(packageDir, 'node_modules', 'pg', 'package.json'))).toBe(true);
 		expect(fs.existsSync(path.join(packageDir, 'node_modules', 'n8n-workflow'))).toBe(false);
@@ -172,7 +214,7 @@ describe(`the package installed through n8n's community-package installer from a
 		// The tables, from the SQL the installed package ships (and nowhere else).
 		const packageDir = path.join(running.userFolder, '.n8n', 'nodes', 'node_modules', PACKAGE);
 		expect(fs.readdirSync(path.join(packageDir, 'dist', 'sql', 'migrations', 'keys')).length).toBeGreaterThan(0);
-		await stack.withClient(running.appUrl, (client) => stack.prepareTemplateTables(client, { packageDir }));
+		await stack.withClient(running.appUrl, (client: Client) => stack.prepareTemplateTables(client, { packageDir }));
 		const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('idempotent-webhook.json'), `installer-${TOPOLOGY}`);
 		const { name, nodes, connections, settings, pinData, meta } = workflow;
 		const saved = await rest.call('POST', '/workflows', { name, nodes, connections, settings, pinData, meta, active: false });
@@ -191,15 +233,21 @@ describe(`the package installed through n8n's community-package installer from a
 
 		if (queue) {
 			// Production executions run on the workers only: send bursts until each worker has run one.
-			const ranOn = new Set();
+			const ranOn = new Set<number>();
 			for (let burst = 0; burst < 5 && ranOn.size < running.workers.length; burst += 1) {
 				const mark = await stack.maxExecutionId(running.n8nDbUrl);
-				const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => stack.deliver(webhookUrl, { id: eventId(`burst${burst}_${i}`), type: 'invoice.paid' })));
+				const answers = await Promise.all(
+					Array.from({ length: 8 }, (_, i) => stack.deliver(webhookUrl, { id: eventId(`burst${burst}_${i}`), type: 'invoice.paid' })),
+				);
 				expect(answers.map((answer) => [answer.status, answer.outcome])).toEqual(answers.map(() => [200, 'new']));
-				const executions = await stack.waitForExecutions({ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId, sinceId: mark }, 8);
+				const executions = await stack.waitForExecutions(
+					{ n8nDbUrl: running.n8nDbUrl, n8nDir: running.n8nDir, workflowId, sinceId: mark },
+					8,
+				);
 				for (const worker of running.workers) {
 					const workerLog = fs.readFileSync(worker.logFile, 'utf8');
-					if (executions.some((execution) => workerLog.includes(`Worker started execution ${execution.id} `))) ranOn.add(worker.index);
+					if (executions.some((execution: { id: number }) => workerLog.includes(`Worker started execution ${execution.id} `)))
+						ranOn.add(worker.index);
 				}
 			}
 			expect([...ranOn].sort()).toEqual(running.workers.map((worker) => worker.index));
@@ -214,12 +262,18 @@ describe(`the package installed through n8n's community-package installer from a
 		expect(updated.json.data).toMatchObject({ packageName: PACKAGE, installedVersion: NEXT_VERSION });
 
 		const listed = await rest.call('GET', ROUTE);
-		expect(listed.json.data.map(({ packageName, installedVersion }) => ({ packageName, installedVersion }))).toEqual([
+		expect(listed.json.data.map(({ packageName, installedVersion }: InstalledPackage) => ({ packageName, installedVersion }))).toEqual([
 			{ packageName: PACKAGE, installedVersion: NEXT_VERSION },
 		]);
-		expect(installedManifest(running.userFolder).version).toBe(NEXT_VERSION);
+		expect(installedManifest(running.userFolder)!.version).toBe(NEXT_VERSION);
 		expect(await servedPackageTypes(rest)).toEqual(nodeTypes);
-		await shootCommunityNodesPage({ baseUrl: running.baseUrl, owner: OWNER, packageName: PACKAGE, expectText: NEXT_VERSION, file: `community-nodes-updated-${TOPOLOGY}.png` });
+		await shootCommunityNodesPage({
+			baseUrl: running.baseUrl,
+			owner: OWNER,
+			packageName: PACKAGE,
+			expectText: NEXT_VERSION,
+			file: `community-nodes-updated-${TOPOLOGY}.png`,
+		});
 		if (queue) {
 			for (const folder of running.workers.map((_, i) => path.join(running.workDir, `n8n-worker-${i + 1}`))) {
 				await eventually(`${NEXT_VERSION} in ${folder}`, () => installedManifest(folder)?.version === NEXT_VERSION);
@@ -249,7 +303,7 @@ describe(`the package installed through n8n's community-package installer from a
 		// The editor opens the saved workflow (its package nodes shown as missing); nothing crashed.
 		const opened = await rest.call('GET', `/workflows/${workflowId}`);
 		expect(opened.status).toBe(200);
-		const packageNodes = opened.json.data.nodes.filter((node) => node.type.startsWith(`${PACKAGE}.`));
+		const packageNodes = opened.json.data.nodes.filter((node: WorkflowNode) => node.type.startsWith(`${PACKAGE}.`));
 		expect(packageNodes.length).toBeGreaterThan(0);
 		// In the browser (with E2E_SCREENSHOTS_DIR): the canvas draws every node (sticky notes are
 		// drawn apart), the package's node opens on n8n's "not installed" panel naming the package,
@@ -258,13 +312,15 @@ describe(`the package installed through n8n's community-package installer from a
 			baseUrl: running.baseUrl,
 			owner: OWNER,
 			workflowId,
-			node: packageNodes.find((node) => node.type === `${PACKAGE}.idempotencyReserve`),
+			node: packageNodes.find((node: WorkflowNode) => node.type === `${PACKAGE}.idempotencyReserve`),
 			canvasFile: `uninstalled-workflow-${TOPOLOGY}.png`,
 			panelFile: `uninstalled-node-${TOPOLOGY}.png`,
 		});
 		if (shown) {
 			expect(shown.pageErrors).toEqual([]);
-			const drawn = opened.json.data.nodes.filter((node) => node.type !== 'n8n-nodes-base.stickyNote').map((node) => node.name);
+			const drawn = opened.json.data.nodes
+				.filter((node: WorkflowNode) => node.type !== 'n8n-nodes-base.stickyNote')
+				.map((node: WorkflowNode) => node.name);
 			expect([...shown.canvasNodes].sort()).toEqual(drawn.sort());
 			expect(shown.panelText).toContain('This node is not currently installed');
 			expect(shown.panelText).toContain(PACKAGE);
@@ -284,19 +340,19 @@ describe(`the package installed through n8n's community-package installer from a
 // the preload the workers get above. One process is enough: the start-up install is per process.
 const envInstallRuns = !queue && Number(selectedN8nVersion().split('.')[0]) >= 2;
 (envInstallRuns ? describe : describe.skip)('the package installed by n8n 2.x from N8N_COMMUNITY_PACKAGES at start', () => {
-	let registry;
-	let running;
-	let rest;
-	let packedVersion;
+	let registry: Registry;
+	let running: Running;
+	let rest: Rest;
+	let packedVersion: string;
 
 	beforeAll(async () => {
-		const log = (line) => process.stderr.write(`[env install] ${line}\n`);
+		const log = (line: string) => process.stderr.write(`[env install] ${line}\n`);
 		const workDir = path.join(E2E_ROOT, `env-install-${Date.now().toString(36)}`);
 		fs.mkdirSync(workDir, { recursive: true });
 		const { nodeBin } = stack.ensureN8n({ log });
-		const tarball = stack.buildAndPack({ outDir: path.join(workDir, 'pack'), log });
-		packedVersion = require(path.join(stack.REPO_ROOT, 'package.json')).version;
-		registry = await startLocalRegistry({ dir: path.join(workDir, 'registry'), nodeBin, packageName: PACKAGE, log });
+		const tarball = stack.buildAndPack({ outDir: path.join(workDir, 'pack'), log } as PackOptions);
+		packedVersion = packageJson.version;
+		registry = await startLocalRegistry({ dir: path.join(workDir, 'registry'), nodeBin, packageName: PACKAGE, log } as RegistryOptions);
 		registry.publish(tarball);
 		running = await stack.startStack({
 			workDir,
@@ -323,13 +379,13 @@ const envInstallRuns = !queue && Number(selectedN8nVersion().split('.')[0]) >= 2
 
 	test('installed and listed at start with the pinned version, nodes served; the page cannot install, update or uninstall (400)', async () => {
 		const listed = await rest.call('GET', ROUTE);
-		expect(listed.json.data.map(({ packageName, installedVersion }) => ({ packageName, installedVersion }))).toEqual([
+		expect(listed.json.data.map(({ packageName, installedVersion }: InstalledPackage) => ({ packageName, installedVersion }))).toEqual([
 			{ packageName: PACKAGE, installedVersion: packedVersion },
 		]);
 		expect(await servedPackageTypes(rest)).toEqual(declaredNodeTypes());
 		const manifest = installedManifest(running.userFolder);
 		expect(manifest).toMatchObject({ name: PACKAGE, version: packedVersion });
-		expect(manifest.peerDependencies).toBeUndefined();
+		expect(manifest!.peerDependencies).toBeUndefined();
 
 		const managed = 'Community packages are managed via environment variables on this instance and cannot be modified through the API.';
 		const install = await rest.call('POST', ROUTE, { name: PACKAGE });

@@ -24,32 +24,67 @@
 // database refuses the execution row) fails the key at once, so the retry runs without waiting for
 // the lease.
 // e2e-tags: single queue
-const { harness, eventId } = require('../support/e2e/harness');
-const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
-const { deliverAll, figures, recoveryMs, report } = require('../support/e2e/provider');
-const { publishTrigger, triggerBase, withLeaseSeconds } = require('../support/e2e/trigger');
-const { startSink } = require('../support/e2e/sink');
-const { eventually } = require('../support/e2e/eventually');
-const { startStoppedWorkers } = require('../support/e2e/control');
-const { pidAlive, sleep } = require('../support/stack/childProcesses');
-const fs = require('node:fs');
-const { TOPOLOGY } = require('../support/e2e/topology');
+import { harness, eventId } from '../support/e2e/harness';
+import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
+import { deliverAll, figures, recoveryMs, report } from '../support/e2e/provider';
+import { publishTrigger, triggerBase, withLeaseSeconds } from '../support/e2e/trigger';
+import { startSink } from '../support/e2e/sink';
+import { eventually } from '../support/e2e/eventually';
+import { startStoppedWorkers } from '../support/e2e/control';
+import { pidAlive, sleep } from '../support/stack/childProcesses';
+import fs from 'node:fs';
+import { TOPOLOGY } from '../support/e2e/topology';
 
 const STEP_MS = 6000;
 const LEASE_SECONDS = 20;
 const EVENTS = 3;
 const COPIES = 2;
 
+type Sink = Awaited<ReturnType<typeof startSink>>;
+type Trigger = Awaited<ReturnType<typeof publishTrigger>>;
+// publishTrigger's options (apiUrl, …), typed from its parameter (which names only the options with a default).
+type TriggerOptions = Parameters<typeof publishTrigger>[2];
+type KeyState = { status: string; attempts: number; duplicates: number } | null;
+// What the stack's control answers (test/support/e2e/control).
+interface Exit {
+	signal: string | null;
+}
+interface RestartedProcess {
+	oldPid: number;
+	oldExit: Exit;
+	newPid: number;
+}
+interface KilledWorker {
+	pid: number;
+	exited: Exit;
+}
+interface Processes {
+	main: { pid: number; alive: boolean };
+	webhook: { pid: number; alive: boolean; url: string };
+	workers: Array<{ index: number; alive: boolean; logFile: string }>;
+}
+/** What crashRun checks: the events' keys, the provider's figures, and the events lost or doubled. */
+interface CrashOutcome {
+	keys: string[];
+	stats: { gaveUp: number };
+	lost: string[];
+	doubled: string[];
+}
+
 describe('the Idempotent Webhook trigger: an n8n process killed in the middle of the business step', () => {
 	const h = harness();
-	let api;
-	let webhook;
+	let api: Sink;
+	let webhook: Trigger;
 
 	beforeAll(async () => {
 		await useWorkerFolders(h, 'shared');
 		const base = await triggerBase(h);
 		api = await startSink();
-		webhook = await publishTrigger(h, 'trigger-crash', { apiUrl: api.url, baseUrl: base.baseUrl, change: withLeaseSeconds(LEASE_SECONDS) });
+		webhook = await publishTrigger(h, 'trigger-crash', {
+			apiUrl: api.url,
+			baseUrl: base.baseUrl,
+			change: withLeaseSeconds(LEASE_SECONDS),
+		} as TriggerOptions);
 	});
 	afterAll(async () => {
 		await api?.close();
@@ -57,34 +92,54 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 	});
 
 	/** EVENTS slow events, each delivered COPIES times at once, retried until a 2xx; `kill` runs once every event's step has started. */
-	async function crashRun(label, kill) {
+	async function crashRun<Fault extends object>(label: string, kill: () => Promise<Fault>) {
 		const ids = Array.from({ length: EVENTS }, (_, i) => eventId(`${label}_${i}`));
 		const keys = ids.map((id) => `evt:${id}`);
 		for (const key of keys) api.slow(key, STEP_MS);
-		const deliveries = ids.flatMap((id) => Array.from({ length: COPIES }, () => ({ eventId: id, forged: false, body: { id, type: 'order.created' } })));
+		const deliveries = ids.flatMap((id) =>
+			Array.from({ length: COPIES }, () => ({ eventId: id, forged: false, body: { id, type: 'order.created' } })),
+		);
 		const killer = (async () => {
 			const deadline = Date.now() + 60000;
 			while (!keys.every((key) => api.arrivals(key) >= 1)) {
-				if (Date.now() > deadline) throw new Error(`the business steps never started: ${JSON.stringify(keys.map((key) => api.arrivals(key)))}`);
+				if (Date.now() > deadline)
+					throw new Error(`the business steps never started: ${JSON.stringify(keys.map((key) => api.arrivals(key)))}`);
 				await sleep(100);
 			}
 			const killedAt = Date.now();
 			return { killedAt, ...(await kill()) };
 		})();
-		const run = await deliverAll({ url: webhook.url, plan: { eventIds: ids, deliveries }, concurrency: deliveries.length, retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: 240000 } });
+		const run = await deliverAll({
+			url: webhook.url,
+			plan: { eventIds: ids, deliveries },
+			concurrency: deliveries.length,
+			retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: 240000 },
+		});
 		const fault = await killer;
 		// A slow call still working when the provider got its last 2xx would commit later: wait for every call to end.
-		await eventually(() => keys.map((key) => api.arrivals(key) - api.calls(key) - api.abandoned(key)), (open) => open.every((n) => n === 0), { timeoutMs: STEP_MS * 3 });
-		const perEvent = Object.fromEntries(keys.map((key) => [key, { effects: api.calls(key), stepsStarted: api.arrivals(key), abandoned: api.abandoned(key) }]));
+		await eventually(
+			() => keys.map((key) => api.arrivals(key) - api.calls(key) - api.abandoned(key)),
+			(open: number[]) => open.every((n) => n === 0),
+			{ timeoutMs: STEP_MS * 3 },
+		);
+		const perEvent = Object.fromEntries(
+			keys.map((key) => [key, { effects: api.calls(key), stepsStarted: api.arrivals(key), abandoned: api.abandoned(key) }]),
+		);
 		const lost = keys.filter((key) => api.calls(key) === 0);
 		const doubled = keys.filter((key) => api.calls(key) > 1);
 		const stats = figures(run);
-		report(`trigger ${label} (${h.topology})`, { ...stats, perEvent, lost: lost.length, doubled: doubled.length, recoveryMsAfterKill: recoveryMs(run, fault.killedAt) });
+		report(`trigger ${label} (${h.topology})`, {
+			...stats,
+			perEvent,
+			lost: lost.length,
+			doubled: doubled.length,
+			recoveryMsAfterKill: recoveryMs(run, fault.killedAt),
+		});
 		return { keys, run, stats, fault, lost, doubled, perEvent };
 	}
 
 	/** 0 lost, 0 doubled, every delivery answered 2xx in the end, every key completed, every call with the event's Idempotency-Key. */
-	async function expectExactlyOnce({ keys, stats, lost, doubled }) {
+	async function expectExactlyOnce({ keys, stats, lost, doubled }: CrashOutcome) {
 		expect(stats.gaveUp).toBe(0);
 		expect({ lost, doubled }).toEqual({ lost: [], doubled: [] });
 		const states = await keyStates(h, keys);
@@ -97,12 +152,12 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 
 	if (TOPOLOGY !== 'queue') {
 		test('kill -9 of main inside the step, main started again: 0 lost, 0 doubled; the cut steps run again after the lease', async () => {
-			const result = await crashRun('main_kill', async () => h.control('POST /restart-main'));
+			const result = await crashRun('main_kill', async () => (await h.control('POST /restart-main')) as RestartedProcess);
 			const { fault } = result;
 			// The fault happened: the old main died of SIGKILL and is gone, a new one serves.
 			expect(fault.oldExit.signal).toBe('SIGKILL');
 			expect(pidAlive(fault.oldPid)).toBe(false);
-			const { main } = await h.control('GET /processes');
+			const { main } = (await h.control('GET /processes')) as Processes;
 			expect(main).toMatchObject({ pid: fault.newPid, alive: true });
 			const states = await expectExactlyOnce(result);
 			// Every step was cut by the kill (its call abandoned, no effect) and ran once more after the lease:
@@ -120,11 +175,13 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 	if (TOPOLOGY !== 'queue') {
 		test('n8n cannot start the execution (its database refuses the execution row): 500, the key failed at once, the retry runs the event once', async () => {
 			// The template's lease (300 s): a key left to its lease would answer the retry 409.
-			const refused = await publishTrigger(h, 'trigger-nostart', { apiUrl: api.url });
+			const refused = await publishTrigger(h, 'trigger-nostart', { apiUrl: api.url } as TriggerOptions);
 			const name = 'e2e_refuse_execution_row';
 			await h.n8nQuery(`CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN RAISE EXCEPTION 'e2e: n8n''s database refuses this execution'; END $$`);
-			await h.n8nQuery(`CREATE TRIGGER ${name} BEFORE INSERT ON execution_entity FOR EACH ROW WHEN (NEW."workflowId" = '${refused.workflowId}') EXECUTE FUNCTION ${name}()`);
+			await h.n8nQuery(
+				`CREATE TRIGGER ${name} BEFORE INSERT ON execution_entity FOR EACH ROW WHEN (NEW."workflowId" = '${refused.workflowId}') EXECUTE FUNCTION ${name}()`,
+			);
 			const event = { id: eventId('nostart'), type: 'order.created' };
 			const key = `evt:${event.id}`;
 			const mark = await h.executionMark();
@@ -132,7 +189,11 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 			let afterRefusal;
 			try {
 				first = await h.deliver(refused.url, event);
-				afterRefusal = await eventually(() => keyStates(h, [key]), (states) => states[key]?.status === 'failed', { timeoutMs: 10000 });
+				afterRefusal = await eventually(
+					() => keyStates(h, [key]),
+					(states: Record<string, KeyState>) => states[key]?.status === 'failed',
+					{ timeoutMs: 10000 },
+				);
 			} finally {
 				await h.n8nQuery(`DROP TRIGGER IF EXISTS ${name} ON execution_entity`);
 				await h.n8nQuery(`DROP FUNCTION IF EXISTS ${name}()`);
@@ -152,14 +213,14 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 
 	if (TOPOLOGY === 'queue') {
 		test('kill -9 of the n8n webhook process that received the deliveries, started again: the workers finish the steps; 0 lost, 0 doubled, nothing run twice', async () => {
-			const before = await h.control('GET /processes');
+			const before = (await h.control('GET /processes')) as Processes;
 			expect(webhook.url.startsWith(`${before.webhook.url}/`)).toBe(true);
-			const result = await crashRun('webhook_kill', async () => h.control('POST /restart-webhook-process'));
+			const result = await crashRun('webhook_kill', async () => (await h.control('POST /restart-webhook-process')) as RestartedProcess);
 			const { fault } = result;
 			expect(fault.oldPid).toBe(before.webhook.pid);
 			expect(fault.oldExit.signal).toBe('SIGKILL');
 			expect(pidAlive(fault.oldPid)).toBe(false);
-			const after = await h.control('GET /processes');
+			const after = (await h.control('GET /processes')) as Processes;
 			expect(after.webhook).toMatchObject({ pid: fault.newPid, alive: true, url: before.webhook.url });
 			expect(after.workers.every((worker) => worker.alive)).toBe(true);
 			const states = await expectExactlyOnce(result);
@@ -174,12 +235,17 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 			const mark = await h.executionMark();
 			const result = await crashRun('worker_kill', async () => {
 				// The worker whose log names a running execution of this workflow.
-				const { rows } = await h.n8nQuery(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status = 'running'`, [webhook.workflowId, mark]);
-				const { workers } = await h.control('GET /processes');
-				const running = rows.map((row) => String(row.id));
-				const victim = workers.find((w) => running.some((id) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${id} `)));
+				const { rows } = await h.n8nQuery(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status = 'running'`, [
+					webhook.workflowId,
+					mark,
+				]);
+				const { workers } = (await h.control('GET /processes')) as Processes;
+				const running: string[] = rows.map((row: { id: number }) => String(row.id));
+				const victim = workers.find((w) =>
+					running.some((id) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${id} `)),
+				);
 				if (!victim) throw new Error(`no worker log names the running executions ${running.join(', ')}`);
-				const killed = await h.control('POST /kill-worker', { index: victim.index });
+				const killed = (await h.control('POST /kill-worker', { index: victim.index })) as KilledWorker;
 				return { ...killed, index: victim.index };
 			});
 			const { fault } = result;

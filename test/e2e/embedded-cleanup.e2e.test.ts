@@ -3,19 +3,36 @@
 // its own inside n8n), on the key file n8n's nodes use. Expired keys are backdated with SQL, as the
 // Postgres cleanup test does, by a process of its own on n8n's Node.
 // e2e-tags: single
-const { randomUUID } = require('node:crypto');
-const { harness, eventId } = require('../support/e2e/harness');
-const { readShippedTemplate, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
-const { storedKeys, storeStats, insertKeys } = require('../support/e2e/embedded');
+import { randomUUID } from 'node:crypto';
+import { harness, eventId } from '../support/e2e/harness';
+import { readShippedTemplate, saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
+import { storedKeys, storeStats, insertKeys } from '../support/e2e/embedded';
 
 const TRIGGER = 'Run Now';
 
+/** A shipped template, with the fields this file reads. */
+interface Template {
+	nodes: Array<{ name: string; type: string; position: [number, number] }>;
+	connections: Record<string, unknown>;
+}
+
 /** The shipped template with a Manual Trigger beside its schedule, as a user runs it once from the editor. */
 function cleanupRunNow() {
-	const template = readShippedTemplate('scheduled-cleanup-embedded.json');
-	const schedule = template.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger');
-	const manual = { id: randomUUID(), name: TRIGGER, type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [schedule.position[0], schedule.position[1] + 200], parameters: {} };
-	return { ...template, nodes: [...template.nodes, manual], connections: { ...template.connections, [TRIGGER]: template.connections[schedule.name] } };
+	const template: Template = readShippedTemplate('scheduled-cleanup-embedded.json');
+	const schedule = template.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger')!;
+	const manual = {
+		id: randomUUID(),
+		name: TRIGGER,
+		type: 'n8n-nodes-base.manualTrigger',
+		typeVersion: 1,
+		position: [schedule.position[0], schedule.position[1] + 200],
+		parameters: {},
+	};
+	return {
+		...template,
+		nodes: [...template.nodes, manual],
+		connections: { ...template.connections, [TRIGGER]: template.connections[schedule.name] },
+	};
 }
 
 describe('templates/scheduled-cleanup-embedded.json', () => {
@@ -27,7 +44,10 @@ describe('templates/scheduled-cleanup-embedded.json', () => {
 		const kept = [`${prefix}recent-1`, `${prefix}recent-2`];
 		const now = Date.now();
 		const fortyDaysAgo = now - 40 * 86400000;
-		insertKeys(h, [...expired.map((key) => [key, fortyDaysAgo, now - 10 * 86400000]), ...kept.map((key) => [key, fortyDaysAgo, now + 30 * 86400000])]);
+		insertKeys(h, [
+			...expired.map((key) => [key, fortyDaysAgo, now - 10 * 86400000]),
+			...kept.map((key) => [key, fortyDaysAgo, now + 30 * 86400000]),
+		]);
 		expect(Object.keys(await storedKeys(h, [...expired, ...kept])).sort()).toEqual([...expired, ...kept].sort());
 
 		const { id } = await saveWorkflow(h, cleanupRunNow(), 'embedded-cleanup');
@@ -43,6 +63,8 @@ describe('templates/scheduled-cleanup-embedded.json', () => {
 		expect(stats).toMatchObject({ total: after.total, completed: after.completed, failed: after.failed });
 		expect(stats.total).toBeGreaterThanOrEqual(kept.length);
 		const report = execution.runData['Daily Report'][0].data.main[0][0].json;
-		expect(report.report).toMatch(/^Last 24 h: \d+ new key\(s\), \d+ duplicate\(s\), \d+ reclaim\(s\), \d+ failure\(s\)\. Now: \d+ key\(s\), \d+ failed, \d+ stuck lease\(s\)\. Deleted 3 expired/);
+		expect(report.report).toMatch(
+			/^Last 24 h: \d+ new key\(s\), \d+ duplicate\(s\), \d+ reclaim\(s\), \d+ failure\(s\)\. Now: \d+ key\(s\), \d+ failed, \d+ stuck lease\(s\)\. Deleted 3 expired/,
+		);
 	});
 });

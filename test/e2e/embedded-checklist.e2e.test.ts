@@ -8,22 +8,89 @@
 // template's session; Execute Query is Postgres-only, so here the process running the business step
 // is killed with SIGKILL while the API call is in flight.)
 // e2e-tags: single queue
-const fs = require('node:fs');
-const { eventId } = require('../support/e2e/harness');
-const { EMB, publishEmbedded, startEmbeddedWebhook, warmUpDelivery, keyStates, storedKeys, storeStats, toEmbeddedStore } = require('../support/e2e/embedded');
-const { defineChecklist, keyedByPaidOrder, UPSERT } = require('../support/e2e/checklist');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('../support/e2e/restWorkflows');
-const { deliverAll, figures, report } = require('../support/e2e/provider');
-const { eventually } = require('../support/e2e/eventually');
-const { pidAlive, sleep } = require('../support/stack/childProcesses');
-const { startStoppedWorkers } = require('../support/e2e/control');
+import fs from 'node:fs';
+import { eventId, type harness } from '../support/e2e/harness';
+import {
+	EMB,
+	publishEmbedded,
+	startEmbeddedWebhook,
+	warmUpDelivery,
+	keyStates,
+	storedKeys,
+	storeStats,
+	toEmbeddedStore,
+} from '../support/e2e/embedded';
+import { defineChecklist, keyedByPaidOrder, UPSERT } from '../support/e2e/checklist';
+import { readShippedTemplate, withOwnWebhook, publishWorkflow } from '../support/e2e/restWorkflows';
+import { deliverAll, figures, report } from '../support/e2e/provider';
+import { eventually } from '../support/e2e/eventually';
+import { pidAlive, sleep } from '../support/stack/childProcesses';
+import { startStoppedWorkers } from '../support/e2e/control';
+import type { startSink } from '../support/e2e/sink';
+
+type Harness = ReturnType<typeof harness>;
+type Sink = Awaited<ReturnType<typeof startSink>>;
+// The options publishEmbedded reads (apiUrl, change, …), typed from its parameter (which names only `warmUp`).
+type EmbeddedOptions = Parameters<typeof publishEmbedded>[2];
+/** A published workflow: where it takes deliveries and its id. */
+interface Published {
+	url: string;
+	workflowId: string;
+}
+interface TemplateNode {
+	name: string;
+	parameters: Record<string, unknown>;
+	credentials?: Record<string, unknown>;
+}
+interface Execution {
+	status: string;
+	nodesRun: string[];
+}
+interface Event {
+	id: string;
+	type: string;
+}
+type KeyState = { status: string; attempts: number; duplicates: number } | null;
+/** A call the API answered (test/support/e2e/sink). */
+interface ApiCall {
+	key: string;
+	body: { customer?: string };
+}
+// What the stack's control answers (test/support/e2e/control).
+interface Processes {
+	workers: Array<{ index: number; logFile: string }>;
+}
+interface KilledWorker {
+	pid: number;
+	exited: { signal: string | null };
+}
+interface RestartedMain {
+	oldPid: number;
+	oldExit: { signal: string | null } | null;
+}
+
+/** The store's side of the six tests (defineChecklist, test/support/e2e/checklist). */
+interface ChecklistStore {
+	setup: () => Promise<{ webhook: Published; businessKeyed: Published; ordered: Published }>;
+	teardown?: () => Promise<void>;
+	effects: (key: string) => Promise<number>;
+	keyStates: (keys: string[]) => Promise<Record<string, KeyState>>;
+	totals: () => Promise<{ keys: number; effects: number }>;
+	crash: () => Promise<void>;
+	checks: {
+		burst?: (context: { key: string }) => Promise<void>;
+		businessObject?: (context: { businessKey: string; events: Event[]; winner: number }) => Promise<void>;
+		outOfOrder?: (context: { customer: string; created: number; update: Event; create: Event }) => Promise<void>;
+		replay?: (context: { a: Event; b: Event }) => Promise<void>;
+	};
+}
 
 // Test 2's lease: the crashed run's key is taken over once it ends (the template's is 300 s).
 const CRASH_LEASE_SECONDS = 20;
 
 /** The ordered template on the embedded store; its upsert becomes a call to the user's API. */
-function orderedOnEmbedded(apiUrl) {
-	const template = readShippedTemplate('ordered-webhook.json');
+function orderedOnEmbedded(apiUrl: string): { nodes: TemplateNode[] } {
+	const template: { nodes: TemplateNode[] } = readShippedTemplate('ordered-webhook.json');
 	template.nodes = template.nodes.map(toEmbeddedStore).map((node) => {
 		if (node.name !== UPSERT) return node;
 		const { credentials, ...rest } = node;
@@ -50,12 +117,14 @@ function orderedOnEmbedded(apiUrl) {
  * when the n8n process running the business step dies of SIGKILL; the provider's retries are In
  * Progress while the crashed run's lease lasts, then New, and the API takes effect once.
  */
-async function crashMidBusinessStep(h, api, { url, workflowId }) {
+async function crashMidBusinessStep(h: Harness, api: Sink, { url, workflowId }: Published): Promise<void> {
 	const event = { id: eventId('emb_crash'), type: 'e2e.crash' };
 	const key = `evt:${event.id}`;
 	const mark = await h.executionMark();
 	const arrived = api.holdNext(key);
-	const first = h.deliver(url, event).catch((error) => ({ status: 0, error: error.cause?.code ?? error.message }));
+	const first = h
+		.deliver(url, event)
+		.catch((error: Error & { cause?: { code?: string } }) => ({ status: 0, error: error.cause?.code ?? error.message }));
 	// The API has the call and has not answered it: the reservation is written, the effect is not.
 	const call = await arrived;
 	expect(call).toMatchObject({ key, headerKey: key });
@@ -64,15 +133,15 @@ async function crashMidBusinessStep(h, api, { url, workflowId }) {
 	expect(api.calls(key)).toBe(0);
 
 	// The crash: the n8n process running the business step dies of SIGKILL mid-call.
-	let crash;
+	let crash: { pid: number; signal: string | null | undefined; restart: (() => Promise<unknown>) | null };
 	if (h.topology === 'queue') {
-		const { workers } = await h.control('GET /processes');
+		const { workers } = (await h.control('GET /processes')) as Processes;
 		const victim = workers.find((w) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${reserved.executionId} `));
 		if (!victim) throw new Error(`no worker log names execution ${reserved.executionId}`);
-		const killed = await h.control('POST /kill-worker', { index: victim.index });
+		const killed = (await h.control('POST /kill-worker', { index: victim.index })) as KilledWorker;
 		crash = { pid: killed.pid, signal: killed.exited.signal, restart: () => h.control('POST /start-worker', { index: victim.index }) };
 	} else {
-		const restarted = await h.control('POST /restart-main');
+		const restarted = (await h.control('POST /restart-main')) as RestartedMain;
 		crash = { pid: restarted.oldPid, signal: restarted.oldExit?.signal, restart: null };
 	}
 	expect(crash.signal).toBe('SIGKILL');
@@ -90,8 +159,13 @@ async function crashMidBusinessStep(h, api, { url, workflowId }) {
 	});
 	// The crashed delivery's own answer, if n8n gave one: never a 2xx (the effect did not happen).
 	const crashedAnswer = await Promise.race([first, sleep(10000).then(() => ({ status: null, error: 'no answer' }))]);
-	report('embedded checklist 2 (crash mid business step)', { ...figures(run), crashedAnswer, leaseSeconds: CRASH_LEASE_SECONDS, secondsAfterCrash: (Date.now() - crashedAt) / 1000 });
-	expect(crashedAnswer.status >= 200 && crashedAnswer.status < 300).toBe(false);
+	report('embedded checklist 2 (crash mid business step)', {
+		...figures(run),
+		crashedAnswer,
+		leaseSeconds: CRASH_LEASE_SECONDS,
+		secondsAfterCrash: (Date.now() - crashedAt) / 1000,
+	});
+	expect(crashedAnswer.status !== null && crashedAnswer.status >= 200 && crashedAnswer.status < 300).toBe(false);
 	expect(run.deliveries[0].gaveUp).toBe(false);
 	expect(run.deliveries[0].final).toMatchObject({ status: 200, outcome: 'new' });
 	expect(run.attempts.filter((a) => a.status === 200)).toHaveLength(1);
@@ -102,8 +176,12 @@ async function crashMidBusinessStep(h, api, { url, workflowId }) {
 	expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
 	expect(api.calls(key)).toBe(1);
 	// n8n's record: one run did the business step and succeeded (the crashed one never finished).
-	const ranBusiness = (runs) => runs.filter((r) => r.status === 'success' && r.nodesRun.includes(EMB.business));
-	const runs = await eventually(() => h.executions(workflowId, mark), (rs) => ranBusiness(rs).length > 0, { timeoutMs: 60000 });
+	const ranBusiness = (runs: Execution[]) => runs.filter((r) => r.status === 'success' && r.nodesRun.includes(EMB.business));
+	const runs = await eventually(
+		() => h.executions(workflowId, mark),
+		(rs: Execution[]) => ranBusiness(rs).length > 0,
+		{ timeoutMs: 60000 },
+	);
 	expect(ranBusiness(runs)).toHaveLength(1);
 }
 
@@ -111,26 +189,32 @@ defineChecklist({
 	title: 'production checklist (seed 002) on the embedded store',
 	label: 'emb_',
 	nodes: EMB,
-	store: (h) => {
-		let api;
-		let shortLease;
+	store: (h: Harness): ChecklistStore => {
+		let api: Sink;
+		let shortLease: Published;
 		return {
 			setup: async () => {
 				const site = await startEmbeddedWebhook(h, 'emb-chk');
 				api = site.api;
 				const businessKeyed = await publishEmbedded(h, 'emb-bizkey', {
 					apiUrl: api.url,
-					warmUpBody: (id) => ({ id, type: 'e2e.warmup', data: { object: { metadata: { order_id: `ord_warmup_${id}` } } } }),
+					warmUpBody: (id: string) => ({ id, type: 'e2e.warmup', data: { object: { metadata: { order_id: `ord_warmup_${id}` } } } }),
 					change: keyedByPaidOrder(EMB.reserve),
-				});
+				} as EmbeddedOptions);
 				shortLease = await publishEmbedded(h, 'emb-crash', {
 					apiUrl: api.url,
-					change: (node) => (node.name === EMB.reserve ? { ...node, parameters: { ...node.parameters, leaseSeconds: CRASH_LEASE_SECONDS } } : node),
-				});
+					change: (node: TemplateNode) =>
+						node.name === EMB.reserve ? { ...node, parameters: { ...node.parameters, leaseSeconds: CRASH_LEASE_SECONDS } } : node,
+				} as EmbeddedOptions);
 				const { workflow, webhookPath } = withOwnWebhook(orderedOnEmbedded(api.url), 'emb-ordered');
 				const ordered = { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId: await publishWorkflow(h, workflow, webhookPath) };
 				if (h.topology === 'queue') {
-					const customerEvent = (id) => ({ id, type: 'customer.created', created: Math.floor(Date.now() / 1000), data: { object: { id: `cus_warmup_${id}`, object: 'customer', email: 'warmup@example.com' } } });
+					const customerEvent = (id: string) => ({
+						id,
+						type: 'customer.created',
+						created: Math.floor(Date.now() / 1000),
+						data: { object: { id: `cus_warmup_${id}`, object: 'customer', email: 'warmup@example.com' } },
+					});
 					await warmUpDelivery(h, ordered.url, 'emb-ordered', customerEvent);
 				}
 				return { webhook: site.webhook, businessKeyed, ordered };
@@ -151,14 +235,21 @@ defineChecklist({
 				},
 				businessObject: async ({ businessKey, events, winner }) => {
 					expect(api.calls(businessKey)).toBe(1);
-					expect(api.log().find((c) => c.key === businessKey).body).toEqual({ eventKey: businessKey, type: events[winner].type });
+					expect(api.log().find((c: ApiCall) => c.key === businessKey).body).toEqual({ eventKey: businessKey, type: events[winner].type });
 					for (const event of events) expect(api.calls(`evt:${event.id}`)).toBe(0);
 					const keys = [businessKey, ...events.map((e) => `evt:${e.id}`)];
-					expect(await keyStates(h, keys)).toEqual({ [keys[0]]: { status: 'completed', attempts: 1, duplicates: 3 }, [keys[1]]: null, [keys[2]]: null });
+					expect(await keyStates(h, keys)).toEqual({
+						[keys[0]]: { status: 'completed', attempts: 1, duplicates: 3 },
+						[keys[1]]: null,
+						[keys[2]]: null,
+					});
 				},
 				outOfOrder: async ({ customer, created, update, create }) => {
 					// The API saw only the update: the customer's state is the update's.
-					const applied = api.log().filter((c) => c.body.customer === customer).map((c) => c.body);
+					const applied = api
+						.log()
+						.filter((c: ApiCall) => c.body.customer === customer)
+						.map((c: ApiCall) => c.body);
 					expect(applied).toEqual([{ eventKey: `evt:${update.id}`, customer, email: 'new@example.com', version: created + 60 }]);
 					expect(await keyStates(h, [`evt:${update.id}`, `evt:${create.id}`])).toEqual({
 						[`evt:${update.id}`]: { status: 'completed', attempts: 1, duplicates: 1 },

@@ -7,25 +7,44 @@
 // A refusal starts no execution: after the refused requests a sentinel event is delivered and it is
 // the only execution n8n recorded since.
 // e2e-tags: single queue compatibility:single
-const http = require('node:http');
-const stack = require('../support/stack/n8nStack');
-const { harness, eventId, OWNER } = require('../support/e2e/harness');
-const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
-const { publishTrigger, triggerBase, deliverUntilAccepted, TRIGGER } = require('../support/e2e/trigger');
-const { startSink } = require('../support/e2e/sink');
+import http from 'node:http';
+import * as stack from '../support/stack/n8nStack';
+import { harness, eventId, OWNER } from '../support/e2e/harness';
+import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
+import { publishTrigger, triggerBase, deliverUntilAccepted, TRIGGER } from '../support/e2e/trigger';
+import { startSink } from '../support/e2e/sink';
+
+type Sink = Awaited<ReturnType<typeof startSink>>;
+type Trigger = Awaited<ReturnType<typeof publishTrigger>>;
+// The options of these JavaScript helpers, typed from their parameters (which name only the options with a default).
+type TriggerOptions = Parameters<typeof publishTrigger>[2];
+type DeliveryOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
+/** An execution as n8n stored it, with the trigger's item (its key) in its run data. */
+interface Execution {
+	status: string;
+	runData: Record<string, Array<{ data: { main: Array<Array<{ json: { idempotency: { key: string } } }>> } }>>;
+}
+/** What `post` resolves to: the status, the x-idempotency-outcome header and the JSON body (when it is JSON). */
+interface Answer {
+	status: number | undefined;
+	outcome: string | string[] | null;
+	json: { error?: string } | undefined;
+}
 
 /** POSTs raw `body` with `headers`; an array value is sent as that many header lines. */
-function post(url, body, headers) {
+function post(url: string, body: string, headers: Record<string, string | string[]>): Promise<Answer> {
 	return new Promise((resolve, reject) => {
 		const request = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (response) => {
 			let text = '';
 			response.setEncoding('utf8');
 			response.on('data', (chunk) => (text += chunk));
 			response.on('end', () => {
-				let json;
+				let json: Answer['json'];
 				try {
 					json = JSON.parse(text);
-				} catch {}
+				} catch {
+					// not JSON: no json
+				}
 				resolve({ status: response.statusCode, outcome: response.headers['x-idempotency-outcome'] ?? null, json });
 			});
 		});
@@ -35,7 +54,7 @@ function post(url, body, headers) {
 }
 
 /** Two decimal ids of 19 digits that differ in their last digit and are the same JavaScript number. */
-function idsEqualAsNumbers() {
+function idsEqualAsNumbers(): [string, string] {
 	for (;;) {
 		const head = `9${String(Math.floor(Math.random() * 1e17)).padStart(17, '0')}`;
 		const [a, b] = [`${head}4`, `${head}5`];
@@ -45,34 +64,39 @@ function idsEqualAsNumbers() {
 
 describe('the Idempotent Webhook trigger under adversarial requests (answers table, end to end)', () => {
 	const h = harness();
-	let api;
-	let webhook;
-	let byHeader;
+	let api: Sink;
+	let webhook: Trigger;
+	let byHeader: Trigger;
 
 	beforeAll(async () => {
 		// Queue mode: main, the webhook process and the workers share one n8n folder (the Embedded store's rule).
 		await useWorkerFolders(h, 'shared');
 		const { baseUrl } = await triggerBase(h);
 		api = await startSink();
-		webhook = await publishTrigger(h, 'trigger-adv', { apiUrl: api.url, baseUrl });
+		webhook = await publishTrigger(h, 'trigger-adv', { apiUrl: api.url, baseUrl } as TriggerOptions);
 		// Key Source: Header, for the key header sent twice.
 		byHeader = await publishTrigger(h, 'trigger-adv-hdr', {
 			apiUrl: api.url,
 			baseUrl,
-			change: (node) => (node.type === TRIGGER.type ? { ...node, parameters: { ...node.parameters, keySource: 'header', headerName: 'X-Delivery-Id' } } : node),
-		});
+			change: (node) =>
+				node.type === TRIGGER.type
+					? { ...node, parameters: { ...node.parameters, keySource: 'header', headerName: 'X-Delivery-Id' } }
+					: node,
+		} as TriggerOptions);
 		// Queue mode: the first run on a worker opens the store; warm it up like a provider retrying.
 		if (h.topology === 'queue') await deliverUntilAccepted(h, webhook.url, { id: eventId('adv_warm'), type: 'e2e.warmup' });
 	});
 	afterAll(async () => api?.close());
 
 	/** The executions since `mark` once a sentinel event ran: a refusal started none, so only the sentinel's is there. */
-	async function expectOnlySentinelRan(target, mark, headers = {}) {
+	async function expectOnlySentinelRan(target: Trigger, mark: number, headers: Record<string, string> = {}) {
 		const sentinel = { id: eventId('adv_sentinel'), type: 'sentinel' };
 		const answer = await h.deliver(target.url, sentinel, headers);
 		expect([answer.status, answer.outcome]).toEqual([200, 'new']);
 		const executions = await h.waitForExecutions(target.workflowId, mark, 1);
-		expect(executions.map((e) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([answer.json.eventKey]);
+		expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([
+			answer.json.eventKey,
+		]);
 	}
 
 	test('an event id with a NUL, or with a lone surrogate: 503 key_refused (not_reserved), nothing stored, no execution', async () => {
@@ -92,7 +116,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 	test('two ids that differ only beyond 2^53 (the same JavaScript number): two events, keyed by their exact digits; each repeat a duplicate', async () => {
 		const mark = await h.executionMark();
 		const [a, b] = idsEqualAsNumbers();
-		const raw = (id) => `{"id":${id},"type":"big.id"}`;
+		const raw = (id: string) => `{"id":${id},"type":"big.id"}`;
 		expect(JSON.parse(raw(a)).id).toBe(JSON.parse(raw(b)).id); // JSON.parse alone would merge them
 		const answers = [];
 		for (const id of [a, b, a, b]) answers.push(await h.deliver(webhook.url, raw(id)));
@@ -110,7 +134,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 			[keys[1]]: { status: 'completed', attempts: 1, duplicates: 1 },
 		});
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 2);
-		expect(executions.map((e) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual(keys);
+		expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual(keys);
 	});
 
 	test('a 5 MB body: one event (200 new, one call), its repeat a duplicate', async () => {
@@ -123,14 +147,14 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		expect(again.json).toEqual(first.json);
 		expect(api.calls(`evt:${id}`)).toBe(1);
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
-		expect(executions.map((e) => e.status)).toEqual(['success']);
+		expect(executions.map((e: Execution) => e.status)).toEqual(['success']);
 	});
 
 	test('secret rotation (Previous Secret): the new and the retired secret both accepted while rotating; the retired one refused (401) once cleared, with no execution', async () => {
 		const rest = h.rest();
 		await rest.ownerLogin(OWNER);
 		const credential = stack.TEMPLATE_CREDENTIALS.signature;
-		const setData = async (data) => {
+		const setData = async (data: { secret: string; previousSecret: string }) => {
 			const res = await rest.call('PATCH', `/credentials/${credential.id}`, { name: credential.name, type: credential.type, data });
 			expect(res.status).toBe(200);
 		};
@@ -138,18 +162,24 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		const events = ['rot_old', 'rot_new', 'rot_retired', 'rot_after'].map((label) => ({ id: eventId(label), type: 'rotation' }));
 		try {
 			await setData({ secret: fresh, previousSecret: h.secret });
-			const byRetiring = await h.deliver(webhook.url, events[0], {}, { secret: h.secret });
-			const byFresh = await h.deliver(webhook.url, events[1], {}, { secret: fresh });
+			const byRetiring = await h.deliver(webhook.url, events[0], {}, { secret: h.secret } as DeliveryOptions);
+			const byFresh = await h.deliver(webhook.url, events[1], {}, { secret: fresh } as DeliveryOptions);
 			expect([byRetiring.status, byRetiring.outcome, byFresh.status, byFresh.outcome]).toEqual([200, 'new', 200, 'new']);
 
 			await setData({ secret: fresh, previousSecret: '' });
 			const mark = await h.executionMark();
-			const retired = await h.deliver(webhook.url, events[2], {}, { secret: h.secret });
-			expect([retired.status, retired.outcome, retired.json]).toEqual([401, 'invalid_signature', { error: 'invalid_signature', reason: 'signature_mismatch' }]);
-			const after = await h.deliver(webhook.url, events[3], {}, { secret: fresh });
+			const retired = await h.deliver(webhook.url, events[2], {}, { secret: h.secret } as DeliveryOptions);
+			expect([retired.status, retired.outcome, retired.json]).toEqual([
+				401,
+				'invalid_signature',
+				{ error: 'invalid_signature', reason: 'signature_mismatch' },
+			]);
+			const after = await h.deliver(webhook.url, events[3], {}, { secret: fresh } as DeliveryOptions);
 			expect([after.status, after.outcome]).toEqual([200, 'new']);
 			const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
-			expect(executions.map((e) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([`evt:${events[3].id}`]);
+			expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([
+				`evt:${events[3].id}`,
+			]);
 			expect(api.arrivals(`evt:${events[2].id}`)).toBe(0);
 			expect(await keyStates(h, [`evt:${events[2].id}`])).toEqual({ [`evt:${events[2].id}`]: null });
 		} finally {
@@ -160,8 +190,14 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 	test('a header sent twice: the signature with a forged value beside the genuine one 401 (malformed_header), the same signature twice accepted; a key header with two values, or one value twice, 503 key_refused; no execution for the refusals', async () => {
 		const mark = await h.executionMark();
 		const forgedBody = JSON.stringify({ id: eventId('adv_sig_twice'), type: 'twice' });
-		const forged = await post(webhook.url, forgedBody, { 'stripe-signature': [stack.stripeSignature(forgedBody, { secret: 'whsec_forged' }), stack.stripeSignature(forgedBody)] });
-		expect([forged.status, forged.outcome, forged.json]).toEqual([401, 'invalid_signature', { error: 'invalid_signature', reason: 'malformed_header' }]);
+		const forged = await post(webhook.url, forgedBody, {
+			'stripe-signature': [stack.stripeSignature(forgedBody, { secret: 'whsec_forged' }), stack.stripeSignature(forgedBody)],
+		});
+		expect([forged.status, forged.outcome, forged.json]).toEqual([
+			401,
+			'invalid_signature',
+			{ error: 'invalid_signature', reason: 'malformed_header' },
+		]);
 
 		const sameBody = JSON.stringify({ id: eventId('adv_sig_same'), type: 'twice' });
 		const signature = stack.stripeSignature(sameBody);
@@ -169,13 +205,18 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		expect([same.status, same.outcome]).toEqual([200, 'new']);
 
 		const delivery = eventId('adv_delivery');
-		for (const values of [[`${delivery}-a`, `${delivery}-b`], [delivery, delivery]]) {
+		for (const values of [
+			[`${delivery}-a`, `${delivery}-b`],
+			[delivery, delivery],
+		]) {
 			const body = JSON.stringify({ id: eventId('adv_key_twice'), type: 'twice' });
 			const refused = await post(byHeader.url, body, { 'stripe-signature': stack.stripeSignature(body), 'x-delivery-id': values });
 			expect([refused.status, refused.outcome, refused.json?.error]).toEqual([503, 'not_reserved', 'key_refused']);
 		}
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
-		expect(executions.map((e) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([`evt:${JSON.parse(sameBody).id}`]);
+		expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([
+			`evt:${JSON.parse(sameBody).id}`,
+		]);
 		await expectOnlySentinelRan(byHeader, mark, { 'x-delivery-id': eventId('adv_delivery_sentinel') });
 	});
 });

@@ -1,9 +1,8 @@
 // The credential test through n8n's REST API (POST /rest/credentials/test, as the editor's "Test"
 // button does), with an owner set up (POST /rest/owner/setup) and logged in (POST /rest/login).
 // e2e-tags: single compatibility
-const stack = require('../support/stack/n8nStack');
-const { harness, OWNER } = require('../support/e2e/harness');
-
+import * as stack from '../support/stack/n8nStack';
+import { harness, OWNER } from '../support/e2e/harness';
 
 describe('credential tests through the n8n REST API', () => {
 	const h = harness();
@@ -17,9 +16,13 @@ describe('credential tests through the n8n REST API', () => {
 	test('the community package credential type is loaded and the imported credential is listed', async () => {
 		const list = await rest.call('GET', '/credentials');
 		expect(list.status).toBe(200);
-		const types = list.json.data.map((c) => `${c.id}:${c.type}`);
+		const types = list.json.data.map((c: { id: string; type: string }) => `${c.id}:${c.type}`);
 		expect(types).toEqual(
-			expect.arrayContaining([`${cred.id}:idempotencyPostgresApi`, 'businessPg01:postgres', `${stack.TEMPLATE_CREDENTIALS.signature.id}:webhookSignatureApi`]),
+			expect.arrayContaining([
+				`${cred.id}:idempotencyPostgresApi`,
+				'businessPg01:postgres',
+				`${stack.TEMPLATE_CREDENTIALS.signature.id}:webhookSignatureApi`,
+			]),
 		);
 	});
 
@@ -30,7 +33,10 @@ describe('credential tests through the n8n REST API', () => {
 	});
 
 	test('Idempotency Postgres: a wrong password fails with a clear message', async () => {
-		const res = await rest.testCredential({ ...cred, data: { ...stack.idempotencyCredentialData(h.state.app), password: 'definitely-wrong' } });
+		const res = await rest.testCredential({
+			...cred,
+			data: { ...stack.idempotencyCredentialData(h.state.app), password: 'definitely-wrong' },
+		});
 		expect(res.status).toBe(200);
 		expect(res.json.data.status).toBe('Error');
 		expect(res.json.data.message).toMatch(/password|authentication/i);

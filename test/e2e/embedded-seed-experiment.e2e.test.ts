@@ -4,23 +4,35 @@
 // of C (401), C, and a body without id twice. Single process, and queue mode with main and two workers
 // sharing the n8n folder (one host).
 // e2e-tags: single queue compatibility
-const crypto = require('node:crypto');
-const { harness, outputTaken, eventId } = require('../support/e2e/harness');
-const { EMB, useEmbeddedWebhook, keyStates } = require('../support/e2e/embedded');
+import crypto from 'node:crypto';
+import { harness, outputTaken, eventId } from '../support/e2e/harness';
+import { EMB, useEmbeddedWebhook, keyStates, type startEmbeddedWebhook } from '../support/e2e/embedded';
+
+type EmbeddedSite = Awaited<ReturnType<typeof startEmbeddedWebhook>>;
+// The options stack.deliver reads (secret, timestamp, …), typed from its parameter (which names only `sign`).
+type DeliveryOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
+interface Execution {
+	status: string;
+	nodesRun: string[];
+}
 
 describe('seed experiment through templates/idempotent-webhook-embedded.json (Store: Embedded)', () => {
 	const h = harness();
-	const site = useEmbeddedWebhook(h, 'emb-seed');
+	// { api, webhook }, filled in by the beforeAll useEmbeddedWebhook registers, before the tests run.
+	const site = useEmbeddedWebhook(h, 'emb-seed') as unknown as EmbeddedSite;
 
 	// Queue mode on one host: main and the workers share one n8n folder, and the key file's store id
 	// is set on every process (IDEMPOTENCY_EMBEDDED_STORE_ID, as the harness and docs/embedded-store.md do).
-	(h.topology === 'queue' ? test : test.skip)('queue mode, one shared folder, the store id set on every process: the first delivery is processed, once', async () => {
-		const { api, webhook } = site;
-		const { answers, key } = webhook.warmUp;
-		expect(answers).toEqual([expect.objectContaining({ status: 200, outcome: 'new' })]);
-		expect(api.calls(key)).toBe(1);
-		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: 0 } });
-	});
+	(h.topology === 'queue' ? test : test.skip)(
+		'queue mode, one shared folder, the store id set on every process: the first delivery is processed, once',
+		async () => {
+			const { api, webhook } = site;
+			const { answers, key } = webhook.warmUp!;
+			expect(answers).toEqual([expect.objectContaining({ status: 200, outcome: 'new' })]);
+			expect(api.calls(key)).toBe(1);
+			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: 0 } });
+		},
+	);
 
 	test('A, A with a new signature, B, a forged C, C, a body without id twice: one API call per event, the repeats duplicates, nothing in Postgres', async () => {
 		const { api, webhook } = site;
@@ -34,10 +46,10 @@ describe('seed experiment through templates/idempotent-webhook-embedded.json (St
 		const now = Math.floor(Date.now() / 1000);
 
 		const answers = [];
-		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 }));
-		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now })); // Stripe's retry: a new signature
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 } as DeliveryOptions));
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now } as DeliveryOptions)); // Stripe's retry: a new signature
 		answers.push(await h.deliver(webhook.url, b));
-		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' }));
+		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' } as DeliveryOptions));
 		answers.push(await h.deliver(webhook.url, c));
 		answers.push(await h.deliver(webhook.url, raw));
 		answers.push(await h.deliver(webhook.url, raw));
@@ -52,13 +64,20 @@ describe('seed experiment through templates/idempotent-webhook-embedded.json (St
 			[200, 'duplicate'],
 		]);
 		const keys = [`evt:${a.id}`, `evt:${b.id}`, `evt:${c.id}`, idlessKey];
-		expect(answers.filter((answer) => answer.status === 200).map((answer) => answer.json?.eventKey)).toEqual([keys[0], keys[0], keys[1], keys[2], keys[3], keys[3]]);
+		expect(answers.filter((answer) => answer.status === 200).map((answer) => answer.json?.eventKey)).toEqual([
+			keys[0],
+			keys[0],
+			keys[1],
+			keys[2],
+			keys[3],
+			keys[3],
+		]);
 		// The duplicate replays the answer Settle stored for the first delivery.
 		expect(answers[1].json).toEqual(answers[0].json);
 
 		// The effects: one API call per event, with the event's key as its Idempotency-Key.
 		expect(Object.fromEntries(keys.map((key) => [key, api.calls(key)]))).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
-		expect(api.log().every((call) => call.idempotencyKey === call.key)).toBe(true);
+		expect(api.log().every((call: { idempotencyKey: string; key: string }) => call.idempotencyKey === call.key)).toBe(true);
 		// The keys are in the embedded store, completed; the forgery reserved nothing.
 		expect(await keyStates(h, keys)).toEqual({
 			[keys[0]]: { status: 'completed', attempts: 1, duplicates: 1 },
@@ -71,10 +90,12 @@ describe('seed experiment through templates/idempotent-webhook-embedded.json (St
 		expect(inPostgres.rows[0].n).toBe(0);
 
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 7);
-		expect(executions.map((e) => e.status)).toEqual(Array(7).fill('success'));
-		expect(executions.map((e) => outputTaken(e, EMB.verify))).toEqual([0, 0, 0, 1, 0, 0, 0]);
-		expect(executions.filter((e) => outputTaken(e, EMB.verify) === 0).map((e) => outputTaken(e, EMB.reserve))).toEqual([0, 1, 0, 0, 0, 1]);
-		expect(executions.filter((e) => e.nodesRun.includes(EMB.business))).toHaveLength(4);
+		expect(executions.map((e: Execution) => e.status)).toEqual(Array(7).fill('success'));
+		expect(executions.map((e: Execution) => outputTaken(e, EMB.verify))).toEqual([0, 0, 0, 1, 0, 0, 0]);
+		expect(
+			executions.filter((e: Execution) => outputTaken(e, EMB.verify) === 0).map((e: Execution) => outputTaken(e, EMB.reserve)),
+		).toEqual([0, 1, 0, 0, 0, 1]);
+		expect(executions.filter((e: Execution) => e.nodesRun.includes(EMB.business))).toHaveLength(4);
 		const reserved = executions[5].runData[EMB.reserve][0].data.main[0][0].json.idempotency;
 		expect(reserved).toMatchObject({ key: idlessKey, outcome: 'new', isNew: true });
 	});
