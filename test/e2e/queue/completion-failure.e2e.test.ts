@@ -4,10 +4,10 @@
 // Failed; the error-workflow template must then COMPLETE the key (not mark it failed), so the
 // redelivery is a duplicate and the business step ran exactly once.
 // e2e-tags: queue
-const { harness, eventId } = require('../../support/e2e/harness');
-const { report } = require('../../support/e2e/provider');
-const { expectErrorWorkflowCompletedKey } = require('../../support/e2e/outcome');
-const { settleBlocker } = require('../../support/e2e/appFaults');
+import { harness, eventId } from '../../support/e2e/harness';
+import { report } from '../../support/e2e/provider';
+import { expectErrorWorkflowCompletedKey } from '../../support/e2e/outcome';
+import { settleBlocker } from '../../support/e2e/appFaults';
 
 describe('queue mode: Settle cannot complete the key after the business step succeeded', () => {
 	const h = harness();
@@ -28,7 +28,9 @@ describe('queue mode: Settle cannot complete the key after the business step suc
 
 		const [webhookRun] = await h.waitForExecutions(h.IDS.webhook, mark, 1, { timeoutMs: 120000 });
 		expect(webhookRun.status).toBe('error');
-		expect(webhookRun.nodesRun).toEqual(expect.arrayContaining(['Settle (complete or mark failed)', 'Completion Failed (error workflow completes)']));
+		expect(webhookRun.nodesRun).toEqual(
+			expect.arrayContaining(['Settle (complete or mark failed)', 'Completion Failed (error workflow completes)']),
+		);
 		expect(webhookRun.runData['Settle (complete or mark failed)'][0].data.main.slice(0, 3).flat()).toEqual([]); // Not Settled only
 
 		// The error workflow completes the key (it retries until the completion goes through).

@@ -3,10 +3,13 @@
 // outside {200, 409, 401 for the forged}, no key left processing, no execution left running; the
 // cleanup deleted the keys that had expired and none of the soak's.
 // e2e-tags: queue compatibility
-const { harness } = require('../../support/e2e/harness');
-const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
-const { report } = require('../../support/e2e/provider');
-const { QUEUE } = require('../../support/e2e/topology');
+import { harness } from '../../support/e2e/harness';
+import { soak, soakSize, unexpectedAnswers } from '../../support/e2e/soak';
+import { report } from '../../support/e2e/provider';
+import { QUEUE } from '../../support/e2e/topology';
+
+/** soak's options: the plan's size and how many forged deliveries it adds. */
+type SoakOptions = Parameters<typeof soak>[1];
 
 describe('queue mode: soak with the cleanup template running every few seconds', () => {
 	const h = harness();
@@ -25,7 +28,7 @@ describe('queue mode: soak with the cleanup template running every few seconds',
 		// E2E_SOAK_* set any size.
 		const size = soakSize(QUEUE.longSoak);
 		const started = Date.now();
-		const result = await soak(h, { label: 'test 3+7 soak (queue mode, cleanup every 3 s)', ...size, forged: 10 });
+		const result = await soak(h, { label: 'test 3+7 soak (queue mode, cleanup every 3 s)', ...size, forged: 10 } as SoakOptions);
 
 		const { rows } = await h.n8nQuery(
 			`SELECT count(*)::int AS runs, count(*) FILTER (WHERE status = 'success')::int AS ok,
@@ -34,7 +37,13 @@ describe('queue mode: soak with the cleanup template running every few seconds',
 			[h.IDS.cleanupFrequent, new Date(started)],
 		);
 		const leftExpired = await h.appQuery('SELECT count(*)::int AS n FROM processed_events WHERE key = ANY($1)', [expired]);
-		report('test 7 cleanup during the soak', { cleanupRuns: rows[0].runs, cleanupSucceeded: rows[0].ok, cleanupFailed: rows[0].failed, expiredSeeded: expired.length, expiredLeft: leftExpired.rows[0].n });
+		report('test 7 cleanup during the soak', {
+			cleanupRuns: rows[0].runs,
+			cleanupSucceeded: rows[0].ok,
+			cleanupFailed: rows[0].failed,
+			expiredSeeded: expired.length,
+			expiredLeft: leftExpired.rows[0].n,
+		});
 
 		expect(result.outcome).toMatchObject({ rows: size.events, doubled: 0, missing: 0, keysNotCompleted: 0, stuckExecutions: 0 });
 		expect(result.stats.gaveUp).toBe(0);

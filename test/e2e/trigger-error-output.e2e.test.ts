@@ -3,15 +3,18 @@
 // for the event. The trigger answers the sender 500 and marks the key failed, so the provider's
 // retry runs the step again; a 200 here would lose the event.
 // e2e-tags: single queue compatibility
-const { harness, eventId } = require('../support/e2e/harness');
-const { keyStates, useWorkerFolders } = require('../support/e2e/embedded');
-const { deliverUntilAccepted, publishTrigger, TRIGGER } = require('../support/e2e/trigger');
-const { startSink } = require('../support/e2e/sink');
+import { harness, eventId } from '../support/e2e/harness';
+import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
+import { deliverUntilAccepted, publishTrigger, TRIGGER } from '../support/e2e/trigger';
+import { startSink } from '../support/e2e/sink';
+
+/** publishTrigger's options: the API the business step calls, a change to each node. */
+type TriggerOptions = Parameters<typeof publishTrigger>[2];
 
 describe('the Idempotent Webhook trigger, a business step set to continue on error', () => {
 	const h = harness();
-	let api;
-	const webhooks = {};
+	let api: Awaited<ReturnType<typeof startSink>>;
+	const webhooks: Record<string, { url: string; workflowId: string }> = {};
 
 	beforeAll(async () => {
 		await useWorkerFolders(h, 'shared');
@@ -20,7 +23,7 @@ describe('the Idempotent Webhook trigger, a business step set to continue on err
 			webhooks[onError] = await publishTrigger(h, `trigger-${onError}`, {
 				apiUrl: api.url,
 				change: (node) => (node.name === TRIGGER.business ? { ...node, onError } : node),
-			});
+			} as TriggerOptions);
 			// Queue mode: the first run on a worker opens the store; warm it up like a provider retrying.
 			if (h.topology === 'queue') await deliverUntilAccepted(h, webhooks[onError].url, { id: eventId('trg_warm'), type: 'e2e.warmup' });
 		}

@@ -6,13 +6,13 @@
 // same time, in rounds and in every order (also two events of one second), always leave the newest
 // state: the guard's mark commits before the upsert, so the upsert itself refuses an older version.
 // (An update that arrives before its create, seed 002's test, is the production checklist's test 4,
-// checklist.e2e.test.js.)
+// checklist.e2e.test.ts.)
 // e2e-tags: single queue
-const { Client } = require('pg');
-const { harness, outputTaken, outputItem, eventId } = require('../support/e2e/harness');
-const { expectErrorWorkflowCompletedKey } = require('../support/e2e/outcome');
-const { publishOrderedWebhook } = require('../support/e2e/restWorkflows');
-const { createTrigger, dropTrigger, settleBlocker } = require('../support/e2e/appFaults');
+import { Client } from 'pg';
+import { harness, outputTaken, outputItem, eventId } from '../support/e2e/harness';
+import { expectErrorWorkflowCompletedKey } from '../support/e2e/outcome';
+import { publishOrderedWebhook } from '../support/e2e/restWorkflows';
+import { createTrigger, dropTrigger, settleBlocker } from '../support/e2e/appFaults';
 
 const GUARD = 'Idempotency Order Guard';
 const CONSTRAINT = 'customers_e2e_rejects_poison';
@@ -37,13 +37,25 @@ const HOLD_TRIGGER = {
 				RETURN NEW;`,
 };
 
+/** A Stripe customer event, as the provider sends it. */
+interface CustomerEvent {
+	id: string;
+	type: string;
+	created: number | string;
+	data: { object: { id: string; object: string; email: string } };
+}
+
+/** An execution as the harness reads it from n8n. */
+type Execution = Parameters<typeof outputTaken>[0];
+
 describe('ordered-webhook template: failures around the Order Guard', () => {
 	const h = harness();
 	const blocked = settleBlocker(h, BLOCKED);
-	let url;
-	let workflowId;
-	const key = async (id) =>
-		(await h.appQuery('SELECT status, attempts, last_error, payload, locked_until FROM processed_events WHERE key = $1', [`evt:${id}`])).rows[0];
+	let url: string;
+	let workflowId: string;
+	const key = async (id: string) =>
+		(await h.appQuery('SELECT status, attempts, last_error, payload, locked_until FROM processed_events WHERE key = $1', [`evt:${id}`]))
+			.rows[0];
 
 	beforeAll(async () => {
 		({ url, workflowId } = await publishOrderedWebhook(h, 'ordered', { errorWorkflow: h.IDS.error }));
@@ -57,11 +69,18 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		await dropTrigger(h, HOLD_TRIGGER);
 	});
 
-	const customerEvent = (customer, type, created, email) => ({ id: eventId(type.replace('.', '_')), type, created, data: { object: { id: customer, object: 'customer', email } } });
-	const customerRow = async (customer) => (await h.appQuery('SELECT email, version::text AS version FROM customers WHERE id = $1', [customer])).rows;
-	const markOf = async (customer) =>
-		(await h.appQuery('SELECT version::text AS version FROM object_versions WHERE object_key = $1', [`stripe:customer:${customer}`])).rows[0]?.version;
-	async function until(condition, what, timeoutMs = 60000) {
+	const customerEvent = (customer: string, type: string, created: number, email: string): CustomerEvent => ({
+		id: eventId(type.replace('.', '_')),
+		type,
+		created,
+		data: { object: { id: customer, object: 'customer', email } },
+	});
+	const customerRow = async (customer: string) =>
+		(await h.appQuery('SELECT email, version::text AS version FROM customers WHERE id = $1', [customer])).rows;
+	const markOf = async (customer: string) =>
+		(await h.appQuery('SELECT version::text AS version FROM object_versions WHERE object_key = $1', [`stripe:customer:${customer}`]))
+			.rows[0]?.version;
+	async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 60000) {
 		const deadline = Date.now() + timeoutMs;
 		while (!(await condition())) {
 			if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -73,7 +92,7 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 	 * The race as it happens in production, forced: `held` passes the guard first and its upsert then
 	 * waits; `late` passes the guard and writes; then `held` writes. Returns both answers.
 	 */
-	async function heldWhileOtherWrites(held, late) {
+	async function heldWhileOtherWrites(held: CustomerEvent, late: CustomerEvent) {
 		const customer = held.data.object.id;
 		const lock = new Client({ connectionString: h.state.appUrl });
 		await lock.connect();
@@ -94,27 +113,42 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		['created (100) held, updated (101) writes first', 0, 1, true],
 		['one second: created held, updated writes first', 0, 0, true],
 		['one second: updated held, created writes first', 0, 0, false],
-	])('the upsert refuses an older version that passed the guard earlier: %s → the row holds the update, both answered 200', async (_name, createdAt, updatedAt, createIsHeld) => {
-		const customer = `cus_${eventId('held').slice(8)}`;
-		const at = Math.floor(Date.now() / 1000);
-		const held = (email) => email.replace('@example.com', HELD_DOMAIN);
-		const create = customerEvent(customer, 'customer.created', at + createdAt, createIsHeld ? held('old@example.com') : 'old@example.com');
-		const update = customerEvent(customer, 'customer.updated', at + updatedAt, createIsHeld ? 'new@example.com' : held('new@example.com'));
-		const mark = await h.executionMark();
+	])(
+		'the upsert refuses an older version that passed the guard earlier: %s → the row holds the update, both answered 200',
+		async (_name, createdAt, updatedAt, createIsHeld) => {
+			const customer = `cus_${eventId('held').slice(8)}`;
+			const at = Math.floor(Date.now() / 1000);
+			const held = (email: string) => email.replace('@example.com', HELD_DOMAIN);
+			const create = customerEvent(
+				customer,
+				'customer.created',
+				at + createdAt,
+				createIsHeld ? held('old@example.com') : 'old@example.com',
+			);
+			const update = customerEvent(
+				customer,
+				'customer.updated',
+				at + updatedAt,
+				createIsHeld ? 'new@example.com' : held('new@example.com'),
+			);
+			const mark = await h.executionMark();
 
-		const [heldAnswer, lateAnswer] = createIsHeld ? await heldWhileOtherWrites(create, update) : await heldWhileOtherWrites(update, create);
-		expect(await customerRow(customer)).toEqual([{ email: update.data.object.email, version: String(at + updatedAt) }]);
-		expect([heldAnswer.status, lateAnswer.status]).toEqual([200, 200]);
+			const [heldAnswer, lateAnswer] = createIsHeld
+				? await heldWhileOtherWrites(create, update)
+				: await heldWhileOtherWrites(update, create);
+			expect(await customerRow(customer)).toEqual([{ email: update.data.object.email, version: String(at + updatedAt) }]);
+			expect([heldAnswer.status, lateAnswer.status]).toEqual([200, 200]);
 
-		// Both passed the guard (the held one first); the held upsert ran after the other one.
-		const runs = await h.waitForExecutions(workflowId, mark, 2);
-		expect(runs.map((run) => outputTaken(run, GUARD))).toEqual([0, 0]);
-		const applied = runs.map((run) => outputItem(run, BUSINESS)?.applied);
-		// The held write ran last: a create is refused; a same-second update replaces the create.
-		expect(applied).toEqual(createIsHeld ? [false, true] : [true, true]);
-		const keys = await h.appQuery('SELECT status FROM processed_events WHERE key = ANY($1)', [[`evt:${create.id}`, `evt:${update.id}`]]);
-		expect(keys.rows.map((row) => row.status)).toEqual(['completed', 'completed']);
-	});
+			// Both passed the guard (the held one first); the held upsert ran after the other one.
+			const runs = await h.waitForExecutions(workflowId, mark, 2);
+			expect(runs.map((run: Execution) => outputTaken(run, GUARD))).toEqual([0, 0]);
+			const applied = runs.map((run: Execution) => outputItem(run, BUSINESS)?.applied);
+			// The held write ran last: a create is refused; a same-second update replaces the create.
+			expect(applied).toEqual(createIsHeld ? [false, true] : [true, true]);
+			const keys = await h.appQuery('SELECT status FROM processed_events WHERE key = ANY($1)', [[`evt:${create.id}`, `evt:${update.id}`]]);
+			expect(keys.rows.map((row: { status: string }) => row.status)).toEqual(['completed', 'completed']);
+		},
+	);
 
 	test('two updates in one second, one after the other: the later one is applied, not dropped as Stale', async () => {
 		const customer = `cus_${eventId('tie').slice(8)}`;
@@ -131,7 +165,10 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		const at = Math.floor(Date.now() / 1000) - 600;
 		const pairs = [];
 		for (let round = 0; round < rounds; round++) {
-			for (const [kind, gap] of [['older/newer', 1], ['one second', 0]]) {
+			for (const [kind, gap] of [
+				['older/newer', 1],
+				['one second', 0],
+			] as const) {
 				for (const updateFirst of [false, true]) pairs.push({ round, kind, gap, updateFirst });
 			}
 		}
@@ -160,21 +197,37 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 				JSON.stringify(r.row) !== JSON.stringify([{ email: r.update.data.object.email, version: String(r.update.created) }]) ||
 				r.mark !== String(r.update.created),
 		);
-		expect(wrong.map(({ kind, round, updateFirst, answers, row, mark }) => ({ kind, round, updateFirst, answers: answers.map((a) => `${a.status} ${a.outcome}`), row, mark }))).toEqual([]);
+		expect(
+			wrong.map(({ kind, round, updateFirst, answers, row, mark }) => ({
+				kind,
+				round,
+				updateFirst,
+				answers: answers.map((a) => `${a.status} ${a.outcome}`),
+				row,
+				mark,
+			})),
+		).toEqual([]);
 		expect(results).toHaveLength(rounds * 4);
 	});
 
 	test('the event that set a version, retried after its business step failed, passes the guard again (nothing is lost)', async () => {
 		const customer = `cus_${eventId('retry').slice(8)}`;
 		const at = Math.floor(Date.now() / 1000);
-		const update = { id: eventId('poisoned'), type: 'customer.updated', created: at, data: { object: { id: customer, object: 'customer', email: 'e2e-poison@example.com' } } };
+		const update = {
+			id: eventId('poisoned'),
+			type: 'customer.updated',
+			created: at,
+			data: { object: { id: customer, object: 'customer', email: 'e2e-poison@example.com' } },
+		};
 		await h.appQuery(`ALTER TABLE customers ADD CONSTRAINT ${CONSTRAINT} CHECK (email IS DISTINCT FROM 'e2e-poison@example.com')`);
 
 		const mark = await h.executionMark();
 		const failed = await h.deliver(url, update);
 		expect([failed.status, failed.outcome]).toEqual([500, 'failed']);
 		// The guard recorded the version before the business step failed.
-		const recorded = await h.appQuery('SELECT version::text AS version FROM object_versions WHERE object_key = $1', [`stripe:customer:${customer}`]);
+		const recorded = await h.appQuery('SELECT version::text AS version FROM object_versions WHERE object_key = $1', [
+			`stripe:customer:${customer}`,
+		]);
 		expect(recorded.rows).toEqual([{ version: String(at) }]);
 		// The key is kept failed, with the upsert's error and the event (what a replay needs).
 		const kept = await key(update.id);
@@ -187,7 +240,7 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		expect(await key(update.id)).toMatchObject({ status: 'completed', attempts: 2 });
 
 		const runs = await h.waitForExecutions(workflowId, mark, 2);
-		expect(runs.map((run) => outputTaken(run, GUARD))).toEqual([0, 0]); // Newer both times
+		expect(runs.map((run: Execution) => outputTaken(run, GUARD))).toEqual([0, 0]); // Newer both times
 		const { rows } = await h.appQuery('SELECT email FROM customers WHERE id = $1', [customer]);
 		expect(rows).toEqual([{ email: 'e2e-poison@example.com' }]);
 	});
@@ -195,7 +248,12 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 	test('an event whose version cannot be checked leaves through Not Checked: key marked failed with the error, 500, never the upsert; the fixed retry is New', async () => {
 		const customer = `cus_${eventId('unchecked').slice(8)}`;
 		const id = eventId('unchecked');
-		const event = (created) => ({ id, type: 'customer.updated', created, data: { object: { id: customer, object: 'customer', email: 'checked@example.com' } } });
+		const event = (created: number | string): CustomerEvent => ({
+			id,
+			type: 'customer.updated',
+			created,
+			data: { object: { id: customer, object: 'customer', email: 'checked@example.com' } },
+		});
 
 		const mark = await h.executionMark();
 		const refused = await h.deliver(url, event('soon'));
@@ -213,7 +271,7 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		expect(await key(id)).toMatchObject({ status: 'completed', attempts: 2 });
 
 		const runs = await h.waitForExecutions(workflowId, mark, 2);
-		expect(runs.map((run) => outputTaken(run, GUARD))).toEqual([2, 0]); // Not Checked, then Newer
+		expect(runs.map((run: Execution) => outputTaken(run, GUARD))).toEqual([2, 0]); // Not Checked, then Newer
 		expect(runs[0].nodesRun).not.toContain(BUSINESS);
 		expect((await h.appQuery('SELECT email FROM customers WHERE id = $1', [customer])).rows).toEqual([{ email: 'checked@example.com' }]);
 	});
@@ -221,7 +279,12 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 	test('the upsert happened, Settle cannot complete the key → 200 completion_pending, the execution fails in Completion Failed, the error workflow completes the key, the redelivery is a duplicate (one upsert)', async () => {
 		const customer = `cus_${eventId('pending').slice(8)}`;
 		const at = Math.floor(Date.now() / 1000);
-		const update = { id: eventId('pending'), type: 'customer.updated', created: at, data: { object: { id: customer, object: 'customer', email: 'pending@example.com' } } };
+		const update = {
+			id: eventId('pending'),
+			type: 'customer.updated',
+			created: at,
+			data: { object: { id: customer, object: 'customer', email: 'pending@example.com' } },
+		};
 		const eventKey = `evt:${update.id}`;
 		await blocked.block(eventKey);
 		const attemptsBefore = await blocked.refusals();
@@ -234,10 +297,16 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		const attemptsAfter = await blocked.refusals();
 		expect(attemptsAfter - attemptsBefore).toBeGreaterThanOrEqual(1);
 		// The effect happened: the customer was written, and the guard recorded this event's version.
-		expect((await h.appQuery('SELECT email, version::text AS version FROM customers WHERE id = $1', [customer])).rows).toEqual([{ email: 'pending@example.com', version: String(at) }]);
-		expect((await h.appQuery('SELECT version::text AS version, event_key FROM object_versions WHERE object_key = $1', [`stripe:customer:${customer}`])).rows).toEqual([
-			{ version: String(at), event_key: eventKey },
+		expect((await h.appQuery('SELECT email, version::text AS version FROM customers WHERE id = $1', [customer])).rows).toEqual([
+			{ email: 'pending@example.com', version: String(at) },
 		]);
+		expect(
+			(
+				await h.appQuery('SELECT version::text AS version, event_key FROM object_versions WHERE object_key = $1', [
+					`stripe:customer:${customer}`,
+				])
+			).rows,
+		).toEqual([{ version: String(at), event_key: eventKey }]);
 
 		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
 		expect(run.status).toBe('error');
@@ -251,7 +320,7 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		const again = await h.deliver(url, update);
 		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
 		const runs = await h.waitForExecutions(workflowId, mark, 2);
-		expect(runs.map((execution) => execution.nodesRun.includes(BUSINESS))).toEqual([true, false]);
+		expect(runs.map((execution: Execution) => execution.nodesRun.includes(BUSINESS))).toEqual([true, false]);
 		expect((await h.appQuery('SELECT email FROM customers WHERE id = $1', [customer])).rows).toEqual([{ email: 'pending@example.com' }]);
 	});
 });

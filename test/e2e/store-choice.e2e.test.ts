@@ -3,19 +3,35 @@
 // a Postgres credential) still keeps its keys in Postgres; a new Reserve node (typeVersion 2, no
 // credential at all) keeps them in the embedded file in n8n's folder. Both catch the retry.
 // e2e-tags: single compatibility
-const { spawnSync } = require('node:child_process');
-const { randomUUID } = require('node:crypto');
-const path = require('node:path');
-const { TEMPLATE_CREDENTIALS } = require('../support/stack/n8nStack');
-const { harness, eventId } = require('../support/e2e/harness');
-const { freshWebhookPath, publishWorkflow, webhookNode } = require('../support/e2e/restWorkflows');
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { TEMPLATE_CREDENTIALS } from '../support/stack/n8nStack';
+import { harness, eventId } from '../support/e2e/harness';
+import { freshWebhookPath, publishWorkflow, webhookNode } from '../support/e2e/restWorkflows';
 
 const RESERVE = 'n8n-nodes-idempotency.idempotencyReserve';
 
+/** A workflow node as the editor saves it. */
+interface WorkflowNode {
+	name: string;
+	type: string;
+	parameters: Record<string, unknown>;
+	credentials?: Record<string, { id: string; name: string }>;
+	[field: string]: unknown;
+}
+
+/** What the test chooses of the Reserve node: its version, parameters and credentials. */
+interface ReserveFields {
+	typeVersion: number;
+	parameters: Record<string, unknown>;
+	credentials?: WorkflowNode['credentials'];
+}
+
 /** Webhook → Reserve → Respond (new / duplicate / not reserved), with the Reserve node as given. */
-function reserveWorkflow(label, reserve) {
+function reserveWorkflow(label: string, reserve: ReserveFields) {
 	const webhookPath = freshWebhookPath(label);
-	const respond = (name, outcome, status, y) => ({
+	const respond = (name: string, outcome: string, status: number, y: number): WorkflowNode => ({
 		id: randomUUID(),
 		name,
 		type: 'n8n-nodes-base.respondToWebhook',
@@ -23,11 +39,12 @@ function reserveWorkflow(label, reserve) {
 		position: [500, y],
 		parameters: {
 			respondWith: 'json',
-			responseBody: '={{ { outcome: "' + outcome + '", key: $json.idempotency ? $json.idempotency.key : null, error: $json.error ?? null } }}',
+			responseBody:
+				'={{ { outcome: "' + outcome + '", key: $json.idempotency ? $json.idempotency.key : null, error: $json.error ?? null } }}',
 			options: { responseCode: status, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: outcome }] } },
 		},
 	});
-	const nodes = [
+	const nodes: WorkflowNode[] = [
 		webhookNode(webhookPath, { responseMode: 'responseNode' }),
 		{ id: randomUUID(), name: 'Idempotency Reserve', type: RESERVE, position: [250, 0], onError: 'continueRegularOutput', ...reserve },
 		respond('Respond New', 'new', 200, -150),
@@ -55,7 +72,7 @@ describe('the Store parameter in a real n8n', () => {
 	const node24 = path.join(h.state.cliSpec.env.PATH.split(path.delimiter)[0], 'node');
 
 	/** Whether the embedded file holds the key (false when the file does not exist yet). */
-	function inEmbeddedFile(key) {
+	function inEmbeddedFile(key: string) {
 		const script = `
 			const fs = require('node:fs');
 			const [file, key] = process.argv.slice(1);
@@ -67,7 +84,7 @@ describe('the Store parameter in a real n8n', () => {
 		if (run.status !== 0) throw new Error(`reading ${keyFile} failed: ${run.stderr}`);
 		return run.stdout.trim() === 'true';
 	}
-	const inPostgres = async (key) => (await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [key])).rowCount === 1;
+	const inPostgres = async (key: string) => (await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [key])).rowCount === 1;
 
 	it('a workflow saved before the Store parameter (typeVersion 1, no store, a Postgres credential) keeps its keys in Postgres', async () => {
 		const { workflow, webhookPath } = reserveWorkflow('saved-v1', {
@@ -89,7 +106,7 @@ describe('the Store parameter in a real n8n', () => {
 		expect(inEmbeddedFile(`evt:${id}`)).toBe(false);
 	});
 
-	it('a new Reserve node (typeVersion 2, no store parameter, no credential) keeps its keys in the embedded file in n8n\'s folder', async () => {
+	it("a new Reserve node (typeVersion 2, no store parameter, no credential) keeps its keys in the embedded file in n8n's folder", async () => {
 		const { workflow, webhookPath } = reserveWorkflow('new-embedded', {
 			typeVersion: 2,
 			parameters: { keySource: 'auto', mode: 'permanent', options: {} },

@@ -5,20 +5,43 @@
 // business step replaced by one that writes the amount (as a user replaces it with theirs), then
 // writes exactly 12345678901234567890.
 // e2e-tags: single compatibility
-const { harness, eventId } = require('../support/e2e/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
+import { harness, eventId } from '../support/e2e/harness';
+import { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
 
 const POISON = 'business_log_e2e_exact_poison';
 const AMOUNTS = 'replay_amounts_e2e';
 const BIG = '12345678901234567890';
 const BUSINESS_STEP = 'Business Step (insert business_log)';
 
+/** A node of a shipped template, as far as this file reads it. */
+interface TemplateNode {
+	name: string;
+	parameters: Record<string, unknown>;
+}
+
+/** One field of a Set node's assignments (Replay Settings). */
+interface Assignment {
+	name: string;
+	value: unknown;
+}
+
+/** What an item of the replay's nodes carries, as far as this file reads it. */
+interface ReplayItem {
+	idempotency: { key: string };
+	body: { data: { object: { amount: string } } };
+}
+
+/** A finished execution: each node's runs, each with its items per output. */
+interface Execution {
+	runData: Record<string, Array<{ data?: { main?: Array<Array<{ json: unknown }> | null> } }>>;
+}
+
 /** The replay template with a user's Replay Settings and a business step that writes the event's amount. */
-function replayWorkflow(settings) {
-	const template = readShippedTemplate('replay-failed-events.json');
+function replayWorkflow(settings: Record<string, unknown>) {
+	const template: { nodes: TemplateNode[] } = readShippedTemplate('replay-failed-events.json');
 	const nodes = template.nodes.map((node) => {
 		if (node.name === 'Replay Settings') {
-			const assignments = node.parameters.assignments.assignments.map((assignment) =>
+			const assignments = (node.parameters.assignments as { assignments: Assignment[] }).assignments.map((assignment) =>
 				assignment.name in settings ? { ...assignment, value: settings[assignment.name] } : assignment,
 			);
 			return { ...node, parameters: { ...node.parameters, assignments: { assignments } } };
@@ -29,7 +52,10 @@ function replayWorkflow(settings) {
 				parameters: {
 					...node.parameters,
 					query: `INSERT INTO ${AMOUNTS} (event_key, amount) VALUES ($1, $2) RETURNING id`,
-					options: { ...node.parameters.options, queryReplacement: '={{ [$json.idempotency.key, $json.body.data.object.amount] }}' },
+					options: {
+						...(node.parameters.options as Record<string, unknown>),
+						queryReplacement: '={{ [$json.idempotency.key, $json.body.data.object.amount] }}',
+					},
 				},
 			};
 		}
@@ -38,8 +64,8 @@ function replayWorkflow(settings) {
 	return { ...template, nodes };
 }
 
-function itemsOut(execution, nodeName, outputIndex = 0) {
-	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item) => item.json);
+function itemsOut(execution: Execution, nodeName: string, outputIndex = 0): ReplayItem[] {
+	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item) => item.json as ReplayItem);
 }
 
 describe('replay with a number beyond 2^53 (templates/replay-failed-events.json)', () => {
@@ -48,11 +74,11 @@ describe('replay with a number beyond 2^53 (templates/replay-failed-events.json)
 	const key = `evt:${id}`;
 	// Written by hand: JSON.stringify could not produce these digits.
 	const raw = `{"id":"${id}","object":"event","type":"e2e.replay_exact_poison","data":{"object":{"amount":${BIG},"currency":"eur"}}}`;
-	let url;
-	let replayId;
+	let url: string;
+	let replayId: string;
 
 	/** Runs the workflow from its Manual Trigger as the editor does; resolves with the finished execution. */
-	async function run(workflowId) {
+	async function run(workflowId: string): Promise<Execution> {
 		const { execution } = await runFromManualTrigger(h, workflowId, 'Run Replay');
 		expect([execution.mode, execution.status]).toEqual(['manual', 'success']);
 		return execution;
@@ -74,7 +100,9 @@ describe('replay with a number beyond 2^53 (templates/replay-failed-events.json)
 	test('the delivery fails in its business step: the key is failed, its payload stored with the exact digits', async () => {
 		const answer = await h.deliver(url, raw);
 		expect([answer.status, answer.outcome]).toEqual([500, 'failed']);
-		const { rows } = await h.appQuery(`SELECT status, payload #>> '{data,object,amount}' AS amount FROM processed_events WHERE key = $1`, [key]);
+		const { rows } = await h.appQuery(`SELECT status, payload #>> '{data,object,amount}' AS amount FROM processed_events WHERE key = $1`, [
+			key,
+		]);
 		expect(rows).toEqual([{ status: 'failed', amount: BIG }]);
 	});
 

@@ -9,14 +9,26 @@
 // the setting for the business database; this test turns it on for the server (ALTER SYSTEM + reload
 // reaches the pooled sessions too) and off again afterwards.
 // e2e-tags: queue
-const fs = require('node:fs');
-const { harness, eventId } = require('../../support/e2e/harness');
-const { deliverAll, figures, recoveryMs, report } = require('../../support/e2e/provider');
-const { sleep, pidAlive } = require('../../support/stack/childProcesses');
-const { eventually } = require('../../support/e2e/eventually');
-const { errorRunsFor } = require('../../support/e2e/outcome');
-const { createTrigger, dropTrigger } = require('../../support/e2e/appFaults');
-const { startStoppedWorkers } = require('../../support/e2e/control');
+import fs from 'node:fs';
+import { harness, eventId } from '../../support/e2e/harness';
+import { deliverAll, figures, recoveryMs, report } from '../../support/e2e/provider';
+import { sleep, pidAlive } from '../../support/stack/childProcesses';
+import { eventually } from '../../support/e2e/eventually';
+import { errorRunsFor } from '../../support/e2e/outcome';
+import { createTrigger, dropTrigger } from '../../support/e2e/appFaults';
+import { startStoppedWorkers } from '../../support/e2e/control';
+
+/** createTrigger's trigger: its name, table, timing, optional WHEN condition and body. */
+type TriggerSpec = Parameters<typeof createTrigger>[1];
+/** The n8n workers of the stack (GET /processes of its control server), as far as this file reads them. */
+interface Processes {
+	workers: Array<{ index: number; logFile: string }>;
+}
+/** What POST /kill-worker answers: the killed worker's pid and how it exited. */
+interface KilledWorker {
+	pid: number;
+	exited: { signal: string | null };
+}
 
 const SLOW_TYPE = 'e2e.slow';
 const SLOW_TRIGGER = {
@@ -25,7 +37,7 @@ const SLOW_TRIGGER = {
 	timing: 'BEFORE INSERT',
 	body: `				IF NEW.event_type = '${SLOW_TYPE}' THEN PERFORM pg_sleep(5); END IF;
 				RETURN NEW;`,
-};
+} as TriggerSpec;
 
 describe('queue mode: a worker killed in the middle of the business step', () => {
 	const h = harness();
@@ -53,23 +65,25 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 		// Find the worker whose execution sleeps inside the business step, then kill it.
 		const killer = (async () => {
 			const deadline = Date.now() + 60000;
-			let backends;
+			let backends: number[];
 			for (;;) {
 				if (Date.now() > deadline) throw new Error('the slow business step never started');
 				const sleeping = await h.appQuery("SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query ILIKE '%business_log%'");
-				backends = sleeping.rows.map((row) => row.pid);
+				backends = sleeping.rows.map((row: { pid: number }) => row.pid);
 				if (backends.length > 0) break;
 				await sleep(200);
 			}
 			// The execution in the business step is the one holding the key's lease (Reserve stores its
 			// id); other deliveries of the event may be running too, on the other worker.
 			const { rows } = await h.appQuery('SELECT execution_id FROM processed_events WHERE key = $1', [key]);
-			const { workers } = await h.control('GET /processes');
-			const running = rows.map((row) => String(row.execution_id));
-			const victim = workers.find((w) => running.some((executionId) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${executionId} `)));
+			const { workers } = (await h.control('GET /processes')) as Processes;
+			const running: string[] = rows.map((row: { execution_id: string }) => String(row.execution_id));
+			const victim = workers.find((w) =>
+				running.some((executionId) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${executionId} `)),
+			);
 			if (!victim) throw new Error(`no worker log names executions ${running.join(', ')}`);
 			const killedAt = Date.now();
-			const killed = await h.control('POST /kill-worker', { index: victim.index });
+			const killed = (await h.control('POST /kill-worker', { index: victim.index })) as KilledWorker;
 			return { ...killed, index: victim.index, killedAt, executions: running, backends };
 		})();
 
@@ -80,7 +94,7 @@ describe('queue mode: a worker killed in the middle of the business step', () =>
 		// connection check aborts it) before "exactly 1 row" means anything; a commit after it would be the double.
 		const orphaned = await eventually(
 			async () => (await h.appQuery('SELECT pid FROM pg_stat_activity WHERE pid = ANY($1)', [kill.backends])).rows,
-			(rows) => rows.length === 0,
+			(rows: unknown[]) => rows.length === 0,
 			{ timeoutMs: 30000 },
 		);
 		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key]);

@@ -4,17 +4,54 @@
 // event several times at once; each replacement gives exactly one effect per event — for the failing
 // step none until it is fixed, then one — and every event ends completed.
 // e2e-tags: single queue compatibility
-const http = require('node:http');
-const { randomUUID } = require('node:crypto');
-const { harness } = require('../support/e2e/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, appCredentialData, createCredential, credentialData, makeCredentialUnreadable, UNREADABLE_CREDENTIAL_DATA } = require('../support/e2e/restWorkflows');
-const { deliverAll } = require('../support/e2e/provider');
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { harness } from '../support/e2e/harness';
+import {
+	readShippedTemplate,
+	withOwnWebhook,
+	publishWorkflow,
+	appCredentialData,
+	createCredential,
+	credentialData,
+	makeCredentialUnreadable,
+	UNREADABLE_CREDENTIAL_DATA,
+} from '../support/e2e/restWorkflows';
+import { deliverAll } from '../support/e2e/provider';
 
 const BUSINESS = 'Business Step (insert business_log)';
 const RETRY = { firstDelayMs: 200, maxDelayMs: 2000, maxAttempts: 40, budgetMs: 120000 };
 
+/** A credential as a node stores it. */
+type CredentialRef = { id: string; name: string };
+
+/** One of the user's nodes, as the editor saves it (without id and position). */
+interface UserNode {
+	name: string;
+	type: string;
+	typeVersion: number;
+	parameters: Record<string, unknown>;
+	credentials?: Record<string, CredentialRef>;
+}
+
+/** A node of the shipped template, as far as this file reads it. */
+interface TemplateNode {
+	name: string;
+	position: [number, number];
+}
+
+/** One answered attempt of the provider, as far as this file reads it. */
+interface Attempt {
+	status: number;
+	outcome: string | null;
+}
+
+/** deliverAll's options: the URL, the plan, how many at once, the retries, what sees each attempt. */
+type DeliverAllOptions = Parameters<typeof deliverAll>[0];
+
 /** The user's Postgres insert, without RETURNING: n8n's Postgres node then outputs `{ success: true }`. */
-function userInsert(name, credentials) {
+function userInsert(name: string, credentials: Record<string, CredentialRef>): UserNode {
 	return {
 		name,
 		type: 'n8n-nodes-base.postgres',
@@ -28,7 +65,7 @@ function userInsert(name, credentials) {
 	};
 }
 
-function codeNode(name, jsCode) {
+function codeNode(name: string, jsCode: string): UserNode {
 	return { name, type: 'n8n-nodes-base.code', typeVersion: 2, parameters: { jsCode } };
 }
 
@@ -37,26 +74,34 @@ function codeNode(name, jsCode) {
  * its place: the first connected to Reserve's New output (above Settle, where the example was), each
  * next one to the previous one's success output, each with On Error: Continue (using error output).
  */
-function templateWithUserStep(chain, label) {
+function templateWithUserStep(chain: UserNode[], label: string) {
 	const template = readShippedTemplate('idempotent-webhook.json');
-	const example = template.nodes.find((node) => node.name === BUSINESS);
+	const example = template.nodes.find((node: TemplateNode) => node.name === BUSINESS);
 	const [x, y] = example.position;
-	const userNodes = chain.map((node, index) => ({ id: randomUUID(), position: [x + index * 220, y], onError: 'continueErrorOutput', ...node }));
-	template.nodes = [...template.nodes.filter((node) => node !== example), ...userNodes];
+	const userNodes = chain.map((node, index) => ({
+		id: randomUUID(),
+		position: [x + index * 220, y],
+		onError: 'continueErrorOutput',
+		...node,
+	}));
+	template.nodes = [...template.nodes.filter((node: TemplateNode) => node !== example), ...userNodes];
 	const reserveOutputs = template.connections['Idempotency Reserve'].main;
-	reserveOutputs[0] = reserveOutputs[0].map((link) => (link.node === BUSINESS ? { ...link, node: userNodes[0].name } : link));
-	for (let i = 1; i < userNodes.length; i++) template.connections[userNodes[i - 1].name] = { main: [[{ node: userNodes[i].name, type: 'main', index: 0 }]] };
+	reserveOutputs[0] = reserveOutputs[0].map((link: { node: string }) =>
+		link.node === BUSINESS ? { ...link, node: userNodes[0].name } : link,
+	);
+	for (let i = 1; i < userNodes.length; i++)
+		template.connections[userNodes[i - 1].name] = { main: [[{ node: userNodes[i].name, type: 'main', index: 0 }]] };
 	return withOwnWebhook(template, label);
 }
 
 describe('the webhook template with the user’s own business step: one effect per event, with a retrying sender', () => {
 	const h = harness();
 	const businessCredential = { postgres: { id: 'businessPg01', name: 'Business Postgres' } };
-	let server;
-	let serverUrl;
-	const hits = new Map();
+	let server: http.Server;
+	let serverUrl: string;
+	const hits = new Map<string, number>();
 	// What the user's service does on each call besides answering (a test sets it for one test).
-	let duringCall = null;
+	let duringCall: (() => Promise<void>) | null = null;
 
 	beforeAll(async () => {
 		server = http.createServer((req, res) => {
@@ -71,36 +116,52 @@ describe('the webhook template with the user’s own business step: one effect p
 				res.end(JSON.stringify({ accepted: true, ticket: `t-${hits.size}` }));
 			});
 		});
-		await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-		serverUrl = `http://127.0.0.1:${server.address().port}/effects`;
+		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+		serverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/effects`;
 	});
 
 	afterAll(async () => {
 		await new Promise((resolve) => server.close(resolve));
 	});
 
-	const rowsFor = async (keys) =>
+	const rowsFor = async (keys: string[]) =>
 		Object.fromEntries(
-			(await h.appQuery('SELECT event_key, count(*)::int AS n FROM business_log WHERE event_key = ANY($1) GROUP BY event_key', [keys])).rows.map((row) => [row.event_key, row.n]),
+			(
+				await h.appQuery('SELECT event_key, count(*)::int AS n FROM business_log WHERE event_key = ANY($1) GROUP BY event_key', [keys])
+			).rows.map((row: { event_key: string; n: number }) => [row.event_key, row.n]),
 		);
-	const statusesOf = async (keys) =>
-		Object.fromEntries((await h.appQuery('SELECT key, status FROM processed_events WHERE key = ANY($1)', [keys])).rows.map((row) => [row.key, row.status]));
+	const statusesOf = async (keys: string[]) =>
+		Object.fromEntries(
+			(await h.appQuery('SELECT key, status FROM processed_events WHERE key = ANY($1)', [keys])).rows.map(
+				(row: { key: string; status: string }) => [row.key, row.status],
+			),
+		);
 
 	/** Three events, each delivered three times at once, retried until 2xx. */
-	async function deliverEvents(url, label, { type = 'e2e.user', onAttempt } = {}) {
+	async function deliverEvents(
+		url: string,
+		label: string,
+		{ type = 'e2e.user', onAttempt }: { type?: string; onAttempt?: (attempt: Attempt, keys: string[]) => void } = {},
+	) {
 		const ids = [0, 1, 2].map((i) => `evt_user_${label}_${Date.now().toString(36)}_${i}`);
 		const deliveries = ids.flatMap((id) => [0, 1, 2].map(() => ({ eventId: id, body: { id, type, object: 'event' } })));
 		const keys = ids.map((id) => `evt:${id}`);
-		const run = await deliverAll({ url, plan: { deliveries }, concurrency: 9, retry: RETRY, onAttempt: (attempt) => onAttempt?.(attempt, keys) });
+		const run = await deliverAll({
+			url,
+			plan: { deliveries },
+			concurrency: 9,
+			retry: RETRY,
+			onAttempt: (attempt: Attempt) => onAttempt?.(attempt, keys),
+		} as DeliverAllOptions);
 		return { ids, keys, run };
 	}
 
-	function expectAllAnswered(run) {
+	function expectAllAnswered(run: Awaited<ReturnType<typeof deliverAll>>) {
 		expect(run.deliveries.filter((d) => d.gaveUp)).toEqual([]);
 		for (const delivery of run.deliveries) expect(delivery.final.status).toBe(200);
 	}
 
-	const insertChains = () => ({
+	const insertChains = (): Record<string, UserNode[]> => ({
 		'a Postgres insert without RETURNING': [userInsert('Insert Order', businessCredential)],
 		'a Set node that keeps the input fields, after the insert': [
 			userInsert('Insert Order', businessCredential),
@@ -108,12 +169,22 @@ describe('the webhook template with the user’s own business step: one effect p
 				name: 'Tag Result',
 				type: 'n8n-nodes-base.set',
 				typeVersion: 3.4,
-				parameters: { includeOtherFields: true, assignments: { assignments: [{ id: randomUUID(), name: 'tagged', value: true, type: 'boolean' }] }, options: {} },
+				parameters: {
+					includeOtherFields: true,
+					assignments: { assignments: [{ id: randomUUID(), name: 'tagged', value: true, type: 'boolean' }] },
+					options: {},
+				},
 			},
 		],
-		'a Code node returning a new item, after the insert': [userInsert('Insert Order', businessCredential), codeNode('Summarise', 'return [{ json: { processed: true } }];')],
+		'a Code node returning a new item, after the insert': [
+			userInsert('Insert Order', businessCredential),
+			codeNode('Summarise', 'return [{ json: { processed: true } }];'),
+		],
 		'a step that returns zero items': [userInsert('Insert Order', businessCredential), codeNode('Nothing Back', 'return [];')],
-		'a step that returns several items': [userInsert('Insert Order', businessCredential), codeNode('Fan Out', 'return [1, 2, 3].map((n) => ({ json: { n } }));')],
+		'a step that returns several items': [
+			userInsert('Insert Order', businessCredential),
+			codeNode('Fan Out', 'return [1, 2, 3].map((n) => ({ json: { n } }));'),
+		],
 	});
 
 	test.each(Object.keys(insertChains()))('%s: one business row per event, every key completed, a later copy a duplicate', async (label) => {
@@ -130,11 +201,18 @@ describe('the webhook template with the user’s own business step: one effect p
 	});
 
 	/** An HTTP Request to the user's service with the event's key. */
-	const callFulfilment = () => ({
+	const callFulfilment = (): UserNode => ({
 		name: 'Call Fulfilment',
 		type: 'n8n-nodes-base.httpRequest',
 		typeVersion: 4.2,
-		parameters: { method: 'POST', url: serverUrl, sendBody: true, specifyBody: 'json', jsonBody: '={{ JSON.stringify({ key: $json.idempotency.key }) }}', options: {} },
+		parameters: {
+			method: 'POST',
+			url: serverUrl,
+			sendBody: true,
+			specifyBody: 'json',
+			jsonBody: '={{ JSON.stringify({ key: $json.idempotency.key }) }}',
+			options: {},
+		},
 	});
 
 	test('an HTTP Request to the user’s service answering arbitrary JSON: one call per event', async () => {
@@ -146,15 +224,15 @@ describe('the webhook template with the user’s own business step: one effect p
 		expect(await statusesOf(keys)).toEqual(Object.fromEntries(keys.map((key) => [key, 'completed'])));
 	});
 
-	test("n8n refuses the idempotency credential once the step ran (its stored data does not decrypt): Settle does not use the settings this n8n read for Reserve; one call, 200 completion_pending", async () => {
+	test('n8n refuses the idempotency credential once the step ran (its stored data does not decrypt): Settle does not use the settings this n8n read for Reserve; one call, 200 completion_pending', async () => {
 		const credentialId = 'idempotencyPg01';
 		const { workflow, webhookPath } = templateWithUserStep([callFulfilment()], 'usercredlost');
 		await publishWorkflow(h, workflow, webhookPath);
 		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
 		const id = `evt_user_credlost_${Date.now().toString(36)}`;
-		let first;
-		let duringSettle;
-		let restore;
+		let first: Awaited<ReturnType<typeof h.deliver>>;
+		let duringSettle: unknown;
+		let restore: (() => Promise<void>) | undefined;
 		// n8n reads a credential from its database at each node run: during the step its data stops decrypting.
 		duringCall = async () => {
 			restore = await makeCredentialUnreadable(h, credentialId);
@@ -182,7 +260,7 @@ describe('the webhook template with the user’s own business step: one effect p
 			const { workflow, webhookPath } = templateWithUserStep([userInsert('Insert Order', businessCredential)], 'userfail');
 			await publishWorkflow(h, workflow, webhookPath);
 			let refused = 0;
-			let fixed = null;
+			let fixed: Promise<unknown> | null = null;
 			const { keys, run } = await deliverEvents(`${h.state.baseUrl}/webhook/${webhookPath}`, 'fail', {
 				type: 'e2e.userfail',
 				onAttempt: (attempt, keys) => {
@@ -211,7 +289,7 @@ describe('the webhook template with the user’s own business step: one effect p
 		await publishWorkflow(h, workflow, webhookPath);
 		const restore = await makeCredentialUnreadable(h, credential.id);
 		let refused = 0;
-		let restored = null;
+		let restored: Promise<unknown> | null = null;
 		const { keys, run } = await deliverEvents(`${h.state.baseUrl}/webhook/${webhookPath}`, 'cred', {
 			onAttempt: (attempt, keys) => {
 				if (attempt.status === 500 && attempt.outcome === 'failed') refused += 1;

@@ -3,26 +3,33 @@
 // expression — after a business step that replaced the items, with two items in one execution, and
 // in the shipped webhook template.
 // e2e-tags: single queue
-const { randomUUID } = require('node:crypto');
-const { harness, outputItem, eventId } = require('../support/e2e/harness');
-const { readTemplate } = require('../support/e2e/workflows');
-const { freshWebhookPath, publishWorkflow, webhookNode } = require('../support/e2e/restWorkflows');
+import { randomUUID } from 'node:crypto';
+import { harness, outputItem, eventId } from '../support/e2e/harness';
+import { readTemplate } from '../support/e2e/workflows';
+import { freshWebhookPath, publishWorkflow, webhookNode } from '../support/e2e/restWorkflows';
 
 const PKG = 'n8n-nodes-idempotency';
 const CREDENTIAL = { idempotencyPostgresApi: { id: 'idempotencyPg01', name: 'Idempotency Postgres' } };
-const link = (node) => [{ node, type: 'main', index: 0 }];
+const link = (node: string) => [{ node, type: 'main', index: 0 }];
 
 /**
  * Webhook → Split Out (body.events) → Reserve (lease, Key Source Field `id`) → Edit Fields (replaces
  * each item with `{ keep }`, as a business step's output would) → If keep → Mark Complete (paired item).
  */
-function twoItemWorkflow(webhookPath) {
+function twoItemWorkflow(webhookPath: string) {
 	const uid = () => randomUUID();
 	return {
 		name: 'E2E paired-item settle, two items',
 		nodes: [
 			webhookNode(webhookPath, { responseMode: 'lastNode' }),
-			{ id: uid(), name: 'Split Out', type: 'n8n-nodes-base.splitOut', typeVersion: 1, position: [220, 0], parameters: { fieldToSplitOut: 'body.events', options: {} } },
+			{
+				id: uid(),
+				name: 'Split Out',
+				type: 'n8n-nodes-base.splitOut',
+				typeVersion: 1,
+				position: [220, 0],
+				parameters: { fieldToSplitOut: 'body.events', options: {} },
+			},
 			{
 				id: uid(),
 				name: 'Idempotency Reserve',
@@ -38,7 +45,10 @@ function twoItemWorkflow(webhookPath) {
 				type: 'n8n-nodes-base.set',
 				typeVersion: 3.4,
 				position: [660, 0],
-				parameters: { assignments: { assignments: [{ id: uid(), name: 'keep', value: '={{ $json.keep }}', type: 'boolean' }] }, options: {} },
+				parameters: {
+					assignments: { assignments: [{ id: uid(), name: 'keep', value: '={{ $json.keep }}', type: 'boolean' }] },
+					options: {},
+				},
 			},
 			{
 				id: uid(),
@@ -49,7 +59,14 @@ function twoItemWorkflow(webhookPath) {
 				parameters: {
 					conditions: {
 						options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-						conditions: [{ id: uid(), leftValue: '={{ $json.keep }}', rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
+						conditions: [
+							{
+								id: uid(),
+								leftValue: '={{ $json.keep }}',
+								rightValue: '',
+								operator: { type: 'boolean', operation: 'true', singleValue: true },
+							},
+						],
 						combinator: 'and',
 					},
 					options: {},
@@ -79,7 +96,7 @@ function twoItemWorkflow(webhookPath) {
 
 describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 	const h = harness();
-	const status = async (key) => (await h.appQuery('SELECT status FROM processed_events WHERE key = $1', [key])).rows[0]?.status;
+	const status = async (key: string) => (await h.appQuery('SELECT status FROM processed_events WHERE key = $1', [key])).rows[0]?.status;
 
 	test('two items in one execution: the business step replaced both and kept the second; only its key is completed', async () => {
 		const webhookPath = freshWebhookPath('paired');
@@ -89,14 +106,19 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 		const response = await fetch(`${h.state.baseUrl}/webhook/${webhookPath}`, {
 			method: 'POST',
 			headers: { 'content-type': 'application/json' },
-			body: JSON.stringify({ events: [{ id: first, keep: false }, { id: second, keep: true }] }),
+			body: JSON.stringify({
+				events: [
+					{ id: first, keep: false },
+					{ id: second, keep: true },
+				],
+			}),
 		});
 		expect(response.status).toBe(200);
 		const [run] = await h.waitForExecutions(workflowId, mark, 1);
 		expect(run.status).toBe('success');
 		// Mark Complete's input had no idempotency object: Edit Fields replaced the items.
 		expect(outputItem(run, 'Keep?')).toEqual({ keep: true });
-		const done = run.runData['Mark Complete'][0].data.main[0].map((item) => item.json.idempotency);
+		const done = run.runData['Mark Complete'][0].data.main[0].map((item: { json: { idempotency: unknown } }) => item.json.idempotency);
 		expect(done).toHaveLength(1);
 		expect(done[0]).toMatchObject({ key: `e2e-paired:${second}`, operation: 'complete', applied: true });
 		expect(await status(`e2e-paired:${second}`)).toBe('completed');
@@ -105,9 +127,9 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 		expect(await status(`e2e-paired:${first}`)).toBe('processing');
 	});
 
-	test('the webhook template settles the reserved key from Reserve\'s own item: Settle completes it, no key expression', async () => {
+	test("the webhook template settles the reserved key from Reserve's own item: Settle completes it, no key expression", async () => {
 		const template = readTemplate('webhook');
-		const settle = template.nodes.find((n) => n.name === 'Settle (complete or mark failed)');
+		const settle = template.nodes.find((n: { name: string }) => n.name === 'Settle (complete or mark failed)');
 		expect(settle.parameters).toEqual({ operation: 'settle', responseJson: expect.any(String), options: {} });
 		const id = eventId('paired_tpl');
 		const mark = await h.executionMark();
@@ -116,7 +138,13 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 		const [run] = await h.waitForExecutions(h.IDS.webhook, mark, 1);
 		expect(run.status).toBe('success');
 		// The reservation came back with the settled item (only this Key From returns it).
-		expect(outputItem(run, 'Settle (complete or mark failed)').idempotency).toMatchObject({ key: `evt:${id}`, operation: 'settle', stepSucceeded: true, applied: true, outcome: 'new' });
+		expect(outputItem(run, 'Settle (complete or mark failed)').idempotency).toMatchObject({
+			key: `evt:${id}`,
+			operation: 'settle',
+			stepSucceeded: true,
+			applied: true,
+			outcome: 'new',
+		});
 		const { rows } = await h.appQuery('SELECT status, response FROM processed_events WHERE key = $1', [`evt:${id}`]);
 		expect(rows).toEqual([{ status: 'completed', response: { received: true, eventKey: `evt:${id}` } }]);
 		const repeat = await h.deliver(h.webhookUrl, { id, type: 'invoice.paid' });

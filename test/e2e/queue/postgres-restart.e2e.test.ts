@@ -9,14 +9,41 @@
 // first run's lease ended before its completion was recorded and another delivery took the key over
 // (this suite's lease is 20 s; n8n's own database connections wait up to 20 s during a restart).
 // e2e-tags: queue compatibility
-const { harness } = require('../../support/e2e/harness');
-const { soak, soakSize, unexpectedAnswers } = require('../../support/e2e/soak');
-const { report } = require('../../support/e2e/provider');
-const { recoversFromDatabaseRestart } = require('../../support/stack/n8nVersion');
-const { selectedTier } = require('../../support/e2e/tags');
-const { recordKeyHistory, stopKeyHistory, explainDouble, completedAfterLeaseEnd, slowCompletes, completeInFlight } = require('../../support/e2e/keyHistory');
-const { QUEUE } = require('../../support/e2e/topology');
-const { doubleEvidence } = require('../../support/e2e/doubleEvidence');
+import { harness } from '../../support/e2e/harness';
+import { soak, soakSize, unexpectedAnswers } from '../../support/e2e/soak';
+import { report } from '../../support/e2e/provider';
+import { recoversFromDatabaseRestart } from '../../support/stack/n8nVersion';
+import { selectedTier } from '../../support/e2e/tags';
+import {
+	recordKeyHistory,
+	stopKeyHistory,
+	explainDouble,
+	completedAfterLeaseEnd,
+	slowCompletes,
+	completeInFlight,
+} from '../../support/e2e/keyHistory';
+import { QUEUE } from '../../support/e2e/topology';
+import { doubleEvidence } from '../../support/e2e/doubleEvidence';
+
+/** soak's options: the plan's size, the fault and when it starts, how long stuck executions may take. */
+type SoakOptions = Parameters<typeof soak>[1];
+/** What soak returns, with the fault's result (POST /restart-postgres) and when the fault started. */
+type SoakResult = Omit<Awaited<ReturnType<typeof soak>>, 'faultResult' | 'faultAt'> & { faultResult: PostgresRestart; faultAt: number };
+/** What POST /restart-postgres answers: the postmaster's pid before and after, how long the restart took. */
+interface PostgresRestart {
+	before: number;
+	after: number;
+	ms: number;
+}
+/** The n8n processes of the stack (GET /processes of its control server), as far as this file reads them. */
+interface Processes {
+	main: { pid: number; alive: boolean };
+	workers: Array<{ index: number; pid: number; alive: boolean }>;
+}
+/** One answered attempt of the provider, as far as this file reads it. */
+interface Attempt {
+	status: number;
+}
 
 describe('queue mode: Postgres restarted mid-soak', () => {
 	const h = harness();
@@ -29,7 +56,7 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 	// workers for the next test.
 	const restartWorkersIfNeeded = async () => {
 		if (recoversFromDatabaseRestart(h.state.n8nVersion)) return;
-		const { workers } = await h.control('GET /processes');
+		const { workers } = (await h.control('GET /processes')) as Processes;
 		for (const worker of workers) {
 			if (worker.alive) await h.control('POST /kill-worker', { index: worker.index });
 			await h.control('POST /start-worker', { index: worker.index });
@@ -43,19 +70,22 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 
 	test('Postgres restart during a soak → 5xx during the outage, no n8n restart, a business row per event, a second one only where no guard can tell', async () => {
 		const size = soakSize({ events: 30, deliveries: 150 });
-		const before = await h.control('GET /processes');
+		const before = (await h.control('GET /processes')) as Processes;
 		const pgStartedBefore = (await h.appQuery('SELECT pg_postmaster_start_time() AS t')).rows[0].t;
-		const result = await soak(h, {
+		const result = (await soak(h, {
 			label: 'test 5 Postgres restart mid-soak (queue mode)',
 			...size,
 			faultAfter: Math.floor(size.deliveries / 3),
 			fault: () => h.control('POST /restart-postgres'),
 			stuckWaitMs: 5000, // reported, not asserted (see below)
-		});
+		} as SoakOptions)) as unknown as SoakResult;
 		const pgStartedAfter = (await h.appQuery('SELECT pg_postmaster_start_time() AS t')).rows[0].t;
-		const after = await h.control('GET /processes');
+		const after = (await h.control('GET /processes')) as Processes;
 		const completionPending = result.run.attempts.filter((a) => a.outcome === 'completion_pending').length;
-		const lateCompletions = await completedAfterLeaseEnd(h, result.thePlan.eventIds.map((id) => `evt:${id}`));
+		const lateCompletions = await completedAfterLeaseEnd(
+			h,
+			result.thePlan.eventIds.map((id) => `evt:${id}`),
+		);
 		report('test 5 fault', {
 			postmasterPid: `${result.faultResult.before} → ${result.faultResult.after}`,
 			restartMs: result.faultResult.ms,
@@ -73,9 +103,9 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 		expect(after.main.pid).toBe(before.main.pid);
 		expect(after.workers.map((w) => w.pid)).toEqual(before.workers.map((w) => w.pid));
 		expect([after.main.alive, ...after.workers.map((w) => w.alive)].every(Boolean)).toBe(true);
-		const doubles = await Promise.all(result.rows.doubled.map((key) => explainDouble(h, key, { stepName: 'Business Step' })));
+		const doubles = await Promise.all(result.rows.doubled.map((key: string) => explainDouble(h, key, { stepName: 'Business Step' })));
 		for (const evidence of await doubleEvidence(h, result)) {
-			const { explanation, history } = doubles.find((double) => double.key === evidence.key);
+			const { explanation, history } = doubles.find((double) => double.key === evidence.key)!;
 			report('test 5 doubled event', { explanation, faultAt: new Date(result.faultAt).toISOString(), ...evidence, history });
 		}
 		// Nothing lost; a second row only with the record of a double no guard can prevent.
@@ -86,7 +116,7 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 		expect(result.stats.gaveUp).toBe(0);
 		// Outside 200/409 only failures (5xx, connection errors) — and they were retried to a 2xx.
 		expect(unexpectedAnswers(result.run, { allowFailures: true })).toEqual([]);
-		expect(unexpectedAnswers(result.run).every((a) => a.status === 0 || a.status >= 500)).toBe(true);
+		expect(unexpectedAnswers(result.run).every((a: Attempt) => a.status === 0 || a.status >= 500)).toBe(true);
 	});
 
 	// The same fault aimed: Postgres stops while a Complete is running (a trigger makes each one take
@@ -100,10 +130,10 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 		const size = soakSize({ events: 30, deliveries: 150 });
 		const downMs = (QUEUE.leaseSeconds + 2) * 1000;
 		let aimed = false;
-		let result;
+		let result: SoakResult;
 		await slowCompletes(h, 1.5);
 		try {
-			result = await soak(h, {
+			result = (await soak(h, {
 				label: 'test 5 Postgres down past the lease during a Complete (queue mode)',
 				...size,
 				faultAfter: Math.floor(size.deliveries / 3),
@@ -112,11 +142,14 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 					return h.control('POST /restart-postgres', { downMs });
 				},
 				stuckWaitMs: 5000,
-			});
+			} as SoakOptions)) as unknown as SoakResult;
 		} finally {
 			await slowCompletes(h, 0);
 		}
-		const lateCompletions = await completedAfterLeaseEnd(h, result.thePlan.eventIds.map((id) => `evt:${id}`));
+		const lateCompletions = await completedAfterLeaseEnd(
+			h,
+			result.thePlan.eventIds.map((id) => `evt:${id}`),
+		);
 		report('test 5 aimed fault', {
 			postmasterPid: `${result.faultResult.before} → ${result.faultResult.after}`,
 			restartMs: result.faultResult.ms,

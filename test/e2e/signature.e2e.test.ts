@@ -2,24 +2,31 @@
 // future-dated deliveries, and forgeries signed with a wrong or a rotated-out secret, are answered
 // 401 with the machine-readable reason and reserve nothing; the genuine delivery of the same event
 // is then processed as new. (Unsigned, forged, tampered and garbled deliveries writing nothing is
-// the production checklist's test 6, checklist.e2e.test.js.) The test client acts as Stripe and
+// the production checklist's test 6, checklist.e2e.test.ts.) The test client acts as Stripe and
 // signs with the test credential's secret (h.secret).
 // e2e-tags: single queue compatibility
-const stack = require('../support/stack/n8nStack');
-const { servedWorkflowNodesSql } = require('../support/stack/n8nVersion');
-const { harness, outputItem, eventId, NODE, OWNER } = require('../support/e2e/harness');
-const { rejections } = require('../support/e2e/rejections');
+import type { Client } from 'pg';
+import * as stack from '../support/stack/n8nStack';
+import { servedWorkflowNodesSql } from '../support/stack/n8nVersion';
+import { harness, outputItem, eventId, NODE, OWNER } from '../support/e2e/harness';
+import { rejections } from '../support/e2e/rejections';
+
+/** h.deliver's signing options (secret, timestamp). */
+type DeliverOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
+/** A node of a workflow as n8n stores it, as far as this file reads it. */
+type StoredNode = { name: string };
 
 describe('signature verification in templates/idempotent-webhook.json', () => {
 	const h = harness();
 	const { counts, traces, expectRejected, expectRejectedRuns } = rejections(h);
 
 	test('the imported workflow routes Webhook → Verify; only Valid reaches Idempotency Reserve, Invalid → Respond 401', async () => {
-		const { rows } = await stack.withClient(h.state.n8nDbUrl, (client) =>
+		const { rows } = await stack.withClient(h.state.n8nDbUrl, (client: Client) =>
 			client.query('SELECT nodes, connections FROM workflow_entity WHERE id = $1', [h.IDS.webhook]),
 		);
 		const { nodes, connections } = rows[0];
-		const targets = (name) => (connections[name]?.main ?? []).map((output) => (output ?? []).map((c) => c.node));
+		const targets = (name: string): string[][] =>
+			(connections[name]?.main ?? []).map((output: Array<{ node: string }> | null) => (output ?? []).map((c) => c.node));
 		expect(targets('Webhook')).toEqual([[NODE.verify]]);
 		// Invalid: a signature that does not verify answers 401; one that could not be checked (its secret unreadable) 503.
 		expect(targets(NODE.verify)).toEqual([[NODE.reserve], [NODE.couldNotVerify]]);
@@ -28,20 +35,22 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 		const intoReserve = Object.keys(connections).filter((from) => targets(from).flat().includes(NODE.reserve));
 		expect(intoReserve).toEqual([NODE.verify]);
 
-		const verify = nodes.find((n) => n.name === NODE.verify);
+		const verify = nodes.find((n: StoredNode) => n.name === NODE.verify);
 		expect(verify.type).toBe(`${stack.PACKAGE_NAME}.webhookSignatureVerify`);
 		expect(verify.parameters).toMatchObject({ scheme: 'stripe', toleranceSeconds: 300, onInvalid: 'route' });
-		expect(verify.credentials).toEqual({ webhookSignatureApi: { id: stack.TEMPLATE_CREDENTIALS.signature.id, name: 'Webhook Signature Secret' } });
-		expect(nodes.find((n) => n.name === 'Webhook').parameters.options.rawBody).toBe(true);
-		const respond = nodes.find((n) => n.name === NODE.respond401);
+		expect(verify.credentials).toEqual({
+			webhookSignatureApi: { id: stack.TEMPLATE_CREDENTIALS.signature.id, name: 'Webhook Signature Secret' },
+		});
+		expect(nodes.find((n: StoredNode) => n.name === 'Webhook').parameters.options.rawBody).toBe(true);
+		const respond = nodes.find((n: StoredNode) => n.name === NODE.respond401);
 		expect(respond.parameters.options.responseCode).toBe(401);
 
 		// …and that is the graph n8n serves: its published version (not an older one) has the check.
-		const served = await stack.withClient(h.state.n8nDbUrl, (client) =>
+		const served = await stack.withClient(h.state.n8nDbUrl, (client: Client) =>
 			client.query(servedWorkflowNodesSql(h.state.n8nVersion), [h.IDS.webhook]),
 		);
 		expect(served.rows).toHaveLength(1);
-		expect(served.rows[0].nodes.map((n) => n.name)).toContain(NODE.verify);
+		expect(served.rows[0].nodes.map((n: StoredNode) => n.name)).toContain(NODE.verify);
 	});
 
 	test('the credential as a user edits it: a secret with spaces verifies, a forgery signed with one of its words does not, Previous Secret rotates', async () => {
@@ -50,7 +59,7 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 		const rest = h.rest();
 		await rest.ownerLogin(OWNER);
 		const credential = stack.TEMPLATE_CREDENTIALS.signature;
-		const setData = async (data) => {
+		const setData = async (data: { secret: string; previousSecret: string }) => {
 			const res = await rest.call('PATCH', `/credentials/${credential.id}`, { name: credential.name, type: credential.type, data });
 			expect(res.status).toBe(200);
 		};
@@ -58,16 +67,16 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 		const [first, second] = [eventId('spaced-1'), eventId('spaced-2')].map((id) => ({ id, type: 'charge.succeeded' }));
 		try {
 			await setData({ secret: spaced, previousSecret: '' });
-			const genuine = await h.deliver(h.webhookUrl, first, {}, { secret: spaced });
+			const genuine = await h.deliver(h.webhookUrl, first, {}, { secret: spaced } as DeliverOptions);
 			expect([genuine.status, genuine.outcome]).toEqual([200, 'new']);
 			for (const word of ['Secret', "It's", 'Everybody', "It's a Secret"]) {
-				expectRejected(await h.deliver(h.webhookUrl, second, {}, { secret: word }), 'signature_mismatch');
+				expectRejected(await h.deliver(h.webhookUrl, second, {}, { secret: word } as DeliverOptions), 'signature_mismatch');
 			}
-			expectRejected(await h.deliver(h.webhookUrl, second, {}, { secret: h.secret }), 'signature_mismatch');
+			expectRejected(await h.deliver(h.webhookUrl, second, {}, { secret: h.secret } as DeliverOptions), 'signature_mismatch');
 			expect(await traces(`evt:${second.id}`)).toEqual({ keys: 0, business: 0 });
 
 			await setData({ secret: spaced, previousSecret: h.secret });
-			const rotated = await h.deliver(h.webhookUrl, second, {}, { secret: h.secret });
+			const rotated = await h.deliver(h.webhookUrl, second, {}, { secret: h.secret } as DeliverOptions);
 			expect([rotated.status, rotated.outcome]).toEqual([200, 'new']);
 		} finally {
 			await setData({ secret: h.secret, previousSecret: '' });
@@ -81,8 +90,8 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 		const before = await counts();
 		const mark = await h.executionMark();
 
-		const old = await h.deliver(h.webhookUrl, event, {}, { timestamp: now - 301 });
-		const ahead = await h.deliver(h.webhookUrl, event, {}, { timestamp: now + 600 });
+		const old = await h.deliver(h.webhookUrl, event, {}, { timestamp: now - 301 } as DeliverOptions);
+		const ahead = await h.deliver(h.webhookUrl, event, {}, { timestamp: now + 600 } as DeliverOptions);
 		expectRejected(old, 'timestamp_too_old');
 		expectRejected(ahead, 'timestamp_in_future');
 		const executions = await h.waitForExecutions(h.IDS.webhook, mark, 2);

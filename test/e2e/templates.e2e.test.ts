@@ -1,16 +1,20 @@
 // The templates as users get them: the package installed from its npm tarball as a community
 // package, every template imported with `n8n import:workflow`, the published ones activated.
 // e2e-tags: single compatibility
-const fs = require('node:fs');
-const path = require('node:path');
-const stack = require('../support/stack/n8nStack');
-const { harness, OWNER } = require('../support/e2e/harness');
-const { readTemplate } = require('../support/e2e/workflows');
-const { activatesThroughPublication, activateWorkflowArgs } = require('../support/stack/n8nVersion');
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client } from 'pg';
+import * as stack from '../support/stack/n8nStack';
+import { harness, OWNER } from '../support/e2e/harness';
+import { readTemplate } from '../support/e2e/workflows';
+import { activatesThroughPublication, activateWorkflowArgs } from '../support/stack/n8nVersion';
+
+/** A node of a workflow, as far as this file reads it. */
+type WorkflowNode = { type: string };
 
 describe('templates and the installed community package', () => {
 	const h = harness();
-	const n8nQuery = (sql, params) => stack.withClient(h.state.n8nDbUrl, (client) => client.query(sql, params));
+	const n8nQuery = (sql: string, params?: unknown[]) => stack.withClient(h.state.n8nDbUrl, (client: Client) => client.query(sql, params));
 
 	test('the package is installed from its packed tarball in <N8N_USER_FOLDER>/.n8n/nodes', () => {
 		const nodesDir = path.dirname(path.dirname(h.state.packageDir));
@@ -22,7 +26,9 @@ describe('templates and the installed community package', () => {
 		for (const file of [...installed.n8n.nodes, ...installed.n8n.credentials]) {
 			expect(fs.existsSync(path.join(h.state.packageDir, file))).toBe(true);
 		}
-		expect(fs.existsSync(path.join(h.state.packageDir, 'node_modules', 'pg')) || fs.existsSync(path.join(nodesDir, 'node_modules', 'pg'))).toBe(true);
+		expect(
+			fs.existsSync(path.join(h.state.packageDir, 'node_modules', 'pg')) || fs.existsSync(path.join(nodesDir, 'node_modules', 'pg')),
+		).toBe(true);
 	});
 
 	test('every template uses the package node type names and imports cleanly', async () => {
@@ -33,7 +39,7 @@ describe('templates and the installed community package', () => {
 			const { rows } = await n8nQuery('SELECT name, nodes FROM workflow_entity WHERE id = $1', [template.id]);
 			expect(rows).toHaveLength(1);
 			expect(rows[0].name).toBe(template.name);
-			expect(rows[0].nodes.map((n) => n.type).sort()).toEqual(template.nodes.map((n) => n.type).sort());
+			expect(rows[0].nodes.map((n: WorkflowNode) => n.type).sort()).toEqual(template.nodes.map((n: WorkflowNode) => n.type).sort());
 		}
 		expect([...packageTypes].sort()).toEqual([
 			`${stack.PACKAGE_NAME}.idempotencyKey`,
@@ -48,15 +54,25 @@ describe('templates and the installed community package', () => {
 		// The editor draws nodes from this list; an unknown type would show as "Install this node".
 		const types = await rest.request('GET', '/types/nodes.json');
 		expect(types.status).toBe(200);
-		const known = new Set(types.json.map((type) => type.name));
+		const known = new Set(types.json.map((type: { name: string }) => type.name));
 		for (const name of ['webhook', 'cleanup', 'error', 'replay']) {
 			const template = readTemplate(name);
 			for (const node of template.nodes) expect({ type: node.type, known: known.has(node.type) }).toEqual({ type: node.type, known: true });
 			// What the editor saves after "Import from File": the file's workflow as a new, inactive one.
 			const { name: templateName, nodes, connections, settings, pinData, meta } = template;
-			const saved = await rest.call('POST', '/workflows', { name: `${templateName} (UI import)`, nodes, connections, settings, pinData, meta, active: false });
+			const saved = await rest.call('POST', '/workflows', {
+				name: `${templateName} (UI import)`,
+				nodes,
+				connections,
+				settings,
+				pinData,
+				meta,
+				active: false,
+			});
 			expect(saved.status).toBe(200);
-			expect(saved.json.data.nodes.map((node) => node.type).sort()).toEqual(nodes.map((node) => node.type).sort());
+			expect(saved.json.data.nodes.map((node: WorkflowNode) => node.type).sort()).toEqual(
+				nodes.map((node: WorkflowNode) => node.type).sort(),
+			);
 			expect(Object.keys(saved.json.data.connections).sort()).toEqual(Object.keys(connections).sort());
 		}
 	});
@@ -71,10 +87,10 @@ describe('templates and the installed community package', () => {
 			const log = fs.readFileSync(h.state.logFile, 'utf8');
 			for (const t of activated) expect(log).toContain(`Activated workflow "${t.name}" (ID: ${t.id})`);
 			const { rows } = await n8nQuery('SELECT id FROM workflow_entity WHERE id = ANY($1) AND active', [ids]);
-			expect(rows.map((r) => r.id).sort()).toEqual(activated.map((t) => t.id).sort());
+			expect(rows.map((r: { id: string }) => r.id).sort()).toEqual(activated.map((t) => t.id).sort());
 			return;
 		}
-		let statuses = [];
+		let statuses: Array<{ workflowId: string }> = [];
 		const deadline = Date.now() + 30000;
 		while (Date.now() < deadline) {
 			({ rows: statuses } = await n8nQuery(

@@ -6,11 +6,11 @@
 // with two values gives the execution id). The requests are raw http.request calls with header
 // arrays, so each repeated header really is sent as two header lines.
 // e2e-tags: single compatibility
-const http = require('node:http');
-const { createHmac, randomUUID } = require('node:crypto');
-const stack = require('../support/stack/n8nStack');
-const { harness, outputItem, eventId } = require('../support/e2e/harness');
-const { freshWebhookPath, publishWorkflow, webhookNode } = require('../support/e2e/restWorkflows');
+import http from 'node:http';
+import { createHmac, randomUUID } from 'node:crypto';
+import * as stack from '../support/stack/n8nStack';
+import { harness, outputItem, eventId } from '../support/e2e/harness';
+import { freshWebhookPath, publishWorkflow, webhookNode } from '../support/e2e/restWorkflows';
 
 const PKG = stack.PACKAGE_NAME;
 const RESERVE = 'Idempotency Reserve';
@@ -18,15 +18,41 @@ const VERIFY = 'Webhook Signature Verify';
 const SCOPE = 'e2e-headers';
 
 /** One of the package's nodes, as the editor saves it, with its credential (one of the stack's). */
-function packageNode(name, type, x, parameters, credential) {
+function packageNode(
+	name: string,
+	type: string,
+	x: number,
+	parameters: Record<string, unknown>,
+	credential: keyof typeof stack.TEMPLATE_CREDENTIALS,
+) {
 	const { id, name: credentialName, type: credentialType } = stack.TEMPLATE_CREDENTIALS[credential];
-	return { id: randomUUID(), name, type: `${PKG}.${type}`, typeVersion: 1, position: [x, 0], parameters, credentials: { [credentialType]: { id, name: credentialName } } };
+	return {
+		id: randomUUID(),
+		name,
+		type: `${PKG}.${type}`,
+		typeVersion: 1,
+		position: [x, 0],
+		parameters,
+		credentials: { [credentialType]: { id, name: credentialName } },
+	};
 }
 
 /** Webhook (Raw Body) → Verify (generic HMAC-SHA256 in X-Signature) → Valid → Reserve (Key Source Header X-Delivery-Id, correlation X-Request-Id). */
-function workflow(webhookPath) {
-	const verify = { scheme: 'generic', algorithm: 'sha256', encoding: 'hex', signatureHeader: 'X-Signature', signaturePrefix: 'sha256=', signedContent: 'body', onInvalid: 'route' };
-	const reserve = { keySource: 'header', headerName: 'X-Delivery-Id', options: { scope: SCOPE, correlationId: 'header', correlationHeader: 'X-Request-Id' } };
+function workflow(webhookPath: string) {
+	const verify = {
+		scheme: 'generic',
+		algorithm: 'sha256',
+		encoding: 'hex',
+		signatureHeader: 'X-Signature',
+		signaturePrefix: 'sha256=',
+		signedContent: 'body',
+		onInvalid: 'route',
+	};
+	const reserve = {
+		keySource: 'header',
+		headerName: 'X-Delivery-Id',
+		options: { scope: SCOPE, correlationId: 'header', correlationHeader: 'X-Request-Id' },
+	};
 	return {
 		name: 'E2E repeated headers',
 		nodes: [
@@ -43,8 +69,11 @@ function workflow(webhookPath) {
 	};
 }
 
+/** Request headers; an array value is sent as that many header lines. */
+type RequestHeaders = Record<string, string | string[]>;
+
 /** POSTs `body` with `headers`; an array value is sent as that many header lines. */
-function post(url, body, headers) {
+function post(url: string, body: string, headers: RequestHeaders): Promise<number | undefined> {
 	return new Promise((resolve, reject) => {
 		const request = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (response) => {
 			response.resume();
@@ -57,19 +86,19 @@ function post(url, body, headers) {
 
 describe('a header sent twice, through a real n8n Webhook', () => {
 	const h = harness();
-	let url;
-	let workflowId;
-	const sign = (body) => `sha256=${createHmac('sha256', h.secret).update(body).digest('hex')}`;
+	let url: string;
+	let workflowId: string;
+	const sign = (body: string) => `sha256=${createHmac('sha256', h.secret).update(body).digest('hex')}`;
 	const FORGED = `sha256=${'0'.repeat(64)}`;
 
 	/** Sends one delivery and returns its execution, once n8n has stored it. */
-	async function deliver(body, headers) {
+	async function deliver(body: string, headers: RequestHeaders) {
 		const mark = await h.executionMark();
 		expect(await post(url, body, headers)).toBe(200);
 		const [run] = await h.waitForExecutions(workflowId, mark, 1);
 		return run;
 	}
-	const stored = async (key) => (await h.appQuery('SELECT key, correlation_id FROM processed_events WHERE key = $1', [key])).rows;
+	const stored = async (key: string) => (await h.appQuery('SELECT key, correlation_id FROM processed_events WHERE key = $1', [key])).rows;
 
 	beforeAll(async () => {
 		const webhookPath = freshWebhookPath('headers');
@@ -113,8 +142,12 @@ describe('a header sent twice, through a real n8n Webhook', () => {
 	});
 
 	test.each([
-		['two different values', (id) => [`${id}-a`, `${id}-b`], /^The header "x-delivery-id" was sent more than once with different values/],
-		['the same value twice', (id) => [id, id], /^The header "x-delivery-id" arrived as several values joined with ", "/],
+		[
+			'two different values',
+			(id: string) => [`${id}-a`, `${id}-b`],
+			/^The header "x-delivery-id" was sent more than once with different values/,
+		],
+		['the same value twice', (id: string) => [id, id], /^The header "x-delivery-id" arrived as several values joined with ", "/],
 	])('a key header sent twice (%s): Reserve fails the item with a clear error, nothing is reserved', async (_case, values, message) => {
 		const body = JSON.stringify({ id: eventId('hdr_key') });
 		const delivery = eventId('delivery');

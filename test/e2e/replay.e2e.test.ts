@@ -13,11 +13,12 @@
 // runs this file with the replay on a worker; each run checks where it ran. (`n8n execute` would
 // not do: it runs the workflow in its own process, queue mode or not.)
 // e2e-tags: single queue
-const fs = require('node:fs');
-const stack = require('../support/stack/n8nStack');
-const { harness, eventId } = require('../support/e2e/harness');
-const { eventually } = require('../support/e2e/eventually');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } = require('../support/e2e/restWorkflows');
+import fs from 'node:fs';
+import type { Client } from 'pg';
+import * as stack from '../support/stack/n8nStack';
+import { harness, eventId } from '../support/e2e/harness';
+import { eventually } from '../support/e2e/eventually';
+import { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
 
 const POISON = 'business_log_e2e_replay_poison';
 const STILL_BROKEN = 'business_log_e2e_replay_still_broken';
@@ -29,12 +30,54 @@ const TWO_RUNS = 'business_log_e2e_replay_two_runs';
 // Over Reserve's default Max Payload Size (64 KB): the key is kept without its payload.
 const OVER_THE_CAP = 'x'.repeat(70 * 1024);
 
+/** A node of a shipped template, as far as this file reads it. */
+interface TemplateNode {
+	name: string;
+	parameters: Record<string, unknown>;
+}
+
+/** One field of a Set node's assignments (Replay Settings). */
+interface Assignment {
+	name: string;
+	value: unknown;
+}
+
+/** What the items of the replay's nodes carry, as far as this file reads them. */
+interface ReplayItem {
+	key: string;
+	action: string;
+	reason: string;
+	idempotency: { key: string; applied: boolean };
+}
+
+/** A finished execution of the replay workflow, as far as this file reads it. */
+interface Execution {
+	id: string;
+	mode: string;
+	status: string;
+	nodesRun: string[];
+	runData: Record<string, Array<{ data?: { main?: Array<Array<{ json: unknown }> | null> } }>>;
+}
+
+/** The n8n processes of the stack (GET /processes of its control server), as far as this file reads them. */
+interface Processes {
+	workers: Array<{ logFile: string }>;
+}
+
+/** An event as the provider sends it. */
+interface StripeEvent {
+	id: string;
+	object: string;
+	type: string;
+	[field: string]: unknown;
+}
+
 /** The replay template with the values a user types into its Replay Settings node. */
-function replayWorkflow(settings) {
-	const template = readShippedTemplate('replay-failed-events.json');
+function replayWorkflow(settings: Record<string, unknown>) {
+	const template: { nodes: TemplateNode[] } = readShippedTemplate('replay-failed-events.json');
 	const nodes = template.nodes.map((node) => {
 		if (node.name !== 'Replay Settings') return node;
-		const assignments = node.parameters.assignments.assignments.map((assignment) =>
+		const assignments = (node.parameters.assignments as { assignments: Assignment[] }).assignments.map((assignment) =>
 			assignment.name in settings ? { ...assignment, value: settings[assignment.name] } : assignment,
 		);
 		return { ...node, parameters: { ...node.parameters, assignments: { assignments } } };
@@ -43,43 +86,56 @@ function replayWorkflow(settings) {
 }
 
 /** Every item a node emitted on one output, over all its runs (the replay loops one key per run). */
-function itemsOut(execution, nodeName, outputIndex = 0) {
-	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item) => item.json);
+function itemsOut(execution: Execution, nodeName: string, outputIndex = 0): ReplayItem[] {
+	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item) => item.json as ReplayItem);
 }
 
 describe('replay failed events (templates/replay-failed-events.json)', () => {
 	const h = harness();
 	const tag = eventId('replay').replace(/^evt_e2e_replay_/, '');
 	const prefix = `evt:evt_e2e_replay_${tag}_`;
-	const event = (name, type, extra = {}) => ({ id: `evt_e2e_replay_${tag}_${name}`, object: 'event', type, ...extra });
-	const keyOf = (e) => `evt:${e.id}`;
+	const event = (name: string, type: string, extra: Record<string, unknown> = {}): StripeEvent => ({
+		id: `evt_e2e_replay_${tag}_${name}`,
+		object: 'event',
+		type,
+		...extra,
+	});
+	const keyOf = (e: StripeEvent) => `evt:${e.id}`;
 	const failing = event('a_fails_then_fixed', 'e2e.replay_poison', { data: { object: { amount: 4200 } } });
 	const stillBroken = event('b_still_broken', 'e2e.replay_still_broken');
 	const noPayload = event('c_too_big_to_store', 'e2e.replay_poison', { padding: OVER_THE_CAP });
 	const completed = event('d_completed', 'e2e.replay_ok');
-	let url;
-	let dryRunId;
-	let replayId;
+	let url: string;
+	let dryRunId: string;
+	let replayId: string;
 
-	const businessRows = async (e) => (await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [keyOf(e)])).rows[0].n;
-	const stored = async (e) =>
-		(await h.appQuery('SELECT status, attempts, last_error, payload, payload_bytes, owner_token::text, locked_until, execution_id FROM processed_events WHERE key = $1', [keyOf(e)])).rows[0];
+	const businessRows = async (e: StripeEvent) =>
+		(await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [keyOf(e)])).rows[0].n;
+	const stored = async (e: StripeEvent) =>
+		(
+			await h.appQuery(
+				'SELECT status, attempts, last_error, payload, payload_bytes, owner_token::text, locked_until, execution_id FROM processed_events WHERE key = $1',
+				[keyOf(e)],
+			)
+		).rows[0];
 
 	const offloaded = h.topology === 'queue' && process.env.OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS === 'true';
 	/** Whether a worker's log says it ran this execution (n8n logs "Worker started execution <id> (job …)"). */
-	async function ranOnWorker(executionId) {
-		const { workers } = await h.control('GET /processes');
+	async function ranOnWorker(executionId: number) {
+		const { workers } = (await h.control('GET /processes')) as Processes;
 		const line = `Worker started execution ${executionId} (`;
 		return workers.some((worker) => fs.existsSync(worker.logFile) && fs.readFileSync(worker.logFile, 'utf8').includes(line));
 	}
 
 	/** Runs the workflow from its Manual Trigger as the editor does; resolves with the finished execution. */
-	async function run(workflowId) {
+	async function run(workflowId: string): Promise<Execution> {
 		const { execution, executionId } = await runFromManualTrigger(h, workflowId, 'Run Replay');
 		expect([execution.id, execution.mode, execution.status]).toEqual([executionId, 'manual', 'success']);
 		if (h.topology === 'queue') {
 			// The worker's log line is written when it starts the execution; its file may lag a little.
-			const onWorker = offloaded ? await eventually(() => ranOnWorker(executionId), Boolean, { timeoutMs: 5000 }) : await ranOnWorker(executionId);
+			const onWorker = offloaded
+				? await eventually(() => ranOnWorker(executionId), Boolean, { timeoutMs: 5000 })
+				: await ranOnWorker(executionId);
 			expect({ executionId, onWorker }).toEqual({ executionId, onWorker: offloaded });
 		}
 		return execution;
@@ -87,7 +143,9 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 
 	beforeAll(async () => {
 		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${POISON} CHECK (event_type IS DISTINCT FROM 'e2e.replay_poison')`);
-		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${STILL_BROKEN} CHECK (event_type IS DISTINCT FROM 'e2e.replay_still_broken')`);
+		await h.appQuery(
+			`ALTER TABLE business_log ADD CONSTRAINT ${STILL_BROKEN} CHECK (event_type IS DISTINCT FROM 'e2e.replay_still_broken')`,
+		);
 		// The shipped webhook template, unchanged but for its webhook path.
 		const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('idempotent-webhook.json'), 'replay');
 		await publishWorkflow(h, workflow, webhookPath);
@@ -120,7 +178,12 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		expect(tooBig).toMatchObject({ status: 'failed', payload: null });
 		expect(tooBig.payload_bytes).toBeGreaterThan(64 * 1024);
 		expect(await stored(completed)).toMatchObject({ status: 'completed' });
-		expect([await businessRows(failing), await businessRows(stillBroken), await businessRows(noPayload), await businessRows(completed)]).toEqual([0, 0, 0, 1]);
+		expect([
+			await businessRows(failing),
+			await businessRows(stillBroken),
+			await businessRows(noPayload),
+			await businessRows(completed),
+		]).toEqual([0, 0, 0, 1]);
 	});
 
 	test('dry run (the default): lists the replayable keys and what would happen, changes nothing', async () => {
@@ -138,7 +201,12 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		expect(execution.nodesRun).not.toContain('Claim for Replay');
 		expect(execution.nodesRun).not.toContain('Business Step (insert business_log)');
 		expect(await Promise.all([failing, stillBroken, noPayload, completed].map(stored))).toEqual(before);
-		expect([await businessRows(failing), await businessRows(stillBroken), await businessRows(noPayload), await businessRows(completed)]).toEqual([0, 0, 0, 1]);
+		expect([
+			await businessRows(failing),
+			await businessRows(stillBroken),
+			await businessRows(noPayload),
+			await businessRows(completed),
+		]).toEqual([0, 0, 0, 1]);
 	});
 
 	test('replay after the fix: exactly one business row for the fixed event, which is completed; a step that still fails is marked failed again; no payload → Needs Manual Handling; the completed key is not touched', async () => {
@@ -178,7 +246,12 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		const execution = await run(replayId);
 
 		expect(itemsOut(execution, 'Claim for Replay', 0).map((item) => item.idempotency.key)).toEqual([keyOf(stillBroken)]);
-		expect([await businessRows(failing), await businessRows(stillBroken), await businessRows(noPayload), await businessRows(completed)]).toEqual([1, 1, 0, 1]);
+		expect([
+			await businessRows(failing),
+			await businessRows(stillBroken),
+			await businessRows(noPayload),
+			await businessRows(completed),
+		]).toEqual([1, 1, 0, 1]);
 		expect(await stored(stillBroken)).toMatchObject({ status: 'completed', attempts: 3 });
 
 		// And a redelivery of the replayed event by the provider is now a duplicate: still one row.
@@ -195,8 +268,8 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${RACE}`);
 
 		// A lock on business_log holds the replay inside its business step, after its claim.
-		let replay;
-		await stack.withClient(h.state.appUrl, async (locker) => {
+		let replay!: Promise<Execution>;
+		await stack.withClient(h.state.appUrl, async (locker: Client) => {
 			await locker.query('BEGIN');
 			await locker.query('LOCK TABLE business_log IN SHARE ROW EXCLUSIVE MODE');
 			try {
@@ -227,11 +300,13 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 	test('one run follows the pages: the first page stays replayable (its step fails again), the keys after it are still replayed; maxPages bounds a run', async () => {
 		// Keys sort by name: the two "a" keys fill the first page of 2 and keep failing; the "b" keys come after.
 		const pagesTag = `evt_e2e_replay_pages_${tag}_`;
-		const pageEvent = (name, type) => ({ id: `${pagesTag}${name}`, object: 'event', type });
+		const pageEvent = (name: string, type: string): StripeEvent => ({ id: `${pagesTag}${name}`, object: 'event', type });
 		const broken = ['a1', 'a2'].map((name) => pageEvent(name, 'e2e.replay_pages_broken'));
 		const fixable = ['b1', 'b2', 'b3'].map((name) => pageEvent(name, 'e2e.replay_pages_fixed'));
 		const all = [...broken, ...fixable];
-		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${PAGES_BROKEN} CHECK (event_type IS DISTINCT FROM 'e2e.replay_pages_broken')`);
+		await h.appQuery(
+			`ALTER TABLE business_log ADD CONSTRAINT ${PAGES_BROKEN} CHECK (event_type IS DISTINCT FROM 'e2e.replay_pages_broken')`,
+		);
 		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${PAGES_FIXED} CHECK (event_type IS DISTINCT FROM 'e2e.replay_pages_fixed')`);
 		for (const e of all) expect([e.id, (await h.deliver(url, e)).status]).toEqual([e.id, 500]);
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${PAGES_FIXED}`); // the "b" events can now succeed
@@ -249,7 +324,9 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		// Three pages ([a1, a2], [b1, b2], [b3]) in one run, every key claimed once, in key order.
 		expect(execution.runData['List Replayable Keys']).toHaveLength(3);
 		expect(itemsOut(execution, 'Claim for Replay', 0).map((item) => item.idempotency.key)).toEqual(all.map(keyOf));
-		expect(itemsOut(execution, 'Replay Finished')).toEqual([expect.objectContaining({ moreKeysAfter: '', summary: 'every replayable key was listed' })]);
+		expect(itemsOut(execution, 'Replay Finished')).toEqual([
+			expect.objectContaining({ moreKeysAfter: '', summary: 'every replayable key was listed' }),
+		]);
 		for (const e of broken) {
 			expect(await stored(e)).toMatchObject({ status: 'failed', attempts: 2 });
 			expect(await businessRows(e)).toBe(0);
@@ -262,14 +339,20 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 
 	test('two replay runs at once, page after page: each key is claimed by exactly one of them and written once (and maxPages 0 reads one page; an empty page ends a run)', async () => {
 		const twoRunsTag = `evt_e2e_replay_two_runs_${tag}_`;
-		const keys = ['k1', 'k2', 'k3', 'k4', 'k5'].map((name) => ({ id: `${twoRunsTag}${name}`, object: 'event', type: 'e2e.replay_two_runs' }));
+		const keys = ['k1', 'k2', 'k3', 'k4', 'k5'].map((name) => ({
+			id: `${twoRunsTag}${name}`,
+			object: 'event',
+			type: 'e2e.replay_two_runs',
+		}));
 		await h.appQuery(`ALTER TABLE business_log ADD CONSTRAINT ${TWO_RUNS} CHECK (event_type IS DISTINCT FROM 'e2e.replay_two_runs')`);
 		for (const e of keys) expect([e.id, (await h.deliver(url, e)).status]).toEqual([e.id, 500]);
 		await h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${TWO_RUNS}`);
 		const settings = { keyPrefix: `evt:${twoRunsTag}`, pageSize: 2, dryRun: false };
 
 		// As docs/replay-and-visibility.md says: maxPages 0 (or less) still reads the first page, and says where it stopped.
-		const none = await run((await saveWorkflow(h, replayWorkflow({ ...settings, dryRun: true, maxPages: 0 }), `replay maxPages 0 ${tag}`)).id);
+		const none = await run(
+			(await saveWorkflow(h, replayWorkflow({ ...settings, dryRun: true, maxPages: 0 }), `replay maxPages 0 ${tag}`)).id,
+		);
 		expect(none.runData['List Replayable Keys']).toHaveLength(1);
 		expect(itemsOut(none, 'Dry Run: Report Only').map((item) => item.key)).toEqual(keys.slice(0, 2).map(keyOf));
 		expect(itemsOut(none, 'Replay Finished')).toEqual([expect.objectContaining({ moreKeysAfter: keyOf(keys[1]) })]);
@@ -278,8 +361,8 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 		const second = (await saveWorkflow(h, replayWorkflow(settings), `replay two runs B ${tag}`)).id;
 
 		// A lock on business_log holds each run in its business step after a claim, until both have claimed a key.
-		let runs;
-		await stack.withClient(h.state.appUrl, async (locker) => {
+		let runs!: Promise<Execution[]>;
+		await stack.withClient(h.state.appUrl, async (locker: Client) => {
 			await locker.query('BEGIN');
 			await locker.query('LOCK TABLE business_log IN SHARE ROW EXCLUSIVE MODE');
 			try {
@@ -287,7 +370,12 @@ describe('replay failed events (templates/replay-failed-events.json)', () => {
 				runs.catch(() => {}); // awaited below
 				const deadline = Date.now() + 120000;
 				const claimedNow = async () =>
-					(await h.appQuery("SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1 AND status = 'processing' AND attempts = 2", [`evt:${twoRunsTag}%`])).rows[0].n;
+					(
+						await h.appQuery(
+							"SELECT count(*)::int AS n FROM processed_events WHERE key LIKE $1 AND status = 'processing' AND attempts = 2",
+							[`evt:${twoRunsTag}%`],
+						)
+					).rows[0].n;
 				while ((await claimedNow()) < 2) {
 					if (Date.now() > deadline) throw new Error('the two replay runs never held a key each at once');
 					await stack.sleep(200);

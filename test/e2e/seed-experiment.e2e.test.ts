@@ -1,12 +1,17 @@
 // The seed recipe's experiment, replayed against the webhook template on a real n8n: a body without
 // id twice → sha256: key, duplicate. (Its first part, A, A again with a fresh valid signature, B, is
-// the production checklist's test 5, checklist.e2e.test.js.) Every delivery is signed like Stripe.
+// the production checklist's test 5, checklist.e2e.test.ts.) Every delivery is signed like Stripe.
 // The whole experiment, A, A again, B and the id-less body twice, also goes through the
 // one-transaction template, whose SQL writes the key the node derived ($idempotency_key).
 // e2e-tags: single queue compatibility
-const crypto = require('node:crypto');
-const { harness, outputTaken, eventId, NODE } = require('../support/e2e/harness');
-const { readShippedTemplate, withOwnWebhook, publishWorkflow } = require('../support/e2e/restWorkflows');
+import crypto from 'node:crypto';
+import { harness, outputTaken, eventId, NODE } from '../support/e2e/harness';
+import { readShippedTemplate, withOwnWebhook, publishWorkflow } from '../support/e2e/restWorkflows';
+
+/** An execution as the harness reads it from n8n. */
+type Execution = Parameters<typeof outputTaken>[0];
+/** h.deliver's signing options (secret, timestamp). */
+type DeliverOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
 
 describe('seed experiment through templates/idempotent-webhook.json', () => {
 	const h = harness();
@@ -23,7 +28,7 @@ describe('seed experiment through templates/idempotent-webhook.json', () => {
 		expect([second.status, second.outcome]).toEqual([200, 'duplicate']);
 
 		const executions = await h.waitForExecutions(h.IDS.webhook, mark, 2);
-		expect(executions.map((e) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
+		expect(executions.map((e: Execution) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
 		const reserved = executions[0].runData[NODE.reserve][0].data.main[0][0].json.idempotency;
 		expect(reserved).toMatchObject({ key: expectedKey, outcome: 'new', isNew: true });
 		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [expectedKey]);
@@ -34,8 +39,8 @@ describe('seed experiment through templates/idempotent-webhook.json', () => {
 describe('seed experiment through templates/idempotent-webhook-one-transaction.json', () => {
 	const h = harness();
 	const EXECUTE_QUERY = 'Idempotency Execute Query';
-	let url;
-	let workflowId;
+	let url: string;
+	let workflowId: string;
 
 	beforeAll(async () => {
 		const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('idempotent-webhook-one-transaction.json'), 'seed-onetx');
@@ -52,8 +57,8 @@ describe('seed experiment through templates/idempotent-webhook-one-transaction.j
 		const now = Math.floor(Date.now() / 1000);
 
 		const answers = [];
-		answers.push(await h.deliver(url, a, {}, { timestamp: now }));
-		answers.push(await h.deliver(url, a, {}, { timestamp: now - 1 })); // Stripe's retry: a new signature
+		answers.push(await h.deliver(url, a, {}, { timestamp: now } as DeliverOptions));
+		answers.push(await h.deliver(url, a, {}, { timestamp: now - 1 } as DeliverOptions)); // Stripe's retry: a new signature
 		answers.push(await h.deliver(url, b));
 		answers.push(await h.deliver(url, raw));
 		answers.push(await h.deliver(url, raw));
@@ -81,6 +86,6 @@ describe('seed experiment through templates/idempotent-webhook-one-transaction.j
 		expect(stored.rows).toEqual([...keys].sort().map((key) => ({ key, status: 'completed' })));
 
 		const executions = await h.waitForExecutions(workflowId, mark, 5);
-		expect(executions.map((execution) => outputTaken(execution, EXECUTE_QUERY))).toEqual([0, 1, 0, 0, 1]);
+		expect(executions.map((execution: Execution) => outputTaken(execution, EXECUTE_QUERY))).toEqual([0, 1, 0, 0, 1]);
 	});
 });

@@ -1,8 +1,11 @@
 // Test 2 (queue mode): 200 simultaneous deliveries of one event, spread over two workers → exactly
 // one business row; every answer 200 or 409.
 // e2e-tags: queue
-const { harness, eventId } = require('../../support/e2e/harness');
-const { figures, report } = require('../../support/e2e/provider');
+import { harness, eventId } from '../../support/e2e/harness';
+import { figures, report } from '../../support/e2e/provider';
+
+/** h.deliver's signing options (secret, timestamp). */
+type DeliverOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
 
 describe('queue mode: a burst of one event', () => {
 	const h = harness();
@@ -12,7 +15,7 @@ describe('queue mode: a burst of one event', () => {
 		const now = Math.floor(Date.now() / 1000);
 		const started = Date.now();
 		const answers = await Promise.all(
-			Array.from({ length: 200 }, (_, i) => h.deliver(h.webhookUrl, event, {}, { timestamp: now - (i % 240) })),
+			Array.from({ length: 200 }, (_, i) => h.deliver(h.webhookUrl, event, {}, { timestamp: now - (i % 240) } as DeliverOptions)),
 		);
 		const run = {
 			ms: Date.now() - started,

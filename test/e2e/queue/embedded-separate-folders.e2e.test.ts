@@ -5,41 +5,71 @@
 // that says to use Postgres, and no event ever has a second effect. Then the same workflow switched
 // to Store: Postgres works on those very workers: every event exactly one effect, nothing refused.
 // e2e-tags: queue
-const fs = require('node:fs');
-const { harness, eventId } = require('../../support/e2e/harness');
-const { EMB, publishEmbedded, useWorkerFolders, storeFilesIn, toPostgresStore } = require('../../support/e2e/embedded');
-const { startSink } = require('../../support/e2e/sink');
-const { deliverAll, figures, report } = require('../../support/e2e/provider');
-const { TEMPLATE_CREDENTIALS } = require('../../support/stack/n8nStack');
+import fs from 'node:fs';
+import { harness, eventId } from '../../support/e2e/harness';
+import { EMB, publishEmbedded, useWorkerFolders, storeFilesIn, toPostgresStore } from '../../support/e2e/embedded';
+import { startSink } from '../../support/e2e/sink';
+import { deliverAll, figures, report } from '../../support/e2e/provider';
+import { TEMPLATE_CREDENTIALS } from '../../support/stack/n8nStack';
+
+/** A worker of the stack (GET /processes of its control server), as far as this file reads it. */
+interface Worker {
+	index: number;
+	logFile: string;
+	userFolder: string;
+}
+
+/** An execution as the harness reads it from n8n, as far as this file reads it. */
+interface Execution {
+	id: string;
+	runData: Record<string, Array<{ data: { main: Array<Array<{ json: Record<string, unknown> }>> } }>>;
+}
+
+/** publishEmbedded's options: the API the business step calls, a change to each node, whether to warm up. */
+type EmbeddedOptions = Parameters<typeof publishEmbedded>[2];
 
 /** Which worker ran each execution, from the workers' logs ("Worker started execution <id> …"). */
-function workerOfExecutions(workers, executionIds) {
+function workerOfExecutions(workers: Worker[], executionIds: string[]) {
 	const logs = workers.map((w) => ({ index: w.index, text: fs.readFileSync(w.logFile, 'utf8') }));
-	return Object.fromEntries(executionIds.map((id) => [id, logs.find((log) => log.text.includes(`Worker started execution ${id} `))?.index ?? null]));
+	return Object.fromEntries(
+		executionIds.map((id) => [id, logs.find((log) => log.text.includes(`Worker started execution ${id} `))?.index ?? null]),
+	);
 }
 
 /** The provider: `events` events, each delivered `copies` times at once and retried until a 2xx (bounded). */
-async function deliverEvents(url, label, { events, copies, budgetMs }) {
+async function deliverEvents(
+	url: string,
+	label: string,
+	{ events, copies, budgetMs }: { events: number; copies: number; budgetMs: number },
+) {
 	const ids = Array.from({ length: events }, (_, i) => eventId(`${label}${i}`));
-	const deliveries = ids.flatMap((id) => Array.from({ length: copies }, () => ({ eventId: id, forged: false, body: { id, type: 'e2e.folders' } })));
-	const run = await deliverAll({ url, plan: { eventIds: ids, deliveries }, concurrency: deliveries.length, retry: { firstDelayMs: 300, maxDelayMs: 2000, budgetMs } });
+	const deliveries = ids.flatMap((id) =>
+		Array.from({ length: copies }, () => ({ eventId: id, forged: false, body: { id, type: 'e2e.folders' } })),
+	);
+	const run = await deliverAll({
+		url,
+		plan: { eventIds: ids, deliveries },
+		concurrency: deliveries.length,
+		retry: { firstDelayMs: 300, maxDelayMs: 2000, budgetMs },
+	});
 	return { ids, keys: ids.map((id) => `evt:${id}`), run };
 }
 
 describe('queue mode, workers with their own n8n folders (separate hosts)', () => {
 	const h = harness();
-	let api;
-	let workers;
+	let api: Awaited<ReturnType<typeof startSink>>;
+	let workers: Worker[];
 
 	beforeAll(async () => {
+		// This file runs in queue mode only, where useWorkerFolders returns the restarted workers (never null).
 		const switched = await useWorkerFolders(h, 'own');
-		workers = switched.workers;
+		workers = switched!.workers;
 		api = await startSink();
 	});
 	afterAll(async () => api?.close());
 
 	test('the embedded store is refused (503, "use Postgres"), and no event ever has a second effect', async () => {
-		const webhook = await publishEmbedded(h, 'emb-sep', { apiUrl: api.url, warmUp: false });
+		const webhook = await publishEmbedded(h, 'emb-sep', { apiUrl: api.url, warmUp: false } as EmbeddedOptions);
 		const mark = await h.executionMark();
 		// Each event delivered 6 times at once, retried for a bounded time: both workers run copies.
 		const { keys, run } = await deliverEvents(webhook.url, 'emb_sep', { events: 8, copies: 6, budgetMs: 45000 });
@@ -50,7 +80,10 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 		expect(Object.entries(effects).filter(([, n]) => n > 1)).toEqual([]);
 		// An event answered 2xx as processed had its effect exactly once.
 		for (const delivery of run.deliveries.filter((d) => d.final?.status === 200 && ['new', 'duplicate'].includes(d.final.outcome))) {
-			expect({ key: `evt:${delivery.eventId}`, effects: api.calls(`evt:${delivery.eventId}`) }).toEqual({ key: `evt:${delivery.eventId}`, effects: 1 });
+			expect({ key: `evt:${delivery.eventId}`, effects: api.calls(`evt:${delivery.eventId}`) }).toEqual({
+				key: `evt:${delivery.eventId}`,
+				effects: 1,
+			});
 		}
 		// Refused: non-2xx answers, nothing reserved, with the reason.
 		const refused = run.attempts.filter((a) => a.status === 503 && a.outcome === 'not_reserved');
@@ -58,7 +91,7 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 		expect(run.attempts.filter((a) => a.status >= 200 && a.status < 300 && !['new', 'duplicate'].includes(a.outcome))).toEqual([]);
 
 		// n8n's record: the refusal is Reserve's Not Reserved output, with an error that names Postgres.
-		const executions = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 120000 });
+		const executions: Execution[] = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 120000 });
 		const refusals = executions.filter((e) => (e.runData[EMB.reserve]?.[0]?.data?.main?.[3] ?? []).length > 0);
 		expect(refusals.length).toBeGreaterThan(0);
 		const messages = [...new Set(refusals.map((e) => JSON.stringify(e.runData[EMB.reserve][0].data.main[3][0].json.error)))];
@@ -71,7 +104,10 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 		for (const a of lateAnswers) expect(JSON.stringify(a.json?.error)).toMatch(/different embedded key file[\s\S]*Postgres/);
 		expect(api.calls(`evt:${late.id}`)).toBe(0);
 		// Both workers ran deliveries (else the test proves nothing about separate folders).
-		const ranOn = workerOfExecutions(workers, executions.map((e) => String(e.id)));
+		const ranOn = workerOfExecutions(
+			workers,
+			executions.map((e) => String(e.id)),
+		);
 		expect(new Set(Object.values(ranOn).filter((i) => i !== null)).size).toBe(2);
 		// Each worker has its own folder; none runs in main's.
 		for (const worker of workers) expect(worker.userFolder).not.toBe(h.state.userFolder);
@@ -83,13 +119,20 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 			eventsWithEffect: Object.values(effects).filter((n) => n === 1).length,
 			refusedAnswers: refused.length,
 			refusalMessages: messages,
-			executionsPerWorker: Object.values(ranOn).reduce((acc, i) => ({ ...acc, [i]: (acc[i] ?? 0) + 1 }), {}),
+			executionsPerWorker: Object.values(ranOn).reduce<Record<string, number>>(
+				(acc, i) => ({ ...acc, [String(i)]: (acc[String(i)] ?? 0) + 1 }),
+				{},
+			),
 			storeFiles: files,
 		});
 	});
 
 	test('the same workflow switched to Store: Postgres works on these workers: every event exactly one effect, nothing refused', async () => {
-		const webhook = await publishEmbedded(h, 'emb-sep-pg', { apiUrl: api.url, change: toPostgresStore(TEMPLATE_CREDENTIALS.idempotency), warmUp: false });
+		const webhook = await publishEmbedded(h, 'emb-sep-pg', {
+			apiUrl: api.url,
+			change: toPostgresStore(TEMPLATE_CREDENTIALS.idempotency),
+			warmUp: false,
+		} as EmbeddedOptions);
 		const mark = await h.executionMark();
 		const { keys, run } = await deliverEvents(webhook.url, 'emb_sep_pg', { events: 8, copies: 6, budgetMs: 120000 });
 		const stats = figures(run);
@@ -98,10 +141,15 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 		expect(stats.gaveUp).toBe(0);
 		expect(run.attempts.filter((a) => ![200, 409].includes(a.status))).toEqual([]);
 		expect(Object.fromEntries(keys.map((key) => [key, api.calls(key)]))).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
-		const { rows } = await h.appQuery("SELECT count(*)::int AS n FROM processed_events WHERE key = ANY($1) AND status = 'completed'", [keys]);
+		const { rows } = await h.appQuery("SELECT count(*)::int AS n FROM processed_events WHERE key = ANY($1) AND status = 'completed'", [
+			keys,
+		]);
 		expect(rows[0].n).toBe(keys.length);
-		const executions = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 120000 });
-		const ranOn = workerOfExecutions(workers, executions.map((e) => String(e.id)));
+		const executions: Execution[] = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 120000 });
+		const ranOn = workerOfExecutions(
+			workers,
+			executions.map((e) => String(e.id)),
+		);
 		expect(new Set(Object.values(ranOn).filter((i) => i !== null)).size).toBe(2);
 	});
 });
