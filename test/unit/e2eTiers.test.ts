@@ -24,8 +24,8 @@ describe('end-to-end tiers chosen by each file\'s tag line', () => {
 			expect(compatibility.length).toBeLessThan(full.length);
 			for (const file of compatibility) expect(full).toContain(file);
 		}
-		expect(tags.selectE2eFiles({ topology: 'queue', tier: 'full' })).toContain('test/e2e/queue/soak.e2e.test.js');
-		expect(tags.selectE2eFiles({ topology: 'single', tier: 'full' })).not.toContain('test/e2e/queue/soak.e2e.test.js');
+		expect(tags.selectE2eFiles({ topology: 'queue', tier: 'full' })).toContain('test/e2e/queue/soak.e2e.test.ts');
+		expect(tags.selectE2eFiles({ topology: 'single', tier: 'full' })).not.toContain('test/e2e/queue/soak.e2e.test.ts');
 	});
 
 	it('covers in the compatibility tier every behaviour that differs between n8n lines (the helpers of n8nVersion.js the tests call)', () => {
@@ -40,10 +40,10 @@ describe('end-to-end tiers chosen by each file\'s tag line', () => {
 		// The answers table, the seed experiment, the installer and the user's own step, as the tier promises.
 		for (const file of [
 			'answers.e2e.test.ts',
-			'seed-experiment.e2e.test.js',
+			'seed-experiment.e2e.test.ts',
 			'community-installer.e2e.test.ts',
-			'user-business-step.e2e.test.js',
-			'queue/soak.e2e.test.js',
+			'user-business-step.e2e.test.ts',
+			'queue/soak.e2e.test.ts',
 		]) {
 			expect(compatibility).toContain(`test/e2e/${file}`);
 		}
