@@ -41,7 +41,7 @@ export interface ReservationRequest {
 
 /**
  * What Reserve stores per key for replay and tracing (schema version 3), already storable: see
- * storablePayload and storableText. A duplicate never changes it (sql/queries/reserve.sql).
+ * storablePayload and storableText. A duplicate never changes it (sql/postgres/queries/reserve.sql).
  */
 export interface ReplayEvidence {
 	/** The payload as JSON text for the jsonb column; null when not stored (off, over the cap, no JSON form). */
@@ -61,7 +61,7 @@ export interface ReplayEvidence {
  */
 export type ReservationDetail = 'compact' | 'full';
 
-/** The part of the row the compact reserve statement returns (its RETURNING list minus `sql/queries/reserve.sql`'s full-record section). */
+/** The part of the row the compact reserve statement returns (its RETURNING list minus `sql/postgres/queries/reserve.sql`'s full-record section). */
 export type CompactRecord = Pick<IdempotencyRecord, 'key' | 'status' | 'attempts' | 'lockedUntil' | 'payloadHash' | 'response' | 'leaseActive'>;
 
 export interface ReservationResult<R extends CompactRecord = IdempotencyRecord> {
@@ -180,7 +180,7 @@ export interface ListKeysOptions {
 	limit: number;
 }
 
-/** Stats: counts by status now, and for keys seen within the window (see sql/queries/stats.sql). */
+/** Stats: counts by status now, and for keys seen within the window (see sql/postgres/queries/stats.sql). */
 export interface KeyStats {
 	windowHours: number;
 	total: number;
@@ -211,7 +211,7 @@ export type DeliveryAnswer =
 	| 'key_store_unavailable'
 	| 'internal_error';
 
-/** Deliveries counted per answer within a window (whole hours: see sql/queries/answer_counts.sql). */
+/** Deliveries counted per answer within a window (whole hours: see sql/postgres/queries/answer_counts.sql). */
 export type AnswerCounts = Record<DeliveryAnswer, number>;
 
 /** Claim for Replay: the lease and retention a claimed key gets, and the run that claims it. */

@@ -1,6 +1,20 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
+import type { StoreBackend } from './contract';
+
+/**
+ * The package's SQL, one folder per backend named as the backend is: `sql/<backend>/queries/` and
+ * `sql/<backend>/migrations/<family>/`. From `lib/store/` (tests) and from the built
+ * `dist/lib/store/` (gulp copies `sql/` to `dist/sql/`), `sql/` is two levels up.
+ */
+export const SQL_ROOT = path.join(__dirname, '..', '..', 'sql');
+
+/** The folder of one backend's SQL files; every file a backend names is relative to it. */
+export function backendSqlDir(backend: StoreBackend): string {
+	return path.join(SQL_ROOT, backend);
+}
+
 /**
  * A part of a file between `-- <name>` and `-- </name>` comment lines that one variant of a
  * statement leaves out (the reserve statement's `full-record` columns for the Compact output).

@@ -7,7 +7,7 @@ import { InvalidConfigurationError, SchemaNewerThanPackageError, SchemaOutdatedE
 import { tableRef } from '../../lib/identifiers';
 import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { KEYS_MIGRATIONS, ensureSchema, readSchemaState, versionStamp } from '../../lib/store/postgres/migrations';
-import { SQL_DIR } from '../../lib/store/postgres/statements';
+import { POSTGRES_SQL_DIR } from '../../lib/store/postgres/statements';
 import type { ReserveOptions } from '../../lib/types';
 import { adminPool, connectionSettings, databaseUrl, freshSchema, postgresPoolFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -15,7 +15,7 @@ import { idempotencyOf, runReserve } from '../support/nodes';
 
 const CURRENT = KEYS_MIGRATIONS.files.length;
 const [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE] = KEYS_MIGRATIONS.files;
-const sqlFile = (file: string) => readFileSync(path.join(SQL_DIR, file), 'utf8');
+const sqlFile = (file: string) => readFileSync(path.join(POSTGRES_SQL_DIR, file), 'utf8');
 /** A migration file as it shipped before schema versions existed: the same statements, no stamp. */
 const unstampedFile = (file: string) =>
 	sqlFile(file)
@@ -204,14 +204,14 @@ describe('a table the package cannot use as it is', () => {
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
-			`is at schema version 1, this package needs ${CURRENT}; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from`,
+			`is at schema version 1, this package needs ${CURRENT}; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from`,
 		);
 		expect(await stampOf(schema)).toBeNull();
 
 		const missing = new PostgresKeyStore(db.pool, { schema, table: 'other_keys', createTable: false });
 		await expect(missing.reserve([request('k')], permanent)).rejects.toThrow(
 			new TableMissingError(
-				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
+				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
 			),
 		);
 	});
@@ -249,7 +249,7 @@ describe('a database user without the right to create or change tables', () => {
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(TableMissingError);
 		await expect(attempt).rejects.toThrow(
-			`does not exist; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from`,
+			`does not exist; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from`,
 		);
 		expect((await db.pool.query(`select to_regclass($1) as oid`, [`${schema}.processed_events`])).rows[0].oid).toBeNull();
 	});
@@ -262,7 +262,7 @@ describe('a database user without the right to create or change tables', () => {
 		const attempt = store.reserve([request('evt:new')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
-			`is at schema version 1, this package needs ${CURRENT}; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."recipe_keys")`,
+			`is at schema version 1, this package needs ${CURRENT}; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."recipe_keys")`,
 		);
 
 		for (const file of [SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE]) await runAsDba(schema, sqlFile(file).replace(/processed_events/g, 'recipe_keys'));
@@ -282,7 +282,7 @@ describe('a database user without the right to create or change tables', () => {
 			{ options: { schemaName: schema, tableName: 'node_keys' } },
 			{ items: [webhookItem({ id: 'evt_1' })], credential: connectionSettings({ user: role, password }) },
 		);
-		await expect(run).rejects.toThrow(`Ask a database owner to run, in order, sql/${CREATE_FILE}, sql/${SEED_UPGRADE_FILE}, sql/${EVIDENCE_FILE}, sql/${SETTLE_SCOPE_FILE}, sql/${ANSWER_COUNTS_FILE}`);
+		await expect(run).rejects.toThrow(`Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}`);
 	});
 });
 

@@ -172,7 +172,7 @@ describe('Idempotency Order Guard: bad input', () => {
 
 	it('a missing table names the SQL file to run', async () => {
 		const attempt = runOrderGuard({ objectKey: 'x', version: 1, eventKey: '', options: { schemaName: db.schema, tableName: 'no_such_versions', createTable: false } }, { items: [{ json: {} }] });
-		await expect(attempt).rejects.toThrow(/sql\/migrations\/order\/001_create_table\.sql/);
+		await expect(attempt).rejects.toThrow(/sql\/postgres\/migrations\/order\/001_create_table\.sql/);
 	});
 });
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { MAX_BATCH_PAYLOAD_BYTES } from '../../lib/evidence/replayEvidence';
 import { KEYS_MIGRATIONS, versionStamp } from '../../lib/store/postgres/migrations';
-import { SQL_DIR } from '../../lib/store/postgres/statements';
+import { POSTGRES_SQL_DIR } from '../../lib/store/postgres/statements';
 import type { ReplayEvidence, ReservationRequest, ReserveOptions } from '../../lib/types';
 import { freshSchema, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -344,7 +344,7 @@ describe('bad evidence options', () => {
 });
 
 describe('upgrading a version 2 table that holds keys', () => {
-	const sqlFile = (file: string) => readFileSync(path.join(SQL_DIR, file), 'utf8');
+	const sqlFile = (file: string) => readFileSync(path.join(POSTGRES_SQL_DIR, file), 'utf8');
 
 	it('every key and every value is kept, the evidence columns are empty, and the next reservation stores evidence', async () => {
 		const upgradeSchema = await freshSchema(db.pool, 'v2to3');

@@ -222,7 +222,7 @@ describe('Idempotency Reserve: bad input', () => {
 	it('with Create or Upgrade Table off, says the table is missing and names the SQL files to run', async () => {
 		await expect(
 			runReserve({ options: { schemaName: db.schema, tableName: 'never_created', createTable: false } }, { items: [webhookItem({ id: 'x' })] }),
-		).rejects.toThrow(/sql\/migrations\/keys\/001_create_table\.sql, sql\/migrations\/keys\/002_migrate_from_seed\.sql/);
+		).rejects.toThrow(/sql\/postgres\/migrations\/keys\/001_create_table\.sql, sql\/postgres\/migrations\/keys\/002_migrate_from_seed\.sql/);
 	});
 
 	it('fails with a clear error when the database is down, and routes nothing', async () => {

@@ -2,14 +2,13 @@ import path from 'node:path';
 
 import { InvalidConfigurationError } from '../../errors';
 import { quoteIdentifier } from '../../identifiers';
-import { readStatementText, renderForTable, statementFile, type SqlSection } from '../sqlText';
+import { backendSqlDir, readStatementText, renderForTable, statementFile, type SqlSection } from '../sqlText';
 
 /**
  * The embedded store's SQL is the SQL in the package's `sql/embedded/` folder (one statement per
- * file, the file's name is the statement's name), read once. From `lib/store/embedded/` and from
- * the built `dist/lib/store/embedded/`, the folder is three levels up.
+ * file, the file's name is the statement's name), read once.
  */
-export const EMBEDDED_SQL_DIR = path.join(__dirname, '..', '..', '..', 'sql', 'embedded');
+export const EMBEDDED_SQL_DIR = backendSqlDir('embedded');
 
 /** Every statement of `sql/embedded/queries/`, named as the Postgres statements are (statementFile). */
 export const EMBEDDED_STATEMENT_NAMES = [

@@ -76,7 +76,7 @@ export function emptyCounts(): Record<CopyOutcome, number> {
 
 const STATUSES: readonly RecordStatus[] = ['processing', 'completed', 'failed'];
 
-/* The copy statement is sql/queries/copy_keys.sql: per key, the copy further along wins. */
+/* The copy statement is sql/postgres/queries/copy_keys.sql: per key, the copy further along wins. */
 
 // Postgres refuses NUL in text and jsonb, and lone surrogates in jsonb (as \u escapes in JSON text).
 const JSON_POSTGRES_REFUSES = /\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i;

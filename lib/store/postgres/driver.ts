@@ -77,7 +77,7 @@ const KEY_PARAMETERS: Encoders<KeyStatements> = {
 		p.retentionSeconds,
 		p.executionId,
 		p.workflowId,
-		// Replay evidence, stored with a new reservation only (see sql/queries/reserve.sql).
+		// Replay evidence, stored with a new reservation only (see sql/postgres/queries/reserve.sql).
 		sparseColumn(p.requests.map((request) => request.evidence?.payloadJson)),
 		sparseColumn(p.requests.map((request) => request.evidence?.payloadBytes)),
 		sparseColumn(p.requests.map((request) => request.evidence?.source)),
@@ -110,7 +110,7 @@ const SETTLES: ReadonlySet<string> = new Set(['complete', 'release', 'fail']);
 
 /**
  * One Postgres table through the one runner (runner.ts): its schema gate before first use, its
- * statements from `sql/queries/`, each sent with the runner's naming and retry rules.
+ * statements from `sql/postgres/queries/`, each sent with the runner's naming and retry rules.
  */
 export class PostgresDriver<S> implements StoreDriver<S> {
 	readonly backend = 'postgres' as const;

@@ -148,12 +148,12 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 		case SQLSTATE.undefinedTable:
 		case SQLSTATE.invalidSchemaName:
 			return new TableMissingError(
-				`The idempotency table ${table} does not exist. Turn on the node option "Create or Upgrade Table" (the default), or run the files in sql/migrations/keys/ of the n8n-nodes-idempotency package in order (with your schema and table name).`,
+				`The idempotency table ${table} does not exist. Turn on the node option "Create or Upgrade Table" (the default), or run the files in sql/postgres/migrations/keys/ of the n8n-nodes-idempotency package in order (with your schema and table name).`,
 				{ cause: error },
 			);
 		case SQLSTATE.undefinedColumn:
 			return new SchemaOutdatedError(
-				`The idempotency table ${table} is missing columns (the hand-built recipe's two-column table?). Turn on the node option "Create or Upgrade Table" (the default), or run sql/migrations/keys/002_migrate_from_seed.sql and the files after it, in order; existing keys are kept.`,
+				`The idempotency table ${table} is missing columns (the hand-built recipe's two-column table?). Turn on the node option "Create or Upgrade Table" (the default), or run sql/postgres/migrations/keys/002_migrate_from_seed.sql and the files after it, in order; existing keys are kept.`,
 				{ cause: error },
 			);
 		case SQLSTATE.invalidPassword:

@@ -98,7 +98,7 @@ function refuseNewer(state: SchemaState, table: TableRef, set: MigrationSet): vo
 function filesToRun(table: TableRef, set: MigrationSet, files: SqlFile[]): string {
 	const defaultTable = DEFAULT_TABLES[set.family];
 	const custom = table.qualified === `"public"."${defaultTable}"` ? '' : ` (they name public.${defaultTable}: use ${table.qualified})`;
-	return `Ask a database owner to run, in order, ${files.map((file) => `sql/${file}`).join(', ')} from the n8n-nodes-idempotency package${custom}.`;
+	return `Ask a database owner to run, in order, ${files.map((file) => `sql/postgres/${file}`).join(', ')} from the n8n-nodes-idempotency package${custom}.`;
 }
 
 function notReady(state: SchemaState, table: TableRef, set: MigrationSet, reason: string, cause?: unknown) {

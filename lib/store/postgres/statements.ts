@@ -1,16 +1,10 @@
-import path from 'node:path';
-
 import type { TableRef } from '../../identifiers';
-import { isCompanionTable, readStatementText, renderForTable, statementFile, type SqlSection } from '../sqlText';
+import { backendSqlDir, isCompanionTable, readStatementText, renderForTable, statementFile, type SqlSection } from '../sqlText';
 
 export type { SqlSection } from '../sqlText';
 
-/**
- * The SQL the package runs is the SQL in the package's `sql/` folder: one source, read once.
- * From `lib/store/postgres/` (tests) and from `dist/lib/store/postgres/` (the built package,
- * where gulp copies `sql/` to `dist/sql/`), the folder is three levels up.
- */
-export const SQL_DIR = path.join(__dirname, '..', '..', '..', 'sql');
+/** The SQL the package runs on Postgres is the SQL in the package's `sql/postgres/` folder: one source, read once. */
+export const POSTGRES_SQL_DIR = backendSqlDir('postgres');
 
 /** The tables the package keeps: the idempotency keys, and the Order Guard's version marks. */
 export type TableFamily = 'keys' | 'order';
@@ -22,7 +16,8 @@ export type TableFamily = 'keys' | 'order';
 export const DEFAULT_TABLES: Readonly<Record<TableFamily, string>> = { keys: 'processed_events', order: 'object_versions' };
 
 /**
- * Each statement is known by its file's name: `claimForReplay` is `queries/claim_for_replay.sql`.
+ * Each statement is known by its file's name: `claimForReplay` is `queries/claim_for_replay.sql`
+ * (in `sql/postgres/`).
  * The lists below are split by the table a statement is written for.
  */
 export function queryFile(name: string): SqlFile {
@@ -72,7 +67,7 @@ export const ORDER_STATEMENTS = filesOf(ORDER_STATEMENT_NAMES);
 export const CATALOG_STATEMENTS = filesOf(CATALOG_STATEMENT_NAMES);
 
 /**
- * Every statement (schema changes live in `sql/migrations/`), with the table family it is written
+ * Every statement (schema changes live in `sql/postgres/migrations/`), with the table family it is written
  * for (null: it names no table).
  */
 export const STATEMENTS: ReadonlyArray<{ name: StatementName; file: SqlFile; family: TableFamily | null }> = [
@@ -86,17 +81,17 @@ export const QUERY_FILES: Readonly<Record<StatementName, SqlFile>> = { ...KEY_ST
 
 const FAMILY_OF = new Map<StatementName, TableFamily | null>(STATEMENTS.map((statement) => [statement.name, statement.family]));
 
-/** A file under `sql/`, relative to it, e.g. `queries/reserve.sql`. */
+/** A file under `sql/postgres/`, relative to it, e.g. `queries/reserve.sql`. */
 export type SqlFile = string;
 
 // The files name their default table; index and companion table names are derived from it (<table>_<x>_idx, <table>_answer_counts).
-/** A file from `sql/` written for `family`'s table, with its name replaced by the validated, quoted one. */
+/** A file from `sql/postgres/` written for `family`'s table, with its name replaced by the validated, quoted one. */
 export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRef, omit?: SqlSection): string {
 	const rename = (suffix?: string) => (!suffix ? table.qualified : isCompanionTable(suffix) ? table.companion(suffix) : table.indexName(suffix));
-	return renderForTable(SQL_DIR, file, DEFAULT_TABLES[family], table.qualified, rename, omit);
+	return renderForTable(POSTGRES_SQL_DIR, file, DEFAULT_TABLES[family], table.qualified, rename, omit);
 }
 
-/** The statement from `sql/queries/`, for the configured table; `omit` leaves one marked section out. */
+/** The statement from `sql/postgres/queries/`, for the configured table; `omit` leaves one marked section out. */
 export function renderStatement(name: TableStatement, table: TableRef, omit?: SqlSection): string {
 	const family = FAMILY_OF.get(name);
 	// A programming error (a name not in the maps above, e.g. from plain JavaScript): fail loudly.
@@ -107,5 +102,5 @@ export function renderStatement(name: TableStatement, table: TableRef, omit?: Sq
 /** A statement that names no table, as its file holds it (without comments). */
 export function catalogStatement(name: CatalogStatement): string {
 	if (FAMILY_OF.get(name) !== null) throw new Error(`No statement without a table is named ${JSON.stringify(name)} in lib/store/postgres/statements.ts.`);
-	return readStatementText(SQL_DIR, QUERY_FILES[name]);
+	return readStatementText(POSTGRES_SQL_DIR, QUERY_FILES[name]);
 }

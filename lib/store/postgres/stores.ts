@@ -12,7 +12,7 @@ export { DEFAULT_SCHEMA, DEFAULT_TABLE, MAX_LIST_PAGE_BYTES, MAX_LIST_PAGE_SIZE,
 
 /**
  * The Postgres key store: the key store (keyStore.ts) over the Postgres driver. Every method is
- * one statement from `sql/queries/` (one round trip for a whole batch) sent through the one
+ * one statement from `sql/postgres/queries/` (one round trip for a whole batch) sent through the one
  * Postgres runner (runner.ts).
  */
 export class PostgresKeyStore extends DriverKeyStore {
@@ -30,7 +30,7 @@ export class PostgresKeyStore extends DriverKeyStore {
 	}
 }
 
-/** The Order Guard's store on Postgres (default table object_versions, `sql/migrations/order/`). */
+/** The Order Guard's store on Postgres (default table object_versions, `sql/postgres/migrations/order/`). */
 export class PostgresOrderStore extends DriverOrderStore {
 	constructor(pool: Pool, options: OrderStoreOptions) {
 		super(new PostgresOrderDriver(pool, options));

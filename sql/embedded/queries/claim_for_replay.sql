@@ -1,5 +1,5 @@
 -- Claim for Replay: takes over stored keys so a replay can run their business step again, the same
--- rule as the Postgres store's sql/queries/claim_for_replay.sql.
+-- rule as the Postgres store's sql/postgres/queries/claim_for_replay.sql.
 -- $claims: a JSON array of [key, owner token] (each key once), $lease_ms, $retention_ms,
 -- $execution_id, $workflow_id, $instance_id.
 --   status 'failed'                                     -> claimed: attempts + 1

@@ -1,5 +1,5 @@
 -- Raises the version mark of a batch of objects in one statement (what Idempotency Order Guard
--- sends), the same decisions as the Postgres store's sql/queries/order_advance.sql.
+-- sends), the same decisions as the Postgres store's sql/postgres/queries/order_advance.sql.
 -- $items: a JSON array of [object key, version (exact decimal text), event key or null], each object
 -- once; $equal ('stale' | 'newer'), $execution_id, $workflow_id.
 -- Versions are compared by idempotency_compare_versions (the package's exact decimal comparison,

@@ -1,5 +1,5 @@
 -- Reserves a batch of keys in one statement (what the Idempotency Reserve node sends), the same
--- decisions as the Postgres store's sql/queries/reserve.sql.
+-- decisions as the Postgres store's sql/postgres/queries/reserve.sql.
 -- $batch: a JSON array with one array per distinct key: [key, key source, payload hash, owner token,
 --   payload (JSON text) or null, payload size in UTF-8 bytes or null, source or null, correlation id or null].
 -- $mode ('lease' | 'permanent'), $lease_ms, $retention_ms, $execution_id, $workflow_id, $instance_id.

@@ -16,9 +16,9 @@ const pgError = (code: string, message = 'server said no') => Object.assign(new 
 
 describe('classifyPostgresError', () => {
 	it.each([
-		['42P01', TableMissingError, /sql\/migrations\/keys\//],
+		['42P01', TableMissingError, /sql\/postgres\/migrations\/keys\//],
 		['3F000', TableMissingError, /Create or Upgrade Table/],
-		['42703', SchemaOutdatedError, /sql\/migrations\/keys\/002_migrate_from_seed\.sql/],
+		['42703', SchemaOutdatedError, /sql\/postgres\/migrations\/keys\/002_migrate_from_seed\.sql/],
 		['28P01', DatabaseAuthenticationError, /rejected the credential/],
 		['42501', DatabaseAuthenticationError, /lacks a privilege/],
 		['3D000', InvalidConfigurationError, /database in the credential does not exist/],

@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { KEYS_MIGRATIONS, MIGRATION_SETS, pendingMigrations, versionStamp } from '../../../lib/store/postgres/migrations';
-import { DEFAULT_TABLES, SQL_DIR } from '../../../lib/store/postgres/statements';
+import { DEFAULT_TABLES, POSTGRES_SQL_DIR } from '../../../lib/store/postgres/statements';
 
 describe('migration sets', () => {
 	it.each(MIGRATION_SETS.flatMap((set) => set.files.map((file, index) => [file, set.family, index + 1] as const)))(
 		'%s ends by stamping its table with its own version',
 		(file, family, version) => {
-			const statements = readFileSync(path.join(SQL_DIR, file), 'utf8')
+			const statements = readFileSync(path.join(POSTGRES_SQL_DIR, file), 'utf8')
 				.split('\n')
 				.filter((line) => line.trim() && !line.trimStart().startsWith('--'));
 			expect(statements.at(-1)).toBe(`comment on table ${DEFAULT_TABLES[family]} is '${versionStamp(family, version)}';`);
@@ -17,7 +17,7 @@ describe('migration sets', () => {
 
 	it('changes the schema only idempotently, so a replay after a too-low stamp is harmless', () => {
 		for (const file of MIGRATION_SETS.flatMap((set) => set.files)) {
-			const text = readFileSync(path.join(SQL_DIR, file), 'utf8').replace(/^\s*--.*$/gm, '');
+			const text = readFileSync(path.join(POSTGRES_SQL_DIR, file), 'utf8').replace(/^\s*--.*$/gm, '');
 			for (const statement of text.split(';').map((part) => part.trim()).filter(Boolean)) {
 				expect(statement).toMatch(/^(create (table|index) if not exists|alter table \S+ add column if not exists|comment on table)\b/);
 			}

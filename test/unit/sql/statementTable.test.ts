@@ -1,12 +1,12 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
-import { EMBEDDED_STATEMENTS } from '../../../lib/store/embedded/statements';
-import { QUERY_FILES, SQL_DIR } from '../../../lib/store/postgres/statements';
+import { EMBEDDED_SQL_DIR, EMBEDDED_STATEMENTS } from '../../../lib/store/embedded/statements';
+import { POSTGRES_SQL_DIR, QUERY_FILES } from '../../../lib/store/postgres/statements';
 
 /**
  * docs/schema-and-migrations.md lists every statement in one table (name, file, what it does,
- * which operation sends it): it must agree with the statement map and with sql/queries/.
+ * which operation sends it): it must agree with the statement map and with sql/postgres/queries/.
  */
 
 const DOC = path.join(__dirname, '..', '..', '..', 'docs', 'schema-and-migrations.md');
@@ -40,12 +40,12 @@ describe('the table of every statement in docs/schema-and-migrations.md', () => 
 
 	it('names each statement of the map once, with its file', () => {
 		const documented = rows.map((row) => `${row.name} → ${row.file}`).sort();
-		const mapped = Object.entries(QUERY_FILES).map(([name, file]) => `${name} → sql/${file}`).sort();
+		const mapped = Object.entries(QUERY_FILES).map(([name, file]) => `${name} → sql/postgres/${file}`).sort();
 		expect(documented).toEqual(mapped);
 	});
 
-	it('lists exactly the files in sql/queries/', () => {
-		const onDisk = readdirSync(path.join(SQL_DIR, 'queries')).filter((file) => file.endsWith('.sql')).map((file) => `sql/queries/${file}`);
+	it('lists exactly the files in sql/postgres/queries/', () => {
+		const onDisk = readdirSync(path.join(POSTGRES_SQL_DIR, 'queries')).filter((file) => file.endsWith('.sql')).map((file) => `sql/postgres/queries/${file}`);
 		expect(rows.map((row) => row.file).sort()).toEqual(onDisk.sort());
 	});
 
@@ -64,7 +64,7 @@ describe('the table of every embedded statement in docs/schema-and-migrations.md
 		const documented = rows.map((row) => `${row.name} → ${row.file}`).sort();
 		const listed = EMBEDDED_STATEMENTS.map((name) => `${name} → sql/embedded/queries/${name}.sql`).sort();
 		expect(documented).toEqual(listed);
-		const onDisk = readdirSync(path.join(SQL_DIR, 'embedded', 'queries')).filter((file) => file.endsWith('.sql'));
+		const onDisk = readdirSync(path.join(EMBEDDED_SQL_DIR, 'queries')).filter((file) => file.endsWith('.sql'));
 		expect(onDisk.map((file) => `sql/embedded/queries/${file}`).sort()).toEqual(rows.map((row) => row.file).sort());
 	});
 

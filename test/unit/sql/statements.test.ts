@@ -3,14 +3,15 @@ import path from 'node:path';
 import { EMBEDDED_MIGRATIONS, EMBEDDED_STATEMENTS } from '../../../lib/store/embedded/statements';
 
 import { tableRef } from '../../../lib/identifiers';
+import type { StoreBackend } from '../../../lib/store/contract';
 import { MIGRATION_SETS } from '../../../lib/store/postgres/migrations';
 import {
 	CATALOG_STATEMENTS,
 	DEFAULT_TABLES,
 	KEY_STATEMENTS,
 	ORDER_STATEMENTS,
+	POSTGRES_SQL_DIR,
 	QUERY_FILES,
-	SQL_DIR,
 	STATEMENTS,
 	catalogStatement,
 	renderSqlFile,
@@ -20,9 +21,10 @@ import {
 	type TableFamily,
 	type TableStatement,
 } from '../../../lib/store/postgres/statements';
+import { SQL_ROOT } from '../../../lib/store/sqlText';
 
-/** Every .sql file under sql/, relative to it. */
-function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
+/** Every .sql file under `dir`, relative to it. */
+function sqlFilesOnDisk(dir: string, prefix = ''): string[] {
 	return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
 		entry.isDirectory()
 			? sqlFilesOnDisk(path.join(dir, entry.name), `${prefix}${entry.name}/`)
@@ -33,12 +35,13 @@ function sqlFilesOnDisk(dir = SQL_DIR, prefix = ''): string[] {
 }
 
 const migrationFiles = MIGRATION_SETS.flatMap((set) => set.files);
-// The embedded store's statements and schema live in sql/embedded/ (lib/store/embedded/statements.ts).
-const embeddedFiles: SqlFile[] = [
-	...EMBEDDED_STATEMENTS.map((name) => `embedded/queries/${name}.sql`),
-	...Object.values(EMBEDDED_MIGRATIONS).flat().map((file) => `embedded/${file}`),
-];
-const allFiles: SqlFile[] = [...Object.values(QUERY_FILES), ...migrationFiles, ...embeddedFiles];
+/** The files each backend runs, relative to its folder `sql/<backend>/`; a backend with no entry does not compile. */
+const filesOfBackend: Record<StoreBackend, SqlFile[]> = {
+	postgres: [...Object.values(QUERY_FILES), ...migrationFiles],
+	embedded: [...EMBEDDED_STATEMENTS.map((name) => `queries/${name}.sql`), ...Object.values(EMBEDDED_MIGRATIONS).flat()],
+};
+/** Every file any backend runs, relative to `sql/`. */
+const allFiles = Object.entries(filesOfBackend).flatMap(([backend, files]) => files.map((file) => `${backend}/${file}`));
 /** Every file written for a table, with the family of that table. */
 const familyOf = new Map<SqlFile, TableFamily>([
 	...STATEMENTS.flatMap((statement) => (statement.family ? [[statement.file, statement.family] as const] : [])),
@@ -46,7 +49,7 @@ const familyOf = new Map<SqlFile, TableFamily>([
 ]);
 const tableFiles = [...familyOf.keys()];
 const withoutComments = (file: SqlFile) =>
-	readFileSync(path.join(SQL_DIR, file), 'utf8')
+	readFileSync(path.join(POSTGRES_SQL_DIR, file), 'utf8')
 		.split('\n')
 		.filter((line) => !line.trimStart().startsWith('--'))
 		.join('\n')
@@ -55,10 +58,9 @@ const render = (file: SqlFile, table: string, schema = 'public') => renderSqlFil
 const camelCase = (file: SqlFile) => path.basename(file, '.sql').replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
 
 describe('the sql/ folder', () => {
-	it('holds exactly the queries and migrations the code runs, with nothing else at its top level', () => {
-		expect(allFiles.slice().sort()).toEqual(sqlFilesOnDisk().sort());
-		expect(Object.values(QUERY_FILES).every((file) => file.startsWith('queries/'))).toBe(true);
-		expect(migrationFiles.every((file) => file.startsWith('migrations/'))).toBe(true);
+	it('holds exactly the queries and migrations the code runs, each in its backend\'s folder, with nothing else', () => {
+		expect(allFiles.slice().sort()).toEqual(sqlFilesOnDisk(SQL_ROOT).sort());
+		for (const files of Object.values(filesOfBackend)) expect(files.every((file) => /^(queries|migrations\/\w+)\/\w+\.sql$/.test(file))).toBe(true);
 	});
 
 	it('numbers each family\'s migrations 001, 002, … in the order they run', () => {
@@ -166,7 +168,7 @@ describe('the retention rule', () => {
 		expect(cleanup).toHaveLength(1);
 		expect(cleanup).toEqual(reserve);
 		// The cron one-liner in cleanup.sql's comment states the same rule.
-		expect(readFileSync(path.join(SQL_DIR, QUERY_FILES.cleanup), 'utf8')).toContain(
+		expect(readFileSync(path.join(POSTGRES_SQL_DIR, QUERY_FILES.cleanup), 'utf8')).toContain(
 			"greatest(coalesce(e.expires_at, e.first_seen + interval '30 days'), e.locked_until) <= now()",
 		);
 	});

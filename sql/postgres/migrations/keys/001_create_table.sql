@@ -1,5 +1,5 @@
 -- n8n-nodes-idempotency: the table that remembers idempotency keys (schema version 1).
--- Safe to run more than once. The nodes run the files of sql/migrations/keys/ in order on first use
+-- Safe to run more than once. The nodes run the files of sql/postgres/migrations/keys/ in order on first use
 -- ("Create or Upgrade Table", on by default); the default name is processed_events in schema public
 -- (both are node options). The first two columns are the hand-built seed recipe's table, so an
 -- existing installation upgrades in place with the next file, 002_migrate_from_seed.sql.

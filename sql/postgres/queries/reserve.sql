@@ -91,7 +91,7 @@ on conflict (key) do update set
   )
 -- The node's Output option picks the columns: Full returns every one; Compact (the default) leaves
 -- out the lines between the two <full-record> markers, so Postgres sends and pg parses only what
--- routing and settling need (lib/sql/statements.ts cuts them; run as it is, this is the full one).
+-- routing and settling need (lib/store/postgres/statements.ts cuts them; run as it is, this is the full one).
 returning
   -- <full-record>
   e.duplicate_count, e.first_seen, e.last_seen, e.expires_at, e.execution_id, e.workflow_id, e.key_source,
