@@ -392,3 +392,20 @@ it('a lock held forever: after its bound a 1,000-key reservation fails with a lo
 	expect((await store.getKeys(keys.map((entry) => entry.key))).size).toBe(0);
 	expect((await store.reserve(keys, lease)).filter((entry) => entry.outcome === 'new')).toHaveLength(1_000);
 });
+
+it('a large write does not wait behind a scan: a 1,000-key reservation answers while Get Stats still reads 200,000 keys', async () => {
+	const { store } = await storeWithRows('write-beside-scan.sqlite', 200_000);
+	// Both threads started and warm: a first scan and a first large write.
+	await store.stats(24);
+	await store.reserve(Array.from({ length: 1_000 }, (_, index) => ({ key: `warm-${index}`, keySource: 'custom' as const, payloadHash: null })), lease);
+	const order: string[] = [];
+	const scanning = store.stats(24).then(() => order.push('scan'));
+	await new Promise((resolve) => setImmediate(resolve));
+	const reserving = store.reserve(Array.from({ length: 1_000 }, (_, index) => ({ key: `beside-${index}`, keySource: 'custom' as const, payloadHash: null })), lease).then((results) => {
+		order.push('reservation');
+		return results;
+	});
+	expect((await reserving).filter((result) => result.outcome === 'new')).toHaveLength(1_000);
+	await scanning;
+	expect(order).toEqual(['reservation', 'scan']);
+});

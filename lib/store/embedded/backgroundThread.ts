@@ -5,31 +5,33 @@ import type { LockWait } from './connection';
 import { classifySqliteError } from './errors';
 
 /**
- * The store's work that need not hold n8n's event loop runs on a thread of its own, one per file
- * per process, started on first use and not keeping the process alive while idle:
+ * The store's work that need not hold n8n's event loop runs on threads of its own, two per file
+ * per process (one for reads and checkpoints, one for writes, so that a write never waits behind a
+ * scan or a checkpoint), each started on first use and not keeping the process alive while idle:
  *
  * - Reads that scan the key table (Get Stats, List Keys), on a read-only connection. WAL lets it
  *   read while this process (or another) writes; it sees every transaction committed before the
- *   read was sent, and this process's writes commit within their call.
- * - Writes too large to run on the event loop (a reservation of many keys, Delete Expired Keys'
- *   chunks), each one whole transaction on the thread's own read-write connection: `BEGIN
- *   IMMEDIATE`, the statement, the check that the path still names the store's file, the commit
- *   (its fsync included). To every other connection, in this process or another, it is a
- *   transaction like any other: all or nothing, serialised by the file's write lock.
+ *   read was sent, and this process's writes have committed when their call answers.
  * - WAL checkpoints (copying committed pages from the WAL back into the file, then its fsync),
- *   asked for after writes, on that same connection. SQLite would otherwise run one inside the
- *   commit that passes 1,000 WAL pages, on the event loop's thread. A checkpoint never changes
- *   what is committed.
+ *   asked for after writes, on the reads thread's read-write connection. SQLite would otherwise run
+ *   one inside the commit that passes 1,000 WAL pages, on the event loop's thread. A checkpoint
+ *   never changes what is committed.
+ * - Writes too large to run on the event loop (a reservation of many keys, a settle of many items,
+ *   Delete Expired Keys' chunks), each one whole transaction on the writes thread's read-write
+ *   connection: `BEGIN IMMEDIATE`, the statement (and the one after it, for a settle), the check
+ *   that the path still names the store's file, the commit (its fsync included). To every other
+ *   connection, in this process or another, it is a transaction like any other: all or nothing,
+ *   serialised by the file's write lock.
  *
- * The thread's code is plain JavaScript given as text, so the built package and the TypeScript
- * sources under test run the same code. Its busy wait blocks only that thread, so it may be the
- * whole lock wait.
+ * Both threads run the same code, plain JavaScript given as text, so the built package and the
+ * TypeScript sources under test run the same code. Its busy wait blocks only its thread, so it may
+ * be the whole lock wait.
  */
 const THREAD_SOURCE = `
 const { statSync } = require('node:fs');
 const { parentPort, workerData } = require('node:worker_threads');
 const { DatabaseSync } = require('node:sqlite');
-const reader = new DatabaseSync(workerData.file, { readOnly: true });
+let reader;
 let writer;
 let writerIdentity;
 const prepared = new Map();
@@ -40,6 +42,7 @@ function busyWait(db, ms) {
 	db.exec('pragma busy_timeout = ' + Math.max(0, Math.floor(Number(ms) || 0)));
 }
 function read({ sql, parameters, rows, lockWaitMs }) {
+	reader ??= new DatabaseSync(workerData.file, { readOnly: true });
 	if (lockWaitMs !== busyWaitMs) {
 		busyWait(reader, lockWaitMs);
 		busyWaitMs = lockWaitMs;
@@ -99,8 +102,8 @@ function endTransaction(db, commit) {
  * A write transaction: BEGIN IMMEDIATE (waiting for the write lock up to lockWaitMs), the
  * statement, then (under the write lock) the check that the path still names the file the store
  * opened (identity), then the commit; anything else rolls it back. synced false commits without
- * the WAL's fsync; checkpoint true runs one after the commit (which syncs it). Rows come back as
- * arrays with their column names where this Node can.
+ * the WAL's fsync (the checkpoint after it syncs it). Rows come back as arrays with their column
+ * names where this Node can.
  * A transaction may span two messages: the first (begin: true, finish absent) leaves it open after
  * its statement; the second (the same transaction, finish 'commit' or 'rollback', a statement or
  * none) ends it. Meanwhile nothing else runs on this connection (see the queue below).
@@ -138,13 +141,6 @@ function write(message) {
 		if (open) endTransaction(db, false);
 		throw error;
 	}
-	if (message.checkpoint) {
-		try {
-			checkpoint();
-		} catch {
-			// Changes nothing committed: the next checkpoint (or SQLite's backstop) copies these pages.
-		}
-	}
 	return result;
 }
 function answer(message) {
@@ -155,7 +151,8 @@ function answer(message) {
 	}
 }
 // While a write transaction is open, the other work of the read-write connection (other writes,
-// checkpoints) waits here; reads go on, on their own connection.
+// checkpoints) waits here; reads go on, on their own connection. (The store sends writes to one
+// thread, and reads and checkpoints to another.)
 const waiting = [];
 parentPort.on('message', (message) => {
 	const needsWriter = message.write || message.checkpoint;
@@ -198,7 +195,10 @@ interface StoreThread {
 	stopped?: unknown;
 }
 
+// One thread per file for reads and checkpoints, and one for writes: a write never waits behind a
+// checkpoint or a scan (SQLite's calls block their thread), nor they behind it.
 const threads = new Map<string, StoreThread>();
+const writerThreads = new Map<string, StoreThread>();
 let nextRequestId = 1;
 
 /** All rows of a read-only statement, read on the file's thread. */
@@ -223,8 +223,6 @@ export interface ThreadStatement {
 export interface ThreadTransaction {
 	/** false: committed without waiting for the WAL's fsync. */
 	synced: boolean;
-	/** A checkpoint right after the commit, answered when it has ended. */
-	checkpoint: boolean;
 	/** `dev:ino` of the file the store's connection opened: the write is rolled back when the path names another. */
 	identity: string;
 	lockWaitMs: number;
@@ -242,7 +240,7 @@ export interface ThreadWriteResult {
 let nextTransactionId = 1;
 
 /**
- * Runs `statement` in one write transaction on `file`'s thread, off the event loop; fails like a
+ * Runs `statement` in one write transaction on `file`'s writer thread, off the event loop; fails like a
  * write of the file. `next`, given its result, may name a second statement for the same
  * transaction (the transaction then stays open on the thread while `next` runs here, and nothing
  * else is written on that connection meanwhile). Answers each statement's result; `replaced` on
@@ -255,9 +253,9 @@ export function writeOffThread(
 	operation: LockWait['operation'],
 	next?: (result: ThreadWriteResult) => ThreadStatement | undefined,
 ): Promise<ThreadWriteResult[]> {
-	const thread = threadFor(file);
+	const thread = threadFor(file, writerThreads);
 	const id = nextTransactionId++;
-	const message = (fields: Row) => ({ ...fields, write: true, transaction: id, identity: transaction.identity, checkpoint: transaction.checkpoint });
+	const message = (fields: Row) => ({ ...fields, write: true, transaction: id, identity: transaction.identity });
 	// Every message of the transaction goes to this thread, the one holding it open.
 	const done = (async () => {
 		if (!next) return [(await sendTo(thread, message({ ...statement, begin: true, finish: 'commit', synced: transaction.synced, lockWaitMs: transaction.lockWaitMs }), operation)) as ThreadWriteResult];
@@ -289,7 +287,7 @@ export function writeOffThread(
  * lock they hold.
  */
 export function threadWritesAnswered(file: string): Promise<void> | undefined {
-	const writes = threads.get(file)?.writes;
+	const writes = writerThreads.get(file)?.writes;
 	if (!writes || writes.size === 0) return undefined;
 	return Promise.all(writes).then(() => undefined);
 }
@@ -353,13 +351,13 @@ function sendTo(thread: StoreThread, message: Row, operation: LockWait['operatio
 	});
 }
 
-function threadFor(file: string): StoreThread {
-	const known = threads.get(file);
+function threadFor(file: string, pool = threads): StoreThread {
+	const known = pool.get(file);
 	if (known) return known;
 	const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { file, journalSizeLimitBytes: JOURNAL_SIZE_LIMIT_BYTES, backstopCheckpointPages: BACKSTOP_CHECKPOINT_PAGES } });
 	worker.unref();
 	const thread: StoreThread = { file, worker, pending: new Map(), checkpoint: { running: false, again: false, lastStarted: 0 }, writes: new Set() };
-	threads.set(file, thread);
+	pool.set(file, thread);
 	worker.on('message', ({ id, result, error }: { id: number; result?: unknown; error?: Row }) => {
 		const pending = thread.pending.get(id);
 		if (!pending) return;
@@ -371,7 +369,7 @@ function threadFor(file: string): StoreThread {
 	// A thread that fails to start (the file cannot be opened) or dies fails its work; the next call starts a new one.
 	const failAll = (cause: unknown) => {
 		thread.stopped = cause;
-		if (threads.get(file) === thread) threads.delete(file);
+		if (pool.get(file) === thread) pool.delete(file);
 		clearTimeout(thread.checkpoint.timer);
 		for (const pending of thread.pending.values()) pending.reject(classifySqliteError(cause, file, pending.operation));
 		thread.pending.clear();
@@ -388,21 +386,25 @@ function threadFor(file: string): StoreThread {
  */
 const retiredThreads: StoreThread[] = [];
 
-/** After `file` was replaced at its path: the next read or checkpoint starts a thread on the new file. */
+/** After `file` was replaced at its path: the next read, checkpoint or write starts a thread on the new file. */
 export function retireStoreThread(file: string): void {
-	const thread = threads.get(file);
-	if (!thread) return;
-	threads.delete(file);
-	clearTimeout(thread.checkpoint.timer);
-	thread.checkpoint.timer = undefined;
-	retiredThreads.push(thread);
+	for (const pool of [threads, writerThreads]) {
+		const thread = pool.get(file);
+		if (!thread) continue;
+		pool.delete(file);
+		clearTimeout(thread.checkpoint.timer);
+		thread.checkpoint.timer = undefined;
+		retiredThreads.push(thread);
+	}
 }
 
 /** Stops every store thread of this process (tests, shutdown); the next call starts a new one. */
 export function stopStoreThreads(): void {
-	for (const [file, thread] of threads) {
-		threads.delete(file);
-		clearTimeout(thread.checkpoint.timer);
-		void thread.worker.terminate();
+	for (const pool of [threads, writerThreads]) {
+		for (const [file, thread] of pool) {
+			pool.delete(file);
+			clearTimeout(thread.checkpoint.timer);
+			void thread.worker.terminate();
+		}
 	}
 }

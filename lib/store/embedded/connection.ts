@@ -189,7 +189,7 @@ export async function withLosableWrite<T>(connection: EmbeddedConnection, wait: 
 /**
  * How a write sent to the store's background thread commits: `synced` as withWriteLock (the commit
  * waits for its fsync, on that thread), `unsynced` as withUnsyncedWrite (no fsync at commit, then a
- * checkpoint on the thread, awaited), `losable` as withLosableWrite (no fsync, a checkpoint soon).
+ * checkpoint, awaited), `losable` as withLosableWrite (no fsync, a checkpoint soon).
  */
 export type ThreadCommit = 'synced' | 'unsynced' | 'losable';
 
@@ -209,7 +209,7 @@ export async function writeOnThread(
 	commit: ThreadCommit,
 	next?: (result: ThreadWriteResult) => ThreadStatement | undefined,
 ): Promise<ThreadWriteResult[]> {
-	const transaction = { synced: commit === 'synced', checkpoint: commit === 'unsynced', identity: `${connection.identity.dev}:${connection.identity.ino}`, lockWaitMs: wait.lockWaitMs };
+	const transaction = { synced: commit === 'synced', identity: `${connection.identity.dev}:${connection.identity.ino}`, lockWaitMs: wait.lockWaitMs };
 	let results: ThreadWriteResult[];
 	try {
 		results = await writeOffThread(connection.file, statement, transaction, wait.operation, next);
@@ -223,7 +223,9 @@ export async function writeOnThread(
 		retire(connection);
 		throw replacedError(connection, true);
 	}
-	if (commit !== 'unsynced') checkpointSoon(connection.file);
+	// As withUnsyncedWrite: a failed checkpoint changes nothing committed (the next one copies these pages).
+	if (commit === 'unsynced') await checkpointNow(connection.file, wait.operation).catch(() => undefined);
+	else checkpointSoon(connection.file);
 	return results;
 }
 
