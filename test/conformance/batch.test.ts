@@ -50,6 +50,39 @@ describeEachBackend('a reservation batch', (backend) => {
 		expect(again.every((result) => result.outcome === 'duplicate')).toBe(true);
 	});
 
+	it('settles of 300 items at once: each item applied or refused with its reason, in one call', async () => {
+		const lease = { ...permanent, mode: 'lease' as const };
+		const reserved = await store.reserve(
+			Array.from({ length: 300 }, (_, i) => request(`settle-${i}`)),
+			lease,
+		);
+		expect(reserved.every((result) => result.outcome === 'new')).toBe(true);
+		const owned = reserved.map((result) => ({ key: result.key, ownerToken: result.ownerToken! }));
+		const stranger = '00000000-0000-4000-8000-000000000000';
+		// 0–99 completed; 100–149 offered with another token; 150–199 never reserved (another prefix).
+		const completing = [
+			...owned.slice(0, 100).map((item) => ({ ...item, response: { ok: item.key } })),
+			...owned.slice(100, 150).map((item) => ({ ...item, ownerToken: stranger })),
+			...Array.from({ length: 50 }, (_, i) => ({ key: `settle-none-${i}`, ownerToken: stranger })),
+		];
+		const completed = await store.complete(completing);
+		expect(completed).toHaveLength(200);
+		expect(completed.slice(0, 100).every((report) => report.applied)).toBe(true);
+		expect(completed.slice(100, 150).every((report) => !report.applied && report.reason === 'not_owner')).toBe(true);
+		expect(completed.slice(150).every((report) => !report.applied && report.reason === 'not_found')).toBe(true);
+		// 100–199 held, then 100–199 released and 200–299 failed; the completed ones refuse both.
+		expect(await store.hold(owned.slice(100, 200).map((item) => ({ ...item, holdMs: 120_000 })))).toHaveLength(100);
+		const released = await store.release([...owned.slice(0, 50), ...owned.slice(100, 200)]);
+		expect(released.slice(0, 50).every((report) => !report.applied && report.reason === 'completed')).toBe(true);
+		expect(released.slice(50).every((report) => report.applied)).toBe(true);
+		const failed = await store.fail(owned.slice(200).map((item) => ({ ...item, error: 'the business step failed' })));
+		expect(failed.every((report) => report.applied)).toBe(true);
+		expect(await fixture.count('settle-')).toBe(200);
+		expect((await fixture.row('settle-0'))?.status).toBe('completed');
+		expect((await fixture.row('settle-250'))?.status).toBe('failed');
+		expect(await fixture.row('settle-150')).toBeUndefined();
+	});
+
 	it('evidence some requests fill: each row gets its own value, null for the others', async () => {
 		await store.reserve(
 			[

@@ -245,3 +245,167 @@ it('a read whose thread is stopped mid-scan fails with an error naming the file,
 	expect((error as Error).message).toMatch(/background thread stopped/);
 	expect((await store.stats(24)).total).toBe(200_000);
 });
+
+/**
+ * A second Node process (plain node:sqlite) that answers each line on its stdin with what it sees
+ * of the file at that moment: how many keys start with `prefix`, and whether it could take the
+ * write lock (without waiting for it).
+ */
+function watchFile(file: string, prefix: string): Promise<{ ask: () => Promise<{ count: number; locked: boolean }>; child: ChildProcess }> {
+	const script = `
+		const { DatabaseSync } = require('node:sqlite');
+		const db = new DatabaseSync(process.argv[1]);
+		db.exec('pragma busy_timeout = 0');
+		const count = db.prepare('select count(*) as n from processed_events where key like ?');
+		process.stdout.write('ready\\n');
+		require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
+			let locked = false;
+			try {
+				db.exec('begin immediate');
+				db.exec('rollback');
+			} catch {
+				locked = true;
+			}
+			process.stdout.write(JSON.stringify({ count: count.get(process.argv[2] + '%').n, locked }) + '\\n');
+		});
+	`;
+	const child = spawn(process.execPath, ['-e', script, file, prefix], { stdio: ['pipe', 'pipe', 'inherit'] });
+	children.push(child);
+	const waiting: Array<(answer: { count: number; locked: boolean }) => void> = [];
+	let buffered = '';
+	return new Promise((resolve, reject) => {
+		child.on('error', reject);
+		child.stdout!.on('data', (chunk: Buffer) => {
+			buffered += chunk.toString();
+			let newline: number;
+			while ((newline = buffered.indexOf('\n')) >= 0) {
+				const line = buffered.slice(0, newline);
+				buffered = buffered.slice(newline + 1);
+				if (line === 'ready') resolve({ child, ask });
+				else waiting.shift()?.(JSON.parse(line));
+			}
+		});
+	});
+	function ask(): Promise<{ count: number; locked: boolean }> {
+		return new Promise((resolve) => {
+			waiting.push(resolve);
+			child.stdin!.write('?\n');
+		});
+	}
+}
+
+it('a reservation of 10,000 keys runs off the event loop and stays one transaction: meanwhile the loop runs, another process sees none of its keys and cannot write, and this process waits for it', async () => {
+	const file = path.join(folder, 'big-batch.sqlite');
+	const store = openEmbeddedKeyStore({ file });
+	await store.ready();
+	const { ask } = await watchFile(file, 'atomic-');
+	const main = connectionFor(file).db;
+	const changesBefore = main.prepare('select total_changes() as n').get();
+	const keys = Array.from({ length: 10_000 }, (_, index) => `atomic-${index}`);
+	const permanent: ReserveOptions = { ...lease, mode: 'permanent' };
+
+	let pending = true;
+	const seen: Array<{ count: number; locked: boolean; pending: boolean }> = [];
+	const reserving = store.reserve(
+		keys.map((key) => ({ key, keySource: 'custom', payloadHash: null })),
+		permanent,
+	);
+	void reserving.finally(() => (pending = false));
+	// Asked again and again from this event loop while the reservation runs (they are answered only if it turns).
+	const watching = (async () => {
+		while (pending) seen.push({ ...(await ask()), pending });
+	})();
+	// This process's own calls meanwhile: a reservation of one of its keys, and Get Key of two.
+	await new Promise((resolve) => setImmediate(resolve));
+	const single = pending ? store.reserve([{ key: 'atomic-5000', keySource: 'custom', payloadHash: null }], permanent) : undefined;
+	const found = pending ? store.getKeys(['atomic-0', 'atomic-9999']) : undefined;
+
+	const results = await reserving;
+	await watching;
+	expect(results.filter((result) => result.outcome === 'new')).toHaveLength(10_000);
+	// All or nothing, whenever the other process looked.
+	expect(seen.every(({ count }) => count === 0 || count === 10_000)).toBe(true);
+	// It looked while the reservation was running, and the write lock was held then (not only at the end).
+	expect(seen.some(({ pending: running, count, locked }) => running && count === 0 && locked)).toBe(true);
+	expect(await ask()).toEqual({ count: 10_000, locked: false });
+	// This process's own calls made meanwhile: one of them had the key (the batch), the other read Duplicate.
+	expect(single).toBeDefined();
+	expect((await single!)[0].outcome).toBe('duplicate');
+	expect([0, 2]).toContain((await found!).size);
+	// None of the 10,000 was written on the event loop's connection: one row was, the single-key duplicate (its count + 1).
+	expect(main.prepare('select total_changes() as n').get()).toEqual({ n: Number(changesBefore?.n) + 1 });
+});
+
+it("Delete Expired Keys deletes on the store's background thread, never on the event loop's connection", async () => {
+	const { file, store } = await storeWithRows('cleanup-off-thread.sqlite', 5_000, { expiresAt: 1 });
+	const main = connectionFor(file).db;
+	const changesBefore = main.prepare('select total_changes() as n').get();
+	expect(await store.cleanup({ retentionSeconds: 86_400, batchSize: 100_000, timeBudgetSeconds: 60 })).toMatchObject({ deleted: 5_000, finished: true });
+	expect(main.prepare('select total_changes() as n').get()).toEqual(changesBefore);
+	expect((await store.stats(24)).total).toBe(0);
+});
+
+it("a lock held for 300 ms: a 1,000-key reservation (on the store's background thread) waits for it there and succeeds, the event loop running meanwhile", async () => {
+	const file = path.join(folder, 'held-big.sqlite');
+	const store = openEmbeddedKeyStore({ file });
+	await store.ready();
+	const { release } = await holdWriteLock(file);
+	const started = process.hrtime.bigint();
+	let heldUntil: Promise<bigint> | undefined;
+	const askRelease = setTimeout(() => (heldUntil = release()), 300);
+	const keys = Array.from({ length: 1_000 }, (_, index) => ({ key: `waited-${index}`, keySource: 'custom' as const, payloadHash: null }));
+	const { result, longestGapMs, ticks } = await measureStalls(() => store.reserve(keys, lease));
+	const finished = process.hrtime.bigint();
+	clearTimeout(askRelease);
+	expect(result.filter((entry) => entry.outcome === 'new')).toHaveLength(1_000);
+	expect(ticks).toBeGreaterThanOrEqual(10);
+	expect(longestGapMs).toBeLessThan(250);
+	expect(heldUntil).toBeDefined();
+	const lastHeld = await heldUntil!;
+	expect(lastHeld).toBeGreaterThan(started);
+	expect(finished).toBeGreaterThan(lastHeld);
+});
+
+it('a lock held forever: after its bound a 1,000-key reservation fails with a lock timeout (not "unreachable"), nothing reserved, the loop never blocked', async () => {
+	const file = path.join(folder, 'forever-big.sqlite');
+	const store = openEmbeddedKeyStore({ file, lockWaitMs: 1_000 });
+	await store.ready();
+	const { child } = await holdWriteLock(file);
+	const keys = Array.from({ length: 1_000 }, (_, index) => ({ key: `never-${index}`, keySource: 'custom' as const, payloadHash: null }));
+	const started = performance.now();
+	const { result: error, longestGapMs } = await measureStalls(() =>
+		store.reserve(keys, lease).then(
+			() => undefined,
+			(caught: unknown) => caught,
+		),
+	);
+	const waited = performance.now() - started;
+	expect(error).toBeInstanceOf(EmbeddedStoreBusyError);
+	expect(error).toBeInstanceOf(LockTimeoutError);
+	expect(error).not.toBeInstanceOf(DatabaseUnreachableError);
+	expect((error as Error).message).toMatch(/locked for more than 1 s.*Nothing was reserved/);
+	expect(waited).toBeGreaterThanOrEqual(900);
+	expect(waited).toBeLessThan(5_000);
+	expect(longestGapMs).toBeLessThan(500);
+	child.kill('SIGKILL');
+	await new Promise((resolve) => child.once('exit', resolve));
+	expect((await store.getKeys(keys.map((entry) => entry.key))).size).toBe(0);
+	expect((await store.reserve(keys, lease)).filter((entry) => entry.outcome === 'new')).toHaveLength(1_000);
+});
+
+it('a large write does not wait behind a scan: a 1,000-key reservation answers while Get Stats still reads 200,000 keys', async () => {
+	const { store } = await storeWithRows('write-beside-scan.sqlite', 200_000);
+	// Both threads started and warm: a first scan and a first large write.
+	await store.stats(24);
+	await store.reserve(Array.from({ length: 1_000 }, (_, index) => ({ key: `warm-${index}`, keySource: 'custom' as const, payloadHash: null })), lease);
+	const order: string[] = [];
+	const scanning = store.stats(24).then(() => order.push('scan'));
+	await new Promise((resolve) => setImmediate(resolve));
+	const reserving = store.reserve(Array.from({ length: 1_000 }, (_, index) => ({ key: `beside-${index}`, keySource: 'custom' as const, payloadHash: null })), lease).then((results) => {
+		order.push('reservation');
+		return results;
+	});
+	expect((await reserving).filter((result) => result.outcome === 'new')).toHaveLength(1_000);
+	await scanning;
+	expect(order).toEqual(['reservation', 'scan']);
+});

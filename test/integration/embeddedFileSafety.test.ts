@@ -127,6 +127,30 @@ describe('the store file replaced while this process has it open', () => {
 		expect((await store.listKeys({ limit: 10 })).keys).toEqual([]);
 	});
 
+	it("a file moved over the live one: a reservation of 1,000 keys (run on the store's background thread) refuses too, and writes nothing to either file", async () => {
+		const file = path.join(root, 'replaced-big', 'keys.sqlite');
+		const store = openEmbeddedKeyStore({ file });
+		const batch = (prefix: string) => Array.from({ length: 1_000 }, (_, i) => ({ key: `${prefix}-${i}`, keySource: 'custom', payloadHash: null }));
+		expect((await store.reserve(batch('before'), lease)).every((result) => result.outcome === 'new')).toBe(true);
+		const old = connectionFor(file).db;
+		// Another file at the path: a copy of this one, as a backup restored over it would be.
+		const backup = path.join(root, 'replaced-big', 'backup.sqlite');
+		old.exec(`vacuum into '${backup}'`);
+		rmSync(`${file}-wal`, { force: true });
+		rmSync(`${file}-shm`, { force: true });
+		renameSync(backup, file);
+
+		await expect(store.reserve(batch('after'), lease)).rejects.toBeInstanceOf(EmbeddedStoreReplacedError);
+		// Neither the old file (still open here) nor the new one holds any of them.
+		expect(old.prepare("select count(*) as n from processed_events where key like 'after-%'").get()).toEqual({ n: 0 });
+		const raw = new (loadSqlite().DatabaseSync)(file);
+		expect(raw.prepare("select count(*) as n from processed_events where key like 'after-%'").get()).toEqual({ n: 0 });
+		expect(raw.prepare("select count(*) as n from processed_events where key like 'before-%'").get()).toEqual({ n: 1_000 });
+		raw.close();
+		// The next call uses the file now at the path.
+		expect((await store.reserve(batch('after'), lease)).every((result) => result.outcome === 'new')).toBe(true);
+	});
+
 	it('a file deleted under the process: refused, then a new file at the path', async () => {
 		const file = path.join(root, 'deleted', 'keys.sqlite');
 		const store = openEmbeddedKeyStore({ file });

@@ -7,7 +7,17 @@ import { DatabaseError, InvalidConfigurationError, SchemaNewerThanPackageError }
 import { compareVersions } from '../../order/version';
 import type { StoreOperation } from '../driver';
 import type { SqlSection } from '../sqlText';
-import { checkpointNow, checkpointSoon, retireStoreThread } from './backgroundThread';
+import {
+	BACKSTOP_CHECKPOINT_PAGES,
+	JOURNAL_SIZE_LIMIT_BYTES,
+	checkpointNow,
+	checkpointSoon,
+	retireStoreThread,
+	threadWritesAnswered,
+	writeOffThread,
+	type ThreadStatement,
+	type ThreadWriteResult,
+} from './backgroundThread';
 import { classifySqliteError, EmbeddedStoreBusyError, EmbeddedStoreReplacedError, isBusy, NOTHING_CHANGED } from './errors';
 import { preparePrivateFile } from './privateFiles';
 import { loadSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite';
@@ -17,7 +27,9 @@ import { assertLocalStorage, realPathOfNearest } from './storageCheck';
 /**
  * One SQLite connection per store file per process, shared by every store on that file. Its calls
  * are synchronous: each transaction starts and ends within one call, so no other store call of
- * this process can run inside it, and the shared connection needs no lock of its own.
+ * this process can run inside it, and the shared connection needs no lock of its own. Writes too
+ * large to hold the event loop run on the store's background thread, on a connection of its own
+ * (writeOnThread).
  */
 export interface EmbeddedConnection {
 	/** The file's real path (symlinks resolved). */
@@ -48,12 +60,11 @@ export const DEFAULT_LOCK_WAIT_MS = 10_000;
 // longer busy wait is allowed there, once per file and process.
 const SETUP_BUSY_MS = 1_000;
 const MAX_RETRY_DELAY_MS = 50;
-// WAL files are truncated back to this size after a checkpoint (a burst must not leave a huge one).
-const JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
-// The store's background thread checkpoints after writes (backgroundThread.ts); SQLite's own
-// checkpoint inside a commit, on the event loop's thread, is kept only as a backstop should that
-// thread fall behind: at 10,000 WAL pages (about 40 MB) instead of SQLite's 1,000.
-const BACKSTOP_CHECKPOINT_PAGES = 10_000;
+// WAL files are truncated back to JOURNAL_SIZE_LIMIT_BYTES after a checkpoint (a burst must not
+// leave a huge one). The store's background thread checkpoints after writes (backgroundThread.ts);
+// SQLite's own checkpoint inside a commit, on the event loop's thread, is kept only as a backstop
+// should that thread fall behind: at BACKSTOP_CHECKPOINT_PAGES WAL pages (10,000, about 40 MB)
+// instead of SQLite's 1,000.
 
 const connections = new Map<string, EmbeddedConnection>();
 /**
@@ -146,7 +157,7 @@ export interface LockWait {
  * then EmbeddedStoreBusyError, with nothing changed.
  */
 export async function withWriteLock<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
-	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work));
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work), true);
 	checkpointSoon(connection.file);
 	return result;
 }
@@ -158,7 +169,7 @@ export async function withWriteLock<T>(connection: EmbeddedConnection, wait: Loc
  * it and copies its pages into the file, so the WAL never grows into a checkpoint on this thread.
  */
 export async function withUnsyncedWrite<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
-	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work, false));
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work, false), true);
 	// A failed checkpoint changes nothing committed: the next one (or SQLite's backstop) copies these pages.
 	await checkpointNow(connection.file, wait.operation).catch(() => undefined);
 	return result;
@@ -170,9 +181,52 @@ export async function withUnsyncedWrite<T>(connection: EmbeddedConnection, wait:
  * thread syncs it, and nothing waits for that.
  */
 export async function withLosableWrite<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
-	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work, false));
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work, false), true);
 	checkpointSoon(connection.file);
 	return result;
+}
+
+/**
+ * How a write sent to the store's background thread commits: `synced` as withWriteLock (the commit
+ * waits for its fsync, on that thread), `unsynced` as withUnsyncedWrite (no fsync at commit, then a
+ * checkpoint, awaited), `losable` as withLosableWrite (no fsync, a checkpoint soon).
+ */
+export type ThreadCommit = 'synced' | 'unsynced' | 'losable';
+
+/**
+ * Runs a write statement in its own transaction on the store's background thread
+ * (backgroundThread.ts), on that thread's connection to the file: the statement, its commit and
+ * fsync never hold the event loop. `next`, given its result, may name a second statement for the
+ * same transaction (as withWriteLock's work may run two). Atomic and isolated like any transaction
+ * on the file; another process's write lock is waited for on that thread, up to `lockWaitMs` (then
+ * EmbeddedStoreBusyError, nothing changed). Refused (EmbeddedStoreReplacedError, nothing changed)
+ * when the path names another file than the one this connection opened.
+ */
+export async function writeOnThread(
+	connection: EmbeddedConnection,
+	wait: LockWait,
+	statement: ThreadStatement,
+	commit: ThreadCommit,
+	next?: (result: ThreadWriteResult) => ThreadStatement | undefined,
+): Promise<ThreadWriteResult[]> {
+	const transaction = { synced: commit === 'synced', identity: `${connection.identity.dev}:${connection.identity.ino}`, lockWaitMs: wait.lockWaitMs };
+	let results: ThreadWriteResult[];
+	try {
+		results = await writeOffThread(connection.file, statement, transaction, wait.operation, next);
+	} catch (error) {
+		if (error instanceof EmbeddedStoreBusyError) throw lockWaitEnded(connection, wait, true, error);
+		throw classifySqliteError(error, connection.file, wait.operation);
+	}
+	if (results[results.length - 1].replaced) {
+		assertSameFile(connection);
+		// The path names this connection's file again (moved back meanwhile): the thread's own connection opened another.
+		retire(connection);
+		throw replacedError(connection, true);
+	}
+	// As withUnsyncedWrite: a failed checkpoint changes nothing committed (the next one copies these pages).
+	if (commit === 'unsynced') await checkpointNow(connection.file, wait.operation).catch(() => undefined);
+	else checkpointSoon(connection.file);
+	return results;
 }
 
 /** A read: never blocked by writers under WAL; retried like a write in the rare busy case (WAL recovery). */
@@ -184,10 +238,22 @@ export async function read<T>(connection: EmbeddedConnection, wait: LockWait, wo
 	});
 }
 
-async function retryWhileBusy<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T): Promise<T> {
+/**
+ * `work` until it is not refused for another connection's write lock, or until `lockWaitMs` has
+ * passed. A write (`afterThreadWrites`) first waits, within that bound, for this process's writes on
+ * the store's background thread, rather than poll for the lock they hold.
+ */
+async function retryWhileBusy<T>(connection: EmbeddedConnection, wait: LockWait, work: () => T, afterThreadWrites = false): Promise<T> {
 	const deadline = performance.now() + wait.lockWaitMs;
 	let delay = 1;
 	let waited = false;
+	const threadWrites = afterThreadWrites ? threadWritesAnswered(connection.file) : undefined;
+	if (threadWrites) {
+		let timer: NodeJS.Timeout | undefined;
+		await Promise.race([threadWrites, new Promise<void>((resolve) => (timer = setTimeout(resolve, wait.lockWaitMs)))]);
+		clearTimeout(timer);
+		waited = true;
+	}
 	for (;;) {
 		try {
 			return work();
@@ -230,8 +296,12 @@ export function assertSameFile(connection: EmbeddedConnection): void {
 	const current = identityOf(connection.file);
 	if (current && current.dev === connection.identity.dev && current.ino === connection.identity.ino) return;
 	retire(connection);
-	throw new EmbeddedStoreReplacedError(
-		`The embedded key store ${connection.file} was ${current ? 'replaced by another file' : 'deleted or moved away'} while this n8n had it open (a backup restored over it, or a file moved onto its path?). Nothing was changed in either file. The next call uses the file now at that path; keys only the old file held are not known there.`,
+	throw replacedError(connection, Boolean(current));
+}
+
+function replacedError(connection: EmbeddedConnection, replaced: boolean): EmbeddedStoreReplacedError {
+	return new EmbeddedStoreReplacedError(
+		`The embedded key store ${connection.file} was ${replaced ? 'replaced by another file' : 'deleted or moved away'} while this n8n had it open (a backup restored over it, or a file moved onto its path?). Nothing was changed in either file. The next call uses the file now at that path; keys only the old file held are not known there.`,
 	);
 }
 

@@ -13,7 +13,7 @@ import type {
 	StoreOperation,
 } from '../driver';
 import { ownerTokenText } from '../rules';
-import { readAllOffThread } from './backgroundThread';
+import { readAllOffThread, type ThreadStatement, type ThreadWriteResult } from './backgroundThread';
 import {
 	DEFAULT_LOCK_WAIT_MS,
 	allAsArrays,
@@ -24,8 +24,10 @@ import {
 	withLosableWrite,
 	withUnsyncedWrite,
 	withWriteLock,
+	writeOnThread,
 	type EmbeddedConnection,
 	type LockWait,
+	type ThreadCommit,
 } from './connection';
 import { ensureTable } from './migrations';
 import { embeddedTableName, renderEmbeddedStatement, type EmbeddedStatement } from './statements';
@@ -46,6 +48,15 @@ export interface EmbeddedStoreOptions {
  * milliseconds (n8n's other executions run between chunks), whatever batch size the node asks for.
  */
 export const CLEANUP_CHUNK_ROWS = 1_000;
+
+/**
+ * A write of at least this many keys (a reservation's distinct keys, a settle's items) runs on the
+ * store's background thread: its statement, commit and fsync take milliseconds per hundred keys
+ * (far more on a large table of random keys), which n8n's event loop would otherwise wait for.
+ * Fewer keys run on the event loop's thread, where one key costs a fraction of a millisecond and
+ * no message to the thread.
+ */
+export const OFF_THREAD_KEYS = 100;
 
 type Row = Record<string, unknown>;
 type Parameters = Record<string, unknown>;
@@ -143,6 +154,22 @@ const ORDER_PARAMETERS: Encoders<OrderStatements> = {
 // Statements without rows to return: their count is the rows they changed.
 const COUNTED: ReadonlySet<string> = new Set(['cleanup', 'countAnswer']);
 
+/** The writes that run on the store's background thread, by their first statement. */
+type OffThread<S> = { [N in keyof S]?: (parameters: S[N]) => boolean };
+
+const KEYS_OFF_THREAD: OffThread<KeyStatements> = {
+	reserve: (p) => p.requests.length >= OFF_THREAD_KEYS,
+	complete: (p) => p.items.length >= OFF_THREAD_KEYS,
+	release: (p) => p.items.length >= OFF_THREAD_KEYS,
+	fail: (p) => p.items.length >= OFF_THREAD_KEYS,
+	hold: (p) => p.items.length >= OFF_THREAD_KEYS,
+	// Every live reservation of one execution: as many keys as it reserved.
+	releaseExecution: () => true,
+	failExecution: () => true,
+	// Every chunk: deleting 1,000 rows of random keys touches up to 1,000 pages of the key index.
+	cleanup: () => true,
+};
+
 /**
  * One table of one family in the store file, on the process's one connection to the file (opened
  * on first use, reopened after a close): its schema check before first use, and its statements,
@@ -160,6 +187,7 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 		private readonly family: 'keys' | 'order',
 		defaultTable: string,
 		private readonly parameters: Encoders<S>,
+		private readonly offThread: OffThread<S> = {},
 	) {
 		this.file = options.file;
 		this.table = embeddedTableName(options.table ?? defaultTable).name;
@@ -183,6 +211,10 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 			const next = then?.(first);
 			return next ? [first, this.run(connection, next)] : [first];
 		};
+		if (rule.kind !== 'read' && this.offThread[statement.name]?.(statement.parameters)) {
+			const commit: ThreadCommit = rule.kind !== 'losableWrite' ? 'synced' : rule.awaitSync ? 'unsynced' : 'losable';
+			return await this.writeOffThread(connection, statement, wait, commit, then);
+		}
 		switch (rule.kind) {
 			case 'write':
 			case 'writeOnce':
@@ -208,6 +240,43 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 		const rows = await readAllOffThread(connection.file, text, this.parameters[statement.name](statement.parameters), wait);
 		assertSameFile(connection);
 		return { rows, rowCount: rows.length, uncertain: false, read: OBJECT_ROWS };
+	}
+
+	/**
+	 * A write in its own transaction on the background thread, off the event loop's thread: the
+	 * statement, and the one `then` names from its result, in the same transaction.
+	 */
+	private async writeOffThread(
+		connection: EmbeddedConnection,
+		statement: Statement<S>,
+		wait: LockWait,
+		commit: ThreadCommit,
+		then?: (result: StatementResult) => Statement<S> | undefined,
+	): Promise<StatementResult[]> {
+		const sent: Array<Statement<S>> = [statement];
+		const results = await writeOnThread(connection, wait, this.threadStatement(statement), commit, (first) => {
+			const next = then?.(this.threadResult(statement, first));
+			if (!next) return undefined;
+			sent.push(next);
+			return this.threadStatement(next);
+		});
+		return results.map((result, index) => this.threadResult(sent[index], result));
+	}
+
+	private threadStatement(statement: Statement<S>): ThreadStatement {
+		const name = statement.name as EmbeddedStatement;
+		return {
+			sql: renderEmbeddedStatement(name, this.family, this.table, statement.omit),
+			parameters: this.parameters[statement.name](statement.parameters),
+			rows: COUNTED.has(name) ? 'changes' : 'arrays',
+		};
+	}
+
+	private threadResult(statement: Statement<S>, result: ThreadWriteResult): StatementResult {
+		if (COUNTED.has(statement.name as string)) return { rows: [], rowCount: result.changes ?? 0, uncertain: false, read: OBJECT_ROWS };
+		const rows = result.rows ?? [];
+		const read = result.columns ? arrayRows(Object.fromEntries(result.columns.map((column, index) => [column, index]))) : OBJECT_ROWS;
+		return { rows, rowCount: rows.length, uncertain: false, read };
 	}
 
 	/** One statement, synchronously, inside the caller's transaction. */
@@ -247,7 +316,7 @@ export class EmbeddedKeyDriver extends EmbeddedDriver<KeyStatements> implements 
 	readonly cleanupChunkRows = CLEANUP_CHUNK_ROWS;
 
 	constructor(options: EmbeddedStoreOptions, defaultTable: string) {
-		super(options, 'keys', defaultTable, KEY_PARAMETERS);
+		super(options, 'keys', defaultTable, KEY_PARAMETERS, KEYS_OFF_THREAD);
 	}
 
 	/** One local transaction: its answer is never lost, and another process's lock is waited for instead. */
