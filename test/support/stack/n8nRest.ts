@@ -21,7 +21,8 @@ export function parseJsonOrUndefined<T = unknown>(text: string): T | undefined {
  * One answer of the server: status, the body parsed as JSON and as text. `json` is undefined when
  * the body is not JSON; `T` is the shape the caller expects of the route's answer.
  */
-export interface RestResponse<T = unknown> {
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- n8n's answer, read member by member unless the caller names its shape
+export interface RestResponse<T = any> {
 	status: number;
 	json: T;
 	text: string;
@@ -36,7 +37,8 @@ export interface OwnerAccount {
 
 export interface RestClient {
 	/** A route of n8n's REST API (`/rest` + route). */
-	call: <T = unknown>(method: string, route: string, body?: unknown) => Promise<RestResponse<T>>;
+	// eslint-disable-next-line @typescript-eslint/no-explicit-any -- as RestResponse
+	call: <T = any>(method: string, route: string, body?: unknown) => Promise<RestResponse<T>>;
 	/** Any path of the server, with the login cookie (e.g. the editor's /types/nodes.json). */
 	request: <T = unknown>(method: string, pathname: string, body?: unknown) => Promise<RestResponse<T>>;
 	/** The owner's user, as n8n answers a login. */
