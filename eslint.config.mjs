@@ -16,9 +16,6 @@ export default [
 			// from source, and the bench's floor trigger (a package n8n loads as it is).
 			'test/support/register-ts.js',
 			'bench/n8n/floor-trigger/**',
-			'test/**/*.js',
-			'bench/**/*.js',
-			'scripts/**/*.js',
 		],
 	},
 	{

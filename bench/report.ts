@@ -264,9 +264,17 @@ function loadRuns(dir: string): { machines: Map<string, { id: string }>; runs: R
 	return { machines, runs };
 }
 
+/**
+ * The command as it runs today: the benchmarks are TypeScript run from source through the register
+ * hook, so a recorded `node bench/x.js …` is the same program and arguments as `node -r … bench/x …`.
+ */
+export function runnableCommand(command: string): string {
+	return command.replace(/(^|\s)node (bench\/[\w/]+)\.js\b/, '$1node -r ./test/support/register-ts.js $2');
+}
+
 function provenance(run: RunInfo): string {
 	const code = run.commit ? `commit \`${run.commit}\`` : run.code;
-	const parts = [`\`${run.command}\``, `${run.date}, ${run.time}`, code, `load ${run.load}`];
+	const parts = [`\`${runnableCommand(run.command)}\``, `${run.date}, ${run.time}`, code, `load ${run.load}`];
 	return `<sub>${parts.join('; ')}. Data: [${run.file}](bench/results/${run.file}).</sub>`;
 }
 

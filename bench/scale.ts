@@ -285,7 +285,7 @@ const statement: ScaleGroup = async (ctx, { rounds }) => {
 	const minimalSql = `insert into ${refs.minimal.qualified} (key) select unnest($1::text[]) on conflict (key) do nothing returning key`;
 	const coreStore = store(schema, 'reserve_core');
 	const coreCompactStore = store(schema, 'reserve_core_compact');
-	// Output: Compact's statement (sql/queries/reserve.sql without its full-record section).
+	// Output: Compact's statement (sql/postgres/queries/reserve.sql without its full-record section).
 	const compactSql = (ref: TableRef) => ctx.renderStatement('reserve', ref, 'full-record');
 	const sides: Array<{ name: string; run: (keys: string[]) => Promise<unknown>; baseline?: boolean; target?: boolean }> = [
 		{
@@ -567,7 +567,7 @@ const cleanupPlan: ScaleGroup = async (ctx) => {
 	const sides = [
 		{ name: 'previous: WITH doomed AS (SELECT … FOR UPDATE SKIP LOCKED) DELETE … USING doomed', ref: table(schema, 'previous'), sql: '' },
 		{
-			name: 'sql/queries/cleanup.sql: DELETE … WHERE key = any(array(SELECT … LIMIT … FOR UPDATE SKIP LOCKED))',
+			name: 'sql/postgres/queries/cleanup.sql: DELETE … WHERE key = any(array(SELECT … LIMIT … FOR UPDATE SKIP LOCKED))',
 			ref: table(schema, 'current'),
 			sql: '',
 		},

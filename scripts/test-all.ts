@@ -167,12 +167,12 @@ const e2eStep = (version: string, tier: string): Step => ({
 });
 
 const steps: Step[] = [
-	{ name: 'lint', command: () => ['npx', 'n8n-node', 'lint'] },
+	{ name: 'lint', command: () => ['npm', 'run', 'lint'] },
 	{ name: 'types', command: () => ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
 	{ name: 'build', command: () => ['npm', 'run', 'build'] },
 	{
 		// The conformance suite runs every store test on the embedded store too, which needs node:sqlite:
-		// jest runs under a Node that has it (test/support/stack/sqliteNode.js; installed once when missing).
+		// jest runs under a Node that has it (test/support/stack/sqliteNode.ts; installed once when missing).
 		// The construct matrix runs in its own step, once n8n's own nodes are installed.
 		name: 'unit + integration + conformance (PostgreSQL 18, embedded)',
 		command: () => [

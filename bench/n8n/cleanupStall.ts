@@ -99,8 +99,10 @@ async function main(): Promise<number> {
 			recreateDbs: true,
 			dbNames: { n8n: 'n8n_bench', app: 'idempotency_bench' },
 			setupSql: stack.prepareTemplateTables,
-			credentials: (c: unknown) => stack.templateCredentials(c),
-			workflows: cleanupWorkflows().map((json: unknown) => ({ json, publish: true })),
+			credentials: (c) => stack.templateCredentials(c),
+			// Spread into plain objects: startStack's WorkflowJson takes further members (an index
+			// signature), which an interface type does not match.
+			workflows: cleanupWorkflows().map((json) => ({ json, publish: true })),
 			readyWebhooks: CLEANUP_FLOWS.map((flow: { path: string }) => flow.path),
 			log,
 		});

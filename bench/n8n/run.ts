@@ -57,19 +57,8 @@ import {
 // The benchmarks are TypeScript: a Node they start loads the hook that transpiles them.
 const REGISTER_TS = path.join(__dirname, '..', '..', 'test', 'support', 'register-ts.js');
 
-/** What the benchmark uses of a started stack (test/support/stack/n8nStack's startStack). */
-export interface Running {
-	baseUrl: string;
-	webhookUrl: (path: string) => string;
-	appUrl: string;
-	n8nDbUrl: string;
-	userFolder: string;
-	workDir: string;
-	n8nDir: string;
-	tarball: string;
-	logFile: string;
-	stop: () => Promise<unknown>;
-}
+/** The stack the benchmark runs in (test/support/stack/n8nStack's startStack). */
+export type Running = stack.Stack;
 
 /** What the benchmark uses of the API its trigger flows call (test/support/e2e/sink). */
 export interface Api {
@@ -102,10 +91,6 @@ export interface BenchContext {
 	appQuery: <R extends Record<string, unknown>>(sql: string, params?: unknown[]) => Promise<{ rows: R[] }>;
 	lastExecution: (flow: { id: string; nodeName: string }) => Promise<{ bytes: number; nodeMs: number; outputs: number[] }>;
 }
-
-/** What startStack's setupSql is given: the app database's client and the stack's setup context. */
-type StackClient = Parameters<typeof stack.prepareTemplateTables>[0];
-type StackSetup = Parameters<typeof stack.prepareTemplateTables>[1];
 
 /** A Stripe-like event (stripeEvent), as the flows receive it. */
 export type StripeEvent = ReturnType<typeof stripeEvent>;
@@ -982,14 +967,16 @@ async function main(): Promise<number> {
 			workDir,
 			recreateDbs: true,
 			dbNames: { n8n: 'n8n_bench', app: 'idempotency_bench' },
-			setupSql: async (client: StackClient, ctx: StackSetup) => {
+			setupSql: async (client, ctx) => {
 				await stack.prepareTemplateTables(client, ctx);
 				await client.query(RECIPE_TABLE_DDL);
 			},
-			credentials: (c: StackSetup) => [
+			credentials: (c) => [
 				...stack.templateCredentials(c),
 				{ ...UNNAMED_CREDENTIAL_DEF, data: { ...stack.idempotencyCredentialData(c.app), preparedStatements: false } },
 			],
+			// Spread into plain objects: startStack's WorkflowJson takes further members (an index
+			// signature), which an interface type does not match.
 			workflows: [
 				...overheadWorkflows(),
 				...embeddedOverheadWorkflows(),
@@ -1008,6 +995,7 @@ async function main(): Promise<number> {
 		running = live;
 		const pid = findN8nPid(live.workDir);
 		if (!pid) throw new Error('could not find the n8n process of the stack');
+		if (!live.tarball) throw new Error('the stack installed no package tarball');
 		const n8nVersion = (
 			JSON.parse(fs.readFileSync(path.join(live.n8nDir, 'node_modules', 'n8n', 'package.json'), 'utf8')) as { version: string }
 		).version;

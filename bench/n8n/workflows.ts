@@ -25,7 +25,7 @@ type Link = { node: string; type: 'main'; index: number };
 type Connections = Record<string, { main: Link[][] }>;
 
 /** A workflow as n8n imports it. */
-export interface Workflow {
+export type Workflow = {
 	id: string;
 	name: string;
 	nodes: WorkflowNode[];
@@ -33,7 +33,7 @@ export interface Workflow {
 	settings: Record<string, unknown>;
 	pinData: Record<string, unknown>;
 	active: boolean;
-}
+};
 
 /** A flow of the overhead part: one workflow behind one webhook path. */
 export interface OverheadFlow {

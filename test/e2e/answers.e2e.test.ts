@@ -3,7 +3,8 @@
 // left to n8n's own answer for a failed execution (n8n 1.x answers that 200 with an empty body in
 // this response mode: the provider would stop retrying and the event would be lost).
 // e2e-tags: single queue compatibility
-import { harness, eventId } from '../support/e2e/harness';
+import { harness, eventId, outputItem } from '../support/e2e/harness';
+import type { Json, WorkflowJson } from '../support/e2e/workflows';
 import {
 	readShippedTemplate,
 	withOwnWebhook,
@@ -17,17 +18,6 @@ import { settleBlocker } from '../support/e2e/appFaults';
 const BUSINESS = 'Business Step (insert business_log)';
 const SETTLE = 'Settle (complete or mark failed)';
 
-/** A node of a shipped template, with the fields this file reads or edits. */
-interface TemplateNode {
-	name: string;
-	parameters: Record<string, unknown>;
-	credentials?: Record<string, { id: string; name: string }>;
-	onError?: string;
-}
-interface Template {
-	nodes: TemplateNode[];
-}
-
 describe('the webhook template answers every outcome itself', () => {
 	const h = harness();
 	// Refuses the settling of listed keys, as a database that is down for that statement would.
@@ -36,16 +26,20 @@ describe('the webhook template answers every outcome itself', () => {
 	afterAll(() => blocked.drop());
 
 	/** The shipped template, published with its own webhook; `edit` changes it as a user (or a fault) would. */
-	async function publishTemplate(label: string, edit: (template: Template) => void | Promise<void> = () => {}) {
-		const template: Template = readShippedTemplate('idempotent-webhook.json');
+	async function publishTemplate(label: string, edit: (template: WorkflowJson) => void | Promise<void> = () => {}) {
+		const template = readShippedTemplate('idempotent-webhook.json');
 		await edit(template);
 		const { workflow, webhookPath } = withOwnWebhook(template, label);
 		const workflowId = await publishWorkflow(h, workflow, webhookPath);
 		return { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
 	}
 
-	const nodeOf = (template: Template, name: string) => template.nodes.find((node) => node.name === name)!;
-	const businessSql = (sql: string) => (template: Template) => {
+	const nodeOf = (template: WorkflowJson, name: string) => {
+		const node = template.nodes.find((candidate) => candidate.name === name);
+		if (!node) throw new Error(`the template has no node named ${name}`);
+		return node;
+	};
+	const businessSql = (sql: string) => (template: WorkflowJson) => {
 		nodeOf(template, BUSINESS).parameters = {
 			operation: 'executeQuery',
 			query: sql,
@@ -69,7 +63,8 @@ describe('the webhook template answers every outcome itself', () => {
 	test('a key the node refuses (a NUL in the event id) → 503 not_reserved, nothing stored', async () => {
 		const answer = await h.deliver(h.webhookUrl, { id: 'evt_nul\u0000x', type: 'e2e.answers' });
 		expect([answer.status, answer.outcome]).toEqual([503, 'not_reserved']);
-		expect(answer.json.error).toMatch(/NUL|\\u0000|null character/i);
+		const body: Json = answer.json;
+		expect(body.error).toMatch(/NUL|\\u0000|null character/i);
 	});
 
 	test('the signing secret unreadable → 503 not_verified (never Valid, never 200)', async () => {
@@ -87,7 +82,7 @@ describe('the webhook template answers every outcome itself', () => {
 	test("a business step left at n8n's default (stop the workflow on error): a success → 200, completed; a failure → 500, the key failed, the retry processed once", async () => {
 		// The user's step at its defaults: no error output. Settle below it is not reached when it fails:
 		// the key is settled when the execution ends, and n8n answers the failure.
-		const fails = (template: Template) => {
+		const fails = (template: WorkflowJson) => {
 			delete nodeOf(template, BUSINESS).onError;
 			businessSql('SELECT 1 / (CASE WHEN EXISTS (SELECT 1 FROM e2e_fail_once WHERE event_key = $1) THEN 0 ELSE 1 END)')(template);
 		};
@@ -122,7 +117,7 @@ describe('the webhook template answers every outcome itself', () => {
 			{ key: `evt:${failing}`, status: 'completed', attempts: 2 },
 			{ key: `evt:${ok}`, status: 'completed', attempts: 1 },
 		]);
-		const runs: Array<{ status: string }> = await h.waitForExecutions(workflowId, mark, 4, { timeoutMs: 120000 });
+		const runs = await h.waitForExecutions(workflowId, mark, 4, { timeoutMs: 120000 });
 		expect(runs.map((run) => run.status)).toEqual(['success', 'error', 'success', 'success']);
 	});
 
@@ -176,7 +171,7 @@ describe('the webhook template answers every outcome itself', () => {
 		expect([answer.status, answer.outcome]).toEqual([200, 'completion_refused']);
 		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
 		expect(run.status).toBe('error');
-		expect(run.runData[SETTLE][0].data.main[2][0].json.idempotency).toMatchObject({
+		expect(outputItem(run, SETTLE, 2).idempotency).toMatchObject({
 			stepSucceeded: true,
 			applied: false,
 			staleReason: reason,

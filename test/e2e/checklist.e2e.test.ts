@@ -3,53 +3,11 @@
 // mode). Each test proves its claim by counting rows in the business table and the keys table.
 // The six tests are test/support/e2e/checklist.js; docs/testing.md maps each item to its guarantee.
 // e2e-tags: single queue
-import { NODE, eventId, outputTaken, type harness } from '../support/e2e/harness';
-import { defineChecklist, keyedByPaidOrder } from '../support/e2e/checklist';
-import type { rejections } from '../support/e2e/rejections';
+import { NODE, eventId, outputTaken, type Harness } from '../support/e2e/harness';
+import { defineChecklist, keyedByPaidOrder, type ChecklistStore, type KeyState, type PublishedWebhook } from '../support/e2e/checklist';
+import type { Rejections } from '../support/e2e/rejections';
+import type { NodeChange } from '../support/e2e/workflows';
 import { readShippedTemplate, withOwnWebhook, publishWorkflow, publishOrderedWebhook } from '../support/e2e/restWorkflows';
-
-type Harness = ReturnType<typeof harness>;
-type Delivery = Awaited<ReturnType<Harness['deliver']>>;
-/** A published workflow: where it takes deliveries and its id. */
-interface Published {
-	url: string;
-	workflowId: string;
-}
-interface TemplateNode {
-	name: string;
-	parameters: Record<string, unknown>;
-}
-interface Execution {
-	status: string;
-	nodesRun: string[];
-}
-interface Event {
-	id: string;
-	type: string;
-}
-type KeyState = { status: string; attempts: number; duplicates: number } | null;
-
-/** The store's side of the six tests (defineChecklist, test/support/e2e/checklist). */
-interface ChecklistStore {
-	setup: () => Promise<{ webhook: Published; businessKeyed: Published; ordered: Published }>;
-	effects: (key: string) => Promise<number>;
-	keyStates: (keys: string[]) => Promise<Record<string, KeyState>>;
-	totals: () => Promise<{ keys: number; effects: number }>;
-	crash: () => Promise<void>;
-	checks: {
-		burst: (context: { event: Event; answers: Delivery[]; executions: Execution[] }) => Promise<void>;
-		businessObject: (context: {
-			businessKey: string;
-			events: Event[];
-			eventKeys: string[];
-			winner: number;
-			runs: Execution[];
-		}) => Promise<void>;
-		outOfOrder: (context: { customer: string; created: number; update: Event; create: Event }) => Promise<void>;
-		replay: (context: { a: Event; b: Event; executions: Execution[] }) => Promise<void>;
-		genuineAfterForgeries: (context: { runs: Execution[] }) => Promise<void>;
-	};
-}
 
 const EXECUTE_QUERY = 'Idempotency Execute Query';
 // The one-transaction template's insert, made to wait while a switch row names the event, so test 2
@@ -59,13 +17,8 @@ SELECT $idempotency_key, $1 FROM (SELECT pg_sleep(CASE WHEN EXISTS (SELECT 1 FRO
 RETURNING id`;
 
 /** A workflow made from a shipped template, published with a webhook of its own: { url, workflowId }. */
-async function publishVariant(
-	h: Harness,
-	file: string,
-	label: string,
-	changeNode: (node: TemplateNode) => TemplateNode,
-): Promise<Published> {
-	const template: { nodes: TemplateNode[] } = readShippedTemplate(file);
+async function publishVariant(h: Harness, file: string, label: string, changeNode: NodeChange): Promise<PublishedWebhook> {
+	const template = readShippedTemplate(file);
 	template.nodes = template.nodes.map(changeNode);
 	const { workflow, webhookPath } = withOwnWebhook(template, label);
 	const workflowId = await publishWorkflow(h, workflow, webhookPath);
@@ -77,7 +30,7 @@ async function publishVariant(
  * dies after the reservation and before the commit. (The lease variant, a worker killed in the
  * business step, is test/e2e/queue/worker-crash.e2e.test.js.)
  */
-async function crashInsideTheTransaction(h: Harness, { url, workflowId }: Published): Promise<void> {
+async function crashInsideTheTransaction(h: Harness, { url, workflowId }: PublishedWebhook): Promise<void> {
 	const event = { id: eventId('onetx'), type: 'e2e.onetx' };
 	const key = `evt:${event.id}`;
 	await h.appQuery('INSERT INTO e2e_pause_once (event_key) VALUES ($1)', [key]);
@@ -96,18 +49,19 @@ async function crashInsideTheTransaction(h: Harness, { url, workflowId }: Publis
 		if (!backend) await new Promise((resolve) => setTimeout(resolve, 250));
 	}
 	expect(backend).toMatchObject({ state: 'active', wrote: true, reserved: true });
+	if (!backend) throw new Error('no session of the one-transaction template was found sleeping in its insert');
 	expect((await h.appQuery('SELECT 1 FROM processed_events WHERE key = $1', [key])).rowCount).toBe(0); // not committed
 
 	await h.appQuery('DELETE FROM e2e_pause_once WHERE event_key = $1', [key]); // the retry will not wait
-	const { rows: terminated } = await h.appQuery('SELECT pg_terminate_backend($1) AS ok', [backend!.pid]);
+	const { rows: terminated } = await h.appQuery('SELECT pg_terminate_backend($1) AS ok', [backend.pid]);
 	expect(terminated).toEqual([{ ok: true }]);
 	for (let attempt = 0; attempt < 100; attempt++) {
-		const { rowCount } = await h.appQuery('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [backend!.pid]);
+		const { rowCount } = await h.appQuery('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [backend.pid]);
 		if (rowCount === 0) break;
 		await new Promise((resolve) => setTimeout(resolve, 50));
 	}
 	// The crash happened: the session that held the reservation is gone.
-	expect((await h.appQuery('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [backend!.pid])).rowCount).toBe(0);
+	expect((await h.appQuery('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [backend.pid])).rowCount).toBe(0);
 
 	const answer = await crashed;
 	expect([answer.status, answer.outcome]).toEqual([500, 'query_failed']);
@@ -119,7 +73,7 @@ async function crashInsideTheTransaction(h: Harness, { url, workflowId }: Publis
 	const again = await h.deliver(url, event);
 	expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
 
-	const runs: Execution[] = await h.waitForExecutions(workflowId, mark, 3);
+	const runs = await h.waitForExecutions(workflowId, mark, 3);
 	expect(runs.map((run) => outputTaken(run, EXECUTE_QUERY))).toEqual([3, 0, 1]); // error output (after Not Run), New, Duplicate
 	expect((await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [key])).rows).toEqual([{ n: 1 }]);
 	expect((await h.appQuery('SELECT status FROM processed_events WHERE key = $1', [key])).rows).toEqual([{ status: 'completed' }]);
@@ -129,8 +83,8 @@ defineChecklist({
 	title: 'production checklist (seed 002)',
 	label: '',
 	nodes: NODE,
-	store: (h: Harness, { counts }: ReturnType<typeof rejections>): ChecklistStore => {
-		let oneTransaction: Published;
+	store: (h: Harness, { counts }: Rejections): ChecklistStore => {
+		let oneTransaction: PublishedWebhook;
 		return {
 			setup: async () => {
 				await h.appQuery('CREATE TABLE IF NOT EXISTS e2e_pause_once (event_key text PRIMARY KEY)');

@@ -1,7 +1,7 @@
 // The cleanup template (a Manual Trigger copy, run with `n8n execute --id`) deletes keys past the
 // 30-day retention and keeps recent ones.
 // e2e-tags: single
-import { harness, eventId } from '../support/e2e/harness';
+import { harness, eventId, outputItem } from '../support/e2e/harness';
 
 describe('templates/scheduled-cleanup.json', () => {
 	const h = harness();
@@ -46,21 +46,21 @@ describe('templates/scheduled-cleanup.json', () => {
 		// The summary item, from the CLI's output and from n8n's stored execution.
 		const [execution] = await h.waitForExecutions(h.IDS.cleanupManual, mark, 1);
 		expect(execution.status).toBe('success');
-		const summary = execution.runData.Summary[0].data.main[0][0].json;
+		const summary = outputItem(execution, 'Summary');
 		expect(summary).toMatchObject({ deleted: old.length + 1, finished: true });
 		expect(summary.summary).toMatch(/^Deleted 4 expired idempotency key\(s\)/);
-		const cleanup = execution.runData['Delete Expired Keys'][0].data.main[0][0].json;
+		const cleanup = outputItem(execution, 'Delete Expired Keys');
 		expect(cleanup).toMatchObject({ deleted: 4, finished: true });
 		expect(typeof cleanup.batches).toBe('number');
 		expect(typeof cleanup.durationMs).toBe('number');
 		expect(run.stdout).toContain('"deleted": 4');
 
 		// Then the daily report (Get Stats over the last 24 h), after the cleanup's own summary.
-		const report = execution.runData['Daily Report'][0].data.main[0][0].json;
+		const report = outputItem(execution, 'Daily Report');
 		expect(report.report).toMatch(
 			/^Last 24 h: \d+ new key\(s\), \d+ duplicate\(s\), \d+ reclaim\(s\), \d+ failure\(s\)\. Now: \d+ key\(s\), \d+ failed, \d+ stuck lease\(s\)\. Deleted 4 expired/,
 		);
-		const stats = execution.runData['Key Stats (Last 24 h)'][0].data.main[0][0].json;
+		const stats = outputItem(execution, 'Key Stats (Last 24 h)');
 		expect(stats.total).toBe(after.rows[0].n);
 	});
 });

@@ -10,7 +10,7 @@
 // everything else (pg) is proxied from the registry npm uses. n8n installs from a registry other than
 // the public one only when licensed for it: n8n's own end-to-end mode (E2E_TESTS=true, PATCH
 // /rest/e2e/feature) switches that licence on in main; in queue mode the workers get the same switch
-// from test/support/e2e/customRegistryLicence.js. This file starts an n8n of its own (the suite's
+// from test/support/e2e/customRegistryLicence.ts. This file starts an n8n of its own (the suite's
 // stack has the package installed by hand), in the suite's topology: one process, or queue mode with
 // two workers whose nodes folders start empty; its databases live on the suite's Postgres server.
 // e2e-tags: single queue compatibility:single
@@ -24,6 +24,7 @@ import { TOPOLOGY, QUEUE } from '../support/e2e/topology';
 import { E2E_ROOT } from '../support/e2e/paths';
 import { OWNER, harness } from '../support/e2e/harness';
 import { readShippedTemplate, withOwnWebhook } from '../support/e2e/restWorkflows';
+import type { WorkflowNode } from '../support/e2e/workflows';
 import { shootCommunityNodesPage, shootUninstalledWorkflow } from '../support/e2e/communityNodesPage';
 import { selectedN8nVersion } from '../support/stack/n8nVersion';
 
@@ -31,7 +32,13 @@ const PACKAGE = stack.PACKAGE_NAME;
 const NEXT_VERSION = '0.1.1-e2e';
 const queue = TOPOLOGY === 'queue';
 const ROUTE = '/community-packages';
-const REGISTRY_LICENCE_PRELOAD = `--require ${path.join(__dirname, '..', 'support', 'e2e', 'customRegistryLicence.js')}`;
+// n8n's processes load the licence switch from its TypeScript source, through the register hook.
+const REGISTRY_LICENCE_PRELOAD = [
+	path.join(__dirname, '..', 'support', 'register-ts.js'),
+	path.join(__dirname, '..', 'support', 'e2e', 'customRegistryLicence.ts'),
+]
+	.map((file) => `--require ${file}`)
+	.join(' ');
 
 type Registry = Awaited<ReturnType<typeof startLocalRegistry>>;
 type Running = Awaited<ReturnType<typeof stack.startStack>>;
@@ -50,10 +57,6 @@ interface Manifest {
 interface InstalledPackage {
 	packageName: string;
 	installedVersion: string;
-}
-interface WorkflowNode {
-	name: string;
-	type: string;
 }
 
 /** The node type names the package declares (package.json → n8n.nodes), read from the built files. */
@@ -213,7 +216,7 @@ describe(`the package installed through n8n's community-package installer from a
 	test('the webhook template, imported and published with the installed nodes, answers a signed delivery: 200 new, then 200 duplicate', async () => {
 		// The tables, from the SQL the installed package ships (and nowhere else).
 		const packageDir = path.join(running.userFolder, '.n8n', 'nodes', 'node_modules', PACKAGE);
-		expect(fs.readdirSync(path.join(packageDir, 'dist', 'sql', 'migrations', 'keys')).length).toBeGreaterThan(0);
+		expect(fs.readdirSync(path.join(packageDir, 'dist', 'sql', 'postgres', 'migrations', 'keys')).length).toBeGreaterThan(0);
 		await stack.withClient(running.appUrl, (client: Client) => stack.prepareTemplateTables(client, { packageDir }));
 		const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('idempotent-webhook.json'), `installer-${TOPOLOGY}`);
 		const { name, nodes, connections, settings, pinData, meta } = workflow;
@@ -245,9 +248,10 @@ describe(`the package installed through n8n's community-package installer from a
 					8,
 				);
 				for (const worker of running.workers) {
+					const { index } = worker;
+					if (index === undefined) throw new Error(`${worker.name} has no index among the workers`);
 					const workerLog = fs.readFileSync(worker.logFile, 'utf8');
-					if (executions.some((execution: { id: number }) => workerLog.includes(`Worker started execution ${execution.id} `)))
-						ranOn.add(worker.index);
+					if (executions.some((execution) => workerLog.includes(`Worker started execution ${execution.id} `))) ranOn.add(index);
 				}
 			}
 			expect([...ranOn].sort()).toEqual(running.workers.map((worker) => worker.index));

@@ -9,7 +9,7 @@
 // is killed with SIGKILL while the API call is in flight.)
 // e2e-tags: single queue
 import fs from 'node:fs';
-import { eventId, type harness } from '../support/e2e/harness';
+import { eventId, type Execution, type Harness } from '../support/e2e/harness';
 import {
 	EMB,
 	publishEmbedded,
@@ -20,77 +20,30 @@ import {
 	storeStats,
 	toEmbeddedStore,
 } from '../support/e2e/embedded';
-import { defineChecklist, keyedByPaidOrder, UPSERT } from '../support/e2e/checklist';
+import { defineChecklist, keyedByPaidOrder, UPSERT, type ChecklistStore, type PublishedWebhook } from '../support/e2e/checklist';
 import { readShippedTemplate, withOwnWebhook, publishWorkflow } from '../support/e2e/restWorkflows';
 import { deliverAll, figures, report } from '../support/e2e/provider';
 import { eventually } from '../support/e2e/eventually';
-import { pidAlive, sleep } from '../support/stack/childProcesses';
+import { pidAlive, sleep, type ServiceExit } from '../support/stack/childProcesses';
+import type { N8nProcesses, ProcessList } from '../support/stack/n8nProcesses';
 import { startStoppedWorkers } from '../support/e2e/control';
-import type { startSink } from '../support/e2e/sink';
+import type { Sink } from '../support/e2e/sink';
+import type { WorkflowJson } from '../support/e2e/workflows';
 
-type Harness = ReturnType<typeof harness>;
-type Sink = Awaited<ReturnType<typeof startSink>>;
-// The options publishEmbedded reads (apiUrl, change, …), typed from its parameter (which names only `warmUp`).
-type EmbeddedOptions = Parameters<typeof publishEmbedded>[2];
-/** A published workflow: where it takes deliveries and its id. */
-interface Published {
-	url: string;
-	workflowId: string;
-}
-interface TemplateNode {
-	name: string;
-	parameters: Record<string, unknown>;
-	credentials?: Record<string, unknown>;
-}
-interface Execution {
-	status: string;
-	nodesRun: string[];
-}
-interface Event {
-	id: string;
-	type: string;
-}
-type KeyState = { status: string; attempts: number; duplicates: number } | null;
-/** A call the API answered (test/support/e2e/sink). */
-interface ApiCall {
-	key: string;
-	body: { customer?: string };
-}
-// What the stack's control answers (test/support/e2e/control).
-interface Processes {
-	workers: Array<{ index: number; logFile: string }>;
-}
+/** What the stack's control answers to POST /kill-worker (test/support/e2e/control). */
 interface KilledWorker {
 	pid: number;
-	exited: { signal: string | null };
+	exited: ServiceExit;
 }
-interface RestartedMain {
-	oldPid: number;
-	oldExit: { signal: string | null } | null;
-}
-
-/** The store's side of the six tests (defineChecklist, test/support/e2e/checklist). */
-interface ChecklistStore {
-	setup: () => Promise<{ webhook: Published; businessKeyed: Published; ordered: Published }>;
-	teardown?: () => Promise<void>;
-	effects: (key: string) => Promise<number>;
-	keyStates: (keys: string[]) => Promise<Record<string, KeyState>>;
-	totals: () => Promise<{ keys: number; effects: number }>;
-	crash: () => Promise<void>;
-	checks: {
-		burst?: (context: { key: string }) => Promise<void>;
-		businessObject?: (context: { businessKey: string; events: Event[]; winner: number }) => Promise<void>;
-		outOfOrder?: (context: { customer: string; created: number; update: Event; create: Event }) => Promise<void>;
-		replay?: (context: { a: Event; b: Event }) => Promise<void>;
-	};
-}
+/** What the stack's control answers to POST /restart-main. */
+type RestartedMain = Awaited<ReturnType<N8nProcesses['restartMain']>>;
 
 // Test 2's lease: the crashed run's key is taken over once it ends (the template's is 300 s).
 const CRASH_LEASE_SECONDS = 20;
 
 /** The ordered template on the embedded store; its upsert becomes a call to the user's API. */
-function orderedOnEmbedded(apiUrl: string): { nodes: TemplateNode[] } {
-	const template: { nodes: TemplateNode[] } = readShippedTemplate('ordered-webhook.json');
+function orderedOnEmbedded(apiUrl: string): WorkflowJson {
+	const template = readShippedTemplate('ordered-webhook.json');
 	template.nodes = template.nodes.map(toEmbeddedStore).map((node) => {
 		if (node.name !== UPSERT) return node;
 		const { credentials, ...rest } = node;
@@ -117,7 +70,7 @@ function orderedOnEmbedded(apiUrl: string): { nodes: TemplateNode[] } {
  * when the n8n process running the business step dies of SIGKILL; the provider's retries are In
  * Progress while the crashed run's lease lasts, then New, and the API takes effect once.
  */
-async function crashMidBusinessStep(h: Harness, api: Sink, { url, workflowId }: Published): Promise<void> {
+async function crashMidBusinessStep(h: Harness, api: Sink, { url, workflowId }: PublishedWebhook): Promise<void> {
 	const event = { id: eventId('emb_crash'), type: 'e2e.crash' };
 	const key = `evt:${event.id}`;
 	const mark = await h.executionMark();
@@ -135,13 +88,15 @@ async function crashMidBusinessStep(h: Harness, api: Sink, { url, workflowId }: 
 	// The crash: the n8n process running the business step dies of SIGKILL mid-call.
 	let crash: { pid: number; signal: string | null | undefined; restart: (() => Promise<unknown>) | null };
 	if (h.topology === 'queue') {
-		const { workers } = (await h.control('GET /processes')) as Processes;
+		const { workers }: ProcessList = await h.control('GET /processes');
 		const victim = workers.find((w) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${reserved.executionId} `));
 		if (!victim) throw new Error(`no worker log names execution ${reserved.executionId}`);
-		const killed = (await h.control('POST /kill-worker', { index: victim.index })) as KilledWorker;
-		crash = { pid: killed.pid, signal: killed.exited.signal, restart: () => h.control('POST /start-worker', { index: victim.index }) };
+		const { index } = victim;
+		if (index === undefined) throw new Error(`the worker whose log names execution ${reserved.executionId} has no index`);
+		const killed: KilledWorker = await h.control('POST /kill-worker', { index });
+		crash = { pid: killed.pid, signal: killed.exited.signal, restart: () => h.control('POST /start-worker', { index }) };
 	} else {
-		const restarted = (await h.control('POST /restart-main')) as RestartedMain;
+		const restarted: RestartedMain = await h.control('POST /restart-main');
 		crash = { pid: restarted.oldPid, signal: restarted.oldExit?.signal, restart: null };
 	}
 	expect(crash.signal).toBe('SIGKILL');
@@ -179,7 +134,7 @@ async function crashMidBusinessStep(h: Harness, api: Sink, { url, workflowId }: 
 	const ranBusiness = (runs: Execution[]) => runs.filter((r) => r.status === 'success' && r.nodesRun.includes(EMB.business));
 	const runs = await eventually(
 		() => h.executions(workflowId, mark),
-		(rs: Execution[]) => ranBusiness(rs).length > 0,
+		(rs) => ranBusiness(rs).length > 0,
 		{ timeoutMs: 60000 },
 	);
 	expect(ranBusiness(runs)).toHaveLength(1);
@@ -191,7 +146,7 @@ defineChecklist({
 	nodes: EMB,
 	store: (h: Harness): ChecklistStore => {
 		let api: Sink;
-		let shortLease: Published;
+		let shortLease: PublishedWebhook;
 		return {
 			setup: async () => {
 				const site = await startEmbeddedWebhook(h, 'emb-chk');
@@ -200,12 +155,12 @@ defineChecklist({
 					apiUrl: api.url,
 					warmUpBody: (id: string) => ({ id, type: 'e2e.warmup', data: { object: { metadata: { order_id: `ord_warmup_${id}` } } } }),
 					change: keyedByPaidOrder(EMB.reserve),
-				} as EmbeddedOptions);
+				});
 				shortLease = await publishEmbedded(h, 'emb-crash', {
 					apiUrl: api.url,
-					change: (node: TemplateNode) =>
+					change: (node) =>
 						node.name === EMB.reserve ? { ...node, parameters: { ...node.parameters, leaseSeconds: CRASH_LEASE_SECONDS } } : node,
-				} as EmbeddedOptions);
+				});
 				const { workflow, webhookPath } = withOwnWebhook(orderedOnEmbedded(api.url), 'emb-ordered');
 				const ordered = { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId: await publishWorkflow(h, workflow, webhookPath) };
 				if (h.topology === 'queue') {
@@ -235,7 +190,7 @@ defineChecklist({
 				},
 				businessObject: async ({ businessKey, events, winner }) => {
 					expect(api.calls(businessKey)).toBe(1);
-					expect(api.log().find((c: ApiCall) => c.key === businessKey).body).toEqual({ eventKey: businessKey, type: events[winner].type });
+					expect(api.log().find((c) => c.key === businessKey)!.body).toEqual({ eventKey: businessKey, type: events[winner].type });
 					for (const event of events) expect(api.calls(`evt:${event.id}`)).toBe(0);
 					const keys = [businessKey, ...events.map((e) => `evt:${e.id}`)];
 					expect(await keyStates(h, keys)).toEqual({
@@ -248,8 +203,8 @@ defineChecklist({
 					// The API saw only the update: the customer's state is the update's.
 					const applied = api
 						.log()
-						.filter((c: ApiCall) => c.body.customer === customer)
-						.map((c: ApiCall) => c.body);
+						.filter((c) => c.body.customer === customer)
+						.map((c) => c.body);
 					expect(applied).toEqual([{ eventKey: `evt:${update.id}`, customer, email: 'new@example.com', version: created + 60 }]);
 					expect(await keyStates(h, [`evt:${update.id}`, `evt:${create.id}`])).toEqual({
 						[`evt:${update.id}`]: { status: 'completed', attempts: 1, duplicates: 1 },

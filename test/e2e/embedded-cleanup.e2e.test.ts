@@ -4,22 +4,18 @@
 // Postgres cleanup test does, by a process of its own on n8n's Node.
 // e2e-tags: single
 import { randomUUID } from 'node:crypto';
-import { harness, eventId } from '../support/e2e/harness';
+import { harness, eventId, outputItem } from '../support/e2e/harness';
 import { readShippedTemplate, saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
 import { storedKeys, storeStats, insertKeys } from '../support/e2e/embedded';
+import type { WorkflowJson } from '../support/e2e/workflows';
 
 const TRIGGER = 'Run Now';
 
-/** A shipped template, with the fields this file reads. */
-interface Template {
-	nodes: Array<{ name: string; type: string; position: [number, number] }>;
-	connections: Record<string, unknown>;
-}
-
 /** The shipped template with a Manual Trigger beside its schedule, as a user runs it once from the editor. */
-function cleanupRunNow() {
-	const template: Template = readShippedTemplate('scheduled-cleanup-embedded.json');
-	const schedule = template.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger')!;
+function cleanupRunNow(): WorkflowJson {
+	const template = readShippedTemplate('scheduled-cleanup-embedded.json');
+	const schedule = template.nodes.find((node) => node.type === 'n8n-nodes-base.scheduleTrigger');
+	if (!schedule) throw new Error('the embedded cleanup template has no Schedule Trigger');
 	const manual = {
 		id: randomUUID(),
 		name: TRIGGER,
@@ -56,13 +52,13 @@ describe('templates/scheduled-cleanup-embedded.json', () => {
 
 		// Other tests' keys in this file keep their 30-day retention: only these expired ones go.
 		expect(Object.keys(await storedKeys(h, [...expired, ...kept])).sort()).toEqual([...kept].sort());
-		const cleanup = execution.runData['Delete Expired Keys'][0].data.main[0][0].json;
+		const cleanup = outputItem(execution, 'Delete Expired Keys');
 		expect(cleanup).toMatchObject({ deleted: expired.length, finished: true });
-		const stats = execution.runData['Key Stats (Last 24 h)'][0].data.main[0][0].json;
+		const stats = outputItem(execution, 'Key Stats (Last 24 h)');
 		const after = await storeStats(h);
 		expect(stats).toMatchObject({ total: after.total, completed: after.completed, failed: after.failed });
 		expect(stats.total).toBeGreaterThanOrEqual(kept.length);
-		const report = execution.runData['Daily Report'][0].data.main[0][0].json;
+		const report = outputItem(execution, 'Daily Report');
 		expect(report.report).toMatch(
 			/^Last 24 h: \d+ new key\(s\), \d+ duplicate\(s\), \d+ reclaim\(s\), \d+ failure\(s\)\. Now: \d+ key\(s\), \d+ failed, \d+ stuck lease\(s\)\. Deleted 3 expired/,
 		);

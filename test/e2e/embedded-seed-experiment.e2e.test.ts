@@ -5,21 +5,15 @@
 // sharing the n8n folder (one host).
 // e2e-tags: single queue compatibility
 import crypto from 'node:crypto';
-import { harness, outputTaken, eventId } from '../support/e2e/harness';
-import { EMB, useEmbeddedWebhook, keyStates, type startEmbeddedWebhook } from '../support/e2e/embedded';
-
-type EmbeddedSite = Awaited<ReturnType<typeof startEmbeddedWebhook>>;
-// The options stack.deliver reads (secret, timestamp, …), typed from its parameter (which names only `sign`).
-type DeliveryOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
-interface Execution {
-	status: string;
-	nodesRun: string[];
-}
+import { harness, outputTaken, outputItem, eventId } from '../support/e2e/harness';
+import { EMB, useEmbeddedWebhook, keyStates } from '../support/e2e/embedded';
+import type { Delivery } from '../support/stack/n8nStack';
+import type { Json } from '../support/e2e/workflows';
 
 describe('seed experiment through templates/idempotent-webhook-embedded.json (Store: Embedded)', () => {
 	const h = harness();
 	// { api, webhook }, filled in by the beforeAll useEmbeddedWebhook registers, before the tests run.
-	const site = useEmbeddedWebhook(h, 'emb-seed') as unknown as EmbeddedSite;
+	const site = useEmbeddedWebhook(h, 'emb-seed');
 
 	// Queue mode on one host: main and the workers share one n8n folder, and the key file's store id
 	// is set on every process (IDEMPOTENCY_EMBEDDED_STORE_ID, as the harness and docs/embedded-store.md do).
@@ -27,7 +21,8 @@ describe('seed experiment through templates/idempotent-webhook-embedded.json (St
 		'queue mode, one shared folder, the store id set on every process: the first delivery is processed, once',
 		async () => {
 			const { api, webhook } = site;
-			const { answers, key } = webhook.warmUp!;
+			if (!webhook.warmUp) throw new Error('the embedded template was published without its warm-up delivery in queue mode');
+			const { answers, key } = webhook.warmUp;
 			expect(answers).toEqual([expect.objectContaining({ status: 200, outcome: 'new' })]);
 			expect(api.calls(key)).toBe(1);
 			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: 0 } });
@@ -45,11 +40,11 @@ describe('seed experiment through templates/idempotent-webhook-embedded.json (St
 		const idlessKey = `sha256:${crypto.createHash('sha256').update(raw).digest('hex')}`;
 		const now = Math.floor(Date.now() / 1000);
 
-		const answers = [];
-		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 } as DeliveryOptions));
-		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now } as DeliveryOptions)); // Stripe's retry: a new signature
+		const answers: Array<Delivery<Json>> = [];
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 }));
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now })); // Stripe's retry: a new signature
 		answers.push(await h.deliver(webhook.url, b));
-		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' } as DeliveryOptions));
+		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' }));
 		answers.push(await h.deliver(webhook.url, c));
 		answers.push(await h.deliver(webhook.url, raw));
 		answers.push(await h.deliver(webhook.url, raw));
@@ -77,7 +72,7 @@ describe('seed experiment through templates/idempotent-webhook-embedded.json (St
 
 		// The effects: one API call per event, with the event's key as its Idempotency-Key.
 		expect(Object.fromEntries(keys.map((key) => [key, api.calls(key)]))).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
-		expect(api.log().every((call: { idempotencyKey: string; key: string }) => call.idempotencyKey === call.key)).toBe(true);
+		expect(api.log().every((call) => call.idempotencyKey === call.key)).toBe(true);
 		// The keys are in the embedded store, completed; the forgery reserved nothing.
 		expect(await keyStates(h, keys)).toEqual({
 			[keys[0]]: { status: 'completed', attempts: 1, duplicates: 1 },
@@ -90,13 +85,11 @@ describe('seed experiment through templates/idempotent-webhook-embedded.json (St
 		expect(inPostgres.rows[0].n).toBe(0);
 
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 7);
-		expect(executions.map((e: Execution) => e.status)).toEqual(Array(7).fill('success'));
-		expect(executions.map((e: Execution) => outputTaken(e, EMB.verify))).toEqual([0, 0, 0, 1, 0, 0, 0]);
-		expect(
-			executions.filter((e: Execution) => outputTaken(e, EMB.verify) === 0).map((e: Execution) => outputTaken(e, EMB.reserve)),
-		).toEqual([0, 1, 0, 0, 0, 1]);
-		expect(executions.filter((e: Execution) => e.nodesRun.includes(EMB.business))).toHaveLength(4);
-		const reserved = executions[5].runData[EMB.reserve][0].data.main[0][0].json.idempotency;
+		expect(executions.map((e) => e.status)).toEqual(Array(7).fill('success'));
+		expect(executions.map((e) => outputTaken(e, EMB.verify))).toEqual([0, 0, 0, 1, 0, 0, 0]);
+		expect(executions.filter((e) => outputTaken(e, EMB.verify) === 0).map((e) => outputTaken(e, EMB.reserve))).toEqual([0, 1, 0, 0, 0, 1]);
+		expect(executions.filter((e) => e.nodesRun.includes(EMB.business))).toHaveLength(4);
+		const reserved = outputItem(executions[5], EMB.reserve).idempotency;
 		expect(reserved).toMatchObject({ key: idlessKey, outcome: 'new', isNew: true });
 	});
 });

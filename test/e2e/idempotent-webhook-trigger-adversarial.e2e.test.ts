@@ -9,21 +9,13 @@
 // e2e-tags: single queue compatibility:single
 import http from 'node:http';
 import * as stack from '../support/stack/n8nStack';
-import { harness, eventId, OWNER } from '../support/e2e/harness';
+import { harness, eventId, outputItem, OWNER } from '../support/e2e/harness';
 import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
 import { publishTrigger, triggerBase, deliverUntilAccepted, TRIGGER } from '../support/e2e/trigger';
-import { startSink } from '../support/e2e/sink';
+import { startSink, type Sink } from '../support/e2e/sink';
+import type { Json } from '../support/e2e/workflows';
 
-type Sink = Awaited<ReturnType<typeof startSink>>;
 type Trigger = Awaited<ReturnType<typeof publishTrigger>>;
-// The options of these JavaScript helpers, typed from their parameters (which name only the options with a default).
-type TriggerOptions = Parameters<typeof publishTrigger>[2];
-type DeliveryOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
-/** An execution as n8n stored it, with the trigger's item (its key) in its run data. */
-interface Execution {
-	status: string;
-	runData: Record<string, Array<{ data: { main: Array<Array<{ json: { idempotency: { key: string } } }>> } }>>;
-}
 /** What `post` resolves to: the status, the x-idempotency-outcome header and the JSON body (when it is JSON). */
 interface Answer {
 	status: number | undefined;
@@ -73,7 +65,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		await useWorkerFolders(h, 'shared');
 		const { baseUrl } = await triggerBase(h);
 		api = await startSink();
-		webhook = await publishTrigger(h, 'trigger-adv', { apiUrl: api.url, baseUrl } as TriggerOptions);
+		webhook = await publishTrigger(h, 'trigger-adv', { apiUrl: api.url, baseUrl });
 		// Key Source: Header, for the key header sent twice.
 		byHeader = await publishTrigger(h, 'trigger-adv-hdr', {
 			apiUrl: api.url,
@@ -82,7 +74,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 				node.type === TRIGGER.type
 					? { ...node, parameters: { ...node.parameters, keySource: 'header', headerName: 'X-Delivery-Id' } }
 					: node,
-		} as TriggerOptions);
+		});
 		// Queue mode: the first run on a worker opens the store; warm it up like a provider retrying.
 		if (h.topology === 'queue') await deliverUntilAccepted(h, webhook.url, { id: eventId('adv_warm'), type: 'e2e.warmup' });
 	});
@@ -91,12 +83,10 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 	/** The executions since `mark` once a sentinel event ran: a refusal started none, so only the sentinel's is there. */
 	async function expectOnlySentinelRan(target: Trigger, mark: number, headers: Record<string, string> = {}) {
 		const sentinel = { id: eventId('adv_sentinel'), type: 'sentinel' };
-		const answer = await h.deliver(target.url, sentinel, headers);
+		const answer: stack.Delivery<Json> = await h.deliver(target.url, sentinel, headers);
 		expect([answer.status, answer.outcome]).toEqual([200, 'new']);
 		const executions = await h.waitForExecutions(target.workflowId, mark, 1);
-		expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([
-			answer.json.eventKey,
-		]);
+		expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual([answer.json.eventKey]);
 	}
 
 	test('an event id with a NUL, or with a lone surrogate: 503 key_refused (not_reserved), nothing stored, no execution', async () => {
@@ -104,7 +94,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		const base = eventId('adv_nul');
 		const bodies = [`{"id":"${base}\\u0000x","type":"nul"}`, `{"id":"${base}\\ud800","type":"surrogate"}`];
 		for (const raw of bodies) {
-			const answer = await h.deliver(webhook.url, raw);
+			const answer: stack.Delivery<Json> = await h.deliver(webhook.url, raw);
 			expect([answer.status, answer.outcome, answer.json?.error]).toEqual([503, 'not_reserved', 'key_refused']);
 		}
 		expect(JSON.parse(bodies[0]).id).toContain('\u0000'); // the id really holds what the row names
@@ -118,7 +108,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		const [a, b] = idsEqualAsNumbers();
 		const raw = (id: string) => `{"id":${id},"type":"big.id"}`;
 		expect(JSON.parse(raw(a)).id).toBe(JSON.parse(raw(b)).id); // JSON.parse alone would merge them
-		const answers = [];
+		const answers: Array<stack.Delivery<Json>> = [];
 		for (const id of [a, b, a, b]) answers.push(await h.deliver(webhook.url, raw(id)));
 		expect(answers.map((answer) => [answer.status, answer.outcome])).toEqual([
 			[200, 'new'],
@@ -134,7 +124,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 			[keys[1]]: { status: 'completed', attempts: 1, duplicates: 1 },
 		});
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 2);
-		expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual(keys);
+		expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual(keys);
 	});
 
 	test('a 5 MB body: one event (200 new, one call), its repeat a duplicate', async () => {
@@ -147,7 +137,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		expect(again.json).toEqual(first.json);
 		expect(api.calls(`evt:${id}`)).toBe(1);
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
-		expect(executions.map((e: Execution) => e.status)).toEqual(['success']);
+		expect(executions.map((e) => e.status)).toEqual(['success']);
 	});
 
 	test('secret rotation (Previous Secret): the new and the retired secret both accepted while rotating; the retired one refused (401) once cleared, with no execution', async () => {
@@ -157,29 +147,29 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		const setData = async (data: { secret: string; previousSecret: string }) => {
 			const res = await rest.call('PATCH', `/credentials/${credential.id}`, { name: credential.name, type: credential.type, data });
 			expect(res.status).toBe(200);
+			// The trigger keeps the secrets it read for up to a second: the next delivery must see this change.
+			await new Promise((resolve) => setTimeout(resolve, 1100));
 		};
 		const fresh = 'whsec_e2e_rotated_in_secret';
 		const events = ['rot_old', 'rot_new', 'rot_retired', 'rot_after'].map((label) => ({ id: eventId(label), type: 'rotation' }));
 		try {
 			await setData({ secret: fresh, previousSecret: h.secret });
-			const byRetiring = await h.deliver(webhook.url, events[0], {}, { secret: h.secret } as DeliveryOptions);
-			const byFresh = await h.deliver(webhook.url, events[1], {}, { secret: fresh } as DeliveryOptions);
+			const byRetiring = await h.deliver(webhook.url, events[0], {}, { secret: h.secret });
+			const byFresh = await h.deliver(webhook.url, events[1], {}, { secret: fresh });
 			expect([byRetiring.status, byRetiring.outcome, byFresh.status, byFresh.outcome]).toEqual([200, 'new', 200, 'new']);
 
 			await setData({ secret: fresh, previousSecret: '' });
 			const mark = await h.executionMark();
-			const retired = await h.deliver(webhook.url, events[2], {}, { secret: h.secret } as DeliveryOptions);
+			const retired = await h.deliver(webhook.url, events[2], {}, { secret: h.secret });
 			expect([retired.status, retired.outcome, retired.json]).toEqual([
 				401,
 				'invalid_signature',
 				{ error: 'invalid_signature', reason: 'signature_mismatch' },
 			]);
-			const after = await h.deliver(webhook.url, events[3], {}, { secret: fresh } as DeliveryOptions);
+			const after = await h.deliver(webhook.url, events[3], {}, { secret: fresh });
 			expect([after.status, after.outcome]).toEqual([200, 'new']);
 			const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
-			expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([
-				`evt:${events[3].id}`,
-			]);
+			expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual([`evt:${events[3].id}`]);
 			expect(api.arrivals(`evt:${events[2].id}`)).toBe(0);
 			expect(await keyStates(h, [`evt:${events[2].id}`])).toEqual({ [`evt:${events[2].id}`]: null });
 		} finally {
@@ -214,9 +204,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 			expect([refused.status, refused.outcome, refused.json?.error]).toEqual([503, 'not_reserved', 'key_refused']);
 		}
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
-		expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual([
-			`evt:${JSON.parse(sameBody).id}`,
-		]);
+		expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual([`evt:${JSON.parse(sameBody).id}`]);
 		await expectOnlySentinelRan(byHeader, mark, { 'x-delivery-id': eventId('adv_delivery_sentinel') });
 	});
 });

@@ -10,32 +10,17 @@
 // e2e-tags: single queue compatibility
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { harness, eventId } from '../support/e2e/harness';
+import { harness, eventId, outputItem } from '../support/e2e/harness';
 import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
 import { deliverAll, figures, report } from '../support/e2e/provider';
 import { publishTrigger, triggerBase, withWaitBeforeStep, deliverUntilAccepted as acceptedAt, TRIGGER } from '../support/e2e/trigger';
-import { startSink } from '../support/e2e/sink';
+import { startSink, type Sink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import { saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
 import { stripeSignature } from '../support/stack/stripeDelivery';
+import type { ProcessList } from '../support/stack/n8nProcesses';
 
-type Sink = Awaited<ReturnType<typeof startSink>>;
 type Trigger = Awaited<ReturnType<typeof publishTrigger>>;
-// The options of these JavaScript helpers, typed from their parameters (which name only the options with a default).
-type TriggerOptions = Parameters<typeof publishTrigger>[2];
-type DeliveryOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
-type KeyState = { status: string; attempts: number; duplicates: number } | null;
-/** An execution as n8n stored it, with the trigger's item (its key) in its run data. */
-interface Execution {
-	id: number;
-	status: string;
-	runData: Record<string, Array<{ data: { main: Array<Array<{ json: { idempotency: { key: string } } }>> } }>>;
-}
-/** What the stack's control answers for GET /processes (test/support/e2e/control). */
-interface Processes {
-	webhook: { pid: number; alive: boolean; url: string; userFolder: string };
-	workers: Array<{ logFile: string }>;
-}
 
 describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.json)', () => {
 	const h = harness();
@@ -47,7 +32,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		await useWorkerFolders(h, 'shared');
 		base = await triggerBase(h);
 		api = await startSink();
-		webhook = await publishTrigger(h, 'trigger', { apiUrl: api.url, baseUrl: base.baseUrl } as TriggerOptions);
+		webhook = await publishTrigger(h, 'trigger', { apiUrl: api.url, baseUrl: base.baseUrl });
 	});
 	afterAll(async () => api?.close());
 
@@ -56,8 +41,9 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	/** Queue mode: each execution ran on a worker (its log names it), none on main or the webhook process. */
 	async function expectRanOnWorkers(executions: Array<{ id: number }>) {
 		if (h.topology !== 'queue') return;
-		const { workers, webhook: webhookProcess } = (await h.control('GET /processes')) as Processes;
+		const { workers, webhook: webhookProcess }: ProcessList = await h.control('GET /processes');
 		expect(webhookProcess).toMatchObject({ pid: base.webhookProcess.pid, alive: true, userFolder: h.state.userFolder });
+		if (!webhookProcess) throw new Error('queue mode runs no webhook process');
 		expect(webhook.url.startsWith(`${webhookProcess.url}/`)).toBe(true);
 		const logs = workers.map((worker) => fs.readFileSync(worker.logFile, 'utf8')).join('\n');
 		for (const execution of executions) expect(logs).toContain(`Worker started execution ${execution.id} `);
@@ -75,10 +61,10 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const now = Math.floor(Date.now() / 1000);
 
 		const answers = [];
-		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 } as DeliveryOptions));
-		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now } as DeliveryOptions)); // Stripe's retry: a new signature
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now - 60 }));
+		answers.push(await h.deliver(webhook.url, a, {}, { timestamp: now })); // Stripe's retry: a new signature
 		answers.push(await h.deliver(webhook.url, b));
-		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' } as DeliveryOptions));
+		answers.push(await h.deliver(webhook.url, c, {}, { secret: 'whsec_not_the_endpoint_secret' }));
 		answers.push(await h.deliver(webhook.url, c));
 		answers.push(await h.deliver(webhook.url, raw));
 		answers.push(await h.deliver(webhook.url, raw));
@@ -107,8 +93,8 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		});
 		// n8n's record: one execution per new event; the two copies and the forgery started none.
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 4);
-		expect(executions.map((e: Execution) => e.status)).toEqual(Array(4).fill('success'));
-		expect(executions.map((e: Execution) => e.runData[TRIGGER.node][0].data.main[0][0].json.idempotency.key)).toEqual(keys);
+		expect(executions.map((e) => e.status)).toEqual(Array(4).fill('success'));
+		expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual(keys);
 		await expectRanOnWorkers(executions);
 	});
 
@@ -150,7 +136,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(api.calls(key)).toBe(1);
 		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 2);
-		expect(executions.map((e: Execution) => e.status)).toEqual(['error', 'success']);
+		expect(executions.map((e) => e.status)).toEqual(['error', 'success']);
 	});
 
 	test('the sender gives up after 2 s, the step takes 6 s: the step still ends, the key completes, 409 meanwhile, the retry is a duplicate; one effect', async () => {
@@ -158,7 +144,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const event = { id: eventId('trg_timeout'), type: 'order.created' };
 		const key = `evt:${event.id}`;
 		api.slow(key, 6000);
-		const gaveUp = await h.deliver(webhook.url, event, {}, { timeoutMs: 2000 } as DeliveryOptions).then(
+		const gaveUp = await h.deliver(webhook.url, event, {}, { timeoutMs: 2000 }).then(
 			(answer) => ({ answered: answer.status }),
 			(error: Error) => ({ error: error.name }),
 		);
@@ -172,7 +158,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(execution.status).toBe('success');
 		const completed = await eventually(
 			() => keyStates(h, [key]),
-			(states: Record<string, KeyState>) => states[key]?.status === 'completed',
+			(states) => states[key]?.status === 'completed',
 			{ timeoutMs: 30000 },
 		);
 		// The copy answered 409 is counted on the key.
@@ -191,7 +177,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 			apiUrl: api.url,
 			baseUrl: base.baseUrl,
 			edit: withWaitBeforeStep,
-		} as TriggerOptions);
+		});
 		const event = { id: eventId('trg_wait'), type: 'order.created' };
 		const key = `evt:${event.id}`;
 		const answer = await h.deliver(waiting.url, event);
@@ -206,13 +192,13 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const answersInWindow = async (): Promise<Record<string, number>> => {
 			const { execution } = await runFromManualTrigger(h, statsWorkflowId, 'Run Now');
 			expect(execution.status).toBe('success');
-			return execution.runData['Get Stats'][0].data.main[0][0].json.answersInWindow;
+			return outputItem(execution, 'Get Stats').answersInWindow;
 		};
 		const before = await answersInWindow();
 		const mark = await h.executionMark();
 		const event = { id: eventId('trg_seen'), type: 'order.created' };
 		const first = await h.deliver(webhook.url, event);
-		const forged = await h.deliver(webhook.url, event, {}, { secret: 'whsec_not_the_endpoint_secret' } as DeliveryOptions);
+		const forged = await h.deliver(webhook.url, event, {}, { secret: 'whsec_not_the_endpoint_secret' });
 		const [execution] = await h.waitForExecutions(webhook.workflowId, mark, 1);
 		const raw = JSON.stringify(event);
 		const copy = await fetch(webhook.url, {

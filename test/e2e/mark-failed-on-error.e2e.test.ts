@@ -54,7 +54,7 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 		expect([retried.status, retried.outcome]).toEqual([200, 'new']);
 		const again = await h.deliver(h.webhookUrl, event);
 		expect([again.status, again.outcome]).toEqual([200, 'duplicate']);
-		const runs: Array<{ id: number }> = await h.waitForExecutions(h.IDS.webhook, mark, 2);
+		const runs = await h.waitForExecutions(h.IDS.webhook, mark, 2);
 		expect(runs.map((e) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
 		// n8n stored each run's outcome as custom data, in the table its executions list filters on.
 		// In queue mode the worker saves an execution's status before its custom data: wait for the rows.
@@ -64,7 +64,7 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 					`SELECT "executionId", key, value FROM execution_metadata WHERE "executionId" = ANY($1::int[]) AND key LIKE 'idempotency_%' ORDER BY "executionId", key`,
 					[runs.map((e) => e.id)],
 				),
-			(result: { rowCount: number }) => result.rowCount >= 8,
+			(result) => (result.rowCount ?? 0) >= 8,
 		);
 		// Attempt 3: the key was kept through both failures (a released key would start over at 1).
 		expect(

@@ -155,7 +155,8 @@ describe('a header sent twice, through a real n8n Webhook', () => {
 		expect(outputItem(run, 'Webhook').headers['x-delivery-id']).toBe(values(delivery).join(', '));
 		expect(outputItem(run, VERIFY).signature).toEqual({ valid: true, scheme: 'generic' });
 		expect(run.status).toBe('error');
-		const error = run.runData[RESERVE][0].error;
+		const { error } = run.runData[RESERVE][0];
+		if (!error) throw new Error(`${RESERVE} stored no error for its run`);
 		expect(error.message).toMatch(message);
 		expect(error.message).toMatch(/Key Source → Custom Value\. The item was not reserved\.$/);
 		const { rows } = await h.appQuery('SELECT key FROM processed_events WHERE key LIKE $1', [`${SCOPE}:x-delivery-id:${delivery}%`]);

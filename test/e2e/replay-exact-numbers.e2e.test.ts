@@ -5,19 +5,14 @@
 // business step replaced by one that writes the amount (as a user replaces it with theirs), then
 // writes exactly 12345678901234567890.
 // e2e-tags: single compatibility
-import { harness, eventId } from '../support/e2e/harness';
+import { harness, eventId, type Execution } from '../support/e2e/harness';
+import type { Json } from '../support/e2e/workflows';
 import { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
 
 const POISON = 'business_log_e2e_exact_poison';
 const AMOUNTS = 'replay_amounts_e2e';
 const BIG = '12345678901234567890';
 const BUSINESS_STEP = 'Business Step (insert business_log)';
-
-/** A node of a shipped template, as far as this file reads it. */
-interface TemplateNode {
-	name: string;
-	parameters: Record<string, unknown>;
-}
 
 /** One field of a Set node's assignments (Replay Settings). */
 interface Assignment {
@@ -31,14 +26,9 @@ interface ReplayItem {
 	body: { data: { object: { amount: string } } };
 }
 
-/** A finished execution: each node's runs, each with its items per output. */
-interface Execution {
-	runData: Record<string, Array<{ data?: { main?: Array<Array<{ json: unknown }> | null> } }>>;
-}
-
 /** The replay template with a user's Replay Settings and a business step that writes the event's amount. */
 function replayWorkflow(settings: Record<string, unknown>) {
-	const template: { nodes: TemplateNode[] } = readShippedTemplate('replay-failed-events.json');
+	const template = readShippedTemplate('replay-failed-events.json');
 	const nodes = template.nodes.map((node) => {
 		if (node.name === 'Replay Settings') {
 			const assignments = (node.parameters.assignments as { assignments: Assignment[] }).assignments.map((assignment) =>
@@ -65,7 +55,7 @@ function replayWorkflow(settings: Record<string, unknown>) {
 }
 
 function itemsOut(execution: Execution, nodeName: string, outputIndex = 0): ReplayItem[] {
-	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item) => item.json as ReplayItem);
+	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item): Json => item.json);
 }
 
 describe('replay with a number beyond 2^53 (templates/replay-failed-events.json)', () => {

@@ -16,8 +16,9 @@
 import fs from 'node:fs';
 import type { Client } from 'pg';
 import * as stack from '../support/stack/n8nStack';
-import { harness, eventId } from '../support/e2e/harness';
+import { harness, eventId, type Execution } from '../support/e2e/harness';
 import { eventually } from '../support/e2e/eventually';
+import type { Json } from '../support/e2e/workflows';
 import { readShippedTemplate, withOwnWebhook, publishWorkflow, saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
 
 const POISON = 'business_log_e2e_replay_poison';
@@ -29,12 +30,6 @@ const TWO_RUNS = 'business_log_e2e_replay_two_runs';
 
 // Over Reserve's default Max Payload Size (64 KB): the key is kept without its payload.
 const OVER_THE_CAP = 'x'.repeat(70 * 1024);
-
-/** A node of a shipped template, as far as this file reads it. */
-interface TemplateNode {
-	name: string;
-	parameters: Record<string, unknown>;
-}
 
 /** One field of a Set node's assignments (Replay Settings). */
 interface Assignment {
@@ -48,15 +43,6 @@ interface ReplayItem {
 	action: string;
 	reason: string;
 	idempotency: { key: string; applied: boolean };
-}
-
-/** A finished execution of the replay workflow, as far as this file reads it. */
-interface Execution {
-	id: string;
-	mode: string;
-	status: string;
-	nodesRun: string[];
-	runData: Record<string, Array<{ data?: { main?: Array<Array<{ json: unknown }> | null> } }>>;
 }
 
 /** The n8n processes of the stack (GET /processes of its control server), as far as this file reads them. */
@@ -74,7 +60,7 @@ interface StripeEvent {
 
 /** The replay template with the values a user types into its Replay Settings node. */
 function replayWorkflow(settings: Record<string, unknown>) {
-	const template: { nodes: TemplateNode[] } = readShippedTemplate('replay-failed-events.json');
+	const template = readShippedTemplate('replay-failed-events.json');
 	const nodes = template.nodes.map((node) => {
 		if (node.name !== 'Replay Settings') return node;
 		const assignments = (node.parameters.assignments as { assignments: Assignment[] }).assignments.map((assignment) =>
@@ -87,7 +73,7 @@ function replayWorkflow(settings: Record<string, unknown>) {
 
 /** Every item a node emitted on one output, over all its runs (the replay loops one key per run). */
 function itemsOut(execution: Execution, nodeName: string, outputIndex = 0): ReplayItem[] {
-	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item) => item.json as ReplayItem);
+	return (execution.runData[nodeName] ?? []).flatMap((run) => run.data?.main?.[outputIndex] ?? []).map((item): Json => item.json);
 }
 
 describe('replay failed events (templates/replay-failed-events.json)', () => {

@@ -5,13 +5,10 @@
 // one-transaction template, whose SQL writes the key the node derived ($idempotency_key).
 // e2e-tags: single queue compatibility
 import crypto from 'node:crypto';
-import { harness, outputTaken, eventId, NODE } from '../support/e2e/harness';
+import { harness, outputTaken, outputItem, eventId, NODE, type DeliverOptions, type Execution } from '../support/e2e/harness';
 import { readShippedTemplate, withOwnWebhook, publishWorkflow } from '../support/e2e/restWorkflows';
-
-/** An execution as the harness reads it from n8n. */
-type Execution = Parameters<typeof outputTaken>[0];
-/** h.deliver's signing options (secret, timestamp). */
-type DeliverOptions = Parameters<ReturnType<typeof harness>['deliver']>[3];
+import type { Delivery } from '../support/stack/n8nStack';
+import type { Json } from '../support/e2e/workflows';
 
 describe('seed experiment through templates/idempotent-webhook.json', () => {
 	const h = harness();
@@ -22,14 +19,14 @@ describe('seed experiment through templates/idempotent-webhook.json', () => {
 		const raw = `{ "type": "ping",  "note": "no id here", "nonce": "${crypto.randomUUID()}" }`;
 		const expectedKey = `sha256:${crypto.createHash('sha256').update(raw).digest('hex')}`;
 
-		const first = await h.deliver(h.webhookUrl, raw);
+		const first: Delivery<Json> = await h.deliver(h.webhookUrl, raw);
 		const second = await h.deliver(h.webhookUrl, raw);
 		expect([first.status, first.outcome, first.json?.eventKey]).toEqual([200, 'new', expectedKey]);
 		expect([second.status, second.outcome]).toEqual([200, 'duplicate']);
 
 		const executions = await h.waitForExecutions(h.IDS.webhook, mark, 2);
 		expect(executions.map((e: Execution) => outputTaken(e, NODE.reserve))).toEqual([0, 1]);
-		const reserved = executions[0].runData[NODE.reserve][0].data.main[0][0].json.idempotency;
+		const reserved = outputItem(executions[0], NODE.reserve).idempotency;
 		expect(reserved).toMatchObject({ key: expectedKey, outcome: 'new', isNew: true });
 		const { rows } = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [expectedKey]);
 		expect(rows[0].n).toBe(1);
@@ -56,7 +53,7 @@ describe('seed experiment through templates/idempotent-webhook-one-transaction.j
 		const idlessKey = `sha256:${crypto.createHash('sha256').update(raw).digest('hex')}`;
 		const now = Math.floor(Date.now() / 1000);
 
-		const answers = [];
+		const answers: Array<Delivery<Json>> = [];
 		answers.push(await h.deliver(url, a, {}, { timestamp: now } as DeliverOptions));
 		answers.push(await h.deliver(url, a, {}, { timestamp: now - 1 } as DeliverOptions)); // Stripe's retry: a new signature
 		answers.push(await h.deliver(url, b));

@@ -118,7 +118,9 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 		expect(run.status).toBe('success');
 		// Mark Complete's input had no idempotency object: Edit Fields replaced the items.
 		expect(outputItem(run, 'Keep?')).toEqual({ keep: true });
-		const done = run.runData['Mark Complete'][0].data.main[0].map((item: { json: { idempotency: unknown } }) => item.json.idempotency);
+		const completeItems = run.runData['Mark Complete'][0].data?.main[0];
+		if (!completeItems) throw new Error('Mark Complete emitted no items on its first output');
+		const done = completeItems.map((item) => item.json.idempotency);
 		expect(done).toHaveLength(1);
 		expect(done[0]).toMatchObject({ key: `e2e-paired:${second}`, operation: 'complete', applied: true });
 		expect(await status(`e2e-paired:${second}`)).toBe('completed');

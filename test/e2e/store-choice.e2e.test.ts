@@ -6,7 +6,8 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { TEMPLATE_CREDENTIALS } from '../support/stack/n8nStack';
+import { TEMPLATE_CREDENTIALS, type Delivery } from '../support/stack/n8nStack';
+import type { Json } from '../support/e2e/workflows';
 import { harness, eventId } from '../support/e2e/harness';
 import { freshWebhookPath, publishWorkflow, webhookNode } from '../support/e2e/restWorkflows';
 
@@ -97,7 +98,7 @@ describe('the Store parameter in a real n8n', () => {
 		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
 		const id = eventId('store_v1');
 
-		const first = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
+		const first: Delivery<Json> = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
 		const retry = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
 		expect([first.status, first.outcome]).toEqual([200, 'new']);
 		expect([retry.status, retry.outcome]).toEqual([200, 'duplicate']);
@@ -117,7 +118,7 @@ describe('the Store parameter in a real n8n', () => {
 		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
 		const id = eventId('store_embedded');
 
-		const first = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
+		const first: Delivery<Json> = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
 		const retry = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
 		expect([first.status, first.outcome, first.json.error]).toEqual([200, 'new', null]);
 		expect([retry.status, retry.outcome]).toEqual([200, 'duplicate']);

@@ -6,11 +6,18 @@ import path from 'node:path';
 import type { Client } from 'pg';
 import * as stack from '../support/stack/n8nStack';
 import { harness, OWNER } from '../support/e2e/harness';
-import { readTemplate } from '../support/e2e/workflows';
+import { readTemplate, type WorkflowJson } from '../support/e2e/workflows';
 import { activatesThroughPublication, activateWorkflowArgs } from '../support/stack/n8nVersion';
 
 /** A node of a workflow, as far as this file reads it. */
 type WorkflowNode = { type: string };
+
+/** What makes a shipped template live on this n8n line (activateWorkflowArgs); every shipped template has its id. */
+function activationArgs(version: string, template: WorkflowJson): string[] | null {
+	const { id } = template;
+	if (!id) throw new Error(`the template "${template.name}" has no id`);
+	return activateWorkflowArgs(version, { ...template, id });
+}
 
 describe('templates and the installed community package', () => {
 	const h = harness();
@@ -52,9 +59,9 @@ describe('templates and the installed community package', () => {
 		const rest = h.rest();
 		await rest.ownerLogin(OWNER);
 		// The editor draws nodes from this list; an unknown type would show as "Install this node".
-		const types = await rest.request('GET', '/types/nodes.json');
+		const types = await rest.request<Array<{ name: string }>>('GET', '/types/nodes.json');
 		expect(types.status).toBe(200);
-		const known = new Set(types.json.map((type: { name: string }) => type.name));
+		const known = new Set(types.json.map((type) => type.name));
 		for (const name of ['webhook', 'cleanup', 'error', 'replay']) {
 			const template = readTemplate(name);
 			for (const node of template.nodes) expect({ type: node.type, known: known.has(node.type) }).toEqual({ type: node.type, known: true });
@@ -82,7 +89,7 @@ describe('templates and the installed community package', () => {
 		if (!activatesThroughPublication(h.state.n8nVersion)) {
 			// n8n 1.x: active in its row and "Activated workflow … (ID: …)" in its log at start; the error
 			// workflow stays inactive (1.x runs error workflows without, mark-failed-on-error proves it runs).
-			const activated = ['webhook', 'cleanup', 'error'].map(readTemplate).filter((t) => activateWorkflowArgs(h.state.n8nVersion, t));
+			const activated = ['webhook', 'cleanup', 'error'].map(readTemplate).filter((t) => activationArgs(h.state.n8nVersion, t));
 			expect(activated.map((t) => t.id).sort()).toEqual([readTemplate('webhook').id, readTemplate('cleanup').id].sort());
 			const log = fs.readFileSync(h.state.logFile, 'utf8');
 			for (const t of activated) expect(log).toContain(`Activated workflow "${t.name}" (ID: ${t.id})`);

@@ -27,7 +27,7 @@ type Refusal = Parameters<typeof c.rowContext>[3];
 
 /** One row of the matrix: the user's step after the trigger (calling the API at `api`), and what it checks. */
 interface Row {
-	shape: (api: string) => unknown;
+	shape: (api: string) => c.RowShape;
 	run: (ctx: RowContext) => Promise<void>;
 }
 

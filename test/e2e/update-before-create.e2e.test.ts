@@ -311,7 +311,9 @@ describe('ordered-webhook template: failures around the Order Guard', () => {
 		const [run] = await h.waitForExecutions(workflowId, mark, 1, { timeoutMs: 120000 });
 		expect(run.status).toBe('error');
 		expect(run.nodesRun).toEqual(expect.arrayContaining([BUSINESS, 'Settle (complete or mark failed)', COMPLETION_FAILED]));
-		expect(run.runData['Settle (complete or mark failed)'][0].data.main.slice(0, 3).flat()).toEqual([]); // Not Settled only
+		const settleOutputs = run.runData['Settle (complete or mark failed)'][0].data;
+		if (!settleOutputs) throw new Error('Settle ran without output data');
+		expect(settleOutputs.main.slice(0, 3).flat()).toEqual([]); // Not Settled only
 
 		// The error workflow completes the key (not marked failed: a redelivery would write again).
 		await expectErrorWorkflowCompletedKey(h, run.id, mark);

@@ -31,7 +31,9 @@ describe('queue mode: Settle cannot complete the key after the business step suc
 		expect(webhookRun.nodesRun).toEqual(
 			expect.arrayContaining(['Settle (complete or mark failed)', 'Completion Failed (error workflow completes)']),
 		);
-		expect(webhookRun.runData['Settle (complete or mark failed)'][0].data.main.slice(0, 3).flat()).toEqual([]); // Not Settled only
+		const settleOutputs = webhookRun.runData['Settle (complete or mark failed)'][0].data;
+		if (!settleOutputs) throw new Error('Settle ran without output data');
+		expect(settleOutputs.main.slice(0, 3).flat()).toEqual([]); // Not Settled only
 
 		// The error workflow completes the key (it retries until the completion goes through).
 		const errorRun = await expectErrorWorkflowCompletedKey(h, webhookRun.id, mark);

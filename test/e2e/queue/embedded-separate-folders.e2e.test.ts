@@ -6,23 +6,18 @@
 // to Store: Postgres works on those very workers: every event exactly one effect, nothing refused.
 // e2e-tags: queue
 import fs from 'node:fs';
-import { harness, eventId } from '../../support/e2e/harness';
+import { harness, eventId, outputItem } from '../../support/e2e/harness';
 import { EMB, publishEmbedded, useWorkerFolders, storeFilesIn, toPostgresStore } from '../../support/e2e/embedded';
 import { startSink } from '../../support/e2e/sink';
 import { deliverAll, figures, report } from '../../support/e2e/provider';
-import { TEMPLATE_CREDENTIALS } from '../../support/stack/n8nStack';
+import { TEMPLATE_CREDENTIALS, type Delivery } from '../../support/stack/n8nStack';
+import type { Json } from '../../support/e2e/workflows';
 
 /** A worker of the stack (GET /processes of its control server), as far as this file reads it. */
 interface Worker {
 	index: number;
 	logFile: string;
 	userFolder: string;
-}
-
-/** An execution as the harness reads it from n8n, as far as this file reads it. */
-interface Execution {
-	id: string;
-	runData: Record<string, Array<{ data: { main: Array<Array<{ json: Record<string, unknown> }>> } }>>;
 }
 
 /** publishEmbedded's options: the API the business step calls, a change to each node, whether to warm up. */
@@ -79,7 +74,7 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 		const effects = Object.fromEntries(keys.map((key) => [key, api.calls(key)]));
 		expect(Object.entries(effects).filter(([, n]) => n > 1)).toEqual([]);
 		// An event answered 2xx as processed had its effect exactly once.
-		for (const delivery of run.deliveries.filter((d) => d.final?.status === 200 && ['new', 'duplicate'].includes(d.final.outcome))) {
+		for (const delivery of run.deliveries.filter((d) => d.final?.status === 200 && ['new', 'duplicate'].includes(d.final.outcome ?? ''))) {
 			expect({ key: `evt:${delivery.eventId}`, effects: api.calls(`evt:${delivery.eventId}`) }).toEqual({
 				key: `evt:${delivery.eventId}`,
 				effects: 1,
@@ -88,18 +83,18 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 		// Refused: non-2xx answers, nothing reserved, with the reason.
 		const refused = run.attempts.filter((a) => a.status === 503 && a.outcome === 'not_reserved');
 		expect(refused.length).toBeGreaterThan(0);
-		expect(run.attempts.filter((a) => a.status >= 200 && a.status < 300 && !['new', 'duplicate'].includes(a.outcome))).toEqual([]);
+		expect(run.attempts.filter((a) => a.status >= 200 && a.status < 300 && !['new', 'duplicate'].includes(a.outcome ?? ''))).toEqual([]);
 
 		// n8n's record: the refusal is Reserve's Not Reserved output, with an error that names Postgres.
-		const executions: Execution[] = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 120000 });
+		const executions = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 120000 });
 		const refusals = executions.filter((e) => (e.runData[EMB.reserve]?.[0]?.data?.main?.[3] ?? []).length > 0);
 		expect(refusals.length).toBeGreaterThan(0);
-		const messages = [...new Set(refusals.map((e) => JSON.stringify(e.runData[EMB.reserve][0].data.main[3][0].json.error)))];
+		const messages = [...new Set(refusals.map((e) => JSON.stringify(outputItem(e, EMB.reserve, 3).error)))];
 		for (const message of messages) expect(message).toMatch(/postgres/i);
 		// Every worker's file is another than the one the stack names: a new event, delivered to both
 		// workers at once, is refused on each, saying its key file is a different one.
 		const late = { id: eventId('emb_sep_late'), type: 'e2e.folders' };
-		const lateAnswers = await Promise.all(Array.from({ length: 10 }, () => h.deliver(webhook.url, late)));
+		const lateAnswers: Array<Delivery<Json>> = await Promise.all(Array.from({ length: 10 }, () => h.deliver(webhook.url, late)));
 		expect(lateAnswers.map((a) => [a.status, a.outcome])).toEqual(Array(10).fill([503, 'not_reserved']));
 		for (const a of lateAnswers) expect(JSON.stringify(a.json?.error)).toMatch(/different embedded key file[\s\S]*Postgres/);
 		expect(api.calls(`evt:${late.id}`)).toBe(0);
@@ -145,7 +140,7 @@ describe('queue mode, workers with their own n8n folders (separate hosts)', () =
 			keys,
 		]);
 		expect(rows[0].n).toBe(keys.length);
-		const executions: Execution[] = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 120000 });
+		const executions = await h.waitForExecutions(webhook.workflowId, mark, run.attempts.length, { timeoutMs: 120000 });
 		const ranOn = workerOfExecutions(
 			workers,
 			executions.map((e) => String(e.id)),

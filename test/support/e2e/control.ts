@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { startStack } from '../stack/n8nStack';
+import { checkFolderMode } from '../stack/n8nProcesses';
 import type { Json } from './workflows';
 
 /** A stack startStack started (n8n, its workers, Redis, Postgres). */
@@ -29,7 +30,7 @@ export async function serveControl(stack: RunningStack): Promise<{ url: string; 
 		'POST /restart-main': async () => stack.restartMain({ signal: 'SIGKILL' }),
 		'POST /ensure-webhook-process': async () => stack.ensureWebhookProcess(),
 		'POST /restart-webhook-process': async () => stack.restartWebhookProcess({ signal: 'SIGKILL' }),
-		'POST /restart-workers': async ({ folders }) => stack.restartWorkers({ folders }),
+		'POST /restart-workers': async ({ folders }) => stack.restartWorkers({ folders: checkFolderMode(folders) }),
 		'POST /restart-postgres': async ({ downMs }) => stack.restartPostgres({ downMs: Number(downMs ?? 0) }),
 	};
 	const server = http.createServer(async (req, res) => {

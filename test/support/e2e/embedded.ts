@@ -7,6 +7,7 @@ import path from 'node:path';
 import { readShippedTemplate, withOwnWebhook, publishWorkflow } from './restWorkflows';
 import { NODE, eventId, type Harness } from './harness';
 import { sleep } from '../stack/childProcesses';
+import type { Delivery } from '../stack/n8nStack';
 import { embeddedStoreFile, readEmbeddedStore, insertCompletedKeys } from '../stack/embeddedStore';
 import { startSink, type Sink } from './sink';
 import type { Json, NodeChange, WorkflowJson, WorkflowNode } from './workflows';
@@ -126,7 +127,7 @@ export async function warmUpDelivery(h: Harness, url: string, label: string, bod
 	const answers: WarmUp['answers'] = [];
 	const deadline = Date.now() + 60000;
 	for (;;) {
-		const answer = await h.deliver(url, event);
+		const answer: Delivery<Json> = await h.deliver(url, event);
 		answers.push({ status: answer.status, outcome: answer.outcome, error: answer.json?.error });
 		if (answer.status >= 200 && answer.status < 300) break;
 		if (Date.now() > deadline) throw new Error(`the warm-up delivery was never processed: ${JSON.stringify(answers.slice(-3))}`);
@@ -227,7 +228,13 @@ export async function keyStates(
 
 /** Completed keys written straight into one store file (main's by default): `rows` are [key, firstSeenMs, expiresAtMs]. */
 export function insertKeys(h: Harness, rows: Array<Array<string | number>>, { file = storeFile(h) }: { file?: string } = {}): void {
-	insertCompletedKeys({ nodeBin: h.state.nodeBin, packageDir: h.state.packageDir, file, rows });
+	const keyRows = rows.map(([key, firstSeenMs, expiresAtMs]): [string, number, number] => {
+		if (typeof key !== 'string' || typeof firstSeenMs !== 'number' || typeof expiresAtMs !== 'number') {
+			throw new Error(`a key row is [key, firstSeenMs, expiresAtMs], not ${JSON.stringify([key, firstSeenMs, expiresAtMs])}`);
+		}
+		return [key, firstSeenMs, expiresAtMs];
+	});
+	insertCompletedKeys({ nodeBin: h.state.nodeBin, packageDir: h.state.packageDir, file, rows: keyRows });
 }
 
 /** The store's counts (Get Stats) of one file; zeros when the file does not exist yet. */

@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as stack from '../stack/n8nStack';
-import { allWorkflows, WEBHOOK_PATH, CRASH_PATH } from './workflows';
+import { checkFolderMode } from '../stack/n8nProcesses';
+import { allWorkflows, WEBHOOK_PATH, CRASH_PATH, type StackWorkflow } from './workflows';
 import { STATE_FILE, E2E_ROOT, type E2eState } from './paths';
 import { TOPOLOGY, QUEUE } from './topology';
 import { serveControl, type RunningStack } from './control';
@@ -17,6 +18,19 @@ declare global {
 	var __IDEMPOTENCY_E2E_CONTROL__: Awaited<ReturnType<typeof serveControl>> | undefined;
 }
 
+/** A workflow of the suite as the stack imports it: by its id, which every one of them has. */
+function stackEntry(entry: StackWorkflow): stack.WorkflowEntry {
+	if (!('json' in entry)) return entry;
+	const { id } = entry.json;
+	if (!id) throw new Error(`the e2e workflow "${entry.json.name}" has no id: the stack imports workflows by id`);
+	return { ...entry, json: { ...entry.json, id } };
+}
+
+/** The variables of an environment that are set (what the state file keeps of it). */
+function setVariables(env: NodeJS.ProcessEnv): Record<string, string> {
+	return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
+
 export default async function globalSetup(): Promise<void> {
 	const started = Date.now();
 	const log = (line: string) => process.stderr.write(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`);
@@ -24,12 +38,11 @@ export default async function globalSetup(): Promise<void> {
 	const workDir = fs.mkdtempSync(path.join(E2E_ROOT, 'run-'));
 	log(`work dir ${workDir} (${os.cpus().length} cores, topology ${TOPOLOGY})`);
 	const queue = TOPOLOGY === 'queue';
+	const workerFolders = queue ? checkFolderMode(QUEUE.workerFolders) : undefined;
 	const running = await stack.startStack({
 		workDir,
 		topology: TOPOLOGY,
-		...(queue
-			? { workers: QUEUE.workers, workerConcurrency: QUEUE.workerConcurrency, workerFolders: QUEUE.workerFolders, env: QUEUE.env }
-			: {}),
+		...(queue ? { workers: QUEUE.workers, workerConcurrency: QUEUE.workerConcurrency, workerFolders, env: QUEUE.env } : {}),
 		recreateDbs: true,
 		dbNames: { n8n: 'n8n_e2e', app: 'idempotency_e2e' },
 		build: process.env.E2E_BUILD === 'always' ? true : 'auto',
@@ -37,11 +50,12 @@ export default async function globalSetup(): Promise<void> {
 		setupSql: (client: Parameters<typeof stack.prepareTemplateTables>[0], ctx: Parameters<typeof stack.prepareTemplateTables>[1]) =>
 			stack.prepareTemplateTables(client, ctx),
 		credentials: stack.templateCredentials,
-		workflows: allWorkflows(TOPOLOGY),
+		workflows: allWorkflows(TOPOLOGY).map(stackEntry),
 		readyWebhooks: [WEBHOOK_PATH, CRASH_PATH],
 		log,
 	});
 	globalThis.__IDEMPOTENCY_E2E_STACK__ = running;
+	if (!running.packageDir) throw new Error('the e2e stack installed no package: the tests need its folder');
 	const control = await serveControl(running);
 	globalThis.__IDEMPOTENCY_E2E_CONTROL__ = control;
 	const state: E2eState = {
@@ -58,7 +72,7 @@ export default async function globalSetup(): Promise<void> {
 		packageDir: running.packageDir,
 		userFolder: running.userFolder,
 		nodeBin: running.nodeBin,
-		cliSpec: running.cliSpec,
+		cliSpec: { ...running.cliSpec, env: setVariables(running.cliSpec.env) },
 		app: running.app,
 		setupSeconds: (Date.now() - started) / 1000,
 	};

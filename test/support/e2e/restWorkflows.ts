@@ -94,7 +94,7 @@ export async function publishOrderedWebhook(
 	label: string,
 	{ errorWorkflow }: { errorWorkflow?: string } = {},
 ): Promise<PublishedWebhook> {
-	await runShippedSql(h, 'migrations/order/001_create_table.sql');
+	await runShippedSql(h, 'postgres/migrations/order/001_create_table.sql');
 	await h.appQuery('CREATE TABLE IF NOT EXISTS customers (id text PRIMARY KEY, email text, version bigint NOT NULL)');
 	const { workflow, webhookPath } = withOwnWebhook(readShippedTemplate('ordered-webhook.json'), label);
 	// Settings → Error Workflow, as the template's Read me asks.

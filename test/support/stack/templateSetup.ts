@@ -70,8 +70,8 @@ export async function prepareTemplateTables(
 	ctx: Pick<StackContext, 'packageDir'>,
 	{ reset = false }: { reset?: boolean } = {},
 ): Promise<string> {
-	const shipped = ctx.packageDir && path.join(ctx.packageDir, 'dist', 'sql', 'migrations', 'keys');
-	const ddlDir = shipped && fs.existsSync(shipped) ? shipped : path.join(REPO_ROOT, 'sql', 'migrations', 'keys');
+	const shipped = ctx.packageDir && path.join(ctx.packageDir, 'dist', 'sql', 'postgres', 'migrations', 'keys');
+	const ddlDir = shipped && fs.existsSync(shipped) ? shipped : path.join(REPO_ROOT, 'sql', 'postgres', 'migrations', 'keys');
 	const ddlFiles = fs
 		.readdirSync(ddlDir)
 		.filter((name) => name.endsWith('.sql'))
