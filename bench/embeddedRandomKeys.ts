@@ -107,7 +107,14 @@ async function measured<T>(work: () => Promise<T>): Promise<{ result: T; ms: num
 	}
 }
 
-const PERMANENT: ReserveOptions = { mode: 'permanent', leaseSeconds: 300, retentionSeconds: 30 * 24 * 3600, executionId: 'bench', workflowId: 'bench', instanceId: 'bench' };
+const PERMANENT: ReserveOptions = {
+	mode: 'permanent',
+	leaseSeconds: 300,
+	retentionSeconds: 30 * 24 * 3600,
+	executionId: 'bench',
+	workflowId: 'bench',
+	instanceId: 'bench',
+};
 const randomKey = () => `evt_${randomUUID()}`;
 const request = (key: string): ReservationRequest => ({ key, keySource: 'header', payloadHash: null });
 
@@ -139,10 +146,13 @@ async function reservePart(embedded: EmbeddedModule, args: Args, folder: string)
 	for (let call = 0; call < args.calls; call++) {
 		const requests = batch(10_000);
 		const reserved = await measured(() => store.reserve(requests, { ...PERMANENT, mode: 'lease' }));
-		if (reserved.result.filter((result) => result.outcome === 'new').length !== 9_000) throw new Error('a batch did not reserve its 9,000 distinct keys');
+		if (reserved.result.filter((result) => result.outcome === 'new').length !== 9_000)
+			throw new Error('a batch did not reserve its 9,000 distinct keys');
 		// Only the figures are kept: the answers kept for all calls would grow this process's heap, and its garbage collector's pauses with it.
 		reserves.push({ ms: reserved.ms, stallMs: reserved.stallMs, ownStallMs: reserved.ownStallMs });
-		const owned = reserved.result.filter((result) => result.outcome === 'new').map((result) => ({ key: result.key, ownerToken: result.ownerToken!, response: { ok: true } }));
+		const owned = reserved.result
+			.filter((result) => result.outcome === 'new')
+			.map((result) => ({ key: result.key, ownerToken: result.ownerToken!, response: { ok: true } }));
 		const completed = await measured(() => store.complete(owned));
 		if (completed.result.some((report) => !report.applied)) throw new Error('a Mark Complete did not apply to every key');
 		completes.push({ ms: completed.ms, stallMs: completed.stallMs, ownStallMs: completed.ownStallMs });
@@ -168,11 +178,24 @@ async function cleanupPart(embedded: EmbeddedModule, args: Args, folder: string)
 	// This process has the file open while another one fills it, as n8n has while a seeding process runs.
 	await store.createTable();
 	const live = Math.floor(args.cleanupRows / 10);
-	const seeded = spawnSync(process.execPath, [...process.execArgv, __filename, '--seed', file, String(args.cleanupRows), String(live)], { stdio: 'inherit' });
+	const seeded = spawnSync(process.execPath, [...process.execArgv, __filename, '--seed', file, String(args.cleanupRows), String(live)], {
+		stdio: 'inherit',
+	});
 	if (seeded.status !== 0) throw new Error(`seeding ${file} failed (exit ${seeded.status ?? seeded.signal})`);
-	const { result, ms, stallMs, ownStallMs } = await measured(() => store.cleanup({ retentionSeconds: 30 * 24 * 3600, batchSize: 10_000, timeBudgetSeconds: 600 }));
+	const { result, ms, stallMs, ownStallMs } = await measured(() =>
+		store.cleanup({ retentionSeconds: 30 * 24 * 3600, batchSize: 10_000, timeBudgetSeconds: 600 }),
+	);
 	if (result.deleted < args.cleanupRows) throw new Error(`cleanup deleted ${result.deleted} of ${args.cleanupRows} expired keys`);
-	return [{ call: `Delete Expired Keys: ${args.cleanupRows.toLocaleString('en-US')} expired random keys among ${live.toLocaleString('en-US')} live`, medianMs: fixed(ms), maxMs: fixed(ms), rowsPerS: Math.round(result.deleted / (ms / 1000)), stallMs: fixed(stallMs), ownStallMs: fixed(ownStallMs) }];
+	return [
+		{
+			call: `Delete Expired Keys: ${args.cleanupRows.toLocaleString('en-US')} expired random keys among ${live.toLocaleString('en-US')} live`,
+			medianMs: fixed(ms),
+			maxMs: fixed(ms),
+			rowsPerS: Math.round(result.deleted / (ms / 1000)),
+			stallMs: fixed(stallMs),
+			ownStallMs: fixed(ownStallMs),
+		},
+	];
 }
 
 async function main(): Promise<void> {
@@ -189,17 +212,28 @@ async function main(): Promise<void> {
 	}
 	const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-bench-random-'));
 	try {
-		const load = () => os.loadavg().map((value) => value.toFixed(2)).join(', ');
+		const load = () =>
+			os
+				.loadavg()
+				.map((value) => value.toFixed(2))
+				.join(', ');
 		const out = { node: process.version, loadAtStart: load(), rows: [] as Array<Record<string, unknown>>, loadAtEnd: '' };
-		console.log(`# The Embedded store on random keys ${new Date().toISOString()}${args.quick ? ' (quick)' : ''}; node ${process.version}; load at start ${out.loadAtStart}`);
+		console.log(
+			`# The Embedded store on random keys ${new Date().toISOString()}${args.quick ? ' (quick)' : ''}; node ${process.version}; load at start ${out.loadAtStart}`,
+		);
 		out.rows.push(...(await reservePart(embedded, args, folder)));
 		out.rows.push(...(await cleanupPart(embedded, args, folder)));
 		out.loadAtEnd = load();
 		console.log('\n| call | median ms | max ms | longest stall ms (without CPU wait) |\n|---|--:|--:|--:|');
-		for (const row of out.rows) console.log(`| ${String(row.call)} | ${String(row.medianMs)} | ${String(row.maxMs)} | ${String(row.stallMs)} (${String(row.ownStallMs)}) |`);
+		for (const row of out.rows)
+			console.log(
+				`| ${String(row.call)} | ${String(row.medianMs)} | ${String(row.maxMs)} | ${String(row.stallMs)} (${String(row.ownStallMs)}) |`,
+			);
 		for (const row of out.rows) {
 			const own = Number(row.ownStallMs);
-			console.log(`${own <= TARGET_STALL_MS ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${String(row.call)}: longest event-loop stall ${own} ms without CPU wait (target ≤ ${TARGET_STALL_MS} ms)`);
+			console.log(
+				`${own <= TARGET_STALL_MS ? 'TARGET HOLDS' : 'TARGET MISSED'}: ${String(row.call)}: longest event-loop stall ${own} ms without CPU wait (target ≤ ${TARGET_STALL_MS} ms)`,
+			);
 		}
 		console.log(`\nload at end ${out.loadAtEnd}`);
 		if (args.json) fs.writeFileSync(args.json, `${JSON.stringify(out, null, 2)}\n`);

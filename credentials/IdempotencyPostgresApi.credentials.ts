@@ -100,7 +100,7 @@ export class IdempotencyPostgresApi implements ICredentialType {
 			type: 'boolean',
 			default: true,
 			description:
-				'Whether Postgres keeps the nodes\' statements parsed and planned on each connection (faster). Turn off behind a pooler that cannot keep them, such as PgBouncer in transaction mode before 1.21; the nodes also switch off by themselves on its first refusal.',
+				"Whether Postgres keeps the nodes' statements parsed and planned on each connection (faster). Turn off behind a pooler that cannot keep them, such as PgBouncer in transaction mode before 1.21; the nodes also switch off by themselves on its first refusal.",
 		},
 	];
 }

@@ -152,9 +152,6 @@ export function timestampedSchemeIds(): ProviderId[] {
 
 /** Every header named by a provider (or another known sender) as refused, lower case. */
 export function refusedHeaderNames(): string[] {
-	const names = [
-		...PROVIDER_IDS.flatMap((id) => providerDefinition(id).refusedHeaders),
-		...Object.values(OTHER_REFUSED_HEADERS).flat(),
-	];
+	const names = [...PROVIDER_IDS.flatMap((id) => providerDefinition(id).refusedHeaders), ...Object.values(OTHER_REFUSED_HEADERS).flat()];
 	return [...new Set(names)];
 }

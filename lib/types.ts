@@ -62,7 +62,10 @@ export interface ReplayEvidence {
 export type ReservationDetail = 'compact' | 'full';
 
 /** The part of the row the compact reserve statement returns (its RETURNING list minus `sql/postgres/queries/reserve.sql`'s full-record section). */
-export type CompactRecord = Pick<IdempotencyRecord, 'key' | 'status' | 'attempts' | 'lockedUntil' | 'payloadHash' | 'response' | 'leaseActive'>;
+export type CompactRecord = Pick<
+	IdempotencyRecord,
+	'key' | 'status' | 'attempts' | 'lockedUntil' | 'payloadHash' | 'response' | 'leaseActive'
+>;
 
 export interface ReservationResult<R extends CompactRecord = IdempotencyRecord> {
 	outcome: ReservationOutcome;

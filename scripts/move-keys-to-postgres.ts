@@ -78,13 +78,17 @@ function summary(report: MoveReport): string {
 		lines.push(`conflicts: ${report.conflicts.length} keys were held by both stores as different reservations:`);
 		for (const conflict of report.conflicts.slice(0, 20)) {
 			const side = (s: { status: string; attempts: number } | null) => (s ? `${s.status}, attempt ${s.attempts}` : 'none');
-			lines.push(`  ${JSON.stringify(conflict.key)}: file ${side(conflict.copied)}, Postgres ${side(conflict.postgres)} → kept the ${conflict.kept === 'copied' ? "file's" : "Postgres's"}`);
+			lines.push(
+				`  ${JSON.stringify(conflict.key)}: file ${side(conflict.copied)}, Postgres ${side(conflict.postgres)} → kept the ${conflict.kept === 'copied' ? "file's" : "Postgres's"}`,
+			);
 		}
 		if (report.conflicts.length > 20) lines.push(`  … and ${report.conflicts.length - 20} more (--json lists them all)`);
 	}
 	for (const warning of report.warnings) lines.push(`warning: ${warning}`);
 	if (report.fileChanged) {
-		lines.push('The file changed while it was read: a workflow still used the embedded store. Pause it, then run this again (keys already moved stay as they are).');
+		lines.push(
+			'The file changed while it was read: a workflow still used the embedded store. Pause it, then run this again (keys already moved stay as they are).',
+		);
 	}
 	return lines.join('\n');
 }
@@ -123,7 +127,9 @@ export async function main(argv: string[]): Promise<number> {
 		return report.fileChanged ? 3 : 0;
 	} catch (error) {
 		// The message only: an error from pg can carry connection details in its properties.
-		process.stderr.write(`\nThe move stopped: ${error instanceof Error ? error.message : String(error)}\nKeys moved so far stay in Postgres; running the command again continues safely.\n`);
+		process.stderr.write(
+			`\nThe move stopped: ${error instanceof Error ? error.message : String(error)}\nKeys moved so far stay in Postgres; running the command again continues safely.\n`,
+		);
 		return 1;
 	} finally {
 		await pool.end().catch(() => {});

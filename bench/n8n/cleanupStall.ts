@@ -84,7 +84,11 @@ function lagProbe(baseUrl: string, pid: number): () => Promise<Lag> {
 }
 
 const fixed = (value: number) => Number(value.toFixed(1));
-const load = () => os.loadavg().map((value) => value.toFixed(2)).join(', ');
+const load = () =>
+	os
+		.loadavg()
+		.map((value) => value.toFixed(2))
+		.join(', ');
 
 async function main(): Promise<number> {
 	const args = parseArgs(process.argv.slice(2));
@@ -109,14 +113,20 @@ async function main(): Promise<number> {
 		const stackNow = running;
 		const pid = findN8nPid(stackNow.workDir);
 		if (!pid) throw new Error('could not find the n8n process of the stack');
-		const appQuery = (sql: string, params?: unknown[]) => stack.withClient(stackNow.appUrl, (client: { query: (sql: string, params?: unknown[]) => Promise<unknown> }) => client.query(sql, params));
+		const appQuery = (sql: string, params?: unknown[]) =>
+			stack.withClient(stackNow.appUrl, (client: { query: (sql: string, params?: unknown[]) => Promise<unknown> }) =>
+				client.query(sql, params),
+			);
 		const file = path.join(stackNow.userFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
 		const rows: Array<Record<string, unknown>> = [];
 		const expired = args.cleanupRows;
 		const live = Math.floor(expired / 10);
 		for (let round = 0; round < args.rounds; round++) {
 			// Seeded as bench/n8n/run.js seeds them: another process fills the file n8n has open, one insert for Postgres.
-			const seeded = spawnSync(sqliteNode(), [path.join(__dirname, 'seedEmbedded.js'), file, String(expired), String(live)], { cwd: path.join(__dirname, '..', '..'), stdio: ['ignore', 'inherit', 'inherit'] });
+			const seeded = spawnSync(sqliteNode(), [path.join(__dirname, 'seedEmbedded.js'), file, String(expired), String(live)], {
+				cwd: path.join(__dirname, '..', '..'),
+				stdio: ['ignore', 'inherit', 'inherit'],
+			});
 			if (seeded.status !== 0) throw new Error(`seeding ${file} failed (exit ${seeded.status ?? seeded.signal})`);
 			await appQuery(
 				`INSERT INTO processed_events (key, status, first_seen, last_seen, expires_at, owner_token)
@@ -129,26 +139,54 @@ async function main(): Promise<number> {
 			for (const flow of CLEANUP_FLOWS as Array<{ path: string; label: string }>) {
 				const stop = lagProbe(stackNow.baseUrl, pid);
 				const flowStarted = performance.now();
-				const res = await fetch(stackNow.webhookUrl(flow.path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+				const res = await fetch(stackNow.webhookUrl(flow.path), {
+					method: 'POST',
+					headers: { 'content-type': 'application/json' },
+					body: '{}',
+				});
 				const text = await res.text();
 				const ms = performance.now() - flowStarted;
 				const lag = await stop();
 				if (res.status !== 200) throw new Error(`${flow.label} answered ${res.status}: ${text.slice(0, 300)}`);
 				const answer = JSON.parse(text) as unknown;
 				const result = ((Array.isArray(answer) ? answer[0] : answer) ?? {}) as { deleted?: number };
-				if (!(Number(result.deleted) >= expired)) throw new Error(`${flow.label}: deleted ${result.deleted} of ${expired} (answer ${text.slice(0, 300)})`);
+				if (!(Number(result.deleted) >= expired))
+					throw new Error(`${flow.label}: deleted ${result.deleted} of ${expired} (answer ${text.slice(0, 300)})`);
 				// The control: the same probe, as long, with n8n doing nothing asked of it.
 				const stopIdle = lagProbe(stackNow.baseUrl, pid);
 				await new Promise((resolve) => setTimeout(resolve, ms));
 				const idle = await stopIdle();
-				rows.push({ flow: flow.label, deleted: Number(result.deleted), wallMs: Math.round(ms), rowsPerS: Math.round(Number(result.deleted) / (ms / 1000)), stallMs: fixed(lag.stallMs), ownStallMs: fixed(lag.ownStallMs), probes: lag.samples, idleStallMs: fixed(idle.stallMs), idleOwnStallMs: fixed(idle.ownStallMs), idleProbes: idle.samples, load: load() });
-				log(`${flow.label}: ${result.deleted} deleted in ${Math.round(ms)} ms; stall ${fixed(lag.stallMs)} ms (${fixed(lag.ownStallMs)} without CPU wait); n8n idle as long: ${fixed(idle.stallMs)} (${fixed(idle.ownStallMs)})`);
+				rows.push({
+					flow: flow.label,
+					deleted: Number(result.deleted),
+					wallMs: Math.round(ms),
+					rowsPerS: Math.round(Number(result.deleted) / (ms / 1000)),
+					stallMs: fixed(lag.stallMs),
+					ownStallMs: fixed(lag.ownStallMs),
+					probes: lag.samples,
+					idleStallMs: fixed(idle.stallMs),
+					idleOwnStallMs: fixed(idle.ownStallMs),
+					idleProbes: idle.samples,
+					load: load(),
+				});
+				log(
+					`${flow.label}: ${result.deleted} deleted in ${Math.round(ms)} ms; stall ${fixed(lag.stallMs)} ms (${fixed(lag.ownStallMs)} without CPU wait); n8n idle as long: ${fixed(idle.stallMs)} (${fixed(idle.ownStallMs)})`,
+				);
 			}
 		}
-		console.log(`\n| flow | deleted | wall ms | rows/s | longest n8n stall ms (without CPU wait) | n8n idle as long: longest stall ms (without CPU wait) |\n|---|--:|--:|--:|--:|--:|`);
-		for (const r of rows) console.log(`| ${String(r.flow)} | ${String(r.deleted)} | ${String(r.wallMs)} | ${String(r.rowsPerS)} | ${String(r.stallMs)} (${String(r.ownStallMs)}) | ${String(r.idleStallMs)} (${String(r.idleOwnStallMs)}) |`);
+		console.log(
+			`\n| flow | deleted | wall ms | rows/s | longest n8n stall ms (without CPU wait) | n8n idle as long: longest stall ms (without CPU wait) |\n|---|--:|--:|--:|--:|--:|`,
+		);
+		for (const r of rows)
+			console.log(
+				`| ${String(r.flow)} | ${String(r.deleted)} | ${String(r.wallMs)} | ${String(r.rowsPerS)} | ${String(r.stallMs)} (${String(r.ownStallMs)}) | ${String(r.idleStallMs)} (${String(r.idleOwnStallMs)}) |`,
+			);
 		console.log(`\nload at end ${load()}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
-		if (args.json) fs.writeFileSync(args.json, `${JSON.stringify({ command: `node bench/n8n/cleanupStall.ts ${process.argv.slice(2).join(' ')}`, rows }, null, 2)}\n`);
+		if (args.json)
+			fs.writeFileSync(
+				args.json,
+				`${JSON.stringify({ command: `node bench/n8n/cleanupStall.ts ${process.argv.slice(2).join(' ')}`, rows }, null, 2)}\n`,
+			);
 		return 0;
 	} catch (error) {
 		console.error(`bench/n8n/cleanupStall.ts failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -67,7 +67,11 @@ export function parseEffectQuery(text: string): EffectQueryTemplate {
 			`Where ${KEY_PLACEHOLDER} stands in the query depends on how the server reads a backslash before a quote (standard_conforming_strings): write such a string as E'…', or without the backslash.`,
 		);
 	}
-	return { text, keyPlaceholders: standard.keyPlaceholders, highestParameter: Math.max(standard.highestParameter, backslashes.highestParameter) };
+	return {
+		text,
+		keyPlaceholders: standard.keyPlaceholders,
+		highestParameter: Math.max(standard.highestParameter, backslashes.highestParameter),
+	};
 }
 
 /** Checks the user's SQL (see parseEffectQuery). */
@@ -141,14 +145,17 @@ export class OneTransactionEffect {
 			session.reusable = false;
 			try {
 				await client.query('begin');
-				const [reservation] = await PostgresKeyStore.inTransaction(this.pool, client, { ...this.options, createTable: false }).reserve([request], {
-					mode: 'permanent',
-					leaseSeconds: 300,
-					retentionSeconds: options.retentionSeconds,
-					executionId: options.executionId,
-					workflowId: options.workflowId,
-					instanceId: options.instanceId,
-				});
+				const [reservation] = await PostgresKeyStore.inTransaction(this.pool, client, { ...this.options, createTable: false }).reserve(
+					[request],
+					{
+						mode: 'permanent',
+						leaseSeconds: 300,
+						retentionSeconds: options.retentionSeconds,
+						executionId: options.executionId,
+						workflowId: options.workflowId,
+						instanceId: options.instanceId,
+					},
+				);
 				let result: OneTransactionResult;
 				if (reservation.outcome === 'new') {
 					const effect = await runUserQuery(client, query);

@@ -73,7 +73,11 @@ export function isExactInJavaScript(token: string): boolean {
 	if (!Number.isFinite(value)) return false;
 	const exact = decimalParts(token);
 	const shortest = decimalParts(String(value));
-	return exact.digits === shortest.digits && exact.exponent === shortest.exponent && (exact.digits === '0' || exact.negative === shortest.negative);
+	return (
+		exact.digits === shortest.digits &&
+		exact.exponent === shortest.exponent &&
+		(exact.digits === '0' || exact.negative === shortest.negative)
+	);
 }
 
 interface DecimalParts {
@@ -113,7 +117,8 @@ export function plainDecimal(token: string): string | undefined {
 	const fractionDigits = Math.max(0, digits.length - point);
 	const leadingZeros = /^0*/.exec(digits)?.[0].length ?? 0;
 	const integerDigits = Math.max(0, point - leadingZeros);
-	if (!Number.isFinite(point) || fractionDigits > MAX_NUMERIC_FRACTION_DIGITS || integerDigits > MAX_NUMERIC_INTEGER_DIGITS) return undefined;
+	if (!Number.isFinite(point) || fractionDigits > MAX_NUMERIC_FRACTION_DIGITS || integerDigits > MAX_NUMERIC_INTEGER_DIGITS)
+		return undefined;
 	let integer: string;
 	let decimals: string;
 	if (point <= 0) {
@@ -168,7 +173,12 @@ const FATAL_UTF8 = new TextDecoder('utf-8', { fatal: true });
  * body: no node in between changed it). Only bodies with numbers JavaScript rounds take the longer
  * path; `nonce` is for tests.
  */
-export function exactPayloadSource(body: unknown, rawBody: Buffer, maxBytes: number, nonce = randomBytes(16).toString('hex')): ExactPayloadSource {
+export function exactPayloadSource(
+	body: unknown,
+	rawBody: Buffer,
+	maxBytes: number,
+	nonce = randomBytes(16).toString('hex'),
+): ExactPayloadSource {
 	let text: string;
 	try {
 		text = FATAL_UTF8.decode(rawBody);

@@ -52,7 +52,9 @@ export function validateEvidenceConfig(config: EvidenceConfig): void {
 		);
 	}
 	if (!['off', 'header', 'executionId'].includes(config.correlation)) {
-		throw new InvalidConfigurationError(`Unknown Correlation ID choice ${JSON.stringify(config.correlation)}: use off, header or executionId.`);
+		throw new InvalidConfigurationError(
+			`Unknown Correlation ID choice ${JSON.stringify(config.correlation)}: use off, header or executionId.`,
+		);
 	}
 	if (config.correlation === 'header' && !HEADER_NAME.test(config.correlationHeader.trim())) {
 		throw new InvalidConfigurationError(
@@ -122,7 +124,10 @@ export function replayEvidence(config: EvidenceConfig, input: EvidenceInput): { 
  * Keeps the payloads of one statement within `maxBytes`, items in order: a payload that would pass
  * it is left out (its key is still reserved) and its report says why. Changes the entries given.
  */
-export function capBatchPayloads(entries: Array<{ evidence: ReplayEvidence; report: EvidenceReport }>, maxBytes = MAX_BATCH_PAYLOAD_BYTES): void {
+export function capBatchPayloads(
+	entries: Array<{ evidence: ReplayEvidence; report: EvidenceReport }>,
+	maxBytes = MAX_BATCH_PAYLOAD_BYTES,
+): void {
 	let total = 0;
 	for (const { evidence, report } of entries) {
 		if (evidence.payloadJson === null || evidence.payloadBytes === null) continue;
@@ -147,7 +152,9 @@ function correlationIdOf(config: EvidenceConfig, input: EvidenceInput, warnings:
 	const header = readHeader(input.headers, name);
 	if (header.status === 'present') return header.value;
 	if (header.status === 'ambiguous') {
-		warnings.push(`The header "${name}" was sent more than once with different values; the correlation id is the n8n execution id instead.`);
+		warnings.push(
+			`The header "${name}" was sent more than once with different values; the correlation id is the n8n execution id instead.`,
+		);
 	}
 	if (header.status === 'notText') {
 		warnings.push(`The header "${name}" is not text (${header.type}); the correlation id is the n8n execution id instead.`);
@@ -158,11 +165,13 @@ function correlationIdOf(config: EvidenceConfig, input: EvidenceInput, warnings:
 /** Repaired (NUL, lone surrogates) and cut to MAX_EVIDENCE_TEXT_LENGTH, with a warning for each. */
 function storableEvidenceText(text: string, what: string, warnings: string[]): string {
 	const repaired = storableText(text);
-	if (repaired.changed) warnings.push(`The ${what} had NUL characters or broken Unicode (lone surrogates); they were replaced with U+FFFD (�).`);
+	if (repaired.changed)
+		warnings.push(`The ${what} had NUL characters or broken Unicode (lone surrogates); they were replaced with U+FFFD (�).`);
 	// A source or trace id is one line: a newline or an escape sequence from a sender (or an item
 	// not from a Webhook node, whose headers no HTTP parser checked) must not reach whoever shows it.
 	const oneLine = repaired.text.replace(CONTROL_CHARACTERS, '\uFFFD');
-	if (oneLine !== repaired.text) warnings.push(`The ${what} had control characters (a newline, a tab, an escape); they were replaced with U+FFFD (�).`);
+	if (oneLine !== repaired.text)
+		warnings.push(`The ${what} had control characters (a newline, a tab, an escape); they were replaced with U+FFFD (�).`);
 	const cut = cutText(oneLine, MAX_EVIDENCE_TEXT_LENGTH);
 	if (cut.length < oneLine.length) {
 		warnings.push(`The ${what} was ${oneLine.length} characters long; only its first ${MAX_EVIDENCE_TEXT_LENGTH} were stored.`);

@@ -50,13 +50,7 @@ export interface KeyInput {
 	item?: unknown;
 }
 
-export type KeySourceLabel =
-	| 'event-id'
-	| 'header'
-	| 'custom'
-	| 'field'
-	| 'raw-body-hash'
-	| 'canonical-json-hash';
+export type KeySourceLabel = 'event-id' | 'header' | 'custom' | 'field' | 'raw-body-hash' | 'canonical-json-hash';
 
 /**
  * Where a key came from, in the words of the Key Source options (what outputs show). The stored
@@ -160,7 +154,9 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 		return derived;
 	}
 	if (config.strategy !== 'bodyHash' && config.onMissingKey === 'error') {
-		throw new MissingKeyError(`No idempotency key: ${describeExpectedKey(config)} is missing or empty, and falling back to the body hash is off.`);
+		throw new MissingKeyError(
+			`No idempotency key: ${describeExpectedKey(config)} is missing or empty, and falling back to the body hash is off.`,
+		);
 	}
 	const { key, keySource } = bodyHashKey(input);
 	return finish(key, keySource, config);
@@ -200,9 +196,10 @@ function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySo
 	if (source.from === 'body') {
 		const body = input.body;
 		const exactNumber = (parsed: number) => exactNumberText(input.rawBody, [source.field], parsed);
-		const value = body !== null && typeof body === 'object' && !Array.isArray(body)
-			? scalarText((body as Record<string, unknown>)[source.field], exactNumber, `the body field "${source.field}"`)
-			: undefined;
+		const value =
+			body !== null && typeof body === 'object' && !Array.isArray(body)
+				? scalarText((body as Record<string, unknown>)[source.field], exactNumber, `the body field "${source.field}"`)
+				: undefined;
 		return value === undefined ? undefined : { key: `evt:${value}`, keySource: 'event-id' };
 	}
 	// Alternative names carry one id (webhook-id, svix-id: the signed value, not the name): the key
@@ -224,7 +221,8 @@ function fromField(input: KeyInput, config: KeyConfig): { key: string; keySource
 	const exactNumber = (parsed: number) => (rawSteps ? exactNumberText(input.rawBody, rawSteps, parsed) : undefined);
 	const found = valueAtPath(item, steps);
 	// A webhook item's `headers.<name>` is a header: a joined (repeated) value is refused as by Key Source Header.
-	const header = item !== input.body && steps.length === 2 && steps[0] === 'headers' && typeof found === 'string' ? String(steps[1]) : undefined;
+	const header =
+		item !== input.body && steps.length === 2 && steps[0] === 'headers' && typeof found === 'string' ? String(steps[1]) : undefined;
 	const value = header === undefined ? scalarText(found, exactNumber, `the field "${path}"`) : keyHeaderValue({ [header]: found }, header);
 	return value === undefined ? undefined : { key: (config.fieldPrefix ?? '') + value, keySource: 'field' };
 }
@@ -317,7 +315,9 @@ function describeExpectedKey(config: KeyConfig): string {
 			return 'the body field "id"';
 		case 'preset': {
 			const source = PROVIDER_PRESETS[config.preset as ProviderPreset];
-			return source.from === 'body' ? `the body field "${source.field}" (${config.preset} preset)` : `the header "${source.names.join('" or "')}" (${config.preset} preset)`;
+			return source.from === 'body'
+				? `the body field "${source.field}" (${config.preset} preset)`
+				: `the header "${source.names.join('" or "')}" (${config.preset} preset)`;
 		}
 		case 'header':
 			return `the header "${config.headerName}"`;

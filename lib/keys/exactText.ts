@@ -36,7 +36,9 @@ export function assertExactRunText(fields: Record<string, string>): void {
  */
 export function assertStoredKeyText(key: unknown, what: string): asserts key is string {
 	if (typeof key !== 'string' || key === '') {
-		throw new UnusableKeyError(`The ${what} is ${key === '' ? 'empty' : `not text (${typeof key})`}: pass a stored key, such as List Keys' key. Nothing was claimed.`);
+		throw new UnusableKeyError(
+			`The ${what} is ${key === '' ? 'empty' : `not text (${typeof key})`}: pass a stored key, such as List Keys' key. Nothing was claimed.`,
+		);
 	}
 	const reason = inexactTextReason(key);
 	if (reason) throw new UnusableKeyError(`The ${what} ${reason}, so no stored key can match it. Nothing was claimed.`);

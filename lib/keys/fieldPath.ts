@@ -23,7 +23,8 @@ export function parseFieldPath(path: string): readonly PathStep[] {
 let lastParsed: { path: string; steps: readonly PathStep[] } | undefined;
 
 function parse(path: string): PathStep[] {
-	if (typeof path !== 'string' || path.trim() === '') throw new InvalidConfigurationError('Key source "Field" needs a field path, e.g. body.data.object.id.');
+	if (typeof path !== 'string' || path.trim() === '')
+		throw new InvalidConfigurationError('Key source "Field" needs a field path, e.g. body.data.object.id.');
 	const steps: PathStep[] = [];
 	for (const part of path.trim().split('.')) {
 		const match = STEP.exec(part);
@@ -39,7 +40,8 @@ function parse(path: string): PathStep[] {
 		steps.push(name);
 		for (const [, index] of match[2].matchAll(INDEX)) {
 			const position = Number(index);
-			if (!Number.isSafeInteger(position)) throw new InvalidConfigurationError(`The array position [${index}] in the field path is too large.`);
+			if (!Number.isSafeInteger(position))
+				throw new InvalidConfigurationError(`The array position [${index}] in the field path is too large.`);
 			steps.push(position);
 		}
 	}

@@ -101,7 +101,15 @@ class Reader {
 	private skipValue(): RawJsonToken['kind'] {
 		const first = this.peek();
 		const kind: RawJsonToken['kind'] =
-			first === '{' ? 'object' : first === '[' ? 'array' : first === '"' ? 'string' : first === '-' || isDigit(first) ? 'number' : 'literal';
+			first === '{'
+				? 'object'
+				: first === '['
+					? 'array'
+					: first === '"'
+						? 'string'
+						: first === '-' || isDigit(first)
+							? 'number'
+							: 'literal';
 		const open: string[] = [];
 		for (;;) {
 			this.skipSpace();

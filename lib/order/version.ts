@@ -46,8 +46,7 @@ export function compareVersions(a: string, b: string): number {
 // Up to 100 integer digits and 30 fraction digits: far beyond any real version, small enough that
 // Postgres never refuses the value (which would fail the whole batch instead of one item).
 const DECIMAL = /^[+-]?\d{1,100}(\.\d{1,30})?$/;
-const ISO_DATE_TIME =
-	/^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)$/;
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)$/;
 
 function fromNumber(value: number): string {
 	if (Number.isNaN(value)) throw new InvalidVersionError('The version is NaN (not a number).');

@@ -24,7 +24,8 @@ export function idempotencyOutput(
 ): ItemJson {
 	if (settings.detail === 'full') {
 		// Unreachable by design (the node asks the store for the full row when Output is Full).
-		if (!hasFullRecord(result)) throw new UnexpectedResultError('Output: Full needs the full reserved row, but the reserve statement returned the compact one.');
+		if (!hasFullRecord(result))
+			throw new UnexpectedResultError('Output: Full needs the full reserved row, but the reserve statement returned the compact one.');
 		return fullOutput(result, derived, settings.mode);
 	}
 	return compactOutput(result, derived, settings);
@@ -135,7 +136,8 @@ export function evidenceOutput(report: EvidenceReport, result: ReservationResult
 		const reserved = result.outcome === 'new';
 		output.payloadStored = reserved && report.payloadStored;
 		output.payloadBytes = report.payloadBytes ?? null;
-		if (!reserved) output.payloadNotStoredReason = "The key was already reserved (a duplicate or in progress): the first delivery's evidence is kept.";
+		if (!reserved)
+			output.payloadNotStoredReason = "The key was already reserved (a duplicate or in progress): the first delivery's evidence is kept.";
 		else if (report.payloadNotStoredReason) output.payloadNotStoredReason = report.payloadNotStoredReason;
 	}
 	if (report.correlationId !== undefined) output.correlationId = report.correlationId;

@@ -9,7 +9,14 @@
  *
  * The node side (`nodes/shared/reservationPipeline.ts`) turns refusals and routes into n8n outputs.
  */
-import { capBatchPayloads, defaultSource, replayEvidence, type EvidenceConfig, type EvidenceInput, type EvidenceReport } from '../evidence/replayEvidence';
+import {
+	capBatchPayloads,
+	defaultSource,
+	replayEvidence,
+	type EvidenceConfig,
+	type EvidenceInput,
+	type EvidenceReport,
+} from '../evidence/replayEvidence';
 import type { DerivedKey, KeyConfig } from '../keys/deriveKey';
 import { distinctBatch } from '../store/rules';
 import type { KeyStore } from '../store/contract';
@@ -90,7 +97,9 @@ export async function reserveAll<T extends ReservationEntry>(
 	options: ReserveOptionsWithDetail,
 ): Promise<Array<Reserved<T>>> {
 	const requests = prepared.map(({ value }) => value.request);
-	const withEvidence = prepared.flatMap(({ value }) => (value.request.evidence ? [{ evidence: value.request.evidence, report: value.evidence, request: value.request }] : []));
+	const withEvidence = prepared.flatMap(({ value }) =>
+		value.request.evidence ? [{ evidence: value.request.evidence, report: value.evidence, request: value.request }] : [],
+	);
 	capBatchPayloads(distinctBatch(withEvidence.map(({ request }) => request)).firstIndexes.map((index) => withEvidence[index]));
 	const results = await store.reserve(requests, options);
 	return results.map((result, position) => ({ ...prepared[position], result }));
@@ -113,7 +122,11 @@ export function routeOf(result: ReservationResult<CompactRecord>, mode: Reservat
  * provider's retry is processed rather than found as a duplicate. The error's message says
  * whether that worked.
  */
-export async function releasedBeforeFailing<E extends Error>(store: KeyStore, results: Array<ReservationResult<CompactRecord>>, error: E): Promise<E> {
+export async function releasedBeforeFailing<E extends Error>(
+	store: KeyStore,
+	results: Array<ReservationResult<CompactRecord>>,
+	error: E,
+): Promise<E> {
 	const owned = results.flatMap((result) => (result.ownerToken ? [{ key: result.key, ownerToken: result.ownerToken }] : []));
 	if (owned.length === 0) return error;
 	try {

@@ -1,12 +1,6 @@
 export { verifySignature } from './verify';
 export { FAILURE_DESCRIPTIONS } from './reasons';
-export {
-	resolveSecrets,
-	hasOuterWhitespace,
-	decodeStandardWebhooksSecret,
-	LEGACY_LIST_MESSAGE,
-	type ConfiguredSecrets,
-} from './secrets';
+export { resolveSecrets, hasOuterWhitespace, decodeStandardWebhooksSecret, LEGACY_LIST_MESSAGE, type ConfiguredSecrets } from './secrets';
 export { SignatureError, SignatureConfigError } from './errors';
 export {
 	DEFAULT_TOLERANCE_SECONDS,

@@ -3,13 +3,7 @@ import { readFirstHeader, readHeader, type HeaderValue } from '../headers';
 import { decodeBase64, decodeHex } from './hmac';
 import { decodeStandardWebhooksSecret } from './secrets';
 import { parseUnixSeconds } from './timestamp';
-import type {
-	GenericHmacOptions,
-	HeaderBag,
-	HmacAlgorithm,
-	SignatureFailureReason,
-	SignatureScheme,
-} from './types';
+import type { GenericHmacOptions, HeaderBag, HmacAlgorithm, SignatureFailureReason, SignatureScheme } from './types';
 
 /** What a scheme extracts from a request before any secret is involved. */
 export interface SignedRequest {
@@ -49,9 +43,7 @@ function readTimestamp(header: HeaderValue): TimestampResult {
 	// A repeated timestamp header would let the sender choose which value the window sees.
 	if (header.status !== 'present') return { ok: false, reason: 'malformed_timestamp' };
 	const seconds = parseUnixSeconds(header.value);
-	return seconds === undefined
-		? { ok: false, reason: 'malformed_timestamp' }
-		: { ok: true, seconds, text: header.value };
+	return seconds === undefined ? { ok: false, reason: 'malformed_timestamp' } : { ok: true, seconds, text: header.value };
 }
 
 /** `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]`; other versions (`v0`) are ignored, as Stripe's SDK does. */
@@ -89,12 +81,10 @@ const stripe: SchemeParser = (headers, rawBody) => {
 };
 
 /** `X-Hub-Signature-256: sha256=<hex>` over the raw body. */
-const github: SchemeParser = (headers, rawBody) =>
-	bodySignature(headers, 'x-hub-signature-256', 'sha256=', decodeHex, rawBody);
+const github: SchemeParser = (headers, rawBody) => bodySignature(headers, 'x-hub-signature-256', 'sha256=', decodeHex, rawBody);
 
 /** `X-Shopify-Hmac-Sha256: <base64>` over the raw body. */
-const shopify: SchemeParser = (headers, rawBody) =>
-	bodySignature(headers, 'x-shopify-hmac-sha256', '', decodeBase64, rawBody);
+const shopify: SchemeParser = (headers, rawBody) => bodySignature(headers, 'x-shopify-hmac-sha256', '', decodeBase64, rawBody);
 
 /** `X-Slack-Signature: v0=<hex>` over `"v0:{ts}:{rawBody}"`, `ts` from `X-Slack-Request-Timestamp`. */
 const slack: SchemeParser = (headers, rawBody) => {

@@ -38,7 +38,9 @@ export function resolveSecrets(configured: ConfiguredSecrets): string[] {
 		throw new SignatureConfigError('No signing secret configured: enter the signing secret in the credential\'s "Secret" field');
 	}
 	if (isBlank(current)) {
-		throw new SignatureConfigError('The credential\'s "Secret" is only whitespace: enter the signing secret exactly as the provider shows it');
+		throw new SignatureConfigError(
+			'The credential\'s "Secret" is only whitespace: enter the signing secret exactly as the provider shows it',
+		);
 	}
 	if (previous === '') return [current];
 	if (isBlank(previous)) {
@@ -72,15 +74,11 @@ const STANDARD_WEBHOOKS_PREFIX = 'whsec_';
  * @throws SignatureConfigError when the rest is not base64; the message says nothing about the secret.
  */
 export function decodeStandardWebhooksSecret(secret: string): Buffer {
-	const encoded = secret.startsWith(STANDARD_WEBHOOKS_PREFIX)
-		? secret.slice(STANDARD_WEBHOOKS_PREFIX.length)
-		: secret;
+	const encoded = secret.startsWith(STANDARD_WEBHOOKS_PREFIX) ? secret.slice(STANDARD_WEBHOOKS_PREFIX.length) : secret;
 	// Svix secrets are often written without base64 padding.
 	const key = decodeBase64(encoded.padEnd(Math.ceil(encoded.length / 4) * 4, '='));
 	if (key === undefined || key.length === 0) {
-		throw new SignatureConfigError(
-			'A configured secret is not a Standard Webhooks secret: expected "whsec_" followed by base64',
-		);
+		throw new SignatureConfigError('A configured secret is not a Standard Webhooks secret: expected "whsec_" followed by base64');
 	}
 	return key;
 }

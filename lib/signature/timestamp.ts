@@ -13,11 +13,7 @@ export function parseUnixSeconds(text: string): number | undefined {
  * a replay (or a very late retry), one too far ahead means skewed clocks or a forgery that tries
  * to stay valid for longer. The bounds are inclusive.
  */
-export function checkTimestamp(
-	timestampSeconds: number,
-	nowSeconds: number,
-	toleranceSeconds: number,
-): SignatureFailureReason | undefined {
+export function checkTimestamp(timestampSeconds: number, nowSeconds: number, toleranceSeconds: number): SignatureFailureReason | undefined {
 	if (nowSeconds - timestampSeconds > toleranceSeconds) return 'timestamp_too_old';
 	if (timestampSeconds - nowSeconds > toleranceSeconds) return 'timestamp_in_future';
 	return undefined;

@@ -2,12 +2,7 @@ import { SignatureConfigError } from './errors';
 import { computeHmac, signaturesEqual } from './hmac';
 import { SCHEMES } from './schemes';
 import { checkTimestamp } from './timestamp';
-import {
-	DEFAULT_TOLERANCE_SECONDS,
-	SIGNATURE_SCHEMES,
-	type VerifySignatureInput,
-	type VerifySignatureResult,
-} from './types';
+import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_SCHEMES, type VerifySignatureInput, type VerifySignatureResult } from './types';
 
 /**
  * Verifies a webhook request's HMAC signature against one or more secrets. Each secret is used

@@ -48,7 +48,10 @@ export interface KeyStore {
 	 * Reserves each request's key. Results come back in request order; repeats in the batch are
 	 * duplicates. `detail: 'compact'` returns only the CompactRecord part of each row (default: full).
 	 */
-	reserve(requests: ReservationRequest[], options: ReserveOptions & { detail: 'compact' }): Promise<Array<ReservationResult<CompactRecord>>>;
+	reserve(
+		requests: ReservationRequest[],
+		options: ReserveOptions & { detail: 'compact' },
+	): Promise<Array<ReservationResult<CompactRecord>>>;
 	reserve(requests: ReservationRequest[], options: ReserveOptions & { detail?: 'full' }): Promise<ReservationResult[]>;
 	reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>>;
 

@@ -170,7 +170,12 @@ export interface StoreDriver<S> {
 	 * Sends `statement` under `rule`. `then`, given its result, may name a second statement: the
 	 * embedded store runs both in one transaction; Postgres sends it next, under the same rule.
 	 */
-	send(operation: StoreOperation, statement: Statement<S>, rule: SendRule, then?: (result: StatementResult) => Statement<S> | undefined): Promise<StatementResult[]>;
+	send(
+		operation: StoreOperation,
+		statement: Statement<S>,
+		rule: SendRule,
+		then?: (result: StatementResult) => Statement<S> | undefined,
+	): Promise<StatementResult[]>;
 }
 
 /** A key table's driver: the statements, and what the backend's keys, retries and cleanup chunks are. */

@@ -77,7 +77,10 @@ export class DriverKeyStore implements KeyStore {
 	 * Reserves each request's key. Results come back in request order; repeats in the batch are
 	 * duplicates. `detail: 'compact'` returns only the CompactRecord part of each row (default: full).
 	 */
-	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail: 'compact' }): Promise<Array<ReservationResult<CompactRecord>>>;
+	async reserve(
+		requests: ReservationRequest[],
+		options: ReserveOptions & { detail: 'compact' },
+	): Promise<Array<ReservationResult<CompactRecord>>>;
 	async reserve(requests: ReservationRequest[], options: ReserveOptions & { detail?: 'full' }): Promise<ReservationResult[]>;
 	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>>;
 	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>> {
@@ -115,12 +118,20 @@ export class DriverKeyStore implements KeyStore {
 			const distinct = distinctByKey.get(read.value(row, 'key') as string);
 			if (distinct !== undefined) rowOfDistinct[distinct] = row;
 		}
-		const records = rowOfDistinct.map((row) => (row === undefined ? undefined : compact ? toCompactRecord(row, read) : toRecord(row, read)));
+		const records = rowOfDistinct.map((row) =>
+			row === undefined ? undefined : compact ? toCompactRecord(row, read) : toRecord(row, read),
+		);
 		return requests.map((request, index) => {
 			const distinct = distinctOfRequest[index];
 			const record = records[distinct];
 			if (!record) throw this.driver.noRowError(request.key);
-			return reservationResult(request, record, read.value(rowOfDistinct[distinct], 'owner_token') as string, tokens[distinct], firstIndexes[distinct] !== index);
+			return reservationResult(
+				request,
+				record,
+				read.value(rowOfDistinct[distinct], 'owner_token') as string,
+				tokens[distinct],
+				firstIndexes[distinct] !== index,
+			);
 		});
 	}
 
@@ -171,18 +182,33 @@ export class DriverKeyStore implements KeyStore {
 	 */
 	async complete(items: Array<SettleRequest & { response?: unknown }>): Promise<SettleReport[]> {
 		const responses = items.map((item) => storableResponse(item.response));
-		return this.settle('complete', items, responses.map((response) => response.warnings), (index) => [responses[index].json]);
+		return this.settle(
+			'complete',
+			items,
+			responses.map((response) => response.warnings),
+			(index) => [responses[index].json],
+		);
 	}
 
 	/** Deletes owned reservations so the provider's next delivery is processed. */
 	async release(items: SettleRequest[]): Promise<SettleReport[]> {
-		return this.settle('release', items, items.map(() => []), () => []);
+		return this.settle(
+			'release',
+			items,
+			items.map(() => []),
+			() => [],
+		);
 	}
 
 	/** Marks owned reservations failed (kept with the message); the next delivery reserves again. */
 	async fail(items: Array<SettleRequest & { error: string }>): Promise<SettleReport[]> {
 		const messages = items.map((item) => storableErrorMessage(item.error));
-		return this.settle('fail', items, messages.map((message) => message.warnings), (index) => [messages[index].text]);
+		return this.settle(
+			'fail',
+			items,
+			messages.map((message) => message.warnings),
+			(index) => [messages[index].text],
+		);
 	}
 
 	/** Extends owned processing reservations' leases to their hold from now (never shorter); returns the keys held. */
@@ -194,7 +220,11 @@ export class DriverKeyStore implements KeyStore {
 		// Holding is idempotent for its owner (greatest of the two ends), so a lost answer is re-sent.
 		const rule = this.driver.retryRule({ purpose: 'settle', leaseEnds: sent.map((item) => item.leaseEndsAt) });
 		await this.driver.ready('hold', { ...rule, readyRetryUntil: rule.retryUntil ?? 0 });
-		const [held] = await this.driver.send('hold', { name: 'hold', parameters: { items: sent.map((item) => [item.key, item.ownerToken, item.holdMs]) } }, rule);
+		const [held] = await this.driver.send(
+			'hold',
+			{ name: 'hold', parameters: { items: sent.map((item) => [item.key, item.ownerToken, item.holdMs]) } },
+			rule,
+		);
 		return keysOf(held);
 	}
 
@@ -210,7 +240,10 @@ export class DriverKeyStore implements KeyStore {
 		validateFailedExecution(execution, 'Mark Failed');
 		const message = storableErrorMessage(error);
 		const { executionId, workflowId, instanceId } = execution;
-		const keys = await this.settleExecution('fail', { name: 'failExecution', parameters: { executionId, error: message.text, workflowId, instanceId } });
+		const keys = await this.settleExecution('fail', {
+			name: 'failExecution',
+			parameters: { executionId, error: message.text, workflowId, instanceId },
+		});
 		return { keys, warnings: message.warnings };
 	}
 
@@ -229,7 +262,11 @@ export class DriverKeyStore implements KeyStore {
 			let chunkShort = false;
 			while (batchDeleted < options.batchSize && !chunkShort) {
 				const limit = Math.min(this.driver.cleanupChunkRows, options.batchSize - batchDeleted);
-				const [{ rowCount }] = await this.driver.send('cleanup', { name: 'cleanup', parameters: { retentionSeconds: options.retentionSeconds, limit } }, rule);
+				const [{ rowCount }] = await this.driver.send(
+					'cleanup',
+					{ name: 'cleanup', parameters: { retentionSeconds: options.retentionSeconds, limit } },
+					rule,
+				);
 				batchDeleted += rowCount;
 				chunkShort = rowCount < limit;
 			}
@@ -313,7 +350,11 @@ export class DriverKeyStore implements KeyStore {
 	async answerCounts(windowHours: number): Promise<AnswerCounts> {
 		validateStatsWindow(windowHours);
 		await this.driver.ready('read', READ);
-		const [{ rows, read }] = await this.driver.send('read', { name: 'answerCounts', parameters: { windowSeconds: windowHours * 3600 } }, READ);
+		const [{ rows, read }] = await this.driver.send(
+			'read',
+			{ name: 'answerCounts', parameters: { windowSeconds: windowHours * 3600 } },
+			READ,
+		);
 		return answerCountsOf(rows.map((row) => ({ answer: read.value(row, 'answer'), count: read.value(row, 'count') })));
 	}
 
@@ -324,7 +365,11 @@ export class DriverKeyStore implements KeyStore {
 		await this.driver.ready('recordExecution', rule);
 		// A key that cannot be stored was never reserved: not this owner's.
 		if (!this.driver.keys.recordable(key.key)) return false;
-		const [{ rowCount }] = await this.driver.send('recordExecution', { name: 'recordExecution', parameters: { key: key.key, ownerToken: key.ownerToken, executionId } }, rule);
+		const [{ rowCount }] = await this.driver.send(
+			'recordExecution',
+			{ name: 'recordExecution', parameters: { key: key.key, ownerToken: key.ownerToken, executionId } },
+			rule,
+		);
 		return rowCount > 0;
 	}
 
@@ -360,19 +405,28 @@ export class DriverKeyStore implements KeyStore {
 		validateSettleItems(items);
 		if (items.length === 0) return [];
 		const { keys } = this.driver;
-		const rule = this.driver.retryRule({ purpose: operation === 'complete' ? 'complete' : 'settle', leaseEnds: items.map((item) => item.leaseEndsAt) });
+		const rule = this.driver.retryRule({
+			purpose: operation === 'complete' ? 'complete' : 'settle',
+			leaseEnds: items.map((item) => item.leaseEndsAt),
+		});
 		await this.driver.ready(operation, { ...rule, readyRetryUntil: rule.retryUntil ?? 0 });
 		// A key that cannot be stored was never reserved; sending it would fail the batch.
 		const sent = items.map((item, index) => ({ item, index })).filter(({ item }) => keys.storable(item.key));
-		const appliedTo = (applied: Set<string>, item: SettleRequest) => applied.has(settledReservation(keys.storedAs(item.key), item.ownerToken));
+		const appliedTo = (applied: Set<string>, item: SettleRequest) =>
+			applied.has(settledReservation(keys.storedAs(item.key), item.ownerToken));
 		let applied = new Set<string>();
 		const current = new Map<string, UnsettledKey>();
 		let uncertain = false;
 		if (sent.length > 0) {
 			// Each item's key and owner token, then what the operation stores (a response, an error).
-			const statement = { name: operation, parameters: { items: sent.map(({ item, index }) => [item.key, item.ownerToken, ...extraValues(index)]) } } as Statement<KeyStatements>;
+			const statement = {
+				name: operation,
+				parameters: { items: sent.map(({ item, index }) => [item.key, item.ownerToken, ...extraValues(index)]) },
+			} as Statement<KeyStatements>;
 			const [settled, unsettled] = await this.driver.send(operation, statement, rule, ({ rows, read }) => {
-				applied = new Set(rows.map((row) => settledReservation(read.value(row, 'key') as string, read.value(row, 'owner_token') as string)));
+				applied = new Set(
+					rows.map((row) => settledReservation(read.value(row, 'key') as string, read.value(row, 'owner_token') as string)),
+				);
 				const missing = sent.filter(({ item }) => !appliedTo(applied, item));
 				return missing.length > 0 ? { name: 'unsettledKeys', parameters: { keys: missing.map(({ item }) => item.key) } } : undefined;
 			});
@@ -387,6 +441,13 @@ export class DriverKeyStore implements KeyStore {
 				}
 			}
 		}
-		return settleReports(operation, items, warnings, (item) => appliedTo(applied, item), (key) => current.get(keys.storedAs(key)), uncertain);
+		return settleReports(
+			operation,
+			items,
+			warnings,
+			(item) => appliedTo(applied, item),
+			(key) => current.get(keys.storedAs(key)),
+			uncertain,
+		);
 	}
 }

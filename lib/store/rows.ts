@@ -46,7 +46,10 @@ export function storedPayload(row: unknown, read: RowReader): unknown {
 }
 
 /** What a claim or a Get Key returns beside the record: the evidence stored with the key. */
-export function storedEvidence(row: unknown, read: RowReader): { payload: unknown; payloadStored: boolean; source: string | null; correlationId: string | null } {
+export function storedEvidence(
+	row: unknown,
+	read: RowReader,
+): { payload: unknown; payloadStored: boolean; source: string | null; correlationId: string | null } {
 	return {
 		payload: storedPayload(row, read),
 		payloadStored: Boolean(read.value(row, 'payload_stored')),

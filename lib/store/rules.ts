@@ -81,7 +81,9 @@ export function validateHoldItems(items: HoldRequest[]): void {
 	validateSettleItems(items);
 	for (const item of items) {
 		if (!Number.isInteger(item.holdMs) || item.holdMs < 1 || item.holdMs > MAX_HOLD_MS) {
-			throw new InvalidConfigurationError(`The hold for key ${JSON.stringify(item.key.slice(0, 80))} must be a whole number of milliseconds from 1 to ${MAX_HOLD_MS}.`);
+			throw new InvalidConfigurationError(
+				`The hold for key ${JSON.stringify(item.key.slice(0, 80))} must be a whole number of milliseconds from 1 to ${MAX_HOLD_MS}.`,
+			);
 		}
 	}
 }
@@ -101,7 +103,8 @@ export const DELIVERY_ANSWERS: readonly DeliveryAnswer[] = [
 ];
 
 export function validateDeliveryAnswer(answer: DeliveryAnswer): void {
-	if (!DELIVERY_ANSWERS.includes(answer)) throw new InvalidConfigurationError(`Unknown answer ${JSON.stringify(String(answer).slice(0, 40))} to count.`);
+	if (!DELIVERY_ANSWERS.includes(answer))
+		throw new InvalidConfigurationError(`Unknown answer ${JSON.stringify(String(answer).slice(0, 40))} to count.`);
 }
 
 /** Counts per answer from the rows of the counting table; an answer with no row counts 0, one this package does not know is left out. */
@@ -142,9 +145,13 @@ export function validateListOptions(options: ListKeysOptions): void {
 	if (options.olderThanSeconds !== undefined && !(options.olderThanSeconds >= 0 && Number.isFinite(options.olderThanSeconds))) {
 		throw new InvalidConfigurationError('"Older Than" must be 0 or more hours.');
 	}
-	for (const [name, text] of [['cursor', options.afterKey], ['key prefix', options.keyPrefix]] as const) {
+	for (const [name, text] of [
+		['cursor', options.afterKey],
+		['key prefix', options.keyPrefix],
+	] as const) {
 		// No stored key can hold NUL; say so instead of failing in the driver.
-		if (text?.includes('\u0000')) throw new InvalidConfigurationError(`The ${name} contains a NUL character, which no stored key can contain.`);
+		if (text?.includes('\u0000'))
+			throw new InvalidConfigurationError(`The ${name} contains a NUL character, which no stored key can contain.`);
 	}
 }
 
@@ -327,7 +334,8 @@ export function settleReports(
 		// Our own release, applied by an attempt whose answer was lost: the row is gone as asked.
 		if (!stored && operation === 'release' && answerLost) return report({ key: item.key, applied: true });
 		if (!stored) return report({ key: item.key, applied: false, reason: 'not_found' });
-		if (stored.ownerToken === null || ownerTokenText(stored.ownerToken) !== ownerTokenText(item.ownerToken)) return report({ key: item.key, applied: false, reason: 'not_owner' });
+		if (stored.ownerToken === null || ownerTokenText(stored.ownerToken) !== ownerTokenText(item.ownerToken))
+			return report({ key: item.key, applied: false, reason: 'not_owner' });
 		// Ours, and Release or Mark Failed found it completed by Complete: its business step ran.
 		if (stored.effectCompleted) return report({ key: item.key, applied: false, reason: 'completed' });
 		return report({ key: item.key, applied: false, reason: 'failed' });
@@ -335,7 +343,10 @@ export function settleReports(
 }
 
 /** A replay batch by distinct key: each key's first index, and one proposed owner token per key. */
-export function replayBatch(keys: string[], newToken: () => string): { firstIndexByKey: Map<string, number>; proposedTokens: Map<string, string> } {
+export function replayBatch(
+	keys: string[],
+	newToken: () => string,
+): { firstIndexByKey: Map<string, number>; proposedTokens: Map<string, string> } {
 	const firstIndexByKey = new Map<string, number>();
 	const proposedTokens = new Map<string, string>();
 	for (const [index, key] of keys.entries()) {
@@ -354,7 +365,11 @@ export type ClaimedKey = { claimed: false; record: IdempotencyRecord } | (Extrac
  * Each requested key's answer, in request order: a repeat in the batch is not claimed (its first
  * occurrence is), a key not stored is not found, and a key not taken is completed or in progress.
  */
-export function replayClaims(keys: string[], firstIndexByKey: Map<string, number>, claimOf: (key: string) => ClaimedKey | undefined): ReplayClaim[] {
+export function replayClaims(
+	keys: string[],
+	firstIndexByKey: Map<string, number>,
+	claimOf: (key: string) => ClaimedKey | undefined,
+): ReplayClaim[] {
 	return keys.map((key, index): ReplayClaim => {
 		const found = claimOf(key);
 		const record = found ? found.record : null;

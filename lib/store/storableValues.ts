@@ -31,9 +31,7 @@ export interface StorableResponse {
 }
 
 /** A value as JSON text Postgres jsonb accepts, or why it has none. */
-type StorableJson =
-	| { json: string; bytes: number; repairedText: boolean; bigIntToText: boolean }
-	| { json: null; reason: string };
+type StorableJson = { json: string; bytes: number; repairedText: boolean; bigIntToText: boolean } | { json: null; reason: string };
 
 /**
  * The one rule for JSON the package stores (Complete's response, Reserve's payload): every string
@@ -56,7 +54,8 @@ function storableJson(value: unknown): StorableJson {
 				bigIntToText = true;
 				return member.toString();
 			}
-			if (member !== null && typeof member === 'object' && !Array.isArray(member)) return withRepairedKeys(member as Record<string, unknown>, repair);
+			if (member !== null && typeof member === 'object' && !Array.isArray(member))
+				return withRepairedKeys(member as Record<string, unknown>, repair);
 			return member;
 		});
 	} catch (error) {
@@ -74,7 +73,8 @@ function storableJson(value: unknown): StorableJson {
 export function storableResponse(response: unknown): StorableResponse {
 	if (response === undefined) return { json: null, warnings: [] };
 	const stored = storableJson(response);
-	if (stored.json === null) return { json: null, warnings: [`The response was not stored: ${stored.reason}. The key was settled without it.`] };
+	if (stored.json === null)
+		return { json: null, warnings: [`The response was not stored: ${stored.reason}. The key was settled without it.`] };
 	if (stored.bytes > MAX_RESPONSE_BYTES) {
 		return {
 			json: null,
@@ -115,10 +115,16 @@ export function storablePayload(payload: unknown, maxBytes: number, rawBody?: Bu
 	}
 	if (source.kind === 'overCap') return overCap(source.bytes, maxBytes, 'at least ');
 	if (source.kind === 'placeholderClash') {
-		return { json: null, bytes: null, notStoredReason: 'The payload was not stored: its exact numbers could not be put back into it. The key was reserved without it.', warnings: [] };
+		return {
+			json: null,
+			bytes: null,
+			notStoredReason: 'The payload was not stored: its exact numbers could not be put back into it. The key was reserved without it.',
+			warnings: [],
+		};
 	}
 	const stored = storableJson(source.kind === 'exact' ? source.value : payload);
-	if (stored.json === null) return { json: null, bytes: null, notStoredReason: `The payload was not stored: ${stored.reason}.`, warnings: [] };
+	if (stored.json === null)
+		return { json: null, bytes: null, notStoredReason: `The payload was not stored: ${stored.reason}.`, warnings: [] };
 	const json = source.kind === 'exact' ? source.restore(stored.json) : stored.json;
 	const bytes = source.kind === 'exact' ? Buffer.byteLength(json, 'utf8') : stored.bytes;
 	if (bytes > maxBytes) return overCap(bytes, maxBytes);
@@ -182,7 +188,8 @@ function withRepairedKeys(value: Record<string, unknown>, repair: (text: string)
 		if (!repaired.has(key)) continue;
 		const base = repair(key);
 		let name = base;
-		for (let attempt = 1; Object.hasOwn(copy, name); attempt++) name = `${base}${REPLACEMENT}${position}${attempt > 1 ? `.${attempt}` : ''}`;
+		for (let attempt = 1; Object.hasOwn(copy, name); attempt++)
+			name = `${base}${REPLACEMENT}${position}${attempt > 1 ? `.${attempt}` : ''}`;
 		copy[name] = value[key];
 	}
 	return copy;

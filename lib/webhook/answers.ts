@@ -34,10 +34,13 @@ interface AnswerRule {
 export const ANSWER_RULES: Readonly<Record<AnsweredOutcome, AnswerRule>> = {
 	duplicate: { status: 200, when: 'the key was completed by an earlier delivery: its stored answer, else {"status":"duplicate"}' },
 	in_progress: { status: 409, when: 'an earlier delivery of the event holds the key (lease mode): the provider retries later' },
-	authorization_required: { status: 401, when: 'Basic authentication is on and the request has none (as n8n\'s Webhook node answers)' },
-	forbidden: { status: 403, when: 'the authentication header or Basic credentials are wrong (as n8n\'s Webhook node answers)' },
+	authorization_required: { status: 401, when: "Basic authentication is on and the request has none (as n8n's Webhook node answers)" },
+	forbidden: { status: 403, when: "the authentication header or Basic credentials are wrong (as n8n's Webhook node answers)" },
 	invalid_signature: { status: 401, when: 'the signature does not verify, or its timestamp is outside the tolerance' },
-	not_verified: { status: 503, when: 'the signing secret (or the authentication credential) could not be read or is unusable: nothing was checked' },
+	not_verified: {
+		status: 503,
+		when: 'the signing secret (or the authentication credential) could not be read or is unusable: nothing was checked',
+	},
 	not_reserved: { status: 503, when: 'the key store could not be reached, or the key was refused (NUL, lone surrogate, missing id)' },
 	internal_error: { status: 503, when: 'anything unexpected: a generic body, never a secret or the payload' },
 };

@@ -30,7 +30,8 @@ export async function refusedCaller(settings: AuthenticationSettings, headers: H
 	const { user, password } = expected as { user: string; password: string };
 	const sent = readHeader(headers, 'authorization');
 	const match = sent.status === 'present' ? /^basic\s+(\S+)$/i.exec(sent.value) : null;
-	if (!match) return answerFor('authorization_required', { error: 'authorization_required' }, { 'www-authenticate': 'Basic realm="Webhook"' });
+	if (!match)
+		return answerFor('authorization_required', { error: 'authorization_required' }, { 'www-authenticate': 'Basic realm="Webhook"' });
 	const decoded = Buffer.from(match[1], 'base64').toString('utf8');
 	const separator = decoded.indexOf(':');
 	const ok = separator >= 0 && sameText(decoded.slice(0, separator), user) && sameText(decoded.slice(separator + 1), password);

@@ -1,5 +1,10 @@
 import { ForbiddenKeySourceError, InvalidConfigurationError, MissingKeyError, UnusableKeyError, type IdempotencyError } from '../errors';
-import { DEFAULT_CORRELATION_HEADER, DEFAULT_MAX_PAYLOAD_KB, validateEvidenceConfig, type EvidenceConfig } from '../evidence/replayEvidence';
+import {
+	DEFAULT_CORRELATION_HEADER,
+	DEFAULT_MAX_PAYLOAD_KB,
+	validateEvidenceConfig,
+	type EvidenceConfig,
+} from '../evidence/replayEvidence';
 import type { HeaderBag } from '../headers';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type KeyConfig, type KeyInput } from '../keys/deriveKey';
 import { evidenceOutput, idempotencyOutput } from '../pipeline/idempotencyOutput';
@@ -122,7 +127,12 @@ export function internalError(): WebhookAnswered {
 }
 
 /** An answer counted under its own outcome (every outcome but not_reserved, which has two causes). */
-function answered(outcome: Exclude<AnsweredOutcome, 'not_reserved'>, body: unknown, key?: string, headers?: Record<string, string>): WebhookAnswered {
+function answered(
+	outcome: Exclude<AnsweredOutcome, 'not_reserved'>,
+	body: unknown,
+	key?: string,
+	headers?: Record<string, string>,
+): WebhookAnswered {
 	return { ...answerFor(outcome, body, headers), counted: outcome, ...(key === undefined ? {} : { key }) };
 }
 
@@ -155,7 +165,9 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 			input: { payload: body, rawBody: request.rawBody, headers: request.headers, executionId: '' },
 		});
 	} catch (error) {
-		return isKeyRefusal(error) ? { ...answerFor('not_reserved', { error: 'key_refused', reason: error.message }), counted: 'key_refused' } : internalError();
+		return isKeyRefusal(error)
+			? { ...answerFor('not_reserved', { error: 'key_refused', reason: error.message }), counted: 'key_refused' }
+			: internalError();
 	}
 
 	let reserved;
@@ -184,7 +196,11 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 		return answered('duplicate', response ?? { status: 'duplicate' }, result.key, headers);
 	}
 	const idempotency: ItemJson = {
-		...idempotencyOutput(result, entry.derived, { mode: keySettings.mode, detail: 'compact', fingerprinting: keySettings.fingerprint === true }),
+		...idempotencyOutput(result, entry.derived, {
+			mode: keySettings.mode,
+			detail: 'compact',
+			fingerprinting: keySettings.fingerprint === true,
+		}),
 		...evidenceOutput(entry.evidence, result),
 	};
 	if (entry.evidence.warnings.length > 0) idempotency.warnings = entry.evidence.warnings;

@@ -82,7 +82,11 @@ export class IdempotencyExecuteQuery implements INodeType {
 				});
 				const json = items[itemIndex].json;
 				return result.outcome === 'new'
-					? { output: NEW, itemIndex, json: { ...json, idempotency, sqlResult: { command: result.command, rowCount: result.rowCount, rows: result.rows } } }
+					? {
+							output: NEW,
+							itemIndex,
+							json: { ...json, idempotency, sqlResult: { command: result.command, rowCount: result.rowCount, rows: result.rows } },
+						}
 					: { output: DUPLICATE, itemIndex, json: { ...json, idempotency } };
 			});
 		});

@@ -15,7 +15,7 @@ const reserveOptions: INodeProperties = {
 export const executeQueryProperties: INodeProperties[] = [
 	{
 		displayName:
-			"This node works with Postgres only: its point is one transaction with your own Postgres, so it needs an Idempotency Postgres credential. With the Embedded store, use Idempotency Reserve, your business step, then Idempotency Key.",
+			'This node works with Postgres only: its point is one transaction with your own Postgres, so it needs an Idempotency Postgres credential. With the Embedded store, use Idempotency Reserve, your business step, then Idempotency Key.',
 		name: 'postgresOnlyNotice',
 		type: 'notice',
 		default: '',
@@ -31,7 +31,7 @@ export const executeQueryProperties: INodeProperties[] = [
 	},
 	{
 		displayName:
-			'The key and your query commit together or not at all. Use one statement with $1, $2, … placeholders and Query Parameters, and $idempotency_key for the key this node derived; it runs with the credential\'s rights.',
+			"The key and your query commit together or not at all. Use one statement with $1, $2, … placeholders and Query Parameters, and $idempotency_key for the key this node derived; it runs with the credential's rights.",
 		name: 'queryNotice',
 		type: 'notice',
 		default: '',

@@ -16,7 +16,8 @@ export class IdempotencyKey implements INodeType {
 		version: STORE_NODE_VERSIONS,
 		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		subtitle: SUBTITLE_BY_OPERATION,
-		description: 'Complete, release on error, mark failed, clean up, read, count or claim for replay idempotency keys reserved by Idempotency Reserve',
+		description:
+			'Complete, release on error, mark failed, clean up, read, count or claim for replay idempotency keys reserved by Idempotency Reserve',
 		defaults: { name: 'Idempotency Key' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],

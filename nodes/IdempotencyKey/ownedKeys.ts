@@ -93,7 +93,12 @@ function pairedReservation(context: IExecuteFunctions, itemIndex: number, reserv
 	return reserved?.json?.idempotency as IDataObject | undefined;
 }
 
-function ownedKeyOf(context: IExecuteFunctions, idempotency: IDataObject | undefined, itemIndex: number, reserveNodeName?: string): SettleRequest {
+function ownedKeyOf(
+	context: IExecuteFunctions,
+	idempotency: IDataObject | undefined,
+	itemIndex: number,
+	reserveNodeName?: string,
+): SettleRequest {
 	if (!idempotency || typeof idempotency.key !== 'string') {
 		throw new NodeOperationError(
 			context.getNode(),
@@ -141,9 +146,15 @@ export function readFailedExecution(context: IExecuteFunctions, itemIndex: numbe
 			{ itemIndex },
 		);
 	}
-	for (const [what, text] of [['Execution ID', executionId], ['Workflow ID', workflowId]]) {
+	for (const [what, text] of [
+		['Execution ID', executionId],
+		['Workflow ID', workflowId],
+	]) {
 		const reason = inexactTextReason(text);
-		if (reason) throw new NodeOperationError(context.getNode(), `The ${what} ${reason}: no stored key can match it. Nothing was settled.`, { itemIndex });
+		if (reason)
+			throw new NodeOperationError(context.getNode(), `The ${what} ${reason}: no stored key can match it. Nothing was settled.`, {
+				itemIndex,
+			});
 	}
 	return { executionId, workflowId, instanceId: context.getInstanceId() };
 }

@@ -59,18 +59,25 @@ export class IdempotencyOrderGuard implements INodeType {
 			try {
 				assertSafeSettleWiring(this, NEWER);
 			} catch (error) {
-				failAll(error, items.map((_item, itemIndex) => itemIndex));
+				failAll(
+					error,
+					items.map((_item, itemIndex) => itemIndex),
+				);
 				return;
 			}
 			const equalVersion = this.getNodeParameter('equalVersion', 0, 'stale') as EqualVersion;
 			const table = this.getNodeParameter('options', 0, {}) as TableChoice;
 
 			// Every item is read and checked before anything is written: a bad item never half-applies a batch.
-			const prepared = await prepareItems(routing, items.length, (itemIndex): VersionedItem => ({
-				objectKey: objectKeyOf(this.getNodeParameter('objectKey', itemIndex)),
-				version: parseVersion(this.getNodeParameter('version', itemIndex)),
-				eventKey: eventKeyOf(this.getNodeParameter('eventKey', itemIndex, '')),
-			}));
+			const prepared = await prepareItems(
+				routing,
+				items.length,
+				(itemIndex): VersionedItem => ({
+					objectKey: objectKeyOf(this.getNodeParameter('objectKey', itemIndex)),
+					version: parseVersion(this.getNodeParameter('version', itemIndex)),
+					eventKey: eventKeyOf(this.getNodeParameter('eventKey', itemIndex, '')),
+				}),
+			);
 			if (prepared.length === 0) return;
 
 			let decisions: OrderDecision[];
@@ -83,7 +90,10 @@ export class IdempotencyOrderGuard implements INodeType {
 				);
 			} catch (error) {
 				// Nothing was recorded: every item fails, so none is applied as if it were the newest.
-				failAll(error, prepared.map((entry) => entry.itemIndex));
+				failAll(
+					error,
+					prepared.map((entry) => entry.itemIndex),
+				);
 				return;
 			}
 

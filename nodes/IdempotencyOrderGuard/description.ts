@@ -20,7 +20,8 @@ export const orderGuardProperties: INodeProperties[] = [
 		required: true,
 		default: '',
 		placeholder: 'stripe:customer:{{ $json.body.data.object.customer }}',
-		description: 'Names the business object whose versions are compared (one customer, one order): text with expressions, e.g. a prefix and the object\'s ID',
+		description:
+			"Names the business object whose versions are compared (one customer, one order): text with expressions, e.g. a prefix and the object's ID",
 	},
 	{
 		displayName: 'Version',
@@ -58,7 +59,7 @@ export const orderGuardProperties: INodeProperties[] = [
 		type: 'string',
 		default: '={{ $json.idempotency ? $json.idempotency.key : "" }}',
 		description:
-			'The event\'s own key (by default the one Idempotency Reserve added). If the run that set a version fails and the event is retried, it passes again instead of being stopped by its own version.',
+			"The event's own key (by default the one Idempotency Reserve added). If the run that set a version fails and the event is retried, it passes again instead of being stopped by its own version.",
 	},
 	{
 		displayName: 'Options',

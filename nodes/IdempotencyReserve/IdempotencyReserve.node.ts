@@ -56,7 +56,8 @@ export class IdempotencyReserve implements INodeType {
 		version: STORE_NODE_VERSIONS,
 		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		subtitle: `={{ $parameter.mode === "lease" ? "Lease" : "Permanent" }} · ${KEY_SOURCE_SUBTITLE}`,
-		description: 'Reserve an idempotency key atomically (in a file on this n8n host, or in Postgres) and route new and duplicate deliveries apart',
+		description:
+			'Reserve an idempotency key atomically (in a file on this n8n host, or in Postgres) and route new and duplicate deliveries apart',
 		defaults: { name: 'Idempotency Reserve' },
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
@@ -106,7 +107,11 @@ export class IdempotencyReserve implements INodeType {
 			const { statement } = batch;
 
 			// Every key is derived and checked before the store call: a refused item is never sent.
-			const prepared = await prepareItems(routing, items.length, async (itemIndex) => await prepareReservation(this, items[itemIndex], itemIndex, batch.items[itemIndex]));
+			const prepared = await prepareItems(
+				routing,
+				items.length,
+				async (itemIndex) => await prepareReservation(this, items[itemIndex], itemIndex, batch.items[itemIndex]),
+			);
 			if (prepared.length === 0) return;
 
 			let store: KeyStore;
@@ -116,20 +121,31 @@ export class IdempotencyReserve implements INodeType {
 					this,
 					statement.table,
 					prepared,
-					{ mode: statement.mode, leaseSeconds: statement.leaseSeconds, retentionSeconds: statement.retentionSeconds, detail: statement.output },
+					{
+						mode: statement.mode,
+						leaseSeconds: statement.leaseSeconds,
+						retentionSeconds: statement.retentionSeconds,
+						detail: statement.output,
+					},
 					// Registered before the statement: a key reserved is always settled by how the execution ends.
 					(opened) => settlesAtEnd && settleWhenExecutionEnds(this, [node.name], async () => opened, statement.leaseSeconds * 1000),
 				));
 			} catch (error) {
 				if (statement.onStoreUnavailable === 'letThrough' && isStoreDown(error)) {
 					for (const { itemIndex, value } of prepared) {
-						const json = { ...items[itemIndex].json, idempotency: unverifiedOutput(value.derived, statement.output, statement.mode, error.message) };
+						const json = {
+							...items[itemIndex].json,
+							idempotency: unverifiedOutput(value.derived, statement.output, statement.mode, error.message),
+						};
 						outputs[NEW].push(outputItem(items[itemIndex], itemIndex, json));
 					}
 					return;
 				}
 				// Not reserved (or not known to be): no item may go on as if it were.
-				failAll(error, prepared.map((entry) => entry.itemIndex));
+				failAll(
+					error,
+					prepared.map((entry) => entry.itemIndex),
+				);
 				return;
 			}
 

@@ -21,8 +21,7 @@ export const reserveProperties: INodeProperties[] = [
 			{
 				name: 'Lease',
 				value: 'lease',
-				description:
-					'Final when an Idempotency Key node completes it; a crashed run frees the key when the lease ends. Adds In Progress.',
+				description: 'Final when an Idempotency Key node completes it; a crashed run frees the key when the lease ends. Adds In Progress.',
 			},
 		],
 		default: 'permanent',

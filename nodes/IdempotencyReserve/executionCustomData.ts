@@ -51,7 +51,10 @@ export function recordCustomData(context: IExecuteFunctions, data: Record<string
 	try {
 		if (context.customData) context.customData.setAll(data);
 		// n8n 1.x offers custom data to expressions only ($execution.customData), not on the context.
-		else (context.getWorkflowDataProxy(0) as { $execution?: { customData?: { setAll(values: Record<string, string>): void } } }).$execution?.customData?.setAll(data);
+		else
+			(
+				context.getWorkflowDataProxy(0) as { $execution?: { customData?: { setAll(values: Record<string, string>): void } } }
+			).$execution?.customData?.setAll(data);
 	} catch {
 		// Deliberately ignored: see above.
 	}

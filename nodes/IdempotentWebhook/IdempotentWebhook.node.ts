@@ -74,7 +74,7 @@ export class IdempotentWebhook implements INodeType {
 				inactive:
 					"The trigger has two URLs: test and production (Webhook URLs above).<br /><br /><b>While you build the workflow</b>, click 'Execute step', then send a delivery signed with the signing secret to the test URL. Test deliveries are keyed apart from real ones: testing never makes a real delivery a duplicate.<br /><br /><b>To run it for real</b>, publish the workflow and point your provider at the production URL. Only a new, verified event starts an execution; copies and forgeries are answered without one, so they never show up in the executions list.",
 				active:
-					"The trigger has two URLs: test and production (Webhook URLs above).<br /><br /><b>While you build the workflow</b>, click 'Execute step', then send a delivery signed with the signing secret to the test URL. Test deliveries are keyed apart from real ones: testing never makes a real delivery a duplicate.<br /><br /><b>The workflow is published</b>: deliveries to the production URL run it. Only a new, verified event starts an execution, in the <a data-key=\"executions\">executions list</a>; copies and forgeries are answered without one.",
+					'The trigger has two URLs: test and production (Webhook URLs above).<br /><br /><b>While you build the workflow</b>, click \'Execute step\', then send a delivery signed with the signing secret to the test URL. Test deliveries are keyed apart from real ones: testing never makes a real delivery a duplicate.<br /><br /><b>The workflow is published</b>: deliveries to the production URL run it. Only a new, verified event starts an execution, in the <a data-key="executions">executions list</a>; copies and forgeries are answered without one.',
 			},
 			activationHint: 'Once the workflow is published, deliveries to the production URL run it without this button.',
 		},
@@ -82,9 +82,24 @@ export class IdempotentWebhook implements INodeType {
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
 			// Literal names: n8n's lint reads testedBy as written.
-			{ name: 'idempotentWebhookBasicAuthApi', required: true, testedBy: 'idempotentWebhookCallerCredentialTest', displayOptions: { show: { authentication: ['basicAuth'] } } },
-			{ name: 'idempotentWebhookHeaderAuthApi', required: true, testedBy: 'idempotentWebhookCallerCredentialTest', displayOptions: { show: { authentication: ['headerAuth'] } } },
-			{ name: 'webhookSignatureApi', required: true, testedBy: 'webhookSignatureSecretTest', displayOptions: { hide: { scheme: [UNSIGNED] } } },
+			{
+				name: 'idempotentWebhookBasicAuthApi',
+				required: true,
+				testedBy: 'idempotentWebhookCallerCredentialTest',
+				displayOptions: { show: { authentication: ['basicAuth'] } },
+			},
+			{
+				name: 'idempotentWebhookHeaderAuthApi',
+				required: true,
+				testedBy: 'idempotentWebhookCallerCredentialTest',
+				displayOptions: { show: { authentication: ['headerAuth'] } },
+			},
+			{
+				name: 'webhookSignatureApi',
+				required: true,
+				testedBy: 'webhookSignatureSecretTest',
+				displayOptions: { hide: { scheme: [UNSIGNED] } },
+			},
 			{
 				name: 'idempotencyPostgresApi',
 				required: true,
@@ -105,7 +120,9 @@ export class IdempotentWebhook implements INodeType {
 		properties: idempotentWebhookProperties,
 	};
 
-	methods = { credentialTest: { [CONNECTION_TEST]: testConnection, [CALLER_CREDENTIAL_TEST]: testCallerCredential, webhookSignatureSecretTest } };
+	methods = {
+		credentialTest: { [CONNECTION_TEST]: testConnection, [CALLER_CREDENTIAL_TEST]: testCallerCredential, webhookSignatureSecretTest },
+	};
 
 	// The sender's endpoint is configured at the sender by hand: nothing to register or remove.
 	webhookMethods = {
@@ -145,14 +162,17 @@ export class IdempotentWebhook implements INodeType {
 			const message = `${unsettleable} Nothing ran; the key is marked failed.`;
 			// This node's own failure leaves no item to trace: its key is failed here, before the throw.
 			const store = await openStore();
-			await store.fail(items.flatMap((item) => {
-				const held = heldKeyOf(item);
-				return held ? [{ key: held.key, ownerToken: held.ownerToken, leaseEndsAt: held.leaseEndsAt, error: message }] : [];
-			}));
+			await store.fail(
+				items.flatMap((item) => {
+					const held = heldKeyOf(item);
+					return held ? [{ key: held.key, ownerToken: held.ownerToken, leaseEndsAt: held.leaseEndsAt, error: message }] : [];
+				}),
+			);
 			// Answered here: n8n 1.x answers a response-node webhook whose execution failed at its trigger 200.
 			await answerNow(this, { statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' }, body: { received: false, retry: true, message } });
 			throw new NodeOperationError(node, message, {
-				description: 'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.',
+				description:
+					'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.',
 			});
 		}
 		await recordExecution(this, items, openStore);
@@ -194,7 +214,9 @@ async function webhookKeyStore(context: IWebhookFunctions): Promise<KeyStore> {
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
 	const backend = context.getNodeParameter('store', 'embedded') === 'postgres' ? 'postgres' : 'embedded';
 	const nodeType = context.getNode().type;
-	return await keyStoreOn(backend, context, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), { tableName: options.tableName });
+	return await keyStoreOn(backend, context, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), {
+		tableName: options.tableName,
+	});
 }
 
 /** Everything the decision needs, read from n8n's request and the node's parameters. */
@@ -205,7 +227,12 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 	const mode = context.getNodeParameter('mode', 'lease') as ReservationMode;
 	let opened: Promise<KeyStore> | undefined;
 	return {
-		request: { method: request.method, headers: request.headers, rawBody: request.rawBody ?? Buffer.alloc(0), query: request.query as Record<string, unknown> },
+		request: {
+			method: request.method,
+			headers: request.headers,
+			rawBody: request.rawBody ?? Buffer.alloc(0),
+			query: request.query as Record<string, unknown>,
+		},
 		authentication: authenticationSettings(context),
 		verification: verificationSettings(context),
 		keySettings: {
@@ -251,10 +278,18 @@ function verificationSettings(context: IWebhookFunctions): VerificationSettings 
 function authenticationSettings(context: IWebhookFunctions): AuthenticationSettings {
 	const authentication = context.getNodeParameter('authentication', 'none');
 	if (authentication === 'basicAuth') {
-		return { kind: 'basic', credentials: async () => textFields(await context.getCredentials<ICredentialDataDecryptedObject>('idempotentWebhookBasicAuthApi'), 'user', 'password') };
+		return {
+			kind: 'basic',
+			credentials: async () =>
+				textFields(await context.getCredentials<ICredentialDataDecryptedObject>('idempotentWebhookBasicAuthApi'), 'user', 'password'),
+		};
 	}
 	if (authentication === 'headerAuth') {
-		return { kind: 'header', credentials: async () => textFields(await context.getCredentials<ICredentialDataDecryptedObject>('idempotentWebhookHeaderAuthApi'), 'name', 'value') };
+		return {
+			kind: 'header',
+			credentials: async () =>
+				textFields(await context.getCredentials<ICredentialDataDecryptedObject>('idempotentWebhookHeaderAuthApi'), 'name', 'value'),
+		};
 	}
 	return { kind: 'none' };
 }
@@ -300,7 +335,12 @@ async function countAndLog(
 	} catch (error) {
 		context.logger.warn(`${DELIVERY_LOG_MESSAGE} not counted`, { ...fields, error: error instanceof Error ? error.name : 'unknown' });
 	}
-	context.logger.info(deliveryLogLine(fields, counted), { ...fields, counted, workflowId: String(context.getWorkflow().id ?? ''), node: context.getNode().name });
+	context.logger.info(deliveryLogLine(fields, counted), {
+		...fields,
+		counted,
+		workflowId: String(context.getWorkflow().id ?? ''),
+		node: context.getNode().name,
+	});
 }
 
 /**
@@ -316,7 +356,10 @@ async function recordExecution(context: IExecuteFunctions, items: INodeExecution
 		const store = await openStore();
 		for (const { key, ownerToken } of held) await store.recordExecution({ key, ownerToken }, executionId);
 	} catch (error) {
-		context.logger.warn('Idempotent Webhook could not record the execution with its key', { executionId, error: error instanceof Error ? error.name : 'unknown' });
+		context.logger.warn('Idempotent Webhook could not record the execution with its key', {
+			executionId,
+			error: error instanceof Error ? error.name : 'unknown',
+		});
 	}
 }
 

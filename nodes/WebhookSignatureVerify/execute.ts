@@ -1,9 +1,4 @@
-import {
-	NodeOperationError,
-	type IDataObject,
-	type IExecuteFunctions,
-	type INodeExecutionData,
-} from 'n8n-workflow';
+import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 
 import { isHeaderBag } from '../../lib/headers';
 import {
@@ -121,12 +116,7 @@ async function verifyItem(
 }
 
 /** The Webhook node's headers object, as it is: the core reads each header by the package's one rule. */
-function readHeaders(
-	ctx: IExecuteFunctions,
-	item: INodeExecutionData,
-	field: string,
-	itemIndex: number,
-): HeaderBag {
+function readHeaders(ctx: IExecuteFunctions, item: INodeExecutionData, field: string, itemIndex: number): HeaderBag {
 	const raw = item.json[field];
 	if (!isHeaderBag(raw)) {
 		throw new NodeOperationError(ctx.getNode(), `No request headers in the item field "${field}"`, {
@@ -139,12 +129,7 @@ function readHeaders(
 }
 
 /** The exact request bytes; without them no signature can be checked, which is a setup error. */
-async function requireRawBody(
-	ctx: IExecuteFunctions,
-	item: INodeExecutionData,
-	property: string,
-	itemIndex: number,
-): Promise<Buffer> {
+async function requireRawBody(ctx: IExecuteFunctions, item: INodeExecutionData, property: string, itemIndex: number): Promise<Buffer> {
 	const rawBody = await readRawBody(ctx, item, itemIndex, property);
 	if (rawBody === undefined) {
 		throw new NodeOperationError(ctx.getNode(), `No raw request body in the binary field "${property}"`, {

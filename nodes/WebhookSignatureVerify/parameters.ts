@@ -17,7 +17,6 @@ export interface VerifyParameters {
 	rawBodyProperty: string;
 }
 
-
 /** Reads the parameters of one item; hidden parameters are only read for the scheme that shows them. */
 export function readParameters(ctx: IExecuteFunctions, itemIndex: number): VerifyParameters {
 	const scheme = ctx.getNodeParameter('scheme', itemIndex) as SignatureScheme;

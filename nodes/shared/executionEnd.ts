@@ -78,7 +78,7 @@ export function assertExecutionEndVisible(context: IExecuteFunctions): void {
 	if (hooksOf(context) && (context as unknown as ContextFields).workflow?.nodes) return;
 	throw new NodeOperationError(
 		context.getNode(),
-		"This n8n version does not let the node learn how the execution ends, so it could not settle the key by what happened. Nothing was reserved.",
+		'This n8n version does not let the node learn how the execution ends, so it could not settle the key by what happened. Nothing was reserved.',
 		{ description: 'The package supports the n8n versions its README lists.' },
 	);
 }
@@ -87,7 +87,12 @@ export function assertExecutionEndVisible(context: IExecuteFunctions): void {
  * Settles the keys `reserveNodes` reserved in this execution when it ends, in the store `openStore`
  * opens; while the execution waits, holds them until the wait ends and `leaseMs` more.
  */
-export function settleWhenExecutionEnds(context: IExecuteFunctions, reserveNodes: string[], openStore: StoreOpener, leaseMs?: number): void {
+export function settleWhenExecutionEnds(
+	context: IExecuteFunctions,
+	reserveNodes: string[],
+	openStore: StoreOpener,
+	leaseMs?: number,
+): void {
 	const hooks = hooksOf(context);
 	const workflow = (context as unknown as ContextFields).workflow;
 	if (!hooks || !workflow) return;
@@ -146,7 +151,9 @@ export interface EndOutcomes {
 
 /** What the run's end means for each key it still holds: completed, failed with a reason, or held while it waits. */
 export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
-	const data = run.data as unknown as RunExecutionDataFields & { resultData: { error?: { message?: string; node?: { name?: string } }; lastNodeExecuted?: string } };
+	const data = run.data as unknown as RunExecutionDataFields & {
+		resultData: { error?: { message?: string; node?: { name?: string } }; lastNodeExecuted?: string };
+	};
 	const status = run.status ?? (data.resultData.error ? 'error' : run.waitTill ? 'waiting' : 'success');
 	const view = executionView(data, workflow);
 	if (status === 'waiting' || run.waitTill) {
@@ -195,7 +202,10 @@ function staticLeaseMs(workflow: WorkflowFields, reserveNode: string): number {
  */
 async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefined> {
 	const outcomes = endOutcomes(run, watch.workflow);
-	const byStore = new Map<StoreOpener, { complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }>; hold: HoldRequest[] }>();
+	const byStore = new Map<
+		StoreOpener,
+		{ complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }>; hold: HoldRequest[] }
+	>();
 	const groupOf = (reserveNode: string) => {
 		const source = watch.stores.get(reserveNode);
 		if (!source) return undefined;
@@ -203,7 +213,11 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 		if (!group) byStore.set(source.open, (group = { complete: [], fail: [], hold: [] }));
 		return { group, leaseMs: source.leaseMs ?? staticLeaseMs(watch.workflow, reserveNode) };
 	};
-	const owned = (reservation: Reservation) => ({ key: reservation.key, ownerToken: reservation.ownerToken, leaseEndsAt: reservation.leaseEndsAt });
+	const owned = (reservation: Reservation) => ({
+		key: reservation.key,
+		ownerToken: reservation.ownerToken,
+		leaseEndsAt: reservation.leaseEndsAt,
+	});
 	const waitsFor = outcomes.waitTill ? Math.max(0, outcomes.waitTill.getTime() - Date.now()) : 0;
 	for (const reservation of outcomes.hold) {
 		const target = groupOf(reservation.reserveNode);
@@ -218,7 +232,12 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 		const store = await open();
 		if (group.hold.length > 0) await store.hold(group.hold);
 		if (group.complete.length > 0) {
-			await store.complete(group.complete.map((reservation) => ({ ...owned(reservation), ...(answeredByLastNode(reservation) && lastAnswer ? { response: lastAnswer } : {}) })));
+			await store.complete(
+				group.complete.map((reservation) => ({
+					...owned(reservation),
+					...(answeredByLastNode(reservation) && lastAnswer ? { response: lastAnswer } : {}),
+				})),
+			);
 		}
 		if (group.fail.length > 0) await store.fail(group.fail.map(({ reservation, error }) => ({ ...owned(reservation), error })));
 	}
@@ -234,7 +253,9 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 				received: false,
 				inProgress: true,
 				retry: true,
-				...(outcomes.waitTill && outcomes.waitTill.getTime() < WAITS_WITHOUT_LIMIT ? { waitingUntil: outcomes.waitTill.toISOString() } : {}),
+				...(outcomes.waitTill && outcomes.waitTill.getTime() < WAITS_WITHOUT_LIMIT
+					? { waitingUntil: outcomes.waitTill.toISOString() }
+					: {}),
 				message: 'The execution is waiting (a Wait node); the event is held until it resumes and ends. Retry later.',
 			},
 		};
@@ -244,7 +265,10 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 		const startedByTrigger = [...watch.stores.keys()].some((name) => isTriggerType(watch.workflow.nodes?.[name]?.type));
 		return startedByTrigger && outcomes.hold.length === 0 ? { statusCode: 200, body: lastAnswer ?? {} } : undefined;
 	}
-	return { statusCode: 500, body: { message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.` } };
+	return {
+		statusCode: 500,
+		body: { message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.` },
+	};
 }
 
 /**

@@ -54,14 +54,17 @@ export function readExecutionRecord(context: IExecuteFunctions): ExecutionView {
 		throw new NodeOperationError(
 			context.getNode(),
 			"This n8n version does not let the node read the execution's record, so it cannot tell whether the business step succeeded; nothing was settled.",
-			{ description: 'Use Complete on the business step\'s success output and Mark Failed on its error output instead.' },
+			{ description: "Use Complete on the business step's success output and Mark Failed on its error output instead." },
 		);
 	}
 	return view;
 }
 
 /** The execution's record from n8n's run data and workflow; undefined when they lack what it needs. */
-export function executionView(runExecutionData: RunExecutionDataFields | undefined, workflow: WorkflowFields | undefined): ExecutionView | undefined {
+export function executionView(
+	runExecutionData: RunExecutionDataFields | undefined,
+	workflow: WorkflowFields | undefined,
+): ExecutionView | undefined {
 	const runData = runExecutionData?.resultData?.runData;
 	if (!runData || !workflow?.nodes || !workflow.connectionsBySourceNode) return undefined;
 	const nodes = workflow.nodes;

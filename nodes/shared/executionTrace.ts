@@ -31,7 +31,11 @@ export interface Reservation {
 
 /** What remains of the execution besides its finished node runs: the work n8n has not run yet. */
 export interface PendingWork {
-	nodeExecutionStack?: Array<{ node: { name: string; type: string }; data: { main?: Array<INodeExecutionData[] | null> }; source: { main?: Array<ISourceData | null> } | null }>;
+	nodeExecutionStack?: Array<{
+		node: { name: string; type: string };
+		data: { main?: Array<INodeExecutionData[] | null> };
+		source: { main?: Array<ISourceData | null> } | null;
+	}>;
 	waitingExecution?: Record<string, Record<string, { main?: Array<INodeExecutionData[] | null> }>>;
 	waitingExecutionSource?: Record<string, Record<string, { main?: Array<ISourceData | null> }> | null>;
 	contextData?: Record<string, unknown>;
@@ -110,7 +114,8 @@ export function heldKeyOf(item: INodeExecutionData): Pick<Reservation, 'key' | '
 
 function reservedBy(item: INodeExecutionData): IDataObject | undefined {
 	const idempotency = item.json?.idempotency as IDataObject | undefined;
-	if (!idempotency || !(idempotency.outcome === 'new' || (idempotency.outcome === 'replay' && idempotency.claimed === true))) return undefined;
+	if (!idempotency || !(idempotency.outcome === 'new' || (idempotency.outcome === 'replay' && idempotency.claimed === true)))
+		return undefined;
 	if (typeof idempotency.key !== 'string' || typeof idempotency.ownerToken !== 'string' || idempotency.ownerToken === '') return undefined;
 	return idempotency;
 }
@@ -246,7 +251,13 @@ function heldKeyId(key: string, ownerToken: string): string {
  * the execution's start (or a Reserve output other than New) without a reservation, null when it
  * cannot be traced. `reservations`: the execution's, when the caller has them already.
  */
-export function originsOfItem(view: ExecutionRecord, node: string, run: number, item: INodeExecutionData, reservations?: Map<string, Reservation>): Origins {
+export function originsOfItem(
+	view: ExecutionRecord,
+	node: string,
+	run: number,
+	item: INodeExecutionData,
+	reservations?: Map<string, Reservation>,
+): Origins {
 	return new Tracer(view, reservations).ofItem(node, run, item);
 }
 
@@ -347,7 +358,10 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			const subWorkflow = node?.type === EXECUTE_WORKFLOW_TYPE;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
-					const failed = outputIndex === errorOutput || ((regularErrors || subWorkflow) && isErrorItem(item)) || (subWorkflow && outputIndex > 0 && carriesError(item));
+					const failed =
+						outputIndex === errorOutput ||
+						((regularErrors || subWorkflow) && isErrorItem(item)) ||
+						(subWorkflow && outputIndex > 0 && carriesError(item));
 					if (!failed) continue;
 					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
 				}
@@ -371,7 +385,8 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (isKeyType(view.node(name)?.type)) continue;
 		for (const [run, data] of Object.entries(runs)) {
 			for (const [input, items] of (data?.main ?? []).entries()) {
-				for (const [index, item] of (items ?? []).entries()) wait(tracer.ofWaitingItem(waitingExecutionSource[name]?.[run]?.main?.[input], index, item), name);
+				for (const [index, item] of (items ?? []).entries())
+					wait(tracer.ofWaitingItem(waitingExecutionSource[name]?.[run]?.main?.[input], index, item), name);
 			}
 		}
 	}
@@ -382,10 +397,16 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 	// to run when that output leads to a node.
 	for (const [scope, value] of Object.entries(contextData)) {
 		if (!scope.startsWith('node:') || !value || typeof value !== 'object') continue;
-		const { items, sourceData, processedItems, done } = value as { items?: unknown; sourceData?: unknown; processedItems?: unknown; done?: unknown };
+		const { items, sourceData, processedItems, done } = value as {
+			items?: unknown;
+			sourceData?: unknown;
+			processedItems?: unknown;
+			done?: unknown;
+		};
 		const name = scope.slice('node:'.length);
 		if (Array.isArray(items) && items.length > 0) {
-			const source = sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
+			const source =
+				sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
 			for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item), name);
 		}
 		if (done !== true && Array.isArray(processedItems) && doneLeadsOn(view, name)) {
@@ -450,7 +471,10 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 			for (const origin of withEnclosing(tracer, lost)) {
 				if (failure) {
 					if (!judgement.failed.has(origin)) {
-						judgement.failed.set(origin, `The items of this key were merged or dropped by ${name} without pairing, and a failure followed (${failure.message}).`);
+						judgement.failed.set(
+							origin,
+							`The items of this key were merged or dropped by ${name} without pairing, and a failure followed (${failure.message}).`,
+						);
 					}
 				} else if ([...waitingAt].some((waiting) => below.has(waiting))) judgement.pending.add(origin);
 			}
@@ -495,7 +519,8 @@ function downstreamOf(view: ExecutionRecord, name: string): Set<string> {
 
 /** Whether one node run started before another (n8n's execution index where it records one). */
 function ranBefore(task: ITaskData, other: ITaskData): boolean {
-	if (typeof task.executionIndex === 'number' && typeof other.executionIndex === 'number') return task.executionIndex < other.executionIndex;
+	if (typeof task.executionIndex === 'number' && typeof other.executionIndex === 'number')
+		return task.executionIndex < other.executionIndex;
 	return task.startTime < other.startTime;
 }
 
@@ -537,7 +562,8 @@ export function errorMessageOf(item: INodeExecutionData): string {
 	const json = item.json ?? {};
 	const error = json.error as unknown;
 	if (typeof error === 'string' && error !== '') return error;
-	if (error && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
+	if (error && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string')
+		return (error as { message: string }).message;
 	if (typeof json.message === 'string' && json.message !== '') return json.message;
 	if (item.error?.message) return item.error.message;
 	return 'the item left through the error output';

@@ -24,7 +24,9 @@ const QUERY_CANCELED = '57014';
 export function isN8nDatabaseUnreachable(error: unknown): boolean {
 	if (error instanceof DbConnectionTimeoutError) return true;
 	if (error instanceof BaseError || error instanceof ApplicationError || error instanceof ExecutionBaseError) return false;
-	return databaseErrorsIn(error).some((candidate) => connectionFailureReason(candidate) !== undefined || codeOf(candidate) === QUERY_CANCELED);
+	return databaseErrorsIn(error).some(
+		(candidate) => connectionFailureReason(candidate) !== undefined || codeOf(candidate) === QUERY_CANCELED,
+	);
 }
 
 /** The error and the driver error or cause it wraps (one level: n8n's database layer wraps once). */

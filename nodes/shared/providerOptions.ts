@@ -1,12 +1,6 @@
 import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 
-import {
-	PROVIDER_IDS,
-	providerDefinition,
-	schemeDisplayName,
-	signingProviderIds,
-	timestampedSchemeIds,
-} from '../../lib/providers';
+import { PROVIDER_IDS, providerDefinition, schemeDisplayName, signingProviderIds, timestampedSchemeIds } from '../../lib/providers';
 import { DEFAULT_TOLERANCE_SECONDS } from '../../lib/signature';
 
 /** n8n lists options alphabetically by name. */

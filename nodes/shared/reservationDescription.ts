@@ -39,7 +39,8 @@ export const KEY_SOURCE_PROPERTIES: INodeProperties[] = [
 			{
 				name: 'Event ID, Else Body Hash',
 				value: 'auto',
-				description: "The body's event ID when it has one (key evt:…), else a hash of the raw body (key sha256:…): the hand-built recipe's rule",
+				description:
+					"The body's event ID when it has one (key evt:…), else a hash of the raw body (key sha256:…): the hand-built recipe's rule",
 			},
 			{
 				name: 'Field',
@@ -143,7 +144,8 @@ export const RESERVATION_OPTIONS: INodeProperties = {
 				{
 					name: 'Use a Test Scope',
 					value: 'testScope',
-					description: 'Runs started in the editor reserve keys under n8n-manual-test:, so they never turn a real delivery into a duplicate',
+					description:
+						'Runs started in the editor reserve keys under n8n-manual-test:, so they never turn a real delivery into a duplicate',
 				},
 				{ name: 'Reserve for Real', value: 'real', description: 'Runs started in the editor reserve the real keys' },
 			],
@@ -175,7 +177,11 @@ export const RESERVATION_OPTIONS: INodeProperties = {
 			name: 'onStoreUnavailable',
 			type: 'options',
 			options: [
-				{ name: 'Fail', value: 'fail', description: 'Nothing goes on: the items fail (or leave through Not Reserved), so the provider retries' },
+				{
+					name: 'Fail',
+					value: 'fail',
+					description: 'Nothing goes on: the items fail (or leave through Not Reserved), so the provider retries',
+				},
 				{
 					name: 'Let Through (Unverified)',
 					value: 'letThrough',

@@ -51,7 +51,12 @@ export async function prepareReservation(
 	// Only a webhook item's raw body is its body's bytes (headers are there only for one).
 	const entry = keyedEntry(derived, payloadHash, settings.key, {
 		config: settings.evidence,
-		input: { payload: input.body, rawBody: input.headers ? input.rawBody : undefined, headers: input.headers, executionId: context.getExecutionId() },
+		input: {
+			payload: input.body,
+			rawBody: input.headers ? input.rawBody : undefined,
+			headers: input.headers,
+			executionId: context.getExecutionId(),
+		},
 	});
 	return { ...entry, settings };
 }

@@ -17,13 +17,25 @@ const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
 const WAITING_TYPES = new Set(['n8n-nodes-base.wait', 'n8n-nodes-base.form']);
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
 // The package's own nodes settle, route or verify: their failures are handled where they run.
-const PACKAGE_TYPE_SUFFIXES = ['.idempotencyKey', '.idempotencyReserve', '.idempotencyOrderGuard', '.idempotencyExecuteQuery', '.webhookSignatureVerify'];
+const PACKAGE_TYPE_SUFFIXES = [
+	'.idempotencyKey',
+	'.idempotencyReserve',
+	'.idempotencyOrderGuard',
+	'.idempotencyExecuteQuery',
+	'.webhookSignatureVerify',
+];
 // n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
 // that depends on one event's data.
-const NEVER_FAILING_TYPES = new Set(['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'removeDuplicates', 'aggregate', 'stopAndError'].map((name) => `n8n-nodes-base.${name}`));
+const NEVER_FAILING_TYPES = new Set(
+	['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'removeDuplicates', 'aggregate', 'stopAndError'].map(
+		(name) => `n8n-nodes-base.${name}`,
+	),
+);
 // n8n's nodes that route or reshape items: no effect, but they can fail on one event's data (a Switch
 // output out of range, an If with strict types, an expression).
-const ROUTING_TYPES = new Set(['if', 'switch', 'filter', 'set', 'splitOut', 'summarize', 'renameKeys'].map((name) => `n8n-nodes-base.${name}`));
+const ROUTING_TYPES = new Set(
+	['if', 'switch', 'filter', 'set', 'splitOut', 'summarize', 'renameKeys'].map((name) => `n8n-nodes-base.${name}`),
+);
 
 /** An enabled Idempotency Key node set to Settle After Business Step (a workflow node or n8n's summary of one). */
 export function isSettleNode(node: { type: string; parameters?: INode['parameters']; disabled?: boolean } | undefined): boolean {
@@ -52,7 +64,9 @@ export function checkSettleWiring(record: ExecutionRecord, self: string, output:
 	const settles = children.filter(isSettleNode);
 	if (settles.length === 0) return;
 	if (settles.length > 1) {
-		throw new UnsafeSettleWiringError(`Several Settle nodes hang off one output of "${self}" (${settles.map((n) => `"${n.name}"`).join(', ')}): keep one.`);
+		throw new UnsafeSettleWiringError(
+			`Several Settle nodes hang off one output of "${self}" (${settles.map((n) => `"${n.name}"`).join(', ')}): keep one.`,
+		);
 	}
 	const [settle] = settles;
 	if (record.executionOrder !== 'v1') {
@@ -63,7 +77,9 @@ export function checkSettleWiring(record: ExecutionRecord, self: string, output:
 	// A disabled node passes its items on: the step may start behind one.
 	const steps = targets(record, self, output).filter((node) => node.name !== settle.name);
 	if (steps.length === 0) {
-		throw new UnsafeSettleWiringError(`No business step is connected beside "${settle.name}": connect your business step to the same output of "${self}", above it.`);
+		throw new UnsafeSettleWiringError(
+			`No business step is connected beside "${settle.name}": connect your business step to the same output of "${self}", above it.`,
+		);
 	}
 	for (const node of downstreamOf(record, steps, new Set([self, settle.name]))) {
 		if (node.type === RESPOND_TYPE) {
@@ -108,7 +124,11 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		}
 		// n8n runs a node with several inputs (a Merge) once nothing else is left when one input has no data:
 		// after Settle, so the Wait behind it would start with Settle already passed, and nothing would settle after it.
-		const joining = step.find((candidate) => inputIndexes(record, candidate.name).size > 1 && downstreamOf(record, allTargets(record, candidate.name), new Set([self]), stopAt).some((after) => after.name === node.name));
+		const joining = step.find(
+			(candidate) =>
+				inputIndexes(record, candidate.name).size > 1 &&
+				downstreamOf(record, allTargets(record, candidate.name), new Set([self]), stopAt).some((after) => after.name === node.name),
+		);
 		if (joining) {
 			throw new UnsafeSettleWiringError(
 				`"${node.name}" comes after "${joining.name}", which has several inputs: n8n may run "${joining.name}" after Settle, and then nothing would settle the key once the wait ends. Put the Wait before "${joining.name}", or at the start of the business step.`,
@@ -124,7 +144,12 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		}
 		// Before 1.3, Execute Workflow run for each item puts item i's error on its output i, and n8n-core's
 		// error-output split overwrites those outputs: the failure vanishes from the run and the key completes.
-		if (node.type === EXECUTE_WORKFLOW_TYPE && node.typeVersion < 1.3 && node.parameters?.mode === 'each' && onErrorOf(node) === 'continueErrorOutput') {
+		if (
+			node.type === EXECUTE_WORKFLOW_TYPE &&
+			node.typeVersion < 1.3 &&
+			node.parameters?.mode === 'each' &&
+			onErrorOf(node) === 'continueErrorOutput'
+		) {
 			throw new UnsafeSettleWiringError(
 				`"${node.name}" runs the sub-workflow for each item with On Error "Continue (using error output)" in a version of the node (${node.typeVersion}) whose failures n8n loses: a failed item would complete its key. Replace it with a new Execute Workflow node (version 1.3 or later).`,
 			);
@@ -168,7 +193,8 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	if (events < 2) return;
 	const stopAt = (node: INode) => node.type.endsWith(SETTLE_TYPE_SUFFIX);
 	const heads = targets(record, self, output);
-	const settled = enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
+	const settled =
+		enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
 	if (!settled) return;
 	const step = downstreamOf(record, heads, new Set([self]), stopAt);
 	const oneAtATime = oneEventAtATime(record, self, step, stopAt);
@@ -189,10 +215,16 @@ function continuesOnError(node: INode): boolean {
 
 /** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */
 function failsAllOrNothing(node: INode): boolean {
-	if (PACKAGE_TYPE_SUFFIXES.some((suffix) => node.type.endsWith(suffix)) || NEVER_FAILING_TYPES.has(node.type) || WAITING_TYPES.has(node.type)) return true;
+	if (
+		PACKAGE_TYPE_SUFFIXES.some((suffix) => node.type.endsWith(suffix)) ||
+		NEVER_FAILING_TYPES.has(node.type) ||
+		WAITING_TYPES.has(node.type)
+	)
+		return true;
 	if (node.type !== POSTGRES_TYPE) return false;
 	// Version 1 names the batching "mode" (default: one query for all items); version 2 "Query Batching".
-	if (node.typeVersion < 2) return ['multiple', 'transaction', undefined].includes((node.parameters?.additionalFields as { mode?: string } | undefined)?.mode);
+	if (node.typeVersion < 2)
+		return ['multiple', 'transaction', undefined].includes((node.parameters?.additionalFields as { mode?: string } | undefined)?.mode);
 	return (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching !== 'independently';
 }
 
@@ -210,12 +242,16 @@ function oneEventAtATime(record: ExecutionRecord, self: string, step: INode[], s
 	const inside = new Set<string>();
 	for (const loop of step) {
 		if (loop.type !== LOOP_TYPE || loop.typeVersion < 3 || Number(loop.parameters?.batchSize ?? 1) !== 1) continue;
-		const reached = new Set(downstreamOf(record, targets(record, loop.name, 1), new Set([self, loop.name]), stopAt).map((node) => node.name));
+		const reached = new Set(
+			downstreamOf(record, targets(record, loop.name, 1), new Set([self, loop.name]), stopAt).map((node) => node.name),
+		);
 		// A node also fed from outside the loop body (a Merge, a second path) gets events together.
 		for (let changed = true; changed; ) {
 			changed = false;
 			for (const name of reached) {
-				const fedFromOutside = feedsOf(record, name).some((feed) => !reached.has(feed.from) && !(feed.from === loop.name && feed.output === 1));
+				const fedFromOutside = feedsOf(record, name).some(
+					(feed) => !reached.has(feed.from) && !(feed.from === loop.name && feed.output === 1),
+				);
 				if (fedFromOutside) {
 					reached.delete(name);
 					changed = true;
@@ -267,12 +303,17 @@ function assertSettleRunsAfterStep(record: ExecutionRecord, self: string, output
 }
 
 function targets(record: ExecutionRecord, name: string, output: number): INode[] {
-	return (record.connectionsBySourceNode[name]?.main?.[output] ?? []).map((connection) => record.node(connection.node)).filter((node): node is INode => node !== undefined);
+	return (record.connectionsBySourceNode[name]?.main?.[output] ?? [])
+		.map((connection) => record.node(connection.node))
+		.filter((node): node is INode => node !== undefined);
 }
 
 /** The nodes on every main output of `name`. */
 function allTargets(record: ExecutionRecord, name: string): INode[] {
-	return (record.connectionsBySourceNode[name]?.main ?? []).flatMap((outputs) => outputs ?? []).map((connection) => record.node(connection.node)).filter((node): node is INode => node !== undefined);
+	return (record.connectionsBySourceNode[name]?.main ?? [])
+		.flatMap((outputs) => outputs ?? [])
+		.map((connection) => record.node(connection.node))
+		.filter((node): node is INode => node !== undefined);
 }
 
 /** The main connections that end at `name`: the node and output they leave from, the input they reach. */
@@ -344,7 +385,8 @@ interface ChildNode {
 export function unsettleableAfterTrigger(children: ChildNode[]): string | undefined {
 	for (const node of children) {
 		if (node.disabled === true) continue;
-		if (WAITING_TYPES.has(node.type)) return `"${node.name}" waits, and the key of an event this trigger started cannot be settled after a wait.`;
+		if (WAITING_TYPES.has(node.type))
+			return `"${node.name}" waits, and the key of an event this trigger started cannot be settled after a wait.`;
 		if (node.type === RESPOND_TYPE) {
 			return `"${node.name}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`;
 		}

@@ -1,8 +1,4 @@
-import type {
-	ICredentialsDecrypted,
-	ICredentialTestFunctions,
-	INodeCredentialTestResult,
-} from 'n8n-workflow';
+import type { ICredentialsDecrypted, ICredentialTestFunctions, INodeCredentialTestResult } from 'n8n-workflow';
 
 import { hasOuterWhitespace, resolveSecrets } from '../../lib/signature';
 import { configuredSecrets } from './signingSecret';
@@ -28,7 +24,7 @@ export async function webhookSignatureSecretTest(
 		return {
 			status: 'Error',
 			message:
-				'A secret starts or ends with a space (or other whitespace), which is used as part of the secret. Remove it unless the provider\'s secret really has it.',
+				"A secret starts or ends with a space (or other whitespace), which is used as part of the secret. Remove it unless the provider's secret really has it.",
 		};
 	}
 	return {

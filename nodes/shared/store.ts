@@ -78,7 +78,12 @@ export async function storeFor(context: IExecuteFunctions, table: TableChoice): 
 }
 
 /** The key store on a backend; `embeddedFile` is asked only for the embedded store. */
-export async function keyStoreOn(backend: StoreBackend, context: CredentialContext, embeddedFile: () => string, table: TableChoice): Promise<KeyStore> {
+export async function keyStoreOn(
+	backend: StoreBackend,
+	context: CredentialContext,
+	embeddedFile: () => string,
+	table: TableChoice,
+): Promise<KeyStore> {
 	if (backend === 'embedded') {
 		// The embedded file has no schemas, and its table is always created: only the table name applies.
 		return openEmbeddedKeyStore({ file: embeddedFile(), table: table.tableName || DEFAULT_TABLE });

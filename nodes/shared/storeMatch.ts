@@ -25,7 +25,10 @@ export function assertSameStoreDownstream(context: IExecuteFunctions, store: Sto
 	const self = context.getNode().name;
 	const mismatched = context
 		.getChildNodes(self, { includeNodeParameters: true })
-		.filter((node) => !node.disabled && node.type.endsWith(KEY_TYPE_SUFFIX) && settlesReservedKeys(node.parameters) && storeOfNode(node) !== store);
+		.filter(
+			(node) =>
+				!node.disabled && node.type.endsWith(KEY_TYPE_SUFFIX) && settlesReservedKeys(node.parameters) && storeOfNode(node) !== store,
+		);
 	if (mismatched.length === 0) return;
 	const names = mismatched.map((node) => `"${node.name}" (${label(storeOfNode(node))})`).join(', ');
 	throw new InvalidConfigurationError(

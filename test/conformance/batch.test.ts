@@ -14,7 +14,12 @@ describeEachBackend('a reservation batch', (backend) => {
 	let fixture: StoreFixture;
 	let store: KeyStore;
 	const permanent = { mode: 'permanent' as const, leaseSeconds: 60, retentionSeconds: 86_400 };
-	const request = (key: string, extra: Partial<ReservationRequest> = {}): ReservationRequest => ({ key, keySource: 'test', payloadHash: null, ...extra });
+	const request = (key: string, extra: Partial<ReservationRequest> = {}): ReservationRequest => ({
+		key,
+		keySource: 'test',
+		payloadHash: null,
+		...extra,
+	});
 
 	beforeAll(async () => {
 		fixture = await freshStore(backend, { prefix: 'batch' });
@@ -86,20 +91,37 @@ describeEachBackend('a reservation batch', (backend) => {
 	it('evidence some requests fill: each row gets its own value, null for the others', async () => {
 		await store.reserve(
 			[
-				request('mixed-a', { payloadHash: 'hash-a', evidence: { payloadJson: '{"id":"a"}', payloadBytes: 10, source: 'stripe', correlationId: 'corr-a' } }),
+				request('mixed-a', {
+					payloadHash: 'hash-a',
+					evidence: { payloadJson: '{"id":"a"}', payloadBytes: 10, source: 'stripe', correlationId: 'corr-a' },
+				}),
 				request('mixed-b'),
 			],
 			permanent,
 		);
 		const rows = await Promise.all(['mixed-a', 'mixed-b'].map((key) => fixture.row(key)));
-		expect(rows.map((row) => ({ key: row!.key, payload_hash: row!.payload_hash, payload: row!.payload, payload_bytes: row!.payload_bytes, source: row!.source, correlation_id: row!.correlation_id }))).toEqual([
+		expect(
+			rows.map((row) => ({
+				key: row!.key,
+				payload_hash: row!.payload_hash,
+				payload: row!.payload,
+				payload_bytes: row!.payload_bytes,
+				source: row!.source,
+				correlation_id: row!.correlation_id,
+			})),
+		).toEqual([
 			{ key: 'mixed-a', payload_hash: 'hash-a', payload: { id: 'a' }, payload_bytes: 10, source: 'stripe', correlation_id: 'corr-a' },
 			{ key: 'mixed-b', payload_hash: null, payload: null, payload_bytes: null, source: null, correlation_id: null },
 		]);
 	});
 
-	it('stored evidence comes back from Get Key; a duplicate keeps the first delivery\'s, a take-over of a failed key stores its own', async () => {
-		const evidence = (id: string, correlationId: string) => ({ payloadJson: JSON.stringify({ id, version: correlationId }), payloadBytes: 30, source: 'stripe', correlationId });
+	it("stored evidence comes back from Get Key; a duplicate keeps the first delivery's, a take-over of a failed key stores its own", async () => {
+		const evidence = (id: string, correlationId: string) => ({
+			payloadJson: JSON.stringify({ id, version: correlationId }),
+			payloadBytes: 30,
+			source: 'stripe',
+			correlationId,
+		});
 		const [first] = await store.reserve([request('ev-1', { evidence: evidence('ev-1', 'first') })], { ...permanent, mode: 'lease' });
 		expect(first.outcome).toBe('new');
 		const [duplicate] = await store.reserve([request('ev-1', { evidence: evidence('ev-1', 'second') })], { ...permanent, mode: 'lease' });
@@ -114,7 +136,10 @@ describeEachBackend('a reservation batch', (backend) => {
 		await store.fail([{ key: 'ev-1', ownerToken: first.ownerToken!, error: 'boom' }]);
 		const [takeOver] = await store.reserve([request('ev-1', { evidence: evidence('ev-1', 'third') })], { ...permanent, mode: 'lease' });
 		expect(takeOver).toMatchObject({ outcome: 'new', reclaimed: true });
-		expect((await store.getKeys(['ev-1'])).get('ev-1')).toMatchObject({ payload: { id: 'ev-1', version: 'third' }, correlationId: 'third' });
+		expect((await store.getKeys(['ev-1'])).get('ev-1')).toMatchObject({
+			payload: { id: 'ev-1', version: 'third' },
+			correlationId: 'third',
+		});
 	});
 
 	it('a payload of JSON null is a stored payload; none stored is payloadStored false', async () => {
@@ -132,10 +157,13 @@ describeEachBackend('a reservation batch', (backend) => {
 
 	it('an integer beyond 2^53 in a stored payload comes back from Get Key, List Keys and a replay claim as its exact digits', async () => {
 		const payloadJson = `{"id":"evt_big","data":{"amount":${BIG},"small":42,"ratio":0.1}}`;
-		const [reserved] = await store.reserve([request('ev-big', { evidence: { payloadJson, payloadBytes: payloadJson.length, source: null, correlationId: null } })], {
-			...permanent,
-			mode: 'lease',
-		});
+		const [reserved] = await store.reserve(
+			[request('ev-big', { evidence: { payloadJson, payloadBytes: payloadJson.length, source: null, correlationId: null } })],
+			{
+				...permanent,
+				mode: 'lease',
+			},
+		);
 		const expected = { id: 'evt_big', data: { amount: BIG, small: 42, ratio: 0.1 } };
 		expect((await store.getKeys(['ev-big'])).get('ev-big')!.payload).toEqual(expected);
 		expect((await store.listKeys({ limit: 10, keyPrefix: 'ev-big' })).keys.map((key) => key.payload)).toEqual([expected]);

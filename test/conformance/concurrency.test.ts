@@ -30,15 +30,34 @@ describeEachBackend('one key reserved from many processes at once', (backend) =>
 	);
 
 	it("8 simultaneous reservations (the seed's experiment) give exactly one New", async () => {
-		const results = await raceOneKey(fixture.target, { key: 'race-8', processes: 8, connectionsPerProcess: 1, callsPerProcess: 1, mode: 'permanent' });
-		expect(results.map((result) => result.outcome).sort()).toEqual(['duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'new']);
+		const results = await raceOneKey(fixture.target, {
+			key: 'race-8',
+			processes: 8,
+			connectionsPerProcess: 1,
+			callsPerProcess: 1,
+			mode: 'permanent',
+		});
+		expect(results.map((result) => result.outcome).sort()).toEqual([
+			'duplicate',
+			'duplicate',
+			'duplicate',
+			'duplicate',
+			'duplicate',
+			'duplicate',
+			'duplicate',
+			'new',
+		]);
 	});
 
 	it('8 processes reserving the same 500 keys at once, each as one batch in its own order: exactly one New per key, no error', async () => {
 		const keys = Array.from({ length: 500 }, (_, index) => `many-${index}`);
 		const reports = await raceStore(
 			fixture.target,
-			Array.from({ length: 8 }, (_, process) => ({ kind: 'reserve' as const, batches: [shuffled(keys, process + 1)], mode: 'permanent' as const })),
+			Array.from({ length: 8 }, (_, process) => ({
+				kind: 'reserve' as const,
+				batches: [shuffled(keys, process + 1)],
+				mode: 'permanent' as const,
+			})),
 		);
 		expect(new Set(reports.map((report) => report.pid)).size).toBe(8);
 		const results = reports.flatMap((report) => report.results);
@@ -58,7 +77,11 @@ describeEachBackend('one key reserved from many processes at once', (backend) =>
 		const keys = Array.from({ length: 200 }, (_, index) => `reclaim-${index + 1}`);
 		const reports = await raceStore(
 			fixture.target,
-			Array.from({ length: 8 }, (_, process) => ({ kind: 'reserve' as const, batches: [shuffled(keys, process + 11)], mode: 'lease' as const })),
+			Array.from({ length: 8 }, (_, process) => ({
+				kind: 'reserve' as const,
+				batches: [shuffled(keys, process + 11)],
+				mode: 'lease' as const,
+			})),
 		);
 		const results = reports.flatMap((report) => report.results);
 		const newByKey = new Map<string, number>();

@@ -36,7 +36,12 @@ describeEachBackend('a process killed mid-batch', (backend) => {
 		const { signal, stdout } = await worker.exited;
 		expect(signal).toBe('SIGKILL');
 
-		const lastStarted = Math.max(...stdout.split('\n').filter((line) => line.startsWith('batch ')).map((line) => Number(line.slice(6))));
+		const lastStarted = Math.max(
+			...stdout
+				.split('\n')
+				.filter((line) => line.startsWith('batch '))
+				.map((line) => Number(line.slice(6))),
+		);
 		expect(lastStarted).toBeGreaterThanOrEqual(2);
 		for (let batch = 0; batch < lastStarted; batch++) expect(await fixture.count(`${prefix}${batch}-`)).toBe(BATCH);
 		const killedBatchKeys = await fixture.count(`${prefix}${lastStarted}-`);
@@ -49,7 +54,9 @@ describeEachBackend('a process killed mid-batch', (backend) => {
 		it('the file passes SQLite integrity check after the kills', () => {
 			requireSqlite();
 			// eslint-disable-next-line @typescript-eslint/no-require-imports
-			const { DatabaseSync } = require('node:sqlite') as { DatabaseSync: new (file: string) => { prepare(sql: string): { all(): unknown[] }; close(): void } };
+			const { DatabaseSync } = require('node:sqlite') as {
+				DatabaseSync: new (file: string) => { prepare(sql: string): { all(): unknown[] }; close(): void };
+			};
 			if (fixture.target.backend !== 'embedded') throw new Error('an embedded fixture');
 			const db = new DatabaseSync(fixture.target.file);
 			try {

@@ -10,7 +10,7 @@ import { raceStore } from '../support/workers';
 
 const zero = (): AnswerCounts => Object.fromEntries(DELIVERY_ANSWERS.map((answer) => [answer, 0])) as AnswerCounts;
 
-describeEachBackend('the trigger\'s delivery bookkeeping', (backend) => {
+describeEachBackend("the trigger's delivery bookkeeping", (backend) => {
 	let fixture: StoreFixture;
 	let store: KeyStore;
 
@@ -27,7 +27,15 @@ describeEachBackend('the trigger\'s delivery bookkeeping', (backend) => {
 	describe('answers counted per hour', () => {
 		it('each answer counts in the current hour; every answer the package knows is in the counts, 0 when none', async () => {
 			const counted = await fixture.otherTable('counted');
-			for (const answer of ['duplicate', 'duplicate', 'in_progress', 'invalid_signature', 'key_refused', 'key_store_unavailable', 'new'] as DeliveryAnswer[]) {
+			for (const answer of [
+				'duplicate',
+				'duplicate',
+				'in_progress',
+				'invalid_signature',
+				'key_refused',
+				'key_store_unavailable',
+				'new',
+			] as DeliveryAnswer[]) {
 				await counted.store.countAnswer(answer);
 			}
 			expect(await counted.store.answerCounts(1)).toEqual({
@@ -71,15 +79,21 @@ describeEachBackend('the trigger\'s delivery bookkeeping', (backend) => {
 
 		it('two processes counting at once lose no count', async () => {
 			const shared = await fixture.otherTable('counts_shared');
-			const answers: DeliveryAnswer[] = [...Array<DeliveryAnswer>(20).fill('duplicate'), ...Array<DeliveryAnswer>(5).fill('invalid_signature')];
-			const reports = await raceStore(shared.target, [0, 1].map(() => ({ kind: 'count' as const, answers })));
+			const answers: DeliveryAnswer[] = [
+				...Array<DeliveryAnswer>(20).fill('duplicate'),
+				...Array<DeliveryAnswer>(5).fill('invalid_signature'),
+			];
+			const reports = await raceStore(
+				shared.target,
+				[0, 1].map(() => ({ kind: 'count' as const, answers })),
+			);
 			expect(new Set(reports.map((report) => report.pid)).size).toBe(2);
 			expect(await shared.store.answerCounts(1)).toEqual({ ...zero(), duplicate: 40, invalid_signature: 10 });
 		});
 	});
 
-	describe('a key\'s copies', () => {
-		it('each copy answered (in progress, then duplicate) adds to the key\'s duplicate count and moves its last seen; Get Key and List Keys show both', async () => {
+	describe("a key's copies", () => {
+		it("each copy answered (in progress, then duplicate) adds to the key's duplicate count and moves its last seen; Get Key and List Keys show both", async () => {
 			const first = await reserveOne('copies');
 			const reserved = (await store.getKeys(['copies'])).get('copies')!;
 			expect(reserved).toMatchObject({ duplicateCount: 0 });
@@ -99,8 +113,8 @@ describeEachBackend('the trigger\'s delivery bookkeeping', (backend) => {
 		});
 	});
 
-	describe('recording the execution that runs a key\'s event', () => {
-		it('its owner records the execution: Get Key and a duplicate\'s full record name it', async () => {
+	describe("recording the execution that runs a key's event", () => {
+		it("its owner records the execution: Get Key and a duplicate's full record name it", async () => {
 			const first = await reserveOne('run-recorded');
 			expect((await store.getKeys(['run-recorded'])).get('run-recorded')!.executionId).toBeNull();
 			expect(await store.recordExecution({ key: 'run-recorded', ownerToken: first.ownerToken! }, '4711')).toBe(true);
@@ -130,7 +144,9 @@ describeEachBackend('the trigger\'s delivery bookkeeping', (backend) => {
 
 		it('refuses a missing owner token or execution id before anything is sent', async () => {
 			await expect(store.recordExecution({ key: 'k', ownerToken: 'not-a-uuid' }, 'e')).rejects.toThrow(/not a UUID/);
-			await expect(store.recordExecution({ key: 'k', ownerToken: '00000000-0000-4000-8000-000000000000' }, '')).rejects.toThrow(/No execution id/);
+			await expect(store.recordExecution({ key: 'k', ownerToken: '00000000-0000-4000-8000-000000000000' }, '')).rejects.toThrow(
+				/No execution id/,
+			);
 		});
 	});
 });

@@ -13,7 +13,14 @@ describeEachBackend('holding a key while its execution waits', (backend) => {
 	let fixture: StoreFixture;
 	let store: KeyStore;
 
-	const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-1', workflowId: 'wf-1', instanceId: 'instance-a' };
+	const lease: ReserveOptions = {
+		mode: 'lease',
+		leaseSeconds: 60,
+		retentionSeconds: 86_400,
+		executionId: 'exec-1',
+		workflowId: 'wf-1',
+		instanceId: 'instance-a',
+	};
 	const reserveOne = async (key: string) => (await store.reserve([{ key, keySource: 'custom', payloadHash: null }], lease))[0];
 	const leaseLeftMs = async (key: string) => (await fixture.row(key))!.locked_until!.getTime() - (await fixture.now()).getTime();
 	const HOUR = 3_600_000;

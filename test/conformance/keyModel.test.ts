@@ -105,11 +105,15 @@ function count(seen: Seen, what: string): void {
 	seen[what] = (seen[what] ?? 0) + 1;
 }
 function countAnswer(seen: Seen, call: StoreCall, answer: CallAnswer): void {
-	if (answer.kind === 'reserve') for (const result of answer.results) count(seen, `reserve ${result.reclaimed ? 'reclaimed' : result.repeatInBatch ? 'repeat' : result.outcome}`);
-	if (answer.kind === 'settle') for (const result of answer.results) count(seen, `${call.kind} ${result.applied ? 'applied' : result.reason}`);
+	if (answer.kind === 'reserve')
+		for (const result of answer.results)
+			count(seen, `reserve ${result.reclaimed ? 'reclaimed' : result.repeatInBatch ? 'repeat' : result.outcome}`);
+	if (answer.kind === 'settle')
+		for (const result of answer.results) count(seen, `${call.kind} ${result.applied ? 'applied' : result.reason}`);
 	if (answer.kind === 'claim') for (const result of answer.results) count(seen, `claim ${result.claimed ? 'claimed' : result.reason}`);
 	if (answer.kind === 'cleanup') count(seen, answer.deleted > 0 ? 'cleanup deleted' : 'cleanup nothing');
-	if (answer.kind === 'getKeys') for (const key of Object.values(answer.keys)) count(seen, `getKeys ${key.status}${key.retentionEnded ? ' retention ended' : ''}`);
+	if (answer.kind === 'getKeys')
+		for (const key of Object.values(answer.keys)) count(seen, `getKeys ${key.status}${key.retentionEnded ? ' retention ended' : ''}`);
 }
 
 interface ModelBox {
@@ -128,7 +132,9 @@ const settleSpec = fc.record({
 	items: fc.array(
 		fc.record({
 			token: fc.oneof({ weight: 6, arbitrary: fc.record({ back: fc.nat(5) }) }, { weight: 1, arbitrary: fc.record({ madeUpFor: key }) }),
-			upper: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }), value: fc.option(fc.nat(99)) }),
+			upper: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+			value: fc.option(fc.nat(99)),
+		}),
 		{ minLength: 1, maxLength: 3 },
 	),
 });
@@ -148,7 +154,11 @@ const storeCall: fc.Arbitrary<CommandSpec> = fc.record({
 const expireLease: fc.Arbitrary<CommandSpec> = fc.record({ kind: fc.constant('expireLease' as const), key });
 const expireRetention: fc.Arbitrary<CommandSpec> = fc.record({ kind: fc.constant('expireRetention' as const), key });
 const cleanup: fc.Arbitrary<CommandSpec> = fc.constant({ kind: 'cleanup' as const });
-const crash: fc.Arbitrary<CommandSpec> = fc.record({ kind: fc.constant('crash' as const), client: fc.nat(CLIENTS - 1), lost: fc.option(reserveSpec, { nil: null }) as fc.Arbitrary<Omit<ReserveCall, 'executionId'> | null> });
+const crash: fc.Arbitrary<CommandSpec> = fc.record({
+	kind: fc.constant('crash' as const),
+	client: fc.nat(CLIENTS - 1),
+	lost: fc.option(reserveSpec, { nil: null }) as fc.Arbitrary<Omit<ReserveCall, 'executionId'> | null>,
+});
 
 class StoreCommand implements fc.AsyncCommand<ModelBox, Real> {
 	constructor(readonly spec: CommandSpec) {}
@@ -235,7 +245,8 @@ function recordSeen(record: Partial<IdempotencyRecord>, fields: 'full' | 'compac
 	};
 	// Get Key and Claim for Replay do not read the fingerprint; compact records leave out the rest.
 	if (fields === 'claim' || fields === 'stored') delete (seen as Partial<RecordSeen>).payloadHash;
-	if (fields !== 'compact') Object.assign(seen, { duplicates: record.duplicateCount, lastError: record.lastError, executionId: record.executionId });
+	if (fields !== 'compact')
+		Object.assign(seen, { duplicates: record.duplicateCount, lastError: record.lastError, executionId: record.executionId });
 	return seen;
 }
 
@@ -275,7 +286,10 @@ async function callStore(store: KeyStore, call: StoreCall): Promise<CallAnswer> 
 					: call.kind === 'release'
 						? await store.release(items.map(({ key, ownerToken }) => ({ key, ownerToken })))
 						: await store.fail(items);
-			return { kind: 'settle', results: reports.map((report) => (report.applied ? { applied: true } : { applied: false, reason: report.reason })) };
+			return {
+				kind: 'settle',
+				results: reports.map((report) => (report.applied ? { applied: true } : { applied: false, reason: report.reason })),
+			};
 		}
 		case 'claim': {
 			const claims = await store.claimForReplay(call.keys, { ...options, executionId: call.executionId, workflowId: 'wf-replay' });
@@ -305,14 +319,19 @@ async function callStore(store: KeyStore, call: StoreCall): Promise<CallAnswer> 
 /** An answer in one line for the trace: outcomes and reasons, tokens by their first 8 digits. */
 function describeAnswer(answer: CallAnswer): string {
 	const token = (value: string | null) => (value ? ` ${value.slice(0, 8)}` : '');
-	const record = (seen: RecordSeen | null) => (seen ? ` ${seen.status} ×${seen.attempts}${seen.duplicates === undefined ? '' : ` dup ${seen.duplicates}`}` : '');
+	const record = (seen: RecordSeen | null) =>
+		seen ? ` ${seen.status} ×${seen.attempts}${seen.duplicates === undefined ? '' : ` dup ${seen.duplicates}`}` : '';
 	switch (answer.kind) {
 		case 'reserve':
 			return answer.results.map((result) => `${result.outcome}${token(result.ownerToken)}${record(result.record)}`).join(', ');
 		case 'settle':
 			return answer.results.map((result) => (result.applied ? 'applied' : result.reason)).join(', ');
 		case 'claim':
-			return answer.results.map((result) => (result.claimed ? `claimed${token(result.ownerToken)}${record(result.record)}` : `${result.reason}${record(result.record)}`)).join(', ');
+			return answer.results
+				.map((result) =>
+					result.claimed ? `claimed${token(result.ownerToken)}${record(result.record)}` : `${result.reason}${record(result.record)}`,
+				)
+				.join(', ');
 		case 'getKeys':
 			return JSON.stringify(answer.keys);
 		case 'cleanup':
@@ -348,10 +367,12 @@ async function flush(model: KeyModel, real: Real): Promise<void> {
 	for (const [index, answer] of answers.entries()) {
 		const call = calls[index];
 		if (answer.kind === 'reserve' && call.kind === 'reserve') {
-			for (const [item, result] of answer.results.entries()) if (result.ownerToken) real.tokens.push({ key: call.items[item].key, token: result.ownerToken });
+			for (const [item, result] of answer.results.entries())
+				if (result.ownerToken) real.tokens.push({ key: call.items[item].key, token: result.ownerToken });
 		}
 		if (answer.kind === 'claim' && call.kind === 'claim') {
-			for (const [item, result] of answer.results.entries()) if (result.claimed) real.tokens.push({ key: call.keys[item], token: result.ownerToken });
+			for (const [item, result] of answer.results.entries())
+				if (result.claimed) real.tokens.push({ key: call.keys[item], token: result.ownerToken });
 		}
 	}
 }
@@ -369,7 +390,11 @@ async function runCommand(spec: CommandSpec, model: KeyModel, real: Real): Promi
 		case 'expireRetention': {
 			const row = await fixture.row(spec.key);
 			real.trace.push(`  ${describeSpec(spec)} (the row: ${row ? `${row.status}${row.locked_until ? ', with a lease' : ''}` : 'none'})`);
-			model.timeStep(spec.key, spec.kind === 'expireLease' ? 'lease' : 'retention', row && { status: row.status, hasLease: row.locked_until !== null });
+			model.timeStep(
+				spec.key,
+				spec.kind === 'expireLease' ? 'lease' : 'retention',
+				row && { status: row.status, hasLease: row.locked_until !== null },
+			);
 			if (spec.kind === 'expireLease' && row?.status === 'processing' && row.locked_until) {
 				await fixture.update(spec.key, { lockedUntil: -1 });
 				count(real.seen, 'lease run out');
@@ -409,7 +434,11 @@ async function finalCheck(model: KeyModel, real: Real): Promise<void> {
 	for (const [key, row] of model.knownRows()) {
 		const stored = await real.fixture.row(key);
 		// A token the model cannot know (a lost answer's) must at least be none handed out to a client.
-		const honoured = !row ? !stored : row.owner.startsWith('lost:') ? !real.tokens.some((entry) => entry.token === stored?.owner_token) : stored?.owner_token === row.owner;
+		const honoured = !row
+			? !stored
+			: row.owner.startsWith('lost:')
+				? !real.tokens.some((entry) => entry.token === stored?.owner_token)
+				: stored?.owner_token === row.owner;
 		if (!honoured) throw new Error(`${key} is stored with owner token ${stored?.owner_token}; the model: ${describeRow(key, row)}`);
 	}
 }
@@ -443,7 +472,25 @@ describeEachBackend('the store against a model of the key state machine', (backe
 		const numRuns = envNumber('STORE_MODEL_RUNS') ?? DEFAULT_RUNS;
 		const seen: Seen = {};
 		const commands = fc.commands(
-			[storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, storeCall, expireLease, expireLease, expireRetention, expireRetention, cleanup, cleanup, crash].map((spec) => spec.map((made) => new StoreCommand(made))),
+			[
+				storeCall,
+				storeCall,
+				storeCall,
+				storeCall,
+				storeCall,
+				storeCall,
+				storeCall,
+				storeCall,
+				storeCall,
+				storeCall,
+				expireLease,
+				expireLease,
+				expireRetention,
+				expireRetention,
+				cleanup,
+				cleanup,
+				crash,
+			].map((spec) => spec.map((made) => new StoreCommand(made))),
 			{ maxCommands: 50, size: 'max', replayPath },
 		);
 		const property = fc.asyncProperty(commands, async (sequence) => {

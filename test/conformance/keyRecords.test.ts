@@ -22,8 +22,22 @@ describeEachBackend('stored key records', (backend) => {
 		// A known table: live lease, stuck lease, failed, completed (old and new), another prefix.
 		await fixture.seed([
 			{ key: 'stripe:live', status: 'processing', lockedUntil: 5 * 60, firstSeen: 0, ownerToken: 'random', executionId: 'e-live' },
-			{ key: 'stripe:stuck', status: 'processing', lockedUntil: -5 * 60, firstSeen: -2 * HOUR, ownerToken: 'random', executionId: 'e-stuck' },
-			{ key: 'stripe:failed', status: 'failed', lockedUntil: null, firstSeen: -3 * HOUR, lastError: 'card declined', executionId: 'e-failed' },
+			{
+				key: 'stripe:stuck',
+				status: 'processing',
+				lockedUntil: -5 * 60,
+				firstSeen: -2 * HOUR,
+				ownerToken: 'random',
+				executionId: 'e-stuck',
+			},
+			{
+				key: 'stripe:failed',
+				status: 'failed',
+				lockedUntil: null,
+				firstSeen: -3 * HOUR,
+				lastError: 'card declined',
+				executionId: 'e-failed',
+			},
 			{ key: 'stripe:old', status: 'completed', lockedUntil: null, firstSeen: -48 * HOUR, executionId: 'e-old' },
 			{ key: 'shopify:new', status: 'completed', lockedUntil: null, firstSeen: 0, executionId: 'e-new' },
 		]);
@@ -37,7 +51,12 @@ describeEachBackend('stored key records', (backend) => {
 		it('returns the whole record of stored keys and leaves unknown ones out; a NUL key is simply not found', async () => {
 			const found = await store.getKeys(['stripe:failed', 'stripe:nope', 'nul\u0000key']);
 			expect([...found.keys()]).toEqual(['stripe:failed']);
-			expect(found.get('stripe:failed')).toMatchObject({ status: 'failed', lastError: 'card declined', executionId: 'e-failed', retentionEnded: false });
+			expect(found.get('stripe:failed')).toMatchObject({
+				status: 'failed',
+				lastError: 'card declined',
+				executionId: 'e-failed',
+				retentionEnded: false,
+			});
 		});
 	});
 
@@ -45,7 +64,11 @@ describeEachBackend('stored key records', (backend) => {
 		it.each([
 			['status failed', { status: 'failed' as const }, ['stripe:failed']],
 			['stuck leases: processing with an expired lease, not the live one', { stuckLeasesOnly: true }, ['stripe:stuck']],
-			['replayable: failed, or processing with an expired lease (not live, not completed)', { replayableOnly: true }, ['stripe:failed', 'stripe:stuck']],
+			[
+				'replayable: failed, or processing with an expired lease (not live, not completed)',
+				{ replayableOnly: true },
+				['stripe:failed', 'stripe:stuck'],
+			],
 			['first seen more than 1 hour ago', { olderThanSeconds: 3600 }, ['stripe:failed', 'stripe:old', 'stripe:stuck']],
 			['key prefix', { keyPrefix: 'shop' }, ['shopify:new']],
 			['prefix and status together', { keyPrefix: 'stripe:', status: 'completed' as const }, ['stripe:old']],
@@ -98,7 +121,15 @@ describeEachBackend('stored key records', (backend) => {
 				{ key: 'done', status: 'completed', lockedUntil: null, firstSeen: -30 * HOUR, lastSeen: -2 * HOUR, duplicateCount: 3, attempts: 2 },
 				{ key: 'failed', status: 'failed', lockedUntil: null, firstSeen: -3 * HOUR, lastSeen: -3 * HOUR, duplicateCount: 0, attempts: 1 },
 				{ key: 'old', status: 'completed', lockedUntil: null, firstSeen: -48 * HOUR, lastSeen: -47 * HOUR, duplicateCount: 5, attempts: 4 },
-				{ key: 'old-failed', status: 'failed', lockedUntil: null, firstSeen: -48 * HOUR, lastSeen: -48 * HOUR, duplicateCount: 0, attempts: 2 },
+				{
+					key: 'old-failed',
+					status: 'failed',
+					lockedUntil: null,
+					firstSeen: -48 * HOUR,
+					lastSeen: -48 * HOUR,
+					duplicateCount: 0,
+					attempts: 2,
+				},
 			]);
 			expect(await stats.store.stats(24)).toEqual({
 				windowHours: 24,
@@ -112,7 +143,14 @@ describeEachBackend('stored key records', (backend) => {
 				reclaimsInWindow: 1,
 				failedInWindow: 1,
 			});
-			expect(await stats.store.stats(72)).toMatchObject({ windowHours: 72, total: 6, newInWindow: 6, duplicatesInWindow: 9, reclaimsInWindow: 5, failedInWindow: 2 });
+			expect(await stats.store.stats(72)).toMatchObject({
+				windowHours: 72,
+				total: 6,
+				newInWindow: 6,
+				duplicatesInWindow: 9,
+				reclaimsInWindow: 5,
+				failedInWindow: 2,
+			});
 		});
 
 		it.each([0, -1, 9000, Number.NaN])('refuses the window %p hours with a clear error', async (hours) => {

@@ -11,7 +11,14 @@ describeEachBackend('key lifecycle', (backend) => {
 	let fixture: StoreFixture;
 	let store: KeyStore;
 
-	const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-1', workflowId: 'wf-1', instanceId: 'instance-a' };
+	const lease: ReserveOptions = {
+		mode: 'lease',
+		leaseSeconds: 60,
+		retentionSeconds: 86_400,
+		executionId: 'exec-1',
+		workflowId: 'wf-1',
+		instanceId: 'instance-a',
+	};
 	const permanent: ReserveOptions = { ...lease, mode: 'permanent' };
 	const request = (key: string, payloadHash: string | null = null): ReservationRequest => ({ key, keySource: 'custom', payloadHash });
 	const reserveOne = async (key: string, options = lease, payloadHash: string | null = null) =>
@@ -46,9 +53,9 @@ describeEachBackend('key lifecycle', (backend) => {
 
 		it('processing → completed; a later delivery is a duplicate carrying the stored response', async () => {
 			const first = await reserveOne('l-done');
-			expect(await store.complete([{ key: 'l-done', ownerToken: first.ownerToken!, response: { status: 200, body: { ok: true } } }])).toEqual([
-				{ key: 'l-done', applied: true },
-			]);
+			expect(
+				await store.complete([{ key: 'l-done', ownerToken: first.ownerToken!, response: { status: 200, body: { ok: true } } }]),
+			).toEqual([{ key: 'l-done', applied: true }]);
 			const replay = await reserveOne('l-done');
 			expect(replay).toMatchObject({ outcome: 'duplicate', ownerToken: null });
 			expect(replay.record).toMatchObject({ status: 'completed', response: { status: 200, body: { ok: true } }, executionId: 'exec-1' });
@@ -90,7 +97,11 @@ describeEachBackend('key lifecycle', (backend) => {
 				{ key: 'l-fail', applied: false, reason: 'failed' },
 			]);
 			const retry = await reserveOne('l-fail');
-			expect(retry).toMatchObject({ outcome: 'new', reclaimed: true, record: { attempts: 2, status: 'processing', lastError: 'CRM returned 500' } });
+			expect(retry).toMatchObject({
+				outcome: 'new',
+				reclaimed: true,
+				record: { attempts: 2, status: 'processing', lastError: 'CRM returned 500' },
+			});
 		});
 
 		it('a key past its retention counts as absent before cleanup runs: reset to attempts 1', async () => {
@@ -216,7 +227,12 @@ describeEachBackend('key lifecycle', (backend) => {
 
 			const released = await reserveOne('b-release');
 			const made = '00000000-0000-4000-8000-000000000000';
-			expect(await store.release([{ key: 'b-release', ownerToken: released.ownerToken! }, { key: 'b-release', ownerToken: made }])).toEqual([
+			expect(
+				await store.release([
+					{ key: 'b-release', ownerToken: released.ownerToken! },
+					{ key: 'b-release', ownerToken: made },
+				]),
+			).toEqual([
 				{ key: 'b-release', applied: true },
 				{ key: 'b-release', applied: false, reason: 'not_found' },
 			]);
@@ -237,7 +253,9 @@ describeEachBackend('key lifecycle', (backend) => {
 			const owned = { key: 'i-complete', ownerToken: reserved.ownerToken!, response: { n: 1 } };
 			expect(await store.complete([owned])).toEqual([{ key: 'i-complete', applied: true }]);
 			expect(await store.complete([owned])).toEqual([{ key: 'i-complete', applied: true }]);
-			expect(await store.complete([{ key: 'i-complete', ownerToken: reserved.ownerToken! }])).toEqual([{ key: 'i-complete', applied: true }]);
+			expect(await store.complete([{ key: 'i-complete', ownerToken: reserved.ownerToken! }])).toEqual([
+				{ key: 'i-complete', applied: true },
+			]);
 			expect(await row('i-complete')).toMatchObject({ status: 'completed', response: { n: 1 } });
 		});
 
@@ -287,7 +305,9 @@ describeEachBackend('key lifecycle', (backend) => {
 				{ key: 'done-2', applied: true },
 			]);
 			// e.g. a node after Mark Complete fails and its error output goes to Mark Failed (Paired Item).
-			expect(await store.fail([{ ...owned[0], error: 'a later node failed' }])).toEqual([{ key: 'done-1', applied: false, reason: 'completed' }]);
+			expect(await store.fail([{ ...owned[0], error: 'a later node failed' }])).toEqual([
+				{ key: 'done-1', applied: false, reason: 'completed' },
+			]);
 			expect(await store.release([owned[1]])).toEqual([{ key: 'done-2', applied: false, reason: 'completed' }]);
 			for (const key of ['done-1', 'done-2']) {
 				expect(await row(key)).toMatchObject({ status: 'completed', last_error: null, response: { ok: true } });
@@ -308,7 +328,9 @@ describeEachBackend('key lifecycle', (backend) => {
 		it('a Permanent reservation its owner completed (to store a response) is not released', async () => {
 			const first = await reserveOne('p-done', permanent);
 			await store.complete([{ key: 'p-done', ownerToken: first.ownerToken!, response: { ok: 1 } }]);
-			expect(await store.release([{ key: 'p-done', ownerToken: first.ownerToken! }])).toEqual([{ key: 'p-done', applied: false, reason: 'completed' }]);
+			expect(await store.release([{ key: 'p-done', ownerToken: first.ownerToken! }])).toEqual([
+				{ key: 'p-done', applied: false, reason: 'completed' },
+			]);
 			expect(await reserveOne('p-done', permanent)).toMatchObject({ outcome: 'duplicate' });
 		});
 
@@ -351,7 +373,12 @@ describeEachBackend('key lifecycle', (backend) => {
 			expect(await store.releaseExecution({ ...stagingRun, workflowId: 'wf-stage' })).toEqual([]);
 			// Production's live reservations are untouched: its redeliveries still read In Progress.
 			for (const key of ['x-prod-1', 'x-prod-2']) {
-				expect(await row(key)).toMatchObject({ status: 'processing', last_error: null, n8n_instance: 'instance-prod', workflow_id: 'wf-prod' });
+				expect(await row(key)).toMatchObject({
+					status: 'processing',
+					last_error: null,
+					n8n_instance: 'instance-prod',
+					workflow_id: 'wf-prod',
+				});
 				expect(await reserveOne(key, production)).toMatchObject({ outcome: 'in_progress' });
 			}
 			expect(await row('x-stage-wf')).toMatchObject({ status: 'processing' });
@@ -373,8 +400,12 @@ describeEachBackend('key lifecycle', (backend) => {
 		});
 
 		it('refuses to settle by execution without the workflow id', async () => {
-			await expect(store.releaseExecution({ executionId: '1', workflowId: '', instanceId: 'instance-a' })).rejects.toThrow(/needs the failed execution's workflow id/);
-			await expect(store.failExecution({ executionId: '', workflowId: 'wf', instanceId: 'instance-a' }, 'x')).rejects.toThrow(/needs an execution id/);
+			await expect(store.releaseExecution({ executionId: '1', workflowId: '', instanceId: 'instance-a' })).rejects.toThrow(
+				/needs the failed execution's workflow id/,
+			);
+			await expect(store.failExecution({ executionId: '', workflowId: 'wf', instanceId: 'instance-a' }, 'x')).rejects.toThrow(
+				/needs an execution id/,
+			);
 		});
 	});
 
@@ -418,7 +449,9 @@ describeEachBackend('key lifecycle', (backend) => {
 			expect(Object.keys(retry.record).sort()).toEqual(COMPACT_FIELDS); // the lean statement made the take-over
 			expect(retry.ownerToken).not.toBe(crashed.ownerToken);
 			expect(await row('c-crash')).toMatchObject({ owner_token: retry.ownerToken, execution_id: 'exec-2' });
-			expect(await store.complete([{ key: 'c-crash', ownerToken: crashed.ownerToken! }])).toEqual([{ key: 'c-crash', applied: false, reason: 'not_owner' }]);
+			expect(await store.complete([{ key: 'c-crash', ownerToken: crashed.ownerToken! }])).toEqual([
+				{ key: 'c-crash', applied: false, reason: 'not_owner' },
+			]);
 		});
 
 		it('take-over of a failed key, and a key past its retention reset to attempts 1', async () => {
@@ -456,7 +489,13 @@ describeEachBackend('key lifecycle', (backend) => {
 				const key = `race-reclaim-${round}`;
 				await reserveOne(key);
 				await backdate(key, { lockedUntil: -1 });
-				const results = await raceOneKey(fixture.target, { key, processes: 2, connectionsPerProcess: 1, callsPerProcess: 1, mode: 'lease' });
+				const results = await raceOneKey(fixture.target, {
+					key,
+					processes: 2,
+					connectionsPerProcess: 1,
+					callsPerProcess: 1,
+					mode: 'lease',
+				});
 				expect(results.map((result) => result.outcome).sort()).toEqual(['in_progress', 'new']);
 				expect(await row(key)).toMatchObject({ attempts: 2 });
 			}
@@ -465,7 +504,13 @@ describeEachBackend('key lifecycle', (backend) => {
 		it('cleanup running while 8 clients reserve continuously: no reservation error, no live row deleted', async () => {
 			// Rows cleanup must delete, and old rows under a running lease it must keep.
 			await fixture.seedMany('old-', 3000, { firstSeen: -40 * DAY, status: 'completed', expiresAt: -10 * DAY });
-			await fixture.seedMany('old-live-', 50, { firstSeen: -40 * DAY, status: 'processing', lockedUntil: 600, expiresAt: -DAY, ownerToken: 'random' });
+			await fixture.seedMany('old-live-', 50, {
+				firstSeen: -40 * DAY,
+				status: 'processing',
+				lockedUntil: 600,
+				expiresAt: -DAY,
+				ownerToken: 'random',
+			});
 			const reservedLive: string[] = [];
 			const errors: unknown[] = [];
 			const deadline = Date.now() + 3_000;
@@ -473,7 +518,10 @@ describeEachBackend('key lifecycle', (backend) => {
 				for (let i = 0; Date.now() < deadline; i++) {
 					try {
 						const keys = [`live-${clientIndex}-${i}`, `old-${(clientIndex * 997 + i) % 3000}`];
-						const results = await store.reserve(keys.map((key) => request(key)), lease);
+						const results = await store.reserve(
+							keys.map((key) => request(key)),
+							lease,
+						);
 						for (const result of results) if (result.outcome === 'new') reservedLive.push(result.key);
 					} catch (error) {
 						errors.push(error);

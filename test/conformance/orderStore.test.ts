@@ -79,7 +79,12 @@ describeEachBackend('the Order Guard store', (backend) => {
 		const deck = Array.from({ length: 200 }, (_unused, index) => String((index % 100) + 1)).sort(() => Math.random() - 0.5);
 		const reports = await raceWorkers<{ pid: number; decisions: Array<{ version: string; outcome: string }> }>(
 			'orderWorker.ts',
-			(worker) => ({ target: fixture.target, objectKey: 'race:customer', versions: deck.filter((_version, index) => index % 4 === worker), connections: 5 }),
+			(worker) => ({
+				target: fixture.target,
+				objectKey: 'race:customer',
+				versions: deck.filter((_version, index) => index % 4 === worker),
+				connections: 5,
+			}),
 			4,
 		);
 		const decisions = reports.flatMap((report) => report.decisions);

@@ -26,7 +26,11 @@ describeEachBackend('Claim for Replay', (backend) => {
 	afterAll(() => fixture?.close());
 
 	/** Stores one key in a given state, with the evidence Reserve stores. */
-	async function seed(key: string, state: 'failed' | 'stuck' | 'live' | 'completed' | 'leaseless', payload: unknown = { id: key, type: 'test.event' }) {
+	async function seed(
+		key: string,
+		state: 'failed' | 'stuck' | 'live' | 'completed' | 'leaseless',
+		payload: unknown = { id: key, type: 'test.event' },
+	) {
 		const columns = {
 			failed: { status: 'failed' as const, lockedUntil: null, lastError: 'boom' },
 			stuck: { status: 'processing' as const, lockedUntil: -1, lastError: null },
@@ -80,10 +84,24 @@ describeEachBackend('Claim for Replay', (backend) => {
 
 			const [result] = await store.claimForReplay([key], CLAIM);
 
-			expect(result).toMatchObject({ claimed: true, key, payload: { id: 'evt_1', type: 'invoice.paid', amount: 42 }, payloadStored: true, source: 'stripe', correlationId: 'corr-1' });
+			expect(result).toMatchObject({
+				claimed: true,
+				key,
+				payload: { id: 'evt_1', type: 'invoice.paid', amount: 42 },
+				payloadStored: true,
+				source: 'stripe',
+				correlationId: 'corr-1',
+			});
 			const claimed = result as Extract<ReplayClaim, { claimed: true }>;
 			const after = await row(key);
-			expect(after).toMatchObject({ status: 'processing', attempts: 3, execution_id: 'exec-replay', workflow_id: 'wf-replay', lease_set: true, retention_set: true });
+			expect(after).toMatchObject({
+				status: 'processing',
+				attempts: 3,
+				execution_id: 'exec-replay',
+				workflow_id: 'wf-replay',
+				lease_set: true,
+				retention_set: true,
+			});
 			expect(after!.owner_token).toBe(claimed.ownerToken);
 			expect(after!.owner_token).not.toBe(before!.owner_token);
 			expect(after).toMatchObject({ payload: before!.payload, source: 'stripe', correlation_id: 'corr-1', last_error: before!.last_error });
@@ -127,7 +145,12 @@ describeEachBackend('Claim for Replay', (backend) => {
 			await seed('mix:b', 'stuck');
 			await seed('mix:d', 'live');
 			const results = await store.claimForReplay(['mix:d', 'mix:c', 'mix:b', 'mix:a'], CLAIM);
-			expect(results.map((result) => (result.claimed ? 'claimed' : result.reason))).toEqual(['in_progress', 'claimed', 'claimed', 'completed']);
+			expect(results.map((result) => (result.claimed ? 'claimed' : result.reason))).toEqual([
+				'in_progress',
+				'claimed',
+				'claimed',
+				'completed',
+			]);
 		});
 
 		it('a key without a stored payload is claimed with payload null (payloadStored false); JSON null is a stored payload', async () => {
@@ -172,7 +195,10 @@ describeEachBackend('Claim for Replay', (backend) => {
 		it('8 processes claiming the same 50 failed keys at once: exactly one claim per key, the others see it in progress', async () => {
 			const keys = keysOf('proc-claim:');
 			for (const key of keys) await seed(key, 'failed');
-			const reports = await raceStore(fixture.target, Array.from({ length: 8 }, (_, process) => ({ kind: 'claim' as const, batches: [rotated(keys, process * 7)] })));
+			const reports = await raceStore(
+				fixture.target,
+				Array.from({ length: 8 }, (_, process) => ({ kind: 'claim' as const, batches: [rotated(keys, process * 7)] })),
+			);
 			expect(new Set(reports.map((report) => report.pid)).size).toBe(8);
 			const results = reports.flatMap((report) => report.results);
 			for (const key of keys) {

@@ -18,7 +18,7 @@ describe('a batch of 10,000 items', () => {
 		// The node's pool checks the table's schema version once, on its first use; not part of the batch.
 		await runReserve({ options: { schemaName: db.schema } }, { items: [{ json: { id: 'warm-up' } }] });
 		await db.pool.query(`truncate ${db.schema}.processed_events`);
-				// Counts the statements any pg client sends (the real client's query, observed, not replaced).
+		// Counts the statements any pg client sends (the real client's query, observed, not replaced).
 		const querySpy = jest.spyOn(Client.prototype, 'query');
 		const [fresh, duplicate] = await runReserve({ options: { schemaName: db.schema } }, { items });
 		expect(querySpy).toHaveBeenCalledTimes(1);
@@ -30,7 +30,14 @@ describe('a batch of 10,000 items', () => {
 		// The table was empty: every Duplicate repeats a key of this batch, and carries the compact object.
 		const freshKeys = new Set(fresh.map((item) => idempotencyOf(item).key));
 		expect(duplicate.every((item) => freshKeys.has(idempotencyOf(item).key))).toBe(true);
-		expect(idempotencyOf(duplicate[0])).toEqual({ key: expect.stringMatching(/^evt:order-\d+$/), isNew: false, outcome: 'duplicate', ownerToken: null, attempts: 1, response: null });
+		expect(idempotencyOf(duplicate[0])).toEqual({
+			key: expect.stringMatching(/^evt:order-\d+$/),
+			isNew: false,
+			outcome: 'duplicate',
+			ownerToken: null,
+			attempts: 1,
+			response: null,
+		});
 		expect(Object.keys(idempotencyOf(fresh[0]))).toEqual(['key', 'isNew', 'outcome', 'ownerToken', 'attempts']);
 		// Every item comes out once, paired with its input.
 		const paired = [...fresh, ...duplicate].map((item) => (item.pairedItem as { item: number }).item).sort((a, b) => a - b);
@@ -69,7 +76,10 @@ describe('what a batch sends', () => {
 
 	it('a column no item fills (fingerprint, replay evidence) goes as one null, not an array of nulls', async () => {
 		const values = await sentValues(() =>
-			store().reserve(['send-a', 'send-b', 'send-a'].map((key) => ({ key, keySource: 'test', payloadHash: null })), permanent),
+			store().reserve(
+				['send-a', 'send-b', 'send-a'].map((key) => ({ key, keySource: 'test', payloadHash: null })),
+				permanent,
+			),
 		);
 		expect(values[0]).toEqual(['send-a', 'send-b']);
 		expect([values[2], ...values.slice(9, 13)]).toEqual([null, null, null, null, null]);
@@ -77,11 +87,22 @@ describe('what a batch sends', () => {
 
 	it('a column some items fill goes as an array, null for the others, and each row gets its own value', async () => {
 		const requests = [
-			{ key: 'mixed-a', keySource: 'test', payloadHash: 'hash-a', evidence: { payloadJson: '{"id":"a"}', payloadBytes: 10, source: 'stripe', correlationId: 'corr-a' } },
+			{
+				key: 'mixed-a',
+				keySource: 'test',
+				payloadHash: 'hash-a',
+				evidence: { payloadJson: '{"id":"a"}', payloadBytes: 10, source: 'stripe', correlationId: 'corr-a' },
+			},
 			{ key: 'mixed-b', keySource: 'test', payloadHash: null },
 		];
 		const values = await sentValues(() => store().reserve(requests, permanent));
-		expect([values[2], ...values.slice(9, 13)]).toEqual([['hash-a', null], ['{"id":"a"}', null], [10, null], ['stripe', null], ['corr-a', null]]);
+		expect([values[2], ...values.slice(9, 13)]).toEqual([
+			['hash-a', null],
+			['{"id":"a"}', null],
+			[10, null],
+			['stripe', null],
+			['corr-a', null],
+		]);
 		const { rows } = await db.pool.query(
 			`select key, payload_hash, payload, payload_bytes, source, correlation_id from ${db.schema}.processed_events where key like 'mixed-%' order by key`,
 		);

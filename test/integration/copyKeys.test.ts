@@ -13,7 +13,14 @@ const db = postgresSchemaFixture('copy', { max: 6 });
 let table: TableRef;
 let store: PostgresKeyStore;
 
-const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-9', workflowId: 'wf-9', instanceId: 'inst-9' };
+const lease: ReserveOptions = {
+	mode: 'lease',
+	leaseSeconds: 60,
+	retentionSeconds: 86_400,
+	executionId: 'exec-9',
+	workflowId: 'wf-9',
+	instanceId: 'inst-9',
+};
 const request = (key: string) => ({ key, keySource: 'custom', payloadHash: null });
 const stored = async (key: string) => (await db.pool.query(`select * from ${table.qualified} where key = $1`, [key])).rows[0];
 const everyRow = async () => (await db.pool.query(`select * from ${table.qualified} order by key`)).rows;
@@ -88,7 +95,9 @@ describe('copyKeysToPostgres', () => {
 			effect_completed_at: row.effectCompletedAt,
 		});
 		// The digits beyond JavaScript's precision survive: the JSON text goes to jsonb as it is.
-		expect((await db.pool.query(`select response::text as r, payload->>'id' as id from ${table.qualified} where key = 'c-done'`)).rows[0]).toEqual({
+		expect(
+			(await db.pool.query(`select response::text as r, payload->>'id' as id from ${table.qualified} where key = 'c-done'`)).rows[0],
+		).toEqual({
 			r: '{"big": 12345678901234567890, "status": 200}',
 			id: 'evt_1',
 		});
@@ -102,12 +111,17 @@ describe('copyKeysToPostgres', () => {
 		const row = keyRow('c-busy', { status: 'processing', lockedUntil: new Date(now + 60_000), completedAt: null, effectCompletedAt: null });
 		await copyKeysToPostgres(db.pool, table, [row]);
 		expect((await store.reserve([request('c-busy')], lease))[0]).toMatchObject({ outcome: 'in_progress' });
-		expect(await store.complete([{ key: 'c-busy', ownerToken: row.ownerToken!, response: { ok: 1 } }])).toEqual([{ key: 'c-busy', applied: true }]);
+		expect(await store.complete([{ key: 'c-busy', ownerToken: row.ownerToken!, response: { ok: 1 } }])).toEqual([
+			{ key: 'c-busy', applied: true },
+		]);
 		expect((await store.reserve([request('c-busy')], lease))[0]).toMatchObject({ outcome: 'duplicate', record: { response: { ok: 1 } } });
 	});
 
 	it('copying the same rows again changes nothing', async () => {
-		const rows = [keyRow('c-twice-1'), keyRow('c-twice-2', { status: 'failed', lastError: 'boom', completedAt: null, effectCompletedAt: null })];
+		const rows = [
+			keyRow('c-twice-1'),
+			keyRow('c-twice-2', { status: 'failed', lastError: 'boom', completedAt: null, effectCompletedAt: null }),
+		];
 		expect((await copyKeysToPostgres(db.pool, table, rows)).counts.inserted).toBe(2);
 		const before = await everyRow();
 		const { rows: xmin1 } = await db.pool.query(`select key, xmin::text from ${table.qualified} where key like 'c-twice-%' order by key`);
@@ -115,7 +129,9 @@ describe('copyKeysToPostgres', () => {
 		expect(second).toEqual({ counts: { inserted: 0, updated: 0, unchanged: 2, replaced: 0, kept: 0 }, conflicts: [], warnings: [] });
 		expect(await everyRow()).toEqual(before);
 		// Not even rewritten as they were: no new row versions.
-		expect((await db.pool.query(`select key, xmin::text from ${table.qualified} where key like 'c-twice-%' order by key`)).rows).toEqual(xmin1);
+		expect((await db.pool.query(`select key, xmin::text from ${table.qualified} where key like 'c-twice-%' order by key`)).rows).toEqual(
+			xmin1,
+		);
 	});
 
 	it('the same reservation seen again in the source since (more duplicates) is brought up to date, not a conflict', async () => {
@@ -133,16 +149,40 @@ describe('copyKeysToPostgres', () => {
 		// Postgres completed, the copy processing → Postgres keeps its row.
 		const [done] = await store.reserve([request('c-conflict-b')], lease);
 		await store.complete([{ key: 'c-conflict-b', ownerToken: done.ownerToken!, response: { from: 'postgres' } }]);
-		const processingCopy = keyRow('c-conflict-b', { status: 'processing', attempts: 3, lockedUntil: new Date(now + 60_000), completedAt: null, effectCompletedAt: null });
+		const processingCopy = keyRow('c-conflict-b', {
+			status: 'processing',
+			attempts: 3,
+			lockedUntil: new Date(now + 60_000),
+			completedAt: null,
+			effectCompletedAt: null,
+		});
 
 		const result = await copyKeysToPostgres(db.pool, table, [completedCopy, processingCopy]);
 		expect(result.counts).toEqual({ inserted: 0, updated: 0, unchanged: 0, replaced: 1, kept: 1 });
 		expect(result.conflicts).toEqual([
-			{ key: 'c-conflict-a', kept: 'copied', copied: { status: 'completed', attempts: 1, lastSeen: completedCopy.lastSeen }, postgres: { status: 'processing', attempts: 1, lastSeen: expect.any(Date) } },
-			{ key: 'c-conflict-b', kept: 'postgres', copied: { status: 'processing', attempts: 3, lastSeen: processingCopy.lastSeen }, postgres: { status: 'completed', attempts: 1, lastSeen: expect.any(Date) } },
+			{
+				key: 'c-conflict-a',
+				kept: 'copied',
+				copied: { status: 'completed', attempts: 1, lastSeen: completedCopy.lastSeen },
+				postgres: { status: 'processing', attempts: 1, lastSeen: expect.any(Date) },
+			},
+			{
+				key: 'c-conflict-b',
+				kept: 'postgres',
+				copied: { status: 'processing', attempts: 3, lastSeen: processingCopy.lastSeen },
+				postgres: { status: 'completed', attempts: 1, lastSeen: expect.any(Date) },
+			},
 		]);
-		expect(await stored('c-conflict-a')).toMatchObject({ status: 'completed', owner_token: completedCopy.ownerToken, response: { from: 'file' } });
-		expect(await stored('c-conflict-b')).toMatchObject({ status: 'completed', owner_token: done.ownerToken, response: { from: 'postgres' } });
+		expect(await stored('c-conflict-a')).toMatchObject({
+			status: 'completed',
+			owner_token: completedCopy.ownerToken,
+			response: { from: 'file' },
+		});
+		expect(await stored('c-conflict-b')).toMatchObject({
+			status: 'completed',
+			owner_token: done.ownerToken,
+			response: { from: 'postgres' },
+		});
 		// The run that held c-conflict-a on Postgres lost it to the completed copy: fenced off.
 		expect(await store.complete([{ key: 'c-conflict-a', ownerToken: reserved.ownerToken!, response: {} }])).toEqual([
 			{ key: 'c-conflict-a', applied: false, reason: 'not_owner' },
@@ -150,8 +190,16 @@ describe('copyKeysToPostgres', () => {
 	});
 
 	it('between two unfinished reservations the later attempt wins', async () => {
-		await copyKeysToPostgres(db.pool, table, [keyRow('c-attempts', { status: 'failed', attempts: 2, completedAt: null, effectCompletedAt: null, lastError: 'first' })]);
-		const later = keyRow('c-attempts', { status: 'processing', attempts: 3, lockedUntil: new Date(now + 60_000), completedAt: null, effectCompletedAt: null });
+		await copyKeysToPostgres(db.pool, table, [
+			keyRow('c-attempts', { status: 'failed', attempts: 2, completedAt: null, effectCompletedAt: null, lastError: 'first' }),
+		]);
+		const later = keyRow('c-attempts', {
+			status: 'processing',
+			attempts: 3,
+			lockedUntil: new Date(now + 60_000),
+			completedAt: null,
+			effectCompletedAt: null,
+		});
 		expect((await copyKeysToPostgres(db.pool, table, [later])).counts.replaced).toBe(1);
 		const earlier = keyRow('c-attempts', { status: 'failed', attempts: 1, completedAt: null, effectCompletedAt: null });
 		expect((await copyKeysToPostgres(db.pool, table, [earlier])).counts.kept).toBe(1);
@@ -159,7 +207,13 @@ describe('copyKeysToPostgres', () => {
 	});
 
 	it('JSON or text Postgres refuses (NUL, a lone surrogate) is repaired with a warning, never a lost key', async () => {
-		const row = keyRow('c-nul', { responseJson: '{"text":"a\\u0000b","half":"\\ud800"}', lastError: 'bad\u0000byte', status: 'failed', completedAt: null, effectCompletedAt: null });
+		const row = keyRow('c-nul', {
+			responseJson: '{"text":"a\\u0000b","half":"\\ud800"}',
+			lastError: 'bad\u0000byte',
+			status: 'failed',
+			completedAt: null,
+			effectCompletedAt: null,
+		});
 		const result = await copyKeysToPostgres(db.pool, table, [row]);
 		expect(result.counts.inserted).toBe(1);
 		expect(result.warnings).toHaveLength(2);
@@ -167,7 +221,9 @@ describe('copyKeysToPostgres', () => {
 	});
 
 	it('a row no store could hold (a key with NUL) stops the batch before anything is written', async () => {
-		await expect(copyKeysToPostgres(db.pool, table, [keyRow('c-ok-before-bad'), keyRow('c-\u0000bad')])).rejects.toThrow(InvalidConfigurationError);
+		await expect(copyKeysToPostgres(db.pool, table, [keyRow('c-ok-before-bad'), keyRow('c-\u0000bad')])).rejects.toThrow(
+			InvalidConfigurationError,
+		);
 		expect(await stored('c-ok-before-bad')).toBeUndefined();
 	});
 

@@ -9,7 +9,10 @@ const credentialTest = (data: Record<string, unknown>) =>
 describe('the credential test', () => {
 	it('passes for the right settings', async () => {
 		const settings = connectionSettings();
-		expect(await credentialTest({ ...settings })).toEqual({ status: 'OK', message: expect.stringMatching(/^Connected to database "postgres"/) });
+		expect(await credentialTest({ ...settings })).toEqual({
+			status: 'OK',
+			message: expect.stringMatching(/^Connected to database "postgres"/),
+		});
 	});
 
 	it('says the password is wrong, without echoing it', async () => {

@@ -17,7 +17,14 @@ import { walFrames } from '../support/walIndex';
  * bound with nothing reserved.
  */
 
-const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-1', workflowId: 'wf-1', instanceId: 'instance-a' };
+const lease: ReserveOptions = {
+	mode: 'lease',
+	leaseSeconds: 60,
+	retentionSeconds: 86_400,
+	executionId: 'exec-1',
+	workflowId: 'wf-1',
+	instanceId: 'instance-a',
+};
 let folder: string;
 const children: ChildProcess[] = [];
 
@@ -99,7 +106,9 @@ it('a lock held for 300 ms: the reservation waits for it asynchronously (the eve
 	const started = process.hrtime.bigint();
 	let heldUntil: Promise<bigint> | undefined;
 	const askRelease = setTimeout(() => (heldUntil = release()), 300);
-	const { result, longestGapMs, ticks } = await measureStalls(() => store.reserve([{ key: 'waited', keySource: 'custom', payloadHash: null }], lease));
+	const { result, longestGapMs, ticks } = await measureStalls(() =>
+		store.reserve([{ key: 'waited', keySource: 'custom', payloadHash: null }], lease),
+	);
 	const finished = process.hrtime.bigint();
 	clearTimeout(askRelease);
 	expect(result[0].outcome).toBe('new');
@@ -175,7 +184,9 @@ it('cleanup of 60,000 expired rows deletes them in chunks and yields between the
 		setImmediate(countTurn);
 	};
 	setImmediate(countTurn);
-	const { result, ticks } = await measureStalls(() => store.cleanup({ retentionSeconds: 86_400, batchSize: 100_000, timeBudgetSeconds: 60 }));
+	const { result, ticks } = await measureStalls(() =>
+		store.cleanup({ retentionSeconds: 86_400, batchSize: 100_000, timeBudgetSeconds: 60 }),
+	);
 	counting = false;
 	expect(result).toMatchObject({ deleted: 60_000, batches: 1, finished: true });
 	expect(ticks).toBeGreaterThan(5);
@@ -340,7 +351,10 @@ it("Delete Expired Keys deletes on the store's background thread, never on the e
 	const { file, store } = await storeWithRows('cleanup-off-thread.sqlite', 5_000, { expiresAt: 1 });
 	const main = connectionFor(file).db;
 	const changesBefore = main.prepare('select total_changes() as n').get();
-	expect(await store.cleanup({ retentionSeconds: 86_400, batchSize: 100_000, timeBudgetSeconds: 60 })).toMatchObject({ deleted: 5_000, finished: true });
+	expect(await store.cleanup({ retentionSeconds: 86_400, batchSize: 100_000, timeBudgetSeconds: 60 })).toMatchObject({
+		deleted: 5_000,
+		finished: true,
+	});
 	expect(main.prepare('select total_changes() as n').get()).toEqual(changesBefore);
 	expect((await store.stats(24)).total).toBe(0);
 });
@@ -397,14 +411,22 @@ it('a large write does not wait behind a scan: a 1,000-key reservation answers w
 	const { store } = await storeWithRows('write-beside-scan.sqlite', 200_000);
 	// Both threads started and warm: a first scan and a first large write.
 	await store.stats(24);
-	await store.reserve(Array.from({ length: 1_000 }, (_, index) => ({ key: `warm-${index}`, keySource: 'custom' as const, payloadHash: null })), lease);
+	await store.reserve(
+		Array.from({ length: 1_000 }, (_, index) => ({ key: `warm-${index}`, keySource: 'custom' as const, payloadHash: null })),
+		lease,
+	);
 	const order: string[] = [];
 	const scanning = store.stats(24).then(() => order.push('scan'));
 	await new Promise((resolve) => setImmediate(resolve));
-	const reserving = store.reserve(Array.from({ length: 1_000 }, (_, index) => ({ key: `beside-${index}`, keySource: 'custom' as const, payloadHash: null })), lease).then((results) => {
-		order.push('reservation');
-		return results;
-	});
+	const reserving = store
+		.reserve(
+			Array.from({ length: 1_000 }, (_, index) => ({ key: `beside-${index}`, keySource: 'custom' as const, payloadHash: null })),
+			lease,
+		)
+		.then((results) => {
+			order.push('reservation');
+			return results;
+		});
 	expect((await reserving).filter((result) => result.outcome === 'new')).toHaveLength(1_000);
 	await scanning;
 	expect(order).toEqual(['reservation', 'scan']);

@@ -15,10 +15,23 @@ import { raceWorkers } from '../support/workers';
  * file other than the one at its path. Real files, real SQLite, a second real OS process.
  */
 
-const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-a', workflowId: 'wf-1', instanceId: 'instance-a' };
-const reserve = (file: string, key: string) => openEmbeddedKeyStore({ file }).reserve([{ key, keySource: 'custom', payloadHash: null }], lease);
+const lease: ReserveOptions = {
+	mode: 'lease',
+	leaseSeconds: 60,
+	retentionSeconds: 86_400,
+	executionId: 'exec-a',
+	workflowId: 'wf-1',
+	instanceId: 'instance-a',
+};
+const reserve = (file: string, key: string) =>
+	openEmbeddedKeyStore({ file }).reserve([{ key, keySource: 'custom', payloadHash: null }], lease);
 const modeOf = (file: string) => statSync(file).mode & 0o777;
-const modes = (file: string) => ({ folder: modeOf(path.dirname(file)), file: modeOf(file), wal: modeOf(`${file}-wal`), shm: modeOf(`${file}-shm`) });
+const modes = (file: string) => ({
+	folder: modeOf(path.dirname(file)),
+	file: modeOf(file),
+	wal: modeOf(`${file}-wal`),
+	shm: modeOf(`${file}-shm`),
+});
 const PRIVATE = { folder: 0o700, file: 0o600, wal: 0o600, shm: 0o600 };
 
 let root: string;
@@ -56,7 +69,7 @@ describe('the store folder and files are private to their owner, whatever the um
 		const file = path.join(folder, 'keys.sqlite');
 		mkdirSync(folder, { mode: 0o755 });
 		const raw = new (loadSqlite().DatabaseSync)(file);
-		raw.exec("pragma journal_mode = wal; create table t (x); insert into t values (1)");
+		raw.exec('pragma journal_mode = wal; create table t (x); insert into t values (1)');
 		// The raw connection stays open: its -wal and -shm exist, made by SQLite under umask 022.
 		expect(modes(file)).toEqual({ folder: 0o755, file: 0o644, wal: 0o644, shm: 0o644 });
 		expect((await reserve(file, 'k'))[0].outcome).toBe('new');
@@ -93,7 +106,10 @@ describe('the store file replaced while this process has it open', () => {
 		expect(statSync(file).ino).not.toBe(before.ino);
 
 		// Another process (a worker, or n8n restarted) opens the path: the restored file. It reserves evt-1.
-		const args: StoreWorkerArgs = { target: { backend: 'embedded', file, table: 'processed_events' }, job: { kind: 'reserve', batches: [['evt-1']], mode: 'lease' } };
+		const args: StoreWorkerArgs = {
+			target: { backend: 'embedded', file, table: 'processed_events' },
+			job: { kind: 'reserve', batches: [['evt-1']], mode: 'lease' },
+		};
 		const [other] = await raceWorkers<StoreWorkerReport>('storeWorker.ts', () => args, 1);
 		expect(other.results).toEqual([{ key: 'evt-1', outcome: 'new' }]);
 
@@ -109,7 +125,7 @@ describe('the store file replaced while this process has it open', () => {
 		await store.reserve([{ key: 'old-only', keySource: 'custom', payloadHash: null }], lease);
 		const replacement = path.join(root, 'replaced-message', 'other.sqlite');
 		const raw = new (loadSqlite().DatabaseSync)(replacement);
-		raw.exec("create table t (x)");
+		raw.exec('create table t (x)');
 		raw.close();
 		const before = statSync(file).ino;
 		rmSync(`${file}-wal`, { force: true });
@@ -117,7 +133,10 @@ describe('the store file replaced while this process has it open', () => {
 		renameSync(replacement, file);
 		expect(statSync(file).ino).not.toBe(before);
 
-		const error = await store.getKeys(['old-only']).then(() => undefined, (caught: unknown) => caught);
+		const error = await store.getKeys(['old-only']).then(
+			() => undefined,
+			(caught: unknown) => caught,
+		);
 		expect(error).toBeInstanceOf(DatabaseUnavailableError);
 		expect(error).not.toBeInstanceOf(DatabaseUnreachableError);
 		expect((error as Error).message).toContain(file);
@@ -130,7 +149,8 @@ describe('the store file replaced while this process has it open', () => {
 	it("a file moved over the live one: a reservation of 1,000 keys (run on the store's background thread) refuses too, and writes nothing to either file", async () => {
 		const file = path.join(root, 'replaced-big', 'keys.sqlite');
 		const store = openEmbeddedKeyStore({ file });
-		const batch = (prefix: string) => Array.from({ length: 1_000 }, (_, i) => ({ key: `${prefix}-${i}`, keySource: 'custom', payloadHash: null }));
+		const batch = (prefix: string) =>
+			Array.from({ length: 1_000 }, (_, i) => ({ key: `${prefix}-${i}`, keySource: 'custom', payloadHash: null }));
 		expect((await store.reserve(batch('before'), lease)).every((result) => result.outcome === 'new')).toBe(true);
 		const old = connectionFor(file).db;
 		// Another file at the path: a copy of this one, as a backup restored over it would be.

@@ -15,7 +15,14 @@ import { walFrames } from '../support/walIndex';
  * conformance suite.
  */
 
-const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-1', workflowId: 'wf-1', instanceId: 'instance-a' };
+const lease: ReserveOptions = {
+	mode: 'lease',
+	leaseSeconds: 60,
+	retentionSeconds: 86_400,
+	executionId: 'exec-1',
+	workflowId: 'wf-1',
+	instanceId: 'instance-a',
+};
 let folder: string;
 const fileIn = (name: string) => path.join(folder, name);
 const openRaw = (file: string) => new (loadSqlite().DatabaseSync)(file);
@@ -89,7 +96,9 @@ describe('the store file', () => {
 		raw.exec("update n8n_idempotency_schema set version = 99 where object = ''");
 		raw.close();
 		expect(() => embeddedStoreId(file)).toThrow(SchemaNewerThanPackageError);
-		expect(() => embeddedStoreId(file)).toThrow(/file schema version 99, newer than this n8n-nodes-idempotency knows \(1\).*Update the package/);
+		expect(() => embeddedStoreId(file)).toThrow(
+			/file schema version 99, newer than this n8n-nodes-idempotency knows \(1\).*Update the package/,
+		);
 		const after = openRaw(file);
 		expect(after.prepare("select value from n8n_idempotency_meta where name = 'store_id'").get()).toEqual({ value: id });
 		after.close();
@@ -128,7 +137,9 @@ describe('tables', () => {
 			/is at schema version 1, this package needs 2; the node option "Create or Upgrade Table" is off.*Existing keys are kept/,
 		);
 		const after = openEmbeddedKeyStore({ file });
-		expect((await after.reserve([{ key: 'evt:kept', keySource: 'custom', payloadHash: null }], lease))[0]).toMatchObject({ outcome: 'duplicate' });
+		expect((await after.reserve([{ key: 'evt:kept', keySource: 'custom', payloadHash: null }], lease))[0]).toMatchObject({
+			outcome: 'duplicate',
+		});
 		await after.countAnswer('duplicate');
 		expect((await after.answerCounts(1)).duplicate).toBe(1);
 		closeEmbeddedStores();
@@ -155,9 +166,11 @@ describe('tables', () => {
 		expect(() => openEmbeddedKeyStore({ file, table: 'x"; drop table y; --' })).toThrow(InvalidConfigurationError);
 		expect(() => openEmbeddedKeyStore({ file, table: 'n8n_idempotency_meta' })).toThrow(/belong to the store file itself/);
 		// A keys table's name cannot be taken by the Order Guard, nor a table the package did not make.
-		await expect(openEmbeddedOrderStore({ file, table: 'Select' }).advance([{ objectKey: 'o', version: '1', eventKey: null }], { equalVersion: 'stale' })).rejects.toThrow(
-			/belongs to another part of n8n-nodes-idempotency \(keys\)/,
-		);
+		await expect(
+			openEmbeddedOrderStore({ file, table: 'Select' }).advance([{ objectKey: 'o', version: '1', eventKey: null }], {
+				equalVersion: 'stale',
+			}),
+		).rejects.toThrow(/belongs to another part of n8n-nodes-idempotency \(keys\)/);
 		const raw = openRaw(file);
 		raw.exec('create table foreign_things (a int)');
 		raw.close();
@@ -169,9 +182,15 @@ describe('keys that are not exact text', () => {
 	it('a key with a NUL or a lone surrogate refuses the whole batch before anything is stored', async () => {
 		const store = openEmbeddedKeyStore({ file: fileIn('inexact.sqlite') });
 		for (const bad of ['nul\u0000key', 'lone\uD800']) {
-			await expect(store.reserve([{ key: 'fine', keySource: 'custom', payloadHash: null }, { key: bad, keySource: 'custom', payloadHash: null }], lease)).rejects.toThrow(
-				UnusableKeyError,
-			);
+			await expect(
+				store.reserve(
+					[
+						{ key: 'fine', keySource: 'custom', payloadHash: null },
+						{ key: bad, keySource: 'custom', payloadHash: null },
+					],
+					lease,
+				),
+			).rejects.toThrow(UnusableKeyError);
 		}
 		expect((await store.getKeys(['fine'])).size).toBe(0);
 	});

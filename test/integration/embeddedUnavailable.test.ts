@@ -19,7 +19,10 @@ beforeAll(() => {
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /** Loads the package's embedded module in `node` with `flags`, then tries to open a store; prints what happened. */
-function tryOpen(node: string, flags: string[]): { loaded: boolean; name?: string; message?: string; fileCreated: boolean; stderr: string } {
+function tryOpen(
+	node: string,
+	flags: string[],
+): { loaded: boolean; name?: string; message?: string; fileCreated: boolean; stderr: string } {
 	const file = path.join(folder, `keys-${flags.length}-${path.basename(node)}-${Math.random().toString(36).slice(2)}.sqlite`);
 	const script = `
 		const embedded = require(${JSON.stringify(EMBEDDED)});
@@ -50,9 +53,12 @@ const NODE_20 = ['/usr/bin/node', '/usr/local/bin/node'].find((candidate) => {
 	return version.startsWith('v20.');
 });
 
-(NODE_20 ? it : it.skip)('Node 20 (no node:sqlite at all): the package loads; opening a store names the Node version needed and Postgres', () => {
-	const result = tryOpen(NODE_20!, []);
-	expect(result).toMatchObject({ loaded: true, name: 'EmbeddedStoreUnavailableError', isUnavailable: true, fileCreated: false });
-	expect(result.message).toMatch(/Node v20\.\d+\.\d+ does not provide/);
-	expect(result.message).toMatch(/choose the Postgres store/);
-});
+(NODE_20 ? it : it.skip)(
+	'Node 20 (no node:sqlite at all): the package loads; opening a store names the Node version needed and Postgres',
+	() => {
+		const result = tryOpen(NODE_20!, []);
+		expect(result).toMatchObject({ loaded: true, name: 'EmbeddedStoreUnavailableError', isUnavailable: true, fileCreated: false });
+		expect(result.message).toMatch(/Node v20\.\d+\.\d+ does not provide/);
+		expect(result.message).toMatch(/choose the Postgres store/);
+	},
+);

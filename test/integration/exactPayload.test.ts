@@ -25,7 +25,10 @@ function rawWebhookItem(raw: string | Buffer, body: unknown = JSON.parse(raw.toS
 }
 
 async function reserve(items: INodeExecutionData[], options: Record<string, unknown> = {}) {
-	return await runReserve({ mode: 'lease', leaseSeconds: 60, options: { ...tableOptions(), storePayload: true, ...options } }, { items, executionId: 'exec-exact' });
+	return await runReserve(
+		{ mode: 'lease', leaseSeconds: 60, options: { ...tableOptions(), storePayload: true, ...options } },
+		{ items, executionId: 'exec-exact' },
+	);
 }
 
 /** The stored payload as Postgres prints it, and its size column. */
@@ -35,13 +38,22 @@ async function storedText(key: string) {
 }
 
 async function markFailed(items: INodeExecutionData[]) {
-	const [done] = await runKeyNode({ operation: 'fail', source: 'item', errorMessage: 'business step failed', options: tableOptions() }, { items });
+	const [done] = await runKeyNode(
+		{ operation: 'fail', source: 'item', errorMessage: 'business step failed', options: tableOptions() },
+		{ items },
+	);
 	expect(done.map((item) => idempotencyOf(item).applied)).toEqual(items.map(() => true));
 }
 
 async function claim(keys: string[]) {
 	return await runKeyNode(
-		{ operation: 'claimForReplay', replayKey: (index: number) => keys[index], leaseSeconds: 300, retentionDays: 30, options: tableOptions() },
+		{
+			operation: 'claimForReplay',
+			replayKey: (index: number) => keys[index],
+			leaseSeconds: 300,
+			retentionDays: 30,
+			options: tableOptions(),
+		},
 		{ items: keys.map((key) => ({ json: { key } })) },
 	);
 }
@@ -55,15 +67,30 @@ describe('an integer beyond 2^53 in a stored payload', () => {
 
 	it('is stored with the digits the sender wrote, and the size is of the text stored', async () => {
 		const [fresh] = await reserve([rawWebhookItem(raw)]);
-		expect(idempotencyOf(fresh[0])).toMatchObject({ key: 'evt:evt_big_amount', isNew: true, payloadStored: true, payloadBytes: Buffer.byteLength(raw) });
+		expect(idempotencyOf(fresh[0])).toMatchObject({
+			key: 'evt:evt_big_amount',
+			isNew: true,
+			payloadStored: true,
+			payloadBytes: Buffer.byteLength(raw),
+		});
 		expect(idempotencyOf(fresh[0])).not.toHaveProperty('warnings');
-		const { rows } = await db.pool.query(`select payload #>> '{data,object,amount}' as amount, payload #> '{data,object,small}' as small from ${db.schema}.${TABLE} where key = $1`, ['evt:evt_big_amount']);
+		const { rows } = await db.pool.query(
+			`select payload #>> '{data,object,amount}' as amount, payload #> '{data,object,small}' as small from ${db.schema}.${TABLE} where key = $1`,
+			['evt:evt_big_amount'],
+		);
 		expect(rows[0]).toEqual({ amount: BIG, small: 42 });
 	});
 
 	it('Get Key and List Keys give it as a string of its exact digits; numbers JavaScript holds stay numbers', async () => {
-		const [found] = await runKeyNode({ operation: 'getKey', lookupKey: 'evt:evt_big_amount', options: tableOptions() }, { items: [{ json: {} }] });
-		expect(found[0].json.payload).toEqual({ id: 'evt_big_amount', type: 'charge.succeeded', data: { object: { amount: BIG, currency: 'eur', small: 42, ratio: 0.1 } } });
+		const [found] = await runKeyNode(
+			{ operation: 'getKey', lookupKey: 'evt:evt_big_amount', options: tableOptions() },
+			{ items: [{ json: {} }] },
+		);
+		expect(found[0].json.payload).toEqual({
+			id: 'evt_big_amount',
+			type: 'charge.succeeded',
+			data: { object: { amount: BIG, currency: 'eur', small: 42, ratio: 0.1 } },
+		});
 		const [listed] = await runKeyNode(
 			{ operation: 'listKeys', limit: 10, afterKey: '', listFilters: { keyPrefix: 'evt:evt_big_amount' }, options: tableOptions() },
 			{ items: [{ json: {} }] },
@@ -79,7 +106,11 @@ describe('an integer beyond 2^53 in a stored payload', () => {
 		const [claimed, notClaimable] = await claim(['evt:evt_big_replay']);
 
 		expect(notClaimable).toEqual([]);
-		expect(claimed[0].json.body).toEqual({ id: 'evt_big_replay', type: 'charge.succeeded', data: { object: { amount: BIG, currency: 'eur', small: 42, ratio: 0.1 } } });
+		expect(claimed[0].json.body).toEqual({
+			id: 'evt_big_replay',
+			type: 'charge.succeeded',
+			data: { object: { amount: BIG, currency: 'eur', small: 42, ratio: 0.1 } },
+		});
 		expect(claimed[0].json.payload).toEqual(claimed[0].json.body);
 	});
 });
@@ -115,7 +146,12 @@ describe('adversarial bodies: each has a defined outcome, and the key is always 
 		const [fresh] = await reserve([rawWebhookItem(raw)]);
 		expect(idempotencyOf(fresh[0])).toMatchObject({ isNew: true, payloadStored: true });
 		expect(idempotencyOf(fresh[0]).warnings).toEqual([expect.stringMatching(/lone surrogates/)]);
-		expect(JSON.parse((await storedText('evt:evt_exact_lone'))!.payload!)).toEqual({ id: 'evt_exact_lone', note: '\uFFFD', '\uFFFD': 1, amount: 12345678901234567000 });
+		expect(JSON.parse((await storedText('evt:evt_exact_lone'))!.payload!)).toEqual({
+			id: 'evt_exact_lone',
+			note: '\uFFFD',
+			'\uFFFD': 1,
+			amount: 12345678901234567000,
+		});
 		expect((await storedText('evt:evt_exact_lone'))?.payload).toContain(`"amount": ${BIG}`);
 	});
 
@@ -141,10 +177,14 @@ describe('adversarial bodies: each has a defined outcome, and the key is always 
 	});
 
 	it('numbers in exponent form or with more decimals than a double: stored with their exact value, read back as plain digit strings', async () => {
-		const raw = '{"id":"evt_exact_forms","large":1e400,"precise":0.1000000000000000055511151231257827,"scaled":1.2345678901234567890e25,"plain":1e2}';
+		const raw =
+			'{"id":"evt_exact_forms","large":1e400,"precise":0.1000000000000000055511151231257827,"scaled":1.2345678901234567890e25,"plain":1e2}';
 		const [fresh] = await reserve([rawWebhookItem(raw)]);
 		expect(idempotencyOf(fresh[0])).toMatchObject({ isNew: true, payloadStored: true });
-		const [found] = await runKeyNode({ operation: 'getKey', lookupKey: 'evt:evt_exact_forms', options: tableOptions() }, { items: [{ json: {} }] });
+		const [found] = await runKeyNode(
+			{ operation: 'getKey', lookupKey: 'evt:evt_exact_forms', options: tableOptions() },
+			{ items: [{ json: {} }] },
+		);
 		expect(found[0].json.payload).toEqual({
 			id: 'evt_exact_forms',
 			large: `1${'0'.repeat(400)}`,
@@ -184,7 +224,9 @@ describe('adversarial bodies: each has a defined outcome, and the key is always 
 		const [fresh] = await reserve([rawWebhookItem(raw, body)]);
 		expect(idempotencyOf(fresh[0])).toMatchObject({ isNew: true, payloadStored: true });
 		expect(idempotencyOf(fresh[0]).warnings).toEqual([expect.stringMatching(/no longer the raw request body's JSON/)]);
-		expect((await storedText('evt:evt_exact_changed'))?.payload).toBe('{"id": "evt_exact_changed", "amount": 12345678901234567000, "enriched": true}');
+		expect((await storedText('evt:evt_exact_changed'))?.payload).toBe(
+			'{"id": "evt_exact_changed", "amount": 12345678901234567000, "enriched": true}',
+		);
 	});
 
 	it('an item that is not a webhook request, with a binary "data" of its own: the item is stored, its file is not read as its body', async () => {

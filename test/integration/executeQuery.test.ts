@@ -88,7 +88,11 @@ describe('Idempotency Execute Query: a failing query reserves nothing', () => {
 	});
 
 	it('one transaction per item: with continue on fail the failing item is an error and the others commit', async () => {
-		const items = [webhookItem({ id: 'evt_mix_1', amount: 1 }), webhookItem({ id: 'evt_mix_2', amount: -1 }), webhookItem({ id: 'evt_mix_3', amount: 3 })];
+		const items = [
+			webhookItem({ id: 'evt_mix_1', amount: 1 }),
+			webhookItem({ id: 'evt_mix_2', amount: -1 }),
+			webhookItem({ id: 'evt_mix_3', amount: 3 }),
+		];
 		const [fresh, duplicate, notRun] = await run(items, {}, true);
 		expect(duplicate).toHaveLength(0);
 		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
@@ -100,11 +104,19 @@ describe('Idempotency Execute Query: a failing query reserves nothing', () => {
 	});
 
 	it('without continue on fail the run stops at the failing item: the items before are committed, the ones after untouched', async () => {
-		const items = [webhookItem({ id: 'evt_stop_1', amount: 1 }), webhookItem({ id: 'evt_stop_2', amount: 0 }), webhookItem({ id: 'evt_stop_3', amount: 3 })];
+		const items = [
+			webhookItem({ id: 'evt_stop_1', amount: 1 }),
+			webhookItem({ id: 'evt_stop_2', amount: 0 }),
+			webhookItem({ id: 'evt_stop_3', amount: 3 }),
+		];
 		await expect(run(items)).rejects.toMatchObject({ context: { itemIndex: 1 } });
 		expect([await keyRows('evt:evt_stop_1'), await keyRows('evt:evt_stop_2'), await keyRows('evt:evt_stop_3')]).toEqual([1, 0, 0]);
 		// The provider redelivers the whole batch after the fix: 1 is Duplicate, 2 and 3 run once.
-		const fixed = [webhookItem({ id: 'evt_stop_1', amount: 1 }), webhookItem({ id: 'evt_stop_2', amount: 2 }), webhookItem({ id: 'evt_stop_3', amount: 3 })];
+		const fixed = [
+			webhookItem({ id: 'evt_stop_1', amount: 1 }),
+			webhookItem({ id: 'evt_stop_2', amount: 2 }),
+			webhookItem({ id: 'evt_stop_3', amount: 3 }),
+		];
 		const [fresh, duplicate] = await run(fixed);
 		expect(fresh.map((item) => item.pairedItem)).toEqual([{ item: 1 }, { item: 2 }]);
 		expect(duplicate.map((item) => item.pairedItem)).toEqual([{ item: 0 }]);
@@ -112,13 +124,23 @@ describe('Idempotency Execute Query: a failing query reserves nothing', () => {
 	});
 });
 
-describe('Idempotency Execute Query: the query is one statement inside the node\'s transaction', () => {
+describe("Idempotency Execute Query: the query is one statement inside the node's transaction", () => {
 	it('refuses transaction control before anything runs', async () => {
-		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* done */ COMMIT' })).rejects.toThrow(/transaction control is not allowed/);
+		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* done */ COMMIT' })).rejects.toThrow(
+			/transaction control is not allowed/,
+		);
 		expect(await keyRows('evt:evt_ctl')).toBe(0);
-		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* /* */ SELECT */ COMMIT' })).rejects.toThrow(/transaction control is not allowed/);
+		await expect(run([webhookItem({ id: 'evt_ctl', amount: 1 })], { query: '/* /* */ SELECT */ COMMIT' })).rejects.toThrow(
+			/transaction control is not allowed/,
+		);
 		// Inside a DO block (a string to the check), Postgres itself refuses it in the node's transaction.
-		const doBlock = { keySource: 'custom', customKey: 'evt:evt_ctl', query: 'do $$ begin commit; end $$', queryParameters: '', options: options() };
+		const doBlock = {
+			keySource: 'custom',
+			customKey: 'evt:evt_ctl',
+			query: 'do $$ begin commit; end $$',
+			queryParameters: '',
+			options: options(),
+		};
 		await expect(runExecuteQuery(doBlock, { items: [{ json: {} }] })).rejects.toThrow(
 			/Your query failed \(SQLSTATE 2D000\): invalid transaction termination/,
 		);
@@ -134,7 +156,13 @@ describe('Idempotency Execute Query: the query is one statement inside the node\
 
 	it('Query Parameters that do not match the query\'s $n: the query failed (not "Postgres could not be reached")', async () => {
 		const attempt = runExecuteQuery(
-			{ keySource: 'custom', customKey: 'bind:count', query: 'select $1::int as n', queryParameters: JSON.stringify([1, 2]), options: options() },
+			{
+				keySource: 'custom',
+				customKey: 'bind:count',
+				query: 'select $1::int as n',
+				queryParameters: JSON.stringify([1, 2]),
+				options: options(),
+			},
 			{ items: [{ json: {} }] },
 		);
 		await expect(attempt).rejects.toThrow(/Your query failed \(SQLSTATE 08P01\): bind message supplies 2 parameters.*Nothing was reserved/);
@@ -144,7 +172,13 @@ describe('Idempotency Execute Query: the query is one statement inside the node\
 	it('values travel as bind parameters, never as SQL', async () => {
 		const hostile = "x'); drop table effects; --";
 		const [fresh] = await runExecuteQuery(
-			{ keySource: 'custom', customKey: 'bind:1', query: 'select $1::text as echoed, $2::int as n', queryParameters: JSON.stringify([hostile, 7]), options: options() },
+			{
+				keySource: 'custom',
+				customKey: 'bind:1',
+				query: 'select $1::text as echoed, $2::int as n',
+				queryParameters: JSON.stringify([hostile, 7]),
+				options: options(),
+			},
 			{ items: [{ json: {} }] },
 		);
 		expect((fresh[0].json.sqlResult as { rows: unknown[] }).rows).toEqual([{ echoed: hostile, n: 7 }]);
@@ -177,7 +211,11 @@ describe('Idempotency Execute Query: a crash between the statements', () => {
 			expect(end.signal).toBe('SIGKILL');
 			expect(() => process.kill(worker.pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
 			// Postgres sees the connection drop and rolls the transaction back.
-			for (let attempt = 0; attempt < 100 && (await count('select count(*) from pg_stat_activity where pid = $1', [backendPid])) > 0; attempt++) {
+			for (
+				let attempt = 0;
+				attempt < 100 && (await count('select count(*) from pg_stat_activity where pid = $1', [backendPid])) > 0;
+				attempt++
+			) {
 				await new Promise((resolve) => setTimeout(resolve, 50));
 			}
 			expect(await count('select count(*) from pg_stat_activity where pid = $1', [backendPid])).toBe(0);
@@ -185,7 +223,13 @@ describe('Idempotency Execute Query: a crash between the statements', () => {
 			expect(await effectRows(key)).toBe(0);
 
 			const [fresh] = await runExecuteQuery(
-				{ keySource: 'custom', customKey: key, query: `insert into ${db.schema}.effects (event_key) values ($1)`, queryParameters: key, options: options() },
+				{
+					keySource: 'custom',
+					customKey: key,
+					query: `insert into ${db.schema}.effects (event_key) values ($1)`,
+					queryParameters: key,
+					options: options(),
+				},
 				{ items: [{ json: {} }] },
 			);
 			expect(idempotencyOf(fresh[0]).outcome).toBe('new');
@@ -224,17 +268,28 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 	// Its own credential (so its own pool) of one connection: an operation after the first one gets
 	// the same connection if the pool kept it. No server-side timeouts (as behind PgBouncer): only the
 	// client's Query Timeout ends a wait.
-	const oneConnection = connectionSettings({ maxConnections: 1, statementTimeoutSeconds: 0, lockTimeoutSeconds: 0, queryTimeoutSeconds: 1 });
+	const oneConnection = connectionSettings({
+		maxConnections: 1,
+		statementTimeoutSeconds: 0,
+		lockTimeoutSeconds: 0,
+		queryTimeoutSeconds: 1,
+	});
 	// The pool the node takes for that credential (the same settings as the node reads them).
 	const nodePool = () => poolFor(credentialSettings({ ...oneConnection }));
 	const runOn = (credential: ReturnType<typeof connectionSettings>, key: string, query: string, queryParameters: unknown = key) =>
-		runExecuteQuery({ keySource: 'custom', customKey: key, query, queryParameters, options: options() }, { items: [{ json: {} }], credential });
+		runExecuteQuery(
+			{ keySource: 'custom', customKey: key, query, queryParameters, options: options() },
+			{ items: [{ json: {} }], credential },
+		);
 	const reserveOn = (credential: ReturnType<typeof connectionSettings>, key: string) =>
-		new PostgresKeyStore(nodePool(), { schema: db.schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], {
-			mode: 'permanent',
-			leaseSeconds: 300,
-			retentionSeconds: 3600,
-		});
+		new PostgresKeyStore(nodePool(), { schema: db.schema, table: 'processed_events', createTable: false }).reserve(
+			[{ key, keySource: 'custom', payloadHash: null }],
+			{
+				mode: 'permanent',
+				leaseSeconds: 300,
+				retentionSeconds: 3600,
+			},
+		);
 
 	it('a statement and its rollback past the Query Timeout (a lock held): no later Reserve or item ever runs in that transaction', async () => {
 		const credential = oneConnection;
@@ -245,15 +300,22 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 			await locker.query('begin');
 			await locker.query(`lock table ${db.schema}.effects in share mode`);
 			// The insert waits for the lock; the client stops waiting after 1 s (the rollback after it would too).
-			await expect(runOn(credential, timedOut, `insert into ${db.schema}.effects (event_key) values ($1) /* ${marker} */`)).rejects.toThrow(/Query Timeout/);
+			await expect(runOn(credential, timedOut, `insert into ${db.schema}.effects (event_key) values ($1) /* ${marker} */`)).rejects.toThrow(
+				/Query Timeout/,
+			);
 			// The server still runs that transaction's insert, behind the lock.
-			expect(await count(`select count(*) from pg_stat_activity where query like $1 and wait_event_type = 'Lock'`, [`%/* ${marker} */%`])).toBe(1);
+			expect(
+				await count(`select count(*) from pg_stat_activity where query like $1 and wait_event_type = 'Lock'`, [`%/* ${marker} */%`]),
+			).toBe(1);
 		} finally {
 			await locker.query('commit');
 			locker.release();
 		}
 		// The insert now ends on the server, inside the transaction the node gave up on.
-		await until(async () => (await count(`select count(*) from pg_stat_activity where query like $1 and state = 'active'`, [`%/* ${marker} */%`])) === 0);
+		await until(
+			async () =>
+				(await count(`select count(*) from pg_stat_activity where query like $1 and state = 'active'`, [`%/* ${marker} */%`])) === 0,
+		);
 
 		// A Reserve on the same credential's pool: committed, visible to everyone.
 		await reserveOn(credential, `${marker}:reserve`);
@@ -268,10 +330,12 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 		expect(idempotencyOf(retried[0]).outcome).toBe('new');
 		expect([await keyRows(timedOut), await effectRows(timedOut)]).toEqual([1, 1]);
 		// No session of this test is left inside a transaction.
-		expect(await count(`select count(*) from pg_stat_activity where query like $1 and state like 'idle in transaction%'`, [`%${marker}%`])).toBe(0);
+		expect(
+			await count(`select count(*) from pg_stat_activity where query like $1 and state like 'idle in transaction%'`, [`%${marker}%`]),
+		).toBe(0);
 	});
 
-	it('a Duplicate (the user\'s SQL did not run on it) gives its connection back to the pool; a New closes it', async () => {
+	it("a Duplicate (the user's SQL did not run on it) gives its connection back to the pool; a New closes it", async () => {
 		const credential = oneConnection;
 		const key = `reuse:${randomBytes(4).toString('hex')}`;
 		await runOn(credential, key, 'select 1', '');
@@ -294,11 +358,18 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 			const parameters = query.includes('$1') ? (query.includes('role') ? role : key) : '';
 			await runOn(credential, key, query, parameters);
 			// The advisory lock is free for another session (once the closed session has ended on the server).
-			const lockFree = async () => (await db.pool.query('select pg_try_advisory_lock(hashtext($1)) and pg_advisory_unlock(hashtext($1)) as free', [key])).rows[0].free === true;
+			const lockFree = async () =>
+				(await db.pool.query('select pg_try_advisory_lock(hashtext($1)) and pg_advisory_unlock(hashtext($1)) as free', [key])).rows[0]
+					.free === true;
 			await until(lockFree, 5000);
 			expect(await lockFree()).toBe(true);
 			// The next item runs as the credential's user, in a session without the temporary table.
-			const [next] = await runOn(credential, `${role}:next`, "select current_user::text as who, to_regclass('pg_temp.leaked_state') is null as clean", '');
+			const [next] = await runOn(
+				credential,
+				`${role}:next`,
+				"select current_user::text as who, to_regclass('pg_temp.leaked_state') is null as clean",
+				'',
+			);
 			expect((next[0].json.sqlResult as { rows: unknown[] }).rows).toEqual([{ who: credential.user, clean: true }]);
 			await reserveOn(credential, `${role}:reserve`);
 			expect(await keyRows(`${role}:reserve`)).toBe(1);
@@ -310,17 +381,27 @@ describe('Idempotency Execute Query: a connection never goes back to the pool', 
 
 describe('Idempotency Execute Query: a commit Postgres refuses', () => {
 	beforeAll(async () => {
-		await db.pool.query(`create table ${db.schema}.deferred_effects (event_key text, constraint deferred_once unique (event_key) deferrable initially deferred)`);
+		await db.pool.query(
+			`create table ${db.schema}.deferred_effects (event_key text, constraint deferred_once unique (event_key) deferrable initially deferred)`,
+		);
 		await db.pool.query(`insert into ${db.schema}.deferred_effects values ('taken')`);
 	});
 
 	it('a deferred constraint failing at COMMIT is reported as not committed (nothing stored), and the retry runs', async () => {
 		const query = `insert into ${db.schema}.deferred_effects (event_key) values ($1)`;
-		const attempt = runExecuteQuery({ keySource: 'custom', customKey: 'deferred:1', query, queryParameters: 'taken', options: options() }, { items: [{ json: {} }] });
-		await expect(attempt).rejects.toThrow(/Postgres refused the commit \(SQLSTATE 23505\).*neither the key nor your query's effect was stored/);
+		const attempt = runExecuteQuery(
+			{ keySource: 'custom', customKey: 'deferred:1', query, queryParameters: 'taken', options: options() },
+			{ items: [{ json: {} }] },
+		);
+		await expect(attempt).rejects.toThrow(
+			/Postgres refused the commit \(SQLSTATE 23505\).*neither the key nor your query's effect was stored/,
+		);
 		expect(await keyRows('deferred:1')).toBe(0);
 
-		const [fresh] = await runExecuteQuery({ keySource: 'custom', customKey: 'deferred:1', query, queryParameters: 'free', options: options() }, { items: [{ json: {} }] });
+		const [fresh] = await runExecuteQuery(
+			{ keySource: 'custom', customKey: 'deferred:1', query, queryParameters: 'free', options: options() },
+			{ items: [{ json: {} }] },
+		);
 		expect(idempotencyOf(fresh[0]).outcome).toBe('new');
 		expect(await keyRows('deferred:1')).toBe(1);
 	});
@@ -330,7 +411,12 @@ describe('Idempotency Execute Query: the SQL uses the key the node derived', () 
 	const insertWithKey = () => `insert into ${db.schema}.effects (event_key, amount) values ($idempotency_key, $1) returning event_key`;
 	const runWithKey = (items: INodeExecutionData[], parameters: Record<string, unknown> = {}) =>
 		runExecuteQuery(
-			{ query: insertWithKey(), queryParameters: (index: number) => [(items[index].json.body as { amount?: number }).amount ?? 1], options: options(), ...parameters },
+			{
+				query: insertWithKey(),
+				queryParameters: (index: number) => [(items[index].json.body as { amount?: number }).amount ?? 1],
+				options: options(),
+				...parameters,
+			},
 			{ items },
 		);
 

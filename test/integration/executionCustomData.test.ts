@@ -1,8 +1,24 @@
-import { NodeConnectionTypes, type INode, type INodeParameters, type IRun, type IWorkflowBase, type WorkflowExecuteMode } from 'n8n-workflow';
+import {
+	NodeConnectionTypes,
+	type INode,
+	type INodeParameters,
+	type IRun,
+	type IWorkflowBase,
+	type WorkflowExecuteMode,
+} from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { CREDENTIAL_DOWN, CREDENTIAL_UP, engineWithUpAndDownCredentials, itemsAt, packageNode, runWorkflowExecution, type EngineBase, type OnErrorSetting } from '../support/n8nEngine';
+import {
+	CREDENTIAL_DOWN,
+	CREDENTIAL_UP,
+	engineWithUpAndDownCredentials,
+	itemsAt,
+	packageNode,
+	runWorkflowExecution,
+	type EngineBase,
+	type OnErrorSetting,
+} from '../support/n8nEngine';
 
 /*
  * Through n8n-core's own engine: every Reserve run writes its outcome into the
@@ -59,7 +75,13 @@ function workflow({ parameters = {}, onError = 'continueRegularOutput', credenti
 }
 
 async function run(executionId: string, ids: string[], setup: Setup = {}, mode: WorkflowExecuteMode = 'webhook'): Promise<IRun> {
-	return await runWorkflowExecution(workflow(setup), executionId, ids.map((id) => webhookItem({ id })), base, mode);
+	return await runWorkflowExecution(
+		workflow(setup),
+		executionId,
+		ids.map((id) => webhookItem({ id })),
+		base,
+		mode,
+	);
 }
 
 const customData = (result: IRun) => result.data.resultData.metadata;
@@ -84,12 +106,20 @@ describe('Idempotency Reserve records its outcome in the execution custom data',
 		await run('cd-perm-1', ['p1'], { parameters: { mode: 'permanent' } });
 		const again = await run('cd-perm-2', ['p1'], { parameters: { mode: 'permanent' } });
 		expect(itemsAt(again, 'Duplicate')).toHaveLength(1);
-		expect(customData(again)).toMatchObject({ idempotency_outcome: 'duplicate', idempotency_counts: 'duplicate=1', idempotency_key: 'evt:p1' });
+		expect(customData(again)).toMatchObject({
+			idempotency_outcome: 'duplicate',
+			idempotency_counts: 'duplicate=1',
+			idempotency_key: 'evt:p1',
+		});
 	});
 
 	it('a batch with a repeat: mixed, with counts per outcome and the first key', async () => {
 		const result = await run('cd-batch', ['b1', 'b2', 'b1'], { parameters: { mode: 'permanent' } });
-		expect(customData(result)).toMatchObject({ idempotency_outcome: 'mixed', idempotency_counts: 'new=2 duplicate=1', idempotency_key: 'evt:b1' });
+		expect(customData(result)).toMatchObject({
+			idempotency_outcome: 'mixed',
+			idempotency_counts: 'new=2 duplicate=1',
+			idempotency_key: 'evt:b1',
+		});
 	});
 
 	it('in a manual (editor) run, where n8n throws for a refused key name, the run succeeds and records', async () => {
@@ -111,14 +141,22 @@ describe('Idempotency Reserve records its outcome in the execution custom data',
 	});
 
 	it('Postgres unreachable with Let Through: unverified', async () => {
-		const result = await run('cd-unverified', ['u1'], { credentialId: CREDENTIAL_DOWN, parameters: { options: { onStoreUnavailable: 'letThrough' } } });
+		const result = await run('cd-unverified', ['u1'], {
+			credentialId: CREDENTIAL_DOWN,
+			parameters: { options: { onStoreUnavailable: 'letThrough' } },
+		});
 		expect(itemsAt(result, 'New')).toHaveLength(1);
 		expect(customData(result)).toMatchObject({ idempotency_outcome: 'unverified', idempotency_key: 'evt:u1' });
 	});
 
 	it('with Correlation ID on, the correlation id too (here from x-request-id), so a delivery can be found by its trace id', async () => {
 		const setup = { parameters: { options: { correlationId: 'header', correlationHeader: 'x-request-id' } } };
-		const result = await runWorkflowExecution(workflow(setup), 'cd-correlation', [webhookItem({ id: 'c1' }, { 'x-request-id': 'req-trace-1' })], base);
+		const result = await runWorkflowExecution(
+			workflow(setup),
+			'cd-correlation',
+			[webhookItem({ id: 'c1' }, { 'x-request-id': 'req-trace-1' })],
+			base,
+		);
 		expect(customData(result)).toEqual({
 			idempotency_outcome: 'new',
 			idempotency_counts: 'new=1',

@@ -10,8 +10,23 @@ import { fakeExecuteFunctions, webhookItem } from '../support/fakeExecuteFunctio
 
 const db = postgresSchemaFixture('executionend', { keyTables: ['processed_events'] });
 
-const SETTLE = { id: 'settle', name: 'Settle', type: 'n8n-nodes-idempotency.idempotencyKey', typeVersion: 1, position: [0, 300], parameters: { operation: 'settle' } };
-const STEP = { id: 'step', name: 'Step', type: 'n8n-nodes-base.httpRequest', typeVersion: 4, position: [0, 0], parameters: {}, onError: 'continueErrorOutput' };
+const SETTLE = {
+	id: 'settle',
+	name: 'Settle',
+	type: 'n8n-nodes-idempotency.idempotencyKey',
+	typeVersion: 1,
+	position: [0, 300],
+	parameters: { operation: 'settle' },
+};
+const STEP = {
+	id: 'step',
+	name: 'Step',
+	type: 'n8n-nodes-base.httpRequest',
+	typeVersion: 4,
+	position: [0, 0],
+	parameters: {},
+	onError: 'continueErrorOutput',
+};
 const main = (...names: string[]) => names.map((node) => ({ node, type: 'main', index: 0 }));
 // What n8n-core's execute context carries besides the hooks: the execution's record and the workflow (Step and Settle beside it).
 const RECORD = {
@@ -41,7 +56,9 @@ describe('Idempotency Reserve with Settle After Business Step downstream, in an 
 		['additional data without hooks', {}],
 		['hooks that cannot answer the webhook (no runHook)', { hooks: { addHandler: () => {} } }],
 	])('%s: refused before anything is reserved, saying why', async (_label, additionalData) => {
-		await expect(new IdempotencyReserve().execute.call(reserveContext({ additionalData }))).rejects.toThrow(/does not let the node learn how the execution ends.*Nothing was reserved/);
+		await expect(new IdempotencyReserve().execute.call(reserveContext({ additionalData }))).rejects.toThrow(
+			/does not let the node learn how the execution ends.*Nothing was reserved/,
+		);
 		expect(await stored()).toEqual([]);
 	});
 

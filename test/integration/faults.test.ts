@@ -150,7 +150,12 @@ describe('a reply lost after the commit', () => {
 		const [result] = await store.reserve([request('lost-permanent')], permanent);
 		expect(proxy.cuts).toHaveLength(1);
 		expect(result).toMatchObject({ outcome: 'new' });
-		expect(await row('lost-permanent')).toMatchObject({ status: 'completed', owner_token: result.ownerToken, attempts: 1, duplicate_count: 0 });
+		expect(await row('lost-permanent')).toMatchObject({
+			status: 'completed',
+			owner_token: result.ownerToken,
+			attempts: 1,
+			duplicate_count: 0,
+		});
 	});
 
 	it('reserve with the compact statement: the re-send recognises the keys by the returned owner token', async () => {
@@ -163,7 +168,8 @@ describe('a reply lost after the commit', () => {
 		expect(retries[0]).toMatchObject({ operation: 'reserve', outcomeUnknown: true });
 		expect(results.map((result) => result.outcome)).toEqual(['new', 'new']);
 		expect(Object.keys(results[0].record)).not.toContain('duplicateCount'); // the compact statement was the one re-sent
-		for (const result of results) expect(await row(result.key)).toMatchObject({ owner_token: result.ownerToken, duplicate_count: 0, attempts: 1 });
+		for (const result of results)
+			expect(await row(result.key)).toMatchObject({ owner_token: result.ownerToken, duplicate_count: 0, attempts: 1 });
 		expect((await store.reserve([request('lost-compact-1')], { ...lease, detail: 'compact' }))[0].outcome).toBe('in_progress');
 	});
 
@@ -190,7 +196,9 @@ describe('a reply lost after the commit', () => {
 			{ key: 'lost-complete', applied: true },
 		]);
 		proxy.cutReplyAfter('delete from');
-		expect(await store.release([{ key: 'lost-release', ownerToken: toRelease.ownerToken! }])).toEqual([{ key: 'lost-release', applied: true }]);
+		expect(await store.release([{ key: 'lost-release', ownerToken: toRelease.ownerToken! }])).toEqual([
+			{ key: 'lost-release', applied: true },
+		]);
 
 		expect(proxy.cuts.map((cut) => cut.withheldMessageTypes)).toEqual([expect.stringMatching(/C.*Z$/), expect.stringMatching(/C.*Z$/)]);
 		expect(await row('lost-complete')).toMatchObject({ status: 'completed', response: { ok: 1 } });
@@ -316,7 +324,9 @@ describe('settle retries are bounded', () => {
 		proxy.dropConnections(true);
 		await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
 		const started = Date.now();
-		const error = await store.complete([{ key: 'complete-unreachable', ownerToken: reserved.ownerToken! }]).catch((caught: unknown) => caught);
+		const error = await store
+			.complete([{ key: 'complete-unreachable', ownerToken: reserved.ownerToken! }])
+			.catch((caught: unknown) => caught);
 		const elapsed = Date.now() - started;
 		expect((error as Error).message).toMatch(/could not be reached \(connection refused\)\. The key was not completed/);
 		expect(elapsed).toBeGreaterThanOrEqual(1_000);

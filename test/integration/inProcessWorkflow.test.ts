@@ -12,7 +12,15 @@ import {
 import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
-import { credentialsHelper, engineBase, itemsAt, PACKAGE, packageNode, runWorkflowExecution, type OnErrorSetting } from '../support/n8nEngine';
+import {
+	credentialsHelper,
+	engineBase,
+	itemsAt,
+	PACKAGE,
+	packageNode,
+	runWorkflowExecution,
+	type OnErrorSetting,
+} from '../support/n8nEngine';
 
 const db = postgresSchemaFixture('inprocess');
 
@@ -50,7 +58,8 @@ function templateWorkflow(): IWorkflowBase {
 			parameters: {
 				operation: 'complete',
 				source: 'item',
-				responseJson: '={{ JSON.stringify({ received: true, order: $json.body.order.id, by: $(\'Webhook\').item.json.headers["x-source"] }) }}',
+				responseJson:
+					'={{ JSON.stringify({ received: true, order: $json.body.order.id, by: $(\'Webhook\').item.json.headers["x-source"] }) }}',
 				options: { schemaName: db.schema, tableName: 'processed_events' },
 			},
 		},
@@ -138,7 +147,9 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
 		// Every node that ran (Reserve, Complete; then Reserve) got its credential through the helper, by ID.
 		expect(lookups).toEqual(Array(3).fill(`idempotencyPostgresApi:${CREDENTIAL_ID}`));
 		const rows = await db.pool.query(`select key, status, response from ${db.schema}.processed_events`);
-		expect(rows.rows).toEqual([{ key: 'order:ord_4711', status: 'completed', response: { received: true, order: 'ord_4711', by: 'shop' } }]);
+		expect(rows.rows).toEqual([
+			{ key: 'order:ord_4711', status: 'completed', response: { received: true, order: 'ord_4711', by: 'shop' } },
+		]);
 	});
 });
 
@@ -236,13 +247,18 @@ describe('items that were not reserved, routed by n8n-core for every On Error se
 	const settings: OnErrorSetting[] = ['stopWorkflow', 'continueRegularOutput', 'continueErrorOutput'];
 
 	it.each(settings)('database down, %s: the business step never runs and the webhook answers 5xx', async (onError) => {
-		const run = await runRouting(routingWorkflow(onError, {}, CREDENTIAL_DOWN), `down-${onError}`, [webhookItem({ id: `evt_down_${onError}` })]);
+		const run = await runRouting(routingWorkflow(onError, {}, CREDENTIAL_DOWN), `down-${onError}`, [
+			webhookItem({ id: `evt_down_${onError}` }),
+		]);
 		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
 		expect(webhookAnswer(run)).toBe(onError === 'stopWorkflow' ? 500 : 503);
 		if (onError === 'continueErrorOutput') {
 			// n8n moved the item to its Error output, merged with the request item.
 			const [errorItem] = itemsAt(run, 'Respond 503 (error output)');
-			expect(errorItem.json).toMatchObject({ error: expect.stringMatching(/could not be reached/), body: { id: 'evt_down_continueErrorOutput' } });
+			expect(errorItem.json).toMatchObject({
+				error: expect.stringMatching(/could not be reached/),
+				body: { id: 'evt_down_continueErrorOutput' },
+			});
 			expect(itemsAt(run, 'Respond 503')).toHaveLength(0);
 		}
 		if (onError === 'continueRegularOutput') {
@@ -260,22 +276,28 @@ describe('items that were not reserved, routed by n8n-core for every On Error se
 		expect(webhookAnswer(run)).toBe(onError === 'stopWorkflow' ? 500 : 503);
 	});
 
-	it.each(settings)('a batch with a NUL id, %s: the bad item answers 5xx, the good one is reserved only if the run goes on', async (onError) => {
-		const good = `evt_batch_${onError}`;
-		const run = await runRouting(routingWorkflow(onError, {}), `nul-${onError}`, [webhookItem({ id: good }), webhookItem({ id: 'evt_\u0000' })]);
-		const rows = await db.pool.query(`select key from ${db.schema}.routing_events where key = $1`, [`evt:${good}`]);
-		if (onError === 'stopWorkflow') {
-			expect(run.data.resultData.error?.message).toMatch(/NUL character/);
-			expect(itemsAt(run, 'Business Step')).toHaveLength(0);
-			expect(rows.rowCount).toBe(0);
-		} else {
-			expect(itemsAt(run, 'Business Step').map((item) => item.json.body)).toEqual([{ id: good }]);
-			expect(rows.rowCount).toBe(1);
-			const respondedBy = onError === 'continueErrorOutput' ? 'Respond 503 (error output)' : 'Respond 503';
-			expect(itemsAt(run, respondedBy)).toHaveLength(1);
-			expect(itemsAt(run, respondedBy)[0].json.error).toMatch(/NUL character/);
-		}
-	});
+	it.each(settings)(
+		'a batch with a NUL id, %s: the bad item answers 5xx, the good one is reserved only if the run goes on',
+		async (onError) => {
+			const good = `evt_batch_${onError}`;
+			const run = await runRouting(routingWorkflow(onError, {}), `nul-${onError}`, [
+				webhookItem({ id: good }),
+				webhookItem({ id: 'evt_\u0000' }),
+			]);
+			const rows = await db.pool.query(`select key from ${db.schema}.routing_events where key = $1`, [`evt:${good}`]);
+			if (onError === 'stopWorkflow') {
+				expect(run.data.resultData.error?.message).toMatch(/NUL character/);
+				expect(itemsAt(run, 'Business Step')).toHaveLength(0);
+				expect(rows.rowCount).toBe(0);
+			} else {
+				expect(itemsAt(run, 'Business Step').map((item) => item.json.body)).toEqual([{ id: good }]);
+				expect(rows.rowCount).toBe(1);
+				const respondedBy = onError === 'continueErrorOutput' ? 'Respond 503 (error output)' : 'Respond 503';
+				expect(itemsAt(run, respondedBy)).toHaveLength(1);
+				expect(itemsAt(run, respondedBy)[0].json.error).toMatch(/NUL character/);
+			}
+		},
+	);
 
 	it('Let Through: with the database down, the item reaches the business step flagged unverified', async () => {
 		const run = await runRouting(
@@ -289,29 +311,27 @@ describe('items that were not reserved, routed by n8n-core for every On Error se
 	});
 
 	it('evaluates an expression scope per item: two tenants with the same event id are two events', async () => {
-		const run = await runRouting(
-			routingWorkflow('stopWorkflow', { options: { scope: '={{ $json.body.tenant }}' } }),
-			'per-item-scope',
-			[webhookItem({ id: 'evt_same', tenant: 'acme' }), webhookItem({ id: 'evt_same', tenant: 'globex' })],
-		);
+		const run = await runRouting(routingWorkflow('stopWorkflow', { options: { scope: '={{ $json.body.tenant }}' } }), 'per-item-scope', [
+			webhookItem({ id: 'evt_same', tenant: 'acme' }),
+			webhookItem({ id: 'evt_same', tenant: 'globex' }),
+		]);
 		expect(run.data.resultData.error).toBeUndefined();
 		expect(itemsAt(run, 'Business Step').map((item) => idempotency(item).key)).toEqual(['acme:evt:evt_same', 'globex:evt:evt_same']);
 		expect(itemsAt(run, 'Respond 200')).toHaveLength(0);
 	});
 
 	it('refuses a lease that differs between items (one statement takes one lease), naming both values', async () => {
-		const run = await runRouting(
-			routingWorkflow('continueErrorOutput', { leaseSeconds: '={{ $json.body.lease }}' }),
-			'per-item-lease',
-			[webhookItem({ id: 'evt_lease_1', lease: 60 }), webhookItem({ id: 'evt_lease_2', lease: 90 })],
-		);
+		const run = await runRouting(routingWorkflow('continueErrorOutput', { leaseSeconds: '={{ $json.body.lease }}' }), 'per-item-lease', [
+			webhookItem({ id: 'evt_lease_1', lease: 60 }),
+			webhookItem({ id: 'evt_lease_2', lease: 90 }),
+		]);
 		const errors = itemsAt(run, 'Respond 503 (error output)');
 		expect(errors).toHaveLength(2);
 		expect(errors[0].json.error).toMatch(/Lease \(Seconds\) must be the same for every item.*item 0 has 60, item 1 has 90/);
 		expect(itemsAt(run, 'Business Step')).toHaveLength(0);
 	});
 
-	it('refuses an Output that differs between items (it picks the statement\'s RETURNING list)', async () => {
+	it("refuses an Output that differs between items (it picks the statement's RETURNING list)", async () => {
 		const run = await runRouting(
 			routingWorkflow('continueErrorOutput', { options: { output: '={{ $json.body.output }}' } }),
 			'per-item-output',
@@ -348,7 +368,11 @@ describe('manual runs in the editor (n8n execution mode "manual")', () => {
 		expect(idempotency(itemsAt(manual, 'Business Step')[0])).toMatchObject({ key: 'evt:evt_pinned_real' });
 		expect(idempotency(itemsAt(manual, 'Business Step')[0]).manualTest).toBeUndefined();
 
-		const real = await runRouting(routingWorkflow('stopWorkflow', { mode: 'permanent', options: { output: 'full' } }), 'webhook-after-real', event());
+		const real = await runRouting(
+			routingWorkflow('stopWorkflow', { mode: 'permanent', options: { output: 'full' } }),
+			'webhook-after-real',
+			event(),
+		);
 		expect(itemsAt(real, 'Business Step')).toHaveLength(0);
 		const [duplicate] = itemsAt(real, 'Respond 200');
 		expect(idempotency(duplicate)).toMatchObject({

@@ -31,7 +31,14 @@ describe('Idempotency Key: Complete', () => {
 		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_custom' })]);
 		const reserved = idempotencyOf(fresh[0]);
 		const [done] = await runKeyNode(
-			{ operation: 'complete', source: 'custom', key: reserved.key, ownerToken: reserved.ownerToken, responseJson: '', options: tableOptions() },
+			{
+				operation: 'complete',
+				source: 'custom',
+				key: reserved.key,
+				ownerToken: reserved.ownerToken,
+				responseJson: '',
+				options: tableOptions(),
+			},
 			{ items: [{ json: { id: 1, event_key: 'evt:evt_custom' } }] },
 		);
 		expect(idempotencyOf(done[0]).applied).toBe(true);
@@ -61,7 +68,9 @@ describe('Idempotency Key: Release on error', () => {
 
 	it('routes a stale owner (lease taken over) to Stale, leaving the new owner alone', async () => {
 		const [first] = await leaseReserve([webhookItem({ id: 'evt_stale' })]);
-		await db.pool.query(`update ${db.schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_stale']);
+		await db.pool.query(`update ${db.schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, [
+			'evt:evt_stale',
+		]);
 		const [second] = await leaseReserve([webhookItem({ id: 'evt_stale' })], 'exec-2');
 		expect(idempotencyOf(second[0])).toMatchObject({ isNew: true, attempts: 2 });
 
@@ -100,7 +109,10 @@ describe('Idempotency Key: Release on error', () => {
 describe('Idempotency Key: Mark Failed', () => {
 	it('a key this run completed goes to Stale (staleReason "completed") and stays completed: the redelivery is a Duplicate', async () => {
 		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_done_then_failed' }), webhookItem({ id: 'evt_done_then_released' })]);
-		const [completed] = await runKeyNode({ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() }, { items: fresh });
+		const [completed] = await runKeyNode(
+			{ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() },
+			{ items: fresh },
+		);
 		expect(completed.map((item) => idempotencyOf(item).applied)).toEqual([true, true]);
 
 		// e.g. a node after Mark Complete fails, and its error output leads to Mark Failed.
@@ -108,10 +120,23 @@ describe('Idempotency Key: Mark Failed', () => {
 			{ operation: 'fail', source: 'item', errorMessage: 'a later node failed', options: tableOptions() },
 			{ items: [completed[0]] },
 		);
-		const [releasedDone, releasedStale] = await runKeyNode({ operation: 'release', source: 'item', options: tableOptions() }, { items: [completed[1]] });
+		const [releasedDone, releasedStale] = await runKeyNode(
+			{ operation: 'release', source: 'item', options: tableOptions() },
+			{ items: [completed[1]] },
+		);
 		expect([...failedDone, ...releasedDone]).toHaveLength(0);
-		expect(idempotencyOf(failedStale[0])).toMatchObject({ key: 'evt:evt_done_then_failed', operation: 'fail', applied: false, staleReason: 'completed' });
-		expect(idempotencyOf(releasedStale[0])).toMatchObject({ key: 'evt:evt_done_then_released', operation: 'release', applied: false, staleReason: 'completed' });
+		expect(idempotencyOf(failedStale[0])).toMatchObject({
+			key: 'evt:evt_done_then_failed',
+			operation: 'fail',
+			applied: false,
+			staleReason: 'completed',
+		});
+		expect(idempotencyOf(releasedStale[0])).toMatchObject({
+			key: 'evt:evt_done_then_released',
+			operation: 'release',
+			applied: false,
+			staleReason: 'completed',
+		});
 		expect(await db.row('evt:evt_done_then_failed')).toMatchObject({ status: 'completed', last_error: null });
 		expect(await db.row('evt:evt_done_then_released')).toMatchObject({ status: 'completed' });
 		const [, duplicates] = await leaseReserve([webhookItem({ id: 'evt_done_then_failed' }), webhookItem({ id: 'evt_done_then_released' })]);
@@ -133,14 +158,26 @@ describe('Idempotency Key: Mark Failed', () => {
 	it('marks failed every live reservation of a failed execution (Error Trigger data), keeping rows and payloads; completed keys and other executions stay', async () => {
 		const evidence = { ...tableOptions(), createTable: true, storePayload: true };
 		const reserveIn = (executionId: string, ids: string[]) =>
-			runReserve({ mode: 'lease', leaseSeconds: 60, options: evidence }, { items: ids.map((id) => webhookItem({ id, amount: 7 })), executionId });
+			runReserve(
+				{ mode: 'lease', leaseSeconds: 60, options: evidence },
+				{ items: ids.map((id) => webhookItem({ id, amount: 7 })), executionId },
+			);
 		const [fresh] = await reserveIn('exec-failed', ['evt_fexec_a', 'evt_fexec_b', 'evt_fexec_done']);
 		await reserveIn('exec-other', ['evt_fexec_other']);
 		await runKeyNode({ operation: 'complete', source: 'item', options: tableOptions() }, { items: [fresh[2]] });
-		const errorTriggerItem = { json: { execution: { id: 'exec-failed', error: { message: 'boom\u0000' }, lastNodeExecuted: 'Crash' }, workflow: { id: 'wf-1' } } };
+		const errorTriggerItem = {
+			json: { execution: { id: 'exec-failed', error: { message: 'boom\u0000' }, lastNodeExecuted: 'Crash' }, workflow: { id: 'wf-1' } },
+		};
 
 		const [done, stale] = await runKeyNode(
-			{ operation: 'fail', source: 'execution', executionId: 'exec-failed', workflowId: 'wf-1', errorMessage: 'Crash: boom\u0000', options: tableOptions() },
+			{
+				operation: 'fail',
+				source: 'execution',
+				executionId: 'exec-failed',
+				workflowId: 'wf-1',
+				errorMessage: 'Crash: boom\u0000',
+				options: tableOptions(),
+			},
 			{ items: [errorTriggerItem] },
 		);
 
@@ -156,7 +193,12 @@ describe('Idempotency Key: Mark Failed', () => {
 			warnings: [expect.stringMatching(/error message had NUL/)],
 		});
 		for (const id of ['evt_fexec_a', 'evt_fexec_b']) {
-			expect(await db.row(`evt:${id}`)).toMatchObject({ status: 'failed', locked_until: null, last_error: 'Crash: boom\uFFFD', payload: { id, amount: 7 } });
+			expect(await db.row(`evt:${id}`)).toMatchObject({
+				status: 'failed',
+				locked_until: null,
+				last_error: 'Crash: boom\uFFFD',
+				payload: { id, amount: 7 },
+			});
 		}
 		expect(await db.row('evt:evt_fexec_done')).toMatchObject({ status: 'completed' });
 		expect(await db.row('evt:evt_fexec_other')).toMatchObject({ status: 'processing' });
@@ -167,14 +209,26 @@ describe('Idempotency Key: Mark Failed', () => {
 
 	it('Failed Execution without an execution id: a clear error, nothing changed', async () => {
 		await expect(
-			runKeyNode({ operation: 'fail', source: 'execution', executionId: '', workflowId: 'wf-1', errorMessage: 'x', options: tableOptions() }, { items: [{ json: {} }] }),
+			runKeyNode(
+				{ operation: 'fail', source: 'execution', executionId: '', workflowId: 'wf-1', errorMessage: 'x', options: tableOptions() },
+				{ items: [{ json: {} }] },
+			),
 		).rejects.toThrow(/needs the failed execution's Execution ID, and it is empty/);
 	});
 
 	it('Failed Execution without a workflow id (an input without workflow.id): refused, nothing changed; with Continue the item leaves through the last output', async () => {
 		await leaseReserve([webhookItem({ id: 'evt_nowf' })], 'exec-nowf');
-		const parameters = { operation: 'fail', source: 'execution', executionId: 'exec-nowf', workflowId: '', errorMessage: 'x', options: tableOptions() };
-		await expect(runKeyNode(parameters, { items: [{ json: {} }] })).rejects.toThrow(/needs the failed execution's Workflow ID, and it is empty/);
+		const parameters = {
+			operation: 'fail',
+			source: 'execution',
+			executionId: 'exec-nowf',
+			workflowId: '',
+			errorMessage: 'x',
+			options: tableOptions(),
+		};
+		await expect(runKeyNode(parameters, { items: [{ json: {} }] })).rejects.toThrow(
+			/needs the failed execution's Workflow ID, and it is empty/,
+		);
 		const [done, notSettled] = await runKeyNode(parameters, { items: [{ json: {} }], continueOnFail: true });
 		expect(done).toHaveLength(0);
 		expect(notSettled).toEqual([{ json: { error: expect.stringMatching(/Workflow ID, and it is empty/) }, pairedItem: { item: 0 } }]);
@@ -182,7 +236,11 @@ describe('Idempotency Key: Mark Failed', () => {
 
 		// A NUL or a lone surrogate could never match a stored id: refused per item, the other items settled.
 		await leaseReserve([webhookItem({ id: 'evt_wf_ok' })], 'exec-wf-ok');
-		const perItem = { ...parameters, executionId: (index: number) => ['exec-wf-ok', 'exec-nowf', 'exec-nowf'][index], workflowId: (index: number) => ['wf-1', 'wf\u0000', 'wf\uD800'][index] };
+		const perItem = {
+			...parameters,
+			executionId: (index: number) => ['exec-wf-ok', 'exec-nowf', 'exec-nowf'][index],
+			workflowId: (index: number) => ['wf-1', 'wf\u0000', 'wf\uD800'][index],
+		};
 		const [settled, refused] = await runKeyNode(perItem, { items: [{ json: {} }, { json: {} }, { json: {} }], continueOnFail: true });
 		expect(settled.map((item) => idempotencyOf(item).failedKeys)).toEqual([['evt:evt_wf_ok']]);
 		expect(refused.map((item) => [item.pairedItem, item.json.error])).toEqual([
@@ -206,14 +264,26 @@ describe('Idempotency Key: Mark Failed', () => {
 		// Staging's error workflow handles its failed execution 1234.
 		const errorTriggerItem = { json: { execution: { id: '1234', error: { message: 'boom' } }, workflow: { id: 'wf-stage' } } };
 		const [done] = await runKeyNode(
-			{ operation: 'fail', source: 'execution', executionId: '1234', workflowId: 'wf-stage', errorMessage: 'staging crashed', options: tableOptions() },
+			{
+				operation: 'fail',
+				source: 'execution',
+				executionId: '1234',
+				workflowId: 'wf-stage',
+				errorMessage: 'staging crashed',
+				options: tableOptions(),
+			},
 			{ items: [errorTriggerItem], instanceId: 'instance-staging' },
 		);
 		expect(idempotencyOf(done[0]).failedKeys).toEqual(['evt:evt_inst_stage']);
 		expect(await db.row('evt:evt_inst_stage')).toMatchObject({ status: 'failed' });
 		// Production's live reservations are untouched: its redelivery still reads In Progress.
-		for (const key of ['evt:evt_inst_prod', 'evt:evt_inst_prod_same_wf_id']) expect(await db.row(key)).toMatchObject({ status: 'processing', last_error: null });
-		expect(await db.row('evt:evt_inst_prod')).toMatchObject({ execution_id: '1234', workflow_id: 'wf-prod', n8n_instance: 'instance-production' });
+		for (const key of ['evt:evt_inst_prod', 'evt:evt_inst_prod_same_wf_id'])
+			expect(await db.row(key)).toMatchObject({ status: 'processing', last_error: null });
+		expect(await db.row('evt:evt_inst_prod')).toMatchObject({
+			execution_id: '1234',
+			workflow_id: 'wf-prod',
+			n8n_instance: 'instance-production',
+		});
 		const [, , inProgress] = await runReserve(
 			{ mode: 'lease', leaseSeconds: 60, options: tableOptions() },
 			{ items: [webhookItem({ id: 'evt_inst_prod' })], executionId: '1235', workflowId: 'wf-prod', instanceId: 'instance-production' },
@@ -247,14 +317,20 @@ describe('Idempotency Key: content never stops a settle', () => {
 
 	it('Mark Failed with a NUL in the message: Done, with the warning on the item', async () => {
 		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_nul_message' })]);
-		const [done] = await runKeyNode({ operation: 'fail', source: 'item', errorMessage: 'bad\u0000byte', options: tableOptions() }, { items: fresh });
+		const [done] = await runKeyNode(
+			{ operation: 'fail', source: 'item', errorMessage: 'bad\u0000byte', options: tableOptions() },
+			{ items: fresh },
+		);
 		expect(idempotencyOf(done[0])).toMatchObject({ applied: true, warnings: [expect.stringMatching(/error message had NUL/)] });
 		expect(await db.row('evt:evt_nul_message')).toMatchObject({ status: 'failed', last_error: 'bad\uFFFDbyte' });
 	});
 
 	it('items without anything to repair carry no warnings field', async () => {
 		const [fresh] = await leaseReserve([webhookItem({ id: 'evt_clean' })]);
-		const [done] = await runKeyNode({ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() }, { items: fresh });
+		const [done] = await runKeyNode(
+			{ operation: 'complete', source: 'item', responseJson: '{"ok":true}', options: tableOptions() },
+			{ items: fresh },
+		);
 		expect(idempotencyOf(done[0])).not.toHaveProperty('warnings');
 	});
 });
@@ -267,7 +343,10 @@ describe('Idempotency Key: a database blip after the business step', () => {
 		const credential = connectionSettings({ port: proxy.port });
 		try {
 			// A Complete that gets through first: the credential's pool has read the database's time.
-			await runKeyNode({ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() }, { items: [fresh[1]], credential });
+			await runKeyNode(
+				{ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() },
+				{ items: [fresh[1]], credential },
+			);
 			proxy.dropConnections(true);
 			await new Promise((resolve) => setTimeout(resolve, 200)); // the pool drops its cut idle connection
 			// The lease as Reserve reported it (database time), 1.5 s from now; the database is back after 3 s.
@@ -315,7 +394,9 @@ describe('seed 002 test list, at the node level (lease mode)', () => {
 	it('the same event after a crash between reservation and side effect is processed exactly once more', async () => {
 		await leaseReserve([webhookItem({ id: 'evt_crash' })]);
 		// The worker crashed: no Complete, no Release. Its lease runs out.
-		await db.pool.query(`update ${db.schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, ['evt:evt_crash']);
+		await db.pool.query(`update ${db.schema}.processed_events set locked_until = now() - interval '1 second' where key = $1`, [
+			'evt:evt_crash',
+		]);
 		const [retry] = await leaseReserve([webhookItem({ id: 'evt_crash' })], 'exec-retry');
 		expect(idempotencyOf(retry[0])).toMatchObject({ isNew: true, attempts: 2 });
 		await runKeyNode({ operation: 'complete', source: 'item', responseJson: '', options: tableOptions() }, { items: retry });

@@ -40,8 +40,15 @@ describe('List Keys: the query plan (Postgres)', () => {
 		const client = await db.pool.connect();
 		try {
 			// The node's statements are unnamed, so planned with their parameter values: the same here.
-			const plan = (await client.query(`explain ${text.replace(/;\s*$/, '')}`.replace(/\$(\d)/g, (_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100', 'false', '16777216'][Number(n)])))
-				.rows.map((row) => row['QUERY PLAN'] as string)
+			const plan = (
+				await client.query(
+					`explain ${text.replace(/;\s*$/, '')}`.replace(
+						/\$(\d)/g,
+						(_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100', 'false', '16777216'][Number(n)],
+					),
+				)
+			).rows
+				.map((row) => row['QUERY PLAN'] as string)
 				.join('\n');
 			// The byte bound is applied above the limit (a window over at most one page of keys).
 			expect(plan).toMatch(/-> {2}Limit/);
@@ -58,7 +65,10 @@ describe('List Keys: the query plan (Postgres)', () => {
 
 describe('Idempotency Key node: Get Key and List Keys', () => {
 	it('Get Key: the record in Reserve’s words for a reserved key, found: false for an unknown one; never the owner token', async () => {
-		const [fresh] = await runReserve({ mode: 'lease', leaseSeconds: 60, options: { ...options(), createTable: true } }, { items: [webhookItem({ id: 'evt_get' })] });
+		const [fresh] = await runReserve(
+			{ mode: 'lease', leaseSeconds: 60, options: { ...options(), createTable: true } },
+			{ items: [webhookItem({ id: 'evt_get' })] },
+		);
 		const reserved = idempotencyOf(fresh[0]);
 		const [out] = await runKeyNode(
 			{ operation: 'getKey', lookupKey: (itemIndex: number) => (itemIndex === 0 ? reserved.key : 'evt:unknown'), options: options() },
@@ -66,7 +76,14 @@ describe('Idempotency Key node: Get Key and List Keys', () => {
 		);
 		expect(out).toHaveLength(2);
 		// keySource in the Key Source options' words, as Reserve's Output: Full gives it; the column keeps its identifier.
-		expect(out[0].json).toMatchObject({ found: true, key: 'evt:evt_get', status: 'processing', stuckLease: false, attempts: 1, keySource: 'Event ID' });
+		expect(out[0].json).toMatchObject({
+			found: true,
+			key: 'evt:evt_get',
+			status: 'processing',
+			stuckLease: false,
+			attempts: 1,
+			keySource: 'Event ID',
+		});
 		expect(JSON.stringify(out[0].json)).not.toContain(String(reserved.ownerToken));
 		expect(out[1].json).toEqual({ found: false, key: 'evt:unknown' });
 		expect(out.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
@@ -78,18 +95,33 @@ describe('Idempotency Key node: Get Key and List Keys', () => {
 			{ items: [{ json: {} }] },
 		);
 		expect(out).toHaveLength(1);
-		expect(out[0].json).toMatchObject({ found: true, key: 'stripe:failed', status: 'failed', lastError: 'card declined', nextPageAfterKey: 'stripe:failed' });
+		expect(out[0].json).toMatchObject({
+			found: true,
+			key: 'stripe:failed',
+			status: 'failed',
+			lastError: 'card declined',
+			nextPageAfterKey: 'stripe:failed',
+		});
 		expect(out[0].pairedItem).toEqual([{ item: 0 }]);
 
 		const [next] = await runKeyNode(
-			{ operation: 'listKeys', limit: 1, afterKey: 'stripe:failed', listFilters: { status: 'failed', olderThanHours: 1 }, options: options() },
+			{
+				operation: 'listKeys',
+				limit: 1,
+				afterKey: 'stripe:failed',
+				listFilters: { status: 'failed', olderThanHours: 1 },
+				options: options(),
+			},
 			{ items: [{ json: {} }] },
 		);
 		expect(next).toEqual([]);
 	});
 
 	it('List Keys: stuck leases are marked as such', async () => {
-		const [out] = await runKeyNode({ operation: 'listKeys', limit: 50, afterKey: '', listFilters: { stuckLeasesOnly: true }, options: options() }, { items: [{ json: {} }] });
+		const [out] = await runKeyNode(
+			{ operation: 'listKeys', limit: 50, afterKey: '', listFilters: { stuckLeasesOnly: true }, options: options() },
+			{ items: [{ json: {} }] },
+		);
 		expect(out.map((item) => [item.json.key, item.json.stuckLease, item.json.nextPageAfterKey])).toEqual([['stripe:stuck', true, null]]);
 	});
 
@@ -126,16 +158,29 @@ describe('Get Stats', () => {
 			 ('old', 'completed', null, now() - interval '48 hours', now() - interval '47 hours', 5, 4),
 			 ('old-failed', 'failed', null, now() - interval '48 hours', now() - interval '48 hours', 0, 2)`,
 		);
-		const [out] = await runKeyNode({ operation: 'stats', windowHours: 72, options: { schemaName: db.schema, tableName: 'stats_table' } }, { items: [{ json: {} }, { json: {} }] });
+		const [out] = await runKeyNode(
+			{ operation: 'stats', windowHours: 72, options: { schemaName: db.schema, tableName: 'stats_table' } },
+			{ items: [{ json: {} }, { json: {} }] },
+		);
 		expect(out).toHaveLength(1);
-		expect(out[0].json).toMatchObject({ windowHours: 72, total: 6, newInWindow: 6, duplicatesInWindow: 9, reclaimsInWindow: 5, failedInWindow: 2 });
+		expect(out[0].json).toMatchObject({
+			windowHours: 72,
+			total: 6,
+			newInWindow: 6,
+			duplicatesInWindow: 9,
+			reclaimsInWindow: 5,
+			failedInWindow: 2,
+		});
 		expect(out[0].pairedItem).toEqual([{ item: 0 }, { item: 1 }]);
 	});
 
 	it('through the node: the Idempotent Webhook deliveries of the table, per answer, as answersInWindow', async () => {
 		const store = new PostgresKeyStore(db.pool, { schema: db.schema, table: 'answers_table', createTable: true });
 		for (const answer of ['duplicate', 'duplicate', 'invalid_signature', 'key_store_unavailable'] as const) await store.countAnswer(answer);
-		const [out] = await runKeyNode({ operation: 'stats', windowHours: 24, options: { schemaName: db.schema, tableName: 'answers_table' } }, { items: [{ json: {} }] });
+		const [out] = await runKeyNode(
+			{ operation: 'stats', windowHours: 24, options: { schemaName: db.schema, tableName: 'answers_table' } },
+			{ items: [{ json: {} }] },
+		);
 		expect(out[0].json).toMatchObject({
 			windowHours: 24,
 			total: 0,
@@ -167,7 +212,10 @@ describe('List Keys: a page is bounded in bytes, not only in keys', () => {
 				{ operation: 'listKeys', limit: MAX_LIST_PAGE_SIZE, afterKey, listFilters: { status: 'replayable' }, options: heavyOptions },
 				{ items: [{ json: {} }] },
 			);
-			const bytes = out.reduce((sum, item) => sum + JSON.stringify(item.json.payload).length + JSON.stringify(item.json.response).length, 0);
+			const bytes = out.reduce(
+				(sum, item) => sum + JSON.stringify(item.json.payload).length + JSON.stringify(item.json.response).length,
+				0,
+			);
 			expect(bytes).toBeLessThanOrEqual(MAX_LIST_PAGE_BYTES);
 			pageSizes.push(out.length);
 			seen.push(...out.map((item) => String(item.json.key)));

@@ -24,7 +24,9 @@ let database: string;
 beforeAll(async () => {
 	admin = adminPool(2);
 	database = `lock_order_${randomBytes(5).toString('hex')}`;
-	await admin.query(`create database ${database} template template0 encoding 'UTF8' locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'`);
+	await admin.query(
+		`create database ${database} template template0 encoding 'UTF8' locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'`,
+	);
 	pool = new Pool({ connectionString: urlOf(database), max: 4 });
 	pool.on('error', () => {});
 	await new PostgresKeyStore(pool, { schema: 'public', table: TABLE, createTable: true }).createTable();
@@ -44,7 +46,8 @@ function urlOf(name: string): string {
 
 // Case and punctuation: en-US compares letters first, bytes put every capital before every small letter.
 const PREFIXES = ['a', 'A', 'b', 'B', '_a', '-b', 'Z', 'z', 'é', 'E'];
-const keysOf = (round: number) => Array.from({ length: 120 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${i % 7 === 0 ? '-' : ''}k${round}.${i}`);
+const keysOf = (round: number) =>
+	Array.from({ length: 120 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${i % 7 === 0 ? '-' : ''}k${round}.${i}`);
 
 /** One store per caller, each on a connection of its own. */
 function callers(count: number) {
@@ -65,9 +68,11 @@ it('the database orders these keys differently from their bytes (the case the lo
 	expect(rows[0].same).toBe(false);
 });
 
-it('both statements sort by the keys\' bytes, the reserve statement once for its repeats and its insert', async () => {
+it("both statements sort by the keys' bytes, the reserve statement once for its repeats and its insert", async () => {
 	const sortKeys = async (text: string, values: unknown[]) =>
-		(await pool.query(`explain (costs off) ${text}`, values)).rows.map((row) => row['QUERY PLAN'] as string).filter((line) => line.includes('Sort Key'));
+		(await pool.query(`explain (costs off) ${text}`, values)).rows
+			.map((row) => row['QUERY PLAN'] as string)
+			.filter((line) => line.includes('Sort Key'));
 	const table = tableRef('public', TABLE);
 	const keys = ['b', 'A', 'a'];
 	const tokens = keys.map(() => randomUUID());
@@ -89,7 +94,11 @@ it('reservations and replay claims of the same failed keys, in different orders 
 				`insert into ${TABLE} (key, status, attempts, owner_token, last_error, expires_at) select k, 'failed', 1, gen_random_uuid(), 'boom', now() + interval '1 hour' from unnest($1::text[]) as k`,
 				[keys],
 			);
-			const { owned, failures } = await reserveOrClaimRace(all.map(({ store }) => store), keys, round);
+			const { owned, failures } = await reserveOrClaimRace(
+				all.map(({ store }) => store),
+				keys,
+				round,
+			);
 			expect(failures).toEqual([]);
 			expect(owned.slice().sort()).toEqual(keys.slice().sort());
 		}
@@ -104,16 +113,25 @@ it('duplicate batches of the same completed keys, in different orders on 6 conne
 		await Promise.all(all.map(({ store }) => store.ready()));
 		const keys = keysOf(100);
 		const permanent = { ...LEASE, mode: 'permanent' as const };
-		await all[0].store.reserve(keys.map((key) => ({ key, keySource: 'test', payloadHash: null })), permanent);
+		await all[0].store.reserve(
+			keys.map((key) => ({ key, keySource: 'test', payloadHash: null })),
+			permanent,
+		);
 		for (let round = 1; round <= 4; round++) {
 			const settled = await Promise.allSettled(
 				all.map(({ store }, index) =>
-					store.reserve(shuffled(keys, round * 10 + index).map((key) => ({ key, keySource: 'test', payloadHash: null })), permanent),
+					store.reserve(
+						shuffled(keys, round * 10 + index).map((key) => ({ key, keySource: 'test', payloadHash: null })),
+						permanent,
+					),
 				),
 			);
 			expect(settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : []))).toEqual([]);
 		}
-		const { rows } = await pool.query(`select min(duplicate_count)::int as low, max(duplicate_count)::int as high from ${TABLE} where key = any($1::text[])`, [keys]);
+		const { rows } = await pool.query(
+			`select min(duplicate_count)::int as low, max(duplicate_count)::int as high from ${TABLE} where key = any($1::text[])`,
+			[keys],
+		);
 		expect(rows[0]).toEqual({ low: 24, high: 24 });
 	} finally {
 		await Promise.all(all.map(({ own }) => own.end()));
@@ -129,7 +147,10 @@ it.each(['complete', 'fail', 'release'] as const)(
 			const failures: string[] = [];
 			for (let round = 1; round <= 8; round++) {
 				const keys = Array.from({ length: 300 }, (_, i) => `${PREFIXES[i % PREFIXES.length]}${settle}${round}.${(i * 7919) % 1000}`);
-				const owned = await all[0].store.reserve(keys.map((key) => ({ key, keySource: 'test', payloadHash: null })), LEASE);
+				const owned = await all[0].store.reserve(
+					keys.map((key) => ({ key, keySource: 'test', payloadHash: null })),
+					LEASE,
+				);
 				const items = shuffled(owned, round).map((result) => ({ key: result.key, ownerToken: result.ownerToken as string }));
 				const settling = {
 					complete: () => all[0].store.complete(items.map((item) => ({ ...item, response: { ok: true } }))),
@@ -139,7 +160,10 @@ it.each(['complete', 'fail', 'release'] as const)(
 				const settled = await Promise.allSettled([
 					settling(),
 					...[1, 2].map((caller) =>
-						all[caller].store.reserve(shuffled(keys, round * 10 + caller).map((key) => ({ key, keySource: 'test', payloadHash: null })), LEASE),
+						all[caller].store.reserve(
+							shuffled(keys, round * 10 + caller).map((key) => ({ key, keySource: 'test', payloadHash: null })),
+							LEASE,
+						),
 					),
 				]);
 				failures.push(...settled.flatMap((result) => (result.status === 'rejected' ? [String(result.reason)] : [])));

@@ -46,12 +46,28 @@ function failingWebhook(shape: 'postgres' | 'code', onError: OnErrorSetting, mar
 			node(
 				'Idempotency Reserve',
 				'idempotencyReserve',
-				{ keySource: 'custom', customKey: "={{ 'evt:' + $json.body.id }}", mode: 'lease', leaseSeconds: 120, options: { schemaName: db.schema, tableName: TABLE, createTable: true, storePayload: true } },
+				{
+					keySource: 'custom',
+					customKey: "={{ 'evt:' + $json.body.id }}",
+					mode: 'lease',
+					leaseSeconds: 120,
+					options: { schemaName: db.schema, tableName: TABLE, createTable: true, storePayload: true },
+				},
 				{ credentials },
 			),
-			node('Business Step', 'testFailingStep', { shape, message: `duplicate key value violates unique constraint (${shape})` }, { onError }),
+			node(
+				'Business Step',
+				'testFailingStep',
+				{ shape, message: `duplicate key value violates unique constraint (${shape})` },
+				{ onError },
+			),
 			node('Succeeded', 'testStep', {}),
-			node('Mark Failed', 'idempotencyKey', { operation: 'fail', source: 'custom', ...markFailed, options: { schemaName: db.schema, tableName: TABLE } }, { credentials }),
+			node(
+				'Mark Failed',
+				'idempotencyKey',
+				{ operation: 'fail', source: 'custom', ...markFailed, options: { schemaName: db.schema, tableName: TABLE } },
+				{ credentials },
+			),
 		],
 		{
 			Webhook: { main: [to('Idempotency Reserve')] },
@@ -62,12 +78,19 @@ function failingWebhook(shape: 'postgres' | 'code', onError: OnErrorSetting, mar
 }
 
 const stored = async (key: string) =>
-	(await db.pool.query(`select status, last_error, payload from ${db.schema}.${TABLE} where key = $1`, [key])).rows[0] as Record<string, unknown> | undefined;
+	(await db.pool.query(`select status, last_error, payload from ${db.schema}.${TABLE} where key = $1`, [key])).rows[0] as
+		| Record<string, unknown>
+		| undefined;
 
 describe("Mark Failed's default Error Message, on the error output items n8n really sends", () => {
 	it.each(['postgres', 'code'] as const)('a failing %s node: the key is kept failed with the error text and the payload', async (shape) => {
 		const id = `evt_mf_${shape}`;
-		const run = await runWorkflowExecution(failingWebhook(shape, 'continueErrorOutput'), `exec-mf-${shape}`, [webhookItem({ id, amount: 3 })], base);
+		const run = await runWorkflowExecution(
+			failingWebhook(shape, 'continueErrorOutput'),
+			`exec-mf-${shape}`,
+			[webhookItem({ id, amount: 3 })],
+			base,
+		);
 
 		expect(run.data.resultData.error).toBeUndefined();
 		expect(itemsAt(run, 'Succeeded')).toHaveLength(0);
@@ -80,9 +103,14 @@ describe("Mark Failed's default Error Message, on the error output items n8n rea
 		});
 	});
 
-	it("the first default (`error` only) stored an empty message for the Postgres node: why the default changed", async () => {
+	it('the first default (`error` only) stored an empty message for the Postgres node: why the default changed', async () => {
 		const id = 'evt_mf_first_default';
-		await runWorkflowExecution(failingWebhook('postgres', 'continueErrorOutput', { errorMessage: FIRST_DEFAULT }), 'exec-mf-first', [webhookItem({ id })], base);
+		await runWorkflowExecution(
+			failingWebhook('postgres', 'continueErrorOutput', { errorMessage: FIRST_DEFAULT }),
+			'exec-mf-first',
+			[webhookItem({ id })],
+			base,
+		);
 		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'failed', last_error: '' });
 	});
 
@@ -93,12 +121,22 @@ describe("Mark Failed's default Error Message, on the error output items n8n rea
 		expect(error?.message).toBe('duplicate key value violates unique constraint (code)');
 		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'processing' });
 
-		const errorTriggerItem = { json: { execution: { id: 'exec-mf-crashed', error: { message: error!.message }, lastNodeExecuted: 'Business Step' }, workflow: { id: 'wf-mark-failed' } } };
+		const errorTriggerItem = {
+			json: {
+				execution: { id: 'exec-mf-crashed', error: { message: error!.message }, lastNodeExecuted: 'Business Step' },
+				workflow: { id: 'wf-mark-failed' },
+			},
+		};
 		const errorWorkflow = workflowOf(
 			'wf-error',
 			[
 				node('Webhook', 'testWebhook', {}),
-				node('Mark Failed', 'idempotencyKey', { operation: 'fail', source: 'execution', options: { schemaName: db.schema, tableName: TABLE } }, { credentials }),
+				node(
+					'Mark Failed',
+					'idempotencyKey',
+					{ operation: 'fail', source: 'execution', options: { schemaName: db.schema, tableName: TABLE } },
+					{ credentials },
+				),
 			],
 			{ Webhook: { main: [to('Mark Failed')] } },
 		);
@@ -113,6 +151,10 @@ describe("Mark Failed's default Error Message, on the error output items n8n rea
 			workflowId: 'wf-mark-failed',
 			failedKeys: [`evt:${id}`],
 		});
-		expect(await stored(`evt:${id}`)).toEqual({ status: 'failed', last_error: 'duplicate key value violates unique constraint (code)', payload: { id } });
+		expect(await stored(`evt:${id}`)).toEqual({
+			status: 'failed',
+			last_error: 'duplicate key value violates unique constraint (code)',
+			payload: { id },
+		});
 	});
 });

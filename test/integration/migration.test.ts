@@ -51,10 +51,10 @@ async function shapeOf(schema: string, table = 'processed_events') {
 		 where table_schema = $1 and table_name = $2 order by column_name`,
 		[schema, table],
 	);
-	const indexes = await db.pool.query(`select replace(indexdef, $1, 'S') as def from pg_indexes where schemaname = $1 and tablename = $2 order by indexname`, [
-		schema,
-		table,
-	]);
+	const indexes = await db.pool.query(
+		`select replace(indexdef, $1, 'S') as def from pg_indexes where schemaname = $1 and tablename = $2 order by indexname`,
+		[schema, table],
+	);
 	return { columns: columns.rows, indexes: indexes.rows.map((row) => row.def as string) };
 }
 
@@ -63,13 +63,18 @@ describe('upgrading a table made by each earlier version', () => {
 	const earlierVersions: Array<[string, (schema: string) => Promise<void>]> = [
 		[
 			"the hand-built recipe's two-column table",
-			(schema) => db.pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`).then(() => {}),
+			(schema) =>
+				db.pool
+					.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`)
+					.then(() => {}),
 		],
 		['the table 001_create_table.sql made before schema versions', (schema) => runAsDba(schema, unstampedFile(CREATE_FILE))],
 		[
 			'the recipe table after 002_migrate_from_seed.sql, before schema versions',
 			async (schema) => {
-				await db.pool.query(`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`);
+				await db.pool.query(
+					`create table ${schema}.processed_events (key text primary key, first_seen timestamptz not null default now())`,
+				);
 				await runAsDba(schema, unstampedFile(SEED_UPGRADE_FILE));
 			},
 		],
@@ -129,7 +134,10 @@ describe('upgrading a table made by each earlier version', () => {
 		const schema = await freshSchema(db.pool, 'new');
 		const store = new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: true });
 		expect((await store.reserve([request('k')], permanent))[0].outcome).toBe('new');
-		expect(await readSchemaState(db.pool, tableRef(schema, 'processed_events'), KEYS_MIGRATIONS)).toEqual({ exists: true, version: CURRENT });
+		expect(await readSchemaState(db.pool, tableRef(schema, 'processed_events'), KEYS_MIGRATIONS)).toEqual({
+			exists: true,
+			version: CURRENT,
+		});
 	});
 
 	it('every migration file runs as-is in psql, twice without harm, and stamps the current version', async () => {
@@ -265,7 +273,8 @@ describe('a database user without the right to create or change tables', () => {
 			`is at schema version 1, this package needs ${CURRENT}; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."recipe_keys")`,
 		);
 
-		for (const file of [SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE]) await runAsDba(schema, sqlFile(file).replace(/processed_events/g, 'recipe_keys'));
+		for (const file of [SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE])
+			await runAsDba(schema, sqlFile(file).replace(/processed_events/g, 'recipe_keys'));
 		const results = await store.reserve([request('evt:old'), request('evt:new')], permanent);
 		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'new']);
 	});
@@ -282,7 +291,9 @@ describe('a database user without the right to create or change tables', () => {
 			{ options: { schemaName: schema, tableName: 'node_keys' } },
 			{ items: [webhookItem({ id: 'evt_1' })], credential: connectionSettings({ user: role, password }) },
 		);
-		await expect(run).rejects.toThrow(`Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}`);
+		await expect(run).rejects.toThrow(
+			`Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}`,
+		);
 	});
 });
 

@@ -19,7 +19,14 @@ const REGISTER_TS = path.join(ROOT, 'test', 'support', 'register-ts.js');
 const db = postgresPoolFixture({ max: 6 });
 let dir: string;
 
-const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 300, retentionSeconds: 86_400, executionId: 'exec-1', workflowId: 'wf-1', instanceId: 'inst-1' };
+const lease: ReserveOptions = {
+	mode: 'lease',
+	leaseSeconds: 300,
+	retentionSeconds: 86_400,
+	executionId: 'exec-1',
+	workflowId: 'wf-1',
+	instanceId: 'inst-1',
+};
 const permanent: ReserveOptions = { ...lease, mode: 'permanent' };
 const request = (key: string) => ({ key, keySource: 'header', payloadHash: null });
 
@@ -54,17 +61,35 @@ describe('moveKeysToPostgres', () => {
 		const { schema, store } = await postgresStore('move');
 
 		const report = await moveKeysToPostgres({ file, pool: db.pool, schema });
-		expect(report).toMatchObject({ read: 4, batches: 1, counts: { inserted: 4, updated: 0, unchanged: 0, replaced: 0, kept: 0 }, conflicts: [], fileChanged: false });
+		expect(report).toMatchObject({
+			read: 4,
+			batches: 1,
+			counts: { inserted: 4, updated: 0, unchanged: 0, replaced: 0, kept: 0 },
+			conflicts: [],
+			fileChanged: false,
+		});
 
-		const [done, busy, failed, kept] = await store.reserve([request('k-done'), request('k-busy'), request('k-failed'), request('k-permanent')], lease);
-		expect(done).toMatchObject({ outcome: 'duplicate', ownerToken: null, record: { status: 'completed', response: { status: 201, body: { id: 'ord_1' } } } });
+		const [done, busy, failed, kept] = await store.reserve(
+			[request('k-done'), request('k-busy'), request('k-failed'), request('k-permanent')],
+			lease,
+		);
+		expect(done).toMatchObject({
+			outcome: 'duplicate',
+			ownerToken: null,
+			record: { status: 'completed', response: { status: 201, body: { id: 'ord_1' } } },
+		});
 		expect(busy).toMatchObject({ outcome: 'in_progress', ownerToken: null });
 		// A failed key stays reclaimable: this delivery takes it over as its second attempt.
 		expect(failed).toMatchObject({ outcome: 'new', reclaimed: true, record: { attempts: 2 } });
 		expect(kept).toMatchObject({ outcome: 'duplicate' });
 		// The run that held k-busy on the embedded store completes it on Postgres with the token it got there.
-		expect(await store.complete([{ key: 'k-busy', ownerToken: busyToken, response: { ok: true } }])).toEqual([{ key: 'k-busy', applied: true }]);
-		expect((await store.reserve([request('k-busy')], lease))[0]).toMatchObject({ outcome: 'duplicate', record: { response: { ok: true } } });
+		expect(await store.complete([{ key: 'k-busy', ownerToken: busyToken, response: { ok: true } }])).toEqual([
+			{ key: 'k-busy', applied: true },
+		]);
+		expect((await store.reserve([request('k-busy')], lease))[0]).toMatchObject({
+			outcome: 'duplicate',
+			record: { response: { ok: true } },
+		});
 	});
 
 	it('running the move twice changes nothing the second time', async () => {
@@ -74,7 +99,12 @@ describe('moveKeysToPostgres', () => {
 		const rows = async () => (await db.pool.query(`select *, xmin::text as version from ${schema}.processed_events order by key`)).rows;
 		const before = await rows();
 		const again = await moveKeysToPostgres({ file, pool: db.pool, schema, batchSize: 3 });
-		expect(again).toMatchObject({ read: 4, batches: 2, counts: { inserted: 0, updated: 0, unchanged: 4, replaced: 0, kept: 0 }, conflicts: [] });
+		expect(again).toMatchObject({
+			read: 4,
+			batches: 2,
+			counts: { inserted: 0, updated: 0, unchanged: 4, replaced: 0, kept: 0 },
+			conflicts: [],
+		});
 		expect(await rows()).toEqual(before);
 	});
 
@@ -87,8 +117,18 @@ describe('moveKeysToPostgres', () => {
 		await store.complete([{ key: 'k-busy', ownerToken: other.ownerToken!, response: { from: 'postgres' } }]);
 		const report = await moveKeysToPostgres({ file, pool: db.pool, schema });
 		expect(report.counts).toMatchObject({ inserted: 3, kept: 1 });
-		expect(report.conflicts).toEqual([expect.objectContaining({ key: 'k-busy', kept: 'postgres', copied: expect.objectContaining({ status: 'processing' }), postgres: expect.objectContaining({ status: 'completed' }) })]);
-		expect((await store.reserve([request('k-busy')], lease))[0]).toMatchObject({ outcome: 'duplicate', record: { response: { from: 'postgres' } } });
+		expect(report.conflicts).toEqual([
+			expect.objectContaining({
+				key: 'k-busy',
+				kept: 'postgres',
+				copied: expect.objectContaining({ status: 'processing' }),
+				postgres: expect.objectContaining({ status: 'completed' }),
+			}),
+		]);
+		expect((await store.reserve([request('k-busy')], lease))[0]).toMatchObject({
+			outcome: 'duplicate',
+			record: { response: { from: 'postgres' } },
+		});
 	});
 
 	it('moves a file of 12,000 keys in batches without losing one', async () => {
@@ -106,7 +146,11 @@ describe('moveKeysToPostgres', () => {
 
 describe('the move-keys-to-postgres command', () => {
 	const run = (nodeBinary: string, args: string[]) =>
-		spawnSync(nodeBinary, ['-r', REGISTER_TS, SCRIPT, ...args], { encoding: 'utf8', env: { ...process.env, DATABASE_URL: '' }, timeout: 60_000 });
+		spawnSync(nodeBinary, ['-r', REGISTER_TS, SCRIPT, ...args], {
+			encoding: 'utf8',
+			env: { ...process.env, DATABASE_URL: '' },
+			timeout: 60_000,
+		});
 
 	it('moves the keys and prints what it did; a second run reports every key unchanged', async () => {
 		const { file } = await fileWithEveryState('command');
@@ -132,7 +176,9 @@ describe('the move-keys-to-postgres command', () => {
 
 	it('on a Node without node:sqlite it says which Node it needs', async () => {
 		const node20 = spawnSync('bash', ['-lc', 'command -v node'], { encoding: 'utf8' }).stdout.trim();
-		const version = spawnSync(node20, ['-e', "try { require('node:sqlite'); console.log('has') } catch { console.log('none') }"], { encoding: 'utf8' }).stdout.trim();
+		const version = spawnSync(node20, ['-e', "try { require('node:sqlite'); console.log('has') } catch { console.log('none') }"], {
+			encoding: 'utf8',
+		}).stdout.trim();
 		if (version !== 'none') return; // this machine's default Node has node:sqlite: nothing to refuse
 		const { file } = await fileWithEveryState('old-node');
 		const result = run(node20, ['--file', file, '--database-url', databaseUrl()]);

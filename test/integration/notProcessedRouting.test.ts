@@ -1,4 +1,12 @@
-import { NodeConnectionTypes, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase, type WorkflowExecuteMode } from 'n8n-workflow';
+import {
+	NodeConnectionTypes,
+	type INode,
+	type INodeExecutionData,
+	type INodeParameters,
+	type IRun,
+	type IWorkflowBase,
+	type WorkflowExecuteMode,
+} from 'n8n-workflow';
 
 import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
@@ -28,7 +36,9 @@ const db = postgresSchemaFixture('notprocessed', { keyTables: ['processed_events
 let base: EngineBase;
 
 beforeAll(async () => {
-	await db.pool.query(`create table ${db.schema}.payments (id serial primary key, event_key text not null, amount integer check (amount > 0))`);
+	await db.pool.query(
+		`create table ${db.schema}.payments (id serial primary key, event_key text not null, amount integer check (amount > 0))`,
+	);
 	base = engineWithUpAndDownCredentials(connectionSettings());
 });
 
@@ -39,7 +49,13 @@ type Wiring = Array<{ name: string; status: number }>;
  * Webhook → the node under test → one recording step per output (status 0: the business step),
  * plus n8n's Error output → 503 with Continue (using error output).
  */
-function workflow(type: string, parameters: INodeParameters, onError: OnErrorSetting, wiring: Wiring, credentialId = CREDENTIAL_UP): IWorkflowBase {
+function workflow(
+	type: string,
+	parameters: INodeParameters,
+	onError: OnErrorSetting,
+	wiring: Wiring,
+	credentialId = CREDENTIAL_UP,
+): IWorkflowBase {
 	const node = packageNode;
 	const underTest: INode = {
 		...node('Under Test', type, parameters),
@@ -73,7 +89,12 @@ function webhookAnswer(run: IRun, wiring: Wiring): number | 'acknowledged withou
 	return 'acknowledged without a response';
 }
 
-async function run(workflowData: IWorkflowBase, executionId: string, items: INodeExecutionData[], mode: WorkflowExecuteMode = 'webhook'): Promise<IRun> {
+async function run(
+	workflowData: IWorkflowBase,
+	executionId: string,
+	items: INodeExecutionData[],
+	mode: WorkflowExecuteMode = 'webhook',
+): Promise<IRun> {
 	return await runWorkflowExecution(workflowData, executionId, items, base, mode);
 }
 
@@ -112,7 +133,8 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		]);
 		expect(webhookAnswer(failed, wiring)).toBe(expectedAnswer(onError));
 		expect(itemsAt(failed, 'Respond 200 (new)')).toHaveLength(0);
-		if (onError !== 'stopWorkflow') expect(errorsOf(failed, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(/Your query failed/)]);
+		if (onError !== 'stopWorkflow')
+			expect(errorsOf(failed, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(/Your query failed/)]);
 		expect(await stored(eventId)).toEqual({ keys: 0, payments: 0 });
 
 		const retried = await run(workflow('idempotencyExecuteQuery', insertPayment(), onError, wiring), `eq-retry-${onError}`, [
@@ -129,14 +151,19 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		]);
 		expect(webhookAnswer(down, wiring)).toBe(expectedAnswer(onError));
 		expect(itemsAt(down, 'Respond 200 (new)')).toHaveLength(0);
-		if (onError !== 'stopWorkflow') expect(errorsOf(down, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(/could not be reached/)]);
+		if (onError !== 'stopWorkflow')
+			expect(errorsOf(down, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(/could not be reached/)]);
 	});
 
 	// Configuration errors fail every item they apply to, never pass it out of New. The parameters
 	// are made when the test runs: the file's schema exists only from beforeAll on.
 	const configurationErrors: Array<[string, () => INodeParameters, RegExp]> = [
 		['a refused key source', () => ({ keySource: 'header', headerName: 'paypal-transmission-sig' }), /cannot be an idempotency key/],
-		['transaction control in the query', () => ({ query: `commit; insert into ${db.schema}.payments (event_key, amount) values ($1, $2)` }), /./],
+		[
+			'transaction control in the query',
+			() => ({ query: `commit; insert into ${db.schema}.payments (event_key, amount) values ($1, $2)` }),
+			/./,
+		],
 	];
 	describe.each(configurationErrors)('%s', (_what, parameters, message) => {
 		it.each(ON_ERROR_SETTINGS)('%s: 5xx for every item, nothing stored', async (onError) => {
@@ -148,7 +175,11 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 			);
 			expect(webhookAnswer(result, wiring)).toBe(expectedAnswer(onError));
 			expect(itemsAt(result, 'Respond 200 (new)')).toHaveLength(0);
-			if (onError !== 'stopWorkflow') expect(errorsOf(result, onError, 'Respond 503 (not run)')).toEqual([expect.stringMatching(message), expect.stringMatching(message)]);
+			if (onError !== 'stopWorkflow')
+				expect(errorsOf(result, onError, 'Respond 503 (not run)')).toEqual([
+					expect.stringMatching(message),
+					expect.stringMatching(message),
+				]);
 			for (const id of ids) expect(await stored(id)).toEqual({ keys: 0, payments: 0 });
 		});
 	});
@@ -158,7 +189,10 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 			queryParameters: '={{ [$json.body.tenant + ":evt:" + $json.body.id, $json.body.amount] }}',
 			options: { schemaName: db.schema, tableName: 'processed_events', scope: '={{ $json.body.tenant }}' },
 		});
-		const items = () => [webhookItem({ id: 'evt_tenants', tenant: 'acme', amount: 5 }), webhookItem({ id: 'evt_tenants', tenant: 'globex', amount: 7 })];
+		const items = () => [
+			webhookItem({ id: 'evt_tenants', tenant: 'acme', amount: 5 }),
+			webhookItem({ id: 'evt_tenants', tenant: 'globex', amount: 7 }),
+		];
 		const first = await run(workflow('idempotencyExecuteQuery', scoped, 'stopWorkflow', wiring), 'eq-per-item-scope', items());
 		expect(itemsAt(first, 'Respond 200 (new)').map((item) => (item.json.idempotency as { key: string }).key)).toEqual([
 			'acme:evt:evt_tenants',
@@ -166,7 +200,9 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		]);
 		const again = await run(workflow('idempotencyExecuteQuery', scoped, 'stopWorkflow', wiring), 'eq-per-item-scope-again', items());
 		expect(itemsAt(again, 'Respond 200 (duplicate)')).toHaveLength(2);
-		const { rows } = await db.pool.query(`select event_key, amount from ${db.schema}.payments where event_key like '%:evt:evt_tenants' order by event_key`);
+		const { rows } = await db.pool.query(
+			`select event_key, amount from ${db.schema}.payments where event_key like '%:evt:evt_tenants' order by event_key`,
+		);
 		expect(rows).toEqual([
 			{ event_key: 'acme:evt:evt_tenants', amount: 5 },
 			{ event_key: 'globex:evt:evt_tenants', amount: 7 },
@@ -180,7 +216,9 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		});
 		const items = [webhookItem({ id: 'evt_s_ok', tenant: { name: 'acme' }, amount: 5 }), webhookItem({ id: 'evt_s_bad', amount: 5 })];
 		const result = await run(workflow('idempotencyExecuteQuery', scoped, 'continueRegularOutput', wiring), 'eq-scope-fails', items);
-		expect(itemsAt(result, 'Respond 200 (new)').map((item) => (item.json.idempotency as { key: string }).key)).toEqual(['acme:evt:evt_s_ok']);
+		expect(itemsAt(result, 'Respond 200 (new)').map((item) => (item.json.idempotency as { key: string }).key)).toEqual([
+			'acme:evt:evt_s_ok',
+		]);
 		expect(itemsAt(result, 'Respond 503 (not run)')).toHaveLength(1);
 
 		const tables = insertPayment({ options: { schemaName: db.schema, tableName: '={{ $json.body.table }}' } });
@@ -190,7 +228,9 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 		]);
 		expect(itemsAt(split, 'Respond 200 (new)')).toHaveLength(0);
 		expect(errorsOf(split, 'continueRegularOutput', 'Respond 503 (not run)')).toEqual([
-			expect.stringMatching(/Table Name must be the same for every item of one run .* item 0 has "processed_events", item 1 has "other_events"/),
+			expect.stringMatching(
+				/Table Name must be the same for every item of one run .* item 0 has "processed_events", item 1 has "other_events"/,
+			),
 			expect.stringMatching(/Table Name must be the same for every item/),
 		]);
 		expect(await stored('evt_t_1')).toEqual({ keys: 0, payments: 0 });
@@ -198,7 +238,12 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 
 	it('in an editor (manual) run reserves the real key: the production delivery is then Duplicate and the effect ran once', async () => {
 		const eventId = 'evt_manual_real';
-		const manual = await run(workflow('idempotencyExecuteQuery', insertPayment(), 'stopWorkflow', wiring), 'eq-manual', [webhookItem({ id: eventId, amount: 5 })], 'manual');
+		const manual = await run(
+			workflow('idempotencyExecuteQuery', insertPayment(), 'stopWorkflow', wiring),
+			'eq-manual',
+			[webhookItem({ id: eventId, amount: 5 })],
+			'manual',
+		);
 		const [fresh] = itemsAt(manual, 'Respond 200 (new)');
 		expect(fresh.json.idempotency).toMatchObject({ key: `evt:${eventId}`, outcome: 'new' });
 		expect((fresh.json.idempotency as { manualTest?: boolean }).manualTest).toBeUndefined(); // the real key: no test scope
@@ -208,7 +253,10 @@ describe('Idempotency Execute Query: an item whose query did not commit never an
 			webhookItem({ id: eventId, amount: 5 }),
 		]);
 		expect(itemsAt(delivery, 'Respond 200 (new)')).toHaveLength(0);
-		expect(itemsAt(delivery, 'Respond 200 (duplicate)')[0].json.idempotency).toMatchObject({ key: `evt:${eventId}`, reservedByExecutionId: 'eq-manual' });
+		expect(itemsAt(delivery, 'Respond 200 (duplicate)')[0].json.idempotency).toMatchObject({
+			key: `evt:${eventId}`,
+			reservedByExecutionId: 'eq-manual',
+		});
 		expect(await stored(eventId)).toEqual({ keys: 1, payments: 1 });
 	});
 });
@@ -228,9 +276,15 @@ describe('Idempotency Order Guard: an item whose version was not checked never r
 	});
 	const mark = async (customer: string) => {
 		// The table is created by the guard's first statement: a run that stopped before it has none.
-		const { rows: [table] } = await db.pool.query('select to_regclass($1) as name', [`${db.schema}.object_versions`]);
+		const {
+			rows: [table],
+		} = await db.pool.query('select to_regclass($1) as name', [`${db.schema}.object_versions`]);
 		if (!table.name) return [];
-		return (await db.pool.query(`select version::text as version from ${db.schema}.object_versions where object_key = $1`, [`customer:${customer}`])).rows;
+		return (
+			await db.pool.query(`select version::text as version from ${db.schema}.object_versions where object_key = $1`, [
+				`customer:${customer}`,
+			])
+		).rows;
 	};
 
 	it.each(ON_ERROR_SETTINGS)('database down, %s: 5xx, the business step never runs', async (onError) => {
@@ -239,31 +293,41 @@ describe('Idempotency Order Guard: an item whose version was not checked never r
 		]);
 		expect(itemsAt(down, 'Business Step')).toHaveLength(0);
 		expect(webhookAnswer(down, wiring)).toBe(expectedAnswer(onError));
-		if (onError !== 'stopWorkflow') expect(errorsOf(down, onError, 'Respond 503 (not checked)')).toEqual([expect.stringMatching(/could not be reached/)]);
+		if (onError !== 'stopWorkflow')
+			expect(errorsOf(down, onError, 'Respond 503 (not checked)')).toEqual([expect.stringMatching(/could not be reached/)]);
 	});
 
-	it.each(ON_ERROR_SETTINGS)('a batch with a bad version, %s: the bad item answers 5xx, the good one is applied only if the run goes on', async (onError) => {
-		const customer = `batch_${onError}`;
-		const result = await run(workflow('idempotencyOrderGuard', guard(), onError, wiring), `og-batch-${onError}`, [
-			webhookItem({ id: `evt_og_good_${onError}`, customer, created: 20 }),
-			webhookItem({ id: `evt_og_bad_${onError}`, customer: `${customer}_other`, created: 'soon' }),
-		]);
-		if (onError === 'stopWorkflow') {
-			expect(result.data.resultData.error?.message).toMatch(/neither a number nor an ISO 8601/);
-			expect(itemsAt(result, 'Business Step')).toHaveLength(0);
-			expect(await mark(customer)).toEqual([]);
-			return;
-		}
-		expect(itemsAt(result, 'Business Step').map((item) => item.json.body)).toEqual([{ id: `evt_og_good_${onError}`, customer, created: 20 }]);
-		expect(errorsOf(result, onError, 'Respond 503 (not checked)')).toEqual([expect.stringMatching(/neither a number nor an ISO 8601/)]);
-		expect(itemsAt(result, 'Respond 200 (stale)')).toHaveLength(0);
-		expect(await mark(customer)).toEqual([{ version: '20' }]);
-	});
+	it.each(ON_ERROR_SETTINGS)(
+		'a batch with a bad version, %s: the bad item answers 5xx, the good one is applied only if the run goes on',
+		async (onError) => {
+			const customer = `batch_${onError}`;
+			const result = await run(workflow('idempotencyOrderGuard', guard(), onError, wiring), `og-batch-${onError}`, [
+				webhookItem({ id: `evt_og_good_${onError}`, customer, created: 20 }),
+				webhookItem({ id: `evt_og_bad_${onError}`, customer: `${customer}_other`, created: 'soon' }),
+			]);
+			if (onError === 'stopWorkflow') {
+				expect(result.data.resultData.error?.message).toMatch(/neither a number nor an ISO 8601/);
+				expect(itemsAt(result, 'Business Step')).toHaveLength(0);
+				expect(await mark(customer)).toEqual([]);
+				return;
+			}
+			expect(itemsAt(result, 'Business Step').map((item) => item.json.body)).toEqual([
+				{ id: `evt_og_good_${onError}`, customer, created: 20 },
+			]);
+			expect(errorsOf(result, onError, 'Respond 503 (not checked)')).toEqual([expect.stringMatching(/neither a number nor an ISO 8601/)]);
+			expect(itemsAt(result, 'Respond 200 (stale)')).toHaveLength(0);
+			expect(await mark(customer)).toEqual([{ version: '20' }]);
+		},
+	);
 
 	it('a stale version still goes to Stale (the routing of decided items is unchanged)', async () => {
 		const customer = 'stale_check';
-		await run(workflow('idempotencyOrderGuard', guard(), 'continueRegularOutput', wiring), 'og-newer', [webhookItem({ id: 'evt_og_v2', customer, created: 2 })]);
-		const late = await run(workflow('idempotencyOrderGuard', guard(), 'continueRegularOutput', wiring), 'og-stale', [webhookItem({ id: 'evt_og_v1', customer, created: 1 })]);
+		await run(workflow('idempotencyOrderGuard', guard(), 'continueRegularOutput', wiring), 'og-newer', [
+			webhookItem({ id: 'evt_og_v2', customer, created: 2 }),
+		]);
+		const late = await run(workflow('idempotencyOrderGuard', guard(), 'continueRegularOutput', wiring), 'og-stale', [
+			webhookItem({ id: 'evt_og_v1', customer, created: 1 }),
+		]);
 		expect(itemsAt(late, 'Business Step')).toHaveLength(0);
 		expect(webhookAnswer(late, wiring)).toBe(200);
 		expect(itemsAt(late, 'Respond 200 (stale)')[0].json.orderGuard).toMatchObject({ outcome: 'stale', currentVersion: '2' });
@@ -276,10 +340,18 @@ describe('Idempotency Key: an item it could not read never leaves through Done',
 		{ name: 'Respond 200 (done)', status: 200 },
 		{ name: 'Stale Step', status: 0 },
 	];
-	const complete = (): INodeParameters => ({ operation: 'complete', source: 'item', options: { schemaName: db.schema, tableName: 'processed_events' } });
+	const complete = (): INodeParameters => ({
+		operation: 'complete',
+		source: 'item',
+		options: { schemaName: db.schema, tableName: 'processed_events' },
+	});
 	const reservedItem = async (key: string): Promise<INodeExecutionData> => {
 		const store = new PostgresKeyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false });
-		const [reserved] = await store.reserve([{ key, keySource: 'custom', payloadHash: null }], { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 });
+		const [reserved] = await store.reserve([{ key, keySource: 'custom', payloadHash: null }], {
+			mode: 'lease',
+			leaseSeconds: 60,
+			retentionSeconds: 86_400,
+		});
 		return { json: { idempotency: { key, ownerToken: reserved.ownerToken, outcome: 'new' } } };
 	};
 	const statusOf = async (key: string) => (await db.row(key))?.status;

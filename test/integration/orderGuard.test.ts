@@ -13,13 +13,15 @@ const db = postgresSchemaFixture('order');
 const options = () => ({ schemaName: db.schema, createTable: true });
 const guardOf = (item: INodeExecutionData) => item.json.orderGuard as Record<string, unknown>;
 const markOf = async (objectKey: string) =>
-	(await db.pool.query(`select version::text as version, stale_count from ${db.schema}.object_versions where object_key = $1`, [objectKey])).rows[0];
+	(await db.pool.query(`select version::text as version, stale_count from ${db.schema}.object_versions where object_key = $1`, [objectKey]))
+		.rows[0];
 
 // Stripe-like customer events: the key and version come from the body, as the template's expressions do.
 const customerEvent = (id: string, type: string, created: number, email: string) =>
 	webhookItem({ id, type, created, data: { object: { id: 'cus_1', email } } });
 const byCustomerAndCreated = {
-	objectKey: (index: number, items: INodeExecutionData[]) => `stripe:customer:${(items[index].json.body as { data: { object: { id: string } } }).data.object.id}`,
+	objectKey: (index: number, items: INodeExecutionData[]) =>
+		`stripe:customer:${(items[index].json.body as { data: { object: { id: string } } }).data.object.id}`,
 	version: (index: number, items: INodeExecutionData[]) => (items[index].json.body as { created: number }).created,
 };
 function parametersFor(items: INodeExecutionData[], extra: Record<string, unknown> = {}) {
@@ -46,7 +48,7 @@ async function applyCustomer(item: INodeExecutionData): Promise<void> {
 }
 
 describe('Idempotency Order Guard: update before create', () => {
-	it('an update that arrives before its create converges to the update\'s state', async () => {
+	it("an update that arrives before its create converges to the update's state", async () => {
 		const update = customerEvent('evt_2', 'customer.updated', 1_796_033_760, 'new@example.com');
 		const create = customerEvent('evt_1', 'customer.created', 1_796_033_700, 'old@example.com');
 
@@ -98,7 +100,7 @@ describe('Idempotency Order Guard: batches', () => {
 		expect(await markOf('obj:b')).toEqual({ version: '7', stale_count: 1 });
 	});
 
-	it('keeps json and binary and routes in the user\'s words', async () => {
+	it("keeps json and binary and routes in the user's words", async () => {
 		const item = webhookItem({ id: 'evt_keep', created: 5 });
 		const [newer] = await runOrderGuard({ objectKey: 'keep:1', version: 5, eventKey: '', options: options() }, { items: [item] });
 		expect(newer[0].json.body).toEqual({ id: 'evt_keep', created: 5 });
@@ -125,7 +127,8 @@ describe('Idempotency Order Guard: equal versions', () => {
 
 describe('Idempotency Order Guard: exact versions', () => {
 	it('integers beyond 2^53 given as text are never rounded', async () => {
-		const deliver = (version: string) => runOrderGuard({ objectKey: 'big:1', version, eventKey: '', options: options() }, { items: [{ json: {} }] });
+		const deliver = (version: string) =>
+			runOrderGuard({ objectKey: 'big:1', version, eventKey: '', options: options() }, { items: [{ json: {} }] });
 		expect((await deliver('9007199254740993'))[0]).toHaveLength(1);
 		// As a double, 9007199254740992 and ...993 are the same number; as numeric they are not.
 		expect((await deliver('9007199254740992'))[1]).toHaveLength(1);
@@ -134,7 +137,8 @@ describe('Idempotency Order Guard: exact versions', () => {
 	});
 
 	it('ISO date-times compare with Unix seconds on one scale', async () => {
-		const deliver = (version: unknown) => runOrderGuard({ objectKey: 'time:1', version, eventKey: '', options: options() }, { items: [{ json: {} }] });
+		const deliver = (version: unknown) =>
+			runOrderGuard({ objectKey: 'time:1', version, eventKey: '', options: options() }, { items: [{ json: {} }] });
 		expect((await deliver(1_796_033_700))[0]).toHaveLength(1);
 		expect((await deliver('2026-11-30T10:14:59.999Z'))[1]).toHaveLength(1);
 		expect((await deliver('2026-11-30T11:15:00.000001+01:00'))[0]).toHaveLength(1);
@@ -145,7 +149,10 @@ describe('Idempotency Order Guard: exact versions', () => {
 describe('Idempotency Order Guard: bad input', () => {
 	it('a bad version fails its item with its index, and nothing of the batch is written', async () => {
 		const items = [{ json: { v: 1 } }, { json: { v: Number.NaN } }];
-		const attempt = runOrderGuard({ objectKey: 'bad:1', version: (i: number) => items[i].json.v, eventKey: '', options: options() }, { items });
+		const attempt = runOrderGuard(
+			{ objectKey: 'bad:1', version: (i: number) => items[i].json.v, eventKey: '', options: options() },
+			{ items },
+		);
 		await expect(attempt).rejects.toMatchObject({ message: expect.stringMatching(/NaN/), context: { itemIndex: 1 } });
 		expect(await markOf('bad:1')).toBeUndefined();
 	});
@@ -171,7 +178,10 @@ describe('Idempotency Order Guard: bad input', () => {
 	});
 
 	it('a missing table names the SQL file to run', async () => {
-		const attempt = runOrderGuard({ objectKey: 'x', version: 1, eventKey: '', options: { schemaName: db.schema, tableName: 'no_such_versions', createTable: false } }, { items: [{ json: {} }] });
+		const attempt = runOrderGuard(
+			{ objectKey: 'x', version: 1, eventKey: '', options: { schemaName: db.schema, tableName: 'no_such_versions', createTable: false } },
+			{ items: [{ json: {} }] },
+		);
 		await expect(attempt).rejects.toThrow(/sql\/postgres\/migrations\/order\/001_create_table\.sql/);
 	});
 });
@@ -181,12 +191,16 @@ describe('Idempotency Order Guard: bad input', () => {
 // therefore write in either order, and the write itself must refuse an older version.
 describe('the ordered template: the write refuses what the guard let through earlier', () => {
 	type Node = { name: string; parameters: Record<string, unknown> & { options?: Record<string, unknown> } };
-	const template = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'templates', 'ordered-webhook.json'), 'utf8')) as { nodes: Node[] };
+	const template = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'templates', 'ordered-webhook.json'), 'utf8')) as {
+		nodes: Node[];
+	};
 	const guardNode = template.nodes.find((node) => node.name === 'Idempotency Order Guard')!;
 	const upsertNode = template.nodes.find((node) => node.name === 'Business Step (upsert customer)')!;
 	/** The template's Query Parameters expression, evaluated as n8n evaluates it for this `$json`. */
 	const upsertValues = (json: unknown) =>
-		new Function('$json', `return (${String(upsertNode.parameters.options!.queryReplacement).replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json) as unknown[];
+		new Function('$json', `return (${String(upsertNode.parameters.options!.queryReplacement).replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(
+			json,
+		) as unknown[];
 
 	let customer = 0;
 	const freshCustomer = () => `cus_tpl_${++customer}`;
@@ -217,11 +231,17 @@ describe('the ordered template: the write refuses what the guard let through ear
 		}
 	}
 
-	const stateOf = async (customerId: string) => (await db.pool.query(`select email, version::text as version from ${db.schema}.customers where id = $1`, [customerId])).rows;
+	const stateOf = async (customerId: string) =>
+		(await db.pool.query(`select email, version::text as version from ${db.schema}.customers where id = $1`, [customerId])).rows;
 
-	it('passes the event type as the upsert\'s fourth parameter (a create never replaces a same-second state)', () => {
+	it("passes the event type as the upsert's fourth parameter (a create never replaces a same-second state)", () => {
 		expect(String(upsertNode.parameters.query)).toMatch(/\$4/);
-		expect(upsertValues(event('cus_x', 'evt_x', 'customer.updated', 1, 'a@example.com').json)).toEqual(['cus_x', 'a@example.com', 1, 'customer.updated']);
+		expect(upsertValues(event('cus_x', 'evt_x', 'customer.updated', 1, 'a@example.com').json)).toEqual([
+			'cus_x',
+			'a@example.com',
+			1,
+			'customer.updated',
+		]);
 	});
 
 	it('the race of two Newer events: the guard passes 100 then 101, the 101 write commits first; the row keeps 101 and the late write reports applied: false', async () => {
@@ -237,7 +257,7 @@ describe('the ordered template: the write refuses what the guard let through ear
 		]);
 	});
 
-	it('an older write blocked on the newer one\'s uncommitted row lock refuses once that commits', async () => {
+	it("an older write blocked on the newer one's uncommitted row lock refuses once that commits", async () => {
 		const id = freshCustomer();
 		const older = event(id, 'evt_o2', 'customer.updated', 1_796_033_700, 'older@example.com');
 		const newer = event(id, 'evt_n2', 'customer.updated', 1_796_033_760, 'newer@example.com');

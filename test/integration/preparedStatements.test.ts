@@ -92,7 +92,7 @@ describe('named prepared statements', () => {
 		expect(new Set(reserves.map((s) => s.name)).size).toBe(3);
 	});
 
-	it('in a caller\'s transaction (the one-transaction effect) statements stay unnamed', async () => {
+	it("in a caller's transaction (the one-transaction effect) statements stay unnamed", async () => {
 		const pool = onePool();
 		const client = await pool.connect();
 		try {

@@ -24,7 +24,11 @@ const table = () => `${db.schema}.${TABLE}`;
 const NO_PAYLOAD = Symbol('no payload stored');
 
 /** Inserts one key in a given state, with the evidence Reserve stores. */
-async function seed(key: string, state: 'failed' | 'stuck' | 'live' | 'completed' | 'leaseless', payload: unknown = { id: key, type: 'test.event' }) {
+async function seed(
+	key: string,
+	state: 'failed' | 'stuck' | 'live' | 'completed' | 'leaseless',
+	payload: unknown = { id: key, type: 'test.event' },
+) {
 	const columns = {
 		failed: `'failed', null, 'boom'`,
 		stuck: `'processing', now() - interval '1 second', null`,
@@ -158,7 +162,11 @@ describe('parallel claimers', () => {
 		const key = 'race:redelivery';
 		await seed(key, 'failed');
 		const redeliveries = Array.from({ length: 5 }, () => async (client: PostgresKeyStore) => {
-			const [result] = await client.reserve([{ key, keySource: 'test', payloadHash: null }], { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 });
+			const [result] = await client.reserve([{ key, keySource: 'test', payloadHash: null }], {
+				mode: 'lease',
+				leaseSeconds: 60,
+				retentionSeconds: 86_400,
+			});
 			return result.outcome === 'new';
 		});
 		const replays = claimers(key, 5).map((claim) => async (client: PostgresKeyStore) => (await claim(client)).claimed);
@@ -172,7 +180,14 @@ describe('Idempotency Key node: Claim for Replay', () => {
 	const options = () => ({ schemaName: db.schema, tableName: TABLE });
 	const claimNode = (items: ReturnType<typeof webhookItem>[], parameters: Record<string, unknown> = {}, continueOnFail = false) =>
 		runKeyNode(
-			{ operation: 'claimForReplay', replayKey: (index: number) => items[index].json.key, leaseSeconds: 300, retentionDays: 30, options: options(), ...parameters },
+			{
+				operation: 'claimForReplay',
+				replayKey: (index: number) => items[index].json.key,
+				leaseSeconds: 300,
+				retentionDays: 30,
+				options: options(),
+				...parameters,
+			},
 			{ items, continueOnFail },
 		);
 
@@ -185,7 +200,11 @@ describe('Idempotency Key node: Claim for Replay', () => {
 
 		expect(claimed).toHaveLength(1);
 		expect(claimed[0].pairedItem).toEqual({ item: 0 });
-		expect(claimed[0].json).toMatchObject({ key: 'node:failed', body: { id: 'evt_node', type: 'charge.failed' }, payload: { id: 'evt_node', type: 'charge.failed' } });
+		expect(claimed[0].json).toMatchObject({
+			key: 'node:failed',
+			body: { id: 'evt_node', type: 'charge.failed' },
+			payload: { id: 'evt_node', type: 'charge.failed' },
+		});
 		expect(idempotencyOf(claimed[0])).toMatchObject({
 			key: 'node:failed',
 			outcome: 'replay',
@@ -206,7 +225,10 @@ describe('Idempotency Key node: Claim for Replay', () => {
 		expect(idempotencyOf(notClaimable[0])).not.toHaveProperty('ownerToken');
 
 		// Mark Complete with "Key From: Item" settles the claimed item unchanged.
-		const [done, stale] = await runKeyNode({ operation: 'complete', source: 'item', responseJson: '', options: options() }, { items: claimed });
+		const [done, stale] = await runKeyNode(
+			{ operation: 'complete', source: 'item', responseJson: '', options: options() },
+			{ items: claimed },
+		);
 		expect([done.length, stale.length]).toEqual([1, 0]);
 		expect((await row('node:failed')).status).toBe('completed');
 	});
@@ -226,7 +248,11 @@ describe('Idempotency Key node: Claim for Replay', () => {
 
 	it('when the whole claim fails (a missing table) with Continue On Fail, every item goes to Not Claimable, never to Claimed', async () => {
 		const items = [{ json: { key: 'a' } }, { json: { key: 'b' } }];
-		const [claimed, notClaimable] = await claimNode(items, { options: { schemaName: db.schema, tableName: 'no_such_table', createTable: false } }, true);
+		const [claimed, notClaimable] = await claimNode(
+			items,
+			{ options: { schemaName: db.schema, tableName: 'no_such_table', createTable: false } },
+			true,
+		);
 		expect(claimed).toEqual([]);
 		expect(notClaimable.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }]);
 		expect(String(notClaimable[0].json.error)).toMatch(/no_such_table/);
@@ -234,6 +260,9 @@ describe('Idempotency Key node: Claim for Replay', () => {
 
 	it('a key that is not text (a List Keys item was not the input) is a clear error with its item index', async () => {
 		const items = [{ json: { key: 'x' } }, { json: { nokey: true } }];
-		await expect(claimNode(items)).rejects.toMatchObject({ context: { itemIndex: 1 }, message: expect.stringMatching(/key to replay is not text/) });
+		await expect(claimNode(items)).rejects.toMatchObject({
+			context: { itemIndex: 1 },
+			message: expect.stringMatching(/key to replay is not text/),
+		});
 	});
 });

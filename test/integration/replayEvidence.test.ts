@@ -25,15 +25,19 @@ const tableOptions = () => ({ schemaName: db.schema, tableName: TABLE, createTab
 
 /** The evidence columns of one stored key, as Postgres holds them. */
 async function storedEvidence(key: string, table = TABLE) {
-	const { rows } = await db.pool.query(
-		`select payload, payload_bytes, source, correlation_id from ${db.schema}.${table} where key = $1`,
-		[key],
-	);
+	const { rows } = await db.pool.query(`select payload, payload_bytes, source, correlation_id from ${db.schema}.${table} where key = $1`, [
+		key,
+	]);
 	return rows[0] as { payload: unknown; payload_bytes: number | null; source: string | null; correlation_id: string | null } | undefined;
 }
 
 /** Reserve (permanent) with the given options, one webhook item; its New, Duplicate and Not Reserved outputs. */
-async function reserve(items: INodeExecutionData[], options: Record<string, unknown>, extra: Record<string, unknown> = {}, executionId = 'exec-evidence') {
+async function reserve(
+	items: INodeExecutionData[],
+	options: Record<string, unknown>,
+	extra: Record<string, unknown> = {},
+	executionId = 'exec-evidence',
+) {
 	return await runReserve({ ...extra, options: { ...tableOptions(), ...options } }, { items, executionId });
 }
 
@@ -64,7 +68,9 @@ describe('Store Payload', () => {
 		expect(duplicate).toEqual([]);
 		const bytes = Buffer.byteLength(JSON.stringify(body), 'utf8');
 		expect(idempotencyOf(fresh[0])).toMatchObject({ isNew: true, payloadStored: false, payloadBytes: bytes });
-		expect(idempotencyOf(fresh[0]).payloadNotStoredReason).toMatch(/over the 1024-byte limit \(Max Payload Size\)\. The key was reserved without it\./);
+		expect(idempotencyOf(fresh[0]).payloadNotStoredReason).toMatch(
+			/over the 1024-byte limit \(Max Payload Size\)\. The key was reserved without it\./,
+		);
 		expect(await storedEvidence('evt:evt_big')).toMatchObject({ payload: null, payload_bytes: bytes });
 
 		const [found] = await runKeyNode({ operation: 'getKey', lookupKey: 'evt:evt_big', options: tableOptions() }, { items: [{ json: {} }] });
@@ -87,7 +93,12 @@ describe('Store Payload', () => {
 		expect(idempotencyOf(fresh[0]).warnings).toEqual([
 			'The stored payload had NUL characters or broken Unicode (lone surrogates) in its text; they were replaced with U+FFFD (�).',
 		]);
-		expect((await storedEvidence('evt:evt_nul'))?.payload).toEqual({ id: 'evt_nul', note: 'a\uFFFDb', broken: 'x\uFFFDy', 'key\uFFFD': 'low\uFFFD' });
+		expect((await storedEvidence('evt:evt_nul'))?.payload).toEqual({
+			id: 'evt_nul',
+			note: 'a\uFFFDb',
+			broken: 'x\uFFFDy',
+			'key\uFFFD': 'low\uFFFD',
+		});
 	});
 
 	it('a body nested 100,000 levels deep: the key is reserved, the payload is not stored, and the reason says why', async () => {
@@ -161,7 +172,10 @@ describe('Correlation ID', () => {
 		const [fresh] = await reserve([webhookItem({ id: 'cor_header' }, { 'X-Request-Id': 'req-123' })], fromHeader());
 		expect(idempotencyOf(fresh[0]).correlationId).toBe('req-123');
 		expect((await storedEvidence('evt:cor_header'))?.correlation_id).toBe('req-123');
-		const [found] = await runKeyNode({ operation: 'getKey', lookupKey: 'evt:cor_header', options: tableOptions() }, { items: [{ json: {} }] });
+		const [found] = await runKeyNode(
+			{ operation: 'getKey', lookupKey: 'evt:cor_header', options: tableOptions() },
+			{ items: [{ json: {} }] },
+		);
 		expect(found[0].json.correlationId).toBe('req-123');
 	});
 
@@ -178,7 +192,12 @@ describe('Correlation ID', () => {
 	});
 
 	it('from the execution id', async () => {
-		const [fresh] = await reserve([webhookItem({ id: 'cor_exec' }, { 'x-request-id': 'ignored' })], { correlationId: 'executionId' }, {}, 'exec-77');
+		const [fresh] = await reserve(
+			[webhookItem({ id: 'cor_exec' }, { 'x-request-id': 'ignored' })],
+			{ correlationId: 'executionId' },
+			{},
+			'exec-77',
+		);
 		expect(idempotencyOf(fresh[0]).correlationId).toBe('exec-77');
 		expect((await storedEvidence('evt:cor_exec'))?.correlation_id).toBe('exec-77');
 	});
@@ -186,16 +205,19 @@ describe('Correlation ID', () => {
 	it.each([
 		['as an array of two values', ['req-a', 'req-b']],
 		["joined with ', ' (how Node's HTTP parser delivers a repeated header)", 'req-a, req-b'],
-	])('a header sent twice with different values %s: not guessed at; the execution id, with a warning; the key is reserved', async (_how, value) => {
-		const item = webhookItem({ id: `cor_twice_${Array.isArray(value) ? 'array' : 'joined'}` });
-		(item.json.headers as Record<string, unknown>)['x-request-id'] = value;
-		const [fresh] = await reserve([item], fromHeader(), {}, 'exec-twice');
-		expect(idempotencyOf(fresh[0])).toMatchObject({ isNew: true, correlationId: 'exec-twice' });
-		expect(idempotencyOf(fresh[0]).warnings).toEqual([
-			'The header "x-request-id" was sent more than once with different values; the correlation id is the n8n execution id instead.',
-		]);
-		expect((await storedEvidence(String(idempotencyOf(fresh[0]).key)))?.correlation_id).toBe('exec-twice');
-	});
+	])(
+		'a header sent twice with different values %s: not guessed at; the execution id, with a warning; the key is reserved',
+		async (_how, value) => {
+			const item = webhookItem({ id: `cor_twice_${Array.isArray(value) ? 'array' : 'joined'}` });
+			(item.json.headers as Record<string, unknown>)['x-request-id'] = value;
+			const [fresh] = await reserve([item], fromHeader(), {}, 'exec-twice');
+			expect(idempotencyOf(fresh[0])).toMatchObject({ isNew: true, correlationId: 'exec-twice' });
+			expect(idempotencyOf(fresh[0]).warnings).toEqual([
+				'The header "x-request-id" was sent more than once with different values; the correlation id is the n8n execution id instead.',
+			]);
+			expect((await storedEvidence(String(idempotencyOf(fresh[0]).key)))?.correlation_id).toBe('exec-twice');
+		},
+	);
 
 	it('the same value sent twice counts once', async () => {
 		const item = webhookItem({ id: 'cor_same' });
@@ -212,7 +234,9 @@ describe('Correlation ID', () => {
 		const expected = 'req-1\uFFFD\uFFFDX-Forged: yes\uFFFD[31m\uFFFD';
 		expect((await storedEvidence('evt:cor_ctl'))?.correlation_id).toBe(expected);
 		expect(idempotencyOf(fresh[0]).correlationId).toBe(expected);
-		expect(idempotencyOf(fresh[0]).warnings).toEqual(['The correlation id had control characters (a newline, a tab, an escape); they were replaced with U+FFFD (�).']);
+		expect(idempotencyOf(fresh[0]).warnings).toEqual([
+			'The correlation id had control characters (a newline, a tab, an escape); they were replaced with U+FFFD (�).',
+		]);
 	});
 
 	it('a huge header value (100,000 characters) is cut to 255, with a warning; the key is reserved', async () => {
@@ -251,7 +275,10 @@ describe('a redelivery', () => {
 
 	it('a repeat within one batch stores the first item’s evidence', async () => {
 		await reserve(
-			[webhookItem({ id: 'evt_batch', n: 1 }, { 'x-request-id': 'req-1' }), webhookItem({ id: 'evt_batch', n: 2 }, { 'x-request-id': 'req-2' })],
+			[
+				webhookItem({ id: 'evt_batch', n: 1 }, { 'x-request-id': 'req-1' }),
+				webhookItem({ id: 'evt_batch', n: 2 }, { 'x-request-id': 'req-2' }),
+			],
 			options,
 		);
 		expect(await storedEvidence('evt:evt_batch')).toMatchObject({ payload: { id: 'evt_batch', n: 1 }, correlation_id: 'req-1' });
@@ -273,7 +300,12 @@ describe('a take-over and a retention end (store)', () => {
 		source,
 		correlationId,
 	});
-	const request = (key: string, given: ReplayEvidence): ReservationRequest => ({ key, keySource: 'custom', payloadHash: null, evidence: given });
+	const request = (key: string, given: ReplayEvidence): ReservationRequest => ({
+		key,
+		keySource: 'custom',
+		payloadHash: null,
+		evidence: given,
+	});
 	const failed = async (key: string, given: ReplayEvidence) => {
 		const [result] = await store.reserve([request(key, given)], lease);
 		await store.fail([{ key, ownerToken: String(result.ownerToken), error: 'boom' }]);
@@ -283,13 +315,23 @@ describe('a take-over and a retention end (store)', () => {
 		await failed('to:keep', evidence({ v: 1 }, 'stripe', 'req-1'));
 		const [retry] = await store.reserve([request('to:keep', evidence(undefined, null, null))], lease);
 		expect(retry).toMatchObject({ outcome: 'new', reclaimed: true });
-		expect(await storedEvidence('to:keep', 'takeover_events')).toEqual({ payload: { v: 1 }, payload_bytes: 7, source: 'stripe', correlation_id: 'req-1' });
+		expect(await storedEvidence('to:keep', 'takeover_events')).toEqual({
+			payload: { v: 1 },
+			payload_bytes: 7,
+			source: 'stripe',
+			correlation_id: 'req-1',
+		});
 	});
 
 	it('after Mark Failed, a retry with evidence replaces it (the run that owns the key now)', async () => {
 		await failed('to:replace', evidence({ v: 1 }, 'stripe', 'req-1'));
 		await store.reserve([request('to:replace', evidence({ v: 22 }, 'stripe2', 'req-2'))], lease);
-		expect(await storedEvidence('to:replace', 'takeover_events')).toEqual({ payload: { v: 22 }, payload_bytes: 8, source: 'stripe2', correlation_id: 'req-2' });
+		expect(await storedEvidence('to:replace', 'takeover_events')).toEqual({
+			payload: { v: 22 },
+			payload_bytes: 8,
+			source: 'stripe2',
+			correlation_id: 'req-2',
+		});
 	});
 
 	it('a retry whose payload was over the cap keeps the old payload and its size', async () => {
@@ -303,7 +345,12 @@ describe('a take-over and a retention end (store)', () => {
 		await db.pool.query(`update ${db.schema}.takeover_events set locked_until = now() - interval '1 second' where key = 'to:expired'`);
 		const [retry] = await store.reserve([request('to:expired', evidence(undefined, null, 'req-2'))], lease);
 		expect(retry).toMatchObject({ outcome: 'new', reclaimed: true });
-		expect(await storedEvidence('to:expired', 'takeover_events')).toEqual({ payload: { v: 1 }, payload_bytes: 7, source: 'stripe', correlation_id: 'req-2' });
+		expect(await storedEvidence('to:expired', 'takeover_events')).toEqual({
+			payload: { v: 1 },
+			payload_bytes: 7,
+			source: 'stripe',
+			correlation_id: 'req-2',
+		});
 	});
 
 	it('a key whose retention ended counts as absent: its old evidence is not carried over', async () => {
@@ -311,25 +358,54 @@ describe('a take-over and a retention end (store)', () => {
 		await db.pool.query(`update ${db.schema}.takeover_events set expires_at = now() - interval '1 second' where key = 'to:ended'`);
 		const [again] = await store.reserve([request('to:ended', evidence(undefined, null, null))], { ...lease, mode: 'permanent' });
 		expect(again).toMatchObject({ outcome: 'new', reclaimed: false });
-		expect(await storedEvidence('to:ended', 'takeover_events')).toEqual({ payload: null, payload_bytes: null, source: null, correlation_id: null });
+		expect(await storedEvidence('to:ended', 'takeover_events')).toEqual({
+			payload: null,
+			payload_bytes: null,
+			source: null,
+			correlation_id: null,
+		});
 	});
 });
 
 describe('bad evidence options', () => {
 	it.each([
-		['Max Payload Size 0', { storePayload: true, maxPayloadKb: 0 }, /Max Payload Size \(KB\) must be a whole number from 1 to 1024; it is 0\./],
+		[
+			'Max Payload Size 0',
+			{ storePayload: true, maxPayloadKb: 0 },
+			/Max Payload Size \(KB\) must be a whole number from 1 to 1024; it is 0\./,
+		],
 		['Max Payload Size 1.5', { storePayload: true, maxPayloadKb: 1.5 }, /must be a whole number from 1 to 1024; it is 1\.5\./],
 		['Max Payload Size over the bound', { storePayload: true, maxPayloadKb: 5000 }, /must be a whole number from 1 to 1024; it is 5000\./],
-		['Max Payload Size not a number', { storePayload: true, maxPayloadKb: 'lots' }, /must be a whole number from 1 to 1024; it is "lots"\./],
-		['a Correlation Header that is no header name', { correlationId: 'header', correlationHeader: 'x request id' }, /Correlation Header must be a header name/],
+		[
+			'Max Payload Size not a number',
+			{ storePayload: true, maxPayloadKb: 'lots' },
+			/must be a whole number from 1 to 1024; it is "lots"\./,
+		],
+		[
+			'a Correlation Header that is no header name',
+			{ correlationId: 'header', correlationHeader: 'x request id' },
+			/Correlation Header must be a header name/,
+		],
 		['an empty Correlation Header', { correlationId: 'header', correlationHeader: '' }, /Correlation Header must be a header name/],
 		['an unknown Correlation ID choice', { correlationId: 'sometimes' }, /Unknown Correlation ID choice "sometimes"/],
-		['Authorization as the Correlation Header (a credential)', { correlationId: 'header', correlationHeader: 'Authorization' }, /Correlation Header "authorization" may carry a signature or a credential/],
-		['a signature header as the Correlation Header', { correlationId: 'header', correlationHeader: 'Stripe-Signature' }, /Correlation Header "stripe-signature" may carry a signature/],
+		[
+			'Authorization as the Correlation Header (a credential)',
+			{ correlationId: 'header', correlationHeader: 'Authorization' },
+			/Correlation Header "authorization" may carry a signature or a credential/,
+		],
+		[
+			'a signature header as the Correlation Header',
+			{ correlationId: 'header', correlationHeader: 'Stripe-Signature' },
+			/Correlation Header "stripe-signature" may carry a signature/,
+		],
 	])('%s: a NodeOperationError for the item, and nothing reserved', async (_what, options, message) => {
 		const id = `bad_${Math.random().toString(36).slice(2)}`;
 		const attempt = reserve([webhookItem({ id })], options);
-		await expect(attempt).rejects.toMatchObject({ name: 'NodeOperationError', message: expect.stringMatching(message), context: { itemIndex: 0 } });
+		await expect(attempt).rejects.toMatchObject({
+			name: 'NodeOperationError',
+			message: expect.stringMatching(message),
+			context: { itemIndex: 0 },
+		});
 		expect(await storedEvidence(`evt:${id}`)).toBeUndefined();
 	});
 
@@ -339,7 +415,9 @@ describe('bad evidence options', () => {
 			{ items: [webhookItem({ id: 'bad_continue' })], continueOnFail: true },
 		);
 		expect([fresh, duplicate]).toEqual([[], []]);
-		expect(notReserved).toEqual([{ json: { error: expect.stringMatching(/Max Payload Size \(KB\) must be a whole number/) }, pairedItem: { item: 0 } }]);
+		expect(notReserved).toEqual([
+			{ json: { error: expect.stringMatching(/Max Payload Size \(KB\) must be a whole number/) }, pairedItem: { item: 0 } },
+		]);
 	});
 });
 
@@ -357,7 +435,9 @@ describe('upgrading a version 2 table that holds keys', () => {
 			client.release();
 		}
 		const table = `${upgradeSchema}.processed_events`;
-		expect((await db.pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(versionStamp('keys', 2));
+		expect((await db.pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(
+			versionStamp('keys', 2),
+		);
 		await db.pool.query(
 			`insert into ${table} (key, status, attempts, duplicate_count, locked_until, expires_at, owner_token, execution_id, key_source, response, last_error) values
 			 ('v2:done', 'completed', 1, 4, null, now() + interval '1 day', null, 'e1', 'custom', '{"ok": true}', null),
@@ -376,16 +456,20 @@ describe('upgrading a version 2 table that holds keys', () => {
 			})),
 			{ mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 },
 		);
-		expect((await db.pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(versionStamp('keys', KEYS_MIGRATIONS.files.length));
+		expect((await db.pool.query(`select obj_description(to_regclass($1), 'pg_class') as stamp`, [table])).rows[0].stamp).toBe(
+			versionStamp('keys', KEYS_MIGRATIONS.files.length),
+		);
 		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'in_progress', 'new']);
 
-		const after = (await db.pool.query(`select key, to_jsonb(t) as row, payload, source, correlation_id from ${table} t order by key`)).rows;
+		const after = (await db.pool.query(`select key, to_jsonb(t) as row, payload, source, correlation_id from ${table} t order by key`))
+			.rows;
 		// The untouched keys: every old value as it was; no evidence (a duplicate stores none).
 		for (const key of ['v2:done', 'v2:live']) {
 			const row = after.find((candidate) => candidate.key === key);
 			const old = before.find((candidate) => candidate.key === key);
 			// n8n_instance and effect_completed_at are version 4's columns, empty on keys from before it.
-			const { payload, payload_bytes, source, correlation_id, last_seen, duplicate_count, n8n_instance, effect_completed_at, ...kept } = row.row;
+			const { payload, payload_bytes, source, correlation_id, last_seen, duplicate_count, n8n_instance, effect_completed_at, ...kept } =
+				row.row;
 			const { last_seen: _oldLastSeen, duplicate_count: oldDuplicates, ...oldKept } = old;
 			expect(kept).toEqual(oldKept);
 			expect(duplicate_count).toBe(oldDuplicates + 1);
@@ -393,6 +477,10 @@ describe('upgrading a version 2 table that holds keys', () => {
 			expect([n8n_instance, effect_completed_at]).toEqual([null, null]);
 		}
 		// The failed key was taken over by this reservation, which stored its evidence.
-		expect(after.find((row) => row.key === 'v2:failed')).toMatchObject({ payload: { replayed: true }, source: 'stripe', correlation_id: 'req-v3' });
+		expect(after.find((row) => row.key === 'v2:failed')).toMatchObject({
+			payload: { replayed: true },
+			source: 'stripe',
+			correlation_id: 'req-v3',
+		});
 	});
 });

@@ -40,7 +40,10 @@ describe('Idempotency Reserve: the seed experiment', () => {
 		expect(idempotencyOf(dupHash[0]).key).toBe(idempotencyOf(newHash[0]).key);
 
 		expect(await rowCount()).toBe(3);
-		const stored = await db.pool.query(`select key, key_source from ${db.schema}.processed_events where key in ($1, $2)`, ['evt:evt_A', idempotencyOf(newHash[0]).key]);
+		const stored = await db.pool.query(`select key, key_source from ${db.schema}.processed_events where key in ($1, $2)`, [
+			'evt:evt_A',
+			idempotencyOf(newHash[0]).key,
+		]);
 		expect(Object.fromEntries(stored.rows.map((row) => [row.key, row.key_source]))).toEqual({
 			'evt:evt_A': 'event-id',
 			[String(idempotencyOf(newHash[0]).key)]: 'raw-body-hash',
@@ -74,7 +77,10 @@ describe('Idempotency Reserve: outputs', () => {
 	});
 
 	it('uses a custom business key per item', async () => {
-		const items = [webhookItem({ subscription_id: 'sub_1', billing_period: '2026-11' }), webhookItem({ subscription_id: 'sub_1', billing_period: '2026-11', id: 'evt_other' })];
+		const items = [
+			webhookItem({ subscription_id: 'sub_1', billing_period: '2026-11' }),
+			webhookItem({ subscription_id: 'sub_1', billing_period: '2026-11', id: 'evt_other' }),
+		];
 		const [fresh, duplicate] = await runReserve(
 			{
 				keySource: 'custom',
@@ -102,13 +108,16 @@ describe('Idempotency Reserve: outputs', () => {
 });
 
 describe('Idempotency Reserve: bad input', () => {
-	it.each(['events; drop table users', 'x"; drop table y; --', '1abc', ''])('refuses table name %p and writes nothing', async (tableName) => {
-		const before = await rowCount();
-		await expect(
-			runReserve({ options: { ...options(), tableName: tableName || ' ' } }, { items: [webhookItem({ id: 'inj' })] }),
-		).rejects.toThrow(/Invalid table name/);
-		expect(await rowCount()).toBe(before);
-	});
+	it.each(['events; drop table users', 'x"; drop table y; --', '1abc', ''])(
+		'refuses table name %p and writes nothing',
+		async (tableName) => {
+			const before = await rowCount();
+			await expect(
+				runReserve({ options: { ...options(), tableName: tableName || ' ' } }, { items: [webhookItem({ id: 'inj' })] }),
+			).rejects.toThrow(/Invalid table name/);
+			expect(await rowCount()).toBe(before);
+		},
+	);
 
 	it('refuses a schema name with an injection attempt', async () => {
 		await expect(
@@ -158,7 +167,9 @@ describe('Idempotency Reserve: bad input', () => {
 		const [fresh, duplicate, notReserved] = await runReserve(parameters, { items, continueOnFail: true });
 		expect(fresh.map((item) => idempotencyOf(item).key)).toEqual(['x-delivery-id:hdr-ok']);
 		expect(duplicate).toHaveLength(0);
-		expect(notReserved).toEqual([{ json: { error: expect.stringMatching(/sent more than once with different values/) }, pairedItem: { item: 1 } }]);
+		expect(notReserved).toEqual([
+			{ json: { error: expect.stringMatching(/sent more than once with different values/) }, pairedItem: { item: 1 } },
+		]);
 		expect(await rowCount()).toBe(before + 1);
 	});
 
@@ -166,22 +177,38 @@ describe('Idempotency Reserve: bad input', () => {
 		// An item whose data throws when read whole: the error escapes after its key was reserved.
 		const trapped = (id: string): INodeExecutionData => {
 			const item = webhookItem({ id });
-			Object.defineProperty(item.json, 'unreadable', { enumerable: true, get: () => { throw new Error('This item cannot be read.'); } });
+			Object.defineProperty(item.json, 'unreadable', {
+				enumerable: true,
+				get: () => {
+					throw new Error('This item cannot be read.');
+				},
+			});
 			return item;
 		};
-		const [fresh, duplicate, notReserved] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'escape-ok' }), trapped('escape-trap')], continueOnFail: true });
+		const [fresh, duplicate, notReserved] = await runReserve(
+			{ options: options() },
+			{ items: [webhookItem({ id: 'escape-ok' }), trapped('escape-trap')], continueOnFail: true },
+		);
 		expect(fresh).toHaveLength(0);
 		expect(duplicate).toHaveLength(0);
 		expect(notReserved).toEqual([
-			{ json: { error: expect.stringMatching(/This item cannot be read\. The 2 key\(s\) this run had reserved were released\./) }, pairedItem: { item: 0 } },
+			{
+				json: { error: expect.stringMatching(/This item cannot be read\. The 2 key\(s\) this run had reserved were released\./) },
+				pairedItem: { item: 0 },
+			},
 			{ json: { error: expect.stringMatching(/This item cannot be read/) }, pairedItem: { item: 1 } },
 		]);
 		// Released: the provider's retry of either event is processed, not answered as a duplicate.
-		const [retried] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'escape-ok' }), webhookItem({ id: 'escape-trap' })] });
+		const [retried] = await runReserve(
+			{ options: options() },
+			{ items: [webhookItem({ id: 'escape-ok' }), webhookItem({ id: 'escape-trap' })] },
+		);
 		expect(retried.map((item) => idempotencyOf(item).key)).toEqual(['evt:escape-ok', 'evt:escape-trap']);
 
 		// Under Stop Workflow the node throws, after releasing the keys just the same.
-		await expect(runReserve({ options: options() }, { items: [trapped('escape-stop')] })).rejects.toThrow(/This item cannot be read\. The 1 key\(s\) this run had reserved were released\./);
+		await expect(runReserve({ options: options() }, { items: [trapped('escape-stop')] })).rejects.toThrow(
+			/This item cannot be read\. The 1 key\(s\) this run had reserved were released\./,
+		);
 		const [again] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'escape-stop' })] });
 		expect(again).toHaveLength(1);
 	});
@@ -221,8 +248,13 @@ describe('Idempotency Reserve: bad input', () => {
 
 	it('with Create or Upgrade Table off, says the table is missing and names the SQL files to run', async () => {
 		await expect(
-			runReserve({ options: { schemaName: db.schema, tableName: 'never_created', createTable: false } }, { items: [webhookItem({ id: 'x' })] }),
-		).rejects.toThrow(/sql\/postgres\/migrations\/keys\/001_create_table\.sql, sql\/postgres\/migrations\/keys\/002_migrate_from_seed\.sql/);
+			runReserve(
+				{ options: { schemaName: db.schema, tableName: 'never_created', createTable: false } },
+				{ items: [webhookItem({ id: 'x' })] },
+			),
+		).rejects.toThrow(
+			/sql\/postgres\/migrations\/keys\/001_create_table\.sql, sql\/postgres\/migrations\/keys\/002_migrate_from_seed\.sql/,
+		);
 	});
 
 	it('fails with a clear error when the database is down, and routes nothing', async () => {
@@ -252,16 +284,21 @@ describe('Idempotency Reserve: a lease shorter than the workflow timeout', () =>
 	const leaseRun = (id: string, executionTimeout?: number) =>
 		runReserve(
 			{ options: options(), mode: 'lease', leaseSeconds: 60 },
-			{ items: [webhookItem({ id }), webhookItem({ id: `${id}-dup` })], workflowSettings: executionTimeout === undefined ? {} : { executionTimeout } },
+			{
+				items: [webhookItem({ id }), webhookItem({ id: `${id}-dup` })],
+				workflowSettings: executionTimeout === undefined ? {} : { executionTimeout },
+			},
 		);
 
-	it('warns on the New items, in the user\'s words, and still reserves them', async () => {
+	it("warns on the New items, in the user's words, and still reserves them", async () => {
 		await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lw-seen-dup' })] });
 		const [fresh, duplicate, inProgress] = await leaseRun('lw-seen', 300);
 		expect(fresh).toHaveLength(1);
 		expect(idempotencyOf(fresh[0])).toMatchObject({ outcome: 'new', ownerToken: expect.any(String) });
 		expect(idempotencyOf(fresh[0]).warnings).toEqual([
-			expect.stringMatching(/^The lease \(60 s\) is shorter than this workflow's timeout \(300 s\).*run the business step again.*Timeout Workflow/),
+			expect.stringMatching(
+				/^The lease \(60 s\) is shorter than this workflow's timeout \(300 s\).*run the business step again.*Timeout Workflow/,
+			),
 		]);
 		// Items that do not go on to the business step carry no warning.
 		expect([...duplicate, ...inProgress]).toHaveLength(1);
@@ -269,12 +306,19 @@ describe('Idempotency Reserve: a lease shorter than the workflow timeout', () =>
 	});
 
 	it('no warning when the lease covers the timeout, when there is no timeout (-1 or unset), or in permanent mode', async () => {
-		for (const [id, timeout] of [['lw-equal', 60], ['lw-none', -1], ['lw-unset', undefined]] as const) {
+		for (const [id, timeout] of [
+			['lw-equal', 60],
+			['lw-none', -1],
+			['lw-unset', undefined],
+		] as const) {
 			const [fresh] = await leaseRun(id, timeout);
 			expect(fresh.length).toBeGreaterThan(0);
 			for (const item of fresh) expect(idempotencyOf(item).warnings).toBeUndefined();
 		}
-		const [fresh] = await runReserve({ options: options() }, { items: [webhookItem({ id: 'lw-permanent' })], workflowSettings: { executionTimeout: 3600 } });
+		const [fresh] = await runReserve(
+			{ options: options() },
+			{ items: [webhookItem({ id: 'lw-permanent' })], workflowSettings: { executionTimeout: 3600 } },
+		);
 		expect(idempotencyOf(fresh[0]).warnings).toBeUndefined();
 	});
 });
@@ -443,7 +487,9 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 			expectNotReserved(outcome, /answer from Postgres was lost .* may have been reserved/);
 			// It had committed: letting it through as New would have run the business step beside the
 			// run that owns the key.
-			expect((await db.pool.query(`select status from ${db.schema}.processed_events where key = 'evt:lt-lost'`)).rows).toEqual([{ status: 'processing' }]);
+			expect((await db.pool.query(`select status from ${db.schema}.processed_events where key = 'evt:lt-lost'`)).rows).toEqual([
+				{ status: 'processing' },
+			]);
 		} finally {
 			await proxy.close();
 		}
@@ -452,7 +498,10 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 	it('never lets through a refused password or a missing table', async () => {
 		const wrong = { ...connectionSettings(), password: 'definitely-wrong' };
 		await expect(
-			runReserve({ options: { ...options(), onStoreUnavailable: 'letThrough' } }, { items: [webhookItem({ id: 'lt-auth' })], credential: wrong }),
+			runReserve(
+				{ options: { ...options(), onStoreUnavailable: 'letThrough' } },
+				{ items: [webhookItem({ id: 'lt-auth' })], credential: wrong },
+			),
 		).rejects.toThrow(/rejected the credential/);
 		await expect(
 			runReserve(
@@ -471,18 +520,34 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 });
 
 describe('Idempotency Reserve: Key Source "Field"', () => {
-	const field = (keyField: string, extra: Record<string, unknown> = {}) => ({ keySource: 'field', keyField, keyPrefix: 'stripe:', options: options(), ...extra });
+	const field = (keyField: string, extra: Record<string, unknown> = {}) => ({
+		keySource: 'field',
+		keyField,
+		keyPrefix: 'stripe:',
+		options: options(),
+		...extra,
+	});
 
 	it('reserves two nested ids beyond 2^53 from the raw body as two events; a missing field and a NUL are refused per item', async () => {
 		const raw = (id: string) => `{"type":"payment_intent.succeeded","data":{"object":{"id":${id}}}}`;
 		const item = (id: string) => webhookItem(JSON.parse(raw(id)), {}, raw(id));
-		const items = [item('12345678901234567890'), item('12345678901234567891'), webhookItem({ data: {} }), webhookItem({ data: { object: { id: 'pi\u0000' } } })];
-		const [fresh, , notReserved] = await runReserve(field('body.data.object.id', { options: { ...options(), onMissingKey: 'error' } }), { items, continueOnFail: true });
+		const items = [
+			item('12345678901234567890'),
+			item('12345678901234567891'),
+			webhookItem({ data: {} }),
+			webhookItem({ data: { object: { id: 'pi\u0000' } } }),
+		];
+		const [fresh, , notReserved] = await runReserve(field('body.data.object.id', { options: { ...options(), onMissingKey: 'error' } }), {
+			items,
+			continueOnFail: true,
+		});
 		expect(fresh.map((entry) => idempotencyOf(entry).key)).toEqual(['stripe:12345678901234567890', 'stripe:12345678901234567891']);
 		expect(notReserved.map((entry) => entry.pairedItem)).toEqual([{ item: 2 }, { item: 3 }]);
 		expect(notReserved[0].json.error).toMatch(/the field "body.data.object.id" is missing or empty/);
 		expect(notReserved[1].json.error).toMatch(/NUL character/);
-		const rows = await db.pool.query(`select key, key_source from ${db.schema}.processed_events where key like 'stripe:1234%' order by key`);
+		const rows = await db.pool.query(
+			`select key, key_source from ${db.schema}.processed_events where key like 'stripe:1234%' order by key`,
+		);
 		expect(rows.rows).toEqual([
 			{ key: 'stripe:12345678901234567890', key_source: 'field' },
 			{ key: 'stripe:12345678901234567891', key_source: 'field' },
@@ -498,7 +563,9 @@ describe('Idempotency Reserve: Key Source "Field"', () => {
 
 	it('refuses a path through __proto__ as configuration, reserving nothing', async () => {
 		const before = await rowCount();
-		await expect(runReserve(field('__proto__.id'), { items: [webhookItem({ id: 'x' })] })).rejects.toThrow(/"__proto__", which is not data/);
+		await expect(runReserve(field('__proto__.id'), { items: [webhookItem({ id: 'x' })] })).rejects.toThrow(
+			/"__proto__", which is not data/,
+		);
 		expect(await rowCount()).toBe(before);
 	});
 });

@@ -1,4 +1,13 @@
-import { ExpressionError, NodeConnectionTypes, UserError, type INode, type INodeExecutionData, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
+import {
+	ExpressionError,
+	NodeConnectionTypes,
+	UserError,
+	type INode,
+	type INodeExecutionData,
+	type INodeParameters,
+	type IRun,
+	type IWorkflowBase,
+} from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -63,11 +72,20 @@ function workflow(options: Options): IWorkflowBase {
 	const table = (tableName = 'processed_events') => ({ schemaName: db.schema, tableName });
 	const nodes: INode[] = [
 		node('Webhook', 'testWebhook'),
-		node('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: table() }, { credentials: credentials(CREDENTIAL_UP), onError: 'continueRegularOutput' }),
+		node(
+			'Reserve',
+			'idempotencyReserve',
+			{ keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: table() },
+			{ credentials: credentials(CREDENTIAL_UP), onError: 'continueRegularOutput' },
+		),
 		node(
 			'Settle',
 			'idempotencyKey',
-			{ operation: 'settle', responseJson: '={{ JSON.stringify({ stored: $json.idempotency.key }) }}', options: table(options.settleTable) },
+			{
+				operation: 'settle',
+				responseJson: '={{ JSON.stringify({ stored: $json.idempotency.key }) }}',
+				options: table(options.settleTable),
+			},
 			{ credentials: credentials(options.settleCredential ?? CREDENTIAL_UP), position: [200, options.settleY ?? 300] },
 		),
 		...ANSWERS.map(({ name, status }) => node(name, 'testStep', { status: status || 1 })),
@@ -93,7 +111,12 @@ function workflow(options: Options): IWorkflowBase {
 let executions = 0;
 async function deliver(options: Options, bodies: unknown[]): Promise<IRun> {
 	executions += 1;
-	return await runWorkflowExecution(workflow(options), `settle-${executions}`, bodies.map((body) => webhookItem(body)), base);
+	return await runWorkflowExecution(
+		workflow(options),
+		`settle-${executions}`,
+		bodies.map((body) => webhookItem(body)),
+		base,
+	);
 }
 
 function outputOf(run: IRun, name: string): INodeExecutionData[] {
@@ -121,7 +144,10 @@ const SUCCEEDING_STEPS: Array<[string, StepNode]> = [
 	['returns arbitrary JSON (no id field)', { name: 'HTTP-like Step', type: 'testStep', parameters: { replaceItems: true } }],
 	['keeps the input fields (a Set node)', { name: 'Set-like Step', type: 'testStep' }],
 	['returns zero items', { name: 'Empty Step', type: 'testStep', parameters: { keepOnlyItem: 7 } }],
-	['returns several items without pairing (a Code node)', { name: 'Code-like Step', type: 'testStep', parameters: { splitWithoutPairing: true } }],
+	[
+		'returns several items without pairing (a Code node)',
+		{ name: 'Code-like Step', type: 'testStep', parameters: { splitWithoutPairing: true } },
+	],
 ];
 
 describe('Settle After Business Step completes the key whenever n8n ran the step without error', () => {
@@ -130,14 +156,23 @@ describe('Settle After Business Step completes the key whenever n8n ran the step
 		const run = await deliver({ steps: [step] }, [{ id }]);
 		expect(run.data.resultData.error).toBeUndefined();
 		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Respond 200 (completed)' });
-		expect(outputOf(run, 'Respond 200 (completed)')[0].json.idempotency).toMatchObject({ operation: 'settle', stepSucceeded: true, applied: true, settledAs: 'completed' });
+		expect(outputOf(run, 'Respond 200 (completed)')[0].json.idempotency).toMatchObject({
+			operation: 'settle',
+			stepSucceeded: true,
+			applied: true,
+			settledAs: 'completed',
+		});
 		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'completed', last_error: null, response: { stored: `evt:${id}` } });
 	});
 });
 
 describe('Settle After Business Step marks the key failed whenever the step failed, and the retry runs it again', () => {
 	it.each<[string, StepNode, RegExp]>([
-		['fails through its error output', { name: 'Failing Step', type: 'testFailingStep', parameters: { shape: 'code', message: 'constraint refused' } }, /Failing Step: .*constraint refused/],
+		[
+			'fails through its error output',
+			{ name: 'Failing Step', type: 'testFailingStep', parameters: { shape: 'code', message: 'constraint refused' } },
+			/Failing Step: .*constraint refused/,
+		],
 		[
 			'fails like the Postgres node (its text in `message`, beside an error object without one; no paired item)',
 			{ name: 'Postgres Step', type: 'testFailingStep', parameters: { shape: 'postgres', message: 'violates check constraint' } },
@@ -155,14 +190,24 @@ describe('Settle After Business Step marks the key failed whenever the step fail
 		],
 		[
 			'fails in a later node of the step (a chain)',
-			{ name: 'First Node', type: 'testStep', parameters: { replaceItems: true }, next: [{ name: 'Second Node', type: 'testFailingStep', parameters: { shape: 'code', message: 'second refused' } }] },
+			{
+				name: 'First Node',
+				type: 'testStep',
+				parameters: { replaceItems: true },
+				next: [{ name: 'Second Node', type: 'testFailingStep', parameters: { shape: 'code', message: 'second refused' } }],
+			},
 			/Second Node: .*second refused/,
 		],
 	])('a step that %s: Failed (500), the key failed with the error; the fixed retry completes it', async (_label, step, message) => {
 		const id = `evt_fail_${step.name.replace(/\W/g, '')}`;
 		const failed = await deliver({ steps: [step] }, [{ id }]);
 		expect(answers(failed)).toEqual({ [`evt:${id}`]: 'Respond 500 (failed)' });
-		expect(outputOf(failed, 'Respond 500 (failed)')[0].json.idempotency).toMatchObject({ stepSucceeded: false, stepError: expect.stringMatching(message), applied: true, settledAs: 'failed' });
+		expect(outputOf(failed, 'Respond 500 (failed)')[0].json.idempotency).toMatchObject({
+			stepSucceeded: false,
+			stepError: expect.stringMatching(message),
+			applied: true,
+			settledAs: 'failed',
+		});
 		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(message) });
 
 		const retried = await deliver({ steps: [{ name: 'Fixed Step', type: 'testStep' }] }, [{ id }]);
@@ -172,7 +217,10 @@ describe('Settle After Business Step marks the key failed whenever the step fail
 
 	it('a batch where the step fails for one item: only that key is marked failed', async () => {
 		const ids = ['evt_batch_a', 'evt_batch_b', 'evt_batch_c'];
-		const run = await deliver({ steps: [{ name: 'Partly Failing', type: 'testPartlyFailingStep', parameters: { failingItem: 1 } }] }, ids.map((id) => ({ id })));
+		const run = await deliver(
+			{ steps: [{ name: 'Partly Failing', type: 'testPartlyFailingStep', parameters: { failingItem: 1 } }] },
+			ids.map((id) => ({ id })),
+		);
 		expect(answers(run)).toEqual({
 			'evt:evt_batch_a': 'Respond 200 (completed)',
 			'evt:evt_batch_b': 'Respond 500 (failed)',
@@ -188,22 +236,30 @@ describe('Settle After Business Step answers when the key cannot be settled', ()
 		const id = 'evt_refused';
 		const run = await deliver({ steps: [{ name: 'Step', type: 'testStep' }], settleTable: 'other_events' }, [{ id }]);
 		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Respond 200 (completion refused)' });
-		expect(outputOf(run, 'Respond 200 (completion refused)')[0].json.idempotency).toMatchObject({ stepSucceeded: true, applied: false, staleReason: 'not_found' });
+		expect(outputOf(run, 'Respond 200 (completion refused)')[0].json.idempotency).toMatchObject({
+			stepSucceeded: true,
+			applied: false,
+			staleReason: 'not_found',
+		});
 	});
 
 	it.each([
 		['succeeded', { name: 'Step', type: 'testStep' }, true],
 		['failed', { name: 'Failing', type: 'testFailingStep', parameters: { shape: 'code' } }, false],
-	] as Array<[string, StepNode, boolean]>)('the store is unreachable after a step that %s: Not Settled, saying so, never a throw', async (_label, step, succeeded) => {
-		const id = `evt_down_${String(succeeded)}`;
-		const run = await deliver({ steps: [step], settleCredential: CREDENTIAL_DOWN }, [{ id }]);
-		expect(run.data.resultData.error).toBeUndefined();
-		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Not Settled' });
-		const item = outputOf(run, 'Not Settled')[0].json;
-		expect(item.idempotency).toMatchObject({ stepSucceeded: succeeded, key: `evt:${id}`, ownerToken: expect.any(String) });
-		expect(item.error).toEqual(expect.any(String));
-		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'processing' });
-	}, 60_000);
+	] as Array<[string, StepNode, boolean]>)(
+		'the store is unreachable after a step that %s: Not Settled, saying so, never a throw',
+		async (_label, step, succeeded) => {
+			const id = `evt_down_${String(succeeded)}`;
+			const run = await deliver({ steps: [step], settleCredential: CREDENTIAL_DOWN }, [{ id }]);
+			expect(run.data.resultData.error).toBeUndefined();
+			expect(answers(run)).toEqual({ [`evt:${id}`]: 'Not Settled' });
+			const item = outputOf(run, 'Not Settled')[0].json;
+			expect(item.idempotency).toMatchObject({ stepSucceeded: succeeded, key: `evt:${id}`, ownerToken: expect.any(String) });
+			expect(item.error).toEqual(expect.any(String));
+			expect(await stored(`evt:${id}`)).toMatchObject({ status: 'processing' });
+		},
+		60_000,
+	);
 });
 
 describe('Idempotency Reserve refuses a wiring that Settle could not judge, before anything is reserved', () => {
@@ -224,7 +280,10 @@ describe('Idempotency Reserve refuses a wiring that Settle could not judge, befo
 describe('Settle After Business Step settles by what happened, wherever the step sits and whatever its On Error says', () => {
 	it.each<[string, Options]>([
 		['a business step that stops the workflow on error', { steps: [{ name: 'Stopping Step', type: 'testStep', onError: 'stopWorkflow' }] }],
-		['a later node of the step that stops the workflow', { steps: [{ name: 'A', type: 'testStep', next: [{ name: 'B', type: 'testStep', onError: 'stopWorkflow' }] }] }],
+		[
+			'a later node of the step that stops the workflow',
+			{ steps: [{ name: 'A', type: 'testStep', next: [{ name: 'B', type: 'testStep', onError: 'stopWorkflow' }] }] },
+		],
 	])('%s, succeeding: Completed, the key completed', async (_label, options) => {
 		const id = `evt_stop_ok_${executions}`;
 		const run = await deliver(options, [{ id }]);
@@ -235,7 +294,14 @@ describe('Settle After Business Step settles by what happened, wherever the step
 
 	it('a business step that stops the workflow and fails: the execution fails, the key is marked failed with the error when it ends', async () => {
 		const id = 'evt_stop_fails';
-		const run = await deliver({ steps: [{ name: 'Stopping Failure', type: 'testFailingStep', parameters: { shape: 'code', message: 'refused' }, onError: 'stopWorkflow' }] }, [{ id }]);
+		const run = await deliver(
+			{
+				steps: [
+					{ name: 'Stopping Failure', type: 'testFailingStep', parameters: { shape: 'code', message: 'refused' }, onError: 'stopWorkflow' },
+				],
+			},
+			[{ id }],
+		);
 		expect(run.data.resultData.error?.message).toMatch(/refused/);
 		expect(answers(run)).toEqual({});
 		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/Stopping Failure: .*refused/) });
@@ -271,21 +337,34 @@ describe("Settle After Business Step when n8n's own database goes down after the
 	});
 
 	it.each<[string, () => Error, RegExp]>([
-		['the credential deleted during the run', () => new UserError(`Credential with ID "${CREDENTIAL_UP}" does not exist for type "idempotencyPostgresApi".`), /does not exist for type/],
-		['a policy violation', () => new UserError('Blocked by policy: credential type not allowed', { level: 'warning' }), /Blocked by policy/],
+		[
+			'the credential deleted during the run',
+			() => new UserError(`Credential with ID "${CREDENTIAL_UP}" does not exist for type "idempotencyPostgresApi".`),
+			/does not exist for type/,
+		],
+		[
+			'a policy violation',
+			() => new UserError('Blocked by policy: credential type not allowed', { level: 'warning' }),
+			/Blocked by policy/,
+		],
 		['external secrets access denied', () => new ExpressionError('Could not load secrets'), /Could not load secrets/],
-	])("n8n refuses the credential after the business step (%s): the settings read for Reserve are not used; Not Settled with n8n's error, the key untouched", async (_label, refusal, message) => {
-		const id = `evt_refused_${executions}`;
-		n8nDatabase.failure = async () => refusal();
-		const run = await deliver({ steps: [{ name: 'Step', type: 'testStepN8nDatabaseDown' }] }, [{ id }]);
-		expect(n8nDatabase.down).toBe(true);
-		expect(answers(run)).toEqual({ [`evt:${id}`]: 'Not Settled' });
-		expect(outputOf(run, 'Not Settled')[0].json).toMatchObject({ error: expect.stringMatching(message) });
-		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'processing' });
-	});
+	])(
+		"n8n refuses the credential after the business step (%s): the settings read for Reserve are not used; Not Settled with n8n's error, the key untouched",
+		async (_label, refusal, message) => {
+			const id = `evt_refused_${executions}`;
+			n8nDatabase.failure = async () => refusal();
+			const run = await deliver({ steps: [{ name: 'Step', type: 'testStepN8nDatabaseDown' }] }, [{ id }]);
+			expect(n8nDatabase.down).toBe(true);
+			expect(answers(run)).toEqual({ [`evt:${id}`]: 'Not Settled' });
+			expect(outputOf(run, 'Not Settled')[0].json).toMatchObject({ error: expect.stringMatching(message) });
+			expect(await stored(`evt:${id}`)).toMatchObject({ status: 'processing' });
+		},
+	);
 
 	it("a credential this process never read is not made up: Not Settled, with n8n's error", async () => {
-		const run = await deliver({ steps: [{ name: 'Step', type: 'testStepN8nDatabaseDown' }], settleCredential: 'cred-never-read' }, [{ id: 'evt_never_read' }]);
+		const run = await deliver({ steps: [{ name: 'Step', type: 'testStepN8nDatabaseDown' }], settleCredential: 'cred-never-read' }, [
+			{ id: 'evt_never_read' },
+		]);
 		expect(answers(run)).toEqual({ 'evt:evt_never_read': 'Not Settled' });
 		expect(outputOf(run, 'Not Settled')[0].json).toMatchObject({ error: expect.stringMatching(/the database system is shutting down/) });
 	});

@@ -14,7 +14,13 @@ import { TcpProxy } from '../support/tcpProxy';
  */
 
 const TEN_MINUTES = 10 * 60_000;
-const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400, executionId: 'exec-clock', workflowId: 'wf-clock' };
+const lease: ReserveOptions = {
+	mode: 'lease',
+	leaseSeconds: 60,
+	retentionSeconds: 86_400,
+	executionId: 'exec-clock',
+	workflowId: 'wf-clock',
+};
 
 const db = postgresSchemaFixture('clock', { keyTables: ['processed_events'] });
 const pools: Pool[] = [];
@@ -36,7 +42,13 @@ async function storeBehindProxy(settleRetryMs: number) {
 	pool.on('error', () => {});
 	pools.push(pool);
 	const retries: RetryEvent[] = [];
-	const store = new PostgresKeyStore(pool, { schema: db.schema, table: 'processed_events', createTable: false, settleRetryMs, onRetry: (event) => retries.push(event) });
+	const store = new PostgresKeyStore(pool, {
+		schema: db.schema,
+		table: 'processed_events',
+		createTable: false,
+		settleRetryMs,
+		onRetry: (event) => retries.push(event),
+	});
 	return { proxy, store, retries };
 }
 
@@ -46,7 +58,13 @@ function skewHostClock(offsetMs: number): void {
 	jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offsetMs);
 }
 
-const reserve = async (key: string) => (await new PostgresKeyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false }).reserve([{ key, keySource: 'custom', payloadHash: null }], lease))[0];
+const reserve = async (key: string) =>
+	(
+		await new PostgresKeyStore(db.pool, { schema: db.schema, table: 'processed_events', createTable: false }).reserve(
+			[{ key, keySource: 'custom', payloadHash: null }],
+			lease,
+		)
+	)[0];
 const statusOf = async (key: string) => (await db.row(key))?.status;
 
 describe('settle retries follow the database clock, not the host clock', () => {
@@ -58,7 +76,9 @@ describe('settle retries follow the database clock, not the host clock', () => {
 		skewHostClock(TEN_MINUTES);
 
 		// The lease (database time) ends in 60 s; by the host's clock it ended 9 minutes ago.
-		const result = await store.complete([{ key: 'clock-ahead', ownerToken: reserved.ownerToken!, leaseEndsAt: reserved.record.lockedUntil }]);
+		const result = await store.complete([
+			{ key: 'clock-ahead', ownerToken: reserved.ownerToken!, leaseEndsAt: reserved.record.lockedUntil },
+		]);
 
 		expect(retries.length).toBeGreaterThan(0); // the outage happened and was retried
 		expect(result).toEqual([{ key: 'clock-ahead', applied: true }]);
@@ -76,7 +96,14 @@ describe('settle retries follow the database clock, not the host clock', () => {
 
 		const started = performance.now();
 		const error = await store
-			.fail([{ key: 'clock-behind', ownerToken: reserved.ownerToken!, leaseEndsAt: rows[0].lease_end as Date, error: 'the business step failed' }])
+			.fail([
+				{
+					key: 'clock-behind',
+					ownerToken: reserved.ownerToken!,
+					leaseEndsAt: rows[0].lease_end as Date,
+					error: 'the business step failed',
+				},
+			])
 			.catch((caught: unknown) => caught);
 		const elapsed = performance.now() - started;
 
@@ -94,7 +121,9 @@ describe('settle retries follow the database clock, not the host clock', () => {
 		skewHostClock(TEN_MINUTES);
 
 		const started = performance.now();
-		const error = await store.release([{ key: 'clock-unknown', ownerToken: reserved.ownerToken!, leaseEndsAt: reserved.record.lockedUntil }]).catch((caught: unknown) => caught);
+		const error = await store
+			.release([{ key: 'clock-unknown', ownerToken: reserved.ownerToken!, leaseEndsAt: reserved.record.lockedUntil }])
+			.catch((caught: unknown) => caught);
 		const elapsed = performance.now() - started;
 
 		expect((error as Error).message).toMatch(/could not be reached/);

@@ -2,8 +2,26 @@ import type { INode, INodeParameters } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
-import { addNodeTypes, CREDENTIAL_UP, engineWithUpAndDownCredentials, inProcessWorkflow, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, effect, inProcessDeliveries, keyStatesIn, link, settleWorkflow, skipIf, toInput, type Shape } from '../support/settleWorkflows';
+import {
+	addNodeTypes,
+	CREDENTIAL_UP,
+	engineWithUpAndDownCredentials,
+	inProcessWorkflow,
+	PACKAGE,
+	packageNode,
+	type EngineBase,
+} from '../support/n8nEngine';
+import {
+	baseNode,
+	effect,
+	inProcessDeliveries,
+	keyStatesIn,
+	link,
+	settleWorkflow,
+	skipIf,
+	toInput,
+	type Shape,
+} from '../support/settleWorkflows';
 
 /*
  * The constructs n8n users reach for first, around "Settle After Business Step", run by n8n-core's
@@ -66,7 +84,12 @@ describeWithN8n('Merge after If (only one branch has data: n8n runs the Merge af
 			baseNode('Merge', 'merge', 3, {}, 0),
 			effect('Write', { failTimes: 1 }, 0, { onError: 'continueErrorOutput' }),
 		],
-		connections: { Route: { main: [link('A'), link('B')] }, A: { main: [toInput('Merge', 0)] }, B: { main: [toInput('Merge', 1)] }, Merge: { main: [link('Write')] } },
+		connections: {
+			Route: { main: [link('A'), link('B')] },
+			A: { main: [toInput('Merge', 0)] },
+			B: { main: [toInput('Merge', 1)] },
+			Merge: { main: [link('Write')] },
+		},
 		heads: ['Route'],
 	};
 
@@ -123,7 +146,8 @@ describeWithN8n('several events in one delivery, one finished when Settle runs, 
 });
 
 describeWithN8n('Wait (the execution is resumed as a new run from its saved data)', () => {
-	const wait = (name: string, y: number, extra: Partial<INode> = {}) => baseNode(name, 'wait', 1.1, { resume: 'timeInterval', amount: 1, unit: 'hours' }, y, extra);
+	const wait = (name: string, y: number, extra: Partial<INode> = {}) =>
+		baseNode(name, 'wait', 1.1, { resume: 'timeInterval', amount: 1, unit: 'hours' }, y, extra);
 
 	// The loss this row guards against: in queue mode n8n answered 200 when the execution started waiting, so a failure after the resume was never retried.
 	it('in queue mode, the execution starting to wait answers 409 (In Progress), a copy meanwhile too; the resumed run fails, the retry runs it once', async () => {
@@ -180,7 +204,9 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 		const waiting = await deliver(data, [{ id: 'wait_long' }]);
 		expect(effectsFor('wait_long')).toBe(1);
 		// The Wait is 1 hour and Reserve's lease 300 seconds: held for both, from now.
-		const { rows } = await db.pool.query(`select extract(epoch from locked_until - now()) as left_seconds from ${db.schema}.processed_events where key = 'evt:wait_long'`);
+		const { rows } = await db.pool.query(
+			`select extract(epoch from locked_until - now()) as left_seconds from ${db.schema}.processed_events where key = 'evt:wait_long'`,
+		);
 		expect(Number(rows[0].left_seconds)).toBeGreaterThan(3600 + 300 - 60);
 		const copy = await deliver(data, [{ id: 'wait_long' }]);
 		expect(copy.answer).toBe(409);
@@ -194,7 +220,11 @@ describeWithN8n('Wait (the execution is resumed as a new run from its saved data
 	// The loss this row guards against, where Settle judged by position: Settle did not see the failure after the Wait and answered Completed.
 	it('the step fails after the Wait: failed, 500 once resumed', async () => {
 		const data = workflow('wf-wait-middle', {
-			nodes: [effect('Charge', {}, 0, { onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Write', { failFor: 'wait_middle' }, 0, { onError: 'continueErrorOutput' })],
+			nodes: [
+				effect('Charge', {}, 0, { onError: 'continueErrorOutput' }),
+				wait('Wait', 0),
+				effect('Write', { failFor: 'wait_middle' }, 0, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Charge: { main: [link('Wait')] }, Wait: { main: [link('Write')] } },
 			heads: ['Charge'],
 		});
@@ -276,22 +306,34 @@ describeWithN8n('Loop Over Items (batch size 1) over three keys', () => {
 	// The duplicates this row guards against, where Settle judged by position: the loop's paired items were not traced, all three keys failed, the retry repeated two effects.
 	it('the write fails for one: only its key failed; the retry of all three writes it once, the others are duplicates', async () => {
 		const data = workflow('wf-loop', {
-			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', { failTimes: 0, failFor: 'loop_b' }, 0, { onError: 'continueErrorOutput' })],
+			nodes: [
+				baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0),
+				effect('Write', { failTimes: 0, failFor: 'loop_b' }, 0, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop'), link('Loop')] } },
 			heads: ['Loop'],
 		});
 		const ids = ['loop_a', 'loop_b', 'loop_c'];
-		const delivered = await deliver(data, ids.map((id) => ({ id })));
+		const delivered = await deliver(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect(delivered.answer).toBe(500);
 		expect(ids.map(effectsFor)).toEqual([1, 0, 1]);
 		expect(await Promise.all(ids.map(async (id) => (await keyState(id))?.status))).toEqual(['completed', 'failed', 'completed']);
 
 		const fixed = workflow('wf-loop', {
-			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			nodes: [
+				baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0),
+				effect('Write', {}, 0, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop'), link('Loop')] } },
 			heads: ['Loop'],
 		});
-		await deliver(fixed, ids.map((id) => ({ id })));
+		await deliver(
+			fixed,
+			ids.map((id) => ({ id })),
+		);
 		expect(ids.map(effectsFor)).toEqual([1, 1, 1]);
 		expect((await keyState('loop_b'))?.status).toBe('completed');
 	});
@@ -306,13 +348,19 @@ describeWithN8n('Loop Over Items (batch size 1), the write at the default On Err
 				heads: ['Loop'],
 			});
 		const ids = ['stop_loop_a', 'stop_loop_b', 'stop_loop_c'];
-		const failed = await deliver(loop('stop_loop_b'), ids.map((id) => ({ id })));
+		const failed = await deliver(
+			loop('stop_loop_b'),
+			ids.map((id) => ({ id })),
+		);
 		expect(failed.answer).toBe(500);
 		expect(ids.map(effectsFor)).toEqual([1, 0, 0]);
 		expect(await Promise.all(ids.map(async (id) => (await keyState(id))?.status))).toEqual(['completed', 'failed', 'failed']);
 		expect((await keyState('stop_loop_c'))?.last_error).toMatch(/before this key's step finished/);
 
-		await deliver(loop(''), ids.map((id) => ({ id })));
+		await deliver(
+			loop(''),
+			ids.map((id) => ({ id })),
+		);
 		expect(ids.map(effectsFor)).toEqual([1, 1, 1]);
 	});
 });
@@ -323,7 +371,14 @@ describeWithN8n('Execute Workflow', () => {
 		connections: { Webhook: { main: [link('Sub Charge')] } },
 	});
 	const execute = (wait: boolean) =>
-		baseNode('Run Sub-workflow', 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: subWorkflow, mode: 'each', options: { waitForSubWorkflow: wait } }, 0, { onError: 'continueErrorOutput' });
+		baseNode(
+			'Run Sub-workflow',
+			'executeWorkflow',
+			1.3,
+			{ source: 'parameter', workflowJson: subWorkflow, mode: 'each', options: { waitForSubWorkflow: wait } },
+			0,
+			{ onError: 'continueErrorOutput' },
+		);
 
 	it('waiting for the sub-workflow: its failure fails the key (500); the retry runs it once and completes', async () => {
 		const data = workflow('wf-sub-wait', { nodes: [execute(true)], connections: {}, heads: ['Run Sub-workflow'] });
@@ -374,7 +429,11 @@ describeWithN8n('node settings n8n users keep or change', () => {
 
 	// The loss this row guards against: the Completed output's 200 answered the delivery first, and the provider never retried the failed event.
 	it('a node failing for one of several items (Continue (using error output)): only that key failed, the delivery answered 500', async () => {
-		const data = workflow('wf-items', { nodes: [effect('Code', { failFor: 'items_b' }, 0, { onError: 'continueErrorOutput' })], connections: {}, heads: ['Code'] });
+		const data = workflow('wf-items', {
+			nodes: [effect('Code', { failFor: 'items_b' }, 0, { onError: 'continueErrorOutput' })],
+			connections: {},
+			heads: ['Code'],
+		});
 		const delivered = await deliver(data, [{ id: 'items_a' }, { id: 'items_b' }, { id: 'items_c' }]);
 		expect(delivered.answer).toBe(500);
 		expect(['items_a', 'items_b', 'items_c'].map(effectsFor)).toEqual([1, 0, 1]);
@@ -384,7 +443,11 @@ describeWithN8n('node settings n8n users keep or change', () => {
 	});
 
 	it.each<[string, INodeParameters, Partial<INode>]>([
-		['Always Output Data on a step that returns nothing', { outputNothing: true }, { alwaysOutputData: true, onError: 'continueErrorOutput' }],
+		[
+			'Always Output Data on a step that returns nothing',
+			{ outputNothing: true },
+			{ alwaysOutputData: true, onError: 'continueErrorOutput' },
+		],
 		['a step that returns zero items', { outputNothing: true }, { onError: 'continueErrorOutput' }],
 	])('%s: completed, 200', async (label, parameters, extra) => {
 		const id = `empty_${label.length}`;
@@ -419,7 +482,12 @@ describeWithN8n('Settle chained after the step (the wiring people draw first)', 
 	});
 
 	it('the step fails (Stop Workflow): failed, 500; the retry runs it once and completes', async () => {
-		const data = workflow('wf-chained-fail', { nodes: [effect('Charge', { failTimes: 1 }, 0)], connections: {}, heads: ['Charge'], settleAfter: 'Charge' });
+		const data = workflow('wf-chained-fail', {
+			nodes: [effect('Charge', { failTimes: 1 }, 0)],
+			connections: {},
+			heads: ['Charge'],
+			settleAfter: 'Charge',
+		});
 		const failed = await deliver(data, [{ id: 'chained_fail' }]);
 		expect(failed.answer).toBe(500);
 		expect((await keyState('chained_fail'))?.status).toBe('failed');
@@ -441,7 +509,12 @@ describeWithN8n('a replay (Claim for Replay feeds the step)', () => {
 			'wf-replay',
 			[
 				packageNode('Webhook', 'testWebhook'),
-				packageNode('Claim', 'idempotencyKey', { operation: 'claimForReplay', replayKey: '={{ $json.body.key }}', leaseSeconds: 300, retentionDays: 30, options: table }, { credentials }),
+				packageNode(
+					'Claim',
+					'idempotencyKey',
+					{ operation: 'claimForReplay', replayKey: '={{ $json.body.key }}', leaseSeconds: 300, retentionDays: 30, options: table },
+					{ credentials },
+				),
 				effect('Charge', { failTimes: 2 }, 0),
 				packageNode('Settle', 'idempotencyKey', { operation: 'settle', options: table }, { credentials, position: [400, 900] }),
 			],

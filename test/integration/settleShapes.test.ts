@@ -1,9 +1,39 @@
-import { NodeConnectionTypes, NodeOperationError, type IExecuteFunctions, type INode, type INodeExecutionData, type INodeParameters, type INodeType, type IWorkflowBase } from 'n8n-workflow';
+import {
+	NodeConnectionTypes,
+	NodeOperationError,
+	type IExecuteFunctions,
+	type INode,
+	type INodeExecutionData,
+	type INodeParameters,
+	type INodeType,
+	type IWorkflowBase,
+} from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
+import {
+	baseNodesInstalled,
+	effects,
+	effectsFor,
+	loadBaseNodes,
+	n8nInstallDirectory,
+	TestEffect,
+	TestEffectOnce,
+} from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, settleWorkflow, skipIf, toInput, withQueueMode, type Delivery, type Shape } from '../support/settleWorkflows';
+import {
+	baseNode,
+	effect,
+	inProcessDeliveries,
+	is2xx,
+	keyStatesIn,
+	link,
+	settleWorkflow,
+	skipIf,
+	toInput,
+	withQueueMode,
+	type Delivery,
+	type Shape,
+} from '../support/settleWorkflows';
 
 /*
  * Shapes found by trying to break the settle rules: several events in one delivery with some still
@@ -19,7 +49,6 @@ const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_
 if (!baseNodesInstalled()) {
 	console.warn(`settleShapes: n8n-nodes-base is not installed at ${n8nInstallDirectory()}: run scripts/ensure-n8n.sh first. Skipped.`);
 }
-
 
 const db = postgresSchemaFixture('shapes', { keyTables: ['processed_events'] });
 
@@ -48,7 +77,16 @@ class TestCodeNoPairing implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		properties: [
-			{ displayName: 'Mode', name: 'mode', type: 'options', options: [{ name: 'Aggregate', value: 'aggregate' }, { name: 'Filter', value: 'filter' }], default: 'aggregate' },
+			{
+				displayName: 'Mode',
+				name: 'mode',
+				type: 'options',
+				options: [
+					{ name: 'Aggregate', value: 'aggregate' },
+					{ name: 'Filter', value: 'filter' },
+				],
+				default: 'aggregate',
+			},
 		],
 	};
 
@@ -128,7 +166,8 @@ const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, sha
 const deliveries = inProcessDeliveries('shapes', () => base);
 const { deliver, runToEnd } = deliveries;
 const { keyState, statuses } = keyStatesIn(db);
-const provider = (data: IWorkflowBase, bodies: Array<{ id: string; skip?: boolean }>, maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
+const provider = (data: IWorkflowBase, bodies: Array<{ id: string; skip?: boolean }>, maxDeliveries = 6) =>
+	deliveries.provider(data, bodies, statuses, maxDeliveries);
 
 /** Why Reserve refused the delivery: the error on its first Not Reserved item (its last output). */
 function refusal(delivery: Delivery): string | undefined {
@@ -160,7 +199,12 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 	// Route: skip events end at once; the others reach a Merge whose other input (B) has no data (n8n runs it after Settle).
 	const mergeShape = (write: INodeParameters, gateFailOnce = ''): Shape => ({
 		nodes: [
-			packageNode('Gate', 'testEffectOnce', { failOnce: gateFailOnce, noEffect: true }, { position: [400, -50], onError: 'continueErrorOutput' }),
+			packageNode(
+				'Gate',
+				'testEffectOnce',
+				{ failOnce: gateFailOnce, noEffect: true },
+				{ position: [400, -50], onError: 'continueErrorOutput' },
+			),
 			skipIf('Route', 0),
 			skipIf('Flagged?', 0, 'flag'),
 			baseNode('B', 'noOp', 1, {}, 100),
@@ -195,10 +239,15 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 		const ids = ['r2_a', 'r2_b'];
 		const data = workflow('wf-r2', mergeShape({}, ''));
 		// Fail once for r2_b only: a Gate after the Merge.
-		data.nodes.push(packageNode('Gate2', 'testEffectOnce', { failOnce: 'r2_b', noEffect: true }, { position: [400, 50], onError: 'continueErrorOutput' }));
+		data.nodes.push(
+			packageNode('Gate2', 'testEffectOnce', { failOnce: 'r2_b', noEffect: true }, { position: [400, 50], onError: 'continueErrorOutput' }),
+		);
 		data.connections.Merge = { main: [link('Gate2')] };
 		data.connections.Gate2 = { main: [link('Write')] };
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect(lost).toEqual([]);
 		expect(answers[0]).toBe(500);
 		expect(ids.map(effectsFor)).toEqual([1, 1]);
@@ -208,13 +257,16 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 	it('every key pending and all succeed: the end answers nothing and n8n answers 200; all completed', async () => {
 		const ids = ['r2ok_a', 'r2ok_b'];
 		const data = workflow('wf-r2ok', mergeShape({}, ''));
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect(lost).toEqual([]);
 		expect(answers).toEqual([200]);
 		expect(ids.map(effectsFor)).toEqual([1, 1]);
 	});
 
-	it('Loop Over Items (batch 1) over three keys and a skip event done at once; the loop\'s Done output to a Merge, then a check that fails once for one key, then the write', async () => {
+	it("Loop Over Items (batch 1) over three keys and a skip event done at once; the loop's Done output to a Merge, then a check that fails once for one key, then the write", async () => {
 		const ids = ['r3_skip', 'r3_a', 'r3_b', 'r3_c'];
 		const data = workflow('wf-r3', {
 			nodes: [
@@ -223,7 +275,12 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 				baseNode('Enrich', 'noOp', 1, {}, 0),
 				baseNode('B', 'noOp', 1, {}, 100),
 				baseNode('Merge', 'merge', 3, {}, 0),
-				packageNode('Check', 'testEffectOnce', { failOnce: 'r3_b', noEffect: true }, { position: [400, 0], onError: 'continueErrorOutput' }),
+				packageNode(
+					'Check',
+					'testEffectOnce',
+					{ failOnce: 'r3_b', noEffect: true },
+					{ position: [400, 0], onError: 'continueErrorOutput' },
+				),
 				effect('Write', {}, 0, { onError: 'continueErrorOutput' }),
 			],
 			connections: {
@@ -244,8 +301,12 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 		expect(await statuses(ids)).toEqual(['completed', 'completed', 'completed', 'completed']);
 	});
 
-	it('template placement: a duplicate and a new event whose write fails at once (nothing pending): Settle answers 500 before the duplicate\'s 200', async () => {
-		const data = workflow('wf-dup-now', { nodes: [effect('Write', { failTimes: 1 }, 0, { onError: 'continueErrorOutput' })], connections: {}, heads: ['Write'] });
+	it("template placement: a duplicate and a new event whose write fails at once (nothing pending): Settle answers 500 before the duplicate's 200", async () => {
+		const data = workflow('wf-dup-now', {
+			nodes: [effect('Write', { failTimes: 1 }, 0, { onError: 'continueErrorOutput' })],
+			connections: {},
+			heads: ['Write'],
+		});
 		await provider(data, [{ id: 'dn_old' }]);
 		effects.length = 0;
 		const { answers, lost } = await provider(data, [{ id: 'dn_old' }, { id: 'dn_new' }]);
@@ -256,12 +317,15 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 
 	// The loss this row guards against: Settle deferred every key (one pending at the Merge) and answered nothing; n8n
 	// then ran Reserve's Duplicate branch, whose 200 answered the delivery before the write failed.
-	it('a duplicate and a new event pending at a Merge whose write fails: Settle answers 409 before the duplicate\'s branch, the failed event is retried', async () => {
+	it("a duplicate and a new event pending at a Merge whose write fails: Settle answers 409 before the duplicate's branch, the failed event is retried", async () => {
 		const data = workflow('wf-dup-merge', mergeShape({ failTimes: 1 }));
 		await provider(data, [{ id: 'dm_old' }]);
 		effects.length = 0;
 		const first = await deliver(data, [{ id: 'dm_old' }, { id: 'dm_new' }]);
-		expect({ answer: first.answer, states: await statuses(['dm_old', 'dm_new']) }).toEqual({ answer: 409, states: ['completed', 'failed'] });
+		expect({ answer: first.answer, states: await statuses(['dm_old', 'dm_new']) }).toEqual({
+			answer: 409,
+			states: ['completed', 'failed'],
+		});
 	});
 
 	// The loss this row guards against: Settle chained after the step runs once per arriving batch; the skip event's
@@ -295,15 +359,21 @@ describeWithN8n('several events in one delivery, one still running when Settle r
 
 	// The loss this row guards against: Settle inside the loop completed the first key and answered 200 while the
 	// loop still held the others; the second key's write then failed.
-	it('Loop Over Items (batch 1) with Settle chained after the write inside the loop, the 2nd key\'s write fails: 500, no 2xx before it', async () => {
+	it("Loop Over Items (batch 1) with Settle chained after the write inside the loop, the 2nd key's write fails: 500, no 2xx before it", async () => {
 		const ids = ['r5_a', 'r5_b', 'r5_c'];
 		const data = workflow('wf-r5', {
-			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), effect('Write', { failTimes: 0, failFor: 'r5_b' }, 0, { onError: 'continueErrorOutput' })],
+			nodes: [
+				baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0),
+				effect('Write', { failTimes: 0, failFor: 'r5_b' }, 0, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop'), link('Loop')] } },
 			heads: ['Loop'],
 			settleAfter: 'Write',
 		});
-		const first = await deliver(data, ids.map((id) => ({ id })));
+		const first = await deliver(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		// What must hold: no 2xx while r5_b failed.
 		expect({ answer: first.answer, states: await statuses(ids) }).toEqual({ answer: 500, states: ['completed', 'failed', 'completed'] });
 	});
@@ -316,11 +386,23 @@ describeWithN8n('a Wait in queue mode', () => {
 		await withQueueMode(async () => {
 			const ids = ['q1_a', 'q1_b'];
 			const data = workflow('wf-q1', {
-				nodes: [packageNode('Gate', 'testEffectOnce', { failOnce: 'q1_a', noEffect: true }, { position: [400, -50], onError: 'continueErrorOutput' }), wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
+				nodes: [
+					packageNode(
+						'Gate',
+						'testEffectOnce',
+						{ failOnce: 'q1_a', noEffect: true },
+						{ position: [400, -50], onError: 'continueErrorOutput' },
+					),
+					wait('Wait', 0),
+					effect('Charge', {}, 100, { onError: 'continueErrorOutput' }),
+				],
 				connections: { Gate: { main: [link('Wait')] }, Wait: { main: [link('Charge')] } },
 				heads: ['Gate'],
 			});
-			const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+			const { answers, lost } = await provider(
+				data,
+				ids.map((id) => ({ id })),
+			);
 			expect(lost).toEqual([]);
 			expect(answers[0]).toBe(409);
 			expect(ids.map(effectsFor)).toEqual([1, 1]);
@@ -372,12 +454,23 @@ describeWithN8n('a Wait in queue mode', () => {
 	it('a Wait inside Loop Over Items: refused before anything is reserved; no effect, no key', async () => {
 		await withQueueMode(async () => {
 			const data = workflow('wf-q3-loop', {
-				nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), wait('Wait', 0), effect('Charge', {}, 100, { onError: 'continueErrorOutput' })],
-				connections: { Loop: { main: [[], link('Wait')] }, Wait: { main: [link('Charge')] }, Charge: { main: [link('Loop'), link('Loop')] } },
+				nodes: [
+					baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0),
+					wait('Wait', 0),
+					effect('Charge', {}, 100, { onError: 'continueErrorOutput' }),
+				],
+				connections: {
+					Loop: { main: [[], link('Wait')] },
+					Wait: { main: [link('Charge')] },
+					Charge: { main: [link('Loop'), link('Loop')] },
+				},
 				heads: ['Loop'],
 			});
 			const refused = await deliver(data, [{ id: 'q3_loop_a' }, { id: 'q3_loop_b' }]);
-			expect({ answer: refused.answer, reason: refusal(refused) }).toEqual({ answer: 503, reason: expect.stringMatching(/"Wait" is inside a loop/) });
+			expect({ answer: refused.answer, reason: refusal(refused) }).toEqual({
+				answer: 503,
+				reason: expect.stringMatching(/"Wait" is inside a loop/),
+			});
 			expect(effects).toEqual([]);
 			expect(await statuses(['q3_loop_a', 'q3_loop_b'])).toEqual([undefined, undefined]);
 		});
@@ -416,7 +509,11 @@ describeWithN8n('a Wait in queue mode', () => {
 			settleY: -300,
 		});
 		const refused = await runToEnd(data, await deliver(data, [{ id: 'q5' }]));
-		expect({ answer: refused.answer, status: refused.run.status, reason: refusal(refused) }).toEqual({ answer: 503, status: 'success', reason: expect.stringMatching(/sits above "Wait"/) });
+		expect({ answer: refused.answer, status: refused.run.status, reason: refusal(refused) }).toEqual({
+			answer: 503,
+			status: 'success',
+			reason: expect.stringMatching(/sits above "Wait"/),
+		});
 		expect(effects).toEqual([]);
 		expect(await keyState('q5')).toBeUndefined();
 	});
@@ -433,11 +530,17 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code aggregates three events (no pairedItem), the batch write fails once: every key fails, the retry writes each once', async () => {
 		const ids = ['p1_a', 'p1_b', 'p1_c'];
 		const data = workflow('wf-p1', {
-			nodes: [packageNode('Aggregate', 'testCodeNoPairing', { mode: 'aggregate' }, { position: [400, 0], onError: 'continueRegularOutput' }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
+			nodes: [
+				packageNode('Aggregate', 'testCodeNoPairing', { mode: 'aggregate' }, { position: [400, 0], onError: 'continueRegularOutput' }),
+				packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' }),
+			],
 			connections: { Aggregate: { main: [link('Batch')] } },
 			heads: ['Aggregate'],
 		});
-		const { lost } = await provider(data, ids.map((id) => ({ id })));
+		const { lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ lost, effects: ids.map(effectsFor) }).toEqual({ lost: [], effects: [1, 1, 1] });
 	});
 
@@ -448,7 +551,16 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code filters out skip events (no pairedItem), the write fails for one key: the other key is completed, one effect each', async () => {
 		const ids = ['p2_a', 'p2_skip', 'p2_b'];
 		const data = workflow('wf-p2', {
-			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0], onError: 'continueRegularOutput' }), packageNode('Check', 'testEffectOnce', { failOnce: 'p2_b', noEffect: true }, { position: [400, 0], onError: 'continueErrorOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			nodes: [
+				packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0], onError: 'continueRegularOutput' }),
+				packageNode(
+					'Check',
+					'testEffectOnce',
+					{ failOnce: 'p2_b', noEffect: true },
+					{ position: [400, 0], onError: 'continueErrorOutput' },
+				),
+				effect('Write', {}, 0, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Filter: { main: [link('Check')] }, Check: { main: [link('Write')] } },
 			heads: ['Filter'],
 		});
@@ -467,7 +579,10 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code filters out a skip event (no pairedItem) and nothing fails: every key is completed, one effect each', async () => {
 		const ids = ['p3_a', 'p3_skip', 'p3_b'];
 		const data = workflow('wf-p3', {
-			nodes: [packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0], onError: 'continueRegularOutput' }), effect('Write', {}, 0, { onError: 'continueErrorOutput' })],
+			nodes: [
+				packageNode('Filter', 'testCodeNoPairing', { mode: 'filter' }, { position: [400, 0], onError: 'continueRegularOutput' }),
+				effect('Write', {}, 0, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Filter: { main: [link('Write')] } },
 			heads: ['Filter'],
 		});
@@ -482,10 +597,13 @@ describeWithN8n('items whose pairing is lost', () => {
 	// Three events grouped two by two (no pairedItem): the first group's item carries g1_a's key only, so g1_b's
 	// items end at the Code node. The first group's write fails: g1_b's write failed with it, so g1_b fails too
 	// (completing it would lose the event); the retry writes the group g1_a + g1_b once more.
-	it('Code groups events into one item carrying the first key (no pairedItem), the group\'s write fails once: both keys fail, the retry writes each once', async () => {
+	it("Code groups events into one item carrying the first key (no pairedItem), the group's write fails once: both keys fail, the retry writes each once", async () => {
 		const ids = ['g1_a', 'g1_b', 'g1_c'];
 		const data = workflow('wf-g1', {
-			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0], onError: 'continueRegularOutput' }), packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' })],
+			nodes: [
+				packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0], onError: 'continueRegularOutput' }),
+				packageNode('Batch', 'testBatchEffect', { failTimes: 1 }, { position: [400, 0], onError: 'continueErrorOutput' }),
+			],
 			connections: { Group: { main: [link('Batch')] } },
 			heads: ['Group'],
 		});
@@ -507,11 +625,20 @@ describeWithN8n('items whose pairing is lost', () => {
 	it('Code groups events into one item carrying the first key (no pairedItem), the writes succeed: every key is completed, one effect each', async () => {
 		const ids = ['g2_a', 'g2_b', 'g2_c'];
 		const data = workflow('wf-g2', {
-			nodes: [packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0], onError: 'continueRegularOutput' }), packageNode('Batch', 'testBatchEffect', { failTimes: 0 }, { position: [400, 0], onError: 'continueErrorOutput' })],
+			nodes: [
+				packageNode('Group', 'testGroupNoPairing', {}, { position: [400, 0], onError: 'continueRegularOutput' }),
+				packageNode('Batch', 'testBatchEffect', { failTimes: 0 }, { position: [400, 0], onError: 'continueErrorOutput' }),
+			],
 			connections: { Group: { main: [link('Batch')] } },
 			heads: ['Group'],
 		});
-		const first = await runToEnd(data, await deliver(data, ids.map((id) => ({ id }))));
+		const first = await runToEnd(
+			data,
+			await deliver(
+				data,
+				ids.map((id) => ({ id })),
+			),
+		);
 		expect({ answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) }).toEqual({
 			answer: 200,
 			states: ['completed', 'completed', 'completed'],

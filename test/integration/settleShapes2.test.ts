@@ -1,9 +1,32 @@
 import type { INode, INodeParameters, IWorkflowBase } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { baseNodesInstalled, loadBaseNodeFiles, effects, effectsFor, loadBaseNodes, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
+import {
+	baseNodesInstalled,
+	loadBaseNodeFiles,
+	effects,
+	effectsFor,
+	loadBaseNodes,
+	TestEffect,
+	TestEffectOnce,
+} from '../support/n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, effect, inProcessDeliveries, is2xx, keyStatesIn, link, lookup, once, routeSwitch, settleWorkflow, skipIf, toInput, withQueueMode, type Shape } from '../support/settleWorkflows';
+import {
+	baseNode,
+	effect,
+	inProcessDeliveries,
+	is2xx,
+	keyStatesIn,
+	link,
+	lookup,
+	once,
+	routeSwitch,
+	settleWorkflow,
+	skipIf,
+	toInput,
+	withQueueMode,
+	type Shape,
+} from '../support/settleWorkflows';
 
 /*
  * Second red-team pass over the settle rules (after the fixes of settleShapes.test.ts): Switch with
@@ -42,10 +65,14 @@ const { keyState, statuses } = keyStatesIn(db);
 type Body = { id: string } & Record<string, unknown>;
 const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
 
-
 beforeAll(() => {
 	if (!baseNodesInstalled()) return;
-	addNodeTypes({ ...loadBaseNodes(), ...loadExtraNodes(), [`${PACKAGE}.testEffect`]: new TestEffect(), [`${PACKAGE}.testEffectOnce`]: new TestEffectOnce() });
+	addNodeTypes({
+		...loadBaseNodes(),
+		...loadExtraNodes(),
+		[`${PACKAGE}.testEffect`]: new TestEffect(),
+		[`${PACKAGE}.testEffectOnce`]: new TestEffectOnce(),
+	});
 	base = engineWithUpAndDownCredentials(connectionSettings());
 	runSubWorkflowsInProcess();
 });
@@ -60,7 +87,11 @@ describeWithN8n('Switch with several outputs', () => {
 	it('three routes (charge, refund, none), the refund fails once for one key: 500, the retry runs it once; one effect each', async () => {
 		const ids = ['sw_pay', 'sw_refund', 'sw_none'];
 		const data = workflow('wf-sw', {
-			nodes: [routeSwitch('Route', 0), once('Charge', '', 0, { onError: 'continueErrorOutput' }), once('Refund', 'sw_refund', 100, { onError: 'continueErrorOutput' })],
+			nodes: [
+				routeSwitch('Route', 0),
+				once('Charge', '', 0, { onError: 'continueErrorOutput' }),
+				once('Refund', 'sw_refund', 100, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Route: { main: [link('Charge'), link('Refund'), []] } },
 			heads: ['Route'],
 		});
@@ -82,12 +113,21 @@ describeWithN8n('Switch with several outputs', () => {
 			nodes: [
 				routeSwitch('Route', 0, 2),
 				once('Charge', '', 0, { onError: 'continueErrorOutput' }),
-				baseNode('Invalid', 'stopAndError', 1, { errorType: 'errorMessage', errorMessage: 'invalid event' }, 200, { onError: 'stopWorkflow' }),
+				baseNode('Invalid', 'stopAndError', 1, { errorType: 'errorMessage', errorMessage: 'invalid event' }, 200, {
+					onError: 'stopWorkflow',
+				}),
 			],
 			connections: { Route: { main: [link('Charge'), link('Invalid')] } },
 			heads: ['Route'],
 		});
-		const { answers, lost } = await provider(data, [{ id: 'st_ok', route: 0 }, { id: 'st_bad', route: 1 }], 3);
+		const { answers, lost } = await provider(
+			data,
+			[
+				{ id: 'st_ok', route: 0 },
+				{ id: 'st_bad', route: 1 },
+			],
+			3,
+		);
 		expect({ answers, lost, effects: ['st_ok', 'st_bad'].map(effectsFor), states: await statuses(['st_ok', 'st_bad']) }).toEqual({
 			answers: [500, 500, 500],
 			lost: [],
@@ -101,12 +141,17 @@ describeWithN8n('Switch with several outputs', () => {
 			nodes: [
 				routeSwitch('Route', 0, 2),
 				once('Charge', '', 200, { onError: 'continueErrorOutput' }),
-				baseNode('Invalid', 'stopAndError', 1, { errorType: 'errorMessage', errorMessage: 'invalid event' }, -200, { onError: 'stopWorkflow' }),
+				baseNode('Invalid', 'stopAndError', 1, { errorType: 'errorMessage', errorMessage: 'invalid event' }, -200, {
+					onError: 'stopWorkflow',
+				}),
 			],
 			connections: { Route: { main: [link('Charge'), link('Invalid')] } },
 			heads: ['Route'],
 		});
-		const first = await deliver(data, [{ id: 'sf_ok', route: 0 }, { id: 'sf_bad', route: 1 }]);
+		const first = await deliver(data, [
+			{ id: 'sf_ok', route: 0 },
+			{ id: 'sf_bad', route: 1 },
+		]);
 		expect({ answer: first.answer, effects: ['sf_ok', 'sf_bad'].map(effectsFor), states: await statuses(['sf_ok', 'sf_bad']) }).toEqual({
 			answer: 500,
 			effects: [0, 0],
@@ -132,20 +177,29 @@ describeWithN8n('Merge modes', () => {
 
 	it.each([
 		['combine by position', { mode: 'combine', combineBy: 'combineByPosition', options: {} }],
-		['combine by matching fields (body.id)', { mode: 'combine', combineBy: 'combineByFields', fieldsToMatchString: 'body.id', options: {} }],
+		[
+			'combine by matching fields (body.id)',
+			{ mode: 'combine', combineBy: 'combineByFields', fieldsToMatchString: 'body.id', options: {} },
+		],
 		['choose branch (input 2)', { mode: 'chooseBranch', chooseBranchMode: 'waitForBoth', output: 'specifiedInput', useDataOfInput: 2 }],
-	])('Continue (regular output) error items into a Merge, %s: the failed key failed, 500, the retry charges it once', async (label, parameters) => {
-		const tag = label.replace(/\W+/g, '').slice(0, 12);
-		const ids = [`${tag}_a`, `${tag}_b`];
-		const data = workflow(`wf-merge-${tag}`, mergeShape(parameters, ids[1]));
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
-		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
-			answers: [500, 200],
-			lost: [],
-			effects: [1, 1],
-			states: ['completed', 'completed'],
-		});
-	});
+	])(
+		'Continue (regular output) error items into a Merge, %s: the failed key failed, 500, the retry charges it once',
+		async (label, parameters) => {
+			const tag = label.replace(/\W+/g, '').slice(0, 12);
+			const ids = [`${tag}_a`, `${tag}_b`];
+			const data = workflow(`wf-merge-${tag}`, mergeShape(parameters, ids[1]));
+			const { answers, lost } = await provider(
+				data,
+				ids.map((id) => ({ id })),
+			);
+			expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+				answers: [500, 200],
+				lost: [],
+				effects: [1, 1],
+				states: ['completed', 'completed'],
+			});
+		},
+	);
 });
 
 describeWithN8n('a Merge that joins two events into one item', () => {
@@ -176,8 +230,16 @@ describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
 	it('batch 2, If inside: skip events loop back without the charge, the charge fails once for one key: 500, one effect each', async () => {
 		const ids = ['lb_a', 'lb_s', 'lb_b', 'lb_c'];
 		const data = workflow('wf-loop-if', {
-			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0), skipIf('Skip?', 0), once('Charge', 'lb_b', 100, { onError: 'continueErrorOutput' })],
-			connections: { Loop: { main: [[], link('Skip?')] }, 'Skip?': { main: [link('Loop'), link('Charge')] }, Charge: { main: [link('Loop'), link('Loop')] } },
+			nodes: [
+				baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0),
+				skipIf('Skip?', 0),
+				once('Charge', 'lb_b', 100, { onError: 'continueErrorOutput' }),
+			],
+			connections: {
+				Loop: { main: [[], link('Skip?')] },
+				'Skip?': { main: [link('Loop'), link('Charge')] },
+				Charge: { main: [link('Loop'), link('Loop')] },
+			},
 			heads: ['Loop'],
 		});
 		const { answers, lost } = await provider(data, [{ id: 'lb_a' }, { id: 'lb_s', skip: true }, { id: 'lb_b' }, { id: 'lb_c' }]);
@@ -195,11 +257,24 @@ describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
 	it('batch 2, If inside whose skip branch ends the loop (not wired back): the keys the loop still holds failed, never completed; one effect each after the retries', async () => {
 		const ids = ['le_s1', 'le_s2', 'le_a', 'le_b'];
 		const data = workflow('wf-loop-end', {
-			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0), skipIf('Skip?', 0), once('Charge', '', 100, { onError: 'continueErrorOutput' })],
-			connections: { Loop: { main: [[], link('Skip?')] }, 'Skip?': { main: [[], link('Charge')] }, Charge: { main: [link('Loop'), link('Loop')] } },
+			nodes: [
+				baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0),
+				skipIf('Skip?', 0),
+				once('Charge', '', 100, { onError: 'continueErrorOutput' }),
+			],
+			connections: {
+				Loop: { main: [[], link('Skip?')] },
+				'Skip?': { main: [[], link('Charge')] },
+				Charge: { main: [link('Loop'), link('Loop')] },
+			},
 			heads: ['Loop'],
 		});
-		const { answers, lost } = await provider(data, [{ id: 'le_s1', skip: true }, { id: 'le_s2', skip: true }, { id: 'le_a' }, { id: 'le_b' }]);
+		const { answers, lost } = await provider(data, [
+			{ id: 'le_s1', skip: true },
+			{ id: 'le_s2', skip: true },
+			{ id: 'le_a' },
+			{ id: 'le_b' },
+		]);
 		// What must hold: le_a and le_b are charged once, or the delivery is not answered 2xx with them completed.
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [0, 0, 1, 1], answers: expect.anything() });
 	});
@@ -222,7 +297,10 @@ describeWithN8n('Loop Over Items whose Done output leads to the write (enrich in
 	it('the enrichment stops the execution (default On Error) at the last key: the keys held for the Done output failed, 500; the retry writes each once', async () => {
 		const ids = ['ld_a', 'ld_b', 'ld_c'];
 		const data = workflow('wf-loop-done-stop', shape('ld_c', 'stopWorkflow'));
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
 	});
 
@@ -232,14 +310,20 @@ describeWithN8n('Loop Over Items whose Done output leads to the write (enrich in
 	it('the enrichment continues on error (error output not wired) for the 2nd key: the other keys failed with it, each written once after the retries', async () => {
 		const ids = ['lc_a', 'lc_b', 'lc_c'];
 		const data = workflow('wf-loop-done-cont', shape('lc_b', 'continueErrorOutput'));
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
 	});
 
 	it('nothing fails: every key written once, completed, 200', async () => {
 		const ids = ['lk_a', 'lk_b'];
 		const data = workflow('wf-loop-done-ok', shape('', 'continueErrorOutput'));
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [200], lost: [], effects: [1, 1] });
 	});
 });
@@ -248,12 +332,18 @@ describeWithN8n('Loop Over Items (batch 2) with Settle chained after the write i
 	it('the write fails for a key of the second batch: no 2xx before it, 500; one effect each after the retries', async () => {
 		const ids = ['lw_a', 'lw_b', 'lw_c', 'lw_d'];
 		const data = workflow('wf-loop-settle', {
-			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0), once('Write', 'lw_c', 0, { onError: 'continueErrorOutput' })],
+			nodes: [
+				baseNode('Loop', 'splitInBatches', 3, { batchSize: 2, options: {} }, 0),
+				once('Write', 'lw_c', 0, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Loop: { main: [[], link('Write')] }, Write: { main: [link('Loop'), link('Loop')] } },
 			heads: ['Loop'],
 			settleAfter: 'Write',
 		});
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answers: [500, 200],
 			lost: [],
@@ -272,19 +362,40 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 			connections: { Webhook: { main: [link('Sub Charge')] } },
 		});
 	const execute = (json: string, onError: INode['onError'], version = 1.3) =>
-		baseNode('Run Sub-workflow', 'executeWorkflow', version, { source: 'parameter', workflowJson: json, mode: 'each', options: { waitForSubWorkflow: true } }, 0, { onError });
+		baseNode(
+			'Run Sub-workflow',
+			'executeWorkflow',
+			version,
+			{ source: 'parameter', workflowJson: json, mode: 'each', options: { waitForSubWorkflow: true } },
+			0,
+			{ onError },
+		);
 
 	it('the sub-workflow fails (stops) for one key, the parent node at Continue (error output): only that key failed, 500; one effect each', async () => {
 		const ids = ['ew_a', 'ew_b', 'ew_c'];
-		const data = workflow('wf-each', { nodes: [execute(subWorkflow('ew_b', 'stopWorkflow'), 'continueErrorOutput')], connections: {}, heads: ['Run Sub-workflow'] });
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const data = workflow('wf-each', {
+			nodes: [execute(subWorkflow('ew_b', 'stopWorkflow'), 'continueErrorOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
 	});
 
 	it('Execute Workflow 1.1 (workflows built before 1.3) at Continue (regular output), the sub-workflow fails for the 2nd key: only that key failed, 500; one effect each', async () => {
 		const ids = ['e11r_a', 'e11r_b'];
-		const data = workflow('wf-each-11r', { nodes: [execute(subWorkflow('e11r_b', 'stopWorkflow'), 'continueRegularOutput', 1.1)], connections: {}, heads: ['Run Sub-workflow'] });
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const data = workflow('wf-each-11r', {
+			nodes: [execute(subWorkflow('e11r_b', 'stopWorkflow'), 'continueRegularOutput', 1.1)],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
 	});
 
@@ -293,9 +404,20 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 	// on output 0: the failure would vanish from the run data. Refused before anything is reserved.
 	it('Execute Workflow 1.1 at Continue (using error output), for each item: refused before anything is reserved; no effect, no key', async () => {
 		const ids = ['e11_a', 'e11_b'];
-		const data = workflow('wf-each-11', { nodes: [execute(subWorkflow('e11_b', 'stopWorkflow'), 'continueErrorOutput', 1.1)], connections: {}, heads: ['Run Sub-workflow'] });
-		const refused = await deliver(data, ids.map((id) => ({ id })));
-		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answer: 503, effects: [0, 0], states: [undefined, undefined] });
+		const data = workflow('wf-each-11', {
+			nodes: [execute(subWorkflow('e11_b', 'stopWorkflow'), 'continueErrorOutput', 1.1)],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const refused = await deliver(
+			data,
+			ids.map((id) => ({ id })),
+		);
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0],
+			states: [undefined, undefined],
+		});
 	});
 
 	// Parent Execute Workflow at n8n's default On Error (Stop Workflow): had the sub-workflow for ed_a charged and
@@ -303,9 +425,20 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 	// sub-workflows had their effect. With several events it is refused before anything is reserved.
 	it('the parent node at the default On Error (Stop Workflow) gets several events: refused before anything is reserved; no effect, no key', async () => {
 		const ids = ['ed_a', 'ed_b', 'ed_c'];
-		const data = workflow('wf-each-stop', { nodes: [execute(subWorkflow('ed_b', 'stopWorkflow'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
-		const refused = await deliver(data, ids.map((id) => ({ id })));
-		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answer: 503, effects: [0, 0, 0], states: [undefined, undefined, undefined] });
+		const data = workflow('wf-each-stop', {
+			nodes: [execute(subWorkflow('ed_b', 'stopWorkflow'), 'stopWorkflow')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const refused = await deliver(
+			data,
+			ids.map((id) => ({ id })),
+		);
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0, 0],
+			states: [undefined, undefined, undefined],
+		});
 	});
 
 	// With a write after it, the write never ran for ed_a when the node failed: ed_a's step did not finish,
@@ -317,26 +450,47 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 			connections: { 'Run Sub-workflow': { main: [link('Write')] } },
 			heads: ['Run Sub-workflow'],
 		});
-		const refused = await deliver(data, ids.map((id) => ({ id })));
-		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answer: 503, effects: [0, 0], states: [undefined, undefined] });
+		const refused = await deliver(
+			data,
+			ids.map((id) => ({ id })),
+		);
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0],
+			states: [undefined, undefined],
+		});
 	});
 
 	// The sub-workflow's charge is at Continue (regular output): it returns `{ error }` and the sub-workflow
 	// succeeds; the node that failed is in the sub-execution, which the trace never sees. The parent's `{ error }`
 	// item is the failure. (One event: with several, the parent at Stop Workflow is refused, above.)
-	it('the sub-workflow\'s charge continues on error (regular output), the parent at the default On Error, one event: failed, 500; the retry charges once', async () => {
+	it("the sub-workflow's charge continues on error (regular output), the parent at the default On Error, one event: failed, 500; the retry charges once", async () => {
 		const ids = ['ei_b'];
-		const data = workflow('wf-each-cont', { nodes: [execute(subWorkflow('ei_b', 'continueRegularOutput'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const data = workflow('wf-each-cont', {
+			nodes: [execute(subWorkflow('ei_b', 'continueRegularOutput'), 'stopWorkflow')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1] });
 	});
 
 	// The same with the sub-workflow's charge at Continue (using error output), the error output not connected:
 	// the sub-workflow returns its last node's outputs, and the error item lands on the parent's second output.
-	it('the sub-workflow\'s charge continues on error (error output), the parent at the default On Error, one event: failed, 500; the retry charges once', async () => {
+	it("the sub-workflow's charge continues on error (error output), the parent at the default On Error, one event: failed, 500; the retry charges once", async () => {
 		const ids = ['eo_b'];
-		const data = workflow('wf-each-errout', { nodes: [execute(subWorkflow('eo_b', 'continueErrorOutput'), 'stopWorkflow')], connections: {}, heads: ['Run Sub-workflow'] });
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const data = workflow('wf-each-errout', {
+			nodes: [execute(subWorkflow('eo_b', 'continueErrorOutput'), 'stopWorkflow')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1] });
 	});
 });
@@ -350,7 +504,10 @@ describeWithN8n('several events through one node that stops the workflow on erro
 	it('a charge at the default On Error gets three events together: refused before anything is reserved; no effect, no key', async () => {
 		const ids = ['ds_a', 'ds_b', 'ds_c'];
 		const data = workflow('wf-default-several', { nodes: [once('Charge', 'ds_b', 0)], connections: {}, heads: ['Charge'] });
-		const refused = await deliver(data, ids.map((id) => ({ id })));
+		const refused = await deliver(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0, 0],
@@ -365,15 +522,26 @@ describeWithN8n('several events through one node that stops the workflow on erro
 			connections: { 'Look Up': { main: [link('Write')] } },
 			heads: ['Look Up'],
 		});
-		const refused = await deliver(data, ids.map((id) => ({ id })));
+		const refused = await deliver(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answer: refused.answer, effects: ids.map(effectsFor) }).toEqual({ answer: 503, effects: [0, 0] });
 	});
 
 	it('one event through the same charge at the default On Error: accepted; failed, 500; the retry charges once', async () => {
 		const ids = ['d1_a'];
 		const data = workflow('wf-default-one', { nodes: [once('Charge', 'd1_a', 0)], connections: {}, heads: ['Charge'] });
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
-		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({ answers: [500, 200], lost: [], effects: [1], states: ['completed'] });
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
+		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answers: [500, 200],
+			lost: [],
+			effects: [1],
+			states: ['completed'],
+		});
 	});
 
 	it('the charge inside Loop Over Items (batch size 1) at the default On Error, failing for the 2nd of three: accepted; 500, one effect each', async () => {
@@ -383,7 +551,10 @@ describeWithN8n('several events through one node that stops the workflow on erro
 			connections: { Loop: { main: [[], link('Charge')] }, Charge: { main: [link('Loop')] } },
 			heads: ['Loop'],
 		});
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answers: [500, 200],
 			lost: [],
@@ -398,11 +569,17 @@ describeWithN8n('several events through one node that stops the workflow on erro
 describeWithN8n('Aggregate and Split Out', () => {
 	it('Split Out of a list in each event after Reserve, a line fails once: the event failed, 500; the retry runs its step again', async () => {
 		const data = workflow('wf-split', {
-			nodes: [baseNode('Lines', 'splitOut', 1, { fieldToSplitOut: 'body.lines', include: 'allOtherFields', options: {} }, 0), once('Charge', 'so_b', 0, { onError: 'continueErrorOutput' })],
+			nodes: [
+				baseNode('Lines', 'splitOut', 1, { fieldToSplitOut: 'body.lines', include: 'allOtherFields', options: {} }, 0),
+				once('Charge', 'so_b', 0, { onError: 'continueErrorOutput' }),
+			],
 			connections: { Lines: { main: [link('Charge')] } },
 			heads: ['Lines'],
 		});
-		const first = await deliver(data, [{ id: 'so_a', lines: [1, 2] }, { id: 'so_b', lines: [1] }]);
+		const first = await deliver(data, [
+			{ id: 'so_a', lines: [1, 2] },
+			{ id: 'so_b', lines: [1] },
+		]);
 		expect({ answer: first.answer, states: await statuses(['so_a', 'so_b']) }).toEqual({ answer: 500, states: ['completed', 'failed'] });
 	});
 
@@ -419,14 +596,21 @@ describeWithN8n('Aggregate and Split Out', () => {
 				baseNode('Split Out', 'splitOut', 1, { fieldToSplitOut: 'events', include: 'noOtherFields', options: {} }, 0),
 				once('Charge', 'ag_b', 0, { onError: 'continueErrorOutput' }),
 			],
-			connections: { Aggregate: { main: [link('Batch Lookup')] }, 'Batch Lookup': { main: [link('Split Out')] }, 'Split Out': { main: [link('Charge')] } },
+			connections: {
+				Aggregate: { main: [link('Batch Lookup')] },
+				'Batch Lookup': { main: [link('Split Out')] },
+				'Split Out': { main: [link('Charge')] },
+			},
 			heads: ['Aggregate'],
 		});
-		const { answers, lost } = await provider(data, ids.map((id) => ({ id })));
+		const { answers, lost } = await provider(
+			data,
+			ids.map((id) => ({ id })),
+		);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
 	});
 
-	it('Remove Duplicates (same customer) drops an event of the delivery: the dropped key completed without effect (the user\'s rule), the charge fails once for the other: 500, one effect', async () => {
+	it("Remove Duplicates (same customer) drops an event of the delivery: the dropped key completed without effect (the user's rule), the charge fails once for the other: 500, one effect", async () => {
 		const ids = ['rd_a', 'rd_b'];
 		const data = workflow('wf-rd', {
 			nodes: [
@@ -436,7 +620,10 @@ describeWithN8n('Aggregate and Split Out', () => {
 			connections: { Dedupe: { main: [link('Charge')] } },
 			heads: ['Dedupe'],
 		});
-		const { answers, lost } = await provider(data, [{ id: 'rd_a', customer: 'c1' }, { id: 'rd_b', customer: 'c1' }]);
+		const { answers, lost } = await provider(data, [
+			{ id: 'rd_a', customer: 'c1' },
+			{ id: 'rd_b', customer: 'c1' },
+		]);
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 0] });
 	});
 });
@@ -459,14 +646,28 @@ describeWithN8n('Always Output Data and Settle chained after a node that drops i
 		const data = workflow('wf-aod2', {
 			nodes: [
 				lookup('Lookup', 'aod2', 0, { onError: 'continueRegularOutput' }),
-				baseNode('Only OK', 'if', 2, {
-					conditions: {
-						options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
-						conditions: [{ id: 'c1', leftValue: '={{ $json.error }}', rightValue: '', operator: { type: 'string', operation: 'notExists', singleValue: true } }],
-						combinator: 'and',
+				baseNode(
+					'Only OK',
+					'if',
+					2,
+					{
+						conditions: {
+							options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
+							conditions: [
+								{
+									id: 'c1',
+									leftValue: '={{ $json.error }}',
+									rightValue: '',
+									operator: { type: 'string', operation: 'notExists', singleValue: true },
+								},
+							],
+							combinator: 'and',
+						},
+						looseTypeValidation: true,
 					},
-					looseTypeValidation: true,
-				}, 0, { alwaysOutputData: true }),
+					0,
+					{ alwaysOutputData: true },
+				),
 				once('Charge', '', 0, { onError: 'continueErrorOutput' }),
 			],
 			connections: { Lookup: { main: [link('Only OK')] }, 'Only OK': { main: [link('Charge')] } },
@@ -477,7 +678,7 @@ describeWithN8n('Always Output Data and Settle chained after a node that drops i
 		expect({ answer: first.answer, state: (await keyState('aod2'))?.status }).toEqual({ answer: 500, state: 'failed' });
 	});
 
-	it('Settle chained after an If\'s true output (skip events dropped there), the charge fails once for one key: 500 first, no key lost, one effect each', async () => {
+	it("Settle chained after an If's true output (skip events dropped there), the charge fails once for one key: 500 first, no key lost, one effect each", async () => {
 		const ids = ['dr_a', 'dr_s', 'dr_b'];
 		const data = workflow('wf-drop', {
 			nodes: [once('Charge', 'dr_b', 0, { onError: 'continueErrorOutput' }), skipIf('Keep?', 0, 'effectDone')],
@@ -486,7 +687,11 @@ describeWithN8n('Always Output Data and Settle chained after a node that drops i
 			settleAfter: 'Keep?',
 		});
 		const { answers, lost } = await provider(data, [{ id: 'dr_a' }, { id: 'dr_s' }, { id: 'dr_b' }]);
-		expect({ answers: answers.map(is2xx), lost, effects: ids.map(effectsFor) }).toEqual({ answers: [false, true], lost: [], effects: [1, 1, 1] });
+		expect({ answers: answers.map(is2xx), lost, effects: ids.map(effectsFor) }).toEqual({
+			answers: [false, true],
+			lost: [],
+			effects: [1, 1, 1],
+		});
 	});
 });
 
@@ -505,8 +710,17 @@ describeWithN8n('a Wait in queue mode with several keys', () => {
 				connections: { Route: { main: [link('Wait'), []] }, Wait: { main: [link('Charge')] } },
 				heads: ['Route'],
 			});
-			const { answers, lost } = await provider(data, [{ id: 'qw_w', route: 0 }, { id: 'qw_n', route: 1 }]);
-			expect({ lost, first: answers[0], last: is2xx(answers[answers.length - 1]), effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			const { answers, lost } = await provider(data, [
+				{ id: 'qw_w', route: 0 },
+				{ id: 'qw_n', route: 1 },
+			]);
+			expect({
+				lost,
+				first: answers[0],
+				last: is2xx(answers[answers.length - 1]),
+				effects: ids.map(effectsFor),
+				states: await statuses(ids),
+			}).toEqual({
 				lost: [],
 				first: 409,
 				last: true,

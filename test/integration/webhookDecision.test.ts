@@ -18,9 +18,19 @@ async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string): Prom
 	const rawBody = Buffer.from(body);
 	const signature = createHmac('sha256', SECRET).update(`${NOW_SECONDS}.`).update(rawBody).digest('hex');
 	return await decideWebhook({
-		request: { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': `t=${NOW_SECONDS},v1=${signature}` }, rawBody, query: {} },
+		request: {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', 'stripe-signature': `t=${NOW_SECONDS},v1=${signature}` },
+			rawBody,
+			query: {},
+		},
 		verification: { scheme: 'stripe', secrets: () => [SECRET] },
-		keySettings: { key: { strategy: 'preset', preset: 'stripe', onMissingKey: 'error' }, mode: 'lease', leaseSeconds: 300, retentionSeconds: 86_400 },
+		keySettings: {
+			key: { strategy: 'preset', preset: 'stripe', onMissingKey: 'error' },
+			mode: 'lease',
+			leaseSeconds: 300,
+			retentionSeconds: 86_400,
+		},
 		store: () => fixture.store,
 		clock: () => new Date(NOW_SECONDS * 1000),
 		workflowId: 'wf-webhook',
@@ -48,7 +58,9 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 		const whileRunning = await deliver(fixture, body);
 		expect(whileRunning).toMatchObject({ answer: { status: 409, headers: { [OUTCOME_HEADER]: 'in_progress' } } });
 
-		await fixture.store.complete([{ key: 'evt:evt_1', ownerToken: first.start.idempotency.ownerToken as string, response: { received: true } }]);
+		await fixture.store.complete([
+			{ key: 'evt:evt_1', ownerToken: first.start.idempotency.ownerToken as string, response: { received: true } },
+		]);
 		await fixture.update('evt:evt_1', { executionId: '901' });
 		const afterwards = await deliver(fixture, body);
 		expect(afterwards).toMatchObject({
@@ -73,7 +85,9 @@ describe('decideWebhook with Postgres out of reach', () => {
 
 		const decision = await deliver({ store: unreachable }, '{"id":"evt_unreachable"}');
 
-		expect(decision).toMatchObject({ answer: { status: 503, body: { error: 'key_store_unavailable' }, headers: { [OUTCOME_HEADER]: 'not_reserved' } } });
+		expect(decision).toMatchObject({
+			answer: { status: 503, body: { error: 'key_store_unavailable' }, headers: { [OUTCOME_HEADER]: 'not_reserved' } },
+		});
 		expect(JSON.stringify(decision)).not.toContain(settings.host);
 	});
 });

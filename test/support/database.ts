@@ -48,7 +48,7 @@ export interface PostgresSchemaFixture extends PostgresPoolFixture {
 	/** This file's own schema. */
 	readonly schema: string;
 	/** One stored key's row, every column (undefined when the key is not stored). */
-	row(key: string, table?: string): Promise<Record<string, any> | undefined> // eslint-disable-line @typescript-eslint/no-explicit-any -- rows are read column by column in the tests;
+	row(key: string, table?: string): Promise<Record<string, any> | undefined>; // eslint-disable-line @typescript-eslint/no-explicit-any -- rows are read column by column in the tests;
 }
 
 /**
@@ -76,7 +76,10 @@ export function postgresPoolFixture({ max = 5 }: { max?: number } = {}): Postgre
  * postgresPoolFixture plus a fresh schema for the file (named `${prefix}_…`) and, in it, the key
  * tables named in `keyTables` created as the package creates them.
  */
-export function postgresSchemaFixture(prefix: string, { keyTables = [], max }: { keyTables?: string[]; max?: number } = {}): PostgresSchemaFixture {
+export function postgresSchemaFixture(
+	prefix: string,
+	{ keyTables = [], max }: { keyTables?: string[]; max?: number } = {},
+): PostgresSchemaFixture {
 	const database = postgresPoolFixture({ max });
 	let schema: string | undefined;
 	beforeAll(async () => {

@@ -30,7 +30,11 @@ async function main(): Promise<void> {
 		createTable: false,
 	});
 	const deliver = () =>
-		effect.run({ key: args.key, keySource: 'custom', payloadHash: null }, { text: sql, values: [args.key, process.pid] }, { retentionSeconds: 3600 });
+		effect.run(
+			{ key: args.key, keySource: 'custom', payloadHash: null },
+			{ text: sql, values: [args.key, process.pid] },
+			{ retentionSeconds: 3600 },
+		);
 
 	if (args.mode === 'pause') {
 		await deliver();

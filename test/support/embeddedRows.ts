@@ -10,7 +10,6 @@ const NOW_MS = "cast(unixepoch('subsec') * 1000 as integer)";
 const TIME_COLUMNS = ['first_seen', 'last_seen', 'locked_until', 'expires_at', 'completed_at', 'effect_completed_at'] as const;
 const JSON_COLUMNS = ['response', 'payload'] as const;
 
-
 type SqlValue = string | number | null;
 
 /** The part of node:sqlite's DatabaseSync used here (this project's @types/node predates the module). */
@@ -71,11 +70,16 @@ function toRow(raw: Record<string, unknown> | undefined): StoredRow | undefined 
 	return row as unknown as StoredRow;
 }
 
-export function embeddedRows(file: string, table: string): RowAccess & { orderMark(objectKey: string): Promise<{ version: string; stale_count: number } | undefined> } {
+export function embeddedRows(
+	file: string,
+	table: string,
+): RowAccess & { orderMark(objectKey: string): Promise<{ version: string; stale_count: number } | undefined> } {
 	const db = open(file);
 	const name = `"${table}"`;
 	const prefixed = (prefix: string | undefined) =>
-		prefix === undefined ? { where: '', values: [] as SqlValue[] } : { where: 'where substr(key, 1, length(?)) = ?', values: [prefix, prefix] };
+		prefix === undefined
+			? { where: '', values: [] as SqlValue[] }
+			: { where: 'where substr(key, 1, length(?)) = ?', values: [prefix, prefix] };
 	return {
 		row: async (key) => toRow(db.prepare(`select * from ${name} where key = ?`).get(key) as Record<string, unknown> | undefined),
 		keys: async (prefix) => {
@@ -118,13 +122,17 @@ export function embeddedRows(file: string, table: string): RowAccess & { orderMa
 		now: async () => new Date((db.prepare(`select ${NOW_MS} as now`).get() as { now: number }).now),
 		skipInsertOf: async (key) => {
 			const trigger = `skip_${Math.random().toString(16).slice(2, 10)}`;
-			db.exec(`create trigger ${trigger} before insert on ${name} when new.key = '${key.replace(/'/g, "''")}' begin select raise(ignore); end`);
+			db.exec(
+				`create trigger ${trigger} before insert on ${name} when new.key = '${key.replace(/'/g, "''")}' begin select raise(ignore); end`,
+			);
 			return async () => {
 				db.exec(`drop trigger ${trigger}`);
 			};
 		},
 		orderMark: async (objectKey) =>
-			db.prepare(`select version, stale_count from ${name} where object_key = ?`).get(objectKey) as { version: string; stale_count: number } | undefined,
+			db.prepare(`select version, stale_count from ${name} where object_key = ?`).get(objectKey) as
+				| { version: string; stale_count: number }
+				| undefined,
 		seedAnswerCount: async (answer, count, hoursAgo) => {
 			db.prepare(
 				`insert into "${table}_answer_counts" (hour, answer, count) values ((${NOW_MS} / 3600000 - ?) * 3600000, ?, ?)

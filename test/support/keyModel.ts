@@ -76,7 +76,9 @@ export interface ReservationSeen {
 	record: RecordSeen;
 }
 export type SettleSeen = { applied: true } | { applied: false; reason: string };
-export type ClaimSeen = { claimed: true; ownerToken: string; record: RecordSeen } | { claimed: false; reason: string; record: RecordSeen | null };
+export type ClaimSeen =
+	| { claimed: true; ownerToken: string; record: RecordSeen }
+	| { claimed: false; reason: string; record: RecordSeen | null };
 export type KeySeen = RecordSeen & { retentionEnded: boolean };
 export type CallAnswer =
 	| { kind: 'reserve'; results: ReservationSeen[] }
@@ -147,7 +149,10 @@ function reserve(state: ModelState, call: ReserveCall, answer: ReservationSeen[]
 		seenKeys.add(item.key);
 		const row = state[item.key];
 		const takeOver = (fresh: boolean) => {
-			if (answer && answer[index].outcome !== 'new') throw new Mismatch(`reserve ${item.key} (item ${index}) outcome: the model expects "new", the store answered ${JSON.stringify(answer[index].outcome)}`);
+			if (answer && answer[index].outcome !== 'new')
+				throw new Mismatch(
+					`reserve ${item.key} (item ${index}) outcome: the model expects "new", the store answered ${JSON.stringify(answer[index].outcome)}`,
+				);
 			const token = answer ? answer[index].ownerToken : `lost:${++lostTokens}`;
 			if (answer && (typeof token !== 'string' || !/^[0-9a-f-]{36}$/.test(token))) {
 				throw new Mismatch(`reserve ${item.key}: a new reservation came without an owner token (${JSON.stringify(token)})`);
@@ -190,7 +195,11 @@ function reserve(state: ModelState, call: ReserveCall, answer: ReservationSeen[]
 		if (mine) same(`${where} ownerToken`, row.owner, seen.ownerToken);
 		else same(`${where} ownerToken`, null, seen.ownerToken);
 		same(`${where} reclaimed`, mine && row.attempts > 1, seen.reclaimed);
-		same(`${where} payloadMismatch`, item.hash === null || row.payloadHash === null ? null : item.hash !== row.payloadHash, seen.payloadMismatch);
+		same(
+			`${where} payloadMismatch`,
+			item.hash === null || row.payloadHash === null ? null : item.hash !== row.payloadHash,
+			seen.payloadMismatch,
+		);
 		sameRecord(`${where} record`, row, seen.record);
 	}
 }
@@ -262,7 +271,11 @@ function claim(state: ModelState, call: ClaimCall, answer: ClaimSeen[]): void {
 		const where = `claim ${key} (item ${index})`;
 		const row = state[key];
 		if (firsts.get(key) !== index) {
-			same(`${where}`, { claimed: false, reason: 'repeat_in_batch' }, { claimed: seen.claimed, reason: seen.claimed ? undefined : seen.reason });
+			same(
+				`${where}`,
+				{ claimed: false, reason: 'repeat_in_batch' },
+				{ claimed: seen.claimed, reason: seen.claimed ? undefined : seen.reason },
+			);
 			if (row) sameRecord(`${where} record`, row, seen.record);
 			else same(`${where} record`, null, seen.record);
 			continue;
@@ -343,9 +356,15 @@ function onKey(key: string, call: StoreCall, answer: CallAnswer | undefined): { 
 	const mine = <T>(list: T[]) => list.filter((_, index) => keep[index]);
 	switch (call.kind) {
 		case 'reserve':
-			return { call: { ...call, items: mine(call.items) }, answer: answer?.kind === 'reserve' ? { ...answer, results: mine(answer.results) } : answer };
+			return {
+				call: { ...call, items: mine(call.items) },
+				answer: answer?.kind === 'reserve' ? { ...answer, results: mine(answer.results) } : answer,
+			};
 		case 'claim':
-			return { call: { ...call, keys: mine(call.keys) }, answer: answer?.kind === 'claim' ? { ...answer, results: mine(answer.results) } : answer };
+			return {
+				call: { ...call, keys: mine(call.keys) },
+				answer: answer?.kind === 'claim' ? { ...answer, results: mine(answer.results) } : answer,
+			};
 		case 'getKeys':
 			return {
 				call: { ...call, keys: mine(call.keys) },
@@ -354,7 +373,10 @@ function onKey(key: string, call: StoreCall, answer: CallAnswer | undefined): { 
 		case 'complete':
 		case 'release':
 		case 'fail':
-			return { call: { ...call, items: mine(call.items) }, answer: answer?.kind === 'settle' ? { ...answer, results: mine(answer.results) } : answer };
+			return {
+				call: { ...call, items: mine(call.items) },
+				answer: answer?.kind === 'settle' ? { ...answer, results: mine(answer.results) } : answer,
+			};
 		case 'cleanup':
 			return null;
 	}
@@ -402,7 +424,9 @@ export class KeyModel {
 						kept.push(state[key] ?? null);
 					} catch (error) {
 						if (!(error instanceof Mismatch)) throw error;
-						const described = order.map((step) => `call ${named[step.call].index}${step.half === 'whole' ? '' : ` ${step.half}`}`).join(' → ');
+						const described = order
+							.map((step) => `call ${named[step.call].index}${step.half === 'whole' ? '' : ` ${step.half}`}`)
+							.join(' → ');
 						if (failures.length < 6) failures.push(`  in the order ${described}: ${error.message}`);
 					}
 				}
@@ -412,7 +436,9 @@ export class KeyModel {
 					[
 						`No order of this round's calls on ${key} explains the store's answers, from any of the ${this.candidates(key).length} row(s) the model holds possible for it.`,
 						...failures,
-						`The model's possible row(s) of ${key} before the round: ${this.candidates(key).map((row) => describeRow(key, row)).join(' | or | ')}`,
+						`The model's possible row(s) of ${key} before the round: ${this.candidates(key)
+							.map((row) => describeRow(key, row))
+							.join(' | or | ')}`,
 					].join('\n'),
 				);
 			}
@@ -426,7 +452,9 @@ export class KeyModel {
 		same('cleanup finished', true, answer.finished);
 		// Per key, each possible row's share of the count and what is left of it.
 		const keys = [...this.rows.keys()];
-		const options = keys.map((key) => this.candidates(key).map((row) => ({ doomed: row !== null && ended(row), row: row && ended(row) ? null : row })));
+		const options = keys.map((key) =>
+			this.candidates(key).map((row) => ({ doomed: row !== null && ended(row), row: row && ended(row) ? null : row })),
+		);
 		const kept = keys.map((): Candidates => []);
 		const walk = (index: number, count: number, chosen: Array<{ row: ModelRow | null }>) => {
 			if (index === keys.length) {
@@ -465,7 +493,9 @@ export class KeyModel {
 			return row.status === rowSeen.status && (row.lease !== 'none') === rowSeen.hasLease;
 		});
 		if (kept.length === 0) {
-			throw new Error(`Before its ${change} runs out, ${key} is stored as ${JSON.stringify(rowSeen ?? 'no row')}; the model: ${this.describe()}`);
+			throw new Error(
+				`Before its ${change} runs out, ${key} is stored as ${JSON.stringify(rowSeen ?? 'no row')}; the model: ${this.describe()}`,
+			);
 		}
 		this.rows.set(
 			key,
@@ -506,14 +536,26 @@ export class KeyModel {
 
 	describe(): string {
 		const keys = [...this.rows.keys()].sort();
-		return keys.length === 0 ? 'no keys' : keys.map((key) => this.candidates(key).map((row) => describeRow(key, row)).join(' or ')).join('; ');
+		return keys.length === 0
+			? 'no keys'
+			: keys
+					.map((key) =>
+						this.candidates(key)
+							.map((row) => describeRow(key, row))
+							.join(' or '),
+					)
+					.join('; ');
 	}
 }
 
 /** A row in one line: its status, attempts, duplicates, lease, retention and owner. */
 export function describeRow(key: string, row: ModelRow | null): string {
 	if (!row) return `${key}: not stored`;
-	const flags = [row.lease !== 'none' ? `lease ${row.lease}` : '', row.retentionPast ? 'retention past' : '', row.effectDone ? 'effect done' : '']
+	const flags = [
+		row.lease !== 'none' ? `lease ${row.lease}` : '',
+		row.retentionPast ? 'retention past' : '',
+		row.effectDone ? 'effect done' : '',
+	]
 		.filter(Boolean)
 		.join(', ');
 	return `${key}: ${row.status} ×${row.attempts} dup ${row.duplicates}${flags ? ` (${flags})` : ''} owner ${row.owner.slice(0, 8)}`;

@@ -52,7 +52,9 @@ export function loadBaseNodeFiles(files: Record<string, string>): Record<string,
 	const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'nodes');
 	// Node's own require, not jest's: n8n-nodes-base's dependencies include ES modules, which Node 24 requires natively.
 	// (jest replaces `require` and node:module in a test; process.getBuiltinModule gives Node's own.)
-	const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule('node:module');
+	const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule(
+		'node:module',
+	);
 	const nativeRequire = createRequire(join(directory, 'package.json'));
 	const types: Record<string, INodeType | IVersionedNodeType> = {};
 	for (const [type, file] of Object.entries(files)) {
@@ -98,7 +100,11 @@ export class TestEffect implements INodeType {
 	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const failFor = new Set(String(this.getNodeParameter('failFor', 0, '')).split(',').filter(Boolean));
+		const failFor = new Set(
+			String(this.getNodeParameter('failFor', 0, ''))
+				.split(',')
+				.filter(Boolean),
+		);
 		const failTimes = this.getNodeParameter('failTimes', 0, 0) as number;
 		const outputNothing = this.getNodeParameter('outputNothing', 0, false) as boolean;
 		const output: INodeExecutionData[] = [];
@@ -139,7 +145,11 @@ export class TestEffectOnce implements INodeType {
 	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const failOnce = new Set(String(this.getNodeParameter('failOnce', 0, '')).split(',').filter(Boolean));
+		const failOnce = new Set(
+			String(this.getNodeParameter('failOnce', 0, ''))
+				.split(',')
+				.filter(Boolean),
+		);
 		const noEffect = this.getNodeParameter('noEffect', 0, false) as boolean;
 		const output: INodeExecutionData[] = [];
 		for (const [index, item] of this.getInputData().entries()) {

@@ -70,8 +70,24 @@ export class TestWebhook implements INodeType {
 }
 
 /** A test stand-in for a business step: one main input, one main output. */
-function stepDescription(name: string, displayName: string, defaultName: string, description: string, properties: INodeProperties[] = []): INodeType['description'] {
-	return { displayName, name, group: ['transform'], version: 1, description, defaults: { name: defaultName }, inputs: [NodeConnectionTypes.Main], outputs: [NodeConnectionTypes.Main], properties };
+function stepDescription(
+	name: string,
+	displayName: string,
+	defaultName: string,
+	description: string,
+	properties: INodeProperties[] = [],
+): INodeType['description'] {
+	return {
+		displayName,
+		name,
+		group: ['transform'],
+		version: 1,
+		description,
+		defaults: { name: defaultName },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		properties,
+	};
 }
 
 /**
@@ -107,7 +123,12 @@ export class TestStep implements INodeType {
 
 /** A business step that succeeds while n8n's own database goes down under it (n8nDatabase). */
 export class TestStepN8nDatabaseDown implements INodeType {
-	description = stepDescription('testStepN8nDatabaseDown', 'Test Step, n8n Database Down', 'Step', "Succeeds, and n8n's database goes down meanwhile");
+	description = stepDescription(
+		'testStepN8nDatabaseDown',
+		'Test Step, n8n Database Down',
+		'Step',
+		"Succeeds, and n8n's database goes down meanwhile",
+	);
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		n8nDatabase.down = true;
@@ -123,13 +144,24 @@ export class TestStepN8nDatabaseDown implements INodeType {
  */
 export class TestFailingStep implements INodeType {
 	description = stepDescription('testFailingStep', 'Test Failing Step', 'Failing Step', 'Fails like a stock node', [
-		{ displayName: 'Shape', name: 'shape', type: 'options', options: [{ name: 'Postgres', value: 'postgres' }, { name: 'Code', value: 'code' }], default: 'postgres' },
+		{
+			displayName: 'Shape',
+			name: 'shape',
+			type: 'options',
+			options: [
+				{ name: 'Postgres', value: 'postgres' },
+				{ name: 'Code', value: 'code' },
+			],
+			default: 'postgres',
+		},
 		{ displayName: 'Message', name: 'message', type: 'string', default: 'boom' },
 	]);
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const shape = this.getNodeParameter('shape', 0) as string;
-		const error = new NodeOperationError(this.getNode(), new Error(this.getNodeParameter('message', 0) as string), { description: 'Failed query' });
+		const error = new NodeOperationError(this.getNode(), new Error(this.getNodeParameter('message', 0) as string), {
+			description: 'Failed query',
+		});
 		if (!this.continueOnFail()) throw error;
 		if (shape === 'postgres') return [[{ json: { message: error.message, error: { ...error } } }]];
 		return [this.getInputData().map((_item, index) => ({ json: { error: error.message }, pairedItem: { item: index } }))];
@@ -162,16 +194,28 @@ export class TestPartlyFailingStep implements INodeType {
 		const failing = this.getNodeParameter('failingItem', 0) as number;
 		return [
 			this.getInputData().map((item, index) =>
-				index === failing ? { json: { error: `item ${index} refused` }, pairedItem: { item: index } } : { json: { done: index }, pairedItem: { item: index } },
+				index === failing
+					? { json: { error: `item ${index} refused` }, pairedItem: { item: index } }
+					: { json: { done: index }, pairedItem: { item: index } },
 			),
 		];
 	}
 }
 
 const nodeTypeByName: Record<string, INodeType> = Object.fromEntries(
-	[new TestWebhook(), new TestStep(), new TestStepN8nDatabaseDown(), new TestFailingStep(), new TestThrowingStep(), new TestPartlyFailingStep(), new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery(), new IdempotencyOrderGuard(), new IdempotentWebhook()].map(
-		(nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType],
-	),
+	[
+		new TestWebhook(),
+		new TestStep(),
+		new TestStepN8nDatabaseDown(),
+		new TestFailingStep(),
+		new TestThrowingStep(),
+		new TestPartlyFailingStep(),
+		new IdempotencyReserve(),
+		new IdempotencyKey(),
+		new IdempotencyExecuteQuery(),
+		new IdempotencyOrderGuard(),
+		new IdempotentWebhook(),
+	].map((nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType]),
 );
 
 /** Node types from elsewhere (n8n-nodes-base's, see n8nBaseNodes.ts), by their full type name. */
@@ -222,7 +266,14 @@ export function credentialsHelper(stored: Record<string, ICredentialDataDecrypte
 		if (n8nDatabase.down) throw await n8nDatabase.failure();
 		const data = details.id ? stored[details.id] : undefined;
 		if (!data || type !== credentialType.name) throw new Error(`No credential ${details.id} of type ${type}`);
-		return NodeHelpers.getNodeParameters(credentialType.properties, data as INodeParameters, true, false, null, null) as ICredentialDataDecryptedObject;
+		return NodeHelpers.getNodeParameters(
+			credentialType.properties,
+			data as INodeParameters,
+			true,
+			false,
+			null,
+			null,
+		) as ICredentialDataDecryptedObject;
 	});
 	return Object.assign(helper, { lookups });
 }
@@ -259,7 +310,13 @@ export const CREDENTIAL_UP = 'cred-up';
 export const CREDENTIAL_DOWN = 'cred-down';
 
 /** An engine with two credentials: CREDENTIAL_UP (the test database) and CREDENTIAL_DOWN (port 1: nothing listens, nothing is stored). */
-export function engineWithUpAndDownCredentials(database: { host: string; port: number; database: string; user: string; password: string }): EngineBase {
+export function engineWithUpAndDownCredentials(database: {
+	host: string;
+	port: number;
+	database: string;
+	user: string;
+	password: string;
+}): EngineBase {
 	const { host, port, database: name, user, password } = database;
 	return engineBase(
 		credentialsHelper({
@@ -369,10 +426,22 @@ export function webhookAnswer(executionId: string, run: IRun): number | undefine
  * Resumes a waiting execution the way n8n does: a new WorkflowExecute, with new lifecycle hooks and
  * execution indexes from 0, over the run data n8n saved (a JSON copy, as its database gives back).
  */
-export async function resumeInProcess(workflowData: IWorkflowBase, executionId: string, saved: IRunExecutionData, base: EngineBase, mode: WorkflowExecuteMode = 'webhook'): Promise<IRun> {
+export async function resumeInProcess(
+	workflowData: IWorkflowBase,
+	executionId: string,
+	saved: IRunExecutionData,
+	base: EngineBase,
+	mode: WorkflowExecuteMode = 'webhook',
+): Promise<IRun> {
 	const workflow = loadedWorkflow(workflowData);
 	const hooks = hooksRecordingAnswers(mode, executionId, workflowData);
-	const additionalData = { ...base, executionId, hooks, restartExecutionId: executionId, currentNodeExecutionIndex: 0 } as IWorkflowExecuteAdditionalData;
+	const additionalData = {
+		...base,
+		executionId,
+		hooks,
+		restartExecutionId: executionId,
+		currentNodeExecutionIndex: 0,
+	} as IWorkflowExecuteAdditionalData;
 	const runExecutionData = JSON.parse(JSON.stringify(saved)) as IRunExecutionData;
 	return await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
 }
@@ -385,7 +454,18 @@ export function packageNode(name: string, type: string, parameters: INodeParamet
 /** A saved workflow as WorkflowExecute needs it (inactive, execution order v1). */
 export function inProcessWorkflow(id: string, nodes: INode[], connections: IWorkflowBase['connections']): IWorkflowBase {
 	const now = new Date();
-	return { id, name: id, active: false, activeVersionId: null, isArchived: false, createdAt: now, updatedAt: now, nodes, connections, settings: { executionOrder: 'v1' } };
+	return {
+		id,
+		name: id,
+		active: false,
+		activeVersionId: null,
+		isArchived: false,
+		createdAt: now,
+		updatedAt: now,
+		nodes,
+		connections,
+		settings: { executionOrder: 'v1' },
+	};
 }
 
 /** The items one node received over its (only) run, or none when it did not run. */

@@ -14,7 +14,9 @@ export interface OwnPostgres {
 }
 
 export async function startOwnPostgres(baseDir: string, port?: number): Promise<OwnPostgres> {
-	const child: ChildProcess = spawn(process.execPath, ['-r', REGISTER, CHILD, JSON.stringify({ baseDir, port })], { stdio: ['pipe', 'pipe', 'pipe'] });
+	const child: ChildProcess = spawn(process.execPath, ['-r', REGISTER, CHILD, JSON.stringify({ baseDir, port })], {
+		stdio: ['pipe', 'pipe', 'pipe'],
+	});
 	let stderr = '';
 	child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
 	const ready = await new Promise<{ url: string; port: number }>((resolve, reject) => {

@@ -3,7 +3,6 @@ import type { Pool } from 'pg';
 
 import { ROW_COLUMNS as COLUMNS, type RowAccess, type RowValues, type SeedRow, type StoredRow } from './stores';
 
-
 /** Column names and SQL value expressions for the given values, parameters numbered from `first`. */
 function assignments(values: RowValues, first: number): { columns: string[]; expressions: string[]; parameters: unknown[] } {
 	const columns: string[] = [];
@@ -24,14 +23,23 @@ function assignments(values: RowValues, first: number): { columns: string[]; exp
 			continue;
 		}
 		parameters.push(kind === 'json' ? JSON.stringify(value) : value);
-		expressions.push(kind === 'time' ? `now() + make_interval(secs => ${placeholder}::float8)` : kind === 'json' ? `${placeholder}::jsonb` : kind === 'uuid' ? `${placeholder}::uuid` : placeholder);
+		expressions.push(
+			kind === 'time'
+				? `now() + make_interval(secs => ${placeholder}::float8)`
+				: kind === 'json'
+					? `${placeholder}::jsonb`
+					: kind === 'uuid'
+						? `${placeholder}::uuid`
+						: placeholder,
+		);
 	}
 	return { columns, expressions, parameters };
 }
 
 export function postgresRows(pool: Pool, schema: string, table: string): RowAccess {
 	const name = `${schema}.${table}`;
-	const prefixed = (prefix: string | undefined) => (prefix === undefined ? { where: '', values: [] } : { where: 'where starts_with(key, $1)', values: [prefix] });
+	const prefixed = (prefix: string | undefined) =>
+		prefix === undefined ? { where: '', values: [] } : { where: 'where starts_with(key, $1)', values: [prefix] };
 	return {
 		row: async (key) => (await pool.query(`select * from ${name} where key = $1`, [key])).rows[0] as StoredRow | undefined,
 		keys: async (prefix) => {
@@ -45,7 +53,10 @@ export function postgresRows(pool: Pool, schema: string, table: string): RowAcce
 		seed: async (rows: SeedRow[]) => {
 			for (const { key, ...values } of rows) {
 				const { columns, expressions, parameters } = assignments(values, 2);
-				await pool.query(`insert into ${name} (key${columns.map((c) => `, ${c}`).join('')}) values ($1${expressions.map((e) => `, ${e}`).join('')})`, [key, ...parameters]);
+				await pool.query(
+					`insert into ${name} (key${columns.map((c) => `, ${c}`).join('')}) values ($1${expressions.map((e) => `, ${e}`).join('')})`,
+					[key, ...parameters],
+				);
 			}
 		},
 		seedMany: async (prefix, count, values) => {
@@ -67,7 +78,9 @@ export function postgresRows(pool: Pool, schema: string, table: string): RowAcce
 		skipInsertOf: async (key) => {
 			const trigger = `skip_${Math.random().toString(16).slice(2, 10)}`;
 			await pool.query(`create function ${schema}.${trigger}() returns trigger language plpgsql as $$ begin return null; end $$`);
-			await pool.query(`create trigger ${trigger} before insert on ${name} for each row when (new.key = '${key.replace(/'/g, "''")}') execute function ${schema}.${trigger}()`);
+			await pool.query(
+				`create trigger ${trigger} before insert on ${name} for each row when (new.key = '${key.replace(/'/g, "''")}') execute function ${schema}.${trigger}()`,
+			);
 			return async () => {
 				await pool.query(`drop trigger ${trigger} on ${name}`);
 			};

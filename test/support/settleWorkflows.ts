@@ -2,7 +2,15 @@ import { NodeConnectionTypes, type IConnections, type INode, type INodeParameter
 import type { Pool } from 'pg';
 
 import { webhookItem } from './fakeExecuteFunctions';
-import { CREDENTIAL_UP, executeInProcess, inProcessWorkflow, packageNode, resumeInProcess, webhookAnswer, type EngineBase } from './n8nEngine';
+import {
+	CREDENTIAL_UP,
+	executeInProcess,
+	inProcessWorkflow,
+	packageNode,
+	resumeInProcess,
+	webhookAnswer,
+	type EngineBase,
+} from './n8nEngine';
 
 /*
  * The webhook template's shape around a business step, for n8n-core's own engine: Webhook →
@@ -18,8 +26,24 @@ export const toInput = (name: string, index: number) => [{ node: name, type: Nod
  * One of n8n-nodes-base's nodes. Routing nodes continue on error (regular output), a wiring a
  * position-based Settle accepted: each row shows what happens to the key, not a refusal.
  */
-export function baseNode(name: string, type: string, typeVersion: number, parameters: INodeParameters, y: number, extra: Partial<INode> = {}): INode {
-	return { id: name, name, type: `n8n-nodes-base.${type}`, typeVersion, position: [400, y], parameters, onError: 'continueRegularOutput', ...extra };
+export function baseNode(
+	name: string,
+	type: string,
+	typeVersion: number,
+	parameters: INodeParameters,
+	y: number,
+	extra: Partial<INode> = {},
+): INode {
+	return {
+		id: name,
+		name,
+		type: `n8n-nodes-base.${type}`,
+		typeVersion,
+		position: [400, y],
+		parameters,
+		onError: 'continueRegularOutput',
+		...extra,
+	};
 }
 
 /** The test's business effect (test/support/n8nBaseNodes.ts), one per item. */
@@ -29,7 +53,8 @@ export function effect(name: string, parameters: INodeParameters, y: number, ext
 
 /** If: true when the event's body has `skip: true` (or another field set to true). */
 /** A business effect per item (TestEffectOnce) that fails once for the events named in `failOnce` (comma-separated). */
-export const once = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) => packageNode(name, 'testEffectOnce', { failOnce }, { position: [400, y], ...extra });
+export const once = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) =>
+	packageNode(name, 'testEffectOnce', { failOnce }, { position: [400, y], ...extra });
 /** The same without an effect (a lookup, an enrichment). */
 export const lookup = (name: string, failOnce: string, y: number, extra: Partial<INode> = {}) =>
 	packageNode(name, 'testEffectOnce', { failOnce, noEffect: true }, { position: [400, y], ...extra });
@@ -46,7 +71,14 @@ export function skipIf(name: string, y: number, field = 'skip'): INode {
 		{
 			conditions: {
 				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
-				conditions: [{ id: 'c1', leftValue: `={{ $json.body.${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } }],
+				conditions: [
+					{
+						id: 'c1',
+						leftValue: `={{ $json.body.${field} }}`,
+						rightValue: '',
+						operator: { type: 'boolean', operation: 'true', singleValue: true },
+					},
+				],
 				combinator: 'and',
 			},
 			looseTypeValidation: true,
@@ -81,8 +113,18 @@ export function settleWorkflow(schema: string, id: string, shape: Shape): IWorkf
 	const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
 	const nodes: INode[] = [
 		packageNode('Webhook', 'testWebhook'),
-		packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { ...table, storePayload: true } }, { credentials, onError: 'continueRegularOutput' }),
-		packageNode('Settle', 'idempotencyKey', { operation: 'settle', responseJson: '={{ JSON.stringify({ stored: true }) }}', options: table }, { credentials, position: [700, shape.settleY ?? 240] }),
+		packageNode(
+			'Reserve',
+			'idempotencyReserve',
+			{ keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: { ...table, storePayload: true } },
+			{ credentials, onError: 'continueRegularOutput' },
+		),
+		packageNode(
+			'Settle',
+			'idempotencyKey',
+			{ operation: 'settle', responseJson: '={{ JSON.stringify({ stored: true }) }}', options: table },
+			{ credentials, position: [700, shape.settleY ?? 240] },
+		),
 		// Completed's answer uppermost: n8n runs a node's children top to bottom.
 		...ANSWER_NODES.map(({ name, status }, index) => packageNode(name, 'testStep', { status }, { position: [980, 120 + index * 160] })),
 		packageNode('Respond 200 (duplicate)', 'testStep', { status: 200 }, { position: [700, 560] }),
@@ -106,7 +148,9 @@ export function settleWorkflow(schema: string, id: string, shape: Shape): IWorkf
 	};
 	if (!beside) {
 		const after = shape.settleAfter as string;
-		connections[after] = { main: [[...(connections[after]?.main?.[0] ?? []), ...link('Settle')], ...(connections[after]?.main?.slice(1) ?? [])] };
+		connections[after] = {
+			main: [[...(connections[after]?.main?.[0] ?? []), ...link('Settle')], ...(connections[after]?.main?.slice(1) ?? [])],
+		};
 	}
 	return inProcessWorkflow(id, nodes, connections);
 }
@@ -136,7 +180,8 @@ export async function withQueueMode<T>(run: () => Promise<T>): Promise<T> {
 export function keyStatesIn(db: { readonly pool: Pool; readonly schema: string }) {
 	const keyState = async (id: string): Promise<{ status: string; last_error: string | null } | undefined> =>
 		(await db.pool.query(`select status, last_error from ${db.schema}.processed_events where key = $1`, [`evt:${id}`])).rows[0];
-	const statuses = async (ids: string[]): Promise<Array<string | undefined>> => await Promise.all(ids.map(async (id) => (await keyState(id))?.status));
+	const statuses = async (ids: string[]): Promise<Array<string | undefined>> =>
+		await Promise.all(ids.map(async (id) => (await keyState(id))?.status));
 	return { keyState, statuses };
 }
 
@@ -147,7 +192,12 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 		async deliver(data: IWorkflowBase, bodies: unknown[]): Promise<Delivery> {
 			executions += 1;
 			const executionId = `${prefix}-${executions}`;
-			const { run } = await executeInProcess(data, executionId, bodies.map((body) => webhookItem(body)), engine());
+			const { run } = await executeInProcess(
+				data,
+				executionId,
+				bodies.map((body) => webhookItem(body)),
+				engine(),
+			);
 			return { executionId, run, answer: webhookAnswer(executionId, run) };
 		},
 		/** The resumed execution, as n8n's wait tracker starts it once the Wait's time has come. */
@@ -181,7 +231,8 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 				if (is2xx(ended.answer)) {
 					const states = await statuses(bodies.map((body) => body.id));
 					bodies.forEach((body, index) => {
-						if (states[index] !== 'completed') lost.push(`${body.id} (${states[index]}) after answer ${ended.answer} on delivery ${attempt + 1}`);
+						if (states[index] !== 'completed')
+							lost.push(`${body.id} (${states[index]}) after answer ${ended.answer} on delivery ${attempt + 1}`);
 					});
 					break;
 				}
@@ -194,7 +245,12 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 				const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
 				executions += 1;
 				const executionId = `${prefix}-sub-${executions}`;
-				const child = executeInProcess(inProcessWorkflow(executionId, code.nodes, code.connections), executionId, options.inputData ?? [], engine());
+				const child = executeInProcess(
+					inProcessWorkflow(executionId, code.nodes, code.connections),
+					executionId,
+					options.inputData ?? [],
+					engine(),
+				);
 				if (options.doNotWaitToFinish) {
 					void child.catch(() => undefined);
 					return { executionId, data: [null] };

@@ -63,7 +63,11 @@ function postgresPool(url: string, connections: number): { pool: Pool; warmUp: (
 export function openKeyStore(target: StoreTarget, connections = 1): OpenedStore<KeyStore> {
 	if (target.backend === 'postgres') {
 		const { pool, warmUp } = postgresPool(target.url, connections);
-		return { store: new PostgresKeyStore(pool, { schema: target.schema, table: target.table, createTable: false }), warmUp, close: () => pool.end() };
+		return {
+			store: new PostgresKeyStore(pool, { schema: target.schema, table: target.table, createTable: false }),
+			warmUp,
+			close: () => pool.end(),
+		};
 	}
 	const store = embeddedModule().openEmbeddedKeyStore({ file: target.file, table: target.table, createTable: false });
 	return { store, warmUp: async () => {}, close: async () => {} };
@@ -72,7 +76,11 @@ export function openKeyStore(target: StoreTarget, connections = 1): OpenedStore<
 export function openOrderStore(target: StoreTarget, connections = 1): OpenedStore<OrderStore> {
 	if (target.backend === 'postgres') {
 		const { pool, warmUp } = postgresPool(target.url, connections);
-		return { store: new PostgresOrderStore(pool, { schema: target.schema, table: target.table, createTable: false }), warmUp, close: () => pool.end() };
+		return {
+			store: new PostgresOrderStore(pool, { schema: target.schema, table: target.table, createTable: false }),
+			warmUp,
+			close: () => pool.end(),
+		};
 	}
 	const store = embeddedModule().openEmbeddedOrderStore({ file: target.file, table: target.table, createTable: false });
 	return { store, warmUp: async () => {}, close: async () => {} };

@@ -44,24 +44,35 @@ async function main(): Promise<void> {
 		for (let batch = 0; ; batch++) {
 			process.stdout.write(`batch ${batch}\n`);
 			const keys = Array.from({ length: job.size }, (_, index) => `${job.prefix}${batch}-${index}`);
-			await store.reserve(keys.map((key) => ({ key, keySource: 'custom', payloadHash: null })), { mode: 'permanent', ...LEASE, executionId });
+			await store.reserve(
+				keys.map((key) => ({ key, keySource: 'custom', payloadHash: null })),
+				{ mode: 'permanent', ...LEASE, executionId },
+			);
 		}
 	}
 	if (job.kind === 'count') {
 		await Promise.all(job.answers.map((answer) => store.countAnswer(answer)));
-		process.stdout.write(`${JSON.stringify({ pid: process.pid, results: job.answers.map((answer) => ({ key: answer, outcome: 'counted' })) } satisfies StoreWorkerReport)}\n`);
+		process.stdout.write(
+			`${JSON.stringify({ pid: process.pid, results: job.answers.map((answer) => ({ key: answer, outcome: 'counted' })) } satisfies StoreWorkerReport)}\n`,
+		);
 		await opened.close();
 		return;
 	}
 	const calls =
 		job.kind === 'reserve'
 			? job.batches.map(async (keys) =>
-					(await store.reserve(keys.map((key) => ({ key, keySource: 'custom', payloadHash: null })), { mode: job.mode, ...LEASE, executionId })).map(
-						(result) => ({ key: result.key, outcome: result.outcome as string }),
-					),
+					(
+						await store.reserve(
+							keys.map((key) => ({ key, keySource: 'custom', payloadHash: null })),
+							{ mode: job.mode, ...LEASE, executionId },
+						)
+					).map((result) => ({ key: result.key, outcome: result.outcome as string })),
 				)
 			: job.batches.map(async (keys) =>
-					(await store.claimForReplay(keys, { ...LEASE, executionId })).map((claim) => ({ key: claim.key, outcome: claim.claimed ? 'claimed' : claim.reason })),
+					(await store.claimForReplay(keys, { ...LEASE, executionId })).map((claim) => ({
+						key: claim.key,
+						outcome: claim.claimed ? 'claimed' : claim.reason,
+					})),
 				);
 	const results = (await Promise.all(calls)).flat();
 	process.stdout.write(`${JSON.stringify({ pid: process.pid, results } satisfies StoreWorkerReport)}\n`);

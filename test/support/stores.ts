@@ -167,7 +167,12 @@ export async function freshStore(backend: Backend, options: FreshStoreOptions = 
 	return await keyFixture(backend, { file: embeddedFile(prefix) }, options, []);
 }
 
-async function keyFixture(backend: Backend, where: Where, options: FreshStoreOptions, closers: Array<() => Promise<void>>): Promise<StoreFixture> {
+async function keyFixture(
+	backend: Backend,
+	where: Where,
+	options: FreshStoreOptions,
+	closers: Array<() => Promise<void>>,
+): Promise<StoreFixture> {
 	const table = options.table ?? 'processed_events';
 	const target: StoreTarget =
 		backend === 'postgres' ? { backend, url: databaseUrl(), schema: where.schema!, table } : { backend, file: where.file!, table };
@@ -230,7 +235,8 @@ export async function freshOrderStore(backend: Backend, options: { table?: strin
 			target,
 			store: opened.store,
 			mark: async (objectKey) =>
-				(await pool.query(`select version::text as version, stale_count from ${schema}.${table} where object_key = $1`, [objectKey])).rows[0],
+				(await pool.query(`select version::text as version, stale_count from ${schema}.${table} where object_key = $1`, [objectKey]))
+					.rows[0],
 			close: async () => {
 				await opened.close();
 				await pool.end();

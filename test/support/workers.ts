@@ -93,7 +93,11 @@ export function startSignal(): Promise<void> {
  * process's results (one per key of each call), with its process id.
  */
 export async function raceStore(target: StoreTarget, jobs: StoreJob[], connectionsPerProcess = 1): Promise<StoreWorkerReport[]> {
-	return await raceWorkers<StoreWorkerReport>('storeWorker.ts', (index) => ({ target, connections: connectionsPerProcess, job: jobs[index] }), jobs.length);
+	return await raceWorkers<StoreWorkerReport>(
+		'storeWorker.ts',
+		(index) => ({ target, connections: connectionsPerProcess, job: jobs[index] }),
+		jobs.length,
+	);
 }
 
 /** `processes` processes each reserving one key `callsPerProcess` times at once: every outcome with its process. */
@@ -101,8 +105,16 @@ export async function raceOneKey(
 	target: StoreTarget,
 	options: { key: string; processes: number; connectionsPerProcess: number; callsPerProcess: number; mode: 'lease' | 'permanent' },
 ): Promise<Array<{ pid: number; outcome: string }>> {
-	const job: StoreJob = { kind: 'reserve', batches: Array.from({ length: options.callsPerProcess }, () => [options.key]), mode: options.mode };
-	const reports = await raceStore(target, Array.from({ length: options.processes }, () => job), options.connectionsPerProcess);
+	const job: StoreJob = {
+		kind: 'reserve',
+		batches: Array.from({ length: options.callsPerProcess }, () => [options.key]),
+		mode: options.mode,
+	};
+	const reports = await raceStore(
+		target,
+		Array.from({ length: options.processes }, () => job),
+		options.connectionsPerProcess,
+	);
 	return reports.flatMap((report) => report.results.map(({ outcome }) => ({ pid: report.pid, outcome })));
 }
 
@@ -123,13 +135,20 @@ export function shuffled<T>(items: T[], seed: number): T[] {
  * and caller): even callers reserve them (lease), odd ones claim them for replay. The keys the
  * callers won, and what any caller threw.
  */
-export async function reserveOrClaimRace(stores: KeyStore[], keys: string[], round: number): Promise<{ owned: string[]; failures: string[] }> {
+export async function reserveOrClaimRace(
+	stores: KeyStore[],
+	keys: string[],
+	round: number,
+): Promise<{ owned: string[]; failures: string[] }> {
 	const lease = { mode: 'lease' as const, leaseSeconds: 120, retentionSeconds: 86_400 };
 	const settled = await Promise.allSettled(
 		stores.map(async (store, index) => {
 			const order = shuffled(keys, round * 10 + index);
 			if (index % 2 === 0) {
-				const results = await store.reserve(order.map((key) => ({ key, keySource: 'test', payloadHash: null })), lease);
+				const results = await store.reserve(
+					order.map((key) => ({ key, keySource: 'test', payloadHash: null })),
+					lease,
+				);
 				return results.filter((result) => result.outcome === 'new').map((result) => result.key);
 			}
 			const claims = await store.claimForReplay(order, { leaseSeconds: 120, retentionSeconds: 86_400 });

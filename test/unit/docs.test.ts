@@ -84,7 +84,8 @@ describe('docs: relative links', () => {
 		const broken: string[] = [];
 		for (const link of links) {
 			const [filePart, anchor] = link.target.split('#', 2);
-			const target = filePart === '' ? path.join(ROOT, link.from) : path.resolve(ROOT, path.dirname(link.from), decodeURIComponent(filePart));
+			const target =
+				filePart === '' ? path.join(ROOT, link.from) : path.resolve(ROOT, path.dirname(link.from), decodeURIComponent(filePart));
 			if (!existsSync(target)) {
 				broken.push(`${link.from}:${link.line} → ${link.target} (no such file)`);
 				continue;
@@ -115,7 +116,7 @@ describe('docs: GitHub slug rules', () => {
 });
 
 describe('README', () => {
-	it('is a user\'s page of at most 300 lines', () => {
+	it("is a user's page of at most 300 lines", () => {
 		const lines = readFileSync(path.join(ROOT, 'README.md'), 'utf8').trimEnd().split('\n').length;
 		expect(lines).toBeLessThanOrEqual(300);
 	});

@@ -47,7 +47,9 @@ export function headingsOf(markdown: string): Array<{ line: number; level: numbe
 export function titleProblem(markdown: string): string {
 	const firstLine = markdown.split('\n').find((line) => line.trim() !== '') ?? '';
 	if (!/^# \S/.test(firstLine)) return `starts with "${firstLine.slice(0, 60)}", not a "# " title`;
-	const extra = headingsOf(markdown).filter((heading) => heading.level === 1).slice(1);
+	const extra = headingsOf(markdown)
+		.filter((heading) => heading.level === 1)
+		.slice(1);
 	return extra.map((heading) => `second "# " heading at line ${heading.line}: ${heading.text}`).join('; ');
 }
 
@@ -57,7 +59,9 @@ describe('doc pages: one title each', () => {
 	});
 
 	it('every page starts with one "# " title and has no second', () => {
-		const problems = docPages.map((file) => [relative(file), titleProblem(readFileSync(file, 'utf8'))]).filter(([, problem]) => problem !== '');
+		const problems = docPages
+			.map((file) => [relative(file), titleProblem(readFileSync(file, 'utf8'))])
+			.filter(([, problem]) => problem !== '');
 		expect(problems).toEqual([]);
 	});
 
@@ -135,7 +139,13 @@ function literalText(node: ts.Node | undefined): string | undefined {
 
 /** Every comment, and every test title (with the case names of an `.each` table), of a script file. */
 export function phrasesOfScript(file: string, source: string): Phrase[] {
-	const sourceFile = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, file.endsWith('.ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS);
+	const sourceFile = ts.createSourceFile(
+		file,
+		source,
+		ts.ScriptTarget.Latest,
+		true,
+		file.endsWith('.ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS,
+	);
 	const phrases: Phrase[] = [];
 	const lineOf = (pos: number) => sourceFile.getLineAndCharacterOfPosition(pos).line + 1;
 	const seen = new Set<number>();
@@ -143,7 +153,10 @@ export function phrasesOfScript(file: string, source: string): Phrase[] {
 		// Every comment is trivia around some token: before it on its own lines (leading), or after it
 		// on the token's line (trailing). Reading both for each token finds all.
 		if (node.getChildCount(sourceFile) === 0) {
-			for (const range of [...(ts.getLeadingCommentRanges(source, node.pos) ?? []), ...(ts.getTrailingCommentRanges(source, node.end) ?? [])]) {
+			for (const range of [
+				...(ts.getLeadingCommentRanges(source, node.pos) ?? []),
+				...(ts.getTrailingCommentRanges(source, node.end) ?? []),
+			]) {
 				if (seen.has(range.pos)) continue;
 				seen.add(range.pos);
 				phrases.push({ file, line: lineOf(range.pos), kind: 'comment', text: source.slice(range.pos, range.end) });
@@ -199,17 +212,27 @@ describe('comments and test names: about the code, not its history', () => {
 		const counted = (kind: Phrase['kind']) => phrases.filter((phrase) => phrase.kind === kind).length;
 		expect(counted('comment')).toBeGreaterThan(1000);
 		expect(counted('test name')).toBeGreaterThan(500);
-		expect(files.map(relative)).toEqual(expect.arrayContaining(['scripts/ensure-n8n.sh', 'test/support/stack/n8nVersion.ts', 'eslint.config.mjs', '.ci/run']));
+		expect(files.map(relative)).toEqual(
+			expect.arrayContaining(['scripts/ensure-n8n.sh', 'test/support/stack/n8nVersion.ts', 'eslint.config.mjs', '.ci/run']),
+		);
 	});
 
 	it('none speaks of issues, sessions, or what the code was before', () => {
 		const found = phrases
 			.filter((phrase) => historyWordsIn(phrase.text).length > 0)
 			.filter((phrase) => !ALLOWED.some(([file, text]) => relative(phrase.file) === file && phrase.text.includes(text)))
-			.map((phrase) => `${relative(phrase.file)}:${phrase.line} (${phrase.kind}, ${historyWordsIn(phrase.text).join(', ')}): ${phrase.text.trim().slice(0, 160)}`);
+			.map(
+				(phrase) =>
+					`${relative(phrase.file)}:${phrase.line} (${phrase.kind}, ${historyWordsIn(phrase.text).join(', ')}): ${phrase.text.trim().slice(0, 160)}`,
+			);
 		expect(found).toEqual([]);
-		const unused = ALLOWED.filter(([file, text]) => !phrases.some((phrase) => relative(phrase.file) === file && phrase.text.includes(text)));
-		expect({ unused, withoutReason: ALLOWED.filter(([, , reason]) => reason.trim().length < 20) }).toEqual({ unused: [], withoutReason: [] });
+		const unused = ALLOWED.filter(
+			([file, text]) => !phrases.some((phrase) => relative(phrase.file) === file && phrase.text.includes(text)),
+		);
+		expect({ unused, withoutReason: ALLOWED.filter(([, , reason]) => reason.trim().length < 20) }).toEqual({
+			unused: [],
+			withoutReason: [],
+		});
 	});
 
 	it('finds comments of every kind and test names of every form', () => {

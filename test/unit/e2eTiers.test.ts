@@ -7,7 +7,7 @@ import * as tags from '../support/e2e/tags';
 const ROOT = path.join(__dirname, '..', '..');
 const text = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 
-describe('end-to-end tiers chosen by each file\'s tag line', () => {
+describe("end-to-end tiers chosen by each file's tag line", () => {
 	const files: string[] = tags.e2eFiles();
 
 	it('finds every end-to-end file, each with a tag line naming at least one topology', () => {
@@ -31,7 +31,10 @@ describe('end-to-end tiers chosen by each file\'s tag line', () => {
 	it('covers in the compatibility tier every behaviour that differs between n8n lines (the helpers of n8nVersion.js the tests call)', () => {
 		// Each helper answers differently on 1.x and 2.x; some file of the compatibility tier must exercise it.
 		const lineDependent = ['activateWorkflowArgs', 'servedWorkflowNodesSql', 'recoversFromDatabaseRestart', 'runFromManualTrigger'];
-		const compatibility = new Set([...tags.selectE2eFiles({ topology: 'single', tier: 'compatibility' }), ...tags.selectE2eFiles({ topology: 'queue', tier: 'compatibility' })]);
+		const compatibility = new Set([
+			...tags.selectE2eFiles({ topology: 'single', tier: 'compatibility' }),
+			...tags.selectE2eFiles({ topology: 'queue', tier: 'compatibility' }),
+		]);
 		for (const helper of lineDependent) {
 			const users = files.filter((file) => text(file).includes(helper));
 			expect(users.length).toBeGreaterThan(0);
@@ -53,9 +56,21 @@ describe('end-to-end tiers chosen by each file\'s tag line', () => {
 		expect(() => tags.parseTags('a.e2e.test.js', '// no tag line\n')).toThrow(/no "\/\/ e2e-tags:" line/);
 		expect(() => tags.parseTags('a.e2e.test.js', '// e2e-tags: single sometimes\n')).toThrow(/unknown e2e tag\(s\) sometimes/);
 		expect(() => tags.parseTags('a.e2e.test.js', '// e2e-tags: compatibility\n')).toThrow(/no topology/);
-		expect(tags.parseTags('a.e2e.test.js', '// about it\n// e2e-tags: queue compatibility\n')).toEqual({ topologies: ['queue'], compatibility: true, compatibleIn: ['queue'] });
-		expect(tags.parseTags('a.e2e.test.js', '// e2e-tags: single queue compatibility:single\n')).toEqual({ topologies: ['single', 'queue'], compatibility: true, compatibleIn: ['single'] });
-		expect(tags.parseTags('a.e2e.test.js', '// e2e-tags: single queue\n')).toEqual({ topologies: ['single', 'queue'], compatibility: false, compatibleIn: [] });
+		expect(tags.parseTags('a.e2e.test.js', '// about it\n// e2e-tags: queue compatibility\n')).toEqual({
+			topologies: ['queue'],
+			compatibility: true,
+			compatibleIn: ['queue'],
+		});
+		expect(tags.parseTags('a.e2e.test.js', '// e2e-tags: single queue compatibility:single\n')).toEqual({
+			topologies: ['single', 'queue'],
+			compatibility: true,
+			compatibleIn: ['single'],
+		});
+		expect(tags.parseTags('a.e2e.test.js', '// e2e-tags: single queue\n')).toEqual({
+			topologies: ['single', 'queue'],
+			compatibility: false,
+			compatibleIn: [],
+		});
 		expect(() => tags.selectedTier({ E2E_TIER: 'smoke' })).toThrow(/E2E_TIER must be/);
 		expect(tags.selectedTier({})).toBe('full');
 	});

@@ -55,9 +55,12 @@ describe('mountOf: the longest mount point containing the path', () => {
 });
 
 describe('isUnsafeFilesystem', () => {
-	it.each(['nfs', 'nfs4', 'cifs', 'smb3', 'smbfs', 'fuse', 'fuse.sshfs', 'fuse.rclone', '9p', 'ceph', 'glusterfs'])('%s is refused', (fsType) => {
-		expect(isUnsafeFilesystem(fsType)).toBe(true);
-	});
+	it.each(['nfs', 'nfs4', 'cifs', 'smb3', 'smbfs', 'fuse', 'fuse.sshfs', 'fuse.rclone', '9p', 'ceph', 'glusterfs'])(
+		'%s is refused',
+		(fsType) => {
+			expect(isUnsafeFilesystem(fsType)).toBe(true);
+		},
+	);
 	it.each(['ext4', 'xfs', 'btrfs', 'overlay', 'tmpfs', 'zfs', 'apfs'])('%s is local', (fsType) => {
 		expect(isUnsafeFilesystem(fsType)).toBe(false);
 	});

@@ -24,7 +24,12 @@ describe('readHeader: the one rule for reading a request header', () => {
 		['a whole number (a Code node)', { 'x-sig': 42 }, 'x-sig', present('42')],
 		['a negative whole number', { 'x-sig': -7 }, 'x-sig', present('-7')],
 		['a whole number and its digits', { 'x-sig': [42, '42'] }, 'x-sig', present('42')],
-		['a number beyond 2^53 (may have been rounded)', { 'x-sig': 2 ** 53 + 2 }, 'x-sig', { status: 'notText', type: 'a number that is not a whole number within ±2^53' }],
+		[
+			'a number beyond 2^53 (may have been rounded)',
+			{ 'x-sig': 2 ** 53 + 2 },
+			'x-sig',
+			{ status: 'notText', type: 'a number that is not a whole number within ±2^53' },
+		],
 		['a fraction', { 'x-sig': 1.5 }, 'x-sig', { status: 'notText', type: 'a number that is not a whole number within ±2^53' }],
 		['NaN', { 'x-sig': Number.NaN }, 'x-sig', { status: 'notText', type: 'a number that is not a whole number within ±2^53' }],
 		['a bigint', { 'x-sig': 2n ** 64n }, 'x-sig', present('18446744073709551616')],
@@ -37,7 +42,12 @@ describe('readHeader: the one rule for reading a request header', () => {
 		['an array with one value', { 'x-sig': ['a'] }, 'x-sig', present('a')],
 		['the same value twice in an array', { 'x-sig': ['a', ' a'] }, 'x-sig', present('a')],
 		['the same value under two spellings', { 'x-sig': 'a', 'X-Sig': 'a' }, 'x-sig', present('a')],
-		['the same value twice, joined with ", " (a header sent twice, as n8n hands it over)', { 'x-sig': 'a, a' }, 'x-sig', present('a', true)],
+		[
+			'the same value twice, joined with ", " (a header sent twice, as n8n hands it over)',
+			{ 'x-sig': 'a, a' },
+			'x-sig',
+			present('a', true),
+		],
 		['the same value three times, joined with ",\\t" and ",  "', { 'x-sig': 'a,\ta,  a' }, 'x-sig', present('a', true)],
 		// Repeated: different values are ambiguous
 		['two values in an array', { 'x-sig': ['a', 'b'] }, 'x-sig', AMBIGUOUS],

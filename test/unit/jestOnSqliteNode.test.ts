@@ -7,13 +7,24 @@ const ROOT = path.join(__dirname, '..', '..');
 
 describe('jest on a Node without node:sqlite', () => {
 	it('runs an embedded-store test file to a pass with the Node on PATH', () => {
-		const pathNode = spawnSync('node', ['-p', "(() => { try { return typeof require('node:sqlite').DatabaseSync } catch { return 'missing' } })()"], { encoding: 'utf8' });
+		const pathNode = spawnSync(
+			'node',
+			['-p', "(() => { try { return typeof require('node:sqlite').DatabaseSync } catch { return 'missing' } })()"],
+			{ encoding: 'utf8' },
+		);
 		const hasSqlite = pathNode.stdout.trim() === 'function';
 		const env = { ...process.env };
 		delete env.IDEMPOTENCY_JEST_ON_SQLITE_NODE;
 		const run = spawnSync(
 			'node',
-			[path.join(ROOT, 'node_modules', '.bin', 'jest'), 'test/unit/nodes/embeddedStoreInEngine.test.ts', '-t', 'reserve and complete', '--selectProjects', 'unit'],
+			[
+				path.join(ROOT, 'node_modules', '.bin', 'jest'),
+				'test/unit/nodes/embeddedStoreInEngine.test.ts',
+				'-t',
+				'reserve and complete',
+				'--selectProjects',
+				'unit',
+			],
 			{ cwd: ROOT, encoding: 'utf8', env, timeout: 120_000 },
 		);
 		expect({ status: run.status, tail: run.stderr.slice(-1500) }).toMatchObject({ status: 0 });

@@ -26,7 +26,8 @@ describe('n8n version selection and differences', () => {
 		expect(versions.DEFAULT_N8N_VERSION).toBe('2.41.1');
 		// 2.41.3 does not install: its dependency @n8n/agents@0.26.2 is not on the npm registry.
 		expect(versions.PROVEN_N8N_VERSIONS).not.toContain('2.41.3');
-		for (const version of versions.PROVEN_N8N_VERSIONS) expect(versions.selectedN8nVersion({ argv: [], env: { N8N_VERSION: version } })).toBe(version);
+		for (const version of versions.PROVEN_N8N_VERSIONS)
+			expect(versions.selectedN8nVersion({ argv: [], env: { N8N_VERSION: version } })).toBe(version);
 	});
 
 	it('installs every proven line on its Node major: 2.x on Node 24, 1.x on Node 22 (scripts/ensure-n8n.sh)', () => {

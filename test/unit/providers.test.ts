@@ -130,7 +130,11 @@ describe('the provider registry', () => {
 			'acme: signs, but refuses no header as a key',
 		]);
 		expect(
-			registryProblems({ ...realView, schemeParsers: { ...SCHEMES, paypal: SCHEMES.github }, schemeOptionValues: [...realView.schemeOptionValues, 'paypal'] }),
+			registryProblems({
+				...realView,
+				schemeParsers: { ...SCHEMES, paypal: SCHEMES.github },
+				schemeOptionValues: [...realView.schemeOptionValues, 'paypal'],
+			}),
 		).toEqual(['paypal: a parser without a signing provider', 'paypal: an option without a provider']);
 	});
 
@@ -205,7 +209,15 @@ describe('the derived lists equal the hand-written ones they replace', () => {
 		}
 		// Credentials: a key that never changes across events would make every later event a duplicate (lost).
 		for (const name of ['cookie', 'x-api-key', 'x-auth-token', 'proxy-authorization']) expect(isRefused(name)).toBe(true);
-		for (const name of ['x-github-delivery', 'x-shopify-webhook-id', 'webhook-id', 'svix-id', 'idempotency-key', 'x-shopify-event-id', 'i-twilio-idempotency-token']) {
+		for (const name of [
+			'x-github-delivery',
+			'x-shopify-webhook-id',
+			'webhook-id',
+			'svix-id',
+			'idempotency-key',
+			'x-shopify-event-id',
+			'i-twilio-idempotency-token',
+		]) {
 			expect(isRefused(name)).toBe(false);
 		}
 	});

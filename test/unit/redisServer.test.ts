@@ -8,7 +8,10 @@ const machine = (facts: Partial<Facts>): Facts => ({ found: null, isRoot: false,
 describe('redisServerPlan', () => {
 	it('uses a redis-server that is there, whoever runs it', () => {
 		for (const isRoot of [true, false]) {
-			expect(redis.redisServerPlan(machine({ found: '/usr/bin/redis-server', isRoot, hasApt: true }))).toEqual({ action: 'use', bin: '/usr/bin/redis-server' });
+			expect(redis.redisServerPlan(machine({ found: '/usr/bin/redis-server', isRoot, hasApt: true }))).toEqual({
+				action: 'use',
+				bin: '/usr/bin/redis-server',
+			});
 		}
 	});
 
@@ -41,7 +44,10 @@ describe('ensureRedisServer', () => {
 
 	it('does not install when redis-server is there', () => {
 		const install = jest.fn(() => null);
-		const result = redis.ensureRedisServer({ facts: () => machine({ found: '/usr/local/bin/redis-server', isRoot: true, hasApt: true }), install });
+		const result = redis.ensureRedisServer({
+			facts: () => machine({ found: '/usr/local/bin/redis-server', isRoot: true, hasApt: true }),
+			install,
+		});
 		expect(install).not.toHaveBeenCalled();
 		expect(result).toEqual({ ok: true, bin: '/usr/local/bin/redis-server' });
 	});
@@ -49,7 +55,8 @@ describe('ensureRedisServer', () => {
 	it('reports a failed apt install with its output and the command to type, without throwing', () => {
 		const result = redis.ensureRedisServer({
 			facts: () => machine({ isRoot: true, hasApt: true }),
-			install: () => 'apt-get install -y -qq --no-install-recommends redis-server failed (exit 100):\nE: Unable to locate package redis-server',
+			install: () =>
+				'apt-get install -y -qq --no-install-recommends redis-server failed (exit 100):\nE: Unable to locate package redis-server',
 		});
 		expect(result.ok).toBe(false);
 		const message = result.ok ? '' : result.message;

@@ -40,11 +40,17 @@ function defaultVersion(node: INodeType): number {
 	const versions = Array.isArray(description.version) ? description.version : [description.version];
 	return description.defaultVersion ?? Math.max(...versions);
 }
-const STORE_NODES = new Map<string, INodeType>([new IdempotencyReserve(), new IdempotencyKey()].map((node) => [`${PACKAGE}.${node.description.name}`, node]));
+const STORE_NODES = new Map<string, INodeType>(
+	[new IdempotencyReserve(), new IdempotencyKey()].map((node) => [`${PACKAGE}.${node.description.name}`, node]),
+);
 
 /** Pairs of (Postgres template, embedded template), and the example business step each one has. */
 const PAIRS = [
-	{ postgres: 'idempotent-webhook.json', embedded: 'idempotent-webhook-embedded.json', business: ['Business Step (insert business_log)', 'Business Step (call your API)'] },
+	{
+		postgres: 'idempotent-webhook.json',
+		embedded: 'idempotent-webhook-embedded.json',
+		business: ['Business Step (insert business_log)', 'Business Step (call your API)'],
+	},
 	{ postgres: 'error-workflow.json', embedded: 'error-workflow-embedded.json', business: null },
 	{ postgres: 'scheduled-cleanup.json', embedded: 'scheduled-cleanup-embedded.json', business: null },
 ] as const;
@@ -95,11 +101,16 @@ describe.each(PAIRS)('$embedded (the zero-setup twin of $postgres)', ({ postgres
 		}
 		const credentialTypes = emb.nodes.flatMap((node) => Object.keys(node.credentials ?? {}));
 		expect(credentialTypes.filter((type) => type !== 'webhookSignatureApi')).toEqual([]);
-		expect(emb.nodes.filter((node) => node.type === 'n8n-nodes-base.postgres' || node.type === `${PACKAGE}.idempotencyExecuteQuery`)).toEqual([]);
+		expect(
+			emb.nodes.filter((node) => node.type === 'n8n-nodes-base.postgres' || node.type === `${PACKAGE}.idempotencyExecuteQuery`),
+		).toEqual([]);
 	});
 
 	it('says in its notes that it needs no database, and names no Postgres credential to pick', () => {
-		const notes = emb.nodes.filter(isSticky).map((note) => String(note.parameters.content)).join('\n');
+		const notes = emb.nodes
+			.filter(isSticky)
+			.map((note) => String(note.parameters.content))
+			.join('\n');
 		expect(notes).not.toMatch(/Idempotency Postgres\* credential/);
 		expect(notes).toMatch(/Store: Embedded/);
 	});

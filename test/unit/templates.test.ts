@@ -14,7 +14,14 @@ import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebho
 const TEMPLATE_DIR = path.join(__dirname, '..', '..', 'templates');
 const PACKAGE = 'n8n-nodes-idempotency';
 const ourNodes = new Map<string, INodeType>(
-	[new IdempotencyReserve(), new IdempotencyKey(), new WebhookSignatureVerify(), new IdempotencyOrderGuard(), new IdempotencyExecuteQuery(), new IdempotentWebhook()].map((node) => [`${PACKAGE}.${node.description.name}`, node]),
+	[
+		new IdempotencyReserve(),
+		new IdempotencyKey(),
+		new WebhookSignatureVerify(),
+		new IdempotencyOrderGuard(),
+		new IdempotencyExecuteQuery(),
+		new IdempotentWebhook(),
+	].map((node) => [`${PACKAGE}.${node.description.name}`, node]),
 );
 
 interface TemplateNode {
@@ -46,13 +53,16 @@ function outputCount(node: TemplateNode): number {
 }
 function ownOutputCount(node: TemplateNode): number {
 	if (node.type === `${PACKAGE}.idempotencyReserve`) return node.parameters.mode === 'lease' ? 4 : 3; // New, Duplicate, (In Progress,) Not Reserved
-	if (node.type === `${PACKAGE}.idempotencyKey`) return node.parameters.operation === 'cleanup' ? 1 : node.parameters.operation === 'settle' ? 4 : 2;
+	if (node.type === `${PACKAGE}.idempotencyKey`)
+		return node.parameters.operation === 'cleanup' ? 1 : node.parameters.operation === 'settle' ? 4 : 2;
 	// Execute Query (New, Duplicate, Not Run) and Order Guard (Newer, Stale, Not Checked) end with their "not processed" output.
 	return node.type === `${PACKAGE}.webhookSignatureVerify` ? 2 : 3;
 }
 
 /** Package nodes whose last own output carries the items they could not process. */
-const WITH_NOT_PROCESSED_OUTPUT = ['idempotencyReserve', 'idempotencyExecuteQuery', 'idempotencyOrderGuard'].map((name) => `${PACKAGE}.${name}`);
+const WITH_NOT_PROCESSED_OUTPUT = ['idempotencyReserve', 'idempotencyExecuteQuery', 'idempotencyOrderGuard'].map(
+	(name) => `${PACKAGE}.${name}`,
+);
 
 /** On an output with a Settle node, Settle answers for the business step beside it. */
 function answeredBy(targets: Array<{ node: string }>): Array<{ node: string }> {
@@ -138,7 +148,9 @@ describe.each(templates)('template %s', (_file, template) => {
 
 	// An item a node could not process must make the provider retry.
 	it("answers 5xx, never 2xx, for every item a package node could not process (its last output, n8n's error output)", () => {
-		const answersWebhook = template.nodes.some((node) => node.type === 'n8n-nodes-base.webhook' && node.parameters.responseMode === 'responseNode');
+		const answersWebhook = template.nodes.some(
+			(node) => node.type === 'n8n-nodes-base.webhook' && node.parameters.responseMode === 'responseNode',
+		);
 		for (const node of template.nodes.filter((candidate) => WITH_NOT_PROCESSED_OUTPUT.includes(candidate.type))) {
 			const continues = node.onError === 'continueRegularOutput' || node.onError === 'continueErrorOutput';
 			const notProcessedOutputs = [ownOutputCount(node) - 1, ...(node.onError === 'continueErrorOutput' ? [ownOutputCount(node)] : [])];
@@ -149,7 +161,8 @@ describe.each(templates)('template %s', (_file, template) => {
 				if (!continues && (template.connections[node.name]?.main[outputIndex] ?? []).length === 0) continue;
 				expect({ ...where, answersWebhook }).toEqual({ ...where, answersWebhook: true });
 				expect({ ...where, answers }).toEqual({ ...where, answers: expect.arrayContaining([expect.any(Number)]) });
-				for (const answer of answers) expect({ ...where, answer, is5xx: typeof answer === 'number' && answer >= 500 }).toEqual({ ...where, answer, is5xx: true });
+				for (const answer of answers)
+					expect({ ...where, answer, is5xx: typeof answer === 'number' && answer >= 500 }).toEqual({ ...where, answer, is5xx: true });
 			}
 		}
 	});
@@ -189,23 +202,26 @@ describe('the webhook template', () => {
 // stops retrying: a lost event), so in a webhook template no package node before an answer may stop
 // the workflow: each continues on error and routes the failure to a 5xx. Settle is the exception by
 // design: everything it can report is an output; it stops only on a wiring it cannot judge.
-describe.each(templates.filter(([, template]) => template.nodes.some((node) => node.type === 'n8n-nodes-base.webhook' && (node.parameters as { responseMode?: string }).responseMode === 'responseNode')))(
-	'%s answers every failure itself',
-	(_file, template) => {
-		it('every package node that can fail before an answer continues on error', () => {
-			const stopping = template.nodes
-				.filter((node) => node.type.startsWith(`${PACKAGE}.`) && node.parameters.operation !== 'settle')
-				.filter((node) => !['continueRegularOutput', 'continueErrorOutput'].includes(node.onError ?? ''))
-				.map((node) => node.name);
-			expect(stopping).toEqual([]);
-		});
+describe.each(
+	templates.filter(([, template]) =>
+		template.nodes.some(
+			(node) => node.type === 'n8n-nodes-base.webhook' && (node.parameters as { responseMode?: string }).responseMode === 'responseNode',
+		),
+	),
+)('%s answers every failure itself', (_file, template) => {
+	it('every package node that can fail before an answer continues on error', () => {
+		const stopping = template.nodes
+			.filter((node) => node.type.startsWith(`${PACKAGE}.`) && node.parameters.operation !== 'settle')
+			.filter((node) => !['continueRegularOutput', 'continueErrorOutput'].includes(node.onError ?? ''))
+			.map((node) => node.name);
+		expect(stopping).toEqual([]);
+	});
 
-		it('a signing secret that cannot be read is answered 503, a bad signature 401', () => {
-			const verify = template.nodes.find((node) => node.type === `${PACKAGE}.webhookSignatureVerify`)!;
-			expect(answersFrom(template, verify.name, 1).sort()).toEqual([401, 503]);
-		});
-	},
-);
+	it('a signing secret that cannot be read is answered 503, a bad signature 401', () => {
+		const verify = template.nodes.find((node) => node.type === `${PACKAGE}.webhookSignatureVerify`)!;
+		expect(answersFrom(template, verify.name, 1).sort()).toEqual([401, 503]);
+	});
+});
 
 describe('the one-transaction webhook template', () => {
 	const [, template] = templates.find(([file]) => file === 'idempotent-webhook-one-transaction.json')!;
@@ -261,7 +277,12 @@ describe('the ordered webhook template', () => {
 		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
 		const [staleTarget] = targetsOf(guard.name)[1];
 		const markStale = template.nodes.find((candidate) => candidate.name === staleTarget)!;
-		expect(markStale).toMatchObject({ retryOnFail: true, maxTries: 5, waitBetweenTries: 5000, parameters: { operation: 'complete', source: 'reserveNode' } });
+		expect(markStale).toMatchObject({
+			retryOnFail: true,
+			maxTries: 5,
+			waitBetweenTries: 5000,
+			parameters: { operation: 'complete', source: 'reserveNode' },
+		});
 		expect(markStale.onError).toBe('continueErrorOutput');
 		expect([0, 1, 2].map((output) => answersFrom(template, markStale.name, output))).toEqual([[200], [200], [200]]);
 	});
@@ -274,7 +295,9 @@ describe('the ordered webhook template', () => {
 		expect([markFailed.type, markFailed.parameters.operation]).toEqual([`${PACKAGE}.idempotencyKey`, 'fail']);
 		expect(answersFrom(template, guard.name, 2)).toEqual([500]);
 		// The guard's Not Checked item is `{ error: text }`: that text is the key's lastError.
-		expect(evaluateExpression(String(markFailed.parameters.errorMessage), { error: 'Version: "soon" is not a number' })).toBe('Version: "soon" is not a number');
+		expect(evaluateExpression(String(markFailed.parameters.errorMessage), { error: 'Version: "soon" is not a number' })).toBe(
+			'Version: "soon" is not a number',
+		);
 	});
 
 	it('answers every path: 200 new, stale or duplicate, 409, 503 not reserved or not verified, 401, 500 after a failed step or an unchecked version', () => {
@@ -286,7 +309,7 @@ describe('the ordered webhook template', () => {
 		expect(answersFrom(template, 'Mark Failed', 2)).toEqual([500]);
 	});
 
-	it('keys the object and its version from the event, leaving Event Key at its default (Reserve\'s key)', () => {
+	it("keys the object and its version from the event, leaving Event Key at its default (Reserve's key)", () => {
 		const guard = node(`${PACKAGE}.idempotencyOrderGuard`);
 		expect(guard.parameters.objectKey).toBe('=stripe:customer:{{ $json.body.data.object.id }}');
 		expect(guard.parameters.version).toBe('={{ $json.body.created }}');
@@ -312,7 +335,7 @@ describe.each([
 	const settle = byName(webhook, settleName);
 	const position = (name: string) => (byName(webhook, name) as unknown as { position: [number, number] }).position;
 
-	it('Settle hangs off the business step\'s output, below the step; the step continues on error and leads nowhere else', () => {
+	it("Settle hangs off the business step's output, below the step; the step continues on error and leads nowhere else", () => {
 		expect(settle.parameters).toMatchObject({ operation: 'settle' });
 		expect(settle.onError).toBeUndefined(); // Stop Workflow: an unsafe wiring is refused, never guessed
 		expect(targets(webhook, feeder)[0]).toEqual([businessStep, settleName]);
@@ -325,12 +348,19 @@ describe.each([
 	it('answers Completed 200, Failed 500, Completion Refused 200 then fails the execution, Not Settled by whether the effect happened', () => {
 		expect([0, 1, 2, 3].map((output) => answersFrom(webhook, settleName, output).sort())).toEqual([[200], [500], [200], [200, 500]]);
 		const [[refusedAnswer]] = [targets(webhook, settleName)[2]];
-		expect(byName(webhook, refusedAnswer).parameters.options).toMatchObject({ responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'completion_refused' }] } });
+		expect(byName(webhook, refusedAnswer).parameters.options).toMatchObject({
+			responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'completion_refused' }] },
+		});
 		const [[refusedStop]] = targets(webhook, refusedAnswer);
 		expect(byName(webhook, refusedStop).type).toBe('n8n-nodes-base.stopAndError');
 		const [[effectHappened]] = [targets(webhook, settleName)[3]];
 		expect(targets(webhook, effectHappened).map((answers) => answers.map((name) => byName(webhook, name).parameters.options))).toEqual([
-			[expect.objectContaining({ responseCode: 200, responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'completion_pending' }] } })],
+			[
+				expect.objectContaining({
+					responseCode: 200,
+					responseHeaders: { entries: [{ name: 'x-idempotency-outcome', value: 'completion_pending' }] },
+				}),
+			],
 			[expect.objectContaining({ responseCode: 500 })],
 		]);
 		const condition = (byName(webhook, effectHappened).parameters.conditions as { conditions: Array<{ leftValue: string }> }).conditions[0];
@@ -344,7 +374,9 @@ describe.each([
 		expect(message).toContain(`'${COMPLETION_FAILED_PREFIX}'`);
 		const key = 'evt:a b{c}';
 		const ownerToken = '0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10';
-		expect(evaluateExpression(message, { idempotency: { key, ownerToken } })).toBe(`${COMPLETION_FAILED_PREFIX}${JSON.stringify({ key, ownerToken })}`);
+		expect(evaluateExpression(message, { idempotency: { key, ownerToken } })).toBe(
+			`${COMPLETION_FAILED_PREFIX}${JSON.stringify({ key, ownerToken })}`,
+		);
 	});
 
 	it('nodes fed by an error output do not retry: n8n would take the `error` field of their items for a failure and run them again', () => {
@@ -352,13 +384,21 @@ describe.each([
 			const source = byName(webhook, from);
 			if (source.onError !== 'continueErrorOutput') continue;
 			const errorTargets = connection.main[connection.main.length - 1] ?? [];
-			for (const target of errorTargets) expect({ node: target.node, retryOnFail: byName(webhook, target.node).retryOnFail ?? false }).toEqual({ node: target.node, retryOnFail: false });
+			for (const target of errorTargets)
+				expect({ node: target.node, retryOnFail: byName(webhook, target.node).retryOnFail ?? false }).toEqual({
+					node: target.node,
+					retryOnFail: false,
+				});
 		}
 	});
 
 	it('a sticky note tells the user to put their nodes above Settle with On Error: Continue, and that any result completes the key', () => {
 		const notes = webhook.nodes.filter((node) => node.type === 'n8n-nodes-base.stickyNote').map((note) => String(note.parameters.content));
-		expect(notes).toEqual(expect.arrayContaining([expect.stringMatching(/\*\*above\*\* \*Settle\*[\s\S]*On Error: Continue \(using error output\)[\s\S]*whatever they return/)]));
+		expect(notes).toEqual(
+			expect.arrayContaining([
+				expect.stringMatching(/\*\*above\*\* \*Settle\*[\s\S]*On Error: Continue \(using error output\)[\s\S]*whatever they return/),
+			]),
+		);
 		expect(notes.join('\n')).not.toMatch(/Business Step Succeeded\?|Key Completed\?|Change the check/);
 	});
 });
@@ -380,11 +420,18 @@ describe('the error-workflow template, after a completion failed', () => {
 		const [[check]] = targets(errorWorkflow, 'Error Trigger');
 		const ifNode = byName(errorWorkflow, check);
 		expect(ifNode.type).toBe('n8n-nodes-base.if');
-		const conditions = (ifNode.parameters.conditions as { conditions: Array<{ rightValue: string; operator: { operation: string } }> }).conditions;
-		expect(conditions).toEqual([expect.objectContaining({ rightValue: COMPLETION_FAILED_PREFIX, operator: expect.objectContaining({ operation: 'startsWith' }) })]);
+		const conditions = (ifNode.parameters.conditions as { conditions: Array<{ rightValue: string; operator: { operation: string } }> })
+			.conditions;
+		expect(conditions).toEqual([
+			expect.objectContaining({ rightValue: COMPLETION_FAILED_PREFIX, operator: expect.objectContaining({ operation: 'startsWith' }) }),
+		]);
 		const [[whenDone], [otherwise]] = targets(errorWorkflow, ifNode.name);
 		expect(byName(errorWorkflow, whenDone).parameters).toMatchObject({ operation: 'complete', source: 'custom' });
-		expect(byName(errorWorkflow, otherwise).parameters).toMatchObject({ operation: 'fail', source: 'execution', executionId: '={{ $json.execution.id }}' });
+		expect(byName(errorWorkflow, otherwise).parameters).toMatchObject({
+			operation: 'fail',
+			source: 'execution',
+			executionId: '={{ $json.execution.id }}',
+		});
 		// The expressions read back exactly what the webhook template's error message carries.
 		const completeNode = byName(errorWorkflow, whenDone);
 		const message = `${COMPLETION_FAILED_PREFIX}${JSON.stringify({ key: 'evt:a b{c}', ownerToken: '0b6f6c1e-8d2a-4f0b-9a51-1d7e3c4a9b10' })}`;
@@ -398,7 +445,9 @@ describe('the error-workflow template, after a completion failed', () => {
 		const [, [otherwise]] = targets(errorWorkflow, 'Business Step Already Done?');
 		const expression = String(byName(errorWorkflow, otherwise).parameters.errorMessage);
 		const evaluate = (json: unknown) => new Function('$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(json);
-		expect(evaluate({ execution: { id: '42', lastNodeExecuted: 'Crash', error: { message: 'worker died' } } })).toBe('execution 42 failed in Crash: worker died');
+		expect(evaluate({ execution: { id: '42', lastNodeExecuted: 'Crash', error: { message: 'worker died' } } })).toBe(
+			'execution 42 failed in Crash: worker died',
+		);
 		expect(evaluate({ execution: { id: '43', error: {} } })).toBe('execution 43 failed: no error message');
 	});
 });
@@ -426,10 +475,11 @@ describe.each([
 		expect(why).toMatch(/Retention/);
 	});
 
-	it('never releases a key: a failed step\'s key is marked failed by Settle (kept with its payload), and answers 500', () => {
+	it("never releases a key: a failed step's key is marked failed by Settle (kept with its payload), and answers 500", () => {
 		expect(template.nodes.some((node) => node.type === `${PACKAGE}.idempotencyKey` && node.parameters.operation === 'release')).toBe(false);
 		expect(answersFrom(template, 'Settle (complete or mark failed)', 1)).toEqual([500]);
-		for (const step of failingSteps.filter((name) => name !== 'Idempotency Order Guard')) expect(template.connections[step]).toBeUndefined();
+		for (const step of failingSteps.filter((name) => name !== 'Idempotency Order Guard'))
+			expect(template.connections[step]).toBeUndefined();
 	});
 });
 
@@ -444,7 +494,8 @@ describe('the webhook template answers', () => {
 		expect(answersFrom(webhook, 'Could Not Verify?', 1)).toEqual([401]);
 		// Every node before an answer continues on error, so no failure ends the execution unanswered
 		// (n8n 1.x answers a failed execution 200 in this response mode).
-		for (const name of ['Webhook Signature Verify', 'Idempotency Reserve']) expect(webhook.nodes.find((node) => node.name === name)!.onError).toBe('continueRegularOutput');
+		for (const name of ['Webhook Signature Verify', 'Idempotency Reserve'])
+			expect(webhook.nodes.find((node) => node.name === name)!.onError).toBe('continueRegularOutput');
 	});
 });
 
@@ -492,12 +543,19 @@ describe.each(templates)('layout of %s', (_file, template) => {
 	const nodes = template.nodes.filter((node) => !isSticky(node));
 
 	it('no sticky note lies under a node', () => {
-		const underNotes = notes.flatMap((note) => nodes.filter((node) => overlaps(noteRect(note), nodeRect(node))).map((node) => `${note.name} ↔ ${node.name}`));
+		const underNotes = notes.flatMap((note) =>
+			nodes.filter((node) => overlaps(noteRect(note), nodeRect(node))).map((node) => `${note.name} ↔ ${node.name}`),
+		);
 		expect(underNotes).toEqual([]);
 	});
 
 	it('no two sticky notes overlap (one would hide the other)', () => {
-		const stacked = notes.flatMap((note, index) => notes.slice(index + 1).filter((other) => overlaps(noteRect(note), noteRect(other))).map((other) => `${note.name} ↔ ${other.name}`));
+		const stacked = notes.flatMap((note, index) =>
+			notes
+				.slice(index + 1)
+				.filter((other) => overlaps(noteRect(note), noteRect(other)))
+				.map((other) => `${note.name} ↔ ${other.name}`),
+		);
 		expect(stacked).toEqual([]);
 	});
 
@@ -510,10 +568,19 @@ describe.each(templates)('layout of %s', (_file, template) => {
 });
 
 describe('the layout checks themselves', () => {
-	const note = { name: 'n', type: 'n8n-nodes-base.stickyNote', position: [0, 0], parameters: { width: 300, height: 200, content: '```\n' + 'x'.repeat(30) + '\n```' } } as unknown as TemplateNode;
+	const note = {
+		name: 'n',
+		type: 'n8n-nodes-base.stickyNote',
+		position: [0, 0],
+		parameters: { width: 300, height: 200, content: '```\n' + 'x'.repeat(30) + '\n```' },
+	} as unknown as TemplateNode;
 	it('see a node under a note, and a code line wider than the note', () => {
-		expect(overlaps(noteRect(note), nodeRect({ name: 'a', type: 't', position: [250, 150], parameters: {} } as unknown as TemplateNode))).toBe(true);
-		expect(overlaps(noteRect(note), nodeRect({ name: 'b', type: 't', position: [320, 0], parameters: {} } as unknown as TemplateNode))).toBe(false);
+		expect(
+			overlaps(noteRect(note), nodeRect({ name: 'a', type: 't', position: [250, 150], parameters: {} } as unknown as TemplateNode)),
+		).toBe(true);
+		expect(
+			overlaps(noteRect(note), nodeRect({ name: 'b', type: 't', position: [320, 0], parameters: {} } as unknown as TemplateNode)),
+		).toBe(false);
 		expect(longestCodeLine(String(note.parameters.content)) * CODE_CHAR_WIDTH + NOTE_PADDING).toBeGreaterThan(300);
 	});
 });
@@ -522,13 +589,14 @@ describe('stock Postgres nodes in the templates', () => {
 	// n8n 1.x does not recognise the error items of "Query Batching: Independently" ({message, item,
 	// error}) and sends a failed insert out of the success output: the key is completed, the event lost
 	// (measured on 1.123.81). One query per run is the same for a webhook's single item.
-	it.each(templates.flatMap(([file, template]) => template.nodes.filter((node) => node.type === 'n8n-nodes-base.postgres').map((node) => [file, node.name, node] as const)))(
-		'%s › %s runs as a single query',
-		(_file, _name, node) => {
-			const batching = (node.parameters.options as { queryBatching?: string } | undefined)?.queryBatching;
-			expect(batching).toBe('single');
-		},
-	);
+	it.each(
+		templates.flatMap(([file, template]) =>
+			template.nodes.filter((node) => node.type === 'n8n-nodes-base.postgres').map((node) => [file, node.name, node] as const),
+		),
+	)('%s › %s runs as a single query', (_file, _name, node) => {
+		const batching = (node.parameters.options as { queryBatching?: string } | undefined)?.queryBatching;
+		expect(batching).toBe('single');
+	});
 });
 
 describe('the replay template', () => {
@@ -549,7 +617,9 @@ describe('the replay template', () => {
 	};
 	const settings = () =>
 		Object.fromEntries(
-			(byName('Replay Settings').parameters.assignments as { assignments: Array<{ name: string; value: unknown }> }).assignments.map((a) => [a.name, a.value]),
+			(byName('Replay Settings').parameters.assignments as { assignments: Array<{ name: string; value: unknown }> }).assignments.map(
+				(a) => [a.name, a.value],
+			),
 		);
 
 	it('is a dry run unless the user switches it off, and lists bounded pages of replayable keys', () => {
@@ -570,7 +640,9 @@ describe('the replay template', () => {
 		expect(replay).toEqual(['Replay One by One']);
 		const reached = reachable('Dry Run?', 0, 'List Replayable Keys');
 		expect([...reached].sort()).toEqual(['Dry Run: Report Only', 'List Replayable Keys', 'Next Page', 'Next Page?', 'Replay Finished']);
-		for (const name of reached) if (name !== 'List Replayable Keys') expect([name, byName(name).type]).toEqual([name, expect.stringMatching(/^n8n-nodes-base\.(set|if)$/)]);
+		for (const name of reached)
+			if (name !== 'List Replayable Keys')
+				expect([name, byName(name).type]).toEqual([name, expect.stringMatching(/^n8n-nodes-base\.(set|if)$/)]);
 	});
 
 	it('sends keys without a stored payload to Needs Manual Handling before anything is claimed, then on to the next key', () => {
@@ -578,7 +650,7 @@ describe('the replay template', () => {
 		expect([...reachable('Payload Stored?', 1, 'Replay One by One')].sort()).toEqual(['Needs Manual Handling', 'Replay One by One']);
 	});
 
-	it('claims each key, runs the webhook template\'s business step on it, then completes it, or marks it failed on error', () => {
+	it("claims each key, runs the webhook template's business step on it, then completes it, or marks it failed on error", () => {
 		const webhook = templates.find(([file]) => file === 'idempotent-webhook.json')![1];
 		const webhookStep = webhook.nodes.find((node) => node.type === 'n8n-nodes-base.postgres')!;
 		expect(targetsOf('Replay One by One')).toEqual([['Next Page?'], ['Payload Stored?']]);
@@ -600,23 +672,40 @@ describe('the replay template', () => {
 		expect(byName(refused[0]).type).toBe('n8n-nodes-base.stopAndError');
 		expect(targetsOf(notSettled[0])).toEqual([['Completion Failed (error workflow completes)'], ['Replay One by One']]);
 		// Every path of a key ends back in the loop, so the next key is replayed.
-		for (const end of ['Skipped (Not Claimable)', 'Needs Manual Handling']) expect(reachable(end, 0, 'Replay One by One').has('Replay One by One')).toBe(true);
+		for (const end of ['Skipped (Not Claimable)', 'Needs Manual Handling'])
+			expect(reachable(end, 0, 'Replay One by One').has('Replay One by One')).toBe(true);
 	});
 
 	// One run reaches every replayable key: keys that stay replayable (failing again, no payload) come
 	// first in key order on every run, so one page per run would never reach the keys after them.
 	describe('pages', () => {
 		/** Evaluates an expression as n8n would in Next Page? (the latest List page, Replay Settings, its own run index). */
-		const evaluate = (expression: string, { nextPageAfterKey, runIndex, maxPages = 20, prevNode = '' }: { nextPageAfterKey?: string | null; runIndex?: number; maxPages?: number; prevNode?: string }) => {
+		const evaluate = (
+			expression: string,
+			{
+				nextPageAfterKey,
+				runIndex,
+				maxPages = 20,
+				prevNode = '',
+			}: { nextPageAfterKey?: string | null; runIndex?: number; maxPages?: number; prevNode?: string },
+		) => {
 			const nodeData: Record<string, { json: Record<string, unknown> }> = {
 				'List Replayable Keys': { json: { key: 'evt:a', nextPageAfterKey } },
 				'Replay Settings': { json: { ...settings(), maxPages } },
 			};
 			const $ = (name: string) => ({ first: () => nodeData[name], last: () => nodeData[name] });
-			return new Function('$', '$runIndex', '$prevNode', '$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)($, runIndex, { name: prevNode }, { nextPageAfterKey });
+			return new Function('$', '$runIndex', '$prevNode', '$json', `return (${expression.replace(/^=\{\{\s*|\s*\}\}$/g, '')});`)(
+				$,
+				runIndex,
+				{ name: prevNode },
+				{ nextPageAfterKey },
+			);
 		};
 		const conditions = () =>
-			(byName('Next Page?').parameters.conditions as { combinator: string; conditions: Array<{ leftValue: string; rightValue: string; operator: { type: string; operation: string } }> });
+			byName('Next Page?').parameters.conditions as {
+				combinator: string;
+				conditions: Array<{ leftValue: string; rightValue: string; operator: { type: string; operation: string } }>;
+			};
 		/** Next Page?'s decision: every condition (and), with the operators it uses. */
 		const nextPage = (state: { nextPageAfterKey: string | null; runIndex: number; maxPages?: number }) =>
 			conditions().conditions.every(({ leftValue, rightValue, operator }) => {
@@ -626,7 +715,7 @@ describe('the replay template', () => {
 				throw new Error(`unexpected operator ${operator.operation}`);
 			});
 
-		it('after each page (the report, or the loop done), lists the next one after the page\'s last key', () => {
+		it("after each page (the report, or the loop done), lists the next one after the page's last key", () => {
 			expect(targetsOf('Dry Run: Report Only')).toEqual([['Next Page?']]);
 			expect(targetsOf('Replay One by One')[0]).toEqual(['Next Page?']);
 			expect(byName('Next Page?')).toMatchObject({ type: 'n8n-nodes-base.if', executeOnce: true });
@@ -649,7 +738,9 @@ describe('the replay template', () => {
 			expect(nextPage({ nextPageAfterKey: null, runIndex: 0 })).toBe(false);
 			expect(nextPage({ nextPageAfterKey: 'evt:m', runIndex: 0, maxPages: 1 })).toBe(false);
 			const finished = Object.fromEntries(
-				(byName('Replay Finished').parameters.assignments as { assignments: Array<{ name: string; value: string }> }).assignments.map((a) => [a.name, a.value]),
+				(byName('Replay Finished').parameters.assignments as { assignments: Array<{ name: string; value: string }> }).assignments.map(
+					(a) => [a.name, a.value],
+				),
 			);
 			expect(evaluate(finished.moreKeysAfter, { nextPageAfterKey: 'evt:m' })).toBe('evt:m');
 			expect(evaluate(finished.moreKeysAfter, { nextPageAfterKey: null })).toBe('');
@@ -671,7 +762,10 @@ describe('the replay template', () => {
 		});
 
 		it('notes state the bound and how to reach keys past it', () => {
-			const notes = template.nodes.filter(isSticky).map((note) => String(note.parameters.content)).join('\n');
+			const notes = template.nodes
+				.filter(isSticky)
+				.map((note) => String(note.parameters.content))
+				.join('\n');
 			expect(notes).toMatch(/`maxPages`/);
 			expect(notes).toMatch(/1,000 keys/);
 			expect(notes).not.toMatch(/raise `pageSize`/);
@@ -683,7 +777,13 @@ describe('the replay template', () => {
 		const settingsRect = nodeRect(byName('Replay Settings'));
 		const gap = (note: TemplateNode) => {
 			const rect = noteRect(note);
-			return Math.max(rect.left - settingsRect.right, settingsRect.left - rect.right, rect.top - settingsRect.bottom, settingsRect.top - rect.bottom, 0);
+			return Math.max(
+				rect.left - settingsRect.right,
+				settingsRect.left - rect.right,
+				rect.top - settingsRect.bottom,
+				settingsRect.top - rect.bottom,
+				0,
+			);
 		};
 		const callouts = template.nodes
 			.filter(isSticky)

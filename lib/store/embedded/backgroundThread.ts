@@ -258,8 +258,19 @@ export function writeOffThread(
 	const message = (fields: Row) => ({ ...fields, write: true, transaction: id, identity: transaction.identity });
 	// Every message of the transaction goes to this thread, the one holding it open.
 	const done = (async () => {
-		if (!next) return [(await sendTo(thread, message({ ...statement, begin: true, finish: 'commit', synced: transaction.synced, lockWaitMs: transaction.lockWaitMs }), operation)) as ThreadWriteResult];
-		const first = (await sendTo(thread, message({ ...statement, begin: true, synced: transaction.synced, lockWaitMs: transaction.lockWaitMs }), operation)) as ThreadWriteResult;
+		if (!next)
+			return [
+				(await sendTo(
+					thread,
+					message({ ...statement, begin: true, finish: 'commit', synced: transaction.synced, lockWaitMs: transaction.lockWaitMs }),
+					operation,
+				)) as ThreadWriteResult,
+			];
+		const first = (await sendTo(
+			thread,
+			message({ ...statement, begin: true, synced: transaction.synced, lockWaitMs: transaction.lockWaitMs }),
+			operation,
+		)) as ThreadWriteResult;
 		let second: ThreadStatement | undefined;
 		try {
 			second = next(first);
@@ -354,9 +365,18 @@ function sendTo(thread: StoreThread, message: Row, operation: LockWait['operatio
 function threadFor(file: string, pool = threads): StoreThread {
 	const known = pool.get(file);
 	if (known) return known;
-	const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { file, journalSizeLimitBytes: JOURNAL_SIZE_LIMIT_BYTES, backstopCheckpointPages: BACKSTOP_CHECKPOINT_PAGES } });
+	const worker = new Worker(THREAD_SOURCE, {
+		eval: true,
+		workerData: { file, journalSizeLimitBytes: JOURNAL_SIZE_LIMIT_BYTES, backstopCheckpointPages: BACKSTOP_CHECKPOINT_PAGES },
+	});
 	worker.unref();
-	const thread: StoreThread = { file, worker, pending: new Map(), checkpoint: { running: false, again: false, lastStarted: 0 }, writes: new Set() };
+	const thread: StoreThread = {
+		file,
+		worker,
+		pending: new Map(),
+		checkpoint: { running: false, again: false, lastStarted: 0 },
+		writes: new Set(),
+	};
 	pool.set(file, thread);
 	worker.on('message', ({ id, result, error }: { id: number; result?: unknown; error?: Row }) => {
 		const pending = thread.pending.get(id);

@@ -84,7 +84,13 @@ export function statement(connection: EmbeddedConnection, text: string): SqliteS
 	return prepared;
 }
 
-export function namedStatement(connection: EmbeddedConnection, name: EmbeddedStatement, family: EmbeddedFamily, table?: string, omit?: SqlSection): SqliteStatement {
+export function namedStatement(
+	connection: EmbeddedConnection,
+	name: EmbeddedStatement,
+	family: EmbeddedFamily,
+	table?: string,
+	omit?: SqlSection,
+): SqliteStatement {
 	return statement(connection, renderEmbeddedStatement(name, family, table, omit));
 }
 
@@ -209,7 +215,11 @@ export async function writeOnThread(
 	commit: ThreadCommit,
 	next?: (result: ThreadWriteResult) => ThreadStatement | undefined,
 ): Promise<ThreadWriteResult[]> {
-	const transaction = { synced: commit === 'synced', identity: `${connection.identity.dev}:${connection.identity.ino}`, lockWaitMs: wait.lockWaitMs };
+	const transaction = {
+		synced: commit === 'synced',
+		identity: `${connection.identity.dev}:${connection.identity.ino}`,
+		lockWaitMs: wait.lockWaitMs,
+	};
 	let results: ThreadWriteResult[];
 	try {
 		results = await writeOffThread(connection.file, statement, transaction, wait.operation, next);
@@ -275,7 +285,10 @@ function lockWaitEnded(connection: EmbeddedConnection, wait: LockWait, waited: b
 }
 
 function notPrepared(file: string, cause: unknown): InvalidConfigurationError {
-	return new InvalidConfigurationError(`The embedded key store ${file} or its folder cannot be created or made private (0600, folder 0700): ${(cause as Error).message}`, { cause });
+	return new InvalidConfigurationError(
+		`The embedded key store ${file} or its folder cannot be created or made private (0600, folder 0700): ${(cause as Error).message}`,
+		{ cause },
+	);
 }
 
 /** The device and inode `file` names now; undefined when nothing is at the path. */
@@ -354,7 +367,8 @@ export function connectionFor(file: string): EmbeddedConnection {
 		// WAL: readers never wait for the writer. The mode is stored in the file; set once.
 		if (db.prepare('pragma journal_mode').get()?.journal_mode !== 'wal') {
 			const mode = db.prepare('pragma journal_mode = wal').get()?.journal_mode;
-			if (mode !== 'wal') throw new DatabaseError(`The embedded key store ${real} could not switch to WAL journaling (it stayed ${String(mode)}).`);
+			if (mode !== 'wal')
+				throw new DatabaseError(`The embedded key store ${real} could not switch to WAL journaling (it stayed ${String(mode)}).`);
 		}
 		// FULL: every commit is on the disk before the call returns (a completed key survives a power cut).
 		db.exec('pragma synchronous = full');

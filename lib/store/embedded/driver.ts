@@ -94,7 +94,8 @@ function arrayRows(position: Record<string, number>): RowReader {
 type Encoders<S> = { [N in keyof S]: (parameters: S[N]) => Parameters };
 
 /** A settle's tuples with the token as the file stores it: a UUID given in upper case is the same token. */
-const owned = (items: Array<[string, string, ...unknown[]]>) => JSON.stringify(items.map(([key, token, ...extra]) => [key, ownerTokenText(token), ...extra]));
+const owned = (items: Array<[string, string, ...unknown[]]>) =>
+	JSON.stringify(items.map(([key, token, ...extra]) => [key, ownerTokenText(token), ...extra]));
 
 const KEY_PARAMETERS: Encoders<KeyStatements> = {
 	reserve: (p) => ({
@@ -203,7 +204,12 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 		await ensureTable(connectionFor(this.file), this.family, this.table, true, this.lockWaitMs);
 	}
 
-	async send(operation: StoreOperation, statement: Statement<S>, rule: SendRule, then?: (result: StatementResult) => Statement<S> | undefined): Promise<StatementResult[]> {
+	async send(
+		operation: StoreOperation,
+		statement: Statement<S>,
+		rule: SendRule,
+		then?: (result: StatementResult) => Statement<S> | undefined,
+	): Promise<StatementResult[]> {
 		const connection = await this.readyConnection();
 		const wait: LockWait = { lockWaitMs: this.lockWaitMs, operation };
 		const work = (): StatementResult[] => {
@@ -338,14 +344,22 @@ export class EmbeddedKeyDriver extends EmbeddedDriver<KeyStatements> implements 
 		if (statement.name !== 'claimForReplay') return super.run(connection, statement);
 		const { claims } = statement.parameters as KeyStatements['claimForReplay'];
 		const tokenOf = new Map(claims);
-		const current = namedStatement(connection, 'claimForReplayCurrent', 'keys', this.table).all({ keys: JSON.stringify(claims.map(([key]) => key)) });
+		const current = namedStatement(connection, 'claimForReplayCurrent', 'keys', this.table).all({
+			keys: JSON.stringify(claims.map(([key]) => key)),
+		});
 		const claimable = current.filter(isReplayable).map((row) => [row.key as string, tokenOf.get(row.key as string)]);
 		const claimed =
 			claimable.length === 0
 				? []
-				: namedStatement(connection, 'claimForReplay', 'keys', this.table).all({ claims: JSON.stringify(claimable), ...KEY_PARAMETERS.claimForReplay(statement.parameters as KeyStatements['claimForReplay']) });
+				: namedStatement(connection, 'claimForReplay', 'keys', this.table).all({
+						claims: JSON.stringify(claimable),
+						...KEY_PARAMETERS.claimForReplay(statement.parameters as KeyStatements['claimForReplay']),
+					});
 		const claimedKeys = new Set(claimed.map((row) => row.key));
-		const rows = [...claimed.map((row) => ({ ...row, claimed: 1 })), ...current.filter((row) => !claimedKeys.has(row.key)).map((row) => ({ ...row, claimed: 0 }))];
+		const rows = [
+			...claimed.map((row) => ({ ...row, claimed: 1 })),
+			...current.filter((row) => !claimedKeys.has(row.key)).map((row) => ({ ...row, claimed: 0 })),
+		];
 		return { rows, rowCount: rows.length, uncertain: false, read: OBJECT_ROWS };
 	}
 }

@@ -1,7 +1,6 @@
 import { DatabaseError, DatabaseUnavailableError, IdempotencyError, InvalidConfigurationError, LockTimeoutError } from '../../errors';
 import type { StoreOperation } from '../driver';
 
-
 /**
  * Node's built-in `node:sqlite` cannot be loaded: Node older than 22.13 (or 23.4 on the 23 line),
  * or Node started with `--no-experimental-sqlite`. The embedded store cannot run on this n8n.

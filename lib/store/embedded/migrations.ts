@@ -12,7 +12,13 @@ import { EMBEDDED_MIGRATIONS, renderEmbeddedSql, type EmbeddedFamily } from './s
  * Brings one table to the package's schema version (once per connection and table; concurrent
  * first callers share the check). `migrate` false only checks, and the error says what is missing.
  */
-export function ensureTable(connection: EmbeddedConnection, family: Exclude<EmbeddedFamily, 'file'>, table: string, migrate: boolean, lockWaitMs: number): Promise<void> {
+export function ensureTable(
+	connection: EmbeddedConnection,
+	family: Exclude<EmbeddedFamily, 'file'>,
+	table: string,
+	migrate: boolean,
+	lockWaitMs: number,
+): Promise<void> {
 	const cacheKey = `${family}:${table}`;
 	let ready = connection.tablesReady.get(cacheKey);
 	if (!ready) {
@@ -24,7 +30,13 @@ export function ensureTable(connection: EmbeddedConnection, family: Exclude<Embe
 	return ready;
 }
 
-async function migrateTable(connection: EmbeddedConnection, family: Exclude<EmbeddedFamily, 'file'>, table: string, migrate: boolean, lockWaitMs: number): Promise<void> {
+async function migrateTable(
+	connection: EmbeddedConnection,
+	family: Exclude<EmbeddedFamily, 'file'>,
+	table: string,
+	migrate: boolean,
+	lockWaitMs: number,
+): Promise<void> {
 	const files = EMBEDDED_MIGRATIONS[family];
 	const state = () => {
 		const row = namedStatement(connection, 'readSchemaVersion', 'file').get({ object: table });
@@ -35,7 +47,9 @@ async function migrateTable(connection: EmbeddedConnection, family: Exclude<Embe
 			);
 		}
 		if (!row && exists) {
-			throw new InvalidConfigurationError(`The file ${connection.file} already has a table "${table}" that n8n-nodes-idempotency did not create: choose another table name.`);
+			throw new InvalidConfigurationError(
+				`The file ${connection.file} already has a table "${table}" that n8n-nodes-idempotency did not create: choose another table name.`,
+			);
 		}
 		const version = row && exists ? Number(row.version) : 0;
 		if (version > files.length) {
@@ -52,7 +66,9 @@ async function migrateTable(connection: EmbeddedConnection, family: Exclude<Embe
 		const message = `the node option "Create or Upgrade Table" is off. Turn it on (the default) so the store creates it.`;
 		throw before === 0
 			? new TableMissingError(`The table "${table}" does not exist in the embedded key store ${connection.file}; ${message}`)
-			: new SchemaOutdatedError(`The table "${table}" in the embedded key store ${connection.file} is at schema version ${before}, this package needs ${files.length}; ${message} Existing keys are kept.`);
+			: new SchemaOutdatedError(
+					`The table "${table}" in the embedded key store ${connection.file} is at schema version ${before}, this package needs ${files.length}; ${message} Existing keys are kept.`,
+				);
 	}
 	await withWriteLock(connection, wait, () => {
 		const current = state();
@@ -60,4 +76,3 @@ async function migrateTable(connection: EmbeddedConnection, family: Exclude<Embe
 		namedStatement(connection, 'writeSchemaVersion', 'file').run({ object: table, family, version: files.length });
 	});
 }
-

@@ -4,7 +4,14 @@ import type { Pool } from 'pg';
 import { InvalidConfigurationError } from '../../errors';
 import { quoteIdentifier, tableRef } from '../../identifiers';
 import { DEFAULT_SCHEMA, DEFAULT_TABLE } from '../rules';
-import { copyKeysToPostgres, emptyCounts, preparePostgresTable, type CopyConflict, type CopyOutcome, type KeyRow } from '../postgres/copyKeys';
+import {
+	copyKeysToPostgres,
+	emptyCounts,
+	preparePostgresTable,
+	type CopyConflict,
+	type CopyOutcome,
+	type KeyRow,
+} from '../postgres/copyKeys';
 import type { RecordStatus } from '../../types';
 import { loadSqlite, type SqliteDatabase } from './sqlite';
 import { renderEmbeddedStatement } from './statements';
@@ -93,15 +100,24 @@ function openFile(file: string, table: string): SqliteDatabase {
 	const { DatabaseSync } = loadSqlite();
 	// Opened for reading and writing (a WAL file's readers share its index file), but only read.
 	const db = new DatabaseSync(file, { timeout: 5000 });
-	const columns = new Set(db.prepare(renderEmbeddedStatement('tableColumns', 'file')).all({ name: table }).map((column) => String(column.name)));
+	const columns = new Set(
+		db
+			.prepare(renderEmbeddedStatement('tableColumns', 'file'))
+			.all({ name: table })
+			.map((column) => String(column.name)),
+	);
 	if (columns.size === 0) {
 		db.close();
-		throw new InvalidConfigurationError(`The file ${file} has no table ${table}: is it the embedded store's file, and is the table name the nodes' Table Name?`);
+		throw new InvalidConfigurationError(
+			`The file ${file} has no table ${table}: is it the embedded store's file, and is the table name the nodes' Table Name?`,
+		);
 	}
 	const missing = COLUMNS.split(', ').filter((name) => !columns.has(name));
 	if (missing.length > 0) {
 		db.close();
-		throw new InvalidConfigurationError(`The table ${table} in ${file} lacks the columns ${missing.join(', ')}: it is not a keys table of this package's embedded store.`);
+		throw new InvalidConfigurationError(
+			`The table ${table} in ${file} lacks the columns ${missing.join(', ')}: it is not a keys table of this package's embedded store.`,
+		);
 	}
 	return db;
 }

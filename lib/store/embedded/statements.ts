@@ -64,7 +64,9 @@ const RESERVED_PREFIXES = ['n8n_idempotency_', 'sqlite_'];
 export function embeddedTableName(name: string): { name: string; quoted: string } {
 	const quoted = quoteIdentifier(name, 'table');
 	if (RESERVED_PREFIXES.some((prefix) => name.toLowerCase().startsWith(prefix))) {
-		throw new InvalidConfigurationError(`Invalid table name ${JSON.stringify(name)}: names starting with ${RESERVED_PREFIXES.join(' or ')} belong to the store file itself.`);
+		throw new InvalidConfigurationError(
+			`Invalid table name ${JSON.stringify(name)}: names starting with ${RESERVED_PREFIXES.join(' or ')} belong to the store file itself.`,
+		);
 	}
 	return { name, quoted };
 }
@@ -77,7 +79,14 @@ export function embeddedTableName(name: string): { name: string; quoted: string 
 export function renderEmbeddedSql(file: string, family: EmbeddedFamily, table?: string, omit?: SqlSection): string {
 	const defaultTable = DEFAULT_TABLE_OF[family];
 	if (!defaultTable || !table) return readStatementText(EMBEDDED_SQL_DIR, file, omit);
-	return renderForTable(EMBEDDED_SQL_DIR, file, defaultTable, table, (indexSuffix) => (indexSuffix ? `"${table}_${indexSuffix}"` : `"${table}"`), omit);
+	return renderForTable(
+		EMBEDDED_SQL_DIR,
+		file,
+		defaultTable,
+		table,
+		(indexSuffix) => (indexSuffix ? `"${table}_${indexSuffix}"` : `"${table}"`),
+		omit,
+	);
 }
 
 /** A statement of `sql/embedded/queries/`, for the given table. */

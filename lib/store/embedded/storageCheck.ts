@@ -13,7 +13,24 @@ export interface Mount {
 // Filesystems where SQLite's POSIX locks or its WAL shared memory (mmap of the -shm file) are not
 // shared between all the processes that open the file: network and cluster filesystems, and FUSE,
 // whose lock support is up to each user-space implementation.
-const UNSAFE_TYPES = new Set(['nfs', 'nfs4', 'cifs', 'smb3', 'smbfs', 'smb', 'ncpfs', '9p', 'ceph', 'glusterfs', 'lustre', 'gpfs', 'afs', 'davfs', 'beegfs', 'fuse']);
+const UNSAFE_TYPES = new Set([
+	'nfs',
+	'nfs4',
+	'cifs',
+	'smb3',
+	'smbfs',
+	'smb',
+	'ncpfs',
+	'9p',
+	'ceph',
+	'glusterfs',
+	'lustre',
+	'gpfs',
+	'afs',
+	'davfs',
+	'beegfs',
+	'fuse',
+]);
 
 /** Whether SQLite's locks and WAL cannot be trusted on this filesystem type. */
 export function isUnsafeFilesystem(fsType: string): boolean {
@@ -35,7 +52,11 @@ export function parseMountInfo(text: string): Mount[] {
 		const fields = line.trim().split(' ');
 		const separator = fields.indexOf('-');
 		if (separator < 6 || fields.length < separator + 3) continue;
-		mounts.push({ mountPoint: unescapeMountField(fields[4]), fsType: fields[separator + 1], source: unescapeMountField(fields[separator + 2]) });
+		mounts.push({
+			mountPoint: unescapeMountField(fields[4]),
+			fsType: fields[separator + 1],
+			source: unescapeMountField(fields[separator + 2]),
+		});
 	}
 	return mounts;
 }

@@ -58,7 +58,12 @@ export function toPoolConfig(settings: ConnectionSettings): PoolConfig {
 	}
 	// 0 leaves the server-side timeouts unsent: PgBouncer refuses unknown startup parameters, and
 	// there they belong on the database role instead. The client-side query timeout always applies.
-	const statementTimeout = timeoutSeconds(settings.statementTimeoutSeconds, DEFAULT_TIMEOUTS.statementTimeoutSeconds, 'Statement Timeout', true);
+	const statementTimeout = timeoutSeconds(
+		settings.statementTimeoutSeconds,
+		DEFAULT_TIMEOUTS.statementTimeoutSeconds,
+		'Statement Timeout',
+		true,
+	);
 	const lockTimeout = timeoutSeconds(settings.lockTimeoutSeconds, DEFAULT_TIMEOUTS.lockTimeoutSeconds, 'Lock Timeout', true);
 	const queryTimeout = timeoutSeconds(settings.queryTimeoutSeconds, DEFAULT_TIMEOUTS.queryTimeoutSeconds, 'Query Timeout', false);
 	return {
@@ -103,7 +108,9 @@ function timeoutSeconds(value: number | undefined, fallback: number, field: stri
 	const seconds = Number(value);
 	if (zeroMeansUnsent && seconds === 0) return 0;
 	if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_TIMEOUT_SECONDS) {
-		const range = zeroMeansUnsent ? `0 (not sent) or more than 0 and at most ${MAX_TIMEOUT_SECONDS}` : `more than 0 and at most ${MAX_TIMEOUT_SECONDS}`;
+		const range = zeroMeansUnsent
+			? `0 (not sent) or more than 0 and at most ${MAX_TIMEOUT_SECONDS}`
+			: `more than 0 and at most ${MAX_TIMEOUT_SECONDS}`;
 		throw new InvalidConfigurationError(`The credential's ${field} must be ${range} seconds.`);
 	}
 	return seconds;

@@ -85,14 +85,19 @@ const JSON_POSTGRES_REFUSES = /\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\
 function storableJsonText(json: string | null, what: string, key: string, warnings: string[]): string | null {
 	if (json === null || !JSON_POSTGRES_REFUSES.test(json)) return json;
 	const repaired = storableResponse(parseWithExactNumbers(json));
-	warnings.push(`Key ${JSON.stringify(key.slice(0, 80))}: its ${what} had NUL characters or broken Unicode; they were replaced with U+FFFD.`);
+	warnings.push(
+		`Key ${JSON.stringify(key.slice(0, 80))}: its ${what} had NUL characters or broken Unicode; they were replaced with U+FFFD.`,
+	);
 	return repaired.json;
 }
 
 function storableColumnText(text: string | null, what: string, key: string, warnings: string[]): string | null {
 	if (text === null) return null;
 	const repaired = storableText(text);
-	if (repaired.changed) warnings.push(`Key ${JSON.stringify(key.slice(0, 80))}: its ${what} had NUL characters or broken Unicode; they were replaced with U+FFFD.`);
+	if (repaired.changed)
+		warnings.push(
+			`Key ${JSON.stringify(key.slice(0, 80))}: its ${what} had NUL characters or broken Unicode; they were replaced with U+FFFD.`,
+		);
 	return repaired.text;
 }
 
@@ -109,11 +114,17 @@ export async function copyKeysToPostgres(pool: Pool, table: TableRef, rows: KeyR
 	if (rows.length === 0) return { counts, conflicts, warnings };
 	for (const row of rows) {
 		if (!row.key || row.key.includes('\u0000') || storableText(row.key).changed) {
-			throw new InvalidConfigurationError(`A stored key cannot go to Postgres as it is (empty, NUL or broken Unicode): ${JSON.stringify(row.key.slice(0, 80))}.`);
+			throw new InvalidConfigurationError(
+				`A stored key cannot go to Postgres as it is (empty, NUL or broken Unicode): ${JSON.stringify(row.key.slice(0, 80))}.`,
+			);
 		}
-		if (!STATUSES.includes(row.status)) throw new InvalidConfigurationError(`Key ${JSON.stringify(row.key.slice(0, 80))} has the unknown status ${JSON.stringify(row.status)}.`);
+		if (!STATUSES.includes(row.status))
+			throw new InvalidConfigurationError(
+				`Key ${JSON.stringify(row.key.slice(0, 80))} has the unknown status ${JSON.stringify(row.status)}.`,
+			);
 	}
-	const text = (value: (row: KeyRow) => string | null, what: string) => rows.map((row) => storableColumnText(value(row), what, row.key, warnings));
+	const text = (value: (row: KeyRow) => string | null, what: string) =>
+		rows.map((row) => storableColumnText(value(row), what, row.key, warnings));
 	const values = [
 		rows.map((row) => row.key),
 		rows.map((row) => row.status),
@@ -152,7 +163,8 @@ export async function copyKeysToPostgres(pool: Pool, table: TableRef, rows: KeyR
 		const existed = answer.before_status !== null;
 		const sameReservation = existed && answer.before_owner_token === (copied.ownerToken?.toLowerCase() ?? null);
 		let outcome: CopyOutcome;
-		if (!existed) outcome = answer.written ? 'inserted' : 'kept'; // kept: written to Postgres by someone else during the move
+		if (!existed)
+			outcome = answer.written ? 'inserted' : 'kept'; // kept: written to Postgres by someone else during the move
 		else if (sameReservation) outcome = answer.written ? 'updated' : 'unchanged';
 		else outcome = answer.written ? 'replaced' : 'kept';
 		counts[outcome] += 1;

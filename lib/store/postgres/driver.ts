@@ -84,7 +84,15 @@ const KEY_PARAMETERS: Encoders<KeyStatements> = {
 		sparseColumn(p.requests.map((request) => request.evidence?.correlationId)),
 		p.instanceId,
 	],
-	claimForReplay: (p) => [column(p.claims, 0), column(p.claims, 1), p.leaseSeconds, p.retentionSeconds, p.executionId, p.workflowId, p.instanceId],
+	claimForReplay: (p) => [
+		column(p.claims, 0),
+		column(p.claims, 1),
+		p.leaseSeconds,
+		p.retentionSeconds,
+		p.executionId,
+		p.workflowId,
+		p.instanceId,
+	],
 	complete: (p) => [column(p.items, 0), column(p.items, 1), column(p.items, 2)],
 	release: (p) => [column(p.items, 0), column(p.items, 1)],
 	fail: (p) => [column(p.items, 0), column(p.items, 1), column(p.items, 2)],
@@ -149,7 +157,12 @@ export class PostgresDriver<S> implements StoreDriver<S> {
 		await this.gate.create();
 	}
 
-	async send(operation: StoreOperation, statement: Statement<S>, rule: SendRule, then?: (result: StatementResult) => Statement<S> | undefined): Promise<StatementResult[]> {
+	async send(
+		operation: StoreOperation,
+		statement: Statement<S>,
+		rule: SendRule,
+		then?: (result: StatementResult) => Statement<S> | undefined,
+	): Promise<StatementResult[]> {
 		const first = await this.sendOne(operation, statement, rule);
 		const next = then?.(first);
 		return next ? [first, await this.sendOne(operation, next, rule)] : [first];
@@ -172,7 +185,11 @@ export class PostgresDriver<S> implements StoreDriver<S> {
 				? await this.runner.run(text, values, {
 						context: { table, operation: operation as Operation },
 						named: true,
-						retry: { retryUntil: rule.retryUntil, ...(rule.recoverUntilMs === undefined ? {} : { recoverUntilMs: rule.recoverUntilMs }), onRetry: this.options.onRetry },
+						retry: {
+							retryUntil: rule.retryUntil,
+							...(rule.recoverUntilMs === undefined ? {} : { recoverUntilMs: rule.recoverUntilMs }),
+							onRetry: this.options.onRetry,
+						},
 					})
 				: await this.runner.run(text, values, { context: { table } });
 		if (SETTLES.has(name)) recordDatabaseTime(this.pool, result.rows[0]?.completed_at);
@@ -192,7 +209,11 @@ export class PostgresKeyDriver extends PostgresDriver<KeyStatements> implements 
 	readonly keys = POSTGRES_KEYS;
 	readonly cleanupChunkRows = Infinity;
 
-	constructor(pool: Pool, runner: PostgresRunner, private readonly storeOptions: StoreOptions) {
+	constructor(
+		pool: Pool,
+		runner: PostgresRunner,
+		private readonly storeOptions: StoreOptions,
+	) {
 		super(pool, runner, storeOptions, KEYS_MIGRATIONS, KEY_PARAMETERS);
 	}
 

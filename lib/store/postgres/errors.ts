@@ -42,7 +42,8 @@ const MAYBE_CHANGED: Record<Operation, string> = {
 	release: 'The key may or may not have been released; if not, a redelivery reads In Progress until the lease ends.',
 	fail: 'The key may or may not have been marked failed; if not, a redelivery reads In Progress until the lease ends.',
 	hold: 'The lease may or may not have been extended; if not, a delivery after it ends, while the execution still waits, runs the business step again.',
-	claimForReplay: 'The keys may have been claimed for this run; if so, they are held until the replay lease ends, and a replay run after that claims them again.',
+	claimForReplay:
+		'The keys may have been claimed for this run; if so, they are held until the replay lease ends, and a replay run after that claims them again.',
 };
 
 // Postgres SQLSTATE codes this package gives a meaning to (https://www.postgresql.org/docs/current/errcodes-appendix.html).

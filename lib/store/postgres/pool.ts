@@ -16,7 +16,11 @@ function fingerprint(settings: ConnectionSettings): string {
 	return createHash('sha256')
 		.update(JSON.stringify(rest))
 		.update('\0')
-		.update(createHash('sha256').update(password ?? '').digest())
+		.update(
+			createHash('sha256')
+				.update(password ?? '')
+				.digest(),
+		)
 		.digest('hex');
 }
 

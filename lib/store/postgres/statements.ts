@@ -61,7 +61,8 @@ export type CatalogStatement = (typeof CATALOG_STATEMENT_NAMES)[number];
 export type TableStatement = KeyStatement | OrderStatement;
 export type StatementName = TableStatement | CatalogStatement;
 
-const filesOf = <N extends string>(names: readonly N[]) => Object.fromEntries(names.map((name) => [name, queryFile(name)])) as Record<N, SqlFile>;
+const filesOf = <N extends string>(names: readonly N[]) =>
+	Object.fromEntries(names.map((name) => [name, queryFile(name)])) as Record<N, SqlFile>;
 export const KEY_STATEMENTS = filesOf(KEY_STATEMENT_NAMES);
 export const ORDER_STATEMENTS = filesOf(ORDER_STATEMENT_NAMES);
 export const CATALOG_STATEMENTS = filesOf(CATALOG_STATEMENT_NAMES);
@@ -87,7 +88,8 @@ export type SqlFile = string;
 // The files name their default table; index and companion table names are derived from it (<table>_<x>_idx, <table>_answer_counts).
 /** A file from `sql/postgres/` written for `family`'s table, with its name replaced by the validated, quoted one. */
 export function renderSqlFile(file: SqlFile, family: TableFamily, table: TableRef, omit?: SqlSection): string {
-	const rename = (suffix?: string) => (!suffix ? table.qualified : isCompanionTable(suffix) ? table.companion(suffix) : table.indexName(suffix));
+	const rename = (suffix?: string) =>
+		!suffix ? table.qualified : isCompanionTable(suffix) ? table.companion(suffix) : table.indexName(suffix);
 	return renderForTable(POSTGRES_SQL_DIR, file, DEFAULT_TABLES[family], table.qualified, rename, omit);
 }
 
@@ -101,6 +103,7 @@ export function renderStatement(name: TableStatement, table: TableRef, omit?: Sq
 
 /** A statement that names no table, as its file holds it (without comments). */
 export function catalogStatement(name: CatalogStatement): string {
-	if (FAMILY_OF.get(name) !== null) throw new Error(`No statement without a table is named ${JSON.stringify(name)} in lib/store/postgres/statements.ts.`);
+	if (FAMILY_OF.get(name) !== null)
+		throw new Error(`No statement without a table is named ${JSON.stringify(name)} in lib/store/postgres/statements.ts.`);
 	return readStatementText(POSTGRES_SQL_DIR, QUERY_FILES[name]);
 }

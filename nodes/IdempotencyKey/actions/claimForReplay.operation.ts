@@ -22,8 +22,7 @@ export const value = 'claimForReplay';
 export const option = {
 	name: 'Claim for Replay',
 	action: 'Claim a stored key for replay',
-	description:
-		'Take over a failed key, or one whose lease ran out, to process its stored payload again; never a completed or held key',
+	description: 'Take over a failed key, or one whose lease ran out, to process its stored payload again; never a completed or held key',
 };
 
 export const description: INodeProperties[] = [
@@ -116,8 +115,20 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 /** Idempotency Reserve's fields for a reservation that took a key over, for the run that now owns it. */
 function claimedOutput(result: Extract<ReplayClaim, { claimed: true }>): IDataObject {
 	const { record } = result;
-	const reservation = { outcome: 'new', key: result.key, ownerToken: result.ownerToken, reclaimed: true, repeatInBatch: false, payloadMismatch: null, record } as const;
-	const fields = idempotencyOutput(reservation, { key: result.key, keySource: record.keySource as KeySourceLabel, hashed: false }, { mode: 'lease', detail: 'full', fingerprinting: false });
+	const reservation = {
+		outcome: 'new',
+		key: result.key,
+		ownerToken: result.ownerToken,
+		reclaimed: true,
+		repeatInBatch: false,
+		payloadMismatch: null,
+		record,
+	} as const;
+	const fields = idempotencyOutput(
+		reservation,
+		{ key: result.key, keySource: record.keySource as KeySourceLabel, hashed: false },
+		{ mode: 'lease', detail: 'full', fingerprinting: false },
+	);
 	// Whether Reserve hashed the key is not stored: say nothing rather than guess.
 	delete fields.keyHashed;
 	return {

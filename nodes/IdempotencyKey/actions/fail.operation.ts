@@ -31,7 +31,8 @@ export const description: INodeProperties[] = [
 		type: 'string',
 		displayOptions: { show: { operation: ['fail'] } },
 		default: FAIL_ERROR_MESSAGE_DEFAULT,
-		description: "Stored as the key's lastError. The default reads a Code node's error, a Postgres node's message and an Error Trigger's error.",
+		description:
+			"Stored as the key's lastError. The default reads a Code node's error, a Postgres node's message and an Error Trigger's error.",
 	},
 ];
 
@@ -48,7 +49,12 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	if (source === 'execution') {
 		return await settleFailedExecutions(context, async (execution, itemIndex) => {
 			const failed = await store.failExecution(execution, errorMessage(context, itemIndex));
-			const idempotency: IDataObject = { operation: value, executionId: execution.executionId, workflowId: execution.workflowId, failedKeys: failed.keys };
+			const idempotency: IDataObject = {
+				operation: value,
+				executionId: execution.executionId,
+				workflowId: execution.workflowId,
+				failedKeys: failed.keys,
+			};
 			if (failed.warnings.length > 0) idempotency.warnings = failed.warnings;
 			return idempotency;
 		});

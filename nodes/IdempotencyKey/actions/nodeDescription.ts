@@ -15,15 +15,19 @@ const operationProperty: INodeProperties = {
 	name: 'operation',
 	type: 'options',
 	noDataExpression: true,
-	options: OPERATIONS.map(({ value, option }) => ({ name: option.name, value, action: option.action, description: option.description })).sort(
-		(a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
-	),
+	options: OPERATIONS.map(({ value, option }) => ({
+		name: option.name,
+		value,
+		action: option.action,
+		description: option.description,
+	})).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
 	// The operation of a node whose workflow saved none (n8n does not save a default): never change it.
 	default: 'release',
 };
 
 /** The default operation's module (the unit test checks the default is one of the list). */
-export const DEFAULT_OPERATION: KeyOperation = OPERATIONS.find((operation) => operation.value === operationProperty.default) ?? OPERATIONS[0];
+export const DEFAULT_OPERATION: KeyOperation =
+	OPERATIONS.find((operation) => operation.value === operationProperty.default) ?? OPERATIONS[0];
 
 const tableOptionsProperty: INodeProperties = {
 	displayName: 'Options',
@@ -39,7 +43,8 @@ const operationProperties = [...new Set(OPERATIONS.flatMap((operation) => operat
 
 export const keyProperties: INodeProperties[] = [...storeProperties, operationProperty, ...operationProperties, tableOptionsProperty];
 
-const outputsOf = (names: readonly string[]) => JSON.stringify(names.map((displayName) => ({ type: NodeConnectionTypes.Main, displayName })));
+const outputsOf = (names: readonly string[]) =>
+	JSON.stringify(names.map((displayName) => ({ type: NodeConnectionTypes.Main, displayName })));
 
 /** The outputs of the chosen operation; an unknown one gets the default operation's. */
 export const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ ${OPERATIONS.filter((operation) => operation !== DEFAULT_OPERATION)
@@ -47,6 +52,6 @@ export const OUTPUTS_BY_OPERATION: `={{${string}}}` = `={{ ${OPERATIONS.filter((
 	.join('')}${outputsOf(DEFAULT_OPERATION.outputs)} }}`;
 
 /** The operation's label, as the Operation list shows it (never its internal value). */
-export const SUBTITLE_BY_OPERATION = `={{ {${OPERATIONS.map((operation) => `${JSON.stringify(operation.value)}: ${operation.subtitle}`).join(
-	', ',
-)}}[$parameter.operation] || $parameter.operation }}`;
+export const SUBTITLE_BY_OPERATION = `={{ {${OPERATIONS.map(
+	(operation) => `${JSON.stringify(operation.value)}: ${operation.subtitle}`,
+).join(', ')}}[$parameter.operation] || $parameter.operation }}`;

@@ -13,7 +13,8 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 	const operation = operationNamed(value);
 	if (operation && operation.failedOutput === undefined) return await operation.execute(this, openStore);
 	try {
-		if (!operation) throw new NodeOperationError(this.getNode(), `The operation ${JSON.stringify(value)} is not known to this version of the node.`);
+		if (!operation)
+			throw new NodeOperationError(this.getNode(), `The operation ${JSON.stringify(value)} is not known to this version of the node.`);
 		return await operation.execute(this, openStore);
 	} catch (error) {
 		if (!this.continueOnFail()) throw toNodeError(this.getNode(), error);

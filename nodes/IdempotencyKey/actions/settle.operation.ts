@@ -34,14 +34,13 @@ export const value = 'settle';
 export const option = {
 	name: 'Settle After Business Step',
 	action: 'Settle a reservation after the business step',
-	description:
-		'Beside the business step or after it: completes the key if its items ran without error (any output), else fails it',
+	description: 'Beside the business step or after it: completes the key if its items ran without error (any output), else fails it',
 };
 
 export const description: INodeProperties[] = [
 	{
 		displayName:
-			'Connect this node beside your business step (to the same output) or after its last node. The key is completed when every node of the step ran without error for the key\'s items, whatever they returned, and marked failed when one failed, whatever its On Error says. Work still to run when this node runs (a Merge, a loop, a node below) is waited for: the key is then settled when the execution ends. Keep this node\'s On Error at Stop Workflow.',
+			"Connect this node beside your business step (to the same output) or after its last node. The key is completed when every node of the step ran without error for the key's items, whatever they returned, and marked failed when one failed, whatever its On Error says. Work still to run when this node runs (a Merge, a loop, a node below) is waited for: the key is then settled when the execution ends. Keep this node's On Error at Stop Workflow.",
 		name: 'settleNotice',
 		type: 'notice',
 		displayOptions: { show: { operation: ['settle'] } },
@@ -96,7 +95,8 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	try {
 		view = readExecutionRecord(context);
 		// Beside the business step, on the output that feeds it: the wiring Reserve checked before reserving.
-		if (feedsBusinessStep(view.node(source.previousNode)?.type)) checkSettleWiring(view, source.previousNode, source.previousNodeOutput ?? 0);
+		if (feedsBusinessStep(view.node(source.previousNode)?.type))
+			checkSettleWiring(view, source.previousNode, source.previousNodeOutput ?? 0);
 		judgement = judgeExecution(view);
 	} catch (error) {
 		// Refused whatever "On Error" says: continuing would let the business step run after the answer.
@@ -117,7 +117,9 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 			try {
 				owned = readOwnedKey(context, items[itemIndex], itemIndex, 'item').owned;
 			} catch (error) {
-				routed[NOT_SETTLED].push(outcomeItem(items[itemIndex], itemIndex, undefined, { stepSucceeded: null, stepError: null, error: messageOf(error) }));
+				routed[NOT_SETTLED].push(
+					outcomeItem(items[itemIndex], itemIndex, undefined, { stepSucceeded: null, stepError: null, error: messageOf(error) }),
+				);
 				continue;
 			}
 			const reserved = byKey.get(`${owned.key}\u0000${owned.ownerToken}`);
@@ -185,7 +187,9 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 			return error instanceof Error ? error : new Error(String(error));
 		}
 	};
-	const completed = await settleGroup(succeeded, (s) => s.complete(succeeded.map((entry) => ({ ...entry.owned, response: entry.response }))));
+	const completed = await settleGroup(succeeded, (s) =>
+		s.complete(succeeded.map((entry) => ({ ...entry.owned, response: entry.response }))),
+	);
 	const markedFailed = await settleGroup(failed, (s) => s.fail(failed.map((entry) => ({ ...entry.owned, error: entry.failure ?? '' }))));
 
 	const route = (group: Entry[], reports: SettleReport[] | Error, operation: 'complete' | 'fail'): void => {
@@ -194,7 +198,9 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 			const base = { stepSucceeded, stepError: entry.failure ?? null };
 			for (const itemIndex of entry.itemIndexes) {
 				if (reports instanceof Error) {
-					routed[NOT_SETTLED].push(outcomeItem(items[itemIndex], itemIndex, entry.reservation, { ...base, key: entry.owned.key, error: reports.message }));
+					routed[NOT_SETTLED].push(
+						outcomeItem(items[itemIndex], itemIndex, entry.reservation, { ...base, key: entry.owned.key, error: reports.message }),
+					);
 					continue;
 				}
 				const report = reports[position];
@@ -220,7 +226,11 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		await answerNow(context, {
 			statusCode: 500,
 			headers: { [OUTCOME_HEADER]: 'failed' },
-			body: { received: false, retry: true, message: `The business step failed for ${failedElsewhere.length} other event(s) of this delivery: ${judgement.failed.get(failedElsewhere[0]) ?? ''}` },
+			body: {
+				received: false,
+				retry: true,
+				message: `The business step failed for ${failedElsewhere.length} other event(s) of this delivery: ${judgement.failed.get(failedElsewhere[0]) ?? ''}`,
+			},
 		});
 	} else if (stillRunning && answeredElsewhere(view)) {
 		// Copies (Duplicate, In Progress) in the same delivery are answered by their own branch, which n8n may
@@ -228,14 +238,24 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		await answerNow(context, {
 			statusCode: 409,
 			headers: { [OUTCOME_HEADER]: 'in_progress' },
-			body: { received: false, inProgress: true, retry: true, message: 'Some events of this delivery are still being processed: retry later.' },
+			body: {
+				received: false,
+				inProgress: true,
+				retry: true,
+				message: 'Some events of this delivery are still being processed: retry later.',
+			},
 		});
 	}
 	if (failed.length > 0 && succeeded.length > 0) {
 		await answerNow(context, {
 			statusCode: 500,
 			headers: { [OUTCOME_HEADER]: 'failed' },
-			body: { received: false, retry: true, failed: failed.map((entry) => entry.owned.key), message: `The business step failed for ${failed.length} of the ${all.length} events of this delivery: ${failed[0].failure ?? ''}` },
+			body: {
+				received: false,
+				retry: true,
+				failed: failed.map((entry) => entry.owned.key),
+				message: `The business step failed for ${failed.length} of the ${all.length} events of this delivery: ${failed[0].failure ?? ''}`,
+			},
 		});
 	}
 	return routed;
@@ -244,7 +264,9 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 /** Whether a Reserve node of this execution sent items out of another output than New (a copy, a key not reserved). */
 function answeredElsewhere(view: ExecutionView): boolean {
 	return Object.entries(view.runData).some(
-		([name, tasks]) => isReserveType(view.node(name)?.type) && tasks.some((task) => (task.data?.main ?? []).slice(1).some((items) => (items?.length ?? 0) > 0)),
+		([name, tasks]) =>
+			isReserveType(view.node(name)?.type) &&
+			tasks.some((task) => (task.data?.main ?? []).slice(1).some((items) => (items?.length ?? 0) > 0)),
 	);
 }
 
@@ -252,7 +274,12 @@ function feedsBusinessStep(type: string | undefined): boolean {
 	return type !== undefined && (isReserveType(type) || isKeyType(type) || type.endsWith('.idempotencyOrderGuard'));
 }
 
-function outcomeItem(item: INodeExecutionData, itemIndex: number, reservation: IDataObject | undefined, fields: IDataObject): INodeExecutionData {
+function outcomeItem(
+	item: INodeExecutionData,
+	itemIndex: number,
+	reservation: IDataObject | undefined,
+	fields: IDataObject,
+): INodeExecutionData {
 	const previous = reservation ?? (item.json.idempotency as IDataObject | undefined) ?? {};
 	const { error, ...idempotencyFields } = fields;
 	const json: IDataObject = { ...item.json, idempotency: { ...previous, operation: 'settle', ...idempotencyFields } };

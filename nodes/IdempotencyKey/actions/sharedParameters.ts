@@ -13,8 +13,7 @@ const ITEM_SOURCE: INodePropertyOptions = {
 const RESERVE_SOURCE: INodePropertyOptions = {
 	name: 'Idempotency Reserve (Paired Item)',
 	value: 'reserveNode',
-	description:
-		'The reservation of the Idempotency Reserve item this item came from (its paired item), without an expression',
+	description: 'The reservation of the Idempotency Reserve item this item came from (its paired item), without an expression',
 };
 const CUSTOM_SOURCE: INodePropertyOptions = { name: 'Custom', value: 'custom', description: 'Key and owner token from expressions' };
 const EXECUTION_SOURCE: INodePropertyOptions = {
@@ -97,7 +96,8 @@ export const FAILED_EXECUTION_PARAMETERS: INodeProperties[] = [
 		displayOptions: { show: { operation: ['release', 'fail'], source: ['execution'] } },
 		default: '={{ $json.execution.id }}',
 		required: true,
-		description: 'Execution whose live (lease-mode) reservations are released or marked failed; the default reads it from the Error Trigger\'s output',
+		description:
+			"Execution whose live (lease-mode) reservations are released or marked failed; the default reads it from the Error Trigger's output",
 	},
 	// Execution ids repeat across n8n instances sharing a table; the workflow id tells them apart.
 	// n8n does not save a parameter left at its default, so workflows saved before this parameter

@@ -73,9 +73,9 @@ describe('bindEffectQuery', () => {
 
 	it('does not touch the placeholder inside strings, comments, quoted identifiers, dollar quotes or longer names', () => {
 		const text =
-			"select '$idempotency_key', \"$idempotency_key\", $$ $idempotency_key $$, $idempotency_key$ x $idempotency_key$, $idempotency_keys, $idempotency_key -- $idempotency_key";
+			'select \'$idempotency_key\', "$idempotency_key", $$ $idempotency_key $$, $idempotency_key$ x $idempotency_key$, $idempotency_keys, $idempotency_key -- $idempotency_key';
 		expect(bind(text, [])).toEqual({
-			text: "select '$idempotency_key', \"$idempotency_key\", $$ $idempotency_key $$, $idempotency_key$ x $idempotency_key$, $idempotency_keys, $1 -- $idempotency_key",
+			text: 'select \'$idempotency_key\', "$idempotency_key", $$ $idempotency_key $$, $idempotency_key$ x $idempotency_key$, $idempotency_keys, $1 -- $idempotency_key',
 			values: ['evt:1'],
 		});
 	});

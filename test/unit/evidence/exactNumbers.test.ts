@@ -12,14 +12,30 @@ import { storablePayload } from '../../../lib/store/storableValues';
 const BIG = '12345678901234567890';
 
 describe('isExactInJavaScript: whether Number() keeps a JSON number token', () => {
-	it.each(['0', '-0', '42', '-17', '0.1', '1e2', '1.5e21', '100000000000000000000', '9007199254740992', '12345678901234567000', '0.30000000000000004', '-0.000'])(
-		'%s: kept',
-		(token) => expect(isExactInJavaScript(token)).toBe(true),
-	);
-	it.each([BIG, '9007199254740993', '-9007199254740993', '0.1000000000000000055511151231257827', '1e400', '-1e400', '1e-400', '1.2345678901234567890e25'])(
-		'%s: changed (rounded, Infinity or zero)',
-		(token) => expect(isExactInJavaScript(token)).toBe(false),
-	);
+	it.each([
+		'0',
+		'-0',
+		'42',
+		'-17',
+		'0.1',
+		'1e2',
+		'1.5e21',
+		'100000000000000000000',
+		'9007199254740992',
+		'12345678901234567000',
+		'0.30000000000000004',
+		'-0.000',
+	])('%s: kept', (token) => expect(isExactInJavaScript(token)).toBe(true));
+	it.each([
+		BIG,
+		'9007199254740993',
+		'-9007199254740993',
+		'0.1000000000000000055511151231257827',
+		'1e400',
+		'-1e400',
+		'1e-400',
+		'1.2345678901234567890e25',
+	])('%s: changed (rounded, Infinity or zero)', (token) => expect(isExactInJavaScript(token)).toBe(false));
 });
 
 describe('inexactNumbers: a scan of the text, strings skipped', () => {
@@ -121,7 +137,10 @@ describe('exactPayloadSource and storablePayload with a raw body', () => {
 	it('the numbers alone over the cap: over the cap, with their size as a lower bound', () => {
 		const raw = `[${Array.from({ length: 100 }, () => '1e500').join(',')}]`;
 		const stored = storablePayload(JSON.parse(raw), 10_000, rawOf(raw));
-		expect(stored).toMatchObject({ json: null, notStoredReason: expect.stringMatching(/it is at least 1\d{4} bytes of JSON, over the 10000-byte limit/) });
+		expect(stored).toMatchObject({
+			json: null,
+			notStoredReason: expect.stringMatching(/it is at least 1\d{4} bytes of JSON, over the 10000-byte limit/),
+		});
 	});
 
 	it('without a raw body the parsed body is all there is: stored as it is', () => {

@@ -14,16 +14,24 @@ describe('storablePayload: what JSON cannot hold is not stored, never thrown', (
 	it.each([
 		['absent (undefined)', undefined, /no JSON form/],
 		['a function', () => 1, /no JSON form/],
-		['a circular structure', (() => {
-			const circular: Record<string, unknown> = {};
-			circular.self = circular;
-			return circular;
-		})(), /refers to itself/],
-		['nested 100,000 levels deep (V8 runs out of stack)', (() => {
-			let deep: unknown = 'leaf';
-			for (let level = 0; level < 100_000; level++) deep = [deep];
-			return deep;
-		})(), /nested too deeply/],
+		[
+			'a circular structure',
+			(() => {
+				const circular: Record<string, unknown> = {};
+				circular.self = circular;
+				return circular;
+			})(),
+			/refers to itself/,
+		],
+		[
+			'nested 100,000 levels deep (V8 runs out of stack)',
+			(() => {
+				let deep: unknown = 'leaf';
+				for (let level = 0; level < 100_000; level++) deep = [deep];
+				return deep;
+			})(),
+			/nested too deeply/,
+		],
 	])('%s', (_what, payload, reason) => {
 		const stored = storablePayload(payload, 1024);
 		expect(stored).toMatchObject({ json: null, bytes: null, warnings: [] });
@@ -105,8 +113,13 @@ describe('replayEvidence', () => {
 
 	describe('the correlation header, read by the one header rule', () => {
 		const correlationOf = (headers: Record<string, unknown>) =>
-			replayEvidence(config({ storePayload: false, correlation: 'header', correlationHeader: 'X-Request-Id' }), { payload: {}, headers, executionId: 'e9' });
-		const DIFFERENT = 'The header "X-Request-Id" was sent more than once with different values; the correlation id is the n8n execution id instead.';
+			replayEvidence(config({ storePayload: false, correlation: 'header', correlationHeader: 'X-Request-Id' }), {
+				payload: {},
+				headers,
+				executionId: 'e9',
+			});
+		const DIFFERENT =
+			'The header "X-Request-Id" was sent more than once with different values; the correlation id is the n8n execution id instead.';
 
 		it.each<[string, Record<string, unknown>, string, string[]]>([
 			['one value, any case', { 'x-request-id': ' r-1 ' }, 'r-1', []],
@@ -117,7 +130,12 @@ describe('replayEvidence', () => {
 			['two values in an array', { 'x-request-id': ['r-1', 'r-2'] }, 'e9', [DIFFERENT]],
 			['a text and a number in an array: not the text alone', { 'x-request-id': ['r-1', 7] }, 'e9', [DIFFERENT]],
 			['two spellings with different values', { 'x-request-id': 'r-1', 'X-REQUEST-ID': 'r-2' }, 'e9', [DIFFERENT]],
-			['a boolean', { 'x-request-id': true }, 'e9', ['The header "X-Request-Id" is not text (a boolean); the correlation id is the n8n execution id instead.']],
+			[
+				'a boolean',
+				{ 'x-request-id': true },
+				'e9',
+				['The header "X-Request-Id" is not text (a boolean); the correlation id is the n8n execution id instead.'],
+			],
 			['absent', {}, 'e9', []],
 			['empty', { 'x-request-id': '' }, 'e9', []],
 		])('%s', (_case, headers, correlationId, warnings) => {
@@ -159,7 +177,9 @@ describe('validateEvidenceConfig', () => {
 	});
 
 	it.each(['', 'x request', 'x:y', 'naïve'])('refuses the header name %p', (correlationHeader) => {
-		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).toThrow(/Correlation Header must be a header name/);
+		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).toThrow(
+			/Correlation Header must be a header name/,
+		);
 	});
 
 	// A signature or a credential read as the correlation id would be stored with the key, returned by
@@ -187,10 +207,16 @@ describe('validateEvidenceConfig', () => {
 		);
 	});
 
-	it.each(['traceparent', 'tracestate', 'x-request-id', 'x-correlation-id', 'x-amzn-trace-id', 'x-github-delivery', 'webhook-id', 'i-twilio-idempotency-token'])(
-		'accepts the trace header %p',
-		(correlationHeader) => {
-			expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).not.toThrow();
-		},
-	);
+	it.each([
+		'traceparent',
+		'tracestate',
+		'x-request-id',
+		'x-correlation-id',
+		'x-amzn-trace-id',
+		'x-github-delivery',
+		'webhook-id',
+		'i-twilio-idempotency-token',
+	])('accepts the trace header %p', (correlationHeader) => {
+		expect(() => validateEvidenceConfig(config({ correlation: 'header', correlationHeader }))).not.toThrow();
+	});
 });

@@ -80,9 +80,12 @@ describe('deriveKey', () => {
 
 	describe('header and custom keys', () => {
 		it('reads a header case-insensitively', () => {
-			expect(deriveKey({ body: {}, headers: { 'X-Request-Key': 'abc' } }, { strategy: 'header', headerName: 'x-request-key', onMissingKey: 'error' }).key).toBe(
-				'x-request-key:abc',
-			);
+			expect(
+				deriveKey(
+					{ body: {}, headers: { 'X-Request-Key': 'abc' } },
+					{ strategy: 'header', headerName: 'x-request-key', onMissingKey: 'error' },
+				).key,
+			).toBe('x-request-key:abc');
 		});
 
 		it('uses a business key from an expression as it is', () => {
@@ -118,19 +121,29 @@ describe('deriveKey', () => {
 
 		it('keeps a key of exactly the limit as it is', () => {
 			const key = 'x'.repeat(MAX_KEY_BYTES);
-			expect(deriveKey({ body: {}, customValue: key }, { strategy: 'custom', onMissingKey: 'error' })).toEqual({ key, keySource: 'custom', hashed: false });
+			expect(deriveKey({ body: {}, customValue: key }, { strategy: 'custom', onMissingKey: 'error' })).toEqual({
+				key,
+				keySource: 'custom',
+				hashed: false,
+			});
 		});
 	});
 });
 
 describe('validateKeyConfig', () => {
-	it.each(['stripe-signature', 'X-Hub-Signature-256', 'x-shopify-hmac-sha256', 'x-slack-signature', 'webhook-signature', 'svix-timestamp', 'x-slack-request-timestamp', 'my-custom-signature'])(
-		'refuses %s as a key header, explaining why',
-		(headerName) => {
-			expect(() => validateKeyConfig({ strategy: 'header', headerName, onMissingKey: 'error' })).toThrow(ForbiddenKeySourceError);
-			expect(() => validateKeyConfig({ strategy: 'header', headerName, onMissingKey: 'error' })).toThrow(/change on every retry/);
-		},
-	);
+	it.each([
+		'stripe-signature',
+		'X-Hub-Signature-256',
+		'x-shopify-hmac-sha256',
+		'x-slack-signature',
+		'webhook-signature',
+		'svix-timestamp',
+		'x-slack-request-timestamp',
+		'my-custom-signature',
+	])('refuses %s as a key header, explaining why', (headerName) => {
+		expect(() => validateKeyConfig({ strategy: 'header', headerName, onMissingKey: 'error' })).toThrow(ForbiddenKeySourceError);
+		expect(() => validateKeyConfig({ strategy: 'header', headerName, onMissingKey: 'error' })).toThrow(/change on every retry/);
+	});
 
 	it.each([
 		[{ strategy: 'preset', preset: 'paypal', onMissingKey: 'error' }],

@@ -24,12 +24,14 @@ describe('keys are exact text or refused', () => {
 		});
 
 		it('refuses them in a header value, a custom value and the scope — never falls back to the body hash', () => {
-			expect(() => deriveKey({ body: {}, headers: { 'Idempotency-Key': loneHigh } }, header)).toThrow(/header "idempotency-key".*lone UTF-16 surrogate/);
+			expect(() => deriveKey({ body: {}, headers: { 'Idempotency-Key': loneHigh } }, header)).toThrow(
+				/header "idempotency-key".*lone UTF-16 surrogate/,
+			);
 			expect(() => deriveKey({ body: {}, customValue: 'k\u0000' }, custom)).toThrow(/custom key value.*NUL/);
 			expect(() => deriveKey({ body: { id: 'evt_1' } }, { ...auto, scope: `tenant${loneLow}` })).toThrow(/key scope.*surrogate/);
-			expect(() => deriveKey({ body: { id: 'x' }, rawBody: Buffer.from('x') }, { strategy: 'bodyHash', onMissingKey: 'error', scope: 't\u0000' })).toThrow(
-				UnusableKeyError,
-			);
+			expect(() =>
+				deriveKey({ body: { id: 'x' }, rawBody: Buffer.from('x') }, { strategy: 'bodyHash', onMissingKey: 'error', scope: 't\u0000' }),
+			).toThrow(UnusableKeyError);
 		});
 
 		it('refuses them before hashing a long key: the hash of U+FFFD would merge two long keys too', () => {
@@ -63,9 +65,9 @@ describe('keys are exact text or refused', () => {
 
 		it('reads the preset field (Slack event_id) the same way', () => {
 			const raw = '{"event_id":98765432109876543210}';
-			expect(deriveKey({ body: JSON.parse(raw), rawBody: Buffer.from(raw) }, { strategy: 'preset', preset: 'slack', onMissingKey: 'error' }).key).toBe(
-				'evt:98765432109876543210',
-			);
+			expect(
+				deriveKey({ body: JSON.parse(raw), rawBody: Buffer.from(raw) }, { strategy: 'preset', preset: 'slack', onMissingKey: 'error' }).key,
+			).toBe('evt:98765432109876543210');
 		});
 
 		it('refuses an unsafe number without a raw body, rather than rounding or falling back', () => {
@@ -74,7 +76,9 @@ describe('keys are exact text or refused', () => {
 		});
 
 		it('refuses when the raw body does not hold that number (the item was transformed)', () => {
-			expect(() => deriveKey({ body: JSON.parse(big), rawBody: Buffer.from('{"id":"12345678901234567890"}') }, auto)).toThrow(UnusableKeyError);
+			expect(() => deriveKey({ body: JSON.parse(big), rawBody: Buffer.from('{"id":"12345678901234567890"}') }, auto)).toThrow(
+				UnusableKeyError,
+			);
 			expect(() => deriveKey({ body: JSON.parse(big), rawBody: Buffer.from('{"id":1}') }, auto)).toThrow(UnusableKeyError);
 			expect(() => deriveKey({ body: JSON.parse(big), rawBody: Buffer.from('not json') }, auto)).toThrow(UnusableKeyError);
 		});
@@ -136,7 +140,13 @@ describe('keys are exact text or refused', () => {
 		});
 
 		it('keeps values that only resemble the derived forms', () => {
-			for (const value of [`SHA256:${hex.toUpperCase()}`, `sha256:${hex.slice(1)}`, `content-sha256:${hex}`, `sha256:${hex}:1`, 'evt:evt_1']) {
+			for (const value of [
+				`SHA256:${hex.toUpperCase()}`,
+				`sha256:${hex.slice(1)}`,
+				`content-sha256:${hex}`,
+				`sha256:${hex}:1`,
+				'evt:evt_1',
+			]) {
 				expect(deriveKey({ body: {}, customValue: value }, custom).key).toBe(value);
 			}
 		});

@@ -4,7 +4,12 @@ import { parseFieldPath, valueAtPath } from '../../../lib/keys/fieldPath';
 import { memberAtPath } from '../../../lib/keys/rawJsonMember';
 
 /** Key Source "Field": the value at a path of the item, read without an n8n expression. */
-const field = (fieldPath: string, extra: Partial<KeyConfig> = {}): KeyConfig => ({ strategy: 'field', fieldPath, onMissingKey: 'error', ...extra });
+const field = (fieldPath: string, extra: Partial<KeyConfig> = {}): KeyConfig => ({
+	strategy: 'field',
+	fieldPath,
+	onMissingKey: 'error',
+	...extra,
+});
 
 /** What keyInput.ts gives for a webhook item: `body` is its body member, `item` the whole item. */
 function webhookInput(rawBody: string, headers: Record<string, unknown> = {}): KeyInput {
@@ -21,7 +26,11 @@ describe('Key Source "Field"', () => {
 	describe('reading the path', () => {
 		it('reads a nested member of a webhook body, after the prefix', () => {
 			const input = webhookInput('{"type":"payment_intent.succeeded","data":{"object":{"id":"pi_3Nx"}}}');
-			expect(deriveKey(input, field('body.data.object.id', { fieldPrefix: 'stripe:' }))).toEqual({ key: 'stripe:pi_3Nx', keySource: 'field', hashed: false });
+			expect(deriveKey(input, field('body.data.object.id', { fieldPrefix: 'stripe:' }))).toEqual({
+				key: 'stripe:pi_3Nx',
+				keySource: 'field',
+				hashed: false,
+			});
 		});
 
 		it('reads a member of an item that is its own body (a batch item)', () => {

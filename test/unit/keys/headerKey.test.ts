@@ -11,7 +11,11 @@ import { sha256Hex } from '../../../lib/keys/sha256';
  * a key (one value picked would give two deliveries of one event different keys, or two events the
  * same one); it is refused per item, whatever "on missing key" says, since it is not missing.
  */
-const header = (onMissingKey: KeyConfig['onMissingKey'] = 'bodyHash'): KeyConfig => ({ strategy: 'header', headerName: 'X-Delivery-Id', onMissingKey });
+const header = (onMissingKey: KeyConfig['onMissingKey'] = 'bodyHash'): KeyConfig => ({
+	strategy: 'header',
+	headerName: 'X-Delivery-Id',
+	onMissingKey,
+});
 const keyOf = (headers: Record<string, unknown>, config = header()) => deriveKey({ body: { a: 1 }, headers }, config).key;
 
 describe('a key header read by the one header rule', () => {
@@ -89,7 +93,7 @@ describe('a key header read by the one header rule', () => {
 		expect(() => deriveKey({ body: {}, headers: { 'x-github-delivery': ['d-1', 'd-2'] } }, preset)).toThrow(UnusableKeyError);
 	});
 
-	it('Key Source Field on a webhook item\'s headers.<name>: a joined value is refused as well; one value, an array or a number is keyed', () => {
+	it("Key Source Field on a webhook item's headers.<name>: a joined value is refused as well; one value, an array or a number is keyed", () => {
 		const field: KeyConfig = { strategy: 'field', fieldPath: 'headers.x-delivery-id', onMissingKey: 'bodyHash' };
 		const fieldKey = (value: unknown) => {
 			const item = { headers: { 'x-delivery-id': value }, body: { a: 1 } };
@@ -111,7 +115,7 @@ describe('a key header read by the one header rule', () => {
  * must then be empty (missing: the body hash, as 0.1.0 gave), never `x-delivery-id:` for every one
  * of them, which would make every later header-less event a Duplicate of the first (lost).
  */
-describe('the upgrading note\'s Custom Value recipe', () => {
+describe("the upgrading note's Custom Value recipe", () => {
 	const upgrading = readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'upgrading.md'), 'utf8');
 	const recipe = /\*Custom Value\* with\s+`([^`]+)`/.exec(upgrading)?.[1] as string;
 	// n8n resolves each {{ }} as JavaScript over the item; undefined and null print as nothing.

@@ -50,7 +50,9 @@ describe('topLevelMember: the exact text of a top-level member in the raw body',
 	});
 
 	it('accepts a UTF-8 byte order mark', () => {
-		expect(topLevelMember(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"id":44444444444444444444}')]), 'id')?.text).toBe('44444444444444444444');
+		expect(topLevelMember(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"id":44444444444444444444}')]), 'id')?.text).toBe(
+			'44444444444444444444',
+		);
 	});
 
 	it.each([

@@ -25,17 +25,20 @@ describe('subtitles', () => {
 	const reserve = new IdempotencyReserve();
 	const keySource = reserve.description.properties.find((property) => property.name === 'keySource')!;
 
-	it.each(optionsOf(keySource).map((option) => String(option.value)))('Reserve and Execute Query name the Key Source %s as its label does', (value) => {
-		const label = labelOf(keySource, value)!.toLowerCase();
-		for (const node of [reserve, new IdempotencyExecuteQuery()]) {
-			const text = subtitle(node, { mode: 'lease', keySource: value, headerName: 'idempotency-key' });
-			expect(text).not.toMatch(/undefined|\bauto\b|bodyHash/);
-			expect(text.toLowerCase()).toContain(label.split(' ')[0]);
-		}
-	});
+	it.each(optionsOf(keySource).map((option) => String(option.value)))(
+		'Reserve and Execute Query name the Key Source %s as its label does',
+		(value) => {
+			const label = labelOf(keySource, value)!.toLowerCase();
+			for (const node of [reserve, new IdempotencyExecuteQuery()]) {
+				const text = subtitle(node, { mode: 'lease', keySource: value, headerName: 'idempotency-key' });
+				expect(text).not.toMatch(/undefined|\bauto\b|bodyHash/);
+				expect(text.toLowerCase()).toContain(label.split(' ')[0]);
+			}
+		},
+	);
 
 	it('Reserve names its mode as the Mode list does', () => {
-		expect(subtitle(reserve, { mode: 'lease', keySource: 'auto' })).toBe("Lease · event ID or hash");
+		expect(subtitle(reserve, { mode: 'lease', keySource: 'auto' })).toBe('Lease · event ID or hash');
 		expect(subtitle(reserve, { mode: 'permanent', keySource: 'auto' })).toMatch(/^Permanent · /);
 	});
 
@@ -53,7 +56,9 @@ describe('subtitles', () => {
 describe('Key From: Failed Execution', () => {
 	const sources = new IdempotencyKey().description.properties.filter((property) => property.name === 'source');
 	const offeredFor = (operation: string) =>
-		sources.filter((property) => (property.displayOptions?.show?.operation as string[]).includes(operation)).flatMap((property) => optionsOf(property).map((option) => option.value));
+		sources
+			.filter((property) => (property.displayOptions?.show?.operation as string[]).includes(operation))
+			.flatMap((property) => optionsOf(property).map((option) => option.value));
 
 	it.each(['release', 'fail'])('is offered for %s, where it works', (operation) => {
 		expect(offeredFor(operation)).toEqual(['item', 'reserveNode', 'custom', 'execution']);
@@ -66,8 +71,16 @@ describe('Key From: Failed Execution', () => {
 describe('documentation links', () => {
 	const nodesDir = path.join(__dirname, '..', '..', '..', 'nodes');
 	const codexUrls = readdirSync(nodesDir)
-		.flatMap((dir) => readdirSync(path.join(nodesDir, dir)).filter((file) => file.endsWith('.node.json')).map((file) => path.join(nodesDir, dir, file)))
-		.flatMap((file) => (JSON.parse(readFileSync(file, 'utf8')) as { resources: { primaryDocumentation: Array<{ url: string }> } }).resources.primaryDocumentation.map((doc) => doc.url));
+		.flatMap((dir) =>
+			readdirSync(path.join(nodesDir, dir))
+				.filter((file) => file.endsWith('.node.json'))
+				.map((file) => path.join(nodesDir, dir, file)),
+		)
+		.flatMap((file) =>
+			(
+				JSON.parse(readFileSync(file, 'utf8')) as { resources: { primaryDocumentation: Array<{ url: string }> } }
+			).resources.primaryDocumentation.map((doc) => doc.url),
+		);
 	const urls = [...codexUrls, new IdempotencyPostgresApi().documentationUrl, new WebhookSignatureApi().documentationUrl];
 
 	it('carry no anchor: n8n appends ?utm_… after it, which breaks the anchor', () => {
@@ -78,7 +91,9 @@ describe('documentation links', () => {
 
 describe('replay evidence options', () => {
 	const optionNames = (node: INodeType) =>
-		((node.description.properties.find((property) => property.name === 'options')?.options ?? []) as INodeProperties[]).map((option) => option.name);
+		((node.description.properties.find((property) => property.name === 'options')?.options ?? []) as INodeProperties[]).map(
+			(option) => option.name,
+		);
 	const evidenceOptions = ['correlationHeader', 'correlationId', 'maxPayloadKb', 'source', 'storePayload'];
 
 	it('Reserve offers them; Execute Query, whose reservation does not store evidence, does not', () => {
@@ -103,14 +118,20 @@ describe('option descriptions in the dropdowns', () => {
 	const nodes: INodeType[] = [new IdempotencyReserve(), new IdempotencyKey(), new IdempotencyExecuteQuery()];
 	const optionDescriptions = (properties: INodeProperties[], node: string): Array<[string, string]> =>
 		properties.flatMap((property) => [
-			...(property.type === 'options' ? optionsOf(property).filter((option) => option.description).map((option): [string, string] => [`${node} ${property.displayName}: ${option.name}`, String(option.description)]) : []),
+			...(property.type === 'options'
+				? optionsOf(property)
+						.filter((option) => option.description)
+						.map((option): [string, string] => [`${node} ${property.displayName}: ${option.name}`, String(option.description)])
+				: []),
 			...(property.type === 'collection' ? optionDescriptions(property.options as INodeProperties[], node) : []),
 		]);
 	const all = nodes.flatMap((node) => optionDescriptions(node.description.properties, node.description.displayName));
 
 	it('are plain text, short enough to be read whole', () => {
 		expect(all.length).toBeGreaterThan(20);
-		expect(all.filter(([, text]) => text.includes('`') || text.length > MAX_SHOWN).map(([where, text]) => `${where} (${text.length})`)).toEqual([]);
+		expect(
+			all.filter(([, text]) => text.includes('`') || text.length > MAX_SHOWN).map(([where, text]) => `${where} (${text.length})`),
+		).toEqual([]);
 	});
 });
 

@@ -19,8 +19,10 @@ describe('embeddedStoreFile', () => {
 		expect(embeddedStoreFile(`/home/node/.n8n/storage/${nodeType}`, nodeType)).toBe(FILE);
 	});
 
-	it('never names n8n\'s own database', () => {
-		expect(embeddedStoreFile('/home/node/.n8n/storage/n8n-nodes-idempotency.idempotencyReserve', 'n8n-nodes-idempotency.idempotencyReserve')).not.toMatch(/database\.sqlite/);
+	it("never names n8n's own database", () => {
+		expect(
+			embeddedStoreFile('/home/node/.n8n/storage/n8n-nodes-idempotency.idempotencyReserve', 'n8n-nodes-idempotency.idempotencyReserve'),
+		).not.toMatch(/database\.sqlite/);
 	});
 
 	it('normalizes a storage path with a trailing separator', () => {

@@ -7,7 +7,15 @@ import type { IDataObject, INode, INodeParameters, IRun, IWorkflowBase, Workflow
 import { closeEmbeddedStores, embeddedStoreId, openEmbeddedKeyStore } from '../../../lib/store/embedded';
 import { STORE_ID_ENV } from '../../../lib/store/embedded/sharedFile';
 import { webhookItem } from '../../support/fakeExecuteFunctions';
-import { credentialsHelper, engineBase, executeInProcess, inProcessWorkflow, itemsAt, packageNode, type EngineBase } from '../../support/n8nEngine';
+import {
+	credentialsHelper,
+	engineBase,
+	executeInProcess,
+	inProcessWorkflow,
+	itemsAt,
+	packageNode,
+	type EngineBase,
+} from '../../support/n8nEngine';
 
 /*
  * The Embedded store run by n8n's own engine (n8n-core's WorkflowExecute), in-process: n8n's real
@@ -76,8 +84,16 @@ interface Execution {
 let executions = 0;
 
 /** One execution as n8n runs it, with the workflow's static data as n8n loaded it; returns what n8n would save. */
-async function execute(workflowData: IWorkflowBase, staticData: IDataObject, body: IDataObject, mode: WorkflowExecuteMode = 'webhook'): Promise<Execution> {
-	const { run, workflow: loaded } = await executeInProcess(workflowData, `exec-${++executions}`, [webhookItem(body)], base, { mode, staticData: structuredClone(staticData) });
+async function execute(
+	workflowData: IWorkflowBase,
+	staticData: IDataObject,
+	body: IDataObject,
+	mode: WorkflowExecuteMode = 'webhook',
+): Promise<Execution> {
+	const { run, workflow: loaded } = await executeInProcess(workflowData, `exec-${++executions}`, [webhookItem(body)], base, {
+		mode,
+		staticData: structuredClone(staticData),
+	});
 	// n8n saves the static data when a run changed it (and the run is not a manual one).
 	const changed = loaded.staticData.__dataChanged === true && mode !== 'manual';
 	const saved = changed ? (JSON.parse(JSON.stringify(loaded.staticData)) as IDataObject) : staticData;
@@ -103,7 +119,7 @@ async function storedKey(key: string): Promise<IDataObject | undefined> {
 }
 
 describe('a new Reserve and Key node (Store: Embedded by default), one n8n process', () => {
-	it('reserve and complete in one file in the package\'s folder of n8n\'s storage, with no credential', async () => {
+	it("reserve and complete in one file in the package's folder of n8n's storage, with no credential", async () => {
 		const flow = workflow('wf-single', { onError: 'continueRegularOutput' });
 		const first = await execute(flow, {}, { id: 'evt_single_1' });
 		expect(first.run.data.resultData.error).toBeUndefined();
@@ -128,7 +144,9 @@ describe('a Reserve node and the Key node that settles its keys on different sto
 		const flow = workflow('wf-mixed', { typeVersion: 1, onError: 'continueRegularOutput' });
 		const run = await execute(flow, {}, { id: 'evt_mixed' });
 		expect(respondedWith(run.run)).toBe(503);
-		expect(notReservedError(run.run)).toMatch(/keeps its keys in Postgres, but "Complete" \(Embedded \(This n8n Host\)\).*Nothing was reserved/);
+		expect(notReservedError(run.run)).toMatch(
+			/keeps its keys in Postgres, but "Complete" \(Embedded \(This n8n Host\)\).*Nothing was reserved/,
+		);
 	});
 
 	it('works once both say Embedded', async () => {
@@ -143,11 +161,15 @@ describe('queue mode, however n8n was told', () => {
 	it.each([
 		['EXECUTIONS_MODE_FILE', 'EXECUTIONS_MODE_FILE', 'queue\n'],
 		['N8N_CONFIG_FILES (n8n 1.x)', 'N8N_CONFIG_FILES', JSON.stringify({ executions: { mode: 'queue' } })],
-	])('%s: without the deployment\'s store id configured, refused', async (_name, variable, content) => {
+	])("%s: without the deployment's store id configured, refused", async (_name, variable, content) => {
 		const file = path.join(userFolder, `mode-${executions}.txt`);
 		writeFileSync(file, content);
 		process.env[variable] = file;
-		const run = await execute(workflow(`wf-mode-${executions}`, { onError: 'continueRegularOutput' }), {}, { id: `evt_mode_${executions}` });
+		const run = await execute(
+			workflow(`wf-mode-${executions}`, { onError: 'continueRegularOutput' }),
+			{},
+			{ id: `evt_mode_${executions}` },
+		);
 		expect(respondedWith(run.run)).toBe(503);
 		expect(notReservedError(run.run)).toMatch(/queue mode/);
 	});
@@ -166,12 +188,17 @@ describe('queue mode (EXECUTIONS_MODE=queue)', () => {
 		process.env.EXECUTIONS_MODE = 'queue';
 	});
 
-	it('refuses through Not Reserved until the deployment names this file\'s store id, then proceeds', async () => {
+	it("refuses through Not Reserved until the deployment names this file's store id, then proceeds", async () => {
 		const flow = workflow('wf-queue', { onError: 'continueRegularOutput' });
 		const first = await execute(flow, {}, { id: 'evt_queue_1' });
 		expect(respondedWith(first.run)).toBe(503);
 		// The message names the id to set, on every process.
-		expect(notReservedError(first.run)).toMatch(new RegExp(`queue mode.*store id ${embeddedStoreId(keyFile)}.*Nothing was reserved.*${STORE_ID_ENV}=${embeddedStoreId(keyFile)}`, 's'));
+		expect(notReservedError(first.run)).toMatch(
+			new RegExp(
+				`queue mode.*store id ${embeddedStoreId(keyFile)}.*Nothing was reserved.*${STORE_ID_ENV}=${embeddedStoreId(keyFile)}`,
+				's',
+			),
+		);
 		expect(await storedKey('evt:evt_queue_1')).toBeUndefined();
 
 		process.env[STORE_ID_ENV] = embeddedStoreId(keyFile);

@@ -15,11 +15,19 @@ const WITHOUT_SQLITE = process.allowedNodeEnvironmentFlags.has('--no-experimenta
 
 let storagePath: string;
 beforeAll(() => {
-	storagePath = path.join(mkdtempSync(path.join(tmpdir(), 'embedded-unavailable-')), '.n8n', 'storage', 'n8n-nodes-idempotency.idempotencyReserve');
+	storagePath = path.join(
+		mkdtempSync(path.join(tmpdir(), 'embedded-unavailable-')),
+		'.n8n',
+		'storage',
+		'n8n-nodes-idempotency.idempotencyReserve',
+	);
 });
 afterAll(() => rmSync(path.dirname(path.dirname(path.dirname(storagePath))), { recursive: true, force: true }));
 
-function runReserve(continueOnFail: boolean): { outputs?: Array<Array<{ json: Record<string, unknown>; pairedItem: unknown }>>; thrown?: { name: string; message: string } } {
+function runReserve(continueOnFail: boolean): {
+	outputs?: Array<Array<{ json: Record<string, unknown>; pairedItem: unknown }>>;
+	thrown?: { name: string; message: string };
+} {
 	const child = spawnSync(process.execPath, [...WITHOUT_SQLITE, '-r', REGISTER, CHILD, JSON.stringify({ storagePath, continueOnFail })], {
 		encoding: 'utf8',
 		timeout: 60_000,

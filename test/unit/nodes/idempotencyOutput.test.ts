@@ -7,7 +7,16 @@ const LEASE_END = new Date('2026-11-30T10:05:00.000Z');
 const derived: DerivedKey = { key: 'evt:evt_1', keySource: 'event-id', hashed: false };
 
 function compactRecord(overrides: Partial<CompactRecord> = {}): CompactRecord {
-	return { key: 'evt:evt_1', status: 'completed', attempts: 1, lockedUntil: null, payloadHash: null, response: null, leaseActive: false, ...overrides };
+	return {
+		key: 'evt:evt_1',
+		status: 'completed',
+		attempts: 1,
+		lockedUntil: null,
+		payloadHash: null,
+		response: null,
+		leaseActive: false,
+		...overrides,
+	};
 }
 
 function fullRecord(overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
@@ -38,7 +47,12 @@ function result<R extends CompactRecord>(record: R, outcome: ReservationResult['
 	};
 }
 
-const compact = (overrides: Partial<OutputSettings> = {}): OutputSettings => ({ mode: 'permanent', detail: 'compact', fingerprinting: false, ...overrides });
+const compact = (overrides: Partial<OutputSettings> = {}): OutputSettings => ({
+	mode: 'permanent',
+	detail: 'compact',
+	fingerprinting: false,
+	...overrides,
+});
 
 describe('Output: Compact (the default)', () => {
 	it('a New item in Permanent mode: key, isNew, outcome, owner token, attempts, and nothing else', () => {
@@ -51,9 +65,20 @@ describe('Output: Compact (the default)', () => {
 		});
 	});
 
-	it('Lease mode adds the lease end, which bounds the Key node\'s retries', () => {
-		const output = idempotencyOutput(result(compactRecord({ status: 'processing', lockedUntil: LEASE_END, leaseActive: true })), derived, compact({ mode: 'lease' }));
-		expect(output).toEqual({ key: 'evt:evt_1', isNew: true, outcome: 'new', ownerToken: TOKEN, attempts: 1, lockedUntil: '2026-11-30T10:05:00.000Z' });
+	it("Lease mode adds the lease end, which bounds the Key node's retries", () => {
+		const output = idempotencyOutput(
+			result(compactRecord({ status: 'processing', lockedUntil: LEASE_END, leaseActive: true })),
+			derived,
+			compact({ mode: 'lease' }),
+		);
+		expect(output).toEqual({
+			key: 'evt:evt_1',
+			isNew: true,
+			outcome: 'new',
+			ownerToken: TOKEN,
+			attempts: 1,
+			lockedUntil: '2026-11-30T10:05:00.000Z',
+		});
 	});
 
 	it('a Duplicate carries the stored response to replay (null when none), and no owner token', () => {
@@ -66,7 +91,10 @@ describe('Output: Compact (the default)', () => {
 			attempts: 1,
 			response: stored,
 		});
-		expect(idempotencyOutput(result(compactRecord(), 'in_progress'), derived, compact())).toMatchObject({ outcome: 'in_progress', response: null });
+		expect(idempotencyOutput(result(compactRecord(), 'in_progress'), derived, compact())).toMatchObject({
+			outcome: 'in_progress',
+			response: null,
+		});
 	});
 
 	it('payloadMismatch only when Payload Fingerprint is on; manualTest only when the key is under the test scope', () => {
@@ -79,23 +107,54 @@ describe('Output: Compact (the default)', () => {
 	});
 
 	it('is built from a full record too (Execute Query reserves one key with the full statement)', () => {
-		expect(idempotencyOutput(result(fullRecord()), derived, compact())).toEqual(idempotencyOutput(result(compactRecord()), derived, compact()));
+		expect(idempotencyOutput(result(fullRecord()), derived, compact())).toEqual(
+			idempotencyOutput(result(compactRecord()), derived, compact()),
+		);
 	});
 });
 
 describe('Output: Full', () => {
-	it('every column of the row, with keySource in the Key Source options\' words', () => {
+	it("every column of the row, with keySource in the Key Source options' words", () => {
 		const output = idempotencyOutput(result(fullRecord()), derived, { mode: 'permanent', detail: 'full', fingerprinting: false });
 		expect(Object.keys(output)).toEqual([
-			'key', 'keySource', 'keyHashed', 'isNew', 'outcome', 'mode', 'status', 'ownerToken', 'firstSeen', 'lastSeen', 'attempts',
-			'duplicateCount', 'reclaimed', 'repeatInBatch', 'lockedUntil', 'expiresAt', 'reservedByExecutionId', 'reservedByWorkflowId',
-			'executionId', 'workflowId', 'manualTest', 'completedAt', 'lastError', 'response', 'payloadMismatch',
+			'key',
+			'keySource',
+			'keyHashed',
+			'isNew',
+			'outcome',
+			'mode',
+			'status',
+			'ownerToken',
+			'firstSeen',
+			'lastSeen',
+			'attempts',
+			'duplicateCount',
+			'reclaimed',
+			'repeatInBatch',
+			'lockedUntil',
+			'expiresAt',
+			'reservedByExecutionId',
+			'reservedByWorkflowId',
+			'executionId',
+			'workflowId',
+			'manualTest',
+			'completedAt',
+			'lastError',
+			'response',
+			'payloadMismatch',
 		]);
-		expect(output).toMatchObject({ keySource: 'Event ID', firstSeen: '2026-11-30T10:00:00.000Z', reservedByExecutionId: '41', manualTest: false });
+		expect(output).toMatchObject({
+			keySource: 'Event ID',
+			firstSeen: '2026-11-30T10:00:00.000Z',
+			reservedByExecutionId: '41',
+			manualTest: false,
+		});
 	});
 
 	it('refuses a compact record instead of giving an object with holes', () => {
-		expect(() => idempotencyOutput(result(compactRecord()), derived, { mode: 'permanent', detail: 'full', fingerprinting: false })).toThrow(/full reserved row/);
+		expect(() => idempotencyOutput(result(compactRecord()), derived, { mode: 'permanent', detail: 'full', fingerprinting: false })).toThrow(
+			/full reserved row/,
+		);
 	});
 });
 
@@ -126,7 +185,7 @@ describe('unverified items (On Store Unavailable: Let Through)', () => {
 	});
 });
 
-describe('keySource in the user\'s words', () => {
+describe("keySource in the user's words", () => {
 	it('names each stored identifier by the Key Source option it comes from; other stored values pass through', () => {
 		expect(KEY_SOURCE_WORDS).toEqual({
 			'event-id': 'Event ID',

@@ -62,7 +62,10 @@ let activeTrigger = trigger;
 /** Every line the trigger logged through n8n's logger, with its level. */
 const logged: Array<{ level: string; message: string; meta: unknown }> = [];
 const recordingLogger = Object.fromEntries(
-	['error', 'warn', 'info', 'debug'].map((level) => [level, (message: string, meta?: unknown) => void logged.push({ level, message, meta })]),
+	['error', 'warn', 'info', 'debug'].map((level) => [
+		level,
+		(message: string, meta?: unknown) => void logged.push({ level, message, meta }),
+	]),
 );
 
 /** One webhook() call as n8n makes it, for the request this server received. */
@@ -87,8 +90,16 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
 			n8nRequest.rawBody = Buffer.concat(chunks);
 		},
 	});
-	const additionalData = { ...engineBase(credentialsHelper()), httpRequest: n8nRequest, httpResponse: response } as unknown as IWorkflowExecuteAdditionalData;
-	const webhookData = { webhookDescription: new IdempotentWebhook().description.webhooks![0], workflowId: 'wf-trigger', node: activeTrigger.name } as unknown as IWebhookData;
+	const additionalData = {
+		...engineBase(credentialsHelper()),
+		httpRequest: n8nRequest,
+		httpResponse: response,
+	} as unknown as IWorkflowExecuteAdditionalData;
+	const webhookData = {
+		webhookDescription: new IdempotentWebhook().description.webhooks![0],
+		workflowId: 'wf-trigger',
+		node: activeTrigger.name,
+	} as unknown as IWebhookData;
 	const context = new WebhookContext(workflowOf(activeTrigger), activeTrigger, additionalData, webhookMode, webhookData, [], null);
 	// n8n's logger is a process-wide singleton: the test reads what this call logged instead.
 	Object.defineProperty(context, 'logger', { value: recordingLogger });
@@ -161,7 +172,11 @@ describe('Idempotent Webhook: webhook()', () => {
 		const started = lastResult as IWebhookResponseData;
 		expect(started.noWebhookResponse).toBeUndefined();
 		const [[item]] = started.workflowData!;
-		expect(item.json).toMatchObject({ query: { source: 'test' }, body: { id: 'evt_node_1' }, idempotency: { key: 'evt:evt_node_1', outcome: 'new' } });
+		expect(item.json).toMatchObject({
+			query: { source: 'test' },
+			body: { id: 'evt_node_1' },
+			idempotency: { key: 'evt:evt_node_1', outcome: 'new' },
+		});
 		expect(Buffer.from(item.binary!.data.data, 'base64').toString('utf8')).toBe(body);
 		// The package's one key file in n8n's folder, where the other nodes' embedded store opens it.
 		expect(existsSync(path.join(n8nFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite'))).toBe(true);
@@ -215,7 +230,7 @@ describe('Idempotent Webhook: webhook()', () => {
 
 	// Each credential read costs n8n an expression isolate (its credentials helper acquires one per read):
 	// the decision and the answer count share the store opened for the request.
-	it('reads the Postgres store\'s credential once per delivery, for the decision and the answer count', async () => {
+	it("reads the Postgres store's credential once per delivery, for the decision and the answer count", async () => {
 		activeTrigger = {
 			...trigger,
 			parameters: { ...trigger.parameters, store: 'postgres' },
@@ -236,7 +251,8 @@ describe('Idempotent Webhook: webhook()', () => {
 		credentialReads.length = 0;
 		const copies = await Promise.all(Array.from({ length: 5 }, async () => await post('{"id":"evt_node_secret_burst"}')));
 		expect(copies.map((answer) => answer.status).sort()).toEqual([200, 409, 409, 409, 409]);
-		for (let forgery = 0; forgery < 5; forgery++) expect((await post('{"id":"evt_node_forgery_flood"}', 'not-the-secret')).status).toBe(401);
+		for (let forgery = 0; forgery < 5; forgery++)
+			expect((await post('{"id":"evt_node_forgery_flood"}', 'not-the-secret')).status).toBe(401);
 
 		expect(credentialReads.filter((type) => type === 'webhookSignatureApi')).toHaveLength(1);
 	});
@@ -284,18 +300,29 @@ describe('Idempotent Webhook: parameters', () => {
 		NodeHelpers.getNodeParameters(description.properties, parameters as never, true, false, null, description)!;
 
 	it('shows the Store parameter, Embedded by default, and a Postgres credential only for Postgres', () => {
-		expect(resolved({})).toMatchObject({ store: 'embedded', scheme: 'stripe', mode: 'lease', leaseSeconds: 300, httpMethod: 'POST', authentication: 'none' });
+		expect(resolved({})).toMatchObject({
+			store: 'embedded',
+			scheme: 'stripe',
+			mode: 'lease',
+			leaseSeconds: 300,
+			httpMethod: 'POST',
+			authentication: 'none',
+		});
 		const store = description.properties.filter((property) => property.name === 'store');
 		expect(store).toHaveLength(1);
 		expect(NodeHelpers.displayParameter(resolved({}), store[0], trigger, description)).toBe(true);
-		expect(description.credentials?.find((credential) => credential.name === 'idempotencyPostgresApi')?.displayOptions).toEqual({ show: { store: ['postgres'] } });
+		expect(description.credentials?.find((credential) => credential.name === 'idempotencyPostgresApi')?.displayOptions).toEqual({
+			show: { store: ['postgres'] },
+		});
 	});
 
 	it('offers an unsigned webhook only as an explicit choice, and asks for no signing secret then', () => {
 		const scheme = description.properties.find((property) => property.name === 'scheme')!;
 		expect(scheme.default).not.toBe('none');
 		expect(scheme.options).toContainEqual(expect.objectContaining({ name: 'None (Explicitly Unsigned)', value: 'none' }));
-		expect(description.credentials?.find((credential) => credential.name === 'webhookSignatureApi')?.displayOptions).toEqual({ hide: { scheme: ['none'] } });
+		expect(description.credentials?.find((credential) => credential.name === 'webhookSignatureApi')?.displayOptions).toEqual({
+			hide: { scheme: ['none'] },
+		});
 	});
 });
 
@@ -322,13 +349,30 @@ describe('Idempotent Webhook: what it keeps about each delivery', () => {
 		const keyHash = sha256Hex('evt:evt_logged').slice(0, 16);
 		const node = { workflowId: 'wf-trigger', node: 'Idempotent Webhook' };
 		expect(logged.filter((line) => line.message.startsWith(DELIVERY_LOG_MESSAGE))).toEqual([
-			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=new status=- keyHash=${keyHash} counted=true`, meta: { outcome: 'new', status: null, keyHash, counted: true, ...node } },
-			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=in_progress status=409 keyHash=${keyHash} counted=true`, meta: { outcome: 'in_progress', status: 409, keyHash, counted: true, ...node } },
-			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=invalid_signature status=401 keyHash=- counted=true`, meta: { outcome: 'invalid_signature', status: 401, keyHash: null, counted: true, ...node } },
-			{ level: 'info', message: `${DELIVERY_LOG_MESSAGE}: outcome=not_verified status=503 keyHash=- counted=true`, meta: { outcome: 'not_verified', status: 503, keyHash: null, counted: true, ...node } },
+			{
+				level: 'info',
+				message: `${DELIVERY_LOG_MESSAGE}: outcome=new status=- keyHash=${keyHash} counted=true`,
+				meta: { outcome: 'new', status: null, keyHash, counted: true, ...node },
+			},
+			{
+				level: 'info',
+				message: `${DELIVERY_LOG_MESSAGE}: outcome=in_progress status=409 keyHash=${keyHash} counted=true`,
+				meta: { outcome: 'in_progress', status: 409, keyHash, counted: true, ...node },
+			},
+			{
+				level: 'info',
+				message: `${DELIVERY_LOG_MESSAGE}: outcome=invalid_signature status=401 keyHash=- counted=true`,
+				meta: { outcome: 'invalid_signature', status: 401, keyHash: null, counted: true, ...node },
+			},
+			{
+				level: 'info',
+				message: `${DELIVERY_LOG_MESSAGE}: outcome=not_verified status=503 keyHash=- counted=true`,
+				meta: { outcome: 'not_verified', status: 503, keyHash: null, counted: true, ...node },
+			},
 		]);
 		const everything = JSON.stringify(logged);
-		for (const text of [marker, SECRET, 'not-the-secret', 'evt_logged', 'stripe-signature', 'v1=', 'source=test']) expect(everything).not.toContain(text);
+		for (const text of [marker, SECRET, 'not-the-secret', 'evt_logged', 'stripe-signature', 'v1=', 'source=test'])
+			expect(everything).not.toContain(text);
 
 		expect(counted(await counts(), before)).toEqual({ new: 1, in_progress: 1, invalid_signature: 1, not_verified: 1 });
 	});
@@ -339,14 +383,23 @@ describe('Idempotent Webhook: what it keeps about each delivery', () => {
 		const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
 		// n8n runs the execution's start node through execute(), in the process that runs the execution.
 		const started = packageNode('Webhook', 'idempotentWebhook', trigger.parameters, { credentials: trigger.credentials });
-		const { run } = await executeInProcess(inProcessWorkflow('wf-trigger', [started], {}), 'exec-4711', [item], engineBase(credentialsHelper()));
+		const { run } = await executeInProcess(
+			inProcessWorkflow('wf-trigger', [started], {}),
+			'exec-4711',
+			[item],
+			engineBase(credentialsHelper()),
+		);
 		expect(run.data.resultData.error).toBeUndefined();
 
 		const copy = await post(body);
 		expect(copy.status).toBe(200);
 		expect(copy.headers.get('x-idempotency-outcome')).toBe('duplicate');
 		expect(copy.headers.get(FIRST_EXECUTION_HEADER)).toBe('exec-4711');
-		expect((await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys(['evt:evt_first_execution'])).get('evt:evt_first_execution')).toMatchObject({
+		expect(
+			(await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys(['evt:evt_first_execution'])).get(
+				'evt:evt_first_execution',
+			),
+		).toMatchObject({
 			status: 'completed',
 			executionId: 'exec-4711',
 			duplicateCount: 1,
@@ -366,7 +419,12 @@ describe('Idempotent Webhook: Generic HMAC', () => {
 		await fetch(`${baseUrl}/webhook/orders`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
 	it('verifies with the settings of Webhook Signature Verify: header, algorithm, encoding and prefix', async () => {
-		activeTrigger = genericTrigger({ signatureHeader: 'X-Shop-Signature', algorithm: 'sha512', encoding: 'base64', signaturePrefix: 'v1=' });
+		activeTrigger = genericTrigger({
+			signatureHeader: 'X-Shop-Signature',
+			algorithm: 'sha512',
+			encoding: 'base64',
+			signaturePrefix: 'v1=',
+		});
 		const body = '{"id":"evt_generic_1"}';
 		const signed = `v1=${createHmac('sha512', SECRET).update(body).digest('base64')}`;
 
@@ -397,7 +455,14 @@ describe('Idempotent Webhook: Generic HMAC', () => {
 	it('shows the very parameters Webhook Signature Verify shows, from one description', () => {
 		const triggerProperties = new IdempotentWebhook().description.properties;
 		const verifyProperties = new WebhookSignatureVerify().description.properties;
-		expect(genericHmacProperties.map((property) => property.name)).toEqual(['algorithm', 'encoding', 'signatureHeader', 'signaturePrefix', 'signedContent', 'timestampHeader']);
+		expect(genericHmacProperties.map((property) => property.name)).toEqual([
+			'algorithm',
+			'encoding',
+			'signatureHeader',
+			'signaturePrefix',
+			'signedContent',
+			'timestampHeader',
+		]);
 		for (const property of genericHmacProperties) {
 			expect(triggerProperties.filter((shown) => shown === property)).toHaveLength(1);
 			expect(verifyProperties.filter((shown) => shown === property)).toHaveLength(1);

@@ -1,6 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { NodeHelpers, Workflow, type INode, type INodeProperties, type INodePropertyOptions, type INodeTypeDescription, type INodeTypes } from 'n8n-workflow';
+import {
+	NodeHelpers,
+	Workflow,
+	type INode,
+	type INodeProperties,
+	type INodePropertyOptions,
+	type INodeTypeDescription,
+	type INodeTypes,
+} from 'n8n-workflow';
 
 import { IdempotencyKey } from '../../../nodes/IdempotencyKey/IdempotencyKey.node';
 import type { KeyOperation } from '../../../nodes/IdempotencyKey/actions/keyOperation';
@@ -26,13 +34,20 @@ function problemsOf(operations: readonly KeyOperation[], properties: readonly IN
 			if (typeof operation.option?.[field] !== 'string' || operation.option[field] === '') problems.push(`${name}: no option ${field}`);
 		}
 		if (!Array.isArray(operation.description)) problems.push(`${name}: no description`);
-		if (!Array.isArray(operation.outputs) || operation.outputs.length === 0 || operation.outputs.some((output) => typeof output !== 'string' || output === '')) {
+		if (
+			!Array.isArray(operation.outputs) ||
+			operation.outputs.length === 0 ||
+			operation.outputs.some((output) => typeof output !== 'string' || output === '')
+		) {
 			problems.push(`${name}: no outputs`);
 		}
 		if (typeof operation.subtitle !== 'string' || operation.subtitle === '') problems.push(`${name}: no subtitle`);
 		if (typeof operation.execute !== 'function') problems.push(`${name}: no execute`);
 		const { failedOutput } = operation;
-		if (failedOutput !== undefined && !(Number.isInteger(failedOutput) && failedOutput >= 0 && failedOutput < (operation.outputs?.length ?? 0))) {
+		if (
+			failedOutput !== undefined &&
+			!(Number.isInteger(failedOutput) && failedOutput >= 0 && failedOutput < (operation.outputs?.length ?? 0))
+		) {
 			problems.push(`${name}: failedOutput ${failedOutput} is not one of its outputs`);
 		}
 		for (const property of operation.description ?? []) {
@@ -48,15 +63,21 @@ function problemsOf(operations: readonly KeyOperation[], properties: readonly IN
 		for (const kind of ['show', 'hide'] as const) {
 			for (const value of operationsShowing(property, kind)) {
 				const operation = operations.find((candidate) => candidate.value === value);
-				if (!operation) problems.push(`the parameter ${property.name} is ${kind === 'show' ? 'shown' : 'hidden'} for ${String(value)}, which is not an operation`);
-				else if (kind === 'show' && !operation.description?.includes(property)) problems.push(`${operation.value}: the parameter ${property.name} is shown for it but not in its description`);
+				if (!operation)
+					problems.push(
+						`the parameter ${property.name} is ${kind === 'show' ? 'shown' : 'hidden'} for ${String(value)}, which is not an operation`,
+					);
+				else if (kind === 'show' && !operation.description?.includes(property))
+					problems.push(`${operation.value}: the parameter ${property.name} is shown for it but not in its description`);
 			}
 		}
 	}
 	const operationProperty = properties.find((property) => property.name === 'operation');
 	const offered = ((operationProperty?.options ?? []) as INodePropertyOptions[]).map((option) => option.value);
-	if ([...offered].sort().join() !== [...values].sort().join()) problems.push(`the Operation list offers ${offered.join(', ')}, the modules are ${values.join(', ')}`);
-	if (!values.includes(operationProperty?.default as string)) problems.push(`the default operation ${String(operationProperty?.default)} is not an operation`);
+	if ([...offered].sort().join() !== [...values].sort().join())
+		problems.push(`the Operation list offers ${offered.join(', ')}, the modules are ${values.join(', ')}`);
+	if (!values.includes(operationProperty?.default as string))
+		problems.push(`the default operation ${String(operationProperty?.default)} is not an operation`);
 	for (const file of files) {
 		if (!values.includes(file.replace(/\.operation\.ts$/, ''))) problems.push(`${file} is not in the list of operations`);
 	}
@@ -76,7 +97,9 @@ describe('the list of Idempotency Key operations', () => {
 		const names = (operation.options as INodePropertyOptions[]).map((option) => option.name);
 		expect(names).toEqual([...names].sort());
 		expect(operation.options).toEqual(
-			expect.arrayContaining(OPERATIONS.map(({ value, option }) => ({ name: option.name, value, action: option.action, description: option.description }))),
+			expect.arrayContaining(
+				OPERATIONS.map(({ value, option }) => ({ name: option.name, value, action: option.action, description: option.description })),
+			),
 		);
 	});
 
@@ -96,16 +119,28 @@ describe('the list of Idempotency Key operations', () => {
 		});
 
 		it('an operation value not in the list (its file is there, the list entry is not)', () => {
-			expect(problemsOf(rest, properties, operationFiles()).join('\n')).toMatch(new RegExp(`${first.value}.operation.ts is not in the list`));
+			expect(problemsOf(rest, properties, operationFiles()).join('\n')).toMatch(
+				new RegExp(`${first.value}.operation.ts is not in the list`),
+			);
 		});
 
 		it('a parameter shown for an operation that does not exist', () => {
-			const orphan: INodeProperties = { displayName: 'Orphan', name: 'orphan', type: 'string', default: '', displayOptions: { show: { operation: ['nope'] } } };
-			expect(problemsOf(OPERATIONS, [...properties, orphan], operationFiles()).join('\n')).toMatch(/orphan is shown for nope, which is not an operation/);
+			const orphan: INodeProperties = {
+				displayName: 'Orphan',
+				name: 'orphan',
+				type: 'string',
+				default: '',
+				displayOptions: { show: { operation: ['nope'] } },
+			};
+			expect(problemsOf(OPERATIONS, [...properties, orphan], operationFiles()).join('\n')).toMatch(
+				/orphan is shown for nope, which is not an operation/,
+			);
 		});
 
 		it("a parameter shown for an operation but missing from that operation's description", () => {
-			expect(problemsOf(withFirst({ description: [] }), properties, operationFiles()).join('\n')).toMatch(new RegExp(`${first.value}: the parameter \\w+ is shown for it`));
+			expect(problemsOf(withFirst({ description: [] }), properties, operationFiles()).join('\n')).toMatch(
+				new RegExp(`${first.value}: the parameter \\w+ is shown for it`),
+			);
 		});
 
 		it('a parameter a module lists but does not show', () => {
@@ -121,7 +156,9 @@ describe("Idempotency Key's description, as saved workflows and the editor read 
 	// The description before the operations were split into modules (test/unit/nodes/fixtures):
 	// the parameters, defaults, versions and credentials must not change; the outputs and subtitle
 	// expressions are made from the list now, so they are compared by what they give.
-	const before = JSON.parse(readFileSync(path.join(__dirname, 'fixtures', 'idempotency-key-description.json'), 'utf8')) as INodeTypeDescription;
+	const before = JSON.parse(
+		readFileSync(path.join(__dirname, 'fixtures', 'idempotency-key-description.json'), 'utf8'),
+	) as INodeTypeDescription;
 	const now = JSON.parse(JSON.stringify(new IdempotencyKey().description)) as INodeTypeDescription;
 	const operations = [...OPERATIONS.map((operation) => operation.value), 'unknownOperation'];
 	const sources = ['item', 'reserveNode', 'custom', 'execution'];
@@ -135,8 +172,19 @@ describe("Idempotency Key's description, as saved workflows and the editor read 
 
 	it.each(operations)('gives %s the same outputs, evaluated by n8n-workflow', (operation) => {
 		const outputsBy = (description: INodeTypeDescription) => {
-			const node: INode = { id: 'key', name: 'Key', type: 'n8n-nodes-idempotency.idempotencyKey', typeVersion: 2, position: [0, 0], parameters: { operation } };
-			const nodeTypes = { getByName: () => undefined, getByNameAndVersion: () => undefined, getKnownTypes: () => ({}) } as unknown as INodeTypes;
+			const node: INode = {
+				id: 'key',
+				name: 'Key',
+				type: 'n8n-nodes-idempotency.idempotencyKey',
+				typeVersion: 2,
+				position: [0, 0],
+				parameters: { operation },
+			};
+			const nodeTypes = {
+				getByName: () => undefined,
+				getByNameAndVersion: () => undefined,
+				getKnownTypes: () => ({}),
+			} as unknown as INodeTypes;
 			const workflow = new Workflow({ id: 'wf', nodes: [node], connections: {}, active: false, nodeTypes });
 			return NodeHelpers.getNodeOutputs(workflow, node, description);
 		};
@@ -147,7 +195,12 @@ describe("Idempotency Key's description, as saved workflows and the editor read 
 
 	it.each(operations)('gives %s the same subtitle for every Key From', (operation) => {
 		const subtitle = (description: INodeTypeDescription, source: string) =>
-			String(new Function('$parameter', `return (${String(description.subtitle).replace(/^=\{\{([\s\S]*)\}\}$/, '$1')});`)({ operation, source }));
+			String(
+				new Function('$parameter', `return (${String(description.subtitle).replace(/^=\{\{([\s\S]*)\}\}$/, '$1')});`)({
+					operation,
+					source,
+				}),
+			);
 		for (const source of sources) expect(subtitle(now, source)).toBe(subtitle(before, source));
 	});
 });

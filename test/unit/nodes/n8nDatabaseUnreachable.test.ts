@@ -31,7 +31,11 @@ import { connectionRefused, connectionTerminated, serverRefusesConnection } from
 /** TypeORM's QueryFailedError as n8n's repositories throw it: the driver error, its fields copied on. */
 function queryFailed(driverError: Error): Error {
 	const { name: _name, message: _message, stack: _stack, ...fields } = driverError as Error & Record<string, unknown>;
-	return Object.assign(new Error(driverError.message), { name: 'QueryFailedError', query: 'SELECT … FROM "credentials_entity"', parameters: [], driverError }, fields);
+	return Object.assign(
+		new Error(driverError.message),
+		{ name: 'QueryFailedError', query: 'SELECT … FROM "credentials_entity"', parameters: [], driverError },
+		fields,
+	);
 }
 
 /** The subclass n8n's CredentialsHelper throws for a credential that is gone (packages/cli errors/credential-not-found.error.ts). */
@@ -74,12 +78,24 @@ describe('isN8nDatabaseUnreachable', () => {
 			['pg: connection terminated unexpectedly (no code)', connectionTerminated],
 			['pg: the database system is shutting down (57P03)', () => serverRefusesConnection('57P03', 'the database system is shutting down')],
 			['pg: the database system is starting up (57P03)', () => serverRefusesConnection('57P03', 'the database system is starting up')],
-			['pg: terminating connection due to administrator command (57P01)', () => serverRefusesConnection('57P01', 'terminating connection due to administrator command')],
+			[
+				'pg: terminating connection due to administrator command (57P01)',
+				() => serverRefusesConnection('57P01', 'terminating connection due to administrator command'),
+			],
 			['pg: connection failure (08006)', () => serverRefusesConnection('08006', 'connection failure')],
-			['TypeORM QueryFailedError around pg: 57P01', async () => queryFailed(await serverRefusesConnection('57P01', 'terminating connection due to administrator command'))],
-			['TypeORM QueryFailedError around pg: statement timeout (57014)', async () => queryFailed(await serverRefusesConnection('57014', 'canceling statement due to statement timeout'))],
+			[
+				'TypeORM QueryFailedError around pg: 57P01',
+				async () => queryFailed(await serverRefusesConnection('57P01', 'terminating connection due to administrator command')),
+			],
+			[
+				'TypeORM QueryFailedError around pg: statement timeout (57014)',
+				async () => queryFailed(await serverRefusesConnection('57014', 'canceling statement due to statement timeout')),
+			],
 			['TypeORM QueryFailedError around pg: connection terminated', async () => queryFailed(await connectionTerminated())],
-			["n8n's DbConnectionTimeoutError", async () => new DbConnectionTimeoutError({ configuredTimeoutInMs: 20_000, cause: await connectionRefused() })],
+			[
+				"n8n's DbConnectionTimeoutError",
+				async () => new DbConnectionTimeoutError({ configuredTimeoutInMs: 20_000, cause: await connectionRefused() }),
+			],
 		])('%s', async (_label, makeError) => {
 			expect(isN8nDatabaseUnreachable(await makeError())).toBe(true);
 		});
@@ -89,18 +105,39 @@ describe('isN8nDatabaseUnreachable', () => {
 		it.each<[string, () => Promise<unknown> | unknown]>([
 			['the credential deleted during the run (CredentialNotFoundError)', () => new CredentialNotFoundError('cred-up', CREDENTIAL_TYPE)],
 			['a credential that cannot be used in workflows (UserError)', () => new UserError('This credential cannot be used in workflows')],
-			['a credential not shared with the workflow\'s project (UserError)', () => new UserError('Node "Settle" uses inaccessible credential')],
+			[
+				"a credential not shared with the workflow's project (UserError)",
+				() => new UserError('Node "Settle" uses inaccessible credential'),
+			],
 			['a policy violation (UserError, 403)', () => new PolicyViolationError('Blocked by policy: credential type not allowed')],
-			["an end user's credential the trigger cannot use (UserError)", () => new UserError("End-user credentials aren't supported by this workflow's trigger.")],
-			['external secrets access denied (ExpressionError)', () => new ExpressionError('Could not load secrets', { description: 'The credential in use pulls secrets from an external store that is not reachable' })],
+			[
+				"an end user's credential the trigger cannot use (UserError)",
+				() => new UserError("End-user credentials aren't supported by this workflow's trigger."),
+			],
+			[
+				'external secrets access denied (ExpressionError)',
+				() =>
+					new ExpressionError('Could not load secrets', {
+						description: 'The credential in use pulls secrets from an external store that is not reachable',
+					}),
+			],
 			['stored data that does not decrypt (n8n-core CredentialDataError)', undecryptable],
 			['an unexpected error in n8n (UnexpectedError)', () => new UnexpectedError('Unknown credential type')],
 			['an ApplicationError', () => new ApplicationError('Connection terminated unexpectedly while resolving')],
 			['an OperationalError whose message names a lost connection', () => new OperationalError('Connection terminated unexpectedly')],
 			['a UserError whose cause is a lost connection', async () => new UserError('refused', { cause: await connectionRefused() })],
-			['the node has no credential set (NodeOperationError)', () => new NodeOperationError({ name: 'Settle' } as INode, 'Node does not have any credentials set')],
-			['TypeORM QueryFailedError: permission denied (42501)', async () => queryFailed(await serverRefusesConnection('42501', 'permission denied for table credentials_entity'))],
-			['pg: password authentication failed (28P01)', () => serverRefusesConnection('28P01', 'password authentication failed for user "n8n"')],
+			[
+				'the node has no credential set (NodeOperationError)',
+				() => new NodeOperationError({ name: 'Settle' } as INode, 'Node does not have any credentials set'),
+			],
+			[
+				'TypeORM QueryFailedError: permission denied (42501)',
+				async () => queryFailed(await serverRefusesConnection('42501', 'permission denied for table credentials_entity')),
+			],
+			[
+				'pg: password authentication failed (28P01)',
+				() => serverRefusesConnection('28P01', 'password authentication failed for user "n8n"'),
+			],
 			['a plain Error naming no connection failure', () => new Error('No credential cred-up of type idempotencyPostgresApi')],
 			['something that is not an error', () => 'the database system is shutting down'],
 		])('%s', async (_label, makeError) => {

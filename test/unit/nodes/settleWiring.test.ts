@@ -1,7 +1,13 @@
 import type { IConnections, IExecuteFunctions, INode } from 'n8n-workflow';
 
 import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
-import { assertSafeSettleWiring, checkEventsApart, checkOutcomeVisible, checkSettleWiring, unsettleableAfterTrigger } from '../../../nodes/shared/settleWiring';
+import {
+	assertSafeSettleWiring,
+	checkEventsApart,
+	checkOutcomeVisible,
+	checkSettleWiring,
+	unsettleableAfterTrigger,
+} from '../../../nodes/shared/settleWiring';
 
 // The wiring rules Reserve, Order Guard and Claim for Replay check before they reserve or claim
 // anything, for the cases the in-process engine cannot run (n8n-nodes-base's nodes are not here).
@@ -29,7 +35,9 @@ const step = node('Step', 'n8n-nodes-base.httpRequest', 0);
 
 describe('checkSettleWiring', () => {
 	it('accepts the template wiring: the step above Settle, continuing on error', () => {
-		expect(() => checkSettleWiring(record([reserve, settle, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
+		expect(() =>
+			checkSettleWiring(record([reserve, settle, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0),
+		).not.toThrow();
 	});
 
 	it('has nothing to check without a Settle node on that output', () => {
@@ -39,7 +47,10 @@ describe('checkSettleWiring', () => {
 
 	it('refuses a Respond to Webhook node inside the business step: it would answer before Settle knows the outcome', () => {
 		const respond = node('Respond Early', 'n8n-nodes-base.respondToWebhook', 0);
-		const wiring = record([reserve, settle, step, respond], { Reserve: { main: [link('Step', 'Settle')] }, Step: { main: [link('Respond Early')] } });
+		const wiring = record([reserve, settle, step, respond], {
+			Reserve: { main: [link('Step', 'Settle')] },
+			Step: { main: [link('Respond Early')] },
+		});
 		expect(() => checkSettleWiring(wiring, 'Reserve', 0)).toThrow(/"Respond Early" answers the webhook from inside the business step/);
 	});
 
@@ -51,22 +62,31 @@ describe('checkSettleWiring', () => {
 
 	it('accepts a step at any height and at any On Error: Settle waits for what the step still has to run', () => {
 		const level = { ...step, position: [-200, 300] as [number, number], onError: 'stopWorkflow' as const };
-		expect(() => checkSettleWiring(record([reserve, settle, level], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
+		expect(() =>
+			checkSettleWiring(record([reserve, settle, level], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0),
+		).not.toThrow();
 	});
 
 	it('ends on a loop back to the feeding node (a replay loop) and ignores disabled nodes', () => {
 		const disabled = node('Off', 'n8n-nodes-base.noOp', 0, { disabled: true, onError: undefined });
-		const wiring = record([reserve, settle, step, disabled], { Reserve: { main: [link('Step', 'Settle')] }, Step: { main: [link('Off', 'Reserve')] } });
+		const wiring = record([reserve, settle, step, disabled], {
+			Reserve: { main: [link('Step', 'Settle')] },
+			Step: { main: [link('Off', 'Reserve')] },
+		});
 		expect(() => checkSettleWiring(wiring, 'Reserve', 0)).not.toThrow();
 	});
 });
 
 describe('checkOutcomeVisible: a step that waits', () => {
-	const wait = (name: string, extra: Partial<INode> = {}) => node(name, 'n8n-nodes-base.wait', 0, { onError: 'continueRegularOutput', ...extra });
+	const wait = (name: string, extra: Partial<INode> = {}) =>
+		node(name, 'n8n-nodes-base.wait', 0, { onError: 'continueRegularOutput', ...extra });
 	const loop = node('Loop', 'n8n-nodes-base.splitInBatches', 0);
 
 	it('accepts one Wait with Settle below the step', () => {
-		const wiring = record([reserve, settle, wait('Wait'), step], { Reserve: { main: [link('Wait', 'Settle')] }, Wait: { main: [link('Step')] } });
+		const wiring = record([reserve, settle, wait('Wait'), step], {
+			Reserve: { main: [link('Wait', 'Settle')] },
+			Wait: { main: [link('Step')] },
+		});
 		expect(() => checkOutcomeVisible(wiring, 'Reserve', 0)).not.toThrow();
 	});
 
@@ -77,7 +97,9 @@ describe('checkOutcomeVisible: a step that waits', () => {
 			'Wait 2': { main: [link('Step')] },
 		});
 		expect(() => checkOutcomeVisible(serial, 'Reserve', 0)).toThrow(/both make the execution wait.*Keep one Wait/);
-		const sideBySide = record([reserve, settle, wait('Wait 1'), wait('Wait 2', { position: [0, 100] })], { Reserve: { main: [link('Wait 1', 'Wait 2', 'Settle')] } });
+		const sideBySide = record([reserve, settle, wait('Wait 1'), wait('Wait 2', { position: [0, 100] })], {
+			Reserve: { main: [link('Wait 1', 'Wait 2', 'Settle')] },
+		});
 		expect(() => checkOutcomeVisible(sideBySide, 'Reserve', 0)).toThrow(/both make the execution wait/);
 	});
 
@@ -100,7 +122,9 @@ describe('checkOutcomeVisible: a step that waits', () => {
 	it('refuses Settle that n8n would run before the step (above it, or level with it and not to its right)', () => {
 		const connections = { Reserve: { main: [link('Wait', 'Settle')] }, Wait: { main: [link('Step')] } };
 		const above = { ...settle, position: [0, -100] as [number, number] };
-		expect(() => checkOutcomeVisible(record([reserve, above, wait('Wait'), step], connections), 'Reserve', 0)).toThrow(/"Settle" sits above "Wait".*Move "Settle" below/);
+		expect(() => checkOutcomeVisible(record([reserve, above, wait('Wait'), step], connections), 'Reserve', 0)).toThrow(
+			/"Settle" sits above "Wait".*Move "Settle" below/,
+		);
 		const level = { ...settle, position: [0, 0] as [number, number] };
 		expect(() => checkOutcomeVisible(record([reserve, level, wait('Wait'), step], connections), 'Reserve', 0)).toThrow(/sits above "Wait"/);
 		const levelRight = { ...settle, position: [200, 0] as [number, number] };
@@ -138,32 +162,49 @@ describe('checkOutcomeVisible: a step that waits', () => {
 	});
 
 	it('refuses Execute Workflow before 1.3 run for each item at Continue (using error output): n8n loses its failures', () => {
-		const execute = (typeVersion: number) => ({ ...node('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', 0, { onError: 'continueErrorOutput' as const }), typeVersion, parameters: { mode: 'each' } });
-		const wiring = (typeVersion: number) => record([reserve, settle, execute(typeVersion)], { Reserve: { main: [link('Run Sub-workflow', 'Settle')] } });
-		expect(() => checkOutcomeVisible(wiring(1.1), 'Reserve', 0)).toThrow(/"Run Sub-workflow" runs the sub-workflow for each item.*version 1.3 or later/);
+		const execute = (typeVersion: number) => ({
+			...node('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', 0, { onError: 'continueErrorOutput' as const }),
+			typeVersion,
+			parameters: { mode: 'each' },
+		});
+		const wiring = (typeVersion: number) =>
+			record([reserve, settle, execute(typeVersion)], { Reserve: { main: [link('Run Sub-workflow', 'Settle')] } });
+		expect(() => checkOutcomeVisible(wiring(1.1), 'Reserve', 0)).toThrow(
+			/"Run Sub-workflow" runs the sub-workflow for each item.*version 1.3 or later/,
+		);
 		expect(() => checkOutcomeVisible(wiring(1.3), 'Reserve', 0)).not.toThrow();
 	});
 
 	it('accepts Settle above the step when nothing in it waits', () => {
 		const above = { ...settle, position: [0, -100] as [number, number] };
-		expect(() => checkOutcomeVisible(record([reserve, above, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0)).not.toThrow();
+		expect(() =>
+			checkOutcomeVisible(record([reserve, above, step], { Reserve: { main: [link('Step', 'Settle')] } }), 'Reserve', 0),
+		).not.toThrow();
 	});
 });
 
 describe('checkEventsApart: several events reaching a node that stops the workflow on error', () => {
 	const atStop = (name: string, type: string, extra: Partial<INode> = {}) => node(name, type, 0, { onError: undefined, ...extra });
-	const beside = (heads: string[], nodes: INode[], more: IConnections = {}) => record([reserve, settle, ...nodes], { Reserve: { main: [link(...heads, 'Settle')] }, ...more });
+	const beside = (heads: string[], nodes: INode[], more: IConnections = {}) =>
+		record([reserve, settle, ...nodes], { Reserve: { main: [link(...heads, 'Settle')] }, ...more });
 	const refused = /gets the 3 events of this run together and stops the workflow when it fails/;
 
 	it('refuses an HTTP Request at the default On Error, naming it and the fix', () => {
 		const wiring = beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest')]);
-		expect(() => checkEventsApart(wiring, 'Reserve', 0, 3)).toThrow(/"Call" gets the 3 events .*"Continue \(using error output\)".*Loop Over Items \(batch size 1\)/);
+		expect(() => checkEventsApart(wiring, 'Reserve', 0, 3)).toThrow(
+			/"Call" gets the 3 events .*"Continue \(using error output\)".*Loop Over Items \(batch size 1\)/,
+		);
 	});
 
 	it('refuses it after a node that continues on error, and with Settle chained after the step', () => {
-		const after = beside(['Look Up'], [node('Look Up', 'n8n-nodes-base.httpRequest', 0), atStop('Write', 'n8n-nodes-base.httpRequest')], { 'Look Up': { main: [link('Write')] } });
+		const after = beside(['Look Up'], [node('Look Up', 'n8n-nodes-base.httpRequest', 0), atStop('Write', 'n8n-nodes-base.httpRequest')], {
+			'Look Up': { main: [link('Write')] },
+		});
 		expect(() => checkEventsApart(after, 'Reserve', 0, 3)).toThrow(refused);
-		const chained = record([reserve, settle, atStop('Call', 'n8n-nodes-base.code')], { Reserve: { main: [link('Call')] }, Call: { main: [link('Settle')] } });
+		const chained = record([reserve, settle, atStop('Call', 'n8n-nodes-base.code')], {
+			Reserve: { main: [link('Call')] },
+			Call: { main: [link('Settle')] },
+		});
 		expect(() => checkEventsApart(chained, 'Reserve', 0, 3)).toThrow(refused);
 	});
 
@@ -171,31 +212,69 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		const wiring = beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest')]);
 		expect(() => checkEventsApart(wiring, 'Reserve', 0, 1)).not.toThrow();
 		expect(() => checkEventsApart(beside(['Call'], [node('Call', 'n8n-nodes-base.httpRequest', 0)]), 'Reserve', 0, 3)).not.toThrow();
-		expect(() => checkEventsApart(beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest', { onError: 'continueRegularOutput' })]), 'Reserve', 0, 3)).not.toThrow();
-		expect(() => checkEventsApart(beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest', { continueOnFail: true })]), 'Reserve', 0, 3)).not.toThrow();
+		expect(() =>
+			checkEventsApart(
+				beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest', { onError: 'continueRegularOutput' })]),
+				'Reserve',
+				0,
+				3,
+			),
+		).not.toThrow();
+		expect(() =>
+			checkEventsApart(beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest', { continueOnFail: true })]), 'Reserve', 0, 3),
+		).not.toThrow();
 		const unsettled = record([reserve, atStop('Call', 'n8n-nodes-base.httpRequest')], { Reserve: { main: [link('Call')] } });
 		expect(() => checkEventsApart(unsettled, 'Reserve', 0, 3)).not.toThrow();
 	});
 
-	it('accepts nodes that only route or reshape items, Stop and Error, and the package\'s own nodes', () => {
-		const types = ['if', 'switch', 'merge', 'noOp', 'filter', 'splitOut', 'aggregate', 'sort', 'limit', 'removeDuplicates', 'set', 'stopAndError'];
-		for (const type of types) expect(() => checkEventsApart(beside(['Flow'], [atStop('Flow', `n8n-nodes-base.${type}`)]), 'Reserve', 0, 3)).not.toThrow();
-		expect(() => checkEventsApart(beside(['Query'], [atStop('Query', 'n8n-nodes-idempotency.idempotencyExecuteQuery')]), 'Reserve', 0, 3)).not.toThrow();
+	it("accepts nodes that only route or reshape items, Stop and Error, and the package's own nodes", () => {
+		const types = [
+			'if',
+			'switch',
+			'merge',
+			'noOp',
+			'filter',
+			'splitOut',
+			'aggregate',
+			'sort',
+			'limit',
+			'removeDuplicates',
+			'set',
+			'stopAndError',
+		];
+		for (const type of types)
+			expect(() => checkEventsApart(beside(['Flow'], [atStop('Flow', `n8n-nodes-base.${type}`)]), 'Reserve', 0, 3)).not.toThrow();
+		expect(() =>
+			checkEventsApart(beside(['Query'], [atStop('Query', 'n8n-nodes-idempotency.idempotencyExecuteQuery')]), 'Reserve', 0, 3),
+		).not.toThrow();
 	});
 
 	it('accepts a Postgres node sending its items as one query or one transaction, refuses one query per item', () => {
-		const postgres = (queryBatching?: string) => beside(['Insert'], [atStop('Insert', 'n8n-nodes-base.postgres', { typeVersion: 2.5, parameters: { options: queryBatching ? { queryBatching } : {} } })]);
+		const postgres = (queryBatching?: string) =>
+			beside(
+				['Insert'],
+				[
+					atStop('Insert', 'n8n-nodes-base.postgres', {
+						typeVersion: 2.5,
+						parameters: { options: queryBatching ? { queryBatching } : {} },
+					}),
+				],
+			);
 		expect(() => checkEventsApart(postgres(), 'Reserve', 0, 3)).not.toThrow();
 		expect(() => checkEventsApart(postgres('single'), 'Reserve', 0, 3)).not.toThrow();
 		expect(() => checkEventsApart(postgres('transaction'), 'Reserve', 0, 3)).not.toThrow();
 		expect(() => checkEventsApart(postgres('independently'), 'Reserve', 0, 3)).toThrow(refused);
 	});
 
-	it('accepts a node inside Loop Over Items with batch size 1, refuses it with batch size 2 and after the loop\'s Done output', () => {
+	it("accepts a node inside Loop Over Items with batch size 1, refuses it with batch size 2 and after the loop's Done output", () => {
 		const loop = (batchSize: number | undefined, doneTo: string[] = []) =>
 			beside(
 				['Loop'],
-				[atStop('Loop', 'n8n-nodes-base.splitInBatches', { typeVersion: 3, parameters: batchSize === undefined ? {} : { batchSize } }), atStop('Call', 'n8n-nodes-base.httpRequest'), atStop('After', 'n8n-nodes-base.httpRequest')],
+				[
+					atStop('Loop', 'n8n-nodes-base.splitInBatches', { typeVersion: 3, parameters: batchSize === undefined ? {} : { batchSize } }),
+					atStop('Call', 'n8n-nodes-base.httpRequest'),
+					atStop('After', 'n8n-nodes-base.httpRequest'),
+				],
 				{ Loop: { main: [link(...doneTo), link('Call')] }, Call: { main: [link('Loop')] } },
 			);
 		expect(() => checkEventsApart(loop(undefined), 'Reserve', 0, 3)).not.toThrow();
@@ -206,19 +285,29 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 
 	it('refuses Execute Workflow at Stop Workflow, for each item or for all at once, with or without a node after it', () => {
 		const execute = (mode: string, after: boolean) =>
-			beside(['Run'], [atStop('Run', 'n8n-nodes-base.executeWorkflow', { parameters: { mode } }), node('After', 'n8n-nodes-base.noOp', 0)], after ? { Run: { main: [link('After')] } } : {});
+			beside(
+				['Run'],
+				[atStop('Run', 'n8n-nodes-base.executeWorkflow', { parameters: { mode } }), node('After', 'n8n-nodes-base.noOp', 0)],
+				after ? { Run: { main: [link('After')] } } : {},
+			);
 		expect(() => checkEventsApart(execute('each', false), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
 		expect(() => checkEventsApart(execute('each', true), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
 		expect(() => checkEventsApart(execute('once', false), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
 	});
 
 	it('refuses a routing node at Stop Workflow after a node that may have an effect, naming both', () => {
-		const wiring = beside(['Charge'], [node('Charge', 'n8n-nodes-base.httpRequest', 0), atStop('Route', 'n8n-nodes-base.switch'), atStop('Done', 'n8n-nodes-base.noOp')], {
-			Charge: { main: [link('Route')] },
-			Route: { main: [link('Done')] },
-		});
+		const wiring = beside(
+			['Charge'],
+			[node('Charge', 'n8n-nodes-base.httpRequest', 0), atStop('Route', 'n8n-nodes-base.switch'), atStop('Done', 'n8n-nodes-base.noOp')],
+			{
+				Charge: { main: [link('Route')] },
+				Route: { main: [link('Done')] },
+			},
+		);
 		expect(() => checkEventsApart(wiring, 'Reserve', 0, 3)).toThrow(/"Route" gets the 3 events of this run together after "Charge"/);
-		const before = beside(['Route'], [atStop('Route', 'n8n-nodes-base.if'), node('Charge', 'n8n-nodes-base.httpRequest', 0)], { Route: { main: [link('Charge')] } });
+		const before = beside(['Route'], [atStop('Route', 'n8n-nodes-base.if'), node('Charge', 'n8n-nodes-base.httpRequest', 0)], {
+			Route: { main: [link('Charge')] },
+		});
 		expect(() => checkEventsApart(before, 'Reserve', 0, 3)).not.toThrow();
 	});
 
@@ -228,8 +317,12 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		expect(() => checkEventsApart(legacy({ continueOnFail: true }), 'Reserve', 0, 3)).not.toThrow();
 	});
 
-	it('reads Postgres node 1\'s batching from its mode: one query or a transaction accepted, one query per item refused', () => {
-		const postgres1 = (mode?: string) => beside(['Insert'], [atStop('Insert', 'n8n-nodes-base.postgres', { typeVersion: 1, parameters: { additionalFields: mode ? { mode } : {} } })]);
+	it("reads Postgres node 1's batching from its mode: one query or a transaction accepted, one query per item refused", () => {
+		const postgres1 = (mode?: string) =>
+			beside(
+				['Insert'],
+				[atStop('Insert', 'n8n-nodes-base.postgres', { typeVersion: 1, parameters: { additionalFields: mode ? { mode } : {} } })],
+			);
 		expect(() => checkEventsApart(postgres1(), 'Reserve', 0, 3)).not.toThrow();
 		expect(() => checkEventsApart(postgres1('multiple'), 'Reserve', 0, 3)).not.toThrow();
 		expect(() => checkEventsApart(postgres1('transaction'), 'Reserve', 0, 3)).not.toThrow();
@@ -239,39 +332,62 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 	it('refuses a node inside a batch-1 loop that is also fed from outside the loop', () => {
 		const wiring = beside(
 			['Fast?'],
-			[atStop('Fast?', 'n8n-nodes-base.if'), atStop('Loop', 'n8n-nodes-base.splitInBatches', { typeVersion: 3, parameters: { batchSize: 1 } }), atStop('Call', 'n8n-nodes-base.httpRequest')],
+			[
+				atStop('Fast?', 'n8n-nodes-base.if'),
+				atStop('Loop', 'n8n-nodes-base.splitInBatches', { typeVersion: 3, parameters: { batchSize: 1 } }),
+				atStop('Call', 'n8n-nodes-base.httpRequest'),
+			],
 			{ 'Fast?': { main: [link('Loop'), link('Call')] }, Loop: { main: [[], link('Call')] }, Call: { main: [link('Loop')] } },
 		);
 		expect(() => checkEventsApart(wiring, 'Reserve', 0, 3)).toThrow(/"Call" gets/);
 	});
 });
 
-describe('assertSafeSettleWiring without n8n\'s execution record', () => {
+describe("assertSafeSettleWiring without n8n's execution record", () => {
 	// What a context without n8n-core's fields gives: only the public helpers.
 	const contextWith = (downstream: Array<Partial<INode>>) =>
 		({ getNode: () => reserve, getChildNodes: () => downstream }) as unknown as IExecuteFunctions;
 
 	it('refuses when a Settle node is downstream: it could not judge the step', () => {
-		expect(() => assertSafeSettleWiring(contextWith([{ name: 'Settle', type: settle.type, parameters: { operation: 'settle' } }]), 0)).toThrow(
-			/cannot tell whether the business step succeeded/,
-		);
+		expect(() =>
+			assertSafeSettleWiring(contextWith([{ name: 'Settle', type: settle.type, parameters: { operation: 'settle' } }]), 0),
+		).toThrow(/cannot tell whether the business step succeeded/);
 	});
 
 	it('lets every other workflow run', () => {
-		expect(() => assertSafeSettleWiring(contextWith([{ name: 'Complete', type: settle.type, parameters: { operation: 'complete' } }]), 0)).not.toThrow();
+		expect(() =>
+			assertSafeSettleWiring(contextWith([{ name: 'Complete', type: settle.type, parameters: { operation: 'complete' } }]), 0),
+		).not.toThrow();
 	});
 });
 
 describe('unsettleableAfterTrigger (the Idempotent Webhook trigger, before any node of the user runs)', () => {
-	const child = (name: string, type: string, extra: { disabled?: boolean; parameters?: INode['parameters'] } = {}) => ({ name, type, parameters: {}, ...extra });
+	const child = (name: string, type: string, extra: { disabled?: boolean; parameters?: INode['parameters'] } = {}) => ({
+		name,
+		type,
+		parameters: {},
+		...extra,
+	});
 	const call = child('Call your API', 'n8n-nodes-base.httpRequest');
 
 	it.each([
 		['a Wait', child('Wait', 'n8n-nodes-base.wait'), /"Wait" waits/],
 		['a Form', child('Form', 'n8n-nodes-base.form'), /"Form" waits/],
-		['a Respond to Webhook node (after the effect it would fail, and the retry repeat the effect)', child('Answer', 'n8n-nodes-base.respondToWebhook'), /"Answer" answers the webhook/],
-		['a sub-workflow not waited for', child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: { waitForSubWorkflow: false } } }), /without waiting/],
-		['a sub-workflow whose waiting is an expression', child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: { waitForSubWorkflow: '={{ $json.wait }}' } } }), /without waiting/],
+		[
+			'a Respond to Webhook node (after the effect it would fail, and the retry repeat the effect)',
+			child('Answer', 'n8n-nodes-base.respondToWebhook'),
+			/"Answer" answers the webhook/,
+		],
+		[
+			'a sub-workflow not waited for',
+			child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: { waitForSubWorkflow: false } } }),
+			/without waiting/,
+		],
+		[
+			'a sub-workflow whose waiting is an expression',
+			child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: { waitForSubWorkflow: '={{ $json.wait }}' } } }),
+			/without waiting/,
+		],
 	])('refuses %s', (_label, node, reason) => {
 		expect(unsettleableAfterTrigger([call, node])).toMatch(reason);
 	});

@@ -1,6 +1,14 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { NodeHelpers, Workflow, type INode, type INodeParameters, type INodeProperties, type INodeType, type INodeTypes } from 'n8n-workflow';
+import {
+	NodeHelpers,
+	Workflow,
+	type INode,
+	type INodeParameters,
+	type INodeProperties,
+	type INodeType,
+	type INodeTypes,
+} from 'n8n-workflow';
 
 import { IdempotencyExecuteQuery } from '../../../nodes/IdempotencyExecuteQuery/IdempotencyExecuteQuery.node';
 import { IdempotencyKey } from '../../../nodes/IdempotencyKey/IdempotencyKey.node';
@@ -18,7 +26,11 @@ const byType: Record<string, INodeType> = Object.fromEntries(
 	[...keepingNodes, new IdempotencyExecuteQuery()].map((nodeType) => [`${PACKAGE}.${nodeType.description.name}`, nodeType]),
 );
 // Unknown types (n8n-nodes-base's) are skipped by Workflow, as n8n skips a type it cannot load.
-const nodeTypes = { getByName: (type: string) => byType[type], getByNameAndVersion: (type: string) => byType[type], getKnownTypes: () => ({}) } as unknown as INodeTypes;
+const nodeTypes = {
+	getByName: (type: string) => byType[type],
+	getByNameAndVersion: (type: string) => byType[type],
+	getKnownTypes: () => ({}),
+} as unknown as INodeTypes;
 
 /** The parameters n8n gives a node when it loads the workflow: the saved ones, with the defaults of the node's version filled in. */
 function loaded(nodes: INode[]): Workflow {
@@ -43,7 +55,9 @@ function credentialShown(node: INode): boolean {
 }
 
 const option = (nodeType: INodeType, name: string): INodeProperties =>
-	(nodeType.description.properties.find((property) => property.name === 'options')!.options as INodeProperties[]).find((candidate) => candidate.name === name)!;
+	(nodeType.description.properties.find((property) => property.name === 'options')!.options as INodeProperties[]).find(
+		(candidate) => candidate.name === name,
+	)!;
 
 /** Whether the editor shows an option of the Options collection, given the node's parameters. */
 function optionShown(nodeType: INodeType, node: INode, name: string): boolean {

@@ -33,7 +33,9 @@ describe('the published package', () => {
 		// sql/ as it is, under dist/sql/ where the built dist/lib/store/ reads it (as lib/store/ reads
 		// sql/): test/unit/sql/statements.test.ts checks that sql/ holds exactly the files each backend
 		// runs, so this covers every backend's files without a list of them.
-		const sqlFiles = (readdirSync(SQL_ROOT, { recursive: true }) as string[]).filter((file) => file.endsWith('.sql')).map((file) => file.split(path.sep).join('/'));
+		const sqlFiles = (readdirSync(SQL_ROOT, { recursive: true }) as string[])
+			.filter((file) => file.endsWith('.sql'))
+			.map((file) => file.split(path.sep).join('/'));
 		expect(sqlFiles.length).toBeGreaterThan(0);
 		expect(files.filter((file) => file.startsWith('dist/sql/')).sort()).toEqual(sqlFiles.map((file) => `dist/sql/${file}`).sort());
 		expect(files.filter((file) => /^dist\/templates\/.+\.json$/.test(file)).length).toBeGreaterThanOrEqual(3);
@@ -49,7 +51,9 @@ describe('the published package', () => {
 	it('holds the package.json, README and LICENSE, and exactly the shipped templates', () => {
 		for (const file of ['package.json', 'README.md', 'LICENSE']) expect(files).toContain(file);
 		const templates = readdirSync(path.join(root, 'templates')).filter((file) => file.endsWith('.json'));
-		expect(files.filter((file) => file.startsWith('dist/templates/')).sort()).toEqual(templates.map((file) => `dist/templates/${file}`).sort());
+		expect(files.filter((file) => file.startsWith('dist/templates/')).sort()).toEqual(
+			templates.map((file) => `dist/templates/${file}`).sort(),
+		);
 	});
 
 	it('every module the packed code requires is in the tarball, a Node built-in, a dependency, or n8n-workflow (from n8n)', () => {

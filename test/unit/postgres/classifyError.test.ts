@@ -40,9 +40,14 @@ describe('classifyPostgresError', () => {
 		['connect timeout', new Error('timeout exceeded when trying to connect'), {}, true],
 		['too many connections', pgError('53300'), {}, true],
 		['shutting down', pgError('57P01'), {}, true],
-		['statement timeout (e.g. waiting behind another delivery\'s row lock)', pgError('57014'), {}, false],
+		["statement timeout (e.g. waiting behind another delivery's row lock)", pgError('57014'), {}, false],
 		['lock timeout', pgError('55P03'), {}, false],
-		['a lost answer (the reservation may have committed)', new Error('Connection terminated unexpectedly'), { outcomeUnknown: true }, false],
+		[
+			'a lost answer (the reservation may have committed)',
+			new Error('Connection terminated unexpectedly'),
+			{ outcomeUnknown: true },
+			false,
+		],
 		['a query read timeout after sending', new Error('Query read timeout'), { outcomeUnknown: true }, false],
 	] as const)('%s: unreachable (nothing sent) is %p', (_what, error, context, unreachable) => {
 		const classified = classifyPostgresError(error, { operation: 'reserve', ...context });
@@ -75,22 +80,31 @@ describe('classifyPostgresError', () => {
 	});
 
 	it('after a lost answer never claims that nothing changed, whatever the last error was', () => {
-		for (const last of [new Error('Query read timeout'), pgError('57P01', 'terminating connection'), pgError('55P03'), pgError('ECONNREFUSED')]) {
+		for (const last of [
+			new Error('Query read timeout'),
+			pgError('57P01', 'terminating connection'),
+			pgError('55P03'),
+			pgError('ECONNREFUSED'),
+		]) {
 			const error = classifyPostgresError(last, { operation: 'reserve', outcomeUnknown: true });
 			expect(error).toBeInstanceOf(OutcomeUnknownError);
 			expect(error).toBeInstanceOf(DatabaseUnavailableError); // routed like "store unavailable" by the nodes
 			expect(error.message).toMatch(/may have been reserved/);
 			expect(error.message).not.toMatch(/Nothing was/);
 		}
-		expect(classifyPostgresError(pgError('08006'), { operation: 'complete', outcomeUnknown: true }).message).toMatch(/may or may not have been completed/);
+		expect(classifyPostgresError(pgError('08006'), { operation: 'complete', outcomeUnknown: true }).message).toMatch(
+			/may or may not have been completed/,
+		);
 	});
 
 	it('tells connection-class failures (worth retrying) from errors Postgres answered (never retried)', () => {
-		for (const code of ['ECONNREFUSED', 'ECONNRESET', '57P01', '57P03', '53300', '08006']) expect(connectionFailureReason(pgError(code))).toBeDefined();
+		for (const code of ['ECONNREFUSED', 'ECONNRESET', '57P01', '57P03', '53300', '08006'])
+			expect(connectionFailureReason(pgError(code))).toBeDefined();
 		expect(connectionFailureReason(new Error('Query read timeout'))).toMatch(/Query Timeout/);
 		expect(connectionFailureReason(new Error('Connection terminated unexpectedly'))).toBeDefined();
 		expect(connectionFailureReason(new Error('timeout exceeded when trying to connect'))).toBeDefined();
-		for (const code of ['22P05', '23505', '42P01', '57014', '55P03', '28P01']) expect(connectionFailureReason(pgError(code))).toBeUndefined();
+		for (const code of ['22P05', '23505', '42P01', '57014', '55P03', '28P01'])
+			expect(connectionFailureReason(pgError(code))).toBeUndefined();
 	});
 
 	it('a pooler refusing the timeout startup parameters is a configuration error naming the fix, not "unreachable"', () => {

@@ -80,7 +80,9 @@ describe('timeouts and keepalive (nothing hangs)', () => {
 	});
 
 	it('takes the credential values, and refuses 0, negatives and more than an hour', () => {
-		expect(toPoolConfig({ ...settings, statementTimeoutSeconds: 2.5, lockTimeoutSeconds: 1, queryTimeoutSeconds: 60, keepAlive: false })).toMatchObject({
+		expect(
+			toPoolConfig({ ...settings, statementTimeoutSeconds: 2.5, lockTimeoutSeconds: 1, queryTimeoutSeconds: 60, keepAlive: false }),
+		).toMatchObject({
 			statement_timeout: 2500,
 			lock_timeout: 1000,
 			query_timeout: 60_000,

@@ -35,7 +35,15 @@ describe('preparedStatementFailure', () => {
 });
 
 describe('which pools name their statements', () => {
-	const settings = { host: '127.0.0.1', port: 5432, database: 'app', user: 'n8n', password: 'p', ssl: 'disable' as const, maxConnections: 2 };
+	const settings = {
+		host: '127.0.0.1',
+		port: 5432,
+		database: 'app',
+		user: 'n8n',
+		password: 'p',
+		ssl: 'disable' as const,
+		maxConnections: 2,
+	};
 
 	it('a credential names them by default and not with Prepared Statements off (a pool of its own)', () => {
 		expect(namesStatements(poolFor(settings))).toBe(true);

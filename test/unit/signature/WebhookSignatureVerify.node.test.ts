@@ -59,7 +59,13 @@ interface FakeOptions {
 const credentialData = (fields: IDataObject): IDataObject => ({ secret: '', previousSecret: '', secrets: '', ...fields });
 
 /** The part of IExecuteFunctions the node uses; binary data in memory, as n8n's default mode. */
-function fakeContext({ items, parameters = {}, credential = { secret: SECRET }, continueOnFail = false, credentialUnreadable = false }: FakeOptions) {
+function fakeContext({
+	items,
+	parameters = {},
+	credential = { secret: SECRET },
+	continueOnFail = false,
+	credentialUnreadable = false,
+}: FakeOptions) {
 	const all: IDataObject = { scheme: 'stripe', onInvalid: 'route', toleranceSeconds: 300, options: {}, ...parameters };
 	const getBinaryDataBuffer = jest.fn(async (itemIndex: number, property: string) => {
 		const binary = items[itemIndex]?.binary?.[property];
@@ -248,7 +254,10 @@ describe('WebhookSignatureVerify node', () => {
 
 	describe('headers, read by the one header rule (lib/headers.ts)', () => {
 		const GOOD = `t=${NOW},v1=${SIG_NOW}`;
-		const withHeaders = (headers: IDataObject): INodeExecutionData => ({ ...webhookItem(undefined), json: { ...webhookItem(undefined).json, headers } });
+		const withHeaders = (headers: IDataObject): INodeExecutionData => ({
+			...webhookItem(undefined),
+			json: { ...webhookItem(undefined).json, headers },
+		});
 		const signatureOf = async (headers: IDataObject) => {
 			const [valid, invalid] = await run({ items: [withHeaders(headers)] });
 			return { valid: valid?.length, invalid: invalid?.length, signature: (valid?.[0] ?? invalid?.[0])?.json.signature };
@@ -258,21 +267,39 @@ describe('WebhookSignatureVerify node', () => {
 			['a number next to the genuine signature (a Code node)', { 'stripe-signature': [12345, GOOD] }],
 			['a boolean next to the genuine signature', { 'stripe-signature': [true, GOOD] }],
 			['an empty value next to the genuine signature', { 'stripe-signature': ['', GOOD] }],
-			['a forged value next to the genuine signature, joined with ", " (n8n, header sent twice)', { 'stripe-signature': `t=${NOW},v1=${'0'.repeat(64)}, ${GOOD}` }],
+			[
+				'a forged value next to the genuine signature, joined with ", " (n8n, header sent twice)',
+				{ 'stripe-signature': `t=${NOW},v1=${'0'.repeat(64)}, ${GOOD}` },
+			],
 			['the genuine signature under another spelling next to a number', { 'Stripe-Signature': 7, 'stripe-signature': GOOD }],
 		])('%s is never Valid: malformed_header', async (_case, headers) => {
-			expect(await signatureOf(headers)).toEqual({ valid: 0, invalid: 1, signature: { valid: false, scheme: 'stripe', reason: 'malformed_header' } });
+			expect(await signatureOf(headers)).toEqual({
+				valid: 0,
+				invalid: 1,
+				signature: { valid: false, scheme: 'stripe', reason: 'malformed_header' },
+			});
 		});
 
 		it('the genuine signature sent twice (joined or in an array) is one value: Valid', async () => {
-			for (const headers of [{ 'stripe-signature': `${GOOD}, ${GOOD}` }, { 'stripe-signature': [GOOD, GOOD] }, { 'STRIPE-SIGNATURE': GOOD }]) {
+			for (const headers of [
+				{ 'stripe-signature': `${GOOD}, ${GOOD}` },
+				{ 'stripe-signature': [GOOD, GOOD] },
+				{ 'STRIPE-SIGNATURE': GOOD },
+			]) {
 				expect(await signatureOf(headers)).toMatchObject({ valid: 1, invalid: 0 });
 			}
 		});
 
 		it('a signature that is not text is malformed, a timestamp that is not text malformed_timestamp', async () => {
 			expect((await signatureOf({ 'stripe-signature': { t: NOW } })).signature).toMatchObject({ reason: 'malformed_header' });
-			const generic = { scheme: 'generic', algorithm: 'sha256', encoding: 'hex', signatureHeader: 'X-Sig', signedContent: 'timestampDotBody', timestampHeader: 'X-Ts' };
+			const generic = {
+				scheme: 'generic',
+				algorithm: 'sha256',
+				encoding: 'hex',
+				signatureHeader: 'X-Sig',
+				signedContent: 'timestampDotBody',
+				timestampHeader: 'X-Ts',
+			};
 			const [, invalid] = await run({ items: [withHeaders({ 'x-sig': 'ab', 'x-ts': 1.5 })], parameters: generic });
 			expect(invalid?.[0]?.json.signature).toEqual({ valid: false, scheme: 'generic', reason: 'malformed_timestamp' });
 		});
@@ -282,7 +309,9 @@ describe('WebhookSignatureVerify node', () => {
 			['text', 'stripe-signature: x'],
 			['null', null],
 		])('headers given as %s are no headers: a clear per-item error', async (_case, headers) => {
-			const error = await runError({ items: [withHeaders({}), { ...webhookItem(undefined), json: { body: {}, headers: headers as IDataObject } }] });
+			const error = await runError({
+				items: [withHeaders({}), { ...webhookItem(undefined), json: { body: {}, headers: headers as IDataObject } }],
+			});
 			expect(error.message).toBe('No request headers in the item field "headers"');
 			expect(error.context.itemIndex).toBe(1);
 		});
@@ -295,8 +324,7 @@ describe('WebhookSignatureVerify node', () => {
 			json: { headers: { 'x-hub-signature-256': signature }, body: {} },
 			binary: { data: { data: Buffer.from(GITHUB_DOCS_PAYLOAD, 'utf8').toString('base64'), mimeType: 'text/plain' } },
 		});
-		const signedWith = (key: string) =>
-			`sha256=${createHmac('sha256', key).update(GITHUB_DOCS_PAYLOAD).digest('hex')}`;
+		const signedWith = (key: string) => `sha256=${createHmac('sha256', key).update(GITHUB_DOCS_PAYLOAD).digest('hex')}`;
 		const github = { scheme: 'github' };
 
 		it("routes GitHub's documented example to Valid", async () => {
@@ -452,17 +480,23 @@ describe('WebhookSignatureVerify node', () => {
 		it.each([
 			['routed items', { items: [webhookItem(`t=${NOW},v1=${SIG_NOW}`), webhookItem('garbage')] }],
 			['a rejected signature', { items: [webhookItem(`t=${NOW},v1=${SIG_PREVIOUS}`)], parameters: { onInvalid: 'throw' } }],
-			['a Standard Webhooks secret that cannot be decoded', {
-				items: [webhookItem(undefined)],
-				parameters: { scheme: 'standardWebhooks' },
-				credential: { secret: svixSecret },
-			}],
-			['Continue On Fail output', {
-				items: [webhookItem(undefined)],
-				parameters: { scheme: 'standardWebhooks' },
-				credential: { secret: svixSecret },
-				continueOnFail: true,
-			}],
+			[
+				'a Standard Webhooks secret that cannot be decoded',
+				{
+					items: [webhookItem(undefined)],
+					parameters: { scheme: 'standardWebhooks' },
+					credential: { secret: svixSecret },
+				},
+			],
+			[
+				'Continue On Fail output',
+				{
+					items: [webhookItem(undefined)],
+					parameters: { scheme: 'standardWebhooks' },
+					credential: { secret: svixSecret },
+					continueOnFail: true,
+				},
+			],
 		] as Array<[string, FakeOptions]>)('never shows the secret in %s', async (_case, options) => {
 			const secret = secretOf(options);
 			let text: string;
@@ -488,18 +522,34 @@ describe('webhookSignatureSecretTest', () => {
 		type: 'webhookSignatureApi',
 		data: fields === undefined ? undefined : (credentialData(fields) as ICredentialsDecrypted['data']),
 	});
-	const OUTER_WHITESPACE = 'A secret starts or ends with a space (or other whitespace), which is used as part of the secret. Remove it unless the provider\'s secret really has it.';
+	const OUTER_WHITESPACE =
+		"A secret starts or ends with a space (or other whitespace), which is used as part of the secret. Remove it unless the provider's secret really has it.";
 
 	it.each([
 		['one secret', { secret: SECRET }, 'OK', 'One secret configured'],
 		['a secret with spaces inside', { secret: GITHUB_DOCS_SECRET }, 'OK', 'One secret configured'],
-		['a secret and a previous secret', { secret: SECRET, previousSecret: PREVIOUS_SECRET }, 'OK', 'Secret and previous secret configured (rotation)'],
+		[
+			'a secret and a previous secret',
+			{ secret: SECRET, previousSecret: PREVIOUS_SECRET },
+			'OK',
+			'Secret and previous secret configured (rotation)',
+		],
 		['a version 0.1 field holding one secret', { secrets: SECRET }, 'OK', 'One secret configured'],
 		['a secret with a trailing space', { secret: `${SECRET} ` }, 'Error', OUTER_WHITESPACE],
 		['a previous secret with a leading tab', { secret: SECRET, previousSecret: `\t${PREVIOUS_SECRET}` }, 'Error', OUTER_WHITESPACE],
-		['an empty field', { secret: '' }, 'Error', 'No signing secret configured: enter the signing secret in the credential\'s "Secret" field'],
+		[
+			'an empty field',
+			{ secret: '' },
+			'Error',
+			'No signing secret configured: enter the signing secret in the credential\'s "Secret" field',
+		],
 		['no data', undefined, 'Error', 'No signing secret configured: enter the signing secret in the credential\'s "Secret" field'],
-		['only whitespace', { secret: ' \n ' }, 'Error', 'The credential\'s "Secret" is only whitespace: enter the signing secret exactly as the provider shows it'],
+		[
+			'only whitespace',
+			{ secret: ' \n ' },
+			'Error',
+			'The credential\'s "Secret" is only whitespace: enter the signing secret exactly as the provider shows it',
+		],
 		['a version 0.1 list of two secrets', { secrets: `${SECRET} ${PREVIOUS_SECRET}` }, 'Error', LEGACY_LIST_MESSAGE],
 	])('checks %s', async (_case, fields, status, message) => {
 		const result = await test.call({} as ICredentialTestFunctions, credential(fields));

@@ -51,7 +51,12 @@ describe('verifySignature compares in constant time', () => {
 	});
 
 	it.each([
-		['the first secret matches the first signature', header(genuine, 'abcd', 'ff'.repeat(32)), ['whsec_stripe_current', 'whsec_other'], true],
+		[
+			'the first secret matches the first signature',
+			header(genuine, 'abcd', 'ff'.repeat(32)),
+			['whsec_stripe_current', 'whsec_other'],
+			true,
+		],
 		['the last secret matches the last signature', header('abcd', 'ff'.repeat(32), genuine), ['whsec_other', 'whsec_stripe_current'], true],
 		['nothing matches', header('abcd', 'ff'.repeat(32), 'ee'.repeat(32)), ['whsec_stripe_current', 'whsec_other'], false],
 	])('tries every secret against every signature through timingSafeEqual when %s', (_case, headers, secrets, valid) => {

@@ -152,8 +152,7 @@ describe(`independent cross-checks (seed ${SEED})`, () => {
 			const key = secret();
 			return { body: JSON.stringify({ id: `evt_${index}`, object: 'event', text: body }), secret: key, forgeryKey: partOf(key) };
 		});
-		const ourHeader = (key: string, body: string) =>
-			`t=${NOW},v1=${computeHmac('sha256', key, utf8(`${NOW}.${body}`)).toString('hex')}`;
+		const ourHeader = (key: string, body: string) => `t=${NOW},v1=${computeHmac('sha256', key, utf8(`${NOW}.${body}`)).toString('hex')}`;
 		const theyAccept = (body: string, header: string, key: string): boolean => {
 			try {
 				stripe.webhooks.constructEvent(body, header, key, 300, undefined, NOW * 1000);
@@ -185,7 +184,11 @@ describe(`independent cross-checks (seed ${SEED})`, () => {
 			const key = Buffer.from(Array.from({ length }, (_, index) => between(index === length - 1 ? 1 : 0, 255)));
 			return { body, secret: `whsec_${key.toString('base64')}`, forgeryKey: partOfKey(key), id: `msg_${between(1, 1e9)}` };
 		});
-		const headersFor = (id: string, signature: string) => ({ 'webhook-id': id, 'webhook-timestamp': String(NOW), 'webhook-signature': signature });
+		const headersFor = (id: string, signature: string) => ({
+			'webhook-id': id,
+			'webhook-timestamp': String(NOW),
+			'webhook-signature': signature,
+		});
 		const ourSignature = (key: string, id: string, body: string) =>
 			`v1,${computeHmac('sha256', decodeStandardWebhooksSecret(key), utf8(`${id}.${NOW}.${body}`)).toString('base64')}`;
 		const theyAccept = (key: string, body: string, headers: Record<string, string>): boolean => {

@@ -67,9 +67,10 @@ describe('verifySignature: generic, raw body', () => {
 	});
 
 	it('accepts a delivery signed with the old secret during rotation', () => {
-		expect(
-			generic(BODY_SHA256_HEX, { 'x-signature': SHA256_HEX_PREVIOUS }, { secrets: [SECRET, PREVIOUS_SECRET] }),
-		).toEqual({ valid: true, scheme: 'generic' });
+		expect(generic(BODY_SHA256_HEX, { 'x-signature': SHA256_HEX_PREVIOUS }, { secrets: [SECRET, PREVIOUS_SECRET] })).toEqual({
+			valid: true,
+			scheme: 'generic',
+		});
 	});
 
 	it.each([

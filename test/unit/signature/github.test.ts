@@ -30,9 +30,11 @@ describe('verifySignature: github', () => {
 	});
 
 	it('ignores the legacy SHA-1 header', () => {
-		expect(
-			verify({ scheme: 'github', headers: { 'X-Hub-Signature': `sha1=${SIG.slice(0, 40)}` }, secrets: [SECRET] }),
-		).toEqual({ valid: false, scheme: 'github', reason: 'missing_header' });
+		expect(verify({ scheme: 'github', headers: { 'X-Hub-Signature': `sha1=${SIG.slice(0, 40)}` }, secrets: [SECRET] })).toEqual({
+			valid: false,
+			scheme: 'github',
+			reason: 'missing_header',
+		});
 	});
 
 	it.each([

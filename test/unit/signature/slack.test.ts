@@ -12,11 +12,7 @@ const SIG_IN_FUTURE = 'e0b6753ddb218861e01f793770029fdc6fce68c2b0af405196c04c3b2
 // printf '%s' 'v0:1700000000:{"id":"evt_1","name":"Zoë"}' | openssl dgst -sha256 -hmac 'slack-previous'
 const SIG_PREVIOUS = '6a2cda1c84f4c60a8c08e922d2e6147eec1b06bd9ea0e61e469a54d77fe62f9d';
 
-const slack = (
-	signature: string | undefined,
-	timestamp: string | undefined,
-	options: { secrets?: string[]; body?: string } = {},
-) => {
+const slack = (signature: string | undefined, timestamp: string | undefined, options: { secrets?: string[]; body?: string } = {}) => {
 	const headers: Record<string, string> = {};
 	if (signature !== undefined) headers['X-Slack-Signature'] = signature;
 	if (timestamp !== undefined) headers['X-Slack-Request-Timestamp'] = timestamp;

@@ -46,7 +46,11 @@ describe('verifySignature: standardWebhooks', () => {
 	it.each([
 		['webhook-* headers', headersFor(`v1,${SIG_NOW}`), [SECRET]],
 		['svix-* headers', headersFor(`v1,${SIG_NOW}`, String(NOW), 'svix'), [SECRET]],
-		['header names in any case', { 'Webhook-Id': 'msg_1', 'Webhook-Timestamp': String(NOW), 'Webhook-Signature': `v1,${SIG_NOW}` }, [SECRET]],
+		[
+			'header names in any case',
+			{ 'Webhook-Id': 'msg_1', 'Webhook-Timestamp': String(NOW), 'Webhook-Signature': `v1,${SIG_NOW}` },
+			[SECRET],
+		],
 		['a secret without the whsec_ prefix', headersFor(`v1,${SIG_NOW}`), [SECRET.slice('whsec_'.length)]],
 		['a secret without base64 padding', headersFor(`v1,${SIG_NOW}`), [SECRET.replace(/=+$/, '')]],
 		['a list of which the last is valid', headersFor(`v1,${SIG_PREVIOUS} v1,${SIG_TOO_OLD} v1,${SIG_NOW}`), [SECRET]],

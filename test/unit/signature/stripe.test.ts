@@ -61,7 +61,7 @@ describe('verifySignature: stripe', () => {
 		// not read " v1=" as a signature either.
 		['a comma followed by a space', `t=${NOW}, v1=${SIG_NOW}`, {}, 'malformed_header'],
 		['a bare signature', SIG_NOW, {}, 'malformed_header'],
-		['a header in another scheme\'s format', `sha256=${SIG_NOW}`, {}, 'malformed_header'],
+		["a header in another scheme's format", `sha256=${SIG_NOW}`, {}, 'malformed_header'],
 		['no timestamp', `v1=${SIG_NOW}`, {}, 'missing_timestamp'],
 		['a non-numeric timestamp', `t=now,v1=${SIG_NOW}`, {}, 'malformed_timestamp'],
 		['a fractional timestamp', `t=${NOW}.5,v1=${SIG_NOW}`, {}, 'malformed_timestamp'],
@@ -87,8 +87,8 @@ describe('verifySignature: stripe', () => {
 	});
 
 	it('finds the header whatever the case of its name', () => {
-		expect(
-			verify({ scheme: 'stripe', headers: { 'Stripe-Signature': `t=${NOW},v1=${SIG_NOW}` }, secrets: [SECRET] }),
-		).toMatchObject({ valid: true });
+		expect(verify({ scheme: 'stripe', headers: { 'Stripe-Signature': `t=${NOW},v1=${SIG_NOW}` }, secrets: [SECRET] })).toMatchObject({
+			valid: true,
+		});
 	});
 });

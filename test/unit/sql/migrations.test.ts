@@ -18,7 +18,10 @@ describe('migration sets', () => {
 	it('changes the schema only idempotently, so a replay after a too-low stamp is harmless', () => {
 		for (const file of MIGRATION_SETS.flatMap((set) => set.files)) {
 			const text = readFileSync(path.join(POSTGRES_SQL_DIR, file), 'utf8').replace(/^\s*--.*$/gm, '');
-			for (const statement of text.split(';').map((part) => part.trim()).filter(Boolean)) {
+			for (const statement of text
+				.split(';')
+				.map((part) => part.trim())
+				.filter(Boolean)) {
 				expect(statement).toMatch(/^(create (table|index) if not exists|alter table \S+ add column if not exists|comment on table)\b/);
 			}
 		}
@@ -37,7 +40,10 @@ describe('migration sets', () => {
 			'migrations/keys/004_settle_scope.sql',
 			'migrations/keys/005_answer_counts.sql',
 		]);
-		expect(pendingMigrations(KEYS_MIGRATIONS, 3)).toEqual(['migrations/keys/004_settle_scope.sql', 'migrations/keys/005_answer_counts.sql']);
+		expect(pendingMigrations(KEYS_MIGRATIONS, 3)).toEqual([
+			'migrations/keys/004_settle_scope.sql',
+			'migrations/keys/005_answer_counts.sql',
+		]);
 		expect(pendingMigrations(KEYS_MIGRATIONS, 4)).toEqual(['migrations/keys/005_answer_counts.sql']);
 		expect(pendingMigrations(KEYS_MIGRATIONS, KEYS_MIGRATIONS.files.length)).toEqual([]);
 	});

@@ -9,7 +9,10 @@ const write = (name: string, text: string) => writeFileSync(path.join(dir, name)
 
 describe('a statement file as the package sends it', () => {
 	it('has no comments and, when asked, not the marked section', () => {
-		write('marked.sql', ['-- what it does', 'select key', '-- <full-record>', ', payload', '-- </full-record>', 'from processed_events;'].join('\n'));
+		write(
+			'marked.sql',
+			['-- what it does', 'select key', '-- <full-record>', ', payload', '-- </full-record>', 'from processed_events;'].join('\n'),
+		);
 		expect(readStatementText(dir, 'marked.sql')).toBe('select key\n, payload\nfrom processed_events;');
 		expect(readStatementText(dir, 'marked.sql', 'full-record')).toBe('select key\nfrom processed_events;');
 	});
@@ -28,7 +31,10 @@ describe('a statement file as the package sends it', () => {
 
 describe('the table a file is written for', () => {
 	it('is renamed with its indexes, and never inside another name', () => {
-		write('tables.sql', 'insert into processed_events; create index processed_events_expires_idx; from processed_events_archive, my_processed_events');
+		write(
+			'tables.sql',
+			'insert into processed_events; create index processed_events_expires_idx; from processed_events_archive, my_processed_events',
+		);
 		const rename = (index?: string) => (index ? `"t_${index}"` : '"t"');
 		expect(renderForTable(dir, 'tables.sql', 'processed_events', 't', rename)).toBe(
 			'insert into "t"; create index "t_expires_idx"; from processed_events_archive, my_processed_events',

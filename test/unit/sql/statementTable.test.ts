@@ -29,7 +29,10 @@ function documentedStatements(heading = '## Every statement'): DocRow[] {
 		.split('\n')
 		.filter((line) => line.startsWith('| `'))
 		.map((line) => {
-			const cells = line.split(/(?<!\\)\|/).slice(1, -1).map((cell) => cell.trim());
+			const cells = line
+				.split(/(?<!\\)\|/)
+				.slice(1, -1)
+				.map((cell) => cell.trim());
 			const code = (cell: string) => /^`([^`]+)`$/.exec(cell)?.[1] ?? `(not one code span: ${cell})`;
 			return { name: code(cells[0]), file: code(cells[1]), does: cells[2] ?? '', sentBy: cells[3] ?? '' };
 		});
@@ -40,12 +43,16 @@ describe('the table of every statement in docs/schema-and-migrations.md', () => 
 
 	it('names each statement of the map once, with its file', () => {
 		const documented = rows.map((row) => `${row.name} → ${row.file}`).sort();
-		const mapped = Object.entries(QUERY_FILES).map(([name, file]) => `${name} → sql/postgres/${file}`).sort();
+		const mapped = Object.entries(QUERY_FILES)
+			.map(([name, file]) => `${name} → sql/postgres/${file}`)
+			.sort();
 		expect(documented).toEqual(mapped);
 	});
 
 	it('lists exactly the files in sql/postgres/queries/', () => {
-		const onDisk = readdirSync(path.join(POSTGRES_SQL_DIR, 'queries')).filter((file) => file.endsWith('.sql')).map((file) => `sql/postgres/queries/${file}`);
+		const onDisk = readdirSync(path.join(POSTGRES_SQL_DIR, 'queries'))
+			.filter((file) => file.endsWith('.sql'))
+			.map((file) => `sql/postgres/queries/${file}`);
 		expect(rows.map((row) => row.file).sort()).toEqual(onDisk.sort());
 	});
 

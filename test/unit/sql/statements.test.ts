@@ -58,12 +58,13 @@ const render = (file: SqlFile, table: string, schema = 'public') => renderSqlFil
 const camelCase = (file: SqlFile) => path.basename(file, '.sql').replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
 
 describe('the sql/ folder', () => {
-	it('holds exactly the queries and migrations the code runs, each in its backend\'s folder, with nothing else', () => {
+	it("holds exactly the queries and migrations the code runs, each in its backend's folder, with nothing else", () => {
 		expect(allFiles.slice().sort()).toEqual(sqlFilesOnDisk(SQL_ROOT).sort());
-		for (const files of Object.values(filesOfBackend)) expect(files.every((file) => /^(queries|migrations\/\w+)\/\w+\.sql$/.test(file))).toBe(true);
+		for (const files of Object.values(filesOfBackend))
+			expect(files.every((file) => /^(queries|migrations\/\w+)\/\w+\.sql$/.test(file))).toBe(true);
 	});
 
-	it('numbers each family\'s migrations 001, 002, … in the order they run', () => {
+	it("numbers each family's migrations 001, 002, … in the order they run", () => {
 		for (const set of MIGRATION_SETS) {
 			expect(set.files.map((file) => path.basename(file).slice(0, 3))).toEqual(
 				set.files.map((_file, index) => String(index + 1).padStart(3, '0')),
@@ -74,20 +75,24 @@ describe('the sql/ folder', () => {
 });
 
 describe('the statement map', () => {
-	it('knows each statement by its file\'s name (claim_for_replay.sql is claimForReplay), each file once', () => {
+	it("knows each statement by its file's name (claim_for_replay.sql is claimForReplay), each file once", () => {
 		for (const { name, file } of STATEMENTS) expect(name).toBe(camelCase(file));
 		expect(new Set(STATEMENTS.map((statement) => statement.file)).size).toBe(STATEMENTS.length);
 		expect(Object.keys(QUERY_FILES).sort()).toEqual(STATEMENTS.map((statement) => statement.name).sort());
 	});
 
-	it('keeps the Order Guard\'s statements apart from the key statements, and their files say so (order_*)', () => {
+	it("keeps the Order Guard's statements apart from the key statements, and their files say so (order_*)", () => {
 		expect(Object.values(ORDER_STATEMENTS).every((file) => file.startsWith('queries/order_'))).toBe(true);
 		expect(Object.values(KEY_STATEMENTS).some((file) => file.startsWith('queries/order_'))).toBe(false);
-		expect(STATEMENTS.filter((statement) => statement.family === 'order').map((statement) => statement.name)).toEqual(Object.keys(ORDER_STATEMENTS));
+		expect(STATEMENTS.filter((statement) => statement.family === 'order').map((statement) => statement.name)).toEqual(
+			Object.keys(ORDER_STATEMENTS),
+		);
 	});
 
 	it('refuses a statement name it does not know, instead of rendering for the wrong table', () => {
-		expect(() => renderStatement('advanceOrder' as TableStatement, tableRef('public', 'object_versions'))).toThrow(/No statement on a table is named "advanceOrder"/);
+		expect(() => renderStatement('advanceOrder' as TableStatement, tableRef('public', 'object_versions'))).toThrow(
+			/No statement on a table is named "advanceOrder"/,
+		);
 	});
 });
 
@@ -99,7 +104,9 @@ describe('catalogStatement', () => {
 
 	it('and renderStatement refuse a statement of the other kind', () => {
 		expect(() => catalogStatement('reserve' as CatalogStatement)).toThrow(/No statement without a table is named "reserve"/);
-		expect(() => renderStatement('schemaState' as TableStatement, tableRef('public', 'processed_events'))).toThrow(/No statement on a table is named "schemaState"/);
+		expect(() => renderStatement('schemaState' as TableStatement, tableRef('public', 'processed_events'))).toThrow(
+			/No statement on a table is named "schemaState"/,
+		);
 	});
 });
 
@@ -119,7 +126,11 @@ describe('renderSqlFile', () => {
 		const rendered = render(file, 'stripe_keys', 'billing');
 		expect(rendered).not.toMatch(/processed_events|object_versions/);
 		// The answer count statements name only the key table's companion (the migration names both).
-		expect(rendered).toContain(/count_answer|answer_counts/.test(file) && file.startsWith('queries/') ? '"billing"."stripe_keys_answer_counts"' : '"billing"."stripe_keys"');
+		expect(rendered).toContain(
+			/count_answer|answer_counts/.test(file) && file.startsWith('queries/')
+				? '"billing"."stripe_keys_answer_counts"'
+				: '"billing"."stripe_keys"',
+		);
 	});
 
 	it('uses bind parameters for every value', () => {
@@ -137,15 +148,40 @@ describe('the reserve statement for Output: Compact', () => {
 			.slice(text.lastIndexOf('returning') + 'returning'.length)
 			.replace(/;\s*$/, '')
 			.split(/,\s*(?![^(]*\))/)
-			.map((column) => column.trim().replace(/^e\./, '').replace(/^.* as /, ''));
+			.map((column) =>
+				column
+					.trim()
+					.replace(/^e\./, '')
+					.replace(/^.* as /, ''),
+			);
 
 	it('is the same file without its full-record section: only the RETURNING list differs', () => {
 		const full = renderStatement('reserve', table);
 		const compact = renderStatement('reserve', table, 'full-record');
 		expect(full.slice(0, full.lastIndexOf('returning'))).toBe(compact.slice(0, compact.lastIndexOf('returning')));
-		expect(returned(compact)).toEqual(['key', 'status', 'attempts', 'owner_token', 'payload_hash', 'response', 'locked_until', 'lease_active']);
+		expect(returned(compact)).toEqual([
+			'key',
+			'status',
+			'attempts',
+			'owner_token',
+			'payload_hash',
+			'response',
+			'locked_until',
+			'lease_active',
+		]);
 		expect(returned(full).sort()).toEqual(
-			[...returned(compact), 'duplicate_count', 'first_seen', 'last_seen', 'expires_at', 'execution_id', 'workflow_id', 'key_source', 'completed_at', 'last_error'].sort(),
+			[
+				...returned(compact),
+				'duplicate_count',
+				'first_seen',
+				'last_seen',
+				'expires_at',
+				'execution_id',
+				'workflow_id',
+				'key_source',
+				'completed_at',
+				'last_error',
+			].sort(),
 		);
 	});
 
@@ -177,8 +213,7 @@ describe('the retention rule', () => {
 describe('the replayable rule (failed, or processing after the lease ran out)', () => {
 	// List Keys' "replayable" filter must show exactly the keys Claim for Replay takes over.
 	const RULE = /\b(?:e\.)?status = 'failed' or \((?:e\.)?status = 'processing' and (?:e\.)?locked_until <= now\(\)\)/g;
-	const occurrences = (file: string) =>
-		(render(file, 'processed_events').match(RULE) ?? []).map((text) => text.replace(/\be\./g, ''));
+	const occurrences = (file: string) => (render(file, 'processed_events').match(RULE) ?? []).map((text) => text.replace(/\be\./g, ''));
 
 	it('is the same expression in list_keys.sql and claim_for_replay.sql (where the claim judges it once, on the row it locked)', () => {
 		const listed = occurrences(QUERY_FILES.listKeys);

@@ -1,5 +1,15 @@
 import type { SettleRequest } from '../../../lib/store/contract';
-import { cleanupInBatches, orderCandidates, orderDecisions, replayBatch, replayClaims, settledReservation, settleReports, type ClaimedKey, type OrderMark } from '../../../lib/store/rules';
+import {
+	cleanupInBatches,
+	orderCandidates,
+	orderDecisions,
+	replayBatch,
+	replayClaims,
+	settledReservation,
+	settleReports,
+	type ClaimedKey,
+	type OrderMark,
+} from '../../../lib/store/rules';
 import type { IdempotencyRecord } from '../../../lib/types';
 
 /** The rules every backend applies the same way, on plain values (each backend's tests run them on a real store). */
@@ -16,9 +26,11 @@ describe('settleReports', () => {
 			[[], [], [], [], ['repaired']],
 			(settled) => settled.key === 'applied',
 			(key) =>
-				({ taken: { ownerToken: OTHER, effectCompleted: false }, completed: { ownerToken: OWNER, effectCompleted: true }, failed: { ownerToken: OWNER, effectCompleted: false } })[
-					key
-				],
+				({
+					taken: { ownerToken: OTHER, effectCompleted: false },
+					completed: { ownerToken: OWNER, effectCompleted: true },
+					failed: { ownerToken: OWNER, effectCompleted: false },
+				})[key],
 			answerLost,
 		);
 
@@ -34,7 +46,14 @@ describe('settleReports', () => {
 
 	it('judges the owner token in any case: an upper-case UUID is the same token', () => {
 		const upper = { key: 'failed', ownerToken: OWNER.toUpperCase() };
-		const [report] = settleReports('complete', [upper], [[]], () => false, () => ({ ownerToken: OWNER, effectCompleted: false }), false);
+		const [report] = settleReports(
+			'complete',
+			[upper],
+			[[]],
+			() => false,
+			() => ({ ownerToken: OWNER, effectCompleted: false }),
+			false,
+		);
 		expect(report).toEqual({ key: 'failed', applied: false, reason: 'failed' });
 		expect(settledReservation('k', OWNER.toUpperCase())).toBe(settledReservation('k', OWNER));
 		expect(settledReservation('k', OWNER)).not.toBe(settledReservation('k', OTHER));
@@ -60,8 +79,21 @@ describe('replayBatch and replayClaims', () => {
 			['c', 'token-3'],
 			['d', 'token-4'],
 		]);
-		const claimed: ClaimedKey = { claimed: true, key: 'a', ownerToken: 'token-1', record: record('processing'), payload: null, payloadStored: false, source: null, correlationId: null };
-		const found: Record<string, ClaimedKey> = { a: claimed, b: { claimed: false, record: record('completed') }, c: { claimed: false, record: record('processing') } };
+		const claimed: ClaimedKey = {
+			claimed: true,
+			key: 'a',
+			ownerToken: 'token-1',
+			record: record('processing'),
+			payload: null,
+			payloadStored: false,
+			source: null,
+			correlationId: null,
+		};
+		const found: Record<string, ClaimedKey> = {
+			a: claimed,
+			b: { claimed: false, record: record('completed') },
+			c: { claimed: false, record: record('processing') },
+		};
 		expect(replayClaims(keys, firstIndexByKey, (key) => found[key]).map((answer) => (answer.claimed ? 'claimed' : answer.reason))).toEqual([
 			'claimed',
 			'completed',
@@ -105,7 +137,7 @@ describe('orderCandidates and orderDecisions', () => {
 		{ objectKey: 'y', version: '1', eventKey: null },
 	];
 
-	it('sends each object\'s highest version, and only its first holder passes when equal versions are stale', () => {
+	it("sends each object's highest version, and only its first holder passes when equal versions are stale", () => {
 		const candidates = orderCandidates(items);
 		expect([...candidates.values()]).toEqual([items[1], items[3]]);
 		const marks = new Map([
@@ -118,6 +150,11 @@ describe('orderCandidates and orderDecisions', () => {
 			['stale', false],
 			['stale', false],
 		]);
-		expect(orderDecisions(items, candidates, marks, 'newer').map((decision) => decision.outcome)).toEqual(['stale', 'newer', 'newer', 'stale']);
+		expect(orderDecisions(items, candidates, marks, 'newer').map((decision) => decision.outcome)).toEqual([
+			'stale',
+			'newer',
+			'newer',
+			'stale',
+		]);
 	});
 });

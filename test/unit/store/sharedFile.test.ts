@@ -1,4 +1,10 @@
-import { EmbeddedStoreNotConfirmedError, EmbeddedStoreNotSharedError, STORE_ID_ENV, isQueueMode, sharedFileVerdict } from '../../../lib/store/embedded/sharedFile';
+import {
+	EmbeddedStoreNotConfirmedError,
+	EmbeddedStoreNotSharedError,
+	STORE_ID_ENV,
+	isQueueMode,
+	sharedFileVerdict,
+} from '../../../lib/store/embedded/sharedFile';
 
 const OWN = '6f1d3c2a-8b7e-4d5f-9a0b-1c2d3e4f5a6b';
 const OTHER = '0b7d2c8e-1f4a-4c3e-9d1b-7a6f5e4d3c2b';

@@ -39,7 +39,10 @@ beforeEach(async () => {
 });
 
 /** A signed Stripe delivery of `body`, decided against the fixture's store. */
-async function deliver(body: string | Buffer, overrides: Partial<DecideInput> & { headers?: HeaderBag; key?: KeyConfig } = {}): Promise<WebhookDecision> {
+async function deliver(
+	body: string | Buffer,
+	overrides: Partial<DecideInput> & { headers?: HeaderBag; key?: KeyConfig } = {},
+): Promise<WebhookDecision> {
 	const rawBody = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
 	return await decideWebhook({
 		request: { method: 'POST', headers: overrides.headers ?? stripeHeaders(rawBody), rawBody, query: {} },
@@ -83,7 +86,9 @@ describe('decideWebhook', () => {
 
 	it('answers a duplicate of a completed event with the answer stored for it, naming the first execution', async () => {
 		const first = startOf(await deliver('{"id":"evt_done"}'));
-		await fixture.store.complete([{ key: 'evt:evt_done', ownerToken: first.idempotency.ownerToken as string, response: { received: true, eventKey: 'evt:evt_done' } }]);
+		await fixture.store.complete([
+			{ key: 'evt:evt_done', ownerToken: first.idempotency.ownerToken as string, response: { received: true, eventKey: 'evt:evt_done' } },
+		]);
 		await fixture.update('evt:evt_done', { executionId: '4711' });
 
 		const answer = answerOf(await deliver('{"id":"evt_done"}'));
@@ -240,7 +245,9 @@ describe('decideWebhook', () => {
 		const fromQuery: KeyConfig = { strategy: 'field', fieldPath: 'query.delivery', fieldPrefix: 'q:', onMissingKey: 'error' };
 		const fromForm: KeyConfig = { strategy: 'field', fieldPath: 'body.event_id', onMissingKey: 'error' };
 
-		const byQuery = startOf(await deliver(body, { headers, key: fromQuery, request: { method: 'POST', headers, rawBody: body, query: { delivery: 'd-1' } } }));
+		const byQuery = startOf(
+			await deliver(body, { headers, key: fromQuery, request: { method: 'POST', headers, rawBody: body, query: { delivery: 'd-1' } } }),
+		);
 		const byForm = startOf(await deliver(body, { headers, key: fromForm }));
 
 		expect(byQuery.idempotency.key).toBe('q:d-1');
@@ -269,7 +276,9 @@ describe('decideWebhook', () => {
 		const genuine = stripeHeaders(body)['stripe-signature'];
 		const forged = stripeHeaders(body, NOW_SECONDS, 'other')['stripe-signature'];
 
-		const twiceDifferent = answerOf(await deliver(body, { headers: { 'content-type': 'application/json', 'stripe-signature': [genuine, forged] } }));
+		const twiceDifferent = answerOf(
+			await deliver(body, { headers: { 'content-type': 'application/json', 'stripe-signature': [genuine, forged] } }),
+		);
 		expect(twiceDifferent).toMatchObject({ status: 401, body: { error: 'invalid_signature', reason: 'malformed_header' } });
 
 		const twiceAlike = await deliver(body, { headers: { 'content-type': 'application/json', 'stripe-signature': [genuine, genuine] } });
@@ -344,7 +353,7 @@ describe('decideWebhook', () => {
 		expect(answerOf(broken)).toMatchObject({ status: 503, body: { error: 'internal_error' } });
 	});
 
-	it('says what each answer is counted as, with the key once it was derived (for the log line\'s hash)', async () => {
+	it("says what each answer is counted as, with the key once it was derived (for the log line's hash)", async () => {
 		const counted = (decision: WebhookDecision) => ('answer' in decision ? { counted: decision.counted, key: decision.key } : 'started');
 		const basic = { kind: 'basic' as const, credentials: async () => ({ user: 'provider', password: 'right' }) };
 		const body = '{"id":"evt_counted"}';
@@ -353,12 +362,27 @@ describe('decideWebhook', () => {
 		expect(counted(await deliver(body))).toEqual({ counted: 'in_progress', key: 'evt:evt_counted' });
 		await fixture.update('evt:evt_counted', { status: 'completed', lockedUntil: null });
 		expect(counted(await deliver(body))).toEqual({ counted: 'duplicate', key: 'evt:evt_counted' });
-		expect(counted(await deliver(body, { headers: stripeHeaders(Buffer.from(body), NOW_SECONDS, 'forged') }))).toEqual({ counted: 'invalid_signature', key: undefined });
-		expect(counted(await deliver(body, { verification: { scheme: 'stripe', secrets: () => Promise.reject(new Error('x')) } }))).toEqual({ counted: 'not_verified', key: undefined });
+		expect(counted(await deliver(body, { headers: stripeHeaders(Buffer.from(body), NOW_SECONDS, 'forged') }))).toEqual({
+			counted: 'invalid_signature',
+			key: undefined,
+		});
+		expect(counted(await deliver(body, { verification: { scheme: 'stripe', secrets: () => Promise.reject(new Error('x')) } }))).toEqual({
+			counted: 'not_verified',
+			key: undefined,
+		});
 		expect(counted(await deliver(body, { authentication: basic }))).toEqual({ counted: 'authorization_required', key: undefined });
-		expect(counted(await deliver('{"type":"no.id"}', { key: { ...EVENT_ID, onMissingKey: 'error' } }))).toEqual({ counted: 'key_refused', key: undefined });
+		expect(counted(await deliver('{"type":"no.id"}', { key: { ...EVENT_ID, onMissingKey: 'error' } }))).toEqual({
+			counted: 'key_refused',
+			key: undefined,
+		});
 		const unreachable = () => Promise.reject(new Error('store down'));
-		expect(counted(await deliver('{"id":"evt_unreachable"}', { store: unreachable }))).toEqual({ counted: 'key_store_unavailable', key: 'evt:evt_unreachable' });
-		expect(counted(await decideWebhook({ request: null } as unknown as DecideInput))).toEqual({ counted: 'internal_error', key: undefined });
+		expect(counted(await deliver('{"id":"evt_unreachable"}', { store: unreachable }))).toEqual({
+			counted: 'key_store_unavailable',
+			key: 'evt:evt_unreachable',
+		});
+		expect(counted(await decideWebhook({ request: null } as unknown as DecideInput))).toEqual({
+			counted: 'internal_error',
+			key: undefined,
+		});
 	});
 });

@@ -7,7 +7,9 @@ import { fakeExecuteFunctions, webhookItem } from '../../../support/fakeExecuteF
 
 // Required with its extension: without it Node would find the codex file IdempotencyReserve.node.json first.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { IdempotencyReserve } = require('../../../../nodes/IdempotencyReserve/IdempotencyReserve.node.ts') as { IdempotencyReserve: typeof ReserveNode };
+const { IdempotencyReserve } = require('../../../../nodes/IdempotencyReserve/IdempotencyReserve.node.ts') as {
+	IdempotencyReserve: typeof ReserveNode;
+};
 
 async function main(): Promise<void> {
 	const { storagePath, continueOnFail } = JSON.parse(process.argv[2]) as { storagePath: string; continueOnFail: boolean };
