@@ -1,4 +1,4 @@
-// What the package costs inside a real n8n (2.40.7, Node 24, the packed package installed as a
+// What the package costs inside a real n8n (the default proven version, Node 24, the packed package installed as a
 // community package, Postgres for n8n and for the keys), measured side by side in one run:
 //
 //  1. per-execution overhead: Webhook → Postgres insert → Respond vs the same with Reserve in front
