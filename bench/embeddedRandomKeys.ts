@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // The Embedded store's largest calls on keys as providers send them (random ids, not the ordered ones
-// bench/embedded.js makes): each call's time and the longest it kept this process's event loop from
+// bench/embedded.ts makes): each call's time and the longest it kept this process's event loop from
 // running anything else (what n8n would feel), without the time the thread waited for a CPU.
 // Random keys are the hard case: every key lands on another page of the key's index, so a 10,000-key
 // reservation or a 1,000-row cleanup chunk touches thousands of pages of a large table.
 //
-//   "$(node test/support/stack/sqliteNode.js)" -r ./test/support/register-ts.js bench/embeddedRandomKeys.ts \
+//   "$(node -r ./test/support/register-ts.js test/support/stack/sqliteNode)" -r ./test/support/register-ts.js bench/embeddedRandomKeys.ts \
 //     [--quick] [--table N] [--calls N] [--cleanup-rows N] [--json FILE]
 //
-// (a Node with node:sqlite: test/support/stack/sqliteNode.js prints one, installing it when needed)
+// (a Node with node:sqlite: test/support/stack/sqliteNode.ts prints one, installing it when needed)
 //
 // 1. Reserve: a table of --table random keys (default 200,000), then --calls reservations of 10,000
 //    items (1,000 repeats) of new random keys, and a Mark Complete of each batch's keys.
@@ -23,6 +23,7 @@ import path from 'node:path';
 
 import type { KeyStore } from '../lib/store/contract';
 import type { ReservationRequest, ReserveOptions } from '../lib/types';
+import { stallProbe } from './stallProbe';
 
 const ROOT = path.join(__dirname, '..');
 const TARGET_STALL_MS = 50;
@@ -71,39 +72,16 @@ function built(): EmbeddedModule {
 	return require(file) as EmbeddedModule;
 }
 
-// The longest gap of a 1 ms timer, and the same minus the time the thread sat ready for a CPU
-// (Linux's per-thread schedstat), as bench/embedded.js measures it.
-const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
-function runQueueWaitMs(): number {
-	try {
-		return Number(fs.readFileSync(SCHEDSTAT, 'utf8').split(' ')[1]) / 1e6;
-	} catch {
-		return 0;
-	}
-}
-
 async function measured<T>(work: () => Promise<T>): Promise<{ result: T; ms: number; stallMs: number; ownStallMs: number }> {
-	let last = performance.now();
-	let lastWait = runQueueWaitMs();
-	let stallMs = 0;
-	let ownStallMs = 0;
-	const sample = () => {
-		const now = performance.now();
-		const wait = runQueueWaitMs();
-		stallMs = Math.max(stallMs, now - last);
-		ownStallMs = Math.max(ownStallMs, now - last - (wait - lastWait));
-		last = now;
-		lastWait = wait;
-	};
-	const timer = setInterval(sample, 1);
+	const stop = stallProbe();
 	const started = performance.now();
 	try {
 		const result = await work();
 		const ms = performance.now() - started;
-		sample();
-		return { result, ms, stallMs, ownStallMs };
-	} finally {
-		clearInterval(timer);
+		return { result, ms, ...stop() };
+	} catch (error) {
+		stop();
+		throw error;
 	}
 }
 
