@@ -136,14 +136,15 @@ const background: BackgroundJob[] = [];
 }
 
 /**
- * Waits for every n8n install: the full tier's manual-install test uses each proven line's Node and
- * n8n, so no end-to-end step may start while one is still being written. They take about as long
- * as the fast suites before them. False (with the reason printed) when one failed.
+ * Waits for the n8n installs of `versions` (default: every one: the full tier's manual-install test
+ * uses each proven line's Node and n8n, so no end-to-end step may start while one is still being
+ * written). False (with the reason printed) when one failed.
  */
-async function n8nInstalled(): Promise<boolean> {
+async function n8nInstalled(versions: string[] = [...installs.keys()]): Promise<boolean> {
 	let ok = true;
-	for (const [version, promise] of installs) {
-		if ((await promise).ok) continue;
+	for (const version of versions) {
+		const promise = installs.get(version);
+		if (!promise || (await promise).ok) continue;
 		say(`n8n ${version} could not be installed: see .test-results/logs/install-n8n-${version}.log`);
 		ok = false;
 	}
@@ -152,18 +153,25 @@ async function n8nInstalled(): Promise<boolean> {
 
 // Three jest workers on two cores: the suites wait on Postgres, files and child processes far more
 // than they compute (the fast suites took 287 s in one worker, about 185 s in three).
-const CONSTRUCT_MATRIX = 'test/integration/settle(Constructs|Shapes\\d*)\\.test\\.ts';
+const CONSTRUCT_MATRIX = 'test/integration/settle(Constructs|Shapes\\w*)\\.test\\.ts';
 const jest = ({ workers = 3 }: { workers?: number } = {}): string[] => [
 	sqliteNode({ log: say }),
 	path.join('node_modules', '.bin', 'jest'),
 	`--maxWorkers=${workers}`,
 ];
-const e2eStep = (version: string, tier: string): Step => ({
-	name: `end to end (n8n ${version}, ${tier} tier)`,
-	needs: n8nInstalled,
-	env: { N8N_VERSION: version, E2E_TIER: tier },
+// One topology of one tier: a stack of its own (its own work folder, Postgres, ports), so that two
+// run side by side; they wait on n8n, Postgres and the sender's timeouts far more than they compute.
+const e2eStep = (version: string, tier: string, topology: string): Step => ({
+	name: `end to end (n8n ${version}, ${tier} tier, ${topology})`,
+	needs: () => n8nInstalled(),
+	env: {
+		N8N_VERSION: version,
+		E2E_TIER: tier,
+		E2E_TOPOLOGIES: topology,
+		E2E_WORK_ROOT: path.join(root, '.e2e', `${version}-${topology}`),
+	},
 	command: () => ['node', '-r', REGISTER_TS, 'scripts/test-e2e', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
-	results: topologies.map((t) => `n8n-${version}/e2e-${t}.json`),
+	results: `n8n-${version}/e2e-${topology}.json`,
 });
 
 const steps: Step[] = [
@@ -210,7 +218,7 @@ const steps: Step[] = [
 		// The shapes n8n users build (If, Merge, Wait, Loop Over Items, sub-workflows) in n8n-core's engine
 		// with the default line's own n8n-nodes-base nodes: it fails, never skips, when they are missing.
 		name: `construct matrix (n8n ${n8nVersion}'s own nodes, in-process)`,
-		needs: n8nInstalled,
+		needs: () => n8nInstalled([n8nVersion]),
 		env: { IDEMPOTENCY_REQUIRE_N8N: '1', N8N_VERSION: n8nVersion },
 		command: () => [
 			...jest(),
@@ -229,12 +237,33 @@ const steps: Step[] = [
 		: [
 				{
 					name: 'benchmarks (smoke)',
-					needs: () => (skipE2e ? true : n8nInstalled()),
+					needs: () => (skipE2e ? true : n8nInstalled([n8nVersion])),
 					command: () => ['node', '-r', REGISTER_TS, 'bench/quick', ...(skipE2e ? ['--skip-n8n'] : [])],
 				},
 			]),
-	...(skipE2e ? [] : [e2eStep(n8nVersion, 'full'), ...otherVersions.map((version) => e2eStep(version, 'compatibility'))]),
 ];
+
+/**
+ * The steps that need n8n run side by side, SIDE_BY_SIDE at a time, each taking the next one in this
+ * order when a slot frees: the longest first, so that the two slots end close together. Their
+ * output goes to a log each, printed whole when the step ends.
+ */
+const SIDE_BY_SIDE = Math.max(1, Number(process.env.TEST_ALL_SIDE_BY_SIDE ?? 2));
+const e2eSteps = skipE2e
+	? []
+	: [
+			...topologies.map((topology) => e2eStep(n8nVersion, 'full', topology)),
+			...otherVersions.flatMap((version) => topologies.map((topology) => e2eStep(version, 'compatibility', topology))),
+		];
+const sideBySide: Step[] = [
+	steps.splice(
+		steps.findIndex((step) => step.name.startsWith('construct matrix')),
+		1,
+	)[0],
+	...e2eSteps,
+];
+const benchStep = steps.findIndex((step) => step.name === 'benchmarks (smoke)');
+if (benchStep >= 0) sideBySide.push(steps.splice(benchStep, 1)[0]);
 
 async function main(): Promise<void> {
 	// Queue mode needs redis-server: get it (or say how to) now, before anything runs, not at the
@@ -253,33 +282,14 @@ async function main(): Promise<void> {
 	}
 
 	const report: ReportEntry[] = [];
-	for (const step of steps) {
-		const started = Date.now();
-		const entry: ReportEntry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
-		report.push(entry);
-		if (step.needs) {
-			const ready = await step.needs();
-			entry.waited = (Date.now() - started) / 1000;
-			if (!ready) {
-				say(`\n=== ${step.name}: not run, what it needs is missing`);
-				Object.assign(entry, { ok: false, seconds: entry.waited });
-				continue;
-			}
-		}
-		let commands: string[][];
-		try {
-			commands = step.commands ? step.commands() : [(step.command as () => string[])()];
-		} catch (error) {
-			say(`\n=== ${step.name}: could not start: ${error instanceof Error ? error.message : String(error)}`);
-			Object.assign(entry, { ok: false, seconds: (Date.now() - started) / 1000 });
-			continue;
-		}
-		for (const command of commands) say(`\n=== ${step.name}: ${command.join(' ')}`);
-		const env = { ...step.env, IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name };
-		// Several commands of one step run side by side; the step passes when every one does.
-		const results = await Promise.all(commands.map((command) => run(command, { env })));
-		Object.assign(entry, { ok: results.every((result) => result.ok), seconds: (Date.now() - started) / 1000 });
-	}
+	for (const step of steps) await runStep(step, report);
+	const queue = [...sideBySide];
+	say(`\n=== side by side, ${SIDE_BY_SIDE} at a time: ${queue.map((step) => step.name).join('; ')}`);
+	await Promise.all(
+		Array.from({ length: SIDE_BY_SIDE }, async () => {
+			for (let step = queue.shift(); step; step = queue.shift()) await runStep(step, report, { ownLog: SIDE_BY_SIDE > 1 });
+		}),
+	);
 	// A background install no step waited for still counts (a skipped step, or one that failed to start).
 	for (const promise of installs.values()) await promise;
 	for (const job of background) if (!job.ok) report.push({ name: job.name, ok: false, seconds: job.seconds ?? 0 });
@@ -324,6 +334,69 @@ async function main(): Promise<void> {
 	process.exit(allOk && failed === 0 ? 0 : 1);
 }
 
+/**
+ * Runs one step once what it needs is there, and adds it to the report. With `ownLog` its output
+ * goes to .test-results/logs/<step>.log, printed whole when it ends (steps side by side would
+ * interleave their lines).
+ */
+async function runStep(step: Step, report: ReportEntry[], { ownLog = false }: { ownLog?: boolean } = {}): Promise<void> {
+	const started = Date.now();
+	const entry: ReportEntry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
+	report.push(entry);
+	if (step.needs) {
+		const ready = await step.needs();
+		entry.waited = (Date.now() - started) / 1000;
+		if (!ready) {
+			say(`\n=== ${step.name}: not run, what it needs is missing`);
+			Object.assign(entry, { ok: false, seconds: entry.waited });
+			return;
+		}
+	}
+	let commands: string[][];
+	try {
+		commands = step.commands ? step.commands() : [(step.command as () => string[])()];
+	} catch (error) {
+		say(`\n=== ${step.name}: could not start: ${error instanceof Error ? error.message : String(error)}`);
+		Object.assign(entry, { ok: false, seconds: (Date.now() - started) / 1000 });
+		return;
+	}
+	const logFile = ownLog ? path.join(resultsDir, 'logs', `${step.name.replace(/[^\w.-]+/g, '-')}.log`) : undefined;
+	for (const command of commands) say(`\n=== ${step.name}${logFile ? ' (started)' : ''}: ${command.join(' ')}`);
+	const env = { ...step.env, IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name };
+	// Several commands of one step run side by side; the step passes when every one does.
+	const results = await Promise.all(commands.map((command) => run(command, { env, logFile })));
+	Object.assign(entry, { ok: results.every((result) => result.ok), seconds: (Date.now() - started) / 1000 });
+	if (logFile) {
+		say(`\n=== ${step.name}: ${entry.ok ? 'passed' : 'FAILED'} in ${(entry.seconds ?? 0).toFixed(0)} s; its output:`);
+		say(fs.readFileSync(logFile, 'utf8'));
+	}
+}
+
+const WHOLE_RUN = 'the whole run (after npm ci)';
+const RECORDED_TIMES = path.join(root, 'docs', 'testing.md');
+
+/**
+ * A warning for each step that took over 20 % longer than the figure docs/testing.md records for
+ * it (the table between the `ci-step-seconds` markers): growth is seen before it breaks the budget.
+ * The run still passes.
+ */
+function growthWarnings(measured: Array<{ name: string; seconds: number }>): string[] {
+	const text = fs.existsSync(RECORDED_TIMES) ? fs.readFileSync(RECORDED_TIMES, 'utf8') : '';
+	const table = /<!-- ci-step-seconds:start -->([\s\S]*?)<!-- ci-step-seconds:end -->/.exec(text)?.[1] ?? '';
+	const recorded = new Map<string, number>();
+	for (const match of table.matchAll(/^\|\s*([^|]+?)\s*\|\s*(\d+)\s*\|/gm)) recorded.set(match[1], Number(match[2]));
+	if (recorded.size === 0) return ['', `warning: no step times recorded in ${path.relative(root, RECORDED_TIMES)}: growth not checked`];
+	const warnings = measured.flatMap(({ name, seconds }) => {
+		const figure = recorded.get(name);
+		return figure && seconds > figure * 1.2
+			? [
+					`warning: ${name} took ${seconds.toFixed(0)} s, ${((seconds / figure - 1) * 100).toFixed(0)} % over the ${figure} s recorded in docs/testing.md`,
+				]
+			: [];
+	});
+	return warnings.length > 0 ? ['', ...warnings] : [];
+}
+
 /** The table of where the time went, printed and kept in .test-results/timings.{txt,json}. */
 function writeTimings({ report, tests }: { report: ReportEntry[]; tests: TestTime[] }): void {
 	const phases = readPhases(timingsFile);
@@ -342,6 +415,12 @@ function writeTimings({ report, tests }: { report: ReportEntry[]; tests: TestTim
 	lines.push('', 'the slowest tests:');
 	for (const test of slowest) lines.push(row(test.seconds, `${test.file} › ${test.title} — ${test.step}`));
 	lines.push('', row(sinceStart(), 'the whole run (after npm ci)'));
+	lines.push(
+		...growthWarnings([
+			...report.map((step) => ({ name: step.name, seconds: step.seconds ?? 0 })),
+			{ name: WHOLE_RUN, seconds: sinceStart() },
+		]),
+	);
 	const text = `${lines.join('\n')}\n`;
 	process.stdout.write(text);
 	fs.writeFileSync(path.join(resultsDir, 'timings.txt'), text);
