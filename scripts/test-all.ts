@@ -136,11 +136,11 @@ const background: BackgroundJob[] = [];
 }
 
 /**
- * Waits for the n8n installs of `versions` (default: every one: the full tier's manual-install test
- * uses each proven line's Node and n8n, so no end-to-end step may start while one is still being
- * written). False (with the reason printed) when one failed.
+ * Waits for the n8n installs of `versions`: each step uses only its own line (an end-to-end tier
+ * installs the package by hand with its line's Node and npm), so it need not wait for the others.
+ * False (with the reason printed) when one failed.
  */
-async function n8nInstalled(versions: string[] = [...installs.keys()]): Promise<boolean> {
+async function n8nInstalled(versions: string[]): Promise<boolean> {
 	let ok = true;
 	for (const version of versions) {
 		const promise = installs.get(version);
@@ -163,7 +163,7 @@ const jest = ({ workers = 3 }: { workers?: number } = {}): string[] => [
 // run side by side; they wait on n8n, Postgres and the sender's timeouts far more than they compute.
 const e2eStep = (version: string, tier: string, topology: string): Step => ({
 	name: `end to end (n8n ${version}, ${tier} tier, ${topology})`,
-	needs: () => n8nInstalled(),
+	needs: () => n8nInstalled([version]),
 	env: {
 		N8N_VERSION: version,
 		E2E_TIER: tier,
