@@ -144,9 +144,13 @@ function once<T>(open: () => Promise<T>): () => Promise<T> {
 export interface EndOutcomes {
 	complete: Reservation[];
 	fail: Array<{ reservation: Reservation; error: string }>;
-	/** Keys held while the execution waits, until `waitTill`; settled when the resumed execution ends. */
+	/**
+	 * Keys held while the execution waits, until `waitTill`, settled when the resumed execution ends;
+	 * or, for an execution stopped while a node still ran (`stopped`), held for their lease.
+	 */
 	hold: Reservation[];
 	waitTill?: Date;
+	stopped?: boolean;
 }
 
 /** What the run's end means for each key it still holds: completed, failed with a reason, or held while it waits. */
@@ -163,6 +167,14 @@ export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
 		return { complete: [], fail: [], hold: held, waitTill: run.waitTill ?? undefined };
 	}
 	if (!view) return { complete: [], fail: [], hold: [] };
+	if (status === 'canceled') {
+		// n8n's Stop button and a workflow timeout end the run here at once, while the node that was
+		// running may still be acting (its call in flight): failing the key now would let the provider's
+		// retry run the step beside it. Held for the lease instead, as after a crash.
+		const settledKeys = keysSettledByNodes(view.runData, view);
+		const held = [...judgeExecution(view).reservations.values()].filter((reservation) => !settledKeys.has(reservation.key));
+		return { complete: [], fail: [], hold: held, stopped: true };
+	}
 	const error = data.resultData.error;
 	const failedAt = error ? (error.node?.name ?? data.resultData.lastNodeExecuted) : undefined;
 	const message = error?.message ?? `the execution ended with status "${status}"`;
@@ -245,6 +257,19 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	// run has done anything: a failure after the wait would never be retried. In progress, then: the
 	// key is held, every copy meanwhile is In Progress too, and the retry after the resumed run ends is
 	// a duplicate (or runs again, when it failed). One process keeps the delivery open instead.
+	if (outcomes.stopped && outcomes.hold.length > 0) {
+		return {
+			statusCode: 409,
+			headers: { [OUTCOME_HEADER]: 'in_progress' },
+			body: {
+				received: false,
+				inProgress: true,
+				retry: true,
+				message:
+					'The execution was stopped while a step may still have been running; the event is held until its lease ends, then a retry runs it again.',
+			},
+		};
+	}
 	if (outcomes.hold.length > 0 && runsInQueueMode()) {
 		return {
 			statusCode: 409,

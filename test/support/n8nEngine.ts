@@ -371,7 +371,11 @@ export async function executeInProcess(
 	executionId: string,
 	items: INodeExecutionData[],
 	base: EngineBase,
-	{ mode = 'webhook', staticData }: { mode?: WorkflowExecuteMode; staticData?: IDataObject } = {},
+	{
+		mode = 'webhook',
+		staticData,
+		onStart,
+	}: { mode?: WorkflowExecuteMode; staticData?: IDataObject; onStart?: (cancel: () => void) => void } = {},
 ): Promise<{ run: IRun; workflow: Workflow }> {
 	const workflow = loadedWorkflow(workflowData, staticData);
 	const hooks = hooksRecordingAnswers(mode, executionId, workflowData);
@@ -381,7 +385,10 @@ export async function executeInProcess(
 	const runExecutionData = createRunExecutionData({
 		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
 	});
-	const run = await new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
+	const running = new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
+	// n8n's Stop button and a workflow timeout cancel the running execution this way.
+	onStart?.(() => running.cancel());
+	const run = await running;
 	return { run, workflow };
 }
 
