@@ -9,6 +9,7 @@ import {
 	type INodeCredentialTestResult,
 	type IDataObject,
 	type IExecuteFunctions,
+	type IHookFunctions,
 	type INodeExecutionData,
 	type INodeType,
 	type INodeTypeDescription,
@@ -28,6 +29,7 @@ import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExecution } from '../shared/embeddedFile';
 import { answerNow, assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { heldKeyOf } from '../shared/executionTrace';
+import { describerOf } from '../shared/nodeKinds';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
 import { unsettleableAfterTrigger } from '../shared/settleWiring';
@@ -124,16 +126,21 @@ export class IdempotentWebhook implements INodeType {
 		credentialTest: { [CONNECTION_TEST]: testConnection, [CALLER_CREDENTIAL_TEST]: testCallerCredential, webhookSignatureSecretTest },
 	};
 
-	// The sender's endpoint is configured at the sender by hand: nothing to register or remove.
+	// The sender's endpoint is configured at the sender by hand: nothing to register or remove. n8n
+	// calls these when the workflow is published: a workflow whose keys the trigger could not settle
+	// is refused there, with the fix, before any delivery (execute() refuses it again at run time,
+	// for a workflow published before this check existed).
 	webhookMethods = {
 		default: {
-			async checkExists(this: unknown): Promise<boolean> {
+			async checkExists(this: IHookFunctions): Promise<boolean> {
+				refuseUnsettleableAtPublish(this);
 				return true;
 			},
-			async create(this: unknown): Promise<boolean> {
+			async create(this: IHookFunctions): Promise<boolean> {
+				refuseUnsettleableAtPublish(this);
 				return true;
 			},
-			async delete(this: unknown): Promise<boolean> {
+			async delete(this: IHookFunctions): Promise<boolean> {
 				return true;
 			},
 		},
@@ -157,7 +164,7 @@ export class IdempotentWebhook implements INodeType {
 		}
 		const openStore = async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName });
 		// Refused before any of the user's nodes runs: what would keep the key from following what happened.
-		const unsettleable = unsettleableAfterTrigger(this.getChildNodes(node.name, { includeNodeParameters: true }));
+		const unsettleable = unsettleableAfter(this);
 		if (unsettleable) {
 			const message = `${unsettleable} Nothing ran; the key is marked failed.`;
 			// This node's own failure leaves no item to trace: its key is failed here, before the throw.
@@ -170,10 +177,7 @@ export class IdempotentWebhook implements INodeType {
 			);
 			// Answered here: n8n 1.x answers a response-node webhook whose execution failed at its trigger 200.
 			await answerNow(this, { statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' }, body: { received: false, retry: true, message } });
-			throw new NodeOperationError(node, message, {
-				description:
-					'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.',
-			});
+			throw new NodeOperationError(node, message, { description: UNSETTLEABLE_FIX });
 		}
 		await recordExecution(this, items, openStore);
 		settleWhenExecutionEnds(this, [node.name], openStore);
@@ -208,6 +212,23 @@ export class IdempotentWebhook implements INodeType {
 		};
 	}
 }
+
+/** Why the workflow after this trigger could not have its keys settled (settleWiring.ts), read from the workflow n8n runs. */
+function unsettleableAfter(context: IHookFunctions | IExecuteFunctions): string | undefined {
+	const workflow = (context as unknown as { workflow?: unknown }).workflow;
+	return unsettleableAfterTrigger(context.getChildNodes(context.getNode().name, { includeNodeParameters: true }), describerOf(workflow));
+}
+
+function refuseUnsettleableAtPublish(context: IHookFunctions): void {
+	const unsettleable = unsettleableAfter(context);
+	if (!unsettleable) return;
+	throw new NodeOperationError(context.getNode(), `${unsettleable} The workflow was not published.`, {
+		description: UNSETTLEABLE_FIX,
+	});
+}
+
+const UNSETTLEABLE_FIX =
+	'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.';
 
 /** The key store as the trigger's webhook() opens it (outside an execution). */
 async function webhookKeyStore(context: IWebhookFunctions): Promise<KeyStore> {

@@ -1,6 +1,7 @@
 import { NodeOperationError, type IConnections, type IExecuteFunctions, type INode, type IRunData } from 'n8n-workflow';
 
 import type { ExecutionView, PendingWork } from './executionTrace';
+import { describerOf, mayWait } from './nodeKinds';
 
 /**
  * What n8n itself recorded about the current execution: every node run so far (its outputs, its
@@ -18,6 +19,8 @@ export interface ExecutionRecord {
 	readonly connectionsBySourceNode: IConnections;
 	readonly executionOrder: string | undefined;
 	node(name: string): INode | undefined;
+	/** Whether a node may put the execution to wait (nodeKinds.ts); by n8n's own nodes when absent. */
+	waits?(node: INode): boolean;
 }
 
 /** n8n's node types whose behaviour the settle rules read. */
@@ -68,7 +71,9 @@ export function executionView(
 	const runData = runExecutionData?.resultData?.runData;
 	if (!runData || !workflow?.nodes || !workflow.connectionsBySourceNode) return undefined;
 	const nodes = workflow.nodes;
+	const describe = describerOf(workflow);
 	return {
+		waits: (node) => mayWait(node, describe),
 		runData,
 		connectionsBySourceNode: workflow.connectionsBySourceNode,
 		executionOrder: workflow.settings?.executionOrder,

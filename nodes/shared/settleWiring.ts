@@ -1,6 +1,7 @@
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
 import { EXECUTE_WORKFLOW_TYPE, LOOP_TYPE, onErrorOf, readExecutionRecord, type ExecutionRecord } from './executionRecord';
+import { mayWait, type DescribeNode } from './nodeKinds';
 import { toNodeError } from './nodeError';
 
 /**
@@ -13,8 +14,6 @@ export class UnsafeSettleWiringError extends Error {}
 
 const SETTLE_TYPE_SUFFIX = '.idempotencyKey';
 const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
-// Nodes that can put the execution to wait and resume it later as a new run.
-const WAITING_TYPES = new Set(['n8n-nodes-base.wait', 'n8n-nodes-base.form']);
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
 // The package's own nodes settle, route or verify: their failures are handled where they run.
 const PACKAGE_TYPE_SUFFIXES = [
@@ -27,7 +26,7 @@ const PACKAGE_TYPE_SUFFIXES = [
 // n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
 // that depends on one event's data.
 const NEVER_FAILING_TYPES = new Set(
-	['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'removeDuplicates', 'aggregate', 'stopAndError'].map(
+	['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'removeDuplicates', 'aggregate', 'stopAndError', 'wait', 'form'].map(
 		(name) => `n8n-nodes-base.${name}`,
 	),
 );
@@ -103,7 +102,7 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	const step = downstreamOf(record, targets(record, self, output), new Set([self]), stopAt);
 	const settleBeside = enabledTargets(record, self, output).some(isSettleNode);
 	const settleAfter = !settleBeside && downstreamOf(record, targets(record, self, output), new Set([self])).some(isSettleNode);
-	const waits = step.filter((node) => WAITING_TYPES.has(node.type));
+	const waits = step.filter((node) => waitsIn(record, node));
 	// Only the run that starts waiting holds the key; a later run that waits again has no node of the package in it.
 	if (waits.length > 1) {
 		throw new UnsafeSettleWiringError(
@@ -154,7 +153,7 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 				`"${node.name}" runs the sub-workflow for each item with On Error "Continue (using error output)" in a version of the node (${node.typeVersion}) whose failures n8n loses: a failed item would complete its key. Replace it with a new Execute Workflow node (version 1.3 or later).`,
 			);
 		}
-		if (!WAITING_TYPES.has(node.type)) continue;
+		if (!waitsIn(record, node)) continue;
 		if (onErrorOf(node) === 'continueErrorOutput') {
 			// n8n-core's error-output split empties the input array the waiting node passed on, and that
 			// array is what n8n saves to resume from: the resumed run has no items and nothing runs.
@@ -209,18 +208,18 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	}
 }
 
+/** Whether the node may make the execution wait, as n8n declares it (n8n's own waiting nodes when the record cannot tell). */
+function waitsIn(record: ExecutionRecord, node: INode): boolean {
+	return record.waits ? record.waits(node) : mayWait(node, undefined);
+}
+
 function continuesOnError(node: INode): boolean {
 	return onErrorOf(node) !== 'stopWorkflow';
 }
 
 /** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */
 function failsAllOrNothing(node: INode): boolean {
-	if (
-		PACKAGE_TYPE_SUFFIXES.some((suffix) => node.type.endsWith(suffix)) ||
-		NEVER_FAILING_TYPES.has(node.type) ||
-		WAITING_TYPES.has(node.type)
-	)
-		return true;
+	if (PACKAGE_TYPE_SUFFIXES.some((suffix) => node.type.endsWith(suffix)) || NEVER_FAILING_TYPES.has(node.type)) return true;
 	if (node.type !== POSTGRES_TYPE) return false;
 	// Version 1 names the batching "mode" (default: one query for all items); version 2 "Query Batching".
 	if (node.typeVersion < 2)
@@ -370,6 +369,7 @@ function mayNotWaitForSubWorkflow(node: { type: string; parameters?: INode['para
 interface ChildNode {
 	name: string;
 	type: string;
+	typeVersion?: number;
 	disabled?: boolean;
 	parameters?: INode['parameters'];
 }
@@ -382,11 +382,11 @@ interface ChildNode {
  * any effect before it: the retry would repeat that effect), a sub-workflow not waited for (its
  * failure never reaches the execution, and the key would be completed).
  */
-export function unsettleableAfterTrigger(children: ChildNode[]): string | undefined {
+export function unsettleableAfterTrigger(children: ChildNode[], describe: DescribeNode | undefined): string | undefined {
 	for (const node of children) {
 		if (node.disabled === true) continue;
-		if (WAITING_TYPES.has(node.type))
-			return `"${node.name}" waits, and the key of an event this trigger started cannot be settled after a wait.`;
+		if (mayWait(node, describe))
+			return `"${node.name}" makes the execution wait (n8n resumes it later as a new run), and the key of an event this trigger started cannot be settled after a wait.`;
 		if (node.type === RESPOND_TYPE) {
 			return `"${node.name}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`;
 		}

@@ -59,7 +59,8 @@ export function loadBaseNodeFiles(files: Record<string, string>): Record<string,
 	const types: Record<string, INodeType | IVersionedNodeType> = {};
 	for (const [type, file] of Object.entries(files)) {
 		const module = nativeRequire(join(directory, file)) as Record<string, new () => INodeType | IVersionedNodeType>;
-		const [NodeClass] = Object.values(module);
+		// A node file may export shared properties beside its class (Form exports its fields): take the class.
+		const NodeClass = Object.values(module).find((value) => typeof value === 'function') as new () => INodeType | IVersionedNodeType;
 		types[type] = new NodeClass();
 	}
 	return types;

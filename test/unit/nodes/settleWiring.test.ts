@@ -1,6 +1,7 @@
-import type { IConnections, IExecuteFunctions, INode } from 'n8n-workflow';
+import type { IConnections, IExecuteFunctions, INode, IWebhookDescription } from 'n8n-workflow';
 
 import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
+import type { DescribeNode, NodeTypeFacts } from '../../../nodes/shared/nodeKinds';
 import {
 	assertSafeSettleWiring,
 	checkEventsApart,
@@ -371,8 +372,8 @@ describe('unsettleableAfterTrigger (the Idempotent Webhook trigger, before any n
 	const call = child('Call your API', 'n8n-nodes-base.httpRequest');
 
 	it.each([
-		['a Wait', child('Wait', 'n8n-nodes-base.wait'), /"Wait" waits/],
-		['a Form', child('Form', 'n8n-nodes-base.form'), /"Form" waits/],
+		['a Wait', child('Wait', 'n8n-nodes-base.wait'), /"Wait" makes the execution wait/],
+		['a Form', child('Form', 'n8n-nodes-base.form'), /"Form" makes the execution wait/],
 		[
 			'a Respond to Webhook node (after the effect it would fail, and the retry repeat the effect)',
 			child('Answer', 'n8n-nodes-base.respondToWebhook'),
@@ -389,17 +390,61 @@ describe('unsettleableAfterTrigger (the Idempotent Webhook trigger, before any n
 			/without waiting/,
 		],
 	])('refuses %s', (_label, node, reason) => {
-		expect(unsettleableAfterTrigger([call, node])).toMatch(reason);
+		expect(unsettleableAfterTrigger([call, node], undefined)).toMatch(reason);
 	});
 
 	it('lets the rest run: a sub-workflow waited for, a disabled Wait or Respond to Webhook, plain steps', () => {
 		expect(
-			unsettleableAfterTrigger([
-				call,
-				child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: {} } }),
-				child('Wait', 'n8n-nodes-base.wait', { disabled: true }),
-				child('Answer', 'n8n-nodes-base.respondToWebhook', { disabled: true }),
-			]),
+			unsettleableAfterTrigger(
+				[
+					call,
+					child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: {} } }),
+					child('Wait', 'n8n-nodes-base.wait', { disabled: true }),
+					child('Answer', 'n8n-nodes-base.respondToWebhook', { disabled: true }),
+				],
+				undefined,
+			),
+		).toBeUndefined();
+	});
+
+	// Descriptions shaped as n8n declares them: a webhook that resumes the execution (restartWebhook),
+	// and for Send and Wait, an operation among others.
+	const resumes: IWebhookDescription[] = [{ name: 'default', httpMethod: 'POST', path: '={{ $nodeId }}', restartWebhook: true }];
+	const described: Record<string, NodeTypeFacts> = {
+		'n8n-nodes-base.slack': {
+			webhooks: resumes,
+			properties: [
+				{
+					displayName: 'Operation',
+					name: 'operation',
+					type: 'options',
+					default: 'post',
+					options: [
+						{ name: 'Send', value: 'post' },
+						{ name: 'Send and Wait for Response', value: 'sendAndWait' },
+					],
+				},
+			],
+		},
+		'community.approvalGate': { webhooks: resumes, properties: [] },
+		'n8n-nodes-base.httpRequest': { properties: [] },
+	};
+	const describe: DescribeNode = (node) => described[node.type];
+
+	it.each([
+		['Slack Send and Wait for Response', child('Ask', 'n8n-nodes-base.slack', { parameters: { operation: 'sendAndWait' } })],
+		['an operation n8n computes per run', child('Ask', 'n8n-nodes-base.slack', { parameters: { operation: '={{ $json.op }}' } })],
+		['a community node declaring a resuming webhook', child('Gate', 'community.approvalGate')],
+	])('refuses what n8n declares may wait: %s', (_label, node) => {
+		expect(unsettleableAfterTrigger([call, node], describe)).toMatch(/makes the execution wait/);
+	});
+
+	it('lets through a node of a waiting kind doing an operation that does not wait, and nodes that declare no wait', () => {
+		expect(
+			unsettleableAfterTrigger(
+				[call, child('Tell', 'n8n-nodes-base.slack', { parameters: { operation: 'post' } }), child('Call', 'n8n-nodes-base.httpRequest')],
+				describe,
+			),
 		).toBeUndefined();
 	});
 });

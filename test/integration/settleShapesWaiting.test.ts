@@ -1,0 +1,87 @@
+import { HookContext } from 'n8n-core';
+import { Workflow, type INode, type IWorkflowExecuteAdditionalData } from 'n8n-workflow';
+
+import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
+import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
+import { addNodeTypes, credentialsHelper, engineBase, nodeTypes, packageNode } from '../support/n8nEngine';
+
+/*
+ * Nodes that make the execution wait, as n8n's own node types declare it (a webhook that resumes the
+ * execution), behind the Idempotent Webhook trigger: the trigger cannot settle its key after a wait,
+ * so n8n refuses to publish such a workflow, with the node named, before any delivery — here through
+ * n8n-core's own HookContext, the context n8n gives webhookMethods when a workflow is published.
+ * Send and Wait for Response of Slack and Gmail, not only Wait and Form: read from the descriptions,
+ * not from a list of names.
+ */
+
+const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
+
+const WAITING_NODES: Record<string, string> = {
+	'n8n-nodes-base.slack': 'Slack/Slack.node.js',
+	'n8n-nodes-base.gmail': 'Google/Gmail/Gmail.node.js',
+	'n8n-nodes-base.form': 'Form/Form.node.js',
+	'n8n-nodes-base.httpRequest': 'HttpRequest/HttpRequest.node.js',
+};
+
+const trigger = packageNode(
+	'Idempotent Webhook',
+	'idempotentWebhook',
+	{ path: 'orders', scheme: 'stripe', store: 'embedded', keySource: 'auto', mode: 'lease' },
+	{ credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
+);
+
+const step = (name: string, type: string, typeVersion: number, parameters: INode['parameters']): INode => ({
+	id: name,
+	name,
+	type,
+	typeVersion,
+	position: [200, 0],
+	parameters,
+});
+
+/** Publishes a workflow trigger → step as n8n does: checkExists, then create, on a HookContext of the loaded workflow. */
+async function publish(next: INode): Promise<void> {
+	const workflow = new Workflow({
+		id: 'wf-waiting',
+		name: 'waiting',
+		nodes: [trigger, next],
+		connections: { [trigger.name]: { main: [[{ node: next.name, type: 'main', index: 0 }]] } },
+		active: true,
+		nodeTypes,
+		settings: { executionOrder: 'v1' },
+	});
+	const additionalData = engineBase(credentialsHelper({})) as unknown as IWorkflowExecuteAdditionalData;
+	const context = new HookContext(workflow, workflow.getNode(trigger.name)!, additionalData, 'trigger', 'activate');
+	const methods = new IdempotentWebhook().webhookMethods.default;
+	if (!(await methods.checkExists.call(context))) await methods.create.call(context);
+}
+
+describeWithN8n("the Idempotent Webhook refuses at publish what n8n's nodes declare may wait", () => {
+	beforeAll(() => {
+		addNodeTypes(loadBaseNodes());
+		addNodeTypes(loadBaseNodeFiles(WAITING_NODES));
+	});
+
+	it.each([
+		['Slack, Send and Wait for Response', step('Ask', 'n8n-nodes-base.slack', 2.3, { resource: 'message', operation: 'sendAndWait' })],
+		['Gmail, Send and Wait for Response', step('Ask', 'n8n-nodes-base.gmail', 2.1, { resource: 'message', operation: 'sendAndWait' })],
+		['Wait, at its defaults', step('Ask', 'n8n-nodes-base.wait', 1.1, {})],
+		['Form', step('Ask', 'n8n-nodes-base.form', 1, {})],
+	])('%s: refused, the node named', async (_label, next) => {
+		await expect(publish(next)).rejects.toThrow(/"Ask" makes the execution wait.*The workflow was not published\./);
+	});
+
+	it.each([
+		['Slack, Send Message', step('Tell', 'n8n-nodes-base.slack', 2.3, { resource: 'message', operation: 'post' })],
+		['Gmail, Send', step('Tell', 'n8n-nodes-base.gmail', 2.1, { resource: 'message', operation: 'send' })],
+		['HTTP Request', step('Tell', 'n8n-nodes-base.httpRequest', 4.2, { url: 'http://127.0.0.1:9/' })],
+		['a Wait that is disabled', { ...step('Tell', 'n8n-nodes-base.wait', 1.1, {}), disabled: true }],
+	])('%s: published', async (_label, next) => {
+		await expect(publish(next)).resolves.toBeUndefined();
+	});
+
+	it('refuses Respond to Webhook at publish too (the trigger answers the event itself)', async () => {
+		addNodeTypes(loadBaseNodeFiles({ 'n8n-nodes-base.respondToWebhook': 'RespondToWebhook/RespondToWebhook.node.js' }));
+		await expect(publish(step('Answer', 'n8n-nodes-base.respondToWebhook', 1.1, {}))).rejects.toThrow(/"Answer" answers the webhook/);
+	});
+});
