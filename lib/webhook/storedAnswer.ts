@@ -50,8 +50,8 @@ export interface AnswerRequest {
  * credential of the request (a header value copied into a field of another name) or an owner token;
  * text repaired as the store repairs it (NUL, lone surrogates), BigInts as digit strings; and
  * ANSWER_NOT_KEPT instead of one over MAX_STORED_ANSWER_BYTES or without a JSON form. Undefined
- * when there is no answer. Applied where the answer is stored and again where it is replayed, so an
- * answer stored by an earlier version is never replayed with what this rule leaves out.
+ * when there is no answer. Applied where the answer is stored and again where it is replayed: an
+ * answer already in the store is replayed by the same rule.
  */
 export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unknown {
 	if (answer === undefined) return undefined;

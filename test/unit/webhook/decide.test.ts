@@ -108,7 +108,7 @@ describe('decideWebhook', () => {
 		expect(answer.headers).not.toHaveProperty(FIRST_EXECUTION_HEADER);
 	});
 
-	it('replays an answer stored with the request headers and the idempotency object (before they were left out) without them', async () => {
+	it('replays a stored answer that holds request headers and the idempotency object without them', async () => {
 		const first = startOf(await deliver('{"id":"evt_old_answer"}'));
 		const ownerToken = first.idempotency.ownerToken as string;
 		await fixture.store.complete([
