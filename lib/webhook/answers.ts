@@ -32,7 +32,10 @@ interface AnswerRule {
 
 /** One rule per outcome. */
 export const ANSWER_RULES: Readonly<Record<AnsweredOutcome, AnswerRule>> = {
-	duplicate: { status: 200, when: 'the key was completed by an earlier delivery: its stored answer, else {"status":"duplicate"}' },
+	duplicate: {
+		status: 200,
+		when: 'the key was completed by an earlier delivery: its stored answer to a verified caller (signature or authentication), else {"status":"duplicate"}',
+	},
 	in_progress: { status: 409, when: 'an earlier delivery of the event holds the key (lease mode): the provider retries later' },
 	authorization_required: { status: 401, when: "Basic authentication is on and the request has none (as n8n's Webhook node answers)" },
 	forbidden: { status: 403, when: "the authentication header or Basic credentials are wrong (as n8n's Webhook node answers)" },

@@ -15,6 +15,7 @@ import type { DeliveryAnswer, ItemJson, ReservationMode, ReservationResult } fro
 import { answerFor, FIRST_EXECUTION_HEADER, OUTCOME_HEADER, type AnsweredOutcome, type WebhookAnswer } from './answers';
 import { refusedCaller, type AuthenticationSettings } from './authentication';
 import { parseBody } from './body';
+import { storedAnswer } from './storedAnswer';
 
 /** One HTTP request as n8n hands it to a trigger's `webhook()`. */
 export interface WebhookRequest {
@@ -98,6 +99,9 @@ export type WebhookDecision = WebhookAnswered | { start: WebhookStart };
 
 /** Visible ASCII only: any other stored text could not be sent as a header value. */
 const HEADER_VALUE = /^[\x21-\x7e]{1,255}$/;
+
+/** A duplicate's body when no stored answer is replayed. */
+const DUPLICATE_BODY = { status: 'duplicate' };
 
 /** Evidence when none is asked for: nothing but the source (the provider preset or scope) is stored. */
 const NO_EVIDENCE: EvidenceConfig = {
@@ -190,10 +194,12 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 	const route = routeOf(result, keySettings.mode);
 	if (route === 'inProgress') return answered('in_progress', { status: 'in_progress' }, result.key);
 	if (route === 'duplicate') {
+		// Anyone who knows an event's id could read its stored answer: only a verified caller gets it.
+		if (!verifiedCaller(input)) return answered('duplicate', DUPLICATE_BODY, result.key);
 		// The full record (detail: 'full'): it names the execution that processed the first delivery.
 		const { executionId, response } = result.record as ReservationResult['record'];
 		const headers: Record<string, string> = executionId && HEADER_VALUE.test(executionId) ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
-		return answered('duplicate', response ?? { status: 'duplicate' }, result.key, headers);
+		return answered('duplicate', storedAnswer(response ?? undefined) ?? DUPLICATE_BODY, result.key, headers);
 	}
 	const idempotency: ItemJson = {
 		...idempotencyOutput(result, entry.derived, {
@@ -211,6 +217,11 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 			rawBody: request.rawBody,
 		},
 	};
+}
+
+/** Whether the caller proved who it is: a signature verified, or authentication passed (both are checked before this is asked). */
+function verifiedCaller(input: DecideInput): boolean {
+	return input.verification.scheme !== 'none' || (input.authentication?.kind ?? 'none') !== 'none';
 }
 
 /** The answer for a request that must not go on (forged, stale, or not checkable); none when it is verified. */

@@ -3,6 +3,7 @@ import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctio
 import type { HoldRequest, KeyStore } from '../../lib/store/contract';
 import { MAX_HOLD_MS } from '../../lib/store/rules';
 import { OUTCOME_HEADER } from '../../lib/webhook/answers';
+import { storedAnswer } from '../../lib/webhook/storedAnswer';
 import { runsInQueueMode } from './embeddedFile';
 import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isTriggerType, judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
@@ -239,7 +240,11 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	for (const entry of outcomes.fail) groupOf(entry.reservation.reserveNode)?.group.fail.push(entry);
 	// The trigger's event is answered by the workflow's last node: its copies get that answer back.
 	const answeredByLastNode = (reservation: Reservation) => isTriggerType(watch.workflow.nodes?.[reservation.reserveNode]?.type);
-	const lastAnswer = lastNodeAnswer(run);
+	const triggers = [...watch.stores.keys()].filter((name) => isTriggerType(watch.workflow.nodes?.[name]?.type));
+	const ownerTokens = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].map(
+		(reservation) => reservation.ownerToken,
+	);
+	const lastAnswer = storedAnswer(lastNodeAnswer(run), { ...triggerRequest(run, triggers), ownerTokens }) as IDataObject | undefined;
 	for (const [open, group] of byStore) {
 		const store = await open();
 		if (group.hold.length > 0) await store.hold(group.hold);
@@ -287,13 +292,22 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	}
 	if (outcomes.fail.length === 0) {
 		// The trigger answers its own event (n8n waits for this answer): the last node's, as the copies get it.
-		const startedByTrigger = [...watch.stores.keys()].some((name) => isTriggerType(watch.workflow.nodes?.[name]?.type));
-		return startedByTrigger && outcomes.hold.length === 0 ? { statusCode: 200, body: lastAnswer ?? {} } : undefined;
+		return triggers.length > 0 && outcomes.hold.length === 0 ? { statusCode: 200, body: lastAnswer ?? {} } : undefined;
 	}
 	return {
 		statusCode: 500,
+		headers: { [OUTCOME_HEADER]: 'failed' },
 		body: { message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.` },
 	};
+}
+
+/** The request the trigger's item carries (its headers and query): what the stored answer must not give away. */
+function triggerRequest(run: IRun, triggers: string[]): { headers?: unknown; query?: unknown } {
+	for (const name of triggers) {
+		const json = run.data.resultData.runData[name]?.[0]?.data?.main?.[0]?.[0]?.json;
+		if (json) return { headers: json.headers, query: json.query };
+	}
+	return {};
 }
 
 /**

@@ -14,17 +14,18 @@ import { BACKENDS, freshStore, type StoreFixture } from '../support/stores';
 const SECRET = 'whsec_integration';
 const NOW_SECONDS = Math.floor(Date.now() / 1000);
 
-async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string): Promise<WebhookDecision> {
+/** A delivery signed with the secret, or sent to an unsigned trigger (Signature Scheme None, no authentication). */
+async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string, unsigned = false): Promise<WebhookDecision> {
 	const rawBody = Buffer.from(body);
 	const signature = createHmac('sha256', SECRET).update(`${NOW_SECONDS}.`).update(rawBody).digest('hex');
 	return await decideWebhook({
 		request: {
 			method: 'POST',
-			headers: { 'content-type': 'application/json', 'stripe-signature': `t=${NOW_SECONDS},v1=${signature}` },
+			headers: { 'content-type': 'application/json', ...(unsigned ? {} : { 'stripe-signature': `t=${NOW_SECONDS},v1=${signature}` }) },
 			rawBody,
 			query: {},
 		},
-		verification: { scheme: 'stripe', secrets: () => [SECRET] },
+		verification: unsigned ? { scheme: 'none' } : { scheme: 'stripe', secrets: () => [SECRET] },
 		keySettings: {
 			key: { strategy: 'preset', preset: 'stripe', onMissingKey: 'error' },
 			mode: 'lease',
@@ -66,6 +67,28 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 		expect(afterwards).toMatchObject({
 			answer: { status: 200, body: { received: true }, headers: { [OUTCOME_HEADER]: 'duplicate', [FIRST_EXECUTION_HEADER]: '901' } },
 		});
+	});
+
+	it('replays an answer stored with request headers and the idempotency object without them, and none to an unsigned caller', async () => {
+		const body = '{"id":"evt_stored_headers"}';
+		const first = await deliver(fixture, body);
+		if (!('start' in first)) throw new Error(`expected a start, got ${JSON.stringify(first.answer)}`);
+		const ownerToken = first.start.idempotency.ownerToken as string;
+		await fixture.store.complete([
+			{
+				key: 'evt:evt_stored_headers',
+				ownerToken,
+				response: { received: true, headers: { authorization: 'Bearer sk_live_stored' }, idempotency: { ownerToken } },
+			},
+		]);
+		await fixture.update('evt:evt_stored_headers', { executionId: '902' });
+
+		const signed = await deliver(fixture, body);
+		expect(signed).toMatchObject({ answer: { status: 200, headers: { [FIRST_EXECUTION_HEADER]: '902' } } });
+		expect((signed as Extract<WebhookDecision, { answer: unknown }>).answer.body).toEqual({ received: true });
+		const unsigned = await deliver(fixture, body, true);
+		expect(unsigned).toMatchObject({ answer: { status: 200, body: { status: 'duplicate' }, headers: { [OUTCOME_HEADER]: 'duplicate' } } });
+		expect(unsigned).not.toHaveProperty(['answer', 'headers', FIRST_EXECUTION_HEADER]);
 	});
 
 	it('starts one execution for two deliveries of one event at once', async () => {

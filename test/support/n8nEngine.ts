@@ -9,6 +9,7 @@ import {
 	type ICredentialsHelper,
 	type IDataObject,
 	type IExecuteFunctions,
+	type IExecuteResponsePromiseData,
 	type INodeCredentialsDetails,
 	type INode,
 	type INodeExecutionData,
@@ -408,11 +409,14 @@ function loadedWorkflow(workflowData: IWorkflowBase, staticData?: IDataObject): 
 
 /** The status codes each execution answered its webhook with, in order (n8n sends the first). */
 export const webhookAnswers = new Map<string, number[]>();
+/** The answers themselves (status, headers, body), in the same order. */
+export const webhookResponses = new Map<string, IExecuteResponsePromiseData[]>();
 
 function hooksRecordingAnswers(mode: WorkflowExecuteMode, executionId: string, workflowData: IWorkflowBase): ExecutionLifecycleHooks {
 	const hooks = new ExecutionLifecycleHooks(mode, executionId, workflowData);
 	hooks.addHandler('sendResponse', (response) => {
 		webhookAnswers.set(executionId, [...(webhookAnswers.get(executionId) ?? []), Number(response.statusCode ?? 200)]);
+		webhookResponses.set(executionId, [...(webhookResponses.get(executionId) ?? []), response]);
 	});
 	return hooks;
 }

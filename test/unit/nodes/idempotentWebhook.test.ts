@@ -21,20 +21,30 @@ import { MANUAL_TEST_PREFIX } from '../../../lib/keys/deriveKey';
 import { sha256Hex } from '../../../lib/keys/sha256';
 import { DELIVERY_ANSWERS } from '../../../lib/store/rules';
 import type { AnswerCounts } from '../../../lib/types';
-import { DELIVERY_LOG_MESSAGE, FIRST_EXECUTION_HEADER } from '../../../lib/webhook/answers';
+import { DELIVERY_LOG_MESSAGE, FIRST_EXECUTION_HEADER, OUTCOME_HEADER } from '../../../lib/webhook/answers';
 import { IdempotentWebhook } from '../../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { executionStarted } from '../../../nodes/IdempotentWebhook/unstartedExecutions';
 import { genericHmacProperties } from '../../../nodes/shared/genericHmac';
 import { forgetKeptSigningSecrets } from '../../../nodes/shared/signingSecret';
 import { WebhookSignatureVerify } from '../../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { embeddedModule } from '../../support/storeTargets';
-import { credentialsHelperReading, engineBase, executeInProcess, inProcessWorkflow, nodeTypes, packageNode } from '../../support/n8nEngine';
+import {
+	credentialsHelperReading,
+	engineBase,
+	executeInProcess,
+	inProcessWorkflow,
+	nodeTypes,
+	packageNode,
+	webhookResponses,
+} from '../../support/n8nEngine';
 
 // The trigger's webhook() in n8n-core's own WebhookContext, over a real HTTP exchange: it answers
 // by itself (the response written, no workflow data) or hands n8n one item to start an execution,
 // and never throws. The embedded store is a real file under a temporary n8n folder.
 
 const SECRET = 'whsec_node_test';
+const BASIC_USER = 'provider';
+const BASIC_PASSWORD = 'basic-password-never-stored';
 const signingSecret: { data: ICredentialDataDecryptedObject | Error } = { data: { secret: SECRET } };
 
 /** The signing secret as n8n's credentials helper reads it, or the error n8n gives. */
@@ -43,6 +53,7 @@ const credentialReads: string[] = [];
 function credentialsHelper(): ICredentialsHelper {
 	return credentialsHelperReading(async (_details, type) => {
 		credentialReads.push(type);
+		if (type === 'idempotentWebhookBasicAuthApi') return { user: BASIC_USER, password: BASIC_PASSWORD };
 		if (type !== 'webhookSignatureApi') throw new Error(`No credential of type ${type}`);
 		if (signingSecret.data instanceof Error) throw signingSecret.data;
 		return signingSecret.data;
@@ -404,6 +415,73 @@ describe('Idempotent Webhook: what it keeps about each delivery', () => {
 			executionId: 'exec-4711',
 			duplicateCount: 1,
 		});
+	});
+});
+
+describe('Idempotent Webhook: the answer stored for copies', () => {
+	const keyFile = () => path.join(n8nFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+	const basicTrigger = packageNode(
+		'Idempotent Webhook',
+		'idempotentWebhook',
+		{ path: 'orders', scheme: 'none', authentication: 'basicAuth', store: 'embedded', keySource: 'auto', mode: 'lease' },
+		{ credentials: { idempotentWebhookBasicAuthApi: { id: 'basic', name: 'Basic' } } },
+	);
+	const AUTHORIZATION = `Basic ${Buffer.from(`${BASIC_USER}:${BASIC_PASSWORD}`).toString('base64')}`;
+	const postWithBasicAuth = async (body: string) =>
+		await fetch(`${baseUrl}/webhook/orders?source=test`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', authorization: AUTHORIZATION, cookie: 'session=cookie-never-stored' },
+			body,
+		});
+	/** Runs the started execution with the trigger as its last node, as No Operation or Edit Fields pass its item on. */
+	const runStarted = async (executionId: string, after: INode[] = [], connections = {}) => {
+		const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
+		const started = { ...basicTrigger, name: 'Webhook' };
+		const { run } = await executeInProcess(
+			inProcessWorkflow('wf-trigger', [started, ...after], connections),
+			executionId,
+			[item],
+			engineBase(credentialsHelper()),
+		);
+		return { run, ownerToken: (item.json.idempotency as { ownerToken: string }).ownerToken };
+	};
+
+	it('stores and replays neither the request headers (the Basic credential) nor the idempotency object: the first answer and every copy get the same body', async () => {
+		activeTrigger = basicTrigger;
+		const body = '{"id":"evt_answer_headers","amount":5}';
+		const first = await postWithBasicAuth(body);
+		expect(first.status).toBe(200);
+		const { ownerToken } = await runStarted('exec-answer-headers');
+		const [answered] = webhookResponses.get('exec-answer-headers')!;
+
+		const copy = await postWithBasicAuth(body);
+		expect(copy.status).toBe(200);
+		expect(copy.headers.get(OUTCOME_HEADER)).toBe('duplicate');
+		const replayed = (await copy.json()) as unknown;
+		const stored = (await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys(['evt:evt_answer_headers'])).get(
+			'evt:evt_answer_headers',
+		);
+
+		expect(stored?.status).toBe('completed');
+		for (const kept of [answered.body, replayed, stored?.response]) {
+			expect(kept).toEqual({ query: { source: 'test' }, body: { id: 'evt_answer_headers', amount: 5 } });
+			const text = JSON.stringify(kept);
+			for (const secret of [AUTHORIZATION, BASIC_PASSWORD, 'cookie-never-stored', ownerToken]) expect(text).not.toContain(secret);
+		}
+	});
+
+	it('answers a failed step 500 with x-idempotency-outcome: failed, as the webhook template does', async () => {
+		activeTrigger = basicTrigger;
+		await postWithBasicAuth('{"id":"evt_answer_failed"}');
+		const failing = packageNode('Failing Step', 'testFailingStep', { shape: 'code' });
+		await runStarted('exec-answer-failed', [failing], { Webhook: { main: [[{ node: 'Failing Step', type: 'main', index: 0 }]] } });
+
+		const [answer] = webhookResponses.get('exec-answer-failed')!;
+		expect(answer).toMatchObject({ statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' } });
+		expect(
+			(await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys(['evt:evt_answer_failed'])).get('evt:evt_answer_failed')
+				?.status,
+		).toBe('failed');
 	});
 });
 

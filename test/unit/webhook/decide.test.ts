@@ -108,6 +108,65 @@ describe('decideWebhook', () => {
 		expect(answer.headers).not.toHaveProperty(FIRST_EXECUTION_HEADER);
 	});
 
+	it('replays a stored answer that holds request headers and the idempotency object without them', async () => {
+		const first = startOf(await deliver('{"id":"evt_old_answer"}'));
+		const ownerToken = first.idempotency.ownerToken as string;
+		await fixture.store.complete([
+			{
+				key: 'evt:evt_old_answer',
+				ownerToken,
+				response: {
+					headers: { authorization: 'Basic cHJvdmlkZXI6c2VjcmV0' },
+					body: { id: 'evt_old_answer' },
+					idempotency: { key: 'evt:evt_old_answer', ownerToken },
+				},
+			},
+		]);
+
+		const answer = answerOf(await deliver('{"id":"evt_old_answer"}'));
+
+		expect(answer).toMatchObject({ status: 200, headers: { [OUTCOME_HEADER]: 'duplicate' } });
+		expect(answer.body).toEqual({ body: { id: 'evt_old_answer' } });
+	});
+
+	describe('an unsigned trigger', () => {
+		const unsigned = { headers: { 'content-type': 'application/json' }, verification: { scheme: 'none' as const } };
+		const completeWithAnswer = async (id: string) => {
+			const first = startOf(await deliver(`{"id":"${id}"}`, unsigned));
+			await fixture.store.complete([
+				{ key: `evt:${id}`, ownerToken: first.idempotency.ownerToken as string, response: { received: true, customer: 'cus_private' } },
+			]);
+			await fixture.update(`evt:${id}`, { executionId: '4711' });
+		};
+
+		it('answers a copy from a caller nothing verified 200 {"status":"duplicate"}: never the stored answer or the first execution', async () => {
+			await completeWithAnswer('evt_unsigned_done');
+
+			const answer = answerOf(await deliver('{"id":"evt_unsigned_done"}', unsigned));
+
+			expect(answer.status).toBe(200);
+			expect(answer.body).toEqual({ status: 'duplicate' });
+			expect(answer.headers[OUTCOME_HEADER]).toBe('duplicate');
+			expect(answer.headers).not.toHaveProperty(FIRST_EXECUTION_HEADER);
+		});
+
+		it('replays the stored answer to a caller that passed authentication', async () => {
+			await completeWithAnswer('evt_unsigned_authenticated');
+			const authentication = { kind: 'header' as const, credentials: async () => ({ name: 'x-api-key', value: 'k-123' }) };
+
+			const answer = answerOf(
+				await deliver('{"id":"evt_unsigned_authenticated"}', {
+					...unsigned,
+					authentication,
+					headers: { 'content-type': 'application/json', 'x-api-key': 'k-123' },
+				}),
+			);
+
+			expect(answer.body).toEqual({ received: true, customer: 'cus_private' });
+			expect(answer.headers).toMatchObject({ [OUTCOME_HEADER]: 'duplicate', [FIRST_EXECUTION_HEADER]: '4711' });
+		});
+	});
+
 	it('names no first execution whose stored id could not be sent as a header value', async () => {
 		const first = startOf(await deliver('{"id":"evt_odd_execution"}'));
 		await fixture.store.complete([{ key: 'evt:evt_odd_execution', ownerToken: first.idempotency.ownerToken as string }]);

@@ -1,0 +1,123 @@
+import { storableText } from '../store/storableValues';
+
+/*
+ * The one rule for the answer the Idempotent Webhook trigger stores with a completed key and
+ * replays to every copy of the event for the retention period. The answer is the last node's first
+ * item, and a node that passes the trigger's item on (No Operation, Edit Fields, an If branch)
+ * passes on the request's headers — with Basic or Header authentication the trigger's own
+ * credential — and the `idempotency` object with its owner token. None of that is kept.
+ */
+
+/** Largest answer kept, as JSON text (UTF-8 bytes): every copy of the event carries it back. */
+export const MAX_STORED_ANSWER_BYTES = 64 * 1024;
+
+/** What is kept instead of an answer over the cap, or one that has no JSON form (circular, too deep). */
+export const ANSWER_NOT_KEPT: Readonly<{ status: 'completed' }> = Object.freeze({ status: 'completed' });
+
+/**
+ * Members never kept, at any depth, compared without case, `-` or `_`: the request's headers (a
+ * copy of them anywhere in the item), the reservation with its owner token, and the members that
+ * carry a credential by name.
+ */
+const DROPPED_MEMBERS = new Set([
+	'headers',
+	'rawheaders',
+	'idempotency',
+	'ownertoken',
+	'authorization',
+	'proxyauthorization',
+	'cookie',
+	'setcookie',
+]);
+
+/** Request headers and query parameters whose values are credentials: none of their text is kept. */
+const CREDENTIAL_NAME = /auth|token|secret|signature|hmac|password|passwd|cookie|session|api-?key|apikey/i;
+
+/** Secrets shorter than this are dropped only where a string is exactly them (a short one would match ordinary text). */
+const MIN_CONTAINED_SECRET = 8;
+
+/** What the answer must not give away: the request as the trigger's item carries it, and the owner tokens. */
+export interface AnswerRequest {
+	/** The request's headers, as on the trigger's item. */
+	headers?: unknown;
+	/** The request's query parameters, as on the trigger's item. */
+	query?: unknown;
+	ownerTokens?: readonly unknown[];
+}
+
+/**
+ * The answer as it may be sent and stored: without the members above; without any string carrying a
+ * credential of the request (a header value copied into a field of another name) or an owner token;
+ * text repaired as the store repairs it (NUL, lone surrogates), BigInts as digit strings; and
+ * ANSWER_NOT_KEPT instead of one over MAX_STORED_ANSWER_BYTES or without a JSON form. Undefined
+ * when there is no answer. Applied where the answer is stored and again where it is replayed: an
+ * answer already in the store is replayed by the same rule.
+ */
+export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unknown {
+	if (answer === undefined) return undefined;
+	const secrets = secretsOf(request);
+	const leaks = (text: string) =>
+		secrets.some((secret) => text === secret || (secret.length >= MIN_CONTAINED_SECRET && text.includes(secret)));
+	let json: string | undefined;
+	try {
+		// The replacer sees every value after toJSON (dates, buffers), so nothing reaches the text unchecked.
+		json = JSON.stringify(answer, (_key, member: unknown) => {
+			if (typeof member === 'string') {
+				const text = storableText(member).text;
+				return leaks(text) ? undefined : text;
+			}
+			if (typeof member === 'bigint') return member.toString();
+			if (member !== null && typeof member === 'object' && !Array.isArray(member)) return keptMembers(member as Record<string, unknown>);
+			return member;
+		});
+	} catch {
+		// Circular, or nested deeper than JSON can be written.
+		return { ...ANSWER_NOT_KEPT };
+	}
+	if (json === undefined) return undefined;
+	if (Buffer.byteLength(json, 'utf8') > MAX_STORED_ANSWER_BYTES) return { ...ANSWER_NOT_KEPT };
+	return JSON.parse(json) as unknown;
+}
+
+/** A copy without the dropped members, names repaired; own members only, `__proto__` kept as a member. */
+function keptMembers(value: Record<string, unknown>): Record<string, unknown> {
+	const copy: Record<string, unknown> = {};
+	for (const key of Object.keys(value)) {
+		const name = storableText(key).text;
+		if (DROPPED_MEMBERS.has(name.toLowerCase().replace(/[-_]/g, ''))) continue;
+		Object.defineProperty(copy, name, { value: value[key], enumerable: true, writable: true, configurable: true });
+	}
+	return copy;
+}
+
+/** Every text that would give a credential away: credential headers' and query parameters' values, their parts, owner tokens. */
+function secretsOf(request: AnswerRequest): string[] {
+	const secrets = new Set<string>();
+	const add = (text: string) => {
+		const trimmed = text.trim();
+		if (trimmed !== '') secrets.add(storableText(trimmed).text);
+	};
+	for (const token of request.ownerTokens ?? []) if (typeof token === 'string') add(token);
+	for (const source of [request.headers, request.query]) {
+		if (source === null || typeof source !== 'object') continue;
+		for (const [name, value] of Object.entries(source as Record<string, unknown>)) {
+			if (!CREDENTIAL_NAME.test(name)) continue;
+			for (const text of [value].flat()) if (typeof text === 'string') credentialParts(text).forEach(add);
+		}
+	}
+	return [...secrets];
+}
+
+/** The value, the credential after its scheme ("Basic …", "Bearer …"), and Basic's decoded user:password and password. */
+function credentialParts(value: string): string[] {
+	const parts = [value];
+	const scheme = /^\s*(\S+)\s+(\S+)\s*$/.exec(value);
+	if (!scheme) return parts;
+	parts.push(scheme[2]);
+	if (scheme[1].toLowerCase() === 'basic') {
+		const decoded = Buffer.from(scheme[2], 'base64').toString('utf8');
+		const separator = decoded.indexOf(':');
+		if (separator >= 0) parts.push(decoded, decoded.slice(separator + 1));
+	}
+	return parts;
+}

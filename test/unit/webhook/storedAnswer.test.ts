@@ -1,0 +1,124 @@
+import { ANSWER_NOT_KEPT, MAX_STORED_ANSWER_BYTES, storedAnswer } from '../../../lib/webhook/storedAnswer';
+
+// The answer the Idempotent Webhook trigger keeps with a completed key and replays to every copy:
+// the last node's first item, which often is the trigger's own item passed on.
+
+const OWNER_TOKEN = '5441e7d4-ee3c-46a8-9a36-543f2aaf7be7';
+const BASIC = `Basic ${Buffer.from('provider:s3cret-password').toString('base64')}`;
+const request = {
+	headers: {
+		'content-type': 'application/json',
+		authorization: BASIC,
+		'x-api-key': 'key_live_abcdef123456',
+		'stripe-signature': 't=1700000000,v1=abc123def456',
+		'idempotency-key': 'evt_1',
+	},
+	query: { source: 'test', token: 'query-token-123456' },
+	ownerTokens: [OWNER_TOKEN],
+};
+/** The trigger's item as a node that passes it on gives it. */
+const triggerItem = {
+	headers: request.headers,
+	query: request.query,
+	body: { id: 'evt_1', amount: 5 },
+	idempotency: { key: 'evt:evt_1', ownerToken: OWNER_TOKEN, outcome: 'new' },
+};
+
+describe('storedAnswer', () => {
+	it('keeps neither the request headers nor the idempotency object of the trigger item passed on', () => {
+		expect(storedAnswer(triggerItem, request)).toEqual({ query: { source: 'test' }, body: { id: 'evt_1', amount: 5 } });
+	});
+
+	it('drops copies of the headers, the reservation and credential members at any depth, whatever their case', () => {
+		const answer = {
+			ok: true,
+			request: { Headers: request.headers, nested: [{ rawHeaders: ['authorization', BASIC] }, { idempotency: triggerItem.idempotency }] },
+			Owner_Token: OWNER_TOKEN,
+			'Set-Cookie': 'sid=1',
+			Authorization: 'anything',
+			cookie: 'anything',
+		};
+
+		expect(storedAnswer(answer, request)).toEqual({ ok: true, request: { nested: [{}, {}] } });
+	});
+
+	it('drops any text that carries a credential of the request or an owner token, under whatever name', () => {
+		const answer = {
+			auth: BASIC,
+			bearer: 'key_live_abcdef123456',
+			quoted: `the header was ${BASIC}`,
+			credential: BASIC.slice('Basic '.length),
+			decoded: 'provider:s3cret-password',
+			password: 's3cret-password',
+			signature: 't=1700000000,v1=abc123def456',
+			fromQuery: 'query-token-123456',
+			token: `owner ${OWNER_TOKEN}`,
+			list: ['kept', BASIC],
+		};
+
+		expect(storedAnswer(answer, request)).toEqual({ list: ['kept', null] });
+	});
+
+	it('keeps what only looks like the request: its ordinary headers, the key header, short values elsewhere', () => {
+		const answer = { received: true, eventKey: 'evt:evt_1', idempotencyKey: 'evt_1', type: 'application/json', note: 'Basic' };
+
+		expect(storedAnswer(answer, request)).toEqual(answer);
+	});
+
+	it('keeps an answer up to the cap; over it, or without a JSON form, only {"status":"completed"}', () => {
+		const filler = (bytes: number) => ({ text: 'x'.repeat(bytes - '{"text":""}'.length) });
+		const circular: Record<string, unknown> = { a: 1 };
+		circular.self = circular;
+		let deep: unknown = {};
+		for (let level = 0; level < 100_000; level++) deep = { deep };
+
+		expect(storedAnswer(filler(MAX_STORED_ANSWER_BYTES))).toEqual(filler(MAX_STORED_ANSWER_BYTES));
+		expect(storedAnswer(filler(MAX_STORED_ANSWER_BYTES + 1))).toEqual(ANSWER_NOT_KEPT);
+		// Multi-byte text counts in UTF-8 bytes, and binary data in the item's JSON counts as its JSON form.
+		expect(storedAnswer({ text: 'é'.repeat(MAX_STORED_ANSWER_BYTES / 2) })).toEqual(ANSWER_NOT_KEPT);
+		expect(storedAnswer({ data: Buffer.alloc(MAX_STORED_ANSWER_BYTES / 2) })).toEqual(ANSWER_NOT_KEPT);
+		expect(storedAnswer(circular)).toEqual(ANSWER_NOT_KEPT);
+		expect(storedAnswer(deep)).toEqual(ANSWER_NOT_KEPT);
+		expect(ANSWER_NOT_KEPT).toEqual({ status: 'completed' });
+	});
+
+	it('gives what JSON cannot hold its JSON form: BigInts as digits, dates as text, functions and undefined left out', () => {
+		const answer = {
+			big: 12345678901234567891n,
+			at: new Date(Date.UTC(2024, 0, 2)),
+			fn: () => 1,
+			none: undefined,
+			small: Buffer.from('hi'),
+		};
+
+		expect(storedAnswer(answer)).toEqual({
+			big: '12345678901234567891',
+			at: '2024-01-02T00:00:00.000Z',
+			small: { type: 'Buffer', data: [104, 105] },
+		});
+	});
+
+	it('repairs NUL characters and lone surrogates in text and names, as the store would', () => {
+		expect(storedAnswer({ 'a\u0000': 'b\u0000c', d: 'e\uD800f', g: '\uD83D\uDE00' })).toEqual({
+			'a\uFFFD': 'b\uFFFDc',
+			d: 'e\uFFFDf',
+			g: '\uD83D\uDE00',
+		});
+	});
+
+	it('keeps a member named __proto__ as a member, setting no prototype', () => {
+		const answer = JSON.parse('{"__proto__":{"polluted":true},"ok":1}') as Record<string, unknown>;
+
+		const kept = storedAnswer(answer) as Record<string, unknown>;
+
+		expect(Object.hasOwn(kept, '__proto__')).toBe(true);
+		expect((kept as { polluted?: unknown }).polluted).toBeUndefined();
+		expect(JSON.stringify(kept)).toBe('{"__proto__":{"polluted":true},"ok":1}');
+	});
+
+	it('passes on answers that are not objects (stored by Complete), and nothing for no answer', () => {
+		expect(storedAnswer(['a', 1])).toEqual(['a', 1]);
+		expect(storedAnswer('done')).toBe('done');
+		expect(storedAnswer(undefined)).toBeUndefined();
+	});
+});
