@@ -368,8 +368,10 @@ describe('Idempotent Webhook: version 1 in Permanent mode', () => {
 		expect(whileRunning.status).toBe(409);
 		expect(whileRunning.headers.get('x-idempotency-outcome')).toBe('in_progress');
 
+		// n8n runs the execution's start node through execute(), in the process that runs the execution.
+		const started = packageNode('Webhook', 'idempotentWebhook', activeTrigger.parameters, { credentials: trigger.credentials });
 		const { run } = await executeInProcess(
-			inProcessWorkflow('wf-trigger', [activeTrigger], {}),
+			inProcessWorkflow('wf-trigger', [started], {}),
 			'exec-permanent',
 			[item],
 			engineBase(credentialsHelper()),
