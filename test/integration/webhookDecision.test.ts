@@ -14,7 +14,11 @@ import { BACKENDS, freshStore, type StoreFixture } from '../support/stores';
 const SECRET = 'whsec_integration';
 const NOW_SECONDS = Math.floor(Date.now() / 1000);
 
-async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string): Promise<WebhookDecision> {
+async function deliver(
+	fixture: Pick<StoreFixture, 'store'>,
+	body: string,
+	mode: 'lease' | 'permanent' = 'lease',
+): Promise<WebhookDecision> {
 	const rawBody = Buffer.from(body);
 	const signature = createHmac('sha256', SECRET).update(`${NOW_SECONDS}.`).update(rawBody).digest('hex');
 	return await decideWebhook({
@@ -27,7 +31,7 @@ async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string): Prom
 		verification: { scheme: 'stripe', secrets: () => [SECRET] },
 		keySettings: {
 			key: { strategy: 'preset', preset: 'stripe', onMissingKey: 'error' },
-			mode: 'lease',
+			mode,
 			leaseSeconds: 300,
 			retentionSeconds: 86_400,
 		},
@@ -65,6 +69,21 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 		const afterwards = await deliver(fixture, body);
 		expect(afterwards).toMatchObject({
 			answer: { status: 200, body: { received: true }, headers: { [OUTCOME_HEADER]: 'duplicate', [FIRST_EXECUTION_HEADER]: '901' } },
+		});
+	});
+
+	it('Permanent (version 1): answers a copy 409 until the run completed the key, then 200 duplicate', async () => {
+		const body = '{"id":"evt_permanent"}';
+
+		const first = await deliver(fixture, body, 'permanent');
+		if (!('start' in first)) throw new Error(`expected a start, got ${JSON.stringify(first.answer)}`);
+		expect(await deliver(fixture, body, 'permanent')).toMatchObject({
+			answer: { status: 409, headers: { [OUTCOME_HEADER]: 'in_progress' } },
+		});
+
+		await fixture.store.complete([{ key: 'evt:evt_permanent', ownerToken: first.start.idempotency.ownerToken as string }]);
+		expect(await deliver(fixture, body, 'permanent')).toMatchObject({
+			answer: { status: 200, body: { status: 'duplicate' }, headers: { [OUTCOME_HEADER]: 'duplicate' } },
 		});
 	});
 
