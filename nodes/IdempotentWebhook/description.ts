@@ -33,7 +33,7 @@ export const SHARE_KEYS_ACROSS_WORKFLOWS: INodeProperties = {
 	type: 'boolean',
 	default: false,
 	description:
-		'Whether workflows on the same store share keys, so an event runs in only one of them (keys as in version 1). Off: keys start with wf:<workflow ID>:, so two workflows receiving one event both run it.',
+		"Whether workflows on the same store share keys, so an event runs in only one of them (keys as in version 1). Off: each key starts with wf: and this workflow's ID, so two workflows receiving one event both run it.",
 };
 
 /** The Options collection: the options the trigger reads, as Reserve names them (Reserve's others are not offered yet). */

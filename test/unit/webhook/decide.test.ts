@@ -119,11 +119,11 @@ describe('decideWebhook', () => {
 		expect(answer.headers).not.toHaveProperty(FIRST_EXECUTION_HEADER);
 	});
 
-	describe('Permanent mode (the trigger\'s version 1)', () => {
+	describe("Permanent mode (the trigger's version 1)", () => {
 		const PERMANENT: Omit<KeySettings, 'key'> = { mode: 'permanent', leaseSeconds: 300, retentionSeconds: 86_400 };
 		const permanent = async (body: string) => await deliver(body, { keySettings: { ...PERMANENT, key: EVENT_ID } });
 
-		it('answers a copy 409 while the first delivery\'s run has not ended: its key is not completed by its run yet', async () => {
+		it("answers a copy 409 while the first delivery's run has not ended: its key is not completed by its run yet", async () => {
 			startOf(await permanent('{"id":"evt_permanent_busy"}'));
 
 			const answer = answerOf(await permanent('{"id":"evt_permanent_busy"}'));
@@ -138,7 +138,9 @@ describe('decideWebhook', () => {
 			expect(answerOf(await permanent('{"id":"evt_permanent_done"}'))).toMatchObject({ status: 200, body: { status: 'duplicate' } });
 
 			const failed = startOf(await permanent('{"id":"evt_permanent_failed"}'));
-			await fixture.store.fail([{ key: 'evt:evt_permanent_failed', ownerToken: failed.idempotency.ownerToken as string, error: 'step failed' }]);
+			await fixture.store.fail([
+				{ key: 'evt:evt_permanent_failed', ownerToken: failed.idempotency.ownerToken as string, error: 'step failed' },
+			]);
 			expect(startOf(await permanent('{"id":"evt_permanent_failed"}')).idempotency).toMatchObject({ outcome: 'new', attempts: 2 });
 		});
 	});
