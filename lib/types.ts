@@ -26,6 +26,11 @@ export interface IdempotencyRecord {
 	lastError: string | null;
 	/** Whether a lease was still running when the record was read. */
 	leaseActive: boolean;
+	/**
+	 * Whether its owner completed it (Complete ran). Only the reserve statement's full record says:
+	 * a Permanent key is `completed` from its reservation on, so its status cannot tell.
+	 */
+	effectCompleted?: boolean;
 }
 
 export type ReservationOutcome = 'new' | 'duplicate' | 'in_progress';

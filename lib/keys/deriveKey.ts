@@ -30,6 +30,11 @@ export interface KeyConfig {
 	fieldPrefix?: string;
 	/** Prepended as `<scope>:` so one table can serve many flows or tenants. */
 	scope?: string;
+	/**
+	 * Keys of this workflow only: `wf:<id>:` goes before the scope, so two workflows receiving the
+	 * same event never take each other's key. Absent: keys are shared by whoever derives them alike.
+	 */
+	workflowId?: string;
 	/** An editor (manual) run: the key goes under MANUAL_TEST_PREFIX, apart from every real key. */
 	manualTest?: boolean;
 	onMissingKey: OnMissingKey;
@@ -114,6 +119,7 @@ export function validateKeyConfig(config: KeyConfig): void {
 		validatePrefix(config.fieldPrefix, 'field key prefix');
 	}
 	validateScope(config.scope);
+	validateWorkflowId(config.workflowId);
 	if (!KEY_STRATEGIES.includes(config.strategy)) {
 		throw new InvalidConfigurationError(`Unknown key source ${JSON.stringify(config.strategy)}.`);
 	}
@@ -125,6 +131,15 @@ export function validateKeyConfig(config: KeyConfig): void {
 /** Refuses a scope (which may come from a per-item expression) that is too long or not exact text. */
 export function validateScope(scope: string | undefined): void {
 	validatePrefix(scope, 'key scope');
+}
+
+/** A workflow's keys need its id: without one they would be everyone's. */
+function validateWorkflowId(workflowId: string | undefined): void {
+	if (workflowId === undefined) return;
+	if (typeof workflowId !== 'string' || workflowId.trim() === '') {
+		throw new InvalidConfigurationError('The workflow has no ID to keep its keys apart: save the workflow first.');
+	}
+	validatePrefix(workflowId, 'workflow ID');
 }
 
 function validatePrefix(prefix: string | undefined, what: string): void {
@@ -142,6 +157,7 @@ function validatePrefix(prefix: string | undefined, what: string): void {
  */
 export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	validateScope(config.scope);
+	validateWorkflowId(config.workflowId);
 	const found = findStableId(input, config);
 	if (found) {
 		assertExactText(found.key, `key from ${describeExpectedKey(config)}`);
@@ -286,7 +302,7 @@ function exactNumberText(rawBody: Buffer | undefined, path: readonly PathStep[],
 }
 
 function finish(key: string, keySource: KeySourceLabel, config: KeyConfig): DerivedKey {
-	const scoped = scopePrefix(config.scope);
+	const scoped = workflowPrefix(config.workflowId) + scopePrefix(config.scope);
 	if ((scoped + key).startsWith(MANUAL_TEST_PREFIX)) {
 		throw new UnusableKeyError(
 			`The key starts with "${MANUAL_TEST_PREFIX}", which is kept for keys reserved by manual runs in the editor. Use another scope or prefix. The item was not reserved.`,
@@ -301,6 +317,10 @@ function finish(key: string, keySource: KeySourceLabel, config: KeyConfig): Deri
 
 function manualFlag(config: KeyConfig): Pick<DerivedKey, 'manualTest'> {
 	return config.manualTest ? { manualTest: true } : {};
+}
+
+function workflowPrefix(workflowId: string | undefined): string {
+	return workflowId === undefined ? '' : `wf:${workflowId.trim()}:`;
 }
 
 function scopePrefix(scope: string | undefined): string {

@@ -119,7 +119,11 @@ export class DriverKeyStore implements KeyStore {
 			if (distinct !== undefined) rowOfDistinct[distinct] = row;
 		}
 		const records = rowOfDistinct.map((row) =>
-			row === undefined ? undefined : compact ? toCompactRecord(row, read) : toRecord(row, read),
+			row === undefined
+				? undefined
+				: compact
+					? toCompactRecord(row, read)
+					: { ...toRecord(row, read), effectCompleted: Boolean(read.value(row, 'effect_completed')) },
 		);
 		return requests.map((request, index) => {
 			const distinct = distinctOfRequest[index];

@@ -8,7 +8,7 @@ import {
 import type { HeaderBag } from '../headers';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type KeyConfig, type KeyInput } from '../keys/deriveKey';
 import { evidenceOutput, idempotencyOutput } from '../pipeline/idempotencyOutput';
-import { keyedEntry, reserveAll, routeOf } from '../pipeline/steps';
+import { keyedEntry, reserveAll, routeOf, type ReservationRoute } from '../pipeline/steps';
 import { verifySignature, type GenericHmacOptions, type SignatureScheme } from '../signature';
 import type { KeyStore } from '../store/contract';
 import type { DeliveryAnswer, ItemJson, ReservationMode, ReservationResult } from '../types';
@@ -191,7 +191,7 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 	}
 
 	const { result } = reserved;
-	const route = routeOf(result, keySettings.mode);
+	const route = triggerRoute(result as ReservationResult, keySettings.mode);
 	if (route === 'inProgress') return answered('in_progress', { status: 'in_progress' }, result.key);
 	if (route === 'duplicate') {
 		// Anyone who knows an event's id could read its stored answer: only a verified caller gets it.
@@ -222,6 +222,17 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 /** Whether the caller proved who it is: a signature verified, or authentication passed (both are checked before this is asked). */
 function verifiedCaller(input: DecideInput): boolean {
 	return input.verification.scheme !== 'none' || (input.authentication?.kind ?? 'none') !== 'none';
+}
+
+/**
+ * The route of the trigger's reservation. The trigger settles every key it reserves when the
+ * execution ends, so a Permanent key (`completed` from its reservation on) that its owner has not
+ * completed is not done: its run is still going, or it died — the store keeps no lease for a
+ * Permanent key and cannot tell which. Either way the sender must not get a 2xx for it.
+ */
+function triggerRoute(result: ReservationResult, mode: ReservationMode): ReservationRoute {
+	const route = routeOf(result, mode);
+	return route === 'duplicate' && mode === 'permanent' && result.record.effectCompleted === false ? 'inProgress' : route;
 }
 
 /** The answer for a request that must not go on (forged, stale, or not checkable); none when it is verified. */

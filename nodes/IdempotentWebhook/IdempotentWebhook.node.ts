@@ -46,6 +46,7 @@ interface TriggerOptions {
 	onMissingKey?: OnMissingKey;
 	retentionDays?: number;
 	scope?: string;
+	shareKeysAcrossWorkflows?: boolean;
 	tableName?: string;
 }
 
@@ -65,7 +66,9 @@ export class IdempotentWebhook implements INodeType {
 		name: 'idempotentWebhook',
 		icon: { light: 'file:idempotentWebhook.svg', dark: 'file:idempotentWebhook.dark.svg' },
 		group: ['trigger'],
-		version: 1,
+		// Version 2 keys each workflow apart and always takes a lease; version 1 keeps its saved keys and modes.
+		version: [1, 2],
+		defaultVersion: 2,
 		subtitle: `=Key: ${KEY_SOURCE_SUBTITLE}`,
 		description: 'Receive a webhook once: verify it, reserve its event, answer copies and forgeries without running the workflow',
 		defaults: { name: 'Idempotent Webhook' },
@@ -245,7 +248,10 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 	const request = context.getRequestObject();
 	if (request.rawBody === undefined) await request.readRawBody();
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
-	const mode = context.getNodeParameter('mode', 'lease') as ReservationMode;
+	const version = context.getNode().typeVersion;
+	// Version 2 has no Mode: a Permanent key could not tell a copy that its run died.
+	const mode: ReservationMode = version >= 2 ? 'lease' : (context.getNodeParameter('mode', 'lease') as ReservationMode);
+	const workflowId = String(context.getWorkflow().id ?? '');
 	let opened: Promise<KeyStore> | undefined;
 	return {
 		request: {
@@ -257,7 +263,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 		authentication: authenticationSettings(context),
 		verification: verificationSettings(context),
 		keySettings: {
-			key: keyConfig(context, options),
+			key: keyConfig(context, options, version >= 2 && options.shareKeysAcrossWorkflows !== true ? workflowId : undefined),
 			customValue: context.getNodeParameter('keySource', 'auto') === 'custom' ? context.getNodeParameter('customKey', '') : undefined,
 			mode,
 			leaseSeconds: mode === 'lease' ? (context.getNodeParameter('leaseSeconds', 300) as number) : 300,
@@ -266,11 +272,11 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 		// Opened once for the decision and the answer count: each credential read costs n8n an expression isolate.
 		store: async () => await (opened ??= webhookKeyStore(context)),
 		clock: () => new Date(),
-		workflowId: String(context.getWorkflow().id ?? ''),
+		workflowId,
 	};
 }
 
-function keyConfig(context: IWebhookFunctions, options: TriggerOptions): KeyConfig {
+function keyConfig(context: IWebhookFunctions, options: TriggerOptions, workflowId: string | undefined): KeyConfig {
 	const strategy = context.getNodeParameter('keySource', 'auto') as KeyStrategy;
 	return {
 		strategy,
@@ -279,6 +285,7 @@ function keyConfig(context: IWebhookFunctions, options: TriggerOptions): KeyConf
 		fieldPath: strategy === 'field' ? (context.getNodeParameter('keyField', '') as string) : undefined,
 		fieldPrefix: strategy === 'field' ? (context.getNodeParameter('keyPrefix', '') as string) : undefined,
 		scope: options.scope,
+		workflowId,
 		// A call to the editor's test URL: its key goes apart from every real key, so testing never makes the real delivery a duplicate.
 		manualTest: context.getMode() === 'manual',
 		onMissingKey: options.onMissingKey ?? 'bodyHash',

@@ -26,6 +26,28 @@ function triggerSchemeOptions(): INodePropertyOptions[] {
 	];
 }
 
+/** Version 2 keys each workflow apart unless this is on. */
+export const SHARE_KEYS_ACROSS_WORKFLOWS: INodeProperties = {
+	displayName: 'Share Keys Across Workflows',
+	name: 'shareKeysAcrossWorkflows',
+	type: 'boolean',
+	default: false,
+	description:
+		"Whether workflows on the same store share keys, so an event runs in only one of them (keys as in version 1). Off: each key starts with wf: and this workflow's ID, so two workflows receiving one event both run it.",
+};
+
+/** The Options collection: the options the trigger reads, as Reserve names them (Reserve's others are not offered yet). */
+function optionsOf(names: readonly string[], extra: INodeProperties[] = []): INodeProperties {
+	return {
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add Option',
+		default: {},
+		options: [...reservationOptionsNamed(names), ...extra].sort((a, b) => a.displayName.localeCompare(b.displayName)),
+	};
+}
+
 export const idempotentWebhookProperties: INodeProperties[] = [
 	{
 		displayName: 'HTTP Method',
@@ -69,25 +91,29 @@ export const idempotentWebhookProperties: INodeProperties[] = [
 	toleranceProperty,
 	...embeddedFirstStoreProperties,
 	...KEY_SOURCE_PROPERTIES,
+	// Version 1 only: Permanent stays for the workflows saved with it; version 2 always takes a lease.
 	{
 		displayName: 'Mode',
 		name: 'mode',
 		type: 'options',
 		noDataExpression: true,
+		displayOptions: { show: { '@version': [1] } },
 		options: [
-			{ name: 'Permanent', value: 'permanent', description: 'Final at once: a copy of the event is a duplicate' },
+			{
+				name: 'Permanent (No Retry After a Crash)',
+				value: 'permanent',
+				description:
+					'No lease. A copy while the run goes is answered 409; a failed run is retried; a run that dies before it ends is never run again, and its copies get 409 until the key expires.',
+			},
 			{ name: 'Lease', value: 'lease', description: 'Final when settled; a copy while it runs is answered 409' },
 		],
 		default: 'lease',
 	},
-	LEASE_SECONDS_PROPERTY,
+	{ ...LEASE_SECONDS_PROPERTY, displayOptions: { show: { '@version': [1], mode: ['lease'] } } },
+	{ ...LEASE_SECONDS_PROPERTY, displayOptions: { show: { '@version': [2] } } },
+	{ ...optionsOf(['onMissingKey', 'retentionDays', 'scope', 'tableName']), displayOptions: { show: { '@version': [1] } } },
 	{
-		displayName: 'Options',
-		name: 'options',
-		type: 'collection',
-		placeholder: 'Add Option',
-		default: {},
-		// The options the trigger reads, as Reserve names them; Reserve's others are not offered yet.
-		options: reservationOptionsNamed(['onMissingKey', 'retentionDays', 'scope', 'tableName']),
+		...optionsOf(['onMissingKey', 'retentionDays', 'scope', 'tableName'], [SHARE_KEYS_ACROSS_WORKFLOWS]),
+		displayOptions: { show: { '@version': [2] } },
 	},
 ];

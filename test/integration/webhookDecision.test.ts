@@ -15,7 +15,11 @@ const SECRET = 'whsec_integration';
 const NOW_SECONDS = Math.floor(Date.now() / 1000);
 
 /** A delivery signed with the secret, or sent to an unsigned trigger (Signature Scheme None, no authentication). */
-async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string, unsigned = false): Promise<WebhookDecision> {
+async function deliver(
+	fixture: Pick<StoreFixture, 'store'>,
+	body: string,
+	{ unsigned = false, mode = 'lease' }: { unsigned?: boolean; mode?: 'lease' | 'permanent' } = {},
+): Promise<WebhookDecision> {
 	const rawBody = Buffer.from(body);
 	const signature = createHmac('sha256', SECRET).update(`${NOW_SECONDS}.`).update(rawBody).digest('hex');
 	return await decideWebhook({
@@ -28,7 +32,7 @@ async function deliver(fixture: Pick<StoreFixture, 'store'>, body: string, unsig
 		verification: unsigned ? { scheme: 'none' } : { scheme: 'stripe', secrets: () => [SECRET] },
 		keySettings: {
 			key: { strategy: 'preset', preset: 'stripe', onMissingKey: 'error' },
-			mode: 'lease',
+			mode,
 			leaseSeconds: 300,
 			retentionSeconds: 86_400,
 		},
@@ -86,9 +90,24 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 		const signed = await deliver(fixture, body);
 		expect(signed).toMatchObject({ answer: { status: 200, headers: { [FIRST_EXECUTION_HEADER]: '902' } } });
 		expect((signed as Extract<WebhookDecision, { answer: unknown }>).answer.body).toEqual({ received: true });
-		const unsigned = await deliver(fixture, body, true);
+		const unsigned = await deliver(fixture, body, { unsigned: true });
 		expect(unsigned).toMatchObject({ answer: { status: 200, body: { status: 'duplicate' }, headers: { [OUTCOME_HEADER]: 'duplicate' } } });
 		expect(unsigned).not.toHaveProperty(['answer', 'headers', FIRST_EXECUTION_HEADER]);
+	});
+
+	it('Permanent (version 1): answers a copy 409 until the run completed the key, then 200 duplicate', async () => {
+		const body = '{"id":"evt_permanent"}';
+
+		const first = await deliver(fixture, body, { mode: 'permanent' });
+		if (!('start' in first)) throw new Error(`expected a start, got ${JSON.stringify(first.answer)}`);
+		expect(await deliver(fixture, body, { mode: 'permanent' })).toMatchObject({
+			answer: { status: 409, headers: { [OUTCOME_HEADER]: 'in_progress' } },
+		});
+
+		await fixture.store.complete([{ key: 'evt:evt_permanent', ownerToken: first.start.idempotency.ownerToken as string }]);
+		expect(await deliver(fixture, body, { mode: 'permanent' })).toMatchObject({
+			answer: { status: 200, body: { status: 'duplicate' }, headers: { [OUTCOME_HEADER]: 'duplicate' } },
+		});
 	});
 
 	it('starts one execution for two deliveries of one event at once', async () => {

@@ -87,6 +87,7 @@ on conflict (key) do update set
 returning
   -- <full-record>
   duplicate_count, first_seen, expires_at, execution_id, workflow_id, key_source, completed_at, last_error, last_seen,
+  effect_completed_at is not null as effect_completed,
   -- </full-record>
   key, status, attempts, owner_token, payload_hash, response, locked_until,
   coalesce(locked_until > last_seen, 0) as lease_active;

@@ -95,7 +95,7 @@ on conflict (key) do update set
 returning
   -- <full-record>
   e.duplicate_count, e.first_seen, e.last_seen, e.expires_at, e.execution_id, e.workflow_id, e.key_source,
-  e.completed_at, e.last_error,
+  e.completed_at, e.last_error, e.effect_completed_at is not null as effect_completed,
   -- </full-record>
   e.key, e.status, e.attempts, e.owner_token, e.payload_hash, e.response, e.locked_until,
   coalesce(e.locked_until > now(), false) as lease_active;

@@ -66,7 +66,9 @@ const trigger = packageNode(
 	{ path: 'orders', scheme: 'stripe', store: 'embedded', keySource: 'auto', mode: 'lease' },
 	{ credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
 );
-const workflowOf = (node: INode) => new Workflow({ id: 'wf-trigger', nodes: [node], connections: {}, active: true, nodeTypes });
+/** The workflow the server's webhook() calls run in. */
+let activeWorkflowId = 'wf-trigger';
+const workflowOf = (node: INode) => new Workflow({ id: activeWorkflowId, nodes: [node], connections: {}, active: true, nodeTypes });
 /** The trigger node the server's webhook() calls run as. */
 let activeTrigger = trigger;
 
@@ -108,7 +110,7 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
 	} as unknown as IWorkflowExecuteAdditionalData;
 	const webhookData = {
 		webhookDescription: new IdempotentWebhook().description.webhooks![0],
-		workflowId: 'wf-trigger',
+		workflowId: activeWorkflowId,
 		node: activeTrigger.name,
 	} as unknown as IWebhookData;
 	const context = new WebhookContext(workflowOf(activeTrigger), activeTrigger, additionalData, webhookMode, webhookData, [], null);
@@ -152,6 +154,7 @@ afterEach(() => {
 	webhookMode = 'webhook';
 	afterStart = 'started';
 	activeTrigger = trigger;
+	activeWorkflowId = 'wf-trigger';
 });
 
 /** A key's status and attempts in the trigger's key file, once `done` holds (the close handler writes after the answer). */
@@ -305,10 +308,97 @@ describe('Idempotent Webhook: webhook()', () => {
 	});
 });
 
+describe('Idempotent Webhook: version 2 keys each workflow apart', () => {
+	/** The trigger as the node panel adds it now: version 2, every parameter at its default. */
+	const triggerV2 = (parameters: Record<string, unknown> = {}) =>
+		packageNode(
+			'Idempotent Webhook',
+			'idempotentWebhook',
+			{ path: 'orders', ...parameters },
+			{ typeVersion: 2, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
+		);
+	const keyOfStart = () => (lastResult as IWebhookResponseData).workflowData![0][0].json.idempotency as { key: string; outcome: string };
+
+	it('runs one event in each of two workflows at their defaults (Embedded store, no Scope): neither is a copy of the other', async () => {
+		const body = '{"id":"evt_two_workflows"}';
+		activeTrigger = triggerV2();
+
+		activeWorkflowId = 'wf-billing';
+		expect(await (await post(body)).json()).toEqual({ started: true });
+		const billing = keyOfStart();
+		activeWorkflowId = 'wf-analytics';
+		expect(await (await post(body)).json()).toEqual({ started: true });
+		const analytics = keyOfStart();
+
+		expect(billing).toMatchObject({ key: 'wf:wf-billing:evt:evt_two_workflows', outcome: 'new' });
+		expect(analytics).toMatchObject({ key: 'wf:wf-analytics:evt:evt_two_workflows', outcome: 'new' });
+		// Within one workflow a copy is still a copy.
+		expect((await post(body)).status).toBe(409);
+	});
+
+	it('puts the workflow before the Scope, and shares keys across workflows only when asked (then the keys of version 1)', async () => {
+		activeTrigger = triggerV2({ options: { scope: 'stripe' } });
+		activeWorkflowId = 'wf-scoped';
+		await post('{"id":"evt_scoped"}');
+		expect(keyOfStart()).toMatchObject({ key: 'wf:wf-scoped:stripe:evt:evt_scoped', outcome: 'new' });
+
+		const body = '{"id":"evt_shared"}';
+		activeTrigger = triggerV2({ options: { shareKeysAcrossWorkflows: true } });
+		activeWorkflowId = 'wf-shared-1';
+		await post(body);
+		expect(keyOfStart()).toMatchObject({ key: 'evt:evt_shared', outcome: 'new' });
+		activeWorkflowId = 'wf-shared-2';
+		expect((await post(body)).status).toBe(409);
+	});
+
+	it('keeps the keys of version 1 as they were: evt:<id>, shared by every workflow on the store', async () => {
+		const body = '{"id":"evt_version_one"}';
+		activeWorkflowId = 'wf-v1-a';
+		await post(body);
+		expect(keyOfStart()).toMatchObject({ key: 'evt:evt_version_one', outcome: 'new' });
+		activeWorkflowId = 'wf-v1-b';
+		expect((await post(body)).status).toBe(409);
+	});
+
+	it('reserves with a lease in version 2, even when the saved parameters still say Permanent', async () => {
+		activeTrigger = triggerV2({ mode: 'permanent' });
+		activeWorkflowId = 'wf-lease-only';
+		await post('{"id":"evt_v2_lease"}');
+		expect(await storedKey('wf:wf-lease-only:evt:evt_v2_lease', () => true)).toEqual({ status: 'processing', attempts: 1 });
+	});
+});
+
+describe('Idempotent Webhook: version 1 in Permanent mode', () => {
+	it('answers a copy 409 while the first delivery runs, and 200 duplicate once its execution completed the key', async () => {
+		const body = '{"id":"evt_v1_permanent"}';
+		activeTrigger = { ...trigger, parameters: { ...trigger.parameters, mode: 'permanent' } };
+		await post(body);
+		const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
+
+		const whileRunning = await post(body);
+		expect(whileRunning.status).toBe(409);
+		expect(whileRunning.headers.get('x-idempotency-outcome')).toBe('in_progress');
+
+		// n8n runs the execution's start node through execute(), in the process that runs the execution.
+		const started = packageNode('Webhook', 'idempotentWebhook', activeTrigger.parameters, { credentials: trigger.credentials });
+		const { run } = await executeInProcess(
+			inProcessWorkflow('wf-trigger', [started], {}),
+			'exec-permanent',
+			[item],
+			engineBase(credentialsHelper()),
+		);
+		expect(run.data.resultData.error).toBeUndefined();
+		const after = await post(body);
+		expect(after.status).toBe(200);
+		expect(after.headers.get('x-idempotency-outcome')).toBe('duplicate');
+	});
+});
+
 describe('Idempotent Webhook: parameters', () => {
 	const description = new IdempotentWebhook().description;
-	const resolved = (parameters: Record<string, unknown>) =>
-		NodeHelpers.getNodeParameters(description.properties, parameters as never, true, false, null, description)!;
+	const resolved = (parameters: Record<string, unknown>, node: INode = trigger) =>
+		NodeHelpers.getNodeParameters(description.properties, parameters as never, true, false, node, description)!;
+	const atVersion = (typeVersion: number) => ({ ...trigger, typeVersion });
 
 	it('shows the Store parameter, Embedded by default, and a Postgres credential only for Postgres', () => {
 		expect(resolved({})).toMatchObject({
@@ -325,6 +415,38 @@ describe('Idempotent Webhook: parameters', () => {
 		expect(description.credentials?.find((credential) => credential.name === 'idempotencyPostgresApi')?.displayOptions).toEqual({
 			show: { store: ['postgres'] },
 		});
+	});
+
+	it('is version 2 when added from the node panel; version 2 has no Mode (a lease, always) and offers Share Keys Across Workflows', () => {
+		expect(description.version).toEqual([1, 2]);
+		expect(description.defaultVersion).toBe(2);
+
+		const v2 = resolved({}, atVersion(2));
+		expect(v2).not.toHaveProperty('mode');
+		expect(v2).toMatchObject({ leaseSeconds: 300, options: {} });
+		const v2Options = description.properties.filter(
+			(property) => property.name === 'options' && NodeHelpers.displayParameter(v2, property, atVersion(2), description),
+		);
+		expect(v2Options).toHaveLength(1);
+		expect(v2Options[0].options).toContainEqual(
+			expect.objectContaining({ displayName: 'Share Keys Across Workflows', name: 'shareKeysAcrossWorkflows', default: false }),
+		);
+	});
+
+	it('keeps Mode in version 1, Permanent named for what it promises', () => {
+		const v1 = resolved({ mode: 'permanent' }, atVersion(1));
+		expect(v1).toMatchObject({ mode: 'permanent' });
+		expect(v1).not.toHaveProperty('leaseSeconds');
+		const mode = description.properties.filter(
+			(property) => property.name === 'mode' && NodeHelpers.displayParameter(v1, property, atVersion(1), description),
+		);
+		expect(mode).toHaveLength(1);
+		expect(mode[0].options).toContainEqual(expect.objectContaining({ name: 'Permanent (No Retry After a Crash)', value: 'permanent' }));
+		const v1Options = description.properties.filter(
+			(property) => property.name === 'options' && NodeHelpers.displayParameter(v1, property, atVersion(1), description),
+		);
+		expect(v1Options).toHaveLength(1);
+		expect(v1Options[0].options?.map((option) => option.name)).not.toContain('shareKeysAcrossWorkflows');
 	});
 
 	it('offers an unsigned webhook only as an explicit choice, and asks for no signing secret then', () => {

@@ -181,6 +181,8 @@ describe('the reserve statement for Output: Compact', () => {
 				'key_source',
 				'completed_at',
 				'last_error',
+				// Whether the owner completed it: a Permanent key's status cannot say (the trigger's copies).
+				'effect_completed',
 			].sort(),
 		);
 	});

@@ -178,6 +178,32 @@ describe('decideWebhook', () => {
 		expect(answer.headers).not.toHaveProperty(FIRST_EXECUTION_HEADER);
 	});
 
+	describe("Permanent mode (the trigger's version 1)", () => {
+		const PERMANENT: Omit<KeySettings, 'key'> = { mode: 'permanent', leaseSeconds: 300, retentionSeconds: 86_400 };
+		const permanent = async (body: string) => await deliver(body, { keySettings: { ...PERMANENT, key: EVENT_ID } });
+
+		it("answers a copy 409 while the first delivery's run has not ended: its key is not completed by its run yet", async () => {
+			startOf(await permanent('{"id":"evt_permanent_busy"}'));
+
+			const answer = answerOf(await permanent('{"id":"evt_permanent_busy"}'));
+
+			expect(answer).toMatchObject({ status: 409, body: { status: 'in_progress' } });
+			expect(answer.headers[OUTCOME_HEADER]).toBe('in_progress');
+		});
+
+		it('answers a copy 200 duplicate once the run completed the key, and runs the event again once the run failed it', async () => {
+			const done = startOf(await permanent('{"id":"evt_permanent_done"}'));
+			await fixture.store.complete([{ key: 'evt:evt_permanent_done', ownerToken: done.idempotency.ownerToken as string }]);
+			expect(answerOf(await permanent('{"id":"evt_permanent_done"}'))).toMatchObject({ status: 200, body: { status: 'duplicate' } });
+
+			const failed = startOf(await permanent('{"id":"evt_permanent_failed"}'));
+			await fixture.store.fail([
+				{ key: 'evt:evt_permanent_failed', ownerToken: failed.idempotency.ownerToken as string, error: 'step failed' },
+			]);
+			expect(startOf(await permanent('{"id":"evt_permanent_failed"}')).idempotency).toMatchObject({ outcome: 'new', attempts: 2 });
+		});
+	});
+
 	it('answers a forged signature 401 and reserves nothing', async () => {
 		const body = Buffer.from('{"id":"evt_forged"}');
 		const answer = answerOf(await deliver(body, { headers: stripeHeaders(body, NOW_SECONDS, 'not-the-secret') }));
