@@ -13,11 +13,19 @@ import fs from 'node:fs';
 import { harness, eventId, outputItem } from '../support/e2e/harness';
 import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
 import { deliverAll, figures, report } from '../support/e2e/provider';
-import { publishTrigger, triggerBase, withWaitBeforeStep, deliverUntilAccepted as acceptedAt, TRIGGER } from '../support/e2e/trigger';
+import {
+	publishTrigger,
+	triggerBase,
+	triggerWorkflow,
+	withWaitBeforeStep,
+	deliverUntilAccepted as acceptedAt,
+	TRIGGER,
+} from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import { saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
 import { stripeSignature } from '../support/stack/stripeDelivery';
+import * as stack from '../support/stack/n8nStack';
 import type { ProcessList } from '../support/stack/n8nProcesses';
 
 type Trigger = Awaited<ReturnType<typeof publishTrigger>>;
@@ -172,18 +180,15 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		await expectRanOnWorkers([execution]);
 	});
 
-	test('a Wait after the trigger is refused at the first step, before the business step: 500, no call, the key failed', async () => {
-		const waiting = await publishTrigger(h, 'trigger-wait', {
-			apiUrl: api.url,
-			baseUrl: base.baseUrl,
-			edit: withWaitBeforeStep,
-		});
-		const event = { id: eventId('trg_wait'), type: 'order.created' };
-		const key = `evt:${event.id}`;
-		const answer = await h.deliver(waiting.url, event);
-		expect(answer.status).toBe(500);
-		expect(api.calls(key)).toBe(0);
-		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
+	test('a Wait after the trigger is refused when the workflow is published, the Wait named: no webhook, nothing reserved', async () => {
+		const { workflow, webhookPath } = triggerWorkflow('trigger-wait', { apiUrl: api.url, edit: withWaitBeforeStep });
+		const { id, versionId, rest } = await saveWorkflow(h, workflow, webhookPath);
+		const published = await rest.call('POST', `/workflows/${id}/activate`, { versionId });
+		expect(published.status).toBeGreaterThanOrEqual(400);
+		expect(published.text).toMatch(/makes the execution wait.*The workflow was not published/);
+		expect(await stack.webhookRegistered(h.state.n8nDbUrl, webhookPath)).toBe(false);
+		const answer = await h.deliver(`${base.baseUrl}/webhook/${webhookPath}`, { id: eventId('trg_wait'), type: 'order.created' });
+		expect(answer.status).toBe(404);
 	});
 
 	test('what the trigger answered without an execution is counted in Get Stats, and a copy names the first execution', async () => {

@@ -5,7 +5,7 @@
 // to the test's API, which fails a call on demand; a provider retries every non-2xx. Each row: the
 // effects per event (one), no event lost (every delivery ends 2xx, every key completed), and the
 // answers in order. What the trigger cannot settle (a Wait, a Respond to Webhook node, a sub-workflow
-// not waited for) is refused at its first step, before any effect: 500, the key failed.
+// not waited for) is refused when the workflow is published, before any delivery.
 // Every row's workflow is published once, and the rows run side by side.
 // e2e-tags: single queue compatibility
 import { harness, eventId } from '../support/e2e/harness';
@@ -102,7 +102,7 @@ const ROWS: Record<string, Row> = {
 			connections: { Wait: { main: [c.link('Call your API')] } },
 			heads: ['Wait'],
 		}),
-		run: async (ctx) => ctx.expectRefused({ id: eventId('mxt_wait_before'), type: 'e2e.wait' }, { reason: /waits/ }),
+		run: async (ctx) => ctx.expectRefused({ id: eventId('mxt_wait_before'), type: 'e2e.wait' }, { reason: /makes the execution wait/ }),
 	},
 	'a Wait (1 s) after the effect: refused before any effect': {
 		shape: (api) => ({
@@ -110,7 +110,7 @@ const ROWS: Record<string, Row> = {
 			connections: { 'Call your API': { main: [c.link('Wait')] } },
 			heads: ['Call your API'],
 		}),
-		run: async (ctx) => ctx.expectRefused({ id: eventId('mxt_wait_after'), type: 'e2e.wait' }, { reason: /waits/ }),
+		run: async (ctx) => ctx.expectRefused({ id: eventId('mxt_wait_after'), type: 'e2e.wait' }, { reason: /makes the execution wait/ }),
 	},
 	[`Execute Workflow waiting for the sub-workflow, whose call ${FAILS_ONCE}`]: {
 		shape: (api) => ({ nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: true })], heads: ['Run Sub-workflow'] }),

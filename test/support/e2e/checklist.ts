@@ -16,6 +16,8 @@ export const ORDER_PAID_KEY = "={{ 'order-paid:' + $json.body.data.object.metada
 export interface PublishedWebhook {
 	url: string;
 	workflowId: string;
+	/** n8n's answer when it refused to publish the workflow (the trigger's check at publish): nothing is served. */
+	publishRefusal?: string;
 }
 
 /** What a store's setup publishes for the six tests. */

@@ -40,6 +40,21 @@ export async function publishTrigger(
 		edit = (workflow) => workflow,
 	}: { apiUrl?: string; baseUrl?: string; change?: NodeChange; template?: string; edit?: (workflow: WorkflowJson) => WorkflowJson } = {},
 ): Promise<{ url: string; workflowId: string; webhookPath: string }> {
+	const { workflow, webhookPath } = triggerWorkflow(label, { apiUrl, change, template, edit });
+	const workflowId = await publishWorkflow(h, workflow, webhookPath);
+	return { url: `${baseUrl}/webhook/${webhookPath}`, workflowId, webhookPath };
+}
+
+/** The trigger template as publishTrigger publishes it (a path of its own, the business step at `apiUrl`), not yet saved. */
+export function triggerWorkflow(
+	label: string,
+	{
+		apiUrl,
+		change = (node) => node,
+		template = TRIGGER_TEMPLATE,
+		edit = (workflow) => workflow,
+	}: { apiUrl?: string; change?: NodeChange; template?: string; edit?: (workflow: WorkflowJson) => WorkflowJson } = {},
+): { workflow: WorkflowJson; webhookPath: string } {
 	const workflow = edit(readShippedTemplate(template));
 	const webhookPath = freshWebhookPath(label);
 	workflow.nodes = workflow.nodes
@@ -48,8 +63,7 @@ export async function publishTrigger(
 		)
 		.map((node) => (node.name === TRIGGER.business && apiUrl ? { ...node, parameters: { ...node.parameters, url: apiUrl } } : node))
 		.map(change);
-	const workflowId = await publishWorkflow(h, workflow, webhookPath);
-	return { url: `${baseUrl}/webhook/${webhookPath}`, workflowId, webhookPath };
+	return { workflow, webhookPath };
 }
 
 /** The trigger's Lease Seconds set to `seconds`, so a crashed delivery's lease ends within a test. */
