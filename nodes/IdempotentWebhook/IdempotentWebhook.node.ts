@@ -32,7 +32,8 @@ import { heldKeyOf } from '../shared/executionTrace';
 import { describerOf } from '../shared/nodeKinds';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
-import { unsettleableAfterTrigger } from '../shared/settleWiring';
+import { refusalDownstream, unsettleableAfterTrigger } from '../shared/settleWiring';
+import { wiringRecord, type WorkflowFields } from '../shared/executionRecord';
 import { webhookSigningSecrets } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
@@ -218,8 +219,18 @@ export class IdempotentWebhook implements INodeType {
 
 /** Why the workflow after this trigger could not have its keys settled (settleWiring.ts), read from the workflow n8n runs. */
 function unsettleableAfter(context: IHookFunctions | IExecuteFunctions): string | undefined {
-	const workflow = (context as unknown as { workflow?: unknown }).workflow;
-	return unsettleableAfterTrigger(context.getChildNodes(context.getNode().name, { includeNodeParameters: true }), describerOf(workflow));
+	const workflow = (context as unknown as { workflow?: WorkflowFields }).workflow;
+	const children = context.getChildNodes(context.getNode().name, { includeNodeParameters: true });
+	const record = wiringRecord(workflow);
+	return (
+		unsettleableAfterTrigger(children, describerOf(workflow)) ??
+		(record
+			? refusalDownstream(
+					record,
+					children.map((child) => child.name),
+				)
+			: undefined)
+	);
 }
 
 function refuseUnsettleableAtPublish(context: IHookFunctions): void {

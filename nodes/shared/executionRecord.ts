@@ -63,6 +63,24 @@ export function readExecutionRecord(context: IExecuteFunctions): ExecutionView {
 	return view;
 }
 
+/**
+ * The workflow's wiring as a record with nothing run yet: what the rules can judge before an
+ * execution (when the workflow is published, or at the trigger's first step). Undefined when the
+ * workflow lacks what it needs.
+ */
+export function wiringRecord(workflow: WorkflowFields | undefined): ExecutionRecord | undefined {
+	if (!workflow?.nodes || !workflow.connectionsBySourceNode) return undefined;
+	const nodes = workflow.nodes;
+	const describe = describerOf(workflow);
+	return {
+		runData: {},
+		connectionsBySourceNode: workflow.connectionsBySourceNode,
+		executionOrder: workflow.settings?.executionOrder,
+		node: (name) => nodes[name],
+		waits: (node) => mayWait(node, describe),
+	};
+}
+
 /** The execution's record from n8n's run data and workflow; undefined when they lack what it needs. */
 export function executionView(
 	runExecutionData: RunExecutionDataFields | undefined,

@@ -365,6 +365,39 @@ function mayNotWaitForSubWorkflow(node: { type: string; parameters?: INode['para
 	return wait === false || (typeof wait === 'string' && wait.startsWith('='));
 }
 
+const ORDER_GUARD_TYPE_SUFFIX = '.idempotencyOrderGuard';
+const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
+
+/** A node that checks its wiring when it runs, before it reserves or claims (its keys leave by output 0). */
+function checksWiringWhenItRuns(node: INode): boolean {
+	return (
+		node.type.endsWith(RESERVE_TYPE_SUFFIX) ||
+		node.type.endsWith(ORDER_GUARD_TYPE_SUFFIX) ||
+		(node.type.endsWith(SETTLE_TYPE_SUFFIX) && node.parameters?.operation === 'claimForReplay')
+	);
+}
+
+/**
+ * Why a node among `names` (downstream of the Idempotent Webhook trigger) would refuse every event
+ * when it runs — after the nodes before it have already acted: the wiring rules Reserve, Order Guard
+ * and Claim for Replay check, judged on the workflow before anything runs. The rule that depends on
+ * how many events one run carries is left to the node itself.
+ */
+export function refusalDownstream(record: ExecutionRecord, names: string[]): string | undefined {
+	for (const name of names) {
+		const node = record.node(name);
+		if (!node || node.disabled === true || !checksWiringWhenItRuns(node)) continue;
+		try {
+			checkSettleWiring(record, name, 0);
+			checkOutcomeVisible(record, name, 0);
+		} catch (error) {
+			if (!(error instanceof UnsafeSettleWiringError)) throw error;
+			return `"${name}" would refuse every event after the nodes before it had run: ${error.message}`;
+		}
+	}
+	return undefined;
+}
+
 /** A node downstream of the Idempotent Webhook trigger, as n8n's getChildNodes gives it. */
 interface ChildNode {
 	name: string;
