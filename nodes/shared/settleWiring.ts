@@ -16,6 +16,11 @@ const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
 // Nodes that can put the execution to wait and resume it later as a new run.
 const WAITING_TYPES = new Set(['n8n-nodes-base.wait', 'n8n-nodes-base.form']);
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
+const AGGREGATE_TYPE = 'n8n-nodes-base.aggregate';
+const SUMMARIZE_TYPE = 'n8n-nodes-base.summarize';
+const SPLIT_OUT_TYPE = 'n8n-nodes-base.splitOut';
+// The field in which the package's nodes give each item its key.
+const KEY_FIELD = 'idempotency';
 // The package's own nodes settle, route or verify: their failures are handled where they run.
 const PACKAGE_TYPE_SUFFIXES = [
 	'.idempotencyKey',
@@ -187,7 +192,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
  * nodes that route or reshape items while no node that may have an effect ran before them, a
  * Postgres node sending its items as one query or one transaction (all or nothing), and nodes that
  * every path from the reserving node reaches through Loop Over Items with batch size 1 (one event at
- * a time).
+ * a time). A node that continues on error fails for each event apart, unless its items do not stand
+ * for one event each (checkFailsPerEvent).
  */
 export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
 	if (events < 2) return;
@@ -199,7 +205,11 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	const step = downstreamOf(record, heads, new Set([self]), stopAt);
 	const oneAtATime = oneEventAtATime(record, self, step, stopAt);
 	for (const node of step) {
-		if (oneAtATime.has(node.name) || continuesOnError(node) || failsAllOrNothing(node)) continue;
+		if (oneAtATime.has(node.name) || failsAllOrNothing(node)) continue;
+		if (continuesOnError(node)) {
+			checkFailsPerEvent(record, self, node, events);
+			continue;
+		}
 		const effectBefore = ROUTING_TYPES.has(node.type) ? ranBefore(record, self, node).find(mayHaveEffect) : undefined;
 		if (ROUTING_TYPES.has(node.type) && !effectBefore) continue;
 		const after = effectBefore ? ` after "${effectBefore.name}"` : '';
@@ -207,6 +217,50 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 			`"${node.name}" gets the ${events} events of this run together${after} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. Set its Settings → On Error to "Continue (using error output)" (each event's failure is then its own; the error output need not be connected), or put Loop Over Items (batch size 1) before it.`,
 		);
 	}
+}
+
+/**
+ * A node that continues on error fails item by item, and n8n pairs each failed item to the event it
+ * came from, unless its items do not stand for one event each: a node set to Execute Once runs once,
+ * on the first item, for all the events it gets, so its failure is every one of them; an item split
+ * out (Split Out) of one that joined the events without their keys (Aggregate at Individual Fields,
+ * Summarize) is paired to every event of the join. Such a failure fails all those keys: refused where
+ * an effect may already have been done for some of them (by a node before it, or by the node itself
+ * for the other split items), as the retry would do it again.
+ */
+function checkFailsPerEvent(record: ExecutionRecord, self: string, node: INode, events: number): void {
+	const before = ranBefore(record, self, node);
+	const effectBefore = before.find(mayHaveEffect);
+	if (node.executeOnce === true && effectBefore) {
+		throw new UnsafeSettleWiringError(
+			`"${node.name}" is set to Execute Once and comes after "${effectBefore.name}": it runs once for the ${events} events of this run, so if it failed, it would fail for all of them, after "${effectBefore.name}" had done its work for each, and the provider's retry would do that again. Move "${node.name}" before "${effectBefore.name}", or turn off its Execute Once setting.`,
+		);
+	}
+	if (!mayHaveEffect(node) && !effectBefore) return;
+	const split = before.find((candidate) => candidate.type === SPLIT_OUT_TYPE && ranBefore(record, self, candidate).some(joinsWithoutKeys));
+	if (!split) return;
+	const join = ranBefore(record, self, split).find(joinsWithoutKeys) as INode;
+	throw new UnsafeSettleWiringError(
+		`"${node.name}" gets the items "${split.name}" splits out of "${join.name}", which joins the ${events} events of this run without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join.name}" to aggregate All Item Data (each event keeps its key), or put Loop Over Items (batch size 1) before "${node.name}".`,
+	);
+}
+
+/**
+ * A node that joins several items into one that keeps none of their keys (the `idempotency` field):
+ * Aggregate at Individual Fields (its default) or keeping only some fields, Summarize.
+ */
+function joinsWithoutKeys(node: INode): boolean {
+	if (node.type === SUMMARIZE_TYPE) return true;
+	if (node.type !== AGGREGATE_TYPE) return false;
+	const parameters = node.parameters ?? {};
+	if ((parameters.aggregate ?? 'aggregateIndividualFields') !== 'aggregateAllItemData') return true;
+	const fields = (name: string) =>
+		String(parameters[name] ?? '')
+			.split(',')
+			.map((field) => field.trim());
+	if (parameters.include === 'specifiedFields') return !fields('fieldsToInclude').includes(KEY_FIELD);
+	if (parameters.include === 'allFieldsExcept') return fields('fieldsToExclude').includes(KEY_FIELD);
+	return false;
 }
 
 function continuesOnError(node: INode): boolean {
