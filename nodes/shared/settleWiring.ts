@@ -192,8 +192,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
  * nodes that route or reshape items while no node that may have an effect ran before them, a
  * Postgres node sending its items as one query or one transaction (all or nothing), and nodes that
  * every path from the reserving node reaches through Loop Over Items with batch size 1 (one event at
- * a time). A node that continues on error fails for each event apart, unless its items do not stand
- * for one event each (checkFailsPerEvent).
+ * a time). Continuing on error, or Loop Over Items, does not make a failure one event's where the
+ * node's items do not stand for one event each (checkSplitFromKeylessJoin, checkExecuteOnce).
  */
 export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
 	if (events < 2) return;
@@ -205,9 +205,11 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	const step = downstreamOf(record, heads, new Set([self]), stopAt);
 	const oneAtATime = oneEventAtATime(record, self, step, stopAt);
 	for (const node of step) {
-		if (oneAtATime.has(node.name) || failsAllOrNothing(node)) continue;
+		if (failsAllOrNothing(node)) continue;
+		checkSplitFromKeylessJoin(record, self, node, events);
+		if (oneAtATime.has(node.name)) continue;
 		if (continuesOnError(node)) {
-			checkFailsPerEvent(record, self, node, events);
+			checkExecuteOnce(record, self, node, events);
 			continue;
 		}
 		const effectBefore = ROUTING_TYPES.has(node.type) ? ranBefore(record, self, node).find(mayHaveEffect) : undefined;
@@ -220,28 +222,35 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 }
 
 /**
- * A node that continues on error fails item by item, and n8n pairs each failed item to the event it
- * came from, unless its items do not stand for one event each: a node set to Execute Once runs once,
- * on the first item, for all the events it gets, so its failure is every one of them; an item split
- * out (Split Out) of one that joined the events without their keys (Aggregate at Individual Fields,
- * Summarize) is paired to every event of the join. Such a failure fails all those keys: refused where
- * an effect may already have been done for some of them (by a node before it, or by the node itself
- * for the other split items), as the retry would do it again.
+ * A node that continues on error fails item by item, each failed item paired to its event, but a
+ * node set to Execute Once runs once, on the first item, for all the events it gets: its failure is
+ * every one of them. Refused where an effect may already have been done for each event before it,
+ * as the retry would do it again; before any effect, the retry only runs the one call again.
  */
-function checkFailsPerEvent(record: ExecutionRecord, self: string, node: INode, events: number): void {
+function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, events: number): void {
+	if (node.executeOnce !== true) return;
+	const effectBefore = ranBefore(record, self, node).find(mayHaveEffect);
+	if (!effectBefore) return;
+	throw new UnsafeSettleWiringError(
+		`"${node.name}" is set to Execute Once and comes after "${effectBefore.name}": it runs once for the ${events} events of this run, so if it failed, it would fail for all of them, after "${effectBefore.name}" had done its work for each, and the provider's retry would do that again. Move "${node.name}" before "${effectBefore.name}", or turn off its Execute Once setting.`,
+	);
+}
+
+/**
+ * An item split out (Split Out) of one that joined the events without their keys (Aggregate at
+ * Individual Fields, Summarize) is paired by n8n to every event of the join, and carries no key to
+ * tell which one it is: its failure, whatever the node's On Error and even one item at a time (Loop
+ * Over Items), fails every key. Refused where an effect may already have been done for some of them
+ * (by a node before it, or by the node itself for the other items), as the retry would do it again.
+ */
+function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number): void {
 	const before = ranBefore(record, self, node);
-	const effectBefore = before.find(mayHaveEffect);
-	if (node.executeOnce === true && effectBefore) {
-		throw new UnsafeSettleWiringError(
-			`"${node.name}" is set to Execute Once and comes after "${effectBefore.name}": it runs once for the ${events} events of this run, so if it failed, it would fail for all of them, after "${effectBefore.name}" had done its work for each, and the provider's retry would do that again. Move "${node.name}" before "${effectBefore.name}", or turn off its Execute Once setting.`,
-		);
-	}
-	if (!mayHaveEffect(node) && !effectBefore) return;
+	if (!mayHaveEffect(node) && !before.some(mayHaveEffect)) return;
 	const split = before.find((candidate) => candidate.type === SPLIT_OUT_TYPE && ranBefore(record, self, candidate).some(joinsWithoutKeys));
 	if (!split) return;
 	const join = ranBefore(record, self, split).find(joinsWithoutKeys) as INode;
 	throw new UnsafeSettleWiringError(
-		`"${node.name}" gets the items "${split.name}" splits out of "${join.name}", which joins the ${events} events of this run without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join.name}" to aggregate All Item Data (each event keeps its key), or put Loop Over Items (batch size 1) before "${node.name}".`,
+		`"${node.name}" gets the items "${split.name}" splits out of "${join.name}", which joins the ${events} events of this run without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join.name}" to aggregate All Item Data, which keeps each event's key.`,
 	);
 }
 

@@ -365,6 +365,26 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 				3,
 			),
 		).not.toThrow();
+		// At Stop Workflow, or one item at a time, each split item is still paired to every event.
+		const atStopAfterSplit = joined(aggregate({}));
+		(atStopAfterSplit.node('Charge') as INode).onError = undefined;
+		expect(() => checkEventsApart(atStopAfterSplit, 'Reserve', 0, 3)).toThrow(split);
+		const looped = beside(
+			['Join'],
+			[
+				aggregate({}),
+				node('Split', 'n8n-nodes-base.splitOut', 0),
+				atStop('Loop', 'n8n-nodes-base.splitInBatches', { typeVersion: 3, parameters: { batchSize: 1 } }),
+				node('Charge', 'n8n-nodes-base.httpRequest', 0),
+			],
+			{
+				Join: { main: [link('Split')] },
+				Split: { main: [link('Loop')] },
+				Loop: { main: [[], link('Charge')] },
+				Charge: { main: [link('Loop')] },
+			},
+		);
+		expect(() => checkEventsApart(looped, 'Reserve', 0, 3)).toThrow(split);
 		// Without Split Out the aggregated item is one call for all events: all or nothing.
 		const batch = beside(['Join'], [aggregate({}), node('Charge', 'n8n-nodes-base.httpRequest', 0)], { Join: { main: [link('Charge')] } });
 		expect(() => checkEventsApart(batch, 'Reserve', 0, 3)).not.toThrow();
