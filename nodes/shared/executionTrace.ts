@@ -145,15 +145,49 @@ class Tracer {
 		}
 		const task = this.view.runData[node]?.[run];
 		if (task && isStart(task)) return [];
-		const links = this.upstreamOf(task, item);
+		const links = this.upstreamOf(node, task, item);
 		if (links === null) return this.ofHeldKey(item);
+		const origins = this.ofLinks(links, depth);
+		if (origins === null) return null;
+		return this.contradictedBy(item, origins) ?? this.narrowedByHeldKey(item, origins, task);
+	}
+
+	/** The reservations the input items an output item is paired to descend from; null where one cannot be traced. */
+	private ofLinks(links: Array<{ source: ISourceData; item: INodeExecutionData }>, depth: number): Origins {
 		const origins: string[] = [];
 		for (const link of links) {
 			const traced = this.ofItem(link.source.previousNode, link.source.previousNodeRun ?? 0, link.item, depth + 1);
 			if (traced === null) return null;
 			origins.push(...traced);
 		}
-		return this.narrowedByHeldKey(item, origins, task);
+		return origins;
+	}
+
+	/**
+	 * The reservation whose key and owner token an item carries, when n8n's pairing does not lead to it:
+	 * the item descends from that one. n8n-core pairs the items a node returns without pairedItem by
+	 * position when there are as many as it was given (a Code node sorting events), and a guess that
+	 * moves an event to another's place would fail the key whose effect was done and complete the one
+	 * whose effect failed. Undefined when the item carries no key of this execution or its pairing
+	 * agrees with it.
+	 */
+	private contradictedBy(item: INodeExecutionData, origins: string[]): string[] | undefined {
+		const held = this.ofHeldKey(item);
+		if (held === null || origins.includes(held[0])) return undefined;
+		return held;
+	}
+
+	/**
+	 * Whether n8n's pairing of an output item of one node run cannot be followed: a link is missing, or
+	 * it leads away from the key the item carries. The keys that went into such a run and came out under
+	 * no item are judged by `judgeUnpaired`.
+	 */
+	pairingLost(node: string, task: ITaskData | undefined, item: INodeExecutionData): boolean {
+		const links = this.upstreamOf(node, task, item);
+		if (links === null) return true;
+		if (this.ofHeldKey(item) === null) return false;
+		const origins = this.ofLinks(links, 0);
+		return origins !== null && this.contradictedBy(item, origins) !== undefined;
 	}
 
 	/**
@@ -183,8 +217,12 @@ class Tracer {
 	}
 
 	/** The input items (as their source node output them) an output item of a node run comes from; null where n8n's pairing is lost. */
-	upstreamOf(task: ITaskData | undefined, item: INodeExecutionData): Array<{ source: ISourceData; item: INodeExecutionData }> | null {
-		const paired = pairingOf(this.view, task, item);
+	upstreamOf(
+		node: string,
+		task: ITaskData | undefined,
+		item: INodeExecutionData,
+	): Array<{ source: ISourceData; item: INodeExecutionData }> | null {
+		const paired = pairingOf(this.view, node, task, item);
 		if (paired.length === 0) return null;
 		const links: Array<{ source: ISourceData; item: INodeExecutionData }> = [];
 		for (const pair of paired) {
@@ -274,9 +312,16 @@ function outputItem(view: ExecutionRecord, source: ISourceData, index: number): 
  * The input items an output item comes from. A node run given several items that outputs one item
  * without pairedItem (a Code node aggregating them) is paired by n8n-core to input item 0 alone
  * (assignPairedItems, exactly `{ item: 0 }`); it is read as coming from every input item, so that no
- * key whose item went into it is called finished while it fails or waits.
+ * key whose item went into it is called finished while it fails or waits. A node set to Execute Once
+ * runs on the first item of each input alone, once for all of them (one call for `$input.all()`): each
+ * item it outputs, an error item too, comes from every item it was given.
  */
-function pairingOf(view: ExecutionRecord, task: ITaskData | undefined, item: INodeExecutionData): IPairedItemData[] {
+function pairingOf(view: ExecutionRecord, node: string, task: ITaskData | undefined, item: INodeExecutionData): IPairedItemData[] {
+	if (view.node(node)?.executeOnce === true && task?.source?.some((source) => source)) {
+		return (task.source ?? []).flatMap((source, input) =>
+			source ? outputItems(view, source).map((_, index) => ({ item: index, input })) : [],
+		);
+	}
 	const paired = pairedItemsOf(item);
 	const raw = item.pairedItem;
 	const assigned = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && raw.item === 0 && Object.keys(raw).length === 1;
@@ -438,8 +483,9 @@ interface Failure {
 }
 
 /**
- * A node run that returned items without pairing (a Code node filtering or grouping them) is traced
- * past by the key each item carries, but a key whose items went into it and came out under no item
+ * A node run that returned items without pairing (a Code node filtering or grouping them), or paired
+ * against the keys they carry, is traced past by the key each item carries, but a key whose items
+ * went into it and came out under no item
  * (dropped, or merged into an item that carries another key) cannot be followed: its effect may ride
  * on another key's item. Such a key is failed when a failure follows that node run downstream (its
  * effect may be the one that failed: completing it could lose the event) and waits while work
@@ -453,7 +499,7 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 		tasks.forEach((task, run) => {
 			if (task.error || isStart(task)) return;
 			const outputs = (task.data?.main ?? []).flatMap((items) => items ?? []);
-			if (!outputs.some((item) => tracer.upstreamOf(task, item) === null)) return;
+			if (!outputs.some((item) => tracer.pairingLost(name, task, item))) return;
 			const cameOut = new Set(outputs.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
 			const wentIn = new Set<string>();
 			for (const source of task.source ?? []) {

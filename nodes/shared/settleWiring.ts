@@ -15,6 +15,11 @@ export class UnsafeSettleWiringError extends Error {}
 const SETTLE_TYPE_SUFFIX = '.idempotencyKey';
 const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
+const AGGREGATE_TYPE = 'n8n-nodes-base.aggregate';
+const SUMMARIZE_TYPE = 'n8n-nodes-base.summarize';
+const SPLIT_OUT_TYPE = 'n8n-nodes-base.splitOut';
+// The field in which the package's nodes give each item its key.
+const KEY_FIELD = 'idempotency';
 // The package's own nodes settle, route or verify: their failures are handled where they run.
 const PACKAGE_TYPE_SUFFIXES = [
 	'.idempotencyKey',
@@ -186,7 +191,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
  * nodes that route or reshape items while no node that may have an effect ran before them, a
  * Postgres node sending its items as one query or one transaction (all or nothing), and nodes that
  * every path from the reserving node reaches through Loop Over Items with batch size 1 (one event at
- * a time).
+ * a time). Continuing on error, or Loop Over Items, does not make a failure one event's where the
+ * node's items do not stand for one event each (checkSplitFromKeylessJoin, checkExecuteOnce).
  */
 export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
 	if (events < 2) return;
@@ -198,7 +204,13 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	const step = downstreamOf(record, heads, new Set([self]), stopAt);
 	const oneAtATime = oneEventAtATime(record, self, step, stopAt);
 	for (const node of step) {
-		if (oneAtATime.has(node.name) || continuesOnError(node) || failsAllOrNothing(node)) continue;
+		if (failsAllOrNothing(node)) continue;
+		checkSplitFromKeylessJoin(record, self, node, events);
+		if (oneAtATime.has(node.name)) continue;
+		if (continuesOnError(node)) {
+			checkExecuteOnce(record, self, node, events);
+			continue;
+		}
 		const effectBefore = ROUTING_TYPES.has(node.type) ? ranBefore(record, self, node).find(mayHaveEffect) : undefined;
 		if (ROUTING_TYPES.has(node.type) && !effectBefore) continue;
 		const after = effectBefore ? ` after "${effectBefore.name}"` : '';
@@ -211,6 +223,57 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 /** Whether the node may make the execution wait, as n8n declares it (n8n's own waiting nodes when the record cannot tell). */
 function waitsIn(record: ExecutionRecord, node: INode): boolean {
 	return record.waits ? record.waits(node) : mayWait(node, undefined);
+}
+
+/**
+ * A node that continues on error fails item by item, each failed item paired to its event, but a
+ * node set to Execute Once runs once, on the first item, for all the events it gets: its failure is
+ * every one of them. Refused where an effect may already have been done for each event before it,
+ * as the retry would do it again; before any effect, the retry only runs the one call again.
+ */
+function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, events: number): void {
+	if (node.executeOnce !== true) return;
+	const effectBefore = ranBefore(record, self, node).find(mayHaveEffect);
+	if (!effectBefore) return;
+	throw new UnsafeSettleWiringError(
+		`"${node.name}" is set to Execute Once and comes after "${effectBefore.name}": it runs once for the ${events} events of this run, so if it failed, it would fail for all of them, after "${effectBefore.name}" had done its work for each, and the provider's retry would do that again. Move "${node.name}" before "${effectBefore.name}", or turn off its Execute Once setting.`,
+	);
+}
+
+/**
+ * An item split out (Split Out) of one that joined the events without their keys (Aggregate at
+ * Individual Fields, Summarize) is paired by n8n to every event of the join, and carries no key to
+ * tell which one it is: its failure, whatever the node's On Error and even one item at a time (Loop
+ * Over Items), fails every key. Refused where an effect may already have been done for some of them
+ * (by a node before it, or by the node itself for the other items), as the retry would do it again.
+ */
+function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number): void {
+	const before = ranBefore(record, self, node);
+	if (!mayHaveEffect(node) && !before.some(mayHaveEffect)) return;
+	const split = before.find((candidate) => candidate.type === SPLIT_OUT_TYPE && ranBefore(record, self, candidate).some(joinsWithoutKeys));
+	if (!split) return;
+	const join = ranBefore(record, self, split).find(joinsWithoutKeys) as INode;
+	throw new UnsafeSettleWiringError(
+		`"${node.name}" gets the items "${split.name}" splits out of "${join.name}", which joins the ${events} events of this run without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join.name}" to aggregate All Item Data, which keeps each event's key.`,
+	);
+}
+
+/**
+ * A node that joins several items into one that keeps none of their keys (the `idempotency` field):
+ * Aggregate at Individual Fields (its default) or keeping only some fields, Summarize.
+ */
+function joinsWithoutKeys(node: INode): boolean {
+	if (node.type === SUMMARIZE_TYPE) return true;
+	if (node.type !== AGGREGATE_TYPE) return false;
+	const parameters = node.parameters ?? {};
+	if ((parameters.aggregate ?? 'aggregateIndividualFields') !== 'aggregateAllItemData') return true;
+	const fields = (name: string) =>
+		String(parameters[name] ?? '')
+			.split(',')
+			.map((field) => field.trim());
+	if (parameters.include === 'specifiedFields') return !fields('fieldsToInclude').includes(KEY_FIELD);
+	if (parameters.include === 'allFieldsExcept') return fields('fieldsToExclude').includes(KEY_FIELD);
+	return false;
 }
 
 function continuesOnError(node: INode): boolean {

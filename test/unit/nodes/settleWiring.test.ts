@@ -312,6 +312,85 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		expect(() => checkEventsApart(before, 'Reserve', 0, 3)).not.toThrow();
 	});
 
+	it('refuses a node set to Execute Once after a node that may have an effect, whatever its On Error; accepts it before one', () => {
+		const once = (onError: INode['onError']) =>
+			beside(
+				['Charge'],
+				[node('Charge', 'n8n-nodes-base.httpRequest', 0), node('Notify', 'n8n-nodes-base.slack', 0, { onError, executeOnce: true })],
+				{
+					Charge: { main: [link('Notify')] },
+				},
+			);
+		for (const onError of ['continueErrorOutput', 'continueRegularOutput'] as const)
+			expect(() => checkEventsApart(once(onError), 'Reserve', 0, 3)).toThrow(/"Notify" is set to Execute Once and comes after "Charge"/);
+		const first = beside(
+			['Notify'],
+			[node('Notify', 'n8n-nodes-base.slack', 0, { executeOnce: true }), node('Charge', 'n8n-nodes-base.httpRequest', 0)],
+			{ Notify: { main: [link('Charge')] } },
+		);
+		expect(() => checkEventsApart(first, 'Reserve', 0, 3)).not.toThrow();
+	});
+
+	it('refuses a node that continues on error fed by Split Out of an Aggregate or Summarize that keeps no key, accepts one that keeps it', () => {
+		const joined = (join: INode, head = 'Join') =>
+			beside([head], [join, node('Split', 'n8n-nodes-base.splitOut', 0), node('Charge', 'n8n-nodes-base.httpRequest', 0)], {
+				Join: { main: [link('Split')] },
+				Split: { main: [link('Charge')] },
+			});
+		const aggregate = (parameters: INode['parameters']) => node('Join', 'n8n-nodes-base.aggregate', 0, { parameters });
+		const split = /"Charge" gets the items "Split" splits out of "Join", which joins the 3 events of this run without their keys/;
+		expect(() => checkEventsApart(joined(aggregate({})), 'Reserve', 0, 3)).toThrow(split);
+		expect(() => checkEventsApart(joined(node('Join', 'n8n-nodes-base.summarize', 0)), 'Reserve', 0, 3)).toThrow(split);
+		expect(() =>
+			checkEventsApart(
+				joined(aggregate({ aggregate: 'aggregateAllItemData', include: 'specifiedFields', fieldsToInclude: 'body' })),
+				'Reserve',
+				0,
+				3,
+			),
+		).toThrow(split);
+		expect(() =>
+			checkEventsApart(
+				joined(aggregate({ aggregate: 'aggregateAllItemData', include: 'allFieldsExcept', fieldsToExclude: 'headers, idempotency' })),
+				'Reserve',
+				0,
+				3,
+			),
+		).toThrow(split);
+		expect(() => checkEventsApart(joined(aggregate({ aggregate: 'aggregateAllItemData' })), 'Reserve', 0, 3)).not.toThrow();
+		expect(() =>
+			checkEventsApart(
+				joined(aggregate({ aggregate: 'aggregateAllItemData', include: 'specifiedFields', fieldsToInclude: 'body, idempotency' })),
+				'Reserve',
+				0,
+				3,
+			),
+		).not.toThrow();
+		// At Stop Workflow, or one item at a time, each split item is still paired to every event.
+		const atStopAfterSplit = joined(aggregate({}));
+		(atStopAfterSplit.node('Charge') as INode).onError = undefined;
+		expect(() => checkEventsApart(atStopAfterSplit, 'Reserve', 0, 3)).toThrow(split);
+		const looped = beside(
+			['Join'],
+			[
+				aggregate({}),
+				node('Split', 'n8n-nodes-base.splitOut', 0),
+				atStop('Loop', 'n8n-nodes-base.splitInBatches', { typeVersion: 3, parameters: { batchSize: 1 } }),
+				node('Charge', 'n8n-nodes-base.httpRequest', 0),
+			],
+			{
+				Join: { main: [link('Split')] },
+				Split: { main: [link('Loop')] },
+				Loop: { main: [[], link('Charge')] },
+				Charge: { main: [link('Loop')] },
+			},
+		);
+		expect(() => checkEventsApart(looped, 'Reserve', 0, 3)).toThrow(split);
+		// Without Split Out the aggregated item is one call for all events: all or nothing.
+		const batch = beside(['Join'], [aggregate({}), node('Charge', 'n8n-nodes-base.httpRequest', 0)], { Join: { main: [link('Charge')] } });
+		expect(() => checkEventsApart(batch, 'Reserve', 0, 3)).not.toThrow();
+	});
+
 	it('reads On Error before the legacy Continue On Fail, as n8n does', () => {
 		const legacy = (extra: Partial<INode>) => beside(['Call'], [atStop('Call', 'n8n-nodes-base.httpRequest', extra)]);
 		expect(() => checkEventsApart(legacy({ continueOnFail: true, onError: 'stopWorkflow' }), 'Reserve', 0, 3)).toThrow(refused);
