@@ -1,5 +1,5 @@
 import { HookContext } from 'n8n-core';
-import { Workflow, type INode, type IWorkflowExecuteAdditionalData } from 'n8n-workflow';
+import { NodeConnectionTypes, Workflow, type IConnections, type INode, type IWorkflowExecuteAdditionalData } from 'n8n-workflow';
 
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
@@ -39,13 +39,17 @@ const step = (name: string, type: string, typeVersion: number, parameters: INode
 	parameters,
 });
 
-/** Publishes a workflow trigger → step as n8n does: checkExists, then create, on a HookContext of the loaded workflow. */
-async function publish(next: INode): Promise<void> {
+const to = (...names: string[]): IConnections[string] => ({
+	main: [names.map((node) => ({ node, type: NodeConnectionTypes.Main, index: 0 }))],
+});
+
+/** Publishes trigger → `next` (→ `more`) as n8n does: checkExists, then create, on a HookContext of the loaded workflow. */
+async function publish(next: INode, more: { nodes: INode[]; connections: IConnections } = { nodes: [], connections: {} }): Promise<void> {
 	const workflow = new Workflow({
 		id: 'wf-waiting',
 		name: 'waiting',
-		nodes: [trigger, next],
-		connections: { [trigger.name]: { main: [[{ node: next.name, type: 'main', index: 0 }]] } },
+		nodes: [trigger, next, ...more.nodes],
+		connections: { [trigger.name]: to(next.name), ...more.connections },
 		active: true,
 		nodeTypes,
 		settings: { executionOrder: 'v1' },
@@ -78,6 +82,25 @@ describeWithN8n("the Idempotent Webhook refuses at publish what n8n's nodes decl
 		['a Wait that is disabled', { ...step('Tell', 'n8n-nodes-base.wait', 1.1, {}), disabled: true }],
 	])('%s: published', async (_label, next) => {
 		await expect(publish(next)).resolves.toBeUndefined();
+	});
+
+	it('refuses a Reserve downstream whose wiring it would refuse at its run, after the call before it', async () => {
+		const charge = step('Charge', 'n8n-nodes-base.httpRequest', 4.2, { url: 'http://127.0.0.1:9/' });
+		const reserve = packageNode('Reserve', 'idempotencyReserve', { keySource: 'auto', mode: 'lease' }, { position: [400, 0] });
+		const settle = packageNode('Settle', 'idempotencyKey', { operation: 'settle' }, { position: [600, 240] });
+		// Settle beside nothing: Reserve refuses this at its run, which would be after Charge called.
+		await expect(
+			publish(charge, { nodes: [reserve, settle], connections: { Charge: to('Reserve'), Reserve: to('Settle') } }),
+		).rejects.toThrow(
+			/"Reserve" would refuse every event after the nodes before it had run: No business step is connected beside "Settle"/,
+		);
+		const call = step('Call', 'n8n-nodes-base.httpRequest', 4.2, { url: 'http://127.0.0.1:9/' });
+		await expect(
+			publish(charge, {
+				nodes: [reserve, settle, { ...call, position: [600, 0] }],
+				connections: { Charge: to('Reserve'), Reserve: to('Call', 'Settle') },
+			}),
+		).resolves.toBeUndefined();
 	});
 
 	it('refuses Respond to Webhook at publish too (the trigger answers the event itself)', async () => {
