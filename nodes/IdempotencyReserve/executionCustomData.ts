@@ -6,7 +6,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-wor
  * "Succeeded", new or duplicate alike). n8n's rules (n8n-core execution-metadata.ts): keys
  * hold only letters, digits and underscores (a dot is refused, and in manual runs it throws),
  * at most 10 keys per execution (later keys are dropped silently), values cut at 512
- * characters with an error logged above 255. So: five keys and values of 255 characters or fewer
+ * characters with an error logged above 255. So: six keys and values of 255 characters or fewer
  * (the correlation id only with Reserve's Correlation ID option; it is stored cut to 255 already).
  */
 
@@ -16,7 +16,16 @@ export const CUSTOM_DATA_KEYS = {
 	attempt: 'idempotency_attempt',
 	counts: 'idempotency_counts',
 	correlationId: 'idempotency_correlation_id',
+	retry: 'idempotency_retry',
 } as const;
+
+/**
+ * On every execution whose keys the package settles: n8n's Retry button reruns the failed node with
+ * the saved data, without any node of the package, so nothing can refuse it, and the provider
+ * retries the event itself. Said where the execution is looked at.
+ */
+export const RETRY_WARNING =
+	"Don't use n8n's Retry on this execution: the provider retries the event itself, and a Retry runs the steps again outside the event's key, even after the event was completed. Replay a failed event with the replay template instead.";
 
 const MAX_VALUE_LENGTH = 255;
 const OUTCOME_ORDER = ['new', 'duplicate', 'in_progress', 'unverified', 'not_reserved'] as const;
@@ -73,6 +82,8 @@ function summary(counts: Map<Outcome, number>, first: IDataObject | undefined): 
 		[CUSTOM_DATA_KEYS.outcome]: present.length === 1 ? present[0] : present.length === 0 ? 'none' : 'mixed',
 		[CUSTOM_DATA_KEYS.counts]: present.map((outcome) => `${outcome}=${counts.get(outcome)}`).join(' ') || 'none',
 	};
+	// A run that reserved keys ran steps the provider retries through their keys.
+	if ((counts.get('new') ?? 0) > 0) data[CUSTOM_DATA_KEYS.retry] = RETRY_WARNING;
 	if (first) {
 		data[CUSTOM_DATA_KEYS.key] = String(first.key).slice(0, MAX_VALUE_LENGTH);
 		if (typeof first.attempts === 'number') data[CUSTOM_DATA_KEYS.attempt] = String(first.attempts);

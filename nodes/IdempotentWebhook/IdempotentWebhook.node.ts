@@ -30,6 +30,7 @@ import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExe
 import { answerNow, assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { heldKeyOf } from '../shared/executionTrace';
 import { describerOf } from '../shared/nodeKinds';
+import { CUSTOM_DATA_KEYS, recordCustomData, RETRY_WARNING } from '../IdempotencyReserve/executionCustomData';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
 import { refusalDownstream, unsettleableAfterTrigger } from '../shared/settleWiring';
@@ -185,6 +186,7 @@ export class IdempotentWebhook implements INodeType {
 		}
 		await recordExecution(this, items, openStore);
 		settleWhenExecutionEnds(this, [node.name], openStore);
+		recordCustomData(this, { [CUSTOM_DATA_KEYS.retry]: RETRY_WARNING });
 		return [items.map((item, index) => ({ ...item, pairedItem: { item: index } }))];
 	}
 

@@ -7,6 +7,7 @@ import {
 	type WorkflowExecuteMode,
 } from 'n8n-workflow';
 
+import { RETRY_WARNING } from '../../nodes/IdempotencyReserve/executionCustomData';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {
@@ -95,11 +96,15 @@ describe('Idempotency Reserve records its outcome in the execution custom data',
 			idempotency_counts: 'new=1',
 			idempotency_key: 'evt:a1',
 			idempotency_attempt: '1',
+			// n8n's Retry would run the step outside the key: the execution says not to use it.
+			idempotency_retry: RETRY_WARNING,
 		});
 
 		const again = await run('cd-again', ['a1']);
 		expect(itemsAt(again, 'In Progress')).toHaveLength(1);
 		expect(customData(again)).toMatchObject({ idempotency_outcome: 'in_progress', idempotency_key: 'evt:a1' });
+		// A run that reserved nothing ran no step under a key.
+		expect(customData(again)).not.toHaveProperty('idempotency_retry');
 	});
 
 	it('a completed event redelivered: duplicate', async () => {
@@ -163,6 +168,7 @@ describe('Idempotency Reserve records its outcome in the execution custom data',
 			idempotency_key: 'evt:c1',
 			idempotency_attempt: '1',
 			idempotency_correlation_id: 'req-trace-1',
+			idempotency_retry: RETRY_WARNING,
 		});
 	});
 

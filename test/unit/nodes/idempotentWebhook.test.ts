@@ -1,3 +1,4 @@
+import { RETRY_WARNING } from '../../../nodes/IdempotencyReserve/executionCustomData';
 import { createHmac } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -523,6 +524,8 @@ describe('Idempotent Webhook: what it keeps about each delivery', () => {
 			engineBase(credentialsHelper()),
 		);
 		expect(run.data.resultData.error).toBeUndefined();
+		// n8n's Retry on this execution would run the steps outside the key: the execution says not to use it.
+		expect(run.data.resultData.metadata).toMatchObject({ idempotency_retry: RETRY_WARNING });
 
 		const copy = await post(body);
 		expect(copy.status).toBe(200);
