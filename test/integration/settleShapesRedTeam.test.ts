@@ -20,7 +20,7 @@ import {
 import { OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
-import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
+import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes, effects, effectsFor, TestEffectOnce } from '../support/n8nBaseNodes';
 import {
 	addNodeTypes,
 	credentialsHelperReading,
@@ -32,6 +32,18 @@ import {
 	webhookResponses,
 } from '../support/n8nEngine';
 import { embeddedModule } from '../support/storeTargets';
+import { connectionSettings, postgresSchemaFixture } from '../support/database';
+import { engineWithUpAndDownCredentials, PACKAGE, type EngineBase } from '../support/n8nEngine';
+import {
+	baseNode,
+	inProcessDeliveries,
+	keyStatesIn,
+	link,
+	once,
+	routeSwitch as routeBy,
+	settleWorkflow,
+	toInput,
+} from '../support/settleWorkflows';
 
 /*
  * Independent red-team pass on the Idempotent Webhook trigger, with n8n-core's own WebhookContext
@@ -196,7 +208,14 @@ const salesforceCreateLead = (onError: INode['onError']) =>
 		'Create Lead',
 		'n8n-nodes-base.salesforce',
 		1,
-		{ authentication: 'oAuth2', resource: 'lead', operation: 'create', company: '={{ $json.body.company }}', lastname: 'Doe', additionalFields: {} },
+		{
+			authentication: 'oAuth2',
+			resource: 'lead',
+			operation: 'create',
+			company: '={{ $json.body.company }}',
+			lastname: 'Doe',
+			additionalFields: {},
+		},
 		{ onError, credentials: { salesforceOAuth2Api: { id: 'sf', name: 'Salesforce' } } },
 	);
 
@@ -240,27 +259,24 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// n8n-nodes-base's Salesforce node, at "Continue (regular output)", catches its own failure and outputs
 	// { error, description, httpCode, errorCode, fields } without item.error: the trace sees a success, the key is
 	// completed and the sender gets 200. The lead was never created, and every retry is answered "duplicate".
-	breaks(
-		'trigger → Salesforce Create Lead (unreachable) at On Error "Continue (regular output)": answered 500, key failed',
-		async () => {
-			activeTrigger = stripeTrigger(2);
-			const body = '{"id":"evt_sf_regular_output","company":"Acme"}';
-			expect((await postStripe(body)).status).toBe(200);
-			const { run, answer, key } = await runStarted('exec-sf-regular-output', [salesforceCreateLead('continueRegularOutput')], {
-				Webhook: to('Create Lead'),
-			});
-			// The Salesforce call failed: its only output item is its error.
-			const output = run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json;
-			expect(output).toMatchObject({ error: expect.stringMatching(/ECONNREFUSED|connect/i), httpCode: 'ECONNREFUSED' });
-			// Observed: 200, key completed, the provider's retry answered 200 duplicate (the event is lost).
-			const retry = await postStripe(body);
-			expect({ status: answer?.statusCode, key: (await storedKey(key))?.status, retry: retry.headers.get(OUTCOME_HEADER) }).toEqual({
-				status: 500,
-				key: 'failed',
-				retry: null,
-			});
-		},
-	);
+	breaks('trigger → Salesforce Create Lead (unreachable) at On Error "Continue (regular output)": answered 500, key failed', async () => {
+		activeTrigger = stripeTrigger(2);
+		const body = '{"id":"evt_sf_regular_output","company":"Acme"}';
+		expect((await postStripe(body)).status).toBe(200);
+		const { run, answer, key } = await runStarted('exec-sf-regular-output', [salesforceCreateLead('continueRegularOutput')], {
+			Webhook: to('Create Lead'),
+		});
+		// The Salesforce call failed: its only output item is its error.
+		const output = run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json;
+		expect(output).toMatchObject({ error: expect.stringMatching(/ECONNREFUSED|connect/i), httpCode: 'ECONNREFUSED' });
+		// Observed: 200, key completed, the provider's retry answered 200 duplicate (the event is lost).
+		const retry = await postStripe(body);
+		expect({ status: answer?.statusCode, key: (await storedKey(key))?.status, retry: retry.headers.get(OUTCOME_HEADER) }).toEqual({
+			status: 500,
+			key: 'failed',
+			retry: null,
+		});
+	});
 
 	/* Lost: a key of one workflow taken by a delivery to another ------------------------------------ */
 
@@ -297,6 +313,17 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		activeWorkflowId = 'wf-billing2';
 		activeTrigger = stripeTrigger(2);
 		expect(await (await postStripe('{"id":"evt_forged2"}')).json()).toEqual({ started: true });
+	});
+
+	// Held: Key Source Header cannot forge another workflow's key: its key is "<header name>:<value>".
+	it("version 1, Key Source Header: a sender's 'wf:' value stays under the header's name (held)", async () => {
+		activeWorkflowId = 'wf-intake-header';
+		activeTrigger = headerAuthTrigger(1, { keySource: 'header', headerName: 'idempotency-key' });
+		await postWithHeaderAuth('{}', { 'idempotency-key': 'wf:wf-billing3:evt:evt_forged3' });
+		expect((await runStarted('exec-intake-header')).key).toBe('idempotency-key:wf:wf-billing3:evt:evt_forged3');
+		activeWorkflowId = 'wf-billing3';
+		activeTrigger = stripeTrigger(2);
+		expect(await (await postStripe('{"id":"evt_forged3"}')).json()).toEqual({ started: true });
 	});
 
 	/* Leaked: the trigger's own Header Auth credential kept in the stored answer --------------------- */
@@ -363,7 +390,11 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		if (!(await methods.checkExists.call(context))) await methods.create.call(context);
 	}
 	const wait = node('Wait', 'n8n-nodes-base.wait', 1.1, { amount: 2, unit: 'hours' });
-	const routeSwitch = node('Route', 'n8n-nodes-base.switch', 3.2, { mode: 'expression', numberOutputs: 3, output: '={{ $json.body.route }}' });
+	const routeSwitch = node('Route', 'n8n-nodes-base.switch', 3.2, {
+		mode: 'expression',
+		numberOutputs: 3,
+		output: '={{ $json.body.route }}',
+	});
 
 	it('a Wait reached only through an expression-chosen Switch output (2 of 3): refused at publish (held)', async () => {
 		await expect(
@@ -386,13 +417,18 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 
 	it('a Wait behind a disabled node: refused at publish (held)', async () => {
 		const off = node('Off', 'n8n-nodes-base.noOp', 1, {}, { disabled: true });
-		await expect(publish([off, wait], { 'Idempotent Webhook': to('Off'), Off: to('Wait') })).rejects.toThrow(/"Wait" makes the execution wait/);
+		await expect(publish([off, wait], { 'Idempotent Webhook': to('Off'), Off: to('Wait') })).rejects.toThrow(
+			/"Wait" makes the execution wait/,
+		);
 	});
 
 	// Not a bypass: Slack's Operation has noDataExpression, and n8n 2.41.1's Workflow strips the "=" of such a
 	// parameter: the node gets the literal text "{{ … }}", an operation it does not have, and cannot wait.
 	it('Slack with its operation set to an expression: n8n keeps no expression there, so nothing can wait (published, held)', async () => {
-		const slack = node('Ask', 'n8n-nodes-base.slack', 2.3, { resource: 'message', operation: "={{ $json.body.ask ? 'sendAndWait' : 'post' }}" });
+		const slack = node('Ask', 'n8n-nodes-base.slack', 2.3, {
+			resource: 'message',
+			operation: "={{ $json.body.ask ? 'sendAndWait' : 'post' }}",
+		});
 		await expect(publish([slack], { 'Idempotent Webhook': to('Ask') })).resolves.toBeUndefined();
 		expect(slack.parameters.operation).toBe("{{ $json.body.ask ? 'sendAndWait' : 'post' }}");
 	});
@@ -427,5 +463,116 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 			options: {},
 		});
 		await expect(publish([sub], { 'Idempotent Webhook': to('Sub') })).rejects.toThrow(/wait/i);
+	});
+});
+
+/* The node path: Webhook → Idempotency Reserve → the step, Settle After Business Step beside it ------------ */
+
+const db = postgresSchemaFixture('redteam', { keyTables: ['processed_events'] });
+let base: EngineBase;
+const deliveries = inProcessDeliveries('redteam', () => base);
+const { statuses } = keyStatesIn(db);
+type Body = { id: string } & Record<string, unknown>;
+const provider = (data: ReturnType<typeof settleWorkflow>, bodies: Body[]) => deliveries.provider(data, bodies, statuses, 4);
+
+describeWithN8n('red team: Reserve + Settle in n8n-core, with n8n-nodes-base nodes', () => {
+	beforeAll(() => {
+		addNodeTypes({ ...loadBaseNodes(), ...loadBaseNodeFiles(EXTRA_NODES), [`${PACKAGE}.testEffectOnce`]: new TestEffectOnce() });
+		const engine = engineWithUpAndDownCredentials(connectionSettings());
+		const own = engine.credentialsHelper;
+		const salesforce = credentialsHelper();
+		const helper = {
+			...own,
+			runPreAuthentication: async () => undefined,
+			getDecrypted: async (additionalData: unknown, details: unknown, type: string) =>
+				type === 'salesforceOAuth2Api'
+					? await salesforce.getDecrypted(additionalData as never, details as never, type, 'webhook')
+					: await (own.getDecrypted as (...args: unknown[]) => Promise<unknown>)(additionalData, details, type),
+		};
+		base = { ...engine, credentialsHelper: helper as unknown as typeof own };
+	});
+	beforeEach(() => {
+		effects.length = 0;
+	});
+
+	// BREAK (lost), the same root cause as the trigger's row above (executionTrace.ts isErrorItem), on the node path:
+	// docs/templates.md's Settle fails the key of a step that failed at any On Error. Salesforce at "Continue
+	// (regular output)" outputs { error, description, httpCode, errorCode, fields }: Settle completes the key and
+	// the sender is answered 200 (completed); the lead was never created and no retry comes.
+	breaks(
+		'Reserve → Salesforce Create Lead (unreachable) at "Continue (regular output)", Settle beside: not answered 2xx, key not completed',
+		async () => {
+			const data = settleWorkflow(db.schema, 'rt-sf', {
+				nodes: [{ ...salesforceCreateLead('continueRegularOutput'), position: [400, 0] }],
+				connections: {},
+				heads: ['Create Lead'],
+			});
+			const delivery = await deliveries.deliver(data, [{ id: 'rt_sf', company: 'Acme' }]);
+			// The Salesforce call failed: its only output item is its error.
+			expect(delivery.run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json).toMatchObject({ httpCode: 'ECONNREFUSED' });
+			// Observed: answer 200 (Settle's "completed" output), key completed: the provider stops, no lead exists.
+			expect({ answer: delivery.answer, state: (await statuses(['rt_sf']))[0] }).toEqual({ answer: 500, state: 'failed' });
+		},
+	);
+
+	// Held: a Switch whose outputs 0 and 1 both feed one charge (two runs of it), the charge failing for one event.
+	it('Reserve → Switch (outputs 0 and 1 → one charge at Continue, error output): each key follows its own event', async () => {
+		const data = settleWorkflow(db.schema, 'rt-switch', {
+			nodes: [routeBy('Route', 0, 2, { onError: undefined }), once('Charge', 'rt_sw_b', 0, { onError: 'continueErrorOutput' })],
+			connections: { Route: { main: [link('Charge'), link('Charge')] } },
+			heads: ['Route'],
+		});
+		const bodies = [
+			{ id: 'rt_sw_a', route: 0 },
+			{ id: 'rt_sw_b', route: 1 },
+		];
+		const { answers, lost } = await provider(data, bodies);
+		expect({ answers, lost, effects: bodies.map(({ id }) => effectsFor(id)), states: await statuses(bodies.map(({ id }) => id)) }).toEqual({
+			answers: [500, 200],
+			lost: [],
+			effects: [1, 1],
+			states: ['completed', 'completed'],
+		});
+	});
+
+	// Held: Edit Fields with "Include Other Input Fields" off drops the `idempotency` field; n8n's pairing still leads back.
+	it('Reserve → Edit Fields (other fields off) → charge at Continue (error output), failing for one event: that key failed, the other completed', async () => {
+		const fields = baseNode(
+			'Only Amount',
+			'set',
+			3.4,
+			{
+				mode: 'manual',
+				assignments: { assignments: [{ id: 'a', name: 'id', value: '={{ $json.body.id }}', type: 'string' }] },
+				includeOtherFields: false,
+				options: {},
+			},
+			0,
+			{ onError: undefined },
+		);
+		const data = settleWorkflow(db.schema, 'rt-fields', {
+			nodes: [fields, once('Charge', 'rt_f_b', 0, { onError: 'continueErrorOutput' })],
+			connections: { 'Only Amount': { main: [link('Charge')] } },
+			heads: ['Only Amount'],
+		});
+		const bodies = [{ id: 'rt_f_a' }, { id: 'rt_f_b' }];
+		const { answers, lost } = await provider(data, bodies);
+		expect({ answers, lost, effects: bodies.map(({ id }) => effectsFor(id)) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+	});
+
+	// Held: Merge "Choose Branch" (output the second input) after a charge on the first input: the charge's failure still counts.
+	it('Reserve → [charge at Continue (error output) → Merge in 1] + [No Operation → Merge in 2], Merge chooses input 2: the failed event is retried, once each', async () => {
+		const data = settleWorkflow(db.schema, 'rt-choose', {
+			nodes: [
+				once('Charge', 'rt_m_b', 0, { onError: 'continueErrorOutput' }),
+				baseNode('Pass', 'noOp', 1, {}, 100, { onError: undefined }),
+				baseNode('Merge', 'merge', 3, { mode: 'chooseBranch', useDataOfInput: 2 }, 0, { onError: undefined }),
+			],
+			connections: { Charge: { main: [toInput('Merge', 0)] }, Pass: { main: [toInput('Merge', 1)] } },
+			heads: ['Charge', 'Pass'],
+		});
+		const bodies = [{ id: 'rt_m_a' }, { id: 'rt_m_b' }];
+		const { answers, lost } = await provider(data, bodies);
+		expect({ answers, lost, effects: bodies.map(({ id }) => effectsFor(id)) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
 	});
 });
