@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { HookContext, WebhookContext } from 'n8n-core';
+import { DataDeduplicationService, HookContext, WebhookContext } from 'n8n-core';
 import {
 	NodeConnectionTypes,
 	Workflow,
@@ -94,6 +94,23 @@ const EXTRA_NODES: Record<string, string> = {
 	'n8n-nodes-base.set': 'Set/Set.node.js',
 	'n8n-nodes-base.switch': 'Switch/Switch.node.js',
 	'n8n-nodes-base.slack': 'Slack/Slack.node.js',
+	'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
+};
+
+/** n8n's deduplication store (its database in n8n), in memory: what Remove Duplicates "across executions" records. */
+const seenValues = new Set<string>();
+const inMemoryDeduplicator = {
+	async checkProcessedAndRecord(items: unknown[]) {
+		const fresh = items.filter((item) => !seenValues.has(String(item)));
+		const processed = items.filter((item) => seenValues.has(String(item)));
+		for (const item of items) seenValues.add(String(item));
+		return { new: fresh, processed };
+	},
+	async removeProcessed() {},
+	async clearAllProcessedItems() {},
+	async getProcessedDataCount() {
+		return seenValues.size;
+	},
 };
 
 /* The trigger's webhook() as n8n calls it (after test/unit/nodes/idempotentWebhook.test.ts) -------- */
@@ -224,7 +241,8 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		n8nFolder = mkdtempSync(path.join(os.tmpdir(), 'redteam-n8n-'));
 		process.env.N8N_USER_FOLDER = n8nFolder;
 		embeddedModule();
-		addNodeTypes({ ...loadBaseNodes(), ...loadBaseNodeFiles(EXTRA_NODES) });
+		addNodeTypes({ ...loadBaseNodes(), ...loadBaseNodeFiles(EXTRA_NODES), [`${PACKAGE}.testEffectOnce`]: new TestEffectOnce() });
+		await DataDeduplicationService.init(inMemoryDeduplicator as never);
 		server = http.createServer((request, response) => void handle(request, response));
 		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -276,6 +294,36 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 			key: 'failed',
 			retry: null,
 		});
+	});
+
+	// BREAK (lost), by composition with n8n's own cross-execution deduplication. n8n-nodes-base's Remove Duplicates
+	// ("Remove Items Processed in Previous Executions", keyed on the event id: a common belt-and-braces choice) records
+	// the event as seen when the first delivery passes it, before the business step. The step fails, the key is
+	// failed and the sender gets 500, as promised; the provider's retry is then dropped by Remove Duplicates, the
+	// execution ends as a success with no step run, the key is completed and the retry answered 200: the charge never
+	// happened and no retry comes. Root cause: settleWiring.ts (unsettleableAfterTrigger / checkOutcomeVisible)
+	// accepts a node that keeps state across executions before the step, and the trace (executionEnd.ts) reads an
+	// item removed on purpose as a step that finished; nothing in the docs warns of it.
+	breaks('trigger → Remove Duplicates (across executions, by event id) → charge that fails once: the retry runs the charge', async () => {
+		activeTrigger = stripeTrigger(2);
+		const dedupe = node('Seen Before?', 'n8n-nodes-base.removeDuplicates', 2, {
+			operation: 'removeItemsSeenInPreviousExecutions',
+			logic: 'removeItemsWithAlreadySeenKeyValues',
+			dedupeValue: '={{ $json.body.id }}',
+			options: {},
+		});
+		const charge = packageNode('Charge', 'testEffectOnce', { failOnce: 'evt_dedupe' }, { position: [600, 0] });
+		const nodes = [dedupe, charge];
+		const connections = { Webhook: to('Seen Before?'), 'Seen Before?': to('Charge') };
+		const body = '{"id":"evt_dedupe","amount":100}';
+		expect((await postStripe(body)).status).toBe(200);
+		const first = await runStarted('exec-dedupe-1', nodes, connections);
+		expect({ status: first.answer?.statusCode, key: (await storedKey(first.key))?.status }).toEqual({ status: 500, key: 'failed' });
+		// The provider's retry: a new run of the event, as promised.
+		expect(await (await postStripe(body)).json()).toEqual({ started: true });
+		const retry = await runStarted('exec-dedupe-2', nodes, connections);
+		// Observed: 200, key completed, no charge: Remove Duplicates dropped the retry, Charge never ran.
+		expect({ status: retry.answer?.statusCode, charges: effectsFor('evt_dedupe') }).toEqual({ status: 200, charges: 1 });
 	});
 
 	/* Lost: a key of one workflow taken by a delivery to another ------------------------------------ */
