@@ -308,6 +308,12 @@ function finish(key: string, keySource: KeySourceLabel, config: KeyConfig): Deri
 			`The key starts with "${MANUAL_TEST_PREFIX}", which is kept for keys reserved by manual runs in the editor. Use another scope or prefix. The item was not reserved.`,
 		);
 	}
+	if (config.workflowId === undefined && (scoped + key).startsWith(WORKFLOW_KEY_PREFIX)) {
+		// Else a sender choosing the text of a shared key could take one workflow's key and be answered its event.
+		throw new UnusableKeyError(
+			`The key starts with "${WORKFLOW_KEY_PREFIX}", which is kept for the keys of one workflow (the Idempotent Webhook trigger, version 2). Use a scope or a prefix. The item was not reserved.`,
+		);
+	}
 	const prefix = (config.manualTest ? MANUAL_TEST_PREFIX : '') + scoped;
 	if (Buffer.byteLength(prefix + key, 'utf8') <= MAX_KEY_BYTES) {
 		return { key: prefix + key, keySource, hashed: false, ...manualFlag(config) };
@@ -319,8 +325,11 @@ function manualFlag(config: KeyConfig): Pick<DerivedKey, 'manualTest'> {
 	return config.manualTest ? { manualTest: true } : {};
 }
 
+/** Where the keys of one workflow live; no key shared between workflows may start with it. */
+const WORKFLOW_KEY_PREFIX = 'wf:';
+
 function workflowPrefix(workflowId: string | undefined): string {
-	return workflowId === undefined ? '' : `wf:${workflowId.trim()}:`;
+	return workflowId === undefined ? '' : `${WORKFLOW_KEY_PREFIX}${workflowId.trim()}:`;
 }
 
 function scopePrefix(scope: string | undefined): string {

@@ -43,6 +43,8 @@ export interface AnswerRequest {
 	/** The request's query parameters, as on the trigger's item. */
 	query?: unknown;
 	ownerTokens?: readonly unknown[];
+	/** Headers that carry a credential whatever their name says (the one Header Auth checks, which the user names). */
+	credentialHeaders?: readonly string[];
 }
 
 /**
@@ -98,10 +100,12 @@ function secretsOf(request: AnswerRequest): string[] {
 		if (trimmed !== '') secrets.add(storableText(trimmed).text);
 	};
 	for (const token of request.ownerTokens ?? []) if (typeof token === 'string') add(token);
+	const credentialHeaders = new Set((request.credentialHeaders ?? []).map((name) => name.trim().toLowerCase()));
 	for (const source of [request.headers, request.query]) {
 		if (source === null || typeof source !== 'object') continue;
 		for (const [name, value] of Object.entries(source as Record<string, unknown>)) {
-			if (!CREDENTIAL_NAME.test(name)) continue;
+			const named = source === request.headers && credentialHeaders.has(name.toLowerCase());
+			if (!named && !CREDENTIAL_NAME.test(name)) continue;
 			for (const text of [value].flat()) if (typeof text === 'string') credentialParts(text).forEach(add);
 		}
 	}

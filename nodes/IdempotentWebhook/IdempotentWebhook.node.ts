@@ -185,7 +185,7 @@ export class IdempotentWebhook implements INodeType {
 			throw new NodeOperationError(node, message, { description: UNSETTLEABLE_FIX });
 		}
 		await recordExecution(this, items, openStore);
-		settleWhenExecutionEnds(this, [node.name], openStore);
+		settleWhenExecutionEnds(this, [node.name], openStore, undefined, { credentialHeaders: await headerAuthName(this) });
 		recordCustomData(this, { [CUSTOM_DATA_KEYS.retry]: RETRY_WARNING });
 		return [items.map((item, index) => ({ ...item, pairedItem: { item: index } }))];
 	}
@@ -333,6 +333,21 @@ function authenticationSettings(context: IWebhookFunctions): AuthenticationSetti
 		};
 	}
 	return { kind: 'none' };
+}
+
+/**
+ * The header Header Auth checks, named by the user (any name): its value is the trigger's own
+ * credential, kept out of the stored answer whatever the header is called. None without Header Auth.
+ */
+async function headerAuthName(context: IExecuteFunctions): Promise<string[]> {
+	if (context.getNodeParameter('authentication', 0, 'none') !== 'headerAuth') return [];
+	try {
+		const { name } = await context.getCredentials<ICredentialDataDecryptedObject>('idempotentWebhookHeaderAuthApi');
+		return typeof name === 'string' && name.trim() !== '' ? [name] : [];
+	} catch {
+		// Unreadable here: the answer is still cleaned of every header named like a credential.
+		return [];
+	}
 }
 
 /** Two text fields of a credential; a missing one is refused like an unreadable credential. */

@@ -49,6 +49,8 @@ interface Watch {
 	workflow: WorkflowFields;
 	/** Where each Reserve node's keys are stored, by the Reserve node's name. */
 	stores: Map<string, KeySource>;
+	/** Request headers that carry the trigger's credential whatever their name (Header Auth's): never in a stored answer. */
+	credentialHeaders: Set<string>;
 }
 
 /** The lease of the package's nodes when nothing else is known (a node settling keys another node reserved). */
@@ -93,13 +95,14 @@ export function settleWhenExecutionEnds(
 	reserveNodes: string[],
 	openStore: StoreOpener,
 	leaseMs?: number,
+	{ credentialHeaders = [] }: { credentialHeaders?: string[] } = {},
 ): void {
 	const hooks = hooksOf(context);
 	const workflow = (context as unknown as ContextFields).workflow;
 	if (!hooks || !workflow) return;
 	let watch = watches.get(hooks);
 	if (!watch) {
-		const created: Watch = { workflow, stores: new Map() };
+		const created: Watch = { workflow, stores: new Map(), credentialHeaders: new Set() };
 		watch = created;
 		watches.set(hooks, created);
 		hooks.addHandler('workflowExecuteAfter', async (run: IRun) => {
@@ -115,6 +118,7 @@ export function settleWhenExecutionEnds(
 			if (answer) await sendAnswer(hooks, { headers: {}, ...answer });
 		});
 	}
+	for (const name of credentialHeaders) watch.credentialHeaders.add(name);
 	const source: KeySource = { open: once(openStore), leaseMs };
 	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, source);
 }
@@ -244,7 +248,11 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	const ownerTokens = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].map(
 		(reservation) => reservation.ownerToken,
 	);
-	const lastAnswer = storedAnswer(lastNodeAnswer(run), { ...triggerRequest(run, triggers), ownerTokens }) as IDataObject | undefined;
+	const lastAnswer = storedAnswer(lastNodeAnswer(run), {
+		...triggerRequest(run, triggers),
+		ownerTokens,
+		credentialHeaders: [...watch.credentialHeaders],
+	}) as IDataObject | undefined;
 	for (const [open, group] of byStore) {
 		const store = await open();
 		if (group.hold.length > 0) await store.hold(group.hold);

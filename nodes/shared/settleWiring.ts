@@ -421,6 +421,22 @@ function downstreamOf(record: ExecutionRecord, start: INode[], seen: Set<string>
 	return found;
 }
 
+/** The nodes of the sub-workflow an Execute Workflow node defines in its own parameters (Source "Define Below"). */
+function inlineSubWorkflowNodes(node: { type: string; parameters?: INode['parameters'] }): ChildNode[] {
+	if (node.type !== EXECUTE_WORKFLOW_TYPE || node.parameters?.source !== 'parameter') return [];
+	const json = node.parameters.workflowJson;
+	if (typeof json !== 'string' || json.startsWith('=')) return [];
+	try {
+		const nodes = (JSON.parse(json) as { nodes?: unknown }).nodes;
+		return Array.isArray(nodes)
+			? nodes.filter((inner): inner is ChildNode => typeof inner?.name === 'string' && typeof inner?.type === 'string')
+			: [];
+	} catch {
+		// Not JSON: n8n refuses to run it, before any step.
+		return [];
+	}
+}
+
 /** An Execute Workflow node whose "Wait For Sub-Workflow Completion" is off, or an expression n8n evaluates per item. */
 function mayNotWaitForSubWorkflow(node: { type: string; parameters?: INode['parameters'] }): boolean {
 	if (node.type !== EXECUTE_WORKFLOW_TYPE) return false;
@@ -483,6 +499,10 @@ export function unsettleableAfterTrigger(children: ChildNode[], describe: Descri
 		if (node.disabled === true) continue;
 		if (mayWait(node, describe))
 			return `"${node.name}" makes the execution wait (n8n resumes it later as a new run), and the key of an event this trigger started cannot be settled after a wait.`;
+		const waitingInside = inlineSubWorkflowNodes(node).find((inner) => inner.disabled !== true && mayWait(inner, describe));
+		if (waitingInside) {
+			return `"${node.name}" runs a sub-workflow whose node "${waitingInside.name}" makes the execution wait (n8n resumes it later as a new run), and the key of an event this trigger started cannot be settled after a wait.`;
+		}
 		if (node.type === RESPOND_TYPE) {
 			return `"${node.name}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`;
 		}

@@ -337,12 +337,12 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// {"requestId":"wf:wf-billing:evt:evt_forged"}; A runs and completes that key. Stripe's real delivery
 	// of evt_forged to workflow "wf-billing" (version 2, at its defaults) is then answered 200 "duplicate" with
 	// A's answer: billing never runs the event, and Stripe stops retrying.
-	breaks("a version-1 workflow's sender-chosen key cannot take the key of a version-2 workflow's event", async () => {
+	// Fixed: a key not under a workflow's prefix may not start with "wf:" (lib/keys/deriveKey.ts): refused, 503.
+	it("a version-1 workflow's sender-chosen key cannot take the key of a version-2 workflow's event", async () => {
 		activeWorkflowId = 'wf-intake';
 		activeTrigger = headerAuthTrigger(1, { keySource: 'field', keyField: 'body.requestId' });
-		expect((await postWithHeaderAuth('{"requestId":"wf:wf-billing:evt:evt_forged","note":"from intake"}')).status).toBe(200);
-		const intake = await runStarted('exec-intake');
-		expect({ key: intake.key, status: intake.answer?.statusCode }).toEqual({ key: 'wf:wf-billing:evt:evt_forged', status: 200 });
+		const forged = await postWithHeaderAuth('{"requestId":"wf:wf-billing:evt:evt_forged","note":"from intake"}');
+		expect({ status: forged.status, body: await forged.json() }).toMatchObject({ status: 503, body: { error: 'key_refused' } });
 
 		activeWorkflowId = 'wf-billing';
 		activeTrigger = stripeTrigger(2);
@@ -404,7 +404,8 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// Header Auth credential uses. With the credential's header named "X-Webhook-Key" (any name is allowed), an
 	// Edit Fields that records who called (`caller` = the header's value) puts the trigger's own secret into
 	// the key table in plain text, and every verified copy gets it back for 30 days.
-	breaks("Edit Fields copying the trigger's own Header Auth value (header X-Webhook-Key) into `caller`: not stored", async () => {
+	// Fixed: every request header's value but the plain ones (content-type, user-agent, …) is left out.
+	it("Edit Fields copying the trigger's own Header Auth value (header X-Webhook-Key) into `caller`: not stored", async () => {
 		activeTrigger = headerAuthTrigger(2);
 		const body = '{"id":"evt_leak_header_auth"}';
 		await postWithHeaderAuth(body);
@@ -496,7 +497,8 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// that fails is never retried). The doc excuses it as "another workflow, not known at publish", but with
 	// Source "Define Below" (source: parameter) the sub-workflow's JSON is a parameter of the node, known at
 	// publish. Root cause: unsettleableAfterTrigger (settleWiring.ts) never reads Execute Workflow's workflowJson.
-	breaks('Execute Workflow with Source "Define Below" whose inline sub-workflow has a Wait: refused at publish', async () => {
+	// Fixed: the trigger reads an inline sub-workflow's nodes (settleWiring.ts, inlineSubWorkflowNodes).
+	it('Execute Workflow with Source "Define Below" whose inline sub-workflow has a Wait: refused at publish', async () => {
 		const subWorkflow = {
 			nodes: [
 				{ id: 's', name: 'Start', type: 'n8n-nodes-base.executeWorkflowTrigger', typeVersion: 1.1, position: [0, 0], parameters: {} },
