@@ -23,7 +23,7 @@ import {
 } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
-import { saveWorkflow, runFromManualTrigger } from '../support/e2e/restWorkflows';
+import { saveWorkflow, runFromManualTrigger, tryPublishWorkflow } from '../support/e2e/restWorkflows';
 import { stripeSignature } from '../support/stack/stripeDelivery';
 import * as stack from '../support/stack/n8nStack';
 import type { ProcessList } from '../support/stack/n8nProcesses';
@@ -182,10 +182,8 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 
 	test('a Wait after the trigger is refused when the workflow is published, the Wait named: no webhook, nothing reserved', async () => {
 		const { workflow, webhookPath } = triggerWorkflow('trigger-wait', { apiUrl: api.url, edit: withWaitBeforeStep });
-		const { id, versionId, rest } = await saveWorkflow(h, workflow, webhookPath);
-		const published = await rest.call('POST', `/workflows/${id}/activate`, { versionId });
-		expect(published.status).toBeGreaterThanOrEqual(400);
-		expect(published.text).toMatch(/makes the execution wait.*The workflow was not published/);
+		const { refusal } = await tryPublishWorkflow(h, workflow, webhookPath);
+		expect(refusal).toMatch(/"Wait" makes the execution wait.*The workflow was not published/);
 		expect(await stack.webhookRegistered(h.state.n8nDbUrl, webhookPath)).toBe(false);
 		const answer = await h.deliver(`${base.baseUrl}/webhook/${webhookPath}`, { id: eventId('trg_wait'), type: 'order.created' });
 		expect(answer.status).toBe(404);

@@ -342,7 +342,7 @@ export async function publishRows(
 			} catch (error) {
 				// What the trigger cannot settle is refused at publish: the row checks the refusal.
 				const message = error instanceof Error ? error.message : String(error);
-				if (!message.startsWith('publishing the workflow failed')) throw error;
+				if (!message.startsWith('publishing the workflow failed: ')) throw error;
 				published[name] = { url: '', workflowId: '', publishRefusal: message };
 			}
 			continue;

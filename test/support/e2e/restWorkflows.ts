@@ -67,15 +67,44 @@ export async function saveWorkflow(
 
 /** Saves and publishes a workflow as the owner; resolves once n8n serves its webhook. Returns its id. */
 export async function publishWorkflow(h: Harness, workflow: WorkflowJson, webhookPath: string): Promise<string> {
+	const { id, refusal } = await tryPublishWorkflow(h, workflow, webhookPath);
+	if (refusal !== undefined) throw new Error(`publishing the workflow failed: ${refusal}`);
+	return id;
+}
+
+/**
+ * Saves and publishes a workflow as the owner, as the editor does: its id once n8n serves its
+ * webhook, or n8n's refusal. n8n 1.x activates within the call (a refusal is its error answer);
+ * 2.x publishes through its outbox after the call, and a trigger that refuses to activate shows
+ * in the workflow's publication status (what the editor shows).
+ */
+export async function tryPublishWorkflow(
+	h: Harness,
+	workflow: WorkflowJson,
+	webhookPath: string,
+): Promise<{ id: string; refusal?: string }> {
 	const { id, versionId, rest } = await saveWorkflow(h, workflow, webhookPath);
 	const published = await rest.call('POST', `/workflows/${id}/activate`, { versionId });
-	if (published.status !== 200) throw new Error(`publishing the workflow failed (${published.status}): ${published.text.slice(0, 300)}`);
+	if (published.status !== 200) return { id, refusal: `(${published.status}) ${published.text.slice(0, 1000)}` };
 	const deadline = Date.now() + 60000;
 	while (!(await stack.webhookRegistered(h.state.n8nDbUrl, webhookPath))) {
+		const status = await rest.call('GET', `/workflows/${id}/publication-status`);
+		const failed = status.status === 200 ? publicationFailure(status.json) : undefined;
+		if (failed !== undefined) return { id, refusal: failed };
 		if (Date.now() > deadline) throw new Error(`n8n never registered the webhook ${webhookPath}`);
 		await stack.sleep(250);
 	}
-	return id;
+	return { id };
+}
+
+/** The error of a trigger that failed to activate, from n8n 2.x's publication status; undefined while it is not failed. */
+function publicationFailure(body: unknown): string | undefined {
+	const data = (body as { data?: { status?: string; triggers?: Array<{ status?: string; errorMessage?: string | null }> } })?.data;
+	if (data?.status !== 'failed' && data?.status !== 'partial') return undefined;
+	return (data.triggers ?? [])
+		.filter((trigger) => trigger.status === 'failed')
+		.map((trigger) => trigger.errorMessage ?? '')
+		.join('; ');
 }
 
 /** Runs one of the package's shipped SQL files (from the installed package) on the app database. */
