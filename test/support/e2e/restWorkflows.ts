@@ -86,15 +86,20 @@ export async function tryPublishWorkflow(
 	const { id, versionId, rest } = await saveWorkflow(h, workflow, webhookPath);
 	const published = await rest.call('POST', `/workflows/${id}/activate`, { versionId });
 	if (published.status !== 200) return { id, refusal: `(${published.status}) ${published.text.slice(0, 1000)}` };
-	const deadline = Date.now() + 60000;
-	while (!(await stack.webhookRegistered(h.state.n8nDbUrl, webhookPath))) {
+	// n8n 2.x writes the webhook's row before it asks the trigger, and removes it when the trigger
+	// refuses: served means registered and, where n8n reports it, published.
+	for (const deadline = Date.now() + 60000; ; await stack.sleep(250)) {
+		const registered = await stack.webhookRegistered(h.state.n8nDbUrl, webhookPath);
 		const status = await rest.call('GET', `/workflows/${id}/publication-status`);
-		const failed = status.status === 200 ? publicationFailure(status.json) : undefined;
-		if (failed !== undefined) return { id, refusal: failed };
+		if (status.status === 200) {
+			const failed = publicationFailure(status.json);
+			if (failed !== undefined) return { id, refusal: failed };
+			if (registered && (status.json as { data?: { status?: string } })?.data?.status === 'published') return { id };
+		} else if (registered) {
+			return { id };
+		}
 		if (Date.now() > deadline) throw new Error(`n8n never registered the webhook ${webhookPath}`);
-		await stack.sleep(250);
 	}
-	return { id };
 }
 
 /** The error of a trigger that failed to activate, from n8n 2.x's publication status; undefined while it is not failed. */
