@@ -29,6 +29,16 @@ if [ -x "$DIR/node_modules/.bin/n8n" ] && [ -f "$DIR/.complete" ]; then
   echo "$DIR"; exit 0
 fi
 mkdir -p "$DIR"
+# One install per folder at a time: CI starts the default line's install before npm ci, and the
+# test run asks for it again; the second waits for the first, then finds it complete.
+exec 9>"$DIR.lock"
+if ! flock -n 9; then
+  log "waiting for another install of n8n@$N8N_VERSION into $DIR…"
+  flock 9
+fi
+if [ -x "$DIR/node_modules/.bin/n8n" ] && [ -f "$DIR/.complete" ]; then
+  echo "$DIR"; exit 0
+fi
 cd "$DIR"
 if [ ! -f package.json ]; then
   case "$N8N_VERSION" in

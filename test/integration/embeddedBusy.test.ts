@@ -306,7 +306,17 @@ function watchFile(file: string, prefix: string): Promise<{ ask: () => Promise<{
 }
 
 it('a reservation of 10,000 keys runs off the event loop and stays one transaction: meanwhile the loop runs, another process sees none of its keys and cannot write, and this process waits for it', async () => {
-	const file = path.join(folder, 'big-batch.sqlite');
+	// The other process must look while the write runs; on a loaded machine it may not be scheduled in
+	// time, so the whole case runs again (a fresh file) until it has looked then, at most three times.
+	// Every other assertion holds on every run.
+	let lookedWhileRunning = false;
+	for (let run = 0; run < 3 && !lookedWhileRunning; run++) lookedWhileRunning = await reserveTenThousand(`big-batch-${run}.sqlite`);
+	expect(lookedWhileRunning).toBe(true);
+});
+
+/** One run of the case above; whether the other process looked while the write ran, with the lock held. */
+async function reserveTenThousand(fileName: string): Promise<boolean> {
+	const file = path.join(folder, fileName);
 	const store = openEmbeddedKeyStore({ file });
 	await store.ready();
 	const { ask } = await watchFile(file, 'atomic-');
@@ -336,8 +346,6 @@ it('a reservation of 10,000 keys runs off the event loop and stays one transacti
 	expect(results.filter((result) => result.outcome === 'new')).toHaveLength(10_000);
 	// All or nothing, whenever the other process looked.
 	expect(seen.every(({ count }) => count === 0 || count === 10_000)).toBe(true);
-	// It looked while the reservation was running, and the write lock was held then (not only at the end).
-	expect(seen.some(({ pending: running, count, locked }) => running && count === 0 && locked)).toBe(true);
 	expect(await ask()).toEqual({ count: 10_000, locked: false });
 	// This process's own calls made meanwhile: one of them had the key (the batch), the other read Duplicate.
 	expect(single).toBeDefined();
@@ -345,7 +353,9 @@ it('a reservation of 10,000 keys runs off the event loop and stays one transacti
 	expect([0, 2]).toContain((await found!).size);
 	// None of the 10,000 was written on the event loop's connection: one row was, the single-key duplicate (its count + 1).
 	expect(main.prepare('select total_changes() as n').get()).toEqual({ n: Number(changesBefore?.n) + 1 });
-});
+	// It looked while the reservation was running, and the write lock was held then (not only at the end).
+	return seen.some(({ pending: running, count, locked }) => running && count === 0 && locked);
+}
 
 it("Delete Expired Keys deletes on the store's background thread, never on the event loop's connection", async () => {
 	const { file, store } = await storeWithRows('cleanup-off-thread.sqlite', 5_000, { expiresAt: 1 });
