@@ -266,37 +266,21 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 		}
 		if (group.fail.length > 0) await store.fail(group.fail.map(({ reservation, error }) => ({ ...owned(reservation), error })));
 	}
+	if (outcomes.stopped && outcomes.hold.length > 0) {
+		return inProgressAnswer(
+			'The execution was stopped while a step may still have been running; the event is held until its lease ends, then a retry runs it again.',
+		);
+	}
 	// In queue mode n8n answers the delivery 200 when the execution starts waiting, before the resumed
 	// run has done anything: a failure after the wait would never be retried. In progress, then: the
 	// key is held, every copy meanwhile is In Progress too, and the retry after the resumed run ends is
 	// a duplicate (or runs again, when it failed). One process keeps the delivery open instead.
-	if (outcomes.stopped && outcomes.hold.length > 0) {
-		return {
-			statusCode: 409,
-			headers: { [OUTCOME_HEADER]: 'in_progress' },
-			body: {
-				received: false,
-				inProgress: true,
-				retry: true,
-				message:
-					'The execution was stopped while a step may still have been running; the event is held until its lease ends, then a retry runs it again.',
-			},
-		};
-	}
 	if (outcomes.hold.length > 0 && runsInQueueMode()) {
-		return {
-			statusCode: 409,
-			headers: { [OUTCOME_HEADER]: 'in_progress' },
-			body: {
-				received: false,
-				inProgress: true,
-				retry: true,
-				...(outcomes.waitTill && outcomes.waitTill.getTime() < WAITS_WITHOUT_LIMIT
-					? { waitingUntil: outcomes.waitTill.toISOString() }
-					: {}),
-				message: 'The execution is waiting (a Wait node); the event is held until it resumes and ends. Retry later.',
-			},
-		};
+		const limited = outcomes.waitTill && outcomes.waitTill.getTime() < WAITS_WITHOUT_LIMIT;
+		return inProgressAnswer(
+			'The execution is waiting (a Wait node); the event is held until it resumes and ends. Retry later.',
+			limited && outcomes.waitTill ? { waitingUntil: outcomes.waitTill.toISOString() } : {},
+		);
 	}
 	if (outcomes.fail.length === 0) {
 		// The trigger answers its own event (n8n waits for this answer): the last node's, as the copies get it.
@@ -316,6 +300,15 @@ function triggerRequest(run: IRun, triggers: string[]): { headers?: unknown; que
 		if (json) return { headers: json.headers, query: json.query };
 	}
 	return {};
+}
+
+/** 409 In Progress: the key is held, and the sender should retry later. */
+function inProgressAnswer(message: string, extra: IDataObject = {}): EndAnswer {
+	return {
+		statusCode: 409,
+		headers: { [OUTCOME_HEADER]: 'in_progress' },
+		body: { received: false, inProgress: true, retry: true, ...extra, message },
+	};
 }
 
 /**
