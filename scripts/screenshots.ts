@@ -25,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as stack from '../test/support/stack/n8nStack';
 import { startSink } from '../test/support/e2e/sink';
+import { withWaitBeforeStep } from '../test/support/e2e/trigger';
 
 // What this script uses of playwright-core, which is not a dependency of the package (see above).
 interface Box {
@@ -146,6 +147,17 @@ function burstWorkflow(flow: (typeof BURST_FLOWS)[number], apiUrl: string): Shot
 		return node;
 	});
 	return { ...template, id: flow.id, name: flow.name, nodes };
+}
+// The trigger's template with a Wait before its business step, as a user adds one: published from the
+// editor, the trigger refuses it, and the editor says so.
+const REFUSED_FLOW = { id: 'ShotsRefused0001', name: 'Stripe events, a Wait added (refused at publish)', path: 'shots-refused' };
+function refusedWorkflow(): ShotWorkflow {
+	const template = JSON.parse(fs.readFileSync(path.join(TEMPLATE_DIR, 'idempotent-webhook-trigger.json'), 'utf8')) as ShotWorkflow;
+	return {
+		...(withWaitBeforeStep(template as unknown as Parameters<typeof withWaitBeforeStep>[0]) as unknown as ShotWorkflow),
+		id: REFUSED_FLOW.id,
+		name: REFUSED_FLOW.name,
+	};
 }
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1].toLowerCase() : undefined;
 const wanted = (...names: string[]): boolean => !only || names.some((name) => name.toLowerCase().includes(only));
@@ -283,6 +295,7 @@ async function main(): Promise<void> {
 	fs.mkdirSync(OUT, { recursive: true });
 	const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'editor-shots-stack-'));
 	const burst = wanted('executions', 'trigger');
+	const refusal = wanted('publish-refusal');
 	const api = burst ? await startSink() : null;
 	const running = await stack.startStack({
 		workDir,
@@ -293,6 +306,7 @@ async function main(): Promise<void> {
 		workflows: [
 			...[...readTemplates(), SHOWCASE].map(({ json }) => ({ json, publish: false })),
 			...(api ? BURST_FLOWS.map((flow) => ({ json: burstWorkflow(flow, api.url), publish: true })) : []),
+			...(refusal ? [{ json: refusedWorkflow(), publish: false }] : []),
 		],
 		readyWebhooks: burst ? BURST_FLOWS.map((flow) => flow.path) : [],
 		log,
@@ -326,6 +340,7 @@ async function main(): Promise<void> {
 		try {
 			await shootAll(page);
 			if (burst) await shootExecutionsAfterBurst(page, running);
+			if (refusal) await shootPublishRefusal(page);
 		} catch (error) {
 			await page.screenshot({ path: path.join(OUT, 'failure.png') });
 			throw error;
@@ -452,6 +467,27 @@ async function shootExecutionsAfterBurst(page: Page, running: stack.Stack): Prom
 		await page.screenshot({ path: shot, scale: 'css' });
 		log(shot);
 	}
+}
+
+/**
+ * Publishes the workflow with a Wait after the trigger from the editor, as a user does (Publish, then
+ * Publish in the dialog), and shoots what the editor shows once n8n has tried to activate it.
+ */
+async function shootPublishRefusal(page: Page): Promise<void> {
+	await page.setViewportSize({ width: 1440, height: 900 });
+	await page.goto(`/workflow/${REFUSED_FLOW.id}`);
+	await page.waitForSelector('[data-test-id="canvas-node"]', { timeout: 60_000 });
+	await page.waitForTimeout(1500);
+	await page.keyboard.press('1');
+	await page.locator('[data-test-id="workflow-open-publish-modal-button"]').first().click();
+	await page.waitForTimeout(1000);
+	await page.screenshot({ path: path.join(OUT, 'publish-refusal-dialog.png'), scale: 'css' });
+	await page.locator('[data-test-id="workflow-publish-button"]').first().click();
+	// n8n 2.x publishes in the background; the editor hears of the refusal when it has tried.
+	await page.waitForTimeout(20_000);
+	const shot = path.join(OUT, 'publish-refusal.png');
+	await page.screenshot({ path: shot, scale: 'css' });
+	log(shot);
 }
 
 /**

@@ -7,6 +7,7 @@
 import { harness, outputTaken, outputItem, eventId, NODE } from '../support/e2e/harness';
 import { eventually } from '../support/e2e/eventually';
 import { errorRunsFor } from '../support/e2e/outcome';
+import { RETRY_WARNING } from '../../nodes/IdempotencyReserve/executionCustomData';
 
 const CONSTRAINT = 'business_log_e2e_rejects_poison';
 const MARK_EXECUTION_FAILED = 'Mark Keys of Failed Execution as Failed';
@@ -64,7 +65,7 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 					`SELECT "executionId", key, value FROM execution_metadata WHERE "executionId" = ANY($1::int[]) AND key LIKE 'idempotency_%' ORDER BY "executionId", key`,
 					[runs.map((e) => e.id)],
 				),
-			(result) => (result.rowCount ?? 0) >= 8,
+			(result) => (result.rowCount ?? 0) >= 9,
 		);
 		// Attempt 3: the key was kept through both failures (a released key would start over at 1).
 		expect(
@@ -74,6 +75,8 @@ describe('mark failed on error (the shipped webhook and error-workflow templates
 			[runs[0].id, 'idempotency_counts', 'new=1'],
 			[runs[0].id, 'idempotency_key', key],
 			[runs[0].id, 'idempotency_outcome', 'new'],
+			// The run that reserved the key says not to use n8n's Retry on it; the duplicate's reserved nothing.
+			[runs[0].id, 'idempotency_retry', RETRY_WARNING],
 			[runs[1].id, 'idempotency_attempt', '3'],
 			[runs[1].id, 'idempotency_counts', 'duplicate=1'],
 			[runs[1].id, 'idempotency_key', key],

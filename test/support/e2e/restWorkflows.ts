@@ -85,7 +85,10 @@ export async function tryPublishWorkflow(
 ): Promise<{ id: string; refusal?: string }> {
 	const { id, versionId, rest } = await saveWorkflow(h, workflow, webhookPath);
 	const published = await rest.call('POST', `/workflows/${id}/activate`, { versionId });
-	if (published.status !== 200) return { id, refusal: `(${published.status}) ${published.text.slice(0, 1000)}` };
+	if (published.status !== 200) {
+		const message = (published.json as { message?: unknown } | undefined)?.message;
+		return { id, refusal: `(${published.status}) ${typeof message === 'string' ? message : published.text.slice(0, 1000)}` };
+	}
 	// n8n 2.x writes the webhook's row before it asks the trigger, and removes it when the trigger
 	// refuses: served means registered and, where n8n reports it, published.
 	for (const deadline = Date.now() + 60000; ; await stack.sleep(250)) {
