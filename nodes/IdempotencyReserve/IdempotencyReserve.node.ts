@@ -31,7 +31,7 @@ import {
 } from '../shared/reservationPipeline';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { reserveProperties } from './description';
-import { withOutcomeCustomData } from './executionCustomData';
+import { withOutcomeCustomData } from '../shared/executionCustomData';
 
 const NEW = 0;
 const DUPLICATE = 1;

@@ -30,7 +30,7 @@ import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExe
 import { answerNow, assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { heldKeyOf } from '../shared/executionTrace';
 import { describerOf } from '../shared/nodeKinds';
-import { CUSTOM_DATA_KEYS, recordCustomData, RETRY_WARNING } from '../IdempotencyReserve/executionCustomData';
+import { CUSTOM_DATA_KEYS, recordCustomData, RETRY_WARNING } from '../shared/executionCustomData';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
 import { refusalDownstream, unsettleableAfterTrigger } from '../shared/settleWiring';

@@ -470,8 +470,8 @@ export function refusalDownstream(record: ExecutionRecord, names: string[]): str
 			checkSettleWiring(record, name, 0);
 			checkOutcomeVisible(record, name, 0);
 		} catch (error) {
-			if (!(error instanceof UnsafeSettleWiringError)) throw error;
-			return `"${name}" would refuse every event after the nodes before it had run: ${error.message}`;
+			// The checks throw only their refusals (UnsafeSettleWiringError).
+			return `"${name}" would refuse every event after the nodes before it had run: ${error instanceof Error ? error.message : String(error)}`;
 		}
 	}
 	return undefined;

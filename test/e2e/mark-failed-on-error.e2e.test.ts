@@ -7,7 +7,7 @@
 import { harness, outputTaken, outputItem, eventId, NODE } from '../support/e2e/harness';
 import { eventually } from '../support/e2e/eventually';
 import { errorRunsFor } from '../support/e2e/outcome';
-import { RETRY_WARNING } from '../../nodes/IdempotencyReserve/executionCustomData';
+import { RETRY_WARNING } from '../../nodes/shared/executionCustomData';
 
 const CONSTRAINT = 'business_log_e2e_rejects_poison';
 const MARK_EXECUTION_FAILED = 'Mark Keys of Failed Execution as Failed';

@@ -7,7 +7,7 @@ import {
 	type WorkflowExecuteMode,
 } from 'n8n-workflow';
 
-import { RETRY_WARNING } from '../../nodes/IdempotencyReserve/executionCustomData';
+import { RETRY_WARNING } from '../../nodes/shared/executionCustomData';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {

@@ -1,4 +1,4 @@
-import { RETRY_WARNING } from '../../../nodes/IdempotencyReserve/executionCustomData';
+import { RETRY_WARNING } from '../../../nodes/shared/executionCustomData';
 import { createHmac } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
