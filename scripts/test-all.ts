@@ -19,7 +19,7 @@ import { selectedN8nVersion, PROVEN_N8N_VERSIONS } from '../test/support/stack/n
 import { sqliteNode } from '../test/support/stack/sqliteNode';
 import { POSTGRES_LINES } from '../test/support/stack/postgresServer';
 import { ensureRedisServer, redisServerVersion } from '../test/support/stack/redisServer';
-import { readPhases } from '../test/support/stack/timings';
+import { growthWarnings, readPhases } from '../test/support/stack/timings';
 
 const root = path.join(__dirname, '..');
 // The scripts this runs are TypeScript run from source: each `node` child gets the hook first.
@@ -384,28 +384,6 @@ async function runStep(step: Step, report: ReportEntry[], { ownLog = false }: { 
 const WHOLE_RUN = 'the whole run (after npm ci)';
 const RECORDED_TIMES = path.join(root, 'docs', 'testing.md');
 
-/**
- * A warning for each step that took over 20 % longer than the figure docs/testing.md records for
- * it (the table between the `ci-step-seconds` markers): growth is seen before it breaks the budget.
- * The run still passes.
- */
-function growthWarnings(measured: Array<{ name: string; seconds: number }>): string[] {
-	const text = fs.existsSync(RECORDED_TIMES) ? fs.readFileSync(RECORDED_TIMES, 'utf8') : '';
-	const table = /<!-- ci-step-seconds:start -->([\s\S]*?)<!-- ci-step-seconds:end -->/.exec(text)?.[1] ?? '';
-	const recorded = new Map<string, number>();
-	for (const match of table.matchAll(/^\|\s*([^|]+?)\s*\|\s*(\d+)\s*\|/gm)) recorded.set(match[1], Number(match[2]));
-	if (recorded.size === 0) return ['', `warning: no step times recorded in ${path.relative(root, RECORDED_TIMES)}: growth not checked`];
-	const warnings = measured.flatMap(({ name, seconds }) => {
-		const figure = recorded.get(name);
-		return figure && seconds > figure * 1.2
-			? [
-					`warning: ${name} took ${seconds.toFixed(0)} s, ${((seconds / figure - 1) * 100).toFixed(0)} % over the ${figure} s recorded in docs/testing.md`,
-				]
-			: [];
-	});
-	return warnings.length > 0 ? ['', ...warnings] : [];
-}
-
 /** The table of where the time went, printed and kept in .test-results/timings.{txt,json}. */
 function writeTimings({ report, tests }: { report: ReportEntry[]; tests: TestTime[] }): void {
 	const phases = readPhases(timingsFile);
@@ -425,7 +403,7 @@ function writeTimings({ report, tests }: { report: ReportEntry[]; tests: TestTim
 	for (const test of slowest) lines.push(row(test.seconds, `${test.file} › ${test.title} — ${test.step}`));
 	lines.push('', row(sinceStart(), 'the whole run (after npm ci)'));
 	lines.push(
-		...growthWarnings([
+		...growthWarnings(fs.existsSync(RECORDED_TIMES) ? fs.readFileSync(RECORDED_TIMES, 'utf8') : '', [
 			...report.map((step) => ({ name: step.name, seconds: step.seconds ?? 0 })),
 			{ name: WHOLE_RUN, seconds: sinceStart() },
 		]),

@@ -48,3 +48,30 @@ export function readPhases(file: string): Phase[] {
 		.filter(Boolean)
 		.map((line) => JSON.parse(line) as Phase);
 }
+
+/** A step's time in a run: its name as the run's table prints it, and its seconds. */
+export interface StepTime {
+	name: string;
+	seconds: number;
+}
+
+/**
+ * A warning for each step that took over 20 % longer than the figure recorded for it in `recordedText`
+ * (docs/testing.md: the table between the `ci-step-seconds` markers), so that growth is seen before
+ * it breaks CI's budget; one warning when nothing is recorded. The run still passes.
+ */
+export function growthWarnings(recordedText: string, measured: StepTime[]): string[] {
+	const table = /<!-- ci-step-seconds:start -->([\s\S]*?)<!-- ci-step-seconds:end -->/.exec(recordedText)?.[1] ?? '';
+	const recorded = new Map<string, number>();
+	for (const match of table.matchAll(/^\|\s*([^|]+?)\s*\|\s*(\d+)\s*\|/gm)) recorded.set(match[1], Number(match[2]));
+	if (recorded.size === 0) return ['', 'warning: no step times recorded in docs/testing.md: growth not checked'];
+	const warnings = measured.flatMap(({ name, seconds }) => {
+		const figure = recorded.get(name);
+		return figure && seconds > figure * 1.2
+			? [
+					`warning: ${name} took ${seconds.toFixed(0)} s, ${((seconds / figure - 1) * 100).toFixed(0)} % over the ${figure} s recorded in docs/testing.md`,
+				]
+			: [];
+	});
+	return warnings.length > 0 ? ['', ...warnings] : [];
+}
