@@ -11,6 +11,8 @@
 //                                               # or node name contains the text
 //   node scripts/screenshots.js --only trigger  # the trigger's template and panels, and the executions
 //                                               # lists after a burst of copies
+//   node scripts/screenshots.js --only publish-refusal  # the editor after Publish on the trigger's
+//                                               # template with a Wait added: the trigger refuses it
 //
 // Besides every template (canvas, one crop per sticky note, each package node's panel), a generated
 // "showcase" workflow holds the package's nodes set to what the templates do not use (Key Source
