@@ -63,8 +63,23 @@ interface Step {
 	command?: () => string[];
 	commands?: () => string[][];
 	needs?: () => boolean | Promise<boolean>;
+	/** Starts only once this step has ended (passed or not). */
+	after?: string;
 	env?: NodeJS.ProcessEnv;
 	results?: string | string[];
+}
+
+/** When each step ended, by name: what `after` waits for. */
+const stepEnded = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+function endOf(name: string): { promise: Promise<void>; resolve: () => void } {
+	let ended = stepEnded.get(name);
+	if (!ended) {
+		let resolve = () => {};
+		const promise = new Promise<void>((done) => (resolve = done));
+		ended = { promise, resolve };
+		stepEnded.set(name, ended);
+	}
+	return ended;
 }
 
 /** A step as it ran, or a failed background install. */
@@ -255,9 +270,18 @@ const SIDE_BY_SIDE = Math.max(1, Number(process.env.TEST_ALL_SIDE_BY_SIDE ?? 2))
 // Queue mode first in each tier: its soak makes it the longest step.
 const queueFirst = [...topologies].sort((a, b) => Number(b === 'queue') - Number(a === 'queue'));
 const [fullLongest, ...fullOthers] = skipE2e ? [] : queueFirst.map((topology) => e2eStep(n8nVersion, 'full', topology));
+// Queue mode's compatibility tier only after queue mode's full tier: two queue-mode stacks with their
+// soaks at once leave the full tier's timed faults (Postgres down past a lease end) too little CPU.
 const compatibilitySteps = skipE2e
 	? []
-	: otherVersions.flatMap((version) => queueFirst.map((topology) => e2eStep(version, 'compatibility', topology)));
+	: otherVersions.flatMap((version) =>
+			[...topologies]
+				.sort((a, b) => Number(a === 'queue') - Number(b === 'queue'))
+				.map((topology) => ({
+					...e2eStep(version, 'compatibility', topology),
+					...(topology === 'queue' && fullLongest ? { after: fullLongest.name } : {}),
+				})),
+		);
 /** Takes the step whose name starts with `prefix` out of the steps that run one after another. */
 function takeStep(prefix: string): Step[] {
 	const index = steps.findIndex((step) => step.name.startsWith(prefix));
@@ -270,8 +294,9 @@ const sideBySide: Step[] = [
 	...takeStep('conformance, Postgres half'),
 	...takeStep('construct matrix'),
 	...fullOthers,
-	...compatibilitySteps,
+	...compatibilitySteps.filter((step) => !step.after),
 	...takeStep('benchmarks (smoke)'),
+	...compatibilitySteps.filter((step) => step.after),
 ];
 
 async function main(): Promise<void> {
@@ -349,9 +374,18 @@ async function main(): Promise<void> {
  * interleave their lines).
  */
 async function runStep(step: Step, report: ReportEntry[], { ownLog = false }: { ownLog?: boolean } = {}): Promise<void> {
+	try {
+		await runStepOnce(step, report, ownLog);
+	} finally {
+		endOf(step.name).resolve();
+	}
+}
+
+async function runStepOnce(step: Step, report: ReportEntry[], ownLog: boolean): Promise<void> {
 	const started = Date.now();
 	const entry: ReportEntry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
 	report.push(entry);
+	if (step.after) await endOf(step.after).promise;
 	if (step.needs) {
 		const ready = await step.needs();
 		entry.waited = (Date.now() - started) / 1000;
@@ -361,6 +395,7 @@ async function runStep(step: Step, report: ReportEntry[], { ownLog = false }: { 
 			return;
 		}
 	}
+	entry.waited = (Date.now() - started) / 1000;
 	let commands: string[][];
 	try {
 		commands = step.commands ? step.commands() : [(step.command as () => string[])()];
