@@ -1,6 +1,7 @@
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
 import { EXECUTE_WORKFLOW_TYPE, LOOP_TYPE, onErrorOf, readExecutionRecord, type ExecutionRecord } from './executionRecord';
+import { isReservingNode, isTriggerType } from './executionTrace';
 import { mayWait, type DescribeNode } from './nodeKinds';
 import { toNodeError } from './nodeError';
 
@@ -445,15 +446,13 @@ function mayNotWaitForSubWorkflow(node: { type: string; parameters?: INode['para
 }
 
 const ORDER_GUARD_TYPE_SUFFIX = '.idempotencyOrderGuard';
-const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
 
-/** A node that checks its wiring when it runs, before it reserves or claims (its keys leave by output 0). */
+/**
+ * A node that checks its wiring when it runs, before it reserves or claims (its keys leave by
+ * output 0): Reserve and Claim for Replay (the reserving nodes but the trigger), and Order Guard.
+ */
 function checksWiringWhenItRuns(node: INode): boolean {
-	return (
-		node.type.endsWith(RESERVE_TYPE_SUFFIX) ||
-		node.type.endsWith(ORDER_GUARD_TYPE_SUFFIX) ||
-		(node.type.endsWith(SETTLE_TYPE_SUFFIX) && node.parameters?.operation === 'claimForReplay')
-	);
+	return (isReservingNode(node) && !isTriggerType(node.type)) || node.type.endsWith(ORDER_GUARD_TYPE_SUFFIX);
 }
 
 /**
