@@ -167,18 +167,14 @@ export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
 	const view = executionView(data, workflow);
 	if (status === 'waiting' || run.waitTill) {
 		if (!view) return { complete: [], fail: [], hold: [], waitTill: run.waitTill ?? undefined };
-		const settledKeys = keysSettledByNodes(view.runData, view);
-		const held = [...judgeExecution(view).reservations.values()].filter((reservation) => !settledKeys.has(reservation.key));
-		return { complete: [], fail: [], hold: held, waitTill: run.waitTill ?? undefined };
+		return { complete: [], fail: [], hold: unsettledReservations(view), waitTill: run.waitTill ?? undefined };
 	}
 	if (!view) return { complete: [], fail: [], hold: [] };
 	if (status === 'canceled') {
 		// n8n's Stop button and a workflow timeout end the run here at once, while the node that was
 		// running may still be acting (its call in flight): failing the key now would let the provider's
 		// retry run the step beside it. Held for the lease instead, as after a crash.
-		const settledKeys = keysSettledByNodes(view.runData, view);
-		const held = [...judgeExecution(view).reservations.values()].filter((reservation) => !settledKeys.has(reservation.key));
-		return { complete: [], fail: [], hold: held, stopped: true };
+		return { complete: [], fail: [], hold: unsettledReservations(view), stopped: true };
 	}
 	const error = data.resultData.error;
 	const failedAt = error ? (error.node?.name ?? data.resultData.lastNodeExecuted) : undefined;
@@ -205,6 +201,12 @@ export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
 		else fail.push({ reservation, error: failure });
 	}
 	return { complete, fail, hold: [] };
+}
+
+/** Every key the execution reserved that no node of the package has settled yet. */
+function unsettledReservations(view: NonNullable<ReturnType<typeof executionView>>): Reservation[] {
+	const settledKeys = keysSettledByNodes(view.runData, view);
+	return [...judgeExecution(view).reservations.values()].filter((reservation) => !settledKeys.has(reservation.key));
 }
 
 /** The reserving node's Lease when it is a number in the workflow (a resumed execution does not run it again). */
@@ -248,11 +250,15 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	const ownerTokens = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].map(
 		(reservation) => reservation.ownerToken,
 	);
-	const lastAnswer = storedAnswer(lastNodeAnswer(run), {
-		...triggerRequest(run, triggers),
-		ownerTokens,
-		credentialHeaders: [...watch.credentialHeaders],
-	}) as IDataObject | undefined;
+	// Only a trigger's event is answered with (and stores) the last node's answer.
+	const lastAnswer =
+		triggers.length === 0
+			? undefined
+			: (storedAnswer(lastNodeAnswer(run), {
+					...triggerRequest(run, triggers),
+					ownerTokens,
+					credentialHeaders: [...watch.credentialHeaders],
+				}) as IDataObject | undefined);
 	for (const [open, group] of byStore) {
 		const store = await open();
 		if (group.hold.length > 0) await store.hold(group.hold);
