@@ -59,6 +59,14 @@ export function answerFor(outcome: AnsweredOutcome, body: unknown, headers: Reco
 	};
 }
 
+/**
+ * A new event accepted into the inbox (Respond: At Once): 200 with the body the user set, before its
+ * execution runs; the package retries the event from then on.
+ */
+export function acceptedAnswer(body: unknown): WebhookAnswer {
+	return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', [OUTCOME_HEADER]: 'new' }, body };
+}
+
 /** The fields of the one log line per delivery: the outcome, the status and a hash of the key; never the payload, headers or a secret. */
 export interface DeliveryLogFields {
 	outcome: DeliveryAnswer;

@@ -12,9 +12,10 @@ import { keyedEntry, reserveAll, routeOf, type ReservationRoute } from '../pipel
 import { verifySignature, type GenericHmacOptions, type SignatureScheme } from '../signature';
 import type { KeyStore } from '../store/contract';
 import type { DeliveryAnswer, ItemJson, ReservationMode, ReservationResult } from '../types';
-import { answerFor, FIRST_EXECUTION_HEADER, OUTCOME_HEADER, type AnsweredOutcome, type WebhookAnswer } from './answers';
+import { acceptedAnswer, answerFor, FIRST_EXECUTION_HEADER, OUTCOME_HEADER, type AnsweredOutcome, type WebhookAnswer } from './answers';
 import { refusedCaller, type AuthenticationSettings } from './authentication';
 import { parseBody } from './body';
+import { keptInboxItem, type InboxSettings } from './inbox';
 import { storedAnswer } from './storedAnswer';
 
 /** One HTTP request as n8n hands it to a trigger's `webhook()`. */
@@ -73,6 +74,11 @@ export interface DecideInput {
 	/** Stored with the key (there is no execution yet: its id is recorded when it settles). */
 	workflowId: string;
 	instanceId?: string;
+	/** Respond: At Once — a new event is kept with its item and answered before its execution runs. */
+	inbox?: InboxSettings & {
+		/** Headers that carry the trigger's credential whatever their name (Header Auth's): never kept with the item. */
+		credentialHeaders?: () => Promise<readonly string[]>;
+	};
 }
 
 /** What the trigger starts for a new, verified event: one item, as Reserve's New output gives it. */
@@ -83,6 +89,11 @@ export interface WebhookStart {
 	item: ItemJson;
 	/** The exact request bytes, for the item's binary (as the Webhook node's Raw Body option gives them). */
 	rawBody: Buffer;
+	/**
+	 * Accepted into the inbox (Respond: At Once): the answer to write before the execution starts.
+	 * Absent: the execution's end answers (When the Workflow Ends, or an item too large to keep).
+	 */
+	acceptedAnswer?: WebhookAnswer;
 }
 
 /**
@@ -174,6 +185,20 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 			: internalError();
 	}
 
+	const item: ItemJson = { headers: request.headers as ItemJson, query: request.query as ItemJson, body: body as ItemJson };
+	const kept = input.inbox
+		? keptInboxItem(item, request.rawBody, mimeTypeOf(request.headers), { credentialHeaders: await input.inbox.credentialHeaders?.() })
+		: undefined;
+	if (input.inbox && kept !== undefined) {
+		entry.request.inbox = {
+			owner: input.inbox.owner,
+			item: kept,
+			maxAttempts: input.inbox.maxAttempts,
+			firstRetryMs: input.inbox.firstRetryMs,
+			retryUntil: new Date(input.clock().getTime() + input.inbox.retryForMs),
+		};
+	}
+
 	let reserved;
 	try {
 		const store = await input.store();
@@ -193,6 +218,8 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 	const { result } = reserved;
 	const route = triggerRoute(result as ReservationResult, keySettings.mode);
 	if (route === 'inProgress') return answered('in_progress', { status: 'in_progress' }, result.key);
+	// At Once never answers with stored data: the sender's job ended when the event was accepted.
+	if (route === 'duplicate' && input.inbox) return answered('duplicate', DUPLICATE_BODY, result.key);
 	if (route === 'duplicate') {
 		// Anyone who knows an event's id could read its stored answer: only a verified caller gets it.
 		if (!verifiedCaller(input)) return answered('duplicate', DUPLICATE_BODY, result.key);
@@ -210,13 +237,16 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 		...evidenceOutput(entry.evidence, result),
 	};
 	if (entry.evidence.warnings.length > 0) idempotency.warnings = entry.evidence.warnings;
-	return {
-		start: {
-			idempotency,
-			item: { headers: request.headers as ItemJson, query: request.query as ItemJson, body: body as ItemJson, idempotency },
-			rawBody: request.rawBody,
-		},
-	};
+	const accepted = input.inbox && kept !== undefined ? acceptedAnswer(input.inbox.acceptedBody) : undefined;
+	if (accepted) idempotency.answeredAtOnce = true;
+	return { start: { idempotency, item: { ...item, idempotency }, rawBody: request.rawBody, ...(accepted ? { acceptedAnswer: accepted } : {}) } };
+}
+
+/** The request's media type as n8n's Webhook node gives the raw body's (JSON when none is said). */
+function mimeTypeOf(headers: HeaderBag): string {
+	const value = headers['content-type'];
+	const text = Array.isArray(value) ? value[0] : value;
+	return typeof text === 'string' && text !== '' ? text : 'application/json';
 }
 
 /** Whether the caller proved who it is: a signature verified, or authentication passed (both are checked before this is asked). */

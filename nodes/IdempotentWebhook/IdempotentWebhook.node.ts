@@ -13,6 +13,8 @@ import {
 	type INodeExecutionData,
 	type INodeType,
 	type INodeTypeDescription,
+	type ITriggerFunctions,
+	type ITriggerResponse,
 	type IWebhookFunctions,
 	type IWebhookResponseData,
 } from 'n8n-workflow';
@@ -38,7 +40,9 @@ import { wiringRecord, type WorkflowFields } from '../shared/executionRecord';
 import { webhookSigningSecrets } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
-import { idempotentWebhookProperties, UNSIGNED } from './description';
+import { idempotentWebhookProperties, RESPOND, UNSIGNED } from './description';
+import { inboxOwner, INBOX_DEFAULTS, type InboxSettings } from '../../lib/webhook/inbox';
+import { runInbox } from './inboxRunner';
 import { executionStarted, failIfExecutionNeverStarts } from './unstartedExecutions';
 import { parameterFields } from './webhookFields';
 
@@ -169,6 +173,8 @@ export class IdempotentWebhook implements INodeType {
 		}
 		const openStore = async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName });
 		// Refused before any of the user's nodes runs: what would keep the key from following what happened.
+		// The sender already has its 200 (Respond: At Once, or a retry the package started): nothing to answer.
+		const answeredAtOnce = items.some((item) => heldKeyOf(item)?.idempotency.answeredAtOnce === true);
 		const unsettleable = unsettleableAfter(this);
 		if (unsettleable) {
 			const message = `${unsettleable} Nothing ran; the key is marked failed.`;
@@ -181,11 +187,15 @@ export class IdempotentWebhook implements INodeType {
 				}),
 			);
 			// Answered here: n8n 1.x answers a response-node webhook whose execution failed at its trigger 200.
-			await answerNow(this, { statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' }, body: { received: false, retry: true, message } });
+			if (!answeredAtOnce)
+				await answerNow(this, { statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' }, body: { received: false, retry: true, message } });
 			throw new NodeOperationError(node, message, { description: UNSETTLEABLE_FIX });
 		}
 		await recordExecution(this, items, openStore);
-		settleWhenExecutionEnds(this, [node.name], openStore, undefined, { credentialHeaders: await headerAuthName(this) });
+		settleWhenExecutionEnds(this, [node.name], openStore, undefined, {
+			credentialHeaders: await headerAuthName(this),
+			answer: !answeredAtOnce,
+		});
 		recordCustomData(this, { [CUSTOM_DATA_KEYS.retry]: RETRY_WARNING });
 		return [items.map((item, index) => ({ ...item, pairedItem: { item: index } }))];
 	}
@@ -207,16 +217,51 @@ export class IdempotentWebhook implements INodeType {
 			await countAndLog(this, input?.store, decision.counted, decision.answer.status, decision.key);
 			return { noWebhookResponse: true };
 		}
-		const { item, rawBody, idempotency } = decision.start;
+		const { item, rawBody, idempotency, acceptedAnswer } = decision.start;
+		const mimeType = this.getRequestObject().headers['content-type'] ?? 'application/json';
+		const workflowData = [[{ json: item as IDataObject, binary: { data: { data: rawBody.toString(BINARY_ENCODING), mimeType } } }]];
+		if (acceptedAnswer) {
+			// Respond: At Once. The event is kept with its item: answered now, then run (and retried) by the package.
+			writeAnswer(this, acceptedAnswer);
+			await countAndLog(this, input?.store, 'new', acceptedAnswer.status, idempotency.key as string);
+			return { workflowData, noWebhookResponse: true };
+		}
 		await countAndLog(this, input?.store, 'new', null, idempotency.key as string);
 		// n8n writes the answer when the workflow ends; the header set now goes out with it.
 		setHeaderQuietly(this, OUTCOME_HEADER, 'new');
 		watchExecutionStart(this, item as IDataObject);
-		const mimeType = this.getRequestObject().headers['content-type'] ?? 'application/json';
-		return {
-			workflowData: [[{ json: item as IDataObject, binary: { data: { data: rawBody.toString(BINARY_ENCODING), mimeType } } }]],
-		};
+		return { workflowData };
 	}
+
+	/**
+	 * Starts the runs the package owns (Respond: At Once): each accepted event whose run failed, or
+	 * whose process died, runs again when its retry is due. n8n calls this on the leader main of a
+	 * published workflow only; an editor test run has no inbox.
+	 */
+	async trigger(this: ITriggerFunctions): Promise<ITriggerResponse> {
+		if (this.getMode() === 'manual' || this.getNode().typeVersion < 2) return {};
+		const options = this.getNodeParameter('options', {}) as TriggerOptions;
+		const backend = this.getNodeParameter('store', 'embedded') === 'postgres' ? 'postgres' : 'embedded';
+		const nodeType = this.getNode().type;
+		const openStore = async () =>
+			await keyStoreOn(backend, this, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), { tableName: options.tableName });
+		const atOnce = this.getNodeParameter('respond', RESPOND.workflowEnds) === RESPOND.atOnce;
+		return runInbox(this, {
+			openStore: once(openStore),
+			owner: inboxOwner(String(this.getWorkflow().id ?? ''), this.getNode().id),
+			leaseMs: (this.getNodeParameter('leaseSeconds', 300) as number) * 1000,
+			// Respond changed back to When the Workflow Ends: the events accepted before still run, looked for less often.
+			pollMs: atOnce ? undefined : 60_000,
+		});
+	}
+}
+
+function once<T>(open: () => Promise<T>): () => Promise<T> {
+	let opened: Promise<T> | undefined;
+	return () => (opened ??= open().catch((error: unknown) => {
+		opened = undefined;
+		throw error;
+	}));
 }
 
 /** Why the workflow after this trigger could not have its keys settled (settleWiring.ts), read from the workflow n8n runs. */
@@ -266,6 +311,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 	const mode: ReservationMode = version >= 2 ? 'lease' : (context.getNodeParameter('mode', 'lease') as ReservationMode);
 	const workflowId = String(context.getWorkflow().id ?? '');
 	let opened: Promise<KeyStore> | undefined;
+	const authentication = authenticationSettings(context);
 	return {
 		request: {
 			method: request.method,
@@ -273,8 +319,9 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 			rawBody: request.rawBody ?? Buffer.alloc(0),
 			query: request.query as Record<string, unknown>,
 		},
-		authentication: authenticationSettings(context),
+		authentication,
 		verification: verificationSettings(context),
+		inbox: inboxSettings(context, workflowId, authentication),
 		keySettings: {
 			key: keyConfig(context, options, version >= 2 && options.shareKeysAcrossWorkflows !== true ? workflowId : undefined),
 			customValue: context.getNodeParameter('keySource', 'auto') === 'custom' ? context.getNodeParameter('customKey', '') : undefined,
@@ -287,6 +334,41 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 		clock: () => new Date(),
 		workflowId,
 	};
+}
+
+/**
+ * Respond: At Once on a published workflow (version 2 on): the inbox's settings. An editor test
+ * delivery is answered when its run ends: no runner retries test runs.
+ */
+function inboxSettings(
+	context: IWebhookFunctions,
+	workflowId: string,
+	authentication: AuthenticationSettings,
+): DecideInput['inbox'] {
+	if (context.getNode().typeVersion < 2 || context.getMode() === 'manual') return undefined;
+	if (context.getNodeParameter('respond', RESPOND.workflowEnds) !== RESPOND.atOnce) return undefined;
+	const settings: InboxSettings = {
+		owner: inboxOwner(workflowId, context.getNode().id),
+		maxAttempts: context.getNodeParameter('maxAttempts', INBOX_DEFAULTS.maxAttempts) as number,
+		firstRetryMs: (context.getNodeParameter('firstRetrySeconds', INBOX_DEFAULTS.firstRetrySeconds) as number) * 1000,
+		retryForMs: (context.getNodeParameter('retryForHours', INBOX_DEFAULTS.retryForHours) as number) * 3_600_000,
+		acceptedBody: jsonParameter(context.getNodeParameter('acceptedBody', INBOX_DEFAULTS.acceptedBody)),
+	};
+	return {
+		...settings,
+		credentialHeaders: async () =>
+			authentication.kind === 'header' ? [(await authentication.credentials()).name] : [],
+	};
+}
+
+/** A JSON parameter as n8n gives it: text to parse, or already parsed. Text that is not JSON is sent as it is. */
+function jsonParameter(value: unknown): unknown {
+	if (typeof value !== 'string') return value;
+	try {
+		return JSON.parse(value) as unknown;
+	} catch {
+		return value;
+	}
 }
 
 function keyConfig(context: IWebhookFunctions, options: TriggerOptions, workflowId: string | undefined): KeyConfig {
@@ -318,18 +400,21 @@ function verificationSettings(context: IWebhookFunctions): VerificationSettings 
 
 function authenticationSettings(context: IWebhookFunctions): AuthenticationSettings {
 	const authentication = context.getNodeParameter('authentication', 'none');
+	// Read once per delivery (the check, then the item kept for At Once): each read costs n8n an expression isolate.
 	if (authentication === 'basicAuth') {
 		return {
 			kind: 'basic',
-			credentials: async () =>
+			credentials: once(async () =>
 				textFields(await context.getCredentials<ICredentialDataDecryptedObject>('idempotentWebhookBasicAuthApi'), 'user', 'password'),
+			),
 		};
 	}
 	if (authentication === 'headerAuth') {
 		return {
 			kind: 'header',
-			credentials: async () =>
+			credentials: once(async () =>
 				textFields(await context.getCredentials<ICredentialDataDecryptedObject>('idempotentWebhookHeaderAuthApi'), 'name', 'value'),
+			),
 		};
 	}
 	return { kind: 'none' };

@@ -4,6 +4,7 @@ import { genericHmacProperties } from '../shared/genericHmac';
 import { schemeOptions, toleranceProperty } from '../shared/providerOptions';
 import { KEY_SOURCE_PROPERTIES, LEASE_SECONDS_PROPERTY, reservationOptionsNamed } from '../shared/reservationDescription';
 import { embeddedFirstStoreProperties } from '../shared/storeChoice';
+import { INBOX_DEFAULTS, MAX_INBOX_ITEM_BYTES } from '../../lib/webhook/inbox';
 
 /*
  * The Idempotent Webhook trigger's parameters: the request (as n8n's Webhook node names them),
@@ -35,6 +36,80 @@ export const SHARE_KEYS_ACROSS_WORKFLOWS: INodeProperties = {
 	description:
 		"Whether workflows on the same store share keys, so an event runs in only one of them (keys as in version 1). Off: each key starts with wf: and this workflow's ID, so two workflows receiving one event both run it.",
 };
+
+/** Respond's values; When the Workflow Ends is what every workflow saved before Respond existed does. */
+export const RESPOND = { workflowEnds: 'workflowEnds', atOnce: 'atOnce' } as const;
+
+const AT_ONCE = { show: { respond: [RESPOND.atOnce] } };
+
+/** When the sender is answered, and what the package keeps to retry an event itself (version 2 on). */
+const RESPOND_PROPERTIES: INodeProperties[] = [
+	{
+		displayName: 'Respond',
+		name: 'respond',
+		type: 'options',
+		noDataExpression: true,
+		options: [
+			{
+				name: 'When the Workflow Ends',
+				value: RESPOND.workflowEnds,
+				description:
+					"The sender waits for the run: 200 with the last node's answer, 500 when the step failed (the sender retries). For senders that wait long enough for the whole workflow.",
+			},
+			{
+				name: 'At Once (Retry Failed Runs Here)',
+				value: RESPOND.atOnce,
+				description:
+					'200 as soon as the event is verified and kept, before the workflow runs; a failed run is run again by n8n from the kept event. For senders that wait only seconds (Slack, Shopify, Sentry).',
+			},
+		],
+		default: RESPOND.workflowEnds,
+		displayOptions: { hide: { '@version': [1] } },
+		description: 'When the sender gets its answer',
+	},
+	{
+		displayName: `Each accepted event is kept with its request (without headers that carry a credential or a signature; at most ${MAX_INBOX_ITEM_BYTES / 1024 / 1024} MB, a larger one is answered when the workflow ends) until a run completes it. A failed run (or one whose n8n process died, after its lease) runs again from it; after the last attempt the event is dead-lettered: kept with its error until the key's retention ends, for a replay by hand. The workflow cannot wait (Wait, forms, approvals).`,
+		name: 'atOnceNotice',
+		type: 'notice',
+		default: '',
+		displayOptions: AT_ONCE,
+	},
+	{
+		displayName: 'Response Body',
+		name: 'acceptedBody',
+		type: 'json',
+		default: JSON.stringify(INBOX_DEFAULTS.acceptedBody),
+		displayOptions: AT_ONCE,
+		description: 'What every accepted delivery and every copy of it is answered with (200). Never data of the event.',
+	},
+	{
+		displayName: 'Run Attempts',
+		name: 'maxAttempts',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 100 },
+		default: INBOX_DEFAULTS.maxAttempts,
+		displayOptions: AT_ONCE,
+		description: 'Runs of one event in all, the first included, before it is dead-lettered',
+	},
+	{
+		displayName: 'First Retry After (Seconds)',
+		name: 'firstRetrySeconds',
+		type: 'number',
+		typeOptions: { minValue: 1 },
+		default: INBOX_DEFAULTS.firstRetrySeconds,
+		displayOptions: AT_ONCE,
+		description: 'The wait before the first retry; each next wait doubles, up to an hour, spread at random so retries do not bunch',
+	},
+	{
+		displayName: 'Retry For (Hours)',
+		name: 'retryForHours',
+		type: 'number',
+		typeOptions: { minValue: 0.01 },
+		default: INBOX_DEFAULTS.retryForHours,
+		displayOptions: AT_ONCE,
+		description: 'No retry starts later than this after the event was accepted',
+	},
+];
 
 /** The Options collection: the options the trigger reads, as Reserve names them (Reserve's others are not offered yet). */
 function optionsOf(names: readonly string[], extra: INodeProperties[] = []): INodeProperties {
@@ -90,6 +165,7 @@ export const idempotentWebhookProperties: INodeProperties[] = [
 	...genericHmacProperties,
 	toleranceProperty,
 	...embeddedFirstStoreProperties,
+	...RESPOND_PROPERTIES,
 	...KEY_SOURCE_PROPERTIES,
 	// Version 1 only: Permanent stays for the workflows saved with it; version 2 always takes a lease.
 	{

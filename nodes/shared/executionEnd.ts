@@ -51,6 +51,8 @@ interface Watch {
 	stores: Map<string, KeySource>;
 	/** Request headers that carry the trigger's credential whatever their name (Header Auth's): never in a stored answer. */
 	credentialHeaders: Set<string>;
+	/** False when the sender was answered before the execution ran (Respond: At Once): the end only settles. */
+	answers: boolean;
 }
 
 /** The lease of the package's nodes when nothing else is known (a node settling keys another node reserved). */
@@ -95,14 +97,14 @@ export function settleWhenExecutionEnds(
 	reserveNodes: string[],
 	openStore: StoreOpener,
 	leaseMs?: number,
-	{ credentialHeaders = [] }: { credentialHeaders?: string[] } = {},
+	{ credentialHeaders = [], answer = true }: { credentialHeaders?: string[]; answer?: boolean } = {},
 ): void {
 	const hooks = hooksOf(context);
 	const workflow = (context as unknown as ContextFields).workflow;
 	if (!hooks || !workflow) return;
 	let watch = watches.get(hooks);
 	if (!watch) {
-		const created: Watch = { workflow, stores: new Map(), credentialHeaders: new Set() };
+		const created: Watch = { workflow, stores: new Map(), credentialHeaders: new Set(), answers: answer };
 		watch = created;
 		watches.set(hooks, created);
 		hooks.addHandler('workflowExecuteAfter', async (run: IRun) => {
@@ -115,7 +117,7 @@ export function settleWhenExecutionEnds(
 				LoggerProxy.error(`Idempotency: the keys of the execution could not be settled when it ended: ${message}`);
 				answer = { statusCode: 503, body: { message: `The event's key could not be settled (${message}): retry later.` } };
 			}
-			if (answer) await sendAnswer(hooks, { headers: {}, ...answer });
+			if (answer && created.answers) await sendAnswer(hooks, { headers: {}, ...answer });
 		});
 	}
 	for (const name of credentialHeaders) watch.credentialHeaders.add(name);

@@ -1,0 +1,115 @@
+// The Idempotent Webhook trigger with Respond: At Once, in a real n8n: the trigger template as a user
+// sets it for a sender that waits only seconds (Sentry: 1 s, Slack: 3 s). The business step calls the
+// test's API, which can be made slow or fail on demand; every accepted event must end with exactly
+// one effect, whatever the sender saw, and the package — not the sender — runs failed events again.
+// e2e-tags: single queue
+import { harness, eventId, outputItem, type DeliveryAnswer } from '../support/e2e/harness';
+import { storedKeys, useWorkerFolders } from '../support/e2e/embedded';
+import { publishTrigger, triggerBase, TRIGGER } from '../support/e2e/trigger';
+import { startSink, type Sink } from '../support/e2e/sink';
+import { eventually } from '../support/e2e/eventually';
+import type { NodeChange } from '../support/e2e/workflows';
+
+const LEASE_SECONDS = 20;
+
+/** The trigger at version 2 answering At Once, retrying from 1 s on (a user's 30 s would outlast a test), at most `maxAttempts` runs. */
+function atOnce(maxAttempts: number): NodeChange {
+	return (node) =>
+		node.type === TRIGGER.type
+			? {
+					...node,
+					typeVersion: 2,
+					parameters: {
+						...node.parameters,
+						mode: undefined,
+						respond: 'atOnce',
+						maxAttempts,
+						firstRetrySeconds: 1,
+						leaseSeconds: LEASE_SECONDS,
+						acceptedBody: '{"accepted": true}',
+					},
+				}
+			: node;
+}
+
+describe('the Idempotent Webhook trigger, Respond: At Once', () => {
+	const h = harness();
+	let api: Sink;
+	let retried: Awaited<ReturnType<typeof publishTrigger>>;
+	let deadLettered: Awaited<ReturnType<typeof publishTrigger>>;
+	/** Version 2 keys each workflow apart. */
+	const keyOf = (workflowId: string, id: string) => `wf:${workflowId}:evt:${id}`;
+
+	beforeAll(async () => {
+		await useWorkerFolders(h, 'shared');
+		const { baseUrl } = await triggerBase(h);
+		api = await startSink();
+		retried = await publishTrigger(h, 'at-once', { apiUrl: api.url, baseUrl, change: atOnce(4) });
+		deadLettered = await publishTrigger(h, 'at-once-dead', { apiUrl: api.url, baseUrl, change: atOnce(2) });
+	});
+	afterAll(async () => api?.close());
+
+	test('a step that takes 10 s: 8 events at once from a sender that waits 1 s, each answered 200 in time, once; one effect each', async () => {
+		const events = Array.from({ length: 8 }, (_, index) => ({ id: eventId(`once_slow_${index}`), type: 'issue.created' }));
+		const keys = events.map((event) => keyOf(retried.workflowId, event.id));
+		for (const key of keys) api.slow(key, 10_000);
+		const answers: DeliveryAnswer[] = await Promise.all(events.map(async (event) => await h.deliver(retried.url, event, {}, { timeoutMs: 1000 })));
+		expect(answers.map((answer) => [answer.status, answer.outcome])).toEqual(events.map(() => [200, 'new']));
+		expect(answers[0].json).toEqual({ accepted: true });
+		// A copy of an accepted event, while its run goes on: 200 duplicate, never the run's data.
+		const copy = await h.deliver(retried.url, events[0], {}, { timeoutMs: 1000 });
+		expect([copy.status, copy.outcome, copy.json]).toEqual([200, 'duplicate', { status: 'duplicate' }]);
+		const effects = await eventually(
+			() => keys.map((key) => api.calls(key)),
+			(calls) => calls.every((count) => count === 1),
+			{ timeoutMs: 60_000 },
+		);
+		expect(effects).toEqual(keys.map(() => 1));
+		const records = await eventually(
+			async () => await storedKeys(h, keys),
+			(stored) => keys.every((key) => stored[key]?.status === 'completed'),
+		);
+		expect(keys.map((key) => records[key]?.status)).toEqual(keys.map(() => 'completed'));
+	});
+
+	test('a step that fails twice, then succeeds: the sender saw one 200; three executions; one effect; the key shows three attempts', async () => {
+		const mark = await h.executionMark();
+		const event = { id: eventId('once_fails_twice'), type: 'order.created' };
+		const key = keyOf(retried.workflowId, event.id);
+		api.failNext(key, 500, 2);
+		const answer = await h.deliver(retried.url, event, {}, { timeoutMs: 1000 });
+		expect([answer.status, answer.outcome]).toEqual([200, 'new']);
+		const executions = await h.waitForExecutions(retried.workflowId, mark, 3, { timeoutMs: 60_000 });
+		expect(executions.map((execution) => execution.status)).toEqual(['error', 'error', 'success']);
+		// Each run started from the kept event, with the same key and its attempt number.
+		expect(executions.map((execution) => outputItem(execution, TRIGGER.node).idempotency.key)).toEqual([key, key, key]);
+		expect(executions.map((execution) => outputItem(execution, TRIGGER.node).body)).toEqual([event, event, event]);
+		expect(api.calls(key)).toBe(1);
+		const record = (await storedKeys(h, [key]))[key];
+		expect(record).toMatchObject({ status: 'completed', attempts: 3 });
+	});
+
+	test('a step that always fails: dead-lettered after the last attempt, kept with its error; copies still answered 200', async () => {
+		const mark = await h.executionMark();
+		const event = { id: eventId('once_always_fails'), type: 'order.created' };
+		const key = keyOf(deadLettered.workflowId, event.id);
+		api.failNext(key, 500, 1000);
+		const answer = await h.deliver(deadLettered.url, event, {}, { timeoutMs: 1000 });
+		expect([answer.status, answer.outcome]).toEqual([200, 'new']);
+		const executions = await h.waitForExecutions(deadLettered.workflowId, mark, 2, { timeoutMs: 60_000 });
+		expect(executions.map((execution) => execution.status)).toEqual(['error', 'error']);
+		const record = await eventually(
+			async () => (await storedKeys(h, [key]))[key],
+			(stored) => Boolean(stored?.deadLetteredAt),
+		);
+		expect(record).toMatchObject({ status: 'failed', attempts: 2 });
+		expect(record?.deadLetteredAt).toBeTruthy();
+		expect(record?.lastError).toMatch(/500/);
+		// No third run: the retries ended with the last attempt.
+		await new Promise((resolve) => setTimeout(resolve, 4000));
+		expect(await h.executions(deadLettered.workflowId, mark)).toHaveLength(2);
+		const copy = await h.deliver(deadLettered.url, event, {}, { timeoutMs: 1000 });
+		expect([copy.status, copy.outcome]).toEqual([200, 'duplicate']);
+		expect(api.calls(key)).toBe(0);
+	});
+});
