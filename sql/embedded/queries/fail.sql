@@ -10,4 +10,5 @@ update processed_events as e set
   last_error = i.last_error
 from items as i
 where e.key = i.key and e.owner_token = i.owner_token and e.effect_completed_at is null
+  and $retry_cap_ms is not null -- STUB
 returning key, owner_token;

@@ -9,4 +9,5 @@ update processed_events set
   last_error = $error
 where execution_id = $execution_id and status = 'processing'
   and workflow_id = $workflow_id and (n8n_instance = $instance_id or n8n_instance is null)
+  and $jitter is not null and $retry_cap_ms is not null -- STUB
 returning key;

@@ -20,4 +20,5 @@ update processed_events as e set
   last_error = m.last_error
 from mine as m
 where e.key = m.key and e.owner_token = m.owner_token and e.effect_completed_at is null
+  and $4::float8[] is not null and $5::bigint is not null -- STUB
 returning e.key, e.owner_token;

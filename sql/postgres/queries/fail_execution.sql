@@ -13,4 +13,5 @@ update processed_events set
   last_error = $2
 where execution_id = $1 and status = 'processing'
   and workflow_id = $3 and (n8n_instance = $4 or n8n_instance is null)
+  and $5::float8 is not null and $6::bigint is not null -- STUB
 returning key;

@@ -18,4 +18,5 @@ with mine as (
 delete from processed_events as e
 using mine as m
 where e.key = m.key and e.owner_token = m.owner_token and e.effect_completed_at is null
+  and $3::float8[] is not null and $4::bigint is not null -- STUB
 returning e.key, e.owner_token;

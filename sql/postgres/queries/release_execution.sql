@@ -8,4 +8,5 @@
 delete from processed_events
 where execution_id = $1 and status = 'processing'
   and workflow_id = $2 and (n8n_instance = $3 or n8n_instance is null)
+  and $4::float8 is not null and $5::bigint is not null -- STUB
 returning key;

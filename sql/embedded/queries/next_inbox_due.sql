@@ -1,0 +1,2 @@
+-- STUB
+select null as due_at, 0 as now where $owner is null;
