@@ -225,13 +225,16 @@ export class DriverKeyStore implements KeyStore {
 			},
 			rule,
 		);
-		return rows.map((row) => ({
-			key: read.value(row, 'key') as string,
-			ownerToken: read.value(row, 'owner_token') as string,
-			leaseEndsAt: read.time(row, 'locked_until') as Date,
-			item: read.value(row, 'inbox_item') as string,
-			attempt: Number(read.value(row, 'attempts')),
-		}));
+		// A due event dead-lettered instead of claimed may come back too (`claimed` false).
+		return rows
+			.filter((row) => Boolean(read.value(row, 'claimed')))
+			.map((row) => ({
+				key: read.value(row, 'key') as string,
+				ownerToken: read.value(row, 'owner_token') as string,
+				leaseEndsAt: read.time(row, 'locked_until') as Date,
+				item: read.value(row, 'inbox_item') as string,
+				attempt: Number(read.value(row, 'attempts')),
+			}));
 	}
 
 	/** When `owner`'s next event may become claimable, on the store's clock; null when none is left to run. */

@@ -13,9 +13,12 @@
 --   lease ran out (locked_until <= now)      -> reclaimed from a crashed run (new, attempts + 1)
 --   lease still valid                        -> in progress (duplicate_count + 1)
 --   completed                                -> duplicate (duplicate_count + 1)
+--   an inbox event (inbox_owner set)         -> duplicate whatever its state (duplicate_count + 1): only its
+--                                               inbox runs it again (claim_due_inbox.sql)
 -- Retention, the same rule as cleanup.sql: a key is kept until the later of its retention end and
 -- its lease end (a row without a lease: its retention end). The retention end is expires_at, set by
 -- every reservation to now + $retention_ms; a row without one ends $retention_ms after first_seen.
+-- An inbox event still to run (not completed, not dead-lettered) has no retention end.
 -- Counters saturate at 2147483647 instead of growing past Postgres's integer.
 -- The caller knows a key is its own when the returned owner_token is the one it proposed.
 -- Evidence (payload, payload_bytes, source, correlation_id): a duplicate never changes it; a
@@ -90,11 +93,13 @@ on conflict (key) do update set
       case when r.taken_over then null else e.dead_lettered_at end
     from (
       -- excluded.last_seen is this statement's "now". ended: the retention rule (as in cleanup.sql);
-      -- taken_over: ended, failed, or the lease ran out.
-      select retention.ended, retention.ended or e.status = 'failed' or e.locked_until <= excluded.last_seen as taken_over
+      -- taken_over: ended, or (not an inbox event) failed or the lease ran out.
+      select retention.ended,
+             retention.ended or (e.inbox_owner is null and (e.status = 'failed' or e.locked_until <= excluded.last_seen)) as taken_over
       from (
         -- SQLite's max() of a null is null, where Postgres's greatest() skips it: no lease counts as 0.
-        select max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen as ended
+        select max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= excluded.last_seen
+          and not (e.inbox_owner is not null and e.dead_lettered_at is null and e.status <> 'completed') as ended
       ) as retention
     ) as r
   )

@@ -16,11 +16,15 @@
 --   lease ran out (locked_until <= now())    -> reclaimed from a crashed run (new, attempts + 1)
 --   lease still valid                        -> in progress (duplicate_count + 1)
 --   completed                                -> duplicate (duplicate_count + 1)
+--   an inbox event (inbox_owner set)         -> duplicate whatever its state (duplicate_count + 1): only its
+--                                               inbox runs it again (claim_due_inbox.sql); the caller
+--                                               answers it so (lib/store/rules.ts reservationResult)
 -- Retention, the same rule as cleanup.sql: a key is kept until the later of its retention end and
 -- its lease end. The retention end is expires_at, which every reservation (new, retry, reclaim)
 -- sets to now + $7; a row without one (the hand-built recipe's, or inserted by hand) ends $7 after
--- first_seen. Counters saturate at 2147483647 (the integer maximum) instead of failing every later
--- delivery of the key.
+-- first_seen. An inbox event still to run (not completed, not dead-lettered) has no retention end:
+-- its kept item is the only copy of the event. Counters saturate at 2147483647 (the integer maximum)
+-- instead of failing every later delivery of the key.
 -- The caller knows a key is its own when the returned owner_token is the one it proposed.
 -- Evidence (payload, payload_bytes, source, correlation_id): a duplicate never changes it, so the
 -- first delivery's evidence is kept. A retention end resets it like the rest of the row (the key
@@ -100,10 +104,12 @@ on conflict (key) do update set
       case when r.taken_over then null else e.next_attempt_at end,
       case when r.taken_over then null else e.dead_lettered_at end
     from (
-      select retention.ended, retention.ended or e.status = 'failed' or e.locked_until <= now() as taken_over
+      select retention.ended,
+             retention.ended or (e.inbox_owner is null and (e.status = 'failed' or e.locked_until <= now())) as taken_over
       from (
         -- The retention rule, as in cleanup.sql.
-        select greatest(coalesce(e.expires_at, e.first_seen + make_interval(secs => $7::double precision)), e.locked_until) <= now() as ended
+        select greatest(coalesce(e.expires_at, e.first_seen + make_interval(secs => $7::double precision)), e.locked_until) <= now()
+          and not (e.inbox_owner is not null and e.dead_lettered_at is null and e.status <> 'completed') as ended
       ) as retention
     ) as r
   )
