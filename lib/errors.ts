@@ -77,3 +77,9 @@ export class OutcomeUnknownError extends DatabaseUnavailableError {}
 
 /** Postgres answered, but not as the statement promises (e.g. no row back for a reserved key). */
 export class UnexpectedResultError extends DatabaseError {}
+
+/**
+ * An inbox event's item is larger than any store keeps (MAX_INBOX_ITEM_BYTES): the batch was
+ * refused, nothing reserved. The item is never stored cut short.
+ */
+export class InboxItemTooLargeError extends IdempotencyError {}

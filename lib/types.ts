@@ -42,6 +42,39 @@ export interface ReservationRequest {
 	payloadHash: string | null;
 	/** Replay and tracing evidence to store with a new reservation; absent: none. */
 	evidence?: ReplayEvidence;
+	/**
+	 * Makes a new reservation an inbox event (the Idempotent Webhook trigger's Respond: At Once):
+	 * kept with the item its retries run from, and run again by its owner after a failed run. Only
+	 * with mode `lease`. Ignored when the key is not reserved by this request (a duplicate).
+	 */
+	inbox?: InboxRequest;
+}
+
+/**
+ * An inbox event's retry settings and item, stored with its reservation (schema version 6 on
+ * Postgres, keys version 3 on the embedded store). A key whose row has an owner is only ever run by
+ * its inbox: every later reservation of it is a duplicate, whatever its state.
+ */
+export interface InboxRequest {
+	/** Who runs the event's retries: opaque text (the trigger gives its workflow and node), 1 to MAX_INBOX_OWNER_LENGTH characters. */
+	owner: string;
+	/**
+	 * The item a retry runs from: opaque JSON text, handed back byte for byte. At most
+	 * MAX_INBOX_ITEM_BYTES in UTF-8; over it the batch is refused (InboxItemTooLargeError), nothing stored.
+	 */
+	item: string;
+	/** Runs in all, the first included: a whole number from 1 to MAX_INBOX_ATTEMPTS. Then the event is dead-lettered. */
+	maxAttempts: number;
+	/**
+	 * The first retry's delay in milliseconds, a whole number from 1 to INBOX_RETRY_CAP_MS; each next
+	 * one doubles up to that cap, scaled by a jitter factor (inboxRetryDelayMs).
+	 */
+	firstRetryMs: number;
+	/**
+	 * How long after the reservation a retry may still fall due, in milliseconds (whole, more than 0,
+	 * at most MAX_INBOX_RETRY_FOR_MS), counted on the store's clock: `retry_until` = its now + this.
+	 */
+	retryForMs: number;
 }
 
 /**
@@ -163,6 +196,26 @@ export interface StoredKey extends IdempotencyRecord {
 	payloadBytes: number | null;
 	source: string | null;
 	correlationId: string | null;
+	/** Who runs the key's retries (an inbox event); null for every other key. */
+	inboxOwner: string | null;
+	/** The item a retry runs from is kept (an inbox event no run has completed yet). */
+	hasInboxItem: boolean;
+	/** The kept item itself (JSON text, null when none): only from Get Key asked for it (`inboxItem: true`). */
+	inboxItem?: string | null;
+	/** An inbox event's runs in all before it is dead-lettered; null for other keys. */
+	maxAttempts: number | null;
+	/** The last time an inbox event's retry may fall due (the store's clock); null for other keys. */
+	retryUntil: Date | null;
+	/** When the next retry of a failed inbox event is due; null when none is. */
+	nextAttemptAt: Date | null;
+	/** When the inbox event ran out of attempts or time; null while it may still run. */
+	deadLetteredAt: Date | null;
+}
+
+/** What Get Key reads beside each key's record. */
+export interface GetKeysOptions {
+	/** Also read each inbox event's kept item (StoredKey.inboxItem); default false. */
+	inboxItem?: boolean;
 }
 
 /** One page of List Keys. */
@@ -184,6 +237,8 @@ export interface ListKeysOptions {
 	keyPrefix?: string;
 	/** Only keys a replay may take over: failed, or processing with a lease that ran out. */
 	replayableOnly?: boolean;
+	/** Only inbox events that ran out of attempts or time (dead-lettered). */
+	deadLetteredOnly?: boolean;
 	/** Page size, 1 to MAX_LIST_PAGE_SIZE. */
 	limit: number;
 }
@@ -200,6 +255,10 @@ export interface KeyStats {
 	duplicatesInWindow: number;
 	reclaimsInWindow: number;
 	failedInWindow: number;
+	/** Inbox events failed with a retry scheduled (counted in `failed` too). */
+	retryPending: number;
+	/** Inbox events that ran out of attempts or time, kept for a replay by hand (counted in `failed` too). */
+	deadLettered: number;
 }
 
 /**
@@ -258,6 +317,8 @@ export type ReplayClaim =
 			payloadStored: boolean;
 			source: string | null;
 			correlationId: string | null;
+			/** An inbox event's kept item (the JSON text its retries run from); null for other keys. */
+			inboxItem: string | null;
 	  }
 	| {
 			claimed: false;
@@ -266,6 +327,41 @@ export type ReplayClaim =
 			/** The stored record as it is now; null when not found. */
 			record: IdempotencyRecord | null;
 	  };
+
+/** Claim Due Inbox: whose events, how many, and the lease each claimed run gets. */
+export interface InboxClaimOptions {
+	/** The inbox owner whose events are claimed (InboxRequest.owner). */
+	owner: string;
+	/** Events claimed at most, a whole number from 1 to MAX_INBOX_CLAIMS. */
+	limit: number;
+	/** Each claimed run's lease in milliseconds, a whole number from 1 to the longest lease (7 days). */
+	leaseMs: number;
+	/** When given, each claimed key is kept at least this many seconds from now (its retention is never shortened). */
+	retentionSeconds?: number;
+	/** The n8n instance the retries run on (Failed Execution settles match it); absent: the key's is kept. */
+	instanceId?: string;
+}
+
+/** One inbox event claimed for its next run. */
+export interface InboxClaim {
+	key: string;
+	/** The fencing token Complete, Release and Mark Failed must present. */
+	ownerToken: string;
+	/** The claimed run's lease end (the store's clock). */
+	leaseEndsAt: Date;
+	/** The kept item, as the reservation gave it. */
+	item: string;
+	/** This run's number: 2 for the first retry (the key's attempts counter). */
+	attempt: number;
+}
+
+/** When an inbox owner's next event may become claimable. */
+export interface InboxDue {
+	/** The earliest retry due or lease end among the owner's events still to run (the store's clock). */
+	dueAt: Date;
+	/** Milliseconds from the store's now until then; 0 when something is claimable now. */
+	inMs: number;
+}
 
 /**
  * An object an n8n item's JSON can hold, written without n8n's types (n8n's IDataObject accepts

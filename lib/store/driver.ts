@@ -20,6 +20,7 @@ import type { ReservationMode, ReservationRequest } from '../types';
 export type StoreOperation =
 	| 'reserve'
 	| 'claimForReplay'
+	| 'claimDueInbox'
 	| 'complete'
 	| 'release'
 	| 'fail'
@@ -32,7 +33,10 @@ export type StoreOperation =
 	| 'schema';
 
 /** The operations whose statement is an idempotent write a driver may send again. */
-export type RetriedOperation = Extract<StoreOperation, 'reserve' | 'claimForReplay' | 'complete' | 'release' | 'fail' | 'hold'>;
+export type RetriedOperation = Extract<
+	StoreOperation,
+	'reserve' | 'claimForReplay' | 'claimDueInbox' | 'complete' | 'release' | 'fail' | 'hold'
+>;
 
 /** A settle's rows, one tuple per item: the key and its owner token first. */
 type Owned<Extra extends unknown[] = []> = Array<[key: string, ownerToken: string, ...extra: Extra]>;
@@ -59,16 +63,34 @@ export interface KeyStatements {
 		workflowId: string | null;
 		instanceId: string | null;
 	};
+	/**
+	 * Up to `limit` due inbox events of `owner`, each taking one of `tokens` (as many as `limit`);
+	 * `leaseMs` in milliseconds, `retentionSeconds` null: each key's retention kept as it is.
+	 */
+	claimDueInbox: {
+		owner: string;
+		limit: number;
+		leaseMs: number;
+		retentionSeconds: number | null;
+		tokens: string[];
+		instanceId: string | null;
+	};
+	nextInboxDue: { owner: string };
 	/** The response as JSON text (null keeps the stored one). */
 	complete: { items: Owned<[response: string | null]> };
-	release: { items: Owned };
-	fail: { items: Owned<[error: string]> };
+	/**
+	 * Release and Mark Failed (by key or by execution) schedule an inbox event's next retry: each item
+	 * (or the execution's events) with a jitter factor (inboxJitter), under the delay cap in milliseconds.
+	 */
+	release: { items: Owned<[jitter: number]>; retryCapMs: number };
+	fail: { items: Owned<[error: string, jitter: number]>; retryCapMs: number };
 	hold: { items: Owned<[holdMs: number]> };
 	unsettledKeys: { keys: string[] };
-	releaseExecution: { executionId: string; workflowId: string; instanceId: string | null };
-	failExecution: { executionId: string; error: string; workflowId: string; instanceId: string | null };
+	releaseExecution: { executionId: string; workflowId: string; instanceId: string | null; jitter: number; retryCapMs: number };
+	failExecution: { executionId: string; error: string; workflowId: string; instanceId: string | null; jitter: number; retryCapMs: number };
 	cleanup: { retentionSeconds: number; limit: number };
-	getKeys: { keys: string[] };
+	/** `inboxItem`: read each inbox event's kept item too. */
+	getKeys: { keys: string[]; inboxItem: boolean };
 	listKeys: {
 		afterKey: string;
 		status: string | null;
@@ -78,6 +100,7 @@ export interface KeyStatements {
 		limit: number;
 		replayableOnly: boolean;
 		maxBytes: number;
+		deadLetteredOnly: boolean;
 	};
 	stats: { windowSeconds: number };
 	countAnswer: { answer: string };

@@ -8,6 +8,10 @@ import type {
 	CompactRecord,
 	DeliveryAnswer,
 	FailedExecution,
+	GetKeysOptions,
+	InboxClaim,
+	InboxClaimOptions,
+	InboxDue,
 	KeysPage,
 	KeyStats,
 	ListKeysOptions,
@@ -24,10 +28,12 @@ import type { HoldRequest, KeyStore, SettleReport, SettleRequest } from './contr
 import type { KeyDriver, KeyStatements, SendRule, Statement, StatementResult } from './driver';
 import { storedEvidence, toCompactRecord, toRecord, toStoredKey } from './rows';
 import {
+	INBOX_RETRY_CAP_MS,
 	MAX_LIST_PAGE_BYTES,
 	answerCountsOf,
 	cleanupInBatches,
 	distinctBatch,
+	inboxJitter,
 	replayBatch,
 	replayClaims,
 	reservationResult,
@@ -38,6 +44,9 @@ import {
 	validateDurations,
 	validateFailedExecution,
 	validateHoldItems,
+	validateInboxClaimOptions,
+	validateInboxOwner,
+	validateInboxRequest,
 	validateListOptions,
 	validateRecordExecution,
 	validateReserveOptions,
@@ -85,6 +94,7 @@ export class DriverKeyStore implements KeyStore {
 	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>>;
 	async reserve(requests: ReservationRequest[], options: ReserveOptionsWithDetail): Promise<Array<ReservationResult<CompactRecord>>> {
 		validateReserveOptions(options);
+		for (const request of requests) if (request.inbox) validateInboxRequest(request.inbox, options.mode);
 		if (requests.length === 0) return [];
 		this.driver.keys.assertReservable(requests.map((request) => request.key));
 		// One proposed owner token per distinct key: the key is ours when the row comes back with it.
@@ -135,6 +145,7 @@ export class DriverKeyStore implements KeyStore {
 				read.value(rowOfDistinct[distinct], 'owner_token') as string,
 				tokens[distinct],
 				firstIndexes[distinct] !== index,
+				Boolean(read.value(rowOfDistinct[distinct], 'inbox')),
 			);
 		});
 	}
@@ -174,10 +185,67 @@ export class DriverKeyStore implements KeyStore {
 				const key = read.value(row, 'key') as string;
 				const record = toRecord(row, read);
 				if (!read.value(row, 'claimed')) return [key, { claimed: false, record }];
-				return [key, { claimed: true, key, ownerToken: read.value(row, 'owner_token') as string, record, ...storedEvidence(row, read) }];
+				return [
+					key,
+					{
+						claimed: true,
+						key,
+						ownerToken: read.value(row, 'owner_token') as string,
+						record,
+						...storedEvidence(row, read),
+						inboxItem: (read.value(row, 'inbox_item') as string | null | undefined) ?? null,
+					},
+				];
 			}),
 		);
 		return replayClaims(keys, firstIndexByKey, (key) => claimByKey.get(key));
+	}
+
+	/**
+	 * Claims up to `limit` due inbox events of `owner` in one statement (see KeyStore). One proposed
+	 * owner token per event it may take makes a lost answer recoverable as for a reservation: the
+	 * statement sent again returns the events holding those tokens and claims no others.
+	 */
+	async claimDueInbox(options: InboxClaimOptions): Promise<InboxClaim[]> {
+		validateInboxClaimOptions(options);
+		const rule = this.driver.retryRule({ purpose: 'reserve' });
+		await this.driver.ready('claimDueInbox', { ...rule, readyRetryUntil: 0 });
+		const [{ rows, read }] = await this.driver.send(
+			'claimDueInbox',
+			{
+				name: 'claimDueInbox',
+				parameters: {
+					owner: options.owner,
+					limit: options.limit,
+					leaseMs: options.leaseMs,
+					retentionSeconds: options.retentionSeconds ?? null,
+					tokens: Array.from({ length: options.limit }, () => randomUUID()),
+					instanceId: options.instanceId ?? null,
+				},
+			},
+			rule,
+		);
+		// A due event dead-lettered instead of claimed may come back too (`claimed` false).
+		return rows
+			.filter((row) => Boolean(read.value(row, 'claimed')))
+			.map((row) => ({
+				key: read.value(row, 'key') as string,
+				ownerToken: read.value(row, 'owner_token') as string,
+				leaseEndsAt: read.time(row, 'locked_until') as Date,
+				item: read.value(row, 'inbox_item') as string,
+				attempt: Number(read.value(row, 'attempts')),
+			}));
+	}
+
+	/** When `owner`'s next event may become claimable, on the store's clock; null when none is left to run. */
+	async nextInboxDue(owner: string): Promise<InboxDue | null> {
+		validateInboxOwner(owner);
+		await this.driver.ready('read', READ);
+		const [{ rows, read }] = await this.driver.send('read', { name: 'nextInboxDue', parameters: { owner } }, READ);
+		const dueAt = rows.length > 0 ? read.time(rows[0], 'due_at') : null;
+		if (!dueAt) return null;
+		const now = read.time(rows[0], 'now') as Date;
+		return { dueAt, inMs: Math.max(0, dueAt.getTime() - now.getTime()) };
 	}
 
 	/**
@@ -194,24 +262,24 @@ export class DriverKeyStore implements KeyStore {
 		);
 	}
 
-	/** Deletes owned reservations so the provider's next delivery is processed. */
+	/** Deletes owned reservations so the provider's next delivery is processed; an inbox event is failed and retried instead. */
 	async release(items: SettleRequest[]): Promise<SettleReport[]> {
 		return this.settle(
 			'release',
 			items,
 			items.map(() => []),
-			() => [],
+			() => [inboxJitter()],
 		);
 	}
 
-	/** Marks owned reservations failed (kept with the message); the next delivery reserves again. */
+	/** Marks owned reservations failed (kept with the message); an inbox event gets its next retry, or is dead-lettered. */
 	async fail(items: Array<SettleRequest & { error: string }>): Promise<SettleReport[]> {
 		const messages = items.map((item) => storableErrorMessage(item.error));
 		return this.settle(
 			'fail',
 			items,
 			messages.map((message) => message.warnings),
-			(index) => [messages[index].text],
+			(index) => [messages[index].text, inboxJitter()],
 		);
 	}
 
@@ -236,7 +304,10 @@ export class DriverKeyStore implements KeyStore {
 	async releaseExecution(execution: FailedExecution): Promise<string[]> {
 		validateFailedExecution(execution, 'Release');
 		const { executionId, workflowId, instanceId } = execution;
-		return this.settleExecution('release', { name: 'releaseExecution', parameters: { executionId, workflowId, instanceId } });
+		return this.settleExecution('release', {
+			name: 'releaseExecution',
+			parameters: { executionId, workflowId, instanceId, jitter: inboxJitter(), retryCapMs: INBOX_RETRY_CAP_MS },
+		});
 	}
 
 	/** Marks failed every live reservation of one failed execution (of that workflow and n8n instance), kept with the message; returns their keys. */
@@ -246,7 +317,7 @@ export class DriverKeyStore implements KeyStore {
 		const { executionId, workflowId, instanceId } = execution;
 		const keys = await this.settleExecution('fail', {
 			name: 'failExecution',
-			parameters: { executionId, error: message.text, workflowId, instanceId },
+			parameters: { executionId, error: message.text, workflowId, instanceId, jitter: inboxJitter(), retryCapMs: INBOX_RETRY_CAP_MS },
 		});
 		return { keys, warnings: message.warnings };
 	}
@@ -278,16 +349,21 @@ export class DriverKeyStore implements KeyStore {
 		});
 	}
 
-	/** The stored records of these keys (Get Key); keys not stored are absent from the answer. */
-	async getKeys(keys: string[]): Promise<Map<string, StoredKey>> {
+	/** The stored records of these keys (Get Key); keys not stored are absent from the answer. An inbox event's item only when asked. */
+	async getKeys(keys: string[], options: GetKeysOptions = {}): Promise<Map<string, StoredKey>> {
 		const found = new Map<string, StoredKey>();
 		if (keys.length === 0) return found;
 		await this.driver.ready('read', READ);
 		// A key that cannot be stored was never reserved: it is simply not found.
 		const storable = keys.filter((key) => this.driver.keys.storable(key));
 		if (storable.length === 0) return found;
-		const [{ rows, read }] = await this.driver.send('read', { name: 'getKeys', parameters: { keys: storable } }, READ);
-		for (const row of rows) found.set(read.value(row, 'key') as string, toStoredKey(row, read));
+		const inboxItem = Boolean(options.inboxItem);
+		const [{ rows, read }] = await this.driver.send('read', { name: 'getKeys', parameters: { keys: storable, inboxItem } }, READ);
+		for (const row of rows) {
+			const stored = toStoredKey(row, read);
+			if (inboxItem) stored.inboxItem = (read.value(row, 'inbox_item') as string | null) ?? null;
+			found.set(stored.key, stored);
+		}
 		return found;
 	}
 
@@ -308,6 +384,7 @@ export class DriverKeyStore implements KeyStore {
 			limit: options.limit,
 			replayableOnly: Boolean(options.replayableOnly),
 			maxBytes: MAX_LIST_PAGE_BYTES,
+			deadLetteredOnly: Boolean(options.deadLetteredOnly),
 		};
 		const [{ rows, read }] = await this.driver.send('read', { name: 'listKeys', parameters }, SCAN);
 		const keys = rows.map((row) => toStoredKey(row, read));
@@ -335,6 +412,8 @@ export class DriverKeyStore implements KeyStore {
 			duplicatesInWindow: count('duplicates_in_window'),
 			reclaimsInWindow: count('reclaims_in_window'),
 			failedInWindow: count('failed_in_window'),
+			retryPending: count('retry_pending'),
+			deadLettered: count('dead_lettered'),
 		};
 	}
 
@@ -406,6 +485,8 @@ export class DriverKeyStore implements KeyStore {
 		warnings: string[][],
 		extraValues: (index: number) => unknown[],
 	): Promise<SettleReport[]> {
+		// Release and Mark Failed schedule an inbox event's retry under the one delay cap.
+		const statementValues = operation === 'complete' ? {} : { retryCapMs: INBOX_RETRY_CAP_MS };
 		validateSettleItems(items);
 		if (items.length === 0) return [];
 		const { keys } = this.driver;
@@ -425,7 +506,7 @@ export class DriverKeyStore implements KeyStore {
 			// Each item's key and owner token, then what the operation stores (a response, an error).
 			const statement = {
 				name: operation,
-				parameters: { items: sent.map(({ item, index }) => [item.key, item.ownerToken, ...extraValues(index)]) },
+				parameters: { items: sent.map(({ item, index }) => [item.key, item.ownerToken, ...extraValues(index)]), ...statementValues },
 			} as Statement<KeyStatements>;
 			const [settled, unsettled] = await this.driver.send(operation, statement, rule, ({ rows, read }) => {
 				applied = new Set(

@@ -68,5 +68,11 @@ export function toStoredKey(row: unknown, read: RowReader): StoredKey {
 		payloadBytes: (read.value(row, 'payload_bytes') as number | null) ?? null,
 		source,
 		correlationId,
+		inboxOwner: (read.value(row, 'inbox_owner') as string | null) ?? null,
+		hasInboxItem: Boolean(read.value(row, 'has_inbox_item')),
+		maxAttempts: (read.value(row, 'max_attempts') as number | null) ?? null,
+		retryUntil: read.time(row, 'retry_until'),
+		nextAttemptAt: read.time(row, 'next_attempt_at'),
+		deadLetteredAt: read.time(row, 'dead_lettered_at'),
 	};
 }

@@ -1,4 +1,5 @@
-import { InvalidConfigurationError } from '../errors';
+import { InboxItemTooLargeError, InvalidConfigurationError } from '../errors';
+import { inexactTextReason } from '../keys/exactText';
 import { compareVersions } from '../order/version';
 import type {
 	AnswerCounts,
@@ -8,6 +9,8 @@ import type {
 	DeliveryAnswer,
 	FailedExecution,
 	IdempotencyRecord,
+	InboxClaimOptions,
+	InboxRequest,
 	ListKeysOptions,
 	OwnedKey,
 	RecordStatus,
@@ -50,6 +53,93 @@ export function validateReserveOptions(options: ReserveOptions): void {
 		throw new InvalidConfigurationError(`Unknown reservation mode ${JSON.stringify(options.mode)}: use lease or permanent.`);
 	}
 	validateDurations(options.leaseSeconds, options.retentionSeconds);
+}
+
+/*
+ * The inbox (the Idempotent Webhook trigger's Respond: At Once): an accepted event is kept with
+ * its item, and its owner runs it again after a failed run, with a growing delay, until it
+ * succeeds or runs out of attempts or time (then it is dead-lettered).
+ */
+
+/** The longest wait between two runs of an inbox event: the doubling delays stop growing here. */
+export const INBOX_RETRY_CAP_MS = 3600 * 1000;
+/** The largest inbox item a store keeps, in UTF-8 bytes of its JSON text. */
+export const MAX_INBOX_ITEM_BYTES = 1024 * 1024;
+export const MAX_INBOX_OWNER_LENGTH = 1000;
+export const MAX_INBOX_ATTEMPTS = 1000;
+/** The longest retry window: as long as the longest retention. */
+export const MAX_INBOX_RETRY_FOR_MS = MAX_RETENTION_SECONDS * 1000;
+/** The most events one claimDueInbox call takes: each is a row returned with its item. */
+export const MAX_INBOX_CLAIMS = 1000;
+// Doublings past this add nothing (2^30 ms is 12 days, far past the cap) and keep the SQL's integer product small.
+const MAX_DOUBLINGS = 30;
+
+/**
+ * The delay before an inbox event's next run, in milliseconds, after `attempts` runs (its attempts
+ * counter when the run failed): `firstRetryMs` doubled for each run after the first, at most
+ * INBOX_RETRY_CAP_MS, times `jitter`. The settle statements compute the same in SQL
+ * (`-- <inbox-retry>` in fail.sql, fail_execution.sql, release.sql, release_execution.sql, on each
+ * backend); the conformance suite checks them against this.
+ */
+export function inboxRetryDelayMs(attempts: number, firstRetryMs: number, jitter: number): number {
+	const doublings = Math.min(Math.max(attempts - 1, 0), MAX_DOUBLINGS);
+	return Math.min(INBOX_RETRY_CAP_MS, firstRetryMs * 2 ** doublings) * jitter;
+}
+
+/**
+ * A jitter factor in [0.5, 1] ("equal jitter"), one per settled event. Full jitter ([0, 1]) spreads
+ * retries most, but may start one almost at once, spending an attempt inside the outage that
+ * failed the run: with half the delay kept, the attempts still span the window the backoff was
+ * chosen for, and a hundred events failed by one outage still come back spread over the other half.
+ */
+export function inboxJitter(random: () => number = Math.random): number {
+	return 0.5 + random() / 2;
+}
+
+const wholeWithin = (value: number, low: number, high: number) => Number.isInteger(value) && value >= low && value <= high;
+
+export function validateInboxOwner(owner: unknown): void {
+	if (typeof owner !== 'string' || owner === '' || owner.length > MAX_INBOX_OWNER_LENGTH || inexactTextReason(owner)) {
+		throw new InvalidConfigurationError(
+			`The inbox owner must be text of 1 to ${MAX_INBOX_OWNER_LENGTH} characters, without NUL or lone surrogates.`,
+		);
+	}
+}
+
+/** An inbox request's bounds; the item over MAX_INBOX_ITEM_BYTES is InboxItemTooLargeError, never cut short. */
+export function validateInboxRequest(inbox: InboxRequest, mode: ReserveOptions['mode']): void {
+	// A Permanent-mode reservation is completed at once: nothing would ever be retried.
+	if (mode !== 'lease') throw new InvalidConfigurationError('An inbox event is reserved with a lease (mode lease), not permanently.');
+	validateInboxOwner(inbox.owner);
+	if (typeof inbox.item !== 'string' || inexactTextReason(inbox.item)) {
+		throw new InvalidConfigurationError('The inbox item must be JSON text, without NUL or lone surrogates.');
+	}
+	const bytes = Buffer.byteLength(inbox.item, 'utf8');
+	if (bytes > MAX_INBOX_ITEM_BYTES) {
+		throw new InboxItemTooLargeError(
+			`The inbox item is ${bytes} bytes, more than the ${MAX_INBOX_ITEM_BYTES} a store keeps; nothing was reserved.`,
+		);
+	}
+	if (!wholeWithin(inbox.maxAttempts, 1, MAX_INBOX_ATTEMPTS)) {
+		throw new InvalidConfigurationError(`The inbox's attempts must be a whole number from 1 to ${MAX_INBOX_ATTEMPTS}.`);
+	}
+	if (!wholeWithin(inbox.firstRetryMs, 1, INBOX_RETRY_CAP_MS)) {
+		throw new InvalidConfigurationError(`The first retry's delay must be a whole number of milliseconds from 1 to ${INBOX_RETRY_CAP_MS}.`);
+	}
+	if (!wholeWithin(inbox.retryForMs, 1, MAX_INBOX_RETRY_FOR_MS)) {
+		throw new InvalidConfigurationError(`The retry window must be a whole number of milliseconds from 1 to ${MAX_INBOX_RETRY_FOR_MS}.`);
+	}
+}
+
+export function validateInboxClaimOptions(options: InboxClaimOptions): void {
+	validateInboxOwner(options.owner);
+	if (!wholeWithin(options.limit, 1, MAX_INBOX_CLAIMS)) {
+		throw new InvalidConfigurationError(`The events to claim must be a whole number from 1 to ${MAX_INBOX_CLAIMS}.`);
+	}
+	if (!wholeWithin(options.leaseMs, 1, MAX_LEASE_SECONDS * 1000)) {
+		throw new InvalidConfigurationError(`The lease must be a whole number of milliseconds from 1 to ${MAX_LEASE_SECONDS * 1000} (7 days).`);
+	}
+	if (options.retentionSeconds !== undefined) validateDurations(1, options.retentionSeconds);
 }
 
 /** The bounds of a reservation's (or a replay claim's) lease and retention. */
@@ -190,7 +280,8 @@ export function distinctBatch(requests: ReservationRequest[]): DistinctBatch {
 
 /**
  * One request's answer from its key's stored record. The key is ours when the stored owner token
- * is the one proposed for it (whichever attempt wrote it); a repeat inside the batch is a duplicate.
+ * is the one proposed for it (whichever attempt wrote it); a repeat inside the batch is a duplicate,
+ * and so is every other reservation of an inbox event (`inboxEvent`: the row has an inbox owner).
  */
 export function reservationResult<R extends CompactRecord>(
 	request: ReservationRequest,
@@ -198,11 +289,14 @@ export function reservationResult<R extends CompactRecord>(
 	storedOwnerToken: string | null,
 	proposedToken: string,
 	repeatInBatch: boolean,
+	inboxEvent: boolean,
 ): ReservationResult<R> {
 	const ours = !repeatInBatch && storedOwnerToken === proposedToken;
 	const payloadMismatch = request.payloadHash === null || record.payloadHash === null ? null : request.payloadHash !== record.payloadHash;
+	// An inbox event was accepted once and for all: another delivery of it has nothing to wait for.
+	const inProgress = record.status === 'processing' && record.leaseActive && !repeatInBatch && !inboxEvent;
 	return {
-		outcome: ours ? 'new' : record.status === 'processing' && record.leaseActive && !repeatInBatch ? 'in_progress' : 'duplicate',
+		outcome: ours ? 'new' : inProgress ? 'in_progress' : 'duplicate',
 		key: request.key,
 		ownerToken: ours ? storedOwnerToken : null,
 		reclaimed: ours && record.attempts > 1,

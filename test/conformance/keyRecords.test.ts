@@ -142,6 +142,8 @@ describeEachBackend('stored key records', (backend) => {
 				duplicatesInWindow: 4,
 				reclaimsInWindow: 1,
 				failedInWindow: 1,
+				retryPending: 0,
+				deadLettered: 0,
 			});
 			expect(await stats.store.stats(72)).toMatchObject({
 				windowHours: 72,

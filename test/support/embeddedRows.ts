@@ -7,7 +7,17 @@ import { ROW_COLUMNS as COLUMNS, type RowAccess, type RowValues, type SeedRow, t
 import { requireSqlite } from './storeTargets';
 
 const NOW_MS = "cast(unixepoch('subsec') * 1000 as integer)";
-const TIME_COLUMNS = ['first_seen', 'last_seen', 'locked_until', 'expires_at', 'completed_at', 'effect_completed_at'] as const;
+const TIME_COLUMNS = [
+	'first_seen',
+	'last_seen',
+	'locked_until',
+	'expires_at',
+	'completed_at',
+	'effect_completed_at',
+	'retry_until',
+	'next_attempt_at',
+	'dead_lettered_at',
+] as const;
 const JSON_COLUMNS = ['response', 'payload'] as const;
 
 type SqlValue = string | number | null;

@@ -14,7 +14,9 @@ export type StoreJob =
 	/** Reserves `${prefix}<n>-0 … ${prefix}<n>-<size - 1>` for n = 0, 1, … until killed. */
 	| { kind: 'reserveLoop'; prefix: string; size: number }
 	/** Counts each answer (Idempotent Webhook's bookkeeping); all calls run at once. */
-	| { kind: 'count'; answers: DeliveryAnswer[] };
+	| { kind: 'count'; answers: DeliveryAnswer[] }
+	/** `calls` claimDueInbox calls of `owner`'s due events, `limit` each, all at once; each claimed event is reported `claimed`. */
+	| { kind: 'claimInbox'; owner: string; calls: number; limit: number };
 
 export interface StoreWorkerArgs {
 	target: StoreTarget;
@@ -55,6 +57,15 @@ async function main(): Promise<void> {
 		process.stdout.write(
 			`${JSON.stringify({ pid: process.pid, results: job.answers.map((answer) => ({ key: answer, outcome: 'counted' })) } satisfies StoreWorkerReport)}\n`,
 		);
+		await opened.close();
+		return;
+	}
+	if (job.kind === 'claimInbox') {
+		const claims = await Promise.all(
+			Array.from({ length: job.calls }, () => store.claimDueInbox({ owner: job.owner, limit: job.limit, leaseMs: LEASE.leaseSeconds * 1000 })),
+		);
+		const results = claims.flat().map((claim) => ({ key: claim.key, outcome: 'claimed' }));
+		process.stdout.write(`${JSON.stringify({ pid: process.pid, results } satisfies StoreWorkerReport)}\n`);
 		await opened.close();
 		return;
 	}

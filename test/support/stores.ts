@@ -41,6 +41,13 @@ export interface StoredRow {
 	payload_bytes: number | null;
 	source: string | null;
 	correlation_id: string | null;
+	inbox_owner: string | null;
+	inbox_item: string | null;
+	first_retry_ms: number | null;
+	max_attempts: number | null;
+	retry_until: Date | null;
+	next_attempt_at: Date | null;
+	dead_lettered_at: Date | null;
 }
 
 /** Seconds from the store's clock now; negative is in the past. */
@@ -69,6 +76,13 @@ export interface RowValues {
 	payloadBytes?: number | null;
 	source?: string | null;
 	correlationId?: string | null;
+	inboxOwner?: string | null;
+	inboxItem?: string | null;
+	firstRetryMs?: number | null;
+	maxAttempts?: number | null;
+	retryUntil?: Offset | null;
+	nextAttemptAt?: Offset | null;
+	deadLetteredAt?: Offset | null;
 }
 
 /** Each value's key-table column, and how a backend writes it: a time offset from the store's now, JSON, a UUID, or the value as it is. */
@@ -90,6 +104,13 @@ export const ROW_COLUMNS: Record<keyof RowValues, { column: string; kind: 'time'
 	payloadBytes: { column: 'payload_bytes', kind: 'plain' },
 	source: { column: 'source', kind: 'plain' },
 	correlationId: { column: 'correlation_id', kind: 'plain' },
+	inboxOwner: { column: 'inbox_owner', kind: 'plain' },
+	inboxItem: { column: 'inbox_item', kind: 'plain' },
+	firstRetryMs: { column: 'first_retry_ms', kind: 'plain' },
+	maxAttempts: { column: 'max_attempts', kind: 'plain' },
+	retryUntil: { column: 'retry_until', kind: 'time' },
+	nextAttemptAt: { column: 'next_attempt_at', kind: 'time' },
+	deadLetteredAt: { column: 'dead_lettered_at', kind: 'time' },
 };
 
 export type SeedRow = RowValues & { key: string };

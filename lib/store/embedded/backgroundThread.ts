@@ -240,48 +240,48 @@ export interface ThreadWriteResult {
 let nextTransactionId = 1;
 
 /**
- * Runs `statement` in one write transaction on `file`'s writer thread, off the event loop; fails like a
- * write of the file. `next`, given its result, may name a second statement for the same
- * transaction (the transaction then stays open on the thread while `next` runs here, and nothing
- * else is written on that connection meanwhile). Answers each statement's result; `replaced` on
- * the last when nothing was written because the path named another file.
+ * Runs `statements`, in order, in one write transaction on `file`'s writer thread, off the event
+ * loop; fails like a write of the file. `next`, given their results, may name one more statement for
+ * the same transaction (the transaction then stays open on the thread while `next` runs here, and
+ * nothing else is written on that connection meanwhile). Answers each statement's result;
+ * `replaced` on the last when nothing was written because the path named another file.
  */
 export function writeOffThread(
 	file: string,
-	statement: ThreadStatement,
+	statements: ThreadStatement[],
 	transaction: ThreadTransaction,
 	operation: LockWait['operation'],
-	next?: (result: ThreadWriteResult) => ThreadStatement | undefined,
+	next?: (results: ThreadWriteResult[]) => ThreadStatement | undefined,
 ): Promise<ThreadWriteResult[]> {
 	const thread = threadFor(file, writerThreads);
 	const id = nextTransactionId++;
 	const message = (fields: Row) => ({ ...fields, write: true, transaction: id, identity: transaction.identity });
+	const opening = { begin: true, synced: transaction.synced, lockWaitMs: transaction.lockWaitMs };
 	// Every message of the transaction goes to this thread, the one holding it open.
 	const done = (async () => {
-		if (!next)
-			return [
-				(await sendTo(
-					thread,
-					message({ ...statement, begin: true, finish: 'commit', synced: transaction.synced, lockWaitMs: transaction.lockWaitMs }),
-					operation,
-				)) as ThreadWriteResult,
-			];
-		const first = (await sendTo(
-			thread,
-			message({ ...statement, begin: true, synced: transaction.synced, lockWaitMs: transaction.lockWaitMs }),
-			operation,
-		)) as ThreadWriteResult;
-		let second: ThreadStatement | undefined;
+		const results: ThreadWriteResult[] = [];
+		for (const [index, statement] of statements.entries()) {
+			const last = index === statements.length - 1 && !next;
+			const result = (await sendTo(
+				thread,
+				message({ ...statement, ...(index === 0 ? opening : {}), ...(last ? { finish: 'commit' } : {}) }),
+				operation,
+			)) as ThreadWriteResult;
+			if (last && result.replaced) return [result];
+			results.push(result);
+		}
+		if (!next) return results;
+		let after: ThreadStatement | undefined;
 		try {
-			second = next(first);
+			after = next(results);
 		} catch (error) {
 			await sendTo(thread, message({ finish: 'rollback' }), operation).catch(() => undefined);
 			// As a failure inside a transaction on the store's own connection is reported (connection.ts).
 			throw classifySqliteError(error, file, operation);
 		}
-		const last = (await sendTo(thread, message({ ...second, finish: 'commit' }), operation)) as ThreadWriteResult;
+		const last = (await sendTo(thread, message({ ...after, finish: 'commit' }), operation)) as ThreadWriteResult;
 		if (last.replaced) return [last];
-		return second ? [first, last] : [first];
+		return after ? [...results, last] : results;
 	})();
 	const settled = done.then(
 		() => undefined,

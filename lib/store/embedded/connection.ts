@@ -200,10 +200,10 @@ export async function withLosableWrite<T>(connection: EmbeddedConnection, wait: 
 export type ThreadCommit = 'synced' | 'unsynced' | 'losable';
 
 /**
- * Runs a write statement in its own transaction on the store's background thread
- * (backgroundThread.ts), on that thread's connection to the file: the statement, its commit and
- * fsync never hold the event loop. `next`, given its result, may name a second statement for the
- * same transaction (as withWriteLock's work may run two). Atomic and isolated like any transaction
+ * Runs write statements, in order, in their own transaction on the store's background thread
+ * (backgroundThread.ts), on that thread's connection to the file: the statements, their commit and
+ * fsync never hold the event loop. `next`, given their results, may name one more statement for
+ * the same transaction (as withWriteLock's work may run more). Atomic and isolated like any transaction
  * on the file; another process's write lock is waited for on that thread, up to `lockWaitMs` (then
  * EmbeddedStoreBusyError, nothing changed). Refused (EmbeddedStoreReplacedError, nothing changed)
  * when the path names another file than the one this connection opened.
@@ -211,9 +211,9 @@ export type ThreadCommit = 'synced' | 'unsynced' | 'losable';
 export async function writeOnThread(
 	connection: EmbeddedConnection,
 	wait: LockWait,
-	statement: ThreadStatement,
+	statements: ThreadStatement[],
 	commit: ThreadCommit,
-	next?: (result: ThreadWriteResult) => ThreadStatement | undefined,
+	next?: (results: ThreadWriteResult[]) => ThreadStatement | undefined,
 ): Promise<ThreadWriteResult[]> {
 	const transaction = {
 		synced: commit === 'synced',
@@ -222,7 +222,7 @@ export async function writeOnThread(
 	};
 	let results: ThreadWriteResult[];
 	try {
-		results = await writeOffThread(connection.file, statement, transaction, wait.operation, next);
+		results = await writeOffThread(connection.file, statements, transaction, wait.operation, next);
 	} catch (error) {
 		if (error instanceof EmbeddedStoreBusyError) throw lockWaitEnded(connection, wait, true, error);
 		throw classifySqliteError(error, connection.file, wait.operation);

@@ -30,6 +30,7 @@ import {
 	type ThreadCommit,
 } from './connection';
 import { ensureTable } from './migrations';
+import type { SqlSection } from '../sqlText';
 import { embeddedTableName, renderEmbeddedStatement, type EmbeddedStatement } from './statements';
 
 export interface EmbeddedStoreOptions {
@@ -81,17 +82,41 @@ const OBJECT_ROWS: RowReader = {
 	json: (row, column) => json((row as Row)[column]),
 };
 
+/** A reader of rows given as arrays, with each column's position. */
+interface ArrayRowReader extends RowReader {
+	readonly position: Readonly<Record<string, number>>;
+}
+
 /** Rows given as arrays (allAsArrays), read through each column's position. */
-function arrayRows(position: Record<string, number>): RowReader {
+function arrayRows(position: Record<string, number>): ArrayRowReader {
 	return {
+		position,
 		value: (row, column) => (row as unknown[])[position[column]],
 		time: (row, column) => date((row as unknown[])[position[column]]),
 		json: (row, column) => json((row as unknown[])[position[column]]),
 	};
 }
 
+/** An array row as an object, by its reader's column positions. */
+function objectRow(row: unknown[], read: RowReader): Row {
+	return Object.fromEntries(Object.entries((read as ArrayRowReader).position).map(([column, index]) => [column, row[index]]));
+}
+
 /** Each statement's named parameters: a batch is one JSON text, durations in milliseconds, tokens in lower case. */
 type Encoders<S> = { [N in keyof S]: (parameters: S[N]) => Parameters };
+
+/** One file of `sql/embedded/queries/` and its named parameters. */
+interface Step {
+	name: EmbeddedStatement;
+	parameters: Parameters;
+}
+
+/**
+ * Statements run as several files, in order, in one transaction, their rows joined: a SQLite
+ * statement changes rows one way only (update or delete), where one Postgres statement does both.
+ * Given the statement's encoded parameters.
+ */
+type Steps = Readonly<Record<string, (parameters: Parameters) => Step[]>>;
 
 /** A settle's tuples with the token as the file stores it: a UUID given in upper case is the same token. */
 const owned = (items: Array<[string, string, ...unknown[]]>) =>
@@ -99,13 +124,16 @@ const owned = (items: Array<[string, string, ...unknown[]]>) =>
 
 const KEY_PARAMETERS: Encoders<KeyStatements> = {
 	reserve: (p) => ({
-		// A request without evidence sends no evidence fields (JSON ->> of a missing element is null):
-		// 10,000 keys are then a much shorter text for SQLite to parse.
+		// A request without evidence or inbox sends no such fields (JSON ->> of a missing element is
+		// null): 10,000 keys are then a much shorter text for SQLite to parse.
 		batch: JSON.stringify(
 			p.requests.map((request, distinct) => {
-				const { evidence } = request;
+				const { evidence, inbox } = request;
 				const entry: unknown[] = [request.key, request.keySource, request.payloadHash, p.tokens[distinct]];
-				if (evidence) entry.push(evidence.payloadJson, evidence.payloadBytes, evidence.source, evidence.correlationId);
+				if (evidence || inbox) {
+					entry.push(evidence?.payloadJson ?? null, evidence?.payloadBytes ?? null, evidence?.source ?? null, evidence?.correlationId ?? null);
+				}
+				if (inbox) entry.push(inbox.owner, inbox.item, inbox.maxAttempts, inbox.retryForMs, inbox.firstRetryMs);
 				return entry;
 			}),
 		),
@@ -123,15 +151,37 @@ const KEY_PARAMETERS: Encoders<KeyStatements> = {
 		workflow_id: p.workflowId,
 		instance_id: p.instanceId,
 	}),
+	claimDueInbox: (p) => ({
+		owner: p.owner,
+		limit: p.limit,
+		lease_ms: p.leaseMs,
+		retention_ms: p.retentionSeconds === null ? null : milliseconds(p.retentionSeconds),
+		tokens: JSON.stringify(p.tokens),
+		instance_id: p.instanceId,
+	}),
+	nextInboxDue: (p) => ({ owner: p.owner }),
 	complete: (p) => ({ items: owned(p.items) }),
-	release: (p) => ({ items: owned(p.items) }),
-	fail: (p) => ({ items: owned(p.items) }),
+	release: (p) => ({ items: owned(p.items), retry_cap_ms: p.retryCapMs }),
+	fail: (p) => ({ items: owned(p.items), retry_cap_ms: p.retryCapMs }),
 	hold: (p) => ({ items: owned(p.items) }),
 	unsettledKeys: (p) => ({ keys: JSON.stringify(p.keys) }),
-	releaseExecution: (p) => ({ execution_id: p.executionId, workflow_id: p.workflowId, instance_id: p.instanceId }),
-	failExecution: (p) => ({ execution_id: p.executionId, error: p.error, workflow_id: p.workflowId, instance_id: p.instanceId }),
+	releaseExecution: (p) => ({
+		execution_id: p.executionId,
+		workflow_id: p.workflowId,
+		instance_id: p.instanceId,
+		jitter: p.jitter,
+		retry_cap_ms: p.retryCapMs,
+	}),
+	failExecution: (p) => ({
+		execution_id: p.executionId,
+		error: p.error,
+		workflow_id: p.workflowId,
+		instance_id: p.instanceId,
+		jitter: p.jitter,
+		retry_cap_ms: p.retryCapMs,
+	}),
 	cleanup: (p) => ({ retention_ms: milliseconds(p.retentionSeconds), limit: p.limit }),
-	getKeys: (p) => ({ keys: JSON.stringify(p.keys) }),
+	getKeys: (p) => ({ keys: JSON.stringify(p.keys), inbox_item: p.inboxItem ? 1 : 0 }),
 	listKeys: (p) => ({
 		after_key: p.afterKey,
 		status: p.status,
@@ -141,11 +191,27 @@ const KEY_PARAMETERS: Encoders<KeyStatements> = {
 		limit: p.limit,
 		replayable_only: p.replayableOnly ? 1 : 0,
 		max_bytes: p.maxBytes,
+		dead_lettered_only: p.deadLetteredOnly ? 1 : 0,
 	}),
 	stats: (p) => ({ window_ms: milliseconds(p.windowSeconds) }),
 	countAnswer: (p) => ({ answer: p.answer }),
 	answerCounts: (p) => ({ window_ms: milliseconds(p.windowSeconds) }),
 	recordExecution: (p) => ({ key: p.key, owner_token: p.ownerToken, execution_id: p.executionId }),
+};
+
+/**
+ * Release deletes keys but fails an inbox event (its item is the only copy of the event): the
+ * inbox events' update first, then the other keys' delete, each leaving the other's rows alone.
+ */
+const KEY_STEPS: Steps = {
+	release: ({ items, retry_cap_ms }) => [
+		{ name: 'releaseInbox', parameters: { items, retry_cap_ms } },
+		{ name: 'release', parameters: { items } },
+	],
+	releaseExecution: ({ execution_id, workflow_id, instance_id, jitter, retry_cap_ms }) => [
+		{ name: 'releaseExecutionInbox', parameters: { execution_id, workflow_id, instance_id, jitter, retry_cap_ms } },
+		{ name: 'releaseExecution', parameters: { execution_id, workflow_id, instance_id } },
+	],
 };
 
 const ORDER_PARAMETERS: Encoders<OrderStatements> = {
@@ -189,6 +255,7 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 		defaultTable: string,
 		private readonly parameters: Encoders<S>,
 		private readonly offThread: OffThread<S> = {},
+		private readonly steps: Steps = {},
 	) {
 		this.file = options.file;
 		this.table = embeddedTableName(options.table ?? defaultTable).name;
@@ -250,7 +317,7 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 
 	/**
 	 * A write in its own transaction on the background thread, off the event loop's thread: the
-	 * statement, and the one `then` names from its result, in the same transaction.
+	 * statement (its steps), and the one `then` names from its result, in the same transaction.
 	 */
 	private async writeOffThread(
 		connection: EmbeddedConnection,
@@ -259,37 +326,58 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 		commit: ThreadCommit,
 		then?: (result: StatementResult) => Statement<S> | undefined,
 	): Promise<StatementResult[]> {
-		const sent: Array<Statement<S>> = [statement];
-		const results = await writeOnThread(connection, wait, this.threadStatement(statement), commit, (first) => {
-			const next = then?.(this.threadResult(statement, first));
-			if (!next) return undefined;
-			sent.push(next);
-			return this.threadStatement(next);
-		});
-		return results.map((result, index) => this.threadResult(sent[index], result));
+		const steps = this.stepsOf(statement);
+		let next: Statement<S> | undefined;
+		const results = await writeOnThread(
+			connection,
+			wait,
+			steps.map((step) => this.threadStatement(step, statement.omit)),
+			commit,
+			(stepResults) => {
+				next = then?.(this.threadResults(steps, stepResults));
+				if (!next) return undefined;
+				const [only] = this.stepsOf(next);
+				return this.threadStatement(only, next.omit);
+			},
+		);
+		// The path named another file: nothing was written, and the last answer says so.
+		if (results.length < steps.length) return [this.threadResults(steps.slice(-1), results)];
+		const first = this.threadResults(steps, results.slice(0, steps.length));
+		return next && results.length > steps.length ? [first, this.threadResults(this.stepsOf(next), results.slice(steps.length))] : [first];
 	}
 
-	private threadStatement(statement: Statement<S>): ThreadStatement {
-		const name = statement.name as EmbeddedStatement;
+	private threadStatement(step: Step, omit: SqlSection | undefined): ThreadStatement {
 		return {
-			sql: renderEmbeddedStatement(name, this.family, this.table, statement.omit),
-			parameters: this.parameters[statement.name](statement.parameters),
-			rows: COUNTED.has(name) ? 'changes' : 'arrays',
+			sql: renderEmbeddedStatement(step.name, this.family, this.table, omit),
+			parameters: step.parameters,
+			rows: COUNTED.has(step.name) ? 'changes' : 'arrays',
 		};
 	}
 
-	private threadResult(statement: Statement<S>, result: ThreadWriteResult): StatementResult {
-		if (COUNTED.has(statement.name as string)) return { rows: [], rowCount: result.changes ?? 0, uncertain: false, read: OBJECT_ROWS };
-		const rows = result.rows ?? [];
-		const read = result.columns ? arrayRows(Object.fromEntries(result.columns.map((column, index) => [column, index]))) : OBJECT_ROWS;
-		return { rows, rowCount: rows.length, uncertain: false, read };
+	/** The thread's answers to a statement's steps, as one result. */
+	private threadResults(steps: Step[], results: ThreadWriteResult[]): StatementResult {
+		const answers = results.map((result, index): StatementResult => {
+			if (COUNTED.has(steps[index].name)) return { rows: [], rowCount: result.changes ?? 0, uncertain: false, read: OBJECT_ROWS };
+			const rows = result.rows ?? [];
+			const read = result.columns ? arrayRows(Object.fromEntries(result.columns.map((column, position) => [column, position]))) : OBJECT_ROWS;
+			return { rows, rowCount: rows.length, uncertain: false, read };
+		});
+		return joined(answers);
 	}
 
-	/** One statement, synchronously, inside the caller's transaction. */
-	protected run(connection: EmbeddedConnection, statement: Statement<S>): StatementResult {
-		const name = statement.name as EmbeddedStatement;
+	/** The files a statement runs, in order, with their parameters: one, unless the driver splits it (`steps`). */
+	protected stepsOf(statement: Statement<S>): Step[] {
 		const parameters = this.parameters[statement.name](statement.parameters);
-		const prepared = namedStatement(connection, name, this.family, this.table, statement.omit);
+		return this.steps[statement.name as string]?.(parameters) ?? [{ name: statement.name as EmbeddedStatement, parameters }];
+	}
+
+	/** One statement (each of its steps), synchronously, inside the caller's transaction. */
+	protected run(connection: EmbeddedConnection, statement: Statement<S>): StatementResult {
+		return joined(this.stepsOf(statement).map((step) => this.runStep(connection, step, statement.omit)));
+	}
+
+	private runStep(connection: EmbeddedConnection, { name, parameters }: Step, omit: SqlSection | undefined): StatementResult {
+		const prepared = namedStatement(connection, name, this.family, this.table, omit);
 		if (COUNTED.has(name)) return { rows: [], rowCount: Number(prepared.run(parameters).changes), uncertain: false, read: OBJECT_ROWS };
 		if (name === 'reserve') {
 			// A batch of 10,000 rows: arrays skip building an object per row.
@@ -299,6 +387,20 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 		const rows = prepared.all(parameters);
 		return { rows, rowCount: rows.length, uncertain: false, read: OBJECT_ROWS };
 	}
+}
+
+/** The results of a statement's steps as one: their rows in order, as objects when there are several. */
+function joined(results: StatementResult[]): StatementResult {
+	if (results.length === 1) return results[0];
+	const rows = results.flatMap(({ rows: stepRows, read }) =>
+		stepRows.map((row) => (read === OBJECT_ROWS ? row : objectRow(row as unknown[], read))),
+	);
+	return {
+		rows,
+		rowCount: results.reduce((sum, result) => sum + result.rowCount, 0),
+		uncertain: false,
+		read: OBJECT_ROWS,
+	};
 }
 
 /** What the file holds as itself: exact text only (no NUL, no lone surrogate). */
@@ -322,7 +424,7 @@ export class EmbeddedKeyDriver extends EmbeddedDriver<KeyStatements> implements 
 	readonly cleanupChunkRows = CLEANUP_CHUNK_ROWS;
 
 	constructor(options: EmbeddedStoreOptions, defaultTable: string) {
-		super(options, 'keys', defaultTable, KEY_PARAMETERS, KEYS_OFF_THREAD);
+		super(options, 'keys', defaultTable, KEY_PARAMETERS, KEYS_OFF_THREAD, KEY_STEPS);
 	}
 
 	/** One local transaction: its answer is never lost, and another process's lock is waited for instead. */

@@ -49,6 +49,7 @@ export const NOTHING_CHANGED: Readonly<Record<StoreOperation, string>> = {
 	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
 	hold: 'The lease was not extended: a delivery after it ends, while the execution still waits, runs the business step again.',
 	claimForReplay: 'Nothing was claimed: the keys are as they were.',
+	claimDueInbox: 'No retry was claimed: the events are as they were.',
 	cleanup: 'The keys deleted before it stay deleted; the rest are kept until the next run.',
 	read: '',
 	advance: 'No version mark was changed.',

@@ -14,10 +14,12 @@ export const EMBEDDED_SQL_DIR = backendSqlDir('embedded');
 export const EMBEDDED_STATEMENT_NAMES = [
 	'reserve',
 	'complete',
+	'releaseInbox',
 	'release',
 	'fail',
 	'hold',
 	'unsettledKeys',
+	'releaseExecutionInbox',
 	'releaseExecution',
 	'failExecution',
 	'cleanup',
@@ -29,6 +31,8 @@ export const EMBEDDED_STATEMENT_NAMES = [
 	'recordExecution',
 	'claimForReplayCurrent',
 	'claimForReplay',
+	'claimDueInbox',
+	'nextInboxDue',
 	'orderAdvance',
 	'readMeta',
 	'writeMeta',
@@ -51,7 +55,7 @@ export type EmbeddedFamily = 'file' | 'keys' | 'order';
 /** Migrations per family, in order; a family's schema version is the number of its files applied. */
 export const EMBEDDED_MIGRATIONS: Record<EmbeddedFamily, readonly string[]> = {
 	file: ['migrations/file/001_store.sql'],
-	keys: ['migrations/keys/001_create_table.sql', 'migrations/keys/002_answer_counts.sql'],
+	keys: ['migrations/keys/001_create_table.sql', 'migrations/keys/002_answer_counts.sql', 'migrations/keys/003_inbox.sql'],
 	order: ['migrations/order/001_create_table.sql'],
 };
 

@@ -31,6 +31,7 @@ const NOTHING_CHANGED: Record<Operation, string> = {
 	fail: 'Nothing was marked failed: a redelivery reads In Progress until the lease ends.',
 	hold: 'The lease was not extended: a delivery after it ends, while the execution still waits, runs the business step again.',
 	claimForReplay: 'Nothing was claimed: the keys are as they were, and the next replay run tries them again.',
+	claimDueInbox: 'No retry was claimed: the events are as they were, and the next look for due retries tries them again.',
 };
 
 // The state after a failure whose outcome is unknown: never claim nothing happened.
@@ -44,6 +45,8 @@ const MAYBE_CHANGED: Record<Operation, string> = {
 	hold: 'The lease may or may not have been extended; if not, a delivery after it ends, while the execution still waits, runs the business step again.',
 	claimForReplay:
 		'The keys may have been claimed for this run; if so, they are held until the replay lease ends, and a replay run after that claims them again.',
+	claimDueInbox:
+		'Due retries may have been claimed; if so, they are held until their lease ends, and a look for due retries after that claims them again (an attempt each).',
 };
 
 // Postgres SQLSTATE codes this package gives a meaning to (https://www.postgresql.org/docs/current/errcodes-appendix.html).

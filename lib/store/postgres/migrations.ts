@@ -40,6 +40,7 @@ export const KEYS_MIGRATIONS: MigrationSet = {
 		'migrations/keys/003_replay_evidence.sql',
 		'migrations/keys/004_settle_scope.sql',
 		'migrations/keys/005_answer_counts.sql',
+		'migrations/keys/006_inbox.sql',
 	],
 };
 

@@ -28,6 +28,8 @@ export function queryFile(name: string): SqlFile {
 const KEY_STATEMENT_NAMES = [
 	'reserve',
 	'claimForReplay',
+	'claimDueInbox',
+	'nextInboxDue',
 	'complete',
 	'release',
 	'fail',

@@ -7,7 +7,9 @@
 --   status 'processing', lease still running (or none)  -> not claimed: in progress
 --   status 'completed'                                  -> not claimed: completed
 -- Claimed is what Idempotency Reserve does when it takes a key over (without the retention reset):
--- a new owner token and lease. The stored payload, source and correlation id are kept.
+-- a new owner token and lease. The stored payload, source and correlation id are kept. A
+-- dead-lettered inbox event is claimed too: its dead-letter mark and any retry due are cleared, and
+-- its kept item comes back with the claim.
 -- The store runs it inside BEGIN IMMEDIATE after claim_for_replay_current.sql.
 with clock(now) as (select cast(round(unixepoch('subsec') * 1000) as integer)),
 claims as (select value ->> 0 as key, value ->> 1 as owner_token from json_each($claims))
@@ -23,10 +25,12 @@ update processed_events as e set
   n8n_instance = $instance_id,
   response = null,
   completed_at = null,
-  effect_completed_at = null
+  effect_completed_at = null,
+  next_attempt_at = null,
+  dead_lettered_at = null
 from claims as k, clock as c
 where e.key = k.key and (e.status = 'failed' or (e.status = 'processing' and e.locked_until <= c.now))
 returning key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at,
           execution_id, workflow_id, key_source, payload_hash, response, completed_at, last_error,
           payload, payload is not null as payload_stored, payload_bytes, source, correlation_id, owner_token,
-          1 as lease_active;
+          1 as lease_active, inbox_item;

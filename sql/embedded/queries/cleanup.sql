@@ -4,7 +4,8 @@
 -- Retention, the same rule as reserve.sql (which treats these keys as absent): a key is kept until
 -- the later of its retention end and its lease end, so a running lease is never deleted. The
 -- retention end is expires_at, set by every reservation; only a row without one ends
--- $retention_ms after first_seen.
+-- $retention_ms after first_seen. An inbox event still to run (not completed, not dead-lettered) has
+-- no retention end.
 with clock(now) as (select cast(round(unixepoch('subsec') * 1000) as integer))
 delete from processed_events
 where rowid in (
@@ -12,5 +13,6 @@ where rowid in (
   -- The first condition follows from the rule and lets the expires_at and first_seen indexes find the rows.
   where (e.expires_at <= c.now or (e.expires_at is null and e.first_seen <= c.now - $retention_ms))
     and max(coalesce(e.expires_at, e.first_seen + $retention_ms), coalesce(e.locked_until, 0)) <= c.now
+    and not (e.inbox_owner is not null and e.dead_lettered_at is null and e.status <> 'completed')
   limit $limit
 );

@@ -1,6 +1,7 @@
 -- Stats: counts by status now, and what happened to keys seen within a window. $window_ms.
 -- The table keeps counters per key, not a log of deliveries, so the window counts are per key
--- last seen in the window. One aggregate pass over the table: meant for a daily report.
+-- last seen in the window. Inbox events with a retry pending and dead-lettered ones are counted in
+-- failed too. One aggregate pass over the table: meant for a daily report.
 with clock(now) as (select cast(round(unixepoch('subsec') * 1000) as integer))
 select count(*) as total,
        count(*) filter (where status = 'processing' and locked_until > c.now) as processing,
@@ -10,5 +11,7 @@ select count(*) as total,
        count(*) filter (where first_seen >= c.now - $window_ms) as new_in_window,
        coalesce(sum(duplicate_count) filter (where last_seen >= c.now - $window_ms), 0) as duplicates_in_window,
        coalesce(sum(attempts - 1) filter (where last_seen >= c.now - $window_ms), 0) as reclaims_in_window,
-       count(*) filter (where status = 'failed' and last_seen >= c.now - $window_ms) as failed_in_window
+       count(*) filter (where status = 'failed' and last_seen >= c.now - $window_ms) as failed_in_window,
+       count(*) filter (where inbox_owner is not null and dead_lettered_at is null and status = 'failed') as retry_pending,
+       count(*) filter (where dead_lettered_at is not null) as dead_lettered
 from processed_events, clock as c;

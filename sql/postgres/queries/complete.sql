@@ -2,7 +2,9 @@
 -- $1 keys text[], $2 owner tokens uuid[], $3 responses jsonb[] (null keeps the stored one).
 -- Guarded by the owner token: a run whose lease was taken over matches no row and is told so.
 -- effect_completed_at records that the owner completed it (kept from the first Complete when one
--- is re-sent): Release and Mark Failed then refuse the key.
+-- is re-sent): Release and Mark Failed then refuse the key. An inbox event keeps nothing to run
+-- again: its kept item, retry due and dead-letter mark are cleared (its owner stays, so every later
+-- delivery is still a duplicate).
 -- The rows are locked first, in the keys' byte order (collate "C", the order reserve.sql and
 -- claim_for_replay.sql take them in), so a settle and a redelivered batch of the same keys never
 -- deadlock; the update then changes only rows this statement holds.
@@ -19,7 +21,10 @@ update processed_events as e set
   completed_at = now(),
   effect_completed_at = coalesce(e.effect_completed_at, now()),
   locked_until = null,
-  response = coalesce(m.response, e.response)
+  response = coalesce(m.response, e.response),
+  inbox_item = null,
+  next_attempt_at = null,
+  dead_lettered_at = null
 from mine as m
 where e.key = m.key and e.owner_token = m.owner_token and e.status <> 'failed'
 returning e.key, e.owner_token, e.status, e.completed_at, e.response;

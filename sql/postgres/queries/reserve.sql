@@ -4,7 +4,10 @@
 -- replay evidence, one per key, null when not stored: $10 payloads (JSON text) text[], $11 payload sizes
 -- (UTF-8 bytes, also when over the cap and not stored) integer[], $12 sources text[], $13 correlation ids text[].
 -- $14 n8n instance id.
--- $3 and $10-$13 may be one null instead of an array of nulls: unnest pads a missing array with nulls.
+-- Inbox events, one per key, null for a key that is not one: $15 owners text[], $16 items (JSON text)
+-- text[], $17 most attempts integer[], $18 retry windows in milliseconds bigint[], $19 first retry
+-- delays in milliseconds integer[].
+-- $3, $10-$13 and $15-$19 may be one null instead of an array of nulls: unnest pads a missing array with nulls.
 --
 -- For each key, against the row as it is when this statement gets its lock:
 --   no row                                   -> insert: reserved (new)
@@ -13,11 +16,15 @@
 --   lease ran out (locked_until <= now())    -> reclaimed from a crashed run (new, attempts + 1)
 --   lease still valid                        -> in progress (duplicate_count + 1)
 --   completed                                -> duplicate (duplicate_count + 1)
+--   an inbox event (inbox_owner set)         -> duplicate whatever its state (duplicate_count + 1): only its
+--                                               inbox runs it again (claim_due_inbox.sql); the caller
+--                                               answers it so (lib/store/rules.ts reservationResult)
 -- Retention, the same rule as cleanup.sql: a key is kept until the later of its retention end and
 -- its lease end. The retention end is expires_at, which every reservation (new, retry, reclaim)
 -- sets to now + $7; a row without one (the hand-built recipe's, or inserted by hand) ends $7 after
--- first_seen. Counters saturate at 2147483647 (the integer maximum) instead of failing every later
--- delivery of the key.
+-- first_seen. An inbox event still to run (not completed, not dead-lettered) has no retention end:
+-- its kept item is the only copy of the event. Counters saturate at 2147483647 (the integer maximum)
+-- instead of failing every later delivery of the key.
 -- The caller knows a key is its own when the returned owner_token is the one it proposed.
 -- Evidence (payload, payload_bytes, source, correlation_id): a duplicate never changes it, so the
 -- first delivery's evidence is kept. A retention end resets it like the rest of the row (the key
@@ -31,15 +38,19 @@
 -- reservation and a replay claim, over the same keys never deadlock. "C" also sorts fastest (no locale rules), and the one sort serves both the
 -- repeats (the first of each key wins) and the insert.
 with batch as (
-  select distinct on (key) key, key_source, payload_hash, owner_token, payload::jsonb as payload, payload_bytes, source, correlation_id
-  from unnest($1::text[] collate "C", $2::text[], $3::text[], $4::uuid[], $10::text[], $11::integer[], $12::text[], $13::text[])
-    with ordinality as b(key, key_source, payload_hash, owner_token, payload, payload_bytes, source, correlation_id, position)
+  select distinct on (key) key, key_source, payload_hash, owner_token, payload::jsonb as payload, payload_bytes, source, correlation_id,
+         inbox_owner, inbox_item, max_attempts, retry_for_ms, first_retry_ms
+  from unnest($1::text[] collate "C", $2::text[], $3::text[], $4::uuid[], $10::text[], $11::integer[], $12::text[], $13::text[],
+              $15::text[], $16::text[], $17::integer[], $18::bigint[], $19::integer[])
+    with ordinality as b(key, key_source, payload_hash, owner_token, payload, payload_bytes, source, correlation_id,
+                         inbox_owner, inbox_item, max_attempts, retry_for_ms, first_retry_ms, position)
   order by key, position
 )
 insert into processed_events as e (
   key, first_seen, status, attempts, duplicate_count, last_seen, locked_until, expires_at,
   owner_token, execution_id, workflow_id, n8n_instance, key_source, payload_hash, completed_at,
-  payload, payload_bytes, source, correlation_id
+  payload, payload_bytes, source, correlation_id,
+  inbox_owner, inbox_item, max_attempts, first_retry_ms, retry_until
 )
 select
   key, now(), case when $5 = 'lease' then 'processing' else 'completed' end, 1, 0, now(),
@@ -47,13 +58,16 @@ select
   now() + make_interval(secs => $7::double precision),
   owner_token, $8::text, $9::text, $14::text, key_source, payload_hash,
   case when $5 = 'lease' then null else now() end,
-  payload, payload_bytes, source, correlation_id
+  payload, payload_bytes, source, correlation_id,
+  inbox_owner, inbox_item, max_attempts, first_retry_ms,
+  case when inbox_owner is not null then now() + retry_for_ms * interval '1 millisecond' end
 from batch
 order by key
 on conflict (key) do update set
   (first_seen, attempts, duplicate_count, last_seen, status, locked_until, expires_at, owner_token,
    execution_id, workflow_id, n8n_instance, key_source, payload_hash, response, completed_at, effect_completed_at, last_error,
-   payload, payload_bytes, source, correlation_id) = (
+   payload, payload_bytes, source, correlation_id,
+   inbox_owner, inbox_item, max_attempts, first_retry_ms, retry_until, next_attempt_at, dead_lettered_at) = (
     select
       case when r.ended then now() else e.first_seen end,
       case when r.ended then 1 when r.taken_over then least(e.attempts, 2147483646) + 1 else e.attempts end,
@@ -80,12 +94,22 @@ on conflict (key) do update set
         when r.taken_over and (excluded.payload is not null or e.payload is null) then coalesce(excluded.payload_bytes, e.payload_bytes)
         else e.payload_bytes end,
       case when r.ended then excluded.source when r.taken_over then coalesce(excluded.source, e.source) else e.source end,
-      case when r.ended then excluded.correlation_id when r.taken_over then coalesce(excluded.correlation_id, e.correlation_id) else e.correlation_id end
+      case when r.ended then excluded.correlation_id when r.taken_over then coalesce(excluded.correlation_id, e.correlation_id) else e.correlation_id end,
+      -- A key taken over is this request's: an inbox event when it gives one, with nothing due yet.
+      case when r.taken_over then excluded.inbox_owner else e.inbox_owner end,
+      case when r.taken_over then excluded.inbox_item else e.inbox_item end,
+      case when r.taken_over then excluded.max_attempts else e.max_attempts end,
+      case when r.taken_over then excluded.first_retry_ms else e.first_retry_ms end,
+      case when r.taken_over then excluded.retry_until else e.retry_until end,
+      case when r.taken_over then null else e.next_attempt_at end,
+      case when r.taken_over then null else e.dead_lettered_at end
     from (
-      select retention.ended, retention.ended or e.status = 'failed' or e.locked_until <= now() as taken_over
+      select retention.ended,
+             retention.ended or (e.inbox_owner is null and (e.status = 'failed' or e.locked_until <= now())) as taken_over
       from (
         -- The retention rule, as in cleanup.sql.
-        select greatest(coalesce(e.expires_at, e.first_seen + make_interval(secs => $7::double precision)), e.locked_until) <= now() as ended
+        select greatest(coalesce(e.expires_at, e.first_seen + make_interval(secs => $7::double precision)), e.locked_until) <= now()
+          and not (e.inbox_owner is not null and e.dead_lettered_at is null and e.status <> 'completed') as ended
       ) as retention
     ) as r
   )
@@ -98,4 +122,4 @@ returning
   e.completed_at, e.last_error, e.effect_completed_at is not null as effect_completed,
   -- </full-record>
   e.key, e.status, e.attempts, e.owner_token, e.payload_hash, e.response, e.locked_until,
-  coalesce(e.locked_until > now(), false) as lease_active;
+  coalesce(e.locked_until > now(), false) as lease_active, e.inbox_owner is not null as inbox;

@@ -88,6 +88,7 @@ describe('replayBatch and replayClaims', () => {
 			payloadStored: false,
 			source: null,
 			correlationId: null,
+			inboxItem: null,
 		};
 		const found: Record<string, ClaimedKey> = {
 			a: claimed,
