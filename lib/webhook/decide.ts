@@ -195,7 +195,7 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 			item: kept,
 			maxAttempts: input.inbox.maxAttempts,
 			firstRetryMs: input.inbox.firstRetryMs,
-			retryUntil: new Date(input.clock().getTime() + input.inbox.retryForMs),
+			retryForMs: input.inbox.retryForMs,
 		};
 	}
 

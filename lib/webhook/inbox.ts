@@ -1,4 +1,5 @@
 import { isSecretHeader } from '../keys/forbiddenHeaders';
+import { MAX_INBOX_ITEM_BYTES } from '../store/rules';
 import type { ItemJson } from '../types';
 
 /*
@@ -37,11 +38,11 @@ export const INBOX_DEFAULTS = {
 } as const;
 
 /**
- * The largest item kept for a retry (its JSON text, UTF-8 bytes; the request's raw bytes count
- * twice, as base64 and parsed). A larger delivery is not accepted at once: it runs the way
- * "When the Workflow Ends" runs it, answered when its execution ends, retried by its sender.
+ * The largest item kept for a retry is the store's (its JSON text, UTF-8 bytes; the request's raw
+ * bytes count twice, as base64 and parsed). A larger delivery is not accepted at once: it runs the
+ * way "When the Workflow Ends" runs it, answered when its execution ends, retried by its sender.
  */
-export const MAX_INBOX_ITEM_BYTES = 1024 * 1024;
+export { MAX_INBOX_ITEM_BYTES };
 
 /** The owner of an inbox event: one trigger node of one workflow starts its retries. */
 export function inboxOwner(workflowId: string, nodeId: string): string {

@@ -350,8 +350,8 @@ function inboxSettings(
 	const settings: InboxSettings = {
 		owner: inboxOwner(workflowId, context.getNode().id),
 		maxAttempts: context.getNodeParameter('maxAttempts', INBOX_DEFAULTS.maxAttempts) as number,
-		firstRetryMs: (context.getNodeParameter('firstRetrySeconds', INBOX_DEFAULTS.firstRetrySeconds) as number) * 1000,
-		retryForMs: (context.getNodeParameter('retryForHours', INBOX_DEFAULTS.retryForHours) as number) * 3_600_000,
+		firstRetryMs: Math.round((context.getNodeParameter('firstRetrySeconds', INBOX_DEFAULTS.firstRetrySeconds) as number) * 1000),
+		retryForMs: Math.round((context.getNodeParameter('retryForHours', INBOX_DEFAULTS.retryForHours) as number) * 3_600_000),
 		acceptedBody: jsonParameter(context.getNodeParameter('acceptedBody', INBOX_DEFAULTS.acceptedBody)),
 	};
 	return {

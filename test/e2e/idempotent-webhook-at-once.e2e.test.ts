@@ -9,11 +9,13 @@ import { publishTrigger, triggerBase, TRIGGER } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import type { NodeChange } from '../support/e2e/workflows';
+import { TOPOLOGY } from '../support/e2e/topology';
+import { pidAlive, sleep } from '../support/stack/childProcesses';
 
 const LEASE_SECONDS = 20;
 
-/** The trigger at version 2 answering At Once, retrying from 1 s on (a user's 30 s would outlast a test), at most `maxAttempts` runs. */
-function atOnce(maxAttempts: number): NodeChange {
+/** The trigger at version 2 answering At Once, at most `maxAttempts` runs, retrying from `firstRetrySeconds` on (a user's 30 s would outlast a test). */
+function atOnce(maxAttempts: number, firstRetrySeconds = 1): NodeChange {
 	return (node) =>
 		node.type === TRIGGER.type
 			? {
@@ -24,7 +26,7 @@ function atOnce(maxAttempts: number): NodeChange {
 						mode: undefined,
 						respond: 'atOnce',
 						maxAttempts,
-						firstRetrySeconds: 1,
+						firstRetrySeconds,
 						leaseSeconds: LEASE_SECONDS,
 						acceptedBody: '{"accepted": true}',
 					},
@@ -37,6 +39,8 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 	let api: Sink;
 	let retried: Awaited<ReturnType<typeof publishTrigger>>;
 	let deadLettered: Awaited<ReturnType<typeof publishTrigger>>;
+	/** Its retries wait 4 to 8 s: long enough for a kill between a failed run and its retry. */
+	let slowRetry: Awaited<ReturnType<typeof publishTrigger>>;
 	/** Version 2 keys each workflow apart. */
 	const keyOf = (workflowId: string, id: string) => `wf:${workflowId}:evt:${id}`;
 
@@ -46,6 +50,7 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 		api = await startSink();
 		retried = await publishTrigger(h, 'at-once', { apiUrl: api.url, baseUrl, change: atOnce(4) });
 		deadLettered = await publishTrigger(h, 'at-once-dead', { apiUrl: api.url, baseUrl, change: atOnce(2) });
+		slowRetry = await publishTrigger(h, 'at-once-slow-retry', { apiUrl: api.url, baseUrl, change: atOnce(3, 8) });
 	});
 	afterAll(async () => api?.close());
 
@@ -53,7 +58,9 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 		const events = Array.from({ length: 8 }, (_, index) => ({ id: eventId(`once_slow_${index}`), type: 'issue.created' }));
 		const keys = events.map((event) => keyOf(retried.workflowId, event.id));
 		for (const key of keys) api.slow(key, 10_000);
-		const answers: DeliveryAnswer[] = await Promise.all(events.map(async (event) => await h.deliver(retried.url, event, {}, { timeoutMs: 1000 })));
+		const answers: DeliveryAnswer[] = await Promise.all(
+			events.map(async (event) => await h.deliver(retried.url, event, {}, { timeoutMs: 1000 })),
+		);
 		expect(answers.map((answer) => [answer.status, answer.outcome])).toEqual(events.map(() => [200, 'new']));
 		expect(answers[0].json).toEqual({ accepted: true });
 		// A copy of an accepted event, while its run goes on: 200 duplicate, never the run's data.
@@ -112,4 +119,42 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 		expect([copy.status, copy.outcome]).toEqual([200, 'duplicate']);
 		expect(api.calls(key)).toBe(0);
 	});
+
+	if (TOPOLOGY !== 'queue') {
+		test('kill -9 of n8n with one step in flight and one retry pending: after the restart both events end with one effect', async () => {
+			const cut = { id: eventId('once_kill_cut'), type: 'order.created' };
+			const pending = { id: eventId('once_kill_pending'), type: 'order.created' };
+			const cutKey = keyOf(retried.workflowId, cut.id);
+			const pendingKey = keyOf(slowRetry.workflowId, pending.id);
+			api.slow(cutKey, 6000);
+			api.failNext(pendingKey, 500, 1);
+			const answers = [
+				await h.deliver(retried.url, cut, {}, { timeoutMs: 1000 }),
+				await h.deliver(slowRetry.url, pending, {}, { timeoutMs: 1000 }),
+			];
+			expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+			// The fault lands when the slow step is working and the other event's first run has failed (its retry due in 4 to 8 s).
+			const started = await eventually(
+				async () => [api.arrivals(cutKey), (await storedKeys(h, [pendingKey]))[pendingKey]?.status],
+				([arrivals, status]) => arrivals === 1 && status === 'failed',
+				{ timeoutMs: 30_000 },
+			);
+			expect(started).toEqual([1, 'failed']);
+			const fault = (await h.control('POST /restart-main')) as { oldPid: number; oldExit: { signal: string | null }; newPid: number };
+			expect(fault.oldExit.signal).toBe('SIGKILL');
+			expect(pidAlive(fault.oldPid)).toBe(false);
+			// The cut step's lease (20 s) ends, then the package runs the event again; the pending retry runs once n8n is back.
+			const effects = await eventually(
+				() => [api.calls(cutKey), api.calls(pendingKey)],
+				(calls) => calls.every((count) => count === 1),
+				{ timeoutMs: 90_000, everyMs: 500 },
+			);
+			expect(effects).toEqual([1, 1]);
+			expect(api.abandoned(cutKey)).toBe(1);
+			await sleep(2000);
+			expect([api.calls(cutKey), api.calls(pendingKey)]).toEqual([1, 1]);
+			const records = await storedKeys(h, [cutKey, pendingKey]);
+			expect([records[cutKey]?.status, records[pendingKey]?.status]).toEqual(['completed', 'completed']);
+		});
+	}
 });
