@@ -29,7 +29,7 @@ import { decideWebhook, internalError, type DecideInput, type VerificationSettin
 import { DELIVERY_LOG_MESSAGE, deliveryLogFields, deliveryLogLine, OUTCOME_HEADER, type WebhookAnswer } from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExecution } from '../shared/embeddedFile';
-import { answerNow, assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
+import { answerNow, assertExecutionEndVisible, holdWhileRunning, settleWhenExecutionEnds } from '../shared/executionEnd';
 import { heldKeyOf } from '../shared/executionTrace';
 import { describerOf } from '../shared/nodeKinds';
 import { CUSTOM_DATA_KEYS, recordCustomData, RETRY_WARNING } from '../shared/executionCustomData';
@@ -192,6 +192,11 @@ export class IdempotentWebhook implements INodeType {
 			throw new NodeOperationError(node, message, { description: UNSETTLEABLE_FIX });
 		}
 		await recordExecution(this, items, openStore);
+		if (answeredAtOnce) {
+			// The package runs an accepted event again when its lease ends: a long run must not look dead.
+			const leaseMs = (this.getNodeParameter('leaseSeconds', 0, 300) as number) * 1000;
+			holdWhileRunning(this, items.flatMap((item) => heldKeyOf(item) ?? []), openStore, leaseMs);
+		}
 		settleWhenExecutionEnds(this, [node.name], openStore, undefined, {
 			credentialHeaders: await headerAuthName(this),
 			answer: !answeredAtOnce,

@@ -125,6 +125,42 @@ export function settleWhenExecutionEnds(
 	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, source);
 }
 
+/** How often a running execution's keys are held again, as a part of their lease: two missed beats still leave time. */
+const BEATS_PER_LEASE = 3;
+/** The longest a run keeps its keys by beating: a run still going after this is taken as hung, and its lease then ends. */
+const MAX_BEATING_MS = 6 * 3_600_000;
+
+/**
+ * Keeps `keys` held while this execution runs in this process, one lease ahead, until it ends: a
+ * run longer than its lease is not taken as dead. Used where the package itself runs an event again
+ * once its lease ends (Respond: At Once); when the process dies the beats stop and the lease ends.
+ */
+export function holdWhileRunning(context: IExecuteFunctions, keys: OwnedKeyWithLease[], openStore: StoreOpener, leaseMs: number): void {
+	const hooks = hooksOf(context);
+	if (!hooks || keys.length === 0) return;
+	const started = Date.now();
+	const beat = setInterval(
+		() => {
+			if (Date.now() - started > MAX_BEATING_MS) {
+				clearInterval(beat);
+				return;
+			}
+			void openStore()
+				.then(async (store) => await store.hold(keys.map((key) => ({ ...key, holdMs: leaseMs }))))
+				.catch(() => {
+					// A missed beat: the next one, or the lease, decides.
+				});
+		},
+		Math.max(1000, Math.floor(leaseMs / BEATS_PER_LEASE)),
+	);
+	beat.unref();
+	hooks.addHandler('workflowExecuteAfter', async () => {
+		clearInterval(beat);
+	});
+}
+
+type OwnedKeyWithLease = { key: string; ownerToken: string; leaseEndsAt: Date | null };
+
 type Answer = { statusCode: number; body: IDataObject; headers: IDataObject };
 type EndAnswer = { statusCode: number; body: IDataObject; headers?: IDataObject };
 
