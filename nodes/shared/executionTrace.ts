@@ -399,14 +399,15 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			const outputs = task.data?.main ?? [];
 			const onError = node ? onErrorOf(node) : 'stopWorkflow';
 			const errorOutput = onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
-			const regularErrors = onError === 'continueRegularOutput';
+			const continues = onError !== 'stopWorkflow';
 			const subWorkflow = node?.type === EXECUTE_WORKFLOW_TYPE;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
 					const failed =
 						outputIndex === errorOutput ||
-						((regularErrors || subWorkflow) && isErrorItem(item)) ||
-						(subWorkflow && outputIndex > 0 && carriesError(item));
+						(subWorkflow && isErrorItem(item)) ||
+						(subWorkflow && outputIndex > 0 && carriesError(item)) ||
+						(continues && carriesError(item) && !errorCameIn(tracer, name, task, item));
 					if (!failed) continue;
 					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
 				}
@@ -591,6 +592,20 @@ export function isErrorItem(item: INodeExecutionData): boolean {
 	if (item.error !== undefined) return true;
 	const json = item.json ?? {};
 	return json.error !== undefined && Object.keys(json).every((key) => ERROR_ITEM_KEYS.has(key));
+}
+
+/**
+ * A node that continues on error (n8n's continueOnFail) catches its own failure and outputs an item
+ * for it: n8n-core's routing node and its error normalisation give `{ error }`, and n8n's nodes put
+ * `error` beside fields of their own (Salesforce: `{ error, description, httpCode, … }`). On the
+ * regular output n8n marks it no further, so an item such a node output with an `error` it did not
+ * receive is its failure. An `error` its input item already carried passed through (an Edit Fields
+ * after a failed node, an event with an `error` field): that node did not fail.
+ */
+function errorCameIn(tracer: Tracer, node: string, task: ITaskData, item: INodeExecutionData): boolean {
+	if (item.error !== undefined) return false;
+	const error = JSON.stringify(item.json?.error);
+	return (tracer.upstreamOf(node, task, item) ?? []).some((link) => JSON.stringify(link.item.json?.error) === error);
 }
 
 /**

@@ -271,13 +271,12 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		expect({ status: answer?.statusCode, key: (await storedKey(key))?.status }).toEqual({ status: 500, key: 'failed' });
 	});
 
-	// BREAK (lost). docs/idempotent-webhook.md: "failed with the error when a node failed, whatever its On Error
-	// setting … Continue (regular output) … its event still gets 500". Root cause: executionTrace.ts isErrorItem()
-	// recognises an error item on a regular output only when its json has no keys besides error/message/details.
-	// n8n-nodes-base's Salesforce node, at "Continue (regular output)", catches its own failure and outputs
-	// { error, description, httpCode, errorCode, fields } without item.error: the trace sees a success, the key is
-	// completed and the sender gets 200. The lead was never created, and every retry is answered "duplicate".
-	breaks('trigger → Salesforce Create Lead (unreachable) at On Error "Continue (regular output)": answered 500, key failed', async () => {
+	// Lost before the fix: n8n-nodes-base's Salesforce node, at "Continue (regular output)", catches its own failure
+	// and outputs { error, description, httpCode, errorCode, fields } without item.error, and the trace counted an item
+	// on a regular output as failed only when it was exactly n8n's error item: the key was completed, the sender got
+	// 200, the lead was never created and every retry was answered "duplicate". Now an item a node that continues on
+	// error outputs with an `error` its input did not carry is that node's failure (executionTrace.ts errorCameIn).
+	it('trigger → Salesforce Create Lead (unreachable) at On Error "Continue (regular output)": answered 500, key failed', async () => {
 		activeTrigger = stripeTrigger(2);
 		const body = '{"id":"evt_sf_regular_output","company":"Acme"}';
 		expect((await postStripe(body)).status).toBe(200);
@@ -287,13 +286,10 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		// The Salesforce call failed: its only output item is its error.
 		const output = run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json;
 		expect(output).toMatchObject({ error: expect.stringMatching(/ECONNREFUSED|connect/i), httpCode: 'ECONNREFUSED' });
-		// Observed: 200, key completed, the provider's retry answered 200 duplicate (the event is lost).
+		expect({ status: answer?.statusCode, key: (await storedKey(key))?.status }).toEqual({ status: 500, key: 'failed' });
+		// The provider's retry is a new run of the event, not a duplicate.
 		const retry = await postStripe(body);
-		expect({ status: answer?.statusCode, key: (await storedKey(key))?.status, retry: retry.headers.get(OUTCOME_HEADER) }).toEqual({
-			status: 500,
-			key: 'failed',
-			retry: null,
-		});
+		expect({ retry: retry.headers.get(OUTCOME_HEADER), started: await retry.json() }).toEqual({ retry: 'new', started: { started: true } });
 	});
 
 	// BREAK (lost), by composition with n8n's own cross-execution deduplication. n8n-nodes-base's Remove Duplicates
@@ -545,25 +541,49 @@ describeWithN8n('red team: Reserve + Settle in n8n-core, with n8n-nodes-base nod
 		effects.length = 0;
 	});
 
-	// BREAK (lost), the same root cause as the trigger's row above (executionTrace.ts isErrorItem), on the node path:
-	// docs/templates.md's Settle fails the key of a step that failed at any On Error. Salesforce at "Continue
-	// (regular output)" outputs { error, description, httpCode, errorCode, fields }: Settle completes the key and
-	// the sender is answered 200 (completed); the lead was never created and no retry comes.
-	breaks(
-		'Reserve → Salesforce Create Lead (unreachable) at "Continue (regular output)", Settle beside: not answered 2xx, key not completed',
-		async () => {
-			const data = settleWorkflow(db.schema, 'rt-sf', {
-				nodes: [{ ...salesforceCreateLead('continueRegularOutput'), position: [400, 0] }],
-				connections: {},
-				heads: ['Create Lead'],
-			});
-			const delivery = await deliveries.deliver(data, [{ id: 'rt_sf', company: 'Acme' }]);
-			// The Salesforce call failed: its only output item is its error.
-			expect(delivery.run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json).toMatchObject({ httpCode: 'ECONNREFUSED' });
-			// Observed: answer 200 (Settle's "completed" output), key completed: the provider stops, no lead exists.
-			expect({ answer: delivery.answer, state: (await statuses(['rt_sf']))[0] }).toEqual({ answer: 500, state: 'failed' });
-		},
-	);
+	// Lost before the fix, the same cause as the trigger's row above, on the node path: Settle completed the key of a
+	// Salesforce call that failed at "Continue (regular output)" and the sender was answered 200 (completed).
+	it('Reserve → Salesforce Create Lead (unreachable) at "Continue (regular output)", Settle beside: not answered 2xx, key not completed', async () => {
+		const data = settleWorkflow(db.schema, 'rt-sf', {
+			nodes: [{ ...salesforceCreateLead('continueRegularOutput'), position: [400, 0] }],
+			connections: {},
+			heads: ['Create Lead'],
+		});
+		const delivery = await deliveries.deliver(data, [{ id: 'rt_sf', company: 'Acme' }]);
+		// The Salesforce call failed: its only output item is its error.
+		expect(delivery.run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json).toMatchObject({ httpCode: 'ECONNREFUSED' });
+		expect({ answer: delivery.answer, state: (await statuses(['rt_sf']))[0] }).toEqual({ answer: 500, state: 'failed' });
+	});
+
+	// An `error` field that is the event's own data, passed on by a node that continues on error, is no failure of that
+	// node: only an `error` its input item did not carry is. Counting it would fail a key whose charge was done.
+	it('Reserve → Edit Fields (the event\'s own `error` field) → No Operation at "Continue (regular output)" → charge, Settle beside: completed, charged once', async () => {
+		const copy = baseNode(
+			'Copy Error Field',
+			'set',
+			3.4,
+			{
+				mode: 'manual',
+				assignments: { assignments: [{ id: 'e', name: 'error', value: '={{ $json.body.error }}', type: 'string' }] },
+				includeOtherFields: true,
+				options: {},
+			},
+			0,
+			{ onError: undefined },
+		);
+		const data = settleWorkflow(db.schema, 'rt-error-field', {
+			nodes: [copy, baseNode('Pass', 'noOp', 1, {}, 0), once('Charge', '', 0, { position: [600, 0] })],
+			connections: { 'Copy Error Field': { main: [link('Pass')] }, Pass: { main: [link('Charge')] } },
+			heads: ['Copy Error Field'],
+		});
+		const delivery = await deliveries.deliver(data, [{ id: 'rt_error_field', error: 'card_declined' }]);
+		expect(delivery.run.data.resultData.runData.Pass[0].data?.main?.[0]?.[0]?.json).toMatchObject({ error: 'card_declined' });
+		expect({ answer: delivery.answer, state: (await statuses(['rt_error_field']))[0], charges: effectsFor('rt_error_field') }).toEqual({
+			answer: 200,
+			state: 'completed',
+			charges: 1,
+		});
+	});
 
 	// Held: a Switch whose outputs 0 and 1 both feed one charge (two runs of it), the charge failing for one event.
 	it('Reserve → Switch (outputs 0 and 1 → one charge at Continue, error output): each key follows its own event', async () => {
