@@ -44,6 +44,23 @@ export function mayWait(node: NodeRef, describe: DescribeNode | undefined): bool
 	return typeof operation !== 'string' || operation === SEND_AND_WAIT_OPERATION || operation.startsWith('=');
 }
 
+/** n8n's node that keeps what it saw across executions (n8n's deduplication store), and its operation that does. */
+const REMOVE_DUPLICATES_TYPE = 'n8n-nodes-base.removeDuplicates';
+const SEEN_IN_PREVIOUS_EXECUTIONS = 'removeItemsSeenInPreviousExecutions';
+
+/**
+ * Whether the node drops items it saw in an earlier execution: Remove Duplicates at *Remove Items
+ * Processed in Previous Executions* (or an operation set by an expression). It records an event as
+ * seen when the event passes it, whatever happens to it next, so the provider's retry of an event
+ * whose step failed would be dropped there and the event lost. n8n declares nothing about this in a
+ * node type's description; its deduplication store is used by this node alone.
+ */
+export function dropsItemsSeenBefore(node: NodeRef): boolean {
+	if (node.type !== REMOVE_DUPLICATES_TYPE) return false;
+	const operation = node.parameters?.operation;
+	return operation === SEEN_IN_PREVIOUS_EXECUTIONS || (typeof operation === 'string' && operation.startsWith('='));
+}
+
 /** n8n's node types as a Workflow object keeps them (n8n-core's contexts hold the workflow). */
 interface NodeTypesHolder {
 	nodeTypes?: { getByNameAndVersion?: (type: string, version?: number) => { description?: NodeTypeFacts } | undefined };

@@ -2,7 +2,7 @@ import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
 import { EXECUTE_WORKFLOW_TYPE, LOOP_TYPE, onErrorOf, readExecutionRecord, type ExecutionRecord } from './executionRecord';
 import { isReservingNode, isTriggerType } from './executionTrace';
-import { mayWait, type DescribeNode } from './nodeKinds';
+import { dropsItemsSeenBefore, mayWait, type DescribeNode } from './nodeKinds';
 import { toNodeError } from './nodeError';
 
 /**
@@ -141,6 +141,10 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		}
 		if (settleBeside) assertSettleRunsAfterStep(record, self, output, node);
 	}
+	// Before the reserving node too: a retry dropped on its way to it never reaches the step either.
+	const reserving = record.node(self);
+	const dropping = [...step, ...(reserving ? ranBefore(record, self, reserving) : [])].find(dropsItemsSeenBefore);
+	if (dropping) throw new UnsafeSettleWiringError(droppedRetryReason(dropping.name));
 	for (const node of step) {
 		if (mayNotWaitForSubWorkflow(node)) {
 			throw new UnsafeSettleWiringError(
@@ -438,6 +442,10 @@ function inlineSubWorkflowNodes(node: { type: string; parameters?: INode['parame
 	}
 }
 
+function droppedRetryReason(name: string): string {
+	return `"${name}" removes items processed in previous executions: it records an event as seen before the step has run, so the provider's retry of an event whose step failed would be dropped there and the event lost. Copies of an event are already answered without running the step: set its Operation to "Remove Items Repeated Within Current Input", or remove it.`;
+}
+
 /** An Execute Workflow node whose "Wait For Sub-Workflow Completion" is off, or an expression n8n evaluates per item. */
 function mayNotWaitForSubWorkflow(node: { type: string; parameters?: INode['parameters'] }): boolean {
 	if (node.type !== EXECUTE_WORKFLOW_TYPE) return false;
@@ -505,6 +513,7 @@ export function unsettleableAfterTrigger(children: ChildNode[], describe: Descri
 		if (node.type === RESPOND_TYPE) {
 			return `"${node.name}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`;
 		}
+		if (dropsItemsSeenBefore(node)) return droppedRetryReason(node.name);
 		if (mayNotWaitForSubWorkflow(node)) {
 			return `"${node.name}" may start a sub-workflow without waiting for it (its option "Wait For Sub-Workflow Completion" is off, or an expression), so its failure would never reach this execution and the key would be completed: turn the option on.`;
 		}

@@ -52,14 +52,11 @@ import {
  * n8n-nodes-base nodes (Salesforce, Edit Fields, Execute Workflow, Switch, Wait, Slack) loaded from
  * n8n 2.41.1. The store is the embedded one, in a temporary n8n folder.
  *
- * `it.failing` rows are confirmed breaks of a promise of docs/idempotent-webhook.md (the comment
- * above each names the root cause); `it` rows are shapes that held.
+ * Each row is a promise of docs/idempotent-webhook.md; the comment above a row that once broke it
+ * names what broke and what holds it now.
  */
 
 const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
-
-/** A confirmed break: `it.failing` (the suite stays green); REDTEAM_SHOW=1 runs it as `it` to print what was observed. */
-const breaks = process.env.REDTEAM_SHOW === '1' ? it : it.failing;
 
 const SECRET = 'whsec_redteam';
 /** The trigger's Header Auth credential: a header name that says nothing of a credential. */
@@ -292,15 +289,13 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		expect({ retry: retry.headers.get(OUTCOME_HEADER), started: await retry.json() }).toEqual({ retry: 'new', started: { started: true } });
 	});
 
-	// BREAK (lost), by composition with n8n's own cross-execution deduplication. n8n-nodes-base's Remove Duplicates
-	// ("Remove Items Processed in Previous Executions", keyed on the event id: a common belt-and-braces choice) records
-	// the event as seen when the first delivery passes it, before the business step. The step fails, the key is
-	// failed and the sender gets 500, as promised; the provider's retry is then dropped by Remove Duplicates, the
-	// execution ends as a success with no step run, the key is completed and the retry answered 200: the charge never
-	// happened and no retry comes. Root cause: settleWiring.ts (unsettleableAfterTrigger / checkOutcomeVisible)
-	// accepts a node that keeps state across executions before the step, and the trace (executionEnd.ts) reads an
-	// item removed on purpose as a step that finished; nothing in the docs warns of it.
-	breaks('trigger → Remove Duplicates (across executions, by event id) → charge that fails once: the retry runs the charge', async () => {
+	// Lost before the fix, by composition with n8n's own cross-execution deduplication: Remove Duplicates ("Remove
+	// Items Processed in Previous Executions", keyed on the event id: a common belt-and-braces choice) recorded the
+	// event as seen when the first delivery passed it; the step failed, the key was failed and the sender got 500;
+	// the provider's retry was then dropped by Remove Duplicates, the execution ended as a success with no step run,
+	// the key was completed and the retry answered 200: the charge never happened. Now such a node is refused at
+	// publish and, in a workflow published before, at the trigger's first step, before it records anything.
+	it('trigger → Remove Duplicates (across executions, by event id) → charge: refused at publish, and at run time before anything ran', async () => {
 		activeTrigger = stripeTrigger(2);
 		const dedupe = node('Seen Before?', 'n8n-nodes-base.removeDuplicates', 2, {
 			operation: 'removeItemsSeenInPreviousExecutions',
@@ -309,17 +304,27 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 			options: {},
 		});
 		const charge = packageNode('Charge', 'testEffectOnce', { failOnce: 'evt_dedupe' }, { position: [600, 0] });
-		const nodes = [dedupe, charge];
-		const connections = { Webhook: to('Seen Before?'), 'Seen Before?': to('Charge') };
+		await expect(publish([dedupe, charge], { 'Idempotent Webhook': to('Seen Before?'), 'Seen Before?': to('Charge') })).rejects.toThrow(
+			/"Seen Before\?" removes items processed in previous executions/,
+		);
 		const body = '{"id":"evt_dedupe","amount":100}';
 		expect((await postStripe(body)).status).toBe(200);
-		const first = await runStarted('exec-dedupe-1', nodes, connections);
-		expect({ status: first.answer?.statusCode, key: (await storedKey(first.key))?.status }).toEqual({ status: 500, key: 'failed' });
-		// The provider's retry: a new run of the event, as promised.
-		expect(await (await postStripe(body)).json()).toEqual({ started: true });
-		const retry = await runStarted('exec-dedupe-2', nodes, connections);
-		// Observed: 200, key completed, no charge: Remove Duplicates dropped the retry, Charge never ran.
-		expect({ status: retry.answer?.statusCode, charges: effectsFor('evt_dedupe') }).toEqual({ status: 200, charges: 1 });
+		const { run, answer, key } = await runStarted('exec-dedupe-1', [dedupe, charge], {
+			Webhook: to('Seen Before?'),
+			'Seen Before?': to('Charge'),
+		});
+		expect(run.data.resultData.error?.message).toMatch(/removes items processed in previous executions/);
+		expect({
+			status: answer?.statusCode,
+			key: (await storedKey(key))?.status,
+			charges: effectsFor('evt_dedupe'),
+			seen: seenValues.size,
+		}).toEqual({
+			status: 500,
+			key: 'failed',
+			charges: 0,
+			seen: 0,
+		});
 	});
 
 	/* Lost: a key of one workflow taken by a delivery to another ------------------------------------ */
