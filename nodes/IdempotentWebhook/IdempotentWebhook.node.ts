@@ -185,7 +185,11 @@ export class IdempotentWebhook implements INodeType {
 			throw new NodeOperationError(node, message, { description: UNSETTLEABLE_FIX });
 		}
 		await recordExecution(this, items, openStore);
-		settleWhenExecutionEnds(this, [node.name], openStore, undefined, { credentialHeaders: await headerAuthName(this) });
+		settleWhenExecutionEnds(this, [node.name], openStore, undefined, {
+			credentialHeaders: await headerAuthName(this),
+			// Nothing settles the key after a wait this trigger cannot refuse (a sub-workflow that waits): held at most as long as it is kept.
+			holdAtMostMs: Math.round((options.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400_000),
+		});
 		recordCustomData(this, { [CUSTOM_DATA_KEYS.retry]: RETRY_WARNING });
 		return [items.map((item, index) => ({ ...item, pairedItem: { item: index } }))];
 	}
@@ -243,6 +247,9 @@ function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 	});
 }
 
+/** Retention (Days) when the option is not set. */
+const DEFAULT_RETENTION_DAYS = 30;
+
 const UNSETTLEABLE_FIX =
 	'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.';
 
@@ -280,7 +287,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 			customValue: context.getNodeParameter('keySource', 'auto') === 'custom' ? context.getNodeParameter('customKey', '') : undefined,
 			mode,
 			leaseSeconds: mode === 'lease' ? (context.getNodeParameter('leaseSeconds', 300) as number) : 300,
-			retentionSeconds: Math.round((options.retentionDays ?? 30) * 86_400),
+			retentionSeconds: Math.round((options.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400),
 		},
 		// Opened once for the decision and the answer count: each credential read costs n8n an expression isolate.
 		store: async () => await (opened ??= webhookKeyStore(context)),

@@ -43,6 +43,8 @@ interface KeySource {
 	open: StoreOpener;
 	/** The lease the node reserved with, when known: a key is held this long after its execution's wait ends. */
 	leaseMs?: number;
+	/** The longest a key is held while its execution waits (the trigger: its keys' retention). */
+	holdAtMostMs?: number;
 }
 
 interface Watch {
@@ -95,7 +97,7 @@ export function settleWhenExecutionEnds(
 	reserveNodes: string[],
 	openStore: StoreOpener,
 	leaseMs?: number,
-	{ credentialHeaders = [] }: { credentialHeaders?: string[] } = {},
+	{ credentialHeaders = [], holdAtMostMs }: { credentialHeaders?: string[]; holdAtMostMs?: number } = {},
 ): void {
 	const hooks = hooksOf(context);
 	const workflow = (context as unknown as ContextFields).workflow;
@@ -119,7 +121,7 @@ export function settleWhenExecutionEnds(
 		});
 	}
 	for (const name of credentialHeaders) watch.credentialHeaders.add(name);
-	const source: KeySource = { open: once(openStore), leaseMs };
+	const source: KeySource = { open: once(openStore), leaseMs, holdAtMostMs };
 	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, source);
 }
 
@@ -156,6 +158,11 @@ export interface EndOutcomes {
 	hold: Reservation[];
 	waitTill?: Date;
 	stopped?: boolean;
+	/**
+	 * The node the execution waits at when that node does not itself wait by what n8n declares: an
+	 * Execute Workflow node whose sub-workflow waits (n8n parks the execution until the sub-workflow ends).
+	 */
+	waitsThroughSubWorkflow?: string;
 }
 
 /** What the run's end means for each key it still holds: completed, failed with a reason, or held while it waits. */
@@ -167,7 +174,14 @@ export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
 	const view = executionView(data, workflow);
 	if (status === 'waiting' || run.waitTill) {
 		if (!view) return { complete: [], fail: [], hold: [], waitTill: run.waitTill ?? undefined };
-		return { complete: [], fail: [], hold: unsettledReservations(view), waitTill: run.waitTill ?? undefined };
+		const waitingAt = data.resultData.lastNodeExecuted ? view.node(data.resultData.lastNodeExecuted) : undefined;
+		return {
+			complete: [],
+			fail: [],
+			hold: unsettledReservations(view),
+			waitTill: run.waitTill ?? undefined,
+			waitsThroughSubWorkflow: waitingAt && view.waits && !view.waits(waitingAt) ? waitingAt.name : undefined,
+		};
 	}
 	if (!view) return { complete: [], fail: [], hold: [] };
 	if (status === 'canceled') {
@@ -230,7 +244,11 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 		if (!source) return undefined;
 		let group = byStore.get(source.open);
 		if (!group) byStore.set(source.open, (group = { complete: [], fail: [], hold: [] }));
-		return { group, leaseMs: source.leaseMs ?? staticLeaseMs(watch.workflow, reserveNode) };
+		return {
+			group,
+			leaseMs: source.leaseMs ?? staticLeaseMs(watch.workflow, reserveNode),
+			holdAtMostMs: Math.min(MAX_HOLD_MS, source.holdAtMostMs ?? MAX_HOLD_MS),
+		};
 	};
 	const owned = (reservation: Reservation) => ({
 		key: reservation.key,
@@ -240,7 +258,7 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	const waitsFor = outcomes.waitTill ? Math.max(0, outcomes.waitTill.getTime() - Date.now()) : 0;
 	for (const reservation of outcomes.hold) {
 		const target = groupOf(reservation.reserveNode);
-		target?.group.hold.push({ ...owned(reservation), holdMs: Math.min(MAX_HOLD_MS, Math.round(waitsFor + target.leaseMs)) });
+		target?.group.hold.push({ ...owned(reservation), holdMs: Math.min(target.holdAtMostMs, Math.round(waitsFor + target.leaseMs)) });
 	}
 	for (const reservation of outcomes.complete) groupOf(reservation.reserveNode)?.group.complete.push(reservation);
 	for (const entry of outcomes.fail) groupOf(entry.reservation.reserveNode)?.group.fail.push(entry);
@@ -276,6 +294,13 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 		return inProgressAnswer(
 			'The execution was stopped while a step may still have been running; the event is held until its lease ends, then a retry runs it again.',
 		);
+	}
+	// The trigger's key cannot be settled after the resume (the resumed run has no node of the package), and
+	// the sub-workflow may still act: never failed nor completed, held until the hold ends, and said so now.
+	if (outcomes.waitsThroughSubWorkflow && outcomes.hold.some(answeredByLastNode)) {
+		const message = `The execution waits for the sub-workflow of "${outcomes.waitsThroughSubWorkflow}": nothing settles this event's key after it resumes, so the key is held (In Progress) until its retention ends, and a retry meanwhile does not run the event again. Use the webhook template (Idempotency Reserve, Settle beside the step) for a sub-workflow that waits.`;
+		LoggerProxy.warn(`Idempotency: ${message}`);
+		return inProgressAnswer(message);
 	}
 	// In queue mode n8n answers the delivery 200 when the execution starts waiting, before the resumed
 	// run has done anything: a failure after the wait would never be retried. In progress, then: the

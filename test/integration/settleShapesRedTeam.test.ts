@@ -92,6 +92,7 @@ const EXTRA_NODES: Record<string, string> = {
 	'n8n-nodes-base.switch': 'Switch/Switch.node.js',
 	'n8n-nodes-base.slack': 'Slack/Slack.node.js',
 	'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
+	'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
 };
 
 /** n8n's deduplication store (its database in n8n), in memory: what Remove Duplicates "across executions" records. */
@@ -173,15 +174,15 @@ async function postWithHeaderAuth(body: string, extraHeaders: Record<string, str
 }
 
 /** Runs the execution webhook() started, the trigger renamed Webhook (the harness's start node), then `after`. */
-async function runStarted(executionId: string, after: INode[] = [], connections: IConnections = {}) {
+async function runStarted(
+	executionId: string,
+	after: INode[] = [],
+	connections: IConnections = {},
+	base = engineBase(credentialsHelper()),
+) {
 	const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
 	const started = { ...activeTrigger, name: 'Webhook' };
-	const { run } = await executeInProcess(
-		inProcessWorkflow(activeWorkflowId, [started, ...after], connections),
-		executionId,
-		[item],
-		engineBase(credentialsHelper()),
-	);
+	const { run } = await executeInProcess(inProcessWorkflow(activeWorkflowId, [started, ...after], connections), executionId, [item], base);
 	const [answer] = webhookResponses.get(executionId) ?? [];
 	return { run, answer, key: (item.json.idempotency as { key: string }).key };
 }
@@ -325,6 +326,68 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 			charges: 0,
 			seen: 0,
 		});
+	});
+
+	/* A sub-workflow that waits: n8n parks this execution until the sub-workflow ends --------------- */
+
+	// A sub-workflow loaded from the database is another workflow, not known at publish; when it waits, n8n-core
+	// puts this execution to wait too (WAIT_FOR_SUB_EXECUTION), and the run n8n resumes after it has no node of the
+	// package: nothing can settle the key then. Failing it now would let the provider's retry run the event beside
+	// the sub-workflow, which may still act; completing it would lose a failure after the resume. Held instead, no
+	// longer than the trigger keeps its keys (its retention), and the delivery told so at once (409).
+	it('trigger → Execute Workflow (Database, waits) whose sub-workflow waits: answered 409 at once, key held for its retention, never failed', async () => {
+		activeTrigger = stripeTrigger(2);
+		const approval = inProcessWorkflow(
+			'wf-approval',
+			[
+				node('Webhook', 'n8n-nodes-base.executeWorkflowTrigger', 1.1, { inputSource: 'passthrough' }),
+				node('Wait For Approval', 'n8n-nodes-base.wait', 1.1, { resume: 'webhook' }),
+				packageNode('Sub Charge', 'testEffectOnce', { failOnce: '' }, { position: [600, 0] }),
+			],
+			{ Webhook: to('Wait For Approval'), 'Wait For Approval': to('Sub Charge') },
+		);
+		const base = engineBase(credentialsHelper());
+		// n8n runs the sub-workflow as an execution of its own and gives back its end (waitTill while it waits).
+		base.executeWorkflow = async (_workflowInfo, _additionalData, options) => {
+			const { run } = await executeInProcess(approval, 'exec-approval', options.inputData ?? [], base);
+			return { executionId: 'exec-approval', data: [[]], waitTill: run.waitTill };
+		};
+		base.getRunExecutionData = async () => undefined;
+		const callApproval = node('Approve', 'n8n-nodes-base.executeWorkflow', 1.3, {
+			source: 'database',
+			workflowId: { __rl: true, mode: 'id', value: 'wf-approval' },
+			mode: 'once',
+			options: {},
+		});
+		const charge = packageNode('Charge', 'testEffectOnce', { failOnce: '' }, { position: [600, 0] });
+		const body = '{"id":"evt_sub_wait","amount":100}';
+		expect((await postStripe(body)).status).toBe(200);
+		const { run, answer, key } = await runStarted(
+			'exec-sub-wait',
+			[callApproval, charge],
+			{ Webhook: to('Approve'), Approve: to('Charge') },
+			base,
+		);
+		expect({ status: run.status, error: run.data.resultData.error?.message }).toEqual({ status: 'waiting', error: undefined });
+		const held = await storedKey(key);
+		const retentionEnd = Date.now() + 30 * 86_400_000;
+		expect({
+			answer: answer?.statusCode,
+			outcome: (answer?.headers as Record<string, string> | undefined)?.[OUTCOME_HEADER],
+			message: (answer?.body as { message?: string } | undefined)?.message,
+			key: held?.status,
+			heldForItsRetention: Math.abs((held?.lockedUntil?.getTime() ?? 0) - retentionEnd) < 60_000,
+			charges: effectsFor('evt_sub_wait'),
+		}).toEqual({
+			answer: 409,
+			outcome: 'in_progress',
+			message: expect.stringContaining('waits for the sub-workflow of "Approve"'),
+			key: 'processing',
+			heldForItsRetention: true,
+			charges: 0,
+		});
+		// The provider's retry meanwhile: in progress, the event not run again.
+		expect((await postStripe(body)).headers.get(OUTCOME_HEADER)).toBe('in_progress');
 	});
 
 	/* Lost: a key of one workflow taken by a delivery to another ------------------------------------ */
