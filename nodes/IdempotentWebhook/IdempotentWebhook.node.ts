@@ -24,17 +24,31 @@ import type { KeyStore } from '../../lib/store/contract';
 import type { DeliveryAnswer, ReservationMode } from '../../lib/types';
 import type { AuthenticationSettings } from '../../lib/webhook/authentication';
 import { decideWebhook, internalError, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
-import { DELIVERY_LOG_MESSAGE, deliveryLogFields, deliveryLogLine, OUTCOME_HEADER, type WebhookAnswer } from '../../lib/webhook/answers';
+import {
+	DELIVERY_LOG_MESSAGE,
+	deliveryLogFields,
+	deliveryLogLine,
+	failedAnswer,
+	OUTCOME_HEADER,
+	type WebhookAnswer,
+} from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExecution } from '../shared/embeddedFile';
-import { answerNow, assertExecutionEndVisible, settleWhenExecutionEnds } from '../shared/executionEnd';
-import { heldKeyOf } from '../shared/executionTrace';
-import { describerOf } from '../shared/nodeKinds';
 import { CUSTOM_DATA_KEYS, recordCustomData, RETRY_WARNING } from '../shared/executionCustomData';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
-import { refusalDownstream, unsettleableAfterTrigger } from '../shared/settleWiring';
-import { wiringRecord, type WorkflowFields } from '../shared/executionRecord';
+import {
+	answerNow,
+	assertExecutionEndVisible,
+	describerOf,
+	heldKeyOf,
+	refusalDownstream,
+	settleWhenExecutionEnds,
+	TRIGGER_REFUSAL,
+	unsettleableAfterTrigger,
+	wiringRecord,
+	type WorkflowFields,
+} from '../shared/settlement';
 import { webhookSigningSecrets } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
@@ -60,7 +74,7 @@ interface TriggerOptions {
  *
  * n8n runs the start node of that execution through `execute()` (in the process that runs the
  * execution: a worker in queue mode), which hands the item on and has the key settled when the
- * execution ends, by what happened (nodes/shared/executionEnd.ts).
+ * execution ends, by what happened (nodes/shared/settlement/).
  */
 export class IdempotentWebhook implements INodeType {
 	description: INodeTypeDescription = {
@@ -171,7 +185,7 @@ export class IdempotentWebhook implements INodeType {
 		// Refused before any of the user's nodes runs: what would keep the key from following what happened.
 		const unsettleable = unsettleableAfter(this);
 		if (unsettleable) {
-			const message = `${unsettleable} Nothing ran; the key is marked failed.`;
+			const message = TRIGGER_REFUSAL.atRun(unsettleable);
 			// This node's own failure leaves no item to trace: its key is failed here, before the throw.
 			const store = await openStore();
 			await store.fail(
@@ -181,8 +195,8 @@ export class IdempotentWebhook implements INodeType {
 				}),
 			);
 			// Answered here: n8n 1.x answers a response-node webhook whose execution failed at its trigger 200.
-			await answerNow(this, { statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' }, body: { received: false, retry: true, message } });
-			throw new NodeOperationError(node, message, { description: UNSETTLEABLE_FIX });
+			await answerNow(this, failedAnswer(message));
+			throw new NodeOperationError(node, message, { description: TRIGGER_REFUSAL.fix });
 		}
 		await recordExecution(this, items, openStore);
 		settleWhenExecutionEnds(this, [node.name], openStore, undefined, {
@@ -223,7 +237,7 @@ export class IdempotentWebhook implements INodeType {
 	}
 }
 
-/** Why the workflow after this trigger could not have its keys settled (settleWiring.ts), read from the workflow n8n runs. */
+/** Why the workflow after this trigger could not have its keys settled (settlement/wiring.ts), read from the workflow n8n runs. */
 function unsettleableAfter(context: IHookFunctions | IExecuteFunctions): string | undefined {
 	const workflow = (context as unknown as { workflow?: WorkflowFields }).workflow;
 	const children = context.getChildNodes(context.getNode().name, { includeNodeParameters: true });
@@ -242,16 +256,11 @@ function unsettleableAfter(context: IHookFunctions | IExecuteFunctions): string 
 function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 	const unsettleable = unsettleableAfter(context);
 	if (!unsettleable) return;
-	throw new NodeOperationError(context.getNode(), `${unsettleable} The workflow was not published.`, {
-		description: UNSETTLEABLE_FIX,
-	});
+	throw new NodeOperationError(context.getNode(), TRIGGER_REFUSAL.atPublish(unsettleable), { description: TRIGGER_REFUSAL.fix });
 }
 
 /** Retention (Days) when the option is not set. */
 const DEFAULT_RETENTION_DAYS = 30;
-
-const UNSETTLEABLE_FIX =
-	'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.';
 
 /** The key store as the trigger's webhook() opens it (outside an execution). */
 async function webhookKeyStore(context: IWebhookFunctions): Promise<KeyStore> {

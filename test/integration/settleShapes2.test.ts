@@ -292,7 +292,7 @@ describeWithN8n('Loop Over Items whose Done output leads to the write (enrich in
 	});
 
 	// The enrichment stops the execution at the 3rd key: the 1st and 2nd came back into Loop Over Items and
-	// wait in its node context (`processedItems`) for the Done output, which never runs. executionTrace.ts
+	// wait in its node context (`processedItems`) for the Done output, which never runs. settlement/trace.ts
 	// judgeExecution() judges them pending (traced by their paired items), so they fail with the execution.
 	it('the enrichment stops the execution (default On Error) at the last key: the keys held for the Done output failed, 500; the retry writes each once', async () => {
 		const ids = ['ld_a', 'ld_b', 'ld_c'];
@@ -585,7 +585,7 @@ describeWithN8n('Aggregate and Split Out', () => {
 
 	// Aggregate (all item data) → a batch lookup → Split Out → the charge per event: n8n pairs the aggregated
 	// item to every input item, so each split item traces to every key; each split item still carries its own
-	// key (json.idempotency), and executionTrace.ts Tracer.ofItem narrows its origin to that key. The charge
+	// key (json.idempotency), and settlement/trace.ts Tracer.ofItem narrows its origin to that key. The charge
 	// fails once for ag_b alone: only ag_b failed, the retry charges it alone.
 	it('Aggregate → Split Out → charge per event, the charge fails once for one key: only that key failed, 500; one effect each', async () => {
 		const ids = ['ag_a', 'ag_b', 'ag_c'];

@@ -30,8 +30,8 @@ import {
 } from '../support/settleWorkflows';
 
 /*
- * Third red-team pass, aimed at checkEventsApart (nodes/shared/settleWiring.ts: several events at a node
- * that stops the workflow on error) and the Execute Workflow "each item" rules of executionTrace.ts.
+ * Third red-team pass, aimed at checkEventsApart (nodes/shared/settlement/wiring.ts: several events at a node
+ * that stops the workflow on error) and the Execute Workflow "each item" rules of settlement/trace.ts.
  * Same harness as settleShapes2.test.ts. Rows marked `it.failing` break the promise (one effect per
  * event, no event lost, or a refusal before anything is reserved); the comment above each names the
  * root cause.
@@ -470,7 +470,7 @@ describeWithN8n('Execute Workflow "each item", third pass', () => {
 		});
 	});
 
-	// Root cause: executionTrace.ts carriesError() takes any item with a non-empty json.error on an output beyond the
+	// Root cause: settlement/trace.ts carriesError() takes any item with a non-empty json.error on an output beyond the
 	// first of Execute Workflow as a failure. A sub-workflow that ends in an If whose false output carries a business
 	// result named `error` (a declined card) succeeded; the key is failed, and the retry charges again.
 	it.failing(

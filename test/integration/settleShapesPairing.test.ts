@@ -134,7 +134,7 @@ describeWithN8n('a Code node that reorders the events without pairedItem (n8n pa
 
 describeWithN8n('not guaranteed: a Code node that reorders the events and drops their key', () => {
 	// Root cause: an item that carries no key cannot be checked against n8n's positional pairing, which
-	// executionTrace.ts pairingOf() follows as the Code node's own: the event whose charge failed is completed.
+	// settlement/trace.ts pairingOf() follows as the Code node's own: the event whose charge failed is completed.
 	// Documented in docs/templates.md (keep the `idempotency` field, or set pairedItem).
 	it.failing('sort (reversed, body only) → charge (Continue, error output) failing once for the 1st event: one effect each', async () => {
 		const ids = ['rk_a', 'rk_b'];

@@ -273,7 +273,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// and outputs { error, description, httpCode, errorCode, fields } without item.error, and the trace counted an item
 	// on a regular output as failed only when it was exactly n8n's error item: the key was completed, the sender got
 	// 200, the lead was never created and every retry was answered "duplicate". Now an item a node that continues on
-	// error outputs with an `error` its input did not carry is that node's failure (executionTrace.ts errorCameIn).
+	// error outputs with an `error` its input did not carry is that node's failure (settlement/trace.ts errorCameIn).
 	it('trigger → Salesforce Create Lead (unreachable) at On Error "Continue (regular output)": answered 500, key failed', async () => {
 		activeTrigger = stripeTrigger(2);
 		const body = '{"id":"evt_sf_regular_output","company":"Acme"}';
@@ -464,7 +464,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// BREAK (leak). docs: "Left out, under any name: text that carries a credential of the request"; the stored
 	// answer must never keep "with Basic or Header authentication the trigger's own credential". Root cause:
 	// lib/webhook/storedAnswer.ts finds credentials only by header NAME (CREDENTIAL_NAME: auth|token|secret|…|
-	// api-?key), and the settlement (executionEnd.ts triggerRequest) never tells it which header the trigger's
+	// api-?key), and the settlement (settlement/executionEnd.ts triggerRequest) never tells it which header the trigger's
 	// Header Auth credential uses. With the credential's header named "X-Webhook-Key" (any name is allowed), an
 	// Edit Fields that records who called (`caller` = the header's value) puts the trigger's own secret into
 	// the key table in plain text, and every verified copy gets it back for 30 days.
@@ -560,8 +560,8 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// waits: the key held until the wait's end and the lease more, nothing settles it after the resume, a resumed run
 	// that fails is never retried). The doc excuses it as "another workflow, not known at publish", but with
 	// Source "Define Below" (source: parameter) the sub-workflow's JSON is a parameter of the node, known at
-	// publish. Root cause: unsettleableAfterTrigger (settleWiring.ts) never reads Execute Workflow's workflowJson.
-	// Fixed: the trigger reads an inline sub-workflow's nodes (settleWiring.ts, inlineSubWorkflowNodes).
+	// publish. Root cause: unsettleableAfterTrigger (settlement/wiring.ts) never reads Execute Workflow's workflowJson.
+	// Fixed: the trigger reads an inline sub-workflow's nodes (settlement/nodeKinds.ts, inlineSubWorkflowNodes).
 	it('Execute Workflow with Source "Define Below" whose inline sub-workflow has a Wait: refused at publish', async () => {
 		const subWorkflow = {
 			nodes: [

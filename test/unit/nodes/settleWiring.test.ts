@@ -1,14 +1,14 @@
 import type { IConnections, IExecuteFunctions, INode, IWebhookDescription } from 'n8n-workflow';
 
-import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
-import type { DescribeNode, NodeTypeFacts } from '../../../nodes/shared/nodeKinds';
+import type { ExecutionRecord } from '../../../nodes/shared/settlement/executionRecord';
+import type { DescribeNode, NodeTypeFacts } from '../../../nodes/shared/settlement/nodeKinds';
 import {
 	assertSafeSettleWiring,
 	checkEventsApart,
 	checkOutcomeVisible,
 	checkSettleWiring,
 	unsettleableAfterTrigger,
-} from '../../../nodes/shared/settleWiring';
+} from '../../../nodes/shared/settlement/wiring';
 
 // The wiring rules Reserve, Order Guard and Claim for Replay check before they reserve or claim
 // anything, for the cases the in-process engine cannot run (n8n-nodes-base's nodes are not here).
