@@ -85,3 +85,47 @@ export function deliveryLogFields(outcome: DeliveryAnswer, status: number | null
 export function deliveryLogLine(fields: DeliveryLogFields, counted: boolean): string {
 	return `${DELIVERY_LOG_MESSAGE}: outcome=${fields.outcome} status=${fields.status ?? '-'} keyHash=${fields.keyHash ?? '-'} counted=${counted}`;
 }
+
+/*
+ * What an execution answers its webhook from inside (through n8n's sendResponse, the way Respond to
+ * Webhook answers), once the package knows what became of the event's keys: the Idempotent
+ * Webhook trigger's answer, and Settle's answers for a delivery of several events.
+ */
+
+/** An answer sent from inside an execution. */
+export interface ExecutionAnswer {
+	statusCode: number;
+	headers: Record<string, string>;
+	body: Record<string, unknown>;
+}
+
+/** What became of the delivery's keys, by answer. */
+export type SettlementOutcome = 'completed' | 'failed' | 'in_progress' | 'not_settled';
+
+/** One rule per outcome; the outcome header where the webhook template sends one (a completed event's is the trigger's `new`). */
+export const SETTLEMENT_ANSWER_RULES: Readonly<Record<SettlementOutcome, AnswerRule & { header?: string }>> = {
+	completed: { status: 200, when: "every key of the delivery was completed: the workflow's answer" },
+	failed: { status: 500, header: 'failed', when: 'the business step failed for a key of the delivery: the provider retries it' },
+	in_progress: {
+		status: 409,
+		header: 'in_progress',
+		when: 'a key of the delivery is held (the execution waits, was stopped mid-call, or other events of it still run): retry later',
+	},
+	not_settled: { status: 503, when: "the keys could not be settled when the execution ended (the key store's error): retry later" },
+};
+
+/** The answer for what became of the delivery's keys, with `body` as it is. */
+export function settlementAnswer(outcome: SettlementOutcome, body: Record<string, unknown>): ExecutionAnswer {
+	const { status, header } = SETTLEMENT_ANSWER_RULES[outcome];
+	return { statusCode: status, headers: header ? { [OUTCOME_HEADER]: header } : {}, body };
+}
+
+/** 409 In Progress: the key is held, and the sender should retry later. */
+export function inProgressAnswer(message: string, extra: Record<string, unknown> = {}): ExecutionAnswer {
+	return settlementAnswer('in_progress', { received: false, inProgress: true, retry: true, ...extra, message });
+}
+
+/** 500: the step failed for an event of the delivery, its key is failed, and the sender should retry. */
+export function failedAnswer(message: string, extra: Record<string, unknown> = {}): ExecutionAnswer {
+	return settlementAnswer('failed', { received: false, retry: true, ...extra, message });
+}

@@ -3,10 +3,9 @@ import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INod
 import { inexactTextReason } from '../../lib/keys/exactText';
 import type { SettleRequest } from '../../lib/store/contract';
 import type { FailedExecution } from '../../lib/types';
+import { isReserveType } from '../shared/settlement';
 
 export type KeyFrom = 'item' | 'reserveNode' | 'custom' | 'execution';
-
-const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
 
 export interface OwnedKey {
 	owned: SettleRequest;
@@ -45,7 +44,7 @@ export function readOwnedKey(
 export function findReserveNode(context: IExecuteFunctions): string {
 	const named = String(context.getNodeParameter('reserveNodeName', 0, '') ?? '').trim();
 	const self = context.getNode().name;
-	const upstream = context.getParentNodes(self).filter((node) => node.type.endsWith(RESERVE_TYPE_SUFFIX) && !node.disabled);
+	const upstream = context.getParentNodes(self).filter((node) => isReserveType(node.type) && !node.disabled);
 	if (named !== '') {
 		if (!upstream.some((node) => node.name === named)) {
 			throw new NodeOperationError(

@@ -12,7 +12,7 @@ import { parseVersion } from '../../lib/order/version';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { STORE_NODE_DEFAULT_VERSION, STORE_NODE_VERSIONS } from '../shared/storeChoice';
 import { itemRouting, outputsWithNotProcessed } from '../shared/notProcessed';
-import { assertSafeSettleWiring } from '../shared/settleWiring';
+import { assertSafeSettleWiring } from '../shared/settlement';
 import { orderStoreFor, type TableChoice } from '../shared/store';
 import { executionIdentity, prepareItems, routeResults } from '../shared/reservationPipeline';
 import { orderGuardProperties } from './description';

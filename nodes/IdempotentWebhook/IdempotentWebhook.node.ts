@@ -26,17 +26,32 @@ import type { KeyStore } from '../../lib/store/contract';
 import type { DeliveryAnswer, ReservationMode } from '../../lib/types';
 import type { AuthenticationSettings } from '../../lib/webhook/authentication';
 import { decideWebhook, internalError, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
-import { DELIVERY_LOG_MESSAGE, deliveryLogFields, deliveryLogLine, OUTCOME_HEADER, type WebhookAnswer } from '../../lib/webhook/answers';
+import {
+	DELIVERY_LOG_MESSAGE,
+	deliveryLogFields,
+	deliveryLogLine,
+	failedAnswer,
+	OUTCOME_HEADER,
+	type WebhookAnswer,
+} from '../../lib/webhook/answers';
 import { CONNECTION_TEST, testConnection } from '../shared/credential';
 import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExecution } from '../shared/embeddedFile';
-import { answerNow, assertExecutionEndVisible, holdWhileRunning, settleWhenExecutionEnds } from '../shared/executionEnd';
-import { heldKeyOf } from '../shared/executionTrace';
-import { describerOf } from '../shared/nodeKinds';
 import { CUSTOM_DATA_KEYS, recordCustomData, RETRY_WARNING } from '../shared/executionCustomData';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
-import { refusalDownstream, unsettleableAfterTrigger } from '../shared/settleWiring';
-import { wiringRecord, type WorkflowFields } from '../shared/executionRecord';
+import {
+	answerNow,
+	assertExecutionEndVisible,
+	describerOf,
+	holdWhileRunning,
+	heldKeyOf,
+	refusalDownstream,
+	settleWhenExecutionEnds,
+	TRIGGER_REFUSAL,
+	unsettleableAfterTrigger,
+	wiringRecord,
+	type WorkflowFields,
+} from '../shared/settlement';
 import { webhookSigningSecrets } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
@@ -64,7 +79,7 @@ interface TriggerOptions {
  *
  * n8n runs the start node of that execution through `execute()` (in the process that runs the
  * execution: a worker in queue mode), which hands the item on and has the key settled when the
- * execution ends, by what happened (nodes/shared/executionEnd.ts).
+ * execution ends, by what happened (nodes/shared/settlement/).
  */
 export class IdempotentWebhook implements INodeType {
 	description: INodeTypeDescription = {
@@ -177,7 +192,7 @@ export class IdempotentWebhook implements INodeType {
 		const answeredAtOnce = items.some((item) => heldKeyOf(item)?.idempotency.answeredAtOnce === true);
 		const unsettleable = unsettleableAfter(this);
 		if (unsettleable) {
-			const message = `${unsettleable} Nothing ran; the key is marked failed.`;
+			const message = TRIGGER_REFUSAL.atRun(unsettleable);
 			// This node's own failure leaves no item to trace: its key is failed here, before the throw.
 			const store = await openStore();
 			await store.fail(
@@ -187,18 +202,24 @@ export class IdempotentWebhook implements INodeType {
 				}),
 			);
 			// Answered here: n8n 1.x answers a response-node webhook whose execution failed at its trigger 200.
-			if (!answeredAtOnce)
-				await answerNow(this, { statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' }, body: { received: false, retry: true, message } });
-			throw new NodeOperationError(node, message, { description: UNSETTLEABLE_FIX });
+			if (!answeredAtOnce) await answerNow(this, failedAnswer(message));
+			throw new NodeOperationError(node, message, { description: TRIGGER_REFUSAL.fix });
 		}
 		await recordExecution(this, items, openStore);
 		if (answeredAtOnce) {
 			// The package runs an accepted event again when its lease ends: a long run must not look dead.
 			const leaseMs = (this.getNodeParameter('leaseSeconds', 0, 300) as number) * 1000;
-			holdWhileRunning(this, items.flatMap((item) => heldKeyOf(item) ?? []), openStore, leaseMs);
+			holdWhileRunning(
+				this,
+				items.flatMap((item) => heldKeyOf(item) ?? []),
+				openStore,
+				leaseMs,
+			);
 		}
 		settleWhenExecutionEnds(this, [node.name], openStore, undefined, {
 			credentialHeaders: await headerAuthName(this),
+			// Nothing settles the key after a wait this trigger cannot refuse (a sub-workflow that waits): held at most as long as it is kept.
+			holdAtMostMs: Math.round((options.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400_000),
 			answer: !answeredAtOnce,
 		});
 		recordCustomData(this, { [CUSTOM_DATA_KEYS.retry]: RETRY_WARNING });
@@ -249,7 +270,9 @@ export class IdempotentWebhook implements INodeType {
 		const backend = this.getNodeParameter('store', 'embedded') === 'postgres' ? 'postgres' : 'embedded';
 		const nodeType = this.getNode().type;
 		const openStore = async () =>
-			await keyStoreOn(backend, this, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), { tableName: options.tableName });
+			await keyStoreOn(backend, this, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), {
+				tableName: options.tableName,
+			});
 		const atOnce = this.getNodeParameter('respond', RESPOND.workflowEnds) === RESPOND.atOnce;
 		return runInbox(this, {
 			openStore: once(openStore),
@@ -263,13 +286,14 @@ export class IdempotentWebhook implements INodeType {
 
 function once<T>(open: () => Promise<T>): () => Promise<T> {
 	let opened: Promise<T> | undefined;
-	return () => (opened ??= open().catch((error: unknown) => {
-		opened = undefined;
-		throw error;
-	}));
+	return () =>
+		(opened ??= open().catch((error: unknown) => {
+			opened = undefined;
+			throw error;
+		}));
 }
 
-/** Why the workflow after this trigger could not have its keys settled (settleWiring.ts), read from the workflow n8n runs. */
+/** Why the workflow after this trigger could not have its keys settled (settlement/wiring.ts), read from the workflow n8n runs. */
 function unsettleableAfter(context: IHookFunctions | IExecuteFunctions): string | undefined {
 	const workflow = (context as unknown as { workflow?: WorkflowFields }).workflow;
 	const children = context.getChildNodes(context.getNode().name, { includeNodeParameters: true });
@@ -288,13 +312,11 @@ function unsettleableAfter(context: IHookFunctions | IExecuteFunctions): string 
 function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 	const unsettleable = unsettleableAfter(context);
 	if (!unsettleable) return;
-	throw new NodeOperationError(context.getNode(), `${unsettleable} The workflow was not published.`, {
-		description: UNSETTLEABLE_FIX,
-	});
+	throw new NodeOperationError(context.getNode(), TRIGGER_REFUSAL.atPublish(unsettleable), { description: TRIGGER_REFUSAL.fix });
 }
 
-const UNSETTLEABLE_FIX =
-	'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.';
+/** Retention (Days) when the option is not set. */
+const DEFAULT_RETENTION_DAYS = 30;
 
 /** The key store as the trigger's webhook() opens it (outside an execution). */
 async function webhookKeyStore(context: IWebhookFunctions): Promise<KeyStore> {
@@ -332,7 +354,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 			customValue: context.getNodeParameter('keySource', 'auto') === 'custom' ? context.getNodeParameter('customKey', '') : undefined,
 			mode,
 			leaseSeconds: mode === 'lease' ? (context.getNodeParameter('leaseSeconds', 300) as number) : 300,
-			retentionSeconds: Math.round((options.retentionDays ?? 30) * 86_400),
+			retentionSeconds: Math.round((options.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400),
 		},
 		// Opened once for the decision and the answer count: each credential read costs n8n an expression isolate.
 		store: async () => await (opened ??= webhookKeyStore(context)),
@@ -345,11 +367,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
  * Respond: At Once on a published workflow (version 2 on): the inbox's settings. An editor test
  * delivery is answered when its run ends: no runner retries test runs.
  */
-function inboxSettings(
-	context: IWebhookFunctions,
-	workflowId: string,
-	authentication: AuthenticationSettings,
-): DecideInput['inbox'] {
+function inboxSettings(context: IWebhookFunctions, workflowId: string, authentication: AuthenticationSettings): DecideInput['inbox'] {
 	if (context.getNode().typeVersion < 2 || context.getMode() === 'manual') return undefined;
 	if (context.getNodeParameter('respond', RESPOND.workflowEnds) !== RESPOND.atOnce) return undefined;
 	const settings: InboxSettings = {
@@ -361,8 +379,7 @@ function inboxSettings(
 	};
 	return {
 		...settings,
-		credentialHeaders: async () =>
-			authentication.kind === 'header' ? [(await authentication.credentials()).name] : [],
+		credentialHeaders: async () => (authentication.kind === 'header' ? [(await authentication.credentials()).name] : []),
 	};
 }
 

@@ -1,42 +1,16 @@
-import {
-	NodeConnectionTypes,
-	type IExecuteFunctions,
-	type INode,
-	type INodeExecutionData,
-	type INodeType,
-	type IWorkflowBase,
-} from 'n8n-workflow';
+import { NodeConnectionTypes, type IExecuteFunctions, type INode, type INodeExecutionData, type INodeType } from 'n8n-workflow';
 
-import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import {
-	baseNodesInstalled,
-	effects,
-	effectsFor,
-	loadBaseNodeFiles,
-	loadBaseNodes,
-	TestEffect,
-	TestEffectOnce,
-} from '../support/n8nBaseNodes';
-import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import { baseNode, inProcessDeliveries, keyStatesIn, link, once, settleWorkflow, type Shape } from '../support/settleWorkflows';
+import { effectsFor } from '../support/n8nBaseNodes';
+import { packageNode } from '../support/n8nEngine';
+import { describeWithN8n, shapeHarness } from '../support/settleShapes';
+import { baseNode, link, once } from '../support/settleWorkflows';
 
 /*
  * Where n8n's item pairing does not say which event an item belongs to: items a Code node returns in
  * another order without pairedItem (n8n-core pairs them by position), a node set to Execute Once (it
  * runs on the first item alone, for all of them), and items split out of an aggregate that kept no
- * event's key (Aggregate at Individual Fields → Split Out). Same harness as settleShapes3.test.ts.
+ * event's key (Aggregate at Individual Fields → Split Out). The harness is test/support/settleShapes.ts.
  */
-
-const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
-
-const db = postgresSchemaFixture('shapespair', { keyTables: ['processed_events'] });
-
-let base: EngineBase;
-
-const EXTRA_NODES: Record<string, string> = {
-	'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
-	'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-};
 
 /**
  * A Code node in "Run Once for All Items" that sorts the events (here: reverses them) and returns
@@ -64,28 +38,11 @@ class TestSortNoPairing implements INodeType {
 	}
 }
 
-const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
-const deliveries = inProcessDeliveries('shapespair', () => base);
+const { workflow, deliveries, statuses, provider } = shapeHarness('shapespair', {
+	baseNodes: ['n8n-nodes-base.aggregate', 'n8n-nodes-base.splitOut'],
+	testNodes: { testSortNoPairing: new TestSortNoPairing() },
+});
 const { deliver } = deliveries;
-const { statuses } = keyStatesIn(db);
-type Body = { id: string } & Record<string, unknown>;
-const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
-
-beforeAll(() => {
-	if (!baseNodesInstalled()) return;
-	addNodeTypes({
-		...loadBaseNodes(),
-		...loadBaseNodeFiles(EXTRA_NODES),
-		[`${PACKAGE}.testEffect`]: new TestEffect(),
-		[`${PACKAGE}.testEffectOnce`]: new TestEffectOnce(),
-		[`${PACKAGE}.testSortNoPairing`]: new TestSortNoPairing(),
-	});
-	base = engineWithUpAndDownCredentials(connectionSettings());
-});
-
-beforeEach(() => {
-	effects.length = 0;
-});
 
 const sort = (name: string, y: number, extra: Partial<INode> = {}, keepKey = true) =>
 	packageNode(name, 'testSortNoPairing', { keepKey }, { position: [400, y], onError: 'continueRegularOutput', ...extra });
@@ -134,7 +91,7 @@ describeWithN8n('a Code node that reorders the events without pairedItem (n8n pa
 
 describeWithN8n('not guaranteed: a Code node that reorders the events and drops their key', () => {
 	// Root cause: an item that carries no key cannot be checked against n8n's positional pairing, which
-	// executionTrace.ts pairingOf() follows as the Code node's own: the event whose charge failed is completed.
+	// settlement/trace.ts pairingOf() follows as the Code node's own: the event whose charge failed is completed.
 	// Documented in docs/templates.md (keep the `idempotency` field, or set pairedItem).
 	it.failing('sort (reversed, body only) → charge (Continue, error output) failing once for the 1st event: one effect each', async () => {
 		const ids = ['rk_a', 'rk_b'];

@@ -52,14 +52,11 @@ import {
  * n8n-nodes-base nodes (Salesforce, Edit Fields, Execute Workflow, Switch, Wait, Slack) loaded from
  * n8n 2.41.1. The store is the embedded one, in a temporary n8n folder.
  *
- * `it.failing` rows are confirmed breaks of a promise of docs/idempotent-webhook.md (the comment
- * above each names the root cause); `it` rows are shapes that held.
+ * Each row is a promise of docs/idempotent-webhook.md; the comment above a row that once broke it
+ * names what broke and what holds it now.
  */
 
 const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
-
-/** A confirmed break: `it.failing` (the suite stays green); REDTEAM_SHOW=1 runs it as `it` to print what was observed. */
-const breaks = process.env.REDTEAM_SHOW === '1' ? it : it.failing;
 
 const SECRET = 'whsec_redteam';
 /** The trigger's Header Auth credential: a header name that says nothing of a credential. */
@@ -95,6 +92,7 @@ const EXTRA_NODES: Record<string, string> = {
 	'n8n-nodes-base.switch': 'Switch/Switch.node.js',
 	'n8n-nodes-base.slack': 'Slack/Slack.node.js',
 	'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
+	'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
 };
 
 /** n8n's deduplication store (its database in n8n), in memory: what Remove Duplicates "across executions" records. */
@@ -176,15 +174,15 @@ async function postWithHeaderAuth(body: string, extraHeaders: Record<string, str
 }
 
 /** Runs the execution webhook() started, the trigger renamed Webhook (the harness's start node), then `after`. */
-async function runStarted(executionId: string, after: INode[] = [], connections: IConnections = {}) {
+async function runStarted(
+	executionId: string,
+	after: INode[] = [],
+	connections: IConnections = {},
+	base = engineBase(credentialsHelper()),
+) {
 	const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
 	const started = { ...activeTrigger, name: 'Webhook' };
-	const { run } = await executeInProcess(
-		inProcessWorkflow(activeWorkflowId, [started, ...after], connections),
-		executionId,
-		[item],
-		engineBase(credentialsHelper()),
-	);
+	const { run } = await executeInProcess(inProcessWorkflow(activeWorkflowId, [started, ...after], connections), executionId, [item], base);
 	const [answer] = webhookResponses.get(executionId) ?? [];
 	return { run, answer, key: (item.json.idempotency as { key: string }).key };
 }
@@ -271,13 +269,12 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		expect({ status: answer?.statusCode, key: (await storedKey(key))?.status }).toEqual({ status: 500, key: 'failed' });
 	});
 
-	// BREAK (lost). docs/idempotent-webhook.md: "failed with the error when a node failed, whatever its On Error
-	// setting … Continue (regular output) … its event still gets 500". Root cause: executionTrace.ts isErrorItem()
-	// recognises an error item on a regular output only when its json has no keys besides error/message/details.
-	// n8n-nodes-base's Salesforce node, at "Continue (regular output)", catches its own failure and outputs
-	// { error, description, httpCode, errorCode, fields } without item.error: the trace sees a success, the key is
-	// completed and the sender gets 200. The lead was never created, and every retry is answered "duplicate".
-	breaks('trigger → Salesforce Create Lead (unreachable) at On Error "Continue (regular output)": answered 500, key failed', async () => {
+	// Lost before the fix: n8n-nodes-base's Salesforce node, at "Continue (regular output)", catches its own failure
+	// and outputs { error, description, httpCode, errorCode, fields } without item.error, and the trace counted an item
+	// on a regular output as failed only when it was exactly n8n's error item: the key was completed, the sender got
+	// 200, the lead was never created and every retry was answered "duplicate". Now an item a node that continues on
+	// error outputs with an `error` its input did not carry is that node's failure (settlement/trace.ts errorCameIn).
+	it('trigger → Salesforce Create Lead (unreachable) at On Error "Continue (regular output)": answered 500, key failed', async () => {
 		activeTrigger = stripeTrigger(2);
 		const body = '{"id":"evt_sf_regular_output","company":"Acme"}';
 		expect((await postStripe(body)).status).toBe(200);
@@ -287,24 +284,19 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		// The Salesforce call failed: its only output item is its error.
 		const output = run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json;
 		expect(output).toMatchObject({ error: expect.stringMatching(/ECONNREFUSED|connect/i), httpCode: 'ECONNREFUSED' });
-		// Observed: 200, key completed, the provider's retry answered 200 duplicate (the event is lost).
+		expect({ status: answer?.statusCode, key: (await storedKey(key))?.status }).toEqual({ status: 500, key: 'failed' });
+		// The provider's retry is a new run of the event, not a duplicate.
 		const retry = await postStripe(body);
-		expect({ status: answer?.statusCode, key: (await storedKey(key))?.status, retry: retry.headers.get(OUTCOME_HEADER) }).toEqual({
-			status: 500,
-			key: 'failed',
-			retry: null,
-		});
+		expect({ retry: retry.headers.get(OUTCOME_HEADER), started: await retry.json() }).toEqual({ retry: 'new', started: { started: true } });
 	});
 
-	// BREAK (lost), by composition with n8n's own cross-execution deduplication. n8n-nodes-base's Remove Duplicates
-	// ("Remove Items Processed in Previous Executions", keyed on the event id: a common belt-and-braces choice) records
-	// the event as seen when the first delivery passes it, before the business step. The step fails, the key is
-	// failed and the sender gets 500, as promised; the provider's retry is then dropped by Remove Duplicates, the
-	// execution ends as a success with no step run, the key is completed and the retry answered 200: the charge never
-	// happened and no retry comes. Root cause: settleWiring.ts (unsettleableAfterTrigger / checkOutcomeVisible)
-	// accepts a node that keeps state across executions before the step, and the trace (executionEnd.ts) reads an
-	// item removed on purpose as a step that finished; nothing in the docs warns of it.
-	breaks('trigger → Remove Duplicates (across executions, by event id) → charge that fails once: the retry runs the charge', async () => {
+	// Lost before the fix, by composition with n8n's own cross-execution deduplication: Remove Duplicates ("Remove
+	// Items Processed in Previous Executions", keyed on the event id: a common belt-and-braces choice) recorded the
+	// event as seen when the first delivery passed it; the step failed, the key was failed and the sender got 500;
+	// the provider's retry was then dropped by Remove Duplicates, the execution ended as a success with no step run,
+	// the key was completed and the retry answered 200: the charge never happened. Now such a node is refused at
+	// publish and, in a workflow published before, at the trigger's first step, before it records anything.
+	it('trigger → Remove Duplicates (across executions, by event id) → charge: refused at publish, and at run time before anything ran', async () => {
 		activeTrigger = stripeTrigger(2);
 		const dedupe = node('Seen Before?', 'n8n-nodes-base.removeDuplicates', 2, {
 			operation: 'removeItemsSeenInPreviousExecutions',
@@ -313,17 +305,89 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 			options: {},
 		});
 		const charge = packageNode('Charge', 'testEffectOnce', { failOnce: 'evt_dedupe' }, { position: [600, 0] });
-		const nodes = [dedupe, charge];
-		const connections = { Webhook: to('Seen Before?'), 'Seen Before?': to('Charge') };
+		await expect(publish([dedupe, charge], { 'Idempotent Webhook': to('Seen Before?'), 'Seen Before?': to('Charge') })).rejects.toThrow(
+			/"Seen Before\?" removes items processed in previous executions/,
+		);
 		const body = '{"id":"evt_dedupe","amount":100}';
 		expect((await postStripe(body)).status).toBe(200);
-		const first = await runStarted('exec-dedupe-1', nodes, connections);
-		expect({ status: first.answer?.statusCode, key: (await storedKey(first.key))?.status }).toEqual({ status: 500, key: 'failed' });
-		// The provider's retry: a new run of the event, as promised.
-		expect(await (await postStripe(body)).json()).toEqual({ started: true });
-		const retry = await runStarted('exec-dedupe-2', nodes, connections);
-		// Observed: 200, key completed, no charge: Remove Duplicates dropped the retry, Charge never ran.
-		expect({ status: retry.answer?.statusCode, charges: effectsFor('evt_dedupe') }).toEqual({ status: 200, charges: 1 });
+		const { run, answer, key } = await runStarted('exec-dedupe-1', [dedupe, charge], {
+			Webhook: to('Seen Before?'),
+			'Seen Before?': to('Charge'),
+		});
+		expect(run.data.resultData.error?.message).toMatch(/removes items processed in previous executions/);
+		expect({
+			status: answer?.statusCode,
+			key: (await storedKey(key))?.status,
+			charges: effectsFor('evt_dedupe'),
+			seen: seenValues.size,
+		}).toEqual({
+			status: 500,
+			key: 'failed',
+			charges: 0,
+			seen: 0,
+		});
+	});
+
+	/* A sub-workflow that waits: n8n parks this execution until the sub-workflow ends --------------- */
+
+	// A sub-workflow loaded from the database is another workflow, not known at publish; when it waits, n8n-core
+	// puts this execution to wait too (WAIT_FOR_SUB_EXECUTION), and the run n8n resumes after it has no node of the
+	// package: nothing can settle the key then. Failing it now would let the provider's retry run the event beside
+	// the sub-workflow, which may still act; completing it would lose a failure after the resume. Held instead, no
+	// longer than the trigger keeps its keys (its retention), and the delivery told so at once (409).
+	it('trigger → Execute Workflow (Database, waits) whose sub-workflow waits: answered 409 at once, key held for its retention, never failed', async () => {
+		activeTrigger = stripeTrigger(2);
+		const approval = inProcessWorkflow(
+			'wf-approval',
+			[
+				node('Webhook', 'n8n-nodes-base.executeWorkflowTrigger', 1.1, { inputSource: 'passthrough' }),
+				node('Wait For Approval', 'n8n-nodes-base.wait', 1.1, { resume: 'webhook' }),
+				packageNode('Sub Charge', 'testEffectOnce', { failOnce: '' }, { position: [600, 0] }),
+			],
+			{ Webhook: to('Wait For Approval'), 'Wait For Approval': to('Sub Charge') },
+		);
+		const base = engineBase(credentialsHelper());
+		// n8n runs the sub-workflow as an execution of its own and gives back its end (waitTill while it waits).
+		base.executeWorkflow = async (_workflowInfo, _additionalData, options) => {
+			const { run } = await executeInProcess(approval, 'exec-approval', options.inputData ?? [], base);
+			return { executionId: 'exec-approval', data: [[]], waitTill: run.waitTill };
+		};
+		base.getRunExecutionData = async () => undefined;
+		const callApproval = node('Approve', 'n8n-nodes-base.executeWorkflow', 1.3, {
+			source: 'database',
+			workflowId: { __rl: true, mode: 'id', value: 'wf-approval' },
+			mode: 'once',
+			options: {},
+		});
+		const charge = packageNode('Charge', 'testEffectOnce', { failOnce: '' }, { position: [600, 0] });
+		const body = '{"id":"evt_sub_wait","amount":100}';
+		expect((await postStripe(body)).status).toBe(200);
+		const { run, answer, key } = await runStarted(
+			'exec-sub-wait',
+			[callApproval, charge],
+			{ Webhook: to('Approve'), Approve: to('Charge') },
+			base,
+		);
+		expect({ status: run.status, error: run.data.resultData.error?.message }).toEqual({ status: 'waiting', error: undefined });
+		const held = await storedKey(key);
+		const retentionEnd = Date.now() + 30 * 86_400_000;
+		expect({
+			answer: answer?.statusCode,
+			outcome: (answer?.headers as Record<string, string> | undefined)?.[OUTCOME_HEADER],
+			message: (answer?.body as { message?: string } | undefined)?.message,
+			key: held?.status,
+			heldForItsRetention: Math.abs((held?.lockedUntil?.getTime() ?? 0) - retentionEnd) < 60_000,
+			charges: effectsFor('evt_sub_wait'),
+		}).toEqual({
+			answer: 409,
+			outcome: 'in_progress',
+			message: expect.stringContaining('waits for the sub-workflow of "Approve"'),
+			key: 'processing',
+			heldForItsRetention: true,
+			charges: 0,
+		});
+		// The provider's retry meanwhile: in progress, the event not run again.
+		expect((await postStripe(body)).headers.get(OUTCOME_HEADER)).toBe('in_progress');
 	});
 
 	/* Lost: a key of one workflow taken by a delivery to another ------------------------------------ */
@@ -400,7 +464,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// BREAK (leak). docs: "Left out, under any name: text that carries a credential of the request"; the stored
 	// answer must never keep "with Basic or Header authentication the trigger's own credential". Root cause:
 	// lib/webhook/storedAnswer.ts finds credentials only by header NAME (CREDENTIAL_NAME: auth|token|secret|…|
-	// api-?key), and the settlement (executionEnd.ts triggerRequest) never tells it which header the trigger's
+	// api-?key), and the settlement (settlement/executionEnd.ts triggerRequest) never tells it which header the trigger's
 	// Header Auth credential uses. With the credential's header named "X-Webhook-Key" (any name is allowed), an
 	// Edit Fields that records who called (`caller` = the header's value) puts the trigger's own secret into
 	// the key table in plain text, and every verified copy gets it back for 30 days.
@@ -496,8 +560,8 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// waits: the key held until the wait's end and the lease more, nothing settles it after the resume, a resumed run
 	// that fails is never retried). The doc excuses it as "another workflow, not known at publish", but with
 	// Source "Define Below" (source: parameter) the sub-workflow's JSON is a parameter of the node, known at
-	// publish. Root cause: unsettleableAfterTrigger (settleWiring.ts) never reads Execute Workflow's workflowJson.
-	// Fixed: the trigger reads an inline sub-workflow's nodes (settleWiring.ts, inlineSubWorkflowNodes).
+	// publish. Root cause: unsettleableAfterTrigger (settlement/wiring.ts) never reads Execute Workflow's workflowJson.
+	// Fixed: the trigger reads an inline sub-workflow's nodes (settlement/nodeKinds.ts, inlineSubWorkflowNodes).
 	it('Execute Workflow with Source "Define Below" whose inline sub-workflow has a Wait: refused at publish', async () => {
 		const subWorkflow = {
 			nodes: [
@@ -545,25 +609,49 @@ describeWithN8n('red team: Reserve + Settle in n8n-core, with n8n-nodes-base nod
 		effects.length = 0;
 	});
 
-	// BREAK (lost), the same root cause as the trigger's row above (executionTrace.ts isErrorItem), on the node path:
-	// docs/templates.md's Settle fails the key of a step that failed at any On Error. Salesforce at "Continue
-	// (regular output)" outputs { error, description, httpCode, errorCode, fields }: Settle completes the key and
-	// the sender is answered 200 (completed); the lead was never created and no retry comes.
-	breaks(
-		'Reserve → Salesforce Create Lead (unreachable) at "Continue (regular output)", Settle beside: not answered 2xx, key not completed',
-		async () => {
-			const data = settleWorkflow(db.schema, 'rt-sf', {
-				nodes: [{ ...salesforceCreateLead('continueRegularOutput'), position: [400, 0] }],
-				connections: {},
-				heads: ['Create Lead'],
-			});
-			const delivery = await deliveries.deliver(data, [{ id: 'rt_sf', company: 'Acme' }]);
-			// The Salesforce call failed: its only output item is its error.
-			expect(delivery.run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json).toMatchObject({ httpCode: 'ECONNREFUSED' });
-			// Observed: answer 200 (Settle's "completed" output), key completed: the provider stops, no lead exists.
-			expect({ answer: delivery.answer, state: (await statuses(['rt_sf']))[0] }).toEqual({ answer: 500, state: 'failed' });
-		},
-	);
+	// Lost before the fix, the same cause as the trigger's row above, on the node path: Settle completed the key of a
+	// Salesforce call that failed at "Continue (regular output)" and the sender was answered 200 (completed).
+	it('Reserve → Salesforce Create Lead (unreachable) at "Continue (regular output)", Settle beside: not answered 2xx, key not completed', async () => {
+		const data = settleWorkflow(db.schema, 'rt-sf', {
+			nodes: [{ ...salesforceCreateLead('continueRegularOutput'), position: [400, 0] }],
+			connections: {},
+			heads: ['Create Lead'],
+		});
+		const delivery = await deliveries.deliver(data, [{ id: 'rt_sf', company: 'Acme' }]);
+		// The Salesforce call failed: its only output item is its error.
+		expect(delivery.run.data.resultData.runData['Create Lead'][0].data?.main?.[0]?.[0]?.json).toMatchObject({ httpCode: 'ECONNREFUSED' });
+		expect({ answer: delivery.answer, state: (await statuses(['rt_sf']))[0] }).toEqual({ answer: 500, state: 'failed' });
+	});
+
+	// An `error` field that is the event's own data, passed on by a node that continues on error, is no failure of that
+	// node: only an `error` its input item did not carry is. Counting it would fail a key whose charge was done.
+	it('Reserve → Edit Fields (the event\'s own `error` field) → No Operation at "Continue (regular output)" → charge, Settle beside: completed, charged once', async () => {
+		const copy = baseNode(
+			'Copy Error Field',
+			'set',
+			3.4,
+			{
+				mode: 'manual',
+				assignments: { assignments: [{ id: 'e', name: 'error', value: '={{ $json.body.error }}', type: 'string' }] },
+				includeOtherFields: true,
+				options: {},
+			},
+			0,
+			{ onError: undefined },
+		);
+		const data = settleWorkflow(db.schema, 'rt-error-field', {
+			nodes: [copy, baseNode('Pass', 'noOp', 1, {}, 0), once('Charge', '', 0, { position: [600, 0] })],
+			connections: { 'Copy Error Field': { main: [link('Pass')] }, Pass: { main: [link('Charge')] } },
+			heads: ['Copy Error Field'],
+		});
+		const delivery = await deliveries.deliver(data, [{ id: 'rt_error_field', error: 'card_declined' }]);
+		expect(delivery.run.data.resultData.runData.Pass[0].data?.main?.[0]?.[0]?.json).toMatchObject({ error: 'card_declined' });
+		expect({ answer: delivery.answer, state: (await statuses(['rt_error_field']))[0], charges: effectsFor('rt_error_field') }).toEqual({
+			answer: 200,
+			state: 'completed',
+			charges: 1,
+		});
+	});
 
 	// Held: a Switch whose outputs 0 and 1 both feed one charge (two runs of it), the charge failing for one event.
 	it('Reserve → Switch (outputs 0 and 1 → one charge at Continue, error output): each key follows its own event', async () => {

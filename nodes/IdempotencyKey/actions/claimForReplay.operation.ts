@@ -4,8 +4,7 @@ import { assertExactRunText, assertStoredKeyText } from '../../../lib/keys/exact
 import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../../lib/types';
 import { idempotencyOutput, isoTime } from '../../../lib/pipeline/idempotencyOutput';
-import { assertExecutionEndVisible, settlesAtExecutionEnd, settleWhenExecutionEnds } from '../../shared/executionEnd';
-import { assertSafeSettleWiring } from '../../shared/settleWiring';
+import { assertExecutionEndVisible, assertSafeSettleWiring, settlesAtExecutionEnd, settleWhenExecutionEnds } from '../../shared/settlement';
 import { toNodeError } from '../../shared/nodeError';
 import { quoted, type StoreOpener } from './keyOperation';
 

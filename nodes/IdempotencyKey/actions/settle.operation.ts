@@ -1,21 +1,23 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import type { KeyStore, SettleReport, SettleRequest } from '../../../lib/store/contract';
-import { OUTCOME_HEADER } from '../../../lib/webhook/answers';
-import { answerNow, settleWhenExecutionEnds } from '../../shared/executionEnd';
-import { readExecutionRecord } from '../../shared/executionRecord';
+import { failedAnswer, inProgressAnswer } from '../../../lib/webhook/answers';
+import { toNodeError } from '../../shared/nodeError';
 import {
-	isKeyType,
+	answerNow,
+	checkSettleWiring,
+	feedsBusinessStep,
 	isReserveType,
 	judgeExecution,
+	keyOutcome,
 	keysSettledByNodes,
 	originsOfItem,
+	readExecutionRecord,
+	settleWhenExecutionEnds,
 	type ExecutionView,
 	type Judgement,
 	type Reservation,
-} from '../../shared/executionTrace';
-import { toNodeError } from '../../shared/nodeError';
-import { checkSettleWiring } from '../../shared/settleWiring';
+} from '../../shared/settlement';
 import { readOwnedKey, readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { RESPONSE_TO_STORE } from './sharedParameters';
@@ -23,10 +25,10 @@ import { RESPONSE_TO_STORE } from './sharedParameters';
 /*
  * "Settle After Business Step": beside the business step (on the output that feeds it: Idempotency
  * Reserve's New, Order Guard's Newer, Claim for Replay's Claimed) or after it. It traces each of its
- * items to the reservation it descends from (nodes/shared/executionTrace.ts), completes the key when
+ * items to the reservation it descends from (nodes/shared/settlement/trace.ts), completes the key when
  * the key's items finished without a failure, marks it failed when one failed, and sends each item
  * to the output whose answer is true for it. A key with work still to run is left to the end of the
- * execution (nodes/shared/executionEnd.ts). The store being unreachable is an outcome here, not an
+ * execution (nodes/shared/settlement/outcome.ts, one rule for both). The store being unreachable is an outcome here, not an
  * error: by now the effect may have happened, and the workflow must still answer.
  */
 export const value = 'settle';
@@ -136,13 +138,14 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 			reservations = [reserved];
 		}
 		for (const reservation of reservations) {
-			const failure = judgement.failed.get(reservation.id) ?? judgement.untracedFailure;
+			const outcome = keyOutcome(judgement, reservation);
 			// Work of this key still to run (a node below, a Merge waiting for its other input, a loop, a Wait):
 			// the key is settled when the execution ends, and this node answers nothing for it.
-			if (failure === undefined && (judgement.pending.has(reservation.id) || judgement.untracedPending)) {
+			if (outcome.settle === 'defer') {
 				deferred += 1;
 				continue;
 			}
+			const failure = outcome.settle === 'fail' ? outcome.error : undefined;
 			const entry = entries.get(reservation.id);
 			if (entry) {
 				entry.itemIndexes.push(itemIndex);
@@ -223,40 +226,27 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	// One delivery, several events, some failed: the provider retries the delivery only on a non-2xx, and the
 	// Completed output's answer would otherwise go out first. The retry finds the others duplicates.
 	if (failedElsewhere.length > 0 && failed.length === 0) {
-		await answerNow(context, {
-			statusCode: 500,
-			headers: { [OUTCOME_HEADER]: 'failed' },
-			body: {
-				received: false,
-				retry: true,
-				message: `The business step failed for ${failedElsewhere.length} other event(s) of this delivery: ${judgement.failed.get(failedElsewhere[0]) ?? ''}`,
-			},
-		});
+		await answerNow(
+			context,
+			failedAnswer(
+				`The business step failed for ${failedElsewhere.length} other event(s) of this delivery: ${judgement.failed.get(failedElsewhere[0]) ?? ''}`,
+			),
+		);
 	} else if (stillRunning && answeredElsewhere(view)) {
 		// Copies (Duplicate, In Progress) in the same delivery are answered by their own branch, which n8n may
 		// run before the keys still running here end: retry later, when each is completed or failed.
-		await answerNow(context, {
-			statusCode: 409,
-			headers: { [OUTCOME_HEADER]: 'in_progress' },
-			body: {
-				received: false,
-				inProgress: true,
-				retry: true,
-				message: 'Some events of this delivery are still being processed: retry later.',
-			},
-		});
+		await answerNow(context, inProgressAnswer('Some events of this delivery are still being processed: retry later.'));
 	}
 	if (failed.length > 0 && succeeded.length > 0) {
-		await answerNow(context, {
-			statusCode: 500,
-			headers: { [OUTCOME_HEADER]: 'failed' },
-			body: {
-				received: false,
-				retry: true,
-				failed: failed.map((entry) => entry.owned.key),
-				message: `The business step failed for ${failed.length} of the ${all.length} events of this delivery: ${failed[0].failure ?? ''}`,
-			},
-		});
+		await answerNow(
+			context,
+			failedAnswer(
+				`The business step failed for ${failed.length} of the ${all.length} events of this delivery: ${failed[0].failure ?? ''}`,
+				{
+					failed: failed.map((entry) => entry.owned.key),
+				},
+			),
+		);
 	}
 	return routed;
 }
@@ -268,10 +258,6 @@ function answeredElsewhere(view: ExecutionView): boolean {
 			isReserveType(view.node(name)?.type) &&
 			tasks.some((task) => (task.data?.main ?? []).slice(1).some((items) => (items?.length ?? 0) > 0)),
 	);
-}
-
-function feedsBusinessStep(type: string | undefined): boolean {
-	return type !== undefined && (isReserveType(type) || isKeyType(type) || type.endsWith('.idempotencyOrderGuard'));
 }
 
 function outcomeItem(

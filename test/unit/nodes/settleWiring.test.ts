@@ -1,14 +1,14 @@
 import type { IConnections, IExecuteFunctions, INode, IWebhookDescription } from 'n8n-workflow';
 
-import type { ExecutionRecord } from '../../../nodes/shared/executionRecord';
-import type { DescribeNode, NodeTypeFacts } from '../../../nodes/shared/nodeKinds';
+import type { ExecutionRecord } from '../../../nodes/shared/settlement/executionRecord';
+import type { DescribeNode, NodeTypeFacts } from '../../../nodes/shared/settlement/nodeKinds';
 import {
 	assertSafeSettleWiring,
 	checkEventsApart,
 	checkOutcomeVisible,
 	checkSettleWiring,
 	unsettleableAfterTrigger,
-} from '../../../nodes/shared/settleWiring';
+} from '../../../nodes/shared/settlement/wiring';
 
 // The wiring rules Reserve, Order Guard and Claim for Replay check before they reserve or claim
 // anything, for the cases the in-process engine cannot run (n8n-nodes-base's nodes are not here).
@@ -423,6 +423,42 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 	});
 });
 
+describe('checkOutcomeVisible: a node that drops items seen in previous executions', () => {
+	const seenBefore = node('Seen Before?', 'n8n-nodes-base.removeDuplicates', 0, {
+		typeVersion: 2,
+		parameters: { operation: 'removeItemsSeenInPreviousExecutions' },
+	});
+	const webhook = node('Webhook', 'n8n-nodes-base.webhook', 0);
+
+	it('refuses it in the step: the retry of an event whose step failed would be dropped there', () => {
+		const wiring = record([reserve, seenBefore, step], {
+			Reserve: { main: [link('Seen Before?')] },
+			'Seen Before?': { main: [link('Step')] },
+		});
+		expect(() => checkOutcomeVisible(wiring, 'Reserve', 0)).toThrow(/"Seen Before\?" removes items processed in previous executions/);
+	});
+
+	it('refuses it before the reserving node: the retry would never reach it', () => {
+		const wiring = record([webhook, seenBefore, reserve, step], {
+			Webhook: { main: [link('Seen Before?')] },
+			'Seen Before?': { main: [link('Reserve')] },
+			Reserve: { main: [link('Step')] },
+		});
+		expect(() => checkOutcomeVisible(wiring, 'Reserve', 0)).toThrow(/removes items processed in previous executions/);
+	});
+
+	it('accepts Remove Duplicates within the current input, and a disabled one across executions', () => {
+		const within = { ...seenBefore, parameters: { operation: 'removeDuplicateInputItems' } };
+		const off = { ...seenBefore, name: 'Off', disabled: true };
+		const wiring = record([reserve, within, off, step], {
+			Reserve: { main: [link('Seen Before?')] },
+			'Seen Before?': { main: [link('Off')] },
+			Off: { main: [link('Step')] },
+		});
+		expect(() => checkOutcomeVisible(wiring, 'Reserve', 0)).not.toThrow();
+	});
+});
+
 describe("assertSafeSettleWiring without n8n's execution record", () => {
 	// What a context without n8n-core's fields gives: only the public helpers.
 	const contextWith = (downstream: Array<Partial<INode>>) =>
@@ -468,8 +504,17 @@ describe('unsettleableAfterTrigger (the Idempotent Webhook trigger, before any n
 			child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: { waitForSubWorkflow: '={{ $json.wait }}' } } }),
 			/without waiting/,
 		],
+		[
+			'Remove Duplicates across executions (the retry of a failed event would be dropped there)',
+			child('Seen Before?', 'n8n-nodes-base.removeDuplicates', { parameters: { operation: 'removeItemsSeenInPreviousExecutions' } }),
+			/"Seen Before\?" removes items processed in previous executions/,
+		],
 	])('refuses %s', (_label, node, reason) => {
 		expect(unsettleableAfterTrigger([call, node], undefined)).toMatch(reason);
+	});
+
+	it('lets Remove Duplicates within the current input run (it keeps nothing across executions)', () => {
+		expect(unsettleableAfterTrigger([call, child('Unique', 'n8n-nodes-base.removeDuplicates')], undefined)).toBeUndefined();
 	});
 
 	it('lets the rest run: a sub-workflow waited for, a disabled Wait or Respond to Webhook, plain steps', () => {

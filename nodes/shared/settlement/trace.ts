@@ -1,6 +1,8 @@
 import type { IDataObject, INodeExecutionData, IPairedItemData, IRunData, ISourceData, ITaskData } from 'n8n-workflow';
 
-import { EXECUTE_WORKFLOW_TYPE, LOOP_TYPE, onErrorOf, type ExecutionRecord } from './executionRecord';
+import type { ExecutionRecord, ExecutionView } from './executionRecord';
+import { loopDoneLeadsOn, reachableFrom } from './graph';
+import { EXECUTE_WORKFLOW_TYPE, isKeyType, isReservingNode, isReservingOrSettlingType, isSettlingOperation, onErrorOf } from './nodeKinds';
 
 /*
  * What happened to each key an execution reserved, read from n8n's own record of the execution and
@@ -10,13 +12,9 @@ import { EXECUTE_WORKFLOW_TYPE, LOOP_TYPE, onErrorOf, type ExecutionRecord } fro
  * n8n's execution stack, at a node waiting for its other inputs, or held by a loop node).
  */
 
-const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
-const KEY_TYPE_SUFFIX = '.idempotencyKey';
-const TRIGGER_TYPE_SUFFIX = '.idempotentWebhook';
 // n8n's own rule for an item that carries an error on a regular output (On Error: Continue (regular output)).
 const ERROR_ITEM_KEYS = new Set(['error', 'message', 'details']);
 const MAX_TRACE_DEPTH = 1_000;
-const SETTLING = new Set(['settle', 'complete', 'fail', 'release']);
 
 /** One key this execution reserved: the New item of one Reserve run, named by that run's input item. */
 export interface Reservation {
@@ -27,22 +25,6 @@ export interface Reservation {
 	leaseEndsAt: Date | null;
 	/** The reservation as Reserve output it (the item's idempotency object). */
 	idempotency: IDataObject;
-}
-
-/** What remains of the execution besides its finished node runs: the work n8n has not run yet. */
-export interface PendingWork {
-	nodeExecutionStack?: Array<{
-		node: { name: string; type: string };
-		data: { main?: Array<INodeExecutionData[] | null> };
-		source: { main?: Array<ISourceData | null> } | null;
-	}>;
-	waitingExecution?: Record<string, Record<string, { main?: Array<INodeExecutionData[] | null> }>>;
-	waitingExecutionSource?: Record<string, Record<string, { main?: Array<ISourceData | null> }> | null>;
-	contextData?: Record<string, unknown>;
-}
-
-export interface ExecutionView extends ExecutionRecord {
-	readonly pending: PendingWork;
 }
 
 /** The reservations an item descends from; null when n8n's pairing cannot tell. */
@@ -58,28 +40,6 @@ export interface Judgement {
 	untracedFailure?: string;
 	/** Work still to run that cannot be traced: no key may be called finished. */
 	untracedPending: boolean;
-}
-
-export function isReserveType(type: string | undefined): boolean {
-	return type?.endsWith(RESERVE_TYPE_SUFFIX) === true;
-}
-
-export function isKeyType(type: string | undefined): boolean {
-	return type?.endsWith(KEY_TYPE_SUFFIX) === true;
-}
-
-/** The Idempotent Webhook trigger: its one item is the new event it reserved, and the workflow's last node answers it. */
-export function isTriggerType(type: string | undefined): boolean {
-	return type?.endsWith(TRIGGER_TYPE_SUFFIX) === true;
-}
-
-/**
- * A node whose first output holds the keys it reserved: Idempotency Reserve (New), Claim for Replay
- * (Claimed), the Idempotent Webhook trigger (its event).
- */
-export function isReservingNode(node: { type: string; parameters?: IDataObject } | undefined): boolean {
-	if (!node) return false;
-	return isReserveType(node.type) || isTriggerType(node.type) || (isKeyType(node.type) && node.parameters?.operation === 'claimForReplay');
 }
 
 export function reservationId(reserveNode: string, run: number, inputIndex: number): string {
@@ -384,7 +344,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 	for (const [name, tasks] of Object.entries(view.runData)) {
 		const node = view.node(name);
 		// The package's own nodes route their refusals themselves; they are not part of any key's step.
-		if (isReserveType(node?.type) || isKeyType(node?.type) || isTriggerType(node?.type)) continue;
+		if (isReservingOrSettlingType(node?.type)) continue;
 		tasks.forEach((task, run) => {
 			if (task.error) {
 				// A node that failed as a whole passed its *input* on (or stopped): every item it was given failed.
@@ -399,14 +359,15 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			const outputs = task.data?.main ?? [];
 			const onError = node ? onErrorOf(node) : 'stopWorkflow';
 			const errorOutput = onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
-			const regularErrors = onError === 'continueRegularOutput';
+			const continues = onError !== 'stopWorkflow';
 			const subWorkflow = node?.type === EXECUTE_WORKFLOW_TYPE;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
 					const failed =
 						outputIndex === errorOutput ||
-						((regularErrors || subWorkflow) && isErrorItem(item)) ||
-						(subWorkflow && outputIndex > 0 && carriesError(item));
+						(subWorkflow && isErrorItem(item)) ||
+						(subWorkflow && outputIndex > 0 && carriesError(item)) ||
+						(continues && carriesError(item) && !errorCameIn(tracer, name, task, item));
 					if (!failed) continue;
 					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
 				}
@@ -454,7 +415,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 				sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
 			for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item), name);
 		}
-		if (done !== true && Array.isArray(processedItems) && doneLeadsOn(view, name)) {
+		if (done !== true && Array.isArray(processedItems) && loopDoneLeadsOn(view, name)) {
 			for (const item of processedItems as INodeExecutionData[]) wait(ofLoopedItem(tracer, item), name);
 		}
 	}
@@ -495,7 +456,7 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 	const { view } = tracer;
 	for (const [name, tasks] of Object.entries(view.runData)) {
 		const node = view.node(name);
-		if (isReserveType(node?.type) || isKeyType(node?.type) || isTriggerType(node?.type)) continue;
+		if (isReservingOrSettlingType(node?.type)) continue;
 		tasks.forEach((task, run) => {
 			if (task.error || isStart(task)) return;
 			const outputs = (task.data?.main ?? []).flatMap((items) => items ?? []);
@@ -512,7 +473,7 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 			}
 			const lost = [...wentIn].filter((origin) => !cameOut.has(origin));
 			if (lost.length === 0) return;
-			const below = downstreamOf(view, name);
+			const below = reachableFrom(view, name);
 			const failure = failures.find((found) => below.has(found.node) && !(found.task && ranBefore(found.task, task)));
 			for (const origin of withEnclosing(tracer, lost)) {
 				if (failure) {
@@ -526,41 +487,6 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 			}
 		});
 	}
-}
-
-/**
- * Whether the items a loop node holds for its Done output (its first) have work still to run: the
- * output leads to a node other than a loop node, or to a loop node (an outer loop taking them back)
- * whose own Done output does. A loop node only passes items it takes back on to its Done output.
- */
-function doneLeadsOn(view: ExecutionRecord, name: string, seen = new Set<string>()): boolean {
-	seen.add(name);
-	for (const connection of view.connectionsBySourceNode[name]?.main?.[0] ?? []) {
-		if (!connection) continue;
-		const target = view.node(connection.node);
-		if (target?.type !== LOOP_TYPE) return true;
-		if (!seen.has(target.name) && doneLeadsOn(view, target.name, seen)) return true;
-	}
-	return false;
-}
-
-/** The nodes one node's outputs lead to, directly or further on (itself too, inside a loop). */
-function downstreamOf(view: ExecutionRecord, name: string): Set<string> {
-	const found = new Set<string>();
-	const pending = [name];
-	while (pending.length > 0) {
-		const current = pending.pop() as string;
-		for (const outputs of Object.values(view.connectionsBySourceNode[current] ?? {})) {
-			for (const connections of outputs ?? []) {
-				for (const connection of connections ?? []) {
-					if (found.has(connection.node)) continue;
-					found.add(connection.node);
-					pending.push(connection.node);
-				}
-			}
-		}
-	}
-	return found;
 }
 
 /** Whether one node run started before another (n8n's execution index where it records one). */
@@ -579,7 +505,7 @@ export function keysSettledByNodes(runData: IRunData, view: ExecutionRecord): Se
 			for (const items of task.data?.main ?? []) {
 				for (const item of items ?? []) {
 					const idempotency = item.json?.idempotency as IDataObject | undefined;
-					if (typeof idempotency?.key === 'string' && SETTLING.has(String(idempotency.operation))) keys.add(idempotency.key);
+					if (typeof idempotency?.key === 'string' && isSettlingOperation(idempotency.operation)) keys.add(idempotency.key);
 				}
 			}
 		}
@@ -591,6 +517,20 @@ export function isErrorItem(item: INodeExecutionData): boolean {
 	if (item.error !== undefined) return true;
 	const json = item.json ?? {};
 	return json.error !== undefined && Object.keys(json).every((key) => ERROR_ITEM_KEYS.has(key));
+}
+
+/**
+ * A node that continues on error (n8n's continueOnFail) catches its own failure and outputs an item
+ * for it: n8n-core's routing node and its error normalisation give `{ error }`, and n8n's nodes put
+ * `error` beside fields of their own (Salesforce: `{ error, description, httpCode, … }`). On the
+ * regular output n8n marks it no further, so an item such a node output with an `error` it did not
+ * receive is its failure. An `error` its input item already carried passed through (an Edit Fields
+ * after a failed node, an event with an `error` field): that node did not fail.
+ */
+function errorCameIn(tracer: Tracer, node: string, task: ITaskData, item: INodeExecutionData): boolean {
+	if (item.error !== undefined) return false;
+	const error = JSON.stringify(item.json?.error);
+	return (tracer.upstreamOf(node, task, item) ?? []).some((link) => JSON.stringify(link.item.json?.error) === error);
 }
 
 /**

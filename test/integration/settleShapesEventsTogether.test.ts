@@ -1,120 +1,34 @@
 import { join } from 'node:path';
 
-import type { INode, INodeParameters, IWorkflowBase } from 'n8n-workflow';
+import type { INode, INodeParameters } from 'n8n-workflow';
 
-import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import {
-	baseNodesInstalled,
-	loadBaseNodeFiles,
-	effects,
-	effectsFor,
-	loadBaseNodes,
-	n8nInstallDirectory,
-	TestEffect,
-	TestEffectOnce,
-} from '../support/n8nBaseNodes';
-import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import {
-	baseNode,
-	inProcessDeliveries,
-	is2xx,
-	keyStatesIn,
-	link,
-	lookup,
-	once,
-	routeSwitch,
-	settleWorkflow,
-	skipIf,
-	toInput,
-	type Shape,
-} from '../support/settleWorkflows';
+import { baseNodesInstalled, effectsFor, n8nInstallDirectory } from '../support/n8nBaseNodes';
+import { packageNode } from '../support/n8nEngine';
+import { describeWithN8n, shapeHarness } from '../support/settleShapes';
+import { baseNode, is2xx, link, lookup, once, routeSwitch, skipIf, toInput, type Shape } from '../support/settleWorkflows';
 
 /*
- * Third red-team pass, aimed at checkEventsApart (nodes/shared/settleWiring.ts: several events at a node
- * that stops the workflow on error) and the Execute Workflow "each item" rules of executionTrace.ts.
- * Same harness as settleShapes2.test.ts. Rows marked `it.failing` break the promise (one effect per
- * event, no event lost, or a refusal before anything is reserved); the comment above each names the
- * root cause.
+ * Several events reaching one node together (checkEventsApart, nodes/shared/settlement/wiring.ts: a
+ * node that stops the workflow on error gets them all), and the Execute Workflow "each item" rules of
+ * settlement/trace.ts. The harness is test/support/settleShapes.ts. Rows marked `it.failing` break
+ * the promise (one effect per event, no event lost, or a refusal before anything is reserved); the
+ * comment above each names the root cause.
  */
 
-const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
-
-const db = postgresSchemaFixture('shapes3', { keyTables: ['processed_events'] });
-
-let base: EngineBase;
-
-/* n8n-nodes-base nodes beyond test/support/n8nBaseNodes.ts ------------------------------------ */
-
-const EXTRA_NODES: Record<string, string> = {
-	'n8n-nodes-base.switch': 'Switch/Switch.node.js',
-	'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
-	'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-	'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js',
-	'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
-	'n8n-nodes-base.set': 'Set/Set.node.js',
-	'n8n-nodes-base.postgres': 'Postgres/Postgres.node.js',
-};
-
-const loadExtraNodes = () => loadBaseNodeFiles(EXTRA_NODES);
-
-function postgresCredentialProperties() {
-	const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'credentials');
-	const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule(
-		'node:module',
-	);
-	const module = createRequire(join(directory, 'package.json'))(join(directory, 'Postgres.credentials.js')) as Record<
-		string,
-		new () => { properties: unknown[] }
-	>;
-	const [Credential] = Object.values(module);
-	return new Credential().properties as never;
-}
-
-/* Harness ------------------------------------------------------------------------------------ */
-
-const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
-const deliveries = inProcessDeliveries('shapes3', () => base);
-const { deliver, runSubWorkflowsInProcess } = deliveries;
-const { statuses } = keyStatesIn(db);
-type Body = { id: string } & Record<string, unknown>;
-const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
-
-beforeAll(() => {
-	if (!baseNodesInstalled()) return;
-	addNodeTypes({
-		...loadBaseNodes(),
-		...loadExtraNodes(),
-		[`${PACKAGE}.testEffect`]: new TestEffect(),
-		[`${PACKAGE}.testEffectOnce`]: new TestEffectOnce(),
-	});
-	// The package's credentials, plus n8n's own Postgres credential (for n8n-nodes-base's Postgres node) on the test server.
-	const engine = engineWithUpAndDownCredentials(connectionSettings());
-	const own = engine.credentialsHelper;
-	const { host, port, database, user, password } = connectionSettings();
-	const postgres = {
-		host,
-		port,
-		database,
-		user,
-		password,
-		ssl: 'disable',
-		allowUnauthorizedCerts: false,
-		sshTunnel: false,
-		maxConnections: 5,
-	};
-	const helper = {
-		...own,
-		getDecrypted: async (additionalData: unknown, details: unknown, type: string) =>
-			type === 'postgres' ? postgres : await (own.getDecrypted as (...args: unknown[]) => Promise<unknown>)(additionalData, details, type),
-		getCredentialsProperties: (type: string) => (type === 'postgres' ? postgresCredentialProperties() : own.getCredentialsProperties(type)),
-	};
-	base = { ...engine, credentialsHelper: helper as unknown as typeof own };
-	runSubWorkflowsInProcess();
+const { db, workflow, deliveries, statuses, provider } = shapeHarness('shapes3', {
+	baseNodes: [
+		'n8n-nodes-base.switch',
+		'n8n-nodes-base.aggregate',
+		'n8n-nodes-base.splitOut',
+		'n8n-nodes-base.stopAndError',
+		'n8n-nodes-base.removeDuplicates',
+		'n8n-nodes-base.set',
+		'n8n-nodes-base.postgres',
+	],
+	subWorkflows: true,
+	n8nPostgres: true,
 });
-
-beforeEach(() => {
-	effects.length = 0;
-});
+const { deliver } = deliveries;
 
 /** If (v2) at n8n's default On Error, strict type validation: true when body.amount > 100. */
 const strictIf = (name: string, y: number) =>
@@ -470,7 +384,7 @@ describeWithN8n('Execute Workflow "each item", third pass', () => {
 		});
 	});
 
-	// Root cause: executionTrace.ts carriesError() takes any item with a non-empty json.error on an output beyond the
+	// Root cause: settlement/trace.ts carriesError() takes any item with a non-empty json.error on an output beyond the
 	// first of Execute Workflow as a failure. A sub-workflow that ends in an If whose false output carries a business
 	// result named `error` (a declined card) succeeded; the key is failed, and the retry charges again.
 	it.failing(

@@ -1,13 +1,15 @@
 import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctions, type IRun } from 'n8n-workflow';
 
-import type { HoldRequest, KeyStore } from '../../lib/store/contract';
-import { MAX_HOLD_MS } from '../../lib/store/rules';
-import { OUTCOME_HEADER } from '../../lib/webhook/answers';
-import { storedAnswer } from '../../lib/webhook/storedAnswer';
-import { runsInQueueMode } from './embeddedFile';
-import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
-import { isTriggerType, judgeExecution, keysSettledByNodes, type Reservation } from './executionTrace';
-import { isSettleNode } from './settleWiring';
+import type { HoldRequest, KeyStore } from '../../../lib/store/contract';
+import { MAX_HOLD_MS } from '../../../lib/store/rules';
+import { inProgressAnswer, settlementAnswer, type ExecutionAnswer } from '../../../lib/webhook/answers';
+import { storedAnswer } from '../../../lib/webhook/storedAnswer';
+import { runsInQueueMode } from '../embeddedFile';
+import type { WorkflowFields } from './executionRecord';
+import { isSettleNode, isTriggerType } from './nodeKinds';
+import { endOutcomes } from './outcome';
+import { N8N_REFUSALS } from './refusals';
+import type { Reservation } from './trace';
 
 /*
  * Every key an execution reserved is settled by what happened to the execution, when it ends:
@@ -29,7 +31,7 @@ import { isSettleNode } from './settleWiring';
 
 interface LifecycleHooks {
 	addHandler(hookName: 'workflowExecuteAfter', handler: (this: unknown, run: IRun) => Promise<void>): void;
-	runHook(hookName: 'sendResponse', parameters: [Answer]): Promise<void>;
+	runHook(hookName: 'sendResponse', parameters: [ExecutionAnswer]): Promise<void>;
 }
 
 interface ContextFields {
@@ -43,6 +45,8 @@ interface KeySource {
 	open: StoreOpener;
 	/** The lease the node reserved with, when known: a key is held this long after its execution's wait ends. */
 	leaseMs?: number;
+	/** The longest a key is held while its execution waits (the trigger: its keys' retention). */
+	holdAtMostMs?: number;
 }
 
 interface Watch {
@@ -81,11 +85,8 @@ export function settlesAtExecutionEnd(context: IExecuteFunctions): boolean {
 /** Refuses, before anything has happened, an n8n whose execution end the package cannot see. */
 export function assertExecutionEndVisible(context: IExecuteFunctions): void {
 	if (hooksOf(context) && (context as unknown as ContextFields).workflow?.nodes) return;
-	throw new NodeOperationError(
-		context.getNode(),
-		'This n8n version does not let the node learn how the execution ends, so it could not settle the key by what happened. Nothing was reserved.',
-		{ description: 'The package supports the n8n versions its README lists.' },
-	);
+	const { message, description } = N8N_REFUSALS.noExecutionEnd;
+	throw new NodeOperationError(context.getNode(), message, { description });
 }
 
 /**
@@ -97,7 +98,7 @@ export function settleWhenExecutionEnds(
 	reserveNodes: string[],
 	openStore: StoreOpener,
 	leaseMs?: number,
-	{ credentialHeaders = [], answer = true }: { credentialHeaders?: string[]; answer?: boolean } = {},
+	{ credentialHeaders = [], holdAtMostMs, answer = true }: { credentialHeaders?: string[]; holdAtMostMs?: number; answer?: boolean } = {},
 ): void {
 	const hooks = hooksOf(context);
 	const workflow = (context as unknown as ContextFields).workflow;
@@ -108,20 +109,20 @@ export function settleWhenExecutionEnds(
 		watch = created;
 		watches.set(hooks, created);
 		hooks.addHandler('workflowExecuteAfter', async (run: IRun) => {
-			let answer: EndAnswer | undefined;
+			let answer: ExecutionAnswer | undefined;
 			try {
 				answer = await settleAtEnd(run, created);
 			} catch (error) {
 				// A throw here would make n8n run its end handlers again: the lease is the backstop.
 				const message = error instanceof Error ? error.message : String(error);
 				LoggerProxy.error(`Idempotency: the keys of the execution could not be settled when it ended: ${message}`);
-				answer = { statusCode: 503, body: { message: `The event's key could not be settled (${message}): retry later.` } };
+				answer = settlementAnswer('not_settled', { message: `The event's key could not be settled (${message}): retry later.` });
 			}
-			if (answer && created.answers) await sendAnswer(hooks, { headers: {}, ...answer });
+			if (answer && created.answers) await sendAnswer(hooks, answer);
 		});
 	}
 	for (const name of credentialHeaders) watch.credentialHeaders.add(name);
-	const source: KeySource = { open: once(openStore), leaseMs };
+	const source: KeySource = { open: once(openStore), leaseMs, holdAtMostMs };
 	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, source);
 }
 
@@ -161,11 +162,8 @@ export function holdWhileRunning(context: IExecuteFunctions, keys: OwnedKeyWithL
 
 type OwnedKeyWithLease = { key: string; ownerToken: string; leaseEndsAt: Date | null };
 
-type Answer = { statusCode: number; body: IDataObject; headers: IDataObject };
-type EndAnswer = { statusCode: number; body: IDataObject; headers?: IDataObject };
-
 /** Answered the way Respond to Webhook answers; n8n keeps only the first answer, and ignores one where no webhook waits for it. */
-async function sendAnswer(hooks: LifecycleHooks, answer: Answer): Promise<void> {
+async function sendAnswer(hooks: LifecycleHooks, answer: ExecutionAnswer): Promise<void> {
 	await hooks.runHook('sendResponse', [answer]).catch(() => undefined);
 }
 
@@ -174,7 +172,7 @@ async function sendAnswer(hooks: LifecycleHooks, answer: Answer): Promise<void> 
  * carrying several events is retried as a whole, so a 2xx for it must wait until every key in it
  * succeeded.
  */
-export async function answerNow(context: IExecuteFunctions, answer: Answer): Promise<void> {
+export async function answerNow(context: IExecuteFunctions, answer: ExecutionAnswer): Promise<void> {
 	const hooks = hooksOf(context);
 	if (hooks) await sendAnswer(hooks, answer);
 }
@@ -182,69 +180,6 @@ export async function answerNow(context: IExecuteFunctions, answer: Answer): Pro
 function once<T>(open: () => Promise<T>): () => Promise<T> {
 	let opened: Promise<T> | undefined;
 	return () => (opened ??= open());
-}
-
-export interface EndOutcomes {
-	complete: Reservation[];
-	fail: Array<{ reservation: Reservation; error: string }>;
-	/**
-	 * Keys held while the execution waits, until `waitTill`, settled when the resumed execution ends;
-	 * or, for an execution stopped while a node still ran (`stopped`), held for their lease.
-	 */
-	hold: Reservation[];
-	waitTill?: Date;
-	stopped?: boolean;
-}
-
-/** What the run's end means for each key it still holds: completed, failed with a reason, or held while it waits. */
-export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
-	const data = run.data as unknown as RunExecutionDataFields & {
-		resultData: { error?: { message?: string; node?: { name?: string } }; lastNodeExecuted?: string };
-	};
-	const status = run.status ?? (data.resultData.error ? 'error' : run.waitTill ? 'waiting' : 'success');
-	const view = executionView(data, workflow);
-	if (status === 'waiting' || run.waitTill) {
-		if (!view) return { complete: [], fail: [], hold: [], waitTill: run.waitTill ?? undefined };
-		return { complete: [], fail: [], hold: unsettledReservations(view), waitTill: run.waitTill ?? undefined };
-	}
-	if (!view) return { complete: [], fail: [], hold: [] };
-	if (status === 'canceled') {
-		// n8n's Stop button and a workflow timeout end the run here at once, while the node that was
-		// running may still be acting (its call in flight): failing the key now would let the provider's
-		// retry run the step beside it. Held for the lease instead, as after a crash.
-		return { complete: [], fail: [], hold: unsettledReservations(view), stopped: true };
-	}
-	const error = data.resultData.error;
-	const failedAt = error ? (error.node?.name ?? data.resultData.lastNodeExecuted) : undefined;
-	const message = error?.message ?? `the execution ended with status "${status}"`;
-	const judgement = judgeExecution(view, failedAt ? { name: failedAt, message } : undefined);
-	const settled = keysSettledByNodes(view.runData, view);
-	const succeeded = status === 'success' && !error;
-	const complete: Reservation[] = [];
-	const fail: Array<{ reservation: Reservation; error: string }> = [];
-	for (const reservation of judgement.reservations.values()) {
-		if (settled.has(reservation.key)) continue;
-		// Work still to run when the execution has ended never runs: a loop that stopped with items left in
-		// it (a branch not wired back) ends the execution as a success.
-		const failure =
-			judgement.failed.get(reservation.id) ??
-			judgement.untracedFailure ??
-			(judgement.pending.has(reservation.id) || judgement.untracedPending
-				? succeeded
-					? "The execution ended before this key's step finished: its items were left unprocessed (a loop that stopped, a branch not wired back)."
-					: `The execution stopped (${failedAt ? `${failedAt}: ` : ''}${message}) before this key's step finished.`
-				: undefined) ??
-			(!succeeded && !failedAt ? `The execution ended with status "${status}" (${message}).` : undefined);
-		if (failure === undefined) complete.push(reservation);
-		else fail.push({ reservation, error: failure });
-	}
-	return { complete, fail, hold: [] };
-}
-
-/** Every key the execution reserved that no node of the package has settled yet. */
-function unsettledReservations(view: NonNullable<ReturnType<typeof executionView>>): Reservation[] {
-	const settledKeys = keysSettledByNodes(view.runData, view);
-	return [...judgeExecution(view).reservations.values()].filter((reservation) => !settledKeys.has(reservation.key));
 }
 
 /** The reserving node's Lease when it is a number in the workflow (a resumed execution does not run it again). */
@@ -257,7 +192,7 @@ function staticLeaseMs(workflow: WorkflowFields, reserveNode: string): number {
  * Settles what the execution still holds; answers 500 when a key it settled failed (the provider
  * retries), and 409 when it starts waiting in queue mode.
  */
-async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefined> {
+async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | undefined> {
 	const outcomes = endOutcomes(run, watch.workflow);
 	const byStore = new Map<
 		StoreOpener,
@@ -268,7 +203,11 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 		if (!source) return undefined;
 		let group = byStore.get(source.open);
 		if (!group) byStore.set(source.open, (group = { complete: [], fail: [], hold: [] }));
-		return { group, leaseMs: source.leaseMs ?? staticLeaseMs(watch.workflow, reserveNode) };
+		return {
+			group,
+			leaseMs: source.leaseMs ?? staticLeaseMs(watch.workflow, reserveNode),
+			holdAtMostMs: Math.min(MAX_HOLD_MS, source.holdAtMostMs ?? MAX_HOLD_MS),
+		};
 	};
 	const owned = (reservation: Reservation) => ({
 		key: reservation.key,
@@ -278,7 +217,7 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	const waitsFor = outcomes.waitTill ? Math.max(0, outcomes.waitTill.getTime() - Date.now()) : 0;
 	for (const reservation of outcomes.hold) {
 		const target = groupOf(reservation.reserveNode);
-		target?.group.hold.push({ ...owned(reservation), holdMs: Math.min(MAX_HOLD_MS, Math.round(waitsFor + target.leaseMs)) });
+		target?.group.hold.push({ ...owned(reservation), holdMs: Math.min(target.holdAtMostMs, Math.round(waitsFor + target.leaseMs)) });
 	}
 	for (const reservation of outcomes.complete) groupOf(reservation.reserveNode)?.group.complete.push(reservation);
 	for (const entry of outcomes.fail) groupOf(entry.reservation.reserveNode)?.group.fail.push(entry);
@@ -315,6 +254,13 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 			'The execution was stopped while a step may still have been running; the event is held until its lease ends, then a retry runs it again.',
 		);
 	}
+	// The trigger's key cannot be settled after the resume (the resumed run has no node of the package), and
+	// the sub-workflow may still act: never failed nor completed, held until the hold ends, and said so now.
+	if (outcomes.waitsThroughSubWorkflow && outcomes.hold.some(answeredByLastNode)) {
+		const message = `The execution waits for the sub-workflow of "${outcomes.waitsThroughSubWorkflow}": nothing settles this event's key after it resumes, so the key is held (In Progress) until its retention ends, and a retry meanwhile does not run the event again. Use the webhook template (Idempotency Reserve, Settle beside the step) for a sub-workflow that waits.`;
+		LoggerProxy.warn(`Idempotency: ${message}`);
+		return inProgressAnswer(message);
+	}
 	// In queue mode n8n answers the delivery 200 when the execution starts waiting, before the resumed
 	// run has done anything: a failure after the wait would never be retried. In progress, then: the
 	// key is held, every copy meanwhile is In Progress too, and the retry after the resumed run ends is
@@ -328,13 +274,11 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<EndAnswer | undefin
 	}
 	if (outcomes.fail.length === 0) {
 		// The trigger answers its own event (n8n waits for this answer): the last node's, as the copies get it.
-		return triggers.length > 0 && outcomes.hold.length === 0 ? { statusCode: 200, body: lastAnswer ?? {} } : undefined;
+		return triggers.length > 0 && outcomes.hold.length === 0 ? settlementAnswer('completed', lastAnswer ?? {}) : undefined;
 	}
-	return {
-		statusCode: 500,
-		headers: { [OUTCOME_HEADER]: 'failed' },
-		body: { message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.` },
-	};
+	return settlementAnswer('failed', {
+		message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.`,
+	});
 }
 
 /** The request the trigger's item carries (its headers and query): what the stored answer must not give away. */
@@ -344,15 +288,6 @@ function triggerRequest(run: IRun, triggers: string[]): { headers?: unknown; que
 		if (json) return { headers: json.headers, query: json.query };
 	}
 	return {};
-}
-
-/** 409 In Progress: the key is held, and the sender should retry later. */
-function inProgressAnswer(message: string, extra: IDataObject = {}): EndAnswer {
-	return {
-		statusCode: 409,
-		headers: { [OUTCOME_HEADER]: 'in_progress' },
-		body: { received: false, inProgress: true, retry: true, ...extra, message },
-	};
 }
 
 /**

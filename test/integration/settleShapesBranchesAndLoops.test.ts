@@ -1,27 +1,16 @@
-import type { INode, INodeParameters, IWorkflowBase } from 'n8n-workflow';
+import type { INode, INodeParameters } from 'n8n-workflow';
 
-import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import {
-	baseNodesInstalled,
-	loadBaseNodeFiles,
-	effects,
-	effectsFor,
-	loadBaseNodes,
-	TestEffect,
-	TestEffectOnce,
-} from '../support/n8nBaseNodes';
-import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
+import { effectsFor } from '../support/n8nBaseNodes';
+import { packageNode } from '../support/n8nEngine';
+import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import {
 	baseNode,
 	effect,
-	inProcessDeliveries,
 	is2xx,
-	keyStatesIn,
 	link,
 	lookup,
 	once,
 	routeSwitch,
-	settleWorkflow,
 	skipIf,
 	toInput,
 	withQueueMode,
@@ -29,57 +18,25 @@ import {
 } from '../support/settleWorkflows';
 
 /*
- * Second red-team pass over the settle rules (after the fixes of settleShapes.test.ts): Switch with
- * several outputs, Merge modes, Loop Over Items with batch size > 1 and an If inside, Execute Workflow
- * in "each item" mode, Aggregate / Split Out, Always Output Data, Stop and Error, a Wait with several
- * keys in queue mode. Same harness: n8n-core's WorkflowExecute, n8n-nodes-base's own nodes, a real
- * Postgres, a provider that redelivers until 2xx. What must hold: one effect per event, no 2xx while
- * a key of the delivery is not completed, no double effect; or a refusal before anything is reserved.
+ * Branches, joins and loops around the business step: Switch with several outputs, Merge modes,
+ * Loop Over Items with batch size > 1 and an If inside, Execute Workflow in "each item" mode,
+ * Aggregate / Split Out, Always Output Data, Stop and Error, a Wait with several keys in queue mode.
+ * The harness is test/support/settleShapes.ts. What must hold: one effect per event, no 2xx while a
+ * key of the delivery is not completed, no double effect; or a refusal before anything is reserved.
  * Rows marked `it.failing` break a rule; the comment above each names the root cause.
  */
 
-const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
-
-const db = postgresSchemaFixture('shapes2', { keyTables: ['processed_events'] });
-
-let base: EngineBase;
-
-/* n8n-nodes-base nodes beyond test/support/n8nBaseNodes.ts ------------------------------------ */
-
-const EXTRA_NODES: Record<string, string> = {
-	'n8n-nodes-base.switch': 'Switch/Switch.node.js',
-	'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
-	'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-	'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js',
-	'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
-};
-
-const loadExtraNodes = () => loadBaseNodeFiles(EXTRA_NODES);
-
-/* Harness ------------------------------------------------------------------------------------ */
-
-const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
-const deliveries = inProcessDeliveries('shapes2', () => base);
-const { deliver, runSubWorkflowsInProcess } = deliveries;
-const { keyState, statuses } = keyStatesIn(db);
-type Body = { id: string } & Record<string, unknown>;
-const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, statuses, maxDeliveries);
-
-beforeAll(() => {
-	if (!baseNodesInstalled()) return;
-	addNodeTypes({
-		...loadBaseNodes(),
-		...loadExtraNodes(),
-		[`${PACKAGE}.testEffect`]: new TestEffect(),
-		[`${PACKAGE}.testEffectOnce`]: new TestEffectOnce(),
-	});
-	base = engineWithUpAndDownCredentials(connectionSettings());
-	runSubWorkflowsInProcess();
+const { workflow, deliveries, keyState, statuses, provider } = shapeHarness('shapes2', {
+	baseNodes: [
+		'n8n-nodes-base.switch',
+		'n8n-nodes-base.aggregate',
+		'n8n-nodes-base.splitOut',
+		'n8n-nodes-base.stopAndError',
+		'n8n-nodes-base.removeDuplicates',
+	],
+	subWorkflows: true,
 });
-
-beforeEach(() => {
-	effects.length = 0;
-});
+const { deliver } = deliveries;
 
 /* Switch / Stop and Error --------------------------------------------------------------------- */
 
@@ -292,7 +249,7 @@ describeWithN8n('Loop Over Items whose Done output leads to the write (enrich in
 	});
 
 	// The enrichment stops the execution at the 3rd key: the 1st and 2nd came back into Loop Over Items and
-	// wait in its node context (`processedItems`) for the Done output, which never runs. executionTrace.ts
+	// wait in its node context (`processedItems`) for the Done output, which never runs. settlement/trace.ts
 	// judgeExecution() judges them pending (traced by their paired items), so they fail with the execution.
 	it('the enrichment stops the execution (default On Error) at the last key: the keys held for the Done output failed, 500; the retry writes each once', async () => {
 		const ids = ['ld_a', 'ld_b', 'ld_c'];
@@ -585,7 +542,7 @@ describeWithN8n('Aggregate and Split Out', () => {
 
 	// Aggregate (all item data) → a batch lookup → Split Out → the charge per event: n8n pairs the aggregated
 	// item to every input item, so each split item traces to every key; each split item still carries its own
-	// key (json.idempotency), and executionTrace.ts Tracer.ofItem narrows its origin to that key. The charge
+	// key (json.idempotency), and settlement/trace.ts Tracer.ofItem narrows its origin to that key. The charge
 	// fails once for ag_b alone: only ag_b failed, the retry charges it alone.
 	it('Aggregate → Split Out → charge per event, the charge fails once for one key: only that key failed, 500; one effect each', async () => {
 		const ids = ['ag_a', 'ag_b', 'ag_c'];

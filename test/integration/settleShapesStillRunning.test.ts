@@ -6,34 +6,12 @@ import {
 	type INodeExecutionData,
 	type INodeParameters,
 	type INodeType,
-	type IWorkflowBase,
 } from 'n8n-workflow';
 
-import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import {
-	baseNodesInstalled,
-	effects,
-	effectsFor,
-	loadBaseNodes,
-	n8nInstallDirectory,
-	TestEffect,
-	TestEffectOnce,
-} from '../support/n8nBaseNodes';
-import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, packageNode, type EngineBase } from '../support/n8nEngine';
-import {
-	baseNode,
-	effect,
-	inProcessDeliveries,
-	is2xx,
-	keyStatesIn,
-	link,
-	settleWorkflow,
-	skipIf,
-	toInput,
-	withQueueMode,
-	type Delivery,
-	type Shape,
-} from '../support/settleWorkflows';
+import { effects, effectsFor } from '../support/n8nBaseNodes';
+import { packageNode } from '../support/n8nEngine';
+import { describeWithN8n, shapeHarness } from '../support/settleShapes';
+import { baseNode, effect, is2xx, link, skipIf, toInput, withQueueMode, type Delivery, type Shape } from '../support/settleWorkflows';
 
 /*
  * Shapes found by trying to break the settle rules: several events in one delivery with some still
@@ -44,15 +22,6 @@ import {
  * answer is not 2xx, and checks what must hold: one effect per event, no 2xx answered for a
  * delivery one of whose keys is not completed (a lost event), no double effect.
  */
-
-const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
-if (!baseNodesInstalled()) {
-	console.warn(`settleShapes: n8n-nodes-base is not installed at ${n8nInstallDirectory()}: run scripts/ensure-n8n.sh first. Skipped.`);
-}
-
-const db = postgresSchemaFixture('shapes', { keyTables: ['processed_events'] });
-
-let base: EngineBase;
 
 const wait = (name: string, y: number, hours = 1, extra: Partial<INode> = {}) =>
 	baseNode(name, 'wait', 1.1, { resume: 'timeInterval', amount: hours, unit: 'hours' }, y, extra);
@@ -162,12 +131,14 @@ class TestBatchEffect implements INodeType {
 
 /* Harness ------------------------------------------------------------------------------------ */
 
-const workflow = (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape);
-const deliveries = inProcessDeliveries('shapes', () => base);
+const { workflow, deliveries, keyState, statuses, provider } = shapeHarness('shapes', {
+	testNodes: {
+		testCodeNoPairing: new TestCodeNoPairing(),
+		testBatchEffect: new TestBatchEffect(),
+		testGroupNoPairing: new TestGroupNoPairing(),
+	},
+});
 const { deliver, runToEnd } = deliveries;
-const { keyState, statuses } = keyStatesIn(db);
-const provider = (data: IWorkflowBase, bodies: Array<{ id: string; skip?: boolean }>, maxDeliveries = 6) =>
-	deliveries.provider(data, bodies, statuses, maxDeliveries);
 
 /** Why Reserve refused the delivery: the error on its first Not Reserved item (its last output). */
 function refusal(delivery: Delivery): string | undefined {
@@ -175,21 +146,7 @@ function refusal(delivery: Delivery): string | undefined {
 	return (outputs[outputs.length - 1]?.[0]?.json as { error?: string } | undefined)?.error;
 }
 
-beforeAll(() => {
-	if (!baseNodesInstalled()) return;
-	addNodeTypes({
-		...loadBaseNodes(),
-		[`${PACKAGE}.testEffect`]: new TestEffect(),
-		[`${PACKAGE}.testEffectOnce`]: new TestEffectOnce(),
-		[`${PACKAGE}.testCodeNoPairing`]: new TestCodeNoPairing(),
-		[`${PACKAGE}.testBatchEffect`]: new TestBatchEffect(),
-		[`${PACKAGE}.testGroupNoPairing`]: new TestGroupNoPairing(),
-	});
-	base = engineWithUpAndDownCredentials(connectionSettings());
-});
-
 beforeEach(() => {
-	effects.length = 0;
 	batchAttempts = 0;
 });
 
@@ -523,7 +480,7 @@ describeWithN8n('a Wait in queue mode', () => {
 
 describeWithN8n('items whose pairing is lost', () => {
 	// The Code nodes continue on error: several events reach them together (Reserve refuses a node that would
-	// stop the workflow for all of them, settleShapes2.test.ts).
+	// stop the workflow for all of them, settleShapesBranchesAndLoops.test.ts).
 	// A Code node ("Run Once for All Items") aggregating the events into one item without pairedItem: n8n-core's
 	// assignPairedItems pairs that item to input item 0 only. The trace reads it as coming from every input item,
 	// so the batch write's failure fails every key, not the first alone (the others would be completed unwritten).

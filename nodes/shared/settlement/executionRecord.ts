@@ -1,7 +1,15 @@
-import { NodeOperationError, type IConnections, type IExecuteFunctions, type INode, type IRunData } from 'n8n-workflow';
+import {
+	NodeOperationError,
+	type IConnections,
+	type IExecuteFunctions,
+	type INode,
+	type INodeExecutionData,
+	type IRunData,
+	type ISourceData,
+} from 'n8n-workflow';
 
-import type { ExecutionView, PendingWork } from './executionTrace';
 import { describerOf, mayWait } from './nodeKinds';
+import { N8N_REFUSALS } from './refusals';
 
 /**
  * What n8n itself recorded about the current execution: every node run so far (its outputs, its
@@ -23,13 +31,21 @@ export interface ExecutionRecord {
 	waits?(node: INode): boolean;
 }
 
-/** n8n's node types whose behaviour the settle rules read. */
-export const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
-export const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
+/** What remains of the execution besides its finished node runs: the work n8n has not run yet. */
+export interface PendingWork {
+	nodeExecutionStack?: Array<{
+		node: { name: string; type: string };
+		data: { main?: Array<INodeExecutionData[] | null> };
+		source: { main?: Array<ISourceData | null> } | null;
+	}>;
+	waitingExecution?: Record<string, Record<string, { main?: Array<INodeExecutionData[] | null> }>>;
+	waitingExecutionSource?: Record<string, Record<string, { main?: Array<ISourceData | null> }> | null>;
+	contextData?: Record<string, unknown>;
+}
 
-/** What a node does when it fails, by n8n's own rule: On Error when it is set, else the legacy Continue On Fail (the regular output). */
-export function onErrorOf(node: Pick<INode, 'onError' | 'continueOnFail'>): NonNullable<INode['onError']> {
-	return node.onError ?? (node.continueOnFail === true ? 'continueRegularOutput' : 'stopWorkflow');
+/** The record of an execution that ran (or runs): its node runs and the work still to run. */
+export interface ExecutionView extends ExecutionRecord {
+	readonly pending: PendingWork;
 }
 
 /** The part of n8n's run data (IRunExecutionData) the package reads. */
@@ -54,11 +70,8 @@ export function readExecutionRecord(context: IExecuteFunctions): ExecutionView {
 	const fields = context as unknown as ExecuteContextFields;
 	const view = executionView(fields.runExecutionData, fields.workflow);
 	if (!view) {
-		throw new NodeOperationError(
-			context.getNode(),
-			"This n8n version does not let the node read the execution's record, so it cannot tell whether the business step succeeded; nothing was settled.",
-			{ description: "Use Complete on the business step's success output and Mark Failed on its error output instead." },
-		);
+		const { message, description } = N8N_REFUSALS.noExecutionRecord;
+		throw new NodeOperationError(context.getNode(), message, { description });
 	}
 	return view;
 }

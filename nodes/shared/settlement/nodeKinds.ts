@@ -1,0 +1,276 @@
+import { SEND_AND_WAIT_OPERATION, type INode, type INodeParameters, type INodeTypeDescription } from 'n8n-workflow';
+
+/*
+ * What kind of node a workflow node is, for every settlement rule: the one registry. Where n8n
+ * declares it in a node type's description (a node that waits declares a webhook that resumes the
+ * execution) it is read from there, so a community node or a new n8n node that declares the same is
+ * treated the same. The rest is named here once: the package's own node types, and the few n8n nodes
+ * whose behaviour the rules read and which n8n declares nothing about.
+ */
+
+/** A workflow node as the rules see it (an INode, or n8n's summary of one from getChildNodes). */
+export interface NodeRef {
+	name: string;
+	type: string;
+	typeVersion?: number;
+	disabled?: boolean;
+	parameters?: INodeParameters;
+}
+
+/* The package's own nodes --------------------------------------------------------------------- */
+
+// By the end of the type name: the package name before it is another one in development builds.
+const RESERVE_TYPE_SUFFIX = '.idempotencyReserve';
+const KEY_TYPE_SUFFIX = '.idempotencyKey';
+const TRIGGER_TYPE_SUFFIX = '.idempotentWebhook';
+const ORDER_GUARD_TYPE_SUFFIX = '.idempotencyOrderGuard';
+const PACKAGE_TYPE_SUFFIXES = [
+	RESERVE_TYPE_SUFFIX,
+	KEY_TYPE_SUFFIX,
+	TRIGGER_TYPE_SUFFIX,
+	ORDER_GUARD_TYPE_SUFFIX,
+	'.idempotencyExecuteQuery',
+	'.webhookSignatureVerify',
+];
+
+/** The Idempotency Key operations that settle the key they name. */
+const SETTLING_OPERATIONS = new Set(['settle', 'complete', 'fail', 'release']);
+
+export function isReserveType(type: string | undefined): boolean {
+	return type?.endsWith(RESERVE_TYPE_SUFFIX) === true;
+}
+
+export function isKeyType(type: string | undefined): boolean {
+	return type?.endsWith(KEY_TYPE_SUFFIX) === true;
+}
+
+/** The Idempotent Webhook trigger: its one item is the new event it reserved, and the workflow's last node answers it. */
+export function isTriggerType(type: string | undefined): boolean {
+	return type?.endsWith(TRIGGER_TYPE_SUFFIX) === true;
+}
+
+/** A node of this package: it settles, routes or verifies, and handles its own failures where it runs. */
+export function isPackageType(type: string): boolean {
+	return PACKAGE_TYPE_SUFFIXES.some((suffix) => type.endsWith(suffix));
+}
+
+/** The package's nodes that reserve a key or settle one: they are no part of any key's step. */
+export function isReservingOrSettlingType(type: string | undefined): boolean {
+	return isReserveType(type) || isKeyType(type) || isTriggerType(type);
+}
+
+/**
+ * A node whose first output holds the keys it reserved: Idempotency Reserve (New), Claim for Replay
+ * (Claimed), the Idempotent Webhook trigger (its event).
+ */
+export function isReservingNode(node: Pick<NodeRef, 'type' | 'parameters'> | undefined): boolean {
+	if (!node) return false;
+	return isReserveType(node.type) || isTriggerType(node.type) || (isKeyType(node.type) && node.parameters?.operation === 'claimForReplay');
+}
+
+/** A node whose first output feeds a business step: a reserving node, or Order Guard (Newer). */
+export function feedsBusinessStep(type: string | undefined): boolean {
+	return type !== undefined && (isReserveType(type) || isKeyType(type) || type.endsWith(ORDER_GUARD_TYPE_SUFFIX));
+}
+
+/**
+ * A node that checks its wiring when it runs, before it reserves or claims (its keys leave by
+ * output 0): Reserve and Claim for Replay (the reserving nodes but the trigger), and Order Guard.
+ */
+export function checksWiringWhenItRuns(node: NodeRef): boolean {
+	return (isReservingNode(node) && !isTriggerType(node.type)) || node.type.endsWith(ORDER_GUARD_TYPE_SUFFIX);
+}
+
+/** An enabled Idempotency Key node set to Settle After Business Step (a workflow node or n8n's summary of one). */
+export function isSettleNode(node: Pick<NodeRef, 'type' | 'parameters' | 'disabled'> | undefined): boolean {
+	return node !== undefined && isKeyType(node.type) && node.parameters?.operation === 'settle' && node.disabled !== true;
+}
+
+/** An Idempotency Key node stops a walk through the business step: it settles, it is not part of the step. */
+export function endsBusinessStep(node: NodeRef): boolean {
+	return isKeyType(node.type);
+}
+
+/** Whether an Idempotency Key operation settles the key it names (Settle, Complete, Mark Failed, Release). */
+export function isSettlingOperation(operation: unknown): boolean {
+	return SETTLING_OPERATIONS.has(String(operation));
+}
+
+/* What a node does when it fails ------------------------------------------------------------- */
+
+/** What a node does when it fails, by n8n's own rule: On Error when it is set, else the legacy Continue On Fail (the regular output). */
+export function onErrorOf(node: Pick<INode, 'onError' | 'continueOnFail'>): NonNullable<INode['onError']> {
+	return node.onError ?? (node.continueOnFail === true ? 'continueRegularOutput' : 'stopWorkflow');
+}
+
+/** Whether a node continues on error (n8n's continueOnFail): its failures are items, not the end of the run. */
+export function continuesOnError(node: Pick<INode, 'onError' | 'continueOnFail'>): boolean {
+	return onErrorOf(node) !== 'stopWorkflow';
+}
+
+/* Nodes that wait, as n8n declares it --------------------------------------------------------- */
+
+/** The parts of a node type's description the rules read. */
+export type NodeTypeFacts = Pick<INodeTypeDescription, 'webhooks' | 'properties'>;
+
+/** The description n8n has for a node's type and version; undefined when n8n does not say. */
+export type DescribeNode = (node: NodeRef) => NodeTypeFacts | undefined;
+
+/** Used only when n8n's node types cannot be read: n8n's own nodes known to wait. */
+const WAITS_WHEN_UNDESCRIBED = new Set(['n8n-nodes-base.wait', 'n8n-nodes-base.form']);
+
+/**
+ * Whether the node may put the execution to wait and have it resumed later, as a new run without
+ * the nodes before it: n8n marks every node that resumes an execution by a webhook with
+ * `restartWebhook` (Wait, Form, and the Send and Wait operation of Slack, Gmail, Email, Teams,
+ * Telegram, Discord, …). A node whose waiting is one operation among others (`sendAndWait`) waits
+ * only with that operation, or with an operation n8n computes per run (an expression).
+ */
+export function mayWait(node: NodeRef, describe: DescribeNode | undefined): boolean {
+	const description = describe?.(node);
+	if (!description) return WAITS_WHEN_UNDESCRIBED.has(node.type);
+	if (!(description.webhooks ?? []).some((webhook) => webhook.restartWebhook === true)) return false;
+	const waitingIsAnOperation = (description.properties ?? []).some(
+		(property) =>
+			property.name === 'operation' &&
+			(property.options ?? []).some((option) => 'value' in option && option.value === SEND_AND_WAIT_OPERATION),
+	);
+	if (!waitingIsAnOperation) return true;
+	const operation = node.parameters?.operation;
+	return typeof operation !== 'string' || operation === SEND_AND_WAIT_OPERATION || operation.startsWith('=');
+}
+
+/** n8n's node types as a Workflow object keeps them (n8n-core's contexts hold the workflow). */
+interface NodeTypesHolder {
+	nodeTypes?: { getByNameAndVersion?: (type: string, version?: number) => { description?: NodeTypeFacts } | undefined };
+}
+
+/** Reads descriptions from n8n's Workflow object; undefined when it has no node types to ask. */
+export function describerOf(workflow: unknown): DescribeNode | undefined {
+	const nodeTypes = (workflow as NodeTypesHolder | undefined)?.nodeTypes;
+	const lookup = nodeTypes?.getByNameAndVersion;
+	if (typeof lookup !== 'function') return undefined;
+	return (node) => {
+		try {
+			return lookup.call(nodeTypes, node.type, node.typeVersion)?.description;
+		} catch {
+			// A type n8n does not know (a node of an uninstalled package): nothing is declared.
+			return undefined;
+		}
+	};
+}
+
+/* n8n's nodes whose behaviour the rules read (n8n declares nothing about it) -------------------- */
+
+export const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
+/** Loop Over Items. */
+export const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
+export const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
+export const SPLIT_OUT_TYPE = 'n8n-nodes-base.splitOut';
+const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
+const AGGREGATE_TYPE = 'n8n-nodes-base.aggregate';
+const SUMMARIZE_TYPE = 'n8n-nodes-base.summarize';
+const REMOVE_DUPLICATES_TYPE = 'n8n-nodes-base.removeDuplicates';
+const SEEN_IN_PREVIOUS_EXECUTIONS = 'removeItemsSeenInPreviousExecutions';
+// n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
+// that depends on one event's data.
+const NEVER_FAILING_TYPES = new Set(
+	['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'removeDuplicates', 'aggregate', 'stopAndError', 'wait', 'form'].map(
+		(name) => `n8n-nodes-base.${name}`,
+	),
+);
+// n8n's nodes that route or reshape items: no effect, but they can fail on one event's data (a Switch
+// output out of range, an If with strict types, an expression).
+const ROUTING_TYPES = new Set(
+	['if', 'switch', 'filter', 'set', 'splitOut', 'summarize', 'renameKeys'].map((name) => `n8n-nodes-base.${name}`),
+);
+// The field in which the package's nodes give each item its key.
+const KEY_FIELD = 'idempotency';
+
+/** A node that routes or reshapes items: no effect, but it can fail on one event's data. */
+export function isRouting(node: NodeRef): boolean {
+	return ROUTING_TYPES.has(node.type);
+}
+
+/** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */
+export function failsAllOrNothing(node: NodeRef & { typeVersion: number }): boolean {
+	if (isPackageType(node.type) || NEVER_FAILING_TYPES.has(node.type)) return true;
+	if (node.type !== POSTGRES_TYPE) return false;
+	// Version 1 names the batching "mode" (default: one query for all items); version 2 "Query Batching".
+	if (node.typeVersion < 2)
+		return ['multiple', 'transaction', undefined].includes((node.parameters?.additionalFields as { mode?: string } | undefined)?.mode);
+	return (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching !== 'independently';
+}
+
+/** Whether a node may act outside n8n (a Postgres node writes, even all or nothing). */
+export function mayHaveEffect(node: NodeRef & { typeVersion: number }): boolean {
+	if (node.type === POSTGRES_TYPE) return true;
+	return !failsAllOrNothing(node) && !isRouting(node);
+}
+
+/**
+ * A node that joins several items into one that keeps none of their keys (the `idempotency` field):
+ * Aggregate at Individual Fields (its default) or keeping only some fields, Summarize.
+ */
+export function joinsWithoutKeys(node: NodeRef): boolean {
+	if (node.type === SUMMARIZE_TYPE) return true;
+	if (node.type !== AGGREGATE_TYPE) return false;
+	const parameters = node.parameters ?? {};
+	if ((parameters.aggregate ?? 'aggregateIndividualFields') !== 'aggregateAllItemData') return true;
+	const fields = (name: string) =>
+		String(parameters[name] ?? '')
+			.split(',')
+			.map((field) => field.trim());
+	if (parameters.include === 'specifiedFields') return !fields('fieldsToInclude').includes(KEY_FIELD);
+	if (parameters.include === 'allFieldsExcept') return fields('fieldsToExclude').includes(KEY_FIELD);
+	return false;
+}
+
+/**
+ * Whether the node drops items it saw in an earlier execution: Remove Duplicates at *Remove Items
+ * Processed in Previous Executions* (or an operation set by an expression). It records an event as
+ * seen when the event passes it, whatever happens to it next, so the provider's retry of an event
+ * whose step failed would be dropped there and the event lost. n8n declares nothing about this in a
+ * node type's description; its deduplication store is used by this node alone.
+ */
+export function dropsItemsSeenBefore(node: NodeRef): boolean {
+	if (node.type !== REMOVE_DUPLICATES_TYPE) return false;
+	const operation = node.parameters?.operation;
+	return operation === SEEN_IN_PREVIOUS_EXECUTIONS || (typeof operation === 'string' && operation.startsWith('='));
+}
+
+/** An Execute Workflow node whose "Wait For Sub-Workflow Completion" is off, or an expression n8n evaluates per item. */
+export function mayNotWaitForSubWorkflow(node: NodeRef): boolean {
+	if (node.type !== EXECUTE_WORKFLOW_TYPE) return false;
+	const wait = (node.parameters?.options as { waitForSubWorkflow?: unknown } | undefined)?.waitForSubWorkflow;
+	return wait === false || (typeof wait === 'string' && wait.startsWith('='));
+}
+
+/**
+ * Before 1.3, Execute Workflow run for each item puts item i's error on its output i, and n8n-core's
+ * error-output split overwrites those outputs: the failure vanishes from the run and the key completes.
+ */
+export function losesEachItemFailures(node: INode): boolean {
+	return (
+		node.type === EXECUTE_WORKFLOW_TYPE &&
+		node.typeVersion < 1.3 &&
+		node.parameters?.mode === 'each' &&
+		onErrorOf(node) === 'continueErrorOutput'
+	);
+}
+
+/** The nodes of the sub-workflow an Execute Workflow node defines in its own parameters (Source "Define Below"). */
+export function inlineSubWorkflowNodes(node: NodeRef): NodeRef[] {
+	if (node.type !== EXECUTE_WORKFLOW_TYPE || node.parameters?.source !== 'parameter') return [];
+	const json = node.parameters.workflowJson;
+	if (typeof json !== 'string' || json.startsWith('=')) return [];
+	try {
+		const nodes = (JSON.parse(json) as { nodes?: unknown }).nodes;
+		return Array.isArray(nodes)
+			? nodes.filter((inner): inner is NodeRef => typeof inner?.name === 'string' && typeof inner?.type === 'string')
+			: [];
+	} catch {
+		// Not JSON: n8n refuses to run it, before any step.
+		return [];
+	}
+}

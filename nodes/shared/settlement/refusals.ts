@@ -1,0 +1,89 @@
+/*
+ * Every wiring the package refuses, and why, in the words the user reads: each reason once, with
+ * the facts it names. The rules that find them are in wiring.ts; a refusal found before anything is
+ * reserved (or, behind the trigger, before the workflow is published) costs nothing, one found
+ * later may follow an effect.
+ */
+
+/** A refusal of the wiring, found before anything is reserved or claimed. */
+export class UnsafeSettleWiringError extends Error {}
+
+const SET_CONTINUE_ERROR_OUTPUT = 'Set its Settings → On Error to "Continue (using error output)"';
+
+/** Each reason, by name, with the facts its message names. */
+export const REFUSALS = {
+	severalSettles: ({ self, settles }: { self: string; settles: string[] }) =>
+		`Several Settle nodes hang off one output of "${self}" (${settles.map((name) => `"${name}"`).join(', ')}): keep one.`,
+	legacyExecutionOrder: ({ settle }: { settle: string }) =>
+		`"${settle}" needs the workflow setting Execution Order "v1 (recommended)" (Workflow Settings): with the legacy order n8n may run it before the business step has finished.`,
+	noStepBesideSettle: ({ self, settle }: { self: string; settle: string }) =>
+		`No business step is connected beside "${settle}": connect your business step to the same output of "${self}", above it.`,
+	respondInsideStep: ({ node, settle }: { node: string; settle: string }) =>
+		`"${node}" answers the webhook from inside the business step: remove it; "${settle}" answers once it knows whether the step succeeded.`,
+	twoWaits: ({ first, second }: { first: string; second: string }) =>
+		`"${first}" and "${second}" both make the execution wait: the key is held only through the first wait, so a retry during the next one would run the step again. Keep one Wait in the business step (one Wait for the whole time).`,
+	waitInLoop: ({ wait }: { wait: string }) =>
+		`"${wait}" is inside a loop, so it can make the execution wait more than once: the key is held only through the first wait, so a retry during the next one would run the step again. Move the Wait out of the loop, before or after it.`,
+	waitFedTwice: ({ wait, feeds }: { wait: string; feeds: number }) =>
+		`"${wait}" is fed by ${feeds} connections, so it can make the execution wait more than once: the key is held only through the first wait, so a retry during the next one would run the step again. Give it one incoming connection (a Merge before it).`,
+	waitAfterJoin: ({ wait, join }: { wait: string; join: string }) =>
+		`"${wait}" comes after "${join}", which has several inputs: n8n may run "${join}" after Settle, and then nothing would settle the key once the wait ends. Put the Wait before "${join}", or at the start of the business step.`,
+	settleAboveStep: ({ settle, head, wait }: { settle: string; head: string; wait: string }) =>
+		`"${settle}" sits above "${head}" on the canvas (or level with it and not to its right), so n8n runs it before the business step, and "${wait}" makes the execution wait: nothing would settle the key after the wait. Move "${settle}" below the business step's first nodes.`,
+	dropsRetries: ({ node }: { node: string }) =>
+		`"${node}" removes items processed in previous executions: it records an event as seen before the step has run, so the provider's retry of an event whose step failed would be dropped there and the event lost. Copies of an event are already answered without running the step: set its Operation to "Remove Items Repeated Within Current Input", or remove it.`,
+	subWorkflowNotWaitedFor: ({ node }: { node: string }) =>
+		`"${node}" may start a sub-workflow without waiting for it (its option "Wait For Sub-Workflow Completion" is off, or an expression), so its failure would never reach this execution and the key would be completed: turn the option on.`,
+	eachItemFailuresLost: ({ node, version }: { node: string; version: number }) =>
+		`"${node}" runs the sub-workflow for each item with On Error "Continue (using error output)" in a version of the node (${version}) whose failures n8n loses: a failed item would complete its key. Replace it with a new Execute Workflow node (version 1.3 or later).`,
+	waitAtErrorOutput: ({ wait }: { wait: string }) =>
+		`"${wait}" is set to On Error "Continue (using error output)": when its wait ends n8n resumes it without its items, so the rest of the step would never run and the key would be completed. Set its Settings → On Error to "Stop Workflow" or "Continue (regular output)".`,
+	waitWithSettleAfter: ({ wait, self }: { wait: string; self: string }) =>
+		`"${wait}" makes the execution wait, and Settle is chained after the step: if the step then fails, no item reaches Settle and nothing would settle the key in the resumed execution. Connect Settle beside the step, to the same output of "${self}".`,
+	stopsAfterWait: ({ node, wait }: { node: string; wait: string }) =>
+		`"${node}" runs after "${wait}" and stops the workflow when it fails: the execution resumed after the wait would end before any Idempotency node runs, and the key would stay reserved until its lease ends. ${SET_CONTINUE_ERROR_OUTPUT} and settle after it.`,
+	eventsTogether: ({ node, events, after }: { node: string; events: number; after?: string }) =>
+		`"${node}" gets the ${events} events of this run together${after ? ` after "${after}"` : ''} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. ${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected), or put Loop Over Items (batch size 1) before it.`,
+	executeOnceAfterEffect: ({ node, effect, events }: { node: string; effect: string; events: number }) =>
+		`"${node}" is set to Execute Once and comes after "${effect}": it runs once for the ${events} events of this run, so if it failed, it would fail for all of them, after "${effect}" had done its work for each, and the provider's retry would do that again. Move "${node}" before "${effect}", or turn off its Execute Once setting.`,
+	splitFromKeylessJoin: ({ node, split, join, events }: { node: string; split: string; join: string; events: number }) =>
+		`"${node}" gets the items "${split}" splits out of "${join}", which joins the ${events} events of this run without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join}" to aggregate All Item Data, which keeps each event's key.`,
+
+	// Behind the Idempotent Webhook trigger: the key of its event must follow what happens.
+	waitsBehindTrigger: ({ node }: { node: string }) =>
+		`"${node}" makes the execution wait (n8n resumes it later as a new run), and the key of an event this trigger started cannot be settled after a wait.`,
+	subWorkflowWaitsBehindTrigger: ({ node, inner }: { node: string; inner: string }) =>
+		`"${node}" runs a sub-workflow whose node "${inner}" makes the execution wait (n8n resumes it later as a new run), and the key of an event this trigger started cannot be settled after a wait.`,
+	respondBehindTrigger: ({ node }: { node: string }) =>
+		`"${node}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`,
+	refusedDownstream: ({ node, reason }: { node: string; reason: string }) =>
+		`"${node}" would refuse every event after the nodes before it had run: ${reason}`,
+} as const;
+
+export type RefusalReason = keyof typeof REFUSALS;
+
+/** The refusal for one reason, as the error the wiring checks throw. */
+export function refusal<R extends RefusalReason>(reason: R, facts: Parameters<(typeof REFUSALS)[R]>[0]): UnsafeSettleWiringError {
+	return new UnsafeSettleWiringError((REFUSALS[reason] as (facts: Parameters<(typeof REFUSALS)[R]>[0]) => string)(facts));
+}
+
+/** What the trigger adds to a refusal: where it was found, and the fix for the whole workflow. */
+export const TRIGGER_REFUSAL = {
+	atPublish: (reason: string) => `${reason} The workflow was not published.`,
+	atRun: (reason: string) => `${reason} Nothing ran; the key is marked failed.`,
+	fix: 'Change the workflow as the message says, or use the webhook template (Idempotency Reserve and Settle) for a workflow that waits or answers with Respond to Webhook.',
+} as const;
+
+/** Refusals of an n8n that does not give the package what the rules read: nothing is reserved or settled on a guess. */
+export const N8N_REFUSALS = {
+	noExecutionEnd: {
+		message:
+			'This n8n version does not let the node learn how the execution ends, so it could not settle the key by what happened. Nothing was reserved.',
+		description: 'The package supports the n8n versions its README lists.',
+	},
+	noExecutionRecord: {
+		message:
+			"This n8n version does not let the node read the execution's record, so it cannot tell whether the business step succeeded; nothing was settled.",
+		description: "Use Complete on the business step's success output and Mark Failed on its error output instead.",
+	},
+} as const;

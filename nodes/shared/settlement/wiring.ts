@@ -1,0 +1,278 @@
+import type { IExecuteFunctions, INode } from 'n8n-workflow';
+
+import { toNodeError } from '../nodeError';
+import { readExecutionRecord, type ExecutionRecord } from './executionRecord';
+import { allTargets, downstreamOf, enabledTargets, feedsOf, inputIndexes, ranBefore, targets } from './graph';
+import {
+	checksWiringWhenItRuns,
+	continuesOnError,
+	dropsItemsSeenBefore,
+	endsBusinessStep,
+	failsAllOrNothing,
+	inlineSubWorkflowNodes,
+	isRouting,
+	isSettleNode,
+	joinsWithoutKeys,
+	LOOP_TYPE,
+	losesEachItemFailures,
+	mayHaveEffect,
+	mayNotWaitForSubWorkflow,
+	mayWait,
+	onErrorOf,
+	RESPOND_TYPE,
+	SPLIT_OUT_TYPE,
+	type DescribeNode,
+	type NodeRef,
+} from './nodeKinds';
+import { refusal, REFUSALS, type RefusalReason } from './refusals';
+
+/*
+ * The wirings whose keys the package could not settle by what happened, judged on the workflow
+ * before anything runs: by the node that feeds a business step (Reserve's New, Order Guard's Newer,
+ * Claim for Replay's Claimed) before it reserves or claims, and by the Idempotent Webhook trigger
+ * when the workflow is published and at its first step. Refused there, nothing has happened yet;
+ * found later, the effect may already have run. The reasons, in words, are in refusals.ts.
+ */
+
+export function assertSafeSettleWiring(context: IExecuteFunctions, output: number): void {
+	const self = context.getNode().name;
+	let record: ExecutionRecord;
+	try {
+		record = readExecutionRecord(context);
+	} catch (error) {
+		// Without n8n's record no wiring can be judged: refuse only where a Settle node would need it.
+		const downstream = context.getChildNodes(self, { includeNodeParameters: true });
+		if (!downstream.some(isSettleNode)) return;
+		throw toNodeError(context.getNode(), error);
+	}
+	checkSettleWiring(record, self, output);
+	checkOutcomeVisible(record, self, output);
+	checkEventsApart(record, self, output, context.getInputData().length);
+}
+
+/** Throws UnsafeSettleWiringError naming the fix; returns quietly when no Settle node hangs off the output. */
+export function checkSettleWiring(record: ExecutionRecord, self: string, output: number): void {
+	const children = enabledTargets(record, self, output);
+	const settles = children.filter(isSettleNode);
+	if (settles.length === 0) return;
+	if (settles.length > 1) throw refusal('severalSettles', { self, settles: settles.map((node) => node.name) });
+	const [settle] = settles;
+	if (record.executionOrder !== 'v1') throw refusal('legacyExecutionOrder', { settle: settle.name });
+	// A disabled node passes its items on: the step may start behind one.
+	const steps = targets(record, self, output).filter((node) => node.name !== settle.name);
+	if (steps.length === 0) throw refusal('noStepBesideSettle', { self, settle: settle.name });
+	for (const node of downstreamOf(record, steps, new Set([self, settle.name]))) {
+		if (node.type === RESPOND_TYPE) throw refusal('respondInsideStep', { node: node.name, settle: settle.name });
+	}
+}
+
+/**
+ * Throws UnsafeSettleWiringError, before anything is reserved, for a business step whose outcome
+ * the package could not learn: a sub-workflow started without waiting for it (its failure never
+ * reaches this execution), a node that drops the provider's retries (it keeps what it saw across
+ * executions), and any wiring that lets a resumed run end, or wait again, without a node of the
+ * package running in it (nothing would settle the key, or extend its hold): a node after a Wait
+ * that stops the execution when it fails, a Wait that can run more than once, Settle run before
+ * the step.
+ */
+export function checkOutcomeVisible(record: ExecutionRecord, self: string, output: number): void {
+	const step = downstreamOf(record, targets(record, self, output), new Set([self]), endsBusinessStep);
+	const settleBeside = enabledTargets(record, self, output).some(isSettleNode);
+	const settleAfter = !settleBeside && downstreamOf(record, targets(record, self, output), new Set([self])).some(isSettleNode);
+	const waits = step.filter((node) => waitsIn(record, node));
+	// Only the run that starts waiting holds the key; a later run that waits again has no node of the package in it.
+	if (waits.length > 1) throw refusal('twoWaits', { first: waits[0].name, second: waits[1].name });
+	for (const node of waits) {
+		if (downstreamOf(record, allTargets(record, node.name), new Set([self]), endsBusinessStep).some((after) => after.name === node.name))
+			throw refusal('waitInLoop', { wait: node.name });
+		const feeds = feedsOf(record, node.name);
+		if (feeds.length > 1) throw refusal('waitFedTwice', { wait: node.name, feeds: feeds.length });
+		// n8n runs a node with several inputs (a Merge) once nothing else is left when one input has no data:
+		// after Settle, so the Wait behind it would start with Settle already passed, and nothing would settle after it.
+		const joining = step.find(
+			(candidate) =>
+				inputIndexes(record, candidate.name).size > 1 &&
+				downstreamOf(record, allTargets(record, candidate.name), new Set([self]), endsBusinessStep).some(
+					(after) => after.name === node.name,
+				),
+		);
+		if (joining) throw refusal('waitAfterJoin', { wait: node.name, join: joining.name });
+		if (settleBeside) assertSettleRunsAfterStep(record, self, output, node);
+	}
+	// Before the reserving node too: a retry dropped on its way to it never reaches the step either.
+	const reserving = record.node(self);
+	const dropping = [...step, ...(reserving ? ranBefore(record, self, reserving) : [])].find(dropsItemsSeenBefore);
+	if (dropping) throw refusal('dropsRetries', { node: dropping.name });
+	for (const node of step) {
+		if (mayNotWaitForSubWorkflow(node)) throw refusal('subWorkflowNotWaitedFor', { node: node.name });
+		if (losesEachItemFailures(node)) throw refusal('eachItemFailuresLost', { node: node.name, version: node.typeVersion });
+		if (!waitsIn(record, node)) continue;
+		// n8n-core's error-output split empties the input array the waiting node passed on, and that
+		// array is what n8n saves to resume from: the resumed run has no items and nothing runs.
+		if (onErrorOf(node) === 'continueErrorOutput') throw refusal('waitAtErrorOutput', { wait: node.name });
+		if (settleAfter) throw refusal('waitWithSettleAfter', { wait: node.name, self });
+		for (const after of downstreamOf(record, targets(record, node.name, 0), new Set([self, node.name]), endsBusinessStep)) {
+			if (!continuesOnError(after)) throw refusal('stopsAfterWait', { node: after.name, wait: node.name });
+		}
+	}
+}
+
+/**
+ * Throws UnsafeSettleWiringError, before anything is reserved, when several events of one run would
+ * reach a node of the step together that stops the workflow when it fails (n8n's default On Error)
+ * and the package settles their keys. n8n records such a node's failure for all the items it was
+ * given, not which of them it had already done: every one of those keys has to be failed, and the
+ * retry would repeat the effects done for the others. Not refused: nodes that cannot fail on one
+ * event's data (No Operation, Merge, Loop Over Items…; Stop and Error, whose failure is the point),
+ * nodes that route or reshape items while no node that may have an effect ran before them, a
+ * Postgres node sending its items as one query or one transaction (all or nothing), and nodes that
+ * every path from the reserving node reaches through Loop Over Items with batch size 1 (one event at
+ * a time). Continuing on error, or Loop Over Items, does not make a failure one event's where the
+ * node's items do not stand for one event each (checkSplitFromKeylessJoin, checkExecuteOnce).
+ */
+export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
+	if (events < 2) return;
+	const heads = targets(record, self, output);
+	const settled =
+		enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
+	if (!settled) return;
+	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
+	const oneAtATime = oneEventAtATime(record, self, step);
+	for (const node of step) {
+		if (failsAllOrNothing(node)) continue;
+		checkSplitFromKeylessJoin(record, self, node, events);
+		if (oneAtATime.has(node.name)) continue;
+		if (continuesOnError(node)) {
+			checkExecuteOnce(record, self, node, events);
+			continue;
+		}
+		const effectBefore = isRouting(node) ? ranBefore(record, self, node).find(mayHaveEffect) : undefined;
+		if (isRouting(node) && !effectBefore) continue;
+		throw refusal('eventsTogether', { node: node.name, events, after: effectBefore?.name });
+	}
+}
+
+/** Whether the node may make the execution wait, as n8n declares it (n8n's own waiting nodes when the record cannot tell). */
+function waitsIn(record: ExecutionRecord, node: INode): boolean {
+	return record.waits ? record.waits(node) : mayWait(node, undefined);
+}
+
+/**
+ * A node that continues on error fails item by item, each failed item paired to its event, but a
+ * node set to Execute Once runs once, on the first item, for all the events it gets: its failure is
+ * every one of them. Refused where an effect may already have been done for each event before it,
+ * as the retry would do it again; before any effect, the retry only runs the one call again.
+ */
+function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, events: number): void {
+	if (node.executeOnce !== true) return;
+	const effectBefore = ranBefore(record, self, node).find(mayHaveEffect);
+	if (effectBefore) throw refusal('executeOnceAfterEffect', { node: node.name, effect: effectBefore.name, events });
+}
+
+/**
+ * An item split out (Split Out) of one that joined the events without their keys (Aggregate at
+ * Individual Fields, Summarize) is paired by n8n to every event of the join, and carries no key to
+ * tell which one it is: its failure, whatever the node's On Error and even one item at a time (Loop
+ * Over Items), fails every key. Refused where an effect may already have been done for some of them
+ * (by a node before it, or by the node itself for the other items), as the retry would do it again.
+ */
+function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number): void {
+	const before = ranBefore(record, self, node);
+	if (!mayHaveEffect(node) && !before.some(mayHaveEffect)) return;
+	const split = before.find((candidate) => candidate.type === SPLIT_OUT_TYPE && ranBefore(record, self, candidate).some(joinsWithoutKeys));
+	if (!split) return;
+	const join = ranBefore(record, self, split).find(joinsWithoutKeys) as INode;
+	throw refusal('splitFromKeylessJoin', { node: node.name, split: split.name, join: join.name, events });
+}
+
+/**
+ * The nodes that every path from `self` reaches only through the loop output of a Loop Over Items
+ * (version 3 and later) with batch size 1: each of their runs gets one event.
+ */
+function oneEventAtATime(record: ExecutionRecord, self: string, step: INode[]): Set<string> {
+	const inside = new Set<string>();
+	for (const loop of step) {
+		if (loop.type !== LOOP_TYPE || loop.typeVersion < 3 || Number(loop.parameters?.batchSize ?? 1) !== 1) continue;
+		const reached = new Set(
+			downstreamOf(record, targets(record, loop.name, 1), new Set([self, loop.name]), endsBusinessStep).map((node) => node.name),
+		);
+		// A node also fed from outside the loop body (a Merge, a second path) gets events together.
+		for (let changed = true; changed; ) {
+			changed = false;
+			for (const name of reached) {
+				const fedFromOutside = feedsOf(record, name).some(
+					(feed) => !reached.has(feed.from) && !(feed.from === loop.name && feed.output === 1),
+				);
+				if (fedFromOutside) {
+					reached.delete(name);
+					changed = true;
+				}
+			}
+		}
+		for (const name of reached) inside.add(name);
+	}
+	return inside;
+}
+
+/**
+ * Settle beside a step that waits must run after the wait, so that it runs in the resumed run and
+ * settles the key there. Among the nodes on one parent's outputs n8n's v1 order runs the one
+ * highest on the canvas first (smallest y, then smallest x), each with its whole branch; at the
+ * same position the order depends on the connections, which the canvas does not show.
+ */
+function assertSettleRunsAfterStep(record: ExecutionRecord, self: string, output: number, wait: INode): void {
+	const siblings = targets(record, self, output);
+	const settle = siblings.find(isSettleNode);
+	if (!settle) return;
+	const [settleX, settleY] = settle.position;
+	for (const head of siblings) {
+		if (head.name === settle.name) continue;
+		const [headX, headY] = head.position;
+		if (settleY < headY || (settleY === headY && settleX <= headX))
+			throw refusal('settleAboveStep', { settle: settle.name, head: head.name, wait: wait.name });
+	}
+}
+
+/**
+ * Why a node among `names` (downstream of the Idempotent Webhook trigger) would refuse every event
+ * when it runs — after the nodes before it have already acted: the wiring rules Reserve, Order Guard
+ * and Claim for Replay check, judged on the workflow before anything runs. The rule that depends on
+ * how many events one run carries is left to the node itself.
+ */
+export function refusalDownstream(record: ExecutionRecord, names: string[]): string | undefined {
+	for (const name of names) {
+		const node = record.node(name);
+		if (!node || node.disabled === true || !checksWiringWhenItRuns(node)) continue;
+		try {
+			checkSettleWiring(record, name, 0);
+			checkOutcomeVisible(record, name, 0);
+		} catch (error) {
+			// The checks throw only their refusals (UnsafeSettleWiringError).
+			return REFUSALS.refusedDownstream({ node: name, reason: error instanceof Error ? error.message : String(error) });
+		}
+	}
+	return undefined;
+}
+
+/**
+ * Why the key of an event the Idempotent Webhook trigger started could not follow what happened, for
+ * the first of its downstream nodes (n8n's summaries of them) that prevents it; undefined when none
+ * does. Checked when the workflow is published and at the trigger's first step, before any of the
+ * user's nodes runs: a node that waits (the resumed run has no node of the package in it), a Respond
+ * to Webhook node (it needs the Webhook node and fails after any effect before it: the retry would
+ * repeat that effect), a node that drops the provider's retries, a sub-workflow not waited for (its
+ * failure never reaches the execution, and the key would be completed).
+ */
+export function unsettleableAfterTrigger(children: NodeRef[], describe: DescribeNode | undefined): string | undefined {
+	const reason = <R extends RefusalReason>(name: R, facts: Parameters<(typeof REFUSALS)[R]>[0]) => refusal(name, facts).message;
+	for (const node of children) {
+		if (node.disabled === true) continue;
+		if (mayWait(node, describe)) return reason('waitsBehindTrigger', { node: node.name });
+		const waitingInside = inlineSubWorkflowNodes(node).find((inner) => inner.disabled !== true && mayWait(inner, describe));
+		if (waitingInside) return reason('subWorkflowWaitsBehindTrigger', { node: node.name, inner: waitingInside.name });
+		if (node.type === RESPOND_TYPE) return reason('respondBehindTrigger', { node: node.name });
+		if (dropsItemsSeenBefore(node)) return reason('dropsRetries', { node: node.name });
+		if (mayNotWaitForSubWorkflow(node)) return reason('subWorkflowNotWaitedFor', { node: node.name });
+	}
+	return undefined;
+}
