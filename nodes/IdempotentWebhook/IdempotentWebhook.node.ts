@@ -37,6 +37,7 @@ import { refusalDownstream, unsettleableAfterTrigger } from '../shared/settleWir
 import { wiringRecord, type WorkflowFields } from '../shared/executionRecord';
 import { webhookSigningSecrets } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
+import { storeSettingOf } from '../shared/storeChoice';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, UNSIGNED } from './description';
 import { executionStarted, failIfExecutionNeverStarts } from './unstartedExecutions';
@@ -69,8 +70,9 @@ export class IdempotentWebhook implements INodeType {
 		icon: { light: 'file:idempotentWebhook.svg', dark: 'file:idempotentWebhook.dark.svg' },
 		group: ['trigger'],
 		// Version 2 keys each workflow apart and always takes a lease; version 1 keeps its saved keys and modes.
-		version: [1, 2],
-		defaultVersion: 2,
+		// Version 3: Store defaults to Automatic; versions 1 and 2 keep Embedded (nodes/shared/storeChoice.ts).
+		version: [1, 2, 3],
+		defaultVersion: 3,
 		subtitle: `=Key: ${KEY_SOURCE_SUBTITLE}`,
 		description: 'Receive a webhook once: verify it, reserve its event, answer copies and forgeries without running the workflow',
 		defaults: { name: 'Idempotent Webhook' },
@@ -159,7 +161,7 @@ export class IdempotentWebhook implements INodeType {
 		// Before anything runs: an n8n that cannot tell the package how the execution ends is refused here.
 		assertExecutionEndVisible(this);
 		const options = this.getNodeParameter('options', 0, {}) as TriggerOptions;
-		const backend = this.getNodeParameter('store', 0, 'embedded') === 'postgres' ? 'postgres' : 'embedded';
+		const backend = storeSettingOf(this.getNodeParameter('store', 0, 'embedded'), 'embedded');
 		const node = this.getNode();
 		const items = this.getInputData();
 		// The execution runs: from here it settles its keys (or fails them below), not the unstarted-execution watch.
@@ -249,7 +251,7 @@ const UNSETTLEABLE_FIX =
 /** The key store as the trigger's webhook() opens it (outside an execution). */
 async function webhookKeyStore(context: IWebhookFunctions): Promise<KeyStore> {
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
-	const backend = context.getNodeParameter('store', 'embedded') === 'postgres' ? 'postgres' : 'embedded';
+	const backend = storeSettingOf(context.getNodeParameter('store', 'embedded'), 'embedded');
 	const nodeType = context.getNode().type;
 	return await keyStoreOn(backend, context, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), {
 		tableName: options.tableName,
