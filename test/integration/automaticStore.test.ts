@@ -8,6 +8,7 @@ import { closeEmbeddedStores, openEmbeddedKeyStore } from '../../lib/store/embed
 import { keyStoreOn, type StoreContext } from '../../nodes/shared/store';
 import { databaseUrl, postgresPoolFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
+import { runOrderGuard } from '../support/nodes';
 import {
 	credentialsHelper,
 	engineBase,
@@ -152,6 +153,21 @@ describe("Store: Automatic in queue mode: n8n's own Postgres", () => {
 		]);
 		expect(tables.rows.map((row) => row.tablename)).toEqual(['processed_events', 'processed_events_answer_counts']);
 		expect(existsSync(keyFile)).toBe(false);
+	});
+
+	it("keeps the Order Guard's marks there too (object_versions)", async () => {
+		const schema = await n8nSchema();
+		n8nInQueueModeOnTestDatabase(schema);
+		const item = webhookItem({ id: 'evt_order', object: 'customer', created: 7 });
+		const [newer] = await runOrderGuard(
+			{ store: 'automatic', objectKey: 'customer:cus_auto', version: 7, eventKey: '', options: {} },
+			{ items: [item], credential: {} },
+		);
+		expect(newer).toHaveLength(1);
+		const { rows } = await database.pool.query(`select version::text as version from ${schema}.object_versions where object_key = $1`, [
+			'customer:cus_auto',
+		]);
+		expect(rows).toEqual([{ version: '7' }]);
 	});
 
 	it("names its tables with n8n's table prefix, so two n8n instances sharing a schema keep their keys apart", async () => {
