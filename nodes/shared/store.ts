@@ -89,7 +89,7 @@ export function storePlaceOf(setting: StoreSetting): StorePlace {
 
 type N8nDatabaseChoice = Extract<AutomaticChoice, { backend: 'postgres' }>;
 
-/** Where a setting keeps the keys, with what opening it needs: Automatic resolved (lib/store/automatic.ts). */
+/** Where a setting keeps the keys, with what opening it needs: Automatic resolved (lib/store/automatic). */
 type ResolvedStore = { place: 'embedded' } | { place: 'postgres' } | ({ place: 'n8nDatabase' } & N8nDatabaseChoice);
 
 /**

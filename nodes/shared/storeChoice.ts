@@ -20,7 +20,7 @@ import type { StoreBackend } from '../../lib/store/contract';
 export const STORE_NODE_VERSIONS = [1, 2, 3];
 export const STORE_NODE_DEFAULT_VERSION = 3;
 
-/** A value of the Store parameter: a store, or Automatic (lib/store/automatic.ts). */
+/** A value of the Store parameter: a store, or Automatic (lib/store/automatic). */
 export type StoreSetting = StoreBackend | 'automatic';
 
 /** The Store parameter's value as a setting; `fallback` when it is none of them. */

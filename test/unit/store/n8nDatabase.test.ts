@@ -10,7 +10,7 @@ import {
 	readN8nDatabaseSettings,
 	type Environment,
 	type N8nDatabaseSettings,
-} from '../../../lib/store/n8nDatabase';
+} from '../../../lib/store/postgres/n8nDatabase';
 import { CONNECT_TIMEOUT_MS, toPoolConfig } from '../../../lib/store/postgres/connectionSettings';
 import { CACHE_DIR } from '../../support/stack/cache';
 import { PROVEN_N8N_VERSIONS } from '../../support/stack/n8nVersion';

@@ -1,6 +1,6 @@
-import { IdempotencyError } from '../errors';
-import { MAX_SCHEMA_NAME_LENGTH } from '../identifiers';
-import type { ConnectionSettings } from './postgres/connectionSettings';
+import { IdempotencyError } from '../../errors';
+import { MAX_SCHEMA_NAME_LENGTH } from '../../identifiers';
+import type { ConnectionSettings } from '../postgres/connectionSettings';
 import {
 	n8nConnectionSettings,
 	N8nDatabaseSettingsError,
@@ -8,7 +8,7 @@ import {
 	type Environment,
 	type N8nDatabaseSettings,
 	type ReadTextFile,
-} from './n8nDatabase';
+} from '../postgres/n8nDatabase';
 
 /*
  * Store: Automatic. Where n8n runs as one process, the embedded file on this host. In queue mode

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
-import { IdempotencyError } from '../errors';
-import type { ConnectionSettings } from './postgres/connectionSettings';
+import { IdempotencyError } from '../../errors';
+import type { ConnectionSettings } from './connectionSettings';
 
 /*
  * n8n's own database settings, read from the environment exactly as n8n reads them (@n8n/config:
