@@ -12,7 +12,7 @@ export class IdempotencyKey implements INodeType {
 		name: 'idempotencyKey',
 		icon: { light: 'file:idempotencyKey.svg', dark: 'file:idempotencyKey.dark.svg' },
 		group: ['transform'],
-		// 2: Store defaults to Embedded; version 1 (workflows saved before the Store parameter) keeps Postgres.
+		// The Store default of each version (1 Postgres, 2 Embedded, 3 Automatic): nodes/shared/storeChoice.ts.
 		version: STORE_NODE_VERSIONS,
 		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		subtitle: SUBTITLE_BY_OPERATION,

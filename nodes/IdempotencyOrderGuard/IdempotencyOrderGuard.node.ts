@@ -26,7 +26,7 @@ export class IdempotencyOrderGuard implements INodeType {
 		name: 'idempotencyOrderGuard',
 		icon: { light: 'file:idempotencyOrderGuard.svg', dark: 'file:idempotencyOrderGuard.dark.svg' },
 		group: ['transform'],
-		// 2: Store defaults to Embedded; version 1 (workflows saved before the Store parameter) keeps Postgres.
+		// The Store default of each version (1 Postgres, 2 Embedded, 3 Automatic): nodes/shared/storeChoice.ts.
 		version: STORE_NODE_VERSIONS,
 		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		subtitle: '={{ $parameter.equalVersion === "newer" ? "Newer or equal version passes" : "Only a newer version passes" }}',

@@ -51,7 +51,7 @@ export class IdempotencyReserve implements INodeType {
 		name: 'idempotencyReserve',
 		icon: { light: 'file:idempotencyReserve.svg', dark: 'file:idempotencyReserve.dark.svg' },
 		group: ['transform'],
-		// 2: Store defaults to Embedded; version 1 (workflows saved before the Store parameter) keeps Postgres.
+		// The Store default of each version (1 Postgres, 2 Embedded, 3 Automatic): nodes/shared/storeChoice.ts.
 		version: STORE_NODE_VERSIONS,
 		defaultVersion: STORE_NODE_DEFAULT_VERSION,
 		subtitle: `={{ $parameter.mode === "lease" ? "Lease" : "Permanent" }} · ${KEY_SOURCE_SUBTITLE}`,

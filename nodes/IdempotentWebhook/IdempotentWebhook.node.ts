@@ -54,6 +54,7 @@ import {
 } from '../shared/settlement';
 import { webhookSigningSecrets } from '../shared/signingSecret';
 import { keyStoreOn } from '../shared/store';
+import { storeSettingOf } from '../shared/storeChoice';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, RESPOND, UNSIGNED } from './description';
 import { inboxOwner, INBOX_DEFAULTS, type InboxSettings } from '../../lib/webhook/inbox';
@@ -88,8 +89,9 @@ export class IdempotentWebhook implements INodeType {
 		icon: { light: 'file:idempotentWebhook.svg', dark: 'file:idempotentWebhook.dark.svg' },
 		group: ['trigger'],
 		// Version 2 keys each workflow apart and always takes a lease; version 1 keeps its saved keys and modes.
-		version: [1, 2],
-		defaultVersion: 2,
+		// Version 3: Store defaults to Automatic; versions 1 and 2 keep Embedded (nodes/shared/storeChoice.ts).
+		version: [1, 2, 3],
+		defaultVersion: 3,
 		subtitle: `=Key: ${KEY_SOURCE_SUBTITLE}`,
 		description: 'Receive a webhook once: verify it, reserve its event, answer copies and forgeries without running the workflow',
 		defaults: { name: 'Idempotent Webhook' },
@@ -178,7 +180,7 @@ export class IdempotentWebhook implements INodeType {
 		// Before anything runs: an n8n that cannot tell the package how the execution ends is refused here.
 		assertExecutionEndVisible(this);
 		const options = this.getNodeParameter('options', 0, {}) as TriggerOptions;
-		const backend = this.getNodeParameter('store', 0, 'embedded') === 'postgres' ? 'postgres' : 'embedded';
+		const backend = storeSettingOf(this.getNodeParameter('store', 0, 'embedded'), 'embedded');
 		const node = this.getNode();
 		const items = this.getInputData();
 		// The execution runs: from here it settles its keys (or fails them below), not the unstarted-execution watch.
@@ -266,16 +268,9 @@ export class IdempotentWebhook implements INodeType {
 	 */
 	async trigger(this: ITriggerFunctions): Promise<ITriggerResponse> {
 		if (this.getMode() === 'manual' || this.getNode().typeVersion < 2) return {};
-		const options = this.getNodeParameter('options', {}) as TriggerOptions;
-		const backend = this.getNodeParameter('store', 'embedded') === 'postgres' ? 'postgres' : 'embedded';
-		const nodeType = this.getNode().type;
-		const openStore = async () =>
-			await keyStoreOn(backend, this, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), {
-				tableName: options.tableName,
-			});
 		const atOnce = this.getNodeParameter('respond', RESPOND.workflowEnds) === RESPOND.atOnce;
 		return runInbox(this, {
-			openStore: once(openStore),
+			openStore: once(async () => await keyStoreOutsideExecution(this)),
 			owner: inboxOwner(String(this.getWorkflow().id ?? ''), this.getNode().id),
 			leaseMs: (this.getNodeParameter('leaseSeconds', 300) as number) * 1000,
 			// Respond changed back to When the Workflow Ends: the events accepted before still run, looked for less often.
@@ -318,10 +313,10 @@ function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 /** Retention (Days) when the option is not set. */
 const DEFAULT_RETENTION_DAYS = 30;
 
-/** The key store as the trigger's webhook() opens it (outside an execution). */
-async function webhookKeyStore(context: IWebhookFunctions): Promise<KeyStore> {
+/** The key store as the trigger's webhook() and trigger() open it (outside an execution). */
+async function keyStoreOutsideExecution(context: IWebhookFunctions | ITriggerFunctions): Promise<KeyStore> {
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
-	const backend = context.getNodeParameter('store', 'embedded') === 'postgres' ? 'postgres' : 'embedded';
+	const backend = storeSettingOf(context.getNodeParameter('store', 'embedded'), 'embedded');
 	const nodeType = context.getNode().type;
 	return await keyStoreOn(backend, context, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), {
 		tableName: options.tableName,
@@ -357,7 +352,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 			retentionSeconds: Math.round((options.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400),
 		},
 		// Opened once for the decision and the answer count: each credential read costs n8n an expression isolate.
-		store: async () => await (opened ??= webhookKeyStore(context)),
+		store: async () => await (opened ??= keyStoreOutsideExecution(context)),
 		clock: () => new Date(),
 		workflowId,
 	};
@@ -470,7 +465,7 @@ function watchExecutionStart(context: IWebhookFunctions, json: IDataObject): voi
 	const held = heldKeyOf({ json });
 	if (!held || runsInQueueMode()) return;
 	try {
-		failIfExecutionNeverStarts(context.getResponseObject(), held, async () => await webhookKeyStore(context));
+		failIfExecutionNeverStarts(context.getResponseObject(), held, async () => await keyStoreOutsideExecution(context));
 	} catch {
 		// No response object to watch: the lease ends the reservation if nothing runs.
 	}

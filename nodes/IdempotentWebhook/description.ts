@@ -3,7 +3,7 @@ import type { INodeProperties, INodePropertyOptions } from 'n8n-workflow';
 import { genericHmacProperties } from '../shared/genericHmac';
 import { schemeOptions, toleranceProperty } from '../shared/providerOptions';
 import { KEY_SOURCE_PROPERTIES, LEASE_SECONDS_PROPERTY, reservationOptionsNamed } from '../shared/reservationDescription';
-import { embeddedFirstStoreProperties } from '../shared/storeChoice';
+import { triggerStoreProperties } from '../shared/storeChoice';
 import { INBOX_DEFAULTS, MAX_INBOX_ITEM_BYTES } from '../../lib/webhook/inbox';
 
 /*
@@ -164,7 +164,7 @@ export const idempotentWebhookProperties: INodeProperties[] = [
 	},
 	...genericHmacProperties,
 	toleranceProperty,
-	...embeddedFirstStoreProperties,
+	...triggerStoreProperties,
 	...RESPOND_PROPERTIES,
 	...KEY_SOURCE_PROPERTIES,
 	// Version 1 only: Permanent stays for the workflows saved with it; version 2 always takes a lease.
@@ -186,10 +186,10 @@ export const idempotentWebhookProperties: INodeProperties[] = [
 		default: 'lease',
 	},
 	{ ...LEASE_SECONDS_PROPERTY, displayOptions: { show: { '@version': [1], mode: ['lease'] } } },
-	{ ...LEASE_SECONDS_PROPERTY, displayOptions: { show: { '@version': [2] } } },
+	{ ...LEASE_SECONDS_PROPERTY, displayOptions: { hide: { '@version': [1] } } },
 	{ ...optionsOf(['onMissingKey', 'retentionDays', 'scope', 'tableName']), displayOptions: { show: { '@version': [1] } } },
 	{
 		...optionsOf(['onMissingKey', 'retentionDays', 'scope', 'tableName'], [SHARE_KEYS_ACROSS_WORKFLOWS]),
-		displayOptions: { show: { '@version': [2] } },
+		displayOptions: { hide: { '@version': [1] } },
 	},
 ];

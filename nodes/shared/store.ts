@@ -1,6 +1,7 @@
 import { NodeOperationError, type IExecuteFunctions } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
+import { AutomaticStoreRefusedError, automaticStore, type AutomaticChoice } from '../../lib/store/automatic';
 import { openEmbeddedKeyStore, openEmbeddedOrderStore } from '../../lib/store/embedded';
 import type { ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
 import { poolFor } from '../../lib/store/postgres/pool';
@@ -8,8 +9,10 @@ import { PostgresKeyStore, PostgresOrderStore, type StoreOptions } from '../../l
 import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
 import { DEFAULT_ORDER_TABLE, DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';
-import { embeddedFileFor } from './embeddedFile';
+import { embeddedFileFor, runsInQueueMode } from './embeddedFile';
 import { isN8nDatabaseUnreachable } from './n8nDatabaseUnreachable';
+import { toNodeError } from './nodeError';
+import { storeSettingOf, type StoreSetting } from './storeChoice';
 
 export interface TableChoice {
 	tableName?: string;
@@ -22,6 +25,9 @@ const lastReadSettings = new Map<string, ConnectionSettings>();
 
 /** What reading the node's Postgres credential needs: an execution's context, or a trigger's. */
 export type CredentialContext = Pick<IExecuteFunctions, 'getNode' | 'getCredentials'>;
+
+/** What opening a store needs: the credential's context, and n8n's log for a refusal the sender of a webhook is not told about. */
+export type StoreContext = CredentialContext & Partial<Pick<IExecuteFunctions, 'logger'>>;
 
 /** The pool for this node's credential, shared across executions. */
 export async function credentialPool(context: CredentialContext): Promise<Pool> {
@@ -68,8 +74,38 @@ export function tableOptions(table: TableChoice, defaultTable = DEFAULT_TABLE): 
  * The node's Store parameter. n8n fills in the default of the node's version (nodes/shared/storeChoice.ts);
  * a node without the parameter (a context that does not know it) keeps the keys where they always were: Postgres.
  */
-export function storeChoice(context: IExecuteFunctions): StoreBackend {
-	return context.getNodeParameter('store', 0, 'postgres') === 'embedded' ? 'embedded' : 'postgres';
+export function storeChoice(context: IExecuteFunctions): StoreSetting {
+	return storeSettingOf(context.getNodeParameter('store', 0, 'postgres'), 'postgres');
+}
+
+/** Where a setting keeps the keys in this process: the credential's Postgres, the embedded file, or n8n's own Postgres (Automatic). */
+export type StorePlace = StoreBackend | 'n8nDatabase';
+
+/** Where `setting` keeps the keys in this process, without opening anything: Automatic by queue mode alone. */
+export function storePlaceOf(setting: StoreSetting): StorePlace {
+	if (setting !== 'automatic') return setting;
+	return runsInQueueMode() ? 'n8nDatabase' : 'embedded';
+}
+
+type N8nDatabaseChoice = Extract<AutomaticChoice, { backend: 'postgres' }>;
+
+/** Where a setting keeps the keys, with what opening it needs: Automatic resolved (lib/store/automatic). */
+type ResolvedStore = { place: 'embedded' } | { place: 'postgres' } | ({ place: 'n8nDatabase' } & N8nDatabaseChoice);
+
+/**
+ * A setting resolved in this process. Automatic's refusal is also written to n8n's log: a trigger
+ * answers the sender only 503, and the operator needs the fix.
+ */
+function resolveStore(setting: StoreSetting, context: StoreContext): ResolvedStore {
+	if (setting !== 'automatic') return { place: setting };
+	let choice: AutomaticChoice;
+	try {
+		choice = automaticStore({ queueMode: runsInQueueMode() });
+	} catch (error) {
+		if (error instanceof AutomaticStoreRefusedError) context.logger?.warn(error.message, { node: context.getNode().name });
+		throw toNodeError(context.getNode(), error);
+	}
+	return choice.backend === 'embedded' ? { place: 'embedded' } : { place: 'n8nDatabase', ...choice };
 }
 
 /** The key store the node's Store parameter picks; a Postgres pool is shared across executions. */
@@ -77,24 +113,42 @@ export async function storeFor(context: IExecuteFunctions, table: TableChoice): 
 	return await keyStoreOn(storeChoice(context), context, () => embeddedFileFor(context), table);
 }
 
-/** The key store on a backend; `embeddedFile` is asked only for the embedded store. */
+/** The key store of a Store setting; `embeddedFile` is asked only for the embedded store. */
 export async function keyStoreOn(
-	backend: StoreBackend,
-	context: CredentialContext,
+	setting: StoreSetting,
+	context: StoreContext,
 	embeddedFile: () => string,
 	table: TableChoice,
 ): Promise<KeyStore> {
-	if (backend === 'embedded') {
-		// The embedded file has no schemas, and its table is always created: only the table name applies.
-		return openEmbeddedKeyStore({ file: embeddedFile(), table: table.tableName || DEFAULT_TABLE });
+	const store = resolveStore(setting, context);
+	switch (store.place) {
+		case 'embedded':
+			// The embedded file has no schemas, and its table is always created: only the table name applies.
+			return openEmbeddedKeyStore({ file: embeddedFile(), table: table.tableName || DEFAULT_TABLE });
+		case 'n8nDatabase':
+			return new PostgresKeyStore(poolFor(store.connection), inN8nDatabase(store, table, DEFAULT_TABLE));
+		case 'postgres':
+			return new PostgresKeyStore(await credentialPool(context), tableOptions(table));
 	}
-	return new PostgresKeyStore(await credentialPool(context), tableOptions(table));
 }
 
 /** The Order Guard's store the node's Store parameter picks. */
 export async function orderStoreFor(context: IExecuteFunctions, table: TableChoice): Promise<OrderStore> {
-	if (storeChoice(context) === 'embedded') {
-		return openEmbeddedOrderStore({ file: embeddedFileFor(context), table: table.tableName || DEFAULT_ORDER_TABLE });
+	const store = resolveStore(storeChoice(context), context);
+	switch (store.place) {
+		case 'embedded':
+			return openEmbeddedOrderStore({ file: embeddedFileFor(context), table: table.tableName || DEFAULT_ORDER_TABLE });
+		case 'n8nDatabase':
+			return new PostgresOrderStore(poolFor(store.connection), inN8nDatabase(store, table, DEFAULT_ORDER_TABLE));
+		case 'postgres':
+			return new PostgresOrderStore(await credentialPool(context), tableOptions(table, DEFAULT_ORDER_TABLE));
 	}
-	return new PostgresOrderStore(await credentialPool(context), tableOptions(table, DEFAULT_ORDER_TABLE));
+}
+
+/**
+ * The package's table in n8n's own database: in n8n's schema, named with n8n's table prefix, created
+ * on first use (n8n's database user creates n8n's own tables, so it may create these).
+ */
+function inN8nDatabase(choice: N8nDatabaseChoice, table: TableChoice, defaultTable: string): StoreOptions {
+	return { table: `${choice.tablePrefix}${table.tableName || defaultTable}`, schema: choice.schema, createTable: true };
 }

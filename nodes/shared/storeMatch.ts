@@ -1,18 +1,17 @@
 import type { IExecuteFunctions, INodeParameters } from 'n8n-workflow';
 
 import { InvalidConfigurationError } from '../../lib/errors';
-import type { StoreBackend } from '../../lib/store/contract';
+import { storePlaceOf, type StorePlace } from './store';
+import { defaultStoreOfVersion, storeOptionName, storeSettingOf, type StoreSetting } from './storeChoice';
 
 const KEY_TYPE_SUFFIX = '.idempotencyKey';
 // The operations that settle a key an upstream Reserve node reserved (Custom and Failed Execution name their keys themselves).
 const SETTLING = new Set(['settle', 'complete', 'release', 'fail']);
 const OWN_KEY_SOURCES = new Set(['item', 'reserveNode']);
 
-/** A node's store from its saved parameters: its Store, else the default of its version (1: Postgres; later: Embedded). */
-export function storeOfNode(node: { typeVersion: number; parameters?: INodeParameters }): StoreBackend {
-	const store = node.parameters?.store;
-	if (store === 'embedded' || store === 'postgres') return store;
-	return node.typeVersion === 1 ? 'postgres' : 'embedded';
+/** A node's Store from its saved parameters: its Store, else the default of its version (nodes/shared/storeChoice.ts). */
+export function storeOfNode(node: { typeVersion: number; parameters?: INodeParameters }): StoreSetting {
+	return storeSettingOf(node.parameters?.store, defaultStoreOfVersion(node.typeVersion));
 }
 
 /**
@@ -21,18 +20,23 @@ export function storeOfNode(node: { typeVersion: number; parameters?: INodeParam
  * default, and its Release or Mark Failed would find no key there, leaving the real one reserved
  * (every retry a Duplicate: the event lost).
  */
-export function assertSameStoreDownstream(context: IExecuteFunctions, store: StoreBackend): void {
+export function assertSameStoreDownstream(context: IExecuteFunctions, store: StoreSetting): void {
 	const self = context.getNode().name;
+	// Compared by where the keys go in this process: Automatic is the embedded file on one process.
+	const place = storePlaceOf(store);
 	const mismatched = context
 		.getChildNodes(self, { includeNodeParameters: true })
 		.filter(
 			(node) =>
-				!node.disabled && node.type.endsWith(KEY_TYPE_SUFFIX) && settlesReservedKeys(node.parameters) && storeOfNode(node) !== store,
+				!node.disabled &&
+				node.type.endsWith(KEY_TYPE_SUFFIX) &&
+				settlesReservedKeys(node.parameters) &&
+				storePlaceOf(storeOfNode(node)) !== place,
 		);
 	if (mismatched.length === 0) return;
-	const names = mismatched.map((node) => `"${node.name}" (${label(storeOfNode(node))})`).join(', ');
+	const names = mismatched.map((node) => `"${node.name}" (${label(storePlaceOf(storeOfNode(node)))})`).join(', ');
 	throw new InvalidConfigurationError(
-		`"${self}" keeps its keys in ${label(store)}, but ${names} after it would settle them in the other store and find none. Nothing was reserved. Set Store to ${label(store)} on ${mismatched.length === 1 ? 'that node' : 'those nodes'} (or on this one).`,
+		`"${self}" keeps its keys in ${label(place)}, but ${names} after it would settle them in another store and find none. Nothing was reserved. Set Store to ${storeOptionName(store)} on ${mismatched.length === 1 ? 'that node' : 'those nodes'} (or change it on this one).`,
 	);
 }
 
@@ -42,6 +46,12 @@ function settlesReservedKeys(parameters: INodeParameters | undefined): boolean {
 	return operation === 'settle' || OWN_KEY_SOURCES.has(String(parameters?.source ?? 'item'));
 }
 
-function label(store: StoreBackend): string {
-	return store === 'embedded' ? 'Embedded (This n8n Host)' : 'Postgres';
+const PLACE_LABELS: Record<StorePlace, string> = {
+	embedded: 'Embedded (This n8n Host)',
+	postgres: 'Postgres',
+	n8nDatabase: "Automatic: n8n's own Postgres in queue mode",
+};
+
+function label(place: StorePlace): string {
+	return PLACE_LABELS[place];
 }

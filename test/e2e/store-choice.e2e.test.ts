@@ -1,7 +1,8 @@
 // The Store choice in a real n8n, with the package installed as a community package: a workflow
 // saved with the package before the Store parameter existed (typeVersion 1, no `store` parameter,
-// a Postgres credential) still keeps its keys in Postgres; a new Reserve node (typeVersion 2, no
-// credential at all) keeps them in the embedded file in n8n's folder. Both catch the retry.
+// a Postgres credential) still keeps its keys in Postgres; a node saved at typeVersion 2 (no store
+// parameter, no credential at all) keeps them in the embedded file in n8n's folder, and so does a new
+// node (typeVersion 3: Store Automatic, which is the embedded file on one process). All catch the retry.
 // e2e-tags: single compatibility
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -107,16 +108,19 @@ describe('the Store parameter in a real n8n', () => {
 		expect(inEmbeddedFile(`evt:${id}`)).toBe(false);
 	});
 
-	it("a new Reserve node (typeVersion 2, no store parameter, no credential) keeps its keys in the embedded file in n8n's folder", async () => {
-		const { workflow, webhookPath } = reserveWorkflow('new-embedded', {
-			typeVersion: 2,
+	it.each([
+		[2, 'a Reserve node saved at version 2: Embedded'],
+		[3, 'a new Reserve node: Automatic, on one process'],
+	])("typeVersion %p (no store parameter, no credential) keeps its keys in the embedded file in n8n's folder: %s", async (typeVersion) => {
+		const { workflow, webhookPath } = reserveWorkflow(`new-v${typeVersion}`, {
+			typeVersion,
 			parameters: { keySource: 'auto', mode: 'permanent', options: {} },
 		});
 		expect(workflow.nodes[1].credentials).toBeUndefined();
 		// Saved and published through n8n's REST API, as the editor does: n8n asks for no credential.
 		await publishWorkflow(h, workflow, webhookPath);
 		const url = `${h.state.baseUrl}/webhook/${webhookPath}`;
-		const id = eventId('store_embedded');
+		const id = eventId(`store_v${typeVersion}`);
 
 		const first: Delivery<Json> = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });
 		const retry = await h.deliver(url, { id, type: 'test.event' }, {}, { sign: false });

@@ -15,10 +15,15 @@ export interface ConnectionSettings {
 	ssl: SslMode;
 	/** PEM certificate authority, for `verify`. */
 	ca?: string;
+	/** PEM client certificate and its key, for `verify` (a server that asks for one). */
+	cert?: string;
+	key?: string;
 	/** With `verify`: accept a self-signed or otherwise unverifiable server certificate. */
 	allowUnauthorizedCerts?: boolean;
 	/** Pool size per credential. */
 	maxConnections: number;
+	/** How long to wait for a connection (opening one, or one of the pool's). Default CONNECT_TIMEOUT_MS. */
+	connectTimeoutMs?: number;
 	/** Postgres cancels a statement that runs longer (server side, 57014). Default 15. */
 	statementTimeoutSeconds?: number;
 	/** Postgres gives up waiting for a row lock after this long (server side, 55P03). Default 5. */
@@ -74,7 +79,7 @@ export function toPoolConfig(settings: ConnectionSettings): PoolConfig {
 		password: settings.password,
 		ssl: sslConfig(settings),
 		max,
-		connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+		connectionTimeoutMillis: connectTimeoutMs(settings.connectTimeoutMs),
 		idleTimeoutMillis: IDLE_TIMEOUT_MS,
 		...(statementTimeout > 0 ? { statement_timeout: Math.round(statementTimeout * 1000) } : {}),
 		...(lockTimeout > 0 ? { lock_timeout: Math.round(lockTimeout * 1000) } : {}),
@@ -95,10 +100,23 @@ function sslConfig(settings: ConnectionSettings): PoolConfig['ssl'] {
 		case 'require':
 			return { rejectUnauthorized: false };
 		case 'verify':
-			return { rejectUnauthorized: !settings.allowUnauthorizedCerts, ...(settings.ca ? { ca: settings.ca } : {}) };
+			return {
+				rejectUnauthorized: !settings.allowUnauthorizedCerts,
+				...(settings.ca ? { ca: settings.ca } : {}),
+				...(settings.cert ? { cert: settings.cert } : {}),
+				...(settings.key ? { key: settings.key } : {}),
+			};
 		default:
 			throw new InvalidConfigurationError(`Unknown SSL mode ${JSON.stringify(settings.ssl)}: use disable, require or verify.`);
 	}
+}
+
+function connectTimeoutMs(value: number | undefined): number {
+	if (value === undefined) return CONNECT_TIMEOUT_MS;
+	if (!(Number.isFinite(value) && value > 0 && value <= MAX_TIMEOUT_SECONDS * 1000)) {
+		throw new InvalidConfigurationError(`The connection timeout must be more than 0 and at most ${MAX_TIMEOUT_SECONDS} seconds.`);
+	}
+	return Math.round(value);
 }
 
 // Missing (credentials saved before these fields existed) means the default. A client-side timeout

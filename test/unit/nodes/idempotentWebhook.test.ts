@@ -13,6 +13,7 @@ import {
 	type ICredentialDataDecryptedObject,
 	type ICredentialsHelper,
 	type INode,
+	type INodePropertyOptions,
 	type IWebhookData,
 	type IWebhookResponseData,
 	type IWorkflowExecuteAdditionalData,
@@ -401,7 +402,7 @@ describe('Idempotent Webhook: parameters', () => {
 		NodeHelpers.getNodeParameters(description.properties, parameters as never, true, false, node, description)!;
 	const atVersion = (typeVersion: number) => ({ ...trigger, typeVersion });
 
-	it('shows the Store parameter, Embedded by default, and a Postgres credential only for Postgres', () => {
+	it('shows one Store parameter, Embedded by default on versions 1 and 2, Automatic on 3, and a Postgres credential only for Postgres', () => {
 		expect(resolved({})).toMatchObject({
 			store: 'embedded',
 			scheme: 'stripe',
@@ -410,29 +411,43 @@ describe('Idempotent Webhook: parameters', () => {
 			httpMethod: 'POST',
 			authentication: 'none',
 		});
-		const store = description.properties.filter((property) => property.name === 'store');
-		expect(store).toHaveLength(1);
-		expect(NodeHelpers.displayParameter(resolved({}), store[0], trigger, description)).toBe(true);
+		for (const [typeVersion, store] of [
+			[1, 'embedded'],
+			[2, 'embedded'],
+			[3, 'automatic'],
+		] as const) {
+			const parameters = resolved({}, atVersion(typeVersion));
+			expect([typeVersion, parameters.store]).toEqual([typeVersion, store]);
+			const shown = description.properties.filter(
+				(property) => property.name === 'store' && NodeHelpers.displayParameter(parameters, property, atVersion(typeVersion), description),
+			);
+			expect([typeVersion, shown.length]).toEqual([typeVersion, 1]);
+			expect((shown[0].options as INodePropertyOptions[]).map((option) => option.value)).toEqual(['automatic', 'embedded', 'postgres']);
+		}
 		expect(description.credentials?.find((credential) => credential.name === 'idempotencyPostgresApi')?.displayOptions).toEqual({
 			show: { store: ['postgres'] },
 		});
 	});
 
-	it('is version 2 when added from the node panel; version 2 has no Mode (a lease, always) and offers Share Keys Across Workflows', () => {
-		expect(description.version).toEqual([1, 2]);
-		expect(description.defaultVersion).toBe(2);
+	it.each([2, 3])(
+		'is version 3 when added from the node panel; version %p has no Mode (a lease, always) and offers Share Keys Across Workflows',
+		(typeVersion) => {
+			expect(description.version).toEqual([1, 2, 3]);
+			expect(description.defaultVersion).toBe(3);
 
-		const v2 = resolved({}, atVersion(2));
-		expect(v2).not.toHaveProperty('mode');
-		expect(v2).toMatchObject({ leaseSeconds: 300, options: {} });
-		const v2Options = description.properties.filter(
-			(property) => property.name === 'options' && NodeHelpers.displayParameter(v2, property, atVersion(2), description),
-		);
-		expect(v2Options).toHaveLength(1);
-		expect(v2Options[0].options).toContainEqual(
-			expect.objectContaining({ displayName: 'Share Keys Across Workflows', name: 'shareKeysAcrossWorkflows', default: false }),
-		);
-	});
+			const parameters = resolved({}, atVersion(typeVersion));
+			expect(parameters).not.toHaveProperty('mode');
+			expect(parameters).toMatchObject({ leaseSeconds: 300, options: {} });
+			const options = description.properties.filter(
+				(property) =>
+					property.name === 'options' && NodeHelpers.displayParameter(parameters, property, atVersion(typeVersion), description),
+			);
+			expect(options).toHaveLength(1);
+			expect(options[0].options).toContainEqual(
+				expect.objectContaining({ displayName: 'Share Keys Across Workflows', name: 'shareKeysAcrossWorkflows', default: false }),
+			);
+		},
+	);
 
 	it('keeps Mode in version 1, Permanent named for what it promises', () => {
 		const v1 = resolved({ mode: 'permanent' }, atVersion(1));

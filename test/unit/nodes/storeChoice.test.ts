@@ -6,6 +6,7 @@ import {
 	type INode,
 	type INodeParameters,
 	type INodeProperties,
+	type INodePropertyOptions,
 	type INodeType,
 	type INodeTypes,
 } from 'n8n-workflow';
@@ -98,13 +99,19 @@ describe('a workflow saved before the Store parameter existed', () => {
 });
 
 describe.each(keepingNodes.map((nodeType) => [nodeType.description.displayName, nodeType] as const))('%s', (_name, nodeType) => {
-	it('offers version 1 and a newer default version', () => {
-		expect(nodeType.description.version).toEqual([1, 2]);
-		expect(nodeType.description.defaultVersion).toBe(2);
+	it('offers versions 1 and 2 for saved workflows, and version 3 to new nodes', () => {
+		expect(nodeType.description.version).toEqual([1, 2, 3]);
+		expect(nodeType.description.defaultVersion).toBe(3);
 	});
 
-	it('a new node (the default version, no store parameter) uses Embedded, with no credential shown', () => {
+	it('a new node (the default version, no store parameter) uses Automatic, with no credential shown', () => {
 		const node = loaded([newNode(nodeType)]).getNode(nodeType.description.name)!;
+		expect(node.parameters.store).toBe('automatic');
+		expect(credentialShown(node)).toBe(false);
+	});
+
+	it('a node saved at version 2 without a store parameter keeps Embedded', () => {
+		const node = loaded([{ ...newNode(nodeType), typeVersion: 2 }]).getNode(nodeType.description.name)!;
 		expect(node.parameters.store).toBe('embedded');
 		expect(credentialShown(node)).toBe(false);
 	});
@@ -122,29 +129,61 @@ describe.each(keepingNodes.map((nodeType) => [nodeType.description.displayName, 
 		};
 		expect(saved(1, 'postgres')).not.toHaveProperty('store');
 		expect(saved(2, 'embedded')).not.toHaveProperty('store');
+		expect(saved(3, 'automatic')).not.toHaveProperty('store');
 		expect(saved(1, 'embedded').store).toBe('embedded');
 		expect(saved(2, 'postgres').store).toBe('postgres');
+		expect(saved(2, 'automatic').store).toBe('automatic');
+		expect(saved(3, 'embedded').store).toBe('embedded');
+		expect(saved(3, 'postgres').store).toBe('postgres');
 	});
 
-	it('shows the Embedded notice for Embedded only', () => {
-		const notice = nodeType.description.properties.find((property) => property.name === 'embeddedNotice')!;
-		const shown = (store: string) => NodeHelpers.displayParameter({ store }, notice, newNode(nodeType), nodeType.description);
-		expect(notice.type).toBe('notice');
-		expect(notice.displayName).toMatch(/persistent volume/);
-		expect(notice.displayName).toMatch(/Postgres/);
-		expect([shown('embedded'), shown('postgres')]).toEqual([true, false]);
-	});
-
-	it('offers only the table name for Embedded; schema (and table creation) for Postgres', () => {
-		const embedded = newNode(nodeType, { store: 'embedded' });
-		const postgres = newNode(nodeType, { store: 'postgres' });
-		expect(optionShown(nodeType, embedded, 'tableName')).toBe(true);
-		expect(optionShown(nodeType, embedded, 'schemaName')).toBe(false);
-		expect(optionShown(nodeType, postgres, 'schemaName')).toBe(true);
-		if (nodeType.description.name !== 'idempotencyKey') {
-			expect(optionShown(nodeType, embedded, 'createTable')).toBe(false);
-			expect(optionShown(nodeType, postgres, 'createTable')).toBe(true);
+	it('offers Automatic on every version', () => {
+		for (const typeVersion of [1, 2, 3]) {
+			const node = { ...newNode(nodeType), typeVersion };
+			const [store] = nodeType.description.properties.filter(
+				(property) => property.name === 'store' && NodeHelpers.displayParameter({}, property, node, nodeType.description),
+			);
+			expect([typeVersion, (store.options as INodePropertyOptions[]).map((option) => option.value)]).toEqual([
+				typeVersion,
+				['automatic', 'embedded', 'postgres'],
+			]);
 		}
+	});
+
+	it('shows the Embedded notice for Embedded only, and the Automatic notice, saying what it picks, for Automatic only', () => {
+		const notice = (name: string) => nodeType.description.properties.find((property) => property.name === name)!;
+		const shown = (name: string, store: string) =>
+			NodeHelpers.displayParameter({ store }, notice(name), newNode(nodeType), nodeType.description);
+		expect(notice('embeddedNotice').type).toBe('notice');
+		expect(notice('embeddedNotice').displayName).toMatch(/persistent volume/);
+		expect(notice('embeddedNotice').displayName).toMatch(/Postgres/);
+		expect([shown('embeddedNotice', 'embedded'), shown('embeddedNotice', 'postgres'), shown('embeddedNotice', 'automatic')]).toEqual([
+			true,
+			false,
+			false,
+		]);
+		expect(notice('automaticNotice').type).toBe('notice');
+		expect(notice('automaticNotice').displayName).toMatch(/one process: a file on this host/);
+		expect(notice('automaticNotice').displayName).toMatch(/Queue mode: n8n's own Postgres database/);
+		expect(notice('automaticNotice').displayName).toMatch(/refused/);
+		expect([shown('automaticNotice', 'automatic'), shown('automaticNotice', 'embedded'), shown('automaticNotice', 'postgres')]).toEqual([
+			true,
+			false,
+			false,
+		]);
+	});
+
+	it('offers only the table name for Embedded and Automatic; schema (and table creation) for Postgres', () => {
+		const postgres = newNode(nodeType, { store: 'postgres' });
+		for (const store of ['embedded', 'automatic']) {
+			const keeping = newNode(nodeType, { store });
+			expect([store, optionShown(nodeType, keeping, 'tableName')]).toEqual([store, true]);
+			expect([store, optionShown(nodeType, keeping, 'schemaName')]).toEqual([store, false]);
+			if (nodeType.description.name !== 'idempotencyKey')
+				expect([store, optionShown(nodeType, keeping, 'createTable')]).toEqual([store, false]);
+		}
+		expect(optionShown(nodeType, postgres, 'schemaName')).toBe(true);
+		if (nodeType.description.name !== 'idempotencyKey') expect(optionShown(nodeType, postgres, 'createTable')).toBe(true);
 	});
 });
 

@@ -24,6 +24,9 @@ describe('storeOfNode', () => {
 		[1, { store: 'embedded' }, 'embedded'],
 		[2, { store: 'postgres' }, 'postgres'],
 		[2, {}, 'embedded'],
+		[3, {}, 'automatic'],
+		[3, { store: 'embedded' }, 'embedded'],
+		[2, { store: 'automatic' }, 'automatic'],
 	] as const)('typeVersion %p with %j: %s', (typeVersion, parameters, expected) => {
 		expect(storeOfNode({ typeVersion, parameters: parameters as INodeParameters })).toBe(expected);
 	});
@@ -51,5 +54,34 @@ describe('assertSameStoreDownstream', () => {
 		['not a Key node', { type: 'n8n-nodes-idempotency.idempotencyOrderGuard', parameters: {} }],
 	])('lets a Key node through when it is %s', (_name, child) => {
 		expect(() => assertSameStoreDownstream(contextWith([child as never]), 'postgres')).not.toThrow();
+	});
+});
+
+describe('assertSameStoreDownstream with Store: Automatic', () => {
+	const settling = { operation: 'complete', source: 'item' };
+	const previousMode = process.env.EXECUTIONS_MODE;
+	afterEach(() => {
+		if (previousMode === undefined) delete process.env.EXECUTIONS_MODE;
+		else process.env.EXECUTIONS_MODE = previousMode;
+	});
+
+	it('on one process: Automatic is the embedded file, so Embedded and Automatic nodes match and Postgres does not', () => {
+		delete process.env.EXECUTIONS_MODE;
+		expect(() => assertSameStoreDownstream(contextWith([{ typeVersion: 2, parameters: settling }]), 'automatic')).not.toThrow();
+		expect(() => assertSameStoreDownstream(contextWith([{ typeVersion: 3, parameters: settling }]), 'embedded')).not.toThrow();
+		expect(() => assertSameStoreDownstream(contextWith([{ typeVersion: 1, parameters: settling }]), 'automatic')).toThrow(
+			/"Key 0" \(Postgres\).*Set Store to Automatic on that node/,
+		);
+	});
+
+	it("in queue mode: Automatic is n8n's own Postgres, so only Automatic nodes match", () => {
+		process.env.EXECUTIONS_MODE = 'queue';
+		expect(() => assertSameStoreDownstream(contextWith([{ typeVersion: 3, parameters: settling }]), 'automatic')).not.toThrow();
+		expect(() => assertSameStoreDownstream(contextWith([{ typeVersion: 2, parameters: settling }]), 'automatic')).toThrow(
+			/keeps its keys in Automatic: n8n's own Postgres in queue mode, but "Key 0" \(Embedded \(This n8n Host\)\)/,
+		);
+		expect(() => assertSameStoreDownstream(contextWith([{ typeVersion: 1, parameters: settling }]), 'automatic')).toThrow(
+			InvalidConfigurationError,
+		);
 	});
 });
