@@ -4,7 +4,7 @@ import { genericHmacProperties } from '../shared/genericHmac';
 import { schemeOptions, toleranceProperty } from '../shared/providerOptions';
 import { KEY_SOURCE_PROPERTIES, LEASE_SECONDS_PROPERTY, reservationOptionsNamed } from '../shared/reservationDescription';
 import { triggerStoreProperties } from '../shared/storeChoice';
-import { INBOX_DEFAULTS, MAX_INBOX_ITEM_BYTES } from '../../lib/webhook/inbox';
+import { MAX_INBOX_ITEM_BYTES } from '../../lib/webhook/inbox';
 
 /*
  * The Idempotent Webhook trigger's parameters: the request (as n8n's Webhook node names them),
@@ -42,7 +42,7 @@ export const RESPOND = { workflowEnds: 'workflowEnds', atOnce: 'atOnce' } as con
 
 const AT_ONCE = { show: { respond: [RESPOND.atOnce] } };
 
-/** When the sender is answered, and what the package keeps to retry an event itself (version 2 on). */
+/** When the sender is answered, and what the package keeps to retry an event itself (version 2 on). The defaults are INBOX_DEFAULTS (lib/webhook/inbox.ts), written out for n8n's lint. */
 const RESPOND_PROPERTIES: INodeProperties[] = [
 	{
 		displayName: 'Respond',
@@ -63,7 +63,7 @@ const RESPOND_PROPERTIES: INodeProperties[] = [
 					'200 as soon as the event is verified and kept, before the workflow runs; a failed run is run again by n8n from the kept event. For senders that wait only seconds (Slack, Shopify, Sentry).',
 			},
 		],
-		default: RESPOND.workflowEnds,
+		default: 'workflowEnds',
 		displayOptions: { hide: { '@version': [1] } },
 		description: 'When the sender gets its answer',
 	},
@@ -78,7 +78,7 @@ const RESPOND_PROPERTIES: INodeProperties[] = [
 		displayName: 'Response Body',
 		name: 'acceptedBody',
 		type: 'json',
-		default: JSON.stringify(INBOX_DEFAULTS.acceptedBody),
+		default: '{"received":true}',
 		displayOptions: AT_ONCE,
 		description: 'What every accepted delivery and every copy of it is answered with (200). Never data of the event.',
 	},
@@ -87,7 +87,7 @@ const RESPOND_PROPERTIES: INodeProperties[] = [
 		name: 'maxAttempts',
 		type: 'number',
 		typeOptions: { minValue: 1, maxValue: 100 },
-		default: INBOX_DEFAULTS.maxAttempts,
+		default: 12,
 		displayOptions: AT_ONCE,
 		description: 'Runs of one event in all, the first included, before it is dead-lettered',
 	},
@@ -96,7 +96,7 @@ const RESPOND_PROPERTIES: INodeProperties[] = [
 		name: 'firstRetrySeconds',
 		type: 'number',
 		typeOptions: { minValue: 1 },
-		default: INBOX_DEFAULTS.firstRetrySeconds,
+		default: 30,
 		displayOptions: AT_ONCE,
 		description: 'The wait before the first retry; each next wait doubles, up to an hour, spread at random so retries do not bunch',
 	},
@@ -105,7 +105,7 @@ const RESPOND_PROPERTIES: INodeProperties[] = [
 		name: 'retryForHours',
 		type: 'number',
 		typeOptions: { minValue: 0.01 },
-		default: INBOX_DEFAULTS.retryForHours,
+		default: 24,
 		displayOptions: AT_ONCE,
 		description: 'No retry starts later than this after the event was accepted',
 	},

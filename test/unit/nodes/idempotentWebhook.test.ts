@@ -24,6 +24,7 @@ import { sha256Hex } from '../../../lib/keys/sha256';
 import { DELIVERY_ANSWERS } from '../../../lib/store/rules';
 import type { AnswerCounts } from '../../../lib/types';
 import { DELIVERY_LOG_MESSAGE, FIRST_EXECUTION_HEADER, OUTCOME_HEADER } from '../../../lib/webhook/answers';
+import { INBOX_DEFAULTS } from '../../../lib/webhook/inbox';
 import { IdempotentWebhook } from '../../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { executionStarted } from '../../../nodes/IdempotentWebhook/unstartedExecutions';
 import { genericHmacProperties } from '../../../nodes/shared/genericHmac';
@@ -310,6 +311,89 @@ describe('Idempotent Webhook: webhook()', () => {
 	});
 });
 
+describe('Idempotent Webhook: Respond At Once', () => {
+	const atOnce = (parameters: Record<string, unknown> = {}) =>
+		({
+			...trigger,
+			typeVersion: 2,
+			parameters: { ...trigger.parameters, respond: 'atOnce', acceptedBody: '{"ok":1}', authentication: 'basicAuth', ...parameters },
+			credentials: { ...trigger.credentials, idempotentWebhookBasicAuthApi: { id: 'basic', name: 'Basic' } },
+		}) as INode;
+	const basic = `Basic ${Buffer.from(`${BASIC_USER}:${BASIC_PASSWORD}`).toString('base64')}`;
+	async function postAuthenticated(body: string): Promise<Response> {
+		const timestamp = Math.floor(Date.now() / 1000);
+		const signature = createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex');
+		return await fetch(`${baseUrl}/webhook/orders?source=test`, {
+			method: 'POST',
+			headers: {
+				'content-type': 'application/json',
+				authorization: basic,
+				'x-trace': 'kept',
+				'stripe-signature': `t=${timestamp},v1=${signature}`,
+			},
+			body,
+		});
+	}
+	const keyFile = () => path.join(n8nFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+
+	it('answers 200 with the Response Body before the execution, keeps the item without the credential, and answers a copy 200 duplicate', async () => {
+		activeTrigger = atOnce();
+		const body = '{"id":"evt_at_once","amount":12345678901234567891}';
+		const first = await postAuthenticated(body);
+		expect([first.status, first.headers.get(OUTCOME_HEADER), await first.json()]).toEqual([200, 'new', { ok: 1 }]);
+		// n8n still starts the execution (workflowData), and writes nothing more (noWebhookResponse).
+		const started = lastResult as IWebhookResponseData;
+		expect(started.noWebhookResponse).toBe(true);
+		const [[item]] = started.workflowData!;
+		const key = 'wf:wf-trigger:evt:evt_at_once';
+		expect(item.json.idempotency).toMatchObject({ key, outcome: 'new', answeredAtOnce: true, attempts: 1 });
+
+		const store = embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
+		const record = (await store.getKeys([key], { inboxItem: true })).get(key)!;
+		expect(record).toMatchObject({
+			status: 'processing',
+			inboxOwner: `wf-trigger/${activeTrigger.id}`,
+			maxAttempts: 12,
+			hasInboxItem: true,
+		});
+		const kept = JSON.parse(record.inboxItem!) as { json: { headers: Record<string, string>; body: unknown }; rawBody: string };
+		// The request as the workflow sees it, the exact bytes kept; no header that carries a credential or a signature.
+		expect(Buffer.from(kept.rawBody, 'base64').toString('utf8')).toBe(body);
+		expect(kept.json.headers['x-trace']).toBe('kept');
+		expect(Object.keys(kept.json.headers)).not.toEqual(expect.arrayContaining(['authorization']));
+		expect(Object.keys(kept.json.headers)).not.toEqual(expect.arrayContaining(['stripe-signature']));
+		expect(record.inboxItem).not.toContain(BASIC_PASSWORD);
+		expect(record.inboxItem).not.toContain(basic.slice('Basic '.length));
+		expect(kept.json).not.toHaveProperty('idempotency');
+
+		// A copy while the run goes on: accepted already, so 200 duplicate, never stored data.
+		const copy = await postAuthenticated(body);
+		expect([copy.status, copy.headers.get(OUTCOME_HEADER), await copy.json()]).toEqual([200, 'duplicate', { status: 'duplicate' }]);
+		expect(lastResult).toEqual({ noWebhookResponse: true });
+	});
+
+	it('answers a delivery too large to keep when the workflow ends, as When the Workflow Ends does', async () => {
+		activeTrigger = atOnce();
+		const body = JSON.stringify({ id: 'evt_at_once_large', blob: 'x'.repeat(1024 * 1024) });
+		const answer = await postAuthenticated(body);
+		expect(await answer.json()).toEqual({ started: true });
+		const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
+		expect(item.json.idempotency).not.toHaveProperty('answeredAtOnce');
+		const record = (await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys(['wf:wf-trigger:evt:evt_at_once_large'])).get(
+			'wf:wf-trigger:evt:evt_at_once_large',
+		);
+		expect(record).toMatchObject({ status: 'processing', inboxOwner: null, hasInboxItem: false });
+	});
+
+	it("keeps no inbox for the editor's test URL: a test run is answered when it ends", async () => {
+		activeTrigger = atOnce();
+		webhookMode = 'manual';
+		const answer = await postAuthenticated('{"id":"evt_at_once_tested"}');
+		expect(await answer.json()).toEqual({ started: true });
+		expect((lastResult as IWebhookResponseData).workflowData![0][0].json.idempotency).not.toHaveProperty('answeredAtOnce');
+	});
+});
+
 describe('Idempotent Webhook: version 2 keys each workflow apart', () => {
 	/** The trigger as the node panel adds it now: version 2, every parameter at its default. */
 	const triggerV2 = (parameters: Record<string, unknown> = {}) =>
@@ -448,6 +532,18 @@ describe('Idempotent Webhook: parameters', () => {
 			);
 		},
 	);
+
+	it('offers Respond from version 2 on, When the Workflow Ends by default, with the inbox defaults the code uses', () => {
+		expect(resolved({}, atVersion(1))).not.toHaveProperty('respond');
+		for (const typeVersion of [2, 3]) expect(resolved({}, atVersion(typeVersion))).toMatchObject({ respond: 'workflowEnds' });
+		const atOnce = resolved({ respond: 'atOnce' }, atVersion(2));
+		expect(atOnce).toMatchObject({
+			maxAttempts: INBOX_DEFAULTS.maxAttempts,
+			firstRetrySeconds: INBOX_DEFAULTS.firstRetrySeconds,
+			retryForHours: INBOX_DEFAULTS.retryForHours,
+		});
+		expect(JSON.parse(atOnce.acceptedBody as string)).toEqual(INBOX_DEFAULTS.acceptedBody);
+	});
 
 	it('keeps Mode in version 1, Permanent named for what it promises', () => {
 		const v1 = resolved({ mode: 'permanent' }, atVersion(1));
