@@ -239,7 +239,9 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 	if (entry.evidence.warnings.length > 0) idempotency.warnings = entry.evidence.warnings;
 	const accepted = input.inbox && kept !== undefined ? acceptedAnswer(input.inbox.acceptedBody) : undefined;
 	if (accepted) idempotency.answeredAtOnce = true;
-	return { start: { idempotency, item: { ...item, idempotency }, rawBody: request.rawBody, ...(accepted ? { acceptedAnswer: accepted } : {}) } };
+	return {
+		start: { idempotency, item: { ...item, idempotency }, rawBody: request.rawBody, ...(accepted ? { acceptedAnswer: accepted } : {}) },
+	};
 }
 
 /** The request's media type as n8n's Webhook node gives the raw body's (JSON when none is said). */

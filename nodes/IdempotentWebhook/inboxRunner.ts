@@ -78,5 +78,7 @@ function startRetry(context: ITriggerFunctions, store: KeyStore, claim: Claim): 
 			.catch(() => undefined);
 		return;
 	}
-	context.emit([[{ json: item.json as IDataObject, binary: { data: { data: item.rawBody.toString(BINARY_ENCODING), mimeType: item.mimeType } } }]]);
+	context.emit([
+		[{ json: item.json as IDataObject, binary: { data: { data: item.rawBody.toString(BINARY_ENCODING), mimeType: item.mimeType } } }],
+	]);
 }
