@@ -15,7 +15,7 @@ import { pidAlive, sleep } from '../support/stack/childProcesses';
 const LEASE_SECONDS = 20;
 
 /** The trigger at version 2 answering At Once, at most `maxAttempts` runs, retrying from `firstRetrySeconds` on (a user's 30 s would outlast a test). */
-function atOnce(maxAttempts: number, firstRetrySeconds = 1): NodeChange {
+function atOnce(maxAttempts: number, firstRetrySeconds = 1, leaseSeconds = LEASE_SECONDS): NodeChange {
 	return (node) =>
 		node.type === TRIGGER.type
 			? {
@@ -27,7 +27,7 @@ function atOnce(maxAttempts: number, firstRetrySeconds = 1): NodeChange {
 						respond: 'atOnce',
 						maxAttempts,
 						firstRetrySeconds,
-						leaseSeconds: LEASE_SECONDS,
+						leaseSeconds,
 						acceptedBody: '{"accepted": true}',
 					},
 				}
@@ -44,6 +44,8 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 	let deadLettered: Awaited<ReturnType<typeof publishTrigger>>;
 	/** Its retries wait 4 to 8 s: long enough for a kill between a failed run and its retry. */
 	let slowRetry: Awaited<ReturnType<typeof publishTrigger>>;
+	/** A lease of 4 s, shorter than its step. */
+	let shortLease: Awaited<ReturnType<typeof publishTrigger>>;
 	/** Version 2 keys each workflow apart. */
 	const keyOf = (workflowId: string, id: string) => `wf:${workflowId}:evt:${id}`;
 
@@ -54,8 +56,10 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 		retried = await publishTrigger(h, 'at-once', { apiUrl: api.url, baseUrl, change: atOnce(4) });
 		deadLettered = await publishTrigger(h, 'at-once-dead', { apiUrl: api.url, baseUrl, change: atOnce(2) });
 		slowRetry = await publishTrigger(h, 'at-once-slow-retry', { apiUrl: api.url, baseUrl, change: atOnce(3, 8) });
+		shortLease = await publishTrigger(h, 'at-once-short-lease', { apiUrl: api.url, baseUrl, change: atOnce(3, 1, 4) });
 		// The first delivery opens the store (and creates its table): a provider's first call pays it once.
-		for (const { url } of [retried, deadLettered, slowRetry]) await h.deliver(url, { id: eventId('once_warm'), type: 'e2e.warmup' });
+		for (const { url } of [retried, deadLettered, slowRetry, shortLease])
+			await h.deliver(url, { id: eventId('once_warm'), type: 'e2e.warmup' });
 	});
 	afterAll(async () => api?.close());
 
@@ -82,6 +86,22 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 			(stored) => keys.every((key) => stored[key]?.status === 'completed'),
 		);
 		expect(keys.map((key) => records[key]?.status)).toEqual(keys.map(() => 'completed'));
+	});
+
+	test('a step longer than the lease (12 s, lease 4 s): the run keeps its key while it goes; not run again beside itself', async () => {
+		const mark = await h.executionMark();
+		const event = { id: eventId('once_long_step'), type: 'order.created' };
+		const key = keyOf(shortLease.workflowId, event.id);
+		api.slow(key, 12_000);
+		expect((await h.deliver(shortLease.url, event, {}, { timeoutMs: 1000 })).status).toBe(200);
+		const record = await eventually(
+			async () => (await storedKeys(h, [key]))[key],
+			(stored) => stored?.status === 'completed',
+			{ timeoutMs: 40_000 },
+		);
+		expect(record).toMatchObject({ status: 'completed', attempts: 1 });
+		expect([api.arrivals(key), api.calls(key)]).toEqual([1, 1]);
+		expect(await h.executions(shortLease.workflowId, mark)).toHaveLength(1);
 	});
 
 	test('a step that fails twice, then succeeds: the sender saw one 200; three executions; one effect; the key shows three attempts', async () => {
