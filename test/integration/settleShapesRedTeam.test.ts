@@ -11,6 +11,7 @@ import {
 	Workflow,
 	type ICredentialDataDecryptedObject,
 	type IConnections,
+	type IDataObject,
 	type INode,
 	type IWebhookData,
 	type IWebhookResponseData,
@@ -18,6 +19,7 @@ import {
 } from 'n8n-workflow';
 
 import { OUTCOME_HEADER } from '../../lib/webhook/answers';
+import { inboxItemOf, inboxOwner } from '../../lib/webhook/inbox';
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
 import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes, effects, effectsFor, TestEffectOnce } from '../support/n8nBaseNodes';
@@ -57,6 +59,8 @@ import {
  */
 
 const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
+/** A row that breaks a promise today: it passes while the break stands, and fails (to be made an `it`) once it is fixed. */
+const breaks = it.failing;
 
 const SECRET = 'whsec_redteam';
 /** The trigger's Header Auth credential: a header name that says nothing of a credential. */
@@ -481,6 +485,144 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		const stored = (await storedKey(key))?.response;
 		// Observed: { caller: "hk_live_…" } in the first answer, in the key table and in the copy's answer.
 		for (const kept of [answer?.body, stored, replayed]) expect(JSON.stringify(kept)).not.toContain(HEADER_AUTH.value);
+	});
+
+	/* Round 5: an execution that starts after its lease, a sub-workflow's own error item, the kept item --- */
+
+	/** Runs the execution an earlier delivery's webhook() started (`result`), as runStarted does for the last one. */
+	async function runEarlier(
+		result: IWebhookResponseData | Error | undefined,
+		executionId: string,
+		after: INode[],
+		connections: IConnections,
+	) {
+		const latest = lastResult;
+		lastResult = result;
+		try {
+			return await runStarted(executionId, after, connections);
+		} finally {
+			lastResult = latest;
+		}
+	}
+	const sleep = async (ms: number) => await new Promise((resolve) => setTimeout(resolve, ms));
+	const charge = () => packageNode('Charge', 'testEffectOnce', { failOnce: '' }, { position: [600, 0] });
+
+	// BREAK (doubled). An execution n8n starts after its key's lease ended — queue mode with a backlog of jobs, or
+	// one process with N8N_CONCURRENCY_PRODUCTION_LIMIT holding executions in its queue; the 1 s lease stands for
+	// the default 300 s — runs the step although a copy of the event took the key over meanwhile (outcome "new")
+	// and ran it. Observed: 2 charges; the key completed by the copy; the late run answered 200 with its charge.
+	// Root cause: the trigger's execute() (nodes/IdempotentWebhook) passes its item on without checking that the key
+	// is still its own (recordExecution answers false for a key taken over, and the answer is ignored).
+	breaks('an execution that starts after its lease ended, a copy having taken the key over and charged: charged once', async () => {
+		activeTrigger = stripeTrigger(2, { leaseSeconds: 1 });
+		const body = '{"id":"evt_late_start","amount":100}';
+		expect((await postStripe(body)).status).toBe(200);
+		const queued = lastResult;
+		await sleep(1200);
+		expect((await postStripe(body)).headers.get(OUTCOME_HEADER)).toBe('new');
+		const copy = await runStarted('exec-late-copy', [charge()], { Webhook: to('Charge') });
+		expect({ answer: copy.answer?.statusCode, key: (await storedKey(copy.key))?.status }).toEqual({ answer: 200, key: 'completed' });
+		await runEarlier(queued, 'exec-late-queued', [charge()], { Webhook: to('Charge') });
+		expect(effectsFor('evt_late_start')).toBe(1);
+	});
+
+	// BREAK (doubled), the same root cause under Respond: At Once, where the package itself starts the second run:
+	// the inbox claims a processing event whose lease ended ("its process died, or its execution never started",
+	// contract.ts claimDueInbox) and runs it from the kept item; the first execution, only queued, then starts and
+	// charges too. Observed: 2 charges, the key completed.
+	breaks(
+		'At Once: the package retries an event whose execution was only queued past its lease; then that execution starts: charged once',
+		async () => {
+			activeWorkflowId = 'wf-atonce-late';
+			activeTrigger = stripeTrigger(2, { respond: 'atOnce', leaseSeconds: 1 });
+			expect((await postStripe('{"id":"evt_atonce_late","amount":100}')).status).toBe(200);
+			const queued = lastResult;
+			await sleep(1200);
+			const store = embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
+			const [claim] = await store.claimDueInbox({ owner: inboxOwner(activeWorkflowId, activeTrigger.id), limit: 20, leaseMs: 300_000 });
+			// As the inbox runner emits it (nodes/IdempotentWebhook/inboxRunner.ts).
+			const retried = inboxItemOf(claim.item, {
+				key: claim.key,
+				isNew: true,
+				outcome: 'new',
+				ownerToken: claim.ownerToken,
+				attempts: claim.attempt,
+				lockedUntil: claim.leaseEndsAt?.toISOString() ?? null,
+				answeredAtOnce: true,
+			});
+			const started = { ...activeTrigger, name: 'Webhook' };
+			await executeInProcess(
+				inProcessWorkflow(activeWorkflowId, [started, charge()], { Webhook: to('Charge') }),
+				'exec-atonce-retry',
+				[{ json: retried!.json as IDataObject }],
+				engineBase(credentialsHelper()),
+			);
+			await runEarlier(queued, 'exec-atonce-queued', [charge()], { Webhook: to('Charge') });
+			expect(effectsFor('evt_atonce_late')).toBe(1);
+		},
+	);
+
+	// BREAK (lost). docs/templates.md: "a sub-workflow whose failing node continues on error (its regular or its
+	// error output), under an Execute Workflow node at Stop Workflow, one event: the { error } item it returns fails
+	// its key, 500". n8n's own nodes at Continue (regular output) return `error` beside fields of their own
+	// (Salesforce: { error, description, httpCode, errorCode, fields }); the sub-workflow hands that item back and
+	// the parent's trace reads an Execute Workflow item as a failure only when it is exactly `{ error[, message,
+	// details] }` (settlement/trace.ts isErrorItem). Observed: 200, key completed, no lead created; every retry
+	// is a duplicate. The same Salesforce node placed directly after the trigger is answered 500 (row above).
+	breaks(
+		'trigger → Execute Workflow (inline) whose Salesforce call fails at "Continue (regular output)": answered 500, key failed',
+		async () => {
+			activeTrigger = stripeTrigger(2);
+			const base = engineBase(credentialsHelper());
+			// n8n runs the sub-workflow as an execution of its own and hands back its last node's output.
+			base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
+				const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+				const child = inProcessWorkflow('wf-sub-crm', code.nodes, code.connections);
+				const { run } = await executeInProcess(child, 'exec-sub-crm-child', options.inputData ?? [], base);
+				if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+				const last = run.data.resultData.lastNodeExecuted as string;
+				return { executionId: 'exec-sub-crm-child', data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+			};
+			base.getRunExecutionData = async () => undefined;
+			const subWorkflow = {
+				nodes: [
+					node('Webhook', 'n8n-nodes-base.executeWorkflowTrigger', 1.1, { inputSource: 'passthrough' }),
+					{ ...salesforceCreateLead('continueRegularOutput'), position: [200, 0] },
+				],
+				connections: { Webhook: to('Create Lead') },
+			};
+			const createInCrm = node('Create In CRM', 'n8n-nodes-base.executeWorkflow', 1.3, {
+				source: 'parameter',
+				workflowJson: JSON.stringify(subWorkflow),
+				mode: 'once',
+				options: {},
+			});
+			expect((await postStripe('{"id":"evt_sub_crm","company":"Acme"}')).status).toBe(200);
+			const { run, answer, key } = await runStarted('exec-sub-crm', [createInCrm], { Webhook: to('Create In CRM') }, base);
+			expect(run.data.resultData.runData['Create In CRM'][0].data?.main?.[0]?.[0]?.json).toMatchObject({ httpCode: 'ECONNREFUSED' });
+			expect({ status: answer?.statusCode, key: (await storedKey(key))?.status }).toEqual({ status: 500, key: 'failed' });
+		},
+	);
+
+	// BREAK (leak). docs: At Once keeps the item "without any header that may carry a credential"; the stored
+	// answer's own rule (storedAnswer.ts CREDENTIAL_NAME) counts every `…token…` header as one. The kept item is
+	// filtered by another rule (lib/keys/forbiddenHeaders.ts isSecretHeader: auth, api-key, access-token, …, not
+	// token). Observed: GitLab's secret `X-Gitlab-Token` and an `X-Api-Token` kept in plain text in the key table's
+	// inbox item (until the event completes; a dead letter keeps it for the retention), beside the dropped Header
+	// Auth header.
+	breaks("At Once: the kept item keeps no credential header the stored answer's rule names (X-Gitlab-Token, X-Api-Token)", async () => {
+		activeWorkflowId = 'wf-atonce-kept';
+		activeTrigger = headerAuthTrigger(2, { respond: 'atOnce' });
+		const accepted = await postWithHeaderAuth('{"id":"evt_kept_token"}', {
+			'x-gitlab-token': 'glsecret_0123456789abcdef',
+			'x-api-token': 'apitok_0123456789abcdef',
+		});
+		expect(accepted.status).toBe(200);
+		const key = 'wf:wf-atonce-kept:evt:evt_kept_token';
+		const kept = (await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys([key], { inboxItem: true })).get(key)?.inboxItem;
+		expect(kept).toEqual(expect.stringContaining('evt_kept_token'));
+		expect(kept).not.toContain(HEADER_AUTH.value);
+		for (const secret of ['glsecret_0123456789abcdef', 'apitok_0123456789abcdef']) expect(kept).not.toContain(secret);
 	});
 
 	/* The publish check --------------------------------------------------------------------------- */
