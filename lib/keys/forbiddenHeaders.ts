@@ -14,7 +14,7 @@ const FORBIDDEN_NAME_PARTS = new Set(['sig', 'signature', 'hmac', 'time', 'times
 // (a key, a correlation id) must never read these, or the secret ends up in the table, in Get Key's
 // output and in the execution's custom data. Over-refusing costs a user another header name;
 // under-refusing leaks a secret.
-const SECRET_PATTERN = /signature|hmac|auth|cookie|secret|passw|credential|api-?key|access-?token|session|csrf|xsrf/i;
+const SECRET_PATTERN = /signature|hmac|auth|cookie|secret|passw|credential|api-?key|token|session|csrf|xsrf/i;
 const SECRET_NAME_PARTS = new Set(['sig', 'signature', 'hmac']);
 
 function normalised(headerName: string): { name: string; parts: string[] } {
@@ -22,7 +22,10 @@ function normalised(headerName: string): { name: string; parts: string[] } {
 	return { name, parts: name.split(/[-_.]/) };
 }
 
-/** Whether a header may carry a signature or a credential (the one rule for every header the package stores). */
+/**
+ * Whether a header (or a query parameter, by its name) may carry a signature or a credential: the
+ * one rule for every header the package stores, shows or sends back.
+ */
 export function isSecretHeader(headerName: string): boolean {
 	const { name, parts } = normalised(headerName);
 	return refusedHeaderNames().includes(name) || SECRET_PATTERN.test(name) || parts.some((part) => SECRET_NAME_PARTS.has(part));

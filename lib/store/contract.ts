@@ -143,7 +143,7 @@ export interface KeyStore {
 	/** The deliveries counted per answer in the hours that overlap the window. */
 	answerCounts(windowHours: number): Promise<AnswerCounts>;
 	/**
-	 * Records the n8n execution that runs the key's event, when the key is still this owner's
+	 * Records the n8n execution that runs the key's event, when the key is still this owner's and its lease has not ended
 	 * (the trigger reserves before the execution, and its id, exist). False when it is not.
 	 */
 	recordExecution(key: OwnedKey, executionId: string): Promise<boolean>;

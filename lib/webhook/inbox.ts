@@ -59,8 +59,9 @@ interface KeptItem {
 
 /**
  * The text kept with an accepted event: its item without `idempotency` (made afresh for each run)
- * and without any header that may carry a credential or a signature (isSecretHeader, and the header
- * Header Auth checks whatever its name). Undefined when it is over MAX_INBOX_ITEM_BYTES.
+ * and without any header or query parameter that may carry a credential or a signature
+ * (isSecretHeader, and the header Header Auth checks whatever its name). Undefined when it is over
+ * MAX_INBOX_ITEM_BYTES.
  */
 export function keptInboxItem(
 	item: ItemJson,
@@ -73,7 +74,10 @@ export function keptInboxItem(
 	const keptHeaders = Object.fromEntries(
 		Object.entries(headers).filter(([name]) => !isSecretHeader(name) && !dropped.has(name.toLowerCase())),
 	);
-	const json: ItemJson = { ...item, headers: keptHeaders };
+	// A query parameter named like a credential (?token=…) is one too: not kept either.
+	const query = item.query !== null && typeof item.query === 'object' ? (item.query as Record<string, unknown>) : {};
+	const keptQuery = Object.fromEntries(Object.entries(query).filter(([name]) => !isSecretHeader(name)));
+	const json: ItemJson = { ...item, headers: keptHeaders, query: keptQuery };
 	delete json.idempotency;
 	let text: string;
 	try {

@@ -1,3 +1,4 @@
+import { isSecretHeader } from '../keys/forbiddenHeaders';
 import { storableText } from '../store/storableValues';
 
 /*
@@ -30,8 +31,6 @@ const DROPPED_MEMBERS = new Set([
 	'setcookie',
 ]);
 
-/** Request headers and query parameters whose values are credentials: none of their text is kept. */
-const CREDENTIAL_NAME = /auth|token|secret|signature|hmac|password|passwd|cookie|session|api-?key|apikey/i;
 
 /** Secrets shorter than this are dropped only where a string is exactly them (a short one would match ordinary text). */
 const MIN_CONTAINED_SECRET = 8;
@@ -105,7 +104,7 @@ function secretsOf(request: AnswerRequest): string[] {
 		if (source === null || typeof source !== 'object') continue;
 		for (const [name, value] of Object.entries(source as Record<string, unknown>)) {
 			const named = source === request.headers && credentialHeaders.has(name.toLowerCase());
-			if (!named && !CREDENTIAL_NAME.test(name)) continue;
+			if (!named && !isSecretHeader(name)) continue;
 			for (const text of [value].flat()) if (typeof text === 'string') credentialParts(text).forEach(add);
 		}
 	}

@@ -31,6 +31,7 @@ import {
 	deliveryLogFields,
 	deliveryLogLine,
 	failedAnswer,
+	inProgressAnswer,
 	OUTCOME_HEADER,
 	type WebhookAnswer,
 } from '../../lib/webhook/answers';
@@ -207,7 +208,16 @@ export class IdempotentWebhook implements INodeType {
 			if (!answeredAtOnce) await answerNow(this, failedAnswer(message));
 			throw new NodeOperationError(node, message, { description: TRIGGER_REFUSAL.fix });
 		}
-		await recordExecution(this, items, openStore);
+		const ownership = await recordExecution(this, items, openStore);
+		if (ownership !== 'ours') {
+			// The key is left as it is: its owner (or its lease, then a retry) settles it.
+			const message =
+				ownership === 'taken_over'
+					? "This execution started after its key's lease ended, and another delivery of the event took the key over: the event runs there. Nothing ran here."
+					: "The key store could not confirm that the key is still this execution's. Nothing ran; the key is held until its lease ends, then the event runs again.";
+			if (!answeredAtOnce) await answerNow(this, inProgressAnswer(message));
+			throw new NodeOperationError(node, message);
+		}
 		if (answeredAtOnce) {
 			// The package runs an accepted event again when its lease ends: a long run must not look dead.
 			const leaseMs = (this.getNodeParameter('leaseSeconds', 0, 300) as number) * 1000;
@@ -502,22 +512,30 @@ async function countAndLog(
 }
 
 /**
- * Records this execution on each key the trigger reserved for it, so a later copy of the event is
- * answered with `x-idempotency-first-execution`. Best effort: a store that cannot record it only
- * leaves that header out; the key is settled as usual.
+ * Records this execution on each key the trigger reserved for it (a later copy of the event is
+ * answered with `x-idempotency-first-execution`), and says whether every key is still this run's.
+ * An execution can start long after its delivery (queue mode's backlog, n8n's concurrency limit):
+ * its lease may have ended and another delivery — or, with At Once, the package's retry — taken
+ * the key over and run the event. Such a run, or one whose store cannot say, must not run the step.
  */
-async function recordExecution(context: IExecuteFunctions, items: INodeExecutionData[], openStore: () => Promise<KeyStore>): Promise<void> {
+async function recordExecution(
+	context: IExecuteFunctions,
+	items: INodeExecutionData[],
+	openStore: () => Promise<KeyStore>,
+): Promise<'ours' | 'taken_over' | 'unknown'> {
 	const held = items.flatMap((item) => heldKeyOf(item) ?? []);
-	if (held.length === 0) return;
+	if (held.length === 0) return 'ours';
 	const executionId = context.getExecutionId();
 	try {
 		const store = await openStore();
-		for (const { key, ownerToken } of held) await store.recordExecution({ key, ownerToken }, executionId);
+		for (const { key, ownerToken } of held) if (!(await store.recordExecution({ key, ownerToken }, executionId))) return 'taken_over';
+		return 'ours';
 	} catch (error) {
 		context.logger.warn('Idempotent Webhook could not record the execution with its key', {
 			executionId,
 			error: error instanceof Error ? error.name : 'unknown',
 		});
+		return 'unknown';
 	}
 }
 

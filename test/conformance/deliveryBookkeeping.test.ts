@@ -142,6 +142,13 @@ describeEachBackend("the trigger's delivery bookkeeping", (backend) => {
 			expect(await fixture.count('never-stored')).toBe(0);
 		});
 
+		it('an owner whose lease has ended records nothing: its execution started too late to be trusted with the key', async () => {
+			const first = await reserveOne('run-late');
+			await fixture.update('run-late', { lockedUntil: -1000 });
+			expect(await store.recordExecution({ key: 'run-late', ownerToken: first.ownerToken! }, 'late-run')).toBe(false);
+			expect((await fixture.row('run-late'))!.execution_id).toBeNull();
+		});
+
 		it('refuses a missing owner token or execution id before anything is sent', async () => {
 			await expect(store.recordExecution({ key: 'k', ownerToken: 'not-a-uuid' }, 'e')).rejects.toThrow(/not a UUID/);
 			await expect(store.recordExecution({ key: 'k', ownerToken: '00000000-0000-4000-8000-000000000000' }, '')).rejects.toThrow(

@@ -10,7 +10,10 @@ import { startSink, type Sink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import type { NodeChange } from '../support/e2e/workflows';
 import { TOPOLOGY } from '../support/e2e/topology';
+import { deliverAll, figures, plan, report } from '../support/e2e/provider';
 import { pidAlive, sleep } from '../support/stack/childProcesses';
+import { startStoppedWorkers } from '../support/e2e/control';
+import fs from 'node:fs';
 
 const LEASE_SECONDS = 20;
 
@@ -61,7 +64,10 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 		for (const { url } of [retried, deadLettered, slowRetry, shortLease])
 			await h.deliver(url, { id: eventId('once_warm'), type: 'e2e.warmup' });
 	});
-	afterAll(async () => api?.close());
+	afterAll(async () => {
+		await api?.close();
+		if (h.topology === 'queue') await startStoppedWorkers(h.control); // two workers for the next test file
+	});
 
 	test('a step that takes 10 s: 8 events at once from a sender that waits 1 s, each answered 200 in time, once; one effect each', async () => {
 		const events = Array.from({ length: 8 }, (_, index) => ({ id: eventId(`once_slow_${index}`), type: 'issue.created' }));
@@ -102,6 +108,40 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 		expect(record).toMatchObject({ status: 'completed', attempts: 1 });
 		expect([api.arrivals(key), api.calls(key)]).toEqual([1, 1]);
 		expect(await h.executions(shortLease.workflowId, mark)).toHaveLength(1);
+	});
+
+	test('a soak: 100 events × 3 copies, shuffled, 8 at a time, a fifth of the steps failing once or twice: every event one effect', async () => {
+		const soak = plan({ label: 'once_soak', events: 100, minCopies: 3, maxCopies: 3 });
+		const keys = soak.eventIds.map((id) => keyOf(retried.workflowId, id));
+		// The user's API has bad moments: a fifth of the events fail their first run, some their second too.
+		keys.forEach((key, index) => {
+			if (index % 5 === 0) api.failNext(key, 500, 1 + (index % 2));
+		});
+		const run = await deliverAll({
+			url: retried.url,
+			plan: soak,
+			concurrency: 8,
+			retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: 60_000, timeoutMs: 3000 },
+		});
+		const stats = figures(run);
+		report(`At Once soak (${h.topology})`, stats);
+		// Every delivery ended 200 (a copy of an accepted event too). Saturated by 8 senders that never
+		// pause, n8n answers some after the sender's 3 s: the sender's retry is then a duplicate.
+		expect(stats.gaveUp).toBe(0);
+		expect(run.deliveries.filter((delivery) => delivery.final.status !== 200)).toEqual([]);
+		const effects = await eventually(
+			() => keys.map((key) => api.calls(key)),
+			(calls) => calls.every((count) => count === 1),
+			{ timeoutMs: 120_000, everyMs: 500 },
+		);
+		expect(keys.filter((key, index) => effects[index] !== 1)).toEqual([]);
+		const records = await eventually(
+			async () => await storedKeys(h, keys),
+			(stored) => keys.every((key) => stored[key]?.status === 'completed'),
+		);
+		expect(keys.filter((key) => records[key]?.status !== 'completed')).toEqual([]);
+		await sleep(2000);
+		expect(keys.filter((key) => api.calls(key) !== 1)).toEqual([]);
 	});
 
 	test('a step that fails twice, then succeeds: the sender saw one 200; three executions; one effect; the key shows three attempts', async () => {
@@ -180,6 +220,45 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 			expect([api.calls(cutKey), api.calls(pendingKey)]).toEqual([1, 1]);
 			const records = await storedKeys(h, [cutKey, pendingKey]);
 			expect([records[cutKey]?.status, records[pendingKey]?.status]).toEqual(['completed', 'completed']);
+		});
+	}
+
+	if (TOPOLOGY === 'queue') {
+		test('kill -9 of the worker running a step: after its lease the package runs the event again on the other worker; one effect', async () => {
+			const mark = await h.executionMark();
+			const event = { id: eventId('once_worker_kill'), type: 'order.created' };
+			const key = keyOf(retried.workflowId, event.id);
+			api.slow(key, 8000);
+			expect((await h.deliver(retried.url, event, {}, { timeoutMs: 3000 })).status).toBe(200);
+			await eventually(
+				() => api.arrivals(key),
+				(arrivals) => arrivals === 1,
+				{ timeoutMs: 30_000 },
+			);
+			const { rows } = await h.n8nQuery(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status = 'running'`, [
+				retried.workflowId,
+				mark,
+			]);
+			const { workers } = (await h.control('GET /processes')) as { workers: Array<{ index: number; logFile: string }> };
+			const victim = workers.find((worker) =>
+				rows.some((row: { id: number }) => fs.readFileSync(worker.logFile, 'utf8').includes(`Worker started execution ${row.id} `)),
+			);
+			if (!victim) throw new Error('no worker log names the running execution');
+			const killed = (await h.control('POST /kill-worker', { index: victim.index })) as { pid: number; exited: { signal: string | null } };
+			expect(killed.exited.signal).toBe('SIGKILL');
+			expect(pidAlive(killed.pid)).toBe(false);
+			const effects = await eventually(
+				() => api.calls(key),
+				(calls) => calls === 1,
+				{ timeoutMs: 90_000, everyMs: 500 },
+			);
+			expect(effects).toBe(1);
+			expect(api.abandoned(key)).toBe(1);
+			const record = await eventually(
+				async () => (await storedKeys(h, [key]))[key],
+				(stored) => stored?.status === 'completed',
+			);
+			expect(record).toMatchObject({ status: 'completed', attempts: 2 });
 		});
 	}
 });

@@ -59,8 +59,6 @@ import {
  */
 
 const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
-/** A row that breaks a promise today: it passes while the break stands, and fails (to be made an `it`) once it is fixed. */
-const breaks = it.failing;
 
 const SECRET = 'whsec_redteam';
 /** The trigger's Header Auth credential: a header name that says nothing of a credential. */
@@ -513,7 +511,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// and ran it. Observed: 2 charges; the key completed by the copy; the late run answered 200 with its charge.
 	// Root cause: the trigger's execute() (nodes/IdempotentWebhook) passes its item on without checking that the key
 	// is still its own (recordExecution answers false for a key taken over, and the answer is ignored).
-	breaks('an execution that starts after its lease ended, a copy having taken the key over and charged: charged once', async () => {
+	it('an execution that starts after its lease ended, a copy having taken the key over and charged: charged once', async () => {
 		activeTrigger = stripeTrigger(2, { leaseSeconds: 1 });
 		const body = '{"id":"evt_late_start","amount":100}';
 		expect((await postStripe(body)).status).toBe(200);
@@ -530,7 +528,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// the inbox claims a processing event whose lease ended ("its process died, or its execution never started",
 	// contract.ts claimDueInbox) and runs it from the kept item; the first execution, only queued, then starts and
 	// charges too. Observed: 2 charges, the key completed.
-	breaks(
+	it(
 		'At Once: the package retries an event whose execution was only queued past its lease; then that execution starts: charged once',
 		async () => {
 			activeWorkflowId = 'wf-atonce-late';
@@ -569,7 +567,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// the parent's trace reads an Execute Workflow item as a failure only when it is exactly `{ error[, message,
 	// details] }` (settlement/trace.ts isErrorItem). Observed: 200, key completed, no lead created; every retry
 	// is a duplicate. The same Salesforce node placed directly after the trigger is answered 500 (row above).
-	breaks(
+	it(
 		'trigger → Execute Workflow (inline) whose Salesforce call fails at "Continue (regular output)": answered 500, key failed',
 		async () => {
 			activeTrigger = stripeTrigger(2);
@@ -610,7 +608,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// token). Observed: GitLab's secret `X-Gitlab-Token` and an `X-Api-Token` kept in plain text in the key table's
 	// inbox item (until the event completes; a dead letter keeps it for the retention), beside the dropped Header
 	// Auth header.
-	breaks("At Once: the kept item keeps no credential header the stored answer's rule names (X-Gitlab-Token, X-Api-Token)", async () => {
+	it("At Once: the kept item keeps no credential header the stored answer's rule names (X-Gitlab-Token, X-Api-Token)", async () => {
 		activeWorkflowId = 'wf-atonce-kept';
 		activeTrigger = headerAuthTrigger(2, { respond: 'atOnce' });
 		const accepted = await postWithHeaderAuth('{"id":"evt_kept_token"}', {

@@ -367,7 +367,8 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 						outputIndex === errorOutput ||
 						(subWorkflow && isErrorItem(item)) ||
 						(subWorkflow && outputIndex > 0 && carriesError(item)) ||
-						(continues && carriesError(item) && !errorCameIn(tracer, name, task, item));
+						// A sub-workflow's last node that continued on error returns its error item as its result.
+						((continues || subWorkflow) && carriesError(item) && !errorCameIn(tracer, name, task, item));
 					if (!failed) continue;
 					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
 				}
