@@ -372,7 +372,8 @@ describeEachBackend('the inbox', (backend) => {
 			const done = await accept('alone:completed', owner);
 			await store.complete([{ key: 'alone:completed', ownerToken: done }]);
 			await accept('alone:dead', owner);
-			await fixture.update('alone:dead', { status: 'failed', lockedUntil: null, deadLetteredAt: -1, nextAttemptAt: null });
+			// Even with a retry time left in the past: a dead letter is only ever run again by hand.
+			await fixture.update('alone:dead', { status: 'failed', lockedUntil: null, deadLetteredAt: -1, nextAttemptAt: -5 });
 			await accept('alone:other-owner', newOwner());
 			await fixture.update('alone:other-owner', { lockedUntil: -1 });
 			await store.reserve([request('alone:plain')], LEASE);
