@@ -344,6 +344,18 @@ describeEachBackend('the inbox', (backend) => {
 		});
 	});
 
+	describe('Hold', () => {
+		it('extends an inbox event’s lease as any key’s: the inbox does not claim it meanwhile, and a copy is still a duplicate', async () => {
+			const owner = newOwner();
+			const token = await accept('held', owner);
+			await fixture.update('held', { lockedUntil: -1 });
+			expect(await store.hold([{ key: 'held', ownerToken: token, holdMs: 600_000 }])).toEqual(['held']);
+			expect(await store.claimDueInbox({ owner, ...CLAIM })).toEqual([]);
+			expect((await store.reserve([request('held')], LEASE))[0].outcome).toBe('duplicate');
+			expect((await fixture.row('held'))!.owner_token!.toLowerCase()).toBe(token.toLowerCase());
+		});
+	});
+
 	describe('claimDueInbox', () => {
 		it('claims a failed event whose retry is due and a processing one whose lease ended: a new owner token, processing, the lease from now, attempts + 1, no retry due, its item', async () => {
 			const owner = newOwner();
