@@ -69,8 +69,8 @@ export const MAX_INBOX_OWNER_LENGTH = 1000;
 export const MAX_INBOX_ATTEMPTS = 1000;
 /** The longest retry window: as long as the longest retention. */
 export const MAX_INBOX_RETRY_FOR_MS = MAX_RETENTION_SECONDS * 1000;
-/** The most events one claimDueInbox call takes: each is a row returned with its item. */
-export const MAX_INBOX_CLAIMS = 1000;
+/** The most events one claimDueInbox call takes: each comes back with its item (up to MAX_INBOX_ITEM_BYTES). */
+export const MAX_INBOX_CLAIMS = 100;
 // Doublings past this add nothing (2^30 ms is 12 days, far past the cap) and keep the SQL's integer product small.
 const MAX_DOUBLINGS = 30;
 

@@ -15,7 +15,8 @@ import { raceStore } from '../support/workers';
 
 const TABLE = 'inbox_keys';
 // Exact bytes matter: multi-byte text and a number beyond 2^53 come back as they went in.
-const ITEM = '{"json":{"body":{"id":"evt_1","name":"Zoë 🚀","amount":123456789012345678901234567890}},"rawBody":"e30=","mimeType":"application/json"}';
+const ITEM =
+	'{"json":{"body":{"id":"evt_1","name":"Zoë 🚀","amount":123456789012345678901234567890}},"rawBody":"e30=","mimeType":"application/json"}';
 const LEASE: ReserveOptions = {
 	mode: 'lease',
 	leaseSeconds: 60,
@@ -253,7 +254,7 @@ describeEachBackend('the inbox', (backend) => {
 			await expectDeadLettered(key, timing, 'late');
 		});
 
-		it('of a key that is not an inbox event is failed as before: no retry due, never dead-lettered', async () => {
+		it('of a key that is not an inbox event leaves it failed for the next delivery: no retry due, never dead-lettered', async () => {
 			const [plain] = await store.reserve([request('plain-fail')], LEASE);
 			await store.fail([{ key: 'plain-fail', ownerToken: plain.ownerToken!, error: 'boom' }]);
 			expect(await fixture.row('plain-fail')).toMatchObject({ status: 'failed', next_attempt_at: null, dead_lettered_at: null });
@@ -285,8 +286,14 @@ describeEachBackend('the inbox', (backend) => {
 				const inboxKeys = Array.from({ length: perKind }, (_, index) => `release:${perKind}:inbox:${index}`);
 				const plainKeys = Array.from({ length: perKind }, (_, index) => `release:${perKind}:plain:${index}`);
 				const reserved = [
-					...(await store.reserve(inboxKeys.map((key) => request(key, inbox(owner))), LEASE)),
-					...(await store.reserve(plainKeys.map((key) => request(key)), LEASE)),
+					...(await store.reserve(
+						inboxKeys.map((key) => request(key, inbox(owner))),
+						LEASE,
+					)),
+					...(await store.reserve(
+						plainKeys.map((key) => request(key)),
+						LEASE,
+					)),
 				];
 				const timing = await around(() => store.release(reserved.map((result) => ({ key: result.key, ownerToken: result.ownerToken! }))));
 				expect(timing.result.every((report) => report.applied)).toBe(true);
@@ -337,6 +344,18 @@ describeEachBackend('the inbox', (backend) => {
 		});
 	});
 
+	describe('Hold', () => {
+		it('extends an inbox event’s lease as any key’s: the inbox does not claim it meanwhile, and a copy is still a duplicate', async () => {
+			const owner = newOwner();
+			const token = await accept('held', owner);
+			await fixture.update('held', { lockedUntil: -1 });
+			expect(await store.hold([{ key: 'held', ownerToken: token, holdMs: 600_000 }])).toEqual(['held']);
+			expect(await store.claimDueInbox({ owner, ...CLAIM })).toEqual([]);
+			expect((await store.reserve([request('held')], LEASE))[0].outcome).toBe('duplicate');
+			expect((await fixture.row('held'))!.owner_token!.toLowerCase()).toBe(token.toLowerCase());
+		});
+	});
+
 	describe('claimDueInbox', () => {
 		it('claims a failed event whose retry is due and a processing one whose lease ended: a new owner token, processing, the lease from now, attempts + 1, no retry due, its item', async () => {
 			const owner = newOwner();
@@ -372,7 +391,8 @@ describeEachBackend('the inbox', (backend) => {
 			const done = await accept('alone:completed', owner);
 			await store.complete([{ key: 'alone:completed', ownerToken: done }]);
 			await accept('alone:dead', owner);
-			await fixture.update('alone:dead', { status: 'failed', lockedUntil: null, deadLetteredAt: -1, nextAttemptAt: null });
+			// Even with a retry time left in the past: a dead letter is only ever run again by hand.
+			await fixture.update('alone:dead', { status: 'failed', lockedUntil: null, deadLetteredAt: -1, nextAttemptAt: -5 });
 			await accept('alone:other-owner', newOwner());
 			await fixture.update('alone:other-owner', { lockedUntil: -1 });
 			await store.reserve([request('alone:plain')], LEASE);
@@ -430,7 +450,7 @@ describeEachBackend('the inbox', (backend) => {
 			await fixture.update('flow', { nextAttemptAt: -1 });
 			const [second] = await store.claimDueInbox({ owner, ...CLAIM });
 			expect(second).toMatchObject({ key: 'flow', attempt: 2 });
-			// The first run's token no longer settles the key.
+			// The first run's token does not settle the key: the claim's does.
 			expect(await store.complete([{ key: 'flow', ownerToken: first }])).toEqual([{ key: 'flow', applied: false, reason: 'not_owner' }]);
 			const timing = await around(() => store.fail([{ key: 'flow', ownerToken: second.ownerToken, error: 'attempt 2' }]));
 			await expectRetryDue('flow', timing, 1000, 2000);
@@ -476,7 +496,10 @@ describeEachBackend('the inbox', (backend) => {
 		it('claimers at once in this process (4 stores, limit 7 each, twice): each of 40 due events goes to exactly one', async () => {
 			const owner = newOwner();
 			const keys = Array.from({ length: 40 }, (_, index) => `race-here:${index}`);
-			await store.reserve(keys.map((key) => request(key, inbox(owner))), LEASE);
+			await store.reserve(
+				keys.map((key) => request(key, inbox(owner))),
+				LEASE,
+			);
 			await fixture.update(keys, { lockedUntil: -1 });
 			const stores = Array.from({ length: 4 }, () => fixture.openStore(2));
 			const claimed = (
@@ -490,7 +513,10 @@ describeEachBackend('the inbox', (backend) => {
 		it('claimers in 6 OS processes at once (3 calls each, limit 10): each of 40 due events claimed exactly once, attempts 2', async () => {
 			const owner = newOwner();
 			const keys = Array.from({ length: 40 }, (_, index) => `race-os:${index}`);
-			await store.reserve(keys.map((key) => request(key, inbox(owner))), LEASE);
+			await store.reserve(
+				keys.map((key) => request(key, inbox(owner))),
+				LEASE,
+			);
 			await fixture.update(keys, { status: 'failed', lockedUntil: null, nextAttemptAt: -1 });
 			const reports = await raceStore(
 				fixture.target,
@@ -533,10 +559,17 @@ describeEachBackend('the inbox', (backend) => {
 			expect((await fixture.row('replay-dead'))!.dead_lettered_at).not.toBeNull();
 			const [claim] = await store.claimForReplay(['replay-dead'], { leaseSeconds: 120, retentionSeconds: 86_400 });
 			expect(claim).toMatchObject({ claimed: true, inboxItem: ITEM });
-			expect(await fixture.row('replay-dead')).toMatchObject({ status: 'processing', attempts: 2, dead_lettered_at: null, next_attempt_at: null });
+			expect(await fixture.row('replay-dead')).toMatchObject({
+				status: 'processing',
+				attempts: 2,
+				dead_lettered_at: null,
+				next_attempt_at: null,
+			});
 			// Not the inbox's to run while the replay holds it.
 			expect(await store.claimDueInbox({ owner, ...CLAIM })).toEqual([]);
-			const timing = await around(() => store.fail([{ key: 'replay-dead', ownerToken: (claim as { ownerToken: string }).ownerToken, error: 'still broken' }]));
+			const timing = await around(() =>
+				store.fail([{ key: 'replay-dead', ownerToken: (claim as { ownerToken: string }).ownerToken, error: 'still broken' }]),
+			);
 			await expectDeadLettered('replay-dead', timing, 'still broken');
 		});
 
@@ -560,8 +593,19 @@ describeEachBackend('the inbox', (backend) => {
 				deadLetteredAt: null,
 				retryUntil: rows.pending.retry_until,
 			});
-			expect(found.get('show:dead')).toMatchObject({ inboxOwner: owner, hasInboxItem: true, nextAttemptAt: null, deadLetteredAt: rows.dead.dead_lettered_at });
-			expect(found.get('show:plain')).toMatchObject({ inboxOwner: null, hasInboxItem: false, maxAttempts: null, nextAttemptAt: null, deadLetteredAt: null });
+			expect(found.get('show:dead')).toMatchObject({
+				inboxOwner: owner,
+				hasInboxItem: true,
+				nextAttemptAt: null,
+				deadLetteredAt: rows.dead.dead_lettered_at,
+			});
+			expect(found.get('show:plain')).toMatchObject({
+				inboxOwner: null,
+				hasInboxItem: false,
+				maxAttempts: null,
+				nextAttemptAt: null,
+				deadLetteredAt: null,
+			});
 			for (const stored of found.values()) expect(stored).not.toHaveProperty('inboxItem');
 			const withItems = await store.getKeys(['show:pending', 'show:plain'], { inboxItem: true });
 			expect(withItems.get('show:pending')!.inboxItem).toBe(ITEM);

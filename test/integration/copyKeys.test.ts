@@ -50,6 +50,13 @@ function keyRow(key: string, overrides: Partial<KeyRow> = {}): KeyRow {
 		payloadBytes: null,
 		source: null,
 		correlationId: null,
+		inboxOwner: null,
+		inboxItem: null,
+		firstRetryMs: null,
+		maxAttempts: null,
+		retryUntil: null,
+		nextAttemptAt: null,
+		deadLetteredAt: null,
 		...overrides,
 	};
 }

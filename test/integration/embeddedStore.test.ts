@@ -121,6 +121,25 @@ describe('the store file', () => {
 	});
 });
 
+/** The key table of `file` as an earlier package left it: at `version`, without what the later versions added. */
+function asKeysVersion(file: string, version: 1 | 2): void {
+	const raw = openRaw(file);
+	raw.exec('drop index processed_events_inbox_idx');
+	for (const column of [
+		'inbox_owner',
+		'inbox_item',
+		'first_retry_ms',
+		'max_attempts',
+		'retry_until',
+		'next_attempt_at',
+		'dead_lettered_at',
+	])
+		raw.exec(`alter table processed_events drop column ${column}`);
+	if (version < 2) raw.exec('drop table processed_events_answer_counts');
+	raw.prepare("update n8n_idempotency_schema set version = ? where object = 'processed_events'").run(version);
+	raw.close();
+}
+
 describe('tables', () => {
 	it('a key table made before the answer counts (keys version 1) is upgraded on first use: its keys are kept, and deliveries are counted', async () => {
 		const file = fileIn('keys-version-1.sqlite');
@@ -129,12 +148,10 @@ describe('tables', () => {
 		await before.complete([{ key: 'evt:kept', ownerToken: kept.ownerToken! }]);
 		closeEmbeddedStores();
 		// The file as the package before the answer counts left it: version 1, no counts table.
-		const raw = openRaw(file);
-		raw.exec("drop table processed_events_answer_counts; update n8n_idempotency_schema set version = 1 where object = 'processed_events'");
-		raw.close();
+		asKeysVersion(file, 1);
 
 		await expect(openEmbeddedKeyStore({ file, createTable: false }).answerCounts(24)).rejects.toThrow(
-			/is at schema version 1, this package needs 2; the node option "Create or Upgrade Table" is off.*Existing keys are kept/,
+			/is at schema version 1, this package needs 3; the node option "Create or Upgrade Table" is off.*Existing keys are kept/,
 		);
 		const after = openEmbeddedKeyStore({ file });
 		expect((await after.reserve([{ key: 'evt:kept', keySource: 'custom', payloadHash: null }], lease))[0]).toMatchObject({
@@ -144,7 +161,42 @@ describe('tables', () => {
 		expect((await after.answerCounts(1)).duplicate).toBe(1);
 		closeEmbeddedStores();
 		const check = openRaw(file);
-		expect(check.prepare("select version from n8n_idempotency_schema where object = 'processed_events'").get()).toEqual({ version: 2 });
+		expect(check.prepare("select version from n8n_idempotency_schema where object = 'processed_events'").get()).toEqual({ version: 3 });
+		check.close();
+	});
+
+	it('a key table made before the inbox (keys version 2) with keys in every state is upgraded in place on first use: each key keeps its answer, none is an inbox event, and it accepts inbox events', async () => {
+		const file = fileIn('keys-version-2.sqlite');
+		const before = openEmbeddedKeyStore({ file });
+		const reserved = await before.reserve(
+			['evt:done', 'evt:running', 'evt:failed'].map((key) => ({ key, keySource: 'custom', payloadHash: null })),
+			lease,
+		);
+		await before.complete([{ key: 'evt:done', ownerToken: reserved[0].ownerToken! }]);
+		await before.fail([{ key: 'evt:failed', ownerToken: reserved[2].ownerToken!, error: 'boom' }]);
+		closeEmbeddedStores();
+		// The file as the package before the inbox left it: keys version 2, no inbox columns.
+		asKeysVersion(file, 2);
+
+		await expect(openEmbeddedKeyStore({ file, createTable: false }).getKeys(['evt:done'])).rejects.toThrow(
+			/is at schema version 2, this package needs 3; the node option "Create or Upgrade Table" is off.*Existing keys are kept/,
+		);
+		const after = openEmbeddedKeyStore({ file });
+		const inbox = { owner: 'wf/node', item: '{"json":{}}', maxAttempts: 3, firstRetryMs: 1000, retryForMs: 60_000 };
+		const results = await after.reserve(
+			[
+				...['evt:done', 'evt:running', 'evt:failed'].map((key) => ({ key, keySource: 'custom', payloadHash: null })),
+				{ key: 'evt:accepted', keySource: 'custom', payloadHash: null, inbox },
+			],
+			lease,
+		);
+		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'in_progress', 'new', 'new']);
+		const stored = await after.getKeys(['evt:done', 'evt:accepted'], { inboxItem: true });
+		expect(stored.get('evt:done')).toMatchObject({ status: 'completed', inboxOwner: null, hasInboxItem: false });
+		expect(stored.get('evt:accepted')).toMatchObject({ inboxOwner: 'wf/node', inboxItem: '{"json":{}}' });
+		closeEmbeddedStores();
+		const check = openRaw(file);
+		expect(check.prepare("select version from n8n_idempotency_schema where object = 'processed_events'").get()).toEqual({ version: 3 });
 		check.close();
 	});
 

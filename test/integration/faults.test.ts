@@ -144,6 +144,27 @@ describe('a reply lost after the commit', () => {
 		expect((await row('lost-1')).duplicate_count).toBe(1);
 	});
 
+	it('claimDueInbox: the re-send with the same tokens returns the events the lost answer claimed, and claims no others', async () => {
+		const inbox = { owner: 'wf-faults/trigger', item: '{"json":{}}', maxAttempts: 5, firstRetryMs: 1000, retryForMs: 3_600_000 };
+		const keys = ['lost-inbox-1', 'lost-inbox-2', 'lost-inbox-3'];
+		await storeWith().store.reserve(
+			keys.map((key) => ({ ...request(key), inbox })),
+			lease,
+		);
+		await admin.query(`update ${TABLE} set locked_until = now() - interval '1 second' where key = any($1::text[])`, [keys]);
+		const { proxy, store, retries } = await proxied();
+		proxy.cutReplyAfter('with already as');
+		const claims = await store.claimDueInbox({ owner: inbox.owner, limit: 2, leaseMs: 60_000 });
+
+		expect(proxy.cuts).toHaveLength(1);
+		expect(retries[0]).toMatchObject({ operation: 'claimDueInbox', outcomeUnknown: true });
+		expect(claims.map((claim) => claim.key).sort()).toEqual(['lost-inbox-1', 'lost-inbox-2']);
+		for (const claim of claims)
+			expect(await row(claim.key)).toMatchObject({ owner_token: claim.ownerToken, attempts: 2, status: 'processing' });
+		// The re-send took nothing more: the third event waits for the next look.
+		expect(await row('lost-inbox-3')).toMatchObject({ attempts: 1 });
+	});
+
 	it('reserve in permanent mode: the event is New, not lost as a Duplicate of itself', async () => {
 		const { proxy, store } = await proxied();
 		proxy.cutReplyAfter('with batch as');

@@ -44,7 +44,7 @@ describe('List Keys: the query plan (Postgres)', () => {
 				await client.query(
 					`explain ${text.replace(/;\s*$/, '')}`.replace(
 						/\$(\d)/g,
-						(_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100', 'false', '16777216'][Number(n)],
+						(_m, n: string) => ['', "''", "'failed'", 'false', 'null', 'null', '100', 'false', '16777216', 'false'][Number(n)],
 					),
 				)
 			).rows

@@ -76,7 +76,27 @@ it("both statements sort by the keys' bytes, the reserve statement once for its 
 	const table = tableRef('public', TABLE);
 	const keys = ['b', 'A', 'a'];
 	const tokens = keys.map(() => randomUUID());
-	const reserve = [keys, keys.map(() => 'test'), null, tokens, 'permanent', 60, 86_400, null, null, null, null, null, null, null];
+	const reserve = [
+		keys,
+		keys.map(() => 'test'),
+		null,
+		tokens,
+		'permanent',
+		60,
+		86_400,
+		null,
+		null,
+		null,
+		null,
+		null,
+		null,
+		null,
+		null,
+		null,
+		null,
+		null,
+		null,
+	];
 	for (const text of [renderStatement('reserve', table), renderStatement('reserve', table, 'full-record')]) {
 		expect((await sortKeys(text, reserve)).map((line) => line.trim())).toEqual(['Sort Key: b.key COLLATE "C", b."position"']);
 	}

@@ -14,7 +14,7 @@ import { webhookItem } from '../support/fakeExecuteFunctions';
 import { idempotencyOf, runReserve } from '../support/nodes';
 
 const CURRENT = KEYS_MIGRATIONS.files.length;
-const [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE] = KEYS_MIGRATIONS.files;
+const [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE, INBOX_FILE] = KEYS_MIGRATIONS.files;
 const sqlFile = (file: string) => readFileSync(path.join(POSTGRES_SQL_DIR, file), 'utf8');
 /** A migration file as it shipped before schema versions existed: the same statements, no stamp. */
 const unstampedFile = (file: string) =>
@@ -98,6 +98,13 @@ describe('upgrading a table made by each earlier version', () => {
 				for (const file of [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE]) await runAsDba(schema, sqlFile(file));
 			},
 		],
+		[
+			'a table at schema version 5 (before the inbox)',
+			async (schema) => {
+				for (const file of [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE])
+					await runAsDba(schema, sqlFile(file));
+			},
+		],
 	];
 
 	it.each(earlierVersions)('%s: first use brings it to the current version and keeps every key', async (_name, makeTable) => {
@@ -128,6 +135,31 @@ describe('upgrading a table made by each earlier version', () => {
 		expect(counts).toEqual(await shapeOf(fresh, 'processed_events_answer_counts'));
 		await store.countAnswer('duplicate');
 		expect((await store.answerCounts(1)).duplicate).toBe(1);
+	});
+
+	it('a table at schema version 5 with keys in every state: upgraded in place, each key keeps its answer, none is an inbox event, and it accepts inbox events', async () => {
+		const schema = await freshSchema(db.pool, 'inbox');
+		for (const file of [CREATE_FILE, SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE])
+			await runAsDba(schema, sqlFile(file));
+		await db.pool.query(
+			`insert into ${schema}.processed_events (key, status, locked_until, expires_at, owner_token, payload) values
+			   ('done', 'completed', null, now() + interval '1 day', gen_random_uuid(), '{"id": 1}'),
+			   ('running', 'processing', now() + interval '1 hour', now() + interval '1 day', gen_random_uuid(), null),
+			   ('failed', 'failed', null, now() + interval '1 day', gen_random_uuid(), null)`,
+		);
+		const store = new PostgresKeyStore(db.pool, { schema, table: 'processed_events', createTable: true });
+		const lease: ReserveOptions = { mode: 'lease', leaseSeconds: 60, retentionSeconds: 86_400 };
+		const inbox = { owner: 'wf/node', item: '{"json":{}}', maxAttempts: 3, firstRetryMs: 1000, retryForMs: 60_000 };
+		const results = await store.reserve([request('done'), request('running'), request('failed'), { ...request('accepted'), inbox }], lease);
+		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'in_progress', 'new', 'new']);
+		expect(await stampOf(schema)).toBe(versionStamp('keys', CURRENT));
+		const rows = (await db.pool.query(`select key, inbox_owner, inbox_item, payload from ${schema}.processed_events order by key`)).rows;
+		expect(rows).toEqual([
+			{ key: 'accepted', inbox_owner: 'wf/node', inbox_item: '{"json":{}}', payload: null },
+			{ key: 'done', inbox_owner: null, inbox_item: null, payload: { id: 1 } },
+			{ key: 'failed', inbox_owner: null, inbox_item: null, payload: null },
+			{ key: 'running', inbox_owner: null, inbox_item: null, payload: null },
+		]);
 	});
 
 	it('a fresh database: first use creates the table at the current version', async () => {
@@ -212,14 +244,14 @@ describe('a table the package cannot use as it is', () => {
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
-			`is at schema version 1, this package needs ${CURRENT}; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from`,
+			`is at schema version 1, this package needs ${CURRENT}; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}, sql/postgres/${INBOX_FILE} from`,
 		);
 		expect(await stampOf(schema)).toBeNull();
 
 		const missing = new PostgresKeyStore(db.pool, { schema, table: 'other_keys', createTable: false });
 		await expect(missing.reserve([request('k')], permanent)).rejects.toThrow(
 			new TableMissingError(
-				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
+				`The idempotency table "${schema}"."other_keys" does not exist; the node option "Create or Upgrade Table" is off. Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}, sql/postgres/${INBOX_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."other_keys").`,
 			),
 		);
 	});
@@ -257,7 +289,7 @@ describe('a database user without the right to create or change tables', () => {
 		const attempt = store.reserve([request('k')], permanent);
 		await expect(attempt).rejects.toThrow(TableMissingError);
 		await expect(attempt).rejects.toThrow(
-			`does not exist; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from`,
+			`does not exist; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}, sql/postgres/${INBOX_FILE} from`,
 		);
 		expect((await db.pool.query(`select to_regclass($1) as oid`, [`${schema}.processed_events`])).rows[0].oid).toBeNull();
 	});
@@ -270,10 +302,10 @@ describe('a database user without the right to create or change tables', () => {
 		const attempt = store.reserve([request('evt:new')], permanent);
 		await expect(attempt).rejects.toThrow(SchemaOutdatedError);
 		await expect(attempt).rejects.toThrow(
-			`is at schema version 1, this package needs ${CURRENT}; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."recipe_keys")`,
+			`is at schema version 1, this package needs ${CURRENT}; the database user lacks the right to create or change it. Ask a database owner to run, in order, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}, sql/postgres/${INBOX_FILE} from the n8n-nodes-idempotency package (they name public.processed_events: use "${schema}"."recipe_keys")`,
 		);
 
-		for (const file of [SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE])
+		for (const file of [SEED_UPGRADE_FILE, EVIDENCE_FILE, SETTLE_SCOPE_FILE, ANSWER_COUNTS_FILE, INBOX_FILE])
 			await runAsDba(schema, sqlFile(file).replace(/processed_events/g, 'recipe_keys'));
 		const results = await store.reserve([request('evt:old'), request('evt:new')], permanent);
 		expect(results.map((result) => result.outcome)).toEqual(['duplicate', 'new']);
@@ -292,7 +324,7 @@ describe('a database user without the right to create or change tables', () => {
 			{ items: [webhookItem({ id: 'evt_1' })], credential: connectionSettings({ user: role, password }) },
 		);
 		await expect(run).rejects.toThrow(
-			`Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}`,
+			`Ask a database owner to run, in order, sql/postgres/${CREATE_FILE}, sql/postgres/${SEED_UPGRADE_FILE}, sql/postgres/${EVIDENCE_FILE}, sql/postgres/${SETTLE_SCOPE_FILE}, sql/postgres/${ANSWER_COUNTS_FILE}, sql/postgres/${INBOX_FILE}`,
 		);
 	});
 });

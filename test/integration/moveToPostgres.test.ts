@@ -5,6 +5,7 @@ import path from 'node:path';
 
 import { closeEmbeddedStores, openEmbeddedKeyStore } from '../../lib/store/embedded';
 import { moveKeysToPostgres } from '../../lib/store/embedded/moveToPostgres';
+import { loadSqlite } from '../../lib/store/embedded/sqlite';
 import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import type { KeyStore } from '../../lib/store/contract';
 import type { ReserveOptions } from '../../lib/types';
@@ -90,6 +91,58 @@ describe('moveKeysToPostgres', () => {
 			outcome: 'duplicate',
 			record: { response: { ok: true } },
 		});
+	});
+
+	it('an inbox event moves with its item and retry state: a redelivery is a duplicate, and its due retry is claimed from Postgres', async () => {
+		const file = path.join(dir, 'inbox.sqlite');
+		const embedded = openEmbeddedKeyStore({ file, createTable: true });
+		const item = '{"json":{"body":{"id":"evt_1","amount":123456789012345678901234567890}},"rawBody":"e30="}';
+		const inbox = { owner: 'wf-1/trigger', item, maxAttempts: 5, firstRetryMs: 1000, retryForMs: 3_600_000 };
+		const [accepted] = await embedded.reserve([{ ...request('k-inbox'), inbox }], lease);
+		await embedded.fail([{ key: 'k-inbox', ownerToken: accepted.ownerToken!, error: 'the API said 503' }]);
+		const [before] = (await embedded.getKeys(['k-inbox'])).values();
+		const { schema, store } = await postgresStore('move_inbox');
+
+		expect((await moveKeysToPostgres({ file, pool: db.pool, schema })).counts.inserted).toBe(1);
+		const [moved] = (await store.getKeys(['k-inbox'], { inboxItem: true })).values();
+		expect(moved).toMatchObject({
+			status: 'failed',
+			inboxOwner: 'wf-1/trigger',
+			inboxItem: item,
+			maxAttempts: 5,
+			retryUntil: before.retryUntil,
+			nextAttemptAt: before.nextAttemptAt,
+			deadLetteredAt: null,
+		});
+		expect((await store.reserve([request('k-inbox')], lease))[0]).toMatchObject({ outcome: 'duplicate' });
+		await db.pool.query(`update ${schema}.processed_events set next_attempt_at = now() - interval '1 second' where key = 'k-inbox'`);
+		expect(await store.claimDueInbox({ owner: 'wf-1/trigger', limit: 10, leaseMs: 60_000 })).toMatchObject([
+			{ key: 'k-inbox', item, attempt: 2 },
+		]);
+	});
+
+	it('a file whose key table predates the inbox (keys version 2) moves as it did', async () => {
+		const { file } = await fileWithEveryState('before_inbox');
+		closeEmbeddedStores();
+		const raw = new (loadSqlite().DatabaseSync)(file);
+		raw.exec('drop index processed_events_inbox_idx');
+		for (const column of [
+			'inbox_owner',
+			'inbox_item',
+			'first_retry_ms',
+			'max_attempts',
+			'retry_until',
+			'next_attempt_at',
+			'dead_lettered_at',
+		])
+			raw.exec(`alter table processed_events drop column ${column}`);
+		raw.exec("update n8n_idempotency_schema set version = 2 where object = 'processed_events'");
+		raw.close();
+		const { schema, store } = await postgresStore('move_v2');
+		expect(await moveKeysToPostgres({ file, pool: db.pool, schema })).toMatchObject({ read: 4, counts: { inserted: 4 } });
+		const found = await store.getKeys(['k-done', 'k-failed']);
+		expect(found.get('k-done')).toMatchObject({ status: 'completed', inboxOwner: null });
+		expect(found.get('k-failed')).toMatchObject({ status: 'failed', inboxOwner: null, nextAttemptAt: null });
 	});
 
 	it('running the move twice changes nothing the second time', async () => {

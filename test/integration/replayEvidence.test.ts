@@ -467,14 +467,33 @@ describe('upgrading a version 2 table that holds keys', () => {
 		for (const key of ['v2:done', 'v2:live']) {
 			const row = after.find((candidate) => candidate.key === key);
 			const old = before.find((candidate) => candidate.key === key);
-			// n8n_instance and effect_completed_at are version 4's columns, empty on keys from before it.
-			const { payload, payload_bytes, source, correlation_id, last_seen, duplicate_count, n8n_instance, effect_completed_at, ...kept } =
-				row.row;
+			// n8n_instance and effect_completed_at are version 4's columns, the inbox version 6's: empty on keys from before them.
+			const {
+				payload,
+				payload_bytes,
+				source,
+				correlation_id,
+				last_seen,
+				duplicate_count,
+				n8n_instance,
+				effect_completed_at,
+				inbox_owner,
+				inbox_item,
+				first_retry_ms,
+				max_attempts,
+				retry_until,
+				next_attempt_at,
+				dead_lettered_at,
+				...kept
+			} = row.row;
 			const { last_seen: _oldLastSeen, duplicate_count: oldDuplicates, ...oldKept } = old;
 			expect(kept).toEqual(oldKept);
 			expect(duplicate_count).toBe(oldDuplicates + 1);
 			expect([payload, payload_bytes, source, correlation_id]).toEqual([null, null, null, null]);
 			expect([n8n_instance, effect_completed_at]).toEqual([null, null]);
+			expect([inbox_owner, inbox_item, first_retry_ms, max_attempts, retry_until, next_attempt_at, dead_lettered_at]).toEqual(
+				Array(7).fill(null),
+			);
 		}
 		// The failed key was taken over by this reservation, which stored its evidence.
 		expect(after.find((row) => row.key === 'v2:failed')).toMatchObject({

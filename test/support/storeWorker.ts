@@ -62,7 +62,9 @@ async function main(): Promise<void> {
 	}
 	if (job.kind === 'claimInbox') {
 		const claims = await Promise.all(
-			Array.from({ length: job.calls }, () => store.claimDueInbox({ owner: job.owner, limit: job.limit, leaseMs: LEASE.leaseSeconds * 1000 })),
+			Array.from({ length: job.calls }, () =>
+				store.claimDueInbox({ owner: job.owner, limit: job.limit, leaseMs: LEASE.leaseSeconds * 1000 }),
+			),
 		);
 		const results = claims.flat().map((claim) => ({ key: claim.key, outcome: 'claimed' }));
 		process.stdout.write(`${JSON.stringify({ pid: process.pid, results } satisfies StoreWorkerReport)}\n`);

@@ -131,7 +131,12 @@ const KEY_PARAMETERS: Encoders<KeyStatements> = {
 				const { evidence, inbox } = request;
 				const entry: unknown[] = [request.key, request.keySource, request.payloadHash, p.tokens[distinct]];
 				if (evidence || inbox) {
-					entry.push(evidence?.payloadJson ?? null, evidence?.payloadBytes ?? null, evidence?.source ?? null, evidence?.correlationId ?? null);
+					entry.push(
+						evidence?.payloadJson ?? null,
+						evidence?.payloadBytes ?? null,
+						evidence?.source ?? null,
+						evidence?.correlationId ?? null,
+					);
 				}
 				if (inbox) entry.push(inbox.owner, inbox.item, inbox.maxAttempts, inbox.retryForMs, inbox.firstRetryMs);
 				return entry;
@@ -359,7 +364,9 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 		const answers = results.map((result, index): StatementResult => {
 			if (COUNTED.has(steps[index].name)) return { rows: [], rowCount: result.changes ?? 0, uncertain: false, read: OBJECT_ROWS };
 			const rows = result.rows ?? [];
-			const read = result.columns ? arrayRows(Object.fromEntries(result.columns.map((column, position) => [column, position]))) : OBJECT_ROWS;
+			const read = result.columns
+				? arrayRows(Object.fromEntries(result.columns.map((column, position) => [column, position])))
+				: OBJECT_ROWS;
 			return { rows, rowCount: rows.length, uncertain: false, read };
 		});
 		return joined(answers);

@@ -58,7 +58,10 @@ export interface MoveReport {
 export const DEFAULT_MOVE_BATCH_SIZE = 1000;
 const MAX_MOVE_BATCH_SIZE = 10000;
 
-/** The columns `read_keys_page.sql` reads: a table without them is not a keys table of the package. */
+/**
+ * The columns every keys table of the package has (the inbox columns of keys version 3 are read
+ * when there): a table without them is not a keys table of the package.
+ */
 const COLUMNS =
 	'key, status, attempts, duplicate_count, first_seen, last_seen, locked_until, expires_at, owner_token, execution_id, workflow_id, n8n_instance, key_source, payload_hash, response, completed_at, effect_completed_at, last_error, payload, payload_bytes, source, correlation_id';
 
@@ -92,6 +95,13 @@ function keyRow(row: FileRow): KeyRow {
 		payloadBytes: whole(row.payload_bytes),
 		source: text(row.source),
 		correlationId: text(row.correlation_id),
+		inboxOwner: text(row.inbox_owner),
+		inboxItem: text(row.inbox_item),
+		firstRetryMs: whole(row.first_retry_ms),
+		maxAttempts: whole(row.max_attempts),
+		retryUntil: time(row.retry_until),
+		nextAttemptAt: time(row.next_attempt_at),
+		deadLetteredAt: time(row.dead_lettered_at),
 	};
 }
 

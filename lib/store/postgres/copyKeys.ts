@@ -40,6 +40,14 @@ export interface KeyRow {
 	payloadBytes: number | null;
 	source: string | null;
 	correlationId: string | null;
+	/** An inbox event's owner, kept item (JSON text) and retry settings and state; all null for another key. */
+	inboxOwner: string | null;
+	inboxItem: string | null;
+	firstRetryMs: number | null;
+	maxAttempts: number | null;
+	retryUntil: Date | null;
+	nextAttemptAt: Date | null;
+	deadLetteredAt: Date | null;
 }
 
 /** What copying one key did. */
@@ -148,6 +156,13 @@ export async function copyKeysToPostgres(pool: Pool, table: TableRef, rows: KeyR
 		rows.map((row) => row.payloadBytes),
 		text((row) => row.source, 'source'),
 		text((row) => row.correlationId, 'correlation id'),
+		text((row) => row.inboxOwner, 'inbox owner'),
+		text((row) => row.inboxItem, 'inbox item'),
+		rows.map((row) => row.firstRetryMs),
+		rows.map((row) => row.maxAttempts),
+		rows.map((row) => row.retryUntil),
+		rows.map((row) => row.nextAttemptAt),
+		rows.map((row) => row.deadLetteredAt),
 	];
 	const result = await PostgresRunner.onPool(pool).run(renderStatement('copyKeys', table), values, { context: { table: table.qualified } });
 	const rowByKey = new Map(rows.map((row) => [row.key, row]));

@@ -14,11 +14,14 @@
 -- (failed, kept with its item) and not returned.
 -- The rows are taken FOR UPDATE SKIP LOCKED, the longest due first: concurrent claimers (other
 -- processes, other n8n mains) each take rows no other one holds, and none waits for another.
--- The partial index processed_events_inbox_idx holds exactly the events still to run.
+-- Both reads name the predicate of the partial index processed_events_inbox_idx, which holds
+-- exactly the events still to run: a look for due retries never reads the rest of the table.
 -- A re-send of this statement after its answer was lost (the same tokens) returns the events the
 -- first one claimed, and claims no others.
 with already as (
-  select e.key from processed_events as e where e.owner_token = any($5::uuid[]) and e.inbox_owner = $1
+  select e.key from processed_events as e
+  where e.inbox_owner = $1 and e.inbox_owner is not null and e.dead_lettered_at is null and e.status <> 'completed'
+    and e.owner_token = any($5::uuid[])
 ),
 due as (
   select e.key,

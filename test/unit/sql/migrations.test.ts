@@ -34,17 +34,21 @@ describe('migration sets', () => {
 			'migrations/keys/003_replay_evidence.sql',
 			'migrations/keys/004_settle_scope.sql',
 			'migrations/keys/005_answer_counts.sql',
+			'migrations/keys/006_inbox.sql',
 		]);
 		expect(pendingMigrations(KEYS_MIGRATIONS, 2)).toEqual([
 			'migrations/keys/003_replay_evidence.sql',
 			'migrations/keys/004_settle_scope.sql',
 			'migrations/keys/005_answer_counts.sql',
+			'migrations/keys/006_inbox.sql',
 		]);
 		expect(pendingMigrations(KEYS_MIGRATIONS, 3)).toEqual([
 			'migrations/keys/004_settle_scope.sql',
 			'migrations/keys/005_answer_counts.sql',
+			'migrations/keys/006_inbox.sql',
 		]);
-		expect(pendingMigrations(KEYS_MIGRATIONS, 4)).toEqual(['migrations/keys/005_answer_counts.sql']);
+		expect(pendingMigrations(KEYS_MIGRATIONS, 4)).toEqual(['migrations/keys/005_answer_counts.sql', 'migrations/keys/006_inbox.sql']);
+		expect(pendingMigrations(KEYS_MIGRATIONS, 5)).toEqual(['migrations/keys/006_inbox.sql']);
 		expect(pendingMigrations(KEYS_MIGRATIONS, KEYS_MIGRATIONS.files.length)).toEqual([]);
 	});
 });

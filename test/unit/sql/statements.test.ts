@@ -136,7 +136,7 @@ describe('renderSqlFile', () => {
 	it('uses bind parameters for every value', () => {
 		const reserve = render(QUERY_FILES.reserve, 'processed_events');
 		expect(reserve).toMatch(
-			/unnest\(\$1::text\[\] collate "C", \$2::text\[\], \$3::text\[\], \$4::uuid\[\], \$10::text\[\], \$11::integer\[\], \$12::text\[\], \$13::text\[\]\)/,
+			/unnest\(\$1::text\[\] collate "C", \$2::text\[\], \$3::text\[\], \$4::uuid\[\], \$10::text\[\], \$11::integer\[\], \$12::text\[\], \$13::text\[\],\s+\$15::text\[\], \$16::text\[\], \$17::integer\[\], \$18::bigint\[\], \$19::integer\[\]\)/,
 		);
 	});
 });
@@ -168,6 +168,7 @@ describe('the reserve statement for Output: Compact', () => {
 			'response',
 			'locked_until',
 			'lease_active',
+			'inbox',
 		]);
 		expect(returned(full).sort()).toEqual(
 			[

@@ -1,16 +1,20 @@
 import type { SettleRequest } from '../../../lib/store/contract';
 import {
+	INBOX_RETRY_CAP_MS,
 	cleanupInBatches,
+	inboxJitter,
+	inboxRetryDelayMs,
 	orderCandidates,
 	orderDecisions,
 	replayBatch,
 	replayClaims,
+	reservationResult,
 	settledReservation,
 	settleReports,
 	type ClaimedKey,
 	type OrderMark,
 } from '../../../lib/store/rules';
-import type { IdempotencyRecord } from '../../../lib/types';
+import type { CompactRecord, IdempotencyRecord } from '../../../lib/types';
 
 /** The rules every backend applies the same way, on plain values (each backend's tests run them on a real store). */
 
@@ -157,5 +161,56 @@ describe('orderCandidates and orderDecisions', () => {
 			'newer',
 			'stale',
 		]);
+	});
+});
+
+describe('the inbox retry rule', () => {
+	it('waits the first retry delay after the first run, doubling it for each run after, at most an hour, scaled by the jitter', () => {
+		expect([1, 2, 3, 4, 5].map((attempts) => inboxRetryDelayMs(attempts, 30_000, 1))).toEqual([30_000, 60_000, 120_000, 240_000, 480_000]);
+		expect(inboxRetryDelayMs(8, 30_000, 1)).toBe(3_600_000);
+		expect(inboxRetryDelayMs(100, 30_000, 1)).toBe(INBOX_RETRY_CAP_MS);
+		expect(INBOX_RETRY_CAP_MS).toBe(3_600_000);
+		expect(inboxRetryDelayMs(3, 1000, 0.5)).toBe(2000);
+		expect(inboxRetryDelayMs(8, 30_000, 0.5)).toBe(1_800_000);
+	});
+
+	it('counts a run before the first (attempts 0, never stored) as the first', () => {
+		expect(inboxRetryDelayMs(0, 1000, 1)).toBe(1000);
+	});
+
+	it('draws the jitter between half and all of the delay ("equal jitter")', () => {
+		expect(inboxJitter(() => 0)).toBe(0.5);
+		expect(inboxJitter(() => 0.5)).toBe(0.75);
+		expect(inboxJitter(() => 0.999_999)).toBeLessThanOrEqual(1);
+		for (let draw = 0; draw < 1000; draw++) {
+			const jitter = inboxJitter();
+			expect(jitter).toBeGreaterThanOrEqual(0.5);
+			expect(jitter).toBeLessThanOrEqual(1);
+		}
+	});
+});
+
+describe('reservationResult', () => {
+	const record = (status: CompactRecord['status'], leaseActive: boolean): CompactRecord => ({
+		key: 'k',
+		status,
+		attempts: 1,
+		lockedUntil: null,
+		payloadHash: null,
+		response: null,
+		leaseActive,
+	});
+	const request = { key: 'k', keySource: 'custom', payloadHash: null };
+
+	it('answers another delivery of an inbox event duplicate even while a run holds it; any other key in progress', () => {
+		expect(reservationResult(request, record('processing', true), OTHER, OWNER, false, true).outcome).toBe('duplicate');
+		expect(reservationResult(request, record('processing', true), OTHER, OWNER, false, false).outcome).toBe('in_progress');
+	});
+
+	it('answers the reservation that wrote its own token new, an inbox event too', () => {
+		expect(reservationResult(request, record('processing', true), OWNER, OWNER, false, true)).toMatchObject({
+			outcome: 'new',
+			ownerToken: OWNER,
+		});
 	});
 });
