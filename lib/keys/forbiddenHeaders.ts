@@ -14,7 +14,10 @@ const FORBIDDEN_NAME_PARTS = new Set(['sig', 'signature', 'hmac', 'time', 'times
 // (a key, a correlation id) must never read these, or the secret ends up in the table, in Get Key's
 // output and in the execution's custom data. Over-refusing costs a user another header name;
 // under-refusing leaks a secret.
-const SECRET_PATTERN = /signature|hmac|auth|cookie|secret|passw|credential|api-?key|token|session|csrf|xsrf/i;
+const SECRET_PATTERN = /signature|hmac|auth|cookie|secret|passw|credential|api-?key|access-?token|session|csrf|xsrf/i;
+// A token is a credential (X-Gitlab-Token, X-Api-Token, ?token=) unless it names the event: an
+// idempotency token (Twilio's I-Twilio-Idempotency-Token) is the same on every retry, not a secret.
+const TOKEN_PATTERN = /token/i;
 const SECRET_NAME_PARTS = new Set(['sig', 'signature', 'hmac']);
 
 function normalised(headerName: string): { name: string; parts: string[] } {
@@ -28,7 +31,12 @@ function normalised(headerName: string): { name: string; parts: string[] } {
  */
 export function isSecretHeader(headerName: string): boolean {
 	const { name, parts } = normalised(headerName);
-	return refusedHeaderNames().includes(name) || SECRET_PATTERN.test(name) || parts.some((part) => SECRET_NAME_PARTS.has(part));
+	return (
+		refusedHeaderNames().includes(name) ||
+		SECRET_PATTERN.test(name) ||
+		(TOKEN_PATTERN.test(name) && !parts.includes('idempotency')) ||
+		parts.some((part) => SECRET_NAME_PARTS.has(part))
+	);
 }
 
 /** Throws ForbiddenKeySourceError when a header can never identify an event across retries. */
