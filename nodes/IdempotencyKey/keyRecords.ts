@@ -37,5 +37,18 @@ export function keyRecordJson(stored: StoredKey): IDataObject {
 		payloadBytes: stored.payloadBytes,
 		source: stored.source,
 		correlationId: stored.correlationId,
+		// The Idempotent Webhook's inbox (Respond: At Once): null for every other key.
+		inbox:
+			stored.inboxOwner === null
+				? null
+				: {
+						owner: stored.inboxOwner,
+						eventKept: stored.hasInboxItem,
+						maxAttempts: stored.maxAttempts,
+						retryUntil: isoTime(stored.retryUntil),
+						nextAttemptAt: isoTime(stored.nextAttemptAt),
+						deadLettered: stored.deadLetteredAt !== null,
+						deadLetteredAt: isoTime(stored.deadLetteredAt),
+					},
 	};
 }

@@ -26,6 +26,7 @@ import type { AnswerCounts } from '../../../lib/types';
 import { DELIVERY_LOG_MESSAGE, FIRST_EXECUTION_HEADER, OUTCOME_HEADER } from '../../../lib/webhook/answers';
 import { INBOX_DEFAULTS } from '../../../lib/webhook/inbox';
 import { IdempotentWebhook } from '../../../nodes/IdempotentWebhook/IdempotentWebhook.node';
+import { keyRecordJson } from '../../../nodes/IdempotencyKey/keyRecords';
 import { executionStarted } from '../../../nodes/IdempotentWebhook/unstartedExecutions';
 import { genericHmacProperties } from '../../../nodes/shared/genericHmac';
 import { forgetKeptSigningSecrets } from '../../../nodes/shared/signingSecret';
@@ -365,6 +366,12 @@ describe('Idempotent Webhook: Respond At Once', () => {
 		expect(record.inboxItem).not.toContain(BASIC_PASSWORD);
 		expect(record.inboxItem).not.toContain(basic.slice('Basic '.length));
 		expect(kept.json).not.toHaveProperty('idempotency');
+		// Get Key and List Keys show it as an inbox event, without the kept item.
+		expect(keyRecordJson(record)).toMatchObject({
+			status: 'processing',
+			inbox: { owner: `wf-trigger/${activeTrigger.id}`, eventKept: true, maxAttempts: 12, nextAttemptAt: null, deadLettered: false },
+		});
+		expect(JSON.stringify(keyRecordJson(record))).not.toContain('x-trace');
 
 		// A copy while the run goes on: accepted already, so 200 duplicate, never stored data.
 		const copy = await postAuthenticated(body);
