@@ -12,7 +12,7 @@ import { publishTrigger, TRIGGER } from './trigger';
 import { deliverAll, type Attempt, type RetryOptions } from './provider';
 import type { Sink } from './sink';
 import type { PublishedWebhook } from './checklist';
-import type { WorkflowJson, WorkflowNode } from './workflows';
+import type { Json, WorkflowJson, WorkflowNode } from './workflows';
 
 /** One end of a connection between two nodes. */
 export interface ConnectionTarget {
@@ -36,6 +36,19 @@ export interface RowShape {
 	batch?: boolean;
 	keepExample?: boolean;
 	exampleOnError?: string;
+	/** The trigger rows only: the trigger's version, parameters and credentials as the user sets them. */
+	trigger?: TriggerSettings;
+	/** The trigger rows only: the workflow's settings (e.g. its timeout, `executionTimeout` in seconds). */
+	settings?: Record<string, unknown>;
+	/** The trigger rows with `batch` only: Reserve at n8n's default On Error (Stop Workflow) instead of the webhook template's. */
+	reserveStopsOnError?: boolean;
+}
+
+/** How a trigger row's Idempotent Webhook differs from the template's: its version, parameters (merged) and credentials (merged; null removes one). */
+export interface TriggerSettings {
+	typeVersion?: number;
+	parameters?: Record<string, unknown>;
+	credentials?: Record<string, { id: string; name: string } | null>;
 }
 
 /** A row of the matrix: its shape, calling the API at the given URL. */
@@ -194,8 +207,15 @@ export const codeReturningNothing = (name: string, extra: Record<string, unknown
 	...extra,
 });
 
-/** Execute Workflow running a sub-workflow given as JSON (Execute Workflow Trigger → the API call at default settings). */
-export function executeSubWorkflow(name: string, apiUrl: string, { wait }: { wait: boolean }): WorkflowNode {
+/**
+ * Execute Workflow running a sub-workflow given as JSON (Execute Workflow Trigger → the API call at
+ * default settings); `waitInside` puts a Wait (1 s) before the sub-workflow's call.
+ */
+export function executeSubWorkflow(
+	name: string,
+	apiUrl: string,
+	{ wait, waitInside = false }: { wait: boolean; waitInside?: boolean },
+): WorkflowNode {
 	const trigger = {
 		id: randomUUID(),
 		name: 'When Executed by Another Workflow',
@@ -204,10 +224,12 @@ export function executeSubWorkflow(name: string, apiUrl: string, { wait }: { wai
 		position: [0, 0],
 		parameters: { inputSource: 'passthrough' },
 	};
-	const call = { id: randomUUID(), position: [220, 0], ...callApi('Sub-workflow: call your API', apiUrl) };
+	const call = { id: randomUUID(), position: [440, 0], ...callApi('Sub-workflow: call your API', apiUrl) };
+	const pause = { ...waitSeconds('Sub-workflow: wait', 1), id: randomUUID(), position: [220, 0] };
+	const chain = waitInside ? [trigger, pause, call] : [trigger, call];
 	const workflowJson = JSON.stringify({
-		nodes: [trigger, call],
-		connections: { [trigger.name]: { main: [link(call.name)] } },
+		nodes: chain,
+		connections: Object.fromEntries(chain.slice(0, -1).map((node, index) => [node.name, { main: [link(chain[index + 1].name)] }])),
 		settings: { executionOrder: 'v1' },
 	});
 	return {
@@ -218,6 +240,68 @@ export function executeSubWorkflow(name: string, apiUrl: string, { wait }: { wai
 		onError: 'continueErrorOutput',
 	};
 }
+
+/** Slack → Send and Wait for Response (an approval in a channel), as the editor saves it; `credential` is a Slack API credential. */
+export function slackSendAndWait(name: string, credential: { id: string; name: string }): WorkflowNode {
+	return {
+		name,
+		type: 'n8n-nodes-base.slack',
+		typeVersion: 2.3,
+		webhookId: randomUUID(),
+		parameters: {
+			resource: 'message',
+			operation: 'sendAndWait',
+			select: 'channel',
+			channelId: { __rl: true, mode: 'id', value: 'C0E2E000001' },
+			message: '={{ "Approve " + $json.body.id + "?" }}',
+			approvalOptions: { values: { approvalType: 'single' } },
+			options: {},
+		},
+		credentials: { slackApi: credential },
+	};
+}
+
+/** Form: a next form page (one field) shown to whoever opens the execution's form link. */
+export const formPage = (name: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.form',
+	typeVersion: 1,
+	webhookId: randomUUID(),
+	parameters: { formFields: { values: [{ fieldLabel: 'Approve' }] }, options: {} },
+});
+
+/** A Code node run once for all items that returns them in reverse order without pairedItem, as users sort: n8n pairs them by position. */
+export const codeReversingItems = (name: string, extra: Record<string, unknown> = {}): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.code',
+	typeVersion: 2,
+	parameters: { mode: 'runOnceForAllItems', jsCode: 'return $input.all().reverse().map((item) => ({ json: item.json }));' },
+	...extra,
+});
+
+/** Aggregate at its default (Individual Fields): one item with the list of `field` of every item. */
+export const aggregateField = (name: string, field: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.aggregate',
+	typeVersion: 1,
+	parameters: { fieldsToAggregate: { fieldToAggregate: [{ fieldToAggregate: field, renameField: false }] }, options: {} },
+});
+
+/** Split Out of a list field: one item per entry, carrying that field only. */
+export const splitOutField = (name: string, field: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.splitOut',
+	typeVersion: 1,
+	parameters: { fieldToSplitOut: field, include: 'noOtherFields', options: {} },
+});
+
+/** The key a call made once for all of a run's events sends (see callApiForAll): `batch:` and their keys joined by `+`. */
+export const BATCH_KEY_OF_ALL = "'batch:' + $input.all().map((item) => item.json.idempotency.key).join('+')";
+export const batchKey = (keys: string[]): string => `batch:${keys.join('+')}`;
+
+/** The API called once for all the items the node gets (Execute Once), keyed by all their keys (batchKey). */
+export const callApiForAll = (name: string, apiUrl: string, extra: Record<string, unknown> = {}): WorkflowNode =>
+	callApi(name, apiUrl, { executeOnce: true, ...extra }, BATCH_KEY_OF_ALL);
 
 export function respondToWebhook(name: string): WorkflowNode {
 	return {
@@ -285,22 +369,29 @@ export function templateRow({
  * The Postgres trigger template (idempotent-webhook-trigger-postgres.json) with its example step
  * replaced by `nodes`, `heads` after the trigger. `batch`: a delivery carrying several events gets a
  * key per event, as the webhook template gives them: Split Out of the body → Idempotency Reserve
- * (Key Source Field `id`) → the step, with Settle beside it (both taken from idempotent-webhook.json).
+ * (Key Source Field `id`) → the step, with Settle beside it (both taken from idempotent-webhook.json;
+ * `reserveStopsOnError`: Reserve at n8n's default On Error).
  */
 export function triggerRow({
 	nodes = [],
 	connections = {},
 	heads = [],
 	batch = false,
+	trigger,
+	settings,
+	reserveStopsOnError = false,
 }: RowShape): (workflow: WorkflowJson) => WorkflowJson {
 	return (workflow) => {
+		if (trigger) workflow = withTriggerSettings(workflow, trigger);
+		if (settings) workflow = { ...workflow, settings: { ...workflow.settings, ...settings } };
 		const example = workflow.nodes.find((node) => node.name === TRIGGER.business);
 		const userNodes = placed(nodes, [example.position[0] + (batch ? 440 : 0), example.position[1]]);
 		const added: WorkflowNode[] = [];
 		const wiring: NodeConnections = { [TRIGGER.node]: { main: [link(...heads)] } };
 		if (batch) {
 			const template = readShippedTemplate('idempotent-webhook.json');
-			const reserve = template.nodes.find((node) => node.name === NODE.reserve);
+			const { onError, ...reserve } = template.nodes.find((node) => node.name === NODE.reserve);
+			if (!reserveStopsOnError) reserve.onError = onError;
 			const settle = template.nodes.find((node) => node.name === NODE.settle);
 			added.push(
 				...placed([splitBody('Split Out Events')], example.position),
@@ -323,7 +414,25 @@ export function triggerRow({
 	};
 }
 
-/** Publishes every row's workflow, one after the other (the owner's session is one): { [row]: { url, workflowId } }. */
+/** The template's trigger with the row's version, parameters and credentials. */
+function withTriggerSettings(workflow: WorkflowJson, { typeVersion, parameters = {}, credentials = {} }: TriggerSettings): WorkflowJson {
+	const nodes = workflow.nodes.map((node) => {
+		if (node.name !== TRIGGER.node) return node;
+		const merged: Record<string, unknown> = { ...node.credentials, ...credentials };
+		for (const [type, credential] of Object.entries(merged)) if (credential === null) delete merged[type];
+		const changed = { ...node, parameters: { ...node.parameters, ...parameters }, credentials: merged };
+		if (typeVersion !== undefined) changed.typeVersion = typeVersion;
+		// Version 2 has no Mode: a user adding the node today never saves one.
+		if (typeVersion !== undefined && typeVersion >= 2 && !('mode' in parameters)) delete changed.parameters.mode;
+		return changed;
+	});
+	return { ...workflow, nodes };
+}
+
+/** How many rows are published at once: n8n publishes each through its own activation, and a row waits for its webhook. */
+const PUBLISHING_LANES = 4;
+
+/** Publishes every row's workflow, a few at a time (the owner's session shared): { [row]: { url, workflowId } }. */
 export async function publishRows(
 	h: Harness,
 	rows: Record<string, ConstructRow>,
@@ -331,7 +440,9 @@ export async function publishRows(
 	kind: 'template' | 'trigger',
 ): Promise<Record<string, PublishedWebhook>> {
 	const published: Record<string, PublishedWebhook> = {};
-	for (const [index, [name, row]] of Object.entries(rows).entries()) {
+	const entries = Object.entries(rows);
+	const publishOne = async (index: number) => {
+		const [name, row] = entries[index];
 		const label = `mx${kind}${index}`;
 		if (kind === 'trigger') {
 			try {
@@ -345,12 +456,18 @@ export async function publishRows(
 				if (!message.startsWith('publishing the workflow failed: ')) throw error;
 				published[name] = { url: '', workflowId: '', publishRefusal: message };
 			}
-			continue;
+			return;
 		}
 		const { workflow, webhookPath } = withOwnWebhook(templateRow(row.shape(apiUrl)), label);
 		const workflowId = await publishWorkflow(h, workflow, webhookPath);
 		published[name] = { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
-	}
+	};
+	let next = 0;
+	await Promise.all(
+		Array.from({ length: Math.min(PUBLISHING_LANES, entries.length) }, async () => {
+			while (next < entries.length) await publishOne(next++);
+		}),
+	);
 	return published;
 }
 
@@ -375,13 +492,23 @@ export interface KeyRow {
 	status: string;
 	attempts: number;
 	lastError: string | null;
+	/** The answer stored with the key (the trigger's: replayed to copies), as the table holds it. */
+	response: Json | null;
+	/** The execution that holds or held the key, as the store recorded it. */
+	executionId: string | null;
 }
 
-/** { key: { status, attempts, lastError } } from the Postgres key table (absent keys: null). */
+/** { key: { status, attempts, lastError, response, executionId } } from the Postgres key table (absent keys: null). */
 export async function keyRows(h: Harness, keys: string[]): Promise<Record<string, KeyRow | null>> {
-	const { rows } = await h.appQuery('SELECT key, status, attempts, last_error FROM processed_events WHERE key = ANY($1)', [keys]);
+	const { rows } = await h.appQuery(
+		'SELECT key, status, attempts, last_error, response, execution_id FROM processed_events WHERE key = ANY($1)',
+		[keys],
+	);
 	const found: Record<string, KeyRow> = Object.fromEntries(
-		rows.map((row) => [row.key, { status: row.status, attempts: row.attempts, lastError: row.last_error }]),
+		rows.map((row) => [
+			row.key,
+			{ status: row.status, attempts: row.attempts, lastError: row.last_error, response: row.response, executionId: row.execution_id },
+		]),
 	);
 	return Object.fromEntries(keys.map((key) => [key, found[key] ?? null]));
 }
