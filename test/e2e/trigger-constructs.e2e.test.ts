@@ -19,6 +19,7 @@ import * as c from '../support/e2e/constructs';
 import { createCredential, executionCustomData, retryExecution, stopExecution } from '../support/e2e/restWorkflows';
 import { deliverUntilAccepted } from '../support/e2e/trigger';
 import { eventually } from '../support/e2e/eventually';
+import { timeoutCancelsRunningNode } from '../support/stack/n8nVersion';
 
 /** A row's deliveries, retried like a provider: each event's answers in order, the events given up, every attempt. */
 interface Delivered {
@@ -414,28 +415,29 @@ const ROWS: Record<string, Row> = {
 				},
 			),
 	},
-	[`the workflow's timeout (${WORKFLOW_TIMEOUT_SECONDS} s) while the call hangs: the key held for its lease (409, no second call beside it), then the event runs once`]:
-		{
-			shape: (api) => ({
-				trigger: { parameters: { leaseSeconds: LEASE_SECONDS } },
-				settings: { executionTimeout: WORKFLOW_TIMEOUT_SECONDS },
-				nodes: [c.callApi('Call your API', api)],
-				heads: ['Call your API'],
-			}),
-			run: async (ctx, { workflowId }) =>
-				expectHeldThroughCancel(
-					ctx,
-					workflowId,
-					{ id: eventId('mxt_timeout'), type: 'e2e.timeout' },
-					{
-						// n8n stops the execution by itself when its time is up.
-						cancel: async () => {},
-						// One process: n8n answers the delivery it cancels 500 itself. Queue mode: the worker cancels it,
-						// and the package's 409 reaches the delivery.
-						firstAnswer: ctx.h.topology === 'queue' ? 409 : 500,
-					},
-				),
+	// Held for the lease where the timeout cancels the running call; n8n 1.x's queue workers let the call run to its own timeout.
+	[`the workflow's timeout (${WORKFLOW_TIMEOUT_SECONDS} s) while the call hangs: no second call beside it, then the event runs once`]: {
+		shape: (api) => ({
+			trigger: { parameters: { leaseSeconds: LEASE_SECONDS } },
+			settings: { executionTimeout: WORKFLOW_TIMEOUT_SECONDS },
+			nodes: [c.callApi('Call your API', api)],
+			heads: ['Call your API'],
+		}),
+		run: async (ctx, { workflowId }) => {
+			const event = { id: eventId('mxt_timeout'), type: 'e2e.timeout' };
+			if (!timeoutCancelsRunningNode(ctx.h.state.n8nVersion, ctx.h.topology)) {
+				await expectCallEndsByItsOwnTimeout(ctx, workflowId, event);
+				return;
+			}
+			await expectHeldThroughCancel(ctx, workflowId, event, {
+				// n8n stops the execution by itself when its time is up.
+				cancel: async () => {},
+				// One process: n8n answers the delivery it cancels 500 itself. Queue mode: the worker cancels it,
+				// and the package's 409 reaches the delivery.
+				firstAnswer: ctx.h.topology === 'queue' ? 409 : 500,
+			});
 		},
+	},
 	[`n8n's Retry on the failed execution, after the provider's retry completed the event: the execution says not to; the Retry calls again outside the key`]:
 		{
 			shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
@@ -640,6 +642,40 @@ async function expectHeldThroughCancel(
 		copy: [409, 'in_progress'],
 		whileHeld: { state: ['processing'], calls: 1 },
 		retries: { gaveUp: [], last: 200, before: answers[event.id].length > 1 ? [409] : [] },
+		effects: [1],
+		states: ['completed'],
+		attempts: [2],
+	});
+}
+
+/**
+ * Where the workflow's timeout does not cancel a running node (n8n 1.x's queue-mode workers): the
+ * hanging call ends at the HTTP Request's own timeout (its caller gone, no effect), the execution
+ * fails and the key with it (500), and the provider's retry runs the event once.
+ */
+async function expectCallEndsByItsOwnTimeout(ctx: RowContext, workflowId: string, event: c.RowEvent): Promise<void> {
+	const key = `evt:${event.id}`;
+	const held = ctx.api.holdNext(key);
+	const first = ctx.h.deliver(ctx.url, event);
+	await within(held, 60000, 'the call never reached the API');
+	const answer = await first;
+	const [failed] = await ctx.h.waitForExecutions(workflowId, 0, 1);
+	const whenAnswered = { state: await ctx.states([event]), calls: ctx.api.arrivals(key) };
+	ctx.api.dropHeld(key); // n8n left the call at its timeout: no effect
+	const { answers, gaveUp } = await ctx.deliver([event]);
+	expect({
+		first: answer.status,
+		execution: failed?.status,
+		whenAnswered,
+		retries: { gaveUp, answers: answers[event.id] },
+		effects: ctx.effects([event]),
+		states: await ctx.states([event]),
+		attempts: await ctx.attempts([event]),
+	}).toEqual({
+		first: 500,
+		execution: 'error',
+		whenAnswered: { state: ['failed'], calls: 1 },
+		retries: { gaveUp: [], answers: [200] },
 		effects: [1],
 		states: ['completed'],
 		attempts: [2],
