@@ -1,9 +1,9 @@
 // The construct matrix in a real n8n: the shapes users build in place of the example business step
 // (If, Merge, Wait, Loop Over Items, Execute Workflow, Retry On Fail, Code, …), made of n8n's own
 // nodes, whose effect is a call to the test's API (sink.ts: it counts the calls it answered 2xx, per
-// event key, and fails a call on demand). Shared by the webhook-template rows
-// (test/e2e/constructs.e2e.test.js) and the Idempotent Webhook trigger rows
-// (test/e2e/trigger-constructs.e2e.test.js): each row is a workflow published once, events delivered
+// event key, and fails a call on demand). Used by the matrix's one table of rows
+// (test/e2e/constructs.e2e.test.ts), run by the webhook template and the Idempotent Webhook trigger:
+// each row is a workflow published once per front end, events delivered
 // by a provider that retries every non-2xx, and what the API, the keys and the answers show.
 import { randomUUID } from 'node:crypto';
 import { NODE, eventId, type Harness } from './harness';
@@ -12,6 +12,7 @@ import { publishTrigger, TRIGGER } from './trigger';
 import { deliverAll, type Attempt, type RetryOptions } from './provider';
 import type { Sink } from './sink';
 import type { PublishedWebhook } from './checklist';
+import { eventually } from './eventually';
 import type { Json, WorkflowJson, WorkflowNode } from './workflows';
 
 /** One end of a connection between two nodes. */
@@ -661,4 +662,144 @@ export function rowContext(
 		},
 	};
 	return ctx;
+}
+
+/* What the trigger rows check beyond the usual expectations ------------------------------------ */
+
+/** Two events for one delivery, in order. */
+export function twoEvents(label: string): RowEvent[] {
+	return [0, 1].map((i) => ({ id: eventId(`${label}_${i}`), type: 'e2e.batch' }));
+}
+
+/** Rejects after `ms` with what never came: a hold that no call reached. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+	let timer: NodeJS.Timeout | undefined;
+	try {
+		return await Promise.race([
+			promise,
+			new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms))),
+		]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+/**
+ * Several events in one delivery that Idempotency Reserve refuses when it runs (the refusal depends on
+ * how many events the run carries, so it is not refused at publish): nothing reserved, no effect, and
+ * the delivery is not answered 2xx, so the provider keeps the events.
+ */
+export async function expectRefusedWhenReserveRuns(ctx: RowContext, events: RowEvent[]): Promise<void> {
+	const first = await ctx.h.deliver(ctx.url, events);
+	expect({
+		accepted: first.status >= 200 && first.status < 300,
+		states: await ctx.states(events),
+		effects: ctx.effects(events),
+	}).toEqual({ accepted: false, states: events.map(() => null), effects: events.map(() => 0) });
+}
+
+/**
+ * The event's call hangs at the API while n8n cancels its execution (`cancel(executionId)`: Stop; or
+ * nothing, for the workflow's timeout): the delivery is answered `firstAnswer` (never 2xx), a copy
+ * meanwhile 409, and no second call starts beside the one in flight. The API then drops the call (no
+ * effect), and the provider's retries get 409 until the lease ends, then run the event once.
+ */
+export async function expectHeldThroughCancel(
+	ctx: RowContext,
+	workflowId: string,
+	event: RowEvent,
+	{ cancel, firstAnswer }: { cancel: (executionId: string) => Promise<void>; firstAnswer: number },
+): Promise<void> {
+	const key = `evt:${event.id}`;
+	const held = ctx.api.holdNext(key);
+	const first = ctx.h.deliver(ctx.url, event);
+	await within(held, 60000, 'the call never reached the API');
+	const row = await eventually(
+		async () => (await keyRows(ctx.h, [key]))[key],
+		(found) => Boolean(found?.executionId),
+	);
+	await cancel(String(row?.executionId));
+	const answer = await first;
+	const [cancelled] = await ctx.h.waitForExecutions(workflowId, 0, 1);
+	// The call is still in flight: a copy must not run the step beside it.
+	const copy = await ctx.h.deliver(ctx.url, event);
+	const whileHeld = { state: await ctx.states([event]), calls: ctx.api.arrivals(key) };
+	ctx.api.dropHeld(key); // the API never finished the call: no effect
+	const { answers, gaveUp } = await ctx.deliver([event]);
+	expect({
+		first: answer.status,
+		execution: cancelled?.status,
+		copy: [copy.status, copy.outcome],
+		whileHeld,
+		retries: { gaveUp, last: answers[event.id].at(-1), before: [...new Set(answers[event.id].slice(0, -1))] },
+		effects: ctx.effects([event]),
+		states: await ctx.states([event]),
+		attempts: await ctx.attempts([event]),
+	}).toEqual({
+		first: firstAnswer,
+		execution: 'canceled',
+		copy: [409, 'in_progress'],
+		whileHeld: { state: ['processing'], calls: 1 },
+		retries: { gaveUp: [], last: 200, before: answers[event.id].length > 1 ? [409] : [] },
+		effects: [1],
+		states: ['completed'],
+		attempts: [2],
+	});
+}
+
+/**
+ * Where the workflow's timeout does not cancel a running node (n8n 1.x's queue-mode workers): the
+ * hanging call ends at the HTTP Request's own timeout (its caller gone, no effect), the execution
+ * fails and the key with it (500), and the provider's retry runs the event once.
+ */
+export async function expectCallEndsByItsOwnTimeout(ctx: RowContext, workflowId: string, event: RowEvent): Promise<void> {
+	const key = `evt:${event.id}`;
+	const held = ctx.api.holdNext(key);
+	const first = ctx.h.deliver(ctx.url, event);
+	await within(held, 60000, 'the call never reached the API');
+	const answer = await first;
+	const [failed] = await ctx.h.waitForExecutions(workflowId, 0, 1);
+	const whenAnswered = { state: await ctx.states([event]), calls: ctx.api.arrivals(key) };
+	ctx.api.dropHeld(key); // n8n left the call at its timeout: no effect
+	const { answers, gaveUp } = await ctx.deliver([event]);
+	expect({
+		first: answer.status,
+		execution: failed?.status,
+		whenAnswered,
+		retries: { gaveUp, answers: answers[event.id] },
+		effects: ctx.effects([event]),
+		states: await ctx.states([event]),
+		attempts: await ctx.attempts([event]),
+	}).toEqual({
+		first: 500,
+		execution: 'error',
+		whenAnswered: { state: ['failed'], calls: 1 },
+		retries: { gaveUp: [], answers: [200] },
+		effects: [1],
+		states: ['completed'],
+		attempts: [2],
+	});
+}
+
+/** A copy delivered while the event's call hangs is answered 409; once the call ends, the event is answered and copies get its stored answer. */
+export async function expectCopyDuringRunInProgress(ctx: RowContext, event: RowEvent): Promise<void> {
+	const key = `evt:${event.id}`;
+	const held = ctx.api.holdNext(key);
+	const first = ctx.h.deliver(ctx.url, event);
+	await within(held, 60000, 'the call never reached the API');
+	const during = await ctx.h.deliver(ctx.url, event);
+	ctx.api.answerHeld(key);
+	const answer = await first;
+	const after = await ctx.h.deliver(ctx.url, event);
+	expect({
+		during: [during.status, during.outcome],
+		first: [answer.status, answer.outcome],
+		after: [after.status, after.outcome, after.json],
+	}).toEqual({
+		during: [409, 'in_progress'],
+		first: [200, 'new'],
+		after: [200, 'duplicate', answer.json],
+	});
+	expect(ctx.effects([event])).toEqual([1]);
+	expect(await ctx.states([event])).toEqual(['completed']);
 }
