@@ -485,7 +485,6 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 	// its refusal must reach the provider as a non-2xx, as the webhook template's 503 does.
 	'several events in one delivery, Aggregate (Individual Fields) → Split Out → the call (Continue (using error output)): refused, never 2xx':
 		{
-			knownBreak: true,
 			shape: (api) => ({
 				batch: true,
 				nodes: [
@@ -499,7 +498,6 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 			run: async (ctx) => c.expectRefusedWhenReserveRuns(ctx, c.twoEvents('mxt_aggregate')),
 		},
 	"several events in one delivery, a Code node at n8n's default error settings (Stop Workflow) before the call: refused, never 2xx": {
-		knownBreak: true,
 		shape: (api) => ({
 			batch: true,
 			nodes: [c.codeFailingUntil('Check'), c.callApi('Call your API', api, { onError: 'continueErrorOutput' })],
@@ -777,5 +775,6 @@ describe('the construct matrix: the shapes users build, behind the webhook templ
 	test.concurrent.each(cases(false))('%s', (_title, frontEnd, name) => runRow([frontEnd, name]));
 	// REDTEAM_SHOW=1 runs the known breaks as plain tests, to print what was observed.
 	const knownBreaks = process.env.REDTEAM_SHOW === '1' ? test.concurrent.each : test.concurrent.failing.each;
-	knownBreaks(cases(true))('known break, %s', (_title, frontEnd, name) => runRow([frontEnd, name]));
+	// jest refuses an empty table: the known breaks run only while there are some.
+	if (cases(true).length > 0) knownBreaks(cases(true))('known break, %s', (_title, frontEnd, name) => runRow([frontEnd, name]));
 });
