@@ -4,6 +4,7 @@ import { assertExactRunText, assertStoredKeyText } from '../../../lib/keys/exact
 import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../../lib/types';
 import { idempotencyOutput, isoTime } from '../../../lib/pipeline/idempotencyOutput';
+import { inboxItemOf } from '../../../lib/webhook/inbox';
 import { assertExecutionEndVisible, assertSafeSettleWiring, settlesAtExecutionEnd, settleWhenExecutionEnds } from '../../shared/settlement';
 import { toNodeError } from '../../shared/nodeError';
 import { quoted, type StoreOpener } from './keyOperation';
@@ -104,11 +105,24 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		const { itemIndex } = requests[position];
 		const item = items[itemIndex];
 		const json: IDataObject = result.claimed
-			? { ...item.json, body: result.payload as IDataObject, payload: result.payload as IDataObject, idempotency: claimedOutput(result) }
+			? { ...item.json, ...replayedEvent(result), idempotency: claimedOutput(result) }
 			: { ...item.json, idempotency: notClaimableOutput(result) };
 		routed[result.claimed ? CLAIMED : NOT_CLAIMABLE].push({ json, binary: item.binary, pairedItem: { item: itemIndex } });
 	}
 	return routed;
+}
+
+/**
+ * The event to run again: the Idempotent Webhook's kept request for an event it accepted At Once
+ * (its body, query and the headers it kept), else the payload Reserve stored (`body` and `payload`).
+ */
+function replayedEvent(result: Extract<ReplayClaim, { claimed: true }>): IDataObject {
+	const kept = result.inboxItem ? inboxItemOf(result.inboxItem, {}) : undefined;
+	if (kept) {
+		const { headers, query, body } = kept.json;
+		return { headers, query, body, payload: body } as IDataObject;
+	}
+	return { body: result.payload as IDataObject, payload: result.payload as IDataObject };
 }
 
 /** Idempotency Reserve's fields for a reservation that took a key over, for the run that now owns it. */
