@@ -188,7 +188,8 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 		return isKeyRefusal(error) ? keyRefused(error.message) : internalError();
 	}
 	if ('refused' in found) {
-		if (found.refused === 'notAnArray') return { ...answerFor('not_reserved', { error: 'events_not_found', reason: found.reason }), counted: 'key_refused' };
+		if (found.refused === 'notAnArray')
+			return { ...answerFor('not_reserved', { error: 'events_not_found', reason: found.reason }), counted: 'key_refused' };
 		// The same request never carries fewer events: an answer asking for a retry would only repeat it.
 		const { answer } = answerFor('not_reserved', { error: 'too_many_events', reason: found.reason });
 		return { answer: { ...answer, status: TOO_MANY_EVENTS_STATUS }, counted: 'key_refused' };
@@ -272,7 +273,11 @@ async function decideEvents(input: DecideInput, events: DeliveryEvent[], several
 		);
 	} catch {
 		// Nothing is known to be reserved. Which store, host or file failed is not the sender's business.
-		return { ...answerFor('not_reserved', { error: 'key_store_unavailable' }), counted: 'key_store_unavailable', key: prepared[0].entry.derived.key };
+		return {
+			...answerFor('not_reserved', { error: 'key_store_unavailable' }),
+			counted: 'key_store_unavailable',
+			key: prepared[0].entry.derived.key,
+		};
 	}
 
 	const routes = reserved.map(({ result }) => triggerRoute(result as ReservationResult, keySettings.mode));
@@ -292,7 +297,12 @@ async function decideEvents(input: DecideInput, events: DeliveryEvent[], several
 		return answered('in_progress', { status: 'in_progress' }, heldElsewhere.result.key);
 	}
 	// Every event a copy: answered as one, without a stored answer (each event has its own).
-	if (fresh.length === 0) return answered(heldElsewhere ? 'in_progress' : 'duplicate', heldElsewhere ? { status: 'in_progress' } : DUPLICATE_BODY, reserved[0].result.key);
+	if (fresh.length === 0)
+		return answered(
+			heldElsewhere ? 'in_progress' : 'duplicate',
+			heldElsewhere ? { status: 'in_progress' } : DUPLICATE_BODY,
+			reserved[0].result.key,
+		);
 
 	const starts: StartedEvent[] = fresh.map((index) => {
 		const { entry, item, rawBody, mimeType } = prepared[index];
@@ -355,7 +365,9 @@ function duplicateAnswer(input: DecideInput, result: ReservationResult): Webhook
 
 /** Frees keys this delivery reserved and will not run; a store that fails leaves them to their lease. */
 async function releaseQuietly(store: KeyStore, results: Array<ReservationResult<CompactRecord>>): Promise<void> {
-	const owned = results.flatMap(({ key, ownerToken, record }) => (ownerToken ? [{ key, ownerToken, leaseEndsAt: record.lockedUntil }] : []));
+	const owned = results.flatMap(({ key, ownerToken, record }) =>
+		ownerToken ? [{ key, ownerToken, leaseEndsAt: record.lockedUntil }] : [],
+	);
 	if (owned.length === 0) return;
 	try {
 		await store.release(owned);

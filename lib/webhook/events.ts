@@ -83,5 +83,7 @@ export function eventsOf(body: unknown, rawBody: Buffer, steps: readonly PathSte
 	}
 	const raw = arrayElementsAt(rawBody, steps.slice(1));
 	const exact = raw?.length === found.length ? raw : undefined;
-	return { events: found.map((event, index) => ({ body: event as unknown, rawBody: exact ? Buffer.from(exact[index].text, 'utf8') : undefined })) };
+	return {
+		events: found.map((event, index) => ({ body: event as unknown, rawBody: exact ? Buffer.from(exact[index].text, 'utf8') : undefined })),
+	};
 }

@@ -31,7 +31,6 @@ const DROPPED_MEMBERS = new Set([
 	'setcookie',
 ]);
 
-
 /** Secrets shorter than this are dropped only where a string is exactly them (a short one would match ordinary text). */
 const MIN_CONTAINED_SECRET = 8;
 

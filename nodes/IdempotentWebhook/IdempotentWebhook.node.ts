@@ -336,7 +336,8 @@ function eventsPathOf(context: IHookFunctions | IExecuteFunctions | IWebhookFunc
 function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
 	const eventsPath = eventsPathOf(context, options);
-	const unsettleable = unsettleableAfter(context, eventsPath) ?? (eventsPath === '' ? undefined : eventsRefusal(context, options, eventsPath));
+	const unsettleable =
+		unsettleableAfter(context, eventsPath) ?? (eventsPath === '' ? undefined : eventsRefusal(context, options, eventsPath));
 	if (!unsettleable) return;
 	throw new NodeOperationError(context.getNode(), TRIGGER_REFUSAL.atPublish(unsettleable), { description: TRIGGER_REFUSAL.fix });
 }

@@ -11,7 +11,8 @@ export class UnsafeSettleWiringError extends Error {}
 const SET_CONTINUE_ERROR_OUTPUT = 'Set its Settings → On Error to "Continue (using error output)"';
 
 /** The events one run carries: counted when it runs; before (the trigger's publish), those of one delivery. */
-const theEvents = (events: number | undefined) => (events === undefined ? 'the events of one delivery' : `the ${events} events of this run`);
+const theEvents = (events: number | undefined) =>
+	events === undefined ? 'the events of one delivery' : `the ${events} events of this run`;
 
 /** Each reason, by name, with the facts its message names. */
 export const REFUSALS = {

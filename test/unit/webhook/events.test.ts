@@ -29,7 +29,11 @@ beforeEach(async () => {
 });
 
 /** A signed Stripe-scheme delivery of `body` (the signature over the whole request), decided with `eventsPath`. */
-async function deliver(body: string, eventsPath: string, overrides: Partial<DecideInput> & { key?: KeyConfig } = {}): Promise<WebhookDecision> {
+async function deliver(
+	body: string,
+	eventsPath: string,
+	overrides: Partial<DecideInput> & { key?: KeyConfig } = {},
+): Promise<WebhookDecision> {
 	const rawBody = Buffer.from(body, 'utf8');
 	const signature = createHmac('sha256', SECRET).update(`${NOW_SECONDS}.`).update(rawBody).digest('hex');
 	return await decideWebhook({
@@ -136,7 +140,9 @@ describe('decideWebhook with an Events Path', () => {
 
 	it('refuses the whole delivery when one event has no key and the body-hash fallback is off, naming the event', async () => {
 		const answer = answerOf(await deliver('[{"id":"ok"},{"type":"no.id"}]', 'body', { key: { ...EVENT_ID, onMissingKey: 'error' } }));
-		expect(answer).toMatchObject({ answer: { status: 503, body: { error: 'key_refused', reason: expect.stringMatching(/^Event 2 of 2: /) } } });
+		expect(answer).toMatchObject({
+			answer: { status: 503, body: { error: 'key_refused', reason: expect.stringMatching(/^Event 2 of 2: /) } },
+		});
 		expect(await fixture.count()).toBe(0);
 	});
 
