@@ -218,22 +218,23 @@ interface PreparedEvent {
  * one item per new event. A key refused for any event refuses the whole delivery, nothing reserved.
  */
 async function decideEvents(input: DecideInput, events: DeliveryEvent[], several: boolean): Promise<WebhookDecision> {
-	const { request, keySettings } = input;
-	let prepared: PreparedEvent[];
+	const { keySettings } = input;
+	const prepared: PreparedEvent[] = [];
+	let evidence: EvidenceConfig;
 	try {
 		validateKeyConfig(keySettings.key);
-		const evidence = keySettings.evidence ?? NO_EVIDENCE;
+		evidence = keySettings.evidence ?? NO_EVIDENCE;
 		validateEvidenceConfig(evidence);
-		prepared = events.map((event, index) => {
-			try {
-				return prepareEvent(input, event, evidence, several);
-			} catch (error) {
-				if (several && error instanceof Error) error.message = `Event ${index + 1} of ${events.length}: ${error.message}`;
-				throw error;
-			}
-		});
 	} catch (error) {
 		return isKeyRefusal(error) ? keyRefused(error.message) : internalError();
+	}
+	for (const [index, event] of events.entries()) {
+		try {
+			prepared.push(prepareEvent(input, event, evidence, several));
+		} catch (error) {
+			if (!isKeyRefusal(error)) return internalError();
+			return keyRefused(several ? `Event ${index + 1} of ${events.length}: ${error.message}` : error.message);
+		}
 	}
 
 	// At Once keeps every event of the delivery, or none: one too large to keep sends the whole delivery the When the Workflow Ends way.
@@ -286,7 +287,7 @@ async function decideEvents(input: DecideInput, events: DeliveryEvent[], several
 		if (routes[0] === 'inProgress') return answered('in_progress', { status: 'in_progress' }, result.key);
 		if (routes[0] === 'duplicate') return duplicateAnswer(input, result as ReservationResult);
 	}
-	const fresh = reserved.flatMap(({ result }, index) => (routes[index] === 'new' ? [index] : []));
+	const fresh = reserved.flatMap((_, index) => (routes[index] === 'new' ? [index] : []));
 	const heldElsewhere = reserved.find((_, index) => routes[index] === 'inProgress');
 	if (heldElsewhere && !inbox) {
 		// The sender retries the whole delivery: its new events run then, with it, rather than now with an answer that must say "retry".

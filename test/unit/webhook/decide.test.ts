@@ -56,7 +56,8 @@ async function deliver(
 }
 
 function answerOf(decision: WebhookDecision): { status: number; headers: Record<string, string>; body: unknown } {
-	if (!('answer' in decision)) throw new Error(`expected an answer, got a start for ${JSON.stringify(decision.start.events.map((event) => event.idempotency))}`);
+	if (!('answer' in decision))
+		throw new Error(`expected an answer, got a start for ${JSON.stringify(decision.start.events.map((event) => event.idempotency))}`);
 	return decision.answer;
 }
 
