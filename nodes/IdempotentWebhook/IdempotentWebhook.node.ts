@@ -276,7 +276,10 @@ export class IdempotentWebhook implements INodeType {
 		await countAndLog(this, input?.store, 'new', null, firstKey);
 		// n8n writes the answer when the workflow ends; the header set now goes out with it.
 		setHeaderQuietly(this, OUTCOME_HEADER, 'new');
-		for (const { item } of events) watchExecutionStart(this, item as IDataObject);
+		watchExecutionStart(
+			this,
+			events.map(({ item }) => item as IDataObject),
+		);
 		return { workflowData };
 	}
 
@@ -503,14 +506,14 @@ function textFields<A extends string, B extends string>(data: ICredentialDataDec
 	return { [first]: a, [second]: b } as Record<A | B, string>;
 }
 
-/** One process: a key whose execution n8n could not start is failed, not left to its lease (unstartedExecutions.ts). */
-function watchExecutionStart(context: IWebhookFunctions, json: IDataObject): void {
-	const held = heldKeyOf({ json });
-	if (!held || runsInQueueMode()) return;
+/** One process: the keys whose execution n8n could not start are failed, not left to their lease (unstartedExecutions.ts). */
+function watchExecutionStart(context: IWebhookFunctions, items: IDataObject[]): void {
+	const held = items.flatMap((json) => heldKeyOf({ json }) ?? []);
+	if (held.length === 0 || runsInQueueMode()) return;
 	try {
 		failIfExecutionNeverStarts(context.getResponseObject(), held, async () => await keyStoreOutsideExecution(context));
 	} catch {
-		// No response object to watch: the lease ends the reservation if nothing runs.
+		// No response object to watch: the lease ends the reservations if nothing runs.
 	}
 }
 

@@ -429,6 +429,14 @@ describe('Idempotent Webhook: several events in one delivery (Events Path)', () 
 		expect((await post(`{"events":[${events[1]}]}`)).status).toBe(409);
 	});
 
+	it('marks every key of the delivery failed when n8n answers 5xx without starting the execution', async () => {
+		activeTrigger = withEvents('body');
+		afterStart = 'notStarted';
+		expect((await post('[{"id":"evt_batch_unstarted_1"},{"id":"evt_batch_unstarted_2"}]')).status).toBe(500);
+		for (const id of ['evt_batch_unstarted_1', 'evt_batch_unstarted_2'])
+			expect(await storedKey(`wf:wf-trigger:evt:${id}`, (status) => status === 'failed')).toEqual({ status: 'failed', attempts: 1 });
+	});
+
 	it('ignores the option in version 1 (no Events Path there): the body is one event', async () => {
 		activeTrigger = { ...withEvents('body'), typeVersion: 1 };
 		await post('[{"id":"evt_v1_a"},{"id":"evt_v1_b"}]');
