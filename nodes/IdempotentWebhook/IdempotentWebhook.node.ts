@@ -236,6 +236,8 @@ export class IdempotentWebhook implements INodeType {
 			// Nothing settles the key after a wait this trigger cannot refuse (a sub-workflow that waits): held at most as long as it is kept.
 			holdAtMostMs: Math.round((options.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400_000),
 			answer: !answeredAtOnce,
+			callerVerified:
+				this.getNodeParameter('scheme', 0, 'stripe') !== UNSIGNED || this.getNodeParameter('authentication', 0, 'none') !== 'none',
 		});
 		recordCustomData(this, { [CUSTOM_DATA_KEYS.retry]: RETRY_WARNING });
 		return [items.map((item, index) => ({ ...item, pairedItem: { item: index } }))];

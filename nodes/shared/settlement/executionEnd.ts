@@ -57,6 +57,8 @@ interface Watch {
 	credentialHeaders: Set<string>;
 	/** False when the sender was answered before the execution ran (Respond: At Once): the end only settles. */
 	answers: boolean;
+	/** False for a trigger that checks no caller (no signature, no authentication): its failed answer names no error, which may quote data. */
+	callerVerified: boolean;
 }
 
 /** The lease of the package's nodes when nothing else is known (a node settling keys another node reserved). */
@@ -98,14 +100,19 @@ export function settleWhenExecutionEnds(
 	reserveNodes: string[],
 	openStore: StoreOpener,
 	leaseMs?: number,
-	{ credentialHeaders = [], holdAtMostMs, answer = true }: { credentialHeaders?: string[]; holdAtMostMs?: number; answer?: boolean } = {},
+	{
+		credentialHeaders = [],
+		holdAtMostMs,
+		answer = true,
+		callerVerified = true,
+	}: { credentialHeaders?: string[]; holdAtMostMs?: number; answer?: boolean; callerVerified?: boolean } = {},
 ): void {
 	const hooks = hooksOf(context);
 	const workflow = (context as unknown as ContextFields).workflow;
 	if (!hooks || !workflow) return;
 	let watch = watches.get(hooks);
 	if (!watch) {
-		const created: Watch = { workflow, stores: new Map(), credentialHeaders: new Set(), answers: answer };
+		const created: Watch = { workflow, stores: new Map(), credentialHeaders: new Set(), answers: answer, callerVerified };
 		watch = created;
 		watches.set(hooks, created);
 		hooks.addHandler('workflowExecuteAfter', async (run: IRun) => {
@@ -277,7 +284,7 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 		return triggers.length > 0 && outcomes.hold.length === 0 ? settlementAnswer('completed', lastAnswer ?? {}) : undefined;
 	}
 	return settlementAnswer('failed', {
-		message: `The business step failed: ${outcomes.fail[0].error} The key was marked failed; a retry runs the step again.`,
+		message: `The business step failed${watch.callerVerified ? `: ${outcomes.fail[0].error}` : '.'} The key was marked failed; a retry runs the step again.`,
 	});
 }
 

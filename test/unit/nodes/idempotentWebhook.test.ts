@@ -734,9 +734,9 @@ describe('Idempotent Webhook: the answer stored for copies', () => {
 			body,
 		});
 	/** Runs the started execution with the trigger as its last node, as No Operation or Edit Fields pass its item on. */
-	const runStarted = async (executionId: string, after: INode[] = [], connections = {}) => {
+	const runStarted = async (executionId: string, after: INode[] = [], connections = {}, startedBy: INode = basicTrigger) => {
 		const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
-		const started = { ...basicTrigger, name: 'Webhook' };
+		const started = { ...startedBy, name: 'Webhook' };
 		const { run } = await executeInProcess(
 			inProcessWorkflow('wf-trigger', [started, ...after], connections),
 			executionId,
@@ -773,15 +773,48 @@ describe('Idempotent Webhook: the answer stored for copies', () => {
 	it('answers a failed step 500 with x-idempotency-outcome: failed, as the webhook template does', async () => {
 		activeTrigger = basicTrigger;
 		await postWithBasicAuth('{"id":"evt_answer_failed"}');
-		const failing = packageNode('Failing Step', 'testFailingStep', { shape: 'code' });
+		const failing = packageNode('Failing Step', 'testFailingStep', { shape: 'code', message: 'card declined for ada@example.com' });
 		await runStarted('exec-answer-failed', [failing], { Webhook: { main: [[{ node: 'Failing Step', type: 'main', index: 0 }]] } });
 
 		const [answer] = webhookResponses.get('exec-answer-failed')!;
 		expect(answer).toMatchObject({ statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' } });
+		expect((answer.body as { message: string }).message).toContain('declined for ada@example.com');
 		expect(
 			(await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys(['evt:evt_answer_failed'])).get('evt:evt_answer_failed')
 				?.status,
 		).toBe('failed');
+	});
+});
+
+describe('Idempotent Webhook: an unsigned trigger', () => {
+	it("answers a failed step 500 without the step's error, which may quote data: nobody proved who the caller is", async () => {
+		const unsigned = packageNode('Idempotent Webhook', 'idempotentWebhook', {
+			path: 'orders',
+			scheme: 'none',
+			authentication: 'none',
+			store: 'embedded',
+			keySource: 'auto',
+			mode: 'lease',
+		});
+		activeTrigger = unsigned;
+		await fetch(`${baseUrl}/webhook/orders`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			body: '{"id":"evt_unsigned_failed"}',
+		});
+		const [[item]] = (lastResult as IWebhookResponseData).workflowData!;
+		const failing = packageNode('Failing Step', 'testFailingStep', { shape: 'code', message: 'card declined for ada@example.com' });
+		await executeInProcess(
+			inProcessWorkflow('wf-trigger', [{ ...unsigned, name: 'Webhook' }, failing], {
+				Webhook: { main: [[{ node: 'Failing Step', type: 'main', index: 0 }]] },
+			}),
+			'exec-unsigned-failed',
+			[item],
+			engineBase(credentialsHelper()),
+		);
+		const [answer] = webhookResponses.get('exec-unsigned-failed')!;
+		expect(answer).toMatchObject({ statusCode: 500, headers: { [OUTCOME_HEADER]: 'failed' } });
+		expect(JSON.stringify(answer.body)).not.toContain('ada@example.com');
 	});
 });
 
