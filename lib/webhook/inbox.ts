@@ -12,7 +12,7 @@ import type { ItemJson } from '../types';
 
 /** Retry settings a user can change on the trigger; the store keeps them per event. */
 export interface InboxSettings {
-	/** Who runs the event's retries: the workflow and the trigger node (inboxOwner). */
+	/** Who runs the event's retries: the workflow (inboxOwner). */
 	owner: string;
 	/** Runs in all, the first included. */
 	maxAttempts: number;
@@ -44,9 +44,14 @@ export const INBOX_DEFAULTS = {
  */
 export { MAX_INBOX_ITEM_BYTES };
 
-/** The owner of an inbox event: one trigger node of one workflow starts its retries. */
-export function inboxOwner(workflowId: string, nodeId: string): string {
-	return `${workflowId}/${nodeId}`;
+/**
+ * The owner of an inbox event: the workflow that accepted it. Not the trigger node: a node deleted
+ * and added again, or pasted, gets a new id, and the events it had accepted would never run again.
+ * A workflow whose trigger answers At Once has only that one Idempotent Webhook (refused at publish
+ * otherwise), so its retries always start through it.
+ */
+export function inboxOwner(workflowId: string): string {
+	return `workflow:${workflowId}`;
 }
 
 /** The item as kept: the request as the workflow sees it, without a header that may carry a credential or a signature. */

@@ -49,6 +49,7 @@ import {
 	eventsTogetherAfterTrigger,
 	refusalDownstream,
 	settleWhenExecutionEnds,
+	REFUSALS,
 	TRIGGER_REFUSAL,
 	unsettleableAfterTrigger,
 	wiringRecord,
@@ -293,9 +294,11 @@ export class IdempotentWebhook implements INodeType {
 	async trigger(this: ITriggerFunctions): Promise<ITriggerResponse> {
 		if (this.getMode() === 'manual' || this.getNode().typeVersion < 2) return {};
 		const atOnce = this.getNodeParameter('respond', RESPOND.workflowEnds) === RESPOND.atOnce;
+		// The workflow's events run through its one At Once trigger; a second trigger leaves them to it.
+		if (!atOnce && otherIdempotentWebhooks(this).length > 0) return {};
 		return runInbox(this, {
 			openStore: once(async () => await keyStoreOutsideExecution(this)),
-			owner: inboxOwner(String(this.getWorkflow().id ?? ''), this.getNode().id),
+			owner: inboxOwner(String(this.getWorkflow().id ?? '')),
 			leaseMs: (this.getNodeParameter('leaseSeconds', 300) as number) * 1000,
 			// Respond changed back to When the Workflow Ends: the events accepted before still run, looked for less often.
 			pollMs: atOnce ? undefined : 60_000,
@@ -342,9 +345,27 @@ function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
 	const eventsPath = eventsPathOf(context, options);
 	const unsettleable =
-		unsettleableAfter(context, eventsPath) ?? (eventsPath === '' ? undefined : eventsRefusal(context, options, eventsPath));
+		unsettleableAfter(context, eventsPath) ??
+		(eventsPath === '' ? undefined : eventsRefusal(context, options, eventsPath)) ??
+		secondTriggerBesideInbox(context);
 	if (!unsettleable) return;
 	throw new NodeOperationError(context.getNode(), TRIGGER_REFUSAL.atPublish(unsettleable), { description: TRIGGER_REFUSAL.fix });
+}
+
+/** The other Idempotent Webhook triggers of the workflow (enabled ones), by name. */
+function otherIdempotentWebhooks(context: IHookFunctions | ITriggerFunctions): string[] {
+	const self = context.getNode();
+	const nodes = (context as unknown as { workflow?: WorkflowFields }).workflow?.nodes ?? {};
+	return Object.values(nodes)
+		.filter((node) => node.type === self.type && node.name !== self.name && node.disabled !== true)
+		.map((node) => node.name);
+}
+
+/** A trigger answering At Once shares its workflow with no other Idempotent Webhook: the workflow owns its retries (inboxOwner). */
+function secondTriggerBesideInbox(context: IHookFunctions): string | undefined {
+	if (context.getNode().typeVersion < 2 || context.getNodeParameter('respond', RESPOND.workflowEnds) !== RESPOND.atOnce) return undefined;
+	const [other] = otherIdempotentWebhooks(context);
+	return other === undefined ? undefined : REFUSALS.secondTriggerBesideInbox({ other });
 }
 
 /** Why the Events Path, or a Key Source that cannot tell its events apart, would refuse every delivery (lib/webhook/events.ts). */
@@ -414,7 +435,7 @@ function inboxSettings(context: IWebhookFunctions, workflowId: string, authentic
 	if (context.getNode().typeVersion < 2 || context.getMode() === 'manual') return undefined;
 	if (context.getNodeParameter('respond', RESPOND.workflowEnds) !== RESPOND.atOnce) return undefined;
 	const settings: InboxSettings = {
-		owner: inboxOwner(workflowId, context.getNode().id),
+		owner: inboxOwner(workflowId),
 		maxAttempts: context.getNodeParameter('maxAttempts', INBOX_DEFAULTS.maxAttempts) as number,
 		firstRetryMs: Math.round((context.getNodeParameter('firstRetrySeconds', INBOX_DEFAULTS.firstRetrySeconds) as number) * 1000),
 		retryForMs: Math.round((context.getNodeParameter('retryForHours', INBOX_DEFAULTS.retryForHours) as number) * 3_600_000),

@@ -194,7 +194,7 @@ describeWithN8n('several events in one delivery, settled in n8n-core', () => {
 		expect(await statuses(['a_1', 'a_2', 'a_3'])).toEqual({ a_1: 'completed', a_2: 'failed', a_3: 'completed' });
 
 		await new Promise((resolve) => setTimeout(resolve, 2500));
-		const claims = await keyStore().claimDueInbox({ owner: inboxOwner(WORKFLOW_ID, activeTrigger.id), limit: 20, leaseMs: 300_000 });
+		const claims = await keyStore().claimDueInbox({ owner: inboxOwner(WORKFLOW_ID), limit: 20, leaseMs: 300_000 });
 		expect(claims.map((claim) => claim.key)).toEqual([keyOf('a_2')]);
 		// As the inbox runner emits it (nodes/IdempotentWebhook/inboxRunner.ts).
 		const [claim] = claims;

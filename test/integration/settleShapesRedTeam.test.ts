@@ -535,7 +535,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 		const queued = lastResult;
 		await sleep(1200);
 		const store = embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
-		const [claim] = await store.claimDueInbox({ owner: inboxOwner(activeWorkflowId, activeTrigger.id), limit: 20, leaseMs: 300_000 });
+		const [claim] = await store.claimDueInbox({ owner: inboxOwner(activeWorkflowId), limit: 20, leaseMs: 300_000 });
 		// As the inbox runner emits it (nodes/IdempotentWebhook/inboxRunner.ts).
 		const retried = inboxItemOf(claim.item, {
 			key: claim.key,

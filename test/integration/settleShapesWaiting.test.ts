@@ -108,3 +108,37 @@ describeWithN8n("the Idempotent Webhook refuses at publish what n8n's nodes decl
 		await expect(publish(step('Answer', 'n8n-nodes-base.respondToWebhook', 1.1, {}))).rejects.toThrow(/"Answer" answers the webhook/);
 	});
 });
+
+describeWithN8n('the Idempotent Webhook answering At Once refuses a second Idempotent Webhook in its workflow', () => {
+	const atOnce = { ...trigger, typeVersion: 2, parameters: { ...trigger.parameters, respond: 'atOnce' } };
+	const other = { ...trigger, id: 'other', name: 'Other Webhook', typeVersion: 2, parameters: { ...trigger.parameters, path: 'refunds' } };
+	async function publishWith(nodes: INode[]): Promise<void> {
+		const workflow = new Workflow({
+			id: 'wf-inbox',
+			name: 'inbox',
+			nodes,
+			connections: {},
+			active: true,
+			nodeTypes,
+			settings: { executionOrder: 'v1' },
+		});
+		const additionalData = engineBase(credentialsHelper({})) as unknown as IWorkflowExecuteAdditionalData;
+		const context = new HookContext(workflow, workflow.getNode(nodes[0].name)!, additionalData, 'trigger', 'activate');
+		const methods = new IdempotentWebhook().webhookMethods.default;
+		if (!(await methods.checkExists.call(context))) await methods.create.call(context);
+	}
+
+	it('refused, the other trigger named: the workflow owns the retries of the events it accepted', async () => {
+		await expect(publishWith([atOnce, other])).rejects.toThrow(
+			/"Other Webhook" is a second Idempotent Webhook.*The workflow was not published\./,
+		);
+	});
+
+	it('published alone, or beside a disabled one; a trigger answering when the workflow ends may share its workflow', async () => {
+		await expect(publishWith([atOnce])).resolves.toBeUndefined();
+		await expect(publishWith([atOnce, { ...other, disabled: true }])).resolves.toBeUndefined();
+		await expect(
+			publishWith([{ ...atOnce, parameters: { ...atOnce.parameters, respond: 'workflowEnds' } }, other]),
+		).resolves.toBeUndefined();
+	});
+});

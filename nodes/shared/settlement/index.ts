@@ -18,7 +18,7 @@ export { answerNow, assertExecutionEndVisible, holdWhileRunning, settlesAtExecut
 export { readExecutionRecord, wiringRecord, type ExecutionView, type WorkflowFields } from './executionRecord';
 export { describerOf, feedsBusinessStep, isReserveType, isSettlingOperation } from './nodeKinds';
 export { keyOutcome } from './outcome';
-export { TRIGGER_REFUSAL } from './refusals';
+export { REFUSALS, TRIGGER_REFUSAL } from './refusals';
 export { heldKeyOf, judgeExecution, keysSettledByNodes, originsOfItem, type Judgement, type Reservation } from './trace';
 export {
 	assertSafeSettleWiring,

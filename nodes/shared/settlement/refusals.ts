@@ -60,6 +60,9 @@ export const REFUSALS = {
 		`"${node}" runs a sub-workflow whose node "${inner}" makes the execution wait (n8n resumes it later as a new run), and the key of an event this trigger started cannot be settled after a wait.`,
 	respondBehindTrigger: ({ node }: { node: string }) =>
 		`"${node}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`,
+	// The inbox's retries belong to the workflow: one trigger must start them, or an event could run behind the other's nodes.
+	secondTriggerBesideInbox: ({ other }: { other: string }) =>
+		`"${other}" is a second Idempotent Webhook in a workflow whose trigger answers At Once: the package starts the retries of accepted events through this workflow's one Idempotent Webhook. Put the other trigger in a workflow of its own.`,
 	refusedDownstream: ({ node, reason }: { node: string; reason: string }) =>
 		`"${node}" would refuse every event after the nodes before it had run: ${reason}`,
 } as const;

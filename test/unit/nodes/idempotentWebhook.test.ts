@@ -353,7 +353,7 @@ describe('Idempotent Webhook: Respond At Once', () => {
 		const record = (await store.getKeys([key], { inboxItem: true })).get(key)!;
 		expect(record).toMatchObject({
 			status: 'processing',
-			inboxOwner: `wf-trigger/${activeTrigger.id}`,
+			inboxOwner: 'workflow:wf-trigger',
 			maxAttempts: 12,
 			hasInboxItem: true,
 		});
@@ -369,7 +369,7 @@ describe('Idempotent Webhook: Respond At Once', () => {
 		// Get Key and List Keys show it as an inbox event, without the kept item.
 		expect(keyRecordJson(record)).toMatchObject({
 			status: 'processing',
-			inbox: { owner: `wf-trigger/${activeTrigger.id}`, eventKept: true, maxAttempts: 12, nextAttemptAt: null, deadLettered: false },
+			inbox: { owner: 'workflow:wf-trigger', eventKept: true, maxAttempts: 12, nextAttemptAt: null, deadLettered: false },
 		});
 		expect(JSON.stringify(keyRecordJson(record))).not.toContain('x-trace');
 
