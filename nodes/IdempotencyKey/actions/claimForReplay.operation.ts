@@ -1,9 +1,10 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { BINARY_ENCODING, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
 
 import { assertExactRunText, assertStoredKeyText } from '../../../lib/keys/exactText';
 import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../../lib/types';
 import { idempotencyOutput, isoTime } from '../../../lib/pipeline/idempotencyOutput';
+import { inboxItemOf } from '../../../lib/webhook/inbox';
 import { assertExecutionEndVisible, assertSafeSettleWiring, settlesAtExecutionEnd, settleWhenExecutionEnds } from '../../shared/settlement';
 import { toNodeError } from '../../shared/nodeError';
 import { quoted, type StoreOpener } from './keyOperation';
@@ -103,12 +104,45 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	for (const [position, result] of results.entries()) {
 		const { itemIndex } = requests[position];
 		const item = items[itemIndex];
-		const json: IDataObject = result.claimed
-			? { ...item.json, body: result.payload as IDataObject, payload: result.payload as IDataObject, idempotency: claimedOutput(result) }
-			: { ...item.json, idempotency: notClaimableOutput(result) };
-		routed[result.claimed ? CLAIMED : NOT_CLAIMABLE].push({ json, binary: item.binary, pairedItem: { item: itemIndex } });
+		if (!result.claimed) {
+			routed[NOT_CLAIMABLE].push({
+				json: { ...item.json, idempotency: notClaimableOutput(result) },
+				binary: item.binary,
+				pairedItem: { item: itemIndex },
+			});
+			continue;
+		}
+		const idempotency = claimedOutput(result);
+		const kept = result.inboxItem === null ? undefined : inboxItemOf(result.inboxItem, idempotency);
+		routed[CLAIMED].push(
+			kept
+				? keptEventItem(item, kept, result.payload, itemIndex)
+				: {
+						json: { ...item.json, body: result.payload as IDataObject, payload: result.payload as IDataObject, idempotency },
+						binary: item.binary,
+						pairedItem: { item: itemIndex },
+					},
+		);
 	}
 	return routed;
+}
+
+/**
+ * An event the Idempotent Webhook accepted at once, claimed: the item its own retries run from
+ * (body, query and the headers it kept, the raw body as binary `data`), so the trigger workflow's
+ * business step reads it with the same expressions.
+ */
+function keptEventItem(
+	item: INodeExecutionData,
+	kept: NonNullable<ReturnType<typeof inboxItemOf>>,
+	payload: unknown,
+	itemIndex: number,
+): INodeExecutionData {
+	return {
+		json: { ...item.json, ...(kept.json as IDataObject), payload: payload as IDataObject },
+		binary: { ...item.binary, data: { data: kept.rawBody.toString(BINARY_ENCODING), mimeType: kept.mimeType } },
+		pairedItem: { item: itemIndex },
+	};
 }
 
 /** Idempotency Reserve's fields for a reservation that took a key over, for the run that now owns it. */
@@ -135,6 +169,8 @@ function claimedOutput(result: Extract<ReplayClaim, { claimed: true }>): IDataOb
 		outcome: 'replay',
 		claimed: true,
 		payloadStored: result.payloadStored,
+		// The Idempotent Webhook kept the event's item (Respond: At Once): the claimed item is that item.
+		eventKept: result.inboxItem !== null,
 		source: result.source,
 		correlationId: result.correlationId,
 	};
