@@ -1,6 +1,6 @@
 import type { IDataObject } from 'n8n-workflow';
 
-import { storedKeyPreview } from '../../lib/evidence/payloadPreview';
+import { redactedErrorText, storedKeyPreview } from '../../lib/evidence/payloadPreview';
 import { keySourceInWords } from '../../lib/keys/deriveKey';
 import type { StoredKey } from '../../lib/types';
 import { isoTime } from '../../lib/pipeline/idempotencyOutput';
@@ -63,5 +63,5 @@ export function keyPreviewJson(stored: StoredKey): IDataObject {
 	const record = keyRecordJson(stored);
 	delete record.payload;
 	delete record.response;
-	return { ...record, payloadPreview: storedKeyPreview(stored) };
+	return { ...record, lastError: redactedErrorText(stored.lastError), payloadPreview: storedKeyPreview(stored) };
 }

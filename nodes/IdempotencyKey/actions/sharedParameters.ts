@@ -132,5 +132,5 @@ export const PAYLOAD_PREVIEW: INodeProperties = {
 	displayOptions: { show: { operation: ['getKey', 'listKeys'] } },
 	default: false,
 	description:
-		'Whether to output payloadPreview, a short text of the stored payload (or of the body the Idempotent Webhook kept for a retry), instead of payload and response: headers left out, members named like a credential (token, secret, password, authorization, …) redacted, at most 400 characters. For pages people read.',
+		'Whether to output payloadPreview, a short text of the stored payload (or of the body the Idempotent Webhook kept for a retry), instead of payload and response: headers left out, members named like a credential (token, secret, password, authorization, …) redacted, at most 400 characters; lastError with credentials in it (Bearer …, ?api_key=…) redacted. For pages people read.',
 };

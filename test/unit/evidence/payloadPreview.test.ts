@@ -1,4 +1,11 @@
-import { PAYLOAD_PREVIEW_CHARS, payloadPreview, PREVIEW_CUT, REDACTED, storedKeyPreview } from '../../../lib/evidence/payloadPreview';
+import {
+	PAYLOAD_PREVIEW_CHARS,
+	payloadPreview,
+	PREVIEW_CUT,
+	REDACTED,
+	redactedErrorText,
+	storedKeyPreview,
+} from '../../../lib/evidence/payloadPreview';
 import { keptInboxItem } from '../../../lib/webhook/inbox';
 
 describe('payloadPreview: a short text of a payload, never a credential', () => {
@@ -71,5 +78,21 @@ describe("storedKeyPreview: the stored payload, else the body of the trigger's k
 		expect(storedKeyPreview({ payloadStored: false, payload: null, inboxItem: null })).toBeNull();
 		expect(storedKeyPreview({ payloadStored: false, payload: null })).toBeNull();
 		expect(storedKeyPreview({ payloadStored: false, payload: null, inboxItem: 'not json' })).toBeNull();
+	});
+});
+
+describe('redactedErrorText: an error message without the credentials it may quote', () => {
+	it('redacts a credential after its scheme and query parameters named like a credential; leaves the rest', () => {
+		expect(
+			redactedErrorText(
+				'Request to https://api.example.com/v1/x?api_key=sk_1&page=2&access_token=tok failed (401): Authorization: Bearer abc.def-ghi',
+			),
+		).toBe(
+			`Request to https://api.example.com/v1/x?api_key=${REDACTED}&page=2&access_token=${REDACTED} failed (401): Authorization: Bearer ${REDACTED}`,
+		);
+		expect(redactedErrorText('The service was not able to process your request (500)')).toBe(
+			'The service was not able to process your request (500)',
+		);
+		expect(redactedErrorText(null)).toBeNull();
 	});
 });
