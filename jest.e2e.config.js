@@ -27,6 +27,9 @@ module.exports = {
 	globalSetup: '<rootDir>/test/support/e2e/globalSetup.ts',
 	globalTeardown: '<rootDir>/test/support/e2e/globalTeardown.ts',
 	maxWorkers: 1,
+	// The construct matrix's rows (test.concurrent, the only concurrent tests here) mostly wait on n8n
+	// and on leases: more of them at once than jest's default of 5.
+	maxConcurrency: 16,
 	testTimeout: 300000,
 	slowTestThreshold: 60,
 };

@@ -257,6 +257,25 @@ const SHOWCASE_PANELS: Array<
 			credentials: { webhookSignatureApi: { id: 'webhookSig01', name: 'Webhook Signature Secret' } },
 		},
 	],
+	// Respond: At Once, with what it keeps and retries (a new trigger: the node panel's version).
+	[
+		'Idempotent Webhook trigger, Respond At Once',
+		'idempotentWebhook',
+		{
+			httpMethod: 'POST',
+			path: 'slack-events',
+			scheme: 'slack',
+			store: 'embedded',
+			respond: 'atOnce',
+			options: {},
+		},
+		['respond'],
+		{
+			typeVersion: 3,
+			webhookId: '5c0e0000-0000-4000-8000-00000000a002',
+			credentials: { webhookSignatureApi: { id: 'webhookSig01', name: 'Webhook Signature Secret' } },
+		},
+	],
 	[
 		'Execute Query, Key Source Field, options',
 		'idempotencyExecuteQuery',

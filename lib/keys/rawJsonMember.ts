@@ -44,10 +44,34 @@ export function memberAtPath(raw: Buffer | string, path: ReadonlyArray<string | 
 	}
 }
 
+/**
+ * Every element of the JSON array at `path` in `raw` (an empty path: `raw` is the array), each
+ * exactly as the body spells it, read in one pass. Undefined when anything on the way is absent, of
+ * another kind, or not well-formed JSON.
+ */
+export function arrayElementsAt(raw: Buffer | string, path: ReadonlyArray<string | number>): RawJsonToken[] | undefined {
+	let text = typeof raw === 'string' ? raw : raw.toString('utf8');
+	if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+	const token = path.length === 0 ? { kind: 'array', text } : memberAtPath(text, path);
+	if (token?.kind !== 'array') return undefined;
+	try {
+		return new Reader(token.text).elements();
+	} catch {
+		return undefined;
+	}
+}
+
 class Reader {
 	private position = 0;
 
 	constructor(private readonly text: string) {}
+
+	/** Every element of the JSON array that is the whole text. */
+	elements(): RawJsonToken[] {
+		const found: RawJsonToken[] = [];
+		this.entries('[', ']', (token) => found.push(token));
+		return found;
+	}
 
 	lastMember(name: string): RawJsonToken | undefined {
 		let found: RawJsonToken | undefined;

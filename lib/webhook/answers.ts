@@ -48,6 +48,13 @@ export const ANSWER_RULES: Readonly<Record<AnsweredOutcome, AnswerRule>> = {
 	internal_error: { status: 503, when: 'anything unexpected: a generic body, never a secret or the payload' },
 };
 
+/**
+ * A delivery with more events than one delivery may carry (MAX_EVENTS_PER_DELIVERY), answered
+ * under not_reserved's outcome header: the same request never carries fewer, so an answer asking
+ * for a retry (503) would only repeat it until the sender gives up; 413 tells it to send less.
+ */
+export const TOO_MANY_EVENTS_STATUS = 413;
+
 /** The answer for an outcome, with the outcome header and any extra headers. */
 export function answerFor(outcome: AnsweredOutcome, body: unknown, headers: Record<string, string> = {}): { answer: WebhookAnswer } {
 	return {

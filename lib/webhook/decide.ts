@@ -8,13 +8,22 @@ import {
 import type { HeaderBag } from '../headers';
 import { deriveKey, payloadFingerprint, validateKeyConfig, type KeyConfig, type KeyInput } from '../keys/deriveKey';
 import { evidenceOutput, idempotencyOutput } from '../pipeline/idempotencyOutput';
-import { keyedEntry, reserveAll, routeOf, type ReservationRoute } from '../pipeline/steps';
+import { keyedEntry, reserveAll, routeOf, type KeyedEntry, type ReservationRoute } from '../pipeline/steps';
 import { verifySignature, type GenericHmacOptions, type SignatureScheme } from '../signature';
 import type { KeyStore } from '../store/contract';
-import type { DeliveryAnswer, ItemJson, ReservationMode, ReservationResult } from '../types';
-import { acceptedAnswer, answerFor, FIRST_EXECUTION_HEADER, OUTCOME_HEADER, type AnsweredOutcome, type WebhookAnswer } from './answers';
+import type { CompactRecord, DeliveryAnswer, ItemJson, ReservationMode, ReservationResult } from '../types';
+import {
+	acceptedAnswer,
+	answerFor,
+	FIRST_EXECUTION_HEADER,
+	OUTCOME_HEADER,
+	TOO_MANY_EVENTS_STATUS,
+	type AnsweredOutcome,
+	type WebhookAnswer,
+} from './answers';
 import { refusedCaller, type AuthenticationSettings } from './authentication';
 import { parseBody } from './body';
+import { eventKeyRefusal, eventsOf, eventsPathSteps, type DeliveryEvent } from './events';
 import { keptInboxItem, type InboxSettings } from './inbox';
 import { storedAnswer } from './storedAnswer';
 
@@ -74,6 +83,8 @@ export interface DecideInput {
 	/** Stored with the key (there is no execution yet: its id is recorded when it settles). */
 	workflowId: string;
 	instanceId?: string;
+	/** Where the events are when a delivery carries several (`body`, `body.events`); empty or absent: the body is one event. */
+	eventsPath?: string;
 	/** Respond: At Once — a new event is kept with its item and answered before its execution runs. */
 	inbox?: InboxSettings & {
 		/** Headers that carry the trigger's credential whatever their name (Header Auth's): never kept with the item. */
@@ -81,14 +92,20 @@ export interface DecideInput {
 	};
 }
 
-/** What the trigger starts for a new, verified event: one item, as Reserve's New output gives it. */
-export interface WebhookStart {
+/** One new, verified event the execution runs: one item, as Reserve's New output gives it. */
+export interface StartedEvent {
 	/** The `idempotency` object, as Reserve gives it (key, owner token, outcome, …). */
 	idempotency: ItemJson;
-	/** The item's JSON: headers, query, parsed body and `idempotency`. */
+	/** The item's JSON: headers, query, parsed body (the event, with an Events Path) and `idempotency`. */
 	item: ItemJson;
-	/** The exact request bytes, for the item's binary (as the Webhook node's Raw Body option gives them). */
+	/** The event's exact bytes (the request's, or the element's with an Events Path), for the item's binary. */
 	rawBody: Buffer;
+	mimeType: string;
+}
+
+/** What the trigger starts: one execution, one item per new event of the delivery. */
+export interface WebhookStart {
+	events: StartedEvent[];
 	/**
 	 * Accepted into the inbox (Respond: At Once): the answer to write before the execution starts.
 	 * Absent: the execution's end answers (When the Workflow Ends, or an item too large to keep).
@@ -152,7 +169,7 @@ function answered(
 }
 
 async function decide(input: DecideInput): Promise<WebhookDecision> {
-	const { request, keySettings } = input;
+	const { request } = input;
 	const caller = await refusedCaller(input.authentication ?? { kind: 'none' }, request.headers);
 	// The caller's answers (401, 403, 503) are counted under their outcome header.
 	if (caller) return { ...caller, counted: caller.answer.headers[OUTCOME_HEADER] as DeliveryAnswer };
@@ -160,88 +177,204 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 	if (refused) return refused;
 
 	const body = parseBody(request.rawBody, request.headers);
-	const keyInput: KeyInput = {
-		body,
-		headers: request.headers,
-		rawBody: request.rawBody,
-		customValue: keySettings.customValue,
-		item: keySettings.key.strategy === 'field' ? { headers: request.headers, query: request.query, body } : undefined,
-	};
-	let entry;
+	const eventsPath = input.eventsPath?.trim() ?? '';
+	if (eventsPath === '') return await decideEvents(input, [{ body, rawBody: request.rawBody }], false);
+	let found;
+	try {
+		const refusal = eventKeyRefusal(input.keySettings.key);
+		if (refusal) throw new InvalidConfigurationError(refusal);
+		found = eventsOf(body, request.rawBody, eventsPathSteps(eventsPath), eventsPath);
+	} catch (error) {
+		return isKeyRefusal(error) ? keyRefused(error.message) : internalError();
+	}
+	if ('refused' in found) {
+		if (found.refused === 'notAnArray')
+			return { ...answerFor('not_reserved', { error: 'events_not_found', reason: found.reason }), counted: 'key_refused' };
+		// The same request never carries fewer events: an answer asking for a retry would only repeat it.
+		const { answer } = answerFor('not_reserved', { error: 'too_many_events', reason: found.reason });
+		return { answer: { ...answer, status: TOO_MANY_EVENTS_STATUS }, counted: 'key_refused' };
+	}
+	// Nothing to run: answered as a copy is, the sender's job is done.
+	if (found.events.length === 0) return answered('duplicate', { status: 'no_events' });
+	return await decideEvents(input, found.events, true);
+}
+
+/** A key the request cannot give, or a key setting that cannot work: nothing is reserved, and the sender retries. */
+function keyRefused(reason: string): WebhookAnswered {
+	return { ...answerFor('not_reserved', { error: 'key_refused', reason }), counted: 'key_refused' };
+}
+
+/** One event with what its reservation needs: its key, its item, its exact bytes. */
+interface PreparedEvent {
+	entry: KeyedEntry;
+	item: ItemJson;
+	rawBody: Buffer;
+	mimeType: string;
+}
+
+/**
+ * Reserves the key of each event (one event: the request's body; several: each element at the
+ * Events Path, as if it were the body) and decides: answer by itself, or start one execution with
+ * one item per new event. A key refused for any event refuses the whole delivery, nothing reserved.
+ */
+async function decideEvents(input: DecideInput, events: DeliveryEvent[], several: boolean): Promise<WebhookDecision> {
+	const { keySettings } = input;
+	const prepared: PreparedEvent[] = [];
+	let evidence: EvidenceConfig;
 	try {
 		validateKeyConfig(keySettings.key);
-		const evidence = keySettings.evidence ?? NO_EVIDENCE;
+		evidence = keySettings.evidence ?? NO_EVIDENCE;
 		validateEvidenceConfig(evidence);
-		const derived = deriveKey(keyInput, keySettings.key);
-		const payloadHash = keySettings.fingerprint ? payloadFingerprint(keyInput) : null;
-		entry = keyedEntry(derived, payloadHash, keySettings.key, {
-			config: evidence,
-			// No execution exists yet: a correlation id comes from a request header.
-			input: { payload: body, rawBody: request.rawBody, headers: request.headers, executionId: '' },
-		});
 	} catch (error) {
-		return isKeyRefusal(error)
-			? { ...answerFor('not_reserved', { error: 'key_refused', reason: error.message }), counted: 'key_refused' }
-			: internalError();
+		return isKeyRefusal(error) ? keyRefused(error.message) : internalError();
+	}
+	for (const [index, event] of events.entries()) {
+		try {
+			prepared.push(prepareEvent(input, event, evidence, several));
+		} catch (error) {
+			if (!isKeyRefusal(error)) return internalError();
+			return keyRefused(several ? `Event ${index + 1} of ${events.length}: ${error.message}` : error.message);
+		}
 	}
 
-	const item: ItemJson = { headers: request.headers as ItemJson, query: request.query as ItemJson, body: body as ItemJson };
-	const kept = input.inbox
-		? keptInboxItem(item, request.rawBody, mimeTypeOf(request.headers), { credentialHeaders: await input.inbox.credentialHeaders?.() })
-		: undefined;
-	if (input.inbox && kept !== undefined) {
-		entry.request.inbox = {
-			owner: input.inbox.owner,
-			item: kept,
-			maxAttempts: input.inbox.maxAttempts,
-			firstRetryMs: input.inbox.firstRetryMs,
-			retryForMs: input.inbox.retryForMs,
+	// At Once keeps every event of the delivery, or none: one too large to keep sends the whole delivery the When the Workflow Ends way.
+	let kept: Array<string | undefined> = [];
+	if (input.inbox) {
+		const credentialHeaders = await input.inbox.credentialHeaders?.();
+		kept = prepared.map(({ item, rawBody, mimeType }) => keptInboxItem(item, rawBody, mimeType, { credentialHeaders }));
+	}
+	const inbox = input.inbox && kept.every((text) => text !== undefined) ? input.inbox : undefined;
+	if (inbox) {
+		prepared.forEach(({ entry }, index) => {
+			entry.request.inbox = {
+				owner: inbox.owner,
+				item: kept[index] as string,
+				maxAttempts: inbox.maxAttempts,
+				firstRetryMs: inbox.firstRetryMs,
+				retryForMs: inbox.retryForMs,
+			};
+		});
+	}
+
+	let store: KeyStore;
+	let reserved;
+	try {
+		store = await input.store();
+		reserved = await reserveAll(
+			store,
+			prepared.map(({ entry }, itemIndex) => ({ itemIndex, value: entry })),
+			{
+				mode: keySettings.mode,
+				leaseSeconds: keySettings.leaseSeconds,
+				retentionSeconds: keySettings.retentionSeconds,
+				workflowId: input.workflowId,
+				instanceId: input.instanceId,
+				detail: 'full',
+			},
+		);
+	} catch {
+		// Nothing is known to be reserved. Which store, host or file failed is not the sender's business.
+		return {
+			...answerFor('not_reserved', { error: 'key_store_unavailable' }),
+			counted: 'key_store_unavailable',
+			key: prepared[0].entry.derived.key,
 		};
 	}
 
-	let reserved;
-	try {
-		const store = await input.store();
-		[reserved] = await reserveAll(store, [{ itemIndex: 0, value: entry }], {
-			mode: keySettings.mode,
-			leaseSeconds: keySettings.leaseSeconds,
-			retentionSeconds: keySettings.retentionSeconds,
-			workflowId: input.workflowId,
-			instanceId: input.instanceId,
-			detail: 'full',
-		});
-	} catch {
-		// Nothing is known to be reserved. Which store, host or file failed is not the sender's business.
-		return { ...answerFor('not_reserved', { error: 'key_store_unavailable' }), counted: 'key_store_unavailable', key: entry.derived.key };
+	const routes = reserved.map(({ result }) => triggerRoute(result as ReservationResult, keySettings.mode));
+	if (!several) {
+		const { result } = reserved[0];
+		if (routes[0] === 'inProgress') return answered('in_progress', { status: 'in_progress' }, result.key);
+		if (routes[0] === 'duplicate') return duplicateAnswer(input, result as ReservationResult);
 	}
+	const fresh = reserved.flatMap((_, index) => (routes[index] === 'new' ? [index] : []));
+	const heldElsewhere = reserved.find((_, index) => routes[index] === 'inProgress');
+	if (heldElsewhere && !inbox) {
+		// The sender retries the whole delivery: its new events run then, with it, rather than now with an answer that must say "retry".
+		await releaseQuietly(
+			store,
+			fresh.map((index) => reserved[index].result),
+		);
+		return answered('in_progress', { status: 'in_progress' }, heldElsewhere.result.key);
+	}
+	// Every event a copy: answered as one, without a stored answer (each event has its own).
+	if (fresh.length === 0)
+		return answered(
+			heldElsewhere ? 'in_progress' : 'duplicate',
+			heldElsewhere ? { status: 'in_progress' } : DUPLICATE_BODY,
+			reserved[0].result.key,
+		);
 
-	const { result } = reserved;
-	const route = triggerRoute(result as ReservationResult, keySettings.mode);
-	if (route === 'inProgress') return answered('in_progress', { status: 'in_progress' }, result.key);
+	const starts: StartedEvent[] = fresh.map((index) => {
+		const { entry, item, rawBody, mimeType } = prepared[index];
+		const { result } = reserved[index];
+		const idempotency: ItemJson = {
+			...idempotencyOutput(result, entry.derived, {
+				mode: keySettings.mode,
+				detail: 'compact',
+				fingerprinting: keySettings.fingerprint === true,
+			}),
+			...evidenceOutput(entry.evidence, result),
+		};
+		if (entry.evidence.warnings.length > 0) idempotency.warnings = entry.evidence.warnings;
+		if (inbox) idempotency.answeredAtOnce = true;
+		return { idempotency, item: { ...item, idempotency }, rawBody, mimeType };
+	});
+	// At Once: the new events are kept, and run by the package whatever the sender hears. An event held by another
+	// run (not an accepted one: those are copies) is not: the sender is asked to retry, and its retry finds the others copies.
+	const answerFirst = inbox
+		? heldElsewhere
+			? answerFor('in_progress', { status: 'in_progress' }).answer
+			: acceptedAnswer(inbox.acceptedBody)
+		: undefined;
+	return { start: { events: starts, ...(answerFirst ? { acceptedAnswer: answerFirst } : {}) } };
+}
+
+/** One event's key and reservation request, derived from the event as if it were the request's body. */
+function prepareEvent(input: DecideInput, event: DeliveryEvent, evidence: EvidenceConfig, several: boolean): PreparedEvent {
+	const { request, keySettings } = input;
+	const keyInput: KeyInput = {
+		body: event.body,
+		headers: request.headers,
+		rawBody: event.rawBody,
+		customValue: keySettings.customValue,
+		item: keySettings.key.strategy === 'field' ? { headers: request.headers, query: request.query, body: event.body } : undefined,
+	};
+	const derived = deriveKey(keyInput, keySettings.key);
+	const payloadHash = keySettings.fingerprint ? payloadFingerprint(keyInput) : null;
+	const entry = keyedEntry(derived, payloadHash, keySettings.key, {
+		config: evidence,
+		// No execution exists yet: a correlation id comes from a request header.
+		input: { payload: event.body, rawBody: event.rawBody, headers: request.headers, executionId: '' },
+	});
+	const item: ItemJson = { headers: request.headers as ItemJson, query: request.query as ItemJson, body: event.body as ItemJson };
+	// An event of several runs with its own bytes as the item's raw body (JSON), not the whole delivery's.
+	const rawBody = event.rawBody ?? Buffer.from(JSON.stringify(event.body) ?? 'null', 'utf8');
+	return { entry, item, rawBody, mimeType: several ? 'application/json' : mimeTypeOf(request.headers) };
+}
+
+/** A copy of one event: its stored answer to a verified caller, else {"status":"duplicate"}; At Once never answers with stored data. */
+function duplicateAnswer(input: DecideInput, result: ReservationResult): WebhookAnswered {
 	// At Once never answers with stored data: the sender's job ended when the event was accepted.
-	if (route === 'duplicate' && input.inbox) return answered('duplicate', DUPLICATE_BODY, result.key);
-	if (route === 'duplicate') {
-		// Anyone who knows an event's id could read its stored answer: only a verified caller gets it.
-		if (!verifiedCaller(input)) return answered('duplicate', DUPLICATE_BODY, result.key);
-		// The full record (detail: 'full'): it names the execution that processed the first delivery.
-		const { executionId, response } = result.record as ReservationResult['record'];
-		const headers: Record<string, string> = executionId && HEADER_VALUE.test(executionId) ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
-		return answered('duplicate', storedAnswer(response ?? undefined) ?? DUPLICATE_BODY, result.key, headers);
+	// Anyone who knows an event's id could read its stored answer: only a verified caller gets it.
+	if (input.inbox || !verifiedCaller(input)) return answered('duplicate', DUPLICATE_BODY, result.key);
+	// The full record (detail: 'full'): it names the execution that processed the first delivery.
+	const { executionId, response } = result.record;
+	const headers: Record<string, string> = executionId && HEADER_VALUE.test(executionId) ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
+	return answered('duplicate', storedAnswer(response ?? undefined) ?? DUPLICATE_BODY, result.key, headers);
+}
+
+/** Frees keys this delivery reserved and will not run; a store that fails leaves them to their lease. */
+async function releaseQuietly(store: KeyStore, results: Array<ReservationResult<CompactRecord>>): Promise<void> {
+	const owned = results.flatMap(({ key, ownerToken, record }) =>
+		ownerToken ? [{ key, ownerToken, leaseEndsAt: record.lockedUntil }] : [],
+	);
+	if (owned.length === 0) return;
+	try {
+		await store.release(owned);
+	} catch {
+		// Held until the lease ends: the sender's retry is answered 409 until then, never lost.
 	}
-	const idempotency: ItemJson = {
-		...idempotencyOutput(result, entry.derived, {
-			mode: keySettings.mode,
-			detail: 'compact',
-			fingerprinting: keySettings.fingerprint === true,
-		}),
-		...evidenceOutput(entry.evidence, result),
-	};
-	if (entry.evidence.warnings.length > 0) idempotency.warnings = entry.evidence.warnings;
-	const accepted = input.inbox && kept !== undefined ? acceptedAnswer(input.inbox.acceptedBody) : undefined;
-	if (accepted) idempotency.answeredAtOnce = true;
-	return {
-		start: { idempotency, item: { ...item, idempotency }, rawBody: request.rawBody, ...(accepted ? { acceptedAnswer: accepted } : {}) },
-	};
 }
 
 /** The request's media type as n8n's Webhook node gives the raw body's (JSON when none is said). */

@@ -46,6 +46,7 @@ import {
 	describerOf,
 	holdWhileRunning,
 	heldKeyOf,
+	eventsTogetherAfterTrigger,
 	refusalDownstream,
 	settleWhenExecutionEnds,
 	TRIGGER_REFUSAL,
@@ -58,6 +59,7 @@ import { keyStoreOn } from '../shared/store';
 import { storeSettingOf } from '../shared/storeChoice';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, RESPOND, UNSIGNED } from './description';
+import { eventKeyRefusal, eventsPathSteps } from '../../lib/webhook/events';
 import { inboxOwner, INBOX_DEFAULTS, type InboxSettings } from '../../lib/webhook/inbox';
 import { runInbox } from './inboxRunner';
 import { executionStarted, failIfExecutionNeverStarts } from './unstartedExecutions';
@@ -66,6 +68,7 @@ import { parameterFields } from './webhookFields';
 const CALLER_CREDENTIAL_TEST = 'idempotentWebhookCallerCredentialTest';
 
 interface TriggerOptions {
+	eventsPath?: string;
 	onMissingKey?: OnMissingKey;
 	retentionDays?: number;
 	scope?: string;
@@ -193,7 +196,7 @@ export class IdempotentWebhook implements INodeType {
 		// Refused before any of the user's nodes runs: what would keep the key from following what happened.
 		// The sender already has its 200 (Respond: At Once, or a retry the package started): nothing to answer.
 		const answeredAtOnce = items.some((item) => heldKeyOf(item)?.idempotency.answeredAtOnce === true);
-		const unsettleable = unsettleableAfter(this);
+		const unsettleable = unsettleableAfter(this, eventsPathOf(this, options));
 		if (unsettleable) {
 			const message = TRIGGER_REFUSAL.atRun(unsettleable);
 			// This node's own failure leaves no item to trace: its key is failed here, before the throw.
@@ -255,19 +258,28 @@ export class IdempotentWebhook implements INodeType {
 			await countAndLog(this, input?.store, decision.counted, decision.answer.status, decision.key);
 			return { noWebhookResponse: true };
 		}
-		const { item, rawBody, idempotency, acceptedAnswer } = decision.start;
-		const mimeType = this.getRequestObject().headers['content-type'] ?? 'application/json';
-		const workflowData = [[{ json: item as IDataObject, binary: { data: { data: rawBody.toString(BINARY_ENCODING), mimeType } } }]];
+		const { events, acceptedAnswer } = decision.start;
+		// One execution, one item per new event: the settlement traces each item to its own key.
+		const workflowData = [
+			events.map(({ item, rawBody, mimeType }) => ({
+				json: item as IDataObject,
+				binary: { data: { data: rawBody.toString(BINARY_ENCODING), mimeType } },
+			})),
+		];
+		const firstKey = events[0].idempotency.key as string;
 		if (acceptedAnswer) {
-			// Respond: At Once. The event is kept with its item: answered now, then run (and retried) by the package.
+			// Respond: At Once. The events are kept with their items: answered now, then run (and retried) by the package.
 			writeAnswer(this, acceptedAnswer);
-			await countAndLog(this, input?.store, 'new', acceptedAnswer.status, idempotency.key as string);
+			await countAndLog(this, input?.store, 'new', acceptedAnswer.status, firstKey);
 			return { workflowData, noWebhookResponse: true };
 		}
-		await countAndLog(this, input?.store, 'new', null, idempotency.key as string);
+		await countAndLog(this, input?.store, 'new', null, firstKey);
 		// n8n writes the answer when the workflow ends; the header set now goes out with it.
 		setHeaderQuietly(this, OUTCOME_HEADER, 'new');
-		watchExecutionStart(this, item as IDataObject);
+		watchExecutionStart(
+			this,
+			events.map(({ item }) => item as IDataObject),
+		);
 		return { workflowData };
 	}
 
@@ -298,26 +310,49 @@ function once<T>(open: () => Promise<T>): () => Promise<T> {
 		}));
 }
 
-/** Why the workflow after this trigger could not have its keys settled (settlement/wiring.ts), read from the workflow n8n runs. */
-function unsettleableAfter(context: IHookFunctions | IExecuteFunctions): string | undefined {
+/**
+ * Why the workflow after this trigger could not have its keys settled (settlement/wiring.ts), read
+ * from the workflow n8n runs; with an Events Path, also why it could not settle the events of one
+ * delivery each by its own outcome.
+ */
+function unsettleableAfter(context: IHookFunctions | IExecuteFunctions, eventsPath: string): string | undefined {
 	const workflow = (context as unknown as { workflow?: WorkflowFields }).workflow;
-	const children = context.getChildNodes(context.getNode().name, { includeNodeParameters: true });
+	const self = context.getNode().name;
+	const children = context.getChildNodes(self, { includeNodeParameters: true });
 	const record = wiringRecord(workflow);
 	return (
 		unsettleableAfterTrigger(children, describerOf(workflow)) ??
 		(record
-			? refusalDownstream(
+			? (refusalDownstream(
 					record,
 					children.map((child) => child.name),
-				)
+				) ?? (eventsPath === '' ? undefined : eventsTogetherAfterTrigger(record, self)))
 			: undefined)
 	);
 }
 
+/** The Events Path (version 2 on); empty: one event per delivery. */
+function eventsPathOf(context: IHookFunctions | IExecuteFunctions | IWebhookFunctions, options: TriggerOptions): string {
+	return context.getNode().typeVersion >= 2 && typeof options.eventsPath === 'string' ? options.eventsPath.trim() : '';
+}
+
 function refuseUnsettleableAtPublish(context: IHookFunctions): void {
-	const unsettleable = unsettleableAfter(context);
+	const options = context.getNodeParameter('options', {}) as TriggerOptions;
+	const eventsPath = eventsPathOf(context, options);
+	const unsettleable =
+		unsettleableAfter(context, eventsPath) ?? (eventsPath === '' ? undefined : eventsRefusal(context, options, eventsPath));
 	if (!unsettleable) return;
 	throw new NodeOperationError(context.getNode(), TRIGGER_REFUSAL.atPublish(unsettleable), { description: TRIGGER_REFUSAL.fix });
+}
+
+/** Why the Events Path, or a Key Source that cannot tell its events apart, would refuse every delivery (lib/webhook/events.ts). */
+function eventsRefusal(context: IHookFunctions, options: TriggerOptions, eventsPath: string): string | undefined {
+	try {
+		eventsPathSteps(eventsPath);
+		return eventKeyRefusal(keyConfig(context, options, undefined));
+	} catch (error) {
+		return error instanceof Error ? error.message : String(error);
+	}
 }
 
 /** Retention (Days) when the option is not set. */
@@ -354,6 +389,7 @@ async function decisionInput(context: IWebhookFunctions): Promise<DecideInput> {
 		authentication,
 		verification: verificationSettings(context),
 		inbox: inboxSettings(context, workflowId, authentication),
+		eventsPath: eventsPathOf(context, options),
 		keySettings: {
 			key: keyConfig(context, options, version >= 2 && options.shareKeysAcrossWorkflows !== true ? workflowId : undefined),
 			customValue: context.getNodeParameter('keySource', 'auto') === 'custom' ? context.getNodeParameter('customKey', '') : undefined,
@@ -398,7 +434,7 @@ function jsonParameter(value: unknown): unknown {
 	}
 }
 
-function keyConfig(context: IWebhookFunctions, options: TriggerOptions, workflowId: string | undefined): KeyConfig {
+function keyConfig(context: IWebhookFunctions | IHookFunctions, options: TriggerOptions, workflowId: string | undefined): KeyConfig {
 	const strategy = context.getNodeParameter('keySource', 'auto') as KeyStrategy;
 	return {
 		strategy,
@@ -470,14 +506,14 @@ function textFields<A extends string, B extends string>(data: ICredentialDataDec
 	return { [first]: a, [second]: b } as Record<A | B, string>;
 }
 
-/** One process: a key whose execution n8n could not start is failed, not left to its lease (unstartedExecutions.ts). */
-function watchExecutionStart(context: IWebhookFunctions, json: IDataObject): void {
-	const held = heldKeyOf({ json });
-	if (!held || runsInQueueMode()) return;
+/** One process: the keys whose execution n8n could not start are failed, not left to their lease (unstartedExecutions.ts). */
+function watchExecutionStart(context: IWebhookFunctions, items: IDataObject[]): void {
+	const held = items.flatMap((json) => heldKeyOf({ json }) ?? []);
+	if (held.length === 0 || runsInQueueMode()) return;
 	try {
 		failIfExecutionNeverStarts(context.getResponseObject(), held, async () => await keyStoreOutsideExecution(context));
 	} catch {
-		// No response object to watch: the lease ends the reservation if nothing runs.
+		// No response object to watch: the lease ends the reservations if nothing runs.
 	}
 }
 

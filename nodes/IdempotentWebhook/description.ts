@@ -4,6 +4,7 @@ import { genericHmacProperties } from '../shared/genericHmac';
 import { schemeOptions, toleranceProperty } from '../shared/providerOptions';
 import { KEY_SOURCE_PROPERTIES, LEASE_SECONDS_PROPERTY, reservationOptionsNamed } from '../shared/reservationDescription';
 import { triggerStoreProperties } from '../shared/storeChoice';
+import { MAX_EVENTS_PER_DELIVERY } from '../../lib/webhook/events';
 import { MAX_INBOX_ITEM_BYTES } from '../../lib/webhook/inbox';
 
 /*
@@ -35,6 +36,16 @@ export const SHARE_KEYS_ACROSS_WORKFLOWS: INodeProperties = {
 	default: false,
 	description:
 		"Whether workflows on the same store share keys, so an event runs in only one of them (keys as in version 1). Off: each key starts with wf: and this workflow's ID, so two workflows receiving one event both run it.",
+};
+
+/** Where the events are when one delivery carries several (version 2 on); empty, its default, is one event per delivery. */
+export const EVENTS_PATH: INodeProperties = {
+	displayName: 'Events Path',
+	name: 'eventsPath',
+	type: 'string',
+	default: '',
+	placeholder: 'body.events',
+	description: `Where the events are when one delivery carries several (HubSpot, SendGrid, Segment, Adyen): "body" when the body is an array of events, "body.events" when they are its member "events". Each event gets its own key (Key Source read from the event as if it were the body) and its own item; one execution runs the new ones. At most ${MAX_EVENTS_PER_DELIVERY} events per delivery. Empty: the body is one event.`,
 };
 
 /** Respond's values; When the Workflow Ends is what every workflow saved before Respond existed does. */
@@ -189,7 +200,7 @@ export const idempotentWebhookProperties: INodeProperties[] = [
 	{ ...LEASE_SECONDS_PROPERTY, displayOptions: { hide: { '@version': [1] } } },
 	{ ...optionsOf(['onMissingKey', 'retentionDays', 'scope', 'tableName']), displayOptions: { show: { '@version': [1] } } },
 	{
-		...optionsOf(['onMissingKey', 'retentionDays', 'scope', 'tableName'], [SHARE_KEYS_ACROSS_WORKFLOWS]),
+		...optionsOf(['onMissingKey', 'retentionDays', 'scope', 'tableName'], [EVENTS_PATH, SHARE_KEYS_ACROSS_WORKFLOWS]),
 		displayOptions: { hide: { '@version': [1] } },
 	},
 ];

@@ -26,18 +26,23 @@ export function executionStarted(ownerToken: string): void {
 }
 
 /**
- * Watches the answer to the request whose key `held` was reserved: when it ends with a 5xx while
- * no execution of this process took the key, the key is marked failed. A sender that hangs up first
- * leaves the key to its execution or, if none starts, to its lease.
+ * Watches the answer to the request whose keys `held` were reserved (one per new event of the
+ * delivery): when it ends with a 5xx while no execution of this process took them, the keys are
+ * marked failed. A sender that hangs up first leaves the keys to their execution or, if none
+ * starts, to their lease.
  */
-export function failIfExecutionNeverStarts(response: ServerResponse, held: HeldKey, openStore: () => Promise<KeyStore>): void {
-	unstarted.add(held.ownerToken);
+export function failIfExecutionNeverStarts(response: ServerResponse, held: HeldKey[], openStore: () => Promise<KeyStore>): void {
+	for (const { ownerToken } of held) unstarted.add(ownerToken);
+	// One listener for the delivery, however many events it carries.
 	response.once('close', () => {
-		const neverStarted = unstarted.delete(held.ownerToken);
-		if (!neverStarted || !response.writableFinished || response.statusCode < 500) return;
+		const neverStarted = held.filter(({ ownerToken }) => unstarted.delete(ownerToken));
+		if (neverStarted.length === 0 || !response.writableFinished || response.statusCode < 500) return;
 		const error = `n8n answered ${response.statusCode} before the execution started: it could not start it. Nothing ran; the key is marked failed so that a retry runs the event.`;
 		void openStore()
-			.then(async (store) => await store.fail([{ key: held.key, ownerToken: held.ownerToken, leaseEndsAt: held.leaseEndsAt, error }]))
+			.then(
+				async (store) =>
+					await store.fail(neverStarted.map(({ key, ownerToken, leaseEndsAt }) => ({ key, ownerToken, leaseEndsAt, error }))),
+			)
 			.catch(() => {
 				// The store could not be reached: the lease ends the reservation instead.
 			});

@@ -1,38 +1,111 @@
-// The construct matrix of docs/templates.md ("What you build, what you get") in a real n8n: the
-// Postgres webhook template with its example business step replaced by the shapes users build
-// (If, Merge after an If, Wait, Loop Over Items, Execute Workflow, Retry On Fail, Code, Always Output
-// Data, zero items, Respond to Webhook, a disabled node, n8n's default error settings, several events
-// in one delivery), Settle beside the step as the template wires it. The effect is a call to the
-// test's API, which fails a call on demand; a provider retries every non-2xx. Each row: the effects
-// per event (one), no event lost (every delivery ends 2xx, every key completed), and the answers in
-// order; a shape the package cannot guarantee is refused before any effect (503, nothing reserved).
-// Every row's workflow is published once, and the rows run side by side.
+// The construct matrix in a real n8n: one table of the shapes users build in place of the example
+// business step, run by both front ends of the package — the Postgres webhook template (Idempotency
+// Reserve, the step, Settle beside it as the template wires it) and the Idempotent Webhook trigger
+// (its Postgres template, the step after the trigger). The shapes: If, Merge after an If, Wait (with
+// a resume), Loop Over Items, Execute Workflow, Retry On Fail, Code, Always Output Data, zero items,
+// Respond to Webhook, a disabled node, n8n's default error settings, several events in one delivery;
+// behind the trigger also Send and Wait, a Form, a sub-workflow that waits, Execute Once, a Code node
+// that re-orders items without pairedItem, Aggregate → Split Out, the trigger's own settings
+// (version 1's modes, version 2's keys per workflow, no signature, Basic Auth), n8n's Stop, a
+// workflow timeout and n8n's Retry. The effect is a call to the test's API, which fails or holds a
+// call on demand; a provider retries every non-2xx. Each row, per front end: the effects per event
+// (one), no event lost (every delivery ends 2xx, every key completed), the answers in order, and what
+// is stored and replayed. A shape a front end cannot guarantee is refused before any effect: the
+// template answers 503 with nothing reserved; the trigger refuses to be published (what it cannot
+// settle: a Wait, a Form, Send and Wait, a sub-workflow that waits or is not waited for, a Respond
+// to Webhook node).
+// Every row's workflow is published once per front end (two for the rows of one event to two
+// workflows), and the rows of both run side by side.
 // e2e-tags: single queue compatibility
-import { harness, eventId } from '../support/e2e/harness';
-import { startSink } from '../support/e2e/sink';
+import { harness, eventId, type Harness } from '../support/e2e/harness';
+import { startSink, type Sink } from '../support/e2e/sink';
 import * as c from '../support/e2e/constructs';
+import { createCredential, executionCustomData, retryExecution, stopExecution } from '../support/e2e/restWorkflows';
+import { deliverUntilAccepted } from '../support/e2e/trigger';
+import { eventually } from '../support/e2e/eventually';
+import { timeoutCancelsRunningNode } from '../support/stack/n8nVersion';
+
+/** The two ways the package takes a webhook: the webhook template's nodes, and the Idempotent Webhook trigger. */
+type FrontEnd = 'template' | 'trigger';
+const FRONT_ENDS: Record<FrontEnd, string> = { template: 'webhook template', trigger: 'Idempotent Webhook trigger' };
+
+/** A row's published workflows for one front end: the first (the context's), then any others (`workflows` > 1). */
+interface RowWorkflows {
+	workflowId: string;
+	others: Array<{ url: string; workflowId: string }>;
+}
+
+/** What one front end does with a row: the step after Reserve's New output (or after the trigger), calling the API at `api`, and what it checks. */
+interface Variant {
+	/** What this front end does with the shape, when it is worth saying in the test's title. */
+	outcome?: string;
+	shape: (api: string) => c.RowShape;
+	run: (ctx: c.RowContext, workflows: RowWorkflows) => Promise<void>;
+	/** Workflows published with this shape (default one): one event delivered to each. */
+	workflows?: number;
+	/**
+	 * A confirmed break, not fixed yet: the row states what must happen and runs as `test.failing`
+	 * (the file stays green; a fix turns it red until this is removed). Why, above the row.
+	 */
+	knownBreak?: boolean;
+}
+
+/** One row of the matrix: the shape, run by each front end it is written for. */
+type Row = Partial<Record<FrontEnd, Variant>>;
+
+/** A row both front ends build and check the same way. */
+const both = (variant: Variant): Row => ({ template: variant, trigger: variant });
 
 const FAILS_ONCE = 'fails once';
+const REFUSED_BEFORE_ANY_EFFECT = 'refused before any effect';
+/** The trigger's lease in the rows that hold a key (Lease Seconds): long enough for a held call, short for the test. */
+const LEASE_SECONDS = 10;
+/** The workflow timeout of its row (Settings → Timeout Workflow), in seconds. */
+const WORKFLOW_TIMEOUT_SECONDS = 3;
+/** The caller's Basic Auth credential: none of it may be stored or replayed. */
+const BASIC_AUTH = { user: 'e2e-caller', password: 'e2e-basic-password-never-stored' };
+const BASIC_AUTH_HEADER = `Basic ${Buffer.from(`${BASIC_AUTH.user}:${BASIC_AUTH.password}`).toString('base64')}`;
+/** Credentials the rows' nodes use, created before the rows are published. */
+const credentials: Record<'slack' | 'basicAuth', { id: string; name: string }> = {
+	slack: { id: '', name: '' },
+	basicAuth: { id: '', name: '' },
+};
+/** How each front end refuses: the template answers 503 with nothing reserved; the trigger's first step marks the key failed and answers 500. */
+const REFUSALS: Record<FrontEnd, c.Refusal> = {
+	template: { status: 503, outcome: 'not_reserved', state: null },
+	trigger: { status: 500, outcome: 'failed', state: 'failed' },
+};
 
-type Sink = Awaited<ReturnType<typeof startSink>>;
-type RowContext = ReturnType<typeof c.rowContext>;
-/**
- * What ctx.deliver resolves to (its JavaScript leaves `answers` untyped): each event's answers in
- * order, the events the provider gave up on, every attempt.
- */
-interface Delivered {
-	answers: Record<string, number[]>;
-	gaveUp: string[];
-	attempts: unknown[];
-}
-/** A row of the matrix: the step's shape (given the API's URL), and what it delivers and checks. */
-interface Row {
-	shape: (api: string) => object;
-	run: (ctx: RowContext) => Promise<void>;
+/** Merge after an If, as each front end's row wires it: `onError` is the write's (the template's rows continue on error). */
+function mergeAfterIf(mode: keyof typeof c.MERGE_MODES, api: string, onError?: string): c.RowShape {
+	const write = c.callApi('Write', api, onError ? { onError } : {});
+	return mode === 'append'
+		? {
+				// Only one branch of the If has data: n8n runs the Merge after Settle.
+				nodes: [c.ifFlag('VIP?', 'vip'), c.noOp('VIP'), c.noOp('Standard'), c.merge('Merge', c.MERGE_MODES[mode]), write],
+				connections: {
+					'VIP?': { main: [c.link('VIP'), c.link('Standard')] },
+					VIP: { main: [c.toInput('Merge', 0)] },
+					Standard: { main: [c.toInput('Merge', 1)] },
+					Merge: { main: [c.link('Write')] },
+				},
+				heads: ['VIP?'],
+			}
+		: {
+				// Both inputs have data: the If's true branch and a lookup beside it.
+				nodes: [c.ifFlag('Paid?', 'paid'), c.noOp('Look Up Customer'), c.merge('Merge', c.MERGE_MODES[mode]), write],
+				connections: {
+					'Paid?': { main: [c.toInput('Merge', 0), []] },
+					'Look Up Customer': { main: [c.toInput('Merge', 1)] },
+					Merge: { main: [c.link('Write')] },
+				},
+				heads: ['Paid?', 'Look Up Customer'],
+			};
 }
 
-const ROWS: Record<string, Row> = {
-	'If with a branch that ends without the effect': {
+/** Rows both front ends run. */
+const SHARED: Record<string, Row> = {
+	'If with a branch that ends without the effect': both({
 		shape: (api) => ({
 			nodes: [c.ifFlag('Skip?', 'skip'), c.callApi('Call your API', api)],
 			connections: { 'Skip?': { main: [[], c.link('Call your API')] } },
@@ -41,75 +114,221 @@ const ROWS: Record<string, Row> = {
 		run: async (ctx) => {
 			const skipped = { id: eventId('mx_if_skip'), type: 'e2e.if', skip: true };
 			const charged = { id: eventId('mx_if_charge'), type: 'e2e.if' };
-			const { answers, gaveUp } = (await ctx.deliver([skipped, charged])) as Delivered;
+			const { answers, gaveUp } = await ctx.deliver([skipped, charged]);
 			expect(gaveUp).toEqual([]);
 			expect([answers[skipped.id], answers[charged.id]]).toEqual([[200], [200]]);
 			expect(ctx.effects([skipped, charged])).toEqual([0, 1]);
 			expect(await ctx.states([skipped, charged])).toEqual(['completed', 'completed']);
 		},
-	},
+	}),
 	...Object.fromEntries(
-		(Object.keys(c.MERGE_MODES) as Array<keyof typeof c.MERGE_MODES>).map((mode) => [
-			`Merge (${mode}) after an If, the write after it ${FAILS_ONCE}`,
-			{
-				shape: (api: string) =>
-					mode === 'append'
-						? {
-								// Only one branch of the If has data: n8n runs the Merge after Settle.
-								nodes: [
-									c.ifFlag('VIP?', 'vip'),
-									c.noOp('VIP'),
-									c.noOp('Standard'),
-									c.merge('Merge', c.MERGE_MODES[mode]),
-									c.callApi('Write', api, { onError: 'continueErrorOutput' }),
-								],
-								connections: {
-									'VIP?': { main: [c.link('VIP'), c.link('Standard')] },
-									VIP: { main: [c.toInput('Merge', 0)] },
-									Standard: { main: [c.toInput('Merge', 1)] },
-									Merge: { main: [c.link('Write')] },
-								},
-								heads: ['VIP?'],
-							}
-						: {
-								// Both inputs have data: the If's true branch and a lookup beside it.
-								nodes: [
-									c.ifFlag('Paid?', 'paid'),
-									c.noOp('Look Up Customer'),
-									c.merge('Merge', c.MERGE_MODES[mode]),
-									c.callApi('Write', api, { onError: 'continueErrorOutput' }),
-								],
-								connections: {
-									'Paid?': { main: [c.toInput('Merge', 0), []] },
-									'Look Up Customer': { main: [c.toInput('Merge', 1)] },
-									Merge: { main: [c.link('Write')] },
-								},
-								heads: ['Paid?', 'Look Up Customer'],
-							},
-				run: async (ctx: RowContext) => {
-					const event = { id: eventId(`mx_merge_${mode.replace(/\W/g, '')}`), type: 'e2e.merge', paid: true };
-					ctx.api.failNext(`evt:${event.id}`, 500, 1);
-					await ctx.expectFailedOnceThenOneEffect(event);
+		(Object.keys(c.MERGE_MODES) as Array<keyof typeof c.MERGE_MODES>).map((mode): [string, Row] => {
+			const run = async (ctx: c.RowContext) => {
+				const event = { id: eventId(`mx_merge_${mode.replace(/\W/g, '')}`), type: 'e2e.merge', paid: true };
+				ctx.api.failNext(`evt:${event.id}`, 500, 1);
+				await ctx.expectFailedOnceThenOneEffect(event);
+			};
+			return [
+				`Merge (${mode}) after an If, the write after it ${FAILS_ONCE}`,
+				{
+					template: { shape: (api) => mergeAfterIf(mode, api, 'continueErrorOutput'), run },
+					trigger: { shape: (api) => mergeAfterIf(mode, api), run },
 				},
-			},
-		]),
+			];
+		}),
 	),
 	'a Wait (1 s) before the effect': {
-		shape: (api) => ({
-			nodes: [c.waitSeconds('Wait', 1), c.callApi('Call your API', api, { onError: 'continueErrorOutput' })],
-			connections: { Wait: { main: [c.link('Call your API')] } },
-			heads: ['Wait'],
-		}),
-		run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_wait_before'), type: 'e2e.wait' }),
+		template: {
+			shape: (api) => ({
+				nodes: [c.waitSeconds('Wait', 1), c.callApi('Call your API', api, { onError: 'continueErrorOutput' })],
+				connections: { Wait: { main: [c.link('Call your API')] } },
+				heads: ['Wait'],
+			}),
+			run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_wait_before'), type: 'e2e.wait' }),
+		},
+		trigger: {
+			outcome: REFUSED_BEFORE_ANY_EFFECT,
+			shape: (api) => ({
+				nodes: [c.waitSeconds('Wait', 1), c.callApi('Call your API', api)],
+				connections: { Wait: { main: [c.link('Call your API')] } },
+				heads: ['Wait'],
+			}),
+			run: async (ctx) => ctx.expectRefused({ id: eventId('mxt_wait_before'), type: 'e2e.wait' }, { reason: /makes the execution wait/ }),
+		},
 	},
 	'a Wait (1 s) after the effect': {
+		template: {
+			shape: (api) => ({
+				nodes: [c.callApi('Call your API', api), c.waitSeconds('Wait', 1)],
+				connections: { 'Call your API': { main: [c.link('Wait')] } },
+				heads: ['Call your API'],
+			}),
+			run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_wait_after'), type: 'e2e.wait' }),
+		},
+		trigger: {
+			outcome: REFUSED_BEFORE_ANY_EFFECT,
+			shape: (api) => ({
+				nodes: [c.callApi('Call your API', api), c.waitSeconds('Wait', 1)],
+				connections: { 'Call your API': { main: [c.link('Wait')] } },
+				heads: ['Call your API'],
+			}),
+			run: async (ctx) => ctx.expectRefused({ id: eventId('mxt_wait_after'), type: 'e2e.wait' }, { reason: /makes the execution wait/ }),
+		},
+	},
+	[`Execute Workflow waiting for the sub-workflow, whose call ${FAILS_ONCE}`]: both({
+		shape: (api) => ({ nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: true })], heads: ['Run Sub-workflow'] }),
+		run: async (ctx) => {
+			const event = { id: eventId('mx_sub_wait'), type: 'e2e.sub' };
+			ctx.api.failNext(`evt:${event.id}`, 500, 1);
+			await ctx.expectFailedOnceThenOneEffect(event);
+		},
+	}),
+	'Execute Workflow not waiting for the sub-workflow': both({
+		outcome: REFUSED_BEFORE_ANY_EFFECT,
+		shape: (api) => ({ nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: false })], heads: ['Run Sub-workflow'] }),
+		run: async (ctx) => ctx.expectRefused({ id: eventId('mx_sub_nowait'), type: 'e2e.sub' }, { reason: /without waiting/ }),
+	}),
+	'Retry On Fail (the call fails twice, then succeeds)': both({
 		shape: (api) => ({
-			nodes: [c.callApi('Call your API', api), c.waitSeconds('Wait', 1)],
-			connections: { 'Call your API': { main: [c.link('Wait')] } },
+			nodes: [c.callApi('Call your API', api, { retryOnFail: true, maxTries: 3, waitBetweenTries: 100 })],
 			heads: ['Call your API'],
 		}),
-		run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_wait_after'), type: 'e2e.wait' }),
+		run: async (ctx) => {
+			const event = { id: eventId('mx_retry'), type: 'e2e.retry' };
+			ctx.api.failNext(`evt:${event.id}`, 500, 2);
+			await ctx.expectOneEffect(event);
+		},
+	}),
+	// The events reach each node together, so the nodes continue on error (at Stop Workflow Reserve refuses:
+	// n8n would not record which events a failed node had done): the failed event's key alone fails.
+	'several events in one delivery, a key each, a Code node throwing for one of them (Continue (using error output)), then the call': both({
+		shape: (api) => ({
+			batch: true,
+			nodes: [
+				c.codeFailingUntil('Check', { onError: 'continueErrorOutput' }),
+				c.callApi('Call your API', api, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Check: { main: [c.link('Call your API')] } },
+			heads: ['Check'],
+		}),
+		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mx_code_items', () => {}, { failUntilForSecond: 5000 }),
+	}),
+	[`several events in one delivery, a key each, Loop Over Items, the write for one ${FAILS_ONCE}`]: {
+		template: {
+			shape: (api) => ({
+				batch: true,
+				nodes: [c.loop('Loop Over Items'), c.callApi('Write', api, { onError: 'continueErrorOutput' })],
+				connections: {
+					'Loop Over Items': { main: [[], c.link('Write')] },
+					Write: { main: [c.link('Loop Over Items'), c.link('Loop Over Items')] },
+				},
+				heads: ['Loop Over Items'],
+			}),
+			run: async (ctx) =>
+				ctx.expectBatchFailedOnceThenOneEffectEach('mx_loop', (events: Array<{ id: string }>) =>
+					ctx.api.failNext(`evt:${events[1].id}`, 500, 1),
+				),
+		},
+		trigger: {
+			shape: (api) => ({
+				batch: true,
+				nodes: [c.loop('Loop Over Items'), c.callApi('Write', api)],
+				connections: { 'Loop Over Items': { main: [[], c.link('Write')] }, Write: { main: [c.link('Loop Over Items')] } },
+				heads: ['Loop Over Items'],
+			}),
+			run: async (ctx) =>
+				ctx.expectBatchFailedOnceThenOneEffectEach('mxt_loop', (events: Array<{ id: string }>) =>
+					ctx.api.failNext(`evt:${events[1].id}`, 500, 1),
+				),
+		},
 	},
+	'Always Output Data on a step that returns nothing, after the call': both({
+		shape: (api) => ({
+			nodes: [c.callApi('Call your API', api), c.codeReturningNothing('Nothing Back', { alwaysOutputData: true }), c.noOp('After')],
+			connections: { 'Call your API': { main: [c.link('Nothing Back')] }, 'Nothing Back': { main: [c.link('After')] } },
+			heads: ['Call your API'],
+		}),
+		run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_always'), type: 'e2e.always' }),
+	}),
+	'a step that returns zero items, after the call': {
+		template: {
+			shape: (api) => ({
+				nodes: [c.callApi('Call your API', api), c.codeReturningNothing('Nothing Back')],
+				connections: { 'Call your API': { main: [c.link('Nothing Back')] } },
+				heads: ['Call your API'],
+			}),
+			run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_zero'), type: 'e2e.zero' }),
+		},
+		// The last node gives no item: the key is completed (the call ran) and the event is answered 200 with an empty body.
+		trigger: {
+			outcome: '200, completed, one effect',
+			shape: (api) => ({
+				nodes: [c.callApi('Call your API', api), c.codeReturningNothing('Nothing Back')],
+				connections: { 'Call your API': { main: [c.link('Nothing Back')] } },
+				heads: ['Call your API'],
+			}),
+			run: async (ctx) => {
+				const event = { id: eventId('mxt_zero'), type: 'e2e.zero' };
+				const { answers, gaveUp, attempts } = await ctx.deliver([event]);
+				expect(gaveUp).toEqual([]);
+				expect(answers[event.id]).toEqual([200]);
+				expect(attempts.map((attempt) => attempt.outcome)).toEqual(['new']);
+				expect(ctx.effects([event])).toEqual([1]);
+				expect(await ctx.states([event])).toEqual(['completed']);
+			},
+		},
+	},
+	'a Respond to Webhook before the effect': both({
+		outcome: REFUSED_BEFORE_ANY_EFFECT,
+		shape: (api) => ({
+			nodes: [c.respondToWebhook('Answer Early'), c.callApi('Call your API', api)],
+			connections: { 'Answer Early': { main: [c.link('Call your API')] } },
+			heads: ['Answer Early'],
+		}),
+		run: async (ctx) => ctx.expectRefused({ id: eventId('mx_respond_before'), type: 'e2e.respond' }, { reason: /answers the webhook/ }),
+	}),
+	'a Respond to Webhook after the effect': both({
+		outcome: REFUSED_BEFORE_ANY_EFFECT,
+		shape: (api) => ({
+			nodes: [c.callApi('Call your API', api), c.respondToWebhook('Answer')],
+			connections: { 'Call your API': { main: [c.link('Answer')] } },
+			heads: ['Call your API'],
+		}),
+		run: async (ctx) => ctx.expectRefused({ id: eventId('mx_respond_after'), type: 'e2e.respond' }, { reason: /answers the webhook/ }),
+	}),
+	'a disabled node in the step': both({
+		shape: (api) => ({
+			nodes: [c.noOp('Off', { disabled: true }), c.callApi('Call your API', api)],
+			connections: { Off: { main: [c.link('Call your API')] } },
+			heads: ['Off'],
+		}),
+		run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_disabled'), type: 'e2e.disabled' }),
+	}),
+	[`an HTTP Request at n8n's default error settings that ${FAILS_ONCE}`]: both({
+		shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
+		run: async (ctx) => {
+			const event = { id: eventId('mx_http_default'), type: 'e2e.default' };
+			ctx.api.failNext(`evt:${event.id}`, 500, 1);
+			await ctx.expectFailedOnceThenOneEffect(event);
+		},
+	}),
+	[`a Code node at n8n's default error settings that ${FAILS_ONCE}, then the call`]: both({
+		shape: (api) => ({
+			nodes: [c.codeFailingUntil('Check'), c.callApi('Call your API', api)],
+			connections: { Check: { main: [c.link('Call your API')] } },
+			heads: ['Check'],
+		}),
+		run: async (ctx) =>
+			ctx.expectFailingUntilThenOneEffect({ id: eventId('mx_code_default'), type: 'e2e.default', failUntil: Date.now() + 5000 }),
+	}),
+};
+
+/**
+ * Rows of the webhook template only: a Wait resumed by a call (the trigger refuses every Wait), the
+ * template's own Postgres insert, several keys from one delivery without a Split Out (the template
+ * reserves each array entry itself).
+ */
+const TEMPLATE_ONLY: Record<string, Variant> = {
 	'a Wait for a call to its resume URL before the effect (the execution waits and is resumed)': {
 		shape: (api) => ({
 			nodes: [
@@ -140,113 +359,6 @@ const ROWS: Record<string, Row> = {
 		}),
 		run: async (ctx) => ctx.expectResumedOnce({ id: eventId('mx_resume_after'), type: 'e2e.resume' }, { effectsWhileWaiting: 1 }),
 	},
-	[`Loop Over Items over 3 keys from one delivery, the write for one ${FAILS_ONCE}`]: {
-		shape: (api) => ({
-			batch: true,
-			nodes: [c.loop('Loop Over Items'), c.callApi('Write', api, { onError: 'continueErrorOutput' })],
-			connections: {
-				'Loop Over Items': { main: [[], c.link('Write')] },
-				Write: { main: [c.link('Loop Over Items'), c.link('Loop Over Items')] },
-			},
-			heads: ['Loop Over Items'],
-		}),
-		run: async (ctx) =>
-			ctx.expectBatchFailedOnceThenOneEffectEach('mx_loop', (events: Array<{ id: string }>) =>
-				ctx.api.failNext(`evt:${events[1].id}`, 500, 1),
-			),
-	},
-	[`Execute Workflow waiting for the sub-workflow, whose call ${FAILS_ONCE}`]: {
-		shape: (api) => ({ nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: true })], heads: ['Run Sub-workflow'] }),
-		run: async (ctx) => {
-			const event = { id: eventId('mx_sub_wait'), type: 'e2e.sub' };
-			ctx.api.failNext(`evt:${event.id}`, 500, 1);
-			await ctx.expectFailedOnceThenOneEffect(event);
-		},
-	},
-	'Execute Workflow not waiting for the sub-workflow: refused before any effect': {
-		shape: (api) => ({ nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: false })], heads: ['Run Sub-workflow'] }),
-		run: async (ctx) => ctx.expectRefused({ id: eventId('mx_sub_nowait'), type: 'e2e.sub' }, { reason: /without waiting/ }),
-	},
-	'Retry On Fail (the call fails twice, then succeeds)': {
-		shape: (api) => ({
-			nodes: [c.callApi('Call your API', api, { retryOnFail: true, maxTries: 3, waitBetweenTries: 100 })],
-			heads: ['Call your API'],
-		}),
-		run: async (ctx) => {
-			const event = { id: eventId('mx_retry'), type: 'e2e.retry' };
-			ctx.api.failNext(`evt:${event.id}`, 500, 2);
-			await ctx.expectOneEffect(event);
-		},
-	},
-	'a Code node throwing for one of several items (Continue (using error output)), then the call': {
-		shape: (api) => ({
-			batch: true,
-			nodes: [
-				c.codeFailingUntil('Check', { onError: 'continueErrorOutput' }),
-				c.callApi('Call your API', api, { onError: 'continueErrorOutput' }),
-			],
-			connections: { Check: { main: [c.link('Call your API')] } },
-			heads: ['Check'],
-		}),
-		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mx_code_items', () => {}, { failUntilForSecond: 5000 }),
-	},
-	'Always Output Data on a step that returns nothing, after the call': {
-		shape: (api) => ({
-			nodes: [c.callApi('Call your API', api), c.codeReturningNothing('Nothing Back', { alwaysOutputData: true }), c.noOp('After')],
-			connections: { 'Call your API': { main: [c.link('Nothing Back')] }, 'Nothing Back': { main: [c.link('After')] } },
-			heads: ['Call your API'],
-		}),
-		run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_always'), type: 'e2e.always' }),
-	},
-	'a step that returns zero items, after the call': {
-		shape: (api) => ({
-			nodes: [c.callApi('Call your API', api), c.codeReturningNothing('Nothing Back')],
-			connections: { 'Call your API': { main: [c.link('Nothing Back')] } },
-			heads: ['Call your API'],
-		}),
-		run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_zero'), type: 'e2e.zero' }),
-	},
-	'a Respond to Webhook before the effect: refused before any effect': {
-		shape: (api) => ({
-			nodes: [c.respondToWebhook('Answer Early'), c.callApi('Call your API', api)],
-			connections: { 'Answer Early': { main: [c.link('Call your API')] } },
-			heads: ['Answer Early'],
-		}),
-		run: async (ctx) => ctx.expectRefused({ id: eventId('mx_respond_before'), type: 'e2e.respond' }, { reason: /answers the webhook/ }),
-	},
-	'a Respond to Webhook after the effect: refused before any effect': {
-		shape: (api) => ({
-			nodes: [c.callApi('Call your API', api), c.respondToWebhook('Answer')],
-			connections: { 'Call your API': { main: [c.link('Answer')] } },
-			heads: ['Call your API'],
-		}),
-		run: async (ctx) => ctx.expectRefused({ id: eventId('mx_respond_after'), type: 'e2e.respond' }, { reason: /answers the webhook/ }),
-	},
-	'a disabled node in the step': {
-		shape: (api) => ({
-			nodes: [c.noOp('Off', { disabled: true }), c.callApi('Call your API', api)],
-			connections: { Off: { main: [c.link('Call your API')] } },
-			heads: ['Off'],
-		}),
-		run: async (ctx) => ctx.expectOneEffect({ id: eventId('mx_disabled'), type: 'e2e.disabled' }),
-	},
-	[`an HTTP Request at n8n's default error settings that ${FAILS_ONCE}`]: {
-		shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
-		run: async (ctx) => {
-			const event = { id: eventId('mx_http_default'), type: 'e2e.default' };
-			ctx.api.failNext(`evt:${event.id}`, 500, 1);
-			await ctx.expectFailedOnceThenOneEffect(event);
-		},
-	},
-	[`a Code node at n8n's default error settings that ${FAILS_ONCE}, then the call`]: {
-		shape: (api) => ({
-			nodes: [c.codeFailingUntil('Check'), c.callApi('Call your API', api)],
-			connections: { Check: { main: [c.link('Call your API')] } },
-			heads: ['Check'],
-		}),
-		run: async (ctx) =>
-			ctx.expectFailingUntilThenOneEffect({ id: eventId('mx_code_default'), type: 'e2e.default', failUntil: Date.now() + 5000 }),
-	},
 	[`the template's Postgres insert at n8n's default error settings, which ${FAILS_ONCE}`]: {
 		shape: () => ({ keepExample: true }),
 		run: async (ctx) => {
@@ -257,11 +369,11 @@ const ROWS: Record<string, Row> = {
 			try {
 				const event = { id: eventId('mx_pg_default'), type };
 				let fixed: Promise<unknown> | null = null;
-				const { answers, gaveUp } = (await ctx.deliver([event], {
+				const { answers, gaveUp } = await ctx.deliver([event], {
 					onAttempt: (attempt: { status: number }) => {
 						if (attempt.status === 500 && !fixed) fixed = h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${constraint}`);
 					},
-				})) as Delivered;
+				});
 				await fixed;
 				expect(gaveUp).toEqual([]);
 				expect(answers[event.id]).toEqual(c.FAILED_THEN_ACCEPTED);
@@ -286,31 +398,383 @@ const ROWS: Record<string, Row> = {
 	},
 };
 
-describe('the construct matrix: the webhook template with the step users build, in a real n8n', () => {
+/** Rows of the trigger only: what it refuses at publish, how it settles several events, its own settings, n8n's Stop, timeout and Retry. */
+const TRIGGER_ONLY: Record<string, Variant> = {
+	'Slack, Send and Wait for Response before the effect: refused before any effect': {
+		shape: (api) => ({
+			nodes: [c.slackSendAndWait('Ask for Approval', credentials.slack), c.callApi('Call your API', api)],
+			connections: { 'Ask for Approval': { main: [c.link('Call your API')] } },
+			heads: ['Ask for Approval'],
+		}),
+		run: async (ctx) =>
+			ctx.expectRefused(
+				{ id: eventId('mxt_send_and_wait'), type: 'e2e.approval' },
+				{ reason: /"Ask for Approval" makes the execution wait/ },
+			),
+	},
+	'a Form page before the effect: refused before any effect': {
+		shape: (api) => ({
+			nodes: [c.formPage('Confirm'), c.callApi('Call your API', api)],
+			connections: { Confirm: { main: [c.link('Call your API')] } },
+			heads: ['Confirm'],
+		}),
+		run: async (ctx) => ctx.expectRefused({ id: eventId('mxt_form'), type: 'e2e.form' }, { reason: /"Confirm" makes the execution wait/ }),
+	},
+	'Execute Workflow waiting for a sub-workflow (defined below) that waits before its call: refused before any effect': {
+		shape: (api) => ({
+			nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: true, waitInside: true })],
+			heads: ['Run Sub-workflow'],
+		}),
+		run: async (ctx) =>
+			ctx.expectRefused(
+				{ id: eventId('mxt_sub_waits'), type: 'e2e.sub' },
+				{ reason: /"Run Sub-workflow" runs a sub-workflow whose node "Sub-workflow: wait" makes the execution wait/ },
+			),
+	},
+	// One call for all the events of the delivery: its failure is every event's, and the retry makes it once more.
+	[`several events in one delivery, one call for all of them (Execute Once, Continue (using error output)) that ${FAILS_ONCE}`]: {
+		shape: (api) => ({
+			batch: true,
+			nodes: [c.callApiForAll('Notify All', api, { onError: 'continueErrorOutput' })],
+			heads: ['Notify All'],
+		}),
+		run: async (ctx) => {
+			const events = c.twoEvents('mxt_once');
+			const call = c.batchKey(events.map((event) => `evt:${event.id}`));
+			ctx.api.failNext(call, 500, 1);
+			const first = await ctx.h.deliver(ctx.url, events);
+			expect({ status: first.status, states: await ctx.states(events), calls: ctx.api.calls(call) }).toEqual({
+				status: 500,
+				states: ['failed', 'failed'],
+				calls: 0,
+			});
+			const { answers, gaveUp } = await ctx.deliver([events]);
+			expect({ answers: Object.values(answers), gaveUp }).toEqual({ answers: [[200]], gaveUp: [] });
+			expect({ calls: ctx.api.calls(call), arrivals: ctx.api.arrivals(call) }).toEqual({ calls: 1, arrivals: 2 });
+			expect(await ctx.states(events)).toEqual(['completed', 'completed']);
+		},
+	},
+	// n8n pairs the re-ordered items by position (its guess); each still carries its event's key, which is what counts.
+	[`several events in one delivery, a Code node reversing them without pairedItem, the call for the first ${FAILS_ONCE} (Continue (using error output))`]:
+		{
+			shape: (api) => ({
+				batch: true,
+				nodes: [
+					c.codeReversingItems('Sort', { onError: 'continueRegularOutput' }),
+					c.callApi('Call your API', api, { onError: 'continueErrorOutput' }),
+				],
+				connections: { Sort: { main: [c.link('Call your API')] } },
+				heads: ['Sort'],
+			}),
+			run: async (ctx) => {
+				const events = c.twoEvents('mxt_sort');
+				ctx.api.failNext(`evt:${events[0].id}`, 500, 1);
+				const first = await ctx.h.deliver(ctx.url, events);
+				expect({ status: first.status, states: await ctx.states(events), effects: ctx.effects(events) }).toEqual({
+					status: 500,
+					states: ['failed', 'completed'],
+					effects: [0, 1],
+				});
+				const { answers, gaveUp } = await ctx.deliver([events]);
+				expect({ answers: Object.values(answers), gaveUp }).toEqual({ answers: [[200]], gaveUp: [] });
+				expect(ctx.effects(events)).toEqual([1, 1]);
+				expect(await ctx.states(events)).toEqual(['completed', 'completed']);
+			},
+		},
+	// Reserve refuses this shape for several events when it runs (each split item would trace to every key);
+	// its refusal must reach the provider as a non-2xx, as the webhook template's 503 does.
+	'several events in one delivery, Aggregate (Individual Fields) → Split Out → the call (Continue (using error output)): refused, never 2xx':
+		{
+			shape: (api) => ({
+				batch: true,
+				nodes: [
+					c.aggregateField('Aggregate', 'id'),
+					c.splitOutField('Split Out', 'id'),
+					c.callApi('Call your API', api, { onError: 'continueErrorOutput' }, "'evt:' + $json.id"),
+				],
+				connections: { Aggregate: { main: [c.link('Split Out')] }, 'Split Out': { main: [c.link('Call your API')] } },
+				heads: ['Aggregate'],
+			}),
+			run: async (ctx) => c.expectRefusedWhenReserveRuns(ctx, c.twoEvents('mxt_aggregate')),
+		},
+	"several events in one delivery, a Code node at n8n's default error settings (Stop Workflow) before the call: refused, never 2xx": {
+		shape: (api) => ({
+			batch: true,
+			nodes: [c.codeFailingUntil('Check'), c.callApi('Call your API', api, { onError: 'continueErrorOutput' })],
+			connections: { Check: { main: [c.link('Call your API')] } },
+			heads: ['Check'],
+		}),
+		run: async (ctx) => c.expectRefusedWhenReserveRuns(ctx, c.twoEvents('mxt_code_stop')),
+	},
+	// The same refusal with Reserve at n8n's default On Error: it stops the execution, and the trigger answers 500.
+	'several events in one delivery, Reserve at Stop Workflow, Aggregate (Individual Fields) → Split Out → the call: refused, 500': {
+		shape: (api) => ({
+			batch: true,
+			reserveStopsOnError: true,
+			nodes: [
+				c.aggregateField('Aggregate', 'id'),
+				c.splitOutField('Split Out', 'id'),
+				c.callApi('Call your API', api, { onError: 'continueErrorOutput' }, "'evt:' + $json.id"),
+			],
+			connections: { Aggregate: { main: [c.link('Split Out')] }, 'Split Out': { main: [c.link('Call your API')] } },
+			heads: ['Aggregate'],
+		}),
+		run: async (ctx) => {
+			const events = c.twoEvents('mxt_aggregate_stop');
+			const first = await ctx.h.deliver(ctx.url, events);
+			expect({ answer: [first.status, first.outcome], states: await ctx.states(events), effects: ctx.effects(events) }).toEqual({
+				answer: [500, 'failed'],
+				states: [null, null],
+				effects: [0, 0],
+			});
+		},
+	},
+	"n8n's Stop while the call hangs: the key held for its lease (409, no second call beside it), then the event runs once": {
+		shape: (api) => ({
+			trigger: { parameters: { leaseSeconds: LEASE_SECONDS } },
+			nodes: [c.callApi('Call your API', api)],
+			heads: ['Call your API'],
+		}),
+		run: async (ctx, { workflowId }) =>
+			c.expectHeldThroughCancel(
+				ctx,
+				workflowId,
+				{ id: eventId('mxt_stop'), type: 'e2e.stop' },
+				{
+					cancel: async (executionId) => {
+						const stopped = await stopExecution(ctx.h, executionId);
+						expect(stopped.status).toBe(200);
+					},
+					// The process that answers the delivery cancels it, and n8n answers it 500 itself.
+					firstAnswer: 500,
+				},
+			),
+	},
+	// Held for the lease where the timeout cancels the running call; n8n 1.x's queue workers let the call run to its own timeout.
+	[`the workflow's timeout (${WORKFLOW_TIMEOUT_SECONDS} s) while the call hangs: no second call beside it, then the event runs once`]: {
+		shape: (api) => ({
+			trigger: { parameters: { leaseSeconds: LEASE_SECONDS } },
+			settings: { executionTimeout: WORKFLOW_TIMEOUT_SECONDS },
+			nodes: [c.callApi('Call your API', api)],
+			heads: ['Call your API'],
+		}),
+		run: async (ctx, { workflowId }) => {
+			const event = { id: eventId('mxt_timeout'), type: 'e2e.timeout' };
+			if (!timeoutCancelsRunningNode(ctx.h.state.n8nVersion, ctx.h.topology)) {
+				await c.expectCallEndsByItsOwnTimeout(ctx, workflowId, event);
+				return;
+			}
+			await c.expectHeldThroughCancel(ctx, workflowId, event, {
+				// n8n stops the execution by itself when its time is up.
+				cancel: async () => {},
+				// One process: n8n answers the delivery it cancels 500 itself. Queue mode: the worker cancels it,
+				// and the package's 409 reaches the delivery.
+				firstAnswer: ctx.h.topology === 'queue' ? 409 : 500,
+			});
+		},
+	},
+	[`n8n's Retry on the failed execution, after the provider's retry completed the event: the execution says not to; the Retry calls again outside the key`]:
+		{
+			shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
+			run: async (ctx, { workflowId }) => {
+				const event = { id: eventId('mxt_n8n_retry'), type: 'e2e.retry' };
+				ctx.api.failNext(`evt:${event.id}`, 500, 1);
+				// The provider's path: 500, its retry runs the event, one effect.
+				await ctx.expectFailedOnceThenOneEffect(event);
+				const failed = (await ctx.h.executions(workflowId, 0)).filter((execution) => execution.status === 'error');
+				expect(failed).toHaveLength(1);
+				const customData = await eventually(
+					() => executionCustomData(ctx.h, failed[0].id),
+					(data) => 'idempotency_retry' in data,
+				);
+				expect(customData.idempotency_retry).toMatch(/^Don't use n8n's Retry on this execution: the provider retries the event itself/);
+				// What the warning is for: n8n's Retry runs the failed call again from the saved data, with no node of
+				// the package before it, so nothing can refuse it (docs/idempotent-webhook.md, "n8n's Retry button").
+				const retried = await retryExecution(ctx.h, String(failed[0].id));
+				expect(retried.status).toBe(200);
+				expect({ effects: ctx.effects([event]), states: await ctx.states([event]), attempts: await ctx.attempts([event]) }).toEqual({
+					effects: [2],
+					states: ['completed'],
+					attempts: [2],
+				});
+			},
+		},
+	'one event to two workflows, trigger version 2 at its defaults: each workflow runs it once': {
+		workflows: 2,
+		shape: (api) => ({ trigger: { typeVersion: 2 }, nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
+		run: async (ctx, { workflowId, others: [second] }) => {
+			const event = { id: eventId('mxt_two_workflows'), type: 'e2e.two' };
+			const [billing, analytics] = await Promise.all([ctx.deliver([event]), c.deliverRetried(second.url, [event])]);
+			expect(
+				[billing, analytics].map(({ answers, gaveUp, attempts }) => ({ answers, gaveUp, outcomes: attempts.map((a) => a.outcome) })),
+			).toEqual([billing, analytics].map(() => ({ answers: { [event.id]: [200] }, gaveUp: [], outcomes: ['new'] })));
+			const keys = [workflowId, second.workflowId].map((id) => `wf:${id}:evt:${event.id}`);
+			expect(keys.map((key) => ctx.api.calls(key))).toEqual([1, 1]);
+			expect(Object.values(await c.keyRows(ctx.h, keys)).map((row) => row?.status)).toEqual(['completed', 'completed']);
+		},
+	},
+	'one event to two workflows, trigger version 2 with Share Keys Across Workflows: the second is answered as a copy': {
+		workflows: 2,
+		shape: (api) => ({
+			trigger: { typeVersion: 2, parameters: { options: { shareKeysAcrossWorkflows: true } } },
+			nodes: [c.callApi('Call your API', api)],
+			heads: ['Call your API'],
+		}),
+		run: async (ctx, { others: [second] }) => {
+			const event = { id: eventId('mxt_shared_keys'), type: 'e2e.shared' };
+			const first = await deliverUntilAccepted(ctx.h, ctx.url, event);
+			const copy = await ctx.h.deliver(second.url, event);
+			expect({ first: first.map((a) => [a.status, a.outcome]), copy: [copy.status, copy.outcome], body: copy.json }).toEqual({
+				first: [[200, 'new']],
+				copy: [200, 'duplicate'],
+				body: first[0].json,
+			});
+			expect(ctx.effects([event])).toEqual([1]);
+			expect(await ctx.h.executions(second.workflowId, 0)).toEqual([]);
+		},
+	},
+	'trigger version 1 at its default Mode (Lease): a copy during the run is answered 409, after it the stored answer': {
+		shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
+		run: async (ctx) => c.expectCopyDuringRunInProgress(ctx, { id: eventId('mxt_mode_lease'), type: 'e2e.mode' }),
+	},
+	'trigger version 1, Mode Permanent (No Retry After a Crash): a copy during the run is answered 409, after it the stored answer': {
+		shape: (api) => ({
+			trigger: { parameters: { mode: 'permanent' } },
+			nodes: [c.callApi('Call your API', api)],
+			heads: ['Call your API'],
+		}),
+		run: async (ctx) => c.expectCopyDuringRunInProgress(ctx, { id: eventId('mxt_mode_permanent'), type: 'e2e.mode' }),
+	},
+	'an unsigned trigger (Signature Scheme None, no authentication): a copy is answered duplicate, never with the stored answer': {
+		shape: (api) => ({
+			trigger: { parameters: { scheme: 'none' }, credentials: { webhookSignatureApi: null } },
+			nodes: [c.callApi('Call your API', api)],
+			heads: ['Call your API'],
+		}),
+		run: async (ctx) => {
+			const event = { id: eventId('mxt_unsigned'), type: 'e2e.unsigned' };
+			const key = `evt:${event.id}`;
+			const first = await deliverUntilAccepted(ctx.h, ctx.url, event, { sign: false });
+			const copy = await ctx.h.deliver(ctx.url, event, {}, { sign: false });
+			const [stored] = Object.values(await c.keyRows(ctx.h, [key]));
+			expect({
+				first: first.map((a) => [a.status, a.outcome, a.json]),
+				stored: stored?.response,
+				copy: [copy.status, copy.outcome, copy.json, copy.firstExecution],
+			}).toEqual({
+				first: [[200, 'new', { ok: true, eventKey: key, call: 1 }]],
+				// Kept with the key, but only a verified caller is sent it.
+				stored: { ok: true, eventKey: key, call: 1 },
+				copy: [200, 'duplicate', { status: 'duplicate' }, null],
+			});
+			expect(ctx.effects([event])).toEqual([1]);
+		},
+	},
+	"Basic Auth on, the last node passing the trigger's item on (No Operation): no header or credential stored or replayed": {
+		shape: (api) => ({
+			trigger: {
+				parameters: { authentication: 'basicAuth' },
+				credentials: { idempotentWebhookBasicAuthApi: credentials.basicAuth },
+			},
+			// Both after the trigger; n8n runs the upper-left first, so No Operation is the last node.
+			nodes: [c.callApi('Call your API', api), c.noOp('Pass On')],
+			heads: ['Call your API', 'Pass On'],
+		}),
+		run: async (ctx) => {
+			const event = { id: eventId('mxt_basic_auth'), type: 'e2e.basic' };
+			const caller = { authorization: BASIC_AUTH_HEADER };
+			const first = await deliverUntilAccepted(ctx.h, ctx.url, event, { headers: caller });
+			const copy = await ctx.h.deliver(ctx.url, event, caller);
+			const [stored] = Object.values(await c.keyRows(ctx.h, [`evt:${event.id}`]));
+			// The trigger's item, less its headers and its reservation.
+			expect(stored?.response).toEqual({ query: {}, body: event });
+			expect({ first: first.map((a) => [a.status, a.outcome, a.json]), copy: [copy.status, copy.outcome, copy.json] }).toEqual({
+				first: [[200, 'new', stored?.response]],
+				copy: [200, 'duplicate', stored?.response],
+			});
+			for (const kept of [JSON.stringify(stored?.response), first[0].text, copy.text]) {
+				for (const secret of [BASIC_AUTH.password, BASIC_AUTH_HEADER.slice('Basic '.length), 'authorization', 'stripe-signature']) {
+					expect(kept).not.toContain(secret);
+				}
+			}
+			expect(ctx.effects([event])).toEqual([1]);
+		},
+	},
+};
+
+const ROWS: Record<string, Row> = {
+	...SHARED,
+	...Object.fromEntries(Object.entries(TEMPLATE_ONLY).map(([name, variant]) => [name, { template: variant }])),
+	...Object.fromEntries(Object.entries(TRIGGER_ONLY).map(([name, variant]) => [name, { trigger: variant }])),
+};
+
+/** The name under which a row's further workflow is published (`index` from 0, for its second workflow). */
+const otherWorkflow = (row: string, index: number) => `${row} (workflow ${index + 2})`;
+
+/** One front end's variant of every row that has one, and a further entry for each further workflow a variant publishes. */
+function variantsOf(frontEnd: FrontEnd): Record<string, Variant> {
+	const all: Record<string, Variant> = {};
+	for (const [name, row] of Object.entries(ROWS)) {
+		const variant = row[frontEnd];
+		if (!variant) continue;
+		all[name] = variant;
+		for (let i = 0; i < (variant.workflows ?? 1) - 1; i++) all[otherWorkflow(name, i)] = variant;
+	}
+	return all;
+}
+
+async function createRowCredentials(h: Harness): Promise<void> {
+	// Never called: the Slack node only has to be configured as a user would.
+	credentials.slack = await createCredential(h, 'slackApi', { accessToken: 'xoxb-e2e-never-called' });
+	credentials.basicAuth = await createCredential(h, 'idempotentWebhookBasicAuthApi', BASIC_AUTH);
+}
+
+describe('the construct matrix: the shapes users build, behind the webhook template and the Idempotent Webhook trigger, in a real n8n', () => {
 	const h = harness();
 	let api: Sink;
-	let published: Record<string, { url: string; workflowId: string }>;
+	const published: Record<FrontEnd, Record<string, { url: string; workflowId: string; publishRefusal?: string }>> = {
+		template: {},
+		trigger: {},
+	};
 	let ready: Promise<void> | undefined;
 	const started = Date.now();
 
-	/** Every row's workflow, published once (the rows wait for it: concurrent tests start on their own). */
+	/** Every row's workflows, published once per front end (the rows wait for it: concurrent tests start on their own). */
 	const publishAll = () =>
 		(ready ??= (async () => {
 			api = await startSink();
-			published = (await c.publishRows(h, ROWS, api.url, 'template')) as Record<string, { url: string; workflowId: string }>;
+			await createRowCredentials(h);
+			await Promise.all(
+				(Object.keys(FRONT_ENDS) as FrontEnd[]).map(async (frontEnd) => {
+					published[frontEnd] = await c.publishRows(h, variantsOf(frontEnd), api.url, frontEnd);
+				}),
+			);
 		})());
 	beforeAll(publishAll);
 	afterAll(async () => {
-		process.stderr.write(
-			`[e2e figures] construct matrix, template rows (${h.topology}): ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
-		);
+		process.stderr.write(`[e2e figures] construct matrix (${h.topology}): ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 		await api?.close();
 	});
 
-	const context = (row: string) => c.rowContext(h, api, published[row]);
-
-	test.concurrent.each(Object.keys(ROWS))('%s', async (row) => {
+	const runRow = async ([frontEnd, name]: [FrontEnd, string]) => {
 		await publishAll();
-		await ROWS[row].run(context(row));
-	});
+		const variant = ROWS[name][frontEnd] as Variant;
+		const own = published[frontEnd];
+		const others = Array.from({ length: (variant.workflows ?? 1) - 1 }, (_, i) => own[otherWorkflow(name, i)]);
+		await variant.run(c.rowContext(h, api, own[name], REFUSALS[frontEnd]), { workflowId: own[name].workflowId, others });
+	};
+	const cases = (knownBreak: boolean): Array<[string, FrontEnd, string]> =>
+		(Object.keys(FRONT_ENDS) as FrontEnd[]).flatMap((frontEnd) =>
+			Object.entries(ROWS)
+				.filter(([, row]) => row[frontEnd] !== undefined && Boolean(row[frontEnd]?.knownBreak) === knownBreak)
+				.map(([name, row]): [string, FrontEnd, string] => {
+					const outcome = row[frontEnd]?.outcome;
+					return [`${FRONT_ENDS[frontEnd]}: ${name}${outcome ? `: ${outcome}` : ''}`, frontEnd, name];
+				}),
+		);
+	test.concurrent.each(cases(false))('%s', (_title, frontEnd, name) => runRow([frontEnd, name]));
+	// REDTEAM_SHOW=1 runs the known breaks as plain tests, to print what was observed.
+	const knownBreaks = process.env.REDTEAM_SHOW === '1' ? test.concurrent.each : test.concurrent.failing.each;
+	// jest refuses an empty table: the known breaks run only while there are some.
+	if (cases(true).length > 0) knownBreaks(cases(true))('known break, %s', (_title, frontEnd, name) => runRow([frontEnd, name]));
 });

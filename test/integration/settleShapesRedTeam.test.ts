@@ -528,37 +528,34 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// the inbox claims a processing event whose lease ended ("its process died, or its execution never started",
 	// contract.ts claimDueInbox) and runs it from the kept item; the first execution, only queued, then starts and
 	// charges too. Observed: 2 charges, the key completed.
-	it(
-		'At Once: the package retries an event whose execution was only queued past its lease; then that execution starts: charged once',
-		async () => {
-			activeWorkflowId = 'wf-atonce-late';
-			activeTrigger = stripeTrigger(2, { respond: 'atOnce', leaseSeconds: 1 });
-			expect((await postStripe('{"id":"evt_atonce_late","amount":100}')).status).toBe(200);
-			const queued = lastResult;
-			await sleep(1200);
-			const store = embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
-			const [claim] = await store.claimDueInbox({ owner: inboxOwner(activeWorkflowId, activeTrigger.id), limit: 20, leaseMs: 300_000 });
-			// As the inbox runner emits it (nodes/IdempotentWebhook/inboxRunner.ts).
-			const retried = inboxItemOf(claim.item, {
-				key: claim.key,
-				isNew: true,
-				outcome: 'new',
-				ownerToken: claim.ownerToken,
-				attempts: claim.attempt,
-				lockedUntil: claim.leaseEndsAt?.toISOString() ?? null,
-				answeredAtOnce: true,
-			});
-			const started = { ...activeTrigger, name: 'Webhook' };
-			await executeInProcess(
-				inProcessWorkflow(activeWorkflowId, [started, charge()], { Webhook: to('Charge') }),
-				'exec-atonce-retry',
-				[{ json: retried!.json as IDataObject }],
-				engineBase(credentialsHelper()),
-			);
-			await runEarlier(queued, 'exec-atonce-queued', [charge()], { Webhook: to('Charge') });
-			expect(effectsFor('evt_atonce_late')).toBe(1);
-		},
-	);
+	it('At Once: the package retries an event whose execution was only queued past its lease; then that execution starts: charged once', async () => {
+		activeWorkflowId = 'wf-atonce-late';
+		activeTrigger = stripeTrigger(2, { respond: 'atOnce', leaseSeconds: 1 });
+		expect((await postStripe('{"id":"evt_atonce_late","amount":100}')).status).toBe(200);
+		const queued = lastResult;
+		await sleep(1200);
+		const store = embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
+		const [claim] = await store.claimDueInbox({ owner: inboxOwner(activeWorkflowId, activeTrigger.id), limit: 20, leaseMs: 300_000 });
+		// As the inbox runner emits it (nodes/IdempotentWebhook/inboxRunner.ts).
+		const retried = inboxItemOf(claim.item, {
+			key: claim.key,
+			isNew: true,
+			outcome: 'new',
+			ownerToken: claim.ownerToken,
+			attempts: claim.attempt,
+			lockedUntil: claim.leaseEndsAt?.toISOString() ?? null,
+			answeredAtOnce: true,
+		});
+		const started = { ...activeTrigger, name: 'Webhook' };
+		await executeInProcess(
+			inProcessWorkflow(activeWorkflowId, [started, charge()], { Webhook: to('Charge') }),
+			'exec-atonce-retry',
+			[{ json: retried!.json as IDataObject }],
+			engineBase(credentialsHelper()),
+		);
+		await runEarlier(queued, 'exec-atonce-queued', [charge()], { Webhook: to('Charge') });
+		expect(effectsFor('evt_atonce_late')).toBe(1);
+	});
 
 	// BREAK (lost). docs/templates.md: "a sub-workflow whose failing node continues on error (its regular or its
 	// error output), under an Execute Workflow node at Stop Workflow, one event: the { error } item it returns fails
@@ -567,40 +564,37 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	// the parent's trace reads an Execute Workflow item as a failure only when it is exactly `{ error[, message,
 	// details] }` (settlement/trace.ts isErrorItem). Observed: 200, key completed, no lead created; every retry
 	// is a duplicate. The same Salesforce node placed directly after the trigger is answered 500 (row above).
-	it(
-		'trigger → Execute Workflow (inline) whose Salesforce call fails at "Continue (regular output)": answered 500, key failed',
-		async () => {
-			activeTrigger = stripeTrigger(2);
-			const base = engineBase(credentialsHelper());
-			// n8n runs the sub-workflow as an execution of its own and hands back its last node's output.
-			base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
-				const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-				const child = inProcessWorkflow('wf-sub-crm', code.nodes, code.connections);
-				const { run } = await executeInProcess(child, 'exec-sub-crm-child', options.inputData ?? [], base);
-				if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-				const last = run.data.resultData.lastNodeExecuted as string;
-				return { executionId: 'exec-sub-crm-child', data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-			};
-			base.getRunExecutionData = async () => undefined;
-			const subWorkflow = {
-				nodes: [
-					node('Webhook', 'n8n-nodes-base.executeWorkflowTrigger', 1.1, { inputSource: 'passthrough' }),
-					{ ...salesforceCreateLead('continueRegularOutput'), position: [200, 0] },
-				],
-				connections: { Webhook: to('Create Lead') },
-			};
-			const createInCrm = node('Create In CRM', 'n8n-nodes-base.executeWorkflow', 1.3, {
-				source: 'parameter',
-				workflowJson: JSON.stringify(subWorkflow),
-				mode: 'once',
-				options: {},
-			});
-			expect((await postStripe('{"id":"evt_sub_crm","company":"Acme"}')).status).toBe(200);
-			const { run, answer, key } = await runStarted('exec-sub-crm', [createInCrm], { Webhook: to('Create In CRM') }, base);
-			expect(run.data.resultData.runData['Create In CRM'][0].data?.main?.[0]?.[0]?.json).toMatchObject({ httpCode: 'ECONNREFUSED' });
-			expect({ status: answer?.statusCode, key: (await storedKey(key))?.status }).toEqual({ status: 500, key: 'failed' });
-		},
-	);
+	it('trigger → Execute Workflow (inline) whose Salesforce call fails at "Continue (regular output)": answered 500, key failed', async () => {
+		activeTrigger = stripeTrigger(2);
+		const base = engineBase(credentialsHelper());
+		// n8n runs the sub-workflow as an execution of its own and hands back its last node's output.
+		base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
+			const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+			const child = inProcessWorkflow('wf-sub-crm', code.nodes, code.connections);
+			const { run } = await executeInProcess(child, 'exec-sub-crm-child', options.inputData ?? [], base);
+			if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+			const last = run.data.resultData.lastNodeExecuted as string;
+			return { executionId: 'exec-sub-crm-child', data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+		};
+		base.getRunExecutionData = async () => undefined;
+		const subWorkflow = {
+			nodes: [
+				node('Webhook', 'n8n-nodes-base.executeWorkflowTrigger', 1.1, { inputSource: 'passthrough' }),
+				{ ...salesforceCreateLead('continueRegularOutput'), position: [200, 0] },
+			],
+			connections: { Webhook: to('Create Lead') },
+		};
+		const createInCrm = node('Create In CRM', 'n8n-nodes-base.executeWorkflow', 1.3, {
+			source: 'parameter',
+			workflowJson: JSON.stringify(subWorkflow),
+			mode: 'once',
+			options: {},
+		});
+		expect((await postStripe('{"id":"evt_sub_crm","company":"Acme"}')).status).toBe(200);
+		const { run, answer, key } = await runStarted('exec-sub-crm', [createInCrm], { Webhook: to('Create In CRM') }, base);
+		expect(run.data.resultData.runData['Create In CRM'][0].data?.main?.[0]?.[0]?.json).toMatchObject({ httpCode: 'ECONNREFUSED' });
+		expect({ status: answer?.statusCode, key: (await storedKey(key))?.status }).toEqual({ status: 500, key: 'failed' });
+	});
 
 	// BREAK (leak). docs: At Once keeps the item "without any header that may carry a credential"; the stored
 	// answer's own rule (storedAnswer.ts CREDENTIAL_NAME) counts every `…token…` header as one. The kept item is

@@ -57,14 +57,14 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 
 		const first = await deliver(fixture, body);
 		if (!('start' in first)) throw new Error(`expected a start, got ${JSON.stringify(first.answer)}`);
-		expect(first.start.idempotency).toMatchObject({ key: 'evt:evt_1', outcome: 'new' });
+		expect(first.start.events[0].idempotency).toMatchObject({ key: 'evt:evt_1', outcome: 'new' });
 		expect(await fixture.row('evt:evt_1')).toMatchObject({ status: 'processing', workflow_id: 'wf-webhook', n8n_instance: 'instance-1' });
 
 		const whileRunning = await deliver(fixture, body);
 		expect(whileRunning).toMatchObject({ answer: { status: 409, headers: { [OUTCOME_HEADER]: 'in_progress' } } });
 
 		await fixture.store.complete([
-			{ key: 'evt:evt_1', ownerToken: first.start.idempotency.ownerToken as string, response: { received: true } },
+			{ key: 'evt:evt_1', ownerToken: first.start.events[0].idempotency.ownerToken as string, response: { received: true } },
 		]);
 		await fixture.update('evt:evt_1', { executionId: '901' });
 		const afterwards = await deliver(fixture, body);
@@ -77,7 +77,7 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 		const body = '{"id":"evt_stored_headers"}';
 		const first = await deliver(fixture, body);
 		if (!('start' in first)) throw new Error(`expected a start, got ${JSON.stringify(first.answer)}`);
-		const ownerToken = first.start.idempotency.ownerToken as string;
+		const ownerToken = first.start.events[0].idempotency.ownerToken as string;
 		await fixture.store.complete([
 			{
 				key: 'evt:evt_stored_headers',
@@ -104,7 +104,7 @@ describe.each(BACKENDS)('decideWebhook on the %s store', (backend) => {
 			answer: { status: 409, headers: { [OUTCOME_HEADER]: 'in_progress' } },
 		});
 
-		await fixture.store.complete([{ key: 'evt:evt_permanent', ownerToken: first.start.idempotency.ownerToken as string }]);
+		await fixture.store.complete([{ key: 'evt:evt_permanent', ownerToken: first.start.events[0].idempotency.ownerToken as string }]);
 		expect(await deliver(fixture, body, { mode: 'permanent' })).toMatchObject({
 			answer: { status: 200, body: { status: 'duplicate' }, headers: { [OUTCOME_HEADER]: 'duplicate' } },
 		});

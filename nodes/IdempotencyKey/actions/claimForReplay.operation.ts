@@ -1,4 +1,4 @@
-import { BINARY_ENCODING, type IDataObject, type IExecuteFunctions, type INodeExecutionData, type INodeProperties } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import { assertExactRunText, assertStoredKeyText } from '../../../lib/keys/exactText';
 import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
@@ -104,45 +104,25 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	for (const [position, result] of results.entries()) {
 		const { itemIndex } = requests[position];
 		const item = items[itemIndex];
-		if (!result.claimed) {
-			routed[NOT_CLAIMABLE].push({
-				json: { ...item.json, idempotency: notClaimableOutput(result) },
-				binary: item.binary,
-				pairedItem: { item: itemIndex },
-			});
-			continue;
-		}
-		const idempotency = claimedOutput(result);
-		const kept = result.inboxItem === null ? undefined : inboxItemOf(result.inboxItem, idempotency);
-		routed[CLAIMED].push(
-			kept
-				? keptEventItem(item, kept, result.payload, itemIndex)
-				: {
-						json: { ...item.json, body: result.payload as IDataObject, payload: result.payload as IDataObject, idempotency },
-						binary: item.binary,
-						pairedItem: { item: itemIndex },
-					},
-		);
+		const json: IDataObject = result.claimed
+			? { ...item.json, ...replayedEvent(result), idempotency: claimedOutput(result) }
+			: { ...item.json, idempotency: notClaimableOutput(result) };
+		routed[result.claimed ? CLAIMED : NOT_CLAIMABLE].push({ json, binary: item.binary, pairedItem: { item: itemIndex } });
 	}
 	return routed;
 }
 
 /**
- * An event the Idempotent Webhook accepted at once, claimed: the item its own retries run from
- * (body, query and the headers it kept, the raw body as binary `data`), so the trigger workflow's
- * business step reads it with the same expressions.
+ * The event to run again: the Idempotent Webhook's kept request for an event it accepted At Once
+ * (its body, query and the headers it kept), else the payload Reserve stored (`body` and `payload`).
  */
-function keptEventItem(
-	item: INodeExecutionData,
-	kept: NonNullable<ReturnType<typeof inboxItemOf>>,
-	payload: unknown,
-	itemIndex: number,
-): INodeExecutionData {
-	return {
-		json: { ...item.json, ...(kept.json as IDataObject), payload: payload as IDataObject },
-		binary: { ...item.binary, data: { data: kept.rawBody.toString(BINARY_ENCODING), mimeType: kept.mimeType } },
-		pairedItem: { item: itemIndex },
-	};
+function replayedEvent(result: Extract<ReplayClaim, { claimed: true }>): IDataObject {
+	const kept = result.inboxItem ? inboxItemOf(result.inboxItem, {}) : undefined;
+	if (kept) {
+		const { headers, query, body } = kept.json;
+		return { headers, query, body, payload: body } as IDataObject;
+	}
+	return { body: result.payload as IDataObject, payload: result.payload as IDataObject };
 }
 
 /** Idempotency Reserve's fields for a reservation that took a key over, for the run that now owns it. */
@@ -169,8 +149,6 @@ function claimedOutput(result: Extract<ReplayClaim, { claimed: true }>): IDataOb
 		outcome: 'replay',
 		claimed: true,
 		payloadStored: result.payloadStored,
-		// The Idempotent Webhook kept the event's item (Respond: At Once): the claimed item is that item.
-		eventKept: result.inboxItem !== null,
 		source: result.source,
 		correlationId: result.correlationId,
 	};

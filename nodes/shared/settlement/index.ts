@@ -20,4 +20,10 @@ export { describerOf, feedsBusinessStep, isReserveType, isSettlingOperation } fr
 export { keyOutcome } from './outcome';
 export { TRIGGER_REFUSAL } from './refusals';
 export { heldKeyOf, judgeExecution, keysSettledByNodes, originsOfItem, type Judgement, type Reservation } from './trace';
-export { assertSafeSettleWiring, checkSettleWiring, refusalDownstream, unsettleableAfterTrigger } from './wiring';
+export {
+	assertSafeSettleWiring,
+	checkSettleWiring,
+	eventsTogetherAfterTrigger,
+	refusalDownstream,
+	unsettleableAfterTrigger,
+} from './wiring';

@@ -10,6 +10,10 @@ export class UnsafeSettleWiringError extends Error {}
 
 const SET_CONTINUE_ERROR_OUTPUT = 'Set its Settings → On Error to "Continue (using error output)"';
 
+/** The events one run carries: counted when it runs; before (the trigger's publish), those of one delivery. */
+const theEvents = (events: number | undefined) =>
+	events === undefined ? 'the events of one delivery' : `the ${events} events of this run`;
+
 /** Each reason, by name, with the facts its message names. */
 export const REFUSALS = {
 	severalSettles: ({ self, settles }: { self: string; settles: string[] }) =>
@@ -42,12 +46,12 @@ export const REFUSALS = {
 		`"${wait}" makes the execution wait, and Settle is chained after the step: if the step then fails, no item reaches Settle and nothing would settle the key in the resumed execution. Connect Settle beside the step, to the same output of "${self}".`,
 	stopsAfterWait: ({ node, wait }: { node: string; wait: string }) =>
 		`"${node}" runs after "${wait}" and stops the workflow when it fails: the execution resumed after the wait would end before any Idempotency node runs, and the key would stay reserved until its lease ends. ${SET_CONTINUE_ERROR_OUTPUT} and settle after it.`,
-	eventsTogether: ({ node, events, after }: { node: string; events: number; after?: string }) =>
-		`"${node}" gets the ${events} events of this run together${after ? ` after "${after}"` : ''} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. ${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected), or put Loop Over Items (batch size 1) before it.`,
-	executeOnceAfterEffect: ({ node, effect, events }: { node: string; effect: string; events: number }) =>
-		`"${node}" is set to Execute Once and comes after "${effect}": it runs once for the ${events} events of this run, so if it failed, it would fail for all of them, after "${effect}" had done its work for each, and the provider's retry would do that again. Move "${node}" before "${effect}", or turn off its Execute Once setting.`,
-	splitFromKeylessJoin: ({ node, split, join, events }: { node: string; split: string; join: string; events: number }) =>
-		`"${node}" gets the items "${split}" splits out of "${join}", which joins the ${events} events of this run without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join}" to aggregate All Item Data, which keeps each event's key.`,
+	eventsTogether: ({ node, events, after }: { node: string; events?: number; after?: string }) =>
+		`"${node}" gets ${theEvents(events)} together${after ? ` after "${after}"` : ''} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. ${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected), or put Loop Over Items (batch size 1) before it.`,
+	executeOnceAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
+		`"${node}" is set to Execute Once and comes after "${effect}": it runs once for ${theEvents(events)}, so if it failed, it would fail for all of them, after "${effect}" had done its work for each, and the provider's retry would do that again. Move "${node}" before "${effect}", or turn off its Execute Once setting.`,
+	splitFromKeylessJoin: ({ node, split, join, events }: { node: string; split: string; join: string; events?: number }) =>
+		`"${node}" gets the items "${split}" splits out of "${join}", which joins ${theEvents(events)} without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join}" to aggregate All Item Data, which keeps each event's key.`,
 
 	// Behind the Idempotent Webhook trigger: the key of its event must follow what happens.
 	waitsBehindTrigger: ({ node }: { node: string }) =>

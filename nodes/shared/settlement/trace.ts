@@ -2,7 +2,15 @@ import type { IDataObject, INodeExecutionData, IPairedItemData, IRunData, ISourc
 
 import type { ExecutionRecord, ExecutionView } from './executionRecord';
 import { loopDoneLeadsOn, reachableFrom } from './graph';
-import { EXECUTE_WORKFLOW_TYPE, isKeyType, isReservingNode, isReservingOrSettlingType, isSettlingOperation, onErrorOf } from './nodeKinds';
+import {
+	EXECUTE_WORKFLOW_TYPE,
+	isKeyType,
+	isReserveType,
+	isReservingNode,
+	isReservingOrSettlingType,
+	isSettlingOperation,
+	onErrorOf,
+} from './nodeKinds';
 
 /*
  * What happened to each key an execution reserved, read from n8n's own record of the execution and
@@ -344,7 +352,10 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 	for (const [name, tasks] of Object.entries(view.runData)) {
 		const node = view.node(name);
 		// The package's own nodes route their refusals themselves; they are not part of any key's step.
-		if (isReservingOrSettlingType(node?.type)) continue;
+		if (isReservingOrSettlingType(node?.type)) {
+			if (isReserveType(node?.type)) tasks.forEach((task) => failNotReserved(tracer, name, task, fail));
+			continue;
+		}
 		tasks.forEach((task, run) => {
 			if (task.error) {
 				// A node that failed as a whole passed its *input* on (or stopped): every item it was given failed.
@@ -435,6 +446,34 @@ function ofLoopedItem(tracer: Tracer, item: INodeExecutionData): Origins {
 	const upstream = source ? outputItem(tracer.view, source, pair.item) : undefined;
 	if (!source || !upstream) return tracer.ofInput(undefined, item);
 	return tracer.ofItem(source.previousNode, source.previousNodeRun ?? 0, upstream);
+}
+
+/**
+ * Reserve behind a key reserved before it (the trigger's event) at *Continue*: an item it could not
+ * reserve leaves by its last output (Not Reserved, or the Error output), and the event it came from
+ * did not run its step — whatever that output is wired to, the earlier key is failed, never
+ * completed. An item whose input traces to no earlier key (Reserve is the first) is Reserve's own
+ * business: its routing says what happens.
+ */
+function failNotReserved(
+	tracer: Tracer,
+	name: string,
+	task: ITaskData,
+	fail: (origins: Origins, message: string, node: string, task?: ITaskData) => void,
+): void {
+	const outputs = task.data?.main ?? [];
+	const notReserved = outputs.length > 1 ? (outputs[outputs.length - 1] ?? []) : [];
+	const source = task.source?.[0];
+	if (notReserved.length === 0 || !source) return;
+	const inputs = outputItems(tracer.view, source);
+	for (const item of notReserved) {
+		const index = pairedItemsOf(item)[0]?.item;
+		const input = index === undefined ? undefined : inputs[index];
+		for (const target of input ? [input] : inputs) {
+			const origins = tracer.ofInput(source, target);
+			if (origins !== null && origins.length > 0) fail(origins, `${name}: ${errorMessageOf(item)}`, name, task);
+		}
+	}
 }
 
 /** A failure the judgement found: where (the node run, none for the node the execution stopped at) and why. */

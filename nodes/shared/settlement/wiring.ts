@@ -136,6 +136,26 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	const settled =
 		enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
 	if (!settled) return;
+	checkStepTakesEventsApart(record, self, output, events);
+}
+
+/**
+ * Why the step after the Idempotent Webhook trigger could not settle the events of one delivery
+ * each by its own outcome (checkEventsApart's rules: the trigger always settles its keys), judged
+ * before the workflow is published and at its first step; undefined when it can.
+ */
+export function eventsTogetherAfterTrigger(record: ExecutionRecord, trigger: string): string | undefined {
+	try {
+		checkStepTakesEventsApart(record, trigger, 0, undefined);
+		return undefined;
+	} catch (error) {
+		return error instanceof Error ? error.message : String(error);
+	}
+}
+
+/** checkEventsApart's rules for the step that `output` of `self` feeds; `events` undefined: not counted yet. */
+function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output: number, events: number | undefined): void {
+	const heads = targets(record, self, output);
 	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
 	for (const node of step) {
@@ -163,7 +183,7 @@ function waitsIn(record: ExecutionRecord, node: INode): boolean {
  * every one of them. Refused where an effect may already have been done for each event before it,
  * as the retry would do it again; before any effect, the retry only runs the one call again.
  */
-function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, events: number): void {
+function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
 	if (node.executeOnce !== true) return;
 	const effectBefore = ranBefore(record, self, node).find(mayHaveEffect);
 	if (effectBefore) throw refusal('executeOnceAfterEffect', { node: node.name, effect: effectBefore.name, events });
@@ -176,7 +196,7 @@ function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, ev
  * Over Items), fails every key. Refused where an effect may already have been done for some of them
  * (by a node before it, or by the node itself for the other items), as the retry would do it again.
  */
-function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number): void {
+function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
 	const before = ranBefore(record, self, node);
 	if (!mayHaveEffect(node) && !before.some(mayHaveEffect)) return;
 	const split = before.find((candidate) => candidate.type === SPLIT_OUT_TYPE && ranBefore(record, self, candidate).some(joinsWithoutKeys));

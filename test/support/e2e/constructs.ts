@@ -1,9 +1,9 @@
 // The construct matrix in a real n8n: the shapes users build in place of the example business step
 // (If, Merge, Wait, Loop Over Items, Execute Workflow, Retry On Fail, Code, …), made of n8n's own
 // nodes, whose effect is a call to the test's API (sink.ts: it counts the calls it answered 2xx, per
-// event key, and fails a call on demand). Shared by the webhook-template rows
-// (test/e2e/constructs.e2e.test.js) and the Idempotent Webhook trigger rows
-// (test/e2e/trigger-constructs.e2e.test.js): each row is a workflow published once, events delivered
+// event key, and fails a call on demand). Used by the matrix's one table of rows
+// (test/e2e/constructs.e2e.test.ts), run by the webhook template and the Idempotent Webhook trigger:
+// each row is a workflow published once per front end, events delivered
 // by a provider that retries every non-2xx, and what the API, the keys and the answers show.
 import { randomUUID } from 'node:crypto';
 import { NODE, eventId, type Harness } from './harness';
@@ -12,7 +12,8 @@ import { publishTrigger, TRIGGER } from './trigger';
 import { deliverAll, type Attempt, type RetryOptions } from './provider';
 import type { Sink } from './sink';
 import type { PublishedWebhook } from './checklist';
-import type { WorkflowJson, WorkflowNode } from './workflows';
+import { eventually } from './eventually';
+import type { Json, WorkflowJson, WorkflowNode } from './workflows';
 
 /** One end of a connection between two nodes. */
 export interface ConnectionTarget {
@@ -36,6 +37,19 @@ export interface RowShape {
 	batch?: boolean;
 	keepExample?: boolean;
 	exampleOnError?: string;
+	/** The trigger rows only: the trigger's version, parameters and credentials as the user sets them. */
+	trigger?: TriggerSettings;
+	/** The trigger rows only: the workflow's settings (e.g. its timeout, `executionTimeout` in seconds). */
+	settings?: Record<string, unknown>;
+	/** The trigger rows with `batch` only: Reserve at n8n's default On Error (Stop Workflow) instead of the webhook template's. */
+	reserveStopsOnError?: boolean;
+}
+
+/** How a trigger row's Idempotent Webhook differs from the template's: its version, parameters (merged) and credentials (merged; null removes one). */
+export interface TriggerSettings {
+	typeVersion?: number;
+	parameters?: Record<string, unknown>;
+	credentials?: Record<string, { id: string; name: string } | null>;
 }
 
 /** A row of the matrix: its shape, calling the API at the given URL. */
@@ -194,8 +208,15 @@ export const codeReturningNothing = (name: string, extra: Record<string, unknown
 	...extra,
 });
 
-/** Execute Workflow running a sub-workflow given as JSON (Execute Workflow Trigger → the API call at default settings). */
-export function executeSubWorkflow(name: string, apiUrl: string, { wait }: { wait: boolean }): WorkflowNode {
+/**
+ * Execute Workflow running a sub-workflow given as JSON (Execute Workflow Trigger → the API call at
+ * default settings); `waitInside` puts a Wait (1 s) before the sub-workflow's call.
+ */
+export function executeSubWorkflow(
+	name: string,
+	apiUrl: string,
+	{ wait, waitInside = false }: { wait: boolean; waitInside?: boolean },
+): WorkflowNode {
 	const trigger = {
 		id: randomUUID(),
 		name: 'When Executed by Another Workflow',
@@ -204,10 +225,12 @@ export function executeSubWorkflow(name: string, apiUrl: string, { wait }: { wai
 		position: [0, 0],
 		parameters: { inputSource: 'passthrough' },
 	};
-	const call = { id: randomUUID(), position: [220, 0], ...callApi('Sub-workflow: call your API', apiUrl) };
+	const call = { id: randomUUID(), position: [440, 0], ...callApi('Sub-workflow: call your API', apiUrl) };
+	const pause = { ...waitSeconds('Sub-workflow: wait', 1), id: randomUUID(), position: [220, 0] };
+	const chain = waitInside ? [trigger, pause, call] : [trigger, call];
 	const workflowJson = JSON.stringify({
-		nodes: [trigger, call],
-		connections: { [trigger.name]: { main: [link(call.name)] } },
+		nodes: chain,
+		connections: Object.fromEntries(chain.slice(0, -1).map((node, index) => [node.name, { main: [link(chain[index + 1].name)] }])),
 		settings: { executionOrder: 'v1' },
 	});
 	return {
@@ -218,6 +241,68 @@ export function executeSubWorkflow(name: string, apiUrl: string, { wait }: { wai
 		onError: 'continueErrorOutput',
 	};
 }
+
+/** Slack → Send and Wait for Response (an approval in a channel), as the editor saves it; `credential` is a Slack API credential. */
+export function slackSendAndWait(name: string, credential: { id: string; name: string }): WorkflowNode {
+	return {
+		name,
+		type: 'n8n-nodes-base.slack',
+		typeVersion: 2.3,
+		webhookId: randomUUID(),
+		parameters: {
+			resource: 'message',
+			operation: 'sendAndWait',
+			select: 'channel',
+			channelId: { __rl: true, mode: 'id', value: 'C0E2E000001' },
+			message: '={{ "Approve " + $json.body.id + "?" }}',
+			approvalOptions: { values: { approvalType: 'single' } },
+			options: {},
+		},
+		credentials: { slackApi: credential },
+	};
+}
+
+/** Form: a next form page (one field) shown to whoever opens the execution's form link. */
+export const formPage = (name: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.form',
+	typeVersion: 1,
+	webhookId: randomUUID(),
+	parameters: { formFields: { values: [{ fieldLabel: 'Approve' }] }, options: {} },
+});
+
+/** A Code node run once for all items that returns them in reverse order without pairedItem, as users sort: n8n pairs them by position. */
+export const codeReversingItems = (name: string, extra: Record<string, unknown> = {}): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.code',
+	typeVersion: 2,
+	parameters: { mode: 'runOnceForAllItems', jsCode: 'return $input.all().reverse().map((item) => ({ json: item.json }));' },
+	...extra,
+});
+
+/** Aggregate at its default (Individual Fields): one item with the list of `field` of every item. */
+export const aggregateField = (name: string, field: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.aggregate',
+	typeVersion: 1,
+	parameters: { fieldsToAggregate: { fieldToAggregate: [{ fieldToAggregate: field, renameField: false }] }, options: {} },
+});
+
+/** Split Out of a list field: one item per entry, carrying that field only. */
+export const splitOutField = (name: string, field: string): WorkflowNode => ({
+	name,
+	type: 'n8n-nodes-base.splitOut',
+	typeVersion: 1,
+	parameters: { fieldToSplitOut: field, include: 'noOtherFields', options: {} },
+});
+
+/** The key a call made once for all of a run's events sends (see callApiForAll): `batch:` and their keys joined by `+`. */
+export const BATCH_KEY_OF_ALL = "'batch:' + $input.all().map((item) => item.json.idempotency.key).join('+')";
+export const batchKey = (keys: string[]): string => `batch:${keys.join('+')}`;
+
+/** The API called once for all the items the node gets (Execute Once), keyed by all their keys (batchKey). */
+export const callApiForAll = (name: string, apiUrl: string, extra: Record<string, unknown> = {}): WorkflowNode =>
+	callApi(name, apiUrl, { executeOnce: true, ...extra }, BATCH_KEY_OF_ALL);
 
 export function respondToWebhook(name: string): WorkflowNode {
 	return {
@@ -285,22 +370,29 @@ export function templateRow({
  * The Postgres trigger template (idempotent-webhook-trigger-postgres.json) with its example step
  * replaced by `nodes`, `heads` after the trigger. `batch`: a delivery carrying several events gets a
  * key per event, as the webhook template gives them: Split Out of the body → Idempotency Reserve
- * (Key Source Field `id`) → the step, with Settle beside it (both taken from idempotent-webhook.json).
+ * (Key Source Field `id`) → the step, with Settle beside it (both taken from idempotent-webhook.json;
+ * `reserveStopsOnError`: Reserve at n8n's default On Error).
  */
 export function triggerRow({
 	nodes = [],
 	connections = {},
 	heads = [],
 	batch = false,
+	trigger,
+	settings,
+	reserveStopsOnError = false,
 }: RowShape): (workflow: WorkflowJson) => WorkflowJson {
 	return (workflow) => {
+		if (trigger) workflow = withTriggerSettings(workflow, trigger);
+		if (settings) workflow = { ...workflow, settings: { ...workflow.settings, ...settings } };
 		const example = workflow.nodes.find((node) => node.name === TRIGGER.business);
 		const userNodes = placed(nodes, [example.position[0] + (batch ? 440 : 0), example.position[1]]);
 		const added: WorkflowNode[] = [];
 		const wiring: NodeConnections = { [TRIGGER.node]: { main: [link(...heads)] } };
 		if (batch) {
 			const template = readShippedTemplate('idempotent-webhook.json');
-			const reserve = template.nodes.find((node) => node.name === NODE.reserve);
+			const { onError, ...reserve } = template.nodes.find((node) => node.name === NODE.reserve);
+			if (!reserveStopsOnError) reserve.onError = onError;
 			const settle = template.nodes.find((node) => node.name === NODE.settle);
 			added.push(
 				...placed([splitBody('Split Out Events')], example.position),
@@ -323,7 +415,25 @@ export function triggerRow({
 	};
 }
 
-/** Publishes every row's workflow, one after the other (the owner's session is one): { [row]: { url, workflowId } }. */
+/** The template's trigger with the row's version, parameters and credentials. */
+function withTriggerSettings(workflow: WorkflowJson, { typeVersion, parameters = {}, credentials = {} }: TriggerSettings): WorkflowJson {
+	const nodes = workflow.nodes.map((node) => {
+		if (node.name !== TRIGGER.node) return node;
+		const merged: Record<string, unknown> = { ...node.credentials, ...credentials };
+		for (const [type, credential] of Object.entries(merged)) if (credential === null) delete merged[type];
+		const changed = { ...node, parameters: { ...node.parameters, ...parameters }, credentials: merged };
+		if (typeVersion !== undefined) changed.typeVersion = typeVersion;
+		// Version 2 has no Mode: a user adding the node today never saves one.
+		if (typeVersion !== undefined && typeVersion >= 2 && !('mode' in parameters)) delete changed.parameters.mode;
+		return changed;
+	});
+	return { ...workflow, nodes };
+}
+
+/** How many rows are published at once: n8n publishes each through its own activation, and a row waits for its webhook. */
+const PUBLISHING_LANES = 4;
+
+/** Publishes every row's workflow, a few at a time (the owner's session shared): { [row]: { url, workflowId } }. */
 export async function publishRows(
 	h: Harness,
 	rows: Record<string, ConstructRow>,
@@ -331,7 +441,9 @@ export async function publishRows(
 	kind: 'template' | 'trigger',
 ): Promise<Record<string, PublishedWebhook>> {
 	const published: Record<string, PublishedWebhook> = {};
-	for (const [index, [name, row]] of Object.entries(rows).entries()) {
+	const entries = Object.entries(rows);
+	const publishOne = async (index: number) => {
+		const [name, row] = entries[index];
 		const label = `mx${kind}${index}`;
 		if (kind === 'trigger') {
 			try {
@@ -345,12 +457,18 @@ export async function publishRows(
 				if (!message.startsWith('publishing the workflow failed: ')) throw error;
 				published[name] = { url: '', workflowId: '', publishRefusal: message };
 			}
-			continue;
+			return;
 		}
 		const { workflow, webhookPath } = withOwnWebhook(templateRow(row.shape(apiUrl)), label);
 		const workflowId = await publishWorkflow(h, workflow, webhookPath);
 		published[name] = { url: `${h.state.baseUrl}/webhook/${webhookPath}`, workflowId };
-	}
+	};
+	let next = 0;
+	await Promise.all(
+		Array.from({ length: Math.min(PUBLISHING_LANES, entries.length) }, async () => {
+			while (next < entries.length) await publishOne(next++);
+		}),
+	);
 	return published;
 }
 
@@ -375,13 +493,23 @@ export interface KeyRow {
 	status: string;
 	attempts: number;
 	lastError: string | null;
+	/** The answer stored with the key (the trigger's: replayed to copies), as the table holds it. */
+	response: Json | null;
+	/** The execution that holds or held the key, as the store recorded it. */
+	executionId: string | null;
 }
 
-/** { key: { status, attempts, lastError } } from the Postgres key table (absent keys: null). */
+/** { key: { status, attempts, lastError, response, executionId } } from the Postgres key table (absent keys: null). */
 export async function keyRows(h: Harness, keys: string[]): Promise<Record<string, KeyRow | null>> {
-	const { rows } = await h.appQuery('SELECT key, status, attempts, last_error FROM processed_events WHERE key = ANY($1)', [keys]);
+	const { rows } = await h.appQuery(
+		'SELECT key, status, attempts, last_error, response, execution_id FROM processed_events WHERE key = ANY($1)',
+		[keys],
+	);
 	const found: Record<string, KeyRow> = Object.fromEntries(
-		rows.map((row) => [row.key, { status: row.status, attempts: row.attempts, lastError: row.last_error }]),
+		rows.map((row) => [
+			row.key,
+			{ status: row.status, attempts: row.attempts, lastError: row.last_error, response: row.response, executionId: row.execution_id },
+		]),
 	);
 	return Object.fromEntries(keys.map((key) => [key, found[key] ?? null]));
 }
@@ -534,4 +662,144 @@ export function rowContext(
 		},
 	};
 	return ctx;
+}
+
+/* What the trigger rows check beyond the usual expectations ------------------------------------ */
+
+/** Two events for one delivery, in order. */
+export function twoEvents(label: string): RowEvent[] {
+	return [0, 1].map((i) => ({ id: eventId(`${label}_${i}`), type: 'e2e.batch' }));
+}
+
+/** Rejects after `ms` with what never came: a hold that no call reached. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+	let timer: NodeJS.Timeout | undefined;
+	try {
+		return await Promise.race([
+			promise,
+			new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms))),
+		]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+/**
+ * Several events in one delivery that Idempotency Reserve refuses when it runs (the refusal depends on
+ * how many events the run carries, so it is not refused at publish): nothing reserved, no effect, and
+ * the delivery is not answered 2xx, so the provider keeps the events.
+ */
+export async function expectRefusedWhenReserveRuns(ctx: RowContext, events: RowEvent[]): Promise<void> {
+	const first = await ctx.h.deliver(ctx.url, events);
+	expect({
+		accepted: first.status >= 200 && first.status < 300,
+		states: await ctx.states(events),
+		effects: ctx.effects(events),
+	}).toEqual({ accepted: false, states: events.map(() => null), effects: events.map(() => 0) });
+}
+
+/**
+ * The event's call hangs at the API while n8n cancels its execution (`cancel(executionId)`: Stop; or
+ * nothing, for the workflow's timeout): the delivery is answered `firstAnswer` (never 2xx), a copy
+ * meanwhile 409, and no second call starts beside the one in flight. The API then drops the call (no
+ * effect), and the provider's retries get 409 until the lease ends, then run the event once.
+ */
+export async function expectHeldThroughCancel(
+	ctx: RowContext,
+	workflowId: string,
+	event: RowEvent,
+	{ cancel, firstAnswer }: { cancel: (executionId: string) => Promise<void>; firstAnswer: number },
+): Promise<void> {
+	const key = `evt:${event.id}`;
+	const held = ctx.api.holdNext(key);
+	const first = ctx.h.deliver(ctx.url, event);
+	await within(held, 60000, 'the call never reached the API');
+	const row = await eventually(
+		async () => (await keyRows(ctx.h, [key]))[key],
+		(found) => Boolean(found?.executionId),
+	);
+	await cancel(String(row?.executionId));
+	const answer = await first;
+	const [cancelled] = await ctx.h.waitForExecutions(workflowId, 0, 1);
+	// The call is still in flight: a copy must not run the step beside it.
+	const copy = await ctx.h.deliver(ctx.url, event);
+	const whileHeld = { state: await ctx.states([event]), calls: ctx.api.arrivals(key) };
+	ctx.api.dropHeld(key); // the API never finished the call: no effect
+	const { answers, gaveUp } = await ctx.deliver([event]);
+	expect({
+		first: answer.status,
+		execution: cancelled?.status,
+		copy: [copy.status, copy.outcome],
+		whileHeld,
+		retries: { gaveUp, last: answers[event.id].at(-1), before: [...new Set(answers[event.id].slice(0, -1))] },
+		effects: ctx.effects([event]),
+		states: await ctx.states([event]),
+		attempts: await ctx.attempts([event]),
+	}).toEqual({
+		first: firstAnswer,
+		execution: 'canceled',
+		copy: [409, 'in_progress'],
+		whileHeld: { state: ['processing'], calls: 1 },
+		retries: { gaveUp: [], last: 200, before: answers[event.id].length > 1 ? [409] : [] },
+		effects: [1],
+		states: ['completed'],
+		attempts: [2],
+	});
+}
+
+/**
+ * Where the workflow's timeout does not cancel a running node (n8n 1.x's queue-mode workers): the
+ * hanging call ends at the HTTP Request's own timeout (its caller gone, no effect), the execution
+ * fails and the key with it (500), and the provider's retry runs the event once.
+ */
+export async function expectCallEndsByItsOwnTimeout(ctx: RowContext, workflowId: string, event: RowEvent): Promise<void> {
+	const key = `evt:${event.id}`;
+	const held = ctx.api.holdNext(key);
+	const first = ctx.h.deliver(ctx.url, event);
+	await within(held, 60000, 'the call never reached the API');
+	const answer = await first;
+	const [failed] = await ctx.h.waitForExecutions(workflowId, 0, 1);
+	const whenAnswered = { state: await ctx.states([event]), calls: ctx.api.arrivals(key) };
+	ctx.api.dropHeld(key); // n8n left the call at its timeout: no effect
+	const { answers, gaveUp } = await ctx.deliver([event]);
+	expect({
+		first: answer.status,
+		execution: failed?.status,
+		whenAnswered,
+		retries: { gaveUp, answers: answers[event.id] },
+		effects: ctx.effects([event]),
+		states: await ctx.states([event]),
+		attempts: await ctx.attempts([event]),
+	}).toEqual({
+		first: 500,
+		execution: 'error',
+		whenAnswered: { state: ['failed'], calls: 1 },
+		retries: { gaveUp: [], answers: [200] },
+		effects: [1],
+		states: ['completed'],
+		attempts: [2],
+	});
+}
+
+/** A copy delivered while the event's call hangs is answered 409; once the call ends, the event is answered and copies get its stored answer. */
+export async function expectCopyDuringRunInProgress(ctx: RowContext, event: RowEvent): Promise<void> {
+	const key = `evt:${event.id}`;
+	const held = ctx.api.holdNext(key);
+	const first = ctx.h.deliver(ctx.url, event);
+	await within(held, 60000, 'the call never reached the API');
+	const during = await ctx.h.deliver(ctx.url, event);
+	ctx.api.answerHeld(key);
+	const answer = await first;
+	const after = await ctx.h.deliver(ctx.url, event);
+	expect({
+		during: [during.status, during.outcome],
+		first: [answer.status, answer.outcome],
+		after: [after.status, after.outcome, after.json],
+	}).toEqual({
+		during: [409, 'in_progress'],
+		first: [200, 'new'],
+		after: [200, 'duplicate', answer.json],
+	});
+	expect(ctx.effects([event])).toEqual([1]);
+	expect(await ctx.states([event])).toEqual(['completed']);
 }

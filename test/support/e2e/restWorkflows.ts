@@ -6,6 +6,7 @@ import path from 'node:path';
 import * as stack from '../stack/n8nStack';
 import { manualRunBody } from '../stack/n8nVersion';
 import { OWNER, type Execution, type Harness } from './harness';
+import type { RestResponse } from '../stack/n8nRest';
 import type { PublishedWebhook } from './checklist';
 import type { WorkflowJson, WorkflowNode } from './workflows';
 
@@ -206,4 +207,27 @@ export async function makeCredentialUnreadable(h: Harness, id: string): Promise<
 	return async () => {
 		await h.n8nQuery('UPDATE credentials_entity SET data = $1 WHERE id = $2', [readable, id]);
 	};
+}
+
+/** Stops a running execution as the editor's Stop button does; n8n's answer. */
+export async function stopExecution(h: Harness, executionId: string): Promise<RestResponse> {
+	const rest = h.rest();
+	await rest.ownerLogin(OWNER);
+	return await rest.call('POST', `/executions/${executionId}/stop`);
+}
+
+/**
+ * n8n's Retry on a failed execution, as the editor's "Retry with original workflow" does: it runs
+ * the failed node again from the saved data; resolves with n8n's answer once the retry ended.
+ */
+export async function retryExecution(h: Harness, executionId: string): Promise<RestResponse> {
+	const rest = h.rest();
+	await rest.ownerLogin(OWNER);
+	return await rest.call('POST', `/executions/${executionId}/retry`, { loadWorkflow: false });
+}
+
+/** An execution's custom data (what the executions list shows and filters by), from n8n's database. */
+export async function executionCustomData(h: Harness, executionId: string | number): Promise<Record<string, string>> {
+	const { rows } = await h.n8nQuery('SELECT key, value FROM execution_metadata WHERE "executionId" = $1', [executionId]);
+	return Object.fromEntries(rows.map((row) => [row.key, row.value]));
 }

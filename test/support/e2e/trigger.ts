@@ -71,16 +71,19 @@ export function withLeaseSeconds(seconds: number): NodeChange {
 	return (node) => (node.type === TRIGGER.type ? { ...node, parameters: { ...node.parameters, leaseSeconds: seconds } } : node);
 }
 
-/** A delivery retried like a provider until it is answered 2xx (at most `budgetMs`): every answer, in order. */
+/**
+ * A delivery retried like a provider until it is answered 2xx (at most `budgetMs`): every answer, in
+ * order. `headers` go with every attempt (a caller's credentials); `sign: false` sends it unsigned.
+ */
 export async function deliverUntilAccepted(
 	h: Harness,
 	url: string,
 	event: Parameters<Harness['deliver']>[1],
-	{ budgetMs = 60000 }: { budgetMs?: number } = {},
+	{ budgetMs = 60000, headers = {}, sign = true }: { budgetMs?: number; headers?: Record<string, string>; sign?: boolean } = {},
 ): Promise<DeliveryAnswer[]> {
 	const answers: DeliveryAnswer[] = [];
 	for (const deadline = Date.now() + budgetMs; ; await new Promise((resolve) => setTimeout(resolve, 500))) {
-		const answer = await h.deliver(url, event);
+		const answer = await h.deliver(url, event, headers, { sign });
 		answers.push(answer);
 		if (answer.status >= 200 && answer.status < 300) return answers;
 		if (Date.now() > deadline)

@@ -112,3 +112,13 @@ export function queueFilesNotRun(version: string): string[] {
 export function recoversFromDatabaseRestart(version: string): boolean {
 	return majorOf(version) >= 2;
 }
+
+/**
+ * Whether a workflow's timeout cancels the node still running (a call in flight). n8n's main process
+ * cancels the execution when its time is up, and 2.x's queue-mode workers do too; a 1.x worker checks
+ * the timeout only between nodes (n8n-core's WorkflowExecute, `executionTimeoutTimestamp`), so the
+ * running node ends by itself (an HTTP Request at its own timeout) and the execution fails.
+ */
+export function timeoutCancelsRunningNode(version: string, topology: 'single' | 'queue'): boolean {
+	return majorOf(version) >= 2 || topology === 'single';
+}

@@ -401,6 +401,63 @@ describe('Idempotent Webhook: Respond At Once', () => {
 	});
 });
 
+describe('Idempotent Webhook: several events in one delivery (Events Path)', () => {
+	const withEvents = (eventsPath: string, parameters: Record<string, unknown> = {}) =>
+		({
+			...trigger,
+			typeVersion: 3,
+			parameters: { ...trigger.parameters, options: { eventsPath }, ...parameters },
+		}) as INode;
+
+	it('hands n8n one execution with one item per new event, each with its own key and its own bytes; copies only: 200 without one', async () => {
+		activeTrigger = withEvents('body.events');
+		const events = ['{"id":"evt_batch_1","amount":1}', '{"id":"evt_batch_2","amount":2}'];
+		expect(await (await post(`{"events":[${events.join(',')}]}`)).json()).toEqual({ started: true });
+		const [items] = (lastResult as IWebhookResponseData).workflowData!;
+		expect(items.map((item) => (item.json.idempotency as { key: string }).key)).toEqual([
+			'wf:wf-trigger:evt:evt_batch_1',
+			'wf:wf-trigger:evt:evt_batch_2',
+		]);
+		expect(items.map((item) => item.json.body)).toEqual([
+			{ id: 'evt_batch_1', amount: 1 },
+			{ id: 'evt_batch_2', amount: 2 },
+		]);
+		expect(items.map((item) => Buffer.from(item.binary!.data.data, 'base64').toString('utf8'))).toEqual(events);
+		expect(items.map((item) => item.json.query)).toEqual([{ source: 'test' }, { source: 'test' }]);
+
+		// While they run, a delivery repeating one of them is told to retry.
+		expect((await post(`{"events":[${events[1]}]}`)).status).toBe(409);
+	});
+
+	it('marks every key of the delivery failed when n8n answers 5xx without starting the execution', async () => {
+		activeTrigger = withEvents('body');
+		afterStart = 'notStarted';
+		expect((await post('[{"id":"evt_batch_unstarted_1"},{"id":"evt_batch_unstarted_2"}]')).status).toBe(500);
+		for (const id of ['evt_batch_unstarted_1', 'evt_batch_unstarted_2'])
+			expect(await storedKey(`wf:wf-trigger:evt:${id}`, (status) => status === 'failed')).toEqual({ status: 'failed', attempts: 1 });
+	});
+
+	it('ignores the option in version 1 (no Events Path there): the body is one event', async () => {
+		activeTrigger = { ...withEvents('body'), typeVersion: 1 };
+		await post('[{"id":"evt_v1_a"},{"id":"evt_v1_b"}]');
+		const [items] = (lastResult as IWebhookResponseData).workflowData!;
+		expect(items).toHaveLength(1);
+		expect((items[0].json.idempotency as { key: string }).key).toMatch(/^sha256:/);
+	});
+
+	it('Respond At Once: answers 200 once every event is kept, and hands n8n one item per event', async () => {
+		activeTrigger = withEvents('body', { respond: 'atOnce', acceptedBody: '{"ok":2}' });
+		const answer = await post('[{"id":"evt_batch_at_once_1"},{"id":"evt_batch_at_once_2"}]');
+		expect([answer.status, await answer.json()]).toEqual([200, { ok: 2 }]);
+		const started = lastResult as IWebhookResponseData;
+		expect(started.noWebhookResponse).toBe(true);
+		expect(started.workflowData![0].map((item) => (item.json.idempotency as { answeredAtOnce?: boolean }).answeredAtOnce)).toEqual([
+			true,
+			true,
+		]);
+	});
+});
+
 describe('Idempotent Webhook: version 2 keys each workflow apart', () => {
 	/** The trigger as the node panel adds it now: version 2, every parameter at its default. */
 	const triggerV2 = (parameters: Record<string, unknown> = {}) =>

@@ -7,7 +7,7 @@ import type { HeaderBag } from '../../../lib/headers';
 import type { KeyConfig } from '../../../lib/keys/deriveKey';
 import type { KeyStore } from '../../../lib/store/contract';
 import { ANSWER_RULES, FIRST_EXECUTION_HEADER, OUTCOME_HEADER } from '../../../lib/webhook/answers';
-import { decideWebhook, type DecideInput, type KeySettings, type WebhookDecision } from '../../../lib/webhook/decide';
+import { decideWebhook, type DecideInput, type KeySettings, type StartedEvent, type WebhookDecision } from '../../../lib/webhook/decide';
 import { embeddedModule } from '../../support/storeTargets';
 import { freshStore, type StoreFixture } from '../../support/stores';
 
@@ -56,13 +56,16 @@ async function deliver(
 }
 
 function answerOf(decision: WebhookDecision): { status: number; headers: Record<string, string>; body: unknown } {
-	if (!('answer' in decision)) throw new Error(`expected an answer, got a start for ${JSON.stringify(decision.start.idempotency)}`);
+	if (!('answer' in decision))
+		throw new Error(`expected an answer, got a start for ${JSON.stringify(decision.start.events.map((event) => event.idempotency))}`);
 	return decision.answer;
 }
 
-function startOf(decision: WebhookDecision): Extract<WebhookDecision, { start: unknown }>['start'] {
+/** The one event a delivery without an Events Path starts. */
+function startOf(decision: WebhookDecision): StartedEvent {
 	if (!('start' in decision)) throw new Error(`expected a start, got ${JSON.stringify(decision.answer)}`);
-	return decision.start;
+	expect(decision.start.events).toHaveLength(1);
+	return decision.start.events[0];
 }
 
 describe('decideWebhook', () => {
