@@ -281,6 +281,12 @@ export type DeliveryAnswer =
 /** Deliveries counted per answer within a window (whole hours: see sql/postgres/queries/answer_counts.sql). */
 export type AnswerCounts = Record<DeliveryAnswer, number>;
 
+/** The deliveries counted in one hour (its start, the store's clock), per answer. */
+export interface HourAnswerCounts {
+	hour: Date;
+	counts: AnswerCounts;
+}
+
 /** Claim for Replay: the lease and retention a claimed key gets, and the run that claims it. */
 export interface ReplayClaimOptions {
 	/** The replay's lease: how long it owns the key before another run may take it over. */

@@ -14,7 +14,8 @@ const FORBIDDEN_NAME_PARTS = new Set(['sig', 'signature', 'hmac', 'time', 'times
 // (a key, a correlation id) must never read these, or the secret ends up in the table, in Get Key's
 // output and in the execution's custom data. Over-refusing costs a user another header name;
 // under-refusing leaks a secret.
-const SECRET_PATTERN = /signature|hmac|auth|cookie|secret|passw|credential|api-?key|access-?token|session|csrf|xsrf/i;
+// Query parameters and body members write `_` where headers write `-` (?api_key=, private_key).
+const SECRET_PATTERN = /signature|hmac|auth|cookie|secret|passw|credential|api[-_]?key|private[-_]?key|access[-_]?token|session|csrf|xsrf/i;
 // A token is a credential (X-Gitlab-Token, X-Api-Token, ?token=) unless it names the event: an
 // idempotency token (Twilio's I-Twilio-Idempotency-Token) is the same on every retry, not a secret.
 const TOKEN_PATTERN = /token/i;

@@ -1,5 +1,6 @@
 import type {
 	AnswerCounts,
+	HourAnswerCounts,
 	CleanupOptions,
 	CleanupResult,
 	CompactRecord,
@@ -142,6 +143,8 @@ export interface KeyStore {
 	countAnswer(answer: DeliveryAnswer): Promise<void>;
 	/** The deliveries counted per answer in the hours that overlap the window. */
 	answerCounts(windowHours: number): Promise<AnswerCounts>;
+	/** The same deliveries per hour, oldest first: only the hours that counted one. */
+	answerCountsByHour(windowHours: number): Promise<HourAnswerCounts[]>;
 	/**
 	 * Records the n8n execution that runs the key's event, when the key is still this owner's and its lease has not ended
 	 * (the trigger reserves before the execution, and its id, exist). False when it is not.

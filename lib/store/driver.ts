@@ -105,6 +105,7 @@ export interface KeyStatements {
 	stats: { windowSeconds: number };
 	countAnswer: { answer: string };
 	answerCounts: { windowSeconds: number };
+	answerCountsByHour: { windowSeconds: number };
 	recordExecution: { key: string; ownerToken: string; executionId: string };
 }
 

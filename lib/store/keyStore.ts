@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { assertStoredKeyText } from '../keys/exactText';
 import type {
 	AnswerCounts,
+	HourAnswerCounts,
 	CleanupOptions,
 	CleanupResult,
 	CompactRecord,
@@ -439,6 +440,23 @@ export class DriverKeyStore implements KeyStore {
 			READ,
 		);
 		return answerCountsOf(rows.map((row) => ({ answer: read.value(row, 'answer'), count: read.value(row, 'count') })));
+	}
+
+	/** The deliveries counted per hour and answer in the hours that overlap the window, oldest hour first. */
+	async answerCountsByHour(windowHours: number): Promise<HourAnswerCounts[]> {
+		validateStatsWindow(windowHours);
+		await this.driver.ready('read', READ);
+		const [{ rows, read }] = await this.driver.send(
+			'read',
+			{ name: 'answerCountsByHour', parameters: { windowSeconds: windowHours * 3600 } },
+			READ,
+		);
+		const byHour = new Map<number, Array<{ answer: unknown; count: unknown }>>();
+		for (const row of rows) {
+			const hour = (read.time(row, 'hour') as Date).getTime();
+			byHour.set(hour, [...(byHour.get(hour) ?? []), { answer: read.value(row, 'answer'), count: read.value(row, 'count') }]);
+		}
+		return [...byHour].map(([hour, counted]) => ({ hour: new Date(hour), counts: answerCountsOf(counted) }));
 	}
 
 	/** Records the execution that runs the key's event, when the key is still this owner's. */

@@ -31,6 +31,11 @@ const DROPPED_MEMBERS = new Set([
 	'setcookie',
 ]);
 
+/** Whether a member is never kept in an answer (nor shown in a preview): compared without case, `-` or `_`. */
+export function isWithheldMember(name: string): boolean {
+	return DROPPED_MEMBERS.has(name.toLowerCase().replace(/[-_]/g, ''));
+}
+
 /** Secrets shorter than this are dropped only where a string is exactly them (a short one would match ordinary text). */
 const MIN_CONTAINED_SECRET = 8;
 
@@ -84,7 +89,7 @@ function keptMembers(value: Record<string, unknown>): Record<string, unknown> {
 	const copy: Record<string, unknown> = {};
 	for (const key of Object.keys(value)) {
 		const name = storableText(key).text;
-		if (DROPPED_MEMBERS.has(name.toLowerCase().replace(/[-_]/g, ''))) continue;
+		if (isWithheldMember(name)) continue;
 		Object.defineProperty(copy, name, { value: value[key], enumerable: true, writable: true, configurable: true });
 	}
 	return copy;

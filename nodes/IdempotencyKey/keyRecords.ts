@@ -1,5 +1,6 @@
 import type { IDataObject } from 'n8n-workflow';
 
+import { redactedErrorText, storedKeyPreview } from '../../lib/evidence/payloadPreview';
 import { keySourceInWords } from '../../lib/keys/deriveKey';
 import type { StoredKey } from '../../lib/types';
 import { isoTime } from '../../lib/pipeline/idempotencyOutput';
@@ -51,4 +52,16 @@ export function keyRecordJson(stored: StoredKey): IDataObject {
 						deadLetteredAt: isoTime(stored.deadLetteredAt),
 					},
 	};
+}
+
+/**
+ * A stored key for a page people read (Redacted Payload Preview): the record without its payload
+ * and stored answer, with a redacted preview of its event (read Get Key's `inboxItem` for the
+ * trigger's kept item).
+ */
+export function keyPreviewJson(stored: StoredKey): IDataObject {
+	const record = keyRecordJson(stored);
+	delete record.payload;
+	delete record.response;
+	return { ...record, lastError: redactedErrorText(stored.lastError), payloadPreview: storedKeyPreview(stored) };
 }

@@ -61,6 +61,32 @@ describeEachBackend("the trigger's delivery bookkeeping", (backend) => {
 			expect(await windowed.store.answerCounts(48)).toEqual({ ...zero(), duplicate: 23, forbidden: 2 });
 		});
 
+		it('per hour: each hour that overlaps the window with its counts, oldest first; an hour without deliveries has no entry', async () => {
+			const hourly = await fixture.otherTable('hourly');
+			await hourly.seedAnswerCount('duplicate', 5, 0);
+			await hourly.seedAnswerCount('new', 2, 0);
+			await hourly.seedAnswerCount('duplicate', 7, 1);
+			await hourly.seedAnswerCount('invalid_signature', 11, 3);
+			await hourly.seedAnswerCount('forbidden', 2, 30);
+			const hours = await hourly.store.answerCountsByHour(4);
+			expect(hours.map(({ counts }) => counts)).toEqual([
+				{ ...zero(), invalid_signature: 11 },
+				{ ...zero(), duplicate: 7 },
+				{ ...zero(), duplicate: 5, new: 2 },
+			]);
+			const now = (await fixture.now()).getTime();
+			const hourStarts = hours.map(({ hour }) => hour.getTime());
+			expect(hourStarts.every((start) => start % 3_600_000 === 0)).toBe(true);
+			expect(now - hourStarts[2]).toBeGreaterThanOrEqual(0);
+			expect(now - hourStarts[2]).toBeLessThan(3_600_000);
+			expect(hourStarts[2] - hourStarts[1]).toBe(3_600_000);
+			expect(hourStarts[2] - hourStarts[0]).toBe(3 * 3_600_000);
+			// The same counts as answerCounts over the same window.
+			expect((await hourly.store.answerCounts(4)).duplicate).toBe(12);
+			expect(await hourly.store.answerCountsByHour(48)).toHaveLength(4);
+			await expect(hourly.store.answerCountsByHour(0)).rejects.toThrow(/stats window must be more than 0/);
+		});
+
 		it('each key table has its own counts', async () => {
 			const mine = await fixture.otherTable('counts_mine');
 			const theirs = await fixture.otherTable('counts_theirs');

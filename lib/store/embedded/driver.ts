@@ -201,6 +201,7 @@ const KEY_PARAMETERS: Encoders<KeyStatements> = {
 	stats: (p) => ({ window_ms: milliseconds(p.windowSeconds) }),
 	countAnswer: (p) => ({ answer: p.answer }),
 	answerCounts: (p) => ({ window_ms: milliseconds(p.windowSeconds) }),
+	answerCountsByHour: (p) => ({ window_ms: milliseconds(p.windowSeconds) }),
 	recordExecution: (p) => ({ key: p.key, owner_token: p.ownerToken, execution_id: p.executionId }),
 };
 

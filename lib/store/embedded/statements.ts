@@ -28,6 +28,7 @@ export const EMBEDDED_STATEMENT_NAMES = [
 	'stats',
 	'countAnswer',
 	'answerCounts',
+	'answerCountsByHour',
 	'recordExecution',
 	'claimForReplayCurrent',
 	'claimForReplay',

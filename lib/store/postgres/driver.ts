@@ -124,6 +124,7 @@ const KEY_PARAMETERS: Encoders<KeyStatements> = {
 	stats: (p) => [p.windowSeconds],
 	countAnswer: (p) => [p.answer],
 	answerCounts: (p) => [p.windowSeconds],
+	answerCountsByHour: (p) => [p.windowSeconds],
 	recordExecution: (p) => [p.key, p.ownerToken, p.executionId],
 };
 

@@ -44,6 +44,7 @@ const KEY_STATEMENT_NAMES = [
 	'copyKeys',
 	'countAnswer',
 	'answerCounts',
+	'answerCountsByHour',
 	'recordExecution',
 ] as const;
 

@@ -1,7 +1,8 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import { keyRecordJson } from '../keyRecords';
+import { keyPreviewJson, keyRecordJson } from '../keyRecords';
 import { quoted, type StoreOpener } from './keyOperation';
+import { PAYLOAD_PREVIEW } from './sharedParameters';
 
 export const value = 'getKey';
 
@@ -22,6 +23,7 @@ export const description: INodeProperties[] = [
 		placeholder: 'e.g. stripe:evt_1NXqb2',
 		description: 'The stored key, including any scope prefix, as Idempotency Reserve output it in idempotency.key',
 	},
+	PAYLOAD_PREVIEW,
 ];
 
 export const outputs = ['Keys'] as const;
@@ -35,11 +37,17 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const store = await openStore();
 	const items = context.getInputData();
 	const keys = items.map((_item, itemIndex) => String(context.getNodeParameter('lookupKey', itemIndex) ?? ''));
-	const found = await store.getKeys(keys.filter((key) => key !== ''));
+	// The preview reads the trigger's kept items, for the events that have no stored payload.
+	const preview = context.getNodeParameter('payloadPreview', 0, false) as boolean;
+	const found = await store.getKeys(
+		keys.filter((key) => key !== ''),
+		{ inboxItem: preview },
+	);
+	const recordJson = preview ? keyPreviewJson : keyRecordJson;
 	return [
 		keys.map((key, itemIndex) => {
 			const stored = found.get(key);
-			return { json: stored ? keyRecordJson(stored) : { found: false, key }, pairedItem: { item: itemIndex } };
+			return { json: stored ? recordJson(stored) : { found: false, key }, pairedItem: { item: itemIndex } };
 		}),
 	];
 }

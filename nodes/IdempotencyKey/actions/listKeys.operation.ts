@@ -1,8 +1,10 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import type { ListKeysOptions, RecordStatus } from '../../../lib/types';
-import { keyRecordJson } from '../keyRecords';
+import type { KeyStore } from '../../../lib/store/contract';
+import type { ListKeysOptions, RecordStatus, StoredKey } from '../../../lib/types';
+import { keyPreviewJson, keyRecordJson } from '../keyRecords';
 import { quoted, type StoreOpener } from './keyOperation';
+import { PAYLOAD_PREVIEW } from './sharedParameters';
 
 export const value = 'listKeys';
 
@@ -38,6 +40,14 @@ export const description: INodeProperties[] = [
 		displayOptions: { show: { operation: ['listKeys'] } },
 		default: {},
 		options: [
+			{
+				displayName: 'Dead-Lettered Only',
+				name: 'deadLetteredOnly',
+				type: 'boolean',
+				default: false,
+				description:
+					'Whether to list only events the Idempotent Webhook accepted at once and stopped retrying (out of attempts or time): failed, kept for a replay by hand',
+			},
 			{
 				displayName: 'First Seen More Than (Hours) Ago',
 				name: 'olderThanHours',
@@ -78,6 +88,7 @@ export const description: INodeProperties[] = [
 			},
 		],
 	},
+	PAYLOAD_PREVIEW,
 ];
 
 export const outputs = ['Keys'] as const;
@@ -89,6 +100,7 @@ export const failedOutput = 0;
 interface ListFilters {
 	status?: RecordStatus | 'any' | 'replayable';
 	stuckLeasesOnly?: boolean;
+	deadLetteredOnly?: boolean;
 	olderThanHours?: number;
 	keyPrefix?: string;
 }
@@ -103,11 +115,23 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		status: filters.status && filters.status !== 'any' && filters.status !== 'replayable' ? filters.status : undefined,
 		replayableOnly: filters.status === 'replayable',
 		stuckLeasesOnly: filters.stuckLeasesOnly,
+		deadLetteredOnly: filters.deadLetteredOnly,
 		olderThanSeconds: filters.olderThanHours === undefined ? undefined : filters.olderThanHours * 3600,
 		keyPrefix: filters.keyPrefix || undefined,
 	};
 	const { keys, nextAfterKey } = await store.listKeys(options);
 	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
+	const preview = context.getNodeParameter('payloadPreview', 0, false) as boolean;
+	const listed = preview ? await withKeptItems(store, keys) : keys;
+	const recordJson = preview ? keyPreviewJson : keyRecordJson;
 	// Every item says where the next page starts, so "After Key" can be {{ $json.nextPageAfterKey }} of the last item.
-	return [keys.map((stored) => ({ json: { ...keyRecordJson(stored), nextPageAfterKey: nextAfterKey }, pairedItem }))];
+	return [listed.map((stored) => ({ json: { ...recordJson(stored), nextPageAfterKey: nextAfterKey }, pairedItem }))];
+}
+
+/** The page with the trigger's kept items of the events that have no stored payload (a page never reads them: they may be large). */
+async function withKeptItems(store: KeyStore, keys: StoredKey[]): Promise<StoredKey[]> {
+	const kept = keys.filter((stored) => !stored.payloadStored && stored.hasInboxItem).map((stored) => stored.key);
+	if (kept.length === 0) return keys;
+	const read = await store.getKeys(kept, { inboxItem: true });
+	return keys.map((stored) => ({ ...stored, inboxItem: read.get(stored.key)?.inboxItem ?? null }));
 }

@@ -123,3 +123,14 @@ export const RESPONSE_TO_STORE: INodeProperties = {
 	default: '',
 	description: 'Optional JSON that later duplicates carry as idempotency.response, for Respond to Webhook to replay',
 };
+
+/** Get Key's and List Keys' choice of a redacted preview instead of the stored payload and answer. */
+export const PAYLOAD_PREVIEW: INodeProperties = {
+	displayName: 'Redacted Payload Preview',
+	name: 'payloadPreview',
+	type: 'boolean',
+	displayOptions: { show: { operation: ['getKey', 'listKeys'] } },
+	default: false,
+	description:
+		'Whether to output payloadPreview, a short text of the stored payload (or of the body the Idempotent Webhook kept for a retry), instead of payload and response: headers left out, members named like a credential (token, secret, password, authorization, …) redacted, at most 400 characters; lastError with credentials in it (Bearer …, ?api_key=…) redacted. For pages people read.',
+};

@@ -20,6 +20,15 @@ export const description: INodeProperties[] = [
 		default: 24,
 		description: 'The window counts cover keys first seen (new) or last seen (duplicates, reclaims, failures) within this many hours',
 	},
+	{
+		displayName: 'Answers Per Hour',
+		name: 'answersPerHour',
+		type: 'boolean',
+		displayOptions: { show: { operation: ['stats'] } },
+		default: false,
+		description:
+			"Whether to add answersPerHour: the Idempotent Webhook's deliveries per answer for each hour of the window that had any, oldest first (for a chart)",
+	},
 ];
 
 export const outputs = ['Stats'] as const;
@@ -37,6 +46,10 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const windowHours = context.getNodeParameter('windowHours', 0, 24) as number;
 	const stats = await store.stats(windowHours);
 	const answersInWindow = await store.answerCounts(windowHours);
+	const byHour = (context.getNodeParameter('answersPerHour', 0, false) as boolean)
+		? await store.answerCountsByHour(windowHours)
+		: undefined;
+	const answersPerHour = byHour?.map(({ hour, counts }) => ({ hour: hour.toISOString(), ...counts }));
 	const pairedItem = context.getInputData().map((_item, itemIndex) => ({ item: itemIndex }));
-	return [[{ json: { ...stats, answersInWindow }, pairedItem }]];
+	return [[{ json: { ...stats, answersInWindow, ...(answersPerHour && { answersPerHour }) }, pairedItem }]];
 }

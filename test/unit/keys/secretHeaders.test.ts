@@ -13,6 +13,9 @@ describe('isSecretHeader', () => {
 		'x-hub-signature-256',
 		'cookie',
 		'x-api-key',
+		'api_key',
+		'X_API_KEY',
+		'private_key',
 		'x-shopify-hmac-sha256',
 	])('%s may carry a credential or a signature', (name) => expect(isSecretHeader(name)).toBe(true));
 
