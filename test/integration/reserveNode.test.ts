@@ -473,12 +473,18 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 	it('never lets through a delivery whose answer was lost after the commit (it may be reserved: its redelivery is In Progress)', async () => {
 		const settings = connectionSettings();
 		const proxy = await TcpProxy.start(settings.host, settings.port);
+		let dropOnceCut: NodeJS.Timeout | undefined;
 		try {
 			const credential = connectionSettings({ port: proxy.port });
 			// The table check passes first, so the reply that is lost is the reservation's.
 			await runReserve({ options: options(), mode: 'lease', leaseSeconds: 60 }, { items: [webhookItem({ id: 'lt-warmup' })], credential });
 			proxy.cutReplyAfter('with batch as');
-			setTimeout(() => proxy.dropConnections(true), 50); // the re-sends cannot connect either
+			// Once the reply is withheld, the re-sends cannot connect either (a fixed delay could cut before the statement on a loaded machine).
+			dropOnceCut = setInterval(() => {
+				if (proxy.cuts.length === 0) return;
+				proxy.dropConnections(true);
+				clearInterval(dropOnceCut);
+			}, 2);
 			const outcome = await runReserve(
 				{ options: { ...options(), onStoreUnavailable: 'letThrough' }, mode: 'lease', leaseSeconds: 60 },
 				{ items: [webhookItem({ id: 'lt-lost' })], credential, continueOnFail: true },
@@ -491,6 +497,7 @@ describe('Idempotency Reserve: items that were not reserved never take the busin
 				{ status: 'processing' },
 			]);
 		} finally {
+			clearInterval(dropOnceCut);
 			await proxy.close();
 		}
 	}, 30_000);

@@ -267,12 +267,17 @@ describe('Idempotent Webhook: webhook()', () => {
 	// must not read it per request, yet a secret the user saves is honoured within seconds.
 	it('reads the signing secret once for a burst of copies and forgeries (at most once every 250 ms under a flood)', async () => {
 		credentialReads.length = 0;
+		const started = Date.now();
 		const copies = await Promise.all(Array.from({ length: 5 }, async () => await post('{"id":"evt_node_secret_burst"}')));
 		expect(copies.map((answer) => answer.status).sort()).toEqual([200, 409, 409, 409, 409]);
 		for (let forgery = 0; forgery < 5; forgery++)
 			expect((await post('{"id":"evt_node_forgery_flood"}', 'not-the-secret')).status).toBe(401);
+		const elapsed = Date.now() - started;
 
-		expect(credentialReads.filter((type) => type === 'webhookSignatureApi')).toHaveLength(1);
+		// One read, and one more per 250 ms the ten requests took (a loaded machine can stretch them).
+		const reads = credentialReads.filter((type) => type === 'webhookSignatureApi').length;
+		expect(reads).toBeGreaterThanOrEqual(1);
+		expect(reads).toBeLessThanOrEqual(Math.min(1 + Math.floor(elapsed / 250), 5));
 	});
 
 	it('accepts a secret saved since the last read once the copy is 250 ms old, and refuses the removed one from that read on', async () => {
