@@ -6,6 +6,7 @@
 // it completed with one effect at its API. Unauthenticated requests are refused. Screenshots of the
 // page at desktop and phone width go to docs/images/.
 // e2e-tags: single
+import { ensureChromium } from '../support/stack/browser';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -26,7 +27,7 @@ const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS ?? path.join(stack.REPO_RO
 const ANSWER_FIGURES = ['new', 'duplicate', 'in_progress', 'forged', 'refused', 'store_unavailable'] as const;
 type Figures = Record<string, number>;
 
-// What this file uses of playwright-core, which is not a dependency of the package.
+// What this file uses of playwright-core (a dev dependency: it never downloads a browser).
 interface Page {
 	goto(url: string): Promise<{ status(): number } | null>;
 	setViewportSize(size: { width: number; height: number }): Promise<void>;
@@ -47,7 +48,7 @@ interface Browser {
 	close(): Promise<void>;
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { chromium } = require(process.env.PLAYWRIGHT_CORE ?? '/work/tools/node_modules/playwright-core') as {
+const { chromium } = require(process.env.PLAYWRIGHT_CORE ?? 'playwright-core') as {
 	chromium: { launch(options: { executablePath: string; args: string[] }): Promise<Browser> };
 };
 
@@ -92,11 +93,12 @@ describe('the dashboard template', () => {
 		});
 		await publishWorkflow(h, template, pagePath);
 		pageUrl = `${h.state.baseUrl}/webhook/${pagePath}`;
-		browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+		browser = await chromium.launch({ executablePath: ensureChromium({ log: (line) => console.log(line) }), args: ['--no-sandbox'] });
 		// The first delivery opens the store: its answer counts like any other, before the baseline.
 		await h.deliver(waitsForEnd.url, { id: eventId('dash_warm'), type: 'e2e.warmup' });
 		await h.deliver(atOnce.url, { id: eventId('dash_warm_once'), type: 'e2e.warmup' });
-	});
+		// A clean machine installs Debian's Chromium first (apt: minutes of download).
+	}, 900_000);
 	afterAll(async () => {
 		await browser?.close();
 		await api?.close();

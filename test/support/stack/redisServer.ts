@@ -17,7 +17,7 @@ export function findRedisServer({ env = process.env }: { env?: NodeJS.ProcessEnv
 	return commandPath('redis-server', env);
 }
 
-function commandPath(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
+export function commandPath(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
 	const which = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8', env });
 	return which.status === 0 && which.stdout.trim() ? which.stdout.trim() : null;
 }
@@ -33,8 +33,6 @@ export interface MachineFacts {
 export type RedisServerPlan = { action: 'use'; bin: string } | { action: 'install' } | { action: 'stop'; message: string };
 
 export type RedisServerCheck = { ok: true; bin: string } | { ok: false; message: string };
-
-const APT_INSTALL = ['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'redis-server'];
 
 /**
  * What to do so that queue mode has a redis-server, decided from facts alone (so it can be tested):
@@ -56,7 +54,7 @@ export function redisServerPlan({ found, isRoot, hasApt, hasSudo }: MachineFacts
 	};
 }
 
-function machineFacts(): MachineFacts {
+export function machineFacts(): MachineFacts {
 	return {
 		found: findRedisServer(),
 		isRoot: process.getuid?.() === 0,
@@ -66,15 +64,17 @@ function machineFacts(): MachineFacts {
 }
 
 /**
- * apt-get update, then apt-get install, quietly; returns null on success, else what failed with the
- * tail of its output. A failed update does not stop the install: the lists already there may do.
+ * apt-get update, then apt-get install of one Debian package, quietly; returns null on success,
+ * else what failed with the tail of its output. A failed update does not stop the install: the
+ * lists already there may do.
  */
-function aptInstallRedis({ log = () => {} }: { log?: (line: string) => void } = {}): string | null {
+export function aptInstall(debianPackage: string, { log = () => {} }: { log?: (line: string) => void } = {}): string | null {
 	const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
 	const options = { encoding: 'utf8' as const, env, maxBuffer: 64 * 1024 * 1024 };
-	log(`installing redis-server: apt-get update && ${APT_INSTALL.join(' ')}`);
+	const install = ['install', '-y', '-qq', '--no-install-recommends', debianPackage];
+	log(`installing ${debianPackage}: apt-get update && apt-get ${install.join(' ')}`);
 	const failures: string[] = [];
-	for (const args of [['update', '-qq'], APT_INSTALL.slice(1)]) {
+	for (const args of [['update', '-qq'], install]) {
 		const run = spawnSync('apt-get', args, options);
 		if (run.status !== 0)
 			failures.push(
@@ -84,6 +84,8 @@ function aptInstallRedis({ log = () => {} }: { log?: (line: string) => void } = 
 	const installFailed = failures.some((failure) => failure.startsWith('apt-get install'));
 	return installFailed ? failures.join('\n') : null;
 }
+
+const aptInstallRedis = ({ log }: { log?: (line: string) => void } = {}) => aptInstall('redis-server', { log });
 
 /**
  * Makes sure redis-server exists before anything runs. Returns { ok: true, bin } or
