@@ -56,6 +56,26 @@ type Row = Partial<Record<FrontEnd, Variant>>;
 /** A row both front ends build and check the same way. */
 const both = (variant: Variant): Row => ({ template: variant, trigger: variant });
 
+/**
+ * The retry of a delivery of several events: 200 in the end. Settle answers the first delivery 500
+ * from inside its run, and the trigger's own key is failed only when that run ends: a retry racing
+ * that end is told 409 (in progress) first, and retried.
+ */
+function expectAcceptedAfterTheRun(answers: number[][], gaveUp: string[]): void {
+	const [sequence = []] = answers;
+	expect({
+		deliveries: answers.length,
+		last: sequence.at(-1),
+		before: sequence.slice(0, -1).filter((status) => status !== 409),
+		gaveUp,
+	}).toEqual({
+		deliveries: 1,
+		last: 200,
+		before: [],
+		gaveUp: [],
+	});
+}
+
 const FAILS_ONCE = 'fails once';
 const REFUSED_BEFORE_ANY_EFFECT = 'refused before any effect';
 /** The trigger's lease in the rows that hold a key (Lease Seconds): long enough for a held call, short for the test. */
@@ -449,7 +469,7 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 				calls: 0,
 			});
 			const { answers, gaveUp } = await ctx.deliver([events]);
-			expect({ answers: Object.values(answers), gaveUp }).toEqual({ answers: [[200]], gaveUp: [] });
+			expectAcceptedAfterTheRun(Object.values(answers), gaveUp);
 			expect({ calls: ctx.api.calls(call), arrivals: ctx.api.arrivals(call) }).toEqual({ calls: 1, arrivals: 2 });
 			expect(await ctx.states(events)).toEqual(['completed', 'completed']);
 		},
@@ -476,7 +496,7 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 					effects: [0, 1],
 				});
 				const { answers, gaveUp } = await ctx.deliver([events]);
-				expect({ answers: Object.values(answers), gaveUp }).toEqual({ answers: [[200]], gaveUp: [] });
+				expectAcceptedAfterTheRun(Object.values(answers), gaveUp);
 				expect(ctx.effects(events)).toEqual([1, 1]);
 				expect(await ctx.states(events)).toEqual(['completed', 'completed']);
 			},
