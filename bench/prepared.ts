@@ -66,6 +66,12 @@ const reserveValues = (keys: string[], options: ReserveOptions): unknown[] => [
 	keys.map(() => null),
 	keys.map(() => null),
 	options.instanceId,
+	// No inbox (the Idempotent Webhook's At Once only).
+	null,
+	null,
+	null,
+	null,
+	null,
 ];
 
 export const single: ScaleGroup = async (ctx, { rounds }) => {

@@ -241,6 +241,12 @@ function makeSides({
 				null,
 				null,
 				o.instanceId,
+				// No inbox (the Idempotent Webhook's At Once only).
+				null,
+				null,
+				null,
+				null,
+				null,
 			])
 		).rows;
 	return {

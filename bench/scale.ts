@@ -147,7 +147,8 @@ export function context({
 					o.workflowId,
 					// No replay evidence (Store Payload, Source, Correlation ID are off by default).
 					// …and the n8n instance, after them in the reserve statement.
-					...(evidence ? [none(), none(), none(), none(), o.instanceId] : []),
+					// …and the inbox (the Idempotent Webhook's At Once only), after it.
+					...(evidence ? [none(), none(), none(), none(), o.instanceId, none(), none(), none(), none(), none()] : []),
 				])
 			).rows;
 		};
