@@ -34,6 +34,9 @@ export function runInbox(context: ITriggerFunctions, runner: InboxRunner): ITrig
 	const look = async () => {
 		try {
 			const store = await runner.openStore();
+			// A read first: claiming takes the embedded file's write lock, which deliveries' reservations wait for.
+			const due = await store.nextInboxDue(runner.owner);
+			if (due === null || due.inMs > 0) return;
 			const claims = await store.claimDueInbox({ owner: runner.owner, limit: CLAIMS_PER_LOOK, leaseMs: runner.leaseMs });
 			for (const claim of claims) startRetry(context, store, claim);
 		} catch (error) {
