@@ -105,7 +105,23 @@ interface JestResults {
 	numPassedTests: number;
 	numFailedTests: number;
 	numRuntimeErrorTestSuites: number;
-	testResults: Array<{ name: string; assertionResults: Array<{ title: string; fullName?: string; duration?: number | null }> }>;
+	testResults: Array<{
+		name: string;
+		message?: string;
+		assertionResults: Array<{ title: string; fullName?: string; duration?: number | null; status?: string; failureMessages?: string[] }>;
+	}>;
+}
+
+/** The first lines of a failure, without colour codes: enough to name the cause in the run's last lines. */
+function failureHead(message: string, lines = 8): string {
+	// eslint-disable-next-line no-control-regex
+	const plain = message.replace(/\u001b\[[0-9;]*m/g, '');
+	return plain
+		.split('\n')
+		.filter((line) => line.trim() !== '')
+		.slice(0, lines)
+		.map((line) => `      ${line.trimEnd()}`)
+		.join('\n');
 }
 
 /** Runs a command to its end; `logFile` takes its output instead of the console. Resolves { ok, seconds }. */
@@ -331,6 +347,8 @@ async function main(): Promise<void> {
 	let passed = 0;
 	let failed = 0;
 	const tests: TestTime[] = [];
+	// Repeated after the summary, as the last lines of the run, where a log cut to its head and tail still shows them.
+	const failures: string[] = [];
 	say('\n=== summary');
 	for (const step of report) {
 		let counts = '';
@@ -343,10 +361,15 @@ async function main(): Promise<void> {
 				failed += result.numFailedTests + result.numRuntimeErrorTestSuites;
 				counts += ` (${results}: ${result.numPassedTests} passed, ${result.numFailedTests} failed, ${result.numRuntimeErrorTestSuites} suites errored)`;
 				for (const suite of result.testResults) {
+					const file = path.relative(root, suite.name);
+					if (suite.assertionResults.length === 0 && suite.message) failures.push(`${step.name} ${file}: the suite did not run\n${failureHead(suite.message)}`);
 					for (const test of suite.assertionResults) {
+						if (test.status === 'failed') {
+							failures.push(`${step.name} ${file} › ${test.fullName ?? test.title}\n${failureHead((test.failureMessages ?? []).join('\n'))}`);
+						}
 						tests.push({
 							step: step.name,
-							file: path.relative(root, suite.name),
+							file,
 							title: test.fullName ?? test.title,
 							seconds: (test.duration ?? 0) / 1000,
 						});
@@ -362,6 +385,7 @@ async function main(): Promise<void> {
 		say(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${(step.seconds ?? 0).toFixed(0)}s${counts}`);
 	}
 	writeTimings({ report, tests });
+	if (failures.length > 0) say(`\n=== failed tests\n${failures.join('\n')}`);
 	const allOk = report.every((step) => step.ok);
 	fs.writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ passed, failed, ok: allOk }));
 	say(`${passed} passed, ${failed} failed`);
