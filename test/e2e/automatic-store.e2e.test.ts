@@ -8,7 +8,7 @@
 import { harness, eventId } from '../support/e2e/harness';
 import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
 import { deliverAll, figures, report, type Attempt } from '../support/e2e/provider';
-import { publishTrigger, triggerBase, TRIGGER } from '../support/e2e/trigger';
+import { publishTrigger, triggerBase, triggerKey, TRIGGER } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import type { NodeChange } from '../support/e2e/workflows';
 
@@ -67,7 +67,7 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 	test('100 copies of one event at once, retried until a 2xx: none lost, one call, one execution', async () => {
 		const mark = await h.executionMark();
 		const event = { id: eventId('auto_burst'), type: 'order.created' };
-		const key = `wf:${webhook.workflowId}:evt:${event.id}`;
+		const key = triggerKey(webhook.workflowId, event.id);
 		const run = await deliverAll({
 			url: webhook.url,
 			plan: { eventIds: [event.id], deliveries: Array.from({ length: 100 }, () => ({ eventId: event.id, forged: false, body: event })) },
@@ -96,7 +96,7 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 		const stats = figures(run);
 		report(`Store: Automatic, 200 events × 3 (${h.topology})`, stats);
 		expect(stats.gaveUp).toBe(0);
-		const keys = ids.map((id) => `wf:${webhook.workflowId}:evt:${id}`);
+		const keys = ids.map((id) => triggerKey(webhook.workflowId, id));
 		expect(keys.filter((key) => api.calls(key) !== 1)).toEqual([]);
 		expect(storeRefusals(run.attempts)).toEqual([]);
 		await h.waitForExecutions(webhook.workflowId, mark, ids.length);

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { harness, eventId, type DeliveryAnswer } from '../support/e2e/harness';
-import { publishTrigger, triggerBase, TRIGGER } from '../support/e2e/trigger';
+import { publishTrigger, triggerBase, triggerKey, TRIGGER } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import { storedKeys } from '../support/e2e/embedded';
@@ -145,7 +145,7 @@ describe('the dashboard template', () => {
 		for (let copy = 0; copy < 4; copy++) count(await h.deliver(waitsForEnd.url, events[0]), 'duplicate', 200);
 		// A copy while the first delivery's step still runs: in progress.
 		const slow = { id: eventId('dash_slow'), type: 'order.created' };
-		api.slow(`evt:${slow.id}`, 4000);
+		api.slow(triggerKey(waitsForEnd.workflowId, slow.id), 4000);
 		const first = h.deliver(waitsForEnd.url, slow);
 		await stack.sleep(1500);
 		count(await h.deliver(waitsForEnd.url, slow), 'in_progress', 409);
@@ -162,11 +162,11 @@ describe('the dashboard template', () => {
 		count(await h.deliver(waitsForEnd.url, { id: 'evt_\u0000nul', type: 'x' }), 'refused', 503);
 		// A step that fails, answered When the Workflow Ends: failed, nothing kept to replay.
 		const failing = { id: eventId('dash_failing'), type: 'order.created' };
-		api.failNext(`evt:${failing.id}`, 500, 1);
+		api.failNext(triggerKey(waitsForEnd.workflowId, failing.id), 500, 1);
 		count(await h.deliver(waitsForEnd.url, failing), 'new', 500);
 		// At Once, one run: its step fails once, so the event is dead-lettered with its item kept.
 		const dead = { id: eventId('dash_dead'), type: 'invoice.paid', customer: { email: 'a@example.com', api_key: 'sk_live_dashboard' } };
-		const deadKey = `wf:${atOnce.workflowId}:evt:${dead.id}`;
+		const deadKey = triggerKey(atOnce.workflowId, dead.id);
 		api.failNext(deadKey, 500, 1);
 		count(await h.deliver(atOnce.url, dead, { 'x-trace-id': 'trace-dashboard' }), 'new', 200);
 		await eventually(
@@ -192,7 +192,7 @@ describe('the dashboard template', () => {
 		expect(html).not.toContain(PASSWORD);
 		expect(await page.locator(`article[data-key="${deadKey}"] button`).count()).toBe(1);
 		// The event answered When the Workflow Ends has nothing kept: no button.
-		expect(await page.locator(`article[data-key="evt:${failing.id}"] button`).count()).toBe(0);
+		expect(await page.locator(`article[data-key="${triggerKey(waitsForEnd.workflowId, failing.id)}"] button`).count()).toBe(0);
 
 		fs.mkdirSync(SCREENSHOTS, { recursive: true });
 		await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-desktop.png'), fullPage: true });

@@ -25,9 +25,9 @@
 // the lease.
 // e2e-tags: single queue
 import { harness, eventId } from '../support/e2e/harness';
-import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
+import { useWorkerFolders } from '../support/e2e/embedded';
 import { deliverAll, figures, recoveryMs, report } from '../support/e2e/provider';
-import { publishTrigger, triggerBase, withLeaseSeconds } from '../support/e2e/trigger';
+import { publishTrigger, triggerBase, triggerKey, triggerKeyStates, withLeaseSeconds, type TriggerKeyState } from '../support/e2e/trigger';
 import { startSink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import { startStoppedWorkers } from '../support/e2e/control';
@@ -44,7 +44,6 @@ type Sink = Awaited<ReturnType<typeof startSink>>;
 type Trigger = Awaited<ReturnType<typeof publishTrigger>>;
 // publishTrigger's options (apiUrl, …), typed from its parameter (which names only the options with a default).
 type TriggerOptions = Parameters<typeof publishTrigger>[2];
-type KeyState = { status: string; attempts: number; duplicates: number } | null;
 // What the stack's control answers (test/support/e2e/control).
 interface Exit {
 	signal: string | null;
@@ -77,7 +76,8 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 	let webhook: Trigger;
 
 	beforeAll(async () => {
-		await useWorkerFolders(h, 'shared');
+		// Queue mode: Store Automatic needs no shared folder (the keys are in n8n's database).
+		await useWorkerFolders(h, 'own');
 		const base = await triggerBase(h);
 		api = await startSink();
 		webhook = await publishTrigger(h, 'trigger-crash', {
@@ -94,7 +94,7 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 	/** EVENTS slow events, each delivered COPIES times at once, retried until a 2xx; `kill` runs once every event's step has started. */
 	async function crashRun<Fault extends object>(label: string, kill: () => Promise<Fault>) {
 		const ids = Array.from({ length: EVENTS }, (_, i) => eventId(`${label}_${i}`));
-		const keys = ids.map((id) => `evt:${id}`);
+		const keys = ids.map((id) => triggerKey(webhook.workflowId, id));
 		for (const key of keys) api.slow(key, STEP_MS);
 		const deliveries = ids.flatMap((id) =>
 			Array.from({ length: COPIES }, () => ({ eventId: id, forged: false, body: { id, type: 'order.created' } })),
@@ -142,7 +142,7 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 	async function expectExactlyOnce({ keys, stats, lost, doubled }: CrashOutcome) {
 		expect(stats.gaveUp).toBe(0);
 		expect({ lost, doubled }).toEqual({ lost: [], doubled: [] });
-		const states = await keyStates(h, keys);
+		const states = await triggerKeyStates(h, keys);
 		for (const key of keys) {
 			expect(states[key]).toMatchObject({ status: 'completed' });
 			expect(api.arrivalKeys(key).every((header) => header === key)).toBe(true);
@@ -183,15 +183,15 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 				`CREATE TRIGGER ${name} BEFORE INSERT ON execution_entity FOR EACH ROW WHEN (NEW."workflowId" = '${refused.workflowId}') EXECUTE FUNCTION ${name}()`,
 			);
 			const event = { id: eventId('nostart'), type: 'order.created' };
-			const key = `evt:${event.id}`;
+			const key = triggerKey(refused.workflowId, event.id);
 			const mark = await h.executionMark();
 			let first;
 			let afterRefusal;
 			try {
 				first = await h.deliver(refused.url, event);
 				afterRefusal = await eventually(
-					() => keyStates(h, [key]),
-					(states: Record<string, KeyState>) => states[key]?.status === 'failed',
+					() => triggerKeyStates(h, [key]),
+					(states: Record<string, TriggerKeyState>) => states[key]?.status === 'failed',
 					{ timeoutMs: 10000 },
 				);
 			} finally {
@@ -207,7 +207,7 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 			const retry = await h.deliver(refused.url, event);
 			expect([retry.status, retry.outcome]).toEqual([200, 'new']);
 			expect(api.calls(key)).toBe(1);
-			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
+			expect(await triggerKeyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
 		});
 	}
 
