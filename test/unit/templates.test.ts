@@ -236,7 +236,10 @@ describe.each([
 		.join('\n');
 
 	it('keeps Store at the default of a new node (Automatic) unless it is the Postgres template, with a Postgres credential only there', () => {
-		expect({ store: trigger.parameters.store, credential: Object.keys(trigger.credentials ?? {}).includes('idempotencyPostgresApi') }).toEqual({
+		expect({
+			store: trigger.parameters.store,
+			credential: Object.keys(trigger.credentials ?? {}).includes('idempotencyPostgresApi'),
+		}).toEqual({
 			store,
 			credential: store === 'postgres',
 		});
