@@ -78,8 +78,17 @@ function expectAcceptedAfterTheRun(answers: number[][], gaveUp: string[]): void 
 
 const FAILS_ONCE = 'fails once';
 const REFUSED_BEFORE_ANY_EFFECT = 'refused before any effect';
-/** The trigger's lease in the rows that hold a key (Lease Seconds): long enough for a held call, short for the test. */
-const LEASE_SECONDS = 10;
+/**
+ * The trigger's lease in the rows that hold a key (Lease Seconds): short for the test, long enough for
+ * a held call, its cancel and the copy after it on a loaded machine (16 rows side by side beside
+ * another n8n took over 10 s).
+ */
+const LEASE_SECONDS = 20;
+/**
+ * How long a Code node's step keeps failing (the event's `failUntil`, from its delivery): the first
+ * attempt must reach the node within it, which took over 5 s with 16 rows side by side beside another n8n.
+ */
+const FAILING_FOR_MS = 20000;
 /** The workflow timeout of its row (Settings → Timeout Workflow), in seconds. */
 const WORKFLOW_TIMEOUT_SECONDS = 3;
 /** The caller's Basic Auth credential: none of it may be stored or replayed. */
@@ -231,7 +240,7 @@ const SHARED: Record<string, Row> = {
 			connections: { Check: { main: [c.link('Call your API')] } },
 			heads: ['Check'],
 		}),
-		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mx_code_items', () => {}, { failUntilForSecond: 5000 }),
+		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mx_code_items', () => {}, { failUntilForSecond: FAILING_FOR_MS }),
 	}),
 	[`several events in one delivery, a key each, Loop Over Items, the write for one ${FAILS_ONCE}`]: {
 		template: {
@@ -339,7 +348,7 @@ const SHARED: Record<string, Row> = {
 			heads: ['Check'],
 		}),
 		run: async (ctx) =>
-			ctx.expectFailingUntilThenOneEffect({ id: eventId('mx_code_default'), type: 'e2e.default', failUntil: Date.now() + 5000 }),
+			ctx.expectFailingUntilThenOneEffect({ id: eventId('mx_code_default'), type: 'e2e.default', failUntil: Date.now() + FAILING_FOR_MS }),
 	}),
 };
 

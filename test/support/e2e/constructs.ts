@@ -79,6 +79,9 @@ export const toInput = (node: string, index: number): ConnectionTarget[] => [{ n
 /** The event's key after a Wait resumed by a call: the Wait passes on that call's data, so the key is read from Reserve's item. */
 export const KEY_AFTER_RESUME = "$('Idempotency Reserve').item.json.idempotency.key";
 
+/** The API call's own timeout (the HTTP Request's Timeout option). */
+export const CALL_TIMEOUT_MS = 30000;
+
 /**
  * The user's API call, the effect: POST { eventKey } with the key as Idempotency-Key, as the
  * templates' example step. `keyOf` is the expression of the event's key on its input item.
@@ -96,7 +99,8 @@ export function callApi(name: string, apiUrl: string, extra: Record<string, unkn
 			sendBody: true,
 			specifyBody: 'json',
 			jsonBody: `={{ JSON.stringify({ eventKey: ${keyOf} }) }}`,
-			options: { timeout: 10000 },
+			// A call the test holds outlasts a copy delivered meanwhile, even on a loaded machine.
+			options: { timeout: CALL_TIMEOUT_MS },
 		},
 		...extra,
 	};
