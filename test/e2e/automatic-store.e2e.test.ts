@@ -1,5 +1,5 @@
-// Store: Automatic in a real n8n: the trigger template as a new node gets it (the Idempotent
-// Webhook at version 3, no store parameter) with only its signing secret — no Postgres credential.
+// Store: Automatic in a real n8n: the trigger template as shipped (the Idempotent Webhook at
+// version 3, no store parameter: what a new node gets) with only its signing secret — no Postgres credential.
 // In queue mode (main, an `n8n webhook` process receiving the deliveries, two workers each in an n8n
 // folder of its own, as on separate hosts) the keys go to n8n's own Postgres, in the package's table;
 // on one process they stay in the embedded file in n8n's folder. A burst of 100 copies of one event
@@ -9,9 +9,8 @@
 import { harness, eventId } from '../support/e2e/harness';
 import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
 import { deliverAll, figures, report, type Attempt } from '../support/e2e/provider';
-import { publishTrigger, triggerBase, triggerKey, withLeaseSeconds, TRIGGER } from '../support/e2e/trigger';
+import { publishTrigger, triggerBase, triggerKey, withLeaseSeconds } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
-import type { NodeChange } from '../support/e2e/workflows';
 import { startStoppedWorkers } from '../support/e2e/control';
 import { crashRun, expectExactlyOnce, killWorkerRunning, type Processes, type RestartedProcess } from '../support/e2e/crash';
 import { pidAlive } from '../support/stack/childProcesses';
@@ -19,13 +18,6 @@ import { TOPOLOGY } from '../support/e2e/topology';
 
 // A crashed step's key is taken over once its lease ends: 20 s here (300 s in the template).
 const CRASH_LEASE_SECONDS = 20;
-
-/** The trigger as a new node: version 3 (Store: Automatic by default), no store or mode parameter saved. */
-const asNewTrigger: NodeChange = (node) => {
-	if (node.type !== TRIGGER.type) return node;
-	const { store: _store, mode: _mode, ...parameters } = node.parameters;
-	return { ...node, typeVersion: 3, parameters };
-};
 
 describe('Store: Automatic: the trigger template with only a signing secret', () => {
 	const h = harness();
@@ -38,7 +30,7 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 		await useWorkerFolders(h, 'own');
 		({ baseUrl } = await triggerBase(h));
 		api = await startSink();
-		webhook = await publishTrigger(h, 'automatic', { apiUrl: api.url, baseUrl, change: asNewTrigger });
+		webhook = await publishTrigger(h, 'automatic', { apiUrl: api.url, baseUrl });
 	});
 	afterAll(async () => {
 		await api?.close();
@@ -120,8 +112,7 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 		describe("kill -9 while the steps run (queue mode: the keys in n8n's database)", () => {
 			let crashing: Awaited<ReturnType<typeof publishTrigger>>;
 			beforeAll(async () => {
-				const newTriggerWithShortLease: NodeChange = (node) => withLeaseSeconds(CRASH_LEASE_SECONDS)(asNewTrigger(node));
-				crashing = await publishTrigger(h, 'automatic-crash', { apiUrl: api.url, baseUrl, change: newTriggerWithShortLease });
+				crashing = await publishTrigger(h, 'automatic-crash', { apiUrl: api.url, baseUrl, change: withLeaseSeconds(CRASH_LEASE_SECONDS) });
 			});
 			const crash = <Fault extends object>(label: string, kill: () => Promise<Fault>) =>
 				crashRun({ h, api, url: crashing.url, label, keyOf: (id) => triggerKey(crashing.workflowId, id), kill });
