@@ -604,6 +604,9 @@ function summary(runs: Runs): string {
 		...trigger.rows.filter((r) => r.flow.startsWith('Idempotent Webhook') && r.kind !== 'new').map((r) => r.executionsPerRequest),
 	);
 	const kbPerItem = big.map((r) => (r.addedRssMb * 1000) / 100000);
+	const atOnce = get('at-once-n8n');
+	const atOnceP99 = (flow: string, load: string) =>
+		number(pick(atOnce, (r) => r.flow.startsWith(flow) && r.load.startsWith(load), `${flow}, ${load}`).p99Ms);
 
 	const rows: Array<[string, string, string, RunId]> = [
 		[
@@ -703,6 +706,12 @@ function summary(runs: Runs): string {
 			`${ratio(triggerRow('new', 'Idempotent Webhook', 1).vsTemplate, 2)} / ${ratio(triggerRow('new', 'Idempotent Webhook', 8).vsTemplate, 2)} the throughput`,
 			`p50 ${number(triggerRow('new', 'Idempotent Webhook', 1).p50Ms)} vs ${number(triggerRow('new', "today's template", 1).p50Ms)} ms (1 client)`,
 			'trigger-n8n',
+		],
+		[
+			'the trigger answering At Once, a 10 s step: p99 of the answer at 8 clients / in bursts of 8',
+			`${atOnceP99('Idempotent Webhook', '8 clients')} / ${atOnceP99('Idempotent Webhook', 'bursts')} ms (target < 250)`,
+			`n8n's Webhook node answering Immediately: ${atOnceP99("n8n's Webhook", '8 clients')} / ${atOnceP99("n8n's Webhook", 'bursts')} ms; the floor: ${atOnceP99('floor', '8 clients')} / ${atOnceP99('floor', 'bursts')} ms`,
+			'at-once-n8n',
 		],
 		[
 			'the longest event-loop stall of one Embedded store call, outside n8n',

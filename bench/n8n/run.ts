@@ -934,7 +934,11 @@ function printProfile(summaries: ProfileSummary[]): void {
 /** The recorded runs --save writes, by part: their id and title in bench/results. */
 const SAVED_RUNS = {
 	trigger: { id: 'trigger-n8n', title: 'The Idempotent Webhook trigger inside n8n, beside the webhook template and a floor trigger' },
-	atOnce: { id: 'at-once-n8n', title: 'The Idempotent Webhook trigger answering At Once with a 10 s step, beside a floor trigger' },
+	atOnce: {
+		id: 'at-once-n8n',
+		title:
+			"The Idempotent Webhook trigger answering At Once with a 10 s step, beside n8n's Webhook node answering Immediately and a floor trigger",
+	},
 };
 
 /** A part's rows as a bench/results file; the machine's id and the run's notes are filled in by hand. */
