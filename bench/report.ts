@@ -15,6 +15,7 @@ import path from 'node:path';
 
 import type { CallRow as EmbeddedCallRow, ReserveRow as EmbeddedReserveRow } from './embedded';
 import type { TriggerRow } from './n8n/trigger';
+import type { AtOnceRow } from './n8n/atOnce';
 
 const REPO = path.join(__dirname, '..');
 const RESULTS = path.join(__dirname, 'results');
@@ -220,6 +221,7 @@ interface RunsById {
 	'embedded-n8n-batch': Run<EmbeddedBatchRow>;
 	'embedded-n8n-cleanup': Run<EmbeddedCleanupRow>;
 	'trigger-n8n': Run<TriggerRow>;
+	'at-once-n8n': Run<AtOnceRow>;
 	overhead: Run<OverheadRow>;
 	batch: Run<BatchRow>;
 	'batch-vs-recipe': Run<BatchVsRecipeRow>;
@@ -374,6 +376,23 @@ const TABLES: { [Id in RunId]: (run: RunsById[Id]) => string } = {
 				['p99 ms', (r) => number(r.p99Ms, 1)],
 				['executions per request', (r) => number(r.executionsPerRequest, 2)],
 				['n8n CPU ms/request', (r) => number(r.cpuMsPerRequest)],
+			],
+			run.rows,
+		),
+	// The trigger answering At Once with a 10 s step, beside the floor trigger (bench/n8n/atOnce.ts).
+	'at-once-n8n': (run) =>
+		table(
+			[
+				['flow', (r) => r.flow, 'l'],
+				['load', (r) => r.load, 'l'],
+				['req/s', (r) => number(r.reqPerS, 1)],
+				['p50 ms', (r) => number(r.p50Ms, 1)],
+				['p99 ms', (r) => number(r.p99Ms, 1)],
+				['p50 vs floor', (r) => ratio(r.p50VsFloor, 2)],
+				['p99 vs floor', (r) => ratio(r.p99VsFloor, 2)],
+				['p99 vs Immediately', (r) => ratio(r.p99VsImmediately, 2)],
+				['n8n CPU ms/request', (r) => number(r.cpuMsPerRequest)],
+				['effects per event', (r) => (r.effectsPerEvent === null ? NONE : number(r.effectsPerEvent, 2))],
 			],
 			run.rows,
 		),
@@ -585,6 +604,9 @@ function summary(runs: Runs): string {
 		...trigger.rows.filter((r) => r.flow.startsWith('Idempotent Webhook') && r.kind !== 'new').map((r) => r.executionsPerRequest),
 	);
 	const kbPerItem = big.map((r) => (r.addedRssMb * 1000) / 100000);
+	const atOnce = get('at-once-n8n');
+	const atOnceP99 = (flow: string, load: string) =>
+		number(pick(atOnce, (r) => r.flow.startsWith(flow) && r.load.startsWith(load), `${flow}, ${load}`).p99Ms);
 
 	const rows: Array<[string, string, string, RunId]> = [
 		[
@@ -686,6 +708,12 @@ function summary(runs: Runs): string {
 			'trigger-n8n',
 		],
 		[
+			'the trigger answering At Once, a 10 s step: p99 of the answer at 8 clients / in bursts of 8',
+			`${atOnceP99('Idempotent Webhook', '8 clients')} / ${atOnceP99('Idempotent Webhook', 'bursts')} ms (target < 250)`,
+			`n8n's Webhook node answering Immediately: ${atOnceP99("n8n's Webhook", '8 clients')} / ${atOnceP99("n8n's Webhook", 'bursts')} ms; the floor: ${atOnceP99('floor', '8 clients')} / ${atOnceP99('floor', 'bursts')} ms`,
+			'at-once-n8n',
+		],
+		[
 			'the longest event-loop stall of one Embedded store call, outside n8n',
 			`${number(worstCall.embeddedOwnStallMs)} ms without CPU wait (${worstCall.call.split(':')[0]})`,
 			'target ≤ 50 ms',
@@ -722,6 +750,7 @@ const sectionOf: Partial<Record<RunId, string>> = {
 	'embedded-n8n-batch': 'the-embedded-store-beside-postgres',
 	'embedded-n8n-cleanup': 'the-embedded-store-beside-postgres',
 	'trigger-n8n': 'the-idempotent-webhook-trigger-inside-n8n',
+	'at-once-n8n': 'the-trigger-answering-at-once',
 };
 
 // ---------------------------------------------------------------------------------------------

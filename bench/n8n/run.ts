@@ -18,7 +18,8 @@
 // --big-items N, --big-key event|custom|field, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
 // --batch-flows reserveAuto,reserveAutoFull,… (measure only these batch flows, beside the no-op one; kinds in workflows.ts),
 // --only trigger: the Idempotent Webhook trigger beside today's template and a floor trigger (bench/n8n/trigger.ts),
-// --save FILE (with --only trigger: its rows as a bench/results file, to fill in the machine's and the run's notes),
+// --only atOnce: the trigger answering At Once with a 10 s step, beside the floor trigger (bench/n8n/atOnce.ts),
+// --save FILE (with --only trigger or --only atOnce: its rows as a bench/results file, to fill in the machine's and the run's notes),
 // --profile (instead of measuring: a CPU profile of n8n's main process per workload, summarised by
 // where the time goes; the .cpuprofile file is kept for Chrome DevTools).
 import { spawnSync } from 'node:child_process';
@@ -36,6 +37,7 @@ import { lagProbe } from './lag';
 import { findN8nPid, cpuSeconds, memoryMb, sampleRss } from './proc';
 import { profilingEnv, summarise, nowMicros, type ProfileSummary, type ProfileWindow } from './profile';
 import { triggerBench, triggerProfileWindows, type TriggerRow } from './trigger';
+import { atOnceBench, atOnceProfileWindows, type AtOnceRow } from './atOnce';
 import {
 	OVERHEAD_FLOWS,
 	UNNAMED_CREDENTIAL_DEF,
@@ -44,6 +46,7 @@ import {
 	EMBEDDED_KINDS,
 	CLEANUP_FLOWS,
 	TRIGGER_FLOWS,
+	AT_ONCE_FLOWS,
 	FLOOR_PACKAGE_DIR,
 	RECIPE_TABLE_DDL,
 	overheadWorkflows,
@@ -65,6 +68,10 @@ export interface Api {
 	url: string;
 	holdNext: (key: string) => Promise<unknown>;
 	answerHeld: (key: string) => boolean;
+	/** Every later call of `key` works `ms` before it answers. */
+	slow: (key: string, ms: number) => void;
+	/** Calls of `key` answered 2xx (its effects). */
+	calls: (key: string) => number;
 	close: () => Promise<unknown>;
 }
 
@@ -107,8 +114,8 @@ const TARGET = {
 	embeddedBatchKeysPerSecond: 100000,
 	longestStallMs: 50,
 };
-const PARTS = ['overhead', 'batch', 'big', 'cleanup', 'trigger'];
-// The trigger part installs a second package (the floor node) and runs only when asked for.
+const PARTS = ['overhead', 'batch', 'big', 'cleanup', 'trigger', 'atOnce'];
+// The trigger and At Once parts install a second package (the floor node) and run only when asked for.
 const DEFAULT_PARTS = ['overhead', 'batch', 'big', 'cleanup'];
 // The overhead flows this run drives (--overhead-flows: the baseline and the listed paths).
 let overheadFlows = OVERHEAD_FLOWS;
@@ -152,7 +159,7 @@ function parseArgs(argv: string[]): Args {
 		else if (arg === '--overhead-flows') args.overheadFlows = argv[++i].split(',');
 		else if (arg === '--help' || arg === '-h') {
 			console.log(
-				'usage: npm run bench:n8n -- [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup,trigger] [--save results.json] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]',
+				'usage: npm run bench:n8n -- [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup,trigger,atOnce] [--save results.json] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]',
 			);
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
@@ -879,6 +886,20 @@ async function profileTrigger(ctx: BenchContext & { api: Api }, args: Args): Pro
 	return windows;
 }
 
+// At Once's answers instead: where n8n's time goes while new events arrive behind a 10 s step, beside the floor.
+async function profileAtOnce(ctx: BenchContext & { api: Api }, args: Args): Promise<ProfileWindow[]> {
+	const windows: ProfileWindow[] = [];
+	const window = async (name: string, executions: number, fn: () => Promise<unknown>) => {
+		const start = nowMicros();
+		await fn();
+		windows.push({ name, start, end: nowMicros(), executions });
+		ctx.log(`profiled: ${name}`);
+	};
+	await atOnceProfileWindows(ctx, { count: 6, concurrency: 1 }, async (name, n, fn) => await fn(), { stripeEvent });
+	await atOnceProfileWindows(ctx, { count: args.requests, concurrency: args.profileConcurrency }, window, { stripeEvent });
+	return windows;
+}
+
 function printProfile(summaries: ProfileSummary[]): void {
 	console.log('\n## CPU profile of the n8n main process (self time, ms per execution; idle excluded)\n');
 	const categories = [...new Set(summaries.flatMap((s) => s.categories.map((c) => c.name)))];
@@ -910,17 +931,27 @@ function printProfile(summaries: ProfileSummary[]): void {
 
 // ---------------------------------------------------------------------------------------------
 
-/** The trigger part's rows as a bench/results file; the machine's id and the run's notes are filled in by hand. */
-function saveTriggerRun(
+/** The recorded runs --save writes, by part: their id and title in bench/results. */
+const SAVED_RUNS = {
+	trigger: { id: 'trigger-n8n', title: 'The Idempotent Webhook trigger inside n8n, beside the webhook template and a floor trigger' },
+	atOnce: {
+		id: 'at-once-n8n',
+		title:
+			"The Idempotent Webhook trigger answering At Once with a 10 s step, beside n8n's Webhook node answering Immediately and a floor trigger",
+	},
+};
+
+/** A part's rows as a bench/results file; the machine's id and the run's notes are filled in by hand. */
+function saveRun(
+	part: keyof typeof SAVED_RUNS,
 	args: Args & { save: string },
-	rows: TriggerRow[],
+	rows: TriggerRow[] | AtOnceRow[],
 	{ runStarted, n8nVersion, loadAtStart }: { runStarted: Date; n8nVersion: string; loadAtStart: string },
 ): void {
 	const hhmm = (date: Date) => date.toISOString().slice(11, 16);
 	const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
 	const run = {
-		id: 'trigger-n8n',
-		title: 'The Idempotent Webhook trigger inside n8n, beside the webhook template and a floor trigger',
+		...SAVED_RUNS[part],
 		command: `npm run bench:n8n -- ${process.argv
 			.slice(2)
 			.filter((arg, i, all) => arg !== '--save' && all[i - 1] !== '--save')
@@ -949,9 +980,11 @@ async function main(): Promise<number> {
 	let exitCode = 0;
 	let profiling: { env: Record<string, string>; dir: string } | undefined;
 	const withTrigger = args.only.includes('trigger');
+	const withAtOnce = args.only.includes('atOnce');
+	if (withTrigger && withAtOnce && args.save) throw new Error('--save records one part: --only trigger or --only atOnce');
 	let loadAtStart = '';
-	// "Your API" for the trigger part's business steps, in this process (the load has its own).
-	const api: Api | null = withTrigger ? await startSink() : null;
+	// "Your API" for the trigger parts' business steps, in this process (the load has its own).
+	const api: Api | null = withTrigger || withAtOnce ? await startSink() : null;
 	try {
 		if (args.profile)
 			profiling = profilingEnv({
@@ -982,13 +1015,22 @@ async function main(): Promise<number> {
 				...embeddedOverheadWorkflows(),
 				...batchWorkflows(),
 				...cleanupWorkflows(),
-				...(api ? triggerWorkflows({ apiUrl: api.url }) : []),
+				...(api && withTrigger ? triggerWorkflows({ apiUrl: api.url }) : []),
+				...(api && withAtOnce
+					? triggerWorkflows({ apiUrl: api.url, flows: AT_ONCE_FLOWS.filter((flow) => !withTrigger || !TRIGGER_FLOWS.includes(flow)) })
+					: []),
 			].map((json) => ({
 				json,
 				publish: true,
 			})),
-			extraPackages: withTrigger ? [FLOOR_PACKAGE_DIR] : [],
-			readyWebhooks: [...OVERHEAD_FLOWS, ...BATCH_FLOWS, ...CLEANUP_FLOWS, ...(withTrigger ? TRIGGER_FLOWS : [])].map((flow) => flow.path),
+			extraPackages: withTrigger || withAtOnce ? [FLOOR_PACKAGE_DIR] : [],
+			readyWebhooks: [
+				...OVERHEAD_FLOWS,
+				...BATCH_FLOWS,
+				...CLEANUP_FLOWS,
+				...(withTrigger ? TRIGGER_FLOWS : []),
+				...(withAtOnce ? AT_ONCE_FLOWS : []),
+			].map((flow) => flow.path),
 			env: profiling?.env,
 			log,
 		});
@@ -1033,8 +1075,12 @@ async function main(): Promise<number> {
 				}),
 		};
 		if (profiling) {
-			const windows = api ? await profileTrigger({ ...ctx, api }, args) : await profileWorkloads(ctx, args);
-			if (!withTrigger) await packageNodeTimes(ctx);
+			const windows = !api
+				? await profileWorkloads(ctx, args)
+				: withAtOnce
+					? await profileAtOnce({ ...ctx, api }, args)
+					: await profileTrigger({ ...ctx, api }, args);
+			if (!api) await packageNodeTimes(ctx);
 			await live.stop(); // n8n writes the profile as it exits
 			running = null;
 			const file = fs.readdirSync(profiling.dir).find((name) => name.endsWith('.cpuprofile'));
@@ -1049,11 +1095,16 @@ async function main(): Promise<number> {
 			if (args.only.includes('batch')) await batch(ctx, args);
 			if (args.only.includes('big')) await big(ctx, args);
 			if (args.only.includes('cleanup')) await cleanup(ctx, args);
-			if (api) {
+			const { save } = args;
+			if (api && withTrigger) {
 				const runStarted = new Date();
 				const rows = await triggerBench({ ...ctx, api }, args, { stripeEvent });
-				const { save } = args;
-				if (save) saveTriggerRun({ ...args, save }, rows, { runStarted, n8nVersion, loadAtStart });
+				if (save) saveRun('trigger', { ...args, save }, rows, { runStarted, n8nVersion, loadAtStart });
+			}
+			if (api && withAtOnce) {
+				const runStarted = new Date();
+				const rows = await atOnceBench({ ...ctx, api }, args, { stripeEvent });
+				if (save) saveRun('atOnce', { ...args, save }, rows, { runStarted, n8nVersion, loadAtStart });
 			}
 		}
 		console.log(`\nload at end ${loadAverage()}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);

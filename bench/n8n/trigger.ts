@@ -70,6 +70,9 @@ const EXPECTED: Record<TriggerFlow['key'], Record<Kind, [number, string | null]>
 	trigger: { new: [200, 'new'], duplicate: [200, 'duplicate'], forgery: [401, 'invalid_signature'], inProgress: [409, 'in_progress'] },
 	template: { new: [200, 'new'], duplicate: [200, 'duplicate'], forgery: [401, 'invalid_signature'], inProgress: [409, 'in_progress'] },
 	floor: { new: [200, null], duplicate: [200, null], forgery: [200, null], inProgress: [200, null] },
+	// Every copy of an accepted event is a duplicate, whatever its run is doing.
+	atOnce: { new: [200, 'new'], duplicate: [200, 'duplicate'], forgery: [401, 'invalid_signature'], inProgress: [200, 'duplicate'] },
+	immediately: { new: [200, null], duplicate: [200, null], forgery: [200, null], inProgress: [200, null] },
 };
 // Events whose first delivery is held at the API during the in-progress kind; their copies cycle through them.
 const HELD_EVENTS = 4;
@@ -80,7 +83,7 @@ function keyAtApi(flow: TriggerFlow, event: StripeEvent): string {
 }
 
 /** The load process: one job at a time, answered over IPC. */
-function startLoad(): { run: (job: LoadJob) => Promise<LoadResult>; stop: () => boolean } {
+export function startLoad(): { run: (job: LoadJob) => Promise<LoadResult>; stop: () => boolean } {
 	const child = fork(path.join(__dirname, 'load.ts'), [], {
 		stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
 		execArgv: ['-r', REGISTER_TS],
@@ -97,7 +100,7 @@ function startLoad(): { run: (job: LoadJob) => Promise<LoadResult>; stop: () => 
 	};
 }
 
-function signed(event: StripeEvent, { secret }: { secret?: string } = {}): Delivery {
+export function signed(event: StripeEvent, { secret }: { secret?: string } = {}): Delivery {
 	const body = JSON.stringify(event);
 	return { body, headers: { 'content-type': 'application/json', 'stripe-signature': stack.stripeSignature(body, { secret }) } };
 }
@@ -245,7 +248,7 @@ async function oneKind({
 	return { latencies: result.latencies, perSecond: count / result.seconds, executions, cpuMs };
 }
 
-async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+export async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
 	let timer: NodeJS.Timeout | undefined;
 	try {
 		return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]);
@@ -343,7 +346,7 @@ function report(results: Map<string, KindResult>, { args, concurrencies }: { arg
 	return rows;
 }
 
-function round(x: number, digits: number): number {
+export function round(x: number, digits: number): number {
 	const scale = 10 ** digits;
 	return Math.round(x * scale) / scale;
 }

@@ -64,8 +64,9 @@ export interface CleanupFlow {
 
 /** A flow of the trigger part: a shipped template (its trigger pointed at `path`), or the floor trigger. */
 export type TriggerFlow = { id: string; path: string; label: string } & (
-	| { key: 'trigger' | 'template'; template: string; triggerType: string }
+	| { key: 'trigger' | 'template' | 'atOnce'; template: string; triggerType: string }
 	| { key: 'floor' }
+	| { key: 'immediately' }
 );
 
 const PKG = 'n8n-nodes-idempotency';
@@ -731,8 +732,36 @@ export const TRIGGER_FLOWS: TriggerFlow[] = [
 	{ key: 'floor', id: 'BenchFloor000001', path: 'bench-floor', label: 'floor: a trigger that answers {} in webhook()' },
 ];
 
-export function triggerWorkflows({ apiUrl }: { apiUrl: string }): Workflow[] {
-	return TRIGGER_FLOWS.map((flow) => {
+/**
+ * The At Once part: the trigger template answering At Once (the trigger's newest version, Respond:
+ * At Once, its business step given 30 s, as a user sets it for an API that takes 10 s), beside
+ * n8n's own answer at once (its Webhook node, Respond: Immediately, then the same step: what users
+ * build today, which loses a failed run) and the floor.
+ */
+export const AT_ONCE_FLOWS: TriggerFlow[] = [
+	{
+		key: 'atOnce',
+		id: 'BenchAtOnce00001',
+		path: 'bench-at-once',
+		label: 'Idempotent Webhook trigger, Respond: At Once (idempotent-webhook-trigger.json)',
+		template: 'idempotent-webhook-trigger.json',
+		triggerType: `${PKG}.idempotentWebhook`,
+	},
+	{
+		key: 'immediately',
+		id: 'BenchImmediate01',
+		path: 'bench-immediately',
+		label: "n8n's Webhook node, Respond: Immediately, then the same step",
+	},
+	TRIGGER_FLOWS.find((flow) => flow.key === 'floor') as TriggerFlow,
+];
+/** The key the Immediately flow's step sends the API (it has no idempotency key of its own). */
+export const IMMEDIATELY_KEY_PREFIX = 'immediately:';
+const AT_ONCE_TRIGGER_VERSION = 3;
+
+/** The workflows of `flows` (the trigger part's unless given), each published on its flow's path. */
+export function triggerWorkflows({ apiUrl, flows = TRIGGER_FLOWS }: { apiUrl: string; flows?: TriggerFlow[] }): Workflow[] {
+	return flows.map((flow) => {
 		if (flow.key === 'floor') {
 			const floor = {
 				...node({ name: 'Bench Floor Trigger', type: 'n8n-nodes-bench-floor.benchFloorTrigger', parameters: { path: flow.path } }),
@@ -740,14 +769,30 @@ export function triggerWorkflows({ apiUrl }: { apiUrl: string }): Workflow[] {
 			};
 			return workflow(flow.id, `bench: ${flow.label}`, [floor], {});
 		}
+		if (flow.key === 'immediately') return immediatelyWorkflow(flow, apiUrl);
 		const template = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'templates', flow.template), 'utf8')) as {
 			nodes: WorkflowNode[];
 			connections: Connections;
 			settings?: Record<string, unknown>;
 		};
+		const atOnce = flow.key === 'atOnce';
 		const nodes = template.nodes.map((n) => {
-			if (n.type === flow.triggerType) return { ...n, webhookId: uuid('b000a001'), parameters: { ...n.parameters, path: flow.path } };
-			if (n.name === 'Business Step (call your API)') return { ...n, parameters: { ...n.parameters, url: apiUrl } };
+			if (n.type === flow.triggerType) {
+				const parameters: Record<string, unknown> = { ...n.parameters, path: flow.path };
+				if (!atOnce) return { ...n, webhookId: uuid('b000a001'), parameters };
+				// Version 2 on has no Mode (a lease always).
+				delete parameters.mode;
+				return {
+					...n,
+					typeVersion: AT_ONCE_TRIGGER_VERSION,
+					webhookId: uuid('b000a001'),
+					parameters: { ...parameters, respond: 'atOnce' },
+				};
+			}
+			if (n.name === 'Business Step (call your API)') {
+				const options = atOnce ? { ...(n.parameters.options as object), timeout: 30_000 } : n.parameters.options;
+				return { ...n, parameters: { ...n.parameters, url: apiUrl, options } };
+			}
 			return n;
 		});
 		if (!nodes.some((n) => n.parameters.path === flow.path))
@@ -763,3 +808,29 @@ export function triggerWorkflows({ apiUrl }: { apiUrl: string }): Workflow[] {
 export const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'reserveField'];
 /** The batch flows that reserve keys in the embedded file (their New output is counted after each run). */
 export const EMBEDDED_KINDS = ['embeddedField', 'embeddedAuto'];
+
+/** n8n's Webhook node answering Immediately, then the trigger template's business step (30 s timeout), keyed by the event id. */
+function immediatelyWorkflow(flow: TriggerFlow, apiUrl: string): Workflow {
+	const template = JSON.parse(
+		fs.readFileSync(path.join(__dirname, '..', '..', 'templates', 'idempotent-webhook-trigger.json'), 'utf8'),
+	) as {
+		nodes: WorkflowNode[];
+	};
+	const business = template.nodes.find((n) => n.name === 'Business Step (call your API)');
+	if (!business) throw new Error('idempotent-webhook-trigger.json: no business step');
+	const key = `={{ '${IMMEDIATELY_KEY_PREFIX}' + $json.body.id }}`;
+	const step: WorkflowNode = {
+		...business,
+		position: [220, 0],
+		parameters: {
+			...business.parameters,
+			url: apiUrl,
+			headerParameters: { parameters: [{ name: 'Idempotency-Key', value: key }] },
+			jsonBody: `={{ JSON.stringify({ eventKey: '${IMMEDIATELY_KEY_PREFIX}' + $json.body.id, type: $json.body.type ?? null }) }}`,
+			options: { ...(business.parameters.options as object), timeout: 30_000 },
+		},
+	};
+	return workflow(flow.id, `bench: ${flow.label}`, [webhook(flow.path, { responseMode: 'onReceived' }), step], {
+		Webhook: { main: [[link(step.name)]] },
+	});
+}

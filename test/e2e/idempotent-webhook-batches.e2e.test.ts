@@ -1,13 +1,14 @@
 // Several events in one delivery (the trigger's Events Path), in a real n8n: a HubSpot-like sender
 // posts batches of events, some events repeated across batches, and retries every batch not
 // answered 2xx; one event's step fails once. Every event must end with exactly one effect, in both
-// Respond modes.
-// e2e-tags: single
+// Respond modes. In queue mode the batches go to the `n8n webhook` process, their executions run on
+// the workers, and the keys are in the Postgres store (separate hosts share no file).
+// e2e-tags: single queue
 import { harness, eventId, type DeliveryAnswer } from '../support/e2e/harness';
 import { storedKeys } from '../support/e2e/embedded';
 import { eventually } from '../support/e2e/eventually';
 import { startSink, type Sink } from '../support/e2e/sink';
-import { publishTrigger, triggerKey, TRIGGER } from '../support/e2e/trigger';
+import { postgresKeys, publishTrigger, triggerBase, triggerKey, TRIGGER } from '../support/e2e/trigger';
 import type { NodeChange } from '../support/e2e/workflows';
 
 const DELIVERIES = 20;
@@ -54,9 +55,14 @@ async function sendUntilAccepted(h: ReturnType<typeof harness>, url: string, bod
 describe('the Idempotent Webhook trigger, several events per delivery', () => {
 	const h = harness();
 	let api: Sink;
+	let baseUrl: string;
+	const queue = h.topology === 'queue';
+	/** Each key's record, from the store the topology uses. */
+	const keyRecords = async (keys: string[]) => (queue ? await postgresKeys(h, keys) : await storedKeys(h, keys));
 
 	beforeAll(async () => {
 		api = await startSink();
+		({ baseUrl } = await triggerBase(h));
 	});
 	afterAll(async () => {
 		await api?.close();
@@ -65,7 +71,12 @@ describe('the Idempotent Webhook trigger, several events per delivery', () => {
 	test.each(['workflowEnds', 'atOnce'] as const)(
 		'Respond %s: 20 deliveries of 5 events, events repeated across deliveries, one failing once, the sender retrying: one effect per event',
 		async (respond) => {
-			const { url, workflowId } = await publishTrigger(h, `batches-${respond}`, { apiUrl: api.url, change: batches(respond) });
+			const { url, workflowId } = await publishTrigger(h, `batches-${respond}`, {
+				apiUrl: api.url,
+				baseUrl,
+				change: batches(respond),
+				...(queue ? { template: 'idempotent-webhook-trigger-postgres.json' } : {}),
+			});
 			const unique = DELIVERIES * STRIDE;
 			const ids = Array.from({ length: unique }, (_, index) => eventId(`batch_${respond}_${index}`));
 			const keys = ids.map((id) => triggerKey(workflowId, id));
@@ -100,7 +111,7 @@ describe('the Idempotent Webhook trigger, several events per delivery', () => {
 			);
 			expect(keys.filter((_, index) => effects[index] !== 1)).toEqual([]);
 			const records = await eventually(
-				async () => await storedKeys(h, keys),
+				async () => await keyRecords(keys),
 				(stored) => keys.every((key) => stored[key]?.status === 'completed'),
 			);
 			expect(keys.filter((key) => records[key]?.status !== 'completed')).toEqual([]);

@@ -62,13 +62,18 @@ export interface ProviderRun {
 	ms: number;
 }
 
-/** Fisher–Yates with a seeded generator, so a failing order can be replayed (E2E_SEED). */
-function shuffle<T>(items: T[], seed: number): { items: T[]; random: () => number } {
+/** Numbers in [0, 1) from a seed, the same for the same seed, so a failing run can be replayed (E2E_SEED). */
+export function seededRandom(seed: number): () => number {
 	let state = seed >>> 0 || 1;
-	const random = () => {
+	return () => {
 		state = (state * 1664525 + 1013904223) >>> 0;
 		return state / 2 ** 32;
 	};
+}
+
+/** Fisher–Yates with a seeded generator, so a failing order can be replayed (E2E_SEED). */
+function shuffle<T>(items: T[], seed: number): { items: T[]; random: () => number } {
+	const random = seededRandom(seed);
 	const out = [...items];
 	for (let i = out.length - 1; i > 0; i--) {
 		const j = Math.floor(random() * (i + 1));

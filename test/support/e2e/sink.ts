@@ -47,6 +47,13 @@ export interface Sink {
 	answerHeld: (key: string) => boolean;
 	/** The next `times` calls for `key` fail with `status` (no effect): the user's service having a bad moment. */
 	failNext: (key: string, status?: number, times?: number) => void;
+	/**
+	 * From now on each call of one of `keys` fails with 500 (no effect) when `random()` is below
+	 * `fraction`: a service failing a share of its calls, whichever they are. `failedAtRandom(key)`
+	 * counts the calls of a key it failed.
+	 */
+	failAtRandom: (keys: Iterable<string>, fraction: number, random: () => number) => void;
+	failedAtRandom: (key: string) => number;
 	/** Drops the held call without an answer (no effect); later calls of the key are answered. */
 	dropHeld: (key: string) => boolean;
 	close: () => Promise<void>;
@@ -58,7 +65,7 @@ interface Hold {
 	res: http.ServerResponse | null;
 }
 
-/** Starts the API; returns { url, calls(key), arrivals(key), arrivalKeys(key), abandoned(key), slow(key, ms), keys(), total(), log(), holdNext(key), answerHeld(key), dropHeld(key), failNext(key, status, times), close() }. */
+/** Starts the API; returns { url, calls(key), arrivals(key), arrivalKeys(key), abandoned(key), slow(key, ms), keys(), total(), log(), holdNext(key), answerHeld(key), dropHeld(key), failNext(key, status, times), failAtRandom(keys, fraction, random), failedAtRandom(key), close() }. */
 export async function startSink(): Promise<Sink> {
 	const answered = new Map<string, number>(); // key → number of calls answered 2xx
 	const arrived = new Map<string, number>(); // key → number of calls received
@@ -67,6 +74,8 @@ export async function startSink(): Promise<Sink> {
 	const slowKeys = new Map<string, number>(); // key → how long each of its calls works before committing
 	const holds = new Map<string, Hold>(); // key → { waiting: Promise, resolve, res } for the next call of that key
 	const failures = new Map<string, { status: number; times: number }>(); // key → { status, times }: the next calls of that key are answered with status (no effect)
+	let randomFailure: { keys: Set<string>; fraction: number; random: () => number } | null = null;
+	const failedRandomly = new Map<string, number>(); // key → calls failed by failAtRandom
 	const log: SinkCall[] = []; // every answered call: { key, idempotencyKey (the header the template sends), body }
 	const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 	let total = 0;
@@ -99,6 +108,11 @@ export async function startSink(): Promise<Sink> {
 				failure.times -= 1;
 				if (failure.times <= 0) failures.delete(key);
 				res.writeHead(failure.status, { 'content-type': 'application/json' }).end('{"error":"the API failed this call"}');
+				return;
+			}
+			if (randomFailure?.keys.has(key) && randomFailure.random() < randomFailure.fraction) {
+				count(failedRandomly, key);
+				res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"the API failed this call"}');
 				return;
 			}
 			const hold = holds.get(key);
@@ -153,6 +167,10 @@ export async function startSink(): Promise<Sink> {
 			return true;
 		},
 		failNext: (key, status = 500, times = 1) => failures.set(key, { status, times }),
+		failAtRandom: (keys, fraction, random) => {
+			randomFailure = { keys: new Set(keys), fraction, random };
+		},
+		failedAtRandom: (key) => failedRandomly.get(key) ?? 0,
 		dropHeld: (key) => {
 			const hold = holds.get(key);
 			holds.delete(key);

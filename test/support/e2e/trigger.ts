@@ -140,3 +140,24 @@ export function withWaitBeforeStep(workflow: WorkflowJson): WorkflowJson {
 		},
 	};
 }
+
+/** A key as the Postgres store keeps it (processed_events), in the names the embedded store's records use. */
+export interface PostgresKeyRecord {
+	key: string;
+	status: string;
+	attempts: number;
+	duplicateCount: number;
+	nextAttemptAt: string | null;
+	deadLetteredAt: string | null;
+	lastError: string | null;
+}
+
+/** Each of `keys` found in the Postgres store's table (the trigger's Store: Postgres, its default table), by key. */
+export async function postgresKeys(h: Harness, keys: string[]): Promise<Record<string, PostgresKeyRecord>> {
+	const { rows } = await h.appQuery(
+		`SELECT key, status, attempts, duplicate_count AS "duplicateCount", next_attempt_at AS "nextAttemptAt", dead_lettered_at AS "deadLetteredAt", last_error AS "lastError"
+		   FROM processed_events WHERE key = ANY($1)`,
+		[keys],
+	);
+	return Object.fromEntries((rows as PostgresKeyRecord[]).map((row) => [row.key, row]));
+}

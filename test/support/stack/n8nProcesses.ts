@@ -69,6 +69,7 @@ export interface N8nProcesses {
 	restartWorkers: (options: { folders: FolderMode }) => Promise<{ folders: FolderMode; restarted: boolean; ms?: number; pids?: number[] }>;
 	restartMain: (options?: {
 		signal?: NodeJS.Signals;
+		downMs?: number;
 	}) => Promise<{ oldPid: number; oldExit: ServiceExit | null; newPid: number; startMs: number }>;
 	startWorker: (index: number) => Promise<{ pid: number }>;
 	stop: () => Promise<void>;
@@ -242,12 +243,16 @@ export function n8nProcesses({
 			await startWorkers();
 			return { folders, restarted: true, ms: Date.now() - started, pids: workers.map((w) => w.pid) };
 		},
-		/** Stops main (SIGKILL unless `signal` says otherwise), then starts a new main on the same port. */
-		restartMain: async ({ signal = 'SIGKILL' } = {}) => {
+		/**
+		 * Stops main (SIGKILL unless `signal` says otherwise), leaves it down `downMs` (an outage), then
+		 * starts a new main on the same port.
+		 */
+		restartMain: async ({ signal = 'SIGKILL', downMs = 0 } = {}) => {
 			const old = main as ServiceHandle;
 			old.kill(signal);
 			await old.exitPromise;
 			old.kill('SIGKILL'); // its task runner
+			if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
 			const started = Date.now();
 			const next = await startMain(); // ready: its HTTP server answers and its database and Redis are up
 			return { oldPid: old.pid, oldExit: old.exited, newPid: next.pid, startMs: Date.now() - started };
