@@ -132,7 +132,8 @@ describe('Key From: Idempotency Reserve (Paired Item), in a real n8n', () => {
 	test("the webhook template settles the reserved key from Reserve's own item: Settle completes it, no key expression", async () => {
 		const template = readTemplate('webhook');
 		const settle = template.nodes.find((n: { name: string }) => n.name === 'Settle (complete or mark failed)');
-		expect(settle.parameters).toEqual({ operation: 'settle', responseJson: expect.any(String), options: {} });
+		// No key parameter: the key comes from Reserve's item. Store written out: the template keeps Postgres at version 3.
+		expect(settle.parameters).toEqual({ operation: 'settle', store: 'postgres', responseJson: expect.any(String), options: {} });
 		const id = eventId('paired_tpl');
 		const mark = await h.executionMark();
 		const delivery = await h.deliver(h.webhookUrl, { id, type: 'invoice.paid' });
