@@ -62,11 +62,21 @@ export interface CleanupFlow {
 	nodeName: string;
 }
 
-/** A flow of the trigger part: a shipped template (its trigger pointed at `path`), or the floor trigger. */
-export type TriggerFlow = { id: string; path: string; label: string } & (
-	| { key: 'trigger' | 'template'; template: string; triggerType: string }
-	| { key: 'floor' }
-);
+/** What a trigger-part flow is: the Idempotent Webhook trigger, the webhook template it replaces, a bare webhook flow, or the floor. */
+export type TriggerRole = 'trigger' | 'template' | 'bare' | 'floor';
+
+/** A flow of the trigger part: a shipped template (its trigger pointed at `path`), a bare Webhook → step → Respond flow, or the floor trigger. */
+interface TriggerFlowBase {
+	id: string;
+	path: string;
+	label: string;
+	key: string;
+	store: 'embedded' | 'postgres' | null;
+}
+export type TriggerFlow =
+	| (TriggerFlowBase & { role: 'trigger' | 'template'; template: string; triggerType: string })
+	| (TriggerFlowBase & { role: 'bare' })
+	| (TriggerFlowBase & { role: 'floor' });
 
 const PKG = 'n8n-nodes-idempotency';
 const IDEMPOTENCY_CREDENTIAL: CredentialRefs = {
@@ -705,57 +715,141 @@ export function cleanupWorkflows(): Workflow[] {
 }
 
 /**
- * The Idempotent Webhook trigger beside what it replaces, on the same Embedded store and the same
- * business step (an HTTP call to the benchmark's API): the shipped templates as a user imports them,
- * only the path, the webhook id and the API's URL changed; and the floor, a trigger of its own
- * package (bench/n8n/floor-trigger/) that answers `{}` in webhook() and starts no execution.
+ * The Idempotent Webhook trigger beside what it replaces, on each store and the same business step
+ * (an HTTP call to the benchmark's API): the shipped templates as a user imports them, only the
+ * path, the webhook id and the API's URL changed (the webhook template on Postgres is the embedded
+ * one with Store: Postgres on Reserve and Settle); a bare Webhook → step → Respond to Webhook flow
+ * that checks nothing (what the same step costs with no idempotency at all, new events only); and
+ * the floor, a trigger of its own package (bench/n8n/floor-trigger/) that answers `{}` in webhook()
+ * and starts no execution.
  */
 export const FLOOR_PACKAGE_DIR = path.join(__dirname, 'floor-trigger');
 export const TRIGGER_FLOWS: TriggerFlow[] = [
 	{
 		key: 'trigger',
+		role: 'trigger',
+		store: 'embedded',
 		id: 'BenchTrigger0001',
 		path: 'bench-trigger',
-		label: 'Idempotent Webhook trigger (idempotent-webhook-trigger.json)',
+		label: 'Idempotent Webhook trigger, Embedded (idempotent-webhook-trigger.json)',
 		template: 'idempotent-webhook-trigger.json',
 		triggerType: `${PKG}.idempotentWebhook`,
 	},
 	{
 		key: 'template',
+		role: 'template',
+		store: 'embedded',
 		id: 'BenchTemplate001',
 		path: 'bench-template',
-		label: "today's template: Webhook → Verify → Reserve → Settle (idempotent-webhook-embedded.json)",
+		label: 'webhook template, Embedded: Webhook → Verify → Reserve → Settle (idempotent-webhook-embedded.json)',
 		template: 'idempotent-webhook-embedded.json',
 		triggerType: 'n8n-nodes-base.webhook',
 	},
-	{ key: 'floor', id: 'BenchFloor000001', path: 'bench-floor', label: 'floor: a trigger that answers {} in webhook()' },
+	{
+		key: 'triggerPostgres',
+		role: 'trigger',
+		store: 'postgres',
+		id: 'BenchTriggerPg01',
+		path: 'bench-trigger-postgres',
+		label: 'Idempotent Webhook trigger, Postgres (idempotent-webhook-trigger-postgres.json)',
+		template: 'idempotent-webhook-trigger-postgres.json',
+		triggerType: `${PKG}.idempotentWebhook`,
+	},
+	{
+		key: 'templatePostgres',
+		role: 'template',
+		store: 'postgres',
+		id: 'BenchTemplatePg1',
+		path: 'bench-template-postgres',
+		label: 'webhook template, Postgres: the same with Store: Postgres on Reserve and Settle',
+		template: 'idempotent-webhook-embedded.json',
+		triggerType: 'n8n-nodes-base.webhook',
+	},
+	{
+		key: 'bare',
+		role: 'bare',
+		store: null,
+		id: 'BenchBareHook001',
+		path: 'bench-bare',
+		label: 'bare: Webhook → the same step → Respond to Webhook (no check, no key)',
+	},
+	{
+		key: 'floor',
+		role: 'floor',
+		store: null,
+		id: 'BenchFloor000001',
+		path: 'bench-floor',
+		label: 'floor: a trigger that answers {} in webhook()',
+	},
 ];
+
+/** The business step of the trigger flows: the templates' HTTP call to "your API". */
+const BUSINESS_STEP = 'Business Step (call your API)';
 
 export function triggerWorkflows({ apiUrl }: { apiUrl: string }): Workflow[] {
 	return TRIGGER_FLOWS.map((flow) => {
-		if (flow.key === 'floor') {
+		if (flow.role === 'floor') {
 			const floor = {
 				...node({ name: 'Bench Floor Trigger', type: 'n8n-nodes-bench-floor.benchFloorTrigger', parameters: { path: flow.path } }),
 				webhookId: uuid('b000a001'),
 			};
 			return workflow(flow.id, `bench: ${flow.label}`, [floor], {});
 		}
-		const template = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'templates', flow.template), 'utf8')) as {
-			nodes: WorkflowNode[];
-			connections: Connections;
-			settings?: Record<string, unknown>;
-		};
+		if (flow.role === 'bare') return bareWorkflow(flow, apiUrl);
+		const template = readTemplate(flow.template);
+		const toPostgres = flow.role === 'template' && flow.store === 'postgres';
 		const nodes = template.nodes.map((n) => {
 			if (n.type === flow.triggerType) return { ...n, webhookId: uuid('b000a001'), parameters: { ...n.parameters, path: flow.path } };
-			if (n.name === 'Business Step (call your API)') return { ...n, parameters: { ...n.parameters, url: apiUrl } };
+			if (n.name === BUSINESS_STEP) return { ...n, parameters: { ...n.parameters, url: apiUrl } };
+			if (toPostgres && n.parameters.store === 'embedded')
+				return { ...n, parameters: { ...n.parameters, store: 'postgres' }, credentials: { ...n.credentials, ...IDEMPOTENCY_CREDENTIAL } };
 			return n;
 		});
 		if (!nodes.some((n) => n.parameters.path === flow.path))
 			throw new Error(`${flow.template}: no ${flow.triggerType} node to point at ${flow.path}`);
+		if (toPostgres && !nodes.some((n) => n.parameters.store === 'postgres'))
+			throw new Error(`${flow.template}: no node to move to Postgres`);
 		return {
 			...workflow(flow.id, `bench: ${flow.label}`, nodes, template.connections),
 			settings: template.settings ?? { executionOrder: 'v1' },
 		};
+	});
+}
+
+function readTemplate(file: string): { nodes: WorkflowNode[]; connections: Connections; settings?: Record<string, unknown> } {
+	return JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'templates', file), 'utf8')) as {
+		nodes: WorkflowNode[];
+		connections: Connections;
+		settings?: Record<string, unknown>;
+	};
+}
+
+/** Webhook (Respond: Using Respond to Webhook Node) → the templates' step, keyed by the event's id → Respond 200. */
+function bareWorkflow(flow: TriggerFlow, apiUrl: string): Workflow {
+	const step = readTemplate('idempotent-webhook-embedded.json').nodes.find((n) => n.name === BUSINESS_STEP);
+	if (!step) throw new Error(`the webhook template has no node named ${BUSINESS_STEP}`);
+	const hook: WorkflowNode = { ...webhook(flow.path, { responseMode: 'responseNode' }), name: 'Webhook' };
+	const call: WorkflowNode = {
+		...step,
+		id: uuid('b0000001'),
+		position: [220, 0],
+		parameters: {
+			...step.parameters,
+			url: apiUrl,
+			headerParameters: { parameters: [{ name: 'Idempotency-Key', value: '={{ $json.body.id }}' }] },
+			jsonBody: '={{ JSON.stringify({ eventKey: $json.body.id, type: $json.body.type ?? null }) }}',
+		},
+	};
+	const answer = node({
+		name: 'Respond 200',
+		type: 'n8n-nodes-base.respondToWebhook',
+		typeVersion: 1.5,
+		x: 440,
+		parameters: { respondWith: 'json', responseBody: '{"received":true}', options: { responseCode: 200 } },
+	});
+	return workflow(flow.id, `bench: ${flow.label}`, [hook, call, answer], {
+		Webhook: { main: [[link(BUSINESS_STEP)]] },
+		[BUSINESS_STEP]: { main: [[link('Respond 200')]] },
 	});
 }
 
