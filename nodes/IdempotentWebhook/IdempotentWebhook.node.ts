@@ -56,7 +56,7 @@ import {
 	type WorkflowFields,
 } from '../shared/settlement';
 import { webhookSigningSecrets } from '../shared/signingSecret';
-import { keyStoreOn } from '../shared/store';
+import { keptCredentialPool, keyStoreOn } from '../shared/store';
 import { storeSettingOf } from '../shared/storeChoice';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
 import { idempotentWebhookProperties, RESPOND, UNSIGNED } from './description';
@@ -381,14 +381,18 @@ function eventsRefusal(context: IHookFunctions, options: TriggerOptions, eventsP
 /** Retention (Days) when the option is not set. */
 const DEFAULT_RETENTION_DAYS = 30;
 
-/** The key store as the trigger's webhook() and trigger() open it (outside an execution). */
+/** The key store as the trigger's webhook() and trigger() open it (outside an execution): its Postgres credential read kept (keptCredentialPool). */
 async function keyStoreOutsideExecution(context: IWebhookFunctions | ITriggerFunctions): Promise<KeyStore> {
 	const options = context.getNodeParameter('options', {}) as TriggerOptions;
 	const backend = storeSettingOf(context.getNodeParameter('store', 'embedded'), 'embedded');
 	const nodeType = context.getNode().type;
-	return await keyStoreOn(backend, context, () => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType), {
-		tableName: options.tableName,
-	});
+	return await keyStoreOn(
+		backend,
+		context,
+		() => embeddedFileAt(storagePathOutsideExecution(nodeType), nodeType),
+		{ tableName: options.tableName },
+		async () => await keptCredentialPool(context),
+	);
 }
 
 /** Everything the decision needs, read from n8n's request and the node's parameters. */

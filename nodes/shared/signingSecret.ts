@@ -1,7 +1,7 @@
 import type { ICredentialDataDecryptedObject, IWebhookFunctions } from 'n8n-workflow';
 
 import { resolveSecrets, type ConfiguredSecrets } from '../../lib/signature';
-import { SecretCache, type SecretsRead } from '../../lib/signature/secretCache';
+import { KeptReads, type KeptRead } from '../../lib/webhook/keptReads';
 import type { VerificationSettings } from '../../lib/webhook/decide';
 
 /*
@@ -23,8 +23,8 @@ export function configuredSecrets(data: ICredentialDataDecryptedObject | undefin
 	};
 }
 
-/** Kept copies of the trigger's secrets, for this process (lib/signature/secretCache.ts says how long). */
-const webhookSecretCache = new SecretCache();
+/** Kept copies of the trigger's secrets, for this process (lib/webhook/keptReads.ts says how long). */
+const webhookSecretCache = new KeptReads<readonly string[]>();
 
 /**
  * The signing secrets a webhook delivery verifies with. A production delivery uses the copy this
@@ -38,10 +38,10 @@ export function webhookSigningSecrets(
 	const credentialId = context.getNode().credentials?.[CREDENTIAL_TYPE]?.id;
 	if (context.getMode() === 'manual' || !credentialId) return { secrets: read };
 	const id = `${String(context.getWorkflow().id ?? '')}\u0000${context.getNode().id}\u0000${credentialId}`;
-	let used: SecretsRead | undefined;
+	let used: KeptRead<readonly string[]> | undefined;
 	return {
-		secrets: async () => (used = await webhookSecretCache.current(id, read)).secrets,
-		secretsAfterMismatch: async () => (used ? (await webhookSecretCache.fresh(id, read, used))?.secrets : await read()),
+		secrets: async () => (used = await webhookSecretCache.current(id, read)).value,
+		secretsAfterMismatch: async () => (used ? (await webhookSecretCache.fresh(id, read, used))?.value : await read()),
 	};
 }
 

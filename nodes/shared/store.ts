@@ -1,4 +1,4 @@
-import { NodeOperationError, type IExecuteFunctions } from 'n8n-workflow';
+import { NodeOperationError, type IExecuteFunctions, type IWebhookFunctions } from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { AutomaticStoreRefusedError, automaticStore, type AutomaticChoice } from '../../lib/store/automatic';
@@ -8,6 +8,7 @@ import { poolFor } from '../../lib/store/postgres/pool';
 import { PostgresKeyStore, PostgresOrderStore, type StoreOptions } from '../../lib/store/postgres/stores';
 import type { KeyStore, OrderStore, StoreBackend } from '../../lib/store/contract';
 import { DEFAULT_ORDER_TABLE, DEFAULT_SCHEMA, DEFAULT_TABLE } from '../../lib/store/rules';
+import { KeptReads } from '../../lib/webhook/keptReads';
 import { CREDENTIAL_TYPE, connectionSettings } from './credential';
 import { embeddedFileFor, runsInQueueMode } from './embeddedFile';
 import { isN8nDatabaseUnreachable } from './n8nDatabaseUnreachable';
@@ -32,6 +33,30 @@ export type StoreContext = CredentialContext & Partial<Pick<IExecuteFunctions, '
 /** The pool for this node's credential, shared across executions. */
 export async function credentialPool(context: CredentialContext): Promise<Pool> {
 	return poolFor(await credentialSettings(context));
+}
+
+/** What a trigger's webhook() reads its credential with, and what names its kept copy. */
+export type WebhookCredentialContext = CredentialContext & Pick<IWebhookFunctions, 'getMode' | 'getWorkflow'>;
+
+/** Kept copies of the triggers' Postgres credentials, for this process (lib/webhook/keptReads.ts says how long). */
+const keptConnectionSettings = new KeptReads<ConnectionSettings>();
+
+/**
+ * The pool for a trigger's webhook(): n8n reads a credential outside an execution with an
+ * expression isolate of its own, so a production delivery uses the copy this process read within
+ * the last second, as the signing secrets are kept (nodes/shared/signingSecret.ts). A call to the
+ * editor's test URL reads the credential every time (the user may have just edited it).
+ */
+export async function keptCredentialPool(context: WebhookCredentialContext): Promise<Pool> {
+	const credentialId = context.getNode().credentials?.[CREDENTIAL_TYPE]?.id;
+	if (context.getMode() === 'manual' || !credentialId) return await credentialPool(context);
+	const id = `${String(context.getWorkflow().id ?? '')}\u0000${context.getNode().id}\u0000${credentialId}`;
+	return poolFor((await keptConnectionSettings.current(id, async () => await credentialSettings(context))).value);
+}
+
+/** Drops every kept copy: the next delivery of each trigger reads its Postgres credential. */
+export function forgetKeptConnectionSettings(): void {
+	keptConnectionSettings.clear();
 }
 
 /**
@@ -113,12 +138,16 @@ export async function storeFor(context: IExecuteFunctions, table: TableChoice): 
 	return await keyStoreOn(storeChoice(context), context, () => embeddedFileFor(context), table);
 }
 
-/** The key store of a Store setting; `embeddedFile` is asked only for the embedded store. */
+/**
+ * The key store of a Store setting; `embeddedFile` is asked only for the embedded store, and
+ * `postgresPool` (the credential's pool, read now, by default) only for Postgres.
+ */
 export async function keyStoreOn(
 	setting: StoreSetting,
 	context: StoreContext,
 	embeddedFile: () => string,
 	table: TableChoice,
+	postgresPool: () => Promise<Pool> = async () => await credentialPool(context),
 ): Promise<KeyStore> {
 	const store = resolveStore(setting, context);
 	switch (store.place) {
@@ -128,7 +157,7 @@ export async function keyStoreOn(
 		case 'n8nDatabase':
 			return new PostgresKeyStore(poolFor(store.connection), inN8nDatabase(store, table, DEFAULT_TABLE));
 		case 'postgres':
-			return new PostgresKeyStore(await credentialPool(context), tableOptions(table));
+			return new PostgresKeyStore(await postgresPool(), tableOptions(table));
 	}
 }
 

@@ -30,6 +30,7 @@ import { keyRecordJson } from '../../../nodes/IdempotencyKey/keyRecords';
 import { executionStarted } from '../../../nodes/IdempotentWebhook/unstartedExecutions';
 import { genericHmacProperties } from '../../../nodes/shared/genericHmac';
 import { forgetKeptSigningSecrets } from '../../../nodes/shared/signingSecret';
+import { forgetKeptConnectionSettings } from '../../../nodes/shared/store';
 import { WebhookSignatureVerify } from '../../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { embeddedModule } from '../../support/storeTargets';
 import {
@@ -58,6 +59,8 @@ function credentialsHelper(): ICredentialsHelper {
 	return credentialsHelperReading(async (_details, type) => {
 		credentialReads.push(type);
 		if (type === 'idempotentWebhookBasicAuthApi') return { user: BASIC_USER, password: BASIC_PASSWORD };
+		// A key database nothing listens on: each delivery on the Postgres store is answered 503.
+		if (type === 'idempotencyPostgresApi') return { host: '127.0.0.1', port: 1, database: 'keys', user: 'keys', password: 'keys' };
 		if (type !== 'webhookSignatureApi') throw new Error(`No credential of type ${type}`);
 		if (signingSecret.data instanceof Error) throw signingSecret.data;
 		return signingSecret.data;
@@ -154,6 +157,7 @@ afterAll(async () => {
 });
 afterEach(() => {
 	forgetKeptSigningSecrets();
+	forgetKeptConnectionSettings();
 	signingSecret.data = { secret: SECRET };
 	webhookMode = 'webhook';
 	afterStart = 'started';
@@ -259,8 +263,34 @@ describe('Idempotent Webhook: webhook()', () => {
 		const answer = await post('{"id":"evt_node_pg_once"}');
 
 		expect(answer.status).toBe(503);
+		// The count is tried after the answer is written.
+		const notCounted = () => logged.some((line) => line.message.endsWith('not counted'));
+		for (const deadline = Date.now() + 3000; !notCounted() && Date.now() < deadline; )
+			await new Promise((resolve) => setTimeout(resolve, 20));
+		expect(notCounted()).toBe(true);
 		expect(credentialReads.filter((type) => type === 'idempotencyPostgresApi')).toHaveLength(1);
-		expect(logged.some((line) => line.message.endsWith('not counted'))).toBe(true);
+	});
+
+	// A delivery on the Postgres store read its credential each time: an isolate per duplicate and forgery.
+	it("keeps the Postgres store's credential read for a second in production (a burst reads it once), and reads it at every test-URL call", async () => {
+		activeTrigger = {
+			...trigger,
+			parameters: { ...trigger.parameters, store: 'postgres' },
+			credentials: { ...trigger.credentials, idempotencyPostgresApi: { id: 'keys', name: 'Keys' } },
+		};
+		const postgresReads = () => credentialReads.filter((type) => type === 'idempotencyPostgresApi').length;
+		credentialReads.length = 0;
+		const started = Date.now();
+		for (let delivery = 0; delivery < 5; delivery++) expect((await post(`{"id":"evt_node_pg_kept_${delivery}"}`)).status).toBe(503);
+		const elapsed = Date.now() - started;
+		// One read, and one more per second the five deliveries took (a loaded machine can stretch them).
+		expect(postgresReads()).toBeGreaterThanOrEqual(1);
+		expect(postgresReads()).toBeLessThanOrEqual(Math.min(1 + Math.floor(elapsed / 1000), 4));
+
+		webhookMode = 'manual';
+		credentialReads.length = 0;
+		for (let call = 0; call < 3; call++) expect((await post(`{"id":"evt_node_pg_test_${call}"}`)).status).toBe(503);
+		expect(postgresReads()).toBe(3);
 	});
 
 	// Each read of the signing secret costs n8n an expression isolate: a burst of copies or forgeries

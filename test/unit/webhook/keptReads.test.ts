@@ -1,12 +1,12 @@
-import { SecretCache, type SecretsRead } from '../../../lib/signature/secretCache';
+import { KeptReads, type KeptRead } from '../../../lib/webhook/keptReads';
 
-// The trigger's kept copies of its signing secrets, on a clock the test moves.
+// The trigger's kept copies of its credential reads (signing secrets here), on a clock the test moves.
 
 const TIMINGS = { acceptForMs: 5_000, rereadAfterMs: 1_000 };
 
 function cacheWithClock() {
 	let now = 1_000_000;
-	const cache = new SecretCache(TIMINGS, () => now);
+	const cache = new KeptReads<readonly string[]>(TIMINGS, () => now);
 	let stored: readonly string[] = ['first'];
 	let reads = 0;
 	let failing = false;
@@ -25,16 +25,16 @@ function cacheWithClock() {
 	};
 }
 
-describe('SecretCache', () => {
+describe('KeptReads', () => {
 	it('answers from one read for as long as the copy may be accepted, then reads again', async () => {
 		const t = cacheWithClock();
-		expect((await t.cache.current('a', t.read)).secrets).toEqual(['first']);
+		expect((await t.cache.current('a', t.read)).value).toEqual(['first']);
 		t.save(['second']);
 		t.advance(4_999);
-		expect((await t.cache.current('a', t.read)).secrets).toEqual(['first']);
+		expect((await t.cache.current('a', t.read)).value).toEqual(['first']);
 		expect(t.reads()).toBe(1);
 		t.advance(1);
-		expect((await t.cache.current('a', t.read)).secrets).toEqual(['second']);
+		expect((await t.cache.current('a', t.read)).value).toEqual(['second']);
 		expect(t.reads()).toBe(2);
 	});
 
@@ -52,11 +52,11 @@ describe('SecretCache', () => {
 		t.advance(999);
 		expect(await t.cache.fresh('a', t.read, used)).toBeUndefined();
 		t.advance(1);
-		expect((await t.cache.fresh('a', t.read, used))?.secrets).toEqual(['rotated']);
+		expect((await t.cache.fresh('a', t.read, used))?.value).toEqual(['rotated']);
 		expect(t.reads()).toBe(2);
 		// A request that verified with the first copy, asking after the new read: it gets that read.
-		expect((await t.cache.fresh('a', t.read, used))?.secrets).toEqual(['rotated']);
-		expect((await t.cache.current('a', t.read)).secrets).toEqual(['rotated']);
+		expect((await t.cache.fresh('a', t.read, used))?.value).toEqual(['rotated']);
+		expect((await t.cache.current('a', t.read)).value).toEqual(['rotated']);
 		expect(t.reads()).toBe(2);
 	});
 
@@ -65,18 +65,18 @@ describe('SecretCache', () => {
 		t.fail(true);
 		await expect(t.cache.current('a', t.read)).rejects.toThrow('credential unreadable');
 		t.fail(false);
-		expect((await t.cache.current('a', t.read)).secrets).toEqual(['first']);
+		expect((await t.cache.current('a', t.read)).value).toEqual(['first']);
 		expect(t.reads()).toBe(2);
 	});
 
 	it('a failed new read after a mismatch fails the request and leaves no copy', async () => {
 		const t = cacheWithClock();
-		const used: SecretsRead = await t.cache.current('a', t.read);
+		const used: KeptRead<readonly string[]> = await t.cache.current('a', t.read);
 		t.advance(1_000);
 		t.fail(true);
 		await expect(t.cache.fresh('a', t.read, used)).rejects.toThrow('credential unreadable');
 		t.fail(false);
-		expect((await t.cache.current('a', t.read)).secrets).toEqual(['first']);
+		expect((await t.cache.current('a', t.read)).value).toEqual(['first']);
 		expect(t.reads()).toBe(3);
 	});
 
