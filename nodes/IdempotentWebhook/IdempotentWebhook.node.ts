@@ -193,7 +193,8 @@ export class IdempotentWebhook implements INodeType {
 			const held = heldKeyOf(item);
 			if (held) executionStarted(held.ownerToken);
 		}
-		const openStore = async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName });
+		// One store for the execution's record and its settlement: on Postgres, one read of the credential.
+		const openStore = once(async () => await keyStoreOn(backend, this, () => embeddedFileFor(this), { tableName: options.tableName }));
 		// Refused before any of the user's nodes runs: what would keep the key from following what happened.
 		// The sender already has its 200 (Respond: At Once, or a retry the package started): nothing to answer.
 		const answeredAtOnce = items.some((item) => heldKeyOf(item)?.idempotency.answeredAtOnce === true);

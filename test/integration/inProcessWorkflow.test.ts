@@ -9,7 +9,10 @@ import {
 	type WorkflowExecuteMode,
 } from 'n8n-workflow';
 
+import { randomUUID } from 'node:crypto';
+
 import { PostgresKeyStore } from '../../lib/store/postgres/stores';
+import { decideWebhook } from '../../lib/webhook/decide';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
 import {
@@ -18,6 +21,7 @@ import {
 	itemsAt,
 	PACKAGE,
 	packageNode,
+	inProcessWorkflow,
 	runWorkflowExecution,
 	type OnErrorSetting,
 } from '../support/n8nEngine';
@@ -150,6 +154,62 @@ describe('a lease-mode workflow run by n8n-core WorkflowExecute, in-process', ()
 		expect(rows.rows).toEqual([
 			{ key: 'order:ord_4711', status: 'completed', response: { received: true, order: 'ord_4711', by: 'shop' } },
 		]);
+	});
+});
+
+describe('the Idempotent Webhook trigger on Postgres, its execution run by n8n-core WorkflowExecute', () => {
+	// The trigger's webhook() reserves in the default schema: a table of this test's own there.
+	const table = `trigger_reads_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+	afterAll(async () => {
+		await db.pool.query(`drop table if exists public.${table}`);
+	});
+
+	// Each credential read is a query to n8n's database (and, outside an execution, an expression isolate).
+	it('reads the store credential once in the execution: its record at the start and the key completed at the end', async () => {
+		const store = new PostgresKeyStore(db.pool, { table, schema: 'public', createTable: true });
+		const body = '{"id":"evt_trigger_reads"}';
+		const decision = await decideWebhook({
+			request: { method: 'POST', headers: { 'content-type': 'application/json' }, rawBody: Buffer.from(body), query: {} },
+			verification: { scheme: 'none' },
+			keySettings: {
+				key: { strategy: 'preset', preset: 'stripe', onMissingKey: 'error' },
+				mode: 'lease',
+				leaseSeconds: 300,
+				retentionSeconds: 86_400,
+			},
+			store: () => store,
+			clock: () => new Date(),
+			workflowId: 'wf-trigger-reads',
+		});
+		if (!('start' in decision)) throw new Error(`expected a start, got ${JSON.stringify(decision.answer)}`);
+		const trigger = packageNode(
+			'Webhook',
+			'idempotentWebhook',
+			{
+				path: 'orders',
+				scheme: 'none',
+				store: 'postgres',
+				keySource: 'preset',
+				preset: 'stripe',
+				mode: 'lease',
+				options: { tableName: table },
+			},
+			{ credentials: { idempotencyPostgresApi: { id: CREDENTIAL_ID, name: 'Idempotency Postgres' } } },
+		);
+		const before = lookups.length;
+
+		const run = await runWorkflowExecution(
+			inProcessWorkflow('wf-trigger-reads', [trigger], {}),
+			'exec-trigger-reads',
+			[{ json: decision.start.events[0].item }],
+			additionalBase,
+		);
+
+		expect(run.data.resultData.error).toBeUndefined();
+		expect(lookups.slice(before)).toEqual([`idempotencyPostgresApi:${CREDENTIAL_ID}`]);
+		expect(
+			(await db.pool.query(`select status, execution_id from public.${table} where key = $1`, ['evt:evt_trigger_reads'])).rows,
+		).toEqual([{ status: 'completed', execution_id: 'exec-trigger-reads' }]);
 	});
 });
 
