@@ -459,10 +459,15 @@ export class DriverKeyStore implements KeyStore {
 		return [...byHour].map(([hour, counted]) => ({ hour: new Date(hour), counts: answerCountsOf(counted) }));
 	}
 
-	/** Records the execution that runs the key's event, when the key is still this owner's. */
+	/**
+	 * Records the execution that runs the key's event, when the key is still this owner's. A record
+	 * lost in a power cut (its run dies with it) leaves the key as its reservation left it, as any run
+	 * that died does: the embedded store commits it without an fsync on the event loop, and the next
+	 * synced commit (the settlement's) syncs it.
+	 */
 	async recordExecution(key: OwnedKey, executionId: string): Promise<boolean> {
 		validateRecordExecution(key, executionId);
-		const rule: SendRule = { kind: 'writeOnce' };
+		const rule: SendRule = { kind: 'losableWrite', awaitSync: false };
 		await this.driver.ready('recordExecution', rule);
 		// A key that cannot be stored was never reserved: not this owner's.
 		if (!this.driver.keys.recordable(key.key)) return false;

@@ -216,6 +216,30 @@ it('cleanup commits its chunks without an fsync on the event loop, and every chu
 	raw.close();
 });
 
+// A synced commit holds n8n's event loop for the fsync (milliseconds on a busy disk): the trigger's
+// reservation before the record and its settlement after it are synced, and so is every later commit's WAL.
+it("records a key's execution without an fsync on the event loop, only while the key is its owner's; the settlement after it is synced", async () => {
+	const file = path.join(folder, 'record-execution.sqlite');
+	const store = openEmbeddedKeyStore({ file });
+	const [reserved] = await store.reserve([{ key: 'evt:recorded', keySource: 'custom', payloadHash: null }], lease);
+	const ownerToken = reserved.ownerToken as string;
+	const { db } = connectionFor(file);
+	const exec = jest.spyOn(db, 'exec');
+	const unsyncedCommits = () => exec.mock.calls.filter(([sql]) => sql === 'pragma synchronous = normal').length;
+	try {
+		expect(await store.recordExecution({ key: 'evt:recorded', ownerToken }, 'exec-7')).toBe(true);
+		expect(unsyncedCommits()).toBe(1);
+		expect(await store.recordExecution({ key: 'evt:recorded', ownerToken: '00000000-0000-4000-8000-000000000000' }, 'exec-8')).toBe(false);
+		exec.mockClear();
+		await store.complete([{ key: 'evt:recorded', ownerToken }]);
+		expect(unsyncedCommits()).toBe(0);
+	} finally {
+		exec.mockRestore();
+	}
+	expect(db.prepare('pragma synchronous').get()).toEqual({ synchronous: 2 });
+	expect((await store.getKeys(['evt:recorded'])).get('evt:recorded')).toMatchObject({ status: 'completed', executionId: 'exec-7' });
+});
+
 it('Get Stats and List Keys scan 200,000 keys on a thread of their own: the event loop runs while they read', async () => {
 	const { store } = await storeWithRows('scan.sqlite', 200_000);
 	for (const read of [() => store.stats(24), () => store.listKeys({ limit: 10, stuckLeasesOnly: true })]) {
