@@ -284,6 +284,7 @@ const TRIGGER_KINDS: Record<TriggerRow['kind'], string> = {
 	forgery: 'forgery',
 	inProgress: 'copy in progress',
 };
+const TRIGGER_STORES: Record<NonNullable<TriggerRow['store']>, string> = { embedded: 'Embedded', postgres: 'Postgres' };
 const stall = (wall: Figure, own: Figure) => (wall === null || wall === undefined ? NONE : `${number(wall, 1)} (${number(own, 1)})`);
 
 const TABLES: { [Id in RunId]: (run: RunsById[Id]) => string } = {
@@ -357,23 +358,29 @@ const TABLES: { [Id in RunId]: (run: RunsById[Id]) => string } = {
 			],
 			run.rows,
 		),
-	// The Idempotent Webhook trigger beside the webhook template and a floor trigger (bench/n8n/trigger.ts).
+	// The Idempotent Webhook trigger beside the webhook template on each store, a bare flow and a floor trigger (bench/n8n/trigger.ts).
 	'trigger-n8n': (run) =>
 		table(
 			[
 				['delivery', (r) => TRIGGER_KINDS[r.kind], 'l'],
-				['flow', (r) => r.flow, 'l'],
+				['flow', (r) => r.role, 'l'],
+				['store', (r) => (r.store === null ? NONE : TRIGGER_STORES[r.store]), 'l'],
 				['clients', (r) => clients(r.clients)],
 				['req/s', (r) => number(r.reqPerS, 1)],
 				[
 					'vs floor (min–max)',
-					(r) => (r.vsFloorMin === null ? ratio(r.vsFloor) : `${ratio(r.vsFloor)} (${range(r.vsFloorMin, r.vsFloorMax)})`),
+					(r) => (r.vsFloorMin === null ? ratio(r.vsFloor, 2) : `${ratio(r.vsFloor, 2)} (${range(r.vsFloorMin, r.vsFloorMax)})`),
 				],
-				['vs template', (r) => ratio(r.vsTemplate, 2)],
-				['p50 ms', (r) => number(r.p50Ms, 1)],
-				['p99 ms', (r) => number(r.p99Ms, 1)],
-				['executions per request', (r) => number(r.executionsPerRequest, 2)],
-				['n8n CPU ms/request', (r) => number(r.cpuMsPerRequest)],
+				[
+					'vs template (min–max)',
+					(r) =>
+						r.vsTemplateMin === null ? ratio(r.vsTemplate, 2) : `${ratio(r.vsTemplate, 2)} (${range(r.vsTemplateMin, r.vsTemplateMax)})`,
+				],
+				['vs bare', (r) => ratio(r.vsBare, 2)],
+				['p50 ms', (r) => number(r.p50Ms)],
+				['p99 ms', (r) => number(r.p99Ms)],
+				['executions', (r) => number(r.executionsPerRequest)],
+				['n8n CPU ms', (r) => number(r.cpuMsPerRequest)],
 			],
 			run.rows,
 		),
@@ -579,11 +586,14 @@ function summary(runs: Runs): string {
 	const storeCalls = get('embedded-calls');
 	const worstCall = storeCalls.rows.reduce((worst, r) => (r.embeddedOwnStallMs > worst.embeddedOwnStallMs ? r : worst));
 	const trigger = get('trigger-n8n');
-	const triggerRow = (kind: TriggerRow['kind'], flow: string, c: number) =>
-		pick(trigger, (r) => r.kind === kind && r.flow.startsWith(flow) && r.clients === c, `${flow}, ${kind}, c=${c}`);
+	const triggerRow = (kind: TriggerRow['kind'], role: TriggerRow['role'], store: TriggerRow['store'], c: number) =>
+		pick(trigger, (r) => r.kind === kind && r.role === role && r.store === store && r.clients === c, `${role} (${store}), ${kind}, c=${c}`);
 	const triggerExecutions = Math.max(
-		...trigger.rows.filter((r) => r.flow.startsWith('Idempotent Webhook') && r.kind !== 'new').map((r) => r.executionsPerRequest),
+		...trigger.rows.filter((r) => r.role === 'trigger' && r.kind !== 'new').map((r) => r.executionsPerRequest),
 	);
+	/** A trigger figure at 1 and 8 clients on both stores: "Embedded a / b, Postgres c / d". */
+	const bothStores = (figure: (store: 'embedded' | 'postgres', c: number) => string) =>
+		(['embedded', 'postgres'] as const).map((store) => `${TRIGGER_STORES[store]} ${figure(store, 1)} / ${figure(store, 8)}`).join(', ');
 	const kbPerItem = big.map((r) => (r.addedRssMb * 1000) / 100000);
 
 	const rows: Array<[string, string, string, RunId]> = [
@@ -675,14 +685,14 @@ function summary(runs: Runs): string {
 		],
 		[
 			'duplicates through the trigger vs a trigger that only answers {}, 1 / 8 clients',
-			`${ratio(triggerRow('duplicate', 'Idempotent Webhook', 1).vsFloor)} / ${ratio(triggerRow('duplicate', 'Idempotent Webhook', 8).vsFloor)} the throughput`,
-			`the template: ${ratio(triggerRow('duplicate', "today's template", 1).vsFloor)} / ${ratio(triggerRow('duplicate', "today's template", 8).vsFloor)}`,
+			bothStores((store, c) => ratio(triggerRow('duplicate', 'trigger', store, c).vsFloor, 2)),
+			`forgeries: ${bothStores((store, c) => ratio(triggerRow('forgery', 'trigger', store, c).vsFloor, 2))}`,
 			'trigger-n8n',
 		],
 		[
-			'new events through the trigger vs the template, 1 / 8 clients',
-			`${ratio(triggerRow('new', 'Idempotent Webhook', 1).vsTemplate, 2)} / ${ratio(triggerRow('new', 'Idempotent Webhook', 8).vsTemplate, 2)} the throughput`,
-			`p50 ${number(triggerRow('new', 'Idempotent Webhook', 1).p50Ms)} vs ${number(triggerRow('new', "today's template", 1).p50Ms)} ms (1 client)`,
+			'new events through the trigger vs the webhook template on its store, 1 / 8 clients',
+			bothStores((store, c) => ratio(triggerRow('new', 'trigger', store, c).vsTemplate, 2)),
+			`n8n CPU per event, Embedded, 8 clients: ${number(triggerRow('new', 'trigger', 'embedded', 8).cpuMsPerRequest)} vs ${number(triggerRow('new', 'template', 'embedded', 8).cpuMsPerRequest)} ms`,
 			'trigger-n8n',
 		],
 		[

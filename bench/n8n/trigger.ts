@@ -47,6 +47,7 @@ interface KindResult {
 /** A row of the trigger run, as bench/results keeps it (bench/report.ts reads it). */
 export interface TriggerRow {
 	kind: Kind;
+	role: TriggerRole;
 	flow: string;
 	/** Where the flow keeps its keys; null for the bare flow and the floor. */
 	store: 'embedded' | 'postgres' | null;
@@ -311,6 +312,7 @@ function report(
 				const vsBare = flow.role === 'bare' || flow.role === 'floor' ? [] : ratios(r, bare);
 				const row: TriggerRow = {
 					kind,
+					role: flow.role,
 					flow: flow.label,
 					store: flow.store,
 					clients: concurrency,
