@@ -20,7 +20,9 @@ export interface KeptReadTimings {
 	rereadAfterMs: number;
 }
 
-export const KEPT_READ_TIMINGS: KeptReadTimings = { acceptForMs: 1_000, rereadAfterMs: 250 };
+// A fresh read only once the copy has aged out anyway: under a flood of forgeries a process reads at
+// most once a second, as for copies (each read outside an execution costs n8n an expression isolate).
+export const KEPT_READ_TIMINGS: KeptReadTimings = { acceptForMs: 1_000, rereadAfterMs: 1_000 };
 
 /** The value one request used, and when it was read. */
 export interface KeptRead<T> {
