@@ -131,7 +131,9 @@ export interface Statement<S, N extends keyof S = keyof S> {
  * - `write`: an idempotent write. Postgres sends it named and retries a lost connection until
  *   `retryUntil` (ms on the monotonic clock; null: only to recover a lost answer, for
  *   `recoverUntilMs`), checking the table first with retries until `readyRetryUntil` (absent: one
- *   check); the embedded store runs it in a synced write transaction.
+ *   check); the embedded store runs it in a synced write transaction, or, with `durableIf`, commits
+ *   it without waiting for its fsync and syncs it before answering only when `durableIf(results)`
+ *   (what else it changed is bookkeeping whose loss in a power cut changes no outcome).
  * - `writeOnce`: a write sent once; the embedded store runs it in a synced write transaction.
  * - `read`: sent once; `scan` marks one that may read the whole table (the embedded store runs it
  *   off the event loop's thread).
@@ -140,7 +142,13 @@ export interface Statement<S, N extends keyof S = keyof S> {
  * The drivers make a `write` rule (retryRule) from what they know of leases and clocks.
  */
 export type SendRule =
-	| { kind: 'write'; retryUntil: number | null; recoverUntilMs?: number; readyRetryUntil?: number }
+	| {
+			kind: 'write';
+			retryUntil: number | null;
+			recoverUntilMs?: number;
+			readyRetryUntil?: number;
+			durableIf?: (results: StatementResult[]) => boolean;
+	  }
 	| { kind: 'writeOnce' }
 	| { kind: 'read'; scan?: boolean }
 	| { kind: 'losableWrite'; awaitSync: boolean };

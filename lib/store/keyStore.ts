@@ -101,7 +101,12 @@ export class DriverKeyStore implements KeyStore {
 		// One proposed owner token per distinct key: the key is ours when the row comes back with it.
 		const { firsts, firstIndexes, distinctByKey, distinctOfRequest } = distinctBatch(requests);
 		const tokens = firsts.map(() => randomUUID());
-		const rule = this.driver.retryRule({ purpose: 'reserve' });
+		const proposed = new Set<string>(tokens);
+		const rule = {
+			...this.driver.retryRule({ purpose: 'reserve' }),
+			// A batch that reserved nothing (copies, in progress or done) only counted them: no fsync to wait for.
+			durableIf: ([{ rows, read }]: StatementResult[]) => rows.some((row) => proposed.has(read.value(row, 'owner_token') as string)),
+		};
 		// The table check is not retried: nothing is reserved yet, and the provider retries.
 		await this.driver.ready('reserve', { ...rule, readyRetryUntil: 0 });
 		const compact = options.detail === 'compact';

@@ -216,6 +216,54 @@ it('cleanup commits its chunks without an fsync on the event loop, and every chu
 	raw.close();
 });
 
+// A copy's reservation only counts it: waiting for an fsync on n8n's event loop for that slowed every
+// duplicate and copy in progress by the disk's latency. A reservation is on the disk before it answers.
+it('commits a reservation batch of copies without an fsync; a batch that reserved a key is synced before it answers', async () => {
+	const file = path.join(folder, 'reserve-synced-when.sqlite');
+	const store = openEmbeddedKeyStore({ file });
+	await store.reserve([{ key: 'warm-up', keySource: 'custom', payloadHash: null }], lease);
+	const { db } = connectionFor(file);
+	const syncPoint = () =>
+		(db.prepare("select value from n8n_idempotency_meta where name = 'sync_point'").get() as { value: string } | undefined)?.value;
+	const exec = jest.spyOn(db, 'exec');
+	const commits = () => {
+		// Each commit, and whether it waited for its fsync (no "pragma synchronous = normal" before its begin).
+		const kinds: string[] = [];
+		let unsynced = false;
+		for (const [sql] of exec.mock.calls) {
+			if (sql === 'pragma synchronous = normal') unsynced = true;
+			if (sql === 'commit') kinds.push(unsynced ? 'unsynced' : 'synced');
+			if (sql === 'pragma synchronous = full') unsynced = false;
+		}
+		exec.mockClear();
+		return kinds;
+	};
+	try {
+		const before = syncPoint();
+		const [fresh] = await store.reserve([{ key: 'evt:synced-when', keySource: 'custom', payloadHash: null }], lease);
+		expect(fresh.outcome).toBe('new');
+		expect(commits()).toEqual(['unsynced', 'synced']);
+		expect(syncPoint()).not.toBe(before);
+
+		const [copy] = await store.reserve([{ key: 'evt:synced-when', keySource: 'custom', payloadHash: null }], lease);
+		expect(copy.outcome).toBe('in_progress');
+		expect(commits()).toEqual(['unsynced']);
+		const [another, again] = await store.reserve(
+			[
+				{ key: 'evt:synced-when-2', keySource: 'custom', payloadHash: null },
+				{ key: 'evt:synced-when', keySource: 'custom', payloadHash: null },
+			],
+			lease,
+		);
+		expect([another.outcome, again.outcome]).toEqual(['new', 'in_progress']);
+		expect(commits()).toEqual(['unsynced', 'synced']);
+	} finally {
+		exec.mockRestore();
+	}
+	expect(db.prepare('pragma synchronous').get()).toEqual({ synchronous: 2 });
+	expect((await store.getKeys(['evt:synced-when'])).get('evt:synced-when')).toMatchObject({ status: 'processing', duplicateCount: 2 });
+});
+
 // A synced commit holds n8n's event loop for the fsync (milliseconds on a busy disk): the trigger's
 // reservation before the record and its settlement after it are synced, and so is every later commit's WAL.
 it("records a key's execution without an fsync on the event loop, only while the key is its owner's; the settlement after it is synced", async () => {

@@ -193,6 +193,29 @@ export async function withLosableWrite<T>(connection: EmbeddedConnection, wait: 
 }
 
 /**
+ * A write that may turn out to be bookkeeping only (a reservation batch of copies changes nothing
+ * but their counters): committed without waiting for its fsync; then, when `durable(result)` says
+ * it changed what must survive a power cut (it reserved a key), made durable before it answers by
+ * a synced commit of the file's sync point, whose fsync of the WAL takes every commit before it
+ * along. A failed sync fails the call, as a failed synced commit would.
+ */
+export async function withWriteSyncedWhen<T>(
+	connection: EmbeddedConnection,
+	wait: LockWait,
+	work: () => T,
+	durable: (result: T) => boolean,
+): Promise<T> {
+	const result = await retryWhileBusy(connection, wait, () => inTransaction(connection, work, false), true);
+	if (durable(result)) {
+		await retryWhileBusy(connection, wait, () =>
+			inTransaction(connection, () => namedStatement(connection, 'syncPoint', 'file').run({ value: randomUUID() })),
+		);
+	}
+	checkpointSoon(connection.file);
+	return result;
+}
+
+/**
  * How a write sent to the store's background thread commits: `synced` as withWriteLock (the commit
  * waits for its fsync, on that thread), `unsynced` as withUnsyncedWrite (no fsync at commit, then a
  * checkpoint, awaited), `losable` as withLosableWrite (no fsync, a checkpoint soon).

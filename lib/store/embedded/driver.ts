@@ -24,6 +24,7 @@ import {
 	withLosableWrite,
 	withUnsyncedWrite,
 	withWriteLock,
+	withWriteSyncedWhen,
 	writeOnThread,
 	type EmbeddedConnection,
 	type LockWait,
@@ -296,6 +297,7 @@ export class EmbeddedDriver<S> implements StoreDriver<S> {
 		}
 		switch (rule.kind) {
 			case 'write':
+				return rule.durableIf ? withWriteSyncedWhen(connection, wait, work, rule.durableIf) : withWriteLock(connection, wait, work);
 			case 'writeOnce':
 				return withWriteLock(connection, wait, work);
 			case 'losableWrite':

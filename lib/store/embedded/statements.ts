@@ -37,6 +37,7 @@ export const EMBEDDED_STATEMENT_NAMES = [
 	'orderAdvance',
 	'readMeta',
 	'writeMeta',
+	'syncPoint',
 	'readSchemaVersion',
 	'writeSchemaVersion',
 	'tableExists',
