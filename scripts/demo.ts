@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run demo`: a real n8n with this package installed as a community package, the README's
 // quick start published, and the demo acting as Stripe against it. By default the Idempotent
-// Webhook trigger (templates/idempotent-webhook-trigger.json, Store: Embedded), its business step a
+// Webhook trigger (templates/idempotent-webhook-trigger.json, Store: Automatic: on one n8n process
+// the embedded file), its business step a
 // call to "your API", a small HTTP server the demo runs on 127.0.0.1 and counts; `--store postgres`
 // publishes its Postgres twin (idempotent-webhook-trigger-postgres.json). `--template nodes`
 // publishes the node-based templates instead (idempotent-webhook-embedded.json, or with
@@ -12,7 +13,7 @@
 // key; then leaves n8n running until Ctrl-C (`--once` exits after the tables, 1 when an answer or
 // a count is not what the template promises).
 //
-//   npm run demo                         # trigger, Store: Embedded; keep n8n running (http://127.0.0.1:5678)
+//   npm run demo                         # trigger, Store: Automatic (the embedded file); keep n8n running (http://127.0.0.1:5678)
 //   npm run demo -- --store postgres     # the trigger with its keys in Postgres
 //   npm run demo -- --template nodes     # the node-based webhook template (batches, replay, Execute Query)
 //   npm run demo -- --once               # exit after the tables
@@ -31,6 +32,7 @@ import * as stack from '../test/support/stack/n8nStack';
 import { freePort } from '../test/support/stack/postgresServer';
 import { embeddedStoreFile, readEmbeddedStore } from '../test/support/stack/embeddedStore';
 import { startSink } from '../test/support/e2e/sink';
+import { triggerKey } from '../test/support/e2e/trigger';
 
 /** A node of a template, as the demo reads it. */
 interface TemplateNode {
@@ -166,8 +168,12 @@ async function resetKeys(client: ClientBase, ctx: stack.StackContext): Promise<v
 	);
 }
 
-const eventKey = (body: string | { id: string }): string =>
-	typeof body === 'string' ? `sha256:${crypto.createHash('sha256').update(body).digest('hex')}` : `evt:${body.id}`;
+/** The key of a delivered body: the trigger's is of its workflow (triggerKey), Reserve's the event's alone. */
+function eventKey(body: string | { id: string }): string {
+	if (typeof body !== 'string') return TRIGGER ? triggerKey(WEBHOOK.id, body.id) : `evt:${body.id}`;
+	const bodyHash = `sha256:${crypto.createHash('sha256').update(body).digest('hex')}`;
+	return TRIGGER ? triggerKey(WEBHOOK.id, { key: bodyHash }) : bodyHash;
+}
 
 /** The key an execution's run data reserved, or 'forged' when the signature check refused it (the node-based templates run an execution for every delivery). */
 function executionKey(execution: stack.Execution): string | null {
@@ -190,6 +196,11 @@ interface StoredKey {
 	attempts: number;
 	duplicates: number;
 }
+
+/** The store in words: the trigger template's is Automatic, which is the embedded file on the demo's one n8n process. */
+const STORE_WORDS = EMBEDDED
+	? `${TRIGGER ? 'Automatic' : 'Embedded'} (the keys in a file on n8n's host, no database of yours)`
+	: 'Postgres';
 
 /** The stored state of each key: { key → { status, attempts, duplicates } }. */
 async function storedKeys(running: stack.Stack): Promise<Record<string, StoredKey>> {
@@ -254,7 +265,7 @@ async function main(): Promise<void> {
 		? `the Idempotent Webhook trigger (templates/${path.basename(WEBHOOK_FILE)})`
 		: `the node-based webhook template (templates/${path.basename(WEBHOOK_FILE)}, with its error and cleanup workflows)`;
 	console.log(
-		`\nn8n-nodes-idempotency demo: ${what}, Store: ${EMBEDDED ? "Embedded (the keys in a file on n8n's host, no database of yours)" : 'Postgres'}, in a real n8n with this package installed as a community package.`,
+		`\nn8n-nodes-idempotency demo: ${what}, Store: ${STORE_WORDS}, in a real n8n with this package installed as a community package.`,
 	);
 	console.log(
 		fs.existsSync(path.join(DEMO_DIR, 'pg', 'PG_VERSION'))
@@ -424,7 +435,7 @@ async function main(): Promise<void> {
 					unexpected.push(`event ${event.name}: ${ran} executions, expected ${event.key ? 1 : 0}`);
 				return [
 					event.name,
-					event.key ? short(event.key, 24) : '(none: refused before the key)',
+					event.key ? short(event.key, 44) : '(none: refused before the key)',
 					requests.get(event.name) ?? 0,
 					ran,
 					effect,
@@ -451,7 +462,7 @@ async function main(): Promise<void> {
 		const rest = stack.restClient(running.baseUrl);
 		await rest.ownerLogin(OWNER);
 		console.log(`
-  n8n is running with ${TRIGGER ? `the quick start's workflow (templates/${path.basename(WEBHOOK_FILE)})` : 'the templates loaded (webhook, error workflow, daily cleanup)'}; Store: ${EMBEDDED ? 'Embedded' : 'Postgres'}:
+  n8n is running with ${TRIGGER ? `the quick start's workflow (templates/${path.basename(WEBHOOK_FILE)})` : 'the templates loaded (webhook, error workflow, daily cleanup)'}; Store: ${STORE_WORDS}:
 
     URL       ${running.baseUrl}
     login     ${OWNER.email}

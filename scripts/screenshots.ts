@@ -235,9 +235,9 @@ const SHOWCASE_PANELS: Array<
 		['status'],
 	],
 	['Key, Get Key', 'idempotencyKey', { operation: 'getKey', lookupKey: 'stripe:evt_1', options: {} }, []],
-	// The trigger with what a user changes first: the caller check, the key source, the mode.
+	// The trigger (a new node: version 3) with what a user changes first: the caller check, the key source, the store.
 	[
-		'Idempotent Webhook trigger, Header Auth, Lease',
+		'Idempotent Webhook trigger, Header Auth, Scope',
 		'idempotentWebhook',
 		{
 			httpMethod: 'POST',
@@ -245,14 +245,13 @@ const SHOWCASE_PANELS: Array<
 			authentication: 'headerAuth',
 			scheme: 'stripe',
 			toleranceSeconds: 300,
-			store: 'embedded',
 			keySource: 'auto',
-			mode: 'lease',
 			leaseSeconds: 300,
 			options: { scope: 'billing' },
 		},
-		['authentication', 'scheme', 'keySource', 'mode'],
+		['authentication', 'scheme', 'keySource', 'store'],
 		{
+			typeVersion: 3,
 			webhookId: '5c0e0000-0000-4000-8000-00000000a001',
 			credentials: { webhookSignatureApi: { id: 'webhookSig01', name: 'Webhook Signature Secret' } },
 		},

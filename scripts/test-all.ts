@@ -362,10 +362,13 @@ async function main(): Promise<void> {
 				counts += ` (${results}: ${result.numPassedTests} passed, ${result.numFailedTests} failed, ${result.numRuntimeErrorTestSuites} suites errored)`;
 				for (const suite of result.testResults) {
 					const file = path.relative(root, suite.name);
-					if (suite.assertionResults.length === 0 && suite.message) failures.push(`${step.name} ${file}: the suite did not run\n${failureHead(suite.message)}`);
+					if (suite.assertionResults.length === 0 && suite.message)
+						failures.push(`${step.name} ${file}: the suite did not run\n${failureHead(suite.message)}`);
 					for (const test of suite.assertionResults) {
 						if (test.status === 'failed') {
-							failures.push(`${step.name} ${file} › ${test.fullName ?? test.title}\n${failureHead((test.failureMessages ?? []).join('\n'))}`);
+							failures.push(
+								`${step.name} ${file} › ${test.fullName ?? test.title}\n${failureHead((test.failureMessages ?? []).join('\n'))}`,
+							);
 						}
 						tests.push({
 							step: step.name,

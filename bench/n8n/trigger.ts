@@ -20,6 +20,7 @@ import path from 'node:path';
 import type { Client as PgClient } from 'pg';
 
 import * as stack from '../../test/support/stack/n8nStack';
+import { triggerKey } from '../../test/support/e2e/trigger';
 import { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAverage } from '../stats';
 import type { LoadJob, LoadResult } from './load';
 import { cpuSeconds } from './proc';
@@ -87,6 +88,11 @@ const EXPECTED: Record<TriggerRole, Partial<Record<Kind, [number, string | null]
 const runsKind = (flow: TriggerFlow, kind: Kind) => EXPECTED[flow.role][kind] !== undefined;
 // Events whose first delivery is held at the API during the in-progress kind; their copies cycle through them.
 const HELD_EVENTS = 4;
+
+/** The Idempotency-Key an event's business step sends: the trigger's key is its workflow's, Reserve's the event's. */
+function keyAtApi(flow: TriggerFlow, event: StripeEvent): string {
+	return flow.role === 'trigger' ? triggerKey(flow.id, event.id) : `evt:${event.id}`;
+}
 
 /** The load process: one job at a time, answered over IPC. */
 function startLoad(): { run: (job: LoadJob) => Promise<LoadResult>; stop: () => boolean } {
@@ -233,7 +239,7 @@ async function oneKind({
 		const events = Array.from({ length: HELD_EVENTS }, () => event('held'));
 		if (flow.role !== 'floor') {
 			// The first deliveries run until the API answers them: their copies meet the key in progress.
-			const arrived = events.map((e) => api.holdNext(`evt:${e.id}`));
+			const arrived = events.map((e) => api.holdNext(keyAtApi(flow, e)));
 			held = events.map((e) => {
 				const first = signed(e);
 				return fetch(url, { method: 'POST', headers: first.headers, body: first.body }).then(async (res) => ({
@@ -252,7 +258,7 @@ async function oneKind({
 	const executions = (await settledExecutionCount(running, flow.id)) - before;
 	if (held.length > 0) {
 		const events = requests.slice(0, HELD_EVENTS).map((r) => JSON.parse(r.body) as StripeEvent);
-		for (const e of events) api.answerHeld(`evt:${e.id}`);
+		for (const e of events) api.answerHeld(keyAtApi(flow, e));
 		const firsts = await withTimeout(Promise.all(held), 60000, `${flow.key}: the held first deliveries were never answered`);
 		const failed = firsts.filter((answer) => answer.status !== 200);
 		if (failed.length > 0)

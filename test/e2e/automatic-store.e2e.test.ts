@@ -3,14 +3,22 @@
 // In queue mode (main, an `n8n webhook` process receiving the deliveries, two workers each in an n8n
 // folder of its own, as on separate hosts) the keys go to n8n's own Postgres, in the package's table;
 // on one process they stay in the embedded file in n8n's folder. A burst of 100 copies of one event
-// and 200 events × 3 copies: nothing lost, nothing run twice.
+// and 200 events × 3 copies: nothing lost, nothing run twice. Queue mode also: kill -9 of main, and
+// of the worker running a step, while the steps run (test/support/e2e/crash.ts): 0 lost, 0 doubled.
 // e2e-tags: single queue
 import { harness, eventId } from '../support/e2e/harness';
 import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
 import { deliverAll, figures, report, type Attempt } from '../support/e2e/provider';
-import { publishTrigger, triggerBase, TRIGGER } from '../support/e2e/trigger';
+import { publishTrigger, triggerBase, triggerKey, withLeaseSeconds, TRIGGER } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import type { NodeChange } from '../support/e2e/workflows';
+import { startStoppedWorkers } from '../support/e2e/control';
+import { crashRun, expectExactlyOnce, killWorkerRunning, type Processes, type RestartedProcess } from '../support/e2e/crash';
+import { pidAlive } from '../support/stack/childProcesses';
+import { TOPOLOGY } from '../support/e2e/topology';
+
+// A crashed step's key is taken over once its lease ends: 20 s here (300 s in the template).
+const CRASH_LEASE_SECONDS = 20;
 
 /** The trigger as a new node: version 3 (Store: Automatic by default), no store or mode parameter saved. */
 const asNewTrigger: NodeChange = (node) => {
@@ -23,15 +31,19 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 	const h = harness();
 	let api: Sink;
 	let webhook: Awaited<ReturnType<typeof publishTrigger>>;
+	let baseUrl: string;
 
 	beforeAll(async () => {
 		// Queue mode: workers in folders of their own, where an embedded file could not be shared.
 		await useWorkerFolders(h, 'own');
-		const base = await triggerBase(h);
+		({ baseUrl } = await triggerBase(h));
 		api = await startSink();
-		webhook = await publishTrigger(h, 'automatic', { apiUrl: api.url, baseUrl: base.baseUrl, change: asNewTrigger });
+		webhook = await publishTrigger(h, 'automatic', { apiUrl: api.url, baseUrl, change: asNewTrigger });
 	});
-	afterAll(async () => api?.close());
+	afterAll(async () => {
+		await api?.close();
+		if (h.topology === 'queue') await startStoppedWorkers(h.control); // two workers for the next test file
+	});
 
 	/**
 	 * The trigger's own refusals: its store could not be opened or used (503 not_reserved) or failed
@@ -67,7 +79,7 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 	test('100 copies of one event at once, retried until a 2xx: none lost, one call, one execution', async () => {
 		const mark = await h.executionMark();
 		const event = { id: eventId('auto_burst'), type: 'order.created' };
-		const key = `wf:${webhook.workflowId}:evt:${event.id}`;
+		const key = triggerKey(webhook.workflowId, event.id);
 		const run = await deliverAll({
 			url: webhook.url,
 			plan: { eventIds: [event.id], deliveries: Array.from({ length: 100 }, () => ({ eventId: event.id, forged: false, body: event })) },
@@ -96,11 +108,66 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 		const stats = figures(run);
 		report(`Store: Automatic, 200 events × 3 (${h.topology})`, stats);
 		expect(stats.gaveUp).toBe(0);
-		const keys = ids.map((id) => `wf:${webhook.workflowId}:evt:${id}`);
+		const keys = ids.map((id) => triggerKey(webhook.workflowId, id));
 		expect(keys.filter((key) => api.calls(key) !== 1)).toEqual([]);
 		expect(storeRefusals(run.attempts)).toEqual([]);
 		await h.waitForExecutions(webhook.workflowId, mark, ids.length);
 		expect(await h.executions(webhook.workflowId, mark)).toHaveLength(ids.length);
 		await expectKeysWhereAutomaticPutsThem(keys);
 	});
+
+	if (TOPOLOGY === 'queue') {
+		describe("kill -9 while the steps run (queue mode: the keys in n8n's database)", () => {
+			let crashing: Awaited<ReturnType<typeof publishTrigger>>;
+			beforeAll(async () => {
+				const newTriggerWithShortLease: NodeChange = (node) => withLeaseSeconds(CRASH_LEASE_SECONDS)(asNewTrigger(node));
+				crashing = await publishTrigger(h, 'automatic-crash', { apiUrl: api.url, baseUrl, change: newTriggerWithShortLease });
+			});
+			const crash = <Fault extends object>(label: string, kill: () => Promise<Fault>) =>
+				crashRun({ h, api, url: crashing.url, label, keyOf: (id) => triggerKey(crashing.workflowId, id), kill });
+			const inN8nDatabaseOrNull = async (keys: string[]) => {
+				const found = await inN8nDatabase(keys);
+				return Object.fromEntries(keys.map((key) => [key, found[key] ?? null]));
+			};
+
+			test('kill -9 of main, started again: the workers finish the steps; 0 lost, 0 doubled, each step run once', async () => {
+				const before = (await h.control('GET /processes')) as Processes;
+				const result = await crash('auto_main_kill', async () => (await h.control('POST /restart-main')) as RestartedProcess);
+				const { fault } = result;
+				// The fault happened: the old main died of SIGKILL and is gone, a new one serves; the webhook process and workers kept running.
+				expect(fault.oldPid).toBe(before.main.pid);
+				expect(fault.oldExit.signal).toBe('SIGKILL');
+				expect(pidAlive(fault.oldPid)).toBe(false);
+				const after = (await h.control('GET /processes')) as Processes;
+				expect(after.main).toMatchObject({ pid: fault.newPid, alive: true });
+				expect(after.webhook).toMatchObject({ pid: before.webhook.pid, alive: true });
+				expect(after.workers.every((worker) => worker.alive)).toBe(true);
+				const states = await expectExactlyOnce(result, api, inN8nDatabaseOrNull);
+				for (const key of result.keys) {
+					expect(result.perEvent[key]).toEqual({ effects: 1, stepsStarted: 1, abandoned: 0 });
+					expect(states[key]).toMatchObject({ attempts: 1 });
+				}
+				await expectKeysWhereAutomaticPutsThem(result.keys);
+			});
+
+			test('kill -9 of the worker running a step: 0 lost, 0 doubled; the cut step runs again on the other worker after the lease', async () => {
+				const mark = await h.executionMark();
+				const result = await crash('auto_worker_kill', () => killWorkerRunning(h, crashing.workflowId, mark));
+				const { fault } = result;
+				expect(fault.exited.signal).toBe('SIGKILL');
+				expect(pidAlive(fault.pid)).toBe(false);
+				const states = await expectExactlyOnce(result, api, inN8nDatabaseOrNull);
+				// Steps cut by the kill ran again (stepsStarted 2, the key's second attempt); the others ran once.
+				const cut = result.keys.filter((key) => result.perEvent[key].abandoned > 0);
+				expect(cut.length).toBeGreaterThan(0);
+				for (const key of result.keys) {
+					const again = cut.includes(key);
+					expect(result.perEvent[key]).toEqual({ effects: 1, stepsStarted: again ? 2 : 1, abandoned: again ? 1 : 0 });
+					expect(states[key]).toMatchObject({ status: 'completed', attempts: again ? 2 : 1 });
+				}
+				// Nothing in an embedded file: no Postgres credential, and the keys in n8n's database.
+				expect(await keyStates(h, result.keys)).toEqual(Object.fromEntries(result.keys.map((key) => [key, null])));
+			});
+		});
+	}
 });

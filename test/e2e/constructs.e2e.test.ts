@@ -6,7 +6,7 @@
 // Respond to Webhook, a disabled node, n8n's default error settings, several events in one delivery;
 // behind the trigger also Send and Wait, a Form, a sub-workflow that waits, Execute Once, a Code node
 // that re-orders items without pairedItem, Aggregate → Split Out, the trigger's own settings
-// (version 1's modes, version 2's keys per workflow, no signature, Basic Auth), n8n's Stop, a
+// (version 1's modes, keys per workflow or shared, no signature, Basic Auth), n8n's Stop, a
 // workflow timeout and n8n's Retry. The effect is a call to the test's API, which fails or holds a
 // call on demand; a provider retries every non-2xx. Each row, per front end: the effects per event
 // (one), no event lost (every delivery ends 2xx, every key completed), the answers in order, and what
@@ -21,7 +21,7 @@ import { harness, eventId, type Harness } from '../support/e2e/harness';
 import { startSink, type Sink } from '../support/e2e/sink';
 import * as c from '../support/e2e/constructs';
 import { createCredential, executionCustomData, retryExecution, stopExecution } from '../support/e2e/restWorkflows';
-import { deliverUntilAccepted } from '../support/e2e/trigger';
+import { deliverUntilAccepted, triggerKey } from '../support/e2e/trigger';
 import { eventually } from '../support/e2e/eventually';
 import { timeoutCancelsRunningNode } from '../support/stack/n8nVersion';
 
@@ -78,8 +78,17 @@ function expectAcceptedAfterTheRun(answers: number[][], gaveUp: string[]): void 
 
 const FAILS_ONCE = 'fails once';
 const REFUSED_BEFORE_ANY_EFFECT = 'refused before any effect';
-/** The trigger's lease in the rows that hold a key (Lease Seconds): long enough for a held call, short for the test. */
-const LEASE_SECONDS = 10;
+/**
+ * The trigger's lease in the rows that hold a key (Lease Seconds): short for the test, long enough for
+ * a held call, its cancel and the copy after it on a loaded machine (16 rows side by side beside
+ * another n8n took over 10 s).
+ */
+const LEASE_SECONDS = 20;
+/**
+ * How long a Code node's step keeps failing (the event's `failUntil`, from its delivery): the first
+ * attempt must reach the node within it, which took over 5 s with 16 rows side by side beside another n8n.
+ */
+const FAILING_FOR_MS = 20000;
 /** The workflow timeout of its row (Settings → Timeout Workflow), in seconds. */
 const WORKFLOW_TIMEOUT_SECONDS = 3;
 /** The caller's Basic Auth credential: none of it may be stored or replayed. */
@@ -145,7 +154,7 @@ const SHARED: Record<string, Row> = {
 		(Object.keys(c.MERGE_MODES) as Array<keyof typeof c.MERGE_MODES>).map((mode): [string, Row] => {
 			const run = async (ctx: c.RowContext) => {
 				const event = { id: eventId(`mx_merge_${mode.replace(/\W/g, '')}`), type: 'e2e.merge', paid: true };
-				ctx.api.failNext(`evt:${event.id}`, 500, 1);
+				ctx.api.failNext(ctx.keyOf(event), 500, 1);
 				await ctx.expectFailedOnceThenOneEffect(event);
 			};
 			return [
@@ -199,7 +208,7 @@ const SHARED: Record<string, Row> = {
 		shape: (api) => ({ nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: true })], heads: ['Run Sub-workflow'] }),
 		run: async (ctx) => {
 			const event = { id: eventId('mx_sub_wait'), type: 'e2e.sub' };
-			ctx.api.failNext(`evt:${event.id}`, 500, 1);
+			ctx.api.failNext(ctx.keyOf(event), 500, 1);
 			await ctx.expectFailedOnceThenOneEffect(event);
 		},
 	}),
@@ -215,7 +224,7 @@ const SHARED: Record<string, Row> = {
 		}),
 		run: async (ctx) => {
 			const event = { id: eventId('mx_retry'), type: 'e2e.retry' };
-			ctx.api.failNext(`evt:${event.id}`, 500, 2);
+			ctx.api.failNext(ctx.keyOf(event), 500, 2);
 			await ctx.expectOneEffect(event);
 		},
 	}),
@@ -231,7 +240,7 @@ const SHARED: Record<string, Row> = {
 			connections: { Check: { main: [c.link('Call your API')] } },
 			heads: ['Check'],
 		}),
-		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mx_code_items', () => {}, { failUntilForSecond: 5000 }),
+		run: async (ctx) => ctx.expectBatchFailedOnceThenOneEffectEach('mx_code_items', () => {}, { failUntilForSecond: FAILING_FOR_MS }),
 	}),
 	[`several events in one delivery, a key each, Loop Over Items, the write for one ${FAILS_ONCE}`]: {
 		template: {
@@ -246,7 +255,7 @@ const SHARED: Record<string, Row> = {
 			}),
 			run: async (ctx) =>
 				ctx.expectBatchFailedOnceThenOneEffectEach('mx_loop', (events: Array<{ id: string }>) =>
-					ctx.api.failNext(`evt:${events[1].id}`, 500, 1),
+					ctx.api.failNext(ctx.keyOf(events[1]), 500, 1),
 				),
 		},
 		trigger: {
@@ -258,7 +267,7 @@ const SHARED: Record<string, Row> = {
 			}),
 			run: async (ctx) =>
 				ctx.expectBatchFailedOnceThenOneEffectEach('mxt_loop', (events: Array<{ id: string }>) =>
-					ctx.api.failNext(`evt:${events[1].id}`, 500, 1),
+					ctx.api.failNext(ctx.keyOf(events[1]), 500, 1),
 				),
 		},
 	},
@@ -328,7 +337,7 @@ const SHARED: Record<string, Row> = {
 		shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
 		run: async (ctx) => {
 			const event = { id: eventId('mx_http_default'), type: 'e2e.default' };
-			ctx.api.failNext(`evt:${event.id}`, 500, 1);
+			ctx.api.failNext(ctx.keyOf(event), 500, 1);
 			await ctx.expectFailedOnceThenOneEffect(event);
 		},
 	}),
@@ -339,7 +348,7 @@ const SHARED: Record<string, Row> = {
 			heads: ['Check'],
 		}),
 		run: async (ctx) =>
-			ctx.expectFailingUntilThenOneEffect({ id: eventId('mx_code_default'), type: 'e2e.default', failUntil: Date.now() + 5000 }),
+			ctx.expectFailingUntilThenOneEffect({ id: eventId('mx_code_default'), type: 'e2e.default', failUntil: Date.now() + FAILING_FOR_MS }),
 	}),
 };
 
@@ -397,7 +406,7 @@ const TEMPLATE_ONLY: Record<string, Variant> = {
 				await fixed;
 				expect(gaveUp).toEqual([]);
 				expect(answers[event.id]).toEqual(c.FAILED_THEN_ACCEPTED);
-				const rows = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [`evt:${event.id}`]);
+				const rows = await h.appQuery('SELECT count(*)::int AS n FROM business_log WHERE event_key = $1', [ctx.keyOf(event)]);
 				expect(rows.rows[0].n).toBe(1);
 				expect(await ctx.states([event])).toEqual(['completed']);
 			} finally {
@@ -413,7 +422,7 @@ const TEMPLATE_ONLY: Record<string, Variant> = {
 		}),
 		run: async (ctx) =>
 			ctx.expectBatchFailedOnceThenOneEffectEach('mx_batch', (events: Array<{ id: string }>) =>
-				ctx.api.failNext(`evt:${events[1].id}`, 500, 1),
+				ctx.api.failNext(ctx.keyOf(events[1]), 500, 1),
 			),
 	},
 };
@@ -460,7 +469,7 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 		}),
 		run: async (ctx) => {
 			const events = c.twoEvents('mxt_once');
-			const call = c.batchKey(events.map((event) => `evt:${event.id}`));
+			const call = c.batchKey(events.map(ctx.keyOf));
 			ctx.api.failNext(call, 500, 1);
 			const first = await ctx.h.deliver(ctx.url, events);
 			expect({ status: first.status, states: await ctx.states(events), calls: ctx.api.calls(call) }).toEqual({
@@ -488,7 +497,7 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 			}),
 			run: async (ctx) => {
 				const events = c.twoEvents('mxt_sort');
-				ctx.api.failNext(`evt:${events[0].id}`, 500, 1);
+				ctx.api.failNext(ctx.keyOf(events[0]), 500, 1);
 				const first = await ctx.h.deliver(ctx.url, events);
 				expect({ status: first.status, states: await ctx.states(events), effects: ctx.effects(events) }).toEqual({
 					status: 500,
@@ -598,7 +607,7 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 			shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
 			run: async (ctx, { workflowId }) => {
 				const event = { id: eventId('mxt_n8n_retry'), type: 'e2e.retry' };
-				ctx.api.failNext(`evt:${event.id}`, 500, 1);
+				ctx.api.failNext(ctx.keyOf(event), 500, 1);
 				// The provider's path: 500, its retry runs the event, one effect.
 				await ctx.expectFailedOnceThenOneEffect(event);
 				const failed = (await ctx.h.executions(workflowId, 0)).filter((execution) => execution.status === 'error');
@@ -619,24 +628,25 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 				});
 			},
 		},
-	'one event to two workflows, trigger version 2 at its defaults: each workflow runs it once': {
+	// Billing and analytics both subscribed to one Stripe event: the template imported twice, as shipped.
+	'one event to two workflows imported from the template: each workflow runs it once': {
 		workflows: 2,
-		shape: (api) => ({ trigger: { typeVersion: 2 }, nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
+		shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
 		run: async (ctx, { workflowId, others: [second] }) => {
 			const event = { id: eventId('mxt_two_workflows'), type: 'e2e.two' };
 			const [billing, analytics] = await Promise.all([ctx.deliver([event]), c.deliverRetried(second.url, [event])]);
 			expect(
 				[billing, analytics].map(({ answers, gaveUp, attempts }) => ({ answers, gaveUp, outcomes: attempts.map((a) => a.outcome) })),
 			).toEqual([billing, analytics].map(() => ({ answers: { [event.id]: [200] }, gaveUp: [], outcomes: ['new'] })));
-			const keys = [workflowId, second.workflowId].map((id) => `wf:${id}:evt:${event.id}`);
+			const keys = [workflowId, second.workflowId].map((id) => triggerKey(id, event.id));
 			expect(keys.map((key) => ctx.api.calls(key))).toEqual([1, 1]);
 			expect(Object.values(await c.keyRows(ctx.h, keys)).map((row) => row?.status)).toEqual(['completed', 'completed']);
 		},
 	},
-	'one event to two workflows, trigger version 2 with Share Keys Across Workflows: the second is answered as a copy': {
+	'one event to two workflows imported from the template, Share Keys Across Workflows on: the second is answered as a copy': {
 		workflows: 2,
 		shape: (api) => ({
-			trigger: { typeVersion: 2, parameters: { options: { shareKeysAcrossWorkflows: true } } },
+			trigger: { parameters: { options: { shareKeysAcrossWorkflows: true } } },
 			nodes: [c.callApi('Call your API', api)],
 			heads: ['Call your API'],
 		}),
@@ -654,12 +664,12 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 		},
 	},
 	'trigger version 1 at its default Mode (Lease): a copy during the run is answered 409, after it the stored answer': {
-		shape: (api) => ({ nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
+		shape: (api) => ({ trigger: { typeVersion: 1 }, nodes: [c.callApi('Call your API', api)], heads: ['Call your API'] }),
 		run: async (ctx) => c.expectCopyDuringRunInProgress(ctx, { id: eventId('mxt_mode_lease'), type: 'e2e.mode' }),
 	},
 	'trigger version 1, Mode Permanent (No Retry After a Crash): a copy during the run is answered 409, after it the stored answer': {
 		shape: (api) => ({
-			trigger: { parameters: { mode: 'permanent' } },
+			trigger: { typeVersion: 1, parameters: { mode: 'permanent' } },
 			nodes: [c.callApi('Call your API', api)],
 			heads: ['Call your API'],
 		}),
@@ -673,7 +683,7 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 		}),
 		run: async (ctx) => {
 			const event = { id: eventId('mxt_unsigned'), type: 'e2e.unsigned' };
-			const key = `evt:${event.id}`;
+			const key = ctx.keyOf(event);
 			const first = await deliverUntilAccepted(ctx.h, ctx.url, event, { sign: false });
 			const copy = await ctx.h.deliver(ctx.url, event, {}, { sign: false });
 			const [stored] = Object.values(await c.keyRows(ctx.h, [key]));
@@ -705,7 +715,7 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 			const caller = { authorization: BASIC_AUTH_HEADER };
 			const first = await deliverUntilAccepted(ctx.h, ctx.url, event, { headers: caller });
 			const copy = await ctx.h.deliver(ctx.url, event, caller);
-			const [stored] = Object.values(await c.keyRows(ctx.h, [`evt:${event.id}`]));
+			const [stored] = Object.values(await c.keyRows(ctx.h, [ctx.keyOf(event)]));
 			// The trigger's item, less its headers and its reservation.
 			expect(stored?.response).toEqual({ query: {}, body: event });
 			expect({ first: first.map((a) => [a.status, a.outcome, a.json]), copy: [copy.status, copy.outcome, copy.json] }).toEqual({
@@ -781,7 +791,8 @@ describe('the construct matrix: the shapes users build, behind the webhook templ
 		const variant = ROWS[name][frontEnd] as Variant;
 		const own = published[frontEnd];
 		const others = Array.from({ length: (variant.workflows ?? 1) - 1 }, (_, i) => own[otherWorkflow(name, i)]);
-		await variant.run(c.rowContext(h, api, own[name], REFUSALS[frontEnd]), { workflowId: own[name].workflowId, others });
+		const keyOf = c.rowKeyOf(frontEnd, variant.shape(api.url), own[name].workflowId);
+		await variant.run(c.rowContext(h, api, own[name], keyOf, REFUSALS[frontEnd]), { workflowId: own[name].workflowId, others });
 	};
 	const cases = (knownBreak: boolean): Array<[string, FrontEnd, string]> =>
 		(Object.keys(FRONT_ENDS) as FrontEnd[]).flatMap((frontEnd) =>

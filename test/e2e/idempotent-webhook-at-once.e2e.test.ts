@@ -5,7 +5,7 @@
 // e2e-tags: single queue
 import { harness, eventId, outputItem, type DeliveryAnswer } from '../support/e2e/harness';
 import { storedKeys, useWorkerFolders } from '../support/e2e/embedded';
-import { publishTrigger, triggerBase, TRIGGER } from '../support/e2e/trigger';
+import { publishTrigger, triggerBase, triggerKey, TRIGGER } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import type { NodeChange } from '../support/e2e/workflows';
@@ -50,7 +50,7 @@ describe('the Idempotent Webhook trigger, Respond: At Once', () => {
 	/** A lease of 4 s, shorter than its step. */
 	let shortLease: Awaited<ReturnType<typeof publishTrigger>>;
 	/** Version 2 keys each workflow apart. */
-	const keyOf = (workflowId: string, id: string) => `wf:${workflowId}:evt:${id}`;
+	const keyOf = triggerKey;
 
 	beforeAll(async () => {
 		await useWorkerFolders(h, 'shared');

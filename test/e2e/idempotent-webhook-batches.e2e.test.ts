@@ -7,7 +7,7 @@ import { harness, eventId, type DeliveryAnswer } from '../support/e2e/harness';
 import { storedKeys } from '../support/e2e/embedded';
 import { eventually } from '../support/e2e/eventually';
 import { startSink, type Sink } from '../support/e2e/sink';
-import { publishTrigger, TRIGGER } from '../support/e2e/trigger';
+import { publishTrigger, triggerKey, TRIGGER } from '../support/e2e/trigger';
 import type { NodeChange } from '../support/e2e/workflows';
 
 const DELIVERIES = 20;
@@ -68,7 +68,7 @@ describe('the Idempotent Webhook trigger, several events per delivery', () => {
 			const { url, workflowId } = await publishTrigger(h, `batches-${respond}`, { apiUrl: api.url, change: batches(respond) });
 			const unique = DELIVERIES * STRIDE;
 			const ids = Array.from({ length: unique }, (_, index) => eventId(`batch_${respond}_${index}`));
-			const keys = ids.map((id) => `wf:${workflowId}:evt:${id}`);
+			const keys = ids.map((id) => triggerKey(workflowId, id));
 			const deliveries = Array.from({ length: DELIVERIES }, (_, delivery) => ({
 				events: Array.from({ length: EVENTS_PER_DELIVERY }, (_, slot) => ({
 					id: ids[(delivery * STRIDE + slot) % unique],

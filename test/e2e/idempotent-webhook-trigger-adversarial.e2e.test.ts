@@ -10,8 +10,8 @@
 import http from 'node:http';
 import * as stack from '../support/stack/n8nStack';
 import { harness, eventId, outputItem, OWNER } from '../support/e2e/harness';
-import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
-import { publishTrigger, triggerBase, deliverUntilAccepted, TRIGGER } from '../support/e2e/trigger';
+import { useWorkerFolders } from '../support/e2e/embedded';
+import { publishTrigger, triggerBase, deliverUntilAccepted, triggerKey, triggerKeyStates, TRIGGER } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import type { Json } from '../support/e2e/workflows';
 
@@ -61,8 +61,8 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 	let byHeader: Trigger;
 
 	beforeAll(async () => {
-		// Queue mode: main, the webhook process and the workers share one n8n folder (the Embedded store's rule).
-		await useWorkerFolders(h, 'shared');
+		// Queue mode: Store Automatic needs no shared folder (the keys are in n8n's database).
+		await useWorkerFolders(h, 'own');
 		const { baseUrl } = await triggerBase(h);
 		api = await startSink();
 		webhook = await publishTrigger(h, 'trigger-adv', { apiUrl: api.url, baseUrl });
@@ -98,7 +98,9 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 			expect([answer.status, answer.outcome, answer.json?.error]).toEqual([503, 'not_reserved', 'key_refused']);
 		}
 		expect(JSON.parse(bodies[0]).id).toContain('\u0000'); // the id really holds what the row names
-		expect(api.arrivals(`evt:${base}\u0000x`) + api.arrivals(`evt:${base}\ud800`)).toBe(0);
+		expect(
+			api.arrivals(triggerKey(webhook.workflowId, `${base}\u0000x`)) + api.arrivals(triggerKey(webhook.workflowId, `${base}\ud800`)),
+		).toBe(0);
 		await expectOnlySentinelRan(webhook, mark);
 		expect(JSON.parse(bodies[1]).id).toMatch(/\ud800$/);
 	});
@@ -116,10 +118,10 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 			[200, 'duplicate'],
 			[200, 'duplicate'],
 		]);
-		const keys = [`evt:${a}`, `evt:${b}`];
+		const keys = [a, b].map((id) => triggerKey(webhook.workflowId, id));
 		expect(answers.slice(0, 2).map((answer) => answer.json.eventKey)).toEqual(keys);
 		expect(keys.map((key) => api.calls(key))).toEqual([1, 1]);
-		expect(await keyStates(h, keys)).toEqual({
+		expect(await triggerKeyStates(h, keys)).toEqual({
 			[keys[0]]: { status: 'completed', attempts: 1, duplicates: 1 },
 			[keys[1]]: { status: 'completed', attempts: 1, duplicates: 1 },
 		});
@@ -135,7 +137,7 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 		const again = await h.deliver(webhook.url, raw);
 		expect([first.status, first.outcome, again.status, again.outcome]).toEqual([200, 'new', 200, 'duplicate']);
 		expect(again.json).toEqual(first.json);
-		expect(api.calls(`evt:${id}`)).toBe(1);
+		expect(api.calls(triggerKey(webhook.workflowId, id))).toBe(1);
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
 		expect(executions.map((e) => e.status)).toEqual(['success']);
 	});
@@ -169,9 +171,10 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 			const after = await h.deliver(webhook.url, events[3], {}, { secret: fresh });
 			expect([after.status, after.outcome]).toEqual([200, 'new']);
 			const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
-			expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual([`evt:${events[3].id}`]);
-			expect(api.arrivals(`evt:${events[2].id}`)).toBe(0);
-			expect(await keyStates(h, [`evt:${events[2].id}`])).toEqual({ [`evt:${events[2].id}`]: null });
+			const [refusedKey, acceptedKey] = [events[2], events[3]].map((event) => triggerKey(webhook.workflowId, event.id));
+			expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual([acceptedKey]);
+			expect(api.arrivals(refusedKey)).toBe(0);
+			expect(await triggerKeyStates(h, [refusedKey])).toEqual({ [refusedKey]: null });
 		} finally {
 			await setData({ secret: h.secret, previousSecret: '' });
 		}
@@ -204,7 +207,9 @@ describe('the Idempotent Webhook trigger under adversarial requests (answers tab
 			expect([refused.status, refused.outcome, refused.json?.error]).toEqual([503, 'not_reserved', 'key_refused']);
 		}
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 1);
-		expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual([`evt:${JSON.parse(sameBody).id}`]);
+		expect(executions.map((e) => outputItem(e, TRIGGER.node).idempotency.key)).toEqual([
+			triggerKey(webhook.workflowId, JSON.parse(sameBody).id),
+		]);
 		await expectOnlySentinelRan(byHeader, mark, { 'x-delivery-id': eventId('adv_delivery_sentinel') });
 	});
 });

@@ -1,19 +1,8 @@
 // The Idempotent Webhook trigger (templates/idempotent-webhook-trigger.json) when an n8n process dies
 // with kill -9 in the middle of the business step, with a provider that retries every delivery
 // until it gets a 2xx. The business step is the user's API (the test's sink), made slow (6 s per
-// call) so the kill lands inside it; the API commits a call's effect, and answers it, only if its
-// caller is still connected at the end, as a database transaction is rolled back when its client
-// is gone.
-//
-// What the assertions mean, per event:
-// - an effect is a call the API committed (`api.calls(key)`);
-// - lost: the provider stopped delivering the event (it got a 2xx, or gave up) and the API has no
-//   effect for it;
-// - doubled: the API has more than one effect for it.
-// A call that arrived but was not committed (its caller died: `api.abandoned(key)`) is a business
-// step started again after the crash; it is counted and reported, and would be a second effect at
-// an API that commits on arrival unless it refuses the repeat by the Idempotency-Key header the
-// template sends (every call of an event carries the same one: asserted).
+// call) so the kill lands inside it. What lost, doubled, an effect and an abandoned call mean:
+// test/support/e2e/crash.ts.
 //
 // One process: main is killed while it runs the step (its call to the API dies with it); the key
 // stays reserved until its lease (20 s here) ends, the restarted main then runs the event again.
@@ -25,51 +14,21 @@
 // the lease.
 // e2e-tags: single queue
 import { harness, eventId } from '../support/e2e/harness';
-import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
-import { deliverAll, figures, recoveryMs, report } from '../support/e2e/provider';
-import { publishTrigger, triggerBase, withLeaseSeconds } from '../support/e2e/trigger';
+import { useWorkerFolders } from '../support/e2e/embedded';
+import { publishTrigger, triggerBase, triggerKey, triggerKeyStates, withLeaseSeconds } from '../support/e2e/trigger';
 import { startSink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import { startStoppedWorkers } from '../support/e2e/control';
-import { pidAlive, sleep } from '../support/stack/childProcesses';
-import fs from 'node:fs';
+import { crashRun, expectExactlyOnce, killWorkerRunning, type KeyState, type Processes, type RestartedProcess } from '../support/e2e/crash';
+import { pidAlive } from '../support/stack/childProcesses';
 import { TOPOLOGY } from '../support/e2e/topology';
 
-const STEP_MS = 6000;
 const LEASE_SECONDS = 20;
-const EVENTS = 3;
-const COPIES = 2;
 
 type Sink = Awaited<ReturnType<typeof startSink>>;
 type Trigger = Awaited<ReturnType<typeof publishTrigger>>;
 // publishTrigger's options (apiUrl, …), typed from its parameter (which names only the options with a default).
 type TriggerOptions = Parameters<typeof publishTrigger>[2];
-type KeyState = { status: string; attempts: number; duplicates: number } | null;
-// What the stack's control answers (test/support/e2e/control).
-interface Exit {
-	signal: string | null;
-}
-interface RestartedProcess {
-	oldPid: number;
-	oldExit: Exit;
-	newPid: number;
-}
-interface KilledWorker {
-	pid: number;
-	exited: Exit;
-}
-interface Processes {
-	main: { pid: number; alive: boolean };
-	webhook: { pid: number; alive: boolean; url: string };
-	workers: Array<{ index: number; alive: boolean; logFile: string }>;
-}
-/** What crashRun checks: the events' keys, the provider's figures, and the events lost or doubled. */
-interface CrashOutcome {
-	keys: string[];
-	stats: { gaveUp: number };
-	lost: string[];
-	doubled: string[];
-}
 
 describe('the Idempotent Webhook trigger: an n8n process killed in the middle of the business step', () => {
 	const h = harness();
@@ -77,7 +36,8 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 	let webhook: Trigger;
 
 	beforeAll(async () => {
-		await useWorkerFolders(h, 'shared');
+		// Queue mode: Store Automatic needs no shared folder (the keys are in n8n's database).
+		await useWorkerFolders(h, 'own');
 		const base = await triggerBase(h);
 		api = await startSink();
 		webhook = await publishTrigger(h, 'trigger-crash', {
@@ -91,75 +51,22 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 		if (h.topology === 'queue') await startStoppedWorkers(h.control); // two workers for the next test file
 	});
 
-	/** EVENTS slow events, each delivered COPIES times at once, retried until a 2xx; `kill` runs once every event's step has started. */
-	async function crashRun<Fault extends object>(label: string, kill: () => Promise<Fault>) {
-		const ids = Array.from({ length: EVENTS }, (_, i) => eventId(`${label}_${i}`));
-		const keys = ids.map((id) => `evt:${id}`);
-		for (const key of keys) api.slow(key, STEP_MS);
-		const deliveries = ids.flatMap((id) =>
-			Array.from({ length: COPIES }, () => ({ eventId: id, forged: false, body: { id, type: 'order.created' } })),
-		);
-		const killer = (async () => {
-			const deadline = Date.now() + 60000;
-			while (!keys.every((key) => api.arrivals(key) >= 1)) {
-				if (Date.now() > deadline)
-					throw new Error(`the business steps never started: ${JSON.stringify(keys.map((key) => api.arrivals(key)))}`);
-				await sleep(100);
-			}
-			const killedAt = Date.now();
-			return { killedAt, ...(await kill()) };
-		})();
-		const run = await deliverAll({
-			url: webhook.url,
-			plan: { eventIds: ids, deliveries },
-			concurrency: deliveries.length,
-			retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: 240000 },
-		});
-		const fault = await killer;
-		// A slow call still working when the provider got its last 2xx would commit later: wait for every call to end.
-		await eventually(
-			() => keys.map((key) => api.arrivals(key) - api.calls(key) - api.abandoned(key)),
-			(open: number[]) => open.every((n) => n === 0),
-			{ timeoutMs: STEP_MS * 3 },
-		);
-		const perEvent = Object.fromEntries(
-			keys.map((key) => [key, { effects: api.calls(key), stepsStarted: api.arrivals(key), abandoned: api.abandoned(key) }]),
-		);
-		const lost = keys.filter((key) => api.calls(key) === 0);
-		const doubled = keys.filter((key) => api.calls(key) > 1);
-		const stats = figures(run);
-		report(`trigger ${label} (${h.topology})`, {
-			...stats,
-			perEvent,
-			lost: lost.length,
-			doubled: doubled.length,
-			recoveryMsAfterKill: recoveryMs(run, fault.killedAt),
-		});
-		return { keys, run, stats, fault, lost, doubled, perEvent };
-	}
-
-	/** 0 lost, 0 doubled, every delivery answered 2xx in the end, every key completed, every call with the event's Idempotency-Key. */
-	async function expectExactlyOnce({ keys, stats, lost, doubled }: CrashOutcome) {
-		expect(stats.gaveUp).toBe(0);
-		expect({ lost, doubled }).toEqual({ lost: [], doubled: [] });
-		const states = await keyStates(h, keys);
-		for (const key of keys) {
-			expect(states[key]).toMatchObject({ status: 'completed' });
-			expect(api.arrivalKeys(key).every((header) => header === key)).toBe(true);
-		}
-		return states;
-	}
+	/** The template's events (keys of this file's workflow) through crashRun, on this file's trigger. */
+	const crash = <Fault extends object>(label: string, kill: () => Promise<Fault>) =>
+		crashRun({ h, api, url: webhook.url, label, keyOf: (id) => triggerKey(webhook.workflowId, id), kill });
+	const exactlyOnce = (result: Parameters<typeof expectExactlyOnce>[0]) =>
+		expectExactlyOnce(result, api, (keys) => triggerKeyStates(h, keys));
 
 	if (TOPOLOGY !== 'queue') {
 		test('kill -9 of main inside the step, main started again: 0 lost, 0 doubled; the cut steps run again after the lease', async () => {
-			const result = await crashRun('main_kill', async () => (await h.control('POST /restart-main')) as RestartedProcess);
+			const result = await crash('main_kill', async () => (await h.control('POST /restart-main')) as RestartedProcess);
 			const { fault } = result;
 			// The fault happened: the old main died of SIGKILL and is gone, a new one serves.
 			expect(fault.oldExit.signal).toBe('SIGKILL');
 			expect(pidAlive(fault.oldPid)).toBe(false);
 			const { main } = (await h.control('GET /processes')) as Processes;
 			expect(main).toMatchObject({ pid: fault.newPid, alive: true });
-			const states = await expectExactlyOnce(result);
+			const states = await exactlyOnce(result);
 			// Every step was cut by the kill (its call abandoned, no effect) and ran once more after the lease:
 			// the key's second attempt.
 			for (const key of result.keys) {
@@ -183,14 +90,14 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 				`CREATE TRIGGER ${name} BEFORE INSERT ON execution_entity FOR EACH ROW WHEN (NEW."workflowId" = '${refused.workflowId}') EXECUTE FUNCTION ${name}()`,
 			);
 			const event = { id: eventId('nostart'), type: 'order.created' };
-			const key = `evt:${event.id}`;
+			const key = triggerKey(refused.workflowId, event.id);
 			const mark = await h.executionMark();
 			let first;
 			let afterRefusal;
 			try {
 				first = await h.deliver(refused.url, event);
 				afterRefusal = await eventually(
-					() => keyStates(h, [key]),
+					() => triggerKeyStates(h, [key]),
 					(states: Record<string, KeyState>) => states[key]?.status === 'failed',
 					{ timeoutMs: 10000 },
 				);
@@ -207,7 +114,7 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 			const retry = await h.deliver(refused.url, event);
 			expect([retry.status, retry.outcome]).toEqual([200, 'new']);
 			expect(api.calls(key)).toBe(1);
-			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
+			expect(await triggerKeyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
 		});
 	}
 
@@ -215,7 +122,7 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 		test('kill -9 of the n8n webhook process that received the deliveries, started again: the workers finish the steps; 0 lost, 0 doubled, nothing run twice', async () => {
 			const before = (await h.control('GET /processes')) as Processes;
 			expect(webhook.url.startsWith(`${before.webhook.url}/`)).toBe(true);
-			const result = await crashRun('webhook_kill', async () => (await h.control('POST /restart-webhook-process')) as RestartedProcess);
+			const result = await crash('webhook_kill', async () => (await h.control('POST /restart-webhook-process')) as RestartedProcess);
 			const { fault } = result;
 			expect(fault.oldPid).toBe(before.webhook.pid);
 			expect(fault.oldExit.signal).toBe('SIGKILL');
@@ -223,7 +130,7 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 			const after = (await h.control('GET /processes')) as Processes;
 			expect(after.webhook).toMatchObject({ pid: fault.newPid, alive: true, url: before.webhook.url });
 			expect(after.workers.every((worker) => worker.alive)).toBe(true);
-			const states = await expectExactlyOnce(result);
+			const states = await exactlyOnce(result);
 			// The executions ran on the workers, which the kill did not touch: each step ran once, to its end.
 			for (const key of result.keys) {
 				expect(result.perEvent[key]).toEqual({ effects: 1, stepsStarted: 1, abandoned: 0 });
@@ -233,25 +140,11 @@ describe('the Idempotent Webhook trigger: an n8n process killed in the middle of
 
 		test('kill -9 of the worker running a step: 0 lost, 0 doubled; the cut step runs again on the other worker after the lease', async () => {
 			const mark = await h.executionMark();
-			const result = await crashRun('worker_kill', async () => {
-				// The worker whose log names a running execution of this workflow.
-				const { rows } = await h.n8nQuery(`SELECT id FROM execution_entity WHERE "workflowId" = $1 AND id > $2 AND status = 'running'`, [
-					webhook.workflowId,
-					mark,
-				]);
-				const { workers } = (await h.control('GET /processes')) as Processes;
-				const running: string[] = rows.map((row: { id: number }) => String(row.id));
-				const victim = workers.find((w) =>
-					running.some((id) => fs.readFileSync(w.logFile, 'utf8').includes(`Worker started execution ${id} `)),
-				);
-				if (!victim) throw new Error(`no worker log names the running executions ${running.join(', ')}`);
-				const killed = (await h.control('POST /kill-worker', { index: victim.index })) as KilledWorker;
-				return { ...killed, index: victim.index };
-			});
+			const result = await crash('worker_kill', () => killWorkerRunning(h, webhook.workflowId, mark));
 			const { fault } = result;
 			expect(fault.exited.signal).toBe('SIGKILL');
 			expect(pidAlive(fault.pid)).toBe(false);
-			const states = await expectExactlyOnce(result);
+			const states = await exactlyOnce(result);
 			// Steps cut by the kill ran again (stepsStarted 2, the second attempt of the key); the others ran once.
 			const cut = result.keys.filter((key) => result.perEvent[key].abandoned > 0);
 			expect(cut.length).toBeGreaterThan(0);

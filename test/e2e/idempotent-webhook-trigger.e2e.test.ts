@@ -1,17 +1,18 @@
 // The Idempotent Webhook trigger through templates/idempotent-webhook-trigger.json as a user runs it:
-// the trigger (Store: Embedded, Stripe signatures) and the example business step, an HTTP Request to
-// the user's API at n8n's default settings, pointed at the test's sink. Copies, copies in progress
-// and forgeries are answered by the trigger without an execution; a new event runs once, its key
-// completed with the answer the workflow gave, which its copies get back; a failing step answers
-// 500 and the provider's retry runs it again; a sender that gives up before a slow step ends does
-// not stop it: the key completes and the retry is a duplicate. Single process, and queue mode with an
-// `n8n webhook` process answering (the trigger's webhook() runs there) and two workers running the
-// executions, all in main's n8n folder (one host, one embedded key file).
+// the trigger (version 3 as shipped: Store Automatic, each workflow's keys apart, Stripe signatures)
+// and the example business step, an HTTP Request to the user's API at n8n's default settings,
+// pointed at the test's sink. Copies, copies in progress and forgeries are answered by the trigger
+// without an execution; a new event runs once, its key completed with the answer the workflow gave,
+// which its copies get back; a failing step answers 500 and the provider's retry runs it again; a
+// sender that gives up before a slow step ends does not stop it: the key completes and the retry is
+// a duplicate. Single process (the keys in the embedded file in n8n's folder), and queue mode with
+// an `n8n webhook` process answering (the trigger's webhook() runs there) and two workers running
+// the executions, each in an n8n folder of its own (the keys in n8n's own Postgres).
 // e2e-tags: single queue compatibility
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { harness, eventId, outputItem } from '../support/e2e/harness';
-import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
+import { useWorkerFolders } from '../support/e2e/embedded';
 import { deliverAll, figures, report } from '../support/e2e/provider';
 import {
 	publishTrigger,
@@ -19,6 +20,8 @@ import {
 	triggerWorkflow,
 	withWaitBeforeStep,
 	deliverUntilAccepted as acceptedAt,
+	triggerKey,
+	triggerKeyStates,
 	TRIGGER,
 } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
@@ -37,7 +40,8 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	let base: Awaited<ReturnType<typeof triggerBase>>;
 
 	beforeAll(async () => {
-		await useWorkerFolders(h, 'shared');
+		// Queue mode: Store Automatic needs no shared folder (the keys are in n8n's database).
+		await useWorkerFolders(h, 'own');
 		base = await triggerBase(h);
 		api = await startSink();
 		webhook = await publishTrigger(h, 'trigger', { apiUrl: api.url, baseUrl: base.baseUrl });
@@ -65,7 +69,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const b = { id: eventId('trg_b'), type: 'invoice.paid' };
 		const c = { id: eventId('trg_c'), type: 'charge.refunded' };
 		const raw = `{ "type": "ping",  "note": "no id here", "nonce": "${crypto.randomUUID()}" }`;
-		const idlessKey = `sha256:${crypto.createHash('sha256').update(raw).digest('hex')}`;
+		const idlessKey = triggerKey(webhook.workflowId, { key: `sha256:${crypto.createHash('sha256').update(raw).digest('hex')}` });
 		const now = Math.floor(Date.now() / 1000);
 
 		const answers = [];
@@ -85,7 +89,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 			[200, 'new'],
 			[200, 'duplicate'],
 		]);
-		const keys = [`evt:${a.id}`, `evt:${b.id}`, `evt:${c.id}`, idlessKey];
+		const keys = [...[a, b, c].map((event) => triggerKey(webhook.workflowId, event.id)), idlessKey];
 		// A new event is answered with the workflow's last node (the API's answer); its copy gets that answer back.
 		expect(answers[0].json).toEqual({ ok: true, eventKey: keys[0], call: 1 });
 		expect(answers[1].json).toEqual(answers[0].json);
@@ -93,7 +97,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(answers[3].json).toMatchObject({ error: 'invalid_signature' });
 
 		expect(Object.fromEntries(keys.map((key) => [key, api.calls(key)]))).toEqual(Object.fromEntries(keys.map((key) => [key, 1])));
-		expect(await keyStates(h, keys)).toEqual({
+		expect(await triggerKeyStates(h, keys)).toEqual({
 			[keys[0]]: { status: 'completed', attempts: 1, duplicates: 1 },
 			[keys[1]]: { status: 'completed', attempts: 1, duplicates: 0 },
 			[keys[2]]: { status: 'completed', attempts: 1, duplicates: 0 },
@@ -109,7 +113,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	test('100 copies of one event at once, retried until a 2xx: one call, one execution', async () => {
 		const mark = await h.executionMark();
 		const event = { id: eventId('trg_burst'), type: 'order.created' };
-		const key = `evt:${event.id}`;
+		const key = triggerKey(webhook.workflowId, event.id);
 		const run = await deliverAll({
 			url: webhook.url,
 			plan: { eventIds: [event.id], deliveries: Array.from({ length: 100 }, () => ({ eventId: event.id, forged: false, body: event })) },
@@ -123,7 +127,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(run.attempts.filter((attempt) => attempt.outcome === 'new').length).toBeLessThanOrEqual(1);
 		expect(run.attempts.filter((attempt) => attempt.status === 409 && attempt.outcome !== 'in_progress')).toEqual([]);
 		expect(api.calls(key)).toBe(1);
-		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: expect.any(Number) } });
+		expect(await triggerKeyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 1, duplicates: expect.any(Number) } });
 		// Every copy was answered by the trigger: n8n ran the workflow once.
 		await h.waitForExecutions(webhook.workflowId, mark, 1);
 		expect(await h.executions(webhook.workflowId, mark)).toHaveLength(1);
@@ -132,17 +136,17 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	test('the business step fails (the API answers 500) at its default settings: 500, the key failed, the retry runs it once', async () => {
 		const mark = await h.executionMark();
 		const event = { id: eventId('trg_fail'), type: 'order.created' };
-		const key = `evt:${event.id}`;
+		const key = triggerKey(webhook.workflowId, event.id);
 		api.failNext(key, 500);
 		const failed = await h.deliver(webhook.url, event);
 		expect(failed.status).toBe(500);
 		expect(api.calls(key)).toBe(0);
-		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
+		expect(await triggerKeyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
 
 		const retried = await deliverUntilAccepted(event);
 		expect(retried.map((answer) => [answer.status, answer.outcome])).toEqual([[200, 'new']]);
 		expect(api.calls(key)).toBe(1);
-		expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
+		expect(await triggerKeyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
 		const executions = await h.waitForExecutions(webhook.workflowId, mark, 2);
 		expect(executions.map((e) => e.status)).toEqual(['error', 'success']);
 	});
@@ -150,7 +154,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	test('the sender gives up after 2 s, the step takes 6 s: the step still ends, the key completes, 409 meanwhile, the retry is a duplicate; one effect', async () => {
 		const mark = await h.executionMark();
 		const event = { id: eventId('trg_timeout'), type: 'order.created' };
-		const key = `evt:${event.id}`;
+		const key = triggerKey(webhook.workflowId, event.id);
 		api.slow(key, 6000);
 		const gaveUp = await h.deliver(webhook.url, event, {}, { timeoutMs: 2000 }).then(
 			(answer) => ({ answered: answer.status }),
@@ -165,7 +169,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		const [execution] = await h.waitForExecutions(webhook.workflowId, mark, 1);
 		expect(execution.status).toBe('success');
 		const completed = await eventually(
-			() => keyStates(h, [key]),
+			() => triggerKeyStates(h, [key]),
 			(states) => states[key]?.status === 'completed',
 			{ timeoutMs: 30000 },
 		);
@@ -190,7 +194,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	});
 
 	test('what the trigger answered without an execution is counted in Get Stats, and a copy names the first execution', async () => {
-		// Get Stats as a user runs it from the editor, on the key file the trigger uses.
+		// Get Stats as a user runs it from the editor, on the store the trigger uses.
 		const { id: statsWorkflowId } = await saveWorkflow(h, getStatsWorkflow(), 'trigger-stats');
 		const answersInWindow = async (): Promise<Record<string, number>> => {
 			const { execution } = await runFromManualTrigger(h, statsWorkflowId, 'Run Now');
@@ -233,7 +237,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	});
 });
 
-/** Manual Trigger → Idempotency Key: Get Stats (Embedded, last 24 h). */
+/** Manual Trigger → Idempotency Key: Get Stats (last 24 h), a node added today: Store Automatic, as the trigger's. */
 function getStatsWorkflow() {
 	return {
 		name: 'Trigger answers',
@@ -243,9 +247,9 @@ function getStatsWorkflow() {
 				id: crypto.randomUUID(),
 				name: 'Get Stats',
 				type: 'n8n-nodes-idempotency.idempotencyKey',
-				typeVersion: 2,
+				typeVersion: 3,
 				position: [240, 0],
-				parameters: { store: 'embedded', operation: 'stats', windowHours: 24, options: {} },
+				parameters: { operation: 'stats', windowHours: 24, options: {} },
 			},
 		],
 		connections: { 'Run Now': { main: [[{ node: 'Get Stats', type: 'main', index: 0 }]] } },

@@ -4,8 +4,8 @@
 // retry runs the step again; a 200 here would lose the event.
 // e2e-tags: single queue compatibility
 import { harness, eventId } from '../support/e2e/harness';
-import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
-import { deliverUntilAccepted, publishTrigger, TRIGGER } from '../support/e2e/trigger';
+import { useWorkerFolders } from '../support/e2e/embedded';
+import { deliverUntilAccepted, publishTrigger, triggerKey, triggerKeyStates, TRIGGER } from '../support/e2e/trigger';
 import { startSink } from '../support/e2e/sink';
 
 /** publishTrigger's options: the API the business step calls, a change to each node. */
@@ -17,7 +17,8 @@ describe('the Idempotent Webhook trigger, a business step set to continue on err
 	const webhooks: Record<string, { url: string; workflowId: string }> = {};
 
 	beforeAll(async () => {
-		await useWorkerFolders(h, 'shared');
+		// Queue mode: Store Automatic needs no shared folder (the keys are in n8n's database).
+		await useWorkerFolders(h, 'own');
 		api = await startSink();
 		for (const onError of ['continueErrorOutput', 'continueRegularOutput']) {
 			webhooks[onError] = await publishTrigger(h, `trigger-${onError}`, {
@@ -38,19 +39,19 @@ describe('the Idempotent Webhook trigger, a business step set to continue on err
 			const webhook = webhooks[onError];
 			const mark = await h.executionMark();
 			const event = { id: eventId(`trg_${onError}`), type: 'order.created' };
-			const key = `evt:${event.id}`;
+			const key = triggerKey(webhook.workflowId, event.id);
 			api.failNext(key, 500);
 			const failed = await h.deliver(webhook.url, event);
 			expect(failed.status).toBe(500);
 			expect(api.calls(key)).toBe(0);
-			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
+			expect(await triggerKeyStates(h, [key])).toEqual({ [key]: { status: 'failed', attempts: 1, duplicates: 0 } });
 			const [first] = await h.waitForExecutions(webhook.workflowId, mark, 1);
 			expect(first.status).toBe('success');
 
 			const retried = await h.deliver(webhook.url, event);
 			expect([retried.status, retried.outcome]).toEqual([200, 'new']);
 			expect(api.calls(key)).toBe(1);
-			expect(await keyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
+			expect(await triggerKeyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts: 2, duplicates: 0 } });
 			const copy = await h.deliver(webhook.url, event);
 			expect([copy.status, copy.outcome]).toEqual([200, 'duplicate']);
 			expect(api.calls(key)).toBe(1);

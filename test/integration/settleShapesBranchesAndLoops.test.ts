@@ -1,7 +1,7 @@
 import type { INode, INodeParameters } from 'n8n-workflow';
 
 import { effectsFor } from '../support/n8nBaseNodes';
-import { packageNode } from '../support/n8nEngine';
+import { CREDENTIAL_UP, inProcessWorkflow, packageNode } from '../support/n8nEngine';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import {
 	baseNode,
@@ -26,7 +26,7 @@ import {
  * Rows marked `it.failing` break a rule; the comment above each names the root cause.
  */
 
-const { workflow, deliveries, keyState, statuses, provider } = shapeHarness('shapes2', {
+const { db, workflow, deliveries, keyState, statuses, provider } = shapeHarness('shapes2', {
 	baseNodes: [
 		'n8n-nodes-base.switch',
 		'n8n-nodes-base.aggregate',
@@ -234,6 +234,106 @@ describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
 		]);
 		// What must hold: le_a and le_b are charged once, or the delivery is not answered 2xx with them completed.
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [0, 0, 1, 1], answers: expect.anything() });
+	});
+});
+
+// The items Loop Over Items has not sent yet are copies of its input, which n8n-core pairs to their
+// place in that input; read as links to the input of the node before (Split Out: one item made
+// several), they traced to nothing, so every key inside the loop waited for the end of the execution:
+// Settle sent nothing back into the loop, the loop stopped after its first key, and that key, whose
+// effect was done, was failed when the execution ended (the next replay or retry doubled it).
+describeWithN8n('Loop Over Items fed by Split Out (several items made of one), the key reserved inside the loop', () => {
+	const table = () => ({ schemaName: db.schema, tableName: 'processed_events' });
+	const credentials = { idempotencyPostgresApi: { id: CREDENTIAL_UP, name: 'Idempotency Postgres' } };
+	const settle = () =>
+		packageNode('Settle', 'idempotencyKey', { operation: 'settle', options: table() }, { credentials, position: [400, 900] });
+	const splitOut = (field: string) =>
+		baseNode('Split', 'splitOut', 1, { fieldToSplitOut: field, include: 'noOtherFields', options: { destinationFieldName: 'body' } }, 0);
+	const loop = () => baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0);
+	const settledPerTurn = (run: Awaited<ReturnType<typeof deliver>>['run']) =>
+		run.data.resultData.runData.Settle?.map((task) => (task.data?.main ?? []).map((items) => items?.length ?? 0));
+
+	it('a list of failed keys replayed one at a time (Claim for Replay, the charge, Settle beside it, back to the loop): each charged once and completed in its turn', async () => {
+		const ids = ['rl_a', 'rl_b', 'rl_c'];
+		const live = workflow('wf-replay-list-live', {
+			nodes: [effect('Charge Live', { failFor: ids.join(',') }, 0)],
+			connections: {},
+			heads: ['Charge Live'],
+		});
+		for (const id of ids) await deliver(live, [{ id }]);
+		expect(await statuses(ids)).toEqual(['failed', 'failed', 'failed']);
+
+		const replay = inProcessWorkflow(
+			'wf-replay-list',
+			[
+				packageNode('Webhook', 'testWebhook'),
+				splitOut('body.keys'),
+				loop(),
+				packageNode(
+					'Claim',
+					'idempotencyKey',
+					{ operation: 'claimForReplay', replayKey: '={{ $json.body }}', leaseSeconds: 300, retentionDays: 30, options: table() },
+					{ credentials, position: [400, 0] },
+				),
+				effect('Charge', {}, 0, { onError: 'continueErrorOutput' }),
+				settle(),
+			],
+			{
+				Webhook: { main: [link('Split')] },
+				Split: { main: [link('Loop')] },
+				Loop: { main: [[], link('Claim')] },
+				Claim: { main: [link('Charge', 'Settle'), link('Loop')] },
+				Settle: { main: [link('Loop'), link('Loop'), link('Loop'), link('Loop')] },
+			},
+		);
+		const { run } = await deliver(replay, [{ keys: ids.map((id) => `evt:${id}`) }]);
+		expect({ settled: settledPerTurn(run), effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			settled: [
+				[1, 0, 0, 0],
+				[1, 0, 0, 0],
+				[1, 0, 0, 0],
+			],
+			effects: [1, 1, 1],
+			states: ['completed', 'completed', 'completed'],
+		});
+	});
+
+	it('one delivery of three events split out, each reserved inside the loop, the charge fails once for one: that key failed, the others completed; one effect each after the retry', async () => {
+		const ids = ['rs_a', 'rs_b', 'rs_c'];
+		const events = workflow('wf-reserve-in-loop', { nodes: [], connections: {}, heads: [] });
+		const reserve = events.nodes.find((node) => node.name === 'Reserve')!;
+		// Each split item holds its event in `body` (no headers): its key is evt:<the event's id>.
+		reserve.parameters = { ...reserve.parameters, keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' };
+		events.nodes = [
+			...events.nodes.filter((node) => node.name !== 'Settle'),
+			splitOut('body.events'),
+			loop(),
+			once('Charge', 'rs_b', 0, { onError: 'continueErrorOutput' }),
+			settle(),
+		];
+		events.connections = {
+			Webhook: { main: [link('Split')] },
+			Split: { main: [link('Loop')] },
+			Loop: { main: [[], link(reserve.name)] },
+			[reserve.name]: { main: [link('Charge', 'Settle'), link('Loop'), link('Loop'), link('Loop')] },
+			Settle: { main: [link('Loop'), link('Loop'), link('Loop'), link('Loop')] },
+		};
+		const body = { id: 'rs_delivery', events: ids.map((id) => ({ id })) };
+		const first = await deliver(events, [body]);
+		expect({ settled: settledPerTurn(first.run), effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			settled: [
+				[1, 0, 0, 0],
+				[0, 1, 0, 0],
+				[1, 0, 0, 0],
+			],
+			effects: [1, 0, 1],
+			states: ['completed', 'failed', 'completed'],
+		});
+		await deliver(events, [body]);
+		expect({ effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			effects: [1, 1, 1],
+			states: ['completed', 'completed', 'completed'],
+		});
 	});
 });
 

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { INodeProperties, INodeType } from 'n8n-workflow';
+import type { INodeProperties, INodeType, INodeTypeDescription } from 'n8n-workflow';
 
 import { IdempotencyExecuteQuery } from '../../nodes/IdempotencyExecuteQuery/IdempotencyExecuteQuery.node';
 import { IdempotencyKey } from '../../nodes/IdempotencyKey/IdempotencyKey.node';
@@ -27,6 +27,7 @@ const ourNodes = new Map<string, INodeType>(
 interface TemplateNode {
 	name: string;
 	type: string;
+	typeVersion: number;
 	onError?: string;
 	retryOnFail?: boolean;
 	maxTries?: number;
@@ -96,19 +97,33 @@ function answersFrom(template: Template, from: string, outputIndex: number): Arr
 	return [...answers];
 }
 
-function checkParameters(properties: INodeProperties[], parameters: Record<string, unknown>, where: string): void {
+/** Whether n8n has this parameter on a node of this version (its `@version` condition; the other conditions depend on values). */
+function existsAtVersion(property: INodeProperties, typeVersion: number): boolean {
+	const shownAt = property.displayOptions?.show?.['@version'] as unknown[] | undefined;
+	const hiddenAt = property.displayOptions?.hide?.['@version'] as unknown[] | undefined;
+	return (shownAt === undefined || shownAt.includes(typeVersion)) && !(hiddenAt ?? []).includes(typeVersion);
+}
+
+function checkParameters(properties: INodeProperties[], parameters: Record<string, unknown>, where: string, typeVersion: number): void {
 	for (const [name, value] of Object.entries(parameters)) {
-		const property = properties.find((candidate) => candidate.name === name);
-		expect({ where, name, known: Boolean(property) }).toEqual({ where, name, known: true });
+		const property = properties.find((candidate) => candidate.name === name && existsAtVersion(candidate, typeVersion));
+		expect({ where, name, typeVersion, known: Boolean(property) }).toEqual({ where, name, typeVersion, known: true });
 		if (!property) continue;
 		if (property.type === 'options' && typeof value === 'string' && !value.startsWith('=')) {
 			const allowed = (property.options as Array<{ value: unknown }>).map((option) => option.value);
 			expect({ where, name, value, allowed: allowed.includes(value) }).toEqual({ where, name, value, allowed: true });
 		}
 		if (property.type === 'collection' && value && typeof value === 'object') {
-			checkParameters(property.options as INodeProperties[], value as Record<string, unknown>, `${where}.${name}`);
+			checkParameters(property.options as INodeProperties[], value as Record<string, unknown>, `${where}.${name}`, typeVersion);
 		}
 	}
+}
+
+/** The version n8n gives the node when a user adds it today. */
+function defaultVersion(nodeType: INodeType): number {
+	const description = nodeType.description as INodeTypeDescription & { defaultVersion?: number };
+	const versions = Array.isArray(description.version) ? description.version : [description.version];
+	return description.defaultVersion ?? Math.max(...versions);
 }
 
 describe.each(templates)('template %s', (_file, template) => {
@@ -122,13 +137,22 @@ describe.each(templates)('template %s', (_file, template) => {
 			if (node.type.startsWith(`${PACKAGE}.`)) {
 				const nodeType = ourNodes.get(node.type);
 				expect({ type: node.type, known: Boolean(nodeType) }).toEqual({ type: node.type, known: true });
-				checkParameters(nodeType!.description.properties, node.parameters, node.name);
+				checkParameters(nodeType!.description.properties, node.parameters, node.name, node.typeVersion);
 				const credentialTypes = (nodeType!.description.credentials ?? []).map((credential) => credential.name);
 				for (const credentialType of Object.keys(node.credentials ?? {})) expect(credentialTypes).toContain(credentialType);
 			} else {
 				expect(node.type).toMatch(/^n8n-nodes-base\./);
 			}
 		}
+	});
+
+	// An older version keeps what it was saved with (keys shared between workflows, Store defaults,
+	// Mode): a template must give what adding the node today gives.
+	it("puts each of the package's nodes at the version a node added today gets (the node's default version)", () => {
+		const ours = template.nodes.filter((node) => node.type.startsWith(`${PACKAGE}.`));
+		expect(ours.map((node) => ({ node: node.name, typeVersion: node.typeVersion }))).toEqual(
+			ours.map((node) => ({ node: node.name, typeVersion: defaultVersion(ourNodes.get(node.type)!) })),
+		);
 	});
 
 	it('gives every node an id of its own (n8n refuses to import a workflow whose node ids repeat)', () => {
@@ -195,6 +219,38 @@ describe('the webhook template', () => {
 		const respond = template.nodes.find((candidate) => candidate.name === notReserved)!;
 		expect(respond.type).toBe('n8n-nodes-base.respondToWebhook');
 		expect((respond.parameters.options as { responseCode: number }).responseCode).toBeGreaterThanOrEqual(500);
+	});
+});
+
+// The quick start and its Postgres twin: the trigger as the node panel adds it, so each workflow
+// keeps keys of its own and Store is the new node's default unless the template is about Postgres.
+describe.each([
+	['idempotent-webhook-trigger.json', undefined],
+	['idempotent-webhook-trigger-postgres.json', 'postgres'],
+])('the trigger template %s', (file, store) => {
+	const [, template] = templates.find(([name]) => name === file)!;
+	const trigger = template.nodes.find((node) => node.type === `${PACKAGE}.idempotentWebhook`)!;
+	const notes = template.nodes
+		.filter((node) => node.type === 'n8n-nodes-base.stickyNote')
+		.map((node) => String(node.parameters.content))
+		.join('\n');
+
+	it('keeps Store at the default of a new node (Automatic) unless it is the Postgres template, with a Postgres credential only there', () => {
+		expect({
+			store: trigger.parameters.store,
+			credential: Object.keys(trigger.credentials ?? {}).includes('idempotencyPostgresApi'),
+		}).toEqual({
+			store,
+			credential: store === 'postgres',
+		});
+		expect(notes).toMatch(store === 'postgres' ? /Idempotency Postgres\* credential/ : /\*\*Store: Automatic\*\*/);
+	});
+
+	it("keys each workflow apart (Share Keys Across Workflows off) and says so; the step sends the trigger's key as Idempotency-Key", () => {
+		expect(trigger.parameters.options).not.toHaveProperty('shareKeysAcrossWorkflows');
+		expect(notes).toMatch(/two workflows receiving one event each run it once/);
+		const step = template.nodes.find((node) => node.name === 'Business Step (call your API)')!;
+		expect(JSON.stringify(step.parameters.headerParameters)).toContain('"name":"Idempotency-Key","value":"={{ $json.idempotency.key }}"');
 	});
 });
 

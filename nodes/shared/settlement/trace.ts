@@ -409,7 +409,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		}
 	}
 	// A loop node (Loop Over Items) holds in its node context the items it has not sent yet (`items`;
-	// they came from its first run's input: its saved source, else the source n8n recorded for that run)
+	// copies of its first run's input: its saved source, else the source n8n recorded for that run)
 	// and, until its Done output (its first) runs (`done`), the items already looped that came back to it
 	// (`processedItems`, each paired to the node output it came from, as `sourceOverwrite`): work still
 	// to run when that output leads to a node.
@@ -425,7 +425,7 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 		if (Array.isArray(items) && items.length > 0) {
 			const source =
 				sourceData && typeof sourceData === 'object' ? (sourceData as ISourceData) : (view.runData[name]?.[0]?.source?.[0] ?? undefined);
-			for (const item of items as INodeExecutionData[]) wait(tracer.ofInput(source, item), name);
+			for (const item of items as INodeExecutionData[]) wait(ofUnsentItem(tracer, source, item), name);
 		}
 		if (done !== true && Array.isArray(processedItems) && loopDoneLeadsOn(view, name)) {
 			for (const item of processedItems as INodeExecutionData[]) wait(ofLoopedItem(tracer, item), name);
@@ -433,6 +433,21 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 	}
 	judgeUnpaired(tracer, judgement, failures, waitingAt);
 	return judgement;
+}
+
+/**
+ * An item Loop Over Items has not sent yet: a copy of an item of its first run's input, which n8n-core
+ * paired to the item's place in that input (the source node's output) before the loop ran. Traced
+ * from that output item: the copy's own pairing would be read as a link to the source node's input,
+ * which a node making several items of one (Split Out, a Code node) does not have, and every key
+ * would then wait for the end of the execution (Settle inside the loop sending nothing on, the loop
+ * stopping there). Else from the copy.
+ */
+function ofUnsentItem(tracer: Tracer, source: ISourceData | undefined, item: INodeExecutionData): Origins {
+	const [pair] = pairedItemsOf(item);
+	const upstream = source && pair ? outputItem(tracer.view, source, pair.item) : undefined;
+	if (!source || !upstream) return tracer.ofInput(source, item);
+	return tracer.ofItem(source.previousNode, source.previousNodeRun ?? 0, upstream);
 }
 
 /**

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { NODE, eventId, type Harness } from './harness';
 import { readShippedTemplate, withOwnWebhook, publishWorkflow } from './restWorkflows';
-import { publishTrigger, TRIGGER } from './trigger';
+import { publishTrigger, triggerKey, TRIGGER } from './trigger';
 import { deliverAll, type Attempt, type RetryOptions } from './provider';
 import type { Sink } from './sink';
 import type { PublishedWebhook } from './checklist';
@@ -79,6 +79,9 @@ export const toInput = (node: string, index: number): ConnectionTarget[] => [{ n
 /** The event's key after a Wait resumed by a call: the Wait passes on that call's data, so the key is read from Reserve's item. */
 export const KEY_AFTER_RESUME = "$('Idempotency Reserve').item.json.idempotency.key";
 
+/** The API call's own timeout (the HTTP Request's Timeout option). */
+export const CALL_TIMEOUT_MS = 30000;
+
 /**
  * The user's API call, the effect: POST { eventKey } with the key as Idempotency-Key, as the
  * templates' example step. `keyOf` is the expression of the event's key on its input item.
@@ -96,7 +99,8 @@ export function callApi(name: string, apiUrl: string, extra: Record<string, unkn
 			sendBody: true,
 			specifyBody: 'json',
 			jsonBody: `={{ JSON.stringify({ eventKey: ${keyOf} }) }}`,
-			options: { timeout: 10000 },
+			// A call the test holds outlasts a copy delivered meanwhile, even on a loaded machine.
+			options: { timeout: CALL_TIMEOUT_MS },
 		},
 		...extra,
 	};
@@ -423,8 +427,6 @@ function withTriggerSettings(workflow: WorkflowJson, { typeVersion, parameters =
 		for (const [type, credential] of Object.entries(merged)) if (credential === null) delete merged[type];
 		const changed = { ...node, parameters: { ...node.parameters, ...parameters }, credentials: merged };
 		if (typeVersion !== undefined) changed.typeVersion = typeVersion;
-		// Version 2 has no Mode: a user adding the node today never saves one.
-		if (typeVersion !== undefined && typeVersion >= 2 && !('mode' in parameters)) delete changed.parameters.mode;
 		return changed;
 	});
 	return { ...workflow, nodes };
@@ -527,6 +529,8 @@ export interface RowContext {
 	h: Harness;
 	api: Sink;
 	url: string;
+	/** The key the event is stored under and the API called with (see rowKeyOf). */
+	keyOf: (event: RowEvent) => string;
 	deliver: (bodies: Array<RowEvent | RowEvent[]>, options?: Parameters<typeof deliverRetried>[2]) => ReturnType<typeof deliverRetried>;
 	effects: (events: RowEvent[]) => number[];
 	states: (events: RowEvent[]) => Promise<Array<string | null>>;
@@ -543,32 +547,34 @@ export interface RowContext {
 	expectResumedOnce: (event: RowEvent, options: { effectsWhileWaiting: number }) => Promise<void>;
 }
 
+/**
+ * The key a row's events are stored and called under: the trigger's own, of its workflow (triggerKey),
+ * unless the row keys them with Reserve (the webhook template; a Split Out then Reserve behind the
+ * trigger, Key Source Field `id` with prefix `evt:`) or shares keys across workflows (the trigger at
+ * version 1, or Share Keys Across Workflows on): then `evt:<id>`.
+ */
+export function rowKeyOf(kind: 'template' | 'trigger', shape: RowShape, workflowId: string): (event: RowEvent) => string {
+	const options = shape.trigger?.parameters?.options as { shareKeysAcrossWorkflows?: boolean } | undefined;
+	const shared = kind === 'template' || shape.batch || shape.trigger?.typeVersion === 1 || options?.shareKeysAcrossWorkflows === true;
+	return shared ? (event) => `evt:${event.id}` : (event) => triggerKey(workflowId, event.id);
+}
+
 export function rowContext(
 	h: Harness,
 	api: Sink,
 	{ url, workflowId, publishRefusal }: PublishedWebhook,
+	keyOf: (event: RowEvent) => string,
 	refusal: Refusal = { status: 503, outcome: 'not_reserved', state: null },
 ): RowContext {
 	const ctx: RowContext = {
 		h,
 		api,
 		url,
+		keyOf,
 		deliver: (bodies, options) => deliverRetried(url, bodies, options),
-		effects: (events) => events.map((event) => api.calls(`evt:${event.id}`)),
-		states: async (events) =>
-			Object.values(
-				await keyRows(
-					h,
-					events.map((event) => `evt:${event.id}`),
-				),
-			).map((row) => row?.status ?? null),
-		attempts: async (events) =>
-			Object.values(
-				await keyRows(
-					h,
-					events.map((event) => `evt:${event.id}`),
-				),
-			).map((row) => row?.attempts ?? null),
+		effects: (events) => events.map((event) => api.calls(keyOf(event))),
+		states: async (events) => Object.values(await keyRows(h, events.map(keyOf))).map((row) => row?.status ?? null),
+		attempts: async (events) => Object.values(await keyRows(h, events.map(keyOf))).map((row) => row?.attempts ?? null),
 		async expectOneEffect(event) {
 			const { answers, gaveUp } = await ctx.deliver([event]);
 			expect(gaveUp).toEqual([]);
@@ -597,7 +603,7 @@ export function rowContext(
 			const answer = await h.deliver(url, event);
 			expect([answer.status, answer.outcome]).toEqual([refusal.status, refusal.outcome]);
 			// The reason is in the answer (the webhook template's 503) or with the failed key (the trigger's 500).
-			const [row] = Object.values(await keyRows(h, [`evt:${event.id}`]));
+			const [row] = Object.values(await keyRows(h, [keyOf(event)]));
 			expect(`${answer.text} ${row?.lastError ?? ''}`).toMatch(reason);
 			expect(ctx.effects([event])).toEqual([0]);
 			expect(await ctx.states([event])).toEqual([refusal.state]);
@@ -630,7 +636,7 @@ export function rowContext(
 		},
 		/** Delivered, the execution waits for a call to the resume URL it sent the API; resumed: 200, one effect, completed. */
 		async expectResumedOnce(event, { effectsWhileWaiting }) {
-			const key = `evt:${event.id}`;
+			const key = keyOf(event);
 			const delivering = ctx.deliver([event]);
 			let link: ReturnType<Sink['log']>[number] | undefined;
 			for (const deadline = Date.now() + 60000; !(link = api.log().find((call) => call.key === `link:${key}`)); ) {
@@ -710,7 +716,7 @@ export async function expectHeldThroughCancel(
 	event: RowEvent,
 	{ cancel, firstAnswer }: { cancel: (executionId: string) => Promise<void>; firstAnswer: number },
 ): Promise<void> {
-	const key = `evt:${event.id}`;
+	const key = ctx.keyOf(event);
 	const held = ctx.api.holdNext(key);
 	const first = ctx.h.deliver(ctx.url, event);
 	await within(held, 60000, 'the call never reached the API');
@@ -753,7 +759,7 @@ export async function expectHeldThroughCancel(
  * fails and the key with it (500), and the provider's retry runs the event once.
  */
 export async function expectCallEndsByItsOwnTimeout(ctx: RowContext, workflowId: string, event: RowEvent): Promise<void> {
-	const key = `evt:${event.id}`;
+	const key = ctx.keyOf(event);
 	const held = ctx.api.holdNext(key);
 	const first = ctx.h.deliver(ctx.url, event);
 	await within(held, 60000, 'the call never reached the API');
@@ -783,7 +789,7 @@ export async function expectCallEndsByItsOwnTimeout(ctx: RowContext, workflowId:
 
 /** A copy delivered while the event's call hangs is answered 409; once the call ends, the event is answered and copies get its stored answer. */
 export async function expectCopyDuringRunInProgress(ctx: RowContext, event: RowEvent): Promise<void> {
-	const key = `evt:${event.id}`;
+	const key = ctx.keyOf(event);
 	const held = ctx.api.holdNext(key);
 	const first = ctx.h.deliver(ctx.url, event);
 	await within(held, 60000, 'the call never reached the API');

@@ -197,17 +197,17 @@ export function storeFile(h: Harness, userFolder: string = h.state.userFolder): 
 	return embeddedStoreFile(userFolder);
 }
 
-function readStore(h: Harness, file: string, op: 'getKeys' | 'stats' | 'listKeys', arg: unknown): Promise<unknown> {
-	return readEmbeddedStore({ nodeBin: h.state.nodeBin, packageDir: h.state.packageDir, file, op, arg });
+function readStore(h: Harness, file: string, op: 'getKeys' | 'stats' | 'listKeys', arg: unknown, table?: string): Promise<unknown> {
+	return readEmbeddedStore({ nodeBin: h.state.nodeBin, packageDir: h.state.packageDir, file, op, arg, table });
 }
 
-/** The stored records of these keys in one store file: { key: { status, attempts, duplicateCount, … } }. */
+/** The stored records of these keys in one store file (in `table`, else the default one): { key: { status, attempts, duplicateCount, … } }. */
 export async function storedKeys(
 	h: Harness,
 	keys: string[],
-	{ file = storeFile(h) }: { file?: string } = {},
+	{ file = storeFile(h), table }: { file?: string; table?: string } = {},
 ): Promise<Record<string, EmbeddedKeyRecord>> {
-	const records = ((await readStore(h, file, 'getKeys', keys)) as EmbeddedKeyRecord[] | null) ?? [];
+	const records = ((await readStore(h, file, 'getKeys', keys, table)) as EmbeddedKeyRecord[] | null) ?? [];
 	return Object.fromEntries(records.map((record) => [record.key, record]));
 }
 

@@ -1,8 +1,10 @@
 // The Idempotent Webhook trigger's template (templates/idempotent-webhook-trigger.json) in the
 // running n8n: published per test file with the one change a user makes — the business step's URL
-// pointed at their API (here the test's sink) — on a webhook path of its own.
+// pointed at their API (here the test's sink) — on a webhook path of its own. The trigger is at the
+// version a new node gets (3): each workflow's keys apart, Store: Automatic.
 import { randomUUID } from 'node:crypto';
 import { readShippedTemplate, freshWebhookPath, publishWorkflow } from './restWorkflows';
+import { keyStates } from './embedded';
 import type { DeliveryAnswer, Harness } from './harness';
 import type { Json, NodeChange, WorkflowJson } from './workflows';
 
@@ -12,6 +14,33 @@ export const TRIGGER = {
 	business: 'Business Step (call your API)',
 	type: 'n8n-nodes-idempotency.idempotentWebhook',
 };
+
+/**
+ * The key the template's trigger stores for an event, and sends on as the step's Idempotency-Key:
+ * `wf:<workflowId>:` (each workflow's keys apart) before the key Key Source derives — `evt:<id>` for
+ * an event id, or `{ key }` for one derived otherwise (a body hash: `sha256:…`).
+ */
+export function triggerKey(workflowId: string, event: string | { key: string }): string {
+	return `wf:${workflowId}:${typeof event === 'string' ? `evt:${event}` : event.key}`;
+}
+
+/** A key's state as the trigger tests compare it; null when the key is not stored. */
+export type TriggerKeyState = { status: string; attempts: number; duplicates: number } | null;
+
+/**
+ * { key: { status, attempts, duplicates } } where the template's trigger keeps its keys (Store:
+ * Automatic): the embedded file in n8n's folder on one process, the package's table in n8n's own
+ * Postgres in queue mode.
+ */
+export async function triggerKeyStates(h: Harness, keys: string[]): Promise<Record<string, TriggerKeyState>> {
+	if (h.topology !== 'queue') return await keyStates(h, keys);
+	const { rows: table } = await h.n8nQuery("SELECT to_regclass('public.processed_events') IS NOT NULL AS present");
+	const { rows } = table[0].present
+		? await h.n8nQuery('SELECT key, status, attempts, duplicate_count FROM processed_events WHERE key = ANY($1)', [keys])
+		: { rows: [] };
+	const found = new Map(rows.map((row) => [row.key, { status: row.status, attempts: row.attempts, duplicates: row.duplicate_count }]));
+	return Object.fromEntries(keys.map((key) => [key, found.get(key) ?? null]));
+}
 
 /**
  * Where the trigger's deliveries go: main in one process; in queue mode an `n8n webhook` process

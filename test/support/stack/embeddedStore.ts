@@ -12,10 +12,10 @@ export function embeddedStoreFile(userFolder: string): string {
 }
 
 const READER = `
-	const [pkgDir, file, op, arg] = process.argv.slice(1);
+	const [pkgDir, file, op, arg, table] = process.argv.slice(1);
 	const embedded = require(require('node:path').join(pkgDir, 'dist', 'lib', 'store', 'embedded'));
 	(async () => {
-		const store = embedded.openEmbeddedKeyStore({ file });
+		const store = embedded.openEmbeddedKeyStore({ file, table: table || undefined });
 		let result;
 		if (op === 'getKeys') result = [...(await store.getKeys(JSON.parse(arg))).values()];
 		else if (op === 'stats') result = await store.stats(Number(arg));
@@ -34,6 +34,8 @@ export interface EmbeddedRead {
 	file: string;
 	op: 'getKeys' | 'stats' | 'listKeys';
 	arg: unknown;
+	/** The key table in the file (Options → Table Name); the package's default when not given. */
+	table?: string;
 }
 
 /**
@@ -42,11 +44,11 @@ export interface EmbeddedRead {
  * folder of n8n's `node`; `packageDir` the installed package. Never creates a file: returns null
  * when there is none yet (a file made here would carry a store id of its own).
  */
-export function readEmbeddedStore<T = unknown>({ nodeBin, packageDir, file, op, arg }: EmbeddedRead): Promise<T | null> {
+export function readEmbeddedStore<T = unknown>({ nodeBin, packageDir, file, op, arg, table = '' }: EmbeddedRead): Promise<T | null> {
 	if (!fs.existsSync(file)) return Promise.resolve(null);
 	return new Promise((resolve, reject) => {
 		const node = nodeBin ? path.join(nodeBin, 'node') : process.execPath;
-		const child = spawn(node, ['-e', READER, packageDir, file, op, typeof arg === 'string' ? arg : JSON.stringify(arg)], {
+		const child = spawn(node, ['-e', READER, packageDir, file, op, typeof arg === 'string' ? arg : JSON.stringify(arg), table], {
 			stdio: ['ignore', 'pipe', 'pipe'],
 		});
 		let stdout = '';

@@ -46,15 +46,30 @@ export interface RestClient {
 	testCredential: <T = unknown>(credential: unknown) => Promise<RestResponse<T>>;
 }
 
+/** Whether fetch failed because the server closed the connection, before any answer. */
+function closedUnderneath(error: unknown): boolean {
+	const code = (error as { cause?: { code?: string } } | undefined)?.cause?.code;
+	return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
+}
+
 export function restClient(baseUrl: string): RestClient {
 	let cookie = '';
 	const call = async <T = unknown>(method: string, route: string, body?: unknown) => request<T>(method, `/rest${route}`, body);
 	const request = async <T = unknown>(method: string, pathname: string, body?: unknown): Promise<RestResponse<T>> => {
-		const res = await fetch(`${baseUrl}${pathname}`, {
-			method,
-			headers: { 'content-type': 'application/json', 'browser-id': 'n8n-nodes-idempotency', ...(cookie ? { cookie } : {}) },
-			body: body === undefined ? undefined : JSON.stringify(body),
-		});
+		const send = () =>
+			fetch(`${baseUrl}${pathname}`, {
+				method,
+				headers: { 'content-type': 'application/json', 'browser-id': 'n8n-nodes-idempotency', ...(cookie ? { cookie } : {}) },
+				body: body === undefined ? undefined : JSON.stringify(body),
+			});
+		let res: Response;
+		try {
+			res = await send();
+		} catch (error) {
+			// A kept-alive connection n8n closed as the request went out ("other side closed"): a read is sent again.
+			if (method !== 'GET' || !closedUnderneath(error)) throw error;
+			res = await send();
+		}
 		const setCookie = res.headers.getSetCookie?.() ?? [];
 		const auth = setCookie.map((c) => c.split(';')[0]).find((c) => c.startsWith('n8n-auth='));
 		if (auth) cookie = auth;
