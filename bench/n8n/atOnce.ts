@@ -22,7 +22,7 @@ import { percentile, median, fmtMs, fmtRatio, printTable, rotate, loadAverage } 
 import { cpuSeconds } from './proc';
 import type { Api, Args, BenchContext, StripeEvent } from './run';
 import { round, signed, startLoad, withTimeout } from './trigger';
-import { AT_ONCE_FLOWS, IMMEDIATELY_KEY_PREFIX, type TriggerFlow } from './workflows';
+import { AT_ONCE_FLOWS, IMMEDIATELY_KEY_PREFIX, type AtOnceFlow } from './workflows';
 
 /** How long the business step's call works at the API before it answers. */
 const STEP_MS = 10_000;
@@ -71,10 +71,10 @@ interface Pooled {
 }
 
 /** The key an event's step sends the API: the trigger's (version 2 on: each workflow's keys apart), or the Immediately flow's. */
-const keyOf = (flow: TriggerFlow, eventId: string) =>
-	flow.key === 'immediately' ? `${IMMEDIATELY_KEY_PREFIX}${eventId}` : `wf:${flow.id}:evt:${eventId}`;
+const keyOf = (flow: AtOnceFlow, eventId: string) =>
+	flow.role === 'immediately' ? `${IMMEDIATELY_KEY_PREFIX}${eventId}` : `wf:${flow.id}:evt:${eventId}`;
 /** The flows that start a run of the 10 s step. */
-const runs = (flow: TriggerFlow) => flow.key !== 'floor';
+const runs = (flow: AtOnceFlow) => flow.role !== 'floor';
 
 /**
  * Runs the At Once part on a started stack (`ctx` of bench/n8n/run.ts, with `api`: the sink the
@@ -90,7 +90,7 @@ export async function atOnceBench(
 	const pooled = new Map<string, Pooled>(); // `${flow.key}@${load.label}` → what its rounds measured
 	const event = (tag: string) => stripeEvent(`evt_${tag}_${crypto.randomUUID().replace(/-/g, '').slice(0, 20)}`);
 	/** Sends `events` to `flow`, checks every answer; At Once: waits until every run ended, and counts the effects. */
-	const send = async (flow: TriggerFlow, events: StripeEvent[], { clients, bursts }: Load) => {
+	const send = async (flow: AtOnceFlow, events: StripeEvent[], { clients, bursts }: Load) => {
 		const keys = events.map((e) => keyOf(flow, e.id));
 		const cpuBefore = cpuSeconds(pid);
 		const url = running.webhookUrl(flow.path);
@@ -104,7 +104,7 @@ export async function atOnceBench(
 			result.outcomes.push(...sent.outcomes);
 			result.seconds += sent.seconds;
 		}
-		const [status, outcome] = flow.key === 'atOnce' ? [200, 'new'] : [200, null];
+		const [status, outcome] = flow.role === 'atOnce' ? [200, 'new'] : [200, null];
 		const wrong = result.statuses.findIndex((s, i) => s !== status || (outcome !== null && result.outcomes[i] !== outcome));
 		if (wrong >= 0)
 			throw new Error(
@@ -187,7 +187,7 @@ function report(pooled: Map<string, Pooled>, args: Args): AtOnceRow[] {
 			});
 			if (runs(flow) && entry.effects !== entry.events)
 				verdicts.push(`WRONG: ${entry.effects} effects for ${entry.events} events through ${flow.label}`);
-			if (flow.key !== 'atOnce') continue;
+			if (flow.role !== 'atOnce') continue;
 			const vsFloor = p99 / floorP99;
 			verdicts.push(
 				`${vsFloor <= TARGET.p99VsFloor ? 'TARGET HOLDS' : 'TARGET MISSED'}: At Once p99 vs the floor's, ${sending.label}: ${fmtRatio(vsFloor, 2)} (${fmtMs(p99)} vs ${fmtMs(floorP99)} ms; target ≤ ${TARGET.p99VsFloor}×; n8n's Immediately: ${fmtMs(immediatelyP99)} ms)`,

@@ -17,8 +17,10 @@
 // Flags: --quick, --rounds N, --requests N (per flow, round and concurrency), --batch-items N,
 // --big-items N, --big-key event|custom|field, --only overhead,batch,big, --keep (leave the work folder for a look at n8n.log),
 // --batch-flows reserveAuto,reserveAutoFull,… (measure only these batch flows, beside the no-op one; kinds in workflows.ts),
-// --only trigger: the Idempotent Webhook trigger beside today's template and a floor trigger (bench/n8n/trigger.ts),
+// --only trigger: the Idempotent Webhook trigger beside the webhook template (on each store), a bare webhook flow and a floor trigger (bench/n8n/trigger.ts),
+// --trigger-flows trigger,triggerPostgres,bare (with --only trigger: only these, beside the floor and each trigger's template),
 // --only atOnce: the trigger answering At Once with a 10 s step, beside the floor trigger (bench/n8n/atOnce.ts),
+// --n8n-env NAME=VALUE,… (n8n runs with these variables set: to see what an n8n setting changes, e.g. N8N_EXPRESSION_ENGINE=legacy),
 // --save FILE (with --only trigger or --only atOnce: its rows as a bench/results file, to fill in the machine's and the run's notes),
 // --profile (instead of measuring: a CPU profile of n8n's main process per workload, summarised by
 // where the time goes; the .cpuprofile file is kept for Chrome DevTools).
@@ -36,7 +38,7 @@ import { median, percentile, fmt, fmtRatio, fmtMs, printTable, rotate, loadAvera
 import { lagProbe } from './lag';
 import { findN8nPid, cpuSeconds, memoryMb, sampleRss } from './proc';
 import { profilingEnv, summarise, nowMicros, type ProfileSummary, type ProfileWindow } from './profile';
-import { triggerBench, triggerProfileWindows, type TriggerRow } from './trigger';
+import { triggerBench, triggerFlowsOf, triggerProfileWindows, type TriggerRow } from './trigger';
 import { atOnceBench, atOnceProfileWindows, type AtOnceRow } from './atOnce';
 import {
 	OVERHEAD_FLOWS,
@@ -136,6 +138,8 @@ export interface Args {
 	save?: string;
 	batchFlows?: string[];
 	overheadFlows?: string[];
+	triggerFlows?: string[];
+	n8nEnv?: Record<string, string>;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -157,9 +161,11 @@ function parseArgs(argv: string[]): Args {
 		else if (arg === '--save') args.save = argv[++i];
 		else if (arg === '--batch-flows') args.batchFlows = argv[++i].split(',');
 		else if (arg === '--overhead-flows') args.overheadFlows = argv[++i].split(',');
+		else if (arg === '--trigger-flows') args.triggerFlows = argv[++i].split(',');
+		else if (arg === '--n8n-env') args.n8nEnv = n8nEnvOf(argv[++i]);
 		else if (arg === '--help' || arg === '-h') {
 			console.log(
-				'usage: npm run bench:n8n -- [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup,trigger,atOnce] [--save results.json] [--overhead-flows path,…] [--batch-flows kind,…] [--profile [--profile-concurrency N]] [--keep]',
+				'usage: npm run bench:n8n -- [--quick] [--rounds N] [--requests N] [--batch-items N] [--big-items N] [--big-key event|custom|field] [--cleanup-rows N] [--only overhead,batch,big,cleanup,trigger,atOnce] [--save results.json] [--overhead-flows path,…] [--batch-flows kind,…] [--trigger-flows key,…] [--n8n-env NAME=VALUE,…] [--profile [--profile-concurrency N]] [--keep]',
 			);
 			process.exit(0);
 		} else throw new Error(`unknown argument ${arg} (try --help)`);
@@ -183,6 +189,10 @@ function parseArgs(argv: string[]): Args {
 		if (!OVERHEAD_FLOWS.some((flow) => flow.path === flowPath))
 			throw new Error(`--overhead-flows takes ${OVERHEAD_FLOWS.map((flow) => flow.path).join(', ')}`);
 	}
+	for (const key of parsed.triggerFlows ?? []) {
+		if (!TRIGGER_FLOWS.some((flow) => flow.key === key))
+			throw new Error(`--trigger-flows takes ${TRIGGER_FLOWS.map((flow) => flow.key).join(', ')}`);
+	}
 	for (const kind of parsed.batchFlows ?? []) {
 		if (!BATCH_FLOWS.some((flow) => flow.kind === kind))
 			throw new Error(`--batch-flows takes ${BATCH_FLOWS.map((flow) => flow.kind).join(', ')}`);
@@ -191,6 +201,18 @@ function parseArgs(argv: string[]): Args {
 		if (!(Number.isInteger(parsed[name]) && parsed[name] >= 1)) throw new Error(`--${name} must be a whole number >= 1`);
 	}
 	return parsed;
+}
+
+/** `NAME=VALUE,NAME=VALUE` as variables for n8n; only n8n's own (N8N_…) are taken. */
+function n8nEnvOf(text: string): Record<string, string> {
+	const env: Record<string, string> = {};
+	for (const pair of text.split(',')) {
+		const at = pair.indexOf('=');
+		const name = pair.slice(0, at);
+		if (at < 1 || !/^N8N_[A-Z0-9_]+$/.test(name)) throw new Error(`--n8n-env takes N8N_NAME=VALUE pairs, not ${pair}`);
+		env[name] = pair.slice(at + 1);
+	}
+	return env;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -881,8 +903,9 @@ async function profileTrigger(ctx: BenchContext & { api: Api }, args: Args): Pro
 		windows.push({ name, start, end: nowMicros(), executions });
 		ctx.log(`profiled: ${name}`);
 	};
-	await triggerProfileWindows(ctx, { count: 10, concurrency: 1 }, async (name, n, fn) => await fn(), { stripeEvent });
-	await triggerProfileWindows(ctx, { count: args.requests, concurrency: args.profileConcurrency }, window, { stripeEvent });
+	const flows = triggerFlowsOf(args);
+	await triggerProfileWindows(ctx, { count: 10, concurrency: 1, flows }, async (name, n, fn) => await fn(), { stripeEvent });
+	await triggerProfileWindows(ctx, { count: args.requests, concurrency: args.profileConcurrency, flows }, window, { stripeEvent });
 	return windows;
 }
 
@@ -933,7 +956,10 @@ function printProfile(summaries: ProfileSummary[]): void {
 
 /** The recorded runs --save writes, by part: their id and title in bench/results. */
 const SAVED_RUNS = {
-	trigger: { id: 'trigger-n8n', title: 'The Idempotent Webhook trigger inside n8n, beside the webhook template and a floor trigger' },
+	trigger: {
+		id: 'trigger-n8n',
+		title: 'The Idempotent Webhook trigger inside n8n, beside the webhook template on each store, a bare webhook flow and a floor trigger',
+	},
 	atOnce: {
 		id: 'at-once-n8n',
 		title:
@@ -1017,7 +1043,7 @@ async function main(): Promise<number> {
 				...cleanupWorkflows(),
 				...(api && withTrigger ? triggerWorkflows({ apiUrl: api.url }) : []),
 				...(api && withAtOnce
-					? triggerWorkflows({ apiUrl: api.url, flows: AT_ONCE_FLOWS.filter((flow) => !withTrigger || !TRIGGER_FLOWS.includes(flow)) })
+					? triggerWorkflows({ apiUrl: api.url, flows: AT_ONCE_FLOWS.filter((flow) => !withTrigger || flow.role !== 'floor') })
 					: []),
 			].map((json) => ({
 				json,
@@ -1028,10 +1054,10 @@ async function main(): Promise<number> {
 				...OVERHEAD_FLOWS,
 				...BATCH_FLOWS,
 				...CLEANUP_FLOWS,
-				...(withTrigger ? TRIGGER_FLOWS : []),
+				...(withTrigger ? triggerFlowsOf(args) : []),
 				...(withAtOnce ? AT_ONCE_FLOWS : []),
 			].map((flow) => flow.path),
-			env: profiling?.env,
+			env: { ...args.n8nEnv, ...profiling?.env },
 			log,
 		});
 		running = live;

@@ -62,12 +62,22 @@ export interface CleanupFlow {
 	nodeName: string;
 }
 
-/** A flow of the trigger part: a shipped template (its trigger pointed at `path`), or the floor trigger. */
-export type TriggerFlow = { id: string; path: string; label: string } & (
-	| { key: 'trigger' | 'template' | 'atOnce'; template: string; triggerType: string }
-	| { key: 'floor' }
-	| { key: 'immediately' }
-);
+/** What a trigger-part flow is: the Idempotent Webhook trigger, the webhook template it replaces, a bare webhook flow, or the floor. */
+export type TriggerRole = 'trigger' | 'template' | 'bare' | 'floor';
+
+interface FlowBase {
+	id: string;
+	path: string;
+	label: string;
+	key: string;
+	store: 'embedded' | 'postgres' | null;
+}
+/** A shipped template, its trigger pointed at `path`. */
+type TemplateFlow<Role extends string> = FlowBase & { role: Role; template: string; triggerType: string };
+/** A flow of the trigger part: a shipped template, a bare Webhook → step → Respond flow, or the floor trigger. */
+export type TriggerFlow = TemplateFlow<'trigger' | 'template'> | (FlowBase & { role: 'bare' }) | (FlowBase & { role: 'floor' });
+/** A flow of the At Once part: the trigger template answering At Once, n8n's Webhook node answering Immediately, or the floor trigger. */
+export type AtOnceFlow = TemplateFlow<'atOnce'> | (FlowBase & { role: 'immediately' }) | (FlowBase & { role: 'floor' });
 
 const PKG = 'n8n-nodes-idempotency';
 const IDEMPOTENCY_CREDENTIAL: CredentialRefs = {
@@ -706,30 +716,73 @@ export function cleanupWorkflows(): Workflow[] {
 }
 
 /**
- * The Idempotent Webhook trigger beside what it replaces, on the same Embedded store and the same
- * business step (an HTTP call to the benchmark's API): the shipped templates as a user imports them,
- * only the path, the webhook id and the API's URL changed; and the floor, a trigger of its own
- * package (bench/n8n/floor-trigger/) that answers `{}` in webhook() and starts no execution.
+ * The Idempotent Webhook trigger beside what it replaces, on each store and the same business step
+ * (an HTTP call to the benchmark's API): the shipped templates as a user imports them, only the
+ * path, the webhook id and the API's URL changed (the webhook template on Postgres is the embedded
+ * one with Store: Postgres on Reserve and Settle); a bare Webhook → step → Respond to Webhook flow
+ * that checks nothing (what the same step costs with no idempotency at all, new events only); and
+ * the floor, a trigger of its own package (bench/n8n/floor-trigger/) that answers `{}` in webhook()
+ * and starts no execution.
  */
 export const FLOOR_PACKAGE_DIR = path.join(__dirname, 'floor-trigger');
+const FLOOR_FLOW: FlowBase & { role: 'floor' } = {
+	key: 'floor',
+	role: 'floor',
+	store: null,
+	id: 'BenchFloor000001',
+	path: 'bench-floor',
+	label: 'floor: a trigger that answers {} in webhook()',
+};
 export const TRIGGER_FLOWS: TriggerFlow[] = [
 	{
 		key: 'trigger',
+		role: 'trigger',
+		store: 'embedded',
 		id: 'BenchTrigger0001',
 		path: 'bench-trigger',
-		label: 'Idempotent Webhook trigger (idempotent-webhook-trigger.json)',
+		label: 'Idempotent Webhook trigger, Embedded (idempotent-webhook-trigger.json)',
 		template: 'idempotent-webhook-trigger.json',
 		triggerType: `${PKG}.idempotentWebhook`,
 	},
 	{
 		key: 'template',
+		role: 'template',
+		store: 'embedded',
 		id: 'BenchTemplate001',
 		path: 'bench-template',
-		label: "today's template: Webhook → Verify → Reserve → Settle (idempotent-webhook-embedded.json)",
+		label: 'webhook template, Embedded: Webhook → Verify → Reserve → Settle (idempotent-webhook-embedded.json)',
 		template: 'idempotent-webhook-embedded.json',
 		triggerType: 'n8n-nodes-base.webhook',
 	},
-	{ key: 'floor', id: 'BenchFloor000001', path: 'bench-floor', label: 'floor: a trigger that answers {} in webhook()' },
+	{
+		key: 'triggerPostgres',
+		role: 'trigger',
+		store: 'postgres',
+		id: 'BenchTriggerPg01',
+		path: 'bench-trigger-postgres',
+		label: 'Idempotent Webhook trigger, Postgres (idempotent-webhook-trigger-postgres.json)',
+		template: 'idempotent-webhook-trigger-postgres.json',
+		triggerType: `${PKG}.idempotentWebhook`,
+	},
+	{
+		key: 'templatePostgres',
+		role: 'template',
+		store: 'postgres',
+		id: 'BenchTemplatePg1',
+		path: 'bench-template-postgres',
+		label: 'webhook template, Postgres: the same with Store: Postgres on Reserve and Settle',
+		template: 'idempotent-webhook-embedded.json',
+		triggerType: 'n8n-nodes-base.webhook',
+	},
+	{
+		key: 'bare',
+		role: 'bare',
+		store: null,
+		id: 'BenchBareHook001',
+		path: 'bench-bare',
+		label: 'bare: Webhook → the same step → Respond to Webhook (no check, no key)',
+	},
+	FLOOR_FLOW,
 ];
 
 /**
@@ -738,9 +791,11 @@ export const TRIGGER_FLOWS: TriggerFlow[] = [
  * n8n's own answer at once (its Webhook node, Respond: Immediately, then the same step: what users
  * build today, which loses a failed run) and the floor.
  */
-export const AT_ONCE_FLOWS: TriggerFlow[] = [
+export const AT_ONCE_FLOWS: AtOnceFlow[] = [
 	{
 		key: 'atOnce',
+		role: 'atOnce',
+		store: 'embedded',
 		id: 'BenchAtOnce00001',
 		path: 'bench-at-once',
 		label: 'Idempotent Webhook trigger, Respond: At Once (idempotent-webhook-trigger.json)',
@@ -749,33 +804,51 @@ export const AT_ONCE_FLOWS: TriggerFlow[] = [
 	},
 	{
 		key: 'immediately',
+		role: 'immediately',
+		store: null,
 		id: 'BenchImmediate01',
 		path: 'bench-immediately',
 		label: "n8n's Webhook node, Respond: Immediately, then the same step",
 	},
-	TRIGGER_FLOWS.find((flow) => flow.key === 'floor') as TriggerFlow,
+	FLOOR_FLOW,
 ];
 /** The key the Immediately flow's step sends the API (it has no idempotency key of its own). */
 export const IMMEDIATELY_KEY_PREFIX = 'immediately:';
 const AT_ONCE_TRIGGER_VERSION = 3;
+/** The At Once part's step timeout: what a user sets for an API that takes 10 s. */
+const AT_ONCE_STEP_TIMEOUT_MS = 30_000;
+/**
+ * The trigger part's step timeout. The copies-in-progress kind holds each first delivery's call until
+ * all its copies are answered: on a busy machine that outlasts the template's 10 s, so the step waits
+ * up to two minutes (in every flow of the part alike).
+ */
+const TRIGGER_STEP_TIMEOUT_MS = 120_000;
+
+/** The business step of the trigger flows: the templates' HTTP call to "your API". */
+const BUSINESS_STEP = 'Business Step (call your API)';
 
 /** The workflows of `flows` (the trigger part's unless given), each published on its flow's path. */
-export function triggerWorkflows({ apiUrl, flows = TRIGGER_FLOWS }: { apiUrl: string; flows?: TriggerFlow[] }): Workflow[] {
+export function triggerWorkflows({
+	apiUrl,
+	flows = TRIGGER_FLOWS,
+}: {
+	apiUrl: string;
+	flows?: ReadonlyArray<TriggerFlow | AtOnceFlow>;
+}): Workflow[] {
 	return flows.map((flow) => {
-		if (flow.key === 'floor') {
+		if (flow.role === 'floor') {
 			const floor = {
 				...node({ name: 'Bench Floor Trigger', type: 'n8n-nodes-bench-floor.benchFloorTrigger', parameters: { path: flow.path } }),
 				webhookId: uuid('b000a001'),
 			};
 			return workflow(flow.id, `bench: ${flow.label}`, [floor], {});
 		}
-		if (flow.key === 'immediately') return immediatelyWorkflow(flow, apiUrl);
-		const template = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'templates', flow.template), 'utf8')) as {
-			nodes: WorkflowNode[];
-			connections: Connections;
-			settings?: Record<string, unknown>;
-		};
-		const atOnce = flow.key === 'atOnce';
+		if (flow.role === 'bare') return bareWorkflow(flow, apiUrl);
+		if (flow.role === 'immediately') return immediatelyWorkflow(flow, apiUrl);
+		const template = readTemplate(flow.template);
+		const atOnce = flow.role === 'atOnce';
+		const timeoutMs = atOnce ? AT_ONCE_STEP_TIMEOUT_MS : TRIGGER_STEP_TIMEOUT_MS;
+		const toPostgres = flow.role === 'template' && flow.store === 'postgres';
 		const nodes = template.nodes.map((n) => {
 			if (n.type === flow.triggerType) {
 				const parameters: Record<string, unknown> = { ...n.parameters, path: flow.path };
@@ -789,18 +862,61 @@ export function triggerWorkflows({ apiUrl, flows = TRIGGER_FLOWS }: { apiUrl: st
 					parameters: { ...parameters, respond: 'atOnce' },
 				};
 			}
-			if (n.name === 'Business Step (call your API)') {
-				const options = atOnce ? { ...(n.parameters.options as object), timeout: 30_000 } : n.parameters.options;
-				return { ...n, parameters: { ...n.parameters, url: apiUrl, options } };
-			}
+			if (n.name === BUSINESS_STEP) return { ...n, parameters: stepParameters(n, apiUrl, timeoutMs) };
+			if (toPostgres && n.parameters.store === 'embedded')
+				return { ...n, parameters: { ...n.parameters, store: 'postgres' }, credentials: { ...n.credentials, ...IDEMPOTENCY_CREDENTIAL } };
 			return n;
 		});
 		if (!nodes.some((n) => n.parameters.path === flow.path))
 			throw new Error(`${flow.template}: no ${flow.triggerType} node to point at ${flow.path}`);
+		if (toPostgres && !nodes.some((n) => n.parameters.store === 'postgres'))
+			throw new Error(`${flow.template}: no node to move to Postgres`);
 		return {
 			...workflow(flow.id, `bench: ${flow.label}`, nodes, template.connections),
 			settings: template.settings ?? { executionOrder: 'v1' },
 		};
+	});
+}
+
+/** The step's parameters, pointed at the benchmark's API, waiting up to `timeoutMs` for its answer. */
+function stepParameters(step: WorkflowNode, apiUrl: string, timeoutMs: number): WorkflowNode['parameters'] {
+	const options = (step.parameters.options ?? {}) as Record<string, unknown>;
+	return { ...step.parameters, url: apiUrl, options: { ...options, timeout: timeoutMs } };
+}
+
+function readTemplate(file: string): { nodes: WorkflowNode[]; connections: Connections; settings?: Record<string, unknown> } {
+	return JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'templates', file), 'utf8')) as {
+		nodes: WorkflowNode[];
+		connections: Connections;
+		settings?: Record<string, unknown>;
+	};
+}
+
+/** Webhook (Respond: Using Respond to Webhook Node) → the templates' step, keyed by the event's id → Respond 200. */
+function bareWorkflow(flow: TriggerFlow, apiUrl: string): Workflow {
+	const step = readTemplate('idempotent-webhook-embedded.json').nodes.find((n) => n.name === BUSINESS_STEP);
+	if (!step) throw new Error(`the webhook template has no node named ${BUSINESS_STEP}`);
+	const hook: WorkflowNode = { ...webhook(flow.path, { responseMode: 'responseNode' }), name: 'Webhook' };
+	const call: WorkflowNode = {
+		...step,
+		id: uuid('b0000001'),
+		position: [220, 0],
+		parameters: {
+			...stepParameters(step, apiUrl, TRIGGER_STEP_TIMEOUT_MS),
+			headerParameters: { parameters: [{ name: 'Idempotency-Key', value: '={{ $json.body.id }}' }] },
+			jsonBody: '={{ JSON.stringify({ eventKey: $json.body.id, type: $json.body.type ?? null }) }}',
+		},
+	};
+	const answer = node({
+		name: 'Respond 200',
+		type: 'n8n-nodes-base.respondToWebhook',
+		typeVersion: 1.5,
+		x: 440,
+		parameters: { respondWith: 'json', responseBody: '{"received":true}', options: { responseCode: 200 } },
+	});
+	return workflow(flow.id, `bench: ${flow.label}`, [hook, call, answer], {
+		Webhook: { main: [[link(BUSINESS_STEP)]] },
+		[BUSINESS_STEP]: { main: [[link('Respond 200')]] },
 	});
 }
 
@@ -810,24 +926,17 @@ export const RESERVE_KINDS = ['reserve', 'reserveAuto', 'reserveAutoFull', 'rese
 export const EMBEDDED_KINDS = ['embeddedField', 'embeddedAuto'];
 
 /** n8n's Webhook node answering Immediately, then the trigger template's business step (30 s timeout), keyed by the event id. */
-function immediatelyWorkflow(flow: TriggerFlow, apiUrl: string): Workflow {
-	const template = JSON.parse(
-		fs.readFileSync(path.join(__dirname, '..', '..', 'templates', 'idempotent-webhook-trigger.json'), 'utf8'),
-	) as {
-		nodes: WorkflowNode[];
-	};
-	const business = template.nodes.find((n) => n.name === 'Business Step (call your API)');
+function immediatelyWorkflow(flow: AtOnceFlow, apiUrl: string): Workflow {
+	const business = readTemplate('idempotent-webhook-trigger.json').nodes.find((n) => n.name === BUSINESS_STEP);
 	if (!business) throw new Error('idempotent-webhook-trigger.json: no business step');
 	const key = `={{ '${IMMEDIATELY_KEY_PREFIX}' + $json.body.id }}`;
 	const step: WorkflowNode = {
 		...business,
 		position: [220, 0],
 		parameters: {
-			...business.parameters,
-			url: apiUrl,
+			...stepParameters(business, apiUrl, AT_ONCE_STEP_TIMEOUT_MS),
 			headerParameters: { parameters: [{ name: 'Idempotency-Key', value: key }] },
 			jsonBody: `={{ JSON.stringify({ eventKey: '${IMMEDIATELY_KEY_PREFIX}' + $json.body.id, type: $json.body.type ?? null }) }}`,
-			options: { ...(business.parameters.options as object), timeout: 30_000 },
 		},
 	};
 	return workflow(flow.id, `bench: ${flow.label}`, [webhook(flow.path, { responseMode: 'onReceived' }), step], {
