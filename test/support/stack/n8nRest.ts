@@ -103,7 +103,9 @@ export function restClient(baseUrl: string): RestClient {
 			let login: RestResponse;
 			for (const until = Date.now() + 30000; ; await new Promise((resolve) => setTimeout(resolve, 1000))) {
 				setup = await call('POST', '/owner/setup', { email, password, firstName, lastName });
-				login = setup.status === 200 ? setup : await call('POST', '/login', { emailOrLdapLoginId: email, password });
+				// A login after the setup, even a successful one: the first request after a fresh owner's setup
+				// was refused (401) with the cookie the setup answer carried.
+				login = await call('POST', '/login', { emailOrLdapLoginId: email, password });
 				if (login.status !== 503 || Date.now() > until) break;
 			}
 			if (login.status !== 200)
