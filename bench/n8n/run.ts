@@ -853,9 +853,11 @@ async function cleanup(ctx: BenchContext, args: Args): Promise<void> {
 	);
 }
 
-// CPU profile: each workload in its own window of n8n's profile (written when n8n stops).
-async function profileWorkloads(ctx: BenchContext, args: Args): Promise<ProfileWindow[]> {
-	const { running, log } = ctx;
+/** Windows of n8n's profile: `window(name, executions, fn)` runs fn and records when it ran, by name. */
+function profileRecorder(log: (message: string) => void): {
+	windows: ProfileWindow[];
+	window: (name: string, executions: number, fn: () => Promise<unknown>) => Promise<void>;
+} {
 	const windows: ProfileWindow[] = [];
 	const window = async (name: string, executions: number, fn: () => Promise<unknown>) => {
 		const start = nowMicros();
@@ -863,6 +865,13 @@ async function profileWorkloads(ctx: BenchContext, args: Args): Promise<ProfileW
 		windows.push({ name, start, end: nowMicros(), executions });
 		log(`profiled: ${name}`);
 	};
+	return { windows, window };
+}
+
+// CPU profile: each workload in its own window of n8n's profile (written when n8n stops).
+async function profileWorkloads(ctx: BenchContext, args: Args): Promise<ProfileWindow[]> {
+	const { running, log } = ctx;
+	const { windows, window } = profileRecorder(log);
 	for (const flow of overheadFlows)
 		await drive(running.webhookUrl(flow.path), {
 			count: 20,
@@ -896,13 +905,7 @@ async function profileWorkloads(ctx: BenchContext, args: Args): Promise<ProfileW
 
 // The trigger's flows instead: where n8n's time goes for a new event, a duplicate and a forgery through each.
 async function profileTrigger(ctx: BenchContext & { api: Api }, args: Args): Promise<ProfileWindow[]> {
-	const windows: ProfileWindow[] = [];
-	const window = async (name: string, executions: number, fn: () => Promise<unknown>) => {
-		const start = nowMicros();
-		await fn();
-		windows.push({ name, start, end: nowMicros(), executions });
-		ctx.log(`profiled: ${name}`);
-	};
+	const { windows, window } = profileRecorder(ctx.log);
 	const flows = triggerFlowsOf(args);
 	await triggerProfileWindows(ctx, { count: 10, concurrency: 1, flows }, async (name, n, fn) => await fn(), { stripeEvent });
 	await triggerProfileWindows(ctx, { count: args.requests, concurrency: args.profileConcurrency, flows }, window, { stripeEvent });
@@ -911,13 +914,7 @@ async function profileTrigger(ctx: BenchContext & { api: Api }, args: Args): Pro
 
 // At Once's answers instead: where n8n's time goes while new events arrive behind a 10 s step, beside the floor.
 async function profileAtOnce(ctx: BenchContext & { api: Api }, args: Args): Promise<ProfileWindow[]> {
-	const windows: ProfileWindow[] = [];
-	const window = async (name: string, executions: number, fn: () => Promise<unknown>) => {
-		const start = nowMicros();
-		await fn();
-		windows.push({ name, start, end: nowMicros(), executions });
-		ctx.log(`profiled: ${name}`);
-	};
+	const { windows, window } = profileRecorder(ctx.log);
 	await atOnceProfileWindows(ctx, { count: 6, concurrency: 1 }, async (name, n, fn) => await fn(), { stripeEvent });
 	await atOnceProfileWindows(ctx, { count: args.requests, concurrency: args.profileConcurrency }, window, { stripeEvent });
 	return windows;
