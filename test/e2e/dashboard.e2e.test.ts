@@ -111,7 +111,7 @@ const atOnceOneRun: NodeChange = (node) =>
 		? {
 				...node,
 				typeVersion: 2,
-				parameters: { ...node.parameters, mode: undefined, respond: 'atOnce', maxAttempts: 1, firstRetrySeconds: 1 },
+				parameters: { ...node.parameters, respond: 'atOnce', maxAttempts: 1, firstRetrySeconds: 1 },
 			}
 		: node;
 

@@ -53,7 +53,6 @@ function atOnce(maxAttempts: number, firstRetrySeconds = 1, leaseSeconds = LEASE
 					typeVersion: 2,
 					parameters: {
 						...node.parameters,
-						mode: undefined,
 						respond: 'atOnce',
 						maxAttempts,
 						firstRetrySeconds,

@@ -29,7 +29,6 @@ function batches(respond: 'workflowEnds' | 'atOnce'): NodeChange {
 					typeVersion: 3,
 					parameters: {
 						...node.parameters,
-						mode: undefined,
 						respond,
 						options: { eventsPath: 'body.events' },
 						...(respond === 'atOnce' ? { firstRetrySeconds: 1, maxAttempts: 5 } : {}),
