@@ -73,15 +73,17 @@ describe('the Store parameter in a real n8n', () => {
 	// n8n's own Node (24, with node:sqlite) reads the embedded file; the test runner's Node may have none.
 	const node24 = path.join(h.state.cliSpec.env.PATH.split(path.delimiter)[0], 'node');
 
-	/** Whether the embedded file holds the key (false when the file does not exist yet). */
+	/** Whether the embedded file holds the key (false when the file or its keys table does not exist yet). */
 	function inEmbeddedFile(key: string) {
 		const script = `
 			const fs = require('node:fs');
 			const [file, key] = process.argv.slice(1);
 			if (!fs.existsSync(file)) { console.log('false'); process.exit(0); }
 			const { DatabaseSync } = require('node:sqlite');
-			const db = new DatabaseSync(file);
-			console.log(String(db.prepare('select count(*) as n from processed_events where key = ?').get(key).n > 0));`;
+			const db = new DatabaseSync(file, { readOnly: true });
+			// Another workflow on this n8n (an Order Guard, the inbox) may have made the file first.
+			const table = db.prepare("select 1 from sqlite_master where type = 'table' and name = 'processed_events'").get();
+			console.log(String(table !== undefined && db.prepare('select count(*) as n from processed_events where key = ?').get(key).n > 0));`;
 		const run = spawnSync(node24, ['-e', script, keyFile, key], { encoding: 'utf8' });
 		if (run.status !== 0) throw new Error(`reading ${keyFile} failed: ${run.stderr}`);
 		return run.stdout.trim() === 'true';

@@ -40,7 +40,8 @@ export function startWorker(worker: string, args: unknown): WorkerProcess {
 	});
 	child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
 	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
-		child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
+		// 'close', not 'exit': 'exit' can come before the last of the child's output has been read.
+		child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
 	);
 	return {
 		child,
