@@ -114,8 +114,8 @@ it('a lock held for 300 ms: the reservation waits for it asynchronously (the eve
 	expect(result[0].outcome).toBe('new');
 	// A synchronous wait would hold the loop until the lock bound (the release below is asked for by
 	// a timer on this loop): no ticks meanwhile and one gap of seconds. The gap's bound leaves room
-	// for a loaded machine's scheduling.
-	expect(ticks).toBeGreaterThanOrEqual(10);
+	// for a loaded machine's scheduling, where a 5 ms timer may tick only every 30–40 ms.
+	expect(ticks).toBeGreaterThanOrEqual(3);
 	expect(longestGapMs).toBeLessThan(250);
 	// The fault happened: the release was asked for only after the reservation had started, and the
 	// holder still held the lock at its reading; the reservation finished after that reading.
