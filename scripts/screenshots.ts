@@ -169,27 +169,27 @@ const wanted = (...names: string[]): boolean => !only || names.some((name) => na
 const SHOWCASE_PANELS: Array<
 	[name: string, type: string, parameters: Record<string, unknown>, open: string[], node?: Record<string, unknown>]
 > = [
-	// A node added from the panel today: version 2, Store Embedded by default, no credential.
+	// A node added from the panel today: version 3, Store Automatic by default, no credential.
 	[
-		'Reserve, new node, Store Embedded',
+		'Reserve, new node, Store Automatic',
 		'idempotencyReserve',
 		{ keySource: 'auto', mode: 'permanent', options: { tableName: 'processed_events' } },
 		['store'],
-		{ typeVersion: 2, credentials: undefined },
+		{ typeVersion: 3, credentials: undefined },
 	],
 	[
 		'Reserve, new node, Store Postgres',
 		'idempotencyReserve',
 		{ store: 'postgres', keySource: 'auto', mode: 'permanent', options: { schemaName: 'public', tableName: 'processed_events' } },
 		[],
-		{ typeVersion: 2 },
+		{ typeVersion: 3 },
 	],
 	[
-		'Order Guard, new node, Store Embedded',
+		'Order Guard, new node, Store Automatic',
 		'idempotencyOrderGuard',
 		{ objectKey: '={{ $json.body.data.object.id }}', version: '={{ $json.body.created }}', options: {} },
 		[],
-		{ typeVersion: 2, credentials: undefined },
+		{ typeVersion: 3, credentials: undefined },
 	],
 	[
 		'Reserve, Key Source Field, every option',
