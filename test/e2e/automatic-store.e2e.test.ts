@@ -9,7 +9,7 @@
 import { harness, eventId } from '../support/e2e/harness';
 import { keyStates, useWorkerFolders } from '../support/e2e/embedded';
 import { deliverAll, figures, report, type Attempt } from '../support/e2e/provider';
-import { publishTrigger, triggerBase, triggerKey, withLeaseSeconds } from '../support/e2e/trigger';
+import { BURST_BUDGET_MS, burstAttempts, publishTrigger, triggerBase, triggerKey, withLeaseSeconds } from '../support/e2e/trigger';
 import { startSink, type Sink } from '../support/e2e/sink';
 import { startStoppedWorkers } from '../support/e2e/control';
 import { crashRun, expectExactlyOnce, killWorkerRunning, type Processes, type RestartedProcess } from '../support/e2e/crash';
@@ -53,9 +53,9 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 		return Object.fromEntries(rows.map((row) => [row.key, { status: row.status, attempts: row.attempts }]));
 	}
 
-	/** Where the keys are: n8n's database in queue mode, the embedded file on one process; never both. */
-	async function expectKeysWhereAutomaticPutsThem(keys: string[]) {
-		const completedOnce = Object.fromEntries(keys.map((key) => [key, expect.objectContaining({ status: 'completed', attempts: 1 })]));
+	/** Where the keys are, completed after `attempts`: n8n's database in queue mode, the embedded file on one process; never both. */
+	async function expectKeysWhereAutomaticPutsThem(keys: string[], attempts = 1) {
+		const completedOnce = Object.fromEntries(keys.map((key) => [key, expect.objectContaining({ status: 'completed', attempts })]));
 		const absent = Object.fromEntries(keys.map((key) => [key, null]));
 		if (h.topology === 'queue') {
 			expect(await inN8nDatabase(keys)).toEqual(completedOnce);
@@ -68,27 +68,32 @@ describe('Store: Automatic: the trigger template with only a signing secret', ()
 		}
 	}
 
-	test('100 copies of one event at once, retried until a 2xx: none lost, one call, one execution', async () => {
-		const mark = await h.executionMark();
-		const event = { id: eventId('auto_burst'), type: 'order.created' };
-		const key = triggerKey(webhook.workflowId, event.id);
-		const run = await deliverAll({
-			url: webhook.url,
-			plan: { eventIds: [event.id], deliveries: Array.from({ length: 100 }, () => ({ eventId: event.id, forged: false, body: event })) },
-			concurrency: 100,
-			retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: 180000 },
-		});
-		const stats = figures(run);
-		report(`Store: Automatic, burst of 100 (${h.topology})`, stats);
-		expect(stats.gaveUp).toBe(0);
-		expect(run.deliveries.map((delivery) => delivery.final.status)).toEqual(Array(100).fill(200));
-		expect(run.attempts.filter((attempt) => attempt.outcome === 'new')).toHaveLength(1);
-		expect(storeRefusals(run.attempts)).toEqual([]);
-		expect(api.calls(key)).toBe(1);
-		await h.waitForExecutions(webhook.workflowId, mark, 1);
-		expect(await h.executions(webhook.workflowId, mark)).toHaveLength(1);
-		await expectKeysWhereAutomaticPutsThem([key]);
-	});
+	test(
+		'100 copies of one event at once, retried until a 2xx: none lost, one call, one execution',
+		async () => {
+			const mark = await h.executionMark();
+			const event = { id: eventId('auto_burst'), type: 'order.created' };
+			const key = triggerKey(webhook.workflowId, event.id);
+			const run = await deliverAll({
+				url: webhook.url,
+				plan: { eventIds: [event.id], deliveries: Array.from({ length: 100 }, () => ({ eventId: event.id, forged: false, body: event })) },
+				concurrency: 100,
+				retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: BURST_BUDGET_MS },
+			});
+			const stats = figures(run);
+			report(`Store: Automatic, burst of 100 (${h.topology})`, stats);
+			expect(stats.gaveUp).toBe(0);
+			expect(run.deliveries.map((delivery) => delivery.final.status)).toEqual(Array(100).fill(200));
+			// The first answer (new) can reach the sender after its 30 s on a loaded machine: its retry is then a duplicate.
+			expect(run.attempts.filter((attempt) => attempt.outcome === 'new').length).toBeLessThanOrEqual(1);
+			expect(storeRefusals(run.attempts)).toEqual([]);
+			expect(api.calls(key)).toBe(1);
+			await h.waitForExecutions(webhook.workflowId, mark, 1);
+			expect(await h.executions(webhook.workflowId, mark)).toHaveLength(1);
+			await expectKeysWhereAutomaticPutsThem([key], burstAttempts(run.attempts.map((attempt) => attempt.status)));
+		},
+		BURST_BUDGET_MS + 90_000,
+	);
 
 	test('200 events × 3 copies, shuffled, 16 at a time: each event runs once', async () => {
 		const mark = await h.executionMark();

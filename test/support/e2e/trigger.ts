@@ -24,6 +24,19 @@ export function triggerKey(workflowId: string, event: string | { key: string }):
 	return `wf:${workflowId}:${typeof event === 'string' ? `evt:${event}` : event.key}`;
 }
 
+/**
+ * How long a burst's sender retries. In queue mode n8n can fail to start the execution after the
+ * trigger reserved the key (its webhook process's database pool timing out on a loaded machine:
+ * n8n answers 500); the webhook process cannot tell, so the key waits for the template's 300 s lease
+ * and the first retry after it runs the event (docs/idempotent-webhook.md). The budget outlasts it.
+ */
+export const BURST_BUDGET_MS = 330_000;
+
+/** A burst's key attempts: 1, or 2 when n8n answered 500 without starting the first execution (the lease ran out, a retry took the key). */
+export function burstAttempts(statuses: number[]): number {
+	return statuses.includes(500) ? 2 : 1;
+}
+
 /** A key's state as the trigger tests compare it; null when the key is not stored. */
 export type TriggerKeyState = { status: string; attempts: number; duplicates: number } | null;
 
