@@ -402,8 +402,11 @@ const TEMPLATE_ONLY: Record<string, Variant> = {
 				const event = { id: eventId('mx_pg_default'), type };
 				let fixed: Promise<unknown> | null = null;
 				const { answers, gaveUp } = await ctx.deliver([event], {
-					onAttempt: (attempt: { status: number }) => {
-						if (attempt.status === 500 && !fixed) fixed = h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${constraint}`);
+					// The fix lands before the provider's next attempt (ALTER TABLE can wait for other rows' transactions).
+					onAttempt: async (attempt: { status: number }) => {
+						if (attempt.status !== 500 || fixed) return;
+						fixed = h.appQuery(`ALTER TABLE business_log DROP CONSTRAINT ${constraint}`);
+						await fixed;
 					},
 				});
 				await fixed;

@@ -481,7 +481,7 @@ export async function publishRows(
 export async function deliverRetried(
 	url: string,
 	bodies: Array<RowEvent | RowEvent[]>,
-	{ retry = RETRY, onAttempt }: { retry?: Partial<RetryOptions>; onAttempt?: (attempt: Attempt) => void } = {},
+	{ retry = RETRY, onAttempt }: { retry?: Partial<RetryOptions>; onAttempt?: (attempt: Attempt) => void | Promise<void> } = {},
 ): Promise<{ answers: Record<string, number[]>; gaveUp: string[]; attempts: Attempt[] }> {
 	const deliveries = bodies.map((body) => ({ eventId: Array.isArray(body) ? body.map((e) => e.id).join('+') : body.id, body }));
 	const run = await deliverAll({ url, plan: { deliveries }, concurrency: deliveries.length, retry: { ...RETRY, ...retry }, onAttempt });

@@ -170,7 +170,8 @@ export async function deliverAll({
 	plan: DeliveryPlan;
 	concurrency?: number;
 	retry?: Partial<RetryOptions>;
-	onAttempt?: (attempt: Attempt) => void;
+	/** Sees every answer; the delivery's next attempt waits for what it returns (a fix made between attempts). */
+	onAttempt?: (attempt: Attempt) => void | Promise<void>;
 }): Promise<ProviderRun> {
 	const options = { ...DEFAULT_RETRY, ...retry };
 	const attempts: Attempt[] = [];
@@ -195,7 +196,7 @@ export async function deliverAll({
 			});
 			const entry: Attempt = { ...result, eventId: delivery.eventId, forged: Boolean(delivery.forged), attempt: n + 1 };
 			attempts.push(entry);
-			onAttempt(entry);
+			await onAttempt(entry);
 			record.attempts = n + 1;
 			record.final = result;
 			if (delivery.forged || (result.status >= 200 && result.status < 300)) break;
