@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { readShippedTemplate, freshWebhookPath, publishWorkflow } from './restWorkflows';
 import { keyStates } from './embedded';
 import type { DeliveryAnswer, Harness } from './harness';
+import { deliverAll, type ProviderRun } from './provider';
 import type { Json, NodeChange, WorkflowJson } from './workflows';
 
 export const TRIGGER_TEMPLATE = 'idempotent-webhook-trigger.json';
@@ -30,11 +31,23 @@ export function triggerKey(workflowId: string, event: string | { key: string }):
  * n8n answers 500); the webhook process cannot tell, so the key waits for the template's 300 s lease
  * and the first retry after it runs the event (docs/idempotent-webhook.md). The budget outlasts it.
  */
-export const BURST_BUDGET_MS = 330_000;
+const BURST_BUDGET_MS = 330_000;
+/** A burst test's jest timeout: the sender's budget and the checks after it. */
+export const BURST_TEST_TIMEOUT_MS = BURST_BUDGET_MS + 90_000;
+
+/** 100 copies of one event sent at once to `url`, each retried (backoff 0.5–3 s) until a 2xx or the budget ends. */
+export async function deliverBurst(url: string, event: { id: string; type: string }): Promise<ProviderRun> {
+	return await deliverAll({
+		url,
+		plan: { eventIds: [event.id], deliveries: Array.from({ length: 100 }, () => ({ eventId: event.id, forged: false, body: event })) },
+		concurrency: 100,
+		retry: { firstDelayMs: 500, maxDelayMs: 3000, budgetMs: BURST_BUDGET_MS },
+	});
+}
 
 /** A burst's key attempts: 1, or 2 when n8n answered 500 without starting the first execution (the lease ran out, a retry took the key). */
-export function burstAttempts(statuses: number[]): number {
-	return statuses.includes(500) ? 2 : 1;
+export function burstAttempts(run: ProviderRun): number {
+	return run.attempts.some((attempt) => attempt.status === 500) ? 2 : 1;
 }
 
 /** A key's state as the trigger tests compare it; null when the key is not stored. */
