@@ -650,7 +650,7 @@ export function rowContext(
 			// The resume URL as the sender reaches n8n (a queue-mode worker names its own default host).
 			const resumeUrl = new URL(link.body.resumeUrl);
 			const resumeAt = `${h.state.baseUrl}${resumeUrl.pathname}${resumeUrl.search}`;
-			const resumed = await fetch(resumeAt, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' });
+			const resumed = await resumeWhenWaiting(resumeAt);
 			expect(resumed.status).toBe(200);
 			const { answers, gaveUp } = await delivering;
 			if (h.topology === 'queue') {
@@ -675,6 +675,22 @@ export function rowContext(
 /** Two events for one delivery, in order. */
 export function twoEvents(label: string): RowEvent[] {
 	return [0, 1].map((i) => ({ id: eventId(`${label}_${i}`), type: 'e2e.batch' }));
+}
+
+/**
+ * Calls a resume URL as the person approving would, once n8n has put the execution to wait. The
+ * workflow sends the URL from the node before its Wait: on a busy machine the call can reach n8n
+ * before the Wait has saved the execution as waiting, and n8n answers 409 ("is running already")
+ * without resuming anything; that answer is retried, any other is returned.
+ */
+async function resumeWhenWaiting(url: string, { timeoutMs = 30_000 } = {}): Promise<{ status: number; body: string }> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' });
+		const body = await response.text();
+		if (response.status !== 409 || !body.includes('is running already') || Date.now() > deadline) return { status: response.status, body };
+		await new Promise((resolve) => setTimeout(resolve, 250));
+	}
 }
 
 /** Rejects after `ms` with what never came: a hold that no call reached. */
