@@ -14,6 +14,7 @@ import type { Sink } from './sink';
 import type { PublishedWebhook } from './checklist';
 import { eventually } from './eventually';
 import type { Json, WorkflowJson, WorkflowNode } from './workflows';
+import { requestOnOwnConnection } from '../stack/ownConnection';
 
 /** One end of a connection between two nodes. */
 export interface ConnectionTarget {
@@ -686,9 +687,11 @@ export function twoEvents(label: string): RowEvent[] {
 async function resumeWhenWaiting(url: string, { timeoutMs = 30_000 } = {}): Promise<{ status: number; body: string }> {
 	const deadline = Date.now() + timeoutMs;
 	for (;;) {
-		const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"approved":true}' });
-		const body = await response.text();
-		if (response.status !== 409 || !body.includes('is running already') || Date.now() > deadline) return { status: response.status, body };
+		const { status, text } = await requestOnOwnConnection(url, {
+			headers: { 'content-type': 'application/json' },
+			body: '{"approved":true}',
+		});
+		if (status !== 409 || !text.includes('is running already') || Date.now() > deadline) return { status, body: text };
 		await new Promise((resolve) => setTimeout(resolve, 250));
 	}
 }

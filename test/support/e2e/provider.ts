@@ -4,6 +4,7 @@
 // Forged deliveries (a wrong secret) are sent once and not retried: a forger has no retry queue.
 // Every attempt is recorded (status, outcome header, latency, time) for the test's figures.
 import { stripeSignature } from '../stack/n8nStack';
+import { headerValue, requestOnOwnConnection } from '../stack/ownConnection';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -139,17 +140,15 @@ async function attempt(
 	const signature = stripeSignature(raw, forged ? { secret: 'whsec_forged_by_someone_else' } : {});
 	const started = Date.now();
 	try {
-		const res = await fetch(url, {
-			method: 'POST',
+		const res = await requestOnOwnConnection(url, {
 			headers: { 'content-type': 'application/json', 'stripe-signature': signature },
 			body: raw,
-			signal: AbortSignal.timeout(timeoutMs),
+			timeoutMs,
 		});
-		await res.arrayBuffer();
-		return { status: res.status, outcome: res.headers.get('x-idempotency-outcome'), ms: Date.now() - started, at: started };
+		return { status: res.status, outcome: headerValue(res.headers, 'x-idempotency-outcome'), ms: Date.now() - started, at: started };
 	} catch (error) {
-		const failure = error as { name?: string; code?: string; cause?: { code?: string } };
-		const reason = failure.name === 'TimeoutError' ? 'timeout' : (failure.cause?.code ?? failure.code ?? failure.name);
+		const failure = error as { name?: string; code?: string };
+		const reason = failure.name === 'TimeoutError' ? 'timeout' : (failure.code ?? failure.name);
 		return { status: 0, error: reason, ms: Date.now() - started, at: started };
 	}
 }

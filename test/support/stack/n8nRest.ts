@@ -2,9 +2,10 @@
 // path of the server with the login cookie. Node 20 compatible.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+
+import { requestOnOwnConnection } from './ownConnection';
 
 /**
  * n8n answers JSON on its REST API and Respond nodes may not: callers keep the raw text too.
@@ -47,50 +48,17 @@ export interface RestClient {
 	testCredential: <T = unknown>(credential: unknown) => Promise<RestResponse<T>>;
 }
 
-interface RawAnswer {
-	status: number;
-	setCookies: string[];
-	text: string;
-}
-
-/**
- * One request on a connection of its own, closed after the answer. A kept-alive connection can be
- * closed by n8n (its keep-alive timeout) just as the next request goes out on a loaded machine
- * ("other side closed"), and a POST cannot be sent again blindly: none is ever reused.
- */
-function requestOnce(url: string, method: string, headers: Record<string, string>, body: string | undefined): Promise<RawAnswer> {
-	return new Promise((resolve, reject) => {
-		const sent = http.request(url, { method, headers, agent: false }, (res) => {
-			const chunks: Buffer[] = [];
-			res.on('data', (chunk: Buffer) => chunks.push(chunk));
-			res.on('error', reject);
-			res.on('end', () => {
-				const setCookie = res.headers['set-cookie'] ?? [];
-				resolve({ status: res.statusCode ?? 0, setCookies: setCookie, text: Buffer.concat(chunks).toString('utf8') });
-			});
-		});
-		sent.on('error', reject);
-		sent.end(body);
-	});
-}
-
 export function restClient(baseUrl: string): RestClient {
 	let cookie = '';
 	const call = async <T = unknown>(method: string, route: string, body?: unknown) => request<T>(method, `/rest${route}`, body);
 	const request = async <T = unknown>(method: string, pathname: string, body?: unknown): Promise<RestResponse<T>> => {
 		const text = body === undefined ? undefined : JSON.stringify(body);
-		const res = await requestOnce(
-			`${baseUrl}${pathname}`,
+		const res = await requestOnOwnConnection(`${baseUrl}${pathname}`, {
 			method,
-			{
-				'content-type': 'application/json',
-				'browser-id': 'n8n-nodes-idempotency',
-				...(cookie ? { cookie } : {}),
-				...(text === undefined ? {} : { 'content-length': String(Buffer.byteLength(text)) }),
-			},
-			text,
-		);
-		const auth = res.setCookies.map((c) => c.split(';')[0]).find((c) => c.startsWith('n8n-auth='));
+			headers: { 'content-type': 'application/json', 'browser-id': 'n8n-nodes-idempotency', ...(cookie ? { cookie } : {}) },
+			body: text,
+		});
+		const auth = (res.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]).find((c) => c.startsWith('n8n-auth='));
 		if (auth) cookie = auth;
 		return { status: res.status, json: parseJsonOrUndefined<T>(res.text) as T, text: res.text };
 	};

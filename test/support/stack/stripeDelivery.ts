@@ -2,6 +2,7 @@
 // Stripe-Signature header. The e2e suite and the demo act as Stripe. Node 20 compatible.
 import crypto from 'node:crypto';
 import { parseJsonOrUndefined } from './n8nRest';
+import { headerValue, requestOnOwnConnection } from './ownConnection';
 
 /**
  * The Stripe endpoint signing secret of the test/demo credential "Webhook Signature Secret". A fixed
@@ -62,26 +63,22 @@ export async function deliver<T = unknown>(
 	{ sign = true, secret, timestamp, timeoutMs }: DeliverOptions = {},
 ): Promise<Delivery<T>> {
 	const raw = typeof body === 'string' ? body : JSON.stringify(body);
-	const sent = new Headers({ 'content-type': 'application/json' });
-	if (sign) sent.set('stripe-signature', stripeSignature(raw, { secret, timestamp }));
-	for (const [name, value] of Object.entries(headers)) sent.set(name, value);
+	// Header names are case-insensitive: a caller's header replaces the one set here.
+	const sent: Record<string, string> = { 'content-type': 'application/json' };
+	if (sign) sent['stripe-signature'] = stripeSignature(raw, { secret, timestamp });
+	for (const [name, value] of Object.entries(headers)) sent[name.toLowerCase()] = value;
 	const started = Date.now();
-	const res = await fetch(url, {
-		method: 'POST',
-		headers: sent,
-		body: raw,
-		signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined,
-	});
-	const text = await res.text();
+	const res = await requestOnOwnConnection(url, { headers: sent, body: raw, timeoutMs });
+	const text = res.text;
 	const json = parseJsonOrUndefined<T>(text) as T;
 	return {
 		status: res.status,
-		outcome: res.headers.get('x-idempotency-outcome'),
-		firstExecution: res.headers.get('x-idempotency-first-execution'),
+		outcome: headerValue(res.headers, 'x-idempotency-outcome'),
+		firstExecution: headerValue(res.headers, 'x-idempotency-first-execution'),
 		json,
 		text,
 		ms: Date.now() - started,
 		raw,
-		signature: sent.get('stripe-signature'),
+		signature: sent['stripe-signature'] ?? null,
 	};
 }
