@@ -28,6 +28,17 @@ import { stallProbe } from './stallProbe';
 const ROOT = path.join(__dirname, '..');
 const TARGET_STALL_MS = 50;
 
+/** One call's figures, as BENCHMARKS.md's table reads them (bench/report.ts). */
+export interface RandomKeysRow {
+	call: string;
+	medianMs: number;
+	maxMs: number;
+	/** The longest event-loop stall of any run of the call, and the same without the time the thread waited for a CPU. */
+	stallMs: number;
+	ownStallMs: number;
+	rowsPerS?: number;
+}
+
 interface Args {
 	quick: boolean;
 	table: number;
@@ -137,7 +148,7 @@ async function reservePart(embedded: EmbeddedModule, args: Args, folder: string)
 		// Back to the event loop between calls, as n8n is between executions.
 		await new Promise((resolve) => setTimeout(resolve, 20));
 	}
-	const row = (call: string, runs: Array<{ ms: number; stallMs: number; ownStallMs: number }>) => ({
+	const row = (call: string, runs: Array<{ ms: number; stallMs: number; ownStallMs: number }>): RandomKeysRow => ({
 		call,
 		medianMs: fixed(median(runs.map((run) => run.ms))),
 		maxMs: fixed(Math.max(...runs.map((run) => run.ms))),
@@ -150,7 +161,7 @@ async function reservePart(embedded: EmbeddedModule, args: Args, folder: string)
 	];
 }
 
-async function cleanupPart(embedded: EmbeddedModule, args: Args, folder: string) {
+async function cleanupPart(embedded: EmbeddedModule, args: Args, folder: string): Promise<RandomKeysRow[]> {
 	const file = path.join(folder, 'cleanup.sqlite');
 	const store = embedded.openEmbeddedKeyStore({ file, createTable: true });
 	// This process has the file open while another one fills it, as n8n has while a seeding process runs.
@@ -195,7 +206,7 @@ async function main(): Promise<void> {
 				.loadavg()
 				.map((value) => value.toFixed(2))
 				.join(', ');
-		const out = { node: process.version, loadAtStart: load(), rows: [] as Array<Record<string, unknown>>, loadAtEnd: '' };
+		const out = { node: process.version, loadAtStart: load(), rows: [] as RandomKeysRow[], loadAtEnd: '' };
 		console.log(
 			`# The Embedded store on random keys ${new Date().toISOString()}${args.quick ? ' (quick)' : ''}; node ${process.version}; load at start ${out.loadAtStart}`,
 		);

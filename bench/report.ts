@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import type { CallRow as EmbeddedCallRow, ReserveRow as EmbeddedReserveRow } from './embedded';
+import type { RandomKeysRow } from './embeddedRandomKeys';
 import type { TriggerRow } from './n8n/trigger';
 import type { AtOnceRow } from './n8n/atOnce';
 
@@ -217,6 +218,7 @@ interface RunsById {
 	settle: Run<OverheadRow>;
 	embedded: Run<EmbeddedReserveRow>;
 	'embedded-calls': Run<EmbeddedCallRow>;
+	'embedded-random-keys': Run<RandomKeysRow>;
 	'embedded-n8n-overhead': EmbeddedOverheadRun;
 	'embedded-n8n-batch': Run<EmbeddedBatchRow>;
 	'embedded-n8n-cleanup': Run<EmbeddedCleanupRow>;
@@ -320,6 +322,16 @@ const TABLES: { [Id in RunId]: (run: RunsById[Id]) => string } = {
 				['longest stall ms (without CPU wait)', (r) => stall(r.embeddedStallMs, r.embeddedOwnStallMs)],
 				['Postgres ms', (r) => number(r.postgresMs, 1)],
 				['longest stall ms (without CPU wait)', (r) => stall(r.postgresStallMs, r.postgresOwnStallMs)],
+			],
+			run.rows,
+		),
+	'embedded-random-keys': (run) =>
+		table(
+			[
+				['call', (r) => r.call, 'l'],
+				['median ms', (r) => number(r.medianMs, 1)],
+				['max ms', (r) => number(r.maxMs, 1)],
+				['longest stall ms (without CPU wait)', (r) => stall(r.stallMs, r.ownStallMs)],
 			],
 			run.rows,
 		),
@@ -609,6 +621,7 @@ function summary(runs: Runs): string {
 	const postgresCleanup = pick(get('embedded-n8n-cleanup'), (r) => r.flow.includes('Postgres'), 'Postgres cleanup');
 	const storeCalls = get('embedded-calls');
 	const worstCall = storeCalls.rows.reduce((worst, r) => (r.embeddedOwnStallMs > worst.embeddedOwnStallMs ? r : worst));
+	const markComplete = pick(get('embedded-random-keys'), (r) => r.call.startsWith('Mark Complete'), 'Mark Complete of random keys');
 	const trigger = get('trigger-n8n');
 	const triggerRow = (kind: TriggerRow['kind'], role: TriggerRow['role'], store: TriggerRow['store'], c: number) =>
 		pick(trigger, (r) => r.kind === kind && r.role === role && r.store === store && r.clients === c, `${role} (${store}), ${kind}, c=${c}`);
@@ -734,6 +747,12 @@ function summary(runs: Runs): string {
 			'target ≤ 50 ms',
 			'embedded-calls',
 		],
+		[
+			'the same for Mark Complete of 9,000 random keys in a table of 200,000',
+			`${number(markComplete.ownStallMs)} ms without CPU wait (median call ${number(markComplete.medianMs)} ms)`,
+			'target ≤ 50 ms',
+			'embedded-random-keys',
+		],
 	];
 	return table(
 		[
@@ -761,6 +780,7 @@ const sectionOf: Partial<Record<RunId, string>> = {
 	big: 'one-100000-item-execution',
 	embedded: 'the-embedded-store-beside-postgres',
 	'embedded-calls': 'the-embedded-store-beside-postgres',
+	'embedded-random-keys': 'the-embedded-store-beside-postgres',
 	'embedded-n8n-overhead': 'the-embedded-store-beside-postgres',
 	'embedded-n8n-batch': 'the-embedded-store-beside-postgres',
 	'embedded-n8n-cleanup': 'the-embedded-store-beside-postgres',
