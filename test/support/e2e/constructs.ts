@@ -584,9 +584,11 @@ export function rowContext(
 			expect(await ctx.states([event])).toEqual(['completed']);
 		},
 		async expectFailedOnceThenOneEffect(event) {
-			const { answers, gaveUp } = await ctx.deliver([event]);
+			const { answers, gaveUp, attempts } = await ctx.deliver([event]);
 			expect(gaveUp).toEqual([]);
-			expect(answers[event.id]).toEqual(FAILED_THEN_ACCEPTED);
+			// A connection error is answer 0: its reason is shown beside the answers when they differ.
+			const connectionErrors = attempts.filter((attempt) => attempt.status === 0).map((attempt) => attempt.error);
+			expect({ answers: answers[event.id], connectionErrors }).toEqual({ answers: FAILED_THEN_ACCEPTED, connectionErrors: [] });
 			expect(ctx.effects([event])).toEqual([1]);
 			expect(await ctx.states([event])).toEqual(['completed']);
 			expect(await ctx.attempts([event])).toEqual([2]);
