@@ -686,16 +686,13 @@ export function twoEvents(label: string): RowEvent[] {
  * before the Wait has saved the execution as waiting, and n8n answers 409 ("is running already")
  * without resuming anything; that answer is retried, any other is returned.
  */
-async function resumeWhenWaiting(url: string, { timeoutMs = 30_000 } = {}): Promise<{ status: number; body: string }> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const { status, text } = await requestOnOwnConnection(url, {
-			headers: { 'content-type': 'application/json' },
-			body: '{"approved":true}',
-		});
-		if (status !== 409 || !text.includes('is running already') || Date.now() > deadline) return { status, body: text };
-		await new Promise((resolve) => setTimeout(resolve, 250));
-	}
+async function resumeWhenWaiting(url: string): Promise<{ status: number; text: string }> {
+	const stillRunning = ({ status, text }: { status: number; text: string }) => status === 409 && text.includes('is running already');
+	return await eventually(
+		() => requestOnOwnConnection(url, { headers: { 'content-type': 'application/json' }, body: '{"approved":true}' }),
+		(answer) => !stillRunning(answer),
+		{ timeoutMs: 30_000 },
+	);
 }
 
 /** Rejects after `ms` with what never came: a hold that no call reached. */

@@ -68,14 +68,12 @@ export async function deliver<T = unknown>(
 	if (sign) sent['stripe-signature'] = stripeSignature(raw, { secret, timestamp });
 	for (const [name, value] of Object.entries(headers)) sent[name.toLowerCase()] = value;
 	const started = Date.now();
-	const res = await requestOnOwnConnection(url, { headers: sent, body: raw, timeoutMs });
-	const text = res.text;
-	const json = parseJsonOrUndefined<T>(text) as T;
+	const { status, headers: answered, text } = await requestOnOwnConnection(url, { headers: sent, body: raw, timeoutMs });
 	return {
-		status: res.status,
-		outcome: headerValue(res.headers, 'x-idempotency-outcome'),
-		firstExecution: headerValue(res.headers, 'x-idempotency-first-execution'),
-		json,
+		status,
+		outcome: headerValue(answered, 'x-idempotency-outcome'),
+		firstExecution: headerValue(answered, 'x-idempotency-first-execution'),
+		json: parseJsonOrUndefined<T>(text) as T,
 		text,
 		ms: Date.now() - started,
 		raw,
