@@ -39,14 +39,20 @@ const otherVersions = process.argv.includes('--skip-other-n8n') ? [] : PROVEN_N8
 const topologies = (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => t.trim());
 const runStarted = Date.now();
 const sinceStart = () => (Date.now() - runStarted) / 1000;
+// CI stops a run at 90 minutes and then prints nothing of it: at this deadline (from .ci/run's own
+// start when it passes it) whatever still runs is stopped, and the summary names it.
+const RUN_BUDGET_SECONDS = Number(process.env.TEST_ALL_BUDGET_SECONDS ?? 83 * 60);
+const runDeadline = (Number(process.env.CI_RUN_STARTED_AT ?? 0) * 1000 || runStarted) + RUN_BUDGET_SECONDS * 1000;
+const pastDeadline = () => Date.now() >= runDeadline;
 const say = (line: string): void => {
 	process.stdout.write(`${line}\n`);
 };
 
-/** The end of a command: whether it exited 0, and after how long. */
+/** The end of a command: whether it exited 0, after how long, and whether the run's deadline stopped it. */
 interface RunResult {
 	ok: boolean;
 	seconds: number;
+	stopped?: boolean;
 }
 
 /** An n8n install in the background: when it started (seconds into the run), how long it took, whether it worked. */
@@ -90,6 +96,8 @@ interface ReportEntry {
 	waited?: number;
 	ok?: boolean;
 	seconds?: number;
+	/** The run's deadline stopped it, or came before it started. */
+	stopped?: boolean;
 }
 
 /** One test's time, for the slowest-tests table. */
@@ -124,15 +132,63 @@ function failureHead(message: string, lines = 8): string {
 		.join('\n');
 }
 
-/** Runs a command to its end; `logFile` takes its output instead of the console. Resolves { ok, seconds }. */
+// Each command runs in a process group of its own (so that the deadline stops all of it): an
+// interrupt of this run is passed on to them.
+const runningGroups = new Set<number>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+	process.once(signal, () => {
+		for (const pid of runningGroups) {
+			try {
+				process.kill(-pid, signal);
+			} catch {
+				// the group has ended
+			}
+		}
+		process.exit(1);
+	});
+}
+
+/**
+ * Runs a command to its end, or to the run's deadline: then SIGTERM to its process group (the
+ * end-to-end harness stops its n8n, Redis and Postgres on it), SIGKILL 30 s later. `logFile` takes
+ * its output instead of the console. Resolves { ok, seconds, stopped }.
+ */
 function run(command: string[], { env = {}, logFile }: { env?: NodeJS.ProcessEnv; logFile?: string } = {}): Promise<RunResult> {
 	const started = Date.now();
 	return new Promise((resolve) => {
 		const out = logFile ? fs.openSync(logFile, 'a') : 'inherit';
-		const child = spawn(command[0], command.slice(1), { cwd: root, stdio: ['ignore', out, out], env: { ...process.env, ...env } });
+		const child = spawn(command[0], command.slice(1), {
+			cwd: root,
+			stdio: ['ignore', out, out],
+			env: { ...process.env, ...env },
+			detached: true,
+		});
+		if (child.pid) runningGroups.add(child.pid);
+		let stopped = false;
+		const signalGroup = (signal: NodeJS.Signals) => {
+			try {
+				if (child.pid) process.kill(-child.pid, signal);
+			} catch {
+				// the group has ended
+			}
+		};
+		const killTimers: NodeJS.Timeout[] = [];
+		killTimers.push(
+			setTimeout(
+				() => {
+					stopped = true;
+					say(`\n[deadline] ${command.join(' ')}: still running at the run's deadline (${RUN_BUDGET_SECONDS} s), stopped`);
+					signalGroup('SIGTERM');
+					killTimers.push(setTimeout(() => signalGroup('SIGKILL'), 30000));
+				},
+				Math.max(0, runDeadline - Date.now()),
+			),
+		);
 		const done = (ok: boolean) => {
+			if (child.pid) runningGroups.delete(child.pid);
+			for (const timer of killTimers) clearTimeout(timer);
 			if (typeof out === 'number') fs.closeSync(out);
-			resolve({ ok, seconds: (Date.now() - started) / 1000 });
+			resolve({ ok: ok && !stopped, seconds: (Date.now() - started) / 1000, stopped });
 		};
 		child.once('error', () => done(false));
 		child.once('exit', (code) => done(code === 0));
@@ -385,7 +441,9 @@ async function main(): Promise<void> {
 		}
 		// lint, types, build, the benchmark smoke run and the installs have no jest results: each counts as one.
 		if (!step.ok && !step.results) failed += 1;
-		say(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${(step.seconds ?? 0).toFixed(0)}s${counts}`);
+		const cut = step.stopped ? " (stopped by the run's deadline)" : '';
+		say(`${step.ok ? 'ok  ' : 'FAIL'} ${step.name} ${(step.seconds ?? 0).toFixed(0)}s${counts}${cut}`);
+		if (step.stopped) failures.push(`${step.name}: stopped by the run's deadline (${RUN_BUDGET_SECONDS} s)`);
 	}
 	writeTimings({ report, tests });
 	if (failures.length > 0) say(`\n=== failed tests\n${failures.join('\n')}`);
@@ -413,6 +471,11 @@ async function runStepOnce(step: Step, report: ReportEntry[], ownLog: boolean): 
 	const entry: ReportEntry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
 	report.push(entry);
 	if (step.after) await endOf(step.after).promise;
+	if (pastDeadline()) {
+		say(`\n=== ${step.name}: not run, the run's deadline (${RUN_BUDGET_SECONDS} s) has passed`);
+		Object.assign(entry, { ok: false, seconds: 0, stopped: true });
+		return;
+	}
 	if (step.needs) {
 		const ready = await step.needs();
 		entry.waited = (Date.now() - started) / 1000;
@@ -436,7 +499,11 @@ async function runStepOnce(step: Step, report: ReportEntry[], ownLog: boolean): 
 	const env = { ...step.env, IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name };
 	// Several commands of one step run side by side; the step passes when every one does.
 	const results = await Promise.all(commands.map((command) => run(command, { env, logFile })));
-	Object.assign(entry, { ok: results.every((result) => result.ok), seconds: (Date.now() - started) / 1000 });
+	Object.assign(entry, {
+		ok: results.every((result) => result.ok),
+		seconds: (Date.now() - started) / 1000,
+		stopped: results.some((result) => result.stopped),
+	});
 	if (logFile) {
 		say(`\n=== ${step.name}: ${entry.ok ? 'passed' : 'FAILED'} in ${(entry.seconds ?? 0).toFixed(0)} s; its output:`);
 		say(fs.readFileSync(logFile, 'utf8'));

@@ -32,7 +32,9 @@ for (const topology of topologies) {
 	process.stdout.write(`\n=== end to end, topology ${topology}\n`);
 	const run = spawnSync(
 		'npx',
-		['jest', '--config', 'jest.e2e.config.js', '--verbose', '--json', `--outputFile=${outputFile}`, ...jestArgs],
+		// --forceExit: a test cut by its timeout can leave a socket or a timer open, and jest would then
+		// wait for it forever after the last test (its results are written by then).
+		['jest', '--config', 'jest.e2e.config.js', '--verbose', '--forceExit', '--json', `--outputFile=${outputFile}`, ...jestArgs],
 		{
 			cwd: root,
 			stdio: 'inherit',

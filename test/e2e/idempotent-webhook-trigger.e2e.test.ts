@@ -127,8 +127,9 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 			expect(run.attempts.filter((attempt) => attempt.outcome === 'new').length).toBeLessThanOrEqual(1);
 			expect(run.attempts.filter((attempt) => attempt.status === 409 && attempt.outcome !== 'in_progress')).toEqual([]);
 			expect(api.calls(key)).toBe(1);
-			const attempts = burstAttempts(run);
-			expect(await triggerKeyStates(h, [key])).toEqual({ [key]: { status: 'completed', attempts, duplicates: expect.any(Number) } });
+			const states = await triggerKeyStates(h, [key]);
+			expect(states).toEqual({ [key]: { status: 'completed', attempts: expect.any(Number), duplicates: expect.any(Number) } });
+			expect(burstAttempts(run)).toContain(states[key]?.attempts);
 			// Every copy was answered by the trigger: n8n ran the workflow once.
 			await h.waitForExecutions(webhook.workflowId, mark, 1);
 			expect(await h.executions(webhook.workflowId, mark)).toHaveLength(1);

@@ -52,7 +52,12 @@ export async function serveControl(stack: RunningStack): Promise<{ url: string; 
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 	return {
 		url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-		close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+		// A request whose action never ended (its test timed out) would keep close() waiting: cut it.
+		close: () =>
+			new Promise<void>((resolve) => {
+				server.close(() => resolve());
+				server.closeAllConnections();
+			}),
 	};
 }
 

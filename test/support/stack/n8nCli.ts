@@ -37,7 +37,13 @@ export interface CliResult {
 
 export type Cli = (args: string[], options?: { allowFailure?: boolean }) => Promise<CliResult>;
 
-/** `cli(args, { allowFailure })`: runs an n8n CLI command to completion (Node 24); resolves { code, stdout, stderr }. */
+/** A CLI run that has not ended after this long never will (an import or a publication takes seconds). */
+const CLI_TIMEOUT_MS = 300000;
+
+/**
+ * `cli(args, { allowFailure })`: runs an n8n CLI command to completion (Node 24); resolves { code,
+ * stdout, stderr }. One still running after CLI_TIMEOUT_MS is killed and fails.
+ */
 export function cliRunner({
 	n8nBin,
 	workDir,
@@ -52,10 +58,17 @@ export function cliRunner({
 	return (args, { allowFailure = false } = {}) =>
 		new Promise((resolve, reject) => {
 			const service = spawnService({ name: `n8n ${args[0]}`, command: n8nBin, args, cwd: workDir, env, logFile });
+			let timedOut = false;
+			const timer = setTimeout(() => {
+				timedOut = true;
+				service.kill('SIGKILL');
+			}, CLI_TIMEOUT_MS);
 			service.exitPromise.then(({ code }) => {
+				clearTimeout(timer);
 				service.kill('SIGKILL'); // task runner children, if any are left
 				const output = service.output();
-				if (code !== 0 && !allowFailure) reject(new Error(`n8n ${args.join(' ')} failed (exit ${code}):\n${output.slice(-3000)}`));
+				if (timedOut) reject(new Error(`n8n ${args.join(' ')} did not end within ${CLI_TIMEOUT_MS / 1000} s:\n${output.slice(-3000)}`));
+				else if (code !== 0 && !allowFailure) reject(new Error(`n8n ${args.join(' ')} failed (exit ${code}):\n${output.slice(-3000)}`));
 				else resolve({ code, stdout: output, stderr: '' });
 			});
 		});
