@@ -116,7 +116,14 @@ interface JestResults {
 	testResults: Array<{
 		name: string;
 		message?: string;
-		assertionResults: Array<{ title: string; fullName?: string; duration?: number | null; status?: string; failureMessages?: string[] }>;
+		assertionResults: Array<{
+			title: string;
+			fullName?: string;
+			duration?: number | null;
+			status?: string;
+			failureMessages?: string[];
+			retryReasons?: string[];
+		}>;
 	}>;
 }
 
@@ -258,6 +265,7 @@ const e2eStep = (version: string, tier: string, topology: string): Step => ({
 		E2E_TIER: tier,
 		E2E_TOPOLOGIES: topology,
 		E2E_WORK_ROOT: path.join(root, '.e2e', `${version}-${topology}`),
+		E2E_RETRY_TIMES: '1',
 	},
 	command: () => ['node', '-r', REGISTER_TS, 'scripts/test-e2e', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
 	results: `n8n-${version}/e2e-${topology}.json`,
@@ -405,6 +413,7 @@ async function main(): Promise<void> {
 	const tests: TestTime[] = [];
 	// Repeated after the summary, as the last lines of the run, where a log cut to its head and tail still shows them.
 	const failures: string[] = [];
+	const retried: string[] = [];
 	say('\n=== summary');
 	for (const step of report) {
 		let counts = '';
@@ -421,6 +430,9 @@ async function main(): Promise<void> {
 					if (suite.assertionResults.length === 0 && suite.message)
 						failures.push(`${step.name} ${file}: the suite did not run\n${failureHead(suite.message)}`);
 					for (const test of suite.assertionResults) {
+						if (test.status === 'passed' && test.retryReasons?.length) {
+							retried.push(`${step.name} ${file} › ${test.fullName ?? test.title}\n${failureHead(test.retryReasons.join('\n'))}`);
+						}
 						if (test.status === 'failed') {
 							failures.push(
 								`${step.name} ${file} › ${test.fullName ?? test.title}\n${failureHead((test.failureMessages ?? []).join('\n'))}`,
@@ -446,6 +458,7 @@ async function main(): Promise<void> {
 		if (step.stopped) failures.push(`${step.name}: stopped by the run's deadline (${RUN_BUDGET_SECONDS} s)`);
 	}
 	writeTimings({ report, tests });
+	if (retried.length > 0) say(`\n=== passed on their second try (the first failure below each)\n${retried.join('\n')}`);
 	if (failures.length > 0) say(`\n=== failed tests\n${failures.join('\n')}`);
 	const allOk = report.every((step) => step.ok);
 	fs.writeFileSync(path.join(resultsDir, 'summary.json'), JSON.stringify({ passed, failed, ok: allOk }));
