@@ -8,6 +8,8 @@ require('./test/support/stack/sqliteNode').rerunUnderSqliteNode();
 // The end-to-end runs and the demo leave packed copies of the package (with their own pg) there.
 const modulePathIgnorePatterns = ['<rootDir>/.e2e/', '<rootDir>/.demo/'];
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.test.json' }];
+// A second try for a failing test when TEST_RETRY_TIMES is set (the full check sets it); unit tests race nothing.
+const setupFilesAfterEnv = ['<rootDir>/test/support/retry.ts'];
 
 module.exports = {
 	testTimeout: 60000,
@@ -27,6 +29,7 @@ module.exports = {
 			modulePathIgnorePatterns,
 			globalSetup: '<rootDir>/test/support/globalSetup.ts',
 			globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
+			setupFilesAfterEnv,
 		},
 		{
 			displayName: 'conformance',
@@ -37,6 +40,7 @@ module.exports = {
 			// The same setup as integration: when both projects run, they share one Postgres.
 			globalSetup: '<rootDir>/test/support/globalSetup.ts',
 			globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
+			setupFilesAfterEnv,
 		},
 	],
 };

@@ -26,7 +26,7 @@ module.exports = {
 	modulePathIgnorePatterns: ['<rootDir>/.e2e/', '<rootDir>/.demo/'],
 	globalSetup: '<rootDir>/test/support/e2e/globalSetup.ts',
 	globalTeardown: '<rootDir>/test/support/e2e/globalTeardown.ts',
-	setupFilesAfterEnv: ['<rootDir>/test/support/e2e/retry.ts'],
+	setupFilesAfterEnv: ['<rootDir>/test/support/retry.ts'],
 	maxWorkers: 1,
 	// The construct matrix's rows (test.concurrent, the only concurrent tests here) mostly wait on n8n
 	// and on leases: more of them at once than jest's default of 5.

@@ -265,7 +265,6 @@ const e2eStep = (version: string, tier: string, topology: string): Step => ({
 		E2E_TIER: tier,
 		E2E_TOPOLOGIES: topology,
 		E2E_WORK_ROOT: path.join(root, '.e2e', `${version}-${topology}`),
-		E2E_RETRY_TIMES: '1',
 	},
 	command: () => ['node', '-r', REGISTER_TS, 'scripts/test-e2e', '--results-dir', path.join(resultsDir, `n8n-${version}`)],
 	results: `n8n-${version}/e2e-${topology}.json`,
@@ -509,7 +508,8 @@ async function runStepOnce(step: Step, report: ReportEntry[], ownLog: boolean): 
 	}
 	const logFile = ownLog ? path.join(resultsDir, 'logs', `${step.name.replace(/[^\w.-]+/g, '-')}.log`) : undefined;
 	for (const command of commands) say(`\n=== ${step.name}${logFile ? ' (started)' : ''}: ${command.join(' ')}`);
-	const env = { ...step.env, IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name };
+	// A failing integration, conformance or end-to-end test gets a second try (test/support/retry.ts).
+	const env = { ...step.env, TEST_RETRY_TIMES: '1', IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name };
 	// Several commands of one step run side by side; the step passes when every one does.
 	const results = await Promise.all(commands.map((command) => run(command, { env, logFile })));
 	Object.assign(entry, {
