@@ -41,7 +41,7 @@ const runStarted = Date.now();
 const sinceStart = () => (Date.now() - runStarted) / 1000;
 // CI stops a run at 90 minutes and then prints nothing of it: at this deadline (from .ci/run's own
 // start when it passes it) whatever still runs is stopped, and the summary names it.
-const RUN_BUDGET_SECONDS = Number(process.env.TEST_ALL_BUDGET_SECONDS ?? 83 * 60);
+const RUN_BUDGET_SECONDS = Number(process.env.TEST_ALL_BUDGET_SECONDS ?? 86 * 60);
 const runDeadline = (Number(process.env.CI_RUN_STARTED_AT ?? 0) * 1000 || runStarted) + RUN_BUDGET_SECONDS * 1000;
 const pastDeadline = () => Date.now() >= runDeadline;
 const say = (line: string): void => {
