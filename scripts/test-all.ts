@@ -41,9 +41,22 @@ const runStarted = Date.now();
 const sinceStart = () => (Date.now() - runStarted) / 1000;
 // CI stops a run at 90 minutes and then prints nothing of it: at this deadline (from .ci/run's own
 // start when it passes it) whatever still runs is stopped, and the summary names it.
-const RUN_BUDGET_SECONDS = Number(process.env.TEST_ALL_BUDGET_SECONDS ?? 86 * 60);
+const RUN_BUDGET_SECONDS = budgetSeconds(process.env.TEST_ALL_BUDGET_SECONDS);
 const runDeadline = (Number(process.env.CI_RUN_STARTED_AT ?? 0) * 1000 || runStarted) + RUN_BUDGET_SECONDS * 1000;
 const pastDeadline = () => Date.now() >= runDeadline;
+
+/** TEST_ALL_BUDGET_SECONDS read: a whole number of seconds from 1 to a week, 86 minutes when unset. */
+function budgetSeconds(value: string | undefined): number {
+	if (value === undefined) return 86 * 60;
+	const seconds = Number(value);
+	if (!Number.isInteger(seconds) || seconds < 1 || seconds > 7 * 86400) {
+		process.stdout.write(
+			`TEST_ALL_BUDGET_SECONDS must be a whole number of seconds from 1 to 604800, not ${JSON.stringify(value)}\n0 passed, 1 failed\n`,
+		);
+		process.exit(1);
+	}
+	return seconds;
+}
 const say = (line: string): void => {
 	process.stdout.write(`${line}\n`);
 };
@@ -157,8 +170,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 /**
  * Runs a command to its end, or to the run's deadline: then SIGTERM to its process group (the
- * end-to-end harness stops its n8n, Redis and Postgres on it), SIGKILL 30 s later. `logFile` takes
- * its output instead of the console. Resolves { ok, seconds, stopped }.
+ * end-to-end harness stops its n8n, Redis and Postgres on it), and SIGKILL to the group 5 s after
+ * the leader ended, or 30 s after the SIGTERM if it has not. `logFile` takes its output instead of
+ * the console. Resolves { ok, seconds, stopped }.
  */
 function run(command: string[], { env = {}, logFile }: { env?: NodeJS.ProcessEnv; logFile?: string } = {}): Promise<RunResult> {
 	const started = Date.now();
@@ -179,26 +193,31 @@ function run(command: string[], { env = {}, logFile }: { env?: NodeJS.ProcessEnv
 				// the group has ended
 			}
 		};
-		const killTimers: NodeJS.Timeout[] = [];
-		killTimers.push(
-			setTimeout(
-				() => {
-					stopped = true;
-					say(`\n[deadline] ${command.join(' ')}: still running at the run's deadline (${RUN_BUDGET_SECONDS} s), stopped`);
-					signalGroup('SIGTERM');
-					killTimers.push(setTimeout(() => signalGroup('SIGKILL'), 30000));
-				},
-				Math.max(0, runDeadline - Date.now()),
-			),
+		let killTimer: NodeJS.Timeout | undefined;
+		const deadlineTimer = setTimeout(
+			() => {
+				stopped = true;
+				say(`\n[deadline] ${command.join(' ')}: still running at the run's deadline (${RUN_BUDGET_SECONDS} s), stopped`);
+				signalGroup('SIGTERM');
+				killTimer = setTimeout(() => signalGroup('SIGKILL'), 30000); // a leader that does not end on SIGTERM
+			},
+			Math.max(0, runDeadline - Date.now()),
 		);
-		const done = (ok: boolean) => {
+		const done = async (ok: boolean) => {
+			clearTimeout(deadlineTimer);
+			clearTimeout(killTimer);
+			// Stopped: the leader may end at once on SIGTERM while the rest of its group goes on; their
+			// handlers get a few seconds, then the whole group is killed.
+			if (stopped) {
+				await new Promise((settle) => setTimeout(settle, 5000));
+				signalGroup('SIGKILL');
+			}
 			if (child.pid) runningGroups.delete(child.pid);
-			for (const timer of killTimers) clearTimeout(timer);
 			if (typeof out === 'number') fs.closeSync(out);
 			resolve({ ok: ok && !stopped, seconds: (Date.now() - started) / 1000, stopped });
 		};
-		child.once('error', () => done(false));
-		child.once('exit', (code) => done(code === 0));
+		child.once('error', () => void done(false));
+		child.once('exit', (code) => void done(code === 0));
 	});
 }
 
@@ -212,7 +231,12 @@ const background: BackgroundJob[] = [];
 		const name = `install n8n ${version} (background)`;
 		const job: BackgroundJob = { name, startedAt: null, seconds: null, ok: null };
 		background.push(job);
-		const promise = previous.then(async () => {
+		const promise = previous.then(async (): Promise<RunResult> => {
+			if (pastDeadline()) {
+				say(`[background] ${name}: not started, the run's deadline has passed`);
+				Object.assign(job, { ok: false, seconds: 0 });
+				return { ok: false, seconds: 0, stopped: true };
+			}
 			job.startedAt = sinceStart();
 			// The default line gates every step that needs n8n: it gets the CPU it asks for. The other
 			// lines are needed later: nice, so that the tests running meanwhile come first on 2 cores.
@@ -491,6 +515,11 @@ async function runStepOnce(step: Step, report: ReportEntry[], ownLog: boolean): 
 	if (step.needs) {
 		const ready = await step.needs();
 		entry.waited = (Date.now() - started) / 1000;
+		if (pastDeadline()) {
+			say(`\n=== ${step.name}: not run, the run's deadline (${RUN_BUDGET_SECONDS} s) passed while it waited`);
+			Object.assign(entry, { ok: false, seconds: entry.waited, stopped: true });
+			return;
+		}
 		if (!ready) {
 			say(`\n=== ${step.name}: not run, what it needs is missing`);
 			Object.assign(entry, { ok: false, seconds: entry.waited });

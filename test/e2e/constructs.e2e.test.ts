@@ -27,6 +27,9 @@ import { timeoutCancelsRunningNode } from '../support/stack/n8nVersion';
 
 /** The two ways the package takes a webhook: the webhook template's nodes, and the Idempotent Webhook trigger. */
 type FrontEnd = 'template' | 'trigger';
+// No second try here: jest-circus starts a concurrent test once and a retry would await the same run.
+jest.retryTimes(0);
+
 const FRONT_ENDS: Record<FrontEnd, string> = { template: 'webhook template', trigger: 'Idempotent Webhook trigger' };
 
 /** A row's published workflows for one front end: the first (the context's), then any others (`workflows` > 1). */

