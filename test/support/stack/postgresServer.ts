@@ -190,7 +190,6 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 			let output = '';
 			let tail = '';
 			let settled = false;
-			let poll: NodeJS.Timeout | undefined;
 			const settle = (error?: Error) => {
 				if (settled) return;
 				settled = true;
@@ -213,7 +212,7 @@ async function startFromSharedCopy({ platformDir, databaseDir, port, password, p
 			});
 			started.once('exit', (code) => settle(new Error(`postgres exited early (${code}): ${output.slice(-800)}`)));
 			// And whatever the log says (another language, a line lost): postmaster.pid says when it is ready.
-			poll = setInterval(() => {
+			const poll = setInterval(() => {
 				if (postmasterReady(databaseDir, started.pid)) settle();
 			}, 500);
 		});
