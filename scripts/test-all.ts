@@ -457,8 +457,12 @@ async function main(): Promise<void> {
 							retried.push(`${step.name} ${file} › ${test.fullName ?? test.title}\n${failureHead(test.retryReasons.join('\n'))}`);
 						}
 						if (test.status === 'failed') {
+							// After a second try the first failure names the cause; the second can be its consequence.
+							const first = test.retryReasons?.length
+								? `\n    first try:\n${failureHead(test.retryReasons.join('\n'))}\n    second try:`
+								: '';
 							failures.push(
-								`${step.name} ${file} › ${test.fullName ?? test.title}\n${failureHead((test.failureMessages ?? []).join('\n'))}`,
+								`${step.name} ${file} › ${test.fullName ?? test.title}${first}\n${failureHead((test.failureMessages ?? []).join('\n'))}`,
 							);
 						}
 						tests.push({
@@ -537,7 +541,7 @@ async function runStepOnce(step: Step, report: ReportEntry[], ownLog: boolean): 
 	}
 	const logFile = ownLog ? path.join(resultsDir, 'logs', `${step.name.replace(/[^\w.-]+/g, '-')}.log`) : undefined;
 	for (const command of commands) say(`\n=== ${step.name}${logFile ? ' (started)' : ''}: ${command.join(' ')}`);
-	// A failing integration, conformance or end-to-end test gets a second try (test/support/retry.ts).
+	// A failing end-to-end test gets a second try (test/support/retry.ts).
 	const env = { ...step.env, TEST_RETRY_TIMES: '1', IDEMPOTENCY_TIMINGS_FILE: timingsFile, IDEMPOTENCY_TIMINGS_STEP: step.name };
 	// Several commands of one step run side by side; the step passes when every one does.
 	const results = await Promise.all(commands.map((command) => run(command, { env, logFile })));
