@@ -441,22 +441,23 @@ it("Delete Expired Keys deletes on the store's background thread, never on the e
 	expect((await store.stats(24)).total).toBe(0);
 });
 
-it("a lock held for 600 ms: a 1,000-key reservation (on the store's background thread) waits for it there and succeeds, the event loop running meanwhile", async () => {
+it("a lock held for 1 s: a 1,000-key reservation (on the store's background thread) waits for it there and succeeds, the event loop running meanwhile", async () => {
 	const file = path.join(folder, 'held-big.sqlite');
 	const store = openEmbeddedKeyStore({ file });
 	await store.ready();
 	const { release } = await holdWriteLock(file);
 	const started = process.hrtime.bigint();
 	let heldUntil: Promise<bigint> | undefined;
-	const askRelease = setTimeout(() => (heldUntil = release()), 600);
+	const askRelease = setTimeout(() => (heldUntil = release()), 1_000);
 	const keys = Array.from({ length: 1_000 }, (_, index) => ({ key: `waited-${index}`, keySource: 'custom' as const, payloadHash: null }));
 	const { result, longestGapMs, ticks } = await measureStalls(() => store.reserve(keys, lease));
 	const finished = process.hrtime.bigint();
 	clearTimeout(askRelease);
 	expect(result.filter((entry) => entry.outcome === 'new')).toHaveLength(1_000);
 	expect(ticks).toBeGreaterThanOrEqual(10);
-	// Waiting on the event loop would stall it for the whole hold; a loaded machine's own stalls stay well under it.
-	expect(longestGapMs).toBeLessThan(400);
+	// Waiting on the event loop would stall it for the whole hold (and longer: the release is asked
+	// from this loop); a loaded machine's own stalls stay under 700 ms (407 seen beside two suites).
+	expect(longestGapMs).toBeLessThan(700);
 	expect(heldUntil).toBeDefined();
 	const lastHeld = await heldUntil!;
 	expect(lastHeld).toBeGreaterThan(started);
