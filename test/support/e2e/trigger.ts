@@ -30,8 +30,8 @@ export function triggerKey(workflowId: string, event: string | { key: string }):
  * the key (its database pool timing out on a loaded machine, in queue mode's webhook process and on
  * one process too: n8n answers 500); the trigger cannot tell, so the key waits for the template's
  * 300 s lease and the first retry after it runs the event (docs/idempotent-webhook.md). The budget
- * outlasts the lease and that run on a loaded machine (r16, 1.123.81: the run began at 300 s and
- * had not answered by 330 s).
+ * outlasts the lease and that run on a loaded machine (a run that began at 300 s had not answered
+ * by 330 s).
  */
 const BURST_BUDGET_MS = 420_000;
 /** A burst test's jest timeout: the sender's budget and the checks after it. */
