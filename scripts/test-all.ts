@@ -18,6 +18,7 @@ import path from 'node:path';
 import { selectedN8nVersion, PROVEN_N8N_VERSIONS } from '../test/support/stack/n8nVersion';
 import { sqliteNode } from '../test/support/stack/sqliteNode';
 import { POSTGRES_LINES } from '../test/support/stack/postgresServer';
+import { killGroup } from '../test/support/stack/childProcesses';
 import { ensureRedisServer, redisServerVersion } from '../test/support/stack/redisServer';
 import { growthWarnings, readPhases } from '../test/support/stack/timings';
 
@@ -157,13 +158,7 @@ function failureHead(message: string, lines = 8): string {
 const runningGroups = new Set<number>();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 	process.once(signal, () => {
-		for (const pid of runningGroups) {
-			try {
-				process.kill(-pid, signal);
-			} catch {
-				// the group has ended
-			}
-		}
+		for (const pid of runningGroups) killGroup(pid, signal);
 		process.exit(1);
 	});
 }
@@ -186,13 +181,7 @@ function run(command: string[], { env = {}, logFile }: { env?: NodeJS.ProcessEnv
 		});
 		if (child.pid) runningGroups.add(child.pid);
 		let stopped = false;
-		const signalGroup = (signal: NodeJS.Signals) => {
-			try {
-				if (child.pid) process.kill(-child.pid, signal);
-			} catch {
-				// the group has ended
-			}
-		};
+		const signalGroup = (signal: NodeJS.Signals) => child.pid && killGroup(child.pid, signal);
 		let killTimer: NodeJS.Timeout | undefined;
 		const deadlineTimer = setTimeout(
 			() => {
@@ -511,26 +500,19 @@ async function runStepOnce(step: Step, report: ReportEntry[], ownLog: boolean): 
 	const entry: ReportEntry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
 	report.push(entry);
 	if (step.after) await endOf(step.after).promise;
+	// What a step needs ends by the deadline too (the installs are stopped then).
+	const ready = step.needs ? await step.needs() : true;
+	entry.waited = (Date.now() - started) / 1000;
 	if (pastDeadline()) {
 		say(`\n=== ${step.name}: not run, the run's deadline (${RUN_BUDGET_SECONDS} s) has passed`);
-		Object.assign(entry, { ok: false, seconds: 0, stopped: true });
+		Object.assign(entry, { ok: false, seconds: entry.waited, stopped: true });
 		return;
 	}
-	if (step.needs) {
-		const ready = await step.needs();
-		entry.waited = (Date.now() - started) / 1000;
-		if (pastDeadline()) {
-			say(`\n=== ${step.name}: not run, the run's deadline (${RUN_BUDGET_SECONDS} s) passed while it waited`);
-			Object.assign(entry, { ok: false, seconds: entry.waited, stopped: true });
-			return;
-		}
-		if (!ready) {
-			say(`\n=== ${step.name}: not run, what it needs is missing`);
-			Object.assign(entry, { ok: false, seconds: entry.waited });
-			return;
-		}
+	if (!ready) {
+		say(`\n=== ${step.name}: not run, what it needs is missing`);
+		Object.assign(entry, { ok: false, seconds: entry.waited });
+		return;
 	}
-	entry.waited = (Date.now() - started) / 1000;
 	let commands: string[][];
 	try {
 		commands = step.commands ? step.commands() : [(step.command as () => string[])()];

@@ -12,7 +12,7 @@ import { publishTrigger, triggerKey, TRIGGER } from './trigger';
 import { deliverAll, type Attempt, type RetryOptions } from './provider';
 import type { Sink } from './sink';
 import type { PublishedWebhook } from './checklist';
-import { eventually } from './eventually';
+import { eventually, within } from './eventually';
 import type { Json, WorkflowJson, WorkflowNode } from './workflows';
 import { requestOnOwnConnection } from '../stack/ownConnection';
 
@@ -693,19 +693,6 @@ async function resumeWhenWaiting(url: string): Promise<{ status: number; text: s
 		(answer) => !stillRunning(answer),
 		{ timeoutMs: 30_000 },
 	);
-}
-
-/** Rejects after `ms` with what never came: a hold that no call reached. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-	let timer: NodeJS.Timeout | undefined;
-	try {
-		return await Promise.race([
-			promise,
-			new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms))),
-		]);
-	} finally {
-		clearTimeout(timer);
-	}
 }
 
 /**

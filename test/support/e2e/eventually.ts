@@ -16,3 +16,16 @@ export async function eventually<T>(
 		await sleep(everyMs);
 	}
 }
+
+/** `promise`, or a rejection naming what never came once `ms` have passed. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+	let timer: NodeJS.Timeout | undefined;
+	try {
+		return await Promise.race([
+			promise,
+			new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms))),
+		]);
+	} finally {
+		clearTimeout(timer);
+	}
+}

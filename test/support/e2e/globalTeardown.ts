@@ -2,35 +2,23 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { killEverythingNow } from '../stack/childProcesses';
+import { within } from './eventually';
 import { STATE_FILE, E2E_ROOT, type E2eState } from './paths';
 
 /** How long the stack may take to stop before every process it started is killed. */
 const STOP_BUDGET_MS = 120000;
 
-/** `work` or, past `ms`, the reason it was cut; never waits longer. */
-async function within(ms: number, what: string, work: () => Promise<void>): Promise<void> {
-	let timer: NodeJS.Timeout | undefined;
-	const cut = new Promise<void>((resolve) => {
-		timer = setTimeout(() => {
-			process.stderr.write(`[e2e] ${what} took over ${ms / 1000} s: every process the stack started is killed\n`);
-			killEverythingNow();
-			resolve();
-		}, ms);
-	});
-	try {
-		await Promise.race([work(), cut]);
-	} finally {
-		clearTimeout(timer);
-	}
-}
-
 // __IDEMPOTENCY_E2E_STACK__ and __IDEMPOTENCY_E2E_CONTROL__: set by globalSetup.ts (declared there), in this same process.
 export default async function globalTeardown(): Promise<void> {
 	const running = globalThis.__IDEMPOTENCY_E2E_STACK__;
 	globalThis.__IDEMPOTENCY_E2E_STACK__ = undefined;
-	await within(STOP_BUDGET_MS, 'stopping the stack', async () => {
+	const stopping = (async () => {
 		await globalThis.__IDEMPOTENCY_E2E_CONTROL__?.close();
 		if (running) await running.stop();
+	})();
+	await within(stopping, STOP_BUDGET_MS, 'not done').catch((error: Error) => {
+		process.stderr.write(`[e2e] stopping the stack: ${error.message}; every process it started is killed\n`);
+		killEverythingNow();
 	});
 	if (fs.existsSync(STATE_FILE)) {
 		const state: E2eState = JSON.parse(fs.readFileSync(STATE_FILE, 'utf8'));
