@@ -20,7 +20,14 @@ import {
 import type { DerivedKey, KeyConfig } from '../keys/deriveKey';
 import { distinctBatch } from '../store/rules';
 import type { KeyStore } from '../store/contract';
-import type { CompactRecord, ReservationMode, ReservationRequest, ReservationResult, ReserveOptionsWithDetail } from '../types';
+import type {
+	CompactRecord,
+	ReplayEvidence,
+	ReservationMode,
+	ReservationRequest,
+	ReservationResult,
+	ReserveOptionsWithDetail,
+} from '../types';
 
 /** One item that passed preparation: its index in the input and what was made from it. */
 export interface Prepared<T> {
@@ -74,11 +81,18 @@ export function keyedEntry(
 	evidence: { config: EvidenceConfig; input: Omit<EvidenceInput, 'derivedSource'> },
 ): KeyedEntry {
 	const made = replayEvidence(evidence.config, { ...evidence.input, derivedSource: defaultSource(key) });
+	// Evidence with nothing in it is sent as none: a batch of 10,000 such items then carries no
+	// evidence columns at all, and the store reads a missing value as null all the same.
+	const stored = hasStoredEvidence(made.evidence) ? made.evidence : undefined;
 	return {
 		derived,
-		request: { key: derived.key, keySource: derived.keySource, payloadHash, evidence: made.evidence },
+		request: { key: derived.key, keySource: derived.keySource, payloadHash, evidence: stored },
 		evidence: made.report,
 	};
+}
+
+function hasStoredEvidence(evidence: ReplayEvidence): boolean {
+	return evidence.payloadJson !== null || evidence.payloadBytes !== null || evidence.source !== null || evidence.correlationId !== null;
 }
 
 /** One store answer with the prepared item it belongs to. */

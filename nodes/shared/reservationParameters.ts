@@ -107,6 +107,8 @@ export function readBatchParameters(context: IExecuteFunctions, itemCount: numbe
 	const firstIndex = items.findIndex((item) => !('error' in item));
 	if (firstIndex === -1) throw (items[0] as { error: unknown }).error;
 	const statement = statementSettings(items[firstIndex] as ReserveParameters);
+	// Parameters read once are one object for every item: nothing can differ.
+	if (shared) return { statement, items };
 	for (const [itemIndex, item] of items.entries()) {
 		if ('error' in item) continue;
 		const difference = firstDifference(statement, statementSettings(item));

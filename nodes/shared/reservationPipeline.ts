@@ -38,6 +38,9 @@ export interface PreparedReservation extends KeyedEntry {
 	settings: ReserveParameters;
 }
 
+/** Evidence settings already checked: parameters read once for a batch are one object for all its items. */
+const checkedEvidence = new WeakSet<object>();
+
 /** One item's reservation as Reserve makes it: evidence settings checked, key derived, evidence made. */
 export async function prepareReservation(
 	context: IExecuteFunctions,
@@ -46,7 +49,10 @@ export async function prepareReservation(
 	settings: ReserveParameters | { error: unknown },
 ): Promise<PreparedReservation> {
 	if ('error' in settings) throw settings.error;
-	validateEvidenceConfig(settings.evidence);
+	if (!checkedEvidence.has(settings.evidence)) {
+		validateEvidenceConfig(settings.evidence);
+		checkedEvidence.add(settings.evidence);
+	}
 	const { input, derived, payloadHash } = await deriveItemKey(context, item, itemIndex, settings);
 	// Only a webhook item's raw body is its body's bytes (headers are there only for one).
 	const entry = keyedEntry(derived, payloadHash, settings.key, {

@@ -55,6 +55,27 @@ describeEachBackend('a reservation batch', (backend) => {
 		expect(again.every((result) => result.outcome === 'duplicate')).toBe(true);
 	});
 
+	// The Postgres store sends a batch's keys as one array literal when none needs escaping, and as
+	// an array for pg to escape otherwise: both must keep every key exactly as given.
+	it.each([
+		['none needs escaping', ['a,b', '{c}', 'NULL', 'null', ' spaced ', 'x}y{z', "it's", 'ünïcødé 🎉', '', 'tab\there']],
+		['some need escaping', ['say "hi"', 'back\\slash', '"', '\\', '{"a":1}', 'end\\', 'NULL']],
+	])('keys written like array syntax are reserved and found exactly as given (%s)', async (_case, bodies) => {
+		const keys = bodies.map((body) => `literal-${_case.length}-${body}`);
+		const first = await store.reserve(
+			keys.map((key) => request(key)),
+			{ ...permanent, detail: 'compact' },
+		);
+		expect(first.map((result) => [result.key, result.outcome])).toEqual(keys.map((key) => [key, 'new']));
+		const stored = await store.getKeys(keys);
+		expect(keys.map((key) => stored.get(key)?.key)).toEqual(keys);
+		const again = await store.reserve(
+			[...keys].reverse().map((key) => request(key)),
+			{ ...permanent, detail: 'compact' },
+		);
+		expect(again.map((result) => [result.key, result.outcome])).toEqual([...keys].reverse().map((key) => [key, 'duplicate']));
+	});
+
 	it('settles of 300 items at once: each item applied or refused with its reason, in one call', async () => {
 		const lease = { ...permanent, mode: 'lease' as const };
 		const reserved = await store.reserve(

@@ -81,8 +81,22 @@ describe('what a batch sends', () => {
 				permanent,
 			),
 		);
-		expect(values[0]).toEqual(['send-a', 'send-b']);
+		// Keys, key sources and tokens that need no escaping go as one array literal each (made in one join).
+		expect(values[0]).toEqual('{"send-a","send-b"}');
+		expect(values[1]).toEqual('{"test","test"}');
+		expect(values[3]).toMatch(/^\{"[0-9a-f-]{36}","[0-9a-f-]{36}"\}$/);
 		expect([values[2], ...values.slice(9, 13)]).toEqual([null, null, null, null, null]);
+	});
+
+	it('keys that need escaping go as an array, for pg to escape', async () => {
+		const values = await sentValues(() =>
+			store().reserve(
+				['send "quoted"', 'send-plain'].map((key) => ({ key, keySource: 'test', payloadHash: null })),
+				permanent,
+			),
+		);
+		expect(values[0]).toEqual(['send "quoted"', 'send-plain']);
+		expect(values[1]).toEqual('{"test","test"}');
 	});
 
 	it('a column some items fill goes as an array, null for the others, and each row gets its own value', async () => {

@@ -66,12 +66,22 @@ function sparseColumn<T>(values: Array<T | null | undefined>): Array<T | null> |
 
 const column = <T, I extends unknown[]>(items: I[], index: number) => items.map((item) => item[index] as T);
 
+/**
+ * A text[] parameter as Postgres's array literal, made in one join: pg would otherwise run its
+ * escaping over each element in JavaScript, which a 10,000-key batch pays on n8n's event loop for
+ * each of its columns. Only when no element needs escaping (a `"` or `\`): else the array, for pg.
+ */
+function textArray(values: string[]): string | string[] {
+	for (const value of values) if (value.includes('"') || value.includes('\\')) return values;
+	return values.length === 0 ? '{}' : `{"${values.join('","')}"}`;
+}
+
 const KEY_PARAMETERS: Encoders<KeyStatements> = {
 	reserve: (p) => [
-		p.requests.map((request) => request.key),
-		p.requests.map((request) => request.keySource),
+		textArray(p.requests.map((request) => request.key)),
+		textArray(p.requests.map((request) => request.keySource)),
 		sparseColumn(p.requests.map((request) => request.payloadHash)),
-		p.tokens,
+		textArray(p.tokens),
 		p.mode,
 		p.leaseSeconds,
 		p.retentionSeconds,
