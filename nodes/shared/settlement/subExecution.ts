@@ -4,9 +4,10 @@ import { EXECUTE_WORKFLOW_TYPE, inlineSubWorkflowNodes, onErrorOf } from './node
 
 /*
  * What n8n recorded for the sub-executions an Execute Workflow node ran. The node returns every
- * output of the sub-workflow's last node, so an item on its output 2 may be the last node's error
+ * output of the sub-workflow's last node, so an item on its second output may be that node's error
  * output (a failure) or an If's false branch whose business data has a field named `error` (not
- * one). Only the sub-execution's record can tell: which node ran last, and the outputs it gave.
+ * one). The sub-execution's record says which node ran last and what it output; the sub-workflow
+ * defined in the node's parameters says that node's On Error (the record holds no node settings).
  * n8n names the sub-execution on each item (mode "each item") or on the node run ("once").
  *
  * The judge (trace.ts) stays synchronous: the records are read before it runs, and it is given them.
