@@ -10,9 +10,7 @@ import { baseNode, is2xx, link, lookup, once, routeSwitch, skipIf, toInput, type
 /*
  * Several events reaching one node together (checkEventsApart, nodes/shared/settlement/wiring.ts: a
  * node that stops the workflow on error gets them all), and the Execute Workflow "each item" rules of
- * settlement/trace.ts. The harness is test/support/settleShapes.ts. Rows marked `it.failing` break
- * the promise (one effect per event, no event lost, or a refusal before anything is reserved); the
- * comment above each names the root cause.
+ * settlement/trace.ts. The harness is test/support/settleShapes.ts.
  */
 
 const { db, workflow, deliveries, statuses, provider } = shapeHarness('shapes3', {
@@ -309,8 +307,13 @@ describeWithN8n('legacy continueOnFail beside On Error "Stop Workflow"', () => {
 describeWithN8n('Execute Workflow "each item", third pass', () => {
 	const subWorkflow = (nodes: INode[], connections: Shape['connections']) =>
 		JSON.stringify({ nodes: [packageNode('Webhook', 'testWebhook'), ...nodes], connections });
-	const execute = (json: string, onError: INode['onError'], options: INodeParameters = { waitForSubWorkflow: true }) =>
-		baseNode('Run Sub-workflow', 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: json, mode: 'each', options }, 0, {
+	const execute = (
+		json: string,
+		onError: INode['onError'],
+		options: INodeParameters = { waitForSubWorkflow: true },
+		mode: 'each' | 'once' = 'each',
+	) =>
+		baseNode('Run Sub-workflow', 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: json, mode, options }, 0, {
 			onError,
 		});
 
@@ -384,47 +387,119 @@ describeWithN8n('Execute Workflow "each item", third pass', () => {
 		});
 	});
 
-	// Root cause: settlement/trace.ts carriesError() takes any item with a non-empty json.error on an output beyond the
-	// first of Execute Workflow as a failure. A sub-workflow that ends in an If whose false output carries a business
-	// result named `error` (a declined card) succeeded; the key is failed, and the retry charges again.
-	it.failing(
-		'the sub-workflow ends in an If whose 2nd output carries a declined payment with an error field (not a failure): one charge',
-		async () => {
-			const ids = ['xf_ok', 'xf_dec'];
-			const sub = subWorkflow(
-				[
-					once('Sub Charge', '', 0, { onError: undefined }),
-					setField('Outcome', 'error', '={{ $json.body.declined ? "card_declined" : "" }}', 0, { onError: undefined }),
-					baseNode(
-						'Approved?',
-						'if',
-						2,
-						{
-							conditions: {
-								options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
-								conditions: [
-									{
-										id: 'c1',
-										leftValue: '={{ $json.error }}',
-										rightValue: '',
-										operator: { type: 'string', operation: 'empty', singleValue: true },
-									},
-								],
-								combinator: 'and',
-							},
-							looseTypeValidation: true,
+	/** Sub Charge → Outcome (`error` is "card_declined" for a declined card, else "") → If: approved on output 0, declined on output 1. */
+	const declinedOnSecondOutput = () =>
+		subWorkflow(
+			[
+				once('Sub Charge', '', 0, { onError: undefined }),
+				setField('Outcome', 'error', '={{ $json.body.declined ? "card_declined" : "" }}', 0, { onError: undefined }),
+				baseNode(
+					'Approved?',
+					'if',
+					2,
+					{
+						conditions: {
+							options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
+							conditions: [
+								{
+									id: 'c1',
+									leftValue: '={{ $json.error }}',
+									rightValue: '',
+									operator: { type: 'string', operation: 'empty', singleValue: true },
+								},
+							],
+							combinator: 'and',
 						},
-						0,
-						{ onError: undefined },
-					),
-				],
-				{ Webhook: { main: [link('Sub Charge')] }, 'Sub Charge': { main: [link('Outcome')] }, Outcome: { main: [link('Approved?')] } },
-			);
-			const data = workflow('wf3-each-falsepos', { nodes: [execute(sub, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
-			const { answers, lost } = await provider(data, [{ id: 'xf_ok' }, { id: 'xf_dec', declined: true }], 3);
-			expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [200] });
-		},
-	);
+						looseTypeValidation: true,
+					},
+					0,
+					{ onError: undefined },
+				),
+			],
+			{ Webhook: { main: [link('Sub Charge')] }, 'Sub Charge': { main: [link('Outcome')] }, Outcome: { main: [link('Approved?')] } },
+		);
+
+	// The parent continues on error (regular output): two events at a node that stops the workflow are refused. The item
+	// on output 1 carries `error`, but the sub-execution's record shows output 1 is the If's false branch.
+	it('the sub-workflow ends in an If whose 2nd output carries a declined payment with an error field (not a failure): one charge', async () => {
+		const ids = ['xf_ok', 'xf_dec'];
+		const data = workflow('wf3-each-falsepos', {
+			nodes: [execute(declinedOnSecondOutput(), 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'xf_ok' }, { id: 'xf_dec', declined: true }], 3);
+		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
+			lost: [],
+			effects: [1, 1],
+			answers: [200],
+			states: ['completed', 'completed'],
+		});
+	});
+
+	it('the same declined payment, Execute Workflow "once for all items" (the sub-execution named on the node run): one charge', async () => {
+		const ids = ['xo_ok', 'xo_dec'];
+		const data = workflow('wf3-once-falsepos', {
+			nodes: [execute(declinedOnSecondOutput(), 'continueRegularOutput', { waitForSubWorkflow: true }, 'once')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'xo_ok' }, { id: 'xo_dec', declined: true }], 3);
+		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
+			lost: [],
+			effects: [1, 1],
+			answers: [200],
+			states: ['completed', 'completed'],
+		});
+	});
+
+	/** The sub-workflow's only step, at Continue (using error output), fails once for `failOnce`: its error item on output 1. */
+	const failingOnErrorOutput = (failOnce: string) =>
+		subWorkflow([once('Sub Charge', failOnce, 0, { onError: 'continueErrorOutput' })], { Webhook: { main: [link('Sub Charge')] } });
+
+	it("the sub-workflow's last node fails for the 2nd event and continues through its error output (output 1): that key failed, the retry charges it once", async () => {
+		const ids = ['xr_a', 'xr_b'];
+		const data = workflow('wf3-each-erroroutput', {
+			nodes: [execute(failingOnErrorOutput('xr_b'), 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const first = await deliver(data, [{ id: 'xr_a' }, { id: 'xr_b' }]);
+		expect({ answer: first.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 500,
+			effects: [1, 0],
+			states: ['completed', 'failed'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'xr_a' }, { id: 'xr_b' }], 3);
+		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
+			lost: [],
+			effects: [1, 1],
+			answers: [200],
+			states: ['completed', 'completed'],
+		});
+	});
+
+	it('the same failure through the error output, Execute Workflow "once for all items": that key failed, the retry charges it once', async () => {
+		const ids = ['xq_a', 'xq_b'];
+		const data = workflow('wf3-once-erroroutput', {
+			nodes: [execute(failingOnErrorOutput('xq_b'), 'continueRegularOutput', { waitForSubWorkflow: true }, 'once')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const first = await deliver(data, [{ id: 'xq_a' }, { id: 'xq_b' }]);
+		expect({ answer: first.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 500,
+			effects: [1, 0],
+			states: ['completed', 'failed'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'xq_a' }, { id: 'xq_b' }], 3);
+		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
+			lost: [],
+			effects: [1, 1],
+			answers: [200],
+			states: ['completed', 'completed'],
+		});
+	});
 });
 
 /* Postgres node: which batching is all or nothing ---------------------------------------------- */

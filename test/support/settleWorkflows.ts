@@ -1,4 +1,12 @@
-import { NodeConnectionTypes, type IConnections, type INode, type INodeParameters, type IRun, type IWorkflowBase } from 'n8n-workflow';
+import {
+	NodeConnectionTypes,
+	type IConnections,
+	type INode,
+	type INodeParameters,
+	type IRun,
+	type IRunExecutionData,
+	type IWorkflowBase,
+} from 'n8n-workflow';
 import type { Pool } from 'pg';
 
 import { webhookItem } from './fakeExecuteFunctions';
@@ -241,6 +249,10 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 		},
 		/** Execute Workflow's sub-workflows (source: Parameter) run in-process on the engine, as n8n runs them. */
 		runSubWorkflowsInProcess(): void {
+			// n8n saves each sub-execution's record and gives it back by id (getRunExecutionData, from its database: a copy).
+			const records = new Map<string, IRunExecutionData>();
+			const keep = (executionId: string, run: IRun) => records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
+			engine().getRunExecutionData = async (executionId) => records.get(executionId);
 			engine().executeWorkflow = async (workflowInfo, _additionalData, options) => {
 				const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
 				executions += 1;
@@ -252,10 +264,11 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 					engine(),
 				);
 				if (options.doNotWaitToFinish) {
-					void child.catch(() => undefined);
+					void child.then(({ run }) => keep(executionId, run)).catch(() => undefined);
 					return { executionId, data: [null] };
 				}
 				const { run } = await child;
+				keep(executionId, run);
 				if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
 				const last = run.data.resultData.lastNodeExecuted as string;
 				return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };

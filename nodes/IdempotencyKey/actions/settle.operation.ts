@@ -6,6 +6,7 @@ import { toNodeError } from '../../shared/nodeError';
 import {
 	answerNow,
 	checkSettleWiring,
+	executionReaderOf,
 	feedsBusinessStep,
 	isReserveType,
 	judgeExecution,
@@ -13,7 +14,9 @@ import {
 	keysSettledByNodes,
 	originsOfItem,
 	readExecutionRecord,
+	readSubExecutions,
 	settleWhenExecutionEnds,
+	subExecutionsToRead,
 	type ExecutionView,
 	type Judgement,
 	type Reservation,
@@ -99,7 +102,9 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		// Beside the business step, on the output that feeds it: the wiring Reserve checked before reserving.
 		if (feedsBusinessStep(view.node(source.previousNode)?.type))
 			checkSettleWiring(view, source.previousNode, source.previousNodeOutput ?? 0);
-		judgement = judgeExecution(view);
+		// A sub-workflow's item that carries an error on an output beyond the first is judged by its sub-execution's record.
+		const subExecutions = await readSubExecutions(subExecutionsToRead(view), executionReaderOf(context));
+		judgement = judgeExecution(view, undefined, subExecutions);
 	} catch (error) {
 		// Refused whatever "On Error" says: continuing would let the business step run after the answer.
 		throw toNodeError(context.getNode(), error);

@@ -5,11 +5,12 @@ import { MAX_HOLD_MS } from '../../../lib/store/rules';
 import { inProgressAnswer, settlementAnswer, type ExecutionAnswer } from '../../../lib/webhook/answers';
 import { storedAnswer } from '../../../lib/webhook/storedAnswer';
 import { runsInQueueMode } from '../embeddedFile';
-import type { WorkflowFields } from './executionRecord';
+import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isSettleNode, isTriggerType } from './nodeKinds';
 import { endOutcomes } from './outcome';
 import { N8N_REFUSALS } from './refusals';
-import type { Reservation } from './trace';
+import { executionReaderOf, readSubExecutions, type ExecutionReader } from './subExecution';
+import { subExecutionsToRead, type Reservation } from './trace';
 
 /*
  * Every key an execution reserved is settled by what happened to the execution, when it ends:
@@ -59,6 +60,8 @@ interface Watch {
 	answers: boolean;
 	/** False for a trigger that checks no caller (no signature, no authentication): its failed answer names no error, which may quote data. */
 	callerVerified: boolean;
+	/** Reads a sub-execution's record (the execute context's getExecutionDataById), where n8n has it. */
+	readExecution?: ExecutionReader;
 }
 
 /** The lease of the package's nodes when nothing else is known (a node settling keys another node reserved). */
@@ -112,7 +115,14 @@ export function settleWhenExecutionEnds(
 	if (!hooks || !workflow) return;
 	let watch = watches.get(hooks);
 	if (!watch) {
-		const created: Watch = { workflow, stores: new Map(), credentialHeaders: new Set(), answers: answer, callerVerified };
+		const created: Watch = {
+			workflow,
+			stores: new Map(),
+			credentialHeaders: new Set(),
+			answers: answer,
+			callerVerified,
+			readExecution: executionReaderOf(context),
+		};
 		watch = created;
 		watches.set(hooks, created);
 		hooks.addHandler('workflowExecuteAfter', async (run: IRun) => {
@@ -200,7 +210,10 @@ function staticLeaseMs(workflow: WorkflowFields, reserveNode: string): number {
  * retries), and 409 when it starts waiting in queue mode.
  */
 async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | undefined> {
-	const outcomes = endOutcomes(run, watch.workflow);
+	// The judgement is synchronous: the sub-executions it needs are read first.
+	const view = executionView(run.data as unknown as RunExecutionDataFields, watch.workflow);
+	const subExecutions = view ? await readSubExecutions(subExecutionsToRead(view), watch.readExecution) : undefined;
+	const outcomes = endOutcomes(run, watch.workflow, subExecutions);
 	const byStore = new Map<
 		StoreOpener,
 		{ complete: Reservation[]; fail: Array<{ reservation: Reservation; error: string }>; hold: HoldRequest[] }

@@ -6,6 +6,7 @@
  * 2. graph.ts      the workflow's wiring as the rules walk it
  * 3. executionRecord.ts  n8n's own record of the execution: node runs, wiring, work still to run
  * 4. trace.ts      each failed or unfinished item traced back to the reservation it descends from
+ *    subExecution.ts  what n8n recorded for a sub-workflow's run: whether an output was its error output
  * 5. outcome.ts    the one rule: complete, fail, defer to the end, or hold while the execution waits
  * 6. refusals.ts   every wiring the package refuses, and why, in the user's words
  * 7. wiring.ts     the checks that find those wirings before anything is reserved or published
@@ -19,7 +20,16 @@ export { readExecutionRecord, wiringRecord, type ExecutionView, type WorkflowFie
 export { describerOf, feedsBusinessStep, isReserveType, isSettlingOperation } from './nodeKinds';
 export { keyOutcome } from './outcome';
 export { REFUSALS, TRIGGER_REFUSAL } from './refusals';
-export { heldKeyOf, judgeExecution, keysSettledByNodes, originsOfItem, type Judgement, type Reservation } from './trace';
+export { executionReaderOf, readSubExecutions } from './subExecution';
+export {
+	heldKeyOf,
+	judgeExecution,
+	keysSettledByNodes,
+	originsOfItem,
+	subExecutionsToRead,
+	type Judgement,
+	type Reservation,
+} from './trace';
 export {
 	assertSafeSettleWiring,
 	checkSettleWiring,

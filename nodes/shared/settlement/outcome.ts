@@ -1,6 +1,7 @@
 import type { IRun } from 'n8n-workflow';
 
 import { executionView, type ExecutionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
+import type { SubExecutionRecords } from './subExecution';
 import { judgeExecution, keysSettledByNodes, type Judgement, type Reservation } from './trace';
 
 /*
@@ -67,8 +68,11 @@ export interface EndOutcomes {
 	waitsThroughSubWorkflow?: string;
 }
 
-/** What the run's end means for each key it still holds: completed, failed with a reason, or held while it waits. */
-export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
+/**
+ * What the run's end means for each key it still holds: completed, failed with a reason, or held while
+ * it waits. `subExecutions`: the records of the sub-executions the judgement needs (trace.ts).
+ */
+export function endOutcomes(run: IRun, workflow: WorkflowFields, subExecutions?: SubExecutionRecords): EndOutcomes {
 	const data = run.data as unknown as RunExecutionDataFields & {
 		resultData: { error?: { message?: string; node?: { name?: string } }; lastNodeExecuted?: string };
 	};
@@ -96,7 +100,7 @@ export function endOutcomes(run: IRun, workflow: WorkflowFields): EndOutcomes {
 	const failedAt = error ? (error.node?.name ?? data.resultData.lastNodeExecuted) : undefined;
 	const message = error?.message ?? `the execution ended with status "${status}"`;
 	const end: ExecutionEnd = { succeeded: status === 'success' && !error, failedAt, message, status };
-	const judgement = judgeExecution(view, failedAt ? { name: failedAt, message } : undefined);
+	const judgement = judgeExecution(view, failedAt ? { name: failedAt, message } : undefined, subExecutions);
 	const settled = keysSettledByNodes(view.runData, view);
 	const outcomes: EndOutcomes = { complete: [], fail: [], hold: [] };
 	for (const reservation of judgement.reservations.values()) {

@@ -1,4 +1,4 @@
-import type { IDataObject, INodeExecutionData, IPairedItemData, IRunData, ISourceData, ITaskData } from 'n8n-workflow';
+import type { IDataObject, INode, INodeExecutionData, IPairedItemData, IRunData, ISourceData, ITaskData } from 'n8n-workflow';
 
 import type { ExecutionRecord, ExecutionView } from './executionRecord';
 import { loopDoneLeadsOn, reachableFrom } from './graph';
@@ -11,6 +11,7 @@ import {
 	isSettlingOperation,
 	onErrorOf,
 } from './nodeKinds';
+import { isSubWorkflowErrorOutput, subExecutionIdOf, type SubExecutionRecords } from './subExecution';
 
 /*
  * What happened to each key an execution reserved, read from n8n's own record of the execution and
@@ -327,10 +328,35 @@ function isStart(task: ITaskData): boolean {
 }
 
 /**
- * Judges every reservation of the execution. `failedNode` is the node the execution stopped at, if
- * it stopped on an error: its input items (n8n put them back on the stack) failed.
+ * The sub-executions whose record the judgement needs (subExecution.ts): those that returned an item
+ * carrying an error on an output beyond the first.
  */
-export function judgeExecution(view: ExecutionView, failedNode?: { name: string; message: string }): Judgement {
+export function subExecutionsToRead(view: ExecutionRecord): string[] {
+	const ids = new Set<string>();
+	for (const [name, tasks] of Object.entries(view.runData)) {
+		if (view.node(name)?.type !== EXECUTE_WORKFLOW_TYPE) continue;
+		for (const task of tasks) {
+			for (const [outputIndex, items] of (task.data?.main ?? []).entries()) {
+				for (const item of items ?? []) {
+					const id = outputIndex > 0 && carriesError(item) ? subExecutionIdOf(item, task) : undefined;
+					if (id !== undefined) ids.add(id);
+				}
+			}
+		}
+	}
+	return [...ids];
+}
+
+/**
+ * Judges every reservation of the execution. `failedNode` is the node the execution stopped at, if
+ * it stopped on an error: its input items (n8n put them back on the stack) failed. `subExecutions`:
+ * the records of the sub-executions `subExecutionsToRead` names, as n8n gave them.
+ */
+export function judgeExecution(
+	view: ExecutionView,
+	failedNode?: { name: string; message: string },
+	subExecutions?: SubExecutionRecords,
+): Judgement {
 	const judgement: Judgement = { reservations: reservationsOf(view), failed: new Map(), pending: new Set(), untracedPending: false };
 	const tracer = new Tracer(view, judgement.reservations);
 	const failures: Failure[] = [];
@@ -374,12 +400,14 @@ export function judgeExecution(view: ExecutionView, failedNode?: { name: string;
 			const subWorkflow = node?.type === EXECUTE_WORKFLOW_TYPE;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
+					// Beyond the first output, which of a sub-workflow's outputs carry failures is for its sub-execution's record to say.
+					const beyondFirst = subWorkflow && outputIndex > 0 && carriesError(item);
 					const failed =
 						outputIndex === errorOutput ||
 						(subWorkflow && isErrorItem(item)) ||
-						(subWorkflow && outputIndex > 0 && carriesError(item)) ||
+						(beyondFirst && failedInSubWorkflow(node, task, outputIndex, item, subExecutions)) ||
 						// A sub-workflow's last node that continued on error returns its error item as its result.
-						((continues || subWorkflow) && carriesError(item) && !errorCameIn(tracer, name, task, item));
+						(!beyondFirst && (continues || subWorkflow) && carriesError(item) && !errorCameIn(tracer, name, task, item));
 					if (!failed) continue;
 					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
 				}
@@ -589,11 +617,25 @@ function errorCameIn(tracer: Tracer, node: string, task: ITaskData, item: INodeE
 }
 
 /**
- * An item a sub-workflow returned on an output beyond the first that carries an error: its last node
- * continued on error through its error output, and n8n put the failed item there with the input's
- * fields and `error` (n8n-core's error-output split). Whatever the parent node's own On Error, the
- * step failed for the key it pairs to. An `{ error }` item on any output is one too (`isErrorItem`).
+ * An item a sub-workflow returned on an output beyond the first that carries an error: a failure when
+ * the sub-execution's last node put it on its error output (n8n-core's error-output split gives it
+ * the input's fields and `error`), whatever the parent node's own On Error; not one when n8n's record
+ * shows that output is a regular one (an If's false branch with a business field named `error`).
+ * When the record cannot tell, a failure: a retry is safer than a lost event. An `{ error }` item on
+ * any output is one too (`isErrorItem`).
  */
+function failedInSubWorkflow(
+	node: INode | undefined,
+	task: ITaskData,
+	outputIndex: number,
+	item: INodeExecutionData,
+	subExecutions: SubExecutionRecords | undefined,
+): boolean {
+	if (!node) return true;
+	return isSubWorkflowErrorOutput(node, subExecutionIdOf(item, task), outputIndex, subExecutions) !== false;
+}
+
+/** An item that carries an error: n8n's own error, or a non-empty `error` field. */
 function carriesError(item: INodeExecutionData): boolean {
 	const error = item.json?.error as unknown;
 	return item.error !== undefined || (typeof error === 'string' && error !== '') || (typeof error === 'object' && error !== null);
