@@ -176,20 +176,21 @@ describeWithN8n('the Idempotent Webhook trigger (Events Path) → a charge with 
 		return answers;
 	}
 
-	// Root cause: settlement/wiring.ts checkStepTakesEventsApart() (the trigger's publish check,
-	// eventsTogetherAfterTrigger) accepts a node that continues on error whatever its Retry On Fail; n8n-core
-	// retries it for every event when the first one's item carries `error`: the 2nd event is charged twice.
-	it.failing('charge at Continue (error output) with Retry On Fail, failing once for the 1st of two events: one effect each', async () => {
+	// n8n-core retries a node that continues on error for every event when the first one's item carries
+	// `error`: the trigger refuses such a step (its publish check, and again at run time), nothing charged.
+	it('charge at Continue (error output) with Retry On Fail gets the events together: refused at run time, nothing charged', async () => {
 		const ids = ['tr_1', 'tr_2'];
 		const answers = await provide(
 			ids.map((id) => ({ id })),
 			once('Charge', 'tr_1', 0, { onError: 'continueErrorOutput', retryOnFail: true, maxTries: 3, waitBetweenTries: 10 }),
 		);
-		expect({ answers, states: await triggerStatuses(ids), effects: ids.map(effectsFor) }).toEqual({
-			answers: [200],
-			states: ['completed', 'completed'],
-			effects: [1, 1],
-		});
+		expect({ refused: answers.every((status) => status >= 500), states: await triggerStatuses(ids), effects: ids.map(effectsFor) }).toEqual(
+			{
+				refused: true,
+				states: ['failed', 'failed'],
+				effects: [0, 0],
+			},
+		);
 	});
 
 	it('the same charge without Retry On Fail: 500, the retry runs only the failed event; one effect each', async () => {
@@ -209,52 +210,29 @@ describeWithN8n('the Idempotent Webhook trigger (Events Path) → a charge with 
 /* Retry On Fail ---------------------------------------------------------------------------------- */
 
 describeWithN8n('a node set to Retry On Fail gets several events', () => {
-	// Root cause: n8n-core retries a node that continues on error whenever the first item it output carries
-	// `error` (workflow-execute.js checkFailure), running it again for every item, the ones it already did too;
-	// settlement/wiring.ts checkStepTakesEventsApart() lets a node that continues on error take several events
-	// whatever its Retry On Fail (only Execute Once is checked): the 2nd event is charged twice in one execution.
-	it.failing(
-		'charge at Continue (regular output) with Retry On Fail, failing once for the 1st of two events: one effect each',
-		async () => {
-			const ids = ['rf_a', 'rf_b'];
-			const data = workflow('wfr2-retry-regular', {
-				nodes: [once('Charge', 'rf_a', 0, { onError: 'continueRegularOutput', retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
+	// n8n-core retries a node that continues on error whenever the first item it output carries `error`
+	// (workflow-execute.js checkFailure), running it again for every item, the ones it already did too:
+	// such a node is refused where it gets several events, before anything is reserved.
+	it.each([
+		['regular output', 'continueRegularOutput'],
+		['error output', 'continueErrorOutput'],
+	] as const)(
+		'charge at Continue (%s) with Retry On Fail gets two events: refused before anything is reserved; no effect, no key',
+		async (_name, onError) => {
+			const ids = [`rf_${onError}_a`, `rf_${onError}_b`];
+			const data = workflow(`wfr2-retry-${onError}`, {
+				nodes: [once('Charge', ids[0], 0, { onError, retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
 				connections: {},
 				heads: ['Charge'],
 			});
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
-				answers: [200],
-				lost: [],
-				effects: [1, 1],
-				states: ['completed', 'completed'],
+			const refused = await deliver(data, bodies(ids));
+			expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+				answer: 503,
+				effects: [0, 0],
+				states: [undefined, undefined],
 			});
 		},
 	);
-
-	// Root cause: as above (settlement/wiring.ts checkStepTakesEventsApart(): Retry On Fail not considered); the
-	// error-output split comes after n8n-core's retry, so the error output retries the whole node the same way.
-	it.failing('charge at Continue (error output) with Retry On Fail, failing once for the 1st of two events: one effect each', async () => {
-		const ids = ['re_a', 're_b'];
-		const data = workflow('wfr2-retry-error', {
-			nodes: [once('Charge', 're_a', 0, { onError: 'continueErrorOutput', retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
-			connections: {},
-			heads: ['Charge'],
-		});
-		const { answers, lost } = await provider(data, bodies(ids));
-		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [200], lost: [], effects: [1, 1] });
-	});
-
-	it('charge at Continue (error output) with Retry On Fail, failing once for the 2nd of two events (n8n does not retry): one effect each', async () => {
-		const ids = ['r2_a', 'r2_b'];
-		const data = workflow('wfr2-retry-second', {
-			nodes: [once('Charge', 'r2_b', 0, { onError: 'continueErrorOutput', retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
-			connections: {},
-			heads: ['Charge'],
-		});
-		const { answers, lost } = await provider(data, bodies(ids));
-		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
-	});
 
 	it('charge at the default On Error with Retry On Fail gets two events: refused before anything is reserved; no effect, no key', async () => {
 		const ids = ['rs_a', 'rs_b'];
@@ -313,43 +291,57 @@ const itemListsSplit = (name: string) =>
 	);
 
 describeWithN8n('Item Lists joining the events without their keys, then splitting them again', () => {
-	// Root cause: settlement/nodeKinds.ts joinsWithoutKeys() knows Aggregate and Summarize only, and
-	// settlement/wiring.ts checkSplitFromKeylessJoin() Split Out only (SPLIT_OUT_TYPE): Item Lists' Concatenate
-	// Items and Split Out Items make the same keyless join and split, not refused. Each split item is paired by
-	// n8n to every event, so one charge failure fails every key, and the retry charges the others again.
-	it.failing(
-		'Item Lists Concatenate (body) → Item Lists Split Out Items → charge (Continue, error output) failing once for one of three: one effect each',
-		async () => {
-			const ids = ['il_a', 'il_b', 'il_c'];
-			const data = workflow('wfr2-itemlists', {
-				nodes: [itemListsConcatenate('Join'), itemListsSplit('Split'), once('Charge', 'il_b', 0, { onError: 'continueErrorOutput' })],
-				connections: { Join: { main: [link('Split')] }, Split: { main: [link('Charge')] } },
-				heads: ['Join'],
-			});
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
-		},
-	);
+	// Each item split out of a keyless join is paired by n8n to every event: one charge failure would fail every
+	// key, and the retry would charge the others again. Item Lists makes the same join and split as Aggregate and
+	// Split Out, and is refused the same way, before anything is reserved.
+	it.each([
+		['Item Lists Concatenate (body) → Item Lists Split Out Items', 'il', () => itemListsConcatenate('Join')],
+		[
+			'Aggregate (Individual Fields: body) → Item Lists Split Out Items',
+			'ai',
+			() => baseNode('Join', 'aggregate', 1, { fieldsToAggregate: { fieldToAggregate: [{ fieldToAggregate: 'body' }] }, options: {} }, 0),
+		],
+	] as const)('%s → charge (Continue, error output): refused before anything is reserved; no effect', async (_name, prefix, join) => {
+		const ids = [`${prefix}_a`, `${prefix}_b`, `${prefix}_c`];
+		const data = workflow(`wfr2-${prefix}-split`, {
+			nodes: [join(), itemListsSplit('Split'), once('Charge', ids[1], 0, { onError: 'continueErrorOutput' })],
+			connections: { Join: { main: [link('Split')] }, Split: { main: [link('Charge')] } },
+			heads: ['Join'],
+		});
+		const refused = await deliver(data, bodies(ids));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0, 0],
+			states: [undefined, undefined, undefined],
+		});
+	});
 
-	// Root cause: settlement/wiring.ts checkSplitFromKeylessJoin() looks for a Split Out node (SPLIT_OUT_TYPE)
-	// after the keyless Aggregate; Item Lists' Split Out Items splits the same join and is not refused.
-	it.failing(
-		'Aggregate (Individual Fields: body) → Item Lists Split Out Items → charge (Continue, error output) failing once for one of three: one effect each',
-		async () => {
-			const ids = ['ai_a', 'ai_b', 'ai_c'];
-			const data = workflow('wfr2-aggregate-itemlists', {
-				nodes: [
-					baseNode('Join', 'aggregate', 1, { fieldsToAggregate: { fieldToAggregate: [{ fieldToAggregate: 'body' }] }, options: {} }, 0),
-					itemListsSplit('Split'),
-					once('Charge', 'ai_b', 0, { onError: 'continueErrorOutput' }),
-				],
-				connections: { Join: { main: [link('Split')] }, Split: { main: [link('Charge')] } },
-				heads: ['Join'],
-			});
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
-		},
-	);
+	it('Item Lists Concatenate keeping All Item Data (the keys kept) → Split Out Items → charge failing once for one of three: one effect each', async () => {
+		const ids = ['ik_a', 'ik_b', 'ik_c'];
+		const data = workflow('wfr2-itemlists-all', {
+			nodes: [
+				baseNode(
+					'Join',
+					'itemLists',
+					3.1,
+					{ resource: 'itemList', operation: 'concatenateItems', aggregate: 'aggregateAllItemData', options: {} },
+					0,
+				),
+				baseNode(
+					'Split',
+					'itemLists',
+					3.1,
+					{ resource: 'itemList', operation: 'splitOutItems', fieldToSplitOut: 'data', include: 'noOtherFields', options: {} },
+					0,
+				),
+				once('Charge', 'ik_b', 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Join: { main: [link('Split')] }, Split: { main: [link('Charge')] } },
+			heads: ['Join'],
+		});
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1, 1] });
+	});
 
 	it('the same with the refused pair (Aggregate → Split Out): refused before anything is reserved; no effect', async () => {
 		const ids = ['as_a', 'as_b'];

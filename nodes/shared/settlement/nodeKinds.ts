@@ -170,6 +170,9 @@ export const SPLIT_OUT_TYPE = 'n8n-nodes-base.splitOut';
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
 const AGGREGATE_TYPE = 'n8n-nodes-base.aggregate';
 const SUMMARIZE_TYPE = 'n8n-nodes-base.summarize';
+// Item Lists: Aggregate, Summarize and Split Out as operations of one node (its default: Split Out Items).
+const ITEM_LISTS_TYPE = 'n8n-nodes-base.itemLists';
+const ITEM_LISTS_JOINS = new Set(['aggregateItems', 'concatenateItems']);
 const REMOVE_DUPLICATES_TYPE = 'n8n-nodes-base.removeDuplicates';
 const SEEN_IN_PREVIOUS_EXECUTIONS = 'removeItemsSeenInPreviousExecutions';
 // n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
@@ -182,7 +185,7 @@ const NEVER_FAILING_TYPES = new Set(
 // n8n's nodes that route or reshape items: no effect, but they can fail on one event's data (a Switch
 // output out of range, an If with strict types, an expression).
 const ROUTING_TYPES = new Set(
-	['if', 'switch', 'filter', 'set', 'splitOut', 'summarize', 'renameKeys'].map((name) => `n8n-nodes-base.${name}`),
+	['if', 'switch', 'filter', 'set', 'splitOut', 'summarize', 'itemLists', 'renameKeys'].map((name) => `n8n-nodes-base.${name}`),
 );
 // The field in which the package's nodes give each item its key.
 const KEY_FIELD = 'idempotency';
@@ -210,12 +213,29 @@ export function mayHaveEffect(node: NodeRef & { typeVersion: number }): boolean 
 
 /**
  * A node that joins several items into one that keeps none of their keys (the `idempotency` field):
- * Aggregate at Individual Fields (its default) or keeping only some fields, Summarize.
+ * Aggregate at Individual Fields (its default) or keeping only some fields, Summarize, and Item
+ * Lists doing either.
  */
 export function joinsWithoutKeys(node: NodeRef): boolean {
 	if (node.type === SUMMARIZE_TYPE) return true;
-	if (node.type !== AGGREGATE_TYPE) return false;
-	const parameters = node.parameters ?? {};
+	if (node.type === ITEM_LISTS_TYPE) {
+		const operation = itemListsOperation(node);
+		return operation === 'summarize' || (ITEM_LISTS_JOINS.has(operation) && aggregatesWithoutKeys(node.parameters ?? {}));
+	}
+	return node.type === AGGREGATE_TYPE && aggregatesWithoutKeys(node.parameters ?? {});
+}
+
+/** A node that makes several items of each one it gets: Split Out, Item Lists' Split Out Items. */
+export function splitsItems(node: NodeRef): boolean {
+	return node.type === SPLIT_OUT_TYPE || (node.type === ITEM_LISTS_TYPE && itemListsOperation(node) === 'splitOutItems');
+}
+
+function itemListsOperation(node: NodeRef): string {
+	return String(node.parameters?.operation ?? 'splitOutItems');
+}
+
+/** Aggregate's parameters (Item Lists' join has the same): whether the joined item leaves out the events' keys. */
+function aggregatesWithoutKeys(parameters: NonNullable<NodeRef['parameters']>): boolean {
 	if ((parameters.aggregate ?? 'aggregateIndividualFields') !== 'aggregateAllItemData') return true;
 	const fields = (name: string) =>
 		String(parameters[name] ?? '')

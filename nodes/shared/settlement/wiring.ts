@@ -20,7 +20,7 @@ import {
 	mayWait,
 	onErrorOf,
 	RESPOND_TYPE,
-	SPLIT_OUT_TYPE,
+	splitsItems,
 	type DescribeNode,
 	type NodeRef,
 } from './nodeKinds';
@@ -164,6 +164,7 @@ function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output
 		if (oneAtATime.has(node.name)) continue;
 		if (continuesOnError(node)) {
 			checkExecuteOnce(record, self, node, events);
+			if (node.retryOnFail === true && mayHaveEffect(node)) throw refusal('retriedTogether', { node: node.name, events });
 			continue;
 		}
 		const effectBefore = isRouting(node) ? ranBefore(record, self, node).find(mayHaveEffect) : undefined;
@@ -190,8 +191,8 @@ function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, ev
 }
 
 /**
- * An item split out (Split Out) of one that joined the events without their keys (Aggregate at
- * Individual Fields, Summarize) is paired by n8n to every event of the join, and carries no key to
+ * An item split out (Split Out, Item Lists' Split Out Items) of one that joined the events without
+ * their keys (Aggregate at Individual Fields, Summarize, Item Lists' join and Summarize) is paired by n8n to every event of the join, and carries no key to
  * tell which one it is: its failure, whatever the node's On Error and even one item at a time (Loop
  * Over Items), fails every key. Refused where an effect may already have been done for some of them
  * (by a node before it, or by the node itself for the other items), as the retry would do it again.
@@ -199,7 +200,7 @@ function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, ev
 function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
 	const before = ranBefore(record, self, node);
 	if (!mayHaveEffect(node) && !before.some(mayHaveEffect)) return;
-	const split = before.find((candidate) => candidate.type === SPLIT_OUT_TYPE && ranBefore(record, self, candidate).some(joinsWithoutKeys));
+	const split = before.find((candidate) => splitsItems(candidate) && ranBefore(record, self, candidate).some(joinsWithoutKeys));
 	if (!split) return;
 	const join = ranBefore(record, self, split).find(joinsWithoutKeys) as INode;
 	throw refusal('splitFromKeylessJoin', { node: node.name, split: split.name, join: join.name, events });
