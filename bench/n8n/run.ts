@@ -573,11 +573,13 @@ function printPairedCost(results: FlowResults, before: OverheadFlow, after: Over
 }
 
 async function batch(ctx: BenchContext, args: Args): Promise<void> {
-	const { running, log, appQuery, lastExecution } = ctx;
+	const { running, pid, log, appQuery, lastExecution } = ctx;
 	const items = args.batchItems;
 	const flows = BATCH_FLOWS.filter((flow) => flow.kind === 'noop' || !args.batchFlows || args.batchFlows.includes(flow.kind));
-	type Entry = { ms: number[]; savedBytes: number[]; nodeMs: number[]; stallMs: number[] };
-	const perFlow = new Map<string, Entry>(flows.map((flow) => [flow.kind, { ms: [], savedBytes: [], nodeMs: [], stallMs: [] }]));
+	type Entry = { ms: number[]; cpuMs: number[]; savedBytes: number[]; nodeMs: number[]; stallMs: number[] };
+	const perFlow = new Map<string, Entry>(
+		flows.map((flow) => [flow.kind, { ms: [], cpuMs: [], savedBytes: [], nodeMs: [], stallMs: [] }]),
+	);
 	const entryOf = (kind: string): Entry => {
 		const entry = perFlow.get(kind);
 		if (!entry) throw new Error(`no batch flow ${kind} in this run`);
@@ -590,10 +592,14 @@ async function batch(ctx: BenchContext, args: Args): Promise<void> {
 			const prefix = `b${round}_${flow.kind}_${crypto.randomUUID().slice(0, 8)}`;
 			const { body, distinct } = batchBody(items, prefix);
 			const stopProbe = lagProbe(running.baseUrl);
+			const cpuBefore = cpuSeconds(pid);
 			const ms = await post(running.webhookUrl(flow.path), body);
+			// n8n answers when the execution ends; it saves the execution before that.
+			const cpuMs = (cpuSeconds(pid) - cpuBefore) * 1000;
 			const lag = await stopProbe();
 			const entry = entryOf(flow.kind);
 			entry.ms.push(ms);
+			entry.cpuMs.push(cpuMs);
 			entry.stallMs.push(lag.stallMs);
 			const execution = await lastExecution(flow);
 			entry.savedBytes.push(execution.bytes);
@@ -635,6 +641,8 @@ async function batch(ctx: BenchContext, args: Args): Promise<void> {
 			// A net time at or below zero is the no-op flow's noise (tiny quick-mode batches).
 			isNoop ? '–' : net > 0 ? fmt((items / net) * 1000) : 'below noise',
 			isNoop || !recipe ? '–' : net > 0 ? `${(recipeNet / net).toFixed(1)}×` : 'below noise',
+			fmt(median(entry.cpuMs)),
+			isNoop ? '–' : `${(median(entry.cpuMs) / median(noop.cpuMs)).toFixed(2)}×`,
 			fmt(median(entry.nodeMs)),
 			(median(entry.savedBytes) / 1024 / 1024).toFixed(2),
 			fmtMs(Math.max(...entry.stallMs)),
@@ -651,6 +659,8 @@ async function batch(ctx: BenchContext, args: Args): Promise<void> {
 			'net min–max',
 			'keys/s net',
 			'vs per-item recipe',
+			'n8n CPU ms',
+			'CPU vs no-op',
 			'node ms (n8n)',
 			'saved execution MB',
 			'longest n8n stall ms',
@@ -659,6 +669,9 @@ async function batch(ctx: BenchContext, args: Args): Promise<void> {
 	);
 	console.log(
 		'\nwall: the webhook call (Webhook → Split Out → node; n8n answers when the execution ends); net: minus the no-op flow of the same round.',
+	);
+	console.log(
+		"n8n CPU: n8n's process (user + system, its threads included) from the call to its answer, median; vs no-op: against the no-op flow's.",
 	);
 	console.log("node ms: the node's own executionTime from n8n's run data; saved execution: size of the execution_data row n8n stored.");
 	console.log(

@@ -192,9 +192,9 @@ function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, ev
 
 /**
  * An item split out (Split Out, Item Lists' Split Out Items) of one that joined the events without
- * their keys (Aggregate at Individual Fields, Summarize, Item Lists' join and Summarize) is paired by n8n to every event of the join, and carries no key to
- * tell which one it is: its failure, whatever the node's On Error and even one item at a time (Loop
- * Over Items), fails every key. Refused where an effect may already have been done for some of them
+ * their keys (Aggregate at Individual Fields, Summarize, Item Lists doing either) is paired by n8n
+ * to every event of the join, and carries no key to tell which one it is: its failure, whatever the
+ * node's On Error and even one item at a time (Loop Over Items), fails every key. Refused where an effect may already have been done for some of them
  * (by a node before it, or by the node itself for the other items), as the retry would do it again.
  */
 function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
