@@ -239,8 +239,14 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 			}
 			return { answers, lost };
 		},
-		/** Execute Workflow's sub-workflows (source: Parameter) run in-process on the engine, as n8n runs them. */
+		/**
+		 * Execute Workflow's sub-workflows (source: Parameter) run in-process on the engine, as n8n runs
+		 * them; their records are kept for Execute Workflow's "once" mode, which reads the sub-execution
+		 * back (n8n, from its database) to pair the items it returns with those it was given.
+		 */
 		runSubWorkflowsInProcess(): void {
+			const subRuns = new Map<string, IRun>();
+			engine().getRunExecutionData = async (executionId: string) => subRuns.get(executionId)?.data;
 			engine().executeWorkflow = async (workflowInfo, _additionalData, options) => {
 				const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
 				executions += 1;
@@ -256,6 +262,7 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 					return { executionId, data: [null] };
 				}
 				const { run } = await child;
+				subRuns.set(executionId, run);
 				if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
 				const last = run.data.resultData.lastNodeExecuted as string;
 				return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
