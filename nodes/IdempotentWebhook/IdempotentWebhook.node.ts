@@ -327,7 +327,7 @@ function unsettleableAfter(context: IHookFunctions | IExecuteFunctions, eventsPa
 	const children = context.getChildNodes(self, { includeNodeParameters: true });
 	const record = wiringRecord(workflow);
 	return (
-		unsettleableAfterTrigger(children, describerOf(workflow)) ??
+		unsettleableAfterTrigger(children, describerOf(workflow), record) ??
 		(record
 			? (refusalDownstream(
 					record,

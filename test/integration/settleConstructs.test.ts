@@ -377,7 +377,7 @@ describeWithN8n('Execute Workflow', () => {
 			1.3,
 			{ source: 'parameter', workflowJson: subWorkflow, mode: 'each', options: { waitForSubWorkflow: wait } },
 			0,
-			{ onError: 'continueErrorOutput' },
+			{ onError: 'continueRegularOutput' },
 		);
 
 	it('waiting for the sub-workflow: its failure fails the key (500); the retry runs it once and completes', async () => {

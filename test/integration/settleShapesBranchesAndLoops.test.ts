@@ -428,10 +428,10 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 			{ onError },
 		);
 
-	it('the sub-workflow fails (stops) for one key, the parent node at Continue (error output): only that key failed, 500; one effect each', async () => {
+	it('the sub-workflow fails (stops) for one key, the parent node at Continue (regular output): only that key failed, 500; one effect each', async () => {
 		const ids = ['ew_a', 'ew_b', 'ew_c'];
 		const data = workflow('wf-each', {
-			nodes: [execute(subWorkflow('ew_b', 'stopWorkflow'), 'continueErrorOutput')],
+			nodes: [execute(subWorkflow('ew_b', 'stopWorkflow'), 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
@@ -458,7 +458,8 @@ describeWithN8n('Execute Workflow in "each item" mode with several keys', () => 
 
 	// Execute Workflow before 1.3 in "each item" mode puts the error item of item i on output i, and at Continue
 	// (using error output) n8n-core's error-output split overwrites the error output with the errors it found
-	// on output 0: the failure would vanish from the run data. Refused before anything is reserved.
+	// on output 0: the failure would vanish from the run data. Refused before anything is reserved, as is every
+	// Execute Workflow at that setting (test/integration/settleShapesSubWorkflowErrorOutput.test.ts).
 	it('Execute Workflow 1.1 at Continue (using error output), for each item: refused before anything is reserved; no effect, no key', async () => {
 		const ids = ['e11_a', 'e11_b'];
 		const data = workflow('wf-each-11', {

@@ -103,6 +103,24 @@ describeWithN8n("the Idempotent Webhook refuses at publish what n8n's nodes decl
 		).resolves.toBeUndefined();
 	});
 
+	// n8n overwrites an Execute Workflow node's error output with the errors it finds on its first output, and with
+	// it the failed items the sub-workflow returned there: the trigger would complete the key of an event that failed.
+	it('refuses Execute Workflow at Continue (using error output) at publish; publishes it at Continue (regular output) or Stop Workflow', async () => {
+		const subWorkflow = JSON.stringify({
+			nodes: [step('Start', 'n8n-nodes-base.executeWorkflowTrigger', 1.1, { inputSource: 'passthrough' })],
+			connections: {},
+		});
+		const execute = (onError: INode['onError']): INode => ({
+			...step('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', 1.3, { source: 'parameter', workflowJson: subWorkflow, mode: 'once' }),
+			onError,
+		});
+		await expect(publish(execute('continueErrorOutput'))).rejects.toThrow(
+			/"Run Sub-workflow" is set to On Error "Continue \(using error output\)".*"Continue \(regular output\)".*The workflow was not published\./,
+		);
+		await expect(publish(execute('continueRegularOutput'))).resolves.toBeUndefined();
+		await expect(publish(execute('stopWorkflow'))).resolves.toBeUndefined();
+	});
+
 	it('refuses Respond to Webhook at publish too (the trigger answers the event itself)', async () => {
 		addNodeTypes(loadBaseNodeFiles({ 'n8n-nodes-base.respondToWebhook': 'RespondToWebhook/RespondToWebhook.node.js' }));
 		await expect(publish(step('Answer', 'n8n-nodes-base.respondToWebhook', 1.1, {}))).rejects.toThrow(/"Answer" answers the webhook/);

@@ -247,7 +247,11 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 			}
 			return { answers, lost };
 		},
-		/** Execute Workflow's sub-workflows (source: Parameter) run in-process on the engine, as n8n runs them. */
+		/**
+		 * Execute Workflow's sub-workflows (source: Parameter) run in-process on the engine, as n8n runs
+		 * them; their records are kept, as n8n keeps them in its database, for Execute Workflow's "once"
+		 * mode (it reads the sub-execution back to pair the items it returns) and the settlement.
+		 */
 		runSubWorkflowsInProcess(): void {
 			// n8n saves each sub-execution's record and gives it back by id (getRunExecutionData, from its database: a copy).
 			const records = new Map<string, IRunExecutionData>();

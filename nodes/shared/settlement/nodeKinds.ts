@@ -267,16 +267,16 @@ export function mayNotWaitForSubWorkflow(node: NodeRef): boolean {
 }
 
 /**
- * Before 1.3, Execute Workflow run for each item puts item i's error on its output i, and n8n-core's
- * error-output split overwrites those outputs: the failure vanishes from the run and the key completes.
+ * An Execute Workflow node at "Continue (using error output)": n8n-core's error-output split
+ * (WorkflowExecute.handleNodeErrorOutput) fills the node's error output, its second, with the error
+ * items it finds on the first, and so replaces what the node put there. Execute Workflow returns
+ * every output of the sub-workflow's last node, and a last node that continues through its error
+ * output hands its failed items back on that second output (before 1.3, run for each item, the node
+ * also puts item i's own failure on output i): the failure vanishes from the run and the key would
+ * be completed. At "Continue (regular output)" or "Stop Workflow" n8n leaves the outputs as returned.
  */
-export function losesEachItemFailures(node: INode): boolean {
-	return (
-		node.type === EXECUTE_WORKFLOW_TYPE &&
-		node.typeVersion < 1.3 &&
-		node.parameters?.mode === 'each' &&
-		onErrorOf(node) === 'continueErrorOutput'
-	);
+export function losesSubWorkflowFailures(node: Pick<INode, 'type' | 'onError' | 'continueOnFail'>): boolean {
+	return node.type === EXECUTE_WORKFLOW_TYPE && onErrorOf(node) === 'continueErrorOutput';
 }
 
 /** The nodes of the sub-workflow an Execute Workflow node defines in its own parameters (Source "Define Below"). */

@@ -9,6 +9,7 @@
 export class UnsafeSettleWiringError extends Error {}
 
 const SET_CONTINUE_ERROR_OUTPUT = 'Set its Settings → On Error to "Continue (using error output)"';
+const SET_CONTINUE_REGULAR_OUTPUT = 'Set its Settings → On Error to "Continue (regular output)"';
 
 /** The events one run carries: counted when it runs; before (the trigger's publish), those of one delivery. */
 const theEvents = (events: number | undefined) =>
@@ -38,16 +39,21 @@ export const REFUSALS = {
 		`"${node}" removes items processed in previous executions: it records an event as seen before the step has run, so the provider's retry of an event whose step failed would be dropped there and the event lost. Copies of an event are already answered without running the step: set its Operation to "Remove Items Repeated Within Current Input", or remove it.`,
 	subWorkflowNotWaitedFor: ({ node }: { node: string }) =>
 		`"${node}" may start a sub-workflow without waiting for it (its option "Wait For Sub-Workflow Completion" is off, or an expression), so its failure would never reach this execution and the key would be completed: turn the option on.`,
-	eachItemFailuresLost: ({ node, version }: { node: string; version: number }) =>
-		`"${node}" runs the sub-workflow for each item with On Error "Continue (using error output)" in a version of the node (${version}) whose failures n8n loses: a failed item would complete its key. Replace it with a new Execute Workflow node (version 1.3 or later).`,
+	subWorkflowFailuresLost: ({ node }: { node: string }) =>
+		`"${node}" is set to On Error "Continue (using error output)": n8n fills that error output with the errors it finds on the node's first output, replacing the items the sub-workflow returned on its second — where a sub-workflow whose last node continues through its error output hands back the events that failed. Such a failure would vanish and its key would be completed. ${SET_CONTINUE_REGULAR_OUTPUT} (or "Stop Workflow" when each run carries one event): the failures the sub-workflow returns then fail their keys.`,
 	waitAtErrorOutput: ({ wait }: { wait: string }) =>
 		`"${wait}" is set to On Error "Continue (using error output)": when its wait ends n8n resumes it without its items, so the rest of the step would never run and the key would be completed. Set its Settings → On Error to "Stop Workflow" or "Continue (regular output)".`,
 	waitWithSettleAfter: ({ wait, self }: { wait: string; self: string }) =>
 		`"${wait}" makes the execution wait, and Settle is chained after the step: if the step then fails, no item reaches Settle and nothing would settle the key in the resumed execution. Connect Settle beside the step, to the same output of "${self}".`,
 	stopsAfterWait: ({ node, wait }: { node: string; wait: string }) =>
 		`"${node}" runs after "${wait}" and stops the workflow when it fails: the execution resumed after the wait would end before any Idempotency node runs, and the key would stay reserved until its lease ends. ${SET_CONTINUE_ERROR_OUTPUT} and settle after it.`,
-	eventsTogether: ({ node, events, after }: { node: string; events?: number; after?: string }) =>
-		`"${node}" gets ${theEvents(events)} together${after ? ` after "${after}"` : ''} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. ${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected), or put Loop Over Items (batch size 1) before it.`,
+	eventsTogether: ({ node, events, after, subWorkflow }: { node: string; events?: number; after?: string; subWorkflow?: boolean }) =>
+		`"${node}" gets ${theEvents(events)} together${after ? ` after "${after}"` : ''} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. ${
+			// At the error output n8n would lose the failures an Execute Workflow node's sub-workflow returns (subWorkflowFailuresLost).
+			subWorkflow
+				? `${SET_CONTINUE_REGULAR_OUTPUT} (each event's failure is then its own)`
+				: `${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected)`
+		}, or put Loop Over Items (batch size 1) before it.`,
 	retriedTogether: ({ node, events }: { node: string; events?: number }) =>
 		`"${node}" gets ${theEvents(events)} together and is set to Retry On Fail: when it fails for the first of them, n8n runs it again for all of them, those it had already done too, and their effect would happen twice. Turn off its Settings → Retry On Fail, or put Loop Over Items (batch size 1) before it (each try then has one event).`,
 	executeOnceAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>

@@ -8,13 +8,14 @@ import {
 	continuesOnError,
 	dropsItemsSeenBefore,
 	endsBusinessStep,
+	EXECUTE_WORKFLOW_TYPE,
 	failsAllOrNothing,
 	inlineSubWorkflowNodes,
 	isRouting,
 	isSettleNode,
 	joinsWithoutKeys,
 	LOOP_TYPE,
-	losesEachItemFailures,
+	losesSubWorkflowFailures,
 	mayHaveEffect,
 	mayNotWaitForSubWorkflow,
 	mayWait,
@@ -105,7 +106,7 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	if (dropping) throw refusal('dropsRetries', { node: dropping.name });
 	for (const node of step) {
 		if (mayNotWaitForSubWorkflow(node)) throw refusal('subWorkflowNotWaitedFor', { node: node.name });
-		if (losesEachItemFailures(node)) throw refusal('eachItemFailuresLost', { node: node.name, version: node.typeVersion });
+		if (losesSubWorkflowFailures(node)) throw refusal('subWorkflowFailuresLost', { node: node.name });
 		if (!waitsIn(record, node)) continue;
 		// n8n-core's error-output split empties the input array the waiting node passed on, and that
 		// array is what n8n saves to resume from: the resumed run has no items and nothing runs.
@@ -169,7 +170,12 @@ function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output
 		}
 		const effectBefore = isRouting(node) ? ranBefore(record, self, node).find(mayHaveEffect) : undefined;
 		if (isRouting(node) && !effectBefore) continue;
-		throw refusal('eventsTogether', { node: node.name, events, after: effectBefore?.name });
+		throw refusal('eventsTogether', {
+			node: node.name,
+			events,
+			after: effectBefore?.name,
+			subWorkflow: node.type === EXECUTE_WORKFLOW_TYPE,
+		});
 	}
 }
 
@@ -282,9 +288,15 @@ export function refusalDownstream(record: ExecutionRecord, names: string[]): str
  * user's nodes runs: a node that waits (the resumed run has no node of the package in it), a Respond
  * to Webhook node (it needs the Webhook node and fails after any effect before it: the retry would
  * repeat that effect), a node that drops the provider's retries, a sub-workflow not waited for (its
- * failure never reaches the execution, and the key would be completed).
+ * failure never reaches the execution, and the key would be completed), and, read from `record`'s
+ * nodes (n8n's summaries carry no On Error), an Execute Workflow node whose sub-workflow's failures
+ * n8n overwrites (losesSubWorkflowFailures).
  */
-export function unsettleableAfterTrigger(children: NodeRef[], describe: DescribeNode | undefined): string | undefined {
+export function unsettleableAfterTrigger(
+	children: NodeRef[],
+	describe: DescribeNode | undefined,
+	record?: Pick<ExecutionRecord, 'node'>,
+): string | undefined {
 	const reason = <R extends RefusalReason>(name: R, facts: Parameters<(typeof REFUSALS)[R]>[0]) => refusal(name, facts).message;
 	for (const node of children) {
 		if (node.disabled === true) continue;
@@ -294,6 +306,8 @@ export function unsettleableAfterTrigger(children: NodeRef[], describe: Describe
 		if (node.type === RESPOND_TYPE) return reason('respondBehindTrigger', { node: node.name });
 		if (dropsItemsSeenBefore(node)) return reason('dropsRetries', { node: node.name });
 		if (mayNotWaitForSubWorkflow(node)) return reason('subWorkflowNotWaitedFor', { node: node.name });
+		const full = record?.node(node.name);
+		if (full && losesSubWorkflowFailures(full)) return reason('subWorkflowFailuresLost', { node: node.name });
 	}
 	return undefined;
 }

@@ -243,7 +243,8 @@ export function executeSubWorkflow(
 		type: 'n8n-nodes-base.executeWorkflow',
 		typeVersion: 1.2,
 		parameters: { source: 'parameter', workflowJson, mode: 'once', options: wait ? {} : { waitForSubWorkflow: false } },
-		onError: 'continueErrorOutput',
+		// At "Continue (using error output)" n8n overwrites the sub-workflow's second output, and the package refuses it.
+		onError: 'continueRegularOutput',
 	};
 }
 

@@ -162,18 +162,26 @@ describe('checkOutcomeVisible: a step that waits', () => {
 		expect(() => checkOutcomeVisible(before, 'Reserve', 0)).not.toThrow();
 	});
 
-	it('refuses Execute Workflow before 1.3 run for each item at Continue (using error output): n8n loses its failures', () => {
-		const execute = (typeVersion: number) => ({
-			...node('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', 0, { onError: 'continueErrorOutput' as const }),
+	it("refuses Execute Workflow at Continue (using error output), any version and mode: n8n overwrites the sub-workflow's failures", () => {
+		const execute = (typeVersion: number, mode: string, onError: INode['onError']) => ({
+			...node('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', 0, { onError }),
 			typeVersion,
-			parameters: { mode: 'each' },
+			parameters: { mode },
 		});
-		const wiring = (typeVersion: number) =>
-			record([reserve, settle, execute(typeVersion)], { Reserve: { main: [link('Run Sub-workflow', 'Settle')] } });
-		expect(() => checkOutcomeVisible(wiring(1.1), 'Reserve', 0)).toThrow(
-			/"Run Sub-workflow" runs the sub-workflow for each item.*version 1.3 or later/,
-		);
-		expect(() => checkOutcomeVisible(wiring(1.3), 'Reserve', 0)).not.toThrow();
+		const wiring = (typeVersion: number, mode: string, onError: INode['onError']) =>
+			record([reserve, settle, execute(typeVersion, mode, onError)], { Reserve: { main: [link('Run Sub-workflow', 'Settle')] } });
+		for (const [typeVersion, mode] of [
+			[1.1, 'each'],
+			[1.3, 'each'],
+			[1.3, 'once'],
+			[1.4, 'once'],
+		] as const) {
+			expect(() => checkOutcomeVisible(wiring(typeVersion, mode, 'continueErrorOutput'), 'Reserve', 0)).toThrow(
+				/"Run Sub-workflow" is set to On Error "Continue \(using error output\)".*"Continue \(regular output\)"/,
+			);
+			expect(() => checkOutcomeVisible(wiring(typeVersion, mode, 'continueRegularOutput'), 'Reserve', 0)).not.toThrow();
+			expect(() => checkOutcomeVisible(wiring(typeVersion, mode, 'stopWorkflow'), 'Reserve', 0)).not.toThrow();
+		}
 	});
 
 	it('accepts Settle above the step when nothing in it waits', () => {
@@ -294,6 +302,9 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		expect(() => checkEventsApart(execute('each', false), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
 		expect(() => checkEventsApart(execute('each', true), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
 		expect(() => checkEventsApart(execute('once', false), 'Reserve', 0, 3)).toThrow(/"Run" gets/);
+		// Its fix is the regular output: at the error output n8n would lose the sub-workflow's failures.
+		expect(() => checkEventsApart(execute('once', false), 'Reserve', 0, 3)).toThrow(/"Continue \(regular output\)" \(each event/);
+		expect(() => checkEventsApart(execute('once', false), 'Reserve', 0, 3)).not.toThrow(/using error output/);
 	});
 
 	it('refuses a routing node at Stop Workflow after a node that may have an effect, naming both', () => {
@@ -511,6 +522,17 @@ describe('unsettleableAfterTrigger (the Idempotent Webhook trigger, before any n
 		],
 	])('refuses %s', (_label, node, reason) => {
 		expect(unsettleableAfterTrigger([call, node], undefined)).toMatch(reason);
+	});
+
+	it("refuses Execute Workflow at Continue (using error output), read from the workflow's nodes (n8n's summaries carry no On Error)", () => {
+		const execute = (onError: INode['onError']) => node('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', 0, { onError });
+		const summary = child('Run Sub-workflow', 'n8n-nodes-base.executeWorkflow', { parameters: { options: {} } });
+		const nodes = (onError: INode['onError']) => record([execute(onError)], {});
+		expect(unsettleableAfterTrigger([call, summary], undefined, nodes('continueErrorOutput'))).toMatch(
+			/"Run Sub-workflow" is set to On Error "Continue \(using error output\)"/,
+		);
+		expect(unsettleableAfterTrigger([call, summary], undefined, nodes('continueRegularOutput'))).toBeUndefined();
+		expect(unsettleableAfterTrigger([call, summary], undefined, nodes(undefined))).toBeUndefined();
 	});
 
 	it('lets Remove Duplicates within the current input run (it keeps nothing across executions)', () => {
