@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { HookContext, WebhookContext } from 'n8n-core';
+import { HookContext } from 'n8n-core';
 import {
 	NodeConnectionTypes,
 	Workflow,
@@ -14,7 +14,6 @@ import {
 	type IDataObject,
 	type INode,
 	type INodeExecutionData,
-	type IWebhookData,
 	type IWebhookResponseData,
 	type IWorkflowExecuteAdditionalData,
 } from 'n8n-workflow';
@@ -36,6 +35,7 @@ import {
 } from '../support/n8nEngine';
 import { once } from '../support/settleWorkflows';
 import { embeddedModule } from '../support/storeTargets';
+import { callTriggerWebhook } from '../support/triggerWebhookCall';
 
 /*
  * Several events in one delivery (the trigger's Events Path), settled in n8n-core's engine: the
@@ -58,33 +58,11 @@ let activeTrigger: INode;
 let lastResult: IWebhookResponseData | Error | undefined;
 
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const url = new URL(request.url ?? '/', 'http://localhost');
-	const n8nRequest = Object.assign(request, {
-		query: Object.fromEntries(url.searchParams),
-		rawBody: undefined as Buffer | undefined,
-		async readRawBody(): Promise<void> {
-			const chunks: Buffer[] = [];
-			for await (const chunk of request) chunks.push(chunk as Buffer);
-			n8nRequest.rawBody = Buffer.concat(chunks);
-		},
-	});
-	const additionalData = {
-		...engineBase(credentialsHelper()),
-		httpRequest: n8nRequest,
-		httpResponse: response,
-	} as unknown as IWorkflowExecuteAdditionalData;
-	const webhookData = {
-		webhookDescription: new IdempotentWebhook().description.webhooks![0],
+	lastResult = await callTriggerWebhook(request, response, {
+		trigger: activeTrigger,
 		workflowId: WORKFLOW_ID,
-		node: activeTrigger.name,
-	} as unknown as IWebhookData;
-	const workflow = new Workflow({ id: WORKFLOW_ID, nodes: [activeTrigger], connections: {}, active: true, nodeTypes });
-	const context = new WebhookContext(workflow, activeTrigger, additionalData, 'webhook', webhookData, [], null);
-	try {
-		lastResult = await new IdempotentWebhook().webhook.call(context);
-	} catch (error) {
-		lastResult = error as Error;
-	}
+		credentials: credentialsHelper(),
+	});
 	// n8n answers what the trigger did not (the execution's answer is read from webhookResponses).
 	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
 }

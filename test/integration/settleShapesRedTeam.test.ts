@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { DataDeduplicationService, HookContext, WebhookContext } from 'n8n-core';
+import { DataDeduplicationService, HookContext } from 'n8n-core';
 import {
 	NodeConnectionTypes,
 	Workflow,
@@ -13,7 +13,6 @@ import {
 	type IConnections,
 	type IDataObject,
 	type INode,
-	type IWebhookData,
 	type IWebhookResponseData,
 	type IWorkflowExecuteAdditionalData,
 } from 'n8n-workflow';
@@ -46,6 +45,7 @@ import {
 	settleWorkflow,
 	toInput,
 } from '../support/settleWorkflows';
+import { callTriggerWebhook } from '../support/triggerWebhookCall';
 
 /*
  * Independent red-team pass on the Idempotent Webhook trigger, with n8n-core's own WebhookContext
@@ -120,33 +120,11 @@ let activeTrigger: INode;
 let lastResult: IWebhookResponseData | Error | undefined;
 
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const url = new URL(request.url ?? '/', 'http://localhost');
-	const n8nRequest = Object.assign(request, {
-		query: Object.fromEntries(url.searchParams),
-		rawBody: undefined as Buffer | undefined,
-		async readRawBody(): Promise<void> {
-			const chunks: Buffer[] = [];
-			for await (const chunk of request) chunks.push(chunk as Buffer);
-			n8nRequest.rawBody = Buffer.concat(chunks);
-		},
-	});
-	const additionalData = {
-		...engineBase(credentialsHelper()),
-		httpRequest: n8nRequest,
-		httpResponse: response,
-	} as unknown as IWorkflowExecuteAdditionalData;
-	const webhookData = {
-		webhookDescription: new IdempotentWebhook().description.webhooks![0],
+	lastResult = await callTriggerWebhook(request, response, {
+		trigger: activeTrigger,
 		workflowId: activeWorkflowId,
-		node: activeTrigger.name,
-	} as unknown as IWebhookData;
-	const workflow = new Workflow({ id: activeWorkflowId, nodes: [activeTrigger], connections: {}, active: true, nodeTypes });
-	const context = new WebhookContext(workflow, activeTrigger, additionalData, 'webhook', webhookData, [], null);
-	try {
-		lastResult = await new IdempotentWebhook().webhook.call(context);
-	} catch (error) {
-		lastResult = error as Error;
-	}
+		credentials: credentialsHelper(),
+	});
 	// n8n answers what the trigger did not (the execution's answer is read from webhookResponses).
 	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
 }

@@ -5,19 +5,14 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { WebhookContext } from 'n8n-core';
 import {
 	NodeConnectionTypes,
-	Workflow,
 	type ICredentialDataDecryptedObject,
 	type INode,
 	type INodeExecutionData,
-	type IWebhookData,
 	type IWebhookResponseData,
-	type IWorkflowExecuteAdditionalData,
 } from 'n8n-workflow';
 
-import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
 import { embeddedModule } from '../support/storeTargets';
 import {
@@ -26,13 +21,13 @@ import {
 	engineBase,
 	executeInProcess,
 	inProcessWorkflow,
-	nodeTypes,
 	packageNode,
 	webhookResponses,
 } from '../support/n8nEngine';
 import { baseNodesInstalled, effectsFor, loadBaseNodeFiles } from '../support/n8nBaseNodes';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { baseNode, link, lookup, once, routeSwitch, toInput } from '../support/settleWorkflows';
+import { callTriggerWebhook } from '../support/triggerWebhookCall';
 
 /*
  * Second red-team pass on the settlement rules (nodes/shared/settlement/), in n8n-core's own engine
@@ -83,33 +78,12 @@ const batchTrigger = packageNode(
 let started: IWebhookResponseData | Error | undefined;
 
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const url = new URL(request.url ?? '/', 'http://localhost');
-	const n8nRequest = Object.assign(request, {
-		query: Object.fromEntries(url.searchParams),
-		rawBody: undefined as Buffer | undefined,
-		async readRawBody(): Promise<void> {
-			const chunks: Buffer[] = [];
-			for await (const chunk of request) chunks.push(chunk as Buffer);
-			n8nRequest.rawBody = Buffer.concat(chunks);
-		},
-	});
-	const additionalData = {
-		...engineBase(triggerCredentials()),
-		httpRequest: n8nRequest,
-		httpResponse: response,
-	} as unknown as IWorkflowExecuteAdditionalData;
-	const webhookData = {
-		webhookDescription: new IdempotentWebhook().description.webhooks![0],
+	started = await callTriggerWebhook(request, response, {
+		trigger: batchTrigger,
 		workflowId: TRIGGER_WORKFLOW,
-		node: batchTrigger.name,
-	} as unknown as IWebhookData;
-	const workflow = new Workflow({ id: TRIGGER_WORKFLOW, nodes: [batchTrigger], connections: {}, active: true, nodeTypes });
-	const context = new WebhookContext(workflow, batchTrigger, additionalData, 'webhook', webhookData, [], null);
-	try {
-		started = await new IdempotentWebhook().webhook.call(context);
-	} catch (error) {
-		started = error as Error;
-	}
+		credentials: triggerCredentials(),
+	});
+	// n8n answers what the trigger did not (the execution's answer is read from webhookResponses).
 	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
 }
 
