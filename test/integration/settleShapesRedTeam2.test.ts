@@ -1,8 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 
 import {
@@ -27,7 +25,7 @@ import {
 import { baseNodesInstalled, effectsFor, loadBaseNodeFiles } from '../support/n8nBaseNodes';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { baseNode, link, lookup, once, routeSwitch, toInput } from '../support/settleWorkflows';
-import { callTriggerWebhook } from '../support/triggerWebhookCall';
+import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
  * Second red-team pass on the settlement rules (nodes/shared/settlement/), in n8n-core's own engine
@@ -38,6 +36,9 @@ import { callTriggerWebhook } from '../support/triggerWebhookCall';
  * Rows marked `it.failing` break a rule (an effect doubled, or an event lost); the comment above each
  * names the root cause in the package.
  */
+
+// Before anything else: n8n-core keeps the n8n folder it first reads for the rest of the file (see the helper).
+const n8nFolder = n8nFolderForTheFile('rt2-n8n-');
 
 const { workflow, deliveries, statuses, provider } = shapeHarness('shapesrt2', {
 	baseNodes: ['n8n-nodes-base.switch', 'n8n-nodes-base.aggregate', 'n8n-nodes-base.splitOut'],
@@ -57,11 +58,68 @@ beforeAll(() => {
 
 const bodies = (ids: string[]) => ids.map((id) => ({ id }));
 
+/* Retry On Fail ---------------------------------------------------------------------------------- */
+
+describeWithN8n('a node set to Retry On Fail gets several events', () => {
+	// n8n-core retries a node that continues on error whenever the first item it output carries `error`
+	// (workflow-execute.js checkFailure), running it again for every item, the ones it already did too:
+	// such a node is refused where it gets several events, before anything is reserved.
+	it.each([
+		['regular output', 'continueRegularOutput'],
+		['error output', 'continueErrorOutput'],
+	] as const)(
+		'charge at Continue (%s) with Retry On Fail gets two events: refused before anything is reserved; no effect, no key',
+		async (_name, onError) => {
+			const ids = [`rf_${onError}_a`, `rf_${onError}_b`];
+			const data = workflow(`wfr2-retry-${onError}`, {
+				nodes: [once('Charge', ids[0], 0, { onError, retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
+				connections: {},
+				heads: ['Charge'],
+			});
+			const refused = await deliver(data, bodies(ids));
+			expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+				answer: 503,
+				effects: [0, 0],
+				states: [undefined, undefined],
+			});
+		},
+	);
+
+	it('charge at the default On Error with Retry On Fail gets two events: refused before anything is reserved; no effect, no key', async () => {
+		const ids = ['rs_a', 'rs_b'];
+		const data = workflow('wfr2-retry-stop', {
+			nodes: [once('Charge', 'rs_a', 0, { retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
+			connections: {},
+			heads: ['Charge'],
+		});
+		const refused = await deliver(data, bodies(ids));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0],
+			states: [undefined, undefined],
+		});
+	});
+
+	it('one event, charge at Continue (error output) with Retry On Fail failing once: retried by n8n in the run, one effect, completed, 200', async () => {
+		const data = workflow('wfr2-retry-one', {
+			nodes: [once('Charge', 'r1_a', 0, { onError: 'continueErrorOutput', retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
+			connections: {},
+			heads: ['Charge'],
+		});
+		const { answers, lost } = await provider(data, [{ id: 'r1_a' }]);
+		expect({ answers, lost, effects: effectsFor('r1_a'), states: await statuses(['r1_a']) }).toEqual({
+			answers: [200],
+			lost: [],
+			effects: 1,
+			states: ['completed'],
+		});
+	});
+});
+
 /* The Idempotent Webhook trigger with an Events Path ------------------------------------------------ */
 
-// First in the file: run after the Postgres rows, its execution found its key "taken over" (recordExecution in
-// IdempotentWebhook.node.ts; a harness interaction not investigated). As test/integration/settleEventsPerDelivery.test.ts: the trigger's webhook() in n8n-core's WebhookContext over a
-// real HTTP exchange, the execution it starts run by n8n-core, its keys in the embedded store.
+// As test/integration/settleEventsPerDelivery.test.ts: the trigger's webhook() in n8n-core's WebhookContext over a
+// real HTTP exchange, the execution it starts run by n8n-core, its keys in the embedded store in the file's n8n folder.
 const SECRET = 'whsec_redteam2';
 const TRIGGER_WORKFLOW = 'wf-rt2-events';
 const triggerCredentials = () =>
@@ -90,20 +148,17 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
 describeWithN8n('the Idempotent Webhook trigger (Events Path) → a charge with Retry On Fail', () => {
 	let server: http.Server;
 	let baseUrl: string;
-	let n8nFolder: string;
 	let executions = 0;
 	const keyOf = (id: string) => `wf:${TRIGGER_WORKFLOW}:evt:${id}`;
 	const triggerStatuses = async (ids: string[]) => {
 		const store = embeddedModule().openEmbeddedKeyStore({
-			file: path.join(n8nFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite'),
+			file: path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite'),
 		});
 		const records = await store.getKeys(ids.map(keyOf));
 		return ids.map((id) => records.get(keyOf(id))?.status);
 	};
 
 	beforeAll(async () => {
-		n8nFolder = mkdtempSync(path.join(os.tmpdir(), 'rt2-n8n-'));
-		process.env.N8N_USER_FOLDER = n8nFolder;
 		embeddedModule();
 		server = http.createServer((request, response) => void handle(request, response));
 		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -112,8 +167,6 @@ describeWithN8n('the Idempotent Webhook trigger (Events Path) → a charge with 
 	afterAll(async () => {
 		await new Promise((resolve) => server.close(resolve));
 		embeddedModule().closeEmbeddedStores();
-		delete process.env.N8N_USER_FOLDER;
-		rmSync(n8nFolder, { recursive: true, force: true });
 	});
 	afterEach(() => forgetKeptSigningSecrets());
 
@@ -177,64 +230,6 @@ describeWithN8n('the Idempotent Webhook trigger (Events Path) → a charge with 
 			answers: [500, 200],
 			states: ['completed', 'completed'],
 			effects: [1, 1],
-		});
-	});
-});
-
-/* Retry On Fail ---------------------------------------------------------------------------------- */
-
-describeWithN8n('a node set to Retry On Fail gets several events', () => {
-	// n8n-core retries a node that continues on error whenever the first item it output carries `error`
-	// (workflow-execute.js checkFailure), running it again for every item, the ones it already did too:
-	// such a node is refused where it gets several events, before anything is reserved.
-	it.each([
-		['regular output', 'continueRegularOutput'],
-		['error output', 'continueErrorOutput'],
-	] as const)(
-		'charge at Continue (%s) with Retry On Fail gets two events: refused before anything is reserved; no effect, no key',
-		async (_name, onError) => {
-			const ids = [`rf_${onError}_a`, `rf_${onError}_b`];
-			const data = workflow(`wfr2-retry-${onError}`, {
-				nodes: [once('Charge', ids[0], 0, { onError, retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
-				connections: {},
-				heads: ['Charge'],
-			});
-			const refused = await deliver(data, bodies(ids));
-			expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
-				answer: 503,
-				effects: [0, 0],
-				states: [undefined, undefined],
-			});
-		},
-	);
-
-	it('charge at the default On Error with Retry On Fail gets two events: refused before anything is reserved; no effect, no key', async () => {
-		const ids = ['rs_a', 'rs_b'];
-		const data = workflow('wfr2-retry-stop', {
-			nodes: [once('Charge', 'rs_a', 0, { retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
-			connections: {},
-			heads: ['Charge'],
-		});
-		const refused = await deliver(data, bodies(ids));
-		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
-			answer: 503,
-			effects: [0, 0],
-			states: [undefined, undefined],
-		});
-	});
-
-	it('one event, charge at Continue (error output) with Retry On Fail failing once: retried by n8n in the run, one effect, completed, 200', async () => {
-		const data = workflow('wfr2-retry-one', {
-			nodes: [once('Charge', 'r1_a', 0, { onError: 'continueErrorOutput', retryOnFail: true, maxTries: 3, waitBetweenTries: 10 })],
-			connections: {},
-			heads: ['Charge'],
-		});
-		const { answers, lost } = await provider(data, [{ id: 'r1_a' }]);
-		expect({ answers, lost, effects: effectsFor('r1_a'), states: await statuses(['r1_a']) }).toEqual({
-			answers: [200],
-			lost: [],
-			effects: 1,
-			states: ['completed'],
 		});
 	});
 });

@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 
 import { WebhookContext } from 'n8n-core';
 import {
@@ -51,4 +54,35 @@ export async function callTriggerWebhook(
 	} catch (error) {
 		return error as Error;
 	}
+}
+
+/**
+ * A temporary n8n folder (N8N_USER_FOLDER) for the whole test file, set before the file's first test
+ * and kept until its last, as a real n8n keeps its folder for the life of its process. Call it at the
+ * top of the file, before anything that registers hooks. n8n-core reads N8N_USER_FOLDER once: @n8n/di
+ * builds InstanceSettings (and @n8n/config's InstanceSettingsConfig, getN8nFolder) when the first node
+ * context of the file asks for it, a webhook() call or a node run in whichever block comes first, and
+ * getStoragePath answers from that folder ever after. The trigger's webhook() reads N8N_USER_FOLDER at
+ * each call (nodes/shared/embeddedFile.ts storagePathOutsideExecution, getN8nFolder's own rule). Set
+ * later by one describe block, the two disagree: webhook() reserves the key in the block's folder, the
+ * execution's recordExecution looks for it in the folder n8n-core read first (unset: $HOME/.n8n), does
+ * not find it, and the trigger answers 409 "taken over".
+ */
+export function n8nFolderForTheFile(prefix: string): () => string {
+	let folder: string | undefined;
+	let before: string | undefined;
+	beforeAll(() => {
+		folder = mkdtempSync(path.join(os.tmpdir(), prefix));
+		before = process.env.N8N_USER_FOLDER;
+		process.env.N8N_USER_FOLDER = folder;
+	});
+	afterAll(() => {
+		if (before === undefined) delete process.env.N8N_USER_FOLDER;
+		else process.env.N8N_USER_FOLDER = before;
+		if (folder) rmSync(folder, { recursive: true, force: true });
+	});
+	return () => {
+		if (!folder) throw new Error("The n8n folder is set in the file's first beforeAll: read it in a test or a hook.");
+		return folder;
+	};
 }
