@@ -577,9 +577,7 @@ async function batch(ctx: BenchContext, args: Args): Promise<void> {
 	const items = args.batchItems;
 	const flows = BATCH_FLOWS.filter((flow) => flow.kind === 'noop' || !args.batchFlows || args.batchFlows.includes(flow.kind));
 	type Entry = { ms: number[]; cpuMs: number[]; savedBytes: number[]; nodeMs: number[]; stallMs: number[] };
-	const perFlow = new Map<string, Entry>(
-		flows.map((flow) => [flow.kind, { ms: [], cpuMs: [], savedBytes: [], nodeMs: [], stallMs: [] }]),
-	);
+	const perFlow = new Map<string, Entry>(flows.map((flow) => [flow.kind, { ms: [], cpuMs: [], savedBytes: [], nodeMs: [], stallMs: [] }]));
 	const entryOf = (kind: string): Entry => {
 		const entry = perFlow.get(kind);
 		if (!entry) throw new Error(`no batch flow ${kind} in this run`);
