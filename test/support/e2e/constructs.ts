@@ -73,7 +73,9 @@ export interface Refusal {
 	state: string | null;
 }
 
-export const RETRY = { firstDelayMs: 300, maxDelayMs: 1500, maxAttempts: 30, budgetMs: 90000 };
+// The provider of the construct rows: a row's step may keep failing for a while (FAILING_FOR_MS of the
+// matrix), retried about every 1.5 s; the budget bounds it, not the count.
+export const RETRY = { firstDelayMs: 300, maxDelayMs: 1500, maxAttempts: 60, budgetMs: 90000 };
 export const link = (...names: string[]): ConnectionTarget[] => names.map((node) => ({ node, type: 'main', index: 0 }));
 export const toInput = (node: string, index: number): ConnectionTarget[] => [{ node, type: 'main', index }];
 
