@@ -1,8 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 
 import { DataDeduplicationService, HookContext } from 'n8n-core';
@@ -45,7 +43,7 @@ import {
 	settleWorkflow,
 	toInput,
 } from '../support/settleWorkflows';
-import { callTriggerWebhook } from '../support/triggerWebhookCall';
+import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
  * Independent red-team pass on the Idempotent Webhook trigger, with n8n-core's own WebhookContext
@@ -131,8 +129,9 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
 
 let server: http.Server;
 let baseUrl: string;
-let n8nFolder: string;
-const keyFile = () => path.join(n8nFolder, '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+// The file's n8n folder, set before any node context fixes n8n-core's (see n8nFolderForTheFile).
+const n8nFolder = n8nFolderForTheFile('redteam-n8n-');
+const keyFile = () => path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
 const storedKey = async (key: string) => (await embeddedModule().openEmbeddedKeyStore({ file: keyFile() }).getKeys([key])).get(key);
 
 async function postStripe(body: string, extraHeaders: Record<string, string> = {}): Promise<Response> {
@@ -216,8 +215,6 @@ const salesforceCreateLead = (onError: INode['onError']) =>
 
 describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-nodes-base nodes', () => {
 	beforeAll(async () => {
-		n8nFolder = mkdtempSync(path.join(os.tmpdir(), 'redteam-n8n-'));
-		process.env.N8N_USER_FOLDER = n8nFolder;
 		embeddedModule();
 		addNodeTypes({ ...loadBaseNodes(), ...loadBaseNodeFiles(EXTRA_NODES), [`${PACKAGE}.testEffectOnce`]: new TestEffectOnce() });
 		await DataDeduplicationService.init(inMemoryDeduplicator as never);
@@ -228,8 +225,6 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	afterAll(async () => {
 		await new Promise((resolve) => server.close(resolve));
 		embeddedModule().closeEmbeddedStores();
-		delete process.env.N8N_USER_FOLDER;
-		rmSync(n8nFolder, { recursive: true, force: true });
 	});
 	afterEach(() => {
 		forgetKeptSigningSecrets();
