@@ -25,7 +25,21 @@ import { engineBase, nodeTypes } from './n8nEngine';
 export async function callTriggerWebhook(
 	request: IncomingMessage,
 	response: ServerResponse,
-	{ trigger, workflowId, credentials }: { trigger: INode; workflowId: string; credentials: ICredentialsHelper },
+	{
+		trigger,
+		workflowId,
+		credentials,
+		mode = 'webhook',
+		logger,
+	}: {
+		trigger: INode;
+		workflowId: string;
+		credentials: ICredentialsHelper;
+		/** 'manual' for a call to the editor's test URL. */
+		mode?: 'webhook' | 'manual';
+		/** n8n's logger is a process-wide singleton: a test that reads what the call logged gives its own. */
+		logger?: unknown;
+	},
 ): Promise<IWebhookResponseData | Error> {
 	const url = new URL(request.url ?? '/', 'http://localhost');
 	const n8nRequest = Object.assign(request, {
@@ -48,7 +62,8 @@ export async function callTriggerWebhook(
 		node: trigger.name,
 	} as unknown as IWebhookData;
 	const workflow = new Workflow({ id: workflowId, nodes: [trigger], connections: {}, active: true, nodeTypes });
-	const context = new WebhookContext(workflow, trigger, additionalData, 'webhook', webhookData, [], null);
+	const context = new WebhookContext(workflow, trigger, additionalData, mode, webhookData, [], null);
+	if (logger) Object.defineProperty(context, 'logger', { value: logger });
 	try {
 		return await new IdempotentWebhook().webhook.call(context);
 	} catch (error) {

@@ -6,17 +6,13 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { WebhookContext } from 'n8n-core';
 import {
 	NodeHelpers,
-	Workflow,
 	type ICredentialDataDecryptedObject,
 	type ICredentialsHelper,
 	type INode,
 	type INodePropertyOptions,
-	type IWebhookData,
 	type IWebhookResponseData,
-	type IWorkflowExecuteAdditionalData,
 } from 'n8n-workflow';
 
 import { MANUAL_TEST_PREFIX } from '../../../lib/keys/deriveKey';
@@ -33,12 +29,12 @@ import { forgetKeptSigningSecrets } from '../../../nodes/shared/signingSecret';
 import { forgetKeptConnectionSettings } from '../../../nodes/shared/store';
 import { WebhookSignatureVerify } from '../../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { embeddedModule } from '../../support/storeTargets';
+import { callTriggerWebhook } from '../../support/triggerWebhookCall';
 import {
 	credentialsHelperReading,
 	engineBase,
 	executeInProcess,
 	inProcessWorkflow,
-	nodeTypes,
 	packageNode,
 	webhookResponses,
 } from '../../support/n8nEngine';
@@ -75,7 +71,6 @@ const trigger = packageNode(
 );
 /** The workflow the server's webhook() calls run in. */
 let activeWorkflowId = 'wf-trigger';
-const workflowOf = (node: INode) => new Workflow({ id: activeWorkflowId, nodes: [node], connections: {}, active: true, nodeTypes });
 /** The trigger node the server's webhook() calls run as. */
 let activeTrigger = trigger;
 
@@ -99,35 +94,13 @@ let webhookMode: 'webhook' | 'manual' = 'webhook';
  */
 let afterStart: 'started' | 'notStarted' | 'failedRun' = 'started';
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const url = new URL(request.url ?? '/', 'http://localhost');
-	// What n8n's request parsing adds to Node's request before a trigger runs.
-	const n8nRequest = Object.assign(request, {
-		query: Object.fromEntries(url.searchParams),
-		rawBody: undefined as Buffer | undefined,
-		async readRawBody(): Promise<void> {
-			const chunks: Buffer[] = [];
-			for await (const chunk of request) chunks.push(chunk as Buffer);
-			n8nRequest.rawBody = Buffer.concat(chunks);
-		},
-	});
-	const additionalData = {
-		...engineBase(credentialsHelper()),
-		httpRequest: n8nRequest,
-		httpResponse: response,
-	} as unknown as IWorkflowExecuteAdditionalData;
-	const webhookData = {
-		webhookDescription: new IdempotentWebhook().description.webhooks![0],
+	lastResult = await callTriggerWebhook(request, response, {
+		trigger: activeTrigger,
 		workflowId: activeWorkflowId,
-		node: activeTrigger.name,
-	} as unknown as IWebhookData;
-	const context = new WebhookContext(workflowOf(activeTrigger), activeTrigger, additionalData, webhookMode, webhookData, [], null);
-	// n8n's logger is a process-wide singleton: the test reads what this call logged instead.
-	Object.defineProperty(context, 'logger', { value: recordingLogger });
-	try {
-		lastResult = await new IdempotentWebhook().webhook.call(context);
-	} catch (error) {
-		lastResult = error as Error;
-	}
+		credentials: credentialsHelper(),
+		mode: webhookMode,
+		logger: recordingLogger,
+	});
 	// n8n answers what the trigger did not: here, the start of an execution.
 	if (response.writableEnded) return;
 	if (afterStart === 'started') response.writeHead(200).end('{"started":true}');
