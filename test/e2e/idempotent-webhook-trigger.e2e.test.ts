@@ -114,7 +114,7 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 	});
 
 	test(
-		'100 copies of one event at once, retried until a 2xx: one call, one execution',
+		'100 copies of one event at once, retried until a 2xx: one call, one execution past the trigger',
 		async () => {
 			const mark = await h.executionMark();
 			const event = { id: eventId('trg_burst'), type: 'order.created' };
@@ -130,9 +130,15 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 			const states = await triggerKeyStates(h, [key]);
 			expect(states).toEqual({ [key]: { status: 'completed', attempts: expect.any(Number), duplicates: expect.any(Number) } });
 			expect(burstAttempts(run)).toContain(states[key]?.attempts);
-			// Every copy was answered by the trigger: n8n ran the workflow once.
+			// Every copy was answered by the trigger: n8n ran the workflow once. An execution n8n made but
+			// could not start (it answered that delivery 5xx itself, so the package failed the key for the
+			// retry; n8n 1.x under this burst) runs no node: if it starts later, it finds the key taken over…
 			await h.waitForExecutions(webhook.workflowId, mark, 1);
-			expect(await h.executions(webhook.workflowId, mark)).toHaveLength(1);
+			const executions = await h.executions(webhook.workflowId, mark);
+			const ranPastTrigger = executions.filter((e) => e.nodesRun.some((name) => name !== TRIGGER.node));
+			expect(ranPastTrigger).toHaveLength(1);
+			// …and only where n8n failed a delivery itself (a 5xx, or no answer).
+			if (executions.length > 1) expect(run.attempts.some((attempt) => attempt.status >= 500 || attempt.error !== undefined)).toBe(true);
 		},
 		BURST_TEST_TIMEOUT_MS,
 	);
