@@ -89,6 +89,8 @@ interface Step {
 	results?: string | string[];
 }
 
+/** The steps that have ended, by name. */
+const stepsEnded = new Set<string>();
 /** When each step ended, by name: what `after` waits for. */
 const stepEnded = new Map<string, { promise: Promise<void>; resolve: () => void }>();
 function endOf(name: string): { promise: Promise<void>; resolve: () => void } {
@@ -380,16 +382,30 @@ function takeStep(prefix: string): Step[] {
 	return index < 0 ? [] : steps.splice(index, 1);
 }
 // The longest step first; beside it the other PostgreSQL lines, which need no n8n and so run while
-// the default line's install ends; the rest fill the other slot.
+// the default line's install ends; the rest fill the other slot, longer before shorter (a slot takes
+// the first step that can start: one waiting for another step yields to the next).
 const sideBySide: Step[] = [
 	...(fullLongest ? [fullLongest] : []),
 	...takeStep('conformance, Postgres half'),
 	...takeStep('construct matrix'),
 	...fullOthers,
 	...compatibilitySteps.filter((step) => !step.after),
-	...takeStep('benchmarks (smoke)'),
 	...compatibilitySteps.filter((step) => step.after),
+	...takeStep('benchmarks (smoke)'),
 ];
+
+/**
+ * The next side-by-side step for a slot that is free: the first whose `after` step has ended (or
+ * that has none); when every step left waits for one, the wait for the first of them.
+ */
+async function nextStep(queue: Step[]): Promise<Step | undefined> {
+	for (;;) {
+		const index = queue.findIndex((step) => !step.after || stepsEnded.has(step.after));
+		if (index >= 0) return queue.splice(index, 1)[0];
+		if (queue.length === 0) return undefined;
+		await endOf(queue[0].after as string).promise;
+	}
+}
 
 async function main(): Promise<void> {
 	// Queue mode needs redis-server: get it (or say how to) now, before anything runs, not at the
@@ -413,7 +429,7 @@ async function main(): Promise<void> {
 	say(`\n=== side by side, ${SIDE_BY_SIDE} at a time: ${queue.map((step) => step.name).join('; ')}`);
 	await Promise.all(
 		Array.from({ length: SIDE_BY_SIDE }, async () => {
-			for (let step = queue.shift(); step; step = queue.shift()) await runStep(step, report, { ownLog: SIDE_BY_SIDE > 1 });
+			for (let step = await nextStep(queue); step; step = await nextStep(queue)) await runStep(step, report, { ownLog: SIDE_BY_SIDE > 1 });
 		}),
 	);
 	// A background install no step waited for still counts (a skipped step, or one that failed to start).
@@ -491,6 +507,7 @@ async function runStep(step: Step, report: ReportEntry[], { ownLog = false }: { 
 	try {
 		await runStepOnce(step, report, ownLog);
 	} finally {
+		stepsEnded.add(step.name);
 		endOf(step.name).resolve();
 	}
 }
