@@ -8,7 +8,7 @@ require('./test/support/stack/sqliteNode').rerunUnderSqliteNode();
 // The end-to-end runs and the demo leave packed copies of the package (with their own pg) there.
 const modulePathIgnorePatterns = ['<rootDir>/.e2e/', '<rootDir>/.demo/'];
 // Transpile only: the types step (tsconfig.test.json) type-checks every file once; ts-jest checking
-// each test file again in each worker doubled the suites' CPU.
+// each test file again in each worker was more than half of the suites' CPU.
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.transpile.json' }];
 
 module.exports = {

@@ -1,6 +1,6 @@
 // Lets a child process require the TypeScript sources directly (concurrency tests spawn real OS
 // processes running the core), transpiling with the project's own TypeScript; no build needed.
-// Each file's output is kept on disk by the hash of its source: the races start hundreds of these
+// Each file's output is kept on disk by the hash of its source: the races start many of these
 // processes, and transpiling their imports again cost each one about a second of CPU.
 const crypto = require('node:crypto');
 const fs = require('node:fs');
