@@ -89,19 +89,31 @@ interface Step {
 	results?: string | string[];
 }
 
-/** The steps that have ended, by name. */
-const stepsEnded = new Set<string>();
+/** A step's end: whether it came, and a promise for it. */
+interface StepEnd {
+	ended: boolean;
+	promise: Promise<void>;
+	resolve: () => void;
+}
 /** When each step ended, by name: what `after` waits for. */
-const stepEnded = new Map<string, { promise: Promise<void>; resolve: () => void }>();
-function endOf(name: string): { promise: Promise<void>; resolve: () => void } {
-	let ended = stepEnded.get(name);
-	if (!ended) {
-		let resolve = () => {};
-		const promise = new Promise<void>((done) => (resolve = done));
-		ended = { promise, resolve };
-		stepEnded.set(name, ended);
+const stepEnded = new Map<string, StepEnd>();
+function endOf(name: string): StepEnd {
+	let end = stepEnded.get(name);
+	if (!end) {
+		let settle = () => {};
+		const promise = new Promise<void>((done) => (settle = done));
+		const created: StepEnd = {
+			ended: false,
+			promise,
+			resolve: () => {
+				created.ended = true;
+				settle();
+			},
+		};
+		end = created;
+		stepEnded.set(name, end);
 	}
-	return ended;
+	return end;
 }
 
 /** A step as it ran, or a failed background install. */
@@ -295,7 +307,7 @@ const steps: Step[] = [
 	{
 		// The conformance suite runs every store test on the embedded store too, which needs node:sqlite:
 		// jest runs under a Node that has it (test/support/stack/sqliteNode.ts; installed once when missing).
-		// The construct matrix runs in its own step, once n8n's own nodes are installed.
+		// The construct matrix and the other suites that need n8n installed (NEEDS_N8N) run in their own step, once it is.
 		name: 'unit + integration + conformance (PostgreSQL 18, embedded)',
 		command: () => [...jest(), '--testPathIgnorePatterns', NEEDS_N8N, '--json', `--outputFile=${path.join(resultsDir, 'fast.json')}`],
 		results: 'fast.json',
@@ -398,7 +410,7 @@ const sideBySide: Step[] = [
  */
 async function nextStep(queue: Step[]): Promise<Step | undefined> {
 	for (;;) {
-		const index = queue.findIndex((step) => !step.after || stepsEnded.has(step.after));
+		const index = queue.findIndex((step) => !step.after || endOf(step.after).ended);
 		if (index >= 0) return queue.splice(index, 1)[0];
 		if (queue.length === 0) return undefined;
 		await endOf(queue[0].after as string).promise;
@@ -505,7 +517,6 @@ async function runStep(step: Step, report: ReportEntry[], { ownLog = false }: { 
 	try {
 		await runStepOnce(step, report, ownLog);
 	} finally {
-		stepsEnded.add(step.name);
 		endOf(step.name).resolve();
 	}
 }
