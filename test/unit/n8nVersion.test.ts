@@ -79,6 +79,11 @@ describe('n8n version selection and differences', () => {
 		expect(versions.activateWorkflowArgs('1.123.81', error)).toBeNull();
 		expect(versions.activatesThroughPublication('2.40.7')).toBe(true);
 		expect(versions.activatesThroughPublication('1.123.81')).toBe(false);
+		// The stack runs those commands' UPDATE itself: 2.x only where the version was saved to history.
+		expect(versions.activateWorkflowsSql('2.40.7')).toContain('workflow_history');
+		expect(versions.activateWorkflowsSql('1.123.81')).not.toContain('workflow_history');
+		for (const version of ['2.40.7', '1.123.81'])
+			expect(versions.activateWorkflowsSql(version)).toMatch(/"activeVersionId" = w."versionId"/);
 	});
 
 	it('waits for the workflow index only where n8n builds one (2.x)', () => {

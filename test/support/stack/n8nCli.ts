@@ -1,8 +1,9 @@
 // The n8n CLI of a stack (runs to completion with main's environment) and the import step that
-// uses it: credentials, then workflows, then the publications. Node 20 compatible.
+// uses it: credentials, then workflows, then the publications (one statement in n8n's database). Node 20 compatible.
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnService } from './childProcesses';
+import { withClient } from './n8nDatabase';
 import * as n8nVersions from './n8nVersion';
 
 /** A credential as `n8n import:credentials` reads it. */
@@ -93,9 +94,11 @@ export async function importIntoN8n({
 	credentials,
 	workflows,
 	n8nVersion,
+	n8nDbUrl,
 	log,
 }: {
 	cli: Cli;
+	n8nDbUrl: string;
 	workDir: string;
 	credentials: CredentialEntry[];
 	workflows: ReadWorkflow[];
@@ -121,11 +124,25 @@ export async function importIntoN8n({
 	}
 	log(`importing ${workflows.length} workflow(s)…`);
 	await cli(['import:workflow', '--separate', `--input=${path.join(importDir, 'workflows')}`]);
-	// Each CLI run boots n8n (several seconds): the publications run side by side.
-	const activations = workflows
-		.filter((entry) => entry.publish)
-		.map((entry) => n8nVersions.activateWorkflowArgs(n8nVersion, entry.json))
-		.filter((args): args is string[] => Boolean(args));
-	log(`activating ${activations.length} workflow(s)…`);
-	await Promise.all(activations.map((args) => cli(args)));
+	const live = workflows
+		.filter((entry) => entry.publish && n8nVersions.activateWorkflowArgs(n8nVersion, entry.json))
+		.map((entry) => entry.json.id);
+	log(`activating ${live.length} workflow(s)…`);
+	await activateWorkflows({ n8nDbUrl, n8nVersion, ids: live });
+}
+
+/**
+ * Makes the imported workflows live as `publish:workflow` (2.x) or `update:workflow --active=true`
+ * (1.x) would, in one statement (activateWorkflowsSql): each of those commands boots n8n for
+ * seconds of CPU to run one UPDATE. Fails naming any workflow it could not make live.
+ */
+async function activateWorkflows({ n8nDbUrl, n8nVersion, ids }: { n8nDbUrl: string; n8nVersion: string; ids: string[] }): Promise<void> {
+	if (!ids.length) return;
+	const { rows } = await withClient(n8nDbUrl, (client) =>
+		client.query<{ id: string }>(n8nVersions.activateWorkflowsSql(n8nVersion), [ids]),
+	);
+	const activated = new Set(rows.map((row) => row.id));
+	const missed = ids.filter((id) => !activated.has(id));
+	if (missed.length)
+		throw new Error(`could not make these imported workflows live (not imported, or no saved version): ${missed.join(', ')}`);
 }

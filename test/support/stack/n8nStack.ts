@@ -202,7 +202,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 		const cli = cliRunner({ n8nBin, workDir, env: envs.main, logFile });
 		const workflows = readWorkflows(options.workflows);
 		await timed('n8n import of credentials and workflows', () =>
-			importIntoN8n({ cli, workDir, credentials: options.credentials ? options.credentials(ctx) : [], workflows, n8nVersion, log }),
+			importIntoN8n({
+				cli,
+				workDir,
+				credentials: options.credentials ? options.credentials(ctx) : [],
+				workflows,
+				n8nVersion,
+				n8nDbUrl,
+				log,
+			}),
 		);
 
 		const baseUrl = `http://127.0.0.1:${port}`;

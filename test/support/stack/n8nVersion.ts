@@ -54,6 +54,22 @@ export function activateWorkflowArgs(version: string, workflow: WorkflowJson): s
 	return ['update:workflow', `--id=${workflow.id}`, '--active=true'];
 }
 
+/**
+ * The statement that `activateWorkflowArgs`' command runs ($1 = the workflow ids; returns the ids it
+ * made live), read in n8n's WorkflowRepository: 2.x `publishVersion` publishes the current version
+ * when its workflow_history row exists, 1.x `updateActiveState` sets it active; both through
+ * TypeORM, which also stamps updatedAt. One statement for the stack instead of an n8n boot per
+ * workflow; the templates' own test still runs the commands users run.
+ */
+export function activateWorkflowsSql(version: string): string {
+	const published =
+		majorOf(version) >= 2
+			? ' AND EXISTS (SELECT 1 FROM workflow_history h WHERE h."workflowId" = w.id AND h."versionId" = w."versionId")'
+			: '';
+	return `UPDATE workflow_entity w SET active = true, "activeVersionId" = w."versionId", "updatedAt" = CURRENT_TIMESTAMP
+	         WHERE w.id = ANY($1::text[])${published} RETURNING w.id`;
+}
+
 /** Log lines n8n prints once it serves requests (2.x also builds its workflow index; 1.x leaves indexing off). */
 export function readyLogLines(version: string): string[] {
 	return majorOf(version) >= 2 ? ['Editor is now accessible', 'Finished building workflow dependency index'] : ['Editor is now accessible'];
