@@ -338,8 +338,9 @@ const steps: Step[] = [
 		// The shapes n8n users build (If, Merge, Wait, Loop Over Items, sub-workflows) in n8n-core's engine
 		// with the default line's own n8n-nodes-base nodes: it fails, never skips, when they are missing.
 		name: `construct matrix (n8n ${n8nVersion}'s own nodes, in-process)`,
-		needs: () => n8nInstalled([n8nVersion]),
-		env: { IDEMPOTENCY_REQUIRE_N8N: '1', N8N_VERSION: n8nVersion },
+		// n8nDatabase and n8nTableNames read every line this run installs: it waits for them all.
+		needs: () => n8nInstalled([n8nVersion, ...otherVersions]),
+		env: { IDEMPOTENCY_REQUIRE_N8N: [n8nVersion, ...otherVersions].join(','), N8N_VERSION: n8nVersion },
 		command: () => [
 			...jest(),
 			'--selectProjects',
@@ -397,11 +398,11 @@ function takeStep(prefix: string): Step[] {
 const sideBySide: Step[] = [
 	...(fullLongest ? [fullLongest] : []),
 	...takeStep('conformance, Postgres half'),
-	...takeStep('construct matrix'),
 	...fullOthers,
 	...compatibilitySteps.filter((step) => !step.after),
 	...compatibilitySteps.filter((step) => step.after),
 	...takeStep('benchmarks (smoke)'),
+	...takeStep('construct matrix'),
 ];
 
 /**

@@ -1,7 +1,15 @@
 import type { INode, INodeParameters } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
-import { baseNodesInstalled, effects, effectsFor, loadBaseNodes, n8nInstallDirectory, TestEffect } from '../support/n8nBaseNodes';
+import {
+	baseNodesInstalled,
+	describeWithN8n,
+	effects,
+	effectsFor,
+	loadBaseNodes,
+	n8nInstallDirectory,
+	TestEffect,
+} from '../support/n8nBaseNodes';
 import {
 	addNodeTypes,
 	CREDENTIAL_UP,
@@ -32,8 +40,6 @@ import {
  * 5xx, and the retry runs it once more; a waiting execution holds its key until it resumes.
  */
 
-// Where n8n is required (IDEMPOTENCY_REQUIRE_N8N=1: npm run test:all), a missing install fails the rows instead of skipping them.
-const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
 if (!baseNodesInstalled()) {
 	console.warn(`settleConstructs: n8n-nodes-base is not installed at ${n8nInstallDirectory()}: run scripts/ensure-n8n.sh first. Skipped.`);
 }

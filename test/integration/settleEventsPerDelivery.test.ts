@@ -21,7 +21,7 @@ import {
 import { inboxItemOf, inboxOwner } from '../../lib/webhook/inbox';
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
-import { baseNodesInstalled, effectsFor, TestEffectOnce } from '../support/n8nBaseNodes';
+import { describeWithN8n, effectsFor, TestEffectOnce } from '../support/n8nBaseNodes';
 import {
 	addNodeTypes,
 	credentialsHelperReading,
@@ -43,8 +43,6 @@ import { callTriggerWebhook } from '../support/triggerWebhookCall';
  * with one item per new event; the execution runs in n8n-core, and its end settles each event's key
  * by that event's own outcome (nodes/shared/settlement/). The store is the embedded one.
  */
-
-const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
 
 const SECRET = 'whsec_events_per_delivery';
 const credentialsHelper = () =>

@@ -19,7 +19,7 @@ import { OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { inboxItemOf, inboxOwner } from '../../lib/webhook/inbox';
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
-import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes, effects, effectsFor, TestEffectOnce } from '../support/n8nBaseNodes';
+import { describeWithN8n, loadBaseNodeFiles, loadBaseNodes, effects, effectsFor, TestEffectOnce } from '../support/n8nBaseNodes';
 import {
 	addNodeTypes,
 	credentialsHelperReading,
@@ -55,8 +55,6 @@ import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebho
  * Each row is a promise of docs/idempotent-webhook.md; the comment above a row that once broke it
  * names what broke and what holds it now.
  */
-
-const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
 
 const SECRET = 'whsec_redteam';
 /** The trigger's Header Auth credential: a header name that says nothing of a credential. */

@@ -2,7 +2,7 @@ import { HookContext } from 'n8n-core';
 import { NodeConnectionTypes, Workflow, type IConnections, type INode, type IWorkflowExecuteAdditionalData } from 'n8n-workflow';
 
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
-import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
+import { describeWithN8n, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
 import { addNodeTypes, credentialsHelper, engineBase, nodeTypes, packageNode } from '../support/n8nEngine';
 
 /*
@@ -13,8 +13,6 @@ import { addNodeTypes, credentialsHelper, engineBase, nodeTypes, packageNode } f
  * Send and Wait for Response of Slack and Gmail, not only Wait and Form: read from the descriptions,
  * not from a list of names.
  */
-
-const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
 
 const WAITING_NODES: Record<string, string> = {
 	'n8n-nodes-base.slack': 'Slack/Slack.node.js',

@@ -11,7 +11,7 @@ import {
 	type IVersionedNodeType,
 } from 'n8n-workflow';
 
-import { DEFAULT_N8N_VERSION } from './stack/n8nVersion';
+import { DEFAULT_N8N_VERSION, n8nRequired } from './stack/n8nVersion';
 
 /*
  * n8n-nodes-base's own If, Merge, Wait, Loop Over Items (SplitInBatches), No Op and Execute Workflow
@@ -33,6 +33,10 @@ export function n8nInstallDirectory(version = process.env.N8N_VERSION || DEFAULT
 export function baseNodesInstalled(): boolean {
 	return existsSync(join(n8nInstallDirectory(), '.complete'));
 }
+
+/** The tests on n8n-nodes-base's own nodes: they run where the line is installed, and fail without it where it is required. */
+export const describeWithN8n =
+	baseNodesInstalled() || n8nRequired(process.env.N8N_VERSION || DEFAULT_N8N_VERSION) ? describe : describe.skip;
 
 const BASE_NODES: Record<string, string> = {
 	'n8n-nodes-base.if': 'If/If.node.js',

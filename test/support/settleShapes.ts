@@ -21,8 +21,7 @@ import { inProcessDeliveries, keyStatesIn, settleWorkflow, type Shape } from './
  * effects, and a provider that redelivers the whole delivery until it gets a 2xx.
  */
 
-/** The shape tests run where n8n-nodes-base is installed (scripts/ensure-n8n.sh), and must when IDEMPOTENCY_REQUIRE_N8N=1. */
-export const describeWithN8n = baseNodesInstalled() || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? describe : describe.skip;
+export { describeWithN8n } from './n8nBaseNodes';
 
 /** n8n-nodes-base nodes the shape tests use beyond test/support/n8nBaseNodes.ts, by type: their files. */
 const SHAPE_NODES = {

@@ -70,6 +70,16 @@ export function activateWorkflowsSql(version: string): string {
 	         WHERE w.id = ANY($1::text[])${published} RETURNING w.id`;
 }
 
+/**
+ * Whether a test that needs n8n `version` installed must fail, not skip, without it:
+ * IDEMPOTENCY_REQUIRE_N8N names the lines the run installed, comma-separated (npm run test:all
+ * waits for them first), or is 1 for every line.
+ */
+export function n8nRequired(version: string): boolean {
+	const lines = (process.env.IDEMPOTENCY_REQUIRE_N8N ?? '').split(',').map((line) => line.trim());
+	return lines.includes('1') || lines.includes(version);
+}
+
 /** Log lines n8n prints once it serves requests (2.x also builds its workflow index; 1.x leaves indexing off). */
 export function readyLogLines(version: string): string[] {
 	return majorOf(version) >= 2 ? ['Editor is now accessible', 'Finished building workflow dependency index'] : ['Editor is now accessible'];

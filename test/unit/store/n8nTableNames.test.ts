@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { DEFAULT_ORDER_TABLE, DEFAULT_TABLE } from '../../../lib/store/rules';
 import { CACHE_DIR } from '../../support/stack/cache';
-import { PROVEN_N8N_VERSIONS } from '../../support/stack/n8nVersion';
+import { n8nRequired, PROVEN_N8N_VERSIONS } from '../../support/stack/n8nVersion';
 
 // Store: Automatic puts the package's tables in n8n's own database, in n8n's schema: none of their
 // names (the tables, their companion table and indexes all start with the table's name) may be one
@@ -38,8 +38,7 @@ function n8nCode(directory: string): string[] {
 
 describe.each(PROVEN_N8N_VERSIONS)('n8n %s', (version) => {
 	const directory = installedN8n(version);
-	// Where n8n is required (IDEMPOTENCY_REQUIRE_N8N=1: npm run test:all), a missing install fails instead of skipping.
-	const itWithN8n = directory || process.env.IDEMPOTENCY_REQUIRE_N8N === '1' ? it : it.skip;
+	const itWithN8n = directory || n8nRequired(version) ? it : it.skip;
 
 	itWithN8n("names no table or index of its own after the package's tables", () => {
 		const texts = n8nCode(directory!).map((file) => readFileSync(file, 'utf8'));
