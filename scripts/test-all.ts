@@ -37,6 +37,8 @@ const skipBench = process.argv.includes('--skip-bench');
 const n8nVersion = selectedN8nVersion();
 // Every other proven line runs the compatibility tier; --skip-other-n8n skips them.
 const otherVersions = process.argv.includes('--skip-other-n8n') ? [] : PROVEN_N8N_VERSIONS.filter((version) => version !== n8nVersion);
+// The n8n lines this run installs: the construct matrix needs the default line's own nodes even without the end-to-end suite.
+const installedLines = skipE2e ? [n8nVersion] : [n8nVersion, ...otherVersions];
 const topologies = (process.env.E2E_TOPOLOGIES ?? 'single,queue').split(',').map((t) => t.trim());
 const runStarted = Date.now();
 const sinceStart = () => (Date.now() - runStarted) / 1000;
@@ -229,8 +231,7 @@ const installs = new Map<string, Promise<RunResult>>();
 const background: BackgroundJob[] = [];
 {
 	let previous: Promise<unknown> = Promise.resolve();
-	// The construct matrix needs the default line's own nodes even without the end-to-end suite.
-	for (const version of skipE2e ? [n8nVersion] : [n8nVersion, ...otherVersions]) {
+	for (const version of installedLines) {
 		const name = `install n8n ${version} (background)`;
 		const job: BackgroundJob = { name, startedAt: null, seconds: null, ok: null };
 		background.push(job);
@@ -274,9 +275,10 @@ async function n8nInstalled(versions: string[]): Promise<boolean> {
 	return ok;
 }
 
-// The suites that need the default n8n line installed (n8n-core's engine with n8n-nodes-base's
-// nodes, n8n's own database schema) run in the construct matrix's step, once the install is done,
-// where a missing install fails them: in the fast suites they would skip whenever those end first.
+// The suites that need n8n installed (n8n-core's engine with the default line's n8n-nodes-base
+// nodes, each line's own database schema) run in the construct matrix's step, once the installs
+// are done, where a missing install fails them: in the fast suites they would skip whenever those
+// end first.
 const NEEDS_N8N = 'test/(integration/settle(Constructs|Shapes\\w*|EventsPerDelivery)|unit/store/n8n(Database|TableNames))\\.test\\.ts';
 // Three jest workers on two cores: the suites wait on Postgres, files and child processes far more
 // than they compute (the fast suites took 287 s in one worker, about 185 s in three).
@@ -339,8 +341,8 @@ const steps: Step[] = [
 		// with the default line's own n8n-nodes-base nodes: it fails, never skips, when they are missing.
 		name: `construct matrix (n8n ${n8nVersion}'s own nodes, in-process)`,
 		// n8nDatabase and n8nTableNames read every line this run installs: it waits for them all.
-		needs: () => n8nInstalled([n8nVersion, ...otherVersions]),
-		env: { IDEMPOTENCY_REQUIRE_N8N: [n8nVersion, ...otherVersions].join(','), N8N_VERSION: n8nVersion },
+		needs: () => n8nInstalled(installedLines),
+		env: { IDEMPOTENCY_REQUIRE_N8N: installedLines.join(','), N8N_VERSION: n8nVersion },
 		command: () => [
 			...jest(),
 			'--selectProjects',

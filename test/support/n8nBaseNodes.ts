@@ -24,7 +24,10 @@ import { DEFAULT_N8N_VERSION, n8nRequired } from './stack/n8nVersion';
 
 const NODE24_VERSION = process.env.NODE24_VERSION ?? '24.22.3';
 
-export function n8nInstallDirectory(version = process.env.N8N_VERSION || DEFAULT_N8N_VERSION): string {
+/** The n8n line whose n8n-nodes-base these tests load. */
+const BASE_NODES_LINE = process.env.N8N_VERSION || DEFAULT_N8N_VERSION;
+
+export function n8nInstallDirectory(version = BASE_NODES_LINE): string {
 	const cache = process.env.N8N_IDEMPOTENCY_CACHE ?? join(homedir(), '.cache', 'n8n-nodes-idempotency');
 	return join(cache, `n8n-${version}-node-${NODE24_VERSION}`);
 }
@@ -35,8 +38,7 @@ export function baseNodesInstalled(): boolean {
 }
 
 /** The tests on n8n-nodes-base's own nodes: they run where the line is installed, and fail without it where it is required. */
-export const describeWithN8n =
-	baseNodesInstalled() || n8nRequired(process.env.N8N_VERSION || DEFAULT_N8N_VERSION) ? describe : describe.skip;
+export const describeWithN8n = baseNodesInstalled() || n8nRequired(BASE_NODES_LINE) ? describe : describe.skip;
 
 const BASE_NODES: Record<string, string> = {
 	'n8n-nodes-base.if': 'If/If.node.js',
