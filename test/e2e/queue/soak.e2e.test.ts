@@ -7,6 +7,7 @@ import { harness } from '../../support/e2e/harness';
 import { soak, soakSize, unexpectedAnswers } from '../../support/e2e/soak';
 import { report } from '../../support/e2e/provider';
 import { QUEUE } from '../../support/e2e/topology';
+import { publishSaved, unpublish } from '../../support/e2e/restWorkflows';
 
 /** soak's options: the plan's size and how many forged deliveries it adds. */
 type SoakOptions = Parameters<typeof soak>[1];
@@ -28,7 +29,14 @@ describe('queue mode: soak with the cleanup template running every few seconds',
 		// E2E_SOAK_* set any size.
 		const size = soakSize(QUEUE.longSoak);
 		const started = Date.now();
-		const result = await soak(h, { label: 'test 3+7 soak (queue mode, cleanup every 3 s)', ...size, forged: 10 } as SoakOptions);
+		// The cleanup on its schedule for this soak only, published as a user publishes it.
+		await publishSaved(h, h.IDS.cleanupFrequent);
+		let result: Awaited<ReturnType<typeof soak>>;
+		try {
+			result = await soak(h, { label: 'test 3+7 soak (queue mode, cleanup every 3 s)', ...size, forged: 10 } as SoakOptions);
+		} finally {
+			await unpublish(h, h.IDS.cleanupFrequent);
+		}
 
 		const { rows } = await h.n8nQuery(
 			`SELECT count(*)::int AS runs, count(*) FILTER (WHERE status = 'success')::int AS ok,

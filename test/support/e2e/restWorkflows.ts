@@ -106,6 +106,37 @@ export async function tryPublishWorkflow(
 	}
 }
 
+/**
+ * Publishes a saved workflow as the editor's Publish button does (its current version), and
+ * resolves once n8n reports it active: n8n 1.x activates within the call, 2.x through its
+ * publication outbox, which the publication status follows.
+ */
+export async function publishSaved(h: Harness, workflowId: string): Promise<void> {
+	const rest = h.rest();
+	await rest.ownerLogin(OWNER);
+	const saved = await rest.call('GET', `/workflows/${workflowId}`);
+	if (saved.status !== 200) throw new Error(`reading workflow ${workflowId} failed (${saved.status}): ${saved.text.slice(0, 300)}`);
+	const published = await rest.call('POST', `/workflows/${workflowId}/activate`, { versionId: saved.json?.data?.versionId });
+	if (published.status !== 200)
+		throw new Error(`publishing workflow ${workflowId} failed (${published.status}): ${published.text.slice(0, 300)}`);
+	for (const deadline = Date.now() + 60000; ; await stack.sleep(250)) {
+		const status = await rest.call('GET', `/workflows/${workflowId}/publication-status`);
+		if (status.status !== 200) return; // n8n 1.x: active once the call answered
+		const failed = publicationFailure(status.json);
+		if (failed !== undefined) throw new Error(`publishing workflow ${workflowId} failed: ${failed}`);
+		if ((status.json as { data?: { status?: string } })?.data?.status === 'published') return;
+		if (Date.now() > deadline) throw new Error(`n8n never reported workflow ${workflowId} published`);
+	}
+}
+
+/** Unpublishes a workflow as the editor's Unpublish (1.x: the Active toggle) does. */
+export async function unpublish(h: Harness, workflowId: string): Promise<void> {
+	const rest = h.rest();
+	await rest.ownerLogin(OWNER);
+	const answer = await rest.call('POST', `/workflows/${workflowId}/deactivate`, {});
+	if (answer.status !== 200) throw new Error(`unpublishing workflow ${workflowId} failed (${answer.status}): ${answer.text.slice(0, 300)}`);
+}
+
 /** The error of a trigger that failed to activate, from n8n 2.x's publication status; undefined while it is not failed. */
 function publicationFailure(body: unknown): string | undefined {
 	const data = (body as { data?: { status?: string; triggers?: Array<{ status?: string; errorMessage?: string | null }> } })?.data;
