@@ -24,6 +24,8 @@ module.exports = {
 	testEnvironment: 'node',
 	// The stack's work dirs (n8n user folders with installed packages) are not part of the suite.
 	modulePathIgnorePatterns: ['<rootDir>/.e2e/', '<rootDir>/.demo/'],
+	// Files that share main's folder with the workers run together (each switch restarts the workers).
+	testSequencer: '<rootDir>/test/support/e2e/sequencer.ts',
 	globalSetup: '<rootDir>/test/support/e2e/globalSetup.ts',
 	globalTeardown: '<rootDir>/test/support/e2e/globalTeardown.ts',
 	setupFilesAfterEnv: ['<rootDir>/test/support/retry.ts'],

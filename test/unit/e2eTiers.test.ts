@@ -3,6 +3,7 @@ import path from 'node:path';
 
 // The end-to-end tiers come from a tag line in each file (test/support/e2e/tags.ts).
 import * as tags from '../support/e2e/tags';
+import { sharedFoldersLast, usesSharedWorkerFolders } from '../support/e2e/sequencer';
 
 const ROOT = path.join(__dirname, '..', '..');
 const text = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -73,5 +74,19 @@ describe("end-to-end tiers chosen by each file's tag line", () => {
 		});
 		expect(() => tags.selectedTier({ E2E_TIER: 'smoke' })).toThrow(/E2E_TIER must be/);
 		expect(tags.selectedTier({})).toBe('full');
+	});
+
+	it("runs the queue-mode files that share main's folder with the workers together, after the others, each group in jest's order", () => {
+		const queueFiles: string[] = tags.selectE2eFiles({ topology: 'queue', tier: 'full' });
+		const shared = queueFiles.filter((file) => usesSharedWorkerFolders(text(file)));
+		// The embedded store's files and At Once; the trigger's files run the workers in folders of their own.
+		expect(shared).toEqual(
+			expect.arrayContaining(['test/e2e/idempotent-webhook-at-once.e2e.test.ts', 'test/e2e/embedded-checklist.e2e.test.ts']),
+		);
+		expect(shared).not.toContain('test/e2e/idempotent-webhook-trigger.e2e.test.ts');
+		expect(shared).not.toContain('test/e2e/queue/embedded-separate-folders.e2e.test.ts');
+		const ordered = sharedFoldersLast(queueFiles, (file) => shared.includes(file));
+		expect(ordered).toEqual([...queueFiles.filter((file) => !shared.includes(file)), ...shared]);
+		expect(sharedFoldersLast(['a', 'S1', 'b', 'S2', 'c'], (file) => file.startsWith('S'))).toEqual(['a', 'b', 'c', 'S1', 'S2']);
 	});
 });
