@@ -1,7 +1,7 @@
 // The order of the end-to-end files: jest's own (known-slow or largest first), then the files that
 // run queue mode's workers in main's n8n folder moved together after the others. The stack starts
-// its workers in folders of their own; each switch restarts both workers (two n8n boots), and with
-// jest's order the files alternated six times in a tier.
+// its workers in folders of their own; each switch restarts both workers (two n8n boots), and in
+// jest's order alone the full tier's queue-mode files switch six times.
 import fs from 'node:fs';
 import Sequencer from '@jest/test-sequencer';
 
