@@ -25,7 +25,9 @@ const lease: ReserveOptions = {
 };
 let folder: string;
 const fileIn = (name: string) => path.join(folder, name);
-const openRaw = (file: string) => new (loadSqlite().DatabaseSync)(file);
+// closeEmbeddedStores ends the store's background thread without waiting for it: the file's own
+// connection waits for the lock that thread may still hold.
+const openRaw = (file: string) => new (loadSqlite().DatabaseSync)(file, { timeout: 5000 });
 
 beforeAll(() => {
 	folder = mkdtempSync(path.join(tmpdir(), 'embedded-store-'));

@@ -52,8 +52,8 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 
 	// n8n 1.x: a worker may keep its dead n8n-database connections and fail every later job (the
 	// provider's retries reach the other worker, so a test still holds). An operator restarts the
-	// workers after a database restart; so does this file, after each restart, to leave two working
-	// workers for the next test.
+	// workers after a database restart; so does this file, after each test and before a test's second
+	// try, to leave two working workers for what runs next.
 	const restartWorkersIfNeeded = async () => {
 		if (recoversFromDatabaseRestart(h.state.n8nVersion)) return;
 		const { workers } = (await h.control('GET /processes')) as Processes;
@@ -63,10 +63,8 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 		}
 	};
 
-	afterAll(async () => {
-		await stopKeyHistory(h);
-		await restartWorkersIfNeeded();
-	});
+	afterEach(restartWorkersIfNeeded);
+	afterAll(async () => stopKeyHistory(h));
 
 	test('Postgres restart during a soak → 5xx during the outage, no n8n restart, a business row per event, a second one only where no guard can tell', async () => {
 		const size = soakSize({ events: 30, deliveries: 150 });
