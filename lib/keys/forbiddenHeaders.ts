@@ -4,7 +4,8 @@ import { refusedHeaderNames } from '../providers';
 // Signatures and timestamps change on every retry (Stripe signs each attempt with a new timestamp),
 // so as keys they would make every retry look new and let duplicates through. Each provider's own
 // such headers come from the registry; Date and Authorization differ per attempt for every sender.
-const KNOWN_FORBIDDEN: ReadonlySet<string> = new Set([...refusedHeaderNames(), 'date', 'authorization']);
+const REFUSED_BY_PROVIDERS: ReadonlySet<string> = new Set(refusedHeaderNames());
+const KNOWN_FORBIDDEN: ReadonlySet<string> = new Set([...REFUSED_BY_PROVIDERS, 'date', 'authorization']);
 const FORBIDDEN_PATTERN = /signature|hmac|timestamp/i;
 // Providers abbreviate (PayPal: paypal-transmission-sig, paypal-transmission-time); any name part
 // that says signature, time or nonce marks a header that differs between attempts.
@@ -33,7 +34,7 @@ function normalised(headerName: string): { name: string; parts: string[] } {
 export function isSecretHeader(headerName: string): boolean {
 	const { name, parts } = normalised(headerName);
 	return (
-		refusedHeaderNames().includes(name) ||
+		REFUSED_BY_PROVIDERS.has(name) ||
 		SECRET_PATTERN.test(name) ||
 		(TOKEN_PATTERN.test(name) && !parts.includes('idempotency')) ||
 		parts.some((part) => SECRET_NAME_PARTS.has(part))
