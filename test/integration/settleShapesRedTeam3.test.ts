@@ -142,14 +142,12 @@ describeWithN8n('a Postgres node in one transaction that continues on error', ()
 			onError,
 		);
 
-	// BREAK (lost). n8n-nodes-base's Postgres v2 (helpers/utils.js configureQueryRunner, "transaction") at Continue
-	// catches the failing query, returns the results of the queries before it plus an error item for the failing one,
-	// and its `db.tx` callback resolves: pg-promise sends COMMIT, which Postgres turns into ROLLBACK (the transaction is
-	// aborted). The rows of the events before the failing one are rolled back while n8n records a success item for each.
-	// Root cause: settlement/nodeKinds.ts failsAllOrNothing() counts a Postgres node in a transaction as all or nothing
-	// (so wiring.ts checkStepTakesEventsApart accepts it), and settlement/trace.ts judgeExecution() reads its
-	// success items as done: the first event's key is completed without its row, its retry answered "duplicate".
-	it.failing.each([
+	// n8n-nodes-base's Postgres v2 (helpers/utils.js configureQueryRunner, "transaction") at Continue catches the
+	// failing query, returns the results of the queries before it plus an error item for the failing one, and its
+	// `db.tx` callback resolves: pg-promise sends COMMIT, which Postgres turns into ROLLBACK (the transaction is
+	// aborted). The rows n8n records as done were rolled back: one failure in the run fails every key it was given
+	// (settlement/trace.ts judgeExecution, nodeKinds.ts writesAllOrNone).
+	it.each([
 		['error output', 'continueErrorOutput', 'pgte'],
 		['regular output', 'continueRegularOutput', 'pgtr'],
 	] as const)(
@@ -165,8 +163,7 @@ describeWithN8n('a Postgres node in one transaction that continues on error', ()
 			const first = await deliver(data, bodies(ids));
 			const firstDelivery = { answer: first.answer, states: await statuses(ids), rows: await charges(ids) };
 			const { answers, lost } = await provider(data, bodies(ids));
-			// Observed: first delivery 500 with the keys [completed, failed] and no row at all; the retry inserts the
-			// second event, the first is answered as a duplicate: rows [0, 1], the first event lost.
+			// Before: the first key completed without its row, its retry answered "duplicate", the event lost.
 			expect({ firstDelivery, lost, rows: await charges(ids), answers }).toEqual({
 				firstDelivery: { answer: 500, states: ['failed', 'failed'], rows: [0, 0] },
 				lost: [],
@@ -560,7 +557,12 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key fie
 			y,
 			{ onError: undefined },
 		);
-	const sqlShape = (tag: string, version: number, failOnce: string): Shape => ({
+	const sqlShape = (
+		tag: string,
+		version: number,
+		failOnce: string,
+		query = 'SELECT input1.eid, input1.body, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid',
+	): Shape => ({
 		nodes: [
 			fields('Tag', [['eid', '={{ $json.body.id }}']], true, 0),
 			fields(
@@ -578,7 +580,7 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key fie
 				version,
 				{
 					mode: 'combineBySql',
-					query: 'SELECT input1.eid, input1.body, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid',
+					query,
 					options: {},
 				},
 				0,
@@ -607,26 +609,42 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key fie
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [200] });
 	});
 
-	// BREAK (doubled). Merge version 3 (the SQL Query mode as n8n 1.4x–1.5x saved it: version 3.1 and later pair each
-	// selected row to its input rows) pairs every row it outputs to every item of both inputs
-	// (Merge/v3/actions/mode/combineBySql.js). A query that does not select the `idempotency` field leaves each row
-	// traced to every key and carrying none: one row's failure fails every key, and the retry charges the others again.
-	// Observed: first delivery 500 with both keys failed after one charge; the retry charges both: 2 charges for the
-	// first event. Root cause: settlement/nodeKinds.ts joinsWithoutKeys() (and wiring.ts checkSplitFromKeylessJoin)
-	// know Aggregate, Summarize and Item Lists as joins that keep no key, not Merge 3's SQL mode; trace.ts
-	// narrowedByHeldKey() cannot narrow an item that carries no key, so judgeExecution() fails them all.
-	it.failing('Merge 3 (each row paired to every input row): charge failing once for one of two: one effect each', async () => {
+	// Merge version 3 (and 3.1 or later for a query not starting with SELECT) pairs every row it outputs to every
+	// item of both inputs (Merge/v3/actions/mode/combineBySql.js): a query that does not select the `idempotency`
+	// field leaves each row standing for every event with no key to tell which, so one row's failure would fail every
+	// key and the retry would charge the others again. Refused before anything is reserved (wiring.ts
+	// checkSplitFromKeylessJoin, nodeKinds.ts joinsAndSplitsWithoutKeys).
+	it('Merge 3 (each row paired to every input row), the key not selected: refused before anything is reserved, the fix named', async () => {
 		const ids = ['sq30_a', 'sq30_b'];
-		const data = workflow('wfr3-sql-30', sqlShape('sq30', 3, 'sq30_b'));
-		const first = await deliver(data, bodies(ids));
-		const firstDelivery = { answer: first.answer, effects: ids.map(effectsFor), states: await statuses(ids) };
-		const { answers, lost } = await provider(data, bodies(ids));
-		expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
-			firstDelivery: { answer: 500, effects: [1, 0], states: ['completed', 'failed'] },
-			lost: [],
-			effects: [1, 1],
-			answers: [200],
+		const refused = await deliver(workflow('wfr3-sql-30', sqlShape('sq30', 3, 'sq30_b')), bodies(ids));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0],
+			states: [undefined, undefined],
 		});
+		// The refusal leaves Reserve through its Not Reserved output, the fix in its error.
+		expect(JSON.stringify(refused.run.data.resultData.runData)).toContain("Select the events' key in the query (input1.idempotency)");
+	});
+
+	it('Merge 3 with the key selected (input1.idempotency): each row narrowed to the key it carries; one effect each', async () => {
+		const ids = ['sq3k_a', 'sq3k_b'];
+		const data = workflow(
+			'wfr3-sql-3k',
+			sqlShape(
+				'sq3k',
+				3,
+				'sq3k_b',
+				'SELECT input1.eid, input1.body, input1.idempotency, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid',
+			),
+		);
+		const first = await deliver(data, bodies(ids));
+		expect({ answer: first.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 500,
+			effects: [1, 0],
+			states: ['completed', 'failed'],
+		});
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [200] });
 	});
 });
 

@@ -168,6 +168,9 @@ export const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
 export const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
 export const SPLIT_OUT_TYPE = 'n8n-nodes-base.splitOut';
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
+const MERGE_TYPE = 'n8n-nodes-base.merge';
+// Merge's SQL Query mode: its query when left at its default (n8n saves no parameter equal to its default).
+const MERGE_DEFAULT_QUERY = 'SELECT * FROM input1 LEFT JOIN input2 ON input1.name = input2.id';
 const AGGREGATE_TYPE = 'n8n-nodes-base.aggregate';
 const SUMMARIZE_TYPE = 'n8n-nodes-base.summarize';
 // Item Lists: Aggregate, Summarize and Split Out as operations of one node (its default: Split Out Items).
@@ -205,6 +208,15 @@ export function failsAllOrNothing(node: NodeRef & { typeVersion: number }): bool
 	return (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching !== 'independently';
 }
 
+/**
+ * A Postgres node that writes all its items in one query or one transaction: when one item fails,
+ * none is written, whatever it reports for the others. At Continue, n8n-nodes-base's Postgres node
+ * in a transaction outputs a success item for each query before the failing one, then rolls them back.
+ */
+export function writesAllOrNone(node: NodeRef & { typeVersion: number }): boolean {
+	return node.type === POSTGRES_TYPE && failsAllOrNothing(node);
+}
+
 /** Whether a node may act outside n8n (a Postgres node writes, even all or nothing). */
 export function mayHaveEffect(node: NodeRef & { typeVersion: number }): boolean {
 	if (node.type === POSTGRES_TYPE) return true;
@@ -223,6 +235,19 @@ export function joinsWithoutKeys(node: NodeRef): boolean {
 		return operation === 'summarize' || (ITEM_LISTS_JOINS.has(operation) && aggregatesWithoutKeys(node.parameters ?? {}));
 	}
 	return node.type === AGGREGATE_TYPE && aggregatesWithoutKeys(node.parameters ?? {});
+}
+
+/**
+ * Merge in SQL Query mode where n8n pairs every row it outputs to every item of its inputs (version 3;
+ * 3.1 and later too, for a query that does not start with SELECT: they pair a SELECT's rows to the
+ * rows each was selected from), and the query does not select the events' key field (`idempotency`,
+ * or `*`): each row stands for every event and carries no key to tell which one it is.
+ */
+export function joinsAndSplitsWithoutKeys(node: NodeRef & { typeVersion: number }): boolean {
+	if (node.type !== MERGE_TYPE || node.parameters?.mode !== 'combineBySql') return false;
+	const query = String(node.parameters?.query ?? MERGE_DEFAULT_QUERY);
+	const pairsEveryRow = node.typeVersion < 3.1 || !query.toLowerCase().startsWith('select');
+	return pairsEveryRow && !/\bidempotency\b|(?:select|,)\s*(?:\w+\.)?\*/i.test(query);
 }
 
 /** A node that makes several items of each one it gets: Split Out, Item Lists' Split Out Items. */

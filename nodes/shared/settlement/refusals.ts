@@ -61,6 +61,9 @@ export const REFUSALS = {
 	splitFromKeylessJoin: ({ node, split, join, events }: { node: string; split: string; join: string; events?: number }) =>
 		`"${node}" gets the items "${split}" splits out of "${join}", which joins ${theEvents(events)} without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join}" to aggregate All Item Data, which keeps each event's key.`,
 
+	rowsFromKeylessSqlJoin: ({ node, merge, events }: { node: string; merge: string; events?: number }) =>
+		`"${node}" gets the rows of "${merge}", whose SQL Query joins ${theEvents(events)}: n8n pairs each row to every event (Merge version 3, or a query not starting with SELECT), and the rows carry no key, so one row's failure would fail every key, and the provider's retry would do the others again. Select the events' key in the query (input1.idempotency), or use a Merge node of version 3.1 or later with a query that starts with SELECT.`,
+
 	// Behind the Idempotent Webhook trigger: the key of its event must follow what happens.
 	waitsBehindTrigger: ({ node }: { node: string }) =>
 		`"${node}" makes the execution wait (n8n resumes it later as a new run), and the key of an event this trigger started cannot be settled after a wait.`,

@@ -10,6 +10,7 @@ import {
 	isReservingOrSettlingType,
 	isSettlingOperation,
 	onErrorOf,
+	writesAllOrNone,
 } from './nodeKinds';
 import { isSubWorkflowErrorOutput, subExecutionIdOf, type SubExecutionRecords } from './subExecution';
 
@@ -383,16 +384,15 @@ export function judgeExecution(
 			continue;
 		}
 		tasks.forEach((task, run) => {
-			if (task.error) {
-				// A node that failed as a whole passed its *input* on (or stopped): every item it was given failed.
-				const message = `${name}: ${task.error.message}`;
+			const failEveryInput = (message: string): void => {
 				for (const source of task.source ?? []) {
 					if (!source) continue;
 					for (const item of outputItems(view, source)) fail(tracer.ofInput(source, item), message, name, task);
 				}
 				if (isStart(task)) fail(null, message, name, task);
-				return;
-			}
+			};
+			// A node that failed as a whole passed its *input* on (or stopped): every item it was given failed.
+			if (task.error) return failEveryInput(`${name}: ${task.error.message}`);
 			const outputs = task.data?.main ?? [];
 			const onError = node ? onErrorOf(node) : 'stopWorkflow';
 			const errorOutput = onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
@@ -409,7 +409,10 @@ export function judgeExecution(
 						// A sub-workflow's last node that continued on error returns its error item as its result.
 						(!beyondFirst && (continues || subWorkflow) && carriesError(item) && !errorCameIn(tracer, name, task, item));
 					if (!failed) continue;
-					fail(tracer.ofItem(name, run, item), `${name}: ${errorMessageOf(item)}`, name, task);
+					const message = `${name}: ${errorMessageOf(item)}`;
+					// One failure undid the whole write: the items reported done were rolled back with it.
+					if (node && writesAllOrNone(node)) return failEveryInput(message);
+					fail(tracer.ofItem(name, run, item), message, name, task);
 				}
 			}
 		});

@@ -13,6 +13,7 @@ import {
 	inlineSubWorkflowNodes,
 	isRouting,
 	isSettleNode,
+	joinsAndSplitsWithoutKeys,
 	joinsWithoutKeys,
 	LOOP_TYPE,
 	losesSubWorkflowFailures,
@@ -206,6 +207,8 @@ function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, ev
 function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
 	const before = ranBefore(record, self, node);
 	if (!mayHaveEffect(node) && !before.some(mayHaveEffect)) return;
+	const sqlJoin = before.find(joinsAndSplitsWithoutKeys);
+	if (sqlJoin) throw refusal('rowsFromKeylessSqlJoin', { node: node.name, merge: sqlJoin.name, events });
 	const split = before.find((candidate) => splitsItems(candidate) && ranBefore(record, self, candidate).some(joinsWithoutKeys));
 	if (!split) return;
 	const join = ranBefore(record, self, split).find(joinsWithoutKeys) as INode;
