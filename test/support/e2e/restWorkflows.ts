@@ -6,7 +6,7 @@ import path from 'node:path';
 import * as stack from '../stack/n8nStack';
 import { manualRunBody } from '../stack/n8nVersion';
 import { OWNER, type Execution, type Harness } from './harness';
-import type { RestResponse } from '../stack/n8nRest';
+import type { RestClient, RestResponse } from '../stack/n8nRest';
 import type { PublishedWebhook } from './checklist';
 import type { WorkflowJson, WorkflowNode } from './workflows';
 
@@ -92,18 +92,8 @@ export async function tryPublishWorkflow(
 	}
 	// n8n 2.x writes the webhook's row before it asks the trigger, and removes it when the trigger
 	// refuses: served means registered and, where n8n reports it, published.
-	for (const deadline = Date.now() + 60000; ; await stack.sleep(250)) {
-		const registered = await stack.webhookRegistered(h.state.n8nDbUrl, webhookPath);
-		const status = await rest.call('GET', `/workflows/${id}/publication-status`);
-		if (status.status === 200) {
-			const failed = publicationFailure(status.json);
-			if (failed !== undefined) return { id, refusal: failed };
-			if (registered && (status.json as { data?: { status?: string } })?.data?.status === 'published') return { id };
-		} else if (registered) {
-			return { id };
-		}
-		if (Date.now() > deadline) throw new Error(`n8n never registered the webhook ${webhookPath}`);
-	}
+	const refusal = await publicationOutcome(rest, id, () => stack.webhookRegistered(h.state.n8nDbUrl, webhookPath));
+	return refusal === undefined ? { id } : { id, refusal };
 }
 
 /**
@@ -119,14 +109,8 @@ export async function publishSaved(h: Harness, workflowId: string): Promise<void
 	const published = await rest.call('POST', `/workflows/${workflowId}/activate`, { versionId: saved.json?.data?.versionId });
 	if (published.status !== 200)
 		throw new Error(`publishing workflow ${workflowId} failed (${published.status}): ${published.text.slice(0, 300)}`);
-	for (const deadline = Date.now() + 60000; ; await stack.sleep(250)) {
-		const status = await rest.call('GET', `/workflows/${workflowId}/publication-status`);
-		if (status.status !== 200) return; // n8n 1.x: active once the call answered
-		const failed = publicationFailure(status.json);
-		if (failed !== undefined) throw new Error(`publishing workflow ${workflowId} failed: ${failed}`);
-		if ((status.json as { data?: { status?: string } })?.data?.status === 'published') return;
-		if (Date.now() > deadline) throw new Error(`n8n never reported workflow ${workflowId} published`);
-	}
+	const refusal = await publicationOutcome(rest, workflowId, async () => true);
+	if (refusal !== undefined) throw new Error(`publishing workflow ${workflowId} failed: ${refusal}`);
 }
 
 /** Unpublishes a workflow as the editor's Unpublish (1.x: the Active toggle) does. */
@@ -135,6 +119,26 @@ export async function unpublish(h: Harness, workflowId: string): Promise<void> {
 	await rest.ownerLogin(OWNER);
 	const answer = await rest.call('POST', `/workflows/${workflowId}/deactivate`, {});
 	if (answer.status !== 200) throw new Error(`unpublishing workflow ${workflowId} failed (${answer.status}): ${answer.text.slice(0, 300)}`);
+}
+
+/**
+ * Waits until n8n reports a workflow published and `served` holds: undefined then, or the error of
+ * a trigger that refused. n8n 1.x has no publication status (it activates within the activate
+ * call), so `served` alone decides there.
+ */
+async function publicationOutcome(rest: RestClient, workflowId: string, served: () => Promise<boolean>): Promise<string | undefined> {
+	for (const deadline = Date.now() + 60000; ; await stack.sleep(250)) {
+		const isServed = await served();
+		const status = await rest.call('GET', `/workflows/${workflowId}/publication-status`);
+		if (status.status === 200) {
+			const failed = publicationFailure(status.json);
+			if (failed !== undefined) return failed;
+			if (isServed && (status.json as { data?: { status?: string } })?.data?.status === 'published') return undefined;
+		} else if (isServed) {
+			return undefined;
+		}
+		if (Date.now() > deadline) throw new Error(`n8n never reported workflow ${workflowId} published and served`);
+	}
 }
 
 /** The error of a trigger that failed to activate, from n8n 2.x's publication status; undefined while it is not failed. */
