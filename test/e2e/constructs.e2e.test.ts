@@ -222,6 +222,19 @@ const SHARED: Record<string, Row> = {
 			await ctx.expectFailedOnceThenOneEffect(event);
 		},
 	}),
+	// n8n returns a sub-workflow's last node's output: the failed call's item stays inside the sub-execution, read from its record.
+	[`Execute Workflow waiting for a sub-workflow whose call (Continue (using error output), that output unconnected) ${FAILS_ONCE}, an audit node beside it running last`]:
+		both({
+			shape: (api) => ({
+				nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: true, auditBeside: true })],
+				heads: ['Run Sub-workflow'],
+			}),
+			run: async (ctx) => {
+				const event = { id: eventId('mx_sub_beside'), type: 'e2e.sub' };
+				ctx.api.failNext(ctx.keyOf(event), 500, 1);
+				await ctx.expectFailedOnceThenOneEffect(event);
+			},
+		}),
 	'Execute Workflow not waiting for the sub-workflow': both({
 		outcome: REFUSED_BEFORE_ANY_EFFECT,
 		shape: (api) => ({ nodes: [c.executeSubWorkflow('Run Sub-workflow', api, { wait: false })], heads: ['Run Sub-workflow'] }),

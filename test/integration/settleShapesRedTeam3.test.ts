@@ -34,8 +34,8 @@ import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebho
  * Third red-team pass on the settlement rules (nodes/shared/settlement/), in n8n-core's own engine
  * with n8n-nodes-base's nodes, on shapes the other settleShapes* files do not cover. The harness is
  * test/support/settleShapes.ts; the provider redelivers the whole delivery until it gets a 2xx.
- * Rows marked `it.failing` break a rule (an effect doubled, or an event lost); the comment above each
- * names the root cause in the package.
+ * Each row: one effect per event after the retries, none lost. The comment above a row that once
+ * broke a rule says how n8n behaves there and which rule of the package now reads it.
  */
 
 // Before anything else: n8n-core keeps the n8n folder it first reads for the rest of the file (see the helper).
@@ -201,39 +201,33 @@ describeWithN8n('a Postgres node in one transaction that continues on error', ()
 /* A sub-workflow that handles a failure before its last node ------------------------------------- */
 
 describeWithN8n('a sub-workflow whose charge fails at Continue (using error output) before its last node', () => {
-	// BREAK (lost). n8n hands a sub-workflow's result back as its *last executed node's* output. A charge at Continue
-	// (using error output), its error output not connected ("the error output need not be connected", the refusals
-	// say), followed by a node that records the charge: for two events the recording node runs with the one that was
-	// charged, and is the last node; the failed event's error item stays inside the sub-execution. The parent's
-	// record shows no failure for that event, so its key is completed, the delivery answered 200, nothing charged.
-	// Root cause: settlement/trace.ts judgeExecution() reads only the parent's record (and, via subExecution.ts, a
-	// sub-execution's record only for an error item *returned* beyond the first output, subExecutionsToRead), while
-	// the same nodes placed directly in the step fail that key.
-	it.failing(
-		'parent Execute Workflow at Continue (regular output), sub: charge (error output unconnected) → Record; charge fails once for the 2nd of two: one effect each',
-		async () => {
-			const tag = 'regular_once';
-			const ids = [`sl_${tag}_a`, `sl_${tag}_b`];
-			const sub = subWorkflow(
-				[once(`Sub Charge ${tag}`, ids[1], 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
-				{
-					Webhook: { main: [link(`Sub Charge ${tag}`)] },
-					[`Sub Charge ${tag}`]: { main: [link('Record')] },
-				},
-			);
-			const data = workflow(`wfr3-sub-last-${tag}`, {
-				nodes: [execute(sub, 'continueRegularOutput')],
-				connections: {},
-				heads: ['Run Sub-workflow'],
-			});
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
-		},
-	);
+	// n8n hands a sub-workflow's result back as its *last executed node's* output. A charge at Continue (using error
+	// output), that output not connected, then a node that records the charge: for two events the recording node runs
+	// with the one that was charged and is the last node; the failed event's error item stays inside the
+	// sub-execution, and the parent's record shows no failure for it. The sub-execution's own record does
+	// (settlement/trace.ts failuresInside): its key fails as it would with the same nodes directly in the step.
+	it('parent Execute Workflow at Continue (regular output), sub: charge (error output unconnected) → Record; charge fails once for the 2nd of two: one effect each', async () => {
+		const tag = 'regular_once';
+		const ids = [`sl_${tag}_a`, `sl_${tag}_b`];
+		const sub = subWorkflow(
+			[once(`Sub Charge ${tag}`, ids[1], 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
+			{
+				Webhook: { main: [link(`Sub Charge ${tag}`)] },
+				[`Sub Charge ${tag}`]: { main: [link('Record')] },
+			},
+		);
+		const data = workflow(`wfr3-sub-last-${tag}`, {
+			nodes: [execute(sub, 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
+	});
 
 	// The same root cause with one event: a node beside the charge in the sub-workflow (an audit log), lower on the
 	// canvas, runs after it and is the last node: its item is the sub-workflow's result, the charge's failure unseen.
-	it.failing.each([
+	it.each([
 		['Stop Workflow', undefined],
 		['Continue (regular output)', 'continueRegularOutput'],
 	] as const)(
@@ -249,6 +243,37 @@ describeWithN8n('a sub-workflow whose charge fails at Continue (using error outp
 			expect({ lost, effects: effectsFor(id), answers }).toEqual({ lost: [], effects: 1, answers: [500, 200] });
 		},
 	);
+
+	// From the database the package cannot see the sub-workflow's nodes: an item with an error on the last of a node's
+	// several outputs is read as a failure.
+	it('the same sub-workflow from the database (its nodes unseen), charge failing once for the 2nd of two: one effect each', async () => {
+		const ids = ['sdb_a', 'sdb_b'];
+		deliveries.saveSubWorkflow(
+			'sub-rt3-db',
+			[
+				packageNode('Webhook', 'testWebhook'),
+				once('Sub Charge sdb', ids[1], 0, { onError: 'continueErrorOutput' }),
+				baseNode('Record', 'noOp', 1, {}, 0),
+			],
+			{ Webhook: { main: [link('Sub Charge sdb')] }, 'Sub Charge sdb': { main: [link('Record')] } },
+		);
+		const fromDatabase = baseNode(
+			'Run Sub-workflow',
+			'executeWorkflow',
+			1.3,
+			{
+				source: 'database',
+				workflowId: { __rl: true, mode: 'id', value: 'sub-rt3-db' },
+				mode: 'once',
+				options: { waitForSubWorkflow: true },
+			},
+			0,
+			{ onError: 'continueRegularOutput' },
+		);
+		const data = workflow('wfr3-sub-db', { nodes: [fromDatabase], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
+	});
 
 	it('the same sub-workflow, Execute Workflow "run once for each item": each sub-execution has one event, its error item returned; one effect each', async () => {
 		const ids = ['se_a', 'se_b'];
@@ -754,26 +779,21 @@ describeWithN8n('the Idempotent Webhook trigger → Execute Workflow (Define Bel
 		return answers;
 	}
 
-	// BREAK (lost), the root cause of the node path's rows above (settlement/trace.ts judgeExecution() sees only the
-	// sub-workflow's returned items): the trigger's publish check (wiring.ts unsettleableAfterTrigger) reads the inline
-	// sub-workflow's nodes for a Wait, nothing else. Observed: the first delivery answered 200, the key completed, no
-	// charge; the provider stops, and every copy is a duplicate.
-	it.failing(
-		'trigger → Execute Workflow (Stop Workflow), sub: [charge (Continue, error output unconnected)] + [Audit Log beside it, below], the charge failing once: one charge',
-		async () => {
-			const id = 'evt_rt3_sub_audit';
-			const sub = subWorkflow(
-				[once('Sub Charge trigger', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
-				{ Webhook: { main: [link('Sub Charge trigger', 'Audit Log')] } },
-			);
-			const answers = await provide({ id }, execute(sub, undefined));
-			expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
-				answers: [500, 200],
-				key: 'completed',
-				charges: 1,
-			});
-		},
-	);
+	// The trigger settles by the same rule: before, the first delivery was answered 200 with no charge, the key
+	// completed, and every copy was a duplicate.
+	it('trigger → Execute Workflow (Stop Workflow), sub: [charge (Continue, error output unconnected)] + [Audit Log beside it, below], the charge failing once: one charge', async () => {
+		const id = 'evt_rt3_sub_audit';
+		const sub = subWorkflow(
+			[once('Sub Charge trigger', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+			{ Webhook: { main: [link('Sub Charge trigger', 'Audit Log')] } },
+		);
+		const answers = await provide({ id }, execute(sub, undefined));
+		expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
+			answers: [500, 200],
+			key: 'completed',
+			charges: 1,
+		});
+	});
 
 	it('control: the same sub-workflow without the Audit Log (the charge is its last node): 500, the retry charges once', async () => {
 		const id = 'evt_rt3_sub_alone';

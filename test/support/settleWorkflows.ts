@@ -196,7 +196,13 @@ export function keyStatesIn(db: { readonly pool: Pool; readonly schema: string }
 /** Deliveries run in-process on `engine()`, their execution ids prefixed with `prefix`. */
 export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 	let executions = 0;
+	// Sub-workflows an Execute Workflow node loads by id (Source: Database), as n8n loads them from its database.
+	const savedSubWorkflows = new Map<string, { nodes: INode[]; connections: IConnections }>();
 	const deliveries = {
+		/** Saves a sub-workflow for Execute Workflow's Source "Database" (runSubWorkflowsInProcess runs it). */
+		saveSubWorkflow(id: string, nodes: INode[], connections: IConnections): void {
+			savedSubWorkflows.set(id, { nodes, connections });
+		},
 		async deliver(data: IWorkflowBase, bodies: unknown[]): Promise<Delivery> {
 			executions += 1;
 			const executionId = `${prefix}-${executions}`;
@@ -258,7 +264,8 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 			const keep = (executionId: string, run: IRun) => records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
 			engine().getRunExecutionData = async (executionId) => records.get(executionId);
 			engine().executeWorkflow = async (workflowInfo, _additionalData, options) => {
-				const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+				const code = (workflowInfo.code ?? savedSubWorkflows.get(String(workflowInfo.id))) as { nodes: INode[]; connections: IConnections };
+				if (!code) throw new Error(`No sub-workflow ${String(workflowInfo.id)} saved`);
 				executions += 1;
 				const executionId = `${prefix}-sub-${executions}`;
 				const child = executeInProcess(

@@ -24,8 +24,11 @@ export type SubExecutionRecords = ReadonlyMap<string, SubExecutionRecord | undef
 /** Reads an execution's record, as the execute context's getExecutionDataById does. */
 export type ExecutionReader = (executionId: string) => Promise<SubExecutionRecord | undefined>;
 
-/** The most sub-executions read for one judgement: beyond it the rest keep the safe reading (a failure). */
-const MAX_READS = 20;
+/**
+ * The most sub-executions read for one judgement. Beyond it, an item returned beyond the first output
+ * keeps the safe reading (a failure), and a failure a sub-execution did not return goes unseen.
+ */
+const MAX_READS = 100;
 
 interface SubExecutionMetadata {
 	subExecution?: { executionId?: unknown };

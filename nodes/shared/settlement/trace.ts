@@ -4,6 +4,7 @@ import type { ExecutionRecord, ExecutionView } from './executionRecord';
 import { loopDoneLeadsOn, reachableFrom } from './graph';
 import {
 	EXECUTE_WORKFLOW_TYPE,
+	inlineSubWorkflowNodes,
 	isKeyType,
 	isReserveType,
 	isReservingNode,
@@ -12,7 +13,7 @@ import {
 	onErrorOf,
 	writesAllOrNone,
 } from './nodeKinds';
-import { isSubWorkflowErrorOutput, subExecutionIdOf, type SubExecutionRecords } from './subExecution';
+import { isSubWorkflowErrorOutput, subExecutionIdOf, type SubExecutionRecord, type SubExecutionRecords } from './subExecution';
 
 /*
  * What happened to each key an execution reserved, read from n8n's own record of the execution and
@@ -239,6 +240,17 @@ class Tracer {
 		return ids.length === 1 ? ids : null;
 	}
 
+	/** The reservations named by held key ids (`heldKeyId`); null when one names none of this execution. */
+	ofHeldKeys(ids: string[]): Origins {
+		const origins: string[] = [];
+		for (const id of ids) {
+			const named = this.heldKeysOf().get(id);
+			if (!named) return null;
+			origins.push(...named);
+		}
+		return origins.length > 0 ? origins : null;
+	}
+
 	private heldKeysOf(): HeldKeys {
 		if (this.heldKeys) return this.heldKeys;
 		const heldKeys: HeldKeys = new Map();
@@ -329,23 +341,31 @@ function isStart(task: ITaskData): boolean {
 }
 
 /**
- * The sub-executions whose record the judgement needs (subExecution.ts): those that returned an item
- * carrying an error on an output beyond the first.
+ * The sub-executions whose record the judgement needs (subExecution.ts): every one an Execute Workflow
+ * run names. Its result says what it returned; its record also holds the failures it did not return
+ * (`failuresInside`), and which of its outputs carry failures.
  */
 export function subExecutionsToRead(view: ExecutionRecord): string[] {
 	const ids = new Set<string>();
 	for (const [name, tasks] of Object.entries(view.runData)) {
 		if (view.node(name)?.type !== EXECUTE_WORKFLOW_TYPE) continue;
-		for (const task of tasks) {
-			for (const [outputIndex, items] of (task.data?.main ?? []).entries()) {
-				for (const item of items ?? []) {
-					const id = outputIndex > 0 && carriesError(item) ? subExecutionIdOf(item, task) : undefined;
-					if (id !== undefined) ids.add(id);
-				}
-			}
-		}
+		for (const task of tasks) for (const id of subExecutionsOfRun(task)) ids.add(id);
 	}
 	return [...ids];
+}
+
+/** The sub-executions one Execute Workflow run names: on each item ("run once for each item"), or on the run ("once"). */
+function subExecutionsOfRun(task: ITaskData): Set<string> {
+	const ids = new Set<string>();
+	for (const items of task.data?.main ?? []) {
+		for (const item of items ?? []) {
+			const id = subExecutionIdOf(item, task);
+			if (id !== undefined) ids.add(id);
+		}
+	}
+	const ofRun = subExecutionIdOf({ json: {} }, task);
+	if (ofRun !== undefined) ids.add(ofRun);
+	return ids;
 }
 
 /**
@@ -413,6 +433,24 @@ export function judgeExecution(
 					// One failure undid the whole write: the items reported done were rolled back with it.
 					if (node && writesAllOrNone(node)) return failEveryInput(message);
 					fail(tracer.ofItem(name, run, item), message, name, task);
+				}
+			}
+			if (subWorkflow && node) {
+				for (const id of subExecutionsOfRun(task)) {
+					const record = subExecutions?.get(id);
+					if (!record) continue;
+					for (const failure of failuresInside(node, record)) {
+						const message = `${name}: ${failure.message}`;
+						const origins = failure.heldKeys === null ? null : tracer.ofHeldKeys(failure.heldKeys);
+						if (origins !== null) {
+							fail(origins, message, name, task);
+							continue;
+						}
+						// Its key cannot be told: the events this sub-execution returned items for failed, or, if none, every event the node was given.
+						const returned = outputs.flatMap((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id));
+						if (returned.length === 0) failEveryInput(message);
+						for (const item of returned) fail(tracer.ofItem(name, run, item), message, name, task);
+					}
 				}
 			}
 		});
@@ -636,6 +674,99 @@ function failedInSubWorkflow(
 ): boolean {
 	if (!node) return true;
 	return isSubWorkflowErrorOutput(node, subExecutionIdOf(item, task), outputIndex, subExecutions) !== false;
+}
+
+/** A failure a sub-execution recorded: why, and the keys (`heldKeyId`) of the items it came from; null where n8n's pairing cannot tell. */
+interface FailureInside {
+	message: string;
+	heldKeys: string[] | null;
+}
+
+/**
+ * The failures a sub-execution recorded besides what it returned. n8n hands a sub-workflow's result
+ * back as its last node's output, so a failure at a node before it (an error output left unconnected,
+ * or a node beside the one that ran last) never reaches this execution's record, and the key would be
+ * completed without its effect. Read from the sub-execution's own record, as this execution's is: an
+ * item on a node's error output, one a node at Continue (regular output) made with an `error` it was
+ * not given, the items a node failing as a whole was given. Each node's On Error is read from the
+ * sub-workflow defined in the node; for one the package cannot see (from the database, a file or a
+ * URL), an item with an error on the last of a node's several outputs is read as a failure: a retry
+ * is safer than a lost event. The last node's final run is its result, judged from this execution's record.
+ */
+function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[] {
+	const runData = record.resultData?.runData ?? {};
+	const last = record.resultData?.lastNodeExecuted;
+	const settings = new Map(inlineSubWorkflowNodes(node).map((inner) => [inner.name, inner as Pick<INode, 'onError' | 'continueOnFail'>]));
+	const failures: FailureInside[] = [];
+	const failed = (name: string, run: number, item: INodeExecutionData, message: string): void => {
+		failures.push({ message, heldKeys: heldKeysBehind(runData, name, run, item) });
+	};
+	for (const [name, tasks] of Object.entries(runData)) {
+		tasks.forEach((task, run) => {
+			// A node that failed as a whole passed its input on as if done (or stopped the sub-execution, and so this node).
+			if (task.error) {
+				for (const source of task.source ?? []) {
+					if (!source) continue;
+					const message = `${name}: ${task.error.message}`;
+					for (const item of outputInside(runData, source)) failed(source.previousNode, source.previousNodeRun ?? 0, item, message);
+				}
+				return;
+			}
+			if (name === last && run === tasks.length - 1) return;
+			const outputs = task.data?.main ?? [];
+			const inner = settings.get(name);
+			const onError = inner ? onErrorOf(inner) : undefined;
+			const errorOutput = onError === 'continueErrorOutput' || (!inner && outputs.length > 1) ? outputs.length - 1 : -1;
+			for (const [outputIndex, items] of outputs.entries()) {
+				for (const item of items ?? []) {
+					const isFailure =
+						outputIndex === errorOutput
+							? inner !== undefined || carriesError(item)
+							: onError === 'continueRegularOutput' && carriesError(item) && !errorGivenInside(runData, task, item);
+					if (isFailure) failed(name, run, item, `${name}: ${errorMessageOf(item)}`);
+				}
+			}
+		});
+	}
+	return failures;
+}
+
+/** The items one node run output on one output, inside a sub-execution. */
+function outputInside(runData: IRunData, source: ISourceData): INodeExecutionData[] {
+	return runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0] ?? [];
+}
+
+/** Whether an item's paired input item, inside a sub-execution, already carried the same `error` (passed on, not made). */
+function errorGivenInside(runData: IRunData, task: ITaskData, item: INodeExecutionData): boolean {
+	const error = JSON.stringify(item.json?.error);
+	return pairedItemsOf(item).some((pair) => {
+		const source = task.source?.[pair.input ?? 0];
+		const given = source ? outputInside(runData, source)[pair.item] : undefined;
+		return given !== undefined && JSON.stringify(given.json?.error) === error;
+	});
+}
+
+/**
+ * The keys (`heldKeyId`) an item inside a sub-execution holds, or the items it came from hold,
+ * followed back through n8n's pairing: the items this execution gave the sub-workflow carry their
+ * `idempotency` field. Null where a link is missing before an item that holds one.
+ */
+function heldKeysBehind(runData: IRunData, node: string, run: number, item: INodeExecutionData, depth = 0): string[] | null {
+	const held = reservedBy(item);
+	if (held) return [heldKeyId(held.key as string, held.ownerToken as string)];
+	const task = runData[node]?.[run];
+	const pairs = pairedItemsOf(item);
+	if (depth > MAX_TRACE_DEPTH || !task || pairs.length === 0) return null;
+	const keys: string[] = [];
+	for (const pair of pairs) {
+		const source = task.source?.[pair.input ?? 0];
+		const upstream = source ? outputInside(runData, source)[pair.item] : undefined;
+		if (!source || !upstream) return null;
+		const behind = heldKeysBehind(runData, source.previousNode, source.previousNodeRun ?? 0, upstream, depth + 1);
+		if (behind === null) return null;
+		keys.push(...behind);
+	}
+	return keys;
 }
 
 /** An item that carries an error: n8n's own error, or a non-empty `error` field. */

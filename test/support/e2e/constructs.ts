@@ -217,12 +217,15 @@ export const codeReturningNothing = (name: string, extra: Record<string, unknown
 
 /**
  * Execute Workflow running a sub-workflow given as JSON (Execute Workflow Trigger → the API call at
- * default settings); `waitInside` puts a Wait (1 s) before the sub-workflow's call.
+ * default settings); `waitInside` puts a Wait (1 s) before the sub-workflow's call; `auditBeside`
+ * sets the call to Continue (using error output), that output unconnected, and puts an audit node
+ * (No Operation) beside it, below, which n8n runs after it: the sub-workflow's last node, whose item
+ * is its result whatever the call did.
  */
 export function executeSubWorkflow(
 	name: string,
 	apiUrl: string,
-	{ wait, waitInside = false }: { wait: boolean; waitInside?: boolean },
+	{ wait, waitInside = false, auditBeside = false }: { wait: boolean; waitInside?: boolean; auditBeside?: boolean },
 ): WorkflowNode {
 	const trigger = {
 		id: randomUUID(),
@@ -232,12 +235,28 @@ export function executeSubWorkflow(
 		position: [0, 0],
 		parameters: { inputSource: 'passthrough' },
 	};
-	const call = { id: randomUUID(), position: [440, 0], ...callApi('Sub-workflow: call your API', apiUrl) };
+	const call = {
+		id: randomUUID(),
+		position: [440, 0],
+		...callApi('Sub-workflow: call your API', apiUrl, auditBeside ? { onError: 'continueErrorOutput' } : {}),
+	};
 	const pause = { ...waitSeconds('Sub-workflow: wait', 1), id: randomUUID(), position: [220, 0] };
 	const chain = waitInside ? [trigger, pause, call] : [trigger, call];
+	const connections: Record<string, { main: unknown[] }> = Object.fromEntries(
+		chain.slice(0, -1).map((node, index) => [node.name, { main: [link(chain[index + 1].name)] }]),
+	);
+	const audit = {
+		id: randomUUID(),
+		name: 'Sub-workflow: audit log',
+		type: 'n8n-nodes-base.noOp',
+		typeVersion: 1,
+		position: [440, 200],
+		parameters: {},
+	};
+	if (auditBeside) connections[trigger.name] = { main: [link(call.name, audit.name)] };
 	const workflowJson = JSON.stringify({
-		nodes: chain,
-		connections: Object.fromEntries(chain.slice(0, -1).map((node, index) => [node.name, { main: [link(chain[index + 1].name)] }])),
+		nodes: auditBeside ? [...chain, audit] : chain,
+		connections,
 		settings: { executionOrder: 'v1' },
 	});
 	return {
