@@ -168,6 +168,7 @@ export const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
 export const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';
 export const SPLIT_OUT_TYPE = 'n8n-nodes-base.splitOut';
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
+const MYSQL_TYPE = 'n8n-nodes-base.mySql';
 const MERGE_TYPE = 'n8n-nodes-base.merge';
 // Merge's SQL Query mode: its query when left at its default (n8n saves no parameter equal to its default).
 const MERGE_DEFAULT_QUERY = 'SELECT * FROM input1 LEFT JOIN input2 ON input1.name = input2.id';
@@ -209,11 +210,14 @@ export function failsAllOrNothing(node: NodeRef & { typeVersion: number }): bool
 }
 
 /**
- * A Postgres node that writes all its items in one query or one transaction: when one item fails,
- * none is written, whatever it reports for the others. At Continue, n8n-nodes-base's Postgres node
- * in a transaction outputs a success item for each query before the failing one, then rolls them back.
+ * A database node that writes all its items in one query or one transaction: when one item fails,
+ * none is written, whatever it reports for the others. At Continue, n8n-nodes-base's Postgres node in
+ * a transaction outputs a success item for each query before the failing one, then rolls them back;
+ * MySQL (version 2) in Transaction mode rolls back, then outputs the same.
  */
 export function writesAllOrNone(node: NodeRef & { typeVersion: number }): boolean {
+	if (node.type === MYSQL_TYPE)
+		return node.typeVersion >= 2 && (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching === 'transaction';
 	return node.type === POSTGRES_TYPE && failsAllOrNothing(node);
 }
 

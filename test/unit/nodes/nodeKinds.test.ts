@@ -1,0 +1,75 @@
+import type { INodeParameters } from 'n8n-workflow';
+
+import { joinsAndSplitsWithoutKeys, writesAllOrNone } from '../../../nodes/shared/settlement/nodeKinds';
+
+// The database nodes whose one failure undoes the writes they report done, and the Merge SQL joins whose
+// rows stand for every event: what the settlement reads from their parameters (n8n saves no parameter
+// equal to its default).
+
+const postgres = (typeVersion: number, parameters: INodeParameters = {}) => ({
+	name: 'Insert',
+	type: 'n8n-nodes-base.postgres',
+	typeVersion,
+	parameters,
+});
+const mySql = (typeVersion: number, queryBatching?: string) => ({
+	name: 'Insert',
+	type: 'n8n-nodes-base.mySql',
+	typeVersion,
+	parameters: queryBatching === undefined ? {} : { options: { queryBatching } },
+});
+const merge = (typeVersion: number, parameters: INodeParameters) => ({
+	name: 'Join',
+	type: 'n8n-nodes-base.merge',
+	typeVersion,
+	parameters,
+});
+
+describe('writesAllOrNone: one failure undoes every write of the run', () => {
+	it('Postgres in one query (its default) or one transaction; not one query per item', () => {
+		expect(writesAllOrNone(postgres(2.5))).toBe(true);
+		expect(writesAllOrNone(postgres(2.5, { options: { queryBatching: 'transaction' } }))).toBe(true);
+		expect(writesAllOrNone(postgres(2.5, { options: { queryBatching: 'independently' } }))).toBe(false);
+		expect(writesAllOrNone(postgres(1, { additionalFields: { mode: 'transaction' } }))).toBe(true);
+		expect(writesAllOrNone(postgres(1, { additionalFields: { mode: 'independently' } }))).toBe(false);
+	});
+
+	it('MySQL (version 2) in Transaction mode only: its Single Query mode sends several statements that are not undone together', () => {
+		expect(writesAllOrNone(mySql(2.5, 'transaction'))).toBe(true);
+		expect(writesAllOrNone(mySql(2.5))).toBe(false);
+		expect(writesAllOrNone(mySql(2.5, 'single'))).toBe(false);
+		expect(writesAllOrNone(mySql(2.5, 'independently'))).toBe(false);
+		expect(writesAllOrNone(mySql(1, 'transaction'))).toBe(false);
+	});
+
+	it('no other node', () => {
+		expect(writesAllOrNone({ name: 'Call', type: 'n8n-nodes-base.httpRequest', typeVersion: 4.2, parameters: {} })).toBe(false);
+	});
+});
+
+describe('joinsAndSplitsWithoutKeys: Merge SQL Query rows paired to every event, carrying no key', () => {
+	const query = 'SELECT input1.eid, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid';
+	it('version 3 pairs every row to every input item; 3.1 and later only for a query not starting with SELECT', () => {
+		expect(joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql', query }))).toBe(true);
+		expect(joinsAndSplitsWithoutKeys(merge(3.1, { mode: 'combineBySql', query }))).toBe(false);
+		expect(joinsAndSplitsWithoutKeys(merge(3.2, { mode: 'combineBySql', query }))).toBe(false);
+		expect(joinsAndSplitsWithoutKeys(merge(3.2, { mode: 'combineBySql', query: ` ${query}` }))).toBe(true);
+		expect(joinsAndSplitsWithoutKeys(merge(3.2, { mode: 'combineBySql', query: `WITH x AS (${query}) SELECT eid FROM x` }))).toBe(true);
+	});
+
+	it('not when the rows carry the key: the query selects idempotency, or every column', () => {
+		expect(joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql', query: 'SELECT input1.eid, input1.idempotency FROM input1' }))).toBe(
+			false,
+		);
+		expect(
+			joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql', query: 'SELECT input1.*, input2.tier FROM input1 JOIN input2' })),
+		).toBe(false);
+		// The mode's default query selects every column.
+		expect(joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql' }))).toBe(false);
+	});
+
+	it('no other Merge mode', () => {
+		expect(joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineByPosition' }))).toBe(false);
+		expect(joinsAndSplitsWithoutKeys(merge(3, {}))).toBe(false);
+	});
+});
