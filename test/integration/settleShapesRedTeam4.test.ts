@@ -1,0 +1,768 @@
+import { createHmac } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path, { join } from 'node:path';
+
+import type {
+	ICredentialDataDecryptedObject,
+	IConnections,
+	INode,
+	INodeExecutionData,
+	IRunExecutionData,
+	IWebhookResponseData,
+} from 'n8n-workflow';
+
+import { OUTCOME_HEADER } from '../../lib/webhook/answers';
+import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
+
+import { baseNodesInstalled, effectsFor, loadBaseNodeFiles, n8nInstallDirectory } from '../support/n8nBaseNodes';
+import {
+	addNodeTypes,
+	credentialsHelperReading,
+	engineBase,
+	executeInProcess,
+	inProcessWorkflow,
+	packageNode,
+	webhookResponses,
+} from '../support/n8nEngine';
+import { describeWithN8n, shapeHarness } from '../support/settleShapes';
+import { baseNode, link, once, skipIf, toInput, type Shape } from '../support/settleWorkflows';
+import { embeddedModule } from '../support/storeTargets';
+import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
+
+/*
+ * Fourth red-team pass on the settlement rules (nodes/shared/settlement/), after the rules that read
+ * the failures a sub-execution did not return (trace.ts failuresInside, heldKeysBehind), fail every
+ * key of a Postgres transaction at Continue (nodeKinds.ts writesAllOrNone), and refuse a Merge SQL
+ * Query that pairs every row to every event (nodeKinds.ts joinsAndSplitsWithoutKeys). n8n-core's own
+ * engine with n8n-nodes-base's nodes; the provider redelivers the whole delivery until it gets a 2xx.
+ * Each row: one effect per event after the retries, none lost. A row marked failing is a confirmed
+ * break; its comment names the root cause.
+ */
+
+// Before anything else: n8n-core keeps the n8n folder it first reads for the rest of the file (see the helper).
+const n8nFolder = n8nFolderForTheFile('rt4-n8n-');
+
+const { db, workflow, deliveries, statuses, provider } = shapeHarness('shapesrt4', {
+	baseNodes: ['n8n-nodes-base.set', 'n8n-nodes-base.postgres', 'n8n-nodes-base.aggregate', 'n8n-nodes-base.splitOut'],
+	subWorkflows: true,
+	n8nPostgres: true,
+});
+const { deliver } = deliveries;
+
+beforeAll(() => {
+	if (!baseNodesInstalled()) return;
+	addNodeTypes(
+		loadBaseNodeFiles({
+			'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
+		}),
+	);
+});
+
+const bodies = (ids: string[]) => ids.map((id) => ({ id }));
+
+/** A sub-workflow defined in the node (Source: Define Below), started by a trigger stand-in named Webhook. */
+const subWorkflow = (nodes: INode[], connections: Shape['connections'], start: INode = packageNode('Webhook', 'testWebhook')) =>
+	JSON.stringify({ nodes: [start, ...nodes], connections });
+
+/** n8n's own "When Executed by Another Workflow" trigger (1.1), its inputs defined (n8n's default for a new one): only `body`. */
+const definedFieldsTrigger = (): INode => ({
+	id: 'Webhook',
+	name: 'Webhook',
+	type: 'n8n-nodes-base.executeWorkflowTrigger',
+	typeVersion: 1.1,
+	position: [0, 0],
+	parameters: { inputSource: 'workflowInputs', workflowInputs: { values: [{ name: 'body', type: 'any' }] } },
+});
+
+const execute = (json: string, onError: INode['onError'], mode: 'once' | 'each' = 'once', name = 'Run Sub-workflow') =>
+	baseNode(name, 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: json, mode, options: { waitForSubWorkflow: true } }, 0, {
+		onError,
+	});
+
+const fromDatabase = (id: string, onError: INode['onError'], mode: 'once' | 'each' = 'once') =>
+	baseNode(
+		'Run Sub-workflow',
+		'executeWorkflow',
+		1.3,
+		{ source: 'database', workflowId: { __rl: true, mode: 'id', value: id }, mode, options: { waitForSubWorkflow: true } },
+		0,
+		{ onError },
+	);
+
+/** Edit Fields (3.4) at its defaults: only `body` kept, the `idempotency` field dropped. */
+const keepOnlyBody = (name: string, y = 0) =>
+	baseNode(
+		name,
+		'set',
+		3.4,
+		{ mode: 'manual', assignments: { assignments: [{ id: 'b', name: 'body', value: '={{ $json.body }}', type: 'object' }] }, options: {} },
+		y,
+		{ onError: undefined },
+	);
+
+/** Split Out (1) of `body.lines`: an event without lines gives no item. */
+const linesOut = (name: string, y: number) =>
+	baseNode(name, 'splitOut', 1, { fieldToSplitOut: 'body.lines', include: 'noOtherFields', options: {} }, y, { onError: undefined });
+
+/* Sub-workflows: what the new reading of a sub-execution's record gets wrong or still misses ---------- */
+
+describeWithN8n('failures inside a sub-workflow, read from its record', () => {
+	// BREAK (a double where there was a loss). The items given to the sub-workflow no longer carry the `idempotency`
+	// field, so trace.ts heldKeysBehind follows B's error item back to the sub-workflow's start item, finds no key
+	// there and returns null (the start item's position in the input n8n gave the sub-workflow, which is the Execute
+	// Workflow node's own input item, is not used). judgeExecution's fallback then fails "the events this
+	// sub-execution returned items for": A, whose charge was done. First delivery: both keys failed; the retry
+	// charges A a second time. (Before ab83690 B's failure was unseen and B was lost.)
+	it.failing(
+		'once: Edit Fields (only body) → Execute Workflow (Continue), sub: charge (error output unconnected) → Record; charge fails once for the 2nd of two',
+		async () => {
+			const ids = ['kb_a', 'kb_b'];
+			const sub = subWorkflow(
+				[once('Sub Charge kb', 'kb_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
+				{
+					Webhook: { main: [link('Sub Charge kb')] },
+					'Sub Charge kb': { main: [link('Record')] },
+				},
+			);
+			const data = workflow('wfr4-keep-body-sub', {
+				nodes: [keepOnlyBody('Only Body'), execute(sub, 'continueRegularOutput')],
+				connections: { 'Only Body': { main: [link('Run Sub-workflow')] } },
+				heads: ['Only Body'],
+			});
+			const first = await deliver(data, bodies(ids));
+			const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
+			const { answers, lost } = await provider(data, bodies(ids));
+			expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
+				firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
+				lost: [],
+				effects: [1, 1],
+				answers: [200],
+			});
+		},
+	);
+
+	// BREAK, the same root cause (trace.ts heldKeysBehind → judgeExecution's fallback) in n8n's default sub-workflow
+	// shape: a new "When Executed by Another Workflow" trigger defines its inputs and keeps only those fields, so no
+	// item inside carries the key. A is failed after its charge and charged twice.
+	it.failing(
+		"once: n8n's Execute Workflow Trigger with its inputs defined (only body), sub: charge (error output unconnected) → Record; fails once for the 2nd of two",
+		async () => {
+			const ids = ['dt_a', 'dt_b'];
+			const sub = subWorkflow(
+				[once('Sub Charge dt', 'dt_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
+				{ Webhook: { main: [link('Sub Charge dt')] }, 'Sub Charge dt': { main: [link('Record')] } },
+				definedFieldsTrigger(),
+			);
+			const data = workflow('wfr4-defined-trigger', {
+				nodes: [execute(sub, 'continueRegularOutput')],
+				connections: {},
+				heads: ['Run Sub-workflow'],
+			});
+			const first = await deliver(data, bodies(ids));
+			const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
+			const { answers, lost } = await provider(data, bodies(ids));
+			expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
+				firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
+				lost: [],
+				effects: [1, 1],
+				answers: [200],
+			});
+		},
+	);
+
+	const returnsNothing = (mode: 'once' | 'each') => async () => {
+		const id = `fv_${mode}`;
+		const sub = subWorkflow([once(`Sub Charge ${id}`, id, 0, { onError: 'continueErrorOutput' }), linesOut('Lines', 200)], {
+			Webhook: { main: [link(`Sub Charge ${id}`, 'Lines')] },
+		});
+		const data = workflow(`wfr4-filter-${mode}`, { nodes: [execute(sub, undefined, mode)], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, [{ id }]);
+		expect({ lost, effects: effectsFor(id), answers }).toEqual({ lost: [], effects: 1, answers: [500, 200] });
+	};
+	it(
+		'once, one event: sub: [charge (error output unconnected)] + [Split Out body.lines below it, the event has none: the sub returns nothing]; the charge fails once',
+		returnsNothing('once'),
+	);
+	// BREAK (a lost event: 200, key completed, no charge). In "each item" mode n8n's Execute Workflow names a
+	// sub-execution only on the items it returned (item.metadata.subExecution; the run gets subExecutionsCount
+	// only). trace.ts subExecutionsOfRun finds no id for a sub-execution that returned nothing, its record is never
+	// read, and failuresInside never sees the charge's error item. "once" mode names it on the run and holds.
+	it.failing(
+		'each, one event: sub: [charge (error output unconnected)] + [Split Out body.lines below it, the event has none: the sub returns nothing]; the charge fails once',
+		returnsNothing('each'),
+	);
+
+	// BREAK (a lost event). trace.ts subExecutionsToRead/failuresInside read only the sub-executions this execution's
+	// Execute Workflow runs name; the inner sub-execution, started by the outer sub-workflow's Execute Workflow, is never
+	// read, and in the outer record that node is the last node (skipped: "its result is judged from this execution's
+	// record"). The inner charge's error item stays unseen: 200, key completed, no charge.
+	it.failing(
+		'nested: Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; one event, fails once',
+		async () => {
+			const id = 'nest_1';
+			const inner = subWorkflow(
+				[once('Inner Charge', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+				{
+					Webhook: { main: [link('Inner Charge', 'Audit Log')] },
+				},
+			);
+			const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
+			const data = workflow('wfr4-nested', { nodes: [execute(outer, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
+			const { answers, lost } = await provider(data, [{ id }]);
+			expect({ lost, effects: effectsFor(id), answers }).toEqual({ lost: [], effects: 1, answers: [500, 200] });
+		},
+	);
+
+	it('each: Edit Fields (only body) → Execute Workflow (Continue, each item), sub: [charge (error output unconnected)] + [Audit Log beside]; fails once for the 2nd of two', async () => {
+		const ids = ['ke_a', 'ke_b'];
+		const sub = subWorkflow(
+			[once('Sub Charge ke', 'ke_b', 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+			{
+				Webhook: { main: [link('Sub Charge ke', 'Audit Log')] },
+			},
+		);
+		const data = workflow('wfr4-keep-body-each', {
+			nodes: [keepOnlyBody('Only Body'), execute(sub, 'continueRegularOutput', 'each')],
+			connections: { 'Only Body': { main: [link('Run Sub-workflow')] } },
+			heads: ['Only Body'],
+		});
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
+	});
+
+	it('Loop Over Items (batch 1) → Execute Workflow (once) → back to the loop, sub: [charge (error output unconnected)] + [Audit Log beside]; 2nd of three fails once', async () => {
+		const ids = ['lp_a', 'lp_b', 'lp_c'];
+		const sub = subWorkflow(
+			[once('Sub Charge lp', 'lp_b', 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+			{
+				Webhook: { main: [link('Sub Charge lp', 'Audit Log')] },
+			},
+		);
+		const data = workflow('wfr4-loop-sub', {
+			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), execute(sub, undefined)],
+			connections: { Loop: { main: [[], link('Run Sub-workflow')] }, 'Run Sub-workflow': { main: [link('Loop')] } },
+			heads: ['Loop'],
+		});
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1, 1], answers: [500, 200] });
+	});
+
+	it('once, sub with If inside (VIP → charge at Continue (error output) → Record; else Record Other), no failure: completed, one effect each', async () => {
+		const ids = ['vi_a', 'vi_b'];
+		const sub = subWorkflow(
+			[
+				skipIf('VIP?', 0, 'vip'),
+				once('Sub Charge vi', '', 0, { onError: 'continueErrorOutput' }),
+				baseNode('Record', 'noOp', 1, {}, 0),
+				baseNode('Record Other', 'noOp', 1, {}, 100),
+			],
+			{
+				Webhook: { main: [link('VIP?')] },
+				'VIP?': { main: [link('Sub Charge vi'), link('Record Other')] },
+				'Sub Charge vi': { main: [link('Record')] },
+			},
+		);
+		const data = workflow('wfr4-if-sub', { nodes: [execute(sub, 'continueRegularOutput')], connections: {}, heads: ['Run Sub-workflow'] });
+		const events = [{ id: 'vi_a', vip: true }, { id: 'vi_b' }];
+		const { answers, lost } = await provider(data, events);
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 0], answers: [200] });
+	});
+
+	// BREAK (a lost event). subExecution.ts readSubExecutions reads the first MAX_READS (100) sub-executions only; the
+	// 101st sub-execution's unreturned failure goes unseen (said in the code, not in docs/templates.md): 200, its key
+	// completed, no charge. A delivery of 51 events through two Execute Workflow nodes passes 100 the same way.
+	it.failing(
+		'each, 101 events in one delivery, sub: [charge (error output unconnected)] + [Audit Log beside]; the 101st fails once',
+		async () => {
+			const ids = Array.from({ length: 101 }, (_, index) => `mr_${String(index).padStart(3, '0')}`);
+			const last = ids[100];
+			const sub = subWorkflow(
+				[once('Sub Charge mr', last, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+				{
+					Webhook: { main: [link('Sub Charge mr', 'Audit Log')] },
+				},
+			);
+			const data = workflow('wfr4-max-reads', {
+				nodes: [execute(sub, 'continueRegularOutput', 'each')],
+				connections: {},
+				heads: ['Run Sub-workflow'],
+			});
+			const { answers, lost } = await provider(data, bodies(ids));
+			expect({ lost, effects: effectsFor(last), others: new Set(ids.slice(0, 100).map(effectsFor)), answers }).toEqual({
+				lost: [],
+				effects: 1,
+				others: new Set([1]),
+				answers: [500, 200],
+			});
+		},
+	);
+
+	/** If (2): true when the item carries an `error` (the charge failed), to an alert; false to Record. */
+	const failedCharge = (name: string) =>
+		baseNode(
+			name,
+			'if',
+			2,
+			{
+				conditions: {
+					options: { caseSensitive: true, leftValue: '', typeValidation: 'loose' },
+					conditions: [
+						{
+							id: 'e',
+							leftValue: '={{ $json.error }}',
+							rightValue: '',
+							operator: { type: 'string', operation: 'exists', singleValue: true },
+						},
+					],
+					combinator: 'and',
+				},
+				looseTypeValidation: true,
+			},
+			0,
+			{ onError: undefined },
+		);
+	const regularSub = (tag: string, failOnce: string): [INode[], Shape['connections']] => [
+		[
+			packageNode('Webhook', 'testWebhook'),
+			once(`Sub Charge ${tag}`, failOnce, 0, { onError: 'continueRegularOutput' }),
+			failedCharge('Charge Failed?'),
+			baseNode('Alert', 'noOp', 1, {}, 0),
+			baseNode('Record', 'noOp', 1, {}, 100),
+		],
+		{
+			Webhook: { main: [link(`Sub Charge ${tag}`)] },
+			[`Sub Charge ${tag}`]: { main: [link('Charge Failed?')] },
+			'Charge Failed?': { main: [link('Alert'), link('Record')] },
+		},
+	];
+
+	// BREAK (a lost event). From the database the sub-workflow's On Error settings are unknown: trace.ts
+	// failuresInside counts only an error on the last of a node's several outputs (and a node failing as a whole).
+	// The charge at Continue (regular output) puts its `{ error }` item on its only output; the If sends it to the
+	// Alert (true, output 0), and Record, which the sub-workflow returns, gets only A. B's key completed, not charged.
+	it.failing(
+		'from the database: sub: charge at Continue (regular output) → If error exists → Alert / else Record; fails once for the 2nd of two',
+		async () => {
+			const ids = ['dbr_a', 'dbr_b'];
+			deliveries.saveSubWorkflow('sub-rt4-db-regular', ...regularSub('dbr', 'dbr_b'));
+			const data = workflow('wfr4-db-regular', {
+				nodes: [fromDatabase('sub-rt4-db-regular', 'continueRegularOutput')],
+				connections: {},
+				heads: ['Run Sub-workflow'],
+			});
+			const { answers, lost } = await provider(data, bodies(ids));
+			expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
+				lost: [],
+				effects: [1, 1],
+				answers: [500, 200],
+				states: ['completed', 'completed'],
+			});
+		},
+	);
+
+	it('control: the same sub-workflow defined in the node: the charge failure read, one effect each', async () => {
+		const ids = ['inr_a', 'inr_b'];
+		const [nodes, connections] = regularSub('inr', 'inr_b');
+		const data = workflow('wfr4-inline-regular', {
+			nodes: [execute(JSON.stringify({ nodes, connections }), 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
+	});
+});
+
+/* A Postgres transaction at Continue inside a sub-workflow ------------------------------------------- */
+
+describeWithN8n('a Postgres node in one transaction at Continue, inside a sub-workflow', () => {
+	// As settleShapesRedTeam3.test.ts: n8n-nodes-base's Postgres pool manager's interval unref'd, purged at the end.
+	let poolManager: { purgeConnections(): Promise<void> | void } | undefined;
+	beforeAll(() => {
+		if (!baseNodesInstalled()) return;
+		const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'utils');
+		const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule(
+			'node:module',
+		);
+		const nativeRequire = createRequire(join(directory, 'package.json'));
+		const realGlobal = (nativeRequire('node:vm') as typeof import('node:vm')).runInThisContext('globalThis') as typeof globalThis;
+		const original = realGlobal.setInterval;
+		realGlobal.setInterval = ((...args: Parameters<typeof setInterval>) => original(...args).unref()) as typeof setInterval;
+		try {
+			const { ConnectionPoolManager } = nativeRequire(join(directory, 'connection-pool-manager.js')) as {
+				ConnectionPoolManager: { getInstance(logger: unknown): { purgeConnections(): Promise<void> | void } };
+			};
+			const quiet = () => undefined;
+			poolManager = ConnectionPoolManager.getInstance({ debug: quiet, info: quiet, warn: quiet, error: quiet });
+		} finally {
+			realGlobal.setInterval = original;
+		}
+	});
+	afterAll(async () => {
+		await poolManager?.purgeConnections();
+	});
+	beforeAll(async () => {
+		if (!baseNodesInstalled()) return;
+		const s = db.schema;
+		await db.pool.query(`create table ${s}.charges (event text not null)`);
+		await db.pool.query(`create function ${s}.fail_once() returns trigger language plpgsql as $f$ begin
+			if exists (select 1 from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = '${s}' and c.relname = 'failonce_' || new.event)
+				and nextval(format('%I.%I', '${s}', 'failonce_' || new.event)::regclass) = 1 then raise exception 'charge refused for %', new.event; end if;
+			return new; end $f$`);
+		await db.pool.query(`create trigger fail_once before insert on ${s}.charges for each row execute function ${s}.fail_once()`);
+	});
+	const charges = async (ids: string[]) =>
+		await Promise.all(
+			ids.map(async (id) =>
+				Number((await db.pool.query(`select count(*) from ${db.schema}.charges where event = $1`, [id])).rows[0].count),
+			),
+		);
+	const failOnce = async (id: string) => await db.pool.query(`create sequence ${db.schema}.failonce_${id}`);
+	const insertInTransaction = (onError: INode['onError']) =>
+		baseNode(
+			'Insert Charge',
+			'postgres',
+			2.5,
+			{
+				operation: 'executeQuery',
+				query: `=insert into ${db.schema}.charges (event) values ('{{ $json.body.id }}')`,
+				options: { queryBatching: 'transaction' },
+			},
+			0,
+			{ onError, credentials: { postgres: { id: 'pg', name: 'Postgres' } } },
+		);
+
+	// BREAK (a lost event). nodeKinds.ts writesAllOrNone is applied by trace.ts judgeExecution to this execution's
+	// nodes only: failuresInside (and the judgement of the items the sub-workflow returns) fail only B's key, for its
+	// error item, though n8n's Postgres node rolled A's insert back with it (COMMIT of an aborted transaction). A's key
+	// is completed with no row; its copies are duplicates. Same whether the insert is the sub-workflow's last node.
+	it.failing.each([
+		['error output unconnected, then Record', 'continueErrorOutput', 'pge', true],
+		['regular output, then Record', 'continueRegularOutput', 'pgr', true],
+		['error output, the insert the last node', 'continueErrorOutput', 'pgl', false],
+	] as const)(
+		'sub: Postgres insert, Query Batching "transaction", Continue (%s); fails once for the 2nd of two: one row per event',
+		async (_label, onError, tag, record) => {
+			const ids = [`${tag}_a`, `${tag}_b`];
+			await failOnce(ids[1]);
+			const sub = subWorkflow([insertInTransaction(onError), ...(record ? [baseNode('Record', 'noOp', 1, {}, 0)] : [])], {
+				Webhook: { main: [link('Insert Charge')] },
+				...(record ? { 'Insert Charge': { main: [link('Record')] } } : {}),
+			});
+			const data = workflow(`wfr4-pg-sub-${tag}`, {
+				nodes: [execute(sub, 'continueRegularOutput')],
+				connections: {},
+				heads: ['Run Sub-workflow'],
+			});
+			const first = await deliver(data, bodies(ids));
+			const firstDelivery = { answer: first.answer, states: await statuses(ids), rows: await charges(ids) };
+			const { answers, lost } = await provider(data, bodies(ids));
+			expect({ firstDelivery, lost, rows: await charges(ids), answers }).toEqual({
+				firstDelivery: { answer: 500, states: ['failed', 'failed'], rows: [0, 0] },
+				lost: [],
+				rows: [1, 1],
+				answers: [200],
+			});
+		},
+	);
+});
+
+/* Merge "SQL Query": queries the refusal reads one way and n8n another ------------------------------- */
+
+describeWithN8n('Merge "SQL Query" joining the events with a lookup', () => {
+	const fields = (name: string, assignments: Array<[string, string]>, includeOtherFields: boolean, y: number) =>
+		baseNode(
+			name,
+			'set',
+			3.4,
+			{
+				mode: 'manual',
+				assignments: { assignments: assignments.map(([field, value], index) => ({ id: `f${index}`, name: field, value, type: 'string' })) },
+				includeOtherFields,
+				options: {},
+			},
+			y,
+			{ onError: undefined },
+		);
+	const sqlShape = (tag: string, version: number, failOnce: string, query: string): Shape => ({
+		nodes: [
+			fields('Tag', [['eid', '={{ $json.body.id }}']], true, 0),
+			fields(
+				'Plans',
+				[
+					['eid', '={{ $json.body.id }}'],
+					['tier', 'gold'],
+				],
+				false,
+				100,
+			),
+			baseNode('Join', 'merge', version, { mode: 'combineBySql', query, options: {} }, 0, { onError: undefined }),
+			once(`Charge ${tag}`, failOnce, 0, { onError: 'continueErrorOutput' }),
+		],
+		connections: {
+			Tag: { main: [toInput('Join', 0)] },
+			Plans: { main: [toInput('Join', 1)] },
+			Join: { main: [link(`Charge ${tag}`)] },
+		},
+		heads: ['Tag', 'Plans'],
+	});
+	const run = async (tag: string, version: number, query: string) => {
+		const ids = [`${tag}_a`, `${tag}_b`];
+		const data = workflow(`wfr4-sql-${tag}`, sqlShape(tag, version, ids[1], query));
+		const first = await deliver(data, bodies(ids));
+		const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
+		const { answers, lost } = await provider(data, bodies(ids));
+		return { firstDelivery, lost, effects: ids.map(effectsFor), answers };
+	};
+	const refused = async (tag: string, version: number, query: string) => {
+		const ids = [`${tag}_a`, `${tag}_b`];
+		const delivery = await deliver(workflow(`wfr4-sql-${tag}`, sqlShape(tag, version, ids[1], query)), bodies(ids));
+		return { answer: delivery.answer, effects: ids.map(effectsFor), states: await statuses(ids) };
+	};
+	const held = {
+		firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
+		lost: [],
+		effects: [1, 1],
+		answers: [200],
+	};
+	const refusal = { answer: 503, effects: [0, 0], states: [undefined, undefined] };
+
+	// BREAK (a double). Merge 3.1+ pairs a SELECT's rows by rewriting the query (n8n-nodes-base Merge/v3/helpers/
+	// utils.js modifySelectQuery, /SELECT\s+(.+?)\s+FROM/i, whose `.` stops at a newline): a query whose columns span
+	// lines is left unrewritten and every row comes out with `pairedItem: []`. nodeKinds.ts joinsAndSplitsWithoutKeys
+	// accepts it (3.2, starts with SELECT); the rows trace to no key, B's failure is untraced, every key fails and
+	// the retry charges A again.
+	it.failing('Merge 3.2, the query on several lines (as the SQL editor lays it out): one effect each', async () => {
+		expect(
+			await run('sqml', 3.2, 'SELECT input1.eid,\n  input1.body,\n  input2.tier\nFROM input1\nLEFT JOIN input2 ON input1.eid = input2.eid'),
+		).toEqual(held);
+	});
+
+	it('Merge 3.2, one line: one effect each (control)', async () => {
+		expect(
+			await run('sqol', 3.2, 'SELECT input1.eid, input1.body, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid'),
+		).toEqual(held);
+	});
+
+	// BREAK (a double), three shapes: nodeKinds.ts joinsAndSplitsWithoutKeys accepts a query when the word
+	// `idempotency` appears anywhere, or `select|, <table>.*` does, not when a row carries the `idempotency` field: a
+	// key named only in WHERE, the key selected under another name, or the lookup's `input2.*`. Merge 3 pairs each
+	// row to every event and no row carries a key, so B's failure fails both keys; the retry charges A again.
+	it.failing('Merge 3, the key named only in WHERE (input1.idempotency IS NOT NULL), not selected: accepted', async () => {
+		const query =
+			'SELECT input1.eid, input1.body, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid WHERE input1.idempotency IS NOT NULL';
+		expect(await run('sqwh', 3, query)).toEqual(held);
+	});
+
+	it.failing('Merge 3, the key selected under another name (input1.idempotency AS meta): accepted', async () => {
+		const query =
+			'SELECT input1.eid, input1.body, input1.idempotency AS meta, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid';
+		expect(await run('sqas', 3, query)).toEqual(held);
+	});
+
+	it.failing("Merge 3, the lookup's columns as input2.* beside the event's (no key selected): accepted", async () => {
+		const query = 'SELECT input2.*, input1.body FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid';
+		expect(await run('sqst', 3, query)).toEqual(held);
+	});
+
+	it.each([
+		[
+			'lowercase select',
+			'sqlc',
+			3.1,
+			'select input1.eid, input1.body, input2.tier from input1 left join input2 on input1.eid = input2.eid',
+		],
+	] as const)('Merge %s (3.1): n8n pairs each row to its rows; one effect each', async (_label, tag, version, query) => {
+		expect(await run(tag, version, query)).toEqual(held);
+	});
+
+	it.each([
+		[
+			'3.1, leading newline',
+			'sqnl',
+			3.1,
+			'\nSELECT input1.eid, input1.body, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid',
+		],
+		['3.2, WITH', 'sqcte', 3.2, 'WITH j AS (SELECT input1.eid, input1.body FROM input1) SELECT j.eid, j.body FROM j'],
+	] as const)('Merge %s (n8n pairs every row to every event): refused before anything is reserved', async (_label, tag, version, query) => {
+		expect(await refused(tag, version, query)).toEqual(refusal);
+	});
+
+	it('Merge 3, the key not selected, one event: accepted (no over-refusal), one effect', async () => {
+		const id = 'sq1_a';
+		const delivery = await deliver(
+			workflow(
+				'wfr4-sql-one',
+				sqlShape('sq1', 3, '', 'SELECT input1.eid, input1.body FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid'),
+			),
+			[{ id }],
+		);
+		expect({ answer: delivery.answer, effects: effectsFor(id), states: await statuses([id]) }).toEqual({
+			answer: 200,
+			effects: 1,
+			states: ['completed'],
+		});
+	});
+});
+
+/* The Idempotent Webhook trigger → the same sub-workflow shapes (one event per delivery) ------------------ */
+
+const SECRET = 'whsec_redteam4';
+const TRIGGER_WORKFLOW = 'wf-rt4-trigger';
+const triggerCredentials = () =>
+	credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
+		if (type === 'webhookSignatureApi') return { secret: SECRET };
+		throw new Error(`No credential of type ${type}`);
+	});
+const stripeTrigger = packageNode(
+	'Idempotent Webhook',
+	'idempotentWebhook',
+	{ path: 'rt4', scheme: 'stripe', store: 'embedded' },
+	{ typeVersion: 2, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
+);
+let started: IWebhookResponseData | Error | undefined;
+
+async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+	started = await callTriggerWebhook(request, response, {
+		trigger: stripeTrigger,
+		workflowId: TRIGGER_WORKFLOW,
+		credentials: triggerCredentials(),
+	});
+	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
+}
+
+describeWithN8n('the Idempotent Webhook trigger → Execute Workflow whose charge fails inside, unreturned', () => {
+	let server: http.Server;
+	let baseUrl: string;
+	let executions = 0;
+	const keyOf = (id: string) => `wf:${TRIGGER_WORKFLOW}:evt:${id}`;
+	const triggerStatus = async (id: string) => {
+		const store = embeddedModule().openEmbeddedKeyStore({
+			file: path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite'),
+		});
+		return (await store.getKeys([keyOf(id)])).get(keyOf(id))?.status;
+	};
+
+	beforeAll(async () => {
+		embeddedModule();
+		server = http.createServer((request, response) => void handle(request, response));
+		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+	});
+	afterAll(async () => {
+		await new Promise((resolve) => server.close(resolve));
+		embeddedModule().closeEmbeddedStores();
+	});
+	afterEach(() => forgetKeptSigningSecrets());
+
+	/** n8n's engine for the trigger's execution, running each sub-workflow (nested ones too) as its own execution and keeping its record. */
+	function engineWithSubWorkflows() {
+		const base = engineBase(triggerCredentials());
+		const records = new Map<string, IRunExecutionData>();
+		base.getRunExecutionData = async (executionId) => records.get(executionId);
+		base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
+			const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+			executions += 1;
+			const executionId = `rt4-trigger-sub-${executions}`;
+			const { run } = await executeInProcess(
+				inProcessWorkflow(executionId, code.nodes, code.connections),
+				executionId,
+				options.inputData ?? [],
+				base,
+			);
+			records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
+			if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+			const last = run.data.resultData.lastNodeExecuted as string;
+			return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+		};
+		return base;
+	}
+
+	/** The provider: posts the event, runs the execution it started, and posts it again while the answer is not 2xx. */
+	async function provide(event: { id: string }, step: INode): Promise<Array<{ status: number; outcome: string | null }>> {
+		const answers: Array<{ status: number; outcome: string | null }> = [];
+		for (let attempt = 0; attempt < 4; attempt++) {
+			const body = JSON.stringify(event);
+			const timestamp = Math.floor(Date.now() / 1000);
+			const signature = createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex');
+			started = undefined;
+			const response = await fetch(`${baseUrl}/webhook/rt4`, {
+				method: 'POST',
+				headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
+				body,
+			});
+			const items = (started as IWebhookResponseData | undefined)?.workflowData?.[0] as INodeExecutionData[] | undefined;
+			let status = response.status;
+			if (items && items.length > 0) {
+				executions += 1;
+				const executionId = `rt4-trigger-${executions}`;
+				await executeInProcess(
+					inProcessWorkflow(TRIGGER_WORKFLOW, [{ ...stripeTrigger, name: 'Webhook' }, step], { Webhook: { main: [link(step.name)] } }),
+					executionId,
+					items,
+					engineWithSubWorkflows(),
+				);
+				status = Number((webhookResponses.get(executionId) ?? [])[0]?.statusCode ?? 200);
+			}
+			answers.push({ status, outcome: response.headers.get(OUTCOME_HEADER) });
+			if (status >= 200 && status < 300) break;
+		}
+		return answers;
+	}
+
+	// BREAK behind the trigger too (lost: 200, key completed, no charge): the nested root cause above (trace.ts
+	// subExecutionsToRead reads one level of sub-executions).
+	it.failing(
+		'trigger → Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; fails once',
+		async () => {
+			const id = 'evt_rt4_nested';
+			const inner = subWorkflow(
+				[once('Inner Charge t', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+				{
+					Webhook: { main: [link('Inner Charge t', 'Audit Log')] },
+				},
+			);
+			const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
+			const answers = await provide({ id }, execute(outer, undefined));
+			expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
+				answers: [500, 200],
+				key: 'completed',
+				charges: 1,
+			});
+		},
+	);
+
+	// BREAK behind the trigger too (lost): "each item" mode, the sub-execution returned nothing, never named
+	// (trace.ts subExecutionsOfRun).
+	it.failing(
+		'trigger → Execute Workflow (each item), sub: [charge (error output unconnected)] + [Split Out body.lines: nothing returned]; fails once',
+		async () => {
+			const id = 'evt_rt4_each_empty';
+			const sub = subWorkflow([once('Sub Charge te', id, 0, { onError: 'continueErrorOutput' }), linesOut('Lines', 200)], {
+				Webhook: { main: [link('Sub Charge te', 'Lines')] },
+			});
+			const answers = await provide({ id }, execute(sub, undefined, 'each'));
+			expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
+				answers: [500, 200],
+				key: 'completed',
+				charges: 1,
+			});
+		},
+	);
+
+	it("trigger → Execute Workflow (once), sub started by n8n's trigger with its inputs defined (no key inside): [charge (error output unconnected)] + [Audit Log]; fails once", async () => {
+		const id = 'evt_rt4_defined';
+		const sub = subWorkflow(
+			[once('Sub Charge td', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+			{ Webhook: { main: [link('Sub Charge td', 'Audit Log')] } },
+			definedFieldsTrigger(),
+		);
+		const answers = await provide({ id }, execute(sub, undefined));
+		expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
+			answers: [500, 200],
+			key: 'completed',
+			charges: 1,
+		});
+	});
+});
