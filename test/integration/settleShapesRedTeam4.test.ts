@@ -337,29 +337,26 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		},
 	];
 
-	// BREAK (a lost event). From the database the sub-workflow's On Error settings are unknown: trace.ts
-	// failuresInside counts only an error on the last of a node's several outputs (and a node failing as a whole).
-	// The charge at Continue (regular output) puts its `{ error }` item on its only output; the If sends it to the
-	// Alert (true, output 0), and Record, which the sub-workflow returns, gets only A. B's key completed, not charged.
-	it.failing(
-		'from the database: sub: charge at Continue (regular output) → If error exists → Alert / else Record; fails once for the 2nd of two',
-		async () => {
-			const ids = ['dbr_a', 'dbr_b'];
-			deliveries.saveSubWorkflow('sub-rt4-db-regular', ...regularSub('dbr', 'dbr_b'));
-			const data = workflow('wfr4-db-regular', {
-				nodes: [fromDatabase('sub-rt4-db-regular', 'continueRegularOutput')],
-				connections: {},
-				heads: ['Run Sub-workflow'],
-			});
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
-				lost: [],
-				effects: [1, 1],
-				answers: [500, 200],
-				states: ['completed', 'completed'],
-			});
-		},
-	);
+	// From the database the sub-workflow's On Error settings are unknown. The charge at Continue (regular output) puts
+	// its `{ error }` item on its only output; the If sends it to the Alert (true, output 0), and Record, which the
+	// sub-workflow returns, gets only A. An item with an `error` its node was not given is read as a failure
+	// (trace.ts failuresInside): B's key fails, one charge each.
+	it('from the database: sub: charge at Continue (regular output) → If error exists → Alert / else Record; fails once for the 2nd of two', async () => {
+		const ids = ['dbr_a', 'dbr_b'];
+		deliveries.saveSubWorkflow('sub-rt4-db-regular', ...regularSub('dbr', 'dbr_b'));
+		const data = workflow('wfr4-db-regular', {
+			nodes: [fromDatabase('sub-rt4-db-regular', 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
+			lost: [],
+			effects: [1, 1],
+			answers: [500, 200],
+			states: ['completed', 'completed'],
+		});
+	});
 
 	it('control: the same sub-workflow defined in the node: the charge failure read, one effect each', async () => {
 		const ids = ['inr_a', 'inr_b'];
@@ -528,14 +525,27 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup', () => {
 	};
 	const refusal = { answer: 503, effects: [0, 0], states: [undefined, undefined] };
 
-	// BREAK (a double). Merge 3.1+ pairs a SELECT's rows by rewriting the query (n8n-nodes-base Merge/v3/helpers/
-	// utils.js modifySelectQuery, /SELECT\s+(.+?)\s+FROM/i, whose `.` stops at a newline): a query whose columns span
-	// lines is left unrewritten and every row comes out with `pairedItem: []`. nodeKinds.ts joinsAndSplitsWithoutKeys
-	// accepts it (3.2, starts with SELECT); the rows trace to no key, B's failure is untraced, every key fails and
-	// the retry charges A again.
-	it.failing('Merge 3.2, the query on several lines (as the SQL editor lays it out): one effect each', async () => {
+	// Merge 3.1+ pairs a SELECT's rows by rewriting the query (n8n-nodes-base Merge/v3/helpers/utils.js
+	// modifySelectQuery, /SELECT\s+(.+?)\s+FROM/i, whose `.` stops at a line break): a query whose columns span lines
+	// is left unrewritten and every row comes out with `pairedItem: []`, standing for no event. Without the key in the
+	// rows, one row's failure would fail every key: refused (nodeKinds.ts joinsAndSplitsWithoutKeys).
+	it('Merge 3.2, the query on several lines (as the SQL editor lays it out), the key not selected: refused before anything is reserved', async () => {
 		expect(
-			await run('sqml', 3.2, 'SELECT input1.eid,\n  input1.body,\n  input2.tier\nFROM input1\nLEFT JOIN input2 ON input1.eid = input2.eid'),
+			await refused(
+				'sqml',
+				3.2,
+				'SELECT input1.eid,\n  input1.body,\n  input2.tier\nFROM input1\nLEFT JOIN input2 ON input1.eid = input2.eid',
+			),
+		).toEqual(refusal);
+	});
+
+	it('Merge 3.2, several lines with the key selected: each row narrowed to its key; one effect each', async () => {
+		expect(
+			await run(
+				'sqmk',
+				3.2,
+				'SELECT input1.eid,\n  input1.body,\n  input1.idempotency,\n  input2.tier\nFROM input1\nLEFT JOIN input2 ON input1.eid = input2.eid',
+			),
 		).toEqual(held);
 	});
 
@@ -545,25 +555,24 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup', () => {
 		).toEqual(held);
 	});
 
-	// BREAK (a double), three shapes: nodeKinds.ts joinsAndSplitsWithoutKeys accepts a query when the word
-	// `idempotency` appears anywhere, or `select|, <table>.*` does, not when a row carries the `idempotency` field: a
-	// key named only in WHERE, the key selected under another name, or the lookup's `input2.*`. Merge 3 pairs each
-	// row to every event and no row carries a key, so B's failure fails both keys; the retry charges A again.
-	it.failing('Merge 3, the key named only in WHERE (input1.idempotency IS NOT NULL), not selected: accepted', async () => {
+	// A row carries the key only when the query selects it under its own name (or every column): the key named only in
+	// WHERE, selected under another name, or the lookup's `input2.*` leave Merge 3's rows (each paired to every event)
+	// without one. Refused before anything is reserved.
+	it('Merge 3, the key named only in WHERE (input1.idempotency IS NOT NULL), not selected: refused', async () => {
 		const query =
 			'SELECT input1.eid, input1.body, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid WHERE input1.idempotency IS NOT NULL';
-		expect(await run('sqwh', 3, query)).toEqual(held);
+		expect(await refused('sqwh', 3, query)).toEqual(refusal);
 	});
 
-	it.failing('Merge 3, the key selected under another name (input1.idempotency AS meta): accepted', async () => {
+	it('Merge 3, the key selected under another name (input1.idempotency AS meta): refused', async () => {
 		const query =
 			'SELECT input1.eid, input1.body, input1.idempotency AS meta, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid';
-		expect(await run('sqas', 3, query)).toEqual(held);
+		expect(await refused('sqas', 3, query)).toEqual(refusal);
 	});
 
-	it.failing("Merge 3, the lookup's columns as input2.* beside the event's (no key selected): accepted", async () => {
+	it("Merge 3, the lookup's columns as input2.* beside the event's (no key selected): refused", async () => {
 		const query = 'SELECT input2.*, input1.body FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid';
-		expect(await run('sqst', 3, query)).toEqual(held);
+		expect(await refused('sqst', 3, query)).toEqual(refusal);
 	});
 
 	it.each([

@@ -242,16 +242,32 @@ export function joinsWithoutKeys(node: NodeRef): boolean {
 }
 
 /**
- * Merge in SQL Query mode where n8n pairs every row it outputs to every item of its inputs (version 3;
- * 3.1 and later too, for a query that does not start with SELECT: they pair a SELECT's rows to the
- * rows each was selected from), and the query does not select the events' key field (`idempotency`,
- * or `*`): each row stands for every event and carries no key to tell which one it is.
+ * Merge in SQL Query mode whose rows n8n does not pair to the rows they were selected from, and that
+ * carry no key: each row stands for every event. Merge pairs each row to every input item at version
+ * 3, and at 3.1 and later for a query that does not start with "select"; it pairs a SELECT's rows by
+ * adding columns to its column list, found by a pattern that stops at a line break (a list on several
+ * lines: no pairing at all). A grouped or combined query (GROUP BY, DISTINCT, UNION) joins events in
+ * one row whatever the pairing. A row carries the key when the query selects every column (`*`) or the
+ * `idempotency` column under its own name.
  */
 export function joinsAndSplitsWithoutKeys(node: NodeRef & { typeVersion: number }): boolean {
 	if (node.type !== MERGE_TYPE || node.parameters?.mode !== 'combineBySql') return false;
 	const query = String(node.parameters?.query ?? MERGE_DEFAULT_QUERY);
-	const pairsEveryRow = node.typeVersion < 3.1 || !query.toLowerCase().startsWith('select');
-	return pairsEveryRow && !/\bidempotency\b|(?:select|,)\s*(?:\w+\.)?\*/i.test(query);
+	return !rowsPairedToTheirEvents(node.typeVersion, query) && !selectsTheKey(query);
+}
+
+function rowsPairedToTheirEvents(version: number, query: string): boolean {
+	if (version < 3.1 || !query.toLowerCase().startsWith('select') || /\b(group\s+by|distinct|union)\b/i.test(query)) return false;
+	// n8n-nodes-base Merge v3 modifySelectQuery's own pattern.
+	return /SELECT\s+(.+?)\s+FROM/i.test(query);
+}
+
+function selectsTheKey(query: string): boolean {
+	const columns = /select\s+([\s\S]+?)\s+from\b/i.exec(query)?.[1] ?? '';
+	return columns
+		.split(',')
+		.map((column) => column.trim())
+		.some((column) => column === '*' || /^(\w+\.)?idempotency(\s+as\s+idempotency)?$/i.test(column));
 }
 
 /** A node that makes several items of each one it gets: Split Out, Item Lists' Split Out Items. */

@@ -62,7 +62,7 @@ export const REFUSALS = {
 		`"${node}" gets the items "${split}" splits out of "${join}", which joins ${theEvents(events)} without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join}" to aggregate All Item Data, which keeps each event's key.`,
 
 	rowsFromKeylessSqlJoin: ({ node, merge, events }: { node: string; merge: string; events?: number }) =>
-		`"${node}" gets the rows of "${merge}", whose SQL Query joins ${theEvents(events)}: n8n pairs each row to every event (Merge version 3, or a query not starting with SELECT), and the rows carry no key, so one row's failure would fail every key, and the provider's retry would do the others again. Select the events' key in the query (input1.idempotency), or use a Merge node of version 3.1 or later with a query that starts with SELECT.`,
+		`"${node}" gets the rows of "${merge}", whose SQL Query joins ${theEvents(events)}: n8n pairs each row to every event (Merge version 3; a query not starting with SELECT, or with its column list on several lines; GROUP BY, DISTINCT or UNION), and the rows carry no key, so one row's failure would fail every key, and the provider's retry would do the others again. Select the events' key in the query (input1.idempotency), or use a Merge node of version 3.1 or later with a plain SELECT whose column list is on one line.`,
 
 	// Behind the Idempotent Webhook trigger: the key of its event must follow what happens.
 	waitsBehindTrigger: ({ node }: { node: string }) =>

@@ -690,8 +690,9 @@ interface FailureInside {
  * item on a node's error output, one a node at Continue (regular output) made with an `error` it was
  * not given, the items a node failing as a whole was given. Each node's On Error is read from the
  * sub-workflow defined in the node; for one the package cannot see (from the database, a file or a
- * URL), an item with an error on the last of a node's several outputs is read as a failure: a retry
- * is safer than a lost event. The last node's final run is its result, judged from this execution's record.
+ * URL), an item with an error on the last of a node's several outputs, or with an `error` its node
+ * was not given, is read as a failure: a retry is safer than a lost event. The last node's final run
+ * is its result, judged from this execution's record.
  */
 function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[] {
 	const runData = record.resultData?.runData ?? {};
@@ -722,7 +723,9 @@ function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[
 					const isFailure =
 						outputIndex === errorOutput
 							? inner !== undefined || carriesError(item)
-							: onError === 'continueRegularOutput' && carriesError(item) && !errorGivenInside(runData, task, item);
+							: (onError === 'continueRegularOutput' || (!inner && !isStart(task))) &&
+								carriesError(item) &&
+								!errorGivenInside(runData, task, item);
 					if (isFailure) failed(name, run, item, `${name}: ${errorMessageOf(item)}`);
 				}
 			}

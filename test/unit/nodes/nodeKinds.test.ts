@@ -57,15 +57,31 @@ describe('joinsAndSplitsWithoutKeys: Merge SQL Query rows paired to every event,
 		expect(joinsAndSplitsWithoutKeys(merge(3.2, { mode: 'combineBySql', query: `WITH x AS (${query}) SELECT eid FROM x` }))).toBe(true);
 	});
 
-	it('not when the rows carry the key: the query selects idempotency, or every column', () => {
-		expect(joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql', query: 'SELECT input1.eid, input1.idempotency FROM input1' }))).toBe(
-			false,
-		);
+	it('also for a SELECT whose column list is on several lines (n8n pairs none of its rows), or that groups or combines rows', () => {
+		const lines = 'SELECT input1.eid,\n  input2.tier\nFROM input1\nLEFT JOIN input2 ON input1.eid = input2.eid';
+		expect(joinsAndSplitsWithoutKeys(merge(3.2, { mode: 'combineBySql', query: lines }))).toBe(true);
 		expect(
-			joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql', query: 'SELECT input1.*, input2.tier FROM input1 JOIN input2' })),
-		).toBe(false);
+			joinsAndSplitsWithoutKeys(
+				merge(3.2, { mode: 'combineBySql', query: 'SELECT input1.eid, COUNT(*) AS n FROM input1 GROUP BY input1.eid' }),
+			),
+		).toBe(true);
+		expect(joinsAndSplitsWithoutKeys(merge(3.2, { mode: 'combineBySql', query: 'SELECT DISTINCT input1.eid FROM input1' }))).toBe(true);
+	});
+
+	it('not when each row carries the key: every column selected, or idempotency under its own name, on one line or several', () => {
+		const withKey = (query: string) => joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql', query }));
+		expect(withKey('SELECT input1.eid, input1.idempotency FROM input1')).toBe(false);
+		expect(withKey('SELECT input1.eid,\n  input1.idempotency AS idempotency\nFROM input1')).toBe(false);
+		expect(withKey('SELECT * FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid')).toBe(false);
 		// The mode's default query selects every column.
 		expect(joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql' }))).toBe(false);
+	});
+
+	it("but when the key is only named (WHERE, another name) or one input's columns are selected (which input holds the key is not read)", () => {
+		const withKey = (query: string) => joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineBySql', query }));
+		expect(withKey('SELECT input1.eid FROM input1 WHERE input1.idempotency IS NOT NULL')).toBe(true);
+		expect(withKey('SELECT input1.eid, input1.idempotency AS meta FROM input1')).toBe(true);
+		expect(withKey('SELECT input1.*, input2.tier FROM input1 JOIN input2')).toBe(true);
 	});
 
 	it('no other Merge mode', () => {
