@@ -108,68 +108,56 @@ const linesOut = (name: string, y: number) =>
 /* Sub-workflows: what the new reading of a sub-execution's record gets wrong or still misses ---------- */
 
 describeWithN8n('failures inside a sub-workflow, read from its record', () => {
-	// BREAK (a double where there was a loss). The items given to the sub-workflow no longer carry the `idempotency`
-	// field, so trace.ts heldKeysBehind follows B's error item back to the sub-workflow's start item, finds no key
-	// there and returns null (the start item's position in the input n8n gave the sub-workflow, which is the Execute
-	// Workflow node's own input item, is not used). judgeExecution's fallback then fails "the events this
-	// sub-execution returned items for": A, whose charge was done. First delivery: both keys failed; the retry
-	// charges A a second time. (Before ab83690 B's failure was unseen and B was lost.)
-	it.failing(
-		'once: Edit Fields (only body) → Execute Workflow (Continue), sub: charge (error output unconnected) → Record; charge fails once for the 2nd of two',
-		async () => {
-			const ids = ['kb_a', 'kb_b'];
-			const sub = subWorkflow(
-				[once('Sub Charge kb', 'kb_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
-				{
-					Webhook: { main: [link('Sub Charge kb')] },
-					'Sub Charge kb': { main: [link('Record')] },
-				},
-			);
-			const data = workflow('wfr4-keep-body-sub', {
-				nodes: [keepOnlyBody('Only Body'), execute(sub, 'continueRegularOutput')],
-				connections: { 'Only Body': { main: [link('Run Sub-workflow')] } },
-				heads: ['Only Body'],
-			});
-			const first = await deliver(data, bodies(ids));
-			const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
-				firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
-				lost: [],
-				effects: [1, 1],
-				answers: [200],
-			});
-		},
-	);
+	// The items given to the sub-workflow no longer carry the `idempotency` field: B's error item is followed back to
+	// the sub-workflow's start item, whose position is that of the Execute Workflow node's input item n8n gave it
+	// (trace.ts cameFromInside, Tracer.ofCameFrom). Before, the fallback failed "the events this sub-execution returned
+	// items for": A, charged twice.
+	it('once: Edit Fields (only body) → Execute Workflow (Continue), sub: charge (error output unconnected) → Record; charge fails once for the 2nd of two', async () => {
+		const ids = ['kb_a', 'kb_b'];
+		const sub = subWorkflow([once('Sub Charge kb', 'kb_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)], {
+			Webhook: { main: [link('Sub Charge kb')] },
+			'Sub Charge kb': { main: [link('Record')] },
+		});
+		const data = workflow('wfr4-keep-body-sub', {
+			nodes: [keepOnlyBody('Only Body'), execute(sub, 'continueRegularOutput')],
+			connections: { 'Only Body': { main: [link('Run Sub-workflow')] } },
+			heads: ['Only Body'],
+		});
+		const first = await deliver(data, bodies(ids));
+		const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
+			firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
+			lost: [],
+			effects: [1, 1],
+			answers: [200],
+		});
+	});
 
-	// BREAK, the same root cause (trace.ts heldKeysBehind → judgeExecution's fallback) in n8n's default sub-workflow
-	// shape: a new "When Executed by Another Workflow" trigger defines its inputs and keeps only those fields, so no
-	// item inside carries the key. A is failed after its charge and charged twice.
-	it.failing(
-		"once: n8n's Execute Workflow Trigger with its inputs defined (only body), sub: charge (error output unconnected) → Record; fails once for the 2nd of two",
-		async () => {
-			const ids = ['dt_a', 'dt_b'];
-			const sub = subWorkflow(
-				[once('Sub Charge dt', 'dt_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
-				{ Webhook: { main: [link('Sub Charge dt')] }, 'Sub Charge dt': { main: [link('Record')] } },
-				definedFieldsTrigger(),
-			);
-			const data = workflow('wfr4-defined-trigger', {
-				nodes: [execute(sub, 'continueRegularOutput')],
-				connections: {},
-				heads: ['Run Sub-workflow'],
-			});
-			const first = await deliver(data, bodies(ids));
-			const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
-				firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
-				lost: [],
-				effects: [1, 1],
-				answers: [200],
-			});
-		},
-	);
+	// The same in n8n's default sub-workflow shape: a new "When Executed by Another Workflow" trigger defines its
+	// inputs and keeps only those fields, so no item inside carries the key.
+	it("once: n8n's Execute Workflow Trigger with its inputs defined (only body), sub: charge (error output unconnected) → Record; fails once for the 2nd of two", async () => {
+		const ids = ['dt_a', 'dt_b'];
+		const sub = subWorkflow(
+			[once('Sub Charge dt', 'dt_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
+			{ Webhook: { main: [link('Sub Charge dt')] }, 'Sub Charge dt': { main: [link('Record')] } },
+			definedFieldsTrigger(),
+		);
+		const data = workflow('wfr4-defined-trigger', {
+			nodes: [execute(sub, 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const first = await deliver(data, bodies(ids));
+		const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
+		const { answers, lost } = await provider(data, bodies(ids));
+		expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
+			firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
+			lost: [],
+			effects: [1, 1],
+			answers: [200],
+		});
+	});
 
 	const returnsNothing = (mode: 'once' | 'each') => async () => {
 		const id = `fv_${mode}`;

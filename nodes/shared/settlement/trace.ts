@@ -240,13 +240,19 @@ class Tracer {
 		return ids.length === 1 ? ids : null;
 	}
 
-	/** The reservations named by held key ids (`heldKeyId`); null when one names none of this execution. */
-	ofHeldKeys(ids: string[]): Origins {
+	/**
+	 * The reservations a failure inside a sub-execution came from (`cameFromInside`): a held key id
+	 * names its reservation, a position the input item at that place of `given` (items of `input`).
+	 * Null when one cannot be told.
+	 */
+	ofCameFrom(cameFrom: Array<string | number>, input: ISourceData | undefined, given: Array<INodeExecutionData | undefined>): Origins {
 		const origins: string[] = [];
-		for (const id of ids) {
-			const named = this.heldKeysOf().get(id);
-			if (!named) return null;
-			origins.push(...named);
+		for (const origin of cameFrom) {
+			const item = typeof origin === 'number' ? given[origin] : undefined;
+			const traced =
+				typeof origin === 'string' ? (this.heldKeysOf().get(origin) ?? null) : item && input ? this.ofInput(input, item) : null;
+			if (traced === null) return null;
+			origins.push(...traced);
 		}
 		return origins.length > 0 ? origins : null;
 	}
@@ -436,18 +442,24 @@ export function judgeExecution(
 				}
 			}
 			if (subWorkflow && node) {
+				const input = task.source?.[0] ?? undefined;
+				const inputItems = input ? outputItems(view, input) : [];
+				const ranOnce = subExecutionIdOf({ json: {} }, task);
 				for (const id of subExecutionsOfRun(task)) {
 					const record = subExecutions?.get(id);
 					if (!record) continue;
+					const returned = outputs.flatMap((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id));
+					// The input items n8n gave this sub-execution, by position: the whole run's input ("once"), or the one item its results are paired to ("each item").
+					const given =
+						id === ranOnce ? inputItems : returned.slice(0, 1).flatMap((item) => pairedItemsOf(item).map((pair) => inputItems[pair.item]));
 					for (const failure of failuresInside(node, record)) {
 						const message = `${name}: ${failure.message}`;
-						const origins = failure.heldKeys === null ? null : tracer.ofHeldKeys(failure.heldKeys);
-						if (origins !== null) {
+						const origins = failure.cameFrom && tracer.ofCameFrom(failure.cameFrom, input, given);
+						if (origins) {
 							fail(origins, message, name, task);
 							continue;
 						}
-						// Its key cannot be told: the events this sub-execution returned items for failed, or, if none, every event the node was given.
-						const returned = outputs.flatMap((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id));
+						// Its event cannot be told: the events this sub-execution returned items for failed, or, if none, every event the node was given.
 						if (returned.length === 0) failEveryInput(message);
 						for (const item of returned) fail(tracer.ofItem(name, run, item), message, name, task);
 					}
@@ -676,10 +688,14 @@ function failedInSubWorkflow(
 	return isSubWorkflowErrorOutput(node, subExecutionIdOf(item, task), outputIndex, subExecutions) !== false;
 }
 
-/** A failure a sub-execution recorded: why, and the keys (`heldKeyId`) of the items it came from; null where n8n's pairing cannot tell. */
+/**
+ * A failure a sub-execution recorded: why, and where it came from: the keys (`heldKeyId`) of the
+ * items it came from, or, for an item that carries none, the position of the input item n8n gave the
+ * sub-execution (its start node's output); null where n8n's pairing cannot tell.
+ */
 interface FailureInside {
 	message: string;
-	heldKeys: string[] | null;
+	cameFrom: Array<string | number> | null;
 }
 
 /**
@@ -699,8 +715,8 @@ function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[
 	const last = record.resultData?.lastNodeExecuted;
 	const settings = new Map(inlineSubWorkflowNodes(node).map((inner) => [inner.name, inner as Pick<INode, 'onError' | 'continueOnFail'>]));
 	const failures: FailureInside[] = [];
-	const failed = (name: string, run: number, item: INodeExecutionData, message: string): void => {
-		failures.push({ message, heldKeys: heldKeysBehind(runData, name, run, item) });
+	const failed = (name: string, run: number, item: INodeExecutionData, message: string, position: number): void => {
+		failures.push({ message, cameFrom: cameFromInside(runData, name, run, item, position) });
 	};
 	for (const [name, tasks] of Object.entries(runData)) {
 		tasks.forEach((task, run) => {
@@ -709,7 +725,9 @@ function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[
 				for (const source of task.source ?? []) {
 					if (!source) continue;
 					const message = `${name}: ${task.error.message}`;
-					for (const item of outputInside(runData, source)) failed(source.previousNode, source.previousNodeRun ?? 0, item, message);
+					outputInside(runData, source).forEach((item, position) =>
+						failed(source.previousNode, source.previousNodeRun ?? 0, item, message, position),
+					);
 				}
 				return;
 			}
@@ -719,14 +737,14 @@ function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[
 			const onError = inner ? onErrorOf(inner) : undefined;
 			const errorOutput = onError === 'continueErrorOutput' || (!inner && outputs.length > 1) ? outputs.length - 1 : -1;
 			for (const [outputIndex, items] of outputs.entries()) {
-				for (const item of items ?? []) {
+				for (const [position, item] of (items ?? []).entries()) {
 					const isFailure =
 						outputIndex === errorOutput
 							? inner !== undefined || carriesError(item)
 							: (onError === 'continueRegularOutput' || (!inner && !isStart(task))) &&
 								carriesError(item) &&
 								!errorGivenInside(runData, task, item);
-					if (isFailure) failed(name, run, item, `${name}: ${errorMessageOf(item)}`);
+					if (isFailure) failed(name, run, item, `${name}: ${errorMessageOf(item)}`, position);
 				}
 			}
 		});
@@ -750,26 +768,36 @@ function errorGivenInside(runData: IRunData, task: ITaskData, item: INodeExecuti
 }
 
 /**
- * The keys (`heldKeyId`) an item inside a sub-execution holds, or the items it came from hold,
- * followed back through n8n's pairing: the items this execution gave the sub-workflow carry their
- * `idempotency` field. Null where a link is missing before an item that holds one.
+ * Where an item inside a sub-execution came from, followed back through n8n's pairing: the key
+ * (`heldKeyId`) of the first item on the way that holds one (the items this execution gave the
+ * sub-workflow carry their `idempotency` field, unless a node dropped it: an Edit Fields, n8n's own
+ * sub-workflow trigger with its inputs defined), else the position of the start node's item, which is
+ * the position of the input item n8n gave the sub-execution. Null where a link is missing.
  */
-function heldKeysBehind(runData: IRunData, node: string, run: number, item: INodeExecutionData, depth = 0): string[] | null {
+function cameFromInside(
+	runData: IRunData,
+	node: string,
+	run: number,
+	item: INodeExecutionData,
+	position: number,
+	depth = 0,
+): Array<string | number> | null {
 	const held = reservedBy(item);
 	if (held) return [heldKeyId(held.key as string, held.ownerToken as string)];
 	const task = runData[node]?.[run];
+	if (task && isStart(task)) return [position];
 	const pairs = pairedItemsOf(item);
 	if (depth > MAX_TRACE_DEPTH || !task || pairs.length === 0) return null;
-	const keys: string[] = [];
+	const origins: Array<string | number> = [];
 	for (const pair of pairs) {
 		const source = task.source?.[pair.input ?? 0];
 		const upstream = source ? outputInside(runData, source)[pair.item] : undefined;
 		if (!source || !upstream) return null;
-		const behind = heldKeysBehind(runData, source.previousNode, source.previousNodeRun ?? 0, upstream, depth + 1);
+		const behind = cameFromInside(runData, source.previousNode, source.previousNodeRun ?? 0, upstream, pair.item, depth + 1);
 		if (behind === null) return null;
-		keys.push(...behind);
+		origins.push(...behind);
 	}
-	return keys;
+	return origins;
 }
 
 /** An item that carries an error: n8n's own error, or a non-empty `error` field. */
