@@ -713,29 +713,28 @@ interface FailureInside {
 function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[] {
 	const runData = record.resultData?.runData ?? {};
 	const last = record.resultData?.lastNodeExecuted;
-	const settings = new Map(inlineSubWorkflowNodes(node).map((inner) => [inner.name, inner as Pick<INode, 'onError' | 'continueOnFail'>]));
+	const settings = new Map(inlineSubWorkflowNodes(node).map((inner) => [inner.name, inner as INode]));
 	const failures: FailureInside[] = [];
 	const failed = (name: string, run: number, item: INodeExecutionData, message: string, position: number): void => {
 		failures.push({ message, cameFrom: cameFromInside(runData, name, run, item, position) });
 	};
 	for (const [name, tasks] of Object.entries(runData)) {
 		tasks.forEach((task, run) => {
-			// A node that failed as a whole passed its input on as if done (or stopped the sub-execution, and so this node).
-			if (task.error) {
+			const failEveryInput = (message: string): void => {
 				for (const source of task.source ?? []) {
 					if (!source) continue;
-					const message = `${name}: ${task.error.message}`;
 					outputInside(runData, source).forEach((item, position) =>
 						failed(source.previousNode, source.previousNodeRun ?? 0, item, message, position),
 					);
 				}
-				return;
-			}
-			if (name === last && run === tasks.length - 1) return;
+			};
+			// A node that failed as a whole passed its input on as if done (or stopped the sub-execution, and so this node).
+			if (task.error) return failEveryInput(`${name}: ${task.error.message}`);
 			const outputs = task.data?.main ?? [];
 			const inner = settings.get(name);
 			const onError = inner ? onErrorOf(inner) : undefined;
 			const errorOutput = onError === 'continueErrorOutput' || (!inner && outputs.length > 1) ? outputs.length - 1 : -1;
+			const found: Array<{ item: INodeExecutionData; position: number }> = [];
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const [position, item] of (items ?? []).entries()) {
 					const isFailure =
@@ -744,9 +743,16 @@ function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[
 							: (onError === 'continueRegularOutput' || (!inner && !isStart(task))) &&
 								carriesError(item) &&
 								!errorGivenInside(runData, task, item);
-					if (isFailure) failed(name, run, item, `${name}: ${errorMessageOf(item)}`, position);
+					if (isFailure) found.push({ item, position });
 				}
 			}
+			if (found.length === 0) return;
+			// One failure undid the whole write, the last node's too: the items it reports done were rolled back with it.
+			if (inner && writesAllOrNone({ ...inner, typeVersion: inner.typeVersion ?? 1 }))
+				return failEveryInput(`${name}: ${errorMessageOf(found[0].item)}`);
+			// The last node's final run is the sub-workflow's result, judged from this execution's record.
+			if (name === last && run === tasks.length - 1) return;
+			for (const { item, position } of found) failed(name, run, item, `${name}: ${errorMessageOf(item)}`, position);
 		});
 	}
 	return failures;
