@@ -170,6 +170,7 @@ export const SPLIT_OUT_TYPE = 'n8n-nodes-base.splitOut';
 const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
 const MYSQL_TYPE = 'n8n-nodes-base.mySql';
 const MERGE_TYPE = 'n8n-nodes-base.merge';
+const STOP_AND_ERROR_TYPE = 'n8n-nodes-base.stopAndError';
 // Merge's SQL Query mode: its query when left at its default (n8n saves no parameter equal to its default).
 const MERGE_DEFAULT_QUERY = 'SELECT * FROM input1 LEFT JOIN input2 ON input1.name = input2.id';
 const AGGREGATE_TYPE = 'n8n-nodes-base.aggregate';
@@ -193,6 +194,11 @@ const ROUTING_TYPES = new Set(
 );
 // The field in which the package's nodes give each item its key.
 const KEY_FIELD = 'idempotency';
+
+/** Stop and Error: it ends the execution for every event in it, on purpose. */
+export function stopsTheRun(node: NodeRef): boolean {
+	return node.type === STOP_AND_ERROR_TYPE;
+}
 
 /** A node that routes or reshapes items: no effect, but it can fail on one event's data. */
 export function isRouting(node: NodeRef): boolean {

@@ -54,6 +54,8 @@ export const REFUSALS = {
 				? `${SET_CONTINUE_REGULAR_OUTPUT} (each event's failure is then its own)`
 				: `${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected)`
 		}, or put Loop Over Items (batch size 1) before it.`,
+	stopAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
+		`"${node}" ends the execution for ${theEvents(events)} after "${effect}" has done its work for some of them: their steps would stop half done, their keys would fail, and the provider's retry would do that work again. Put "${node}" before "${effect}", or put Loop Over Items (batch size 1) before the step (each run then has one event).`,
 	retriedTogether: ({ node, events }: { node: string; events?: number }) =>
 		`"${node}" gets ${theEvents(events)} together and is set to Retry On Fail: when it fails for the first of them, n8n runs it again for all of them, those it had already done too, and their effect would happen twice. Turn off its Settings → Retry On Fail, or put Loop Over Items (batch size 1) before it (each try then has one event).`,
 	executeOnceAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>

@@ -23,6 +23,7 @@ import {
 	onErrorOf,
 	RESPOND_TYPE,
 	splitsItems,
+	stopsTheRun,
 	type DescribeNode,
 	type NodeRef,
 } from './nodeKinds';
@@ -80,7 +81,11 @@ export function checkSettleWiring(record: ExecutionRecord, self: string, output:
 export function checkOutcomeVisible(record: ExecutionRecord, self: string, output: number): void {
 	const step = downstreamOf(record, targets(record, self, output), new Set([self]), endsBusinessStep);
 	const settleBeside = enabledTargets(record, self, output).some(isSettleNode);
-	const settleAfter = !settleBeside && downstreamOf(record, targets(record, self, output), new Set([self])).some(isSettleNode);
+	const settleChained = settleBeside ? undefined : downstreamOf(record, targets(record, self, output), new Set([self])).find(isSettleNode);
+	const settleAfter = settleChained !== undefined;
+	// Settle beside the step: checkSettleWiring. Chained after it, a Respond to Webhook before it answers before the outcome is known just the same.
+	const respond = settleChained && step.find((node) => node.type === RESPOND_TYPE);
+	if (respond) throw refusal('respondInsideStep', { node: respond.name, settle: settleChained.name });
 	const waits = step.filter((node) => waitsIn(record, node));
 	// Only the run that starts waiting holds the key; a later run that waits again has no node of the package in it.
 	if (waits.length > 1) throw refusal('twoWaits', { first: waits[0].name, second: waits[1].name });
@@ -125,7 +130,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
  * and the package settles their keys. n8n records such a node's failure for all the items it was
  * given, not which of them it had already done: every one of those keys has to be failed, and the
  * retry would repeat the effects done for the others. Not refused: nodes that cannot fail on one
- * event's data (No Operation, Merge, Loop Over Items…; Stop and Error, whose failure is the point),
+ * event's data (No Operation, Merge, Loop Over Items…; Stop and Error before any node that may have
+ * an effect: after one, it would end the run with the others' steps half done),
  * nodes that route or reshape items while no node that may have an effect ran before them, a
  * Postgres node sending its items as one query or one transaction (all or nothing), and nodes that
  * every path from the reserving node reaches through Loop Over Items with batch size 1 (one event at
@@ -161,6 +167,10 @@ function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output
 	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
 	for (const node of step) {
+		if (stopsTheRun(node) && !oneAtATime.has(node.name)) {
+			const effect = ranBefore(record, self, node).find(mayHaveEffect);
+			if (effect) throw refusal('stopAfterEffect', { node: node.name, effect: effect.name, events });
+		}
 		if (failsAllOrNothing(node)) continue;
 		checkSplitFromKeylessJoin(record, self, node, events);
 		if (oneAtATime.has(node.name)) continue;
