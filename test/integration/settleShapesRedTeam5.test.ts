@@ -282,12 +282,10 @@ const setField = (name: string, field: string, value: string, y: number) =>
 	);
 
 describeWithN8n('Charge → Aggregate (All Item Data) → a node at Continue that fails once, several events', () => {
-	// Root cause: nodes/shared/settlement/wiring.ts checkExecuteOnce refuses a node set to Execute Once after a
-	// node with an effect (one call for every event: its failure fails every key and the retry repeats the
-	// effects already done), but the same one-call-for-all shape built with Aggregate (All Item Data, accepted:
-	// it keeps the keys) is not refused: the Notify item is paired to every event (trace.ts), its failure fails
-	// both keys, and the retry charges both again.
-	it.failing('Notify for the batch fails once: each event charged once after the retries', async () => {
+	// The Notify item is paired to every event (trace.ts): its failure would fail both keys and the retry would charge
+	// both again. Refused, as the same one-call-for-all shape built with Execute Once is (wiring.ts
+	// checkJoinedAfterEffect, joinedAfterEffect).
+	it('Notify for the batch after the charge: refused before anything is reserved', async () => {
 		const ids = ['ag_a', 'ag_b'];
 		const data = workflow('wfr5-aggregate-notify', {
 			nodes: [
@@ -299,9 +297,13 @@ describeWithN8n('Charge → Aggregate (All Item Data) → a node at Continue tha
 			connections: { Charge: { main: [link('Batch')] }, Batch: { main: [link('Name Batch')] }, 'Name Batch': { main: [link('Notify')] } },
 			heads: ['Charge'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
-		// Observed: answers [500, 200], each event charged twice.
-		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [500, 200], lost: [], effects: [1, 1] });
+		const refused = await deliver(data, bodies(ids));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0],
+			states: [undefined, undefined],
+		});
+		expect(JSON.stringify(refused.run.data.resultData.runData)).toContain('gets the one item \\"Batch\\" makes of');
 	});
 
 	it('control: the same Notify set to Execute Once: refused before anything is reserved', async () => {

@@ -233,6 +233,14 @@ export function mayHaveEffect(node: NodeRef & { typeVersion: number }): boolean 
 	return !failsAllOrNothing(node) && !isRouting(node);
 }
 
+/** A node that joins several items into one (Aggregate, Summarize, Item Lists doing either): its item stands for all of them. */
+export function joinsItems(node: NodeRef): boolean {
+	if (node.type === AGGREGATE_TYPE || node.type === SUMMARIZE_TYPE) return true;
+	if (node.type !== ITEM_LISTS_TYPE) return false;
+	const operation = itemListsOperation(node);
+	return operation === 'summarize' || ITEM_LISTS_JOINS.has(operation);
+}
+
 /**
  * A node that joins several items into one that keeps none of their keys (the `idempotency` field):
  * Aggregate at Individual Fields (its default) or keeping only some fields, Summarize, and Item

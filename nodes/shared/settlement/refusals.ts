@@ -54,6 +54,8 @@ export const REFUSALS = {
 				? `${SET_CONTINUE_REGULAR_OUTPUT} (each event's failure is then its own)`
 				: `${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected)`
 		}, or put Loop Over Items (batch size 1) before it.`,
+	joinedAfterEffect: ({ node, join, effect, events }: { node: string; join: string; effect: string; events?: number }) =>
+		`"${node}" gets the one item "${join}" makes of ${theEvents(events)} after "${effect}" has done its work for each: if "${node}" failed, it would fail for all of them, and the provider's retry would do "${effect}" again for each. Move "${node}" before "${effect}", split the joined item again before it (Split Out), or put Loop Over Items (batch size 1) before the step.`,
 	stopAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
 		`"${node}" ends the execution for ${theEvents(events)} after "${effect}" has done its work for some of them: their steps would stop half done, their keys would fail, and the provider's retry would do that work again. Put "${node}" before "${effect}", or put Loop Over Items (batch size 1) before the step (each run then has one event).`,
 	retriedTogether: ({ node, events }: { node: string; events?: number }) =>

@@ -14,6 +14,7 @@ import {
 	isRouting,
 	isSettleNode,
 	joinsAndSplitsWithoutKeys,
+	joinsItems,
 	joinsWithoutKeys,
 	LOOP_TYPE,
 	losesSubWorkflowFailures,
@@ -174,6 +175,7 @@ function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output
 		if (failsAllOrNothing(node)) continue;
 		checkSplitFromKeylessJoin(record, self, node, events);
 		if (oneAtATime.has(node.name)) continue;
+		checkJoinedAfterEffect(record, self, node, events);
 		if (continuesOnError(node)) {
 			checkExecuteOnce(record, self, node, events);
 			if (node.retryOnFail === true && mayHaveEffect(node)) throw refusal('retriedTogether', { node: node.name, events });
@@ -205,6 +207,26 @@ function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, ev
 	if (node.executeOnce !== true) return;
 	const effectBefore = ranBefore(record, self, node).find(mayHaveEffect);
 	if (effectBefore) throw refusal('executeOnceAfterEffect', { node: node.name, effect: effectBefore.name, events });
+}
+
+/**
+ * A node that may fail, given the one item a join (Aggregate, even of All Item Data; Summarize) made
+ * of the events after a node that may have had an effect for each: as with Execute Once, its failure
+ * is every event's, and the retry would repeat those effects. Not where the joined item is split
+ * again before it (each split item narrowed to the key it carries).
+ */
+function checkJoinedAfterEffect(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
+	if (!mayHaveEffect(node) && !isRouting(node)) return;
+	if (splitsItems(node)) return;
+	const before = ranBefore(record, self, node);
+	for (const join of before.filter(joinsItems)) {
+		const effect = ranBefore(record, self, join).find(mayHaveEffect);
+		if (!effect) continue;
+		const splitAgain = before.some(
+			(split) => splitsItems(split) && ranBefore(record, self, split).some((earlier) => earlier.name === join.name),
+		);
+		if (!splitAgain) throw refusal('joinedAfterEffect', { node: node.name, join: join.name, effect: effect.name, events });
+	}
 }
 
 /**
