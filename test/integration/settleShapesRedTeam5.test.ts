@@ -8,8 +8,8 @@ import { baseNode, link, lookup, once, routeSwitch } from '../support/settleWork
 /*
  * Fifth red-team pass on the settlement rules (nodes/shared/settlement/), in n8n-core's own engine with
  * n8n-nodes-base's nodes. The harness is test/support/settleShapes.ts; the provider redelivers the whole
- * delivery until it gets a 2xx. Rows marked `it.failing` break a promise (an effect doubled, or an event
- * lost); the comment above each names the root cause.
+ * delivery until it gets a 2xx. A row marked failing breaks a promise (an effect doubled, or an event
+ * lost) where n8n's record gives no signal: docs/templates.md lists it as not guaranteed.
  */
 
 const { workflow, deliveries, statuses, provider } = shapeHarness('shapesrt5', {

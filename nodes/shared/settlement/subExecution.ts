@@ -44,20 +44,44 @@ export function subExecutionIdOf(item: INodeExecutionData, task: ITaskData | und
 	return undefined;
 }
 
+/** How deep sub-workflows started by sub-workflows are read. */
+const MAX_NESTING = 3;
+
 /**
- * The records of the sub-executions the judgement needs (trace.ts `subExecutionsToRead`), each read once. A read that fails, or an
- * n8n without the method, leaves the record undefined: the item is then read as a failure, since a
- * retry is safer than a lost event.
+ * The records of the sub-executions the judgement needs (trace.ts `subExecutionsToRead`), each read
+ * once, and of the sub-executions those started in turn (nested sub-workflows, MAX_NESTING deep).
+ * A read that fails, or an n8n without the method, leaves the record undefined: an item returned
+ * beyond the first output is then read as a failure, since a retry is safer than a lost event.
  */
 export async function readSubExecutions(ids: string[], read: ExecutionReader | undefined): Promise<SubExecutionRecords> {
 	const records = new Map<string, SubExecutionRecord | undefined>();
 	if (!read) return records;
-	await Promise.all(
-		[...new Set(ids)].slice(0, MAX_READS).map(async (id) => {
-			records.set(id, await read(id).catch(() => undefined));
-		}),
-	);
+	let next = [...new Set(ids)];
+	for (let depth = 0; depth < MAX_NESTING && next.length > 0; depth++) {
+		const batch = next.filter((id) => !records.has(id)).slice(0, MAX_READS - records.size);
+		await Promise.all(
+			batch.map(async (id) => {
+				records.set(id, await read(id).catch(() => undefined));
+			}),
+		);
+		next = batch.flatMap((id) => subExecutionsNamedIn(records.get(id)));
+	}
 	return records;
+}
+
+/** The sub-executions a sub-execution's own Execute Workflow runs started, as n8n names them on their items or runs. */
+function subExecutionsNamedIn(record: SubExecutionRecord | undefined): string[] {
+	const ids: string[] = [];
+	for (const tasks of Object.values(record?.resultData?.runData ?? {})) {
+		for (const task of tasks) {
+			const items = (task.data?.main ?? []).flatMap((output) => output ?? []);
+			for (const item of [{ json: {} }, ...items]) {
+				const id = subExecutionIdOf(item, task);
+				if (id !== undefined) ids.push(id);
+			}
+		}
+	}
+	return ids;
 }
 
 /** The execute context's reader of execution records; undefined on an n8n without it. */

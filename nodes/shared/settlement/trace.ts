@@ -444,15 +444,12 @@ export function judgeExecution(
 			if (subWorkflow && node) {
 				const input = task.source?.[0] ?? undefined;
 				const inputItems = input ? outputItems(view, input) : [];
-				const ranOnce = subExecutionIdOf({ json: {} }, task);
 				for (const id of subExecutionsOfRun(task)) {
 					const record = subExecutions?.get(id);
 					if (!record) continue;
 					const returned = outputs.flatMap((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id));
-					// The input items n8n gave this sub-execution, by position: the whole run's input ("once"), or the one item its results are paired to ("each item").
-					const given =
-						id === ranOnce ? inputItems : returned.slice(0, 1).flatMap((item) => pairedItemsOf(item).map((pair) => inputItems[pair.item]));
-					for (const failure of failuresInside(node, record)) {
+					const given = inputPositionsOf(task, id, inputItems.length).map((position) => inputItems[position]);
+					for (const failure of failuresInside(node, record, subExecutions)) {
 						const message = `${name}: ${failure.message}`;
 						const origins = failure.cameFrom && tracer.ofCameFrom(failure.cameFrom, input, given);
 						if (origins) {
@@ -710,7 +707,7 @@ interface FailureInside {
  * was not given, is read as a failure: a retry is safer than a lost event. The last node's final run
  * is its result, judged from this execution's record.
  */
-function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[] {
+function failuresInside(node: INode, record: SubExecutionRecord, records: SubExecutionRecords | undefined, depth = 0): FailureInside[] {
 	const runData = record.resultData?.runData ?? {};
 	const last = record.resultData?.lastNodeExecuted;
 	const settings = new Map(inlineSubWorkflowNodes(node).map((inner) => [inner.name, inner as INode]));
@@ -730,8 +727,31 @@ function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[
 			};
 			// A node that failed as a whole passed its input on as if done (or stopped the sub-execution, and so this node).
 			if (task.error) return failEveryInput(`${name}: ${task.error.message}`);
-			const outputs = task.data?.main ?? [];
 			const inner = settings.get(name);
+			// A sub-workflow this one started (nested): its own failures, followed back to the items this run was given.
+			const source = task.source?.[0] ?? undefined;
+			const given = source ? outputInside(runData, source) : [];
+			for (const id of depth < MAX_NESTED ? subExecutionsOfRun(task) : []) {
+				const nested = records?.get(id);
+				if (!nested || !source) continue;
+				const positions = inputPositionsOf(task, id, given.length);
+				const starter = inner ?? ({ name, type: EXECUTE_WORKFLOW_TYPE, parameters: {} } as unknown as INode);
+				for (const failure of failuresInside(starter, nested, records, depth + 1)) {
+					const cameFrom = failure.cameFrom?.flatMap((origin) => {
+						if (typeof origin === 'string') return [origin];
+						const position = positions[origin];
+						const item = position === undefined ? undefined : given[position];
+						return item === undefined
+							? [null]
+							: (cameFromInside(runData, source.previousNode, source.previousNodeRun ?? 0, item, position) ?? [null]);
+					});
+					failures.push({
+						message: `${name}: ${failure.message}`,
+						cameFrom: cameFrom?.includes(null) ? null : (cameFrom as Array<string | number>),
+					});
+				}
+			}
+			const outputs = task.data?.main ?? [];
 			const onError = inner ? onErrorOf(inner) : undefined;
 			const errorOutput = onError === 'continueErrorOutput' || (!inner && outputs.length > 1) ? outputs.length - 1 : -1;
 			const found: Array<{ item: INodeExecutionData; position: number }> = [];
@@ -756,6 +776,20 @@ function failuresInside(node: INode, record: SubExecutionRecord): FailureInside[
 		});
 	}
 	return failures;
+}
+
+/** How deep failures of sub-workflows started by sub-workflows are followed (as deep as subExecution.ts reads them). */
+const MAX_NESTED = 3;
+
+/**
+ * Where the input items n8n gave a sub-execution sit in its Execute Workflow run's input: all of
+ * them, in order ("once"), or the one item its results are paired to ("each item"; none when it
+ * returned nothing).
+ */
+function inputPositionsOf(task: ITaskData, id: string, inputCount: number): number[] {
+	if (id === subExecutionIdOf({ json: {} }, task)) return Array.from({ length: inputCount }, (_, position) => position);
+	const returned = (task.data?.main ?? []).flatMap((items) => items ?? []).find((item) => subExecutionIdOf(item, task) === id);
+	return returned ? pairedItemsOf(returned).map((pair) => pair.item) : [];
 }
 
 /** The items one node run output on one output, inside a sub-execution. */
