@@ -1,9 +1,8 @@
-import { join } from 'node:path';
-
 import type { INode, INodeParameters } from 'n8n-workflow';
 
-import { baseNodesInstalled, effectsFor, n8nInstallDirectory } from '../support/n8nBaseNodes';
+import { effectsFor } from '../support/n8nBaseNodes';
 import { packageNode } from '../support/n8nEngine';
+import { postgresCharges } from '../support/postgresCharges';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { baseNode, is2xx, link, lookup, once, routeSwitch, skipIf, toInput, type Shape } from '../support/settleWorkflows';
 
@@ -505,51 +504,7 @@ describeWithN8n('Execute Workflow "each item", third pass', () => {
 /* Postgres node: which batching is all or nothing ---------------------------------------------- */
 
 describeWithN8n('a Postgres node at the default On Error gets several events', () => {
-	// n8n-nodes-base's Postgres pool manager starts a cleanup interval that is never unref'd, and keeps pools open:
-	// made here with an unref'd timer (Node's own global, not jest's), its pools closed after the file.
-	let poolManager: { purgeConnections(): Promise<void> | void } | undefined;
-	beforeAll(() => {
-		if (!baseNodesInstalled()) return;
-		const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'utils');
-		const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule(
-			'node:module',
-		);
-		const nativeRequire = createRequire(join(directory, 'package.json'));
-		const realGlobal = (nativeRequire('node:vm') as typeof import('node:vm')).runInThisContext('globalThis') as typeof globalThis;
-		const original = realGlobal.setInterval;
-		realGlobal.setInterval = ((...args: Parameters<typeof setInterval>) => original(...args).unref()) as typeof setInterval;
-		try {
-			const { ConnectionPoolManager } = nativeRequire(join(directory, 'connection-pool-manager.js')) as {
-				ConnectionPoolManager: { getInstance(logger: unknown): { purgeConnections(): Promise<void> | void } };
-			};
-			const quiet = () => undefined;
-			poolManager = ConnectionPoolManager.getInstance({ debug: quiet, info: quiet, warn: quiet, error: quiet });
-		} finally {
-			realGlobal.setInterval = original;
-		}
-	});
-	afterAll(async () => {
-		await poolManager?.purgeConnections();
-	});
-	// charges(event): a row per charge; the trigger refuses the first insert of an event that has a sequence failonce_<event>
-	// (nextval is not rolled back with the transaction: it fails once).
-	beforeAll(async () => {
-		if (!baseNodesInstalled()) return;
-		const s = db.schema;
-		await db.pool.query(`create table ${s}.charges (event text not null)`);
-		await db.pool.query(`create function ${s}.fail_once() returns trigger language plpgsql as $f$ begin
-			if exists (select 1 from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = '${s}' and c.relname = 'failonce_' || new.event)
-				and nextval(format('%I.%I', '${s}', 'failonce_' || new.event)::regclass) = 1 then raise exception 'charge refused for %', new.event; end if;
-			return new; end $f$`);
-		await db.pool.query(`create trigger fail_once before insert on ${s}.charges for each row execute function ${s}.fail_once()`);
-	});
-	const charges = async (ids: string[]) =>
-		await Promise.all(
-			ids.map(async (id) =>
-				Number((await db.pool.query(`select count(*) from ${db.schema}.charges where event = $1`, [id])).rows[0].count),
-			),
-		);
-	const failOnce = async (id: string) => await db.pool.query(`create sequence ${db.schema}.failonce_${id}`);
+	const { charges, failOnce } = postgresCharges(db);
 	const credentials = { postgres: { id: 'pg', name: 'Postgres' } };
 	const insert = (version: number, parameters: INodeParameters) =>
 		baseNode('Insert Charge', 'postgres', version, parameters, 0, { onError: undefined, credentials });

@@ -1,34 +1,12 @@
-import { createHmac } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path, { join } from 'node:path';
+import type { INode, INodeParameters } from 'n8n-workflow';
 
-import type {
-	ICredentialDataDecryptedObject,
-	IConnections,
-	INode,
-	INodeExecutionData,
-	INodeParameters,
-	IRunExecutionData,
-	IWebhookResponseData,
-} from 'n8n-workflow';
-
-import { OUTCOME_HEADER } from '../../lib/webhook/answers';
-import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
-import { baseNodesInstalled, effectsFor, loadBaseNodeFiles, n8nInstallDirectory } from '../support/n8nBaseNodes';
-import {
-	addNodeTypes,
-	credentialsHelperReading,
-	engineBase,
-	executeInProcess,
-	inProcessWorkflow,
-	packageNode,
-	webhookResponses,
-} from '../support/n8nEngine';
+import { baseNodesInstalled, effectsFor, loadBaseNodeFiles } from '../support/n8nBaseNodes';
+import { addNodeTypes, packageNode } from '../support/n8nEngine';
+import { postgresCharges } from '../support/postgresCharges';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
+import { inProcessTriggerProvider } from '../support/triggerProvider';
 import { baseNode, link, once, toInput, type Shape } from '../support/settleWorkflows';
-import { embeddedModule } from '../support/storeTargets';
-import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
+import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
  * Third red-team pass on the settlement rules (nodes/shared/settlement/), in n8n-core's own engine
@@ -86,49 +64,7 @@ const execute = (json: string, onError: INode['onError'], mode: 'once' | 'each' 
 /* Postgres node, Query Batching "Transaction", continuing on error ----------------------------------- */
 
 describeWithN8n('a Postgres node in one transaction that continues on error', () => {
-	// As test/integration/settleShapesEventsTogether.test.ts: n8n-nodes-base's Postgres pool manager's interval unref'd.
-	let poolManager: { purgeConnections(): Promise<void> | void } | undefined;
-	beforeAll(() => {
-		if (!baseNodesInstalled()) return;
-		const directory = join(n8nInstallDirectory(), 'node_modules', 'n8n-nodes-base', 'dist', 'utils');
-		const { createRequire } = (process as unknown as { getBuiltinModule(id: string): typeof import('node:module') }).getBuiltinModule(
-			'node:module',
-		);
-		const nativeRequire = createRequire(join(directory, 'package.json'));
-		const realGlobal = (nativeRequire('node:vm') as typeof import('node:vm')).runInThisContext('globalThis') as typeof globalThis;
-		const original = realGlobal.setInterval;
-		realGlobal.setInterval = ((...args: Parameters<typeof setInterval>) => original(...args).unref()) as typeof setInterval;
-		try {
-			const { ConnectionPoolManager } = nativeRequire(join(directory, 'connection-pool-manager.js')) as {
-				ConnectionPoolManager: { getInstance(logger: unknown): { purgeConnections(): Promise<void> | void } };
-			};
-			const quiet = () => undefined;
-			poolManager = ConnectionPoolManager.getInstance({ debug: quiet, info: quiet, warn: quiet, error: quiet });
-		} finally {
-			realGlobal.setInterval = original;
-		}
-	});
-	afterAll(async () => {
-		await poolManager?.purgeConnections();
-	});
-	// charges(event): a row per charge; the trigger refuses the first insert of an event that has a sequence failonce_<event>.
-	beforeAll(async () => {
-		if (!baseNodesInstalled()) return;
-		const s = db.schema;
-		await db.pool.query(`create table ${s}.charges (event text not null)`);
-		await db.pool.query(`create function ${s}.fail_once() returns trigger language plpgsql as $f$ begin
-			if exists (select 1 from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = '${s}' and c.relname = 'failonce_' || new.event)
-				and nextval(format('%I.%I', '${s}', 'failonce_' || new.event)::regclass) = 1 then raise exception 'charge refused for %', new.event; end if;
-			return new; end $f$`);
-		await db.pool.query(`create trigger fail_once before insert on ${s}.charges for each row execute function ${s}.fail_once()`);
-	});
-	const charges = async (ids: string[]) =>
-		await Promise.all(
-			ids.map(async (id) =>
-				Number((await db.pool.query(`select count(*) from ${db.schema}.charges where event = $1`, [id])).rows[0].count),
-			),
-		);
-	const failOnce = async (id: string) => await db.pool.query(`create sequence ${db.schema}.failonce_${id}`);
+	const { charges, failOnce } = postgresCharges(db);
 	const credentials = { postgres: { id: 'pg', name: 'Postgres' } };
 	const insert = (parameters: INodeParameters, onError: INode['onError']) =>
 		baseNode('Insert Charge', 'postgres', 2.5, parameters, 0, { onError, credentials });
@@ -675,109 +611,8 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key fie
 
 /* The Idempotent Webhook trigger → a sub-workflow that handles its charge failure before its last node ----- */
 
-const SECRET = 'whsec_redteam3';
-const TRIGGER_WORKFLOW = 'wf-rt3-trigger';
-const triggerCredentials = () =>
-	credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
-		if (type === 'webhookSignatureApi') return { secret: SECRET };
-		throw new Error(`No credential of type ${type}`);
-	});
-const stripeTrigger = packageNode(
-	'Idempotent Webhook',
-	'idempotentWebhook',
-	{ path: 'rt3', scheme: 'stripe', store: 'embedded' },
-	{ typeVersion: 2, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-);
-let started: IWebhookResponseData | Error | undefined;
-
-async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	started = await callTriggerWebhook(request, response, {
-		trigger: stripeTrigger,
-		workflowId: TRIGGER_WORKFLOW,
-		credentials: triggerCredentials(),
-	});
-	// n8n answers what the trigger did not (the execution's answer is read from webhookResponses).
-	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-}
-
 describeWithN8n('the Idempotent Webhook trigger → Execute Workflow (Define Below) whose charge fails before its last node', () => {
-	let server: http.Server;
-	let baseUrl: string;
-	let executions = 0;
-	const keyOf = (id: string) => `wf:${TRIGGER_WORKFLOW}:evt:${id}`;
-	const triggerStatus = async (id: string) => {
-		const store = embeddedModule().openEmbeddedKeyStore({
-			file: path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite'),
-		});
-		return (await store.getKeys([keyOf(id)])).get(keyOf(id))?.status;
-	};
-
-	beforeAll(async () => {
-		embeddedModule();
-		server = http.createServer((request, response) => void handle(request, response));
-		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-	});
-	afterAll(async () => {
-		await new Promise((resolve) => server.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => forgetKeptSigningSecrets());
-
-	/** n8n's engine for the trigger's execution, running an inline sub-workflow as its own execution and keeping its record. */
-	function engineWithSubWorkflows() {
-		const base = engineBase(triggerCredentials());
-		const records = new Map<string, IRunExecutionData>();
-		base.getRunExecutionData = async (executionId) => records.get(executionId);
-		base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
-			const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-			executions += 1;
-			const executionId = `rt3-trigger-sub-${executions}`;
-			const { run } = await executeInProcess(
-				inProcessWorkflow(executionId, code.nodes, code.connections),
-				executionId,
-				options.inputData ?? [],
-				base,
-			);
-			records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
-			if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-			const last = run.data.resultData.lastNodeExecuted as string;
-			return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-		};
-		return base;
-	}
-
-	/** The provider: posts the event, runs the execution it started, and posts it again while the answer is not 2xx. */
-	async function provide(event: { id: string }, step: INode): Promise<Array<{ status: number; outcome: string | null }>> {
-		const answers: Array<{ status: number; outcome: string | null }> = [];
-		for (let attempt = 0; attempt < 4; attempt++) {
-			const body = JSON.stringify(event);
-			const timestamp = Math.floor(Date.now() / 1000);
-			const signature = createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex');
-			started = undefined;
-			const response = await fetch(`${baseUrl}/webhook/rt3`, {
-				method: 'POST',
-				headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
-				body,
-			});
-			const items = (started as IWebhookResponseData | undefined)?.workflowData?.[0] as INodeExecutionData[] | undefined;
-			let status = response.status;
-			if (items && items.length > 0) {
-				executions += 1;
-				const executionId = `rt3-trigger-${executions}`;
-				await executeInProcess(
-					inProcessWorkflow(TRIGGER_WORKFLOW, [{ ...stripeTrigger, name: 'Webhook' }, step], { Webhook: { main: [link(step.name)] } }),
-					executionId,
-					items,
-					engineWithSubWorkflows(),
-				);
-				status = Number((webhookResponses.get(executionId) ?? [])[0]?.statusCode ?? 200);
-			}
-			answers.push({ status, outcome: response.headers.get(OUTCOME_HEADER) });
-			if (status >= 200 && status < 300) break;
-		}
-		return answers;
-	}
+	const { provide, triggerStatus } = inProcessTriggerProvider('rt3', n8nFolder);
 
 	// The trigger settles by the same rule: before, the first delivery was answered 200 with no charge, the key
 	// completed, and every copy was a duplicate.
