@@ -5,7 +5,7 @@ import { addNodeTypes, packageNode } from '../support/n8nEngine';
 import { postgresCharges } from '../support/postgresCharges';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { inProcessTriggerProvider } from '../support/triggerProvider';
-import { baseNode, link, once, toInput, type Shape } from '../support/settleWorkflows';
+import { baseNode, link, mergeSqlShape, once, toInput, type Shape } from '../support/settleWorkflows';
 import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
@@ -504,58 +504,12 @@ describeWithN8n('batches, duplicates within one delivery, a Switch to two effect
 /* Merge in SQL Query mode ------------------------------------------------------------------------------ */
 
 describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key field not selected', () => {
-	const fields = (name: string, assignments: Array<[string, string]>, includeOtherFields: boolean, y: number) =>
-		baseNode(
-			name,
-			'set',
-			3.4,
-			{
-				mode: 'manual',
-				assignments: { assignments: assignments.map(([field, value], index) => ({ id: `f${index}`, name: field, value, type: 'string' })) },
-				includeOtherFields,
-				options: {},
-			},
-			y,
-			{ onError: undefined },
-		);
 	const sqlShape = (
 		tag: string,
 		version: number,
 		failOnce: string,
 		query = 'SELECT input1.eid, input1.body, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid',
-	): Shape => ({
-		nodes: [
-			fields('Tag', [['eid', '={{ $json.body.id }}']], true, 0),
-			fields(
-				'Plans',
-				[
-					['eid', '={{ $json.body.id }}'],
-					['tier', 'gold'],
-				],
-				false,
-				100,
-			),
-			baseNode(
-				'Join',
-				'merge',
-				version,
-				{
-					mode: 'combineBySql',
-					query,
-					options: {},
-				},
-				0,
-				{ onError: undefined },
-			),
-			once(`Charge ${tag}`, failOnce, 0, { onError: 'continueErrorOutput' }),
-		],
-		connections: {
-			Tag: { main: [toInput('Join', 0)] },
-			Plans: { main: [toInput('Join', 1)] },
-			Join: { main: [link(`Charge ${tag}`)] },
-		},
-		heads: ['Tag', 'Plans'],
-	});
+	) => mergeSqlShape(tag, version, failOnce, query);
 
 	it('Merge 3.2 (each row paired to the input rows it was selected from): charge failing once for one of two: one effect each', async () => {
 		const ids = ['sq32_a', 'sq32_b'];

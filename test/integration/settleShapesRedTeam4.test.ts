@@ -5,7 +5,7 @@ import { addNodeTypes, packageNode } from '../support/n8nEngine';
 import { postgresCharges } from '../support/postgresCharges';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { inProcessTriggerProvider } from '../support/triggerProvider';
-import { baseNode, link, once, skipIf, toInput, type Shape } from '../support/settleWorkflows';
+import { baseNode, link, mergeSqlShape, once, skipIf, type Shape } from '../support/settleWorkflows';
 import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
@@ -389,42 +389,7 @@ describeWithN8n('a Postgres node in one transaction at Continue, inside a sub-wo
 /* Merge "SQL Query": queries the refusal reads one way and n8n another ------------------------------- */
 
 describeWithN8n('Merge "SQL Query" joining the events with a lookup', () => {
-	const fields = (name: string, assignments: Array<[string, string]>, includeOtherFields: boolean, y: number) =>
-		baseNode(
-			name,
-			'set',
-			3.4,
-			{
-				mode: 'manual',
-				assignments: { assignments: assignments.map(([field, value], index) => ({ id: `f${index}`, name: field, value, type: 'string' })) },
-				includeOtherFields,
-				options: {},
-			},
-			y,
-			{ onError: undefined },
-		);
-	const sqlShape = (tag: string, version: number, failOnce: string, query: string): Shape => ({
-		nodes: [
-			fields('Tag', [['eid', '={{ $json.body.id }}']], true, 0),
-			fields(
-				'Plans',
-				[
-					['eid', '={{ $json.body.id }}'],
-					['tier', 'gold'],
-				],
-				false,
-				100,
-			),
-			baseNode('Join', 'merge', version, { mode: 'combineBySql', query, options: {} }, 0, { onError: undefined }),
-			once(`Charge ${tag}`, failOnce, 0, { onError: 'continueErrorOutput' }),
-		],
-		connections: {
-			Tag: { main: [toInput('Join', 0)] },
-			Plans: { main: [toInput('Join', 1)] },
-			Join: { main: [link(`Charge ${tag}`)] },
-		},
-		heads: ['Tag', 'Plans'],
-	});
+	const sqlShape = mergeSqlShape;
 	const run = async (tag: string, version: number, query: string) => {
 		const ids = [`${tag}_a`, `${tag}_b`];
 		const data = workflow(`wfr4-sql-${tag}`, sqlShape(tag, version, ids[1], query));

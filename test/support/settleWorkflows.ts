@@ -71,6 +71,50 @@ export const lookup = (name: string, failOnce: string, y: number, extra: Partial
 export const routeSwitch = (name: string, y: number, outputs = 3, extra: Partial<INode> = {}) =>
 	baseNode(name, 'switch', 3.2, { mode: 'expression', numberOutputs: outputs, output: '={{ $json.body.route ?? 0 }}' }, y, extra);
 
+/**
+ * The events joined with a lookup by Merge's SQL Query mode (Merge `version`), then a charge at
+ * Continue (using error output) that fails once for `failOnce`: Tag gives each event an `eid`
+ * (keeping its other fields, the key among them), Plans a row per event with only `eid` and `tier`.
+ */
+export function mergeSqlShape(tag: string, version: number, failOnce: string, query: string): Shape {
+	const fields = (name: string, assignments: Array<[string, string]>, includeOtherFields: boolean, y: number) =>
+		baseNode(
+			name,
+			'set',
+			3.4,
+			{
+				mode: 'manual',
+				assignments: { assignments: assignments.map(([field, value], index) => ({ id: `f${index}`, name: field, value, type: 'string' })) },
+				includeOtherFields,
+				options: {},
+			},
+			y,
+			{ onError: undefined },
+		);
+	return {
+		nodes: [
+			fields('Tag', [['eid', '={{ $json.body.id }}']], true, 0),
+			fields(
+				'Plans',
+				[
+					['eid', '={{ $json.body.id }}'],
+					['tier', 'gold'],
+				],
+				false,
+				100,
+			),
+			baseNode('Join', 'merge', version, { mode: 'combineBySql', query, options: {} }, 0, { onError: undefined }),
+			once(`Charge ${tag}`, failOnce, 0, { onError: 'continueErrorOutput' }),
+		],
+		connections: {
+			Tag: { main: [toInput('Join', 0)] },
+			Plans: { main: [toInput('Join', 1)] },
+			Join: { main: [link(`Charge ${tag}`)] },
+		},
+		heads: ['Tag', 'Plans'],
+	};
+}
+
 export function skipIf(name: string, y: number, field = 'skip'): INode {
 	return baseNode(
 		name,
