@@ -13,7 +13,7 @@ import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
  * with n8n-nodes-base's nodes, on shapes the other settleShapes* files do not cover. The harness is
  * test/support/settleShapes.ts; the provider redelivers the whole delivery until it gets a 2xx.
  * Each row: one effect per event after the retries, none lost. The comment above a row that once
- * broke a rule says how n8n behaves there and which rule of the package now reads it.
+ * needs a rule of its own says how n8n behaves there and which rule of the package reads it.
  */
 
 // Before anything else: n8n-core keeps the n8n folder it first reads for the rest of the file (see the helper).
@@ -99,7 +99,6 @@ describeWithN8n('a Postgres node in one transaction that continues on error', ()
 			const first = await deliver(data, bodies(ids));
 			const firstDelivery = { answer: first.answer, states: await statuses(ids), rows: await charges(ids) };
 			const { answers, lost } = await provider(data, bodies(ids));
-			// Before: the first key completed without its row, its retry answered "duplicate", the event lost.
 			expect({ firstDelivery, lost, rows: await charges(ids), answers }).toEqual({
 				firstDelivery: { answer: 500, states: ['failed', 'failed'], rows: [0, 0] },
 				lost: [],
@@ -568,8 +567,7 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key fie
 describeWithN8n('the Idempotent Webhook trigger → Execute Workflow (Define Below) whose charge fails before its last node', () => {
 	const { provide, triggerStatus } = inProcessTriggerProvider('rt3', n8nFolder);
 
-	// The trigger settles by the same rule: before, the first delivery was answered 200 with no charge, the key
-	// completed, and every copy was a duplicate.
+	// The trigger settles by the same rule: the sub-execution's failure fails its key, 500, and the retry charges once.
 	it('trigger → Execute Workflow (Stop Workflow), sub: [charge (Continue, error output unconnected)] + [Audit Log beside it, below], the charge failing once: one charge', async () => {
 		const id = 'evt_rt3_sub_audit';
 		const sub = subWorkflow(

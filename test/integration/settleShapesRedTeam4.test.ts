@@ -86,10 +86,9 @@ const linesOut = (name: string, y: number) =>
 /* Sub-workflows: what the new reading of a sub-execution's record gets wrong or still misses ---------- */
 
 describeWithN8n('failures inside a sub-workflow, read from its record', () => {
-	// The items given to the sub-workflow no longer carry the `idempotency` field: B's error item is followed back to
-	// the sub-workflow's start item, whose position is that of the Execute Workflow node's input item n8n gave it
-	// (trace.ts cameFromInside, Tracer.ofCameFrom). Before, the fallback failed "the events this sub-execution returned
-	// items for": A, charged twice.
+	// The items given to the sub-workflow carry no `idempotency` field (an Edit Fields dropped it): B's error item is
+	// followed back to the sub-workflow's start item, whose position is that of the Execute Workflow node's input item
+	// n8n gave it (trace.ts cameFromInside, Tracer.ofCameFrom): B's key alone fails.
 	it('once: Edit Fields (only body) → Execute Workflow (Continue), sub: charge (error output unconnected) → Record; charge fails once for the 2nd of two', async () => {
 		const ids = ['kb_a', 'kb_b'];
 		const sub = subWorkflow([once('Sub Charge kb', 'kb_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)], {
@@ -161,7 +160,7 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 
 	// The inner sub-execution, started by the outer sub-workflow's Execute Workflow (its last node), is read too
 	// (subExecution.ts readSubExecutions, three levels deep), and its failures followed back through the outer one
-	// (trace.ts failuresInside). Before, the inner charge's error item stayed unseen: 200, key completed, no charge.
+	// (trace.ts failuresInside): the key fails, 500, and the retry charges once.
 	it('nested: Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; one event, fails once', async () => {
 		const id = 'nest_1';
 		const inner = subWorkflow(
@@ -353,8 +352,7 @@ describeWithN8n('a Postgres node in one transaction at Continue, inside a sub-wo
 
 	// n8n's Postgres node rolls A's insert back with B's failure (COMMIT of an aborted transaction) while it reports A
 	// done: inside a sub-workflow defined in the node, the run's one failure fails every key it was given, the insert
-	// the sub-workflow's last node too (trace.ts failuresInside, nodeKinds.ts writesAllOrNone). Before, A's key was
-	// completed with no row.
+	// the sub-workflow's last node too (trace.ts failuresInside, nodeKinds.ts writesAllOrNone).
 	it.each([
 		['error output unconnected, then Record', 'continueErrorOutput', 'pge', true],
 		['regular output, then Record', 'continueRegularOutput', 'pgr', true],

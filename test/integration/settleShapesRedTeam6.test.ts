@@ -6,7 +6,7 @@ import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { baseNode, link, lookup, once, routeSwitch, skipIf, toInput, type Shape } from '../support/settleWorkflows';
 
 /*
- * Sixth red-team pass on the settlement rules (nodes/shared/settlement/), on today's rules: failures read
+ * Sixth red-team pass on the settlement rules (nodes/shared/settlement/), on the rules for: failures read
  * inside sub-executions (trace.ts failuresInside, cameFromInside, inputPositionsOf), Stop and Error after an
  * effect and a join after an effect (wiring.ts stopAfterEffect, checkJoinedAfterEffect), a Respond to
  * Webhook with Settle chained after the step. n8n-core's own engine with n8n-nodes-base's nodes; the
