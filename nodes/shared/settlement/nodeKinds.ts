@@ -247,12 +247,9 @@ export function joinsItems(node: NodeRef): boolean {
  * Lists doing either.
  */
 export function joinsWithoutKeys(node: NodeRef): boolean {
-	if (node.type === SUMMARIZE_TYPE) return true;
-	if (node.type === ITEM_LISTS_TYPE) {
-		const operation = itemListsOperation(node);
-		return operation === 'summarize' || (ITEM_LISTS_JOINS.has(operation) && aggregatesWithoutKeys(node.parameters ?? {}));
-	}
-	return node.type === AGGREGATE_TYPE && aggregatesWithoutKeys(node.parameters ?? {});
+	if (!joinsItems(node)) return false;
+	const summarizes = node.type === SUMMARIZE_TYPE || (node.type === ITEM_LISTS_TYPE && itemListsOperation(node) === 'summarize');
+	return summarizes || aggregatesWithoutKeys(node.parameters ?? {});
 }
 
 /**

@@ -36,11 +36,30 @@ interface SubExecutionMetadata {
 
 /** The sub-execution an item of an Execute Workflow node run came from: the item's own ("each item"), else the run's ("once"). */
 export function subExecutionIdOf(item: INodeExecutionData, task: ITaskData | undefined): string | undefined {
-	for (const metadata of [item.metadata, task?.metadata] as Array<SubExecutionMetadata | undefined>) {
-		const id = metadata?.subExecution?.executionId;
-		if (typeof id === 'string' && id !== '') return id;
-		if (typeof id === 'number') return String(id);
+	return subExecutionNamedBy(item.metadata) ?? subExecutionOfRun(task);
+}
+
+/** The sub-execution an Execute Workflow run names as its own ("once"); undefined in "each item" mode. */
+export function subExecutionOfRun(task: ITaskData | undefined): string | undefined {
+	return subExecutionNamedBy(task?.metadata);
+}
+
+/** Every sub-execution an Execute Workflow run names: on each item it returned ("each item"), or on the run ("once"). */
+export function subExecutionsOfRun(task: ITaskData): Set<string> {
+	const ids = new Set<string>();
+	for (const item of (task.data?.main ?? []).flatMap((items) => items ?? [])) {
+		const id = subExecutionIdOf(item, task);
+		if (id !== undefined) ids.add(id);
 	}
+	const ofRun = subExecutionOfRun(task);
+	if (ofRun !== undefined) ids.add(ofRun);
+	return ids;
+}
+
+function subExecutionNamedBy(metadata: unknown): string | undefined {
+	const id = (metadata as SubExecutionMetadata | undefined)?.subExecution?.executionId;
+	if (typeof id === 'string' && id !== '') return id;
+	if (typeof id === 'number') return String(id);
 	return undefined;
 }
 
@@ -71,17 +90,7 @@ export async function readSubExecutions(ids: string[], read: ExecutionReader | u
 
 /** The sub-executions a sub-execution's own Execute Workflow runs started, as n8n names them on their items or runs. */
 function subExecutionsNamedIn(record: SubExecutionRecord | undefined): string[] {
-	const ids: string[] = [];
-	for (const tasks of Object.values(record?.resultData?.runData ?? {})) {
-		for (const task of tasks) {
-			const items = (task.data?.main ?? []).flatMap((output) => output ?? []);
-			for (const item of [{ json: {} }, ...items]) {
-				const id = subExecutionIdOf(item, task);
-				if (id !== undefined) ids.push(id);
-			}
-		}
-	}
-	return ids;
+	return Object.values(record?.resultData?.runData ?? {}).flatMap((tasks) => tasks.flatMap((task) => [...subExecutionsOfRun(task)]));
 }
 
 /** The execute context's reader of execution records; undefined on an n8n without it. */

@@ -13,7 +13,14 @@ import {
 	onErrorOf,
 	writesAllOrNone,
 } from './nodeKinds';
-import { isSubWorkflowErrorOutput, subExecutionIdOf, type SubExecutionRecord, type SubExecutionRecords } from './subExecution';
+import {
+	isSubWorkflowErrorOutput,
+	subExecutionIdOf,
+	subExecutionOfRun,
+	subExecutionsOfRun,
+	type SubExecutionRecord,
+	type SubExecutionRecords,
+} from './subExecution';
 
 /*
  * What happened to each key an execution reserved, read from n8n's own record of the execution and
@@ -288,12 +295,12 @@ export function originsOfItem(
 }
 
 /** The items one node run output on one output (a node's input, as n8n gave it). */
-function outputItems(view: ExecutionRecord, source: ISourceData): INodeExecutionData[] {
-	return view.runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0] ?? [];
+function outputItems(runData: IRunData, source: ISourceData): INodeExecutionData[] {
+	return runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0] ?? [];
 }
 
 function outputItem(view: ExecutionRecord, source: ISourceData, index: number): INodeExecutionData | undefined {
-	return outputItems(view, source)[index];
+	return outputItems(view.runData, source)[index];
 }
 
 /**
@@ -307,7 +314,7 @@ function outputItem(view: ExecutionRecord, source: ISourceData, index: number): 
 function pairingOf(view: ExecutionRecord, node: string, task: ITaskData | undefined, item: INodeExecutionData): IPairedItemData[] {
 	if (view.node(node)?.executeOnce === true && task?.source?.some((source) => source)) {
 		return (task.source ?? []).flatMap((source, input) =>
-			source ? outputItems(view, source).map((_, index) => ({ item: index, input })) : [],
+			source ? outputItems(view.runData, source).map((_, index) => ({ item: index, input })) : [],
 		);
 	}
 	const paired = pairedItemsOf(item);
@@ -317,7 +324,7 @@ function pairingOf(view: ExecutionRecord, node: string, task: ITaskData | undefi
 	const outputs = task.data?.main ?? [];
 	const source = task.source?.length === 1 ? task.source[0] : null;
 	if (outputs.length !== 1 || outputs[0]?.length !== 1 || !source) return paired;
-	const given = outputItems(view, source).length;
+	const given = outputItems(view.runData, source).length;
 	return given > 1 ? Array.from({ length: given }, (_, index) => ({ item: index })) : paired;
 }
 
@@ -360,20 +367,6 @@ export function subExecutionsToRead(view: ExecutionRecord): string[] {
 	return [...ids];
 }
 
-/** The sub-executions one Execute Workflow run names: on each item ("run once for each item"), or on the run ("once"). */
-function subExecutionsOfRun(task: ITaskData): Set<string> {
-	const ids = new Set<string>();
-	for (const items of task.data?.main ?? []) {
-		for (const item of items ?? []) {
-			const id = subExecutionIdOf(item, task);
-			if (id !== undefined) ids.add(id);
-		}
-	}
-	const ofRun = subExecutionIdOf({ json: {} }, task);
-	if (ofRun !== undefined) ids.add(ofRun);
-	return ids;
-}
-
 /**
  * Judges every reservation of the execution. `failedNode` is the node the execution stopped at, if
  * it stopped on an error: its input items (n8n put them back on the stack) failed. `subExecutions`:
@@ -413,7 +406,7 @@ export function judgeExecution(
 			const failEveryInput = (message: string): void => {
 				for (const source of task.source ?? []) {
 					if (!source) continue;
-					for (const item of outputItems(view, source)) fail(tracer.ofInput(source, item), message, name, task);
+					for (const item of outputItems(view.runData, source)) fail(tracer.ofInput(source, item), message, name, task);
 				}
 				if (isStart(task)) fail(null, message, name, task);
 			};
@@ -443,7 +436,7 @@ export function judgeExecution(
 			}
 			if (subWorkflow && node) {
 				const input = task.source?.[0] ?? undefined;
-				const inputItems = input ? outputItems(view, input) : [];
+				const inputItems = input ? outputItems(view.runData, input) : [];
 				for (const id of subExecutionsOfRun(task)) {
 					const record = subExecutions?.get(id);
 					if (!record) continue;
@@ -558,7 +551,7 @@ function failNotReserved(
 	const notReserved = outputs.length > 1 ? (outputs[outputs.length - 1] ?? []) : [];
 	const source = task.source?.[0];
 	if (notReserved.length === 0 || !source) return;
-	const inputs = outputItems(tracer.view, source);
+	const inputs = outputItems(tracer.view.runData, source);
 	for (const item of notReserved) {
 		const index = pairedItemsOf(item)[0]?.item;
 		const input = index === undefined ? undefined : inputs[index];
@@ -598,7 +591,7 @@ function judgeUnpaired(tracer: Tracer, judgement: Judgement, failures: Failure[]
 			const wentIn = new Set<string>();
 			for (const source of task.source ?? []) {
 				if (!source) continue;
-				for (const item of outputItems(view, source)) {
+				for (const item of outputItems(view.runData, source)) {
 					const origins = tracer.ofInput(source, item);
 					// An input that cannot be traced may be any key: every key is in doubt.
 					for (const origin of origins ?? judgement.reservations.keys()) wentIn.add(origin);
@@ -720,7 +713,7 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 			const failEveryInput = (message: string): void => {
 				for (const source of task.source ?? []) {
 					if (!source) continue;
-					outputInside(runData, source).forEach((item, position) =>
+					outputItems(runData, source).forEach((item, position) =>
 						failed(source.previousNode, source.previousNodeRun ?? 0, item, message, position),
 					);
 				}
@@ -730,7 +723,7 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 			const inner = settings.get(name);
 			// A sub-workflow this one started (nested): its own failures, followed back to the items this run was given.
 			const source = task.source?.[0] ?? undefined;
-			const given = source ? outputInside(runData, source) : [];
+			const given = source ? outputItems(runData, source) : [];
 			for (const id of depth < MAX_NESTED ? subExecutionsOfRun(task) : []) {
 				const nested = records?.get(id);
 				if (!nested || !source) continue;
@@ -787,14 +780,9 @@ const MAX_NESTED = 3;
  * returned nothing).
  */
 function inputPositionsOf(task: ITaskData, id: string, inputCount: number): number[] {
-	if (id === subExecutionIdOf({ json: {} }, task)) return Array.from({ length: inputCount }, (_, position) => position);
+	if (id === subExecutionOfRun(task)) return Array.from({ length: inputCount }, (_, position) => position);
 	const returned = (task.data?.main ?? []).flatMap((items) => items ?? []).find((item) => subExecutionIdOf(item, task) === id);
 	return returned ? pairedItemsOf(returned).map((pair) => pair.item) : [];
-}
-
-/** The items one node run output on one output, inside a sub-execution. */
-function outputInside(runData: IRunData, source: ISourceData): INodeExecutionData[] {
-	return runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0] ?? [];
 }
 
 /** Whether an item's paired input item, inside a sub-execution, already carried the same `error` (passed on, not made). */
@@ -802,7 +790,7 @@ function errorGivenInside(runData: IRunData, task: ITaskData, item: INodeExecuti
 	const error = JSON.stringify(item.json?.error);
 	return pairedItemsOf(item).some((pair) => {
 		const source = task.source?.[pair.input ?? 0];
-		const given = source ? outputInside(runData, source)[pair.item] : undefined;
+		const given = source ? outputItems(runData, source)[pair.item] : undefined;
 		return given !== undefined && JSON.stringify(given.json?.error) === error;
 	});
 }
@@ -831,7 +819,7 @@ function cameFromInside(
 	const origins: Array<string | number> = [];
 	for (const pair of pairs) {
 		const source = task.source?.[pair.input ?? 0];
-		const upstream = source ? outputInside(runData, source)[pair.item] : undefined;
+		const upstream = source ? outputItems(runData, source)[pair.item] : undefined;
 		if (!source || !upstream) return null;
 		const behind = cameFromInside(runData, source.previousNode, source.previousNodeRun ?? 0, upstream, pair.item, depth + 1);
 		if (behind === null) return null;
