@@ -5,7 +5,18 @@ import { addNodeTypes, packageNode } from '../support/n8nEngine';
 import { postgresCharges } from '../support/postgresCharges';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { inProcessTriggerProvider } from '../support/triggerProvider';
-import { baseNode, link, mergeSqlShape, once, toInput, type Shape } from '../support/settleWorkflows';
+import {
+	baseNode,
+	eventBodies,
+	executeInline,
+	inlineSubWorkflow,
+	keepOnlyBody,
+	link,
+	mergeSqlShape,
+	once,
+	type Shape,
+	toInput,
+} from '../support/settleWorkflows';
 import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
@@ -45,22 +56,6 @@ beforeAll(() => {
 	);
 });
 
-const bodies = (ids: string[]) => ids.map((id) => ({ id }));
-
-/** A sub-workflow defined in the node (Source: Define Below), started by a trigger stand-in named Webhook. */
-const subWorkflow = (nodes: INode[], connections: Shape['connections']) =>
-	JSON.stringify({ nodes: [packageNode('Webhook', 'testWebhook'), ...nodes], connections });
-
-const execute = (json: string, onError: INode['onError'], mode: 'once' | 'each' = 'once') =>
-	baseNode(
-		'Run Sub-workflow',
-		'executeWorkflow',
-		1.3,
-		{ source: 'parameter', workflowJson: json, mode, options: { waitForSubWorkflow: true } },
-		0,
-		{ onError },
-	);
-
 /* Postgres node, Query Batching "Transaction", continuing on error ----------------------------------- */
 
 describeWithN8n('a Postgres node in one transaction that continues on error', () => {
@@ -96,9 +91,9 @@ describeWithN8n('a Postgres node in one transaction that continues on error', ()
 				connections: {},
 				heads: ['Insert Charge'],
 			});
-			const first = await deliver(data, bodies(ids));
+			const first = await deliver(data, eventBodies(ids));
 			const firstDelivery = { answer: first.answer, states: await statuses(ids), rows: await charges(ids) };
-			const { answers, lost } = await provider(data, bodies(ids));
+			const { answers, lost } = await provider(data, eventBodies(ids));
 			expect({ firstDelivery, lost, rows: await charges(ids), answers }).toEqual({
 				firstDelivery: { answer: 500, states: ['failed', 'failed'], rows: [0, 0] },
 				lost: [],
@@ -116,7 +111,7 @@ describeWithN8n('a Postgres node in one transaction that continues on error', ()
 			connections: {},
 			heads: ['Insert Charge'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, rows: await charges(ids), answers }).toEqual({ lost: [], rows: [1, 1], answers: [500, 200] });
 	});
 
@@ -128,7 +123,7 @@ describeWithN8n('a Postgres node in one transaction that continues on error', ()
 			connections: {},
 			heads: ['Insert Charge'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, rows: await charges(ids), answers }).toEqual({ lost: [], rows: [1, 1], answers: [500, 200] });
 	});
 });
@@ -144,7 +139,7 @@ describeWithN8n('a sub-workflow whose charge fails at Continue (using error outp
 	it('parent Execute Workflow at Continue (regular output), sub: charge (error output unconnected) → Record; charge fails once for the 2nd of two: one effect each', async () => {
 		const tag = 'regular_once';
 		const ids = [`sl_${tag}_a`, `sl_${tag}_b`];
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[once(`Sub Charge ${tag}`, ids[1], 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
 			{
 				Webhook: { main: [link(`Sub Charge ${tag}`)] },
@@ -152,11 +147,11 @@ describeWithN8n('a sub-workflow whose charge fails at Continue (using error outp
 			},
 		);
 		const data = workflow(`wfr3-sub-last-${tag}`, {
-			nodes: [execute(sub, 'continueRegularOutput')],
+			nodes: [executeInline(sub, 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
 	});
 
@@ -169,11 +164,11 @@ describeWithN8n('a sub-workflow whose charge fails at Continue (using error outp
 		'one event, parent at %s, sub: [charge (error output unconnected)] + [Audit Log beside it, below]; the charge fails once: one effect',
 		async (_label, onError) => {
 			const id = `sa_${onError ?? 'stop'}`;
-			const sub = subWorkflow(
+			const sub = inlineSubWorkflow(
 				[once(`Sub Charge ${id}`, id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
 				{ Webhook: { main: [link(`Sub Charge ${id}`, 'Audit Log')] } },
 			);
-			const data = workflow(`wfr3-sub-audit-${id}`, { nodes: [execute(sub, onError)], connections: {}, heads: ['Run Sub-workflow'] });
+			const data = workflow(`wfr3-sub-audit-${id}`, { nodes: [executeInline(sub, onError)], connections: {}, heads: ['Run Sub-workflow'] });
 			const { answers, lost } = await provider(data, [{ id }]);
 			expect({ lost, effects: effectsFor(id), answers }).toEqual({ lost: [], effects: 1, answers: [500, 200] });
 		},
@@ -206,22 +201,25 @@ describeWithN8n('a sub-workflow whose charge fails at Continue (using error outp
 			{ onError: 'continueRegularOutput' },
 		);
 		const data = workflow('wfr3-sub-db', { nodes: [fromDatabase], connections: {}, heads: ['Run Sub-workflow'] });
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
 	});
 
 	it('the same sub-workflow, Execute Workflow "run once for each item": each sub-execution has one event, its error item returned; one effect each', async () => {
 		const ids = ['se_a', 'se_b'];
-		const sub = subWorkflow([once('Sub Charge se', 'se_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)], {
-			Webhook: { main: [link('Sub Charge se')] },
-			'Sub Charge se': { main: [link('Record')] },
-		});
+		const sub = inlineSubWorkflow(
+			[once('Sub Charge se', 'se_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
+			{
+				Webhook: { main: [link('Sub Charge se')] },
+				'Sub Charge se': { main: [link('Record')] },
+			},
+		);
 		const data = workflow('wfr3-sub-each', {
-			nodes: [execute(sub, 'continueRegularOutput', 'each')],
+			nodes: [executeInline(sub, 'continueRegularOutput', 'each')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
 	});
 
@@ -232,27 +230,13 @@ describeWithN8n('a sub-workflow whose charge fails at Continue (using error outp
 			connections: { Charge: { main: [link('Record')] } },
 			heads: ['Charge'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
 	});
 });
 
 /* n8n's reordering, dropping and comparing nodes before the charge ----------------------------------- */
 
-/** Edit Fields (3.4) at its defaults ("Include Other Input Fields" off): only `body` kept, the `idempotency` field dropped. */
-const keepOnlyBody = (name: string, y: number) =>
-	baseNode(
-		name,
-		'set',
-		3.4,
-		{
-			mode: 'manual',
-			assignments: { assignments: [{ id: 'b', name: 'body', value: '={{ $json.body }}', type: 'object' }] },
-			options: {},
-		},
-		y,
-		{ onError: undefined },
-	);
 const sortByAmount = (name: string) =>
 	baseNode(
 		name,
@@ -315,7 +299,7 @@ describeWithN8n('reordering, limiting and comparing nodes before a charge at Con
 			connections: { Rename: { main: [link('Charge')] } },
 			heads: ['Rename'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
 	});
 
@@ -329,7 +313,7 @@ describeWithN8n('reordering, limiting and comparing nodes before a charge at Con
 			connections: { Limit: { main: [link('Charge')] } },
 			heads: ['Limit'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
 			lost: [],
 			effects: [1, 1, 0],
@@ -409,9 +393,9 @@ describeWithN8n('batches, duplicates within one delivery, a Switch to two effect
 			connections: { Loop: { main: [[], link('Charge')] }, Charge: { main: [link('Loop'), link('Loop')] } },
 			heads: ['Loop'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		expect({ answer: first.answer, states: await statuses(ids) }).toEqual({ answer: 500, states: ['completed', 'failed', 'completed'] });
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1, 1], answers: [200] });
 	});
 
@@ -422,7 +406,7 @@ describeWithN8n('batches, duplicates within one delivery, a Switch to two effect
 			connections: { Loop: { main: [[], link('Charge')] }, Charge: { main: [link('Loop')] } },
 			heads: ['Loop'],
 		});
-		const refused = await deliver(data, bodies(ids));
+		const refused = await deliver(data, eventBodies(ids));
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0, 0],
@@ -493,9 +477,9 @@ describeWithN8n('batches, duplicates within one delivery, a Switch to two effect
 			heads: ['Charge'],
 			settleAfter: 'Both',
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		expect({ answer: first.answer, states: await statuses(ids) }).toEqual({ answer: 500, states: ['completed', 'failed'] });
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [200] });
 	});
 });
@@ -513,13 +497,13 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key fie
 	it('Merge 3.2 (each row paired to the input rows it was selected from): charge failing once for one of two: one effect each', async () => {
 		const ids = ['sq32_a', 'sq32_b'];
 		const data = workflow('wfr3-sql-32', sqlShape('sq32', 3.2, 'sq32_b'));
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		expect({ answer: first.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 500,
 			effects: [1, 0],
 			states: ['completed', 'failed'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [200] });
 	});
 
@@ -530,7 +514,7 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key fie
 	// checkSplitFromKeylessJoin, nodeKinds.ts joinsAndSplitsWithoutKeys).
 	it('Merge 3 (each row paired to every input row), the key not selected: refused before anything is reserved, the fix named', async () => {
 		const ids = ['sq30_a', 'sq30_b'];
-		const refused = await deliver(workflow('wfr3-sql-30', sqlShape('sq30', 3, 'sq30_b')), bodies(ids));
+		const refused = await deliver(workflow('wfr3-sql-30', sqlShape('sq30', 3, 'sq30_b')), eventBodies(ids));
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0],
@@ -551,13 +535,13 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup, the key fie
 				'SELECT input1.eid, input1.body, input1.idempotency, input2.tier FROM input1 LEFT JOIN input2 ON input1.eid = input2.eid',
 			),
 		);
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		expect({ answer: first.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 500,
 			effects: [1, 0],
 			states: ['completed', 'failed'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [200] });
 	});
 });
@@ -570,11 +554,11 @@ describeWithN8n('the Idempotent Webhook trigger → Execute Workflow (Define Bel
 	// The trigger settles by the same rule: the sub-execution's failure fails its key, 500, and the retry charges once.
 	it('trigger → Execute Workflow (Stop Workflow), sub: [charge (Continue, error output unconnected)] + [Audit Log beside it, below], the charge failing once: one charge', async () => {
 		const id = 'evt_rt3_sub_audit';
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[once('Sub Charge trigger', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
 			{ Webhook: { main: [link('Sub Charge trigger', 'Audit Log')] } },
 		);
-		const answers = await provide({ id }, execute(sub, undefined));
+		const answers = await provide({ id }, executeInline(sub, undefined));
 		expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
 			answers: [500, 200],
 			key: 'completed',
@@ -584,10 +568,10 @@ describeWithN8n('the Idempotent Webhook trigger → Execute Workflow (Define Bel
 
 	it('control: the same sub-workflow without the Audit Log (the charge is its last node): 500, the retry charges once', async () => {
 		const id = 'evt_rt3_sub_alone';
-		const sub = subWorkflow([once('Sub Charge alone', id, 0, { onError: 'continueErrorOutput' })], {
+		const sub = inlineSubWorkflow([once('Sub Charge alone', id, 0, { onError: 'continueErrorOutput' })], {
 			Webhook: { main: [link('Sub Charge alone')] },
 		});
-		const answers = await provide({ id }, execute(sub, undefined));
+		const answers = await provide({ id }, executeInline(sub, undefined));
 		expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
 			answers: [500, 200],
 			key: 'completed',

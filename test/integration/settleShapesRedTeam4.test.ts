@@ -5,7 +5,20 @@ import { addNodeTypes, packageNode } from '../support/n8nEngine';
 import { postgresCharges } from '../support/postgresCharges';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { inProcessTriggerProvider } from '../support/triggerProvider';
-import { baseNode, link, mergeSqlShape, once, skipIf, type Shape } from '../support/settleWorkflows';
+import {
+	baseNode,
+	definedInputsTrigger,
+	eventBodies,
+	executeInline,
+	executeSaved,
+	inlineSubWorkflow,
+	keepOnlyBody,
+	link,
+	mergeSqlShape,
+	once,
+	type Shape,
+	skipIf,
+} from '../support/settleWorkflows';
 import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
@@ -37,48 +50,6 @@ beforeAll(() => {
 	);
 });
 
-const bodies = (ids: string[]) => ids.map((id) => ({ id }));
-
-/** A sub-workflow defined in the node (Source: Define Below), started by a trigger stand-in named Webhook. */
-const subWorkflow = (nodes: INode[], connections: Shape['connections'], start: INode = packageNode('Webhook', 'testWebhook')) =>
-	JSON.stringify({ nodes: [start, ...nodes], connections });
-
-/** n8n's own "When Executed by Another Workflow" trigger (1.1), its inputs defined (n8n's default for a new one): only `body`. */
-const definedFieldsTrigger = (): INode => ({
-	id: 'Webhook',
-	name: 'Webhook',
-	type: 'n8n-nodes-base.executeWorkflowTrigger',
-	typeVersion: 1.1,
-	position: [0, 0],
-	parameters: { inputSource: 'workflowInputs', workflowInputs: { values: [{ name: 'body', type: 'any' }] } },
-});
-
-const execute = (json: string, onError: INode['onError'], mode: 'once' | 'each' = 'once', name = 'Run Sub-workflow') =>
-	baseNode(name, 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: json, mode, options: { waitForSubWorkflow: true } }, 0, {
-		onError,
-	});
-
-const fromDatabase = (id: string, onError: INode['onError'], mode: 'once' | 'each' = 'once') =>
-	baseNode(
-		'Run Sub-workflow',
-		'executeWorkflow',
-		1.3,
-		{ source: 'database', workflowId: { __rl: true, mode: 'id', value: id }, mode, options: { waitForSubWorkflow: true } },
-		0,
-		{ onError },
-	);
-
-/** Edit Fields (3.4) at its defaults: only `body` kept, the `idempotency` field dropped. */
-const keepOnlyBody = (name: string, y = 0) =>
-	baseNode(
-		name,
-		'set',
-		3.4,
-		{ mode: 'manual', assignments: { assignments: [{ id: 'b', name: 'body', value: '={{ $json.body }}', type: 'object' }] }, options: {} },
-		y,
-		{ onError: undefined },
-	);
-
 /** Split Out (1) of `body.lines`: an event without lines gives no item. */
 const linesOut = (name: string, y: number) =>
 	baseNode(name, 'splitOut', 1, { fieldToSplitOut: 'body.lines', include: 'noOtherFields', options: {} }, y, { onError: undefined });
@@ -91,18 +62,21 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 	// n8n gave it (trace.ts cameFromInside, Tracer.ofCameFrom): B's key alone fails.
 	it('once: Edit Fields (only body) → Execute Workflow (Continue), sub: charge (error output unconnected) → Record; charge fails once for the 2nd of two', async () => {
 		const ids = ['kb_a', 'kb_b'];
-		const sub = subWorkflow([once('Sub Charge kb', 'kb_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)], {
-			Webhook: { main: [link('Sub Charge kb')] },
-			'Sub Charge kb': { main: [link('Record')] },
-		});
+		const sub = inlineSubWorkflow(
+			[once('Sub Charge kb', 'kb_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
+			{
+				Webhook: { main: [link('Sub Charge kb')] },
+				'Sub Charge kb': { main: [link('Record')] },
+			},
+		);
 		const data = workflow('wfr4-keep-body-sub', {
-			nodes: [keepOnlyBody('Only Body'), execute(sub, 'continueRegularOutput')],
+			nodes: [keepOnlyBody('Only Body'), executeInline(sub, 'continueRegularOutput')],
 			connections: { 'Only Body': { main: [link('Run Sub-workflow')] } },
 			heads: ['Only Body'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
 			firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
 			lost: [],
@@ -115,19 +89,19 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 	// inputs and keeps only those fields, so no item inside carries the key.
 	it("once: n8n's Execute Workflow Trigger with its inputs defined (only body), sub: charge (error output unconnected) → Record; fails once for the 2nd of two", async () => {
 		const ids = ['dt_a', 'dt_b'];
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[once('Sub Charge dt', 'dt_b', 0, { onError: 'continueErrorOutput' }), baseNode('Record', 'noOp', 1, {}, 0)],
 			{ Webhook: { main: [link('Sub Charge dt')] }, 'Sub Charge dt': { main: [link('Record')] } },
-			definedFieldsTrigger(),
+			definedInputsTrigger(),
 		);
 		const data = workflow('wfr4-defined-trigger', {
-			nodes: [execute(sub, 'continueRegularOutput')],
+			nodes: [executeInline(sub, 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ firstDelivery, lost, effects: ids.map(effectsFor), answers }).toEqual({
 			firstDelivery: { answer: 500, states: ['completed', 'failed'], effects: [1, 0] },
 			lost: [],
@@ -138,10 +112,14 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 
 	const returnsNothing = (mode: 'once' | 'each') => async () => {
 		const id = `fv_${mode}`;
-		const sub = subWorkflow([once(`Sub Charge ${id}`, id, 0, { onError: 'continueErrorOutput' }), linesOut('Lines', 200)], {
+		const sub = inlineSubWorkflow([once(`Sub Charge ${id}`, id, 0, { onError: 'continueErrorOutput' }), linesOut('Lines', 200)], {
 			Webhook: { main: [link(`Sub Charge ${id}`, 'Lines')] },
 		});
-		const data = workflow(`wfr4-filter-${mode}`, { nodes: [execute(sub, undefined, mode)], connections: {}, heads: ['Run Sub-workflow'] });
+		const data = workflow(`wfr4-filter-${mode}`, {
+			nodes: [executeInline(sub, undefined, mode)],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
 		const { answers, lost } = await provider(data, [{ id }]);
 		expect({ lost, effects: effectsFor(id), answers }).toEqual({ lost: [], effects: 1, answers: [500, 200] });
 	};
@@ -163,55 +141,55 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 	// (trace.ts failuresInside): the key fails, 500, and the retry charges once.
 	it('nested: Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; one event, fails once', async () => {
 		const id = 'nest_1';
-		const inner = subWorkflow(
+		const inner = inlineSubWorkflow(
 			[once('Inner Charge', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
 			{
 				Webhook: { main: [link('Inner Charge', 'Audit Log')] },
 			},
 		);
-		const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
-		const data = workflow('wfr4-nested', { nodes: [execute(outer, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
+		const outer = inlineSubWorkflow([executeInline(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
+		const data = workflow('wfr4-nested', { nodes: [executeInline(outer, undefined)], connections: {}, heads: ['Run Sub-workflow'] });
 		const { answers, lost } = await provider(data, [{ id }]);
 		expect({ lost, effects: effectsFor(id), answers }).toEqual({ lost: [], effects: 1, answers: [500, 200] });
 	});
 
 	it('each: Edit Fields (only body) → Execute Workflow (Continue, each item), sub: [charge (error output unconnected)] + [Audit Log beside]; fails once for the 2nd of two', async () => {
 		const ids = ['ke_a', 'ke_b'];
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[once('Sub Charge ke', 'ke_b', 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
 			{
 				Webhook: { main: [link('Sub Charge ke', 'Audit Log')] },
 			},
 		);
 		const data = workflow('wfr4-keep-body-each', {
-			nodes: [keepOnlyBody('Only Body'), execute(sub, 'continueRegularOutput', 'each')],
+			nodes: [keepOnlyBody('Only Body'), executeInline(sub, 'continueRegularOutput', 'each')],
 			connections: { 'Only Body': { main: [link('Run Sub-workflow')] } },
 			heads: ['Only Body'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
 	});
 
 	it('Loop Over Items (batch 1) → Execute Workflow (once) → back to the loop, sub: [charge (error output unconnected)] + [Audit Log beside]; 2nd of three fails once', async () => {
 		const ids = ['lp_a', 'lp_b', 'lp_c'];
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[once('Sub Charge lp', 'lp_b', 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
 			{
 				Webhook: { main: [link('Sub Charge lp', 'Audit Log')] },
 			},
 		);
 		const data = workflow('wfr4-loop-sub', {
-			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), execute(sub, undefined)],
+			nodes: [baseNode('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }, 0), executeInline(sub, undefined)],
 			connections: { Loop: { main: [[], link('Run Sub-workflow')] }, 'Run Sub-workflow': { main: [link('Loop')] } },
 			heads: ['Loop'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1, 1], answers: [500, 200] });
 	});
 
 	it('once, sub with If inside (VIP → charge at Continue (error output) → Record; else Record Other), no failure: completed, one effect each', async () => {
 		const ids = ['vi_a', 'vi_b'];
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[
 				skipIf('VIP?', 0, 'vip'),
 				once('Sub Charge vi', '', 0, { onError: 'continueErrorOutput' }),
@@ -224,7 +202,11 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 				'Sub Charge vi': { main: [link('Record')] },
 			},
 		);
-		const data = workflow('wfr4-if-sub', { nodes: [execute(sub, 'continueRegularOutput')], connections: {}, heads: ['Run Sub-workflow'] });
+		const data = workflow('wfr4-if-sub', {
+			nodes: [executeInline(sub, 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
 		const events = [{ id: 'vi_a', vip: true }, { id: 'vi_b' }];
 		const { answers, lost } = await provider(data, events);
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 0], answers: [200] });
@@ -238,18 +220,18 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		async () => {
 			const ids = Array.from({ length: 101 }, (_, index) => `mr_${String(index).padStart(3, '0')}`);
 			const last = ids[100];
-			const sub = subWorkflow(
+			const sub = inlineSubWorkflow(
 				[once('Sub Charge mr', last, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
 				{
 					Webhook: { main: [link('Sub Charge mr', 'Audit Log')] },
 				},
 			);
 			const data = workflow('wfr4-max-reads', {
-				nodes: [execute(sub, 'continueRegularOutput', 'each')],
+				nodes: [executeInline(sub, 'continueRegularOutput', 'each')],
 				connections: {},
 				heads: ['Run Sub-workflow'],
 			});
-			const { answers, lost } = await provider(data, bodies(ids));
+			const { answers, lost } = await provider(data, eventBodies(ids));
 			expect({ lost, effects: effectsFor(last), others: new Set(ids.slice(0, 100).map(effectsFor)), answers }).toEqual({
 				lost: [],
 				effects: 1,
@@ -306,11 +288,11 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		const ids = ['dbr_a', 'dbr_b'];
 		deliveries.saveSubWorkflow('sub-rt4-db-regular', ...regularSub('dbr', 'dbr_b'));
 		const data = workflow('wfr4-db-regular', {
-			nodes: [fromDatabase('sub-rt4-db-regular', 'continueRegularOutput')],
+			nodes: [executeSaved('sub-rt4-db-regular', 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
 			lost: [],
 			effects: [1, 1],
@@ -323,11 +305,11 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		const ids = ['inr_a', 'inr_b'];
 		const [nodes, connections] = regularSub('inr', 'inr_b');
 		const data = workflow('wfr4-inline-regular', {
-			nodes: [execute(JSON.stringify({ nodes, connections }), 'continueRegularOutput')],
+			nodes: [executeInline(JSON.stringify({ nodes, connections }), 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 1], answers: [500, 200] });
 	});
 });
@@ -362,18 +344,18 @@ describeWithN8n('a Postgres node in one transaction at Continue, inside a sub-wo
 		async (_label, onError, tag, record) => {
 			const ids = [`${tag}_a`, `${tag}_b`];
 			await failOnce(ids[1]);
-			const sub = subWorkflow([insertInTransaction(onError), ...(record ? [baseNode('Record', 'noOp', 1, {}, 0)] : [])], {
+			const sub = inlineSubWorkflow([insertInTransaction(onError), ...(record ? [baseNode('Record', 'noOp', 1, {}, 0)] : [])], {
 				Webhook: { main: [link('Insert Charge')] },
 				...(record ? { 'Insert Charge': { main: [link('Record')] } } : {}),
 			});
 			const data = workflow(`wfr4-pg-sub-${tag}`, {
-				nodes: [execute(sub, 'continueRegularOutput')],
+				nodes: [executeInline(sub, 'continueRegularOutput')],
 				connections: {},
 				heads: ['Run Sub-workflow'],
 			});
-			const first = await deliver(data, bodies(ids));
+			const first = await deliver(data, eventBodies(ids));
 			const firstDelivery = { answer: first.answer, states: await statuses(ids), rows: await charges(ids) };
-			const { answers, lost } = await provider(data, bodies(ids));
+			const { answers, lost } = await provider(data, eventBodies(ids));
 			expect({ firstDelivery, lost, rows: await charges(ids), answers }).toEqual({
 				firstDelivery: { answer: 500, states: ['failed', 'failed'], rows: [0, 0] },
 				lost: [],
@@ -391,14 +373,14 @@ describeWithN8n('Merge "SQL Query" joining the events with a lookup', () => {
 	const run = async (tag: string, version: number, query: string) => {
 		const ids = [`${tag}_a`, `${tag}_b`];
 		const data = workflow(`wfr4-sql-${tag}`, sqlShape(tag, version, ids[1], query));
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		return { firstDelivery, lost, effects: ids.map(effectsFor), answers };
 	};
 	const refused = async (tag: string, version: number, query: string) => {
 		const ids = [`${tag}_a`, `${tag}_b`];
-		const delivery = await deliver(workflow(`wfr4-sql-${tag}`, sqlShape(tag, version, ids[1], query)), bodies(ids));
+		const delivery = await deliver(workflow(`wfr4-sql-${tag}`, sqlShape(tag, version, ids[1], query)), eventBodies(ids));
 		return { answer: delivery.answer, effects: ids.map(effectsFor), states: await statuses(ids) };
 	};
 	const held = {
@@ -507,14 +489,14 @@ describeWithN8n('the Idempotent Webhook trigger → Execute Workflow whose charg
 	// Behind the trigger too: the inner sub-execution's failure fails the trigger's key.
 	it('trigger → Execute Workflow → sub → Execute Workflow → inner sub: [charge (error output unconnected)] + [Audit Log beside]; fails once', async () => {
 		const id = 'evt_rt4_nested';
-		const inner = subWorkflow(
+		const inner = inlineSubWorkflow(
 			[once('Inner Charge t', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
 			{
 				Webhook: { main: [link('Inner Charge t', 'Audit Log')] },
 			},
 		);
-		const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
-		const answers = await provide({ id }, execute(outer, undefined));
+		const outer = inlineSubWorkflow([executeInline(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
+		const answers = await provide({ id }, executeInline(outer, undefined));
 		expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
 			answers: [500, 200],
 			key: 'completed',
@@ -528,10 +510,10 @@ describeWithN8n('the Idempotent Webhook trigger → Execute Workflow whose charg
 		'trigger → Execute Workflow (each item), sub: [charge (error output unconnected)] + [Split Out body.lines: nothing returned]; fails once',
 		async () => {
 			const id = 'evt_rt4_each_empty';
-			const sub = subWorkflow([once('Sub Charge te', id, 0, { onError: 'continueErrorOutput' }), linesOut('Lines', 200)], {
+			const sub = inlineSubWorkflow([once('Sub Charge te', id, 0, { onError: 'continueErrorOutput' }), linesOut('Lines', 200)], {
 				Webhook: { main: [link('Sub Charge te', 'Lines')] },
 			});
-			const answers = await provide({ id }, execute(sub, undefined, 'each'));
+			const answers = await provide({ id }, executeInline(sub, undefined, 'each'));
 			expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
 				answers: [500, 200],
 				key: 'completed',
@@ -542,12 +524,12 @@ describeWithN8n('the Idempotent Webhook trigger → Execute Workflow whose charg
 
 	it("trigger → Execute Workflow (once), sub started by n8n's trigger with its inputs defined (no key inside): [charge (error output unconnected)] + [Audit Log]; fails once", async () => {
 		const id = 'evt_rt4_defined';
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[once('Sub Charge td', id, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
 			{ Webhook: { main: [link('Sub Charge td', 'Audit Log')] } },
-			definedFieldsTrigger(),
+			definedInputsTrigger(),
 		);
-		const answers = await provide({ id }, execute(sub, undefined));
+		const answers = await provide({ id }, executeInline(sub, undefined));
 		expect({ answers: answers.map(({ status }) => status), key: await triggerStatus(id), charges: effectsFor(id) }).toEqual({
 			answers: [500, 200],
 			key: 'completed',

@@ -3,7 +3,7 @@ import type { INode, INodeParameters } from 'n8n-workflow';
 import { baseNodesInstalled, effectsFor, loadBaseNodeFiles } from '../support/n8nBaseNodes';
 import { addNodeTypes } from '../support/n8nEngine';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
-import { baseNode, link, lookup, once, routeSwitch } from '../support/settleWorkflows';
+import { baseNode, eventBodies, link, lookup, once, routeSwitch, setField } from '../support/settleWorkflows';
 
 /*
  * Fifth red-team pass on the settlement rules (nodes/shared/settlement/), in n8n-core's own engine with
@@ -32,8 +32,6 @@ beforeAll(() => {
 		}),
 	);
 });
-
-const bodies = (ids: string[]) => ids.map((id) => ({ id }));
 
 /** n8n's Respond to Webhook (version 1: no check for n8n's own Webhook node, which the harness stands in for). */
 const respond = (name: string, y: number, extra: Partial<INode> = {}) =>
@@ -89,7 +87,7 @@ describeWithN8n('a Respond to Webhook node inside the business step', () => {
 			connections: { Loop: { main: [[], link('Charge')] }, Charge: { main: [link('Ack')] }, Ack: { main: [link('Loop')] } },
 			heads: ['Loop'],
 		});
-		const refused = await deliver(data, bodies(ids));
+		const refused = await deliver(data, eventBodies(ids));
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0],
@@ -146,7 +144,7 @@ describeWithN8n('Stop and Error after an effect, several events in one run', () 
 
 	it('Charge (Continue) → Lookup (Continue, error output → Stop and Error, above) / success → Ship, two events: refused before anything is reserved', async () => {
 		const ids = ['se_a', 'se_b'];
-		const refused = await deliver(stopAfterCharge(false), bodies(ids));
+		const refused = await deliver(stopAfterCharge(false), eventBodies(ids));
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0],
@@ -159,7 +157,7 @@ describeWithN8n('Stop and Error after an effect, several events in one run', () 
 	// and its retry charges it again, as for any step that fails after its effect (docs/templates.md).
 	it('the same inside Loop Over Items (batch size 1): accepted; the lookup failing once for B, A charged once', async () => {
 		const ids = ['sel_a', 'sel_b'];
-		const { answers, lost } = await provider(stopAfterCharge(true), bodies(ids));
+		const { answers, lost } = await provider(stopAfterCharge(true), eventBodies(ids));
 		expect({ lost, effects: ids.map(effectsFor), answers: answers[answers.length - 1] }).toEqual({
 			lost: [],
 			effects: [1, 2],
@@ -266,21 +264,6 @@ describeWithN8n('If, Filter and Switch at Continue whose evaluation fails for on
 
 /* A join of every event (Aggregate, All Item Data) before a node that fails after the effect ------------------ */
 
-/** Edit Fields keeping the other fields and setting one (`id`, so the test effect knows the item by it). */
-const setField = (name: string, field: string, value: string, y: number) =>
-	baseNode(
-		name,
-		'set',
-		3.4,
-		{
-			mode: 'manual',
-			assignments: { assignments: [{ id: 'f', name: field, value, type: 'string' }] },
-			includeOtherFields: true,
-			options: {},
-		},
-		y,
-	);
-
 describeWithN8n('Charge → Aggregate (All Item Data) → a node at Continue that fails once, several events', () => {
 	// The Notify item is paired to every event (trace.ts): its failure would fail both keys and the retry would charge
 	// both again. Refused, as the same one-call-for-all shape built with Execute Once is (wiring.ts
@@ -291,13 +274,13 @@ describeWithN8n('Charge → Aggregate (All Item Data) → a node at Continue tha
 			nodes: [
 				once('Charge', '', 0, { onError: 'continueErrorOutput' }),
 				baseNode('Batch', 'aggregate', 1, { aggregate: 'aggregateAllItemData', options: {} }, 0, { onError: undefined }),
-				setField('Name Batch', 'id', 'ag_batch', 0),
+				setField('Name Batch', 'id', 'ag_batch', 0, { onError: 'continueRegularOutput' }),
 				lookup('Notify', 'ag_batch', 0, { onError: 'continueErrorOutput' }),
 			],
 			connections: { Charge: { main: [link('Batch')] }, Batch: { main: [link('Name Batch')] }, 'Name Batch': { main: [link('Notify')] } },
 			heads: ['Charge'],
 		});
-		const refused = await deliver(data, bodies(ids));
+		const refused = await deliver(data, eventBodies(ids));
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0],
@@ -316,7 +299,7 @@ describeWithN8n('Charge → Aggregate (All Item Data) → a node at Continue tha
 			connections: { Charge: { main: [link('Notify')] } },
 			heads: ['Charge'],
 		});
-		const refused = await deliver(data, bodies(ids));
+		const refused = await deliver(data, eventBodies(ids));
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0],
@@ -338,7 +321,7 @@ describeWithN8n('a node run several times in one execution', () => {
 			connections: { Loop: { main: [[], link('Charge')] }, Charge: { main: [link('Loop')] } },
 			heads: ['Loop'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answers: [200],
 			lost: [],
@@ -358,9 +341,9 @@ describeWithN8n('a node run several times in one execution', () => {
 			connections: { Loop: { main: [[], link('Charge')] }, Charge: { main: [link('Ship')] }, Ship: { main: [link('Loop')] } },
 			heads: ['Loop'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		expect({ answer: first.answer, states: await statuses(ids) }).toEqual({ answer: 500, states: ['completed', 'failed', 'failed'] });
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ answers, lost, effects: ids.map(effectsFor) }).toEqual({ answers: [200], lost: [], effects: [1, 1, 1] });
 	});
 
@@ -389,7 +372,7 @@ describeWithN8n('a node run several times in one execution', () => {
 					},
 					0,
 				),
-				setField('Tag', 'tier', 'vip', 0),
+				setField('Tag', 'tier', 'vip', 0, { onError: 'continueRegularOutput' }),
 				once('Charge', 'tb_c', 100, { onError: 'continueErrorOutput' }),
 			],
 			connections: { VIP: { main: [link('Tag'), link('Charge')] }, Tag: { main: [link('Charge')] } },

@@ -1,9 +1,22 @@
-import type { INode } from 'n8n-workflow';
-
 import { baseNodesInstalled, effectsFor, loadBaseNodeFiles } from '../support/n8nBaseNodes';
 import { addNodeTypes, packageNode } from '../support/n8nEngine';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
-import { baseNode, link, lookup, once, routeSwitch, skipIf, toInput, type Shape } from '../support/settleWorkflows';
+import {
+	baseNode,
+	definedInputsTrigger,
+	eventBodies,
+	executeInline,
+	executeSaved,
+	inlineSubWorkflow,
+	keepOnlyBody,
+	link,
+	lookup,
+	once,
+	routeSwitch,
+	setField,
+	skipIf,
+	toInput,
+} from '../support/settleWorkflows';
 
 /*
  * Sixth red-team pass on the settlement rules (nodes/shared/settlement/), on the rules for: failures read
@@ -36,64 +49,6 @@ beforeAll(() => {
 	);
 });
 
-const bodies = (ids: string[]) => ids.map((id) => ({ id }));
-
-/** Edit Fields keeping the other fields and setting one. */
-const setField = (name: string, field: string, value: string, y: number, extra: Partial<INode> = {}) =>
-	baseNode(
-		name,
-		'set',
-		3.4,
-		{
-			mode: 'manual',
-			assignments: { assignments: [{ id: 'f', name: field, value, type: 'string' }] },
-			includeOtherFields: true,
-			options: {},
-		},
-		y,
-		{ onError: undefined, ...extra },
-	);
-
-/** Edit Fields (3.4) at its defaults: only `body` kept, the `idempotency` field dropped. */
-const keepOnlyBody = (name: string, y = 0) =>
-	baseNode(
-		name,
-		'set',
-		3.4,
-		{ mode: 'manual', assignments: { assignments: [{ id: 'b', name: 'body', value: '={{ $json.body }}', type: 'object' }] }, options: {} },
-		y,
-		{ onError: undefined },
-	);
-
-/** A sub-workflow defined in the node (Source: Define Below), started by a trigger stand-in named Webhook. */
-const subWorkflow = (nodes: INode[], connections: Shape['connections'], start: INode = packageNode('Webhook', 'testWebhook')) =>
-	JSON.stringify({ nodes: [start, ...nodes], connections });
-
-const execute = (json: string, onError: INode['onError'], mode: 'once' | 'each' = 'once', name = 'Run Sub-workflow') =>
-	baseNode(name, 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: json, mode, options: { waitForSubWorkflow: true } }, 0, {
-		onError,
-	});
-
-const fromDatabase = (id: string, onError: INode['onError'], mode: 'once' | 'each' = 'once') =>
-	baseNode(
-		'Run Sub-workflow',
-		'executeWorkflow',
-		1.3,
-		{ source: 'database', workflowId: { __rl: true, mode: 'id', value: id }, mode, options: { waitForSubWorkflow: true } },
-		0,
-		{ onError },
-	);
-
-/** n8n's own "When Executed by Another Workflow" trigger (1.1), its inputs defined: only `body`. */
-const definedFieldsTrigger = (): INode => ({
-	id: 'Webhook',
-	name: 'Webhook',
-	type: 'n8n-nodes-base.executeWorkflowTrigger',
-	typeVersion: 1.1,
-	position: [0, 0],
-	parameters: { inputSource: 'workflowInputs', workflowInputs: { values: [{ name: 'body', type: 'any' }] } },
-});
-
 const noOp = (name: string, y: number) => baseNode(name, 'noOp', 1, {}, y, { onError: undefined });
 const aggregateAll = (name: string, y: number) =>
 	baseNode(name, 'aggregate', 1, { aggregate: 'aggregateAllItemData', options: {} }, y, { onError: undefined });
@@ -115,9 +70,9 @@ describeWithN8n('joins and Stop and Error where they are safe', () => {
 			connections: { 'Charge as': { main: [link('Batch')] }, Batch: { main: [link('Each')] }, Each: { main: [link('Ship as')] } },
 			heads: ['Charge as'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ firstDelivery, answers, lost, effects: ids.map(effectsFor) }).toEqual({
 			firstDelivery: { answer: 500, states: ['completed', 'failed'] },
 			answers: [200],
@@ -142,7 +97,7 @@ describeWithN8n('joins and Stop and Error where they are safe', () => {
 			},
 			heads: ['Tag'],
 		});
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ answers, lost, batch: effectsFor('ab_batch'), states: await statuses(ids) }).toEqual({
 			answers: [500, 200],
 			lost: [],
@@ -238,7 +193,7 @@ describeWithN8n('a join of every event after an effect that the join rule does n
 			connections: { Batch: { main: [link('Name Batch')] }, 'Name Batch': { main: [link('Notify jb')] } },
 			heads: ['Charge jb', 'Batch'],
 		});
-		const refused = await deliver(data, bodies(ids));
+		const refused = await deliver(data, eventBodies(ids));
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0],
@@ -267,7 +222,7 @@ describeWithN8n('a join of every event after an effect that the join rule does n
 			},
 			heads: ['Charge jl'],
 		});
-		const refused = await deliver(data, bodies(ids));
+		const refused = await deliver(data, eventBodies(ids));
 		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
 			answer: 503,
 			effects: [0, 0],
@@ -283,7 +238,7 @@ describeWithN8n('sub-workflows read from their records', () => {
 	// If to a Log node; nothing failed: both keys completed, one charge for the good event.
 	it('once, sub: Edit Fields (error = "declined" for a declined event) → If error exists → Log Decline / else Charge → Record; no failure: both completed', async () => {
 		const ids = ['bd_a', 'bd_b'];
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[
 				setField('Mark', 'error', '={{ $json.body.declined ? "declined" : "" }}', 0),
 				baseNode(
@@ -320,7 +275,7 @@ describeWithN8n('sub-workflows read from their records', () => {
 			},
 		);
 		const data = workflow('wfr6-business-error', {
-			nodes: [execute(sub, 'continueRegularOutput')],
+			nodes: [executeInline(sub, 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
@@ -334,7 +289,7 @@ describeWithN8n('sub-workflows read from their records', () => {
 	});
 
 	const recoveringSub = (tag: string, failOnce: string) =>
-		subWorkflow(
+		inlineSubWorkflow(
 			[
 				once(`Sub Charge ${tag}`, failOnce, 0, { onError: 'continueErrorOutput' }),
 				once(`Fallback Charge ${tag}`, '', 100, { onError: 'continueErrorOutput' }),
@@ -356,13 +311,13 @@ describeWithN8n('sub-workflows read from their records', () => {
 		async () => {
 			const ids = ['rc_a', 'rc_b'];
 			const data = workflow('wfr6-recovering-sub', {
-				nodes: [execute(recoveringSub('rc', 'rc_b'), 'continueRegularOutput')],
+				nodes: [executeInline(recoveringSub('rc', 'rc_b'), 'continueRegularOutput')],
 				connections: {},
 				heads: ['Run Sub-workflow'],
 			});
-			const first = await deliver(data, bodies(ids));
+			const first = await deliver(data, eventBodies(ids));
 			const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
-			const { answers, lost } = await provider(data, bodies(ids));
+			const { answers, lost } = await provider(data, eventBodies(ids));
 			expect({ firstDelivery, answers, lost, effects: ids.map(effectsFor) }).toEqual({
 				firstDelivery: { answer: 200, states: ['completed', 'completed'], effects: [1, 1] },
 				answers: [200],
@@ -387,9 +342,9 @@ describeWithN8n('sub-workflows read from their records', () => {
 			},
 			heads: ['Charge rt'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids), effects: ids.map(effectsFor) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ firstDelivery, answers, lost, effects: ids.map(effectsFor) }).toEqual({
 			firstDelivery: { answer: 200, states: ['completed', 'completed'], effects: [1, 1] },
 			answers: [200],
@@ -415,13 +370,13 @@ describeWithN8n('sub-workflows read from their records', () => {
 			},
 		);
 		const data = workflow('wfr6-db-loop', {
-			nodes: [fromDatabase('sub-rt6-db-loop', 'continueRegularOutput')],
+			nodes: [executeSaved('sub-rt6-db-loop', 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ firstDelivery, answers, lost, effects: ids.map(effectsFor) }).toEqual({
 			firstDelivery: { answer: 500, states: ['completed', 'failed'] },
 			answers: [200],
@@ -451,7 +406,7 @@ describeWithN8n('sub-workflows read from their records', () => {
 			},
 		);
 		const data = workflow('wfr6-db-switch', {
-			nodes: [fromDatabase('sub-rt6-db-switch', 'continueRegularOutput')],
+			nodes: [executeSaved('sub-rt6-db-switch', 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
@@ -473,21 +428,21 @@ describeWithN8n('sub-workflows read from their records', () => {
 
 	it('three levels, the key dropped at the middle: Execute Workflow → sub: Edit Fields (only body) → Run Inner → inner: [charge (error output unconnected)] + [Audit Log]; fails once for the 2nd of two', async () => {
 		const ids = ['km_a', 'km_b'];
-		const inner = subWorkflow([once('Inner Charge km', 'km_b', 0, { onError: 'continueErrorOutput' }), noOp('Audit Log', 200)], {
+		const inner = inlineSubWorkflow([once('Inner Charge km', 'km_b', 0, { onError: 'continueErrorOutput' }), noOp('Audit Log', 200)], {
 			Webhook: { main: [link('Inner Charge km', 'Audit Log')] },
 		});
-		const outer = subWorkflow([keepOnlyBody('Only Body'), execute(inner, undefined, 'once', 'Run Inner')], {
+		const outer = inlineSubWorkflow([keepOnlyBody('Only Body'), executeInline(inner, undefined, 'once', 'Run Inner')], {
 			Webhook: { main: [link('Only Body')] },
 			'Only Body': { main: [link('Run Inner')] },
 		});
 		const data = workflow('wfr6-middle-drop', {
-			nodes: [execute(outer, 'continueRegularOutput')],
+			nodes: [executeInline(outer, 'continueRegularOutput')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ firstDelivery, answers, lost, effects: ids.map(effectsFor) }).toEqual({
 			firstDelivery: { answer: 500, states: ['completed', 'failed'] },
 			answers: [200],
@@ -498,18 +453,18 @@ describeWithN8n('sub-workflows read from their records', () => {
 
 	it('each item at the top, once inside: Execute Workflow (each) → sub: Run Inner (once) → inner: [charge (error output unconnected)] + [Audit Log]; fails once for the 2nd of three', async () => {
 		const ids = ['en_a', 'en_b', 'en_c'];
-		const inner = subWorkflow([once('Inner Charge en', 'en_b', 0, { onError: 'continueErrorOutput' }), noOp('Audit Log', 200)], {
+		const inner = inlineSubWorkflow([once('Inner Charge en', 'en_b', 0, { onError: 'continueErrorOutput' }), noOp('Audit Log', 200)], {
 			Webhook: { main: [link('Inner Charge en', 'Audit Log')] },
 		});
-		const outer = subWorkflow([execute(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
+		const outer = inlineSubWorkflow([executeInline(inner, undefined, 'once', 'Run Inner')], { Webhook: { main: [link('Run Inner')] } });
 		const data = workflow('wfr6-each-nested', {
-			nodes: [execute(outer, 'continueRegularOutput', 'each')],
+			nodes: [executeInline(outer, 'continueRegularOutput', 'each')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ firstDelivery, answers, lost, effects: ids.map(effectsFor) }).toEqual({
 			firstDelivery: { answer: 500, states: ['completed', 'failed', 'completed'] },
 			answers: [200],
@@ -520,19 +475,19 @@ describeWithN8n('sub-workflows read from their records', () => {
 
 	it("each item, n8n's trigger with its inputs defined, three events: [charge (error output unconnected)] + [Audit Log]; fails once for the 2nd", async () => {
 		const ids = ['de_a', 'de_b', 'de_c'];
-		const sub = subWorkflow(
+		const sub = inlineSubWorkflow(
 			[once('Sub Charge de', 'de_b', 0, { onError: 'continueErrorOutput' }), noOp('Audit Log', 200)],
 			{ Webhook: { main: [link('Sub Charge de', 'Audit Log')] } },
-			definedFieldsTrigger(),
+			definedInputsTrigger(),
 		);
 		const data = workflow('wfr6-defined-each', {
-			nodes: [execute(sub, 'continueRegularOutput', 'each')],
+			nodes: [executeInline(sub, 'continueRegularOutput', 'each')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const first = await deliver(data, bodies(ids));
+		const first = await deliver(data, eventBodies(ids));
 		const firstDelivery = { answer: first.answer, states: await statuses(ids) };
-		const { answers, lost } = await provider(data, bodies(ids));
+		const { answers, lost } = await provider(data, eventBodies(ids));
 		expect({ firstDelivery, answers, lost, effects: ids.map(effectsFor) }).toEqual({
 			firstDelivery: { answer: 500, states: ['completed', 'failed', 'completed'] },
 			answers: [200],

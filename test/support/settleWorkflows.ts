@@ -71,6 +71,70 @@ export const lookup = (name: string, failOnce: string, y: number, extra: Partial
 export const routeSwitch = (name: string, y: number, outputs = 3, extra: Partial<INode> = {}) =>
 	baseNode(name, 'switch', 3.2, { mode: 'expression', numberOutputs: outputs, output: '={{ $json.body.route ?? 0 }}' }, y, extra);
 
+/** A delivery's events, one body per id. */
+export const eventBodies = (ids: string[]) => ids.map((id) => ({ id }));
+
+/** Edit Fields (3.4) keeping the other fields and setting one. */
+export const setField = (name: string, field: string, value: string, y: number, extra: Partial<INode> = {}) =>
+	baseNode(
+		name,
+		'set',
+		3.4,
+		{
+			mode: 'manual',
+			assignments: { assignments: [{ id: 'f', name: field, value, type: 'string' }] },
+			includeOtherFields: true,
+			options: {},
+		},
+		y,
+		{ onError: undefined, ...extra },
+	);
+
+/** Edit Fields (3.4) at its defaults: only `body` kept, the `idempotency` field dropped. */
+export const keepOnlyBody = (name: string, y = 0) =>
+	baseNode(
+		name,
+		'set',
+		3.4,
+		{ mode: 'manual', assignments: { assignments: [{ id: 'b', name: 'body', value: '={{ $json.body }}', type: 'object' }] }, options: {} },
+		y,
+		{ onError: undefined },
+	);
+
+/** A sub-workflow for Execute Workflow's Source "Define Below": `start` (a trigger stand-in named Webhook unless given), then `nodes`. */
+export const inlineSubWorkflow = (
+	nodes: INode[],
+	connections: Shape['connections'],
+	start: INode = packageNode('Webhook', 'testWebhook'),
+) => JSON.stringify({ nodes: [start, ...nodes], connections });
+
+/** Execute Workflow (1.3) running a sub-workflow defined in the node, waiting for it. */
+export const executeInline = (json: string, onError: INode['onError'], mode: 'once' | 'each' = 'once', name = 'Run Sub-workflow') =>
+	baseNode(name, 'executeWorkflow', 1.3, { source: 'parameter', workflowJson: json, mode, options: { waitForSubWorkflow: true } }, 0, {
+		onError,
+	});
+
+/** Execute Workflow (1.3) loading a saved sub-workflow by id (Source "Database"; deliveries.saveSubWorkflow), waiting for it. */
+export const executeSaved = (id: string, onError: INode['onError'], mode: 'once' | 'each' = 'once') =>
+	baseNode(
+		'Run Sub-workflow',
+		'executeWorkflow',
+		1.3,
+		{ source: 'database', workflowId: { __rl: true, mode: 'id', value: id }, mode, options: { waitForSubWorkflow: true } },
+		0,
+		{ onError },
+	);
+
+/** n8n's own "When Executed by Another Workflow" trigger (1.1), named Webhook, its inputs defined (n8n's default for a new one): only `body`. */
+export const definedInputsTrigger = (): INode => ({
+	id: 'Webhook',
+	name: 'Webhook',
+	type: 'n8n-nodes-base.executeWorkflowTrigger',
+	typeVersion: 1.1,
+	position: [0, 0],
+	parameters: { inputSource: 'workflowInputs', workflowInputs: { values: [{ name: 'body', type: 'any' }] } },
+});
+
 /**
  * The events joined with a lookup by Merge's SQL Query mode (Merge `version`), then a charge at
  * Continue (using error output) that fails once for `failOnce`: Tag gives each event an `eid`
