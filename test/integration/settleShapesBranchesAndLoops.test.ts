@@ -6,6 +6,7 @@ import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import {
 	baseNode,
 	effect,
+	eventBodies,
 	is2xx,
 	link,
 	lookup,
@@ -184,7 +185,10 @@ describeWithN8n('a Merge that joins two events into one item', () => {
 /* Loop Over Items ----------------------------------------------------------------------------- */
 
 describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
-	it('batch 2, If inside: skip events loop back without the charge, the charge fails once for one key: 500, one effect each', async () => {
+	// From the second batch on, the If gets two events after the charge has acted for the first batch: if its
+	// condition failed for one, n8n would stop the run (Stop Workflow) or take it as false (Continue), and
+	// neither records which events were done. Refused before anything is reserved, the fix named.
+	it('batch 2, If inside (skip events loop back without the charge): refused before anything is reserved, the If to move or the batch size to set to 1', async () => {
 		const ids = ['lb_a', 'lb_s', 'lb_b', 'lb_c'];
 		const data = workflow('wf-loop-if', {
 			nodes: [
@@ -199,19 +203,18 @@ describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
 			},
 			heads: ['Loop'],
 		});
-		const { answers, lost } = await provider(data, [{ id: 'lb_a' }, { id: 'lb_s', skip: true }, { id: 'lb_b' }, { id: 'lb_c' }]);
-		expect({ answers, lost, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
-			answers: [500, 200],
-			lost: [],
-			effects: [1, 0, 1, 1],
-			states: ['completed', 'completed', 'completed', 'completed'],
+		const refused = await deliver(data, [{ id: 'lb_a' }, { id: 'lb_s', skip: true }, { id: 'lb_b' }, { id: 'lb_c' }]);
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0, 0, 0],
+			states: [undefined, undefined, undefined, undefined],
 		});
+		expect(JSON.stringify(refused.run.data.resultData.runData)).toContain('or put Loop Over Items (batch size 1) before the step');
 	});
 
-	// The If's "skip" branch inside the loop is not wired back to Loop Over Items (a common mistake): a batch
-	// whose items all take it ends the loop, and the keys still held in the loop's node context never run.
-	// The execution ends 'success'; the end handler fails those keys (work still to run never runs).
-	it('batch 2, If inside whose skip branch ends the loop (not wired back): the keys the loop still holds failed, never completed; one effect each after the retries', async () => {
+	// The If's "skip" branch inside the loop is not wired back to Loop Over Items (a common mistake), and the
+	// loop takes the events two at a time with the charge before the If's second run: refused as above.
+	it('batch 2, If inside whose skip branch ends the loop (not wired back): refused before anything is reserved', async () => {
 		const ids = ['le_s1', 'le_s2', 'le_a', 'le_b'];
 		const data = workflow('wf-loop-end', {
 			nodes: [
@@ -226,14 +229,12 @@ describeWithN8n('Loop Over Items with batch size > 1 and an If inside', () => {
 			},
 			heads: ['Loop'],
 		});
-		const { answers, lost } = await provider(data, [
-			{ id: 'le_s1', skip: true },
-			{ id: 'le_s2', skip: true },
-			{ id: 'le_a' },
-			{ id: 'le_b' },
-		]);
-		// What must hold: le_a and le_b are charged once, or the delivery is not answered 2xx with them completed.
-		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [0, 0, 1, 1], answers: expect.anything() });
+		const refused = await deliver(data, [{ id: 'le_s1', skip: true }, { id: 'le_s2', skip: true }, { id: 'le_a' }, { id: 'le_b' }]);
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0, 0, 0],
+			states: [undefined, undefined, undefined, undefined],
+		});
 	});
 });
 
@@ -724,7 +725,7 @@ describeWithN8n('Always Output Data and Settle chained after a node that drops i
 						looseTypeValidation: true,
 					},
 					0,
-					{ alwaysOutputData: true },
+					{ alwaysOutputData: true, onError: undefined },
 				),
 				once('Charge', '', 0, { onError: 'continueErrorOutput' }),
 			],
@@ -736,7 +737,9 @@ describeWithN8n('Always Output Data and Settle chained after a node that drops i
 		expect({ answer: first.answer, state: (await keyState('aod2'))?.status }).toEqual({ answer: 500, state: 'failed' });
 	});
 
-	it("Settle chained after an If's true output (skip events dropped there), the charge fails once for one key: 500 first, no key lost, one effect each", async () => {
+	// After the charge the If gets every event of the run: at Stop Workflow its failure for one would stop the rest
+	// half done, at Continue it would send that event on as if false and record nothing. Refused, the fix named.
+	it("Settle chained after an If's true output (skip events dropped there), several events after the charge: refused before anything is reserved", async () => {
 		const ids = ['dr_a', 'dr_s', 'dr_b'];
 		const data = workflow('wf-drop', {
 			nodes: [once('Charge', 'dr_b', 0, { onError: 'continueErrorOutput' }), skipIf('Keep?', 0, 'effectDone')],
@@ -744,12 +747,24 @@ describeWithN8n('Always Output Data and Settle chained after a node that drops i
 			heads: ['Charge'],
 			settleAfter: 'Keep?',
 		});
-		const { answers, lost } = await provider(data, [{ id: 'dr_a' }, { id: 'dr_s' }, { id: 'dr_b' }]);
-		expect({ answers: answers.map(is2xx), lost, effects: ids.map(effectsFor) }).toEqual({
-			answers: [false, true],
-			lost: [],
-			effects: [1, 1, 1],
+		const refused = await deliver(data, eventBodies(ids));
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0, 0],
+			states: [undefined, undefined, undefined],
 		});
+		expect(JSON.stringify(refused.run.data.resultData.runData)).toContain('Move it before \\"Charge\\"');
+	});
+
+	it("Settle chained after an If's true output, one event per delivery, the charge failing once: 500, then 200; one effect", async () => {
+		const data = workflow('wf-drop-one', {
+			nodes: [once('Charge', 'dr1_a', 0, { onError: 'continueErrorOutput' }), skipIf('Keep?', 0, 'effectDone')],
+			connections: { Charge: { main: [link('Keep?')] } },
+			heads: ['Charge'],
+			settleAfter: 'Keep?',
+		});
+		const { answers, lost } = await provider(data, [{ id: 'dr1_a' }]);
+		expect({ answers, lost, effects: effectsFor('dr1_a') }).toEqual({ answers: [500, 200], lost: [], effects: 1 });
 	});
 });
 

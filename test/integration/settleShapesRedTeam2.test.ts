@@ -352,6 +352,7 @@ const skipFilter = (name: string) =>
 			options: {},
 		},
 		0,
+		{ onError: undefined },
 	);
 
 describeWithN8n('events dropped by the workflow on purpose', () => {

@@ -3,7 +3,17 @@ import type { INode, INodeParameters } from 'n8n-workflow';
 import { baseNodesInstalled, effectsFor, loadBaseNodeFiles } from '../support/n8nBaseNodes';
 import { addNodeTypes } from '../support/n8nEngine';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
-import { baseNode, eventBodies, link, lookup, once, routeSwitch, setField } from '../support/settleWorkflows';
+import {
+	baseNode,
+	eventBodies,
+	executeInline,
+	inlineSubWorkflow,
+	link,
+	lookup,
+	once,
+	routeSwitch,
+	setField,
+} from '../support/settleWorkflows';
 
 /*
  * Fifth red-team pass on the settlement rules (nodes/shared/settlement/), in n8n-core's own engine with
@@ -20,6 +30,7 @@ const { workflow, deliveries, statuses, provider } = shapeHarness('shapesrt5', {
 		'n8n-nodes-base.stopAndError',
 		'n8n-nodes-base.set',
 	],
+	subWorkflows: true,
 });
 const { deliver } = deliveries;
 
@@ -182,40 +193,53 @@ const strictAmountCondition = {
 };
 
 describeWithN8n('If, Filter and Switch at Continue whose evaluation fails for one event', () => {
-	// Not guaranteed (docs/templates.md): at Continue n8n's Switch (V3) puts `{ json: { error } }` paired to no event
-	// on its output 0, so the failure cannot be traced and every key of the run fails (the other event refunded again on
-	// every retry); If (V2) sends an item whose condition throws to its false output and Filter (V2) drops it, recording
-	// no failure (the key completed without the charge: lost). n8n's record gives no signal of either. Refusing these
-	// nodes at Continue would also refuse the shapes where Continue is what lets several events go apart; keep them at
-	// Stop Workflow (n8n's default), where the same failure fails the key (the control below).
-	it.failing(
-		'Switch (expression, 3 outputs) at Continue, one event routed out of range: the other event refunded once after the retries',
-		async () => {
-			const ids = ['swc_ok', 'swc_bad'];
-			const data = workflow('wfr5-switch-continue', {
-				nodes: [
-					routeSwitch('Route', 0, 3, { onError: 'continueRegularOutput' }),
-					lookup('Log', '', 0, { onError: 'continueErrorOutput' }),
-					once('Refund', '', 100, { onError: 'continueErrorOutput' }),
-				],
-				connections: { Route: { main: [link('Log'), link('Refund')] } },
-				heads: ['Route'],
-			});
-			const events = [
-				{ id: 'swc_ok', route: 1 },
-				{ id: 'swc_bad', route: 7 },
-			];
-			const { answers, lost } = await provider(data, events, 3);
-			expect({ answers, lost, refunds: effectsFor('swc_ok'), states: await statuses(ids) }).toEqual({
-				answers: [500, 500, 500],
-				lost: [],
-				refunds: 1,
-				states: ['completed', 'failed'],
-			});
-		},
-	);
+	// At Continue n8n's Switch (V3) puts `{ json: { error } }` paired to no event on its output 0, so the failure cannot
+	// be traced and every key of the run would fail (the other event refunded again on every retry); If (V2) sends an
+	// item whose condition throws to its false output and Filter (V2) drops it, recording no failure (the key would be
+	// completed without the charge). Refused before anything is reserved (wiring.ts failureForNoEvent,
+	// conditionFailureHidden); at Stop Workflow, n8n's default, the same failure fails the key (the control below).
+	it('Switch (expression, 3 outputs) at Continue, two events: refused before anything is reserved', async () => {
+		const ids = ['swc_ok', 'swc_bad'];
+		const data = workflow('wfr5-switch-continue', {
+			nodes: [
+				routeSwitch('Route', 0, 3, { onError: 'continueRegularOutput' }),
+				lookup('Log', '', 0, { onError: 'continueErrorOutput' }),
+				once('Refund', '', 100, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Route: { main: [link('Log'), link('Refund')] } },
+			heads: ['Route'],
+		});
+		const refused = await deliver(data, [
+			{ id: 'swc_ok', route: 1 },
+			{ id: 'swc_bad', route: 7 },
+		]);
+		expect({ answer: refused.answer, refunds: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			refunds: [0, 0],
+			states: [undefined, undefined],
+		});
+		expect(JSON.stringify(refused.run.data.resultData.runData)).toContain('an error item that belongs to none of them');
+	});
 
-	it.failing.each([
+	it('Switch at Continue with one event per run: accepted; the event routed out of range failed, 500, no refund', async () => {
+		const id = 'swo_bad';
+		const data = workflow('wfr5-switch-one', {
+			nodes: [
+				routeSwitch('Route', 0, 3, { onError: 'continueRegularOutput' }),
+				once('Refund', '', 100, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Route: { main: [[], link('Refund')] } },
+			heads: ['Route'],
+		});
+		const first = await deliver(data, [{ id, route: 7 }]);
+		expect({ answer: first.answer, refunds: effectsFor(id), states: await statuses([id]) }).toEqual({
+			answer: 500,
+			refunds: 0,
+			states: ['failed'],
+		});
+	});
+
+	it.each([
 		[
 			'If (strict types) at Continue, true → charge',
 			'ifc',
@@ -226,19 +250,44 @@ describeWithN8n('If, Filter and Switch at Continue whose evaluation fails for on
 			'flc',
 			(): INode => baseNode('Check', 'filter', 2.2, { conditions: strictAmountCondition, looseTypeValidation: false, options: {} }, 0),
 		],
-	] as const)('%s, amount sent as text: the key is not completed without the charge', async (_label, tag, check) => {
+		[
+			'If (strict types) at Continue (using error output), true → charge',
+			'ife',
+			(): INode =>
+				baseNode('Check', 'if', 2.2, { conditions: strictAmountCondition, looseTypeValidation: false, options: {} }, 0, {
+					onError: 'continueErrorOutput',
+				}),
+		],
+	] as const)('%s: refused before anything is reserved, Stop Workflow named', async (_label, tag, check) => {
 		const id = `${tag}_a`;
 		const data = workflow(`wfr5-${tag}`, {
 			nodes: [check(), once('Charge', '', 0, { onError: 'continueErrorOutput' })],
 			connections: { Check: { main: [link('Charge')] } },
 			heads: ['Check'],
 		});
-		const first = await deliver(data, [{ id, amount: 'abc' }]);
-		expect({ answer: first.answer, effects: effectsFor(id), states: await statuses([id]) }).toEqual({
-			answer: 500,
+		const refused = await deliver(data, [{ id, amount: 'abc' }]);
+		expect({ answer: refused.answer, effects: effectsFor(id), states: await statuses([id]) }).toEqual({
+			answer: 503,
 			effects: 0,
-			states: ['failed'],
+			states: [undefined],
 		});
+		expect(JSON.stringify(refused.run.data.resultData.runData)).toContain('On Error to \\"Stop Workflow\\" (n8n\'s default)');
+	});
+
+	it('the same If inside a sub-workflow defined in the node: refused before anything is reserved', async () => {
+		const id = 'ifsub_a';
+		const inner = [baseNode('Check', 'if', 2.2, { conditions: strictAmountCondition, looseTypeValidation: false, options: {} }, 0)];
+		const data = workflow('wfr5-if-sub', {
+			nodes: [
+				executeInline(inlineSubWorkflow(inner, {}), 'continueRegularOutput', 'once', 'Run Sub'),
+				once('Charge', '', 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: { 'Run Sub': { main: [link('Charge')] } },
+			heads: ['Run Sub'],
+		});
+		const refused = await deliver(data, [{ id, amount: 'abc' }]);
+		expect({ answer: refused.answer, effects: effectsFor(id) }).toEqual({ answer: 503, effects: 0 });
+		expect(JSON.stringify(refused.run.data.resultData.runData)).toContain('Run Sub\\" → \\"Check');
 	});
 
 	it('control: the same If at Stop Workflow: the key failed, 500, no charge', async () => {
@@ -371,6 +420,7 @@ describeWithN8n('a node run several times in one execution', () => {
 						looseTypeValidation: true,
 					},
 					0,
+					{ onError: undefined },
 				),
 				setField('Tag', 'tier', 'vip', 0, { onError: 'continueRegularOutput' }),
 				once('Charge', 'tb_c', 100, { onError: 'continueErrorOutput' }),

@@ -153,29 +153,31 @@ beforeEach(() => {
 /* Change 1: Settle leaves every key to the end while one is pending ---------------------------- */
 
 describeWithN8n('several events in one delivery, one still running when Settle runs', () => {
-	// Route: skip events end at once; the others reach a Merge whose other input (B) has no data (n8n runs it after Settle).
+	// Route: skip events end at once; the others pass a Gate (failing at once for the events named) and reach a Merge
+	// whose other input (B) has no data (n8n runs it after Settle). The Ifs come before any node that may have an
+	// effect: after one, with several events, they are refused (settleShapesRedTeam5.test.ts).
 	const mergeShape = (write: INodeParameters, gateFailOnce = ''): Shape => ({
 		nodes: [
+			skipIf('Route', 0),
+			skipIf('Flagged?', 0, 'flag'),
 			packageNode(
 				'Gate',
 				'testEffectOnce',
 				{ failOnce: gateFailOnce, noEffect: true },
-				{ position: [400, -50], onError: 'continueErrorOutput' },
+				{ position: [400, 0], onError: 'continueErrorOutput' },
 			),
-			skipIf('Route', 0),
-			skipIf('Flagged?', 0, 'flag'),
 			baseNode('B', 'noOp', 1, {}, 100),
 			baseNode('Merge', 'merge', 3, {}, 0),
 			effect('Write', write, 0, { onError: 'continueErrorOutput' }),
 		],
 		connections: {
-			Gate: { main: [link('Route')] },
 			Route: { main: [[], link('Flagged?')] },
-			'Flagged?': { main: [link('B'), toInput('Merge', 0)] },
+			'Flagged?': { main: [link('B'), link('Gate')] },
+			Gate: { main: [toInput('Merge', 0)] },
 			B: { main: [toInput('Merge', 1)] },
 			Merge: { main: [link('Write')] },
 		},
-		heads: ['Gate'],
+		heads: ['Route'],
 	});
 
 	// The loss this row guards against: the retry carries r1_done, now a duplicate; r1_merge and r1_fail are pending at

@@ -69,7 +69,10 @@ export const lookup = (name: string, failOnce: string, y: number, extra: Partial
 
 /** n8n's Switch in Expression mode: the output is the event's `route` field (0, 1, 2). */
 export const routeSwitch = (name: string, y: number, outputs = 3, extra: Partial<INode> = {}) =>
-	baseNode(name, 'switch', 3.2, { mode: 'expression', numberOutputs: outputs, output: '={{ $json.body.route ?? 0 }}' }, y, extra);
+	baseNode(name, 'switch', 3.2, { mode: 'expression', numberOutputs: outputs, output: '={{ $json.body.route ?? 0 }}' }, y, {
+		onError: undefined,
+		...extra,
+	});
 
 /** A delivery's events, one body per id. */
 export const eventBodies = (ids: string[]) => ids.map((id) => ({ id }));
@@ -200,6 +203,8 @@ export function skipIf(name: string, y: number, field = 'skip'): INode {
 			looseTypeValidation: true,
 		},
 		y,
+		// n8n's default: at Continue an If takes a condition it cannot evaluate as false, and that is refused.
+		{ onError: undefined },
 	);
 }
 

@@ -99,12 +99,12 @@ export function isSettlingOperation(operation: unknown): boolean {
 /* What a node does when it fails ------------------------------------------------------------- */
 
 /** What a node does when it fails, by n8n's own rule: On Error when it is set, else the legacy Continue On Fail (the regular output). */
-export function onErrorOf(node: Pick<INode, 'onError' | 'continueOnFail'>): NonNullable<INode['onError']> {
+export function onErrorOf(node: Partial<Pick<INode, 'onError' | 'continueOnFail'>>): NonNullable<INode['onError']> {
 	return node.onError ?? (node.continueOnFail === true ? 'continueRegularOutput' : 'stopWorkflow');
 }
 
 /** Whether a node continues on error (n8n's continueOnFail): its failures are items, not the end of the run. */
-export function continuesOnError(node: Pick<INode, 'onError' | 'continueOnFail'>): boolean {
+export function continuesOnError(node: Partial<Pick<INode, 'onError' | 'continueOnFail'>>): boolean {
 	return onErrorOf(node) !== 'stopWorkflow';
 }
 
@@ -171,6 +171,9 @@ const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
 const MYSQL_TYPE = 'n8n-nodes-base.mySql';
 const MERGE_TYPE = 'n8n-nodes-base.merge';
 const STOP_AND_ERROR_TYPE = 'n8n-nodes-base.stopAndError';
+const IF_TYPE = 'n8n-nodes-base.if';
+const FILTER_TYPE = 'n8n-nodes-base.filter';
+const SWITCH_TYPE = 'n8n-nodes-base.switch';
 // Merge's SQL Query mode: its query when left at its default (n8n saves no parameter equal to its default).
 const MERGE_DEFAULT_QUERY = 'SELECT * FROM input1 LEFT JOIN input2 ON input1.name = input2.id';
 const AGGREGATE_TYPE = 'n8n-nodes-base.aggregate';
@@ -203,6 +206,34 @@ export function stopsTheRun(node: NodeRef): boolean {
 /** A node that routes or reshapes items: no effect, but it can fail on one event's data. */
 export function isRouting(node: NodeRef): boolean {
 	return ROUTING_TYPES.has(node.type);
+}
+
+/**
+ * If and Filter (version 2 and later): when a condition cannot be evaluated for an item (strict
+ * type validation meeting another type, a failing expression) and the node continues on error,
+ * n8n-nodes-base sends the item to the false output (Filter: discards it) as if the condition were
+ * false, and nothing in n8n's record says it failed, whichever Continue is chosen.
+ */
+function takesFailureAsFalse(node: NodeRef): boolean {
+	return (node.type === IF_TYPE || node.type === FILTER_TYPE) && (node.typeVersion ?? 1) >= 2;
+}
+
+/** An If or Filter whose failed condition n8n records nowhere (takesFailureAsFalse). */
+export function hidesConditionFailures(node: NodeRef & Partial<Pick<INode, 'onError' | 'continueOnFail'>>): boolean {
+	return takesFailureAsFalse(node) && continuesOnError(node);
+}
+
+/**
+ * A Switch that continues on error: an item whose routing fails becomes `{ error }` on its first
+ * output, paired to no input item, so its failure belongs to no one event.
+ */
+export function failsForNoEvent(node: Pick<INode, 'type' | 'onError' | 'continueOnFail'>): boolean {
+	return node.type === SWITCH_TYPE && continuesOnError(node);
+}
+
+/** A node whose failure no Continue setting keeps to the event it failed for (an If, a Filter, a Switch). */
+export function continuingLosesTheEvent(node: NodeRef): boolean {
+	return takesFailureAsFalse(node) || node.type === SWITCH_TYPE;
 }
 
 /** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */

@@ -47,13 +47,34 @@ export const REFUSALS = {
 		`"${wait}" makes the execution wait, and Settle is chained after the step: if the step then fails, no item reaches Settle and nothing would settle the key in the resumed execution. Connect Settle beside the step, to the same output of "${self}".`,
 	stopsAfterWait: ({ node, wait }: { node: string; wait: string }) =>
 		`"${node}" runs after "${wait}" and stops the workflow when it fails: the execution resumed after the wait would end before any Idempotency node runs, and the key would stay reserved until its lease ends. ${SET_CONTINUE_ERROR_OUTPUT} and settle after it.`,
-	eventsTogether: ({ node, events, after, subWorkflow }: { node: string; events?: number; after?: string; subWorkflow?: boolean }) =>
+	eventsTogether: ({
+		node,
+		events,
+		after,
+		subWorkflow,
+		continueHides,
+	}: {
+		node: string;
+		events?: number;
+		after?: string;
+		subWorkflow?: boolean;
+		continueHides?: boolean;
+	}) =>
 		`"${node}" gets ${theEvents(events)} together${after ? ` after "${after}"` : ''} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. ${
-			// At the error output n8n would lose the failures an Execute Workflow node's sub-workflow returns (subWorkflowFailuresLost).
-			subWorkflow
-				? `${SET_CONTINUE_REGULAR_OUTPUT} (each event's failure is then its own)`
-				: `${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected)`
-		}, or put Loop Over Items (batch size 1) before it.`,
+			// At Continue an If, Filter or Switch hides or scatters the failure (conditionFailureHidden, failureForNoEvent).
+			continueHides
+				? `Move it before "${after ?? 'the node that may have an effect'}", or put Loop Over Items (batch size 1) before the step (each run then has one event).`
+				: // At the error output n8n would lose the failures an Execute Workflow node's sub-workflow returns (subWorkflowFailuresLost).
+					`${
+						subWorkflow
+							? `${SET_CONTINUE_REGULAR_OUTPUT} (each event's failure is then its own)`
+							: `${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected)`
+					}, or put Loop Over Items (batch size 1) before it.`
+		}`,
+	conditionFailureHidden: ({ node }: { node: string }) =>
+		`"${node}" continues on error: when its condition cannot be evaluated for an event (a value of another type under strict type validation, a failing expression), n8n sends the event on as if the condition were false (a Filter drops it) and records no failure, so its key would be completed without the step. Set its Settings → On Error to "Stop Workflow" (n8n's default): the failure then fails the key and the provider's retry runs the step again.`,
+	failureForNoEvent: ({ node, events }: { node: string; events?: number }) =>
+		`"${node}" continues on error and gets ${theEvents(events)} together: when it cannot route one of them, n8n puts an error item that belongs to none of them on its first output, so every key would fail while the others' steps went on, and the provider's retry would do them again. Set its Settings → On Error to "Stop Workflow" (n8n's default), or put Loop Over Items (batch size 1) before it.`,
 	joinedAfterEffect: ({ node, join, effect, events }: { node: string; join: string; effect: string; events?: number }) =>
 		`"${node}" gets the one item "${join}" makes of ${theEvents(events)} after "${effect}" has done its work for each: if "${node}" failed, it would fail for all of them, and the provider's retry would do "${effect}" again for each. Move "${node}" before "${effect}", split the joined item again before it (Split Out), or put Loop Over Items (batch size 1) before the step.`,
 	stopAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>

@@ -6,10 +6,13 @@ import { allTargets, downstreamOf, enabledTargets, feedsOf, inputIndexes, ranBef
 import {
 	checksWiringWhenItRuns,
 	continuesOnError,
+	continuingLosesTheEvent,
 	dropsItemsSeenBefore,
 	endsBusinessStep,
 	EXECUTE_WORKFLOW_TYPE,
 	failsAllOrNothing,
+	failsForNoEvent,
+	hidesConditionFailures,
 	inlineSubWorkflowNodes,
 	isRouting,
 	isSettleNode,
@@ -107,6 +110,11 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		if (joining) throw refusal('waitAfterJoin', { wait: node.name, join: joining.name });
 		if (settleBeside) assertSettleRunsAfterStep(record, self, output, node);
 	}
+	// Settled by the run's record, a condition failure n8n records nowhere would complete the key.
+	if (settleBeside || settleAfter) {
+		const hiding = conditionFailureHiddenIn(step);
+		if (hiding) throw refusal('conditionFailureHidden', { node: hiding });
+	}
 	// Before the reserving node too: a retry dropped on its way to it never reaches the step either.
 	const reserving = record.node(self);
 	const dropping = [...step, ...(reserving ? ranBefore(record, self, reserving) : [])].find(dropsItemsSeenBefore);
@@ -120,7 +128,12 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		if (onErrorOf(node) === 'continueErrorOutput') throw refusal('waitAtErrorOutput', { wait: node.name });
 		if (settleAfter) throw refusal('waitWithSettleAfter', { wait: node.name, self });
 		for (const after of downstreamOf(record, targets(record, node.name, 0), new Set([self, node.name]), endsBusinessStep)) {
-			if (!continuesOnError(after)) throw refusal('stopsAfterWait', { node: after.name, wait: node.name });
+			if (continuesOnError(after)) continue;
+			// An If or Switch deciding on the answer before anything may have acted: its failure holds the key
+			// until the lease ends, and the provider's retry then runs the step again (at Continue an If would
+			// take the failure as false and complete the key: conditionFailureHidden).
+			if (isRouting(after) && !ranBefore(record, self, after).some(mayHaveEffect)) continue;
+			throw refusal('stopsAfterWait', { node: after.name, wait: node.name });
 		}
 	}
 }
@@ -179,6 +192,7 @@ function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output
 		checkJoinedAfterEffect(record, self, node, events, step, oneAtATime);
 		if (oneAtATime.has(node.name)) continue;
 		if (continuesOnError(node)) {
+			if (failsForNoEvent(node)) throw refusal('failureForNoEvent', { node: node.name, events });
 			checkExecuteOnce(record, self, node, events);
 			if (node.retryOnFail === true && mayHaveEffect(node)) throw refusal('retriedTogether', { node: node.name, events });
 			continue;
@@ -190,8 +204,20 @@ function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output
 			events,
 			after: effectBefore?.name,
 			subWorkflow: node.type === EXECUTE_WORKFLOW_TYPE,
+			continueHides: continuingLosesTheEvent(node),
 		});
 	}
+}
+
+/** The first node of `nodes`, or of a sub-workflow one defines, whose failed condition n8n records nowhere, named as the user reads it. */
+function conditionFailureHiddenIn(nodes: NodeRef[]): string | undefined {
+	for (const node of nodes) {
+		if (node.disabled === true) continue;
+		if (hidesConditionFailures(node)) return node.name;
+		const inner = inlineSubWorkflowNodes(node).find((candidate) => candidate.disabled !== true && hidesConditionFailures(candidate));
+		if (inner) return `${node.name}" → "${inner.name}`;
+	}
+	return undefined;
 }
 
 /** Whether the node may make the execution wait, as n8n declares it (n8n's own waiting nodes when the record cannot tell). */
@@ -364,6 +390,8 @@ export function unsettleableAfterTrigger(
 		if (mayNotWaitForSubWorkflow(node)) return reason('subWorkflowNotWaitedFor', { node: node.name });
 		const full = record?.node(node.name);
 		if (full && losesSubWorkflowFailures(full)) return reason('subWorkflowFailuresLost', { node: node.name });
+		const hiding = full && conditionFailureHiddenIn([full]);
+		if (hiding) return reason('conditionFailureHidden', { node: hiding });
 	}
 	return undefined;
 }
