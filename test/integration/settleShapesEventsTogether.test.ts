@@ -436,20 +436,22 @@ describeWithN8n('Execute Workflow "each item", third pass', () => {
 		});
 	});
 
-	it('the same declined payment, Execute Workflow "once for all items" (the sub-execution named on the node run): one charge', async () => {
+	// Run once for all items, the sub-workflow's charge (Stop Workflow) gets both events together: a failure for one
+	// would fail the sub-execution, and with it every key, the other's charge done. Judged as in the step itself.
+	it('the same sub-workflow, Execute Workflow "once for all items": refused before anything is reserved', async () => {
 		const ids = ['xo_ok', 'xo_dec'];
 		const data = workflow('wf3-once-falsepos', {
 			nodes: [execute(declinedOnSecondOutput(), 'continueRegularOutput', { waitForSubWorkflow: true }, 'once')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});
-		const { answers, lost } = await provider(data, [{ id: 'xo_ok' }, { id: 'xo_dec', declined: true }], 3);
-		expect({ lost, effects: ids.map(effectsFor), answers, states: await statuses(ids) }).toEqual({
-			lost: [],
-			effects: [1, 1],
-			answers: [200],
-			states: ['completed', 'completed'],
+		const refused = await deliver(data, [{ id: 'xo_ok' }, { id: 'xo_dec', declined: true }]);
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 503,
+			effects: [0, 0],
+			states: [undefined, undefined],
 		});
+		expect(JSON.stringify(refused.run.data.resultData.runData)).toContain('\\"Sub Charge\\" gets the 2 events of this run together');
 	});
 
 	/** The sub-workflow's only step, at Continue (using error output), fails once for `failOnce`: its error item on output 1. */

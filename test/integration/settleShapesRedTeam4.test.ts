@@ -301,11 +301,22 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		});
 	});
 
-	it('control: the same sub-workflow defined in the node: the charge failure read, one effect each', async () => {
+	// Defined in the node, the sub-workflow's nodes are judged as the step's: its If gets both events after the charge
+	// (at Stop Workflow a failure would stop the others half done; at Continue it would be taken as false).
+	it('the same sub-workflow defined in the node: refused before anything is reserved; for each item: the charge failure read, one effect each', async () => {
 		const ids = ['inr_a', 'inr_b'];
 		const [nodes, connections] = regularSub('inr', 'inr_b');
-		const data = workflow('wfr4-inline-regular', {
-			nodes: [executeInline(JSON.stringify({ nodes, connections }), 'continueRegularOutput')],
+		const refused = await deliver(
+			workflow('wfr4-inline-regular', {
+				nodes: [executeInline(JSON.stringify({ nodes, connections }), 'continueRegularOutput')],
+				connections: {},
+				heads: ['Run Sub-workflow'],
+			}),
+			eventBodies(ids),
+		);
+		expect({ answer: refused.answer, effects: ids.map(effectsFor) }).toEqual({ answer: 503, effects: [0, 0] });
+		const data = workflow('wfr4-inline-regular-each', {
+			nodes: [executeInline(JSON.stringify({ nodes, connections }), 'continueRegularOutput', 'each')],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});

@@ -431,7 +431,8 @@ describeWithN8n('sub-workflows read from their records', () => {
 		const inner = inlineSubWorkflow([once('Inner Charge km', 'km_b', 0, { onError: 'continueErrorOutput' }), noOp('Audit Log', 200)], {
 			Webhook: { main: [link('Inner Charge km', 'Audit Log')] },
 		});
-		const outer = inlineSubWorkflow([keepOnlyBody('Only Body'), executeInline(inner, undefined, 'once', 'Run Inner')], {
+		// Run Inner at Continue (regular output): at Stop Workflow it would get both events together, refused.
+		const outer = inlineSubWorkflow([keepOnlyBody('Only Body'), executeInline(inner, 'continueRegularOutput', 'once', 'Run Inner')], {
 			Webhook: { main: [link('Only Body')] },
 			'Only Body': { main: [link('Run Inner')] },
 		});

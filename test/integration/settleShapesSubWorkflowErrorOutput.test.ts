@@ -138,15 +138,16 @@ describeWithN8n("Execute Workflow at the other On Error settings keeps the sub-w
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1], answers: [500, 200] });
 	});
 
-	// An If's second output is business data, not a failure: the event whose item leaves there succeeded.
-	it('Continue (regular output), the sub-workflow ends in an If that sends one event to its second output: both completed, one effect each', async () => {
+	// An If's second output is business data, not a failure: the event whose item leaves there succeeded. One event per
+	// sub-execution: with both in one, the If would get them together after the charge, which is refused.
+	it('Continue (regular output), for each item, the sub-workflow ends in an If that sends one event to its second output: both completed, one effect each', async () => {
 		const ids = ['xi_a', 'xi_b'];
 		const sub = subWorkflow([once('Sub Charge xi', '', 0, { onError: undefined }), skipIf('Skip?', 0)], {
 			Webhook: { main: [link('Sub Charge xi')] },
 			'Sub Charge xi': { main: [link('Skip?')] },
 		});
 		const data = workflow('wfx-if', {
-			nodes: [execute(sub, 'continueRegularOutput')],
+			nodes: [execute(sub, 'continueRegularOutput', { mode: 'each' })],
 			connections: {},
 			heads: ['Run Sub-workflow'],
 		});

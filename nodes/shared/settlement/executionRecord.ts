@@ -8,7 +8,7 @@ import {
 	type ISourceData,
 } from 'n8n-workflow';
 
-import { describerOf, mayWait } from './nodeKinds';
+import { describerOf, inlineSubWorkflow, mayWait } from './nodeKinds';
 import { N8N_REFUSALS } from './refusals';
 
 /**
@@ -111,4 +111,28 @@ export function executionView(
 		node: (name) => nodes[name],
 		pending: runExecutionData?.executionData ?? {},
 	};
+}
+
+/**
+ * The wiring of the sub-workflow an Execute Workflow node defines (Source "Define Below") as a record
+ * with nothing run yet, and the node it starts from (the one no other node feeds); undefined for any
+ * other node.
+ */
+export function inlineSubWorkflowRecord(node: INode, parent: ExecutionRecord): { record: ExecutionRecord; start: string } | undefined {
+	const inner = inlineSubWorkflow(node);
+	if (!inner) return undefined;
+	const nodes = new Map(inner.nodes.map((candidate) => [candidate.name, candidate as INode]));
+	const fed = new Set(
+		Object.values(inner.connections).flatMap((byType) => (byType.main ?? []).flatMap((output) => (output ?? []).map((link) => link.node))),
+	);
+	const start = inner.nodes.find((candidate) => !fed.has(candidate.name) && inner.connections[candidate.name] !== undefined);
+	if (!start) return undefined;
+	const record: ExecutionRecord = {
+		runData: {},
+		connectionsBySourceNode: inner.connections,
+		executionOrder: 'v1',
+		node: (name) => nodes.get(name),
+		waits: parent.waits,
+	};
+	return { record, start: start.name };
 }

@@ -1,4 +1,4 @@
-import { SEND_AND_WAIT_OPERATION, type INode, type INodeParameters, type INodeTypeDescription } from 'n8n-workflow';
+import { SEND_AND_WAIT_OPERATION, type IConnections, type INode, type INodeParameters, type INodeTypeDescription } from 'n8n-workflow';
 
 /*
  * What kind of node a workflow node is, for every settlement rule: the one registry. Where n8n
@@ -368,16 +368,28 @@ export function losesSubWorkflowFailures(node: Pick<INode, 'type' | 'onError' | 
 
 /** The nodes of the sub-workflow an Execute Workflow node defines in its own parameters (Source "Define Below"). */
 export function inlineSubWorkflowNodes(node: NodeRef): NodeRef[] {
-	if (node.type !== EXECUTE_WORKFLOW_TYPE || node.parameters?.source !== 'parameter') return [];
+	return inlineSubWorkflow(node)?.nodes ?? [];
+}
+
+/** The sub-workflow an Execute Workflow node defines (Source "Define Below"): its nodes and connections; undefined for any other node. */
+export function inlineSubWorkflow(node: NodeRef): { nodes: NodeRef[]; connections: IConnections } | undefined {
+	if (node.type !== EXECUTE_WORKFLOW_TYPE || node.parameters?.source !== 'parameter') return undefined;
 	const json = node.parameters.workflowJson;
-	if (typeof json !== 'string' || json.startsWith('=')) return [];
+	if (typeof json !== 'string' || json.startsWith('=')) return undefined;
 	try {
-		const nodes = (JSON.parse(json) as { nodes?: unknown }).nodes;
-		return Array.isArray(nodes)
-			? nodes.filter((inner): inner is NodeRef => typeof inner?.name === 'string' && typeof inner?.type === 'string')
+		const parsed = JSON.parse(json) as { nodes?: unknown; connections?: unknown };
+		const nodes = Array.isArray(parsed.nodes)
+			? parsed.nodes.filter((inner): inner is NodeRef => typeof inner?.name === 'string' && typeof inner?.type === 'string')
 			: [];
+		const connections = typeof parsed.connections === 'object' && parsed.connections !== null ? (parsed.connections as IConnections) : {};
+		return { nodes, connections };
 	} catch {
 		// Not JSON: n8n refuses to run it, before any step.
-		return [];
+		return undefined;
 	}
+}
+
+/** An Execute Workflow node that gives its sub-workflow all its items in one run (Mode "Run Once with All Items", the default). */
+export function runsSubWorkflowOnceForAll(node: NodeRef): boolean {
+	return node.type === EXECUTE_WORKFLOW_TYPE && (node.parameters?.mode ?? 'once') === 'once';
 }

@@ -86,6 +86,9 @@ export const REFUSALS = {
 	splitFromKeylessJoin: ({ node, split, join, events }: { node: string; split: string; join: string; events?: number }) =>
 		`"${node}" gets the items "${split}" splits out of "${join}", which joins ${theEvents(events)} without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join}" to aggregate All Item Data, which keeps each event's key.`,
 
+	stopsBeforeLoopDone: ({ node, loop, effect }: { node: string; loop: string; effect: string }) =>
+		`When "${node}" fails, it ends "${loop}" (it stops the workflow, or its error output does not lead back into the loop), whose Done output leads on: the events that already went round the loop would never reach that output, their keys would fail although "${effect}" had done its work for them, and the provider's retry would do it again. Move the nodes after the Done output of "${loop}" into the loop, before it takes the next event, and leave that output unconnected; or ${SET_CONTINUE_ERROR_OUTPUT.charAt(0).toLowerCase()}${SET_CONTINUE_ERROR_OUTPUT.slice(1)} and connect it back to "${loop}".`,
+
 	rowsFromKeylessSqlJoin: ({ node, merge, events }: { node: string; merge: string; events?: number }) =>
 		`"${node}" gets the rows of "${merge}", whose SQL Query joins ${theEvents(events)}: n8n pairs each row to every event (Merge version 3; a query not starting with SELECT, or with its column list on several lines; GROUP BY, DISTINCT or UNION), and the rows carry no key, so one row's failure would fail every key, and the provider's retry would do the others again. Select the events' key in the query (input1.idempotency), or use a Merge node of version 3.1 or later with a plain SELECT whose column list is on one line.`,
 

@@ -1,8 +1,8 @@
 import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
 import { toNodeError } from '../nodeError';
-import { readExecutionRecord, type ExecutionRecord } from './executionRecord';
-import { allTargets, downstreamOf, enabledTargets, feedsOf, inputIndexes, ranBefore, targets } from './graph';
+import { inlineSubWorkflowRecord, readExecutionRecord, type ExecutionRecord } from './executionRecord';
+import { allTargets, downstreamOf, enabledTargets, feedsOf, inputIndexes, loopDoneLeadsOn, ranBefore, targets } from './graph';
 import {
 	checksWiringWhenItRuns,
 	continuesOnError,
@@ -26,6 +26,7 @@ import {
 	mayWait,
 	onErrorOf,
 	RESPOND_TYPE,
+	runsSubWorkflowOnceForAll,
 	splitsItems,
 	stopsTheRun,
 	type DescribeNode,
@@ -117,7 +118,9 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	}
 	// Before the reserving node too: a retry dropped on its way to it never reaches the step either.
 	const reserving = record.node(self);
-	const dropping = [...step, ...(reserving ? ranBefore(record, self, reserving) : [])].find(dropsItemsSeenBefore);
+	const dropping = [...step, ...(reserving ? ranBefore(record, self, reserving) : [])]
+		.flatMap((node) => [node, ...inlineSubWorkflowNodes(node).filter((inner) => inner.disabled !== true)])
+		.find(dropsItemsSeenBefore);
 	if (dropping) throw refusal('dropsRetries', { node: dropping.name });
 	for (const node of step) {
 		if (mayNotWaitForSubWorkflow(node)) throw refusal('subWorkflowNotWaitedFor', { node: node.name });
@@ -176,33 +179,44 @@ export function eventsTogetherAfterTrigger(record: ExecutionRecord, trigger: str
 }
 
 /** checkEventsApart's rules for the step that `output` of `self` feeds; `events` undefined: not counted yet. */
-function checkStepTakesEventsApart(record: ExecutionRecord, self: string, output: number, events: number | undefined): void {
+function checkStepTakesEventsApart(
+	record: ExecutionRecord,
+	self: string,
+	output: number,
+	events: number | undefined,
+	outside?: INode,
+	depth = 0,
+): void {
 	const heads = targets(record, self, output);
 	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
+	// A node that may have acted before `node`: in this workflow, or before the Execute Workflow node running it.
+	const effectBefore = (node: INode) => ranBefore(record, self, node).find(mayHaveEffect) ?? outside;
 	for (const node of step) {
 		// n8n runs a branch to its end before the next one: only an effect before it can be left half done.
 		if (stopsTheRun(node) && !oneAtATime.has(node.name)) {
-			const effect = ranBefore(record, self, node).find(mayHaveEffect);
+			const effect = effectBefore(node);
 			if (effect) throw refusal('stopAfterEffect', { node: node.name, effect: effect.name, events });
 		}
 		if (failsAllOrNothing(node)) continue;
-		checkSplitFromKeylessJoin(record, self, node, events);
+		checkSplitFromKeylessJoin(record, self, node, events, outside);
 		// Before the one-at-a-time skip: Loop Over Items after a join loops over the one joined item, not over events.
-		checkJoinedAfterEffect(record, self, node, events, step, oneAtATime);
+		checkJoinedAfterEffect(record, self, node, events, step, oneAtATime, outside);
+		checkStopsBeforeLoopDone(record, node, oneAtATime);
 		if (oneAtATime.has(node.name)) continue;
+		checkInlineSubWorkflow(record, node, events, effectBefore(node), depth);
 		if (continuesOnError(node)) {
 			if (failsForNoEvent(node)) throw refusal('failureForNoEvent', { node: node.name, events });
-			checkExecuteOnce(record, self, node, events);
+			checkExecuteOnce(node, events, effectBefore(node));
 			if (node.retryOnFail === true && mayHaveEffect(node)) throw refusal('retriedTogether', { node: node.name, events });
 			continue;
 		}
-		const effectBefore = isRouting(node) ? ranBefore(record, self, node).find(mayHaveEffect) : undefined;
-		if (isRouting(node) && !effectBefore) continue;
+		const effect = isRouting(node) ? effectBefore(node) : undefined;
+		if (isRouting(node) && !effect) continue;
 		throw refusal('eventsTogether', {
 			node: node.name,
 			events,
-			after: effectBefore?.name,
+			after: effect?.name,
 			subWorkflow: node.type === EXECUTE_WORKFLOW_TYPE,
 			continueHides: continuingLosesTheEvent(node),
 		});
@@ -231,9 +245,8 @@ function waitsIn(record: ExecutionRecord, node: INode): boolean {
  * every one of them. Refused where an effect may already have been done for each event before it,
  * as the retry would do it again; before any effect, the retry only runs the one call again.
  */
-function checkExecuteOnce(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
+function checkExecuteOnce(node: INode, events: number | undefined, effectBefore: INode | undefined): void {
 	if (node.executeOnce !== true) return;
-	const effectBefore = ranBefore(record, self, node).find(mayHaveEffect);
 	if (effectBefore) throw refusal('executeOnceAfterEffect', { node: node.name, effect: effectBefore.name, events });
 }
 
@@ -249,14 +262,15 @@ function checkJoinedAfterEffect(
 	node: INode,
 	events: number | undefined,
 	step: INode[],
-	oneAtATime: Set<string>,
+	oneAtATime: Map<string, INode>,
+	outside: INode | undefined,
 ): void {
 	if (!mayHaveEffect(node) && !isRouting(node)) return;
 	if (splitsItems(node)) return;
 	const before = ranBefore(record, self, node);
 	// A join inside Loop Over Items (batch size 1) joins one event.
 	for (const join of before.filter((candidate) => joinsItems(candidate) && !oneAtATime.has(candidate.name))) {
-		const effect = effectNotAfter(record, self, join, step);
+		const effect = effectNotAfter(record, self, join, step) ?? outside;
 		if (!effect) continue;
 		const splitAgain = before.some(
 			(split) => splitsItems(split) && ranBefore(record, self, split).some((earlier) => earlier.name === join.name),
@@ -283,9 +297,15 @@ function effectNotAfter(record: ExecutionRecord, self: string, node: INode, step
  * node's On Error and even one item at a time (Loop Over Items), fails every key. Refused where an effect may already have been done for some of them
  * (by a node before it, or by the node itself for the other items), as the retry would do it again.
  */
-function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: INode, events: number | undefined): void {
+function checkSplitFromKeylessJoin(
+	record: ExecutionRecord,
+	self: string,
+	node: INode,
+	events: number | undefined,
+	outside: INode | undefined,
+): void {
 	const before = ranBefore(record, self, node);
-	if (!mayHaveEffect(node) && !before.some(mayHaveEffect)) return;
+	if (!mayHaveEffect(node) && !before.some(mayHaveEffect) && !outside) return;
 	const sqlJoin = before.find(joinsAndSplitsWithoutKeys);
 	if (sqlJoin) throw refusal('rowsFromKeylessSqlJoin', { node: node.name, merge: sqlJoin.name, events });
 	const split = before.find((candidate) => splitsItems(candidate) && ranBefore(record, self, candidate).some(joinsWithoutKeys));
@@ -295,11 +315,50 @@ function checkSplitFromKeylessJoin(record: ExecutionRecord, self: string, node: 
 }
 
 /**
- * The nodes that every path from `self` reaches only through the loop output of a Loop Over Items
- * (version 3 and later) with batch size 1: each of their runs gets one event.
+ * Inside Loop Over Items (batch size 1), a node whose failure ends the loop (it stops the workflow,
+ * or its error output does not lead back into the loop) leaves the events that went round waiting
+ * for the Done output: where that output leads on, their keys fail at the end although their step's
+ * work was done, and the provider's retry would do it again. Refused where the loop's body may have
+ * an effect; with the Done output unconnected, an event that went round is finished.
  */
-function oneEventAtATime(record: ExecutionRecord, self: string, step: INode[]): Set<string> {
-	const inside = new Set<string>();
+function checkStopsBeforeLoopDone(record: ExecutionRecord, node: INode, oneAtATime: Map<string, INode>): void {
+	const loop = oneAtATime.get(node.name);
+	if (!loop || failsAllOrNothing(node) || !endsLoopWhenItFails(record, node, loop) || !loopDoneLeadsOn(record, loop.name)) return;
+	const body = [...oneAtATime].filter(([, owner]) => owner.name === loop.name).map(([name]) => record.node(name));
+	const effect = body.find((candidate): candidate is INode => candidate !== undefined && candidate.disabled !== true && mayHaveEffect(candidate));
+	if (effect) throw refusal('stopsBeforeLoopDone', { node: node.name, loop: loop.name, effect: effect.name });
+}
+
+/** Whether `node`'s failure ends `loop`: it stops the workflow, or its error output (the one after its single regular output) leads elsewhere. */
+function endsLoopWhenItFails(record: ExecutionRecord, node: INode, loop: INode): boolean {
+	if (!continuesOnError(node)) return true;
+	// At Continue (regular output) the failed item goes on like any other; a routing node's outputs are its own.
+	if (onErrorOf(node) !== 'continueErrorOutput' || isRouting(node)) return false;
+	const onError = targets(record, node.name, 1);
+	return !onError.some((target) => target.name === loop.name) && !downstreamOf(record, onError, new Set()).some((after) => after.name === loop.name);
+}
+
+/** How deep the rules follow sub-workflows defined in Execute Workflow nodes, as the judgement reads their records. */
+const INLINE_DEPTH = 3;
+
+/**
+ * A sub-workflow defined in an Execute Workflow node (Source "Define Below") that gets all the
+ * node's items in one run is part of the step: its nodes get the events together, after whatever
+ * may have acted before the Execute Workflow node, and the same rules hold for them.
+ */
+function checkInlineSubWorkflow(record: ExecutionRecord, node: INode, events: number | undefined, outside: INode | undefined, depth: number): void {
+	if (depth >= INLINE_DEPTH || !runsSubWorkflowOnceForAll(node)) return;
+	const inner = inlineSubWorkflowRecord(node, record);
+	if (!inner) return;
+	checkStepTakesEventsApart(inner.record, inner.start, 0, events, outside, depth + 1);
+}
+
+/**
+ * The nodes that every path from `self` reaches only through the loop output of a Loop Over Items
+ * (version 3 and later) with batch size 1, each with its loop: each of their runs gets one event.
+ */
+function oneEventAtATime(record: ExecutionRecord, self: string, step: INode[]): Map<string, INode> {
+	const inside = new Map<string, INode>();
 	for (const loop of step) {
 		if (loop.type !== LOOP_TYPE || loop.typeVersion < 3 || Number(loop.parameters?.batchSize ?? 1) !== 1) continue;
 		const reached = new Set(
@@ -318,7 +377,7 @@ function oneEventAtATime(record: ExecutionRecord, self: string, step: INode[]): 
 				}
 			}
 		}
-		for (const name of reached) inside.add(name);
+		for (const name of reached) inside.set(name, loop);
 	}
 	return inside;
 }
@@ -386,7 +445,8 @@ export function unsettleableAfterTrigger(
 		const waitingInside = inlineSubWorkflowNodes(node).find((inner) => inner.disabled !== true && mayWait(inner, describe));
 		if (waitingInside) return reason('subWorkflowWaitsBehindTrigger', { node: node.name, inner: waitingInside.name });
 		if (node.type === RESPOND_TYPE) return reason('respondBehindTrigger', { node: node.name });
-		if (dropsItemsSeenBefore(node)) return reason('dropsRetries', { node: node.name });
+		const dropping = [node, ...inlineSubWorkflowNodes(node).filter((inner) => inner.disabled !== true)].find(dropsItemsSeenBefore);
+		if (dropping) return reason('dropsRetries', { node: dropping.name });
 		if (mayNotWaitForSubWorkflow(node)) return reason('subWorkflowNotWaitedFor', { node: node.name });
 		const full = record?.node(node.name);
 		if (full && losesSubWorkflowFailures(full)) return reason('subWorkflowFailuresLost', { node: node.name });
