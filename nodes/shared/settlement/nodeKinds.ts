@@ -258,6 +258,19 @@ export function writesAllOrNone(node: NodeRef & { typeVersion: number }): boolea
 	return node.type === POSTGRES_TYPE && failsAllOrNothing(node);
 }
 
+/**
+ * MySQL (version 2) at Query Batching "Single Query", its default, with an operation that makes a
+ * statement per item (Execute Query, Update, Upsert, Delete): n8n-nodes-base joins them into one
+ * multi-statement query, outside any transaction, so the statements before a failing one stay done
+ * while n8n records one failure for all of them. An Insert is one statement, all or nothing.
+ */
+export function sendsStatementsAsOne(node: NodeRef & { typeVersion: number }): boolean {
+	if (node.type !== MYSQL_TYPE || node.typeVersion < 2) return false;
+	const batching = (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching ?? 'single';
+	const operation = node.parameters?.operation ?? 'insert';
+	return batching === 'single' && operation !== 'insert' && operation !== 'select';
+}
+
 /** Whether a node may act outside n8n (a Postgres node writes, even all or nothing). */
 export function mayHaveEffect(node: NodeRef & { typeVersion: number }): boolean {
 	if (node.type === POSTGRES_TYPE) return true;

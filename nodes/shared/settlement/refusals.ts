@@ -89,6 +89,9 @@ export const REFUSALS = {
 	stopsBeforeLoopDone: ({ node, loop, effect }: { node: string; loop: string; effect: string }) =>
 		`When "${node}" fails, it ends "${loop}" (it stops the workflow, or its error output does not lead back into the loop), whose Done output leads on: the events that already went round the loop would never reach that output, their keys would fail although "${effect}" had done its work for them, and the provider's retry would do it again. Move the nodes after the Done output of "${loop}" into the loop, before it takes the next event, and leave that output unconnected; or ${SET_CONTINUE_ERROR_OUTPUT.charAt(0).toLowerCase()}${SET_CONTINUE_ERROR_OUTPUT.slice(1)} and connect it back to "${loop}".`,
 
+	statementsAsOne: ({ node, events }: { node: string; events?: number }) =>
+		`"${node}" sends a statement for each of ${theEvents(events)} in one query (Options → Query Batching "Single Query", the default), outside any transaction: when one statement failed, those before it would stay done while n8n records one failure for all, so every key would fail and the provider's retry would run them again. Set its Options → Query Batching to "Transaction" (all or nothing) or "Independent" (each event's failure its own).`,
+
 	rowsFromKeylessSqlJoin: ({ node, merge, events }: { node: string; merge: string; events?: number }) =>
 		`"${node}" gets the rows of "${merge}", whose SQL Query joins ${theEvents(events)}: n8n pairs each row to every event (Merge version 3; a query not starting with SELECT, or with its column list on several lines; GROUP BY, DISTINCT or UNION), and the rows carry no key, so one row's failure would fail every key, and the provider's retry would do the others again. Select the events' key in the query (input1.idempotency), or use a Merge node of version 3.1 or later with a plain SELECT whose column list is on one line.`,
 

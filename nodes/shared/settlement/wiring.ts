@@ -27,6 +27,7 @@ import {
 	onErrorOf,
 	RESPOND_TYPE,
 	runsSubWorkflowOnceForAll,
+	sendsStatementsAsOne,
 	splitsItems,
 	stopsTheRun,
 	type DescribeNode,
@@ -207,6 +208,7 @@ function checkStepTakesEventsApart(
 		checkInlineSubWorkflow(record, node, events, effectBefore(node), depth);
 		if (continuesOnError(node)) {
 			if (failsForNoEvent(node)) throw refusal('failureForNoEvent', { node: node.name, events });
+			if (sendsStatementsAsOne(node)) throw refusal('statementsAsOne', { node: node.name, events });
 			checkExecuteOnce(node, events, effectBefore(node));
 			if (node.retryOnFail === true && mayHaveEffect(node)) throw refusal('retriedTogether', { node: node.name, events });
 			continue;

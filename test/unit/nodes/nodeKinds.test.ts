@@ -1,6 +1,13 @@
 import type { INodeParameters } from 'n8n-workflow';
 
-import { joinsAndSplitsWithoutKeys, writesAllOrNone } from '../../../nodes/shared/settlement/nodeKinds';
+import {
+	continuingLosesTheEvent,
+	failsForNoEvent,
+	hidesConditionFailures,
+	joinsAndSplitsWithoutKeys,
+	sendsStatementsAsOne,
+	writesAllOrNone,
+} from '../../../nodes/shared/settlement/nodeKinds';
 
 // The database nodes whose one failure undoes the writes they report done, and the Merge SQL joins whose
 // rows stand for every event: what the settlement reads from their parameters (n8n saves no parameter
@@ -23,6 +30,58 @@ const merge = (typeVersion: number, parameters: INodeParameters) => ({
 	type: 'n8n-nodes-base.merge',
 	typeVersion,
 	parameters,
+});
+
+describe('sendsStatementsAsOne: MySQL statements joined into one query, outside a transaction', () => {
+	const withOperation = (operation: string | undefined, queryBatching?: string) => ({
+		...mySql(2.5, queryBatching),
+		parameters: {
+			...(operation === undefined ? {} : { operation }),
+			...(queryBatching === undefined ? {} : { options: { queryBatching } }),
+		},
+	});
+	it('a statement per item at Single Query (the default): Execute Query, Update, Upsert, Delete', () => {
+		for (const operation of ['executeQuery', 'update', 'upsert', 'deleteTable']) {
+			expect(sendsStatementsAsOne(withOperation(operation))).toBe(true);
+			expect(sendsStatementsAsOne(withOperation(operation, 'single'))).toBe(true);
+		}
+	});
+	it('not an Insert (its default operation: one statement), a Select, another batching, version 1 or another node', () => {
+		expect(sendsStatementsAsOne(withOperation(undefined))).toBe(false);
+		expect(sendsStatementsAsOne(withOperation('insert'))).toBe(false);
+		expect(sendsStatementsAsOne(withOperation('select'))).toBe(false);
+		expect(sendsStatementsAsOne(withOperation('executeQuery', 'transaction'))).toBe(false);
+		expect(sendsStatementsAsOne(withOperation('executeQuery', 'independently'))).toBe(false);
+		expect(sendsStatementsAsOne({ ...withOperation('executeQuery'), typeVersion: 1 })).toBe(false);
+		expect(sendsStatementsAsOne(postgres(2.5, { operation: 'executeQuery' }))).toBe(false);
+	});
+});
+
+describe('If, Filter and Switch at Continue: failures n8n records for no event, or not at all', () => {
+	const routing = (type: string, typeVersion: number, onError?: 'continueRegularOutput' | 'continueErrorOutput' | 'stopWorkflow') => ({
+		name: 'Check',
+		type: `n8n-nodes-base.${type}`,
+		typeVersion,
+		...(onError === undefined ? {} : { onError }),
+	});
+	it('If and Filter from version 2 take a failed condition as false at either Continue', () => {
+		for (const type of ['if', 'filter']) {
+			expect(hidesConditionFailures(routing(type, 2.2, 'continueRegularOutput'))).toBe(true);
+			expect(hidesConditionFailures(routing(type, 2, 'continueErrorOutput'))).toBe(true);
+			expect(hidesConditionFailures({ ...routing(type, 2), continueOnFail: true })).toBe(true);
+			expect(hidesConditionFailures(routing(type, 2.2))).toBe(false);
+			expect(hidesConditionFailures(routing(type, 2.2, 'stopWorkflow'))).toBe(false);
+			expect(hidesConditionFailures(routing(type, 1, 'continueRegularOutput'))).toBe(false);
+			expect(continuingLosesTheEvent(routing(type, 2))).toBe(true);
+		}
+	});
+	it('Switch at Continue puts an error item paired to no event', () => {
+		expect(failsForNoEvent(routing('switch', 3.2, 'continueRegularOutput'))).toBe(true);
+		expect(failsForNoEvent(routing('switch', 3.2))).toBe(false);
+		expect(hidesConditionFailures(routing('switch', 3.2, 'continueRegularOutput'))).toBe(false);
+		expect(continuingLosesTheEvent(routing('switch', 1))).toBe(true);
+		expect(continuingLosesTheEvent(routing('set', 3.4))).toBe(false);
+	});
 });
 
 describe('writesAllOrNone: one failure undoes every write of the run', () => {

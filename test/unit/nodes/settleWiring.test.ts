@@ -595,3 +595,23 @@ describe('unsettleableAfterTrigger (the Idempotent Webhook trigger, before any n
 		).toBeUndefined();
 	});
 });
+
+describe('checkEventsApart: MySQL statements sent as one query', () => {
+	const mySql = (parameters: INode['parameters']) =>
+		record([reserve, settle, node('Write', 'n8n-nodes-base.mySql', 0, { typeVersion: 2.5, parameters })], {
+			Reserve: { main: [link('Write', 'Settle')] },
+		});
+	it('refuses an Execute Query at Single Query (the default) given several events, naming the batching to set', () => {
+		expect(() => checkEventsApart(mySql({ operation: 'executeQuery' }), 'Reserve', 0, 2)).toThrow(/Query Batching to "Transaction"/);
+	});
+	it('accepts it for one event, in a transaction, one query per event, or an Insert', () => {
+		expect(() => checkEventsApart(mySql({ operation: 'executeQuery' }), 'Reserve', 0, 1)).not.toThrow();
+		expect(() =>
+			checkEventsApart(mySql({ operation: 'executeQuery', options: { queryBatching: 'transaction' } }), 'Reserve', 0, 2),
+		).not.toThrow();
+		expect(() =>
+			checkEventsApart(mySql({ operation: 'update', options: { queryBatching: 'independently' } }), 'Reserve', 0, 2),
+		).not.toThrow();
+		expect(() => checkEventsApart(mySql({}), 'Reserve', 0, 2)).not.toThrow();
+	});
+});
