@@ -348,6 +348,18 @@ const SHARED: Record<string, Row> = {
 		}),
 		run: async (ctx) => ctx.expectRefused({ id: eventId('mx_respond_after'), type: 'e2e.respond' }, { reason: /answers the webhook/ }),
 	}),
+	// n8n's If at Continue takes a condition it cannot evaluate (strict types meeting another type) as false and
+	// records nothing: the key would complete without the call.
+	'an If at Continue (regular output) before the effect': both({
+		outcome: REFUSED_BEFORE_ANY_EFFECT,
+		shape: (api) => ({
+			nodes: [c.ifFlag('Paid?', 'paid', { onError: 'continueRegularOutput' }), c.callApi('Call your API', api)],
+			connections: { 'Paid?': { main: [c.link('Call your API')] } },
+			heads: ['Paid?'],
+		}),
+		run: async (ctx) =>
+			ctx.expectRefused({ id: eventId('mx_if_continue'), type: 'e2e.if', paid: true }, { reason: /as if the condition were false/ }),
+	}),
 	'a disabled node in the step': both({
 		shape: (api) => ({
 			nodes: [c.noOp('Off', { disabled: true }), c.callApi('Call your API', api)],

@@ -212,10 +212,9 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 		expect({ lost, effects: ids.map(effectsFor), answers }).toEqual({ lost: [], effects: [1, 0], answers: [200] });
 	});
 
-	// Not guaranteed (docs/templates.md; a lost event). subExecution.ts readSubExecutions reads the first MAX_READS (100) sub-executions only; the
-	// 101st sub-execution's unreturned failure goes unseen (said in the code, not in docs/templates.md): 200, its key
-	// completed, no charge. A delivery of 51 events through two Execute Workflow nodes passes 100 the same way.
-	it.failing(
+	// subExecution.ts readSubExecutions reads every sub-execution a run names (up to 10,000, sixteen at a time): the
+	// 101st sub-execution's unreturned failure is read like the first's.
+	it(
 		'each, 101 events in one delivery, sub: [charge (error output unconnected)] + [Audit Log beside]; the 101st fails once',
 		async () => {
 			const ids = Array.from({ length: 101 }, (_, index) => `mr_${String(index).padStart(3, '0')}`);

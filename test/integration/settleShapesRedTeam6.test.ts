@@ -452,6 +452,32 @@ describeWithN8n('sub-workflows read from their records', () => {
 		});
 	});
 
+	// Each sub-workflow starts the next, five deep: the innermost sub-execution's record is read through the four
+	// records above it (subExecution.ts readSubExecutions follows ten levels).
+	it('five levels: Execute Workflow → sub → sub → sub → sub: [charge (error output unconnected)] + [Audit Log]; fails once for the 2nd of two', async () => {
+		const ids = ['kd_a', 'kd_b'];
+		let level = inlineSubWorkflow([once('Inner Charge kd', 'kd_b', 0, { onError: 'continueErrorOutput' }), noOp('Audit Log', 200)], {
+			Webhook: { main: [link('Inner Charge kd', 'Audit Log')] },
+		});
+		for (const name of ['Run Level 4', 'Run Level 3', 'Run Level 2']) {
+			level = inlineSubWorkflow([executeInline(level, 'continueRegularOutput', 'once', name)], { Webhook: { main: [link(name)] } });
+		}
+		const data = workflow('wfr6-five-levels', {
+			nodes: [executeInline(level, 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const first = await deliver(data, eventBodies(ids));
+		const firstDelivery = { answer: first.answer, states: await statuses(ids) };
+		const { answers, lost } = await provider(data, eventBodies(ids));
+		expect({ firstDelivery, answers, lost, effects: ids.map(effectsFor) }).toEqual({
+			firstDelivery: { answer: 500, states: ['completed', 'failed'] },
+			answers: [200],
+			lost: [],
+			effects: [1, 1],
+		});
+	});
+
 	it('each item at the top, once inside: Execute Workflow (each) → sub: Run Inner (once) → inner: [charge (error output unconnected)] + [Audit Log]; fails once for the 2nd of three', async () => {
 		const ids = ['en_a', 'en_b', 'en_c'];
 		const inner = inlineSubWorkflow([once('Inner Charge en', 'en_b', 0, { onError: 'continueErrorOutput' }), noOp('Audit Log', 200)], {

@@ -25,10 +25,13 @@ export type SubExecutionRecords = ReadonlyMap<string, SubExecutionRecord | undef
 export type ExecutionReader = (executionId: string) => Promise<SubExecutionRecord | undefined>;
 
 /**
- * The most sub-executions read for one judgement. Beyond it, an item returned beyond the first output
- * keeps the safe reading (a failure), and a failure a sub-execution did not return goes unseen.
+ * The most sub-executions read for one judgement: a bound on memory far above what one run of a
+ * webhook's events starts. Beyond it, an item returned beyond the first output keeps the safe
+ * reading (a failure), and a failure a sub-execution did not return goes unseen.
  */
-const MAX_READS = 100;
+const MAX_READS = 10_000;
+/** How many records are read at once: n8n's database pool is small, and other executions share it. */
+const READS_AT_ONCE = 16;
 
 interface SubExecutionMetadata {
 	subExecution?: { executionId?: unknown };
@@ -63,12 +66,12 @@ function subExecutionNamedBy(metadata: unknown): string | undefined {
 	return undefined;
 }
 
-/** How deep sub-workflows started by sub-workflows are read. */
-const MAX_NESTING = 3;
+/** How deep sub-workflows started by sub-workflows are followed: their records read, their definitions judged. */
+export const SUB_WORKFLOW_DEPTH = 10;
 
 /**
  * The records of the sub-executions the judgement needs (trace.ts `subExecutionsToRead`), each read
- * once, and of the sub-executions those started in turn (nested sub-workflows, MAX_NESTING deep).
+ * once, and of the sub-executions those started in turn (nested sub-workflows, SUB_WORKFLOW_DEPTH deep).
  * A read that fails, or an n8n without the method, leaves the record undefined: an item returned
  * beyond the first output is then read as a failure, since a retry is safer than a lost event.
  */
@@ -76,13 +79,15 @@ export async function readSubExecutions(ids: string[], read: ExecutionReader | u
 	const records = new Map<string, SubExecutionRecord | undefined>();
 	if (!read) return records;
 	let next = [...new Set(ids)];
-	for (let depth = 0; depth < MAX_NESTING && next.length > 0; depth++) {
+	for (let depth = 0; depth < SUB_WORKFLOW_DEPTH && next.length > 0; depth++) {
 		const batch = next.filter((id) => !records.has(id)).slice(0, MAX_READS - records.size);
-		await Promise.all(
-			batch.map(async (id) => {
-				records.set(id, await read(id).catch(() => undefined));
-			}),
-		);
+		for (let start = 0; start < batch.length; start += READS_AT_ONCE) {
+			await Promise.all(
+				batch.slice(start, start + READS_AT_ONCE).map(async (id) => {
+					records.set(id, await read(id).catch(() => undefined));
+				}),
+			);
+		}
 		next = batch.flatMap((id) => subExecutionsNamedIn(records.get(id)));
 	}
 	return records;

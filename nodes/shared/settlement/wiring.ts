@@ -34,6 +34,7 @@ import {
 	type NodeRef,
 } from './nodeKinds';
 import { refusal, REFUSALS, type RefusalReason } from './refusals';
+import { SUB_WORKFLOW_DEPTH } from './subExecution';
 
 /*
  * The wirings whose keys the package could not settle by what happened, judged on the workflow
@@ -340,16 +341,13 @@ function endsLoopWhenItFails(record: ExecutionRecord, node: INode, loop: INode):
 	return !onError.some((target) => target.name === loop.name) && !downstreamOf(record, onError, new Set()).some((after) => after.name === loop.name);
 }
 
-/** How deep the rules follow sub-workflows defined in Execute Workflow nodes, as the judgement reads their records. */
-const INLINE_DEPTH = 3;
-
 /**
  * A sub-workflow defined in an Execute Workflow node (Source "Define Below") that gets all the
  * node's items in one run is part of the step: its nodes get the events together, after whatever
  * may have acted before the Execute Workflow node, and the same rules hold for them.
  */
 function checkInlineSubWorkflow(record: ExecutionRecord, node: INode, events: number | undefined, outside: INode | undefined, depth: number): void {
-	if (depth >= INLINE_DEPTH || !runsSubWorkflowOnceForAll(node)) return;
+	if (depth >= SUB_WORKFLOW_DEPTH || !runsSubWorkflowOnceForAll(node)) return;
 	const inner = inlineSubWorkflowRecord(node, record);
 	if (!inner) return;
 	checkStepTakesEventsApart(inner.record, inner.start, 0, events, outside, depth + 1);
