@@ -99,32 +99,28 @@ async function oneEffectEachOrRefused(data: Parameters<typeof deliver>[0], bodie
 /* (a) If and Filter at Continue, out of the rule's sight ------------------------------------------------------ */
 
 describeWithN8n('If and Filter whose failed condition n8n records nowhere, out of the rule’s sight', () => {
-	// The If is two sub-workflows deep (Define Below inside Define Below). conditionFailureHiddenIn reads the nodes of a
-	// sub-workflow defined in a step node, one level only: the inner Execute Workflow node is not an If, so nothing is
-	// refused. n8n's If sends the event whose amount it cannot compare to its false output, the charge behind its true
-	// output never runs, nothing records a failure, the delivery is answered 200 and the key is completed: lost.
-	it.failing(
-		'If (strict, Continue) → Charge inside a sub-workflow defined inside a sub-workflow: refused before anything is reserved',
-		async () => {
-			const id = 'nest_a';
-			const innermost = inlineSubWorkflow(
-				[
-					strictCheck('Check', 'if', { onError: 'continueRegularOutput' }),
-					once('Sub Charge nest', '', 0, { onError: 'continueErrorOutput' }),
-				],
-				{ Webhook: { main: [link('Check')] }, Check: { main: [link('Sub Charge nest')] } },
-			);
-			const middle = inlineSubWorkflow([executeInline(innermost, 'continueRegularOutput', 'once', 'Run Inner')], {
-				Webhook: { main: [link('Run Inner')] },
-			});
-			const data = workflow('wfr8-if-nested', {
-				nodes: [executeInline(middle, 'continueRegularOutput', 'once', 'Run Outer')],
-				connections: {},
-				heads: ['Run Outer'],
-			});
-			await expectRefused(data, [{ id, amount: 'abc' }]);
-		},
-	);
+	// The If is two sub-workflows deep (Define Below inside Define Below): the rule reads the sub-workflows a step node
+	// defines as deep as the judgement reads their records (wiring.ts firstIncludingInline). Were it accepted, n8n's If
+	// would send the event whose amount it cannot compare to its false output and the key complete without the charge.
+	it('If (strict, Continue) → Charge inside a sub-workflow defined inside a sub-workflow: refused before anything is reserved', async () => {
+		const id = 'nest_a';
+		const innermost = inlineSubWorkflow(
+			[
+				strictCheck('Check', 'if', { onError: 'continueRegularOutput' }),
+				once('Sub Charge nest', '', 0, { onError: 'continueErrorOutput' }),
+			],
+			{ Webhook: { main: [link('Check')] }, Check: { main: [link('Sub Charge nest')] } },
+		);
+		const middle = inlineSubWorkflow([executeInline(innermost, 'continueRegularOutput', 'once', 'Run Inner')], {
+			Webhook: { main: [link('Run Inner')] },
+		});
+		const data = workflow('wfr8-if-nested', {
+			nodes: [executeInline(middle, 'continueRegularOutput', 'once', 'Run Outer')],
+			connections: {},
+			heads: ['Run Outer'],
+		});
+		await expectRefused(data, [{ id, amount: 'abc' }]);
+	});
 
 	// The same If one level deep is refused (settleShapesRedTeam5); the rule holds through a Merge in the step.
 	it('Tag → Merge → If (strict, Continue) → Charge in the step: refused before anything is reserved', async () => {
@@ -180,10 +176,9 @@ describeWithN8n('If and Filter whose failed condition n8n records nowhere, out o
 
 	// If and Filter version 1 throw for the whole node when a date cannot be read (IfV1 / FilterV1 convertDateTime).
 	// At Continue n8n-core then passes the node's input on through its first output: the If's true branch, the Filter's
-	// kept items. The charge runs with the event, the If's failure fails the key (500), and every redelivery charges
-	// again: six charges for one event. nodeKinds.ts takesFailureAsFalse reads only If and Filter from version 2, so
-	// nothing is refused.
-	it.failing.each([
+	// kept items; the charge would run, the If's failure fail the key, and every redelivery charge again. Refused at
+	// Continue in every version (nodeKinds.ts hidesConditionFailures).
+	it.each([
 		[
 			'If v1',
 			'v1if',
@@ -300,22 +295,18 @@ describeWithN8n('Switch with several events', () => {
 
 describeWithN8n('several events in a sub-workflow whose Execute Workflow node hides how it runs', () => {
 	// Execute Workflow's Mode given by an expression that gives "once": n8n evaluates it and runs the sub-workflow once
-	// with both events, but runsSubWorkflowOnceForAll reads `mode` as written ('={{ "once" }}' is not 'once'), so the
-	// charge at Stop Workflow inside is not judged. A is charged, B's charge throws, the sub-execution fails, Execute
-	// Workflow's one error item fails both keys, and the retry charges A again: doubled.
-	it.failing(
-		'Mode by an expression giving "once", a charge at Stop Workflow inside, two events, the 2nd failing once: refused, or one charge each',
-		async () => {
-			const ids = ['xm_a', 'xm_b'];
-			const sub = inlineSubWorkflow([once('Sub Charge xm', 'xm_b', 0, { onError: undefined })], {
-				Webhook: { main: [link('Sub Charge xm')] },
-			});
-			const node = executeInline(sub, 'continueRegularOutput');
-			node.parameters = { ...node.parameters, mode: '={{ "once" }}' };
-			const data = workflow('wfr8-expr-mode', { nodes: [node], connections: {}, heads: ['Run Sub-workflow'] });
-			await oneEffectEachOrRefused(data, eventBodies(ids));
-		},
-	);
+	// with both events. Any Mode but "each" as written is judged as once for all (runsSubWorkflowOnceForAll): the charge
+	// at Stop Workflow inside is refused, as its failure for B would fail both keys after A's charge.
+	it('Mode by an expression giving "once", a charge at Stop Workflow inside, two events, the 2nd failing once: refused, or one charge each', async () => {
+		const ids = ['xm_a', 'xm_b'];
+		const sub = inlineSubWorkflow([once('Sub Charge xm', 'xm_b', 0, { onError: undefined })], {
+			Webhook: { main: [link('Sub Charge xm')] },
+		});
+		const node = executeInline(sub, 'continueRegularOutput');
+		node.parameters = { ...node.parameters, mode: '={{ "once" }}' };
+		const data = workflow('wfr8-expr-mode', { nodes: [node], connections: {}, heads: ['Run Sub-workflow'] });
+		await oneEffectEachOrRefused(data, eventBodies(ids));
+	});
 
 	// Inside a sub-workflow defined in the node, an Execute Workflow node that does not wait for its own sub-workflow:
 	// checkOutcomeVisible's subWorkflowNotWaitedFor reads the step's nodes only, so nothing is refused. Here the
@@ -383,64 +374,55 @@ describeWithN8n('several events in a sub-workflow whose Execute Workflow node hi
 /* (d) Loop Over Items after Loop Over Items, nested loops, batch size by an expression -------------------------- */
 
 describeWithN8n('Loop Over Items whose Done output feeds another Loop Over Items', () => {
-	// Charge each event in one loop, then ship each in a second loop fed by the first one's Done output. The charge stops
-	// the workflow for B: A's item waits in the first loop for its Done output, which leads into the second loop, where A
-	// would be shipped. graph.ts loopDoneLeadsOn reads a Done output into a loop node as an outer loop taking the items
-	// back, and the second loop's own Done output is unconnected: nothing is refused (checkStopsBeforeLoopDone), and the
-	// judgement (trace.ts) does not count A's item as work still to run. A's key is completed although A was never
-	// shipped, and the retry answers A as a duplicate: A's shipment is lost.
-	it.failing(
-		'charge loop (Stop Workflow, failing once for the 2nd) → Done → ship loop: refused, or each event charged and shipped once',
-		async () => {
-			const ids = ['dl_a', 'dl_b', 'dl_c'];
-			const data = workflow('wfr8-loop-into-loop', {
-				nodes: [
-					loop('Charge Loop', 0),
-					once('Charge dl', 'dl_b', 100, { onError: undefined }),
-					loop('Ship Loop', 0),
-					once('Ship dl', '', 100, { onError: 'continueErrorOutput' }),
-				],
-				connections: {
-					'Charge Loop': { main: [link('Ship Loop'), link('Charge dl')] },
-					'Charge dl': { main: [link('Charge Loop')] },
-					'Ship Loop': { main: [[], link('Ship dl')] },
-					'Ship dl': { main: [link('Ship Loop')] },
-				},
-				heads: ['Charge Loop'],
-			});
-			await oneEffectEachOrRefused(data, eventBodies(ids), 2);
-		},
-	);
+	// Charge each event in one loop, then ship each in a second loop fed by the first one's Done output. Were the charge
+	// to stop the workflow for B, A's item would wait in the first loop for a Done output that leads on into the second
+	// loop (graph.ts loopDoneLeadsOn: a loop that runs after it, not an outer one taking the items back). Refused
+	// (checkStopsBeforeLoopDone), and the judgement counts such an item as work still to run.
+	it('charge loop (Stop Workflow, failing once for the 2nd) → Done → ship loop: refused, or each event charged and shipped once', async () => {
+		const ids = ['dl_a', 'dl_b', 'dl_c'];
+		const data = workflow('wfr8-loop-into-loop', {
+			nodes: [
+				loop('Charge Loop', 0),
+				once('Charge dl', 'dl_b', 100, { onError: undefined }),
+				loop('Ship Loop', 0),
+				once('Ship dl', '', 100, { onError: 'continueErrorOutput' }),
+			],
+			connections: {
+				'Charge Loop': { main: [link('Ship Loop'), link('Charge dl')] },
+				'Charge dl': { main: [link('Charge Loop')] },
+				'Ship Loop': { main: [[], link('Ship dl')] },
+				'Ship dl': { main: [link('Ship Loop')] },
+			},
+			heads: ['Charge Loop'],
+		});
+		await oneEffectEachOrRefused(data, eventBodies(ids), 2);
+	});
 
-	// The other way round: every event is charged in the first loop, then the shipment stops the workflow for B in the
-	// second. Ship is one event at a time in its own loop, so the several-events rule skips it, and its loop's Done
-	// output is unconnected; but C was already charged in the first loop and never reached the shipment: C's key fails,
-	// and the retry charges C again (B's own step failed after its charge, and is charged again as any such step).
-	it.failing(
-		'charge loop (Continue) → Done → ship loop (Stop Workflow, failing once for the 2nd): refused, or A and C charged once',
-		async () => {
-			const ids = ['ds_a', 'ds_b', 'ds_c'];
-			const data = workflow('wfr8-loop-into-loop-stop', {
-				nodes: [
-					loop('Charge Loop', 0),
-					once('Charge ds', '', 100, { onError: 'continueErrorOutput' }),
-					loop('Ship Loop', 0),
-					lookup('Ship ds', 'ds_b', 100, { onError: undefined }),
-				],
-				connections: {
-					'Charge Loop': { main: [link('Ship Loop'), link('Charge ds')] },
-					'Charge ds': { main: [link('Charge Loop')] },
-					'Ship Loop': { main: [[], link('Ship ds')] },
-					'Ship ds': { main: [link('Ship Loop')] },
-				},
-				heads: ['Charge Loop'],
-			});
-			const first = await deliver(data, eventBodies(ids));
-			if (first.answer === 503 && ids.every((id) => effectsFor(id) === 0)) return;
-			const { lost } = await provider(data, eventBodies(ids));
-			expect({ lost, a: effectsFor('ds_a'), c: effectsFor('ds_c') }).toEqual({ lost: [], a: 1, c: 1 });
-		},
-	);
+	// The other way round: every event is charged in the first loop, then the shipment would stop the workflow for B in
+	// the second, with C charged and never shipped: C's key would fail and the retry charge C again. A node inside a
+	// loop is one event's only where nothing acted on every event before the loop (wiring.ts stopsInLoopAfterEffect).
+	it('charge loop (Continue) → Done → ship loop (Stop Workflow, failing once for the 2nd): refused, or A and C charged once', async () => {
+		const ids = ['ds_a', 'ds_b', 'ds_c'];
+		const data = workflow('wfr8-loop-into-loop-stop', {
+			nodes: [
+				loop('Charge Loop', 0),
+				once('Charge ds', '', 100, { onError: 'continueErrorOutput' }),
+				loop('Ship Loop', 0),
+				lookup('Ship ds', 'ds_b', 100, { onError: undefined }),
+			],
+			connections: {
+				'Charge Loop': { main: [link('Ship Loop'), link('Charge ds')] },
+				'Charge ds': { main: [link('Charge Loop')] },
+				'Ship Loop': { main: [[], link('Ship ds')] },
+				'Ship ds': { main: [link('Ship Loop')] },
+			},
+			heads: ['Charge Loop'],
+		});
+		const first = await deliver(data, eventBodies(ids));
+		if (first.answer === 503 && ids.every((id) => effectsFor(id) === 0)) return;
+		const { lost } = await provider(data, eventBodies(ids));
+		expect({ lost, a: effectsFor('ds_a'), c: effectsFor('ds_c') }).toEqual({ lost: [], a: 1, c: 1 });
+	});
 
 	// The inner loop resets when the outer one hands it the next event; without Reset n8n's inner loop takes that event as
 	// one coming back and passes it to its Done output uncharged, with nothing failed (the key completes: the workflow's

@@ -117,8 +117,9 @@ export function ranBefore(record: ExecutionRecord, self: string, node: INode): I
 
 /**
  * Whether the items a loop node holds for its Done output (its first) have work still to run: the
- * output leads to a node other than a loop node, or to a loop node (an outer loop taking them back)
- * whose own Done output does. A loop node only passes items it takes back on to its Done output.
+ * output leads to a node other than a loop node, to a loop node that runs after it (a second loop),
+ * or to an outer loop taking them back (this loop is in its body) whose own Done output does. A
+ * loop node only passes items it takes back on to its Done output.
  */
 export function loopDoneLeadsOn(record: ExecutionRecord, name: string, seen = new Set<string>()): boolean {
 	seen.add(name);
@@ -126,6 +127,8 @@ export function loopDoneLeadsOn(record: ExecutionRecord, name: string, seen = ne
 		if (!connection) continue;
 		const target = record.node(connection.node);
 		if (target?.type !== LOOP_TYPE) return true;
+		const body = downstreamOf(record, targets(record, target.name, 1), new Set([target.name]));
+		if (!body.some((node) => node.name === name)) return true;
 		if (!seen.has(target.name) && loopDoneLeadsOn(record, target.name, seen)) return true;
 	}
 	return false;

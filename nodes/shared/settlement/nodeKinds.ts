@@ -209,18 +209,19 @@ export function isRouting(node: NodeRef): boolean {
 }
 
 /**
- * If and Filter (version 2 and later): when a condition cannot be evaluated for an item (strict
- * type validation meeting another type, a failing expression) and the node continues on error,
- * n8n-nodes-base sends the item to the false output (Filter: discards it) as if the condition were
- * false, and nothing in n8n's record says it failed, whichever Continue is chosen.
+ * If and Filter: when a condition cannot be evaluated for an item (strict type validation meeting
+ * another type, a failing expression, a date it cannot read) and the node continues on error, the
+ * event goes on as if the condition had an answer. From version 2 n8n-nodes-base sends the item to
+ * the false output (Filter: discards it) and nothing in n8n's record says it failed; version 1
+ * fails as a whole and n8n-core passes every item on to the first output, the true branch.
  */
-function takesFailureAsFalse(node: NodeRef): boolean {
-	return (node.type === IF_TYPE || node.type === FILTER_TYPE) && (node.typeVersion ?? 1) >= 2;
+function takesFailureAsAnAnswer(node: NodeRef): boolean {
+	return node.type === IF_TYPE || node.type === FILTER_TYPE;
 }
 
-/** An If or Filter whose failed condition n8n records nowhere (takesFailureAsFalse). */
+/** An If or Filter that sends an event on when its condition failed for it (takesFailureAsAnAnswer). */
 export function hidesConditionFailures(node: NodeRef & Partial<Pick<INode, 'onError' | 'continueOnFail'>>): boolean {
-	return takesFailureAsFalse(node) && continuesOnError(node);
+	return takesFailureAsAnAnswer(node) && continuesOnError(node);
 }
 
 /**
@@ -233,7 +234,7 @@ export function failsForNoEvent(node: Pick<INode, 'type' | 'onError' | 'continue
 
 /** A node whose failure no Continue setting keeps to the event it failed for (an If, a Filter, a Switch). */
 export function continuingLosesTheEvent(node: NodeRef): boolean {
-	return takesFailureAsFalse(node) || node.type === SWITCH_TYPE;
+	return takesFailureAsAnAnswer(node) || node.type === SWITCH_TYPE;
 }
 
 /** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */
@@ -402,7 +403,22 @@ export function inlineSubWorkflow(node: NodeRef): { nodes: NodeRef[]; connection
 	}
 }
 
-/** An Execute Workflow node that gives its sub-workflow all its items in one run (Mode "Run Once with All Items", the default). */
+/** An Execute Workflow node that may give its sub-workflow all its items in one run (Mode "Run Once with All Items", the default, or an expression). */
 export function runsSubWorkflowOnceForAll(node: NodeRef): boolean {
-	return node.type === EXECUTE_WORKFLOW_TYPE && (node.parameters?.mode ?? 'once') === 'once';
+	// Anything but "each" as written: an expression's value is known only when n8n runs the node.
+	return node.type === EXECUTE_WORKFLOW_TYPE && node.parameters?.mode !== 'each';
+}
+
+/**
+ * The nodes of the sub-workflows an Execute Workflow node defines, and of those they define in turn
+ * (`depth` levels), each named by its path as the user reads it ("Run Sub" → "Check").
+ */
+export function nestedInlineNodes(node: NodeRef, depth: number): Array<{ node: NodeRef; path: string }> {
+	if (depth <= 0) return [];
+	return inlineSubWorkflowNodes(node)
+		.filter((inner) => inner.disabled !== true)
+		.flatMap((inner) => {
+			const path = `${node.name}" → "${inner.name}`;
+			return [{ node: inner, path }, ...nestedInlineNodes(inner, depth - 1).map((deeper) => ({ ...deeper, path: `${node.name}" → "${deeper.path}` }))];
+		});
 }

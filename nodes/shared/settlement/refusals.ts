@@ -92,6 +92,9 @@ export const REFUSALS = {
 	statementsAsOne: ({ node, events }: { node: string; events?: number }) =>
 		`"${node}" sends a statement for each of ${theEvents(events)} in one query (Options → Query Batching "Single Query", the default), outside any transaction: when one statement failed, those before it would stay done while n8n records one failure for all, so every key would fail and the provider's retry would run them again. Set its Options → Query Batching to "Transaction" (all or nothing) or "Independent" (each event's failure its own).`,
 
+	stopsInLoopAfterEffect: ({ node, loop, effect }: { node: string; loop: string; effect: string }) =>
+		`"${node}" stops the workflow when it fails, inside "${loop}", and "${effect}" has done its work for every event before the loop: a failure for one event would end the run with the events the loop had not reached yet half done, their keys would fail, and the provider's retry would do "${effect}" again for them. ${SET_CONTINUE_ERROR_OUTPUT}, or move "${effect}" into the loop.`,
+
 	rowsFromKeylessSqlJoin: ({ node, merge, events }: { node: string; merge: string; events?: number }) =>
 		`"${node}" gets the rows of "${merge}", whose SQL Query joins ${theEvents(events)}: n8n pairs each row to every event (Merge version 3; a query not starting with SELECT, or with its column list on several lines; GROUP BY, DISTINCT or UNION), and the rows carry no key, so one row's failure would fail every key, and the provider's retry would do the others again. Select the events' key in the query (input1.idempotency), or use a Merge node of version 3.1 or later with a plain SELECT whose column list is on one line.`,
 

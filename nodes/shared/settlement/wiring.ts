@@ -15,6 +15,7 @@ import {
 	hidesConditionFailures,
 	inlineSubWorkflowNodes,
 	isRouting,
+	nestedInlineNodes,
 	isSettleNode,
 	joinsAndSplitsWithoutKeys,
 	joinsItems,
@@ -115,17 +116,16 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	}
 	// Settled by the run's record, a condition failure n8n records nowhere would complete the key.
 	if (settleBeside || settleAfter) {
-		const hiding = conditionFailureHiddenIn(step);
+		const hiding = firstIncludingInline(step, hidesConditionFailures);
 		if (hiding) throw refusal('conditionFailureHidden', { node: hiding });
 	}
 	// Before the reserving node too: a retry dropped on its way to it never reaches the step either.
 	const reserving = record.node(self);
-	const dropping = [...step, ...(reserving ? ranBefore(record, self, reserving) : [])]
-		.flatMap((node) => [node, ...inlineSubWorkflowNodes(node).filter((inner) => inner.disabled !== true)])
-		.find(dropsItemsSeenBefore);
-	if (dropping) throw refusal('dropsRetries', { node: dropping.name });
+	const dropping = firstIncludingInline([...step, ...(reserving ? ranBefore(record, self, reserving) : [])], dropsItemsSeenBefore);
+	if (dropping) throw refusal('dropsRetries', { node: dropping });
+	const notWaitedFor = firstIncludingInline(step, mayNotWaitForSubWorkflow);
+	if (notWaitedFor) throw refusal('subWorkflowNotWaitedFor', { node: notWaitedFor });
 	for (const node of step) {
-		if (mayNotWaitForSubWorkflow(node)) throw refusal('subWorkflowNotWaitedFor', { node: node.name });
 		if (losesSubWorkflowFailures(node)) throw refusal('subWorkflowFailuresLost', { node: node.name });
 		if (!waitsIn(record, node)) continue;
 		// n8n-core's error-output split empties the input array the waiting node passed on, and that
@@ -194,9 +194,19 @@ function checkStepTakesEventsApart(
 	const oneAtATime = oneEventAtATime(record, self, step);
 	// A node that may have acted before `node`: in this workflow, or before the Execute Workflow node running it.
 	const effectBefore = (node: INode) => ranBefore(record, self, node).find(mayHaveEffect) ?? outside;
+	// Inside Loop Over Items each run gets one event, unless something acted on every event before the loop:
+	// a failure that ends the run there leaves the events the loop had not reached half done.
+	const effectBeforeLoop = (loop: INode) => {
+		const fromLoop = new Set(downstreamOf(record, allTargets(record, loop.name), new Set([self, loop.name])).map((after) => after.name));
+		return ranBefore(record, self, loop).find((before) => !fromLoop.has(before.name) && mayHaveEffect(before)) ?? outside;
+	};
+	const oneEventAndNothingDone = (node: INode) => {
+		const loop = oneAtATime.get(node.name);
+		return loop !== undefined && !effectBeforeLoop(loop);
+	};
 	for (const node of step) {
 		// n8n runs a branch to its end before the next one: only an effect before it can be left half done.
-		if (stopsTheRun(node) && !oneAtATime.has(node.name)) {
+		if (stopsTheRun(node) && !oneEventAndNothingDone(node)) {
 			const effect = effectBefore(node);
 			if (effect) throw refusal('stopAfterEffect', { node: node.name, effect: effect.name, events });
 		}
@@ -205,7 +215,12 @@ function checkStepTakesEventsApart(
 		// Before the one-at-a-time skip: Loop Over Items after a join loops over the one joined item, not over events.
 		checkJoinedAfterEffect(record, self, node, events, step, oneAtATime, outside);
 		checkStopsBeforeLoopDone(record, node, oneAtATime);
-		if (oneAtATime.has(node.name)) continue;
+		if (oneEventAndNothingDone(node)) continue;
+		const loop = oneAtATime.get(node.name);
+		if (loop && !continuesOnError(node)) {
+			const effect = effectBeforeLoop(loop) as INode;
+			throw refusal('stopsInLoopAfterEffect', { node: node.name, loop: loop.name, effect: effect.name });
+		}
 		checkInlineSubWorkflow(record, node, events, effectBefore(node), depth);
 		if (continuesOnError(node)) {
 			if (failsForNoEvent(node)) throw refusal('failureForNoEvent', { node: node.name, events });
@@ -226,13 +241,13 @@ function checkStepTakesEventsApart(
 	}
 }
 
-/** The first node of `nodes`, or of a sub-workflow one defines, whose failed condition n8n records nowhere, named as the user reads it. */
-function conditionFailureHiddenIn(nodes: NodeRef[]): string | undefined {
+/** The first of `nodes` (and of the sub-workflows they define) the `test` finds, named by its path as the user reads it. */
+function firstIncludingInline(nodes: NodeRef[], test: (node: NodeRef) => boolean): string | undefined {
 	for (const node of nodes) {
 		if (node.disabled === true) continue;
-		if (hidesConditionFailures(node)) return node.name;
-		const inner = inlineSubWorkflowNodes(node).find((candidate) => candidate.disabled !== true && hidesConditionFailures(candidate));
-		if (inner) return `${node.name}" → "${inner.name}`;
+		if (test(node)) return node.name;
+		const inner = nestedInlineNodes(node, SUB_WORKFLOW_DEPTH).find((candidate) => test(candidate.node));
+		if (inner) return inner.path;
 	}
 	return undefined;
 }
@@ -445,12 +460,13 @@ export function unsettleableAfterTrigger(
 		const waitingInside = inlineSubWorkflowNodes(node).find((inner) => inner.disabled !== true && mayWait(inner, describe));
 		if (waitingInside) return reason('subWorkflowWaitsBehindTrigger', { node: node.name, inner: waitingInside.name });
 		if (node.type === RESPOND_TYPE) return reason('respondBehindTrigger', { node: node.name });
-		const dropping = [node, ...inlineSubWorkflowNodes(node).filter((inner) => inner.disabled !== true)].find(dropsItemsSeenBefore);
-		if (dropping) return reason('dropsRetries', { node: dropping.name });
-		if (mayNotWaitForSubWorkflow(node)) return reason('subWorkflowNotWaitedFor', { node: node.name });
+		const dropping = firstIncludingInline([node], dropsItemsSeenBefore);
+		if (dropping) return reason('dropsRetries', { node: dropping });
+		const notWaitedFor = firstIncludingInline([node], mayNotWaitForSubWorkflow);
+		if (notWaitedFor) return reason('subWorkflowNotWaitedFor', { node: notWaitedFor });
 		const full = record?.node(node.name);
 		if (full && losesSubWorkflowFailures(full)) return reason('subWorkflowFailuresLost', { node: node.name });
-		const hiding = full && conditionFailureHiddenIn([full]);
+		const hiding = full && firstIncludingInline([full], hidesConditionFailures);
 		if (hiding) return reason('conditionFailureHidden', { node: hiding });
 	}
 	return undefined;

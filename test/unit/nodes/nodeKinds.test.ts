@@ -64,14 +64,15 @@ describe('If, Filter and Switch at Continue: failures n8n records for no event, 
 		typeVersion,
 		...(onError === undefined ? {} : { onError }),
 	});
-	it('If and Filter from version 2 take a failed condition as false at either Continue', () => {
+	it('If and Filter take a failed condition as an answer at either Continue (version 1: the whole input on to the true branch)', () => {
 		for (const type of ['if', 'filter']) {
 			expect(hidesConditionFailures(routing(type, 2.2, 'continueRegularOutput'))).toBe(true);
 			expect(hidesConditionFailures(routing(type, 2, 'continueErrorOutput'))).toBe(true);
 			expect(hidesConditionFailures({ ...routing(type, 2), continueOnFail: true })).toBe(true);
 			expect(hidesConditionFailures(routing(type, 2.2))).toBe(false);
 			expect(hidesConditionFailures(routing(type, 2.2, 'stopWorkflow'))).toBe(false);
-			expect(hidesConditionFailures(routing(type, 1, 'continueRegularOutput'))).toBe(false);
+			expect(hidesConditionFailures(routing(type, 1, 'continueRegularOutput'))).toBe(true);
+			expect(hidesConditionFailures(routing(type, 1))).toBe(false);
 			expect(continuingLosesTheEvent(routing(type, 2))).toBe(true);
 		}
 	});

@@ -143,7 +143,7 @@ describe('checkOutcomeVisible: a step that waits', () => {
 	});
 
 	it('refuses a Wait after a Merge (n8n may run the Merge after Settle), accepts one before it', () => {
-		const route = node('Route', 'n8n-nodes-base.if', 0);
+		const route = node('Route', 'n8n-nodes-base.if', 0, { onError: undefined });
 		const merge = node('Merge', 'n8n-nodes-base.merge', 0);
 		const toMerge = (index: number) => [{ node: 'Merge', type: 'main' as const, index }];
 		const after = record([reserve, settle, route, merge, wait('Wait'), step], {
