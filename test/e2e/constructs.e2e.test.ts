@@ -573,6 +573,21 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 		}),
 		run: async (ctx) => c.expectRefusedWhenReserveRuns(ctx, c.twoEvents('mxt_code_stop')),
 	},
+	// A failure of the call would end the loop with the events that went round waiting for the Done output, which leads
+	// on: their keys would fail after their calls, and the retry would call again.
+	'several events in one delivery, Loop Over Items (batch size 1) → the call (Stop Workflow) → back, its Done output → a summary: refused, never 2xx':
+		{
+			shape: (api) => ({
+				batch: true,
+				nodes: [c.loop('Each Event'), c.callApi('Call your API', api), c.noOp('Summary')],
+				connections: {
+					'Each Event': { main: [c.link('Summary'), c.link('Call your API')] },
+					'Call your API': { main: [c.link('Each Event')] },
+				},
+				heads: ['Each Event'],
+			}),
+			run: async (ctx) => c.expectRefusedWhenReserveRuns(ctx, c.twoEvents('mxt_loop_done')),
+		},
 	// The same refusal with Reserve at n8n's default On Error: it stops the execution, and the trigger answers 500.
 	'several events in one delivery, Reserve at Stop Workflow, Aggregate (Individual Fields) → Split Out → the call: refused, 500': {
 		shape: (api) => ({
