@@ -358,7 +358,7 @@ const SHARED: Record<string, Row> = {
 			heads: ['Paid?'],
 		}),
 		run: async (ctx) =>
-			ctx.expectRefused({ id: eventId('mx_if_continue'), type: 'e2e.if', paid: true }, { reason: /as if the condition were false/ }),
+			ctx.expectRefused({ id: eventId('mx_if_continue'), type: 'e2e.if', paid: true }, { reason: /as if the condition had an answer/ }),
 	}),
 	'a disabled node in the step': both({
 		shape: (api) => ({
