@@ -3,7 +3,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 
-import { DataDeduplicationService, HookContext } from 'n8n-core';
+import { HookContext } from 'n8n-core';
 import {
 	NodeConnectionTypes,
 	Workflow,
@@ -19,7 +19,16 @@ import { OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { inboxItemOf, inboxOwner } from '../../lib/webhook/inbox';
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
-import { describeWithN8n, loadBaseNodeFiles, loadBaseNodes, effects, effectsFor, TestEffectOnce } from '../support/n8nBaseNodes';
+import {
+	describeWithN8n,
+	effects,
+	effectsFor,
+	loadBaseNodeFiles,
+	loadBaseNodes,
+	seenByRemoveDuplicates,
+	TestEffectOnce,
+	useInMemoryDeduplication,
+} from '../support/n8nBaseNodes';
 import {
 	addNodeTypes,
 	credentialsHelperReading,
@@ -91,22 +100,6 @@ const EXTRA_NODES: Record<string, string> = {
 	'n8n-nodes-base.slack': 'Slack/Slack.node.js',
 	'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
 	'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
-};
-
-/** n8n's deduplication store (its database in n8n), in memory: what Remove Duplicates "across executions" records. */
-const seenValues = new Set<string>();
-const inMemoryDeduplicator = {
-	async checkProcessedAndRecord(items: unknown[]) {
-		const fresh = items.filter((item) => !seenValues.has(String(item)));
-		const processed = items.filter((item) => seenValues.has(String(item)));
-		for (const item of items) seenValues.add(String(item));
-		return { new: fresh, processed };
-	},
-	async removeProcessed() {},
-	async clearAllProcessedItems() {},
-	async getProcessedDataCount() {
-		return seenValues.size;
-	},
 };
 
 /* The trigger's webhook() as n8n calls it (after test/unit/nodes/idempotentWebhook.test.ts) -------- */
@@ -215,7 +208,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 	beforeAll(async () => {
 		embeddedModule();
 		addNodeTypes({ ...loadBaseNodes(), ...loadBaseNodeFiles(EXTRA_NODES), [`${PACKAGE}.testEffectOnce`]: new TestEffectOnce() });
-		await DataDeduplicationService.init(inMemoryDeduplicator as never);
+		await useInMemoryDeduplication();
 		server = http.createServer((request, response) => void handle(request, response));
 		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -292,7 +285,7 @@ describeWithN8n('red team: the Idempotent Webhook trigger in n8n-core, with n8n-
 			status: answer?.statusCode,
 			key: (await storedKey(key))?.status,
 			charges: effectsFor('evt_dedupe'),
-			seen: seenValues.size,
+			seen: seenByRemoveDuplicates.size,
 		}).toEqual({
 			status: 500,
 			key: 'failed',

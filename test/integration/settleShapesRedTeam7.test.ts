@@ -1,8 +1,6 @@
-import { DataDeduplicationService } from 'n8n-core';
-
-import { baseNodesInstalled, effectsFor } from '../support/n8nBaseNodes';
+import { baseNodesInstalled, effectsFor, useInMemoryDeduplication } from '../support/n8nBaseNodes';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
-import { baseNode, eventBodies, executeInline, inlineSubWorkflow, is2xx, link, lookup, once } from '../support/settleWorkflows';
+import { baseNode, eventBodies, executeInline, inlineSubWorkflow, link, lookup, once } from '../support/settleWorkflows';
 
 /*
  * Seventh red-team pass on the settlement rules (nodes/shared/settlement/): the rules that keep the events of
@@ -13,78 +11,18 @@ import { baseNode, eventBodies, executeInline, inlineSubWorkflow, is2xx, link, l
  * n8n-nodes-base's nodes; the provider redelivers the whole delivery until it gets a 2xx.
  */
 
-const { workflow, deliveries, statuses, provider } = shapeHarness('shapesrt7', {
+const { workflow, deliveries, statuses, provider, expectRefused, oneEffectEachOrRefused } = shapeHarness('shapesrt7', {
 	baseNodes: ['n8n-nodes-base.set', 'n8n-nodes-base.stopAndError', 'n8n-nodes-base.removeDuplicates'],
 	subWorkflows: true,
 });
 const { deliver } = deliveries;
 
-// n8n's deduplication store (Remove Duplicates at "Remove Items Processed in Previous Executions"), in memory.
-const seenValues = new Set<string>();
-const inMemoryDeduplicator = {
-	async checkProcessedAndRecord(items: unknown[]) {
-		const fresh = items.filter((item) => !seenValues.has(String(item)));
-		const processed = items.filter((item) => seenValues.has(String(item)));
-		for (const item of items) seenValues.add(String(item));
-		return { new: fresh, processed };
-	},
-	async removeProcessed() {},
-	async clearAllProcessedItems() {},
-	async getProcessedDataCount() {
-		return seenValues.size;
-	},
-};
-
 beforeAll(async () => {
 	if (!baseNodesInstalled()) return;
-	await DataDeduplicationService.init(inMemoryDeduplicator as never);
+	await useInMemoryDeduplication();
 });
 
 const noOp = (name: string, y: number) => baseNode(name, 'noOp', 1, {}, y, { onError: undefined });
-
-/** A refusal before anything is reserved: 503, no effect, no key. */
-async function expectRefused(
-	data: Parameters<typeof deliver>[0],
-	bodies: Array<{ id: string } & Record<string, unknown>>,
-	reason?: string,
-) {
-	const ids = bodies.map((body) => body.id);
-	const refused = await deliver(data, bodies);
-	if (reason) expect(JSON.stringify(refused.run.data.resultData.runData)).toContain(reason);
-	expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
-		answer: 503,
-		effects: ids.map(() => 0),
-		states: ids.map(() => undefined),
-	});
-}
-
-/**
- * What a trustworthy package does with a delivery: refuses it before anything is reserved (503, no effect, no key),
- * or, through the provider's retries, ends with one effect per event, every key completed and a 2xx.
- */
-async function oneEffectEachOrRefused(data: Parameters<typeof deliver>[0], bodies: Array<{ id: string } & Record<string, unknown>>) {
-	const ids = bodies.map((body) => body.id);
-	const first = await deliver(data, bodies);
-	if (first.answer === 503 && ids.every((id) => effectsFor(id) === 0)) {
-		expect(await statuses(ids)).toEqual(ids.map(() => undefined));
-		return;
-	}
-	const answers = [first.answer];
-	let lost: string[] = [];
-	if (is2xx(first.answer)) {
-		const states = await statuses(ids);
-		lost = ids.filter((_, index) => states[index] !== 'completed');
-	} else {
-		const retried = await provider(data, bodies);
-		answers.push(...retried.answers);
-		lost = retried.lost;
-	}
-	expect({ lost, effects: ids.map(effectsFor), last: answers[answers.length - 1] }).toEqual({
-		lost: [],
-		effects: ids.map(() => 1),
-		last: 200,
-	});
-}
 
 /* (a) The events-together rules, inside a sub-workflow run once with all items ------------------------------- */
 

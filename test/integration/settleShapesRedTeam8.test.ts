@@ -27,7 +27,7 @@ import {
  * marked failing breaks a promise: its comment says what happens.
  */
 
-const { workflow, deliveries, statuses, provider } = shapeHarness('shapesrt8', {
+const { workflow, deliveries, statuses, provider, expectRefused, oneEffectEachOrRefused } = shapeHarness('shapesrt8', {
 	baseNodes: ['n8n-nodes-base.switch', 'n8n-nodes-base.set'],
 	subWorkflows: true,
 });
@@ -53,48 +53,6 @@ const strictAmountCondition = {
 };
 const strictCheck = (name: string, type: 'if' | 'filter', extra: Partial<INode> = {}) =>
 	baseNode(name, type, 2.2, { conditions: strictAmountCondition, looseTypeValidation: false, options: {} }, 0, extra);
-
-type Bodies = Array<{ id: string } & Record<string, unknown>>;
-
-/** A refusal before anything is reserved: 503, no effect, no key. */
-async function expectRefused(data: Parameters<typeof deliver>[0], bodies: Bodies, reason?: string) {
-	const ids = bodies.map((body) => body.id);
-	const refused = await deliver(data, bodies);
-	if (reason) expect(JSON.stringify(refused.run.data.resultData.runData)).toContain(reason);
-	expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
-		answer: 503,
-		effects: ids.map(() => 0),
-		states: ids.map(() => undefined),
-	});
-}
-
-/**
- * What a trustworthy package does with a delivery: refuses it before anything is reserved (503, no effect, no key),
- * or, through the provider's retries, ends with `perEvent` effects per event, every key completed and a 2xx.
- */
-async function oneEffectEachOrRefused(data: Parameters<typeof deliver>[0], bodies: Bodies, perEvent = 1) {
-	const ids = bodies.map((body) => body.id);
-	const first = await deliver(data, bodies);
-	if (first.answer === 503 && ids.every((id) => effectsFor(id) === 0)) {
-		expect(await statuses(ids)).toEqual(ids.map(() => undefined));
-		return;
-	}
-	const answers = [first.answer];
-	let lost: string[] = [];
-	if (is2xx(first.answer)) {
-		const states = await statuses(ids);
-		lost = ids.filter((_, index) => states[index] !== 'completed');
-	} else {
-		const retried = await provider(data, bodies);
-		answers.push(...retried.answers);
-		lost = retried.lost;
-	}
-	expect({ lost, effects: ids.map(effectsFor), last: answers[answers.length - 1] }).toEqual({
-		lost: [],
-		effects: ids.map(() => perEvent),
-		last: 200,
-	});
-}
 
 /* (a) If and Filter at Continue, out of the rule's sight ------------------------------------------------------ */
 

@@ -179,3 +179,26 @@ export class TestEffectOnce implements INodeType {
 export function effectsFor(id: string): number {
 	return effects.filter((effect) => effect === id).length;
 }
+
+/** n8n's deduplication store (its database in n8n), in memory: what Remove Duplicates "across executions" records. */
+export const seenByRemoveDuplicates = new Set<string>();
+
+/** Gives n8n-core's Remove Duplicates the in-memory store above (n8n gives it one backed by its database). */
+export async function useInMemoryDeduplication(): Promise<void> {
+	const store = {
+		async checkProcessedAndRecord(items: unknown[]) {
+			const fresh = items.filter((item) => !seenByRemoveDuplicates.has(String(item)));
+			const processed = items.filter((item) => seenByRemoveDuplicates.has(String(item)));
+			for (const item of items) seenByRemoveDuplicates.add(String(item));
+			return { new: fresh, processed };
+		},
+		async removeProcessed() {},
+		async clearAllProcessedItems() {},
+		async getProcessedDataCount() {
+			return seenByRemoveDuplicates.size;
+		},
+	};
+	// Loaded here: n8n-core is n8n's, found only where n8n is installed.
+	const { DataDeduplicationService } = await import('n8n-core');
+	await DataDeduplicationService.init(store as never);
+}

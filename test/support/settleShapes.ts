@@ -6,6 +6,7 @@ import { connectionSettings, postgresSchemaFixture } from './database';
 import {
 	baseNodesInstalled,
 	effects,
+	effectsFor,
 	loadBaseNodeFiles,
 	loadBaseNodes,
 	n8nInstallDirectory,
@@ -13,7 +14,7 @@ import {
 	TestEffectOnce,
 } from './n8nBaseNodes';
 import { addNodeTypes, engineWithUpAndDownCredentials, PACKAGE, type EngineBase } from './n8nEngine';
-import { inProcessDeliveries, keyStatesIn, settleWorkflow, type Shape } from './settleWorkflows';
+import { inProcessDeliveries, is2xx, keyStatesIn, settleWorkflow, type Shape } from './settleWorkflows';
 
 /*
  * The harness of the settle shape tests (test/integration/settleShapes*.test.ts): n8n-core's
@@ -73,12 +74,57 @@ export function shapeHarness(prefix: string, options: ShapeHarnessOptions = {}) 
 		effects.length = 0;
 	});
 
+	const provider = (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) =>
+		deliveries.provider(data, bodies, states.statuses, maxDeliveries);
+
+	/** A refusal before anything is reserved: 503, no effect, no key; `reason`, when given, in the run's record. */
+	async function expectRefused(data: IWorkflowBase, bodies: Body[], reason?: string): Promise<void> {
+		const ids = bodies.map((body) => body.id);
+		const refused = await deliveries.deliver(data, bodies);
+		if (reason) expect(JSON.stringify(refused.run.data.resultData.runData)).toContain(reason);
+		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await states.statuses(ids) }).toEqual({
+			answer: 503,
+			effects: ids.map(() => 0),
+			states: ids.map(() => undefined),
+		});
+	}
+
+	/**
+	 * What a trustworthy package does with a delivery: refuses it before anything is reserved (503, no effect, no
+	 * key), or, through the provider's retries, ends with `perEvent` effects per event, every key completed and a 2xx.
+	 */
+	async function oneEffectEachOrRefused(data: IWorkflowBase, bodies: Body[], perEvent = 1): Promise<void> {
+		const ids = bodies.map((body) => body.id);
+		const first = await deliveries.deliver(data, bodies);
+		if (first.answer === 503 && ids.every((id) => effectsFor(id) === 0)) {
+			expect(await states.statuses(ids)).toEqual(ids.map(() => undefined));
+			return;
+		}
+		const answers = [first.answer];
+		let lost: string[] = [];
+		if (is2xx(first.answer)) {
+			const settled = await states.statuses(ids);
+			lost = ids.filter((_, index) => settled[index] !== 'completed');
+		} else {
+			const retried = await provider(data, bodies);
+			answers.push(...retried.answers);
+			lost = retried.lost;
+		}
+		expect({ lost, effects: ids.map(effectsFor), last: answers[answers.length - 1] }).toEqual({
+			lost: [],
+			effects: ids.map(() => perEvent),
+			last: 200,
+		});
+	}
+
 	return {
 		db,
 		deliveries,
 		...states,
 		workflow: (id: string, shape: Shape) => settleWorkflow(db.schema, id, shape),
-		provider: (data: IWorkflowBase, bodies: Body[], maxDeliveries = 6) => deliveries.provider(data, bodies, states.statuses, maxDeliveries),
+		provider,
+		expectRefused,
+		oneEffectEachOrRefused,
 	};
 }
 

@@ -190,10 +190,28 @@ const NEVER_FAILING_TYPES = new Set(
 		(name) => `n8n-nodes-base.${name}`,
 	),
 );
-// n8n's nodes that route or reshape items: no effect, but they can fail on one event's data (a Switch
-// output out of range, an If with strict types, an expression).
+// n8n's nodes that route, reshape or convert items inside n8n: no effect, but they can fail on one
+// event's data (a Switch output out of range, an If with strict types, a date it cannot read, an
+// expression).
 const ROUTING_TYPES = new Set(
-	['if', 'switch', 'filter', 'set', 'splitOut', 'summarize', 'itemLists', 'renameKeys'].map((name) => `n8n-nodes-base.${name}`),
+	[
+		'if',
+		'switch',
+		'filter',
+		'set',
+		'splitOut',
+		'summarize',
+		'itemLists',
+		'renameKeys',
+		'dateTime',
+		'crypto',
+		'xml',
+		'markdown',
+		'html',
+		'jwt',
+		'convertToFile',
+		'extractFromFile',
+	].map((name) => `n8n-nodes-base.${name}`),
 );
 // The field in which the package's nodes give each item its key.
 const KEY_FIELD = 'idempotency';

@@ -350,8 +350,8 @@ function checkStopsBeforeLoopDone(record: ExecutionRecord, node: INode, oneAtATi
 /** Whether `node`'s failure ends `loop`: it stops the workflow, or its error output (the one after its single regular output) leads elsewhere. */
 function endsLoopWhenItFails(record: ExecutionRecord, node: INode, loop: INode): boolean {
 	if (!continuesOnError(node)) return true;
-	// At Continue (regular output) the failed item goes on like any other; a routing node's outputs are its own.
-	if (onErrorOf(node) !== 'continueErrorOutput' || isRouting(node)) return false;
+	// At Continue (regular output) the failed item goes on like any other; an If's or a Switch's outputs are its own.
+	if (onErrorOf(node) !== 'continueErrorOutput' || continuingLosesTheEvent(node)) return false;
 	const onError = targets(record, node.name, 1);
 	return !onError.some((target) => target.name === loop.name) && !downstreamOf(record, onError, new Set()).some((after) => after.name === loop.name);
 }
