@@ -214,31 +214,28 @@ describeWithN8n('failures inside a sub-workflow, read from its record', () => {
 
 	// subExecution.ts readSubExecutions reads every sub-execution a run names (up to 10,000, sixteen at a time): the
 	// 101st sub-execution's unreturned failure is read like the first's.
-	it(
-		'each, 101 events in one delivery, sub: [charge (error output unconnected)] + [Audit Log beside]; the 101st fails once',
-		async () => {
-			const ids = Array.from({ length: 101 }, (_, index) => `mr_${String(index).padStart(3, '0')}`);
-			const last = ids[100];
-			const sub = inlineSubWorkflow(
-				[once('Sub Charge mr', last, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
-				{
-					Webhook: { main: [link('Sub Charge mr', 'Audit Log')] },
-				},
-			);
-			const data = workflow('wfr4-max-reads', {
-				nodes: [executeInline(sub, 'continueRegularOutput', 'each')],
-				connections: {},
-				heads: ['Run Sub-workflow'],
-			});
-			const { answers, lost } = await provider(data, eventBodies(ids));
-			expect({ lost, effects: effectsFor(last), others: new Set(ids.slice(0, 100).map(effectsFor)), answers }).toEqual({
-				lost: [],
-				effects: 1,
-				others: new Set([1]),
-				answers: [500, 200],
-			});
-		},
-	);
+	it('each, 101 events in one delivery, sub: [charge (error output unconnected)] + [Audit Log beside]; the 101st fails once', async () => {
+		const ids = Array.from({ length: 101 }, (_, index) => `mr_${String(index).padStart(3, '0')}`);
+		const last = ids[100];
+		const sub = inlineSubWorkflow(
+			[once('Sub Charge mr', last, 0, { onError: 'continueErrorOutput' }), baseNode('Audit Log', 'noOp', 1, {}, 200)],
+			{
+				Webhook: { main: [link('Sub Charge mr', 'Audit Log')] },
+			},
+		);
+		const data = workflow('wfr4-max-reads', {
+			nodes: [executeInline(sub, 'continueRegularOutput', 'each')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		const { answers, lost } = await provider(data, eventBodies(ids));
+		expect({ lost, effects: effectsFor(last), others: new Set(ids.slice(0, 100).map(effectsFor)), answers }).toEqual({
+			lost: [],
+			effects: 1,
+			others: new Set([1]),
+			answers: [500, 200],
+		});
+	});
 
 	/** If (2): true when the item carries an `error` (the charge failed), to an alert; false to Record. */
 	const failedCharge = (name: string) =>

@@ -437,6 +437,9 @@ export function nestedInlineNodes(node: NodeRef, depth: number): Array<{ node: N
 		.filter((inner) => inner.disabled !== true)
 		.flatMap((inner) => {
 			const path = `${node.name}" → "${inner.name}`;
-			return [{ node: inner, path }, ...nestedInlineNodes(inner, depth - 1).map((deeper) => ({ ...deeper, path: `${node.name}" → "${deeper.path}` }))];
+			return [
+				{ node: inner, path },
+				...nestedInlineNodes(inner, depth - 1).map((deeper) => ({ ...deeper, path: `${node.name}" → "${deeper.path}` })),
+			];
 		});
 }

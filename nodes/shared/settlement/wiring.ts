@@ -343,7 +343,9 @@ function checkStopsBeforeLoopDone(record: ExecutionRecord, node: INode, oneAtATi
 	const loop = oneAtATime.get(node.name);
 	if (!loop || failsAllOrNothing(node) || !endsLoopWhenItFails(record, node, loop) || !loopDoneLeadsOn(record, loop.name)) return;
 	const body = [...oneAtATime].filter(([, owner]) => owner.name === loop.name).map(([name]) => record.node(name));
-	const effect = body.find((candidate): candidate is INode => candidate !== undefined && candidate.disabled !== true && mayHaveEffect(candidate));
+	const effect = body.find(
+		(candidate): candidate is INode => candidate !== undefined && candidate.disabled !== true && mayHaveEffect(candidate),
+	);
 	if (effect) throw refusal('stopsBeforeLoopDone', { node: node.name, loop: loop.name, effect: effect.name });
 }
 
@@ -353,7 +355,10 @@ function endsLoopWhenItFails(record: ExecutionRecord, node: INode, loop: INode):
 	// At Continue (regular output) the failed item goes on like any other; an If's or a Switch's outputs are its own.
 	if (onErrorOf(node) !== 'continueErrorOutput' || continuingLosesTheEvent(node)) return false;
 	const onError = targets(record, node.name, 1);
-	return !onError.some((target) => target.name === loop.name) && !downstreamOf(record, onError, new Set()).some((after) => after.name === loop.name);
+	return (
+		!onError.some((target) => target.name === loop.name) &&
+		!downstreamOf(record, onError, new Set()).some((after) => after.name === loop.name)
+	);
 }
 
 /**
@@ -361,7 +366,13 @@ function endsLoopWhenItFails(record: ExecutionRecord, node: INode, loop: INode):
  * node's items in one run is part of the step: its nodes get the events together, after whatever
  * may have acted before the Execute Workflow node, and the same rules hold for them.
  */
-function checkInlineSubWorkflow(record: ExecutionRecord, node: INode, events: number | undefined, outside: INode | undefined, depth: number): void {
+function checkInlineSubWorkflow(
+	record: ExecutionRecord,
+	node: INode,
+	events: number | undefined,
+	outside: INode | undefined,
+	depth: number,
+): void {
 	if (depth >= SUB_WORKFLOW_DEPTH || !runsSubWorkflowOnceForAll(node)) return;
 	const inner = inlineSubWorkflowRecord(node, record);
 	if (!inner) return;
