@@ -1,4 +1,5 @@
 import { isSecretHeader } from '../keys/forbiddenHeaders';
+import { REDACTED } from './redactedText';
 import { storableText } from '../store/storableValues';
 import { isWithheldMember } from '../webhook/storedAnswer';
 import { inboxItemOf } from '../webhook/inbox';
@@ -14,7 +15,6 @@ import type { StoredKey } from '../types';
 
 /** The longest preview, in characters; a longer text is cut and ends with PREVIEW_CUT. */
 export const PAYLOAD_PREVIEW_CHARS = 400;
-export const REDACTED = '[redacted]';
 export const PREVIEW_CUT = '…';
 
 /** The preview of one value as JSON text; null when there is none (undefined, or no JSON form). */
@@ -55,21 +55,4 @@ export function storedKeyPreview(stored: Pick<StoredKey, 'payload' | 'payloadSto
 	if (typeof stored.inboxItem !== 'string') return null;
 	const kept = inboxItemOf(stored.inboxItem, {});
 	return kept ? payloadPreview(kept.json.body) : null;
-}
-
-/** `Bearer …`, `Basic …` and the like: a credential after its scheme. */
-const SCHEME_CREDENTIAL = /\b(Bearer|Basic|Token|Digest)\s+[A-Za-z0-9._~+/=-]{4,}/gi;
-/** A `name=value` pair in a URL's query or a form body. */
-const NAMED_VALUE = /([?&;\s"']|^)([A-Za-z0-9_.-]+)=([^&\s"';]*)/g;
-
-/**
- * An error message for a page people read: a credential after its scheme (`Bearer …`), and the
- * value of a query parameter named like a credential (`?api_key=…`, isSecretHeader), redacted. An
- * error may quote the URL a node called.
- */
-export function redactedErrorText(text: string | null): string | null {
-	if (text === null) return null;
-	return text
-		.replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
-		.replace(NAMED_VALUE, (match, before: string, name: string) => (isSecretHeader(name) ? `${before}${name}=${REDACTED}` : match));
 }

@@ -1,4 +1,5 @@
 import { exactPayloadSource, type ExactPayloadSource } from '../evidence/exactNumbers';
+import { redactedErrorText } from '../evidence/redactedText';
 
 /**
  * What Postgres refuses inside a settle statement — a NUL character (22P05 in jsonb, 22021 in
@@ -161,9 +162,9 @@ export function cutText(text: string, maxLength: number): string {
 	return text.length > maxLength ? text.slice(0, maxLength).replace(/[\uD800-\uDBFF]$/, '') : text;
 }
 
-/** Mark Failed's message: repaired, then cut at a character boundary (never half a surrogate pair). */
+/** A failure's message: the credentials it quotes redacted, repaired, then cut at a character boundary (never half a surrogate pair). */
 export function storableErrorMessage(message: string): { text: string; warnings: string[] } {
-	const repaired = storableText(message);
+	const repaired = storableText(redactedErrorText(message));
 	return {
 		text: cutText(repaired.text, MAX_ERROR_MESSAGE_LENGTH),
 		warnings: repaired.changed

@@ -1,6 +1,7 @@
 import type { IDataObject } from 'n8n-workflow';
 
-import { redactedErrorText, storedKeyPreview } from '../../lib/evidence/payloadPreview';
+import { storedKeyPreview } from '../../lib/evidence/payloadPreview';
+import { redactedErrorText } from '../../lib/evidence/redactedText';
 import { keySourceInWords } from '../../lib/keys/deriveKey';
 import type { StoredKey } from '../../lib/types';
 import { isoTime } from '../../lib/pipeline/idempotencyOutput';

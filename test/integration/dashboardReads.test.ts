@@ -1,6 +1,6 @@
 import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { keptInboxItem } from '../../lib/webhook/inbox';
-import { REDACTED } from '../../lib/evidence/payloadPreview';
+import { REDACTED } from '../../lib/evidence/redactedText';
 import { postgresSchemaFixture } from '../support/database';
 import { idempotencyOf, runKeyNode } from '../support/nodes';
 

@@ -1,6 +1,7 @@
 import { LoggerProxy, NodeOperationError, type IDataObject, type IExecuteFunctions, type IRun } from 'n8n-workflow';
 
 import type { HoldRequest, KeyStore } from '../../../lib/store/contract';
+import { redactedErrorText } from '../../../lib/evidence/redactedText';
 import { MAX_HOLD_MS } from '../../../lib/store/rules';
 import { inProgressAnswer, settlementAnswer, type ExecutionAnswer } from '../../../lib/webhook/answers';
 import { storedAnswer } from '../../../lib/webhook/storedAnswer';
@@ -297,7 +298,7 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 		return triggers.length > 0 && outcomes.hold.length === 0 ? settlementAnswer('completed', lastAnswer ?? {}) : undefined;
 	}
 	return settlementAnswer('failed', {
-		message: `The business step failed${watch.callerVerified ? `: ${outcomes.fail[0].error}` : '.'} The key was marked failed; a retry runs the step again.`,
+		message: `The business step failed${watch.callerVerified ? `: ${redactedErrorText(outcomes.fail[0].error)}` : '.'} The key was marked failed; a retry runs the step again.`,
 	});
 }
 

@@ -8,7 +8,7 @@ import {
 	type ISourceData,
 } from 'n8n-workflow';
 
-import { describerOf, inlineSubWorkflow, mayWait } from './nodeKinds';
+import { describerOf, inlineSubWorkflow, mayWait, SUB_WORKFLOW_TRIGGER_TYPE } from './nodeKinds';
 import { N8N_REFUSALS } from './refusals';
 
 /**
@@ -115,8 +115,8 @@ export function executionView(
 
 /**
  * The wiring of the sub-workflow an Execute Workflow node defines (Source "Define Below") as a record
- * with nothing run yet, and the node it starts from (the one no other node feeds); undefined for any
- * other node.
+ * with nothing run yet, and the node it starts from: n8n's sub-workflow trigger (Execute Workflow
+ * Trigger), as n8n starts it, else the first node no other node feeds; undefined for any other node.
  */
 export function inlineSubWorkflowRecord(node: INode, parent: ExecutionRecord): { record: ExecutionRecord; start: string } | undefined {
 	const inner = inlineSubWorkflow(node);
@@ -125,7 +125,9 @@ export function inlineSubWorkflowRecord(node: INode, parent: ExecutionRecord): {
 	const fed = new Set(
 		Object.values(inner.connections).flatMap((byType) => (byType.main ?? []).flatMap((output) => (output ?? []).map((link) => link.node))),
 	);
-	const start = inner.nodes.find((candidate) => !fed.has(candidate.name) && inner.connections[candidate.name] !== undefined);
+	const start =
+		inner.nodes.find((candidate) => candidate.type === SUB_WORKFLOW_TRIGGER_TYPE && candidate.disabled !== true) ??
+		inner.nodes.find((candidate) => !fed.has(candidate.name) && inner.connections[candidate.name] !== undefined);
 	if (!start) return undefined;
 	const record: ExecutionRecord = {
 		runData: {},

@@ -163,6 +163,8 @@ export function describerOf(workflow: unknown): DescribeNode | undefined {
 /* n8n's nodes whose behaviour the rules read (n8n declares nothing about it) -------------------- */
 
 export const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
+/** n8n's sub-workflow trigger ("When Executed by Another Workflow"): where n8n starts a sub-workflow. */
+export const SUB_WORKFLOW_TRIGGER_TYPE = 'n8n-nodes-base.executeWorkflowTrigger';
 /** Loop Over Items. */
 export const LOOP_TYPE = 'n8n-nodes-base.splitInBatches';
 export const RESPOND_TYPE = 'n8n-nodes-base.respondToWebhook';

@@ -192,13 +192,15 @@ function checkStepTakesEventsApart(
 	const heads = targets(record, self, output);
 	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
-	// A node that may have acted before `node`: in this workflow, or before the Execute Workflow node running it.
-	const effectBefore = (node: INode) => ranBefore(record, self, node).find(mayHaveEffect) ?? outside;
-	// Inside Loop Over Items each run gets one event, unless something acted on every event before the loop:
-	// a failure that ends the run there leaves the events the loop had not reached half done.
+	// A node that may have acted before `node` ends the run: before it, on a branch beside it (n8n may run that branch
+	// first), or before the Execute Workflow node running this sub-workflow.
+	const effectBefore = (node: INode) => effectNotAfter(record, self, node, step) ?? outside;
+	// Inside Loop Over Items each run gets one event, unless something acted on every event outside the loop
+	// (before it, or beside it): a failure that ends the run there leaves the events the loop had not reached half done.
 	const effectBeforeLoop = (loop: INode) => {
 		const fromLoop = new Set(downstreamOf(record, allTargets(record, loop.name), new Set([self, loop.name])).map((after) => after.name));
-		return ranBefore(record, self, loop).find((before) => !fromLoop.has(before.name) && mayHaveEffect(before)) ?? outside;
+		const outsideLoop = [...ranBefore(record, self, loop), ...step].filter((node) => node.name !== loop.name && !fromLoop.has(node.name));
+		return outsideLoop.find(mayHaveEffect) ?? outside;
 	};
 	const oneEventAndNothingDone = (node: INode) => {
 		const loop = oneAtATime.get(node.name);
@@ -298,14 +300,35 @@ function checkJoinedAfterEffect(
 }
 
 /**
- * A node of the step that may have an effect in the same run as `node` without coming after it: one
- * before it, or one on a branch beside it (run before or after it, its effect is done either way).
+ * A node of the step that may have an effect for the events `node` gets, in the same run, without
+ * coming after it: one before it, or one on a branch beside it that the same events take (run before
+ * or after it, its effect may be done either way).
  */
 function effectNotAfter(record: ExecutionRecord, self: string, node: INode, step: INode[]): INode | undefined {
 	const after = new Set(downstreamOf(record, [node], new Set([self])).map((candidate) => candidate.name));
 	return (
-		ranBefore(record, self, node).find(mayHaveEffect) ?? step.find((candidate) => !after.has(candidate.name) && mayHaveEffect(candidate))
+		ranBefore(record, self, node).find(mayHaveEffect) ??
+		step.find((candidate) => !after.has(candidate.name) && mayHaveEffect(candidate) && sameEventsBeside(record, self, step, candidate, node))
 	);
+}
+
+/**
+ * Whether `a` and `b` lie on two branches of one output (the same items sent to two nodes), so the
+ * same events may reach both. Branches that part at two outputs of a node (an If's true and false, a
+ * Switch's routes, a node's success and error outputs) take other events.
+ */
+function sameEventsBeside(record: ExecutionRecord, self: string, step: INode[], a: INode, b: INode): boolean {
+	const reach = (head: INode) => new Set(downstreamOf(record, [head], new Set([self]), endsBusinessStep).map((node) => node.name));
+	for (const parent of [self, ...step.map((node) => node.name)]) {
+		for (const outputs of record.connectionsBySourceNode[parent]?.main ?? []) {
+			const heads = (outputs ?? []).map((link) => record.node(link.node)).filter((head): head is INode => head !== undefined);
+			if (heads.length < 2) continue;
+			const reached = heads.map(reach);
+			const first = reached.findIndex((names) => names.has(a.name));
+			if (first >= 0 && reached.some((names, index) => index !== first && names.has(b.name))) return true;
+		}
+	}
+	return false;
 }
 
 /**

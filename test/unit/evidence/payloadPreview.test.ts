@@ -1,11 +1,5 @@
-import {
-	PAYLOAD_PREVIEW_CHARS,
-	payloadPreview,
-	PREVIEW_CUT,
-	REDACTED,
-	redactedErrorText,
-	storedKeyPreview,
-} from '../../../lib/evidence/payloadPreview';
+import { PAYLOAD_PREVIEW_CHARS, payloadPreview, PREVIEW_CUT, storedKeyPreview } from '../../../lib/evidence/payloadPreview';
+import { REDACTED, redactedErrorText } from '../../../lib/evidence/redactedText';
 import { keptInboxItem } from '../../../lib/webhook/inbox';
 
 describe('payloadPreview: a short text of a payload, never a credential', () => {
@@ -94,5 +88,17 @@ describe('redactedErrorText: an error message without the credentials it may quo
 			'The service was not able to process your request (500)',
 		);
 		expect(redactedErrorText(null)).toBeNull();
+	});
+
+	it('a JSON member named like a credential, as a message quoting an item carries it; other members kept', () => {
+		const quoted = JSON.stringify({
+			headers: { authorization: 'c3RyaXBlOnNlY3JldA==', 'x-api-key': 'k-123', host: 'example.org' },
+			body: { id: 'evt_1' },
+		});
+		expect(redactedErrorText(`Unsupported event: ${quoted}`)).toBe(
+			`Unsupported event: {"headers":{"authorization":"${REDACTED}","x-api-key":"${REDACTED}","host":"example.org"},"body":{"id":"evt_1"}}`,
+		);
+		expect(redactedErrorText('{"authorization" : "Basic c3RyaXBl=="}')).toBe(`{"authorization" : "${REDACTED}"}`);
+		expect(redactedErrorText('{"note":"say \\"hi\\"","token":"a\\"b"}')).toBe(`{"note":"say \\"hi\\"","token":"${REDACTED}"}`);
 	});
 });

@@ -1,0 +1,29 @@
+import { REDACTED } from '../../../lib/evidence/redactedText';
+import { MAX_ERROR_MESSAGE_LENGTH, storableErrorMessage } from '../../../lib/store/storableValues';
+
+// What a failure's message becomes before it is written to the key table (Mark Failed, Settle, the end of an
+// execution): the table keeps it for the retention period and pages show it.
+describe('storableErrorMessage', () => {
+	it('stores no credential the message quotes: a Stop and Error message built from the trigger item', () => {
+		const item = { headers: { authorization: 'Basic c3RyaXBlOnNlY3JldA==', 'content-type': 'application/json' }, body: { id: 'evt_1' } };
+		const { text } = storableErrorMessage(`Unsupported event: ${JSON.stringify(item)}`);
+		expect(text).not.toContain('c3RyaXBlOnNlY3JldA');
+		expect(text).toBe(
+			`Unsupported event: {"headers":{"authorization":"${REDACTED}","content-type":"application/json"},"body":{"id":"evt_1"}}`,
+		);
+	});
+
+	it('redacts a credential after its scheme and in a URL it quotes', () => {
+		expect(storableErrorMessage('401 calling https://api.example.org/x?api_key=s3cr3t with Bearer abcdef123').text).toBe(
+			`401 calling https://api.example.org/x?api_key=${REDACTED} with Bearer ${REDACTED}`,
+		);
+	});
+
+	it('repairs NUL and lone surrogates, and cuts at the limit, never half a surrogate pair', () => {
+		const repaired = storableErrorMessage('a\u0000b\uD800c');
+		expect(repaired.text).toBe('a\uFFFDb\uFFFDc');
+		expect(repaired.warnings).toHaveLength(1);
+		const long = storableErrorMessage(`${'x'.repeat(MAX_ERROR_MESSAGE_LENGTH - 1)}😀`);
+		expect(long.text).toBe('x'.repeat(MAX_ERROR_MESSAGE_LENGTH - 1));
+	});
+});
