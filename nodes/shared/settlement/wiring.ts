@@ -308,7 +308,9 @@ function effectNotAfter(record: ExecutionRecord, self: string, node: INode, step
 	const after = new Set(downstreamOf(record, [node], new Set([self])).map((candidate) => candidate.name));
 	return (
 		ranBefore(record, self, node).find(mayHaveEffect) ??
-		step.find((candidate) => !after.has(candidate.name) && mayHaveEffect(candidate) && sameEventsBeside(record, self, step, candidate, node))
+		step.find(
+			(candidate) => !after.has(candidate.name) && mayHaveEffect(candidate) && sameEventsBeside(record, self, step, candidate, node),
+		)
 	);
 }
 
