@@ -252,6 +252,17 @@ export function failsForNoEvent(node: Pick<INode, 'type' | 'onError' | 'continue
 	return node.type === SWITCH_TYPE && continuesOnError(node);
 }
 
+/**
+ * A node that sends each item to one of its outputs: an If (true or false), a Switch unless set to
+ * send an item to all matching outputs, and any node at Continue (using error output) (its success
+ * outputs or its error output).
+ */
+export function sendsEachItemToOneOutput(node: INode): boolean {
+	if (node.type === SWITCH_TYPE)
+		return (node.parameters?.options as { allMatchingOutputs?: unknown } | undefined)?.allMatchingOutputs !== true;
+	return node.type === IF_TYPE || onErrorOf(node) === 'continueErrorOutput';
+}
+
 /** A node whose failure no Continue setting keeps to the event it failed for (an If, a Filter, a Switch). */
 export function continuingLosesTheEvent(node: NodeRef): boolean {
 	return takesFailureAsAnAnswer(node) || node.type === SWITCH_TYPE;

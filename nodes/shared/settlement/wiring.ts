@@ -27,6 +27,7 @@ import {
 	nestedInlineNodes,
 	onErrorOf,
 	RESPOND_TYPE,
+	sendsEachItemToOneOutput,
 	runsSubWorkflowOnceForAll,
 	sendsStatementsAsOne,
 	splitsItems,
@@ -301,34 +302,46 @@ function checkJoinedAfterEffect(
 
 /**
  * A node of the step that may have an effect for the events `node` gets, in the same run, without
- * coming after it: one before it, or one on a branch beside it that the same events take (run before
- * or after it, its effect may be done either way).
+ * coming only after it: one before it, or one n8n reaches without passing through it or a join that
+ * waits for it (on a branch beside it, or fed by such a branch too), which the same events may take.
+ * Run before or after it, its effect may be done either way.
  */
 function effectNotAfter(record: ExecutionRecord, self: string, node: INode, step: INode[]): INode | undefined {
 	const after = new Set(downstreamOf(record, [node], new Set([self])).map((candidate) => candidate.name));
+	// A node with several inputs (a Merge) that `node` feeds runs once `node` has: what follows it comes after.
+	const waitsForNode = (candidate: INode) => after.has(candidate.name) && inputIndexes(record, candidate.name).size > 1;
+	const around = new Set(
+		downstreamOf(record, allTargets(record, self), new Set([self, node.name]), waitsForNode).map((candidate) => candidate.name),
+	);
 	return (
 		ranBefore(record, self, node).find(mayHaveEffect) ??
-		step.find(
-			(candidate) => !after.has(candidate.name) && mayHaveEffect(candidate) && sameEventsBeside(record, self, step, candidate, node),
-		)
+		step.find((candidate) => around.has(candidate.name) && mayHaveEffect(candidate) && !partedFrom(record, self, step, candidate, node))
 	);
 }
 
 /**
- * Whether `a` and `b` lie on two branches of one output (the same items sent to two nodes), so the
- * same events may reach both. Branches that part at two outputs of a node (an If's true and false, a
- * Switch's routes, a node's success and error outputs) take other events.
+ * Whether `a` and `b` get other events: both reached only through a node that sends each item to one
+ * of its outputs (an If's true or false, a Switch's route unless it sends to all matching outputs, a
+ * node's success or error output), `a` through some of its outputs and `b` through others.
  */
-function sameEventsBeside(record: ExecutionRecord, self: string, step: INode[], a: INode, b: INode): boolean {
-	const reach = (head: INode) => new Set(downstreamOf(record, [head], new Set([self]), endsBusinessStep).map((node) => node.name));
-	for (const parent of [self, ...step.map((node) => node.name)]) {
-		for (const outputs of record.connectionsBySourceNode[parent]?.main ?? []) {
-			const heads = (outputs ?? []).map((link) => record.node(link.node)).filter((head): head is INode => head !== undefined);
-			if (heads.length < 2) continue;
-			const reached = heads.map(reach);
-			const first = reached.findIndex((names) => names.has(a.name));
-			if (first >= 0 && reached.some((names, index) => index !== first && names.has(b.name))) return true;
-		}
+function partedFrom(record: ExecutionRecord, self: string, step: INode[], a: INode, b: INode): boolean {
+	for (const router of step) {
+		if (!sendsEachItemToOneOutput(router)) continue;
+		const outputs = record.connectionsBySourceNode[router.name]?.main ?? [];
+		const reached = outputs.map(
+			(_, output) =>
+				new Set(
+					downstreamOf(record, targets(record, router.name, output), new Set([self, router.name]), endsBusinessStep).map(
+						(node) => node.name,
+					),
+				),
+		);
+		const throughA = reached.map((names) => names.has(a.name));
+		const throughB = reached.map((names) => names.has(b.name));
+		if (!throughA.some(Boolean) || !throughB.some(Boolean) || throughA.some((reaches, output) => reaches && throughB[output])) continue;
+		// The router must be the only way to both: with it left out, neither is reached.
+		const without = new Set(downstreamOf(record, allTargets(record, self), new Set([self, router.name])).map((node) => node.name));
+		if (!without.has(a.name) && !without.has(b.name)) return true;
 	}
 	return false;
 }
