@@ -208,7 +208,7 @@ function checkStepTakesEventsApart(
 		return loop !== undefined && !effectBeforeLoop(loop);
 	};
 	for (const node of step) {
-		// n8n runs a branch to its end before the next one: only an effect before it can be left half done.
+		// Stop and Error ends the run for every event: an effect done before it, or beside it for the same events, is left half done.
 		if (stopsTheRun(node) && !oneEventAndNothingDone(node)) {
 			const effect = effectBefore(node);
 			if (effect) throw refusal('stopAfterEffect', { node: node.name, effect: effect.name, events });
