@@ -27,6 +27,7 @@ import {
 	burstAttempts,
 	deliverBurst,
 } from '../support/e2e/trigger';
+import { n8nReadyWithin } from '../support/e2e/readiness';
 import { startSink, type Sink } from '../support/e2e/sink';
 import { eventually } from '../support/e2e/eventually';
 import { saveWorkflow, runFromManualTrigger, tryPublishWorkflow } from '../support/e2e/restWorkflows';
@@ -113,20 +114,6 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		await expectRanOnWorkers(executions);
 	});
 
-	/** Waits (up to a minute) for n8n's readiness check at `origin` to answer 200. */
-	async function untilReady(origin: string): Promise<void> {
-		const until = Date.now() + 60_000;
-		while (Date.now() < until) {
-			const status = await fetch(`${origin}/healthz/readiness`).then(
-				(answer) => answer.status,
-				() => 0,
-			);
-			if (status === 200) return;
-			await new Promise((resolve) => setTimeout(resolve, 250));
-		}
-		throw new Error(`n8n at ${origin} was not ready a minute after the burst`);
-	}
-
 	test(
 		'100 copies of one event at once, retried until a 2xx: one call, one execution past the trigger',
 		async () => {
@@ -155,7 +142,8 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 			if (executions.length > 1) expect(run.attempts.some((attempt) => attempt.status >= 500 || attempt.error !== undefined)).toBe(true);
 			// Such a burst can leave n8n answering every request 503 ("Database is not ready!": its database ping
 			// timed out) for a while; the next rows start once its readiness check answers 200 again.
-			await untilReady(new URL(webhook.url).origin);
+			const origin = new URL(webhook.url).origin;
+			if (!(await n8nReadyWithin(origin, 60_000))) throw new Error(`n8n at ${origin} was not ready a minute after the burst`);
 		},
 		BURST_TEST_TIMEOUT_MS,
 	);
