@@ -1,47 +1,19 @@
-import { createHmac } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-
 import {
 	NodeConnectionTypes,
-	type ICredentialDataDecryptedObject,
-	type IConnections,
 	type IExecuteFunctions,
 	type INode,
 	type INodeExecutionData,
 	type INodeParameters,
 	type INodeType,
-	type IRunExecutionData,
-	type IWebhookResponseData,
 } from 'n8n-workflow';
 
-import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
 import { baseNodesInstalled, effectsFor, loadBaseNodeFiles } from '../support/n8nBaseNodes';
-import {
-	addNodeTypes,
-	credentialsHelperReading,
-	engineBase,
-	executeInProcess,
-	inProcessWorkflow,
-	packageNode,
-	webhookResponses,
-} from '../support/n8nEngine';
+import { addNodeTypes, packageNode } from '../support/n8nEngine';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
-import {
-	baseNode,
-	eventBodies,
-	executeInline,
-	inlineSubWorkflow,
-	link,
-	lookup,
-	once,
-	setField,
-	skipIf,
-	type Shape,
-} from '../support/settleWorkflows';
-import { embeddedModule } from '../support/storeTargets';
-import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
+import { baseNode, eventBodies, executeInline, inlineSubWorkflow, link, lookup, once, setField, skipIf } from '../support/settleWorkflows';
+import { inProcessTriggerShapes } from '../support/triggerProvider';
+
+import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
  * Tenth red-team pass on the settlement rules (nodes/shared/settlement/): the several-events rules judged on a
@@ -321,143 +293,9 @@ describeWithN8n('a sub-workflow defined in Execute Workflow, a disconnected Manu
 
 /* (c) The Idempotent Webhook trigger: what it keeps ---------------------------------------------------------- */
 
-const SECRET = 'whsec_rt10';
 const BASIC = { user: 'stripe-hooks', password: 'pw-s3cret-4417' };
 const BASIC_HEADER = `Basic ${Buffer.from(`${BASIC.user}:${BASIC.password}`).toString('base64')}`;
 const HEADER_AUTH = { name: 'X-Webhook-Key', value: 'hook-key-9f8e7d6c' };
-
-type Authentication = 'none' | 'basicAuth' | 'headerAuth';
-
-/**
- * The Idempotent Webhook trigger (Stripe-signed, Embedded store, the given Authentication) served on a local HTTP
- * server, the execution it starts run by n8n-core with the shape's nodes behind it (the trigger renamed Webhook),
- * and a provider that posts the delivery again while its answer is not 2xx.
- */
-function triggerDeliveries(label: string, authentication: Authentication, options: INodeParameters = {}) {
-	const workflowId = `wf-rt10-${label}`;
-	const credentials = () =>
-		credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
-			if (type === 'webhookSignatureApi') return { secret: SECRET };
-			if (type === 'idempotentWebhookBasicAuthApi') return { ...BASIC };
-			if (type === 'idempotentWebhookHeaderAuthApi') return { ...HEADER_AUTH };
-			throw new Error(`No credential of type ${type}`);
-		});
-	const authCredentials: Record<string, { id: string; name: string }> =
-		authentication === 'basicAuth'
-			? { idempotentWebhookBasicAuthApi: { id: 'basic', name: 'Basic' } }
-			: authentication === 'headerAuth'
-				? { idempotentWebhookHeaderAuthApi: { id: 'header', name: 'Header' } }
-				: {};
-	const trigger = packageNode(
-		'Idempotent Webhook',
-		'idempotentWebhook',
-		{ path: label, scheme: 'stripe', store: 'embedded', authentication, options },
-		{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' }, ...authCredentials } },
-	);
-	let started: IWebhookResponseData | Error | undefined;
-	let server: http.Server;
-	let baseUrl: string;
-	let executions = 0;
-
-	async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-		started = await callTriggerWebhook(request, response, { trigger, workflowId, credentials: credentials() });
-		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-	}
-
-	beforeAll(async () => {
-		embeddedModule();
-		server = http.createServer((request, response) => void handle(request, response));
-		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-	});
-	afterAll(async () => {
-		await new Promise((resolve) => server.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => forgetKeptSigningSecrets());
-
-	const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
-
-	function engine() {
-		const base = engineBase(credentials());
-		const records = new Map<string, IRunExecutionData>();
-		base.getRunExecutionData = async (executionId) => records.get(executionId);
-		base.executeWorkflow = async (workflowInfo, _additionalData, runOptions) => {
-			const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-			executions += 1;
-			const executionId = `rt10-${label}-sub-${executions}`;
-			const { run } = await executeInProcess(
-				inProcessWorkflow(executionId, code.nodes, code.connections),
-				executionId,
-				runOptions.inputData ?? [],
-				base,
-			);
-			records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
-			if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-			const last = run.data.resultData.lastNodeExecuted as string;
-			return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-		};
-		return base;
-	}
-
-	/** The sender's own headers: its credential as the trigger checks it (Header Auth's header given twice when asked). */
-	function callerHeaders(twice: boolean): Headers {
-		const headers = new Headers({ 'content-type': 'application/json' });
-		if (authentication === 'basicAuth') headers.set('Authorization', BASIC_HEADER);
-		if (authentication === 'headerAuth') {
-			headers.append(HEADER_AUTH.name, HEADER_AUTH.value);
-			if (twice) headers.append(HEADER_AUTH.name, HEADER_AUTH.value);
-		}
-		return headers;
-	}
-
-	return {
-		/** The key's stored record (status, answer, last error), read from the trigger's key file. */
-		async record(id: string) {
-			const store = embeddedModule().openEmbeddedKeyStore({
-				file: path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite'),
-			});
-			return (await store.getKeys([keyOf(id)])).get(keyOf(id));
-		},
-		/** Posts `body` (at most `attempts` times) until its answer is 2xx; each answer's status and every body answered, as text. */
-		async provide(body: unknown, shape: Pick<Shape, 'nodes' | 'connections' | 'heads'>, attempts = 4, { twice = false } = {}) {
-			const answers: number[] = [];
-			const bodies: string[] = [];
-			for (let attempt = 0; attempt < attempts; attempt++) {
-				const text = JSON.stringify(body);
-				const timestamp = Math.floor(Date.now() / 1000);
-				const signature = createHmac('sha256', SECRET).update(`${timestamp}.${text}`).digest('hex');
-				const headers = callerHeaders(twice);
-				headers.set('stripe-signature', `t=${timestamp},v1=${signature}`);
-				started = undefined;
-				const response = await fetch(`${baseUrl}/webhook/${label}`, { method: 'POST', headers, body: text });
-				let answered = await response.text();
-				const items = (started as IWebhookResponseData | undefined)?.workflowData?.[0] as INodeExecutionData[] | undefined;
-				let status = response.status;
-				if (items && items.length > 0) {
-					executions += 1;
-					const executionId = `rt10-${label}-${executions}`;
-					await executeInProcess(
-						inProcessWorkflow(workflowId, [{ ...trigger, name: 'Webhook' }, ...shape.nodes], {
-							Webhook: { main: [link(...shape.heads)] },
-							...shape.connections,
-						}),
-						executionId,
-						items,
-						engine(),
-					);
-					const [answer] = webhookResponses.get(executionId) ?? [];
-					status = Number(answer?.statusCode ?? 200);
-					answered = JSON.stringify(answer?.body ?? null);
-				}
-				answers.push(status);
-				bodies.push(answered);
-				if (status >= 200 && status < 300) break;
-			}
-			return { answers, bodies };
-		},
-	};
-}
 
 /** Every form the Basic credential can take in text: the header, its base64 part, user:password, the password. */
 const BASIC_FORMS = [BASIC_HEADER, BASIC_HEADER.slice('Basic '.length), `${BASIC.user}:${BASIC.password}`, BASIC.password];
@@ -465,7 +303,12 @@ const leaked = (texts: unknown[], forms: string[]) =>
 	forms.filter((form) => texts.some((text) => (typeof text === 'string' ? text : JSON.stringify(text ?? null)).includes(form)));
 
 describeWithN8n('the trigger behind Basic Auth: what its key table and its copies get', () => {
-	const { provide, record } = triggerDeliveries('basic', 'basicAuth');
+	const { provide, record } = inProcessTriggerShapes(
+		'basic',
+		n8nFolder,
+		{},
+		{ authentication: 'basicAuth', basic: BASIC, header: HEADER_AUTH },
+	);
 
 	it('No Operation as the last node (the trigger item passed on): the answer, the stored answer and the copy carry no credential', async () => {
 		const id = 'ba_noop';
@@ -570,7 +413,12 @@ describeWithN8n('the trigger behind Basic Auth: what its key table and its copie
 const HEADER_FORMS = [HEADER_AUTH.value];
 
 describeWithN8n('the trigger behind Header Auth (X-Webhook-Key), the header given twice', () => {
-	const { provide, record } = triggerDeliveries('header', 'headerAuth');
+	const { provide, record } = inProcessTriggerShapes(
+		'header',
+		n8nFolder,
+		{},
+		{ authentication: 'headerAuth', basic: BASIC, header: HEADER_AUTH },
+	);
 
 	it('the header sent twice, its value copied into `caller` by the last node: accepted once, nothing of it stored or replayed', async () => {
 		const id = 'ha_twice';
@@ -591,7 +439,7 @@ describeWithN8n('the trigger behind Header Auth (X-Webhook-Key), the header give
 });
 
 describeWithN8n('the trigger with an Events Path: an If beside the charge, below it', () => {
-	const { provide, record } = triggerDeliveries('events', 'none', { eventsPath: 'body.events' });
+	const { provide, record } = inProcessTriggerShapes('events', n8nFolder, { eventsPath: 'body.events' });
 
 	// The trigger's rule for the events of one delivery (eventsTogetherAfterTrigger) is checkEventsApart's: the If at
 	// Stop Workflow below the charge, on a branch of the same output, is refused at publish.

@@ -1,24 +1,12 @@
-import { createHmac } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
+import type { INode } from 'n8n-workflow';
 
-import type { ICredentialDataDecryptedObject, INode, INodeExecutionData, INodeParameters, IWebhookResponseData } from 'n8n-workflow';
-
-import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
 import { effectsFor } from '../support/n8nBaseNodes';
-import {
-	credentialsHelperReading,
-	engineBase,
-	executeInProcess,
-	inProcessWorkflow,
-	packageNode,
-	webhookResponses,
-} from '../support/n8nEngine';
+
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
-import { baseNode, executeInline, inlineSubWorkflow, link, lookup, once, setField, toInput, type Shape } from '../support/settleWorkflows';
-import { embeddedModule } from '../support/storeTargets';
-import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
+import { baseNode, executeInline, inlineSubWorkflow, link, lookup, once, setField, toInput } from '../support/settleWorkflows';
+import { inProcessTriggerShapes } from '../support/triggerProvider';
+
+import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
  * Eleventh red-team pass on the settlement rules (nodes/shared/settlement/): the rule that counts an effect on
@@ -407,99 +395,8 @@ describeWithN8n('shapes that must be accepted', () => {
 
 /* (d) The Idempotent Webhook trigger ------------------------------------------------------------------------- */
 
-const SECRET = 'whsec_rt11';
-
-/**
- * The Idempotent Webhook trigger (Stripe-signed, Embedded store) served on a local HTTP server, the execution it
- * starts run by n8n-core with the shape's nodes behind it (the trigger renamed Webhook), and a provider that posts
- * the delivery again while its answer is not 2xx.
- */
-function triggerDeliveries(label: string, options: INodeParameters = {}) {
-	const workflowId = `wf-rt11-${label}`;
-	const credentials = () =>
-		credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
-			if (type === 'webhookSignatureApi') return { secret: SECRET };
-			throw new Error(`No credential of type ${type}`);
-		});
-	const trigger = packageNode(
-		'Idempotent Webhook',
-		'idempotentWebhook',
-		{ path: label, scheme: 'stripe', store: 'embedded', authentication: 'none', options },
-		{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-	);
-	let started: IWebhookResponseData | Error | undefined;
-	let server: http.Server;
-	let baseUrl: string;
-	let executions = 0;
-
-	async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-		started = await callTriggerWebhook(request, response, { trigger, workflowId, credentials: credentials() });
-		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-	}
-
-	beforeAll(async () => {
-		embeddedModule();
-		server = http.createServer((request, response) => void handle(request, response));
-		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-	});
-	afterAll(async () => {
-		await new Promise((resolve) => server.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => forgetKeptSigningSecrets());
-
-	const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
-
-	return {
-		/** The key's stored record, read from the trigger's key file. */
-		async record(id: string) {
-			const store = embeddedModule().openEmbeddedKeyStore({
-				file: path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite'),
-			});
-			return (await store.getKeys([keyOf(id)])).get(keyOf(id));
-		},
-		/** Posts `body` (at most `attempts` times) until its answer is 2xx; each answer's status. */
-		async provide(body: unknown, shape: Pick<Shape, 'nodes' | 'connections' | 'heads'>, attempts = 3) {
-			const answers: number[] = [];
-			for (let attempt = 0; attempt < attempts; attempt++) {
-				const text = JSON.stringify(body);
-				const timestamp = Math.floor(Date.now() / 1000);
-				const signature = createHmac('sha256', SECRET).update(`${timestamp}.${text}`).digest('hex');
-				started = undefined;
-				const response = await fetch(`${baseUrl}/webhook/${label}`, {
-					method: 'POST',
-					headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
-					body: text,
-				});
-				await response.text();
-				const items = (started as IWebhookResponseData | undefined)?.workflowData?.[0] as INodeExecutionData[] | undefined;
-				let status = response.status;
-				if (items && items.length > 0) {
-					executions += 1;
-					const executionId = `rt11-${label}-${executions}`;
-					await executeInProcess(
-						inProcessWorkflow(workflowId, [{ ...trigger, name: 'Webhook' }, ...shape.nodes], {
-							Webhook: { main: [link(...shape.heads)] },
-							...shape.connections,
-						}),
-						executionId,
-						items,
-						engineBase(credentials()),
-					);
-					const [answer] = webhookResponses.get(executionId) ?? [];
-					status = Number(answer?.statusCode ?? 200);
-				}
-				answers.push(status);
-				if (status >= 200 && status < 300) break;
-			}
-			return { answers };
-		},
-	};
-}
-
 describeWithN8n('the trigger, one event per delivery: an If (Stop Workflow) beside the charge', () => {
-	const { provide, record } = triggerDeliveries('one');
+	const { provide, record } = inProcessTriggerShapes('one', n8nFolder);
 
 	it('Charge (top) beside a strict If (Stop Workflow), a readable amount: accepted, charged once, key completed', async () => {
 		const id = 'to_a';
@@ -521,7 +418,7 @@ describeWithN8n('the trigger, one event per delivery: an If (Stop Workflow) besi
 });
 
 describeWithN8n('the trigger with an Events Path: a Switch sending every event to every matching output', () => {
-	const { provide, record } = triggerDeliveries('events', { eventsPath: 'body.events' });
+	const { provide, record } = inProcessTriggerShapes('events', n8nFolder, { eventsPath: 'body.events' });
 
 	// The trigger judges the events of one delivery by checkEventsApart's rules (eventsTogetherAfterTrigger): the
 	// Switch's two outputs carry the same events, and the strict If beside the Charge is refused at publish.

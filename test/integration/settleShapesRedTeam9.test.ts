@@ -1,36 +1,19 @@
-import { createHmac } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-
 import {
 	NodeConnectionTypes,
-	type ICredentialDataDecryptedObject,
-	type IConnections,
 	type IExecuteFunctions,
 	type INode,
 	type INodeExecutionData,
 	type INodeParameters,
 	type INodeType,
-	type IRunExecutionData,
-	type IWebhookResponseData,
 } from 'n8n-workflow';
 
-import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
 import { baseNodesInstalled, effectsFor, loadBaseNodeFiles, useInMemoryDeduplication } from '../support/n8nBaseNodes';
-import {
-	addNodeTypes,
-	credentialsHelperReading,
-	engineBase,
-	executeInProcess,
-	inProcessWorkflow,
-	packageNode,
-	webhookResponses,
-} from '../support/n8nEngine';
+import { addNodeTypes, packageNode } from '../support/n8nEngine';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
-import { baseNode, executeSaved, link, lookup, once, setField, toInput, type Shape } from '../support/settleWorkflows';
-import { embeddedModule } from '../support/storeTargets';
-import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
+import { baseNode, executeSaved, link, lookup, once, setField, toInput } from '../support/settleWorkflows';
+import { inProcessTriggerShapes } from '../support/triggerProvider';
+
+import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
 
 /*
  * Ninth red-team pass on the settlement rules (nodes/shared/settlement/): the Idempotent Webhook trigger with one
@@ -387,123 +370,8 @@ describeWithN8n('a sub-workflow from the database', () => {
 
 /* (d) The Idempotent Webhook trigger, one event per delivery, and with an Events Path -------------------------- */
 
-const SECRET = 'whsec_redteam9';
-
-/**
- * The Idempotent Webhook trigger (Stripe-signed, Embedded store) served on a local HTTP server, the execution it
- * starts run by n8n-core with the shape's nodes behind it (the trigger renamed Webhook; sub-workflows each their own
- * execution, their record kept), and a provider that posts the delivery again while its answer is not 2xx.
- */
-function triggerDeliveries(label: string, options: INodeParameters = {}) {
-	const workflowId = `wf-rt9-${label}`;
-	const credentials = () =>
-		credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
-			if (type === 'webhookSignatureApi') return { secret: SECRET };
-			throw new Error(`No credential of type ${type}`);
-		});
-	const trigger = packageNode(
-		'Idempotent Webhook',
-		'idempotentWebhook',
-		{ path: label, scheme: 'stripe', store: 'embedded', options },
-		{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-	);
-	let started: IWebhookResponseData | Error | undefined;
-	let server: http.Server;
-	let baseUrl: string;
-	let executions = 0;
-
-	async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-		started = await callTriggerWebhook(request, response, { trigger, workflowId, credentials: credentials() });
-		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-	}
-
-	beforeAll(async () => {
-		embeddedModule();
-		server = http.createServer((request, response) => void handle(request, response));
-		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-	});
-	afterAll(async () => {
-		await new Promise((resolve) => server.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => forgetKeptSigningSecrets());
-
-	const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
-
-	function engine() {
-		const base = engineBase(credentials());
-		const records = new Map<string, IRunExecutionData>();
-		base.getRunExecutionData = async (executionId) => records.get(executionId);
-		base.executeWorkflow = async (workflowInfo, _additionalData, runOptions) => {
-			const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-			executions += 1;
-			const executionId = `rt9-${label}-sub-${executions}`;
-			const { run } = await executeInProcess(
-				inProcessWorkflow(executionId, code.nodes, code.connections),
-				executionId,
-				runOptions.inputData ?? [],
-				base,
-			);
-			records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
-			if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-			const last = run.data.resultData.lastNodeExecuted as string;
-			return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-		};
-		return base;
-	}
-
-	return {
-		async statuses(ids: string[]): Promise<Array<string | undefined>> {
-			const store = embeddedModule().openEmbeddedKeyStore({
-				file: path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite'),
-			});
-			const records = await store.getKeys(ids.map(keyOf));
-			return ids.map((id) => records.get(keyOf(id))?.status);
-		},
-		/** Posts `body` (at most `attempts` times) until its answer is 2xx; each answer's status and, the last time, the stored body. */
-		async provide(body: unknown, shape: Pick<Shape, 'nodes' | 'connections' | 'heads'>, attempts = 4) {
-			const answers: number[] = [];
-			let lastBody: unknown;
-			for (let attempt = 0; attempt < attempts; attempt++) {
-				const text = JSON.stringify(body);
-				const timestamp = Math.floor(Date.now() / 1000);
-				const signature = createHmac('sha256', SECRET).update(`${timestamp}.${text}`).digest('hex');
-				started = undefined;
-				const response = await fetch(`${baseUrl}/webhook/${label}`, {
-					method: 'POST',
-					headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
-					body: text,
-				});
-				lastBody = await response.text();
-				const items = (started as IWebhookResponseData | undefined)?.workflowData?.[0] as INodeExecutionData[] | undefined;
-				let status = response.status;
-				if (items && items.length > 0) {
-					executions += 1;
-					const executionId = `rt9-${label}-${executions}`;
-					await executeInProcess(
-						inProcessWorkflow(workflowId, [{ ...trigger, name: 'Webhook' }, ...shape.nodes], {
-							Webhook: { main: [link(...shape.heads)] },
-							...shape.connections,
-						}),
-						executionId,
-						items,
-						engine(),
-					);
-					const [answer] = webhookResponses.get(executionId) ?? [];
-					status = Number(answer?.statusCode ?? 200);
-					lastBody = answer?.body;
-				}
-				answers.push(status);
-				if (status >= 200 && status < 300) break;
-			}
-			return { answers, lastBody };
-		},
-	};
-}
-
 describeWithN8n('the Idempotent Webhook trigger, one event per delivery', () => {
-	const { provide, statuses: triggerStatuses } = triggerDeliveries('one');
+	const { provide, statuses: triggerStatuses } = inProcessTriggerShapes('one', n8nFolder);
 
 	// As with Reserve: one event, its lines charged one by one, line 2 failing once. The key fails (the trigger's
 	// Events Path is empty: eventsTogetherAfterTrigger is not asked) and the retry charges line 1 again.
@@ -689,7 +557,7 @@ describeWithN8n('the Idempotent Webhook trigger, one event per delivery', () => 
 });
 
 describeWithN8n('the Idempotent Webhook trigger with an Events Path', () => {
-	const { provide, statuses: triggerStatuses } = triggerDeliveries('events', { eventsPath: 'body.events' });
+	const { provide, statuses: triggerStatuses } = inProcessTriggerShapes('events', n8nFolder, { eventsPath: 'body.events' });
 
 	// Each line is paired to its event: B's key alone fails, A's line is charged once. B's first line was charged before
 	// its second failed, and the retry, which runs B's whole step, charges it again (B:1 twice).

@@ -8,6 +8,7 @@ import type {
 	IConnections,
 	INode,
 	INodeExecutionData,
+	INodeParameters,
 	IRunExecutionData,
 	IWebhookResponseData,
 } from 'n8n-workflow';
@@ -15,7 +16,7 @@ import type {
 import { OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
 import { credentialsHelperReading, engineBase, executeInProcess, inProcessWorkflow, packageNode, webhookResponses } from './n8nEngine';
-import { link } from './settleWorkflows';
+import { link, type Shape } from './settleWorkflows';
 import { embeddedModule } from './storeTargets';
 import { callTriggerWebhook } from './triggerWebhookCall';
 
@@ -127,6 +128,153 @@ export function inProcessTriggerProvider(label: string, n8nFolder: () => string)
 				if (status >= 200 && status < 300) break;
 			}
 			return answers;
+		},
+	};
+}
+
+/** How a caller proves itself to the trigger, beside the signature: its Authentication and the credential's values. */
+export interface TriggerCaller {
+	authentication?: 'none' | 'basicAuth' | 'headerAuth';
+	basic?: { user: string; password: string };
+	header?: { name: string; value: string };
+}
+
+/**
+ * The Idempotent Webhook trigger (version 3, Stripe-signed, Embedded store, `options` and `caller`'s
+ * Authentication) served on a local HTTP server, the execution it starts run by n8n-core with a
+ * shape's nodes behind it (the trigger renamed Webhook; sub-workflows each their own execution, their
+ * record kept), and a provider that posts a delivery again while its answer is not 2xx. Call inside
+ * a describe, or at a file's top: it registers its own beforeAll, afterAll and afterEach.
+ */
+export function inProcessTriggerShapes(label: string, n8nFolder: () => string, options: INodeParameters = {}, caller: TriggerCaller = {}) {
+	const { authentication = 'none', basic, header } = caller;
+	const secret = `whsec_${label}`;
+	const workflowId = `wf-${label}-shapes`;
+	const credentials = () =>
+		credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
+			if (type === 'webhookSignatureApi') return { secret };
+			if (type === 'idempotentWebhookBasicAuthApi' && basic) return { ...basic };
+			if (type === 'idempotentWebhookHeaderAuthApi' && header) return { ...header };
+			throw new Error(`No credential of type ${type}`);
+		});
+	const authCredentials: Record<string, { id: string; name: string }> =
+		authentication === 'basicAuth'
+			? { idempotentWebhookBasicAuthApi: { id: 'basic', name: 'Basic' } }
+			: authentication === 'headerAuth'
+				? { idempotentWebhookHeaderAuthApi: { id: 'header', name: 'Header' } }
+				: {};
+	const trigger = packageNode(
+		'Idempotent Webhook',
+		'idempotentWebhook',
+		{ path: label, scheme: 'stripe', store: 'embedded', authentication, options },
+		{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' }, ...authCredentials } },
+	);
+	let started: IWebhookResponseData | Error | undefined;
+	let server: http.Server;
+	let baseUrl: string;
+	let executions = 0;
+
+	async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+		started = await callTriggerWebhook(request, response, { trigger, workflowId, credentials: credentials() });
+		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
+	}
+
+	beforeAll(async () => {
+		embeddedModule();
+		server = http.createServer((request, response) => void handle(request, response));
+		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+	});
+	afterAll(async () => {
+		await new Promise((resolve) => server.close(resolve));
+		embeddedModule().closeEmbeddedStores();
+	});
+	afterEach(() => forgetKeptSigningSecrets());
+
+	const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
+	const keyFile = () =>
+		embeddedModule().openEmbeddedKeyStore({ file: path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite') });
+
+	function engine() {
+		const base = engineBase(credentials());
+		const records = new Map<string, IRunExecutionData>();
+		base.getRunExecutionData = async (executionId) => records.get(executionId);
+		base.executeWorkflow = async (workflowInfo, _additionalData, runOptions) => {
+			const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+			executions += 1;
+			const executionId = `${label}-shapes-sub-${executions}`;
+			const { run } = await executeInProcess(
+				inProcessWorkflow(executionId, code.nodes, code.connections),
+				executionId,
+				runOptions.inputData ?? [],
+				base,
+			);
+			records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
+			if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+			const last = run.data.resultData.lastNodeExecuted as string;
+			return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+		};
+		return base;
+	}
+
+	/** The sender's own headers: its credential as the trigger checks it (Header Auth's header given twice when asked). */
+	function callerHeaders(twice: boolean): Headers {
+		const headers = new Headers({ 'content-type': 'application/json' });
+		if (authentication === 'basicAuth' && basic)
+			headers.set('Authorization', `Basic ${Buffer.from(`${basic.user}:${basic.password}`).toString('base64')}`);
+		if (authentication === 'headerAuth' && header) {
+			headers.append(header.name, header.value);
+			if (twice) headers.append(header.name, header.value);
+		}
+		return headers;
+	}
+
+	return {
+		/** The key's stored record (status, answer, last error), read from the trigger's key file. */
+		async record(id: string) {
+			return (await keyFile().getKeys([keyOf(id)])).get(keyOf(id));
+		},
+		/** Each event's key status, read from the trigger's key file. */
+		async statuses(ids: string[]): Promise<Array<string | undefined>> {
+			const records = await keyFile().getKeys(ids.map(keyOf));
+			return ids.map((id) => records.get(keyOf(id))?.status);
+		},
+		/** Posts `body` (at most `attempts` times) until its answer is 2xx; each answer's status and every body answered, as text. */
+		async provide(body: unknown, shape: Pick<Shape, 'nodes' | 'connections' | 'heads'>, attempts = 4, { twice = false } = {}) {
+			const answers: number[] = [];
+			const bodies: string[] = [];
+			for (let attempt = 0; attempt < attempts; attempt++) {
+				const text = JSON.stringify(body);
+				const timestamp = Math.floor(Date.now() / 1000);
+				const signature = createHmac('sha256', secret).update(`${timestamp}.${text}`).digest('hex');
+				const headers = callerHeaders(twice);
+				headers.set('stripe-signature', `t=${timestamp},v1=${signature}`);
+				started = undefined;
+				const response = await fetch(`${baseUrl}/webhook/${label}`, { method: 'POST', headers, body: text });
+				let answered = await response.text();
+				const items = (started as IWebhookResponseData | undefined)?.workflowData?.[0] as INodeExecutionData[] | undefined;
+				let status = response.status;
+				if (items && items.length > 0) {
+					executions += 1;
+					const executionId = `${label}-shapes-${executions}`;
+					await executeInProcess(
+						inProcessWorkflow(workflowId, [{ ...trigger, name: 'Webhook' }, ...shape.nodes], {
+							Webhook: { main: [link(...shape.heads)] },
+							...shape.connections,
+						}),
+						executionId,
+						items,
+						engine(),
+					);
+					const [answer] = webhookResponses.get(executionId) ?? [];
+					status = Number(answer?.statusCode ?? 200);
+					answered = JSON.stringify(answer?.body ?? null);
+				}
+				answers.push(status);
+				bodies.push(answered);
+				if (status >= 200 && status < 300) break;
+			}
+			return { answers, bodies };
 		},
 	};
 }
