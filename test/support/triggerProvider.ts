@@ -42,28 +42,8 @@ export function inProcessTriggerProvider(label: string, n8nFolder: () => string)
 		{ path: label, scheme: 'stripe', store: 'embedded' },
 		{ typeVersion: 2, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
 	);
-	let started: IWebhookResponseData | Error | undefined;
-	let server: http.Server;
-	let baseUrl: string;
+	const served = serveTrigger(trigger, workflowId, credentials);
 	let executions = 0;
-
-	async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-		started = await callTriggerWebhook(request, response, { trigger, workflowId, credentials: credentials() });
-		// n8n answers what the trigger did not (the execution's answer is read from webhookResponses).
-		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-	}
-
-	beforeAll(async () => {
-		embeddedModule();
-		server = http.createServer((request, response) => void handle(request, response));
-		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-	});
-	afterAll(async () => {
-		await new Promise((resolve) => server.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => forgetKeptSigningSecrets());
 
 	const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
 
@@ -105,13 +85,12 @@ export function inProcessTriggerProvider(label: string, n8nFolder: () => string)
 				const body = JSON.stringify(event);
 				const timestamp = Math.floor(Date.now() / 1000);
 				const signature = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
-				started = undefined;
-				const response = await fetch(`${baseUrl}/webhook/${label}`, {
+				const response = await fetch(`${served.baseUrl()}/webhook/${label}`, {
 					method: 'POST',
 					headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
 					body,
 				});
-				const items = (started as IWebhookResponseData | undefined)?.workflowData?.[0] as INodeExecutionData[] | undefined;
+				const items = served.started()?.workflowData?.[0] as INodeExecutionData[] | undefined;
 				let status = response.status;
 				if (items && items.length > 0) {
 					executions += 1;
@@ -169,27 +148,8 @@ export function inProcessTriggerShapes(label: string, n8nFolder: () => string, o
 		{ path: label, scheme: 'stripe', store: 'embedded', authentication, options },
 		{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' }, ...authCredentials } },
 	);
-	let started: IWebhookResponseData | Error | undefined;
-	let server: http.Server;
-	let baseUrl: string;
+	const served = serveTrigger(trigger, workflowId, credentials);
 	let executions = 0;
-
-	async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-		started = await callTriggerWebhook(request, response, { trigger, workflowId, credentials: credentials() });
-		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-	}
-
-	beforeAll(async () => {
-		embeddedModule();
-		server = http.createServer((request, response) => void handle(request, response));
-		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-	});
-	afterAll(async () => {
-		await new Promise((resolve) => server.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => forgetKeptSigningSecrets());
 
 	const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
 	const keyFile = () =>
@@ -249,10 +209,9 @@ export function inProcessTriggerShapes(label: string, n8nFolder: () => string, o
 				const signature = createHmac('sha256', secret).update(`${timestamp}.${text}`).digest('hex');
 				const headers = callerHeaders(twice);
 				headers.set('stripe-signature', `t=${timestamp},v1=${signature}`);
-				started = undefined;
-				const response = await fetch(`${baseUrl}/webhook/${label}`, { method: 'POST', headers, body: text });
+				const response = await fetch(`${served.baseUrl()}/webhook/${label}`, { method: 'POST', headers, body: text });
 				let answered = await response.text();
-				const items = (started as IWebhookResponseData | undefined)?.workflowData?.[0] as INodeExecutionData[] | undefined;
+				const items = served.started()?.workflowData?.[0] as INodeExecutionData[] | undefined;
 				let status = response.status;
 				if (items && items.length > 0) {
 					executions += 1;
@@ -277,4 +236,37 @@ export function inProcessTriggerShapes(label: string, n8nFolder: () => string, o
 			return { answers, bodies };
 		},
 	};
+}
+
+/**
+ * Serves `trigger` on a local HTTP server as n8n's webhook route calls it, for a describe's tests (its own
+ * beforeAll, afterAll and afterEach): its address, and what the trigger's webhook() returned for the
+ * request answered last (the items of the execution it started, if any).
+ */
+function serveTrigger(trigger: INode, workflowId: string, credentials: () => ReturnType<typeof credentialsHelperReading>) {
+	let started: IWebhookResponseData | undefined;
+	let server: http.Server;
+	let baseUrl: string;
+
+	async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+		started = undefined;
+		const outcome = await callTriggerWebhook(request, response, { trigger, workflowId, credentials: credentials() });
+		started = outcome instanceof Error ? undefined : outcome;
+		// n8n answers what the trigger did not (the execution's answer is read from webhookResponses).
+		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
+	}
+
+	beforeAll(async () => {
+		embeddedModule();
+		server = http.createServer((request, response) => void handle(request, response));
+		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+		baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+	});
+	afterAll(async () => {
+		await new Promise((resolve) => server.close(resolve));
+		embeddedModule().closeEmbeddedStores();
+	});
+	afterEach(() => forgetKeptSigningSecrets());
+
+	return { baseUrl: () => baseUrl, started: () => started };
 }
