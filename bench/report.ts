@@ -223,6 +223,7 @@ interface RunsById {
 	'embedded-n8n-batch': Run<EmbeddedBatchRow>;
 	'embedded-n8n-cleanup': Run<EmbeddedCleanupRow>;
 	'trigger-n8n': Run<TriggerRow>;
+	'trigger-n8n-lazy-isolates': Run<TriggerRow>;
 	'at-once-n8n': Run<AtOnceRow>;
 	overhead: Run<OverheadRow>;
 	batch: Run<BatchRow>;
@@ -402,6 +403,24 @@ const TABLES: { [Id in RunId]: (run: RunsById[Id]) => string } = {
 				['n8n CPU ms', (r) => number(r.cpuMsPerRequest)],
 			],
 			run.rows,
+		),
+	// The same flows with n8n building an expression isolate only where an expression runs: new events only (the
+	// floor trigger then pays an isolate the others do not, so ratios to it say nothing).
+	'trigger-n8n-lazy-isolates': (run) =>
+		table(
+			[
+				['flow', (r) => r.role, 'l'],
+				['store', (r) => (r.store === null ? NONE : TRIGGER_STORES[r.store]), 'l'],
+				['clients', (r) => clients(r.clients)],
+				[
+					'vs template (min–max)',
+					(r) =>
+						r.vsTemplateMin !== null ? `${ratio(r.vsTemplate, 2)} (${range(r.vsTemplateMin, r.vsTemplateMax)})` : ratio(r.vsTemplate, 2),
+				],
+				['vs bare', (r) => ratio(r.vsBare, 2)],
+				['n8n CPU ms', (r) => number(r.cpuMsPerRequest)],
+			],
+			run.rows.filter((r) => r.kind === 'new' && r.role !== 'floor'),
 		),
 	// The trigger answering At Once with a 10 s step, beside the floor trigger (bench/n8n/atOnce.ts).
 	'at-once-n8n': (run) =>
@@ -623,8 +642,9 @@ function summary(runs: Runs): string {
 	const worstCall = storeCalls.rows.reduce((worst, r) => (r.embeddedOwnStallMs > worst.embeddedOwnStallMs ? r : worst));
 	const markComplete = pick(get('embedded-random-keys'), (r) => r.call.startsWith('Mark Complete'), 'Mark Complete of random keys');
 	const trigger = get('trigger-n8n');
-	const triggerRow = (kind: TriggerRow['kind'], role: TriggerRow['role'], store: TriggerRow['store'], c: number) =>
-		pick(trigger, (r) => r.kind === kind && r.role === role && r.store === store && r.clients === c, `${role} (${store}), ${kind}, c=${c}`);
+	const lazyIsolates = get('trigger-n8n-lazy-isolates');
+	const triggerRow = (kind: TriggerRow['kind'], role: TriggerRow['role'], store: TriggerRow['store'], c: number, run = trigger) =>
+		pick(run, (r) => r.kind === kind && r.role === role && r.store === store && r.clients === c, `${role} (${store}), ${kind}, c=${c}`);
 	const triggerExecutions = Math.max(
 		...trigger.rows.filter((r) => r.role === 'trigger' && r.kind !== 'new').map((r) => r.executionsPerRequest),
 	);
@@ -736,6 +756,12 @@ function summary(runs: Runs): string {
 			'trigger-n8n',
 		],
 		[
+			'the same, n8n with `N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true`',
+			bothStores((store, c) => ratio(triggerRow('new', 'trigger', store, c, lazyIsolates).vsTemplate, 2)),
+			`CPU, Embedded, 8 clients: ${number(triggerRow('new', 'trigger', 'embedded', 8, lazyIsolates).cpuMsPerRequest)} vs ${number(triggerRow('new', 'template', 'embedded', 8, lazyIsolates).cpuMsPerRequest)} ms`,
+			'trigger-n8n-lazy-isolates',
+		],
+		[
 			'the trigger answering At Once before a 10 s step: p99, 8 clients / bursts of 8',
 			`${atOnceP99('Idempotent Webhook', '8 clients')} / ${atOnceP99('Idempotent Webhook', 'bursts')} ms (target < 250)`,
 			`n8n's Webhook node, Immediately: ${atOnceP99("n8n's Webhook", '8 clients')} / ${atOnceP99("n8n's Webhook", 'bursts')} ms; the floor: ${atOnceP99('floor', '8 clients')} / ${atOnceP99('floor', 'bursts')} ms`,
@@ -785,6 +811,7 @@ const sectionOf: Partial<Record<RunId, string>> = {
 	'embedded-n8n-batch': 'the-embedded-store-beside-postgres',
 	'embedded-n8n-cleanup': 'the-embedded-store-beside-postgres',
 	'trigger-n8n': 'the-idempotent-webhook-trigger-inside-n8n',
+	'trigger-n8n-lazy-isolates': 'the-idempotent-webhook-trigger-inside-n8n',
 	'at-once-n8n': 'the-trigger-answering-at-once',
 };
 

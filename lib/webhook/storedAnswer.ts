@@ -1,3 +1,4 @@
+import { REDACTED } from '../evidence/redactedText';
 import { isSecretHeader } from '../keys/forbiddenHeaders';
 import { storableText } from '../store/storableValues';
 
@@ -84,6 +85,25 @@ export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unkn
 	return JSON.parse(json) as unknown;
 }
 
+/**
+ * A text (a failure message kept with a key, or sent to the caller) with every credential of the request
+ * storedAnswer withholds replaced by REDACTED: a message built from the trigger's item (a Stop and Error
+ * quoting `$json`) quotes the request's headers, whatever the header is named (Header Auth's).
+ */
+export function withoutRequestSecrets(text: string, request: AnswerRequest): string {
+	const secrets = secretsOf(request)
+		.filter((secret) => secret.length >= MIN_CONTAINED_SECRET)
+		.sort((a, b) => b.length - a.length);
+	let redacted = text;
+	for (const secret of secrets) {
+		redacted = redacted.split(secret).join(REDACTED);
+		// A message built with JSON.stringify quotes the value with its `"` and `\` escaped.
+		const quoted = JSON.stringify(secret).slice(1, -1);
+		if (quoted !== secret) redacted = redacted.split(quoted).join(REDACTED);
+	}
+	return redacted;
+}
+
 /** A copy without the dropped members, names repaired; own members only, `__proto__` kept as a member. */
 function keptMembers(value: Record<string, unknown>): Record<string, unknown> {
 	const copy: Record<string, unknown> = {};
@@ -115,9 +135,17 @@ function secretsOf(request: AnswerRequest): string[] {
 	return [...secrets];
 }
 
-/** The value, the credential after its scheme ("Basic …", "Bearer …"), and Basic's decoded user:password and password. */
+/**
+ * The value, the credential after its scheme ("Basic …", "Bearer …"), Basic's decoded user:password and
+ * password, and the signatures of a list (`t=…,v1=…`: each `name=value` part and its value; a part of
+ * digits only is a timestamp, not a secret).
+ */
 function credentialParts(value: string): string[] {
 	const parts = [value];
+	for (const part of value.split(',').map((piece) => piece.trim())) {
+		const signature = /^[A-Za-z0-9_-]+=(.+)$/.exec(part);
+		if (signature && !/^\d+$/.test(signature[1])) parts.push(part, signature[1]);
+	}
 	const scheme = /^\s*(\S+)\s+(\S+)\s*$/.exec(value);
 	if (!scheme) return parts;
 	parts.push(scheme[2]);

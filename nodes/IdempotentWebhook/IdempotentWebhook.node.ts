@@ -226,7 +226,7 @@ export class IdempotentWebhook implements INodeType {
 		if (answeredAtOnce) {
 			// The package runs an accepted event again when its lease ends: a long run must not look dead.
 			const leaseMs = (this.getNodeParameter('leaseSeconds', 0, 300) as number) * 1000;
-			holdWhileRunning(
+			await holdWhileRunning(
 				this,
 				items.flatMap((item) => heldKeyOf(item) ?? []),
 				openStore,

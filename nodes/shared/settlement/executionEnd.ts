@@ -4,7 +4,7 @@ import type { HoldRequest, KeyStore } from '../../../lib/store/contract';
 import { redactedErrorText } from '../../../lib/evidence/redactedText';
 import { MAX_HOLD_MS } from '../../../lib/store/rules';
 import { inProgressAnswer, settlementAnswer, type ExecutionAnswer } from '../../../lib/webhook/answers';
-import { storedAnswer } from '../../../lib/webhook/storedAnswer';
+import { storedAnswer, withoutRequestSecrets, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
 import { runsInQueueMode } from '../embeddedFile';
 import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isSettleNode, isTriggerType } from './nodeKinds';
@@ -146,29 +146,53 @@ export function settleWhenExecutionEnds(
 
 /** How often a running execution's keys are held again, as a part of their lease: two missed beats still leave time. */
 const BEATS_PER_LEASE = 3;
-/** The longest a run keeps its keys by beating: a run still going after this is taken as hung, and its lease then ends. */
+/**
+ * The longest a run keeps its keys by beating, unless the workflow's own timeout is longer: a run still
+ * going after this is taken as hung, and its lease then ends (the event runs again).
+ */
 const MAX_BEATING_MS = 6 * 3_600_000;
+
+/** How long this run's keys are held by beating: six hours, or the workflow's timeout when that is longer. */
+function beatingLimitMs(context: IExecuteFunctions): number {
+	let timeoutSeconds: unknown;
+	try {
+		timeoutSeconds = context.getWorkflowSettings().executionTimeout;
+	} catch {
+		return MAX_BEATING_MS; // an n8n without workflow settings in this context
+	}
+	return typeof timeoutSeconds === 'number' && timeoutSeconds > 0 ? Math.max(MAX_BEATING_MS, timeoutSeconds * 1000) : MAX_BEATING_MS;
+}
 
 /**
  * Keeps `keys` held while this execution runs in this process, one lease ahead, until it ends: a
  * run longer than its lease is not taken as dead. Used where the package itself runs an event again
  * once its lease ends (Respond: At Once); when the process dies the beats stop and the lease ends.
+ * The first hold is made before the step runs: an execution n8n started late (a queue, a concurrency
+ * limit) may have little of its lease left, less than one beat.
  */
-export function holdWhileRunning(context: IExecuteFunctions, keys: OwnedKeyWithLease[], openStore: StoreOpener, leaseMs: number): void {
+export async function holdWhileRunning(
+	context: IExecuteFunctions,
+	keys: OwnedKeyWithLease[],
+	openStore: StoreOpener,
+	leaseMs: number,
+): Promise<void> {
 	const hooks = hooksOf(context);
 	if (!hooks || keys.length === 0) return;
 	const started = Date.now();
+	const limitMs = beatingLimitMs(context);
+	const hold = async () => await (await openStore()).hold(keys.map((key) => ({ ...key, holdMs: leaseMs })));
+	await hold().catch(() => {
+		// Not held now: the beats below, or the lease the execution's record just confirmed, decide.
+	});
 	const beat = setInterval(
 		() => {
-			if (Date.now() - started > MAX_BEATING_MS) {
+			if (Date.now() - started > limitMs) {
 				clearInterval(beat);
 				return;
 			}
-			void openStore()
-				.then(async (store) => await store.hold(keys.map((key) => ({ ...key, holdMs: leaseMs }))))
-				.catch(() => {
-					// A missed beat: the next one, or the lease, decides.
-				});
+			void hold().catch(() => {
+				// A missed beat: the next one, or the lease, decides.
+			});
 		},
 		Math.max(1000, Math.floor(leaseMs / BEATS_PER_LEASE)),
 	);
@@ -248,15 +272,11 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 	const ownerTokens = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].map(
 		(reservation) => reservation.ownerToken,
 	);
+	const request: AnswerRequest = { ...requestOf(run, triggers), ownerTokens, credentialHeaders: [...watch.credentialHeaders] };
 	// Only a trigger's event is answered with (and stores) the last node's answer.
-	const lastAnswer =
-		triggers.length === 0
-			? undefined
-			: (storedAnswer(lastNodeAnswer(run), {
-					...triggerRequest(run, triggers),
-					ownerTokens,
-					credentialHeaders: [...watch.credentialHeaders],
-				}) as IDataObject | undefined);
+	const lastAnswer = triggers.length === 0 ? undefined : (storedAnswer(lastNodeAnswer(run), request) as IDataObject | undefined);
+	// A failure message may quote the trigger's item, and with it the request's credentials.
+	const failureText = (error: string) => withoutRequestSecrets(error, request);
 	for (const [open, group] of byStore) {
 		const store = await open();
 		if (group.hold.length > 0) await store.hold(group.hold);
@@ -268,7 +288,8 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 				})),
 			);
 		}
-		if (group.fail.length > 0) await store.fail(group.fail.map(({ reservation, error }) => ({ ...owned(reservation), error })));
+		if (group.fail.length > 0)
+			await store.fail(group.fail.map(({ reservation, error }) => ({ ...owned(reservation), error: failureText(error) })));
 	}
 	if (outcomes.stopped && outcomes.hold.length > 0) {
 		return inProgressAnswer(
@@ -298,14 +319,19 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 		return triggers.length > 0 && outcomes.hold.length === 0 ? settlementAnswer('completed', lastAnswer ?? {}) : undefined;
 	}
 	return settlementAnswer('failed', {
-		message: `The business step failed${watch.callerVerified ? `: ${redactedErrorText(outcomes.fail[0].error)}` : '.'} The key was marked failed; a retry runs the step again.`,
+		message: `The business step failed${watch.callerVerified ? `: ${redactedErrorText(failureText(outcomes.fail[0].error))}` : '.'} The key was marked failed; a retry runs the step again.`,
 	});
 }
 
-/** The request the trigger's item carries (its headers and query): what the stored answer must not give away. */
-function triggerRequest(run: IRun, triggers: string[]): { headers?: unknown; query?: unknown } {
-	for (const name of triggers) {
-		const json = run.data.resultData.runData[name]?.[0]?.data?.main?.[0]?.[0]?.json;
+/**
+ * The request the trigger's item carries (its headers and query): what a stored answer or failure must
+ * not give away. Without a trigger of the package, the item of the node the run started at (n8n's Webhook).
+ */
+function requestOf(run: IRun, triggers: string[]): { headers?: unknown; query?: unknown } {
+	const { runData } = run.data.resultData;
+	const startNodes = Object.keys(runData).filter((name) => (runData[name]?.[0]?.source ?? []).every((source) => !source));
+	for (const name of triggers.length > 0 ? triggers : startNodes) {
+		const json = runData[name]?.[0]?.data?.main?.[0]?.[0]?.json;
 		if (json) return { headers: json.headers, query: json.query };
 	}
 	return {};

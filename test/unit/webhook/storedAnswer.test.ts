@@ -1,4 +1,4 @@
-import { ANSWER_NOT_KEPT, MAX_STORED_ANSWER_BYTES, storedAnswer } from '../../../lib/webhook/storedAnswer';
+import { ANSWER_NOT_KEPT, MAX_STORED_ANSWER_BYTES, storedAnswer, withoutRequestSecrets } from '../../../lib/webhook/storedAnswer';
 
 // The answer the Idempotent Webhook trigger keeps with a completed key and replays to every copy:
 // the last node's first item, which often is the trigger's own item passed on.
@@ -120,5 +120,47 @@ describe('storedAnswer', () => {
 		expect(storedAnswer(['a', 1])).toEqual(['a', 1]);
 		expect(storedAnswer('done')).toBe('done');
 		expect(storedAnswer(undefined)).toBeUndefined();
+	});
+});
+
+describe('withoutRequestSecrets', () => {
+	const withHeaderAuth = {
+		...request,
+		headers: { ...request.headers, 'x-webhook-key': 'hk_live_0123456789' },
+		credentialHeaders: ['X-Webhook-Key'],
+	};
+
+	it("takes every credential of the request out of a failure that quotes the trigger's item, the Header Auth header whatever its name", () => {
+		const message = `Unsupported event: ${JSON.stringify(triggerItem)} ${JSON.stringify({ headers: withHeaderAuth.headers })}`;
+
+		const text = withoutRequestSecrets(message, withHeaderAuth);
+
+		for (const secret of [
+			'hk_live_0123456789',
+			'key_live_abcdef123456',
+			'query-token-123456',
+			'abc123def456',
+			's3cret-password',
+			OWNER_TOKEN,
+		])
+			expect(text).not.toContain(secret);
+		expect(text).toContain('[redacted]');
+		// What is not a credential stays: the event, the content type; a signature's timestamp quoted alone.
+		expect(text).toContain('evt_1');
+		expect(text).toContain('application/json');
+		expect(withoutRequestSecrets('created 1700000000', withHeaderAuth)).toBe('created 1700000000');
+	});
+
+	it('takes out a signature quoted as text, whole or one part of it, and a value quoted with JSON escapes', () => {
+		const signed = { headers: { 'stripe-signature': 't=1700000000,v1=5257a869e7ec,v0=6ffbb59b2300' } };
+		expect(withoutRequestSecrets('Bad signature: t=1700000000,v1=5257a869e7ec,v0=6ffbb59b2300', signed)).toBe('Bad signature: [redacted]');
+		expect(withoutRequestSecrets('expected v1=5257a869e7ec', signed)).toBe('expected [redacted]');
+		const quoted = { headers: { 'x-api-key': 'key"with\\escapes' } };
+		expect(withoutRequestSecrets(JSON.stringify({ key: 'key"with\\escapes' }), quoted)).toBe('{"key":"[redacted]"}');
+	});
+
+	it('leaves a message without credentials as it is, and short values where they would match ordinary text', () => {
+		expect(withoutRequestSecrets('The charge failed: card declined', withHeaderAuth)).toBe('The charge failed: card declined');
+		expect(withoutRequestSecrets('Bearer abc failed', { headers: { authorization: 'abc' } })).toBe('Bearer abc failed');
 	});
 });
