@@ -303,6 +303,15 @@ const charge = (name: string, failOnce = '', onError: INode['onError'] = 'contin
 const failingCharge = (name: string, parameters: INodeParameters): INode =>
 	packageNode(name, 'testEffect', parameters, { position: [400, 0], onError: 'continueErrorOutput' });
 const callInFlight = (): INode => packageNode('Charge', 'testCallInFlight12', {}, { position: [400, 0] });
+/** A Stop and Error at n8n's defaults whose message is `message` (an expression that may quote the item). */
+const rejectWith = (message: string): INode =>
+	baseNode('Reject', 'stopAndError', 1, { errorType: 'errorMessage', errorMessage: message }, 0, { onError: undefined });
+/** A common guard: an If on `unsupported`, its true output to a Stop and Error whose message is `message`. */
+const rejectUnsupported = (message: string): Step => ({
+	nodes: [skipIf('Unsupported?', 0, 'unsupported'), rejectWith(message)],
+	connections: { 'Unsupported?': { main: [link('Reject'), []] } },
+	heads: ['Unsupported?'],
+});
 
 describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At Once, modes, keys, what it keeps)', () => {
 	beforeAll(async () => {
@@ -893,19 +902,7 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 	it("Header Auth (X-Webhook-Key), Stop and Error quoting $json: the key's last error keeps no credential", async () => {
 		activeWorkflowId = 'wf-rt12-leak';
 		activeTrigger = headerAuthTrigger(3);
-		const reject = baseNode(
-			'Reject',
-			'stopAndError',
-			1,
-			{ errorType: 'errorMessage', errorMessage: '={{ "Unsupported event: " + JSON.stringify($json) }}' },
-			0,
-			{ onError: undefined },
-		);
-		const step: Step = {
-			nodes: [skipIf('Unsupported?', 0, 'unsupported'), reject],
-			connections: { 'Unsupported?': { main: [link('Reject'), []] } },
-			heads: ['Unsupported?'],
-		};
+		const step = rejectUnsupported('={{ "Unsupported event: " + JSON.stringify($json) }}');
 		expect((await postWithHeaderAuth('{"id":"evt_leak","unsupported":true}')).status).toBe(200);
 		const { answer } = await runExecution('rt12-leak-1', startedItems(), step);
 		const record = await stored(keyOf('evt_leak'));
@@ -923,14 +920,7 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 	it("Header Auth (X-Webhook-Key), a sub-workflow's Stop and Error quoting $json: the key's last error keeps no credential", async () => {
 		activeWorkflowId = 'wf-rt12-leak-sub';
 		activeTrigger = headerAuthTrigger(3);
-		const reject = baseNode(
-			'Reject',
-			'stopAndError',
-			1,
-			{ errorType: 'errorMessage', errorMessage: '={{ "Could not sync: " + JSON.stringify($json) }}' },
-			0,
-			{ onError: undefined },
-		);
+		const reject = rejectWith('={{ "Could not sync: " + JSON.stringify($json) }}');
 		const sync = executeInline(inlineSubWorkflow([reject], { Webhook: { main: [link('Reject')] } }), undefined, 'once', 'Sync');
 		const step: Step = { nodes: [sync], heads: ['Sync'] };
 		expect((await postWithHeaderAuth('{"id":"evt_leak_sub"}')).status).toBe(200);
@@ -949,19 +939,7 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 	it('Stripe-signed, Stop and Error quoting $json: the last error keeps no stripe-signature value', async () => {
 		activeWorkflowId = 'wf-rt12-leak-sig';
 		activeTrigger = stripeTrigger(3);
-		const reject = baseNode(
-			'Reject',
-			'stopAndError',
-			1,
-			{ errorType: 'errorMessage', errorMessage: '={{ "Unsupported event: " + JSON.stringify($json) }}' },
-			0,
-			{ onError: undefined },
-		);
-		const step: Step = {
-			nodes: [skipIf('Unsupported?', 0, 'unsupported'), reject],
-			connections: { 'Unsupported?': { main: [link('Reject'), []] } },
-			heads: ['Unsupported?'],
-		};
+		const step = rejectUnsupported('={{ "Unsupported event: " + JSON.stringify($json) }}');
 		const body = '{"id":"evt_leak_sig","unsupported":true}';
 		expect((await postStripe(body)).status).toBe(200);
 		const signature = String((startedItems()[0].json.headers as Record<string, string>)['stripe-signature']);
@@ -985,19 +963,7 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 	it('Stripe-signed, Stop and Error quoting the stripe-signature header as text: the last error keeps no signature', async () => {
 		activeWorkflowId = 'wf-rt12-leak-sig-text';
 		activeTrigger = stripeTrigger(3);
-		const reject = baseNode(
-			'Reject',
-			'stopAndError',
-			1,
-			{ errorType: 'errorMessage', errorMessage: '={{ "Bad signature: " + $json.headers["stripe-signature"] }}' },
-			0,
-			{ onError: undefined },
-		);
-		const step: Step = {
-			nodes: [skipIf('Unsupported?', 0, 'unsupported'), reject],
-			connections: { 'Unsupported?': { main: [link('Reject'), []] } },
-			heads: ['Unsupported?'],
-		};
+		const step = rejectUnsupported('={{ "Bad signature: " + $json.headers["stripe-signature"] }}');
 		expect((await postStripe('{"id":"evt_leak_sig_text","unsupported":true}')).status).toBe(200);
 		const signature = String((startedItems()[0].json.headers as Record<string, string>)['stripe-signature']);
 		await runExecution('rt12-leak-sig-text-1', startedItems(), step);
