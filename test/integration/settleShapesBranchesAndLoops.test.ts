@@ -94,6 +94,35 @@ describeWithN8n('Switch with several outputs', () => {
 		});
 	});
 
+	// A failure kept with the key leaves out what the request carries as credentials, also on the node path: a Stop
+	// and Error quoting the Webhook's item quotes the request's headers (a GitHub signature as text, Basic as JSON).
+	it("Stop and Error quoting the Webhook's item: the key's last error keeps neither the signature nor the Basic credential", async () => {
+		const data = workflow('wf-sw-stop-quote', {
+			nodes: [
+				baseNode(
+					'Reject',
+					'stopAndError',
+					1,
+					{
+						errorType: 'errorMessage',
+						errorMessage: '={{ "Bad delivery " + $json.headers["x-hub-signature-256"] + " " + JSON.stringify($json.headers) }}',
+					},
+					0,
+					{ onError: 'stopWorkflow' },
+				),
+			],
+			connections: {},
+			heads: ['Reject'],
+		});
+		const signature = 'sha256=6ffbb59b2300aae63f272406069a9788598b792a944a07aba816edb039989a39';
+		const basic = `Basic ${Buffer.from('github:s3cret-webhook-password').toString('base64')}`;
+		await deliver(data, [{ id: 'st_quote' }], { 'x-hub-signature-256': signature, authorization: basic });
+		const stored = await keyState('st_quote');
+		expect({ status: stored?.status, quoted: stored?.last_error?.includes('Bad delivery') }).toEqual({ status: 'failed', quoted: true });
+		for (const secret of [signature.slice('sha256='.length), basic.slice('Basic '.length), 's3cret-webhook-password'])
+			expect(stored?.last_error).not.toContain(secret);
+	});
+
 	it('Stop and Error placed above the charge (n8n runs it first): the execution stops before the charge, both keys failed, no effect, never 2xx', async () => {
 		const data = workflow('wf-sw-stop-first', {
 			nodes: [

@@ -1,5 +1,6 @@
 import {
 	NodeConnectionTypes,
+	type IDataObject,
 	type IConnections,
 	type INode,
 	type INodeParameters,
@@ -316,13 +317,14 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 		saveSubWorkflow(id: string, nodes: INode[], connections: IConnections): void {
 			savedSubWorkflows.set(id, { nodes, connections });
 		},
-		async deliver(data: IWorkflowBase, bodies: unknown[]): Promise<Delivery> {
+		/** One delivery of `bodies`, each an item of n8n's Webhook node with the request's `headers`. */
+		async deliver(data: IWorkflowBase, bodies: unknown[], headers: IDataObject = {}): Promise<Delivery> {
 			executions += 1;
 			const executionId = `${prefix}-${executions}`;
 			const { run } = await executeInProcess(
 				data,
 				executionId,
-				bodies.map((body) => webhookItem(body)),
+				bodies.map((body) => webhookItem(body, headers)),
 				engine(),
 			);
 			return { executionId, run, answer: webhookAnswer(executionId, run) };
