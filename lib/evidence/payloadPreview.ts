@@ -1,5 +1,5 @@
 import { isSecretHeader } from '../keys/forbiddenHeaders';
-import { REDACTED } from './redactedText';
+import { REDACTED, redactedErrorText } from './redactedText';
 import { storableText } from '../store/storableValues';
 import { isWithheldMember } from '../webhook/storedAnswer';
 import { inboxItemOf } from '../webhook/inbox';
@@ -10,7 +10,8 @@ import type { StoredKey } from '../types';
  * recognise the event, never a credential. Members are judged by name, at any depth, with the
  * rules that keep credentials out of stored answers and kept items: the request's headers and the
  * reservation are left out, and a member named like a credential (token, secret, password,
- * authorization, api key, signature, …) shows REDACTED instead of its value.
+ * authorization, api key, signature, …) shows REDACTED instead of its value, in a text that holds
+ * JSON or a form too.
  */
 
 /** The longest preview, in characters; a longer text is cut and ends with PREVIEW_CUT. */
@@ -23,7 +24,9 @@ export function payloadPreview(value: unknown, maxChars: number = PAYLOAD_PREVIE
 	let text: string | undefined;
 	try {
 		text = JSON.stringify(value, (_key, member: unknown) => {
-			if (typeof member === 'string') return storableText(member).text;
+			// A text may hold JSON or a form of its own (a body posted as text/plain, Slack's `payload=`): its
+			// credentials are judged by name inside it too.
+			if (typeof member === 'string') return redactedErrorText(storableText(member).text);
 			if (typeof member === 'bigint') return member.toString();
 			if (member === null || typeof member !== 'object' || Array.isArray(member)) return member;
 			const shown: Record<string, unknown> = {};

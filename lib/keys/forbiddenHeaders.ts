@@ -16,7 +16,8 @@ const FORBIDDEN_NAME_PARTS = new Set(['sig', 'signature', 'hmac', 'time', 'times
 // output and in the execution's custom data. Over-refusing costs a user another header name;
 // under-refusing leaks a secret.
 // Query parameters and body members write `_` where headers write `-` (?api_key=, private_key).
-const SECRET_PATTERN = /signature|hmac|auth|cookie|secret|passw|credential|api[-_]?key|private[-_]?key|access[-_]?token|session|csrf|xsrf/i;
+const SECRET_PATTERN =
+	/signature|hmac|auth|cookie|secret|passw|passphrase|pwd|credential|api[-_]?key|private[-_]?key|access[-_]?key|signing[-_]?key|access[-_]?token|jwt|session|csrf|xsrf/i;
 // A token is a credential (X-Gitlab-Token, X-Api-Token, ?token=) unless it names the event: an
 // idempotency token (Twilio's I-Twilio-Idempotency-Token) is the same on every retry, not a secret.
 const TOKEN_PATTERN = /token/i;

@@ -87,11 +87,18 @@ export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unkn
 
 /**
  * A text (a failure message kept with a key, or sent to the caller) with every credential of the request
- * storedAnswer withholds replaced by REDACTED: a message built from the trigger's item (a Stop and Error
- * quoting `$json`) quotes the request's headers, whatever the header is named (Header Auth's).
+ * storedAnswer withholds, and every value of a request header, replaced by REDACTED: a message built from
+ * the item (a Stop and Error quoting `$json`) quotes the request's headers, and a header may carry a
+ * credential whatever it is named (n8n's Webhook node checks Header Auth under a name the package is not
+ * told).
  */
 export function withoutRequestSecrets(text: string, request: AnswerRequest): string {
-	const secrets = secretsOf(request)
+	const headerValues = Object.values(isRecord(request.headers) ? request.headers : {})
+		.flat()
+		.filter((value): value is string => typeof value === 'string')
+		.flatMap(credentialParts)
+		.map((value) => storableText(value.trim()).text);
+	const secrets = [...new Set([...secretsOf(request), ...headerValues])]
 		.filter((secret) => secret.length >= MIN_CONTAINED_SECRET)
 		.sort((a, b) => b.length - a.length);
 	let redacted = text;
@@ -103,6 +110,14 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest): str
 	}
 	return redacted;
 }
+
+/** The request an item carries, as n8n's Webhook node and the trigger give it: its headers and its query. */
+export function requestOfItem(json: unknown, ownerTokens: readonly string[] = []): AnswerRequest {
+	const fields = isRecord(json) ? json : {};
+	return { headers: fields.headers, query: fields.query, ownerTokens };
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** A copy without the dropped members, names repaired; own members only, `__proto__` kept as a member. */
 function keptMembers(value: Record<string, unknown>): Record<string, unknown> {

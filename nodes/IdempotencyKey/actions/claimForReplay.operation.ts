@@ -5,7 +5,13 @@ import type { KeySourceLabel } from '../../../lib/keys/deriveKey';
 import type { ReplayClaim } from '../../../lib/types';
 import { idempotencyOutput, isoTime } from '../../../lib/pipeline/idempotencyOutput';
 import { inboxItemOf } from '../../../lib/webhook/inbox';
-import { assertExecutionEndVisible, assertSafeSettleWiring, settlesAtExecutionEnd, settleWhenExecutionEnds } from '../../shared/settlement';
+import {
+	assertExecutionEndVisible,
+	assertSafeSettleWiring,
+	holdWhileRunning,
+	settlesAtExecutionEnd,
+	settleWhenExecutionEnds,
+} from '../../shared/settlement';
 import { toNodeError } from '../../shared/nodeError';
 import { quoted, type StoreOpener } from './keyOperation';
 
@@ -100,6 +106,16 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const results = await store.claimForReplay(
 		requests.map((request) => request.key),
 		{ leaseSeconds, retentionSeconds: Math.round(retentionDays * 86_400), executionId, workflowId, instanceId: context.getInstanceId() },
+	);
+	// A replay longer than its lease must not look dead: the package's own retry runner (an event the trigger
+	// accepted At Once) and a redelivery would run the event again beside it. Held while this execution runs.
+	await holdWhileRunning(
+		context,
+		results.flatMap((result) =>
+			result.claimed ? [{ key: result.key, ownerToken: result.ownerToken, leaseEndsAt: result.record.lockedUntil }] : [],
+		),
+		async () => store,
+		leaseSeconds * 1000,
 	);
 	for (const [position, result] of results.entries()) {
 		const { itemIndex } = requests[position];

@@ -2,6 +2,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 
 import type { KeyStore, SettleReport, SettleRequest } from '../../../lib/store/contract';
 import { failedAnswer, inProgressAnswer } from '../../../lib/webhook/answers';
+import { requestOfItem, withoutRequestSecrets } from '../../../lib/webhook/storedAnswer';
 import { toNodeError } from '../../shared/nodeError';
 import {
 	answerNow,
@@ -150,7 +151,11 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 				deferred += 1;
 				continue;
 			}
-			const failure = outcome.settle === 'fail' ? outcome.error : undefined;
+			// The failure may quote the item, and with it the request's headers: kept without them.
+			const failure =
+				outcome.settle === 'fail'
+					? withoutRequestSecrets(outcome.error, requestOfItem(items[itemIndex].json, [reservation.ownerToken]))
+					: undefined;
 			const entry = entries.get(reservation.id);
 			if (entry) {
 				entry.itemIndexes.push(itemIndex);

@@ -4,7 +4,7 @@ import type { HoldRequest, KeyStore } from '../../../lib/store/contract';
 import { redactedErrorText } from '../../../lib/evidence/redactedText';
 import { MAX_HOLD_MS } from '../../../lib/store/rules';
 import { inProgressAnswer, settlementAnswer, type ExecutionAnswer } from '../../../lib/webhook/answers';
-import { storedAnswer, withoutRequestSecrets, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
+import { requestOfItem, storedAnswer, withoutRequestSecrets, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
 import { runsInQueueMode } from '../embeddedFile';
 import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isSettleNode, isTriggerType } from './nodeKinds';
@@ -327,12 +327,12 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
  * The request the trigger's item carries (its headers and query): what a stored answer or failure must
  * not give away. Without a trigger of the package, the item of the node the run started at (n8n's Webhook).
  */
-function requestOf(run: IRun, triggers: string[]): { headers?: unknown; query?: unknown } {
+function requestOf(run: IRun, triggers: string[]): AnswerRequest {
 	const { runData } = run.data.resultData;
 	const startNodes = Object.keys(runData).filter((name) => (runData[name]?.[0]?.source ?? []).every((source) => !source));
 	for (const name of triggers.length > 0 ? triggers : startNodes) {
 		const json = runData[name]?.[0]?.data?.main?.[0]?.[0]?.json;
-		if (json) return { headers: json.headers, query: json.query };
+		if (json) return requestOfItem(json);
 	}
 	return {};
 }

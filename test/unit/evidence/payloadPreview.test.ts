@@ -50,6 +50,18 @@ describe('payloadPreview: a short text of a payload, never a credential', () => 
 	});
 });
 
+describe('payloadPreview: a text that holds JSON or a form of its own', () => {
+	it("judges the credentials inside it by name: a JSON body posted as text/plain, Slack's payload=, a query in a URL", () => {
+		expect(payloadPreview('{"id":"evt_1","password":"pw_plain"}')).toBe(JSON.stringify(`{"id":"evt_1","password":"${REDACTED}"}`));
+		const slack = JSON.parse(payloadPreview({ payload: '{"type":"block_actions","token":"xoxb-slack-1"}' })!) as { payload: string };
+		expect(slack.payload).toBe(`{"type":"block_actions","token":"${REDACTED}"}`);
+		expect(payloadPreview({ link: 'https://api.example.com/v1?api_key=k_live_9&page=2' })).toBe(
+			JSON.stringify({ link: `https://api.example.com/v1?api_key=${REDACTED}&page=2` }),
+		);
+		expect(payloadPreview({ note: 'an ordinary text, kept as it is' })).toBe('{"note":"an ordinary text, kept as it is"}');
+	});
+});
+
 describe("storedKeyPreview: the stored payload, else the body of the trigger's kept item", () => {
 	it('previews the stored payload when one is stored', () => {
 		expect(storedKeyPreview({ payloadStored: true, payload: { id: 'p', token: 't' }, inboxItem: null })).toBe(

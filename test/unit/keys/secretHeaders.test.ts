@@ -17,6 +17,13 @@ describe('isSecretHeader', () => {
 		'X_API_KEY',
 		'private_key',
 		'x-shopify-hmac-sha256',
+		'pwd',
+		'passphrase',
+		'access_key',
+		'accessKey',
+		'aws-access-key-id',
+		'signing_key',
+		'x-jwt',
 	])('%s may carry a credential or a signature', (name) => expect(isSecretHeader(name)).toBe(true));
 
 	it.each(['i-twilio-idempotency-token', 'idempotency-key', 'x-request-id', 'traceparent', 'x-github-delivery', 'content-type'])(

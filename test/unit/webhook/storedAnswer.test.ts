@@ -130,7 +130,7 @@ describe('withoutRequestSecrets', () => {
 		credentialHeaders: ['X-Webhook-Key'],
 	};
 
-	it("takes every credential of the request out of a failure that quotes the trigger's item, the Header Auth header whatever its name", () => {
+	it('takes every credential and header value of the request out of a failure that quotes the item, a Header Auth header whatever its name', () => {
 		const message = `Unsupported event: ${JSON.stringify(triggerItem)} ${JSON.stringify({ headers: withHeaderAuth.headers })}`;
 
 		const text = withoutRequestSecrets(message, withHeaderAuth);
@@ -145,10 +145,14 @@ describe('withoutRequestSecrets', () => {
 		])
 			expect(text).not.toContain(secret);
 		expect(text).toContain('[redacted]');
-		// What is not a credential stays: the event, the content type; a signature's timestamp quoted alone.
+		// Every header's value goes (a header may be a credential under any name); the event and a signature's
+		// timestamp quoted alone stay.
+		expect(text).not.toContain('application/json');
 		expect(text).toContain('evt_1');
-		expect(text).toContain('application/json');
 		expect(withoutRequestSecrets('created 1700000000', withHeaderAuth)).toBe('created 1700000000');
+		expect(withoutRequestSecrets('rejected x-partner-key hk_partner_0123', { headers: { 'x-partner-key': 'hk_partner_0123' } })).toBe(
+			'rejected x-partner-key [redacted]',
+		);
 	});
 
 	it('takes out a signature quoted as text, whole or one part of it, and a value quoted with JSON escapes', () => {
