@@ -706,13 +706,10 @@ describeWithN8n('red team 13: replay and what the package shows', () => {
 		}).toEqual({ claimed: 0, stepItems: 0, outcome: [[true, false, null]], status: 'failed', charges: 0 });
 	});
 
-	// docs/idempotent-webhook.md, of an At Once dead letter: "replay it by hand with the replay template (Claim for
-	// Replay) once the cause is fixed". The replay template (templates/replay-failed-events.json) routes on
-	// `payloadStored` only (its If "Payload Stored?"): a dead letter the trigger kept has its item kept, not a Reserve
-	// payload, so the template sends it to "Needs Manual Handling" saying "no stored payload … resend the event from the
-	// provider" — and a resend is answered 200 duplicate (At Once copies always are), nothing runs. Not lost: it stays
-	// listed, the dashboard's Replay (which also reads inbox.eventKept) runs it. This row pins what the template does.
-	it('the replay template on an At Once dead letter: Needs Manual Handling, "no stored payload … resend", though its item is kept', async () => {
+	// An At Once dead letter has its item kept, not a Reserve payload: the replay template (templates/
+	// replay-failed-events.json, routing on `payloadStored`) sends it to "Needs Manual Handling", whose reason names the
+	// dashboard's Replay and says a resend is a duplicate (docs/idempotent-webhook.md). Not lost: it stays listed.
+	it('the replay template on an At Once dead letter: Needs Manual Handling, pointing to the dashboard, not to a resend', async () => {
 		await acceptedAndFailed('evt_tpl', { maxAttempts: 1 });
 		const template = JSON.parse(
 			readFileSync(path.join(__dirname, '..', '..', 'templates', 'replay-failed-events.json'), 'utf8'),
@@ -757,7 +754,7 @@ describeWithN8n('red team 13: replay and what the package shows', () => {
 			error: undefined,
 			listed: [keyOf('evt_tpl'), false, expect.objectContaining({ eventKept: true, deadLettered: true })],
 			claimed: 0,
-			manual: [[keyOf('evt_tpl'), 'no stored payload ']],
+			manual: [[keyOf('evt_tpl'), 'kept by the Idempo']],
 		});
 	});
 
