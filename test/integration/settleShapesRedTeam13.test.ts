@@ -515,12 +515,9 @@ describeWithN8n('red team 13: replay and what the package shows', () => {
 		});
 	});
 
-	// The same race with a dead letter: the replay's claim clears the dead-letter mark (claim_for_replay.sql), so once
-	// the claim's lease ends the runner takes the key as a run that died: out of attempts, it dead-letters it again while
-	// the replay's call is still in flight. The call then commits, but Settle's Complete no longer owns the key: the
-	// event is charged and still listed as a dead letter with its Replay button, and the next click charges it again.
-	// The same for a dead letter: held while the replay runs, it is not dead-lettered again under the replay (which
-	// would leave a charged event listed, and a second click charging it again).
+	// The same race with a dead letter: the replay's claim clears the dead-letter mark (claim_for_replay.sql). Held while
+	// the replay runs, the key is not taken by the runner for a run that died and dead-lettered again under the replay
+	// (which would leave a charged event listed, Settle's Complete refused, and a second click charging it again).
 	it('a replay of a dead letter whose step outlasts the claim lease: completed after one charge, not listed again', async () => {
 		await acceptedAndFailed('evt_r_dead_long', { maxAttempts: 1 });
 		const runner = startRunner('rt13-dead-long', { nodes: [charge()], heads: ['Charge'] });
@@ -667,7 +664,7 @@ describeWithN8n('red team 13: replay and what the package shows', () => {
 
 	// A dead letter replayed by hand: claimed, run once, completed, its kept item and dead-letter mark dropped; the
 	// runner, polling afterwards, never takes it again.
-	it('Replay of a dead letter: run once, completed, no longer dead-lettered, the runner never runs it again', async () => {
+	it('Replay of a dead letter: run once, completed, its dead-letter mark cleared, the runner never runs it again', async () => {
 		await acceptedAndFailed('evt_r_dead', { maxAttempts: 2, firstRetrySeconds: 0.05 });
 		const runner = startRunner('rt13-dead', { nodes: [failingCharge('Down API', 'evt_r_dead')], heads: ['Down API'] });
 		await until(
