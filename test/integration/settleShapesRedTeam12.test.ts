@@ -4,16 +4,11 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 
 import {
-	NodeConnectionTypes,
-	NodeOperationError,
 	type ICredentialDataDecryptedObject,
 	type IConnections,
-	type IExecuteFunctions,
 	type INode,
 	type INodeExecutionData,
 	type INodeParameters,
-	type INodeType,
-	type INodeTypeDescription,
 	type IRunExecutionData,
 	type ITriggerFunctions,
 	type IWebhookResponseData,
@@ -24,15 +19,7 @@ import { OUTCOME_HEADER } from '../../lib/webhook/answers';
 import { inboxItemOf, inboxOwner } from '../../lib/webhook/inbox';
 import { runInbox } from '../../nodes/IdempotentWebhook/inboxRunner';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
-import {
-	describeWithN8n,
-	effects,
-	effectsFor,
-	loadBaseNodeFiles,
-	loadBaseNodes,
-	TestEffect,
-	TestEffectOnce,
-} from '../support/n8nBaseNodes';
+import { describeWithN8n, effectsFor, loadBaseNodeFiles, loadBaseNodes, TestEffect, TestEffectOnce } from '../support/n8nBaseNodes';
 import {
 	addNodeTypes,
 	credentialsHelperReading,
@@ -43,6 +30,7 @@ import {
 	packageNode,
 	webhookResponses,
 } from '../support/n8nEngine';
+import { holdCall, TestCallInFlight } from '../support/callsInFlight';
 import { baseNode, executeInline, inlineSubWorkflow, link, skipIf } from '../support/settleWorkflows';
 import { embeddedModule } from '../support/storeTargets';
 import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
@@ -78,53 +66,6 @@ const EXTRA_NODES: Record<string, string> = {
 	'n8n-nodes-base.set': 'Set/Set.node.js',
 	'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js',
 };
-
-/* A business call the test holds in flight, then lets commit or cuts ----------------------------------------------- */
-
-const gates = new Map<string, { started: () => void; wait: Promise<boolean> }>();
-const calls = new Map<string, number>();
-
-/** Holds call `n` of event `id` in flight: `started` resolves when it is, `release(true)` commits it, `release(false)` cuts it. */
-function holdCall(id: string, n: number): { started: Promise<void>; release: (commit: boolean) => void } {
-	let release: (commit: boolean) => void = () => {};
-	let started: () => void = () => {};
-	const startedPromise = new Promise<void>((resolve) => (started = resolve));
-	const wait = new Promise<boolean>((resolve) => (release = resolve));
-	gates.set(`${id}#${n}`, { started, wait });
-	return { started: startedPromise, release };
-}
-
-class TestCallInFlight12 implements INodeType {
-	description: INodeTypeDescription = {
-		displayName: 'Test Call In Flight 12',
-		name: 'testCallInFlight12',
-		group: ['transform'],
-		version: 1,
-		description: 'A charge per item; a call the test holds stays in flight until it is released',
-		defaults: { name: 'Charge' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [],
-	};
-
-	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const output: INodeExecutionData[] = [];
-		for (const [index, item] of this.getInputData().entries()) {
-			const id = String((item.json.body as { id?: unknown } | undefined)?.id ?? '');
-			const n = (calls.get(id) ?? 0) + 1;
-			calls.set(id, n);
-			const gate = gates.get(`${id}#${n}`);
-			if (gate) {
-				gate.started();
-				// A cut call (the process or the connection died) commits nothing.
-				if (!(await gate.wait)) throw new NodeOperationError(this.getNode(), `call cut for ${id}`);
-			}
-			effects.push(id);
-			output.push({ json: { charged: id }, pairedItem: { item: index } });
-		}
-		return [output];
-	}
-}
 
 /* The trigger's webhook() as n8n calls it ---------------------------------------------------------------------------- */
 
@@ -302,7 +243,7 @@ const charge = (name: string, failOnce = '', onError: INode['onError'] = 'contin
 	packageNode(name, 'testEffectOnce', { failOnce }, { position: [400, 0], onError });
 const failingCharge = (name: string, parameters: INodeParameters): INode =>
 	packageNode(name, 'testEffect', parameters, { position: [400, 0], onError: 'continueErrorOutput' });
-const callInFlight = (): INode => packageNode('Charge', 'testCallInFlight12', {}, { position: [400, 0] });
+const callInFlight = (): INode => packageNode('Charge', 'testCallInFlight', {}, { position: [400, 0] });
 /** A Stop and Error at n8n's defaults whose message is `message` (an expression that may quote the item). */
 const rejectWith = (message: string): INode =>
 	baseNode('Reject', 'stopAndError', 1, { errorType: 'errorMessage', errorMessage: message }, 0, { onError: undefined });
@@ -321,7 +262,7 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 			...loadBaseNodeFiles(EXTRA_NODES),
 			[`${PACKAGE}.testEffect`]: new TestEffect(),
 			[`${PACKAGE}.testEffectOnce`]: new TestEffectOnce(),
-			[`${PACKAGE}.testCallInFlight12`]: new TestCallInFlight12(),
+			[`${PACKAGE}.testCallInFlight`]: new TestCallInFlight(),
 		});
 		server = http.createServer((request, response) => {
 			handling = handle(request, response);

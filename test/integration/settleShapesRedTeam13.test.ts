@@ -5,15 +5,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 
 import {
-	NodeConnectionTypes,
-	NodeOperationError,
 	type ICredentialDataDecryptedObject,
 	type IConnections,
-	type IExecuteFunctions,
 	type INode,
 	type INodeExecutionData,
-	type INodeType,
-	type INodeTypeDescription,
 	type ITriggerFunctions,
 	type IWebhookResponseData,
 	type IWorkflowBase,
@@ -26,6 +21,7 @@ import { PostgresKeyStore } from '../../lib/store/postgres/stores';
 import { inboxOwner, keptInboxItem } from '../../lib/webhook/inbox';
 import { runInbox } from '../../nodes/IdempotentWebhook/inboxRunner';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
+import { holdCall, TestCallInFlight } from '../support/callsInFlight';
 import { describeWithN8n, effects, effectsFor, loadBaseNodeFiles, loadBaseNodes, TestEffect } from '../support/n8nBaseNodes';
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import {
@@ -77,53 +73,6 @@ const credentialsHelper = () =>
 		if (type === 'idempotentWebhookBasicAuthApi') return { ...BASIC };
 		throw new Error(`No credential of type ${type}`);
 	});
-
-/* A business call the test holds in flight, then lets commit ------------------------------------------------------- */
-
-const gates = new Map<string, { started: () => void; wait: Promise<boolean> }>();
-const calls = new Map<string, number>();
-
-/** Holds call `n` of event `id` in flight: `started` resolves when it is, `release(true)` commits it, `release(false)` cuts it. */
-function holdCall(id: string, n: number): { started: Promise<void>; release: (commit: boolean) => void } {
-	let release: (commit: boolean) => void = () => {};
-	let started: () => void = () => {};
-	const startedPromise = new Promise<void>((resolve) => (started = resolve));
-	const wait = new Promise<boolean>((resolve) => (release = resolve));
-	gates.set(`${id}#${n}`, { started, wait });
-	return { started: startedPromise, release };
-}
-
-/** A charge per item (the event's `body.id`); a call the test holds stays in flight until released. */
-class TestCallInFlight13 implements INodeType {
-	description: INodeTypeDescription = {
-		displayName: 'Test Call In Flight 13',
-		name: 'testCallInFlight13',
-		group: ['transform'],
-		version: 1,
-		description: 'A charge per item; a call the test holds stays in flight until it is released',
-		defaults: { name: 'Charge' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
-		properties: [],
-	};
-
-	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const output: INodeExecutionData[] = [];
-		for (const [index, item] of this.getInputData().entries()) {
-			const id = String((item.json.body as { id?: unknown } | undefined)?.id ?? '');
-			const n = (calls.get(id) ?? 0) + 1;
-			calls.set(id, n);
-			const gate = gates.get(`${id}#${n}`);
-			if (gate) {
-				gate.started();
-				if (!(await gate.wait)) throw new NodeOperationError(this.getNode(), `call cut for ${id}`);
-			}
-			effects.push(id);
-			output.push({ json: { charged: id }, pairedItem: { item: index } });
-		}
-		return [output];
-	}
-}
 
 /* The trigger's webhook() as n8n calls it --------------------------------------------------------------------------- */
 
@@ -360,7 +309,7 @@ async function reserveDelivery(
 
 const failingCharge = (name: string, failFor: string): INode =>
 	packageNode(name, 'testEffect', { failFor }, { position: [400, 0], onError: 'continueErrorOutput' });
-const charge = (): INode => packageNode('Charge', 'testCallInFlight13', {}, { position: [400, 0] });
+const charge = (): INode => packageNode('Charge', 'testCallInFlight', {}, { position: [400, 0] });
 
 /** Accepts `body` At Once and runs its first execution with a step that fails: the key failed, its item kept. */
 async function acceptedAndFailed(id: string, parameters: Record<string, unknown>): Promise<void> {
@@ -379,7 +328,7 @@ describeWithN8n('red team 13: replay and what the package shows', () => {
 			...loadBaseNodes(),
 			...loadBaseNodeFiles({ 'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js', 'n8n-nodes-base.set': 'Set/Set.node.js' }),
 			[`${PACKAGE}.testEffect`]: new TestEffect(),
-			[`${PACKAGE}.testCallInFlight13`]: new TestCallInFlight13(),
+			[`${PACKAGE}.testCallInFlight`]: new TestCallInFlight(),
 		});
 		server = http.createServer((request, response) => {
 			handling = handle(request, response);
