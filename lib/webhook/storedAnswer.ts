@@ -87,17 +87,18 @@ export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unkn
 
 /**
  * A text (a failure message kept with a key, or sent to the caller) with every credential of the request
- * storedAnswer withholds, and every value of a request header, replaced by REDACTED: a message built from
- * the item (a Stop and Error quoting `$json`) quotes the request's headers, and a header may carry a
- * credential whatever it is named (n8n's Webhook node checks Header Auth under a name the package is not
- * told).
+ * storedAnswer withholds replaced by REDACTED: a message built from the item (a Stop and Error quoting `$json`)
+ * quotes the request's headers. With `everyHeaderValue`, every value of a request header too: where a header may
+ * carry a credential under a name the package is not told (n8n's Webhook node checking Header Auth).
  */
-export function withoutRequestSecrets(text: string, request: AnswerRequest): string {
-	const headerValues = Object.values(isRecord(request.headers) ? request.headers : {})
-		.flat()
-		.filter((value): value is string => typeof value === 'string')
-		.flatMap(credentialParts)
-		.map((value) => storableText(value.trim()).text);
+export function withoutRequestSecrets(text: string, request: AnswerRequest, { everyHeaderValue = false } = {}): string {
+	const headerValues = !everyHeaderValue
+		? []
+		: Object.values(isRecord(request.headers) ? request.headers : {})
+				.flat()
+				.filter((value): value is string => typeof value === 'string')
+				.flatMap(credentialParts)
+				.map((value) => storableText(value.trim()).text);
 	const secrets = [...new Set([...secretsOf(request), ...headerValues])]
 		.filter((secret) => secret.length >= MIN_CONTAINED_SECRET)
 		.sort((a, b) => b.length - a.length);
@@ -159,7 +160,7 @@ function credentialParts(value: string): string[] {
 	const parts = [value];
 	for (const part of value.split(',').map((piece) => piece.trim())) {
 		const signature = /^[A-Za-z0-9_-]+=(.+)$/.exec(part);
-		if (signature && !/^\d+$/.test(signature[1])) parts.push(part, signature[1]);
+		if (signature && !/^\d+$/.test(signature[1])) parts.push(...[part, signature[1]].filter((text) => text.length >= MIN_CONTAINED_SECRET));
 	}
 	const scheme = /^\s*(\S+)\s+(\S+)\s*$/.exec(value);
 	if (!scheme) return parts;

@@ -273,11 +273,12 @@ async function reserveDelivery(
 	n: number,
 	step: INode = charge(),
 	headers: Record<string, string> = { 'content-type': 'application/json' },
+	authentication = 'none',
 ) {
 	const workflow = inProcessWorkflow(
 		workflowId,
 		[
-			packageNode('Webhook', 'testWebhook', {}, { position: [0, 0] }),
+			packageNode('Webhook', 'testWebhook', { authentication }, { position: [0, 0] }),
 			packageNode(
 				'Reserve',
 				'idempotencyReserve',
@@ -995,9 +996,9 @@ describeWithN8n('red team 13: replay and what the package shows', () => {
 	// above); Settle marks the key failed with that message. Expected (the promise: no request credential stored or
 	// shown; docs/dashboard.md: "A last error that quotes a credential … shows it redacted"): the header's value is
 	// neither stored in lastError, nor in Get Key, nor on the page's List Keys preview.
-	// Settle's fail path takes every value of the item's request headers out of the failure before it is stored
-	// (settle.operation.ts, lib/webhook/storedAnswer.ts withoutRequestSecrets): a header may be a credential under any
-	// name, and the package is not told the name n8n's Webhook node checks.
+	// The Webhook checks Header Auth (its `authentication`), under a name the package is not told: Settle's fail path
+	// takes every value of the run's request headers out of the failure before it is stored (settle.operation.ts,
+	// settlement/executionRecord.ts requestOfRun, lib/webhook/storedAnswer.ts withoutRequestSecrets).
 	it("Reserve path, n8n's Webhook with Header Auth under a custom name, the step's error quotes the item: the credential never stored nor shown", async () => {
 		const reject = baseNode(
 			'Reject',
@@ -1006,10 +1007,14 @@ describeWithN8n('red team 13: replay and what the package shows', () => {
 			{ errorType: 'errorMessage', errorMessage: '={{ "Rejected: " + JSON.stringify($json) }}' },
 			0,
 		);
-		const { key, outcome } = await reserveDelivery('wf-rt13-hdr', { id: 'evt_hdr', amount: 2 }, 1, reject, {
-			'content-type': 'application/json',
-			[HEADER_AUTH.name.toLowerCase()]: HEADER_AUTH.value,
-		});
+		const { key, outcome } = await reserveDelivery(
+			'wf-rt13-hdr',
+			{ id: 'evt_hdr', amount: 2 },
+			1,
+			reject,
+			{ 'content-type': 'application/json', [HEADER_AUTH.name.toLowerCase()]: HEADER_AUTH.value },
+			'headerAuth',
+		);
 		expect(outcome).toBe(0);
 		const [shown] = await readNode({ operation: 'getKey', lookupKey: key, store: 'embedded' });
 		const listed = (await readNode({ ...templateNode('List Failed Keys').parameters, store: 'embedded' })).filter(

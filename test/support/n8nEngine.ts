@@ -62,7 +62,21 @@ export class TestWebhook implements INodeType {
 		inputs: [],
 		outputs: [NodeConnectionTypes.Main],
 		webhooks: [{ name: 'default', httpMethod: 'POST', path: 'test', responseMode: 'onReceived' }],
-		properties: [],
+		// As n8n's Webhook node declares it (the package reads it: Header Auth and JWT check a header the user names).
+		properties: [
+			{
+				displayName: 'Authentication',
+				name: 'authentication',
+				type: 'options',
+				options: [
+					{ name: 'Basic Auth', value: 'basicAuth' },
+					{ name: 'Header Auth', value: 'headerAuth' },
+					{ name: 'JWT Auth', value: 'jwtAuth' },
+					{ name: 'None', value: 'none' },
+				],
+				default: 'none',
+			},
+		],
 	};
 
 	async webhook(): Promise<never> {

@@ -2,7 +2,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 
 import type { KeyStore, SettleReport, SettleRequest } from '../../../lib/store/contract';
 import { failedAnswer, inProgressAnswer } from '../../../lib/webhook/answers';
-import { requestOfItem, withoutRequestSecrets } from '../../../lib/webhook/storedAnswer';
+import { withoutRequestSecrets } from '../../../lib/webhook/storedAnswer';
 import { toNodeError } from '../../shared/nodeError';
 import {
 	answerNow,
@@ -15,6 +15,7 @@ import {
 	keysSettledByNodes,
 	originsOfItem,
 	readExecutionRecord,
+	requestOfRun,
 	readSubExecutions,
 	settleWhenExecutionEnds,
 	subExecutionsToRead,
@@ -110,6 +111,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		// Refused whatever "On Error" says: continuing would let the business step run after the answer.
 		throw toNodeError(context.getNode(), error);
 	}
+	const started = requestOfRun(view.runData, view.node);
 	const byKey = new Map<string, Reservation>();
 	for (const reservation of judgement.reservations.values()) byKey.set(`${reservation.key}\u0000${reservation.ownerToken}`, reservation);
 
@@ -151,10 +153,14 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 				deferred += 1;
 				continue;
 			}
-			// The failure may quote the item, and with it the request's headers: kept without them.
+			// The failure may quote the run's request (the Webhook's item): kept without its credentials.
 			const failure =
 				outcome.settle === 'fail'
-					? withoutRequestSecrets(outcome.error, requestOfItem(items[itemIndex].json, [reservation.ownerToken]))
+					? withoutRequestSecrets(
+							outcome.error,
+							{ ...started.request, ownerTokens: [reservation.ownerToken] },
+							{ everyHeaderValue: started.unnamedCredential },
+						)
 					: undefined;
 			const entry = entries.get(reservation.id);
 			if (entry) {

@@ -4,9 +4,9 @@ import type { HoldRequest, KeyStore } from '../../../lib/store/contract';
 import { redactedErrorText } from '../../../lib/evidence/redactedText';
 import { MAX_HOLD_MS } from '../../../lib/store/rules';
 import { inProgressAnswer, settlementAnswer, type ExecutionAnswer } from '../../../lib/webhook/answers';
-import { requestOfItem, storedAnswer, withoutRequestSecrets, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
+import { storedAnswer, withoutRequestSecrets, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
 import { runsInQueueMode } from '../embeddedFile';
-import { executionView, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
+import { executionView, requestOfRun, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isSettleNode, isTriggerType } from './nodeKinds';
 import { endOutcomes } from './outcome';
 import { N8N_REFUSALS } from './refusals';
@@ -166,7 +166,8 @@ function beatingLimitMs(context: IExecuteFunctions): number {
 /**
  * Keeps `keys` held while this execution runs in this process, one lease ahead, until it ends: a
  * run longer than its lease is not taken as dead. Used where the package itself runs an event again
- * once its lease ends (Respond: At Once); when the process dies the beats stop and the lease ends.
+ * once its lease ends (Respond: At Once) and by a replay (Claim for Replay); when the process dies
+ * the beats stop and the lease ends.
  * The first hold is made before the step runs: an execution n8n started late (a queue, a concurrency
  * limit) may have little of its lease left, less than one beat.
  */
@@ -180,10 +181,14 @@ export async function holdWhileRunning(
 	if (!hooks || keys.length === 0) return;
 	const started = Date.now();
 	const limitMs = beatingLimitMs(context);
-	const hold = async () => await (await openStore()).hold(keys.map((key) => ({ ...key, holdMs: leaseMs })));
-	await hold().catch(() => {
-		// Not held now: the beats below, or the lease the execution's record just confirmed, decide.
-	});
+	const holdMs = Math.max(1, Math.round(leaseMs));
+	let held = keys;
+	// A key settled meanwhile (completed, failed, taken over) is not held again: the beats end with the last one.
+	const hold = async () => {
+		const holding = new Set(await (await openStore()).hold(held.map((key) => ({ ...key, holdMs }))));
+		held = held.filter((key) => holding.has(key.key));
+		if (held.length === 0) clearInterval(beat);
+	};
 	const beat = setInterval(
 		() => {
 			if (Date.now() - started > limitMs) {
@@ -199,6 +204,9 @@ export async function holdWhileRunning(
 	beat.unref();
 	hooks.addHandler('workflowExecuteAfter', async () => {
 		clearInterval(beat);
+	});
+	await hold().catch(() => {
+		// Not held now: the beats, or the lease the execution's record just confirmed, decide.
 	});
 }
 
@@ -272,11 +280,12 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 	const ownerTokens = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].map(
 		(reservation) => reservation.ownerToken,
 	);
-	const request: AnswerRequest = { ...requestOf(run, triggers), ownerTokens, credentialHeaders: [...watch.credentialHeaders] };
+	const started = requestOfRun(run.data.resultData.runData, (name) => watch.workflow.nodes?.[name], triggers);
+	const request: AnswerRequest = { ...started.request, ownerTokens, credentialHeaders: [...watch.credentialHeaders] };
 	// Only a trigger's event is answered with (and stores) the last node's answer.
 	const lastAnswer = triggers.length === 0 ? undefined : (storedAnswer(lastNodeAnswer(run), request) as IDataObject | undefined);
 	// A failure message may quote the trigger's item, and with it the request's credentials.
-	const failureText = (error: string) => withoutRequestSecrets(error, request);
+	const failureText = (error: string) => withoutRequestSecrets(error, request, { everyHeaderValue: started.unnamedCredential });
 	for (const [open, group] of byStore) {
 		const store = await open();
 		if (group.hold.length > 0) await store.hold(group.hold);
@@ -321,20 +330,6 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 	return settlementAnswer('failed', {
 		message: `The business step failed${watch.callerVerified ? `: ${redactedErrorText(failureText(outcomes.fail[0].error))}` : '.'} The key was marked failed; a retry runs the step again.`,
 	});
-}
-
-/**
- * The request the trigger's item carries (its headers and query): what a stored answer or failure must
- * not give away. Without a trigger of the package, the item of the node the run started at (n8n's Webhook).
- */
-function requestOf(run: IRun, triggers: string[]): AnswerRequest {
-	const { runData } = run.data.resultData;
-	const startNodes = Object.keys(runData).filter((name) => (runData[name]?.[0]?.source ?? []).every((source) => !source));
-	for (const name of triggers.length > 0 ? triggers : startNodes) {
-		const json = runData[name]?.[0]?.data?.main?.[0]?.[0]?.json;
-		if (json) return requestOfItem(json);
-	}
-	return {};
 }
 
 /**

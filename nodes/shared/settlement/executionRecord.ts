@@ -8,6 +8,7 @@ import {
 	type ISourceData,
 } from 'n8n-workflow';
 
+import { requestOfItem, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
 import { describerOf, inlineSubWorkflow, mayWait, SUB_WORKFLOW_TRIGGER_TYPE } from './nodeKinds';
 import { N8N_REFUSALS } from './refusals';
 
@@ -137,4 +138,30 @@ export function inlineSubWorkflowRecord(node: INode, parent: ExecutionRecord): {
 		waits: parent.waits,
 	};
 	return { record, start: start.name };
+}
+
+/** What n8n's Webhook node (and any trigger with an `authentication` parameter) checks under a header name of the user's. */
+const UNNAMED_HEADER_CREDENTIALS = new Set(['headerAuth', 'jwtAuth']);
+
+/**
+ * The request a run started with, as the item of the node it started at gives it (`first`: the package's trigger, when
+ * the run has one; else n8n's Webhook), and whether any of its headers may carry a credential the package is not told
+ * the name of: a start node whose `authentication` checks a header the user named (Header Auth, JWT).
+ */
+export function requestOfRun(
+	runData: IRunData,
+	nodeOf: (name: string) => { parameters?: { authentication?: unknown } } | undefined,
+	first: string[] = [],
+): { request: AnswerRequest; unnamedCredential: boolean } {
+	const startNodes = Object.keys(runData).filter((name) => (runData[name]?.[0]?.source ?? []).every((source) => !source));
+	for (const name of first.length > 0 ? first : startNodes) {
+		const json = runData[name]?.[0]?.data?.main?.[0]?.[0]?.json;
+		if (!json) continue;
+		const authentication = nodeOf(name)?.parameters?.authentication;
+		return {
+			request: requestOfItem(json),
+			unnamedCredential: typeof authentication === 'string' && UNNAMED_HEADER_CREDENTIALS.has(authentication),
+		};
+	}
+	return { request: {}, unnamedCredential: false };
 }

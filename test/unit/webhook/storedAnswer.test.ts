@@ -145,13 +145,17 @@ describe('withoutRequestSecrets', () => {
 		])
 			expect(text).not.toContain(secret);
 		expect(text).toContain('[redacted]');
-		// Every header's value goes (a header may be a credential under any name); the event and a signature's
-		// timestamp quoted alone stay.
-		expect(text).not.toContain('application/json');
+		// What is not a credential stays: the event, the content type, a signature's timestamp quoted alone.
 		expect(text).toContain('evt_1');
+		expect(text).toContain('application/json');
 		expect(withoutRequestSecrets('created 1700000000', withHeaderAuth)).toBe('created 1700000000');
-		expect(withoutRequestSecrets('rejected x-partner-key hk_partner_0123', { headers: { 'x-partner-key': 'hk_partner_0123' } })).toBe(
-			'rejected x-partner-key [redacted]',
+	});
+
+	it("with every header value (n8n's Webhook checking Header Auth under a name the package is not told): each value goes", () => {
+		const request = { headers: { 'x-partner-key': 'hk_partner_0123', 'content-type': 'application/json' } };
+		expect(withoutRequestSecrets('rejected hk_partner_0123', request)).toBe('rejected hk_partner_0123');
+		expect(withoutRequestSecrets('rejected hk_partner_0123 as application/json', request, { everyHeaderValue: true })).toBe(
+			'rejected [redacted] as [redacted]',
 		);
 	});
 
