@@ -11,7 +11,28 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { CACHE_DIR, installIntoCache } from './cache';
 
-export function freePort(): Promise<number> {
+/** A free port on 127.0.0.1, never one this process handed out before. */
+export const freePort = uniquePorts(probedFreePort);
+
+/**
+ * Ports from `probe`, each handed out once: the kernel may hand the same free port out again once the probe
+ * closes it, and two ports asked for one after another (a worker's task broker and its health check) then
+ * collide when both processes bind.
+ */
+export function uniquePorts(probe: () => Promise<number>, attempts = 100): () => Promise<number> {
+	const handedOut = new Set<number>();
+	return async () => {
+		for (let attempt = 0; attempt < attempts; attempt++) {
+			const port = await probe();
+			if (handedOut.has(port)) continue;
+			handedOut.add(port);
+			return port;
+		}
+		throw new Error(`no free port on 127.0.0.1 in ${attempts} tries that this process has not handed out already`);
+	};
+}
+
+function probedFreePort(): Promise<number> {
 	return new Promise((resolve, reject) => {
 		const server = net.createServer();
 		server.unref();
