@@ -9,7 +9,6 @@ import {
 	type INode,
 	type INodeExecutionData,
 	type INodeParameters,
-	type IRunExecutionData,
 	type ITriggerFunctions,
 	type IWebhookResponseData,
 	type WorkflowExecuteMode,
@@ -34,6 +33,7 @@ import { holdCall, TestCallInFlight } from '../support/callsInFlight';
 import { baseNode, executeInline, inlineSubWorkflow, link, skipIf } from '../support/settleWorkflows';
 import { embeddedModule } from '../support/storeTargets';
 import { callTriggerWebhook, n8nFolderForTheFile } from '../support/triggerWebhookCall';
+import { withSubWorkflowsInProcess } from '../support/triggerProvider';
 
 /*
  * Twelfth red-team pass: the Idempotent Webhook trigger's own paths, which the eleven earlier passes (mostly on the
@@ -207,25 +207,8 @@ function startRunner(label: string, step: Step) {
 
 /** n8n's engine running Execute Workflow's sub-workflows as executions of their own, their records kept (as n8n keeps them). */
 function engineWithSubWorkflows(label: string) {
-	const base = engineBase(credentialsHelper());
-	const records = new Map<string, IRunExecutionData>();
 	let count = 0;
-	base.getRunExecutionData = async (executionId) => records.get(executionId);
-	base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
-		const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-		const executionId = `${label}-sub-${++count}`;
-		const { run } = await executeInProcess(
-			inProcessWorkflow(executionId, code.nodes, code.connections),
-			executionId,
-			options.inputData ?? [],
-			base,
-		);
-		records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
-		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-		const last = run.data.resultData.lastNodeExecuted as string;
-		return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-	};
-	return base;
+	return withSubWorkflowsInProcess(engineBase(credentialsHelper()), () => `${label}-sub-${++count}`);
 }
 
 /** Polls `read` until `done` says so, at most `ms`. */

@@ -49,25 +49,7 @@ export function inProcessTriggerProvider(label: string, n8nFolder: () => string)
 
 	/** n8n's engine for the trigger's execution, running each sub-workflow as its own execution and keeping its record. */
 	function engineWithSubWorkflows() {
-		const base = engineBase(credentials());
-		const records = new Map<string, IRunExecutionData>();
-		base.getRunExecutionData = async (executionId) => records.get(executionId);
-		base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
-			const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-			executions += 1;
-			const executionId = `${label}-trigger-sub-${executions}`;
-			const { run } = await executeInProcess(
-				inProcessWorkflow(executionId, code.nodes, code.connections),
-				executionId,
-				options.inputData ?? [],
-				base,
-			);
-			records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
-			if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-			const last = run.data.resultData.lastNodeExecuted as string;
-			return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-		};
-		return base;
+		return withSubWorkflowsInProcess(engineBase(credentials()), () => `${label}-trigger-sub-${(executions += 1)}`);
 	}
 
 	return {
@@ -156,25 +138,7 @@ export function inProcessTriggerShapes(label: string, n8nFolder: () => string, o
 		embeddedModule().openEmbeddedKeyStore({ file: path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite') });
 
 	function engine() {
-		const base = engineBase(credentials());
-		const records = new Map<string, IRunExecutionData>();
-		base.getRunExecutionData = async (executionId) => records.get(executionId);
-		base.executeWorkflow = async (workflowInfo, _additionalData, runOptions) => {
-			const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
-			executions += 1;
-			const executionId = `${label}-shapes-sub-${executions}`;
-			const { run } = await executeInProcess(
-				inProcessWorkflow(executionId, code.nodes, code.connections),
-				executionId,
-				runOptions.inputData ?? [],
-				base,
-			);
-			records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
-			if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-			const last = run.data.resultData.lastNodeExecuted as string;
-			return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
-		};
-		return base;
+		return withSubWorkflowsInProcess(engineBase(credentials()), () => `${label}-shapes-sub-${(executions += 1)}`);
 	}
 
 	/** The sender's own headers: its credential as the trigger checks it (Header Auth's header given twice when asked). */
@@ -269,4 +233,29 @@ function serveTrigger(trigger: INode, workflowId: string, credentials: () => Ret
 	afterEach(() => forgetKeptSigningSecrets());
 
 	return { baseUrl: () => baseUrl, started: () => started };
+}
+
+/**
+ * `base`, running each sub-workflow an Execute Workflow node calls as an execution of its own (its id from
+ * `nextId`), as n8n does, and keeping its record for getRunExecutionData (the settlement reads a sub-execution's
+ * failures from it). A sub-workflow that fails throws its error, as n8n's does.
+ */
+export function withSubWorkflowsInProcess(base: ReturnType<typeof engineBase>, nextId: () => string): ReturnType<typeof engineBase> {
+	const records = new Map<string, IRunExecutionData>();
+	base.getRunExecutionData = async (executionId) => records.get(executionId);
+	base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
+		const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+		const executionId = nextId();
+		const { run } = await executeInProcess(
+			inProcessWorkflow(executionId, code.nodes, code.connections),
+			executionId,
+			options.inputData ?? [],
+			base,
+		);
+		records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
+		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+		const last = run.data.resultData.lastNodeExecuted as string;
+		return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+	};
+	return base;
 }
