@@ -461,14 +461,34 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 	// after six hours, or after the workflow's timeout when that is longer: a run still going then is taken as hung, its
 	// lease ends, and the package runs the event again (docs/idempotent-webhook.md, When a process dies). Here n8n's clock
 	// (Date.now, which the beat reads) jumps 7 hours once the step is in flight, with a 3 s lease standing for the
-	// default 300 s. With a workflow timeout of 8 hours the run keeps its key; without one, the documented limit: the
-	// running event is run again.
+	// default 300 s. With a workflow timeout of 8 hours, or none and an instance default (EXECUTIONS_TIMEOUT) of 8 hours,
+	// the run keeps its key; with neither, the documented limit: the running event is run again.
 	it.each([
-		{ timeoutSeconds: 8 * 3600, claimed: 0, charges: 1, label: 'a workflow timeout of 8 hours: held while it runs, one charge' },
-		{ timeoutSeconds: undefined, claimed: 1, charges: 2, label: 'no workflow timeout: taken as hung and run again, as documented' },
-	])('At Once: a run still going after 6 hours, $label', async ({ timeoutSeconds, claimed, charges }) => {
-		activeWorkflowId = `wf-rt12-long-${timeoutSeconds ?? 'none'}`;
-		const event = `evt_long_${timeoutSeconds ?? 'none'}`;
+		{ timeoutSeconds: 8 * 3600, instance: undefined, claimed: 0, charges: 1, label: 'a workflow timeout of 8 hours: held while it runs, one charge' },
+		{
+			timeoutSeconds: undefined,
+			instance: String(8 * 3600),
+			claimed: 0,
+			charges: 1,
+			label: "no workflow timeout, the instance's EXECUTIONS_TIMEOUT 8 hours: held while it runs, one charge",
+		},
+		{ timeoutSeconds: undefined, instance: undefined, claimed: 1, charges: 2, label: 'no timeout at all: taken as hung and run again, as documented' },
+	])('At Once: a run still going after 6 hours, $label', async ({ timeoutSeconds, instance, claimed, charges }) => {
+		const label = `${timeoutSeconds ?? 'none'}-${instance ?? 'none'}`;
+		activeWorkflowId = `wf-rt12-long-${label}`;
+		const event = `evt_long_${label}`;
+		const instanceBefore = process.env.EXECUTIONS_TIMEOUT;
+		if (instance === undefined) delete process.env.EXECUTIONS_TIMEOUT;
+		else process.env.EXECUTIONS_TIMEOUT = instance;
+		try {
+			await runLongAtOnce(event, timeoutSeconds, { claimed, charges });
+		} finally {
+			if (instanceBefore === undefined) delete process.env.EXECUTIONS_TIMEOUT;
+			else process.env.EXECUTIONS_TIMEOUT = instanceBefore;
+		}
+	});
+
+	async function runLongAtOnce(event: string, timeoutSeconds: number | undefined, expected: { claimed: number; charges: number }) {
 		activeTrigger = stripeTrigger(3, { respond: 'atOnce', leaseSeconds: 3 });
 		const step: Step = { nodes: [callInFlight()], heads: ['Charge'] };
 		expect((await postStripe(`{"id":"${event}","amount":100}`)).status).toBe(200);
@@ -498,8 +518,8 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 		}
 		held.release(true);
 		await first;
-		expect({ claimed: claims.length, charges: effectsFor(event) }).toEqual({ claimed, charges });
-	});
+		expect({ claimed: claims.length, charges: effectsFor(event) }).toEqual(expected);
+	}
 
 	// Several events per delivery under At Once, one of them repeated inside the delivery, its step failing once:
 	// docs: "a key repeated inside the delivery runs once"; each failed event is retried by the package on its own,

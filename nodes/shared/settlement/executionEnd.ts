@@ -6,6 +6,7 @@ import { MAX_HOLD_MS } from '../../../lib/store/rules';
 import { inProgressAnswer, settlementAnswer, type ExecutionAnswer } from '../../../lib/webhook/answers';
 import { storedAnswer, withoutRequestSecrets, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
 import { runsInQueueMode } from '../embeddedFile';
+import { instanceTimeoutSeconds } from '../instanceTimeout';
 import { executionView, requestOfRun, type RunExecutionDataFields, type WorkflowFields } from './executionRecord';
 import { isSettleNode, isTriggerType } from './nodeKinds';
 import { endOutcomes } from './outcome';
@@ -147,19 +148,23 @@ export function settleWhenExecutionEnds(
 /** How often a running execution's keys are held again, as a part of their lease: two missed beats still leave time. */
 const BEATS_PER_LEASE = 3;
 /**
- * The longest a run keeps its keys by beating, unless the workflow's own timeout is longer: a run still
+ * The longest a run keeps its keys by beating, unless the run's timeout is longer: a run still
  * going after this is taken as hung, and its lease then ends (the event runs again).
  */
 const MAX_BEATING_MS = 6 * 3_600_000;
 
-/** How long this run's keys are held by beating: six hours, or the workflow's timeout when that is longer. */
+/**
+ * How long this run's keys are held by beating: six hours, or the run's timeout when that is longer (the
+ * workflow's own, else the instance's default, as n8n picks it).
+ */
 function beatingLimitMs(context: IExecuteFunctions): number {
 	let timeoutSeconds: unknown;
 	try {
 		timeoutSeconds = context.getWorkflowSettings().executionTimeout;
 	} catch {
-		return MAX_BEATING_MS; // an n8n without workflow settings in this context
+		timeoutSeconds = undefined; // an n8n without workflow settings in this context
 	}
+	timeoutSeconds ??= instanceTimeoutSeconds();
 	return typeof timeoutSeconds === 'number' && timeoutSeconds > 0 ? Math.max(MAX_BEATING_MS, timeoutSeconds * 1000) : MAX_BEATING_MS;
 }
 
