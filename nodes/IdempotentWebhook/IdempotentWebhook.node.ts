@@ -40,6 +40,7 @@ import { embeddedFileAt, embeddedFileFor, runsInQueueMode, storagePathOutsideExe
 import { CUSTOM_DATA_KEYS, recordCustomData, RETRY_WARNING } from '../shared/executionCustomData';
 import { KEY_SOURCE_SUBTITLE } from '../shared/reservationDescription';
 import { readGenericHmac } from '../shared/genericHmac';
+import { toleranceSecondsOf } from '../shared/providerOptions';
 import {
 	answerNow,
 	assertExecutionEndVisible,
@@ -484,7 +485,7 @@ function verificationSettings(context: IWebhookFunctions): VerificationSettings 
 	return {
 		scheme,
 		...webhookSigningSecrets(context),
-		toleranceSeconds: context.getNodeParameter('toleranceSeconds', undefined) as number | undefined,
+		toleranceSeconds: toleranceSecondsOf(scheme, (name, fallback) => context.getNodeParameter(name, fallback)),
 		generic: scheme === 'generic' ? readGenericHmac((name, fallback) => context.getNodeParameter(name, fallback)) : undefined,
 	};
 }

@@ -1,8 +1,8 @@
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
-import { DEFAULT_TOLERANCE_SECONDS, type GenericHmacOptions, type SignatureScheme } from '../../lib/signature';
+import type { GenericHmacOptions, SignatureScheme } from '../../lib/signature';
 import { readGenericHmac } from '../shared/genericHmac';
-import { TIMESTAMPED_SCHEMES } from '../shared/providerOptions';
+import { toleranceSecondsOf } from '../shared/providerOptions';
 
 /** What to do with a request whose signature does not verify. */
 export type InvalidAction = 'route' | 'throw';
@@ -23,9 +23,7 @@ export function readParameters(ctx: IExecuteFunctions, itemIndex: number): Verif
 	const options = ctx.getNodeParameter('options', itemIndex, {}) as IDataObject;
 	return {
 		scheme,
-		toleranceSeconds: TIMESTAMPED_SCHEMES.includes(scheme)
-			? (ctx.getNodeParameter('toleranceSeconds', itemIndex, DEFAULT_TOLERANCE_SECONDS) as number)
-			: DEFAULT_TOLERANCE_SECONDS,
+		toleranceSeconds: toleranceSecondsOf(scheme, (name, fallback) => ctx.getNodeParameter(name, itemIndex, fallback)),
 		generic: scheme === 'generic' ? readGenericHmac((name, fallback) => ctx.getNodeParameter(name, itemIndex, fallback)) : undefined,
 		onInvalid: ctx.getNodeParameter('onInvalid', itemIndex, 'route') as InvalidAction,
 		headersField: stringOr(options.headersField, 'headers'),

@@ -29,6 +29,7 @@ import { forgetKeptSigningSecrets } from '../../../nodes/shared/signingSecret';
 import { forgetKeptConnectionSettings } from '../../../nodes/shared/store';
 import { WebhookSignatureVerify } from '../../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { embeddedModule } from '../../support/storeTargets';
+import { SIGNERS, VERIFY_AS, type SignerName } from '../signature/signers';
 import { callTriggerWebhook } from '../../support/triggerWebhookCall';
 import {
 	credentialsHelperReading,
@@ -221,6 +222,29 @@ describe('Idempotent Webhook: webhook()', () => {
 		expect(answer.status).toBe(401);
 		expect(await answer.json()).toEqual({ error: 'invalid_signature', reason: 'signature_mismatch' });
 		expect(lastResult).toEqual({ noWebhookResponse: true });
+	});
+
+	// Every scheme the trigger offers, with its parameters as a user leaves them: n8n's Workflow drops a parameter
+	// its display options hide (Tolerance for a scheme that signs no timestamp), and n8n-core throws when a node
+	// reads a missing one without a fallback. A genuine delivery starts one execution; its copy is answered 409.
+	it.each(Object.entries(VERIFY_AS))('accepts a genuine delivery signed for %s, as n8n gives the trigger its parameters', async (signer, verifyAs) => {
+		const schemes = (new IdempotentWebhook().description.properties.find((property) => property.name === 'scheme')!.options ?? []).map(
+			(option) => (option as INodePropertyOptions).value,
+		);
+		expect(schemes).toEqual(expect.arrayContaining(Object.values(VERIFY_AS).map(({ scheme }) => scheme)));
+		const secret = verifyAs.scheme === 'standardWebhooks' ? `whsec_${Buffer.from(`key-of-${signer}`).toString('base64')}` : `secret-of-${signer}`;
+		const key = verifyAs.scheme === 'standardWebhooks' ? Buffer.from(`key-of-${signer}`) : secret;
+		signingSecret.data = { secret };
+		activeWorkflowId = `wf-scheme-${signer}`;
+		activeTrigger = { ...trigger, parameters: { path: 'orders', scheme: verifyAs.scheme, store: 'embedded', ...verifyAs.generic } };
+		const body = `{"id":"evt_scheme_${signer}"}`;
+		const headers = { 'content-type': 'application/json', ...SIGNERS[signer as SignerName](key, Buffer.from(body), Math.floor(Date.now() / 1000)) };
+		const send = async () => await fetch(`${baseUrl}/webhook/orders`, { method: 'POST', headers: headers as Record<string, string>, body });
+
+		const first = await send();
+		expect([first.status, await first.json()]).toEqual([200, { started: true }]);
+		const copy = await send();
+		expect([copy.status, copy.headers.get(OUTCOME_HEADER)]).toEqual([409, 'in_progress']);
 	});
 
 	// Each credential read costs n8n an expression isolate (its credentials helper acquires one per read):
