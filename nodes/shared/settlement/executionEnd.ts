@@ -147,6 +147,8 @@ export function settleWhenExecutionEnds(
 
 /** How often a running execution's keys are held again, as a part of their lease: two missed beats still leave time. */
 const BEATS_PER_LEASE = 3;
+/** The longest interval Node's timers take (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * The longest a run keeps its keys by beating, unless the run's timeout is longer: a run still
  * going after this is taken as hung, and its lease then ends (the event runs again).
@@ -186,7 +188,10 @@ export async function holdWhileRunning(
 	if (!hooks || keys.length === 0) return;
 	const started = Date.now();
 	const limitMs = beatingLimitMs(context);
-	const holdMs = Math.max(1, Math.round(leaseMs));
+	const beatEveryMs = Math.min(MAX_TIMER_MS, Math.max(1000, Math.floor(leaseMs / BEATS_PER_LEASE)));
+	// Each hold outlasts BEATS_PER_LEASE beats, at least the lease: a late beat (a busy event loop, a slow store)
+	// still finds the keys held, a lease under three seconds too, whose beats come no faster than one a second.
+	const holdMs = Math.min(MAX_HOLD_MS, Math.max(1, Math.round(Math.max(leaseMs, beatEveryMs * BEATS_PER_LEASE))));
 	let held = keys;
 	// A key settled meanwhile (completed, failed, taken over) is not held again: the beats end with the last one.
 	const hold = async () => {
@@ -204,7 +209,7 @@ export async function holdWhileRunning(
 				// A missed beat: the next one, or the lease, decides.
 			});
 		},
-		Math.max(1000, Math.floor(leaseMs / BEATS_PER_LEASE)),
+		beatEveryMs,
 	);
 	beat.unref();
 	hooks.addHandler('workflowExecuteAfter', async () => {
