@@ -40,6 +40,12 @@ export function isWithheldMember(name: string): boolean {
 /** Secrets shorter than this are dropped only where a string is exactly them (a short one would match ordinary text). */
 const MIN_CONTAINED_SECRET = 8;
 
+/**
+ * A credential shorter than MIN_CONTAINED_SECRET is taken out of a message only where it stands alone (not inside a
+ * longer word or number); one shorter than this is left (it would match ordinary text and protects little).
+ */
+const MIN_STANDALONE_SECRET = 4;
+
 /** What the answer must not give away: the request as the trigger's item carries it, and the owner tokens. */
 export interface AnswerRequest {
 	/** The request's headers, as on the trigger's item. */
@@ -100,17 +106,24 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
 				.flatMap(credentialParts)
 				.map((value) => storableText(value.trim()).text);
 	const secrets = [...new Set([...secretsOf(request), ...headerValues])]
-		.filter((secret) => secret.length >= MIN_CONTAINED_SECRET)
+		.filter((secret) => secret.length >= MIN_STANDALONE_SECRET)
 		.sort((a, b) => b.length - a.length);
 	let redacted = text;
 	for (const secret of secrets) {
-		redacted = redacted.split(secret).join(REDACTED);
 		// A message built with JSON.stringify quotes the value with its `"` and `\` escaped.
 		const quoted = JSON.stringify(secret).slice(1, -1);
-		if (quoted !== secret) redacted = redacted.split(quoted).join(REDACTED);
+		for (const form of quoted === secret ? [secret] : [secret, quoted]) {
+			redacted =
+				secret.length >= MIN_CONTAINED_SECRET
+					? redacted.split(form).join(REDACTED)
+					: redacted.replace(new RegExp(`(?<![A-Za-z0-9_])${escapedForRegExp(form)}(?![A-Za-z0-9_])`, 'g'), REDACTED);
+		}
 	}
 	return redacted;
 }
+
+
+const escapedForRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The request an item carries, as n8n's Webhook node and the trigger give it: its headers and its query. */
 export function requestOfItem(json: unknown, ownerTokens: readonly string[] = []): AnswerRequest {

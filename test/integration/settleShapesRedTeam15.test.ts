@@ -373,16 +373,12 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 
 	/* (2) Secrets ----------------------------------------------------------------------------------------------------- */
 
-	// BROKEN. The trigger behind Header Auth whose value is 7 characters (the credential takes any non-empty value:
-	// IdempotentWebhook.node.ts textFields). The step rejects the event quoting its item (Stop and Error with
-	// `{{ JSON.stringify($json) }}`, the shape the earlier passes use). withoutRequestSecrets (lib/webhook/storedAnswer.ts)
-	// drops every secret shorter than MIN_CONTAINED_SECRET (8) before it redacts, and the header's name (X-Partner-Key)
-	// says nothing of a credential, so redactedErrorText's name rule does not take it either: the Header Auth value is
-	// stored in the key's lastError (shown by Get Key / List Keys) and sent back in the 500's message to whoever
-	// retries. Fix: in withoutRequestSecrets, redact the credential headers' own values (credentialHeaders, and every
-	// header value under everyHeaderValue) at any length where they appear as a JSON member's value
-	// (`"<name>":"<value>"`), or replace the value of the named header members by name before the split.
-	it.failing("Header Auth with a 7-character value, the step's error quoting $json: the value is neither stored nor answered", async () => {
+	// The trigger behind Header Auth whose value is 7 characters (the credential takes any non-empty value). The step
+	// rejects the event quoting its item (Stop and Error with `{{ JSON.stringify($json) }}`). A credential shorter than 8
+	// characters is taken out of the message where it stands alone (lib/webhook/storedAnswer.ts withoutRequestSecrets);
+	// when only those of 8 and more were, the Header Auth value was stored in the key's lastError and sent back in the
+	// 500's message (its header's name, X-Partner-Key, says nothing of a credential to the name rule).
+	it("Header Auth with a 7-character value, the step's error quoting $json: the value is neither stored nor answered", async () => {
 		activeWorkflowId = 'wf-rt15-short';
 		headerAuthValue = SHORT_HEADER_VALUE;
 		activeTrigger = headerAuthTrigger();
@@ -429,17 +425,13 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 		}).toEqual({ answer: 500, quoted: true, leaked: [] });
 	});
 
-	// BROKEN (as the brief suspected). The webhook template's path with n8n's Webhook behind Header Auth under a custom
-	// name: Webhook → Idempotency Reserve → the step (Stop and Error at Continue (regular output)) → Mark Failed whose
-	// Error Message quotes the item (`{{ "Rejected: " + JSON.stringify($json) + " partner " + $json.headers["x-partner-key"] }}`,
-	// as one writes to keep what was rejected and from whom). Settle's fail path takes the request's header values out (RT13 row), but Mark Failed
-	// (nodes/IdempotencyKey/actions/fail.operation.ts errorMessage → settleByKey.ts settleOwnedKeys → store.fail) stores
-	// the message as it is, with only the store's name-based redaction (lib/store/storableValues.ts → redactedErrorText):
-	// `"x-partner-key":"hk_…"` is not a name it knows. The Header Auth value is stored in lastError (Get Key, List Keys
-	// show it): `Rejected: {"headers":{…,"x-partner-key":"hk_rt15_…"},…,"ownerToken":"[redacted]",…} partner hk_rt15_…`. Fix: Mark Failed (and Complete's response) run the text through withoutRequestSecrets with
-	// requestOfRun(readExecutionRecord(context)…) as Settle does (everyHeaderValue when the start node checks Header
-	// Auth / JWT), the item's own owner token included.
-	it.failing(
+	// The webhook template's path with n8n's Webhook behind Header Auth under a custom name: Webhook → Idempotency Reserve
+	// → the step (Stop and Error at Continue (regular output)) → Mark Failed whose Error Message quotes the item
+	// (`{{ "Rejected: " + JSON.stringify($json) + " partner " + $json.headers["x-partner-key"] }}`, to keep what was
+	// rejected and from whom). Mark Failed's message goes through the rule Settle's failures go through
+	// (executionRecord.ts withoutSecretsOfRun: every header value where the run's start node checks Header Auth or JWT).
+	// With only the store's name rule, `"x-partner-key":"hk_…"` was stored in lastError, shown by Get Key and List Keys.
+	it(
 		"Reserve path, n8n's Webhook with Header Auth (custom name), Mark Failed's message quoting the item: the credential never stored",
 		async () => {
 			const workflow = inProcessWorkflow(
@@ -485,15 +477,13 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 		},
 	);
 
-	// BROKEN. The same credential, Settle's own fail path, with the Reserve inside a sub-workflow: n8n's Webhook (Header
-	// Auth, custom name) → Execute Workflow (Define Below, waiting) whose sub-workflow runs Reserve → the step (error
-	// output) beside Settle; the sub-workflow's start item is the Webhook's item, headers included. Settle reads the
-	// request from the run it is in (settle.operation.ts: requestOfRun(view.runData, view.node)): the sub-execution's
-	// start node is the sub-workflow's trigger, which has no `authentication`, so `unnamedCredential` is false and only
-	// headers named like a credential are redacted. The Header Auth value is stored in lastError. Fix: requestOfRun
-	// treats a start node that is not a webhook (Execute Workflow Trigger: the item came from a parent) as
-	// unnamedCredential: true (redact every header value of the item), or the parent's start node is looked up.
-	it.failing(
+	// The same credential, Settle's own fail path, with the Reserve inside a sub-workflow: n8n's Webhook (Header Auth,
+	// custom name) → Execute Workflow (Define Below, waiting) whose sub-workflow runs Reserve → the step (error output)
+	// beside Settle; the sub-workflow's start item is the Webhook's item, headers included. Settle reads the request from
+	// the run it is in (settle.operation.ts requestOfRun): a sub-execution's request was checked by a node of its parent
+	// run (n8n records the parent in the sub-execution's data), so every header value counts as a credential. Reading
+	// only the sub-workflow's start node (no `authentication`), the Header Auth value was stored in lastError.
+	it(
 		"Reserve in a sub-workflow behind n8n's Webhook with Header Auth (custom name), the step's error quoting $json: the credential never stored",
 		async () => {
 			const inner = inlineSubWorkflow([reserveNode('sub'), rejectWith(QUOTE_ITEM, 'continueErrorOutput'), settleNode()], {
@@ -526,19 +516,13 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 
 	/* (3) The publish check against the run ------------------------------------------------------------------------- */
 
-	// BROKEN. A Respond to Webhook directly behind the trigger is refused at publish (docs/idempotent-webhook.md, Refused
-	// when the workflow is published: "n8n's node fails there, after any effect before it, and each retry would repeat
-	// that effect"). The same node inside a sub-workflow defined in an Execute Workflow node (a tail moved into a
-	// sub-workflow) passes the publish check: unsettleableAfterTrigger (settlement/wiring.ts) looks inside inline
-	// sub-workflows for waits, Remove Duplicates, not-waited-for sub-workflows and Continue conditions, but for Respond to
-	// Webhook only at the top level (`node.type === RESPOND_TYPE`). At run time n8n's Respond to Webhook (1.1+) finds no
-	// Webhook among its parents in the sub-workflow and throws "No Webhook node found in the workflow" — after the charge
-	// before it: the key fails, the trigger answers 500, the provider's retry charges again, and every retry after it.
-	// Reproduce: trigger → Execute Workflow (Define Below) [→ Charge → Respond to Webhook], two deliveries of one event:
-	// published, 2 charges, both answered 500. Fix: check inlineSubWorkflowNodes for RESPOND_TYPE too (respondBehindTrigger
-	// naming the Execute Workflow node and the inner node), as for waits.
-	it.failing(
-		'Respond to Webhook inside an inline sub-workflow after the charge: refused at publish, or one charge after the retry',
+	// A Respond to Webhook directly behind the trigger is refused at publish (docs/idempotent-webhook.md, Refused when the
+	// workflow is published: "n8n's node fails there, after any effect before it"). Inside a sub-workflow defined in an
+	// Execute Workflow node (a tail moved into a sub-workflow) too (settlement/wiring.ts unsettleableAfterTrigger, at any
+	// depth): there n8n's Respond to Webhook (1.1+) finds no Webhook among its parents and throws "No Webhook node found in
+	// the workflow" after the charge before it, and each retry charged again (2 charges, both answered 500).
+	it(
+		'Respond to Webhook inside an inline sub-workflow after the charge: refused at publish, nothing charged',
 		async () => {
 			activeWorkflowId = 'wf-rt15-sub-respond';
 			activeTrigger = stripeTrigger();
@@ -581,15 +565,12 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 		expect(refused).toEqual(expect.stringContaining('"Respond"'));
 	});
 
-	// BROKEN (the reverse: refused though safe). A Wait of a few seconds behind the trigger — a common pause before
-	// calling a rate-limited API — is refused at publish as "makes the execution wait", like any Wait
-	// (settlement/nodeKinds.ts mayWait: every node declaring a restartWebhook). n8n's Wait node never puts an execution
-	// to wait for less than 65 s (Wait.node.js: "If wait time is shorter than 65 seconds leave execution active"): it
-	// sleeps inside the same run, whose end handlers (the trigger's settlement) run as for any other node, as the run
-	// below shows in n8n's engine (no waitTill, the node after the Wait ran in the same execution). Fix: in mayWait, a
-	// Wait node at Resume "After Time Interval" whose amount and unit are literal and under 65 s does not wait (an
-	// expression, or 65 s and more, still does).
-	it.failing('a Wait of 3 seconds behind the trigger: n8n runs it inside the same execution, so the publish check accepts it', async () => {
+	// A Wait of a few seconds behind the trigger (a pause before a rate-limited API) is accepted at publish: n8n's Wait
+	// node never puts an execution to wait for less than 65 s (Wait.node.js: it sleeps inside the same run, whose end
+	// handlers run as after any other node), as the run below shows in n8n's engine (no waitTill, the node after the Wait
+	// ran in the same execution). settlement/nodeKinds.ts mayWait reads the Wait's time with n8n's defaults for its
+	// version (1.1: 5 seconds; 1: 1 hour); an expression, or 65 s and more, still waits. Every Wait was refused before.
+	it('a Wait of 3 seconds (or at its defaults) behind the trigger: n8n runs it inside the same execution, so the publish check accepts it', async () => {
 		const wait = baseNode('Pause', 'wait', 1.1, { resume: 'timeInterval', amount: 1, unit: 'seconds' }, 0, { onError: undefined });
 		const { run } = await executeInProcess(
 			inProcessWorkflow(
@@ -604,8 +585,24 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 		const sameRun = { waited: run.waitTill ?? null, after: itemsAt(run, 'After').length, finished: run.finished };
 		expect(sameRun).toEqual({ waited: null, after: 1, finished: true });
 		const trigger = stripeTrigger();
-		const threeSeconds = { ...wait, parameters: { resume: 'timeInterval', amount: 3, unit: 'seconds' } };
-		const refused = await refusedAtPublish(trigger, [threeSeconds], { [trigger.name]: { main: [link('Pause')] } });
-		expect(refused).toBe(false);
+		const published = async (parameters: INode['parameters'], typeVersion = 1.1) =>
+			(await refusedAtPublish(trigger, [{ ...wait, typeVersion, parameters }], { [trigger.name]: { main: [link('Pause')] } })) === false;
+		expect({
+			threeSeconds: await published({ resume: 'timeInterval', amount: 3, unit: 'seconds' }),
+			defaults: await published({}),
+			sixtyFourMinutes: await published({ amount: 64, unit: 'minutes' }),
+			sixtyFiveSeconds: await published({ amount: 65 }),
+			expression: await published({ amount: '={{ 3 }}' }),
+			versionOneDefaults: await published({}, 1),
+			webhook: await published({ resume: 'webhook' }),
+		}).toEqual({
+			threeSeconds: true,
+			defaults: true,
+			sixtyFourMinutes: false,
+			sixtyFiveSeconds: false,
+			expression: false,
+			versionOneDefaults: false,
+			webhook: false,
+		});
 	});
 });

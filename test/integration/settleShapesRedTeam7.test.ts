@@ -1,4 +1,5 @@
-import { baseNodesInstalled, effectsFor, useInMemoryDeduplication } from '../support/n8nBaseNodes';
+import { baseNodesInstalled, effectsFor, loadBaseNodeFiles, useInMemoryDeduplication } from '../support/n8nBaseNodes';
+import { addNodeTypes } from '../support/n8nEngine';
 import { describeWithN8n, shapeHarness } from '../support/settleShapes';
 import { baseNode, eventBodies, executeInline, inlineSubWorkflow, link, lookup, once } from '../support/settleWorkflows';
 
@@ -20,9 +21,31 @@ const { deliver } = deliveries;
 beforeAll(async () => {
 	if (!baseNodesInstalled()) return;
 	await useInMemoryDeduplication();
+	addNodeTypes(loadBaseNodeFiles({ 'n8n-nodes-base.respondToWebhook': 'RespondToWebhook/RespondToWebhook.node.js' }));
 });
 
 const noOp = (name: string, y: number) => baseNode(name, 'noOp', 1, {}, y, { onError: undefined });
+
+describeWithN8n('Respond to Webhook inside the step\'s sub-workflow', () => {
+	// n8n's Respond to Webhook (1.1+) inside a sub-workflow finds no Webhook node above it and fails, after the charge
+	// before it: Settle would fail the key and every retry charge again. Refused as the same node in the step itself is
+	// (wiring.ts checkSettleWiring, respondInsideStep), at any depth.
+	it('one event, sub: Charge → Respond to Webhook: refused before anything is reserved', async () => {
+		const respond = baseNode('Sub Respond', 'respondToWebhook', 1.1, { respondWith: 'json', responseBody: '={"ok":true}', options: {} }, 0, {
+			onError: undefined,
+		});
+		const sub = inlineSubWorkflow([lookup('Sub Charge rs', 'never', 0), respond], {
+			Webhook: { main: [link('Sub Charge rs')] },
+			'Sub Charge rs': { main: [link('Sub Respond')] },
+		});
+		const data = workflow('wfr7-sub-respond', {
+			nodes: [executeInline(sub, 'continueRegularOutput')],
+			connections: {},
+			heads: ['Run Sub-workflow'],
+		});
+		await expectRefused(data, eventBodies(['rs_a']), 'answers the webhook from inside the business step');
+	});
+});
 
 /* (a) The events-together rules, inside a sub-workflow run once with all items ------------------------------- */
 

@@ -403,7 +403,7 @@ describeWithN8n('Loop Over Items whose Done output feeds another Loop Over Items
 		const data = workflow('wfr8-wait-loop', {
 			nodes: [
 				loop('Loop', 0),
-				baseNode('Pause', 'wait', 1.1, { amount: 1, unit: 'seconds' }, 100, { onError: undefined }),
+				baseNode('Pause', 'wait', 1.1, { amount: 2, unit: 'minutes' }, 100, { onError: undefined }),
 				once('Charge wl', '', 100, { onError: 'continueErrorOutput' }),
 			],
 			connections: { Loop: { main: [[], link('Pause')] }, Pause: { main: [link('Charge wl')] }, 'Charge wl': { main: [link('Loop')] } },

@@ -67,7 +67,10 @@ describeWithN8n("the Idempotent Webhook refuses at publish what n8n's nodes decl
 	it.each([
 		['Slack, Send and Wait for Response', step('Ask', 'n8n-nodes-base.slack', 2.3, { resource: 'message', operation: 'sendAndWait' })],
 		['Gmail, Send and Wait for Response', step('Ask', 'n8n-nodes-base.gmail', 2.1, { resource: 'message', operation: 'sendAndWait' })],
-		['Wait, at its defaults', step('Ask', 'n8n-nodes-base.wait', 1.1, {})],
+		['Wait for 2 hours', step('Ask', 'n8n-nodes-base.wait', 1.1, { amount: 2, unit: 'hours' })],
+		['Wait version 1, at its defaults (1 hour)', step('Ask', 'n8n-nodes-base.wait', 1, {})],
+		['Wait for a time set by an expression', step('Ask', 'n8n-nodes-base.wait', 1.1, { amount: '={{ $json.delay }}' })],
+		['Wait for a webhook call', step('Ask', 'n8n-nodes-base.wait', 1.1, { resume: 'webhook' })],
 		['Form', step('Ask', 'n8n-nodes-base.form', 1, {})],
 	])('%s: refused, the node named', async (_label, next) => {
 		await expect(publish(next)).rejects.toThrow(/"Ask" makes the execution wait.*The workflow was not published\./);
@@ -77,7 +80,10 @@ describeWithN8n("the Idempotent Webhook refuses at publish what n8n's nodes decl
 		['Slack, Send Message', step('Tell', 'n8n-nodes-base.slack', 2.3, { resource: 'message', operation: 'post' })],
 		['Gmail, Send', step('Tell', 'n8n-nodes-base.gmail', 2.1, { resource: 'message', operation: 'send' })],
 		['HTTP Request', step('Tell', 'n8n-nodes-base.httpRequest', 4.2, { url: 'http://127.0.0.1:9/' })],
-		['a Wait that is disabled', { ...step('Tell', 'n8n-nodes-base.wait', 1.1, {}), disabled: true }],
+		['a Wait that is disabled', { ...step('Tell', 'n8n-nodes-base.wait', 1.1, { amount: 2, unit: 'hours' }), disabled: true }],
+		// n8n's Wait sleeps inside the run below 65 s (Wait.node.js), as after any other node.
+		['Wait at its defaults (5 seconds)', step('Tell', 'n8n-nodes-base.wait', 1.1, {})],
+		['Wait for 64 seconds', step('Tell', 'n8n-nodes-base.wait', 1.1, { amount: 64 })],
 	])('%s: published', async (_label, next) => {
 		await expect(publish(next)).resolves.toBeUndefined();
 	});

@@ -20,6 +20,7 @@ import {
 	type IRunExecutionData,
 	type IVersionedNodeType,
 	type IRun,
+	type RelatedExecution,
 	type IWorkflowBase,
 	type IWorkflowExecuteAdditionalData,
 	type WorkflowExecuteMode,
@@ -390,7 +391,14 @@ export async function executeInProcess(
 		mode = 'webhook',
 		staticData,
 		onStart,
-	}: { mode?: WorkflowExecuteMode; staticData?: IDataObject; onStart?: (cancel: () => void) => void } = {},
+		parentExecution,
+	}: {
+		mode?: WorkflowExecuteMode;
+		staticData?: IDataObject;
+		onStart?: (cancel: () => void) => void;
+		/** A sub-execution's: the execution that ran it, as n8n records it (Execute Workflow passes it). */
+		parentExecution?: RelatedExecution;
+	} = {},
 ): Promise<{ run: IRun; workflow: Workflow }> {
 	const workflow = loadedWorkflow(workflowData, staticData);
 	const hooks = hooksRecordingAnswers(mode, executionId, workflowData);
@@ -399,6 +407,7 @@ export async function executeInProcess(
 	const webhookNode = workflow.getNode('Webhook')!;
 	const runExecutionData = createRunExecutionData({
 		executionData: { nodeExecutionStack: [{ node: webhookNode, data: { main: [items] }, source: null }] },
+		parentExecution,
 	});
 	const running = new WorkflowExecute(additionalData, mode, runExecutionData).processRunExecutionData(workflow);
 	// n8n's Stop button and a workflow timeout cancel the running execution this way.

@@ -388,6 +388,7 @@ export function inProcessDeliveries(prefix: string, engine: () => EngineBase) {
 					executionId,
 					options.inputData ?? [],
 					engine(),
+					{ parentExecution: options.parentExecution },
 				);
 				if (options.doNotWaitToFinish) {
 					void child.then(({ run }) => keep(executionId, run)).catch(() => undefined);

@@ -251,6 +251,7 @@ export function withSubWorkflowsInProcess(base: ReturnType<typeof engineBase>, n
 			executionId,
 			options.inputData ?? [],
 			base,
+			{ parentExecution: options.parentExecution },
 		);
 		records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
 		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);

@@ -1,5 +1,6 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
+import { executionReaderOf, withoutSecretsOfExecution, withoutSecretsOfRun } from '../../shared/settlement';
 import { quoted, type StoreOpener } from './keyOperation';
 import { FAILED_EXECUTION_PARAMETERS, OWNED_KEY_PARAMETERS } from './sharedParameters';
 import { readKeyFrom, SETTLE_BY_KEY_OUTPUTS, settleFailedExecutions, settleOwnedKeys } from './settleByKey';
@@ -46,9 +47,11 @@ export const failedOutput = 0;
 export async function execute(context: IExecuteFunctions, openStore: StoreOpener): Promise<INodeExecutionData[][]> {
 	const store = await openStore();
 	const source = readKeyFrom(context);
+	// The message may quote the request (the Webhook's item, or the failed execution's): kept without its credentials.
 	if (source === 'execution') {
 		return await settleFailedExecutions(context, async (execution, itemIndex) => {
-			const failed = await store.failExecution(execution, errorMessage(context, itemIndex));
+			const withoutSecrets = await withoutSecretsOfExecution(executionReaderOf(context), execution.executionId);
+			const failed = await store.failExecution(execution, withoutSecrets(errorMessage(context, itemIndex)));
 			const idempotency: IDataObject = {
 				operation: value,
 				executionId: execution.executionId,
@@ -59,11 +62,12 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 			return idempotency;
 		});
 	}
+	const withoutSecrets = withoutSecretsOfRun(context);
 	return await settleOwnedKeys(
 		context,
 		value,
 		source,
-		(itemIndex) => errorMessage(context, itemIndex),
+		(itemIndex) => withoutSecrets(errorMessage(context, itemIndex)),
 		async (requests) => await store.fail(requests.map((request) => ({ ...request.owned, error: request.detail }))),
 	);
 }

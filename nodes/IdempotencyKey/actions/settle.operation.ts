@@ -111,7 +111,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		// Refused whatever "On Error" says: continuing would let the business step run after the answer.
 		throw toNodeError(context.getNode(), error);
 	}
-	const started = requestOfRun(view.runData, view.node);
+	const started = requestOfRun(view.runData, view.node, { subExecution: view.subExecution });
 	const byKey = new Map<string, Reservation>();
 	for (const reservation of judgement.reservations.values()) byKey.set(`${reservation.key}\u0000${reservation.ownerToken}`, reservation);
 

@@ -290,7 +290,10 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 	const ownerTokens = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].map(
 		(reservation) => reservation.ownerToken,
 	);
-	const started = requestOfRun(run.data.resultData.runData, (name) => watch.workflow.nodes?.[name], triggers);
+	const started = requestOfRun(run.data.resultData.runData, (name) => watch.workflow.nodes?.[name], {
+		first: triggers,
+		subExecution: (run.data as RunExecutionDataFields).parentExecution != null,
+	});
 	const request: AnswerRequest = { ...started.request, ownerTokens, credentialHeaders: [...watch.credentialHeaders] };
 	// Only a trigger's event is answered with (and stores) the last node's answer.
 	const lastAnswer = triggers.length === 0 ? undefined : (storedAnswer(lastNodeAnswer(run), request) as IDataObject | undefined);

@@ -8,7 +8,7 @@ import {
 	type ISourceData,
 } from 'n8n-workflow';
 
-import { requestOfItem, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
+import { requestOfItem, withoutRequestSecrets, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
 import { describerOf, inlineSubWorkflow, mayWait, SUB_WORKFLOW_TRIGGER_TYPE } from './nodeKinds';
 import { N8N_REFUSALS } from './refusals';
 
@@ -47,12 +47,16 @@ export interface PendingWork {
 /** The record of an execution that ran (or runs): its node runs and the work still to run. */
 export interface ExecutionView extends ExecutionRecord {
 	readonly pending: PendingWork;
+	/** Run by another execution (Execute Workflow): its request was checked by a node of that run. */
+	readonly subExecution: boolean;
 }
 
 /** The part of n8n's run data (IRunExecutionData) the package reads. */
 export interface RunExecutionDataFields {
 	resultData?: { runData?: IRunData };
 	executionData?: PendingWork;
+	/** Set by n8n on a sub-execution: the execution that ran it. */
+	parentExecution?: unknown;
 }
 
 /** The part of n8n's Workflow object the package reads. */
@@ -111,6 +115,7 @@ export function executionView(
 		executionOrder: workflow.settings?.executionOrder,
 		node: (name) => nodes[name],
 		pending: runExecutionData?.executionData ?? {},
+		subExecution: runExecutionData?.parentExecution != null,
 	};
 }
 
@@ -146,12 +151,13 @@ const UNNAMED_HEADER_CREDENTIALS = new Set(['headerAuth', 'jwtAuth']);
 /**
  * The request a run started with, as the item of the node it started at gives it (`first`: the package's trigger, when
  * the run has one; else n8n's Webhook), and whether any of its headers may carry a credential the package is not told
- * the name of: a start node whose `authentication` checks a header the user named (Header Auth, JWT).
+ * the name of: a start node whose `authentication` checks a header the user named (Header Auth, JWT), or a
+ * sub-execution's (the request, passed on by its parent, was checked by a node this run cannot see).
  */
 export function requestOfRun(
 	runData: IRunData,
 	nodeOf: (name: string) => { parameters?: { authentication?: unknown } } | undefined,
-	first: string[] = [],
+	{ first = [], subExecution = false }: { first?: string[]; subExecution?: boolean } = {},
 ): { request: AnswerRequest; unnamedCredential: boolean } {
 	const startNodes = Object.keys(runData).filter((name) => (runData[name]?.[0]?.source ?? []).every((source) => !source));
 	for (const name of first.length > 0 ? first : startNodes) {
@@ -160,8 +166,34 @@ export function requestOfRun(
 		const authentication = nodeOf(name)?.parameters?.authentication;
 		return {
 			request: requestOfItem(json),
-			unnamedCredential: typeof authentication === 'string' && UNNAMED_HEADER_CREDENTIALS.has(authentication),
+			unnamedCredential: subExecution || (typeof authentication === 'string' && UNNAMED_HEADER_CREDENTIALS.has(authentication)),
 		};
 	}
 	return { request: {}, unnamedCredential: false };
+}
+
+/**
+ * A failure message of this run without its request's credentials (a message built from the item quotes the
+ * Webhook's headers), as Settle keeps one; unchanged where n8n gives no record of the run.
+ */
+export function withoutSecretsOfRun(context: IExecuteFunctions): (text: string) => string {
+	const fields = context as unknown as ExecuteContextFields;
+	const view = executionView(fields.runExecutionData, fields.workflow);
+	if (!view) return (text) => text;
+	const started = requestOfRun(view.runData, view.node, { subExecution: view.subExecution });
+	return (text) => withoutRequestSecrets(text, started.request, { everyHeaderValue: started.unnamedCredential });
+}
+
+/**
+ * A failure message about another execution (an Error Trigger's) without that execution's request credentials,
+ * read from its record; every header value counts, the settings of its start node are not in the record.
+ */
+export async function withoutSecretsOfExecution(
+	read: ((executionId: string) => Promise<RunExecutionDataFields | undefined>) | undefined,
+	executionId: string,
+): Promise<(text: string) => string> {
+	const runData = (await read?.(executionId).catch(() => undefined))?.resultData?.runData;
+	if (!runData) return (text) => text;
+	const started = requestOfRun(runData, () => undefined);
+	return (text) => withoutRequestSecrets(text, started.request, { everyHeaderValue: true });
 }

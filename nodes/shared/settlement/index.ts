@@ -16,7 +16,15 @@
  */
 
 export { answerNow, assertExecutionEndVisible, holdWhileRunning, settlesAtExecutionEnd, settleWhenExecutionEnds } from './executionEnd';
-export { readExecutionRecord, requestOfRun, wiringRecord, type ExecutionView, type WorkflowFields } from './executionRecord';
+export {
+	readExecutionRecord,
+	requestOfRun,
+	wiringRecord,
+	withoutSecretsOfExecution,
+	withoutSecretsOfRun,
+	type ExecutionView,
+	type WorkflowFields,
+} from './executionRecord';
 export { describerOf, feedsBusinessStep, isReserveType, isSettlingOperation } from './nodeKinds';
 export { keyOutcome } from './outcome';
 export { REFUSALS, TRIGGER_REFUSAL } from './refusals';

@@ -1,4 +1,4 @@
-import { SEND_AND_WAIT_OPERATION, type IConnections, type INode, type INodeParameters, type INodeTypeDescription } from 'n8n-workflow';
+import { NodeHelpers, SEND_AND_WAIT_OPERATION, type IConnections, type INode, type INodeParameters, type INodeTypeDescription } from 'n8n-workflow';
 
 /*
  * What kind of node a workflow node is, for every settlement rule: the one registry. Where n8n
@@ -130,6 +130,7 @@ export function mayWait(node: NodeRef, describe: DescribeNode | undefined): bool
 	const description = describe?.(node);
 	if (!description) return WAITS_WHEN_UNDESCRIBED.has(node.type);
 	if (!(description.webhooks ?? []).some((webhook) => webhook.restartWebhook === true)) return false;
+	if (sleepsInsideTheRun(node, description)) return false;
 	const waitingIsAnOperation = (description.properties ?? []).some(
 		(property) =>
 			property.name === 'operation' &&
@@ -138,6 +139,36 @@ export function mayWait(node: NodeRef, describe: DescribeNode | undefined): bool
 	if (!waitingIsAnOperation) return true;
 	const operation = node.parameters?.operation;
 	return typeof operation !== 'string' || operation === SEND_AND_WAIT_OPERATION || operation.startsWith('=');
+}
+
+/** n8n's Wait node; for less than 65 s it sleeps inside the run instead of putting the execution to wait (Wait.node.js). */
+const WAIT_TYPE = 'n8n-nodes-base.wait';
+const WAIT_SLEEPS_BELOW_MS = 65_000;
+const WAIT_UNIT_MS: Readonly<Record<string, number>> = { seconds: 1_000, minutes: 60_000, hours: 3_600_000, days: 86_400_000 };
+
+/**
+ * A Wait at "After Time Interval" for a fixed time under 65 s (its defaults in version 1.1: 5 seconds): the
+ * run goes on in the same execution, as after any node. An amount or unit set by an expression may wait.
+ */
+function sleepsInsideTheRun(node: NodeRef, description: NodeTypeFacts): boolean {
+	if (node.type !== WAIT_TYPE) return false;
+	let parameters: INodeParameters | null;
+	try {
+		// With n8n's defaults for the node's version: n8n does not save a parameter left at its default.
+		parameters = NodeHelpers.getNodeParameters(
+			description.properties ?? [],
+			node.parameters ?? {},
+			true,
+			false,
+			{ typeVersion: node.typeVersion ?? 1 },
+			description as INodeTypeDescription,
+		);
+	} catch {
+		return false;
+	}
+	const { resume, amount, unit } = parameters ?? {};
+	if (resume !== 'timeInterval' || typeof amount !== 'number' || typeof unit !== 'string' || !(unit in WAIT_UNIT_MS)) return false;
+	return amount >= 0 && amount * WAIT_UNIT_MS[unit] < WAIT_SLEEPS_BELOW_MS;
 }
 
 /** n8n's node types as a Workflow object keeps them (n8n-core's contexts hold the workflow). */

@@ -13,7 +13,6 @@ import {
 	failsAllOrNothing,
 	failsForNoEvent,
 	hidesConditionFailures,
-	inlineSubWorkflowNodes,
 	isRouting,
 	isSettleNode,
 	joinsAndSplitsWithoutKeys,
@@ -73,10 +72,12 @@ export function checkSettleWiring(record: ExecutionRecord, self: string, output:
 	// A disabled node passes its items on: the step may start behind one.
 	const steps = targets(record, self, output).filter((node) => node.name !== settle.name);
 	if (steps.length === 0) throw refusal('noStepBesideSettle', { self, settle: settle.name });
-	for (const node of downstreamOf(record, steps, new Set([self, settle.name]))) {
-		if (node.type === RESPOND_TYPE) throw refusal('respondInsideStep', { node: node.name, settle: settle.name });
-	}
+	const respond = firstIncludingInline(downstreamOf(record, steps, new Set([self, settle.name])), answersWebhook);
+	if (respond) throw refusal('respondInsideStep', { node: respond, settle: settle.name });
 }
+
+/** n8n's Respond to Webhook; inside a sub-workflow it fails (no Webhook node above it), after the step's effects before it. */
+const answersWebhook = (node: NodeRef): boolean => node.type === RESPOND_TYPE;
 
 /**
  * Throws UnsafeSettleWiringError, before anything is reserved, for a business step whose outcome
@@ -93,8 +94,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	const settleChained = settleBeside ? undefined : downstreamOf(record, targets(record, self, output), new Set([self])).find(isSettleNode);
 	const settleAfter = settleChained !== undefined;
 	// Settle beside the step: checkSettleWiring. Chained after it, a Respond to Webhook before it answers before the outcome is known just the same.
-	const respond = settleChained && step.find((node) => node.type === RESPOND_TYPE);
-	if (respond) throw refusal('respondInsideStep', { node: respond.name, settle: settleChained.name });
+	const respond = settleChained && firstIncludingInline(step, answersWebhook);
+	if (respond) throw refusal('respondInsideStep', { node: respond, settle: settleChained.name });
 	const waits = step.filter((node) => waitsIn(record, node));
 	// Only the run that starts waiting holds the key; a later run that waits again has no node of the package in it.
 	if (waits.length > 1) throw refusal('twoWaits', { first: waits[0].name, second: waits[1].name });
@@ -506,9 +507,10 @@ export function unsettleableAfterTrigger(
 	for (const node of children) {
 		if (node.disabled === true) continue;
 		if (mayWait(node, describe)) return reason('waitsBehindTrigger', { node: node.name });
-		const waitingInside = inlineSubWorkflowNodes(node).find((inner) => inner.disabled !== true && mayWait(inner, describe));
-		if (waitingInside) return reason('subWorkflowWaitsBehindTrigger', { node: node.name, inner: waitingInside.name });
-		if (node.type === RESPOND_TYPE) return reason('respondBehindTrigger', { node: node.name });
+		const waitingInside = nestedInlineNodes(node, SUB_WORKFLOW_DEPTH).find((inner) => mayWait(inner.node, describe));
+		if (waitingInside) return reason('subWorkflowWaitsBehindTrigger', { node: node.name, inner: waitingInside.node.name });
+		const responding = firstIncludingInline([node], answersWebhook);
+		if (responding) return reason('respondBehindTrigger', { node: responding });
 		const dropping = firstIncludingInline([node], dropsItemsSeenBefore);
 		if (dropping) return reason('dropsRetries', { node: dropping });
 		const notWaitedFor = firstIncludingInline([node], mayNotWaitForSubWorkflow);

@@ -171,13 +171,15 @@ export const MERGE_MODES: Record<string, Record<string, unknown>> = {
 	combine: { mode: 'combine', combineBy: 'combineByPosition', options: {} },
 	'wait for both': { mode: 'chooseBranch', chooseBranchMode: 'waitForAll', output: 'specifiedInput', useDataOfInput: 2 },
 };
-export const waitSeconds = (name: string, seconds: number): WorkflowNode => ({
+export const waitFor = (name: string, amount: number, unit: 'seconds' | 'minutes' | 'hours'): WorkflowNode => ({
 	name,
 	type: 'n8n-nodes-base.wait',
 	typeVersion: 1.1,
 	webhookId: randomUUID(),
-	parameters: { resume: 'timeInterval', amount: seconds, unit: 'seconds' },
+	parameters: { resume: 'timeInterval', amount, unit },
 });
+/** Under 65 s n8n's Wait sleeps inside the run; from 65 s it puts the execution to wait. */
+export const waitSeconds = (name: string, seconds: number): WorkflowNode => waitFor(name, seconds, 'seconds');
 export const waitForCall = (name: string): WorkflowNode => ({
 	name,
 	type: 'n8n-nodes-base.wait',
@@ -217,7 +219,7 @@ export const codeReturningNothing = (name: string, extra: Record<string, unknown
 
 /**
  * Execute Workflow running a sub-workflow given as JSON (Execute Workflow Trigger → the API call at
- * default settings); `waitInside` puts a Wait (1 s) before the sub-workflow's call; `auditBeside`
+ * default settings); `waitInside` puts a Wait (2 hours) before the sub-workflow's call; `auditBeside`
  * sets the call to Continue (using error output), that output unconnected, and puts an audit node
  * (No Operation) beside it, below, which n8n runs after it: the sub-workflow's last node, whose item
  * is its result whatever the call did.
@@ -240,7 +242,7 @@ export function executeSubWorkflow(
 		position: [440, 0],
 		...callApi('Sub-workflow: call your API', apiUrl, auditBeside ? { onError: 'continueErrorOutput' } : {}),
 	};
-	const pause = { ...waitSeconds('Sub-workflow: wait', 1), id: randomUUID(), position: [220, 0] };
+	const pause = { ...waitFor('Sub-workflow: wait', 2, 'hours'), id: randomUUID(), position: [220, 0] };
 	const chain = waitInside ? [trigger, pause, call] : [trigger, call];
 	const connections: Record<string, { main: unknown[] }> = Object.fromEntries(
 		chain.slice(0, -1).map((node, index) => [node.name, { main: [link(chain[index + 1].name)] }]),

@@ -152,7 +152,7 @@ export async function deliverUntilAccepted(
 	}
 }
 
-/** The template with a Wait node (1 s) between the trigger and the business step, as a user adds one. */
+/** The template with a Wait node (2 hours: n8n puts the execution to wait) between the trigger and the business step. */
 export function withWaitBeforeStep(workflow: WorkflowJson): WorkflowJson {
 	const wait = {
 		id: randomUUID(),
@@ -161,7 +161,7 @@ export function withWaitBeforeStep(workflow: WorkflowJson): WorkflowJson {
 		typeVersion: 1.1,
 		position: [120, 0],
 		webhookId: randomUUID(),
-		parameters: { amount: 1 },
+		parameters: { amount: 2, unit: 'hours' },
 	};
 	return {
 		...workflow,

@@ -151,6 +151,21 @@ describe('withoutRequestSecrets', () => {
 		expect(withoutRequestSecrets('created 1700000000', withHeaderAuth)).toBe('created 1700000000');
 	});
 
+	it('takes a credential of 4 to 7 characters out where it stands alone, not from inside a longer word; one of 3 stays', () => {
+		const short = { headers: { 'x-webhook-key': 'Zq7#pX2' }, credentialHeaders: ['X-Webhook-Key'] };
+		expect(withoutRequestSecrets('{"x-webhook-key":"Zq7#pX2"} partner Zq7#pX2.', short)).toBe(
+			'{"x-webhook-key":"[redacted]"} partner [redacted].',
+		);
+		expect(withoutRequestSecrets('event Zq7#pX2abc', short)).toBe('event Zq7#pX2abc');
+		const tiny = { headers: { 'x-webhook-key': 'k9z' }, credentialHeaders: ['X-Webhook-Key'] };
+		expect(withoutRequestSecrets('{"x-webhook-key":"k9z"}', tiny)).toBe('{"x-webhook-key":"k9z"}');
+		// A JSON-escaped short credential, and one of regular-expression characters.
+		const escaped = { headers: { 'x-webhook-key': 'a"b\\c' }, credentialHeaders: ['X-Webhook-Key'] };
+		expect(withoutRequestSecrets(JSON.stringify({ key: 'a"b\\c' }), escaped)).toBe('{"key":"[redacted]"}');
+		const pattern = { headers: { 'x-webhook-key': '(.*)+' }, credentialHeaders: ['X-Webhook-Key'] };
+		expect(withoutRequestSecrets('key (.*)+ then xyz', pattern)).toBe('key [redacted] then xyz');
+	});
+
 	it("with every header value (n8n's Webhook checking Header Auth under a name the package is not told): each value goes", () => {
 		const request = { headers: { 'x-partner-key': 'hk_partner_0123', 'content-type': 'application/json' } };
 		expect(withoutRequestSecrets('rejected hk_partner_0123', request)).toBe('rejected hk_partner_0123');
