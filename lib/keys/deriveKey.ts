@@ -208,9 +208,33 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 	}
 }
 
+/**
+ * The body a key is read from. A request's Content-Type is not signed: re-sent as text/plain or as a form, a
+ * genuine JSON delivery is parsed as text or as a form (n8n's Webhook node, the trigger) and would lose its id.
+ * So a request whose raw bytes are a JSON object or array is read as that JSON whatever its Content-Type says;
+ * a body parsed as JSON (the Content-Type says so) is those bytes already.
+ */
+function keyBody(input: KeyInput): unknown {
+	if (input.rawBody === undefined || input.headers === undefined || saysJson(input.headers)) return input.body;
+	const text = input.rawBody.toString('utf8').trimStart();
+	if (!text.startsWith('{') && !text.startsWith('[')) return input.body;
+	try {
+		return JSON.parse(text) as unknown;
+	} catch {
+		return input.body;
+	}
+}
+
+function saysJson(headers: Record<string, unknown>): boolean {
+	const contentType = readHeader(headers, 'content-type');
+	if (contentType.status !== 'present') return false;
+	const mediaType = contentType.value.split(';')[0].trim().toLowerCase();
+	return mediaType === 'application/json' || mediaType.endsWith('+json');
+}
+
 function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySource: KeySourceLabel } | undefined {
 	if (source.from === 'body') {
-		const body = input.body;
+		const body = keyBody(input);
 		const exactNumber = (parsed: number) => exactNumberText(input.rawBody, [source.field], parsed);
 		const value =
 			body !== null && typeof body === 'object' && !Array.isArray(body)
@@ -235,7 +259,8 @@ function fromField(input: KeyInput, config: KeyConfig): { key: string; keySource
 	// The raw bytes are the webhook item's `body` (or the whole item when it is its own body).
 	const rawSteps = item === input.body ? steps : steps[0] === 'body' ? steps.slice(1) : undefined;
 	const exactNumber = (parsed: number) => (rawSteps ? exactNumberText(input.rawBody, rawSteps, parsed) : undefined);
-	const found = valueAtPath(item, steps);
+	const body = keyBody(input);
+	const found = body !== input.body && rawSteps ? valueAtPath(body, rawSteps) : valueAtPath(item, steps);
 	// A webhook item's `headers.<name>` is a header: a joined (repeated) value is refused as by Key Source Header.
 	const header =
 		item !== input.body && steps.length === 2 && steps[0] === 'headers' && typeof found === 'string' ? String(steps[1]) : undefined;

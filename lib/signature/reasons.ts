@@ -10,4 +10,6 @@ export const FAILURE_DESCRIPTIONS: Readonly<Record<SignatureFailureReason, strin
 	signature_mismatch: 'No signature in the request matches any configured secret: wrong secret, or the body was changed.',
 	timestamp_too_old: 'The signature is genuine but older than the tolerance: a replay, or a very late delivery.',
 	timestamp_in_future: 'The signature is genuine but dated further ahead than the tolerance: check the clocks.',
+	multipart_body:
+		'The request is multipart/form-data: n8n takes it apart (its files become binary fields) before its bytes could be checked, so no signature over it can be trusted. Providers sign JSON or form bodies.',
 };

@@ -32,7 +32,8 @@ export type SignatureFailureReason =
 	| 'malformed_timestamp'
 	| 'signature_mismatch'
 	| 'timestamp_too_old'
-	| 'timestamp_in_future';
+	| 'timestamp_in_future'
+	| 'multipart_body';
 
 /** Request headers; read by the package's one header rule (`lib/headers.ts`). */
 export type { HeaderBag };

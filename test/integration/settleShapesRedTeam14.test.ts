@@ -750,24 +750,14 @@ describeWithN8n('red team 14: forgery and hostile input through n8n’s own requ
 		});
 	});
 
-	// BREAK. The key of a Stripe event is read from the parsed body (Key Source Auto: evt:<body.id>), and whether the
-	// body is parsed as JSON depends on the Content-Type header, which no scheme signs. A copy of a genuine delivery
-	// (the same bytes, the same Stripe-Signature, inside the 300 s window: a proxy log, a delivery captured on the way)
-	// re-sent with "Content-Type: text/plain" (or application/x-www-form-urlencoded) verifies, is parsed as text (or as
-	// one odd form field), has no `id`, and is keyed by its raw body hash (sha256:…): a key nothing holds. The trigger
-	// answers it 200 "new" and starts a second execution of the already completed event, with the same signed bytes as
-	// its raw body; a step that reads the event from those bytes charges it again (charges 2, two keys per event).
-	// Expected (docs/keys.md "Signed or not": Stripe's id is in the signed body, so a copy re-sent cannot escape its
-	// key): 200 duplicate, nothing started. Reproduce: post a Stripe-signed {"id":"evt_x",…} as application/json and run
-	// it; post the same bytes with the same Stripe-Signature and Content-Type text/plain. Responsible:
-	// lib/webhook/body.ts parseBody (the unsigned media type decides the parse) feeding lib/keys/deriveKey.ts
-	// fromPreset/deriveKey (a body that is not an object falls back to the body hash), via lib/webhook/decide.ts
-	// prepareEvent. Fix: derive body-field keys from the verified bytes whatever the Content-Type (deriveKey already
-	// reads exact members from the raw body, lib/keys/rawJsonMember.ts memberAtPath), or parse a body that is valid
-	// JSON as JSON for the key; at least never fall back to the body hash when the raw bytes are a JSON object that has
-	// the key's field.
-	it.failing(
-		'BREAK Stripe: a genuine copy re-sent with Content-Type text/plain or form is keyed by its body hash and runs the event again',
+	// The key of a Stripe event is read from the body (Key Source Auto: evt:<body.id>), and whether n8n or the trigger
+	// parses the body as JSON depends on the Content-Type header, which no scheme signs. A copy of a genuine delivery
+	// (the same bytes and Stripe-Signature, inside the 300 s window) re-sent as text/plain or as a form verifies; its key
+	// is read from the raw bytes as JSON whatever the Content-Type says (lib/keys/deriveKey.ts keyBody): the same key,
+	// answered 200 duplicate, nothing started. Read from the body as parsed, it had no id, was keyed by its body hash,
+	// answered 200 "new" and charged again.
+	it(
+		'Stripe: a genuine copy re-sent with Content-Type text/plain or form keeps its key: a duplicate, nothing run',
 		async () => {
 			use('wf-rt14-content-type', trigger('stripe'));
 			const copyAs = async (id: string, contentType: string) => {
@@ -1229,22 +1219,15 @@ describeWithN8n('red team 14: forgery and hostile input through n8n’s own requ
 		}).toEqual({ error: true, reserved: 0, key: undefined, charges: 0 });
 	});
 
-	// BREAK. n8n's Webhook node puts a multipart/form-data request's uploaded files in the item's binary under their
-	// form field names (n8n-nodes-base Webhook/utils.js handleFormData) and the form's text fields in `body`, whatever
-	// the Raw Body option says. A file field named "data" therefore takes the place Webhook Signature Verify reads the
-	// "raw body" from. Anyone holding ONE genuine signed delivery (its bytes and Stripe-Signature, inside the 300 s
-	// window; for GitHub and Shopify, which sign no timestamp, any delivery ever) posts it as the file "data" of a
-	// multipart form whose fields are the attacker's own event: {id: "evt_attacker_chosen", amount: 999999}. Verify
-	// checks the signature against the file: Valid. Reserve keys on body.id: the attacker's id is reserved New, the step
-	// runs on the attacker's fields and charges it. The same form can carry a real event's id before the real event
-	// arrives: the real one is then a Duplicate and never runs (an event lost). Expected: Invalid, no key. Reproduce:
-	// this row. Responsible: nodes/WebhookSignatureVerify/execute.ts requireRawBody (any binary in the named field is
-	// taken as the request's bytes, never checked against the request the item describes); nodes/shared/rawBody.ts
-	// readRawBody. Fix: refuse (Invalid, or a clear error) an item whose request is multipart/form-data or whose binary
-	// field has a file name (the Webhook node's raw body has none), and/or check that the item's `body` is what the
-	// verified bytes parse to.
-	it.failing(
-		'BREAK node path: a multipart form whose file "data" is a captured genuine delivery verifies, and its forged fields are reserved and charged',
+	// n8n's Webhook node puts a multipart/form-data request's uploaded files in the item's binary under their form field
+	// names (n8n-nodes-base Webhook/utils.js handleFormData) and the form's text fields in `body`, whatever the Raw Body
+	// option says: a file field named "data" takes the place Webhook Signature Verify reads the raw body from. Anyone
+	// holding ONE genuine signed delivery posts it as the file "data" of a form whose fields are their own event.
+	// A multipart request is refused before any signature is checked (lib/signature/verify.ts, reason multipart_body):
+	// Invalid, no key, and the real event runs once when it comes. Before, the file verified, the attacker's fields
+	// were reserved New and charged, and the real event with that id was a Duplicate that never ran.
+	it(
+		'node path: a multipart form whose file "data" is a captured genuine delivery is Invalid, nothing reserved; the real event then runs once',
 		async () => {
 			activeWorkflowId = 'wf-rt14-node-multipart';
 			const captured = '{"id":"evt_captured","amount":100}';
@@ -1275,13 +1258,10 @@ describeWithN8n('red team 14: forgery and hostile input through n8n’s own requ
 		},
 	);
 
-	// BREAK (the node path's form of the Content-Type break above). Idempotency Reserve keys on n8n's parsed `body`,
-	// and n8n parses by the unsigned Content-Type: the copy of a genuine delivery re-sent with text/plain verifies (the
-	// raw body is the same bytes), has a text `body`, no id, and is keyed by its body hash: New, the step runs again.
-	// Expected: Duplicate. Responsible: lib/keys/deriveKey.ts fromPreset / deriveKey (a body that is not an object
-	// falls back to the body hash even when the raw bytes are a JSON object with the id), via
-	// nodes/shared/keyInput.ts readKeyInput.
-	it.failing('BREAK node path: a genuine copy re-sent with Content-Type text/plain is New and charged again', async () => {
+	// The node path's form of the row above: Idempotency Reserve reads the key from the raw body as JSON (Raw Body on,
+	// which Webhook Signature Verify needs) whatever the unsigned Content-Type says: the copy re-sent as text/plain is a
+	// Duplicate. Keyed on n8n's parsed `body` (text, no id), it was New, keyed by its body hash, and charged again.
+	it('node path: a genuine copy re-sent with Content-Type text/plain is a Duplicate, charged once', async () => {
 		activeWorkflowId = 'wf-rt14-node-ct';
 		const body = '{"id":"evt_node_ct","amount":100}';
 		const signature = stripeHeader(body);

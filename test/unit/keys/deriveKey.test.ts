@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 import { ForbiddenKeySourceError, InvalidConfigurationError, MissingKeyError } from '../../../lib/errors';
 import { canonicalJson } from '../../../lib/keys/canonicalJson';
 import { MAX_KEY_BYTES, deriveKey, validateKeyConfig, type KeyConfig } from '../../../lib/keys/deriveKey';
@@ -12,6 +14,8 @@ const CANONICAL_SHA256 = 'c550f387ab63bba33aae2202ebf39957085a097656caffd2dc1971
 const TEXT_SHA256 = '92628a747890d02d1459c6eb45fd13cfa63bbb6d346412cff190297cf9c33d39';
 
 const auto: KeyConfig = { strategy: 'auto', onMissingKey: 'bodyHash' };
+const field = (fieldPath: string): KeyConfig => ({ strategy: 'field', fieldPath, onMissingKey: 'bodyHash' });
+const sha256Of = (text: string) => createHash('sha256').update(text).digest('hex');
 
 describe('deriveKey', () => {
 	describe('auto (the seed recipe rule)', () => {
@@ -27,6 +31,28 @@ describe('deriveKey', () => {
 			const first = deriveKey({ body: { id: 'evt_A' }, headers: { 'stripe-signature': 't=1,v1=aa' } }, auto);
 			const retry = deriveKey({ body: { id: 'evt_A' }, headers: { 'stripe-signature': 't=2,v1=bb' } }, auto);
 			expect(retry.key).toBe(first.key);
+		});
+
+		// The Content-Type is not signed: a genuine delivery re-sent as text or as a form must keep its key.
+		it.each([
+			['text/plain', '{"id":"evt_ct"}', 'evt:evt_ct'],
+			['application/x-www-form-urlencoded', '{"id":"evt_ct"}', 'evt:evt_ct'],
+			['none at all', ' [1] ', `sha256:${sha256Of(' [1] ')}`],
+		])('reads the id from the raw bytes as JSON whatever the Content-Type says (%s)', (contentType, raw, key) => {
+			const headers = contentType === 'none at all' ? {} : { 'content-type': contentType };
+			const parsedBy = contentType === 'text/plain' ? raw : Object.fromEntries(new URLSearchParams(raw));
+			expect(deriveKey({ body: parsedBy, headers, rawBody: Buffer.from(raw) }, auto).key).toBe(key);
+			expect(deriveKey({ body: parsedBy, item: { body: parsedBy, headers }, headers, rawBody: Buffer.from(raw) }, field('body.id')).key).toBe(
+				key.startsWith('evt:') ? key.slice(4) : key,
+			);
+		});
+
+		it('keeps the body as parsed for a JSON Content-Type, a form body that is not JSON, and items that are not requests', () => {
+			const json = { 'content-type': 'application/json; charset=utf-8' };
+			expect(deriveKey({ body: { id: 'as_parsed' }, headers: json, rawBody: Buffer.from('{"id":"raw"}') }, auto).key).toBe('evt:as_parsed');
+			const form = { 'content-type': 'application/x-www-form-urlencoded' };
+			expect(deriveKey({ body: { id: 'form_1' }, headers: form, rawBody: Buffer.from('id=form_1') }, auto).key).toBe('evt:form_1');
+			expect(deriveKey({ body: { id: 'row_1' }, rawBody: Buffer.from('{"id":"file"}') }, auto).key).toBe('evt:row_1');
 		});
 
 		it('hashes the raw body bytes when there is no id', () => {

@@ -3,7 +3,8 @@ import nodeCrypto from 'node:crypto';
 import { decodeBase64, decodeHex, signaturesEqual } from '../../../lib/signature/hmac';
 import { checkTimestamp, parseUnixSeconds } from '../../../lib/signature/timestamp';
 import { FAILURE_DESCRIPTIONS, SIGNATURE_SCHEMES, type SignatureScheme } from '../../../lib/signature';
-import { NOW, verify } from './fixtures';
+import { BODY, NOW, verify } from './fixtures';
+import { SIGNERS } from './signers';
 
 afterEach(() => {
 	jest.restoreAllMocks();
@@ -139,6 +140,21 @@ describe('verifySignature configuration', () => {
 		(scheme) => {
 			const secrets = scheme === 'standardWebhooks' ? ['whsec_AAECAw=='] : ['s'];
 			expect(verify({ scheme, headers: {}, secrets })).toEqual({ valid: false, scheme, reason: 'missing_header' });
+		},
+	);
+
+	// n8n's Webhook node puts a multipart request's files in binary fields by their names: a captured delivery posted as
+	// the file "data" would stand in for the raw body. Refused whatever the signature, genuine or not.
+	it.each(['multipart/form-data; boundary=x', 'Multipart/Mixed', ['application/json', 'multipart/form-data']])(
+		'refuses a multipart request before any signature is checked (Content-Type %j)',
+		(contentType) => {
+			const signed = SIGNERS.github('s', Buffer.from(BODY));
+			expect(verify({ scheme: 'github', secrets: ['s'], headers: { ...signed, 'Content-Type': contentType } })).toEqual({
+				valid: false,
+				scheme: 'github',
+				reason: 'multipart_body',
+			});
+			expect(verify({ scheme: 'github', secrets: ['s'], headers: { ...signed, 'content-type': 'application/json' } }).valid).toBe(true);
 		},
 	);
 
