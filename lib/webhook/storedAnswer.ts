@@ -122,7 +122,6 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
 	return redacted;
 }
 
-
 const escapedForRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The request an item carries, as n8n's Webhook node and the trigger give it: its headers and its query. */

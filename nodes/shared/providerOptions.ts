@@ -39,7 +39,9 @@ export function schemeSubtitle(): string {
  * nowhere else: n8n drops a parameter its display options hide, and reading one without a fallback throws.
  */
 export function toleranceSecondsOf(scheme: string, read: (name: string, fallback: number) => unknown): number {
-	return TIMESTAMPED_SCHEMES.includes(scheme) ? (read(toleranceProperty.name, DEFAULT_TOLERANCE_SECONDS) as number) : DEFAULT_TOLERANCE_SECONDS;
+	return TIMESTAMPED_SCHEMES.includes(scheme)
+		? (read(toleranceProperty.name, DEFAULT_TOLERANCE_SECONDS) as number)
+		: DEFAULT_TOLERANCE_SECONDS;
 }
 
 /** Tolerance of the schemes that sign a timestamp; Webhook Signature Verify and the Idempotent Webhook trigger show it. */

@@ -492,7 +492,8 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 			connections: { Wait: { main: [c.link('Call your API')] } },
 			heads: ['Wait'],
 		}),
-		run: async (ctx) => ctx.expectRefused({ id: eventId('mxt_wait_long'), type: 'e2e.wait' }, { reason: /"Wait" makes the execution wait/ }),
+		run: async (ctx) =>
+			ctx.expectRefused({ id: eventId('mxt_wait_long'), type: 'e2e.wait' }, { reason: /"Wait" makes the execution wait/ }),
 	},
 	'Execute Workflow waiting for a sub-workflow (defined below) that waits before its call: refused before any effect': {
 		shape: (api) => ({

@@ -464,7 +464,13 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 	// default 300 s. With a workflow timeout of 8 hours, or none and an instance default (EXECUTIONS_TIMEOUT) of 8 hours,
 	// the run keeps its key; with neither, the documented limit: the running event is run again.
 	it.each([
-		{ timeoutSeconds: 8 * 3600, instance: undefined, claimed: 0, charges: 1, label: 'a workflow timeout of 8 hours: held while it runs, one charge' },
+		{
+			timeoutSeconds: 8 * 3600,
+			instance: undefined,
+			claimed: 0,
+			charges: 1,
+			label: 'a workflow timeout of 8 hours: held while it runs, one charge',
+		},
 		{
 			timeoutSeconds: undefined,
 			instance: String(8 * 3600),
@@ -472,7 +478,13 @@ describeWithN8n('red team 12: the Idempotent Webhook trigger, its own paths (At 
 			charges: 1,
 			label: "no workflow timeout, the instance's EXECUTIONS_TIMEOUT 8 hours: held while it runs, one charge",
 		},
-		{ timeoutSeconds: undefined, instance: undefined, claimed: 1, charges: 2, label: 'no timeout at all: taken as hung and run again, as documented' },
+		{
+			timeoutSeconds: undefined,
+			instance: undefined,
+			claimed: 1,
+			charges: 2,
+			label: 'no timeout at all: taken as hung and run again, as documented',
+		},
 	])('At Once: a run still going after 6 hours, $label', async ({ timeoutSeconds, instance, claimed, charges }) => {
 		const label = `${timeoutSeconds ?? 'none'}-${instance ?? 'none'}`;
 		activeWorkflowId = `wf-rt12-long-${label}`;

@@ -756,28 +756,25 @@ describeWithN8n('red team 14: forgery and hostile input through n8n’s own requ
 	// is read from the raw bytes as JSON whatever the Content-Type says (lib/keys/deriveKey.ts keyBody): the same key,
 	// answered 200 duplicate, nothing started. Read from the body as parsed, it had no id, was keyed by its body hash,
 	// answered 200 "new" and charged again.
-	it(
-		'Stripe: a genuine copy re-sent with Content-Type text/plain or form keeps its key: a duplicate, nothing run',
-		async () => {
-			use('wf-rt14-content-type', trigger('stripe'));
-			const copyAs = async (id: string, contentType: string) => {
-				const body = `{"id":"${id}","amount":100}`;
-				const signature = stripeHeader(body);
-				const first = await deliver(body, { 'content-type': 'application/json', 'stripe-signature': signature });
-				const copy = await deliver(body, { 'content-type': contentType, 'stripe-signature': signature });
-				return [first.outcome, copy.status, copy.outcome, copy.started, chargesFor(id)];
-			};
-			expect({
-				asText: await copyAs('evt_ct_text', 'text/plain'),
-				asForm: await copyAs('evt_ct_form', 'application/x-www-form-urlencoded'),
-				keys: (await keysOfWorkflow()).length,
-			}).toEqual({
-				asText: ['new', 200, 'duplicate', 0, 1],
-				asForm: ['new', 200, 'duplicate', 0, 1],
-				keys: 2,
-			});
-		},
-	);
+	it('Stripe: a genuine copy re-sent with Content-Type text/plain or form keeps its key: a duplicate, nothing run', async () => {
+		use('wf-rt14-content-type', trigger('stripe'));
+		const copyAs = async (id: string, contentType: string) => {
+			const body = `{"id":"${id}","amount":100}`;
+			const signature = stripeHeader(body);
+			const first = await deliver(body, { 'content-type': 'application/json', 'stripe-signature': signature });
+			const copy = await deliver(body, { 'content-type': contentType, 'stripe-signature': signature });
+			return [first.outcome, copy.status, copy.outcome, copy.started, chargesFor(id)];
+		};
+		expect({
+			asText: await copyAs('evt_ct_text', 'text/plain'),
+			asForm: await copyAs('evt_ct_form', 'application/x-www-form-urlencoded'),
+			keys: (await keysOfWorkflow()).length,
+		}).toEqual({
+			asText: ['new', 200, 'duplicate', 0, 1],
+			asForm: ['new', 200, 'duplicate', 0, 1],
+			keys: 2,
+		});
+	});
 
 	/* (3) The other schemes ------------------------------------------------------------------------------------------ */
 
@@ -1226,37 +1223,34 @@ describeWithN8n('red team 14: forgery and hostile input through n8n’s own requ
 	// A multipart request is refused before any signature is checked (lib/signature/verify.ts, reason multipart_body):
 	// Invalid, no key, and the real event runs once when it comes. Before, the file verified, the attacker's fields
 	// were reserved New and charged, and the real event with that id was a Duplicate that never ran.
-	it(
-		'node path: a multipart form whose file "data" is a captured genuine delivery is Invalid, nothing reserved; the real event then runs once',
-		async () => {
-			activeWorkflowId = 'wf-rt14-node-multipart';
-			const captured = '{"id":"evt_captured","amount":100}';
-			const signature = stripeHeader(captured);
-			const form = () => {
-				const data = new FormData();
-				data.append('data', new Blob([captured], { type: 'application/json' }), 'event.json');
-				data.append('id', 'evt_real_next');
-				data.append('amount', '999999');
-				return data;
-			};
-			const forged = await deliverNodePath(true, form(), { 'stripe-signature': signature });
-			// The real event evt_real_next arrives afterwards, genuinely signed.
-			const realBody = '{"id":"evt_real_next","amount":100}';
-			const real = await deliverNodePath(true, realBody, stripeHeaders(realBody));
-			expect({
-				forged: [forged.valid, forged.invalid, forged.reservedNew],
-				// What the step acted on as New: the attacker's own fields, none of them signed.
-				actedOn: forged.newBody,
-				real: [real.valid, real.reservedNew, real.duplicate],
-				charges: chargesFor('evt_real_next'),
-			}).toEqual({
-				forged: [0, 1, 0],
-				actedOn: undefined,
-				real: [1, 1, 0],
-				charges: 1,
-			});
-		},
-	);
+	it('node path: a multipart form whose file "data" is a captured genuine delivery is Invalid, nothing reserved; the real event then runs once', async () => {
+		activeWorkflowId = 'wf-rt14-node-multipart';
+		const captured = '{"id":"evt_captured","amount":100}';
+		const signature = stripeHeader(captured);
+		const form = () => {
+			const data = new FormData();
+			data.append('data', new Blob([captured], { type: 'application/json' }), 'event.json');
+			data.append('id', 'evt_real_next');
+			data.append('amount', '999999');
+			return data;
+		};
+		const forged = await deliverNodePath(true, form(), { 'stripe-signature': signature });
+		// The real event evt_real_next arrives afterwards, genuinely signed.
+		const realBody = '{"id":"evt_real_next","amount":100}';
+		const real = await deliverNodePath(true, realBody, stripeHeaders(realBody));
+		expect({
+			forged: [forged.valid, forged.invalid, forged.reservedNew],
+			// What the step acted on as New: the attacker's own fields, none of them signed.
+			actedOn: forged.newBody,
+			real: [real.valid, real.reservedNew, real.duplicate],
+			charges: chargesFor('evt_real_next'),
+		}).toEqual({
+			forged: [0, 1, 0],
+			actedOn: undefined,
+			real: [1, 1, 0],
+			charges: 1,
+		});
+	});
 
 	// The node path's form of the row above: Idempotency Reserve reads the key from the raw body as JSON (Raw Body on,
 	// which Webhook Signature Verify needs) whatever the unsigned Content-Type says: the copy re-sent as text/plain is a

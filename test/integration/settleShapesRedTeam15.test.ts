@@ -351,25 +351,22 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 	// holdWhileRunning); each holds the key for three beats, at least the lease, so a late beat (here the process busy
 	// 1.1 s) still finds it held. When each beat held only the lease ahead (1 s, the next beat 1 s later), the lease ran
 	// out under the live run, the runner's claimDueInbox took it for dead and ran the event again: 2 charges.
-	it(
-		'At Once, Lease 1 s, the process paused 1.1 s mid-call: the key still held, nothing claimed, one charge',
-		async () => {
-			activeWorkflowId = 'wf-rt15-pause1';
-			activeTrigger = stripeTrigger({ respond: 'atOnce', leaseSeconds: 1 });
-			const step: Step = { nodes: [callInFlight()], heads: ['Charge'] };
-			expect((await post('{"id":"evt_pause1","amount":1}')).headers.get(OUTCOME_HEADER)).toBe('new');
-			const held = holdCall('evt_pause1', 1);
-			const first = runExecution('rt15-pause1-1', startedItems(), step);
-			await held.started;
-			await sleep(2500);
-			busyFor(1100);
-			const retries = await claimDueNow();
-			for (const [index, item] of retries.entries()) await runExecution(`rt15-pause1-retry-${index}`, [item], step, { mode: 'trigger' });
-			held.release(true);
-			await first;
-			expect({ claimed: retries.length, charges: effectsFor('evt_pause1') }).toEqual({ claimed: 0, charges: 1 });
-		},
-	);
+	it('At Once, Lease 1 s, the process paused 1.1 s mid-call: the key still held, nothing claimed, one charge', async () => {
+		activeWorkflowId = 'wf-rt15-pause1';
+		activeTrigger = stripeTrigger({ respond: 'atOnce', leaseSeconds: 1 });
+		const step: Step = { nodes: [callInFlight()], heads: ['Charge'] };
+		expect((await post('{"id":"evt_pause1","amount":1}')).headers.get(OUTCOME_HEADER)).toBe('new');
+		const held = holdCall('evt_pause1', 1);
+		const first = runExecution('rt15-pause1-1', startedItems(), step);
+		await held.started;
+		await sleep(2500);
+		busyFor(1100);
+		const retries = await claimDueNow();
+		for (const [index, item] of retries.entries()) await runExecution(`rt15-pause1-retry-${index}`, [item], step, { mode: 'trigger' });
+		held.release(true);
+		await first;
+		expect({ claimed: retries.length, charges: effectsFor('evt_pause1') }).toEqual({ claimed: 0, charges: 1 });
+	});
 
 	/* (2) Secrets ----------------------------------------------------------------------------------------------------- */
 
@@ -431,51 +428,48 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 	// rejected and from whom). Mark Failed's message goes through the rule Settle's failures go through
 	// (executionRecord.ts withoutSecretsOfRun: every header value where the run's start node checks Header Auth or JWT).
 	// With only the store's name rule, `"x-partner-key":"hk_…"` was stored in lastError, shown by Get Key and List Keys.
-	it(
-		"Reserve path, n8n's Webhook with Header Auth (custom name), Mark Failed's message quoting the item: the credential never stored",
-		async () => {
-			const workflow = inProcessWorkflow(
-				'wf-rt15-markfailed',
-				[
-					packageNode('Webhook', 'testWebhook', { authentication: 'headerAuth' }, { position: [0, 0] }),
-					reserveNode('mf'),
-					rejectWith(QUOTE_ITEM, 'continueRegularOutput'),
-					packageNode(
-						'Mark Failed',
-						'idempotencyKey',
-						{
-							operation: 'fail',
-							store: 'embedded',
-							source: 'custom',
-							errorMessage: '={{ "Rejected: " + JSON.stringify($json) + " partner " + $json.headers["x-partner-key"] }}',
-							options: {},
-						},
-						{ typeVersion: 3, position: [600, 240] },
-					),
-				],
-				{
-					Webhook: { main: [link('Idempotency Reserve')] },
-					'Idempotency Reserve': { main: [link('Reject')] },
-					Reject: { main: [link('Mark Failed')] },
-				},
-			);
-			const { run } = await executeInProcess(
-				workflow,
-				'rt15-markfailed-1',
-				[webhookItem({ [HEADER_NAME.toLowerCase()]: LONG_HEADER_VALUE }, { id: 'evt_mf' })],
-				engineBase(credentialsHelper()),
-			);
-			const settled = itemsAt(run, 'Mark Failed').map((item) => (item.json.idempotency as { applied?: boolean } | undefined)?.applied);
-			const record = await stored('rt15:mf:evt_mf');
-			expect({
-				error: run.data.resultData.error?.message,
-				settled,
-				status: record?.status,
-				quoted: record?.lastError?.includes('Rejected: '),
-				stored: record?.lastError?.includes(LONG_HEADER_VALUE),
-			}).toEqual({ error: undefined, settled: [true], status: 'failed', quoted: true, stored: false });
-		},
-	);
+	it("Reserve path, n8n's Webhook with Header Auth (custom name), Mark Failed's message quoting the item: the credential never stored", async () => {
+		const workflow = inProcessWorkflow(
+			'wf-rt15-markfailed',
+			[
+				packageNode('Webhook', 'testWebhook', { authentication: 'headerAuth' }, { position: [0, 0] }),
+				reserveNode('mf'),
+				rejectWith(QUOTE_ITEM, 'continueRegularOutput'),
+				packageNode(
+					'Mark Failed',
+					'idempotencyKey',
+					{
+						operation: 'fail',
+						store: 'embedded',
+						source: 'custom',
+						errorMessage: '={{ "Rejected: " + JSON.stringify($json) + " partner " + $json.headers["x-partner-key"] }}',
+						options: {},
+					},
+					{ typeVersion: 3, position: [600, 240] },
+				),
+			],
+			{
+				Webhook: { main: [link('Idempotency Reserve')] },
+				'Idempotency Reserve': { main: [link('Reject')] },
+				Reject: { main: [link('Mark Failed')] },
+			},
+		);
+		const { run } = await executeInProcess(
+			workflow,
+			'rt15-markfailed-1',
+			[webhookItem({ [HEADER_NAME.toLowerCase()]: LONG_HEADER_VALUE }, { id: 'evt_mf' })],
+			engineBase(credentialsHelper()),
+		);
+		const settled = itemsAt(run, 'Mark Failed').map((item) => (item.json.idempotency as { applied?: boolean } | undefined)?.applied);
+		const record = await stored('rt15:mf:evt_mf');
+		expect({
+			error: run.data.resultData.error?.message,
+			settled,
+			status: record?.status,
+			quoted: record?.lastError?.includes('Rejected: '),
+			stored: record?.lastError?.includes(LONG_HEADER_VALUE),
+		}).toEqual({ error: undefined, settled: [true], status: 'failed', quoted: true, stored: false });
+	});
 
 	// The same credential, Settle's own fail path, with the Reserve inside a sub-workflow: n8n's Webhook (Header Auth,
 	// custom name) → Execute Workflow (Define Below, waiting) whose sub-workflow runs Reserve → the step (error output)
@@ -483,36 +477,33 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 	// the run it is in (settle.operation.ts requestOfRun): a sub-execution's request was checked by a node of its parent
 	// run (n8n records the parent in the sub-execution's data), so every header value counts as a credential. Reading
 	// only the sub-workflow's start node (no `authentication`), the Header Auth value was stored in lastError.
-	it(
-		"Reserve in a sub-workflow behind n8n's Webhook with Header Auth (custom name), the step's error quoting $json: the credential never stored",
-		async () => {
-			const inner = inlineSubWorkflow([reserveNode('sub'), rejectWith(QUOTE_ITEM, 'continueErrorOutput'), settleNode()], {
-				Webhook: { main: [link('Idempotency Reserve')] },
-				'Idempotency Reserve': { main: [link('Reject', 'Settle')] },
-			});
-			const workflow = inProcessWorkflow(
-				'wf-rt15-sub-reserve',
-				[
-					packageNode('Webhook', 'testWebhook', { authentication: 'headerAuth' }, { position: [0, 0] }),
-					executeInline(inner, undefined, 'once', 'Charge Flow'),
-				],
-				{ Webhook: { main: [link('Charge Flow')] } },
-			);
-			const { run } = await executeInProcess(
-				workflow,
-				'rt15-sub-reserve-1',
-				[webhookItem({ [HEADER_NAME.toLowerCase()]: LONG_HEADER_VALUE }, { id: 'evt_subres' })],
-				engineWithSubWorkflows(),
-			);
-			const record = await stored('rt15:sub:evt_subres');
-			expect({
-				ran: Object.keys(run.data.resultData.runData).includes('Charge Flow'),
-				status: record?.status,
-				quoted: record?.lastError?.includes('Rejected: '),
-				stored: record?.lastError?.includes(LONG_HEADER_VALUE),
-			}).toEqual({ ran: true, status: 'failed', quoted: true, stored: false });
-		},
-	);
+	it("Reserve in a sub-workflow behind n8n's Webhook with Header Auth (custom name), the step's error quoting $json: the credential never stored", async () => {
+		const inner = inlineSubWorkflow([reserveNode('sub'), rejectWith(QUOTE_ITEM, 'continueErrorOutput'), settleNode()], {
+			Webhook: { main: [link('Idempotency Reserve')] },
+			'Idempotency Reserve': { main: [link('Reject', 'Settle')] },
+		});
+		const workflow = inProcessWorkflow(
+			'wf-rt15-sub-reserve',
+			[
+				packageNode('Webhook', 'testWebhook', { authentication: 'headerAuth' }, { position: [0, 0] }),
+				executeInline(inner, undefined, 'once', 'Charge Flow'),
+			],
+			{ Webhook: { main: [link('Charge Flow')] } },
+		);
+		const { run } = await executeInProcess(
+			workflow,
+			'rt15-sub-reserve-1',
+			[webhookItem({ [HEADER_NAME.toLowerCase()]: LONG_HEADER_VALUE }, { id: 'evt_subres' })],
+			engineWithSubWorkflows(),
+		);
+		const record = await stored('rt15:sub:evt_subres');
+		expect({
+			ran: Object.keys(run.data.resultData.runData).includes('Charge Flow'),
+			status: record?.status,
+			quoted: record?.lastError?.includes('Rejected: '),
+			stored: record?.lastError?.includes(LONG_HEADER_VALUE),
+		}).toEqual({ ran: true, status: 'failed', quoted: true, stored: false });
+	});
 
 	/* (3) The publish check against the run ------------------------------------------------------------------------- */
 
@@ -521,41 +512,38 @@ describeWithN8n('red team 15: the beats, the redaction and the publish check, at
 	// Execute Workflow node (a tail moved into a sub-workflow) too (settlement/wiring.ts unsettleableAfterTrigger, at any
 	// depth): there n8n's Respond to Webhook (1.1+) finds no Webhook among its parents and throws "No Webhook node found in
 	// the workflow" after the charge before it, and each retry charged again (2 charges, both answered 500).
-	it(
-		'Respond to Webhook inside an inline sub-workflow after the charge: refused at publish, nothing charged',
-		async () => {
-			activeWorkflowId = 'wf-rt15-sub-respond';
-			activeTrigger = stripeTrigger();
-			const charge = packageNode('Charge', 'testEffect', {}, { position: [200, 0] });
-			const respond = baseNode('Respond', 'respondToWebhook', 1.1, { respondWith: 'json', responseBody: '={"ok":true}', options: {} }, 0, {
-				onError: undefined,
-			});
-			const inner = inlineSubWorkflow([charge, respond], { Webhook: { main: [link('Charge')] }, Charge: { main: [link('Respond')] } });
-			const sync = executeInline(inner, undefined, 'once', 'Sync');
-			const refused = await refusedAtPublish(activeTrigger, [sync], { [activeTrigger.name]: { main: [link('Sync')] } });
-			// Served only when published (a refusal at publish leaves the production URL unserved).
-			const answers: Array<number | undefined> = [];
-			for (let delivery = 1; refused === false && delivery <= 2; delivery++) {
-				const accepted = await post('{"id":"evt_sub_respond"}');
-				if (startedItems().length === 0) {
-					answers.push(accepted.status);
-					continue;
-				}
-				const { answer } = await runExecution(
-					`rt15-sub-respond-${delivery}`,
-					startedItems(),
-					{ nodes: [sync], heads: ['Sync'] },
-					{ base: engineWithSubWorkflows() },
-				);
-				answers.push(Number(answer?.statusCode));
+	it('Respond to Webhook inside an inline sub-workflow after the charge: refused at publish, nothing charged', async () => {
+		activeWorkflowId = 'wf-rt15-sub-respond';
+		activeTrigger = stripeTrigger();
+		const charge = packageNode('Charge', 'testEffect', {}, { position: [200, 0] });
+		const respond = baseNode('Respond', 'respondToWebhook', 1.1, { respondWith: 'json', responseBody: '={"ok":true}', options: {} }, 0, {
+			onError: undefined,
+		});
+		const inner = inlineSubWorkflow([charge, respond], { Webhook: { main: [link('Charge')] }, Charge: { main: [link('Respond')] } });
+		const sync = executeInline(inner, undefined, 'once', 'Sync');
+		const refused = await refusedAtPublish(activeTrigger, [sync], { [activeTrigger.name]: { main: [link('Sync')] } });
+		// Served only when published (a refusal at publish leaves the production URL unserved).
+		const answers: Array<number | undefined> = [];
+		for (let delivery = 1; refused === false && delivery <= 2; delivery++) {
+			const accepted = await post('{"id":"evt_sub_respond"}');
+			if (startedItems().length === 0) {
+				answers.push(accepted.status);
+				continue;
 			}
-			expect({ refusedAtPublish: refused !== false, answers, charges: effectsFor('evt_sub_respond') }).toEqual({
-				refusedAtPublish: true,
-				answers: [],
-				charges: 0,
-			});
-		},
-	);
+			const { answer } = await runExecution(
+				`rt15-sub-respond-${delivery}`,
+				startedItems(),
+				{ nodes: [sync], heads: ['Sync'] },
+				{ base: engineWithSubWorkflows() },
+			);
+			answers.push(Number(answer?.statusCode));
+		}
+		expect({ refusedAtPublish: refused !== false, answers, charges: effectsFor('evt_sub_respond') }).toEqual({
+			refusedAtPublish: true,
+			answers: [],
+			charges: 0,
+		});
+	});
 
 	// Control: the same Respond to Webhook at the top level behind the trigger is refused at publish, the node named.
 	it('Respond to Webhook directly behind the trigger: refused at publish, the node named', async () => {

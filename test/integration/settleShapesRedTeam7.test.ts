@@ -26,14 +26,21 @@ beforeAll(async () => {
 
 const noOp = (name: string, y: number) => baseNode(name, 'noOp', 1, {}, y, { onError: undefined });
 
-describeWithN8n('Respond to Webhook inside the step\'s sub-workflow', () => {
+describeWithN8n("Respond to Webhook inside the step's sub-workflow", () => {
 	// n8n's Respond to Webhook (1.1+) inside a sub-workflow finds no Webhook node above it and fails, after the charge
 	// before it: Settle would fail the key and every retry charge again. Refused as the same node in the step itself is
 	// (wiring.ts checkSettleWiring, respondInsideStep), at any depth.
 	it('one event, sub: Charge → Respond to Webhook: refused before anything is reserved', async () => {
-		const respond = baseNode('Sub Respond', 'respondToWebhook', 1.1, { respondWith: 'json', responseBody: '={"ok":true}', options: {} }, 0, {
-			onError: undefined,
-		});
+		const respond = baseNode(
+			'Sub Respond',
+			'respondToWebhook',
+			1.1,
+			{ respondWith: 'json', responseBody: '={"ok":true}', options: {} },
+			0,
+			{
+				onError: undefined,
+			},
+		);
 		const sub = inlineSubWorkflow([lookup('Sub Charge rs', 'never', 0), respond], {
 			Webhook: { main: [link('Sub Charge rs')] },
 			'Sub Charge rs': { main: [link('Sub Respond')] },

@@ -199,18 +199,15 @@ export async function holdWhileRunning(
 		held = held.filter((key) => holding.has(key.key));
 		if (held.length === 0) clearInterval(beat);
 	};
-	const beat = setInterval(
-		() => {
-			if (Date.now() - started > limitMs) {
-				clearInterval(beat);
-				return;
-			}
-			void hold().catch(() => {
-				// A missed beat: the next one, or the lease, decides.
-			});
-		},
-		beatEveryMs,
-	);
+	const beat = setInterval(() => {
+		if (Date.now() - started > limitMs) {
+			clearInterval(beat);
+			return;
+		}
+		void hold().catch(() => {
+			// A missed beat: the next one, or the lease, decides.
+		});
+	}, beatEveryMs);
 	beat.unref();
 	hooks.addHandler('workflowExecuteAfter', async () => {
 		clearInterval(beat);

@@ -1,4 +1,11 @@
-import { NodeHelpers, SEND_AND_WAIT_OPERATION, type IConnections, type INode, type INodeParameters, type INodeTypeDescription } from 'n8n-workflow';
+import {
+	NodeHelpers,
+	SEND_AND_WAIT_OPERATION,
+	type IConnections,
+	type INode,
+	type INodeParameters,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
 
 /*
  * What kind of node a workflow node is, for every settlement rule: the one registry. Where n8n

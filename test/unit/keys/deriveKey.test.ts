@@ -42,9 +42,9 @@ describe('deriveKey', () => {
 			const headers = contentType === 'none at all' ? {} : { 'content-type': contentType };
 			const parsedBy = contentType === 'text/plain' ? raw : Object.fromEntries(new URLSearchParams(raw));
 			expect(deriveKey({ body: parsedBy, headers, rawBody: Buffer.from(raw) }, auto).key).toBe(key);
-			expect(deriveKey({ body: parsedBy, item: { body: parsedBy, headers }, headers, rawBody: Buffer.from(raw) }, field('body.id')).key).toBe(
-				key.startsWith('evt:') ? key.slice(4) : key,
-			);
+			expect(
+				deriveKey({ body: parsedBy, item: { body: parsedBy, headers }, headers, rawBody: Buffer.from(raw) }, field('body.id')).key,
+			).toBe(key.startsWith('evt:') ? key.slice(4) : key);
 		});
 
 		it('keeps the body as parsed for a JSON Content-Type, a form body that is not JSON, and items that are not requests', () => {

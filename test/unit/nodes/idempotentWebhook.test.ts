@@ -227,25 +227,33 @@ describe('Idempotent Webhook: webhook()', () => {
 	// Every scheme the trigger offers, with its parameters as a user leaves them: n8n's Workflow drops a parameter
 	// its display options hide (Tolerance for a scheme that signs no timestamp), and n8n-core throws when a node
 	// reads a missing one without a fallback. A genuine delivery starts one execution; its copy is answered 409.
-	it.each(Object.entries(VERIFY_AS))('accepts a genuine delivery signed for %s, as n8n gives the trigger its parameters', async (signer, verifyAs) => {
-		const schemes = (new IdempotentWebhook().description.properties.find((property) => property.name === 'scheme')!.options ?? []).map(
-			(option) => (option as INodePropertyOptions).value,
-		);
-		expect(schemes).toEqual(expect.arrayContaining(Object.values(VERIFY_AS).map(({ scheme }) => scheme)));
-		const secret = verifyAs.scheme === 'standardWebhooks' ? `whsec_${Buffer.from(`key-of-${signer}`).toString('base64')}` : `secret-of-${signer}`;
-		const key = verifyAs.scheme === 'standardWebhooks' ? Buffer.from(`key-of-${signer}`) : secret;
-		signingSecret.data = { secret };
-		activeWorkflowId = `wf-scheme-${signer}`;
-		activeTrigger = { ...trigger, parameters: { path: 'orders', scheme: verifyAs.scheme, store: 'embedded', ...verifyAs.generic } };
-		const body = `{"id":"evt_scheme_${signer}"}`;
-		const headers = { 'content-type': 'application/json', ...SIGNERS[signer as SignerName](key, Buffer.from(body), Math.floor(Date.now() / 1000)) };
-		const send = async () => await fetch(`${baseUrl}/webhook/orders`, { method: 'POST', headers: headers as Record<string, string>, body });
+	it.each(Object.entries(VERIFY_AS))(
+		'accepts a genuine delivery signed for %s, as n8n gives the trigger its parameters',
+		async (signer, verifyAs) => {
+			const schemes = (new IdempotentWebhook().description.properties.find((property) => property.name === 'scheme')!.options ?? []).map(
+				(option) => (option as INodePropertyOptions).value,
+			);
+			expect(schemes).toEqual(expect.arrayContaining(Object.values(VERIFY_AS).map(({ scheme }) => scheme)));
+			const secret =
+				verifyAs.scheme === 'standardWebhooks' ? `whsec_${Buffer.from(`key-of-${signer}`).toString('base64')}` : `secret-of-${signer}`;
+			const key = verifyAs.scheme === 'standardWebhooks' ? Buffer.from(`key-of-${signer}`) : secret;
+			signingSecret.data = { secret };
+			activeWorkflowId = `wf-scheme-${signer}`;
+			activeTrigger = { ...trigger, parameters: { path: 'orders', scheme: verifyAs.scheme, store: 'embedded', ...verifyAs.generic } };
+			const body = `{"id":"evt_scheme_${signer}"}`;
+			const headers = {
+				'content-type': 'application/json',
+				...SIGNERS[signer as SignerName](key, Buffer.from(body), Math.floor(Date.now() / 1000)),
+			};
+			const send = async () =>
+				await fetch(`${baseUrl}/webhook/orders`, { method: 'POST', headers: headers as Record<string, string>, body });
 
-		const first = await send();
-		expect([first.status, await first.json()]).toEqual([200, { started: true }]);
-		const copy = await send();
-		expect([copy.status, copy.headers.get(OUTCOME_HEADER)]).toEqual([409, 'in_progress']);
-	});
+			const first = await send();
+			expect([first.status, await first.json()]).toEqual([200, { started: true }]);
+			const copy = await send();
+			expect([copy.status, copy.headers.get(OUTCOME_HEADER)]).toEqual([409, 'in_progress']);
+		},
+	);
 
 	// Each credential read costs n8n an expression isolate (its credentials helper acquires one per read):
 	// the decision and the answer count share the store opened for the request.

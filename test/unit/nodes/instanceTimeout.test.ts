@@ -33,7 +33,12 @@ describe("the instance's default workflow timeout, as n8n reads it", () => {
 
 	it("n8n 1.x's N8N_CONFIG_FILES: the first that sets it; an unreadable or broken file is skipped", () => {
 		const env = {
-			N8N_CONFIG_FILES: [path.join(folder, 'missing.json'), file('broken.json', '{'), file('other.json', '{"executions":{"mode":"queue"}}'), file('set.json', '{"executions":{"timeout":7200}}')].join(','),
+			N8N_CONFIG_FILES: [
+				path.join(folder, 'missing.json'),
+				file('broken.json', '{'),
+				file('other.json', '{"executions":{"mode":"queue"}}'),
+				file('set.json', '{"executions":{"timeout":7200}}'),
+			].join(','),
 		};
 		expect(instanceTimeoutSeconds(env)).toBe(7200);
 	});
