@@ -210,26 +210,40 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 
 /**
  * The body a key is read from. A request's Content-Type is not signed: re-sent as text/plain or as a form, a
- * genuine JSON delivery is parsed as text or as a form (n8n's Webhook node, the trigger) and would lose its id.
- * So a request whose raw bytes are a JSON object or array is read as that JSON whatever its Content-Type says;
- * a body parsed as JSON (the Content-Type says so) is those bytes already.
+ * genuine JSON delivery is parsed as text or as one odd form field (n8n's Webhook node, the trigger), and a form
+ * parse of JSON text can even find a field inside one of its strings (`…?a=1&id=…`). So when the raw bytes are a
+ * JSON object or array, they are read as that JSON unless the request says JSON and its body is an object or array
+ * (the JSON parse of the bytes, or what a node before made of it). Not for multipart: the binary field there is
+ * one of its files, not the request.
  */
 function keyBody(input: KeyInput): unknown {
-	if (input.rawBody === undefined || input.headers === undefined || saysJson(input.headers)) return input.body;
-	const text = input.rawBody.toString('utf8').trimStart();
-	if (!text.startsWith('{') && !text.startsWith('[')) return input.body;
+	const { rawBody, headers, body } = input;
+	if (rawBody === undefined || headers === undefined) return input.body;
+	const mediaType = mediaTypeOf(headers);
+	if (mediaType.startsWith('multipart/')) return body;
+	if ((mediaType === 'application/json' || mediaType.endsWith('+json')) && body !== null && typeof body === 'object') return body;
+	const raw = rawJson(rawBody);
+	return raw === undefined ? body : raw;
+}
+
+/** The bytes as a JSON object or array (a leading byte order mark and white space left out); undefined for anything else. */
+function rawJson(rawBody: Buffer): object | undefined {
+	const text = rawBody
+		.toString('utf8')
+		.replace(/^\uFEFF/, '')
+		.trimStart();
+	if (!text.startsWith('{') && !text.startsWith('[')) return undefined;
 	try {
-		return JSON.parse(text) as unknown;
+		return JSON.parse(text) as object;
 	} catch {
-		return input.body;
+		return undefined;
 	}
 }
 
-function saysJson(headers: Record<string, unknown>): boolean {
+/** The Content-Type's media type in lower case; empty when it is missing or sent twice with different values. */
+function mediaTypeOf(headers: Record<string, unknown>): string {
 	const contentType = readHeader(headers, 'content-type');
-	if (contentType.status !== 'present') return false;
-	const mediaType = contentType.value.split(';')[0].trim().toLowerCase();
-	return mediaType === 'application/json' || mediaType.endsWith('+json');
+	return contentType.status === 'present' ? contentType.value.split(';')[0].trim().toLowerCase() : '';
 }
 
 function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySource: KeySourceLabel } | undefined {

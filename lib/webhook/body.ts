@@ -14,7 +14,8 @@ export function parseBody(rawBody: Buffer, headers: HeaderBag): unknown {
 	const mediaType = contentType.status === 'present' ? contentType.value.split(';')[0].trim().toLowerCase() : '';
 	if (mediaType === 'application/json' || mediaType.endsWith('+json')) {
 		try {
-			return JSON.parse(text) as unknown;
+			// A leading byte order mark is left out, as n8n's own body parser does.
+			return JSON.parse(text.replace(/^\uFEFF/, '')) as unknown;
 		} catch {
 			return text;
 		}

@@ -47,6 +47,20 @@ describe('deriveKey', () => {
 			).toBe(key.startsWith('evt:') ? key.slice(4) : key);
 		});
 
+		it('reads the bytes as JSON where a JSON Content-Type came with no object body: a byte order mark, a +json type n8n leaves unparsed', () => {
+			const bom = '\uFEFF{"id":"evt_bom"}';
+			expect(deriveKey({ body: bom, headers: { 'content-type': 'application/json' }, rawBody: Buffer.from(bom) }, auto).key).toBe(
+				'evt:evt_bom',
+			);
+			const vnd = { 'content-type': 'application/vnd.api+json' };
+			expect(deriveKey({ body: undefined, headers: vnd, rawBody: Buffer.from('{"id":"evt_vnd"}') }, auto).key).toBe('evt:evt_vnd');
+		});
+
+		it("leaves a multipart request's binary alone: it is one of its files, not the request", () => {
+			const multipart = { 'content-type': 'multipart/form-data; boundary=x' };
+			expect(deriveKey({ body: { id: 'sub_1' }, headers: multipart, rawBody: Buffer.from('{"id":"file"}') }, auto).key).toBe('evt:sub_1');
+		});
+
 		it('keeps the body as parsed for a JSON Content-Type, a form body that is not JSON, and items that are not requests', () => {
 			const json = { 'content-type': 'application/json; charset=utf-8' };
 			expect(deriveKey({ body: { id: 'as_parsed' }, headers: json, rawBody: Buffer.from('{"id":"raw"}') }, auto).key).toBe('evt:as_parsed');
