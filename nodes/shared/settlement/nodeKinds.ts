@@ -110,6 +110,16 @@ export function onErrorOf(node: Partial<Pick<INode, 'onError' | 'continueOnFail'
 	return node.onError ?? (node.continueOnFail === true ? 'continueRegularOutput' : 'stopWorkflow');
 }
 
+/**
+ * A node at On Error "Stop Workflow" that still carries the older Continue On Fail (a workflow saved by an older n8n,
+ * or written by hand): the node reads On Error and stops at its first failed item, while n8n's engine goes on past a
+ * node that failed when either setting says so, passing its input on as if it had succeeded. What it did for each
+ * event cannot be read.
+ */
+export function errorSettingsDisagree(node: NodeRef & Partial<Pick<INode, 'onError' | 'continueOnFail'>>): boolean {
+	return node.onError === 'stopWorkflow' && node.continueOnFail === true;
+}
+
 /** Whether a node continues on error (n8n's continueOnFail): its failures are items, not the end of the run. */
 export function continuesOnError(node: Partial<Pick<INode, 'onError' | 'continueOnFail'>>): boolean {
 	return onErrorOf(node) !== 'stopWorkflow';
@@ -201,6 +211,9 @@ export function describerOf(workflow: unknown): DescribeNode | undefined {
 /* n8n's nodes whose behaviour the rules read (n8n declares nothing about it) -------------------- */
 
 export const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
+/** The Code node, and the Function node it replaced. */
+const CODE_TYPE = 'n8n-nodes-base.code';
+const FUNCTION_TYPE = 'n8n-nodes-base.function';
 /** n8n's sub-workflow trigger ("When Executed by Another Workflow"): where n8n starts a sub-workflow. */
 export const SUB_WORKFLOW_TRIGGER_TYPE = 'n8n-nodes-base.executeWorkflowTrigger';
 /** Loop Over Items. */
@@ -345,6 +358,16 @@ export function sendsStatementsAsOne(node: NodeRef & { typeVersion: number }): b
 export function mayHaveEffect(node: NodeRef & { typeVersion: number }): boolean {
 	if (node.type === POSTGRES_TYPE) return true;
 	return !failsAllOrNothing(node) && !isRouting(node);
+}
+
+/**
+ * A node that runs once for all the items it gets: set to Execute Once, or n8n's Code node in "Run Once for All
+ * Items" (its default mode) and the older Function node. Its failure, even continued as an item, is every event's.
+ */
+export function runsOnceForAllItems(node: NodeRef & Partial<Pick<INode, 'executeOnce'>>): boolean {
+	if (node.executeOnce === true) return true;
+	if (node.type === FUNCTION_TYPE) return true;
+	return node.type === CODE_TYPE && node.parameters?.mode !== 'runOnceForEachItem';
 }
 
 /** A node that joins several items into one (Aggregate, Summarize, Item Lists doing either): its item stands for all of them. */

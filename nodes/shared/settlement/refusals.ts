@@ -53,23 +53,28 @@ export const REFUSALS = {
 		after,
 		subWorkflow,
 		continueHides,
+		onceForAll,
 	}: {
 		node: string;
 		events?: number;
 		after?: string;
 		subWorkflow?: boolean;
 		continueHides?: boolean;
+		/** It runs once for all its items (Execute Once, a Code node run once for all items): continuing does not part its failure. */
+		onceForAll?: boolean;
 	}) =>
 		`"${node}" gets ${theEvents(events)} together${after ? ` after "${after}"` : ''} and stops the workflow when it fails (On Error "Stop Workflow", n8n's default): if it failed for one event, n8n would not record which of the others had been done, so their keys could not be completed and the provider's retry would do them again. ${
 			// At Continue an If, Filter or Switch hides or scatters the failure (conditionFailureHidden, failureForNoEvent).
-			continueHides
-				? `Move it before "${after ?? 'the node that may have an effect'}", or put Loop Over Items (batch size 1) before the step (each run then has one event).`
-				: // At the error output n8n would lose the failures an Execute Workflow node's sub-workflow returns (subWorkflowFailuresLost).
-					`${
-						subWorkflow
-							? `${SET_CONTINUE_REGULAR_OUTPUT} (each event's failure is then its own)`
-							: `${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected)`
-					}, or put Loop Over Items (batch size 1) before it.`
+			onceForAll
+				? `It runs once for all of them, so continuing on error would not part its failure either: put Loop Over Items (batch size 1) before it${after ? `, or move it before "${after}"` : ''}.`
+				: continueHides
+					? `Move it before "${after ?? 'the node that may have an effect'}", or put Loop Over Items (batch size 1) before the step (each run then has one event).`
+					: // At the error output n8n would lose the failures an Execute Workflow node's sub-workflow returns (subWorkflowFailuresLost).
+						`${
+							subWorkflow
+								? `${SET_CONTINUE_REGULAR_OUTPUT} (each event's failure is then its own)`
+								: `${SET_CONTINUE_ERROR_OUTPUT} (each event's failure is then its own; the error output need not be connected)`
+						}, or put Loop Over Items (batch size 1) before it.`
 		}`,
 	conditionFailureHidden: ({ node }: { node: string }) =>
 		`"${node}" continues on error: when its condition cannot be evaluated for an event (a value of another type under strict type validation, a failing expression, a date it cannot read), n8n sends the event on as if the condition had an answer (from version 2 to the false output, a Filter drops it, recording no failure; version 1 every event to the true output), so its key would be completed without the step, or the step run on every retry. Set its Settings → On Error to "Stop Workflow" (n8n's default): the failure then fails the key and the provider's retry runs the step again.`,
@@ -83,6 +88,12 @@ export const REFUSALS = {
 		`"${node}" gets ${theEvents(events)} together and is set to Retry On Fail: when it fails for the first of them, n8n runs it again for all of them, those it had already done too, and their effect would happen twice. Turn off its Settings → Retry On Fail, or put Loop Over Items (batch size 1) before it (each try then has one event).`,
 	executeOnceAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
 		`"${node}" is set to Execute Once and comes after "${effect}": it runs once for ${theEvents(events)}, so if it failed, it would fail for all of them, after "${effect}" had done its work for each, and the provider's retry would do that again. Move "${node}" before "${effect}", or turn off its Execute Once setting.`,
+	codeForAllAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
+		`"${node}" runs once for all the items it gets (Mode "Run Once for All Items", the Code node's default) and comes after "${effect}": if it failed, its one error item would stand for ${theEvents(events)}, after "${effect}" had done its work for each, and the provider's retry would do that again. Set its Mode to "Run Once for Each Item", or move it before "${effect}".`,
+	emptyItemAfterEffect: ({ node, empty, effect, events }: { node: string; empty: string; effect: string; events?: number }) =>
+		`"${node}" comes after "${empty}", which is set to Always Output Data, after "${effect}" has done its work for ${theEvents(events)}: when "${empty}" returns nothing, n8n gives one empty item for all of them, and if "${node}" then failed, it would fail for all of them and the provider's retry would do "${effect}" again for each. Turn off "${empty}"'s Settings → Always Output Data, or put Loop Over Items (batch size 1) before the step.`,
+	errorSettingsDisagree: ({ node }: { node: string }) =>
+		`"${node}" has On Error "Stop Workflow" and also the older Continue On Fail setting ("continueOnFail": true in the workflow's JSON, from an older n8n or written by hand): the node then stops at its first failed item while n8n goes on past it as if it had succeeded, so which events it had done cannot be told. Remove "continueOnFail" from the node (or set On Error to the behaviour you want, then save).`,
 	splitFromKeylessJoin: ({ node, split, join, events }: { node: string; split: string; join: string; events?: number }) =>
 		`"${node}" gets the items "${split}" splits out of "${join}", which joins ${theEvents(events)} without their keys: n8n pairs each of those items to every event, so one item's failure would fail every key, and the provider's retry would do the others again. Set "${join}" to aggregate All Item Data, which keeps each event's key.`,
 

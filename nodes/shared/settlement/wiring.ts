@@ -9,6 +9,7 @@ import {
 	continuingLosesTheEvent,
 	dropsItemsSeenBefore,
 	endsBusinessStep,
+	errorSettingsDisagree,
 	EXECUTE_WORKFLOW_TYPE,
 	failsAllOrNothing,
 	failsForNoEvent,
@@ -27,6 +28,7 @@ import {
 	onErrorOf,
 	RESPOND_TYPE,
 	sendsEachItemToOneOutput,
+	runsOnceForAllItems,
 	runsSubWorkflowOnceForAll,
 	sendsStatementsAsOne,
 	splitsItems,
@@ -96,6 +98,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	// Settle beside the step: checkSettleWiring. Chained after it, a Respond to Webhook before it answers before the outcome is known just the same.
 	const respond = settleChained && firstIncludingInline(step, answersWebhook);
 	if (respond) throw refusal('respondInsideStep', { node: respond, settle: settleChained.name });
+	const disagreeing = firstIncludingInline(step, errorSettingsDisagree);
+	if (disagreeing) throw refusal('errorSettingsDisagree', { node: disagreeing });
 	const waits = step.filter((node) => waitsIn(record, node));
 	// Only the run that starts waiting holds the key; a later run that waits again has no node of the package in it.
 	if (waits.length > 1) throw refusal('twoWaits', { first: waits[0].name, second: waits[1].name });
@@ -157,7 +161,7 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
  * Postgres node sending its items as one query or one transaction (all or nothing), and nodes that
  * every path from the reserving node reaches through Loop Over Items with batch size 1 (one event at
  * a time). Continuing on error, or Loop Over Items, does not make a failure one event's where the
- * node's items do not stand for one event each (checkSplitFromKeylessJoin, checkExecuteOnce).
+ * node's items do not stand for one event each (checkSplitFromKeylessJoin, checkRunsOnceForAll).
  */
 export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
 	if (events < 2) return;
@@ -229,7 +233,7 @@ function checkStepTakesEventsApart(
 		if (continuesOnError(node)) {
 			if (failsForNoEvent(node)) throw refusal('failureForNoEvent', { node: node.name, events });
 			if (sendsStatementsAsOne(node)) throw refusal('statementsAsOne', { node: node.name, events });
-			checkExecuteOnce(node, events, effectBefore(node));
+			checkRunsOnceForAll(node, events, effectBefore(node));
 			if (node.retryOnFail === true && mayHaveEffect(node)) throw refusal('retriedTogether', { node: node.name, events });
 			continue;
 		}
@@ -241,6 +245,7 @@ function checkStepTakesEventsApart(
 			after: effect?.name,
 			subWorkflow: node.type === EXECUTE_WORKFLOW_TYPE,
 			continueHides: continuingLosesTheEvent(node),
+			onceForAll: runsOnceForAllItems(node),
 		});
 	}
 }
@@ -263,13 +268,15 @@ function waitsIn(record: ExecutionRecord, node: INode): boolean {
 
 /**
  * A node that continues on error fails item by item, each failed item paired to its event, but a
- * node set to Execute Once runs once, on the first item, for all the events it gets: its failure is
- * every one of them. Refused where an effect may already have been done for each event before it,
- * as the retry would do it again; before any effect, the retry only runs the one call again.
+ * node set to Execute Once runs once, on the first item, for all the events it gets, and a Code node
+ * run once for all items answers a failure with one item for all of them: its failure is every one
+ * of them. Refused where an effect may already have been done for each event before it, as the retry
+ * would do it again; before any effect, the retry only runs the one call again.
  */
-function checkExecuteOnce(node: INode, events: number | undefined, effectBefore: INode | undefined): void {
-	if (node.executeOnce !== true) return;
-	if (effectBefore) throw refusal('executeOnceAfterEffect', { node: node.name, effect: effectBefore.name, events });
+function checkRunsOnceForAll(node: INode, events: number | undefined, effectBefore: INode | undefined): void {
+	if (!runsOnceForAllItems(node) || !effectBefore) return;
+	if (node.executeOnce === true) throw refusal('executeOnceAfterEffect', { node: node.name, effect: effectBefore.name, events });
+	throw refusal('codeForAllAfterEffect', { node: node.name, effect: effectBefore.name, events });
 }
 
 /**
@@ -290,6 +297,12 @@ function checkJoinedAfterEffect(
 	if (!mayHaveEffect(node) && !isRouting(node)) return;
 	if (splitsItems(node)) return;
 	const before = ranBefore(record, self, node);
+	// A node set to Always Output Data that returns nothing gives one empty item, paired to every item it got.
+	for (const empty of before.filter((candidate) => candidate.alwaysOutputData === true && !oneAtATime.has(candidate.name))) {
+		const effect = effectNotAfter(record, self, empty, step) ?? outside;
+		if (effect && effect.name !== empty.name)
+			throw refusal('emptyItemAfterEffect', { node: node.name, empty: empty.name, effect: effect.name, events });
+	}
 	// A join inside Loop Over Items (batch size 1) joins one event.
 	for (const join of before.filter((candidate) => joinsItems(candidate) && !oneAtATime.has(candidate.name))) {
 		const effect = effectNotAfter(record, self, join, step) ?? outside;
@@ -511,6 +524,8 @@ export function unsettleableAfterTrigger(
 		if (waitingInside) return reason('subWorkflowWaitsBehindTrigger', { node: node.name, inner: waitingInside.node.name });
 		const responding = firstIncludingInline([node], answersWebhook);
 		if (responding) return reason('respondBehindTrigger', { node: responding });
+		const disagreeing = firstIncludingInline([record?.node(node.name) ?? node], errorSettingsDisagree);
+		if (disagreeing) return reason('errorSettingsDisagree', { node: disagreeing });
 		const dropping = firstIncludingInline([node], dropsItemsSeenBefore);
 		if (dropping) return reason('dropsRetries', { node: dropping });
 		const notWaitedFor = firstIncludingInline([node], mayNotWaitForSubWorkflow);

@@ -324,6 +324,41 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		expect(() => checkEventsApart(before, 'Reserve', 0, 3)).not.toThrow();
 	});
 
+	it('refuses a Code node run once for all items (its default) after an effect at Continue; each item, or before any effect, accepted', () => {
+		const code = (mode: string | undefined, first: 'Charge' | 'Totals' = 'Charge') =>
+			beside(
+				[first],
+				[
+					node('Charge', 'n8n-nodes-base.httpRequest', 0, { onError: 'continueErrorOutput' }),
+					node('Totals', 'n8n-nodes-base.code', 0, { onError: 'continueErrorOutput', parameters: mode ? { mode } : {} }),
+				],
+				first === 'Charge' ? { Charge: { main: [link('Totals')] } } : { Totals: { main: [link('Charge')] } },
+			);
+		expect(() => checkEventsApart(code(undefined), 'Reserve', 0, 3)).toThrow(
+			/"Totals" runs once for all the items it gets.*after "Charge"/,
+		);
+		expect(() => checkEventsApart(code('runOnceForAllItems'), 'Reserve', 0, 3)).toThrow(/Run Once for Each Item/);
+		expect(() => checkEventsApart(code('runOnceForEachItem'), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(code(undefined, 'Totals'), 'Reserve', 0, 3)).not.toThrow();
+	});
+
+	it('refuses a node after an effect that gets the one empty item an Always Output Data node gives for all the events', () => {
+		const wiring = (always: boolean) =>
+			beside(
+				['Charge'],
+				[
+					node('Charge', 'n8n-nodes-base.httpRequest', 0, { onError: 'continueErrorOutput' }),
+					node('Find Coupon', 'n8n-nodes-base.noOp', 0, { alwaysOutputData: always }),
+					node('Notify', 'n8n-nodes-base.slack', 0, { onError: 'continueErrorOutput' }),
+				],
+				{ Charge: { main: [link('Find Coupon')] }, 'Find Coupon': { main: [link('Notify')] } },
+			);
+		expect(() => checkEventsApart(wiring(true), 'Reserve', 0, 3)).toThrow(
+			/"Notify" comes after "Find Coupon", which is set to Always Output Data/,
+		);
+		expect(() => checkEventsApart(wiring(false), 'Reserve', 0, 3)).not.toThrow();
+	});
+
 	it('refuses a node set to Execute Once after a node that may have an effect, whatever its On Error; accepts it before one', () => {
 		const once = (onError: INode['onError']) =>
 			beside(
