@@ -67,9 +67,8 @@ export interface AnswerRequest {
  */
 export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unknown {
 	if (answer === undefined) return undefined;
-	const secrets = secretsOf(request);
-	const leaks = (text: string) =>
-		secrets.some((secret) => text === secret || (secret.length >= MIN_CONTAINED_SECRET && text.includes(secret)));
+	const found = secretsOf(request).map(secretFinder);
+	const leaks = (text: string) => found.some((finder) => finder.isIn(text));
 	let json: string | undefined;
 	try {
 		// The replacer sees every value after toJSON (dates, buffers), so nothing reaches the text unchecked.
@@ -105,24 +104,33 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
 				.filter((value): value is string => typeof value === 'string')
 				.flatMap(credentialParts)
 				.map((value) => storableText(value.trim()).text);
-	const secrets = [...new Set([...secretsOf(request), ...headerValues])]
-		.filter((secret) => secret.length >= MIN_STANDALONE_SECRET)
-		.sort((a, b) => b.length - a.length);
+	const secrets = [...new Set([...secretsOf(request), ...headerValues])].sort((a, b) => b.length - a.length);
 	let redacted = text;
 	for (const secret of secrets) {
 		// A message built with JSON.stringify quotes the value with its `"` and `\` escaped.
 		const quoted = JSON.stringify(secret).slice(1, -1);
-		for (const form of quoted === secret ? [secret] : [secret, quoted]) {
-			redacted =
-				secret.length >= MIN_CONTAINED_SECRET
-					? redacted.split(form).join(REDACTED)
-					: redacted.replace(new RegExp(`(?<![A-Za-z0-9_])${escapedForRegExp(form)}(?![A-Za-z0-9_])`, 'g'), REDACTED);
-		}
+		for (const form of quoted === secret ? [secret] : [secret, quoted]) redacted = secretFinder(form).redact(redacted);
 	}
 	return redacted;
 }
 
-const escapedForRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/**
+ * Where a credential shows in a text, by one rule for what is stored and what is answered: anywhere once it is
+ * MIN_CONTAINED_SECRET long; standing alone (not inside a longer word or number) from MIN_STANDALONE_SECRET; a
+ * shorter one only as the whole text (it would match ordinary words).
+ */
+function secretFinder(secret: string): { isIn(text: string): boolean; redact(text: string): string } {
+	if (secret.length >= MIN_CONTAINED_SECRET)
+		return { isIn: (text) => text.includes(secret), redact: (text) => text.split(secret).join(REDACTED) };
+	if (secret.length >= MIN_STANDALONE_SECRET) {
+		const alone = new RegExp(`(?<![A-Za-z0-9_])${secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![A-Za-z0-9_])`, 'g');
+		return {
+			isIn: (text) => text.search(alone) !== -1,
+			redact: (text) => text.replace(alone, REDACTED),
+		};
+	}
+	return { isIn: (text) => text === secret, redact: (text) => (text === secret ? REDACTED : text) };
+}
 
 /** The request an item carries, as n8n's Webhook node and the trigger give it: its headers and its query. */
 export function requestOfItem(json: unknown, ownerTokens: readonly string[] = []): AnswerRequest {

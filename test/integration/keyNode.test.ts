@@ -1,4 +1,4 @@
-import type { INodeExecutionData } from 'n8n-workflow';
+import type { INodeExecutionData, IRunExecutionData } from 'n8n-workflow';
 
 import { connectionSettings, postgresSchemaFixture } from '../support/database';
 import { webhookItem } from '../support/fakeExecuteFunctions';
@@ -168,6 +168,10 @@ describe('Idempotency Key: Mark Failed', () => {
 		const errorTriggerItem = {
 			json: { execution: { id: 'exec-failed', error: { message: 'boom\u0000' }, lastNodeExecuted: 'Crash' }, workflow: { id: 'wf-1' } },
 		};
+		// n8n keeps the failed execution (its default): Mark Failed reads the request it started with there.
+		const keptExecution = {
+			resultData: { runData: { Webhook: [{ source: [], data: { main: [[webhookItem({ id: 'evt_fexec_a' })]] } }] } },
+		} as unknown as IRunExecutionData;
 
 		const [done, stale] = await runKeyNode(
 			{
@@ -178,7 +182,7 @@ describe('Idempotency Key: Mark Failed', () => {
 				errorMessage: 'Crash: boom\u0000',
 				options: tableOptions(),
 			},
-			{ items: [errorTriggerItem] },
+			{ items: [errorTriggerItem], executionRecords: { 'exec-failed': keptExecution } },
 		);
 
 		expect(stale).toHaveLength(0);

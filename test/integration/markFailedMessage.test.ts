@@ -117,6 +117,8 @@ describe("Mark Failed's default Error Message, on the error output items n8n rea
 	it("an Error Trigger item (the error-workflow template, Key From: Failed Execution): the failed execution's message", async () => {
 		const id = 'evt_mf_crashed';
 		const crashed = await runWorkflowExecution(failingWebhook('code', 'stopWorkflow'), 'exec-mf-crashed', [webhookItem({ id })], base);
+		// n8n keeps the failed execution (Save failed production executions, its default): Mark Failed reads its request there.
+		base.getRunExecutionData = async (executionId) => (executionId === 'exec-mf-crashed' ? crashed.data : undefined);
 		const error = crashed.data.resultData.error;
 		expect(error?.message).toBe('duplicate key value violates unique constraint (code)');
 		expect(await stored(`evt:${id}`)).toMatchObject({ status: 'processing' });

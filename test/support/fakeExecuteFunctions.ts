@@ -1,4 +1,4 @@
-import type { IDataObject, IExecuteFunctions, INode, INodeExecutionData, IWorkflowSettings } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INode, INodeExecutionData, IRunExecutionData, IWorkflowSettings } from 'n8n-workflow';
 
 import type { ConnectionSettings } from '../../lib/store/postgres/connectionSettings';
 
@@ -16,6 +16,8 @@ export interface FakeContextOptions {
 	instanceId?: string;
 	/** What `getWorkflowSettings()` returns (n8n gives {} when nothing is set). */
 	workflowSettings?: IWorkflowSettings;
+	/** The executions n8n keeps, by id, as `getExecutionDataById` gives them. */
+	executionRecords?: Record<string, IRunExecutionData>;
 }
 
 /**
@@ -52,6 +54,7 @@ export function fakeExecuteFunctions(options: FakeContextOptions): IExecuteFunct
 		getInstanceId: () => options.instanceId ?? 'instance-1',
 		getWorkflow: () => ({ id: options.workflowId ?? 'wf-1', name: 'Test workflow', active: true }),
 		getWorkflowSettings: () => options.workflowSettings ?? {},
+		getExecutionDataById: async (executionId: string) => options.executionRecords?.[executionId],
 		// A lone node: nothing downstream (the settle wiring check finds no Settle node).
 		getChildNodes: () => [],
 		// n8n's execution lifecycle hooks and workflow, as Reserve looks for them: this execution never

@@ -186,14 +186,19 @@ export function withoutSecretsOfRun(context: IExecuteFunctions): (text: string) 
 
 /**
  * A failure message about another execution (an Error Trigger's) without that execution's request credentials,
- * read from its record; every header value counts, the settings of its start node are not in the record.
+ * read from its record; every header value counts, the settings of its start node are not in the record. Without
+ * the record (n8n did not keep the failed execution, or cannot read it) nothing tells which parts of the message
+ * are the request's: it is not kept.
  */
 export async function withoutSecretsOfExecution(
 	read: ((executionId: string) => Promise<RunExecutionDataFields | undefined>) | undefined,
 	executionId: string,
 ): Promise<(text: string) => string> {
 	const runData = (await read?.(executionId).catch(() => undefined))?.resultData?.runData;
-	if (!runData) return (text) => text;
+	if (!runData) return () => unreadableExecutionMessage(executionId);
 	const started = requestOfRun(runData, () => undefined);
 	return (text) => withoutRequestSecrets(text, started.request, { everyHeaderValue: true });
 }
+
+const unreadableExecutionMessage = (executionId: string): string =>
+	`Execution ${executionId} failed. Its error message was not kept: n8n has no record of that execution to tell which parts of the message are the request's credentials (keep failed production executions: Workflow Settings → Save failed production executions).`;

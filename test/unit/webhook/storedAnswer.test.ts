@@ -166,6 +166,14 @@ describe('withoutRequestSecrets', () => {
 		expect(withoutRequestSecrets('key (.*)+ then xyz', pattern)).toBe('key [redacted] then xyz');
 	});
 
+	it('keeps no text of an answer where a credential of 4 to 7 characters stands alone; inside a longer word it stays', () => {
+		const short = { headers: { 'x-webhook-key': 'Zq7#pX2' }, credentialHeaders: ['X-Webhook-Key'] };
+		expect(storedAnswer({ ok: true, log: '{"x-webhook-key":"Zq7#pX2"}', note: 'ref Zq7#pX2abc' }, short)).toEqual({
+			ok: true,
+			note: 'ref Zq7#pX2abc',
+		});
+	});
+
 	it("with every header value (n8n's Webhook checking Header Auth under a name the package is not told): each value goes", () => {
 		const request = { headers: { 'x-partner-key': 'hk_partner_0123', 'content-type': 'application/json' } };
 		expect(withoutRequestSecrets('rejected hk_partner_0123', request)).toBe('rejected hk_partner_0123');
