@@ -99,8 +99,9 @@ export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unkn
 export function withoutRequestSecrets(text: string, request: AnswerRequest, { everyHeaderValue = false } = {}): string {
 	const headerValues = !everyHeaderValue
 		? []
-		: Object.values(isRecord(request.headers) ? request.headers : {})
-				.flat()
+		: Object.entries(isRecord(request.headers) ? request.headers : {})
+				.filter(([name]) => !describesTheMessage(name))
+				.flatMap(([, value]) => value)
 				.filter((value): value is string => typeof value === 'string')
 				.flatMap(credentialParts)
 				.map((value) => storableText(value.trim()).text);
@@ -112,6 +113,21 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
 		for (const form of quoted === secret ? [secret] : [secret, quoted]) redacted = secretFinder(form).redact(redacted);
 	}
 	return redacted;
+}
+
+/**
+ * Headers HTTP itself and proxies set, which describe the message (its length, type, encoding, the client, the
+ * route it came by) and never carry a credential: with every other header value taken out, theirs would take
+ * ordinary words (`close`, `https`, `application/json`) out of every failure message.
+ */
+function describesTheMessage(name: string): boolean {
+	const lower = name.toLowerCase();
+	return (
+		['host', 'connection', 'user-agent', 'te', 'via', 'expect', 'keep-alive', 'transfer-encoding', 'upgrade'].includes(lower) ||
+		lower.startsWith('content-') ||
+		lower.startsWith('accept') ||
+		lower.startsWith('x-forwarded-')
+	);
 }
 
 /**

@@ -410,12 +410,12 @@ describeWithN8n('red team 18: the redaction, the beats against a failing store',
 		}).toEqual({ status: 'completed', copy: 'duplicate', stored: false, answered: false, replayed: false });
 	});
 
-	// Over-redaction, judged acceptable. Where every header value counts as a credential (n8n's Webhook at Header Auth
-	// or JWT; any sub-execution), each value of 4+ characters is taken out of a failure: behind a reverse proxy
-	// `x-forwarded-proto: https` turns every URL's scheme into [redacted], `connection: close` and the content type go
-	// too. The message stays readable enough (host, path, status kept) and nothing is lost or run twice; behind Basic auth
-	// (a credential the package knows by name) the same message is kept whole. Both outcomes asserted as they are.
-	it("every header value counts (n8n's Webhook at Header Auth): ordinary words in a failure are redacted, behind Basic auth they stay", async () => {
+	// Where every header value counts as a credential (n8n's Webhook at Header Auth or JWT; any sub-execution), the
+	// headers HTTP and proxies set to describe the message (x-forwarded-*, connection, content-*, host…) are not taken
+	// for credentials (lib/webhook/storedAnswer.ts describesTheMessage): a failure quoting a URL, a content type or
+	// `close` stays readable, as behind Basic auth (a credential the package knows by name), while the Header Auth
+	// value would still go. When they counted, `https`, `application/json` and `close` became [redacted].
+	it("every header value counts (n8n's Webhook at Header Auth), but not the headers that describe the message: ordinary words in a failure stay", async () => {
 		const message = '=Upstream https://api.example.com/v1/charges answered 502: expected application/json, socket close';
 		const failOnce = async (id: string, authentication: string, headers: Record<string, string>) => {
 			const workflow = inProcessWorkflow(
@@ -443,7 +443,7 @@ describeWithN8n('red team 18: the redaction, the beats against a failing store',
 			authorization: `Basic ${Buffer.from('u:pw_rt18_basic').toString('base64')}`,
 		});
 		expect({ headerAuth, basic }).toEqual({
-			headerAuth: 'Reject: Upstream [redacted]://api.example.com/v1/charges answered 502: expected [redacted], socket [redacted]',
+			headerAuth: 'Reject: Upstream https://api.example.com/v1/charges answered 502: expected application/json, socket close',
 			basic: 'Reject: Upstream https://api.example.com/v1/charges answered 502: expected application/json, socket close',
 		});
 	});

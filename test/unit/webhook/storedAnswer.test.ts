@@ -174,11 +174,11 @@ describe('withoutRequestSecrets', () => {
 		});
 	});
 
-	it("with every header value (n8n's Webhook checking Header Auth under a name the package is not told): each value goes", () => {
+	it("with every header value (n8n's Webhook checking Header Auth under a name the package is not told): each value goes but those describing the message", () => {
 		const request = { headers: { 'x-partner-key': 'hk_partner_0123', 'content-type': 'application/json' } };
 		expect(withoutRequestSecrets('rejected hk_partner_0123', request)).toBe('rejected hk_partner_0123');
 		expect(withoutRequestSecrets('rejected hk_partner_0123 as application/json', request, { everyHeaderValue: true })).toBe(
-			'rejected [redacted] as [redacted]',
+			'rejected [redacted] as application/json',
 		);
 	});
 
