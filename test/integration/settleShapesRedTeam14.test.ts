@@ -706,8 +706,8 @@ describeWithN8n('red teams 14 and 16: forgery and hostile input through n8n’s 
 	// parses the body as JSON depends on the Content-Type header, which no scheme signs. A copy of a genuine delivery
 	// (the same bytes and Stripe-Signature, inside the 300 s window) re-sent as text/plain or as a form verifies; its key
 	// is read from the raw bytes as JSON whatever the Content-Type says (lib/keys/deriveKey.ts keyBody): the same key,
-	// answered 200 duplicate, nothing started. Read from the body as parsed, it had no id, was keyed by its body hash,
-	// answered 200 "new" and charged again.
+	// answered 200 duplicate, nothing started. Read from the body as parsed it has no id: a body-hash key, answered 200
+	// "new", charged again.
 	it('Stripe: a genuine copy re-sent with Content-Type text/plain or form keeps its key: a duplicate, nothing run', async () => {
 		use('wf-rt14-content-type', trigger('stripe'));
 		const copyAs = async (id: string, contentType: string) => {
@@ -1173,8 +1173,8 @@ describeWithN8n('red teams 14 and 16: forgery and hostile input through n8n’s 
 	// option says: a file field named "data" takes the place Webhook Signature Verify reads the raw body from. Anyone
 	// holding ONE genuine signed delivery posts it as the file "data" of a form whose fields are their own event.
 	// A multipart request is refused before any signature is checked (lib/signature/verify.ts, reason multipart_body):
-	// Invalid, no key, and the real event runs once when it comes. Before, the file verified, the attacker's fields
-	// were reserved New and charged, and the real event with that id was a Duplicate that never ran.
+	// Invalid, no key, and the real event runs once when it comes. Verified, the file would let the attacker's fields be
+	// reserved New and charged, and the real event with that id would be a Duplicate that never runs.
 	it('node path: a multipart form whose file "data" is a captured genuine delivery is Invalid, nothing reserved; the real event then runs once', async () => {
 		activeWorkflowId = 'wf-rt14-node-multipart';
 		const captured = '{"id":"evt_captured","amount":100}';
@@ -1206,7 +1206,7 @@ describeWithN8n('red teams 14 and 16: forgery and hostile input through n8n’s 
 
 	// The node path's form of the row above: Idempotency Reserve reads the key from the raw body as JSON (Raw Body on,
 	// which Webhook Signature Verify needs) whatever the unsigned Content-Type says: the copy re-sent as text/plain is a
-	// Duplicate. Keyed on n8n's parsed `body` (text, no id), it was New, keyed by its body hash, and charged again.
+	// Duplicate. Keyed on n8n's parsed `body` (text, no id), it would be New, keyed by its body hash, charged again.
 	it('node path: a genuine copy re-sent with Content-Type text/plain is a Duplicate, charged once', async () => {
 		activeWorkflowId = 'wf-rt14-node-ct';
 		const body = '{"id":"evt_node_ct","amount":100}';
@@ -1230,8 +1230,8 @@ describeWithN8n('red teams 14 and 16: forgery and hostile input through n8n’s 
 	// A genuine delivery whose bytes start with a UTF-8 BOM (EF BB BF; some .NET / Windows senders write one), sent as
 	// application/json, then the same bytes and Stripe-Signature as text/plain: one key. The trigger's parser leaves the
 	// BOM out as n8n's does (lib/webhook/body.ts parseBody), and keyBody (lib/keys/deriveKey.ts) reads bytes that are
-	// JSON as JSON whenever the body it is given is not an object. Before, the JSON parse threw on the BOM, the first was
-	// keyed by its body hash, the copy by its id: two keys, two charges.
+	// JSON as JSON whenever the body it is given is not an object. A JSON parse that throws on the BOM would key the first
+	// by its body hash and the copy by its id: two keys, two charges.
 	it('trigger: a BOM-prefixed genuine delivery as application/json, its copy as text/plain: a duplicate, one charge', async () => {
 		use('wf-rt16-bom', trigger('stripe'));
 		const body = '\ufeff{"id":"evt_bom","amount":100}';
@@ -1347,8 +1347,8 @@ describeWithN8n('red teams 14 and 16: forgery and hostile input through n8n’s 
 	// n8n's parseBody (n8n/dist/middlewares/body-parser.js) parses JSON only for exactly application/json: a +json type
 	// (application/vnd.api+json, application/cloudevents+json) gives n8n's Webhook item no `body`, the bytes in binary
 	// `data`. keyBody reads the bytes as JSON where the body is not an object, whatever the type says: the copy is a
-	// Duplicate. When a type ending in +json counted as "already parsed", the copy had no id, was keyed by its body
-	// hash, New, and charged again.
+	// Duplicate. Taken as "already parsed", a type ending in +json would leave the copy no id: keyed by its body hash,
+	// New, charged again.
 	it('node path: a genuine copy re-sent as application/vnd.api+json or cloudevents+json is a Duplicate, charged once', async () => {
 		activeWorkflowId = 'wf-rt16-node-plusjson';
 		const body = '{"id":"evt_pj","amount":100}';
@@ -1416,8 +1416,8 @@ describeWithN8n('red teams 14 and 16: forgery and hostile input through n8n’s 
 	// An unsigned sender (no Verify: Header Auth or an internal form) posts multipart/form-data: n8n's Webhook puts the
 	// form's text fields in `body` and each uploaded file in the item's binary under its field name, so a file field
 	// named "data" lands where Reserve reads the raw body. keyBody leaves a multipart request's binary alone (it is a
-	// file, not the request): each submission is keyed by its own `id` field and runs. When the file was read as the
-	// raw body, two submissions attaching the same JSON document both got the file's id: the second never ran.
+	// file, not the request): each submission is keyed by its own `id` field and runs. Read as the raw body, the file
+	// would give two submissions attaching the same JSON document one key: the second would never run.
 	it('node path, no Verify: two multipart submissions with different ids and the same JSON file "data": both run', async () => {
 		activeWorkflowId = 'wf-rt16-node-multipart';
 		const form = (id: string) => {

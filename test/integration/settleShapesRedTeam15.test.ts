@@ -439,8 +439,8 @@ describeWithN8n('red teams 15 and 18: the beats, the redaction and the publish c
 
 	// The same with Lease 1 s (the field's minimum). The beats come no faster than one a second (settlement/executionEnd.ts
 	// holdWhileRunning); each holds the key for three beats, at least the lease, so a late beat (here the process busy
-	// 1.1 s) still finds it held. When each beat held only the lease ahead (1 s, the next beat 1 s later), the lease ran
-	// out under the live run, the runner's claimDueInbox took it for dead and ran the event again: 2 charges.
+	// 1.1 s) still finds it held. A beat holding only the lease ahead (1 s, the next beat 1 s later) would let the lease
+	// run out under the live run: the runner's claimDueInbox would take it for dead and run the event again, 2 charges.
 	it('At Once, Lease 1 s, the process paused 1.1 s mid-call: the key still held, nothing claimed, one charge', async () => {
 		activeWorkflowId = 'wf-rt15-pause1';
 		activeTrigger = stripeTrigger({ respond: 'atOnce', leaseSeconds: 1 });
@@ -517,7 +517,7 @@ describeWithN8n('red teams 15 and 18: the beats, the redaction and the publish c
 	// (`{{ "Rejected: " + JSON.stringify($json) + " partner " + $json.headers["x-partner-key"] }}`, to keep what was
 	// rejected and from whom). Mark Failed's message goes through the rule Settle's failures go through
 	// (executionRecord.ts withoutSecretsOfRun: every header value where the run's start node checks Header Auth or JWT).
-	// With only the store's name rule, `"x-partner-key":"hk_…"` was stored in lastError, shown by Get Key and List Keys.
+	// The store's name rule alone would keep `"x-partner-key":"hk_…"` in lastError, shown by Get Key and List Keys.
 	it("Reserve path, n8n's Webhook with Header Auth (custom name), Mark Failed's message quoting the item: the credential never stored", async () => {
 		const workflow = inProcessWorkflow(
 			'wf-rt15-markfailed',
@@ -565,8 +565,8 @@ describeWithN8n('red teams 15 and 18: the beats, the redaction and the publish c
 	// custom name) → Execute Workflow (Define Below, waiting) whose sub-workflow runs Reserve → the step (error output)
 	// beside Settle; the sub-workflow's start item is the Webhook's item, headers included. Settle reads the request from
 	// the run it is in (settle.operation.ts requestOfRun): a sub-execution's request was checked by a node of its parent
-	// run (n8n records the parent in the sub-execution's data), so every header value counts as a credential. Reading
-	// only the sub-workflow's start node (no `authentication`), the Header Auth value was stored in lastError.
+	// run (n8n records the parent in the sub-execution's data), so every header value counts as a credential. Read from
+	// the sub-workflow's start node alone (no `authentication`), the Header Auth value would be stored in lastError.
 	it("Reserve in a sub-workflow behind n8n's Webhook with Header Auth (custom name), the step's error quoting $json: the credential never stored", async () => {
 		const inner = inlineSubWorkflow([reserveNode('sub'), rejectWith(QUOTE_ITEM, 'continueErrorOutput'), settleNode()], {
 			Webhook: { main: [link('Idempotency Reserve')] },
@@ -711,12 +711,12 @@ describeWithN8n('red teams 15 and 18: the beats, the redaction and the publish c
 		}).toEqual({ failedKeys: [['rt15:wf-rt18-err-saved:evt_err_saved']], status: 'failed', quoted: true, stored: false });
 	});
 
-	// The same failed execution, but n8n no longer has its record when the error workflow runs: with "Save failed
+	// The same failed execution, but n8n has deleted its record when the error workflow runs: with "Save failed
 	// production executions: Do not save" (workflow setting, or EXECUTIONS_DATA_SAVE_ON_ERROR=none) n8n calls the error
 	// workflow and deletes the execution at its end, so getExecutionDataById gives nothing (likewise when the read throws,
 	// or the record was pruned). Nothing then tells which parts of the message are the request's: Mark Failed keeps a
-	// message saying so (executionRecord.ts withoutSecretsOfExecution). When the message was kept as it was, the Header
-	// Auth value under X-Partner-Key (a name the store's name rule does not know) was stored in lastError.
+	// message saying so (executionRecord.ts withoutSecretsOfExecution). Kept as it is, the message would store the Header
+	// Auth value under X-Partner-Key (a name the store's name rule does not know) in lastError.
 	it("error workflow's Mark Failed (Failed Execution), the failed execution not saved (record gone): the message withheld, the Header Auth value never stored", async () => {
 		const run = await failingRun('rt18-err-gone', 'wf-rt18-err-gone', 'evt_err_gone');
 		const message = run.data.resultData.error?.message ?? '';
@@ -738,9 +738,8 @@ describeWithN8n('red teams 15 and 18: the beats, the redaction and the publish c
 	// workflow's last node, an Edit Fields (raw JSON), answers `{ ok, request }` where `request` is the text of the
 	// request's headers (a log line kept with the answer). The stored answer leaves out text that carries a credential
 	// of the request under any name (docs/idempotent-webhook.md, The stored answer), by the rule failure messages follow
-	// (lib/webhook/storedAnswer.ts secretFinder: 4 to 7 characters where they stand alone). When only the text that was
-	// the secret or held one of 8+ characters was left out, the value was stored with the completed key and sent back to
-	// every copy.
+	// (lib/webhook/storedAnswer.ts secretFinder: 4 to 7 characters where they stand alone). Leaving out only text that is
+	// the secret or holds one of 8+ characters, the value would be stored with the completed key and sent to every copy.
 	it("Header Auth with a 7-character value, the last node's text quoting the headers: the value is neither stored nor replayed", async () => {
 		activeWorkflowId = 'wf-rt18-short-answer';
 		headerAuthValue = SHORT_HEADER_VALUE;
@@ -773,7 +772,7 @@ describeWithN8n('red teams 15 and 18: the beats, the redaction and the publish c
 	// headers HTTP and proxies set to describe the message (x-forwarded-*, connection, content-*, host…) are not taken
 	// for credentials (lib/webhook/storedAnswer.ts describesTheMessage): a failure quoting a URL, a content type or
 	// `close` stays readable, as behind Basic auth (a credential the package knows by name), while the Header Auth
-	// value would still go. When they counted, `https`, `application/json` and `close` became [redacted].
+	// value would still go. Counted, they would turn `https`, `application/json` and `close` into [redacted].
 	it("every header value counts (n8n's Webhook at Header Auth), but not the headers that describe the message: ordinary words in a failure stay", async () => {
 		const message = '=Upstream https://api.example.com/v1/charges answered 502: expected application/json, socket close';
 		const failOnce = async (id: string, authentication: string, headers: Record<string, string>) => {

@@ -436,7 +436,7 @@ describeWithN8n('red team 17: the trigger, one event, HTTP Request options and n
 	// On Error first (n8n-core base-execute-context continueOnFail), but n8n-core's engine goes on past a failed node
 	// when either says so (workflow-execute.js continuesOnError): the If (strict types, the amount a string) throws and
 	// n8n passes its input on through the true output to the charge. Refused (nodeKinds.ts errorSettingsDisagree, at
-	// publish and at the trigger's first step). Before, the key failed and every redelivery charged again (4 charges).
+	// publish and at the trigger's first step). Accepted, the key would fail and every redelivery charge again (4 charges).
 	it('If with onError "stopWorkflow" AND legacy continueOnFail true, a type error: refused, or charged at most once', async () => {
 		useTrigger('wf-rt17-both-flags');
 		await provide(
@@ -590,7 +590,7 @@ describeWithN8n('red team 17: the trigger with an Events Path, node settings wit
 	// A Code node in "Run Once for All Items" (the Code node's default mode) after the charge, with several events. At
 	// Continue n8n's task runner answers a failure with ONE item `{ json: { error } }` and no pairedItem, standing for
 	// every event: refused after an effect as Execute Once is (wiring.ts checkRunsOnceForAll, codeForAllAfterEffect),
-	// and at Stop Workflow the refusal no longer advises Continue. Before, both keys failed and the redelivery charged
+	// and at Stop Workflow the refusal does not advise Continue. Accepted, both keys would fail and the redelivery charge
 	// A and B again (charges [2, 2]).
 	it('charge → Code (All Items) at Continue (error output) failing once: refused, or one charge each', async () => {
 		useTrigger('wf-rt17-code-all', { options: { eventsPath: 'body.events' } });
@@ -610,8 +610,8 @@ describeWithN8n('red team 17: the trigger with an Events Path, node settings wit
 	// Settings → Always Output Data on a node after the charge that returns no item (a Code node finding no coupon:
 	// `return []`): n8n-core makes one empty item paired to EVERY input item (workflow-execute.js ensureAlwaysOutputData),
 	// so the next node's call is one call for all the events. Refused like a join after an effect (wiring.ts
-	// checkJoinedAfterEffect, emptyItemAfterEffect). Before, the Notify call failing once failed both keys and the
-	// redelivery charged A and B again (charges [2, 2]).
+	// checkJoinedAfterEffect, emptyItemAfterEffect). Accepted, the Notify call failing once would fail both keys and the
+	// redelivery charge A and B again (charges [2, 2]).
 	it('charge → Code returning [] with Always Output Data → Notify failing once: refused, or one charge each', async () => {
 		useTrigger('wf-rt17-always-output', { options: { eventsPath: 'body.events' } });
 		const ids = ['r17_ao_a', 'r17_ao_b'];
@@ -672,7 +672,7 @@ describeWithN8n('red team 17: the webhook template, node settings on the step', 
 
 	// The Code node of (2) on the template's path: two events in one delivery (two webhook items), the charge (Continue,
 	// error output) → Code (All Items, Continue error output) failing once: refused before anything is reserved (503).
-	// Before, both keys failed and the redelivery charged both again (charges [2, 2]).
+	// Accepted, both keys would fail and the redelivery charge both again (charges [2, 2]).
 	it('template: charge → Code (All Items) at Continue (error output) failing once: refused, or one charge each', async () => {
 		const ids = ['r17_tca_a', 'r17_tca_b'];
 		const data = template('wfr17-code-all', {
@@ -695,7 +695,7 @@ describeWithN8n('red team 17: the webhook template, node settings on the step', 
 	});
 
 	// The both-flags If of (1) on the template's path (Settle beside the step): refused before anything is reserved.
-	// Before, n8n went on past the If's failure to the charge, the key failed, and every redelivery charged again.
+	// Accepted, n8n would go on past the If's failure to the charge, the key fail, and every redelivery charge again.
 	it('template: If with onError "stopWorkflow" AND continueOnFail true, a type error: refused, or charged at most once', async () => {
 		const data = template('wfr17-both-flags', {
 			nodes: [
