@@ -211,9 +211,10 @@ export function describerOf(workflow: unknown): DescribeNode | undefined {
 /* n8n's nodes whose behaviour the rules read (n8n declares nothing about it) -------------------- */
 
 export const EXECUTE_WORKFLOW_TYPE = 'n8n-nodes-base.executeWorkflow';
-/** The Code node, and the Function node it replaced. */
+/** The Code node, the Function node it replaced, and AI Transform (the code it writes runs once for all items). */
 const CODE_TYPE = 'n8n-nodes-base.code';
 const FUNCTION_TYPE = 'n8n-nodes-base.function';
+const AI_TRANSFORM_TYPE = 'n8n-nodes-base.aiTransform';
 /** n8n's sub-workflow trigger ("When Executed by Another Workflow"): where n8n starts a sub-workflow. */
 export const SUB_WORKFLOW_TRIGGER_TYPE = 'n8n-nodes-base.executeWorkflowTrigger';
 /** Loop Over Items. */
@@ -234,6 +235,11 @@ const SUMMARIZE_TYPE = 'n8n-nodes-base.summarize';
 // Item Lists: Aggregate, Summarize and Split Out as operations of one node (its default: Split Out Items).
 const ITEM_LISTS_TYPE = 'n8n-nodes-base.itemLists';
 const ITEM_LISTS_JOINS = new Set(['aggregateItems', 'concatenateItems']);
+// Convert to File makes one file of all its items for a spreadsheet or HTML (its default: CSV), and for JSON in its
+// default mode (All Items to One File); the older Spreadsheet File node when it writes one.
+const CONVERT_TO_FILE_TYPE = 'n8n-nodes-base.convertToFile';
+const ONE_FILE_OF_ALL_ITEMS = new Set(['csv', 'html', 'rtf', 'ods', 'xls', 'xlsx']);
+const SPREADSHEET_FILE_TYPE = 'n8n-nodes-base.spreadsheetFile';
 const REMOVE_DUPLICATES_TYPE = 'n8n-nodes-base.removeDuplicates';
 const SEEN_IN_PREVIOUS_EXECUTIONS = 'removeItemsSeenInPreviousExecutions';
 // n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
@@ -361,21 +367,39 @@ export function mayHaveEffect(node: NodeRef & { typeVersion: number }): boolean 
 }
 
 /**
- * A node that runs once for all the items it gets: set to Execute Once, or n8n's Code node in "Run Once for All
- * Items" (its default mode) and the older Function node. Its failure, even continued as an item, is every event's.
+ * A node that runs once for all the items it gets: set to Execute Once, n8n's Code node in "Run Once for All Items"
+ * (its default mode), the older Function node, AI Transform. Its failure, even continued as an item, is every event's.
  */
 export function runsOnceForAllItems(node: NodeRef & Partial<Pick<INode, 'executeOnce'>>): boolean {
 	if (node.executeOnce === true) return true;
-	if (node.type === FUNCTION_TYPE) return true;
+	if (node.type === FUNCTION_TYPE || node.type === AI_TRANSFORM_TYPE) return true;
 	return node.type === CODE_TYPE && node.parameters?.mode !== 'runOnceForEachItem';
 }
 
-/** A node that joins several items into one (Aggregate, Summarize, Item Lists doing either): its item stands for all of them. */
+/** n8n's Code node, whose Mode chooses between once for all items and once for each. */
+export function hasRunOnceMode(node: NodeRef): boolean {
+	return node.type === CODE_TYPE;
+}
+
+/**
+ * A node that joins several items into one (Aggregate, Summarize, Item Lists doing either, Convert to File making one
+ * file of them): its item stands for all of them.
+ */
 export function joinsItems(node: NodeRef): boolean {
-	if (node.type === AGGREGATE_TYPE || node.type === SUMMARIZE_TYPE) return true;
+	if (node.type === AGGREGATE_TYPE || node.type === SUMMARIZE_TYPE || makesOneFileOfAll(node)) return true;
 	if (node.type !== ITEM_LISTS_TYPE) return false;
 	const operation = itemListsOperation(node);
 	return operation === 'summarize' || ITEM_LISTS_JOINS.has(operation);
+}
+
+/** Convert to File (or Spreadsheet File) writing one file for all its items: one item, no key of theirs. */
+function makesOneFileOfAll(node: NodeRef): boolean {
+	const operation = node.parameters?.operation;
+	if (node.type === SPREADSHEET_FILE_TYPE) return operation === 'toFile' || (typeof operation === 'string' && operation.startsWith('='));
+	if (node.type !== CONVERT_TO_FILE_TYPE) return false;
+	const chosen = typeof operation === 'string' ? operation : 'csv';
+	if (chosen.startsWith('=')) return true;
+	return ONE_FILE_OF_ALL_ITEMS.has(chosen) || (chosen === 'toJson' && node.parameters?.mode !== 'each');
 }
 
 /**
@@ -385,6 +409,7 @@ export function joinsItems(node: NodeRef): boolean {
  */
 export function joinsWithoutKeys(node: NodeRef): boolean {
 	if (!joinsItems(node)) return false;
+	if (makesOneFileOfAll(node)) return true;
 	const summarizes = node.type === SUMMARIZE_TYPE || (node.type === ITEM_LISTS_TYPE && itemListsOperation(node) === 'summarize');
 	return summarizes || aggregatesWithoutKeys(node.parameters ?? {});
 }

@@ -28,6 +28,7 @@ import {
 	onErrorOf,
 	RESPOND_TYPE,
 	sendsEachItemToOneOutput,
+	hasRunOnceMode,
 	runsOnceForAllItems,
 	runsSubWorkflowOnceForAll,
 	sendsStatementsAsOne,
@@ -276,7 +277,7 @@ function waitsIn(record: ExecutionRecord, node: INode): boolean {
 function checkRunsOnceForAll(node: INode, events: number | undefined, effectBefore: INode | undefined): void {
 	if (!runsOnceForAllItems(node) || !effectBefore) return;
 	if (node.executeOnce === true) throw refusal('executeOnceAfterEffect', { node: node.name, effect: effectBefore.name, events });
-	throw refusal('codeForAllAfterEffect', { node: node.name, effect: effectBefore.name, events });
+	throw refusal('codeForAllAfterEffect', { node: node.name, effect: effectBefore.name, events, mode: hasRunOnceMode(node) });
 }
 
 /**

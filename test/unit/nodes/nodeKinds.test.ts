@@ -4,7 +4,9 @@ import {
 	continuingLosesTheEvent,
 	failsForNoEvent,
 	hidesConditionFailures,
+	joinsItems,
 	joinsAndSplitsWithoutKeys,
+	runsOnceForAllItems,
 	sendsStatementsAsOne,
 	writesAllOrNone,
 } from '../../../nodes/shared/settlement/nodeKinds';
@@ -147,5 +149,47 @@ describe('joinsAndSplitsWithoutKeys: Merge SQL Query rows paired to every event,
 	it('no other Merge mode', () => {
 		expect(joinsAndSplitsWithoutKeys(merge(3, { mode: 'combineByPosition' }))).toBe(false);
 		expect(joinsAndSplitsWithoutKeys(merge(3, {}))).toBe(false);
+	});
+});
+
+describe('joinsItems and runsOnceForAllItems: nodes whose one item, or one failure, stands for every event', () => {
+	const convertToFile = (parameters: INodeParameters) => ({
+		name: 'To File',
+		type: 'n8n-nodes-base.convertToFile',
+		typeVersion: 1.1,
+		parameters,
+	});
+	it('Convert to File makes one item of all: a spreadsheet (CSV at its defaults), HTML, JSON All Items to One File; not one file per item', () => {
+		expect(
+			[
+				{},
+				{ operation: 'xlsx' },
+				{ operation: 'html' },
+				{ operation: 'toJson' },
+				{ operation: 'toJson', mode: 'each' },
+				{ operation: 'toText' },
+			].map((parameters) => joinsItems(convertToFile(parameters))),
+		).toEqual([true, true, true, true, false, false]);
+		const spreadsheetFile = (operation?: string) => ({
+			name: 'Sheet',
+			type: 'n8n-nodes-base.spreadsheetFile',
+			typeVersion: 2,
+			parameters: operation ? { operation } : {},
+		});
+		expect([joinsItems(spreadsheetFile('toFile')), joinsItems(spreadsheetFile())]).toEqual([true, false]);
+	});
+
+	it('Code at its default mode, the Function node and AI Transform run once for all items; Code run for each item does not', () => {
+		const node = (type: string, parameters: INodeParameters = {}) => ({
+			name: 'N',
+			type: `n8n-nodes-base.${type}`,
+			typeVersion: 1,
+			parameters,
+		});
+		expect(
+			[node('code'), node('code', { mode: 'runOnceForEachItem' }), node('function'), node('aiTransform'), node('set')].map(
+				runsOnceForAllItems,
+			),
+		).toEqual([true, false, true, true, false]);
 	});
 });
