@@ -121,14 +121,33 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
  * ordinary words (`close`, `https`, `application/json`) out of every failure message.
  */
 function describesTheMessage(name: string): boolean {
-	const lower = name.toLowerCase();
-	return (
-		['host', 'connection', 'user-agent', 'te', 'via', 'expect', 'keep-alive', 'transfer-encoding', 'upgrade'].includes(lower) ||
-		lower.startsWith('content-') ||
-		lower.startsWith('accept') ||
-		lower.startsWith('x-forwarded-')
-	);
+	return MESSAGE_HEADERS.has(name.toLowerCase());
 }
+
+const MESSAGE_HEADERS = new Set([
+	'accept',
+	'accept-charset',
+	'accept-encoding',
+	'accept-language',
+	'connection',
+	'content-encoding',
+	'content-language',
+	'content-length',
+	'content-type',
+	'expect',
+	'host',
+	'keep-alive',
+	'te',
+	'transfer-encoding',
+	'upgrade',
+	'user-agent',
+	'via',
+	'x-forwarded-for',
+	'x-forwarded-host',
+	'x-forwarded-port',
+	'x-forwarded-proto',
+	'x-real-ip',
+]);
 
 /**
  * Where a credential shows in a text, by one rule for what is stored and what is answered: anywhere once it is
