@@ -48,6 +48,7 @@ export class DriverOrderStore implements OrderStore {
 				{
 					lastDecision: read.value(row, 'last_decision') as OrderMark['lastDecision'],
 					version: read.value(row, 'version') as string,
+					eventKey: (read.value(row, 'event_key') as string | null) ?? null,
 					staleCount: read.value(row, 'stale_count') as number,
 					firstSeen: read.time(row, 'first_seen') as Date,
 					updatedAt: read.time(row, 'updated_at') as Date,

@@ -155,13 +155,17 @@ export function validateDurations(leaseSeconds: number, retentionSeconds: number
 /** Every settle item names its key and the owner token its reservation returned. */
 export function validateSettleItems(items: SettleRequest[]): void {
 	for (const item of items) {
-		if (!item.key) throw new InvalidConfigurationError('No idempotency key to settle: the item has no key.');
-		if (!UUID.test(item.ownerToken ?? '')) {
-			throw new InvalidConfigurationError(
-				`The owner token for key ${JSON.stringify(item.key.slice(0, 80))} is missing or not a UUID: pass the ownerToken the Reserve node returned.`,
-			);
-		}
+		const problem = settleItemProblem(item);
+		if (problem) throw new InvalidConfigurationError(problem);
 	}
+}
+
+/** Why one key cannot be settled as given (no key, an owner token that is no UUID); undefined when it can. */
+export function settleItemProblem(item: Pick<SettleRequest, 'key' | 'ownerToken'>): string | undefined {
+	if (!item.key) return 'No idempotency key to settle: the item has no key.';
+	if (!UUID.test(item.ownerToken ?? ''))
+		return `The owner token for key ${JSON.stringify(item.key.slice(0, 80))} is missing or not a UUID: pass the ownerToken the Reserve node returned.`;
+	return undefined;
 }
 
 /** The longest hold: n8n's "wait forever" (a Wait until the year 3000) is held this long. */
@@ -329,6 +333,8 @@ export function orderCandidates(items: VersionedItem[]): Map<string, VersionedIt
 export interface OrderMark {
 	lastDecision: 'newer' | 'stale';
 	version: string;
+	/** The event that set the mark (null when versions were given without an event key). */
+	eventKey: string | null;
 	staleCount: number;
 	firstSeen: Date;
 	updatedAt: Date;
@@ -337,7 +343,8 @@ export interface OrderMark {
 /**
  * Every item's decision, in item order, from the candidates' marks: an item passes when it holds
  * its object's batch maximum, the store decided newer, and it is the first such item (or equal
- * versions pass).
+ * versions pass); and the event that set the mark passes again at the mark's version, as it does
+ * alone (its run may have failed after the guard), whichever item of its version the store was sent.
  */
 export function orderDecisions(
 	items: VersionedItem[],
@@ -353,7 +360,8 @@ export function orderDecisions(
 		const holdsBatchMax = compareVersions(item.version, candidate.version) === 0;
 		// Ties inside the batch: only the first item passes, unless equal versions pass anyway.
 		const firstOrEqualPasses = equalVersion === 'newer' || !passedInBatch.has(item.objectKey);
-		const newer = holdsBatchMax && firstOrEqualPasses && mark.lastDecision === 'newer';
+		const setTheMark = item.eventKey !== null && item.eventKey === mark.eventKey && compareVersions(item.version, mark.version) === 0;
+		const newer = holdsBatchMax && firstOrEqualPasses && (mark.lastDecision === 'newer' || setTheMark);
 		if (newer) passedInBatch.add(item.objectKey);
 		return {
 			outcome: newer ? 'newer' : 'stale',

@@ -2,6 +2,7 @@ import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INod
 
 import { inexactTextReason } from '../../lib/keys/exactText';
 import type { SettleRequest } from '../../lib/store/contract';
+import { settleItemProblem } from '../../lib/store/rules';
 import type { FailedExecution } from '../../lib/types';
 import { isReserveType } from '../shared/settlement';
 
@@ -22,18 +23,25 @@ export function readOwnedKey(
 	reserveNodeName?: string,
 ): OwnedKey {
 	if (source === 'custom') {
-		return {
-			owned: {
-				key: String(context.getNodeParameter('key', itemIndex) ?? ''),
-				ownerToken: String(context.getNodeParameter('ownerToken', itemIndex) ?? ''),
-			},
+		const owned = {
+			key: String(context.getNodeParameter('key', itemIndex) ?? ''),
+			ownerToken: String(context.getNodeParameter('ownerToken', itemIndex) ?? ''),
 		};
+		return { owned: settleable(context, owned, itemIndex) };
 	}
 	const reservation =
 		source === 'reserveNode'
 			? pairedReservation(context, itemIndex, reserveNodeName as string)
 			: (item.json.idempotency as IDataObject | undefined);
-	return { owned: ownedKeyOf(context, reservation, itemIndex, source === 'reserveNode' ? reserveNodeName : undefined), reservation };
+	const owned = ownedKeyOf(context, reservation, itemIndex, source === 'reserveNode' ? reserveNodeName : undefined);
+	return { owned: settleable(context, owned, itemIndex), reservation };
+}
+
+/** The key as read, refused for this item alone when it cannot be settled: the other items of the run still are. */
+function settleable(context: IExecuteFunctions, owned: SettleRequest, itemIndex: number): SettleRequest {
+	const problem = settleItemProblem(owned);
+	if (problem) throw new NodeOperationError(context.getNode(), `${problem} Nothing was settled for this item.`, { itemIndex });
+	return owned;
 }
 
 /**

@@ -166,6 +166,32 @@ describe('the Idempotent Webhook trigger (templates/idempotent-webhook-trigger.j
 		expect(executions.map((e) => e.status)).toEqual(['error', 'success']);
 	});
 
+	// GitHub signs no timestamp, so the trigger shows no Tolerance for it and n8n gives the node none: every
+	// delivery was answered 503 while the trigger read it without a fallback.
+	test('Scheme GitHub, as a user switches the template to it: a genuine delivery runs once, its copy is a duplicate, a forgery 401', async () => {
+		const github = await publishTrigger(h, 'trigger-github', {
+			apiUrl: api.url,
+			baseUrl: base.baseUrl,
+			change: (node) => (node.type === TRIGGER.type ? { ...node, parameters: { ...node.parameters, scheme: 'github' } } : node),
+		});
+		const event = { id: eventId('trg_github'), type: 'issues.opened' };
+		const raw = JSON.stringify(event);
+		const signed = (secret: string) => ({
+			'x-github-delivery': crypto.randomUUID(),
+			'x-hub-signature-256': `sha256=${crypto.createHmac('sha256', secret).update(raw).digest('hex')}`,
+		});
+		const key = triggerKey(github.workflowId, event.id);
+		const first = await h.deliver(github.url, raw, signed(h.secret), { sign: false });
+		const copy = await h.deliver(github.url, raw, signed(h.secret), { sign: false });
+		const forged = await h.deliver(github.url, raw, signed('not-the-secret'), { sign: false });
+		expect({
+			first: [first.status, first.outcome],
+			copy: [copy.status, copy.outcome],
+			forged: forged.status,
+			calls: api.calls(key),
+		}).toEqual({ first: [200, 'new'], copy: [200, 'duplicate'], forged: 401, calls: 1 });
+	});
+
 	test('the sender gives up after 2 s, the step takes 6 s: the step still ends, the key completes, 409 meanwhile, the retry is a duplicate; one effect', async () => {
 		const mark = await h.executionMark();
 		const event = { id: eventId('trg_timeout'), type: 'order.created' };

@@ -128,9 +128,10 @@ describe('cleanupInBatches', () => {
 });
 
 describe('orderCandidates and orderDecisions', () => {
-	const mark = (version: string, lastDecision: OrderMark['lastDecision']): OrderMark => ({
+	const mark = (version: string, lastDecision: OrderMark['lastDecision'], eventKey: string | null = null): OrderMark => ({
 		lastDecision,
 		version,
+		eventKey,
 		staleCount: 0,
 		firstSeen: new Date(0),
 		updatedAt: new Date(0),
@@ -161,6 +162,21 @@ describe('orderCandidates and orderDecisions', () => {
 			'newer',
 			'stale',
 		]);
+	});
+
+	it('lets the event that set the mark pass again at its version, behind another event of that version sent first', () => {
+		const batch = [
+			{ objectKey: 'o', version: '5', eventKey: 'evt:A' },
+			{ objectKey: 'o', version: '5', eventKey: 'evt:B' },
+		];
+		const candidates = orderCandidates(batch);
+		expect(candidates.get('o')).toBe(batch[0]);
+		// The store compared evt:A with the mark evt:B (set at 5 by B, whose run then failed): stale, the mark kept.
+		const marks = new Map([['o', mark('5', 'stale', 'evt:B')]]);
+		expect(orderDecisions(batch, candidates, marks, 'stale').map((decision) => decision.outcome)).toEqual(['stale', 'newer']);
+		// A newer mark set by B's own later version does not let B's older version through.
+		const later = new Map([['o', mark('6', 'stale', 'evt:B')]]);
+		expect(orderDecisions(batch, candidates, later, 'stale').map((decision) => decision.outcome)).toEqual(['stale', 'stale']);
 	});
 });
 
