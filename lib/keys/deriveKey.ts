@@ -174,8 +174,28 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 			`No idempotency key: ${describeExpectedKey(config)} is missing or empty, and falling back to the body hash is off.`,
 		);
 	}
+	// Every request without a body hashes alike (a GET, a DELETE, an empty POST): one key for all would answer
+	// each later event as a copy of the first, and it would never run.
+	if (hasEmptyRequestBody(input)) {
+		throw new MissingKeyError(
+			`No idempotency key: the request has no body${config.strategy === 'bodyHash' ? '' : ` and ${describeExpectedKey(config)} is missing`}, so its body hash would be the same for every such request. Choose a Key Source that names the event (Field \`query.<name>\`, Header, Custom Value). The item was not reserved.`,
+		);
+	}
 	const { key, keySource } = bodyHashKey(input);
 	return finish(key, keySource, config);
+}
+
+/** A webhook request that carried no body: no bytes, or (without its raw bytes) an empty parsed body. */
+function hasEmptyRequestBody(input: KeyInput): boolean {
+	if (input.rawBody !== undefined) return input.rawBody.length === 0;
+	if (input.headers === undefined) return false;
+	const { body } = input;
+	return (
+		body === undefined ||
+		body === null ||
+		body === '' ||
+		(typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)
+	);
 }
 
 /** `sha256:` of the raw body when there is one, else of the canonical JSON of the parsed body. */
@@ -216,7 +236,7 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
  * (the JSON parse of the bytes, or what a node before made of it). Not for multipart: the binary field there is
  * one of its files, not the request.
  */
-function keyBody(input: KeyInput): unknown {
+export function keyBody(input: Pick<KeyInput, 'body' | 'rawBody' | 'headers'>): unknown {
 	const { rawBody, headers, body } = input;
 	if (rawBody === undefined || headers === undefined) return input.body;
 	const mediaType = mediaTypeOf(headers);

@@ -6,7 +6,7 @@ import {
 	type EvidenceConfig,
 } from '../evidence/replayEvidence';
 import type { HeaderBag } from '../headers';
-import { deriveKey, payloadFingerprint, validateKeyConfig, type KeyConfig, type KeyInput } from '../keys/deriveKey';
+import { deriveKey, keyBody, payloadFingerprint, validateKeyConfig, type KeyConfig, type KeyInput } from '../keys/deriveKey';
 import { evidenceOutput, idempotencyOutput } from '../pipeline/idempotencyOutput';
 import { keyedEntry, reserveAll, routeOf, type KeyedEntry, type ReservationRoute } from '../pipeline/steps';
 import { verifySignature, type GenericHmacOptions, type SignatureScheme } from '../signature';
@@ -183,7 +183,13 @@ async function decide(input: DecideInput): Promise<WebhookDecision> {
 	try {
 		const refusal = eventKeyRefusal(input.keySettings.key);
 		if (refusal) throw new InvalidConfigurationError(refusal);
-		found = eventsOf(body, request.rawBody, eventsPathSteps(eventsPath), eventsPath);
+		// The events are found where the key of one would be: in the signed bytes' JSON, whatever the unsigned Content-Type says.
+		found = eventsOf(
+			keyBody({ body, rawBody: request.rawBody, headers: request.headers }),
+			request.rawBody,
+			eventsPathSteps(eventsPath),
+			eventsPath,
+		);
 	} catch (error) {
 		return isKeyRefusal(error) ? keyRefused(error.message) : internalError();
 	}

@@ -69,6 +69,13 @@ describe('deriveKey', () => {
 			expect(deriveKey({ body: { id: 'row_1' }, rawBody: Buffer.from('{"id":"file"}') }, auto).key).toBe('evt:row_1');
 		});
 
+		it('refuses a body hash for a request without a body (every one would hash alike); an item that is no request is still hashed', () => {
+			const headers = { 'content-type': 'application/json' };
+			expect(() => deriveKey({ body: {}, headers, rawBody: Buffer.alloc(0) }, auto)).toThrow(MissingKeyError);
+			expect(() => deriveKey({ body: {}, headers }, { strategy: 'bodyHash', onMissingKey: 'bodyHash' })).toThrow(/the request has no body/);
+			expect(deriveKey({ body: {} }, auto).key).toBe(`sha256:${sha256Of('{}')}`);
+		});
+
 		it('hashes the raw body bytes when there is no id', () => {
 			const body = JSON.parse(RAW_BODY);
 			expect(deriveKey({ body, rawBody: Buffer.from(RAW_BODY) }, auto)).toEqual({

@@ -320,11 +320,22 @@ describe('decideWebhook', () => {
 		expect(start.idempotency.key).toMatch(/^sha256:[0-9a-f]{64}$/);
 	});
 
-	it('keys an empty body by the hash of no bytes, verified as signed', async () => {
-		const start = startOf(await deliver(Buffer.alloc(0)));
+	// Every bodiless request hashes alike: one key for all would answer each later event as a copy of the first.
+	it('refuses a body hash key for an empty body (503 key_refused, its signature checked first); a key from the query is taken', async () => {
+		const refused = answerOf(await deliver(Buffer.alloc(0)));
+		const forged = answerOf(await deliver(Buffer.alloc(0), { headers: stripeHeaders(Buffer.alloc(0), NOW_SECONDS, 'whsec_not_it') }));
+		const fromQuery: KeyConfig = { strategy: 'field', fieldPath: 'query.event', onMissingKey: 'error' };
+		const headers = stripeHeaders(Buffer.alloc(0));
+		const keyed = startOf(
+			await deliver(Buffer.alloc(0), {
+				key: fromQuery,
+				request: { method: 'POST', headers, rawBody: Buffer.alloc(0), query: { event: 'ev_1' } },
+			}),
+		);
 
-		expect(start.idempotency.key).toBe('sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
-		expect(start.item.body).toEqual({});
+		expect(refused).toMatchObject({ status: 503, body: { error: 'key_refused' } });
+		expect(forged.status).toBe(401);
+		expect([keyed.idempotency.key, keyed.item.body]).toEqual(['ev_1', {}]);
 	});
 
 	it('reads a Field key from the query, and a form body as its fields', async () => {
