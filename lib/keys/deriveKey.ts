@@ -185,6 +185,14 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	return finish(key, keySource, config);
 }
 
+/** Whether the key is read from the request's body (or its hash), which a request without a body cannot give. */
+export function keyReadsTheBody(config: Pick<KeyConfig, 'strategy' | 'preset' | 'fieldPath'>): boolean {
+	if (config.strategy === 'auto' || config.strategy === 'bodyHash') return true;
+	if (config.strategy === 'preset') return isProviderPreset(config.preset) && PROVIDER_PRESETS[config.preset].from === 'body';
+	if (config.strategy === 'field') return /^body(\.|\[|$)/.test((config.fieldPath ?? '').trim());
+	return false;
+}
+
 /** A webhook request that carried no body: no bytes, or (without its raw bytes) an empty parsed body. */
 function hasEmptyRequestBody(input: KeyInput): boolean {
 	if (input.rawBody !== undefined) return input.rawBody.length === 0;

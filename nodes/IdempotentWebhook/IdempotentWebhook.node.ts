@@ -19,7 +19,7 @@ import {
 	type IWebhookResponseData,
 } from 'n8n-workflow';
 
-import type { KeyConfig, KeyStrategy, OnMissingKey } from '../../lib/keys/deriveKey';
+import { keyReadsTheBody, type KeyConfig, type KeyStrategy, type OnMissingKey } from '../../lib/keys/deriveKey';
 import type { ProviderPreset } from '../../lib/keys/presets';
 import type { SignatureScheme } from '../../lib/signature';
 import type { KeyStore } from '../../lib/store/contract';
@@ -349,9 +349,17 @@ function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 	const unsettleable =
 		unsettleableAfter(context, eventsPath) ??
 		(eventsPath === '' ? undefined : eventsRefusal(context, options, eventsPath)) ??
-		secondTriggerBesideInbox(context);
+		secondTriggerBesideInbox(context) ??
+		keyFromMissingBody(context, options);
 	if (!unsettleable) return;
 	throw new NodeOperationError(context.getNode(), TRIGGER_REFUSAL.atPublish(unsettleable), { description: TRIGGER_REFUSAL.fix });
+}
+
+/** A GET or DELETE trigger (no body) whose key is read from the body: every delivery would be refused. */
+function keyFromMissingBody(context: IHookFunctions, options: TriggerOptions): string | undefined {
+	const method = String(context.getNodeParameter('httpMethod', 'POST'));
+	if (method !== 'GET' && method !== 'DELETE') return undefined;
+	return keyReadsTheBody(keyConfig(context, options, undefined)) ? REFUSALS.keyFromMissingBody({ method }) : undefined;
 }
 
 /** The other Idempotent Webhook triggers of the workflow (enabled ones), by name. */

@@ -117,6 +117,8 @@ export const REFUSALS = {
 	respondBehindTrigger: ({ node }: { node: string }) =>
 		`"${node}" answers the webhook, which this trigger answers itself once the workflow has ended (the answer the event's copies get back).`,
 	// The inbox's retries belong to the workflow: one trigger must start them, or an event could run behind the other's nodes.
+	keyFromMissingBody: ({ method }: { method: string }) =>
+		`The trigger listens to ${method} requests, which carry no body, and its Key Source reads the body: every delivery would be refused (503 key_refused), and none would run. Set Key Source to one that names the event in the request: Field with a query parameter (\`query.<name>\`) or Header.`,
 	secondTriggerBesideInbox: ({ other }: { other: string }) =>
 		`"${other}" is a second Idempotent Webhook in a workflow whose trigger answers At Once: the package starts the retries of accepted events through this workflow's one Idempotent Webhook. Put the other trigger in a workflow of its own.`,
 	refusedDownstream: ({ node, reason }: { node: string; reason: string }) =>
