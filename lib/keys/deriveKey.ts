@@ -176,12 +176,16 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	}
 	// Every request without a body hashes alike (a GET, a DELETE, an empty POST): one key for all would answer
 	// each later event as a copy of the first, and it would never run.
-	if (hasEmptyRequestBody(input)) {
+	// A multipart request's binary field is one of its files, not the request: its hash would key every submission
+	// attaching that file alike. Its parsed fields are hashed instead.
+	const hashed =
+		input.headers !== undefined && mediaTypeOf(input.headers).startsWith('multipart/') ? { ...input, rawBody: undefined } : input;
+	if (hasEmptyRequestBody(hashed)) {
 		throw new MissingKeyError(
 			`No idempotency key: the request has no body${config.strategy === 'bodyHash' ? '' : ` and ${describeExpectedKey(config)} is missing`}, so its body hash would be the same for every such request. Choose a Key Source that names the event (Field \`query.<name>\`, Header, Custom Value). The item was not reserved.`,
 		);
 	}
-	const { key, keySource } = bodyHashKey(input);
+	const { key, keySource } = bodyHashKey(hashed);
 	return finish(key, keySource, config);
 }
 
@@ -195,8 +199,9 @@ export function keyReadsTheBody(config: Pick<KeyConfig, 'strategy' | 'preset' | 
 
 /** A webhook request that carried no body: no bytes, or (without its raw bytes) an empty parsed body. */
 function hasEmptyRequestBody(input: KeyInput): boolean {
-	if (input.rawBody !== undefined) return input.rawBody.length === 0;
+	// An item that is no request (a row, a file read from disk) is hashed as it is, empty or not.
 	if (input.headers === undefined) return false;
+	if (input.rawBody !== undefined) return input.rawBody.length === 0;
 	const { body } = input;
 	return (
 		body === undefined ||

@@ -355,10 +355,11 @@ function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 	throw new NodeOperationError(context.getNode(), TRIGGER_REFUSAL.atPublish(unsettleable), { description: TRIGGER_REFUSAL.fix });
 }
 
-/** A GET or DELETE trigger (no body) whose key is read from the body: every delivery would be refused. */
+/** A GET trigger (a GET carries no body) whose key is read from the body: every delivery would be refused. */
 function keyFromMissingBody(context: IHookFunctions, options: TriggerOptions): string | undefined {
+	// Only GET: a DELETE may carry a body, and one without is refused delivery by delivery.
 	const method = String(context.getNodeParameter('httpMethod', 'POST'));
-	if (method !== 'GET' && method !== 'DELETE') return undefined;
+	if (method !== 'GET') return undefined;
 	return keyReadsTheBody(keyConfig(context, options, undefined)) ? REFUSALS.keyFromMissingBody({ method }) : undefined;
 }
 

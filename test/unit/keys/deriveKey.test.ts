@@ -74,6 +74,17 @@ describe('deriveKey', () => {
 			expect(() => deriveKey({ body: {}, headers, rawBody: Buffer.alloc(0) }, auto)).toThrow(MissingKeyError);
 			expect(() => deriveKey({ body: {}, headers }, { strategy: 'bodyHash', onMissingKey: 'bodyHash' })).toThrow(/the request has no body/);
 			expect(deriveKey({ body: {} }, auto).key).toBe(`sha256:${sha256Of('{}')}`);
+			// A file read from disk (no request headers), empty: hashed as it is.
+			expect(deriveKey({ body: { fileName: 'a.txt' }, rawBody: Buffer.alloc(0) }, auto).key).toBe(`sha256:${sha256Of('')}`);
+		});
+
+		it('hashes a multipart request by its fields, not by an attached file: two submissions with one file keep two keys', () => {
+			const headers = { 'content-type': 'multipart/form-data; boundary=x' };
+			const file = Buffer.from('{"template":7}');
+			const first = deriveKey({ body: { name: 'ann' }, headers, rawBody: file }, auto).key;
+			const second = deriveKey({ body: { name: 'bob' }, headers, rawBody: file }, auto).key;
+			expect(first).not.toBe(second);
+			expect(first).toBe(`sha256:${sha256Of('{"name":"ann"}')}`);
 		});
 
 		it('hashes the raw body bytes when there is no id', () => {
