@@ -72,6 +72,30 @@ export function readHeader(headers: unknown, name: string): HeaderValue {
 }
 
 /** The values a joined header holds, one at a time (no array of a million parts for a huge one). */
+/** The Content-Type's media type in lower case (`application/json`); empty when it is missing or sent twice with different values. */
+export function mediaTypeOf(headers: unknown): string {
+	const contentType = readHeader(headers, 'content-type');
+	return contentType.status === 'present' ? contentType.value.split(';')[0].trim().toLowerCase() : '';
+}
+
+/** Whether the media type is JSON as n8n's body parser reads it (`application/json`, `…+json`). */
+export function isJsonMediaType(mediaType: string): boolean {
+	return mediaType === 'application/json' || mediaType.endsWith('+json');
+}
+
+/**
+ * Whether any Content-Type the request carries, under any spelling of the name, says multipart. Stricter than
+ * `mediaTypeOf`: a request n8n may have parsed as multipart is taken for one, whatever else it says.
+ */
+export function saysMultipart(headers: unknown): boolean {
+	if (!isHeaderBag(headers)) return false;
+	return Object.entries(headers).some(
+		([name, value]) =>
+			asciiLowerCase(name) === 'content-type' &&
+			(Array.isArray(value) ? (value as unknown[]) : [value]).some((entry) => typeof entry === 'string' && /^\s*multipart\//i.test(entry)),
+	);
+}
+
 function* joinedParts(text: string): Generator<string> {
 	const separator = new RegExp(JOINED_REPEATS);
 	let start = 0;

@@ -1,5 +1,5 @@
 import { InvalidConfigurationError, MissingKeyError, UnusableKeyError } from '../errors';
-import { readHeader } from '../headers';
+import { isJsonMediaType, mediaTypeOf, readHeader, saysMultipart } from '../headers';
 import { canonicalJson } from './canonicalJson';
 import { assertExactText } from './exactText';
 import { parseFieldPath, valueAtPath, type PathStep } from './fieldPath';
@@ -179,10 +179,10 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	// A multipart request's binary field is one of its files, not the request: its hash would key every submission
 	// attaching that file alike. Its parsed fields are hashed instead.
 	const hashed =
-		input.headers !== undefined && mediaTypeOf(input.headers).startsWith('multipart/') ? { ...input, rawBody: undefined } : input;
+		input.headers !== undefined && saysMultipart(input.headers) ? { ...input, rawBody: undefined } : input;
 	if (hasEmptyRequestBody(hashed)) {
 		throw new MissingKeyError(
-			`No idempotency key: the request has no body${config.strategy === 'bodyHash' ? '' : ` and ${describeExpectedKey(config)} is missing`}, so its body hash would be the same for every such request. Choose a Key Source that names the event (Field \`query.<name>\`, Header, Custom Value). The item was not reserved.`,
+			`No idempotency key: the request has no body (or only \`{}\`)${config.strategy === 'bodyHash' ? '' : ` and ${describeExpectedKey(config)} is missing`}, so its body hash would be the same for every such request. Choose a Key Source that names the event (Field \`query.<name>\`, Header, Custom Value). The item was not reserved.`,
 		);
 	}
 	const { key, keySource } = bodyHashKey(hashed);
@@ -197,12 +197,22 @@ export function keyReadsTheBody(config: Pick<KeyConfig, 'strategy' | 'preset' | 
 	return false;
 }
 
-/** A webhook request that carried no body: no bytes, or (without its raw bytes) an empty parsed body. */
+/**
+ * A webhook request that carried nothing: no bytes (or only white space), or an empty JSON object. n8n gives an
+ * empty POST the body `{}` when it keeps no raw bytes, so `{}` cannot be told from no body there; it is judged
+ * alike with the bytes at hand, or one workflow's key would depend on its Raw Body setting.
+ */
 function hasEmptyRequestBody(input: KeyInput): boolean {
 	// An item that is no request (a row, a file read from disk) is hashed as it is, empty or not.
 	if (input.headers === undefined) return false;
-	if (input.rawBody !== undefined) return input.rawBody.length === 0;
-	const { body } = input;
+	if (input.rawBody !== undefined) {
+		const text = input.rawBody.toString('utf8').replace(/^\uFEFF/, '').trim();
+		return text === '' || carriesNothing(rawJson(input.rawBody) ?? (text === 'null' ? null : text));
+	}
+	return carriesNothing(input.body);
+}
+
+function carriesNothing(body: unknown): boolean {
 	return (
 		body === undefined ||
 		body === null ||
@@ -252,9 +262,8 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 export function keyBody(input: Pick<KeyInput, 'body' | 'rawBody' | 'headers'>): unknown {
 	const { rawBody, headers, body } = input;
 	if (rawBody === undefined || headers === undefined) return input.body;
-	const mediaType = mediaTypeOf(headers);
-	if (mediaType.startsWith('multipart/')) return body;
-	if ((mediaType === 'application/json' || mediaType.endsWith('+json')) && body !== null && typeof body === 'object') return body;
+	if (saysMultipart(headers)) return body;
+	if (isJsonMediaType(mediaTypeOf(headers)) && body !== null && typeof body === 'object') return body;
 	const raw = rawJson(rawBody);
 	return raw === undefined ? body : raw;
 }
@@ -271,12 +280,6 @@ function rawJson(rawBody: Buffer): object | undefined {
 	} catch {
 		return undefined;
 	}
-}
-
-/** The Content-Type's media type in lower case; empty when it is missing or sent twice with different values. */
-function mediaTypeOf(headers: Record<string, unknown>): string {
-	const contentType = readHeader(headers, 'content-type');
-	return contentType.status === 'present' ? contentType.value.split(';')[0].trim().toLowerCase() : '';
 }
 
 function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySource: KeySourceLabel } | undefined {

@@ -1,4 +1,4 @@
-import type { HeaderBag } from '../headers';
+import { saysMultipart } from '../headers';
 import { SignatureConfigError } from './errors';
 import { computeHmac, signaturesEqual } from './hmac';
 import { SCHEMES } from './schemes';
@@ -42,7 +42,7 @@ export function verifySignature(input: VerifySignatureInput): VerifySignatureRes
 	const keys = secrets.map((secret) => definition.deriveKey(secret));
 
 	// n8n parses a multipart request itself: the bytes at hand could be any file in it (a captured delivery), not the request.
-	if (isMultipart(headers)) return { valid: false, scheme, reason: 'multipart_body' };
+	if (saysMultipart(headers)) return { valid: false, scheme, reason: 'multipart_body' };
 	const parsed = definition.parse(headers, rawBody, generic);
 	if (!parsed.ok) return { valid: false, scheme, reason: parsed.reason };
 	const { algorithm, candidates, content, timestampSeconds } = parsed.request;
@@ -63,13 +63,4 @@ export function verifySignature(input: VerifySignatureInput): VerifySignatureRes
 	return late === undefined
 		? { valid: true, scheme, timestamp: timestampSeconds }
 		: { valid: false, scheme, reason: late, timestamp: timestampSeconds };
-}
-
-/** Whether any Content-Type the request carries, under any spelling of the name, says multipart. */
-function isMultipart(headers: HeaderBag): boolean {
-	return Object.entries(headers).some(
-		([name, value]) =>
-			name.toLowerCase() === 'content-type' &&
-			(Array.isArray(value) ? value : [value]).some((entry) => typeof entry === 'string' && /^\s*multipart\//i.test(entry)),
-	);
 }

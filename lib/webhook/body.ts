@@ -1,4 +1,4 @@
-import { readHeader, type HeaderBag } from '../headers';
+import { isJsonMediaType, mediaTypeOf, type HeaderBag } from '../headers';
 
 /**
  * The request body as the item shows it and the key is derived from, parsed as n8n's Webhook node
@@ -10,9 +10,8 @@ import { readHeader, type HeaderBag } from '../headers';
 export function parseBody(rawBody: Buffer, headers: HeaderBag): unknown {
 	if (rawBody.length === 0) return {};
 	const text = rawBody.toString('utf8');
-	const contentType = readHeader(headers, 'content-type');
-	const mediaType = contentType.status === 'present' ? contentType.value.split(';')[0].trim().toLowerCase() : '';
-	if (mediaType === 'application/json' || mediaType.endsWith('+json')) {
+	const mediaType = mediaTypeOf(headers);
+	if (isJsonMediaType(mediaType)) {
 		try {
 			// A leading byte order mark is left out, as n8n's own body parser does.
 			return JSON.parse(text.replace(/^\uFEFF/, '')) as unknown;

@@ -298,11 +298,11 @@ function checkJoinedAfterEffect(
 	if (!mayHaveEffect(node) && !isRouting(node)) return;
 	if (splitsItems(node)) return;
 	const before = ranBefore(record, self, node);
-	// A node set to Always Output Data that returns nothing gives one empty item, paired to every item it got.
+	// A node set to Always Output Data that returns nothing gives one empty item, paired to every item it got, even
+	// when that node is the effect itself (an API answering each call with an empty list).
 	for (const empty of before.filter((candidate) => candidate.alwaysOutputData === true && !oneAtATime.has(candidate.name))) {
-		const effect = effectNotAfter(record, self, empty, step) ?? outside;
-		if (effect && effect.name !== empty.name)
-			throw refusal('emptyItemAfterEffect', { node: node.name, empty: empty.name, effect: effect.name, events });
+		const effect = effectNotAfter(record, self, empty, step) ?? outside ?? (mayHaveEffect(empty) ? empty : undefined);
+		if (effect) throw refusal('emptyItemAfterEffect', { node: node.name, empty: empty.name, effect: effect.name, events });
 	}
 	// A join inside Loop Over Items (batch size 1) joins one event.
 	for (const join of before.filter((candidate) => joinsItems(candidate) && !oneAtATime.has(candidate.name))) {

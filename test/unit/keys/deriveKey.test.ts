@@ -74,6 +74,10 @@ describe('deriveKey', () => {
 			expect(() => deriveKey({ body: {}, headers, rawBody: Buffer.alloc(0) }, auto)).toThrow(MissingKeyError);
 			expect(() => deriveKey({ body: {}, headers }, { strategy: 'bodyHash', onMissingKey: 'bodyHash' })).toThrow(/the request has no body/);
 			expect(deriveKey({ body: {} }, auto).key).toBe(`sha256:${sha256Of('{}')}`);
+			// With its bytes kept, an empty object or white space is no more an event than no body (n8n's item shows `{}` for both).
+			for (const bytes of ['{}', ' { } ', '\uFEFF{}', '  ', 'null'])
+				expect(() => deriveKey({ body: {}, headers, rawBody: Buffer.from(bytes) }, auto)).toThrow(/the request has no body/);
+			expect(deriveKey({ body: [], headers, rawBody: Buffer.from('[]') }, auto).key).toBe(`sha256:${sha256Of('[]')}`);
 			// A file read from disk (no request headers), empty: hashed as it is.
 			expect(deriveKey({ body: { fileName: 'a.txt' }, rawBody: Buffer.alloc(0) }, auto).key).toBe(`sha256:${sha256Of('')}`);
 		});

@@ -359,6 +359,23 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		expect(() => checkEventsApart(wiring(false), 'Reserve', 0, 3)).not.toThrow();
 	});
 
+	it('refuses a node after an effect that is itself set to Always Output Data (an API answering each call with an empty list)', () => {
+		const wiring = (always: boolean) =>
+			beside(
+				['Charge'],
+				[
+					node('Charge', 'n8n-nodes-base.httpRequest', 0, { onError: 'continueErrorOutput', alwaysOutputData: always }),
+					node('Notify', 'n8n-nodes-base.slack', 0, { onError: 'continueErrorOutput' }),
+				],
+				{ Charge: { main: [link('Notify')] } },
+			);
+		expect(() => checkEventsApart(wiring(true), 'Reserve', 0, 3)).toThrow(
+			/"Notify" comes after "Charge", which is set to Always Output Data, and "Charge" may have done its work for the 3 events of this run/,
+		);
+		expect(() => checkEventsApart(wiring(false), 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(wiring(true), 'Reserve', 0, 1)).not.toThrow();
+	});
+
 	it('refuses a node set to Execute Once after a node that may have an effect, whatever its On Error; accepts it before one', () => {
 		const once = (onError: INode['onError']) =>
 			beside(
