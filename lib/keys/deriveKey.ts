@@ -178,8 +178,7 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	// each later event as a copy of the first, and it would never run.
 	// A multipart request's binary field is one of its files, not the request: its hash would key every submission
 	// attaching that file alike. Its parsed fields are hashed instead.
-	const hashed =
-		input.headers !== undefined && saysMultipart(input.headers) ? { ...input, rawBody: undefined } : input;
+	const hashed = input.headers !== undefined && saysMultipart(input.headers) ? { ...input, rawBody: undefined } : input;
 	if (hasEmptyRequestBody(hashed)) {
 		throw new MissingKeyError(
 			`No idempotency key: the request has no body (or only \`{}\`)${config.strategy === 'bodyHash' ? '' : ` and ${describeExpectedKey(config)} is missing`}, so its body hash would be the same for every such request. Choose a Key Source that names the event (Field \`query.<name>\`, Header, Custom Value). The item was not reserved.`,
@@ -206,7 +205,10 @@ function hasEmptyRequestBody(input: KeyInput): boolean {
 	// An item that is no request (a row, a file read from disk) is hashed as it is, empty or not.
 	if (input.headers === undefined) return false;
 	if (input.rawBody !== undefined) {
-		const text = input.rawBody.toString('utf8').replace(/^\uFEFF/, '').trim();
+		const text = input.rawBody
+			.toString('utf8')
+			.replace(/^\uFEFF/, '')
+			.trim();
 		return text === '' || carriesNothing(rawJson(input.rawBody) ?? (text === 'null' ? null : text));
 	}
 	return carriesNothing(input.body);
