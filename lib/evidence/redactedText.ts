@@ -14,10 +14,21 @@ const SCHEME_CREDENTIAL = /\b(Bearer|Basic|Token|Digest)\s+[A-Za-z0-9._~+/=-]{4,
 const NAMED_VALUE = /([?&;\s"']|^)([A-Za-z0-9_.-]+)=([^&\s"';]*)/g;
 /** A JSON member with a text value, `"name":"value"`, as JSON.stringify writes an item into a message. */
 const JSON_MEMBER = /"([A-Za-z0-9_.-]+)"(\s*:\s*)"(?:[^"\\]|\\.)*"/g;
+/** The same inside a JSON string (an API's error body quoted by n8n's `400 - "{\"api_key\":…}"`). */
+const ESCAPED_JSON_MEMBER = /\\"([A-Za-z0-9_.-]+)\\"(\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"/g;
+/**
+ * `name: value` as a header dump or Node's inspect of an object writes it (`x-api-key: sk_…`, `apiKey: 'sk_…'`);
+ * not where the value is the next pair's name (`headers: x-api-key: …`) or already redacted after its scheme.
+ */
+const COLON_VALUE =
+	/([\s,;{([]|^)([A-Za-z0-9_.-]+)(\s*:\s*)(?![A-Za-z0-9_.-]+\s*:\s|[A-Za-z]+ \[redacted\]|\[redacted\])('[^']*'|"[^"]*"|[^\s,;'"})\]]+)/g;
+/** The user information of a URL (`https://user:password@host`, `https://token@host`). */
+const URL_USER_INFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi;
 
 /**
- * An error message without the credentials it quotes: a credential after its scheme (`Bearer …`),
- * and the value of a query parameter or JSON member named like a credential (`?api_key=…`,
+ * An error message without the credentials it quotes: a URL's user information, a credential after
+ * its scheme (`Bearer …`), and the value of a query parameter, `name: value` pair or JSON member
+ * (escaped in a JSON string too) named like a credential (`?api_key=…`, `x-api-key: …`,
  * `"authorization":"…"`; isSecretHeader), redacted.
  */
 export function redactedErrorText(text: string): string;
@@ -25,7 +36,14 @@ export function redactedErrorText(text: string | null): string | null;
 export function redactedErrorText(text: string | null): string | null {
 	if (text === null) return null;
 	return text
+		.replace(URL_USER_INFO, (_match, scheme: string) => `${scheme}${REDACTED}@`)
 		.replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
 		.replace(NAMED_VALUE, (match, before: string, name: string) => (isSecretHeader(name) ? `${before}${name}=${REDACTED}` : match))
-		.replace(JSON_MEMBER, (match, name: string, colon: string) => (isSecretHeader(name) ? `"${name}"${colon}"${REDACTED}"` : match));
+		.replace(COLON_VALUE, (match, before: string, name: string, colon: string) =>
+			isSecretHeader(name) ? `${before}${name}${colon}${REDACTED}` : match,
+		)
+		.replace(JSON_MEMBER, (match, name: string, colon: string) => (isSecretHeader(name) ? `"${name}"${colon}"${REDACTED}"` : match))
+		.replace(ESCAPED_JSON_MEMBER, (match, name: string, colon: string) =>
+			isSecretHeader(name) ? `\\"${name}\\"${colon}\\"${REDACTED}\\"` : match,
+		);
 }

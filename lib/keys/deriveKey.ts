@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer';
+
 import { InvalidConfigurationError, MissingKeyError, UnusableKeyError } from '../errors';
 import { isJsonMediaType, mediaTypeOf, readHeader, saysMultipart } from '../headers';
 import { canonicalJson } from './canonicalJson';
@@ -161,6 +163,7 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	const found = findStableId(input, config);
 	if (found) {
 		assertExactText(found.key, `key from ${describeExpectedKey(config)}`);
+		assertReadExactly(found, input.rawBody, config);
 		const derived = finish(found.key, found.keySource, config);
 		if (!derived.hashed && DERIVED_FORM.test(derived.key)) {
 			throw new UnusableKeyError(
@@ -181,11 +184,23 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	const hashed = input.headers !== undefined && saysMultipart(input.headers) ? { ...input, rawBody: undefined } : input;
 	if (hasEmptyRequestBody(hashed)) {
 		throw new MissingKeyError(
-			`No idempotency key: the request has no body (or only \`{}\`)${config.strategy === 'bodyHash' ? '' : ` and ${describeExpectedKey(config)} is missing`}, so its body hash would be the same for every such request. Choose a Key Source that names the event (Field \`query.<name>\`, Header, Custom Value). The item was not reserved.`,
+			`No idempotency key: the request has no body${config.strategy === 'bodyHash' ? '' : ` and ${describeExpectedKey(config)} is missing`}, so its body hash would be the same for every such request. Choose a Key Source that names the event (Field \`query.<name>\`, Header, Custom Value). The item was not reserved.`,
 		);
 	}
 	const { key, keySource } = bodyHashKey(hashed);
 	return finish(key, keySource, config);
+}
+
+/**
+ * Bytes that are not UTF-8 are read as U+FFFD, each invalid sequence alike: two ids differing only there would get
+ * one key, and the second event would be taken for a copy of the first and never run. Such a key is refused.
+ */
+function assertReadExactly(found: { key: string; keySource: KeySourceLabel }, rawBody: Buffer | undefined, config: KeyConfig): void {
+	if (found.keySource !== 'event-id' && found.keySource !== 'field') return;
+	if (rawBody === undefined || !found.key.includes('\uFFFD') || isUtf8(rawBody)) return;
+	throw new UnusableKeyError(
+		`The key from ${describeExpectedKey(config)} holds bytes that are not UTF-8, which read as "\uFFFD" whatever they are, so two different events could get one key. Have the sender send UTF-8 (as JSON requires), or choose a Key Source that names the event in UTF-8 (a Header). The item was not reserved.`,
+	);
 }
 
 /** Whether the key is read from the request's body (or its hash), which a request without a body cannot give. */
@@ -196,25 +211,12 @@ export function keyReadsTheBody(config: Pick<KeyConfig, 'strategy' | 'preset' | 
 	return false;
 }
 
-/**
- * A webhook request that carried nothing: no bytes (or only white space), or an empty JSON object. n8n gives an
- * empty POST the body `{}` when it keeps no raw bytes, so `{}` cannot be told from no body there; it is judged
- * alike with the bytes at hand, or one workflow's key would depend on its Raw Body setting.
- */
+/** A webhook request that carried no body: no bytes, or (without its raw bytes) an empty parsed body. */
 function hasEmptyRequestBody(input: KeyInput): boolean {
 	// An item that is no request (a row, a file read from disk) is hashed as it is, empty or not.
 	if (input.headers === undefined) return false;
-	if (input.rawBody !== undefined) {
-		const text = input.rawBody
-			.toString('utf8')
-			.replace(/^\uFEFF/, '')
-			.trim();
-		return text === '' || carriesNothing(rawJson(input.rawBody) ?? (text === 'null' ? null : text));
-	}
-	return carriesNothing(input.body);
-}
-
-function carriesNothing(body: unknown): boolean {
+	if (input.rawBody !== undefined) return input.rawBody.length === 0;
+	const { body } = input;
 	return (
 		body === undefined ||
 		body === null ||
@@ -254,20 +256,43 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 }
 
 /**
- * The body a key is read from. A request's Content-Type is not signed: re-sent as text/plain or as a form, a
- * genuine JSON delivery is parsed as text or as one odd form field (n8n's Webhook node, the trigger), and a form
- * parse of JSON text can even find a field inside one of its strings (`…?a=1&id=…`). So when the raw bytes are a
- * JSON object or array, they are read as that JSON unless the request says JSON and its body is an object or array
- * (the JSON parse of the bytes, or what a node before made of it). Not for multipart: the binary field there is
- * one of its files, not the request.
+ * The body a key is read from. A request's Content-Type and its charset are not signed, and n8n parses by them:
+ * re-sent as text/plain or as a form, a genuine JSON delivery is text or one odd form field (a form parse of JSON
+ * can even find a field inside one of its strings, `…?a=1&id=…`); as `…+json` it is `{}`; with `charset=latin1`
+ * its non-ASCII text reads otherwise. So unless n8n parsed the bytes as the JSON they are (`application/json` in
+ * UTF-8: the body is that JSON, or what a node before made of it), a JSON object or array in the raw bytes is read
+ * as UTF-8 JSON. Not for multipart: the binary field there is one of its files, not the request.
  */
 export function keyBody(input: Pick<KeyInput, 'body' | 'rawBody' | 'headers'>): unknown {
 	const { rawBody, headers, body } = input;
-	if (rawBody === undefined || headers === undefined) return input.body;
-	if (saysMultipart(headers)) return body;
-	if (isJsonMediaType(mediaTypeOf(headers)) && body !== null && typeof body === 'object') return body;
-	const raw = rawJson(rawBody);
-	return raw === undefined ? body : raw;
+	if (rawBody === undefined || headers === undefined || saysMultipart(headers)) return body;
+	if (parsedAsSent(headers) && body !== null && typeof body === 'object') return body;
+	return rawJson(rawBody) ?? body;
+}
+
+/** Whether n8n parses the request's body as the JSON its bytes are: `application/json`, in UTF-8 (the charset said or none). */
+function parsedAsSent(headers: Record<string, unknown>): boolean {
+	const contentType = readHeader(headers, 'content-type');
+	if (contentType.status !== 'present') return false;
+	const [mediaType, ...parameters] = contentType.value.split(';').map((part) => part.trim().toLowerCase());
+	const charset = parameters
+		.find((parameter) => parameter.startsWith('charset='))
+		?.slice('charset='.length)
+		.replace(/^"(.*)"$/, '$1');
+	return mediaType === 'application/json' && (charset === undefined || charset === 'utf-8' || charset === 'utf8');
+}
+
+/**
+ * The value at `steps` of the body a key is read from (keyBody). Where the signed bytes lack it and the request
+ * says JSON, it is read from the body as the item has it (`item`, by default the body): a node before may have
+ * added it, the same for every copy. A form's or a text's parse of JSON bytes is never read past the bytes: it
+ * could find a field inside one of their strings.
+ */
+function bodyValue(input: KeyInput, steps: readonly PathStep[], item: () => unknown = () => valueAtPath(input.body, steps)): unknown {
+	const body = keyBody(input);
+	if (body === input.body) return item();
+	const fromBytes = valueAtPath(body, steps);
+	return fromBytes === undefined && isJsonMediaType(mediaTypeOf(input.headers)) ? item() : fromBytes;
 }
 
 /** The bytes as a JSON object or array (a leading byte order mark and white space left out); undefined for anything else. */
@@ -286,12 +311,8 @@ function rawJson(rawBody: Buffer): object | undefined {
 
 function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySource: KeySourceLabel } | undefined {
 	if (source.from === 'body') {
-		const body = keyBody(input);
 		const exactNumber = (parsed: number) => exactNumberText(input.rawBody, [source.field], parsed);
-		const value =
-			body !== null && typeof body === 'object' && !Array.isArray(body)
-				? scalarText((body as Record<string, unknown>)[source.field], exactNumber, `the body field "${source.field}"`)
-				: undefined;
+		const value = scalarText(bodyValue(input, [source.field]), exactNumber, `the body field "${source.field}"`);
 		return value === undefined ? undefined : { key: `evt:${value}`, keySource: 'event-id' };
 	}
 	// Alternative names carry one id (webhook-id, svix-id: the signed value, not the name): the key
@@ -311,8 +332,7 @@ function fromField(input: KeyInput, config: KeyConfig): { key: string; keySource
 	// The raw bytes are the webhook item's `body` (or the whole item when it is its own body).
 	const rawSteps = item === input.body ? steps : steps[0] === 'body' ? steps.slice(1) : undefined;
 	const exactNumber = (parsed: number) => (rawSteps ? exactNumberText(input.rawBody, rawSteps, parsed) : undefined);
-	const body = keyBody(input);
-	const found = body !== input.body && rawSteps ? valueAtPath(body, rawSteps) : valueAtPath(item, steps);
+	const found = rawSteps ? bodyValue(input, rawSteps, () => valueAtPath(item, steps)) : valueAtPath(item, steps);
 	// A webhook item's `headers.<name>` is a header: a joined (repeated) value is refused as by Key Source Header.
 	const header =
 		item !== input.body && steps.length === 2 && steps[0] === 'headers' && typeof found === 'string' ? String(steps[1]) : undefined;

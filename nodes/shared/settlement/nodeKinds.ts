@@ -243,17 +243,18 @@ const SPREADSHEET_FILE_TYPE = 'n8n-nodes-base.spreadsheetFile';
 const REMOVE_DUPLICATES_TYPE = 'n8n-nodes-base.removeDuplicates';
 const SEEN_IN_PREVIOUS_EXECUTIONS = 'removeItemsSeenInPreviousExecutions';
 // n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
-// that depends on one event's data.
+// that the events together meet where each alone would not (Sort and Merge fail only when no item has a
+// field they name, which each event alone would meet too).
 const NEVER_FAILING_TYPES = new Set(
-	['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'removeDuplicates', 'aggregate', 'stopAndError', 'wait', 'form'].map(
-		(name) => `n8n-nodes-base.${name}`,
-	),
+	['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'aggregate', 'stopAndError', 'wait', 'form'].map((name) => `n8n-nodes-base.${name}`),
 );
 // n8n's nodes that route, reshape or convert items inside n8n: no effect, but they can fail on one
 // event's data (a Switch output out of range, an If with strict types, a date it cannot read, an
-// expression).
+// expression; Remove Duplicates fails for all when one item lacks a field another has, or differs in
+// its type).
 const ROUTING_TYPES = new Set(
 	[
+		'removeDuplicates',
 		'if',
 		'switch',
 		'filter',

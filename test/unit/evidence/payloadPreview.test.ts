@@ -102,6 +102,21 @@ describe('redactedErrorText: an error message without the credentials it may quo
 		expect(redactedErrorText(null)).toBeNull();
 	});
 
+	it('a `name: value` pair, a URL user information and a JSON member inside a JSON string; the names around them kept', () => {
+		expect(redactedErrorText('sent headers: x-api-key: sk_live_1, accept: */*')).toBe(`sent headers: x-api-key: ${REDACTED}, accept: */*`);
+		expect(redactedErrorText("config { apiKey: 'sk_live_2', retries: 2 }")).toBe(`config { apiKey: ${REDACTED}, retries: 2 }`);
+		expect(redactedErrorText('password: "hunter 22" status: 500')).toBe(`password: ${REDACTED} status: 500`);
+		expect(redactedErrorText('POST https://svc:pw_3@api.example.com/x and https://ghp_4@github.com/o/r.git')).toBe(
+			`POST https://${REDACTED}@api.example.com/x and https://${REDACTED}@github.com/o/r.git`,
+		);
+		expect(redactedErrorText('400 - "{\\"error\\":\\"bad\\",\\"api_key\\":\\"sk_5\\"}"')).toBe(
+			`400 - "{\\"error\\":\\"bad\\",\\"api_key\\":\\"${REDACTED}\\"}"`,
+		);
+		expect(redactedErrorText('at https://api.example.com:8443/v1 (status: 502, time: 12:30:01)')).toBe(
+			'at https://api.example.com:8443/v1 (status: 502, time: 12:30:01)',
+		);
+	});
+
 	it('a JSON member named like a credential, as a message quoting an item carries it; other members kept', () => {
 		const quoted = JSON.stringify({
 			headers: { authorization: 'c3RyaXBlOnNlY3JldA==', 'x-api-key': 'k-123', host: 'example.org' },

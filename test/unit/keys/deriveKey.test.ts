@@ -61,9 +61,21 @@ describe('deriveKey', () => {
 			expect(deriveKey({ body: { id: 'sub_1' }, headers: multipart, rawBody: Buffer.from('{"id":"file"}') }, auto).key).toBe('evt:sub_1');
 		});
 
-		it('keeps the body as parsed for a JSON Content-Type, a form body that is not JSON, and items that are not requests', () => {
+		it('keeps the body as parsed for application/json in UTF-8, a form body that is not JSON, and items that are not requests; else reads the signed bytes', () => {
 			const json = { 'content-type': 'application/json; charset=utf-8' };
 			expect(deriveKey({ body: { id: 'as_parsed' }, headers: json, rawBody: Buffer.from('{"id":"raw"}') }, auto).key).toBe('evt:as_parsed');
+			// n8n decodes by the charset said, which is not signed: the key is read from the bytes as UTF-8.
+			const latin1 = { 'content-type': 'application/json; charset=latin1' };
+			const bytes = Buffer.from('{"id":"évt_ü"}');
+			expect(deriveKey({ body: JSON.parse(bytes.toString('latin1')), headers: latin1, rawBody: bytes }, auto).key).toBe('evt:évt_ü');
+			// n8n leaves a `…+json` body unparsed (`{}`): a copy as application/json keeps the key.
+			const vendor = { 'content-type': 'application/vnd.api+json' };
+			expect(deriveKey({ body: {}, headers: vendor, rawBody: Buffer.from('{"id":"evt_v"}') }, auto).key).toBe('evt:evt_v');
+			// A field a node before added (the bytes lack it) is read from the item, for a JSON request only.
+			const latin1Added = { body: { id: 'added' }, headers: latin1, rawBody: Buffer.from('{"other":1}') };
+			expect(deriveKey(latin1Added, auto).key).toBe('evt:added');
+			const text = { 'content-type': 'text/plain' };
+			expect(deriveKey({ body: { id: 'added' }, headers: text, rawBody: Buffer.from('{"other":1}') }, auto).key).toMatch(/^sha256:/);
 			const form = { 'content-type': 'application/x-www-form-urlencoded' };
 			expect(deriveKey({ body: { id: 'form_1' }, headers: form, rawBody: Buffer.from('id=form_1') }, auto).key).toBe('evt:form_1');
 			expect(deriveKey({ body: { id: 'row_1' }, rawBody: Buffer.from('{"id":"file"}') }, auto).key).toBe('evt:row_1');
@@ -74,12 +86,29 @@ describe('deriveKey', () => {
 			expect(() => deriveKey({ body: {}, headers, rawBody: Buffer.alloc(0) }, auto)).toThrow(MissingKeyError);
 			expect(() => deriveKey({ body: {}, headers }, { strategy: 'bodyHash', onMissingKey: 'bodyHash' })).toThrow(/the request has no body/);
 			expect(deriveKey({ body: {} }, auto).key).toBe(`sha256:${sha256Of('{}')}`);
-			// With its bytes kept, an empty object or white space is no more an event than no body (n8n's item shows `{}` for both).
-			for (const bytes of ['{}', ' { } ', '\uFEFF{}', '  ', 'null'])
-				expect(() => deriveKey({ body: {}, headers, rawBody: Buffer.from(bytes) }, auto)).toThrow(/the request has no body/);
-			expect(deriveKey({ body: [], headers, rawBody: Buffer.from('[]') }, auto).key).toBe(`sha256:${sha256Of('[]')}`);
 			// A file read from disk (no request headers), empty: hashed as it is.
 			expect(deriveKey({ body: { fileName: 'a.txt' }, rawBody: Buffer.alloc(0) }, auto).key).toBe(`sha256:${sha256Of('')}`);
+		});
+
+		it('refuses a key read from bytes that are not UTF-8 (each invalid sequence reads as U+FFFD: two ids would merge)', () => {
+			const headers = { 'content-type': 'application/json' };
+			const withByte = (byte: number) => Buffer.concat([Buffer.from('{"id":"evt_x'), Buffer.from([byte]), Buffer.from('"}')]);
+			for (const byte of [0xff, 0xfe]) {
+				// n8n's parse of the bytes, as the item has it.
+				const body = JSON.parse(withByte(byte).toString('utf8')) as unknown;
+				expect(() => deriveKey({ body, headers, rawBody: withByte(byte) }, auto)).toThrow(/not UTF-8/);
+				expect(() =>
+					deriveKey(
+						{ body, headers, item: { body, headers }, rawBody: withByte(byte) },
+						{ strategy: 'field', fieldPath: 'body.id', onMissingKey: 'error' },
+					),
+				).toThrow(/not UTF-8/);
+			}
+			// A genuine U+FFFD sent as UTF-8 is text like any other; invalid bytes elsewhere in the body do not matter.
+			const asItem = (bytes: Buffer) => ({ body: JSON.parse(bytes.toString('utf8')) as unknown, headers, rawBody: bytes });
+			expect(deriveKey(asItem(Buffer.from('{"id":"evt_\uFFFD"}')), auto).key).toBe('evt:evt_\uFFFD');
+			const elsewhere = Buffer.concat([Buffer.from('{"id":"evt_ok","name":"'), Buffer.from([0xff]), Buffer.from('"}')]);
+			expect(deriveKey(asItem(elsewhere), auto).key).toBe('evt:evt_ok');
 		});
 
 		it('hashes a multipart request by its fields, not by an attached file: two submissions with one file keep two keys', () => {
