@@ -27,10 +27,11 @@ const regclass = async (name: string) => (await db.pool.query(`select to_regclas
 const outputsShape = (outputs: INodeExecutionData[][]) => outputs.map((output) => output.length);
 
 const reserve = (id: string, extra: Record<string, unknown> = {}, run: { executionId?: string; credential?: unknown } = {}) =>
-	runReserve(
-		{ mode: 'lease', leaseSeconds: 60, options: keyOptions(), ...extra },
-		{ items: [webhookItem({ id })], executionId: run.executionId ?? 'exec-1', ...(run.credential ? { credential: run.credential } : {}) } as never,
-	);
+	runReserve({ mode: 'lease', leaseSeconds: 60, options: keyOptions(), ...extra }, {
+		items: [webhookItem({ id })],
+		executionId: run.executionId ?? 'exec-1',
+		...(run.credential ? { credential: run.credential } : {}),
+	} as never);
 
 // ---------------------------------------------------------------------------------------------
 // Postgres: table names and first use
@@ -72,10 +73,8 @@ describe('Postgres store: table names', () => {
 			(outputs) => `ran: ${JSON.stringify(outputsShape(outputs))}`,
 			(error: Error) => `refused: ${error.message}`,
 		);
-		// Usability (not a break): the refusal reads "is missing columns (the hand-built recipe's two-column table?). Turn on
-		// the node option "Create or Upgrade Table" (the default), or run …/002_migrate_from_seed.sql …" although the option
-		// is on, and following it would alter a table that is not a key table; the fix is another table name.
-		expect(outcome).toMatch(/missing columns .*Turn on the node option "Create or Upgrade Table"/);
+		// The refusal names the fix for a table that is not a key table first: another table name.
+		expect(outcome).toMatch(/missing columns of an idempotency table\. If it is another table of yours .*choose another Table Name/);
 		expect({
 			refused: outcome.startsWith('refused'),
 			columnsAfter: await count(`select count(*) from information_schema.columns where table_schema = $1 and table_name = $2`, [
@@ -96,23 +95,33 @@ describe('Postgres store: table names', () => {
 			(outputs) => `ran: ${JSON.stringify(outputsShape(outputs))}`,
 			(error: Error) => `refused: ${error.message}`,
 		);
-		// The same refusal text as the row above (the option already on; the advice would migrate the user's table).
-		expect(outcome).toMatch(/missing columns .*Turn on the node option "Create or Upgrade Table"/);
+		// The same refusal as the row above: another table name.
+		expect(outcome).toMatch(/missing columns of an idempotency table\. If it is another table of yours .*choose another Table Name/);
 		expect({
 			refused: outcome.startsWith('refused'),
 			columns: (
-				await db.pool.query(`select column_name from information_schema.columns where table_schema = $1 and table_name = 'app_settings' order by 1`, [
-					db.schema,
-				])
+				await db.pool.query(
+					`select column_name from information_schema.columns where table_schema = $1 and table_name = 'app_settings' order by 1`,
+					[db.schema],
+				)
 			).rows.map((row) => row.column_name),
 			rows: (await db.pool.query(`select * from ${db.schema}.app_settings`)).rows,
 			comment: (await db.pool.query(`select obj_description($1::regclass, 'pg_class') as c`, [`${db.schema}.app_settings`])).rows[0].c,
-		}).toEqual({ refused: true, columns: ['key', 'value'], rows: [{ key: 'evt:rt24_settings', value: 'dark-mode' }], comment: 'our settings' });
+		}).toEqual({
+			refused: true,
+			columns: ['key', 'value'],
+			rows: [{ key: 'evt:rt24_settings', value: 'dark-mode' }],
+			comment: 'our settings',
+		});
 	});
 
 	it('first use of a new table by 6 executions at once on 3 separate pools: one table at the current version, exactly one New', async () => {
 		const table = 'rt24_first_use';
-		const credentials = [connectionSettings({ maxConnections: 3 }), connectionSettings({ maxConnections: 4 }), connectionSettings({ maxConnections: 5 })];
+		const credentials = [
+			connectionSettings({ maxConnections: 3 }),
+			connectionSettings({ maxConnections: 4 }),
+			connectionSettings({ maxConnections: 5 }),
+		];
 		const results = await Promise.all(
 			Array.from({ length: 6 }, (_, index) =>
 				reserve('rt24_first_use', { options: keyOptions(table) }, { executionId: `first-${index}`, credential: credentials[index % 3] }),
@@ -142,7 +151,10 @@ describe('Postgres store: one key reserved by many executions at once', () => {
 		const after = await Promise.all(Array.from({ length: 12 }, (_, index) => reserve('rt24_conc', {}, { executionId: `after-${index}` })));
 		const row = await db.row('evt:rt24_conc');
 		expect({
-			shapes: results.map(outputsShape).map((shape) => shape.slice(0, 3).join('')).sort(),
+			shapes: results
+				.map(outputsShape)
+				.map((shape) => shape.slice(0, 3).join(''))
+				.sort(),
 			completed: completed.length,
 			after: after.map((outputs) => outputs[1].length).reduce((a, b) => a + b, 0),
 			row: [row?.status, row?.attempts, row?.duplicate_count],
@@ -196,7 +208,15 @@ describe('Idempotency Key: hostile input', () => {
 		const longId = `rt24_${'x'.repeat(10 * 1024)}`;
 		const [fresh] = await reserve(longId, { mode: 'permanent' });
 		const hashed = String(idempotencyOf(fresh[0])?.key);
-		const lookups = ['evt:rt24_conc\u0000', 'evt:rt24_conc\ud800', hashed, `evt:${longId}`, 'evt:rt24_conc%', 'EVT:RT24_CONC', 'evt:rt24_con_'];
+		const lookups = [
+			'evt:rt24_conc\u0000',
+			'evt:rt24_conc\ud800',
+			hashed,
+			`evt:${longId}`,
+			'evt:rt24_conc%',
+			'EVT:RT24_CONC',
+			'evt:rt24_con_',
+		];
 		const outcomes: unknown[] = [];
 		for (const lookupKey of lookups) {
 			const outputs = await keyNode({ operation: 'getKey', lookupKey }).catch((error: Error) => error);
@@ -206,7 +226,11 @@ describe('Idempotency Key: hostile input', () => {
 				outcomes.push(json.error ? 'refused' : json.found === false ? 'not found' : `found ${String(json.key)}`);
 			}
 		}
-		expect({ fresh: fresh.length, hashed: /^evt:long-key-sha256:[0-9a-f]{64}$|^long-key-sha256:[0-9a-f]{64}$/.test(hashed), outcomes }).toEqual({
+		expect({
+			fresh: fresh.length,
+			hashed: /^evt:long-key-sha256:[0-9a-f]{64}$|^long-key-sha256:[0-9a-f]{64}$/.test(hashed),
+			outcomes,
+		}).toEqual({
 			fresh: 1,
 			hashed: true,
 			outcomes: ['not found', 'not found', `found ${hashed}`, 'not found', 'not found', 'not found', 'not found'],
@@ -269,7 +293,8 @@ for (const store of ['postgres', 'embedded'] as const) {
 			return events.map((_event, index) => {
 				const where = outputs.findIndex((output) => output.some((item) => (item.pairedItem as { item: number }).item === index));
 				const error = outputs[2].find((item) => (item.pairedItem as { item: number }).item === index)?.json.error;
-				if (error && !/neither a number nor an ISO 8601|NUL character|lone UTF-16 surrogate/.test(String(error))) return `other: ${String(error)}`;
+				if (error && !/neither a number nor an ISO 8601|NUL character|lone UTF-16 surrogate/.test(String(error)))
+					return `other: ${String(error)}`;
 				return ['newer', 'stale', 'unchecked'][where] ?? 'missing';
 			});
 		}

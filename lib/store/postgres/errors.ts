@@ -157,7 +157,7 @@ export function classifyPostgresError(error: unknown, context: ErrorContext = {}
 			);
 		case SQLSTATE.undefinedColumn:
 			return new SchemaOutdatedError(
-				`The idempotency table ${table} is missing columns (the hand-built recipe's two-column table?). Turn on the node option "Create or Upgrade Table" (the default), or run sql/postgres/migrations/keys/002_migrate_from_seed.sql and the files after it, in order; existing keys are kept.`,
+				`The table ${table} is missing columns of an idempotency table. If it is another table of yours (or another table the package made), choose another Table Name: nothing was changed in it. If it is the hand-built recipe's two-column table, turn on the node option "Create or Upgrade Table" (the default), or run sql/postgres/migrations/keys/002_migrate_from_seed.sql and the files after it, in order; existing keys are kept.`,
 				{ cause: error },
 			);
 		case SQLSTATE.invalidPassword:
