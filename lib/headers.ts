@@ -71,14 +71,13 @@ export function readHeader(headers: unknown, name: string): HeaderValue {
 	return { status: 'present', value, joined };
 }
 
-/** The values a joined header holds, one at a time (no array of a million parts for a huge one). */
 /** The Content-Type's media type in lower case (`application/json`); empty when it is missing or sent twice with different values. */
 export function mediaTypeOf(headers: unknown): string {
 	const contentType = readHeader(headers, 'content-type');
 	return contentType.status === 'present' ? contentType.value.split(';')[0].trim().toLowerCase() : '';
 }
 
-/** Whether the media type is JSON as n8n's body parser reads it (`application/json`, `…+json`). */
+/** Whether the media type says JSON (`application/json`, `…+json`), as the trigger parses a body. */
 export function isJsonMediaType(mediaType: string): boolean {
 	return mediaType === 'application/json' || mediaType.endsWith('+json');
 }
@@ -96,6 +95,7 @@ export function saysMultipart(headers: unknown): boolean {
 	);
 }
 
+/** The values a joined header holds, one at a time (no array of a million parts for a huge one). */
 function* joinedParts(text: string): Generator<string> {
 	const separator = new RegExp(JOINED_REPEATS);
 	let start = 0;

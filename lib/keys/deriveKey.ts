@@ -258,10 +258,10 @@ function findStableId(input: KeyInput, config: KeyConfig): { key: string; keySou
 /**
  * The body a key is read from. A request's Content-Type and its charset are not signed, and n8n parses by them:
  * re-sent as text/plain or as a form, a genuine JSON delivery is text or one odd form field (a form parse of JSON
- * can even find a field inside one of its strings, `…?a=1&id=…`); as `…+json` it is `{}`; with `charset=latin1`
- * its non-ASCII text reads otherwise. So unless n8n parsed the bytes as the JSON they are (`application/json` in
- * UTF-8: the body is that JSON, or what a node before made of it), a JSON object or array in the raw bytes is read
- * as UTF-8 JSON. Not for multipart: the binary field there is one of its files, not the request.
+ * can even find a field inside one of its strings, `…?a=1&id=…`); as `…+json` n8n leaves it unparsed; with
+ * `charset=latin1` its non-ASCII text reads otherwise. So unless n8n parsed the bytes as the JSON they are
+ * (`application/json` in UTF-8: the body is that JSON, or what a node before made of it), a JSON object or array in
+ * the raw bytes is read as UTF-8 JSON. Not for multipart: the binary field there is one of its files, not the request.
  */
 export function keyBody(input: Pick<KeyInput, 'body' | 'rawBody' | 'headers'>): unknown {
 	const { rawBody, headers, body } = input;

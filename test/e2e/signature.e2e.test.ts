@@ -107,4 +107,15 @@ describe('signature verification in templates/idempotent-webhook.json', () => {
 		expect([fresh.status, fresh.outcome]).toEqual([200, 'new']);
 		expect(await traces(key)).toEqual({ keys: 1, business: 1 });
 	});
+
+	// The Content-Type's charset is not signed, and n8n decodes a JSON body by it: in a copy labelled latin1 a
+	// non-ASCII id reads otherwise in n8n's parse. The key is read from the signed bytes: one effect.
+	test('a genuine copy re-sent as application/json; charset=latin1 (a non-ASCII id) is a duplicate: one effect', async () => {
+		const event = { id: eventId('charset_é'), type: 'invoice.paid' };
+		const key = `evt:${event.id}`;
+		const first = await h.deliver(h.webhookUrl, event);
+		const copy = await h.deliver(h.webhookUrl, event, { 'content-type': 'application/json; charset=latin1' });
+		expect([first.status, first.outcome, copy.status, copy.outcome]).toEqual([200, 'new', 200, 'duplicate']);
+		expect(await traces(key)).toEqual({ keys: 1, business: 1 });
+	});
 });

@@ -376,6 +376,27 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		expect(() => checkEventsApart(wiring(true), 'Reserve', 0, 1)).not.toThrow();
 	});
 
+	it('refuses Sort with a code comparator, Merge by SQL and Remove Duplicates after an effect for several events (they fail on the events together); accepts simple Sort', () => {
+		const after = (name: string, type: string, parameters: Record<string, unknown>) =>
+			beside(
+				['Charge'],
+				[
+					node('Charge', 'n8n-nodes-base.httpRequest', 0, { onError: 'continueErrorOutput' }),
+					node(name, type, 0, { parameters, onError: 'stopWorkflow' }),
+				],
+				{ Charge: { main: [link(name)] } },
+			);
+		expect(() => checkEventsApart(after('Sort', 'n8n-nodes-base.sort', { type: 'code', code: 'return 0;' }), 'Reserve', 0, 3)).toThrow(
+			/"Sort"/,
+		);
+		expect(() => checkEventsApart(after('Join', 'n8n-nodes-base.merge', { mode: 'combineBySql' }), 'Reserve', 0, 3)).toThrow(/"Join"/);
+		expect(() => checkEventsApart(after('Once', 'n8n-nodes-base.removeDuplicates', {}), 'Reserve', 0, 3)).toThrow(/"Once"/);
+		expect(() => checkEventsApart(after('Sort', 'n8n-nodes-base.sort', { sortFieldsUi: {} }), 'Reserve', 0, 3)).not.toThrow();
+		expect(() =>
+			checkEventsApart(after('Sort', 'n8n-nodes-base.sort', { type: 'code', code: 'return 0;' }), 'Reserve', 0, 1),
+		).not.toThrow();
+	});
+
 	it('refuses a node set to Execute Once after a node that may have an effect, whatever its On Error; accepts it before one', () => {
 		const once = (onError: INode['onError']) =>
 			beside(
