@@ -1,40 +1,8 @@
-import { createHmac } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
+import type { INode, INodeParameters } from 'n8n-workflow';
 
-import { HookContext } from 'n8n-core';
-import {
-	Workflow,
-	type ICredentialDataDecryptedObject,
-	type IConnections,
-	type INode,
-	type INodeExecutionData,
-	type INodeParameters,
-	type IRun,
-	type IWebhookResponseData,
-	type IWorkflowExecuteAdditionalData,
-} from 'n8n-workflow';
-
-import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
-import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
-import { baseNodesInstalled, describeWithN8n, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
-import {
-	addNodeTypes,
-	credentialsHelperReading,
-	engineBase,
-	executeInProcess,
-	inProcessWorkflow,
-	nodeTypes,
-	PACKAGE,
-	packageNode,
-	webhookResponses,
-} from '../support/n8nEngine';
-import { asN8nReceives, callWebhook, n8nCli } from '../support/n8nRequestPath';
+import { describeWithN8n } from '../support/n8nBaseNodes';
 import { link, toInput } from '../support/settleWorkflows';
-import { embeddedModule } from '../support/storeTargets';
-import { withSubWorkflowsInProcess } from '../support/triggerProvider';
-import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
+import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
 /*
  * Twenty-second red-team pass: the Idempotent Webhook trigger behind the item-shaping nodes n8n users put AFTER a charge
@@ -49,91 +17,6 @@ import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
  * how to reproduce it.
  */
 
-const SECRET = 'whsec_rt22';
-const n8nFolder = n8nFolderForTheFile('rt22-n8n-');
-
-/* The test API: effects per event, failures on demand ------------------------------------------------------------- */
-
-const effects = new Map<string, number>();
-const failing = new Map<string, number>();
-const received: string[] = [];
-const effectsAt = (route: string, id: string) => effects.get(`${route}:${id}`) ?? 0;
-
-function failNext(target: string, times = 1): void {
-	failing.set(target, (failing.get(target) ?? 0) + times);
-}
-function takeFailure(target: string): boolean {
-	const left = failing.get(target) ?? 0;
-	if (left <= 0) return false;
-	failing.set(target, left - 1);
-	return true;
-}
-
-const EFFECT_ROUTES = new Set(['charge', 'refund', 'notify', 'ship']);
-
-async function api(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const chunks: Buffer[] = [];
-	for await (const chunk of request) chunks.push(chunk as Buffer);
-	const text = Buffer.concat(chunks).toString();
-	let body: Record<string, unknown> = {};
-	try {
-		body = JSON.parse(text || '{}') as Record<string, unknown>;
-	} catch {
-		// not JSON
-	}
-	const route = (request.url ?? '/').slice(1).split('?')[0];
-	const id = String(body.id ?? '');
-	received.push(`${route}:${id}`);
-	const answer = (status: number, json: unknown): void => {
-		response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
-	};
-	if (takeFailure(route) || takeFailure(`${route}:${id}`)) {
-		answer(500, { message: 'upstream unavailable' });
-		return;
-	}
-	if (route === 'config') {
-		answer(200, { feeRate: 0.029, currency: 'eur' });
-		return;
-	}
-	if (EFFECT_ROUTES.has(route)) effects.set(`${route}:${id}`, effectsAt(route, id) + 1);
-	// The API answers the object it made; a field it was not sent is left out (as many APIs do).
-	answer(200, { ok: true, id, ...(body.customer !== undefined ? { customer: body.customer } : {}) });
-}
-
-let apiServer: http.Server;
-let apiUrl: string;
-
-/* Nodes as users leave them ------------------------------------------------------------------------------------------ */
-
-const node = (name: string, type: string, typeVersion: number, parameters: INodeParameters, extra: Partial<INode> = {}, y = 0): INode => ({
-	id: name,
-	name,
-	type: `n8n-nodes-base.${type}`,
-	typeVersion,
-	position: [400, y],
-	parameters,
-	...extra,
-});
-
-/** n8n's HTTP Request (4.2) POSTing a JSON body to the test API's `route`. */
-const httpCall = (
-	name: string,
-	route: string,
-	extra: Partial<INode> = {},
-	jsonBody = '={{ JSON.stringify({ id: $json.body.id }) }}',
-	y = 0,
-) =>
-	node(
-		name,
-		'httpRequest',
-		4.2,
-		{ method: 'POST', url: `${apiUrl}/${route}`, sendBody: true, specifyBody: 'json', jsonBody, options: {} },
-		extra,
-		y,
-	);
-
-/** The charge, sending the event's id and its customer (JSON.stringify leaves out a customer the event has not). */
-const CHARGE_BODY = '={{ JSON.stringify({ id: $json.body.id, customer: $json.body.customer }) }}';
 /** The event's id read back from the trigger's item (after an HTTP Request, `$json` is the API's answer). */
 const FROM_WEBHOOK = '={{ JSON.stringify({ id: $("Webhook").item.json.body.id }) }}';
 
@@ -143,204 +26,54 @@ const stringEquals = (left: string, right: string) => ({
 	combinator: 'and',
 });
 
-/* The trigger, published and served --------------------------------------------------------------------------------- */
-
-let workflowId = 'wf-rt22';
-let trigger: INode;
-let lastResult: IWebhookResponseData | Error | undefined;
-let handling: Promise<void> = Promise.resolve();
-let triggerServer: http.Server;
-let triggerUrl: string;
-let executions = 0;
-let subExecutions = 0;
-
-const credentials = () =>
-	credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
-		if (type === 'webhookSignatureApi') return { secret: SECRET };
-		throw new Error(`No credential of type ${type}`);
-	});
-const keyFile = () => path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
-const keyStore = () => embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
-const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
-const statuses = async (ids: string[]) =>
-	await Promise.all(ids.map(async (id) => (await keyStore().getKeys([keyOf(id)])).get(keyOf(id))?.status ?? null));
-
-/** What the key table holds for the workflow's keys: key, status, last error, the stored answer (read from the file). */
-function keyRows(): Array<{ key: string; status: string; last_error: string | null; response: string | null }> {
-	const { DatabaseSync } = (process as unknown as { getBuiltinModule(id: string): unknown }).getBuiltinModule('node:sqlite') as {
-		DatabaseSync: new (
-			file: string,
-			options: { readOnly: boolean },
-		) => { prepare(sql: string): { all(...parameters: unknown[]): unknown[] }; close(): void };
-	};
-	const database = new DatabaseSync(keyFile(), { readOnly: true });
-	try {
-		return database.prepare('SELECT * FROM processed_events WHERE key LIKE ? ORDER BY key').all(`wf:${workflowId}:%`) as Array<{
-			key: string;
-			status: string;
-			last_error: string | null;
-			response: string | null;
-		}>;
-	} finally {
-		database.close();
-	}
-}
-
-function useTrigger(id: string, parameters: INodeParameters = {}): void {
-	workflowId = id;
-	trigger = packageNode(
-		'Webhook',
-		'idempotentWebhook',
-		{ path: 'rt22', scheme: 'stripe', store: 'embedded', keySource: 'auto', ...parameters },
-		{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-	);
-}
-
-async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	lastResult = undefined;
-	const n8nRequest = await asN8nReceives(request, response);
-	if (!n8nRequest) return;
-	lastResult = await callWebhook(n8nRequest, response, trigger, workflowId, credentials());
-	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-}
-
-async function postStripe(body: string): Promise<Response> {
-	const timestamp = Math.floor(Date.now() / 1000);
-	const signature = createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex');
-	const response = await fetch(`${triggerUrl}/webhook/rt22`, {
-		method: 'POST',
-		headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
-		body,
-	});
-	await handling;
-	return response;
-}
-
-const startedItems = (): INodeExecutionData[] =>
-	lastResult && !(lastResult instanceof Error) ? ((lastResult.workflowData?.[0] as INodeExecutionData[] | undefined) ?? []) : [];
-
-interface Step {
-	nodes: INode[];
-	connections?: IConnections;
-	heads: string[];
-}
-
-const triggerConnections = (step: Step): IConnections => ({ Webhook: { main: [link(...step.heads)] }, ...(step.connections ?? {}) });
-
-/** Publishes the workflow as n8n 2.x does (checkExists, then create, on n8n-core's HookContext): the refusal, or false. */
-async function refusedAtPublish(step: Step): Promise<string | false> {
-	const workflow = new Workflow({
-		id: workflowId,
-		name: 'publish',
-		nodes: [trigger, ...step.nodes],
-		connections: triggerConnections(step),
-		active: true,
-		nodeTypes,
-		settings: { executionOrder: 'v1' },
-	});
-	const additionalData = engineBase(credentials()) as unknown as IWorkflowExecuteAdditionalData;
-	const context = new HookContext(workflow, workflow.getNode('Webhook')!, additionalData, 'trigger', 'activate');
-	const methods = new IdempotentWebhook().webhookMethods.default;
-	try {
-		if (!(await methods.checkExists.call(context))) await methods.create.call(context);
-		return false;
-	} catch (error) {
-		return (error as Error).message;
-	}
-}
-
-const triggerEngine = () => withSubWorkflowsInProcess(engineBase(credentials()), () => `rt22-sub-${++subExecutions}`);
-
-async function runExecution(items: INodeExecutionData[], step: Step) {
-	executions += 1;
-	const executionId = `rt22-${executions}`;
-	const workflow = inProcessWorkflow(workflowId, [trigger, ...step.nodes], triggerConnections(step));
-	const { run } = await executeInProcess(workflow, executionId, items, triggerEngine());
-	const [answer] = webhookResponses.get(executionId) ?? [];
-	return { run, status: answer ? Number(answer.statusCode ?? 200) : undefined };
-}
-
-/** The provider: posts `body` until a 2xx (at most `attempts` times); each answer, and every run it started. */
-async function provide(body: unknown, step: Step, attempts = 4): Promise<{ answers: number[]; runs: IRun[] }> {
-	const answers: number[] = [];
-	const runs: IRun[] = [];
-	for (let attempt = 0; attempt < attempts; attempt++) {
-		const response = await postStripe(JSON.stringify(body));
-		await response.text();
-		let status = response.status;
-		const items = startedItems();
-		if (items.length > 0) {
-			const { run, status: answered } = await runExecution(items, step);
-			runs.push(run);
-			status = answered ?? (run.data.resultData.error ? 500 : 200);
-		}
-		answers.push(status);
-		if (status >= 200 && status < 300) break;
-	}
-	return { answers, runs };
-}
-
-const events = (list: Array<Record<string, unknown>>) => ({ events: list });
-
-/** The events → Merge input 1, `settings` → Merge input 2, Merge "Combine → All Possible Combinations" → Charge (error output). */
-const combineStep = (settings: INode): Step => ({
-	nodes: [
-		settings,
-		node('Attach Settings', 'merge', 3.2, { mode: 'combine', combineBy: 'combineAll', options: {} }),
-		httpCall(
-			'Charge',
-			'charge',
-			{ onError: 'continueErrorOutput' },
-			'={{ JSON.stringify({ id: $json.body.id, feeRate: $json.feeRate }) }}',
-		),
-	],
-	connections: {
-		Webhook: { main: [[...link('Attach Settings'), ...link(settings.name)]] },
-		[settings.name]: { main: [toInput('Attach Settings', 1)] },
-		'Attach Settings': { main: [link('Charge')] },
-		Charge: { main: [[], []] },
-	},
-	heads: [],
-});
-const EVENTS = { options: { eventsPath: 'body.events' } };
-
 describeWithN8n('red team 22: the trigger behind item-shaping nodes after the charge, joins, fallbacks', () => {
-	beforeAll(async () => {
-		apiServer = http.createServer((request, response) => void api(request, response));
-		await new Promise<void>((resolve) => apiServer.listen(0, '127.0.0.1', resolve));
-		apiUrl = `http://127.0.0.1:${(apiServer.address() as AddressInfo).port}`;
-		if (!baseNodesInstalled()) return;
-		embeddedModule();
-		n8nCli();
-		addNodeTypes({
-			...loadBaseNodes(),
-			...loadBaseNodeFiles({
-				'n8n-nodes-base.httpRequest': 'HttpRequest/HttpRequest.node.js',
-				'n8n-nodes-base.set': 'Set/Set.node.js',
-				'n8n-nodes-base.switch': 'Switch/Switch.node.js',
-				'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
-				'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
-				'n8n-nodes-base.limit': 'Transform/Limit/Limit.node.js',
-				'n8n-nodes-base.filter': 'Filter/Filter.node.js',
-				'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js',
-				'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
-			}),
-			[`${PACKAGE}.idempotentWebhook`]: new IdempotentWebhook(),
-		});
-		triggerServer = http.createServer((request, response) => {
-			handling = handle(request, response);
-		});
-		await new Promise<void>((resolve) => triggerServer.listen(0, '127.0.0.1', resolve));
-		triggerUrl = `http://127.0.0.1:${(triggerServer.address() as AddressInfo).port}`;
+	const {
+		apiUrl,
+		effectsAt,
+		failNext,
+		httpCall,
+		keyRows,
+		postStripe,
+		provide,
+		received,
+		refusedAtPublish,
+		startedItems,
+		statuses,
+		useTrigger,
+	} = triggerRedTeam({
+		tag: 'rt22',
+		route: (route) => (route === 'config' ? { feeRate: 0.029, currency: 'eur' } : undefined),
+		baseNodeFiles: {
+			'n8n-nodes-base.set': 'Set/Set.node.js',
+			'n8n-nodes-base.switch': 'Switch/Switch.node.js',
+			'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
+			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
+			'n8n-nodes-base.limit': 'Transform/Limit/Limit.node.js',
+			'n8n-nodes-base.filter': 'Filter/Filter.node.js',
+			'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js',
+			'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
+		},
 	});
-	afterAll(async () => {
-		await new Promise((resolve) => apiServer.close(resolve));
-		if (triggerServer) await new Promise((resolve) => triggerServer.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => {
-		forgetKeptSigningSecrets();
-		failing.clear();
+
+	/** The events → Merge input 1, `settings` → Merge input 2, Merge "Combine → All Possible Combinations" → Charge (error output). */
+	const combineStep = (settings: INode): Step => ({
+		nodes: [
+			settings,
+			node('Attach Settings', 'merge', 3.2, { mode: 'combine', combineBy: 'combineAll', options: {} }),
+			httpCall(
+				'Charge',
+				'charge',
+				{ onError: 'continueErrorOutput' },
+				'={{ JSON.stringify({ id: $json.body.id, feeRate: $json.feeRate }) }}',
+			),
+		],
+		connections: {
+			Webhook: { main: [[...link('Attach Settings'), ...link(settings.name)]] },
+			[settings.name]: { main: [toInput('Attach Settings', 1)] },
+			'Attach Settings': { main: [link('Charge')] },
+			Charge: { main: [[], []] },
+		},
+		heads: [],
 	});
 
 	/* (1) Remove Duplicates (Within Current Input, at its defaults) after the charge ---------------------------------- */
@@ -477,7 +210,7 @@ describeWithN8n('red team 22: the trigger behind item-shaping nodes after the ch
 	it('Events [A, B]: HTTP Request GET settings (Execute Once) + events → Merge (All Possible Combinations) → Charge: refused at publish and at run time, nothing charged', async () => {
 		useTrigger('wf-rt22-combine-http', EVENTS);
 		const step = combineStep(
-			node('Settings', 'httpRequest', 4.2, { method: 'GET', url: `${apiUrl}/config`, options: {} }, { executeOnce: true }, 200),
+			node('Settings', 'httpRequest', 4.2, { method: 'GET', url: `${apiUrl()}/config`, options: {} }, { executeOnce: true }, 200),
 		);
 		const refusal = await refusedAtPublish(step);
 		const { answers } = await provide(events([{ id: 'ch_a' }, { id: 'ch_b' }]), step, 2);
@@ -537,8 +270,8 @@ describeWithN8n('red team 22: the trigger behind item-shaping nodes after the ch
 					rules: { values: [{ conditions: stringEquals('={{ $json.body.type }}', 'charge') }] },
 					options: { fallbackOutput: 'extra' },
 				}),
-				httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, undefined, 0),
-				httpCall('Refund', 'refund', { onError: 'continueErrorOutput' }, undefined, 200),
+				httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, undefined, {}, 0),
+				httpCall('Refund', 'refund', { onError: 'continueErrorOutput' }, undefined, {}, 200),
 			],
 			connections: { Route: { main: [link('Charge'), link('Refund')] }, Charge: { main: [[], []] }, Refund: { main: [[], []] } },
 			heads: ['Route'],

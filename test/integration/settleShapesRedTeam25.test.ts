@@ -1,41 +1,7 @@
-import { createHmac } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-
-import { HookContext } from 'n8n-core';
-import {
-	Workflow,
-	type ICredentialDataDecryptedObject,
-	type IConnections,
-	type INode,
-	type INodeExecutionData,
-	type INodeParameters,
-	type IRun,
-	type IWebhookResponseData,
-	type IWorkflowExecuteAdditionalData,
-} from 'n8n-workflow';
-
-import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
-import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
 import { withCodeRunner } from '../support/codeTaskRunner';
-import { baseNodesInstalled, describeWithN8n, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
-import {
-	addNodeTypes,
-	credentialsHelperReading,
-	engineBase,
-	executeInProcess,
-	inProcessWorkflow,
-	nodeTypes,
-	PACKAGE,
-	packageNode,
-	webhookResponses,
-} from '../support/n8nEngine';
-import { asN8nReceives, callWebhook, n8nCli } from '../support/n8nRequestPath';
+import { describeWithN8n } from '../support/n8nBaseNodes';
 import { link, toInput } from '../support/settleWorkflows';
-import { embeddedModule } from '../support/storeTargets';
-import { withSubWorkflowsInProcess } from '../support/triggerProvider';
-import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
+import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
 /*
  * Twenty-fifth red-team pass: the Idempotent Webhook trigger (Events Path: several events per delivery) behind
@@ -52,175 +18,7 @@ import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
  * A row marked failing breaks a promise: its comment says what happens and how to reproduce it.
  */
 
-const SECRET = 'whsec_rt25';
-const n8nFolder = n8nFolderForTheFile('rt25-n8n-');
-
-/* The test API: effects per event, failures on demand ------------------------------------------------------------- */
-
-const effects = new Map<string, number>();
-const failing = new Map<string, number>();
-const received: string[] = [];
-const effectsAt = (route: string, id: string) => effects.get(`${route}:${id}`) ?? 0;
-
-function failNext(target: string, times = 1): void {
-	failing.set(target, (failing.get(target) ?? 0) + times);
-}
-function takeFailure(target: string): boolean {
-	const left = failing.get(target) ?? 0;
-	if (left <= 0) return false;
-	failing.set(target, left - 1);
-	return true;
-}
-
-const EFFECT_ROUTES = new Set(['charge', 'refund', 'notify', 'ship']);
-
-async function api(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const chunks: Buffer[] = [];
-	for await (const chunk of request) chunks.push(chunk as Buffer);
-	const text = Buffer.concat(chunks).toString();
-	let body: Record<string, unknown> = {};
-	try {
-		body = JSON.parse(text || '{}') as Record<string, unknown>;
-	} catch {
-		// not JSON
-	}
-	const route = (request.url ?? '/').slice(1).split('?')[0];
-	const id = String(body.id ?? '');
-	received.push(`${route}:${id}`);
-	const answer = (status: number, json: unknown): void => {
-		response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
-	};
-	if (takeFailure(route) || takeFailure(`${route}:${id}`)) {
-		answer(500, { message: 'upstream unavailable' });
-		return;
-	}
-	if (route === 'lookup') {
-		answer(200, { customer: body.customer, tier: body.customer === 'cus_gold' ? 'gold' : 'basic', lookedUpFor: id });
-		return;
-	}
-	if (EFFECT_ROUTES.has(route)) effects.set(`${route}:${id}`, effectsAt(route, id) + 1);
-	answer(200, { ok: true, id, ...(body.customer !== undefined ? { customer: body.customer } : {}) });
-}
-
-let apiServer: http.Server;
-let apiUrl: string;
-
-/* Nodes as users leave them ------------------------------------------------------------------------------------------ */
-
-const node = (name: string, type: string, typeVersion: number, parameters: INodeParameters, extra: Partial<INode> = {}, y = 0): INode => ({
-	id: name,
-	name,
-	type: `n8n-nodes-base.${type}`,
-	typeVersion,
-	position: [400, y],
-	parameters,
-	...extra,
-});
-
-const httpCall = (
-	name: string,
-	route: string,
-	extra: Partial<INode> = {},
-	jsonBody = '={{ JSON.stringify({ id: $json.body.id }) }}',
-	options: INodeParameters = {},
-	y = 0,
-) =>
-	node(
-		name,
-		'httpRequest',
-		4.2,
-		{ method: 'POST', url: `${apiUrl}/${route}`, sendBody: true, specifyBody: 'json', jsonBody, options },
-		extra,
-		y,
-	);
-
-const CHARGE_BODY = '={{ JSON.stringify({ id: $json.body.id, customer: $json.body.customer }) }}';
 const NOTIFY_BODY = '={{ JSON.stringify({ id: $json.id }) }}';
-
-/* The trigger, published and served --------------------------------------------------------------------------------- */
-
-let workflowId = 'wf-rt25';
-let trigger: INode;
-let lastResult: IWebhookResponseData | Error | undefined;
-let handling: Promise<void> = Promise.resolve();
-let triggerServer: http.Server;
-let triggerUrl: string;
-let executions = 0;
-let subExecutions = 0;
-
-const credentials = () =>
-	credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
-		if (type === 'webhookSignatureApi') return { secret: SECRET };
-		throw new Error(`No credential of type ${type}`);
-	});
-const keyFile = () => path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
-const keyStore = () => embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
-const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
-const statuses = async (ids: string[]) =>
-	await Promise.all(ids.map(async (id) => (await keyStore().getKeys([keyOf(id)])).get(keyOf(id))?.status ?? null));
-
-function useTrigger(id: string, parameters: INodeParameters = {}): void {
-	workflowId = id;
-	trigger = packageNode(
-		'Webhook',
-		'idempotentWebhook',
-		{ path: 'rt25', scheme: 'stripe', store: 'embedded', keySource: 'auto', ...parameters },
-		{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-	);
-}
-
-async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	lastResult = undefined;
-	const n8nRequest = await asN8nReceives(request, response);
-	if (!n8nRequest) return;
-	lastResult = await callWebhook(n8nRequest, response, trigger, workflowId, credentials());
-	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-}
-
-async function postStripe(body: string): Promise<Response> {
-	const timestamp = Math.floor(Date.now() / 1000);
-	const signature = createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex');
-	const response = await fetch(`${triggerUrl}/webhook/rt25`, {
-		method: 'POST',
-		headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
-		body,
-	});
-	await handling;
-	return response;
-}
-
-const startedItems = (): INodeExecutionData[] =>
-	lastResult && !(lastResult instanceof Error) ? ((lastResult.workflowData?.[0] as INodeExecutionData[] | undefined) ?? []) : [];
-
-interface Step {
-	nodes: INode[];
-	connections?: IConnections;
-	heads: string[];
-}
-
-const triggerConnections = (step: Step): IConnections => ({ Webhook: { main: [link(...step.heads)] }, ...(step.connections ?? {}) });
-
-/** Publishes the workflow as n8n 2.x does (checkExists, then create, on n8n-core's HookContext): the refusal, or false. */
-async function refusedAtPublish(step: Step): Promise<string | false> {
-	const workflow = new Workflow({
-		id: workflowId,
-		name: 'publish',
-		nodes: [trigger, ...step.nodes],
-		connections: triggerConnections(step),
-		active: true,
-		nodeTypes,
-		settings: { executionOrder: 'v1' },
-	});
-	const additionalData = engineBase(credentials()) as unknown as IWorkflowExecuteAdditionalData;
-	const context = new HookContext(workflow, workflow.getNode('Webhook')!, additionalData, 'trigger', 'activate');
-	const methods = new IdempotentWebhook().webhookMethods.default;
-	try {
-		if (!(await methods.checkExists.call(context))) await methods.create.call(context);
-		return false;
-	} catch (error) {
-		return (error as Error).message;
-	}
-}
 
 /*
  * n8n's task runner's "runCode" mode (js-task-runner.js runCode): what Sort's Code type and similar nodes send. The code
@@ -249,82 +47,27 @@ function withRunCode<T extends object>(engine: T): T {
 	return engine;
 }
 
-const triggerEngine = () => withRunCode(withSubWorkflowsInProcess(engineBase(credentials()), () => `rt25-sub-${++subExecutions}`));
-
-async function runExecution(items: INodeExecutionData[], step: Step) {
-	executions += 1;
-	const executionId = `rt25-${executions}`;
-	const workflow = inProcessWorkflow(workflowId, [trigger, ...step.nodes], triggerConnections(step));
-	const { run } = await executeInProcess(workflow, executionId, items, triggerEngine());
-	const [answer] = webhookResponses.get(executionId) ?? [];
-	return { run, status: answer ? Number(answer.statusCode ?? 200) : undefined };
-}
-
-/** The provider: posts `body` until a 2xx (at most `attempts` times); each answer, and every run it started. */
-async function provide(body: unknown, step: Step, attempts = 4): Promise<{ answers: number[]; runs: IRun[] }> {
-	const answers: number[] = [];
-	const runs: IRun[] = [];
-	for (let attempt = 0; attempt < attempts; attempt++) {
-		const response = await postStripe(JSON.stringify(body));
-		await response.text();
-		let status = response.status;
-		const items = startedItems();
-		if (items.length > 0) {
-			const { run, status: answered } = await runExecution(items, step);
-			runs.push(run);
-			status = answered ?? (run.data.resultData.error ? 500 : 200);
-		}
-		answers.push(status);
-		if (status >= 200 && status < 300) break;
-	}
-	return { answers, runs };
-}
-
-const events = (list: Array<Record<string, unknown>>) => ({ events: list });
-const EVENTS = { options: { eventsPath: 'body.events' } };
-
 /** Sort (1), Type Code: the comparator as a user writes it for "by customer" (localeCompare on the field). */
 const sortByCustomerCode = (name = 'Sort By Customer') =>
 	node(name, 'sort', 1, { type: 'code', code: 'return a.json.customer.localeCompare(b.json.customer);' });
 
 describeWithN8n('red team 25: Sort (Code), Batching, Merge by fields, Edit Fields (JSON) around the effect, several events', () => {
-	beforeAll(async () => {
-		apiServer = http.createServer((request, response) => void api(request, response));
-		await new Promise<void>((resolve) => apiServer.listen(0, '127.0.0.1', resolve));
-		apiUrl = `http://127.0.0.1:${(apiServer.address() as AddressInfo).port}`;
-		if (!baseNodesInstalled()) return;
-		embeddedModule();
-		n8nCli();
-		addNodeTypes({
-			...loadBaseNodes(),
-			...loadBaseNodeFiles({
-				'n8n-nodes-base.httpRequest': 'HttpRequest/HttpRequest.node.js',
-				'n8n-nodes-base.set': 'Set/Set.node.js',
-				'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
-				'n8n-nodes-base.code': 'Code/Code.node.js',
-				'n8n-nodes-base.summarize': 'Transform/Summarize/Summarize.node.js',
-				'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-				'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
-				'n8n-nodes-base.compareDatasets': 'CompareDatasets/CompareDatasets.node.js',
-				'n8n-nodes-base.filter': 'Filter/Filter.node.js',
-				'n8n-nodes-base.limit': 'Transform/Limit/Limit.node.js',
-			}),
-			[`${PACKAGE}.idempotentWebhook`]: new IdempotentWebhook(),
-		});
-		triggerServer = http.createServer((request, response) => {
-			handling = handle(request, response);
-		});
-		await new Promise<void>((resolve) => triggerServer.listen(0, '127.0.0.1', resolve));
-		triggerUrl = `http://127.0.0.1:${(triggerServer.address() as AddressInfo).port}`;
-	});
-	afterAll(async () => {
-		await new Promise((resolve) => apiServer.close(resolve));
-		if (triggerServer) await new Promise((resolve) => triggerServer.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => {
-		forgetKeptSigningSecrets();
-		failing.clear();
+	const { effectsAt, failNext, httpCall, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
+		tag: 'rt25',
+		route: (route, body, id) =>
+			route === 'lookup' ? { customer: body.customer, tier: body.customer === 'cus_gold' ? 'gold' : 'basic', lookedUpFor: id } : undefined,
+		engine: withRunCode,
+		baseNodeFiles: {
+			'n8n-nodes-base.set': 'Set/Set.node.js',
+			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
+			'n8n-nodes-base.code': 'Code/Code.node.js',
+			'n8n-nodes-base.summarize': 'Transform/Summarize/Summarize.node.js',
+			'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
+			'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
+			'n8n-nodes-base.compareDatasets': 'CompareDatasets/CompareDatasets.node.js',
+			'n8n-nodes-base.filter': 'Filter/Filter.node.js',
+			'n8n-nodes-base.limit': 'Transform/Limit/Limit.node.js',
+		},
 	});
 
 	/* (1) Sort, Type Code, after the charge ------------------------------------------------------------------------- */

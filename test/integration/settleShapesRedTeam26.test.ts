@@ -1,42 +1,10 @@
-import { createHmac } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
+import { NodeConnectionTypes, type IConnections, type INode, type IRun } from 'n8n-workflow';
 
-import { HookContext } from 'n8n-core';
-import {
-	Workflow,
-	type ICredentialDataDecryptedObject,
-	type IConnections,
-	type INode,
-	type INodeExecutionData,
-	type INodeParameters,
-	type IRun,
-	type IWebhookResponseData,
-	type IWorkflowExecuteAdditionalData,
-} from 'n8n-workflow';
-
-import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
-import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
-import { baseNodesInstalled, describeWithN8n, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
-import {
-	addNodeTypes,
-	credentialsHelperReading,
-	engineBase,
-	executeInProcess,
-	inProcessWorkflow,
-	nodeTypes,
-	PACKAGE,
-	packageNode,
-	webhookAnswer,
-	webhookResponses,
-} from '../support/n8nEngine';
-import { asN8nReceives, callWebhook, n8nCli } from '../support/n8nRequestPath';
+import { describeWithN8n } from '../support/n8nBaseNodes';
+import { engineBase, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, webhookAnswer } from '../support/n8nEngine';
 import { link, toInput } from '../support/settleWorkflows';
-import { embeddedModule } from '../support/storeTargets';
-import { withSubWorkflowsInProcess } from '../support/triggerProvider';
-import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
+import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
 /*
  * Twenty-sixth red-team pass: nodes the package counts as unable to fail on the events' data (nodeKinds.ts
@@ -50,413 +18,171 @@ import { n8nFolderForTheFile } from '../support/triggerWebhookCall';
  * times). A row marked failing breaks a promise: its comment says what happens and how to reproduce it.
  */
 
-const SECRET = 'whsec_rt26';
-const n8nFolder = n8nFolderForTheFile('rt26-n8n-');
-
-/* The test API: effects per event, failures on demand ------------------------------------------------------------- */
-
-const effects = new Map<string, number>();
-const failing = new Map<string, number>();
-const received: string[] = [];
-const effectsAt = (route: string, id: string) => effects.get(`${route}:${id}`) ?? 0;
-
-function failNext(target: string, times = 1): void {
-	failing.set(target, (failing.get(target) ?? 0) + times);
-}
-function takeFailure(target: string): boolean {
-	const left = failing.get(target) ?? 0;
-	if (left <= 0) return false;
-	failing.set(target, left - 1);
-	return true;
-}
-
-const EFFECT_ROUTES = new Set(['charge', 'refund', 'notify', 'ship']);
-
-async function api(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const chunks: Buffer[] = [];
-	for await (const chunk of request) chunks.push(chunk as Buffer);
-	const text = Buffer.concat(chunks).toString();
-	let body: Record<string, unknown> = {};
-	try {
-		body = JSON.parse(text || '{}') as Record<string, unknown>;
-	} catch {
-		// not JSON
-	}
-	const route = (request.url ?? '/').slice(1).split('?')[0];
-	const id = String(body.id ?? '');
-	received.push(`${route}:${id}`);
-	const answer = (status: number, json: unknown): void => {
-		response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
-	};
-	if (takeFailure(route) || takeFailure(`${route}:${id}`)) {
-		answer(500, { message: 'upstream unavailable' });
-		return;
-	}
-	if (route === 'lookup') {
-		answer(200, { customer: body.customer, tier: body.customer === 'cus_gold' ? 'gold' : 'basic', lookedUpFor: id });
-		return;
-	}
-	if (EFFECT_ROUTES.has(route)) effects.set(`${route}:${id}`, effectsAt(route, id) + 1);
-	answer(200, { ...body, ok: true, id });
-}
-
-let apiServer: http.Server;
-let apiUrl: string;
-
-/* Nodes as users leave them ------------------------------------------------------------------------------------------ */
-
-const node = (name: string, type: string, typeVersion: number, parameters: INodeParameters, extra: Partial<INode> = {}, y = 0): INode => ({
-	id: name,
-	name,
-	type: `n8n-nodes-base.${type}`,
-	typeVersion,
-	position: [400, y],
-	parameters,
-	...extra,
-});
-
-const httpCall = (
-	name: string,
-	route: string,
-	extra: Partial<INode> = {},
-	jsonBody = '={{ JSON.stringify({ id: $json.body.id }) }}',
-	options: INodeParameters = {},
-	y = 0,
-) =>
-	node(
-		name,
-		'httpRequest',
-		4.2,
-		{ method: 'POST', url: `${apiUrl}/${route}`, sendBody: true, specifyBody: 'json', jsonBody, options },
-		extra,
-		y,
-	);
-
-const CHARGE_BODY = '={{ JSON.stringify({ id: $json.body.id, customer: $json.body.customer }) }}';
 const NOTIFY_BODY = '={{ JSON.stringify({ id: $json.id }) }}';
 
-/* The trigger, published and served --------------------------------------------------------------------------------- */
-
-let workflowId = 'wf-rt26';
-let trigger: INode;
-/** The node the request path serves: the trigger, or n8n's Webhook on the node path. */
-let served: INode | undefined;
-let lastResult: IWebhookResponseData | Error | undefined;
-let handling: Promise<void> = Promise.resolve();
-let triggerServer: http.Server;
-let triggerUrl: string;
-let executions = 0;
-let subExecutions = 0;
-
-const credentials = () =>
-	credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
-		if (type === 'webhookSignatureApi') return { secret: SECRET };
-		throw new Error(`No credential of type ${type}`);
-	});
-const keyFile = () => path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
-const keyStore = () => embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
-const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
-const statuses = async (ids: string[]) =>
-	await Promise.all(ids.map(async (id) => (await keyStore().getKeys([keyOf(id)])).get(keyOf(id))?.status ?? null));
-
-function useTrigger(id: string, parameters: INodeParameters = {}): void {
-	workflowId = id;
-	served = undefined;
-	trigger = packageNode(
-		'Webhook',
-		'idempotentWebhook',
-		{ path: 'rt26', scheme: 'stripe', store: 'embedded', keySource: 'auto', ...parameters },
-		{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-	);
-}
-
-async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	lastResult = undefined;
-	const n8nRequest = await asN8nReceives(request, response);
-	if (!n8nRequest) return;
-	lastResult = await callWebhook(n8nRequest, response, served ?? trigger, workflowId, credentials());
-	if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
-}
-
-async function postStripe(body: string): Promise<Response> {
-	const timestamp = Math.floor(Date.now() / 1000);
-	const signature = createHmac('sha256', SECRET).update(`${timestamp}.${body}`).digest('hex');
-	const response = await fetch(`${triggerUrl}/webhook/rt26`, {
-		method: 'POST',
-		headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
-		body,
-	});
-	await handling;
-	return response;
-}
-
-const startedItems = (): INodeExecutionData[] =>
-	lastResult && !(lastResult instanceof Error) ? ((lastResult.workflowData?.[0] as INodeExecutionData[] | undefined) ?? []) : [];
-
-interface Step {
-	nodes: INode[];
-	connections?: IConnections;
-	heads: string[];
-}
-
-const triggerConnections = (step: Step): IConnections => ({ Webhook: { main: [link(...step.heads)] }, ...(step.connections ?? {}) });
-
-/** Publishes the workflow as n8n 2.x does (checkExists, then create, on n8n-core's HookContext): the refusal, or false. */
-async function refusedAtPublish(step: Step): Promise<string | false> {
-	const workflow = new Workflow({
-		id: workflowId,
-		name: 'publish',
-		nodes: [trigger, ...step.nodes],
-		connections: triggerConnections(step),
-		active: true,
-		nodeTypes,
-		settings: { executionOrder: 'v1' },
-	});
-	const additionalData = engineBase(credentials()) as unknown as IWorkflowExecuteAdditionalData;
-	const context = new HookContext(workflow, workflow.getNode('Webhook')!, additionalData, 'trigger', 'activate');
-	const methods = new IdempotentWebhook().webhookMethods.default;
-	try {
-		if (!(await methods.checkExists.call(context))) await methods.create.call(context);
-		return false;
-	} catch (error) {
-		return (error as Error).message;
-	}
-}
-
-const triggerEngine = () => withSubWorkflowsInProcess(engineBase(credentials()), () => `rt26-sub-${++subExecutions}`);
-
-async function runExecution(items: INodeExecutionData[], step: Step) {
-	executions += 1;
-	const executionId = `rt26-${executions}`;
-	const workflow = inProcessWorkflow(workflowId, [trigger, ...step.nodes], triggerConnections(step));
-	const { run } = await executeInProcess(workflow, executionId, items, triggerEngine());
-	const [answer] = webhookResponses.get(executionId) ?? [];
-	return { run, status: answer ? Number(answer.statusCode ?? 200) : undefined };
-}
-
-/** The provider: posts `body` until a 2xx (at most `attempts` times); each answer, and every run it started. */
-async function provide(body: unknown, step: Step, attempts = 4): Promise<{ answers: number[]; runs: IRun[] }> {
-	const answers: number[] = [];
-	const runs: IRun[] = [];
-	for (let attempt = 0; attempt < attempts; attempt++) {
-		const response = await postStripe(JSON.stringify(body));
-		await response.text();
-		let status = response.status;
-		const items = startedItems();
-		if (items.length > 0) {
-			const { run, status: answered } = await runExecution(items, step);
-			runs.push(run);
-			status = answered ?? (run.data.resultData.error ? 500 : 200);
-		}
-		answers.push(status);
-		if (status >= 200 && status < 300) break;
-	}
-	return { answers, runs };
-}
-
-const events = (list: Array<Record<string, unknown>>) => ({ events: list });
-const EVENTS = { options: { eventsPath: 'body.events' } };
-
-
-/* The node template path: n8n's Webhook → Verify → Split Out → Reserve (Field) → the step, Settle beside it ---------- */
-
-const n8nWebhook: INode = {
-	id: 'Webhook',
-	name: 'Webhook',
-	type: 'n8n-nodes-base.webhook',
-	typeVersion: 2.1,
-	position: [0, 0],
-	webhookId: 'rt26-node-path',
-	parameters: { httpMethod: 'POST', path: 'rt26', responseMode: 'responseNode', options: { rawBody: true } },
-};
-
-function useNodePath(id: string): void {
-	workflowId = id;
-	served = n8nWebhook;
-}
-
-/** Respond to Webhook stand-ins (n8n-core's sendResponse, the first answer kept), as the template wires them. */
-const ANSWERS: Array<[string, number, number]> = [
-	['Respond 200', 200, 120],
-	['Respond 500 (provider retries)', 500, 280],
-	['Respond 200 (completion refused)', 200, 440],
-	['Respond 503 (not settled)', 503, 600],
-	['Respond 200 (duplicate)', 200, 760],
-	['Respond 409 (in progress)', 409, 920],
-	['Respond 503 (not reserved)', 503, 1080],
-	['Respond 401 (invalid signature)', 401, 1240],
-];
-const answerNode = ([name, status, y]: [string, number, number]): INode =>
-	packageNode(name, 'testStep', { status }, { position: [1400, y] });
-
-/** The template's graph around `step` (its heads on Reserve's New output, beside Settle); `before` between Verify and Split Out. */
-function nodePathWorkflow(step: Step, before: { nodes: INode[]; connections: IConnections; head: string; tail: string } | undefined) {
-	const nodes: INode[] = [
-		n8nWebhook,
-		packageNode(
-			'Verify',
-			'webhookSignatureVerify',
-			{ scheme: 'stripe', onInvalid: 'route' },
-			{ position: [200, 0], credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-		),
-		node('Split Out Events', 'splitOut', 1, { fieldToSplitOut: 'body.events', include: 'noOtherFields', options: { destinationFieldName: 'body' } }),
-		packageNode(
-			'Reserve',
-			'idempotencyReserve',
-			{ store: 'embedded', keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:', mode: 'lease', leaseSeconds: 300, options: {} },
-			{ typeVersion: 3, position: [600, 0], onError: 'continueRegularOutput' },
-		),
-		packageNode('Settle', 'idempotencyKey', { operation: 'settle', store: 'embedded', options: {} }, { typeVersion: 3, position: [900, 240] }),
-		...ANSWERS.map(answerNode),
-		...(before?.nodes ?? []),
-		...step.nodes,
-	];
-	const connections: IConnections = {
-		Webhook: { main: [link('Verify')] },
-		Verify: { main: [link(before?.head ?? 'Split Out Events'), link('Respond 401 (invalid signature)')] },
-		...(before ? { ...before.connections, [before.tail]: { main: [link('Split Out Events')] } } : {}),
-		'Split Out Events': { main: [link('Reserve')] },
-		Reserve: {
-			main: [
-				link(...step.heads, 'Settle'),
-				link('Respond 200 (duplicate)'),
-				link('Respond 409 (in progress)'),
-				link('Respond 503 (not reserved)'),
-			],
-		},
-		Settle: {
-			main: [link('Respond 200'), link('Respond 500 (provider retries)'), link('Respond 200 (completion refused)'), link('Respond 503 (not settled)')],
-		},
-		...(step.connections ?? {}),
-	};
-	return inProcessWorkflow(workflowId, nodes, connections);
-}
-
-/** The provider on the node path: posts `body` until answered 2xx (at most `attempts` times); each answer and run. */
-async function provideNodePath(
-	body: unknown,
-	step: Step,
-	attempts = 4,
-	before?: { nodes: INode[]; connections: IConnections; head: string; tail: string },
-): Promise<{ answers: Array<number | undefined>; runs: IRun[] }> {
-	const answers: Array<number | undefined> = [];
-	const runs: IRun[] = [];
-	for (let attempt = 0; attempt < attempts; attempt++) {
-		const response = await postStripe(JSON.stringify(body));
-		await response.text();
-		const items = startedItems();
-		if (items.length === 0) {
-			answers.push(response.status);
-			break;
-		}
-		executions += 1;
-		const executionId = `rt26-node-${executions}`;
-		const { run } = await executeInProcess(nodePathWorkflow(step, before), executionId, items, engineBase(credentials()));
-		runs.push(run);
-		const answer = webhookAnswer(executionId, run);
-		answers.push(answer);
-		if (answer !== undefined && answer >= 200 && answer < 300) break;
-	}
-	return { answers, runs };
-}
-
-const nodeKeyStatuses = async (ids: string[]) =>
-	await Promise.all(ids.map(async (id) => (await keyStore().getKeys([`evt:${id}`])).get(`evt:${id}`)?.status ?? null));
-
-/** Why Reserve refused the run (its Not Reserved items, or the run's error), '' when it did not. */
-const reserveRefusal = (run: IRun | undefined) =>
-	JSON.stringify(run?.data.resultData.runData.Reserve?.[0]?.data?.main[3]?.map((item) => item.json) ?? []) +
-	(run?.data.resultData.error?.message ?? '');
-
 describeWithN8n('red team 26: "cannot fail" nodes after the effect, Merge and Respond placements, several events', () => {
-	beforeAll(async () => {
-		apiServer = http.createServer((request, response) => void api(request, response));
-		await new Promise<void>((resolve) => apiServer.listen(0, '127.0.0.1', resolve));
-		apiUrl = `http://127.0.0.1:${(apiServer.address() as AddressInfo).port}`;
-		if (!baseNodesInstalled()) return;
-		embeddedModule();
-		n8nCli();
-		addNodeTypes({
-			...loadBaseNodes(),
-			...loadBaseNodeFiles({
-				'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
-				'n8n-nodes-base.httpRequest': 'HttpRequest/HttpRequest.node.js',
-				'n8n-nodes-base.set': 'Set/Set.node.js',
-				'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
-				'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-				'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
-				'n8n-nodes-base.limit': 'Transform/Limit/Limit.node.js',
-				'n8n-nodes-base.respondToWebhook': 'RespondToWebhook/RespondToWebhook.node.js',
-			}),
-			[`${PACKAGE}.idempotentWebhook`]: new IdempotentWebhook(),
-			[`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify(),
-		});
-		triggerServer = http.createServer((request, response) => {
-			handling = handle(request, response);
-		});
-		await new Promise<void>((resolve) => triggerServer.listen(0, '127.0.0.1', resolve));
-		triggerUrl = `http://127.0.0.1:${(triggerServer.address() as AddressInfo).port}`;
-	});
-	afterAll(async () => {
-		await new Promise((resolve) => apiServer.close(resolve));
-		if (triggerServer) await new Promise((resolve) => triggerServer.close(resolve));
-		embeddedModule().closeEmbeddedStores();
-	});
-	afterEach(() => {
-		forgetKeptSigningSecrets();
-		failing.clear();
-	});
-
-	/* (1) Limit after the charge, its Max Items read by n8n from the first event only -------------------------------- */
-
-	const limitAfterCharge = (): Step => ({
-		nodes: [
-			httpCall(
-				'Charge',
-				'charge',
-				{ onError: 'continueErrorOutput' },
-				'={{ JSON.stringify({ id: $json.body.id, customer: $json.body.customer, settings: $json.body.settings }) }}',
-			),
-			node('Notify At Most', 'limit', 1, { maxItems: '={{ $json.settings.notify_limit }}' }),
-			httpCall('Notify', 'notify', { onError: 'continueErrorOutput' }, NOTIFY_BODY),
-		],
-		connections: {
-			Charge: { main: [link('Notify At Most'), []] },
-			'Notify At Most': { main: [link('Notify')] },
-			Notify: { main: [[], []] },
+	const {
+		credentials,
+		effectsAt,
+		failNext,
+		httpCall,
+		keyStore,
+		nextExecutionId,
+		postStripe,
+		provide,
+		refusedAtPublish,
+		serve,
+		startedItems,
+		statuses,
+		useTrigger,
+		workflowId,
+	} = triggerRedTeam({
+		tag: 'rt26',
+		echoBody: true,
+		route: (route, body, id) =>
+			route === 'lookup' ? { customer: body.customer, tier: body.customer === 'cus_gold' ? 'gold' : 'basic', lookedUpFor: id } : undefined,
+		baseNodeFiles: {
+			'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
+			'n8n-nodes-base.set': 'Set/Set.node.js',
+			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
+			'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
+			'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
+			'n8n-nodes-base.limit': 'Transform/Limit/Limit.node.js',
+			'n8n-nodes-base.respondToWebhook': 'RespondToWebhook/RespondToWebhook.node.js',
 		},
-		heads: ['Charge'],
+		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
 
-	it('trigger: Events [B alone, with settings] → Charge → Limit (Max Items from $json.settings) → Notify: accepted, one charge, one notice', async () => {
-		useTrigger('wf-rt26-limit-alone', EVENTS);
-		const step = limitAfterCharge();
-		const refusal = await refusedAtPublish(step);
-		const { answers } = await provide(events([{ id: 'la_b', settings: { notify_limit: 5 } }]), step);
-		expect({ refusal, answers, charges: effectsAt('charge', 'la_b'), notices: effectsAt('notify', 'la_b') }).toEqual({
-			refusal: false,
-			answers: [200],
-			charges: 1,
-			notices: 1,
-		});
-	});
+	/* The node template path: n8n's Webhook → Verify → Split Out → Reserve (Field) → the step, Settle beside it ---------- */
 
-	it('trigger: Events [A without settings, B with settings] → Charge (error output) → Limit (Max Items = {{ $json.settings.notify_limit }}) → Notify: B charged once', async () => {
-		useTrigger('wf-rt26-limit-expr', EVENTS);
-		const step = limitAfterCharge();
-		const refusal = await refusedAtPublish(step);
-		const { answers, runs } = await provide(events([{ id: 'le_a', settings: { notify_limit: 'unlimited' } }, { id: 'le_b', settings: { notify_limit: 5 } }]), step);
-		expect({
-			refusal: typeof refusal === 'string' ? refusal.slice(0, 200) : refusal,
-			limit: JSON.stringify(runs[0]?.data.resultData.runData['Notify At Most']),
-			answers,
-			error: runs[0]?.data.resultData.error?.message,
-			charges: [effectsAt('charge', 'le_a'), effectsAt('charge', 'le_b')],
-			keys: await statuses(['le_a', 'le_b']),
-		}).toEqual({ refusal: false, answers: [200], error: undefined, charges: [1, 1], keys: ['completed', 'completed'] });
-	});
+	const n8nWebhook: INode = {
+		id: 'Webhook',
+		name: 'Webhook',
+		type: 'n8n-nodes-base.webhook',
+		typeVersion: 2.1,
+		position: [0, 0],
+		webhookId: 'rt26-node-path',
+		parameters: { httpMethod: 'POST', path: 'rt26', responseMode: 'responseNode', options: { rawBody: true } },
+	};
 
-	/* (2) Node path: Wait "At Specified Time" after the charge, its date read from the first event only ----------------- */
+	// Served alone (callWebhook's workflow holds only this node), n8n's Webhook in Respond to Webhook mode refuses to
+	// start (no Respond to Webhook node connected): its request phase is served in On Received mode, the same items.
+	const useNodePath = (id: string) => serve(id, { ...n8nWebhook, parameters: { ...n8nWebhook.parameters, responseMode: 'onReceived' } });
+
+	/** Respond to Webhook stand-ins (n8n-core's sendResponse, the first answer kept), as the template wires them. */
+	const ANSWERS: Array<[string, number, number]> = [
+		['Respond 200', 200, 120],
+		['Respond 500 (provider retries)', 500, 280],
+		['Respond 200 (completion refused)', 200, 440],
+		['Respond 503 (not settled)', 503, 600],
+		['Respond 200 (duplicate)', 200, 760],
+		['Respond 409 (in progress)', 409, 920],
+		['Respond 503 (not reserved)', 503, 1080],
+		['Respond 401 (invalid signature)', 401, 1240],
+	];
+	const answerNode = ([name, status, y]: [string, number, number]): INode =>
+		packageNode(name, 'testStep', { status }, { position: [1400, y] });
+
+	/** The template's graph around `step` (its heads on Reserve's New output, beside Settle); `before` between Verify and Split Out. */
+	function nodePathWorkflow(step: Step, before: { nodes: INode[]; connections: IConnections; head: string; tail: string } | undefined) {
+		const nodes: INode[] = [
+			n8nWebhook,
+			packageNode(
+				'Verify',
+				'webhookSignatureVerify',
+				{ scheme: 'stripe', onInvalid: 'route' },
+				{ position: [200, 0], credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
+			),
+			node('Split Out Events', 'splitOut', 1, {
+				fieldToSplitOut: 'body.events',
+				include: 'noOtherFields',
+				options: { destinationFieldName: 'body' },
+			}),
+			packageNode(
+				'Reserve',
+				'idempotencyReserve',
+				{ store: 'embedded', keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:', mode: 'lease', leaseSeconds: 300, options: {} },
+				{ typeVersion: 3, position: [600, 0], onError: 'continueRegularOutput' },
+			),
+			packageNode(
+				'Settle',
+				'idempotencyKey',
+				{ operation: 'settle', store: 'embedded', options: {} },
+				{ typeVersion: 3, position: [900, 240] },
+			),
+			...ANSWERS.map(answerNode),
+			...(before?.nodes ?? []),
+			...step.nodes,
+		];
+		const connections: IConnections = {
+			Webhook: { main: [link('Verify')] },
+			Verify: { main: [link(before?.head ?? 'Split Out Events'), link('Respond 401 (invalid signature)')] },
+			...(before ? { ...before.connections, [before.tail]: { main: [link('Split Out Events')] } } : {}),
+			'Split Out Events': { main: [link('Reserve')] },
+			Reserve: {
+				main: [
+					[
+						...step.heads.map((head) => {
+							// "Name#1": the head's second input (a Merge joining the step's output back to the reserved events).
+							const [name, input] = head.split('#');
+							return { node: name, type: NodeConnectionTypes.Main, index: Number(input ?? 0) };
+						}),
+						...link('Settle'),
+					],
+					link('Respond 200 (duplicate)'),
+					link('Respond 409 (in progress)'),
+					link('Respond 503 (not reserved)'),
+				],
+			},
+			Settle: {
+				main: [
+					link('Respond 200'),
+					link('Respond 500 (provider retries)'),
+					link('Respond 200 (completion refused)'),
+					link('Respond 503 (not settled)'),
+				],
+			},
+			...(step.connections ?? {}),
+		};
+		return inProcessWorkflow(workflowId(), nodes, connections);
+	}
+
+	/** The provider on the node path: posts `body` until answered 2xx (at most `attempts` times); each answer and run. */
+	async function provideNodePath(
+		body: unknown,
+		step: Step,
+		attempts = 4,
+		before?: { nodes: INode[]; connections: IConnections; head: string; tail: string },
+	): Promise<{ answers: Array<number | undefined>; runs: IRun[] }> {
+		const answers: Array<number | undefined> = [];
+		const runs: IRun[] = [];
+		for (let attempt = 0; attempt < attempts; attempt++) {
+			const response = await postStripe(JSON.stringify(body));
+			await response.text();
+			const items = startedItems();
+			if (items.length === 0) {
+				answers.push(response.status);
+				break;
+			}
+			const executionId = nextExecutionId('node');
+			const { run } = await executeInProcess(nodePathWorkflow(step, before), executionId, items, engineBase(credentials()));
+			runs.push(run);
+			const answer = webhookAnswer(executionId, run);
+			answers.push(answer);
+			if (answer !== undefined && answer >= 200 && answer < 300) break;
+		}
+		return { answers, runs };
+	}
+
+	const nodeKeyStatuses = async (ids: string[]) =>
+		await Promise.all(ids.map(async (id) => (await keyStore().getKeys([`evt:${id}`])).get(`evt:${id}`)?.status ?? null));
+
+	/** Why Reserve refused the run (its Not Reserved items, or the run's error), '' when it did not. */
+	const reserveRefusal = (run: IRun | undefined) =>
+		JSON.stringify(run?.data.resultData.runData.Reserve?.[0]?.data?.main[3]?.map((item) => item.json) ?? []) +
+		(run?.data.resultData.error?.message ?? '');
+
+	/* (1) Node path: Wait "At Specified Time" after the charge, its date read from the first event only ----------------- */
 
 	const waitAfterCharge = (): Step => ({
 		nodes: [
@@ -480,7 +206,6 @@ describeWithN8n('red team 26: "cannot fail" nodes after the effect, Merge and Re
 	it('node path: one event [B, ship date passed] → Charge → Wait until {{ $json.ship_at }} → Ship: accepted, charged and shipped once', async () => {
 		useNodePath('wf-rt26-wait-alone');
 		const { answers, runs } = await provideNodePath(events([{ id: 'wa_b', ship_at: '2020-01-01T00:00:00Z' }]), waitAfterCharge());
-		console.log(JSON.stringify(Object.fromEntries(Object.entries(runs[0]?.data.resultData.runData ?? {}).map(([k, v]) => [k, v.map((t) => [t.error?.message, (t.data?.main ?? []).map((o) => JSON.stringify(o ?? []).slice(0, 400))])]))), runs[0]?.data.resultData.error?.message);
 		expect({
 			refusal: reserveRefusal(runs[0]),
 			answers,
@@ -490,7 +215,14 @@ describeWithN8n('red team 26: "cannot fail" nodes after the effect, Merge and Re
 		}).toEqual({ refusal: '[]', answers: [200], charges: 1, ships: 1, keys: ['completed'] });
 	});
 
-	it('node path: Events [A ship_at "asap", B ship date passed] → Charge (error output) → Wait until {{ $json.ship_at }} → Ship: B charged once', async () => {
+	// The template path with a batch split before Reserve (Key Source Field body.id): Charge (HTTP Request, Continue
+	// (using error output)) → Wait 1.1 "At Specified Time", Date and Time `{{ $json.ship_at }}` (n8n's default On Error,
+	// Stop Workflow) → Ship (error output). n8n-nodes-base's Wait reads the date of item 0 only and throws "Cannot put
+	// execution to wait because `dateTime` parameter is not a valid date" when it is not a date: event A's "asap"
+	// would fail the Wait for every event of the run, after every charge (seen while Wait counted as a node that
+	// cannot fail: answers [500, 500, 500, 500], charges [A 4, B 4]). A Wait set by an expression after an effect,
+	// given several events, is refused before anything is reserved, naming it.
+	it('node path: Events [A ship_at "asap", B ship date passed] → Charge (error output) → Wait until {{ $json.ship_at }} → Ship: refused, nothing charged', async () => {
 		useNodePath('wf-rt26-wait-expr');
 		const { answers, runs } = await provideNodePath(
 			events([
@@ -498,13 +230,274 @@ describeWithN8n('red team 26: "cannot fail" nodes after the effect, Merge and Re
 				{ id: 'we_b', ship_at: '2020-01-01T00:00:00Z' },
 			]),
 			waitAfterCharge(),
+			2,
 		);
 		expect({
-			refusal: reserveRefusal(runs[0]).slice(0, 300),
+			refusedNamingWait: /Until Ship Date/.test(reserveRefusal(runs[0])),
 			answers,
 			charges: [effectsAt('charge', 'we_a'), effectsAt('charge', 'we_b')],
-			ships: [effectsAt('ship', 'we_a'), effectsAt('ship', 'we_b')],
 			keys: await nodeKeyStatuses(['we_a', 'we_b']),
-		}).toEqual({ refusal: '[]', answers: [500], charges: [1, 1], ships: [0, 1], keys: ['failed', 'completed'] });
+		}).toEqual({ refusedNamingWait: true, answers: [503, 503], charges: [0, 0], keys: [null, null] });
+	});
+
+	// The same class with Resume "After Time Interval", Wait Amount `{{ $json.delay_seconds }}` (seconds): n8n reads the
+	// amount of item 0 and throws "Invalid wait amount" for a negative one. The control: B alone (delay 0) is charged and
+	// shipped once.
+	const delayAfterCharge = (): Step => ({
+		nodes: [
+			httpCall(
+				'Charge',
+				'charge',
+				{ onError: 'continueErrorOutput' },
+				'={{ JSON.stringify({ id: $json.body.id, delay_seconds: $json.body.delay_seconds }) }}',
+			),
+			node(
+				'Delay',
+				'wait',
+				1.1,
+				{ resume: 'timeInterval', amount: '={{ $json.delay_seconds }}', unit: 'seconds' },
+				{ webhookId: 'rt26-delay' },
+			),
+			httpCall('Ship', 'ship', { onError: 'continueErrorOutput' }, NOTIFY_BODY),
+		],
+		connections: { Charge: { main: [link('Delay'), []] }, Delay: { main: [link('Ship')] }, Ship: { main: [[], []] } },
+		heads: ['Charge'],
+	});
+
+	it('node path: one event [B, delay 0] → Charge → Wait {{ $json.delay_seconds }} s → Ship: accepted, charged and shipped once', async () => {
+		useNodePath('wf-rt26-delay-alone');
+		const { answers } = await provideNodePath(events([{ id: 'da_b', delay_seconds: 0 }]), delayAfterCharge());
+		expect({
+			answers,
+			charges: effectsAt('charge', 'da_b'),
+			ships: effectsAt('ship', 'da_b'),
+			keys: await nodeKeyStatuses(['da_b']),
+		}).toEqual({
+			answers: [200],
+			charges: 1,
+			ships: 1,
+			keys: ['completed'],
+		});
+	});
+
+	// The same with Resume "After Time Interval", Wait Amount `{{ $json.delay_seconds }}`: n8n reads the amount of item
+	// 0 and throws "Invalid wait amount" for a negative one, for every event. Refused before anything is reserved.
+	it('node path: Events [A delay -1, B delay 0] → Charge (error output) → Wait {{ $json.delay_seconds }} s → Ship: refused, nothing charged', async () => {
+		useNodePath('wf-rt26-delay-expr');
+		const { answers, runs } = await provideNodePath(
+			events([
+				{ id: 'de_a', delay_seconds: -1 },
+				{ id: 'de_b', delay_seconds: 0 },
+			]),
+			delayAfterCharge(),
+			2,
+		);
+		expect({
+			refusedNamingWait: /Delay/.test(reserveRefusal(runs[0])),
+			answers,
+			charges: [effectsAt('charge', 'de_a'), effectsAt('charge', 'de_b')],
+		}).toEqual({ refusedNamingWait: true, answers: [503, 503], charges: [0, 0] });
+	});
+
+	/* (2) Trigger: If before the charge, a charge on each branch, Merge (Append) joining them, then Notify ------------- */
+
+	const ifChargesMerge = (): Step => ({
+		nodes: [
+			node(
+				'Is VIP',
+				'if',
+				2.2,
+				{
+					conditions: {
+						options: { caseSensitive: true, leftValue: '', typeValidation: 'strict', version: 2 },
+						conditions: [
+							{ id: 'vip', leftValue: '={{ $json.body.tier }}', rightValue: 'vip', operator: { type: 'string', operation: 'equals' } },
+						],
+						combinator: 'and',
+					},
+					options: {},
+				},
+				{},
+				0,
+			),
+			httpCall('Charge VIP', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BODY, {}, 0),
+			httpCall('Charge Basic', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BODY, {}, 200),
+			node('Join', 'merge', 3.2, { numberInputs: 2 }),
+			httpCall('Notify', 'notify', { onError: 'continueErrorOutput' }, NOTIFY_BODY),
+		],
+		connections: {
+			'Is VIP': { main: [link('Charge VIP'), link('Charge Basic')] },
+			'Charge VIP': { main: [link('Join'), []] },
+			'Charge Basic': { main: [toInput('Join', 1), []] },
+			Join: { main: [link('Notify')] },
+			Notify: { main: [[], []] },
+		},
+		heads: ['Is VIP'],
+	});
+
+	it('trigger: Events [A vip, B basic] → If → Charge VIP / Charge Basic (error outputs) → Merge (Append) → Notify, the VIP charge failing once for A: one charge and one notice each', async () => {
+		useTrigger('wf-rt26-if-merge', EVENTS);
+		const step = ifChargesMerge();
+		const refusal = await refusedAtPublish(step);
+		failNext('charge:im_a');
+		const { answers } = await provide(
+			events([
+				{ id: 'im_a', tier: 'vip' },
+				{ id: 'im_b', tier: 'basic' },
+			]),
+			step,
+		);
+		expect({
+			refusal,
+			answers,
+			charges: [effectsAt('charge', 'im_a'), effectsAt('charge', 'im_b')],
+			notices: [effectsAt('notify', 'im_a'), effectsAt('notify', 'im_b')],
+			keys: await statuses(['im_a', 'im_b']),
+		}).toEqual({ refusal: false, answers: [500, 200], charges: [1, 1], notices: [1, 1], keys: ['completed', 'completed'] });
+	});
+
+	// One branch gets no event (both basic): Merge (Append) runs with its first input empty, after the rest (v1 order).
+	// The basic charge failing once for B: B's key failed alone, A not charged again.
+	it('trigger: Events [A basic, B basic] → If (VIP branch empty) → Merge (Append) → Notify, the charge failing once for B: one charge and one notice each', async () => {
+		useTrigger('wf-rt26-if-merge-empty', EVENTS);
+		const step = ifChargesMerge();
+		const refusal = await refusedAtPublish(step);
+		failNext('charge:ie_b');
+		const { answers } = await provide(
+			events([
+				{ id: 'ie_a', tier: 'basic' },
+				{ id: 'ie_b', tier: 'basic' },
+			]),
+			step,
+		);
+		expect({
+			refusal,
+			answers,
+			charges: [effectsAt('charge', 'ie_a'), effectsAt('charge', 'ie_b')],
+			notices: [effectsAt('notify', 'ie_a'), effectsAt('notify', 'ie_b')],
+			keys: await statuses(['ie_a', 'ie_b']),
+		}).toEqual({ refusal: false, answers: [500, 200], charges: [1, 1], notices: [1, 1], keys: ['completed', 'completed'] });
+	});
+
+	/* (3) Node path: Merge re-joining each charge to its event, then Notify ------------------------------------------ */
+
+	// Reserve's New → Charge (error output) → Merge 3.2 input 1; Reserve's New → Merge input 2; Combine by Matching Fields
+	// (id = body.id, Keep Matches, Both Inputs) → Notify (error output). The charge failing once for B: B's key failed
+	// alone, the retry charges B once, A is answered as a copy.
+	it('node path: Events [A, B] → Charge (error output) → Merge by fields with the reserved events → Notify, the charge failing once for B: one charge and one notice each', async () => {
+		useNodePath('wf-rt26-node-merge');
+		const step: Step = {
+			nodes: [
+				httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BODY, {}, 0),
+				node('Rejoin Event', 'merge', 3.2, {
+					mode: 'combine',
+					advanced: true,
+					mergeByFields: { values: [{ field1: 'id', field2: 'body.id' }] },
+					joinMode: 'keepMatches',
+					outputDataFrom: 'both',
+					options: {},
+				}),
+				httpCall('Notify', 'notify', { onError: 'continueErrorOutput' }, '={{ JSON.stringify({ id: $json.body.id }) }}'),
+			],
+			connections: {
+				Charge: { main: [link('Rejoin Event'), []] },
+				'Rejoin Event': { main: [link('Notify')] },
+				Notify: { main: [[], []] },
+			},
+			// Reserve's New feeds the Merge's second input too.
+			heads: ['Charge', 'Rejoin Event#1'],
+		};
+		failNext('charge:nm_b');
+		const { answers, runs } = await provideNodePath(events([{ id: 'nm_a' }, { id: 'nm_b' }]), step);
+		expect({
+			refusal: reserveRefusal(runs[0]),
+			answers,
+			charges: [effectsAt('charge', 'nm_a'), effectsAt('charge', 'nm_b')],
+			notices: [effectsAt('notify', 'nm_a'), effectsAt('notify', 'nm_b')],
+			keys: await nodeKeyStatuses(['nm_a', 'nm_b']),
+		}).toEqual({ refusal: '[]', answers: [500, 200], charges: [1, 1], notices: [1, 1], keys: ['completed', 'completed'] });
+	});
+
+	/* (4) Node path: Respond to Webhook placements ------------------------------------------------------------------- */
+
+	const respondNode = (name: string, y: number): INode =>
+		node(
+			name,
+			'respondToWebhook',
+			1.5,
+			{ respondWith: 'json', responseBody: '={{ { received: true } }}', options: { responseCode: 200 } },
+			{},
+			y,
+		);
+
+	// A Respond to Webhook node on one branch of the step (If "ping" → Respond 200; else → Charge): refused by Reserve
+	// before anything is reserved (503), nothing charged.
+	it('node path: Respond to Webhook on an If branch inside the step (ping events answered at once): 503, nothing reserved or charged', async () => {
+		useNodePath('wf-rt26-respond-branch');
+		const step: Step = {
+			nodes: [
+				node(
+					'Is Ping',
+					'if',
+					2.2,
+					{
+						conditions: {
+							options: { caseSensitive: true, leftValue: '', typeValidation: 'strict', version: 2 },
+							conditions: [
+								{ id: 'ping', leftValue: '={{ $json.body.type }}', rightValue: 'ping', operator: { type: 'string', operation: 'equals' } },
+							],
+							combinator: 'and',
+						},
+						options: {},
+					},
+					{},
+					0,
+				),
+				respondNode('Answer Ping', 0),
+				httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BODY, {}, 100),
+			],
+			connections: { 'Is Ping': { main: [link('Answer Ping'), link('Charge')] }, Charge: { main: [[], []] } },
+			heads: ['Is Ping'],
+		};
+		const { answers, runs } = await provideNodePath(
+			events([
+				{ id: 'rb_a', type: 'ping' },
+				{ id: 'rb_b', type: 'charge' },
+			]),
+			step,
+			2,
+		);
+		expect({
+			refusedNamingRespond: /Answer Ping/.test(reserveRefusal(runs[0])),
+			answers,
+			charges: [effectsAt('charge', 'rb_a'), effectsAt('charge', 'rb_b')],
+			keys: await nodeKeyStatuses(['rb_a', 'rb_b']),
+		}).toEqual({ refusedNamingRespond: true, answers: [503, 503], charges: [0, 0], keys: [null, null] });
+	});
+
+	// A Respond to Webhook node between Verify and Split Out ("acknowledge at once, then process"): not inside the
+	// step, so Reserve accepts it. The provider gets 200 before the step runs; the charge failing once for B fails B's
+	// key (kept for a replay) but the provider never retries: B is charged 0 times until someone replays it. The same
+	// as the documented "Respond: Immediately" row (docs/architecture.md), reached with a Respond node instead.
+	it('node path: Respond to Webhook before Split Out (ack first), the charge failing once for B: answered 200 once, A charged, B failed and not retried (as Respond: Immediately)', async () => {
+		useNodePath('wf-rt26-respond-first');
+		const step: Step = {
+			nodes: [httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BODY)],
+			connections: { Charge: { main: [[], []] } },
+			heads: ['Charge'],
+		};
+		failNext('charge:ra_b');
+		const { answers, runs } = await provideNodePath(events([{ id: 'ra_a' }, { id: 'ra_b' }]), step, 4, {
+			nodes: [respondNode('Ack', -200)],
+			connections: {},
+			head: 'Ack',
+			tail: 'Ack',
+		});
+		expect({
+			refusal: reserveRefusal(runs[0]),
+			answers,
+			charges: [effectsAt('charge', 'ra_a'), effectsAt('charge', 'ra_b')],
+			keys: await nodeKeyStatuses(['ra_a', 'ra_b']),
+		}).toEqual({ refusal: '[]', answers: [200], charges: [1, 0], keys: ['completed', 'failed'] });
 	});
 });

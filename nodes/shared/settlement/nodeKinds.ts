@@ -225,6 +225,7 @@ const POSTGRES_TYPE = 'n8n-nodes-base.postgres';
 const MYSQL_TYPE = 'n8n-nodes-base.mySql';
 const MERGE_TYPE = 'n8n-nodes-base.merge';
 const SORT_TYPE = 'n8n-nodes-base.sort';
+const FORM_TYPE = 'n8n-nodes-base.form';
 const STOP_AND_ERROR_TYPE = 'n8n-nodes-base.stopAndError';
 const IF_TYPE = 'n8n-nodes-base.if';
 const FILTER_TYPE = 'n8n-nodes-base.filter';
@@ -245,8 +246,7 @@ const REMOVE_DUPLICATES_TYPE = 'n8n-nodes-base.removeDuplicates';
 const SEEN_IN_PREVIOUS_EXECUTIONS = 'removeItemsSeenInPreviousExecutions';
 // n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
 // that the events together meet where each alone would not (Sort and Merge fail only when no item has a
-// field they name, which each event alone would meet too), unless they run the user's code over the items
-// (runsUserCodeOverItems).
+// field they name, which each event alone would meet too), unless failsOnTheEventsTogether says otherwise.
 const NEVER_FAILING_TYPES = new Set(
 	['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'aggregate', 'stopAndError', 'wait', 'form'].map((name) => `n8n-nodes-base.${name}`),
 );
@@ -285,18 +285,28 @@ export function stopsTheRun(node: NodeRef): boolean {
 
 /** A node that routes or reshapes items: no effect, but it can fail on one event's data. */
 export function isRouting(node: NodeRef): boolean {
-	return ROUTING_TYPES.has(node.type) || runsUserCodeOverItems(node);
+	return ROUTING_TYPES.has(node.type) || failsOnTheEventsTogether(node);
 }
 
 /**
- * Sort with a code comparator and Merge in SQL Query mode run the user's code over all the items: it can fail on
- * one event's data (a field a guest checkout lacks), and only when there are two items to compare, so for all
- * the events together where each alone would pass.
+ * Nodes that otherwise pass, order or join items but can fail for all the events on one event's data: Sort with a
+ * code comparator and Merge in SQL Query mode run the user's code over all the items (a field a guest checkout
+ * lacks; a comparator runs only with two items, so for the events together where each alone would pass); a Wait
+ * or Form set by an expression reads it from the first item and fails every event on a value it cannot use (a
+ * date that is no date, a negative amount).
  */
-function runsUserCodeOverItems(node: NodeRef): boolean {
-	return (
-		(node.type === SORT_TYPE && node.parameters?.type === 'code') || (node.type === MERGE_TYPE && node.parameters?.mode === 'combineBySql')
-	);
+function failsOnTheEventsTogether(node: NodeRef): boolean {
+	if (node.type === SORT_TYPE) return node.parameters?.type === 'code';
+	if (node.type === MERGE_TYPE) return node.parameters?.mode === 'combineBySql';
+	if (node.type === WAIT_TYPE || node.type === FORM_TYPE) return holdsAnExpression(node.parameters);
+	return false;
+}
+
+/** Whether a parameter, at any depth, is an n8n expression (`=…`). */
+function holdsAnExpression(value: unknown): boolean {
+	if (typeof value === 'string') return value.startsWith('=');
+	if (value === null || typeof value !== 'object') return false;
+	return Object.values(value).some(holdsAnExpression);
 }
 
 /**
@@ -341,7 +351,7 @@ export function continuingLosesTheEvent(node: NodeRef): boolean {
 
 /** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */
 export function failsAllOrNothing(node: NodeRef & { typeVersion: number }): boolean {
-	if (isPackageType(node.type) || (NEVER_FAILING_TYPES.has(node.type) && !runsUserCodeOverItems(node))) return true;
+	if (isPackageType(node.type) || (NEVER_FAILING_TYPES.has(node.type) && !failsOnTheEventsTogether(node))) return true;
 	if (node.type !== POSTGRES_TYPE) return false;
 	// Version 1 names the batching "mode" (default: one query for all items); version 2 "Query Batching".
 	if (node.typeVersion < 2)

@@ -376,8 +376,8 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		expect(() => checkEventsApart(wiring(true), 'Reserve', 0, 1)).not.toThrow();
 	});
 
-	it('refuses Sort with a code comparator, Merge by SQL and Remove Duplicates after an effect for several events (they fail on the events together); accepts simple Sort', () => {
-		const after = (name: string, type: string, parameters: Record<string, unknown>) =>
+	it('refuses Sort with a code comparator, Merge by SQL, Remove Duplicates and a Wait set by an expression after an effect for several events (they fail on the events together); accepts simple Sort and a fixed Wait', () => {
+		const after = (name: string, type: string, parameters: INode['parameters']) =>
 			beside(
 				['Charge'],
 				[
@@ -391,6 +391,9 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		);
 		expect(() => checkEventsApart(after('Join', 'n8n-nodes-base.merge', { mode: 'combineBySql' }), 'Reserve', 0, 3)).toThrow(/"Join"/);
 		expect(() => checkEventsApart(after('Once', 'n8n-nodes-base.removeDuplicates', {}), 'Reserve', 0, 3)).toThrow(/"Once"/);
+		const until = { resume: 'specificTime', dateTime: '={{ $json.ship_at }}' };
+		expect(() => checkEventsApart(after('Until', 'n8n-nodes-base.wait', until), 'Reserve', 0, 3)).toThrow(/"Until"/);
+		expect(() => checkEventsApart(after('Pause', 'n8n-nodes-base.wait', { amount: 2, unit: 'seconds' }), 'Reserve', 0, 3)).not.toThrow();
 		expect(() => checkEventsApart(after('Sort', 'n8n-nodes-base.sort', { sortFieldsUi: {} }), 'Reserve', 0, 3)).not.toThrow();
 		expect(() =>
 			checkEventsApart(after('Sort', 'n8n-nodes-base.sort', { type: 'code', code: 'return 0;' }), 'Reserve', 0, 1),

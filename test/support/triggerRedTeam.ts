@@ -1,0 +1,359 @@
+import { createHmac } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+
+import { HookContext } from 'n8n-core';
+import {
+	Workflow,
+	type ICredentialDataDecryptedObject,
+	type IConnections,
+	type INode,
+	type INodeExecutionData,
+	type INodeParameters,
+	type INodeType,
+	type IRun,
+	type IWebhookResponseData,
+	type IWorkflowExecuteAdditionalData,
+} from 'n8n-workflow';
+
+import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
+import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
+import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes } from './n8nBaseNodes';
+import {
+	addNodeTypes,
+	credentialsHelperReading,
+	engineBase,
+	executeInProcess,
+	inProcessWorkflow,
+	nodeTypes,
+	PACKAGE,
+	packageNode,
+	webhookResponses,
+} from './n8nEngine';
+import { asN8nReceives, callWebhook, n8nCli } from './n8nRequestPath';
+import { link } from './settleWorkflows';
+import { embeddedModule } from './storeTargets';
+import { withSubWorkflowsInProcess } from './triggerProvider';
+import { n8nFolderForTheFile } from './triggerWebhookCall';
+
+/*
+ * The red-team passes' harness for the Idempotent Webhook trigger in n8n's own engine: n8n 2.41.1's request path (raw
+ * body reader, parseBody, webhook() in n8n-core's WebhookContext over a real HTTP exchange), its publish check
+ * (checkExists/create on n8n-core's HookContext), its engine (WorkflowExecute, sub-workflows in process), the embedded
+ * store in the file's n8n folder, and a local test API whose effect routes count what they committed per event (the
+ * business step is n8n's HTTP Request calling it). The provider re-delivers the same signed event until it is
+ * answered 2xx, as a Stripe retry would.
+ */
+
+/** A workflow's nodes after the trigger: `heads` are the nodes the trigger feeds. */
+export interface Step {
+	nodes: INode[];
+	connections?: IConnections;
+	heads: string[];
+}
+
+export interface TriggerRedTeamOptions {
+	/** Names the path, the signing secret, the execution ids and the n8n folder (`rt22`). */
+	tag: string;
+	/** Answers a route of the test API that is no effect (a lookup, settings); undefined: not handled here. */
+	route?: (route: string, body: Record<string, unknown>, id: string) => unknown;
+	/** Wraps the engine an execution runs on (a task runner stand-in, say). */
+	engine?: <T extends object>(engine: T) => T;
+	/** n8n-nodes-base node files the rows use beyond loadBaseNodes(), by type. */
+	baseNodeFiles?: Record<string, string>;
+	/** More node types (a package node, a test node), by type. */
+	nodeTypes?: Record<string, INodeType>;
+	/** The effect routes answer the body they were sent, with `ok` and the id (else the object they made). */
+	echoBody?: boolean;
+}
+
+/** Routes of the test API that count an effect per event. */
+const EFFECT_ROUTES = new Set(['charge', 'refund', 'notify', 'ship']);
+
+/** The Events Path option, as the trigger's rows set it: the events are `body.events`. */
+export const EVENTS = { options: { eventsPath: 'body.events' } };
+export const events = (list: Array<Record<string, unknown>>) => ({ events: list });
+
+/** A node of n8n-nodes-base as a user leaves it. */
+export const baseNode = (
+	name: string,
+	type: string,
+	typeVersion: number,
+	parameters: INodeParameters,
+	extra: Partial<INode> = {},
+	y = 0,
+): INode => ({
+	id: name,
+	name,
+	type: `n8n-nodes-base.${type}`,
+	typeVersion,
+	position: [400, y],
+	parameters,
+	...extra,
+});
+
+/** The charge, sending the event's id and its customer (JSON.stringify leaves out a customer the event has not). */
+export const CHARGE_BODY = '={{ JSON.stringify({ id: $json.body.id, customer: $json.body.customer }) }}';
+
+/** Sets up the servers and node types for a describe block, and gives the rows their tools. */
+export function triggerRedTeam(options: TriggerRedTeamOptions) {
+	const { tag } = options;
+	const secret = `whsec_${tag}`;
+	const n8nFolder = n8nFolderForTheFile(`${tag}-n8n-`);
+
+	const effects = new Map<string, number>();
+	const failing = new Map<string, number>();
+	const received: string[] = [];
+	const effectsAt = (route: string, id: string) => effects.get(`${route}:${id}`) ?? 0;
+	const failNext = (target: string, times = 1): void => void failing.set(target, (failing.get(target) ?? 0) + times);
+	const takeFailure = (target: string): boolean => {
+		const left = failing.get(target) ?? 0;
+		if (left <= 0) return false;
+		failing.set(target, left - 1);
+		return true;
+	};
+
+	async function api(request: IncomingMessage, response: ServerResponse): Promise<void> {
+		const chunks: Buffer[] = [];
+		for await (const chunk of request) chunks.push(chunk as Buffer);
+		const text = Buffer.concat(chunks).toString();
+		let body: Record<string, unknown> = {};
+		try {
+			body = JSON.parse(text || '{}') as Record<string, unknown>;
+		} catch {
+			// not JSON
+		}
+		const route = (request.url ?? '/').slice(1).split('?')[0];
+		const id = String(body.id ?? '');
+		received.push(`${route}:${id}`);
+		const answer = (status: number, json: unknown): void => {
+			response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
+		};
+		if (takeFailure(route) || takeFailure(`${route}:${id}`)) return answer(500, { message: 'upstream unavailable' });
+		const own = options.route?.(route, body, id);
+		if (own !== undefined) return answer(200, own);
+		if (EFFECT_ROUTES.has(route)) effects.set(`${route}:${id}`, effectsAt(route, id) + 1);
+		if (options.echoBody) return answer(200, { ...body, ok: true, id });
+		// The API answers the object it made; a field it was not sent is left out (as many APIs do).
+		answer(200, { ok: true, id, ...(body.customer !== undefined ? { customer: body.customer } : {}) });
+	}
+
+	let apiServer: http.Server | undefined;
+	let apiUrl = '';
+	let workflowId = `wf-${tag}`;
+	let trigger: INode | undefined;
+	/** The node served instead of the trigger (n8n's Webhook, for the node template path). */
+	let served: INode | undefined;
+	let lastResult: IWebhookResponseData | Error | undefined;
+	let handling: Promise<void> = Promise.resolve();
+	let triggerServer: http.Server | undefined;
+	let triggerUrl = '';
+	let executions = 0;
+	let subExecutions = 0;
+
+	/** n8n's HTTP Request (4.2) POSTing a JSON body to the test API's `route`, with its Options (Batching, say). */
+	const httpCall = (
+		name: string,
+		route: string,
+		extra: Partial<INode> = {},
+		jsonBody = '={{ JSON.stringify({ id: $json.body.id }) }}',
+		requestOptions: INodeParameters = {},
+		y = 0,
+	) =>
+		baseNode(
+			name,
+			'httpRequest',
+			4.2,
+			{ method: 'POST', url: `${apiUrl}/${route}`, sendBody: true, specifyBody: 'json', jsonBody, options: requestOptions },
+			extra,
+			y,
+		);
+
+	const credentials = () =>
+		credentialsHelperReading(async (_details, type): Promise<ICredentialDataDecryptedObject> => {
+			if (type === 'webhookSignatureApi') return { secret };
+			throw new Error(`No credential of type ${type}`);
+		});
+	const keyFile = () => path.join(n8nFolder(), '.n8n', 'storage', 'n8n-nodes-idempotency', 'keys.sqlite');
+	const keyStore = () => embeddedModule().openEmbeddedKeyStore({ file: keyFile() });
+	const keyOf = (id: string) => `wf:${workflowId}:evt:${id}`;
+	const statuses = async (ids: string[]) =>
+		await Promise.all(ids.map(async (id) => (await keyStore().getKeys([keyOf(id)])).get(keyOf(id))?.status ?? null));
+
+	/** What the key table holds for the workflow's keys: key, status, last error, the stored answer (read from the file). */
+	function keyRows(): Array<{ key: string; status: string; last_error: string | null; response: string | null }> {
+		const { DatabaseSync } = (process as unknown as { getBuiltinModule(id: string): unknown }).getBuiltinModule('node:sqlite') as {
+			DatabaseSync: new (
+				file: string,
+				options: { readOnly: boolean },
+			) => { prepare(sql: string): { all(...parameters: unknown[]): unknown[] }; close(): void };
+		};
+		const database = new DatabaseSync(keyFile(), { readOnly: true });
+		try {
+			return database.prepare('SELECT * FROM processed_events WHERE key LIKE ? ORDER BY key').all(`wf:${workflowId}:%`) as Array<{
+				key: string;
+				status: string;
+				last_error: string | null;
+				response: string | null;
+			}>;
+		} finally {
+			database.close();
+		}
+	}
+
+	function useTrigger(id: string, parameters: INodeParameters = {}): void {
+		workflowId = id;
+		served = undefined;
+		trigger = packageNode(
+			'Webhook',
+			'idempotentWebhook',
+			{ path: tag, scheme: 'stripe', store: 'embedded', keySource: 'auto', ...parameters },
+			{ typeVersion: 3, credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
+		);
+	}
+	const activeTrigger = (): INode => {
+		if (!trigger) throw new Error('useTrigger() first');
+		return trigger;
+	};
+	/** Serves `node` at the same path for the workflow `id` (its executions are the caller's to run). */
+	function serve(id: string, node: INode): void {
+		workflowId = id;
+		served = node;
+	}
+
+	async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+		lastResult = undefined;
+		const n8nRequest = await asN8nReceives(request, response);
+		if (!n8nRequest) return;
+		lastResult = await callWebhook(n8nRequest, response, served ?? activeTrigger(), workflowId, credentials());
+		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
+	}
+
+	async function postStripe(body: string): Promise<Response> {
+		const timestamp = Math.floor(Date.now() / 1000);
+		const signature = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
+		const response = await fetch(`${triggerUrl}/webhook/${tag}`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
+			body,
+		});
+		await handling;
+		return response;
+	}
+
+	const startedItems = (): INodeExecutionData[] =>
+		lastResult && !(lastResult instanceof Error) ? ((lastResult.workflowData?.[0] as INodeExecutionData[] | undefined) ?? []) : [];
+
+	const triggerConnections = (step: Step): IConnections => ({ Webhook: { main: [link(...step.heads)] }, ...(step.connections ?? {}) });
+
+	/** Publishes the workflow as n8n 2.x does (checkExists, then create, on n8n-core's HookContext): the refusal, or false. */
+	async function refusedAtPublish(step: Step): Promise<string | false> {
+		const workflow = new Workflow({
+			id: workflowId,
+			name: 'publish',
+			nodes: [activeTrigger(), ...step.nodes],
+			connections: triggerConnections(step),
+			active: true,
+			nodeTypes,
+			settings: { executionOrder: 'v1' },
+		});
+		const additionalData = engineBase(credentials()) as unknown as IWorkflowExecuteAdditionalData;
+		const context = new HookContext(workflow, workflow.getNode('Webhook')!, additionalData, 'trigger', 'activate');
+		const methods = new IdempotentWebhook().webhookMethods.default;
+		try {
+			if (!(await methods.checkExists.call(context))) await methods.create.call(context);
+			return false;
+		} catch (error) {
+			return (error as Error).message;
+		}
+	}
+
+	const triggerEngine = () => {
+		const engine = withSubWorkflowsInProcess(engineBase(credentials()), () => `${tag}-sub-${++subExecutions}`);
+		return options.engine ? options.engine(engine) : engine;
+	};
+
+	async function runExecution(items: INodeExecutionData[], step: Step) {
+		executions += 1;
+		const executionId = `${tag}-${executions}`;
+		const workflow = inProcessWorkflow(workflowId, [activeTrigger(), ...step.nodes], triggerConnections(step));
+		const { run } = await executeInProcess(workflow, executionId, items, triggerEngine());
+		const [answer] = webhookResponses.get(executionId) ?? [];
+		return { run, status: answer ? Number(answer.statusCode ?? 200) : undefined };
+	}
+
+	/** The provider: posts `body` until a 2xx (at most `attempts` times); each answer, and every run it started. */
+	async function provide(body: unknown, step: Step, attempts = 4): Promise<{ answers: number[]; runs: IRun[] }> {
+		const answers: number[] = [];
+		const runs: IRun[] = [];
+		for (let attempt = 0; attempt < attempts; attempt++) {
+			const response = await postStripe(JSON.stringify(body));
+			await response.text();
+			let status = response.status;
+			const items = startedItems();
+			if (items.length > 0) {
+				const { run, status: answered } = await runExecution(items, step);
+				runs.push(run);
+				status = answered ?? (run.data.resultData.error ? 500 : 200);
+			}
+			answers.push(status);
+			if (status >= 200 && status < 300) break;
+		}
+		return { answers, runs };
+	}
+
+	beforeAll(async () => {
+		apiServer = http.createServer((request, response) => void api(request, response));
+		await new Promise<void>((resolve) => apiServer!.listen(0, '127.0.0.1', resolve));
+		apiUrl = `http://127.0.0.1:${(apiServer.address() as AddressInfo).port}`;
+		if (!baseNodesInstalled()) return;
+		embeddedModule();
+		n8nCli();
+		addNodeTypes({
+			...loadBaseNodes(),
+			...loadBaseNodeFiles({ 'n8n-nodes-base.httpRequest': 'HttpRequest/HttpRequest.node.js', ...options.baseNodeFiles }),
+			[`${PACKAGE}.idempotentWebhook`]: new IdempotentWebhook(),
+			...options.nodeTypes,
+		});
+		triggerServer = http.createServer((request, response) => {
+			handling = handle(request, response);
+		});
+		await new Promise<void>((resolve) => triggerServer!.listen(0, '127.0.0.1', resolve));
+		triggerUrl = `http://127.0.0.1:${(triggerServer.address() as AddressInfo).port}`;
+	});
+	afterAll(async () => {
+		if (apiServer) await new Promise((resolve) => apiServer!.close(resolve));
+		if (triggerServer) await new Promise((resolve) => triggerServer!.close(resolve));
+		embeddedModule().closeEmbeddedStores();
+	});
+	afterEach(() => {
+		forgetKeptSigningSecrets();
+		failing.clear();
+	});
+
+	return {
+		/** The test API's address (set once the describe block's setup ran). */
+		apiUrl: () => apiUrl,
+		/** The workflow the rows run now. */
+		workflowId: () => workflowId,
+		/** A new execution id of this file. */
+		nextExecutionId: (kind: string) => `${tag}-${kind}-${++executions}`,
+		credentials,
+		keyStore,
+		serve,
+		engine: triggerEngine,
+		received,
+		effectsAt,
+		failNext,
+		httpCall,
+		useTrigger,
+		statuses,
+		keyRows,
+		postStripe,
+		/** The items the last delivery started an execution with (none: it was answered without one). */
+		startedItems,
+		refusedAtPublish,
+		provide,
+	};
+}
