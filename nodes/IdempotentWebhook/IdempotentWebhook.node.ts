@@ -10,6 +10,7 @@ import {
 	type IDataObject,
 	type IExecuteFunctions,
 	type IHookFunctions,
+	type INode,
 	type INodeExecutionData,
 	type INodeType,
 	type INodeTypeDescription,
@@ -350,6 +351,7 @@ function refuseUnsettleableAtPublish(context: IHookFunctions): void {
 		unsettleableAfter(context, eventsPath) ??
 		(eventsPath === '' ? undefined : eventsRefusal(context, options, eventsPath)) ??
 		secondTriggerBesideInbox(context) ??
+		secondTriggerSharingKeys(context, options) ??
 		keyFromMissingBody(context, options);
 	if (!unsettleable) return;
 	throw new NodeOperationError(context.getNode(), TRIGGER_REFUSAL.atPublish(unsettleable), { description: TRIGGER_REFUSAL.fix });
@@ -365,11 +367,36 @@ function keyFromMissingBody(context: IHookFunctions, options: TriggerOptions): s
 
 /** The other Idempotent Webhook triggers of the workflow (enabled ones), by name. */
 function otherIdempotentWebhooks(context: IHookFunctions | ITriggerFunctions): string[] {
+	return otherIdempotentWebhookNodes(context).map((node) => node.name);
+}
+
+function otherIdempotentWebhookNodes(context: IHookFunctions | ITriggerFunctions): INode[] {
 	const self = context.getNode();
 	const nodes = (context as unknown as { workflow?: WorkflowFields }).workflow?.nodes ?? {};
-	return Object.values(nodes)
-		.filter((node) => node.type === self.type && node.name !== self.name && node.disabled !== true)
-		.map((node) => node.name);
+	return Object.values(nodes).filter((node) => node.type === self.type && node.name !== self.name && node.disabled !== true);
+}
+
+/**
+ * Two triggers of one workflow, on one store and table, keep their keys apart only by Scope: without one, an id two
+ * senders both use (order 1001 of the shop and of the office) is one key, and the second sender's event would be
+ * answered as a copy of the first's and never run. The same Scope set on both is the user's choice (one sender, two paths).
+ */
+function secondTriggerSharingKeys(context: IHookFunctions, options: TriggerOptions): string | undefined {
+	const self = context.getNode();
+	if (self.typeVersion < 2 || (options.scope ?? '').trim() !== '' || options.shareKeysAcrossWorkflows === true) return undefined;
+	const storeOf = (parameters: INode['parameters']) => String(parameters.store ?? 'embedded');
+	const tableOf = (theirs: TriggerOptions) => (theirs.tableName ?? '').trim();
+	const other = otherIdempotentWebhookNodes(context).find((node) => {
+		const theirs = (node.parameters.options ?? {}) as TriggerOptions;
+		return (
+			node.typeVersion >= 2 &&
+			(theirs.scope ?? '').trim() === '' &&
+			theirs.shareKeysAcrossWorkflows !== true &&
+			storeOf(node.parameters) === storeOf(self.parameters) &&
+			tableOf(theirs) === tableOf(options)
+		);
+	});
+	return other === undefined ? undefined : REFUSALS.secondTriggerSharingKeys({ other: other.name });
 }
 
 /** A trigger answering At Once shares its workflow with no other Idempotent Webhook: the workflow owns its retries (inboxOwner). */

@@ -156,11 +156,15 @@ describeWithN8n('the Idempotent Webhook answering At Once refuses a second Idemp
 		);
 	});
 
-	it('published alone, or beside a disabled one; a trigger answering when the workflow ends may share its workflow', async () => {
+	it('published alone, or beside a disabled one; a trigger answering when the workflow ends may share its workflow, each with a Scope', async () => {
 		await expect(publishWith([atOnce])).resolves.toBeUndefined();
 		await expect(publishWith([atOnce, { ...other, disabled: true }])).resolves.toBeUndefined();
-		await expect(
-			publishWith([{ ...atOnce, parameters: { ...atOnce.parameters, respond: 'workflowEnds' } }, other]),
-		).resolves.toBeUndefined();
+		const workflowEnds = { ...atOnce, parameters: { ...atOnce.parameters, respond: 'workflowEnds' } };
+		const scoped = (node: INode, scope: string): INode => ({ ...node, parameters: { ...node.parameters, options: { scope } } });
+		await expect(publishWith([scoped(workflowEnds, 'orders'), scoped(other, 'refunds')])).resolves.toBeUndefined();
+		// Without a Scope the two share the workflow's keys: an id both senders use would run once for the two.
+		await expect(publishWith([workflowEnds, other])).rejects.toThrow(
+			/"Other Webhook" is another Idempotent Webhook in this workflow with the same keys/,
+		);
 	});
 });

@@ -1,5 +1,6 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
+import { isErrorItem } from '../../shared/settlement';
 import { readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
@@ -32,5 +33,10 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		source,
 		(itemIndex) => readResponse(context, itemIndex),
 		async (requests) => await store.complete(requests.map((request) => ({ ...request.owned, response: request.detail }))),
+		// n8n's item for a failure of a node at Continue: completing its key would lose the event, never run again.
+		(item) =>
+			isErrorItem(item)
+				? "The item is a failure that a node before this one continued past (n8n's error item): its key is not completed, and the provider's retry runs the event again once the lease ends. Connect Complete to the step's success output only, or use Settle After Business Step, which fails such a key at once."
+				: undefined,
 	);
 }

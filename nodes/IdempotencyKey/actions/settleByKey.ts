@@ -36,6 +36,8 @@ export async function settleOwnedKeys<Detail>(
 	source: Exclude<KeyFrom, 'execution'>,
 	readDetail: (itemIndex: number) => Detail,
 	settle: (requests: Array<{ owned: SettleRequest; detail: Detail }>) => Promise<SettleReport[]>,
+	/** Why an item must not be settled this way (its settle would lose the event), or undefined. */
+	refuseItem?: (item: INodeExecutionData) => string | undefined,
 ): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	// An item that cannot be read leaves through the last output (Stale) under Continue: never Done.
@@ -43,9 +45,18 @@ export async function settleOwnedKeys<Detail>(
 	const requests: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; detail: Detail }> = [];
 	// Found once per run: every item settles a reservation of the same Reserve node.
 	const reserveNodeName = source === 'reserveNode' ? findReserveNode(context) : undefined;
+	const pairedFallback = once(() => onlyReserveNode(context));
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
-			const { owned, reservation } = readOwnedKey(context, items[itemIndex], itemIndex, source, reserveNodeName);
+			const item = items[itemIndex];
+			const refused = refuseItem?.(item);
+			if (refused) throw new NodeOperationError(context.getNode(), `${refused} Nothing was settled for this item.`, { itemIndex });
+			// Key From: Item, an item a node after Reserve replaced (an HTTP Request's answer): the Reserve item it
+			// descends from, when one Reserve node is before this one. Failing here would come after the step's effect.
+			const fallback = source === 'item' && !hasIdempotencyKey(item) ? pairedFallback() : undefined;
+			const { owned, reservation } = fallback
+				? readOwnedKey(context, item, itemIndex, 'reserveNode', fallback)
+				: readOwnedKey(context, item, itemIndex, source, reserveNodeName);
 			requests.push({ itemIndex, owned, reservation, detail: readDetail(itemIndex) });
 		} catch (error) {
 			failItem(error, itemIndex);
@@ -74,6 +85,32 @@ export async function settleOwnedKeys<Detail>(
 		});
 	}
 	return outputs;
+}
+
+function hasIdempotencyKey(item: INodeExecutionData): boolean {
+	const idempotency = item.json.idempotency as IDataObject | undefined;
+	return typeof idempotency?.key === 'string';
+}
+
+/** The one enabled Reserve node before this node, or undefined when there is none or more than one. */
+function onlyReserveNode(context: IExecuteFunctions): string | undefined {
+	try {
+		return findReserveNode(context);
+	} catch {
+		return undefined;
+	}
+}
+
+function once<T>(compute: () => T): () => T {
+	let done = false;
+	let value: T;
+	return () => {
+		if (!done) {
+			value = compute();
+			done = true;
+		}
+		return value;
+	};
 }
 
 /** Key From: Failed Execution: every live reservation of each item's execution, settled by `settle`. */

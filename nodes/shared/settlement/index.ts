@@ -31,6 +31,7 @@ export { REFUSALS, TRIGGER_REFUSAL } from './refusals';
 export { executionReaderOf, readSubExecutions } from './subExecution';
 export {
 	heldKeyOf,
+	isErrorItem,
 	judgeExecution,
 	keysSettledByNodes,
 	originsOfItem,

@@ -121,6 +121,8 @@ export const REFUSALS = {
 		`The trigger listens to ${method} requests, which carry no body, and its Key Source reads the body: every delivery would be refused (503 key_refused), and none would run. Set Key Source to one that names the event in the request: Field with a query parameter (\`query.<name>\`) or Header.`,
 	secondTriggerBesideInbox: ({ other }: { other: string }) =>
 		`"${other}" is a second Idempotent Webhook in a workflow whose trigger answers At Once: the package starts the retries of accepted events through this workflow's one Idempotent Webhook. Put the other trigger in a workflow of its own.`,
+	secondTriggerSharingKeys: ({ other }: { other: string }) =>
+		`"${other}" is another Idempotent Webhook in this workflow with the same keys (no Scope on either): an event id both senders use (order 1001 of each) would be one key, and the second sender's event would be answered as a copy of the first's and never run. Give each trigger its own Scope (Options → Scope, e.g. "shop" and "office"); if both receive the same sender's events, give both the same Scope.`,
 	refusedDownstream: ({ node, reason }: { node: string; reason: string }) =>
 		`"${node}" would refuse every event after the nodes before it had run: ${reason}`,
 } as const;
