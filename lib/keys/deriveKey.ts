@@ -270,16 +270,35 @@ export function keyBody(input: Pick<KeyInput, 'body' | 'rawBody' | 'headers'>): 
 	return rawJson(rawBody) ?? body;
 }
 
-/** Whether n8n parses the request's body as the JSON its bytes are: `application/json`, in UTF-8 (the charset said or none). */
+/**
+ * Whether n8n parses the request's body as the JSON its bytes are: `application/json` in UTF-8. Read as n8n's
+ * content-type parser reads it (@n8n/backend-network parseContentType): the media type up to the first `;`, in lower
+ * case and not trimmed; each parameter's name trimmed, its value trimmed, unquoted and URL-decoded, the last
+ * `charset` winning, UTF-8 when none is said.
+ */
 function parsedAsSent(headers: Record<string, unknown>): boolean {
 	const contentType = readHeader(headers, 'content-type');
 	if (contentType.status !== 'present') return false;
-	const [mediaType, ...parameters] = contentType.value.split(';').map((part) => part.trim().toLowerCase());
-	const charset = parameters
-		.find((parameter) => parameter.startsWith('charset='))
-		?.slice('charset='.length)
-		.replace(/^"(.*)"$/, '$1');
-	return mediaType === 'application/json' && (charset === undefined || charset === 'utf-8' || charset === 'utf8');
+	const [mediaType, ...parameters] = contentType.value.split(';');
+	let charset = 'utf-8';
+	for (const parameter of parameters) {
+		const at = parameter.indexOf('=');
+		if (at !== -1 && parameter.slice(0, at).toLowerCase().trim() === 'charset') charset = parameterValue(parameter.slice(at + 1));
+	}
+	return mediaType.toLowerCase() === 'application/json' && ['utf-8', 'utf8'].includes(charset.toLowerCase());
+}
+
+function parameterValue(raw: string): string {
+	const unquote = (text: string) => (text.length >= 2 && text.startsWith('"') && text.endsWith('"') ? text.slice(1, -1) : text);
+	const decode = (text: string) => {
+		try {
+			return decodeURIComponent(text);
+		} catch {
+			return text;
+		}
+	};
+	const value = raw.trim();
+	return value.startsWith('"') && value.endsWith('"') ? decode(unquote(value)) : unquote(decode(value));
 }
 
 /**
@@ -295,10 +314,12 @@ function bodyValue(input: KeyInput, steps: readonly PathStep[], item: () => unkn
 	return fromBytes === undefined && isJsonMediaType(mediaTypeOf(input.headers)) ? item() : fromBytes;
 }
 
-/** The bytes as a JSON object or array (a leading byte order mark and white space left out); undefined for anything else. */
+/**
+ * The bytes as a JSON object or array (a leading byte order mark and white space left out); undefined for anything
+ * else. UTF-8, or UTF-16 when the bytes begin with its byte order mark (a sender's choice no header needs to say).
+ */
 function rawJson(rawBody: Buffer): object | undefined {
-	const text = rawBody
-		.toString('utf8')
+	const text = textOfBytes(rawBody)
 		.replace(/^\uFEFF/, '')
 		.trimStart();
 	if (!text.startsWith('{') && !text.startsWith('[')) return undefined;
@@ -307,6 +328,15 @@ function rawJson(rawBody: Buffer): object | undefined {
 	} catch {
 		return undefined;
 	}
+}
+
+function textOfBytes(bytes: Buffer): string {
+	if (bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xfe) return bytes.subarray(2).toString('utf16le');
+	if (bytes.length >= 2 && bytes[0] === 0xfe && bytes[1] === 0xff) {
+		const even = bytes.subarray(2, bytes.length - (bytes.length % 2));
+		return Buffer.from(even).swap16().toString('utf16le');
+	}
+	return bytes.toString('utf8');
 }
 
 function fromPreset(input: KeyInput, source: PresetSource): { key: string; keySource: KeySourceLabel } | undefined {

@@ -24,6 +24,7 @@ import { keyReadsTheBody, type KeyConfig, type KeyStrategy, type OnMissingKey } 
 import type { ProviderPreset } from '../../lib/keys/presets';
 import type { SignatureScheme } from '../../lib/signature';
 import type { KeyStore } from '../../lib/store/contract';
+import { DEFAULT_TABLE } from '../../lib/store/rules';
 import type { DeliveryAnswer, ReservationMode } from '../../lib/types';
 import type { AuthenticationSettings } from '../../lib/webhook/authentication';
 import { decideWebhook, internalError, type DecideInput, type VerificationSettings, type WebhookDecision } from '../../lib/webhook/decide';
@@ -384,15 +385,20 @@ function otherIdempotentWebhookNodes(context: IHookFunctions | ITriggerFunctions
 function secondTriggerSharingKeys(context: IHookFunctions, options: TriggerOptions): string | undefined {
 	const self = context.getNode();
 	if (self.typeVersion < 2 || (options.scope ?? '').trim() !== '' || options.shareKeysAcrossWorkflows === true) return undefined;
-	const storeOf = (parameters: INode['parameters']) => String(parameters.store ?? 'embedded');
-	const tableOf = (theirs: TriggerOptions) => (theirs.tableName ?? '').trim();
+	// The Store each version defaults to (n8n saves no parameter left at its default).
+	const storeOf = (node: INode) => String(node.parameters.store ?? (node.typeVersion >= 3 ? 'automatic' : 'embedded'));
+	// The table the store opens: the default when none is named; SQLite (the embedded store) reads its name in any case.
+	const tableOf = (theirs: TriggerOptions) => {
+		const table = (theirs.tableName ?? '').trim() || DEFAULT_TABLE;
+		return storeOf(self) === 'postgres' ? table : table.toLowerCase();
+	};
 	const other = otherIdempotentWebhookNodes(context).find((node) => {
 		const theirs = (node.parameters.options ?? {}) as TriggerOptions;
 		return (
 			node.typeVersion >= 2 &&
 			(theirs.scope ?? '').trim() === '' &&
 			theirs.shareKeysAcrossWorkflows !== true &&
-			storeOf(node.parameters) === storeOf(self.parameters) &&
+			storeOf(node) === storeOf(self) &&
 			tableOf(theirs) === tableOf(options)
 		);
 	});

@@ -46,6 +46,9 @@ export async function settleOwnedKeys<Detail>(
 	// Found once per run: every item settles a reservation of the same Reserve node.
 	const reserveNodeName = source === 'reserveNode' ? findReserveNode(context) : undefined;
 	const pairedFallback = once(() => onlyReserveNode(context));
+	// Routed (or thrown, at Stop Workflow) once the other items are settled: one item's problem must not leave the
+	// keys of the others, whose effects are done, unsettled.
+	const refused: Array<{ error: unknown; itemIndex: number }> = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
 			const item = items[itemIndex];
@@ -59,7 +62,7 @@ export async function settleOwnedKeys<Detail>(
 				: readOwnedKey(context, item, itemIndex, source, reserveNodeName);
 			requests.push({ itemIndex, owned, reservation, detail: readDetail(itemIndex) });
 		} catch (error) {
-			failItem(error, itemIndex);
+			refused.push({ error, itemIndex });
 		}
 	}
 
@@ -84,6 +87,7 @@ export async function settleOwnedKeys<Detail>(
 			pairedItem: { item: itemIndex },
 		});
 	}
+	for (const { error, itemIndex } of refused) failItem(error, itemIndex);
 	return outputs;
 }
 

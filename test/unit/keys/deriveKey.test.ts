@@ -90,6 +90,30 @@ describe('deriveKey', () => {
 			expect(deriveKey({ body: { fileName: 'a.txt' }, rawBody: Buffer.alloc(0) }, auto).key).toBe(`sha256:${sha256Of('')}`);
 		});
 
+		it("reads the Content-Type as n8n's parser does: the last charset, names and values trimmed, quoted or URL-encoded; UTF-16 with its byte order mark", () => {
+			const bytes = Buffer.from('{"id":"évt_ü"}');
+			const latin1Parse = JSON.parse(bytes.toString('latin1')) as unknown;
+			for (const contentType of [
+				'application/json; charset=utf-8; charset=latin1',
+				'application/json; charset = latin1',
+				'application/json; charset="latin1"',
+			])
+				expect(deriveKey({ body: latin1Parse, headers: { 'content-type': contentType }, rawBody: bytes }, auto).key).toBe('evt:évt_ü');
+			// UTF-8 said any way n8n reads it: the parsed body is the signed JSON (what a node before made of it is kept).
+			for (const contentType of ['application/json; charset="UTF-8"', 'application/json;charset=utf8', 'application/json; charset=utf%2D8'])
+				expect(deriveKey({ body: { id: 'as_parsed' }, headers: { 'content-type': contentType }, rawBody: bytes }, auto).key).toBe(
+					'evt:as_parsed',
+				);
+			const utf16 = (order: 'le' | 'be') => {
+				const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"id":"evt_u16"}', 'utf16le')]);
+				return order === 'le' ? le : Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(le.subarray(2)).swap16()]);
+			};
+			for (const order of ['le', 'be'] as const)
+				expect(deriveKey({ body: 'garbled', headers: { 'content-type': 'text/plain' }, rawBody: utf16(order) }, auto).key).toBe(
+					'evt:evt_u16',
+				);
+		});
+
 		it('refuses a key read from bytes that are not UTF-8 (each invalid sequence reads as U+FFFD: two ids would merge)', () => {
 			const headers = { 'content-type': 'application/json' };
 			const withByte = (byte: number) => Buffer.concat([Buffer.from('{"id":"evt_x'), Buffer.from([byte]), Buffer.from('"}')]);
