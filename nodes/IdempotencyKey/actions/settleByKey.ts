@@ -45,15 +45,16 @@ export async function settleOwnedKeys<Detail>(
 	const requests: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; detail: Detail }> = [];
 	// Found once per run: every item settles a reservation of the same Reserve node.
 	const reserveNodeName = source === 'reserveNode' ? findReserveNode(context) : undefined;
-	const pairedFallback = once(() => onlyReserveNode(context));
+	let onlyReserve: string | undefined | null = null;
+	const pairedFallback = () => (onlyReserve === null ? (onlyReserve = onlyReserveNode(context)) : onlyReserve);
 	// Routed (or thrown, at Stop Workflow) once the other items are settled: one item's problem must not leave the
 	// keys of the others, whose effects are done, unsettled.
 	const refused: Array<{ error: unknown; itemIndex: number }> = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
 			const item = items[itemIndex];
-			const refused = refuseItem?.(item);
-			if (refused) throw new NodeOperationError(context.getNode(), `${refused} Nothing was settled for this item.`, { itemIndex });
+			const refusal = refuseItem?.(item);
+			if (refusal) throw new NodeOperationError(context.getNode(), `${refusal} Nothing was settled for this item.`, { itemIndex });
 			// Key From: Item, an item a node after Reserve replaced (an HTTP Request's answer): the Reserve item it
 			// descends from, when one Reserve node is before this one. Failing here would come after the step's effect.
 			const fallback = source === 'item' && !hasIdempotencyKey(item) ? pairedFallback() : undefined;
@@ -103,18 +104,6 @@ function onlyReserveNode(context: IExecuteFunctions): string | undefined {
 	} catch {
 		return undefined;
 	}
-}
-
-function once<T>(compute: () => T): () => T {
-	let done = false;
-	let value: T;
-	return () => {
-		if (!done) {
-			value = compute();
-			done = true;
-		}
-		return value;
-	};
 }
 
 /** Key From: Failed Execution: every live reservation of each item's execution, settled by `settle`. */
