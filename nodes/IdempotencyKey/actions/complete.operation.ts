@@ -1,6 +1,6 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import { isErrorItem } from '../../shared/settlement';
+import { continuedFailureTest, readExecutionRecord } from '../../shared/settlement';
 import { readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
@@ -27,16 +27,26 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const store = await openStore();
 	const source = readKeyFrom(context);
 	if (source === 'execution') refuseFailedExecution(context);
+	const isContinuedFailure = continuedFailureOf(context);
 	return await settleOwnedKeys(
 		context,
 		value,
 		source,
 		(itemIndex) => readResponse(context, itemIndex),
 		async (requests) => await store.complete(requests.map((request) => ({ ...request.owned, response: request.detail }))),
-		// n8n's item for a failure of a node at Continue: completing its key would lose the event, never run again.
+		// A failure a node at Continue passed on: completing its key would lose the event, never run again.
 		(item) =>
-			isErrorItem(item)
-				? "The item is a failure that a node before this one continued past (n8n's error item): its key is not completed, and the provider's retry runs the event again once the lease ends. Connect Complete to the step's success output only, or use Settle After Business Step, which fails such a key at once."
+			isContinuedFailure(item)
+				? "The item carries the error of a node before this one that continues on error (On Error: Continue): its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once."
 				: undefined,
 	);
+}
+
+/** The continued-failure test for this node's items; none without n8n's record of the execution (nothing to read it from). */
+function continuedFailureOf(context: IExecuteFunctions): (item: INodeExecutionData) => boolean {
+	try {
+		return continuedFailureTest(readExecutionRecord(context), context.getNode());
+	} catch {
+		return () => false;
+	}
 }

@@ -3,6 +3,7 @@ import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INod
 import type { SettleReport, SettleRequest } from '../../../lib/store/contract';
 import type { FailedExecution } from '../../../lib/types';
 import { itemRouting } from '../../shared/notProcessed';
+import { pairingIsKnown, readExecutionRecord } from '../../shared/settlement';
 import { findReserveNode, readFailedExecution, readOwnedKey, type KeyFrom } from '../ownedKeys';
 
 /*
@@ -97,10 +98,14 @@ function hasIdempotencyKey(item: INodeExecutionData): boolean {
 	return typeof idempotency?.key === 'string';
 }
 
-/** The one enabled Reserve node before this node, or undefined when there is none or more than one. */
+/**
+ * The one enabled Reserve node before this node, when n8n's pairing back to it was set by the nodes in between
+ * (pairingIsKnown); undefined when there is none, more than one, or the pairing may be n8n's guess.
+ */
 function onlyReserveNode(context: IExecuteFunctions): string | undefined {
 	try {
-		return findReserveNode(context);
+		const reserveNode = findReserveNode(context);
+		return pairingIsKnown(readExecutionRecord(context), reserveNode, context.getNode()) ? reserveNode : undefined;
 	} catch {
 		return undefined;
 	}

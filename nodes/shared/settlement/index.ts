@@ -30,8 +30,9 @@ export { keyOutcome } from './outcome';
 export { REFUSALS, TRIGGER_REFUSAL } from './refusals';
 export { executionReaderOf, readSubExecutions } from './subExecution';
 export {
+	continuedFailureTest,
 	heldKeyOf,
-	isErrorItem,
+	pairingIsKnown,
 	judgeExecution,
 	keysSettledByNodes,
 	originsOfItem,

@@ -1,7 +1,7 @@
 import type { IDataObject, INode, INodeExecutionData, IPairedItemData, IRunData, ISourceData, ITaskData } from 'n8n-workflow';
 
 import type { ExecutionRecord, ExecutionView } from './executionRecord';
-import { loopDoneLeadsOn, reachableFrom } from './graph';
+import { loopDoneLeadsOn, ranBefore as nodesBefore, reachableFrom } from './graph';
 import {
 	EXECUTE_WORKFLOW_TYPE,
 	inlineSubWorkflowNodes,
@@ -11,6 +11,7 @@ import {
 	isReservingOrSettlingType,
 	isSettlingOperation,
 	onErrorOf,
+	runsOnceForAllItems,
 	writesAllOrNone,
 } from './nodeKinds';
 import {
@@ -826,6 +827,25 @@ function cameFromInside(
 		origins.push(...behind);
 	}
 	return origins;
+}
+
+/**
+ * Whether an item that reaches `node` is a failure a node before it continued past (On Error: Continue): such a node
+ * runs before it (the wiring, disabled nodes left out), and the item carries an error. An `"error": false` or `null`
+ * is an API's success, and an `error` with no node continuing before is a field of the data.
+ */
+export function continuedFailureTest(record: ExecutionRecord, node: INode): (item: INodeExecutionData) => boolean {
+	const continuing = nodesBefore(record, '', node).some((upstream) => onErrorOf(upstream) !== 'stopWorkflow');
+	return (item) => continuing && carriesError(item);
+}
+
+/**
+ * Whether n8n's pairing from `node` back to the Reserve node's items was set by the nodes in between, not guessed:
+ * n8n-core pairs by position the items a node returns without pairedItem (a Code node run once for all items that
+ * sorts the events), and a key read through such a guess could be another event's.
+ */
+export function pairingIsKnown(record: ExecutionRecord, reserveNode: string, node: INode): boolean {
+	return !nodesBefore(record, reserveNode, node).some(runsOnceForAllItems);
 }
 
 /** An item that carries an error: n8n's own error, or a non-empty `error` field. */
