@@ -17,11 +17,11 @@ const JSON_MEMBER = /"([A-Za-z0-9_.-]+)"(\s*:\s*)"(?:[^"\\]|\\.)*"/g;
 /** The same inside a JSON string (an API's error body quoted by n8n's `400 - "{\"api_key\":…}"`). */
 const ESCAPED_JSON_MEMBER = /\\"([A-Za-z0-9_.-]+)\\"(\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"/g;
 /**
- * `name: value` as a header dump or Node's inspect of an object writes it (`x-api-key: sk_…`, `apiKey: 'sk_…'`);
- * not where the value is the next pair's name (`headers: x-api-key: …`) or already redacted after its scheme.
+ * `name: value` as a header dump or Node's inspect of an object writes it (`x-api-key: sk_…`, `apiKey: 'sk_…'`,
+ * `'x-api-key': 'sk_…'`); not where the value is the next pair's name (`headers: x-api-key: …`) or already redacted after its scheme.
  */
 const COLON_VALUE =
-	/([\s,;{([]|^)([A-Za-z0-9_.-]+)(\s*:\s*)(?![A-Za-z0-9_.-]+\s*:\s|[A-Za-z]+ \[redacted\]|\[redacted\])('[^']*'|"[^"]*"|[^\s,;'"})\]]+)/g;
+	/([\s,;{([]|^)('?)([A-Za-z0-9_.-]+)\2(\s*:\s*)(?![A-Za-z0-9_.-]+\s*:\s|[A-Za-z]+ \[redacted\]|\[redacted\])('[^']*'|"[^"]*"|[^\s,;'"})\]]+)/g;
 /** The user information of a URL (`https://user:password@host`, `https://token@host`). */
 const URL_USER_INFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi;
 
@@ -39,8 +39,8 @@ export function redactedErrorText(text: string | null): string | null {
 		.replace(URL_USER_INFO, (_match, scheme: string) => `${scheme}${REDACTED}@`)
 		.replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
 		.replace(NAMED_VALUE, (match, before: string, name: string) => (isSecretHeader(name) ? `${before}${name}=${REDACTED}` : match))
-		.replace(COLON_VALUE, (match, before: string, name: string, colon: string) =>
-			isSecretHeader(name) ? `${before}${name}${colon}${REDACTED}` : match,
+		.replace(COLON_VALUE, (match, before: string, quote: string, name: string, colon: string) =>
+			isSecretHeader(name) ? `${before}${quote}${name}${quote}${colon}${REDACTED}` : match,
 		)
 		.replace(JSON_MEMBER, (match, name: string, colon: string) => (isSecretHeader(name) ? `"${name}"${colon}"${REDACTED}"` : match))
 		.replace(ESCAPED_JSON_MEMBER, (match, name: string, colon: string) =>

@@ -48,6 +48,8 @@ export interface KeyInput {
 	headers?: Record<string, unknown>;
 	/** The request's exact bytes, when the Webhook node's "Raw Body" option is on. */
 	rawBody?: Buffer;
+	/** The bytes the sender sent, when `rawBody` is one event of them written out again (Events Path). */
+	sentBytes?: Buffer;
 	/** For the `custom` strategy. */
 	customValue?: unknown;
 	/**
@@ -163,7 +165,7 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	const found = findStableId(input, config);
 	if (found) {
 		assertExactText(found.key, `key from ${describeExpectedKey(config)}`);
-		assertReadExactly(found, input.rawBody, config);
+		assertReadExactly(found, input, config);
 		const derived = finish(found.key, found.keySource, config);
 		if (!derived.hashed && DERIVED_FORM.test(derived.key)) {
 			throw new UnusableKeyError(
@@ -195,9 +197,12 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
  * Bytes that are not UTF-8 are read as U+FFFD, each invalid sequence alike: two ids differing only there would get
  * one key, and the second event would be taken for a copy of the first and never run. Such a key is refused.
  */
-function assertReadExactly(found: { key: string; keySource: KeySourceLabel }, rawBody: Buffer | undefined, config: KeyConfig): void {
+function assertReadExactly(found: { key: string; keySource: KeySourceLabel }, input: KeyInput, config: KeyConfig): void {
 	if (found.keySource !== 'event-id' && found.keySource !== 'field') return;
-	if (rawBody === undefined || !found.key.includes('\uFFFD') || isUtf8(rawBody)) return;
+	if (!found.key.includes('\uFFFD')) return;
+	// A multipart request's fields were decoded by n8n from bytes the package never sees (its raw bytes are a file).
+	const bytes = input.headers !== undefined && saysMultipart(input.headers) ? undefined : (input.sentBytes ?? input.rawBody);
+	if (bytes === undefined ? input.rawBody === undefined : isUtf8(bytes)) return;
 	throw new UnusableKeyError(
 		`The key from ${describeExpectedKey(config)} holds bytes that are not UTF-8, which read as "\uFFFD" whatever they are, so two different events could get one key. Have the sender send UTF-8 (as JSON requires), or choose a Key Source that names the event in UTF-8 (a Header). The item was not reserved.`,
 	);

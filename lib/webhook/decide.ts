@@ -343,6 +343,7 @@ function prepareEvent(input: DecideInput, event: DeliveryEvent, evidence: Eviden
 		body: event.body,
 		headers: request.headers,
 		rawBody: event.rawBody,
+		sentBytes: request.rawBody,
 		customValue: keySettings.customValue,
 		item: keySettings.key.strategy === 'field' ? { headers: request.headers, query: request.query, body: event.body } : undefined,
 	};

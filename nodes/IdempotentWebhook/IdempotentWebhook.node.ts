@@ -385,8 +385,14 @@ function otherIdempotentWebhookNodes(context: IHookFunctions | ITriggerFunctions
 function secondTriggerSharingKeys(context: IHookFunctions, options: TriggerOptions): string | undefined {
 	const self = context.getNode();
 	if (self.typeVersion < 2 || (options.scope ?? '').trim() !== '' || options.shareKeysAcrossWorkflows === true) return undefined;
-	// The Store each version defaults to (n8n saves no parameter left at its default).
-	const storeOf = (node: INode) => String(node.parameters.store ?? (node.typeVersion >= 3 ? 'automatic' : 'embedded'));
+	// Only when a user publishes: a workflow n8n activates again at its start ran so before, and adding a Scope now would
+	// change the keys of events whose retries are still arriving.
+	if (['init', 'leadershipChange'].includes(context.getActivationMode())) return undefined;
+	// The Store each version defaults to (n8n saves no parameter left at its default); Automatic may be the embedded one.
+	const storeOf = (node: INode) => {
+		const store = String(node.parameters.store ?? (node.typeVersion >= 3 ? 'automatic' : 'embedded'));
+		return store === 'automatic' ? 'embedded' : store;
+	};
 	// The table the store opens: the default when none is named; SQLite (the embedded store) reads its name in any case.
 	const tableOf = (theirs: TriggerOptions) => {
 		const table = (theirs.tableName ?? '').trim() || DEFAULT_TABLE;

@@ -245,6 +245,23 @@ describeWithN8n('red team 29: Complete and error-shaped answers, Key From: Item 
 		});
 	});
 
+	// Pay at Continue (using error output), its success a row with an `error` column (`{ id, error: "none" }`: n8n moves
+	// to the error output only items whose keys are all error, message, details): a failure would leave through the
+	// error output, so the item Complete gets on the success path is a success.
+	it('node path: Pay at Continue (error output) answers { id, error: "none" } on its success output → Complete: paid once, completed', async () => {
+		useNodePath('wf-rt29-error-output');
+		replies.set('evt_rt29_eo', { id: 'pay_2', error: 'none' });
+		const step = payStep();
+		step.nodes[0] = { ...step.nodes[0], onError: 'continueErrorOutput' };
+		step.connections = { ...step.connections, Pay: { main: [link('Mark Complete'), []] } };
+		const { answers } = await provideNodePath({ id: 'evt_rt29_eo', amount: 100 }, () => nodeTemplate(step));
+		expect({ answers, payments: payments.get('evt_rt29_eo') ?? 0, key: await nodeKey('evt:evt_rt29_eo') }).toEqual({
+			answers: [200],
+			payments: 1,
+			key: 'completed',
+		});
+	});
+
 	// Control: the same answer with a field beside it (`{ error: false, message, id }`) is not read as an error item.
 	it('node path: Pay answers { error: false, message, id } → Complete (Key From: Item): paid once, completed', async () => {
 		useNodePath('wf-rt29-error-false-id');

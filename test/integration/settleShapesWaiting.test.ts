@@ -1,5 +1,12 @@
 import { HookContext } from 'n8n-core';
-import { NodeConnectionTypes, Workflow, type IConnections, type INode, type IWorkflowExecuteAdditionalData } from 'n8n-workflow';
+import {
+	NodeConnectionTypes,
+	Workflow,
+	type IConnections,
+	type INode,
+	type IWorkflowExecuteAdditionalData,
+	type WorkflowActivateMode,
+} from 'n8n-workflow';
 
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
 import { describeWithN8n, loadBaseNodeFiles, loadBaseNodes } from '../support/n8nBaseNodes';
@@ -134,7 +141,7 @@ describeWithN8n("the Idempotent Webhook refuses at publish what n8n's nodes decl
 describeWithN8n('the Idempotent Webhook answering At Once refuses a second Idempotent Webhook in its workflow', () => {
 	const atOnce = { ...trigger, typeVersion: 2, parameters: { ...trigger.parameters, respond: 'atOnce' } };
 	const other = { ...trigger, id: 'other', name: 'Other Webhook', typeVersion: 2, parameters: { ...trigger.parameters, path: 'refunds' } };
-	async function publishWith(nodes: INode[]): Promise<void> {
+	async function publishWith(nodes: INode[], activation: WorkflowActivateMode = 'activate'): Promise<void> {
 		const workflow = new Workflow({
 			id: 'wf-inbox',
 			name: 'inbox',
@@ -145,7 +152,7 @@ describeWithN8n('the Idempotent Webhook answering At Once refuses a second Idemp
 			settings: { executionOrder: 'v1' },
 		});
 		const additionalData = engineBase(credentialsHelper({})) as unknown as IWorkflowExecuteAdditionalData;
-		const context = new HookContext(workflow, workflow.getNode(nodes[0].name)!, additionalData, 'trigger', 'activate');
+		const context = new HookContext(workflow, workflow.getNode(nodes[0].name)!, additionalData, 'trigger', activation);
 		const methods = new IdempotentWebhook().webhookMethods.default;
 		if (!(await methods.checkExists.call(context))) await methods.create.call(context);
 	}
@@ -166,5 +173,7 @@ describeWithN8n('the Idempotent Webhook answering At Once refuses a second Idemp
 		await expect(publishWith([workflowEnds, other])).rejects.toThrow(
 			/"Other Webhook" is another Idempotent Webhook in this workflow with the same keys/,
 		);
+		// n8n activating at its start a workflow that ran before: not refused (a Scope added now would change its keys).
+		await expect(publishWith([workflowEnds, other], 'init')).resolves.toBeUndefined();
 	});
 });

@@ -1,7 +1,7 @@
 import type { IDataObject, INode, INodeExecutionData, IPairedItemData, IRunData, ISourceData, ITaskData } from 'n8n-workflow';
 
 import type { ExecutionRecord, ExecutionView } from './executionRecord';
-import { loopDoneLeadsOn, ranBefore as nodesBefore, reachableFrom } from './graph';
+import { downstreamOf, loopDoneLeadsOn, ranBefore as nodesBefore, reachableFrom } from './graph';
 import {
 	EXECUTE_WORKFLOW_TYPE,
 	inlineSubWorkflowNodes,
@@ -9,6 +9,7 @@ import {
 	isReserveType,
 	isReservingNode,
 	isReservingOrSettlingType,
+	isPackageType,
 	isSettlingOperation,
 	onErrorOf,
 	runsOnceForAllItems,
@@ -830,12 +831,26 @@ function cameFromInside(
 }
 
 /**
- * Whether an item that reaches `node` is a failure a node before it continued past (On Error: Continue): such a node
- * runs before it (the wiring, disabled nodes left out), and the item carries an error. An `"error": false` or `null`
- * is an API's success, and an `error` with no node continuing before is a field of the data.
+ * Whether an item that reaches `node` is a failure a node before it continued past: such a node runs before it (at
+ * Continue (regular output), or at Continue (using error output) with `node` after its error output; disabled
+ * nodes and the package's own left out), and the item carries an error. An `"error": false` or `null` is an API's success, and an `error`
+ * with no node continuing before is a field of the data.
  */
 export function continuedFailureTest(record: ExecutionRecord, node: INode): (item: INodeExecutionData) => boolean {
-	const continuing = nodesBefore(record, '', node).some((upstream) => onErrorOf(upstream) !== 'stopWorkflow');
+	const continuing = nodesBefore(record, '', node).some((upstream) => {
+		// The package's own nodes route what they could not process to an output of its own, never on.
+		if (isPackageType(upstream.type)) return false;
+		const onError = onErrorOf(upstream);
+		if (onError === 'continueRegularOutput') return true;
+		// At Continue (using error output) a failure leaves through the error output, after the node's own outputs:
+		// only an item that came that way is one.
+		if (onError !== 'continueErrorOutput') return false;
+		const outputs = record.connectionsBySourceNode[upstream.name]?.main ?? [];
+		const afterFirst = outputs
+			.slice(1)
+			.flatMap((connections) => (connections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
+		return downstreamOf(record, afterFirst, new Set()).some((reached) => reached.name === node.name);
+	});
 	return (item) => continuing && carriesError(item);
 }
 

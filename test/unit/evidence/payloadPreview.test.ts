@@ -105,6 +105,9 @@ describe('redactedErrorText: an error message without the credentials it may quo
 	it('a `name: value` pair, a URL user information and a JSON member inside a JSON string; the names around them kept', () => {
 		expect(redactedErrorText('sent headers: x-api-key: sk_live_1, accept: */*')).toBe(`sent headers: x-api-key: ${REDACTED}, accept: */*`);
 		expect(redactedErrorText("config { apiKey: 'sk_live_2', retries: 2 }")).toBe(`config { apiKey: ${REDACTED}, retries: 2 }`);
+		expect(redactedErrorText("headers { 'x-api-key': 'sk_live_6', accept: '*/*' }")).toBe(
+			`headers { 'x-api-key': ${REDACTED}, accept: '*/*' }`,
+		);
 		expect(redactedErrorText('password: "hunter 22" status: 500')).toBe(`password: ${REDACTED} status: 500`);
 		expect(redactedErrorText('POST https://svc:pw_3@api.example.com/x and https://ghp_4@github.com/o/r.git')).toBe(
 			`POST https://${REDACTED}@api.example.com/x and https://${REDACTED}@github.com/o/r.git`,

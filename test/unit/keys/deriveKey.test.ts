@@ -90,6 +90,18 @@ describe('deriveKey', () => {
 			expect(deriveKey({ body: { fileName: 'a.txt' }, rawBody: Buffer.alloc(0) }, auto).key).toBe(`sha256:${sha256Of('')}`);
 		});
 
+		it('checks the bytes the sender sent, not one event written out again; refuses U+FFFD from a multipart field', () => {
+			const headers = { 'content-type': 'application/json' };
+			const sent = Buffer.concat([Buffer.from('{"events":[{"id":"x'), Buffer.from([0xff]), Buffer.from('"}]}')]);
+			// Events Path: the event's text is the delivery read as UTF-8, written out again (valid UTF-8, U+FFFD inside).
+			const event = { id: 'x\uFFFD' };
+			const rawBody = Buffer.from(JSON.stringify(event));
+			expect(() => deriveKey({ body: event, headers, rawBody, sentBytes: sent }, auto)).toThrow(/not UTF-8/);
+			expect(deriveKey({ body: event, headers, rawBody, sentBytes: rawBody }, auto).key).toBe('evt:x\uFFFD');
+			const multipart = { 'content-type': 'multipart/form-data; boundary=x' };
+			expect(() => deriveKey({ body: event, headers: multipart, rawBody: Buffer.from('{"file":1}') }, auto)).toThrow(/not UTF-8/);
+		});
+
 		it("reads the Content-Type as n8n's parser does: the last charset, names and values trimmed, quoted or URL-encoded; UTF-16 with its byte order mark", () => {
 			const bytes = Buffer.from('{"id":"évt_ü"}');
 			const latin1Parse = JSON.parse(bytes.toString('latin1')) as unknown;
