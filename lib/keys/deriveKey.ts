@@ -193,8 +193,11 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	return finish(key, keySource, config);
 }
 
+const REPLACEMENT_CHARACTER = Buffer.from('\uFFFD', 'utf8');
+const JSON_ESCAPED_REPLACEMENT = /\\u[fF]{3}[dD]/;
+
 /**
- * Bytes that are not UTF-8 are read as U+FFFD, each invalid sequence alike: two ids differing only there would get
+ * Bytes that are not UTF-8 (or a form's percent escape of them) are read as U+FFFD, each invalid sequence alike: two ids differing only there would get
  * one key, and the second event would be taken for a copy of the first and never run. Such a key is refused.
  */
 function assertReadExactly(found: { key: string; keySource: KeySourceLabel }, input: KeyInput, config: KeyConfig): void {
@@ -202,7 +205,15 @@ function assertReadExactly(found: { key: string; keySource: KeySourceLabel }, in
 	if (!found.key.includes('\uFFFD')) return;
 	// A multipart request's fields were decoded by n8n from bytes the package never sees (its raw bytes are a file).
 	const bytes = input.headers !== undefined && saysMultipart(input.headers) ? undefined : (input.sentBytes ?? input.rawBody);
-	if (bytes === undefined ? input.rawBody === undefined : isUtf8(bytes)) return;
+	// Without the request's bytes (Raw Body off) nothing can be told.
+	if (bytes === undefined && input.rawBody === undefined) return;
+	// Sent as the character itself, or as JSON's escape of it: anything else (invalid bytes, a form's `%FF`) read as it.
+	if (
+		bytes !== undefined &&
+		isUtf8(bytes) &&
+		(bytes.includes(REPLACEMENT_CHARACTER) || JSON_ESCAPED_REPLACEMENT.test(bytes.toString('latin1')))
+	)
+		return;
 	throw new UnusableKeyError(
 		`The key from ${describeExpectedKey(config)} holds bytes that are not UTF-8, which read as "\uFFFD" whatever they are, so two different events could get one key. Have the sender send UTF-8 (as JSON requires), or choose a Key Source that names the event in UTF-8 (a Header). The item was not reserved.`,
 	);

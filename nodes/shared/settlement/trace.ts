@@ -831,15 +831,20 @@ function cameFromInside(
 }
 
 /**
- * Whether an item that reaches `node` is a failure a node before it continued past: such a node runs before it (at
- * Continue (regular output), or at Continue (using error output) with `node` after its error output; disabled
- * nodes and the package's own left out), and the item carries an error. An `"error": false` or `null` is an API's success, and an `error`
+ * Whether an item that reaches `node` is a failure a node before it continued past: such a node of the step runs
+ * before it (after a Reserve node: at Continue (regular output), at Continue (using error output) with `node` after
+ * its error output, or a sub-workflow, whose nodes may continue; disabled nodes and the package's own left out), and
+ * the item carries an error. An `"error": false` or `null` is an API's success, and an `error`
  * with no node continuing before is a field of the data.
  */
 export function continuedFailureTest(record: ExecutionRecord, node: INode): (item: INodeExecutionData) => boolean {
+	// Only the step's nodes, after a Reserve node: a node before it failed for no reserved event.
+	const afterReserve = (upstream: INode) => nodesBefore(record, '', upstream).some((earlier) => isReserveType(earlier.type));
 	const continuing = nodesBefore(record, '', node).some((upstream) => {
 		// The package's own nodes route what they could not process to an output of its own, never on.
-		if (isPackageType(upstream.type)) return false;
+		if (isPackageType(upstream.type) || !afterReserve(upstream)) return false;
+		// A sub-workflow returns what its last node gave, a failure one of its nodes continued past too.
+		if (upstream.type === EXECUTE_WORKFLOW_TYPE) return true;
 		const onError = onErrorOf(upstream);
 		if (onError === 'continueRegularOutput') return true;
 		// At Continue (using error output) a failure leaves through the error output, after the node's own outputs:

@@ -100,6 +100,10 @@ describe('deriveKey', () => {
 			expect(deriveKey({ body: event, headers, rawBody, sentBytes: rawBody }, auto).key).toBe('evt:x\uFFFD');
 			const multipart = { 'content-type': 'multipart/form-data; boundary=x' };
 			expect(() => deriveKey({ body: event, headers: multipart, rawBody: Buffer.from('{"file":1}') }, auto)).toThrow(/not UTF-8/);
+			// A form's percent escape of invalid bytes (n8n's querystring reads %FF as U+FFFD); JSON's escape of the character is the character.
+			const form = { 'content-type': 'application/x-www-form-urlencoded' };
+			expect(() => deriveKey({ body: { id: '\uFFFD' }, headers: form, rawBody: Buffer.from('id=%FF') }, auto)).toThrow(/not UTF-8/);
+			expect(deriveKey({ body: event, headers, rawBody: Buffer.from('{"id":"x\\ufffd"}') }, auto).key).toBe('evt:x\uFFFD');
 		});
 
 		it("reads the Content-Type as n8n's parser does: the last charset, names and values trimmed, quoted or URL-encoded; UTF-16 with its byte order mark", () => {
