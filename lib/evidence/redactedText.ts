@@ -18,7 +18,8 @@ const JSON_MEMBER = /"([A-Za-z0-9_.-]+)"(\s*:\s*)"(?:[^"\\]|\\.)*"/g;
 const ESCAPED_JSON_MEMBER = /\\"([A-Za-z0-9_.-]+)\\"(\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"/g;
 /**
  * `name: value` as a header dump or Node's inspect of an object writes it (`x-api-key: sk_…`, `apiKey: 'sk_…'`,
- * `'x-api-key': 'sk_…'`); not where the value is the next pair's name (`headers: x-api-key: …`) or already redacted after its scheme.
+ * `'x-api-key': 'sk_…'`); not where the value is the next pair's name (`headers: x-api-key: …`) or already
+ * redacted after its scheme.
  */
 const COLON_VALUE =
 	/([\s,;{([]|^)('?)([A-Za-z0-9_.-]+)\2(\s*:\s*)(?![A-Za-z0-9_.-]+\s*:\s|[A-Za-z]+ \[redacted\]|\[redacted\])('[^']*'|"[^"]*"|[^\s,;'"})\]]+)/g;

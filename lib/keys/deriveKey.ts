@@ -197,8 +197,9 @@ const REPLACEMENT_CHARACTER = Buffer.from('\uFFFD', 'utf8');
 const JSON_ESCAPED_REPLACEMENT = /\\u[fF]{3}[dD]/;
 
 /**
- * Bytes that are not UTF-8 (or a form's percent escape of them) are read as U+FFFD, each invalid sequence alike: two ids differing only there would get
- * one key, and the second event would be taken for a copy of the first and never run. Such a key is refused.
+ * Bytes that are not UTF-8 (or a form's percent escape of them) are read as U+FFFD, each invalid sequence alike:
+ * two ids differing only there would get one key, and the second event would be taken for a copy of the first and
+ * never run. Such a key is refused.
  */
 function assertReadExactly(found: { key: string; keySource: KeySourceLabel }, input: KeyInput, config: KeyConfig): void {
 	if (found.keySource !== 'event-id' && found.keySource !== 'field') return;
