@@ -1,13 +1,13 @@
 import { createHmac } from 'node:crypto';
 
-import { type IConnections, type INode, type IRun } from 'n8n-workflow';
+import { type IRun } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { withCodeRunner } from '../support/codeTaskRunner';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { engineBase, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, webhookAnswer } from '../support/n8nEngine';
+import { PACKAGE } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
-import { baseNode as node, CHARGE_BODY, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import { baseNode as node, CHARGE_BODY, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
 /*
  * Twenty-ninth red-team pass: (1) Complete's refusal of n8n's error items (isErrorItem) meeting a business step's
@@ -21,7 +21,6 @@ import { baseNode as node, CHARGE_BODY, events, triggerRedTeam, type Step } from
  */
 
 const SECRET = 'whsec_rt29';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What the next posts send instead of the harness's `application/json` UTF-8: another Content-Type, other bytes (re-signed). */
 let rewrite: { contentType?: string; bytes?: (text: string) => Buffer } | undefined;
@@ -47,23 +46,11 @@ const payments = new Map<string, number>();
 const replies = new Map<string, unknown>();
 
 describeWithN8n('red team 29: Complete and error-shaped answers, Key From: Item fallback re-paired, UTF-16 without BOM', () => {
-	const {
-		credentials,
-		effectsAt,
-		failNext,
-		httpCall,
-		keyStore,
-		nextExecutionId,
-		postStripe,
-		provide,
-		serve,
-		startedItems,
-		statuses,
-		useTrigger,
-		workflowId,
-		apiUrl,
-	} = triggerRedTeam({
+	const { effectsAt, failNext, httpCall, nodePath, provide, statuses, useTrigger, apiUrl } = triggerRedTeam({
 		tag: 'rt29',
+		nodeLeaseSeconds: 1,
+		providerPauseMs: 1200,
+		engine: (engine) => withCodeRunner(engine as never),
 		route: (route, _body, id) => {
 			if (route !== 'pay') return undefined;
 			payments.set(id, (payments.get(id) ?? 0) + 1);
@@ -88,112 +75,15 @@ describeWithN8n('red team 29: Complete and error-shaped answers, Key From: Item 
 		rewrite = undefined;
 	});
 
-	/* The node path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve → the step → Complete (Key From: Item) ----- */
+	/* The node path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve (lease 1 s) → the step → Complete (Key From: Item) */
 
-	const n8nWebhook: INode = {
-		id: 'Webhook',
-		name: 'Webhook',
-		type: 'n8n-nodes-base.webhook',
-		typeVersion: 2.1,
-		position: [0, 0],
-		webhookId: 'rt29-node-path',
-		parameters: { httpMethod: 'POST', path: 'rt29', responseMode: 'onReceived', options: { rawBody: true } },
-	};
-	const useNodePath = (id: string) => serve(id, n8nWebhook);
-	const answer = (name: string, status: number, y: number): INode => packageNode(name, 'testStep', { status }, { position: [1400, y] });
-	const ANSWERS: INode[] = [
-		answer('Respond 200', 200, 120),
-		answer('Respond 200 (duplicate)', 200, 760),
-		answer('Respond 409 (in progress)', 409, 920),
-		answer('Respond 503 (not reserved)', 503, 1080),
-		answer('Respond 401 (invalid signature)', 401, 1240),
-	];
-	const reserveNode = (parameters: Record<string, unknown> = {}): INode =>
-		packageNode(
-			'Reserve',
-			'idempotencyReserve',
-			{ store: 'embedded', keySource: 'auto', mode: 'lease', leaseSeconds: 1, options: {}, ...parameters } as never,
-			{ typeVersion: 3, position: [440, 0], onError: 'continueRegularOutput' },
-		);
-	const completeNode = (extra: Partial<INode> = {}): INode =>
-		packageNode(
-			'Mark Complete',
-			'idempotencyKey',
-			{ operation: 'complete', store: 'embedded', source: 'item', options: {} },
-			{ typeVersion: 3, position: [900, 0], ...extra },
-		);
-	const splitOut = {
-		nodes: [
-			node('Split Out Events', 'splitOut', 1, {
-				fieldToSplitOut: 'body.events',
-				include: 'noOtherFields',
-				options: { destinationFieldName: 'body' },
-			}),
-		],
-		head: 'Split Out Events',
-		tail: 'Split Out Events',
-	};
-
-	/** Webhook → Verify → [before] → Reserve; Reserve's New → `heads`; `last` (Complete) → Respond 200. */
-	function nodeTemplate(
-		step: Step,
-		options: { reserve?: INode; before?: { nodes: INode[]; head: string; tail: string; connections?: IConnections } } = {},
-	) {
-		const reserve = options.reserve ?? reserveNode();
-		const nodes: INode[] = [
-			n8nWebhook,
-			packageNode(
-				'Verify',
-				'webhookSignatureVerify',
-				{ scheme: 'stripe', onInvalid: 'route' },
-				{ position: [220, 0], credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-			),
-			reserve,
-			...ANSWERS,
-			...(options.before?.nodes ?? []),
-			...step.nodes,
-		];
-		const connections: IConnections = {
-			Webhook: { main: [link('Verify')] },
-			Verify: { main: [link(options.before?.head ?? reserve.name), link('Respond 401 (invalid signature)')] },
-			...(options.before ? { ...options.before.connections, [options.before.tail]: { main: [link(reserve.name)] } } : {}),
-			[reserve.name]: {
-				main: [link(...step.heads), link('Respond 200 (duplicate)'), link('Respond 409 (in progress)'), link('Respond 503 (not reserved)')],
-			},
-			...(step.connections ?? {}),
-		};
-		return inProcessWorkflow(workflowId(), nodes, connections);
-	}
-
-	async function deliverNodePath(body: unknown, build: () => ReturnType<typeof nodeTemplate>) {
-		const response = await postStripe(JSON.stringify(body));
-		await response.text();
-		const items = startedItems();
-		if (items.length === 0) return { answer: response.status as number | undefined, run: undefined as IRun | undefined };
-		const executionId = nextExecutionId('node');
-		const { run } = await executeInProcess(build(), executionId, items, withCodeRunner(engineBase(credentials())));
-		return { answer: webhookAnswer(executionId, run), run };
-	}
-
-	/** The provider: the same bytes until 2xx (at most `attempts`), `pauseMs` between tries (past the 1 s lease). */
-	async function provideNodePath(body: unknown, build: () => ReturnType<typeof nodeTemplate>, attempts = 4, pauseMs = 1200) {
-		const answers: Array<number | undefined> = [];
-		const runs: IRun[] = [];
-		for (let attempt = 0; attempt < attempts; attempt++) {
-			if (attempt > 0 && pauseMs) await sleep(pauseMs);
-			const { answer: status, run } = await deliverNodePath(body, build);
-			answers.push(status);
-			if (run) runs.push(run);
-			if (status !== undefined && status >= 200 && status < 300) break;
-		}
-		return { answers, runs };
-	}
+	const { completeNode, deliverNodePath, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
+	const splitOut = SPLIT_OUT_EVENTS;
 
 	const outputOf = (run: IRun | undefined, name: string, index: number) =>
 		run?.data.resultData.runData[name]?.[0]?.data?.main[index]?.length ?? 0;
 	const reservedKey = (run: IRun | undefined) =>
 		(run?.data.resultData.runData.Reserve?.[0]?.data?.main[0]?.[0]?.json.idempotency as { key?: string } | undefined)?.key ?? null;
-	const nodeKey = async (key: string) => (await keyStore().getKeys([key])).get(key)?.status ?? null;
 
 	/* (1) Complete meets a business answer with an `error` field that is no failure ---------------------------------- */
 

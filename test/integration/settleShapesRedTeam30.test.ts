@@ -1,14 +1,13 @@
 import { createHmac } from 'node:crypto';
 
-import { type IConnections, type INode, type IRun } from 'n8n-workflow';
+import { type IConnections, type INode } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { withCodeRunner } from '../support/codeTaskRunner';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { engineBase, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, webhookAnswer } from '../support/n8nEngine';
+import { PACKAGE } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
-import { withSubWorkflowsInProcess } from '../support/triggerProvider';
-import { baseNode as node, events, triggerRedTeam } from '../support/triggerRedTeam';
+import { baseNode as node, events, SPLIT_OUT_EVENTS, type Step, triggerRedTeam } from '../support/triggerRedTeam';
 
 /*
  * Thirtieth red-team pass, on the last changes: (1) continuedFailureTest (Complete refuses an item with an `error`
@@ -22,7 +21,6 @@ import { baseNode as node, events, triggerRedTeam } from '../support/triggerRedT
  */
 
 const SECRET = 'whsec_rt30';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What the next posts send instead of the harness's JSON: another Content-Type, other bytes (re-signed). */
 let rewrite: { contentType?: string; bytes?: (text: string) => Buffer } | undefined;
@@ -48,22 +46,11 @@ const payments = new Map<string, number>();
 const replies = new Map<string, unknown>();
 
 describeWithN8n('red team 30: continued failures before Reserve / in sub-workflows, Sort+Limit pairing, percent-encoded keys', () => {
-	const {
-		credentials,
-		effectsAt,
-		failNext,
-		httpCall,
-		keyStore,
-		nextExecutionId,
-		postStripe,
-		provide,
-		serve,
-		startedItems,
-		statuses,
-		useTrigger,
-		workflowId,
-	} = triggerRedTeam({
+	const { effectsAt, failNext, httpCall, nodePath, provide, statuses, useTrigger } = triggerRedTeam({
 		tag: 'rt30',
+		nodeLeaseSeconds: 1,
+		providerPauseMs: 1200,
+		engine: (engine) => withCodeRunner(engine as never),
 		route: (route, _body, id) => {
 			if (route !== 'pay') return undefined;
 			payments.set(id, (payments.get(id) ?? 0) + 1);
@@ -91,116 +78,16 @@ describeWithN8n('red team 30: continued failures before Reserve / in sub-workflo
 		rewrite = undefined;
 	});
 
-	/* The node path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve → the step → Complete (Key From: Item) ----- */
+	/* The node path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve (lease 1 s) → the step → Complete (Key From: Item) */
 
-	const n8nWebhook: INode = {
-		id: 'Webhook',
-		name: 'Webhook',
-		type: 'n8n-nodes-base.webhook',
-		typeVersion: 2.1,
-		position: [0, 0],
-		webhookId: 'rt30-node-path',
-		parameters: { httpMethod: 'POST', path: 'rt30', responseMode: 'onReceived', options: { rawBody: true } },
-	};
-	const useNodePath = (id: string) => serve(id, n8nWebhook);
-	const answer = (name: string, status: number, y: number): INode => packageNode(name, 'testStep', { status }, { position: [1400, y] });
-	const ANSWERS: INode[] = [
-		answer('Respond 200', 200, 120),
-		answer('Respond 200 (duplicate)', 200, 760),
-		answer('Respond 409 (in progress)', 409, 920),
-		answer('Respond 503 (not reserved)', 503, 1080),
-		answer('Respond 401 (invalid signature)', 401, 1240),
-	];
-	const reserveNode = (parameters: Record<string, unknown> = {}): INode =>
-		packageNode(
-			'Reserve',
-			'idempotencyReserve',
-			{ store: 'embedded', keySource: 'auto', mode: 'lease', leaseSeconds: 1, options: {}, ...parameters } as never,
-			{ typeVersion: 3, position: [440, 0], onError: 'continueRegularOutput' },
-		);
-	const completeNode = (extra: Partial<INode> = {}): INode =>
-		packageNode(
-			'Mark Complete',
-			'idempotencyKey',
-			{ operation: 'complete', store: 'embedded', source: 'item', options: {} },
-			{ typeVersion: 3, position: [900, 0], ...extra },
-		);
-	const splitOut = {
-		nodes: [
-			node('Split Out Events', 'splitOut', 1, {
-				fieldToSplitOut: 'body.events',
-				include: 'noOtherFields',
-				options: { destinationFieldName: 'body' },
-			}),
-		],
-		head: 'Split Out Events',
-		tail: 'Split Out Events',
-	};
-	type NodeStep = { nodes: INode[]; connections?: IConnections; heads: string[] };
-
-	/** Webhook → Verify → [before] → Reserve; Reserve's New → `heads`; the step's last node → Respond 200. */
-	function nodeTemplate(
-		step: NodeStep,
-		options: { reserve?: INode; before?: { nodes: INode[]; head: string; tail: string; connections?: IConnections } } = {},
-	) {
-		const reserve = options.reserve ?? reserveNode();
-		const nodes: INode[] = [
-			n8nWebhook,
-			packageNode(
-				'Verify',
-				'webhookSignatureVerify',
-				{ scheme: 'stripe', onInvalid: 'route' },
-				{ position: [220, 0], credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-			),
-			reserve,
-			...ANSWERS,
-			...(options.before?.nodes ?? []),
-			...step.nodes,
-		];
-		const connections: IConnections = {
-			Webhook: { main: [link('Verify')] },
-			Verify: { main: [link(options.before?.head ?? reserve.name), link('Respond 401 (invalid signature)')] },
-			...(options.before ? { ...options.before.connections, [options.before.tail]: { main: [link(reserve.name)] } } : {}),
-			[reserve.name]: {
-				main: [link(...step.heads), link('Respond 200 (duplicate)'), link('Respond 409 (in progress)'), link('Respond 503 (not reserved)')],
-			},
-			...(step.connections ?? {}),
-		};
-		return inProcessWorkflow(workflowId(), nodes, connections);
-	}
-
-	let subs = 0;
-	async function deliverNodePath(body: unknown, build: () => ReturnType<typeof nodeTemplate>) {
-		const response = await postStripe(JSON.stringify(body));
-		await response.text();
-		const items = startedItems();
-		if (items.length === 0) return { answer: response.status as number | undefined, run: undefined as IRun | undefined };
-		const executionId = nextExecutionId('node');
-		const engine = withCodeRunner(withSubWorkflowsInProcess(engineBase(credentials()), () => `rt30-sub-${++subs}`));
-		const { run } = await executeInProcess(build(), executionId, items, engine);
-		return { answer: webhookAnswer(executionId, run), run };
-	}
-
-	/** The provider: the same bytes until 2xx (at most `attempts`), `pauseMs` between tries (past the 1 s lease). */
-	async function provideNodePath(body: unknown, build: () => ReturnType<typeof nodeTemplate>, attempts = 4, pauseMs = 1200) {
-		const answers: Array<number | undefined> = [];
-		const runs: IRun[] = [];
-		for (let attempt = 0; attempt < attempts; attempt++) {
-			if (attempt > 0 && pauseMs) await sleep(pauseMs);
-			const { answer: status, run } = await deliverNodePath(body, build);
-			answers.push(status);
-			if (run) runs.push(run);
-			if (status !== undefined && status >= 200 && status < 300) break;
-		}
-		return { answers, runs };
-	}
-
-	const nodeKey = async (key: string) => (await keyStore().getKeys([key])).get(key)?.status ?? null;
+	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
+	const splitOut = SPLIT_OUT_EVENTS;
+	
 	const charge = (extra: Partial<INode> = {}) => httpCall('Charge', 'charge', extra, '={{ JSON.stringify({ id: $json.body.id }) }}');
 
 	/* (1) continuedFailureTest ------------------------------------------------------------------------------------ */
 
-	const payStep = (): NodeStep => ({
+	const payStep = (): Step => ({
 		nodes: [httpCall('Pay', 'pay', {}, '={{ JSON.stringify({ id: $json.body.id }) }}'), completeNode()],
 		connections: { Pay: { main: [link('Mark Complete')] }, 'Mark Complete': { main: [link('Respond 200'), []] } },
 		heads: ['Pay'],
@@ -256,7 +143,7 @@ describeWithN8n('red team 30: continued failures before Reserve / in sub-workflo
 	});
 
 	/** Reserve → `nodes` in a chain ending with Complete → Respond 200. */
-	const chain = (...nodes: INode[]): NodeStep => {
+	const chain = (...nodes: INode[]): Step => {
 		const all = [...nodes, completeNode()];
 		const connections: IConnections = {};
 		for (let i = 0; i < all.length - 1; i++) connections[all[i].name] = { main: [link(all[i + 1].name)] };

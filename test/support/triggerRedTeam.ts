@@ -5,6 +5,7 @@ import path from 'node:path';
 
 import { HookContext } from 'n8n-core';
 import {
+	NodeConnectionTypes,
 	Workflow,
 	type ICredentialDataDecryptedObject,
 	type IConnections,
@@ -14,6 +15,7 @@ import {
 	type INodeType,
 	type IRun,
 	type IWebhookResponseData,
+	type IWorkflowBase,
 	type IWorkflowExecuteAdditionalData,
 } from 'n8n-workflow';
 
@@ -29,6 +31,7 @@ import {
 	nodeTypes,
 	PACKAGE,
 	packageNode,
+	webhookAnswer,
 	webhookResponses,
 } from './n8nEngine';
 import { asN8nReceives, callWebhook, n8nCli } from './n8nRequestPath';
@@ -66,6 +69,27 @@ export interface TriggerRedTeamOptions {
 	nodeTypes?: Record<string, INodeType>;
 	/** The effect routes answer the body they were sent, with `ok` and the id (else the object they made). */
 	echoBody?: boolean;
+	/** The node path's Reserve lease, in seconds (300: a retry meets the key held). */
+	nodeLeaseSeconds?: number;
+	/** The node path provider's pause between tries (past a short lease, so a retry can take the key over). */
+	providerPauseMs?: number;
+}
+
+/** Nodes between Verify and Reserve on the node path: `head` takes Verify's output, `tail` feeds Reserve. */
+export interface Before {
+	nodes: INode[];
+	head: string;
+	tail: string;
+	connections?: IConnections;
+}
+
+/** How a row's node template is built around its step. */
+export interface NodeTemplateOptions {
+	/** Reserve (default: `reserveNode()`, Key Source Event ID, lease 300 s, at Continue). */
+	reserve?: INode;
+	before?: Before;
+	/** Settle beside the step on Reserve's New output, answering by its outputs (default: none; the step ends in Respond 200). */
+	settle?: boolean;
 }
 
 /** Routes of the test API that count an effect per event. */
@@ -95,6 +119,19 @@ export const baseNode = (
 
 /** The charge, sending the event's id and its customer (JSON.stringify leaves out a customer the event has not). */
 export const CHARGE_BODY = '={{ JSON.stringify({ id: $json.body.id, customer: $json.body.customer }) }}';
+
+/** Before Reserve: the delivery's `body.events` split into one item per event, each event as `body`. */
+export const SPLIT_OUT_EVENTS: Before = {
+	nodes: [
+		baseNode('Split Out Events', 'splitOut', 1, {
+			fieldToSplitOut: 'body.events',
+			include: 'noOtherFields',
+			options: { destinationFieldName: 'body' },
+		}),
+	],
+	head: 'Split Out Events',
+	tail: 'Split Out Events',
+};
 
 /** Sets up the servers and node types for a describe block, and gives the rows their tools. */
 export function triggerRedTeam(options: TriggerRedTeamOptions) {
@@ -303,6 +340,132 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 		return { answers, runs };
 	}
 
+	/* The node template path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve → the step ---------------------- */
+
+	const nodeWebhook: INode = {
+		id: 'Webhook',
+		name: 'Webhook',
+		type: 'n8n-nodes-base.webhook',
+		typeVersion: 2.1,
+		position: [0, 0],
+		webhookId: `${tag}-node-path`,
+		parameters: { httpMethod: 'POST', path: tag, responseMode: 'responseNode', options: { rawBody: true } },
+	};
+	// Served alone (callWebhook's workflow holds only this node), n8n's Webhook in Respond to Webhook mode refuses to
+	// start (no Respond to Webhook node connected): its request phase is served in On Received mode, the same items.
+	const useNodePath = (id: string) => serve(id, { ...nodeWebhook, parameters: { ...nodeWebhook.parameters, responseMode: 'onReceived' } });
+
+	/** Respond to Webhook stand-ins (n8n-core's sendResponse, the first answer kept), as the template wires them. */
+	const answerNode = (name: string, status: number, y: number): INode => packageNode(name, 'testStep', { status }, { position: [1400, y] });
+	const ANSWERS: INode[] = [
+		answerNode('Respond 200', 200, 120),
+		answerNode('Respond 500 (provider retries)', 500, 280),
+		answerNode('Respond 200 (completion refused)', 200, 440),
+		answerNode('Respond 503 (not settled)', 503, 600),
+		answerNode('Respond 200 (duplicate)', 200, 760),
+		answerNode('Respond 409 (in progress)', 409, 920),
+		answerNode('Respond 503 (not reserved)', 503, 1080),
+		answerNode('Respond 401 (invalid signature)', 401, 1240),
+	];
+	const reserveNode = (parameters: Record<string, unknown> = {}, name = 'Reserve', y = 0): INode =>
+		packageNode(
+			name,
+			'idempotencyReserve',
+			{ store: 'embedded', keySource: 'auto', mode: 'lease', leaseSeconds: options.nodeLeaseSeconds ?? 300, options: {}, ...parameters } as never,
+			{ typeVersion: 3, position: [440, y], onError: 'continueRegularOutput' },
+		);
+	const completeNode = (extra: Partial<INode> = {}, parameters: Record<string, unknown> = {}): INode =>
+		packageNode(
+			'Mark Complete',
+			'idempotencyKey',
+			{ operation: 'complete', store: 'embedded', source: 'item', options: {}, ...parameters } as never,
+			{ typeVersion: 3, position: [900, 0], ...extra },
+		);
+
+	/**
+	 * The node template around `step`: Webhook → Verify → [before] → Reserve; Reserve's New → the step's heads ("Name#1":
+	 * a head's second input) and Settle when asked; Reserve's other outputs and Verify's invalid output to their answers.
+	 */
+	function nodeTemplate(step: Step, options: NodeTemplateOptions = {}) {
+		const reserve = options.reserve ?? reserveNode();
+		const { before, settle = false } = options;
+		const nodes: INode[] = [
+			nodeWebhook,
+			packageNode(
+				'Verify',
+				'webhookSignatureVerify',
+				{ scheme: 'stripe', onInvalid: 'route' },
+				{ position: [220, 0], credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
+			),
+			reserve,
+			...ANSWERS,
+			...(settle
+				? [packageNode('Settle', 'idempotencyKey', { operation: 'settle', store: 'embedded', options: {} }, { typeVersion: 3, position: [700, 240] })]
+				: []),
+			...(before?.nodes ?? []),
+			...step.nodes,
+		];
+		const heads = step.heads.map((head) => {
+			const [name, input] = head.split('#');
+			return { node: name, type: NodeConnectionTypes.Main, index: Number(input ?? 0) };
+		});
+		const connections: IConnections = {
+			Webhook: { main: [link('Verify')] },
+			Verify: { main: [link(before?.head ?? reserve.name), link('Respond 401 (invalid signature)')] },
+			...(before ? { ...before.connections, [before.tail]: { main: [link(reserve.name)] } } : {}),
+			[reserve.name]: {
+				main: [
+					[...heads, ...(settle ? link('Settle') : [])],
+					link('Respond 200 (duplicate)'),
+					link('Respond 409 (in progress)'),
+					link('Respond 503 (not reserved)'),
+				],
+			},
+			...(settle
+				? {
+						Settle: {
+							main: [
+								link('Respond 200'),
+								link('Respond 500 (provider retries)'),
+								link('Respond 200 (completion refused)'),
+								link('Respond 503 (not settled)'),
+							],
+						},
+					}
+				: {}),
+			...(step.connections ?? {}),
+		};
+		return inProcessWorkflow(workflowId, nodes, connections);
+	}
+
+	/** One delivery on the node path: posts `body`, runs the execution it started; the answer and the run. */
+	async function deliverNodePath(body: unknown, build: () => IWorkflowBase) {
+		const response = await postStripe(JSON.stringify(body));
+		await response.text();
+		const items = startedItems();
+		if (items.length === 0) return { answer: response.status as number | undefined, run: undefined as IRun | undefined };
+		const executionId = `${tag}-node-${++executions}`;
+		const { run } = await executeInProcess(build(), executionId, items, triggerEngine());
+		return { answer: webhookAnswer(executionId, run), run };
+	}
+
+	/** The provider on the node path: the same bytes until 2xx (at most `attempts`), `pauseMs` between tries. */
+	async function provideNodePath(body: unknown, build: () => IWorkflowBase, attempts = 4, pauseMs = options.providerPauseMs ?? 0) {
+		const answers: Array<number | undefined> = [];
+		const runs: IRun[] = [];
+		for (let attempt = 0; attempt < attempts; attempt++) {
+			if (attempt > 0 && pauseMs) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+			const { answer, run } = await deliverNodePath(body, build);
+			answers.push(answer);
+			if (run) runs.push(run);
+			if (answer !== undefined && answer >= 200 && answer < 300) break;
+		}
+		return { answers, runs };
+	}
+
+	/** The status of a key the node path reserved (`evt:<id>` with Key Source Event ID), null when there is none. */
+	const nodeKey = async (key: string) => (await keyStore().getKeys([key])).get(key)?.status ?? null;
+
 	beforeAll(async () => {
 		apiServer = http.createServer((request, response) => void api(request, response));
 		await new Promise<void>((resolve) => apiServer!.listen(0, '127.0.0.1', resolve));
@@ -355,5 +518,7 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 		startedItems,
 		refusedAtPublish,
 		provide,
+		/** The node template path's parts, for rows that compare it with the trigger. */
+		nodePath: { useNodePath, reserveNode, completeNode, nodeTemplate, deliverNodePath, provideNodePath, nodeKey },
 	};
 }
