@@ -10,10 +10,18 @@ export const REDACTED = '[redacted]';
 
 /** `Bearer …`, `Basic …` and the like: a credential after its scheme. */
 const SCHEME_CREDENTIAL = /\b(Bearer|Basic|Token|Digest)\s+[A-Za-z0-9._~+/=-]{4,}/gi;
-/** A `name=value` pair in a URL's query or a form body. */
-const NAMED_VALUE = /([?&;\s"']|^)([A-Za-z0-9_.-]+)=([^&\s"';]*)/g;
-/** A JSON member with a text value, `"name":"value"`, as JSON.stringify writes an item into a message. */
-const JSON_MEMBER = /"([A-Za-z0-9_.-]+)"(\s*:\s*)"(?:[^"\\]|\\.)*"/g;
+/** A `name=value` pair in a URL's query or a form body, or `name = "value"` in a message; the value quoted or not. */
+const NAMED_VALUE = /([?&;\s"',]|^)([A-Za-z0-9_.-]+)(\s*=\s*)("[^"]*"|'[^']*'|[^&\s"';,]*)/g;
+/**
+ * An Authorization header's credential after any scheme (`Bot …`, `ApiKey …`, `SSWS …`, `OAuth oauth_token="…", …`):
+ * to the quote that opened the value, else to the end of the line.
+ */
+const QUOTED_AUTHORIZATION = /\b((?:proxy-)?authorization['"]?\s*:\s*)(['"])([A-Za-z][A-Za-z0-9_-]*) (?!\[redacted\])(?:(?!\2)[^\n])+/gi;
+const AUTHORIZATION_LINE = /\b((?:proxy-)?authorization\s*:\s*)([A-Za-z][A-Za-z0-9_-]*) (?!\[redacted\])[^\n]+/gi;
+/** A JSON string, number or array of strings, as JSON.stringify writes a member's value. */
+const JSON_VALUE = String.raw`(?:"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|\[\s*(?:"(?:[^"\\]|\\.)*"\s*,?\s*)*\])`;
+/** A JSON member with a text, number or text-array value, `"name":"value"`, as JSON.stringify writes an item into a message. */
+const JSON_MEMBER = new RegExp(String.raw`"([A-Za-z0-9_.-]+)"(\s*:\s*)${JSON_VALUE}`, 'g');
 /** The same inside a JSON string (an API's error body quoted by n8n's `400 - "{\"api_key\":…}"`). */
 const ESCAPED_JSON_MEMBER = /\\"([A-Za-z0-9_.-]+)\\"(\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"/g;
 /**
@@ -22,7 +30,7 @@ const ESCAPED_JSON_MEMBER = /\\"([A-Za-z0-9_.-]+)\\"(\s*:\s*)\\"(?:[^"\\]|\\[^"]
  * redacted after its scheme.
  */
 const COLON_VALUE =
-	/([\s,;{([]|^)('?)([A-Za-z0-9_.-]+)\2(\s*:\s*)(?![A-Za-z0-9_.-]+\s*:\s|[A-Za-z]+ \[redacted\]|\[redacted\])('[^']*'|"[^"]*"|[^\s,;'"})\]]+)/g;
+	/([\s,;{([]|^)('?)([A-Za-z0-9_.-]+)\2(\s*:\s*)(?![A-Za-z0-9_.-]+\s*:\s|[A-Za-z][A-Za-z0-9_-]* \[redacted\]|\[redacted\])(\[[^\]]*\]|'[^']*'|"[^"]*"|[^\s,;'"})\]]+)/g;
 /** The user information of a URL (`https://user:password@host`, `https://token@host`). */
 const URL_USER_INFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi;
 
@@ -39,7 +47,11 @@ export function redactedErrorText(text: string | null): string | null {
 	return text
 		.replace(URL_USER_INFO, (_match, scheme: string) => `${scheme}${REDACTED}@`)
 		.replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
-		.replace(NAMED_VALUE, (match, before: string, name: string) => (isSecretHeader(name) ? `${before}${name}=${REDACTED}` : match))
+		.replace(QUOTED_AUTHORIZATION, (_match, name: string, quote: string, scheme: string) => `${name}${quote}${scheme} ${REDACTED}`)
+		.replace(AUTHORIZATION_LINE, (_match, name: string, scheme: string) => `${name}${scheme} ${REDACTED}`)
+		.replace(NAMED_VALUE, (match, before: string, name: string, equals: string) =>
+			isSecretHeader(name) ? `${before}${name}${equals}${REDACTED}` : match,
+		)
 		.replace(COLON_VALUE, (match, before: string, quote: string, name: string, colon: string) =>
 			isSecretHeader(name) ? `${before}${quote}${name}${quote}${colon}${REDACTED}` : match,
 		)

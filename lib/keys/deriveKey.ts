@@ -50,6 +50,8 @@ export interface KeyInput {
 	rawBody?: Buffer;
 	/** The bytes the sender sent, when `rawBody` is one event of them written out again (Events Path). */
 	sentBytes?: Buffer;
+	/** A multipart request's files (n8n keeps them as the item's binaries), for its body hash. */
+	files?: UploadedFile[];
 	/** For the `custom` strategy. */
 	customValue?: unknown;
 	/**
@@ -57,6 +59,14 @@ export interface KeyInput {
 	 * its `body` member (the raw body's bytes are that member); for any other item, the item itself.
 	 */
 	item?: unknown;
+}
+
+/** One file of a multipart request, by its form field, as its body hash counts it. */
+export interface UploadedFile {
+	field: string;
+	fileName?: string;
+	mimeType?: string;
+	sha256: string;
 }
 
 export type KeySourceLabel = 'event-id' | 'header' | 'custom' | 'field' | 'raw-body-hash' | 'canonical-json-hash';
@@ -182,8 +192,9 @@ export function deriveKey(input: KeyInput, config: KeyConfig): DerivedKey {
 	// Every request without a body hashes alike (a GET, a DELETE, an empty POST): one key for all would answer
 	// each later event as a copy of the first, and it would never run.
 	// A multipart request's binary field is one of its files, not the request: its hash would key every submission
-	// attaching that file alike. Its parsed fields are hashed instead.
-	const hashed = input.headers !== undefined && saysMultipart(input.headers) ? { ...input, rawBody: undefined } : input;
+	// attaching that file alike. Its parsed fields are hashed instead, with every file it carries (two uploads that
+	// differ only in their files are two events).
+	const hashed = input.headers !== undefined && saysMultipart(input.headers) ? multipartHashed(input) : input;
 	if (hasEmptyRequestBody(hashed)) {
 		throw new MissingKeyError(
 			`No idempotency key: the request has no body${config.strategy === 'bodyHash' ? '' : ` and ${describeExpectedKey(config)} is missing`}, so its body hash would be the same for every such request. Choose a Key Source that names the event (Field \`query.<name>\`, Header, Custom Value). The item was not reserved.`,
@@ -240,6 +251,12 @@ function hasEmptyRequestBody(input: KeyInput): boolean {
 		body === '' ||
 		(typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)
 	);
+}
+
+/** A multipart request as its body hash reads it: its fields, and its files (when it has any) by field. */
+function multipartHashed(input: KeyInput): KeyInput {
+	const files = [...(input.files ?? [])].sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));
+	return { ...input, rawBody: undefined, body: files.length === 0 ? input.body : { fields: input.body ?? {}, files } };
 }
 
 /** `sha256:` of the raw body when there is one, else of the canonical JSON of the parsed body. */

@@ -1,3 +1,5 @@
+import { parse as parseForm } from 'node:querystring';
+
 import { isJsonMediaType, mediaTypeOf, type HeaderBag } from '../headers';
 
 /**
@@ -19,6 +21,8 @@ export function parseBody(rawBody: Buffer, headers: HeaderBag): unknown {
 			return text;
 		}
 	}
-	if (mediaType === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(text));
+	// As n8n's body parser reads a form: a field given twice is the list of its values (no one of them is the field's).
+	if (mediaType === 'application/x-www-form-urlencoded')
+		return parseForm(text.replace(/^\uFEFF/, ''), undefined, undefined, { maxKeys: 1000 });
 	return text;
 }

@@ -67,7 +67,7 @@ export interface AnswerRequest {
  */
 export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unknown {
 	if (answer === undefined) return undefined;
-	const found = secretsOf(request).map(secretFinder);
+	const found = secretsOf(request).flatMap(writtenForms).map(secretFinder);
 	const leaks = (text: string) => found.some((finder) => finder.isIn(text));
 	let json: string | undefined;
 	try {
@@ -78,7 +78,8 @@ export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unkn
 				return leaks(text) ? undefined : text;
 			}
 			if (typeof member === 'bigint') return member.toString();
-			if (member !== null && typeof member === 'object' && !Array.isArray(member)) return keptMembers(member as Record<string, unknown>);
+			if (member !== null && typeof member === 'object' && !Array.isArray(member))
+				return keptMembers(member as Record<string, unknown>, leaks);
 			return member;
 		});
 	} catch {
@@ -107,12 +108,16 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
 				.map((value) => storableText(value.trim()).text);
 	const secrets = [...new Set([...secretsOf(request), ...headerValues])].sort((a, b) => b.length - a.length);
 	let redacted = text;
-	for (const secret of secrets) {
-		// A message built with JSON.stringify quotes the value with its `"` and `\` escaped.
-		const quoted = JSON.stringify(secret).slice(1, -1);
-		for (const form of quoted === secret ? [secret] : [secret, quoted]) redacted = secretFinder(form).redact(redacted);
-	}
+	for (const secret of secrets) for (const form of writtenForms(secret)) redacted = secretFinder(form).redact(redacted);
 	return redacted;
+}
+
+/**
+ * A secret as a message or an answer may quote it: as it is, JSON-escaped (a message built with JSON.stringify), and
+ * percent-encoded (a URL a step built with it).
+ */
+function writtenForms(secret: string): string[] {
+	return [...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])];
 }
 
 /**
@@ -176,11 +181,12 @@ export function requestOfItem(json: unknown, ownerTokens: readonly string[] = []
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** A copy without the dropped members, names repaired; own members only, `__proto__` kept as a member. */
-function keptMembers(value: Record<string, unknown>): Record<string, unknown> {
+function keptMembers(value: Record<string, unknown>, leaks: (text: string) => boolean): Record<string, unknown> {
 	const copy: Record<string, unknown> = {};
 	for (const key of Object.keys(value)) {
 		const name = storableText(key).text;
-		if (isWithheldMember(name)) continue;
+		// A credential can be a member's name too (a node that groups items by a header's value).
+		if (isWithheldMember(name) || leaks(name)) continue;
 		Object.defineProperty(copy, name, { value: value[key], enumerable: true, writable: true, configurable: true });
 	}
 	return copy;

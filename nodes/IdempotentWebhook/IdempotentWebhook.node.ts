@@ -330,7 +330,7 @@ function unsettleableAfter(context: IHookFunctions | IExecuteFunctions, eventsPa
 	const children = context.getChildNodes(self, { includeNodeParameters: true });
 	const record = wiringRecord(workflow);
 	return (
-		unsettleableAfterTrigger(children, describerOf(workflow), record) ??
+		unsettleableAfterTrigger(children, describerOf(workflow), record, self) ??
 		(record
 			? (refusalDownstream(
 					record,

@@ -1,6 +1,15 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import { deriveKey, payloadFingerprint, validateKeyConfig, type DerivedKey, type KeyInput } from '../../lib/keys/deriveKey';
+import { saysMultipart } from '../../lib/headers';
+import {
+	deriveKey,
+	payloadFingerprint,
+	validateKeyConfig,
+	type DerivedKey,
+	type KeyInput,
+	type UploadedFile,
+} from '../../lib/keys/deriveKey';
+import { sha256Hex } from '../../lib/keys/sha256';
 import { readRawBody } from './rawBody';
 import type { ReserveParameters } from './reservationParameters';
 
@@ -17,10 +26,12 @@ export async function readKeyInput(
 	const json = item.json;
 	const isWebhookItem = 'body' in json && typeof json.headers === 'object' && json.headers !== null;
 	const rawBody = await readRawBody(context, item, itemIndex, parameters.rawBodyProperty);
+	const headers = isWebhookItem ? (json.headers as IDataObject) : undefined;
 	return {
 		body: isWebhookItem ? json.body : json,
-		headers: isWebhookItem ? (json.headers as IDataObject) : undefined,
+		headers,
 		rawBody,
+		files: headers && saysMultipart(headers) ? await uploadedFiles(context, item, itemIndex) : undefined,
 		customValue: parameters.key.strategy === 'custom' ? context.getNodeParameter('customKey', itemIndex) : undefined,
 		// A field path starts at the item (body.…, headers.…), read here without an n8n expression.
 		item: parameters.key.strategy === 'field' ? json : undefined,
@@ -46,4 +57,14 @@ export async function deriveItemKey(
 	const derived = deriveKey(input, parameters.key);
 	const payloadHash = parameters.payloadFingerprint === 'off' ? null : payloadFingerprint(input);
 	return { input, derived, payloadHash };
+}
+
+/** The files of a multipart request, as n8n's Webhook node keeps them: one binary per form field. */
+async function uploadedFiles(context: IExecuteFunctions, item: INodeExecutionData, itemIndex: number): Promise<UploadedFile[]> {
+	const files: UploadedFile[] = [];
+	for (const [field, binary] of Object.entries(item.binary ?? {})) {
+		const bytes = await context.helpers.getBinaryDataBuffer(itemIndex, field);
+		files.push({ field, fileName: binary.fileName, mimeType: binary.mimeType, sha256: sha256Hex(bytes) });
+	}
+	return files;
 }

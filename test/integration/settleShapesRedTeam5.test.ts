@@ -443,27 +443,45 @@ describeWithN8n('a node run several times in one execution', () => {
 /* Always Output Data, a forged `idempotency` field ----------------------------------------------------------- */
 
 describeWithN8n('Always Output Data on a failing charge; a forged idempotency field in the event body', () => {
-	it.each([
-		['error output', 'continueErrorOutput'],
-		['regular output', 'continueRegularOutput'],
-	] as const)(
-		'charge at Continue (%s) with Always Output Data, failing once, Ship after it: failed, 500; one effect after the retry',
-		async (_label, onError) => {
-			const id = `ao_${onError}`;
-			const data = workflow(`wfr5-always-${onError}`, {
-				nodes: [once('Charge', id, 0, { onError, alwaysOutputData: true }), lookup('Ship', '', 0, { onError: 'continueErrorOutput' })],
-				connections: { Charge: { main: [link('Ship')] } },
-				heads: ['Charge'],
-			});
-			const { answers, lost } = await provider(data, [{ id }]);
-			expect({ answers, lost, effects: effectsFor(id), states: await statuses([id]) }).toEqual({
-				answers: [500, 200],
-				lost: [],
-				effects: 1,
-				states: ['completed'],
-			});
-		},
-	);
+	it('charge at Continue (regular output) with Always Output Data, failing once, Ship after it: failed, 500; one effect after the retry', async () => {
+		const id = 'ao_continueRegularOutput';
+		const data = workflow('wfr5-always-continueRegularOutput', {
+			nodes: [
+				once('Charge', id, 0, { onError: 'continueRegularOutput', alwaysOutputData: true }),
+				lookup('Ship', '', 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Charge: { main: [link('Ship')] } },
+			heads: ['Charge'],
+		});
+		const { answers, lost } = await provider(data, [{ id }]);
+		expect({ answers, lost, effects: effectsFor(id), states: await statuses([id]) }).toEqual({
+			answers: [500, 200],
+			lost: [],
+			effects: 1,
+			states: ['completed'],
+		});
+	});
+
+	// At Continue (using error output) the failed charge's emptied success output gets n8n's empty item: Ship would run
+	// for an event whose charge failed. Refused before anything is reserved.
+	it('charge at Continue (error output) with Always Output Data, Ship after it: refused before anything is reserved, nothing charged', async () => {
+		const id = 'ao_continueErrorOutput';
+		const data = workflow('wfr5-always-continueErrorOutput', {
+			nodes: [
+				once('Charge', id, 0, { onError: 'continueErrorOutput', alwaysOutputData: true }),
+				lookup('Ship', '', 0, { onError: 'continueErrorOutput' }),
+			],
+			connections: { Charge: { main: [link('Ship')] } },
+			heads: ['Charge'],
+		});
+		const first = await deliver(data, [{ id }]);
+		expect({
+			answer: first.answer,
+			refusal: JSON.stringify(first.run.data.resultData.runData.Reserve?.[0]?.data?.main[3] ?? []).includes('Always Output Data'),
+			effects: effectsFor(id),
+			states: await statuses([id]),
+		}).toEqual({ answer: 503, refusal: true, effects: 0, states: [undefined] });
+	});
 
 	const flatten = (y: number): INode =>
 		baseNode('Flatten', 'set', 3.4, { mode: 'raw', jsonOutput: '={{ JSON.stringify($json.body) }}', options: {} } as INodeParameters, y, {

@@ -410,10 +410,17 @@ export function hasRunOnceMode(node: NodeRef): boolean {
  * file of them): its item stands for all of them.
  */
 export function joinsItems(node: NodeRef): boolean {
-	if (node.type === AGGREGATE_TYPE || node.type === SUMMARIZE_TYPE || makesOneFileOfAll(node)) return true;
+	if (node.type === AGGREGATE_TYPE || node.type === SUMMARIZE_TYPE || makesOneFileOfAll(node) || mergesIntoOneEmptyItem(node)) return true;
 	if (node.type !== ITEM_LISTS_TYPE) return false;
 	const operation = itemListsOperation(node);
 	return operation === 'summarize' || ITEM_LISTS_JOINS.has(operation);
+}
+
+/** Merge waiting for all its inputs to give one empty item for them (Choose Branch → A Single, Empty Item; version 1's Wait). */
+function mergesIntoOneEmptyItem(node: NodeRef): boolean {
+	if (node.type !== MERGE_TYPE) return false;
+	if ((node.typeVersion ?? 1) < 2) return node.parameters?.mode === 'wait';
+	return node.parameters?.mode === 'chooseBranch' && node.parameters?.output === 'empty';
 }
 
 /** Convert to File (or Spreadsheet File) writing one file for all its items: one item, no key of theirs. */
@@ -433,7 +440,7 @@ function makesOneFileOfAll(node: NodeRef): boolean {
  */
 export function joinsWithoutKeys(node: NodeRef): boolean {
 	if (!joinsItems(node)) return false;
-	if (makesOneFileOfAll(node)) return true;
+	if (makesOneFileOfAll(node) || mergesIntoOneEmptyItem(node)) return true;
 	const summarizes = node.type === SUMMARIZE_TYPE || (node.type === ITEM_LISTS_TYPE && itemListsOperation(node) === 'summarize');
 	return summarizes || aggregatesWithoutKeys(node.parameters ?? {});
 }

@@ -80,8 +80,20 @@ export const REFUSALS = {
 		`"${node}" continues on error: when its condition cannot be evaluated for an event (a value of another type under strict type validation, a failing expression, a date it cannot read), n8n sends the event on as if the condition had an answer (from version 2 to the false output, a Filter drops it, recording no failure; version 1 every event to the true output), so its key would be completed without the step, or the step run on every retry. Set its Settings → On Error to "Stop Workflow" (n8n's default): the failure then fails the key and the provider's retry runs the step again.`,
 	failureForNoEvent: ({ node, events }: { node: string; events?: number }) =>
 		`"${node}" continues on error and gets ${theEvents(events)} together: when it cannot route one of them, n8n puts an error item that belongs to none of them on its first output, so every key would fail while the others' steps went on, and the provider's retry would do them again. Set its Settings → On Error to "Stop Workflow" (n8n's default), or put Loop Over Items (batch size 1) before it.`,
-	joinedAfterEffect: ({ node, join, effect, events }: { node: string; join: string; effect: string; events?: number }) =>
-		`"${node}" gets the one item "${join}" makes of ${theEvents(events)} after "${effect}" has done its work for each: if "${node}" failed, it would fail for all of them, and the provider's retry would do "${effect}" again for each. Move "${node}" before "${effect}", split the joined item again before it (Split Out), or put Loop Over Items (batch size 1) before the step.`,
+	joinedAfterEffect: ({
+		node,
+		join,
+		effect,
+		events,
+		executeOnce,
+	}: {
+		node: string;
+		join: string;
+		effect: string;
+		events?: number;
+		executeOnce?: boolean;
+	}) =>
+		`"${node}" gets the one item "${join}" makes of ${theEvents(events)}${executeOnce ? ` (it is set to Execute Once)` : ''} after "${effect}" has done its work for each: if "${node}" failed, it would fail for all of them, and the provider's retry would do "${effect}" again for each. Move "${node}" before "${effect}", ${executeOnce ? `turn off "${join}"'s Execute Once setting` : 'split the joined item again before it (Split Out)'}, or put Loop Over Items (batch size 1) before the step.`,
 	stopAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
 		`"${node}" ends the execution for ${theEvents(events)} after "${effect}" has done its work for some of them: their steps would stop half done, their keys would fail, and the provider's retry would do that work again. Put "${node}" before "${effect}", or put Loop Over Items (batch size 1) before the step (each run then has one event).`,
 	retriedTogether: ({ node, events }: { node: string; events?: number }) =>
@@ -92,6 +104,8 @@ export const REFUSALS = {
 		`"${node}" runs once for all the items it gets${mode ? ' (Mode "Run Once for All Items", the Code node\'s default)' : ''} and comes after "${effect}": if it failed, its one error item would stand for ${theEvents(events)}, after "${effect}" had done its work for each, and the provider's retry would do that again. ${mode ? 'Set its Mode to "Run Once for Each Item", or move' : 'Move'} it before "${effect}"${mode ? '' : ', or put Loop Over Items (batch size 1) before the step'}.`,
 	emptyItemAfterEffect: ({ node, empty, effect, events }: { node: string; empty: string; effect: string; events?: number }) =>
 		`"${node}" comes after "${empty}", which is set to Always Output Data, ${effect === empty ? `and "${empty}" may have done its work` : `after "${effect}" has done its work`} for ${theEvents(events)}: when "${empty}" returns nothing, n8n gives one empty item for all of them, and if "${node}" then failed, it would fail for all of them and the provider's retry would do "${effect}" again for each. Turn off "${empty}"'s Settings → Always Output Data, or put Loop Over Items (batch size 1) before the step.`,
+	successAfterFailure: ({ node, after }: { node: string; after: string }) =>
+		`"${node}" is set to Always Output Data and sends its failures to its error output: when it fails, n8n still gives its success output one empty item, and "${after}" runs as if "${node}" had succeeded, then again on the provider's retry. Turn off "${node}"'s Settings → Always Output Data.`,
 	errorSettingsDisagree: ({ node }: { node: string }) =>
 		`"${node}" has On Error "Stop Workflow" and also the older Continue On Fail setting ("continueOnFail": true in the workflow's JSON, from an older n8n or written by hand): the node then stops at its first failed item while n8n goes on past it as if it had succeeded, so which events it had done cannot be told. Remove "continueOnFail" from the node (or set On Error to the behaviour you want, then save).`,
 	splitFromKeylessJoin: ({ node, split, join, events }: { node: string; split: string; join: string; events?: number }) =>

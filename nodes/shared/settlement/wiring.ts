@@ -134,6 +134,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	if (notWaitedFor) throw refusal('subWorkflowNotWaitedFor', { node: notWaitedFor });
 	for (const node of step) {
 		if (losesSubWorkflowFailures(node)) throw refusal('subWorkflowFailuresLost', { node: node.name });
+		const acting = actsAfterFailure(record, node, self);
+		if (acting) throw refusal('successAfterFailure', { node: node.name, after: acting.name });
 		if (!waitsIn(record, node)) continue;
 		// n8n-core's error-output split empties the input array the waiting node passed on, and that
 		// array is what n8n saves to resume from: the resumed run has no items and nothing runs.
@@ -148,6 +150,16 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 			throw refusal('stopsAfterWait', { node: after.name, wait: node.name });
 		}
 	}
+}
+
+/**
+ * The first node after `node`'s success output that may act, when `node` is set to Always Output Data and sends its
+ * failures to its error output: n8n-core then gives the emptied success output one empty item, and what follows acts
+ * as if `node` had succeeded.
+ */
+function actsAfterFailure(record: ExecutionRecord, node: INode, self: string): INode | undefined {
+	if (node.alwaysOutputData !== true || onErrorOf(node) !== 'continueErrorOutput') return undefined;
+	return downstreamOf(record, targets(record, node.name, 0), new Set([self, node.name]), endsBusinessStep).find(mayHaveEffect);
 }
 
 /**
@@ -304,14 +316,17 @@ function checkJoinedAfterEffect(
 		const effect = effectNotAfter(record, self, empty, step) ?? outside ?? (mayHaveEffect(empty) ? empty : undefined);
 		if (effect) throw refusal('emptyItemAfterEffect', { node: node.name, empty: empty.name, effect: effect.name, events });
 	}
-	// A join inside Loop Over Items (batch size 1) joins one event.
-	for (const join of before.filter((candidate) => joinsItems(candidate) && !oneAtATime.has(candidate.name))) {
+	// A join inside Loop Over Items (batch size 1) joins one event. A node set to Execute Once, even one that cannot
+	// fail (a No Operation), gives what it made of the first item for all the items it got.
+	const joins = (candidate: INode) => joinsItems(candidate) || candidate.executeOnce === true;
+	for (const join of before.filter((candidate) => joins(candidate) && !oneAtATime.has(candidate.name))) {
 		const effect = effectNotAfter(record, self, join, step) ?? outside;
 		if (!effect) continue;
 		const splitAgain = before.some(
 			(split) => splitsItems(split) && ranBefore(record, self, split).some((earlier) => earlier.name === join.name),
 		);
-		if (!splitAgain) throw refusal('joinedAfterEffect', { node: node.name, join: join.name, effect: effect.name, events });
+		if (!splitAgain)
+			throw refusal('joinedAfterEffect', { node: node.name, join: join.name, effect: effect.name, events, executeOnce: !joinsItems(join) });
 	}
 }
 
@@ -515,7 +530,8 @@ export function refusalDownstream(record: ExecutionRecord, names: string[]): str
 export function unsettleableAfterTrigger(
 	children: NodeRef[],
 	describe: DescribeNode | undefined,
-	record?: Pick<ExecutionRecord, 'node'>,
+	record?: ExecutionRecord,
+	trigger = '',
 ): string | undefined {
 	const reason = <R extends RefusalReason>(name: R, facts: Parameters<(typeof REFUSALS)[R]>[0]) => refusal(name, facts).message;
 	for (const node of children) {
@@ -535,6 +551,8 @@ export function unsettleableAfterTrigger(
 		if (full && losesSubWorkflowFailures(full)) return reason('subWorkflowFailuresLost', { node: node.name });
 		const hiding = full && firstIncludingInline([full], hidesConditionFailures);
 		if (hiding) return reason('conditionFailureHidden', { node: hiding });
+		const acting = full && record && actsAfterFailure(record, full, trigger);
+		if (acting) return reason('successAfterFailure', { node: node.name, after: acting.name });
 	}
 	return undefined;
 }
