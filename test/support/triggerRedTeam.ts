@@ -54,6 +54,8 @@ export interface Step {
 	nodes: INode[];
 	connections?: IConnections;
 	heads: string[];
+	/** On the node path: where Reserve's Duplicate output leads (default: Respond 200 (duplicate)). */
+	duplicates?: string[];
 }
 
 export interface TriggerRedTeamOptions {
@@ -416,7 +418,7 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 			[reserve.name]: {
 				main: [
 					[...heads, ...(settle ? link('Settle') : [])],
-					link('Respond 200 (duplicate)'),
+					link(...(step.duplicates ?? ['Respond 200 (duplicate)'])),
 					link('Respond 409 (in progress)'),
 					link('Respond 503 (not reserved)'),
 				],

@@ -1,6 +1,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
-import { continuedFailureTest, readExecutionRecord } from '../../shared/settlement';
+import type { SettleRequest } from '../../../lib/store/contract';
+import { continuedFailureTest, judgeExecution, readExecutionRecord, recoveredBefore } from '../../shared/settlement';
 import { readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
@@ -28,6 +29,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const source = readKeyFrom(context);
 	if (source === 'execution') refuseFailedExecution(context);
 	const isContinuedFailure = continuedFailureOf(context);
+	const failedEarlier = failedInThisRun(context);
 	return await settleOwnedKeys(
 		context,
 		value,
@@ -35,11 +37,41 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		(itemIndex) => readResponse(context, itemIndex),
 		async (requests) => await store.complete(requests.map((request) => ({ ...request.owned, response: request.detail }))),
 		// A failure a node at Continue passed on: completing its key would lose the event, never run again.
-		(item) =>
-			isContinuedFailure(item)
-				? "The item carries the error of a node before this one that continues on error (On Error: Continue): its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once."
-				: undefined,
+		{
+			item: (item) =>
+				isContinuedFailure(item)
+					? "The item carries the error of a node before this one that continues on error (On Error: Continue): its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once."
+					: undefined,
+			// The same failure after a node that dropped its error from the item (Edit Fields, a Merge renaming the field,
+			// a Merge keeping another input's item): n8n's record of the run still holds it.
+			key: (owned) =>
+				failedEarlier(owned)
+					? "A node of the step failed for this event earlier in this execution and continued on error (On Error: Continue), and the item that reached this node no longer shows it: its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once."
+					: undefined,
+		},
 	);
+}
+
+/**
+ * Whether n8n's record of this execution so far holds a failure of a node of the step for the key's reservation (as
+ * Settle reads it), other than one the workflow recovered from on the way to this node (a fallback after the failed
+ * node's error output); never without the record.
+ */
+function failedInThisRun(context: IExecuteFunctions): (owned: SettleRequest) => boolean {
+	try {
+		const record = readExecutionRecord(context);
+		const judgement = judgeExecution(record);
+		const self = context.getNode().name;
+		const failed = new Set<string>();
+		for (const [id, nodes] of judgement.failedAt) {
+			const reservation = judgement.reservations.get(id);
+			if (!reservation || [...nodes].every((node) => recoveredBefore(record, node, self))) continue;
+			failed.add(JSON.stringify([reservation.key, reservation.ownerToken]));
+		}
+		return (owned) => failed.has(JSON.stringify([owned.key, owned.ownerToken]));
+	} catch {
+		return () => false;
+	}
 }
 
 /** The continued-failure test for this node's items; none without n8n's record of the execution (nothing to read it from). */

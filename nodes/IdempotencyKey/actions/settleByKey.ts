@@ -37,8 +37,8 @@ export async function settleOwnedKeys<Detail>(
 	source: Exclude<KeyFrom, 'execution'>,
 	readDetail: (itemIndex: number) => Detail,
 	settle: (requests: Array<{ owned: SettleRequest; detail: Detail }>) => Promise<SettleReport[]>,
-	/** Why an item must not be settled this way (its settle would lose the event), or undefined. */
-	refuseItem?: (item: INodeExecutionData) => string | undefined,
+	/** Why an item, or the key it holds, must not be settled this way (its settle would lose the event), or undefined. */
+	refuse: { item?: (item: INodeExecutionData) => string | undefined; key?: (owned: SettleRequest) => string | undefined } = {},
 ): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	// An item that cannot be read leaves through the last output (Stale) under Continue: never Done.
@@ -54,14 +54,17 @@ export async function settleOwnedKeys<Detail>(
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
 			const item = items[itemIndex];
-			const refusal = refuseItem?.(item);
-			if (refusal) throw new NodeOperationError(context.getNode(), `${refusal} Nothing was settled for this item.`, { itemIndex });
+			const refuseWith = (refusal: string | undefined) => {
+				if (refusal) throw new NodeOperationError(context.getNode(), `${refusal} Nothing was settled for this item.`, { itemIndex });
+			};
+			refuseWith(refuse.item?.(item));
 			// Key From: Item, an item a node after Reserve replaced (an HTTP Request's answer): the Reserve item it
 			// descends from, when one Reserve node is before this one. Failing here would come after the step's effect.
 			const fallback = source === 'item' && !hasIdempotencyKey(item) ? pairedFallback() : undefined;
 			const { owned, reservation } = fallback
 				? readOwnedKey(context, item, itemIndex, 'reserveNode', fallback)
 				: readOwnedKey(context, item, itemIndex, source, reserveNodeName);
+			refuseWith(refuse.key?.(owned));
 			requests.push({ itemIndex, owned, reservation, detail: readDetail(itemIndex) });
 		} catch (error) {
 			refused.push({ error, itemIndex });

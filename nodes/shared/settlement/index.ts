@@ -34,6 +34,7 @@ export {
 	heldKeyOf,
 	pairingIsKnown,
 	judgeExecution,
+	recoveredBefore,
 	keysSettledByNodes,
 	originsOfItem,
 	subExecutionsToRead,

@@ -11,6 +11,7 @@ import {
 	isReservingOrSettlingType,
 	isPackageType,
 	isSettlingOperation,
+	mayHaveEffect,
 	onErrorOf,
 	runsOnceForAllItems,
 	writesAllOrNone,
@@ -54,6 +55,8 @@ export interface Judgement {
 	reservations: Map<string, Reservation>;
 	/** The failure message of every reservation whose step failed for one of its items. */
 	failed: Map<string, string>;
+	/** The nodes each failed reservation's step failed at. */
+	failedAt: Map<string, Set<string>>;
 	/** Reservations with work still to run. */
 	pending: Set<string>;
 	/** A failure that cannot be traced to its reservation: no key may be completed on a guess. */
@@ -379,7 +382,13 @@ export function judgeExecution(
 	failedNode?: { name: string; message: string },
 	subExecutions?: SubExecutionRecords,
 ): Judgement {
-	const judgement: Judgement = { reservations: reservationsOf(view), failed: new Map(), pending: new Set(), untracedPending: false };
+	const judgement: Judgement = {
+		reservations: reservationsOf(view),
+		failed: new Map(),
+		failedAt: new Map(),
+		pending: new Set(),
+		untracedPending: false,
+	};
 	const tracer = new Tracer(view, judgement.reservations);
 	const failures: Failure[] = [];
 	const waitingAt = new Set<string>();
@@ -389,7 +398,10 @@ export function judgeExecution(
 			judgement.untracedFailure ??= message;
 			return;
 		}
-		for (const origin of withEnclosing(tracer, origins)) if (!judgement.failed.has(origin)) judgement.failed.set(origin, message);
+		for (const origin of withEnclosing(tracer, origins)) {
+			if (!judgement.failed.has(origin)) judgement.failed.set(origin, message);
+			judgement.failedAt.set(origin, (judgement.failedAt.get(origin) ?? new Set()).add(node));
+		}
 	};
 	const wait = (origins: Origins, node: string): void => {
 		waitingAt.add(node);
@@ -417,7 +429,9 @@ export function judgeExecution(
 			const outputs = task.data?.main ?? [];
 			const onError = node ? onErrorOf(node) : 'stopWorkflow';
 			const errorOutput = onError === 'continueErrorOutput' ? outputs.length - 1 : -1;
-			const continues = onError !== 'stopWorkflow';
+			// At Continue (using error output) a failure leaves through the error output: an `error` field on an item of
+			// its other outputs is the answer's (an API's `"error": "none"`), not a failure.
+			const continuesOnRegularOutput = onError === 'continueRegularOutput';
 			const subWorkflow = node?.type === EXECUTE_WORKFLOW_TYPE;
 			for (const [outputIndex, items] of outputs.entries()) {
 				for (const item of items ?? []) {
@@ -428,7 +442,7 @@ export function judgeExecution(
 						(subWorkflow && isErrorItem(item)) ||
 						(beyondFirst && failedInSubWorkflow(node, task, outputIndex, item, subExecutions)) ||
 						// A sub-workflow's last node that continued on error returns its error item as its result.
-						(!beyondFirst && (continues || subWorkflow) && carriesError(item) && !errorCameIn(tracer, name, task, item));
+						(!beyondFirst && (continuesOnRegularOutput || subWorkflow) && carriesError(item) && !errorCameIn(tracer, name, task, item));
 					if (!failed) continue;
 					const message = `${name}: ${errorMessageOf(item)}`;
 					// One failure undid the whole write: the items reported done were rolled back with it.
@@ -857,6 +871,24 @@ export function continuedFailureTest(record: ExecutionRecord, node: INode): (ite
 		return downstreamOf(record, afterFirst, new Set()).some((reached) => reached.name === node.name);
 	});
 	return (item) => continuing && carriesError(item);
+}
+
+/**
+ * Whether `node` is reached from `failed`'s error output (Continue (using error output)) through a node that may act
+ * in its place: a recovery the user built (a fallback call), whose outcome `node` settles. A failure passed on through
+ * the regular output, or through nodes that only reshape the item, is no recovery.
+ */
+export function recoveredBefore(record: ExecutionRecord, failed: string, node: string): boolean {
+	const failedNode = record.node(failed);
+	if (!failedNode || onErrorOf(failedNode) !== 'continueErrorOutput') return false;
+	const outputs = record.connectionsBySourceNode[failed]?.main ?? [];
+	const afterError = outputs
+		.slice(1)
+		.flatMap((connections) => (connections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
+	return downstreamOf(record, afterError, new Set([failed, node])).some(
+		(recovery) =>
+			mayHaveEffect(recovery) && downstreamOf(record, [recovery], new Set([failed])).some((reached) => reached.name === node),
+	);
 }
 
 /**
