@@ -82,7 +82,7 @@ describeWithN8n('red team 30: continued failures before Reserve / in sub-workflo
 
 	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
 	const splitOut = SPLIT_OUT_EVENTS;
-	
+
 	const charge = (extra: Partial<INode> = {}) => httpCall('Charge', 'charge', extra, '={{ JSON.stringify({ id: $json.body.id }) }}');
 
 	/* (1) continuedFailureTest ------------------------------------------------------------------------------------ */

@@ -106,7 +106,12 @@ describeWithN8n('red team 31: once-for-the-batch shapes after the effect, Retry 
 			nodes: [
 				httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BODY, {}, 0),
 				httpCall('Ship', 'ship', { onError: 'continueErrorOutput' }, undefined, {}, 200),
-				node('Both Done', 'merge', 3.2, { mode: 'chooseBranch', chooseBranchMode: 'waitForAll', output: 'specifiedInput', useDataOfInput: 1 }),
+				node('Both Done', 'merge', 3.2, {
+					mode: 'chooseBranch',
+					chooseBranchMode: 'waitForAll',
+					output: 'specifiedInput',
+					useDataOfInput: 1,
+				}),
 				httpCall('Notify', 'notify', { onError: 'continueErrorOutput' }, '={{ JSON.stringify({ id: $json.id }) }}'),
 			],
 			connections: {

@@ -80,7 +80,13 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 		useTrigger('wf-rt32-dupmember');
 		const bytes = () => Buffer.from('{"id":"jd_x","id":"jd_y","amount":1}');
 		const answers: number[][] = [];
-		for (const contentType of ['application/json', 'text/plain', 'application/vnd.api+json', 'APPLICATION/JSON; charset="UTF-8"', 'text/json']) {
+		for (const contentType of [
+			'application/json',
+			'text/plain',
+			'application/vnd.api+json',
+			'APPLICATION/JSON; charset="UTF-8"',
+			'text/json',
+		]) {
 			rewrite = { contentType, bytes };
 			answers.push((await provide({}, chargeStep(), 1)).answers);
 		}
@@ -136,8 +142,7 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 	// each event keyed by its own last `id`, exact digits; both run once.
 	it('trigger: Events Path body.batches[0].events, events with duplicate members and ids beyond 2^53: each its exact key, one charge each', async () => {
 		useTrigger('wf-rt32-nested-events', { options: { eventsPath: 'body.batches[0].events' } });
-		const body =
-			'{"batches":[{"events":[{"id":"x","id":12345678901234567892},{"id":12345678901234567893}]},{"events":[{"id":"other"}]}]}';
+		const body = '{"batches":[{"events":[{"id":"x","id":12345678901234567892},{"id":12345678901234567893}]},{"events":[{"id":"other"}]}]}';
 		rewrite = { bytes: () => Buffer.from(body) };
 		const step: Step = {
 			nodes: [httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BY_KEY)],
@@ -255,10 +260,26 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 	// JSON array value. The secret is the step's, not the request's: only redactedErrorText (by name) can catch it.
 	// Nothing secret may be stored with the key (Get Key's lastError, the dashboard), nor sent in the 500.
 	it.each([
-		['api_key="…" (quoted after =)', 'Upstream refused the request: api_key="sk_live_rt32QUOTEDsecret0001" is revoked', 'sk_live_rt32QUOTEDsecret0001'],
-		['authorization: Bot … (unlisted scheme)', 'Upstream refused: authorization: Bot MTIzrt32DISCORDsecret0002.GhIjKl', 'MTIzrt32DISCORDsecret0002'],
-		['"x-api-key":["…"] (JSON array value)', 'Upstream refused: {"x-api-key":["sk_live_rt32ARRAYsecret0003"]}', 'sk_live_rt32ARRAYsecret0003'],
-		['control: Bearer … (listed scheme)', 'Upstream refused: Authorization: Bearer sk_live_rt32BEARERsecret0004', 'sk_live_rt32BEARERsecret0004'],
+		[
+			'api_key="…" (quoted after =)',
+			'Upstream refused the request: api_key="sk_live_rt32QUOTEDsecret0001" is revoked',
+			'sk_live_rt32QUOTEDsecret0001',
+		],
+		[
+			'authorization: Bot … (unlisted scheme)',
+			'Upstream refused: authorization: Bot MTIzrt32DISCORDsecret0002.GhIjKl',
+			'MTIzrt32DISCORDsecret0002',
+		],
+		[
+			'"x-api-key":["…"] (JSON array value)',
+			'Upstream refused: {"x-api-key":["sk_live_rt32ARRAYsecret0003"]}',
+			'sk_live_rt32ARRAYsecret0003',
+		],
+		[
+			'control: Bearer … (listed scheme)',
+			'Upstream refused: Authorization: Bearer sk_live_rt32BEARERsecret0004',
+			'sk_live_rt32BEARERsecret0004',
+		],
 	])('trigger: step fails quoting %s → the stored last error does not hold the secret', async (_label, detail, secret) => {
 		const id = `wf-rt32-leak-${secret.slice(-4)}`;
 		useTrigger(id);
@@ -295,11 +316,23 @@ describe('red team 32 (unit): redactedErrorText on credential forms', () => {
 		["JSON with single quotes {'api_key': '…'}", "{'api_key': 'sk_live_rt32SINGLEquote'}", 'sk_live_rt32SINGLEquote'],
 		['Basic base64', 'Authorization: Basic cnQzMnVzZXI6cnQzMnBhc3N3b3Jk', 'cnQzMnVzZXI6cnQzMnBhc3N3b3Jk'],
 		['AWS secret named', 'AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/rt32EXAMPLEKEY', 'rt32EXAMPLEKEY'],
-		['AWS SigV4 Signature', 'Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, SignedHeaders=host, Signature=fe5f80f77d5fa3beca038a248ff027d0', 'fe5f80f77d5fa3beca038a248ff027d0'],
-		['PEM private key named private_key', 'private_key: "-----BEGIN PRIVATE KEY-----\\nMIIErt32PEMsecret\\n-----END PRIVATE KEY-----"', 'MIIErt32PEMsecret'],
+		[
+			'AWS SigV4 Signature',
+			'Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, SignedHeaders=host, Signature=fe5f80f77d5fa3beca038a248ff027d0',
+			'fe5f80f77d5fa3beca038a248ff027d0',
+		],
+		[
+			'PEM private key named private_key',
+			'private_key: "-----BEGIN PRIVATE KEY-----\\nMIIErt32PEMsecret\\n-----END PRIVATE KEY-----"',
+			'MIIErt32PEMsecret',
+		],
 		['name="value" (quoted after =)', 'Invalid request: token="ghp_rt32QUOTEDtoken"', 'ghp_rt32QUOTEDtoken'],
 		["name='value' (single-quoted after =)", "password='rt32SINGLEpassword'", 'rt32SINGLEpassword'],
-		['OAuth 1.0 header', 'Authorization: OAuth oauth_token="370773112-rt32OAUTHtoken", oauth_signature="rt32OAUTHsig%3D"', 'rt32OAUTHtoken'],
+		[
+			'OAuth 1.0 header',
+			'Authorization: OAuth oauth_token="370773112-rt32OAUTHtoken", oauth_signature="rt32OAUTHsig%3D"',
+			'rt32OAUTHtoken',
+		],
 		['Authorization: Bot … (unlisted scheme)', 'Authorization: Bot MTIzrt32DISCORDtoken.GhIjKl', 'MTIzrt32DISCORDtoken'],
 		['Authorization: ApiKey … (unlisted scheme)', 'authorization: ApiKey rt32ELASTICapikey==', 'rt32ELASTICapikey'],
 		['Authorization: SSWS … (Okta)', 'Authorization: SSWS 00rt32OKTAtoken-x', '00rt32OKTAtoken'],
@@ -338,7 +371,9 @@ describe('red team 32 (unit): storedAnswer / withoutRequestSecrets', () => {
 	const request = { headers: { 'x-api-key': 'rt32-header-api-key-value', authorization: 'Bearer rt32BearerTokenValue+/=' } };
 
 	it('a credential copied into a field: left out; in an array: null', () => {
-		const kept = JSON.stringify(storedAnswer({ copy: 'rt32-header-api-key-value', list: ['x', 'Bearer rt32BearerTokenValue+/='] }, request));
+		const kept = JSON.stringify(
+			storedAnswer({ copy: 'rt32-header-api-key-value', list: ['x', 'Bearer rt32BearerTokenValue+/='] }, request),
+		);
 		expect(kept).not.toContain('rt32-header-api-key-value');
 		expect(kept).not.toContain('rt32BearerTokenValue');
 	});
@@ -387,7 +422,11 @@ describe('red team 32 (unit): Stripe signature header adversity', () => {
 		['v1 uppercase hex of the genuine digest', { 'stripe-signature': `t=${now},v1=${sign(now).toUpperCase()}` }, true],
 		['v1 truncated', { 'stripe-signature': `t=${now},v1=${sign(now).slice(0, 32)}` }, false],
 		['multipart Content-Type', { 'stripe-signature': genuine, 'content-type': 'multipart/form-data; boundary=x' }, false],
-		['multipart Content-Type in an array beside JSON', { 'stripe-signature': genuine, 'content-type': ['application/json', 'multipart/form-data; boundary=x'] }, false],
+		[
+			'multipart Content-Type in an array beside JSON',
+			{ 'stripe-signature': genuine, 'content-type': ['application/json', 'multipart/form-data; boundary=x'] },
+			false,
+		],
 	])('%s → valid %s', (_label, headers, valid) => {
 		expect(check(headers as Record<string, unknown>).valid).toBe(valid);
 	});

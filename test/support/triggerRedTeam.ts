@@ -373,7 +373,14 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 		packageNode(
 			name,
 			'idempotencyReserve',
-			{ store: 'embedded', keySource: 'auto', mode: 'lease', leaseSeconds: options.nodeLeaseSeconds ?? 300, options: {}, ...parameters } as never,
+			{
+				store: 'embedded',
+				keySource: 'auto',
+				mode: 'lease',
+				leaseSeconds: options.nodeLeaseSeconds ?? 300,
+				options: {},
+				...parameters,
+			} as never,
 			{ typeVersion: 3, position: [440, y], onError: 'continueRegularOutput' },
 		);
 	const completeNode = (extra: Partial<INode> = {}, parameters: Record<string, unknown> = {}): INode =>
@@ -402,7 +409,14 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 			reserve,
 			...ANSWERS,
 			...(settle
-				? [packageNode('Settle', 'idempotencyKey', { operation: 'settle', store: 'embedded', options: {} }, { typeVersion: 3, position: [700, 240] })]
+				? [
+						packageNode(
+							'Settle',
+							'idempotencyKey',
+							{ operation: 'settle', store: 'embedded', options: {} },
+							{ typeVersion: 3, position: [700, 240] },
+						),
+					]
 				: []),
 			...(before?.nodes ?? []),
 			...step.nodes,

@@ -886,8 +886,7 @@ export function recoveredBefore(record: ExecutionRecord, failed: string, node: s
 		.slice(1)
 		.flatMap((connections) => (connections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
 	return downstreamOf(record, afterError, new Set([failed, node])).some(
-		(recovery) =>
-			mayHaveEffect(recovery) && downstreamOf(record, [recovery], new Set([failed])).some((reached) => reached.name === node),
+		(recovery) => mayHaveEffect(recovery) && downstreamOf(record, [recovery], new Set([failed])).some((reached) => reached.name === node),
 	);
 }
 
