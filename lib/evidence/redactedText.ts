@@ -10,8 +10,11 @@ export const REDACTED = '[redacted]';
 
 /** `Bearer …`, `Basic …` and the like: a credential after its scheme. */
 const SCHEME_CREDENTIAL = /\b(Bearer|Basic|Token|Digest)\s+[A-Za-z0-9._~+/=-]{4,}/gi;
-/** A `name=value` pair in a URL's query or a form body, or `name = "value"` in a message; the value quoted or not. */
-const NAMED_VALUE = /([?&;\s"',]|^)([A-Za-z0-9_.-]+)(\s*=\s*)("[^"]*"|'[^']*'|[^&\s"';,]*)/g;
+/**
+ * A `name=value` pair in a URL's query or a form body, or `name = "value"` in a message; the value quoted (to its
+ * quote, else to the end of the text) or not.
+ */
+const NAMED_VALUE = /([?&;\s"',]|^)([A-Za-z0-9_.-]+)(\s*=\s*)("[^"]*"?|'[^']*'?|[^&\s"';,]*)/g;
 /**
  * An Authorization header's credential after any scheme (`Bot …`, `ApiKey …`, `SSWS …`, `OAuth oauth_token="…", …`):
  * to the quote that opened the value, else to the end of the line.
@@ -19,7 +22,7 @@ const NAMED_VALUE = /([?&;\s"',]|^)([A-Za-z0-9_.-]+)(\s*=\s*)("[^"]*"|'[^']*'|[^
 const QUOTED_AUTHORIZATION = /\b((?:proxy-)?authorization['"]?\s*:\s*)(['"])([A-Za-z][A-Za-z0-9_-]*) (?!\[redacted\])(?:(?!\2)[^\n])+/gi;
 const AUTHORIZATION_LINE = /\b((?:proxy-)?authorization\s*:\s*)([A-Za-z][A-Za-z0-9_-]*) (?!\[redacted\])[^\n]+/gi;
 /** A JSON string, number or array of strings, as JSON.stringify writes a member's value. */
-const JSON_VALUE = String.raw`(?:"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|\[\s*(?:"(?:[^"\\]|\\.)*"\s*,?\s*)*\])`;
+const JSON_VALUE = String.raw`(?:"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|\[\s*(?:"(?:[^"\\]|\\.)*"\s*(?:,\s*)?)*\])`;
 /** A JSON member with a text, number or text-array value, `"name":"value"`, as JSON.stringify writes an item into a message. */
 const JSON_MEMBER = new RegExp(String.raw`"([A-Za-z0-9_.-]+)"(\s*:\s*)${JSON_VALUE}`, 'g');
 /** The same inside a JSON string (an API's error body quoted by n8n's `400 - "{\"api_key\":…}"`). */

@@ -1,4 +1,4 @@
-import { REDACTED } from '../../../lib/evidence/redactedText';
+import { REDACTED, redactedErrorText } from '../../../lib/evidence/redactedText';
 import { MAX_ERROR_MESSAGE_LENGTH, storableErrorMessage } from '../../../lib/store/storableValues';
 
 // What a failure's message becomes before it is written to the key table (Mark Failed, Settle, the end of an
@@ -25,5 +25,14 @@ describe('storableErrorMessage', () => {
 		expect(repaired.warnings).toHaveLength(1);
 		const long = storableErrorMessage(`${'x'.repeat(MAX_ERROR_MESSAGE_LENGTH - 1)}😀`);
 		expect(long.text).toBe('x'.repeat(MAX_ERROR_MESSAGE_LENGTH - 1));
+	});
+
+	// Each pattern runs in time linear in the message: an unclosed array of quoted values with white space between them
+	// would take a pattern with two optional white-space runs per value exponentially long (40 values: hours).
+	it('redacts a message made to make a pattern backtrack (an unclosed array, a megabyte of quotes) at once', () => {
+		const unclosed = `{"api_key":[${'"a"        '.repeat(40)}x`;
+		expect(redactedErrorText(unclosed)).toBe(unclosed);
+		// A quote never closed: the rest of the message is the value.
+		expect(redactedErrorText(`token="${'a'.repeat(1_000_000)}`) === `token=${REDACTED}`).toBe(true);
 	});
 });
