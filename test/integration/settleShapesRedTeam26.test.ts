@@ -1,10 +1,10 @@
-import { NodeConnectionTypes, type IConnections, type INode, type IRun } from 'n8n-workflow';
+import { type INode, type IRun } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { engineBase, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, webhookAnswer } from '../support/n8nEngine';
+import { PACKAGE } from '../support/n8nEngine';
 import { link, toInput } from '../support/settleWorkflows';
-import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import { baseNode as node, CHARGE_BODY, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Before, type Step } from '../support/triggerRedTeam';
 
 /*
  * Twenty-sixth red-team pass: nodes the package counts as unable to fail on the events' data (nodeKinds.ts
@@ -21,22 +21,7 @@ import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Ste
 const NOTIFY_BODY = '={{ JSON.stringify({ id: $json.id }) }}';
 
 describeWithN8n('red team 26: "cannot fail" nodes after the effect, Merge and Respond placements, several events', () => {
-	const {
-		credentials,
-		effectsAt,
-		failNext,
-		httpCall,
-		keyStore,
-		nextExecutionId,
-		postStripe,
-		provide,
-		refusedAtPublish,
-		serve,
-		startedItems,
-		statuses,
-		useTrigger,
-		workflowId,
-	} = triggerRedTeam({
+	const { effectsAt, failNext, httpCall, keyStore, nodePath, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
 		tag: 'rt26',
 		echoBody: true,
 		route: (route, body, id) =>
@@ -55,124 +40,26 @@ describeWithN8n('red team 26: "cannot fail" nodes after the effect, Merge and Re
 
 	/* The node template path: n8n's Webhook → Verify → Split Out → Reserve (Field) → the step, Settle beside it ---------- */
 
-	const n8nWebhook: INode = {
-		id: 'Webhook',
-		name: 'Webhook',
-		type: 'n8n-nodes-base.webhook',
-		typeVersion: 2.1,
-		position: [0, 0],
-		webhookId: 'rt26-node-path',
-		parameters: { httpMethod: 'POST', path: 'rt26', responseMode: 'responseNode', options: { rawBody: true } },
-	};
-
-	// Served alone (callWebhook's workflow holds only this node), n8n's Webhook in Respond to Webhook mode refuses to
-	// start (no Respond to Webhook node connected): its request phase is served in On Received mode, the same items.
-	const useNodePath = (id: string) => serve(id, { ...n8nWebhook, parameters: { ...n8nWebhook.parameters, responseMode: 'onReceived' } });
-
-	/** Respond to Webhook stand-ins (n8n-core's sendResponse, the first answer kept), as the template wires them. */
-	const ANSWERS: Array<[string, number, number]> = [
-		['Respond 200', 200, 120],
-		['Respond 500 (provider retries)', 500, 280],
-		['Respond 200 (completion refused)', 200, 440],
-		['Respond 503 (not settled)', 503, 600],
-		['Respond 200 (duplicate)', 200, 760],
-		['Respond 409 (in progress)', 409, 920],
-		['Respond 503 (not reserved)', 503, 1080],
-		['Respond 401 (invalid signature)', 401, 1240],
-	];
-	const answerNode = ([name, status, y]: [string, number, number]): INode =>
-		packageNode(name, 'testStep', { status }, { position: [1400, y] });
-
-	/** The template's graph around `step` (its heads on Reserve's New output, beside Settle); `before` between Verify and Split Out. */
-	function nodePathWorkflow(step: Step, before: { nodes: INode[]; connections: IConnections; head: string; tail: string } | undefined) {
-		const nodes: INode[] = [
-			n8nWebhook,
-			packageNode(
-				'Verify',
-				'webhookSignatureVerify',
-				{ scheme: 'stripe', onInvalid: 'route' },
-				{ position: [200, 0], credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-			),
-			node('Split Out Events', 'splitOut', 1, {
-				fieldToSplitOut: 'body.events',
-				include: 'noOtherFields',
-				options: { destinationFieldName: 'body' },
-			}),
-			packageNode(
-				'Reserve',
-				'idempotencyReserve',
-				{ store: 'embedded', keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:', mode: 'lease', leaseSeconds: 300, options: {} },
-				{ typeVersion: 3, position: [600, 0], onError: 'continueRegularOutput' },
-			),
-			packageNode(
-				'Settle',
-				'idempotencyKey',
-				{ operation: 'settle', store: 'embedded', options: {} },
-				{ typeVersion: 3, position: [900, 240] },
-			),
-			...ANSWERS.map(answerNode),
-			...(before?.nodes ?? []),
-			...step.nodes,
-		];
-		const connections: IConnections = {
-			Webhook: { main: [link('Verify')] },
-			Verify: { main: [link(before?.head ?? 'Split Out Events'), link('Respond 401 (invalid signature)')] },
-			...(before ? { ...before.connections, [before.tail]: { main: [link('Split Out Events')] } } : {}),
-			'Split Out Events': { main: [link('Reserve')] },
-			Reserve: {
-				main: [
-					[
-						...step.heads.map((head) => {
-							// "Name#1": the head's second input (a Merge joining the step's output back to the reserved events).
-							const [name, input] = head.split('#');
-							return { node: name, type: NodeConnectionTypes.Main, index: Number(input ?? 0) };
-						}),
-						...link('Settle'),
-					],
-					link('Respond 200 (duplicate)'),
-					link('Respond 409 (in progress)'),
-					link('Respond 503 (not reserved)'),
-				],
-			},
-			Settle: {
-				main: [
-					link('Respond 200'),
-					link('Respond 500 (provider retries)'),
-					link('Respond 200 (completion refused)'),
-					link('Respond 503 (not settled)'),
-				],
-			},
-			...(step.connections ?? {}),
-		};
-		return inProcessWorkflow(workflowId(), nodes, connections);
-	}
+	const { useNodePath } = nodePath;
+	/** Split Out of the batch before Reserve, after `before` when a row puts nodes between Verify and it. */
+	const splitOutAfter = (before: Before | undefined): Before =>
+		before
+			? {
+					nodes: [...before.nodes, ...SPLIT_OUT_EVENTS.nodes],
+					head: before.head,
+					tail: SPLIT_OUT_EVENTS.tail,
+					connections: { ...before.connections, [before.tail]: { main: [link(SPLIT_OUT_EVENTS.head)] } },
+				}
+			: SPLIT_OUT_EVENTS;
+	const fieldReserve = nodePath.reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
 
 	/** The provider on the node path: posts `body` until answered 2xx (at most `attempts` times); each answer and run. */
-	async function provideNodePath(
-		body: unknown,
-		step: Step,
-		attempts = 4,
-		before?: { nodes: INode[]; connections: IConnections; head: string; tail: string },
-	): Promise<{ answers: Array<number | undefined>; runs: IRun[] }> {
-		const answers: Array<number | undefined> = [];
-		const runs: IRun[] = [];
-		for (let attempt = 0; attempt < attempts; attempt++) {
-			const response = await postStripe(JSON.stringify(body));
-			await response.text();
-			const items = startedItems();
-			if (items.length === 0) {
-				answers.push(response.status);
-				break;
-			}
-			const executionId = nextExecutionId('node');
-			const { run } = await executeInProcess(nodePathWorkflow(step, before), executionId, items, engineBase(credentials()));
-			runs.push(run);
-			const answer = webhookAnswer(executionId, run);
-			answers.push(answer);
-			if (answer !== undefined && answer >= 200 && answer < 300) break;
-		}
-		return { answers, runs };
-	}
+	const provideNodePath = async (body: unknown, step: Step, attempts = 4, before?: Before) =>
+		await nodePath.provideNodePath(
+			body,
+			() => nodePath.nodeTemplate(step, { reserve: fieldReserve, before: splitOutAfter(before), settle: true }),
+			attempts,
+		);
 
 	const nodeKeyStatuses = async (ids: string[]) =>
 		await Promise.all(ids.map(async (id) => (await keyStore().getKeys([`evt:${id}`])).get(`evt:${id}`)?.status ?? null));

@@ -2,7 +2,7 @@ import { type IConnections, type INode, type IRun } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { engineBase, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, webhookAnswer } from '../support/n8nEngine';
+import { PACKAGE, packageNode } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
 import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
@@ -20,25 +20,9 @@ import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Ste
  */
 
 const NOTIFY_BODY = '={{ JSON.stringify({ id: $json.id }) }}';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describeWithN8n('red team 27: the edits users make to the shipped templates', () => {
-	const {
-		credentials,
-		effectsAt,
-		failNext,
-		httpCall,
-		keyStore,
-		nextExecutionId,
-		postStripe,
-		provide,
-		refusedAtPublish,
-		serve,
-		startedItems,
-		statuses,
-		useTrigger,
-		workflowId,
-	} = triggerRedTeam({
+	const { effectsAt, failNext, httpCall, nodePath, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
 		tag: 'rt27',
 		echoBody: true,
 		route: (route, body, id) => (route === 'lookup' ? { id, customer: body.customer, tier: 'gold' } : undefined),
@@ -293,25 +277,8 @@ describeWithN8n('red team 27: the edits users make to the shipped templates', ()
 
 	/* ===================== The node template ===================== */
 
-	const n8nWebhook: INode = {
-		id: 'Webhook',
-		name: 'Webhook',
-		type: 'n8n-nodes-base.webhook',
-		typeVersion: 2.1,
-		position: [0, 0],
-		webhookId: 'rt27-node-path',
-		parameters: { httpMethod: 'POST', path: 'rt27', responseMode: 'responseNode', options: { rawBody: true } },
-	};
-	const useNodePath = (id: string) => serve(id, { ...n8nWebhook, parameters: { ...n8nWebhook.parameters, responseMode: 'onReceived' } });
-
-	const answer = (name: string, status: number, y: number): INode => packageNode(name, 'testStep', { status }, { position: [1400, y] });
-	const reserve = (name = 'Reserve', parameters: Record<string, unknown> = {}, y = 0): INode =>
-		packageNode(
-			name,
-			'idempotencyReserve',
-			{ store: 'embedded', keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: {}, ...parameters } as never,
-			{ typeVersion: 3, position: [440, y], onError: 'continueRegularOutput' },
-		);
+	const { nodeKey, provideNodePath, useNodePath } = nodePath;
+	const reserve = (name = 'Reserve', parameters: Record<string, unknown> = {}, y = 0): INode => nodePath.reserveNode(parameters, name, y);
 	const settle = (y = 240): INode =>
 		packageNode(
 			'Settle',
@@ -319,18 +286,6 @@ describeWithN8n('red team 27: the edits users make to the shipped templates', ()
 			{ operation: 'settle', store: 'embedded', options: {} },
 			{ typeVersion: 3, position: [700, y] },
 		);
-	const SETTLE_ANSWERS: INode[] = [
-		answer('Respond 200', 200, 120),
-		answer('Respond 500 (provider retries)', 500, 280),
-		answer('Respond 200 (completion refused)', 200, 440),
-		answer('Respond 503 (not settled)', 503, 600),
-	];
-	const RESERVE_ANSWERS: INode[] = [
-		answer('Respond 200 (duplicate)', 200, 760),
-		answer('Respond 409 (in progress)', 409, 920),
-		answer('Respond 503 (not reserved)', 503, 1080),
-		answer('Respond 401 (invalid signature)', 401, 1240),
-	];
 	const settleWired = {
 		Settle: {
 			main: [
@@ -343,60 +298,9 @@ describeWithN8n('red team 27: the edits users make to the shipped templates', ()
 	};
 
 	/** The node template: Webhook → Verify → Reserve; Reserve's New → `newHeads`; the rest as `nodes` / `connections`. */
-	function nodeTemplate(nodes: INode[], newHeads: string[], connections: IConnections, reserveNode: INode = reserve()) {
-		const all: INode[] = [
-			n8nWebhook,
-			packageNode(
-				'Verify',
-				'webhookSignatureVerify',
-				{ scheme: 'stripe', onInvalid: 'route' },
-				{ position: [220, 0], credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-			),
-			reserveNode,
-			...RESERVE_ANSWERS,
-			...SETTLE_ANSWERS,
-			...nodes,
-		];
-		const wiring: IConnections = {
-			Webhook: { main: [link('Verify')] },
-			Verify: { main: [link(reserveNode.name), link('Respond 401 (invalid signature)')] },
-			[reserveNode.name]: {
-				main: [link(...newHeads), link('Respond 200 (duplicate)'), link('Respond 409 (in progress)'), link('Respond 503 (not reserved)')],
-			},
-			...connections,
-		};
-		return inProcessWorkflow(workflowId(), all, wiring);
-	}
+	const nodeTemplate = (nodes: INode[], newHeads: string[], connections: IConnections, reserveNode: INode = reserve()) =>
+		nodePath.nodeTemplate({ nodes, heads: newHeads, connections }, { reserve: reserveNode });
 
-	/** The provider on the node path: posts `body` until 2xx (at most `attempts`), `pauseMs` between tries. */
-	async function provideNodePath(
-		body: unknown,
-		build: () => ReturnType<typeof nodeTemplate>,
-		attempts = 4,
-		pauseMs = 0,
-	): Promise<{ answers: Array<number | undefined>; runs: IRun[] }> {
-		const answers: Array<number | undefined> = [];
-		const runs: IRun[] = [];
-		for (let attempt = 0; attempt < attempts; attempt++) {
-			if (attempt > 0 && pauseMs) await sleep(pauseMs);
-			const response = await postStripe(JSON.stringify(body));
-			await response.text();
-			const items = startedItems();
-			if (items.length === 0) {
-				answers.push(response.status);
-				break;
-			}
-			const executionId = nextExecutionId('node');
-			const { run } = await executeInProcess(build(), executionId, items, engineBase(credentials()));
-			runs.push(run);
-			const status = webhookAnswer(executionId, run);
-			answers.push(status);
-			if (status !== undefined && status >= 200 && status < 300) break;
-		}
-		return { answers, runs };
-	}
-
-	const nodeKey = async (key: string) => (await keyStore().getKeys([key])).get(key)?.status ?? null;
 	const nodeKeys = async (ids: string[]) => await Promise.all(ids.map(async (id) => await nodeKey(`evt:${id}`)));
 	/** What Reserve sent to Not Reserved (its refusal), '[]' when nothing. */
 	const refusalOf = (run: IRun | undefined) =>

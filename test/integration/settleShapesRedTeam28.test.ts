@@ -1,12 +1,12 @@
 import { createHmac } from 'node:crypto';
 
-import { type IConnections, type INode, type INodeParameters, type IRun } from 'n8n-workflow';
+import { type INode, type INodeParameters, type IRun } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { engineBase, executeInProcess, inProcessWorkflow, PACKAGE, packageNode, webhookAnswer } from '../support/n8nEngine';
+import { PACKAGE, packageNode } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
-import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type NodeTemplateOptions, type Step } from '../support/triggerRedTeam';
 
 /*
  * Twenty-eighth red-team pass: what this session changed. (1) The key body (lib/keys/deriveKey.ts keyBody /
@@ -23,7 +23,6 @@ import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Ste
 
 const NOTIFY_BODY = '={{ JSON.stringify({ id: $json.id }) }}';
 const SECRET = 'whsec_rt28';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What the next posts send instead of the harness's `application/json` UTF-8: another Content-Type, other bytes (re-signed). */
 let rewrite: { contentType?: string; bytes?: (text: string) => Buffer } | undefined;
@@ -47,21 +46,7 @@ function rewritingFetch(input: Parameters<typeof fetch>[0], init?: RequestInit):
 describeWithN8n(
 	'red team 28: key body charsets, two triggers on one table, expressions in "cannot fail" nodes, Complete with error items',
 	() => {
-		const {
-			credentials,
-			effectsAt,
-			failNext,
-			httpCall,
-			keyStore,
-			nextExecutionId,
-			postStripe,
-			provide,
-			refusedAtPublish,
-			serve,
-			startedItems,
-			useTrigger,
-			workflowId,
-		} = triggerRedTeam({
+		const { effectsAt, failNext, httpCall, nodePath, postStripe, provide, refusedAtPublish, startedItems, useTrigger } = triggerRedTeam({
 			tag: 'rt28',
 			echoBody: true,
 			baseNodeFiles: {
@@ -85,128 +70,14 @@ describeWithN8n(
 
 		/* The node template path: n8n's Webhook (Raw Body) → Verify → Reserve (Event ID) → Charge, Settle beside it ------- */
 
-		const n8nWebhook: INode = {
-			id: 'Webhook',
-			name: 'Webhook',
-			type: 'n8n-nodes-base.webhook',
-			typeVersion: 2.1,
-			position: [0, 0],
-			webhookId: 'rt28-node-path',
-			parameters: { httpMethod: 'POST', path: 'rt28', responseMode: 'responseNode', options: { rawBody: true } },
-		};
-		const useNodePath = (id: string) => serve(id, { ...n8nWebhook, parameters: { ...n8nWebhook.parameters, responseMode: 'onReceived' } });
-		const answer = (name: string, status: number, y: number): INode => packageNode(name, 'testStep', { status }, { position: [1400, y] });
-		const ANSWERS: INode[] = [
-			answer('Respond 200', 200, 120),
-			answer('Respond 500 (provider retries)', 500, 280),
-			answer('Respond 200 (completion refused)', 200, 440),
-			answer('Respond 503 (not settled)', 503, 600),
-			answer('Respond 200 (duplicate)', 200, 760),
-			answer('Respond 409 (in progress)', 409, 920),
-			answer('Respond 503 (not reserved)', 503, 1080),
-			answer('Respond 401 (invalid signature)', 401, 1240),
-		];
-		const reserveNode = (parameters: Record<string, unknown> = {}): INode =>
-			packageNode(
-				'Reserve',
-				'idempotencyReserve',
-				{ store: 'embedded', keySource: 'auto', mode: 'lease', leaseSeconds: 300, options: {}, ...parameters } as never,
-				{ typeVersion: 3, position: [440, 0], onError: 'continueRegularOutput' },
-			);
-
-		/** Webhook → Verify → [before] → Reserve; Reserve's New → `heads` (and Settle unless `settle` is false). */
-		function nodeTemplate(
-			step: Step,
-			options: {
-				reserve?: INode;
-				before?: { nodes: INode[]; head: string; tail: string; connections?: IConnections };
-				settle?: boolean;
-			} = {},
-		) {
-			const reserve = options.reserve ?? reserveNode();
-			const settle = options.settle ?? true;
-			const nodes: INode[] = [
-				n8nWebhook,
-				packageNode(
-					'Verify',
-					'webhookSignatureVerify',
-					{ scheme: 'stripe', onInvalid: 'route' },
-					{ position: [220, 0], credentials: { webhookSignatureApi: { id: 'signing', name: 'Signing' } } },
-				),
-				reserve,
-				...ANSWERS,
-				...(settle
-					? [
-							packageNode(
-								'Settle',
-								'idempotencyKey',
-								{ operation: 'settle', store: 'embedded', options: {} },
-								{ typeVersion: 3, position: [700, 240] },
-							),
-						]
-					: []),
-				...(options.before?.nodes ?? []),
-				...step.nodes,
-			];
-			const connections: IConnections = {
-				Webhook: { main: [link('Verify')] },
-				Verify: { main: [link(options.before?.head ?? reserve.name), link('Respond 401 (invalid signature)')] },
-				...(options.before ? { ...options.before.connections, [options.before.tail]: { main: [link(reserve.name)] } } : {}),
-				[reserve.name]: {
-					main: [
-						link(...step.heads, ...(settle ? ['Settle'] : [])),
-						link('Respond 200 (duplicate)'),
-						link('Respond 409 (in progress)'),
-						link('Respond 503 (not reserved)'),
-					],
-				},
-				...(settle
-					? {
-							Settle: {
-								main: [
-									link('Respond 200'),
-									link('Respond 500 (provider retries)'),
-									link('Respond 200 (completion refused)'),
-									link('Respond 503 (not settled)'),
-								],
-							},
-						}
-					: {}),
-				...(step.connections ?? {}),
-			};
-			return inProcessWorkflow(workflowId(), nodes, connections);
-		}
-
-		/** One delivery on the node path: posts `body`, runs the execution it started; the answer and the run. */
-		async function deliverNodePath(body: unknown, build: () => ReturnType<typeof nodeTemplate>) {
-			const response = await postStripe(JSON.stringify(body));
-			await response.text();
-			const items = startedItems();
-			if (items.length === 0) return { answer: response.status as number | undefined, run: undefined as IRun | undefined };
-			const executionId = nextExecutionId('node');
-			const { run } = await executeInProcess(build(), executionId, items, engineBase(credentials()));
-			return { answer: webhookAnswer(executionId, run), run };
-		}
-
-		/** The provider: the same bytes until 2xx (at most `attempts`), `pauseMs` between tries. */
-		async function provideNodePath(body: unknown, build: () => ReturnType<typeof nodeTemplate>, attempts = 4, pauseMs = 0) {
-			const answers: Array<number | undefined> = [];
-			const runs: IRun[] = [];
-			for (let attempt = 0; attempt < attempts; attempt++) {
-				if (attempt > 0 && pauseMs) await sleep(pauseMs);
-				const { answer: status, run } = await deliverNodePath(body, build);
-				answers.push(status);
-				if (run) runs.push(run);
-				if (status !== undefined && status >= 200 && status < 300) break;
-			}
-			return { answers, runs };
-		}
+		const { deliverNodePath, nodeKey, provideNodePath, reserveNode, useNodePath } = nodePath;
+		/** The template around `step`, Settle beside it unless `settle` is false. */
+		const nodeTemplate = (step: Step, options: NodeTemplateOptions = {}) => nodePath.nodeTemplate(step, { settle: true, ...options });
 
 		const outputOf = (run: IRun | undefined, name: string, index: number) =>
 			run?.data.resultData.runData[name]?.[0]?.data?.main[index]?.length ?? 0;
 		const reservedKey = (run: IRun | undefined) =>
 			(run?.data.resultData.runData.Reserve?.[0]?.data?.main[0]?.[0]?.json.idempotency as { key?: string } | undefined)?.key ?? null;
-		const nodeKey = async (key: string) => (await keyStore().getKeys([key])).get(key)?.status ?? null;
 
 		/** The charge names its effect by a fixed ASCII id per row: what n8n made of a non-ASCII id does not matter. */
 		const chargeStep = (effectId: string): Step => ({
