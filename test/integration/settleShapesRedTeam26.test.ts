@@ -4,7 +4,16 @@ import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/Webho
 import { describeWithN8n } from '../support/n8nBaseNodes';
 import { PACKAGE } from '../support/n8nEngine';
 import { link, toInput } from '../support/settleWorkflows';
-import { baseNode as node, CHARGE_BODY, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Before, type Step } from '../support/triggerRedTeam';
+import {
+	baseNode as node,
+	CHARGE_BODY,
+	EVENTS,
+	events,
+	SPLIT_OUT_EVENTS,
+	triggerRedTeam,
+	type Before,
+	type Step,
+} from '../support/triggerRedTeam';
 
 /*
  * Twenty-sixth red-team pass: nodes the package counts as unable to fail on the events' data (nodeKinds.ts

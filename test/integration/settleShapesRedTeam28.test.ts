@@ -1,12 +1,18 @@
-import { createHmac } from 'node:crypto';
-
 import { type INode, type INodeParameters, type IRun } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
 import { PACKAGE, packageNode } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
-import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type NodeTemplateOptions, type Step } from '../support/triggerRedTeam';
+import {
+	baseNode as node,
+	CHARGE_BODY,
+	EVENTS,
+	events,
+	triggerRedTeam,
+	type NodeTemplateOptions,
+	type Step,
+} from '../support/triggerRedTeam';
 
 /*
  * Twenty-eighth red-team pass: what this session changed. (1) The key body (lib/keys/deriveKey.ts keyBody /
@@ -22,31 +28,11 @@ import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Nod
  */
 
 const NOTIFY_BODY = '={{ JSON.stringify({ id: $json.id }) }}';
-const SECRET = 'whsec_rt28';
-
-/** What the next posts send instead of the harness's `application/json` UTF-8: another Content-Type, other bytes (re-signed). */
-let rewrite: { contentType?: string; bytes?: (text: string) => Buffer } | undefined;
-const realFetch = globalThis.fetch;
-function rewritingFetch(input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> {
-	if (!rewrite || !init) return realFetch(input, init);
-	const headers = { ...(init.headers as Record<string, string>) };
-	let body = init.body as string | Buffer;
-	if (rewrite.bytes) {
-		body = rewrite.bytes(String(body));
-		const t = Math.floor(Date.now() / 1000);
-		const v1 = createHmac('sha256', SECRET)
-			.update(Buffer.concat([Buffer.from(`${t}.`), body]))
-			.digest('hex');
-		headers['stripe-signature'] = `t=${t},v1=${v1}`;
-	}
-	if (rewrite.contentType) headers['content-type'] = rewrite.contentType;
-	return realFetch(input, { ...init, headers, body: body as RequestInit['body'] });
-}
 
 describeWithN8n(
 	'red team 28: key body charsets, two triggers on one table, expressions in "cannot fail" nodes, Complete with error items',
 	() => {
-		const { effectsAt, failNext, httpCall, nodePath, postStripe, provide, refusedAtPublish, startedItems, useTrigger } = triggerRedTeam({
+		const { effectsAt, failNext, httpCall, nodePath, postStripe, provide, refusedAtPublish, startedItems, useTrigger, sendAs } = triggerRedTeam({
 			tag: 'rt28',
 			echoBody: true,
 			baseNodeFiles: {
@@ -58,15 +44,6 @@ describeWithN8n(
 			nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 		});
 
-		beforeAll(() => {
-			globalThis.fetch = rewritingFetch as typeof fetch;
-		});
-		afterAll(() => {
-			globalThis.fetch = realFetch;
-		});
-		afterEach(() => {
-			rewrite = undefined;
-		});
 
 		/* The node template path: n8n's Webhook (Raw Body) → Verify → Reserve (Event ID) → Charge, Settle beside it ------- */
 
@@ -97,7 +74,7 @@ describeWithN8n(
 			const body = { id: 'évt_rt28_dup_ü', amount: 100 };
 			const build = () => nodeTemplate(chargeStep('cs_dup'));
 			const first = await deliverNodePath(body, build);
-			rewrite = { contentType: 'application/json; charset=utf-8; charset=latin1' };
+			sendAs({ contentType: 'application/json; charset=utf-8; charset=latin1' });
 			const copy = await deliverNodePath(body, build);
 			expect({
 				first: [first.answer, reservedKey(first.run)],
@@ -113,7 +90,7 @@ describeWithN8n(
 			const body = { id: 'évt_rt28_sp_ü', amount: 100 };
 			const build = () => nodeTemplate(chargeStep('cs_sp'));
 			const first = await deliverNodePath(body, build);
-			rewrite = { contentType: 'application/json; charset = latin1' };
+			sendAs({ contentType: 'application/json; charset = latin1' });
 			const copy = await deliverNodePath(body, build);
 			expect({
 				first: [first.answer, reservedKey(first.run)],
@@ -128,9 +105,9 @@ describeWithN8n(
 			const body = { id: 'évt_rt28_u8_ü', amount: 100 };
 			const build = () => nodeTemplate(chargeStep('cs_u8'));
 			const first = await deliverNodePath(body, build);
-			rewrite = { contentType: 'application/json; charset="UTF-8"' };
+			sendAs({ contentType: 'application/json; charset="UTF-8"' });
 			const quoted = await deliverNodePath(body, build);
-			rewrite = { contentType: 'application/json;charset=utf8' };
+			sendAs({ contentType: 'application/json;charset=utf8' });
 			const bare = await deliverNodePath(body, build);
 			expect({
 				first: [first.answer, reservedKey(first.run)],
@@ -149,9 +126,9 @@ describeWithN8n(
 			const body = { id: 'evt_rt28_u16', amount: 100 };
 			const utf16 = (text: string) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
 			const build = () => nodeTemplate(chargeStep('cs_u16'));
-			rewrite = { contentType: 'application/json; charset=utf-16le', bytes: utf16 };
+			sendAs({ contentType: 'application/json; charset=utf-16le', bytes: utf16 });
 			const first = await deliverNodePath(body, build);
-			rewrite = { contentType: 'text/plain', bytes: utf16 };
+			sendAs({ contentType: 'text/plain', bytes: utf16 });
 			const copy = await deliverNodePath(body, build);
 			expect({
 				first: [first.answer, reservedKey(first.run)],
@@ -165,7 +142,7 @@ describeWithN8n(
 			useTrigger('wf-rt28-trigger-charsets');
 			const step = chargeStep('tc_dup');
 			const first = await provide({ id: 'évt_rt28_tc_ü' }, step, 1);
-			rewrite = { contentType: 'application/json; charset=utf-8; charset=latin1' };
+			sendAs({ contentType: 'application/json; charset=utf-8; charset=latin1' });
 			const response = await postStripe(JSON.stringify({ id: 'évt_rt28_tc_ü' }));
 			const copy = { status: response.status, outcome: response.headers.get('x-idempotency-outcome'), started: startedItems().length };
 			await response.text();

@@ -1,5 +1,3 @@
-import { createHmac } from 'node:crypto';
-
 import { type IRun } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
@@ -20,33 +18,13 @@ import { baseNode as node, CHARGE_BODY, events, SPLIT_OUT_EVENTS, triggerRedTeam
  * a promise: its comment says what happens and how to reproduce it.
  */
 
-const SECRET = 'whsec_rt29';
-
-/** What the next posts send instead of the harness's `application/json` UTF-8: another Content-Type, other bytes (re-signed). */
-let rewrite: { contentType?: string; bytes?: (text: string) => Buffer } | undefined;
-const realFetch = globalThis.fetch;
-function rewritingFetch(input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> {
-	if (!rewrite || !init) return realFetch(input, init);
-	const headers = { ...(init.headers as Record<string, string>) };
-	let body = init.body as string | Buffer;
-	if (rewrite.bytes) {
-		body = rewrite.bytes(String(body));
-		const t = Math.floor(Date.now() / 1000);
-		const v1 = createHmac('sha256', SECRET)
-			.update(Buffer.concat([Buffer.from(`${t}.`), body]))
-			.digest('hex');
-		headers['stripe-signature'] = `t=${t},v1=${v1}`;
-	}
-	if (rewrite.contentType) headers['content-type'] = rewrite.contentType;
-	return realFetch(input, { ...init, headers, body: body as RequestInit['body'] });
-}
 
 /** The payment API of rows (1): it commits a payment per call and answers `replies[id]` (a JSON body with an `error` field). */
 const payments = new Map<string, number>();
 const replies = new Map<string, unknown>();
 
 describeWithN8n('red team 29: Complete and error-shaped answers, Key From: Item fallback re-paired, UTF-16 without BOM', () => {
-	const { effectsAt, failNext, httpCall, nodePath, provide, statuses, useTrigger, apiUrl } = triggerRedTeam({
+	const { effectsAt, failNext, httpCall, nodePath, provide, statuses, useTrigger, apiUrl, sendAs } = triggerRedTeam({
 		tag: 'rt29',
 		nodeLeaseSeconds: 1,
 		providerPauseMs: 1200,
@@ -65,15 +43,6 @@ describeWithN8n('red team 29: Complete and error-shaped answers, Key From: Item 
 		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
 
-	beforeAll(() => {
-		globalThis.fetch = rewritingFetch as typeof fetch;
-	});
-	afterAll(() => {
-		globalThis.fetch = realFetch;
-	});
-	afterEach(() => {
-		rewrite = undefined;
-	});
 
 	/* The node path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve (lease 1 s) → the step → Complete (Key From: Item) */
 
@@ -282,9 +251,9 @@ describeWithN8n('red team 29: Complete and error-shaped answers, Key From: Item 
 					connections: { Charge: { main: [link('Respond 200')] } },
 					heads: ['Charge'],
 				});
-			rewrite = { contentType: 'application/json; charset=utf-16le', bytes: utf16 };
+			sendAs({ contentType: 'application/json; charset=utf-16le', bytes: utf16 });
 			const first = await deliverNodePath(body, build);
-			rewrite = { contentType: 'text/plain', bytes: utf16 };
+			sendAs({ contentType: 'text/plain', bytes: utf16 });
 			const copy = await deliverNodePath(body, build);
 			expect({
 				first: [first.answer, reservedKey(first.run)],

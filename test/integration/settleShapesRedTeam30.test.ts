@@ -1,5 +1,3 @@
-import { createHmac } from 'node:crypto';
-
 import { type IConnections, type INode } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
@@ -20,33 +18,13 @@ import { baseNode as node, events, SPLIT_OUT_EVENTS, type Step, triggerRedTeam }
  * provider re-delivers the same signed bytes until answered 2xx. A row marked failing breaks a promise.
  */
 
-const SECRET = 'whsec_rt30';
-
-/** What the next posts send instead of the harness's JSON: another Content-Type, other bytes (re-signed). */
-let rewrite: { contentType?: string; bytes?: (text: string) => Buffer } | undefined;
-const realFetch = globalThis.fetch;
-function rewritingFetch(input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> {
-	if (!rewrite || !init) return realFetch(input, init);
-	const headers = { ...(init.headers as Record<string, string>) };
-	let body = init.body as string | Buffer;
-	if (rewrite.bytes) {
-		body = rewrite.bytes(String(body));
-		const t = Math.floor(Date.now() / 1000);
-		const v1 = createHmac('sha256', SECRET)
-			.update(Buffer.concat([Buffer.from(`${t}.`), body]))
-			.digest('hex');
-		headers['stripe-signature'] = `t=${t},v1=${v1}`;
-	}
-	if (rewrite.contentType) headers['content-type'] = rewrite.contentType;
-	return realFetch(input, { ...init, headers, body: body as RequestInit['body'] });
-}
 
 /** The payment API: it commits a payment per call and answers `replies[id]`. */
 const payments = new Map<string, number>();
 const replies = new Map<string, unknown>();
 
 describeWithN8n('red team 30: continued failures before Reserve / in sub-workflows, Sort+Limit pairing, percent-encoded keys', () => {
-	const { effectsAt, failNext, httpCall, nodePath, provide, statuses, useTrigger } = triggerRedTeam({
+	const { effectsAt, failNext, httpCall, nodePath, provide, statuses, useTrigger, sendAs } = triggerRedTeam({
 		tag: 'rt30',
 		nodeLeaseSeconds: 1,
 		providerPauseMs: 1200,
@@ -68,15 +46,6 @@ describeWithN8n('red team 30: continued failures before Reserve / in sub-workflo
 		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
 
-	beforeAll(() => {
-		globalThis.fetch = rewritingFetch as typeof fetch;
-	});
-	afterAll(() => {
-		globalThis.fetch = realFetch;
-	});
-	afterEach(() => {
-		rewrite = undefined;
-	});
 
 	/* The node path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve (lease 1 s) → the step → Complete (Key From: Item) */
 
@@ -297,9 +266,9 @@ describeWithN8n('red team 30: continued failures before Reserve / in sub-workflo
 			nodes: [httpCall('Charge', 'charge', {}, '={{ JSON.stringify({ id: "form_" + $json.body.amount }) }}')],
 			heads: ['Charge'],
 		};
-		rewrite = { contentType: 'application/x-www-form-urlencoded', bytes: () => Buffer.from('id=%FF&amount=100') };
+		sendAs({ contentType: 'application/x-www-form-urlencoded', bytes: () => Buffer.from('id=%FF&amount=100') });
 		const first = await provide({}, step);
-		rewrite = { contentType: 'application/x-www-form-urlencoded', bytes: () => Buffer.from('id=%FE&amount=200') };
+		sendAs({ contentType: 'application/x-www-form-urlencoded', bytes: () => Buffer.from('id=%FE&amount=200') });
 		const second = await provide({}, step);
 		expect({
 			answers: [first.answers, second.answers],

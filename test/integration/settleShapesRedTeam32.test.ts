@@ -20,26 +20,6 @@ import { baseNode as node, events, triggerRedTeam, type Step } from '../support/
  * a promise.
  */
 
-const SECRET = 'whsec_rt32';
-
-/** What the next posts send instead of the harness's JSON: another Content-Type, other bytes (re-signed). */
-let rewrite: { contentType?: string; bytes?: (text: string) => Buffer; headers?: Record<string, string> } | undefined;
-const realFetch = globalThis.fetch;
-function rewritingFetch(input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> {
-	if (!rewrite || !init) return realFetch(input, init);
-	const headers = { ...(init.headers as Record<string, string>), ...(rewrite.headers ?? {}) };
-	let body = init.body as string | Buffer;
-	if (rewrite.bytes) {
-		body = rewrite.bytes(String(body));
-		const t = Math.floor(Date.now() / 1000);
-		const v1 = createHmac('sha256', SECRET)
-			.update(Buffer.concat([Buffer.from(`${t}.`), body]))
-			.digest('hex');
-		headers['stripe-signature'] = `t=${t},v1=${v1}`;
-	}
-	if (rewrite.contentType) headers['content-type'] = rewrite.contentType;
-	return realFetch(input, { ...init, headers, body: body as RequestInit['body'] });
-}
 
 /** What the lookup route answers (an upstream's error detail, quoted by the step's failure). */
 let lookupDetail = '';
@@ -48,7 +28,7 @@ let lookupDetail = '';
 const CHARGE_BY_KEY = '={{ JSON.stringify({ id: $json.idempotency.key }) }}';
 
 describeWithN8n('red team 32: input adversity for keys, signatures and leaks', () => {
-	const { credentials, effectsAt, httpCall, keyRows, nextExecutionId, postStripe, provide, serve, startedItems, useTrigger } =
+	const { credentials, effectsAt, httpCall, keyRows, nextExecutionId, postStripe, provide, serve, startedItems, useTrigger, sendAs } =
 		triggerRedTeam({
 			tag: 'rt32',
 			route: (route) => (route === 'lookup' ? { detail: lookupDetail } : undefined),
@@ -58,15 +38,6 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 			},
 		});
 
-	beforeAll(() => {
-		globalThis.fetch = rewritingFetch as typeof fetch;
-	});
-	afterAll(() => {
-		globalThis.fetch = realFetch;
-	});
-	afterEach(() => {
-		rewrite = undefined;
-	});
 
 	const chargeStep = (): Step => ({ nodes: [httpCall('Charge', 'charge', {}, CHARGE_BY_KEY)], heads: ['Charge'] });
 	const wf = (id: string) => `wf:${id}:`;
@@ -87,7 +58,7 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 			'APPLICATION/JSON; charset="UTF-8"',
 			'text/json',
 		]) {
-			rewrite = { contentType, bytes };
+			sendAs({ contentType, bytes });
 			answers.push((await provide({}, chargeStep(), 1)).answers);
 		}
 		expect({
@@ -105,9 +76,9 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 	// key (the raw digits), each run once.
 	it('trigger: ids 12345678901234567890 and 12345678901234567891 (rounded alike by JSON.parse): two keys, each run once', async () => {
 		useTrigger('wf-rt32-bignum');
-		rewrite = { bytes: () => Buffer.from('{"id":12345678901234567890,"amount":1}') };
+		sendAs({ bytes: () => Buffer.from('{"id":12345678901234567890,"amount":1}') });
 		const one = await provide({}, chargeStep());
-		rewrite = { bytes: () => Buffer.from('{"id":12345678901234567891,"amount":2}') };
+		sendAs({ bytes: () => Buffer.from('{"id":12345678901234567891,"amount":2}') });
 		const two = await provide({}, chargeStep());
 		const prefix = wf('wf-rt32-bignum');
 		expect({
@@ -126,9 +97,9 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 			nodes: [httpCall('Charge', 'charge', {}, '={{ JSON.stringify({ id: "form_" + $json.body.amount }) }}')],
 			heads: ['Charge'],
 		};
-		rewrite = { contentType: 'application/x-www-form-urlencoded', bytes: () => Buffer.from('id=fd_1&id=fd_2&amount=100') };
+		sendAs({ contentType: 'application/x-www-form-urlencoded', bytes: () => Buffer.from('id=fd_1&id=fd_2&amount=100') });
 		const first = await provide({}, step, 2);
-		rewrite = { contentType: 'application/x-www-form-urlencoded', bytes: () => Buffer.from('id=fd_2&amount=200') };
+		sendAs({ contentType: 'application/x-www-form-urlencoded', bytes: () => Buffer.from('id=fd_2&amount=200') });
 		const second = await provide({}, step, 2);
 		expect({
 			first: first.answers,
@@ -143,7 +114,7 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 	it('trigger: Events Path body.batches[0].events, events with duplicate members and ids beyond 2^53: each its exact key, one charge each', async () => {
 		useTrigger('wf-rt32-nested-events', { options: { eventsPath: 'body.batches[0].events' } });
 		const body = '{"batches":[{"events":[{"id":"x","id":12345678901234567892},{"id":12345678901234567893}]},{"events":[{"id":"other"}]}]}';
-		rewrite = { bytes: () => Buffer.from(body) };
+		sendAs({ bytes: () => Buffer.from(body) });
 		const step: Step = {
 			nodes: [httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BY_KEY)],
 			connections: { Charge: { main: [[], []] } },
@@ -235,15 +206,15 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 	it('node path, no Verify: two multipart uploads with the same text fields and different files: both New, two keys', async () => {
 		serve('wf-rt32-multipart', n8nWebhook);
 		const boundary = 'rt32boundaryrt32';
-		rewrite = {
+		sendAs({
 			contentType: `multipart/form-data; boundary=${boundary}`,
 			bytes: () => multipart(boundary, { kind: 'invoice' }, { name: 'invoice-A.pdf', bytes: Buffer.from('%PDF-1.4 invoice A 100 EUR') }),
-		};
+		});
 		const one = await deliverNodePath('wf-rt32-multipart');
-		rewrite = {
+		sendAs({
 			contentType: `multipart/form-data; boundary=${boundary}`,
 			bytes: () => multipart(boundary, { kind: 'invoice' }, { name: 'invoice-B.pdf', bytes: Buffer.from('%PDF-1.4 invoice B 999 EUR') }),
-		};
+		});
 		const two = await deliverNodePath('wf-rt32-multipart');
 		expect({
 			routes: [one.route, two.route],

@@ -94,6 +94,13 @@ export interface NodeTemplateOptions {
 	settle?: boolean;
 }
 
+/** What the next deliveries send instead of the harness's JSON: another Content-Type, other bytes (signed anew), more headers. */
+export interface Sent {
+	contentType?: string;
+	bytes?: (text: string) => Buffer;
+	headers?: Record<string, string>;
+}
+
 /** Routes of the test API that count an effect per event. */
 const EFFECT_ROUTES = new Set(['charge', 'refund', 'notify', 'ship']);
 
@@ -269,13 +276,24 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 		if (!response.writableEnded) response.writeHead(200).end('{"started":true}');
 	}
 
+	let sent: Sent | undefined;
+	/** Sends the next deliveries as `next` says, until the row ends (undefined: as JSON again). */
+	const sendAs = (next: Sent | undefined): void => void (sent = next);
+
 	async function postStripe(body: string): Promise<Response> {
+		const bytes = sent?.bytes ? sent.bytes(body) : Buffer.from(body);
 		const timestamp = Math.floor(Date.now() / 1000);
-		const signature = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
+		const signature = createHmac('sha256', secret)
+			.update(Buffer.concat([Buffer.from(`${timestamp}.`), bytes]))
+			.digest('hex');
 		const response = await fetch(`${triggerUrl}/webhook/${tag}`, {
 			method: 'POST',
-			headers: { 'content-type': 'application/json', 'stripe-signature': `t=${timestamp},v1=${signature}` },
-			body,
+			headers: {
+				'stripe-signature': `t=${timestamp},v1=${signature}`,
+				...sent?.headers,
+				'content-type': sent?.contentType ?? 'application/json',
+			},
+			body: bytes,
 		});
 		await handling;
 		return response;
@@ -509,6 +527,7 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 	afterEach(() => {
 		forgetKeptSigningSecrets();
 		failing.clear();
+		sent = undefined;
 	});
 
 	return {
@@ -530,6 +549,7 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 		statuses,
 		keyRows,
 		postStripe,
+		sendAs,
 		/** The items the last delivery started an execution with (none: it was answered without one). */
 		startedItems,
 		refusedAtPublish,
