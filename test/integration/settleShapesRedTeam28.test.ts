@@ -32,18 +32,18 @@ const NOTIFY_BODY = '={{ JSON.stringify({ id: $json.id }) }}';
 describeWithN8n(
 	'red team 28: key body charsets, two triggers on one table, expressions in "cannot fail" nodes, Complete with error items',
 	() => {
-		const { effectsAt, failNext, httpCall, nodePath, postStripe, provide, refusedAtPublish, startedItems, useTrigger, sendAs } = triggerRedTeam({
-			tag: 'rt28',
-			echoBody: true,
-			baseNodeFiles: {
-				'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
-				'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-				'n8n-nodes-base.limit': 'Transform/Limit/Limit.node.js',
-				'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
-			},
-			nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
-		});
-
+		const { effectsAt, failNext, httpCall, nodePath, postStripe, provide, refusedAtPublish, startedItems, useTrigger, sendAs } =
+			triggerRedTeam({
+				tag: 'rt28',
+				echoBody: true,
+				baseNodeFiles: {
+					'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
+					'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
+					'n8n-nodes-base.limit': 'Transform/Limit/Limit.node.js',
+					'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
+				},
+				nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
+			});
 
 		/* The node template path: n8n's Webhook (Raw Body) → Verify → Reserve (Event ID) → Charge, Settle beside it ------- */
 

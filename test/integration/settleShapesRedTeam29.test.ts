@@ -18,7 +18,6 @@ import { baseNode as node, CHARGE_BODY, events, SPLIT_OUT_EVENTS, triggerRedTeam
  * a promise: its comment says what happens and how to reproduce it.
  */
 
-
 /** The payment API of rows (1): it commits a payment per call and answers `replies[id]` (a JSON body with an `error` field). */
 const payments = new Map<string, number>();
 const replies = new Map<string, unknown>();
@@ -42,7 +41,6 @@ describeWithN8n('red team 29: Complete and error-shaped answers, Key From: Item 
 		},
 		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
-
 
 	/* The node path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve (lease 1 s) → the step → Complete (Key From: Item) */
 

@@ -18,7 +18,6 @@ import { baseNode as node, events, SPLIT_OUT_EVENTS, type Step, triggerRedTeam }
  * provider re-delivers the same signed bytes until answered 2xx. A row marked failing breaks a promise.
  */
 
-
 /** The payment API: it commits a payment per call and answers `replies[id]`. */
 const payments = new Map<string, number>();
 const replies = new Map<string, unknown>();
@@ -45,7 +44,6 @@ describeWithN8n('red team 30: continued failures before Reserve / in sub-workflo
 		},
 		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
-
 
 	/* The node path: n8n's Webhook (Raw Body) → Verify → [before] → Reserve (lease 1 s) → the step → Complete (Key From: Item) */
 

@@ -20,7 +20,6 @@ import { baseNode as node, events, triggerRedTeam, type Step } from '../support/
  * a promise.
  */
 
-
 /** What the lookup route answers (an upstream's error detail, quoted by the step's failure). */
 let lookupDetail = '';
 
@@ -37,7 +36,6 @@ describeWithN8n('red team 32: input adversity for keys, signatures and leaks', (
 				'n8n-nodes-base.stopAndError': 'StopAndError/StopAndError.node.js',
 			},
 		});
-
 
 	const chargeStep = (): Step => ({ nodes: [httpCall('Charge', 'charge', {}, CHARGE_BY_KEY)], heads: ['Charge'] });
 	const wf = (id: string) => `wf:${id}:`;
