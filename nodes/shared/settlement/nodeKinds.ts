@@ -400,6 +400,21 @@ export function runsOnceForAllItems(node: NodeRef & Partial<Pick<INode, 'execute
 	return node.type === CODE_TYPE && node.parameters?.mode !== 'runOnceForEachItem';
 }
 
+/**
+ * A node whose code returns the items it makes without `pairedItem` (n8n's Code node for all items, the older Function
+ * node, AI Transform): n8n-core then pairs them by position, a guess. Any other node sets each item's pairing itself,
+ * also when set to Execute Once (its one item, paired to the first).
+ */
+export function mayReturnUnpairedItems(node: NodeRef): boolean {
+	if (node.type === FUNCTION_TYPE || node.type === AI_TRANSFORM_TYPE) return true;
+	return node.type === CODE_TYPE && node.parameters?.mode !== 'runOnceForEachItem';
+}
+
+/** A node that sends each item on by a condition (an If, a Filter, a Switch): a branch a user builds on an item's fields. */
+export function branchesOnItems(node: NodeRef): boolean {
+	return node.type === IF_TYPE || node.type === FILTER_TYPE || node.type === SWITCH_TYPE;
+}
+
 /** n8n's Code node, whose Mode chooses between once for all items and once for each. */
 export function hasRunOnceMode(node: NodeRef): boolean {
 	return node.type === CODE_TYPE;

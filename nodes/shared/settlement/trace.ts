@@ -3,6 +3,7 @@ import type { IDataObject, INode, INodeExecutionData, IPairedItemData, IRunData,
 import type { ExecutionRecord, ExecutionView } from './executionRecord';
 import { downstreamOf, loopDoneLeadsOn, ranBefore as nodesBefore, reachableFrom } from './graph';
 import {
+	branchesOnItems,
 	EXECUTE_WORKFLOW_TYPE,
 	inlineSubWorkflowNodes,
 	isKeyType,
@@ -12,8 +13,8 @@ import {
 	isPackageType,
 	isSettlingOperation,
 	mayHaveEffect,
+	mayReturnUnpairedItems,
 	onErrorOf,
-	runsOnceForAllItems,
 	writesAllOrNone,
 } from './nodeKinds';
 import {
@@ -874,19 +875,25 @@ export function continuedFailureTest(record: ExecutionRecord, node: INode): (ite
 }
 
 /**
- * Whether `node` is reached from `failed`'s error output (Continue (using error output)) through a node that may act
- * in its place: a recovery the user built (a fallback call), whose outcome `node` settles. A failure passed on through
- * the regular output, or through nodes that only reshape the item, is no recovery.
+ * Whether `node` is reached after `failed` failed through a recovery the user built, whose outcome `node` settles: a
+ * node that may act (a backup call, or `failed` itself run again in a retry loop) reached from its error output
+ * (Continue (using error output)), or from its regular output (Continue (regular output)) through a node that routes
+ * items (an If, a Filter or a Switch on the `error` field). A failure passed on through nodes that only reshape the item is no recovery.
  */
 export function recoveredBefore(record: ExecutionRecord, failed: string, node: string): boolean {
 	const failedNode = record.node(failed);
-	if (!failedNode || onErrorOf(failedNode) !== 'continueErrorOutput') return false;
+	if (!failedNode) return false;
+	const onError = onErrorOf(failedNode);
 	const outputs = record.connectionsBySourceNode[failed]?.main ?? [];
-	const afterError = outputs
-		.slice(1)
-		.flatMap((connections) => (connections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
-	return downstreamOf(record, afterError, new Set([failed, node])).some(
-		(recovery) => mayHaveEffect(recovery) && downstreamOf(record, [recovery], new Set([failed])).some((reached) => reached.name === node),
+	const targetsOf = (connections: Array<Array<{ node: string }> | null>) =>
+		connections.flatMap((outputConnections) => (outputConnections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
+	const reaches = (recovery: INode) => downstreamOf(record, [recovery], new Set()).some((reached) => reached.name === node);
+	const mayRecover = (candidate: INode) => mayHaveEffect(candidate) && candidate.name !== node && reaches(candidate);
+	if (onError === 'continueErrorOutput') return downstreamOf(record, targetsOf(outputs.slice(1)), new Set([node])).some(mayRecover);
+	if (onError !== 'continueRegularOutput') return false;
+	const routes = downstreamOf(record, targetsOf(outputs.slice(0, 1)), new Set([failed, node])).filter(branchesOnItems);
+	return routes.some((route) =>
+		downstreamOf(record, targetsOf(record.connectionsBySourceNode[route.name]?.main ?? []), new Set([route.name, node])).some(mayRecover),
 	);
 }
 
@@ -896,7 +903,7 @@ export function recoveredBefore(record: ExecutionRecord, failed: string, node: s
  * sorts the events), and a key read through such a guess could be another event's.
  */
 export function pairingIsKnown(record: ExecutionRecord, reserveNode: string, node: INode): boolean {
-	return !nodesBefore(record, reserveNode, node).some(runsOnceForAllItems);
+	return !nodesBefore(record, reserveNode, node).some(mayReturnUnpairedItems);
 }
 
 /** An item that carries an error: n8n's own error, or a non-empty `error` field. */

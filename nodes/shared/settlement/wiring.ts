@@ -12,6 +12,7 @@ import {
 	errorSettingsDisagree,
 	EXECUTE_WORKFLOW_TYPE,
 	failsAllOrNothing,
+	inlineSubWorkflowNodes,
 	failsForNoEvent,
 	hidesConditionFailures,
 	isRouting,
@@ -134,8 +135,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	if (notWaitedFor) throw refusal('subWorkflowNotWaitedFor', { node: notWaitedFor });
 	for (const node of step) {
 		if (losesSubWorkflowFailures(node)) throw refusal('subWorkflowFailuresLost', { node: node.name });
-		const acting = actsAfterFailure(record, node, self);
-		if (acting) throw refusal('successAfterFailure', { node: node.name, after: acting.name });
+		const acting = actsAfterFailureIncludingInline(record, node, self);
+		if (acting) throw refusal('successAfterFailure', acting);
 		if (!waitsIn(record, node)) continue;
 		// n8n-core's error-output split empties the input array the waiting node passed on, and that
 		// array is what n8n saves to resume from: the resumed run has no items and nothing runs.
@@ -160,6 +161,24 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 function actsAfterFailure(record: ExecutionRecord, node: INode, self: string): INode | undefined {
 	if (node.alwaysOutputData !== true || onErrorOf(node) !== 'continueErrorOutput') return undefined;
 	return downstreamOf(record, targets(record, node.name, 0), new Set([self, node.name]), endsBusinessStep).find(mayHaveEffect);
+}
+
+/** actsAfterFailure for `node` and, when it defines its sub-workflow (Define Below), for that sub-workflow's nodes. */
+function actsAfterFailureIncludingInline(
+	record: ExecutionRecord,
+	node: INode,
+	self: string,
+	depth = 0,
+): { node: string; after: string } | undefined {
+	const acting = actsAfterFailure(record, node, self);
+	if (acting) return { node: node.name, after: acting.name };
+	const inner = depth < SUB_WORKFLOW_DEPTH ? inlineSubWorkflowRecord(node, record) : undefined;
+	if (!inner) return undefined;
+	for (const innerNode of inlineSubWorkflowNodes(node)) {
+		const found = actsAfterFailureIncludingInline(inner.record, innerNode as INode, inner.start, depth + 1);
+		if (found) return { node: `${node.name}" → "${found.node}`, after: found.after };
+	}
+	return undefined;
 }
 
 /**
@@ -551,8 +570,8 @@ export function unsettleableAfterTrigger(
 		if (full && losesSubWorkflowFailures(full)) return reason('subWorkflowFailuresLost', { node: node.name });
 		const hiding = full && firstIncludingInline([full], hidesConditionFailures);
 		if (hiding) return reason('conditionFailureHidden', { node: hiding });
-		const acting = full && record && actsAfterFailure(record, full, trigger);
-		if (acting) return reason('successAfterFailure', { node: node.name, after: acting.name });
+		const acting = full && record && actsAfterFailureIncludingInline(record, full, trigger);
+		if (acting) return reason('successAfterFailure', acting);
 	}
 	return undefined;
 }
