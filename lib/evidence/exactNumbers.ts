@@ -94,7 +94,10 @@ function decimalParts(number: string): DecimalParts {
 	const [, sign, whole, fraction = '', exponentText = '0'] = match;
 	const all = (whole + fraction).replace(/^0+/, '');
 	if (all === '') return { negative: false, digits: '0', exponent: 0 };
-	const significant = all.replace(/0+$/, '');
+	// Trimmed by index: an unanchored /0+$/ would try every zero of a long fraction as the start of the run.
+	let end = all.length;
+	while (all.charCodeAt(end - 1) === 48) end--;
+	const significant = all.slice(0, end);
 	return {
 		negative: sign === '-',
 		digits: significant,

@@ -33,9 +33,17 @@ const ESCAPED_JSON_MEMBER = /\\"([A-Za-z0-9_.-]+)\\"(\s*:\s*)\\"(?:[^"\\]|\\[^"]
  * redacted after its scheme.
  */
 const COLON_VALUE =
-	/([\s,;{([]|^)('?)([A-Za-z0-9_.-]+)\2(\s*:\s*)(?![A-Za-z0-9_.-]+\s*:\s|[A-Za-z][A-Za-z0-9_-]* \[redacted\]|\[redacted\])(\[[^\]]*\]|'[^']*'|"[^"]*"|[^\s,;'"})\]]+)/g;
-/** The user information of a URL (`https://user:password@host`, `https://token@host`). */
-const URL_USER_INFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi;
+	/([\s,;{([]|^)('?)([A-Za-z0-9_.-]+)\2(\s*:\s*)(?![A-Za-z0-9_.-]+\s*:\s|[A-Za-z][A-Za-z0-9_-]* \[redacted\]|\[redacted\])(\[[^\]\n]{0,256}\]|'[^']*'|"[^"]*"|[^\s,;'"})\]]+)/g;
+/**
+ * The user information of a URL (`https://user:password@host`, `https://token@host`). A scheme starts where no scheme
+ * character stands before it: tried at every word boundary, a run like `a.a.a.…` would be scanned again from each.
+ */
+const URL_USER_INFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi;
+/**
+ * The longest text the patterns read: a failure message is kept cut to far less, and a payload preview shows less; the
+ * rest is cut off before redacting, so no message costs more than this much work.
+ */
+export const MAX_REDACTED_LENGTH = 65_536;
 
 /**
  * An error message without the credentials it quotes: a URL's user information, a credential after
@@ -47,7 +55,7 @@ export function redactedErrorText(text: string): string;
 export function redactedErrorText(text: string | null): string | null;
 export function redactedErrorText(text: string | null): string | null {
 	if (text === null) return null;
-	return text
+	return cutForRedaction(text)
 		.replace(URL_USER_INFO, (_match, scheme: string) => `${scheme}${REDACTED}@`)
 		.replace(SCHEME_CREDENTIAL, (_match, scheme: string) => `${scheme} ${REDACTED}`)
 		.replace(QUOTED_AUTHORIZATION, (_match, name: string, quote: string, scheme: string) => `${name}${quote}${scheme} ${REDACTED}`)
@@ -62,4 +70,11 @@ export function redactedErrorText(text: string | null): string | null {
 		.replace(ESCAPED_JSON_MEMBER, (match, name: string, colon: string) =>
 			isSecretHeader(name) ? `\\"${name}\\"${colon}\\"${REDACTED}\\"` : match,
 		);
+}
+
+/** `text` cut to MAX_REDACTED_LENGTH (never half a surrogate pair), marked with `…` where it was cut. */
+function cutForRedaction(text: string): string {
+	if (text.length <= MAX_REDACTED_LENGTH) return text;
+	const end = /[\uD800-\uDBFF]/.test(text[MAX_REDACTED_LENGTH - 1]) ? MAX_REDACTED_LENGTH - 1 : MAX_REDACTED_LENGTH;
+	return `${text.slice(0, end)}…`;
 }

@@ -23,12 +23,15 @@ export function signaturesEqual(expected: Buffer, received: Buffer): boolean {
 const HEX = /^(?:[0-9a-fA-F]{2})+$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
+/** No signature is longer; a longer text is malformed before any pattern reads it (a pattern's stack has a limit). */
+const MAX_ENCODED_LENGTH = 65_536;
+
 /** Strict hex decoding: `Buffer.from(text, 'hex')` silently stops at the first bad character. */
 export function decodeHex(text: string): Buffer | undefined {
-	return HEX.test(text) ? Buffer.from(text, 'hex') : undefined;
+	return text.length <= MAX_ENCODED_LENGTH && HEX.test(text) ? Buffer.from(text, 'hex') : undefined;
 }
 
 /** Strict, padded, standard-alphabet base64 decoding: `Buffer.from(text, 'base64')` skips bad characters. */
 export function decodeBase64(text: string): Buffer | undefined {
-	return text !== '' && BASE64.test(text) ? Buffer.from(text, 'base64') : undefined;
+	return text !== '' && text.length <= MAX_ENCODED_LENGTH && BASE64.test(text) ? Buffer.from(text, 'base64') : undefined;
 }
