@@ -260,6 +260,7 @@ const ROUTING_TYPES = new Set(
 		'if',
 		'switch',
 		'filter',
+		'compareDatasets',
 		'set',
 		'splitOut',
 		'summarize',

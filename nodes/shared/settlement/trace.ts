@@ -136,10 +136,17 @@ class Tracer {
 		return this.contradictedBy(item, origins) ?? this.narrowedByHeldKey(item, origins, task);
 	}
 
-	/** The reservations the input items an output item is paired to descend from; null where one cannot be traced. */
+	/**
+	 * The reservations the input items an output item is paired to descend from; null where one cannot be traced. An
+	 * item joined from several nodes (a Merge, Compare Datasets) with the one item of a node set to Execute Once (data
+	 * fetched once for all the events) descends from the events of its other inputs: that item is no event's.
+	 */
 	private ofLinks(links: Array<{ source: ISourceData; item: INodeExecutionData }>, depth: number): Origins {
+		const sharedData = (link: { source: ISourceData }) => this.view.node(link.source.previousNode)?.executeOnce === true;
+		const joined = new Set(links.map((link) => link.source.previousNode)).size > 1;
+		const events = joined ? links.filter((link) => !sharedData(link)) : links;
 		const origins: string[] = [];
-		for (const link of links) {
+		for (const link of events.length > 0 ? events : links) {
 			const traced = this.ofItem(link.source.previousNode, link.source.previousNodeRun ?? 0, link.item, depth + 1);
 			if (traced === null) return null;
 			origins.push(...traced);
