@@ -350,18 +350,18 @@ describeWithN8n('reordering, limiting and comparing nodes before a charge at Con
 		heads: ['Compare', 'Stored'],
 	});
 
-	// Compare Datasets is in neither of nodeKinds.ts's lists (never failing, routing): at Stop Workflow with two events it
-	// is taken for a node that may have an effect and refused before anything is reserved (a needless refusal, safe).
-	it('Compare Datasets at the default On Error gets two events: refused before anything is reserved (needless, safe)', async () => {
+	// Compare Datasets routes items and acts on nothing: at Stop Workflow with two events, before any node that may act,
+	// its failure would leave nothing half done. Accepted; each event charged once.
+	it('Compare Datasets at the default On Error gets two events before the charge: accepted, each charged once', async () => {
 		const ids = ['cds_a', 'cds_b'];
-		const refused = await deliver(
+		const run = await deliver(
 			workflow('wfr3-compare-stop', compareShape('cds', '', undefined)),
 			ids.map((id) => ({ id, amount: 5 })),
 		);
-		expect({ answer: refused.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
-			answer: 503,
-			effects: [0, 0],
-			states: [undefined, undefined],
+		expect({ answer: run.answer, effects: ids.map(effectsFor), states: await statuses(ids) }).toEqual({
+			answer: 200,
+			effects: [1, 1],
+			states: ['completed', 'completed'],
 		});
 	});
 
