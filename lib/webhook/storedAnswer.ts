@@ -217,9 +217,13 @@ function secretsOf(request: AnswerRequest): string[] {
  * password, and the signatures of a list (`t=…,v1=…`: each `name=value` part and its value; a part of
  * digits only is a timestamp, not a secret).
  */
+const MAX_CREDENTIAL_PARTS = 16;
+
 function credentialParts(value: string): string[] {
 	const parts = [value];
-	for (const part of value.split(',').map((piece) => piece.trim())) {
+	// A real signature header has a few parts; the whole value stays a secret, its first parts too. Each part is looked
+	// for in every text of an answer or message: a sender's thousand parts would make that its work a thousand times.
+	for (const part of value.split(',', MAX_CREDENTIAL_PARTS).map((piece) => piece.trim())) {
 		const signature = /^[A-Za-z0-9_-]+=(.+)$/.exec(part);
 		if (signature && !/^\d+$/.test(signature[1])) parts.push(...[part, signature[1]].filter((text) => text.length >= MIN_CONTAINED_SECRET));
 	}
