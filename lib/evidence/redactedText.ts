@@ -21,8 +21,8 @@ const NAMED_VALUE = /([?&;\s"',]|^)([A-Za-z0-9_.-]+)(\s*=\s*)("[^"]*"?|'[^']*'?|
  */
 const QUOTED_AUTHORIZATION = /\b((?:proxy-)?authorization['"]?\s*:\s*)(['"])([A-Za-z][A-Za-z0-9_-]*) (?!\[redacted\])(?:(?!\2)[^\n])+/gi;
 const AUTHORIZATION_LINE = /\b((?:proxy-)?authorization\s*:\s*)([A-Za-z][A-Za-z0-9_-]*) (?!\[redacted\])[^\n]+/gi;
-/** A JSON string, number or array of strings, as JSON.stringify writes a member's value. */
-const JSON_VALUE = String.raw`(?:"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|\[\s*(?:"(?:[^"\\]|\\.)*"\s*(?:,\s*)?)*\])`;
+/** A JSON string (unclosed only where the text ends), number or array of strings, as JSON.stringify writes a member's value. */
+const JSON_VALUE = String.raw`(?:"(?:[^"\\]|\\.)*(?:"|$)|-?\d[\d.eE+-]*|\[\s*(?:"(?:[^"\\]|\\.)*"\s*(?:,\s*)?)*\])`;
 /** A JSON member with a text, number or text-array value, `"name":"value"`, as JSON.stringify writes an item into a message. */
 const JSON_MEMBER = new RegExp(String.raw`"([A-Za-z0-9_.-]+)"(\s*:\s*)${JSON_VALUE}`, 'g');
 /** The same inside a JSON string (an API's error body quoted by n8n's `400 - "{\"api_key\":…}"`). */
@@ -72,9 +72,13 @@ export function redactedErrorText(text: string | null): string | null {
 		);
 }
 
-/** `text` cut to MAX_REDACTED_LENGTH (never half a surrogate pair), marked with `…` where it was cut. */
+/**
+ * `text` cut to MAX_REDACTED_LENGTH, marked with `…`. The cut may fall inside a credential, whose start no pattern would
+ * then recognise: the text is cut back to its last white space before it, leaving no part of the word it fell in.
+ */
 function cutForRedaction(text: string): string {
 	if (text.length <= MAX_REDACTED_LENGTH) return text;
-	const end = /[\uD800-\uDBFF]/.test(text[MAX_REDACTED_LENGTH - 1]) ? MAX_REDACTED_LENGTH - 1 : MAX_REDACTED_LENGTH;
-	return `${text.slice(0, end)}…`;
+	const cut = text.slice(0, MAX_REDACTED_LENGTH);
+	const lastSpace = cut.search(/\s\S*$/);
+	return `${lastSpace > 0 ? cut.slice(0, lastSpace) : ''}…`;
 }

@@ -77,7 +77,10 @@ export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unkn
 				const text = storableText(member).text;
 				return leaks(text) ? undefined : text;
 			}
-			if (typeof member === 'bigint') return member.toString();
+			// A credential of digits (a Header Auth value) is as secret as text, and a Buffer's bytes as its text.
+			if (typeof member === 'number') return leaks(String(member)) ? undefined : member;
+			if (typeof member === 'bigint') return leaks(member.toString()) ? undefined : member.toString();
+			if (isBufferJson(member)) return leaks(Buffer.from(member.data).toString('utf8')) ? undefined : member;
 			if (member !== null && typeof member === 'object' && !Array.isArray(member))
 				return keptMembers(member as Record<string, unknown>, leaks);
 			return member;
@@ -177,6 +180,10 @@ export function requestOfItem(json: unknown, ownerTokens: readonly string[] = []
 	const fields = isRecord(json) ? json : {};
 	return { headers: fields.headers, query: fields.query, ownerTokens };
 }
+
+/** What a Buffer's toJSON gives. */
+const isBufferJson = (value: unknown): value is { type: 'Buffer'; data: number[] } =>
+	isRecord(value) && value.type === 'Buffer' && Array.isArray(value.data) && value.data.every((byte) => typeof byte === 'number');
 
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 

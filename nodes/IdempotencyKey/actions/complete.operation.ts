@@ -1,7 +1,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import type { SettleRequest } from '../../../lib/store/contract';
-import { continuedFailureTest, judgeExecution, readExecutionRecord, recoveredBefore } from '../../shared/settlement';
+import { continuedFailureTest, judgeExecution, originsOfItem, readExecutionRecord, recoveredBefore } from '../../shared/settlement';
 import { readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
@@ -65,7 +65,13 @@ function failedInThisRun(context: IExecuteFunctions): (owned: SettleRequest) => 
 		const failed = new Set<string>();
 		for (const [id, nodes] of judgement.failedAt) {
 			const reservation = judgement.reservations.get(id);
-			if (!reservation || [...nodes].every((node) => recoveredBefore(record, node, self))) continue;
+			if (!reservation) continue;
+			// A recovery counts where it gave this event an item on its success output in this run.
+			const succeededForEvent = (recovery: string) =>
+				(record.runData[recovery] ?? []).some((task, run) =>
+					(task.data?.main?.[0] ?? []).some((item) => originsOfItem(record, recovery, run, item, judgement.reservations)?.includes(id)),
+				);
+			if ([...nodes].every((node) => recoveredBefore(record, node, self, succeededForEvent))) continue;
 			failed.add(JSON.stringify([reservation.key, reservation.ownerToken]));
 		}
 		return (owned) => failed.has(JSON.stringify([owned.key, owned.ownerToken]));

@@ -144,9 +144,20 @@ class Tracer {
 	private ofLinks(links: Array<{ source: ISourceData; item: INodeExecutionData }>, depth: number): Origins {
 		const sharedData = (link: { source: ISourceData }) => this.view.node(link.source.previousNode)?.executeOnce === true;
 		const joined = new Set(links.map((link) => link.source.previousNode)).size > 1;
-		const events = joined ? links.filter((link) => !sharedData(link)) : links;
+		if (joined && links.some(sharedData)) {
+			// Only where the other inputs bring the events: an Execute Once node on the event's own path is its link.
+			const events = this.tracedLinks(
+				links.filter((link) => !sharedData(link)),
+				depth,
+			);
+			if (events !== null && events.length > 0) return events;
+		}
+		return this.tracedLinks(links, depth);
+	}
+
+	private tracedLinks(links: Array<{ source: ISourceData; item: INodeExecutionData }>, depth: number): Origins {
 		const origins: string[] = [];
-		for (const link of events.length > 0 ? events : links) {
+		for (const link of links) {
 			const traced = this.ofItem(link.source.previousNode, link.source.previousNodeRun ?? 0, link.item, depth + 1);
 			if (traced === null) return null;
 			origins.push(...traced);
@@ -885,9 +896,16 @@ export function continuedFailureTest(record: ExecutionRecord, node: INode): (ite
  * Whether `node` is reached after `failed` failed through a recovery the user built, whose outcome `node` settles: a
  * node that may act (a backup call, or `failed` itself run again in a retry loop) reached from its error output
  * (Continue (using error output)), or from its regular output (Continue (regular output)) through a node that routes
- * items (an If, a Filter or a Switch on the `error` field). A failure passed on through nodes that only reshape the item is no recovery.
+ * items (an If, a Filter or a Switch on the `error` field), and that gave the event an item on its success output
+ * (`succeededForEvent`: a branch the event did not take, a backup that failed too, a retry loop that gave up are none).
+ * A failure passed on through nodes that only reshape the item is no recovery.
  */
-export function recoveredBefore(record: ExecutionRecord, failed: string, node: string): boolean {
+export function recoveredBefore(
+	record: ExecutionRecord,
+	failed: string,
+	node: string,
+	succeededForEvent: (recovery: string) => boolean = () => true,
+): boolean {
 	const failedNode = record.node(failed);
 	if (!failedNode) return false;
 	const onError = onErrorOf(failedNode);
@@ -895,7 +913,8 @@ export function recoveredBefore(record: ExecutionRecord, failed: string, node: s
 	const targetsOf = (connections: Array<Array<{ node: string }> | null>) =>
 		connections.flatMap((outputConnections) => (outputConnections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
 	const reaches = (recovery: INode) => downstreamOf(record, [recovery], new Set()).some((reached) => reached.name === node);
-	const mayRecover = (candidate: INode) => mayHaveEffect(candidate) && candidate.name !== node && reaches(candidate);
+	const mayRecover = (candidate: INode) =>
+		mayHaveEffect(candidate) && candidate.name !== node && reaches(candidate) && succeededForEvent(candidate.name);
 	if (onError === 'continueErrorOutput') return downstreamOf(record, targetsOf(outputs.slice(1)), new Set([node])).some(mayRecover);
 	if (onError !== 'continueRegularOutput') return false;
 	const routes = downstreamOf(record, targetsOf(outputs.slice(0, 1)), new Set([failed, node])).filter(branchesOnItems);

@@ -198,6 +198,9 @@ function actsAfterFailureIncludingInline(
 export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
 	if (events < 2) return;
 	const heads = targets(record, self, output);
+	// Whoever settles the keys (Settle, Complete, Mark Failed), a node that runs for the first event only leaves the others' steps undone.
+	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
+	checkFirstEventOnly(record, self, step, oneEventAtATime(record, self, step), events);
 	const settled =
 		enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
 	if (!settled) return;
@@ -230,6 +233,7 @@ function checkStepTakesEventsApart(
 	const heads = targets(record, self, output);
 	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
+	checkFirstEventOnly(record, self, step, oneAtATime, events);
 	// A node that may have acted before `node` ends the run: before it, on a branch beside it (n8n may run that branch
 	// first), or before the Execute Workflow node running this sub-workflow.
 	const effectBefore = (node: INode) => effectNotAfter(record, self, node, step) ?? outside;
@@ -279,6 +283,26 @@ function checkStepTakesEventsApart(
 			continueHides: continuingLosesTheEvent(node),
 			onceForAll: runsOnceForAllItems(node),
 		});
+	}
+}
+
+/**
+ * A node set to Execute Once runs for the first event only: what follows it, unless joined with the events again (a
+ * node with several inputs), acts for that one, and the others would be settled as if their step had run. Not inside
+ * Loop Over Items (batch size 1), where each run has one event.
+ */
+function checkFirstEventOnly(
+	record: ExecutionRecord,
+	self: string,
+	step: INode[],
+	oneAtATime: Map<string, INode>,
+	events: number | undefined,
+): void {
+	const joinsEvents = (candidate: INode) => endsBusinessStep(candidate) || inputIndexes(record, candidate.name).size > 1;
+	for (const node of step) {
+		if (node.executeOnce !== true || oneAtATime.has(node.name)) continue;
+		const acting = downstreamOf(record, allTargets(record, node.name), new Set([self, node.name]), joinsEvents).find(mayHaveEffect);
+		if (acting) throw refusal('firstEventOnly', { node: node.name, after: acting.name, events });
 	}
 }
 

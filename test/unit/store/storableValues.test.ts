@@ -32,7 +32,8 @@ describe('storableErrorMessage', () => {
 	it('redacts a message made to make a pattern backtrack (an unclosed array, a megabyte of quotes) at once', () => {
 		const unclosed = `{"api_key":[${'"a"        '.repeat(40)}x`;
 		expect(redactedErrorText(unclosed)).toBe(unclosed);
-		// A quote never closed: the rest of the message is the value.
-		expect(redactedErrorText(`token="${'a'.repeat(1_000_000)}`) === `token=${REDACTED}`).toBe(true);
+		// A quote never closed: the rest of the message is the value (here cut off whole: it is one word past 64 KB).
+		expect(redactedErrorText(`token="${'a'.repeat(1_000_000)}`).includes('a'.repeat(100))).toBe(false);
+		expect(redactedErrorText(`token="${'a'.repeat(1_000)}`)).toBe(`token=${REDACTED}`);
 	});
 });
