@@ -400,7 +400,7 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 		).not.toThrow();
 	});
 
-	it('refuses a node set to Execute Once after a node that may have an effect, whatever its On Error; accepts it before one', () => {
+	it('refuses a node set to Execute Once after a node that may have an effect, whatever its On Error, and before one unless joined with the events again', () => {
 		const once = (onError: INode['onError']) =>
 			beside(
 				['Charge'],
@@ -416,7 +416,20 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 			[node('Notify', 'n8n-nodes-base.slack', 0, { executeOnce: true }), node('Charge', 'n8n-nodes-base.httpRequest', 0)],
 			{ Notify: { main: [link('Charge')] } },
 		);
-		expect(() => checkEventsApart(first, 'Reserve', 0, 3)).not.toThrow();
+		expect(() => checkEventsApart(first, 'Reserve', 0, 3)).toThrow(
+			/"Notify" is set to Execute Once and gets the 3 events of this run: it runs for the first of them only, and "Charge"/,
+		);
+		expect(() => checkEventsApart(first, 'Reserve', 0, 1)).not.toThrow();
+		const joined = beside(
+			['Notify', 'With Token'],
+			[
+				node('Notify', 'n8n-nodes-base.slack', 0, { executeOnce: true }),
+				node('With Token', 'n8n-nodes-base.merge', 0, { parameters: { mode: 'combine', combineBy: 'combineAll' } }),
+				node('Charge', 'n8n-nodes-base.httpRequest', 0, { onError: 'continueErrorOutput' }),
+			],
+			{ Notify: { main: [[{ node: 'With Token', type: 'main', index: 1 }]] }, 'With Token': { main: [link('Charge')] } },
+		);
+		expect(() => checkEventsApart(joined, 'Reserve', 0, 3)).not.toThrow();
 	});
 
 	it('refuses a node that continues on error fed by Split Out of an Aggregate or Summarize that keeps no key, accepts one that keeps it', () => {
