@@ -198,13 +198,12 @@ function actsAfterFailureIncludingInline(
 export function checkEventsApart(record: ExecutionRecord, self: string, output: number, events: number): void {
 	if (events < 2) return;
 	const heads = targets(record, self, output);
-	// Whoever settles the keys (Settle, Complete, Mark Failed), a node that runs for the first event only leaves the others' steps undone.
-	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
-	checkFirstEventOnly(record, self, step, oneEventAtATime(record, self, step), events);
 	const settled =
 		enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
-	if (!settled) return;
-	checkStepTakesEventsApart(record, self, output, events);
+	if (settled) return checkStepTakesEventsApart(record, self, output, events);
+	// Whoever settles the keys (Complete, Mark Failed), a node that runs for the first event only leaves the others' steps undone.
+	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
+	checkFirstEventOnly(record, self, step, oneEventAtATime(record, self, step), events);
 }
 
 /**
@@ -233,7 +232,6 @@ function checkStepTakesEventsApart(
 	const heads = targets(record, self, output);
 	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
-	checkFirstEventOnly(record, self, step, oneAtATime, events);
 	// A node that may have acted before `node` ends the run: before it, on a branch beside it (n8n may run that branch
 	// first), or before the Execute Workflow node running this sub-workflow.
 	const effectBefore = (node: INode) => effectNotAfter(record, self, node, step) ?? outside;
@@ -284,6 +282,8 @@ function checkStepTakesEventsApart(
 			onceForAll: runsOnceForAllItems(node),
 		});
 	}
+	// After the rules above, whose reasons name an effect the node comes after more closely.
+	checkFirstEventOnly(record, self, step, oneAtATime, events);
 }
 
 /**
@@ -298,10 +298,17 @@ function checkFirstEventOnly(
 	oneAtATime: Map<string, INode>,
 	events: number | undefined,
 ): void {
-	const joinsEvents = (candidate: INode) => endsBusinessStep(candidate) || inputIndexes(record, candidate.name).size > 1;
+	const joinsEvents = (candidate: INode) => inputIndexes(record, candidate.name).size > 1;
+	// What acts for the one event, or settles its key as if the step had run for every event it was given.
+	const actsOrSettles = (candidate: INode) => mayHaveEffect(candidate) || endsBusinessStep(candidate);
 	for (const node of step) {
 		if (node.executeOnce !== true || oneAtATime.has(node.name)) continue;
-		const acting = downstreamOf(record, allTargets(record, node.name), new Set([self, node.name]), joinsEvents).find(mayHaveEffect);
+		// Data fetched once and joined with the events (a token for every charge) is the one use that keeps them apart.
+		const intoJoinsOnly = allTargets(record, node.name).length > 0 && allTargets(record, node.name).every(joinsEvents);
+		const acting =
+			mayHaveEffect(node) && !intoJoinsOnly
+				? node
+				: downstreamOf(record, allTargets(record, node.name), new Set([self, node.name]), joinsEvents).find(actsOrSettles);
 		if (acting) throw refusal('firstEventOnly', { node: node.name, after: acting.name, events });
 	}
 }
