@@ -4,7 +4,7 @@ import { inexactTextReason } from '../../lib/keys/exactText';
 import type { SettleRequest } from '../../lib/store/contract';
 import { settleItemProblem } from '../../lib/store/rules';
 import type { FailedExecution } from '../../lib/types';
-import { isReserveType } from '../shared/settlement';
+import { isReserveType, originsOfItem, readExecutionRecord, reservationsOf } from '../shared/settlement';
 
 export type KeyFrom = 'item' | 'reserveNode' | 'custom' | 'execution';
 
@@ -90,6 +90,10 @@ function pairedReservation(context: IExecuteFunctions, itemIndex: number, reserv
 	try {
 		reserved = context.getWorkflowDataProxy(itemIndex).$(reserveNodeName).item as INodeExecutionData | undefined;
 	} catch (error) {
+		// n8n's pairing found several Reserve items (a Merge joining the events with data fetched once, which n8n pairs to
+		// the first event): the package's own trace leaves such shared data out, and may name exactly one.
+		const traced = tracedReservation(context, itemIndex, reserveNodeName);
+		if (traced) return traced;
 		const reason = error instanceof Error ? error.message : String(error);
 		throw new NodeOperationError(
 			context.getNode(),
@@ -98,6 +102,25 @@ function pairedReservation(context: IExecuteFunctions, itemIndex: number, reserv
 		);
 	}
 	return reserved?.json?.idempotency as IDataObject | undefined;
+}
+
+/** The one reservation of `reserveNodeName` the input item at `itemIndex` descends from, by n8n's record of this run; else undefined. */
+function tracedReservation(context: IExecuteFunctions, itemIndex: number, reserveNodeName: string): IDataObject | undefined {
+	try {
+		const record = readExecutionRecord(context);
+		const source = context.getInputSourceData(0);
+		const item = context.getInputData()[itemIndex];
+		if (!source || !item) return undefined;
+		const reservations = reservationsOf(record);
+		const origins = originsOfItem(record, source.previousNode, source.previousNodeRun ?? 0, item, reservations) ?? [];
+		const own = [...new Set(origins)].flatMap((id) => {
+			const reservation = reservations.get(id);
+			return reservation?.reserveNode === reserveNodeName ? [reservation] : [];
+		});
+		return own.length === 1 ? own[0].idempotency : undefined;
+	} catch {
+		return undefined;
+	}
 }
 
 function ownedKeyOf(

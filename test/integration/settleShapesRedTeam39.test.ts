@@ -56,6 +56,38 @@ describeWithN8n('red team 39: firstEventOnly over-refusal, per-event recoveries,
 	const keysOf = async (tag: string) => [await nodeKey(`evt:${tag}_a`), await nodeKey(`evt:${tag}_b`)];
 	const charges = (tag: string, route = 'charge') => [effectsAt(route, `${tag}_a`), effectsAt(route, `${tag}_b`)];
 
+	/* (1) Execute Once whose output goes only into a Merge (combine all) with the events ---------------------------- */
+
+	// A token fetched once, joined with each event (Merge, combine all), then the charge and Complete (Key From: Item,
+	// reading the Reserve item the charge's answer descends from). n8n pairs the token's item to the first event, so
+	// its own pairing finds two Reserve items for B's; the package's trace leaves the token out and finds B's alone.
+	// Read through n8n's pairing only, Complete failed for B after its charge, and the retry charged B again.
+	it('node path: Split [A, B] → Reserve → Get Token (Execute Once) → Merge (combine all) ← Reserve → Charge → Complete: each charged once', async () => {
+		const tag = 'tm';
+		useNodePath(`wf-rt39-${tag}`);
+		const step: Step = {
+			nodes: [
+				httpCall('Get Token', 'token', { executeOnce: true }, '={{ JSON.stringify({ id: "once" }) }}'),
+				node('With Token', 'merge', 3.2, { mode: 'combine', combineBy: 'combineAll', options: {} }),
+				httpCall('Charge', 'charge', {}, CHARGE_BODY),
+				completeNode(),
+			],
+			connections: {
+				'Get Token': { main: [[{ node: 'With Token', type: 'main', index: 1 }]] },
+				'With Token': { main: [link('Charge')] },
+				Charge: { main: [link('Mark Complete')] },
+				...completeAnswers,
+			} as IConnections,
+			heads: ['With Token', 'Get Token'],
+		};
+		const { answers } = await provideNodePath(two(tag), () => nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }));
+		expect({ answers, charges: charges(tag), keys: await keysOf(tag) }).toEqual({
+			answers: [200],
+			charges: [1, 1],
+			keys: ['completed', 'completed'],
+		});
+	});
+
 	/* (2) Execute Once inside Loop Over Items (batch size 1) -------------------------------------------------------- */
 
 	it('node path: Split [A, B] → Reserve → Loop (1) → Get Token (Execute Once) → Charge → Complete → Loop; done → Respond 200: not refused', async () => {

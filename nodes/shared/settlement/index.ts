@@ -37,6 +37,7 @@ export {
 	recoveredBefore,
 	keysSettledByNodes,
 	originsOfItem,
+	reservationsOf,
 	subExecutionsToRead,
 	type Judgement,
 	type Reservation,
