@@ -90,11 +90,12 @@ function pairedReservation(context: IExecuteFunctions, itemIndex: number, reserv
 	try {
 		reserved = context.getWorkflowDataProxy(itemIndex).$(reserveNodeName).item as INodeExecutionData | undefined;
 	} catch (error) {
-		// n8n's pairing found several Reserve items (a Merge joining the events with data fetched once, which n8n pairs to
-		// the first event): the package's own trace leaves such shared data out, and may name exactly one.
-		const traced = tracedReservation(context, itemIndex, reserveNodeName);
-		if (traced) return traced;
 		const reason = error instanceof Error ? error.message : String(error);
+		// n8n's pairing found several Reserve items (a Merge joining the events with data fetched once, which n8n pairs to
+		// the first event): the package's own trace leaves such shared data out, and may name exactly one. Where the
+		// pairing is missing, nothing is guessed.
+		const traced = /multiple match/i.test(reason) ? tracedReservation(context, itemIndex, reserveNodeName) : undefined;
+		if (traced) return traced;
 		throw new NodeOperationError(
 			context.getNode(),
 			`Item ${itemIndex} cannot be traced back to its item from "${reserveNodeName}" (${reason}). Every node between them must keep the items' pairing (a Code node: set pairedItem), or set "Key From" to Custom.`,

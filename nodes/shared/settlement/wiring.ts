@@ -299,16 +299,12 @@ function checkFirstEventOnly(
 	events: number | undefined,
 ): void {
 	const joinsEvents = (candidate: INode) => inputIndexes(record, candidate.name).size > 1;
-	// What acts for the one event, or settles its key as if the step had run for every event it was given.
-	const actsOrSettles = (candidate: INode) => mayHaveEffect(candidate) || endsBusinessStep(candidate);
+	// What acts for the one item, or settles only the key that item carries (Complete, Mark Failed: Settle reads the run,
+	// where the node's item stands for every event, as a call made once for all of them does).
+	const actsOrSettlesOne = (candidate: INode) => mayHaveEffect(candidate) || (endsBusinessStep(candidate) && !isSettleNode(candidate));
 	for (const node of step) {
 		if (node.executeOnce !== true || oneAtATime.has(node.name)) continue;
-		// Data fetched once and joined with the events (a token for every charge) is the one use that keeps them apart.
-		const intoJoinsOnly = allTargets(record, node.name).length > 0 && allTargets(record, node.name).every(joinsEvents);
-		const acting =
-			mayHaveEffect(node) && !intoJoinsOnly
-				? node
-				: downstreamOf(record, allTargets(record, node.name), new Set([self, node.name]), joinsEvents).find(actsOrSettles);
+		const acting = downstreamOf(record, allTargets(record, node.name), new Set([self, node.name]), joinsEvents).find(actsOrSettlesOne);
 		if (acting) throw refusal('firstEventOnly', { node: node.name, after: acting.name, events });
 	}
 }

@@ -417,7 +417,7 @@ describe('checkEventsApart: several events reaching a node that stops the workfl
 			{ Notify: { main: [link('Charge')] } },
 		);
 		expect(() => checkEventsApart(first, 'Reserve', 0, 3)).toThrow(
-			/"Notify" is set to Execute Once and gets the 3 events of this run: it runs for the first of them only, and acts for that one alone/,
+			/"Notify" is set to Execute Once and gets the 3 events of this run: it runs for the first of them only, and "Charge" after it would act or settle for that one alone/,
 		);
 		expect(() => checkEventsApart(first, 'Reserve', 0, 1)).not.toThrow();
 		const joined = beside(
