@@ -108,11 +108,10 @@ function pairedReservation(context: IExecuteFunctions, itemIndex: number, reserv
 /** The one reservation of `reserveNodeName` the input item at `itemIndex` descends from, by n8n's record of this run; else undefined. */
 function tracedReservation(context: IExecuteFunctions, itemIndex: number, reserveNodeName: string): IDataObject | undefined {
 	try {
-		const record = readExecutionRecord(context);
 		const source = context.getInputSourceData(0);
 		const item = context.getInputData()[itemIndex];
 		if (!source || !item) return undefined;
-		const reservations = reservationsOf(record);
+		const { record, reservations } = runOf(context);
 		const origins = originsOfItem(record, source.previousNode, source.previousNodeRun ?? 0, item, reservations) ?? [];
 		const own = [...new Set(origins)].flatMap((id) => {
 			const reservation = reservations.get(id);
@@ -122,6 +121,21 @@ function tracedReservation(context: IExecuteFunctions, itemIndex: number, reserv
 	} catch {
 		return undefined;
 	}
+}
+
+/** n8n's record of this run and its reservations, read once for all the items of this node's run. */
+const runs = new WeakMap<
+	IExecuteFunctions,
+	{ record: ReturnType<typeof readExecutionRecord>; reservations: ReturnType<typeof reservationsOf> }
+>();
+function runOf(context: IExecuteFunctions) {
+	let run = runs.get(context);
+	if (!run) {
+		const record = readExecutionRecord(context);
+		run = { record, reservations: reservationsOf(record) };
+		runs.set(context, run);
+	}
+	return run;
 }
 
 function ownedKeyOf(

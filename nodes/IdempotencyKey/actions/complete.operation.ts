@@ -40,17 +40,21 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 		{
 			item: (item) =>
 				isContinuedFailure(item)
-					? "The item carries the error of a node before this one that continues on error (On Error: Continue): its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once."
+					? `The item carries the error of a node before this one that continues on error (On Error: Continue): ${LEFT_TO_THE_RETRY}`
 					: undefined,
 			// The same failure after a node that dropped its error from the item (Edit Fields, a Merge renaming the field,
 			// a Merge keeping another input's item): n8n's record of the run still holds it.
 			key: (owned) =>
 				failedEarlier(owned)
-					? "A node of the step failed for this event earlier in this execution and continued on error (On Error: Continue), and the item that reached this node no longer shows it: its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once."
+					? `A node of the step failed for this event earlier in this execution and continued on error (On Error: Continue), and the item that reached this node no longer shows it: ${LEFT_TO_THE_RETRY}`
 					: undefined,
 		},
 	);
 }
+
+/** What becomes of a continued failure's key, and the fix. */
+const LEFT_TO_THE_RETRY =
+	"its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once.";
 
 /**
  * Whether n8n's record of this execution so far holds a failure of a node of the step for the key's reservation (as
@@ -63,14 +67,25 @@ function failedInThisRun(context: IExecuteFunctions): (owned: SettleRequest) => 
 		const judgement = judgeExecution(record);
 		const self = context.getNode().name;
 		const failed = new Set<string>();
+		// The reservations each node's success output gave an item for in this run, traced once per node.
+		const served = new Map<string, Set<string>>();
+		const servedBy = (recovery: string): Set<string> => {
+			let origins = served.get(recovery);
+			if (!origins) {
+				origins = new Set(
+					(record.runData[recovery] ?? []).flatMap((task, run) =>
+						(task.data?.main?.[0] ?? []).flatMap((item) => originsOfItem(record, recovery, run, item, judgement.reservations) ?? []),
+					),
+				);
+				served.set(recovery, origins);
+			}
+			return origins;
+		};
 		for (const [id, nodes] of judgement.failedAt) {
 			const reservation = judgement.reservations.get(id);
 			if (!reservation) continue;
 			// A recovery counts where it gave this event an item on its success output in this run.
-			const succeededForEvent = (recovery: string) =>
-				(record.runData[recovery] ?? []).some((task, run) =>
-					(task.data?.main?.[0] ?? []).some((item) => originsOfItem(record, recovery, run, item, judgement.reservations)?.includes(id)),
-				);
+			const succeededForEvent = (recovery: string) => servedBy(recovery).has(id);
 			if ([...nodes].every((node) => recoveredBefore(record, node, self, succeededForEvent))) continue;
 			failed.add(JSON.stringify([reservation.key, reservation.ownerToken]));
 		}

@@ -904,7 +904,7 @@ export function recoveredBefore(
 	record: ExecutionRecord,
 	failed: string,
 	node: string,
-	succeededForEvent: (recovery: string) => boolean = () => true,
+	succeededForEvent: (recovery: string) => boolean,
 ): boolean {
 	const failedNode = record.node(failed);
 	if (!failedNode) return false;
