@@ -291,7 +291,7 @@ async function decideEvents(input: DecideInput, events: DeliveryEvent[], several
 	if (!several) {
 		const { result } = reserved[0];
 		if (routes[0] === 'inProgress') return answered('in_progress', { status: 'in_progress' }, result.key);
-		if (routes[0] === 'duplicate') return duplicateAnswer(input, result as ReservationResult);
+		if (routes[0] === 'duplicate') return await duplicateAnswer(input, result as ReservationResult);
 	}
 	const fresh = reserved.flatMap((_, index) => (routes[index] === 'new' ? [index] : []));
 	const heldElsewhere = reserved.find((_, index) => routes[index] === 'inProgress');
@@ -361,14 +361,36 @@ function prepareEvent(input: DecideInput, event: DeliveryEvent, evidence: Eviden
 }
 
 /** A copy of one event: its stored answer to a verified caller, else {"status":"duplicate"}; At Once never answers with stored data. */
-function duplicateAnswer(input: DecideInput, result: ReservationResult): WebhookAnswered {
+async function duplicateAnswer(input: DecideInput, result: ReservationResult): Promise<WebhookAnswered> {
 	// At Once never answers with stored data: the sender's job ended when the event was accepted.
 	// Anyone who knows an event's id could read its stored answer: only a verified caller gets it.
 	if (input.inbox || !verifiedCaller(input)) return answered('duplicate', DUPLICATE_BODY, result.key);
 	// The full record (detail: 'full'): it names the execution that processed the first delivery.
 	const { executionId, response } = result.record;
 	const headers: Record<string, string> = executionId && HEADER_VALUE.test(executionId) ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
-	return answered('duplicate', storedAnswer(response ?? undefined) ?? DUPLICATE_BODY, result.key, headers);
+	// Cleaned of the trigger's own secrets too: an answer stored before they were withheld at the store is not replayed with them.
+	const replayed = storedAnswer(response ?? undefined, { ownSecrets: await ownSecretsOf(input) });
+	return answered('duplicate', replayed ?? DUPLICATE_BODY, result.key, headers);
+}
+
+/** The signing secrets each delivery's signature was verified with (verify reads them): its copy's answer is replayed without them. */
+const verifiedWith = new WeakMap<DecideInput, readonly string[]>();
+
+/**
+ * The trigger's own secrets this delivery has read already, none read again: the signing secrets it was verified
+ * with, and the authentication's Header Auth value or Basic Auth password (the node reads each credential once per
+ * delivery; the caller's check read it).
+ */
+async function ownSecretsOf(input: DecideInput): Promise<string[]> {
+	const secrets = [...(verifiedWith.get(input) ?? [])];
+	const authentication = input.authentication ?? { kind: 'none' };
+	try {
+		if (authentication.kind === 'header') secrets.push((await authentication.credentials()).value);
+		if (authentication.kind === 'basic') secrets.push((await authentication.credentials()).password);
+	} catch {
+		// Not reached: a credential that cannot be read refuses the caller before any key is reserved.
+	}
+	return secrets;
 }
 
 /** Frees keys this delivery reserved and will not run; a store that fails leaves them to their lease. */
@@ -417,8 +439,9 @@ async function verify(input: DecideInput): Promise<WebhookAnswered | undefined> 
 	} catch {
 		return answered('not_verified', { error: 'signing_secret_unavailable' });
 	}
-	const check = (candidates: readonly string[]) =>
-		verifySignature({
+	const check = (candidates: readonly string[]) => {
+		verifiedWith.set(input, candidates);
+		return verifySignature({
 			scheme: verification.scheme,
 			headers: request.headers,
 			rawBody: request.rawBody,
@@ -427,6 +450,7 @@ async function verify(input: DecideInput): Promise<WebhookAnswered | undefined> 
 			nowSeconds: Math.floor(input.clock().getTime() / 1000),
 			generic: verification.generic,
 		});
+	};
 	let result;
 	try {
 		result = check(secrets);

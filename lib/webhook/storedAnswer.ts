@@ -55,6 +55,11 @@ export interface AnswerRequest {
 	ownerTokens?: readonly unknown[];
 	/** Headers that carry a credential whatever their name says (the one Header Auth checks, which the user names). */
 	credentialHeaders?: readonly string[];
+	/**
+	 * The trigger's own configured secrets (its signing secrets, the Header Auth value, the Basic Auth password): an
+	 * answer may echo them (an API answering the endpoint it configured), and they are withheld as a request's are.
+	 */
+	ownSecrets?: readonly unknown[];
 }
 
 /**
@@ -199,7 +204,7 @@ function keptMembers(value: Record<string, unknown>, leaks: (text: string) => bo
 	return copy;
 }
 
-/** Every text that would give a credential away: credential headers' and query parameters' values, their parts, owner tokens. */
+/** Every text that would give a credential away: credential headers' and query parameters' values, their parts, owner tokens, the trigger's own secrets. */
 function secretsOf(request: AnswerRequest): string[] {
 	const secrets = new Set<string>();
 	const add = (text: string) => {
@@ -207,6 +212,7 @@ function secretsOf(request: AnswerRequest): string[] {
 		if (trimmed !== '') secrets.add(storableText(trimmed).text);
 	};
 	for (const token of request.ownerTokens ?? []) if (typeof token === 'string') add(token);
+	for (const secret of request.ownSecrets ?? []) if (typeof secret === 'string') add(secret);
 	const credentialHeaders = new Set((request.credentialHeaders ?? []).map((name) => name.trim().toLowerCase()));
 	for (const source of [request.headers, request.query]) {
 		if (source === null || typeof source !== 'object') continue;

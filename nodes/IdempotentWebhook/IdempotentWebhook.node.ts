@@ -58,7 +58,7 @@ import {
 	wiringRecord,
 	type WorkflowFields,
 } from '../shared/settlement';
-import { webhookSigningSecrets } from '../shared/signingSecret';
+import { CREDENTIAL_TYPE as SIGNING_CREDENTIAL, webhookSigningSecrets } from '../shared/signingSecret';
 import { keptCredentialPool, keyStoreOn } from '../shared/store';
 import { storeSettingOf } from '../shared/storeChoice';
 import { webhookSignatureSecretTest } from '../shared/signingSecretTest';
@@ -236,8 +236,10 @@ export class IdempotentWebhook implements INodeType {
 				leaseMs,
 			);
 		}
+		const { credentialHeaders, ownSecrets } = await triggerCredentials(this);
 		settleWhenExecutionEnds(this, [node.name], openStore, undefined, {
-			credentialHeaders: await headerAuthName(this),
+			credentialHeaders,
+			ownSecrets,
 			// Nothing settles the key after a wait this trigger cannot refuse (a sub-workflow that waits): held at most as long as it is kept.
 			holdAtMostMs: Math.round((options.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400_000),
 			answer: !answeredAtOnce,
@@ -561,18 +563,38 @@ function authenticationSettings(context: IWebhookFunctions): AuthenticationSetti
 }
 
 /**
- * The header Header Auth checks, named by the user (any name): its value is the trigger's own
- * credential, kept out of the stored answer whatever the header is called. None without Header Auth.
+ * What the stored answer must not give away of the trigger's own credentials, read once per execution: the header
+ * Header Auth checks, named by the user (any name), whose value is kept out whatever the header is called; and the
+ * trigger's configured secrets (every signing secret, the current and the previous, the Header Auth value, the Basic
+ * Auth password), which an answer may echo (an API answering the endpoint it configured with its signing secret).
  */
-async function headerAuthName(context: IExecuteFunctions): Promise<string[]> {
-	if (context.getNodeParameter('authentication', 0, 'none') !== 'headerAuth') return [];
-	try {
-		const { name } = await context.getCredentials<ICredentialDataDecryptedObject>('idempotentWebhookHeaderAuthApi');
-		return typeof name === 'string' && name.trim() !== '' ? [name] : [];
-	} catch {
-		// Unreadable here: the answer is still cleaned of every header named like a credential.
-		return [];
+async function triggerCredentials(context: IExecuteFunctions): Promise<{ credentialHeaders: string[]; ownSecrets: string[] }> {
+	const credentialHeaders: string[] = [];
+	const ownSecrets: string[] = [];
+	const fields = (data: ICredentialDataDecryptedObject, ...names: string[]) =>
+		names.map((name) => data[name]).filter((value): value is string => typeof value === 'string' && value.trim() !== '');
+	// Best effort, each credential on its own: the request was checked with them already, and a throw here would fail a
+	// run that did nothing wrong. An unreadable one leaves the answer cleaned of the request's credentials (every header
+	// named like one, and Header Auth's header by its value in the request) and the owner tokens.
+	const read = async (type: string, use: (data: ICredentialDataDecryptedObject) => void) => {
+		try {
+			use(await context.getCredentials<ICredentialDataDecryptedObject>(type));
+		} catch {
+			// Unreadable here: see above.
+		}
+	};
+	const authentication = context.getNodeParameter('authentication', 0, 'none');
+	if (authentication === 'headerAuth') {
+		await read('idempotentWebhookHeaderAuthApi', (data) => {
+			credentialHeaders.push(...fields(data, 'name'));
+			ownSecrets.push(...fields(data, 'value'));
+		});
 	}
+	if (authentication === 'basicAuth') await read('idempotentWebhookBasicAuthApi', (data) => ownSecrets.push(...fields(data, 'password')));
+	// Every field as entered (not resolveSecrets, which refuses a half-configured credential): each may be echoed.
+	if (context.getNodeParameter('scheme', 0, 'stripe') !== UNSIGNED)
+		await read(SIGNING_CREDENTIAL, (data) => ownSecrets.push(...fields(data, 'secret', 'previousSecret', 'secrets')));
+	return { credentialHeaders, ownSecrets };
 }
 
 /** Two text fields of a credential; a missing one is refused like an unreadable credential. */

@@ -1,11 +1,21 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import type { SettleRequest } from '../../../lib/store/contract';
-import { continuedFailureTest, judgeExecution, originsOfItem, readExecutionRecord, recoveredBefore } from '../../shared/settlement';
+import {
+	continuedFailureTest,
+	judgeExecution,
+	originsOfItem,
+	readExecutionRecord,
+	recoveredBefore,
+	reservationsStillToRun,
+	succeededItemsOf,
+	type ExecutionView,
+	type Judgement,
+} from '../../shared/settlement';
 import { readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
-import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys } from './settleByKey';
+import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys, STALE_OUTPUT } from './settleByKey';
 
 export const value = 'complete';
 
@@ -29,7 +39,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const source = readKeyFrom(context);
 	if (source === 'execution') refuseFailedExecution(context);
 	const isContinuedFailure = continuedFailureOf(context);
-	const failedEarlier = failedInThisRun(context);
+	const { failedEarlier, othersStillToRun } = judgedRun(context);
 	return await settleOwnedKeys(
 		context,
 		value,
@@ -48,6 +58,9 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 				failedEarlier(owned)
 					? `A node of the step failed for this event earlier in this execution and continued on error (On Error: Continue), and the item that reached this node no longer shows it: ${LEFT_TO_THE_RETRY}`
 					: undefined,
+			// Failing the node would end the execution before other events' items reach a node that settles their keys:
+			// their effects are done, and their keys would run again after the lease.
+			toStale: othersStillToRun,
 		},
 	);
 }
@@ -57,42 +70,72 @@ const LEFT_TO_THE_RETRY =
 	"its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once.";
 
 /**
- * Whether n8n's record of this execution so far holds a failure of a node of the step for the key's reservation (as
- * Settle reads it), other than one the workflow recovered from on the way to this node (a fallback after the failed
- * node's error output); never without the record.
+ * What n8n's record of this execution so far says. `failedEarlier`: whether it holds a failure of a node of the step
+ * for the key's reservation (as Settle reads it), other than one the workflow recovered from on the way to this node (a
+ * fallback after the failed node's error output), or this node already refused the key in an earlier run.
+ * `othersStillToRun`: whether items of other events still wait to run in this execution, and this node's Stale output
+ * is connected (a refused item can leave there, answered by the workflow). Neither without the record.
  */
-function failedInThisRun(context: IExecuteFunctions): (owned: SettleRequest) => boolean {
+function judgedRun(context: IExecuteFunctions): { failedEarlier: (owned: SettleRequest) => boolean; othersStillToRun: boolean } {
 	try {
 		const record = readExecutionRecord(context);
 		const judgement = judgeExecution(record);
 		const self = context.getNode().name;
 		const failed = new Set<string>();
-		// The reservations each node's success output gave an item for in this run, traced once per node.
+		const origins = (node: string, run: number, item: INodeExecutionData) => originsOfItem(record, node, run, item, judgement.reservations);
+		// The reservations each node's success output gave a succeeded item for in this run, traced once per node.
 		const served = new Map<string, Set<string>>();
 		const servedBy = (recovery: string): Set<string> => {
-			let origins = served.get(recovery);
-			if (!origins) {
-				origins = new Set(
+			let found = served.get(recovery);
+			if (!found) {
+				found = new Set(
 					(record.runData[recovery] ?? []).flatMap((task, run) =>
-						(task.data?.main?.[0] ?? []).flatMap((item) => originsOfItem(record, recovery, run, item, judgement.reservations) ?? []),
+						succeededItemsOf(record, recovery, task).flatMap((item) => origins(recovery, run, item) ?? []),
 					),
 				);
-				served.set(recovery, origins);
+				served.set(recovery, found);
 			}
-			return origins;
+			return found;
 		};
 		for (const [id, nodes] of judgement.failedAt) {
-			const reservation = judgement.reservations.get(id);
-			if (!reservation) continue;
 			// A recovery counts where it gave this event an item on its success output in this run.
 			const succeededForEvent = (recovery: string) => servedBy(recovery).has(id);
 			if ([...nodes].every((node) => recoveredBefore(record, node, self, succeededForEvent))) continue;
-			failed.add(JSON.stringify([reservation.key, reservation.ownerToken]));
+			failed.add(id);
 		}
-		return (owned) => failed.has(JSON.stringify([owned.key, owned.ownerToken]));
+		// Refused by this node in an earlier run (left through Stale with its error): never completed later in the run.
+		(record.runData[self] ?? []).forEach((task, run) => {
+			for (const item of task.data?.main?.[STALE_OUTPUT] ?? []) {
+				if (typeof item.json.error === 'string') for (const id of origins(self, run, item) ?? []) failed.add(id);
+			}
+		});
+		const failedKeys = new Set(
+			[...failed].flatMap((id) => {
+				const reservation = judgement.reservations.get(id);
+				return reservation ? [JSON.stringify([reservation.key, reservation.ownerToken])] : [];
+			}),
+		);
+		return {
+			failedEarlier: (owned) => failedKeys.has(JSON.stringify([owned.key, owned.ownerToken])),
+			othersStillToRun:
+				(record.connectionsBySourceNode[self]?.main?.[STALE_OUTPUT] ?? []).length > 0 && othersWaiting(context, record, judgement),
+		};
 	} catch {
-		return () => false;
+		return { failedEarlier: () => false, othersStillToRun: false };
 	}
+}
+
+/** Whether items of events other than those given to this node run still wait to run (any, where one cannot be traced). */
+function othersWaiting(context: IExecuteFunctions, record: ExecutionView, judgement: Judgement): boolean {
+	const waiting = reservationsStillToRun(record, judgement.reservations);
+	if (waiting === null) return true;
+	const source = context.getInputSourceData(0);
+	const given = new Set(
+		context
+			.getInputData()
+			.flatMap((item) => originsOfItem(record, source.previousNode, source.previousNodeRun ?? 0, item, judgement.reservations) ?? []),
+	);
+	return [...waiting].some((id) => !given.has(id));
 }
 
 /** The continued-failure test for this node's items; none without n8n's record of the execution (nothing to read it from). */

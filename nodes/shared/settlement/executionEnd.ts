@@ -58,6 +58,8 @@ interface Watch {
 	stores: Map<string, KeySource>;
 	/** Request headers that carry the trigger's credential whatever their name (Header Auth's): never in a stored answer. */
 	credentialHeaders: Set<string>;
+	/** The trigger's own configured secrets (signing secrets, Header Auth value, Basic Auth password): never in a stored answer. */
+	ownSecrets: Set<string>;
 	/** False when the sender was answered before the execution ran (Respond: At Once): the end only settles. */
 	answers: boolean;
 	/** False for a trigger that checks no caller (no signature, no authentication): its failed answer names no error, which may quote data. */
@@ -107,10 +109,11 @@ export function settleWhenExecutionEnds(
 	leaseMs?: number,
 	{
 		credentialHeaders = [],
+		ownSecrets = [],
 		holdAtMostMs,
 		answer = true,
 		callerVerified = true,
-	}: { credentialHeaders?: string[]; holdAtMostMs?: number; answer?: boolean; callerVerified?: boolean } = {},
+	}: { credentialHeaders?: string[]; ownSecrets?: string[]; holdAtMostMs?: number; answer?: boolean; callerVerified?: boolean } = {},
 ): void {
 	const hooks = hooksOf(context);
 	const workflow = (context as unknown as ContextFields).workflow;
@@ -121,6 +124,7 @@ export function settleWhenExecutionEnds(
 			workflow,
 			stores: new Map(),
 			credentialHeaders: new Set(),
+			ownSecrets: new Set(),
 			answers: answer,
 			callerVerified,
 			readExecution: executionReaderOf(context),
@@ -141,6 +145,7 @@ export function settleWhenExecutionEnds(
 		});
 	}
 	for (const name of credentialHeaders) watch.credentialHeaders.add(name);
+	for (const secret of ownSecrets) watch.ownSecrets.add(secret);
 	const source: KeySource = { open: once(openStore), leaseMs, holdAtMostMs };
 	for (const name of reserveNodes) if (!watch.stores.has(name)) watch.stores.set(name, source);
 }
@@ -291,7 +296,12 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 		first: triggers,
 		subExecution: (run.data as RunExecutionDataFields).parentExecution != null,
 	});
-	const request: AnswerRequest = { ...started.request, ownerTokens, credentialHeaders: [...watch.credentialHeaders] };
+	const request: AnswerRequest = {
+		...started.request,
+		ownerTokens,
+		credentialHeaders: [...watch.credentialHeaders],
+		ownSecrets: [...watch.ownSecrets],
+	};
 	// Only a trigger's event is answered with (and stores) the last node's answer.
 	const lastAnswer = triggers.length === 0 ? undefined : (storedAnswer(lastNodeAnswer(run), request) as IDataObject | undefined);
 	// A failure message may quote the trigger's item, and with it the request's credentials.

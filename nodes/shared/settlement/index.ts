@@ -38,7 +38,9 @@ export {
 	keysSettledByNodes,
 	originsOfItem,
 	reservationsOf,
+	reservationsStillToRun,
 	subExecutionsToRead,
+	succeededItemsOf,
 	type Judgement,
 	type Reservation,
 } from './trace';

@@ -114,6 +114,8 @@ class Tracer {
 	constructor(
 		readonly view: ExecutionRecord,
 		private readonly reservations?: Map<string, Reservation>,
+		/** The sub-execution records judgeExecution was given (`subExecutionsToRead`): where one is missing, pairing may be too. */
+		private readonly subExecutions?: SubExecutionRecords,
 	) {}
 
 	/**
@@ -224,7 +226,7 @@ class Tracer {
 		task: ITaskData | undefined,
 		item: INodeExecutionData,
 	): Array<{ source: ISourceData; item: INodeExecutionData }> | null {
-		const paired = pairingOf(this.view, node, task, item);
+		const paired = this.subWorkflowPairingUnknown(node, task) ? [] : pairingOf(this.view, node, task, item);
 		if (paired.length === 0) return null;
 		const links: Array<{ source: ISourceData; item: INodeExecutionData }> = [];
 		for (const pair of paired) {
@@ -234,6 +236,24 @@ class Tracer {
 			links.push({ source, item: upstream });
 		}
 		return links;
+	}
+
+	/**
+	 * Whether the items an Execute Workflow run returned ("once", waiting) cannot be paired to the items it was given:
+	 * n8n re-pairs them through the sub-execution's record (getExecutionDataById), and without it (not saved: the
+	 * sub-workflow's "Save successful production executions", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none) leaves the
+	 * sub-workflow's own indexes, which name items of its last node's input: a Sort or a Filter inside moves them to
+	 * another event. Only where the record was asked for and not given; one item given is paired for certain. The key an
+	 * item carries still names its reservation (`ofHeldKey`, `contradictedBy`).
+	 */
+	private subWorkflowPairingUnknown(node: string, task: ITaskData | undefined): boolean {
+		const id = subExecutionOfRun(task);
+		if (id === undefined || !this.subExecutions?.has(id) || this.subExecutions.get(id) !== undefined) return false;
+		const executeWorkflow = this.view.node(node);
+		const options = executeWorkflow?.parameters?.options as { waitForSubWorkflow?: unknown } | undefined;
+		if (executeWorkflow?.type !== EXECUTE_WORKFLOW_TYPE || options?.waitForSubWorkflow === false) return false;
+		const source = task?.source?.[0];
+		return !!source && outputItems(this.view.runData, source).length > 1;
 	}
 
 	/** The reservations the item at `index` of one node output descends from. */
@@ -316,6 +336,38 @@ export function originsOfItem(
 	reservations?: Map<string, Reservation>,
 ): Origins {
 	return new Tracer(view, reservations).ofItem(node, run, item);
+}
+
+/**
+ * The reservations of the items n8n still holds to run in this execution (on its stack, or waiting at a node with
+ * several inputs), wherever they wait, the package's own nodes included; null when one cannot be traced.
+ */
+export function reservationsStillToRun(view: ExecutionView, reservations: Map<string, Reservation>): Set<string> | null {
+	const tracer = new Tracer(view, reservations);
+	const found = new Set<string>();
+	const add = (origins: Origins): boolean => {
+		if (origins === null) return false;
+		for (const origin of origins) found.add(origin);
+		return true;
+	};
+	const { nodeExecutionStack = [], waitingExecution = {}, waitingExecutionSource = {} } = view.pending;
+	for (const entry of nodeExecutionStack) {
+		for (const [input, items] of (entry.data.main ?? []).entries()) {
+			for (const [index, item] of (items ?? []).entries()) {
+				if (entry.source !== null && !add(tracer.ofWaitingItem(entry.source.main?.[input], index, item))) return null;
+			}
+		}
+	}
+	for (const [name, runs] of Object.entries(waitingExecution)) {
+		for (const [run, data] of Object.entries(runs)) {
+			for (const [input, items] of (data?.main ?? []).entries()) {
+				for (const [index, item] of (items ?? []).entries()) {
+					if (!add(tracer.ofWaitingItem(waitingExecutionSource[name]?.[run]?.main?.[input], index, item))) return null;
+				}
+			}
+		}
+	}
+	return found;
 }
 
 /** The items one node run output on one output (a node's input, as n8n gave it). */
@@ -408,7 +460,7 @@ export function judgeExecution(
 		pending: new Set(),
 		untracedPending: false,
 	};
-	const tracer = new Tracer(view, judgement.reservations);
+	const tracer = new Tracer(view, judgement.reservations, subExecutions);
 	const failures: Failure[] = [];
 	const waitingAt = new Set<string>();
 	const fail = (origins: Origins, message: string, node: string, task?: ITaskData): void => {
@@ -912,9 +964,16 @@ export function recoveredBefore(
 	const outputs = record.connectionsBySourceNode[failed]?.main ?? [];
 	const targetsOf = (connections: Array<Array<{ node: string }> | null>) =>
 		connections.flatMap((outputConnections) => (outputConnections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
-	const reaches = (recovery: INode) => downstreamOf(record, [recovery], new Set()).some((reached) => reached.name === node);
+	const reaches = (from: INode, target: string) => downstreamOf(record, [from], new Set()).some((reached) => reached.name === target);
+	// A node that leads back into the failed node is a lap of a retry loop (a token refreshed before the next try), not
+	// a backup: only the failed node's own later success recovers it.
+	const inRetryLoop = (candidate: INode) => candidate.name !== failed && reaches(candidate, failed);
 	const mayRecover = (candidate: INode) =>
-		mayHaveEffect(candidate) && candidate.name !== node && reaches(candidate) && succeededForEvent(candidate.name);
+		mayHaveEffect(candidate) &&
+		candidate.name !== node &&
+		!inRetryLoop(candidate) &&
+		reaches(candidate, node) &&
+		succeededForEvent(candidate.name);
 	if (onError === 'continueErrorOutput') return downstreamOf(record, targetsOf(outputs.slice(1)), new Set([node])).some(mayRecover);
 	if (onError !== 'continueRegularOutput') return false;
 	const routes = downstreamOf(record, targetsOf(outputs.slice(0, 1)), new Set([failed, node])).filter(branchesOnItems);
@@ -930,6 +989,16 @@ export function recoveredBefore(
  */
 export function pairingIsKnown(record: ExecutionRecord, reserveNode: string, node: INode): boolean {
 	return !nodesBefore(record, reserveNode, node).some(mayReturnUnpairedItems);
+}
+
+/**
+ * The items of a node run's success output that stand for a success: at Continue (regular output) n8n puts a failed
+ * item there too, carrying its error.
+ */
+export function succeededItemsOf(record: ExecutionRecord, node: string, task: ITaskData): INodeExecutionData[] {
+	const items = task.data?.main?.[0] ?? [];
+	const continuesOnRegularOutput = onErrorOf(record.node(node) ?? {}) === 'continueRegularOutput';
+	return continuesOnRegularOutput ? items.filter((item) => !carriesError(item)) : items;
 }
 
 /** An item that carries an error: n8n's own error, or a non-empty `error` field. */

@@ -201,9 +201,19 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	const settled =
 		enabledTargets(record, self, output).some(isSettleNode) || downstreamOf(record, heads, new Set([self])).some(isSettleNode);
 	if (settled) return checkStepTakesEventsApart(record, self, output, events);
-	// Whoever settles the keys (Complete, Mark Failed), a node that runs for the first event only leaves the others' steps undone.
-	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
-	checkFirstEventOnly(record, self, step, oneEventAtATime(record, self, step), events);
+	// Whoever settles the keys (Complete, Mark Failed), a node that runs for the first event only leaves the others' steps
+	// undone, inside a sub-workflow that gets the events together too.
+	checkFirstEventOnlyIncludingInline(record, self, output, events);
+}
+
+/** checkFirstEventOnly for the step `output` of `self` feeds and for the sub-workflows it runs once for all the events. */
+function checkFirstEventOnlyIncludingInline(record: ExecutionRecord, self: string, output: number, events: number, depth = 0): void {
+	const step = downstreamOf(record, targets(record, self, output), new Set([self]), endsBusinessStep);
+	const oneAtATime = oneEventAtATime(record, self, step);
+	checkFirstEventOnly(record, self, step, oneAtATime, events);
+	// Inside Loop Over Items (batch size 1) the sub-workflow gets one event a run.
+	for (const node of step.filter((candidate) => !oneAtATime.has(candidate.name)))
+		checkInlineSubWorkflow(record, node, depth, (inner, start, next) => checkFirstEventOnlyIncludingInline(inner, start, 0, events, next));
 }
 
 /**
@@ -263,7 +273,9 @@ function checkStepTakesEventsApart(
 			const effect = effectBeforeLoop(loop) as INode;
 			throw refusal('stopsInLoopAfterEffect', { node: node.name, loop: loop.name, effect: effect.name });
 		}
-		checkInlineSubWorkflow(record, node, events, effectBefore(node), depth);
+		checkInlineSubWorkflow(record, node, depth, (inner, start, next) =>
+			checkStepTakesEventsApart(inner, start, 0, events, effectBefore(node), next),
+		);
 		if (continuesOnError(node)) {
 			if (failsForNoEvent(node)) throw refusal('failureForNoEvent', { node: node.name, events });
 			if (sendsStatementsAsOne(node)) throw refusal('statementsAsOne', { node: node.name, events });
@@ -478,19 +490,19 @@ function endsLoopWhenItFails(record: ExecutionRecord, node: INode, loop: INode):
 /**
  * A sub-workflow defined in an Execute Workflow node (Source "Define Below") that gets all the
  * node's items in one run is part of the step: its nodes get the events together, after whatever
- * may have acted before the Execute Workflow node, and the same rules hold for them.
+ * may have acted before the Execute Workflow node, and the same rules hold for them: `check` judges
+ * its step, the one after its trigger (`start`), `depth` levels down.
  */
 function checkInlineSubWorkflow(
 	record: ExecutionRecord,
 	node: INode,
-	events: number | undefined,
-	outside: INode | undefined,
 	depth: number,
+	check: (inner: ExecutionRecord, start: string, depth: number) => void,
 ): void {
 	if (depth >= SUB_WORKFLOW_DEPTH || !runsSubWorkflowOnceForAll(node)) return;
 	const inner = inlineSubWorkflowRecord(node, record);
 	if (!inner) return;
-	checkStepTakesEventsApart(inner.record, inner.start, 0, events, outside, depth + 1);
+	check(inner.record, inner.start, depth + 1);
 }
 
 /**

@@ -132,6 +132,25 @@ describe('decideWebhook', () => {
 		expect(answer.body).toEqual({ body: { id: 'evt_old_answer' } });
 	});
 
+	it("replays an answer stored with the trigger's own signing secret or authentication value without them", async () => {
+		const authentication = { kind: 'header' as const, credentials: async () => ({ name: 'x-hook-auth', value: 'hk_value_0123456789' }) };
+		const headers = (raw: string) => ({ ...stripeHeaders(Buffer.from(raw)), 'x-hook-auth': 'hk_value_0123456789' });
+		const raw = '{"id":"evt_own_secret"}';
+		const first = startOf(await deliver(raw, { authentication, headers: headers(raw) }));
+		await fixture.store.complete([
+			{
+				key: 'evt:evt_own_secret',
+				ownerToken: first.idempotency.ownerToken as string,
+				response: { id: 'we_1', secret: SECRET, url: `https://example.test/?s=${encodeURIComponent(SECRET)}`, auth: 'hk_value_0123456789' },
+			},
+		]);
+
+		const answer = answerOf(await deliver(raw, { authentication, headers: headers(raw) }));
+
+		expect(answer).toMatchObject({ status: 200, body: { id: 'we_1' }, headers: { [OUTCOME_HEADER]: 'duplicate' } });
+		expect(answer.body).toEqual({ id: 'we_1' });
+	});
+
 	describe('an unsigned trigger', () => {
 		const unsigned = { headers: { 'content-type': 'application/json' }, verification: { scheme: 'none' as const } };
 		const completeWithAnswer = async (id: string) => {

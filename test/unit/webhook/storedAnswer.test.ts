@@ -59,6 +59,29 @@ describe('storedAnswer', () => {
 		expect(storedAnswer(answer, request)).toEqual({ list: ['kept', null] });
 	});
 
+	it("drops the trigger's own configured secrets (signing secret, Header Auth value, Basic Auth password): raw, JSON-escaped, percent-encoded", () => {
+		const signing = 'whsec_"rt/41+key';
+		const configured = { ...request, ownSecrets: [signing, 'hk_value_0123456789', 'basic-pass-98765'] };
+		const answer = {
+			id: 'we_1',
+			secret: signing,
+			echoed: JSON.stringify({ secret: signing }),
+			url: `https://example.test/hook?secret=${encodeURIComponent(signing)}`,
+			headerAuth: 'hk_value_0123456789',
+			password: 'basic-pass-98765',
+			status: 'enabled',
+		};
+		expect(JSON.stringify(answer)).toContain('whsec_\\"rt/41+key');
+		expect(answer.url).toContain('whsec_%22rt%2F41%2Bkey');
+
+		expect(storedAnswer(answer, configured)).toEqual({ id: 'we_1', status: 'enabled' });
+		// The same rule for a failure message quoting them.
+		const message = `failed: ${answer.echoed} at ${answer.url} with ${signing}, hk_value_0123456789, basic-pass-98765`;
+		expect(withoutRequestSecrets(message, configured)).toBe(
+			'failed: {"secret":"[redacted]"} at https://example.test/hook?secret=[redacted] with [redacted], [redacted], [redacted]',
+		);
+	});
+
 	it('keeps what only looks like the request: its ordinary headers, the key header, short values elsewhere', () => {
 		const answer = { received: true, eventKey: 'evt:evt_1', idempotencyKey: 'evt_1', type: 'application/json', note: 'Basic' };
 
