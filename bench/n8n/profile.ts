@@ -105,6 +105,34 @@ const INCLUSIVE: Array<[string, (frame: CallFrame) => boolean]> = [
 	['getNodeParameter (n8n)', (f) => f.functionName === 'getNodeParameter' || f.functionName === '_getNodeParameter'],
 	['custom data setAll (n8n)', (f) => f.functionName === 'setAll'],
 	['pg Pool connect (checkout)', (f) => f.functionName === 'connect' && /pg-pool/.test(f.url || '')],
+	[
+		'expression isolate: built, loaded, disposed (n8n)',
+		(f) =>
+			(f.url || '').includes('isolated-vm-bridge') &&
+			['IsolatedVmBridge', 'initialize', 'loadVendorLibraries', 'dispose', 'injectErrorHandler'].includes(f.functionName),
+	],
+	['expressions evaluated in the isolate (n8n)', (f) => (f.url || '').includes('isolated-vm-bridge') && f.functionName === 'execute'],
+	["n8n's own database (typeorm), with what it calls", (f) => /typeorm|@n8n\/db/.test(f.url || '')],
+	['socket writes (writev, writeBuffer, writeUtf8String)', (f) => ['writev', 'writeBuffer', 'writeUtf8String'].includes(f.functionName) && !f.url],
+];
+
+/** Call paths counted only where two frames share a stack: the first names who, the second what. */
+const INCLUSIVE_WITHIN: Array<[string, (frame: CallFrame) => boolean, (frame: CallFrame) => boolean]> = [
+	[
+		"socket writes for n8n's own database",
+		(f) => /typeorm|@n8n\/db/.test(f.url || ''),
+		(f) => ['writev', 'writeBuffer'].includes(f.functionName) && !f.url,
+	],
+	[
+		'socket writes for this package',
+		(f) => (f.url || '').includes('/node_modules/n8n-nodes-idempotency/'),
+		(f) => ['writev', 'writeBuffer'].includes(f.functionName) && !f.url,
+	],
+	[
+		'socket writes for HTTP answers',
+		(f) => (f.url || '').includes('_http_outgoing'),
+		(f) => ['writev', 'writeBuffer', 'writeUtf8String'].includes(f.functionName) && !f.url,
+	],
 ];
 
 export function summarise(profileFile: string, windows: ProfileWindow[], { top = 12 } = {}): ProfileSummary[] {
@@ -123,10 +151,13 @@ export function summarise(profileFile: string, windows: ProfileWindow[], { top =
 		let found = pathsOf.get(id);
 		if (found) return found;
 		const labels = new Set<string>();
+		const stack: CallFrame[] = [];
 		for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
 			const frame = frameOf(at);
+			stack.push(frame);
 			for (const [label, test] of INCLUSIVE) if (test(frame)) labels.add(label);
 		}
+		for (const [label, who, what] of INCLUSIVE_WITHIN) if (stack.some(who) && stack.some(what)) labels.add(label);
 		found = [...labels];
 		pathsOf.set(id, found);
 		return found;
@@ -178,7 +209,7 @@ export function summarise(profileFile: string, windows: ProfileWindow[], { top =
 		executions: w.executions,
 		cpuMsPerExecution: w.samplesMs / w.executions,
 		categories: [...w.categories.entries()].sort((a, b) => b[1] - a[1]).map(([name, ms]) => ({ name, msPerExecution: ms / w.executions })),
-		inclusive: INCLUSIVE.map(([name]) => ({ name, msPerExecution: (w.inclusive.get(name) ?? 0) / w.executions })),
+		inclusive: [...INCLUSIVE, ...INCLUSIVE_WITHIN].map(([name]) => ({ name, msPerExecution: (w.inclusive.get(name) ?? 0) / w.executions })),
 		functions: [...w.functions.entries()]
 			.sort((a, b) => b[1] - a[1])
 			.slice(0, top)

@@ -121,12 +121,39 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
 }
 
 /**
- * A secret as a message or an answer may quote it: as it is, JSON-escaped (a message built with JSON.stringify), and
- * percent-encoded (a URL a step built with it).
+ * A secret as a message or an answer may quote it: as it is, JSON-escaped once or twice (a message built with
+ * JSON.stringify, kept as text in another), percent-encoded (a URL a step built with it) or form-encoded (a query
+ * built as a form: a space is "+").
  */
 function writtenForms(secret: string): string[] {
-	return [...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])];
+	const escaped = JSON.stringify(secret).slice(1, -1);
+	return [
+		...new Set([
+			secret,
+			escaped,
+			JSON.stringify(escaped).slice(1, -1),
+			encodeURIComponent(secret),
+			new URLSearchParams({ s: secret }).toString().slice(2),
+		]),
+	];
 }
+
+/**
+ * What else gives away one of the trigger's own configured secrets: its base64 (an answer that encodes it, a Basic
+ * header built with it as the password: the three alignments of a secret that ends the encoded text), and the HMAC key
+ * of a Standard Webhooks secret, the base64 body after `whsec_`.
+ */
+function ownSecretForms(secret: string): string[] {
+	const forms = [secret];
+	if (secret.startsWith(STANDARD_WEBHOOKS_PREFIX)) forms.push(secret.slice(STANDARD_WEBHOOKS_PREFIX.length));
+	for (const offset of [0, 1, 2]) {
+		const encoded = Buffer.from(secret.slice(offset), 'utf8').toString('base64').replace(/=+$/, '');
+		forms.push(encoded, encoded.replace(/\+/g, '-').replace(/\//g, '_'));
+	}
+	return forms.filter((form) => form.length >= MIN_CONTAINED_SECRET || form === secret);
+}
+
+const STANDARD_WEBHOOKS_PREFIX = 'whsec_';
 
 /**
  * Headers HTTP itself and proxies set, which describe the message (its length, type, encoding, the client, the
@@ -168,10 +195,14 @@ const MESSAGE_HEADERS = new Set([
  * shorter one only as the whole text (it would match ordinary words).
  */
 function secretFinder(secret: string): { isIn(text: string): boolean; redact(text: string): string } {
-	if (secret.length >= MIN_CONTAINED_SECRET)
-		return { isIn: (text) => text.includes(secret), redact: (text) => text.split(secret).join(REDACTED) };
+	const literal = secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+	// In any letter case: an answer may show a key upper-cased (hex); a wrong match only hides more.
+	if (secret.length >= MIN_CONTAINED_SECRET) {
+		const anywhere = new RegExp(literal, 'gi');
+		return { isIn: (text) => text.search(anywhere) !== -1, redact: (text) => text.replace(anywhere, REDACTED) };
+	}
 	if (secret.length >= MIN_STANDALONE_SECRET) {
-		const alone = new RegExp(`(?<![A-Za-z0-9_])${secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![A-Za-z0-9_])`, 'g');
+		const alone = new RegExp(`(?<![A-Za-z0-9_])${literal}(?![A-Za-z0-9_])`, 'gi');
 		return {
 			isIn: (text) => text.search(alone) !== -1,
 			redact: (text) => text.replace(alone, REDACTED),
@@ -212,7 +243,7 @@ function secretsOf(request: AnswerRequest): string[] {
 		if (trimmed !== '') secrets.add(storableText(trimmed).text);
 	};
 	for (const token of request.ownerTokens ?? []) if (typeof token === 'string') add(token);
-	for (const secret of request.ownSecrets ?? []) if (typeof secret === 'string') add(secret);
+	for (const secret of request.ownSecrets ?? []) if (typeof secret === 'string') ownSecretForms(secret.trim()).forEach(add);
 	const credentialHeaders = new Set((request.credentialHeaders ?? []).map((name) => name.trim().toLowerCase()));
 	for (const source of [request.headers, request.query]) {
 		if (source === null || typeof source !== 'object') continue;

@@ -441,8 +441,8 @@ describeWithN8n('red team 40: recoveries that are none, Execute Once out of sigh
 	});
 
 	// The same loop where B's charge fails on every try and the loop gives up after 3 (If $runIndex < 2 → Pause; else
-	// Gave Up → Complete). A was charged and its item still waits for Complete when B's is refused: B leaves through
-	// Stale (answered 500) instead of ending the run, so A is completed; B is charged once on the retry.
+	// Gave Up → Complete). A was charged and its item still waits for Complete when B's is refused: Complete completes
+	// A's key before it fails the run (answered 500); B is charged once on the retry.
 	it('node path: Split [A, B] → Reserve → Charge (error output → If (tries < 3) → Wait → Charge; else Gave Up → Complete); B fails 3 times: each charged once after retries', async () => {
 		const tag = 'wg';
 		useNodePath('wf-rt40-wait-giveup-two');

@@ -3,19 +3,17 @@ import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n
 import type { SettleRequest } from '../../../lib/store/contract';
 import {
 	continuedFailureTest,
+	itemsWaitingAt,
 	judgeExecution,
 	originsOfItem,
 	readExecutionRecord,
 	recoveredBefore,
-	reservationsStillToRun,
 	succeededItemsOf,
-	type ExecutionView,
-	type Judgement,
 } from '../../shared/settlement';
 import { readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
-import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys, STALE_OUTPUT } from './settleByKey';
+import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys } from './settleByKey';
 
 export const value = 'complete';
 
@@ -39,7 +37,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const source = readKeyFrom(context);
 	if (source === 'execution') refuseFailedExecution(context);
 	const isContinuedFailure = continuedFailureOf(context);
-	const { failedEarlier, othersStillToRun } = judgedRun(context);
+	const { failedEarlier, waiting } = judgedRun(context);
 	return await settleOwnedKeys(
 		context,
 		value,
@@ -58,9 +56,16 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 				failedEarlier(owned)
 					? `A node of the step failed for this event earlier in this execution and continued on error (On Error: Continue), and the item that reached this node no longer shows it: ${LEFT_TO_THE_RETRY}`
 					: undefined,
-			// Failing the node would end the execution before other events' items reach a node that settles their keys:
-			// their effects are done, and their keys would run again after the lease.
-			toStale: othersStillToRun,
+			// Failing ends the execution before the other events' items waiting for a Complete node reach it: their effects
+			// are done, and their keys would run again after the lease. Completed now, each judged as its own run would judge
+			// it, without a response to store (the node's parameters are read for the items it was given).
+			beforeFailing: async () => {
+				const given = new Set(context.getInputData().flatMap((item) => keyOfItem(item) ?? []));
+				const due = waiting
+					.filter(({ item, owned }) => !isContinuedFailure(item) && !failedEarlier(owned) && !given.has(ownedId(owned)))
+					.map(({ owned }) => owned);
+				if (due.length > 0) await store.complete(due);
+			},
 		},
 	);
 }
@@ -72,70 +77,67 @@ const LEFT_TO_THE_RETRY =
 /**
  * What n8n's record of this execution so far says. `failedEarlier`: whether it holds a failure of a node of the step
  * for the key's reservation (as Settle reads it), other than one the workflow recovered from on the way to this node (a
- * fallback after the failed node's error output), or this node already refused the key in an earlier run.
- * `othersStillToRun`: whether items of other events still wait to run in this execution, and this node's Stale output
- * is connected (a refused item can leave there, answered by the workflow). Neither without the record.
+ * fallback after the failed node's error output). `waiting`: the items still on n8n's stack for a later run of a
+ * Complete node (this one or another), each traced to the one key it settles. Neither without the record.
  */
-function judgedRun(context: IExecuteFunctions): { failedEarlier: (owned: SettleRequest) => boolean; othersStillToRun: boolean } {
+function judgedRun(context: IExecuteFunctions): {
+	failedEarlier: (owned: SettleRequest) => boolean;
+	waiting: Array<{ item: INodeExecutionData; owned: SettleRequest }>;
+} {
 	try {
 		const record = readExecutionRecord(context);
 		const judgement = judgeExecution(record);
 		const self = context.getNode().name;
 		const failed = new Set<string>();
-		const origins = (node: string, run: number, item: INodeExecutionData) => originsOfItem(record, node, run, item, judgement.reservations);
 		// The reservations each node's success output gave a succeeded item for in this run, traced once per node.
 		const served = new Map<string, Set<string>>();
 		const servedBy = (recovery: string): Set<string> => {
-			let found = served.get(recovery);
-			if (!found) {
-				found = new Set(
+			let origins = served.get(recovery);
+			if (!origins) {
+				origins = new Set(
 					(record.runData[recovery] ?? []).flatMap((task, run) =>
-						succeededItemsOf(record, recovery, task).flatMap((item) => origins(recovery, run, item) ?? []),
+						succeededItemsOf(record, recovery, task).flatMap(
+							(item) => originsOfItem(record, recovery, run, item, judgement.reservations) ?? [],
+						),
 					),
 				);
-				served.set(recovery, found);
+				served.set(recovery, origins);
 			}
-			return found;
+			return origins;
 		};
 		for (const [id, nodes] of judgement.failedAt) {
+			const reservation = judgement.reservations.get(id);
+			if (!reservation) continue;
 			// A recovery counts where it gave this event an item on its success output in this run.
 			const succeededForEvent = (recovery: string) => servedBy(recovery).has(id);
 			if ([...nodes].every((node) => recoveredBefore(record, node, self, succeededForEvent))) continue;
-			failed.add(id);
+			failed.add(ownedId(reservation));
 		}
-		// Refused by this node in an earlier run (left through Stale with its error): never completed later in the run.
-		(record.runData[self] ?? []).forEach((task, run) => {
-			for (const item of task.data?.main?.[STALE_OUTPUT] ?? []) {
-				if (typeof item.json.error === 'string') for (const id of origins(self, run, item) ?? []) failed.add(id);
-			}
-		});
-		const failedKeys = new Set(
-			[...failed].flatMap((id) => {
-				const reservation = judgement.reservations.get(id);
-				return reservation ? [JSON.stringify([reservation.key, reservation.ownerToken])] : [];
-			}),
-		);
-		return {
-			failedEarlier: (owned) => failedKeys.has(JSON.stringify([owned.key, owned.ownerToken])),
-			othersStillToRun:
-				(record.connectionsBySourceNode[self]?.main?.[STALE_OUTPUT] ?? []).length > 0 && othersWaiting(context, record, judgement),
+		const { type } = context.getNode();
+		const completes = (name: string) => {
+			const node = record.node(name);
+			return node?.type === type && node.disabled !== true && node.parameters?.operation === value;
 		};
+		const waiting = itemsWaitingAt(record, completes, judgement.reservations).flatMap(({ item, origins }) => {
+			const reservation = origins?.length === 1 ? judgement.reservations.get(origins[0]) : undefined;
+			return reservation ? [{ item, owned: { key: reservation.key, ownerToken: reservation.ownerToken } }] : [];
+		});
+		return { failedEarlier: (owned) => failed.has(ownedId(owned)), waiting };
 	} catch {
-		return { failedEarlier: () => false, othersStillToRun: false };
+		return { failedEarlier: () => false, waiting: [] };
 	}
 }
 
-/** Whether items of events other than those given to this node run still wait to run (any, where one cannot be traced). */
-function othersWaiting(context: IExecuteFunctions, record: ExecutionView, judgement: Judgement): boolean {
-	const waiting = reservationsStillToRun(record, judgement.reservations);
-	if (waiting === null) return true;
-	const source = context.getInputSourceData(0);
-	const given = new Set(
-		context
-			.getInputData()
-			.flatMap((item) => originsOfItem(record, source.previousNode, source.previousNodeRun ?? 0, item, judgement.reservations) ?? []),
-	);
-	return [...waiting].some((id) => !given.has(id));
+function ownedId(owned: { key: string; ownerToken: string }): string {
+	return JSON.stringify([owned.key, owned.ownerToken]);
+}
+
+/** The key an item carries (its `idempotency` object), as an id. */
+function keyOfItem(item: INodeExecutionData): string | undefined {
+	const idempotency = item.json.idempotency as { key?: unknown; ownerToken?: unknown } | undefined;
+	return typeof idempotency?.key === 'string' && typeof idempotency.ownerToken === 'string'
+		? ownedId({ key: idempotency.key, ownerToken: idempotency.ownerToken })
+		: undefined;
 }
 
 /** The continued-failure test for this node's items; none without n8n's record of the execution (nothing to read it from). */

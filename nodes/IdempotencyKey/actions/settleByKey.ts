@@ -13,7 +13,7 @@ import { findReserveNode, readFailedExecution, readOwnedKey, type KeyFrom } from
 
 export const SETTLE_BY_KEY_OUTPUTS = ['Done', 'Stale'] as const;
 const DONE = 0;
-export const STALE_OUTPUT = 1;
+const STALE = 1;
 
 export type SettleOperation = 'complete' | 'release' | 'fail';
 
@@ -39,12 +39,12 @@ export async function settleOwnedKeys<Detail>(
 	settle: (requests: Array<{ owned: SettleRequest; detail: Detail }>) => Promise<SettleReport[]>,
 	/**
 	 * Why an item, or the key it holds, must not be settled this way (its settle would lose the event), or undefined.
-	 * `toStale`: such an item leaves through Stale as `{ error }` whatever On Error says, the key left as it is.
+	 * `beforeFailing`: run when such an item is about to fail the node (On Error: Stop Workflow), ending the execution.
 	 */
 	refuse: {
 		item?: (item: INodeExecutionData) => string | undefined;
 		key?: (owned: SettleRequest) => string | undefined;
-		toStale?: boolean;
+		beforeFailing?: () => Promise<void>;
 	} = {},
 ): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
@@ -58,15 +58,11 @@ export async function settleOwnedKeys<Detail>(
 	// Routed (or thrown, at Stop Workflow) once the other items are settled: one item's problem must not leave the
 	// keys of the others, whose effects are done, unsettled.
 	const refused: Array<{ error: unknown; itemIndex: number }> = [];
-	const refusals = new WeakSet<Error>();
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
 			const item = items[itemIndex];
 			const refuseWith = (refusal: string | undefined) => {
-				if (!refusal) return;
-				const error = new NodeOperationError(context.getNode(), `${refusal} Nothing was settled for this item.`, { itemIndex });
-				refusals.add(error);
-				throw error;
+				if (refusal) throw new NodeOperationError(context.getNode(), `${refusal} Nothing was settled for this item.`, { itemIndex });
 			};
 			refuseWith(refuse.item?.(item));
 			// Key From: Item, an item a node after Reserve replaced (an HTTP Request's answer): the Reserve item it
@@ -97,17 +93,14 @@ export async function settleOwnedKeys<Detail>(
 		};
 		// What had to be repaired or dropped so that the key could be settled (the key always is).
 		if (result.warnings) idempotency.warnings = result.warnings;
-		outputs[result.applied ? DONE : STALE_OUTPUT].push({
+		outputs[result.applied ? DONE : STALE].push({
 			json: { ...item.json, idempotency },
 			binary: item.binary,
 			pairedItem: { item: itemIndex },
 		});
 	}
-	for (const { error, itemIndex } of refused) {
-		if (refuse.toStale && refusals.has(error as Error)) {
-			outputs[STALE_OUTPUT].push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
-		} else failItem(error, itemIndex);
-	}
+	if (refused.length > 0 && !context.continueOnFail()) await refuse.beforeFailing?.();
+	for (const { error, itemIndex } of refused) failItem(error, itemIndex);
 	return outputs;
 }
 

@@ -19,6 +19,7 @@ import {
 } from './nodeKinds';
 import {
 	isSubWorkflowErrorOutput,
+	SUB_WORKFLOW_DEPTH,
 	subExecutionIdOf,
 	subExecutionOfRun,
 	subExecutionsOfRun,
@@ -239,21 +240,13 @@ class Tracer {
 	}
 
 	/**
-	 * Whether the items an Execute Workflow run returned ("once", waiting) cannot be paired to the items it was given:
-	 * n8n re-pairs them through the sub-execution's record (getExecutionDataById), and without it (not saved: the
-	 * sub-workflow's "Save successful production executions", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none) leaves the
-	 * sub-workflow's own indexes, which name items of its last node's input: a Sort or a Filter inside moves them to
-	 * another event. Only where the record was asked for and not given; one item given is paired for certain. The key an
-	 * item carries still names its reservation (`ofHeldKey`, `contradictedBy`).
+	 * Whether the items an Execute Workflow run ("once", waiting) returned cannot be paired to the items it was given
+	 * (`subExecutionPairingLost`). The key an item carries still names its reservation (`ofHeldKey`, `contradictedBy`).
 	 */
 	private subWorkflowPairingUnknown(node: string, task: ITaskData | undefined): boolean {
-		const id = subExecutionOfRun(task);
-		if (id === undefined || !this.subExecutions?.has(id) || this.subExecutions.get(id) !== undefined) return false;
-		const executeWorkflow = this.view.node(node);
-		const options = executeWorkflow?.parameters?.options as { waitForSubWorkflow?: unknown } | undefined;
-		if (executeWorkflow?.type !== EXECUTE_WORKFLOW_TYPE || options?.waitForSubWorkflow === false) return false;
-		const source = task?.source?.[0];
-		return !!source && outputItems(this.view.runData, source).length > 1;
+		const options = this.view.node(node)?.parameters?.options as { waitForSubWorkflow?: unknown } | undefined;
+		if (this.view.node(node)?.type !== EXECUTE_WORKFLOW_TYPE || options?.waitForSubWorkflow === false) return false;
+		return subExecutionPairingLost(this.view.runData, task, this.subExecutions);
 	}
 
 	/** The reservations the item at `index` of one node output descends from. */
@@ -339,35 +332,25 @@ export function originsOfItem(
 }
 
 /**
- * The reservations of the items n8n still holds to run in this execution (on its stack, or waiting at a node with
- * several inputs), wherever they wait, the package's own nodes included; null when one cannot be traced.
+ * The items waiting on n8n's stack for a later run of the nodes `at` names in this execution (n8n ran another branch
+ * first), each with the reservations it descends from (null where n8n's pairing cannot tell).
  */
-export function reservationsStillToRun(view: ExecutionView, reservations: Map<string, Reservation>): Set<string> | null {
+export function itemsWaitingAt(
+	view: ExecutionView,
+	at: (node: string) => boolean,
+	reservations: Map<string, Reservation>,
+): Array<{ item: INodeExecutionData; origins: Origins }> {
 	const tracer = new Tracer(view, reservations);
-	const found = new Set<string>();
-	const add = (origins: Origins): boolean => {
-		if (origins === null) return false;
-		for (const origin of origins) found.add(origin);
-		return true;
-	};
-	const { nodeExecutionStack = [], waitingExecution = {}, waitingExecutionSource = {} } = view.pending;
-	for (const entry of nodeExecutionStack) {
-		for (const [input, items] of (entry.data.main ?? []).entries()) {
-			for (const [index, item] of (items ?? []).entries()) {
-				if (entry.source !== null && !add(tracer.ofWaitingItem(entry.source.main?.[input], index, item))) return null;
-			}
-		}
-	}
-	for (const [name, runs] of Object.entries(waitingExecution)) {
-		for (const [run, data] of Object.entries(runs)) {
-			for (const [input, items] of (data?.main ?? []).entries()) {
-				for (const [index, item] of (items ?? []).entries()) {
-					if (!add(tracer.ofWaitingItem(waitingExecutionSource[name]?.[run]?.main?.[input], index, item))) return null;
-				}
-			}
-		}
-	}
-	return found;
+	return (view.pending.nodeExecutionStack ?? [])
+		.filter((entry) => at(entry.node.name))
+		.flatMap((entry) =>
+			(entry.data.main ?? []).flatMap((items, input) =>
+				(items ?? []).map((item, index) => ({
+					item,
+					origins: tracer.ofWaitingItem(entry.source?.main?.[input], index, item),
+				})),
+			),
+		);
 }
 
 /** The items one node run output on one output (a node's input, as n8n gave it). */
@@ -793,7 +776,7 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 	const settings = new Map(inlineSubWorkflowNodes(node).map((inner) => [inner.name, inner as INode]));
 	const failures: FailureInside[] = [];
 	const failed = (name: string, run: number, item: INodeExecutionData, message: string, position: number): void => {
-		failures.push({ message, cameFrom: cameFromInside(runData, name, run, item, position) });
+		failures.push({ message, cameFrom: cameFromInside(runData, records, name, run, item, position) });
 	};
 	for (const [name, tasks] of Object.entries(runData)) {
 		tasks.forEach((task, run) => {
@@ -823,7 +806,7 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 						const item = position === undefined ? undefined : given[position];
 						return item === undefined
 							? [null]
-							: (cameFromInside(runData, source.previousNode, source.previousNodeRun ?? 0, item, position) ?? [null]);
+							: (cameFromInside(runData, records, source.previousNode, source.previousNodeRun ?? 0, item, position) ?? [null]);
 					});
 					failures.push({
 						message: `${name}: ${failure.message}`,
@@ -856,6 +839,31 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 		});
 	}
 	return failures;
+}
+
+/**
+ * Whether n8n's pairing of the items an Execute Workflow run returned ("once", given more than one item) is a guess.
+ * n8n re-pairs them through the sub-execution's record (getExecutionDataById), and without it (not saved: the
+ * sub-workflow's "Save successful production executions", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none) leaves the
+ * sub-workflow's own indexes, which name items of its last node's input: a Sort or a Filter inside moves them to
+ * another event. A record that is there but holds such a run of its own (a nested sub-workflow not saved) is re-paired
+ * through that guess. Only where the records were asked for (`subExecutionsToRead`, then as deep as they are read);
+ * one item given is paired for certain.
+ */
+function subExecutionPairingLost(
+	runData: IRunData,
+	task: ITaskData | undefined,
+	records: SubExecutionRecords | undefined,
+	depth = 0,
+): boolean {
+	const id = subExecutionOfRun(task);
+	if (id === undefined || !records?.has(id) || depth >= SUB_WORKFLOW_DEPTH) return false;
+	const source = task?.source?.[0];
+	if (!source || outputItems(runData, source).length <= 1) return false;
+	const record = records.get(id);
+	if (record === undefined) return true;
+	const inner = record.resultData?.runData ?? {};
+	return Object.values(inner).some((tasks) => tasks.some((innerTask) => subExecutionPairingLost(inner, innerTask, records, depth + 1)));
 }
 
 /** How deep failures of sub-workflows started by sub-workflows are followed (as deep as subExecution.ts reads them). */
@@ -891,6 +899,7 @@ function errorGivenInside(runData: IRunData, task: ITaskData, item: INodeExecuti
  */
 function cameFromInside(
 	runData: IRunData,
+	records: SubExecutionRecords | undefined,
 	node: string,
 	run: number,
 	item: INodeExecutionData,
@@ -902,13 +911,13 @@ function cameFromInside(
 	const task = runData[node]?.[run];
 	if (task && isStart(task)) return [position];
 	const pairs = pairedItemsOf(item);
-	if (depth > MAX_TRACE_DEPTH || !task || pairs.length === 0) return null;
+	if (depth > MAX_TRACE_DEPTH || !task || pairs.length === 0 || subExecutionPairingLost(runData, task, records)) return null;
 	const origins: Array<string | number> = [];
 	for (const pair of pairs) {
 		const source = task.source?.[pair.input ?? 0];
 		const upstream = source ? outputItems(runData, source)[pair.item] : undefined;
 		if (!source || !upstream) return null;
-		const behind = cameFromInside(runData, source.previousNode, source.previousNodeRun ?? 0, upstream, pair.item, depth + 1);
+		const behind = cameFromInside(runData, records, source.previousNode, source.previousNodeRun ?? 0, upstream, pair.item, depth + 1);
 		if (behind === null) return null;
 		origins.push(...behind);
 	}
@@ -964,15 +973,21 @@ export function recoveredBefore(
 	const outputs = record.connectionsBySourceNode[failed]?.main ?? [];
 	const targetsOf = (connections: Array<Array<{ node: string }> | null>) =>
 		connections.flatMap((outputConnections) => (outputConnections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
-	const reaches = (from: INode, target: string) => downstreamOf(record, [from], new Set()).some((reached) => reached.name === target);
-	// A node that leads back into the failed node is a lap of a retry loop (a token refreshed before the next try), not
-	// a backup: only the failed node's own later success recovers it.
-	const inRetryLoop = (candidate: INode) => candidate.name !== failed && reaches(candidate, failed);
+	const reaches = (from: INode[], target: string) => downstreamOf(record, from, new Set()).some((reached) => reached.name === target);
+	// A node whose success leads back into the failed node is a lap of a retry loop (a token refreshed before the next
+	// try), not a backup: only the failed node's own later success recovers it. A backup whose error output starts over
+	// is one where it succeeded.
+	const successTargets = (candidate: INode) => {
+		const connected = record.connectionsBySourceNode[candidate.name]?.main ?? [];
+		const outputCount = Math.max(connected.length, ...(record.runData[candidate.name] ?? []).map((task) => task.data?.main?.length ?? 0));
+		return targetsOf(onErrorOf(candidate) === 'continueErrorOutput' ? connected.slice(0, outputCount - 1) : connected);
+	};
+	const inRetryLoop = (candidate: INode) => candidate.name !== failed && reaches(successTargets(candidate), failed);
 	const mayRecover = (candidate: INode) =>
 		mayHaveEffect(candidate) &&
 		candidate.name !== node &&
 		!inRetryLoop(candidate) &&
-		reaches(candidate, node) &&
+		reaches([candidate], node) &&
 		succeededForEvent(candidate.name);
 	if (onError === 'continueErrorOutput') return downstreamOf(record, targetsOf(outputs.slice(1)), new Set([node])).some(mayRecover);
 	if (onError !== 'continueRegularOutput') return false;
