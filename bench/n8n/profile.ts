@@ -113,7 +113,10 @@ const INCLUSIVE: Array<[string, (frame: CallFrame) => boolean]> = [
 	],
 	['expressions evaluated in the isolate (n8n)', (f) => (f.url || '').includes('isolated-vm-bridge') && f.functionName === 'execute'],
 	["n8n's own database (typeorm), with what it calls", (f) => /typeorm|@n8n\/db/.test(f.url || '')],
-	['socket writes (writev, writeBuffer, writeUtf8String)', (f) => ['writev', 'writeBuffer', 'writeUtf8String'].includes(f.functionName) && !f.url],
+	[
+		'socket writes (writev, writeBuffer, writeUtf8String)',
+		(f) => ['writev', 'writeBuffer', 'writeUtf8String'].includes(f.functionName) && !f.url,
+	],
 ];
 
 /** Call paths counted only where two frames share a stack: the first names who, the second what. */
