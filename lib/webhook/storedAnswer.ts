@@ -72,32 +72,45 @@ export interface AnswerRequest {
  */
 export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unknown {
 	if (answer === undefined) return undefined;
-	const found = secretsOf(request).flatMap(writtenForms).map(secretFinder);
-	const leaks = (text: string) => found.some((finder) => finder.isIn(text));
+	const secrets = new SecretMatcher(secretsOf(request).flatMap(writtenForms));
+	const leaks = (text: string) => secrets.isIn(text);
+	// Nothing the matcher knows is stored instead: a password "completed" would be in ANSWER_NOT_KEPT itself.
+	const notKept = () => (leaks(ANSWER_NOT_KEPT.status) ? {} : { ...ANSWER_NOT_KEPT });
+	// The texts are counted before they are searched: an answer over the cap is not kept, and searching megabytes for
+	// every form of every secret would hold the event loop for seconds.
+	let textBytes = 0;
 	let json: string | undefined;
 	try {
 		// The replacer sees every value after toJSON (dates, buffers), so nothing reaches the text unchecked.
 		json = JSON.stringify(answer, (_key, member: unknown) => {
 			if (typeof member === 'string') {
+				textBytes += Buffer.byteLength(member, 'utf8');
+				if (textBytes > MAX_STORED_ANSWER_BYTES) throw new AnswerTooLarge();
 				const text = storableText(member).text;
 				return leaks(text) ? undefined : text;
 			}
 			// A credential of digits (a Header Auth value) is as secret as text, and a Buffer's bytes as its text.
 			if (typeof member === 'number') return leaks(String(member)) ? undefined : member;
 			if (typeof member === 'bigint') return leaks(member.toString()) ? undefined : member.toString();
-			if (isBufferJson(member)) return leaks(Buffer.from(member.data).toString('utf8')) ? undefined : member;
+			if (isBufferJson(member)) {
+				textBytes += member.data.length;
+				if (textBytes > MAX_STORED_ANSWER_BYTES) throw new AnswerTooLarge();
+				return leaks(Buffer.from(member.data).toString('utf8')) ? undefined : member;
+			}
 			if (member !== null && typeof member === 'object' && !Array.isArray(member))
 				return keptMembers(member as Record<string, unknown>, leaks);
 			return member;
 		});
 	} catch {
-		// Circular, or nested deeper than JSON can be written.
-		return { ...ANSWER_NOT_KEPT };
+		// Over the cap, circular, or nested deeper than JSON can be written.
+		return notKept();
 	}
 	if (json === undefined) return undefined;
-	if (Buffer.byteLength(json, 'utf8') > MAX_STORED_ANSWER_BYTES) return { ...ANSWER_NOT_KEPT };
+	if (Buffer.byteLength(json, 'utf8') > MAX_STORED_ANSWER_BYTES) return notKept();
 	return JSON.parse(json) as unknown;
 }
+
+class AnswerTooLarge extends Error {}
 
 /**
  * A text (a failure message kept with a key, or sent to the caller) with every credential of the request
@@ -113,11 +126,9 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
 				.flatMap(([, value]) => value)
 				.filter((value): value is string => typeof value === 'string')
 				.flatMap(credentialParts)
-				.map((value) => storableText(value.trim()).text);
-	const secrets = [...new Set([...secretsOf(request), ...headerValues])].sort((a, b) => b.length - a.length);
-	let redacted = text;
-	for (const secret of secrets) for (const form of writtenForms(secret)) redacted = secretFinder(form).redact(redacted);
-	return redacted;
+				.flatMap((value) => [value.trim(), storableText(value.trim()).text]);
+	const secrets = [...new Set([...secretsOf(request), ...headerValues])];
+	return new SecretMatcher(secrets.flatMap(writtenForms)).redact(text);
 }
 
 /**
@@ -130,24 +141,31 @@ function writtenForms(secret: string): string[] {
 	return [
 		...new Set([
 			secret,
+			// Letters beyond ASCII (the matcher folds ASCII only): ß is SS upper-cased, İ i̇ lower-cased.
+			secret.toUpperCase(),
+			secret.toLowerCase(),
 			escaped,
 			JSON.stringify(escaped).slice(1, -1),
-			encodeURIComponent(secret),
-			new URLSearchParams({ s: secret }).toString().slice(2),
+			// URLs are written from well-formed text (a lone surrogate cannot be percent-encoded).
+			encodeURIComponent(storableText(secret).text),
+			new URLSearchParams({ s: storableText(secret).text }).toString().slice(2),
 		]),
 	];
 }
 
 /**
  * What else gives away one of the trigger's own configured secrets: its base64 (an answer that encodes it, a Basic
- * header built with it as the password: the three alignments of a secret that ends the encoded text), and the HMAC key
- * of a Standard Webhooks secret, the base64 body after `whsec_`.
+ * header built with it as the password: its whole three-byte groups at each of the three alignments), and the HMAC
+ * key of a Standard Webhooks secret, the base64 body after `whsec_`.
  */
 function ownSecretForms(secret: string): string[] {
 	const forms = [secret];
 	if (secret.startsWith(STANDARD_WEBHOOKS_PREFIX)) forms.push(secret.slice(STANDARD_WEBHOOKS_PREFIX.length));
+	const bytes = Buffer.from(secret, 'utf8');
 	for (const offset of [0, 1, 2]) {
-		const encoded = Buffer.from(secret.slice(offset), 'utf8').toString('base64').replace(/=+$/, '');
+		// Whole groups of three bytes only: the last, partial one changes with what follows the secret.
+		const aligned = bytes.subarray(offset, offset + Math.floor((bytes.length - offset) / 3) * 3);
+		const encoded = aligned.toString('base64');
 		forms.push(encoded, encoded.replace(/\+/g, '-').replace(/\//g, '_'));
 	}
 	return forms.filter((form) => form.length >= MIN_CONTAINED_SECRET || form === secret);
@@ -190,25 +208,74 @@ const MESSAGE_HEADERS = new Set([
 ]);
 
 /**
- * Where a credential shows in a text, by one rule for what is stored and what is answered: anywhere once it is
+ * Where credentials show in a text, by one rule for what is stored and what is answered: anywhere once one is
  * MIN_CONTAINED_SECRET long; standing alone (not inside a longer word or number) from MIN_STANDALONE_SECRET; a
- * shorter one only as the whole text (it would match ordinary words).
+ * shorter one only as the whole text (it would match ordinary words). ASCII letters match in either case (an answer
+ * may show a hex key upper-cased; a wrong match only hides more): folding them keeps every position, so plain
+ * substring search finds each form, whatever its length, in time linear in the text per form.
  */
-function secretFinder(secret: string): { isIn(text: string): boolean; redact(text: string): string } {
-	const literal = secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-	// In any letter case: an answer may show a key upper-cased (hex); a wrong match only hides more.
-	if (secret.length >= MIN_CONTAINED_SECRET) {
-		const anywhere = new RegExp(literal, 'gi');
-		return { isIn: (text) => text.search(anywhere) !== -1, redact: (text) => text.replace(anywhere, REDACTED) };
+class SecretMatcher {
+	private readonly contained: string[] = [];
+	private readonly standalone: string[] = [];
+	private readonly whole = new Set<string>();
+
+	constructor(forms: readonly string[]) {
+		for (const form of new Set(forms.map(foldAscii))) {
+			if (form.length >= MIN_CONTAINED_SECRET) this.contained.push(form);
+			else if (form.length >= MIN_STANDALONE_SECRET) this.standalone.push(form);
+			else if (form !== '') this.whole.add(form);
+		}
 	}
-	if (secret.length >= MIN_STANDALONE_SECRET) {
-		const alone = new RegExp(`(?<![A-Za-z0-9_])${literal}(?![A-Za-z0-9_])`, 'gi');
-		return {
-			isIn: (text) => text.search(alone) !== -1,
-			redact: (text) => text.replace(alone, REDACTED),
+
+	isIn(text: string): boolean {
+		return this.ranges(text, true).length > 0;
+	}
+
+	/** The text with every match replaced by REDACTED, overlapping matches as one, and a REDACTED already there left as it is. */
+	redact(text: string): string {
+		const marks: Array<[number, number]> = [];
+		for (let at = text.indexOf(REDACTED); at !== -1; at = text.indexOf(REDACTED, at + 1)) marks.push([at, at + REDACTED.length]);
+		const ranges = this.ranges(text, false)
+			.filter(([start, end]) => !marks.some(([from, to]) => start >= from && end <= to))
+			.sort((a, b) => a[0] - b[0]);
+		if (ranges.length === 0) return text;
+		let redacted = '';
+		let at = 0;
+		for (const [start, end] of ranges) {
+			if (end <= at) continue;
+			// A match that begins inside the last one extends it.
+			if (start >= at) redacted += text.slice(at, start) + REDACTED;
+			at = end;
+		}
+		return redacted + text.slice(at);
+	}
+
+	private ranges(text: string, first: boolean): Array<[number, number]> {
+		const folded = foldAscii(text);
+		const found: Array<[number, number]> = [];
+		if (this.whole.has(folded)) return [[0, text.length]];
+		const search = (form: string, alone: boolean): boolean => {
+			for (let at = folded.indexOf(form); at !== -1; at = folded.indexOf(form, at + 1)) {
+				const end = at + form.length;
+				if (alone && (isWordCharacter(folded, at - 1) || isWordCharacter(folded, end))) continue;
+				found.push([at, end]);
+				if (first) return true;
+			}
+			return false;
 		};
+		for (const form of this.contained) if (search(form, false) && first) return found;
+		for (const form of this.standalone) if (search(form, true) && first) return found;
+		return found;
 	}
-	return { isIn: (text) => text === secret, redact: (text) => (text === secret ? REDACTED : text) };
+}
+
+/** The text with ASCII letters in lower case: every other character, and so every position, as it was. */
+function foldAscii(text: string): string {
+	return /[A-Z]/.test(text) ? text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase()) : text;
+}
+
+function isWordCharacter(text: string, index: number): boolean {
+	return index >= 0 && index < text.length && /[A-Za-z0-9_]/.test(text[index]);
 }
 
 /** The request an item carries, as n8n's Webhook node and the trigger give it: its headers and its query. */
@@ -238,9 +305,12 @@ function keptMembers(value: Record<string, unknown>, leaks: (text: string) => bo
 /** Every text that would give a credential away: credential headers' and query parameters' values, their parts, owner tokens, the trigger's own secrets. */
 function secretsOf(request: AnswerRequest): string[] {
 	const secrets = new Set<string>();
+	// As written and as the store repairs it (a lone surrogate, a NUL): a text is searched before it is repaired too.
 	const add = (text: string) => {
 		const trimmed = text.trim();
-		if (trimmed !== '') secrets.add(storableText(trimmed).text);
+		if (trimmed === '') return;
+		secrets.add(trimmed);
+		secrets.add(storableText(trimmed).text);
 	};
 	for (const token of request.ownerTokens ?? []) if (typeof token === 'string') add(token);
 	for (const secret of request.ownSecrets ?? []) if (typeof secret === 'string') ownSecretForms(secret.trim()).forEach(add);

@@ -3,7 +3,6 @@ import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n
 import type { SettleRequest } from '../../../lib/store/contract';
 import {
 	continuedFailureTest,
-	itemsWaitingAt,
 	judgeExecution,
 	originsOfItem,
 	readExecutionRecord,
@@ -37,7 +36,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const source = readKeyFrom(context);
 	if (source === 'execution') refuseFailedExecution(context);
 	const isContinuedFailure = continuedFailureOf(context);
-	const { failedEarlier, waiting } = judgedRun(context);
+	const failedEarlier = failedInThisRun(context);
 	return await settleOwnedKeys(
 		context,
 		value,
@@ -56,16 +55,6 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 				failedEarlier(owned)
 					? `A node of the step failed for this event earlier in this execution and continued on error (On Error: Continue), and the item that reached this node no longer shows it: ${LEFT_TO_THE_RETRY}`
 					: undefined,
-			// Failing ends the execution before the other events' items waiting for a Complete node reach it: their effects
-			// are done, and their keys would run again after the lease. Completed now, each judged as its own run would judge
-			// it, without a response to store (the node's parameters are read for the items it was given).
-			beforeFailing: async () => {
-				const given = new Set(context.getInputData().flatMap((item) => keyOfItem(item) ?? []));
-				const due = waiting
-					.filter(({ item, owned }) => !isContinuedFailure(item) && !failedEarlier(owned) && !given.has(ownedId(owned)))
-					.map(({ owned }) => owned);
-				if (due.length > 0) await store.complete(due);
-			},
 		},
 	);
 }
@@ -75,15 +64,11 @@ const LEFT_TO_THE_RETRY =
 	"its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once.";
 
 /**
- * What n8n's record of this execution so far says. `failedEarlier`: whether it holds a failure of a node of the step
- * for the key's reservation (as Settle reads it), other than one the workflow recovered from on the way to this node (a
- * fallback after the failed node's error output). `waiting`: the items still on n8n's stack for a later run of a
- * Complete node (this one or another), each traced to the one key it settles. Neither without the record.
+ * Whether n8n's record of this execution so far holds a failure of a node of the step for the key's reservation (as
+ * Settle reads it), other than one the workflow recovered from on the way to this node (a fallback after the failed
+ * node's error output); never without the record.
  */
-function judgedRun(context: IExecuteFunctions): {
-	failedEarlier: (owned: SettleRequest) => boolean;
-	waiting: Array<{ item: INodeExecutionData; owned: SettleRequest }>;
-} {
+function failedInThisRun(context: IExecuteFunctions): (owned: SettleRequest) => boolean {
 	try {
 		const record = readExecutionRecord(context);
 		const judgement = judgeExecution(record);
@@ -111,33 +96,12 @@ function judgedRun(context: IExecuteFunctions): {
 			// A recovery counts where it gave this event an item on its success output in this run.
 			const succeededForEvent = (recovery: string) => servedBy(recovery).has(id);
 			if ([...nodes].every((node) => recoveredBefore(record, node, self, succeededForEvent))) continue;
-			failed.add(ownedId(reservation));
+			failed.add(JSON.stringify([reservation.key, reservation.ownerToken]));
 		}
-		const { type } = context.getNode();
-		const completes = (name: string) => {
-			const node = record.node(name);
-			return node?.type === type && node.disabled !== true && node.parameters?.operation === value;
-		};
-		const waiting = itemsWaitingAt(record, completes, judgement.reservations).flatMap(({ item, origins }) => {
-			const reservation = origins?.length === 1 ? judgement.reservations.get(origins[0]) : undefined;
-			return reservation ? [{ item, owned: { key: reservation.key, ownerToken: reservation.ownerToken } }] : [];
-		});
-		return { failedEarlier: (owned) => failed.has(ownedId(owned)), waiting };
+		return (owned) => failed.has(JSON.stringify([owned.key, owned.ownerToken]));
 	} catch {
-		return { failedEarlier: () => false, waiting: [] };
+		return () => false;
 	}
-}
-
-function ownedId(owned: { key: string; ownerToken: string }): string {
-	return JSON.stringify([owned.key, owned.ownerToken]);
-}
-
-/** The key an item carries (its `idempotency` object), as an id. */
-function keyOfItem(item: INodeExecutionData): string | undefined {
-	const idempotency = item.json.idempotency as { key?: unknown; ownerToken?: unknown } | undefined;
-	return typeof idempotency?.key === 'string' && typeof idempotency.ownerToken === 'string'
-		? ownedId({ key: idempotency.key, ownerToken: idempotency.ownerToken })
-		: undefined;
 }
 
 /** The continued-failure test for this node's items; none without n8n's record of the execution (nothing to read it from). */

@@ -37,15 +37,8 @@ export async function settleOwnedKeys<Detail>(
 	source: Exclude<KeyFrom, 'execution'>,
 	readDetail: (itemIndex: number) => Detail,
 	settle: (requests: Array<{ owned: SettleRequest; detail: Detail }>) => Promise<SettleReport[]>,
-	/**
-	 * Why an item, or the key it holds, must not be settled this way (its settle would lose the event), or undefined.
-	 * `beforeFailing`: run when such an item is about to fail the node (On Error: Stop Workflow), ending the execution.
-	 */
-	refuse: {
-		item?: (item: INodeExecutionData) => string | undefined;
-		key?: (owned: SettleRequest) => string | undefined;
-		beforeFailing?: () => Promise<void>;
-	} = {},
+	/** Why an item, or the key it holds, must not be settled this way (its settle would lose the event), or undefined. */
+	refuse: { item?: (item: INodeExecutionData) => string | undefined; key?: (owned: SettleRequest) => string | undefined } = {},
 ): Promise<INodeExecutionData[][]> {
 	const items = context.getInputData();
 	// An item that cannot be read leaves through the last output (Stale) under Continue: never Done.
@@ -99,7 +92,6 @@ export async function settleOwnedKeys<Detail>(
 			pairedItem: { item: itemIndex },
 		});
 	}
-	if (refused.length > 0 && !context.continueOnFail()) await refuse.beforeFailing?.();
 	for (const { error, itemIndex } of refused) failItem(error, itemIndex);
 	return outputs;
 }

@@ -32,7 +32,6 @@ export { executionReaderOf, readSubExecutions } from './subExecution';
 export {
 	continuedFailureTest,
 	heldKeyOf,
-	itemsWaitingAt,
 	pairingIsKnown,
 	judgeExecution,
 	recoveredBefore,

@@ -331,28 +331,6 @@ export function originsOfItem(
 	return new Tracer(view, reservations).ofItem(node, run, item);
 }
 
-/**
- * The items waiting on n8n's stack for a later run of the nodes `at` names in this execution (n8n ran another branch
- * first), each with the reservations it descends from (null where n8n's pairing cannot tell).
- */
-export function itemsWaitingAt(
-	view: ExecutionView,
-	at: (node: string) => boolean,
-	reservations: Map<string, Reservation>,
-): Array<{ item: INodeExecutionData; origins: Origins }> {
-	const tracer = new Tracer(view, reservations);
-	return (view.pending.nodeExecutionStack ?? [])
-		.filter((entry) => at(entry.node.name))
-		.flatMap((entry) =>
-			(entry.data.main ?? []).flatMap((items, input) =>
-				(items ?? []).map((item, index) => ({
-					item,
-					origins: tracer.ofWaitingItem(entry.source?.main?.[input], index, item),
-				})),
-			),
-		);
-}
-
 /** The items one node run output on one output (a node's input, as n8n gave it). */
 function outputItems(runData: IRunData, source: ISourceData): INodeExecutionData[] {
 	return runData[source.previousNode]?.[source.previousNodeRun ?? 0]?.data?.main?.[source.previousNodeOutput ?? 0] ?? [];
@@ -950,7 +928,10 @@ export function continuedFailureTest(record: ExecutionRecord, node: INode): (ite
 			.flatMap((connections) => (connections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
 		return downstreamOf(record, afterFirst, new Set()).some((reached) => reached.name === node.name);
 	});
-	return (item) => continuing && carriesError(item);
+	// In a sub-execution the nodes before Reserve, which may have continued past the event's failure, are the caller's:
+	// an item that carries an error may be one.
+	const inSubExecution = (record as Partial<ExecutionView>).subExecution === true;
+	return (item) => (continuing || inSubExecution) && carriesError(item);
 }
 
 /**
