@@ -368,7 +368,7 @@ async function duplicateAnswer(input: DecideInput, result: ReservationResult): P
 	// The full record (detail: 'full'): it names the execution that processed the first delivery.
 	const { executionId, response } = result.record;
 	const headers: Record<string, string> = executionId && HEADER_VALUE.test(executionId) ? { [FIRST_EXECUTION_HEADER]: executionId } : {};
-	// Cleaned of the trigger's own secrets too: an answer stored before they were withheld at the store is not replayed with them.
+	// A replayed answer is cleaned by the same rule as a stored one, the trigger's own secrets included.
 	const replayed = storedAnswer(response ?? undefined, { ownSecrets: await ownSecretsOf(input) });
 	return answered('duplicate', replayed ?? DUPLICATE_BODY, result.key, headers);
 }

@@ -66,7 +66,8 @@ export interface AnswerRequest {
  * The answer as it may be sent and stored: without the members above; without any string carrying a
  * credential of the request (a header value copied into a field of another name) or an owner token;
  * text repaired as the store repairs it (NUL, lone surrogates), BigInts as digit strings; and
- * ANSWER_NOT_KEPT instead of one over MAX_STORED_ANSWER_BYTES or without a JSON form. Undefined
+ * ANSWER_NOT_KEPT instead of one over MAX_STORED_ANSWER_BYTES or without a JSON form (`{}` where a
+ * secret is the word it holds). Undefined
  * when there is no answer. Applied where the answer is stored and again where it is replayed: an
  * answer already in the store is replayed by the same rule.
  */
@@ -76,29 +77,36 @@ export function storedAnswer(answer: unknown, request: AnswerRequest = {}): unkn
 	const leaks = (text: string) => secrets.isIn(text);
 	// Nothing the matcher knows is stored instead: a password "completed" would be in ANSWER_NOT_KEPT itself.
 	const notKept = () => (leaks(ANSWER_NOT_KEPT.status) ? {} : { ...ANSWER_NOT_KEPT });
-	// The texts are counted before they are searched: an answer over the cap is not kept, and searching megabytes for
-	// every form of every secret would hold the event loop for seconds.
-	let textBytes = 0;
+	// Every value and member name is counted (at least a byte) before it is searched: an answer over the cap is not
+	// kept, and searching megabytes for every form of every secret would hold the event loop for seconds.
+	let bytes = 0;
+	const count = (size: number) => {
+		bytes += Math.max(1, size);
+		if (bytes > MAX_STORED_ANSWER_BYTES) throw new AnswerTooLarge();
+	};
 	let json: string | undefined;
 	try {
 		// The replacer sees every value after toJSON (dates, buffers), so nothing reaches the text unchecked.
 		json = JSON.stringify(answer, (_key, member: unknown) => {
 			if (typeof member === 'string') {
-				textBytes += Buffer.byteLength(member, 'utf8');
-				if (textBytes > MAX_STORED_ANSWER_BYTES) throw new AnswerTooLarge();
+				count(Buffer.byteLength(member, 'utf8'));
 				const text = storableText(member).text;
 				return leaks(text) ? undefined : text;
 			}
 			// A credential of digits (a Header Auth value) is as secret as text, and a Buffer's bytes as its text.
-			if (typeof member === 'number') return leaks(String(member)) ? undefined : member;
-			if (typeof member === 'bigint') return leaks(member.toString()) ? undefined : member.toString();
-			if (isBufferJson(member)) {
-				textBytes += member.data.length;
-				if (textBytes > MAX_STORED_ANSWER_BYTES) throw new AnswerTooLarge();
+			if (typeof member === 'number' || typeof member === 'bigint') {
+				const digits = member.toString();
+				count(digits.length);
+				if (leaks(digits)) return undefined;
+				return typeof member === 'bigint' ? digits : member;
+			}
+			if (isBufferJson(member) && Object.keys(member).length === 2) {
+				count(member.data.length);
 				return leaks(Buffer.from(member.data).toString('utf8')) ? undefined : member;
 			}
+			count(1);
 			if (member !== null && typeof member === 'object' && !Array.isArray(member))
-				return keptMembers(member as Record<string, unknown>, leaks);
+				return keptMembers(member as Record<string, unknown>, leaks, count);
 			return member;
 		});
 	} catch {
@@ -218,12 +226,14 @@ class SecretMatcher {
 	private readonly contained: string[] = [];
 	private readonly standalone: string[] = [];
 	private readonly whole = new Set<string>();
+	private readonly shortest: number = Infinity;
 
 	constructor(forms: readonly string[]) {
 		for (const form of new Set(forms.map(foldAscii))) {
 			if (form.length >= MIN_CONTAINED_SECRET) this.contained.push(form);
 			else if (form.length >= MIN_STANDALONE_SECRET) this.standalone.push(form);
 			else if (form !== '') this.whole.add(form);
+			if (form !== '') this.shortest = Math.min(this.shortest, form.length);
 		}
 	}
 
@@ -233,40 +243,59 @@ class SecretMatcher {
 
 	/** The text with every match replaced by REDACTED, overlapping matches as one, and a REDACTED already there left as it is. */
 	redact(text: string): string {
-		const marks: Array<[number, number]> = [];
-		for (let at = text.indexOf(REDACTED); at !== -1; at = text.indexOf(REDACTED, at + 1)) marks.push([at, at + REDACTED.length]);
-		const ranges = this.ranges(text, false)
-			.filter(([start, end]) => !marks.some(([from, to]) => start >= from && end <= to))
-			.sort((a, b) => a[0] - b[0]);
+		const ranges = this.ranges(text, false);
 		if (ranges.length === 0) return text;
+		// One pass over the matches (sorted, overlaps merged) and the REDACTED marks (in order) side by side.
+		const marks: Array<[number, number]> = [];
+		for (let at = text.indexOf(REDACTED); at !== -1; at = text.indexOf(REDACTED, at + REDACTED.length))
+			marks.push([at, at + REDACTED.length]);
 		let redacted = '';
 		let at = 0;
-		for (const [start, end] of ranges) {
-			if (end <= at) continue;
-			// A match that begins inside the last one extends it.
-			if (start >= at) redacted += text.slice(at, start) + REDACTED;
+		let mark = 0;
+		for (const [start, end] of merged(ranges)) {
+			while (mark < marks.length && marks[mark][1] <= start) mark++;
+			if (mark < marks.length && marks[mark][0] <= start && end <= marks[mark][1]) continue;
+			redacted += text.slice(at, start) + REDACTED;
 			at = end;
 		}
 		return redacted + text.slice(at);
 	}
 
+	/** Where the forms are found, each form's overlapping finds as one range. */
 	private ranges(text: string, first: boolean): Array<[number, number]> {
+		if (text.length < this.shortest) return [];
 		const folded = foldAscii(text);
-		const found: Array<[number, number]> = [];
 		if (this.whole.has(folded)) return [[0, text.length]];
+		const found: Array<[number, number]> = [];
 		const search = (form: string, alone: boolean): boolean => {
+			let last: [number, number] | undefined;
 			for (let at = folded.indexOf(form); at !== -1; at = folded.indexOf(form, at + 1)) {
 				const end = at + form.length;
 				if (alone && (isWordCharacter(folded, at - 1) || isWordCharacter(folded, end))) continue;
-				found.push([at, end]);
-				if (first) return true;
+				if (first) {
+					found.push([at, end]);
+					return true;
+				}
+				if (last && at <= last[1]) last[1] = end;
+				else found.push((last = [at, end]));
 			}
 			return false;
 		};
-		for (const form of this.contained) if (search(form, false) && first) return found;
-		for (const form of this.standalone) if (search(form, true) && first) return found;
+		for (const form of this.contained) if (search(form, false)) return found;
+		for (const form of this.standalone) if (search(form, true)) return found;
 		return found;
 	}
+}
+
+/** Ranges sorted by start, overlapping ones joined. */
+function merged(ranges: Array<[number, number]>): Array<[number, number]> {
+	const joined: Array<[number, number]> = [];
+	for (const [start, end] of [...ranges].sort((a, b) => a[0] - b[0])) {
+		const last = joined.at(-1);
+		if (last && start <= last[1]) last[1] = Math.max(last[1], end);
+		else joined.push([start, end]);
+	}
+	return joined;
 }
 
 /** The text with ASCII letters in lower case: every other character, and so every position, as it was. */
@@ -291,9 +320,14 @@ const isBufferJson = (value: unknown): value is { type: 'Buffer'; data: number[]
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** A copy without the dropped members, names repaired; own members only, `__proto__` kept as a member. */
-function keptMembers(value: Record<string, unknown>, leaks: (text: string) => boolean): Record<string, unknown> {
+function keptMembers(
+	value: Record<string, unknown>,
+	leaks: (text: string) => boolean,
+	count: (bytes: number) => void,
+): Record<string, unknown> {
 	const copy: Record<string, unknown> = {};
 	for (const key of Object.keys(value)) {
+		count(Buffer.byteLength(key, 'utf8'));
 		const name = storableText(key).text;
 		// A credential can be a member's name too (a node that groups items by a header's value).
 		if (isWithheldMember(name) || leaks(name)) continue;

@@ -738,7 +738,7 @@ describeWithN8n('red teams 15 and 18: the beats, the redaction and the publish c
 	// workflow's last node, an Edit Fields (raw JSON), answers `{ ok, request }` where `request` is the text of the
 	// request's headers (a log line kept with the answer). The stored answer leaves out text that carries a credential
 	// of the request under any name (docs/idempotent-webhook.md, The stored answer), by the rule failure messages follow
-	// (lib/webhook/storedAnswer.ts secretFinder: 4 to 7 characters where they stand alone). Leaving out only text that is
+	// (lib/webhook/storedAnswer.ts SecretMatcher: 4 to 7 characters where they stand alone). Leaving out only text that is
 	// the secret or holds one of 8+ characters, the value would be stored with the completed key and sent to every copy.
 	it("Header Auth with a 7-character value, the last node's text quoting the headers: the value is neither stored nor replayed", async () => {
 		activeWorkflowId = 'wf-rt18-short-answer';

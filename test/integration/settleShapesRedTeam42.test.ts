@@ -398,6 +398,41 @@ describeWithN8n('red team 42: refusals routed to Stale, loops that lead out, suc
 		expect({ charges: result.charges, keys: result.keys }).toEqual({ charges: [1, 1], keys: ['completed', 'completed'] });
 	});
 
+	// Split [A, B] → Reserve → Loop Over Items (batch 1) → Charge (error output → Backup Charge → Complete) → Complete →
+	// back to the loop. B's charge fails once; the backup pays. The backup's way back to Charge passes Complete and the
+	// loop (the next event, not a retry): a recovery, B paid once by the backup.
+	it('node path: Split [A, B] → Reserve → Loop Over Items (1) → Charge (error output → Backup Charge → Complete) → Complete → loop; B fails once: each paid once, both completed', async () => {
+		const tag = 'lb';
+		useNodePath('wf-rt42-loop-backup');
+		failNext(`charge:${tag}_b`, 1);
+		const step: Step = {
+			nodes: [
+				node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }),
+				httpCall('Charge', 'charge', ERROR_OUTPUT, RESERVED_ID),
+				httpCall('Backup Charge', 'refund', {}, RESERVED_ID),
+				completeNode(),
+			],
+			connections: {
+				Loop: { main: [link('Respond 200'), link('Charge')] },
+				Charge: { main: [link('Mark Complete'), link('Backup Charge')] },
+				'Backup Charge': { main: [link('Mark Complete')] },
+				'Mark Complete': { main: [link('Loop'), link('Respond 500 (provider retries)')] },
+			} as IConnections,
+			heads: ['Loop'],
+		};
+		const { answers, runs } = await provideNodePath(two(tag), () =>
+			nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+		);
+		const paid = [
+			effectsAt('charge', `${tag}_a`) + effectsAt('refund', `${tag}_a`),
+			effectsAt('charge', `${tag}_b`) + effectsAt('refund', `${tag}_b`),
+		];
+		const result = { answers, paid, keys: await keysOf(tag), errors: errorsOf(runs) };
+		dump(tag, result);
+		dumpRuns(tag, runs as never);
+		expect({ paid, keys: result.keys }).toEqual({ paid: [1, 1], keys: ['completed', 'completed'] });
+	});
+
 	/* (3) A backup whose success answer has an `error` field, at Continue (regular output) -------------------------- */
 
 	// Charge (error output) → Backup Charge (Continue regular output; the API answers the body it was sent, so the

@@ -1,7 +1,7 @@
 /*
- * Red-team pass 45, pure-function rows: lib/webhook/storedAnswer.ts after 4284d92 (secretFinder matching in any letter
- * case with a RegExp, writtenForms adding JSON-escaped-twice and form-encoded forms, ownSecretForms adding base64 /
- * base64url at three alignments and the Standard Webhooks key body). Cost with attacker-sized input, correctness of the
+ * Red-team pass 45, pure-function rows: lib/webhook/storedAnswer.ts's SecretMatcher (secrets in any ASCII letter case,
+ * upper- and lower-cased beyond ASCII), writtenForms (JSON-escaped twice, form-encoded) and ownSecretForms (base64 /
+ * base64url at three alignments, the Standard Webhooks key body). Cost with attacker-sized input, correctness of the
  * case-insensitive match, base64 alignments. Each row asserts the promise (nothing secret stored, calls bounded); a
  * failing row is a finding. Rows that document accepted collateral assert the exact outcome.
  */
@@ -227,6 +227,50 @@ describe('red team 45: cost with attacker-sized input', () => {
 		const secret = 'abc\uD800defghij';
 		expect(withoutRequestSecrets(`x ${secret} y`, { ownSecrets: [secret] })).toBe('x [redacted] y');
 		expect(storedAnswer({ a: `x ${secret} y`, ok: true }, { ownSecrets: [secret] })).toEqual({ ok: true });
+	});
+});
+
+describe('red team 45: matches and values an attacker multiplies', () => {
+	// A message that quotes the secret many times beside marks already there: every match meets every mark unless both
+	// are walked in order; 16 MB of one letter is a match at every position unless a form's overlapping finds are one.
+	it('a 1 MB message of "aaaaaaaa[redacted]" repeated, secret "aaaaaaaa": bounded, linear, every copy redacted', () => {
+		const message = 'aaaaaaaa[redacted]'.repeat(Math.floor(MB / 18));
+		let redacted = '';
+		const took = ms(() => (redacted = withoutRequestSecrets(message, { headers: { 'x-api-key': 'aaaaaaaa' } })));
+		timings['1MB of secret+marks'] = Math.round(took);
+		expect({ bounded: took < 5 * CALL_MS, leftOver: redacted.includes('aaaaaaaa') }).toEqual({ bounded: true, leftOver: false });
+		expectNotQuadratic(
+			growth(
+				(n) => 'aaaaaaaa[redacted]'.repeat(n),
+				(m) => withoutRequestSecrets(m, { headers: { 'x-api-key': 'aaaaaaaa' } }),
+				8 * 1024,
+			),
+		);
+	});
+
+	it('16 MB of one letter, the secret eight of them: one redaction, bounded', () => {
+		let redacted = '';
+		const took = ms(() => (redacted = withoutRequestSecrets('a'.repeat(16 * MB), { ownSecrets: ['aaaaaaaa'] })));
+		timings['16MB of one letter'] = Math.round(took);
+		expect({ bounded: took < 5 * CALL_MS, redacted }).toEqual({ bounded: true, redacted: '[redacted]' });
+	});
+
+	// The cap counts every value and member name before they are searched, not only strings.
+	it('an answer of a million empty strings, or one member name of 10 MB: not kept, at once', () => {
+		let many: unknown;
+		let named: unknown;
+		const tookMany = ms(() => (many = storedAnswer({ a: Array.from({ length: MB }, () => '') }, MANY)));
+		const tookNamed = ms(() => (named = storedAnswer({ ['k'.repeat(10 * MB)]: 1 }, MANY)));
+		timings['1M empty strings / 10 MB name'] = `${Math.round(tookMany)} / ${Math.round(tookNamed)}`;
+		expect({ many, named, bounded: tookMany < CALL_MS && tookNamed < CALL_MS }).toEqual({
+			many: { status: 'completed' },
+			named: { status: 'completed' },
+			bounded: true,
+		});
+	});
+
+	it("an object shaped like a Buffer with other members: its members are filtered as any object's", () => {
+		expect(storedAnswer({ type: 'Buffer', data: [104, 105], headers: { 'x-custom': 'v' } })).toEqual({ type: 'Buffer', data: [104, 105] });
 	});
 });
 

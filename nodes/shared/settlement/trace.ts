@@ -12,6 +12,7 @@ import {
 	isReservingOrSettlingType,
 	isPackageType,
 	isSettlingOperation,
+	LOOP_TYPE,
 	mayHaveEffect,
 	mayReturnUnpairedItems,
 	onErrorOf,
@@ -240,7 +241,7 @@ class Tracer {
 	}
 
 	/**
-	 * Whether the items an Execute Workflow run ("once", waiting) returned cannot be paired to the items it was given
+	 * Whether the items an Execute Workflow run (waiting for its sub-workflow) returned cannot be paired to the items it was given
 	 * (`subExecutionPairingLost`). The key an item carries still names its reservation (`ofHeldKey`, `contradictedBy`).
 	 */
 	private subWorkflowPairingUnknown(node: string, task: ITaskData | undefined): boolean {
@@ -844,7 +845,7 @@ function subExecutionPairingLost(
 	return Object.values(inner).some((tasks) => tasks.some((innerTask) => subExecutionPairingLost(inner, innerTask, records, depth + 1)));
 }
 
-/** How deep failures of sub-workflows started by sub-workflows are followed (as deep as subExecution.ts reads them). */
+/** How deep failures of sub-workflows started by sub-workflows are followed (subExecution.ts reads records deeper). */
 const MAX_NESTED = 3;
 
 /**
@@ -873,7 +874,8 @@ function errorGivenInside(runData: IRunData, task: ITaskData, item: INodeExecuti
  * (`heldKeyId`) of the first item on the way that holds one (the items this execution gave the
  * sub-workflow carry their `idempotency` field, unless a node dropped it: an Edit Fields, n8n's own
  * sub-workflow trigger with its inputs defined), else the position of the start node's item, which is
- * the position of the input item n8n gave the sub-execution. Null where a link is missing.
+ * the position of the input item n8n gave the sub-execution. Null where a link is missing, or passes a
+ * nested sub-workflow whose pairing is a guess (`subExecutionPairingLost`).
  */
 function cameFromInside(
 	runData: IRunData,
@@ -906,8 +908,9 @@ function cameFromInside(
  * Whether an item that reaches `node` is a failure a node before it continued past: such a node of the step runs
  * before it (after a Reserve node: at Continue (regular output), at Continue (using error output) with `node` after
  * its error output, or a sub-workflow, whose nodes may continue; disabled nodes and the package's own left out), and
- * the item carries an error. An `"error": false` or `null` is an API's success, and an `error`
- * with no node continuing before is a field of the data.
+ * the item carries an error; in a sub-execution with no Reserve node before `node` (the caller's key), any item that
+ * carries one. An `"error": false` or `null` is an API's success, and an `error` with no node continuing before is a
+ * field of the data.
  */
 export function continuedFailureTest(record: ExecutionRecord, node: INode): (item: INodeExecutionData) => boolean {
 	// Only the step's nodes, after a Reserve node: a node before it failed for no reserved event.
@@ -928,10 +931,12 @@ export function continuedFailureTest(record: ExecutionRecord, node: INode): (ite
 			.flatMap((connections) => (connections ?? []).flatMap((connection) => record.node(connection.node) ?? []));
 		return downstreamOf(record, afterFirst, new Set()).some((reached) => reached.name === node.name);
 	});
-	// In a sub-execution the nodes before Reserve, which may have continued past the event's failure, are the caller's:
-	// an item that carries an error may be one.
-	const inSubExecution = (record as Partial<ExecutionView>).subExecution === true;
-	return (item) => (continuing || inSubExecution) && carriesError(item);
+	// In a sub-execution without a Reserve node before this one, the key is the caller's: the nodes that may have
+	// continued past the event's failure are the caller's too, and an item that carries an error may be one.
+	const callersKey =
+		(record as Partial<ExecutionView>).subExecution === true &&
+		!nodesBefore(record, '', node).some((earlier) => isReserveType(earlier.type));
+	return (item) => (continuing || callersKey) && carriesError(item);
 }
 
 /**
@@ -957,13 +962,20 @@ export function recoveredBefore(
 	const reaches = (from: INode[], target: string) => downstreamOf(record, from, new Set()).some((reached) => reached.name === target);
 	// A node whose success leads back into the failed node is a lap of a retry loop (a token refreshed before the next
 	// try), not a backup: only the failed node's own later success recovers it. A backup whose error output starts over
-	// is one where it succeeded.
+	// is one where it succeeded; so is one whose way back passes `node` or Loop Over Items (the next item, not a retry).
 	const successTargets = (candidate: INode) => {
 		const connected = record.connectionsBySourceNode[candidate.name]?.main ?? [];
-		const outputCount = Math.max(connected.length, ...(record.runData[candidate.name] ?? []).map((task) => task.data?.main?.length ?? 0));
+		const outputCount = (record.runData[candidate.name] ?? []).reduce(
+			(most, task) => Math.max(most, task.data?.main?.length ?? 0),
+			connected.length,
+		);
 		return targetsOf(onErrorOf(candidate) === 'continueErrorOutput' ? connected.slice(0, outputCount - 1) : connected);
 	};
-	const inRetryLoop = (candidate: INode) => candidate.name !== failed && reaches(successTargets(candidate), failed);
+	const inRetryLoop = (candidate: INode) =>
+		candidate.name !== failed &&
+		downstreamOf(record, successTargets(candidate), new Set([node]), (next) => next.type === LOOP_TYPE).some(
+			(reached) => reached.name === failed,
+		);
 	const mayRecover = (candidate: INode) =>
 		mayHaveEffect(candidate) &&
 		candidate.name !== node &&
