@@ -65,21 +65,26 @@ export interface ProfileSummary {
 	functions: Array<{ name: string; msPerExecution: number; share: number }>;
 }
 
+// The package as n8n loaded it (the n8n cache folder is also named n8n-nodes-idempotency).
+const isThisPackage = (frame: CallFrame) => (frame.url || '').includes('/node_modules/n8n-nodes-idempotency/');
+const isN8nDatabase = (frame: CallFrame) => /typeorm|@n8n\/db/.test(frame.url || '');
+/** Node's native writes to a socket (pg queries, HTTP answers): frames without a script. */
+const isSocketWrite = (frame: CallFrame) => ['writev', 'writeBuffer', 'writeUtf8String'].includes(frame.functionName) && !frame.url;
+
 function category(frame: CallFrame): string {
 	const url = frame.url || '';
 	const name = frame.functionName || '';
 	if (name === '(garbage collector)') return 'garbage collector';
 	if (name === '(idle)') return 'idle';
 	if (name === '(program)' || name === '(root)') return 'V8/native (program)';
-	// The package as n8n loaded it (the n8n cache folder is also named n8n-nodes-idempotency).
-	if (url.includes('/node_modules/n8n-nodes-idempotency/')) return 'this package';
+	if (isThisPackage(frame)) return 'this package';
 	if (url.includes('@n8n/expression-runtime') || url.includes('isolated-vm') || url.includes('/luxon/'))
 		return 'n8n expression runtime (isolated-vm, luxon)';
 	if (/node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-promise|postgres-[a-z]+)\//.test(url))
 		return 'pg driver (both Postgres nodes and ours)';
 	if (url.includes('n8n-workflow')) return 'n8n-workflow (expressions, data proxy)';
 	if (url.includes('n8n-core')) return 'n8n-core (execution engine)';
-	if (url.includes('typeorm') || url.includes('@n8n/db')) return "typeorm / @n8n/db (n8n's own database)";
+	if (isN8nDatabase(frame)) return "typeorm / @n8n/db (n8n's own database)";
 	if (url.includes('n8n-nodes-base')) return 'n8n-nodes-base (stock nodes)';
 	if (url.includes('/n8n/dist') || url.includes('@n8n/')) return 'n8n server (webhooks, hooks, saving)';
 	if (url.startsWith('node:') || url === '') return 'Node.js internals';
@@ -97,7 +102,7 @@ function category(frame: CallFrame): string {
  * after an await counts under the function that resumed, so these are lower bounds.
  */
 const INCLUSIVE: Array<[string, (frame: CallFrame) => boolean]> = [
-	['this package, with what it calls (n8n, pg)', (f) => (f.url || '').includes('/node_modules/n8n-nodes-idempotency/')],
+	['this package, with what it calls (n8n, pg)', isThisPackage],
 	[
 		'getCredentials (n8n: credential lookup and decryption)',
 		(f) => f.functionName === 'getCredentials' || f.functionName === '_getCredentials',
@@ -112,30 +117,15 @@ const INCLUSIVE: Array<[string, (frame: CallFrame) => boolean]> = [
 			['IsolatedVmBridge', 'initialize', 'loadVendorLibraries', 'dispose', 'injectErrorHandler'].includes(f.functionName),
 	],
 	['expressions evaluated in the isolate (n8n)', (f) => (f.url || '').includes('isolated-vm-bridge') && f.functionName === 'execute'],
-	["n8n's own database (typeorm), with what it calls", (f) => /typeorm|@n8n\/db/.test(f.url || '')],
-	[
-		'socket writes (writev, writeBuffer, writeUtf8String)',
-		(f) => ['writev', 'writeBuffer', 'writeUtf8String'].includes(f.functionName) && !f.url,
-	],
+	["n8n's own database (typeorm), with what it calls", isN8nDatabase],
+	['socket writes (writev, writeBuffer, writeUtf8String)', isSocketWrite],
 ];
 
 /** Call paths counted only where two frames share a stack: the first names who, the second what. */
 const INCLUSIVE_WITHIN: Array<[string, (frame: CallFrame) => boolean, (frame: CallFrame) => boolean]> = [
-	[
-		"socket writes for n8n's own database",
-		(f) => /typeorm|@n8n\/db/.test(f.url || ''),
-		(f) => ['writev', 'writeBuffer'].includes(f.functionName) && !f.url,
-	],
-	[
-		'socket writes for this package',
-		(f) => (f.url || '').includes('/node_modules/n8n-nodes-idempotency/'),
-		(f) => ['writev', 'writeBuffer'].includes(f.functionName) && !f.url,
-	],
-	[
-		'socket writes for HTTP answers',
-		(f) => (f.url || '').includes('_http_outgoing'),
-		(f) => ['writev', 'writeBuffer', 'writeUtf8String'].includes(f.functionName) && !f.url,
-	],
+	["socket writes for n8n's own database", isN8nDatabase, isSocketWrite],
+	['socket writes for this package', isThisPackage, isSocketWrite],
+	['socket writes for HTTP answers', (f) => (f.url || '').includes('_http_outgoing'), isSocketWrite],
 ];
 
 export function summarise(profileFile: string, windows: ProfileWindow[], { top = 12 } = {}): ProfileSummary[] {

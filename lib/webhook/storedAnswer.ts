@@ -134,7 +134,7 @@ export function withoutRequestSecrets(text: string, request: AnswerRequest, { ev
 				.flatMap(([, value]) => value)
 				.filter((value): value is string => typeof value === 'string')
 				.flatMap(credentialParts)
-				.flatMap((value) => [value.trim(), storableText(value.trim()).text]);
+				.flatMap(asWrittenAndRepaired);
 	const secrets = [...new Set([...secretsOf(request), ...headerValues])];
 	return new SecretMatcher(secrets.flatMap(writtenForms)).redact(text);
 }
@@ -339,13 +339,7 @@ function keptMembers(
 /** Every text that would give a credential away: credential headers' and query parameters' values, their parts, owner tokens, the trigger's own secrets. */
 function secretsOf(request: AnswerRequest): string[] {
 	const secrets = new Set<string>();
-	// As written and as the store repairs it (a lone surrogate, a NUL): a text is searched before it is repaired too.
-	const add = (text: string) => {
-		const trimmed = text.trim();
-		if (trimmed === '') return;
-		secrets.add(trimmed);
-		secrets.add(storableText(trimmed).text);
-	};
+	const add = (text: string) => asWrittenAndRepaired(text).forEach((secret) => secrets.add(secret));
 	for (const token of request.ownerTokens ?? []) if (typeof token === 'string') add(token);
 	for (const secret of request.ownSecrets ?? []) if (typeof secret === 'string') ownSecretForms(secret.trim()).forEach(add);
 	const credentialHeaders = new Set((request.credentialHeaders ?? []).map((name) => name.trim().toLowerCase()));
@@ -358,6 +352,15 @@ function secretsOf(request: AnswerRequest): string[] {
 		}
 	}
 	return [...secrets];
+}
+
+/**
+ * A secret trimmed, as written and as the store repairs it (a lone surrogate, a NUL): a text is searched before it is
+ * repaired too. None for blank text.
+ */
+function asWrittenAndRepaired(text: string): string[] {
+	const trimmed = text.trim();
+	return trimmed === '' ? [] : [trimmed, storableText(trimmed).text];
 }
 
 /**

@@ -245,8 +245,9 @@ class Tracer {
 	 * (`subExecutionPairingLost`). The key an item carries still names its reservation (`ofHeldKey`, `contradictedBy`).
 	 */
 	private subWorkflowPairingUnknown(node: string, task: ITaskData | undefined): boolean {
-		const options = this.view.node(node)?.parameters?.options as { waitForSubWorkflow?: unknown } | undefined;
-		if (this.view.node(node)?.type !== EXECUTE_WORKFLOW_TYPE || options?.waitForSubWorkflow === false) return false;
+		const executeWorkflow = this.view.node(node);
+		const options = executeWorkflow?.parameters?.options as { waitForSubWorkflow?: unknown } | undefined;
+		if (executeWorkflow?.type !== EXECUTE_WORKFLOW_TYPE || options?.waitForSubWorkflow === false) return false;
 		return subExecutionPairingLost(this.view.runData, task, this.subExecutions);
 	}
 
@@ -933,9 +934,7 @@ export function continuedFailureTest(record: ExecutionRecord, node: INode): (ite
 	});
 	// In a sub-execution without a Reserve node before this one, the key is the caller's: the nodes that may have
 	// continued past the event's failure are the caller's too, and an item that carries an error may be one.
-	const callersKey =
-		(record as Partial<ExecutionView>).subExecution === true &&
-		!nodesBefore(record, '', node).some((earlier) => isReserveType(earlier.type));
+	const callersKey = (record as Partial<ExecutionView>).subExecution === true && !afterReserve(node);
 	return (item) => (continuing || callersKey) && carriesError(item);
 }
 
