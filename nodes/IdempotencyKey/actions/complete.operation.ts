@@ -12,7 +12,7 @@ import {
 import { readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
-import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys } from './settleByKey';
+import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys, subExecutionRecordsOf } from './settleByKey';
 
 export const value = 'complete';
 
@@ -36,12 +36,13 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const source = readKeyFrom(context);
 	if (source === 'execution') refuseFailedExecution(context);
 	const isContinuedFailure = continuedFailureOf(context);
-	const failedEarlier = failedInThisRun(context);
+	const failedEarlier = await failedInThisRun(context);
 	return await settleOwnedKeys(
 		context,
 		value,
 		source,
-		(itemIndex) => readResponse(context, itemIndex),
+		// Whose answer an item read through a guessed pairing is cannot be told: none is stored, never another event's.
+		(itemIndex, pairedByGuess) => (pairedByGuess ? undefined : readResponse(context, itemIndex)),
 		async (requests) => await store.complete(requests.map((request) => ({ ...request.owned, response: request.detail }))),
 		// A failure a node at Continue passed on: completing its key would lose the event, never run again.
 		{
@@ -68,10 +69,12 @@ const LEFT_TO_THE_RETRY =
  * Settle reads it), other than one the workflow recovered from on the way to this node (a fallback after the failed
  * node's error output); never without the record.
  */
-function failedInThisRun(context: IExecuteFunctions): (owned: SettleRequest) => boolean {
+async function failedInThisRun(context: IExecuteFunctions): Promise<(owned: SettleRequest) => boolean> {
 	try {
 		const record = readExecutionRecord(context);
-		const judgement = judgeExecution(record);
+		// A sub-workflow's record says which of its outputs carry failures, and whether n8n's pairing through it is a guess.
+		const records = await subExecutionRecordsOf(context, record);
+		const judgement = judgeExecution(record, undefined, records);
 		const self = context.getNode().name;
 		const failed = new Set<string>();
 		// The reservations each node's success output gave a succeeded item for in this run, traced once per node.
@@ -82,7 +85,7 @@ function failedInThisRun(context: IExecuteFunctions): (owned: SettleRequest) => 
 				origins = new Set(
 					(record.runData[recovery] ?? []).flatMap((task, run) =>
 						succeededItemsOf(record, recovery, task).flatMap(
-							(item) => originsOfItem(record, recovery, run, item, judgement.reservations) ?? [],
+							(item) => originsOfItem(record, recovery, run, item, judgement.reservations, records) ?? [],
 						),
 					),
 				);

@@ -22,6 +22,7 @@ import {
 	type ExecutionView,
 	type Judgement,
 	type Reservation,
+	type SubExecutionRecords,
 } from '../../shared/settlement';
 import { readOwnedKey, readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
@@ -99,13 +100,14 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 
 	let view: ExecutionView;
 	let judgement: Judgement;
+	let subExecutions: SubExecutionRecords;
 	try {
 		view = readExecutionRecord(context);
 		// Beside the business step, on the output that feeds it: the wiring Reserve checked before reserving.
 		if (feedsBusinessStep(view.node(source.previousNode)?.type))
 			checkSettleWiring(view, source.previousNode, source.previousNodeOutput ?? 0);
 		// A sub-workflow's item that carries an error on an output beyond the first is judged by its sub-execution's record.
-		const subExecutions = await readSubExecutions(subExecutionsToRead(view), executionReaderOf(context));
+		subExecutions = await readSubExecutions(subExecutionsToRead(view), executionReaderOf(context));
 		judgement = judgeExecution(view, undefined, subExecutions);
 	} catch (error) {
 		// Refused whatever "On Error" says: continuing would let the business step run after the answer.
@@ -119,7 +121,8 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	const entries = new Map<string, Entry>();
 	let deferred = 0;
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		const traced = originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, items[itemIndex], judgement.reservations) ?? [];
+		const traced =
+			originsOfItem(view, source.previousNode, source.previousNodeRun ?? 0, items[itemIndex], judgement.reservations, subExecutions) ?? [];
 		let reservations = traced.flatMap((id) => judgement.reservations.get(id) ?? []);
 		if (reservations.length === 0) {
 			// Not traceable to a Reserve item: the key the item carries, if this execution reserved it.

@@ -28,9 +28,10 @@ export {
 export { describerOf, feedsBusinessStep, isReserveType, isSettlingOperation } from './nodeKinds';
 export { keyOutcome } from './outcome';
 export { REFUSALS, TRIGGER_REFUSAL } from './refusals';
-export { executionReaderOf, readSubExecutions } from './subExecution';
+export { executionReaderOf, readSubExecutions, type SubExecutionRecords } from './subExecution';
 export {
 	continuedFailureTest,
+	guessedSubWorkflowPairing,
 	heldKeyOf,
 	pairingIsKnown,
 	judgeExecution,

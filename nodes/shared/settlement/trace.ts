@@ -244,7 +244,7 @@ class Tracer {
 	 * Whether the items an Execute Workflow run (waiting for its sub-workflow) returned cannot be paired to the items it was given
 	 * (`subExecutionPairingLost`). The key an item carries still names its reservation (`ofHeldKey`, `contradictedBy`).
 	 */
-	private subWorkflowPairingUnknown(node: string, task: ITaskData | undefined): boolean {
+	subWorkflowPairingUnknown(node: string, task: ITaskData | undefined): boolean {
 		const executeWorkflow = this.view.node(node);
 		const options = executeWorkflow?.parameters?.options as { waitForSubWorkflow?: unknown } | undefined;
 		if (executeWorkflow?.type !== EXECUTE_WORKFLOW_TYPE || options?.waitForSubWorkflow === false) return false;
@@ -329,8 +329,9 @@ export function originsOfItem(
 	run: number,
 	item: INodeExecutionData,
 	reservations?: Map<string, Reservation>,
+	subExecutions?: SubExecutionRecords,
 ): Origins {
-	return new Tracer(view, reservations).ofItem(node, run, item);
+	return new Tracer(view, reservations, subExecutions).ofItem(node, run, item);
 }
 
 /** The items one node run output on one output (a node's input, as n8n gave it). */
@@ -996,6 +997,41 @@ export function recoveredBefore(
  */
 export function pairingIsKnown(record: ExecutionRecord, reserveNode: string, node: INode): boolean {
 	return !nodesBefore(record, reserveNode, node).some(mayReturnUnpairedItems);
+}
+
+/**
+ * The reservations given to the Execute Workflow runs between `reserveNode` and `node` whose returned items n8n paired
+ * by a guess (`subExecutionPairingLost`: a sub-execution run once for several events whose record n8n did not save),
+ * with whether any of them failed in this run as `judgement` (judged with the same records) reads it. Undefined where
+ * no such run is before `node`; `given` null where the events given to one cannot be told.
+ */
+export function guessedSubWorkflowPairing(
+	record: ExecutionRecord,
+	reserveNode: string,
+	node: INode,
+	records: SubExecutionRecords,
+	judgement: Judgement,
+): { given: Set<string> | null; failed: boolean } | undefined {
+	const tracer = new Tracer(record, judgement.reservations, records);
+	const given = new Set<string>();
+	let guessed = false;
+	let untold = false;
+	for (const before of nodesBefore(record, reserveNode, node)) {
+		for (const task of record.runData[before.name] ?? []) {
+			if (!tracer.subWorkflowPairingUnknown(before.name, task)) continue;
+			guessed = true;
+			const source = task.source?.[0] ?? undefined;
+			for (const item of source ? outputItems(record.runData, source) : []) {
+				const origins = tracer.ofInput(source, item);
+				if (origins === null) untold = true;
+				else for (const origin of origins) given.add(origin);
+			}
+		}
+	}
+	if (!guessed) return undefined;
+	const inDoubt = untold ? [...judgement.reservations.keys()] : [...given];
+	const failed = judgement.untracedFailure !== undefined || inDoubt.some((id) => judgement.failed.has(id));
+	return { given: untold ? null : given, failed };
 }
 
 /**
