@@ -160,7 +160,9 @@ async function guessedPairingRefusal(
 	const records = await subExecutionRecordsOf(context, record);
 	if (records.size === 0) return { guess: false };
 	const judgement = judgeExecution(record, undefined, records);
-	const byKey = new Map([...reservationsOf(record).values()].map((reservation) => [`${reservation.key}\u0000${reservation.ownerToken}`, reservation.id]));
+	const byKey = new Map(
+		[...reservationsOf(record).values()].map((reservation) => [`${reservation.key}\u0000${reservation.ownerToken}`, reservation.id]),
+	);
 	const named = paired.map((entry) => byKey.get(`${entry.owned.key}\u0000${entry.owned.ownerToken}`));
 	const eachOnce = new Set(named).size === named.length && !named.includes(undefined);
 	let guessed = false;
@@ -169,7 +171,8 @@ async function guessedPairingRefusal(
 		if (!guess) continue;
 		guessed = true;
 		const { given, failed } = guess;
-		if (failed || given === null || !eachOnce || ![...given].every((id) => named.includes(id))) return { guess: true, refusal: GUESSED_PAIRING };
+		if (failed || given === null || !eachOnce || ![...given].every((id) => named.includes(id)))
+			return { guess: true, refusal: GUESSED_PAIRING };
 	}
 	return { guess: guessed };
 }
@@ -186,7 +189,7 @@ export async function subExecutionRecordsOf(context: IExecuteFunctions, record: 
 const recordsRead = new WeakMap<IExecuteFunctions, Promise<SubExecutionRecords>>();
 
 const GUESSED_PAIRING =
-	'This item reached the node through an Execute Workflow node run once for several events whose sub-execution n8n did not save (the sub-workflow\'s "Save successful production executions", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none): n8n paired the items it returned by the sub-workflow\'s own positions, a guess, and this item carries no key of its own (json.idempotency). Here the guess could settle one event by another\'s outcome, so the key is left to its lease and the provider\'s retry runs the event again. Keep the idempotency field on the items the sub-workflow returns and use Key From: Item, save the sub-workflow\'s successful executions, or run it once for each item.';
+	"This item reached the node through an Execute Workflow node run once for several events whose sub-execution n8n did not save (the sub-workflow's \"Save successful production executions\", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none): n8n paired the items it returned by the sub-workflow's own positions, a guess, and this item carries no key of its own (json.idempotency). Here the guess could settle one event by another's outcome, so the key is left to its lease and the provider's retry runs the event again. Keep the idempotency field on the items the sub-workflow returns and use Key From: Item, save the sub-workflow's successful executions, or run it once for each item.";
 
 /** Key From: Failed Execution: every live reservation of each item's execution, settled by `settle`. */
 export async function settleFailedExecutions(
