@@ -37,6 +37,11 @@ export function readOwnedKey(
 	return { owned: settleable(context, owned, itemIndex), reservation };
 }
 
+/** The key of the reservation `idempotency` (a Reserve item's idempotency object, found by the package's own trace). */
+export function reservationKey(context: IExecuteFunctions, idempotency: IDataObject, itemIndex: number, reserveNodeName: string): OwnedKey {
+	return { owned: settleable(context, ownedKeyOf(context, idempotency, itemIndex, reserveNodeName), itemIndex), reservation: idempotency };
+}
+
 /** The key as read, refused for this item alone when it cannot be settled: the other items of the run still are. */
 function settleable(context: IExecuteFunctions, owned: SettleRequest, itemIndex: number): SettleRequest {
 	const problem = settleItemProblem(owned);

@@ -499,8 +499,21 @@ function inboxSettings(context: IWebhookFunctions, workflowId: string, authentic
 	};
 	return {
 		...settings,
-		credentialHeaders: async () => (authentication.kind === 'header' ? [(await authentication.credentials()).name] : []),
+		credentialHeaders: async () => [
+			...(authentication.kind === 'header' ? [(await authentication.credentials()).name] : []),
+			...ownSignatureHeader((name, fallback) => context.getNodeParameter(name, fallback)),
+		],
 	};
+}
+
+/**
+ * The header a Generic HMAC signature arrives in, named by the user (X-Sign, say), so that no name rule finds it: never
+ * kept with an event or stored in an answer (a signature over the raw body alone verifies those bytes forever).
+ */
+function ownSignatureHeader(read: (name: string, fallback: unknown) => unknown): string[] {
+	if (read('scheme', 'stripe') !== 'generic') return [];
+	const { signatureHeader } = readGenericHmac(read);
+	return signatureHeader === '' ? [] : [signatureHeader];
 }
 
 /** A JSON parameter as n8n gives it: text to parse, or already parsed. Text that is not JSON is sent as it is. */
@@ -563,8 +576,8 @@ function authenticationSettings(context: IWebhookFunctions): AuthenticationSetti
 }
 
 /**
- * What the stored answer must not give away of the trigger's own credentials, read once per execution: the header
- * Header Auth checks, named by the user (any name), whose value is kept out whatever the header is called; and the
+ * What the stored answer must not give away of the trigger's own credentials, read once per execution: the headers
+ * Header Auth and Generic HMAC read, named by the user (any name), whose values are kept out whatever they are called; and the
  * trigger's configured secrets (every signing secret, the current and the previous, the Header Auth value, the Basic
  * Auth password), which an answer may echo (an API answering the endpoint it configured with its signing secret).
  */
@@ -583,6 +596,7 @@ async function triggerCredentials(context: IExecuteFunctions): Promise<{ credent
 			// Unreadable here: see above.
 		}
 	};
+	credentialHeaders.push(...ownSignatureHeader((name, fallback) => context.getNodeParameter(name, 0, fallback)));
 	const authentication = context.getNodeParameter('authentication', 0, 'none');
 	if (authentication === 'headerAuth') {
 		await read('idempotentWebhookHeaderAuthApi', (data) => {

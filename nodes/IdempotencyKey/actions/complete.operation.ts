@@ -93,6 +93,8 @@ async function failedInThisRun(context: IExecuteFunctions): Promise<(owned: Sett
 			}
 			return origins;
 		};
+		// A failure that cannot be traced to its event may be any event's: no key is completed on a guess (outcome.ts).
+		if (judgement.untracedFailure !== undefined) return () => true;
 		for (const [id, nodes] of judgement.failedAt) {
 			const reservation = judgement.reservations.get(id);
 			if (!reservation) continue;

@@ -5,17 +5,18 @@ import type { FailedExecution } from '../../../lib/types';
 import { itemRouting } from '../../shared/notProcessed';
 import {
 	executionReaderOf,
-	guessedSubWorkflowPairing,
 	judgeExecution,
+	originsOfInputItem,
 	pairingIsKnown,
+	pairingThroughSubWorkflows,
 	readExecutionRecord,
 	readSubExecutions,
-	reservationsOf,
 	subExecutionsToRead,
 	type ExecutionView,
+	type Reservation,
 	type SubExecutionRecords,
 } from '../../shared/settlement';
-import { findReserveNode, readFailedExecution, readOwnedKey, type KeyFrom } from '../ownedKeys';
+import { findReserveNode, readFailedExecution, readOwnedKey, reservationKey, type KeyFrom, type OwnedKey } from '../ownedKeys';
 
 /*
  * What Complete, Release and Mark Failed share: each settles the keys its items name (Key From),
@@ -46,7 +47,7 @@ export async function settleOwnedKeys<Detail>(
 	context: IExecuteFunctions,
 	operation: SettleOperation,
 	source: Exclude<KeyFrom, 'execution'>,
-	/** `pairedByGuess`: the key was read through n8n's guess of the item's pairing (`guessedPairingRefusal`). */
+	/** `pairedByGuess`: the key was read through n8n's guess of the item's pairing (`readPairedKey`). */
 	readDetail: (itemIndex: number, pairedByGuess: boolean) => Detail,
 	settle: (requests: Array<{ owned: SettleRequest; detail: Detail }>) => Promise<SettleReport[]>,
 	/** Why an item, or the key it holds, must not be settled this way (its settle would lose the event), or undefined. */
@@ -55,11 +56,13 @@ export async function settleOwnedKeys<Detail>(
 	const items = context.getInputData();
 	// An item that cannot be read leaves through the last output (Stale) under Continue: never Done.
 	const { outputs, failItem } = itemRouting(context, 1);
-	const read: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; pairedFrom?: string }> = [];
+	const requests: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; detail: Detail }> = [];
 	// Found once per run: every item settles a reservation of the same Reserve node.
 	const reserveNodeName = source === 'reserveNode' ? findReserveNode(context) : undefined;
 	let onlyReserve: string | undefined | null = null;
 	const pairedFallback = () => (onlyReserve === null ? (onlyReserve = onlyReserveNode(context)) : onlyReserve);
+	// Read once per run, at the first key read through n8n's pairing.
+	const throughSubWorkflows = new Map<string, Promise<SubWorkflowPairing | undefined>>();
 	// Routed (or thrown, at Stop Workflow) once the other items are settled: one item's problem must not leave the
 	// keys of the others, whose effects are done, unsettled.
 	const refused: Array<{ error: unknown; itemIndex: number }> = [];
@@ -72,23 +75,17 @@ export async function settleOwnedKeys<Detail>(
 			refuseWith(refuse.item?.(item));
 			// Key From: Item, an item a node after Reserve replaced (an HTTP Request's answer): the Reserve item it
 			// descends from, when one Reserve node is before this one. Failing here would come after the step's effect.
-			const fallback = source === 'item' && !hasIdempotencyKey(item) ? pairedFallback() : undefined;
-			const { owned, reservation } = fallback
-				? readOwnedKey(context, item, itemIndex, 'reserveNode', fallback)
-				: readOwnedKey(context, item, itemIndex, source, reserveNodeName);
-			refuseWith(refuse.key?.(owned));
-			read.push({ itemIndex, owned, reservation, pairedFrom: fallback ?? reserveNodeName });
-		} catch (error) {
-			refused.push({ error, itemIndex });
-		}
-	}
-	const guessed = await guessedPairingRefusal(context, read);
-	const requests: Array<{ itemIndex: number; owned: SettleRequest; reservation?: IDataObject; detail: Detail }> = [];
-	for (const { itemIndex, owned, reservation, pairedFrom } of read) {
-		try {
-			if (pairedFrom !== undefined && guessed.refusal)
-				throw new NodeOperationError(context.getNode(), `${guessed.refusal} Nothing was settled for this item.`, { itemIndex });
-			requests.push({ itemIndex, owned, reservation, detail: readDetail(itemIndex, pairedFrom !== undefined && guessed.guess) });
+			const pairedFrom = source === 'item' && !hasIdempotencyKey(item) ? pairedFallback() : reserveNodeName;
+			let pairedByGuess = false;
+			let read: OwnedKey;
+			if (pairedFrom === undefined) read = readOwnedKey(context, item, itemIndex, source);
+			else {
+				let pairing = throughSubWorkflows.get(pairedFrom);
+				if (!pairing) throughSubWorkflows.set(pairedFrom, (pairing = subWorkflowPairingOf(context, pairedFrom)));
+				({ read, pairedByGuess } = readPairedKey(context, item, itemIndex, pairedFrom, await pairing));
+			}
+			refuseWith(refuse.key?.(read.owned));
+			requests.push({ itemIndex, owned: read.owned, reservation: read.reservation, detail: readDetail(itemIndex, pairedByGuess) });
 		} catch (error) {
 			refused.push({ error, itemIndex });
 		}
@@ -137,44 +134,57 @@ function onlyReserveNode(context: IExecuteFunctions): string | undefined {
 	}
 }
 
-/**
- * Whether the keys read through n8n's pairing (`pairedFrom`: the Reserve node read back to) passed a guess: an Execute
- * Workflow run once for several events whose sub-execution n8n did not save (its successful executions not kept), so
- * n8n paired the items it returned by the sub-workflow's own positions — a Sort or a Filter inside moves one event's
- * answer to another's place. Such keys are settled only where the guess cannot move an outcome: they name each event
- * given to the sub-workflow once, and none of those events failed in this run; then only which event's answer is whose
- * is unknown (`guess`: Complete stores none). Else `refusal` says why and the fix.
- */
-async function guessedPairingRefusal(
-	context: IExecuteFunctions,
-	read: Array<{ owned: SettleRequest; pairedFrom?: string }>,
-): Promise<{ guess: boolean; refusal?: string }> {
-	const paired = read.filter((entry) => entry.pairedFrom !== undefined);
-	if (paired.length === 0) return { guess: false };
+/** What the package's trace needs to read keys past an Execute Workflow run (`pairingThroughSubWorkflows`), once per run. */
+interface SubWorkflowPairing {
+	record: ExecutionView;
+	records: SubExecutionRecords;
+	reservations: Map<string, Reservation>;
+	guessAllowed: boolean;
+}
+
+/** How keys read back to `reserveNode` pass an Execute Workflow run between: undefined where none does (n8n's pairing stands). */
+async function subWorkflowPairingOf(context: IExecuteFunctions, reserveNode: string): Promise<SubWorkflowPairing | undefined> {
 	let record: ExecutionView;
 	try {
 		record = readExecutionRecord(context);
 	} catch {
-		return { guess: false };
+		return undefined;
 	}
+	if (subExecutionsToRead(record).length === 0) return undefined;
 	const records = await subExecutionRecordsOf(context, record);
-	if (records.size === 0) return { guess: false };
 	const judgement = judgeExecution(record, undefined, records);
-	const byKey = new Map(
-		[...reservationsOf(record).values()].map((reservation) => [`${reservation.key}\u0000${reservation.ownerToken}`, reservation.id]),
-	);
-	const named = paired.map((entry) => byKey.get(`${entry.owned.key}\u0000${entry.owned.ownerToken}`));
-	const eachOnce = new Set(named).size === named.length && !named.includes(undefined);
-	let guessed = false;
-	for (const reserveNode of new Set(paired.map((entry) => entry.pairedFrom as string))) {
-		const guess = guessedSubWorkflowPairing(record, reserveNode, context.getNode(), records, judgement);
-		if (!guess) continue;
-		guessed = true;
-		const { given, failed } = guess;
-		if (failed || given === null || !eachOnce || ![...given].every((id) => named.includes(id)))
-			return { guess: true, refusal: GUESSED_PAIRING };
+	const through = pairingThroughSubWorkflows(record, reserveNode, context.getNode(), records, judgement);
+	return through && { record, records, reservations: judgement.reservations, guessAllowed: through.guessAllowed };
+}
+
+/**
+ * The key of the `reserveNode` item this item descends from: by n8n's pairing (`$('Reserve').item`), or, past an Execute
+ * Workflow run, by the package's trace of the sub-execution's record (n8n's re-pairing through it may name another
+ * event). Where the trace cannot name one reservation, n8n's guess stands only as `pairingThroughSubWorkflows` allows
+ * (`pairedByGuess`: whose answer the item is stays unknown); otherwise the item is refused with the fixes.
+ */
+function readPairedKey(
+	context: IExecuteFunctions,
+	item: INodeExecutionData,
+	itemIndex: number,
+	reserveNode: string,
+	pairing: SubWorkflowPairing | undefined,
+): { read: OwnedKey; pairedByGuess: boolean } {
+	if (!pairing) return { read: readOwnedKey(context, item, itemIndex, 'reserveNode', reserveNode), pairedByGuess: false };
+	const source = context.getInputSourceData(0);
+	const origins = source ? originsOfInputItem(pairing.record, source, itemIndex, item, pairing.reservations, pairing.records) : null;
+	const own = [...new Set(origins ?? [])].flatMap((id) => {
+		const reservation = pairing.reservations.get(id);
+		return reservation?.reserveNode === reserveNode ? [reservation] : [];
+	});
+	if (own.length === 1) return { read: reservationKey(context, own[0].idempotency, itemIndex, reserveNode), pairedByGuess: false };
+	const refusal = new NodeOperationError(context.getNode(), `${GUESSED_PAIRING} Nothing was settled for this item.`, { itemIndex });
+	if (!pairing.guessAllowed) throw refusal;
+	try {
+		return { read: readOwnedKey(context, item, itemIndex, 'reserveNode', reserveNode), pairedByGuess: true };
+	} catch {
+		throw refusal;
 	}
-	return { guess: guessed };
 }
 
 /** The records of the sub-executions this execution's record names (trace.ts subExecutionsToRead), read once per node run. */
@@ -189,7 +199,7 @@ export async function subExecutionRecordsOf(context: IExecuteFunctions, record: 
 const recordsRead = new WeakMap<IExecuteFunctions, Promise<SubExecutionRecords>>();
 
 const GUESSED_PAIRING =
-	"This item reached the node through an Execute Workflow node run once for several events whose sub-execution n8n did not save (the sub-workflow's \"Save successful production executions\", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none): n8n paired the items it returned by the sub-workflow's own positions, a guess, and this item carries no key of its own (json.idempotency). Here the guess could settle one event by another's outcome, so the key is left to its lease and the provider's retry runs the event again. Keep the idempotency field on the items the sub-workflow returns and use Key From: Item, save the sub-workflow's successful executions, or run it once for each item.";
+	"This item carries no key of its own (json.idempotency) and reached the node through an Execute Workflow node run once for several events, and which event it stands for cannot be told: the sub-execution's record does not lead it back to one (n8n did not save it: the sub-workflow's \"Save successful production executions\", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none; or a node inside joined events), and n8n's own pairing is a guess that could settle one event by another's outcome. The key is left to its lease and the provider's retry runs the event again. Keep the idempotency field on the items the sub-workflow returns and use Key From: Item, save the sub-workflow's successful executions, or run it once for each item.";
 
 /** Key From: Failed Execution: every live reservation of each item's execution, settled by `settle`. */
 export async function settleFailedExecutions(

@@ -306,6 +306,12 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 	const lastAnswer = triggers.length === 0 ? undefined : (storedAnswer(lastNodeAnswer(run), request) as IDataObject | undefined);
 	// A failure message may quote the trigger's item, and with it the request's credentials.
 	const failureText = (error: string) => withoutRequestSecrets(error, request, { everyHeaderValue: started.unnamedCredential });
+	// The last node's answer is one event's at most (its first item): with several events in the execution (an Events
+	// Path), whose it is cannot be told, and none is kept, never one event's answer under another's key.
+	const events = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].filter(
+		answeredByLastNode,
+	);
+	const keptAnswer = events.length === 1 ? lastAnswer : undefined;
 	for (const [open, group] of byStore) {
 		const store = await open();
 		if (group.hold.length > 0) await store.hold(group.hold);
@@ -313,7 +319,7 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 			await store.complete(
 				group.complete.map((reservation) => ({
 					...owned(reservation),
-					...(answeredByLastNode(reservation) && lastAnswer ? { response: lastAnswer } : {}),
+					...(answeredByLastNode(reservation) && keptAnswer ? { response: keptAnswer } : {}),
 				})),
 			);
 		}

@@ -31,12 +31,13 @@ export { REFUSALS, TRIGGER_REFUSAL } from './refusals';
 export { executionReaderOf, readSubExecutions, type SubExecutionRecords } from './subExecution';
 export {
 	continuedFailureTest,
-	guessedSubWorkflowPairing,
 	heldKeyOf,
 	pairingIsKnown,
+	pairingThroughSubWorkflows,
 	judgeExecution,
 	recoveredBefore,
 	keysSettledByNodes,
+	originsOfInputItem,
 	originsOfItem,
 	reservationsOf,
 	subExecutionsToRead,

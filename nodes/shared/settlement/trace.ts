@@ -112,6 +112,7 @@ type HeldKeys = Map<string, string[]>;
 /** Finds where the items of one execution come from; what it reads once is kept for the whole judgement. */
 class Tracer {
 	private heldKeys?: HeldKeys;
+	private readonly sameEvents = new Map<INodeExecutionData[], boolean>();
 
 	constructor(
 		readonly view: ExecutionRecord,
@@ -228,7 +229,9 @@ class Tracer {
 		task: ITaskData | undefined,
 		item: INodeExecutionData,
 	): Array<{ source: ISourceData; item: INodeExecutionData }> | null {
-		const paired = this.subWorkflowPairingUnknown(node, task) ? [] : pairingOf(this.view, node, task, item);
+		const throughSubWorkflow = this.subWorkflowLinks(node, task, item);
+		if (throughSubWorkflow !== undefined) return throughSubWorkflow;
+		const paired = pairingOf(this.view, node, task, item);
 		if (paired.length === 0) return null;
 		const links: Array<{ source: ISourceData; item: INodeExecutionData }> = [];
 		for (const pair of paired) {
@@ -241,14 +244,67 @@ class Tracer {
 	}
 
 	/**
-	 * Whether the items an Execute Workflow run (waiting for its sub-workflow) returned cannot be paired to the items it was given
-	 * (`subExecutionPairingLost`). The key an item carries still names its reservation (`ofHeldKey`, `contradictedBy`).
+	 * The input items an item returned by an Execute Workflow run "once" (waiting for its sub-workflow) comes from, read
+	 * through the sub-execution's record, not through n8n's re-pairing: n8n's findPairedItemThroughWorkflowData follows
+	 * each node's first input only and reads an input index as an output index (an If → Merge inside pairs one event's
+	 * answer to another's), and without the record (not saved) leaves the sub-workflow's own indexes. One item given, or
+	 * several that descend from the same events (one event's lines): every item comes from them. Otherwise the record
+	 * missing, or a link in it, loses the pairing (null: the key the item carries still names its reservation,
+	 * `ofHeldKey`). Undefined where n8n's pairing stands: not such a run, or the records were not read
+	 * (`subExecutionsToRead`).
 	 */
-	subWorkflowPairingUnknown(node: string, task: ITaskData | undefined): boolean {
-		const executeWorkflow = this.view.node(node);
-		const options = executeWorkflow?.parameters?.options as { waitForSubWorkflow?: unknown } | undefined;
-		if (executeWorkflow?.type !== EXECUTE_WORKFLOW_TYPE || options?.waitForSubWorkflow === false) return false;
-		return subExecutionPairingLost(this.view.runData, task, this.subExecutions);
+	private subWorkflowLinks(
+		node: string,
+		task: ITaskData | undefined,
+		item: INodeExecutionData,
+	): Array<{ source: ISourceData; item: INodeExecutionData }> | null | undefined {
+		const id = returnedBySubWorkflow(this.view, node, task);
+		if (id === undefined || !this.subExecutions?.has(id)) return undefined;
+		const source = task?.source?.[0];
+		const given = source ? outputItems(this.view.runData, source) : [];
+		if (!source || given.length === 0) return null;
+		const everyGiven = given.map((upstream) => ({ source, item: upstream }));
+		// Where the record cannot tell, only items that all descend from the same events can be followed.
+		const unknown = () => (this.givenFromSameEvents(source, given) ? everyGiven : null);
+		const record = this.subExecutions.get(id);
+		const at = positionIn(task, item);
+		if (given.length === 1) return everyGiven;
+		if (!record || !at) return unknown();
+		const cameFrom = returnedCameFrom(record, this.subExecutions, at.output, at.index);
+		if (cameFrom === null) return unknown();
+		const links: Array<{ source: ISourceData; item: INodeExecutionData }> = [];
+		for (const origin of cameFrom) {
+			const upstream =
+				typeof origin === 'number'
+					? given[origin]
+					: given.find((candidate) => {
+							const held = reservedBy(candidate);
+							return held !== undefined && heldKeyId(held.key as string, held.ownerToken as string) === origin;
+						});
+			if (!upstream) return unknown();
+			links.push({ source, item: upstream });
+		}
+		return links.length > 0 ? links : unknown();
+	}
+
+	/** Whether every item given to a node run descends from the same reservations (the lines of one event): then any of them stands for all. */
+	private givenFromSameEvents(source: ISourceData, given: INodeExecutionData[]): boolean {
+		const known = this.sameEvents.get(given);
+		if (known !== undefined) return known;
+		const origins = given.map((upstream) => this.ofInput(source, upstream));
+		const first = origins[0] === null ? null : JSON.stringify([...new Set(origins[0])].sort());
+		const same = first !== null && origins.every((each) => each !== null && JSON.stringify([...new Set(each)].sort()) === first);
+		this.sameEvents.set(given, same);
+		return same;
+	}
+
+	/**
+	 * Whether n8n's own pairing of the items an Execute Workflow run returned may differ from the package's
+	 * (`subWorkflowLinks`): with one item given too, n8n's re-pairing can name an input the node does not have (a Merge's
+	 * second input inside).
+	 */
+	pairsThroughSubWorkflow(node: string, task: ITaskData | undefined): boolean {
+		return returnedBySubWorkflow(this.view, node, task) !== undefined;
 	}
 
 	/** The reservations the item at `index` of one node output descends from. */
@@ -332,6 +388,18 @@ export function originsOfItem(
 	subExecutions?: SubExecutionRecords,
 ): Origins {
 	return new Tracer(view, reservations, subExecutions).ofItem(node, run, item);
+}
+
+/** The reservations the item at `index` of a node's input descends from (`Tracer.ofWaitingItem`: traced from its source's output as n8n recorded it). */
+export function originsOfInputItem(
+	view: ExecutionRecord,
+	source: ISourceData,
+	index: number,
+	item: INodeExecutionData,
+	reservations?: Map<string, Reservation>,
+	subExecutions?: SubExecutionRecords,
+): Origins {
+	return new Tracer(view, reservations, subExecutions).ofWaitingItem(source, index, item);
 }
 
 /** The items one node run output on one output (a node's input, as n8n gave it). */
@@ -847,6 +915,42 @@ function subExecutionPairingLost(
 	return Object.values(inner).some((tasks) => tasks.some((innerTask) => subExecutionPairingLost(inner, innerTask, records, depth + 1)));
 }
 
+/** The sub-execution an Execute Workflow run "once" that waited for its sub-workflow returned its items from; else undefined. */
+function returnedBySubWorkflow(view: ExecutionRecord, node: string, task: ITaskData | undefined): string | undefined {
+	const executeWorkflow = view.node(node);
+	const options = executeWorkflow?.parameters?.options as { waitForSubWorkflow?: unknown } | undefined;
+	if (executeWorkflow?.type !== EXECUTE_WORKFLOW_TYPE || options?.waitForSubWorkflow === false) return undefined;
+	return subExecutionOfRun(task);
+}
+
+/** Where an item sits in a node run's outputs (the same object n8n recorded); undefined for a copy. */
+function positionIn(task: ITaskData | undefined, item: INodeExecutionData): { output: number; index: number } | undefined {
+	for (const [output, items] of (task?.data?.main ?? []).entries()) {
+		const index = (items ?? []).indexOf(item);
+		if (index >= 0) return { output, index };
+	}
+	return undefined;
+}
+
+/**
+ * Where the item at `index` of output `output` of an Execute Workflow run came from inside its sub-execution: the item
+ * there is its last node's, at the same place of that node's last run (n8n returns that run's outputs as they are),
+ * followed back by `cameFromInside`. Null where it cannot be followed.
+ */
+function returnedCameFrom(
+	record: SubExecutionRecord,
+	records: SubExecutionRecords,
+	output: number,
+	index: number,
+): Array<string | number> | null {
+	const runData = record.resultData?.runData ?? {};
+	const last = record.resultData?.lastNodeExecuted;
+	const runs = last === undefined ? undefined : runData[last];
+	const item = runs?.[runs.length - 1]?.data?.main?.[output]?.[index];
+	if (last === undefined || !runs || !item) return null;
+	return cameFromInside(runData, records, last, runs.length - 1, item, index);
+}
+
 /** How deep failures of sub-workflows started by sub-workflows are followed (subExecution.ts reads records deeper). */
 const MAX_NESTED = 3;
 
@@ -1000,38 +1104,56 @@ export function pairingIsKnown(record: ExecutionRecord, reserveNode: string, nod
 }
 
 /**
- * The reservations given to the Execute Workflow runs between `reserveNode` and `node` whose returned items n8n paired
- * by a guess (`subExecutionPairingLost`: a sub-execution run once for several events whose record n8n did not save),
- * with whether any of them failed in this run as `judgement` (judged with the same records) reads it. Undefined where
- * no such run is before `node`; `given` null where the events given to one cannot be told.
+ * Where `node` reads a key through n8n's pairing back to `reserveNode` (`$('Reserve').item`) and an Execute Workflow run
+ * "once" lies between them, n8n's pairing through it may differ from the package's
+ * (`subWorkflowLinks`): the key is read by the package's trace instead (`originsOfItem` with the same records). Undefined
+ * where no such run lies between. `guessAllowed`: where the trace cannot name one reservation (the record not saved, or
+ * not leading back), n8n's guess may stand, because it cannot move an outcome: every such run returned each item it was
+ * given once by n8n's pairing (a re-ordering), and none of the events given failed or has work still to run; then only
+ * whose answer an item is stays unknown.
  */
-export function guessedSubWorkflowPairing(
+export function pairingThroughSubWorkflows(
 	record: ExecutionRecord,
 	reserveNode: string,
 	node: INode,
 	records: SubExecutionRecords,
 	judgement: Judgement,
-): { given: Set<string> | null; failed: boolean } | undefined {
+): { guessAllowed: boolean } | undefined {
 	const tracer = new Tracer(record, judgement.reservations, records);
 	const given = new Set<string>();
-	let guessed = false;
-	let untold = false;
+	let found = false;
+	let guessAllowed = true;
 	for (const before of nodesBefore(record, reserveNode, node)) {
 		for (const task of record.runData[before.name] ?? []) {
-			if (!tracer.subWorkflowPairingUnknown(before.name, task)) continue;
-			guessed = true;
+			if (!tracer.pairsThroughSubWorkflow(before.name, task)) continue;
+			found = true;
 			const source = task.source?.[0] ?? undefined;
-			for (const item of source ? outputItems(record.runData, source) : []) {
+			const items = source ? outputItems(record.runData, source) : [];
+			if (!returnsEachOnce(task, items.length)) guessAllowed = false;
+			for (const item of items) {
 				const origins = tracer.ofInput(source, item);
-				if (origins === null) untold = true;
+				if (origins === null) guessAllowed = false;
 				else for (const origin of origins) given.add(origin);
 			}
 		}
 	}
-	if (!guessed) return undefined;
-	const inDoubt = untold ? [...judgement.reservations.keys()] : [...given];
-	const failed = judgement.untracedFailure !== undefined || inDoubt.some((id) => judgement.failed.has(id));
-	return { given: untold ? null : given, failed };
+	if (!found) return undefined;
+	const unfinished = [...given].some((id) => judgement.failed.has(id) || judgement.pending.has(id));
+	if (unfinished || judgement.untracedFailure !== undefined || judgement.untracedPending) guessAllowed = false;
+	return { guessAllowed };
+}
+
+/** Whether n8n's pairing of the items a run returned names each of the `given` items it was given exactly once. */
+function returnsEachOnce(task: ITaskData, given: number): boolean {
+	const returned = (task.data?.main ?? []).flatMap((items) => items ?? []);
+	if (returned.length !== given) return false;
+	const named = new Set<number>();
+	for (const item of returned) {
+		const pairs = pairedItemsOf(item);
+		if (pairs.length !== 1 || (pairs[0].input ?? 0) !== 0 || pairs[0].item >= given || named.has(pairs[0].item)) return false;
+		named.add(pairs[0].item);
+	}
+	return true;
 }
 
 /**
