@@ -52,10 +52,7 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 					: undefined,
 			// The same failure after a node that dropped its error from the item (Edit Fields, a Merge renaming the field,
 			// a Merge keeping another input's item): n8n's record of the run still holds it.
-			key: (owned) =>
-				failedEarlier(owned)
-					? `A node of the step failed for this event earlier in this execution and continued on error (On Error: Continue), and the item that reached this node no longer shows it: ${LEFT_TO_THE_RETRY}`
-					: undefined,
+			key: (owned) => failedEarlier(owned),
 		},
 	);
 }
@@ -64,12 +61,16 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 const LEFT_TO_THE_RETRY =
 	"its key is not completed, and the provider's retry runs the event again once the lease ends. Set that node's On Error to Stop Workflow or route its error output elsewhere, or use Settle After Business Step, which fails such a key at once.";
 
+/** Why a key whose event failed earlier in this run is not completed. */
+const FAILED_EARLIER = `A node of the step failed for this event earlier in this execution and continued on error (On Error: Continue), and the item that reached this node no longer shows it: ${LEFT_TO_THE_RETRY}`;
+const UNTRACED_FAILURE = `A node of the step failed earlier in this execution for an item whose event cannot be told (its pairing was lost on the way: a Code node returning new items without pairedItem, say), so it may be this event's: ${LEFT_TO_THE_RETRY}`;
+
 /**
- * Whether n8n's record of this execution so far holds a failure of a node of the step for the key's reservation (as
- * Settle reads it), other than one the workflow recovered from on the way to this node (a fallback after the failed
- * node's error output); never without the record.
+ * Why a key may not be completed: n8n's record of this execution so far holds a failure of a node of the step for the
+ * key's reservation (as Settle reads it), other than one the workflow recovered from on the way to this node (a fallback
+ * after the failed node's error output), or a failure whose event cannot be told; never without the record.
  */
-async function failedInThisRun(context: IExecuteFunctions): Promise<(owned: SettleRequest) => boolean> {
+async function failedInThisRun(context: IExecuteFunctions): Promise<(owned: SettleRequest) => string | undefined> {
 	try {
 		const record = readExecutionRecord(context);
 		// A sub-workflow's record says which of its outputs carry failures, and whether n8n's pairing through it is a guess.
@@ -94,7 +95,7 @@ async function failedInThisRun(context: IExecuteFunctions): Promise<(owned: Sett
 			return origins;
 		};
 		// A failure that cannot be traced to its event may be any event's: no key is completed on a guess (outcome.ts).
-		if (judgement.untracedFailure !== undefined) return () => true;
+		if (judgement.untracedFailure !== undefined) return () => UNTRACED_FAILURE;
 		for (const [id, nodes] of judgement.failedAt) {
 			const reservation = judgement.reservations.get(id);
 			if (!reservation) continue;
@@ -103,9 +104,9 @@ async function failedInThisRun(context: IExecuteFunctions): Promise<(owned: Sett
 			if ([...nodes].every((node) => recoveredBefore(record, node, self, succeededForEvent))) continue;
 			failed.add(JSON.stringify([reservation.key, reservation.ownerToken]));
 		}
-		return (owned) => failed.has(JSON.stringify([owned.key, owned.ownerToken]));
+		return (owned) => (failed.has(JSON.stringify([owned.key, owned.ownerToken])) ? FAILED_EARLIER : undefined);
 	} catch {
-		return () => false;
+		return () => undefined;
 	}
 }
 
