@@ -9,6 +9,7 @@ import type {
 	INode,
 	INodeExecutionData,
 	INodeParameters,
+	IRun,
 	IRunExecutionData,
 	IWebhookResponseData,
 } from 'n8n-workflow';
@@ -240,6 +241,23 @@ function serveTrigger(trigger: INode, workflowId: string, credentials: () => Ret
  * `nextId`), as n8n does, and keeping its record for getRunExecutionData (the settlement reads a sub-execution's
  * failures from it). A sub-workflow that fails throws its error, as n8n's does.
  */
+/**
+ * What a sub-workflow returns to its Execute Workflow node, as n8n 2.41.1 builds it (buildSubWorkflowOutput): every run of
+ * its last node, in the order they ran, joined per output; its last run alone where the Execute Workflow Trigger is older
+ * than version 1.2 and not set to return all runs.
+ */
+function subWorkflowOutput(run: IRun, nodes: INode[]): Array<INodeExecutionData[] | null> {
+	const last = run.data.resultData.lastNodeExecuted;
+	const runs = last === undefined ? [] : (run.data.resultData.runData[last] ?? []);
+	if (runs.length === 0) return [null];
+	const trigger = nodes.find((node) => node.type === 'n8n-nodes-base.executeWorkflowTrigger');
+	const lastRunOnly = (trigger?.typeVersion ?? 1) < 1.2 && trigger?.parameters?.returnOutput !== 'allRuns';
+	if (lastRunOnly) return runs[runs.length - 1].data?.main ?? [null];
+	const inOrder = [...runs].sort((a, b) => (a.executionIndex ?? 0) - (b.executionIndex ?? 0));
+	const outputs = Math.max(...inOrder.map((task) => task.data?.main?.length ?? 0));
+	return Array.from({ length: outputs }, (_, branch) => inOrder.flatMap((task) => task.data?.main?.[branch] ?? []));
+}
+
 export function withSubWorkflowsInProcess(base: ReturnType<typeof engineBase>, nextId: () => string): ReturnType<typeof engineBase> {
 	const records = new Map<string, IRunExecutionData>();
 	base.getRunExecutionData = async (executionId) => records.get(executionId);
@@ -255,8 +273,7 @@ export function withSubWorkflowsInProcess(base: ReturnType<typeof engineBase>, n
 		);
 		records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
 		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-		const last = run.data.resultData.lastNodeExecuted as string;
-		return { executionId, data: run.data.resultData.runData[last]?.[0]?.data?.main ?? [null] };
+		return { executionId, data: subWorkflowOutput(run, code.nodes) };
 	};
 	return base;
 }

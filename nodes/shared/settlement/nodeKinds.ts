@@ -432,6 +432,21 @@ export function joinsItems(node: NodeRef): boolean {
 	return operation === 'summarize' || ITEM_LISTS_JOINS.has(operation);
 }
 
+/**
+ * A Merge that joins its inputs' items by their place, not by a field: by position, or every item with every item. A
+ * joined item may hold one event's key and another event's data (the streams in different orders).
+ */
+export function joinsByPlace(node: NodeRef | undefined): boolean {
+	if (!node) return false;
+	if (node.type !== MERGE_TYPE) return false;
+	const { mode, combineBy, combinationMode } = node.parameters ?? {};
+	const version = node.typeVersion ?? 1;
+	if (version < 2) return mode === 'mergeByIndex' || mode === 'multiplex';
+	if (mode !== 'combine') return false;
+	if (version < 3) return combinationMode === 'mergeByPosition' || combinationMode === 'multiplex';
+	return combineBy === 'combineByPosition' || combineBy === 'combineAll';
+}
+
 /** Merge waiting for all its inputs to give one empty item for them (Choose Branch → A Single, Empty Item; version 1's Wait). */
 function mergesIntoOneEmptyItem(node: NodeRef): boolean {
 	if (node.type !== MERGE_TYPE) return false;

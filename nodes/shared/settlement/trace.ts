@@ -12,6 +12,7 @@ import {
 	isReservingOrSettlingType,
 	isPackageType,
 	isSettlingOperation,
+	joinsByPlace,
 	LOOP_TYPE,
 	mayHaveEffect,
 	mayReturnUnpairedItems,
@@ -138,7 +139,7 @@ class Tracer {
 		if (links === null) return this.ofHeldKey(item);
 		const origins = this.ofLinks(links, depth);
 		if (origins === null) return null;
-		return this.contradictedBy(item, origins) ?? this.narrowedByHeldKey(item, origins, task);
+		return this.contradictedBy(item, origins) ?? this.narrowedByHeldKey(node, item, origins, task);
 	}
 
 	/**
@@ -202,13 +203,16 @@ class Tracer {
 	 * of them descends from that one: n8n pairs an aggregated item (Aggregate) to every item it took in,
 	 * so each item split out of it again (Split Out) traces to every key, while it still carries its own.
 	 * Failing every key for one item's failure would repeat the effects already done. Only narrows
-	 * within the traced reservations, never adds one, and only when each of them is carried by some item
-	 * of the same node run: an item that joins two events (a Merge by position) carries one key, and
-	 * narrowing it would let the other key pass as finished.
+	 * within the traced reservations, never adds one, never after a Merge joining items by their place
+	 * (`joinsByPlace`), and only when each of them is carried by some item of the same node run: an item
+	 * that joins two events (a Merge by position) carries one key, and narrowing it would let the other
+	 * key pass as finished.
 	 */
-	private narrowedByHeldKey(item: INodeExecutionData, origins: string[], task: ITaskData | undefined): string[] {
+	private narrowedByHeldKey(node: string, item: INodeExecutionData, origins: string[], task: ITaskData | undefined): string[] {
 		const traced = new Set(origins);
 		if (traced.size < 2) return origins;
+		// A Merge by position gives an item one input's key and another event's data: it stands for both.
+		if (joinsByPlace(this.view.node(node))) return origins;
 		const held = reservedBy(item);
 		if (!held) return origins;
 		const named = (this.heldKeysOf().get(heldKeyId(held.key as string, held.ownerToken as string)) ?? []).filter((id) => traced.has(id));
@@ -270,7 +274,8 @@ class Tracer {
 		const at = positionIn(task, item);
 		if (given.length === 1) return everyGiven;
 		if (!record || !at) return unknown();
-		const cameFrom = returnedCameFrom(record, this.subExecutions, at.output, at.index);
+		const returned = (task?.data?.main ?? []).map((items) => items?.length ?? 0);
+		const cameFrom = returnedCameFrom(record, this.subExecutions, returned, at.output, at.index);
 		if (cameFrom === null) return unknown();
 		const links: Array<{ source: ISourceData; item: INodeExecutionData }> = [];
 		for (const origin of cameFrom) {
@@ -933,22 +938,36 @@ function positionIn(task: ITaskData | undefined, item: INodeExecutionData): { ou
 }
 
 /**
- * Where the item at `index` of output `output` of an Execute Workflow run came from inside its sub-execution: the item
- * there is its last node's, at the same place of that node's last run (n8n returns that run's outputs as they are),
- * followed back by `cameFromInside`. Null where it cannot be followed.
+ * Where the item at `index` of output `output` of an Execute Workflow run came from inside its sub-execution, followed
+ * back by `cameFromInside`. n8n returns its last node's outputs: every run of it, in the order they ran, joined per
+ * output (n8n 2.x, an Execute Workflow Trigger from version 1.2 or set to all runs), or its last run alone. Which one is
+ * told by what the run returned (`returned`: how many items on each output): where every other run gave nothing the
+ * two are the same. Null where it cannot be followed.
  */
 function returnedCameFrom(
 	record: SubExecutionRecord,
 	records: SubExecutionRecords,
+	returned: number[],
 	output: number,
 	index: number,
 ): Array<string | number> | null {
 	const runData = record.resultData?.runData ?? {};
 	const last = record.resultData?.lastNodeExecuted;
-	const runs = last === undefined ? undefined : runData[last];
-	const item = runs?.[runs.length - 1]?.data?.main?.[output]?.[index];
-	if (last === undefined || !runs || !item) return null;
-	return cameFromInside(runData, records, last, runs.length - 1, item, index);
+	const runs = last === undefined ? [] : (runData[last] ?? []);
+	if (last === undefined || runs.length === 0) return null;
+	const place = (run: number) => (items: INodeExecutionData[] | null) => (items ?? []).map((item, at) => ({ run, item, at }));
+	const lastRun = (runs[runs.length - 1].data?.main ?? []).map(place(runs.length - 1));
+	const inOrder = runs.map((task, run) => ({ task, run })).sort((a, b) => (a.task.executionIndex ?? 0) - (b.task.executionIndex ?? 0));
+	const outputs = Math.max(0, ...runs.map((task) => task.data?.main?.length ?? 0));
+	const allRuns = Array.from({ length: outputs }, (_, branch) =>
+		inOrder.flatMap(({ task, run }) => place(run)(task.data?.main?.[branch] ?? null)),
+	);
+	const matches = (candidate: Array<Array<{ item: INodeExecutionData }>>) =>
+		returned.every((count, branch) => (candidate[branch]?.length ?? 0) === count);
+	const chosen = matches(allRuns) ? allRuns : matches(lastRun) ? lastRun : undefined;
+	const found = chosen?.[output]?.[index];
+	if (!found) return null;
+	return cameFromInside(runData, records, last, found.run, found.item, found.at);
 }
 
 /** How deep failures of sub-workflows started by sub-workflows are followed (subExecution.ts reads records deeper). */
@@ -1000,7 +1019,8 @@ function cameFromInside(
 	if (depth > MAX_TRACE_DEPTH || !task || pairs.length === 0 || subExecutionPairingLost(runData, task, records)) return null;
 	const origins: Array<string | number> = [];
 	for (const pair of pairs) {
-		const source = task.source?.[pair.input ?? 0];
+		// Loop Over Items' Done output names the loop run each item came back from.
+		const source = (pair as IPairedItemData & { sourceOverwrite?: ISourceData }).sourceOverwrite ?? task.source?.[pair.input ?? 0];
 		const upstream = source ? outputItems(runData, source)[pair.item] : undefined;
 		if (!source || !upstream) return null;
 		const behind = cameFromInside(runData, records, source.previousNode, source.previousNodeRun ?? 0, upstream, pair.item, depth + 1);

@@ -1,0 +1,414 @@
+import { type IConnections, type INode, type INodeExecutionData, type IRun, type IRunExecutionData, type ITaskData } from 'n8n-workflow';
+
+import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
+import { describeWithN8n } from '../support/n8nBaseNodes';
+import { executeInProcess, inProcessWorkflow, PACKAGE } from '../support/n8nEngine';
+import { link } from '../support/settleWorkflows';
+import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+
+/*
+ * Red team 48: the trace of 12c31d6 past an Execute Workflow run once for all items (Tracer.subWorkflowLinks,
+ * returnedCameFrom, cameFromInside), on the trigger path (Events Path) and the node path (Complete, Key From Item).
+ *
+ * The engine here runs each sub-workflow as its own execution, as withSubWorkflowsInProcess does, but returns what
+ * n8n 2.41.1 returns (n8n/dist/workflow-execute-additional-data.js buildSubWorkflowOutput): the last node's runs merged
+ * per branch (n8n-workflow mergeRunsPerBranch) when the sub-workflow's Execute Workflow Trigger is version 1.2 (the
+ * version n8n 2.41.1 adds; its "Items to Return" option is gone and every run is returned) or set to "All Items From
+ * Every Run"; the last run only for an older trigger at its default. A sub-workflow whose settings say
+ * saveDataSuccessExecution 'none' has no record (getRunExecutionData answers undefined), as in n8n.
+ */
+
+type Runs = ITaskData[];
+const mergeRunsPerBranch = (runs: Runs) => {
+	const branches = runs.reduce((most, run) => Math.max(most, run.data?.main?.length ?? 0), 0);
+	return Array.from({ length: branches }, (_, branch) => runs.flatMap((run) => run.data?.main?.[branch] ?? []));
+};
+/** n8n 2.41.1 buildSubWorkflowOutput (callerReturnsLastRunOnly false, not manual). */
+function subWorkflowOutput(run: IRun, nodes: INode[]): Array<INodeExecutionData[] | null> {
+	const trigger = nodes.find((each) => each.type === 'n8n-nodes-base.executeWorkflowTrigger');
+	const lastRunOnly = (trigger?.typeVersion ?? 1) < 1.2 && trigger?.parameters?.returnOutput !== 'allRuns';
+	const { runData, lastNodeExecuted } = run.data.resultData;
+	const runs =
+		lastNodeExecuted === undefined
+			? []
+			: [...(runData[lastNodeExecuted] ?? [])].sort((a, b) => (a.executionIndex ?? 0) - (b.executionIndex ?? 0));
+	if (!lastRunOnly && runs.length > 0) return mergeRunsPerBranch(runs);
+	const last = lastNodeExecuted === undefined ? undefined : runData[lastNodeExecuted]?.[runData[lastNodeExecuted].length - 1];
+	return last?.data?.main ?? [null];
+}
+
+describeWithN8n('red team 48: the trace through a sub-execution record', () => {
+	const records = new Map<string, IRunExecutionData | undefined>();
+	let subs = 0;
+	const { effectsAt, failNext, httpCall, keyStore, nodePath, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
+		tag: 'rt48',
+		route: (route, body) => (route === 'lookup' ? { ...body } : undefined),
+		engine: (engine) => {
+			const base = engine as unknown as {
+				getRunExecutionData: (id: string) => Promise<unknown>;
+				executeWorkflow: (
+					info: { code?: { nodes: INode[]; connections: IConnections; settings?: Record<string, unknown> } },
+					additionalData: unknown,
+					options: { inputData?: INodeExecutionData[]; parentExecution?: never; doNotWaitToFinish?: boolean },
+				) => Promise<{ executionId: string; data: unknown }>;
+			};
+			base.getRunExecutionData = async (id: string) => records.get(id);
+			base.executeWorkflow = async (info, _additionalData, options) => {
+				const code = info.code!;
+				const executionId = `rt48-sub-${++subs}`;
+				const running = executeInProcess(
+					inProcessWorkflow(executionId, code.nodes, code.connections),
+					executionId,
+					options.inputData ?? [],
+					engine as never,
+					{
+						parentExecution: options.parentExecution,
+					},
+				).then(({ run }) => {
+					records.set(
+						executionId,
+						code.settings?.saveDataSuccessExecution === 'none' ? undefined : (JSON.parse(JSON.stringify(run.data)) as IRunExecutionData),
+					);
+					return run;
+				});
+				if (options.doNotWaitToFinish) {
+					background.push(running);
+					return { executionId, data: [null] };
+				}
+				const run = await running;
+				if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
+				return { executionId, data: subWorkflowOutput(run, code.nodes) };
+			};
+			return engine;
+		},
+		echoBody: true,
+		nodeLeaseSeconds: 1,
+		providerPauseMs: 1200,
+		baseNodeFiles: {
+			'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
+			'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
+			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
+			'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
+			'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
+		},
+		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
+	});
+	const background: Array<Promise<unknown>> = [];
+	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
+	const FIELD_RESERVE = () => reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
+
+	const dump = (label: string, runs: IRun[]) => {
+		if (process.env.RT48_DUMP)
+			for (const run of runs)
+				process.stderr.write(
+					`RT48 ${label} ${run.data.resultData.error?.message?.slice(0, 200)} ${JSON.stringify(
+						Object.entries(run.data.resultData.runData).map(([name, tasks]) => [
+							name,
+							tasks.map((task) =>
+								task.data?.main.map((items) => (items ?? []).map((item) => [JSON.stringify(item.json).slice(0, 90), item.pairedItem])),
+							),
+						]),
+					)}\n`,
+				);
+	};
+
+	const ifVip = (name = 'VIP?') =>
+		node(name, 'if', 2.2, {
+			conditions: {
+				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
+				conditions: [
+					{
+						id: 'v',
+						leftValue: '={{ $json.body.vip }}',
+						rightValue: '',
+						operator: { type: 'boolean', operation: 'true', singleValue: true },
+					},
+				],
+				combinator: 'and',
+			},
+			looseTypeValidation: true,
+			options: {},
+		});
+	const LOOKUP_BODY = '={{ JSON.stringify({ id: $json.body.id, amount: $json.body.amount }) }}';
+	const trigger = (version = 1.2) => node('Webhook', 'executeWorkflowTrigger', version, { inputSource: 'passthrough' });
+	const sub = (nodes: INode[], connections: IConnections, saved = true) =>
+		JSON.stringify({ nodes, connections, settings: saved ? {} : { saveDataSuccessExecution: 'none' } });
+
+	/** Trigger → VIP? → (true) Lookup, (false) the same Lookup: Lookup, the last node, runs twice. */
+	const twiceSub = (version: number, saved = true) =>
+		sub(
+			[trigger(version), ifVip(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)],
+			{ Webhook: { main: [link('VIP?')] }, 'VIP?': { main: [link('Lookup'), link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
+			saved,
+		);
+	/** Trigger → Loop Over Items (1) → Lookup → back; Done unconnected (the loop node runs last and returns Done). */
+	const loopSub = (saved = true) =>
+		sub(
+			[trigger(), node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }), httpCall('Lookup', 'lookup', {}, LOOKUP_BODY)],
+			{ Webhook: { main: [link('Loop')] }, Loop: { main: [[], link('Lookup')] }, Lookup: { main: [link('Loop')] } } as IConnections,
+			saved,
+		);
+
+	const enrich = (workflowJson: string, mode: 'once' | 'each' = 'once', wait = true) =>
+		node(
+			'Enrich',
+			'executeWorkflow',
+			1.3,
+			{ source: 'parameter', workflowJson, mode, options: { waitForSubWorkflow: wait } },
+			{ onError: 'continueRegularOutput' },
+		);
+	const CHARGE_ID = '={{ JSON.stringify({ id: $json.id }) }}';
+
+	/** Node path: Enrich → Charge (Continue) → Mark Complete (Key From Item, or `parameters`) → Respond 200 / 500. */
+	const nodeStep = (workflowJson: string, parameters: Record<string, unknown> = {}): Step => ({
+		nodes: [
+			enrich(workflowJson),
+			httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, CHARGE_ID),
+			completeNode({ position: [1100, 0] }, parameters),
+		],
+		connections: {
+			Enrich: { main: [link('Charge')] },
+			Charge: { main: [link('Mark Complete')] },
+			'Mark Complete': { main: [link('Respond 200'), link('Respond 500 (provider retries)')] },
+		} as IConnections,
+		heads: ['Enrich'],
+	});
+	/** Trigger path: Enrich → Charge (error output, unconnected). */
+	const triggerStep = (workflowJson: string): Step => ({
+		nodes: [enrich(workflowJson), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID)],
+		connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
+		heads: ['Enrich'],
+	});
+
+	const nodeStatuses = async (ids: string[]) => await Promise.all(ids.map(async (id) => await nodeKey(`evt:${id}`)));
+	const nodeStored = async (ids: string[]) => {
+		const stored = await keyStore().getKeys(ids.map((id) => `evt:${id}`));
+		return ids.map((id) => (stored.get(`evt:${id}`)?.response as { id?: string } | null | undefined)?.id ?? null);
+	};
+	const three = (p: string) => [
+		{ id: `${p}_a`, amount: 300, vip: true },
+		{ id: `${p}_b`, amount: 100 },
+		{ id: `${p}_c`, amount: 200 },
+	];
+	const charges = (ids: string[]) => ids.map((id) => effectsAt('charge', id));
+
+	afterEach(async () => {
+		await Promise.all(background.splice(0));
+		records.clear();
+	});
+
+	/* 1. Loop Over Items inside the sub-workflow: its Done items are paired `{ item: 0, sourceOverwrite }` (the body's
+	 * run they came back from); cameFromInside reads `task.source[pair.input]` (the loop's last run's input), never
+	 * sourceOverwrite: every answer is read as the last event's. */
+	it("trigger: sub Loop Over Items (1) → Lookup, Done returned; A's charge failing once: A charged (not lost), one charge each", async () => {
+		const ids = three('tl').map((event) => event.id);
+		useTrigger('wf-rt48-loop-trigger', EVENTS);
+		const step = triggerStep(loopSub());
+		const refusal = await refusedAtPublish(step);
+		failNext(`charge:${ids[0]}`);
+		const { answers, runs } = await provide(events(three('tl')), step);
+		dump('tl', runs);
+		expect({ refusal, answers, charges: charges(ids), keys: await statuses(ids) }).toEqual({
+			refusal: false,
+			answers: [500, 200],
+			charges: [1, 1, 1],
+			keys: ['completed', 'completed', 'completed'],
+		});
+	});
+
+	it("node path: the same sub (Loop inside), Complete (Key From Item), A's charge failing once: A charged, one charge each", async () => {
+		const ids = three('nl').map((event) => event.id);
+		useNodePath('wf-rt48-loop-node');
+		failNext(`charge:${ids[0]}`);
+		const { answers, runs } = await provideNodePath(events(three('nl')), () =>
+			nodeTemplate(nodeStep(loopSub(), { responseJson: '={{ JSON.stringify({ id: $json.id }) }}' }), {
+				reserve: FIELD_RESERVE(),
+				before: SPLIT_OUT_EVENTS,
+			}),
+		);
+		dump('nl', runs);
+		expect({ answers: answers.at(-1), charges: charges(ids), keys: await nodeStatuses(ids), stored: await nodeStored(ids) }).toEqual({
+			answers: 200,
+			charges: [1, 1, 1],
+			keys: ['completed', 'completed', 'completed'],
+			stored: [...ids],
+		});
+	});
+
+	/* 2. The sub-workflow's last node ran twice (an If whose two branches feed the same Lookup). With Execute Workflow
+	 * Trigger 1.2 n8n returns both runs (run 0 then run 1); returnedCameFrom reads the item at the same index of the
+	 * LAST run only. */
+	for (const version of [1.2]) {
+		it(`trigger: sub If → Lookup (both branches; trigger ${version}), B's charge failing once: B charged (not lost)`, async () => {
+			const p = `tt${String(version).replace('.', '')}`;
+			const ids = three(p).map((event) => event.id);
+			useTrigger(`wf-rt48-twice-trigger-${p}`, EVENTS);
+			const step = triggerStep(twiceSub(version));
+			const refusal = await refusedAtPublish(step);
+			failNext(`charge:${ids[1]}`);
+			const { answers, runs } = await provide(events(three(p)), step);
+			dump(p, runs);
+			const result = { refusal, answers, charges: charges(ids), keys: await statuses(ids) };
+			expect(result).toEqual({ refusal: false, answers: [500, 200], charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'] });
+		});
+
+		it(`node path: sub If → Lookup (both branches; trigger ${version}), Complete (Key From Item), B's charge failing once: B charged (not lost)`, async () => {
+			const p = `nt${String(version).replace('.', '')}`;
+			const ids = three(p).map((event) => event.id);
+			useNodePath(`wf-rt48-twice-node-${p}`);
+			failNext(`charge:${ids[1]}`);
+			const { answers, runs } = await provideNodePath(events(three(p)), () =>
+				nodeTemplate(nodeStep(twiceSub(version), { responseJson: '={{ JSON.stringify({ id: $json.id }) }}' }), {
+					reserve: FIELD_RESERVE(),
+					before: SPLIT_OUT_EVENTS,
+				}),
+			);
+			dump(p, runs);
+			const result = { answers: answers.at(-1), charges: charges(ids), keys: await nodeStatuses(ids), stored: await nodeStored(ids) };
+			expect(result).toEqual({ answers: 200, charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'], stored: [...ids] });
+		});
+	}
+
+	/* 3. Merge (combine by position) in the parent: the sub-workflow's answers (input 1) joined with Reserve's items
+	 * (input 2), a Sort inside the (saved) sub-workflow: the joined item carries one event's key and another's answer. */
+	const sortSub = (saved = true) =>
+		sub(
+			[
+				trigger(),
+				node('By Amount', 'sort', 1, { sortFieldsUi: { sortField: [{ fieldName: 'body.amount', order: 'ascending' }] }, options: {} }),
+				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
+			],
+			{ Webhook: { main: [link('By Amount')] }, 'By Amount': { main: [link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
+			saved,
+		);
+	it("node path: Enrich (Sort inside, saved) and Reserve → Merge by position → Charge → Complete, B's charge failing once: refused on every delivery, none lost (documented)", async () => {
+		const ids = ['mp_a', 'mp_b'];
+		useNodePath('wf-rt48-merge-position');
+		failNext(`charge:${ids[1]}`);
+		const step: Step = {
+			nodes: [
+				enrich(sortSub()),
+				node('Join', 'merge', 3.2, { mode: 'combine', combineBy: 'combineByPosition', options: {} }),
+				httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, CHARGE_ID),
+				completeNode({ position: [1100, 0] }, {}),
+			],
+			connections: {
+				Enrich: { main: [link('Join')] },
+				Join: { main: [link('Charge')] },
+				Charge: { main: [link('Mark Complete')] },
+				'Mark Complete': { main: [link('Respond 200'), link('Respond 500 (provider retries)')] },
+			} as IConnections,
+			heads: ['Enrich', 'Join#1'],
+		};
+		const { answers, runs } = await provideNodePath(
+			events([
+				{ id: ids[0], amount: 300 },
+				{ id: ids[1], amount: 100 },
+			]),
+			() => nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+		);
+		dump('mp', runs);
+		// Documented (docs/templates.md, "a Merge by position that joins the items a sub-workflow returned with the events"):
+		// each joined item stands for two events, so Complete cannot tell whose key it settles: refused on every delivery,
+		// nothing completed, none lost; each retry charges again.
+		expect({ answers, charges: ids.map((id) => effectsAt('charge', id)), keys: await nodeStatuses(ids) }).toEqual({
+			answers: [500, 500, 500, 500],
+			charges: [4, 3],
+			keys: ['processing', 'processing'],
+		});
+	});
+
+	/* 4. Execute Workflow inside Loop Over Items in the parent (trigger path): several runs of the same node, one item each. */
+	it("trigger: Loop Over Items (1) → Enrich (sub: Lookup) → Charge (Continue) → back, B's charge failing once: one charge each", async () => {
+		const ids = ['pl_a', 'pl_b', 'pl_c'];
+		useTrigger('wf-rt48-parent-loop', EVENTS);
+		const lookupSub = sub([trigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
+			Webhook: { main: [link('Lookup')] },
+			Lookup: { main: [[], []] },
+		} as IConnections);
+		const step: Step = {
+			nodes: [
+				node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }),
+				enrich(lookupSub),
+				httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID),
+			],
+			connections: {
+				Loop: { main: [[], link('Enrich')] },
+				Enrich: { main: [link('Charge')] },
+				Charge: { main: [link('Loop'), link('Loop')] },
+			} as IConnections,
+			heads: ['Loop'],
+		};
+		const refusal = await refusedAtPublish(step);
+		failNext(`charge:${ids[1]}`);
+		const { answers, runs } = await provide(events(ids.map((id, n) => ({ id, amount: 100 * (3 - n) }))), step);
+		dump('pl', runs);
+		expect({ refusal, answers, charges: charges(ids), keys: await statuses(ids) }).toEqual({
+			refusal: false,
+			answers: [500, 200],
+			charges: [1, 1, 1],
+			keys: ['completed', 'completed', 'completed'],
+		});
+	});
+
+	/* 5. The sub-workflow's last node an If (both branches end there): n8n returns both outputs; the Execute Workflow node
+	 * has one output, so what the false branch returns goes nowhere in the parent. (5a) Lookup before the If: documented
+	 * refusal, docs/templates.md: "| an If, Filter or Switch after a node that may have an effect, several events in one
+	 * run | refused before anything is reserved (trigger with *Events Path*: at publish)". (5b) The If alone: the events'
+	 * own items (with their keys) come back on two outputs. */
+	const vipOf = (field: string) =>
+		node('VIP?', 'if', 2.2, {
+			conditions: {
+				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
+				conditions: [
+					{ id: 'v', leftValue: `={{ ${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } },
+				],
+				combinator: 'and',
+			},
+			looseTypeValidation: true,
+			options: {},
+		});
+	it('trigger: sub Lookup → If as the last node, several events: refused at publish (documented)', async () => {
+		useTrigger('wf-rt48-if-last', EVENTS);
+		const ifLast = sub([trigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY), vipOf('$json.vip')], {
+			Webhook: { main: [link('Lookup')] },
+			Lookup: { main: [link('VIP?'), []] },
+		} as IConnections);
+		expect(await refusedAtPublish(triggerStep(ifLast))).toMatch(/"VIP\?" gets the events of one delivery together after "Lookup"/);
+	});
+	it('trigger: sub with an If alone as its last node (A vip, B not), Charge by the event id: B ends as an If branch that ends (documented)', async () => {
+		const ids = ['ia_a', 'ia_b'];
+		useTrigger('wf-rt48-if-alone', EVENTS);
+		const ifAlone = sub([trigger(), vipOf('$json.body.vip')], { Webhook: { main: [link('VIP?')] } } as IConnections);
+		const step: Step = {
+			nodes: [enrich(ifAlone), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' })],
+			connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
+			heads: ['Enrich'],
+		};
+		const refusal = await refusedAtPublish(step);
+		const { answers, runs } = await provide(events([{ id: ids[0], vip: true }, { id: ids[1] }]), step);
+		dump('ia', runs);
+		const keys = await statuses(ids);
+		// Documented (docs/templates.md): what the sub-workflow's last node gives on an output beyond the Execute Workflow
+		// node's one output goes nowhere in the parent, as an If branch that ends: B's key completes without a charge.
+		expect({ refusal, aCharges: effectsAt('charge', ids[0]), bCharges: effectsAt('charge', ids[1]), keys, answers }).toEqual({
+			refusal: false,
+			aCharges: 1,
+			bCharges: 0,
+			keys: ['completed', 'completed'],
+			answers: [200],
+		});
+	});
+
+	/* 6. Wait For Sub-Workflow Completion off: documented, docs/templates.md: "an Execute Workflow not waiting for its
+	 * sub-workflow ... It refuses, at its first step" (the trigger: refused at publish). */
+	it('trigger: Enrich not waiting for its sub-workflow: refused at publish (documented)', async () => {
+		useTrigger('wf-rt48-no-wait', EVENTS);
+		const step: Step = {
+			nodes: [enrich(sortSub(), 'once', false), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID)],
+			connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
+			heads: ['Enrich'],
+		};
+		expect(await refusedAtPublish(step)).toEqual(expect.any(String));
+	});
+});
