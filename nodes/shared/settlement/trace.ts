@@ -21,7 +21,6 @@ import {
 } from './nodeKinds';
 import {
 	isSubWorkflowErrorOutput,
-	SUB_WORKFLOW_DEPTH,
 	subExecutionIdOf,
 	subExecutionOfRun,
 	subExecutionsOfRun,
@@ -895,31 +894,6 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 	return failures;
 }
 
-/**
- * Whether n8n's pairing of the items an Execute Workflow run returned ("once", given more than one item) is a guess.
- * n8n re-pairs them through the sub-execution's record (getExecutionDataById), and without it (not saved: the
- * sub-workflow's "Save successful production executions", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none) leaves the
- * sub-workflow's own indexes, which name items of its last node's input: a Sort or a Filter inside moves them to
- * another event. A record that is there but holds such a run of its own (a nested sub-workflow not saved) is re-paired
- * through that guess. Only where the records were asked for (`subExecutionsToRead`, then as deep as they are read);
- * one item given is paired for certain.
- */
-function subExecutionPairingLost(
-	runData: IRunData,
-	task: ITaskData | undefined,
-	records: SubExecutionRecords | undefined,
-	depth = 0,
-): boolean {
-	const id = subExecutionOfRun(task);
-	if (id === undefined || !records?.has(id) || depth >= SUB_WORKFLOW_DEPTH) return false;
-	const source = task?.source?.[0];
-	if (!source || outputItems(runData, source).length <= 1) return false;
-	const record = records.get(id);
-	if (record === undefined) return true;
-	const inner = record.resultData?.runData ?? {};
-	return Object.values(inner).some((tasks) => tasks.some((innerTask) => subExecutionPairingLost(inner, innerTask, records, depth + 1)));
-}
-
 /** The sub-execution an Execute Workflow run "once" that waited for its sub-workflow returned its items from; else undefined. */
 function returnedBySubWorkflow(view: ExecutionRecord, node: string, task: ITaskData | undefined): string | undefined {
 	const executeWorkflow = view.node(node);
@@ -950,6 +924,7 @@ function returnedCameFrom(
 	returned: number[],
 	output: number,
 	index: number,
+	depth = 0,
 ): Array<string | number> | null {
 	const runData = record.resultData?.runData ?? {};
 	const last = record.resultData?.lastNodeExecuted;
@@ -967,7 +942,7 @@ function returnedCameFrom(
 	const chosen = matches(allRuns) ? allRuns : matches(lastRun) ? lastRun : undefined;
 	const found = chosen?.[output]?.[index];
 	if (!found) return null;
-	return cameFromInside(runData, records, last, found.run, found.item, found.at);
+	return cameFromInside(runData, records, last, found.run, found.item, found.at, depth);
 }
 
 /** How deep failures of sub-workflows started by sub-workflows are followed (subExecution.ts reads records deeper). */
@@ -999,8 +974,8 @@ function errorGivenInside(runData: IRunData, task: ITaskData, item: INodeExecuti
  * (`heldKeyId`) of the first item on the way that holds one (the items this execution gave the
  * sub-workflow carry their `idempotency` field, unless a node dropped it: an Edit Fields, n8n's own
  * sub-workflow trigger with its inputs defined), else the position of the start node's item, which is
- * the position of the input item n8n gave the sub-execution. Null where a link is missing, or passes a
- * nested sub-workflow whose pairing is a guess (`subExecutionPairingLost`).
+ * the position of the input item n8n gave the sub-execution. A nested Execute Workflow run is followed through its own
+ * record (`cameThroughNested`). Null where a link is missing.
  */
 function cameFromInside(
 	runData: IRunData,
@@ -1015,8 +990,12 @@ function cameFromInside(
 	if (held) return [heldKeyId(held.key as string, held.ownerToken as string)];
 	const task = runData[node]?.[run];
 	if (task && isStart(task)) return [position];
+	if (depth > MAX_TRACE_DEPTH || !task) return null;
+	// An Execute Workflow run "once" inside: followed through its own sub-execution's record, never n8n's re-pairing.
+	const nested = subExecutionOfRun(task);
+	if (nested !== undefined && records?.has(nested)) return cameThroughNested(runData, records, task, item, nested, depth);
 	const pairs = pairedItemsOf(item);
-	if (depth > MAX_TRACE_DEPTH || !task || pairs.length === 0 || subExecutionPairingLost(runData, task, records)) return null;
+	if (pairs.length === 0) return null;
 	const origins: Array<string | number> = [];
 	for (const pair of pairs) {
 		// Loop Over Items' Done output names the loop run each item came back from.
@@ -1028,6 +1007,44 @@ function cameFromInside(
 		origins.push(...behind);
 	}
 	return origins;
+}
+
+/**
+ * Where an item an Execute Workflow run "once" inside a sub-execution returned came from, as `Tracer.subWorkflowLinks`
+ * follows one at the top: through that run's own sub-execution record to the items it was given, then on back. One item
+ * given: it. The record missing (not saved) with several items given, or not leading back: null.
+ */
+function cameThroughNested(
+	runData: IRunData,
+	records: SubExecutionRecords,
+	task: ITaskData,
+	item: INodeExecutionData,
+	id: string,
+	depth: number,
+): Array<string | number> | null {
+	const source = task.source?.[0];
+	const given = source ? outputItems(runData, source) : [];
+	if (!source || given.length === 0) return null;
+	const through = (index: number) =>
+		cameFromInside(runData, records, source.previousNode, source.previousNodeRun ?? 0, given[index], index, depth + 1);
+	if (given.length === 1) return through(0);
+	const record = records.get(id);
+	const at = positionIn(task, item);
+	if (!record || !at) return null;
+	const returned = (task.data?.main ?? []).map((items) => items?.length ?? 0);
+	const cameFrom = returnedCameFrom(record, records, returned, at.output, at.index, depth + 1);
+	if (cameFrom === null) return null;
+	const origins: Array<string | number> = [];
+	for (const origin of cameFrom) {
+		if (typeof origin === 'string') {
+			origins.push(origin);
+			continue;
+		}
+		const behind = origin < given.length ? through(origin) : null;
+		if (behind === null) return null;
+		origins.push(...behind);
+	}
+	return origins.length > 0 ? origins : null;
 }
 
 /**
