@@ -1,18 +1,11 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 
 import type { SettleRequest } from '../../../lib/store/contract';
-import {
-	continuedFailureTest,
-	judgeExecution,
-	originsOfItem,
-	readExecutionRecord,
-	recoveredBefore,
-	succeededItemsOf,
-} from '../../shared/settlement';
+import { continuedFailureTest, originsOfItem, readExecutionRecord, recoveredBefore, succeededItemsOf } from '../../shared/settlement';
 import { readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
 import { OWNED_KEY_PARAMETERS, RESPONSE_TO_STORE } from './sharedParameters';
-import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys, subExecutionRecordsOf } from './settleByKey';
+import { readKeyFrom, refuseFailedExecution, SETTLE_BY_KEY_OUTPUTS, settleOwnedKeys, judgedRunOf } from './settleByKey';
 
 export const value = 'complete';
 
@@ -72,10 +65,8 @@ const UNTRACED_FAILURE = `A node of the step failed earlier in this execution fo
  */
 async function failedInThisRun(context: IExecuteFunctions): Promise<(owned: SettleRequest) => string | undefined> {
 	try {
-		const record = readExecutionRecord(context);
 		// A sub-workflow's record says which of its outputs carry failures, and whether n8n's pairing through it is a guess.
-		const records = await subExecutionRecordsOf(context, record);
-		const judgement = judgeExecution(record, undefined, records);
+		const { record, records, judgement } = await judgedRunOf(context);
 		const self = context.getNode().name;
 		const failed = new Set<string>();
 		// The reservations each node's success output gave a succeeded item for in this run, traced once per node.

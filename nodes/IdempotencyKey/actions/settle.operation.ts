@@ -7,18 +7,13 @@ import { toNodeError } from '../../shared/nodeError';
 import {
 	answerNow,
 	checkSettleWiring,
-	executionReaderOf,
 	feedsBusinessStep,
 	isReserveType,
-	judgeExecution,
 	keyOutcome,
 	keysSettledByNodes,
 	originsOfItem,
-	readExecutionRecord,
 	requestOfRun,
-	readSubExecutions,
 	settleWhenExecutionEnds,
-	subExecutionsToRead,
 	type ExecutionView,
 	type Judgement,
 	type Reservation,
@@ -26,6 +21,7 @@ import {
 } from '../../shared/settlement';
 import { readOwnedKey, readResponse } from '../ownedKeys';
 import { quoted, type StoreOpener } from './keyOperation';
+import { judgedRunOf } from './settleByKey';
 import { RESPONSE_TO_STORE } from './sharedParameters';
 
 /*
@@ -102,13 +98,11 @@ export async function execute(context: IExecuteFunctions, openStore: StoreOpener
 	let judgement: Judgement;
 	let subExecutions: SubExecutionRecords;
 	try {
-		view = readExecutionRecord(context);
+		// A sub-workflow's item that carries an error on an output beyond the first is judged by its sub-execution's record.
+		({ record: view, records: subExecutions, judgement } = await judgedRunOf(context));
 		// Beside the business step, on the output that feeds it: the wiring Reserve checked before reserving.
 		if (feedsBusinessStep(view.node(source.previousNode)?.type))
 			checkSettleWiring(view, source.previousNode, source.previousNodeOutput ?? 0);
-		// A sub-workflow's item that carries an error on an output beyond the first is judged by its sub-execution's record.
-		subExecutions = await readSubExecutions(subExecutionsToRead(view), executionReaderOf(context));
-		judgement = judgeExecution(view, undefined, subExecutions);
 	} catch (error) {
 		// Refused whatever "On Error" says: continuing would let the business step run after the answer.
 		throw toNodeError(context.getNode(), error);

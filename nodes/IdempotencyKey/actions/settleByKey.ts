@@ -13,6 +13,7 @@ import {
 	readSubExecutions,
 	subExecutionsToRead,
 	type ExecutionView,
+	type Judgement,
 	type Reservation,
 	type SubExecutionRecords,
 } from '../../shared/settlement';
@@ -144,15 +145,14 @@ interface SubWorkflowPairing {
 
 /** How keys read back to `reserveNode` pass an Execute Workflow run between: undefined where none does (n8n's pairing stands). */
 async function subWorkflowPairingOf(context: IExecuteFunctions, reserveNode: string): Promise<SubWorkflowPairing | undefined> {
-	let record: ExecutionView;
+	let run: JudgedRun;
 	try {
-		record = readExecutionRecord(context);
+		run = await judgedRunOf(context);
 	} catch {
 		return undefined;
 	}
-	if (subExecutionsToRead(record).length === 0) return undefined;
-	const records = await subExecutionRecordsOf(context, record);
-	const judgement = judgeExecution(record, undefined, records);
+	const { record, records, judgement } = run;
+	if (records.size === 0) return undefined;
 	const through = pairingThroughSubWorkflows(record, reserveNode, context.getNode(), records, judgement);
 	return through && { record, records, reservations: judgement.reservations, guessAllowed: through.guessAllowed };
 }
@@ -187,16 +187,30 @@ function readPairedKey(
 	}
 }
 
-/** The records of the sub-executions this execution's record names (trace.ts subExecutionsToRead), read once per node run. */
-export async function subExecutionRecordsOf(context: IExecuteFunctions, record: ExecutionView): Promise<SubExecutionRecords> {
-	let records = recordsRead.get(context);
-	if (!records) {
-		records = readSubExecutions(subExecutionsToRead(record), executionReaderOf(context));
-		recordsRead.set(context, records);
-	}
-	return await records;
+/** n8n's record of this execution so far, the records of the sub-executions it names, and the judgement of both. */
+export interface JudgedRun {
+	record: ExecutionView;
+	records: SubExecutionRecords;
+	judgement: Judgement;
 }
-const recordsRead = new WeakMap<IExecuteFunctions, Promise<SubExecutionRecords>>();
+
+/**
+ * This execution judged as Settle judges it (trace.ts `judgeExecution`, with the sub-executions `subExecutionsToRead`
+ * names), read and judged once per node run however many rules of the node ask. Rejects without n8n's record.
+ */
+export async function judgedRunOf(context: IExecuteFunctions): Promise<JudgedRun> {
+	let run = judgedRuns.get(context);
+	if (!run) {
+		run = (async () => {
+			const record = readExecutionRecord(context);
+			const records = await readSubExecutions(subExecutionsToRead(record), executionReaderOf(context));
+			return { record, records, judgement: judgeExecution(record, undefined, records) };
+		})();
+		judgedRuns.set(context, run);
+	}
+	return await run;
+}
+const judgedRuns = new WeakMap<IExecuteFunctions, Promise<JudgedRun>>();
 
 const GUESSED_PAIRING =
 	"This item carries no key of its own (json.idempotency) and reached the node through an Execute Workflow node run once for several events, and which event it stands for cannot be told: the sub-execution's record does not lead it back to one (n8n did not save it: the sub-workflow's \"Save successful production executions\", or EXECUTIONS_DATA_SAVE_ON_SUCCESS=none; or a node inside joined events), and n8n's own pairing is a guess that could settle one event by another's outcome. The key is left to its lease and the provider's retry runs the event again. Keep the idempotency field on the items the sub-workflow returns and use Key From: Item, save the sub-workflow's successful executions, or run it once for each item.";

@@ -289,9 +289,8 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 	// The trigger's event is answered by the workflow's last node: its copies get that answer back.
 	const answeredByLastNode = (reservation: Reservation) => isTriggerType(watch.workflow.nodes?.[reservation.reserveNode]?.type);
 	const triggers = [...watch.stores.keys()].filter((name) => isTriggerType(watch.workflow.nodes?.[name]?.type));
-	const ownerTokens = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].map(
-		(reservation) => reservation.ownerToken,
-	);
+	const heldAtEnd = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)];
+	const ownerTokens = heldAtEnd.map((reservation) => reservation.ownerToken);
 	const started = requestOfRun(run.data.resultData.runData, (name) => watch.workflow.nodes?.[name], {
 		first: triggers,
 		subExecution: (run.data as RunExecutionDataFields).parentExecution != null,
@@ -308,10 +307,7 @@ async function settleAtEnd(run: IRun, watch: Watch): Promise<ExecutionAnswer | u
 	const failureText = (error: string) => withoutRequestSecrets(error, request, { everyHeaderValue: started.unnamedCredential });
 	// The last node's answer is one event's at most (its first item): with several events in the execution (an Events
 	// Path), whose it is cannot be told, and none is kept, never one event's answer under another's key.
-	const events = [...outcomes.complete, ...outcomes.hold, ...outcomes.fail.map(({ reservation }) => reservation)].filter(
-		answeredByLastNode,
-	);
-	const keptAnswer = events.length === 1 ? lastAnswer : undefined;
+	const keptAnswer = heldAtEnd.filter(answeredByLastNode).length === 1 ? lastAnswer : undefined;
 	for (const [open, group] of byStore) {
 		const store = await open();
 		if (group.hold.length > 0) await store.hold(group.hold);

@@ -269,12 +269,9 @@ class Tracer {
 		const everyGiven = given.map((upstream) => ({ source, item: upstream }));
 		// Where the record cannot tell, only items that all descend from the same events can be followed.
 		const unknown = () => (this.givenFromSameEvents(source, given) ? everyGiven : null);
-		const record = this.subExecutions.get(id);
-		const at = positionIn(task, item);
 		if (given.length === 1) return everyGiven;
-		if (!record || !at) return unknown();
-		const returned = (task?.data?.main ?? []).map((items) => items?.length ?? 0);
-		const cameFrom = returnedCameFrom(record, this.subExecutions, returned, at.output, at.index);
+		const record = this.subExecutions.get(id);
+		const cameFrom = record && task ? returnedCameFrom(record, this.subExecutions, task, item) : null;
 		if (cameFrom === null) return unknown();
 		const links: Array<{ source: ISourceData; item: INodeExecutionData }> = [];
 		for (const origin of cameFrom) {
@@ -912,20 +909,22 @@ function positionIn(task: ITaskData | undefined, item: INodeExecutionData): { ou
 }
 
 /**
- * Where the item at `index` of output `output` of an Execute Workflow run came from inside its sub-execution, followed
- * back by `cameFromInside`. n8n returns its last node's outputs: every run of it, in the order they ran, joined per
- * output (n8n 2.x, an Execute Workflow Trigger from version 1.2 or set to all runs), or its last run alone. Which one is
- * told by what the run returned (`returned`: how many items on each output): where every other run gave nothing the
- * two are the same. Null where it cannot be followed.
+ * Where an item an Execute Workflow run (`task`) returned came from inside its sub-execution, followed back by
+ * `cameFromInside`. n8n returns its last node's outputs: every run of it, in the order they ran, joined per output (n8n
+ * 2.x, an Execute Workflow Trigger from version 1.2 or set to all runs), or its last run alone. Which one is told by
+ * how many items the run returned on each output: where every other run gave nothing the two are the same. Null where
+ * it cannot be followed (the item a copy, not the one n8n recorded).
  */
 function returnedCameFrom(
 	record: SubExecutionRecord,
 	records: SubExecutionRecords,
-	returned: number[],
-	output: number,
-	index: number,
+	task: ITaskData,
+	item: INodeExecutionData,
 	depth = 0,
 ): Array<string | number> | null {
+	const at = positionIn(task, item);
+	if (!at) return null;
+	const returned = (task.data?.main ?? []).map((items) => items?.length ?? 0);
 	const runData = record.resultData?.runData ?? {};
 	const last = record.resultData?.lastNodeExecuted;
 	const runs = last === undefined ? [] : (runData[last] ?? []);
@@ -940,7 +939,7 @@ function returnedCameFrom(
 	const matches = (candidate: Array<Array<{ item: INodeExecutionData }>>) =>
 		returned.every((count, branch) => (candidate[branch]?.length ?? 0) === count);
 	const chosen = matches(allRuns) ? allRuns : matches(lastRun) ? lastRun : undefined;
-	const found = chosen?.[output]?.[index];
+	const found = chosen?.[at.output]?.[at.index];
 	if (!found) return null;
 	return cameFromInside(runData, records, last, found.run, found.item, found.at, depth);
 }
@@ -1029,10 +1028,7 @@ function cameThroughNested(
 		cameFromInside(runData, records, source.previousNode, source.previousNodeRun ?? 0, given[index], index, depth + 1);
 	if (given.length === 1) return through(0);
 	const record = records.get(id);
-	const at = positionIn(task, item);
-	if (!record || !at) return null;
-	const returned = (task.data?.main ?? []).map((items) => items?.length ?? 0);
-	const cameFrom = returnedCameFrom(record, records, returned, at.output, at.index, depth + 1);
+	const cameFrom = record ? returnedCameFrom(record, records, task, item, depth + 1) : null;
 	if (cameFrom === null) return null;
 	const origins: Array<string | number> = [];
 	for (const origin of cameFrom) {
