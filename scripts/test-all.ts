@@ -303,9 +303,9 @@ const e2eStep = (version: string, tier: string, topology: string): Step => ({
 });
 
 const steps: Step[] = [
+	{ name: 'build', command: () => ['npm', 'run', 'build'] },
 	{ name: 'lint', command: () => ['npm', 'run', 'lint'] },
 	{ name: 'types', command: () => ['npx', 'tsc', '-p', 'tsconfig.test.json', '--noEmit'] },
-	{ name: 'build', command: () => ['npm', 'run', 'build'] },
 	{
 		// The conformance suite runs every store test on the embedded store too, which needs node:sqlite:
 		// jest runs under a Node that has it (test/support/stack/sqliteNode.ts; installed once when missing).
@@ -394,11 +394,16 @@ function takeStep(prefix: string): Step[] {
 	const index = steps.findIndex((step) => step.name.startsWith(prefix));
 	return index < 0 ? [] : steps.splice(index, 1);
 }
-// The longest step first; beside it the other PostgreSQL lines, which need no n8n and so run while
-// the default line's install ends; the rest fill the other slot, longer before shorter (a slot takes
-// the first step that can start: one waiting for another step yields to the next).
+// Only the build runs before the slots (the end-to-end tiers pack dist/). The longest step first, as
+// soon as the default line's install ends; beside it lint, types, the fast suites and the other
+// PostgreSQL lines, which need no n8n; the rest fill the other slot, longer before shorter (a slot
+// takes the first step that can start: one waiting for another step yields to the next).
 const sideBySide: Step[] = [
 	...(fullLongest ? [fullLongest] : []),
+	// While the longest step waits for the default line's install, the other slot checks the code.
+	...takeStep('lint'),
+	...takeStep('types'),
+	...takeStep('unit + integration + conformance'),
 	...takeStep('conformance, Postgres half'),
 	...fullOthers,
 	...compatibilitySteps.filter((step) => !step.after),

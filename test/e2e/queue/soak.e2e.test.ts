@@ -25,7 +25,7 @@ describe('queue mode: soak with the cleanup template running every few seconds',
 			[expired],
 		);
 		// The full size: 5,000 deliveries of 1,000 events at 16 concurrent (about 4 minutes on an
-		// idle 2-core machine, 21.5 deliveries/s); E2E_SHORT_SOAK=1 runs a fifth (QUEUE.longSoak), and
+		// idle 2-core machine, 21.5 deliveries/s); E2E_SHORT_SOAK=1 runs a tenth (QUEUE.longSoak), and
 		// E2E_SOAK_* set any size.
 		const size = soakSize(QUEUE.longSoak);
 		const started = Date.now();

@@ -28,11 +28,12 @@ export const QUEUE: {
 	workerConcurrency: 5,
 	leaseSeconds: Number(process.env.E2E_LEASE_SECONDS ?? 20),
 	cleanupEverySeconds: 3,
-	// The long soak (test 3): the full size in the full tier; a fifth of it, same assertions, in the
-	// compatibility tier (E2E_TIER, test/support/e2e/tags.ts) or with E2E_SHORT_SOAK=1.
+	// The long soak (test 3): the full size in the full tier; a tenth of it, same assertions, in the
+	// compatibility tier (E2E_TIER, test/support/e2e/tags.ts) or with E2E_SHORT_SOAK=1. On n8n 1.x in queue
+	// mode it waits more than it works: a delivery's answer took 2.7 s in the median (5.7 deliveries/s).
 	longSoak:
 		process.env.E2E_SHORT_SOAK === '1' || selectedTier() === 'compatibility'
-			? { events: 200, deliveries: 1000 }
+			? { events: 100, deliveries: 500 }
 			: { events: 1000, deliveries: 5000 },
 	env: {
 		QUEUE_WORKER_LOCK_DURATION: '15000',
