@@ -14,25 +14,10 @@ import { baseNode as node, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step }
  */
 
 describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
-	const unsaved = new Set<string>();
 	const { effectsAt, failNext, httpCall, keyStore, nodePath } = triggerRedTeam({
 		tag: 'rt46',
 		route: (route, body) => (route === 'lookup' ? { ...body } : undefined),
-		engine: (engine) => {
-			const base = engine as unknown as {
-				getRunExecutionData: (id: string) => Promise<unknown>;
-				executeWorkflow: (info: { code?: { settings?: Record<string, unknown> } }, ...rest: unknown[]) => Promise<{ executionId: string }>;
-			};
-			const read = base.getRunExecutionData.bind(base);
-			const execute = base.executeWorkflow.bind(base);
-			base.executeWorkflow = async (info, ...rest) => {
-				const result = await execute(info, ...rest);
-				if (info.code?.settings?.saveDataSuccessExecution === 'none') unsaved.add(result.executionId);
-				return result;
-			};
-			base.getRunExecutionData = async (id: string) => (unsaved.has(id) ? undefined : await read(id));
-			return engine;
-		},
+		subWorkflows: { savingSettings: true },
 		echoBody: true,
 		nodeLeaseSeconds: 1,
 		providerPauseMs: 1200,
@@ -192,8 +177,6 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 		const stored = await keyStore().getKeys(ids.map((id) => `evt:${id}`));
 		return ids.map((id) => (stored.get(`evt:${id}`)?.response as { charged?: string } | null | undefined)?.charged ?? null);
 	};
-
-	afterEach(() => unsaved.clear());
 
 	/* 1. The record saved, but n8n's own backtracking through it (findPairedItemThroughWorkflowData) follows only the first
 	 * input of each node and output 0 of each: an If + Merge inside moves answers to other events. */

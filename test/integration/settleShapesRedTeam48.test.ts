@@ -1,8 +1,8 @@
-import { type IConnections, type INode, type INodeExecutionData, type IRun, type IRunExecutionData, type ITaskData } from 'n8n-workflow';
+import { type IConnections, type INode, type IRun } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { executeInProcess, inProcessWorkflow, PACKAGE } from '../support/n8nEngine';
+import { PACKAGE } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
 import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
@@ -10,77 +10,18 @@ import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, typ
  * Red team 48: the trace of 12c31d6 past an Execute Workflow run once for all items (Tracer.subWorkflowLinks,
  * returnedCameFrom, cameFromInside), on the trigger path (Events Path) and the node path (Complete, Key From Item).
  *
- * The engine here runs each sub-workflow as its own execution, as withSubWorkflowsInProcess does, but returns what
- * n8n 2.41.1 returns (n8n/dist/workflow-execute-additional-data.js buildSubWorkflowOutput): the last node's runs merged
- * per branch (n8n-workflow mergeRunsPerBranch) when the sub-workflow's Execute Workflow Trigger is version 1.2 (the
- * version n8n 2.41.1 adds; its "Items to Return" option is gone and every run is returned) or set to "All Items From
- * Every Run"; the last run only for an older trigger at its default. A sub-workflow whose settings say
- * saveDataSuccessExecution 'none' has no record (getRunExecutionData answers undefined), as in n8n.
+ * Each sub-workflow runs as its own execution and returns what n8n 2.41.1 returns (withSubWorkflowsInProcess); one
+ * whose settings say saveDataSuccessExecution 'none' has no record (getRunExecutionData answers undefined), as in
+ * n8n, and one the node does not wait for runs in the background.
  */
 
-type Runs = ITaskData[];
-const mergeRunsPerBranch = (runs: Runs) => {
-	const branches = runs.reduce((most, run) => Math.max(most, run.data?.main?.length ?? 0), 0);
-	return Array.from({ length: branches }, (_, branch) => runs.flatMap((run) => run.data?.main?.[branch] ?? []));
-};
-/** n8n 2.41.1 buildSubWorkflowOutput (callerReturnsLastRunOnly false, not manual). */
-function subWorkflowOutput(run: IRun, nodes: INode[]): Array<INodeExecutionData[] | null> {
-	const trigger = nodes.find((each) => each.type === 'n8n-nodes-base.executeWorkflowTrigger');
-	const lastRunOnly = (trigger?.typeVersion ?? 1) < 1.2 && trigger?.parameters?.returnOutput !== 'allRuns';
-	const { runData, lastNodeExecuted } = run.data.resultData;
-	const runs =
-		lastNodeExecuted === undefined
-			? []
-			: [...(runData[lastNodeExecuted] ?? [])].sort((a, b) => (a.executionIndex ?? 0) - (b.executionIndex ?? 0));
-	if (!lastRunOnly && runs.length > 0) return mergeRunsPerBranch(runs);
-	const last = lastNodeExecuted === undefined ? undefined : runData[lastNodeExecuted]?.[runData[lastNodeExecuted].length - 1];
-	return last?.data?.main ?? [null];
-}
-
 describeWithN8n('red team 48: the trace through a sub-execution record', () => {
-	const records = new Map<string, IRunExecutionData | undefined>();
-	let subs = 0;
+	// Sub-workflows the Execute Workflow node does not wait for, awaited after each row.
+	const background: Array<Promise<unknown>> = [];
 	const { effectsAt, failNext, httpCall, keyStore, nodePath, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
 		tag: 'rt48',
 		route: (route, body) => (route === 'lookup' ? { ...body } : undefined),
-		engine: (engine) => {
-			const base = engine as unknown as {
-				getRunExecutionData: (id: string) => Promise<unknown>;
-				executeWorkflow: (
-					info: { code?: { nodes: INode[]; connections: IConnections; settings?: Record<string, unknown> } },
-					additionalData: unknown,
-					options: { inputData?: INodeExecutionData[]; parentExecution?: never; doNotWaitToFinish?: boolean },
-				) => Promise<{ executionId: string; data: unknown }>;
-			};
-			base.getRunExecutionData = async (id: string) => records.get(id);
-			base.executeWorkflow = async (info, _additionalData, options) => {
-				const code = info.code!;
-				const executionId = `rt48-sub-${++subs}`;
-				const running = executeInProcess(
-					inProcessWorkflow(executionId, code.nodes, code.connections),
-					executionId,
-					options.inputData ?? [],
-					engine as never,
-					{
-						parentExecution: options.parentExecution,
-					},
-				).then(({ run }) => {
-					records.set(
-						executionId,
-						code.settings?.saveDataSuccessExecution === 'none' ? undefined : (JSON.parse(JSON.stringify(run.data)) as IRunExecutionData),
-					);
-					return run;
-				});
-				if (options.doNotWaitToFinish) {
-					background.push(running);
-					return { executionId, data: [null] };
-				}
-				const run = await running;
-				if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-				return { executionId, data: subWorkflowOutput(run, code.nodes) };
-			};
-			return engine;
-		},
+		subWorkflows: { savingSettings: true, background },
 		echoBody: true,
 		nodeLeaseSeconds: 1,
 		providerPauseMs: 1200,
@@ -93,7 +34,6 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 		},
 		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
-	const background: Array<Promise<unknown>> = [];
 	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
 	const FIELD_RESERVE = () => reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
 
@@ -194,7 +134,6 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 
 	afterEach(async () => {
 		await Promise.all(background.splice(0));
-		records.clear();
 	});
 
 	/* 1. Loop Over Items inside the sub-workflow: its Done items are paired `{ item: 0, sourceOverwrite }` (the body's

@@ -1,8 +1,8 @@
-import { type IConnections, type INode, type INodeExecutionData, type IRun, type IRunExecutionData, type ITaskData } from 'n8n-workflow';
+import { type IConnections, type INode, type IRun } from 'n8n-workflow';
 
 import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { executeInProcess, inProcessWorkflow, PACKAGE } from '../support/n8nEngine';
+import { PACKAGE } from '../support/n8nEngine';
 import { link, toInput } from '../support/settleWorkflows';
 import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
@@ -11,62 +11,14 @@ import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, typ
  * "each", a nested sub-workflow with If → Merge inside the inner one, Aggregate → Split Out inside, the sub's trigger
  * with defined inputs, a failure at Continue (error output) on a non-last node inside, Merge by fields / combine all /
  * by position (same order) after the sub, Remove Duplicates / Compare Datasets after the sub, the sub returning nothing
- * for one event. The engine wrapper is pass 48's (n8n 2.41.1's buildSubWorkflowOutput, records unless unsaved).
+ * for one event. Sub-workflows as in pass 48: n8n 2.41.1's output, no record for an unsaved one.
  */
 
-type Runs = ITaskData[];
-const mergeRunsPerBranch = (runs: Runs) => {
-	const branches = runs.reduce((most, run) => Math.max(most, run.data?.main?.length ?? 0), 0);
-	return Array.from({ length: branches }, (_, branch) => runs.flatMap((run) => run.data?.main?.[branch] ?? []));
-};
-function subWorkflowOutput(run: IRun, nodes: INode[]): Array<INodeExecutionData[] | null> {
-	const trigger = nodes.find((each) => each.type === 'n8n-nodes-base.executeWorkflowTrigger');
-	const lastRunOnly = (trigger?.typeVersion ?? 1) < 1.2 && trigger?.parameters?.returnOutput !== 'allRuns';
-	const { runData, lastNodeExecuted } = run.data.resultData;
-	const runs =
-		lastNodeExecuted === undefined
-			? []
-			: [...(runData[lastNodeExecuted] ?? [])].sort((a, b) => (a.executionIndex ?? 0) - (b.executionIndex ?? 0));
-	if (!lastRunOnly && runs.length > 0) return mergeRunsPerBranch(runs);
-	const last = lastNodeExecuted === undefined ? undefined : runData[lastNodeExecuted]?.[runData[lastNodeExecuted].length - 1];
-	return last?.data?.main ?? [null];
-}
-
 describeWithN8n('red team 49: more shapes through a sub-execution', () => {
-	const records = new Map<string, IRunExecutionData | undefined>();
-	let subs = 0;
 	const { effectsAt, failNext, httpCall, keyStore, keyRows, nodePath, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
 		tag: 'rt49',
 		route: (route, body) => (route === 'lookup' ? { ...body } : route === 'settings' ? { currency: 'eur' } : undefined),
-		engine: (engine) => {
-			const base = engine as unknown as {
-				getRunExecutionData: (id: string) => Promise<unknown>;
-				executeWorkflow: (
-					info: { code?: { nodes: INode[]; connections: IConnections; settings?: Record<string, unknown> } },
-					additionalData: unknown,
-					options: { inputData?: INodeExecutionData[]; parentExecution?: never; doNotWaitToFinish?: boolean },
-				) => Promise<{ executionId: string; data: unknown }>;
-			};
-			base.getRunExecutionData = async (id: string) => records.get(id);
-			base.executeWorkflow = async (info, _additionalData, options) => {
-				const code = info.code!;
-				const executionId = `rt49-sub-${++subs}`;
-				const { run } = await executeInProcess(
-					inProcessWorkflow(executionId, code.nodes, code.connections),
-					executionId,
-					options.inputData ?? [],
-					engine as never,
-					{ parentExecution: options.parentExecution },
-				);
-				records.set(
-					executionId,
-					code.settings?.saveDataSuccessExecution === 'none' ? undefined : (JSON.parse(JSON.stringify(run.data)) as IRunExecutionData),
-				);
-				if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
-				return { executionId, data: subWorkflowOutput(run, code.nodes) };
-			};
-			return engine;
-		},
+		subWorkflows: { savingSettings: true },
 		echoBody: true,
 		nodeLeaseSeconds: 1,
 		providerPauseMs: 1200,

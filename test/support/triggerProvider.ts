@@ -237,11 +237,6 @@ function serveTrigger(trigger: INode, workflowId: string, credentials: () => Ret
 }
 
 /**
- * `base`, running each sub-workflow an Execute Workflow node calls as an execution of its own (its id from
- * `nextId`), as n8n does, and keeping its record for getRunExecutionData (the settlement reads a sub-execution's
- * failures from it). A sub-workflow that fails throws its error, as n8n's does.
- */
-/**
  * What a sub-workflow returns to its Execute Workflow node, as n8n 2.41.1 builds it (buildSubWorkflowOutput): every run of
  * its last node, in the order they ran, joined per output; its last run alone where the Execute Workflow Trigger is older
  * than version 1.2 and not set to return all runs.
@@ -258,22 +253,70 @@ function subWorkflowOutput(run: IRun, nodes: INode[]): Array<INodeExecutionData[
 	return Array.from({ length: outputs }, (_, branch) => inOrder.flatMap((task) => task.data?.main?.[branch] ?? []));
 }
 
-export function withSubWorkflowsInProcess(base: ReturnType<typeof engineBase>, nextId: () => string): ReturnType<typeof engineBase> {
-	const records = new Map<string, IRunExecutionData>();
+/** How far the in-process sub-workflows follow n8n's saving and its Execute Workflow options. */
+export interface SubWorkflowsAsN8n {
+	/** A sub-workflow whose settings save no successful execution (saveDataSuccessExecution 'none') leaves no record. */
+	savingSettings?: boolean;
+	/**
+	 * Where a sub-workflow the node does not wait for (doNotWaitToFinish) runs on, for the test to await: the node gets
+	 * n8n's `[null]` at once. Without it such a sub-workflow is waited for.
+	 */
+	background?: Array<Promise<unknown>>;
+	/** The workflows in n8n's database, by id, for an Execute Workflow node whose Source is Database. */
+	database?: Map<string, SubWorkflowCode>;
+}
+
+/** A sub-workflow as an Execute Workflow node gives it (Source: Define Below) or n8n loads it (Source: Database). */
+export interface SubWorkflowCode {
+	nodes: INode[];
+	connections: IConnections;
+	settings?: { saveDataSuccessExecution?: string };
+}
+
+/**
+ * `base`, running each sub-workflow an Execute Workflow node calls as an execution of its own (its id from
+ * `nextId`), as n8n does, and keeping its record for getRunExecutionData (the settlement reads a sub-execution's
+ * failures from it). A sub-workflow that fails throws its error, as n8n's does.
+ */
+export function withSubWorkflowsInProcess(
+	base: ReturnType<typeof engineBase>,
+	nextId: () => string,
+	asN8n: SubWorkflowsAsN8n = {},
+): ReturnType<typeof engineBase> {
+	const records = new Map<string, IRunExecutionData | undefined>();
 	base.getRunExecutionData = async (executionId) => records.get(executionId);
 	base.executeWorkflow = async (workflowInfo, _additionalData, options) => {
-		const code = workflowInfo.code as { nodes: INode[]; connections: IConnections };
+		const code = subWorkflowCode(workflowInfo, asN8n.database);
 		const executionId = nextId();
-		const { run } = await executeInProcess(
-			inProcessWorkflow(executionId, code.nodes, code.connections),
+		const unsaved = asN8n.savingSettings === true && code.settings?.saveDataSuccessExecution === 'none';
+		const running = executeInProcess(
+			inProcessWorkflow(workflowInfo.id ?? executionId, code.nodes, code.connections),
 			executionId,
 			options.inputData ?? [],
 			base,
 			{ parentExecution: options.parentExecution },
-		);
-		records.set(executionId, JSON.parse(JSON.stringify(run.data)) as IRunExecutionData);
+		).then(({ run }) => {
+			records.set(executionId, unsaved ? undefined : (JSON.parse(JSON.stringify(run.data)) as IRunExecutionData));
+			return run;
+		});
+		if (options.doNotWaitToFinish && asN8n.background) {
+			asN8n.background.push(running);
+			return { executionId, data: [null] };
+		}
+		const run = await running;
 		if (run.data.resultData.error) throw new Error(run.data.resultData.error.message);
 		return { executionId, data: subWorkflowOutput(run, code.nodes) };
 	};
 	return base;
+}
+
+/** The sub-workflow an Execute Workflow node runs: the one it gives, or the one n8n loads by id (its own error when none). */
+function subWorkflowCode(
+	workflowInfo: { id?: string; code?: unknown },
+	database: Map<string, SubWorkflowCode> | undefined,
+): SubWorkflowCode {
+	if (workflowInfo.id === undefined) return workflowInfo.code as SubWorkflowCode;
+	const stored = database?.get(workflowInfo.id);
+	if (!stored) throw new Error(`Workflow with ID "${workflowInfo.id}" does not exist.`);
+	return JSON.parse(JSON.stringify(stored)) as SubWorkflowCode;
 }

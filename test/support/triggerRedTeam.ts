@@ -37,7 +37,7 @@ import {
 import { asN8nReceives, callWebhook, n8nCli } from './n8nRequestPath';
 import { link } from './settleWorkflows';
 import { embeddedModule } from './storeTargets';
-import { withSubWorkflowsInProcess } from './triggerProvider';
+import { withSubWorkflowsInProcess, type SubWorkflowsAsN8n } from './triggerProvider';
 import { n8nFolderForTheFile } from './triggerWebhookCall';
 
 /*
@@ -65,6 +65,8 @@ export interface TriggerRedTeamOptions {
 	route?: (route: string, body: Record<string, unknown>, id: string) => unknown;
 	/** Wraps the engine an execution runs on (a task runner stand-in, say). */
 	engine?: <T extends object>(engine: T) => T;
+	/** How far the sub-workflows follow n8n's saving settings and Execute Workflow's options (default: records kept, waited for). */
+	subWorkflows?: SubWorkflowsAsN8n;
 	/** n8n-nodes-base node files the rows use beyond loadBaseNodes(), by type. */
 	baseNodeFiles?: Record<string, string>;
 	/** More node types (a package node, a test node), by type. */
@@ -327,7 +329,7 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 	}
 
 	const triggerEngine = () => {
-		const engine = withSubWorkflowsInProcess(engineBase(credentials()), () => `${tag}-sub-${++subExecutions}`);
+		const engine = withSubWorkflowsInProcess(engineBase(credentials()), () => `${tag}-sub-${++subExecutions}`, options.subWorkflows);
 		return options.engine ? options.engine(engine) : engine;
 	};
 

@@ -573,6 +573,21 @@ export function judgeExecution(
 						if (returned.length === 0) failEveryInput(message);
 						for (const item of returned) fail(tracer.ofItem(name, run, item), message, name, task);
 					}
+					// The answers of the last node's earlier runs, which n8n did not hand back: an event none of whose items came
+					// back never ran its step here, and completing its key would lose it. Only where the step goes on after this
+					// node to a node that may act: where the sub-workflow was the step, those runs did the work (failing them would
+					// repeat it).
+					const ended = earlierRunsNotReturned(record, subExecutions, task, id);
+					if (ended.length > 0 && actsAfter(view, name)) {
+						const cameBack = new Set(returned.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
+						for (const end of ended) {
+							const origins =
+								(end.cameFrom && tracer.ofCameFrom(end.cameFrom, input, given)) ??
+								given.flatMap((item) => (item && input ? (tracer.ofInput(input, item) ?? []) : []));
+							const lost = origins.filter((origin) => !cameBack.has(origin));
+							if (lost.length > 0) fail(lost, `${name}: ${end.message}`, name, task);
+						}
+					}
 				}
 			}
 		});
@@ -889,6 +904,47 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 		});
 	}
 	return failures;
+}
+
+/**
+ * The items of the earlier runs of a sub-execution's last node, where n8n returned its last run alone to the Execute
+ * Workflow run `task` (an Execute Workflow Trigger before version 1.2, at its default): told from the counts of the items
+ * that came back. Only the first output's items without an error: the failures are `failuresInside`'s.
+ */
+function earlierRunsNotReturned(
+	record: SubExecutionRecord,
+	records: SubExecutionRecords | undefined,
+	task: ITaskData,
+	id: string,
+): FailureInside[] {
+	const runData = record.resultData?.runData ?? {};
+	const last = record.resultData?.lastNodeExecuted;
+	const lastRuns = last === undefined ? [] : (runData[last] ?? []);
+	if (last === undefined || lastRuns.length < 2) return [];
+	const returned = (task.data?.main ?? []).map((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id).length);
+	const count = (runs: ITaskData[], branch: number) => runs.reduce((sum, run) => sum + (run.data?.main?.[branch]?.length ?? 0), 0);
+	const matches = (runs: ITaskData[]) => returned.every((items, branch) => count(runs, branch) === items);
+	// Every run came back (a trigger of version 1.2, or set to return all runs), or what came back cannot be told.
+	if (matches(lastRuns) || !matches(lastRuns.slice(-1))) return [];
+	const message = `its answer was not returned: "${last}" ran more than once in the sub-workflow, and its Execute Workflow Trigger (before version 1.2) returns its last run alone. Set the trigger's option to return all runs, or lead the branches into one node with a Merge.`;
+	return lastRuns
+		.slice(0, -1)
+		.flatMap((each, run) =>
+			each.error
+				? []
+				: (each.data?.main?.[0] ?? []).flatMap((item, position) =>
+						carriesError(item) ? [] : [{ message, cameFrom: cameFromInside(runData, records, last, run, item, position) }],
+					),
+		);
+}
+
+/** Whether a node that may have an effect (the package's own nodes left out) follows `node`'s first output. */
+function actsAfter(view: ExecutionRecord, node: string): boolean {
+	const first = view.connectionsBySourceNode[node]?.main?.[0] ?? [];
+	const targets = first.flatMap((connection) => view.node(connection.node) ?? []);
+	return downstreamOf(view, targets, new Set([node])).some(
+		(next) => !isPackageType(next.type) && mayHaveEffect({ ...next, typeVersion: next.typeVersion ?? 1 }),
+	);
 }
 
 /** The sub-execution an Execute Workflow run "once" that waited for its sub-workflow returned its items from; else undefined. */
