@@ -577,15 +577,16 @@ export function judgeExecution(
 					// back never ran its step here, and completing its key would lose it. Only where the step goes on after this
 					// node to a node that may act: where the sub-workflow was the step, those runs did the work (failing them would
 					// repeat it).
-					const ended = earlierRunsNotReturned(record, subExecutions, task, id);
-					if (ended.length > 0 && actsAfter(view, name)) {
+					const notReturned = earlierRunsNotReturned(record, subExecutions, task, id);
+					if (notReturned.length > 0 && actsAfter(view, name)) {
 						const cameBack = new Set(returned.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
-						for (const end of ended) {
+						for (const answer of notReturned) {
+							// Its event cannot be told: every event the node was given and none of whose items came back.
 							const origins =
-								(end.cameFrom && tracer.ofCameFrom(end.cameFrom, input, given)) ??
+								(answer.cameFrom && tracer.ofCameFrom(answer.cameFrom, input, given)) ??
 								given.flatMap((item) => (item && input ? (tracer.ofInput(input, item) ?? []) : []));
 							const lost = origins.filter((origin) => !cameBack.has(origin));
-							if (lost.length > 0) fail(lost, `${name}: ${end.message}`, name, task);
+							if (lost.length > 0) fail(lost, `${name}: ${answer.message}`, name, task);
 						}
 					}
 				}
