@@ -918,17 +918,16 @@ function earlierRunsNotReturned(
 	task: ITaskData,
 	id: string,
 ): FailureInside[] {
+	const returned = returnedBy(
+		record,
+		(task.data?.main ?? []).map((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id).length),
+	);
+	// Every run came back, or what came back cannot be told.
+	if (!returned?.lastRunAlone) return [];
+	const { last } = returned;
 	const runData = record.resultData?.runData ?? {};
-	const last = record.resultData?.lastNodeExecuted;
-	const lastRuns = last === undefined ? [] : (runData[last] ?? []);
-	if (last === undefined || lastRuns.length < 2) return [];
-	const returned = (task.data?.main ?? []).map((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id).length);
-	const count = (runs: ITaskData[], branch: number) => runs.reduce((sum, run) => sum + (run.data?.main?.[branch]?.length ?? 0), 0);
-	const matches = (runs: ITaskData[]) => returned.every((items, branch) => count(runs, branch) === items);
-	// Every run came back (a trigger of version 1.2, or set to return all runs), or what came back cannot be told.
-	if (matches(lastRuns) || !matches(lastRuns.slice(-1))) return [];
 	const message = `its answer was not returned: "${last}" ran more than once in the sub-workflow, and its Execute Workflow Trigger (before version 1.2) returns its last run alone. Set the trigger's option to return all runs, or lead the branches into one node with a Merge.`;
-	return lastRuns
+	return (runData[last] ?? [])
 		.slice(0, -1)
 		.flatMap((each, run) =>
 			each.error
@@ -965,12 +964,42 @@ function positionIn(task: ITaskData | undefined, item: INodeExecutionData): { ou
 	return undefined;
 }
 
+/** An item of a sub-execution's last node: the run that gave it and its place on that run's output. */
+interface ReturnedPlace {
+	run: number;
+	item: INodeExecutionData;
+	at: number;
+}
+
 /**
- * Where an item an Execute Workflow run (`task`) returned came from inside its sub-execution, followed back by
- * `cameFromInside`. n8n returns its last node's outputs: every run of it, in the order they ran, joined per output (n8n
- * 2.x, an Execute Workflow Trigger from version 1.2 or set to all runs), or its last run alone. Which one is told by
- * how many items the run returned on each output: where every other run gave nothing the two are the same. Null where
- * it cannot be followed (the item a copy, not the one n8n recorded).
+ * What n8n returned from a sub-execution, told by how many items came back on each output (`returned`): its last
+ * node's outputs, every run of it in the order they ran, joined per output (n8n 2.x, an Execute Workflow Trigger from
+ * version 1.2 or set to all runs), or its last run alone (`lastRunAlone`; where every other run gave nothing the two are
+ * the same, and it is every run). Undefined where neither matches, or no node ran.
+ */
+function returnedBy(
+	record: SubExecutionRecord,
+	returned: number[],
+): { last: string; places: ReturnedPlace[][]; lastRunAlone: boolean } | undefined {
+	const runData = record.resultData?.runData ?? {};
+	const last = record.resultData?.lastNodeExecuted;
+	const runs = last === undefined ? [] : (runData[last] ?? []);
+	if (last === undefined || runs.length === 0) return undefined;
+	const place = (run: number) => (items: INodeExecutionData[] | null) => (items ?? []).map((item, at) => ({ run, item, at }));
+	const lastRun = (runs[runs.length - 1].data?.main ?? []).map(place(runs.length - 1));
+	const inOrder = runs.map((task, run) => ({ task, run })).sort((a, b) => (a.task.executionIndex ?? 0) - (b.task.executionIndex ?? 0));
+	const outputs = Math.max(0, ...runs.map((task) => task.data?.main?.length ?? 0));
+	const allRuns = Array.from({ length: outputs }, (_, branch) =>
+		inOrder.flatMap(({ task, run }) => place(run)(task.data?.main?.[branch] ?? null)),
+	);
+	const matches = (candidate: ReturnedPlace[][]) => returned.every((count, branch) => (candidate[branch]?.length ?? 0) === count);
+	if (matches(allRuns)) return { last, places: allRuns, lastRunAlone: false };
+	return matches(lastRun) ? { last, places: lastRun, lastRunAlone: true } : undefined;
+}
+
+/**
+ * Where an item an Execute Workflow run (`task`) returned came from inside its sub-execution (`returnedBy`), followed
+ * back by `cameFromInside`. Null where it cannot be followed (the item a copy, not the one n8n recorded).
  */
 function returnedCameFrom(
 	record: SubExecutionRecord,
@@ -981,24 +1010,13 @@ function returnedCameFrom(
 ): Array<string | number> | null {
 	const at = positionIn(task, item);
 	if (!at) return null;
-	const returned = (task.data?.main ?? []).map((items) => items?.length ?? 0);
-	const runData = record.resultData?.runData ?? {};
-	const last = record.resultData?.lastNodeExecuted;
-	const runs = last === undefined ? [] : (runData[last] ?? []);
-	if (last === undefined || runs.length === 0) return null;
-	const place = (run: number) => (items: INodeExecutionData[] | null) => (items ?? []).map((item, at) => ({ run, item, at }));
-	const lastRun = (runs[runs.length - 1].data?.main ?? []).map(place(runs.length - 1));
-	const inOrder = runs.map((task, run) => ({ task, run })).sort((a, b) => (a.task.executionIndex ?? 0) - (b.task.executionIndex ?? 0));
-	const outputs = Math.max(0, ...runs.map((task) => task.data?.main?.length ?? 0));
-	const allRuns = Array.from({ length: outputs }, (_, branch) =>
-		inOrder.flatMap(({ task, run }) => place(run)(task.data?.main?.[branch] ?? null)),
+	const returned = returnedBy(
+		record,
+		(task.data?.main ?? []).map((items) => items?.length ?? 0),
 	);
-	const matches = (candidate: Array<Array<{ item: INodeExecutionData }>>) =>
-		returned.every((count, branch) => (candidate[branch]?.length ?? 0) === count);
-	const chosen = matches(allRuns) ? allRuns : matches(lastRun) ? lastRun : undefined;
-	const found = chosen?.[at.output]?.[at.index];
-	if (!found) return null;
-	return cameFromInside(runData, records, last, found.run, found.item, found.at, depth);
+	const found = returned?.places[at.output]?.[at.index];
+	if (!returned || !found) return null;
+	return cameFromInside(record.resultData?.runData ?? {}, records, returned.last, found.run, found.item, found.at, depth);
 }
 
 /** How deep failures of sub-workflows started by sub-workflows are followed (subExecution.ts reads records deeper). */
