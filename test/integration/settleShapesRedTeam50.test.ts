@@ -1,11 +1,28 @@
-import { type IConnections, type INode, type IRun } from 'n8n-workflow';
+import { type IConnections, type INode } from 'n8n-workflow';
 
-import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { withCodeRunner } from '../support/codeTaskRunner';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { PACKAGE } from '../support/n8nEngine';
 import { link, toInput } from '../support/settleWorkflows';
-import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import {
+	baseNode as node,
+	CHARGE_ID,
+	definedInputsTrigger,
+	events,
+	ifTrue,
+	keepUnlessSkipped,
+	KEY_FROM,
+	LOOKUP_BODY,
+	mergeByEventId,
+	RESPOND_WITH_ID,
+	sortOn,
+	SPLIT_OUT_EVENTS,
+	subWorkflowRedTeam,
+	subWorkflowTrigger,
+	tagNode,
+	threeEvents,
+	type Step,
+	type SubWorkflowSource,
+} from '../support/triggerRedTeam';
 import type { SubWorkflowCode } from '../support/triggerProvider';
 
 /*
@@ -24,75 +41,45 @@ import type { SubWorkflowCode } from '../support/triggerProvider';
 describeWithN8n('red team 50: waits, the database, each item, two sub-workflows in a row', () => {
 	/** The workflows "in n8n's database", by id (Source: Database). */
 	const database = new Map<string, SubWorkflowCode>();
-	const { effectsAt, failNext, httpCall, keyStore, keyRows, nodePath, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
+	const {
+		charges,
+		dump,
+		effectsAt,
+		enrich,
+		failNext,
+		fieldReserve,
+		httpCall,
+		nodePath,
+		nodeStatuses,
+		nodeStep,
+		record,
+		runNode,
+		runTrigger,
+		triggerStep,
+	} = subWorkflowRedTeam({
 		tag: 'rt50',
 		route: (route, body) => (route === 'lookup' ? { ...body } : undefined),
 		engine: (engine) => withCodeRunner(engine as never) as typeof engine,
 		subWorkflows: { savingSettings: true, database },
-		echoBody: true,
-		nodeLeaseSeconds: 1,
-		providerPauseMs: 1200,
 		baseNodeFiles: {
-			'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
-			'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
 			'n8n-nodes-base.set': 'Set/Set.node.js',
 			'n8n-nodes-base.filter': 'Filter/Filter.node.js',
 			'n8n-nodes-base.code': 'Code/Code.node.js',
-			'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
 		},
-		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
-	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
-	const FIELD_RESERVE = () => reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
+	const { completeNode, nodeTemplate, provideNodePath, useNodePath } = nodePath;
 
-	const dump = (label: string, runs: IRun[]) => {
-		if (process.env.RT50_DUMP)
-			for (const run of runs)
-				process.stderr.write(
-					`RT50 ${label} ${run.data.resultData.error?.message?.slice(0, 300)} ${JSON.stringify(
-						Object.entries(run.data.resultData.runData).map(([name, tasks]) => [
-							name,
-							tasks.map((task) =>
-								task.data?.main.map((items) => (items ?? []).map((item) => [JSON.stringify(item.json).slice(0, 90), item.pairedItem])),
-							),
-						]),
-					)}\n`,
-				);
-	};
-
-	const ifOn = (field: string, name = 'VIP?') =>
-		node(name, 'if', 2.2, {
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [
-					{ id: 'v', leftValue: `={{ ${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } },
-				],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-			options: {},
-		});
-	const LOOKUP_BODY = '={{ JSON.stringify({ id: $json.body.id, amount: $json.body.amount }) }}';
 	/** The second sub-workflow's Lookup: its items are the first one's answers ({ id, amount, ok }). */
 	const LOOKUP_ANSWER = '={{ JSON.stringify({ id: $json.id, amount: $json.amount }) }}';
-	const trigger = (version = 1.2) => node('Webhook', 'executeWorkflowTrigger', version, { inputSource: 'passthrough' });
-	const inputsTrigger = () =>
-		node('Webhook', 'executeWorkflowTrigger', 1.1, {
-			inputSource: 'workflowInputs',
-			workflowInputs: { values: [{ name: 'body', type: 'any' }] },
-		});
 	const subOf = (nodes: INode[], connections: IConnections, saved = true): SubWorkflowCode => ({
 		nodes,
 		connections,
 		settings: saved ? {} : { saveDataSuccessExecution: 'none' },
 	});
-	const sortOn = (field: string, order: 'ascending' | 'descending' = 'ascending', name = 'By Amount') =>
-		node(name, 'sort', 1, { sortFieldsUi: { sortField: [{ fieldName: field, order }] }, options: {} });
 	const waitNode = (seconds = 1) => node('Pause', 'wait', 1.1, { resume: 'timeInterval', amount: seconds, unit: 'seconds' });
 
 	/** Trigger → Sort by amount → Wait (1 s: n8n keeps it in process) → Lookup (error output unconnected). */
-	const waitSub = (triggerNode: INode = trigger()) =>
+	const waitSub = (triggerNode: INode = subWorkflowTrigger()) =>
 		subOf([triggerNode, sortOn('body.amount'), waitNode(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
 			Webhook: { main: [link('By Amount')] },
 			'By Amount': { main: [link('Pause')] },
@@ -103,7 +90,7 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 	const waitLastSub = () =>
 		subOf(
 			[
-				trigger(),
+				subWorkflowTrigger(),
 				waitNode(),
 				sortOn('body.amount'),
 				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
@@ -119,7 +106,11 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 	/** Trigger → VIP? → (true) Lookup, (false) the same Lookup: Lookup, the last node, runs twice. */
 	const twiceSub = (saved = true, version = 1.2) =>
 		subOf(
-			[trigger(version), ifOn('$json.body.vip'), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)],
+			[
+				subWorkflowTrigger(version),
+				ifTrue('$json.body.vip'),
+				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
+			],
 			{ Webhook: { main: [link('VIP?')] }, 'VIP?': { main: [link('Lookup'), link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
 			saved,
 		);
@@ -127,22 +118,11 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 	const ifTagSub = () =>
 		subOf(
 			[
-				trigger(),
-				ifOn('$json.body.vip'),
+				subWorkflowTrigger(),
+				ifTrue('$json.body.vip'),
 				httpCall('Lookup VIP', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
 				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
-				node(
-					'Tag',
-					'set',
-					3.4,
-					{
-						mode: 'manual',
-						assignments: { assignments: [{ id: 't', name: 'tagged', value: true, type: 'boolean' }] },
-						includeOtherFields: true,
-						options: {},
-					},
-					{ onError: 'continueRegularOutput' },
-				),
+				tagNode(),
 			],
 			{
 				Webhook: { main: [link('VIP?')] },
@@ -153,54 +133,43 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 		);
 	/** Trigger → Loop Over Items (1) → Lookup → back; Done unconnected (the loop node runs last and returns Done). */
 	const loopSub = () =>
-		subOf([trigger(), node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }), httpCall('Lookup', 'lookup', {}, LOOKUP_BODY)], {
-			Webhook: { main: [link('Loop')] },
-			Loop: { main: [[], link('Lookup')] },
-			Lookup: { main: [link('Loop')] },
-		} as IConnections);
+		subOf(
+			[
+				subWorkflowTrigger(),
+				node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }),
+				httpCall('Lookup', 'lookup', {}, LOOKUP_BODY),
+			],
+			{
+				Webhook: { main: [link('Loop')] },
+				Loop: { main: [[], link('Lookup')] },
+				Lookup: { main: [link('Loop')] },
+			} as IConnections,
+		);
 	/** Trigger → Sort by amount → Lookup. */
 	const sortSub = (order: 'ascending' | 'descending' = 'ascending', field = 'body.amount', body = LOOKUP_BODY, saved = true) =>
 		subOf(
-			[trigger(), sortOn(field, order), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, body)],
+			[subWorkflowTrigger(), sortOn(field, order), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, body)],
 			{ Webhook: { main: [link('By Amount')] }, 'By Amount': { main: [link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
 			saved,
 		);
 	/** Trigger → Lookup (no reordering). */
 	const plainSub = (body = LOOKUP_BODY) =>
-		subOf([trigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, body)], {
+		subOf([subWorkflowTrigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, body)], {
 			Webhook: { main: [link('Lookup')] },
 			Lookup: { main: [[], []] },
 		} as IConnections);
 	/** Trigger → Keep (skip not true) → Lookup: an event with skip returns nothing. */
 	const filterSub = () =>
-		subOf(
-			[
-				trigger(),
-				node('Keep', 'filter', 2.2, {
-					conditions: {
-						options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-						conditions: [
-							{
-								id: 'k',
-								leftValue: '={{ $json.body.skip === true }}',
-								rightValue: '',
-								operator: { type: 'boolean', operation: 'false', singleValue: true },
-							},
-						],
-						combinator: 'and',
-					},
-					looseTypeValidation: true,
-					options: {},
-				}),
-				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
-			],
-			{ Webhook: { main: [link('Keep')] }, Keep: { main: [link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
-		);
+		subOf([subWorkflowTrigger(), keepUnlessSkipped(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
+			Webhook: { main: [link('Keep')] },
+			Keep: { main: [link('Lookup')] },
+			Lookup: { main: [[], []] },
+		} as IConnections);
 	/** Trigger → Split Out body.lines (as line) → Lookup per line ({ id: line id }): one item per line. */
 	const linesSub = () =>
 		subOf(
 			[
-				trigger(),
+				subWorkflowTrigger(),
 				node('Lines', 'splitOut', 1, {
 					fieldToSplitOut: 'body.lines',
 					include: 'noOtherFields',
@@ -216,209 +185,160 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 			{ Webhook: { main: [link('Lines')] }, Lines: { main: [link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
 		);
 
-	const inline = (workflow: SubWorkflowCode) => ({ source: 'parameter', workflowJson: JSON.stringify(workflow) });
+	const inline = (workflow: SubWorkflowCode): SubWorkflowSource => ({ source: 'parameter', workflowJson: JSON.stringify(workflow) });
 	let stored = 0;
 	/** Saves `workflow` "in the database": Source Database, the workflowId resource locator (By ID) naming it. */
-	const fromDatabase = (workflow: SubWorkflowCode) => {
+	const fromDatabase = (workflow: SubWorkflowCode): SubWorkflowSource => {
 		const id = `rt50-db-${++stored}`;
 		database.set(id, workflow);
 		return { source: 'database', workflowId: { __rl: true, value: id, mode: 'id' } };
 	};
-	type SubSource = Record<string, unknown>;
-	const enrich = (source: SubSource, mode: 'once' | 'each' = 'once', name = 'Enrich') =>
-		node(name, 'executeWorkflow', 1.3, { ...source, mode, options: { waitForSubWorkflow: true } }, { onError: 'continueRegularOutput' });
-	const CHARGE_ID = '={{ JSON.stringify({ id: $json.id }) }}';
-	const RESPONSE = { responseJson: '={{ JSON.stringify({ id: $json.id }) }}' };
-
-	/** Node path: Enrich → Charge (Continue) → Mark Complete → Respond 200 / 500. */
-	const nodeStep = (source: SubSource, parameters: Record<string, unknown>, mode: 'once' | 'each' = 'once'): Step => ({
-		nodes: [
-			enrich(source, mode),
-			httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, CHARGE_ID),
-			completeNode({ position: [1100, 0] }, parameters),
-		],
-		connections: {
-			Enrich: { main: [link('Charge')] },
-			Charge: { main: [link('Mark Complete')] },
-			'Mark Complete': { main: [link('Respond 200'), link('Respond 500 (provider retries)')] },
-		} as IConnections,
-		heads: ['Enrich'],
-	});
-	/** Trigger path: Enrich → Charge (error output, unconnected). */
-	const triggerStep = (source: SubSource, mode: 'once' | 'each' = 'once'): Step => ({
-		nodes: [enrich(source, mode), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID)],
-		connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
-		heads: ['Enrich'],
-	});
-
-	const nodeStatuses = async (ids: string[]) => await Promise.all(ids.map(async (id) => await nodeKey(`evt:${id}`)));
-	const nodeStored = async (ids: string[]) => {
-		const found = await keyStore().getKeys(ids.map((id) => `evt:${id}`));
-		return ids.map((id) => (found.get(`evt:${id}`)?.response as { id?: string } | null | undefined)?.id ?? null);
-	};
-	const triggerStored = () =>
-		keyRows().map((row) => (row.response ? ((JSON.parse(row.response) as { id?: string })?.id ?? 'other') : null));
-	/** A (vip, 300), B (100), C (200): Sort gives B, C, A; the If's true branch runs A first. */
-	const three = (p: string, extra: Array<Record<string, unknown>> = [{}, {}, {}]) => [
-		{ id: `${p}_a`, amount: 300, vip: true, ...extra[0] },
-		{ id: `${p}_b`, amount: 100, ...extra[1] },
-		{ id: `${p}_c`, amount: 200, ...extra[2] },
-	];
-	const charges = (ids: string[]) => ids.map((id) => effectsAt('charge', id));
-	const KEY_FROM = { item: { source: 'item' }, paired: { source: 'reserveNode' } } as const;
-
-	const runTrigger = async (p: string, step: Step, fail: string | undefined, list = three(p), chargedIds?: string[]) => {
-		const ids = list.map((event) => event.id as string);
-		useTrigger(`wf-rt50-${p}`, EVENTS);
-		const refusal = await refusedAtPublish(step);
-		if (fail) failNext(fail);
-		const { answers, runs } = await provide(events(list), step);
-		dump(p, runs);
-		return {
-			refusal: typeof refusal === 'string' ? refusal.slice(0, 160) : false,
-			answers,
-			charges: charges(chargedIds ?? ids),
-			keys: await statuses(ids),
-			stored: triggerStored(),
-		};
-	};
-	const runNode = async (p: string, step: Step, fail: string | undefined, list = three(p), chargedIds?: string[]) => {
-		const ids = list.map((event) => event.id as string);
-		useNodePath(`wf-rt50-${p}`);
-		if (fail) failNext(fail);
-		const { answers, runs } = await provideNodePath(events(list), () =>
-			nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
-		);
-		dump(p, runs);
-		return {
-			answers,
-			errors: runs.map((run) => run.data.resultData.error?.message?.slice(0, 100) ?? null),
-			charges: charges(chargedIds ?? ids),
-			keys: await nodeStatuses(ids),
-			stored: await nodeStored(ids),
-		};
-	};
-	const results: Record<string, unknown> = {};
-	afterAll(() => {
-		process.stderr.write(
-			`RT50 RESULTS\n${Object.entries(results)
-				.map(([label, value]) => `${label}: ${JSON.stringify(value)}`)
-				.join('\n')}\n`,
-		);
-	});
-	const record = <T>(label: string, value: T): T => {
-		results[label] = value;
-		return value;
-	};
 	const ALL_DONE = { answers: [500, 200], charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'] };
 	const triggerDone = { refusal: false, ...ALL_DONE };
 	const nodeDone = (p: string) => ({ ...ALL_DONE, stored: [`${p}_a`, `${p}_b`, `${p}_c`] });
+	/** What a row fails once, for its own events: `charge:b` is the charge of event `<p>_b`. */
+	const failing = (p: string, fail: string) => fail.replace(/:(\w+)$/, `:${p}_$1`);
+	/** A trigger-path row whose events end charged once and completed each, after one retry: `fail` failing once. */
+	const itTriggerDone = (title: string, p: string, label: string, step: () => Step, fail: string) =>
+		it(title, async () => {
+			expect(record(label, await runTrigger(p, step(), failing(p, fail)))).toMatchObject(triggerDone);
+		});
+	/** The same on the node path, Mark Complete finding keys by `keyFrom` (a KEY_FROM) and storing each event's own answer. */
+	const itNodeDone = (
+		title: string,
+		p: string,
+		label: string,
+		step: (complete: Record<string, unknown>) => Step,
+		keyFrom: object,
+		fail: string,
+	) =>
+		it(title, async () => {
+			expect(record(label, await runNode(p, step({ ...keyFrom, ...RESPOND_WITH_ID }), failing(p, fail)))).toMatchObject(nodeDone(p));
+		});
 
 	/* 1. A Wait (1 s, in process) inside a sub-workflow run once for all items. */
 	describe('1. a wait inside the sub-workflow (once)', () => {
-		it("Sort → Wait → Lookup: trigger, B's charge failing once", async () => {
-			const p = 'tw1';
-			expect(record('wait charge trigger', await runTrigger(p, triggerStep(inline(waitSub())), `charge:${p}_b`))).toMatchObject(
-				triggerDone,
-			);
-		});
-		it("Sort → Wait → Lookup: trigger, A's lookup (after the wait, inside) failing once", async () => {
-			const p = 'tw2';
-			expect(record('wait lookup trigger', await runTrigger(p, triggerStep(inline(waitSub())), `lookup:${p}_a`))).toMatchObject(
-				triggerDone,
-			);
-		});
-		it("sub trigger with defined inputs (key dropped) → Sort → Wait → Lookup: trigger, B's charge failing once", async () => {
-			const p = 'tw3';
-			expect(
-				record('wait inputs trigger', await runTrigger(p, triggerStep(inline(waitSub(inputsTrigger()))), `charge:${p}_b`)),
-			).toMatchObject(triggerDone);
-		});
-		it("Wait → Sort → Lookup → Wait (last): trigger, C's charge failing once", async () => {
-			const p = 'tw4';
-			expect(record('wait last trigger', await runTrigger(p, triggerStep(inline(waitLastSub())), `charge:${p}_c`))).toMatchObject(
-				triggerDone,
-			);
-		});
+		itTriggerDone(
+			"Sort → Wait → Lookup: trigger, B's charge failing once",
+			'tw1',
+			'wait charge trigger',
+			() => triggerStep(inline(waitSub())),
+			'charge:b',
+		);
+		itTriggerDone(
+			"Sort → Wait → Lookup: trigger, A's lookup (after the wait, inside) failing once",
+			'tw2',
+			'wait lookup trigger',
+			() => triggerStep(inline(waitSub())),
+			'lookup:a',
+		);
+		itTriggerDone(
+			"sub trigger with defined inputs (key dropped) → Sort → Wait → Lookup: trigger, B's charge failing once",
+			'tw3',
+			'wait inputs trigger',
+			() => triggerStep(inline(waitSub(definedInputsTrigger()))),
+			'charge:b',
+		);
+		itTriggerDone(
+			"Wait → Sort → Lookup → Wait (last): trigger, C's charge failing once",
+			'tw4',
+			'wait last trigger',
+			() => triggerStep(inline(waitLastSub())),
+			'charge:c',
+		);
 		for (const [k, params] of Object.entries(KEY_FROM)) {
-			it(`Sort → Wait → Lookup: node ${k}, B's charge failing once`, async () => {
-				const p = `nw1${k[0]}`;
-				expect(
-					record(`wait charge node ${k}`, await runNode(p, nodeStep(inline(waitSub()), { ...params, ...RESPONSE }), `charge:${p}_b`)),
-				).toMatchObject(nodeDone(p));
-			});
-			it(`sub trigger with defined inputs → Sort → Wait → Lookup: node ${k}, B's charge failing once`, async () => {
-				const p = `nw3${k[0]}`;
-				expect(
-					record(
-						`wait inputs node ${k}`,
-						await runNode(p, nodeStep(inline(waitSub(inputsTrigger())), { ...params, ...RESPONSE }), `charge:${p}_b`),
-					),
-				).toMatchObject(nodeDone(p));
-			});
-			it(`Wait → Sort → Lookup → Wait (last): node ${k}, C's charge failing once`, async () => {
-				const p = `nw4${k[0]}`;
-				expect(
-					record(`wait last node ${k}`, await runNode(p, nodeStep(inline(waitLastSub()), { ...params, ...RESPONSE }), `charge:${p}_c`)),
-				).toMatchObject(nodeDone(p));
-			});
+			itNodeDone(
+				`Sort → Wait → Lookup: node ${k}, B's charge failing once`,
+				`nw1${k[0]}`,
+				`wait charge node ${k}`,
+				(complete) => nodeStep(inline(waitSub()), complete),
+				params,
+				'charge:b',
+			);
+			itNodeDone(
+				`sub trigger with defined inputs → Sort → Wait → Lookup: node ${k}, B's charge failing once`,
+				`nw3${k[0]}`,
+				`wait inputs node ${k}`,
+				(complete) => nodeStep(inline(waitSub(definedInputsTrigger())), complete),
+				params,
+				'charge:b',
+			);
+			itNodeDone(
+				`Wait → Sort → Lookup → Wait (last): node ${k}, C's charge failing once`,
+				`nw4${k[0]}`,
+				`wait last node ${k}`,
+				(complete) => nodeStep(inline(waitLastSub()), complete),
+				params,
+				'charge:c',
+			);
 		}
 	});
 
 	/* 2. A sub-workflow from the database (its nodes unknown to the package), whose last node ran several times. */
 	describe('2. Source: Database', () => {
-		it("If → Lookup (both branches, Lookup last, twice): trigger, B's charge failing once", async () => {
-			const p = 'td1';
-			expect(record('db twice charge trigger', await runTrigger(p, triggerStep(fromDatabase(twiceSub())), `charge:${p}_b`))).toMatchObject(
-				triggerDone,
-			);
-		});
-		it("If → Lookup (both branches, Lookup last, twice): trigger, B's lookup failing once (its error output, returned)", async () => {
-			const p = 'td2';
-			expect(record('db twice lookup trigger', await runTrigger(p, triggerStep(fromDatabase(twiceSub())), `lookup:${p}_b`))).toMatchObject(
-				triggerDone,
-			);
-		});
-		it("If → Lookup VIP / Lookup → Tag (last, twice): trigger, A's lookup failing once (dropped inside)", async () => {
-			const p = 'td3';
-			// Documented (docs/templates.md, "a sub-workflow whose branches end in different nodes"): Tag and Lookup VIP share a
-			// position, so Lookup VIP (A's failure only) runs last and n8n returns that alone: B and C are lost.
-			expect(record('db tag lookup trigger', await runTrigger(p, triggerStep(fromDatabase(ifTagSub())), `lookup:${p}_a`))).toMatchObject({
-				...triggerDone,
-				charges: [1, 0, 0],
-			});
-		});
-		it("If → Lookup VIP / Lookup → Tag (last, twice): trigger, C's charge failing once", async () => {
-			const p = 'td4';
-			expect(record('db tag charge trigger', await runTrigger(p, triggerStep(fromDatabase(ifTagSub())), `charge:${p}_c`))).toMatchObject(
-				triggerDone,
-			);
-		});
-		it("Loop Over Items (1) → Lookup, Done returned: trigger, A's charge failing once", async () => {
-			const p = 'td5';
-			expect(record('db loop trigger', await runTrigger(p, triggerStep(fromDatabase(loopSub())), `charge:${p}_a`))).toMatchObject(
-				triggerDone,
-			);
-		});
+		itTriggerDone(
+			"If → Lookup (both branches, Lookup last, twice): trigger, B's charge failing once",
+			'td1',
+			'db twice charge trigger',
+			() => triggerStep(fromDatabase(twiceSub())),
+			'charge:b',
+		);
+		itTriggerDone(
+			"If → Lookup (both branches, Lookup last, twice): trigger, B's lookup failing once (its error output, returned)",
+			'td2',
+			'db twice lookup trigger',
+			() => triggerStep(fromDatabase(twiceSub())),
+			'lookup:b',
+		);
+		// Tag and Lookup VIP share a position, so Lookup VIP (A's failure only) runs last and n8n returns that alone: B's
+		// and C's answers from Tag are not returned. Their keys are failed with A's (answersNotReturned); the retry runs all
+		// three, and each is charged once.
+		itTriggerDone(
+			"If → Lookup VIP / Lookup → Tag (last, twice): trigger, A's lookup failing once (dropped inside)",
+			'td3',
+			'db tag lookup trigger',
+			() => triggerStep(fromDatabase(ifTagSub())),
+			'lookup:a',
+		);
+		itTriggerDone(
+			"If → Lookup VIP / Lookup → Tag (last, twice): trigger, C's charge failing once",
+			'td4',
+			'db tag charge trigger',
+			() => triggerStep(fromDatabase(ifTagSub())),
+			'charge:c',
+		);
+		itTriggerDone(
+			"Loop Over Items (1) → Lookup, Done returned: trigger, A's charge failing once",
+			'td5',
+			'db loop trigger',
+			() => triggerStep(fromDatabase(loopSub())),
+			'charge:a',
+		);
 		for (const [k, params] of Object.entries(KEY_FROM)) {
-			it(`If → Lookup (both branches): node ${k}, B's charge failing once`, async () => {
-				const p = `nd1${k[0]}`;
-				expect(
-					record(`db twice node ${k}`, await runNode(p, nodeStep(fromDatabase(twiceSub()), { ...params, ...RESPONSE }), `charge:${p}_b`)),
-				).toMatchObject(nodeDone(p));
-			});
-			it(`If → Lookup VIP / Lookup → Tag: node ${k}, C's charge failing once`, async () => {
-				const p = `nd4${k[0]}`;
-				expect(
-					record(`db tag node ${k}`, await runNode(p, nodeStep(fromDatabase(ifTagSub()), { ...params, ...RESPONSE }), `charge:${p}_c`)),
-				).toMatchObject(nodeDone(p));
-			});
-			it(`Loop Over Items → Lookup: node ${k}, A's charge failing once`, async () => {
-				const p = `nd5${k[0]}`;
-				expect(
-					record(`db loop node ${k}`, await runNode(p, nodeStep(fromDatabase(loopSub()), { ...params, ...RESPONSE }), `charge:${p}_a`)),
-				).toMatchObject(nodeDone(p));
-			});
+			itNodeDone(
+				`If → Lookup (both branches): node ${k}, B's charge failing once`,
+				`nd1${k[0]}`,
+				`db twice node ${k}`,
+				(complete) => nodeStep(fromDatabase(twiceSub()), complete),
+				params,
+				'charge:b',
+			);
+			itNodeDone(
+				`If → Lookup VIP / Lookup → Tag: node ${k}, C's charge failing once`,
+				`nd4${k[0]}`,
+				`db tag node ${k}`,
+				(complete) => nodeStep(fromDatabase(ifTagSub()), complete),
+				params,
+				'charge:c',
+			);
+			itNodeDone(
+				`Loop Over Items → Lookup: node ${k}, A's charge failing once`,
+				`nd5${k[0]}`,
+				`db loop node ${k}`,
+				(complete) => nodeStep(fromDatabase(loopSub()), complete),
+				params,
+				'charge:a',
+			);
 		}
 	});
 
@@ -436,7 +356,7 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 	const loopFailSub = () =>
 		subOf(
 			[
-				trigger(),
+				subWorkflowTrigger(),
 				node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }),
 				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
 			],
@@ -445,22 +365,7 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 	/** Trigger → VIP? → (true) Lookup VIP → Tag; (false) Keep (Filter: skip not true) → Lookup → Tag. The VIP branch on top. */
 	const filterBranchSub = () => {
 		const base = ifTagSub();
-		const keep = node('Keep', 'filter', 2.2, {
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [
-					{
-						id: 'k',
-						leftValue: '={{ $json.body.skip === true }}',
-						rightValue: '',
-						operator: { type: 'boolean', operation: 'false', singleValue: true },
-					},
-				],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-			options: {},
-		});
+		const keep = keepUnlessSkipped();
 		return laidOut(
 			{
 				...base,
@@ -479,6 +384,22 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 		{ id: `${p}_b`, amount: 100 },
 	];
 	const TWO_DONE = { answers: [500, 200], charges: [1, 1], keys: ['completed', 'completed'] };
+	/* The node path with Settle beside the step (Reserve's New → Settle, answering by its outputs), no Mark Complete. */
+	const settleStep = (source: SubWorkflowSource): Step => ({
+		nodes: [enrich(source), httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, CHARGE_ID)],
+		connections: { Enrich: { main: [link('Charge')] } } as IConnections,
+		heads: ['Enrich'],
+	});
+	const runSettle = async (p: string, source: SubWorkflowSource, fail: string | undefined, list: Array<Record<string, unknown>>) => {
+		const ids = list.map((event) => event.id as string);
+		useNodePath(`wf-rt50-${p}`);
+		if (fail) failNext(fail);
+		const { answers, runs } = await provideNodePath(events(list), () =>
+			nodeTemplate(settleStep(source), { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS, settle: true }),
+		);
+		dump(p, runs);
+		return { answers: answers.at(-1), charges: charges(ids), keys: await nodeStatuses(ids) };
+	};
 	describe('5. a branch ending with failures only runs last inside', () => {
 		for (const [where, source] of [
 			['inline', () => inline(branchesSub())],
@@ -486,20 +407,23 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 		] as const) {
 			it(`${where}: If → Lookup VIP (top) / Lookup (bottom) → Tag; A vip, B not; trigger, B's lookup failing once`, async () => {
 				const p = `tb${where[0]}`;
-				// Documented (docs/templates.md, "a sub-workflow whose branches end in different nodes"): n8n returns only what
-				// Lookup, run last, gave (B's failure), not Tag's answer for A: A is completed uncharged (lost).
+				// n8n returns only what Lookup, run last, gave (B's failure), not Tag's answer for A: A's key is failed beside B's
+				// (answersNotReturned), and the retry charges each once.
 				expect(record(`branch ${where} trigger`, await runTrigger(p, triggerStep(source()), `lookup:${p}_b`, two(p)))).toMatchObject({
 					refusal: false,
 					...TWO_DONE,
-					charges: [0, 1],
 				});
 			});
 			for (const [k, params] of Object.entries(KEY_FROM)) {
 				it(`${where}: If → Lookup VIP / Lookup → Tag; node ${k}, B's lookup failing once`, async () => {
 					const p = `nb${where[0]}${k[0]}`;
-					// Documented (the same row): nothing reaches Mark Complete; answered 200, both keys left to their lease (lost).
+					// Documented (docs/templates.md, "a sub-workflow … whose branches do not all come back", on the node path): nothing
+					// reaches Mark Complete; answered 200, both keys left to their lease (lost).
 					expect(
-						record(`branch ${where} node ${k}`, await runNode(p, nodeStep(source(), { ...params, ...RESPONSE }), `lookup:${p}_b`, two(p))),
+						record(
+							`branch ${where} node ${k}`,
+							await runNode(p, nodeStep(source(), { ...params, ...RESPOND_WITH_ID }), `lookup:${p}_b`, two(p)),
+						),
 					).toMatchObject({ answers: [200], charges: [0, 0], keys: ['processing', 'processing'] });
 				});
 			}
@@ -520,7 +444,10 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 			for (const [k, params] of Object.entries(KEY_FROM)) {
 				it(`${where}: sub trigger 1.1, If → Lookup (both branches): node ${k}, nothing failing`, async () => {
 					const p = `nv${where[0]}${k[0]}`;
-					const r = record(`trigger 1.1 ${where} node ${k}`, await runNode(p, nodeStep(twice11(), { ...params, ...RESPONSE }), undefined));
+					const r = record(
+						`trigger 1.1 ${where} node ${k}`,
+						await runNode(p, nodeStep(twice11(), { ...params, ...RESPOND_WITH_ID }), undefined),
+					);
 					// Documented (docs/templates.md, "an Execute Workflow Trigger before 1.2"): on the node path the events whose
 					// answers n8n did not return never reach Mark Complete: answered 200, their keys left to their lease (lost).
 					expect({ ...r, answers: r.answers.at(-1) }).toMatchObject({
@@ -531,35 +458,19 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 					});
 				});
 			}
-			/* The node path with Settle beside the step (Reserve's New → Settle, answering by its outputs), no Mark Complete. */
-			const settleStep = (source: SubSource): Step => ({
-				nodes: [enrich(source), httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, CHARGE_ID)],
-				connections: { Enrich: { main: [link('Charge')] } } as IConnections,
-				heads: ['Enrich'],
-			});
-			const runSettle = async (p: string, source: SubSource, fail: string | undefined, list: Array<Record<string, unknown>>) => {
-				const ids = list.map((event) => event.id as string);
-				useNodePath(`wf-rt50-${p}`);
-				if (fail) failNext(fail);
-				const { answers, runs } = await provideNodePath(events(list), () =>
-					nodeTemplate(settleStep(source), { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS, settle: true }),
-				);
-				dump(p, runs);
-				return { answers: answers.at(-1), charges: charges(ids), keys: await nodeStatuses(ids) };
-			};
 			it(`${where}: If → Lookup VIP / Lookup → Tag; node path with Settle, B's lookup failing once`, async () => {
 				const p = `sb${where[0]}`;
 				const source = where === 'database' ? fromDatabase(branchesSub()) : inline(branchesSub());
-				// Documented (docs/templates.md, "a sub-workflow whose branches end in different nodes"): A is lost.
+				// A's key is failed beside B's (Tag's answer for A not returned); the retry charges each once.
 				expect(record(`branch ${where} settle`, await runSettle(p, source, `lookup:${p}_b`, two(p)))).toMatchObject({
 					answers: 200,
-					charges: [0, 1],
+					charges: [1, 1],
 					keys: ['completed', 'completed'],
 				});
 			});
 			it(`${where}: sub trigger 1.1, If → Lookup (both branches); node path with Settle, nothing failing`, async () => {
 				const p = `sv${where[0]}`;
-				expect(record(`trigger 1.1 ${where} settle`, await runSettle(p, twice11(), undefined, three(p)))).toMatchObject({
+				expect(record(`trigger 1.1 ${where} settle`, await runSettle(p, twice11(), undefined, threeEvents(p)))).toMatchObject({
 					answers: 200,
 					charges: [1, 1, 1],
 					keys: ['completed', 'completed', 'completed'],
@@ -574,22 +485,23 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 				const p = `tf${where[0]}`;
 				const source = where === 'database' ? fromDatabase(filterBranchSub()) : inline(filterBranchSub());
 				const r = record(`filter branch ${where} trigger`, await runTrigger(p, triggerStep(source), undefined, skipped(p)));
-				// Documented (docs/templates.md, "a sub-workflow whose branches end in different nodes"): the Filter, run last with
-				// nothing kept, is what n8n returns; A's answer from Tag is not, and A is completed uncharged (lost).
+				// The Filter, run last with nothing kept, is what n8n returns; A's answer from Tag is not: A's key is failed, and
+				// the retry, A alone, runs the VIP branch last and charges it. B, dropped by the Filter itself, completes uncharged.
+				expect(r.answers).toEqual([500, 200]);
 				expect({ ...r, answers: r.answers.at(-1) }).toMatchObject({
 					refusal: false,
 					answers: 200,
-					charges: [0, 0],
+					charges: [1, 0],
 					keys: ['completed', 'completed'],
 				});
 			});
 			it(`${where}: If → Lookup VIP → Tag / Keep (Filter) → Lookup → Tag; B skipped; node path with Settle, nothing failing`, async () => {
 				const p = `sf${where[0]}`;
 				const source = where === 'database' ? fromDatabase(filterBranchSub()) : inline(filterBranchSub());
-				// Documented (the same row): A is lost.
+				// The same: A's key is failed, and the retry charges it; B completes uncharged.
 				expect(record(`filter branch ${where} settle`, await runSettle(p, source, undefined, skipped(p)))).toMatchObject({
 					answers: 200,
-					charges: [0, 0],
+					charges: [1, 0],
 					keys: ['completed', 'completed'],
 				});
 			});
@@ -599,6 +511,125 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 				expect(record(`loop ${where} trigger`, await runTrigger(p, triggerStep(loopSource), `lookup:${p}_c`))).toMatchObject(triggerDone);
 			});
 		}
+	});
+
+	/* 7. Branches that end in nodes of their own inside a sub-workflow run once for all items: refused at publish where
+	 * the sub-workflow is defined in the node; judged from the sub-execution's record where it is loaded from the
+	 * database. An event the returned branch drops itself, or an If's branch left unconnected, is the workflow's design. */
+	/** Trigger → VIP? → (true) Lookup VIP (an end of its own); (false) Lookup → Tag (the other end). */
+	const endsApartSub = () =>
+		laidOut(
+			subOf(
+				[
+					subWorkflowTrigger(),
+					ifTrue('$json.body.vip'),
+					httpCall('Lookup VIP', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
+					httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
+					node('Tag', 'set', 3.4, {
+						mode: 'manual',
+						assignments: { assignments: [{ id: 't', name: 'tagged', value: true, type: 'boolean' }] },
+						includeOtherFields: true,
+						options: {},
+					}),
+				],
+				{
+					Webhook: { main: [link('VIP?')] },
+					'VIP?': { main: [link('Lookup VIP'), link('Lookup')] },
+					'Lookup VIP': { main: [[], []] },
+					Lookup: { main: [link('Tag'), []] },
+				} as IConnections,
+			),
+			{ 'Lookup VIP': -200, Lookup: 200, Tag: 200 },
+		);
+	/** Trigger → VIP? → (true) Lookup; the false branch left unconnected: the other events dropped by design. */
+	const vipOnlySub = () =>
+		subOf([subWorkflowTrigger(), ifTrue('$json.body.vip'), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
+			Webhook: { main: [link('VIP?')] },
+			'VIP?': { main: [link('Lookup'), []] },
+			Lookup: { main: [[], []] },
+		} as IConnections);
+	/** Trigger → Log (an effect, on top: run first) and Keep (Filter: not skipped) → Lookup (run last). */
+	const sideLogSub = () =>
+		laidOut(
+			subOf(
+				[
+					subWorkflowTrigger(),
+					httpCall('Log', 'notify', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
+					keepUnlessSkipped(),
+					httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
+				],
+				{
+					Webhook: {
+						main: [
+							[
+								{ node: 'Log', type: 'main', index: 0 },
+								{ node: 'Keep', type: 'main', index: 0 },
+							],
+						],
+					},
+					Log: { main: [[], []] },
+					Keep: { main: [link('Lookup')] },
+					Lookup: { main: [[], []] },
+				} as IConnections,
+			),
+			{ Log: -200, Keep: 200, Lookup: 200 },
+		);
+	describe('7. branches that end apart', () => {
+		it('inline: If → Lookup VIP (an end) / Lookup → Tag (an end): trigger refused at publish, nothing charged', async () => {
+			const p = 'ea1';
+			const r = record('ends apart inline trigger', await runTrigger(p, triggerStep(inline(endsApartSub())), undefined, two(p)));
+			expect(r.refusal).toContain('its branches end in 2 nodes ("Lookup VIP", "Tag")');
+			expect(r.keys).toEqual(['failed', 'failed']);
+			expect(r.charges).toEqual([0, 0]);
+		});
+		it('inline: If → Lookup VIP (an end) / Lookup → Tag (an end): node path, Reserve refuses before anything is reserved', async () => {
+			const p = 'ea2';
+			const r = record(
+				'ends apart inline node',
+				await runNode(p, nodeStep(inline(endsApartSub()), { ...KEY_FROM.item, ...RESPOND_WITH_ID }), undefined, two(p)),
+			);
+			// Reserve's refusal answers 503 (its error output), every try; no key is ever reserved.
+			expect(r).toMatchObject({ answers: [503, 503, 503, 503], charges: [0, 0], keys: [null, null] });
+		});
+		it('database: If → Lookup VIP (an end) / Lookup → Tag (an end): trigger, A failed and retried alone, each charged once', async () => {
+			const p = 'ea3';
+			const r = record('ends apart database trigger', await runTrigger(p, triggerStep(fromDatabase(endsApartSub())), undefined, two(p)));
+			expect(r).toMatchObject({ refusal: false, ...TWO_DONE });
+		});
+		it('database: If → Lookup VIP (an end) / Lookup → Tag (an end): node path with Settle, each charged once', async () => {
+			const p = 'ea4';
+			expect(record('ends apart database settle', await runSettle(p, fromDatabase(endsApartSub()), undefined, two(p)))).toMatchObject({
+				answers: 200,
+				charges: [1, 1],
+				keys: ['completed', 'completed'],
+			});
+		});
+		for (const [where, source] of [
+			['inline', () => inline(vipOnlySub())],
+			['database', () => fromDatabase(vipOnlySub())],
+		] as const) {
+			it(`${where}: If → Lookup, its false branch unconnected (B dropped by design): trigger, A charged, B completed uncharged`, async () => {
+				const p = `ev${where[0]}`;
+				const r = record(`vip only ${where} trigger`, await runTrigger(p, triggerStep(source()), undefined, two(p)));
+				expect(r).toMatchObject({ refusal: false, answers: [200], charges: [1, 0], keys: ['completed', 'completed'] });
+			});
+		}
+		it('database: Log (an effect, an end) beside Keep (Filter) → Lookup, B skipped: trigger, B completed uncharged, logged once', async () => {
+			const p = 'es1';
+			const list = [
+				{ id: `${p}_a`, amount: 300 },
+				{ id: `${p}_b`, amount: 100, skip: true },
+			];
+			const r = record('side log database trigger', await runTrigger(p, triggerStep(fromDatabase(sideLogSub())), undefined, list));
+			expect(r).toMatchObject({ refusal: false, answers: [200], charges: [1, 0], keys: ['completed', 'completed'] });
+			expect([effectsAt('notify', `${p}_a`), effectsAt('notify', `${p}_b`)]).toEqual([1, 1]);
+		});
+		it('inline: Log (an end) beside Keep (Filter) → Lookup (an end): trigger refused at publish', async () => {
+			const p = 'es2';
+			const r = record('side log inline trigger', await runTrigger(p, triggerStep(inline(sideLogSub())), undefined, two(p)));
+			expect(r.refusal).toContain('its branches end in 2 nodes ("Log", "Lookup")');
+			expect(r.charges).toEqual([0, 0]);
+		});
 	});
 
 	/* 6. A Code node (Run Once for All Items) re-ordering inside the sub-workflow, returning $input.all() sorted: the
@@ -629,31 +660,32 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 		);
 	describe('6. a Code node re-ordering inside', () => {
 		for (const [label, triggerNode] of [
-			['passthrough', () => trigger()],
-			['defined inputs', () => inputsTrigger()],
+			['passthrough', () => subWorkflowTrigger()],
+			['defined inputs', () => definedInputsTrigger()],
 		] as const) {
-			it(`${label}: Sort → Code (sort by id desc) → Lookup: trigger, B's charge failing once`, async () => {
-				const p = `tc${label[0]}`;
-				expect(
-					record(`code ${label} trigger`, await runTrigger(p, triggerStep(inline(codeSub(triggerNode()))), `charge:${p}_b`)),
-				).toMatchObject(triggerDone);
-			});
-			it(`${label}: Sort → Code (sort by id desc) → Lookup: trigger, A's lookup failing once`, async () => {
-				const p = `tk${label[0]}`;
-				expect(
-					record(`code ${label} lookup trigger`, await runTrigger(p, triggerStep(inline(codeSub(triggerNode()))), `lookup:${p}_a`)),
-				).toMatchObject(triggerDone);
-			});
+			itTriggerDone(
+				`${label}: Sort → Code (sort by id desc) → Lookup: trigger, B's charge failing once`,
+				`tc${label[0]}`,
+				`code ${label} trigger`,
+				() => triggerStep(inline(codeSub(triggerNode()))),
+				'charge:b',
+			);
+			itTriggerDone(
+				`${label}: Sort → Code (sort by id desc) → Lookup: trigger, A's lookup failing once`,
+				`tk${label[0]}`,
+				`code ${label} lookup trigger`,
+				() => triggerStep(inline(codeSub(triggerNode()))),
+				'lookup:a',
+			);
 			for (const [k, params] of Object.entries(KEY_FROM)) {
-				it(`${label}: Sort → Code → Lookup: node ${k}, B's charge failing once`, async () => {
-					const p = `nc${label[0]}${k[0]}`;
-					expect(
-						record(
-							`code ${label} node ${k}`,
-							await runNode(p, nodeStep(inline(codeSub(triggerNode())), { ...params, ...RESPONSE }), `charge:${p}_b`),
-						),
-					).toMatchObject(nodeDone(p));
-				});
+				itNodeDone(
+					`${label}: Sort → Code → Lookup: node ${k}, B's charge failing once`,
+					`nc${label[0]}${k[0]}`,
+					`code ${label} node ${k}`,
+					(complete) => nodeStep(inline(codeSub(triggerNode())), complete),
+					params,
+					'charge:b',
+				);
 			}
 		}
 	});
@@ -665,7 +697,7 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 			const p = 'te1';
 			const r = record(
 				'each filter trigger',
-				await runTrigger(p, triggerStep(inline(filterSub()), 'each'), `charge:${p}_b`, three(p, skipC)),
+				await runTrigger(p, triggerStep(inline(filterSub()), 'each'), `charge:${p}_b`, threeEvents(p, skipC)),
 			);
 			expect(r).toMatchObject({ refusal: false, answers: [500, 200], charges: [1, 1, 0], keys: ['completed', 'completed', 'completed'] });
 		});
@@ -689,38 +721,34 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 			},
 		];
 		const lineIds = (p: string) => [`${p}_a1`, `${p}_a2`, `${p}_b1`, `${p}_c1`, `${p}_c2`];
-		it("Split Out lines inside (2, 1, 2 items): trigger, B's only line's charge failing once", async () => {
-			const p = 'te2';
-			const r = record(
-				'each lines trigger',
-				await runTrigger(p, triggerStep(inline(linesSub()), 'each'), `charge:${p}_b1`, lines(p), lineIds(p)),
-			);
-			expect(r).toMatchObject({
-				refusal: false,
-				answers: [500, 200],
-				charges: [1, 1, 1, 1, 1],
-				keys: ['completed', 'completed', 'completed'],
+		// The same row with the sub-workflow run for each event, then once for all of them.
+		for (const [mode, title, p] of [
+			['each', "Split Out lines inside (2, 1, 2 items): trigger, B's only line's charge failing once", 'te2'],
+			['once', "Split Out lines inside, once for all items: trigger, B's only line's charge failing once", 'te3'],
+		] as const)
+			it(title, async () => {
+				const r = record(
+					`${mode} lines trigger`,
+					await runTrigger(p, triggerStep(inline(linesSub()), mode), `charge:${p}_b1`, lines(p), lineIds(p)),
+				);
+				expect(r).toMatchObject({
+					refusal: false,
+					answers: [500, 200],
+					charges: [1, 1, 1, 1, 1],
+					keys: ['completed', 'completed', 'completed'],
+				});
 			});
-		});
-		it("Split Out lines inside, once for all items: trigger, B's only line's charge failing once", async () => {
-			const p = 'te3';
-			const r = record(
-				'once lines trigger',
-				await runTrigger(p, triggerStep(inline(linesSub()), 'once'), `charge:${p}_b1`, lines(p), lineIds(p)),
-			);
-			expect(r).toMatchObject({
-				refusal: false,
-				answers: [500, 200],
-				charges: [1, 1, 1, 1, 1],
-				keys: ['completed', 'completed', 'completed'],
-			});
-		});
 		for (const [k, params] of Object.entries(KEY_FROM)) {
 			it(`Filter drops C inside: node ${k}, B's charge failing once`, async () => {
 				const p = `ne1${k[0]}`;
 				const r = record(
 					`each filter node ${k}`,
-					await runNode(p, nodeStep(inline(filterSub()), { ...params, ...RESPONSE }, 'each'), `charge:${p}_b`, three(p, skipC)),
+					await runNode(
+						p,
+						nodeStep(inline(filterSub()), { ...params, ...RESPOND_WITH_ID }, 'each'),
+						`charge:${p}_b`,
+						threeEvents(p, skipC),
+					),
 				);
 				// C needs no effect (filtered inside): it never reaches Complete and is left to its lease (as pass 49's row 10).
 				expect(r).toMatchObject({ answers: [500, 200], charges: [1, 1, 0], keys: ['completed', 'completed', 'processing'] });
@@ -729,7 +757,7 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 				const p = `ne2${k[0]}`;
 				const r = record(
 					`each lines node ${k}`,
-					await runNode(p, nodeStep(inline(linesSub()), { ...params, ...RESPONSE }, 'each'), `charge:${p}_b1`, lines(p), lineIds(p)),
+					await runNode(p, nodeStep(inline(linesSub()), { ...params, ...RESPOND_WITH_ID }, 'each'), `charge:${p}_b1`, lines(p), lineIds(p)),
 				);
 				expect(r).toMatchObject({ answers: [500, 200], charges: [1, 1, 1, 1, 1], keys: ['completed', 'completed', 'completed'] });
 			});
@@ -745,17 +773,7 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 				enrich(inline(then), 'once', 'Enrich Again'),
 				httpCall('Charge', 'charge', { onError: complete ? 'continueRegularOutput' : 'continueErrorOutput' }, CHARGE_ID),
 			];
-			if (merge)
-				nodes.push(
-					node('Join', 'merge', 3.2, {
-						mode: 'combine',
-						advanced: true,
-						mergeByFields: { values: [{ field1: 'id', field2: 'body.id' }] },
-						joinMode: 'keepMatches',
-						outputDataFrom: 'both',
-						options: {},
-					}),
-				);
+			if (merge) nodes.push(mergeByEventId());
 			if (complete) nodes.push(completeNode({ position: [1100, 0] }, complete));
 			const connections = {
 				Enrich: { main: [link('Enrich Again')] },
@@ -772,33 +790,44 @@ describeWithN8n('red team 50: waits, the database, each item, two sub-workflows 
 			if (!complete && merge) connections.Webhook = { main: [[...link('Enrich'), ...toInput('Join', 1)]] };
 			return { nodes, connections, heads: complete || !merge ? heads : [] };
 		};
-		it("Sort by amount, then Sort by id descending: trigger, B's charge failing once", async () => {
-			const p = 'tt1';
-			expect(record('two trigger', await runTrigger(p, twoStep(sortSub(), second()), `charge:${p}_b`))).toMatchObject(triggerDone);
-		});
-		it("plain, then Sort by id descending, Merge by field with the events: trigger, A's charge failing once", async () => {
-			const p = 'tt2';
-			expect(
-				record('two merge trigger', await runTrigger(p, twoStep(plainSub(), second(), undefined, true), `charge:${p}_a`)),
-			).toMatchObject(triggerDone);
-		});
-		it("Sort by amount, then Sort by id descending: trigger, A's lookup (in the first sub-workflow) failing once", async () => {
-			const p = 'tt3';
-			expect(record('two lookup trigger', await runTrigger(p, twoStep(sortSub(), second()), `lookup:${p}_a`))).toMatchObject(triggerDone);
-		});
+		itTriggerDone(
+			"Sort by amount, then Sort by id descending: trigger, B's charge failing once",
+			'tt1',
+			'two trigger',
+			() => twoStep(sortSub(), second()),
+			'charge:b',
+		);
+		itTriggerDone(
+			"plain, then Sort by id descending, Merge by field with the events: trigger, A's charge failing once",
+			'tt2',
+			'two merge trigger',
+			() => twoStep(plainSub(), second(), undefined, true),
+			'charge:a',
+		);
+		itTriggerDone(
+			"Sort by amount, then Sort by id descending: trigger, A's lookup (in the first sub-workflow) failing once",
+			'tt3',
+			'two lookup trigger',
+			() => twoStep(sortSub(), second()),
+			'lookup:a',
+		);
 		for (const [k, params] of Object.entries(KEY_FROM)) {
-			it(`Sort by amount, then Sort by id descending: node ${k}, B's charge failing once`, async () => {
-				const p = `nt1${k[0]}`;
-				expect(
-					record(`two node ${k}`, await runNode(p, twoStep(sortSub(), second(), { ...params, ...RESPONSE }), `charge:${p}_b`)),
-				).toMatchObject(nodeDone(p));
-			});
-			it(`plain, then Sort by id descending, Merge by field: node ${k}, A's charge failing once`, async () => {
-				const p = `nt2${k[0]}`;
-				expect(
-					record(`two merge node ${k}`, await runNode(p, twoStep(plainSub(), second(), { ...params, ...RESPONSE }, true), `charge:${p}_a`)),
-				).toMatchObject(nodeDone(p));
-			});
+			itNodeDone(
+				`Sort by amount, then Sort by id descending: node ${k}, B's charge failing once`,
+				`nt1${k[0]}`,
+				`two node ${k}`,
+				(complete) => twoStep(sortSub(), second(), complete),
+				params,
+				'charge:b',
+			);
+			itNodeDone(
+				`plain, then Sort by id descending, Merge by field: node ${k}, A's charge failing once`,
+				`nt2${k[0]}`,
+				`two merge node ${k}`,
+				(complete) => twoStep(plainSub(), second(), complete, true),
+				params,
+				'charge:a',
+			);
 		}
 	});
 });

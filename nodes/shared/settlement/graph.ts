@@ -1,7 +1,7 @@
 import type { INode } from 'n8n-workflow';
 
 import type { ExecutionRecord } from './executionRecord';
-import { LOOP_TYPE } from './nodeKinds';
+import { isPackageType, LOOP_TYPE, mayHaveEffect } from './nodeKinds';
 
 /*
  * The workflow's wiring as the rules walk it: n8n's main connections only, a disabled node passing
@@ -132,4 +132,16 @@ export function loopDoneLeadsOn(record: ExecutionRecord, name: string, seen = ne
 		if (!seen.has(target.name) && loopDoneLeadsOn(record, target.name, seen)) return true;
 	}
 	return false;
+}
+
+/** Whether a node that may have an effect (the package's own nodes left out) follows `name`'s first output. */
+export function actsAfter(record: ExecutionRecord, name: string): boolean {
+	return downstreamOf(record, targets(record, name, 0), new Set([name])).some(
+		(next) => !isPackageType(next.type) && mayHaveEffect({ ...next, typeVersion: next.typeVersion ?? 1 }),
+	);
+}
+
+/** The nodes where the branches from `start` end: none of their outputs leads to a node. */
+export function endsOf(record: ExecutionRecord, start: string): INode[] {
+	return downstreamOf(record, allTargets(record, start), new Set([start])).filter((node) => allTargets(record, node.name).length === 0);
 }

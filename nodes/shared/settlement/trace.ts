@@ -1,7 +1,7 @@
 import type { IDataObject, INode, INodeExecutionData, IPairedItemData, IRunData, ISourceData, ITaskData } from 'n8n-workflow';
 
 import type { ExecutionRecord, ExecutionView } from './executionRecord';
-import { downstreamOf, loopDoneLeadsOn, ranBefore as nodesBefore, reachableFrom } from './graph';
+import { actsAfter, downstreamOf, loopDoneLeadsOn, ranBefore as nodesBefore, reachableFrom } from './graph';
 import {
 	branchesOnItems,
 	EXECUTE_WORKFLOW_TYPE,
@@ -573,19 +573,24 @@ export function judgeExecution(
 						if (returned.length === 0) failEveryInput(message);
 						for (const item of returned) fail(tracer.ofItem(name, run, item), message, name, task);
 					}
-					// The answers of the last node's earlier runs, which n8n did not hand back: an event none of whose items came
-					// back never ran its step here, and completing its key would lose it. Only where the step goes on after this
-					// node to a node that may act: where the sub-workflow was the step, those runs did the work (failing them would
-					// repeat it).
-					const notReturned = earlierRunsNotReturned(record, subExecutions, task, id);
-					if (notReturned.length > 0 && actsAfter(view, name)) {
+					// The answers n8n did not hand back (another end's, the last node's earlier runs'): an event none of whose items
+					// came back, and that the returned branch did not drop itself, never ran its step here, and completing its key
+					// would lose it. Only where the step goes on after this node to a node that may act: where the sub-workflow was the
+					// step, those answers did the work (failing them would repeat it).
+					const notReturned = answersNotReturned(record, subExecutions, task, id);
+					if (notReturned && notReturned.answers.length > 0 && actsAfter(view, name)) {
 						const cameBack = new Set(returned.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
-						for (const answer of notReturned) {
+						// An event the returned branch dropped itself (a Filter keeping nothing) ended there by the workflow's design.
+						// Where that cannot be traced, none counts as dropped.
+						const droppedThere = new Set(
+							notReturned.droppedOnTheWay.flatMap((cameFrom) => (cameFrom && tracer.ofCameFrom(cameFrom, input, given)) ?? []),
+						);
+						for (const answer of notReturned.answers) {
 							// Its event cannot be told: every event the node was given and none of whose items came back.
 							const origins =
 								(answer.cameFrom && tracer.ofCameFrom(answer.cameFrom, input, given)) ??
 								given.flatMap((item) => (item && input ? (tracer.ofInput(input, item) ?? []) : []));
-							const lost = origins.filter((origin) => !cameBack.has(origin));
+							const lost = origins.filter((origin) => !cameBack.has(origin) && !droppedThere.has(origin));
 							if (lost.length > 0) fail(lost, `${name}: ${answer.message}`, name, task);
 						}
 					}
@@ -908,43 +913,107 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 }
 
 /**
- * The items of the earlier runs of a sub-execution's last node, where n8n returned its last run alone to the Execute
- * Workflow run `task` (an Execute Workflow Trigger before version 1.2, at its default): told from the counts of the items
- * that came back. Only the first output's items without an error: the failures are `failuresInside`'s.
+ * The answers a sub-execution gave that n8n did not hand back to the Execute Workflow run `task`. n8n returns only what
+ * its last-executed node gave (`returnedBy`): not the items of another end of the sub-workflow (a node run whose outputs
+ * no node took, a branch ending in a node of its own), nor, with an Execute Workflow Trigger before version 1.2 at its
+ * default, the last node's earlier runs. Each end's first output, items without an error (the failures are
+ * `failuresInside`'s); read from the record alone, which names no node's type or connections. With them, the items the
+ * returned branch dropped itself (`droppedOnTheWayTo`). Undefined where what came back cannot be told.
  */
-function earlierRunsNotReturned(
+function answersNotReturned(
 	record: SubExecutionRecord,
 	records: SubExecutionRecords | undefined,
 	task: ITaskData,
 	id: string,
-): FailureInside[] {
+): { answers: FailureInside[]; droppedOnTheWay: Array<Array<string | number> | null> } | undefined {
 	const returned = returnedBy(
 		record,
 		(task.data?.main ?? []).map((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id).length),
 	);
-	// Every run came back, or what came back cannot be told.
-	if (!returned?.lastRunAlone) return [];
+	if (!returned) return undefined;
 	const { last } = returned;
 	const runData = record.resultData?.runData ?? {};
-	const message = `its answer was not returned: "${last}" ran more than once in the sub-workflow, and its Execute Workflow Trigger (before version 1.2) returns its last run alone. Set the trigger's option to return all runs, or lead the branches into one node with a Merge.`;
-	return (runData[last] ?? [])
-		.slice(0, -1)
-		.flatMap((each, run) =>
-			each.error
-				? []
-				: (each.data?.main?.[0] ?? []).flatMap((item, position) =>
-						carriesError(item) ? [] : [{ message, cameFrom: cameFromInside(runData, records, last, run, item, position) }],
-					),
-		);
+	const lastRuns = runData[last]?.length ?? 0;
+	const returnedRuns = new Set(returned.lastRunAlone ? [lastRuns - 1] : Array.from({ length: lastRuns }, (_, run) => run));
+	// Each node run's outputs that a later run took as its input.
+	const taken = new Map<string, Set<number>>();
+	for (const tasks of Object.values(runData))
+		for (const each of tasks)
+			for (const source of each.source ?? []) {
+				if (!source) continue;
+				const ref = runRef(source.previousNode, source.previousNodeRun ?? 0);
+				taken.set(ref, (taken.get(ref) ?? new Set()).add(source.previousNodeOutput ?? 0));
+			}
+	const earlierRun = `its answer was not returned: "${last}" ran more than once in the sub-workflow, and its Execute Workflow Trigger (before version 1.2) returns its last run alone. Set the trigger's option to return all runs, or lead the branches into one node with a Merge.`;
+	const otherEnd = (end: string) =>
+		`its answer was not returned: its branch of the sub-workflow ended at "${end}", and n8n returns only what the node that ran last ("${last}") gave. Lead every branch into one node (a Merge) at the sub-workflow's end, or branch after this node.`;
+	const answers: FailureInside[] = [];
+	for (const [node, tasks] of Object.entries(runData)) {
+		for (const [run, each] of tasks.entries()) {
+			const isReturned = node === last && returnedRuns.has(run);
+			if (isReturned || each.error || isStart(each) || taken.has(runRef(node, run))) continue;
+			const message = node === last ? earlierRun : otherEnd(node);
+			for (const [position, item] of (each.data?.main?.[0] ?? []).entries())
+				if (!carriesError(item)) answers.push({ message, cameFrom: cameFromInside(runData, records, node, run, item, position) });
+		}
+	}
+	return { answers, droppedOnTheWay: droppedOnTheWayTo(runData, records, taken, last, returnedRuns) };
 }
 
-/** Whether a node that may have an effect (the package's own nodes left out) follows `node`'s first output. */
-function actsAfter(view: ExecutionRecord, node: string): boolean {
-	const first = view.connectionsBySourceNode[node]?.main?.[0] ?? [];
-	const targets = first.flatMap((connection) => view.node(connection.node) ?? []);
-	return downstreamOf(view, targets, new Set([node])).some(
-		(next) => !isPackageType(next.type) && mayHaveEffect({ ...next, typeVersion: next.typeVersion ?? 1 }),
-	);
+/**
+ * Where the items came from that a node on the way to `last`'s runs `runs` dropped: given to it, it passed them on the
+ * way to none of those runs nor to another branch (a node took that output), only to an output left unconnected (a
+ * Filter's discarded items) or to none (a Filter keeping nothing, the returned node itself). Such an event ended where
+ * the workflow's own design ended it; one sent down another branch did not. Walked back from those runs over the
+ * sources n8n recorded (`taken`: the outputs a later run took); a node's output names the input items it came from by
+ * its pairing.
+ */
+function droppedOnTheWayTo(
+	runData: IRunData,
+	records: SubExecutionRecords | undefined,
+	taken: ReadonlyMap<string, ReadonlySet<number>>,
+	last: string,
+	runs: Iterable<number>,
+): Array<Array<string | number> | null> {
+	// The runs on the way, each with the outputs the way leaves it by (every output of the returned runs).
+	const way = new Map<string, { node: string; run: number; outputs: Set<number> | 'all' }>();
+	const pending = [...runs].map((run) => ({ node: last, run, output: 'all' as number | 'all' }));
+	while (pending.length > 0) {
+		const { node, run, output } = pending.pop() as (typeof pending)[number];
+		const ref = runRef(node, run);
+		const known = way.get(ref);
+		if (known && (known.outputs === 'all' || (output !== 'all' && known.outputs.has(output)))) continue;
+		if (!known) way.set(ref, { node, run, outputs: output === 'all' ? 'all' : new Set([output]) });
+		else if (output === 'all') known.outputs = 'all';
+		else (known.outputs as Set<number>).add(output);
+		if (known) continue;
+		for (const source of runData[node]?.[run]?.source ?? [])
+			if (source) pending.push({ node: source.previousNode, run: source.previousNodeRun ?? 0, output: source.previousNodeOutput ?? 0 });
+	}
+	const dropped: Array<Array<string | number> | null> = [];
+	for (const { node, run, outputs } of way.values()) {
+		const task = runData[node]?.[run];
+		if (!task) continue;
+		const tookOutput = taken.get(runRef(node, run));
+		// Each input item ("input:position"), by whether an output that leads on carries an item made from it.
+		const ledOn = new Set<string>();
+		for (const [output, items] of (task.data?.main ?? []).entries()) {
+			if (!(outputs === 'all' || outputs.has(output) || tookOutput?.has(output))) continue;
+			for (const item of items ?? []) for (const pair of pairedItemsOf(item)) ledOn.add(`${pair.input ?? 0}:${pair.item}`);
+		}
+		for (const [input, source] of (task.source ?? []).entries()) {
+			if (!source) continue;
+			const upstreamRun = source.previousNodeRun ?? 0;
+			for (const [position, item] of outputItems(runData, source).entries())
+				if (!ledOn.has(`${input}:${position}`))
+					dropped.push(cameFromInside(runData, records, source.previousNode, upstreamRun, item, position));
+		}
+	}
+	return dropped;
+}
+
+function runRef(node: string, run: number): string {
+	return JSON.stringify([node, run]);
 }
 
 /** The sub-execution an Execute Workflow run "once" that waited for its sub-workflow returned its items from; else undefined. */

@@ -2,7 +2,7 @@ import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
 import { toNodeError } from '../nodeError';
 import { inlineSubWorkflowRecord, readExecutionRecord, type ExecutionRecord } from './executionRecord';
-import { allTargets, downstreamOf, enabledTargets, feedsOf, inputIndexes, loopDoneLeadsOn, ranBefore, targets } from './graph';
+import { actsAfter, allTargets, downstreamOf, enabledTargets, endsOf, feedsOf, inputIndexes, loopDoneLeadsOn, ranBefore, targets } from './graph';
 import {
 	checksWiringWhenItRuns,
 	continuesOnError,
@@ -212,8 +212,10 @@ function checkFirstEventOnlyIncludingInline(record: ExecutionRecord, self: strin
 	const oneAtATime = oneEventAtATime(record, self, step);
 	checkFirstEventOnly(record, self, step, oneAtATime, events);
 	// Inside Loop Over Items (batch size 1) the sub-workflow gets one event a run.
-	for (const node of step.filter((candidate) => !oneAtATime.has(candidate.name)))
+	for (const node of step.filter((candidate) => !oneAtATime.has(candidate.name))) {
+		checkSubWorkflowEndsInOne(record, node, events, depth);
 		checkInlineSubWorkflow(record, node, depth, (inner, start, next) => checkFirstEventOnlyIncludingInline(inner, start, 0, events, next));
+	}
 }
 
 /**
@@ -273,6 +275,7 @@ function checkStepTakesEventsApart(
 			const effect = effectBeforeLoop(loop) as INode;
 			throw refusal('stopsInLoopAfterEffect', { node: node.name, loop: loop.name, effect: effect.name });
 		}
+		checkSubWorkflowEndsInOne(record, node, events, depth);
 		checkInlineSubWorkflow(record, node, depth, (inner, start, next) =>
 			checkStepTakesEventsApart(inner, start, 0, events, effectBefore(node), next),
 		);
@@ -503,6 +506,23 @@ function checkInlineSubWorkflow(
 	const inner = inlineSubWorkflowRecord(node, record);
 	if (!inner) return;
 	check(inner.record, inner.start, depth + 1);
+}
+
+/**
+ * A sub-workflow defined in `node`, run once for all the events, whose branches end in more than one node: n8n hands
+ * back only what the node that ran last gave, so the events another end answered would never reach the nodes after
+ * `node`, and their keys would be completed without them. Where nothing that may act follows `node`, the sub-workflow
+ * was the step and its ends did it. A sub-workflow loaded from elsewhere is judged by its run's record
+ * (trace.ts, answersNotReturned).
+ */
+function checkSubWorkflowEndsInOne(record: ExecutionRecord, node: INode, events: number | undefined, depth: number): void {
+	if (!actsAfter(record, node.name)) return;
+	checkInlineSubWorkflow(record, node, depth, (inner, start) => {
+		const ends = endsOf(inner, start)
+			.map((end) => end.name)
+			.sort();
+		if (ends.length > 1) throw refusal('subWorkflowEndsApart', { node: node.name, ends, events });
+	});
 }
 
 /**
