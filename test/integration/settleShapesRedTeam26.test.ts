@@ -9,6 +9,7 @@ import {
 	CHARGE_BODY,
 	EVENTS,
 	events,
+	mergeByEventId,
 	SPLIT_OUT_EVENTS,
 	triggerRedTeam,
 	type Before,
@@ -285,14 +286,7 @@ describeWithN8n('red team 26: "cannot fail" nodes after the effect, Merge and Re
 		const step: Step = {
 			nodes: [
 				httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_BODY, {}, 0),
-				node('Rejoin Event', 'merge', 3.2, {
-					mode: 'combine',
-					advanced: true,
-					mergeByFields: { values: [{ field1: 'id', field2: 'body.id' }] },
-					joinMode: 'keepMatches',
-					outputDataFrom: 'both',
-					options: {},
-				}),
+				mergeByEventId('Rejoin Event'),
 				httpCall('Notify', 'notify', { onError: 'continueErrorOutput' }, '={{ JSON.stringify({ id: $json.body.id }) }}'),
 			],
 			connections: {

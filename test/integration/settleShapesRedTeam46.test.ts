@@ -1,10 +1,19 @@
-import { type IConnections, type INode, type IRun } from 'n8n-workflow';
+import { type IConnections, type INode } from 'n8n-workflow';
 
-import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { PACKAGE } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
-import { baseNode as node, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import {
+	baseNode as node,
+	CHARGE_ID,
+	events,
+	ifTrue,
+	LOOKUP_BODY,
+	sortOn,
+	SPLIT_OUT_EVENTS,
+	subWorkflowRedTeam,
+	subWorkflowTrigger,
+	type Step,
+} from '../support/triggerRedTeam';
 
 /*
  * Red team 46: Complete (Release, Mark Failed, Settle) after an Execute Workflow run once for all the events, around
@@ -14,60 +23,15 @@ import { baseNode as node, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step }
  */
 
 describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
-	const { effectsAt, failNext, httpCall, keyStore, nodePath } = triggerRedTeam({
+	const { dump, effectsAt, enrich, failNext, fieldReserve, httpCall, keyStore, nodePath, nodeStatuses, nodeStep } = subWorkflowRedTeam({
 		tag: 'rt46',
 		route: (route, body) => (route === 'lookup' ? { ...body } : undefined),
 		subWorkflows: { savingSettings: true },
-		echoBody: true,
-		nodeLeaseSeconds: 1,
-		providerPauseMs: 1200,
-		baseNodeFiles: {
-			'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
-			'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
-			'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
-		},
-		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
-	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
-	const FIELD_RESERVE = () => reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
+	const { completeNode, nodeKey, nodeTemplate, provideNodePath, useNodePath } = nodePath;
 
-	const dump = (runs: IRun[]) => {
-		if (process.env.RT46_DUMP)
-			for (const run of runs)
-				process.stderr.write(
-					`RT46 ${run.data.resultData.error?.message?.slice(0, 160)} ${JSON.stringify(
-						Object.entries(run.data.resultData.runData).map(([name, tasks]) => [
-							name,
-							tasks.map((task) =>
-								task.data?.main.map((items) => (items ?? []).map((item) => [JSON.stringify(item.json).slice(0, 70), item.pairedItem])),
-							),
-						]),
-					)}\n`,
-				);
-	};
-
-	const sort = (field: string) =>
-		node('By Amount', 'sort', 1, { sortFieldsUi: { sortField: [{ fieldName: field, order: 'ascending' }] }, options: {} });
-	const ifVip = () =>
-		node('VIP?', 'if', 2.2, {
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [
-					{
-						id: 'v',
-						leftValue: '={{ $json.body.vip }}',
-						rightValue: '',
-						operator: { type: 'boolean', operation: 'true', singleValue: true },
-					},
-				],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-			options: {},
-		});
-	const LOOKUP_BODY = '={{ JSON.stringify({ id: $json.body.id, amount: $json.body.amount }) }}';
-	const trigger = () => node('Webhook', 'executeWorkflowTrigger', 1.1, { inputSource: 'passthrough' });
+	/** Every sub-workflow here starts with an Execute Workflow Trigger 1.1. */
+	const trigger = () => subWorkflowTrigger(1.1);
 	const sub = (nodes: INode[], connections: IConnections, saved: boolean) =>
 		JSON.stringify({ nodes, connections, settings: saved ? {} : { saveDataSuccessExecution: 'none' } });
 
@@ -76,8 +40,8 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 		sub(
 			[
 				trigger(),
-				sort('body.amount'),
-				ifVip(),
+				sortOn('body.amount'),
+				ifTrue('$json.body.vip'),
 				httpCall('Lookup VIP', 'lookup', {}, LOOKUP_BODY),
 				httpCall('Lookup', 'lookup', {}, LOOKUP_BODY),
 				node('Join', 'merge', 3.2, {}),
@@ -94,7 +58,7 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 	/** Trigger → Sort by amount → Lookup. */
 	const sortSub = (saved: boolean, lookup: Partial<INode> = {}) =>
 		sub(
-			[trigger(), sort('body.amount'), httpCall('Lookup', 'lookup', lookup, LOOKUP_BODY)],
+			[trigger(), sortOn('body.amount'), httpCall('Lookup', 'lookup', lookup, LOOKUP_BODY)],
 			{ Webhook: { main: [link('By Amount')] }, 'By Amount': { main: [link('Lookup')] } },
 			saved,
 		);
@@ -139,40 +103,15 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 		sub(
 			[
 				trigger(),
-				sort('line.amount'),
+				sortOn('line.amount'),
 				httpCall('Lookup', 'lookup', {}, '={{ JSON.stringify({ id: $json.body.id, line: $json.line.n, amount: $json.line.amount }) }}'),
 			],
 			{ Webhook: { main: [link('By Amount')] }, 'By Amount': { main: [link('Lookup')] } },
 			saved,
 		);
 
-	const enrich = (workflowJson: string) =>
-		node(
-			'Enrich',
-			'executeWorkflow',
-			1.3,
-			{ source: 'parameter', workflowJson, mode: 'once', options: { waitForSubWorkflow: true } },
-			{ onError: 'continueRegularOutput' },
-		);
-	const CHARGE_ID = '={{ JSON.stringify({ id: $json.id }) }}';
 	const CHARGE_LINE = '={{ JSON.stringify({ id: $json.id + "-" + $json.line }) }}';
 
-	/** Enrich (`workflowJson`) → Charge (Continue) → Mark Complete (`parameters`) → Respond 200 / 500. */
-	const enrichChargeComplete = (workflowJson: string, parameters: Record<string, unknown> = {}, chargeBody = CHARGE_ID): Step => ({
-		nodes: [
-			enrich(workflowJson),
-			httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, chargeBody),
-			completeNode({ position: [1100, 0] }, parameters),
-		],
-		connections: {
-			Enrich: { main: [link('Charge')] },
-			Charge: { main: [link('Mark Complete')] },
-			'Mark Complete': { main: [link('Respond 200'), link('Respond 500 (provider retries)')] },
-		} as IConnections,
-		heads: ['Enrich'],
-	});
-
-	const statusesOf = async (ids: string[]) => await Promise.all(ids.map(async (id) => await nodeKey(`evt:${id}`)));
 	const storedAnswers = async (ids: string[]) => {
 		const stored = await keyStore().getKeys(ids.map((id) => `evt:${id}`));
 		return ids.map((id) => (stored.get(`evt:${id}`)?.response as { charged?: string } | null | undefined)?.charged ?? null);
@@ -190,16 +129,16 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 				{ id: ids[2], amount: 200 },
 			]),
 			() =>
-				nodeTemplate(enrichChargeComplete(ifMergeSub(true), { responseJson: '={{ JSON.stringify({ charged: $json.id }) }}' }), {
-					reserve: FIELD_RESERVE(),
+				nodeTemplate(nodeStep(ifMergeSub(true), { responseJson: '={{ JSON.stringify({ charged: $json.id }) }}' }), {
+					reserve: fieldReserve(),
 					before: SPLIT_OUT_EVENTS,
 				}),
 		);
-		dump(runs);
+		dump('ifmerge-store', runs);
 		expect({
 			answers: answers.at(-1),
 			charges: ids.map((id) => effectsAt('charge', id)),
-			keys: await statusesOf(ids),
+			keys: await nodeStatuses(ids),
 			stored: await storedAnswers(ids),
 		}).toEqual({ answers: 200, charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'], stored: ids });
 	});
@@ -214,13 +153,13 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 				{ id: ids[1], amount: 100 },
 				{ id: ids[2], amount: 200 },
 			]),
-			() => nodeTemplate(enrichChargeComplete(ifMergeSub(true)), { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+			() => nodeTemplate(nodeStep(ifMergeSub(true)), { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 		);
-		dump(runs);
+		dump('ifmerge-fail', runs);
 		expect({
 			answers: answers.at(-1),
 			cCharged: effectsAt('charge', ids[2]) >= 1,
-			keys: await statusesOf(ids),
+			keys: await nodeStatuses(ids),
 		}).toEqual({ answers: 200, cCharged: true, keys: ['completed', 'completed', 'completed'] });
 	});
 
@@ -236,13 +175,13 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 				{ id: ids[1], amount: 100 },
 				{ id: ids[2], amount: 200 },
 			]),
-			() => nodeTemplate(enrichChargeComplete(ifMergeSub(false)), { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+			() => nodeTemplate(nodeStep(ifMergeSub(false)), { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 		);
-		dump(runs);
+		dump('ifmerge-unsaved', runs);
 		expect({
 			answers,
 			charges: ids.map((id) => effectsAt('charge', id)),
-			keys: await statusesOf(ids),
+			keys: await nodeStatuses(ids),
 		}).toEqual({ answers: [500, 500, 500, 500], charges: [4, 4, 3], keys: ['processing', 'processing', 'processing'] });
 	});
 
@@ -272,13 +211,13 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 				{ id: a, amount: 300 },
 				{ id: b, amount: 100 },
 			]),
-			() => nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+			() => nodeTemplate(step, { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 		);
-		dump(runs);
+		dump('release', runs);
 		expect({
 			answers: answers.at(-1),
 			charges: [effectsAt('charge', a), effectsAt('charge', b)],
-			keys: await statusesOf([a, b]),
+			keys: await nodeStatuses([a, b]),
 		}).toEqual({ answers: 200, charges: [2, 1], keys: ['completed', 'completed'] });
 	});
 
@@ -292,13 +231,13 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 				{ id: a, amount: 300 },
 				{ id: b, amount: 100 },
 			]),
-			() => nodeTemplate(enrichChargeComplete(outerSub(sortSub(false), true)), { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+			() => nodeTemplate(nodeStep(outerSub(sortSub(false), true)), { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 		);
-		dump(runs);
+		dump('nested', runs);
 		expect({
 			answers: answers.at(-1),
 			charges: [effectsAt('charge', a), effectsAt('charge', b)],
-			keys: await statusesOf([a, b]),
+			keys: await nodeStatuses([a, b]),
 		}).toEqual({ answers: 200, charges: [2, 1], keys: ['completed', 'completed'] });
 	});
 
@@ -318,9 +257,9 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 						],
 					},
 				]),
-				() => nodeTemplate(enrichChargeComplete(linesSub(saved), {}, CHARGE_LINE), { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+				() => nodeTemplate(nodeStep(linesSub(saved), {}, 'once', CHARGE_LINE), { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 			);
-			dump(runs);
+			dump(`lines-${saved}`, runs);
 			expect({
 				answers: answers.at(-1),
 				line2: effectsAt('charge', `${id}-2`),
@@ -362,9 +301,9 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 					],
 				},
 			]),
-			() => nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+			() => nodeTemplate(step, { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 		);
-		dump(runs);
+		dump('split-after', runs);
 		expect({
 			answers,
 			lines: [effectsAt('charge', `${id}-1`), effectsAt('charge', `${id}-2`)],
@@ -407,13 +346,13 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 				{ id: a, amount: 300 },
 				{ id: b, amount: 100 },
 			]),
-			() => nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+			() => nodeTemplate(step, { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 		);
-		dump(runs);
+		dump('two-completes', runs);
 		expect({
 			answers,
 			charges: [effectsAt('charge', a), effectsAt('charge', b)],
-			keys: await statusesOf([a, b]),
+			keys: await nodeStatuses([a, b]),
 			refusals: runs.map((run) => /did not save/.test(run.data.resultData.error?.message ?? '')),
 		}).toEqual({ answers: [200], charges: [1, 1], keys: ['completed', 'completed'], refusals: [false] });
 	});
@@ -436,14 +375,14 @@ describeWithN8n('red team 46: the guessed pairing of a sub-workflow', () => {
 				{ id: a, amount: 300 },
 				{ id: b, amount: 100 },
 			]),
-			() => nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS, settle: true }),
+			() => nodeTemplate(step, { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS, settle: true }),
 		);
-		dump(runs);
+		dump('settle', runs);
 		expect({
 			answers: answers.at(-1),
 			bCharged: effectsAt('charge', b),
 			aCharges: effectsAt('charge', a) <= 2,
-			keys: await statusesOf([a, b]),
+			keys: await nodeStatuses([a, b]),
 		}).toEqual({ answers: 200, bCharged: 1, aCharges: true, keys: ['completed', 'completed'] });
 	});
 });

@@ -1,10 +1,22 @@
-import { type IConnections, type INode, type IRun } from 'n8n-workflow';
+import { type IConnections, type INode } from 'n8n-workflow';
 
-import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { PACKAGE } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
-import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import {
+	baseNode as node,
+	CHARGE_ID,
+	EVENTS,
+	events,
+	ifTrue,
+	LOOKUP_BODY,
+	RESPOND_WITH_ID,
+	sortOn,
+	SPLIT_OUT_EVENTS,
+	subWorkflowRedTeam,
+	subWorkflowTrigger,
+	threeEvents,
+	type Step,
+} from '../support/triggerRedTeam';
 
 /*
  * Red team 48: the trace of 12c31d6 past an Execute Workflow run once for all items (Tracer.subWorkflowLinks,
@@ -18,119 +30,56 @@ import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, typ
 describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 	// Sub-workflows the Execute Workflow node does not wait for, awaited after each row.
 	const background: Array<Promise<unknown>> = [];
-	const { effectsAt, failNext, httpCall, keyStore, nodePath, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
+	const {
+		charges,
+		dump,
+		effectsAt,
+		enrich,
+		failNext,
+		fieldReserve,
+		httpCall,
+		nodePath,
+		nodeStatuses,
+		nodeStep,
+		nodeStored,
+		provide,
+		refusedAtPublish,
+		statuses,
+		triggerStep,
+		useTrigger,
+	} = subWorkflowRedTeam({
 		tag: 'rt48',
 		route: (route, body) => (route === 'lookup' ? { ...body } : undefined),
 		subWorkflows: { savingSettings: true, background },
-		echoBody: true,
-		nodeLeaseSeconds: 1,
-		providerPauseMs: 1200,
-		baseNodeFiles: {
-			'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
-			'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
-			'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
-			'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
-		},
-		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
+		baseNodeFiles: { 'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js' },
 	});
-	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
-	const FIELD_RESERVE = () => reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
+	const { completeNode, nodeTemplate, provideNodePath, useNodePath } = nodePath;
 
-	const dump = (label: string, runs: IRun[]) => {
-		if (process.env.RT48_DUMP)
-			for (const run of runs)
-				process.stderr.write(
-					`RT48 ${label} ${run.data.resultData.error?.message?.slice(0, 200)} ${JSON.stringify(
-						Object.entries(run.data.resultData.runData).map(([name, tasks]) => [
-							name,
-							tasks.map((task) =>
-								task.data?.main.map((items) => (items ?? []).map((item) => [JSON.stringify(item.json).slice(0, 90), item.pairedItem])),
-							),
-						]),
-					)}\n`,
-				);
-	};
-
-	const ifVip = (name = 'VIP?') =>
-		node(name, 'if', 2.2, {
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [
-					{
-						id: 'v',
-						leftValue: '={{ $json.body.vip }}',
-						rightValue: '',
-						operator: { type: 'boolean', operation: 'true', singleValue: true },
-					},
-				],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-			options: {},
-		});
-	const LOOKUP_BODY = '={{ JSON.stringify({ id: $json.body.id, amount: $json.body.amount }) }}';
-	const trigger = (version = 1.2) => node('Webhook', 'executeWorkflowTrigger', version, { inputSource: 'passthrough' });
 	const sub = (nodes: INode[], connections: IConnections, saved = true) =>
 		JSON.stringify({ nodes, connections, settings: saved ? {} : { saveDataSuccessExecution: 'none' } });
 
 	/** Trigger → VIP? → (true) Lookup, (false) the same Lookup: Lookup, the last node, runs twice. */
 	const twiceSub = (version: number, saved = true) =>
 		sub(
-			[trigger(version), ifVip(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)],
+			[
+				subWorkflowTrigger(version),
+				ifTrue('$json.body.vip'),
+				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
+			],
 			{ Webhook: { main: [link('VIP?')] }, 'VIP?': { main: [link('Lookup'), link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
 			saved,
 		);
 	/** Trigger → Loop Over Items (1) → Lookup → back; Done unconnected (the loop node runs last and returns Done). */
 	const loopSub = (saved = true) =>
 		sub(
-			[trigger(), node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }), httpCall('Lookup', 'lookup', {}, LOOKUP_BODY)],
+			[
+				subWorkflowTrigger(),
+				node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }),
+				httpCall('Lookup', 'lookup', {}, LOOKUP_BODY),
+			],
 			{ Webhook: { main: [link('Loop')] }, Loop: { main: [[], link('Lookup')] }, Lookup: { main: [link('Loop')] } } as IConnections,
 			saved,
 		);
-
-	const enrich = (workflowJson: string, mode: 'once' | 'each' = 'once', wait = true) =>
-		node(
-			'Enrich',
-			'executeWorkflow',
-			1.3,
-			{ source: 'parameter', workflowJson, mode, options: { waitForSubWorkflow: wait } },
-			{ onError: 'continueRegularOutput' },
-		);
-	const CHARGE_ID = '={{ JSON.stringify({ id: $json.id }) }}';
-
-	/** Node path: Enrich → Charge (Continue) → Mark Complete (Key From Item, or `parameters`) → Respond 200 / 500. */
-	const nodeStep = (workflowJson: string, parameters: Record<string, unknown> = {}): Step => ({
-		nodes: [
-			enrich(workflowJson),
-			httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, CHARGE_ID),
-			completeNode({ position: [1100, 0] }, parameters),
-		],
-		connections: {
-			Enrich: { main: [link('Charge')] },
-			Charge: { main: [link('Mark Complete')] },
-			'Mark Complete': { main: [link('Respond 200'), link('Respond 500 (provider retries)')] },
-		} as IConnections,
-		heads: ['Enrich'],
-	});
-	/** Trigger path: Enrich → Charge (error output, unconnected). */
-	const triggerStep = (workflowJson: string): Step => ({
-		nodes: [enrich(workflowJson), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID)],
-		connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
-		heads: ['Enrich'],
-	});
-
-	const nodeStatuses = async (ids: string[]) => await Promise.all(ids.map(async (id) => await nodeKey(`evt:${id}`)));
-	const nodeStored = async (ids: string[]) => {
-		const stored = await keyStore().getKeys(ids.map((id) => `evt:${id}`));
-		return ids.map((id) => (stored.get(`evt:${id}`)?.response as { id?: string } | null | undefined)?.id ?? null);
-	};
-	const three = (p: string) => [
-		{ id: `${p}_a`, amount: 300, vip: true },
-		{ id: `${p}_b`, amount: 100 },
-		{ id: `${p}_c`, amount: 200 },
-	];
-	const charges = (ids: string[]) => ids.map((id) => effectsAt('charge', id));
 
 	afterEach(async () => {
 		await Promise.all(background.splice(0));
@@ -140,12 +89,12 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 	 * run they came back from); cameFromInside reads `task.source[pair.input]` (the loop's last run's input), never
 	 * sourceOverwrite: every answer is read as the last event's. */
 	it("trigger: sub Loop Over Items (1) → Lookup, Done returned; A's charge failing once: A charged (not lost), one charge each", async () => {
-		const ids = three('tl').map((event) => event.id);
+		const ids = threeEvents('tl').map((event) => event.id);
 		useTrigger('wf-rt48-loop-trigger', EVENTS);
 		const step = triggerStep(loopSub());
 		const refusal = await refusedAtPublish(step);
 		failNext(`charge:${ids[0]}`);
-		const { answers, runs } = await provide(events(three('tl')), step);
+		const { answers, runs } = await provide(events(threeEvents('tl')), step);
 		dump('tl', runs);
 		expect({ refusal, answers, charges: charges(ids), keys: await statuses(ids) }).toEqual({
 			refusal: false,
@@ -156,12 +105,12 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 	});
 
 	it("node path: the same sub (Loop inside), Complete (Key From Item), A's charge failing once: A charged, one charge each", async () => {
-		const ids = three('nl').map((event) => event.id);
+		const ids = threeEvents('nl').map((event) => event.id);
 		useNodePath('wf-rt48-loop-node');
 		failNext(`charge:${ids[0]}`);
-		const { answers, runs } = await provideNodePath(events(three('nl')), () =>
-			nodeTemplate(nodeStep(loopSub(), { responseJson: '={{ JSON.stringify({ id: $json.id }) }}' }), {
-				reserve: FIELD_RESERVE(),
+		const { answers, runs } = await provideNodePath(events(threeEvents('nl')), () =>
+			nodeTemplate(nodeStep(loopSub(), RESPOND_WITH_ID), {
+				reserve: fieldReserve(),
 				before: SPLIT_OUT_EVENTS,
 			}),
 		);
@@ -180,12 +129,12 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 	for (const version of [1.2]) {
 		it(`trigger: sub If → Lookup (both branches; trigger ${version}), B's charge failing once: B charged (not lost)`, async () => {
 			const p = `tt${String(version).replace('.', '')}`;
-			const ids = three(p).map((event) => event.id);
+			const ids = threeEvents(p).map((event) => event.id);
 			useTrigger(`wf-rt48-twice-trigger-${p}`, EVENTS);
 			const step = triggerStep(twiceSub(version));
 			const refusal = await refusedAtPublish(step);
 			failNext(`charge:${ids[1]}`);
-			const { answers, runs } = await provide(events(three(p)), step);
+			const { answers, runs } = await provide(events(threeEvents(p)), step);
 			dump(p, runs);
 			const result = { refusal, answers, charges: charges(ids), keys: await statuses(ids) };
 			expect(result).toEqual({ refusal: false, answers: [500, 200], charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'] });
@@ -193,12 +142,12 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 
 		it(`node path: sub If → Lookup (both branches; trigger ${version}), Complete (Key From Item), B's charge failing once: B charged (not lost)`, async () => {
 			const p = `nt${String(version).replace('.', '')}`;
-			const ids = three(p).map((event) => event.id);
+			const ids = threeEvents(p).map((event) => event.id);
 			useNodePath(`wf-rt48-twice-node-${p}`);
 			failNext(`charge:${ids[1]}`);
-			const { answers, runs } = await provideNodePath(events(three(p)), () =>
-				nodeTemplate(nodeStep(twiceSub(version), { responseJson: '={{ JSON.stringify({ id: $json.id }) }}' }), {
-					reserve: FIELD_RESERVE(),
+			const { answers, runs } = await provideNodePath(events(threeEvents(p)), () =>
+				nodeTemplate(nodeStep(twiceSub(version), RESPOND_WITH_ID), {
+					reserve: fieldReserve(),
 					before: SPLIT_OUT_EVENTS,
 				}),
 			);
@@ -212,11 +161,7 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 	 * (input 2), a Sort inside the (saved) sub-workflow: the joined item carries one event's key and another's answer. */
 	const sortSub = (saved = true) =>
 		sub(
-			[
-				trigger(),
-				node('By Amount', 'sort', 1, { sortFieldsUi: { sortField: [{ fieldName: 'body.amount', order: 'ascending' }] }, options: {} }),
-				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
-			],
+			[subWorkflowTrigger(), sortOn('body.amount'), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)],
 			{ Webhook: { main: [link('By Amount')] }, 'By Amount': { main: [link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
 			saved,
 		);
@@ -244,7 +189,7 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 				{ id: ids[0], amount: 300 },
 				{ id: ids[1], amount: 100 },
 			]),
-			() => nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+			() => nodeTemplate(step, { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 		);
 		dump('mp', runs);
 		// Documented (docs/templates.md, "a Merge by position that joins the items a sub-workflow returned with the events"):
@@ -261,7 +206,7 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 	it("trigger: Loop Over Items (1) → Enrich (sub: Lookup) → Charge (Continue) → back, B's charge failing once: one charge each", async () => {
 		const ids = ['pl_a', 'pl_b', 'pl_c'];
 		useTrigger('wf-rt48-parent-loop', EVENTS);
-		const lookupSub = sub([trigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
+		const lookupSub = sub([subWorkflowTrigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
 			Webhook: { main: [link('Lookup')] },
 			Lookup: { main: [[], []] },
 		} as IConnections);
@@ -295,30 +240,21 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 	 * refusal, docs/templates.md: "| an If, Filter or Switch after a node that may have an effect, several events in one
 	 * run | refused before anything is reserved (trigger with *Events Path*: at publish)". (5b) The If alone: the events'
 	 * own items (with their keys) come back on two outputs. */
-	const vipOf = (field: string) =>
-		node('VIP?', 'if', 2.2, {
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [
-					{ id: 'v', leftValue: `={{ ${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } },
-				],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-			options: {},
-		});
 	it('trigger: sub Lookup → If as the last node, several events: refused at publish (documented)', async () => {
 		useTrigger('wf-rt48-if-last', EVENTS);
-		const ifLast = sub([trigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY), vipOf('$json.vip')], {
-			Webhook: { main: [link('Lookup')] },
-			Lookup: { main: [link('VIP?'), []] },
-		} as IConnections);
+		const ifLast = sub(
+			[subWorkflowTrigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY), ifTrue('$json.vip')],
+			{
+				Webhook: { main: [link('Lookup')] },
+				Lookup: { main: [link('VIP?'), []] },
+			} as IConnections,
+		);
 		expect(await refusedAtPublish(triggerStep(ifLast))).toMatch(/"VIP\?" gets the events of one delivery together after "Lookup"/);
 	});
 	it('trigger: sub with an If alone as its last node (A vip, B not), Charge by the event id: B ends as an If branch that ends (documented)', async () => {
 		const ids = ['ia_a', 'ia_b'];
 		useTrigger('wf-rt48-if-alone', EVENTS);
-		const ifAlone = sub([trigger(), vipOf('$json.body.vip')], { Webhook: { main: [link('VIP?')] } } as IConnections);
+		const ifAlone = sub([subWorkflowTrigger(), ifTrue('$json.body.vip')], { Webhook: { main: [link('VIP?')] } } as IConnections);
 		const step: Step = {
 			nodes: [enrich(ifAlone), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' })],
 			connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
@@ -344,7 +280,7 @@ describeWithN8n('red team 48: the trace through a sub-execution record', () => {
 	it('trigger: Enrich not waiting for its sub-workflow: refused at publish (documented)', async () => {
 		useTrigger('wf-rt48-no-wait', EVENTS);
 		const step: Step = {
-			nodes: [enrich(sortSub(), 'once', false), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID)],
+			nodes: [enrich(sortSub(), 'once', 'Enrich', false), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID)],
 			connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
 			heads: ['Enrich'],
 		};

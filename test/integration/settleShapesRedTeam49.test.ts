@@ -1,10 +1,24 @@
-import { type IConnections, type INode, type IRun } from 'n8n-workflow';
+import { type IConnections, type INode } from 'n8n-workflow';
 
-import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { PACKAGE } from '../support/n8nEngine';
 import { link, toInput } from '../support/settleWorkflows';
-import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import {
+	baseNode as node,
+	CHARGE_ID,
+	definedInputsTrigger,
+	ifTrue,
+	keepUnlessSkipped,
+	KEY_FROM,
+	LOOKUP_BODY,
+	mergeByEventId,
+	RESPOND_WITH_ID,
+	sortOn,
+	subWorkflowRedTeam,
+	subWorkflowTrigger,
+	tagNode,
+	threeEvents,
+	type Step,
+} from '../support/triggerRedTeam';
 
 /*
  * Red team 49: shapes around the sub-execution trace of 12c31d6 / 081f205 not tried by passes 46-48: Execute Workflow
@@ -15,73 +29,33 @@ import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, typ
  */
 
 describeWithN8n('red team 49: more shapes through a sub-execution', () => {
-	const { effectsAt, failNext, httpCall, keyStore, keyRows, nodePath, provide, refusedAtPublish, statuses, useTrigger } = triggerRedTeam({
+	const { enrich, httpCall, nodePath, nodeStep, record, runNode, runTrigger, triggerStep } = subWorkflowRedTeam({
 		tag: 'rt49',
 		route: (route, body) => (route === 'lookup' ? { ...body } : route === 'settings' ? { currency: 'eur' } : undefined),
 		subWorkflows: { savingSettings: true },
-		echoBody: true,
-		nodeLeaseSeconds: 1,
-		providerPauseMs: 1200,
 		baseNodeFiles: {
-			'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
-			'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
 			'n8n-nodes-base.aggregate': 'Transform/Aggregate/Aggregate.node.js',
 			'n8n-nodes-base.set': 'Set/Set.node.js',
 			'n8n-nodes-base.filter': 'Filter/Filter.node.js',
 			'n8n-nodes-base.removeDuplicates': 'Transform/RemoveDuplicates/RemoveDuplicates.node.js',
 			'n8n-nodes-base.compareDatasets': 'CompareDatasets/CompareDatasets.node.js',
-			'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
 		},
-		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
 	});
-	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
-	const FIELD_RESERVE = () => reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
+	const { completeNode } = nodePath;
 
-	const dump = (label: string, runs: IRun[]) => {
-		if (process.env.RT49_DUMP)
-			for (const run of runs)
-				process.stderr.write(
-					`RT49 ${label} ${run.data.resultData.error?.message?.slice(0, 300)} ${JSON.stringify(
-						Object.entries(run.data.resultData.runData).map(([name, tasks]) => [
-							name,
-							tasks.map((task) =>
-								task.data?.main.map((items) => (items ?? []).map((item) => [JSON.stringify(item.json).slice(0, 90), item.pairedItem])),
-							),
-						]),
-					)}\n`,
-				);
-	};
-
-	const ifOn = (field: string, name = 'VIP?') =>
-		node(name, 'if', 2.2, {
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [
-					{ id: 'v', leftValue: `={{ ${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } },
-				],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-			options: {},
-		});
-	const LOOKUP_BODY = '={{ JSON.stringify({ id: $json.body.id, amount: $json.body.amount }) }}';
-	const trigger = (version = 1.2) => node('Webhook', 'executeWorkflowTrigger', version, { inputSource: 'passthrough' });
 	const sub = (nodes: INode[], connections: IConnections, saved = true) =>
 		JSON.stringify({ nodes, connections, settings: saved ? {} : { saveDataSuccessExecution: 'none' } });
-	const sort = () =>
-		node('By Amount', 'sort', 1, { sortFieldsUi: { sortField: [{ fieldName: 'body.amount', order: 'ascending' }] }, options: {} });
 
 	/** Trigger → Sort by amount → Lookup (error output unconnected). */
-	const sortSub = (triggerNode: INode = trigger()) =>
-		sub([triggerNode, sort(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
+	const sortSub = (triggerNode: INode = subWorkflowTrigger()) =>
+		sub([triggerNode, sortOn('body.amount'), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
 			Webhook: { main: [link('By Amount')] },
 			'By Amount': { main: [link('Lookup')] },
 			Lookup: { main: [[], []] },
 		} as IConnections);
 	/** Trigger → Lookup (no reordering). */
 	const plainSub = () =>
-		sub([trigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
+		sub([subWorkflowTrigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
 			Webhook: { main: [link('Lookup')] },
 			Lookup: { main: [[], []] },
 		} as IConnections);
@@ -89,8 +63,8 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 	const ifMergeSub = () =>
 		sub(
 			[
-				trigger(),
-				ifOn('$json.body.vip'),
+				subWorkflowTrigger(),
+				ifTrue('$json.body.vip'),
 				httpCall('Lookup VIP', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
 				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
 				node('Join', 'merge', 3.2, {}),
@@ -103,24 +77,12 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 			} as IConnections,
 		);
 	const outerSub = (inner: string) =>
-		sub(
-			[
-				trigger(),
-				node(
-					'Inner',
-					'executeWorkflow',
-					1.3,
-					{ source: 'parameter', workflowJson: inner, mode: 'once', options: { waitForSubWorkflow: true } },
-					{ onError: 'continueRegularOutput' },
-				),
-			],
-			{ Webhook: { main: [link('Inner')] } } as IConnections,
-		);
+		sub([subWorkflowTrigger(), enrich(inner, 'once', 'Inner')], { Webhook: { main: [link('Inner')] } } as IConnections);
 	/** Trigger → Aggregate (body → bodies) → Split Out bodies (as body) → Lookup. */
 	const aggregateSplitSub = () =>
 		sub(
 			[
-				trigger(),
+				subWorkflowTrigger(),
 				node('Gather', 'aggregate', 1, {
 					aggregate: 'aggregateIndividualFields',
 					fieldsToAggregate: { fieldToAggregate: [{ fieldToAggregate: 'body', renameField: true, outputFieldName: 'bodies' }] },
@@ -136,31 +98,14 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 				Lookup: { main: [[], []] },
 			} as IConnections,
 		);
-	/** Trigger with defined inputs (only `body`: the idempotency field dropped) → Sort → Lookup. */
-	const inputsTrigger = () =>
-		node('Webhook', 'executeWorkflowTrigger', 1.1, {
-			inputSource: 'workflowInputs',
-			workflowInputs: { values: [{ name: 'body', type: 'any' }] },
-		});
 	/** Trigger → Sort → Lookup (error output unconnected: a failing lookup drops the event) → Tag (Edit Fields, last). */
 	const innerFailureSub = () =>
 		sub(
 			[
-				trigger(),
-				sort(),
+				subWorkflowTrigger(),
+				sortOn('body.amount'),
 				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
-				node(
-					'Tag',
-					'set',
-					3.4,
-					{
-						mode: 'manual',
-						assignments: { assignments: [{ id: 't', name: 'tagged', value: true, type: 'boolean' }] },
-						includeOtherFields: true,
-						options: {},
-					},
-					{ onError: 'continueRegularOutput' },
-				),
+				tagNode(),
 			],
 			{
 				Webhook: { main: [link('By Amount')] },
@@ -170,117 +115,11 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 		);
 	/** Trigger → Filter (skip not true) → Lookup: an event with skip returns no item. */
 	const zeroSub = () =>
-		sub(
-			[
-				trigger(),
-				node('Keep', 'filter', 2.2, {
-					conditions: {
-						options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-						conditions: [
-							{
-								id: 'k',
-								leftValue: '={{ $json.body.skip === true }}',
-								rightValue: '',
-								operator: { type: 'boolean', operation: 'false', singleValue: true },
-							},
-						],
-						combinator: 'and',
-					},
-					looseTypeValidation: true,
-					options: {},
-				}),
-				httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
-			],
-			{ Webhook: { main: [link('Keep')] }, Keep: { main: [link('Lookup')] }, Lookup: { main: [[], []] } } as IConnections,
-		);
-
-	const enrich = (workflowJson: string, mode: 'once' | 'each' = 'once') =>
-		node(
-			'Enrich',
-			'executeWorkflow',
-			1.3,
-			{ source: 'parameter', workflowJson, mode, options: { waitForSubWorkflow: true } },
-			{ onError: 'continueRegularOutput' },
-		);
-	const CHARGE_ID = '={{ JSON.stringify({ id: $json.id }) }}';
-	const RESPONSE = { responseJson: '={{ JSON.stringify({ id: $json.id }) }}' };
-
-	const nodeStep = (workflowJson: string, parameters: Record<string, unknown>, mode: 'once' | 'each' = 'once'): Step => ({
-		nodes: [
-			enrich(workflowJson, mode),
-			httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, CHARGE_ID),
-			completeNode({ position: [1100, 0] }, parameters),
-		],
-		connections: {
-			Enrich: { main: [link('Charge')] },
-			Charge: { main: [link('Mark Complete')] },
-			'Mark Complete': { main: [link('Respond 200'), link('Respond 500 (provider retries)')] },
-		} as IConnections,
-		heads: ['Enrich'],
-	});
-	const triggerStep = (workflowJson: string, mode: 'once' | 'each' = 'once'): Step => ({
-		nodes: [enrich(workflowJson, mode), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID)],
-		connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
-		heads: ['Enrich'],
-	});
-
-	const nodeStatuses = async (ids: string[]) => await Promise.all(ids.map(async (id) => await nodeKey(`evt:${id}`)));
-	const nodeStored = async (ids: string[]) => {
-		const stored = await keyStore().getKeys(ids.map((id) => `evt:${id}`));
-		return ids.map((id) => (stored.get(`evt:${id}`)?.response as { id?: string } | null | undefined)?.id ?? null);
-	};
-	const triggerStored = () =>
-		keyRows().map((row) => (row.response ? ((JSON.parse(row.response) as { id?: string })?.id ?? 'other') : null));
-	/** A (vip, 300), B (100), C (200): Sort gives B, C, A; If → Merge gives A then B, C. */
-	const three = (p: string, extra: Array<Record<string, unknown>> = [{}, {}, {}]) => [
-		{ id: `${p}_a`, amount: 300, vip: true, ...extra[0] },
-		{ id: `${p}_b`, amount: 100, ...extra[1] },
-		{ id: `${p}_c`, amount: 200, ...extra[2] },
-	];
-	const charges = (ids: string[]) => ids.map((id) => effectsAt('charge', id));
-	const KEY_FROM = { item: { source: 'item' }, paired: { source: 'reserveNode' } } as const;
-
-	const runTrigger = async (p: string, step: Step, fail: string | undefined, list = three(p)) => {
-		const ids = list.map((event) => event.id as string);
-		useTrigger(`wf-rt49-${p}`, EVENTS);
-		const refusal = await refusedAtPublish(step);
-		if (fail) failNext(fail);
-		const { answers, runs } = await provide(events(list), step);
-		dump(p, runs);
-		return {
-			refusal: typeof refusal === 'string' ? refusal.slice(0, 120) : false,
-			answers,
-			charges: charges(ids),
-			keys: await statuses(ids),
-			stored: triggerStored(),
-		};
-	};
-	const runNode = async (p: string, step: Step, fail: string | undefined, list = three(p), attempts = 4) => {
-		const ids = list.map((event) => event.id as string);
-		useNodePath(`wf-rt49-${p}`);
-		if (fail) failNext(fail);
-		const { answers, runs } = await provideNodePath(
-			events(list),
-			() => nodeTemplate(step, { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
-			attempts,
-		);
-		dump(p, runs);
-		return {
-			answers,
-			errors: runs.map((run) => run.data.resultData.error?.message?.slice(0, 100) ?? null),
-			charges: charges(ids),
-			keys: await nodeStatuses(ids),
-			stored: await nodeStored(ids),
-		};
-	};
-	const results: Record<string, unknown> = {};
-	afterAll(() => {
-		process.stderr.write(`RT49 RESULTS ${JSON.stringify(results, null, 1)}\n`);
-	});
-	const record = (label: string, value: unknown) => {
-		results[label] = value;
-		return value;
-	};
+		sub([subWorkflowTrigger(), keepUnlessSkipped(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY)], {
+			Webhook: { main: [link('Keep')] },
+			Keep: { main: [link('Lookup')] },
+			Lookup: { main: [[], []] },
+		} as IConnections);
 
 	/* 1. Execute Workflow "Run Once for Each Item" (Sort → Lookup inside), A's charge failing once. */
 	it('each: trigger, A failing once', async () => {
@@ -291,7 +130,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 	for (const [k, params] of Object.entries(KEY_FROM)) {
 		it(`each: node ${k}, A failing once`, async () => {
 			const p = `ne${k[0]}`;
-			const r = record(`each node ${k}`, await runNode(p, nodeStep(sortSub(), { ...params, ...RESPONSE }, 'each'), `charge:${p}_a`));
+			const r = record(`each node ${k}`, await runNode(p, nodeStep(sortSub(), { ...params, ...RESPOND_WITH_ID }, 'each'), `charge:${p}_a`));
 			expect(r).toMatchObject({
 				answers: [500, 200],
 				charges: [1, 1, 1],
@@ -306,7 +145,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 	const vipB = [{ vip: false }, { vip: true }, {}];
 	it('nested If→Merge: trigger, A failing once', async () => {
 		const p = 'tn';
-		const r = record('nested trigger', await runTrigger(p, triggerStep(outerSub(ifMergeSub())), `charge:${p}_a`, three(p, vipB)));
+		const r = record('nested trigger', await runTrigger(p, triggerStep(outerSub(ifMergeSub())), `charge:${p}_a`, threeEvents(p, vipB)));
 		expect(r).toMatchObject({ refusal: false, answers: [500, 200], charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'] });
 	});
 	for (const [k, params] of Object.entries(KEY_FROM)) {
@@ -314,7 +153,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 			const p = `nn${k[0]}`;
 			const r = record(
 				`nested node ${k}`,
-				await runNode(p, nodeStep(outerSub(ifMergeSub()), { ...params, ...RESPONSE }), `charge:${p}_a`, three(p, vipB)),
+				await runNode(p, nodeStep(outerSub(ifMergeSub()), { ...params, ...RESPOND_WITH_ID }), `charge:${p}_a`, threeEvents(p, vipB)),
 			);
 			expect(r).toMatchObject({
 				answers: [500, 200],
@@ -336,7 +175,10 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 	for (const [k, params] of Object.entries(KEY_FROM)) {
 		it(`aggregate→split: node ${k}, B failing once`, async () => {
 			const p = `na${k[0]}`;
-			const r = record(`aggregate node ${k}`, await runNode(p, nodeStep(aggregateSplitSub(), { ...params, ...RESPONSE }), `charge:${p}_b`));
+			const r = record(
+				`aggregate node ${k}`,
+				await runNode(p, nodeStep(aggregateSplitSub(), { ...params, ...RESPOND_WITH_ID }), `charge:${p}_b`),
+			);
 			// Documented (docs/templates.md, "Aggregate → Split Out inside a sub-workflow, on the node path"): refused after the
 			// step, not before; none lost, the other events charged again with the retry.
 			expect(r).toMatchObject({ answers: [500, 200], charges: [2, 1, 2], keys: ['completed', 'completed', 'completed'] });
@@ -346,7 +188,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 	/* 4. Sub trigger with defined inputs (idempotency dropped). B's charge failing once. */
 	it('workflowInputs: trigger, B failing once', async () => {
 		const p = 'tw';
-		const r = record('inputs trigger', await runTrigger(p, triggerStep(sortSub(inputsTrigger())), `charge:${p}_b`));
+		const r = record('inputs trigger', await runTrigger(p, triggerStep(sortSub(definedInputsTrigger())), `charge:${p}_b`));
 		expect(r).toMatchObject({ refusal: false, answers: [500, 200], charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'] });
 	});
 	for (const [k, params] of Object.entries(KEY_FROM)) {
@@ -354,7 +196,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 			const p = `nw${k[0]}`;
 			const r = record(
 				`inputs node ${k}`,
-				await runNode(p, nodeStep(sortSub(inputsTrigger()), { ...params, ...RESPONSE }), `charge:${p}_b`),
+				await runNode(p, nodeStep(sortSub(definedInputsTrigger()), { ...params, ...RESPOND_WITH_ID }), `charge:${p}_b`),
 			);
 			expect(r).toMatchObject({
 				answers: [500, 200],
@@ -377,7 +219,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 			const p = `nf${k[0]}`;
 			const r = record(
 				`inner failure node ${k}`,
-				await runNode(p, nodeStep(innerFailureSub(), { ...params, ...RESPONSE }), `lookup:${p}_b`),
+				await runNode(p, nodeStep(innerFailureSub(), { ...params, ...RESPOND_WITH_ID }), `lookup:${p}_b`),
 			);
 			// Documented (docs/templates.md, "an event a sub-workflow drops on a failure ... never reaches Mark Complete"): the
 			// delivery is answered 200, B's key left to its lease and not retried by the provider.
@@ -423,21 +265,12 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 		if (!node) connections.Webhook = { main: [[...link(heads[0]), ...(second === 'settings' ? link('Settings') : toInput('Join', 1))]] };
 		return { nodes, connections, heads: node ? heads : [] };
 	};
-	const byFields = () =>
-		node('Join', 'merge', 3.2, {
-			mode: 'combine',
-			advanced: true,
-			mergeByFields: { values: [{ field1: 'id', field2: 'body.id' }] },
-			joinMode: 'keepMatches',
-			outputDataFrom: 'both',
-			options: {},
-		});
 	const byPosition = () => node('Join', 'merge', 3.2, { mode: 'combine', combineBy: 'combineByPosition', options: {} });
 	const combineAll = () => node('Join', 'merge', 3.2, { mode: 'combine', combineBy: 'combineAll', options: {} });
 
 	it('merge by fields (sorted sub): trigger, B failing once', async () => {
 		const p = 'tm';
-		const r = record('merge fields trigger', await runTrigger(p, mergeStep(sortSub(), byFields(), false), `charge:${p}_b`));
+		const r = record('merge fields trigger', await runTrigger(p, mergeStep(sortSub(), mergeByEventId(), false), `charge:${p}_b`));
 		expect(r).toMatchObject({ refusal: false, answers: [500, 200], charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'] });
 	});
 	for (const [k, params] of Object.entries(KEY_FROM)) {
@@ -445,7 +278,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 			const p = `nm${k[0]}`;
 			const r = record(
 				`merge fields node ${k}`,
-				await runNode(p, mergeStep(sortSub(), byFields(), true, { ...params, ...RESPONSE }), `charge:${p}_b`),
+				await runNode(p, mergeStep(sortSub(), mergeByEventId(), true, { ...params, ...RESPOND_WITH_ID }), `charge:${p}_b`),
 			);
 			expect(r).toMatchObject({
 				answers: [500, 200],
@@ -469,7 +302,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 			const p = `nc${k[0]}`;
 			const r = record(
 				`combine all node ${k}`,
-				await runNode(p, mergeStep(sortSub(), combineAll(), true, { ...params, ...RESPONSE }, 'settings'), `charge:${p}_b`),
+				await runNode(p, mergeStep(sortSub(), combineAll(), true, { ...params, ...RESPOND_WITH_ID }, 'settings'), `charge:${p}_b`),
 			);
 			expect(r).toMatchObject({
 				answers: [500, 200],
@@ -489,7 +322,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 			const p = `np${k[0]}`;
 			const r = record(
 				`position node ${k}`,
-				await runNode(p, mergeStep(plainSub(), byPosition(), true, { ...params, ...RESPONSE }), `charge:${p}_b`),
+				await runNode(p, mergeStep(plainSub(), byPosition(), true, { ...params, ...RESPOND_WITH_ID }), `charge:${p}_b`),
 			);
 			expect(r).toMatchObject({
 				answers: [500, 200],
@@ -524,7 +357,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 	for (const [k, params] of Object.entries(KEY_FROM)) {
 		it(`remove duplicates after the sub: node ${k}, B failing once`, async () => {
 			const p = `nd${k[0]}`;
-			const r = record(`dedup node ${k}`, await runNode(p, dedupStep(true, { ...params, ...RESPONSE }), `charge:${p}_b`));
+			const r = record(`dedup node ${k}`, await runNode(p, dedupStep(true, { ...params, ...RESPOND_WITH_ID }), `charge:${p}_b`));
 			expect(r).toMatchObject({
 				answers: [500, 200],
 				charges: [1, 1, 1],
@@ -572,10 +405,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 	for (const [k, params] of Object.entries(KEY_FROM)) {
 		it(`compare datasets after the sub: node ${k}, B failing once`, async () => {
 			const p = `nx${k[0]}`;
-			const r = record(
-				`compare node ${k}`,
-				await runNode(p, compareStep(true, { ...params, responseJson: '={{ JSON.stringify({ id: $json.id }) }}' }), `charge:${p}_b`),
-			);
+			const r = record(`compare node ${k}`, await runNode(p, compareStep(true, { ...params, ...RESPOND_WITH_ID }), `charge:${p}_b`));
 			expect(r).toMatchObject({ answers: [500, 200], charges: [1, 1, 1], keys: ['completed', 'completed', 'completed'] });
 		});
 	}
@@ -584,7 +414,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 	const skipB = [{}, { skip: true }, {}];
 	it('zero items for B: trigger, C failing once', async () => {
 		const p = 'tz';
-		const r = record('zero trigger', await runTrigger(p, triggerStep(zeroSub()), `charge:${p}_c`, three(p, skipB)));
+		const r = record('zero trigger', await runTrigger(p, triggerStep(zeroSub()), `charge:${p}_c`, threeEvents(p, skipB)));
 		expect(r).toMatchObject({ refusal: false, answers: [500, 200], charges: [1, 0, 1], keys: ['completed', 'completed', 'completed'] });
 	});
 	for (const [k, params] of Object.entries(KEY_FROM)) {
@@ -592,7 +422,7 @@ describeWithN8n('red team 49: more shapes through a sub-execution', () => {
 			const p = `nz${k[0]}`;
 			const r = record(
 				`zero node ${k}`,
-				await runNode(p, nodeStep(zeroSub(), { ...params, ...RESPONSE }), `charge:${p}_c`, three(p, skipB)),
+				await runNode(p, nodeStep(zeroSub(), { ...params, ...RESPOND_WITH_ID }), `charge:${p}_c`, threeEvents(p, skipB)),
 			);
 			// B needs no effect (filtered inside); it never reaches Complete and is left to its lease.
 			expect(r).toMatchObject({

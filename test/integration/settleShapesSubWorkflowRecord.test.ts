@@ -1,10 +1,15 @@
-import { type IConnections } from 'n8n-workflow';
-
-import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { describeWithN8n } from '../support/n8nBaseNodes';
-import { PACKAGE } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
-import { baseNode as node, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import {
+	baseNode as node,
+	events,
+	LOOKUP_BODY,
+	sortOn,
+	SPLIT_OUT_EVENTS,
+	subWorkflowRedTeam,
+	subWorkflowTrigger,
+	type Step,
+} from '../support/triggerRedTeam';
 
 /*
  * Complete after an Execute Workflow run once for all the events, whose sub-execution n8n did not save (the
@@ -20,7 +25,7 @@ import { baseNode as node, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step }
 let subRecordsSaved = true;
 
 describeWithN8n('Complete after a sub-workflow whose run n8n did not save', () => {
-	const { effectsAt, failNext, httpCall, keyStore, nodePath } = triggerRedTeam({
+	const { dump, effectsAt, failNext, fieldReserve, httpCall, keyStore, nodePath, nodeStep } = subWorkflowRedTeam({
 		tag: 'swr',
 		route: (route, body, id) => (route === 'lookup' ? { id, customer: `cus_${id}`, amount: body.amount } : undefined),
 		engine: (engine) => {
@@ -29,52 +34,21 @@ describeWithN8n('Complete after a sub-workflow whose run n8n did not save', () =
 			reader.getRunExecutionData = async (id: string) => (subRecordsSaved ? await read(id) : undefined);
 			return engine;
 		},
-		echoBody: true,
-		nodeLeaseSeconds: 1,
-		providerPauseMs: 1200,
-		baseNodeFiles: {
-			'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
-			'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
-			'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
-			'n8n-nodes-base.filter': 'Filter/Filter.node.js',
-			'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
-		},
-		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify() },
+		baseNodeFiles: { 'n8n-nodes-base.filter': 'Filter/Filter.node.js' },
 	});
-	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = nodePath;
+	const { nodeKey, nodeTemplate, provideNodePath, useNodePath } = nodePath;
 
 	afterEach(() => {
 		subRecordsSaved = true;
 	});
 
-	const dump = (runs: Array<{ data: { resultData: { error?: { message?: string }; runData: unknown } } }>) => {
-		if (process.env.SWR_DUMP)
-			for (const run of runs)
-				process.stderr.write(
-					`SWR ${run.data.resultData.error?.message?.slice(0, 100)} ${JSON.stringify(
-						Object.entries(
-							run.data.resultData.runData as Record<
-								string,
-								Array<{ data?: { main: Array<Array<{ json: unknown; pairedItem: unknown }>> } }>
-							>,
-						).map(([name, tasks]) => [
-							name,
-							tasks.map((task) =>
-								task.data?.main.map((items) => (items ?? []).map((item) => [JSON.stringify(item.json).slice(0, 60), item.pairedItem])),
-							),
-						]),
-					)}\n`,
-				);
-	};
-	const FIELD_RESERVE = () => reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
-
 	/** The "enrich" sub-workflow: Execute Workflow Trigger (all input data; named Webhook, where the harness starts a run) → Sort by amount → Lookup (one call per event). */
 	const enrichSub = (shape: 'sort' | 'filter' = 'sort') =>
 		JSON.stringify({
 			nodes: [
-				node('Webhook', 'executeWorkflowTrigger', 1.1, { inputSource: 'passthrough' }),
+				subWorkflowTrigger(1.1),
 				shape === 'sort'
-					? node('By Amount', 'sort', 1, { sortFieldsUi: { sortField: [{ fieldName: 'body.amount', order: 'ascending' }] }, options: {} })
+					? sortOn('body.amount')
 					: node('By Amount', 'filter', 2.2, {
 							conditions: {
 								options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
@@ -91,7 +65,7 @@ describeWithN8n('Complete after a sub-workflow whose run n8n did not save', () =
 							looseTypeValidation: true,
 							options: {},
 						}),
-				httpCall('Lookup', 'lookup', {}, '={{ JSON.stringify({ id: $json.body.id, amount: $json.body.amount }) }}'),
+				httpCall('Lookup', 'lookup', {}, LOOKUP_BODY),
 			],
 			connections: { Webhook: { main: [link('By Amount')] }, 'By Amount': { main: [link('Lookup')] } },
 			settings: { saveDataSuccessExecution: 'none' },
@@ -102,25 +76,8 @@ describeWithN8n('Complete after a sub-workflow whose run n8n did not save', () =
 	 * item; at Continue, a failure passes on as an item carrying its error) → Mark Complete (`parameters`, at Stop
 	 * Workflow: a refused item ends the execution, answered 500) → Respond 200.
 	 */
-	const enrichChargeComplete = (parameters: Record<string, unknown>, shape: 'sort' | 'filter' = 'sort'): Step => ({
-		nodes: [
-			node(
-				'Enrich',
-				'executeWorkflow',
-				1.3,
-				{ source: 'parameter', workflowJson: enrichSub(shape), mode: 'once', options: { waitForSubWorkflow: true } },
-				{ onError: 'continueRegularOutput' },
-			),
-			httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, '={{ JSON.stringify({ id: $json.id }) }}'),
-			completeNode({ position: [1100, 0] }, parameters),
-		],
-		connections: {
-			Enrich: { main: [link('Charge')] },
-			Charge: { main: [link('Mark Complete')] },
-			'Mark Complete': { main: [link('Respond 200'), link('Respond 500 (provider retries)')] },
-		} as IConnections,
-		heads: ['Enrich'],
-	});
+	const enrichChargeComplete = (parameters: Record<string, unknown>, shape: 'sort' | 'filter' = 'sort'): Step =>
+		nodeStep(enrichSub(shape), parameters);
 
 	const KEY_FROM = {
 		'Key From Item (the answer carries no key)': { source: 'item' },
@@ -140,9 +97,9 @@ describeWithN8n('Complete after a sub-workflow whose run n8n did not save', () =
 					{ id: a, amount: 300 },
 					{ id: b, amount: 100 },
 				]),
-				() => nodeTemplate(enrichChargeComplete(parameters), { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+				() => nodeTemplate(enrichChargeComplete(parameters), { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 			);
-			dump(runs);
+			dump(`${tag}-saved`, runs);
 			expect({
 				answers: answers.at(-1),
 				charges: [effectsAt('charge', a), effectsAt('charge', b)],
@@ -163,9 +120,9 @@ describeWithN8n('Complete after a sub-workflow whose run n8n did not save', () =
 					{ id: a, amount: 300 },
 					{ id: b, amount: 100 },
 				]),
-				() => nodeTemplate(enrichChargeComplete(parameters), { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+				() => nodeTemplate(enrichChargeComplete(parameters), { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 			);
-			dump(runs);
+			dump(`${tag}-unsaved`, runs);
 			expect({
 				answers: answers.at(-1),
 				charges: [effectsAt('charge', a), effectsAt('charge', b)],
@@ -186,7 +143,7 @@ describeWithN8n('Complete after a sub-workflow whose run n8n did not save', () =
 				]),
 				() =>
 					nodeTemplate(enrichChargeComplete({ ...parameters, responseJson: '={{ JSON.stringify({ charged: $json.id }) }}' }), {
-						reserve: FIELD_RESERVE(),
+						reserve: fieldReserve(),
 						before: SPLIT_OUT_EVENTS,
 					}),
 			);
@@ -214,7 +171,7 @@ describeWithN8n('Complete after a sub-workflow whose run n8n did not save', () =
 				{ id: a, amount: 300, valid: false },
 				{ id: b, amount: 100, valid: true },
 			]),
-			() => nodeTemplate(enrichChargeComplete({ source: 'item' }, 'filter'), { reserve: FIELD_RESERVE(), before: SPLIT_OUT_EVENTS }),
+			() => nodeTemplate(enrichChargeComplete({ source: 'item' }, 'filter'), { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
 			3,
 		);
 		expect({

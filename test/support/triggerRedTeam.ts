@@ -20,6 +20,7 @@ import {
 } from 'n8n-workflow';
 
 import { IdempotentWebhook } from '../../nodes/IdempotentWebhook/IdempotentWebhook.node';
+import { WebhookSignatureVerify } from '../../nodes/WebhookSignatureVerify/WebhookSignatureVerify.node';
 import { forgetKeptSigningSecrets } from '../../nodes/shared/signingSecret';
 import { baseNodesInstalled, loadBaseNodeFiles, loadBaseNodes } from './n8nBaseNodes';
 import {
@@ -558,5 +559,262 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 		provide,
 		/** The node template path's parts, for rows that compare it with the trigger. */
 		nodePath: { useNodePath, reserveNode, completeNode, nodeTemplate, deliverNodePath, provideNodePath, nodeKey },
+	};
+}
+
+/* Red-team files with a sub-workflow in the step: shared builders --------------------------------------------------
+ * The files that put an Execute Workflow node between the events and the charge build the same sub-workflow nodes,
+ * the same steps around it on both paths and the same outcome of a row; here once, so a row names only what it varies. */
+
+/** The n8n-nodes-base files every sub-workflow file loads: n8n's Webhook (the node path), Split Out, Sort, the sub-workflow's trigger. */
+const SUB_WORKFLOW_BASE_NODE_FILES: Record<string, string> = {
+	'n8n-nodes-base.webhook': 'Webhook/Webhook.node.js',
+	'n8n-nodes-base.splitOut': 'Transform/SplitOut/SplitOut.node.js',
+	'n8n-nodes-base.sort': 'Transform/Sort/Sort.node.js',
+	'n8n-nodes-base.executeWorkflowTrigger': 'ExecuteWorkflow/ExecuteWorkflowTrigger/ExecuteWorkflowTrigger.node.js',
+};
+
+/** Lookup's body inside a sub-workflow: the event's id and amount, which the echoing test API answers back. */
+export const LOOKUP_BODY = '={{ JSON.stringify({ id: $json.body.id, amount: $json.body.amount }) }}';
+/** The charge after a sub-workflow: the id of the answer it returned (the event's, when the answer is paired right). */
+export const CHARGE_ID = '={{ JSON.stringify({ id: $json.id }) }}';
+/** Mark Complete's stored answer: the id of the item it completed, which nodeStored reads back. */
+export const RESPOND_WITH_ID = { responseJson: '={{ JSON.stringify({ id: $json.id }) }}' };
+/** Mark Complete's two ways to an item's key, each node-path row run with both: Key From Item, and the paired Reserve. */
+export const KEY_FROM = { item: { source: 'item' }, paired: { source: 'reserveNode' } } as const;
+
+/** Events A (vip, 300), B (100), C (200), ids `<p>_a`…: a Sort by amount gives B, C, A; an If on vip sends A alone to its true output. */
+export const threeEvents = (p: string, extra: Array<Record<string, unknown>> = [{}, {}, {}]) => [
+	{ id: `${p}_a`, amount: 300, vip: true, ...extra[0] },
+	{ id: `${p}_b`, amount: 100, ...extra[1] },
+	{ id: `${p}_c`, amount: 200, ...extra[2] },
+];
+
+/** A sub-workflow's Execute Workflow Trigger (all input data), named Webhook: where the harness starts a run. */
+export const subWorkflowTrigger = (version = 1.2) => baseNode('Webhook', 'executeWorkflowTrigger', version, { inputSource: 'passthrough' });
+/** The Execute Workflow Trigger with defined inputs (only `body`): the fields the package added to an item are dropped. */
+export const definedInputsTrigger = () =>
+	baseNode('Webhook', 'executeWorkflowTrigger', 1.1, {
+		inputSource: 'workflowInputs',
+		workflowInputs: { values: [{ name: 'body', type: 'any' }] },
+	});
+
+/** An If whose true output takes the items for which `field` (an expression) is true. */
+export const ifTrue = (field: string, name = 'VIP?') =>
+	baseNode(name, 'if', 2.2, {
+		conditions: {
+			options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
+			conditions: [
+				{ id: 'v', leftValue: `={{ ${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } },
+			],
+			combinator: 'and',
+		},
+		looseTypeValidation: true,
+		options: {},
+	});
+/** Sort by `field` (named By Amount, as the sub-workflows wire it). */
+export const sortOn = (field: string, order: 'ascending' | 'descending' = 'ascending', name = 'By Amount') =>
+	baseNode(name, 'sort', 1, { sortFieldsUi: { sortField: [{ fieldName: field, order }] }, options: {} });
+/** A Filter (named Keep) that lets through every event but one with `skip: true`. */
+export const keepUnlessSkipped = () =>
+	baseNode('Keep', 'filter', 2.2, {
+		conditions: {
+			options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
+			conditions: [
+				{
+					id: 'k',
+					leftValue: '={{ $json.body.skip === true }}',
+					rightValue: '',
+					operator: { type: 'boolean', operation: 'false', singleValue: true },
+				},
+			],
+			combinator: 'and',
+		},
+		looseTypeValidation: true,
+		options: {},
+	});
+/** Edit Fields (named Tag, at Continue) adding `tagged: true` to each item and keeping the rest. */
+export const tagNode = () =>
+	baseNode(
+		'Tag',
+		'set',
+		3.4,
+		{
+			mode: 'manual',
+			assignments: { assignments: [{ id: 't', name: 'tagged', value: true, type: 'boolean' }] },
+			includeOtherFields: true,
+			options: {},
+		},
+		{ onError: 'continueRegularOutput' },
+	);
+/** Merge 3.2 by fields (Keep Matches, both inputs): an answer (input 1, `id`) joined to its event (input 2, `body.id`). */
+export const mergeByEventId = (name = 'Join') =>
+	baseNode(name, 'merge', 3.2, {
+		mode: 'combine',
+		advanced: true,
+		mergeByFields: { values: [{ field1: 'id', field2: 'body.id' }] },
+		joinMode: 'keepMatches',
+		outputDataFrom: 'both',
+		options: {},
+	});
+
+/**
+ * Where Execute Workflow finds its sub-workflow: the workflow's JSON text (Source: Parameter), or Execute Workflow's
+ * source parameters as they are (`{ source: 'database', workflowId }`, say).
+ */
+export type SubWorkflowSource = string | Record<string, unknown>;
+
+/**
+ * triggerRedTeam with what every sub-workflow file sets (call it where triggerRedTeam would be called): the test API
+ * echoes the body it was sent, so a Lookup's answer keeps the event's fields; the node path's lease (1 s) is shorter
+ * than the provider's pause, so a retry takes a key over; Verify's node type and SUB_WORKFLOW_BASE_NODE_FILES beside
+ * the file's own. Besides the harness's tools, the rows' builders: the Execute Workflow node, the steps around it, one
+ * row's run on either path (workflow `wf-<tag>-<p>`) and its outcome, and the results printed after the file.
+ */
+export function subWorkflowRedTeam(options: TriggerRedTeamOptions) {
+	const { tag } = options;
+	const redTeam = triggerRedTeam({
+		echoBody: true,
+		nodeLeaseSeconds: 1,
+		providerPauseMs: 1200,
+		...options,
+		baseNodeFiles: { ...SUB_WORKFLOW_BASE_NODE_FILES, ...options.baseNodeFiles },
+		nodeTypes: { [`${PACKAGE}.webhookSignatureVerify`]: new WebhookSignatureVerify(), ...options.nodeTypes },
+	});
+	const { effectsAt, failNext, httpCall, keyRows, keyStore, provide, refusedAtPublish, statuses, useTrigger } = redTeam;
+	const { completeNode, nodeKey, nodeTemplate, provideNodePath, reserveNode, useNodePath } = redTeam.nodePath;
+
+	/** With `<TAG>_DUMP` set (RT50_DUMP, say): each run's error and every node's output items with their pairing, on stderr. */
+	const dump = (label: string, runs: IRun[]): void => {
+		if (!process.env[`${tag.toUpperCase()}_DUMP`]) return;
+		for (const run of runs)
+			process.stderr.write(
+				`${tag.toUpperCase()} ${label} ${run.data.resultData.error?.message?.slice(0, 300)} ${JSON.stringify(
+					Object.entries(run.data.resultData.runData).map(([name, tasks]) => [
+						name,
+						tasks.map((task) =>
+							task.data?.main.map((items) => (items ?? []).map((item) => [JSON.stringify(item.json).slice(0, 90), item.pairedItem])),
+						),
+					]),
+				)}\n`,
+			);
+	};
+
+	/** Reserve keyed by each event's `body.id` (`evt:<id>`, what nodeStatuses and nodeStored read). */
+	const fieldReserve = () => reserveNode({ keySource: 'field', keyField: 'body.id', keyPrefix: 'evt:' });
+
+	/** Execute Workflow 1.3 at Continue, waiting for the sub-workflow by default. */
+	const enrich = (sub: SubWorkflowSource, mode: 'once' | 'each' = 'once', name = 'Enrich', waitForSubWorkflow = true) =>
+		baseNode(
+			name,
+			'executeWorkflow',
+			1.3,
+			{ ...(typeof sub === 'string' ? { source: 'parameter', workflowJson: sub } : sub), mode, options: { waitForSubWorkflow } },
+			{ onError: 'continueRegularOutput' },
+		);
+	/** Node path: Enrich → Charge (Continue) → Mark Complete (`parameters`) → Respond 200 / 500. */
+	const nodeStep = (
+		sub: SubWorkflowSource,
+		parameters: Record<string, unknown> = {},
+		mode: 'once' | 'each' = 'once',
+		chargeBody = CHARGE_ID,
+	): Step => ({
+		nodes: [
+			enrich(sub, mode),
+			httpCall('Charge', 'charge', { onError: 'continueRegularOutput' }, chargeBody),
+			completeNode({ position: [1100, 0] }, parameters),
+		],
+		connections: {
+			Enrich: { main: [link('Charge')] },
+			Charge: { main: [link('Mark Complete')] },
+			'Mark Complete': { main: [link('Respond 200'), link('Respond 500 (provider retries)')] },
+		} as IConnections,
+		heads: ['Enrich'],
+	});
+	/** Trigger path: Enrich → Charge (error output, unconnected). */
+	const triggerStep = (sub: SubWorkflowSource, mode: 'once' | 'each' = 'once'): Step => ({
+		nodes: [enrich(sub, mode), httpCall('Charge', 'charge', { onError: 'continueErrorOutput' }, CHARGE_ID)],
+		connections: { Enrich: { main: [link('Charge')] }, Charge: { main: [[], []] } } as IConnections,
+		heads: ['Enrich'],
+	});
+
+	const charges = (ids: string[]) => ids.map((id) => effectsAt('charge', id));
+	/** The statuses of the keys fieldReserve took for `ids`. */
+	const nodeStatuses = async (ids: string[]) => await Promise.all(ids.map(async (id) => await nodeKey(`evt:${id}`)));
+	/** The ids in the answers Mark Complete stored (RESPOND_WITH_ID) for `ids`' keys, null where none. */
+	const nodeStored = async (ids: string[]) => {
+		const found = await keyStore().getKeys(ids.map((id) => `evt:${id}`));
+		return ids.map((id) => (found.get(`evt:${id}`)?.response as { id?: string } | null | undefined)?.id ?? null);
+	};
+	/** The ids in the answers the trigger stored, in key order ('other': an answer without one). */
+	const triggerStored = () =>
+		keyRows().map((row) => (row.response ? ((JSON.parse(row.response) as { id?: string })?.id ?? 'other') : null));
+
+	/**
+	 * A trigger-path row: publishes `step`, fails `fail` once, sends `list` until answered 2xx; the charges are counted
+	 * for `chargedIds` (default: the events' ids).
+	 */
+	const runTrigger = async (p: string, step: Step, fail: string | undefined, list = threeEvents(p), chargedIds?: string[]) => {
+		const ids = list.map((event) => event.id as string);
+		useTrigger(`wf-${tag}-${p}`, EVENTS);
+		const refusal = await refusedAtPublish(step);
+		if (fail) failNext(fail);
+		const { answers, runs } = await provide(events(list), step);
+		dump(p, runs);
+		return {
+			refusal: typeof refusal === 'string' ? refusal.slice(0, 160) : false,
+			answers,
+			charges: charges(chargedIds ?? ids),
+			keys: await statuses(ids),
+			stored: triggerStored(),
+		};
+	};
+	/** The same row on the node path: Split Out → fieldReserve → `step`. */
+	const runNode = async (p: string, step: Step, fail: string | undefined, list = threeEvents(p), chargedIds?: string[]) => {
+		const ids = list.map((event) => event.id as string);
+		useNodePath(`wf-${tag}-${p}`);
+		if (fail) failNext(fail);
+		const { answers, runs } = await provideNodePath(events(list), () =>
+			nodeTemplate(step, { reserve: fieldReserve(), before: SPLIT_OUT_EVENTS }),
+		);
+		dump(p, runs);
+		return {
+			answers,
+			errors: runs.map((run) => run.data.resultData.error?.message?.slice(0, 100) ?? null),
+			charges: charges(chargedIds ?? ids),
+			keys: await nodeStatuses(ids),
+			stored: await nodeStored(ids),
+		};
+	};
+
+	// What each row found, printed after the file: one read shows every shape's outcome, passing or not.
+	const results: Record<string, unknown> = {};
+	afterAll(() => {
+		if (Object.keys(results).length === 0) return;
+		process.stderr.write(
+			`${tag.toUpperCase()} RESULTS\n${Object.entries(results)
+				.map(([label, value]) => `${label}: ${JSON.stringify(value)}`)
+				.join('\n')}\n`,
+		);
+	});
+	const record = <T>(label: string, value: T): T => {
+		results[label] = value;
+		return value;
+	};
+
+	return {
+		...redTeam,
+		dump,
+		fieldReserve,
+		enrich,
+		nodeStep,
+		triggerStep,
+		charges,
+		nodeStatuses,
+		nodeStored,
+		triggerStored,
+		runTrigger,
+		runNode,
+		record,
 	};
 }
