@@ -134,11 +134,16 @@ export function loopDoneLeadsOn(record: ExecutionRecord, name: string, seen = ne
 	return false;
 }
 
-/** Whether a node that may have an effect (the package's own nodes left out) follows `name`'s first output. */
-export function actsAfter(record: ExecutionRecord, name: string): boolean {
-	return downstreamOf(record, targets(record, name, 0), new Set([name])).some(
+/** The first node that may have an effect (the package's own nodes left out) after `name`'s first output. */
+export function firstActingAfter(record: ExecutionRecord, name: string): INode | undefined {
+	return downstreamOf(record, targets(record, name, 0), new Set([name])).find(
 		(next) => !isPackageType(next.type) && mayHaveEffect({ ...next, typeVersion: next.typeVersion ?? 1 }),
 	);
+}
+
+/** Whether a node that may have an effect (the package's own nodes left out) follows `name`'s first output. */
+export function actsAfter(record: ExecutionRecord, name: string): boolean {
+	return firstActingAfter(record, name) !== undefined;
 }
 
 /** The nodes where the branches from `start` end: none of their outputs leads to a node. */

@@ -100,8 +100,8 @@ export const REFUSALS = {
 		`"${node}" ends the execution for ${theEvents(events)} after "${effect}" has done its work for some of them: their steps would stop half done, their keys would fail, and the provider's retry would do that work again. Put "${node}" before "${effect}", or put Loop Over Items (batch size 1) before the step (each run then has one event).`,
 	retriedTogether: ({ node, events }: { node: string; events?: number }) =>
 		`"${node}" gets ${theEvents(events)} together and is set to Retry On Fail: when it fails for the first of them, n8n runs it again for all of them, those it had already done too, and their effect would happen twice. Turn off its Settings → Retry On Fail, or put Loop Over Items (batch size 1) before it (each try then has one event).`,
-	firstEventOnly: ({ node, after, events }: { node: string; after: string; events?: number }) =>
-		`"${node}" is set to Execute Once and gets ${theEvents(events)}: it runs for the first of them only, and "${after}" after it would act or settle for that one alone, while the keys of the others would be settled as if their step had run. Turn off its Execute Once setting.`,
+	firstEventOnly: ({ node, after, events }: { node: string; after?: string; events?: number }) =>
+		`"${node}" is set to Execute Once and gets ${theEvents(events)}: it runs for the first of them only, and ${after ? `"${after}" after it` : 'its sub-workflow'} would act or settle for that one alone, while the keys of the others would be settled as if their step had run. Turn off its Execute Once setting.`,
 	executeOnceAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
 		`"${node}" is set to Execute Once and comes after "${effect}": it runs once for ${theEvents(events)}, so if it failed, it would fail for all of them, after "${effect}" had done its work for each, and the provider's retry would do that again. Move "${node}" before "${effect}", or turn off its Execute Once setting.`,
 	codeForAllAfterEffect: ({ node, effect, events, mode }: { node: string; effect: string; events?: number; mode: boolean }) =>

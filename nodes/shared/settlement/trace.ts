@@ -24,6 +24,7 @@ import {
 	subExecutionIdOf,
 	subExecutionOfRun,
 	subExecutionsOfRun,
+	SUB_WORKFLOW_DEPTH,
 	type SubExecutionRecord,
 	type SubExecutionRecords,
 } from './subExecution';
@@ -562,8 +563,17 @@ export function judgeExecution(
 					if (!record) continue;
 					const returned = outputs.flatMap((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id));
 					const given = inputPositionsOf(task, id, inputItems.length).map((position) => inputItems[position]);
+					const acting = actsAfter(view, name);
+					const cameBackHere = new Set(returned.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
 					for (const failure of failuresInside(node, record, subExecutions)) {
 						const message = `${name}: ${failure.message}`;
+						if (failure.notReturned) {
+							// A nested sub-workflow's answer that did not come back: lost only where a node that may act follows.
+							const origins = acting && failure.cameFrom ? tracer.ofCameFrom(failure.cameFrom, input, given) : null;
+							const lost = origins?.filter((origin) => !cameBackHere.has(origin)) ?? [];
+							if (lost.length > 0) fail(lost, message, name, task);
+							continue;
+						}
 						const origins = failure.cameFrom && tracer.ofCameFrom(failure.cameFrom, input, given);
 						if (origins) {
 							fail(origins, message, name, task);
@@ -578,8 +588,7 @@ export function judgeExecution(
 					// would lose it. Only where the step goes on after this node to a node that may act: where the sub-workflow was the
 					// step, those answers did the work (failing them would repeat it).
 					const notReturned = answersNotReturned(record, subExecutions, task, id);
-					if (notReturned && notReturned.answers.length > 0 && actsAfter(view, name)) {
-						const cameBack = new Set(returned.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
+					if (notReturned && notReturned.answers.length > 0 && acting) {
 						// An event the returned branch dropped itself (a Filter keeping nothing) ended there by the workflow's design.
 						// Where that cannot be traced, none counts as dropped.
 						const droppedThere = new Set(
@@ -590,7 +599,7 @@ export function judgeExecution(
 							const origins =
 								(answer.cameFrom && tracer.ofCameFrom(answer.cameFrom, input, given)) ??
 								given.flatMap((item) => (item && input ? (tracer.ofInput(input, item) ?? []) : []));
-							const lost = origins.filter((origin) => !cameBack.has(origin) && !droppedThere.has(origin));
+							const lost = origins.filter((origin) => !cameBackHere.has(origin) && !droppedThere.has(origin));
 							if (lost.length > 0) fail(lost, `${name}: ${answer.message}`, name, task);
 						}
 					}
@@ -827,6 +836,8 @@ function failedInSubWorkflow(
 interface FailureInside {
 	message: string;
 	cameFrom: Array<string | number> | null;
+	/** An answer a nested sub-workflow did not hand back: lost only where a node that may act comes after it. */
+	notReturned?: boolean;
 }
 
 /**
@@ -865,13 +876,14 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 			// A sub-workflow this one started (nested): its own failures, followed back to the items this run was given.
 			const source = task.source?.[0] ?? undefined;
 			const given = source ? outputItems(runData, source) : [];
-			for (const id of depth < MAX_NESTED ? subExecutionsOfRun(task) : []) {
+			for (const id of depth < SUB_WORKFLOW_DEPTH - 1 ? subExecutionsOfRun(task) : []) {
 				const nested = records?.get(id);
 				if (!nested || !source) continue;
 				const positions = inputPositionsOf(task, id, given.length);
 				const starter = inner ?? ({ name, type: EXECUTE_WORKFLOW_TYPE, parameters: {} } as unknown as INode);
-				for (const failure of failuresInside(starter, nested, records, depth + 1)) {
-					const cameFrom = failure.cameFrom?.flatMap((origin) => {
+				// Its position in the nested sub-execution's input, followed back to where it came from here.
+				const outward = (cameFrom: Array<string | number> | null): Array<string | number> | null => {
+					const found = cameFrom?.flatMap((origin) => {
 						if (typeof origin === 'string') return [origin];
 						const position = positions[origin];
 						const item = position === undefined ? undefined : given[position];
@@ -879,10 +891,31 @@ function failuresInside(node: INode, record: SubExecutionRecord, records: SubExe
 							? [null]
 							: (cameFromInside(runData, records, source.previousNode, source.previousNodeRun ?? 0, item, position) ?? [null]);
 					});
-					failures.push({
-						message: `${name}: ${failure.message}`,
-						cameFrom: cameFrom?.includes(null) ? null : (cameFrom as Array<string | number>),
-					});
+					return found?.includes(null) ? null : ((found ?? null) as Array<string | number> | null);
+				};
+				for (const failure of failuresInside(starter, nested, records, depth + 1))
+					failures.push({ ...failure, message: `${name}: ${failure.message}`, cameFrom: outward(failure.cameFrom) });
+				// The answers the nested sub-workflow did not hand back to this run (answersNotReturned), for an event none of
+				// whose items came back from it and that its returned branch did not drop: lost where a node that may act
+				// follows, here (a node took this run's output) or after the Execute Workflow node outside.
+				const notReturned = answersNotReturned(nested, records, task, id);
+				if (!notReturned || notReturned.answers.length === 0) continue;
+				const positionsOf = (cameFrom: Array<string | number> | null) => (cameFrom ?? []).map(String);
+				const kept = new Set([
+					...(task.data?.main ?? []).flatMap((items) =>
+						(items ?? [])
+							.filter((item) => subExecutionIdOf(item, task) === id)
+							.flatMap((item) => positionsOf(returnedCameFrom(nested, records ?? new Map(), task, item, depth + 1))),
+					),
+					...notReturned.droppedOnTheWay.flatMap(positionsOf),
+				]);
+				const followedHere = Object.values(runData).some((tasks) =>
+					tasks.some((each) => (each.source ?? []).some((from) => from?.previousNode === name && (from.previousNodeRun ?? 0) === run)),
+				);
+				for (const answer of notReturned.answers) {
+					// Its event cannot be told: left to the failures found for it, if any.
+					const lost = outward(answer.cameFrom?.filter((origin) => !kept.has(String(origin))) ?? null);
+					if (lost && lost.length > 0) failures.push({ message: `${name}: ${answer.message}`, cameFrom: lost, notReturned: !followedHere });
 				}
 			}
 			const outputs = task.data?.main ?? [];
@@ -1087,9 +1120,6 @@ function returnedCameFrom(
 	if (!returned || !found) return null;
 	return cameFromInside(record.resultData?.runData ?? {}, records, returned.last, found.run, found.item, found.at, depth);
 }
-
-/** How deep failures of sub-workflows started by sub-workflows are followed (subExecution.ts reads records deeper). */
-const MAX_NESTED = 3;
 
 /**
  * Where the input items n8n gave a sub-execution sit in its Execute Workflow run's input: all of

@@ -2,7 +2,19 @@ import type { IExecuteFunctions, INode } from 'n8n-workflow';
 
 import { toNodeError } from '../nodeError';
 import { inlineSubWorkflowRecord, readExecutionRecord, type ExecutionRecord } from './executionRecord';
-import { actsAfter, allTargets, downstreamOf, enabledTargets, endsOf, feedsOf, inputIndexes, loopDoneLeadsOn, ranBefore, targets } from './graph';
+import {
+	actsAfter,
+	allTargets,
+	downstreamOf,
+	enabledTargets,
+	endsOf,
+	feedsOf,
+	firstActingAfter,
+	inputIndexes,
+	loopDoneLeadsOn,
+	ranBefore,
+	targets,
+} from './graph';
 import {
 	checksWiringWhenItRuns,
 	continuesOnError,
@@ -35,6 +47,7 @@ import {
 	sendsStatementsAsOne,
 	splitsItems,
 	stopsTheRun,
+	SUB_WORKFLOW_TRIGGER_TYPE,
 	type DescribeNode,
 	type NodeRef,
 } from './nodeKinds';
@@ -134,7 +147,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	const notWaitedFor = firstIncludingInline(step, mayNotWaitForSubWorkflow);
 	if (notWaitedFor) throw refusal('subWorkflowNotWaitedFor', { node: notWaitedFor });
 	for (const node of step) {
-		if (losesSubWorkflowFailures(node)) throw refusal('subWorkflowFailuresLost', { node: node.name });
+		const losing = firstIncludingInline([node], losesSubWorkflowFailures);
+		if (losing) throw refusal('subWorkflowFailuresLost', { node: losing });
 		const acting = actsAfterFailureIncludingInline(record, node, self);
 		if (acting) throw refusal('successAfterFailure', acting);
 		if (!waitsIn(record, node)) continue;
@@ -207,14 +221,23 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 }
 
 /** checkFirstEventOnly for the step `output` of `self` feeds and for the sub-workflows it runs once for all the events. */
-function checkFirstEventOnlyIncludingInline(record: ExecutionRecord, self: string, output: number, events: number, depth = 0): void {
+function checkFirstEventOnlyIncludingInline(
+	record: ExecutionRecord,
+	self: string,
+	output: number,
+	events: number,
+	depth = 0,
+	actingOutside?: string,
+): void {
 	const step = downstreamOf(record, targets(record, self, output), new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
-	checkFirstEventOnly(record, self, step, oneAtATime, events);
+	checkFirstEventOnly(record, self, step, oneAtATime, events, actingOutside);
 	// Inside Loop Over Items (batch size 1) the sub-workflow gets one event a run.
 	for (const node of step.filter((candidate) => !oneAtATime.has(candidate.name))) {
 		checkSubWorkflowEndsInOne(record, node, events, depth);
-		checkInlineSubWorkflow(record, node, depth, (inner, start, next) => checkFirstEventOnlyIncludingInline(inner, start, 0, events, next));
+		checkInlineSubWorkflow(record, node, depth, (inner, start, next) =>
+			checkFirstEventOnlyIncludingInline(inner, start, 0, events, next, firstActingAfter(record, node.name)?.name ?? actingOutside),
+		);
 	}
 }
 
@@ -240,6 +263,7 @@ function checkStepTakesEventsApart(
 	events: number | undefined,
 	outside?: INode,
 	depth = 0,
+	actingOutside?: string,
 ): void {
 	const heads = targets(record, self, output);
 	const step = downstreamOf(record, heads, new Set([self]), endsBusinessStep);
@@ -277,7 +301,15 @@ function checkStepTakesEventsApart(
 		}
 		checkSubWorkflowEndsInOne(record, node, events, depth);
 		checkInlineSubWorkflow(record, node, depth, (inner, start, next) =>
-			checkStepTakesEventsApart(inner, start, 0, events, effectBefore(node), next),
+			checkStepTakesEventsApart(
+				inner,
+				start,
+				0,
+				events,
+				effectBefore(node),
+				next,
+				firstActingAfter(record, node.name)?.name ?? actingOutside,
+			),
 		);
 		if (continuesOnError(node)) {
 			if (failsForNoEvent(node)) throw refusal('failureForNoEvent', { node: node.name, events });
@@ -298,13 +330,15 @@ function checkStepTakesEventsApart(
 		});
 	}
 	// After the rules above, whose reasons name an effect the node comes after more closely.
-	checkFirstEventOnly(record, self, step, oneAtATime, events);
+	checkFirstEventOnly(record, self, step, oneAtATime, events, actingOutside);
 }
 
 /**
  * A node set to Execute Once runs for the first event only: what follows it, unless joined with the events again (a
- * node with several inputs), acts for that one, and the others would be settled as if their step had run. Not inside
- * Loop Over Items (batch size 1), where each run has one event.
+ * node with several inputs), acts for that one, and the others would be settled as if their step had run. So does an
+ * Execute Workflow node at Execute Once (its sub-workflow gets the first event), and a sub-workflow whose own trigger
+ * is. Inside a sub-workflow (`self` its trigger) what follows a branch's end is what acts after the Execute Workflow
+ * node (`actingOutside`). Not inside Loop Over Items (batch size 1), where each run has one event.
  */
 function checkFirstEventOnly(
 	record: ExecutionRecord,
@@ -312,15 +346,25 @@ function checkFirstEventOnly(
 	step: INode[],
 	oneAtATime: Map<string, INode>,
 	events: number | undefined,
+	actingOutside?: string,
 ): void {
 	const joinsEvents = (candidate: INode) => inputIndexes(record, candidate.name).size > 1;
 	// What acts for the one item, or settles only the key that item carries (Complete, Mark Failed: Settle reads the run,
 	// where the node's item stands for every event, as a call made once for all of them does).
 	const actsOrSettlesOne = (candidate: INode) => mayHaveEffect(candidate) || (endsBusinessStep(candidate) && !isSettleNode(candidate));
+	const start = record.node(self);
+	if (start?.type === SUB_WORKFLOW_TRIGGER_TYPE && start.executeOnce === true && start.disabled !== true) {
+		const acting = step.find(actsOrSettlesOne)?.name ?? actingOutside;
+		if (acting) throw refusal('firstEventOnly', { node: self, after: acting, events });
+	}
 	for (const node of step) {
 		if (node.executeOnce !== true || oneAtATime.has(node.name)) continue;
-		const acting = downstreamOf(record, allTargets(record, node.name), new Set([self, node.name]), joinsEvents).find(actsOrSettlesOne);
-		if (acting) throw refusal('firstEventOnly', { node: node.name, after: acting.name, events });
+		if (node.type === EXECUTE_WORKFLOW_TYPE) throw refusal('firstEventOnly', { node: node.name, events });
+		const after = downstreamOf(record, allTargets(record, node.name), new Set([self, node.name]), joinsEvents);
+		// Where the way from it ends the sub-workflow, its items are what the Execute Workflow node returns.
+		const endsHere = actingOutside !== undefined && [node, ...after].some((candidate) => allTargets(record, candidate.name).length === 0);
+		const acting = after.find(actsOrSettlesOne)?.name ?? (endsHere ? actingOutside : undefined);
+		if (acting) throw refusal('firstEventOnly', { node: node.name, after: acting, events });
 	}
 }
 
@@ -626,7 +670,8 @@ export function unsettleableAfterTrigger(
 		const notWaitedFor = firstIncludingInline([node], mayNotWaitForSubWorkflow);
 		if (notWaitedFor) return reason('subWorkflowNotWaitedFor', { node: notWaitedFor });
 		const full = record?.node(node.name);
-		if (full && losesSubWorkflowFailures(full)) return reason('subWorkflowFailuresLost', { node: node.name });
+		const losing = full && firstIncludingInline([full], losesSubWorkflowFailures);
+		if (losing) return reason('subWorkflowFailuresLost', { node: losing });
 		const hiding = full && firstIncludingInline([full], hidesConditionFailures);
 		if (hiding) return reason('conditionFailureHidden', { node: hiding });
 		const acting = full && record && actsAfterFailureIncludingInline(record, full, trigger);
