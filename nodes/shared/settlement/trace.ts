@@ -1008,30 +1008,28 @@ function droppedOnTheWayTo(
 	last: string,
 	runs: Iterable<number>,
 ): Array<Array<string | number> | null> {
-	// The runs on the way, each with the outputs the way leaves it by (every output of the returned runs).
-	const way = new Map<string, { node: string; run: number; outputs: Set<number> | 'all' }>();
-	const pending = [...runs].map((run) => ({ node: last, run, output: 'all' as number | 'all' }));
+	const returnedRuns = new Set([...runs].map((run) => runRef(last, run)));
+	// The runs on the way: the returned runs, and every run they came from.
+	const way = new Map<string, { node: string; run: number }>();
+	const pending = [...runs].map((run) => ({ node: last, run }));
 	while (pending.length > 0) {
-		const { node, run, output } = pending.pop() as (typeof pending)[number];
-		const ref = runRef(node, run);
-		const known = way.get(ref);
-		if (known && (known.outputs === 'all' || (output !== 'all' && known.outputs.has(output)))) continue;
-		if (!known) way.set(ref, { node, run, outputs: output === 'all' ? 'all' : new Set([output]) });
-		else if (output === 'all') known.outputs = 'all';
-		else (known.outputs as Set<number>).add(output);
-		if (known) continue;
-		for (const source of runData[node]?.[run]?.source ?? [])
-			if (source) pending.push({ node: source.previousNode, run: source.previousNodeRun ?? 0, output: source.previousNodeOutput ?? 0 });
+		const next = pending.pop() as { node: string; run: number };
+		const ref = runRef(next.node, next.run);
+		if (way.has(ref)) continue;
+		way.set(ref, next);
+		for (const source of runData[next.node]?.[next.run]?.source ?? [])
+			if (source) pending.push({ node: source.previousNode, run: source.previousNodeRun ?? 0 });
 	}
 	const dropped: Array<Array<string | number> | null> = [];
-	for (const { node, run, outputs } of way.values()) {
+	for (const [ref, { node, run }] of way) {
 		const task = runData[node]?.[run];
 		if (!task) continue;
-		const tookOutput = taken.get(runRef(node, run));
+		// An output leads on where a later run took it; n8n hands back every output of a returned run.
+		const leadsOn = (output: number) => returnedRuns.has(ref) || (taken.get(ref)?.has(output) ?? false);
 		// Each input item ("input:position"), by whether an output that leads on carries an item made from it.
 		const ledOn = new Set<string>();
 		for (const [output, items] of (task.data?.main ?? []).entries()) {
-			if (!(outputs === 'all' || outputs.has(output) || tookOutput?.has(output))) continue;
+			if (!leadsOn(output)) continue;
 			for (const item of items ?? []) for (const pair of pairedItemsOf(item)) ledOn.add(`${pair.input ?? 0}:${pair.item}`);
 		}
 		for (const [input, source] of (task.source ?? []).entries()) {
