@@ -1,7 +1,7 @@
 import type { INode } from 'n8n-workflow';
 
 import type { ExecutionRecord } from './executionRecord';
-import { isPackageType, LOOP_TYPE, mayHaveEffect } from './nodeKinds';
+import { isPackageType, LOOP_TYPE, mayHaveEffect, onErrorOf } from './nodeKinds';
 
 /*
  * The workflow's wiring as the rules walk it: n8n's main connections only, a disabled node passing
@@ -146,7 +146,20 @@ export function actsAfter(record: ExecutionRecord, name: string): boolean {
 	return firstActingAfter(record, name) !== undefined;
 }
 
-/** The nodes where the branches from `start` end: none of their outputs leads to a node. */
+/**
+ * The nodes where the branches from `start` end with their answers: none of their outputs leads to a node, or only the
+ * error output (a fallback after a failure). Not a side branch: a node fed only by outputs that also feed others gets
+ * copies of items that go on beside it.
+ */
 export function endsOf(record: ExecutionRecord, start: string): INode[] {
-	return downstreamOf(record, allTargets(record, start), new Set([start])).filter((node) => allTargets(record, node.name).length === 0);
+	const answersEndAt = (node: INode) => {
+		const outputs = record.connectionsBySourceNode[node.name]?.main ?? [];
+		if (outputs.every((connections) => (connections ?? []).length === 0)) return true;
+		return onErrorOf(node) === 'continueErrorOutput' && (outputs[0] ?? []).length === 0;
+	};
+	const sideBranch = (node: INode) =>
+		feedsOf(record, node.name).every(
+			(feed) => (record.connectionsBySourceNode[feed.from]?.main?.[feed.output] ?? []).filter(Boolean).length > 1,
+		);
+	return downstreamOf(record, allTargets(record, start), new Set([start])).filter((node) => answersEndAt(node) && !sideBranch(node));
 }

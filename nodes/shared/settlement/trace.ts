@@ -984,7 +984,7 @@ function answersNotReturned(
 	for (const [node, tasks] of Object.entries(runData)) {
 		for (const [run, each] of tasks.entries()) {
 			const isReturned = node === last && returnedRuns.has(run);
-			if (isReturned || each.error || isStart(each) || taken.has(runRef(node, run))) continue;
+			if (isReturned || each.error || isStart(each) || !answersLeftThere(each, taken.get(runRef(node, run)))) continue;
 			const message = node === last ? earlierRun : otherEnd(node);
 			for (const [position, item] of (each.data?.main?.[0] ?? []).entries())
 				if (!carriesError(item)) answers.push({ message, cameFrom: cameFromInside(runData, records, node, run, item, position) });
@@ -1025,7 +1025,9 @@ function droppedOnTheWayTo(
 		const task = runData[node]?.[run];
 		if (!task) continue;
 		// An output leads on where a later run took it; n8n hands back every output of a returned run.
-		const leadsOn = (output: number) => returnedRuns.has(ref) || (taken.get(ref)?.has(output) ?? false);
+		const took = taken.get(ref);
+		const leadsOn = (output: number) =>
+			returnedRuns.has(ref) || (took?.has(output) ?? false) || (output === 0 && answersLeftThere(task, took));
 		// Each input item ("input:position"), by whether an output that leads on carries an item made from it.
 		const ledOn = new Set<string>();
 		for (const [output, items] of (task.data?.main ?? []).entries()) {
@@ -1041,6 +1043,18 @@ function droppedOnTheWayTo(
 		}
 	}
 	return dropped;
+}
+
+/**
+ * Whether a node run's first output, its answers, ended there (`took`: the outputs a later run took): no output of it
+ * was taken, or only its error output (the last, carrying failures), a fallback after a failure. An If's branch left
+ * unconnected beside a taken one carries no failure: its items were sent nowhere by design.
+ */
+function answersLeftThere(task: ITaskData, took: ReadonlySet<number> | undefined): boolean {
+	if (!took || took.size === 0) return true;
+	const outputs = task.data?.main ?? [];
+	const errorOutput = outputs.length - 1;
+	return errorOutput > 0 && !took.has(0) && took.size === 1 && took.has(errorOutput) && (outputs[errorOutput] ?? []).some(carriesError);
 }
 
 function runRef(node: string, run: number): string {
