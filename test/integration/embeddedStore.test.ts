@@ -58,7 +58,9 @@ describe('the store file', () => {
 		for (let i = 0; i < 50; i++) await store.reserve([{ key: `k-${i}`, keySource: 'custom', payloadHash: null }], lease);
 		expect(connectionFor(file).db.prepare('pragma wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 10_000 });
 		const frames = () => walFrames(file);
-		expect(frames().last).toBeGreaterThan(50);
+		// The commits went to the WAL. Its length is not a count of them: once the background thread has copied every frame,
+		// the next commit starts the WAL again from its first frame (how often depends on the machine's load).
+		expect(frames().last).toBeGreaterThan(0);
 		const deadline = Date.now() + 5_000;
 		while (frames().copied < frames().last && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
 		expect(frames().copied).toBe(frames().last);
