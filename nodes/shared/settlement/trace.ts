@@ -558,12 +558,13 @@ export function judgeExecution(
 			if (subWorkflow && node) {
 				const input = task.source?.[0] ?? undefined;
 				const inputItems = input ? outputItems(view.runData, input) : [];
+				// Whether a node that may act follows: a walk of the graph, the same for every sub-execution of this run.
+				const acting = actsAfter(view, name);
 				for (const id of subExecutionsOfRun(task)) {
 					const record = subExecutions?.get(id);
 					if (!record) continue;
 					const returned = outputs.flatMap((items) => (items ?? []).filter((item) => subExecutionIdOf(item, task) === id));
 					const given = inputPositionsOf(task, id, inputItems.length).map((position) => inputItems[position]);
-					const acting = actsAfter(view, name);
 					const cameBackHere = new Set(returned.flatMap((item) => tracer.ofItem(name, run, item) ?? []));
 					for (const failure of failuresInside(node, record, subExecutions)) {
 						const message = `${name}: ${failure.message}`;
@@ -587,8 +588,8 @@ export function judgeExecution(
 					// came back, and that the returned branch did not drop itself, never ran its step here, and completing its key
 					// would lose it. Only where the step goes on after this node to a node that may act: where the sub-workflow was the
 					// step, those answers did the work (failing them would repeat it).
-					const notReturned = answersNotReturned(record, subExecutions, task, id);
-					if (notReturned && notReturned.answers.length > 0 && acting) {
+					const notReturned = acting ? answersNotReturned(record, subExecutions, task, id) : undefined;
+					if (notReturned && notReturned.answers.length > 0) {
 						// An event the returned branch dropped itself (a Filter keeping nothing) ended there by the workflow's design.
 						// Where that cannot be traced, none counts as dropped.
 						const droppedThere = new Set(
