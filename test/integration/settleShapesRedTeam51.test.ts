@@ -5,7 +5,7 @@ import { withCodeRunner } from '../support/codeTaskRunner';
 import { describeWithN8n } from '../support/n8nBaseNodes';
 import { PACKAGE } from '../support/n8nEngine';
 import { link } from '../support/settleWorkflows';
-import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import { baseNode as node, EVENTS, events, SPLIT_OUT_EVENTS, tagNode, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 import type { SubWorkflowCode } from '../support/triggerProvider';
 
 /*
@@ -105,22 +105,9 @@ describeWithN8n('red team 51: nested sub-workflows, Execute Once on Execute Work
 			},
 			extra,
 		);
-	const tag = () =>
-		node(
-			'Tag',
-			'set',
-			3.4,
-			{
-				mode: 'manual',
-				assignments: { assignments: [{ id: 't', name: 'tagged', value: true, type: 'boolean' }] },
-				includeOtherFields: true,
-				options: {},
-			},
-			{ onError: 'continueRegularOutput' },
-		);
 	/** Trigger → Lookup (error output unconnected: a failing lookup drops the event) → Tag (last). */
 	const dropSub = () =>
-		subOf([trigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY), tag()], {
+		subOf([trigger(), httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY), tagNode()], {
 			Webhook: { main: [link('Lookup')] },
 			Lookup: { main: [link('Tag'), []] },
 		} as IConnections);
@@ -474,7 +461,7 @@ describeWithN8n('red team 51: nested sub-workflows, Execute Once on Execute Work
 		it('Charge at Always Output Data and Continue (error output) → Record (Edit Fields), B failing once', async () => {
 			const p = 'ad4';
 			const step: Step = {
-				nodes: [httpCall('Charge', 'charge', { onError: 'continueErrorOutput', alwaysOutputData: true }, EVENT_ID), tag()],
+				nodes: [httpCall('Charge', 'charge', { onError: 'continueErrorOutput', alwaysOutputData: true }, EVENT_ID), tagNode()],
 				connections: { Charge: { main: [link('Tag'), []] } } as IConnections,
 				heads: ['Charge'],
 			};
@@ -666,7 +653,7 @@ describeWithN8n('red team 51: nested sub-workflows, Execute Once on Execute Work
 		});
 		it("2 deep (Define Below): the inner Execute Workflow at Continue (using error output), its sub-workflow returning B's failure on its second output; B's lookup failing once", async () => {
 			const p = 'nee';
-			const outer = subOf([trigger(), runSub('Run Inner', inline(lastFailsSub()), 'once', { onError: 'continueErrorOutput' }), tag()], {
+			const outer = subOf([trigger(), runSub('Run Inner', inline(lastFailsSub()), 'once', { onError: 'continueErrorOutput' }), tagNode()], {
 				Webhook: { main: [link('Run Inner')] },
 				'Run Inner': { main: [link('Tag'), []] },
 			} as IConnections);
@@ -677,7 +664,7 @@ describeWithN8n('red team 51: nested sub-workflows, Execute Once on Execute Work
 		});
 		it("the same on the node path with Settle beside Enrich → Charge: refused before reserving, or B retried; B's lookup failing once", async () => {
 			const p = 'nes';
-			const outer = subOf([trigger(), runSub('Run Inner', inline(lastFailsSub()), 'once', { onError: 'continueErrorOutput' }), tag()], {
+			const outer = subOf([trigger(), runSub('Run Inner', inline(lastFailsSub()), 'once', { onError: 'continueErrorOutput' }), tagNode()], {
 				Webhook: { main: [link('Run Inner')] },
 				'Run Inner': { main: [link('Tag'), []] },
 			} as IConnections);
@@ -726,7 +713,7 @@ describeWithN8n('red team 51: nested sub-workflows, Execute Once on Execute Work
 				[
 					trigger(),
 					httpCall('Lookup', 'lookup', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
-					{ ...tag(), disabled: true, executeOnce: true },
+					{ ...tagNode(), disabled: true, executeOnce: true },
 				],
 				{ Webhook: { main: [link('Lookup')] }, Lookup: { main: [link('Tag'), []] } } as IConnections,
 			);

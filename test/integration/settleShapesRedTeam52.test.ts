@@ -5,6 +5,7 @@ import { describeWithN8n } from '../support/n8nBaseNodes';
 import { link } from '../support/settleWorkflows';
 import {
 	baseNode as node,
+	keepUnlessSkipped,
 	LOOKUP_BODY,
 	subWorkflowRedTeam,
 	threeEvents,
@@ -67,23 +68,6 @@ describeWithN8n('red team 52: answers not returned, ends apart, Execute Once', (
 				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
 				conditions: [
 					{ id: 'v', leftValue: `={{ ${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } },
-				],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-			options: {},
-		});
-	const keep = () =>
-		node('Keep', 'filter', 2.2, {
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [
-					{
-						id: 'k',
-						leftValue: '={{ $json.body.skip === true }}',
-						rightValue: '',
-						operator: { type: 'boolean', operation: 'false', singleValue: true },
-					},
 				],
 				combinator: 'and',
 			},
@@ -211,7 +195,7 @@ describeWithN8n('red team 52: answers not returned, ends apart, Execute Once', (
 		} as IConnections);
 	/** Trigger → Log (top) and → Keep (Filter) → Lookup. */
 	const sideLogKeepSub = () =>
-		subOf([trigger(), at(log(), -200), at(keep(), 200), at(lookup(), 200, 700)], {
+		subOf([trigger(), at(log(), -200), at(keepUnlessSkipped(), 200), at(lookup(), 200, 700)], {
 			Webhook: {
 				main: [
 					[
