@@ -5,6 +5,7 @@ import { describeWithN8n } from '../support/n8nBaseNodes';
 import { link } from '../support/settleWorkflows';
 import {
 	baseNode as node,
+	ifTrue,
 	keepUnlessSkipped,
 	LOOKUP_BODY,
 	subWorkflowRedTeam,
@@ -62,18 +63,7 @@ describeWithN8n('red team 52: answers not returned, ends apart, Execute Once', (
 	const at = (inner: INode, y: number, x = inner.position[0]): INode => ({ ...inner, position: [x, y] });
 	const trigger = (version = 1.2) => node('Webhook', 'executeWorkflowTrigger', version, { inputSource: 'passthrough' });
 	const subOf = (nodes: INode[], connections: IConnections): SubWorkflowCode => ({ nodes, connections, settings: {} });
-	const ifOn = (field: string, name = 'VIP?') =>
-		node(name, 'if', 2.2, {
-			conditions: {
-				options: { caseSensitive: true, leftValue: '', typeValidation: 'loose', version: 2 },
-				conditions: [
-					{ id: 'v', leftValue: `={{ ${field} }}`, rightValue: '', operator: { type: 'boolean', operation: 'true', singleValue: true } },
-				],
-				combinator: 'and',
-			},
-			looseTypeValidation: true,
-			options: {},
-		});
+
 	const tag = (name = 'Tag') =>
 		node(
 			name,
@@ -173,7 +163,7 @@ describeWithN8n('red team 52: answers not returned, ends apart, Execute Once', (
 		} as IConnections);
 	/** Trigger → VIP? → Lookup VIP (top, an end) / Lookup → Tag (bottom, an end). */
 	const endsApartSub = () =>
-		subOf([trigger(), ifOn('$json.body.vip'), at(lookup('Lookup VIP'), -200), at(lookup(), 200), at(tag(), 200, 800)], {
+		subOf([trigger(), ifTrue('$json.body.vip'), at(lookup('Lookup VIP'), -200), at(lookup(), 200), at(tag(), 200, 800)], {
 			Webhook: { main: [link('VIP?')] },
 			'VIP?': { main: [link('Lookup VIP'), link('Lookup')] },
 			'Lookup VIP': { main: [[], []] },
@@ -210,7 +200,7 @@ describeWithN8n('red team 52: answers not returned, ends apart, Execute Once', (
 		} as IConnections);
 	/** Trigger → VIP? → Lookup VIP → Join (in 0) / Lookup → Join (in 1), Merge append. */
 	const mergeSub = () =>
-		subOf([trigger(), ifOn('$json.body.vip'), at(lookup('Lookup VIP'), -200), at(lookup(), 200), at(merge(), 0, 900)], {
+		subOf([trigger(), ifTrue('$json.body.vip'), at(lookup('Lookup VIP'), -200), at(lookup(), 200), at(merge(), 0, 900)], {
 			Webhook: { main: [link('VIP?')] },
 			'VIP?': { main: [link('Lookup VIP'), link('Lookup')] },
 			'Lookup VIP': { main: [[{ node: 'Join', type: 'main', index: 0 }], []] },
@@ -240,7 +230,7 @@ describeWithN8n('red team 52: answers not returned, ends apart, Execute Once', (
 		} as IConnections);
 	/** VIP? → Lookup VIP (top, an end) / Renumber (Code, no pairedItem) → Lookup (bottom, an end). */
 	const endsApartRenumberSub = () =>
-		subOf([trigger(), ifOn('$json.body.vip'), at(lookup('Lookup VIP'), -200), at(renumber(), 200), at(lookup(), 200, 800)], {
+		subOf([trigger(), ifTrue('$json.body.vip'), at(lookup('Lookup VIP'), -200), at(renumber(), 200), at(lookup(), 200, 800)], {
 			Webhook: { main: [link('VIP?')] },
 			'VIP?': { main: [link('Lookup VIP'), link('Renumber')] },
 			'Lookup VIP': { main: [[], []] },
@@ -252,7 +242,7 @@ describeWithN8n('red team 52: answers not returned, ends apart, Execute Once', (
 		subOf(
 			[
 				trigger(),
-				ifOn('$json.body.vip'),
+				ifTrue('$json.body.vip'),
 				at(lookup(), 200, 800),
 				at(
 					noOp ? node('Skipped', 'noOp', 1, {}) : httpCall('Skipped', 'notify', { onError: 'continueErrorOutput' }, LOOKUP_BODY),
