@@ -9,7 +9,7 @@ import {
 } from 'n8n-workflow';
 
 import { requestOfItem, withoutRequestSecrets, type AnswerRequest } from '../../../lib/webhook/storedAnswer';
-import { describerOf, inlineSubWorkflow, mayWait, SUB_WORKFLOW_TRIGGER_TYPE } from './nodeKinds';
+import { describerOf, inlineSubWorkflow, loopOutputsOf, mayWait, SUB_WORKFLOW_TRIGGER_TYPE, type LoopOutputs } from './nodeKinds';
 import { N8N_REFUSALS } from './refusals';
 
 /**
@@ -30,6 +30,8 @@ export interface ExecutionRecord {
 	node(name: string): INode | undefined;
 	/** Whether a node may put the execution to wait (nodeKinds.ts); by n8n's own nodes when absent. */
 	waits?(node: INode): boolean;
+	/** A loop node's Done and loop outputs as n8n names them; Loop Over Items 3's when absent. */
+	loopOutputs?(node: INode): LoopOutputs;
 }
 
 /** What remains of the execution besides its finished node runs: the work n8n has not run yet. */
@@ -96,6 +98,7 @@ export function wiringRecord(workflow: WorkflowFields | undefined): ExecutionRec
 		executionOrder: workflow.settings?.executionOrder,
 		node: (name) => nodes[name],
 		waits: (node) => mayWait(node, describe),
+		loopOutputs: (node) => loopOutputsOf(node, describe),
 	};
 }
 
@@ -110,6 +113,7 @@ export function executionView(
 	const describe = describerOf(workflow);
 	return {
 		waits: (node) => mayWait(node, describe),
+		loopOutputs: (node) => loopOutputsOf(node, describe),
 		runData,
 		connectionsBySourceNode: workflow.connectionsBySourceNode,
 		executionOrder: workflow.settings?.executionOrder,
@@ -141,6 +145,7 @@ export function inlineSubWorkflowRecord(node: INode, parent: ExecutionRecord): {
 		executionOrder: 'v1',
 		node: (name) => nodes.get(name),
 		waits: parent.waits,
+		loopOutputs: parent.loopOutputs,
 	};
 	return { record, start: start.name };
 }

@@ -1,7 +1,7 @@
 import type { INode } from 'n8n-workflow';
 
 import type { ExecutionRecord } from './executionRecord';
-import { isPackageType, LOOP_TYPE, mayHaveEffect, onErrorOf } from './nodeKinds';
+import { isPackageType, LOOP_TYPE, loopOutputsOf, mayHaveEffect, onErrorOf, type LoopOutputs } from './nodeKinds';
 
 /*
  * The workflow's wiring as the rules walk it: n8n's main connections only, a disabled node passing
@@ -116,22 +116,29 @@ export function ranBefore(record: ExecutionRecord, self: string, node: INode): I
 }
 
 /**
- * Whether the items a loop node holds for its Done output (its first) have work still to run: the
+ * Whether the items a loop node holds for its Done output have work still to run: the
  * output leads to a node other than a loop node, to a loop node that runs after it (a second loop),
  * or to an outer loop taking them back (this loop is in its body) whose own Done output does. A
  * loop node only passes items it takes back on to its Done output.
  */
 export function loopDoneLeadsOn(record: ExecutionRecord, name: string, seen = new Set<string>()): boolean {
 	seen.add(name);
-	for (const connection of record.connectionsBySourceNode[name]?.main?.[0] ?? []) {
+	const loopNode = record.node(name);
+	const done = loopNode ? loopOutputs(record, loopNode).done : 0;
+	for (const connection of record.connectionsBySourceNode[name]?.main?.[done] ?? []) {
 		if (!connection) continue;
 		const target = record.node(connection.node);
 		if (target?.type !== LOOP_TYPE) return true;
-		const body = downstreamOf(record, targets(record, target.name, 1), new Set([target.name]));
+		const body = downstreamOf(record, targets(record, target.name, loopOutputs(record, target).loop), new Set([target.name]));
 		if (!body.some((node) => node.name === name)) return true;
 		if (!seen.has(target.name) && loopDoneLeadsOn(record, target.name, seen)) return true;
 	}
 	return false;
+}
+
+/** A loop node's Done and loop outputs, as n8n names them for its version. */
+export function loopOutputs(record: ExecutionRecord, loop: INode): LoopOutputs {
+	return record.loopOutputs?.(loop) ?? loopOutputsOf(loop, undefined);
 }
 
 /** The first node that may have an effect (the package's own nodes left out) after `name`'s first output. */

@@ -128,7 +128,7 @@ export function continuesOnError(node: Partial<Pick<INode, 'onError' | 'continue
 /* Nodes that wait, as n8n declares it --------------------------------------------------------- */
 
 /** The parts of a node type's description the rules read. */
-export type NodeTypeFacts = Pick<INodeTypeDescription, 'webhooks' | 'properties'>;
+export type NodeTypeFacts = Pick<INodeTypeDescription, 'webhooks' | 'properties' | 'outputNames'>;
 
 /** The description n8n has for a node's type and version; undefined when n8n does not say. */
 export type DescribeNode = (node: NodeRef) => NodeTypeFacts | undefined;
@@ -206,6 +206,24 @@ export function describerOf(workflow: unknown): DescribeNode | undefined {
 			return undefined;
 		}
 	};
+}
+
+/** Which output of a Loop Over Items node gives the items it is done with, and which the next batch. */
+export interface LoopOutputs {
+	done: number;
+	loop: number;
+}
+
+/** Loop Over Items 3's outputs, taken for any loop node whose outputs n8n does not name. */
+const LOOP_OUTPUTS_UNNAMED: LoopOutputs = { done: 0, loop: 1 };
+
+/** A loop node's outputs as n8n names them: Split In Batches 2 puts its loop output first, 3 its Done output. */
+export function loopOutputsOf(node: NodeRef, describe: DescribeNode | undefined): LoopOutputs {
+	const names = describe?.(node)?.outputNames;
+	if (!Array.isArray(names)) return LOOP_OUTPUTS_UNNAMED;
+	const done = names.indexOf('done');
+	const loop = names.indexOf('loop');
+	return done >= 0 && loop >= 0 ? { done, loop } : LOOP_OUTPUTS_UNNAMED;
 }
 
 /* n8n's nodes whose behaviour the rules read (n8n declares nothing about it) -------------------- */
