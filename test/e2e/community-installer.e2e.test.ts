@@ -22,6 +22,7 @@ import * as stack from '../support/stack/n8nStack';
 import { startLocalRegistry, repackWithVersion } from '../support/stack/localRegistry';
 import { TOPOLOGY, QUEUE } from '../support/e2e/topology';
 import { E2E_ROOT } from '../support/e2e/paths';
+import { selectedTier } from '../support/e2e/tags';
 import { OWNER, harness } from '../support/e2e/harness';
 import { readShippedTemplate, withOwnWebhook } from '../support/e2e/restWorkflows';
 import type { WorkflowNode } from '../support/e2e/workflows';
@@ -117,7 +118,12 @@ async function eventually<T>(what: string, check: () => T | Promise<T>, { timeou
 
 const eventId = (label: string) => `evt_installer_${label}_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 
-describe(`the package installed through n8n's community-package installer from a registry (${TOPOLOGY})`, () => {
+// Install, update and uninstall go through the same service in main whatever the topology; queue
+// mode adds the workers repeating each step. On the full tier, where queue mode runs this file too,
+// one process adds nothing but a third n8n stack's boots and npm installs: it runs these where the
+// tier has no queue-mode run of the file (the compatibility tier).
+const describeInstallerFlows = queue || selectedTier() === 'compatibility' ? describe : describe.skip;
+describeInstallerFlows(`the package installed through n8n's community-package installer from a registry (${TOPOLOGY})`, () => {
 	let registry: Registry;
 	let running: Running;
 	let rest: Rest;
