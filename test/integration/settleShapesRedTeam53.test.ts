@@ -33,9 +33,10 @@ import {
  * those) one effect after the provider's retries, every key completed, a workflow that works in n8n not refused.
  * RT53_DUMP=1 prints every run's node outputs and pairing.
  *
- * What the pass found (each row seen failing). The rows of F1, F3 and F4 assert the right outcome and are marked
+ * What the pass found (each row seen failing). The rows of F1 and F4 assert the right outcome and are marked
  * `it.failing` until the rules answer them: each passes only while the break is still there, so its fix shows here.
- * F2 is answered (loopOutputsOf reads the loop's outputs as n8n names them): its rows pass.
+ * F2 is answered (loopOutputsOf reads the loop's outputs as n8n names them) and F3 (joinsItems counts the HTML node's
+ * table): their rows pass.
  *  F1 (A1, A5, A6 ×2, A7, A8) LOST + DOUBLED: Remove Duplicates "within current input" with Options → Remove Other
  *     Fields (n8n-nodes-base RemoveDuplicates 1.1 / 2 utils.removeDuplicateInputItems, Item Lists 1-3.1 the same code)
  *     sets `pairedItem: { item: index }` with the index in the list it KEPT, not in its input, and drops the
@@ -51,8 +52,8 @@ import {
  *     Version 1 (one output, no processedItems) holds (E1); version 2 with nothing failing holds (E5, E3).
  *  F3 (H3) DOUBLED: n8n's HTML node, Convert to HTML Table (one item for all the items, paired to each) after the
  *     charge, then an email of the table failing once: every key fails and the retry charges each again [2, 2, 2].
- *     nodeKinds.ts joinsItems knows Aggregate, Summarize, Item Lists, Convert to File (HTML among its formats) but not
- *     this node, so wiring.ts checkJoinedAfterEffect does not refuse it at publish (with the Table at Continue; at Stop
+ *     nodeKinds.ts joinsItems knew Aggregate, Summarize, Item Lists, Convert to File (HTML among its formats) but not
+ *     this node, so wiring.ts checkJoinedAfterEffect did not refuse it at publish (now it does) (with the Table at Continue; at Stop
  *     Workflow it is refused as a routing node after an effect).
  *  F4 (C1, C2) FALSE REFUSAL (conservative): an HTTP Request lookup before the charge is refused at publish with several
  *     events when set to Retry On Fail (retriedTogether) or left at n8n's default Stop Workflow (eventsTogether): the
@@ -598,30 +599,26 @@ describeWithN8n('red team 53: node settings and stock nodes with several events'
 				keys: ALL_COMPLETED,
 			});
 		});
-		it.failing(
-			'Charge (error output) → Table (HTML, Convert to HTML Table, error output) → Email Summary (error output) failing once: refused at publish, or one charge each',
-			async () => {
-				const p = 'h3';
-				const table = node('Table', 'html', 1.2, { operation: 'convertToHtmlTable', options: {} }, { onError: 'continueErrorOutput' });
-				const summary = httpCall(
-					'Email Summary',
-					'notify',
-					{ onError: 'continueErrorOutput' },
-					`={{ JSON.stringify({ id: '${p}_summary', table: $json.table }) }}`,
-				);
-				const r = await runTrigger(p, chain([charge(EVENT_ID), table, summary]), `notify:${p}_summary`);
-				const summaries = effectsAt('notify', `${p}_summary`);
-				record('H3 html table after charge', {
-					...r,
-					summaries,
-					lastErrors: rt.keyRows().map((row) => row.last_error?.slice(0, 80) ?? null),
-				});
-				// The same join made by Aggregate, Summarize or Convert to File (HTML) is refused at publish (joinedAfterEffect):
-				// the summary's failure is every event's, and the retry would charge each again.
-				if (r.refusal !== false) expect(r.charges).toEqual([0, 0, 0]);
-				else expect({ charges: r.charges, keys: r.keys }).toEqual({ charges: [1, 1, 1], keys: ALL_COMPLETED });
-			},
-		);
+		it('Charge (error output) → Table (HTML, Convert to HTML Table, error output) → Email Summary (error output) failing once: refused at publish, or one charge each', async () => {
+			const p = 'h3';
+			const table = node('Table', 'html', 1.2, { operation: 'convertToHtmlTable', options: {} }, { onError: 'continueErrorOutput' });
+			const summary = httpCall(
+				'Email Summary',
+				'notify',
+				{ onError: 'continueErrorOutput' },
+				`={{ JSON.stringify({ id: '${p}_summary', table: $json.table }) }}`,
+			);
+			const r = await runTrigger(p, chain([charge(EVENT_ID), table, summary]), `notify:${p}_summary`);
+			const summaries = effectsAt('notify', `${p}_summary`);
+			record('H3 html table after charge', {
+				...r,
+				summaries,
+				lastErrors: rt.keyRows().map((row) => row.last_error?.slice(0, 80) ?? null),
+			});
+			// The same join made by Aggregate, Summarize or Convert to File (HTML) is refused at publish (joinedAfterEffect):
+			// the summary's failure is every event's, and the retry would charge each again.
+			expect({ refusal: r.refusal, charges: r.charges }).toEqual({ refusal: expect.stringContaining('Table'), charges: [0, 0, 0] });
+		});
 		it("Limit (2, Last Items) → Charge, B's charge failing once: A completed uncharged (the workflow's rule), B and C charged once", async () => {
 			const p = 'h2';
 			const limit = node('Last Two', 'limit', 1, { maxItems: 2, keep: 'lastItems' });

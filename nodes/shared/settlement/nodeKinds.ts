@@ -441,10 +441,11 @@ export function hasRunOnceMode(node: NodeRef): boolean {
 
 /**
  * A node that joins several items into one (Aggregate, Summarize, Item Lists doing either, Convert to File making one
- * file of them): its item stands for all of them.
+ * file of them, the HTML node making one table of them): its item stands for all of them.
  */
 export function joinsItems(node: NodeRef): boolean {
 	if (node.type === AGGREGATE_TYPE || node.type === SUMMARIZE_TYPE || makesOneFileOfAll(node) || mergesIntoOneEmptyItem(node)) return true;
+	if (node.type === HTML_TYPE) return node.parameters?.operation === 'convertToHtmlTable';
 	if (node.type !== ITEM_LISTS_TYPE) return false;
 	const operation = itemListsOperation(node);
 	return operation === 'summarize' || ITEM_LISTS_JOINS.has(operation);
@@ -471,6 +472,9 @@ function mergesIntoOneEmptyItem(node: NodeRef): boolean {
 	if ((node.typeVersion ?? 1) < 2) return node.parameters?.mode === 'wait';
 	return node.parameters?.mode === 'chooseBranch' && node.parameters?.output === 'empty';
 }
+
+/** The HTML node: its Convert to HTML Table operation makes one table of all its items. */
+const HTML_TYPE = 'n8n-nodes-base.html';
 
 /** Convert to File (or Spreadsheet File) writing one file for all its items: one item, no key of theirs. */
 function makesOneFileOfAll(node: NodeRef): boolean {

@@ -6,6 +6,7 @@ import {
 	hidesConditionFailures,
 	joinsItems,
 	joinsAndSplitsWithoutKeys,
+	loopOutputsOf,
 	runsOnceForAllItems,
 	sendsStatementsAsOne,
 	writesAllOrNone,
@@ -179,6 +180,11 @@ describe('joinsItems and runsOnceForAllItems: nodes whose one item, or one failu
 		expect([joinsItems(spreadsheetFile('toFile')), joinsItems(spreadsheetFile())]).toEqual([true, false]);
 	});
 
+	it("the HTML node's Convert to HTML Table makes one item of all; its default operation (a template per item) does not", () => {
+		const html = (parameters: INodeParameters) => ({ name: 'Table', type: 'n8n-nodes-base.html', typeVersion: 1.2, parameters });
+		expect([joinsItems(html({ operation: 'convertToHtmlTable' })), joinsItems(html({}))]).toEqual([true, false]);
+	});
+
 	it('Code at its default mode, the Function node and AI Transform run once for all items; Code run for each item does not', () => {
 		const node = (type: string, parameters: INodeParameters = {}) => ({
 			name: 'N',
@@ -191,5 +197,18 @@ describe('joinsItems and runsOnceForAllItems: nodes whose one item, or one failu
 				runsOnceForAllItems,
 			),
 		).toEqual([true, false, true, true, false]);
+	});
+});
+
+describe('loopOutputsOf: which output of a loop node gives the items it is done with, as n8n names them', () => {
+	const loop = (typeVersion: number) => ({ name: 'Loop', type: 'n8n-nodes-base.splitInBatches', typeVersion, parameters: {} });
+	const named = (outputNames: string[] | undefined) => () => ({ properties: [], outputNames });
+	it('Split In Batches 2 names its outputs loop, done; 3 done, loop; read from the description', () => {
+		expect(loopOutputsOf(loop(2), named(['loop', 'done']))).toEqual({ done: 1, loop: 0 });
+		expect(loopOutputsOf(loop(3), named(['done', 'loop']))).toEqual({ done: 0, loop: 1 });
+	});
+	it("Loop Over Items 3's outputs when n8n names none (version 1's one output, or no description to read)", () => {
+		expect(loopOutputsOf(loop(1), named(undefined))).toEqual({ done: 0, loop: 1 });
+		expect(loopOutputsOf(loop(2), undefined)).toEqual({ done: 0, loop: 1 });
 	});
 });
