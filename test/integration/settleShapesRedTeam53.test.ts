@@ -33,10 +33,10 @@ import {
  * those) one effect after the provider's retries, every key completed, a workflow that works in n8n not refused.
  * RT53_DUMP=1 prints every run's node outputs and pairing.
  *
- * What the pass found (each row seen failing). The rows of F1 and F4 assert the right outcome and are marked
- * `it.failing` until the rules answer them: each passes only while the break is still there, so its fix shows here.
- * F2 is answered (loopOutputsOf reads the loop's outputs as n8n names them) and F3 (joinsItems counts the HTML node's
- * table): their rows pass.
+ * What the pass found (each row seen failing). The rows of F4 assert the right outcome and are marked `it.failing`
+ * until the rules answer them: each passes only while the break is still there, so its fix shows here. F1 is answered by
+ * a refusal at publish (wiring.ts checkKeptItemsPairedByPlace; Reserve refuses it before reserving), F2 by
+ * loopOutputsOf reading the loop's outputs as n8n names them, F3 by joinsItems counting the HTML node's table.
  *  F1 (A1, A5, A6 ×2, A7, A8) LOST + DOUBLED: Remove Duplicates "within current input" with Options → Remove Other
  *     Fields (n8n-nodes-base RemoveDuplicates 1.1 / 2 utils.removeDuplicateInputItems, Item Lists 1-3.1 the same code)
  *     sets `pairedItem: { item: index }` with the index in the list it KEPT, not in its input, and drops the
@@ -155,6 +155,12 @@ describeWithN8n('red team 53: node settings and stock nodes with several events'
 		});
 
 	const ALL_COMPLETED = ['completed', 'completed', 'completed'];
+	/**
+	 * Remove Duplicates with Remove Other Fields before the charge, several events: refused at publish (wiring.ts
+	 * checkKeptItemsPairedByPlace), whatever fails and in whichever order the events come (with the duplicate last, or
+	 * nothing failing, n8n's pairing happens to be right; another delivery's order would not be).
+	 */
+	const REFUSED_AT_PUBLISH = { refusal: expect.stringContaining('"Dedupe Orders" removes repeats'), orderCharges: [0, 0] };
 	const ONE_EACH = { refusal: false, charges: [1, 1, 1], keys: ALL_COMPLETED };
 
 	/** A row on the trigger path charged per order: the order charges and the events' keys. */
@@ -165,20 +171,17 @@ describeWithN8n('red team 53: node settings and stock nodes with several events'
 
 	/* A. Remove Duplicates with Remove Other Fields ------------------------------------------------------------------- */
 	describe('A. Remove Duplicates (within current input) with Remove Other Fields, a charge per order', () => {
-		it.failing(
-			"v2: orders [o1, o1, o2] → Dedupe Orders (Remove Other Fields) → Charge per order, o2's charge failing once: each order charged once",
-			async () => {
-				const p = 'a1';
-				const r = await runOrders(p, chain([dedupeOrders(2, true), charge(ORDER_ID)]), `charge:${p}_o2`);
-				record('A1 rd2 rof o2 fails', { ...r, lastErrors: rt.keyRows().map((row) => row.last_error?.slice(0, 80) ?? null) });
-				// Expected: C (o2) failed and retried alone, B completed as the removed duplicate; o1 and o2 charged once each.
-				expect(r).toMatchObject({ refusal: false, answers: [500, 200], orderCharges: [1, 1], keys: ALL_COMPLETED });
-			},
-		);
-		it('v2: the same, nothing failing: each order charged once, 200 (control)', async () => {
+		it("v2: orders [o1, o1, o2] → Dedupe Orders (Remove Other Fields) → Charge per order, o2's charge failing once: refused at publish, nothing charged", async () => {
+			const p = 'a1';
+			const r = await runOrders(p, chain([dedupeOrders(2, true), charge(ORDER_ID)]), `charge:${p}_o2`);
+			record('A1 rd2 rof o2 fails', { ...r, lastErrors: rt.keyRows().map((row) => row.last_error?.slice(0, 80) ?? null) });
+			// Before the refusal: o1 charged twice, o2 never (B failed for C's charge, C completed; the retry ran B alone).
+			expect(r).toMatchObject(REFUSED_AT_PUBLISH);
+		});
+		it('v2: the same, nothing failing: refused at publish all the same (another order of the events would break it)', async () => {
 			const p = 'a2';
 			const r = record('A2 rd2 rof nothing fails', await runOrders(p, chain([dedupeOrders(2, true), charge(ORDER_ID)]), undefined));
-			expect(r).toMatchObject({ refusal: false, answers: [200], orderCharges: [1, 1], keys: ALL_COMPLETED });
+			expect(r).toMatchObject(REFUSED_AT_PUBLISH);
 		});
 		it("v2 without Remove Other Fields, o2's charge failing once: each order charged once (control)", async () => {
 			const p = 'a3';
@@ -188,73 +191,61 @@ describeWithN8n('red team 53: node settings and stock nodes with several events'
 			);
 			expect(r).toMatchObject({ refusal: false, answers: [500, 200], orderCharges: [1, 1], keys: ALL_COMPLETED });
 		});
-		it("v2 Remove Other Fields, the duplicate last (orders [o1, o2, o1]), o2's charge failing once: each order charged once", async () => {
+		it("v2 Remove Other Fields, the duplicate last (orders [o1, o2, o1]), o2's charge failing once: refused at publish, nothing charged", async () => {
 			const p = 'a4';
 			const r = record(
 				'A4 rd2 rof dup last o2 fails',
 				await runOrders(p, chain([dedupeOrders(2, true), charge(ORDER_ID)]), `charge:${p}_o2`, 'dupLast'),
 			);
-			expect(r).toMatchObject({ refusal: false, answers: [500, 200], orderCharges: [1, 1], keys: ALL_COMPLETED });
+			expect(r).toMatchObject(REFUSED_AT_PUBLISH);
 		});
-		it.failing("v1.1 (Remove Other Fields), o2's charge failing once: each order charged once", async () => {
+		it("v1.1 (Remove Other Fields), o2's charge failing once: refused at publish, nothing charged", async () => {
 			const p = 'a5';
 			const r = record('A5 rd1.1 rof o2 fails', await runOrders(p, chain([dedupeOrders(1.1, true), charge(ORDER_ID)]), `charge:${p}_o2`));
-			expect(r).toMatchObject({ refusal: false, answers: [500, 200], orderCharges: [1, 1], keys: ALL_COMPLETED });
+			expect(r).toMatchObject(REFUSED_AT_PUBLISH);
 		});
 		for (const version of [3.1, 1]) {
-			it.failing(
-				`Item Lists ${version} Remove Duplicates (Remove Other Fields), o2's charge failing once: each order charged once`,
-				async () => {
-					const p = `a6${String(version).replace('.', '')}`;
-					const r = record(
-						`A6 itemLists ${version} rof o2 fails`,
-						await runOrders(p, chain([itemListsDedupe(version), charge(ORDER_ID)]), `charge:${p}_o2`),
-					);
-					expect(r).toMatchObject({ refusal: false, answers: [500, 200], orderCharges: [1, 1], keys: ALL_COMPLETED });
-				},
-			);
-		}
-		it.failing(
-			"v2 Remove Other Fields → Order Lookup (error output) → Charge, o2's lookup failing once: each order charged once",
-			async () => {
-				const p = 'a7';
-				const orderLookup = httpCall(
-					'Order Lookup',
-					'lookup',
-					{ onError: 'continueErrorOutput' },
-					'={{ JSON.stringify({ id: $json.body.order }) }}',
-				);
+			it(`Item Lists ${version} Remove Duplicates (Remove Other Fields), o2's charge failing once: refused at publish, nothing charged`, async () => {
+				const p = `a6${String(version).replace('.', '')}`;
 				const r = record(
-					'A7 rd2 rof lookup o2 fails',
-					await runOrders(p, chain([dedupeOrders(2, true), orderLookup, charge(CHARGE_ID)]), `lookup:${p}_o2`),
+					`A6 itemLists ${version} rof o2 fails`,
+					await runOrders(p, chain([itemListsDedupe(version), charge(ORDER_ID)]), `charge:${p}_o2`),
 				);
-				expect(r).toMatchObject({ refusal: false, answers: [500, 200], orderCharges: [1, 1], keys: ALL_COMPLETED });
-			},
-		);
-		it.failing(
-			"node path, Settle beside: Split Out → Reserve (Field) → Dedupe Orders (v2, Remove Other Fields) → Charge, o2's charge failing once",
-			async () => {
-				const p = 'a8';
-				const list = orders(p);
-				useNodePath(`wf-rt53-${p}`);
-				failNext(`charge:${p}_o2`);
-				const step = chain([dedupeOrders(2, true), charge(ORDER_ID)]);
-				const { answers, runs } = await provideNodePath(events(list), () =>
-					nodeTemplate(step, { reserve: rt.fieldReserve(), before: SPLIT_OUT_EVENTS, settle: true }),
-				);
-				dump(p, runs);
-				const r = record('A8 node path settle rd2 rof', {
-					answers,
-					orderCharges: charges(orderIds(p)),
-					keys: await nodeStatuses(list.map((event) => event.id)),
-				});
-				expect({ orderCharges: r.orderCharges, keys: r.keys, last: answers[answers.length - 1] }).toEqual({
-					orderCharges: [1, 1],
-					keys: ALL_COMPLETED,
-					last: 200,
-				});
-			},
-		);
+				expect(r).toMatchObject(REFUSED_AT_PUBLISH);
+			});
+		}
+		it("v2 Remove Other Fields → Order Lookup (error output) → Charge, o2's lookup failing once: refused at publish, nothing charged", async () => {
+			const p = 'a7';
+			const orderLookup = httpCall(
+				'Order Lookup',
+				'lookup',
+				{ onError: 'continueErrorOutput' },
+				'={{ JSON.stringify({ id: $json.body.order }) }}',
+			);
+			const r = record(
+				'A7 rd2 rof lookup o2 fails',
+				await runOrders(p, chain([dedupeOrders(2, true), orderLookup, charge(CHARGE_ID)]), `lookup:${p}_o2`),
+			);
+			expect(r).toMatchObject(REFUSED_AT_PUBLISH);
+		});
+		it("node path, Settle beside: Split Out → Reserve (Field) → Dedupe Orders (v2, Remove Other Fields) → Charge, o2's charge failing once: Reserve refuses it, nothing reserved", async () => {
+			const p = 'a8';
+			const list = orders(p);
+			useNodePath(`wf-rt53-${p}`);
+			failNext(`charge:${p}_o2`);
+			const step = chain([dedupeOrders(2, true), charge(ORDER_ID)]);
+			const { answers, runs } = await provideNodePath(events(list), () =>
+				nodeTemplate(step, { reserve: rt.fieldReserve(), before: SPLIT_OUT_EVENTS, settle: true }),
+			);
+			dump(p, runs);
+			const r = record('A8 node path settle rd2 rof', {
+				answers,
+				orderCharges: charges(orderIds(p)),
+				keys: await nodeStatuses(list.map((event) => event.id)),
+			});
+			// Reserve refuses the wiring before anything is reserved: 503 to every delivery, nothing charged, no key.
+			expect(r).toEqual({ answers: [503, 503, 503, 503], orderCharges: [0, 0], keys: [null, null, null] });
+		});
 	});
 
 	/* B. HTTP Request Batching and Pagination ------------------------------------------------------------------------- */

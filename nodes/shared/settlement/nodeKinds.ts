@@ -561,6 +561,21 @@ export function dropsItemsSeenBefore(node: NodeRef): boolean {
 	return operation === SEEN_IN_PREVIOUS_EXECUTIONS || (typeof operation === 'string' && operation.startsWith('='));
 }
 
+/**
+ * Remove Duplicates (or Item Lists' Remove Duplicates) dropping repeats within its input with Remove Other Fields on
+ * (or set by an expression): n8n pairs each item it keeps with the item at the same place in its input, not the one it
+ * kept, and keeps only the compared fields, the key among the fields it drops. Once an earlier item is removed, every
+ * later item stands for another event.
+ */
+export function pairsKeptItemsByPlace(node: NodeRef): boolean {
+	const removeOtherFields = (node.parameters?.options as { removeOtherFields?: unknown } | undefined)?.removeOtherFields;
+	if (removeOtherFields !== true && !(typeof removeOtherFields === 'string' && removeOtherFields.startsWith('='))) return false;
+	if (node.type === ITEM_LISTS_TYPE) return itemListsOperation(node) === 'removeDuplicates';
+	return (
+		node.type === REMOVE_DUPLICATES_TYPE && (node.parameters?.operation ?? 'removeDuplicateInputItems') === 'removeDuplicateInputItems'
+	);
+}
+
 /** An Execute Workflow node whose "Wait For Sub-Workflow Completion" is off, or an expression n8n evaluates per item. */
 export function mayNotWaitForSubWorkflow(node: NodeRef): boolean {
 	if (node.type !== EXECUTE_WORKFLOW_TYPE) return false;

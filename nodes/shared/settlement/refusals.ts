@@ -96,6 +96,8 @@ export const REFUSALS = {
 		executeOnce?: boolean;
 	}) =>
 		`"${node}" gets the one item "${join}" makes of ${theEvents(events)}${executeOnce ? ` (it is set to Execute Once)` : ''} after "${effect}" has done its work for each: if "${node}" failed, it would fail for all of them, and the provider's retry would do "${effect}" again for each. Move "${node}" before "${effect}", ${executeOnce ? `turn off "${join}"'s Execute Once setting` : 'split the joined item again before it (Split Out)'}, or put Loop Over Items (batch size 1) before the step.`,
+	keptItemsPairedByPlace: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
+		`"${node}" removes repeats from ${theEvents(events)} with Remove Other Fields on: n8n then pairs each item it keeps with the event at the same place among all it got, not the one it kept, and drops the events' keys. Once an earlier event is removed, what "${effect}" does for one event would be settled as another's: an event could complete without it, and the provider's retry would do it again for another. Turn off "${node}"'s Options → Remove Other Fields.`,
 	stopAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
 		`"${node}" ends the execution for ${theEvents(events)} after "${effect}" has done its work for some of them: their steps would stop half done, their keys would fail, and the provider's retry would do that work again. Put "${node}" before "${effect}", or put Loop Over Items (batch size 1) before the step (each run then has one event).`,
 	retriedTogether: ({ node, events }: { node: string; events?: number }) =>

@@ -31,6 +31,7 @@ import {
 	isSettleNode,
 	joinsAndSplitsWithoutKeys,
 	joinsItems,
+	pairsKeptItemsByPlace,
 	joinsWithoutKeys,
 	LOOP_TYPE,
 	losesSubWorkflowFailures,
@@ -288,6 +289,7 @@ function checkStepTakesEventsApart(
 			const effect = effectBefore(node);
 			if (effect) throw refusal('stopAfterEffect', { node: node.name, effect: effect.name, events });
 		}
+		checkKeptItemsPairedByPlace(record, self, node, events, step);
 		if (failsAllOrNothing(node)) continue;
 		checkSplitFromKeylessJoin(record, self, node, events, outside);
 		// Before the one-at-a-time skip: Loop Over Items after a join loops over the one joined item, not over events.
@@ -395,6 +397,18 @@ function checkRunsOnceForAll(node: INode, events: number | undefined, effectBefo
 	if (!runsOnceForAllItems(node) || !effectBefore) return;
 	if (node.executeOnce === true) throw refusal('executeOnceAfterEffect', { node: node.name, effect: effectBefore.name, events });
 	throw refusal('codeForAllAfterEffect', { node: node.name, effect: effectBefore.name, events, mode: hasRunOnceMode(node) });
+}
+
+/**
+ * A node that pairs the items it keeps by their place (pairsKeptItemsByPlace) given several events, with a node that may
+ * have an effect after it in the step: the effect's outcome would be settled for the wrong events. Refused whatever
+ * the node's settings, since n8n's pairing is wrong before anything fails.
+ */
+function checkKeptItemsPairedByPlace(record: ExecutionRecord, self: string, node: INode, events: number | undefined, step: INode[]): void {
+	if (!pairsKeptItemsByPlace(node)) return;
+	const after = new Set(downstreamOf(record, allTargets(record, node.name), new Set([self, node.name])).map((next) => next.name));
+	const effect = step.find((candidate) => after.has(candidate.name) && candidate.disabled !== true && mayHaveEffect(candidate));
+	if (effect) throw refusal('keptItemsPairedByPlace', { node: node.name, effect: effect.name, events });
 }
 
 /**

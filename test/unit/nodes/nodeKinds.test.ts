@@ -7,6 +7,7 @@ import {
 	joinsItems,
 	joinsAndSplitsWithoutKeys,
 	loopOutputsOf,
+	pairsKeptItemsByPlace,
 	runsOnceForAllItems,
 	sendsStatementsAsOne,
 	writesAllOrNone,
@@ -210,5 +211,36 @@ describe('loopOutputsOf: which output of a loop node gives the items it is done 
 	it("Loop Over Items 3's outputs when n8n names none (version 1's one output, or no description to read)", () => {
 		expect(loopOutputsOf(loop(1), named(undefined))).toEqual({ done: 0, loop: 1 });
 		expect(loopOutputsOf(loop(2), undefined)).toEqual({ done: 0, loop: 1 });
+	});
+});
+
+describe('pairsKeptItemsByPlace: Remove Duplicates within its input with Remove Other Fields, whose kept items n8n pairs by place', () => {
+	const node = (type: string, typeVersion: number, parameters: INodeParameters) => ({
+		name: 'Dedupe',
+		type: `n8n-nodes-base.${type}`,
+		typeVersion,
+		parameters,
+	});
+	const removeOtherFields = { compare: 'selectedFields', fieldsToCompare: 'body.order', options: { removeOtherFields: true } };
+	it('Remove Duplicates 1.1 and 2 (its default operation), Item Lists Remove Duplicates; an expression counts', () => {
+		expect(
+			[
+				node('removeDuplicates', 1.1, removeOtherFields),
+				node('removeDuplicates', 2, removeOtherFields),
+				node('removeDuplicates', 2, { ...removeOtherFields, operation: 'removeDuplicateInputItems' }),
+				node('itemLists', 3.1, { ...removeOtherFields, operation: 'removeDuplicates' }),
+				node('removeDuplicates', 2, { ...removeOtherFields, options: { removeOtherFields: '={{ true }}' } }),
+			].map(pairsKeptItemsByPlace),
+		).toEqual([true, true, true, true, true]);
+	});
+	it('not without Remove Other Fields, nor for the other operations', () => {
+		expect(
+			[
+				node('removeDuplicates', 2, { compare: 'selectedFields', fieldsToCompare: 'body.order' }),
+				node('removeDuplicates', 2, { ...removeOtherFields, operation: 'removeItemsSeenInPreviousExecutions' }),
+				node('itemLists', 3.1, { ...removeOtherFields, operation: 'sort' }),
+				node('set', 3.4, removeOtherFields),
+			].map(pairsKeptItemsByPlace),
+		).toEqual([false, false, false, false]);
 	});
 });
