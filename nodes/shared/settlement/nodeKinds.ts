@@ -125,7 +125,7 @@ export function continuesOnError(node: Partial<Pick<INode, 'onError' | 'continue
 	return onErrorOf(node) !== 'stopWorkflow';
 }
 
-/* Nodes that wait, as n8n declares it --------------------------------------------------------- */
+/* As n8n declares it: nodes that wait, a loop's outputs ---------------------------------------------------- */
 
 /** The parts of a node type's description the rules read. */
 export type NodeTypeFacts = Pick<INodeTypeDescription, 'webhooks' | 'properties' | 'outputNames'>;
