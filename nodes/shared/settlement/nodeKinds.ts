@@ -260,6 +260,8 @@ const ITEM_LISTS_JOINS = new Set(['aggregateItems', 'concatenateItems']);
 const CONVERT_TO_FILE_TYPE = 'n8n-nodes-base.convertToFile';
 const ONE_FILE_OF_ALL_ITEMS = new Set(['csv', 'html', 'rtf', 'ods', 'xls', 'xlsx']);
 const SPREADSHEET_FILE_TYPE = 'n8n-nodes-base.spreadsheetFile';
+// The HTML node: its Convert to HTML Table operation makes one table of all its items.
+const HTML_TYPE = 'n8n-nodes-base.html';
 const REMOVE_DUPLICATES_TYPE = 'n8n-nodes-base.removeDuplicates';
 const SEEN_IN_PREVIOUS_EXECUTIONS = 'removeItemsSeenInPreviousExecutions';
 // n8n's nodes that pass, join, batch or order items, or stop them on purpose: no effect, and no failure
@@ -473,9 +475,6 @@ function mergesIntoOneEmptyItem(node: NodeRef): boolean {
 	return node.parameters?.mode === 'chooseBranch' && node.parameters?.output === 'empty';
 }
 
-/** The HTML node: its Convert to HTML Table operation makes one table of all its items. */
-const HTML_TYPE = 'n8n-nodes-base.html';
-
 /** Convert to File (or Spreadsheet File) writing one file for all its items: one item, no key of theirs. */
 function makesOneFileOfAll(node: NodeRef): boolean {
 	const operation = node.parameters?.operation;
@@ -569,7 +568,7 @@ export function dropsItemsSeenBefore(node: NodeRef): boolean {
  */
 export function pairsKeptItemsByPlace(node: NodeRef): boolean {
 	const removeOtherFields = (node.parameters?.options as { removeOtherFields?: unknown } | undefined)?.removeOtherFields;
-	if (removeOtherFields !== true && !(typeof removeOtherFields === 'string' && removeOtherFields.startsWith('='))) return false;
+	if (removeOtherFields !== true && !holdsAnExpression(removeOtherFields)) return false;
 	if (node.type === ITEM_LISTS_TYPE) return itemListsOperation(node) === 'removeDuplicates';
 	return (
 		node.type === REMOVE_DUPLICATES_TYPE && (node.parameters?.operation ?? 'removeDuplicateInputItems') === 'removeDuplicateInputItems'
