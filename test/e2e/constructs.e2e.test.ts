@@ -16,7 +16,7 @@
 // to Webhook node).
 // Every row's workflow is published once per front end (two for the rows of one event to two
 // workflows), and the rows of both run side by side.
-// e2e-tags: single queue compatibility
+// e2e-tags: single queue compatibility:single
 import { harness, eventId, type Harness } from '../support/e2e/harness';
 import { startSink, type Sink } from '../support/e2e/sink';
 import * as c from '../support/e2e/constructs';

@@ -3,7 +3,7 @@
 // error output) as the note says. A sender that retries every non-2xx like a provider delivers each
 // event several times at once; each replacement gives exactly one effect per event — for the failing
 // step none until it is fixed, then one — and every event ends completed.
-// e2e-tags: single queue compatibility
+// e2e-tags: single queue compatibility:single
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
