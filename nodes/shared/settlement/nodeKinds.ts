@@ -346,6 +346,29 @@ export function hidesConditionFailures(node: NodeRef & Partial<Pick<INode, 'onEr
 	return takesFailureAsAnAnswer(node) && continuesOnError(node);
 }
 
+// n8n's SQL nodes built on the Postgres node's version-1 helpers (Postgres/v1/genericFunctions.js), and that version itself.
+const LEGACY_SQL_TYPES = new Set(['timescaleDb', 'questDb', 'crateDb'].map((name) => `n8n-nodes-base.${name}`));
+const QUESTDB_TYPE = 'n8n-nodes-base.questDb';
+const CRATEDB_TYPE = 'n8n-nodes-base.crateDb';
+
+/**
+ * A SQL node on the Postgres node's version-1 helpers, at Continue, sending its statements one by one or in one
+ * transaction: a statement that fails comes back as an item with the error's code and message beside its json and no
+ * `error`, which n8n-core passes on the success output (a transaction is rolled back, every statement reported done).
+ * Multiple Queries (one query for all items, their default) fails as a whole. QuestDB has no such mode (its inserts
+ * always go one by one); CrateDB updates one by one in either mode.
+ */
+export function hidesStatementFailures(
+	node: NodeRef & { typeVersion?: number } & Partial<Pick<INode, 'onError' | 'continueOnFail'>>,
+): boolean {
+	const legacy = LEGACY_SQL_TYPES.has(node.type) || (node.type === POSTGRES_TYPE && (node.typeVersion ?? 1) < 2);
+	if (!legacy || !continuesOnError(node)) return false;
+	if (node.type === QUESTDB_TYPE) return true;
+	const operation = node.parameters?.operation ?? 'insert';
+	if (node.type === CRATEDB_TYPE && operation === 'update') return true;
+	return ((node.parameters?.additionalFields as { mode?: unknown } | undefined)?.mode ?? 'multiple') !== 'multiple';
+}
+
 /**
  * A Switch that continues on error: an item whose routing fails becomes `{ error }` on its first
  * output, paired to no input item, so its failure belongs to no one event.

@@ -26,6 +26,7 @@ import {
 	failsAllOrNothing,
 	failsForNoEvent,
 	hidesConditionFailures,
+	hidesStatementFailures,
 	inlineSubWorkflowNodes,
 	isRouting,
 	isSettleNode,
@@ -141,6 +142,9 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		const hiding = firstIncludingInline(step, hidesConditionFailures);
 		if (hiding) throw refusal('conditionFailureHidden', { node: hiding });
 	}
+	// Whoever settles: a failure reported as a success is a success to Settle, Mark Complete and the error handler alike.
+	const hidingStatements = firstIncludingInline(step, hidesStatementFailures);
+	if (hidingStatements) throw refusal('statementFailureHidden', { node: hidingStatements });
 	// Before the reserving node too: a retry dropped on its way to it never reaches the step either.
 	const reserving = record.node(self);
 	const dropping = firstIncludingInline([...step, ...(reserving ? ranBefore(record, self, reserving) : [])], dropsItemsSeenBefore);
@@ -439,7 +443,11 @@ function checkJoinedAfterEffect(
 	// fail (a No Operation), gives what it made of the first item for all the items it got.
 	const joins = (candidate: INode) => joinsItems(candidate) || candidate.executeOnce === true;
 	for (const join of before.filter((candidate) => joins(candidate) && !oneAtATime.has(candidate.name))) {
-		const effect = effectNotAfter(record, self, join, step) ?? outside;
+		// An effect before the join, beside it, or made of the joined item on the way from it to `node` (a batch call).
+		const madeOfTheJoin = before.find(
+			(candidate) => mayHaveEffect(candidate) && ranBefore(record, self, candidate).some((earlier) => earlier.name === join.name),
+		);
+		const effect = effectNotAfter(record, self, join, step) ?? outside ?? madeOfTheJoin;
 		if (!effect) continue;
 		const splitAgain = before.some(
 			(split) => splitsItems(split) && ranBefore(record, self, split).some((earlier) => earlier.name === join.name),
@@ -688,6 +696,8 @@ export function unsettleableAfterTrigger(
 		if (losing) return reason('subWorkflowFailuresLost', { node: losing });
 		const hiding = full && firstIncludingInline([full], hidesConditionFailures);
 		if (hiding) return reason('conditionFailureHidden', { node: hiding });
+		const hidingStatements = full && firstIncludingInline([full], hidesStatementFailures);
+		if (hidingStatements) return reason('statementFailureHidden', { node: hidingStatements });
 		const acting = full && record && actsAfterFailureIncludingInline(record, full, trigger);
 		if (acting) return reason('successAfterFailure', acting);
 	}

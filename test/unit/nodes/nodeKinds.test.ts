@@ -4,6 +4,7 @@ import {
 	continuingLosesTheEvent,
 	failsForNoEvent,
 	hidesConditionFailures,
+	hidesStatementFailures,
 	joinsItems,
 	joinsAndSplitsWithoutKeys,
 	loopOutputsOf,
@@ -108,6 +109,55 @@ describe('writesAllOrNone: one failure undoes every write of the run', () => {
 
 	it('no other node', () => {
 		expect(writesAllOrNone({ name: 'Call', type: 'n8n-nodes-base.httpRequest', typeVersion: 4.2, parameters: {} })).toBe(false);
+	});
+});
+
+describe("hidesStatementFailures: SQL nodes on the Postgres node's version-1 helpers, at Continue, reporting a failed statement as done", () => {
+	const legacy = (
+		type: string,
+		typeVersion: number,
+		parameters: INodeParameters,
+		onError?: 'continueRegularOutput' | 'continueErrorOutput',
+	) => ({
+		name: 'Insert',
+		type: `n8n-nodes-base.${type}`,
+		typeVersion,
+		parameters,
+		...(onError ? { onError } : {}),
+	});
+	it('one by one or in a transaction at either Continue: TimescaleDB, CrateDB, the Postgres node 1', () => {
+		for (const type of ['timescaleDb', 'crateDb', 'postgres'])
+			for (const mode of ['independently', 'transaction'])
+				for (const onError of ['continueRegularOutput', 'continueErrorOutput'] as const)
+					expect({ type, mode, onError, hides: hidesStatementFailures(legacy(type, 1, { additionalFields: { mode } }, onError)) }).toEqual({
+						type,
+						mode,
+						onError,
+						hides: true,
+					});
+		// The older Continue On Fail setting is Continue (regular output).
+		expect(
+			hidesStatementFailures({ ...legacy('timescaleDb', 1.1, { additionalFields: { mode: 'independently' } }), continueOnFail: true }),
+		).toBe(true);
+	});
+	it('not in Multiple Queries mode (their default: one query, which fails as a whole), nor at Stop Workflow', () => {
+		expect(hidesStatementFailures(legacy('timescaleDb', 1.1, {}, 'continueErrorOutput'))).toBe(false);
+		expect(hidesStatementFailures(legacy('postgres', 1, { additionalFields: { mode: 'multiple' } }, 'continueErrorOutput'))).toBe(false);
+		expect(hidesStatementFailures(legacy('timescaleDb', 1.1, { additionalFields: { mode: 'independently' } }))).toBe(false);
+	});
+	it('QuestDB always (no Multiple Queries; its inserts one by one), CrateDB updates in either mode', () => {
+		expect(hidesStatementFailures(legacy('questDb', 1.1, {}, 'continueErrorOutput'))).toBe(true);
+		expect(hidesStatementFailures(legacy('questDb', 1.1, { operation: 'insert' }, 'continueRegularOutput'))).toBe(true);
+		expect(hidesStatementFailures(legacy('crateDb', 1.1, { operation: 'update' }, 'continueErrorOutput'))).toBe(true);
+		expect(hidesStatementFailures(legacy('crateDb', 1.1, { operation: 'insert' }, 'continueErrorOutput'))).toBe(false);
+	});
+	it("not the Postgres node's current versions, which fail or pair an error item per statement", () => {
+		expect(hidesStatementFailures(legacy('postgres', 2.5, { options: { queryBatching: 'independently' } }, 'continueErrorOutput'))).toBe(
+			false,
+		);
+		expect(hidesStatementFailures(legacy('mySql', 2.4, { options: { queryBatching: 'independently' } }, 'continueErrorOutput'))).toBe(
+			false,
+		);
 	});
 });
 
