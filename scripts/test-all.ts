@@ -85,37 +85,8 @@ interface Step {
 	command?: () => string[];
 	commands?: () => string[][];
 	needs?: () => boolean | Promise<boolean>;
-	/** Starts only once this step has ended (passed or not). */
-	after?: string;
 	env?: NodeJS.ProcessEnv;
 	results?: string | string[];
-}
-
-/** A step's end: whether it came, and a promise for it. */
-interface StepEnd {
-	ended: boolean;
-	promise: Promise<void>;
-	resolve: () => void;
-}
-/** When each step ended, by name: what `after` waits for. */
-const stepEnded = new Map<string, StepEnd>();
-function endOf(name: string): StepEnd {
-	let end = stepEnded.get(name);
-	if (!end) {
-		let settle = () => {};
-		const promise = new Promise<void>((done) => (settle = done));
-		const created: StepEnd = {
-			ended: false,
-			promise,
-			resolve: () => {
-				created.ended = true;
-				settle();
-			},
-		};
-		end = created;
-		stepEnded.set(name, end);
-	}
-	return end;
 }
 
 /** A step as it ran, or a failed background install. */
@@ -287,8 +258,7 @@ const jest = ({ workers = 3 }: { workers?: number } = {}): string[] => [
 	path.join('node_modules', '.bin', 'jest'),
 	`--maxWorkers=${workers}`,
 ];
-// One topology of one tier: a stack of its own (its own work folder, Postgres, ports), so that two
-// run side by side; they wait on n8n, Postgres and the sender's timeouts far more than they compute.
+// One topology of one tier: a stack of its own (its own work folder, Postgres, ports), so that two run side by side.
 const e2eStep = (version: string, tier: string, topology: string): Step => ({
 	name: `end to end (n8n ${version}, ${tier} tier, ${topology})`,
 	needs: () => n8nInstalled([version]),
@@ -377,53 +347,36 @@ const SIDE_BY_SIDE = Math.max(1, Number(process.env.TEST_ALL_SIDE_BY_SIDE ?? 2))
 // Queue mode first in each tier: its soak makes it the longest step.
 const queueFirst = [...topologies].sort((a, b) => Number(b === 'queue') - Number(a === 'queue'));
 const [fullLongest, ...fullOthers] = skipE2e ? [] : queueFirst.map((topology) => e2eStep(n8nVersion, 'full', topology));
-// Queue mode's compatibility tier only after queue mode's full tier: two queue-mode stacks with their
-// soaks at once leave the full tier's timed faults (Postgres down past a lease end) too little CPU.
+// The compatibility tier in one process, then in queue mode: placed after the full tier in one process,
+// so that its queue-mode stack starts once the full tier's queue-mode faults and soak are (nearly) over.
 const compatibilitySteps = skipE2e
 	? []
 	: otherVersions.flatMap((version) =>
 			[...topologies]
 				.sort((a, b) => Number(a === 'queue') - Number(b === 'queue'))
-				.map((topology) => ({
-					...e2eStep(version, 'compatibility', topology),
-					...(topology === 'queue' && fullLongest ? { after: fullLongest.name } : {}),
-				})),
+				.map((topology) => e2eStep(version, 'compatibility', topology)),
 		);
 /** Takes the step whose name starts with `prefix` out of the steps that run one after another. */
 function takeStep(prefix: string): Step[] {
 	const index = steps.findIndex((step) => step.name.startsWith(prefix));
 	return index < 0 ? [] : steps.splice(index, 1);
 }
-// Only the build runs before the slots (the end-to-end tiers pack dist/). The longest step first, as
-// soon as the default line's install ends; beside it lint, types, the fast suites and the other
-// PostgreSQL lines, which need no n8n; the rest fill the other slot, longer before shorter (a slot
-// takes the first step that can start: one waiting for another step yields to the next).
+// Only the build runs before the slots (the end-to-end tiers pack dist/). The run is bound by the CPU,
+// so neither slot may idle: one slot starts with the fast suites, the other checks the code and runs
+// the other PostgreSQL lines (none needs n8n) while the default line installs, then takes the longest
+// step, queue mode's full tier, as soon as that install ends. The rest fill the first slot to free,
+// longer before shorter.
 const sideBySide: Step[] = [
-	...(fullLongest ? [fullLongest] : []),
-	// While the longest step waits for the default line's install, the other slot checks the code.
+	...takeStep('unit + integration + conformance'),
 	...takeStep('lint'),
 	...takeStep('types'),
-	...takeStep('unit + integration + conformance'),
 	...takeStep('conformance, Postgres half'),
+	...(fullLongest ? [fullLongest] : []),
 	...fullOthers,
-	...compatibilitySteps.filter((step) => !step.after),
-	...compatibilitySteps.filter((step) => step.after),
-	...takeStep('benchmarks (smoke)'),
+	...compatibilitySteps,
 	...takeStep('construct matrix'),
+	...takeStep('benchmarks (smoke)'),
 ];
-
-/**
- * The next side-by-side step for a slot that is free: the first whose `after` step has ended (or
- * that has none); when every step left waits for one, the wait for the first of them.
- */
-async function nextStep(queue: Step[]): Promise<Step | undefined> {
-	for (;;) {
-		const index = queue.findIndex((step) => !step.after || endOf(step.after).ended);
-		if (index >= 0) return queue.splice(index, 1)[0];
-		if (queue.length === 0) return undefined;
-		await endOf(queue[0].after as string).promise;
-	}
-}
 
 async function main(): Promise<void> {
 	// Queue mode needs redis-server: get it (or say how to) now, before anything runs, not at the
@@ -447,7 +400,7 @@ async function main(): Promise<void> {
 	say(`\n=== side by side, ${SIDE_BY_SIDE} at a time: ${queue.map((step) => step.name).join('; ')}`);
 	await Promise.all(
 		Array.from({ length: SIDE_BY_SIDE }, async () => {
-			for (let step = await nextStep(queue); step; step = await nextStep(queue)) await runStep(step, report, { ownLog: SIDE_BY_SIDE > 1 });
+			for (let step = queue.shift(); step; step = queue.shift()) await runStep(step, report, { ownLog: SIDE_BY_SIDE > 1 });
 		}),
 	);
 	// A background install no step waited for still counts (a skipped step, or one that failed to start).
@@ -522,18 +475,9 @@ async function main(): Promise<void> {
  * interleave their lines).
  */
 async function runStep(step: Step, report: ReportEntry[], { ownLog = false }: { ownLog?: boolean } = {}): Promise<void> {
-	try {
-		await runStepOnce(step, report, ownLog);
-	} finally {
-		endOf(step.name).resolve();
-	}
-}
-
-async function runStepOnce(step: Step, report: ReportEntry[], ownLog: boolean): Promise<void> {
 	const started = Date.now();
 	const entry: ReportEntry = { name: step.name, results: step.results, startedAt: sinceStart(), waited: 0 };
 	report.push(entry);
-	if (step.after) await endOf(step.after).promise;
 	// What a step needs ends by the deadline too (the installs are stopped then).
 	const ready = step.needs ? await step.needs() : true;
 	entry.waited = (Date.now() - started) / 1000;

@@ -15,7 +15,8 @@
 // settle: a Wait, a Form, Send and Wait, a sub-workflow that waits or is not waited for, a Respond
 // to Webhook node).
 // Every row's workflow is published once per front end (two for the rows of one event to two
-// workflows), and the rows of both run side by side.
+// workflows), and the rows of both run side by side. In queue mode the template runs its own rows
+// only: the shapes it shares with the trigger run in a worker on the same engine as in one process.
 // e2e-tags: single queue compatibility:single
 import { harness, eventId, type Harness } from '../support/e2e/harness';
 import { startSink, type Sink } from '../support/e2e/sink';
@@ -23,6 +24,7 @@ import * as c from '../support/e2e/constructs';
 import { createCredential, executionCustomData, retryExecution, stopExecution } from '../support/e2e/restWorkflows';
 import { deliverUntilAccepted, triggerKey } from '../support/e2e/trigger';
 import { eventually } from '../support/e2e/eventually';
+import { TOPOLOGY } from '../support/e2e/topology';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { timeoutCancelsRunningNode } from '../support/stack/n8nVersion';
 
@@ -807,8 +809,15 @@ const TRIGGER_ONLY: Record<string, Variant> = {
 	},
 };
 
+/**
+ * In queue mode the template's variants of the shared rows are left out: its step runs in a worker, the same engine
+ * as one process (where they run, with every row in-process), and the trigger's variant of each still runs here.
+ * The template's own rows stay (a Wait resumed through main, its Postgres insert, several keys from one delivery).
+ */
+const sharedInThisTopology = (row: Row): Row => (TOPOLOGY === 'queue' ? { trigger: row.trigger } : row);
+
 const ROWS: Record<string, Row> = {
-	...SHARED,
+	...Object.fromEntries(Object.entries(SHARED).map(([name, row]) => [name, sharedInThisTopology(row)])),
 	...Object.fromEntries(Object.entries(TEMPLATE_ONLY).map(([name, variant]) => [name, { template: variant }])),
 	...Object.fromEntries(Object.entries(TRIGGER_ONLY).map(([name, variant]) => [name, { trigger: variant }])),
 };

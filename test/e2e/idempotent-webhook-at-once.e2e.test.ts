@@ -43,7 +43,7 @@ const POSTGRES_TEMPLATE = 'idempotent-webhook-trigger-postgres.json';
  * process runs every delivery, run and retry on one thread (four minutes for 600 deliveries beside
  * CI's other stack): half the events there; queue mode spreads them over its processes.
  */
-const SOAK = { events: TOPOLOGY === 'queue' ? 200 : 100, copies: 3, failingShare: 0.2 };
+const SOAK = { events: TOPOLOGY === 'queue' ? 200 : 40, copies: 3, failingShare: 0.2 };
 
 /** What the stack's control answers to a restart (test/support/stack/n8nProcesses.ts). */
 interface Restarted {
