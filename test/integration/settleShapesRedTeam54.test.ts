@@ -7,6 +7,8 @@ import { describeWithN8n, n8nInstallDirectory } from '../support/n8nBaseNodes';
 import { postgresCharges } from '../support/postgresCharges';
 import { link } from '../support/settleWorkflows';
 import {
+	at,
+	chain,
 	baseNode as node,
 	CHARGE_ID,
 	events,
@@ -148,19 +150,9 @@ describeWithN8n(
 
 		/* Builders -------------------------------------------------------------------------------------------------------- */
 		const EVENT_ID = '={{ JSON.stringify({ id: $json.body.id }) }}';
-		const at = (inner: INode, y: number, x = inner.position[0]): INode => ({ ...inner, position: [x, y] });
 		/** The charge at Continue (using error output), that output left unconnected (the step's failures its keys'). */
 		const charge = (body = EVENT_ID, extra: Partial<INode> = {}, options: INodeParameters = {}, name = 'Charge', route = 'charge') =>
 			httpCall(name, route, { onError: 'continueErrorOutput', ...extra }, body, options);
-		const chain = (nodes: INode[]): Step => {
-			const connections: IConnections = {};
-			nodes.forEach((current, index) => {
-				const next = nodes[index + 1];
-				const errorOutput = current.onError === 'continueErrorOutput';
-				connections[current.name] = { main: next ? [link(next.name), ...(errorOutput ? [[]] : [])] : errorOutput ? [[], []] : [[]] };
-			});
-			return { nodes: nodes.map((each, index) => at(each, 0, 400 + index * 220)), connections, heads: [nodes[0].name] };
-		};
 		const ALL_COMPLETED = ['completed', 'completed', 'completed'];
 		const ONE_EACH = { refusal: false, charges: [1, 1, 1], keys: ALL_COMPLETED };
 
@@ -633,7 +625,9 @@ describeWithN8n(
 			const ROW_EACH = { refusal: false, rows: [1, 1, 1], keys: ALL_COMPLETED };
 			// Such a node at Continue reports a failed statement as done: refused at publish, nothing written.
 			const REFUSED_STATEMENTS = {
-				refusal: expect.stringContaining('"Insert Charge" continues on error and sends its statements one by one or in one transaction'),
+				refusal: expect.stringContaining(
+					'"Insert Charge" continues on error and, when one of its statements fails, tells n8n of no failure',
+				),
 				rows: [0, 0, 0],
 			};
 

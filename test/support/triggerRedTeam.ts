@@ -591,6 +591,23 @@ export const threeEvents = (p: string, extra: Array<Record<string, unknown>> = [
 ];
 
 /** A sub-workflow's Execute Workflow Trigger (all input data), named Webhook: where the harness starts a run. */
+/** `inner` moved to `y` (and `x`, by default its own), as a user lays a branch out. */
+export const at = (inner: INode, y: number, x = inner.position[0]): INode => ({ ...inner, position: [x, y] });
+
+/**
+ * `nodes` one after another: each node's first output to the next, a node at Continue (using error output) with
+ * that output left unconnected (its failures are the step's: its keys').
+ */
+export const chain = (nodes: INode[]): Step => {
+	const connections: IConnections = {};
+	nodes.forEach((current, index) => {
+		const next = nodes[index + 1];
+		const errorOutput = current.onError === 'continueErrorOutput';
+		connections[current.name] = { main: next ? [link(next.name), ...(errorOutput ? [[]] : [])] : errorOutput ? [[], []] : [[]] };
+	});
+	return { nodes: nodes.map((each, index) => at(each, 0, 400 + index * 220)), connections, heads: [nodes[0].name] };
+};
+
 export const subWorkflowTrigger = (version = 1.2) => baseNode('Webhook', 'executeWorkflowTrigger', version, { inputSource: 'passthrough' });
 /** The Execute Workflow Trigger with defined inputs (only `body`): the fields the package added to an item are dropped. */
 export const definedInputsTrigger = () =>

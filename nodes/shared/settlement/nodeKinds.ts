@@ -350,31 +350,46 @@ export function hidesConditionFailures(node: NodeRef & Partial<Pick<INode, 'onEr
 const LEGACY_SQL_TYPES = new Set(['timescaleDb', 'questDb', 'crateDb'].map((name) => `n8n-nodes-base.${name}`));
 const QUESTDB_TYPE = 'n8n-nodes-base.questDb';
 const CRATEDB_TYPE = 'n8n-nodes-base.crateDb';
+const MICROSOFT_SQL_TYPE = 'n8n-nodes-base.microsoftSql';
+// Microsoft SQL's operations that write (its default: Insert).
+const MICROSOFT_SQL_WRITES = new Set(['insert', 'update', 'delete']);
 
 /**
- * A SQL node on the Postgres node's version-1 helpers, at Continue, sending its statements one by one or in one
- * transaction: a statement that fails comes back as an item with the error's code and message beside its json and no
- * `error`, which n8n-core passes on the success output (a transaction is rolled back, every statement reported done).
- * Multiple Queries (one query for all items, their default) fails as a whole. QuestDB has no such mode (its inserts
- * always go one by one); CrateDB updates one by one in either mode.
+ * A SQL node at Continue that tells n8n of no failure when a statement fails. On the Postgres node's version-1
+ * helpers, sending its statements one by one or in one transaction: the failed statement comes back as an item with
+ * the error's code and message beside its json and no `error`, which n8n-core passes on the success output (a
+ * transaction is rolled back, every statement reported done); Multiple Queries (one query for all items, their
+ * default) fails as a whole. QuestDB has no such mode (its inserts always go one by one); CrateDB updates one by one
+ * in either mode. Microsoft SQL's Insert, Update and Delete return no item and no error at all.
  */
 export function hidesStatementFailures(
 	node: NodeRef & { typeVersion?: number } & Partial<Pick<INode, 'onError' | 'continueOnFail'>>,
 ): boolean {
-	const legacy = LEGACY_SQL_TYPES.has(node.type) || (node.type === POSTGRES_TYPE && (node.typeVersion ?? 1) < 2);
-	if (!legacy || !continuesOnError(node)) return false;
-	if (node.type === QUESTDB_TYPE) return true;
+	if (!continuesOnError(node)) return false;
 	const operation = node.parameters?.operation ?? 'insert';
+	if (node.type === MICROSOFT_SQL_TYPE) return typeof operation === 'string' && MICROSOFT_SQL_WRITES.has(operation);
+	const legacy = LEGACY_SQL_TYPES.has(node.type) || (node.type === POSTGRES_TYPE && (node.typeVersion ?? 1) < 2);
+	if (!legacy) return false;
+	if (node.type === QUESTDB_TYPE) return true;
 	if (node.type === CRATEDB_TYPE && operation === 'update') return true;
 	return ((node.parameters?.additionalFields as { mode?: unknown } | undefined)?.mode ?? 'multiple') !== 'multiple';
 }
 
+/** Microsoft SQL version 1's Execute Query: it runs the first item's query only, its result paired to every item. */
+export function queriesForFirstItemOnly(node: NodeRef & { typeVersion?: number }): boolean {
+	return node.type === MICROSOFT_SQL_TYPE && (node.typeVersion ?? 1) < 1.1 && node.parameters?.operation === 'executeQuery';
+}
+
 /**
- * A Switch that continues on error: an item whose routing fails becomes `{ error }` on its first
- * output, paired to no input item, so its failure belongs to no one event.
+ * A node that continues on error by putting `{ error }` on its first output, paired to no input item, so its failure
+ * belongs to no one event: a Switch whose routing fails for an item; MySQL version 1's Execute Query and Update, which
+ * run a statement per item and answer any failure with that one item (the others' statements stay done).
  */
-export function failsForNoEvent(node: Pick<INode, 'type' | 'onError' | 'continueOnFail'>): boolean {
-	return node.type === SWITCH_TYPE && continuesOnError(node);
+export function failsForNoEvent(node: NodeRef & { typeVersion?: number } & Partial<Pick<INode, 'onError' | 'continueOnFail'>>): boolean {
+	if (!continuesOnError(node)) return false;
+	if (node.type === MYSQL_TYPE)
+		return (node.typeVersion ?? 1) < 2 && ['executeQuery', 'update'].includes(String(node.parameters?.operation ?? 'insert'));
+	return node.type === SWITCH_TYPE;
 }
 
 /**

@@ -41,6 +41,7 @@ import {
 	nestedInlineNodes,
 	onErrorOf,
 	pairsKeptItemsByPlace,
+	queriesForFirstItemOnly,
 	RESPOND_TYPE,
 	sendsEachItemToOneOutput,
 	hasRunOnceMode,
@@ -358,6 +359,8 @@ function checkFirstEventOnly(
 	// What acts for the one item, or settles only the key that item carries (Complete, Mark Failed: Settle reads the run,
 	// where the node's item stands for every event, as a call made once for all of them does).
 	const actsOrSettlesOne = (candidate: INode) => mayHaveEffect(candidate) || (endsBusinessStep(candidate) && !isSettleNode(candidate));
+	const firstQueryOnly = step.find((candidate) => queriesForFirstItemOnly(candidate) && !oneAtATime.has(candidate.name));
+	if (firstQueryOnly) throw refusal('queryForFirstEventOnly', { node: firstQueryOnly.name, events });
 	const start = record.node(self);
 	if (start?.type === SUB_WORKFLOW_TRIGGER_TYPE && start.executeOnce === true && start.disabled !== true) {
 		const acting = step.find(actsOrSettlesOne)?.name ?? actingOutside;
@@ -443,14 +446,25 @@ function checkJoinedAfterEffect(
 	// fail (a No Operation), gives what it made of the first item for all the items it got.
 	const joins = (candidate: INode) => joinsItems(candidate) || candidate.executeOnce === true;
 	for (const join of before.filter((candidate) => joins(candidate) && !oneAtATime.has(candidate.name))) {
-		// An effect before the join, beside it, or made of the joined item on the way from it to `node` (a batch call).
-		const madeOfTheJoin = before.find(
-			(candidate) => mayHaveEffect(candidate) && ranBefore(record, self, candidate).some((earlier) => earlier.name === join.name),
+		// An effect before the join, beside it, or made of the joined item (a batch call) before `node` or beside it:
+		// reached from the join through no node that joins its item with the events again (a Merge, Compare Datasets).
+		const joinsAgain = (candidate: INode) => inputIndexes(record, candidate.name).size > 1;
+		const madeOfTheJoin = downstreamOf(record, allTargets(record, join.name), new Set([self, join.name]), joinsAgain).find(
+			(candidate) =>
+				candidate.name !== node.name &&
+				mayHaveEffect(candidate) &&
+				!ranBefore(record, self, candidate).some((earlier) => earlier.name === node.name) &&
+				!partedFrom(record, self, step, candidate, node),
 		);
 		const effect = effectNotAfter(record, self, join, step) ?? outside ?? madeOfTheJoin;
 		if (!effect) continue;
+		// Split again into one item per event, before anything acted on the joined item: a split after a batch call
+		// does not undo that the call was made once for all of them.
 		const splitAgain = before.some(
-			(split) => splitsItems(split) && ranBefore(record, self, split).some((earlier) => earlier.name === join.name),
+			(split) =>
+				splitsItems(split) &&
+				ranBefore(record, self, split).some((earlier) => earlier.name === join.name) &&
+				!(madeOfTheJoin && ranBefore(record, self, split).some((earlier) => earlier.name === madeOfTheJoin.name)),
 		);
 		if (!splitAgain)
 			throw refusal('joinedAfterEffect', { node: node.name, join: join.name, effect: effect.name, events, executeOnce: !joinsItems(join) });

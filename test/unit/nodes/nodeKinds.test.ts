@@ -9,6 +9,7 @@ import {
 	joinsAndSplitsWithoutKeys,
 	loopOutputsOf,
 	pairsKeptItemsByPlace,
+	queriesForFirstItemOnly,
 	runsOnceForAllItems,
 	sendsStatementsAsOne,
 	writesAllOrNone,
@@ -158,6 +159,39 @@ describe("hidesStatementFailures: SQL nodes on the Postgres node's version-1 hel
 		expect(hidesStatementFailures(legacy('mySql', 2.4, { options: { queryBatching: 'independently' } }, 'continueErrorOutput'))).toBe(
 			false,
 		);
+	});
+});
+
+describe('Microsoft SQL and MySQL 1: failures n8n is not told of, or told of for no event', () => {
+	const sql = (
+		type: string,
+		typeVersion: number,
+		parameters: INodeParameters,
+		onError?: 'continueRegularOutput' | 'continueErrorOutput',
+	) => ({
+		name: 'Write',
+		type: `n8n-nodes-base.${type}`,
+		typeVersion,
+		parameters,
+		...(onError ? { onError } : {}),
+	});
+	it("Microsoft SQL's Insert (its default), Update and Delete at Continue return no item and no error for a failed statement", () => {
+		for (const operation of [undefined, 'insert', 'update', 'delete'])
+			expect(hidesStatementFailures(sql('microsoftSql', 1.2, operation ? { operation } : {}, 'continueErrorOutput'))).toBe(true);
+		expect(hidesStatementFailures(sql('microsoftSql', 1.2, { operation: 'executeQuery' }, 'continueErrorOutput'))).toBe(false);
+		expect(hidesStatementFailures(sql('microsoftSql', 1.2, { operation: 'insert' }))).toBe(false);
+	});
+	it("Microsoft SQL 1's Execute Query runs the first item's query only; 1.1 and later run one per item", () => {
+		expect(queriesForFirstItemOnly(sql('microsoftSql', 1, { operation: 'executeQuery' }))).toBe(true);
+		expect(queriesForFirstItemOnly(sql('microsoftSql', 1.1, { operation: 'executeQuery' }))).toBe(false);
+		expect(queriesForFirstItemOnly(sql('microsoftSql', 1, { operation: 'insert' }))).toBe(false);
+	});
+	it("MySQL 1's Execute Query and Update at Continue answer any failure with one error item for no event; its Insert is one statement", () => {
+		expect(failsForNoEvent(sql('mySql', 1, { operation: 'executeQuery' }, 'continueErrorOutput'))).toBe(true);
+		expect(failsForNoEvent(sql('mySql', 1, { operation: 'update' }, 'continueRegularOutput'))).toBe(true);
+		expect(failsForNoEvent(sql('mySql', 1, {}, 'continueErrorOutput'))).toBe(false);
+		expect(failsForNoEvent(sql('mySql', 1, { operation: 'executeQuery' }))).toBe(false);
+		expect(failsForNoEvent(sql('mySql', 2.4, { operation: 'executeQuery' }, 'continueErrorOutput'))).toBe(false);
 	});
 });
 
