@@ -47,8 +47,13 @@ export function feedsOf(record: ExecutionRecord, name: string): Feed[] {
 }
 
 /** The inputs of `name` that have a connection (a Merge with both wired: 0 and 1). */
-export function inputIndexes(record: ExecutionRecord, name: string): Set<number> {
+function inputIndexes(record: ExecutionRecord, name: string): Set<number> {
 	return new Set(feedsOf(record, name).map((connection) => connection.index));
+}
+
+/** Whether `node` has more than one input wired (a Merge, Compare Datasets): it joins what its inputs bring. */
+export function hasSeveralInputs(record: ExecutionRecord, node: INode): boolean {
+	return inputIndexes(record, node.name).size > 1;
 }
 
 /**

@@ -10,7 +10,7 @@ import {
 	endsOf,
 	feedsOf,
 	firstActingAfter,
-	inputIndexes,
+	hasSeveralInputs,
 	loopDoneLeadsOn,
 	ranBefore,
 	targets,
@@ -130,7 +130,7 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 		// after Settle, so the Wait behind it would start with Settle already passed, and nothing would settle after it.
 		const joining = step.find(
 			(candidate) =>
-				inputIndexes(record, candidate.name).size > 1 &&
+				hasSeveralInputs(record, candidate) &&
 				downstreamOf(record, allTargets(record, candidate.name), new Set([self]), endsBusinessStep).some(
 					(after) => after.name === node.name,
 				),
@@ -355,7 +355,7 @@ function checkFirstEventOnly(
 	events: number | undefined,
 	actingOutside?: string,
 ): void {
-	const joinsEvents = (candidate: INode) => inputIndexes(record, candidate.name).size > 1;
+	const joinsEvents = (candidate: INode) => hasSeveralInputs(record, candidate);
 	// What acts for the one item, or settles only the key that item carries (Complete, Mark Failed: Settle reads the run,
 	// where the node's item stands for every event, as a call made once for all of them does).
 	const actsOrSettlesOne = (candidate: INode) => mayHaveEffect(candidate) || (endsBusinessStep(candidate) && !isSettleNode(candidate));
@@ -436,6 +436,7 @@ function checkJoinedAfterEffect(
 	if (!mayHaveEffect(node) && !isRouting(node)) return;
 	if (splitsItems(node)) return;
 	const before = ranBefore(record, self, node);
+	const comesAfter = (later: INode, earlier: INode) => ranBefore(record, self, later).some((each) => each.name === earlier.name);
 	// A node set to Always Output Data that returns nothing gives one empty item, paired to every item it got, even
 	// when that node is the effect itself (an API answering each call with an empty list).
 	for (const empty of before.filter((candidate) => candidate.alwaysOutputData === true && !oneAtATime.has(candidate.name))) {
@@ -448,12 +449,13 @@ function checkJoinedAfterEffect(
 	for (const join of before.filter((candidate) => joins(candidate) && !oneAtATime.has(candidate.name))) {
 		// An effect before the join, beside it, or made of the joined item (a batch call) before `node` or beside it:
 		// reached from the join through no node that joins its item with the events again (a Merge, Compare Datasets).
-		const joinsAgain = (candidate: INode) => inputIndexes(record, candidate.name).size > 1;
-		const madeOfTheJoin = downstreamOf(record, allTargets(record, join.name), new Set([self, join.name]), joinsAgain).find(
+		const madeOfTheJoin = downstreamOf(record, allTargets(record, join.name), new Set([self, join.name]), (candidate) =>
+			hasSeveralInputs(record, candidate),
+		).find(
 			(candidate) =>
 				candidate.name !== node.name &&
 				mayHaveEffect(candidate) &&
-				!ranBefore(record, self, candidate).some((earlier) => earlier.name === node.name) &&
+				!comesAfter(candidate, node) &&
 				!partedFrom(record, self, step, candidate, node),
 		);
 		const effect = effectNotAfter(record, self, join, step) ?? outside ?? madeOfTheJoin;
@@ -461,10 +463,7 @@ function checkJoinedAfterEffect(
 		// Split again into one item per event, before anything acted on the joined item: a split after a batch call
 		// does not undo that the call was made once for all of them.
 		const splitAgain = before.some(
-			(split) =>
-				splitsItems(split) &&
-				ranBefore(record, self, split).some((earlier) => earlier.name === join.name) &&
-				!(madeOfTheJoin && ranBefore(record, self, split).some((earlier) => earlier.name === madeOfTheJoin.name)),
+			(split) => splitsItems(split) && comesAfter(split, join) && !(madeOfTheJoin && comesAfter(split, madeOfTheJoin)),
 		);
 		if (!splitAgain)
 			throw refusal('joinedAfterEffect', { node: node.name, join: join.name, effect: effect.name, events, executeOnce: !joinsItems(join) });
@@ -480,7 +479,7 @@ function checkJoinedAfterEffect(
 function effectNotAfter(record: ExecutionRecord, self: string, node: INode, step: INode[]): INode | undefined {
 	const after = new Set(downstreamOf(record, [node], new Set([self])).map((candidate) => candidate.name));
 	// A node with several inputs (a Merge) that `node` feeds runs once `node` has: what follows it comes after.
-	const waitsForNode = (candidate: INode) => after.has(candidate.name) && inputIndexes(record, candidate.name).size > 1;
+	const waitsForNode = (candidate: INode) => after.has(candidate.name) && hasSeveralInputs(record, candidate);
 	const around = new Set(
 		downstreamOf(record, allTargets(record, self), new Set([self, node.name]), waitsForNode).map((candidate) => candidate.name),
 	);
