@@ -27,6 +27,7 @@ export async function serveControl(stack: RunningStack): Promise<{ url: string; 
 			return { pid, exited };
 		},
 		'POST /start-worker': async ({ index }) => stack.startWorker(Number(index)),
+		'POST /restart-worker': async ({ index }) => stack.restartWorker(Number(index)),
 		'POST /restart-main': async ({ downMs }) => stack.restartMain({ signal: 'SIGKILL', downMs: Number(downMs ?? 0) }),
 		'POST /ensure-webhook-process': async () => stack.ensureWebhookProcess(),
 		'POST /restart-webhook-process': async () => stack.restartWebhookProcess({ signal: 'SIGKILL' }),

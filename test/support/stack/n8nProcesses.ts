@@ -72,6 +72,7 @@ export interface N8nProcesses {
 		downMs?: number;
 	}) => Promise<{ oldPid: number; oldExit: ServiceExit | null; newPid: number; startMs: number }>;
 	startWorker: (index: number) => Promise<{ pid: number }>;
+	restartWorker: (index: number) => Promise<{ oldPid: number; newPid: number; ms: number }>;
 	stop: () => Promise<void>;
 }
 
@@ -264,6 +265,14 @@ export function n8nProcesses({
 			old?.kill('SIGKILL'); // its task runner, orphaned in the group
 			const started = await startWorker(index);
 			return { pid: started.pid };
+		},
+		/** Stops worker `index` gracefully (its running jobs finish) and starts it again in the same folder. */
+		restartWorker: async (index) => {
+			const old = workers[index];
+			const started = Date.now();
+			await old.stop();
+			const next = await startWorker(index);
+			return { oldPid: old.pid, newPid: next.pid, ms: Date.now() - started };
 		},
 		/** The webhook process and main first (no new jobs), then the workers finish theirs. */
 		stop: async () => {

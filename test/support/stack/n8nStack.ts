@@ -129,6 +129,7 @@ export interface Stack {
 	ensureWebhookProcess: N8nProcesses['ensureWebhookProcess'];
 	restartWebhookProcess: N8nProcesses['restartWebhookProcess'];
 	startWorker: N8nProcesses['startWorker'];
+	restartWorker: N8nProcesses['restartWorker'];
 	restartPostgres: (options?: RestartOptions) => Promise<{ before: number | null; after: number | null; ms: number }>;
 	/** What another process needs to run the n8n CLI against this stack. */
 	cliSpec: { n8nBin: string; cwd: string; env: NodeJS.ProcessEnv };
@@ -285,6 +286,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 			ensureWebhookProcess: processes.ensureWebhookProcess,
 			restartWebhookProcess: processes.restartWebhookProcess,
 			startWorker: processes.startWorker,
+			restartWorker: processes.restartWorker,
 			/** Restarts the Postgres server (n8n's and the app's database): new postmaster, same data and port. */
 			/** Fast shutdown and a new postmaster; `downMs` keeps the server stopped that long in between. */
 			restartPostgres: async ({ downMs = 0 }: RestartOptions = {}) => {
