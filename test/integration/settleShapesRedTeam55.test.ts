@@ -40,7 +40,7 @@ import {
  *
  * Findings (each row seen as described on the rules before this pass's fixes). Answered since, rows asserting the answer:
  * F1, F2, F3, F6, F8 (refused at publish; A6, A7, A8, A10, B3, B5 seen failing before, and B6, accepted before with B
- * charged again, now refused too). Still `it.failing`, documented as not guaranteed: F4, F5, F7. F9 not changed.
+ * charged again, now refused too). Still `it.failing`, documented as not guaranteed: F4, F5, F7. F9 answered (TimescaleDB's one query is all or nothing).
  *  F1 (A6, A7) LOST: Microsoft SQL (1.2, the current version, and 1.1, 1) Insert / Update / Delete at Continue (either
  *     output). n8n-nodes-base MicrosoftSql.node.js execute(): their catch at continueOnFail sets `responseData = items`
  *     but returns `returnData`, still []: the node outputs nothing and records no error. A6 (Update, the statements one
@@ -342,7 +342,7 @@ describeWithN8n('red team 55: around the SQL and batch fixes of pass 54, and sha
 			},
 		);
 
-		it("TimescaleDB 1.1 at Mode Multiple Queries (one query for all: all or nothing) at Stop Workflow, B's insert failing once: what the rules answer", async () => {
+		it("TimescaleDB 1.1 at Mode Multiple Queries (one query for all: all or nothing) at Stop Workflow, B's insert failing once: accepted as the Postgres node 1 is, 500 then 200, a row per event", async () => {
 			const p = 'a11';
 			const multiple = node(
 				'Insert Charge',
@@ -352,8 +352,8 @@ describeWithN8n('red team 55: around the SQL and batch fixes of pass 54, and sha
 				{ credentials },
 			);
 			const r = record('A11 timescale multiple stop', await runRows(p, chain([multiple]), `${p}_b`));
-			// The Postgres node 1 in the same mode (the same code) is accepted as all or nothing (failsAllOrNothing).
-			expect({ refusal: r.refusal, rows: r.rows }).toEqual({ refusal: expect.stringContaining('"Insert Charge"'), rows: [0, 0, 0] });
+			// The same code as the Postgres node 1 in the same mode: all or nothing (failsAllOrNothing).
+			expect(r).toMatchObject({ refusal: false, answers: [500, 200], rows: [1, 1, 1], keys: ['completed', 'completed', 'completed'] });
 		});
 
 		/** Edit Fields giving the SQL columns `id` and `amount` (the key kept). */

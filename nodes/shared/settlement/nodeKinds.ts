@@ -408,12 +408,20 @@ export function continuingLosesTheEvent(node: NodeRef): boolean {
 	return takesFailureAsAnAnswer(node) || node.type === SWITCH_TYPE;
 }
 
-/** A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a Postgres batch in one query or transaction. */
+// Postgres servers written to in one query or one transaction for all items: the Postgres node, and TimescaleDB on its
+// version-1 helpers (QuestDB and CrateDB use them too, but have no transactions).
+const TIMESCALE_TYPE = 'n8n-nodes-base.timescaleDb';
+const isPostgresBatch = (node: NodeRef) => node.type === POSTGRES_TYPE || node.type === TIMESCALE_TYPE;
+
+/**
+ * A node whose failure leaves none of its items done: one that cannot fail on an event, the package's own, a batch to a
+ * Postgres server in one query or transaction.
+ */
 export function failsAllOrNothing(node: NodeRef & { typeVersion: number }): boolean {
 	if (isPackageType(node.type) || (NEVER_FAILING_TYPES.has(node.type) && !failsOnTheEventsTogether(node))) return true;
-	if (node.type !== POSTGRES_TYPE) return false;
-	// Version 1 names the batching "mode" (default: one query for all items); version 2 "Query Batching".
-	if (node.typeVersion < 2)
+	if (!isPostgresBatch(node)) return false;
+	// Version 1 (and TimescaleDB) names the batching "mode" (default: one query for all items); version 2 "Query Batching".
+	if (node.type === TIMESCALE_TYPE || node.typeVersion < 2)
 		return ['multiple', 'transaction', undefined].includes((node.parameters?.additionalFields as { mode?: string } | undefined)?.mode);
 	return (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching !== 'independently';
 }
@@ -427,7 +435,7 @@ export function failsAllOrNothing(node: NodeRef & { typeVersion: number }): bool
 export function writesAllOrNone(node: NodeRef & { typeVersion: number }): boolean {
 	if (node.type === MYSQL_TYPE)
 		return node.typeVersion >= 2 && (node.parameters?.options as { queryBatching?: unknown } | undefined)?.queryBatching === 'transaction';
-	return node.type === POSTGRES_TYPE && failsAllOrNothing(node);
+	return isPostgresBatch(node) && failsAllOrNothing(node);
 }
 
 /**
@@ -443,9 +451,9 @@ export function sendsStatementsAsOne(node: NodeRef & { typeVersion: number }): b
 	return batching === 'single' && operation !== 'insert' && operation !== 'select';
 }
 
-/** Whether a node may act outside n8n (a Postgres node writes, even all or nothing). */
+/** Whether a node may act outside n8n (a Postgres or TimescaleDB node writes, even all or nothing). */
 export function mayHaveEffect(node: NodeRef & { typeVersion: number }): boolean {
-	if (node.type === POSTGRES_TYPE) return true;
+	if (isPostgresBatch(node)) return true;
 	return !failsAllOrNothing(node) && !isRouting(node);
 }
 

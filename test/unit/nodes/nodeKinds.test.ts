@@ -100,6 +100,15 @@ describe('writesAllOrNone: one failure undoes every write of the run', () => {
 		expect(writesAllOrNone(postgres(1, { additionalFields: { mode: 'independently' } }))).toBe(false);
 	});
 
+	it("TimescaleDB (the Postgres node 1's code) in one query (its default) or one transaction; not QuestDB or CrateDB", () => {
+		const on = (type: string, parameters: INodeParameters = {}) => ({ name: 'Insert', type: `n8n-nodes-base.${type}`, typeVersion: 1.1, parameters });
+		expect(writesAllOrNone(on('timescaleDb'))).toBe(true);
+		expect(writesAllOrNone(on('timescaleDb', { additionalFields: { mode: 'transaction' } }))).toBe(true);
+		expect(writesAllOrNone(on('timescaleDb', { additionalFields: { mode: 'independently' } }))).toBe(false);
+		expect(writesAllOrNone(on('questDb'))).toBe(false);
+		expect(writesAllOrNone(on('crateDb'))).toBe(false);
+	});
+
 	it('MySQL (version 2) in Transaction mode only: its Single Query mode sends several statements that are not undone together', () => {
 		expect(writesAllOrNone(mySql(2.5, 'transaction'))).toBe(true);
 		expect(writesAllOrNone(mySql(2.5))).toBe(false);
