@@ -101,7 +101,12 @@ describe('writesAllOrNone: one failure undoes every write of the run', () => {
 	});
 
 	it("TimescaleDB (the Postgres node 1's code) in one query (its default) or one transaction; not QuestDB or CrateDB", () => {
-		const on = (type: string, parameters: INodeParameters = {}) => ({ name: 'Insert', type: `n8n-nodes-base.${type}`, typeVersion: 1.1, parameters });
+		const on = (type: string, parameters: INodeParameters = {}) => ({
+			name: 'Insert',
+			type: `n8n-nodes-base.${type}`,
+			typeVersion: 1.1,
+			parameters,
+		});
 		expect(writesAllOrNone(on('timescaleDb'))).toBe(true);
 		expect(writesAllOrNone(on('timescaleDb', { additionalFields: { mode: 'transaction' } }))).toBe(true);
 		expect(writesAllOrNone(on('timescaleDb', { additionalFields: { mode: 'independently' } }))).toBe(false);
