@@ -9,19 +9,14 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
 import { storedAnswer, withoutRequestSecrets } from '../../lib/webhook/storedAnswer';
+import { cpuMs } from '../support/cpuTime';
 
 const ROOT = path.join(__dirname, '..', '..');
 const MB = 1024 * 1024;
 /** Each call on a 64 KB input: generous for a busy 2-core machine. */
 const CALL_MS = 2000;
 
-/** The CPU time `run` costs this process, in ms: a loaded machine (CI runs n8n beside these) slows the clock, not this. */
-function ms(run: () => unknown): number {
-	const start = process.cpuUsage();
-	run();
-	const { user, system } = process.cpuUsage(start);
-	return (user + system) / 1000;
-}
+const ms = cpuMs;
 
 /** Best of two runs of `run` on `make(n)` and on `make(4n)`. */
 function growth<T>(make: (n: number) => T, run: (input: T) => unknown, n: number): { small: number; large: number } {
