@@ -40,7 +40,7 @@ import {
  *
  * Findings (each row seen as described on the rules before this pass's fixes). Answered since, rows asserting the answer:
  * F1, F2, F3, F6, F8 (refused at publish; A6, A7, A8, A10, B3, B5 seen failing before, and B6, accepted before with B
- * charged again, now refused too). Still `it.failing`, documented as not guaranteed: F4, F5, F7. F9 answered (TimescaleDB's one query is all or nothing).
+ * charged again, now refused too). Still `it.failing`, documented as not guaranteed: F4, F5. Answered since: F7 (refused, the join inside the sub-workflow named), F9 (TimescaleDB's one query is all or nothing).
  *  F1 (A6, A7) LOST: Microsoft SQL (1.2, the current version, and 1.1, 1) Insert / Update / Delete at Continue (either
  *     output). n8n-nodes-base MicrosoftSql.node.js execute(): their catch at continueOnFail sets `responseData = items`
  *     but returns `returnData`, still []: the node outputs nothing and records no error. A6 (Update, the statements one
@@ -82,7 +82,9 @@ import {
  *  F7 (B4) DOUBLED: a sub-workflow defined in Execute Workflow (once) ending in Aggregate (All Item Data) → Charge
  *     Batch → Notify (error output) failing once: 500, 200, batch [2, 2, 2]. checkJoinedAfterEffect sees Execute Workflow
  *     in the parent (no join), and checkInlineSubWorkflow judges the sub-workflow without the parent's nodes after it.
- *     Fix: treat an Execute Workflow node (once) whose inline sub-workflow ends in a join as a join.
+ *     Fix: treat an Execute Workflow node (once) whose inline sub-workflow ends in a join as a join. Answered, with B4b
+     (found beside it: the batch call inside the sub-workflow after its join, Notify after the node: batch [2, 2, 2]):
+     such a node counts as a join, and as the call made of it when anything inside may act.
  *  F8 (B5) DOUBLED: Aggregate (All Item Data) → Charge Batch (top) and, beside it on the join's output, Notify (error
  *     output) failing once: 500, 200, batch [2, 2, 2]. `madeOfTheJoin` looks only among the nodes before Notify, and
  *     effectNotAfter(join) leaves out every node after the join, so the batch on the sibling branch is never counted
@@ -541,27 +543,47 @@ describeWithN8n('red team 55: around the SQL and batch fixes of pass 54, and sha
 				keys: ALL_COMPLETED,
 			});
 		});
-		it.failing(
-			'a sub-workflow defined in Execute Workflow (once) ending in Aggregate (All Item Data) → Charge Batch → Notify (error output) failing once: no event charged twice (or refused)',
-			async () => {
-				const p = 'b4';
-				const sub = JSON.stringify({
-					nodes: [subWorkflowTrigger(), at(collect(), 0, 300)],
-					connections: { Webhook: { main: [link('Collect')] } },
-				});
-				const step: Step = {
-					nodes: [at(rt.enrich(sub), 0, 400), at(batch(p), 0, 620), at(notice(p), 0, 840)],
-					connections: {
-						Enrich: { main: [link('Charge Batch')] },
-						'Charge Batch': { main: [link('Notify'), []] },
-						Notify: { main: [[], []] },
-					} as IConnections,
-					heads: ['Enrich'],
-				};
-				const r = record('B4 inline sub aggregate batch notify', await runBatch(p, step, `notify:${p}_notice`));
-				expect(owed(idsOf(p), r.batch, r.keys)).toEqual(NONE_OWED);
-			},
-		);
+		it('a sub-workflow defined in Execute Workflow (once) ending in Aggregate (All Item Data) → Charge Batch → Notify (error output) failing once: refused, the join inside named, nothing charged', async () => {
+			const p = 'b4';
+			const sub = JSON.stringify({
+				nodes: [subWorkflowTrigger(), at(collect(), 0, 300)],
+				connections: { Webhook: { main: [link('Collect')] } },
+			});
+			const step: Step = {
+				nodes: [at(rt.enrich(sub), 0, 400), at(batch(p), 0, 620), at(notice(p), 0, 840)],
+				connections: {
+					Enrich: { main: [link('Charge Batch')] },
+					'Charge Batch': { main: [link('Notify'), []] },
+					Notify: { main: [[], []] },
+				} as IConnections,
+				heads: ['Enrich'],
+			};
+			const r = record('B4 inline sub aggregate batch notify', await runBatch(p, step, `notify:${p}_notice`));
+			expect(owed(idsOf(p), r.batch, r.keys)).toEqual(NONE_OWED);
+			expect({ refusal: r.refusal, batch: r.batch }).toEqual({
+				refusal: expect.stringContaining('"Notify" gets the one item "Enrich" → "Collect" makes of'),
+				batch: [0, 0, 0],
+			});
+		});
+		it('a sub-workflow defined in Execute Workflow (once) of Aggregate (All Item Data) → Charge Batch, then Notify (error output) in the step failing once: refused, nothing charged', async () => {
+			const p = 'b4b';
+			const sub = JSON.stringify({
+				nodes: [subWorkflowTrigger(), at(collect(), 0, 300), at(batch(p), 0, 520)],
+				connections: { Webhook: { main: [link('Collect')] }, Collect: { main: [link('Charge Batch')] } },
+			});
+			const step: Step = {
+				nodes: [at(rt.enrich(sub), 0, 400), at(notice(p), 0, 620)],
+				connections: { Enrich: { main: [link('Notify')] }, Notify: { main: [[], []] } } as IConnections,
+				heads: ['Enrich'],
+			};
+			const r = record('B4b inline sub aggregate batch, notify after', await runBatch(p, step, `notify:${p}_notice`));
+			expect(owed(idsOf(p), r.batch, r.keys)).toEqual(NONE_OWED);
+			// Seen before the rule counted the sub-workflow's own call: 500, 200, batch [2, 2, 2].
+			expect({ refusal: r.refusal, batch: r.batch }).toEqual({
+				refusal: expect.stringContaining('"Notify" gets the one item "Enrich" → "Collect" makes of'),
+				batch: [0, 0, 0],
+			});
+		});
 		it('Aggregate (All Item Data) → Charge Batch (top) and, beside it, Notify (error output) of the same joined item failing once: no event charged twice (or refused)', async () => {
 			const p = 'b5';
 			const sideNotice = httpCall(

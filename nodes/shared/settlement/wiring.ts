@@ -444,8 +444,14 @@ function checkJoinedAfterEffect(
 		if (effect) throw refusal('emptyItemAfterEffect', { node: node.name, empty: empty.name, effect: effect.name, events });
 	}
 	// A join inside Loop Over Items (batch size 1) joins one event. A node set to Execute Once, even one that cannot
-	// fail (a No Operation), gives what it made of the first item for all the items it got.
-	const joins = (candidate: INode) => joinsItems(candidate) || candidate.executeOnce === true;
+	// fail (a No Operation), gives what it made of the first item for all the items it got. A sub-workflow given all the
+	// items in one run that joins them hands back what it made of all of them.
+	const joinsOnce = (candidate: NodeRef & Partial<Pick<INode, 'executeOnce'>>) => joinsItems(candidate) || candidate.executeOnce === true;
+	const joinInside = (candidate: INode) =>
+		runsSubWorkflowOnceForAll(candidate)
+			? nestedInlineNodes(candidate, SUB_WORKFLOW_DEPTH).find((inner) => joinsOnce(inner.node))
+			: undefined;
+	const joins = (candidate: INode) => joinsOnce(candidate) || joinInside(candidate) !== undefined;
 	for (const join of before.filter((candidate) => joins(candidate) && !oneAtATime.has(candidate.name))) {
 		// An effect before the join, beside it, or made of the joined item (a batch call) before `node` or beside it:
 		// reached from the join through no node that joins its item with the events again (a Merge, Compare Datasets).
@@ -458,15 +464,29 @@ function checkJoinedAfterEffect(
 				!comesAfter(candidate, node) &&
 				!partedFrom(record, self, step, candidate, node),
 		);
-		const effect = effectNotAfter(record, self, join, step) ?? outside ?? madeOfTheJoin;
+		// A sub-workflow that joins the events and may act: its node is itself a call made for all of them, whatever
+		// the sub-workflow did before its join.
+		const inner = joinInside(join);
+		const actsInside =
+			inner !== undefined &&
+			nestedInlineNodes(join, SUB_WORKFLOW_DEPTH).some(
+				(each) => each.node.type !== SUB_WORKFLOW_TRIGGER_TYPE && mayHaveEffect(each.node as INode),
+			);
+		const effect = effectNotAfter(record, self, join, step) ?? outside ?? madeOfTheJoin ?? (actsInside ? join : undefined);
 		if (!effect) continue;
 		// Split again into one item per event, before anything acted on the joined item: a split after a batch call
 		// does not undo that the call was made once for all of them.
-		const splitAgain = before.some(
-			(split) => splitsItems(split) && comesAfter(split, join) && !(madeOfTheJoin && comesAfter(split, madeOfTheJoin)),
-		);
-		if (!splitAgain)
-			throw refusal('joinedAfterEffect', { node: node.name, join: join.name, effect: effect.name, events, executeOnce: !joinsItems(join) });
+		const splitAgain =
+			!actsInside &&
+			before.some((split) => splitsItems(split) && comesAfter(split, join) && !(madeOfTheJoin && comesAfter(split, madeOfTheJoin)));
+		if (splitAgain) continue;
+		throw refusal('joinedAfterEffect', {
+			node: node.name,
+			join: inner?.path ?? join.name,
+			effect: effect.name,
+			events,
+			executeOnce: !joinsItems(inner?.node ?? join),
+		});
 	}
 }
 
