@@ -92,14 +92,17 @@ export const REFUSALS = {
 		effect,
 		events,
 		executeOnce,
+		actsOnTheJoin,
 	}: {
 		node: string;
 		join: string;
 		effect: string;
 		events?: number;
 		executeOnce?: boolean;
+		/** `effect` is the sub-workflow that joined the events and then acted: no split after it undoes that. */
+		actsOnTheJoin?: boolean;
 	}) =>
-		`"${node}" gets the one item "${join}" makes of ${theEvents(events)}${executeOnce ? ` (it is set to Execute Once)` : ''} after "${effect}" has done its work for each: if "${node}" failed, it would fail for all of them, and the provider's retry would do "${effect}" again for each. Move "${node}" before "${effect}", ${executeOnce ? `turn off "${join}"'s Execute Once setting` : 'split the joined item again before it (Split Out)'}, or put Loop Over Items (batch size 1) before the step.`,
+		`"${node}" gets the one item "${join}" makes of ${theEvents(events)}${executeOnce ? ` (it is set to Execute Once)` : ''} after "${effect}" has done its work for ${actsOnTheJoin ? 'all of them at once' : 'each'}: if "${node}" failed, it would fail for all of them, and the provider's retry would do "${effect}" again for each. Move "${node}" before "${effect}", ${actsOnTheJoin ? `or its work into that sub-workflow,` : executeOnce ? `turn off "${join}"'s Execute Once setting,` : 'split the joined item again before it (Split Out),'} or put Loop Over Items (batch size 1) before the step.`,
 	keptItemsPairedByPlace: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>
 		`"${node}" removes repeats from ${theEvents(events)} with Remove Other Fields on: n8n then pairs each item it keeps with the event at the same place among all it got, not the one it kept, and drops the events' keys. Once an earlier event is removed, what "${effect}" does for one event would be settled as another's: an event could complete without it, and the provider's retry would do it again for another. Turn off "${node}"'s Options → Remove Other Fields.`,
 	stopAfterEffect: ({ node, effect, events }: { node: string; effect: string; events?: number }) =>

@@ -486,6 +486,7 @@ function checkJoinedAfterEffect(
 			effect: effect.name,
 			events,
 			executeOnce: !joinsItems(inner?.node ?? join),
+			actsOnTheJoin: actsInside && effect === join,
 		});
 	}
 }
