@@ -35,6 +35,22 @@ export function allTargets(record: ExecutionRecord, name: string): INode[] {
 		.filter((node): node is INode => node !== undefined);
 }
 
+// n8n's connection type from a tool to the AI Agent that calls it (NodeConnectionTypes.AiTool in n8n 2.x, the same
+// string in 1.x's NodeConnectionType).
+const AI_TOOL = 'ai_tool';
+
+/** The enabled nodes `name` calls as its tools (an AI Agent's), and theirs in turn (an agent used as a tool). */
+export function toolsOf(record: ExecutionRecord, name: string, seen = new Set<string>([name])): INode[] {
+	const tools = Object.entries(record.connectionsBySourceNode)
+		.filter(
+			([from, byType]) => !seen.has(from) && (byType[AI_TOOL] ?? []).some((links) => (links ?? []).some((link) => link.node === name)),
+		)
+		.map(([from]) => record.node(from))
+		.filter((node): node is INode => node !== undefined && node.disabled !== true);
+	for (const tool of tools) seen.add(tool.name);
+	return [...tools, ...tools.flatMap((tool) => toolsOf(record, tool.name, seen))];
+}
+
 /** The main connections that end at `name`. */
 export function feedsOf(record: ExecutionRecord, name: string): Feed[] {
 	const found: Feed[] = [];

@@ -270,6 +270,9 @@ const SEEN_IN_PREVIOUS_EXECUTIONS = 'removeItemsSeenInPreviousExecutions';
 const NEVER_FAILING_TYPES = new Set(
 	['noOp', 'merge', 'splitInBatches', 'limit', 'sort', 'aggregate', 'stopAndError', 'wait', 'form'].map((name) => `n8n-nodes-base.${name}`),
 );
+// n8n's AI nodes that send each item to the output of the category a model gives it (its one outside call, the model's,
+// has no business effect).
+const CLASSIFIER_TYPES = ['textClassifier', 'sentimentAnalysis'].map((name) => `@n8n/n8n-nodes-langchain.${name}`);
 // n8n's nodes that route, reshape or convert items inside n8n: no effect, but they can fail on one
 // event's data (a Switch output out of range, an If with strict types, a date it cannot read, an
 // expression; Remove Duplicates fails for all when one item lacks a field another has, or differs in
@@ -294,7 +297,9 @@ const ROUTING_TYPES = new Set(
 		'jwt',
 		'convertToFile',
 		'extractFromFile',
-	].map((name) => `n8n-nodes-base.${name}`),
+	]
+		.map((name) => `n8n-nodes-base.${name}`)
+		.concat(CLASSIFIER_TYPES),
 );
 // The field in which the package's nodes give each item its key.
 const KEY_FIELD = 'idempotency';
@@ -339,6 +344,16 @@ function holdsAnExpression(value: unknown): boolean {
  */
 function takesFailureAsAnAnswer(node: NodeRef): boolean {
 	return node.type === IF_TYPE || node.type === FILTER_TYPE;
+}
+
+/**
+ * Text Classifier and Sentiment Analysis at Continue (regular output): an item whose classification failed leaves on
+ * their first output, the first category's branch, as `{ error }` paired to its event, and the nodes of that branch act
+ * for it while its key fails (the retry acts again). At Continue (using error output) n8n-core moves it to the error
+ * output.
+ */
+export function sendsFailuresDownFirstBranch(node: NodeRef & Partial<Pick<INode, 'onError' | 'continueOnFail'>>): boolean {
+	return CLASSIFIER_TYPES.includes(node.type) && onErrorOf(node) === 'continueRegularOutput';
 }
 
 /** An If or Filter that sends an event on when its condition failed for it (takesFailureAsAnAnswer). */

@@ -14,6 +14,7 @@ import {
 	loopDoneLeadsOn,
 	ranBefore,
 	targets,
+	toolsOf,
 } from './graph';
 import {
 	checksWiringWhenItRuns,
@@ -26,6 +27,7 @@ import {
 	failsAllOrNothing,
 	failsForNoEvent,
 	hidesConditionFailures,
+	sendsFailuresDownFirstBranch,
 	hidesStatementFailures,
 	inlineSubWorkflowNodes,
 	isRouting,
@@ -146,6 +148,8 @@ export function checkOutcomeVisible(record: ExecutionRecord, self: string, outpu
 	// Whoever settles: a failure reported as a success is a success to Settle, Mark Complete and the error handler alike.
 	const hidingStatements = firstIncludingInline(step, hidesStatementFailures);
 	if (hidingStatements) throw refusal('statementFailureHidden', { node: hidingStatements });
+	const downFirstBranch = firstIncludingInline(step, sendsFailuresDownFirstBranch);
+	if (downFirstBranch) throw refusal('failureDownFirstBranch', { node: downFirstBranch });
 	// Before the reserving node too: a retry dropped on its way to it never reaches the step either.
 	const reserving = record.node(self);
 	const dropping = firstIncludingInline([...step, ...(reserving ? ranBefore(record, self, reserving) : [])], dropsItemsSeenBefore);
@@ -226,6 +230,16 @@ export function checkEventsApart(record: ExecutionRecord, self: string, output: 
 	checkFirstEventOnlyIncludingInline(record, self, output, events);
 }
 
+/**
+ * A node calling tools that may act (an AI Agent), given several events: n8n records which tool run served which of
+ * the agent's items, but the agent's later runs (after its tools) as fed from its parent's first output, whatever
+ * output feeds it, so a tool's failure is read as every event's or another event's, inside Loop Over Items too.
+ */
+function checkActingTools(record: ExecutionRecord, node: INode, events: number | undefined): void {
+	const tool = toolsOf(record, node.name).find(mayHaveEffect);
+	if (tool) throw refusal('toolsWithSeveralEvents', { node: node.name, tool: tool.name, events });
+}
+
 /** checkFirstEventOnly for the step `output` of `self` feeds and for the sub-workflows it runs once for all the events. */
 function checkFirstEventOnlyIncludingInline(
 	record: ExecutionRecord,
@@ -238,6 +252,7 @@ function checkFirstEventOnlyIncludingInline(
 	const step = downstreamOf(record, targets(record, self, output), new Set([self]), endsBusinessStep);
 	const oneAtATime = oneEventAtATime(record, self, step);
 	checkFirstEventOnly(record, self, step, oneAtATime, events, actingOutside);
+	for (const node of step) checkActingTools(record, node, events);
 	// Inside Loop Over Items (batch size 1) the sub-workflow gets one event a run.
 	for (const node of step.filter((candidate) => !oneAtATime.has(candidate.name))) {
 		checkSubWorkflowEndsInOne(record, node, events, depth);
@@ -295,6 +310,7 @@ function checkStepTakesEventsApart(
 			if (effect) throw refusal('stopAfterEffect', { node: node.name, effect: effect.name, events });
 		}
 		checkKeptItemsPairedByPlace(record, self, node, events, step);
+		checkActingTools(record, node, events);
 		if (failsAllOrNothing(node)) continue;
 		checkSplitFromKeylessJoin(record, self, node, events, outside);
 		// Before the one-at-a-time skip: Loop Over Items after a join loops over the one joined item, not over events.
@@ -390,7 +406,9 @@ function firstIncludingInline(nodes: NodeRef[], test: (node: NodeRef) => boolean
 
 /** Whether the node may make the execution wait, as n8n declares it (n8n's own waiting nodes when the record cannot tell). */
 function waitsIn(record: ExecutionRecord, node: INode): boolean {
-	return record.waits ? record.waits(node) : mayWait(node, undefined);
+	const waits = (candidate: INode) => (record.waits ? record.waits(candidate) : mayWait(candidate, undefined));
+	// An AI Agent waits while a tool it calls does (Send and Wait as a human-in-the-loop tool).
+	return waits(node) || toolsOf(record, node.name).some(waits);
 }
 
 /**
@@ -715,6 +733,8 @@ export function unsettleableAfterTrigger(
 	for (const node of children) {
 		if (node.disabled === true) continue;
 		if (mayWait(node, describe)) return reason('waitsBehindTrigger', { node: node.name });
+		const waitingTool = record && toolsOf(record, node.name).find((tool) => mayWait(tool, describe));
+		if (waitingTool) return reason('waitsBehindTrigger', { node: waitingTool.name });
 		const waitingInside = nestedInlineNodes(node, SUB_WORKFLOW_DEPTH).find((inner) => mayWait(inner.node, describe));
 		if (waitingInside) return reason('subWorkflowWaitsBehindTrigger', { node: node.name, inner: waitingInside.node.name });
 		const responding = firstIncludingInline([node], answersWebhook);
@@ -732,6 +752,8 @@ export function unsettleableAfterTrigger(
 		if (hiding) return reason('conditionFailureHidden', { node: hiding });
 		const hidingStatements = full && firstIncludingInline([full], hidesStatementFailures);
 		if (hidingStatements) return reason('statementFailureHidden', { node: hidingStatements });
+		const downFirstBranch = full && firstIncludingInline([full], sendsFailuresDownFirstBranch);
+		if (downFirstBranch) return reason('failureDownFirstBranch', { node: downFirstBranch });
 		const acting = full && record && actsAfterFailureIncludingInline(record, full, trigger);
 		if (acting) return reason('successAfterFailure', acting);
 	}

@@ -4,6 +4,8 @@ import {
 	continuingLosesTheEvent,
 	failsForNoEvent,
 	hidesConditionFailures,
+	isRouting,
+	sendsFailuresDownFirstBranch,
 	hidesStatementFailures,
 	joinsItems,
 	joinsAndSplitsWithoutKeys,
@@ -340,5 +342,28 @@ describe('pairsKeptItemsByPlace: Remove Duplicates within its input with Remove 
 				node('set', 3.4, removeOtherFields),
 			].map(pairsKeptItemsByPlace),
 		).toEqual([false, false, false, false]);
+	});
+});
+
+describe("n8n's AI classifiers route items, and at Continue (regular output) send a failure down a branch", () => {
+	const ai = (type: string, onError?: 'stopWorkflow' | 'continueRegularOutput' | 'continueErrorOutput') => ({
+		name: 'Node',
+		type,
+		typeVersion: 1.1,
+		parameters: {},
+		...(onError ? { onError } : {}),
+	});
+	const classifiers = ['@n8n/n8n-nodes-langchain.textClassifier', '@n8n/n8n-nodes-langchain.sentimentAnalysis'];
+
+	it('Text Classifier and Sentiment Analysis route items (no business effect) and, at Continue (regular output) only, send a failure down the first branch', () => {
+		for (const type of classifiers) {
+			expect(isRouting(ai(type))).toBe(true);
+			expect(
+				['stopWorkflow', 'continueRegularOutput', 'continueErrorOutput', undefined].map((onError) =>
+					sendsFailuresDownFirstBranch(ai(type, onError as never)),
+				),
+			).toEqual([false, true, false, false]);
+		}
+		expect(sendsFailuresDownFirstBranch(ai('n8n-nodes-base.switch', 'continueRegularOutput'))).toBe(false);
 	});
 });
