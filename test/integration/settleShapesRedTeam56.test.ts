@@ -373,11 +373,6 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 		heads: ['Agent'],
 	});
 	const ALL_COMPLETED = ['completed', 'completed', 'completed'];
-	const owed = (ids: string[], done: number[], keys: Array<string | null>) => ({
-		lost: ids.filter((_, index) => keys[index] === 'completed' && done[index] === 0),
-		doubled: ids.filter((_, index) => done[index] > 1),
-	});
-	const NONE_OWED = { lost: [], doubled: [] };
 	const idsOf = (p: string) => threeEvents(p).map((event) => event.id);
 
 	/** One event per delivery (no Events Path): its id `<p>_a`. */
