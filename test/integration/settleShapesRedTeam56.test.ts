@@ -373,6 +373,18 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 		heads: ['Agent'],
 	});
 	const ALL_COMPLETED = ['completed', 'completed', 'completed'];
+	/** Loop Over Items (batch 1) → Agent (at Stop Workflow) → back to the loop, `tool` its Charge tool. */
+	const loopAgentStep = (tool: INode): Step => ({
+		nodes: [at(node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} }), 0, 200), agent(), chatModel(), tool],
+		connections: { ...aiLinks('Agent'), Loop: { main: [[], link('Agent')] }, Agent: { main: [link('Loop')] } } as IConnections,
+		heads: ['Loop'],
+	});
+	/** Refused at publish for an agent whose Charge tool may act, given several events: nothing charged. */
+	const expectRefusedForTools = (r: { refusal: string | boolean; charges: number[] }) =>
+		expect({ refusal: r.refusal, charges: r.charges }).toEqual({
+			refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
+			charges: [0, 0, 0],
+		});
 	const idsOf = (p: string) => threeEvents(p).map((event) => event.id);
 
 	/** One event per delivery (no Events Path): its id `<p>_a`. */
@@ -463,18 +475,12 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 				'AG2 agent continue tool fails for B',
 				await runThree(p, agentStep({ onError: 'continueErrorOutput' }), () => rt.failNext(`charge:${p}_b`)),
 			);
-			expect({ refusal: r.refusal, charges: r.charges }).toEqual({
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-				charges: [0, 0, 0],
-			});
+			expectRefusedForTools(r);
 		});
 		it('AG3 three events, Agent at Stop Workflow: refused at publish naming the agent, nothing charged', async () => {
 			const p = 'ag3';
 			const r = record('AG3 agent stop workflow three', await runThree(p, agentStep()));
-			expect({ refusal: r.refusal, charges: r.charges }).toEqual({
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-				charges: [0, 0, 0],
-			});
+			expectRefusedForTools(r);
 		});
 		it('AG4 one event, the Charge tool at On Error "Stop Workflow", the charge API failing once: 500, then one charge, completed', async () => {
 			const p = 'ag4';
@@ -490,10 +496,7 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 				'AG5 agent continue tool stop fails for B',
 				await runThree(p, agentStep({ onError: 'continueErrorOutput' }, { onError: 'stopWorkflow' }), () => rt.failNext(`charge:${p}_b`)),
 			);
-			expect({ refusal: r.refusal, charges: r.charges }).toEqual({
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-				charges: [0, 0, 0],
-			});
+			expectRefusedForTools(r);
 		});
 		it('AG6 one event, the model failing after the tool charged: 500, the retry charges again (a step failing after its effect, documented)', async () => {
 			const p = 'ag6';
@@ -502,21 +505,9 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 		});
 		it("AG7 three events, Loop Over Items (batch 1) → Agent (Stop Workflow) → back, B's charge failing once: refused (the agent's later runs lose their place in the loop), nothing charged", async () => {
 			const p = 'ag7';
-			const loop = node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} });
-			const step: Step = {
-				nodes: [at(loop, 0, 200), agent(), chatModel(), chargeTool()],
-				connections: {
-					...aiLinks('Agent'),
-					Loop: { main: [[], link('Agent')] },
-					Agent: { main: [link('Loop')] },
-				} as IConnections,
-				heads: ['Loop'],
-			};
+			const step = loopAgentStep(chargeTool());
 			const r = record('AG7 loop agent tool fails for B', await runThree(p, step, () => rt.failNext(`charge:${p}_b`)));
-			expect({ refusal: r.refusal, charges: r.charges }).toEqual({
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-				charges: [0, 0, 0],
-			});
+			expectRefusedForTools(r);
 		});
 		it("AG8 node path, Settle beside: Split Out → Reserve (Field) → Agent (error output) with the Charge tool, B's charge failing once: Reserve refuses (503), nothing charged", async () => {
 			const p = 'ag8';
@@ -546,10 +537,7 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 				),
 			);
 			// Held before tools with several events were refused (200, one charge each); now refused with the rest (over-cautious).
-			expect({ refusal: r.refusal, charges: r.charges }).toEqual({
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-				charges: [0, 0, 0],
-			});
+			expectRefusedForTools(r);
 		});
 		it.failing(
 			'AG12 one event, the charge API failing once and the model calling the tool again after its error: one charge, completed, 200 (the agent recovered in the run)',
@@ -598,30 +586,14 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 			const r = await runThree(p, step, () => rt.failNext(`notify:${p}_b`));
 			const notices = idsOf(p).map((id) => effectsAt('notify', id));
 			record('AG13 if false agent notify', { ...r, notices });
-			// A (vip) takes the true branch, unconnected: no charge, no notice, by design.
-			expect({ refusal: r.refusal, charges: r.charges, notices }).toEqual({
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-				charges: [0, 0, 0],
-				notices: [0, 0, 0],
-			});
+			expectRefusedForTools(r);
+			expect(notices).toEqual([0, 0, 0]);
 		});
 		it('AG14 three events, Loop Over Items (batch 1) → Agent (Stop Workflow) → back, the Charge tool at On Error "Stop Workflow", B\'s charge failing once: refused, nothing charged', async () => {
 			const p = 'ag14';
-			const loop = node('Loop', 'splitInBatches', 3, { batchSize: 1, options: {} });
-			const step: Step = {
-				nodes: [at(loop, 0, 200), agent(), chatModel(), chargeTool({ onError: 'stopWorkflow' })],
-				connections: {
-					...aiLinks('Agent'),
-					Loop: { main: [[], link('Agent')] },
-					Agent: { main: [link('Loop')] },
-				} as IConnections,
-				heads: ['Loop'],
-			};
+			const step = loopAgentStep(chargeTool({ onError: 'stopWorkflow' }));
 			const r = record('AG14 loop agent tool stop fails for B', await runThree(p, step, () => rt.failNext(`charge:${p}_b`)));
-			expect({ refusal: r.refusal, charges: r.charges }).toEqual({
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-				charges: [0, 0, 0],
-			});
+			expectRefusedForTools(r);
 		});
 		it("AG9 three events, Agent at Continue (error output), the model failing for B before any tool call: refused (n8n's agent loses track of its items: [6, 6, 6] before), nothing charged", async () => {
 			const p = 'ag9';
@@ -629,10 +601,7 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 				'AG9 agent model fails first for B',
 				await runThree(p, agentStep({ onError: 'continueErrorOutput' }), () => failModel('first', `${p}_b`)),
 			);
-			expect({ refusal: r.refusal, charges: r.charges }).toEqual({
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-				charges: [0, 0, 0],
-			});
+			expectRefusedForTools(r);
 		});
 	});
 
