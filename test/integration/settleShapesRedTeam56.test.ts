@@ -11,6 +11,7 @@ import {
 	baseNode as node,
 	events,
 	EVENTS,
+	jsonBodyOf,
 	ifTrue,
 	SPLIT_OUT_EVENTS,
 	subWorkflowRedTeam,
@@ -240,14 +241,7 @@ function modelAnswer(body: { messages?: Array<{ role: string; content?: unknown 
 }
 
 async function model(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const chunks: Buffer[] = [];
-	for await (const chunk of request) chunks.push(chunk as Buffer);
-	let body: Record<string, unknown> = {};
-	try {
-		body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as Record<string, unknown>;
-	} catch {
-		// not JSON
-	}
+	const body = await jsonBodyOf(request);
 	const answer = modelAnswer(body as never);
 	if (answer.status !== 200) {
 		response

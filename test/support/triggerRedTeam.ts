@@ -164,15 +164,7 @@ export function triggerRedTeam(options: TriggerRedTeamOptions) {
 	};
 
 	async function api(request: IncomingMessage, response: ServerResponse): Promise<void> {
-		const chunks: Buffer[] = [];
-		for await (const chunk of request) chunks.push(chunk as Buffer);
-		const text = Buffer.concat(chunks).toString();
-		let body: Record<string, unknown> = {};
-		try {
-			body = JSON.parse(text || '{}') as Record<string, unknown>;
-		} catch {
-			// not JSON
-		}
+		const body = await jsonBodyOf(request);
 		const route = (request.url ?? '/').slice(1).split('?')[0];
 		const id = String(body.id ?? '');
 		received.push(`${route}:${id}`);
@@ -834,4 +826,15 @@ export function subWorkflowRedTeam(options: TriggerRedTeamOptions) {
 		runNode,
 		record,
 	};
+}
+
+/** A stand-in server's request body as JSON; {} for an empty body or one that is not JSON. */
+export async function jsonBodyOf(request: IncomingMessage): Promise<Record<string, unknown>> {
+	const chunks: Buffer[] = [];
+	for await (const chunk of request) chunks.push(chunk as Buffer);
+	try {
+		return JSON.parse(Buffer.concat(chunks).toString() || '{}') as Record<string, unknown>;
+	} catch {
+		return {};
+	}
 }
