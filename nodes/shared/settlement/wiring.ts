@@ -463,14 +463,21 @@ function checkJoinedAfterEffect(
 	}
 	// A join inside Loop Over Items (batch size 1) joins one event. A node set to Execute Once, even one that cannot
 	// fail (a No Operation), gives what it made of the first item for all the items it got. A sub-workflow given all the
-	// items in one run that joins them hands back what it made of all of them.
+	// items in one run that joins them hands back what it made of all of them; when a node inside may act, its node is
+	// itself a call made for all of them, whatever the sub-workflow did before its join.
 	const joinsOnce = (candidate: NodeRef & Partial<Pick<INode, 'executeOnce'>>) => joinsItems(candidate) || candidate.executeOnce === true;
-	const joinInside = (candidate: INode) =>
-		runsSubWorkflowOnceForAll(candidate)
-			? nestedInlineNodes(candidate, SUB_WORKFLOW_DEPTH).find((inner) => joinsOnce(inner.node))
-			: undefined;
-	const joins = (candidate: INode) => joinsOnce(candidate) || joinInside(candidate) !== undefined;
-	for (const join of before.filter((candidate) => joins(candidate) && !oneAtATime.has(candidate.name))) {
+	const joinInside = (candidate: INode) => {
+		if (!runsSubWorkflowOnceForAll(candidate)) return undefined;
+		const nested = nestedInlineNodes(candidate, SUB_WORKFLOW_DEPTH);
+		const inner = nested.find((each) => joinsOnce(each.node));
+		const acts = nested.some((each) => each.node.type !== SUB_WORKFLOW_TRIGGER_TYPE && mayHaveEffect(each.node as INode));
+		return inner && { inner, acts };
+	};
+	const joins = before
+		.filter((candidate) => !oneAtATime.has(candidate.name))
+		.map((candidate) => ({ join: candidate, inside: joinInside(candidate) }))
+		.filter(({ join, inside }) => joinsOnce(join) || inside !== undefined);
+	for (const { join, inside } of joins) {
 		// An effect before the join, beside it, or made of the joined item (a batch call) before `node` or beside it:
 		// reached from the join through no node that joins its item with the events again (a Merge, Compare Datasets).
 		const madeOfTheJoin = downstreamOf(record, allTargets(record, join.name), new Set([self, join.name]), (candidate) =>
@@ -482,14 +489,8 @@ function checkJoinedAfterEffect(
 				!comesAfter(candidate, node) &&
 				!partedFrom(record, self, step, candidate, node),
 		);
-		// A sub-workflow that joins the events and may act: its node is itself a call made for all of them, whatever
-		// the sub-workflow did before its join.
-		const inner = joinInside(join);
-		const actsInside =
-			inner !== undefined &&
-			nestedInlineNodes(join, SUB_WORKFLOW_DEPTH).some(
-				(each) => each.node.type !== SUB_WORKFLOW_TRIGGER_TYPE && mayHaveEffect(each.node as INode),
-			);
+		const inner = inside?.inner;
+		const actsInside = inside?.acts === true;
 		const effect = effectNotAfter(record, self, join, step) ?? outside ?? madeOfTheJoin ?? (actsInside ? join : undefined);
 		if (!effect) continue;
 		// Split again into one item per event, before anything acted on the joined item: a split after a batch call
