@@ -9,7 +9,7 @@ import { withCodeRunner } from '../support/codeTaskRunner';
 import { describeWithN8n } from '../support/n8nBaseNodes';
 import { executeInProcess, inProcessWorkflow, packageNode, webhookResponses } from '../support/n8nEngine';
 import { link, toInput } from '../support/settleWorkflows';
-import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import { baseNode as node, CHARGE_BODY, EVENTS, events, jsonBodyOf, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
 /*
  * Thirty-fifth red-team pass: the Idempotent Webhook trigger behind shapes not tried in passes 22–33: Stop and a
@@ -28,14 +28,7 @@ const slow = { url: '', delayMs: 600, effects: new Map<string, number>(), failin
 const slowAt = (route: string, id: string) => slow.effects.get(`${route}:${id}`) ?? 0;
 let slowServer: http.Server | undefined;
 async function slowApi(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const chunks: Buffer[] = [];
-	for await (const chunk of request) chunks.push(chunk as Buffer);
-	let body: Record<string, unknown> = {};
-	try {
-		body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as Record<string, unknown>;
-	} catch {
-		// not JSON
-	}
+	const body = await jsonBodyOf(request);
 	const route = (request.url ?? '/').slice(1).split('?')[0];
 	const target = `${route}:${String(body.id ?? '')}`;
 	slow.started.push(target);

@@ -21,7 +21,7 @@ import { describeWithN8n } from '../support/n8nBaseNodes';
 import { engineBase, executeInProcess, inProcessWorkflow, nodeTypes, packageNode, webhookResponses } from '../support/n8nEngine';
 import { asN8nReceives } from '../support/n8nRequestPath';
 import { link } from '../support/settleWorkflows';
-import { baseNode as node, CHARGE_BODY, EVENTS, events, triggerRedTeam, type Step } from '../support/triggerRedTeam';
+import { baseNode as node, CHARGE_BODY, EVENTS, events, jsonBodyOf, triggerRedTeam, type Step } from '../support/triggerRedTeam';
 
 /*
  * Forty-seventh red-team pass: Respond: At Once and the package's own retries (the inbox runner), in n8n 2.41.1's
@@ -42,14 +42,7 @@ const slowAt = (route: string, id: string) => slow.effects.get(`${route}:${id}`)
 const startedAt = (route: string, id: string) => slow.started.filter((target) => target === `${route}:${id}`).length;
 let slowServer: http.Server | undefined;
 async function slowApi(request: IncomingMessage, response: ServerResponse): Promise<void> {
-	const chunks: Buffer[] = [];
-	for await (const chunk of request) chunks.push(chunk as Buffer);
-	let body: Record<string, unknown> = {};
-	try {
-		body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as Record<string, unknown>;
-	} catch {
-		// not JSON
-	}
+	const body = await jsonBodyOf(request);
 	const [route, query] = (request.url ?? '/').slice(1).split('?');
 	const delay = /ms=(\d+)/.exec(query ?? '')?.[1];
 	const target = `${route}:${String(body.id ?? '')}`;

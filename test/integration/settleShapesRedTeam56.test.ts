@@ -130,31 +130,21 @@ function instanceOf<T>(relative: string): T {
 	return new NodeClass();
 }
 
-/** n8n's HTTP Request Tool: HTTP Request 4.2 as n8n 2.41.1's NodeTypes makes a synthetic `…Tool` type of it. */
-function httpRequestTool(): INodeType {
-	const versioned = instanceOf<IVersionedNodeType>('n8n-nodes-base/dist/nodes/HttpRequest/HttpRequest.node.js');
-	const base = versioned.getNodeType(4.2);
-	const { convertNodeToAiTool } = requireInstalled<{ convertNodeToAiTool: (item: { description: unknown }) => unknown }>(
-		'n8n/dist/tool-generation/ai-tools.js',
-	);
+/** A node of n8n-nodes-base at `version` made a tool by n8n's own converter, as n8n 2.41.1's NodeTypes builds its synthetic types. */
+function convertedTool(nodeFile: string, version: number, converterFile: string, converter: string): INodeType {
+	const base = instanceOf<IVersionedNodeType>(`n8n-nodes-base/dist/nodes/${nodeFile}`).getNodeType(version);
+	const convert = requireInstalled<Record<string, (item: { description: unknown }) => unknown>>(
+		`n8n/dist/tool-generation/${converterFile}`,
+	)[converter];
 	const description = { ...base.description, properties: [...base.description.properties] };
 	const tool = Object.create(base, { description: { value: description, writable: true } }) as INodeType;
-	convertNodeToAiTool(tool as never);
+	convert(tool as never);
 	return tool;
 }
-
-/** n8n's human-in-the-loop tool made of Email Send 2.1 (Send and Wait for Response), as NodeTypes builds `…HitlTool` types. */
-function emailSendHitlTool(): INodeType {
-	const versioned = instanceOf<IVersionedNodeType>('n8n-nodes-base/dist/nodes/EmailSend/EmailSend.node.js');
-	const base = versioned.getNodeType(2.1);
-	const { convertNodeToHitlTool } = requireInstalled<{ convertNodeToHitlTool: (item: { description: unknown }) => unknown }>(
-		'n8n/dist/tool-generation/hitl-tools.js',
-	);
-	const description = { ...base.description, properties: [...base.description.properties] };
-	const tool = Object.create(base, { description: { value: description, writable: true } }) as INodeType;
-	convertNodeToHitlTool(tool as never);
-	return tool;
-}
+/** n8n's HTTP Request Tool: HTTP Request 4.2 as a `…Tool` type. */
+const httpRequestTool = () => convertedTool('HttpRequest/HttpRequest.node.js', 4.2, 'ai-tools.js', 'convertNodeToAiTool');
+/** n8n's human-in-the-loop tool made of Email Send 2.1 (Send and Wait for Response), a `…HitlTool` type. */
+const emailSendHitlTool = () => convertedTool('EmailSend/EmailSend.node.js', 2.1, 'hitl-tools.js', 'convertNodeToHitlTool');
 
 const LANGCHAIN = '@n8n/n8n-nodes-langchain';
 /** The AI Agent at versions 3 and 3.1 (n8n's Tools Agent with engine requests), with Agent.node.js's base description. */
