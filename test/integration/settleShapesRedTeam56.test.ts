@@ -363,13 +363,24 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 		connections: { ...aiLinks('Agent'), Loop: { main: [[], link('Agent')] }, Agent: { main: [link('Loop')] } } as IConnections,
 		heads: ['Loop'],
 	});
-	/** The refusal Reserve sent with each item to its Not Reserved output in a node-path run, one per line. */
-	const notReservedOf = (runs: IRun[]) =>
-		(runs[0]?.data.resultData.runData[rt.fieldReserve().name]?.[0]?.data?.main[3] ?? []).map((item) => String(item.json.error)).join('\n');
+	/** What the refusal of an agent whose Charge tool may act, given several events, says. */
+	const TOOLS_REFUSAL = '"Agent" calls "Charge", a tool that may act';
+	/**
+	 * The node path: Reserve refused before the step, answering 503 with its refusal on each item of its Not Reserved
+	 * output; nothing charged.
+	 */
+	const expectReserveRefusedForTools = (answers: Array<number | undefined>, charges: number[], runs: IRun[]) => {
+		const notReserved = runs[0]?.data.resultData.runData[rt.fieldReserve().name]?.[0]?.data?.main[3] ?? [];
+		expect({ answers: [...new Set(answers)], charges, refusal: notReserved.map((item) => String(item.json.error)).join('\n') }).toEqual({
+			answers: [503],
+			charges: [0, 0, 0],
+			refusal: expect.stringContaining(TOOLS_REFUSAL),
+		});
+	};
 	/** Refused at publish for an agent whose Charge tool may act, given several events: nothing charged. */
 	const expectRefusedForTools = (r: { refusal: string | boolean; charges: number[] }) =>
 		expect({ refusal: r.refusal, charges: r.charges }).toEqual({
-			refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
+			refusal: expect.stringContaining(TOOLS_REFUSAL),
 			charges: [0, 0, 0],
 		});
 	const idsOf = (p: string) => threeEvents(p).map((event) => event.id);
@@ -512,12 +523,7 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 			const charges = idsOf(p).map((id) => effectsAt('charge', id));
 			const keys = await nodeStatuses(idsOf(p));
 			record('AG8 node path settle agent', { answers, charges, keys, model: callsFor(p) });
-			// Reserve refuses before the step (503, the refusal in n8n's execution): nothing charged.
-			expect({ answers: [...new Set(answers)], charges, refusal: notReservedOf(runs) }).toEqual({
-				answers: [503],
-				charges: [0, 0, 0],
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-			});
+			expectReserveRefusedForTools(answers, charges, runs);
 		});
 		it('AG8b node path, Mark Complete after the step (no Settle): Split Out → Reserve (Field) → Agent (error output) with the Charge tool: Reserve refuses (503), nothing charged', async () => {
 			const p = 'ag8b';
@@ -533,11 +539,7 @@ describeWithN8n("red team 56: n8n's AI nodes (an agent's tool making the effect,
 			);
 			const charges = idsOf(p).map((id) => effectsAt('charge', id));
 			record('AG8b node path complete agent', { answers, charges, model: callsFor(p) });
-			expect({ answers: [...new Set(answers)], charges, refusal: notReservedOf(runs) }).toEqual({
-				answers: [503],
-				charges: [0, 0, 0],
-				refusal: expect.stringContaining('"Agent" calls "Charge", a tool that may act'),
-			});
+			expectReserveRefusedForTools(answers, charges, runs);
 		});
 		it("AG11 control: three events, Agent at Continue (error output), the Charge tool at Retry On Fail (2 tries), B's charge failing once: refused (over-cautious: it held, retried by n8n in the run)", async () => {
 			const p = 'ag11';
